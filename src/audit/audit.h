@@ -1,0 +1,58 @@
+/* audit.h - the audit log: one JSONL file per server process under VESTIBULE_AUDIT_DIR
+ * (files 0600; a directory it creates 0700). Each run_code call leaves a start and an end
+ * record sharing one id, or one "blocked" record. Records keep the code up to 4 KiB with its
+ * SHA-256 and full size, never the output (only its sizes). A failed write, or one the disk
+ * does not confirm within 2 s, never stops a run: it comes back as a note for the result's
+ * "audit:" line. Thread-safe. Seed: "Usage numbers and the audit log". */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "config/config.h"
+#include "run/run.h"
+
+struct audit_log;
+
+/**
+ * audit_open() - prepare the log for this process. Does not create anything yet: the
+ * directory and file are made on the first record, so a server that never runs code leaves
+ * no file. Refuses (-EINVAL, @err names the fix) a dir that is not absolute, or lies inside
+ * the workspace or the rootfs dir (then every call must be Blocked:).
+ */
+int audit_open(const struct sbx_config *cfg, struct audit_log **ret, struct sbx_error *err);
+
+/** audit_close() - flush and close. NULL ok; returns NULL. */
+struct audit_log *audit_close(struct audit_log *log);
+
+/** audit_path() - the file this process writes (may not exist yet). Borrowed. */
+const char *audit_path(const struct audit_log *log);
+
+/**
+ * audit_start() - write the start record of a run: time, id, language, timeout, backend,
+ * code (<= 4 KiB), its SHA-256 and size. *@ret_id gets the new record id (a string of at most
+ * 32 bytes into @ret_id, which must hold 33). On failure the note is written into @note
+ * (size @note_size, e.g. "not recorded (disk full: ENOSPC)").
+ */
+void audit_start(struct audit_log *log, enum sbx_language lang, unsigned timeout_s,
+                 const char *backend, const char *code, size_t code_len, char ret_id[33],
+                 char *note, size_t note_size);
+
+/** audit_end() - the end record for @id: outcome, exit code, usage, output sizes,
+ * blocked syscalls, image, isolation. Failure -> @note as for audit_start(). */
+void audit_end(struct audit_log *log, const char *id, const struct run_result *res,
+               char *note, size_t note_size);
+
+/** audit_blocked() - one record for a call refused before it reached a backend. */
+void audit_blocked(struct audit_log *log, const char *language, const char *code,
+                   size_t code_len, const char *reason, char *note, size_t note_size);
+
+/**
+ * audit_print() - the `vestibule-mcp audit [N] [--json]` command: the last @n calls (start
+ * and end joined by id; a start without an end shows "no end") across the files in @dir, one
+ * line each to @out, every recorded string escaped so it cannot drive a terminal. @json:
+ * one JSON object per line instead. Return 0 or -errno with @err.
+ */
+int audit_print(const char *dir, unsigned n, bool json, int out_fd, struct sbx_error *err);

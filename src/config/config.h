@@ -1,0 +1,94 @@
+/* config.h - the settings: VESTIBULE_* environment variables over an optional YAML file,
+ * read once at start into a validated struct sbx_config. The only module that calls getenv.
+ *
+ * An invalid value never stops the server: config_load() still returns a usable struct with
+ * defaults and sets @invalid, and every tool call is then answered Blocked: with @invalid_msg
+ * (the setting's name, the bad value and the fix). Nothing runs while it is set, the audit
+ * directory included. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+enum sbx_backend_choice {
+        SBX_BACKEND_AUTO = 0,
+        SBX_BACKEND_NATIVE,
+        SBX_BACKEND_CONTAINER,
+        SBX_BACKEND_NAIVE, /* development only: no isolation, reported as isolation: none */
+};
+
+enum sbx_runtime_choice {
+        SBX_RUNTIME_AUTO = 0, /* Docker, then Podman */
+        SBX_RUNTIME_DOCKER,
+        SBX_RUNTIME_PODMAN,
+};
+
+enum sbx_image_source {
+        SBX_IMAGE_SOURCE_REGISTRY = 0, /* pinned digests pulled by setup */
+        SBX_IMAGE_SOURCE_DEBIAN,       /* built from Debian packages with mmdebstrap */
+};
+
+struct sbx_config {
+        /* Paths: absolute, '~' expanded, no trailing '/'. Owned by the struct. */
+        char *workspace_dir;  /* VESTIBULE_WORKSPACE, default ~/.vestibule/workspace */
+        char *rootfs_dir;     /* VESTIBULE_ROOTFS_DIR, default ~/.vestibule/rootfs */
+        char *audit_dir;      /* VESTIBULE_AUDIT_DIR, default ~/.vestibule/audit */
+        char *config_file;    /* the YAML file read, or NULL when there was none */
+        bool workspace_ro;    /* VESTIBULE_WORKSPACE_RO, default off */
+
+        enum sbx_backend_choice backend; /* VESTIBULE_BACKEND auto|native|container|naive */
+        enum sbx_runtime_choice runtime; /* VESTIBULE_RUNTIME auto|docker|podman */
+        enum sbx_image_source image_source; /* VESTIBULE_IMAGE_SOURCE registry|debian */
+        char *image_python;   /* VESTIBULE_IMAGE_PYTHON, default: the pinned digest */
+        char *image_node;     /* VESTIBULE_IMAGE_NODE, default: the pinned digest */
+
+        unsigned default_timeout_s; /* VESTIBULE_DEFAULT_TIMEOUT_S, default 10 */
+        unsigned max_timeout_s;     /* VESTIBULE_MAX_TIMEOUT_S, default 60 */
+        size_t max_code_bytes;      /* VESTIBULE_MAX_CODE_BYTES, default 262144 */
+        size_t max_output_bytes;    /* VESTIBULE_MAX_OUTPUT_BYTES per stream, default 20000 */
+        unsigned mem_mb;            /* VESTIBULE_MEM_MB, default 256 (no swap on top) */
+        unsigned cpu_pct;           /* VESTIBULE_CPU_PCT of one core, default 75 */
+        unsigned pids_max;          /* VESTIBULE_PIDS_MAX, default 128 */
+        unsigned tmpfs_mb;          /* VESTIBULE_TMPFS_MB, default 64 */
+        unsigned max_concurrent;    /* VESTIBULE_MAX_CONCURRENT, default 4 */
+
+        /* VESTIBULE_RUN_AS=uid:gid: the unprivileged id a server started as root runs code as. */
+        bool run_as_set;
+        uid_t run_as_uid;
+        gid_t run_as_gid;
+
+        /* VESTIBULE_LOG_LEVEL error|warning|info|debug (default info). */
+        int log_level;
+
+        /* Set when any setting was invalid; then every tool call is Blocked: with this text. */
+        bool invalid;
+        char invalid_msg[480];
+};
+
+/**
+ * config_load() - read the environment and the YAML file into a new config.
+ * The YAML file is $VESTIBULE_CONFIG, else $XDG_CONFIG_HOME/vestibule/config.yaml (XDG default
+ * ~/.config); keys are the variable names without VESTIBULE_, in lower case
+ * (`mem_mb: 512`). The environment wins over the file. A blank value counts as unset.
+ * Numbers: positive whole decimal numbers; on/off: 1/true/yes/on, 0/false/no/off.
+ * @ret: on success a new config freed with config_free(); check ->invalid.
+ * Return: 0. Only an unusable home directory for defaults is an error: -ENOENT with @err.
+ */
+int config_load(struct sbx_config **ret, struct sbx_error *err);
+
+/**
+ * config_load_from() - like config_load(), but reading variables through @getenv_fn and the
+ * YAML text in @yaml_text (may be NULL). For tests: no process environment is read.
+ */
+int config_load_from(const char *(*getenv_fn)(const char *name), const char *yaml_text,
+                     struct sbx_config **ret, struct sbx_error *err);
+
+/** config_free() - free @c and all it owns. Accepts NULL; returns NULL. */
+struct sbx_config *config_free(struct sbx_config *c);
+
+/** config_backend_name() / config_runtime_name() - the setting's spelling of the choice. */
+const char *config_backend_name(enum sbx_backend_choice b);
+const char *config_runtime_name(enum sbx_runtime_choice r);

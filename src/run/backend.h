@@ -1,0 +1,62 @@
+/* backend.h - the seam every isolation backend plugs into. The MCP layer and the run service
+ * include this header, never a backend's own. A backend is a singleton object created for the
+ * server's life; its ops must be safe to call from several run threads at once. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "config/config.h"
+#include "run/run.h"
+
+struct backend;
+
+/* What a backend would give on this host now, and why. */
+struct backend_probe {
+        bool usable;          /* a run would execute with @grade */
+        bool degraded;        /* @grade is a "-degraded (...)" grade */
+        char grade[320];      /* the isolation line: "native", "container-degraded (limits not applied: ...)" */
+        char blocked[480];    /* when !usable: the Blocked: text naming the fix (retry or restart) */
+};
+
+struct backend_ops {
+        const char *name; /* "native", "container", "naive" */
+
+        /**
+         * probe() - check the prerequisites (cheaply; the caller caches) and say what a run
+         * would get. Fills @ret even when the backend is not usable. Return 0, or -errno when
+         * the probe itself failed (then @err says why; treat as not usable).
+         */
+        int (*probe)(struct backend *b, struct backend_probe *ret, struct sbx_error *err);
+
+        /**
+         * run() - execute one request in a fresh sandbox and fill @res (which the caller
+         * zeroed; the backend sets isolation, backend, image, usage, output, outcome). Blocks
+         * until the run ended and everything it started is gone. Return 0 when the result is
+         * to be shown (a non-zero exit, a timeout and a cancel are results), or -errno with
+         * @err holding the Blocked: text when nothing could be run or the sandbox could not be
+         * set up as claimed.
+         */
+        int (*run)(struct backend *b, const struct run_request *req, struct run_result *res,
+                   struct sbx_error *err);
+
+        /** shutdown() - kill every run in flight now (server exit). May be NULL. */
+        void (*shutdown)(struct backend *b);
+
+        /** destroy() - free @b->state. May be NULL. */
+        void (*destroy)(struct backend *b);
+};
+
+struct backend {
+        const struct backend_ops *ops;
+        const struct sbx_config *cfg; /* borrowed; outlives the backend */
+        void *state;                  /* the backend's own */
+};
+
+/* Constructors: each returns a new backend (free with backend_free()). Return 0 or -errno. */
+int naive_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
+int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
+int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
+
+/** backend_free() - shutdown() and destroy(), then free. Accepts NULL; returns NULL. */
+struct backend *backend_free(struct backend *b);

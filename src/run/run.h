@@ -1,0 +1,119 @@
+/* run.h - the run contract: one request/result model shared by every backend (naive, native,
+ * container), and the one text format a result is shown in (MCP tool result, `vestibule-mcp
+ * run`). Backends fill a struct run_result; only result.c turns it into text. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "config/config.h"
+
+enum sbx_language {
+        SBX_LANG_PYTHON = 0, /* python3 /sandbox/main.py (python rootfs) */
+        SBX_LANG_NODE,       /* node /sandbox/main.js (node rootfs) */
+        SBX_LANG_BASH,       /* bash /sandbox/main.sh (python rootfs) */
+};
+
+/** sbx_language_parse() - "python"|"node"|"bash" -> enum. Return 0 or -EINVAL. */
+int sbx_language_parse(const char *s, enum sbx_language *ret);
+/** sbx_language_name() - enum -> "python"|"node"|"bash". Static string. */
+const char *sbx_language_name(enum sbx_language l);
+/** sbx_language_script() - file name of the script under /sandbox: "main.py", "main.js", "main.sh". */
+const char *sbx_language_script(enum sbx_language l);
+
+/* Called from the backend's supervising thread about every few seconds while a run goes on.
+ * @elapsed_ms since start, @timeout_ms the run's deadline. Must not block. */
+typedef void (*run_progress_fn)(void *userdata, uint64_t elapsed_ms, uint64_t timeout_ms);
+
+struct run_request {
+        enum sbx_language language;
+        const char *code;   /* not NUL-terminated necessarily; @code_len bytes; borrowed */
+        size_t code_len;
+        unsigned timeout_s; /* already validated: 1..cfg->max_timeout_s */
+        const struct sbx_config *cfg; /* borrowed */
+        int cancel_fd;      /* eventfd/pipe that becomes readable on cancel; -1 = none */
+        run_progress_fn progress; /* may be NULL */
+        void *progress_userdata;
+};
+
+/* One output stream as captured: the first cap bytes, and how much the program wrote. */
+struct run_stream {
+        char *data;     /* owned; at most cfg->max_output_bytes bytes; may hold any bytes */
+        size_t len;
+        uint64_t total; /* bytes the program wrote to this stream, as far as they were read */
+};
+
+enum run_outcome {
+        RUN_OUTCOME_NONE = 0, /* nothing was executed (a backend failure before exec) */
+        RUN_OUTCOME_EXITED,   /* exit_code holds the status */
+        RUN_OUTCOME_SIGNALED, /* term_signal holds the signal */
+        RUN_OUTCOME_TIMED_OUT,
+        RUN_OUTCOME_CANCELLED,
+        RUN_OUTCOME_FLOODED, /* stopped: printed more than twice the output cap */
+};
+
+/* A usage figure and, when not measured, why. Figures come from where the code cannot
+ * write: a cgroup read after exit, the engine, wait4() rusage; never the code's output. */
+struct run_measure {
+        bool measured;
+        uint64_t value;
+        char why[160]; /* when !measured: "Linux 5.19+ needed", "not readable from outside a container" */
+};
+
+struct run_usage {
+        uint64_t wall_ms;          /* always measured, by the server's monotonic clock */
+        struct run_measure cpu_us; /* user+system CPU time, microseconds */
+        struct run_measure mem_peak_bytes;
+        struct run_measure pids_peak;
+};
+
+struct run_result {
+        enum run_outcome outcome;
+        int exit_code;   /* RUN_OUTCOME_EXITED */
+        int term_signal; /* RUN_OUTCOME_SIGNALED */
+        struct run_stream out, err;
+        struct run_usage usage;
+
+        bool oom_killed;        /* the kernel/engine said a process hit the memory cap */
+        uint64_t mem_limit_bytes; /* for the out-of-memory note */
+        char limits_hit[256];   /* "cpu (throttled in 40 of 41 periods of 100 ms), pids"; "" = none */
+        char blocked_syscalls[512]; /* "mount, bpf"; "" = none */
+        bool blocked_reporting_stopped; /* more than 256 reports: further ones failed with ENOSYS */
+        char audit_note[256];   /* "not recorded (...)" / "not confirmed (...)"; "" = recorded */
+        char notes[512];        /* extra lines the backend adds, '\n'-separated; "" = none */
+
+        char backend[16];       /* "native", "container", "naive" */
+        char image[256];        /* the image or rootfs that ran, for the audit log */
+        char isolation[320];    /* "native", "container-degraded (limits not applied: ...)", "none (...)" */
+};
+
+/** run_result_done() - free what @r holds (the stream buffers); @r itself is not freed. */
+void run_result_done(struct run_result *r);
+
+/**
+ * run_stream_append() - add @n bytes to @s, keeping at most @cap bytes and counting all.
+ * Return: the new total.
+ */
+uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size_t cap);
+
+/**
+ * run_result_format() - the result text, in this order: stdout, stderr (labelled, each cut at
+ * @cap with "[truncated: N bytes more]"), the outcome line ("exit code: N", "timed out after
+ * N s", "cancelled", "killed by signal SIGX", the flood note), "usage: ...", optional
+ * "limits hit:", out-of-memory note, "blocked syscalls:", "audit:" lines, and last
+ * "isolation: <grade>". Output bytes that are not valid UTF-8, and terminal control bytes
+ * (C0 but tab and newline, DEL, C1), are shown as "\xNN" text, so the string is valid UTF-8
+ * and can drive no terminal.
+ * @timeout_s: the run's timeout, for the timed-out line.
+ * Return: a new NUL-terminated UTF-8 string; the caller frees it.
+ */
+char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t cap);
+
+/**
+ * sbx_text_sanitize() - copy @n bytes of @s into a new valid-UTF-8 string in which invalid
+ * sequences and control bytes (all C0 except '\t' and '\n', DEL, and C1 U+0080..U+009F)
+ * appear as the four characters "\xNN" (C1: "\u0085" style). Caller frees.
+ */
+char *sbx_text_sanitize(const char *s, size_t n);

@@ -1,0 +1,59 @@
+/* service.h - the run service: everything between a tool call and a backend. It validates a
+ * request against the settings, refuses to run code as root, takes a concurrency slot (waiting
+ * up to 5 s), picks the backend (ladder.c), writes the audit records, and returns the result.
+ * Both the MCP server and `vestibule-mcp run` call it, so both take exactly the same path. */
+#pragma once
+
+#include "common/error.h"
+#include "config/config.h"
+#include "run/backend.h"
+#include "run/run.h"
+
+struct run_service;
+
+/**
+ * run_service_new() - build the service for the server's life.
+ * @cfg: borrowed; must outlive the service. An invalid config is accepted: every call is
+ *       then refused with cfg->invalid_msg.
+ * Return: 0 and *@ret, or -errno with @err (nothing here fails on a bad host: backends that
+ * cannot work are found when the first call probes them).
+ */
+int run_service_new(const struct sbx_config *cfg, struct run_service **ret, struct sbx_error *err);
+
+/** run_service_free() - shut every backend down (killing runs in flight) and free. NULL ok. */
+struct run_service *run_service_free(struct run_service *s);
+
+/** run_service_shutdown() - kill every run in flight now (SIGTERM/EOF path). Thread-safe. */
+void run_service_shutdown(struct run_service *s);
+
+/* A run_code call as the tool receives it, before validation. */
+struct run_call {
+        const char *language;   /* as given; validated here */
+        const char *code;
+        size_t code_len;
+        long long timeout_s;    /* <= 0: not given -> cfg->default_timeout_s */
+        int cancel_fd;          /* -1 = not cancellable */
+        run_progress_fn progress;
+        void *progress_userdata;
+};
+
+/**
+ * run_service_execute() - validate, audit, run and fill @res.
+ * Return: 0 with @res filled (its text made by run_result_format()), or a negative errno with
+ * @err->msg holding the text of the Blocked: reply (without the "Blocked: " prefix): an
+ * invalid setting, root without VESTIBULE_RUN_AS, bad arguments (-EINVAL: these are the
+ * caller's fault, shown as a tool error), no free slot after 5 s (-EBUSY), no usable backend.
+ */
+int run_service_execute(struct run_service *s, const struct run_call *call, struct run_result *res,
+                        struct sbx_error *err);
+
+/**
+ * run_service_read_workspace() - read_workspace's work: resolve @path beneath the workspace
+ * with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) and return its text.
+ * Return: 0 and a new string in *@ret_text (caller frees), or -errno and @err.
+ */
+int run_service_read_workspace(struct run_service *s, const char *path, char **ret_text,
+                               struct sbx_error *err);
+
+/** run_service_config() - the config the service was built with. */
+const struct sbx_config *run_service_config(struct run_service *s);

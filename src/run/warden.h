@@ -1,0 +1,39 @@
+/* warden.h - supervises one locally spawned run (naive and native backends): reads stdout and
+ * stderr with the output cap, enforces the deadline by the server's own monotonic clock,
+ * watches the cancel fd, kills the whole process tree, reaps, and fills the outcome and output
+ * of a struct run_result. The container backend has its own loop over the engine's stream. */
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "run/run.h"
+
+struct warden_child {
+        pid_t pid;   /* the process to reap (a child of the calling thread's process) */
+        int pidfd;   /* pidfd_open(pid) or -1 (then the warden polls waitpid) */
+        int out_fd;  /* read end of the child's stdout pipe; the warden closes it */
+        int err_fd;  /* read end of the child's stderr pipe; the warden closes it */
+        /* Kill every process of the run (process group, pid namespace, cgroup.kill...).
+         * Called on timeout, cancel, flood, and after the main process exited. Idempotent. */
+        void (*kill_tree)(void *userdata);
+        void *kill_userdata;
+};
+
+/**
+ * warden_supervise() - run the supervision loop until the child is reaped.
+ * @req:   timeout_s, cancel_fd, progress, cfg->max_output_bytes are used.
+ * @child: see above; fds are closed on return.
+ * @res:   out, err, outcome, exit_code/term_signal, usage.wall_ms (from @start_ms) are set.
+ * @ret_rusage: if not NULL, the child's rusage from wait4() (covers the reaped child and the
+ *         descendants it waited for; not a cgroup figure).
+ * Return: 0 once the child is reaped, or -errno on an internal failure (the tree is killed
+ * and reaped first).
+ */
+int warden_supervise(const struct run_request *req, struct warden_child *child,
+                     uint64_t start_ms, struct run_result *res, struct rusage *ret_rusage,
+                     struct sbx_error *err);
+
+/** sbx_now_ms() - CLOCK_MONOTONIC in milliseconds. */
+uint64_t sbx_now_ms(void);

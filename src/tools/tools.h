@@ -1,0 +1,41 @@
+/* tools.h - the two MCP tools, independent of the protocol: their names, descriptions, input
+ * schemas and annotations, argument coercion, and turning a call into a tool result. src/mcp
+ * serialises these for tools/list and tools/call; `vestibule-mcp run` calls tools_call() too,
+ * so the CLI prints exactly what a client receives. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "run/service.h"
+
+struct tool_result {
+        char *text;                 /* the content[0] text; owned */
+        bool is_error;              /* isError */
+        json_object *structured;    /* structuredContent (an object) or NULL; owned */
+};
+
+void tool_result_done(struct tool_result *r);
+
+/**
+ * tools_list_json() - a new JSON array of Tool objects (name, title, description, inputSchema,
+ * outputSchema, annotations) as of the newest revision; src/mcp strips what an older
+ * negotiated revision does not know. Caller puts it.
+ */
+json_object *tools_list_json(void);
+
+/* Per-call context from the protocol layer. */
+struct tool_ctx {
+        int cancel_fd;            /* readable once the request is cancelled; -1 = none */
+        run_progress_fn progress; /* NULL when the request has no progressToken */
+        void *progress_userdata;
+};
+
+/**
+ * tools_call() - run tool @name with @args (an object, or NULL for {}).
+ * Return: 0 and @ret filled (a refused or failed run is a result with is_error), -ENOENT for an
+ * unknown tool (JSON-RPC -32602), -EINVAL when @args is not an object (-32602); @err says which.
+ */
+int tools_call(struct run_service *svc, const char *name, json_object *args,
+               const struct tool_ctx *ctx, struct tool_result *ret, struct sbx_error *err);
