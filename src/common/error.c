@@ -34,7 +34,11 @@ int sbx_wrap(struct sbx_error *err, const char *fmt, ...)
         vsnprintf(prefix, sizeof(prefix), fmt, ap);
         va_end(ap);
         memcpy(old, err->msg, sizeof(old));
+/* Truncating the tail is the documented behaviour. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-truncation"
         snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+#pragma GCC diagnostic pop
         return -err->code;
 }
 
