@@ -205,7 +205,7 @@ int mcp_writer_send(struct mcp_writer *w, json_object *msg)
         int r = 0;
 
         text = json_object_to_json_string_length(
-                msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+            msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
         clean = mcp_utf8_sanitize(text, len, &clean_len);
         if (clean) {
                 text = clean;

@@ -21,9 +21,9 @@
 /* Reads @fd into a growable buffer and hands out whole lines. */
 struct mcp_reader {
         int fd;
-        char *buf;      /* owned; [start, len) not yet handed out */
+        char *buf; /* owned; [start, len) not yet handed out */
         size_t start, len, cap;
-        size_t scan;    /* [start, scan) holds no '\n' */
+        size_t scan; /* [start, scan) holds no '\n' */
         size_t max_line_bytes;
         bool discarding; /* dropping the rest of an over-long line */
         bool eof;
@@ -92,8 +92,8 @@ enum {
 enum mcp_id_type { MCP_ID_NONE = 0, MCP_ID_INT, MCP_ID_STRING };
 struct mcp_id {
         enum mcp_id_type type;
-        int64_t num;   /* MCP_ID_INT */
-        char *str;     /* MCP_ID_STRING; owned, may hold NULs */
+        int64_t num; /* MCP_ID_INT */
+        char *str;   /* MCP_ID_STRING; owned, may hold NULs */
         size_t str_len;
 };
 
@@ -207,9 +207,9 @@ json_object *mcp_rev_finish_result(json_object *result, bool modern);
 
 /* Knobs the tests turn; mcp_serve() uses the defaults. */
 struct mcp_serve_options {
-        size_t max_line_bytes;          /* 0 = MCP_MAX_LINE_BYTES_DEFAULT */
-        unsigned progress_interval_ms;  /* 0 = 1000: at most one progress notification a second */
-        unsigned shutdown_wait_ms;      /* 0 = 10000: how long to wait for workers at exit */
+        size_t max_line_bytes;         /* 0 = MCP_MAX_LINE_BYTES_DEFAULT */
+        unsigned progress_interval_ms; /* 0 = 1000: at most one progress notification a second */
+        unsigned shutdown_wait_ms;     /* 0 = 10000: how long to wait for workers at exit */
 };
 
 /** mcp_serve_opts() - mcp_serve() with @opts (NULL = defaults). */

@@ -33,8 +33,8 @@ struct fake {
         atomic_int cancel_seen;    /* a "sleep" call saw its cancel_fd readable */
         atomic_int shutdown_calls; /* handlers->shutdown ran */
         atomic_int in_flight, max_in_flight;
-        atomic_int had_progress;   /* ctx->progress was non-NULL in the last call */
-        atomic_int stop;           /* set by the shutdown handler: sleepers end */
+        atomic_int had_progress; /* ctx->progress was non-NULL in the last call */
+        atomic_int stop;         /* set by the shutdown handler: sleepers end */
         unsigned progress_steps, progress_gap_ms;
 };
 
@@ -55,25 +55,26 @@ static void sleep_ms(unsigned ms)
 static json_object *fake_tools_list(void *userdata)
 {
         const char *text =
-                "["
-                "{\"name\":\"echo\",\"title\":\"Echo\",\"description\":\"echoes\","
-                "\"inputSchema\":{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
-                "\"type\":\"object\",\"properties\":{}},"
-                "\"outputSchema\":{\"type\":\"object\",\"$schema\":\"x\"},"
-                "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false},"
-                "\"icons\":[{\"src\":\"data:image/png;base64,AA==\"}],"
-                "\"execution\":{\"taskSupport\":\"forbidden\"},"
-                "\"_meta\":{\"com.example/x\":1},\"futureField\":true},"
-                "{\"name\":\"sleep\",\"description\":\"waits for cancel\","
-                "\"inputSchema\":{\"type\":\"object\"}},"
-                "{\"name\":\"slow\",\"description\":\"500 ms\",\"inputSchema\":{\"type\":\"object\"}},"
-                "{\"name\":\"progress\",\"description\":\"p\",\"inputSchema\":{\"type\":\"object\"}},"
-                "{\"name\":\"fail\",\"description\":\"EIO\",\"inputSchema\":{\"type\":\"object\"}},"
-                "{\"name\":\"einval\",\"description\":\"EINVAL\",\"inputSchema\":{\"type\":\"object\"}},"
-                "{\"name\":\"ghost\",\"description\":\"ENOENT\",\"inputSchema\":{\"type\":\"object\"}},"
-                "{\"name\":\"strout\",\"description\":\"bad legacy outputSchema\","
-                "\"inputSchema\":{\"type\":\"object\"},\"outputSchema\":{\"type\":\"string\"}}"
-                "]";
+            "["
+            "{\"name\":\"echo\",\"title\":\"Echo\",\"description\":\"echoes\","
+            "\"inputSchema\":{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
+            "\"type\":\"object\",\"properties\":{}},"
+            "\"outputSchema\":{\"type\":\"object\",\"$schema\":\"x\"},"
+            "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false},"
+            "\"icons\":[{\"src\":\"data:image/png;base64,AA==\"}],"
+            "\"execution\":{\"taskSupport\":\"forbidden\"},"
+            "\"_meta\":{\"com.example/x\":1},\"futureField\":true},"
+            "{\"name\":\"sleep\",\"description\":\"waits for cancel\","
+            "\"inputSchema\":{\"type\":\"object\"}},"
+            "{\"name\":\"slow\",\"description\":\"500 ms\",\"inputSchema\":{\"type\":\"object\"}},"
+            "{\"name\":\"progress\",\"description\":\"p\",\"inputSchema\":{\"type\":\"object\"}},"
+            "{\"name\":\"fail\",\"description\":\"EIO\",\"inputSchema\":{\"type\":\"object\"}},"
+            "{\"name\":\"einval\",\"description\":\"EINVAL\",\"inputSchema\":{\"type\":\"object\"}}"
+            ","
+            "{\"name\":\"ghost\",\"description\":\"ENOENT\",\"inputSchema\":{\"type\":\"object\"}},"
+            "{\"name\":\"strout\",\"description\":\"bad legacy outputSchema\","
+            "\"inputSchema\":{\"type\":\"object\"},\"outputSchema\":{\"type\":\"string\"}}"
+            "]";
         (void)userdata;
         return json_tokener_parse(text);
 }
@@ -270,8 +271,7 @@ static json_object *h_recv(void)
 static void h_expect_nothing(unsigned ms)
 {
         json_object *v = h_recv_within(ms);
-        ck_assert_msg(v == NULL, "unexpected frame: %s",
-                      v ? json_object_to_json_string(v) : "");
+        ck_assert_msg(v == NULL, "unexpected frame: %s", v ? json_object_to_json_string(v) : "");
 }
 
 /* Close the server's stdin and wait for mcp_serve() to return; its rc. */
@@ -475,9 +475,13 @@ START_TEST(utf8_sanitize_replaces_bad_bytes)
         char *s;
 
         ck_assert_ptr_null(mcp_utf8_sanitize("h\xc3\xa9llo \xf0\x9f\x98\x80", 11, &n));
-        s = mcp_utf8_sanitize("a\xff" "b\xc0\xaf" "c\xed\xa0\x80", 9, &n); /* bad, overlong, surrogate */
+        s = mcp_utf8_sanitize("a\xff"
+                              "b\xc0\xaf"
+                              "c\xed\xa0\x80",
+                              9, &n); /* bad, overlong, surrogate */
         ck_assert_ptr_nonnull(s);
-        ck_assert_str_eq(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd"
+        ck_assert_str_eq(s, "a\xef\xbf\xbd"
+                            "b\xef\xbf\xbd\xef\xbf\xbd"
                             "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
         ck_assert_uint_eq(n, strlen(s));
         free(s);
@@ -714,8 +718,9 @@ static json_object *list_tools(const char *version, json_object **ret_strout)
                 initialize(version);
                 h_send("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
         } else {
-                h_send("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{" META_2026
-                       "}}");
+                h_send(
+                    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{" META_2026
+                    "}}");
         }
         m = recv_result("2");
         tools = get(m, "result.tools");
@@ -887,12 +892,12 @@ START_TEST(discover_and_modern_results)
 
         /* tools/call: resultType on every result, isError ones included. */
         h_send("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
-               "\"echo\",\"arguments\":{},"META_2026 "}}");
+               "\"echo\",\"arguments\":{}," META_2026 "}}");
         m = recv_result("2");
         ck_assert_str_eq(jstr(m, "result.resultType"), "complete");
         ck_assert(has(m, "result.structuredContent"));
-        ck_assert_ptr_nonnull(json_object_object_get(get(m, "result._meta"),
-                                                     "io.modelcontextprotocol/serverInfo"));
+        ck_assert_ptr_nonnull(
+            json_object_object_get(get(m, "result._meta"), "io.modelcontextprotocol/serverInfo"));
         json_object_put(m);
 
         /* Gone in 2026-07-28: ping, logging/setLevel. */
@@ -971,7 +976,7 @@ START_TEST(subscriptions_listen)
         ck_assert(!has(m, "id"));
         ck_assert_int_eq(json_object_object_length(get(m, "params.notifications")), 0);
         ck_assert_str_eq(json_object_get_string(json_object_object_get(
-                                 get(m, "params._meta"), "io.modelcontextprotocol/subscriptionId")),
+                             get(m, "params._meta"), "io.modelcontextprotocol/subscriptionId")),
                          "s1");
         json_object_put(m);
         /* Cancelled by the client: it ends without any reply. */
@@ -989,7 +994,7 @@ START_TEST(subscriptions_listen)
         m = recv_result("\"s2\"");
         ck_assert_str_eq(jstr(m, "result.resultType"), "complete");
         ck_assert_str_eq(json_object_get_string(json_object_object_get(
-                                 get(m, "result._meta"), "io.modelcontextprotocol/subscriptionId")),
+                             get(m, "result._meta"), "io.modelcontextprotocol/subscriptionId")),
                          "s2");
         json_object_put(m);
         ck_assert_int_eq(h_finish(), 0);
@@ -1169,7 +1174,7 @@ START_TEST(cancel_stops_call_without_reply)
         for (int i = 0; i < 200 && atomic_load(&H->fake.cancel_seen) == 0; i++)
                 sleep_ms(5);
         ck_assert_int_eq(atomic_load(&H->fake.cancel_seen), 1); /* the tool saw it */
-        h_expect_nothing(300);                                   /* and no reply came */
+        h_expect_nothing(300);                                  /* and no reply came */
         /* A late cancel for a finished request is ignored. */
         h_send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
                "\"requestId\":1}}");
