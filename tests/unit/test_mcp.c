@@ -72,6 +72,8 @@ static json_object *fake_tools_list(void *userdata)
             "{\"name\":\"einval\",\"description\":\"EINVAL\",\"inputSchema\":{\"type\":\"object\"}}"
             ","
             "{\"name\":\"ghost\",\"description\":\"ENOENT\",\"inputSchema\":{\"type\":\"object\"}},"
+            "{\"name\":\"binary\",\"description\":\"bad UTF-8\","
+            "\"inputSchema\":{\"type\":\"object\"}},"
             "{\"name\":\"strout\",\"description\":\"bad legacy outputSchema\","
             "\"inputSchema\":{\"type\":\"object\"},\"outputSchema\":{\"type\":\"string\"}}"
             "]";
@@ -116,6 +118,8 @@ static int fake_tools_call(void *userdata, const char *name, json_object *args,
                         atomic_fetch_add(&f->cancel_seen, 1);
                 ret->text = xstrdup(cancelled ? "cancelled" : "stopped");
                 ret->is_error = true;
+        } else if (strcmp(name, "binary") == 0) {
+                ret->text = xstrdup("a\xff\x1b[31mb\xc3");
         } else if (strcmp(name, "slow") == 0) {
                 sleep_ms(500);
                 ret->text = xstrdup("slow done");
@@ -724,7 +728,7 @@ static json_object *list_tools(const char *version, json_object **ret_strout)
         }
         m = recv_result("2");
         tools = get(m, "result.tools");
-        ck_assert_uint_eq(json_object_array_length(tools), 8);
+        ck_assert_uint_eq(json_object_array_length(tools), 9);
         for (size_t i = 0; i < json_object_array_length(tools); i++) {
                 json_object *t = json_object_array_get_idx(tools, i);
                 ck_assert(!has(t, "futureField"));
@@ -907,7 +911,14 @@ START_TEST(discover_and_modern_results)
                "\"level\":\"info\"," META_2026 "}}");
         recv_error("4", -32601);
 
-        /* initialize still works after discover, and legacy results carry no resultType. */
+        /* initialize still works after discover (rule 1: even carrying modern _meta), and
+         * legacy results carry no resultType. */
+        h_send("{\"jsonrpc\":\"2.0\",\"id\":\"i\",\"method\":\"initialize\",\"params\":{"
+               "\"protocolVersion\":\"2025-03-26\",\"capabilities\":{}," META_2026 "}}");
+        m = recv_result("\"i\"");
+        ck_assert_str_eq(jstr(m, "result.protocolVersion"), "2025-03-26");
+        ck_assert(!has(m, "result.resultType"));
+        json_object_put(m);
         initialize("2025-06-18");
         h_send("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
                "\"sleep\",\"arguments\":{},\"_meta\":{}}}");
@@ -1118,6 +1129,21 @@ START_TEST(tools_call_params)
         m = h_recv();
         expect_error(m, "11", -32603);
         ck_assert_ptr_nonnull(strstr(jstr(m, "error.message"), "the fake backend broke"));
+        json_object_put(m);
+}
+END_TEST
+
+START_TEST(tool_text_is_valid_json_utf8)
+{
+        json_object *m;
+
+        h_start();
+        h_send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+               "\"binary\"}}");
+        /* h_recv() parses the frame with json-c; its text has U+FFFD for the bad bytes and the
+         * ESC arrives as an escaped control character, decoded back here. */
+        m = recv_result("1");
+        ck_assert_str_eq(jstr(m, "result.content.0.text"), "a\xef\xbf\xbd\x1b[31mb\xef\xbf\xbd");
         json_object_put(m);
 }
 END_TEST
@@ -1426,6 +1452,7 @@ static Suite *mcp_suite(void)
         tc = new_case(s, "tools_call");
         tcase_add_test(tc, tools_call_params);
         tcase_add_test(tc, calls_beyond_max_workers_blocked);
+        tcase_add_test(tc, tool_text_is_valid_json_utf8);
 
         tc = new_case(s, "cancel_progress");
         tcase_add_test(tc, cancel_stops_call_without_reply);
