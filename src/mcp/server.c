@@ -889,6 +889,7 @@ int mcp_serve_opts(const struct mcp_handlers *handlers, int in_fd, int out_fd,
         }
         s->w.fd = out_fd;
         s->w.wake_fd = s->wake_fd;
+        s->w.max_frame_bytes = opts->max_frame_bytes;
         pthread_mutex_init(&s->w.mu, NULL);
         s->tools = handlers->tools_list ? handlers->tools_list(handlers->userdata) : NULL;
         mcp_reader_init(&rd, in_fd, opts->max_line_bytes);

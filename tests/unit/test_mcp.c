@@ -168,6 +168,7 @@ struct harness {
 };
 
 static struct harness *H;
+static size_t start_max_frame; /* read by h_start_with() */
 
 static void *serve_thread(void *arg)
 {
@@ -195,6 +196,7 @@ static void h_start_with(unsigned max_workers, unsigned progress_ms, size_t max_
         H->h.max_workers = max_workers;
         H->opts.progress_interval_ms = progress_ms;
         H->opts.max_line_bytes = max_line;
+        H->opts.max_frame_bytes = start_max_frame;
         ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
         ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
         H->srv_in = in[0];
@@ -1150,6 +1152,28 @@ START_TEST(tool_text_is_valid_json_utf8)
 }
 END_TEST
 
+START_TEST(oversized_result_becomes_error)
+{
+        char big[8000];
+        json_object *m;
+
+        start_max_frame = 4096;
+        h_start();
+        memset(big, 'b', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        h_send("{\"jsonrpc\":\"2.0\",\"id\":\"big\",\"method\":\"tools/call\",\"params\":{"
+               "\"name\":\"echo\",\"arguments\":{\"x\":\"%s\"}}}",
+               big);
+        m = h_recv();
+        expect_error(m, "\"big\"", -32603);
+        ck_assert_ptr_nonnull(strstr(jstr(m, "error.message"), "VESTIBULE_MAX_OUTPUT_BYTES"));
+        json_object_put(m);
+        h_send("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+               "\"name\":\"echo\",\"arguments\":{\"x\":\"small\"}}}");
+        json_object_put(recv_result("2"));
+}
+END_TEST
+
 START_TEST(calls_beyond_max_workers_blocked)
 {
         json_object *m;
@@ -1455,6 +1479,7 @@ static Suite *mcp_suite(void)
         tcase_add_test(tc, tools_call_params);
         tcase_add_test(tc, calls_beyond_max_workers_blocked);
         tcase_add_test(tc, tool_text_is_valid_json_utf8);
+        tcase_add_test(tc, oversized_result_becomes_error);
 
         tc = new_case(s, "cancel_progress");
         tcase_add_test(tc, cancel_stops_call_without_reply);
