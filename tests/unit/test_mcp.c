@@ -104,6 +104,11 @@ static int fake_tools_call(void *userdata, const char *name, json_object *args,
                 json_object_object_add(st, "args", copy);
                 ret->text = xstrdup(json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN));
                 ret->structured = st;
+                /* A multi-MiB echo twice over would pass the 10 MiB line limit. */
+                if (strlen(ret->text) > ((size_t)1 << 20)) {
+                        json_object_put(ret->structured);
+                        ret->structured = NULL;
+                }
         } else if (strcmp(name, "sleep") == 0) {
                 struct pollfd p = {.fd = ctx->cancel_fd, .events = POLLIN};
                 uint64_t end = mono_ms() + 20000;
