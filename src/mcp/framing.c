@@ -197,20 +197,49 @@ static int write_all(int fd, const char *p, size_t n)
         return 0;
 }
 
+/* A frame the client would choke on: answer the request with an error instead, or drop a
+ * notification (or a batch array, whose parts are each small enough to matter less). */
+static int send_oversized(struct mcp_writer *w, json_object *msg, size_t len, size_t max)
+{
+        json_object *id = NULL, *e;
+        _cleanup_free_ char *m = NULL;
+        int r;
+
+        if (!json_object_is_type(msg, json_type_object) ||
+            !json_object_object_get_ex(msg, "id", &id) ||
+            json_object_object_get_ex(msg, "method", NULL)) {
+                log_error("dropping a %zu-byte message: over the %zu bytes one line may have", len,
+                          max);
+                return 0;
+        }
+        m = xasprintf("Internal error: the result is %zu bytes, over the %zu bytes an MCP client "
+                      "accepts on one line; lower VESTIBULE_MAX_OUTPUT_BYTES",
+                      len, max);
+        log_error("%s", m);
+        e = mcp_make_error(NULL, MCP_ERR_INTERNAL, m, NULL);
+        json_object_object_add(e, "id", json_object_get(id));
+        r = mcp_writer_send(w, e);
+        json_object_put(e);
+        return r;
+}
+
 int mcp_writer_send(struct mcp_writer *w, json_object *msg)
 {
         const char *text;
-        size_t len, clean_len = 0;
+        size_t len, clean_len = 0, max;
         _cleanup_free_ char *clean = NULL, *frame = NULL;
         int r = 0;
 
         text = json_object_to_json_string_length(
-                msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+            msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
         clean = mcp_utf8_sanitize(text, len, &clean_len);
         if (clean) {
                 text = clean;
                 len = clean_len;
         }
+        max = w->max_frame_bytes ? w->max_frame_bytes : MCP_MAX_FRAME_BYTES_DEFAULT;
+        if (len + 1 > max)
+                return send_oversized(w, msg, len, max);
         /* One buffer with its '\n', so the frame goes out in as few writes as the pipe allows. */
         frame = xmalloc(len + 1);
         memcpy(frame, text, len);

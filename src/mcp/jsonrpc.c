@@ -149,8 +149,8 @@ int mcp_json_parse(const char *line, size_t len, json_object **ret, const char *
                 json_object_put(v);
                 *ret_why = e == json_tokener_error_depth ? "JSON nested too deeply"
                            : e == json_tokener_error_parse_utf8_string
-                                   ? "invalid UTF-8 in a JSON string"
-                                   : "malformed JSON";
+                               ? "invalid UTF-8 in a JSON string"
+                               : "malformed JSON";
                 return -EINVAL;
         }
         for (; end < len; end++)

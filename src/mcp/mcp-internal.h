@@ -21,9 +21,9 @@
 /* Reads @fd into a growable buffer and hands out whole lines. */
 struct mcp_reader {
         int fd;
-        char *buf;      /* owned; [start, len) not yet handed out */
+        char *buf; /* owned; [start, len) not yet handed out */
         size_t start, len, cap;
-        size_t scan;    /* [start, scan) holds no '\n' */
+        size_t scan; /* [start, scan) holds no '\n' */
         size_t max_line_bytes;
         bool discarding; /* dropping the rest of an over-long line */
         bool eof;
@@ -59,14 +59,21 @@ enum mcp_read_status mcp_reader_next(struct mcp_reader *r, char **ret_line, size
 struct mcp_writer {
         int fd;
         pthread_mutex_t mu;
-        int error;   /* positive errno of the first failed write; under mu */
-        bool closed; /* mcp_serve() returned: drop everything; under mu */
-        int wake_fd; /* eventfd written on failure, or -1 */
+        int error;              /* positive errno of the first failed write; under mu */
+        bool closed;            /* mcp_serve() returned: drop everything; under mu */
+        int wake_fd;            /* eventfd written on failure, or -1 */
+        size_t max_frame_bytes; /* 0 = MCP_MAX_FRAME_BYTES_DEFAULT */
 };
+
+/* The TS client drops the whole connection on a line over 10 MiB (core-internal/src/shared/
+ * stdio.ts), so no frame may be longer (with its '\n'). */
+#define MCP_MAX_FRAME_BYTES_DEFAULT ((size_t)10 << 20)
 
 /**
  * mcp_writer_send() - serialise @msg compactly, make it valid UTF-8 (U+FFFD for bad bytes),
- * append '\n' and write it in one locked loop. @msg is borrowed.
+ * append '\n' and write it in one locked loop. @msg is borrowed. A frame over max_frame_bytes
+ * is never written: a response is replaced by a -32603 error with its id, anything else is
+ * dropped, and both are logged.
  * Return: 0, or -errno (EPIPE: the client is gone) once any write has failed.
  */
 int mcp_writer_send(struct mcp_writer *w, json_object *msg);
@@ -92,8 +99,8 @@ enum {
 enum mcp_id_type { MCP_ID_NONE = 0, MCP_ID_INT, MCP_ID_STRING };
 struct mcp_id {
         enum mcp_id_type type;
-        int64_t num;   /* MCP_ID_INT */
-        char *str;     /* MCP_ID_STRING; owned, may hold NULs */
+        int64_t num; /* MCP_ID_INT */
+        char *str;   /* MCP_ID_STRING; owned, may hold NULs */
         size_t str_len;
 };
 
@@ -207,9 +214,10 @@ json_object *mcp_rev_finish_result(json_object *result, bool modern);
 
 /* Knobs the tests turn; mcp_serve() uses the defaults. */
 struct mcp_serve_options {
-        size_t max_line_bytes;          /* 0 = MCP_MAX_LINE_BYTES_DEFAULT */
-        unsigned progress_interval_ms;  /* 0 = 1000: at most one progress notification a second */
-        unsigned shutdown_wait_ms;      /* 0 = 10000: how long to wait for workers at exit */
+        size_t max_line_bytes;         /* 0 = MCP_MAX_LINE_BYTES_DEFAULT */
+        unsigned progress_interval_ms; /* 0 = 1000: at most one progress notification a second */
+        unsigned shutdown_wait_ms;     /* 0 = 10000: how long to wait for workers at exit */
+        size_t max_frame_bytes;        /* 0 = MCP_MAX_FRAME_BYTES_DEFAULT */
 };
 
 /** mcp_serve_opts() - mcp_serve() with @opts (NULL = defaults). */

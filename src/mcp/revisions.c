@@ -21,9 +21,9 @@
 #define META_SERVER_INFO META_PREFIX "serverInfo"
 
 static const char *const rev_names[] = {
-        [MCP_REV_2024_11_05] = "2024-11-05", [MCP_REV_2025_03_26] = "2025-03-26",
-        [MCP_REV_2025_06_18] = "2025-06-18", [MCP_REV_2025_11_25] = "2025-11-25",
-        [MCP_REV_2026_07_28] = "2026-07-28",
+    [MCP_REV_2024_11_05] = "2024-11-05", [MCP_REV_2025_03_26] = "2025-03-26",
+    [MCP_REV_2025_06_18] = "2025-06-18", [MCP_REV_2025_11_25] = "2025-11-25",
+    [MCP_REV_2026_07_28] = "2026-07-28",
 };
 
 const char *mcp_rev_name(enum mcp_rev rev)
@@ -134,10 +134,10 @@ json_object *mcp_rev_server_info(enum mcp_rev rev)
                 json_object_object_add(o, "title", json_object_new_string("Vestibule"));
         if (rev >= MCP_REV_2025_11_25)
                 json_object_object_add(
-                        o, "description",
-                        json_object_new_string("Runs Python, Node.js and Bash code in a fresh "
-                                               "sandbox per call and reports the isolation it "
-                                               "actually achieved."));
+                    o, "description",
+                    json_object_new_string("Runs Python, Node.js and Bash code in a fresh "
+                                           "sandbox per call and reports the isolation it "
+                                           "actually achieved."));
         return o;
 }
 
@@ -217,7 +217,7 @@ json_object *mcp_rev_tools(json_object *tools, enum mcp_rev rev)
         if (json_object_is_type(tools, json_type_array))
                 for (size_t i = 0; i < json_object_array_length(tools); i++)
                         json_object_array_add(
-                                a, mcp_rev_tool(json_object_array_get_idx(tools, i), rev));
+                            a, mcp_rev_tool(json_object_array_get_idx(tools, i), rev));
         return a;
 }
 

@@ -165,8 +165,8 @@ static void send_msg(struct mcp_server *s, struct mcp_batch *b, json_object *msg
         json_object_put(msg);
 }
 
-static void send_error(struct mcp_server *s, struct mcp_batch *b, const struct mcp_id *id,
-                       int code, const char *message, json_object *data)
+static void send_error(struct mcp_server *s, struct mcp_batch *b, const struct mcp_id *id, int code,
+                       const char *message, json_object *data)
 {
         char idbuf[96];
 
@@ -205,8 +205,8 @@ static void call_free(struct mcp_call *c)
         free(c);
 }
 
-static struct mcp_call *call_new(struct mcp_server *s, enum call_kind kind,
-                                 const struct mcp_id *id, enum mcp_rev rev, bool modern)
+static struct mcp_call *call_new(struct mcp_server *s, enum call_kind kind, const struct mcp_id *id,
+                                 enum mcp_rev rev, bool modern)
 {
         struct mcp_call *c = xcalloc(1, sizeof(*c));
 
@@ -265,8 +265,8 @@ static void call_progress(void *userdata, uint64_t elapsed_ms, uint64_t timeout_
         pthread_mutex_lock(&c->pmu);
         if (c->done || c->token.type == MCP_ID_NONE)
                 goto out;
-        if (c->progress_sent && (now - c->last_progress_ms < s->progress_interval_ms ||
-                                 progress <= c->last_progress))
+        if (c->progress_sent &&
+            (now - c->last_progress_ms < s->progress_interval_ms || progress <= c->last_progress))
                 goto out;
         pthread_mutex_lock(&s->mu);
         cancelled = c->cancelled;
@@ -282,11 +282,11 @@ static void call_progress(void *userdata, uint64_t elapsed_ms, uint64_t timeout_
                                        json_object_new_double((double)timeout_ms / 1000.0));
         if (c->rev >= MCP_REV_2025_03_26) {
                 _cleanup_free_ char *m =
-                        timeout_ms > 0 ? xasprintf("running for %llu s of at most %llu s",
-                                                   (unsigned long long)(elapsed_ms / 1000),
-                                                   (unsigned long long)(timeout_ms / 1000))
-                                       : xasprintf("running for %llu s",
-                                                   (unsigned long long)(elapsed_ms / 1000));
+                    timeout_ms > 0
+                        ? xasprintf("running for %llu s of at most %llu s",
+                                    (unsigned long long)(elapsed_ms / 1000),
+                                    (unsigned long long)(timeout_ms / 1000))
+                        : xasprintf("running for %llu s", (unsigned long long)(elapsed_ms / 1000));
                 json_object_object_add(params, "message", json_object_new_string(m));
         }
         msg = mcp_make_notification("notifications/progress", params);
@@ -322,9 +322,9 @@ static void *worker_main(void *arg)
         struct mcp_call *c = arg;
         struct mcp_server *s = c->srv;
         struct tool_ctx ctx = {
-                .cancel_fd = c->cancel_fd,
-                .progress = c->token.type != MCP_ID_NONE ? call_progress : NULL,
-                .progress_userdata = c,
+            .cancel_fd = c->cancel_fd,
+            .progress = c->token.type != MCP_ID_NONE ? call_progress : NULL,
+            .progress_userdata = c,
         };
         struct tool_result res = {0};
         struct sbx_error err = {0};
@@ -335,9 +335,8 @@ static void *worker_main(void *arg)
 
         r = s->h->tools_call(s->h->userdata, c->name, c->args, &ctx, &res, &err);
         if (r >= 0)
-                msg = mcp_make_result(&c->id,
-                                      mcp_rev_finish_result(tool_result_json(&res, c->rev),
-                                                            c->modern));
+                msg = mcp_make_result(
+                    &c->id, mcp_rev_finish_result(tool_result_json(&res, c->rev), c->modern));
         else if (r == -ENOENT || r == -EINVAL)
                 msg = mcp_make_error(&c->id, MCP_ERR_INVALID_PARAMS,
                                      err.msg[0] ? err.msg : "Invalid params", NULL);
@@ -426,8 +425,8 @@ static void do_discover(struct mcp_server *s, struct mcp_batch *b, const struct 
 
 static void do_set_level(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m)
 {
-        static const char *const levels[] = {"debug",    "info",  "notice", "warning",
-                                             "error",    "critical", "alert", "emergency"};
+        static const char *const levels[] = {"debug", "info",     "notice", "warning",
+                                             "error", "critical", "alert",  "emergency"};
         json_object *lv = obj_get(m->params, "level");
 
         if (lv && json_object_is_type(lv, json_type_string))
@@ -527,7 +526,7 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
         }
         if (!tool_known(s, json_object_get_string(name))) {
                 _cleanup_free_ char *msg =
-                        xasprintf("Unknown tool: '%s'", json_object_get_string(name));
+                    xasprintf("Unknown tool: '%s'", json_object_get_string(name));
                 send_error(s, b, &m->id, MCP_ERR_INVALID_PARAMS, msg, NULL);
                 return;
         }
@@ -539,9 +538,9 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
                 json_object *res = json_object_new_object(), *content = json_object_new_array(),
                             *text = json_object_new_object();
                 _cleanup_free_ char *msg = xasprintf(
-                        "Blocked: %u tool calls are already in flight, the most this server "
-                        "runs or queues at once. Retry this call when one of them has finished.",
-                        running);
+                    "Blocked: %u tool calls are already in flight, the most this server "
+                    "runs or queues at once. Retry this call when one of them has finished.",
+                    running);
                 json_object_object_add(text, "type", json_object_new_string("text"));
                 json_object_object_add(text, "text", json_object_new_string(msg));
                 json_object_array_add(content, text);
@@ -588,9 +587,9 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
                 return;
         if (b)
                 batch_unref(b);
-fail: {
+fail : {
         _cleanup_free_ char *msg =
-                xasprintf("Internal error: cannot start a worker for tools/call: %s", strerror(-r));
+            xasprintf("Internal error: cannot start a worker for tools/call: %s", strerror(-r));
         log_error("%s", msg);
         send_error(s, b, &m->id, MCP_ERR_INTERNAL, msg, NULL);
         call_free(c);
@@ -659,8 +658,8 @@ static void handle_request(struct mcp_server *s, struct mcp_batch *b, const stru
         pthread_mutex_unlock(&s->mu);
         if (clash) {
                 _cleanup_free_ char *msg =
-                        xasprintf("request id %s is already used by a request in flight",
-                                  mcp_id_describe(&m->id, idbuf, sizeof(idbuf)));
+                    xasprintf("request id %s is already used by a request in flight",
+                              mcp_id_describe(&m->id, idbuf, sizeof(idbuf)));
                 log_warning("%s", msg);
                 send_error(s, b, &m->id, MCP_ERR_INVALID_REQUEST, msg, NULL);
                 return;
@@ -675,8 +674,7 @@ static void handle_request(struct mcp_server *s, struct mcp_batch *b, const stru
                 return;
         }
         if (m->params && !json_object_is_type(m->params, json_type_object)) {
-                send_error(s, b, &m->id, MCP_ERR_INVALID_PARAMS, "params must be an object",
-                           NULL);
+                send_error(s, b, &m->id, MCP_ERR_INVALID_PARAMS, "params must be an object", NULL);
                 return;
         }
         /* Rule 2: server/discover or modern _meta keys: stateless 2026-07-28. */
@@ -699,7 +697,7 @@ static void handle_request(struct mcp_server *s, struct mcp_batch *b, const stru
                         do_listen(s, m);
                 else {
                         _cleanup_free_ char *nf =
-                                xasprintf("Method not found: '%s' (protocol 2026-07-28)", method);
+                            xasprintf("Method not found: '%s' (protocol 2026-07-28)", method);
                         send_error(s, b, &m->id, MCP_ERR_METHOD_NOT_FOUND, nf, NULL);
                 }
                 return;
@@ -773,8 +771,8 @@ static void handle_line(struct mcp_server *s, const char *line, size_t len)
         }
         n = json_object_array_length(v);
         if (n == 0) {
-                send_error(s, NULL, NULL, MCP_ERR_INVALID_REQUEST,
-                           "Invalid Request: empty batch", NULL);
+                send_error(s, NULL, NULL, MCP_ERR_INVALID_REQUEST, "Invalid Request: empty batch",
+                           NULL);
                 return;
         }
         b = xcalloc(1, sizeof(*b));
@@ -891,15 +889,16 @@ int mcp_serve_opts(const struct mcp_handlers *handlers, int in_fd, int out_fd,
         }
         s->w.fd = out_fd;
         s->w.wake_fd = s->wake_fd;
+        s->w.max_frame_bytes = opts->max_frame_bytes;
         pthread_mutex_init(&s->w.mu, NULL);
         s->tools = handlers->tools_list ? handlers->tools_list(handlers->userdata) : NULL;
         mcp_reader_init(&rd, in_fd, opts->max_line_bytes);
 
         for (;;) {
                 struct pollfd pfd[3] = {
-                        {.fd = in_fd, .events = POLLIN},
-                        {.fd = sig_fd, .events = POLLIN},
-                        {.fd = s->wake_fd, .events = POLLIN},
+                    {.fd = in_fd, .events = POLLIN},
+                    {.fd = sig_fd, .events = POLLIN},
+                    {.fd = s->wake_fd, .events = POLLIN},
                 };
                 enum mcp_read_status st;
                 char *line;
@@ -907,11 +906,12 @@ int mcp_serve_opts(const struct mcp_handlers *handlers, int in_fd, int out_fd,
                 uint64_t cnt;
                 ssize_t n;
 
-                while (!writer_error(s) && (st = mcp_reader_next(&rd, &line, &len)) != MCP_READ_NONE) {
+                while (!writer_error(s) &&
+                       (st = mcp_reader_next(&rd, &line, &len)) != MCP_READ_NONE) {
                         if (st == MCP_READ_TOO_LONG) {
                                 _cleanup_free_ char *msg = xasprintf(
-                                        "Parse error: message longer than %zu bytes, discarded",
-                                        rd.max_line_bytes);
+                                    "Parse error: message longer than %zu bytes, discarded",
+                                    rd.max_line_bytes);
                                 send_error(s, NULL, NULL, MCP_ERR_PARSE, msg, NULL);
                         } else if (!blank(line, len)) {
                                 handle_line(s, line, len);
