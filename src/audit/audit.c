@@ -203,14 +203,14 @@ static int mkdir_p_0700(const char *dir)
 }
 
 /* Append one line. Writer thread only. @note: "" on success. */
-static void write_item(struct audit_log *log, struct audit_item *it)
+static void write_item(struct audit_log *log, struct audit_item *it, unsigned delay_ms)
 {
         struct stat st;
         size_t off = 0;
         int r;
 
-        if (log->delay_ms)
-                usleep(log->delay_ms * 1000u);
+        if (delay_ms)
+                usleep(delay_ms * 1000u);
         if (log->fd < 0) {
                 r = mkdir_p_0700(log->dir);
                 if (r < 0) {
@@ -276,9 +276,10 @@ static void *writer_main(void *arg)
                 struct audit_item *it = log->queue[log->q_head];
                 log->q_head = (log->q_head + 1) % AUDIT_QUEUE_MAX;
                 log->q_len--;
+                unsigned delay_ms = log->delay_ms;
                 pthread_mutex_unlock(&log->mu);
 
-                write_item(log, it);
+                write_item(log, it, delay_ms);
 
                 pthread_mutex_lock(&log->mu);
                 it->done = true;
@@ -313,7 +314,7 @@ static void submit(struct audit_log *log, char *line, size_t len, char *note, si
         if (!log->thread_started) {
                 pthread_attr_t attr;
                 pthread_attr_init(&attr);
-                pthread_attr_setstacksize(&attr, 256 * 1024);
+                pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
                 r = pthread_create(&log->thread, &attr, writer_main, log);
                 pthread_attr_destroy(&attr);
                 if (r != 0) {
@@ -492,7 +493,7 @@ int audit_open(const struct sbx_config *cfg, struct audit_log **ret, struct sbx_
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
         log->path = xasprintf("%s/%s-%d.jsonl", log->dir, stamp, (int)getpid());
         log->fd = -1;
-        log->queue = xcalloc(AUDIT_QUEUE_MAX, sizeof(*log->queue));
+        log->queue = xcalloc(AUDIT_QUEUE_MAX, sizeof(struct audit_item *));
         pthread_mutex_init(&log->mu, NULL);
         pthread_cond_init(&log->work, NULL);
         pthread_condattr_init(&ca);

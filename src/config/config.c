@@ -45,7 +45,7 @@
 #include "common/xalloc.h"
 #include "config/pins.h"
 
-#define CONFIG_FILE_MAX_BYTES (1024 * 1024)
+#define CONFIG_FILE_MAX_BYTES ((size_t)1024 * 1024)
 
 enum setting_kind {
         KIND_PATH,
@@ -797,7 +797,7 @@ static char *read_config_file(struct load_ctx *x, const char *path, bool require
                                   path);
                 return NULL;
         }
-        buf = xmalloc(CONFIG_FILE_MAX_BYTES + 1);
+        buf = xmalloc((size_t)CONFIG_FILE_MAX_BYTES + 1);
         for (;;) {
                 ssize_t r = read(fd, buf + len, CONFIG_FILE_MAX_BYTES + 1 - len);
                 if (r < 0 && errno == EINTR)

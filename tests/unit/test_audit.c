@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -586,6 +588,65 @@ START_TEST(unwritable_folder_gives_a_note)
 }
 END_TEST
 
+/* Root ignores modes: run @fn in a child that drops to the unprivileged test ids first. */
+static void as_unprivileged(void (*fn)(int out_fd), char *buf, size_t size)
+{
+        int p[2];
+        pid_t pid;
+        ssize_t n;
+        size_t got = 0;
+        int status;
+
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(p[0]);
+                if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(2000, 2000, 2000) < 0 ||
+                                       setresuid(2000, 2000, 2000) < 0))
+                        _exit(3);
+                fn(p[1]);
+                _exit(0);
+        }
+        close(p[1]);
+        while ((n = read(p[0], buf + got, size - 1 - got)) > 0)
+                got += (size_t)n;
+        buf[got] = '\0';
+        close(p[0]);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
+static void start_and_report(int out_fd)
+{
+        struct audit_log *log = NULL;
+        struct sbx_error err = {0};
+        char id[33], note[256];
+
+        if (audit_open(&cfg, &log, &err) < 0)
+                _exit(4);
+        audit_start(log, SBX_LANG_PYTHON, 10, "naive", "print(1)", 8, id, note, sizeof(note));
+        (void)!write(out_fd, note, strlen(note));
+        audit_close(log);
+}
+
+START_TEST(permission_denied_gives_a_note)
+{
+        _cleanup_free_ char *state = xasprintf("%s/state", top);
+        char note[512];
+
+        /* A folder the server's user may not write to; control: a writable one records. */
+        ck_assert_int_eq(chmod(top, 0755), 0);
+        ck_assert_int_eq(mkdir(state, 0555), 0);
+        as_unprivileged(start_and_report, note, sizeof(note));
+        ck_assert_str_eq(note, "not recorded (cannot create the audit folder: Permission denied)");
+
+        ck_assert_int_eq(chmod(state, 0777), 0);
+        as_unprivileged(start_and_report, note, sizeof(note));
+        ck_assert_str_eq(note, "");
+}
+END_TEST
+
 static double now_s(void)
 {
         struct timespec ts;
@@ -846,6 +907,7 @@ static Suite *audit_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, refuses_folder_inside_workspace_or_rootfs);
         tcase_add_test(tc, unwritable_folder_gives_a_note);
+        tcase_add_test(tc, permission_denied_gives_a_note);
         tcase_add_test(tc, stalled_disk_is_not_confirmed_after_2s);
         tcase_set_timeout(tc, 30);
         suite_add_tcase(s, tc);
