@@ -539,6 +539,10 @@ START_TEST(yaml_malformed_names_line_and_column)
         ck_assert_msg(strstr(c->invalid_msg, "'/xdg/vestibule/config.yaml' is not valid YAML"),
                       "%s", c->invalid_msg);
         ck_assert_msg(strstr(c->invalid_msg, "line 3, column 1"), "%s", c->invalid_msg);
+        /* ... and where the unclosed '[' began. */
+        ck_assert_msg(
+            strstr(c->invalid_msg, "(while parsing a flow sequence at line 2, column 10)"), "%s",
+            c->invalid_msg);
         config_free(c);
 
         c = load_yaml("mem_mb: 5\n  bad indent: x\n");
