@@ -211,6 +211,13 @@ static void write_item(struct audit_log *log, struct audit_item *it, unsigned de
 
         if (delay_ms)
                 usleep(delay_ms * 1000u);
+        /* The file was deleted (or the folder moved away) while the server ran: records
+         * written to the old inode would vanish with it, so start a new file. */
+        if (log->fd >= 0 && fstat(log->fd, &st) == 0 && st.st_nlink == 0) {
+                close(log->fd);
+                log->fd = -1;
+                log->need_newline = false;
+        }
         if (log->fd < 0) {
                 r = mkdir_p_0700(log->dir);
                 if (r < 0) {

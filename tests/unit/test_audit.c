@@ -507,6 +507,25 @@ START_TEST(concurrent_writers)
 }
 END_TEST
 
+START_TEST(deleted_file_is_recreated)
+{
+        struct audit_log *log = open_log();
+        char id[33];
+        _cleanup_free_ char *all = NULL;
+        struct stat st;
+
+        start(log, "print(1)", id);
+        ck_assert_int_eq(unlink(audit_path(log)), 0);
+        start(log, "print(2)", id);
+        ck_assert_int_eq(stat(audit_path(log), &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0600);
+        all = slurp(audit_path(log));
+        ck_assert_uint_eq(count_lines(all), 1);
+        ck_assert_ptr_nonnull(strstr(all, "print(2)"));
+        audit_close(log);
+}
+END_TEST
+
 /* --- refusals and failures --------------------------------------------------------------- */
 
 static void expect_refused(const char *audit_dir, const char *needle)
@@ -901,6 +920,7 @@ static Suite *audit_suite(void)
         tcase_add_test(tc, code_not_utf8_is_escaped);
         tcase_add_test(tc, blocked_record);
         tcase_add_test(tc, concurrent_writers);
+        tcase_add_test(tc, deleted_file_is_recreated);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("refusals_and_failures");
