@@ -31,6 +31,7 @@
 #include <math.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,10 +321,16 @@ static void submit(struct audit_log *log, char *line, size_t len, char *note, si
         pthread_mutex_lock(&log->mu);
         if (!log->thread_started) {
                 pthread_attr_t attr;
+                sigset_t all, old;
+                /* The writer takes no signals: they stay with the threads that wait for
+                 * them (a signalfd needs them blocked in every thread). */
+                sigfillset(&all);
+                pthread_sigmask(SIG_SETMASK, &all, &old);
                 pthread_attr_init(&attr);
                 pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
                 r = pthread_create(&log->thread, &attr, writer_main, log);
                 pthread_attr_destroy(&attr);
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
                 if (r != 0) {
                         pthread_mutex_unlock(&log->mu);
                         free(it->line);

@@ -597,6 +597,15 @@ static void write_file(const char *path, const char *text)
         close(fd);
 }
 
+static void rm_rf(char **dir)
+{
+        if (*dir) {
+                _cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", *dir);
+                (void)!system(cmd);
+                free(*dir);
+        }
+}
+
 static void clear_vestibule_env(void)
 {
         extern char **environ;
@@ -614,7 +623,7 @@ static void clear_vestibule_env(void)
 
 START_TEST(file_from_vestibule_config)
 {
-        _cleanup_free_ char *dir = sbx_test_tmpdir();
+        _cleanup_(rm_rf) char *dir = sbx_test_tmpdir();
         _cleanup_free_ char *path = xasprintf("%s/my.yaml", dir);
         struct sbx_config *c = NULL;
         struct sbx_error err = {0};
@@ -656,7 +665,7 @@ END_TEST
 
 START_TEST(file_from_xdg_and_default_missing)
 {
-        _cleanup_free_ char *dir = sbx_test_tmpdir();
+        _cleanup_(rm_rf) char *dir = sbx_test_tmpdir();
         _cleanup_free_ char *sub = xasprintf("%s/vestibule", dir);
         _cleanup_free_ char *path = xasprintf("%s/config.yaml", sub);
         struct sbx_config *c = NULL;
