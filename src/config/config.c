@@ -45,7 +45,7 @@
 #include "common/xalloc.h"
 #include "config/pins.h"
 
-#define CONFIG_FILE_MAX_BYTES (1024 * 1024)
+#define CONFIG_FILE_MAX_BYTES ((size_t)1024 * 1024)
 
 enum setting_kind {
         KIND_PATH,
@@ -515,6 +515,22 @@ static void yaml_parserp(yaml_parser_t **p)
                 yaml_parser_delete(*p);
 }
 
+/* libyaml's problem, where it noticed it, and where the construct it was reading began (an
+ * unclosed '[' is noticed only at the end of the file). */
+static void yaml_syntax_error(struct load_ctx *x, const yaml_parser_t *parser)
+{
+        char where[160] = "";
+
+        if (parser->context)
+                snprintf(where, sizeof(where), " (%s at line %zu, column %zu)", parser->context,
+                         parser->context_mark.line + 1, parser->context_mark.column + 1);
+        mark_invalid_text(x, "the config file",
+                          "the config file '%s' is not valid YAML: %s at line %zu, column %zu%s; "
+                          "fix the file (or remove it) and restart the server",
+                          x->file, parser->problem ? parser->problem : "syntax error",
+                          parser->problem_mark.line + 1, parser->problem_mark.column + 1, where);
+}
+
 /* Parse @text into x->entries. On any problem: mark invalid (naming the file, line, column)
  * and keep no entries, so only the environment and the defaults apply. */
 static void parse_file(struct load_ctx *x, const char *text)
@@ -536,11 +552,7 @@ static void parse_file(struct load_ctx *x, const char *text)
         parser = parser_owned = &parser_s;
         yaml_parser_set_input_string(parser, (const unsigned char *)text, strlen(text));
         if (!yaml_parser_load(parser, &doc_s)) {
-                mark_invalid_text(x, "the config file",
-                                  "the config file '%s' is not valid YAML: %s at line %zu, "
-                                  "column %zu; fix the file (or remove it) and restart the server",
-                                  file, parser->problem ? parser->problem : "syntax error",
-                                  parser->problem_mark.line + 1, parser->problem_mark.column + 1);
+                yaml_syntax_error(x, parser);
                 return;
         }
         doc = doc_owned = &doc_s;
@@ -561,13 +573,7 @@ static void parse_file(struct load_ctx *x, const char *text)
         {
                 yaml_document_t next;
                 if (!yaml_parser_load(parser, &next)) {
-                        mark_invalid_text(x, "the config file",
-                                          "the config file '%s' is not valid YAML: %s at line "
-                                          "%zu, column %zu; fix the file (or remove it) and "
-                                          "restart the server",
-                                          file, parser->problem ? parser->problem : "syntax error",
-                                          parser->problem_mark.line + 1,
-                                          parser->problem_mark.column + 1);
+                        yaml_syntax_error(x, parser);
                         return;
                 }
                 bool more = yaml_document_get_root_node(&next) != NULL;
@@ -797,7 +803,7 @@ static char *read_config_file(struct load_ctx *x, const char *path, bool require
                                   path);
                 return NULL;
         }
-        buf = xmalloc(CONFIG_FILE_MAX_BYTES + 1);
+        buf = xmalloc((size_t)CONFIG_FILE_MAX_BYTES + 1);
         for (;;) {
                 ssize_t r = read(fd, buf + len, CONFIG_FILE_MAX_BYTES + 1 - len);
                 if (r < 0 && errno == EINTR)

@@ -539,6 +539,10 @@ START_TEST(yaml_malformed_names_line_and_column)
         ck_assert_msg(strstr(c->invalid_msg, "'/xdg/vestibule/config.yaml' is not valid YAML"),
                       "%s", c->invalid_msg);
         ck_assert_msg(strstr(c->invalid_msg, "line 3, column 1"), "%s", c->invalid_msg);
+        /* ... and where the unclosed '[' began. */
+        ck_assert_msg(
+            strstr(c->invalid_msg, "(while parsing a flow sequence at line 2, column 10)"), "%s",
+            c->invalid_msg);
         config_free(c);
 
         c = load_yaml("mem_mb: 5\n  bad indent: x\n");
@@ -593,6 +597,15 @@ static void write_file(const char *path, const char *text)
         close(fd);
 }
 
+static void rm_rf(char **dir)
+{
+        if (*dir) {
+                _cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", *dir);
+                (void)!system(cmd);
+                free(*dir);
+        }
+}
+
 static void clear_vestibule_env(void)
 {
         extern char **environ;
@@ -610,7 +623,7 @@ static void clear_vestibule_env(void)
 
 START_TEST(file_from_vestibule_config)
 {
-        _cleanup_free_ char *dir = sbx_test_tmpdir();
+        _cleanup_(rm_rf) char *dir = sbx_test_tmpdir();
         _cleanup_free_ char *path = xasprintf("%s/my.yaml", dir);
         struct sbx_config *c = NULL;
         struct sbx_error err = {0};
@@ -652,7 +665,7 @@ END_TEST
 
 START_TEST(file_from_xdg_and_default_missing)
 {
-        _cleanup_free_ char *dir = sbx_test_tmpdir();
+        _cleanup_(rm_rf) char *dir = sbx_test_tmpdir();
         _cleanup_free_ char *sub = xasprintf("%s/vestibule", dir);
         _cleanup_free_ char *path = xasprintf("%s/config.yaml", sub);
         struct sbx_config *c = NULL;

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <grp.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 
@@ -400,6 +402,41 @@ START_TEST(read_missing_workspace)
 }
 END_TEST
 
+START_TEST(read_permission_denied)
+{
+        _cleanup_free_ char *p = xasprintf("%s/sub/inner.txt", ws);
+        pid_t pid;
+        int status;
+
+        /* Root ignores modes: check as the unprivileged test ids, in a child. */
+        ck_assert_int_eq(chmod(top, 0755), 0);
+        ck_assert_int_eq(chmod(p, 0600), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                _cleanup_free_ char *data = NULL;
+                struct sbx_error err = {0};
+                size_t len, total;
+                bool binary;
+
+                if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(2000, 2000, 2000) < 0 ||
+                                       setresuid(2000, 2000, 2000) < 0))
+                        _exit(3);
+                if (workspace_read(ws, "sub/inner.txt", 100, &data, &len, &total, &binary, &err) !=
+                    -EACCES)
+                        _exit(4);
+                if (!strstr(err.msg, "'sub/inner.txt'") || !strstr(err.msg, "permission denied"))
+                        _exit(5);
+                /* Control: a readable file in the same folder is read. */
+                if (workspace_read(ws, "hello.txt", 100, &data, &len, &total, &binary, &err) != 0)
+                        _exit(6);
+                _exit(0);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+END_TEST
+
 /* --- workspace_ensure -------------------------------------------------------------------- */
 
 START_TEST(ensure_creates_0700_and_keeps_existing)
@@ -471,6 +508,7 @@ static Suite *workspace_suite(void)
         tcase_add_test(tc, read_binary);
         tcase_add_test(tc, read_escapes_path_in_message);
         tcase_add_test(tc, read_missing_workspace);
+        tcase_add_test(tc, read_permission_denied);
         tcase_set_timeout(tc, 20);
         suite_add_tcase(s, tc);
 
