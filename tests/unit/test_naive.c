@@ -89,12 +89,12 @@ static int run(enum sbx_language lang, const char *code, unsigned timeout_s, int
                struct run_result *res, struct sbx_error *err)
 {
         struct run_request req = {
-                .language = lang,
-                .code = code,
-                .code_len = strlen(code),
-                .timeout_s = timeout_s,
-                .cfg = &cfg,
-                .cancel_fd = cancel_fd,
+            .language = lang,
+            .code = code,
+            .code_len = strlen(code),
+            .timeout_s = timeout_s,
+            .cfg = &cfg,
+            .cancel_fd = cancel_fd,
         };
 
         memset(res, 0, sizeof(*res));
@@ -122,8 +122,8 @@ START_TEST(python_prints_and_exits)
         struct run_result res;
 
         need("python3");
-        run_ok(SBX_LANG_PYTHON, "import sys\nprint('hello')\nprint('oops', file=sys.stderr)\n",
-               10, &res);
+        run_ok(SBX_LANG_PYTHON, "import sys\nprint('hello')\nprint('oops', file=sys.stderr)\n", 10,
+               &res);
         ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
         ck_assert_int_eq(res.exit_code, 0);
         ck_assert_str_eq(out(&res), "hello\n");

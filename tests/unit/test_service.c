@@ -86,11 +86,11 @@ static int execute(const char *lang, const char *code, long long timeout_s, int 
                    struct run_result *res, struct sbx_error *err)
 {
         struct run_call call = {
-                .language = lang,
-                .code = code,
-                .code_len = code ? strlen(code) : 0,
-                .timeout_s = timeout_s,
-                .cancel_fd = cancel_fd,
+            .language = lang,
+            .code = code,
+            .code_len = code ? strlen(code) : 0,
+            .timeout_s = timeout_s,
+            .cancel_fd = cancel_fd,
         };
 
         memset(res, 0, sizeof(*res));
@@ -310,8 +310,7 @@ START_TEST(cancel_while_waiting_for_slot)
 
         signal_fd(waiting_cancel);
         t0 = sbx_now_ms();
-        ck_assert_int_eq(execute("bash", "echo second", 0, waiting_cancel, &res, &err),
-                         -ECANCELED);
+        ck_assert_int_eq(execute("bash", "echo second", 0, waiting_cancel, &res, &err), -ECANCELED);
         ck_assert_uint_lt(sbx_now_ms() - t0, 1000);
 
         signal_fd(bg.cancel_fd);
@@ -372,7 +371,10 @@ START_TEST(read_workspace_texts)
         ck_assert_uint_eq(strspn(text, "b"), 100);
         free(text);
 
-        write_file("bin.dat", "\x7f" "ELF\0\0\0\1", 8);
+        write_file("bin.dat",
+                   "\x7f"
+                   "ELF\0\0\0\1",
+                   8);
         ck_assert_int_eq(run_service_read_workspace(svc, "bin.dat", &text, &err), 0);
         ck_assert_str_eq(text, "binary file, 8 bytes: not shown");
         free(text);
@@ -395,8 +397,8 @@ static int fake_probe_fn(struct backend *b, struct backend_probe *ret, struct sb
 }
 
 static const struct backend_ops fake_ops[2] = {
-        {.name = "native", .probe = fake_probe_fn},
-        {.name = "container", .probe = fake_probe_fn},
+    {.name = "native", .probe = fake_probe_fn},
+    {.name = "container", .probe = fake_probe_fn},
 };
 
 static int fake_new(int which, const struct sbx_config *c, struct backend **ret,

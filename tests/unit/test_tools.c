@@ -127,8 +127,8 @@ START_TEST(list_shapes)
         ck_assert_str_eq(json_object_to_json_string(get(rc, "inputSchema.required")),
                          "[ \"language\", \"code\" ]");
         ck_assert_str_eq(
-                json_object_to_json_string(get(rc, "inputSchema.properties.language.enum")),
-                "[ \"python\", \"node\", \"bash\" ]");
+            json_object_to_json_string(get(rc, "inputSchema.properties.language.enum")),
+            "[ \"python\", \"node\", \"bash\" ]");
         ck_assert_int_eq(json_object_get_int(get(rc, "inputSchema.properties.timeout_seconds."
                                                      "maximum")),
                          60);
@@ -208,7 +208,8 @@ START_TEST(missing_and_mistyped_arguments)
 
         call("run_code", "{\"language\":\"cobol\",\"code\":\"x\"}", &r);
         ck_assert(r.is_error);
-        ck_assert_ptr_nonnull(strstr(r.text, "Blocked: language must be one of python, node, bash"));
+        ck_assert_ptr_nonnull(
+            strstr(r.text, "Blocked: language must be one of python, node, bash"));
         ck_assert_ptr_null(r.structured);
         tool_result_done(&r);
 
@@ -222,8 +223,7 @@ END_TEST
 START_TEST(timeout_coercion)
 {
         static const char *const good[] = {"2", "2.0", "\"2\"", "\" 2 \"", "\"2.0\""};
-        static const char *const bad[] = {"2.5", "\"abc\"", "true", "0", "-3", "\"\"", "[2]",
-                                          "61"};
+        static const char *const bad[] = {"2.5", "\"abc\"", "true", "0", "-3", "\"\"", "[2]", "61"};
         struct tool_result r;
 
         need_bash();
@@ -270,7 +270,7 @@ END_TEST
 
 static void check_structured_shape(json_object *s)
 {
-        static const char *const req[] = {"stdout", "stderr", "exit_code", "outcome",
+        static const char *const req[] = {"stdout",    "stderr",    "exit_code", "outcome",
                                           "timed_out", "isolation", "usage"};
 
         ck_assert_ptr_nonnull(s);
