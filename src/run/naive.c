@@ -294,6 +294,10 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         snprintf(res->isolation, sizeof(res->isolation), "%s", NAIVE_GRADE);
         snprintf(res->image, sizeof(res->image), "host");
         set_not_measured(&res->usage, "naive backend has no cgroup");
+        if (cfg->workspace_ro)
+                snprintf(res->notes, sizeof(res->notes),
+                         "workspace: read-write (VESTIBULE_WORKSPACE_RO is not enforced by the "
+                         "naive backend)");
 
         pthread_mutex_lock(&st->lock);
         r = st->shutting_down;

@@ -331,6 +331,10 @@ int run_service_read_workspace(struct run_service *s, const char *path, char **r
                            &binary, err);
         if (r < 0)
                 return r;
+        if (total == 0) {
+                *ret_text = xstrdup("(empty file)");
+                return 0;
+        }
         if (binary) {
                 *ret_text = xasprintf("binary file, %zu bytes: not shown", total);
                 return 0;
