@@ -18,7 +18,7 @@
 #include "testutil.h"
 
 static struct sbx_config cfg;
-static char *base, *workspace, *audit_dir;
+static char *base, *workspace, *audit_dir, *rootfs_dir;
 static struct run_service *svc;
 
 static void setup(void)
@@ -28,11 +28,12 @@ static void setup(void)
         base = sbx_test_tmpdir();
         workspace = xasprintf("%s/workspace", base);
         audit_dir = xasprintf("%s/audit", base);
+        rootfs_dir = xasprintf("%s/rootfs", base);
         ck_assert_int_eq(mkdir(workspace, 0700), 0);
         memset(&cfg, 0, sizeof(cfg));
         cfg.workspace_dir = workspace;
         cfg.audit_dir = audit_dir;
-        cfg.rootfs_dir = base;
+        cfg.rootfs_dir = rootfs_dir;
         cfg.backend = SBX_BACKEND_NAIVE;
         cfg.default_timeout_s = 10;
         cfg.max_timeout_s = 60;
@@ -63,6 +64,7 @@ static void teardown(void)
         free(base);
         free(workspace);
         free(audit_dir);
+        free(rootfs_dir);
 }
 
 static void need_bash(void)
