@@ -16,27 +16,27 @@
 #include "tools/tools.h"
 
 static const char top_help[] =
-        "Usage: vestibule-mcp [COMMAND] [OPTIONS]\n"
-        "\n"
-        "Run AI-agent code (python, node, bash) in a fresh sandbox per call, as an MCP server.\n"
-        "With no command, serve MCP on stdin/stdout (what an MCP client starts).\n"
-        "\n"
-        "Commands:\n"
-        "  run      run one snippet through the same path as a run_code tool call\n"
-        "  audit    print the last calls from the audit log\n"
-        "  doctor   say what each backend would give on this host, and why\n"
-        "  setup    get what this machine needs to run sandboxes\n"
-        "  verify   prove the isolation grade from outside\n"
-        "  version  print the version\n"
-        "\n"
-        "'vestibule-mcp COMMAND --help' describes a command. Settings are VESTIBULE_*\n"
-        "environment variables (or ~/.config/vestibule/config.yaml); see README.md.\n";
+    "Usage: vestibule-mcp [COMMAND] [OPTIONS]\n"
+    "\n"
+    "Run AI-agent code (python, node, bash) in a fresh sandbox per call, as an MCP server.\n"
+    "With no command, serve MCP on stdin/stdout (what an MCP client starts).\n"
+    "\n"
+    "Commands:\n"
+    "  run      run one snippet through the same path as a run_code tool call\n"
+    "  audit    print the last calls from the audit log\n"
+    "  doctor   say what each backend would give on this host, and why\n"
+    "  setup    get what this machine needs to run sandboxes\n"
+    "  verify   prove the isolation grade from outside\n"
+    "  version  print the version\n"
+    "\n"
+    "'vestibule-mcp COMMAND --help' describes a command. Settings are VESTIBULE_*\n"
+    "environment variables (or ~/.config/vestibule/config.yaml); see README.md.\n";
 
 static const char instructions[] =
-        "Vestibule runs python, node and bash code in a fresh sandbox per call (run_code). "
-        "Files persist only in /workspace; read them with read_workspace. Every run result "
-        "ends with an 'isolation:' line saying what protected it. A 'Blocked:' result ran "
-        "nothing and names the fix.";
+    "Vestibule runs python, node and bash code in a fresh sandbox per call (run_code). "
+    "Files persist only in /workspace; read them with read_workspace. Every run result "
+    "ends with an 'isolation:' line saying what protected it. A 'Blocked:' result ran "
+    "nothing and names the fix.";
 
 bool cli_is_help(const char *arg)
 {
@@ -62,8 +62,7 @@ static json_object *h_tools_list(void *userdata)
 }
 
 static int h_tools_call(void *userdata, const char *name, json_object *args,
-                        const struct tool_ctx *ctx, struct tool_result *ret,
-                        struct sbx_error *err)
+                        const struct tool_ctx *ctx, struct tool_result *ret, struct sbx_error *err)
 {
         return tools_call(userdata, name, args, ctx, ret, err);
 }
@@ -111,12 +110,12 @@ static int serve(void)
                             "vestibule-mcp itself; try 'vestibule-mcp --help'");
 
         h = (struct mcp_handlers){
-                .tools_list = h_tools_list,
-                .tools_call = h_tools_call,
-                .shutdown = h_shutdown,
-                .userdata = svc,
-                .instructions = instructions,
-                .max_workers = (cfg->max_concurrent ? cfg->max_concurrent : 1) * 2 + 8,
+            .tools_list = h_tools_list,
+            .tools_call = h_tools_call,
+            .shutdown = h_shutdown,
+            .userdata = svc,
+            .instructions = instructions,
+            .max_workers = (cfg->max_concurrent ? cfg->max_concurrent : 1) * 2 + 8,
         };
         r = mcp_serve(&h, STDIN_FILENO, STDOUT_FILENO, &err);
         if (r < 0 && r != -EPIPE)
@@ -132,8 +131,8 @@ int cli_main(int argc, char **argv)
                 const char *name;
                 int (*fn)(int argc, char **argv);
         } cmds[] = {
-                {"run", cmd_run},       {"audit", cmd_audit},   {"doctor", cmd_doctor},
-                {"setup", cmd_setup},   {"verify", cmd_verify}, {"version", cmd_version},
+            {"run", cmd_run},     {"audit", cmd_audit},   {"doctor", cmd_doctor},
+            {"setup", cmd_setup}, {"verify", cmd_verify}, {"version", cmd_version},
         };
 
         if (argc < 2)

@@ -11,14 +11,14 @@
 #include "config/config.h"
 
 static const char audit_help[] =
-        "Usage: vestibule-mcp audit [N] [--json]\n"
-        "\n"
-        "Print the last N run_code calls (default 20) from the audit log in\n"
-        "VESTIBULE_AUDIT_DIR (default ~/.vestibule/audit), one line each, everything\n"
-        "escaped so recorded code cannot drive the terminal. A start with no end shows\n"
-        "'no end'.\n"
-        "\n"
-        "      --json   one JSON object per line instead\n";
+    "Usage: vestibule-mcp audit [N] [--json]\n"
+    "\n"
+    "Print the last N run_code calls (default 20) from the audit log in\n"
+    "VESTIBULE_AUDIT_DIR (default ~/.vestibule/audit), one line each, everything\n"
+    "escaped so recorded code cannot drive the terminal. A start with no end shows\n"
+    "'no end'.\n"
+    "\n"
+    "      --json   one JSON object per line instead\n";
 
 int cmd_audit(int argc, char **argv)
 {
@@ -41,15 +41,17 @@ int cmd_audit(int argc, char **argv)
                         errno = 0;
                         n = strtoul(a, &end, 10);
                         if (errno || *end || n == 0 || n > 1000000) {
-                                fprintf(stderr, "vestibule-mcp audit: N must be a whole number "
-                                                "from 1 to 1000000, not '%s'\n",
+                                fprintf(stderr,
+                                        "vestibule-mcp audit: N must be a whole number "
+                                        "from 1 to 1000000, not '%s'\n",
                                         a);
                                 return 2;
                         }
                         have_n = true;
                 } else {
-                        fprintf(stderr, "vestibule-mcp audit: unexpected argument '%s'\n"
-                                        "Try 'vestibule-mcp audit --help'.\n",
+                        fprintf(stderr,
+                                "vestibule-mcp audit: unexpected argument '%s'\n"
+                                "Try 'vestibule-mcp audit --help'.\n",
                                 a);
                         return 2;
                 }

@@ -26,20 +26,20 @@
 #define RUN_READ_MAX (64u * 1024 * 1024)
 
 static const char run_help[] =
-        "Usage: vestibule-mcp run --language LANG (-c CODE | FILE | -) [--timeout S] [--json]\n"
-        "\n"
-        "Run one program through the same path as a run_code tool call and print the same\n"
-        "result text (ending with its isolation: line).\n"
-        "\n"
-        "  -l, --language LANG   python, node or bash\n"
-        "  -c, --code CODE       the program text\n"
-        "  FILE                  read the program from FILE ('-' = standard input)\n"
-        "  -t, --timeout S       timeout in seconds (default VESTIBULE_DEFAULT_TIMEOUT_S)\n"
-        "      --json            print the tool result as JSON (isError, content,\n"
-        "                        structuredContent)\n"
-        "\n"
-        "Exit status: 0 when the result is not an error (exit code 0), 1 when it is (non-zero\n"
-        "exit, timeout, cancel, Blocked:), 2 for a usage error.\n";
+    "Usage: vestibule-mcp run --language LANG (-c CODE | FILE | -) [--timeout S] [--json]\n"
+    "\n"
+    "Run one program through the same path as a run_code tool call and print the same\n"
+    "result text (ending with its isolation: line).\n"
+    "\n"
+    "  -l, --language LANG   python, node or bash\n"
+    "  -c, --code CODE       the program text\n"
+    "  FILE                  read the program from FILE ('-' = standard input)\n"
+    "  -t, --timeout S       timeout in seconds (default VESTIBULE_DEFAULT_TIMEOUT_S)\n"
+    "      --json            print the tool result as JSON (isError, content,\n"
+    "                        structuredContent)\n"
+    "\n"
+    "Exit status: 0 when the result is not an error (exit code 0), 1 when it is (non-zero\n"
+    "exit, timeout, cancel, Blocked:), 2 for a usage error.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -115,7 +115,7 @@ static void print_json(const struct tool_result *res)
         if (res->structured)
                 json_object_object_add(o, "structuredContent", json_object_get(res->structured));
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+                                                   JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
 }
 

@@ -40,9 +40,9 @@ struct ladder *ladder_new(const struct sbx_config *cfg, backend_ctor_fn native,
         pthread_mutex_init(&l->lock, NULL);
         l->rungs[RUNG_NAIVE] = (struct rung){.name = "naive", .ctor = naive_backend_new};
         l->rungs[RUNG_NATIVE] =
-                (struct rung){.name = "native", .ctor = native ? native : native_backend_new};
-        l->rungs[RUNG_CONTAINER] = (struct rung){
-                .name = "container", .ctor = container ? container : engine_backend_new};
+            (struct rung){.name = "native", .ctor = native ? native : native_backend_new};
+        l->rungs[RUNG_CONTAINER] =
+            (struct rung){.name = "container", .ctor = container ? container : engine_backend_new};
         return l;
 }
 
@@ -129,16 +129,17 @@ int ladder_pick(struct ladder *l, struct backend **ret_b, struct backend_probe *
                 else if (con->probe.usable)
                         ret = take(con, ret_b, ret_probe);
                 else
-                        ret = sbx_fail(err, ENOENT, "no sandbox is usable on this host: native: %s; container: %s",
-                                       nat->probe.blocked, con->probe.blocked);
+                        ret =
+                            sbx_fail(err, ENOENT,
+                                     "no sandbox is usable on this host: native: %s; container: %s",
+                                     nat->probe.blocked, con->probe.blocked);
                 goto out;
         }
         rung_probe(l, r);
         if (r->probe.usable)
                 ret = take(r, ret_b, ret_probe);
         else
-                ret = sbx_fail(err, ENOENT, "%s (VESTIBULE_BACKEND=%s)", r->probe.blocked,
-                               r->name);
+                ret = sbx_fail(err, ENOENT, "%s (VESTIBULE_BACKEND=%s)", r->probe.blocked, r->name);
 out:
         pthread_mutex_unlock(&l->lock);
         return ret;

@@ -122,8 +122,8 @@ static void remove_tree_at(int dfd, const char *name, int depth)
         }
         closedir(d);
         if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                log_warning("cannot remove the naive run's temp dir entry '%s': %s, ignoring",
-                            name, strerror(errno));
+                log_warning("cannot remove the naive run's temp dir entry '%s': %s, ignoring", name,
+                            strerror(errno));
 }
 
 static void remove_tree(const char *path)
@@ -271,7 +271,7 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         static const char *const js[] = {"node", "nodejs", NULL};
         static const char *const sh[] = {"bash", NULL};
         static const char *const pkg[] = {
-                [SBX_LANG_PYTHON] = "python3", [SBX_LANG_NODE] = "nodejs", [SBX_LANG_BASH] = "bash"};
+            [SBX_LANG_PYTHON] = "python3", [SBX_LANG_NODE] = "nodejs", [SBX_LANG_BASH] = "bash"};
         struct naive_state *st = b->state;
         const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
         const char *const *names;
@@ -294,6 +294,10 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         snprintf(res->isolation, sizeof(res->isolation), "%s", NAIVE_GRADE);
         snprintf(res->image, sizeof(res->image), "host");
         set_not_measured(&res->usage, "naive backend has no cgroup");
+        if (cfg->workspace_ro)
+                snprintf(res->notes, sizeof(res->notes),
+                         "workspace: read-write (VESTIBULE_WORKSPACE_RO is not enforced by the "
+                         "naive backend)");
 
         pthread_mutex_lock(&st->lock);
         r = st->shutting_down;
@@ -339,8 +343,10 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         tmpdir = xstrdup("/tmp/vestibule-naive-XXXXXX");
         if (!mkdtemp(tmpdir)) {
                 r = errno;
-                return sbx_fail(err, r, "cannot create a temp dir under /tmp: %s; check that /tmp "
-                                        "is writable and retry", strerror(r));
+                return sbx_fail(err, r,
+                                "cannot create a temp dir under /tmp: %s; check that /tmp "
+                                "is writable and retry",
+                                strerror(r));
         }
         script = xasprintf("%s/%s", tmpdir, sbx_language_script(req->language));
         fd = open(script, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -403,18 +409,18 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         env[7] = xstrdup("NO_COLOR=1");
 
         ca = (struct child_args){
-                .parent = getpid(),
-                .devnull = devnull,
-                .out_w = out_w,
-                .err_w = err_w,
-                .report_w = rep_w,
-                .drop = drop,
-                .uid = cfg->run_as_uid,
-                .gid = cfg->run_as_gid,
-                .cwd = cfg->workspace_dir,
-                .interp = interp,
-                .argv = argv,
-                .envp = env,
+            .parent = getpid(),
+            .devnull = devnull,
+            .out_w = out_w,
+            .err_w = err_w,
+            .report_w = rep_w,
+            .drop = drop,
+            .uid = cfg->run_as_uid,
+            .gid = cfg->run_as_gid,
+            .cwd = cfg->workspace_dir,
+            .interp = interp,
+            .argv = argv,
+            .envp = env,
         };
 
         start_ms = sbx_now_ms();
@@ -473,12 +479,12 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         close(TAKE_FD(rep_r));
 
         wc = (struct warden_child){
-                .pid = pid,
-                .pidfd = (int)syscall(SYS_pidfd_open, pid, 0),
-                .out_fd = TAKE_FD(out_r),
-                .err_fd = TAKE_FD(err_r),
-                .kill_tree = naive_kill_tree,
-                .kill_userdata = (void *)(intptr_t)pid,
+            .pid = pid,
+            .pidfd = (int)syscall(SYS_pidfd_open, pid, 0),
+            .out_fd = TAKE_FD(out_r),
+            .err_fd = TAKE_FD(err_r),
+            .kill_tree = naive_kill_tree,
+            .kill_userdata = (void *)(intptr_t)pid,
         };
         if (wc.pidfd >= 0)
                 (void)fcntl(wc.pidfd, F_SETFD, FD_CLOEXEC);
@@ -523,11 +529,11 @@ static void naive_destroy(struct backend *b)
 }
 
 static const struct backend_ops naive_ops = {
-        .name = "naive",
-        .probe = naive_probe,
-        .run = naive_run,
-        .shutdown = naive_shutdown,
-        .destroy = naive_destroy,
+    .name = "naive",
+    .probe = naive_probe,
+    .run = naive_run,
+    .shutdown = naive_shutdown,
+    .destroy = naive_destroy,
 };
 
 int naive_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err)

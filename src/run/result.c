@@ -14,15 +14,15 @@
 #include "common/xalloc.h"
 
 static const char *const language_names[] = {
-        [SBX_LANG_PYTHON] = "python",
-        [SBX_LANG_NODE] = "node",
-        [SBX_LANG_BASH] = "bash",
+    [SBX_LANG_PYTHON] = "python",
+    [SBX_LANG_NODE] = "node",
+    [SBX_LANG_BASH] = "bash",
 };
 
 static const char *const language_scripts[] = {
-        [SBX_LANG_PYTHON] = "main.py",
-        [SBX_LANG_NODE] = "main.js",
-        [SBX_LANG_BASH] = "main.sh",
+    [SBX_LANG_PYTHON] = "main.py",
+    [SBX_LANG_NODE] = "main.js",
+    [SBX_LANG_BASH] = "main.sh",
 };
 
 int sbx_language_parse(const char *s, enum sbx_language *ret)
@@ -134,9 +134,10 @@ size_t sbx_utf8_cut(const char *s, size_t n)
                 return n;
         {
                 unsigned char c = u[i - 1];
-                size_t need = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3
-                                                        : c >= 0xc2 && c <= 0xdf    ? 2
-                                                                                    : 0;
+                size_t need = c >= 0xf0 && c <= 0xf4   ? 4
+                              : c >= 0xe0 && c <= 0xef ? 3
+                              : c >= 0xc2 && c <= 0xdf ? 2
+                                                       : 0;
                 if (need > 1 && back + 1 < need)
                         return i - 1;
         }
@@ -289,9 +290,9 @@ static void format_usage(struct sbuf *b, const struct run_usage *u)
                 const char *name;
                 const struct run_measure *m;
         } items[] = {
-                {"cpu", &u->cpu_us},
-                {"mem_peak", &u->mem_peak_bytes},
-                {"pids_peak", &u->pids_peak},
+            {"cpu", &u->cpu_us},
+            {"mem_peak", &u->mem_peak_bytes},
+            {"pids_peak", &u->pids_peak},
         };
         bool done[ELEMENTSOF(items)] = {false};
         char v[64];
@@ -336,8 +337,8 @@ static void format_usage(struct sbuf *b, const struct run_usage *u)
                 }
                 sbuf_puts(b, " not measured: ");
                 if (items[i].m->why[0])
-                        sanitize_into(b, items[i].m->why, strnlen(items[i].m->why,
-                                                                  sizeof(items[i].m->why)));
+                        sanitize_into(b, items[i].m->why,
+                                      strnlen(items[i].m->why, sizeof(items[i].m->why)));
                 else
                         sbuf_puts(b, "no reason given");
         }
@@ -378,8 +379,7 @@ char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t c
                 sbuf_puts(&b, "cancelled\n");
                 break;
         case RUN_OUTCOME_FLOODED:
-                sbuf_printf(&b,
-                            "[stopped: printed more than twice the %zu-byte output cap]\n",
+                sbuf_printf(&b, "[stopped: printed more than twice the %zu-byte output cap]\n",
                             cap);
                 break;
         case RUN_OUTCOME_NONE:

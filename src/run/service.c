@@ -123,8 +123,7 @@ static int slot_acquire(struct run_service *s, int cancel_fd, struct sbx_error *
                         break;
                 }
                 if (fd_readable(cancel_fd)) {
-                        r = sbx_fail(err, ECANCELED,
-                                     "cancelled while waiting for a free run slot");
+                        r = sbx_fail(err, ECANCELED, "cancelled while waiting for a free run slot");
                         break;
                 }
                 wake = now + SLOT_POLL_MS < deadline ? now + SLOT_POLL_MS : deadline;
@@ -195,8 +194,8 @@ static void join_note(char *dst, size_t size, const char *add)
                 snprintf(dst + n, size - n, "; %s", add);
 }
 
-static int validate(struct run_service *s, const struct run_call *call,
-                    enum sbx_language *ret_lang, unsigned *ret_timeout_s, struct sbx_error *err)
+static int validate(struct run_service *s, const struct run_call *call, enum sbx_language *ret_lang,
+                    unsigned *ret_timeout_s, struct sbx_error *err)
 {
         const struct sbx_config *cfg = s->cfg;
         long long t = call->timeout_s;
@@ -270,14 +269,14 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         }
 
         req = (struct run_request){
-                .language = lang,
-                .code = call->code,
-                .code_len = call->code_len,
-                .timeout_s = timeout_s,
-                .cfg = cfg,
-                .cancel_fd = call->cancel_fd,
-                .progress = call->progress,
-                .progress_userdata = call->progress_userdata,
+            .language = lang,
+            .code = call->code,
+            .code_len = call->code_len,
+            .timeout_s = timeout_s,
+            .cfg = cfg,
+            .cancel_fd = call->cancel_fd,
+            .progress = call->progress,
+            .progress_userdata = call->progress_userdata,
         };
 
         audit_start(s->audit, lang, timeout_s, b->ops->name, call->code, call->code_len, id, note,
@@ -332,6 +331,10 @@ int run_service_read_workspace(struct run_service *s, const char *path, char **r
                            &binary, err);
         if (r < 0)
                 return r;
+        if (total == 0) {
+                *ret_text = xstrdup("(empty file)");
+                return 0;
+        }
         if (binary) {
                 *ret_text = xasprintf("binary file, %zu bytes: not shown", total);
                 return 0;
@@ -339,9 +342,9 @@ int run_service_read_workspace(struct run_service *s, const char *path, char **r
         shown = total > len ? sbx_utf8_cut(data, len) : len;
         text = sbx_text_sanitize(data, shown);
         if (total > shown)
-                *ret_text = xasprintf("%s%s[truncated: %zu bytes more]", text,
-                                      shown > 0 && data[shown - 1] != '\n' ? "\n" : "",
-                                      total - shown);
+                *ret_text =
+                    xasprintf("%s%s[truncated: %zu bytes more]", text,
+                              shown > 0 && data[shown - 1] != '\n' ? "\n" : "", total - shown);
         else
                 *ret_text = TAKE_PTR(text);
         return 0;

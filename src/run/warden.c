@@ -111,16 +111,15 @@ static int reap(pid_t pid, int *ret_status, struct rusage *ru)
         }
 }
 
-int warden_supervise(const struct run_request *req, struct warden_child *child,
-                     uint64_t start_ms, struct run_result *res, struct rusage *ret_rusage,
-                     struct sbx_error *err)
+int warden_supervise(const struct run_request *req, struct warden_child *child, uint64_t start_ms,
+                     struct run_result *res, struct rusage *ret_rusage, struct sbx_error *err)
 {
         struct warden w = {
-                .req = req,
-                .child = child,
-                .res = res,
-                .cap = req->cfg ? req->cfg->max_output_bytes : 20000,
-                .forced = RUN_OUTCOME_NONE,
+            .req = req,
+            .child = child,
+            .res = res,
+            .cap = req->cfg ? req->cfg->max_output_bytes : 20000,
+            .forced = RUN_OUTCOME_NONE,
         };
         uint64_t timeout_ms = (uint64_t)req->timeout_s * 1000u;
         uint64_t deadline = start_ms + timeout_ms;
@@ -201,11 +200,9 @@ int warden_supervise(const struct run_request *req, struct warden_child *child,
                 if (r <= 0)
                         goto check_exit;
 
-                if (i_out >= 0 && pfd[i_out].revents &&
-                    !drain_fd(&w, &child->out_fd, &res->out))
+                if (i_out >= 0 && pfd[i_out].revents && !drain_fd(&w, &child->out_fd, &res->out))
                         close_fd(&child->out_fd);
-                if (i_err >= 0 && pfd[i_err].revents &&
-                    !drain_fd(&w, &child->err_fd, &res->err))
+                if (i_err >= 0 && pfd[i_err].revents && !drain_fd(&w, &child->err_fd, &res->err))
                         close_fd(&child->err_fd);
                 if (w.forced == RUN_OUTCOME_FLOODED) {
                         /* Nothing more is read from a flooding run. */
@@ -218,8 +215,8 @@ int warden_supervise(const struct run_request *req, struct warden_child *child,
                 }
 
         check_exit:
-                if (!exited && (child->pidfd < 0 || (i_pid >= 0 && pfd[i_pid].revents) ||
-                                w.killed) &&
+                if (!exited &&
+                    (child->pidfd < 0 || (i_pid >= 0 && pfd[i_pid].revents) || w.killed) &&
                     child_exited(child->pid)) {
                         /* Kill what the main process left behind before reaping it, while
                          * its pid (and so its process group id) is still reserved. */
@@ -229,8 +226,8 @@ int warden_supervise(const struct run_request *req, struct warden_child *child,
                                 close_fd(&child->out_fd);
                                 close_fd(&child->err_fd);
                                 close_fd(&child->pidfd);
-                                return sbx_fail(err, -r, "cannot reap run %d: %s",
-                                                (int)child->pid, strerror(-r));
+                                return sbx_fail(err, -r, "cannot reap run %d: %s", (int)child->pid,
+                                                strerror(-r));
                         }
                         exited = true;
                         res->usage.wall_ms = sbx_now_ms() - start_ms;

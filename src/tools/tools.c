@@ -86,42 +86,42 @@ static char *run_code_description(const struct sbx_config *cfg)
 
         if (cfg && cfg->backend == SBX_BACKEND_NAIVE)
                 return xasprintf(
-                        "Run a python, node or bash program and return its output. DEVELOPMENT "
-                        "MODE (VESTIBULE_BACKEND=naive): the code runs directly on this machine "
-                        "with NO sandbox - it can reach the network and the user's files. Each "
-                        "run starts in the workspace folder with a fresh temporary $HOME, stdin "
-                        "at end of file and a minimal environment. Timeout: %u s by default, "
-                        "timeout_seconds up to %u. Output is capped at %zu bytes per stream. "
-                        "The result ends with an 'isolation:' line (here 'none'). Use "
-                        "read_workspace to read files from the workspace.",
-                        def, max, out);
+                    "Run a python, node or bash program and return its output. DEVELOPMENT "
+                    "MODE (VESTIBULE_BACKEND=naive): the code runs directly on this machine "
+                    "with NO sandbox - it can reach the network and the user's files. Each "
+                    "run starts in the workspace folder with a fresh temporary $HOME, stdin "
+                    "at end of file and a minimal environment. Timeout: %u s by default, "
+                    "timeout_seconds up to %u. Output is capped at %zu bytes per stream. "
+                    "The result ends with an 'isolation:' line (here 'none'). Use "
+                    "read_workspace to read files from the workspace.",
+                    def, max, out);
         return xasprintf(
-                "Run a python, node or bash program in a fresh, throwaway sandbox and return its "
-                "stdout, stderr, exit code and resource usage. Each call starts from scratch: "
-                "nothing but /workspace survives between runs. The sandbox has no network, and "
-                "none of the host's files except the /workspace folder (the only persistent "
-                "place, %s; files there are shared with the user). The root filesystem is "
-                "read-only; /tmp is a %u MiB scratch space and also $HOME. Limits per run: %u MiB "
-                "memory, %u%% of one CPU core, %u processes. stdin is at end of file (no input can "
-                "be given), the environment is minimal, and the working directory is /workspace. "
-                "Timeout: %u s by default; set timeout_seconds up to %u. Output is capped at %zu "
-                "bytes per stream (longer output is cut, and a run printing more than twice that "
-                "is stopped). A non-zero exit, a timeout or a cancel comes back as an error "
-                "result. The result ends with an 'isolation:' line saying what protected the run. "
-                "To read files from the workspace, use the read_workspace tool rather than "
-                "host file tools: it refuses symlinks, which sandboxed code can plant there.",
-                ro ? "read-only in this configuration" : "read-write", tmp, mem, cpu, pids, def,
-                max, out);
+            "Run a python, node or bash program in a fresh, throwaway sandbox and return its "
+            "stdout, stderr, exit code and resource usage. Each call starts from scratch: "
+            "nothing but /workspace survives between runs. The sandbox has no network, and "
+            "none of the host's files except the /workspace folder (the only persistent "
+            "place, %s; files there are shared with the user). The root filesystem is "
+            "read-only; /tmp is a %u MiB scratch space and also $HOME. Limits per run: %u MiB "
+            "memory, %u%% of one CPU core, %u processes. stdin is at end of file (no input can "
+            "be given), the environment is minimal, and the working directory is /workspace. "
+            "Timeout: %u s by default; set timeout_seconds up to %u. Output is capped at %zu "
+            "bytes per stream (longer output is cut, and a run printing more than twice that "
+            "is stopped). A non-zero exit, a timeout or a cancel comes back as an error "
+            "result. The result ends with an 'isolation:' line saying what protected the run. "
+            "To read files from the workspace, use the read_workspace tool rather than "
+            "host file tools: it refuses symlinks, which sandboxed code can plant there.",
+            ro ? "read-only in this configuration" : "read-write", tmp, mem, cpu, pids, def, max,
+            out);
 }
 
 static json_object *run_code_tool(const struct sbx_config *cfg)
 {
         static const char *const langs[] = {"python", "node", "bash", NULL};
-        static const char *const outcomes[] = {"exited", "signaled", "timed_out", "cancelled",
-                                               "flooded", "not_run", NULL};
+        static const char *const outcomes[] = {"exited",  "signaled", "timed_out", "cancelled",
+                                               "flooded", "not_run",  NULL};
         static const char *const required_in[] = {"language", "code", NULL};
-        static const char *const required_out[] = {"stdout", "stderr", "exit_code", "outcome",
-                                                   "timed_out", "isolation", "usage", NULL};
+        static const char *const required_out[] = {"stdout",    "stderr",    "exit_code", "outcome",
+                                                   "timed_out", "isolation", "usage",     NULL};
         unsigned def = cfg ? cfg->default_timeout_s : 10, max = cfg ? cfg->max_timeout_s : 60;
         json_object *t = json_object_new_object();
         json_object *in = json_object_new_object(), *props = json_object_new_object();
@@ -129,8 +129,8 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         json_object *usage = json_object_new_object(), *uprops = json_object_new_object();
         json_object *p;
         _cleanup_free_ char *desc = run_code_description(cfg);
-        _cleanup_free_ char *tdesc = xasprintf(
-                "Seconds before the run is killed; default %u, at most %u.", def, max);
+        _cleanup_free_ char *tdesc =
+            xasprintf("Seconds before the run is killed; default %u, at most %u.", def, max);
 
         json_object_object_add(t, "name", jstr("run_code"));
         json_object_object_add(t, "title", jstr("Run code in a sandbox"));
@@ -153,8 +153,9 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         json_object_object_add(in, "required", strings(required_in));
         json_object_object_add(t, "inputSchema", in);
 
-        json_object_object_add(oprops, "stdout",
-                               prop("string", "What the program printed (escaped, cut at the cap)."));
+        json_object_object_add(
+            oprops, "stdout",
+            prop("string", "What the program printed (escaped, cut at the cap)."));
         json_object_object_add(oprops, "stderr", prop("string", "Its error output, likewise."));
         json_object_object_add(oprops, "stdout_bytes",
                                prop("integer", "How many bytes the program wrote to stdout."));
@@ -173,7 +174,8 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
                                               "...-degraded (why), or none (why)."));
         json_object_object_add(uprops, "wall_ms", prop("integer", NULL));
         json_object_object_add(uprops, "cpu_ms", nullable("integer", "null = not measured"));
-        json_object_object_add(uprops, "mem_peak_bytes", nullable("integer", "null = not measured"));
+        json_object_object_add(uprops, "mem_peak_bytes",
+                               nullable("integer", "null = not measured"));
         json_object_object_add(uprops, "pids_peak", nullable("integer", "null = not measured"));
         json_object_object_add(usage, "type", jstr("object"));
         json_object_object_add(usage, "properties", uprops);
@@ -198,18 +200,17 @@ static json_object *read_workspace_tool(const struct sbx_config *cfg)
         json_object *in = json_object_new_object(), *props = json_object_new_object();
         size_t cap = cfg ? cfg->max_output_bytes : 20000;
         _cleanup_free_ char *desc = xasprintf(
-                "Read a text file from the sandbox's /workspace folder (the files run_code "
-                "leaves there). Give a path relative to the workspace, such as 'out/report.txt'. "
-                "Absolute paths, '..' escapes and symlinks are refused, since sandboxed code can "
-                "plant symlinks pointing anywhere on this machine. Text longer than %zu bytes is "
-                "cut and says so; binary files are reported by size, not shown.",
-                cap);
+            "Read a text file from the sandbox's /workspace folder (the files run_code "
+            "leaves there). Give a path relative to the workspace, such as 'out/report.txt'. "
+            "Absolute paths, '..' escapes and symlinks are refused, since sandboxed code can "
+            "plant symlinks pointing anywhere on this machine. Text longer than %zu bytes is "
+            "cut and says so; binary files are reported by size, not shown.",
+            cap);
 
         json_object_object_add(t, "name", jstr("read_workspace"));
         json_object_object_add(t, "title", jstr("Read a workspace file"));
         json_object_object_add(t, "description", jstr(desc));
-        json_object_object_add(props, "path",
-                               prop("string", "File path relative to /workspace."));
+        json_object_object_add(props, "path", prop("string", "File path relative to /workspace."));
         json_object_object_add(in, "type", jstr("object"));
         json_object_object_add(in, "properties", props);
         json_object_object_add(in, "required", strings(required_in));
@@ -236,7 +237,7 @@ json_object *tools_list_json(void)
 /* --- arguments ------------------------------------------------------------------------- */
 
 static void result_error(struct tool_result *ret, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 static void result_error(struct tool_result *ret, const char *fmt, ...)
 {
         va_list ap;
@@ -355,8 +356,8 @@ static json_object *structured_result(const struct run_result *r, size_t cap)
         json_object_object_add(o, "timed_out",
                                json_object_new_boolean(r->outcome == RUN_OUTCOME_TIMED_OUT));
         {
-                _cleanup_free_ char *iso = sbx_text_sanitize(
-                        r->isolation, strnlen(r->isolation, sizeof(r->isolation)));
+                _cleanup_free_ char *iso =
+                    sbx_text_sanitize(r->isolation, strnlen(r->isolation, sizeof(r->isolation)));
 
                 json_object_object_add(o, "isolation", jstr(iso));
         }
@@ -456,8 +457,7 @@ static void call_run_code(struct run_service *svc, json_object *args, const stru
         run_result_done(&res);
 }
 
-static void call_read_workspace(struct run_service *svc, json_object *args,
-                                struct tool_result *ret)
+static void call_read_workspace(struct run_service *svc, json_object *args, struct tool_result *ret)
 {
         struct sbx_error err = {0};
         const char *path;
@@ -489,8 +489,9 @@ int tools_call(struct run_service *svc, const char *name, json_object *args,
 
         memset(ret, 0, sizeof(*ret));
         if (!name || (strcmp(name, "run_code") != 0 && strcmp(name, "read_workspace") != 0))
-                return sbx_fail(err, ENOENT, "unknown tool '%s': the tools are run_code and "
-                                             "read_workspace",
+                return sbx_fail(err, ENOENT,
+                                "unknown tool '%s': the tools are run_code and "
+                                "read_workspace",
                                 name ? name : "");
         if (args && !json_object_is_type(args, json_type_object))
                 return sbx_fail(err, EINVAL, "arguments of '%s' must be an object", name);

@@ -89,12 +89,12 @@ static int run(enum sbx_language lang, const char *code, unsigned timeout_s, int
                struct run_result *res, struct sbx_error *err)
 {
         struct run_request req = {
-                .language = lang,
-                .code = code,
-                .code_len = strlen(code),
-                .timeout_s = timeout_s,
-                .cfg = &cfg,
-                .cancel_fd = cancel_fd,
+            .language = lang,
+            .code = code,
+            .code_len = strlen(code),
+            .timeout_s = timeout_s,
+            .cfg = &cfg,
+            .cancel_fd = cancel_fd,
         };
 
         memset(res, 0, sizeof(*res));
@@ -122,8 +122,8 @@ START_TEST(python_prints_and_exits)
         struct run_result res;
 
         need("python3");
-        run_ok(SBX_LANG_PYTHON, "import sys\nprint('hello')\nprint('oops', file=sys.stderr)\n",
-               10, &res);
+        run_ok(SBX_LANG_PYTHON, "import sys\nprint('hello')\nprint('oops', file=sys.stderr)\n", 10,
+               &res);
         ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
         ck_assert_int_eq(res.exit_code, 0);
         ck_assert_str_eq(out(&res), "hello\n");
@@ -384,6 +384,43 @@ START_TEST(cancel_via_eventfd)
 }
 END_TEST
 
+static int progress_calls;
+static uint64_t progress_last_ms, progress_timeout_ms;
+
+static void on_progress(void *userdata, uint64_t elapsed_ms, uint64_t timeout_ms)
+{
+        (void)userdata;
+        progress_calls++;
+        progress_last_ms = elapsed_ms;
+        progress_timeout_ms = timeout_ms;
+}
+
+START_TEST(progress_reported_during_long_runs)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        struct run_request req = {
+            .language = SBX_LANG_BASH,
+            .code = "sleep 2.5",
+            .code_len = 9,
+            .timeout_s = 10,
+            .cfg = &cfg,
+            .cancel_fd = -1,
+            .progress = on_progress,
+        };
+
+        need("bash");
+        memset(&res, 0, sizeof(res));
+        ck_assert_int_eq(backend->ops->run(backend, &req, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_int_eq(progress_calls, 1);
+        ck_assert_uint_ge(progress_last_ms, 2000);
+        ck_assert_uint_lt(progress_last_ms, 2500);
+        ck_assert_uint_eq(progress_timeout_ms, 10000);
+        run_result_done(&res);
+}
+END_TEST
+
 START_TEST(shutdown_refuses_new_runs)
 {
         struct run_result res;
@@ -461,6 +498,7 @@ static Suite *naive_suite(void)
         tcase_add_test(tc, escaped_grandchild_holding_pipe_does_not_hang);
         tcase_add_test(tc, flood_is_stopped);
         tcase_add_test(tc, cancel_via_eventfd);
+        tcase_add_test(tc, progress_reported_during_long_runs);
         tcase_add_test(tc, shutdown_refuses_new_runs);
         suite_add_tcase(s, tc);
 

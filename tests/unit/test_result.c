@@ -84,7 +84,7 @@ START_TEST(format_order_full)
         r.usage.wall_ms = 12;
         r.usage.cpu_us = (struct run_measure){.measured = true, .value = 8000};
         r.usage.mem_peak_bytes =
-                (struct run_measure){.measured = true, .value = 6 * 1024 * 1024 + 104858};
+            (struct run_measure){.measured = true, .value = 6 * 1024 * 1024 + 104858};
         r.usage.pids_peak = (struct run_measure){.measured = true, .value = 3};
         snprintf(r.limits_hit, sizeof(r.limits_hit), "pids");
         r.oom_killed = true;
@@ -97,18 +97,18 @@ START_TEST(format_order_full)
 
         t = run_result_format(&r, 10, 100);
         size_t p[] = {
-                pos(t, "stdout:\nout-text\n"),
-                pos(t, "stderr:\nerr-text\n"),
-                pos(t, "\nexit code: 3\n"),
-                pos(t, "\nusage: wall 12 ms, cpu 8 ms, mem_peak 6.1 MiB, pids_peak 3\n"),
-                pos(t, "\nlimits hit: pids\n"),
-                pos(t, "\n[out of memory: the kernel killed a process in the sandbox at its 256 "
-                       "MiB limit]\n"),
-                pos(t, "\nblocked syscalls: mount, bpf\n"),
-                pos(t, "reporting stopped"),
-                pos(t, "\naudit: not recorded (disk full: ENOSPC)\n"),
-                pos(t, "\nbackend note one\nbackend note two\n"),
-                pos(t, "\nisolation: native"),
+            pos(t, "stdout:\nout-text\n"),
+            pos(t, "stderr:\nerr-text\n"),
+            pos(t, "\nexit code: 3\n"),
+            pos(t, "\nusage: wall 12 ms, cpu 8 ms, mem_peak 6.1 MiB, pids_peak 3\n"),
+            pos(t, "\nlimits hit: pids\n"),
+            pos(t, "\n[out of memory: the kernel killed a process in the sandbox at its 256 "
+                   "MiB limit]\n"),
+            pos(t, "\nblocked syscalls: mount, bpf\n"),
+            pos(t, "reporting stopped"),
+            pos(t, "\naudit: not recorded (disk full: ENOSPC)\n"),
+            pos(t, "\nbackend note one\nbackend note two\n"),
+            pos(t, "\nisolation: native"),
         };
         for (size_t i = 1; i < ELEMENTSOF(p); i++)
                 ck_assert_msg(p[i - 1] < p[i], "line %zu out of order in:\n%s", i, t);
@@ -223,7 +223,9 @@ START_TEST(sanitize_controls_and_invalid)
         _cleanup_free_ char *b = sbx_text_sanitize("tab\tnl\ncr\r", 10);
         _cleanup_free_ char *c = sbx_text_sanitize("x\0y", 3);
         _cleanup_free_ char *d = sbx_text_sanitize("del\x7f", 4);
-        _cleanup_free_ char *e = sbx_text_sanitize("c1\xc2\x9b" "2J", 6);
+        _cleanup_free_ char *e = sbx_text_sanitize("c1\xc2\x9b"
+                                                   "2J",
+                                                   6);
         _cleanup_free_ char *f = sbx_text_sanitize("bad\xff\xfe", 5);
         _cleanup_free_ char *g = sbx_text_sanitize("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14);
         _cleanup_free_ char *h = sbx_text_sanitize("\xc0\xaf", 2);         /* overlong '/' */
