@@ -388,6 +388,9 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 native_cgroup_collect(&cg, cfg, res);
                 return r;
         }
+        if (sb.info.landlock_abi != s->landlock_abi)
+                log_debug("Landlock ABI %d available, %d applied in the sandbox",
+                          s->landlock_abi, sb.info.landlock_abi);
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
         r = native_notify_start(&notify, sb.listener_fd, err);

@@ -255,6 +255,18 @@ static void child_set_rlimit(int res, rlim_t soft, rlim_t hard, const char *name
                 child_fail(errno, "cannot set %s: %s", name, strerror(errno));
 }
 
+static void child_reset_signals(void)
+{
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigset_t none;
+
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        sigaction(sig, &dfl, NULL); /* EINVAL for the libc-reserved ones */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 /* The program: pid 2 of the namespace. It keeps the sync socket (close-on-exec) only to say
  * why an exec failed. */
 __attribute__((noreturn)) static void program_main(const struct native_spawn *sp)
@@ -262,11 +274,8 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
         static const char *const path[] = {"/usr/local/bin", "/usr/bin", "/bin",
                                            "/usr/local/sbin", "/usr/sbin", "/sbin"};
         char exe[256];
-        sigset_t none;
         int err = ENOENT;
 
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
         if (fcntl(FD_SYNC, F_SETFD, FD_CLOEXEC) < 0)
                 _exit(126);
         for (size_t i = 0; i < ELEMENTSOF(path); i++) {
@@ -299,6 +308,10 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 child_send(sync_fd, &hello, -1);
         }
 
+        /* Signal state is inherited from the server: an ignored SIGCHLD would make init's
+         * children vanish unreaped, an ignored SIGPIPE would survive into the program. */
+        child_reset_signals();
+
         /* 2. Standard fds: stdin /dev/null, stdout/stderr the pipes, 3 the sync socket; every
          *    other inherited fd (the server's sockets, the audit log...) is closed. */
         null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -325,7 +338,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                       MS_RDONLY | MS_NOSUID | MS_NODEV);
         if (chdir(sp->rootfs) < 0)
                 child_fail(errno, "cannot enter the rootfs '%s': %s", sp->rootfs, strerror(errno));
-        snprintf(opts, sizeof(opts), "size=%um,mode=1777", sp->tmpfs_mb);
+        snprintf(opts, sizeof(opts), "size=%um,mode=1777", sp->tmpfs_mb ? sp->tmpfs_mb : 1);
         child_mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts,
                     "the rootfs needs a /tmp directory: run `vestibule-mcp setup` again");
         if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") ==
@@ -369,7 +382,9 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
          *    own user namespace (5.14+), so it caps this run's processes and threads. */
         child_set_rlimit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE");
         child_set_rlimit(RLIMIT_NOFILE, 1024, 1024, "RLIMIT_NOFILE");
-        child_set_rlimit(RLIMIT_NPROC, sp->pids_max, sp->pids_max, "RLIMIT_NPROC");
+        if (sp->pids_max > 0)
+                child_set_rlimit(RLIMIT_NPROC, sp->pids_max, sp->pids_max, "RLIMIT_NPROC");
+        umask(022);
 
         /* 8. Become the sandbox user, then drop every capability. A root server's supplementary
          *    groups are cleared (its parent allowed setgroups for this user namespace). */

@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,6 +205,7 @@ static void teardown(void)
 static int run_code(enum sbx_language lang, const char *code, unsigned timeout_s,
                     struct run_result *res, struct sbx_error *err)
 {
+        memset(err, 0, sizeof(*err));
         struct run_request req = {
                 .language = lang,
                 .code = code,
@@ -360,6 +363,51 @@ START_TEST(workspace_is_shared_and_tmp_is_home)
 }
 END_TEST
 
+START_TEST(runs_node_and_bash)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        ck_assert_msg(run_code(SBX_LANG_NODE, "console.log(6 * 7)\n", 20, &res, &err) == 0, "%s",
+                      err.msg);
+        ck_assert_msg(res.exit_code == 0, "%s", res.err.data ? res.err.data : "");
+        ck_assert_str_eq(res.out.data, "42\n");
+        ck_assert_str_eq(res.image + strlen(res.image) - 5, "/node");
+        run_result_done(&res);
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, "echo $((6 * 7)) $0\n", 10, &res, &err), 0);
+        ck_assert_str_eq(res.out.data, "42 /sandbox/main.sh\n");
+        run_result_done(&res);
+}
+END_TEST
+
+static void *concurrent_run(void *arg)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        _cleanup_free_ char *code = xasprintf("print(%d)\n", (int)(intptr_t)arg);
+        _cleanup_free_ char *want = xasprintf("%d\n", (int)(intptr_t)arg);
+        intptr_t ok;
+
+        ok = run_code(SBX_LANG_PYTHON, code, 20, &res, &err) == 0 && res.out.data &&
+             strcmp(res.out.data, want) == 0;
+        run_result_done(&res);
+        return (void *)ok;
+}
+
+START_TEST(concurrent_runs_stay_apart)
+{
+        pthread_t t[4];
+        void *ok;
+
+        for (intptr_t i = 0; i < 4; i++)
+                ck_assert_int_eq(pthread_create(&t[i], NULL, concurrent_run, (void *)i), 0);
+        for (int i = 0; i < 4; i++) {
+                ck_assert_int_eq(pthread_join(t[i], &ok), 0);
+                ck_assert_msg(ok == (void *)1, "run %d failed", i);
+        }
+}
+END_TEST
+
 START_TEST(workspace_ro_refuses_writes)
 {
         struct run_result res;
@@ -503,6 +551,20 @@ START_TEST(reporting_stops_after_256)
 }
 END_TEST
 
+/* Landlock: /proc/self/comm is writable by its own process on any mount, so only the
+ * Landlock layer (writes only beneath /tmp and /workspace) refuses it. */
+START_TEST(landlock_refuses_writes_outside_tmp_and_workspace)
+{
+        struct run_result res;
+        _cleanup_free_ char *in = probe_inside("write=/proc/self/comm", &res);
+        _cleanup_free_ char *out = probe_outside("write=/proc/self/comm");
+
+        ck_assert_str_eq(val(out, "write_/proc/self/comm"), "ok"); /* control */
+        ck_assert_str_eq(val(in, "write_/proc/self/comm"), "EACCES");
+        run_result_done(&res);
+}
+END_TEST
+
 START_TEST(no_fd_leaks_in)
 {
         struct run_result res;
@@ -571,6 +633,40 @@ START_TEST(fork_bomb_capped_and_gone)
         ck_assert_msg(forks > 10 && forks <= (int)cfg.pids_max, "forks=%d", forks);
         ck_assert_str_eq(val(res.out.data, "fork_error"), "EAGAIN");
         ck_assert_int_eq(count_marked(marker), 0);
+        run_result_done(&res);
+}
+END_TEST
+
+/* RLIMIT_NPROC counts per user inside the run's own user namespace (5.14+): processes the
+ * same host user already has elsewhere do not count against a run. */
+START_TEST(nproc_counts_only_the_run)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        char marker[64];
+        pid_t kids[80];
+        int n = (int)cfg.pids_max + 10;
+
+        snprintf(marker, sizeof(marker), "vestibule-host-%d", (int)getpid());
+        ck_assert_int_le(n, 80);
+        for (int i = 0; i < n; i++) {
+                kids[i] = fork();
+                if (kids[i] == 0) {
+                        pause();
+                        _exit(0);
+                }
+                ck_assert_int_gt(kids[i], 0);
+        }
+        ck_assert_int_eq(run_code(SBX_LANG_BASH,
+                                  "for i in 1 2 3 4 5 6 7 8; do sleep 0.2 & done; wait; echo ok\n",
+                                  10, &res, &err),
+                         0);
+        for (int i = 0; i < n; i++) {
+                kill(kids[i], SIGKILL);
+                waitpid(kids[i], NULL, 0);
+        }
+        ck_assert_msg(res.out.data && strcmp(res.out.data, "ok\n") == 0, "%s",
+                      res.err.data ? res.err.data : "");
         run_result_done(&res);
 }
 END_TEST
@@ -657,6 +753,8 @@ static Suite *native_suite(void)
         tcase_add_test(tc, exit_code_and_signal_come_from_the_program);
         tcase_add_test(tc, workspace_is_shared_and_tmp_is_home);
         tcase_add_test(tc, workspace_ro_refuses_writes);
+        tcase_add_test(tc, runs_node_and_bash);
+        tcase_add_test(tc, concurrent_runs_stay_apart);
         tcase_add_test(tc, exec_failure_is_an_error);
         suite_add_tcase(s, tc);
 
@@ -668,6 +766,7 @@ static Suite *native_suite(void)
         tcase_add_test(tc, planted_host_file_invisible);
         tcase_add_test(tc, rootfs_read_only_tmp_writable);
         tcase_add_test(tc, no_fd_leaks_in);
+        tcase_add_test(tc, landlock_refuses_writes_outside_tmp_and_workspace);
         tcase_add_test(tc, proc_shows_only_the_run);
         suite_add_tcase(s, tc);
 
@@ -684,6 +783,7 @@ static Suite *native_suite(void)
         tcase_add_test(tc, setsid_daemon_dies_with_the_run);
         tcase_add_test(tc, fork_bomb_capped_and_gone);
         tcase_add_test(tc, timeout_kills_within_deadline);
+        tcase_add_test(tc, nproc_counts_only_the_run);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("grade");
