@@ -154,6 +154,7 @@ static void all(void)
         status_field("CapBnd", "cap_bnd");
         status_field("CapAmb", "cap_amb");
         status_field("NoNewPrivs", "nnp");
+        status_field("Groups", "groups");
         status_field("Seccomp", "seccomp");
         ifaces();
         pids();

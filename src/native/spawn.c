@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -338,6 +339,19 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                       MS_RDONLY | MS_NOSUID | MS_NODEV);
         if (chdir(sp->rootfs) < 0)
                 child_fail(errno, "cannot enter the rootfs '%s': %s", sp->rootfs, strerror(errno));
+        /* The workspace while we still have the server's host ids (a root server's default
+         * workspace lies under /root, which the RUN_AS user cannot traverse). */
+        child_mount(sp->workspace, "workspace", NULL, MS_BIND | MS_REC, NULL,
+                    "check VESTIBULE_WORKSPACE; the rootfs needs a /workspace directory");
+        child_setattr("workspace",
+                      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                              (sp->workspace_ro ? MOUNT_ATTR_RDONLY : 0),
+                      MS_NOSUID | MS_NODEV | (sp->workspace_ro ? MS_RDONLY : 0));
+        /* Files we create from here on (the /dev entries, the script) belong to the sandbox
+         * user: a root server's own uid is not mapped in here, and a tmpfs of this user
+         * namespace refuses files owned by an unmapped id (EOVERFLOW). */
+        setfsgid(NATIVE_INNER_GID);
+        setfsuid(NATIVE_INNER_UID);
         snprintf(opts, sizeof(opts), "size=%um,mode=1777", sp->tmpfs_mb ? sp->tmpfs_mb : 1);
         child_mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts,
                     "the rootfs needs a /tmp directory: run `vestibule-mcp setup` again");
@@ -348,12 +362,6 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 child_mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
                             "proc needs a pid namespace and a fully visible /proc on the host");
         child_make_dev();
-        child_mount(sp->workspace, "workspace", NULL, MS_BIND | MS_REC, NULL,
-                    "check VESTIBULE_WORKSPACE; the rootfs needs a /workspace directory");
-        child_setattr("workspace",
-                      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                              (sp->workspace_ro ? MOUNT_ATTR_RDONLY : 0),
-                      MS_NOSUID | MS_NODEV | (sp->workspace_ro ? MS_RDONLY : 0));
         snprintf(opts, sizeof(opts), "size=%zu,mode=0755", (sp->code_len | 4095) + 4097);
         child_mount("tmpfs", "sandbox", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
                     "the rootfs needs a /sandbox directory: run `vestibule-mcp setup` again");

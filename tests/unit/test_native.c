@@ -150,10 +150,16 @@ static const char *rootfs_dir(void)
         return d && *d ? d : "/var/tmp/vestibule-images/rootfs";
 }
 
-static void setup(void)
+static bool started_as_root;
+static void drop_to_test_user(void);
+
+static void setup_as(bool stay_root)
 {
         struct sbx_error err = {0};
         FILE *f;
+
+        if (!stay_root)
+                drop_to_test_user();
 
         tmpdir = sbx_test_tmpdir();
         chmod(tmpdir, 0755);
@@ -184,6 +190,16 @@ static void setup(void)
         _cleanup_free_ char *cmd = xasprintf("cp '%s' '%s' && chmod 755 '%s'", VESTIBULE_PROBE,
                                              dst, dst);
         ck_assert_int_eq(system(cmd), 0);
+}
+
+static void setup(void)
+{
+        setup_as(false);
+}
+
+static void setup_root(void)
+{
+        setup_as(true);
 }
 
 static void teardown(void)
@@ -741,6 +757,66 @@ START_TEST(speed_print1_vs_bwrap)
 }
 END_TEST
 
+/* ---- a server started as root runs code as VESTIBULE_RUN_AS, never as root -------------- */
+
+START_TEST(root_server_refuses_without_run_as)
+{
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        struct run_result res;
+
+        ck_assert_int_eq(geteuid(), 0);
+        ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
+        ck_assert(!p.usable);
+        ck_assert_msg(strstr(p.blocked, "VESTIBULE_RUN_AS"), "%s", p.blocked);
+        ck_assert_int_lt(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_NONE);
+}
+END_TEST
+
+START_TEST(root_server_runs_code_as_run_as)
+{
+        struct passwd *pw = getpwnam("vestibule-test");
+        struct run_result res;
+        struct stat st;
+        _cleanup_free_ char *made = xasprintf("%s/made-by-root-run", workspace);
+
+        ck_assert_ptr_nonnull(pw);
+        cfg.run_as_set = true;
+        cfg.run_as_uid = pw->pw_uid;
+        cfg.run_as_gid = pw->pw_gid;
+        _cleanup_free_ char *in = probe_inside("all write=/workspace/x", &res);
+        ck_assert_str_eq(val(in, "uid"), "1000");
+        ck_assert_str_eq(val(in, "gid"), "1000");
+        ck_assert_str_eq(val(in, "groups"), ""); /* root's supplementary groups are gone */
+        ck_assert_str_eq(val(in, "cap_bnd"), "0000000000000000");
+        ck_assert_str_eq(val(in, "cap_eff"), "0000000000000000");
+        ck_assert_str_eq(val(in, "write_/workspace/x"), "ok");
+        run_result_done(&res);
+        struct sbx_error err = {0};
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, "touch /workspace/made-by-root-run\n", 10, &res,
+                                  &err), 0);
+        ck_assert_int_eq(stat(made, &st), 0);
+        ck_assert_int_eq(st.st_uid, pw->pw_uid); /* on the host: the RUN_AS user, not root */
+        ck_assert_int_eq(st.st_gid, pw->pw_gid);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(root_server_refuses_run_as_root)
+{
+        struct backend_probe p;
+        struct sbx_error err = {0};
+
+        cfg.run_as_set = true;
+        cfg.run_as_uid = 0;
+        cfg.run_as_gid = 0;
+        ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
+        ck_assert(!p.usable);
+        ck_assert_msg(strstr(p.blocked, "names root"), "%s", p.blocked);
+}
+END_TEST
+
 static Suite *native_suite(void)
 {
         Suite *s = suite_create("native");
@@ -792,6 +868,16 @@ static Suite *native_suite(void)
         tcase_add_test(tc, degraded_grade_names_each_limit);
         tcase_add_test(tc, speed_print1_vs_bwrap);
         suite_add_tcase(s, tc);
+
+        if (started_as_root) {
+                tc = tcase_create("root");
+                tcase_add_checked_fixture(tc, setup_root, teardown);
+                tcase_set_timeout(tc, 60);
+                tcase_add_test(tc, root_server_refuses_without_run_as);
+                tcase_add_test(tc, root_server_runs_code_as_run_as);
+                tcase_add_test(tc, root_server_refuses_run_as_root);
+                suite_add_tcase(s, tc);
+        }
         return s;
 }
 
@@ -815,24 +901,53 @@ static void drop_to_test_user(void)
         setenv("TMPDIR", "/tmp", 1);
 }
 
+/* Is the native backend usable for the unprivileged test user? Checked in a child, so a
+ * root-started suite keeps root for the "root" TCase. */
+static void skip_unless_usable(void)
+{
+        int pfd[2], st;
+        char why[sizeof(((struct backend_probe *)0)->blocked)] = "";
+        pid_t pid;
+
+        if (pipe(pfd) < 0)
+                abort();
+        pid = fork();
+        if (pid == 0) {
+                struct sbx_config probe_cfg = {0};
+                struct backend *b = NULL;
+                struct backend_probe p = {0};
+                struct sbx_error err = {0};
+
+                close(pfd[0]);
+                drop_to_test_user();
+                if (access(VESTIBULE_PROBE, X_OK) < 0)
+                        snprintf(p.blocked, sizeof(p.blocked),
+                                 "the probe binary is not executable by this user (the build "
+                                 "dir must be readable by vestibule-test)");
+                else {
+                        probe_cfg.rootfs_dir = (char *)rootfs_dir();
+                        probe_cfg.workspace_dir = (char *)"/nonexistent";
+                        native_backend_new(&probe_cfg, &b, &err);
+                        b->ops->probe(b, &p, &err);
+                        b->ops->destroy(b);
+                        free(b);
+                }
+                if (write(pfd[1], p.blocked, strlen(p.blocked)) < 0)
+                        _exit(2);
+                _exit(p.usable ? 0 : 1);
+        }
+        close(pfd[1]);
+        ssize_t n = read(pfd[0], why, sizeof(why) - 1);
+        why[n > 0 ? n : 0] = '\0';
+        close(pfd[0]);
+        waitpid(pid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                sbx_test_skip(why[0] ? why : "the native backend probe failed");
+}
+
 int main(void)
 {
-        struct sbx_config probe_cfg = {0};
-        struct backend *b = NULL;
-        struct backend_probe p;
-        struct sbx_error err = {0};
-
-        drop_to_test_user();
-        if (access(VESTIBULE_PROBE, X_OK) < 0)
-                sbx_test_skip("the probe binary is not executable by this user (build dir "
-                              "must be readable by vestibule-test)");
-        probe_cfg.rootfs_dir = (char *)rootfs_dir();
-        probe_cfg.workspace_dir = (char *)"/nonexistent";
-        native_backend_new(&probe_cfg, &b, &err);
-        b->ops->probe(b, &p, &err);
-        b->ops->destroy(b);
-        free(b);
-        if (!p.usable)
-                sbx_test_skip(p.blocked);
+        started_as_root = geteuid() == 0;
+        skip_unless_usable();
         return sbx_test_run(native_suite());
 }
