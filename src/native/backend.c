@@ -65,11 +65,11 @@ static int read_int(const char *path, long *ret)
 /* Try the namespaces for real: a child in all of them that exits at once. */
 static int try_userns(void)
 {
-        long pid = syscall(SYS_clone,
-                           (unsigned long)(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS |
-                                           CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
-                                           CLONE_NEWCGROUP | SIGCHLD),
-                           NULL, NULL, NULL, 0);
+        long pid =
+            syscall(SYS_clone,
+                    (unsigned long)(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
+                                    CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP | SIGCHLD),
+                    NULL, NULL, NULL, 0);
         int st;
 
         if (pid < 0)
@@ -147,17 +147,18 @@ static void grade_from_limits(struct native_state *s, const struct sbx_config *c
         p->degraded = true;
         if (li->path != NATIVE_LIMITS_NONE) {
                 native_strf(p->grade, sizeof(p->grade),
-                         "native-degraded (limits not applied: %s: the controllers are not "
-                         "delegated to this user's cgroup)",
-                         li->missing);
+                            "native-degraded (limits not applied: %s: the controllers are not "
+                            "delegated to this user's cgroup)",
+                            li->missing);
                 return;
         }
         /* No cgroup of our own: RLIMIT_NPROC still caps the run's processes (it counts per
          * user in the run's own user namespace since 5.14); memory and cpu have no honest
          * rlimit equivalent (RLIMIT_AS is per process and breaks V8; RLIMIT_CPU is not a
          * quota). */
-        native_strf(p->grade, sizeof(p->grade), "native-degraded (limits not applied: memory, cpu%s: %s)",
-                 nproc_ok ? "" : ", pids", li->why_none);
+        native_strf(p->grade, sizeof(p->grade),
+                    "native-degraded (limits not applied: memory, cpu%s: %s)",
+                    nproc_ok ? "" : ", pids", li->why_none);
 }
 
 static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
@@ -167,7 +168,7 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
         struct backend_probe p = {0};
         struct sbx_error e = {0};
         _cleanup_free_ char *py = NULL, *node = NULL;
-        long v;
+        long v = 0;
         int r;
 
         (void)err;
@@ -180,52 +181,53 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
 
         if (geteuid() == 0 && !cfg->run_as_set) {
                 native_strf(p.blocked, sizeof(p.blocked),
-                         "the server runs as root, so code would run as root: run vestibule-mcp "
-                         "as your own user (or set VESTIBULE_RUN_AS=uid:gid to a non-root "
-                         "user), then restart it");
+                            "the server runs as root, so code would run as root: run vestibule-mcp "
+                            "as your own user (or set VESTIBULE_RUN_AS=uid:gid to a non-root "
+                            "user), then restart it");
                 goto done;
         }
         if (geteuid() == 0 && (cfg->run_as_uid == 0 || cfg->run_as_gid == 0)) {
                 native_strf(p.blocked, sizeof(p.blocked),
-                         "VESTIBULE_RUN_AS names root (uid or gid 0): set it to an unprivileged "
-                         "user, then restart the server");
+                            "VESTIBULE_RUN_AS names root (uid or gid 0): set it to an unprivileged "
+                            "user, then restart the server");
                 goto done;
         }
         if (!kernel_at_least(5, 9)) {
                 native_strf(p.blocked, sizeof(p.blocked),
-                         "native isolation needs Linux 5.9 or later (close_range): upgrade the "
-                         "kernel, or use VESTIBULE_BACKEND=container");
+                            "native isolation needs Linux 5.9 or later (close_range): upgrade the "
+                            "kernel, or use VESTIBULE_BACKEND=container");
                 goto done;
         }
-        if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 &&
-            v != 0) {
-                native_strf(p.blocked, sizeof(p.blocked),
-                         "Ubuntu restricts unprivileged user namespaces "
-                         "(kernel.apparmor_restrict_unprivileged_userns=1); lifting that needs "
-                         "root (sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0), or "
-                         "use the container backend with Docker Engine; then restart the server");
+        if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v != 0) {
+                native_strf(
+                    p.blocked, sizeof(p.blocked),
+                    "Ubuntu restricts unprivileged user namespaces "
+                    "(kernel.apparmor_restrict_unprivileged_userns=1); lifting that needs "
+                    "root (sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0), or "
+                    "use the container backend with Docker Engine; then restart the server");
                 goto done;
         }
         if (read_int("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0) {
-                native_strf(p.blocked, sizeof(p.blocked),
-                         "user namespaces are disabled (user.max_user_namespaces=0): sudo sysctl "
-                         "user.max_user_namespaces=15000, then restart the server");
+                native_strf(
+                    p.blocked, sizeof(p.blocked),
+                    "user namespaces are disabled (user.max_user_namespaces=0): sudo sysctl "
+                    "user.max_user_namespaces=15000, then restart the server");
                 goto done;
         }
         r = try_userns();
         if (r < 0) {
                 native_strf(p.blocked, sizeof(p.blocked),
-                         "cannot create unprivileged user namespaces: %s; check "
-                         "kernel.unprivileged_userns_clone=1 and user.max_user_namespaces, or "
-                         "use VESTIBULE_BACKEND=container; then restart the server",
-                         strerror(-r));
+                            "cannot create unprivileged user namespaces: %s; check "
+                            "kernel.unprivileged_userns_clone=1 and user.max_user_namespaces, or "
+                            "use VESTIBULE_BACKEND=container; then restart the server",
+                            strerror(-r));
                 goto done;
         }
         if (s->filter_err.code) {
                 native_strf(p.blocked, sizeof(p.blocked),
-                         "the seccomp profile cannot be built with this libseccomp: %s; install "
-                         "libseccomp2 2.5 or later, then restart the server",
-                         s->filter_err.msg);
+                            "the seccomp profile cannot be built with this libseccomp: %s; install "
+                            "libseccomp2 2.5 or later, then restart the server",
+                            s->filter_err.msg);
                 goto done;
         }
         py = xasprintf("%s/python", cfg->rootfs_dir);
@@ -345,8 +347,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 struct stat st;
                 if (stat(cfg->workspace_dir, &st) == 0 && st.st_uid == 0 &&
                     chown(cfg->workspace_dir, cfg->run_as_uid, cfg->run_as_gid) < 0)
-                        return sbx_fail(err, errno,
-                                        "cannot give the workspace '%s' to uid %u: %m",
+                        return sbx_fail(err, errno, "cannot give the workspace '%s' to uid %u: %m",
                                         cfg->workspace_dir, (unsigned)cfg->run_as_uid);
         }
 
@@ -356,20 +357,20 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         argv[2] = NULL;
 
         struct native_spawn sp = {
-                .rootfs = rootfs,
-                .workspace = cfg->workspace_dir,
-                .workspace_ro = cfg->workspace_ro,
-                .tmpfs_mb = cfg->tmpfs_mb,
-                .pids_max = cfg->pids_max,
-                .code = req->code,
-                .code_len = req->code_len,
-                .script = sbx_language_script(req->language),
-                .argv = argv,
-                .filter = &s->filter,
-                .host_uid = host_root ? cfg->run_as_uid : getuid(),
-                .host_gid = host_root ? cfg->run_as_gid : getgid(),
-                .host_root = host_root,
-                .cgroup_fd = -1,
+            .rootfs = rootfs,
+            .workspace = cfg->workspace_dir,
+            .workspace_ro = cfg->workspace_ro,
+            .tmpfs_mb = cfg->tmpfs_mb,
+            .pids_max = cfg->pids_max,
+            .code = req->code,
+            .code_len = req->code_len,
+            .script = sbx_language_script(req->language),
+            .argv = argv,
+            .filter = &s->filter,
+            .host_uid = host_root ? cfg->run_as_uid : getuid(),
+            .host_gid = host_root ? cfg->run_as_gid : getgid(),
+            .host_root = host_root,
+            .cgroup_fd = -1,
         };
         if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
                 r = native_cgroup_create(&s->limits, cfg, &cg, err);
@@ -389,8 +390,8 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 return r;
         }
         if (sb.info.landlock_abi != s->landlock_abi)
-                log_debug("Landlock ABI %d available, %d applied in the sandbox",
-                          s->landlock_abi, sb.info.landlock_abi);
+                log_debug("Landlock ABI %d available, %d applied in the sandbox", s->landlock_abi,
+                          sb.info.landlock_abi);
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
         r = native_notify_start(&notify, sb.listener_fd, err);
@@ -399,12 +400,12 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                             err->msg);
 
         child = (struct warden_child){
-                .pid = sb.pid,
-                .pidfd = sb.pidfd,
-                .out_fd = sb.out_fd,
-                .err_fd = sb.err_fd,
-                .kill_tree = kill_tree,
-                .kill_userdata = &ctx,
+            .pid = sb.pid,
+            .pidfd = sb.pidfd,
+            .out_fd = sb.out_fd,
+            .err_fd = sb.err_fd,
+            .kill_tree = kill_tree,
+            .kill_userdata = &ctx,
         };
         struct sbx_error werr = {0};
         r = warden_supervise(req, &child, start_ms, res, NULL, &werr);
@@ -478,11 +479,11 @@ static void native_destroy(struct backend *b)
 }
 
 static const struct backend_ops native_ops = {
-        .name = "native",
-        .probe = native_probe,
-        .run = native_run,
-        .shutdown = native_shutdown,
-        .destroy = native_destroy,
+    .name = "native",
+    .probe = native_probe,
+    .run = native_run,
+    .shutdown = native_shutdown,
+    .destroy = native_destroy,
 };
 
 int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err)

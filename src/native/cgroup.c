@@ -110,7 +110,7 @@ static bool user_bus_reachable(char *why, size_t size)
                                "org.freedesktop.DBus.Peer", "Ping", &e, &reply, "");
         if (r < 0) {
                 native_strf(why, size, "no systemd user manager on the bus (%s)",
-                         e.message ? e.message : strerror(-r));
+                            e.message ? e.message : strerror(-r));
                 return false;
         }
         return true;
@@ -125,7 +125,7 @@ void native_limits_detect(struct native_limits_info *ret)
 
         if (statfs(CGROUP_ROOT, &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
                 native_strf(cg_why, sizeof(cg_why),
-                         "no cgroup v2 at " CGROUP_ROOT " (a v1 or v1/v2 hybrid hierarchy)");
+                            "no cgroup v2 at " CGROUP_ROOT " (a v1 or v1/v2 hybrid hierarchy)");
         } else if (own_cgroup(path, sizeof(path)) < 0) {
                 native_strf(cg_why, sizeof(cg_why), "no cgroup v2 entry in /proc/self/cgroup");
         } else {
@@ -136,8 +136,9 @@ void native_limits_detect(struct native_limits_info *ret)
                         char *end = svc ? strstr(svc, ".service") : NULL;
                         ret->path = NATIVE_LIMITS_SCOPE;
                         if (end) {
-                                native_strf(file, sizeof(file), CGROUP_ROOT "%.*s/cgroup.controllers",
-                                         (int)(end + 8 - path), path);
+                                native_strf(file, sizeof(file),
+                                            CGROUP_ROOT "%.*s/cgroup.controllers",
+                                            (int)(end + 8 - path), path);
                                 if (read_small(file, ctl, sizeof(ctl)) >= 0)
                                         missing_from(ctl, ret->missing, sizeof(ret->missing));
                         }
@@ -148,9 +149,9 @@ void native_limits_detect(struct native_limits_info *ret)
                 if (read_small(file, ctl, sizeof(ctl)) < 0) {
                         native_strf(cg_why, sizeof(cg_why), "cannot read '%s'", file);
                 } else if (access(dir, W_OK) < 0) {
-                        native_strf(cg_why, sizeof(cg_why),
-                                 "the server's cgroup '%s' is not delegated to it (not writable)",
-                                 path);
+                        native_strf(
+                            cg_why, sizeof(cg_why),
+                            "the server's cgroup '%s' is not delegated to it (not writable)", path);
                 } else {
                         missing_from(ctl, ret->missing, sizeof(ret->missing));
                         if (strlen(ret->missing) < strlen("memory, cpu, pids")) {
@@ -159,7 +160,7 @@ void native_limits_detect(struct native_limits_info *ret)
                                 return;
                         }
                         native_strf(cg_why, sizeof(cg_why),
-                                 "the server's cgroup '%s' has no controllers", path);
+                                    "the server's cgroup '%s' has no controllers", path);
                 }
                 native_strf(ret->why_none, sizeof(ret->why_none), "%s and %s", bus_why, cg_why);
                 return;
@@ -238,7 +239,7 @@ int native_cgroup_create(const struct native_limits_info *info, const struct sbx
         if (r < 0)
                 return r;
         native_strf(ret->path, sizeof(ret->path), "%s/run-%d-%u", info->base, (int)getpid(),
-                 __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+                    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
         if (mkdir(ret->path, 0755) < 0)
                 return sbx_fail(err, errno, "cannot create the run's cgroup '%s': %m", ret->path);
         ret->delegated = true;
@@ -273,27 +274,28 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
         memset(ret, 0, sizeof(*ret));
         ret->dir_fd = -1;
         native_strf(ret->unit, sizeof(ret->unit), "vestibule-run-%d-%u.scope", (int)getpid(),
-                 __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+                    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
         r = sd_bus_open_user(&bus);
         if (r < 0)
-                return sbx_fail(err, -r, "cannot connect to the systemd user bus: %s; install "
-                                "dbus-user-session and log in again", strerror(-r));
-        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1",
-                                           "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager",
-                                           "StartTransientUnit");
+                return sbx_fail(err, -r,
+                                "cannot connect to the systemd user bus: %s; install "
+                                "dbus-user-session and log in again",
+                                strerror(-r));
+        r = sd_bus_message_new_method_call(
+            bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+            "org.freedesktop.systemd1.Manager", "StartTransientUnit");
         if (r >= 0)
                 r = sd_bus_message_append(m, "ss", ret->unit, "fail");
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "(sv)");
         if (r >= 0)
                 r = sd_bus_message_append(
-                        m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
-                        "vestibule sandbox run", "PIDs", "au", 1, (uint32_t)pid, "Delegate", "b",
-                        1, "MemoryMax", "t", (uint64_t)cfg->mem_mb << 20, "MemorySwapMax", "t",
-                        (uint64_t)0, "CPUQuotaPerSecUSec", "t", (uint64_t)cfg->cpu_pct * 10000,
-                        "TasksMax", "t", (uint64_t)cfg->pids_max, "CollectMode", "s",
-                        "inactive-or-failed");
+                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
+                    "vestibule sandbox run", "PIDs", "au", 1, (uint32_t)pid, "Delegate", "b", 1,
+                    "MemoryMax", "t", (uint64_t)cfg->mem_mb << 20, "MemorySwapMax", "t",
+                    (uint64_t)0, "CPUQuotaPerSecUSec", "t", (uint64_t)cfg->cpu_pct * 10000,
+                    "TasksMax", "t", (uint64_t)cfg->pids_max, "CollectMode", "s",
+                    "inactive-or-failed");
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r >= 0)
@@ -313,14 +315,14 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
                     strstr(p, ret->unit)) {
                         p += 3;
                         native_strf(ret->path, sizeof(ret->path), CGROUP_ROOT "%.*s",
-                                 (int)strcspn(p, "\n"), p);
+                                    (int)strcspn(p, "\n"), p);
                         ret->dir_fd = open(ret->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
                         return 0;
                 }
                 nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
         }
-        return sbx_fail(err, ETIMEDOUT,
-                        "systemd did not move the sandbox into '%s' within 2 s", ret->unit);
+        return sbx_fail(err, ETIMEDOUT, "systemd did not move the sandbox into '%s' within 2 s",
+                        ret->unit);
 }
 
 /* ---- both ------------------------------------------------------------------------------- */
@@ -386,12 +388,12 @@ void native_cgroup_collect(struct native_cgroup *cg, const struct sbx_config *cf
         if (read_key(cg->path, "cpu.stat", "nr_periods", &periods) &&
             read_key(cg->path, "cpu.stat", "nr_throttled", &throttled) && throttled > 0)
                 native_strf(res->limits_hit, sizeof(res->limits_hit),
-                         "cpu (throttled in %llu of %llu periods of 100 ms)",
-                         (unsigned long long)throttled, (unsigned long long)periods);
+                            "cpu (throttled in %llu of %llu periods of 100 ms)",
+                            (unsigned long long)throttled, (unsigned long long)periods);
         if (read_key(cg->path, "pids.events", "max", &pidmax) && pidmax > 0) {
                 len = strlen(res->limits_hit);
                 native_strf(res->limits_hit + len, sizeof(res->limits_hit) - len,
-                         "%spids (the cap of %u was reached)", len ? ", " : "", cfg->pids_max);
+                            "%spids (the cap of %u was reached)", len ? ", " : "", cfg->pids_max);
         }
         if (read_key(cg->path, "memory.events", "oom_kill", &oom) && oom > 0) {
                 res->oom_killed = true;

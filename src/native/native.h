@@ -25,7 +25,7 @@
 
 /* snprintf that may truncate on purpose (paths and reasons cut at their buffer's size). */
 __attribute__((format(printf, 3, 4))) static inline void native_strf(char *buf, size_t size,
-                                                                   const char *fmt, ...)
+                                                                     const char *fmt, ...)
 {
         va_list ap;
 
@@ -103,9 +103,9 @@ int native_landlock_apply(bool workspace_ro);
 /* ---- cgroup.c ------------------------------------------------------------------------- */
 
 enum native_limits_path {
-        NATIVE_LIMITS_NONE = 0,    /* rlimits only */
-        NATIVE_LIMITS_SCOPE,       /* transient systemd scope on the user manager (sd-bus) */
-        NATIVE_LIMITS_DELEGATED,   /* our own cgroup v2 subtree, delegated and writable */
+        NATIVE_LIMITS_NONE = 0,  /* rlimits only */
+        NATIVE_LIMITS_SCOPE,     /* transient systemd scope on the user manager (sd-bus) */
+        NATIVE_LIMITS_DELEGATED, /* our own cgroup v2 subtree, delegated and writable */
 };
 
 struct native_limits_info {
@@ -123,10 +123,10 @@ void native_limits_detect(struct native_limits_info *ret);
 
 /* One run's cgroup (a scope's or a child of the delegated subtree). */
 struct native_cgroup {
-        int dir_fd;        /* O_PATH|O_DIRECTORY of the run's cgroup, or -1 */
-        char path[512];    /* its path under /sys/fs/cgroup */
-        char unit[96];     /* SCOPE: the unit name */
-        bool delegated;    /* created by us under the delegated base (we rmdir it) */
+        int dir_fd;     /* O_PATH|O_DIRECTORY of the run's cgroup, or -1 */
+        char path[512]; /* its path under /sys/fs/cgroup */
+        char unit[96];  /* SCOPE: the unit name */
+        bool delegated; /* created by us under the delegated base (we rmdir it) */
 };
 
 /**
@@ -162,37 +162,37 @@ void native_cgroup_collect(struct native_cgroup *cg, const struct sbx_config *cf
 
 /* Everything the child needs, prepared by the parent before clone(). */
 struct native_spawn {
-        const char *rootfs;       /* host path of the tree that becomes / */
-        const char *workspace;    /* host path bound at /workspace */
+        const char *rootfs;    /* host path of the tree that becomes / */
+        const char *workspace; /* host path bound at /workspace */
         bool workspace_ro;
         unsigned tmpfs_mb;
-        unsigned pids_max;        /* RLIMIT_NPROC inside the run's own user namespace */
+        unsigned pids_max; /* RLIMIT_NPROC inside the run's own user namespace */
         const char *code;
         size_t code_len;
-        const char *script;       /* "main.py" */
-        const char *const *argv;  /* interpreter name (searched on PATH inside) and args */
+        const char *script;      /* "main.py" */
+        const char *const *argv; /* interpreter name (searched on PATH inside) and args */
         const struct native_filter *filter;
-        uid_t host_uid;           /* the host ids the inner ids map to */
+        uid_t host_uid; /* the host ids the inner ids map to */
         gid_t host_gid;
-        bool host_root;           /* server is root: setgroups allowed, cleared to none */
-        int cgroup_fd;            /* CLONE_INTO_CGROUP target, or -1 */
+        bool host_root; /* server is root: setgroups allowed, cleared to none */
+        int cgroup_fd;  /* CLONE_INTO_CGROUP target, or -1 */
         int (*after_clone)(void *ud, pid_t pid, struct sbx_error *err); /* SCOPE placement */
         void *after_clone_ud;
 };
 
 /* What the child reported back while setting up. */
 struct native_child_info {
-        int landlock_abi;      /* >0 applied with that ABI, 0 not available */
-        bool proc_hidepid;     /* /proc mounted with hidepid=invisible */
+        int landlock_abi;  /* >0 applied with that ABI, 0 not available */
+        bool proc_hidepid; /* /proc mounted with hidepid=invisible */
 };
 
 /* A started sandbox: init (pid 1 of its pid namespace) is running the program. */
 struct native_sandbox {
         pid_t pid;
         int pidfd;
-        int out_fd, err_fd;   /* read ends */
-        int sync_fd;          /* the program's wait status arrives here */
-        int listener_fd;      /* seccomp user-notification fd */
+        int out_fd, err_fd; /* read ends */
+        int sync_fd;        /* the program's wait status arrives here */
+        int listener_fd;    /* seccomp user-notification fd */
         struct native_child_info info;
 };
 

@@ -73,14 +73,14 @@ struct native_msg {
 
 /* The environment is fixed: nothing of the server's own leaks in. */
 static const char *const sandbox_env[] = {
-        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "HOME=/tmp",
-        "LANG=C.UTF-8",
-        "TZ=UTC",
-        "PYTHONUNBUFFERED=1",
-        "PYTHONDONTWRITEBYTECODE=1",
-        "USER=sandbox",
-        NULL,
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME=/tmp",
+    "LANG=C.UTF-8",
+    "TZ=UTC",
+    "PYTHONUNBUFFERED=1",
+    "PYTHONDONTWRITEBYTECODE=1",
+    "USER=sandbox",
+    NULL,
 };
 
 /* ---- the child ------------------------------------------------------------------------ */
@@ -109,7 +109,7 @@ static void child_send(int fd, const struct native_msg *m, int pass_fd)
 }
 
 __attribute__((noreturn, format(printf, 2, 3))) static void child_fail(int code, const char *fmt,
-                                                                      ...)
+                                                                       ...)
 {
         struct native_msg m = {.type = MSG_ERROR};
         va_list ap;
@@ -143,8 +143,8 @@ static void child_mount(const char *src, const char *dst, const char *type, unsi
                         const char *data, const char *why)
 {
         if (mount(src, dst, type, flags, data) < 0)
-                child_fail(errno, "cannot mount %s on '%s' (%s): %s", type ? type : src, dst,
-                           why, strerror(errno));
+                child_fail(errno, "cannot mount %s on '%s' (%s): %s", type ? type : src, dst, why,
+                           strerror(errno));
 }
 
 /* Set mount attributes on @path and everything below it (5.12+), falling back to a remount of
@@ -188,10 +188,10 @@ static void child_make_dev(void)
 {
         static const char *const nodes[] = {"null", "zero", "full", "random", "urandom"};
         static const char *const links[][2] = {
-                {"/proc/self/fd", "dev/fd"},
-                {"/proc/self/fd/0", "dev/stdin"},
-                {"/proc/self/fd/1", "dev/stdout"},
-                {"/proc/self/fd/2", "dev/stderr"},
+            {"/proc/self/fd", "dev/fd"},
+            {"/proc/self/fd/0", "dev/stdin"},
+            {"/proc/self/fd/1", "dev/stdout"},
+            {"/proc/self/fd/2", "dev/stderr"},
         };
         char host[32], inner[32];
 
@@ -272,7 +272,7 @@ static void child_reset_signals(void)
  * why an exec failed. */
 __attribute__((noreturn)) static void program_main(const struct native_spawn *sp)
 {
-        static const char *const path[] = {"/usr/local/bin", "/usr/bin", "/bin",
+        static const char *const path[] = {"/usr/local/bin",  "/usr/bin",  "/bin",
                                            "/usr/local/sbin", "/usr/sbin", "/sbin"};
         char exe[256];
         int err = ENOENT;
@@ -285,8 +285,10 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
                 if (errno != ENOENT)
                         err = errno;
         }
-        child_fail(err, "cannot execute '%s' in the sandbox: %s; the rootfs lacks it: run "
-                   "`vestibule-mcp setup` again", sp->argv[0], strerror(err));
+        child_fail(err,
+                   "cannot execute '%s' in the sandbox: %s; the rootfs lacks it: run "
+                   "`vestibule-mcp setup` again",
+                   sp->argv[0], strerror(err));
 }
 
 __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, int out_w,
@@ -345,7 +347,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                     "check VESTIBULE_WORKSPACE; the rootfs needs a /workspace directory");
         child_setattr("workspace",
                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                              (sp->workspace_ro ? MOUNT_ATTR_RDONLY : 0),
+                          (sp->workspace_ro ? MOUNT_ATTR_RDONLY : 0),
                       MS_NOSUID | MS_NODEV | (sp->workspace_ro ? MS_RDONLY : 0));
         /* Files we create from here on (the /dev entries, the script) belong to the sandbox
          * user: a root server's own uid is not mapped in here, and a tmpfs of this user
@@ -370,8 +372,9 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 snprintf(script, sizeof(script), "sandbox/%s", sp->script);
                 child_write_file(script, sp->code, sp->code_len);
         }
-        child_mount(NULL, "sandbox", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                    opts, "making /sandbox read-only");
+        child_mount(NULL, "sandbox", NULL,
+                    MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
+                    "making /sandbox read-only");
 
         /* 5. pivot_root into it and drop the host's tree entirely. */
         if (syscall(SYS_pivot_root, ".", ".") < 0)
@@ -400,8 +403,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 child_fail(errno, "cannot clear the supplementary groups: %s", strerror(errno));
         if (setresgid(NATIVE_INNER_GID, NATIVE_INNER_GID, NATIVE_INNER_GID) < 0 ||
             setresuid(NATIVE_INNER_UID, NATIVE_INNER_UID, NATIVE_INNER_UID) < 0)
-                child_fail(errno, "cannot switch to uid %d: %s", NATIVE_INNER_UID,
-                           strerror(errno));
+                child_fail(errno, "cannot switch to uid %d: %s", NATIVE_INNER_UID, strerror(errno));
         /* a credential change clears the death signal: set it again */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         child_drop_caps();
@@ -420,8 +422,10 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
                                 SECCOMP_FILTER_FLAG_NEW_LISTENER, &sp->filter->prog);
         if (listener < 0)
-                child_fail(errno, "cannot load the seccomp filter: %s; the kernel needs seccomp "
-                           "user notification (5.0+)", strerror(errno));
+                child_fail(errno,
+                           "cannot load the seccomp filter: %s; the kernel needs seccomp "
+                           "user notification (5.0+)",
+                           strerror(errno));
         msg.type = MSG_READY;
         child_send(FD_SYNC, &msg, listener);
         close(listener);
@@ -500,9 +504,9 @@ static pid_t do_clone(const struct native_spawn *sp, int *ret_pidfd)
         uint64_t ns = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS |
                       CLONE_NEWIPC | CLONE_NEWCGROUP;
         struct clone_args args = {
-                .flags = ns | CLONE_PIDFD,
-                .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
-                .exit_signal = SIGCHLD,
+            .flags = ns | CLONE_PIDFD,
+            .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
+            .exit_signal = SIGCHLD,
         };
         long pid;
 
@@ -526,9 +530,10 @@ static int recv_msg(int fd, struct native_msg *m, int *ret_fd)
                 char buf[CMSG_SPACE(sizeof(int))];
                 struct cmsghdr align;
         } u;
-        struct msghdr mh = {
-                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                .msg_controllen = sizeof(u.buf)};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = u.buf,
+                            .msg_controllen = sizeof(u.buf)};
         ssize_t n;
 
         do
@@ -607,14 +612,14 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
                 r = recv_msg(sync_p, &m, NULL);
                 if (r < 0 || m.type != MSG_HELLO) {
                         kill_and_reap(pid, pidfd);
-                        return sbx_fail(err, EIO, "the sandbox died before its id maps were "
+                        return sbx_fail(err, EIO,
+                                        "the sandbox died before its id maps were "
                                         "written");
                 }
         }
         r = write_id_maps(sp, pid, err);
         if (r < 0) {
-                sbx_wrap(err, "cannot map the sandbox user to uid %u",
-                         (unsigned)sp->host_uid);
+                sbx_wrap(err, "cannot map the sandbox user to uid %u", (unsigned)sp->host_uid);
                 kill_and_reap(pid, pidfd);
                 return r;
         }

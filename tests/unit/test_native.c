@@ -138,9 +138,9 @@ __attribute__((weak)) int warden_supervise(const struct run_request *req,
 
 /* ---- fixture ------------------------------------------------------------------------- */
 
-static char *tmpdir;      /* per test: holds the workspace and the planted file */
+static char *tmpdir; /* per test: holds the workspace and the planted file */
 static char *workspace;
-static char *planted;     /* a host file the sandbox must not see */
+static char *planted; /* a host file the sandbox must not see */
 static struct sbx_config cfg;
 static struct backend *be;
 
@@ -187,8 +187,8 @@ static void setup_as(bool stay_root)
 
         /* the probe goes into the workspace, the one host folder the sandbox sees */
         _cleanup_free_ char *dst = xasprintf("%s/probe", workspace);
-        _cleanup_free_ char *cmd = xasprintf("cp '%s' '%s' && chmod 755 '%s'", VESTIBULE_PROBE,
-                                             dst, dst);
+        _cleanup_free_ char *cmd =
+            xasprintf("cp '%s' '%s' && chmod 755 '%s'", VESTIBULE_PROBE, dst, dst);
         ck_assert_int_eq(system(cmd), 0);
 }
 
@@ -223,12 +223,12 @@ static int run_code(enum sbx_language lang, const char *code, unsigned timeout_s
 {
         memset(err, 0, sizeof(*err));
         struct run_request req = {
-                .language = lang,
-                .code = code,
-                .code_len = strlen(code),
-                .timeout_s = timeout_s,
-                .cfg = &cfg,
-                .cancel_fd = -1,
+            .language = lang,
+            .code = code,
+            .code_len = strlen(code),
+            .timeout_s = timeout_s,
+            .cfg = &cfg,
+            .cancel_fd = -1,
         };
         memset(res, 0, sizeof(*res));
         return be->ops->run(be, &req, res, err);
@@ -327,8 +327,7 @@ START_TEST(runs_python_print)
         struct run_result res;
         struct sbx_error err = {0};
 
-        ck_assert_msg(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err) == 0, "%s",
-                      err.msg);
+        ck_assert_msg(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
         ck_assert_int_eq(res.exit_code, 0);
         ck_assert_str_eq(res.out.data, "1\n");
@@ -343,8 +342,8 @@ START_TEST(exit_code_and_signal_come_from_the_program)
         struct run_result res;
         struct sbx_error err = {0};
 
-        ck_assert_int_eq(run_code(SBX_LANG_BASH, "echo out; echo err >&2; exit 7\n", 10, &res,
-                                  &err), 0);
+        ck_assert_int_eq(
+            run_code(SBX_LANG_BASH, "echo out; echo err >&2; exit 7\n", 10, &res, &err), 0);
         ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
         ck_assert_int_eq(res.exit_code, 7);
         ck_assert_str_eq(res.out.data, "out\n");
@@ -431,7 +430,8 @@ START_TEST(workspace_ro_refuses_writes)
 
         cfg.workspace_ro = true;
         ck_assert_int_eq(run_code(SBX_LANG_BASH, "echo hi > /workspace/x 2>/dev/null; echo $?\n",
-                                  10, &res, &err), 0);
+                                  10, &res, &err),
+                         0);
         ck_assert_str_eq(res.out.data, "1\n");
         run_result_done(&res);
 }
@@ -508,9 +508,9 @@ START_TEST(rootfs_read_only_tmp_writable)
 {
         struct run_result res;
         _cleanup_free_ char *in =
-                probe_inside("write=/etc/probe write=/usr/probe write=/probe write=/sandbox/x "
-                             "write=/tmp/probe write=/workspace/probe2",
-                             &res);
+            probe_inside("write=/etc/probe write=/usr/probe write=/probe write=/sandbox/x "
+                         "write=/tmp/probe write=/workspace/probe2",
+                         &res);
 
         ck_assert_str_eq(val(in, "write_/etc/probe"), "EROFS");
         ck_assert_str_eq(val(in, "write_/usr/probe"), "EROFS");
@@ -537,8 +537,7 @@ START_TEST(dangerous_calls_blocked_and_reported)
         ck_assert_str_eq(val(in, "vsock"), "EPERM");
         ck_assert_str_eq(val(out, "unshare"), "ok"); /* control: the kernel would allow it */
         ck_assert_str_eq(val(out, "clone3"), "ok");
-        ck_assert_str_eq(res.blocked_syscalls,
-                         "mount, unshare, bpf, keyctl, socket(AF_VSOCK)");
+        ck_assert_str_eq(res.blocked_syscalls, "mount, unshare, bpf, keyctl, socket(AF_VSOCK)");
         ck_assert(!res.blocked_reporting_stopped);
         run_result_done(&res);
 }
@@ -733,10 +732,10 @@ START_TEST(speed_print1_vs_bwrap)
         uint64_t ours[N], theirs[N];
         struct run_result res;
         struct sbx_error err = {0};
-        _cleanup_free_ char *cmd = xasprintf(
-                "bwrap --unshare-all --die-with-parent --ro-bind '%s/python' / --proc /proc "
-                "--dev /dev --tmpfs /tmp python3 -c 'print(1)' >/dev/null",
-                rootfs_dir());
+        _cleanup_free_ char *cmd =
+            xasprintf("bwrap --unshare-all --die-with-parent --ro-bind '%s/python' / --proc /proc "
+                      "--dev /dev --tmpfs /tmp python3 -c 'print(1)' >/dev/null",
+                      rootfs_dir());
 
         for (int i = 0; i < N; i++) {
                 uint64_t t = sbx_now_ms();
@@ -749,8 +748,9 @@ START_TEST(speed_print1_vs_bwrap)
         }
         qsort(ours, N, sizeof(ours[0]), cmp_u64);
         qsort(theirs, N, sizeof(theirs[0]), cmp_u64);
-        fprintf(stderr, "speed: print(1) native p50 %llu ms p90 %llu ms; bwrap p50 %llu ms p90 "
-                        "%llu ms (%d runs each)\n",
+        fprintf(stderr,
+                "speed: print(1) native p50 %llu ms p90 %llu ms; bwrap p50 %llu ms p90 "
+                "%llu ms (%d runs each)\n",
                 (unsigned long long)ours[N / 2], (unsigned long long)ours[N * 9 / 10],
                 (unsigned long long)theirs[N / 2], (unsigned long long)theirs[N * 9 / 10], N);
         ck_assert_int_lt(ours[N / 2], 2000);
@@ -794,8 +794,8 @@ START_TEST(root_server_runs_code_as_run_as)
         ck_assert_str_eq(val(in, "write_/workspace/x"), "ok");
         run_result_done(&res);
         struct sbx_error err = {0};
-        ck_assert_int_eq(run_code(SBX_LANG_BASH, "touch /workspace/made-by-root-run\n", 10, &res,
-                                  &err), 0);
+        ck_assert_int_eq(
+            run_code(SBX_LANG_BASH, "touch /workspace/made-by-root-run\n", 10, &res, &err), 0);
         ck_assert_int_eq(stat(made, &st), 0);
         ck_assert_int_eq(st.st_uid, pw->pw_uid); /* on the host: the RUN_AS user, not root */
         ck_assert_int_eq(st.st_gid, pw->pw_gid);
