@@ -84,6 +84,8 @@ int native_landlock_apply(bool workspace_ro)
         if (ruleset < 0)
                 return -errno;
         r = allow_path(ruleset, "/tmp", write_dir);
+        if (r == 0)
+                r = allow_path(ruleset, "/dev/shm", write_dir);
         if (r == 0 && !workspace_ro)
                 r = allow_path(ruleset, "/workspace", write_dir);
         for (size_t i = 0; r == 0 && i < sizeof(devs) / sizeof(devs[0]); i++)

@@ -94,9 +94,9 @@ int native_landlock_abi(void);
 
 /**
  * native_landlock_apply() - in the child, after pivot_root and no_new_privs: allow writes only
- * beneath /tmp, /workspace (unless @workspace_ro) and to the /dev nodes; reads everywhere.
- * Async-signal-safe (raw syscalls only).
- * Return: the ABI applied (>= 1), 0 when the kernel has no Landlock, or -errno.
+ * beneath /tmp, /dev/shm, /workspace (unless @workspace_ro) and to the /dev nodes; reads
+ * everywhere. Async-signal-safe (raw syscalls only). Return: the ABI applied (>= 1), 0 when the
+ * kernel has no Landlock, or -errno.
  */
 int native_landlock_apply(bool workspace_ro);
 

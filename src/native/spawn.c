@@ -184,7 +184,7 @@ static void child_write_file(const char *path, const char *data, size_t len)
 
 /* /dev: a small tmpfs holding the five harmless device nodes (bound from the host: a user
  * namespace cannot mknod), the fd symlinks, and nothing else: no tty, no shm, no disks. */
-static void child_make_dev(void)
+static void child_make_dev(unsigned shm_mb)
 {
         static const char *const nodes[] = {"null", "zero", "full", "random", "urandom"};
         static const char *const links[][2] = {
@@ -193,7 +193,7 @@ static void child_make_dev(void)
             {"/proc/self/fd/1", "dev/stdout"},
             {"/proc/self/fd/2", "dev/stderr"},
         };
-        char host[32], inner[32];
+        char host[32], inner[32], opts[64];
 
         child_mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755",
                     "a user namespace may mount tmpfs; check that the rootfs has /dev");
@@ -210,6 +210,13 @@ static void child_make_dev(void)
         for (size_t i = 0; i < ELEMENTSOF(links); i++)
                 if (symlink(links[i][0], links[i][1]) < 0)
                         child_fail(errno, "cannot create '/%s': %s", links[i][1], strerror(errno));
+        /* /dev/shm: POSIX semaphores and shared memory (python's multiprocessing), capped like
+         * /tmp */
+        if (mkdir("dev/shm", 01777) < 0)
+                child_fail(errno, "cannot create '/dev/shm': %s", strerror(errno));
+        snprintf(opts, sizeof(opts), "size=%um,mode=1777", shm_mb ? shm_mb : 1);
+        child_mount("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
+                    "a user namespace may mount tmpfs");
         child_mount(NULL, "dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
                     "size=64k,mode=0755", "making /dev read-only");
 }
@@ -363,7 +370,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         else
                 child_mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
                             "proc needs a pid namespace and a fully visible /proc on the host");
-        child_make_dev();
+        child_make_dev(sp->tmpfs_mb);
         snprintf(opts, sizeof(opts), "size=%zu,mode=0755", (sp->code_len | 4095) + 4097);
         child_mount("tmpfs", "sandbox", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
                     "the rootfs needs a /sandbox directory: run `vestibule-mcp setup` again");
