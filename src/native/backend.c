@@ -1,0 +1,507 @@
+/* backend.c - the native backend behind struct backend_ops: probe (what a run would get on
+ * this host, and the fix when it would get nothing) and run (one sandbox per call, supervised
+ * by the warden, with the seccomp reports and the cgroup's usage added to the result). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "native/native.h"
+#include "run/backend.h"
+#include "run/warden.h"
+#include "workspace/workspace.h"
+
+#define MAX_INFLIGHT 64
+
+struct native_state {
+        struct native_filter filter;
+        struct sbx_error filter_err; /* set when the profile would not compile */
+        pthread_mutex_t lock;
+        bool probed;
+        struct backend_probe probe;
+        struct native_limits_info limits;
+        int landlock_abi;
+        int inflight[MAX_INFLIGHT]; /* pidfds of running sandboxes' inits, -1 = free */
+};
+
+/* ---- probe ------------------------------------------------------------------------------ */
+
+static bool kernel_at_least(int major, int minor)
+{
+        struct utsname u;
+        int ma = 0, mi = 0;
+
+        if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+                return false;
+        return ma > major || (ma == major && mi >= minor);
+}
+
+static int read_int(const char *path, long *ret)
+{
+        char buf[32];
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n;
+
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return -EIO;
+        buf[n] = '\0';
+        *ret = strtol(buf, NULL, 10);
+        return 0;
+}
+
+/* Try the namespaces for real: a child in all of them that exits at once. */
+static int try_userns(void)
+{
+        long pid =
+            syscall(SYS_clone,
+                    (unsigned long)(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
+                                    CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP | SIGCHLD),
+                    NULL, NULL, NULL, 0);
+        int st;
+
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                _exit(0);
+        while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        return 0;
+}
+
+static const char *interpreter_of(enum sbx_language l)
+{
+        switch (l) {
+        case SBX_LANG_NODE:
+                return "node";
+        case SBX_LANG_BASH:
+                return "bash";
+        case SBX_LANG_PYTHON:
+        default:
+                return "python3";
+        }
+}
+
+static const char *rootfs_name(enum sbx_language l)
+{
+        return l == SBX_LANG_NODE ? "node" : "python";
+}
+
+/* Does @rootfs hold @exe on the sandbox's PATH and the mount points the sandbox needs? */
+static int check_rootfs(const char *rootfs, const char *exe, struct sbx_error *err)
+{
+        static const char *const dirs[] = {"tmp", "proc", "dev", "workspace", "sandbox"};
+        static const char *const bins[] = {"usr/local/bin", "usr/bin", "bin"};
+        _cleanup_close_ int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct stat st;
+        char rel[128];
+        bool found = false;
+
+        if (fd < 0)
+                return sbx_fail(err, ENOENT,
+                                "rootfs not set up: '%s' is missing; run `vestibule-mcp setup` "
+                                "(with the same VESTIBULE_ROOTFS_DIR), then retry",
+                                rootfs);
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                if (fstatat(fd, dirs[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        return sbx_fail(err, ENOENT,
+                                        "rootfs '%s' is incomplete: no /%s directory; run "
+                                        "`vestibule-mcp setup` again, then retry",
+                                        rootfs, dirs[i]);
+        for (size_t i = 0; i < ELEMENTSOF(bins) && !found; i++) {
+                native_strf(rel, sizeof(rel), "%s/%s", bins[i], exe);
+                found = fstatat(fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        }
+        if (!found)
+                return sbx_fail(err, ENOENT,
+                                "rootfs '%s' has no '%s'; run `vestibule-mcp setup` again, then "
+                                "retry",
+                                rootfs, exe);
+        return 0;
+}
+
+static void grade_from_limits(struct native_state *s, const struct sbx_config *cfg,
+                              struct backend_probe *p)
+{
+        const struct native_limits_info *li = &s->limits;
+        bool nproc_ok = kernel_at_least(5, 14);
+
+        (void)cfg;
+        if (li->path != NATIVE_LIMITS_NONE && !li->missing[0]) {
+                native_strf(p->grade, sizeof(p->grade), "native");
+                p->degraded = false;
+                return;
+        }
+        p->degraded = true;
+        if (li->path != NATIVE_LIMITS_NONE) {
+                native_strf(p->grade, sizeof(p->grade),
+                            "native-degraded (limits not applied: %s: the controllers are not "
+                            "delegated to this user's cgroup)",
+                            li->missing);
+                return;
+        }
+        /* No cgroup of our own: RLIMIT_NPROC still caps the run's processes (it counts per
+         * user in the run's own user namespace since 5.14); memory and cpu have no honest
+         * rlimit equivalent (RLIMIT_AS is per process and breaks V8; RLIMIT_CPU is not a
+         * quota). */
+        native_strf(p->grade, sizeof(p->grade),
+                    "native-degraded (limits not applied: memory, cpu%s: %s)",
+                    nproc_ok ? "" : ", pids", li->why_none);
+}
+
+static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
+{
+        struct native_state *s = b->state;
+        const struct sbx_config *cfg = b->cfg;
+        struct backend_probe p = {0};
+        struct sbx_error e = {0};
+        _cleanup_free_ char *py = NULL, *node = NULL;
+        long v = 0;
+        int r;
+
+        (void)err;
+        pthread_mutex_lock(&s->lock);
+        if (s->probed) {
+                *ret = s->probe;
+                pthread_mutex_unlock(&s->lock);
+                return 0;
+        }
+
+        if (geteuid() == 0 && !cfg->run_as_set) {
+                native_strf(p.blocked, sizeof(p.blocked),
+                            "the server runs as root, so code would run as root: run vestibule-mcp "
+                            "as your own user (or set VESTIBULE_RUN_AS=uid:gid to a non-root "
+                            "user), then restart it");
+                goto done;
+        }
+        if (geteuid() == 0 && (cfg->run_as_uid == 0 || cfg->run_as_gid == 0)) {
+                native_strf(p.blocked, sizeof(p.blocked),
+                            "VESTIBULE_RUN_AS names root (uid or gid 0): set it to an unprivileged "
+                            "user, then restart the server");
+                goto done;
+        }
+        if (!kernel_at_least(5, 9)) {
+                native_strf(p.blocked, sizeof(p.blocked),
+                            "native isolation needs Linux 5.9 or later (close_range): upgrade the "
+                            "kernel, or use VESTIBULE_BACKEND=container");
+                goto done;
+        }
+        if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v != 0) {
+                native_strf(
+                    p.blocked, sizeof(p.blocked),
+                    "Ubuntu restricts unprivileged user namespaces "
+                    "(kernel.apparmor_restrict_unprivileged_userns=1); lifting that needs "
+                    "root (sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0), or "
+                    "use the container backend with Docker Engine; then restart the server");
+                goto done;
+        }
+        if (read_int("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0) {
+                native_strf(
+                    p.blocked, sizeof(p.blocked),
+                    "user namespaces are disabled (user.max_user_namespaces=0): sudo sysctl "
+                    "user.max_user_namespaces=15000, then restart the server");
+                goto done;
+        }
+        r = try_userns();
+        if (r < 0) {
+                native_strf(p.blocked, sizeof(p.blocked),
+                            "cannot create unprivileged user namespaces: %s; check "
+                            "kernel.unprivileged_userns_clone=1 and user.max_user_namespaces, or "
+                            "use VESTIBULE_BACKEND=container; then restart the server",
+                            strerror(-r));
+                goto done;
+        }
+        if (s->filter_err.code) {
+                native_strf(p.blocked, sizeof(p.blocked),
+                            "the seccomp profile cannot be built with this libseccomp: %s; install "
+                            "libseccomp2 2.5 or later, then restart the server",
+                            s->filter_err.msg);
+                goto done;
+        }
+        py = xasprintf("%s/python", cfg->rootfs_dir);
+        node = xasprintf("%s/node", cfg->rootfs_dir);
+        if (check_rootfs(py, "python3", &e) < 0 || check_rootfs(py, "bash", &e) < 0 ||
+            check_rootfs(node, "node", &e) < 0) {
+                native_strf(p.blocked, sizeof(p.blocked), "%s", e.msg);
+                goto done;
+        }
+        s->landlock_abi = native_landlock_abi();
+        native_limits_detect(&s->limits);
+        grade_from_limits(s, cfg, &p);
+        p.usable = true;
+done:
+        s->probe = p;
+        /* a usable probe is cached; a blocked one is tried again next time (setup may run) */
+        s->probed = p.usable;
+        *ret = p;
+        pthread_mutex_unlock(&s->lock);
+        return 0;
+}
+
+/* ---- run -------------------------------------------------------------------------------- */
+
+struct run_ctx {
+        int pidfd;
+        struct native_cgroup *cg;
+};
+
+static void kill_tree(void *userdata)
+{
+        struct run_ctx *c = userdata;
+
+        /* init's death makes the kernel kill every process of its pid namespace */
+        if (c->pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+        native_cgroup_kill(c->cg);
+}
+
+struct scope_ud {
+        const struct sbx_config *cfg;
+        struct native_cgroup *cg;
+};
+
+static int scope_place(void *ud, pid_t pid, struct sbx_error *err)
+{
+        struct scope_ud *u = ud;
+        return native_scope_start(u->cfg, pid, u->cg, err);
+}
+
+static int slot_add(struct native_state *s, int pidfd)
+{
+        int slot = -1;
+
+        pthread_mutex_lock(&s->lock);
+        for (int i = 0; i < MAX_INFLIGHT; i++)
+                if (s->inflight[i] < 0) {
+                        s->inflight[i] = pidfd;
+                        slot = i;
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+        return slot;
+}
+
+static void slot_del(struct native_state *s, int slot)
+{
+        if (slot < 0)
+                return;
+        pthread_mutex_lock(&s->lock);
+        s->inflight[slot] = -1;
+        pthread_mutex_unlock(&s->lock);
+}
+
+static void not_measured(struct run_measure *m, const char *why)
+{
+        m->measured = false;
+        native_strf(m->why, sizeof(m->why), "%s", why);
+}
+
+static int native_run(struct backend *b, const struct run_request *req, struct run_result *res,
+                      struct sbx_error *err)
+{
+        struct native_state *s = b->state;
+        const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
+        struct backend_probe probe;
+        struct native_cgroup cg = {.dir_fd = -1};
+        struct native_sandbox sb = {0};
+        struct native_notify notify = {0};
+        struct scope_ud sud = {.cfg = cfg, .cg = &cg};
+        struct run_ctx ctx = {.pidfd = -1, .cg = NULL};
+        struct warden_child child;
+        _cleanup_free_ char *rootfs = NULL;
+        const char *argv[3];
+        char script[64];
+        bool host_root = geteuid() == 0;
+        uint64_t start_ms = sbx_now_ms();
+        int r, status, slot;
+
+        native_strf(res->backend, sizeof(res->backend), "native");
+        r = native_probe(b, &probe, err);
+        if (r < 0)
+                return r;
+        if (!probe.usable)
+                return sbx_fail(err, EPERM, "%s", probe.blocked);
+
+        rootfs = xasprintf("%s/%s", cfg->rootfs_dir, rootfs_name(req->language));
+        native_strf(res->image, sizeof(res->image), "%s", rootfs);
+        r = check_rootfs(rootfs, interpreter_of(req->language), err);
+        if (r < 0)
+                return r;
+        r = workspace_ensure(cfg->workspace_dir, err);
+        if (r < 0)
+                return r;
+        if (host_root) {
+                /* the code runs as VESTIBULE_RUN_AS: hand it the workspace folder itself */
+                struct stat st;
+                if (stat(cfg->workspace_dir, &st) == 0 && st.st_uid == 0 &&
+                    chown(cfg->workspace_dir, cfg->run_as_uid, cfg->run_as_gid) < 0)
+                        return sbx_fail(err, errno, "cannot give the workspace '%s' to uid %u: %m",
+                                        cfg->workspace_dir, (unsigned)cfg->run_as_uid);
+        }
+
+        native_strf(script, sizeof(script), "/sandbox/%s", sbx_language_script(req->language));
+        argv[0] = interpreter_of(req->language);
+        argv[1] = script;
+        argv[2] = NULL;
+
+        struct native_spawn sp = {
+            .rootfs = rootfs,
+            .workspace = cfg->workspace_dir,
+            .workspace_ro = cfg->workspace_ro,
+            .tmpfs_mb = cfg->tmpfs_mb,
+            .pids_max = cfg->pids_max,
+            .code = req->code,
+            .code_len = req->code_len,
+            .script = sbx_language_script(req->language),
+            .argv = argv,
+            .filter = &s->filter,
+            .host_uid = host_root ? cfg->run_as_uid : getuid(),
+            .host_gid = host_root ? cfg->run_as_gid : getgid(),
+            .host_root = host_root,
+            .cgroup_fd = -1,
+        };
+        if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
+                r = native_cgroup_create(&s->limits, cfg, &cg, err);
+                if (r < 0)
+                        return sbx_wrap(err, "native-degraded would need a working cgroup");
+                sp.cgroup_fd = cg.dir_fd;
+                ctx.cg = &cg;
+        } else if (s->limits.path == NATIVE_LIMITS_SCOPE) {
+                sp.after_clone = scope_place;
+                sp.after_clone_ud = &sud;
+                ctx.cg = &cg;
+        }
+
+        r = native_spawn(&sp, &sb, err);
+        if (r < 0) {
+                native_cgroup_collect(&cg, cfg, res);
+                return r;
+        }
+        if (sb.info.landlock_abi != s->landlock_abi)
+                log_debug("Landlock ABI %d available, %d applied in the sandbox", s->landlock_abi,
+                          sb.info.landlock_abi);
+        ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
+        slot = slot_add(s, ctx.pidfd);
+        r = native_notify_start(&notify, sb.listener_fd, err);
+        if (r < 0)
+                log_warning("%s; blocked calls of this run will not be reported, ignoring",
+                            err->msg);
+
+        child = (struct warden_child){
+            .pid = sb.pid,
+            .pidfd = sb.pidfd,
+            .out_fd = sb.out_fd,
+            .err_fd = sb.err_fd,
+            .kill_tree = kill_tree,
+            .kill_userdata = &ctx,
+        };
+        struct sbx_error werr = {0};
+        r = warden_supervise(req, &child, start_ms, res, NULL, &werr);
+        kill_tree(&ctx); /* idempotent; the namespace is already gone once init is reaped */
+        slot_del(s, slot);
+
+        /* The program's own status, as init saw it (init exits 128+N for a signal). */
+        struct sbx_error xerr = {0};
+        int sr = native_sandbox_status(&sb, &status, &xerr);
+        if (sr == 0 && res->outcome == RUN_OUTCOME_EXITED) {
+                if (WIFSIGNALED(status)) {
+                        res->outcome = RUN_OUTCOME_SIGNALED;
+                        res->term_signal = WTERMSIG(status);
+                } else {
+                        res->exit_code = WEXITSTATUS(status);
+                }
+        }
+        close(sb.sync_fd);
+        native_notify_finish(&notify, res);
+        if (ctx.pidfd >= 0)
+                close(ctx.pidfd);
+
+        if (ctx.cg) {
+                native_cgroup_collect(&cg, cfg, res);
+        } else {
+                char why[160];
+                native_strf(why, sizeof(why), "no cgroup of its own on this host");
+                not_measured(&res->usage.cpu_us, why);
+                not_measured(&res->usage.mem_peak_bytes, why);
+                not_measured(&res->usage.pids_peak, why);
+        }
+        native_strf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
+
+        if (r < 0) {
+                *err = werr;
+                return r;
+        }
+        if (sr == -ENOEXEC) {
+                *err = xerr;
+                res->outcome = RUN_OUTCOME_NONE;
+                return -ENOEXEC;
+        }
+        return 0;
+}
+
+/* ---- lifetime --------------------------------------------------------------------------- */
+
+static void native_shutdown(struct backend *b)
+{
+        struct native_state *s = b->state;
+
+        if (!s)
+                return;
+        pthread_mutex_lock(&s->lock);
+        for (int i = 0; i < MAX_INFLIGHT; i++)
+                if (s->inflight[i] >= 0)
+                        syscall(SYS_pidfd_send_signal, s->inflight[i], SIGKILL, NULL, 0);
+        pthread_mutex_unlock(&s->lock);
+}
+
+static void native_destroy(struct backend *b)
+{
+        struct native_state *s = b->state;
+
+        if (!s)
+                return;
+        native_filter_done(&s->filter);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        b->state = NULL;
+}
+
+static const struct backend_ops native_ops = {
+    .name = "native",
+    .probe = native_probe,
+    .run = native_run,
+    .shutdown = native_shutdown,
+    .destroy = native_destroy,
+};
+
+int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err)
+{
+        struct backend *b = xcalloc(1, sizeof(*b));
+        struct native_state *s = xcalloc(1, sizeof(*s));
+
+        (void)err;
+        pthread_mutex_init(&s->lock, NULL);
+        for (int i = 0; i < MAX_INFLIGHT; i++)
+                s->inflight[i] = -1;
+        /* Built once, before any clone: every child only loads it. A failure is kept for the
+         * probe, which turns it into a Blocked: reason. */
+        if (native_filter_build(&s->filter, &s->filter_err) < 0)
+                log_debug("seccomp profile: %s", s->filter_err.msg);
+        b->ops = &native_ops;
+        b->cfg = cfg;
+        b->state = s;
+        *ret = b;
+        return 0;
+}

@@ -1,0 +1,411 @@
+/* cgroup.c - where a native run's limits and usage come from. In order of preference:
+ *   1. a transient systemd scope per run on the user manager (sd-bus StartTransientUnit with
+ *      Delegate, MemoryMax, MemorySwapMax=0, CPUQuota, TasksMax), the child moved into it
+ *      before it may exec;
+ *   2. the server's own cgroup v2 subtree when it is delegated and writable (a container with
+ *      its own cgroup namespace, a service with Delegate=yes): one child cgroup per run, the
+ *      child born in it by clone3(CLONE_INTO_CGROUP);
+ *   3. neither: rlimits only, and the grade names every limit that was not applied and why.
+ * Usage is read from the run's cgroup after the sandbox has exited, never from anything the
+ * code could write. */
+#include "native/native.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+
+static const char *const wanted[] = {"memory", "cpu", "pids"};
+
+static int read_small(const char *path, char *buf, size_t size)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n;
+
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, size - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        return (int)n;
+}
+
+static int write_small(const char *path, const char *data)
+{
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        size_t len = strlen(data);
+
+        if (fd < 0)
+                return -errno;
+        if (write(fd, data, len) != (ssize_t)len)
+                return -errno;
+        return 0;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+        size_t n = strlen(word);
+
+        for (const char *p = list; (p = strstr(p, word)); p += n)
+                if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
+                        return true;
+        return false;
+}
+
+/* "memory, cpu" for the wanted controllers missing from @controllers. */
+static void missing_from(const char *controllers, char *buf, size_t size)
+{
+        buf[0] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(wanted); i++)
+                if (!has_word(controllers, wanted[i])) {
+                        size_t len = strlen(buf);
+                        native_strf(buf + len, size - len, "%s%s", len ? ", " : "", wanted[i]);
+                }
+}
+
+/* Our own cgroup v2 path from /proc/self/cgroup ("0::/a/b" -> "/a/b"). */
+static int own_cgroup(char *buf, size_t size)
+{
+        char data[4096];
+        const char *p;
+        int r = read_small("/proc/self/cgroup", data, sizeof(data));
+
+        if (r < 0)
+                return r;
+        p = strstr(data, "0::");
+        if (!p || (p != data && p[-1] != '\n'))
+                return -ENOENT;
+        p += 3;
+        native_strf(buf, size, "%.*s", (int)strcspn(p, "\n"), p);
+        return 0;
+}
+
+static bool user_bus_reachable(char *why, size_t size)
+{
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_open_user(&bus);
+
+        if (r < 0) {
+                native_strf(why, size, "no systemd user bus (%s)", strerror(-r));
+                return false;
+        }
+        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                               "org.freedesktop.DBus.Peer", "Ping", &e, &reply, "");
+        if (r < 0) {
+                native_strf(why, size, "no systemd user manager on the bus (%s)",
+                            e.message ? e.message : strerror(-r));
+                return false;
+        }
+        return true;
+}
+
+void native_limits_detect(struct native_limits_info *ret)
+{
+        char bus_why[160], cg_why[200], path[512], dir[600], file[700], ctl[256];
+        struct statfs sfs;
+
+        memset(ret, 0, sizeof(*ret));
+
+        if (statfs(CGROUP_ROOT, &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
+                native_strf(cg_why, sizeof(cg_why),
+                            "no cgroup v2 at " CGROUP_ROOT " (a v1 or v1/v2 hybrid hierarchy)");
+        } else if (own_cgroup(path, sizeof(path)) < 0) {
+                native_strf(cg_why, sizeof(cg_why), "no cgroup v2 entry in /proc/self/cgroup");
+        } else {
+                native_strf(dir, sizeof(dir), CGROUP_ROOT "%s", strcmp(path, "/") ? path : "");
+                /* 1. systemd user manager with a bus */
+                if (user_bus_reachable(bus_why, sizeof(bus_why))) {
+                        char *svc = strstr(path, "/user@");
+                        char *end = svc ? strstr(svc, ".service") : NULL;
+                        ret->path = NATIVE_LIMITS_SCOPE;
+                        if (end) {
+                                native_strf(file, sizeof(file),
+                                            CGROUP_ROOT "%.*s/cgroup.controllers",
+                                            (int)(end + 8 - path), path);
+                                if (read_small(file, ctl, sizeof(ctl)) >= 0)
+                                        missing_from(ctl, ret->missing, sizeof(ret->missing));
+                        }
+                        return;
+                }
+                /* 2. our own subtree, delegated to us */
+                native_strf(file, sizeof(file), "%s/cgroup.controllers", dir);
+                if (read_small(file, ctl, sizeof(ctl)) < 0) {
+                        native_strf(cg_why, sizeof(cg_why), "cannot read '%s'", file);
+                } else if (access(dir, W_OK) < 0) {
+                        native_strf(
+                            cg_why, sizeof(cg_why),
+                            "the server's cgroup '%s' is not delegated to it (not writable)", path);
+                } else {
+                        missing_from(ctl, ret->missing, sizeof(ret->missing));
+                        if (strlen(ret->missing) < strlen("memory, cpu, pids")) {
+                                ret->path = NATIVE_LIMITS_DELEGATED;
+                                native_strf(ret->base, sizeof(ret->base), "%s", dir);
+                                return;
+                        }
+                        native_strf(cg_why, sizeof(cg_why),
+                                    "the server's cgroup '%s' has no controllers", path);
+                }
+                native_strf(ret->why_none, sizeof(ret->why_none), "%s and %s", bus_why, cg_why);
+                return;
+        }
+        native_strf(ret->why_none, sizeof(ret->why_none), "no systemd user bus and %s", cg_why);
+}
+
+/* ---- delegated cgroup v2 --------------------------------------------------------------- */
+
+static int prepare_delegated(const char *base, struct sbx_error *err)
+{
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        static bool done;
+        char leaf[600], file[700], ctl[256];
+        int r = 0;
+
+        pthread_mutex_lock(&lock);
+        if (done)
+                goto out;
+        /* "no internal processes": the server moves into a leaf of its own, so the base can
+         * enable controllers for the runs' cgroups beside it. */
+        native_strf(leaf, sizeof(leaf), "%s/vestibule-server", base);
+        if (mkdir(leaf, 0755) < 0 && errno != EEXIST) {
+                r = sbx_fail(err, errno, "cannot create '%s': %m", leaf);
+                goto out;
+        }
+        native_strf(file, sizeof(file), "%s/cgroup.procs", leaf);
+        r = write_small(file, "0");
+        if (r < 0) {
+                r = sbx_fail(err, -r, "cannot move the server into '%s': %s", leaf, strerror(-r));
+                goto out;
+        }
+        native_strf(file, sizeof(file), "%s/cgroup.controllers", base);
+        if (read_small(file, ctl, sizeof(ctl)) >= 0) {
+                native_strf(file, sizeof(file), "%s/cgroup.subtree_control", base);
+                for (size_t i = 0; i < ELEMENTSOF(wanted); i++) {
+                        char add[32];
+                        if (!has_word(ctl, wanted[i]))
+                                continue;
+                        native_strf(add, sizeof(add), "+%s", wanted[i]);
+                        r = write_small(file, add);
+                        if (r < 0) {
+                                r = sbx_fail(err, -r, "cannot enable the %s controller in '%s': %s",
+                                             wanted[i], file, strerror(-r));
+                                goto out;
+                        }
+                }
+        }
+        done = true;
+out:
+        pthread_mutex_unlock(&lock);
+        return r;
+}
+
+static void set_limit(const char *dir, const char *name, const char *value)
+{
+        char file[700];
+        int r;
+
+        native_strf(file, sizeof(file), "%s/%s", dir, name);
+        r = write_small(file, value);
+        if (r < 0 && r != -ENOENT)
+                log_debug("cannot write '%s' to '%s': %s, ignoring", value, file, strerror(-r));
+}
+
+int native_cgroup_create(const struct native_limits_info *info, const struct sbx_config *cfg,
+                         struct native_cgroup *ret, struct sbx_error *err)
+{
+        static unsigned counter;
+        char value[64];
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        ret->dir_fd = -1;
+        r = prepare_delegated(info->base, err);
+        if (r < 0)
+                return r;
+        native_strf(ret->path, sizeof(ret->path), "%s/run-%d-%u", info->base, (int)getpid(),
+                    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+        if (mkdir(ret->path, 0755) < 0)
+                return sbx_fail(err, errno, "cannot create the run's cgroup '%s': %m", ret->path);
+        ret->delegated = true;
+        native_strf(value, sizeof(value), "%llu", (unsigned long long)cfg->mem_mb << 20);
+        set_limit(ret->path, "memory.max", value);
+        set_limit(ret->path, "memory.swap.max", "0");
+        native_strf(value, sizeof(value), "%u 100000", cfg->cpu_pct * 1000);
+        set_limit(ret->path, "cpu.max", value);
+        native_strf(value, sizeof(value), "%u", cfg->pids_max);
+        set_limit(ret->path, "pids.max", value);
+        ret->dir_fd = open(ret->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (ret->dir_fd < 0) {
+                r = sbx_fail(err, errno, "cannot open the run's cgroup '%s': %m", ret->path);
+                rmdir(ret->path);
+                return r;
+        }
+        return 0;
+}
+
+/* ---- systemd scope ---------------------------------------------------------------------- */
+
+int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cgroup *ret,
+                       struct sbx_error *err)
+{
+        static unsigned counter;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        char procfile[64], data[4096], *p;
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        ret->dir_fd = -1;
+        native_strf(ret->unit, sizeof(ret->unit), "vestibule-run-%d-%u.scope", (int)getpid(),
+                    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+        r = sd_bus_open_user(&bus);
+        if (r < 0)
+                return sbx_fail(err, -r,
+                                "cannot connect to the systemd user bus: %s; install "
+                                "dbus-user-session and log in again",
+                                strerror(-r));
+        r = sd_bus_message_new_method_call(
+            bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+            "org.freedesktop.systemd1.Manager", "StartTransientUnit");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ss", ret->unit, "fail");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r >= 0)
+                r = sd_bus_message_append(
+                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
+                    "vestibule sandbox run", "PIDs", "au", 1, (uint32_t)pid, "Delegate", "b", 1,
+                    "MemoryMax", "t", (uint64_t)cfg->mem_mb << 20, "MemorySwapMax", "t",
+                    (uint64_t)0, "CPUQuotaPerSecUSec", "t", (uint64_t)cfg->cpu_pct * 10000,
+                    "TasksMax", "t", (uint64_t)cfg->pids_max, "CollectMode", "s",
+                    "inactive-or-failed");
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "a(sa(sv))", 0);
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot build the StartTransientUnit call: %s",
+                                strerror(-r));
+        r = sd_bus_call(bus, m, 5 * 1000 * 1000, &e, &reply);
+        if (r < 0)
+                return sbx_fail(err, -r, "systemd refused the run's scope '%s': %s", ret->unit,
+                                e.message ? e.message : strerror(-r));
+        /* The job is queued; the pid is moved when the scope starts. Wait for that (the child
+         * is held before any setup until we say go). */
+        native_strf(procfile, sizeof(procfile), "/proc/%d/cgroup", (int)pid);
+        for (int i = 0; i < 2000; i++) {
+                if (read_small(procfile, data, sizeof(data)) > 0 && (p = strstr(data, "0::")) &&
+                    strstr(p, ret->unit)) {
+                        p += 3;
+                        native_strf(ret->path, sizeof(ret->path), CGROUP_ROOT "%.*s",
+                                    (int)strcspn(p, "\n"), p);
+                        ret->dir_fd = open(ret->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        return 0;
+                }
+                nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+        }
+        return sbx_fail(err, ETIMEDOUT, "systemd did not move the sandbox into '%s' within 2 s",
+                        ret->unit);
+}
+
+/* ---- both ------------------------------------------------------------------------------- */
+
+void native_cgroup_kill(struct native_cgroup *cg)
+{
+        char file[700], pids[8192], *save = NULL;
+
+        if (!cg || !cg->path[0])
+                return;
+        native_strf(file, sizeof(file), "%s/cgroup.kill", cg->path);
+        if (write_small(file, "1") == 0)
+                return;
+        native_strf(file, sizeof(file), "%s/cgroup.procs", cg->path);
+        if (read_small(file, pids, sizeof(pids)) <= 0)
+                return;
+        for (char *t = strtok_r(pids, "\n", &save); t; t = strtok_r(NULL, "\n", &save))
+                kill((pid_t)atoi(t), SIGKILL);
+}
+
+static bool read_key(const char *dir, const char *name, const char *key, uint64_t *ret)
+{
+        char file[700], data[2048], *p;
+        size_t klen = strlen(key);
+
+        native_strf(file, sizeof(file), "%s/%s", dir, name);
+        if (read_small(file, data, sizeof(data)) < 0)
+                return false;
+        if (!key[0]) {
+                *ret = strtoull(data, NULL, 10);
+                return true;
+        }
+        for (p = data; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+                        *ret = strtoull(p + klen + 1, NULL, 10);
+                        return true;
+                }
+        return false;
+}
+
+static void measure(struct run_measure *m, bool ok, uint64_t v, const char *why)
+{
+        m->measured = ok;
+        m->value = ok ? v : 0;
+        if (!ok)
+                native_strf(m->why, sizeof(m->why), "%s", why);
+}
+
+void native_cgroup_collect(struct native_cgroup *cg, const struct sbx_config *cfg,
+                           struct run_result *res)
+{
+        uint64_t v = 0, periods = 0, throttled = 0, pidmax = 0, oom = 0;
+        size_t len;
+
+        if (!cg || !cg->path[0])
+                return;
+        measure(&res->usage.cpu_us, read_key(cg->path, "cpu.stat", "usage_usec", &v), v,
+                "cpu.stat not readable");
+        measure(&res->usage.mem_peak_bytes, read_key(cg->path, "memory.peak", "", &v), v,
+                "Linux 5.19+ needed");
+        measure(&res->usage.pids_peak, read_key(cg->path, "pids.peak", "", &v), v,
+                "Linux 6.1+ needed");
+        if (read_key(cg->path, "cpu.stat", "nr_periods", &periods) &&
+            read_key(cg->path, "cpu.stat", "nr_throttled", &throttled) && throttled > 0)
+                native_strf(res->limits_hit, sizeof(res->limits_hit),
+                            "cpu (throttled in %llu of %llu periods of 100 ms)",
+                            (unsigned long long)throttled, (unsigned long long)periods);
+        if (read_key(cg->path, "pids.events", "max", &pidmax) && pidmax > 0) {
+                len = strlen(res->limits_hit);
+                native_strf(res->limits_hit + len, sizeof(res->limits_hit) - len,
+                            "%spids (the cap of %u was reached)", len ? ", " : "", cfg->pids_max);
+        }
+        if (read_key(cg->path, "memory.events", "oom_kill", &oom) && oom > 0) {
+                res->oom_killed = true;
+                res->mem_limit_bytes = (uint64_t)cfg->mem_mb << 20;
+        }
+        if (cg->dir_fd >= 0)
+                close(cg->dir_fd);
+        cg->dir_fd = -1;
+        if (cg->delegated) {
+                /* the kernel frees the cgroup once its last task is gone; retry briefly */
+                for (int i = 0; i < 100 && rmdir(cg->path) < 0 && errno == EBUSY; i++)
+                        nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);
+        }
+        cg->path[0] = '\0';
+}

@@ -1,0 +1,213 @@
+/* native.h - the native Linux backend's internal seams: the seccomp profile and its
+ * user-notification supervisor (seccomp.c), the sandbox's setup as two ordered step lists
+ * (spawn.c: the parent's and the child's), Landlock (landlock.c) and the limits/usage paths
+ * (cgroup.c: a systemd scope, a delegated cgroup v2 subtree, or rlimits only). Only files
+ * under src/native include it; everything else goes through backend.h. */
+#pragma once
+
+#include <linux/filter.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "config/config.h"
+#include "run/run.h"
+
+/* The uid and gid the code runs as inside the sandbox, like the images' `sandbox` user. It is
+ * mapped to exactly one host id (the server's own, or VESTIBULE_RUN_AS when the server is
+ * root), so no host id but that one exists in there, and host root never does. */
+#define NATIVE_INNER_UID 1000
+#define NATIVE_INNER_GID 1000
+
+/* snprintf that may truncate on purpose (paths and reasons cut at their buffer's size). */
+__attribute__((format(printf, 3, 4))) static inline void native_strf(char *buf, size_t size,
+                                                                     const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+}
+
+/* At most this many blocked calls are reported per run; later ones fail with ENOSYS. */
+#define NATIVE_MAX_REPORTS 256
+
+/* ---- seccomp.c ------------------------------------------------------------------------ */
+
+/* The compiled profile: a classic BPF program, built once per server before any clone(), so
+ * the child only has to hand it to seccomp(2) (no allocation after clone). */
+struct native_filter {
+        struct sock_fprog prog; /* .filter is owned */
+};
+
+/**
+ * native_filter_build() - compile the profile: Docker's default allowlist (the calls it
+ * allows without capabilities, on this architecture), a named set of dangerous calls that go
+ * to the user-notification supervisor (EPERM, reported), clone3 -> ENOSYS, everything else
+ * EPERM without a report. A call from another architecture kills the process.
+ * @ret: filled on success; free with native_filter_done().
+ * Return: 0, or -errno from libseccomp (@err names the call that failed).
+ */
+int native_filter_build(struct native_filter *ret, struct sbx_error *err);
+
+/** native_filter_done() - free what @f holds. */
+void native_filter_done(struct native_filter *f);
+
+/** native_filter_is_notified() - whether @name is one of the reported dangerous calls. */
+bool native_filter_is_notified(const char *name);
+
+/* The supervisor of one run's notify fd: a thread that answers every notification with EPERM
+ * (ENOSYS after NATIVE_MAX_REPORTS reports) and records the call's name. */
+struct native_notify {
+        pthread_t thread;
+        bool started;
+        int listener_fd; /* owned */
+        int stop_fd;     /* eventfd: stop the thread */
+        pthread_mutex_t lock;
+        unsigned reports;
+        bool stopped_reporting;
+        char names[512]; /* "mount, bpf": unique, first-seen order */
+};
+
+/**
+ * native_notify_start() - take ownership of @listener_fd and start the supervisor thread.
+ * Return: 0 or -errno (then @listener_fd is closed; every notified call of the run then
+ * fails with ENOSYS, as the kernel does for a listener that went away).
+ */
+int native_notify_start(struct native_notify *n, int listener_fd, struct sbx_error *err);
+
+/**
+ * native_notify_finish() - stop the thread (after the sandbox is gone), copy the names into
+ * @res->blocked_syscalls and the reporting-stopped flag, and free what @n holds.
+ */
+void native_notify_finish(struct native_notify *n, struct run_result *res);
+
+/* ---- landlock.c ----------------------------------------------------------------------- */
+
+/** native_landlock_abi() - the kernel's Landlock ABI version, 0 when absent or disabled. */
+int native_landlock_abi(void);
+
+/**
+ * native_landlock_apply() - in the child, after pivot_root and no_new_privs: allow writes only
+ * beneath /tmp, /dev/shm, /workspace (unless @workspace_ro) and to the /dev nodes; reads
+ * everywhere. Async-signal-safe (raw syscalls only). Return: the ABI applied (>= 1), 0 when the
+ * kernel has no Landlock, or -errno.
+ */
+int native_landlock_apply(bool workspace_ro);
+
+/* ---- cgroup.c ------------------------------------------------------------------------- */
+
+enum native_limits_path {
+        NATIVE_LIMITS_NONE = 0,  /* rlimits only */
+        NATIVE_LIMITS_SCOPE,     /* transient systemd scope on the user manager (sd-bus) */
+        NATIVE_LIMITS_DELEGATED, /* our own cgroup v2 subtree, delegated and writable */
+};
+
+struct native_limits_info {
+        enum native_limits_path path;
+        char base[512];     /* DELEGATED: the directory runs are created under */
+        char why_none[320]; /* NONE: why neither path is available (no systemd bus: ...) */
+        char missing[64];   /* controllers not available: "memory, cpu" ("" = all three) */
+};
+
+/**
+ * native_limits_detect() - find how this host can give each run its own cgroup. Never fails:
+ * whatever is unavailable is described in @ret->why_none.
+ */
+void native_limits_detect(struct native_limits_info *ret);
+
+/* One run's cgroup (a scope's or a child of the delegated subtree). */
+struct native_cgroup {
+        int dir_fd;     /* O_PATH|O_DIRECTORY of the run's cgroup, or -1 */
+        char path[512]; /* its path under /sys/fs/cgroup */
+        char unit[96];  /* SCOPE: the unit name */
+        bool delegated; /* created by us under the delegated base (we rmdir it) */
+};
+
+/**
+ * native_cgroup_create() - DELEGATED: mkdir a fresh cgroup for one run under @info->base
+ * with memory.max, memory.swap.max=0, cpu.max and pids.max from @cfg. The child is born in
+ * it (clone3 CLONE_INTO_CGROUP with @ret->dir_fd).
+ * Return: 0 or -errno with @err naming the file and the fix.
+ */
+int native_cgroup_create(const struct native_limits_info *info, const struct sbx_config *cfg,
+                         struct native_cgroup *ret, struct sbx_error *err);
+
+/**
+ * native_scope_start() - SCOPE: start a transient scope holding @pid on the user manager
+ * (StartTransientUnit with Delegate, MemoryMax, MemorySwapMax=0, CPUQuota, TasksMax) and wait
+ * until systemd has moved @pid into it.
+ * Return: 0 or -errno (sd-bus), @err naming the fix.
+ */
+int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cgroup *ret,
+                       struct sbx_error *err);
+
+/** native_cgroup_kill() - write 1 to cgroup.kill (5.14+), else SIGKILL each listed pid. */
+void native_cgroup_kill(struct native_cgroup *cg);
+
+/**
+ * native_cgroup_collect() - after the sandbox exited: cpu (cpu.stat usage_usec), mem_peak
+ * (memory.peak, 5.19+), pids_peak (pids.peak, 6.1+), the limits hit (cpu throttling,
+ * pids.events max) and memory.events oom_kill into @res; then remove the cgroup.
+ */
+void native_cgroup_collect(struct native_cgroup *cg, const struct sbx_config *cfg,
+                           struct run_result *res);
+
+/* ---- spawn.c -------------------------------------------------------------------------- */
+
+/* Everything the child needs, prepared by the parent before clone(). */
+struct native_spawn {
+        const char *rootfs;    /* host path of the tree that becomes / */
+        const char *workspace; /* host path bound at /workspace */
+        bool workspace_ro;
+        unsigned tmpfs_mb;
+        unsigned pids_max; /* RLIMIT_NPROC inside the run's own user namespace */
+        const char *code;
+        size_t code_len;
+        const char *script;      /* "main.py" */
+        const char *const *argv; /* interpreter name (searched on PATH inside) and args */
+        const struct native_filter *filter;
+        uid_t host_uid; /* the host ids the inner ids map to */
+        gid_t host_gid;
+        bool host_root; /* server is root: setgroups allowed, cleared to none */
+        int cgroup_fd;  /* CLONE_INTO_CGROUP target, or -1 */
+        int (*after_clone)(void *ud, pid_t pid, struct sbx_error *err); /* SCOPE placement */
+        void *after_clone_ud;
+};
+
+/* What the child reported back while setting up. */
+struct native_child_info {
+        int landlock_abi;  /* >0 applied with that ABI, 0 not available */
+        bool proc_hidepid; /* /proc mounted with hidepid=invisible */
+};
+
+/* A started sandbox: init (pid 1 of its pid namespace) is running the program. */
+struct native_sandbox {
+        pid_t pid;
+        int pidfd;
+        int out_fd, err_fd; /* read ends */
+        int sync_fd;        /* the program's wait status arrives here */
+        int listener_fd;    /* seccomp user-notification fd */
+        struct native_child_info info;
+};
+
+/**
+ * native_spawn() - the parent's ordered list: pipes and sync socket, clone3 into new
+ * user/pid/mount/net/uts/ipc/cgroup namespaces (into @sp->cgroup_fd's cgroup when given),
+ * write the id maps, let the child set itself up, and collect its listener fd or its error.
+ * Return: 0 with @ret filled (the caller supervises and reaps), or -errno with @err holding
+ * the child's own error when it failed during setup (nothing is left running then).
+ */
+int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, struct sbx_error *err);
+
+/**
+ * native_sandbox_status() - after init was reaped: the program's own wait status as init
+ * reported it. Return: 0 with *@ret_status, -ENODATA when init sent none, or -ENOEXEC when
+ * the program could not be executed (@err says why).
+ */
+int native_sandbox_status(struct native_sandbox *sb, int *ret_status, struct sbx_error *err);

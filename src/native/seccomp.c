@@ -1,0 +1,653 @@
+/* seccomp.c - the native sandbox's syscall profile and the supervisor that answers and
+ * reports the dangerous calls.
+ *
+ * The allowlist follows what Docker's default profile allows a container without added
+ * capabilities (written out here from that profile's behaviour, not copied): calls that need
+ * CAP_SYS_ADMIN & co. in Docker (mount, unshare, setns, bpf, ...) are not in it. The named
+ * dangerous calls go to SCMP_ACT_NOTIFY so the server can say which ones the code tried;
+ * everything else outside the list fails with EPERM silently, and clone3 with ENOSYS so that
+ * glibc and runtimes fall back to clone(2), whose namespace flags this filter can inspect
+ * (clone3 passes them in memory, out of a BPF filter's reach). */
+#include "native/native.h"
+
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <seccomp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+
+/* Allowed unconditionally, as in Docker's default profile. Names this architecture or this
+ * libseccomp does not know are skipped (32-bit-only calls on x86-64, very new calls). */
+static const char *const allowed[] = {
+    "accept",
+    "accept4",
+    "access",
+    "adjtimex",
+    "alarm",
+    "arch_prctl",
+    "bind",
+    "brk",
+    "cachestat",
+    "capget",
+    "capset",
+    "chdir",
+    "chmod",
+    "chown",
+    "clock_adjtime",
+    "clock_getres",
+    "clock_gettime",
+    "clock_nanosleep",
+    "close",
+    "close_range",
+    "connect",
+    "copy_file_range",
+    "creat",
+    "dup",
+    "dup2",
+    "dup3",
+    "epoll_create",
+    "epoll_create1",
+    "epoll_ctl",
+    "epoll_ctl_old",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "epoll_wait",
+    "epoll_wait_old",
+    "eventfd",
+    "eventfd2",
+    "execve",
+    "execveat",
+    "exit",
+    "exit_group",
+    "faccessat",
+    "faccessat2",
+    "fadvise64",
+    "fallocate",
+    "fanotify_mark",
+    "fchdir",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "fchown",
+    "fchownat",
+    "fcntl",
+    "fdatasync",
+    "fgetxattr",
+    "flistxattr",
+    "flock",
+    "fork",
+    "fremovexattr",
+    "fsetxattr",
+    "fstat",
+    "fstatfs",
+    "fsync",
+    "ftruncate",
+    "futex",
+    "futex_requeue",
+    "futex_wait",
+    "futex_waitv",
+    "futex_wake",
+    "futimesat",
+    "getcpu",
+    "getcwd",
+    "getdents",
+    "getdents64",
+    "getegid",
+    "geteuid",
+    "getgid",
+    "getgroups",
+    "getitimer",
+    "getpeername",
+    "getpgid",
+    "getpgrp",
+    "getpid",
+    "getppid",
+    "getpriority",
+    "getrandom",
+    "getresgid",
+    "getresuid",
+    "getrlimit",
+    "get_robust_list",
+    "getrusage",
+    "getsid",
+    "getsockname",
+    "getsockopt",
+    "get_thread_area",
+    "gettid",
+    "gettimeofday",
+    "getuid",
+    "getxattr",
+    "inotify_add_watch",
+    "inotify_init",
+    "inotify_init1",
+    "inotify_rm_watch",
+    "io_cancel",
+    "ioctl",
+    "io_destroy",
+    "io_getevents",
+    "io_pgetevents",
+    "ioprio_get",
+    "ioprio_set",
+    "io_setup",
+    "io_submit",
+    "kill",
+    "landlock_add_rule",
+    "landlock_create_ruleset",
+    "landlock_restrict_self",
+    "lchown",
+    "lgetxattr",
+    "link",
+    "linkat",
+    "listen",
+    "listxattr",
+    "llistxattr",
+    "lremovexattr",
+    "lseek",
+    "lsetxattr",
+    "lstat",
+    "madvise",
+    "map_shadow_stack",
+    "membarrier",
+    "memfd_create",
+    "memfd_secret",
+    "mincore",
+    "mkdir",
+    "mkdirat",
+    "mknod",
+    "mknodat",
+    "mlock",
+    "mlock2",
+    "mlockall",
+    "mmap",
+    "modify_ldt",
+    "mprotect",
+    "mq_getsetattr",
+    "mq_notify",
+    "mq_open",
+    "mq_timedreceive",
+    "mq_timedsend",
+    "mq_unlink",
+    "mremap",
+    "msgctl",
+    "msgget",
+    "msgrcv",
+    "msgsnd",
+    "msync",
+    "munlock",
+    "munlockall",
+    "munmap",
+    "name_to_handle_at",
+    "nanosleep",
+    "newfstatat",
+    "open",
+    "openat",
+    "openat2",
+    "pause",
+    "pidfd_open",
+    "pidfd_send_signal",
+    "pipe",
+    "pipe2",
+    "pkey_alloc",
+    "pkey_free",
+    "pkey_mprotect",
+    "poll",
+    "ppoll",
+    "prctl",
+    "pread64",
+    "preadv",
+    "preadv2",
+    "prlimit64",
+    "process_mrelease",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pselect6",
+    "ptrace",
+    "pwrite64",
+    "pwritev",
+    "pwritev2",
+    "read",
+    "readahead",
+    "readlink",
+    "readlinkat",
+    "readv",
+    "recvfrom",
+    "recvmmsg",
+    "recvmsg",
+    "remap_file_pages",
+    "removexattr",
+    "rename",
+    "renameat",
+    "renameat2",
+    "restart_syscall",
+    "rmdir",
+    "rseq",
+    "rt_sigaction",
+    "rt_sigpending",
+    "rt_sigprocmask",
+    "rt_sigqueueinfo",
+    "rt_sigreturn",
+    "rt_sigsuspend",
+    "rt_sigtimedwait",
+    "rt_tgsigqueueinfo",
+    "sched_getaffinity",
+    "sched_getattr",
+    "sched_getparam",
+    "sched_get_priority_max",
+    "sched_get_priority_min",
+    "sched_getscheduler",
+    "sched_rr_get_interval",
+    "sched_setaffinity",
+    "sched_setattr",
+    "sched_setparam",
+    "sched_setscheduler",
+    "sched_yield",
+    "seccomp",
+    "select",
+    "semctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "sendfile",
+    "sendmmsg",
+    "sendmsg",
+    "sendto",
+    "setfsgid",
+    "setfsuid",
+    "setgid",
+    "setgroups",
+    "setitimer",
+    "setpgid",
+    "setpriority",
+    "setregid",
+    "setresgid",
+    "setresuid",
+    "setreuid",
+    "setrlimit",
+    "set_robust_list",
+    "setsid",
+    "setsockopt",
+    "set_thread_area",
+    "set_tid_address",
+    "setuid",
+    "setxattr",
+    "shmat",
+    "shmctl",
+    "shmdt",
+    "shmget",
+    "shutdown",
+    "sigaltstack",
+    "signalfd",
+    "signalfd4",
+    "socketpair",
+    "splice",
+    "stat",
+    "statfs",
+    "statx",
+    "symlink",
+    "symlinkat",
+    "sync",
+    "sync_file_range",
+    "syncfs",
+    "sysinfo",
+    "tee",
+    "tgkill",
+    "time",
+    "timer_create",
+    "timer_delete",
+    "timer_getoverrun",
+    "timer_gettime",
+    "timer_settime",
+    "timerfd_create",
+    "timerfd_gettime",
+    "timerfd_settime",
+    "times",
+    "tkill",
+    "truncate",
+    "umask",
+    "uname",
+    "unlink",
+    "unlinkat",
+    "utime",
+    "utimensat",
+    "utimes",
+    "vfork",
+    "vmsplice",
+    "wait4",
+    "waitid",
+    "write",
+    "writev",
+};
+
+/* Reported and refused with EPERM. Each either changes what the sandbox is made of (mounts,
+ * namespaces, root), reaches kernel attack surface a sandbox has no use for (bpf, keyrings,
+ * perf, userfaultfd, io_uring, raw I/O ports), or touches the whole machine (reboot, modules,
+ * kexec, swap, accounting, the kernel log). */
+static const char *const notified[] = {
+    "mount",
+    "umount2",
+    "unshare",
+    "setns",
+    "bpf",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "reboot",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "perf_event_open",
+    "userfaultfd",
+    "open_by_handle_at",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "pivot_root",
+    "chroot",
+    "swapon",
+    "swapoff",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "iopl",
+    "ioperm",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
+    "lookup_dcookie",
+    "uselib",
+    "pidfd_getfd",
+    "process_madvise",
+    "settimeofday",
+    "clock_settime",
+    "vhangup",
+    "nfsservctl",
+    "kcmp",
+    "sethostname",
+    "setdomainname",
+};
+
+/* clone(2) flags that create namespaces: the same as unshare(2), so reported the same way. */
+#define NS_FLAGS                                                                                   \
+        ((uint64_t)(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |     \
+                    CLONE_NEWNET | CLONE_NEWCGROUP | 0x00000080 /* CLONE_NEWTIME */))
+
+static void seccomp_releasep(scmp_filter_ctx *ctx)
+{
+        if (*ctx)
+                seccomp_release(*ctx);
+}
+
+bool native_filter_is_notified(const char *name)
+{
+        for (size_t i = 0; i < ELEMENTSOF(notified); i++)
+                if (strcmp(notified[i], name) == 0)
+                        return true;
+        return false;
+}
+
+static int add_named(scmp_filter_ctx ctx, uint32_t action, const char *name, struct sbx_error *err)
+{
+        int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, name);
+        int r;
+
+        if (nr < 0)
+                return 0; /* not on this architecture / unknown to this libseccomp */
+        r = seccomp_rule_add(ctx, action, nr, 0);
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot add seccomp rule for '%s': %s", name,
+                                strerror(-r));
+        return 0;
+}
+
+int native_filter_build(struct native_filter *ret, struct sbx_error *err)
+{
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+        _cleanup_close_ int mfd = -1;
+        struct stat st;
+        struct sock_filter *insns;
+        int r;
+
+        ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+        if (!ctx)
+                return sbx_fail(err, ENOMEM, "cannot create a seccomp filter context");
+        /* A call through another ABI (int 0x80, x32) would bypass every name above. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot set the seccomp bad-architecture action: %s",
+                                strerror(-r));
+
+        /* A binary tree over the syscall numbers instead of a linear scan: every syscall the
+         * program makes runs this filter. Older libseccomp lacks the attribute: keep linear. */
+        (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+
+        for (size_t i = 0; i < ELEMENTSOF(allowed); i++) {
+                r = add_named(ctx, SCMP_ACT_ALLOW, allowed[i], err);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(notified); i++) {
+                r = add_named(ctx, SCMP_ACT_NOTIFY, notified[i], err);
+                if (r < 0)
+                        return r;
+        }
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot add the seccomp rule for clone3: %s",
+                                strerror(-r));
+        /* clone: threads and processes yes, new namespaces no (reported like unshare). */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, NS_FLAGS, 0));
+        for (int bit = 0; r == 0 && bit < 64; bit++) {
+                uint64_t flag = (uint64_t)1 << bit;
+                if (NS_FLAGS & flag)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(clone), 1,
+                                             SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
+        }
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot add the seccomp rules for clone: %s",
+                                strerror(-r));
+        /* socket: every family but AF_VSOCK, which a network namespace does not isolate. */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+                             SCMP_A0(SCMP_CMP_NE, AF_VSOCK));
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1,
+                                     SCMP_A0(SCMP_CMP_EQ, AF_VSOCK));
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot add the seccomp rules for socket: %s",
+                                strerror(-r));
+        /* personality: only the values Docker allows (PER_LINUX, its 32-bit flavours, query). */
+        static const uint64_t personas[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
+        for (size_t i = 0; i < ELEMENTSOF(personas); i++) {
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 1,
+                                     SCMP_A0(SCMP_CMP_EQ, personas[i]));
+                if (r < 0)
+                        return sbx_fail(err, -r, "cannot add the seccomp rule for personality: %s",
+                                        strerror(-r));
+        }
+
+        mfd = memfd_create("vestibule-seccomp", MFD_CLOEXEC);
+        if (mfd < 0)
+                return sbx_fail(err, errno, "cannot create a memfd for the seccomp filter: %m");
+        r = seccomp_export_bpf(ctx, mfd);
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot compile the seccomp filter: %s", strerror(-r));
+        if (fstat(mfd, &st) < 0)
+                return sbx_fail(err, errno, "cannot stat the seccomp filter memfd: %m");
+        if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+            st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+                return sbx_fail(err, E2BIG, "the compiled seccomp filter has a bad size (%lld)",
+                                (long long)st.st_size);
+        insns = xmalloc(st.st_size);
+        if (pread(mfd, insns, st.st_size, 0) != st.st_size) {
+                free(insns);
+                return sbx_fail(err, EIO, "cannot read back the compiled seccomp filter");
+        }
+        ret->prog.len = (unsigned short)(st.st_size / sizeof(struct sock_filter));
+        ret->prog.filter = insns;
+        return 0;
+}
+
+void native_filter_done(struct native_filter *f)
+{
+        if (!f)
+                return;
+        free(f->prog.filter);
+        f->prog.filter = NULL;
+        f->prog.len = 0;
+}
+
+/* ---- the supervisor ------------------------------------------------------------------- */
+
+static void record(struct native_notify *n, const char *name)
+{
+        size_t len = strlen(n->names), nlen = strlen(name);
+        const char *p = n->names;
+
+        /* unique: look for ", name," boundaries */
+        while ((p = strstr(p, name))) {
+                bool start = p == n->names || (p >= n->names + 2 && p[-1] == ' ' && p[-2] == ',');
+                bool end = p[nlen] == '\0' || p[nlen] == ',';
+                if (start && end)
+                        return;
+                p += nlen;
+        }
+        if (len + (len ? 2 : 0) + nlen + 1 > sizeof(n->names))
+                return; /* the line is full; the names so far stay */
+        snprintf(n->names + len, sizeof(n->names) - len, "%s%s", len ? ", " : "", name);
+}
+
+static void name_of(const struct seccomp_notif *req, char *buf, size_t size)
+{
+        _cleanup_free_ char *name = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
+
+        if (name && strcmp(name, "socket") == 0 && req->data.args[0] == AF_VSOCK)
+                snprintf(buf, size, "socket(AF_VSOCK)");
+        else if (name && strcmp(name, "clone") == 0)
+                snprintf(buf, size, "clone(namespaces)");
+        else if (name)
+                snprintf(buf, size, "%s", name);
+        else
+                snprintf(buf, size, "syscall %d", req->data.nr);
+}
+
+static void *notify_main(void *arg)
+{
+        struct native_notify *n = arg;
+        struct seccomp_notif req;
+        struct seccomp_notif_resp resp;
+
+        for (;;) {
+                struct pollfd pfd[2] = {
+                    {.fd = n->listener_fd, .events = POLLIN},
+                    {.fd = n->stop_fd, .events = POLLIN},
+                };
+                if (poll(pfd, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (pfd[1].revents)
+                        break;
+                if (pfd[0].revents & (POLLHUP | POLLERR | POLLNVAL))
+                        break; /* every process of the run has gone */
+                if (!(pfd[0].revents & POLLIN))
+                        continue;
+                memset(&req, 0, sizeof(req));
+                if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
+                        if (errno == EINTR || errno == ENOENT)
+                                continue; /* the caller died meanwhile */
+                        break;
+                }
+                memset(&resp, 0, sizeof(resp));
+                resp.id = req.id;
+                pthread_mutex_lock(&n->lock);
+                if (n->reports < NATIVE_MAX_REPORTS) {
+                        char name[64];
+                        n->reports++;
+                        name_of(&req, name, sizeof(name));
+                        record(n, name);
+                        resp.error = -EPERM;
+                } else {
+                        n->stopped_reporting = true;
+                        resp.error = -ENOSYS;
+                }
+                pthread_mutex_unlock(&n->lock);
+                if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT &&
+                    errno != EINTR)
+                        break;
+        }
+        return NULL;
+}
+
+int native_notify_start(struct native_notify *n, int listener_fd, struct sbx_error *err)
+{
+        int r;
+
+        memset(n, 0, sizeof(*n));
+        n->listener_fd = listener_fd;
+        n->stop_fd = eventfd(0, EFD_CLOEXEC);
+        pthread_mutex_init(&n->lock, NULL);
+        if (n->stop_fd < 0) {
+                r = sbx_fail(err, errno, "cannot create an eventfd for the seccomp supervisor: %m");
+                close(n->listener_fd);
+                n->listener_fd = -1;
+                return r;
+        }
+        r = pthread_create(&n->thread, NULL, notify_main, n);
+        if (r != 0) {
+                close(n->listener_fd);
+                n->listener_fd = -1;
+                return sbx_fail(err, r, "cannot start the seccomp supervisor thread: %s",
+                                strerror(r));
+        }
+        n->started = true;
+        return 0;
+}
+
+void native_notify_finish(struct native_notify *n, struct run_result *res)
+{
+        uint64_t one = 1;
+
+        if (n->started) {
+                if (write(n->stop_fd, &one, sizeof(one)) < 0) {
+                        /* an eventfd write cannot fail here; the join below still ends it when
+                         * the listener hangs up */
+                }
+                pthread_join(n->thread, NULL);
+                n->started = false;
+        }
+        if (res) {
+                pthread_mutex_lock(&n->lock);
+                snprintf(res->blocked_syscalls, sizeof(res->blocked_syscalls), "%s", n->names);
+                res->blocked_reporting_stopped = n->stopped_reporting;
+                pthread_mutex_unlock(&n->lock);
+        }
+        if (n->listener_fd >= 0)
+                close(n->listener_fd);
+        if (n->stop_fd >= 0)
+                close(n->stop_fd);
+        n->listener_fd = n->stop_fd = -1;
+        pthread_mutex_destroy(&n->lock);
+}

@@ -1,0 +1,692 @@
+/* spawn.c - one sandbox's setup, as two ordered step lists (as nsjail does it): the parent's
+ * (native_spawn) and the child's (child_main). The parent writes the id maps and places the
+ * child in its cgroup; the child mounts, pivot_roots, drops every privilege, loads the seccomp
+ * filter built before clone, and becomes the init of its own pid namespace: it forks the
+ * program, reaps everything, and exits when the program ends, which makes the kernel kill
+ * whatever else is left in the namespace (setsid and double-forked daemons included).
+ *
+ * The child is a copy of a multi-threaded server made by a raw clone3: it may only use
+ * async-signal-safe calls (no malloc, no stdio, no fork() with its atfork locks). Everything
+ * it needs is prepared before the clone; its errors go back to the parent as a struct
+ * sbx_error over the sync socket. */
+#include "native/native.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+struct mount_attr {
+        uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+/* Fixed fds in the child once its setup begins. */
+#define FD_SYNC 3
+
+enum msg_type {
+        MSG_ERROR = 1, /* setup failed: err says what and how to fix it */
+        MSG_READY,     /* the filter is loaded; SCM_RIGHTS carries the listener fd */
+        MSG_STATUS,    /* the program ended: status is its wait status */
+        MSG_HELLO,     /* the child made itself dumpable: its id maps can be written now */
+};
+
+struct native_msg {
+        int type;
+        int status;
+        struct native_child_info info;
+        struct sbx_error err;
+};
+
+/* The environment is fixed: nothing of the server's own leaks in. */
+static const char *const sandbox_env[] = {
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME=/tmp",
+    "LANG=C.UTF-8",
+    "TZ=UTC",
+    "PYTHONUNBUFFERED=1",
+    "PYTHONDONTWRITEBYTECODE=1",
+    "USER=sandbox",
+    NULL,
+};
+
+/* ---- the child ------------------------------------------------------------------------ */
+
+static void child_send(int fd, const struct native_msg *m, int pass_fd)
+{
+        struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+        if (pass_fd >= 0) {
+                memset(&u, 0, sizeof(u));
+                mh.msg_control = u.buf;
+                mh.msg_controllen = sizeof(u.buf);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+        }
+        while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+                ;
+}
+
+__attribute__((noreturn, format(printf, 2, 3))) static void child_fail(int code, const char *fmt,
+                                                                       ...)
+{
+        struct native_msg m = {.type = MSG_ERROR};
+        va_list ap;
+
+        m.err.code = code > 0 ? code : EIO;
+        va_start(ap, fmt);
+        vsnprintf(m.err.msg, sizeof(m.err.msg), fmt, ap);
+        va_end(ap);
+        child_send(FD_SYNC, &m, -1);
+        _exit(127);
+}
+
+/* Move @fds[i] to fd number i for i in [0, n), whatever numbers they have now. */
+static void child_place_fds(int *fds, int n)
+{
+        int high[8];
+
+        for (int i = 0; i < n; i++) {
+                high[i] = fcntl(fds[i], F_DUPFD, 64);
+                if (high[i] < 0)
+                        _exit(126);
+        }
+        for (int i = 0; i < n; i++)
+                if (dup2(high[i], i) < 0)
+                        _exit(126);
+        if (syscall(SYS_close_range, n, ~0U, 0) < 0)
+                _exit(126);
+}
+
+static void child_mount(const char *src, const char *dst, const char *type, unsigned long flags,
+                        const char *data, const char *why)
+{
+        if (mount(src, dst, type, flags, data) < 0)
+                child_fail(errno, "cannot mount %s on '%s' (%s): %s", type ? type : src, dst, why,
+                           strerror(errno));
+}
+
+/* Set mount attributes on @path and everything below it (5.12+), falling back to a remount of
+ * the top mount alone, which is all there is for a fresh bind of a plain directory. */
+static void child_setattr(const char *path, uint64_t attrs, unsigned long fallback_flags)
+{
+        struct mount_attr a = {.attr_set = attrs};
+
+        if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &a, sizeof(a)) == 0)
+                return;
+        if (errno != ENOSYS)
+                child_fail(errno, "cannot make '%s' read-only/nosuid: %s", path, strerror(errno));
+        child_mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | fallback_flags, NULL,
+                    "remount of a bind mount");
+}
+
+static void child_write_file(const char *path, const char *data, size_t len)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+        if (fd < 0)
+                child_fail(errno, "cannot create '%s' in the sandbox: %s", path, strerror(errno));
+        while (len > 0) {
+                ssize_t w = write(fd, data, len);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        child_fail(errno ? errno : EIO,
+                                   "cannot write the script to '%s': %s (VESTIBULE_MAX_CODE_BYTES "
+                                   "larger than the sandbox can hold?)",
+                                   path, strerror(errno));
+                data += w;
+                len -= (size_t)w;
+        }
+        close(fd);
+}
+
+/* /dev: a small tmpfs holding the five harmless device nodes (bound from the host: a user
+ * namespace cannot mknod), the fd symlinks, and nothing else: no tty, no shm, no disks. */
+static void child_make_dev(unsigned shm_mb)
+{
+        static const char *const nodes[] = {"null", "zero", "full", "random", "urandom"};
+        static const char *const links[][2] = {
+            {"/proc/self/fd", "dev/fd"},
+            {"/proc/self/fd/0", "dev/stdin"},
+            {"/proc/self/fd/1", "dev/stdout"},
+            {"/proc/self/fd/2", "dev/stderr"},
+        };
+        char host[32], inner[32], opts[64];
+
+        child_mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755",
+                    "a user namespace may mount tmpfs; check that the rootfs has /dev");
+        for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+                snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
+                snprintf(inner, sizeof(inner), "dev/%s", nodes[i]);
+                int fd = open(inner, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+                if (fd < 0)
+                        child_fail(errno, "cannot create '/%s' in the sandbox: %s", inner,
+                                   strerror(errno));
+                close(fd);
+                child_mount(host, inner, NULL, MS_BIND, NULL, "bind of the host device node");
+        }
+        for (size_t i = 0; i < ELEMENTSOF(links); i++)
+                if (symlink(links[i][0], links[i][1]) < 0)
+                        child_fail(errno, "cannot create '/%s': %s", links[i][1], strerror(errno));
+        /* /dev/shm: POSIX semaphores and shared memory (python's multiprocessing), capped like
+         * /tmp */
+        if (mkdir("dev/shm", 01777) < 0)
+                child_fail(errno, "cannot create '/dev/shm': %s", strerror(errno));
+        snprintf(opts, sizeof(opts), "size=%um,mode=1777", shm_mb ? shm_mb : 1);
+        child_mount("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
+                    "a user namespace may mount tmpfs");
+        child_mount(NULL, "dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+                    "size=64k,mode=0755", "making /dev read-only");
+}
+
+/* The network namespace starts with lo down; bring it up, so 127.0.0.1 works inside. */
+static void child_lo_up(void)
+{
+        struct ifreq ifr = {0};
+        int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+        if (s < 0)
+                child_fail(errno, "cannot open a socket to bring up lo: %s", strerror(errno));
+        memcpy(ifr.ifr_name, "lo", 3);
+        if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+                child_fail(errno, "cannot read lo's flags: %s", strerror(errno));
+        ifr.ifr_flags |= IFF_UP;
+        if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+                child_fail(errno, "cannot bring up lo: %s", strerror(errno));
+        close(s);
+}
+
+static void child_drop_caps(void)
+{
+        struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+        struct __user_cap_data_struct data[2] = {{0}};
+
+        for (int cap = 0; cap <= 63; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        child_fail(errno, "cannot drop capability %d from the bounding set: %s",
+                                   cap, strerror(errno));
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                child_fail(errno, "cannot clear the ambient capabilities: %s", strerror(errno));
+        if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+                child_fail(errno, "cannot clear keep-capabilities: %s", strerror(errno));
+        if (syscall(SYS_capset, &hdr, data) < 0)
+                child_fail(errno, "cannot drop all capabilities: %s", strerror(errno));
+}
+
+static void child_set_rlimit(int res, rlim_t soft, rlim_t hard, const char *name)
+{
+        struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
+
+        if (setrlimit(res, &rl) < 0)
+                child_fail(errno, "cannot set %s: %s", name, strerror(errno));
+}
+
+static void child_reset_signals(void)
+{
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigset_t none;
+
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        sigaction(sig, &dfl, NULL); /* EINVAL for the libc-reserved ones */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* The program: pid 2 of the namespace. It keeps the sync socket (close-on-exec) only to say
+ * why an exec failed. */
+__attribute__((noreturn)) static void program_main(const struct native_spawn *sp)
+{
+        static const char *const path[] = {"/usr/local/bin",  "/usr/bin",  "/bin",
+                                           "/usr/local/sbin", "/usr/sbin", "/sbin"};
+        char exe[256];
+        int err = ENOENT;
+
+        if (fcntl(FD_SYNC, F_SETFD, FD_CLOEXEC) < 0)
+                _exit(126);
+        for (size_t i = 0; i < ELEMENTSOF(path); i++) {
+                snprintf(exe, sizeof(exe), "%s/%s", path[i], sp->argv[0]);
+                execve(exe, (char *const *)sp->argv, (char *const *)sandbox_env);
+                if (errno != ENOENT)
+                        err = errno;
+        }
+        child_fail(err,
+                   "cannot execute '%s' in the sandbox: %s; the rootfs lacks it: run "
+                   "`vestibule-mcp setup` again",
+                   sp->argv[0], strerror(err));
+}
+
+__attribute__((noreturn)) static void child_main(const struct native_spawn *sp, int out_w,
+                                                 int err_w, int sync_fd)
+{
+        struct native_msg msg = {0};
+        char opts[96], go;
+        ssize_t n;
+        int fds[4], null_fd, listener, r;
+
+        /* 1. A killed server leaves nothing: we die with it (the sync read below also sees EOF
+         *    if it died before this point). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        /* A server that changed its ids (setresuid from root) is not dumpable, which makes our
+         * /proc/PID files root's: the parent could not write our id maps. Become dumpable and
+         * say so (the parent, seeing itself not dumpable, waits for this). */
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) {
+                struct native_msg hello = {.type = MSG_HELLO};
+                prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+                child_send(sync_fd, &hello, -1);
+        }
+
+        /* Signal state is inherited from the server: an ignored SIGCHLD would make init's
+         * children vanish unreaped, an ignored SIGPIPE would survive into the program. */
+        child_reset_signals();
+
+        /* 2. Standard fds: stdin /dev/null, stdout/stderr the pipes, 3 the sync socket; every
+         *    other inherited fd (the server's sockets, the audit log...) is closed. */
+        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0)
+                _exit(126);
+        fds[0] = null_fd;
+        fds[1] = out_w;
+        fds[2] = err_w;
+        fds[3] = sync_fd;
+        child_place_fds(fds, 4);
+
+        /* 3. Wait for the parent to write the id maps (and place us in our cgroup). */
+        do
+                n = read(FD_SYNC, &go, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1 || go != 'G')
+                _exit(125);
+
+        /* 4. Filesystem: nothing we mount propagates back to the host. */
+        child_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, "making the mount tree private");
+        child_mount(sp->rootfs, sp->rootfs, NULL, MS_BIND | MS_REC, NULL,
+                    "the rootfs must exist: run `vestibule-mcp setup`");
+        child_setattr(sp->rootfs, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                      MS_RDONLY | MS_NOSUID | MS_NODEV);
+        if (chdir(sp->rootfs) < 0)
+                child_fail(errno, "cannot enter the rootfs '%s': %s", sp->rootfs, strerror(errno));
+        /* The workspace while we still have the server's host ids (a root server's default
+         * workspace lies under /root, which the RUN_AS user cannot traverse). */
+        child_mount(sp->workspace, "workspace", NULL, MS_BIND | MS_REC, NULL,
+                    "check VESTIBULE_WORKSPACE; the rootfs needs a /workspace directory");
+        child_setattr("workspace",
+                      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                          (sp->workspace_ro ? MOUNT_ATTR_RDONLY : 0),
+                      MS_NOSUID | MS_NODEV | (sp->workspace_ro ? MS_RDONLY : 0));
+        /* Files we create from here on (the /dev entries, the script) belong to the sandbox
+         * user: a root server's own uid is not mapped in here, and a tmpfs of this user
+         * namespace refuses files owned by an unmapped id (EOVERFLOW). */
+        setfsgid(NATIVE_INNER_GID);
+        setfsuid(NATIVE_INNER_UID);
+        snprintf(opts, sizeof(opts), "size=%um,mode=1777", sp->tmpfs_mb ? sp->tmpfs_mb : 1);
+        child_mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts,
+                    "the rootfs needs a /tmp directory: run `vestibule-mcp setup` again");
+        if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") ==
+            0)
+                msg.info.proc_hidepid = true;
+        else
+                child_mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
+                            "proc needs a pid namespace and a fully visible /proc on the host");
+        child_make_dev(sp->tmpfs_mb);
+        snprintf(opts, sizeof(opts), "size=%zu,mode=0755", (sp->code_len | 4095) + 4097);
+        child_mount("tmpfs", "sandbox", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
+                    "the rootfs needs a /sandbox directory: run `vestibule-mcp setup` again");
+        {
+                char script[64];
+                snprintf(script, sizeof(script), "sandbox/%s", sp->script);
+                child_write_file(script, sp->code, sp->code_len);
+        }
+        child_mount(NULL, "sandbox", NULL,
+                    MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
+                    "making /sandbox read-only");
+
+        /* 5. pivot_root into it and drop the host's tree entirely. */
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                child_fail(errno, "cannot pivot_root into '%s': %s", sp->rootfs, strerror(errno));
+        if (umount2(".", MNT_DETACH) < 0)
+                child_fail(errno, "cannot detach the host's root: %s", strerror(errno));
+        if (chdir("/workspace") < 0)
+                child_fail(errno, "cannot enter /workspace: %s", strerror(errno));
+
+        /* 6. uts and net namespaces. */
+        if (sethostname("vestibule", 9) < 0)
+                child_fail(errno, "cannot set the hostname: %s", strerror(errno));
+        child_lo_up();
+
+        /* 7. Limits that rlimits can honestly give. RLIMIT_NPROC counts per user in the run's
+         *    own user namespace (5.14+), so it caps this run's processes and threads. */
+        child_set_rlimit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE");
+        child_set_rlimit(RLIMIT_NOFILE, 1024, 1024, "RLIMIT_NOFILE");
+        if (sp->pids_max > 0)
+                child_set_rlimit(RLIMIT_NPROC, sp->pids_max, sp->pids_max, "RLIMIT_NPROC");
+        umask(022);
+
+        /* 8. Become the sandbox user, then drop every capability. A root server's supplementary
+         *    groups are cleared (its parent allowed setgroups for this user namespace). */
+        if (sp->host_root && setgroups(0, NULL) < 0)
+                child_fail(errno, "cannot clear the supplementary groups: %s", strerror(errno));
+        if (setresgid(NATIVE_INNER_GID, NATIVE_INNER_GID, NATIVE_INNER_GID) < 0 ||
+            setresuid(NATIVE_INNER_UID, NATIVE_INNER_UID, NATIVE_INNER_UID) < 0)
+                child_fail(errno, "cannot switch to uid %d: %s", NATIVE_INNER_UID, strerror(errno));
+        /* a credential change clears the death signal: set it again */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        child_drop_caps();
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                child_fail(errno, "cannot set no_new_privs: %s", strerror(errno));
+        /* init is not dumpable: the program (same uid) cannot ptrace it to escape its filter */
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+        /* 9. Landlock, the second layer over the filesystem. */
+        r = native_landlock_apply(sp->workspace_ro);
+        if (r < 0)
+                child_fail(-r, "cannot apply Landlock: %s", strerror(-r));
+        msg.info.landlock_abi = r;
+
+        /* 10. Last: the seccomp filter (built before clone), with a listener for reports. */
+        listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                SECCOMP_FILTER_FLAG_NEW_LISTENER, &sp->filter->prog);
+        if (listener < 0)
+                child_fail(errno,
+                           "cannot load the seccomp filter: %s; the kernel needs seccomp "
+                           "user notification (5.0+)",
+                           strerror(errno));
+        msg.type = MSG_READY;
+        child_send(FD_SYNC, &msg, listener);
+        close(listener);
+
+        /* 11. Init: fork the program (raw clone: glibc's fork() would take locks another
+         *     server thread may have held at our clone), reap everything, pass its status. */
+        pid_t prog = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+        if (prog < 0)
+                child_fail(errno, "cannot start the program: %s", strerror(errno));
+        if (prog == 0)
+                program_main(sp);
+        close(STDIN_FILENO);
+        for (;;) {
+                int st;
+                pid_t p = wait4(-1, &st, 0, NULL);
+                if (p < 0 && errno == EINTR)
+                        continue;
+                if (p < 0)
+                        _exit(125);
+                if (p == prog) {
+                        struct native_msg done = {.type = MSG_STATUS, .status = st};
+                        child_send(FD_SYNC, &done, -1);
+                        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+                }
+        }
+}
+
+/* ---- the parent ----------------------------------------------------------------------- */
+
+static int write_file_at(const char *path, const char *data, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        size_t len = strlen(data);
+
+        if (fd < 0)
+                return sbx_fail(err, errno, "cannot open '%s': %m", path);
+        if (write(fd, data, len) != (ssize_t)len)
+                return sbx_fail(err, errno, "cannot write '%s' to '%s': %m", data, path);
+        return 0;
+}
+
+static int write_id_maps(const struct native_spawn *sp, pid_t pid, struct sbx_error *err)
+{
+        char path[64], map[64];
+        int r;
+
+        /* An unprivileged parent must deny setgroups before it may write a gid map; a root
+         * parent allows it so the child can clear root's supplementary groups. */
+        snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+        r = write_file_at(path, sp->host_root ? "allow" : "deny", err);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+        snprintf(map, sizeof(map), "%d %u 1\n", NATIVE_INNER_UID, (unsigned)sp->host_uid);
+        r = write_file_at(path, map, err);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+        snprintf(map, sizeof(map), "%d %u 1\n", NATIVE_INNER_GID, (unsigned)sp->host_gid);
+        return write_file_at(path, map, err);
+}
+
+static int fd_above_2(int fd)
+{
+        int nfd;
+
+        if (fd > 2 || fd < 0)
+                return fd;
+        nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        return nfd;
+}
+
+static pid_t do_clone(const struct native_spawn *sp, int *ret_pidfd)
+{
+        uint64_t ns = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS |
+                      CLONE_NEWIPC | CLONE_NEWCGROUP;
+        struct clone_args args = {
+            .flags = ns | CLONE_PIDFD,
+            .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
+            .exit_signal = SIGCHLD,
+        };
+        long pid;
+
+        if (sp->cgroup_fd >= 0) {
+                args.flags |= CLONE_INTO_CGROUP;
+                args.cgroup = (uint64_t)sp->cgroup_fd;
+        }
+        pid = syscall(SYS_clone3, &args, sizeof(args));
+        if (pid < 0 && errno == ENOSYS && sp->cgroup_fd < 0) {
+                /* clone3 filtered (a server inside a container): clone(2) with a pidfd */
+                pid = syscall(SYS_clone, (unsigned long)(ns | CLONE_PIDFD | SIGCHLD), NULL,
+                              ret_pidfd, NULL, 0);
+        }
+        return (pid_t)pid;
+}
+
+static int recv_msg(int fd, struct native_msg *m, int *ret_fd)
+{
+        struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = u.buf,
+                            .msg_controllen = sizeof(u.buf)};
+        ssize_t n;
+
+        do
+                n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if (n != sizeof(*m))
+                return -ENODATA;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && ret_fd)
+                        memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+        return 0;
+}
+
+static void kill_and_reap(pid_t pid, int pidfd)
+{
+        if (pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        else
+                kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+                ;
+}
+
+int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, struct sbx_error *err)
+{
+        _cleanup_close_ int out_r = -1, out_w = -1, err_r = -1, err_w = -1, sync_p = -1,
+                            sync_c = -1, pidfd = -1;
+        int p[2], sv[2], listener = -1, r;
+        struct native_msg m;
+        pid_t pid;
+
+        /* 1. Pipes for the program's output and the sync socket; all close-on-exec, and
+         *    above 2 so the child's dup2 onto 0..3 never clobbers one of them. */
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sbx_fail(err, errno, "cannot create the stdout pipe: %m");
+        out_r = fd_above_2(p[0]);
+        out_w = fd_above_2(p[1]);
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sbx_fail(err, errno, "cannot create the stderr pipe: %m");
+        err_r = fd_above_2(p[0]);
+        err_w = fd_above_2(p[1]);
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return sbx_fail(err, errno, "cannot create the sync socket: %m");
+        sync_p = fd_above_2(sv[0]);
+        sync_c = fd_above_2(sv[1]);
+        if (out_r < 0 || out_w < 0 || err_r < 0 || err_w < 0 || sync_p < 0 || sync_c < 0)
+                return sbx_fail(err, EMFILE, "cannot move the sandbox's fds above 2: %m");
+
+        /* 2. clone3 into the new namespaces (and straight into the run's cgroup). */
+        pid = do_clone(sp, &pidfd);
+        if (pid < 0) {
+                int e = errno;
+                if (e == EPERM || e == ENOSPC || e == EUSERS)
+                        return sbx_fail(err, e,
+                                        "cannot create the sandbox's namespaces: %s; unprivileged "
+                                        "user namespaces are disabled or exhausted "
+                                        "(sysctl user.max_user_namespaces, "
+                                        "kernel.apparmor_restrict_unprivileged_userns, "
+                                        "kernel.unprivileged_userns_clone)",
+                                        strerror(e));
+                return sbx_fail(err, e, "cannot clone the sandbox: %s", strerror(e));
+        }
+        if (pid == 0)
+                child_main(sp, out_w, err_w, sync_c);
+
+        /* 3. Our copies of the child's ends go; EOF on the sync socket now means it died. */
+        close(TAKE_FD(out_w));
+        close(TAKE_FD(err_w));
+        close(TAKE_FD(sync_c));
+
+        /* 4. Id maps, then cgroup placement where it is not done by clone3 itself. */
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) {
+                memset(&m, 0, sizeof(m));
+                r = recv_msg(sync_p, &m, NULL);
+                if (r < 0 || m.type != MSG_HELLO) {
+                        kill_and_reap(pid, pidfd);
+                        return sbx_fail(err, EIO,
+                                        "the sandbox died before its id maps were "
+                                        "written");
+                }
+        }
+        r = write_id_maps(sp, pid, err);
+        if (r < 0) {
+                sbx_wrap(err, "cannot map the sandbox user to uid %u", (unsigned)sp->host_uid);
+                kill_and_reap(pid, pidfd);
+                return r;
+        }
+        if (sp->after_clone && sp->after_clone(sp->after_clone_ud, pid, err) < 0) {
+                kill_and_reap(pid, pidfd);
+                return -err->code;
+        }
+
+        /* 5. Go, and wait for READY (listener fd) or the child's own error. */
+        if (write(sync_p, "G", 1) != 1) {
+                r = sbx_fail(err, errno ? errno : EPIPE,
+                             "the sandbox died before its setup began: %m");
+                kill_and_reap(pid, pidfd);
+                return r;
+        }
+        memset(&m, 0, sizeof(m));
+        r = recv_msg(sync_p, &m, &listener);
+        if (r < 0 || m.type != MSG_READY || listener < 0) {
+                if (listener >= 0)
+                        close(listener);
+                if (r == 0 && m.type == MSG_ERROR) {
+                        m.err.msg[sizeof(m.err.msg) - 1] = '\0';
+                        r = sbx_fail(err, m.err.code, "sandbox setup failed: %s", m.err.msg);
+                } else {
+                        r = sbx_fail(err, EIO,
+                                     "the sandbox died during its setup without saying why");
+                }
+                kill_and_reap(pid, pidfd);
+                return r;
+        }
+
+        ret->pid = pid;
+        ret->pidfd = TAKE_FD(pidfd);
+        ret->out_fd = TAKE_FD(out_r);
+        ret->err_fd = TAKE_FD(err_r);
+        ret->sync_fd = TAKE_FD(sync_p);
+        ret->listener_fd = listener;
+        ret->info = m.info;
+        return 0;
+}
+
+int native_sandbox_status(struct native_sandbox *sb, int *ret_status, struct sbx_error *err)
+{
+        struct native_msg m;
+        struct pollfd pfd = {.fd = sb->sync_fd, .events = POLLIN};
+        int r;
+
+        if (sb->sync_fd < 0 || poll(&pfd, 1, 0) <= 0 || !(pfd.revents & POLLIN))
+                return -ENODATA;
+        memset(&m, 0, sizeof(m));
+        r = recv_msg(sb->sync_fd, &m, NULL);
+        if (r < 0)
+                return r;
+        if (m.type == MSG_ERROR) {
+                /* exec failed: the program never ran */
+                m.err.msg[sizeof(m.err.msg) - 1] = '\0';
+                return sbx_fail(err, ENOEXEC, "%s", m.err.msg);
+        }
+        if (m.type != MSG_STATUS)
+                return -ENODATA;
+        *ret_status = m.status;
+        return 0;
+}

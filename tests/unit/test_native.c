@@ -1,0 +1,1029 @@
+/* test_native.c - the native backend against the real kernel: every isolation claim is a probe
+ * run inside the sandbox next to a control run outside it (which shows the probe can fail).
+ * Started as root, the suite drops to the unprivileged user vestibule-test first: a server
+ * must never run code as root, and CI runs it so. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "native/native.h"
+#include "run/backend.h"
+#include "run/warden.h"
+#include "testutil.h"
+#include "workspace/workspace.h"
+
+/* ---- test doubles for modules written in parallel (weak: the real ones win once they are
+ * linked in). The warden here is a minimal supervision loop: output, deadline, kill, reap. */
+
+__attribute__((weak)) uint64_t sbx_now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+__attribute__((weak)) uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n,
+                                                 size_t cap)
+{
+        size_t take = s->len < cap ? cap - s->len : 0;
+        if (take > n)
+                take = n;
+        if (take) {
+                s->data = xrealloc(s->data, s->len + take + 1);
+                memcpy(s->data + s->len, buf, take);
+                s->len += take;
+                s->data[s->len] = '\0';
+        }
+        s->total += n;
+        return s->total;
+}
+
+__attribute__((weak)) void run_result_done(struct run_result *r)
+{
+        free(r->out.data);
+        free(r->err.data);
+        r->out.data = r->err.data = NULL;
+}
+
+__attribute__((weak)) const char *sbx_language_script(enum sbx_language l)
+{
+        return l == SBX_LANG_NODE ? "main.js" : l == SBX_LANG_BASH ? "main.sh" : "main.py";
+}
+
+__attribute__((weak)) int workspace_ensure(const char *dir, struct sbx_error *err)
+{
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return sbx_fail(err, errno, "cannot create '%s': %m", dir);
+        return 0;
+}
+
+__attribute__((weak)) int warden_supervise(const struct run_request *req,
+                                           struct warden_child *child, uint64_t start_ms,
+                                           struct run_result *res, struct rusage *ret_rusage,
+                                           struct sbx_error *err)
+{
+        uint64_t deadline = start_ms + (uint64_t)req->timeout_s * 1000;
+        size_t cap = req->cfg->max_output_bytes;
+        bool timed_out = false;
+        int st = 0;
+        char buf[4096];
+
+        (void)ret_rusage;
+        (void)err;
+        while (child->out_fd >= 0 || child->err_fd >= 0) {
+                struct pollfd p[2] = {{.fd = child->out_fd, .events = POLLIN},
+                                      {.fd = child->err_fd, .events = POLLIN}};
+                uint64_t now = sbx_now_ms();
+                if (now >= deadline) {
+                        timed_out = true;
+                        child->kill_tree(child->kill_userdata);
+                        break;
+                }
+                int n = poll(p, 2, (int)(deadline - now));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                for (int i = 0; i < 2; i++) {
+                        if (p[i].fd < 0 || !p[i].revents)
+                                continue;
+                        ssize_t r = read(p[i].fd, buf, sizeof(buf));
+                        if (r <= 0) {
+                                close(p[i].fd);
+                                if (i == 0)
+                                        child->out_fd = -1;
+                                else
+                                        child->err_fd = -1;
+                                continue;
+                        }
+                        run_stream_append(i == 0 ? &res->out : &res->err, buf, (size_t)r, cap);
+                }
+        }
+        while (waitpid(child->pid, &st, __WALL) < 0 && errno == EINTR)
+                ;
+        child->kill_tree(child->kill_userdata);
+        if (child->out_fd >= 0)
+                close(child->out_fd);
+        if (child->err_fd >= 0)
+                close(child->err_fd);
+        if (child->pidfd >= 0)
+                close(child->pidfd);
+        res->usage.wall_ms = sbx_now_ms() - start_ms;
+        if (timed_out) {
+                res->outcome = RUN_OUTCOME_TIMED_OUT;
+        } else if (WIFSIGNALED(st)) {
+                res->outcome = RUN_OUTCOME_SIGNALED;
+                res->term_signal = WTERMSIG(st);
+        } else {
+                res->outcome = RUN_OUTCOME_EXITED;
+                res->exit_code = WEXITSTATUS(st);
+        }
+        return 0;
+}
+
+/* ---- fixture ------------------------------------------------------------------------- */
+
+static char *tmpdir; /* per test: holds the workspace and the planted file */
+static char *workspace;
+static char *planted; /* a host file the sandbox must not see */
+static struct sbx_config cfg;
+static struct backend *be;
+
+static const char *rootfs_dir(void)
+{
+        const char *d = getenv("SBX_TEST_ROOTFS_DIR");
+        return d && *d ? d : "/var/tmp/vestibule-images/rootfs";
+}
+
+static bool started_as_root;
+static void drop_to_test_user(void);
+
+static void setup_as(bool stay_root)
+{
+        struct sbx_error err = {0};
+        FILE *f;
+
+        if (!stay_root)
+                drop_to_test_user();
+
+        tmpdir = sbx_test_tmpdir();
+        chmod(tmpdir, 0755);
+        workspace = xasprintf("%s/workspace", tmpdir);
+        planted = xasprintf("%s/planted-secret", tmpdir);
+        f = fopen(planted, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("secret\n", f);
+        fclose(f);
+
+        memset(&cfg, 0, sizeof(cfg));
+        cfg.workspace_dir = workspace;
+        cfg.rootfs_dir = (char *)rootfs_dir();
+        cfg.default_timeout_s = 10;
+        cfg.max_timeout_s = 60;
+        cfg.max_code_bytes = 262144;
+        cfg.max_output_bytes = 20000;
+        cfg.mem_mb = 256;
+        cfg.cpu_pct = 75;
+        cfg.pids_max = 64;
+        cfg.tmpfs_mb = 16;
+        cfg.max_concurrent = 4;
+        ck_assert_int_eq(native_backend_new(&cfg, &be, &err), 0);
+        ck_assert_int_eq(workspace_ensure(workspace, &err), 0);
+
+        /* the probe goes into the workspace, the one host folder the sandbox sees */
+        _cleanup_free_ char *dst = xasprintf("%s/probe", workspace);
+        _cleanup_free_ char *cmd =
+            xasprintf("cp '%s' '%s' && chmod 755 '%s'", VESTIBULE_PROBE, dst, dst);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+static void setup(void)
+{
+        setup_as(false);
+}
+
+static void setup_root(void)
+{
+        setup_as(true);
+}
+
+static void teardown(void)
+{
+        _cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", tmpdir);
+        if (be) {
+                be->ops->shutdown(be);
+                be->ops->destroy(be);
+                free(be);
+                be = NULL;
+        }
+        if (system(cmd) != 0)
+                fprintf(stderr, "cannot remove %s\n", tmpdir);
+        free(tmpdir);
+        free(workspace);
+        free(planted);
+}
+
+static int run_code(enum sbx_language lang, const char *code, unsigned timeout_s,
+                    struct run_result *res, struct sbx_error *err)
+{
+        memset(err, 0, sizeof(*err));
+        struct run_request req = {
+            .language = lang,
+            .code = code,
+            .code_len = strlen(code),
+            .timeout_s = timeout_s,
+            .cfg = &cfg,
+            .cancel_fd = -1,
+        };
+        memset(res, 0, sizeof(*res));
+        return be->ops->run(be, &req, res, err);
+}
+
+/* Run the probe inside the sandbox with @args; return its stdout (caller frees). */
+static char *probe_inside(const char *args, struct run_result *res)
+{
+        struct sbx_error err = {0};
+        _cleanup_free_ char *code = xasprintf("exec /workspace/probe %s\n", args);
+        int r = run_code(SBX_LANG_BASH, code, 10, res, &err);
+
+        ck_assert_msg(r == 0, "run failed: %s", err.msg);
+        ck_assert_msg(res->outcome == RUN_OUTCOME_EXITED && res->exit_code == 0,
+                      "probe did not exit 0: outcome %d code %d stderr: %s", res->outcome,
+                      res->exit_code, res->err.data ? res->err.data : "");
+        return xstrdup(res->out.data ? res->out.data : "");
+}
+
+/* The control: the same probe, run directly on the host as the same user. */
+static char *probe_outside(const char *args)
+{
+        _cleanup_free_ char *cmd = xasprintf("'%s' %s", VESTIBULE_PROBE, args);
+        FILE *p = popen(cmd, "r");
+        char *out = xcalloc(1, 65536);
+        size_t n;
+
+        ck_assert_ptr_nonnull(p);
+        n = fread(out, 1, 65535, p);
+        out[n] = '\0';
+        pclose(p);
+        return out;
+}
+
+/* The value of "key=" in @out ("" when absent), in a static buffer. */
+static const char *val(const char *out, const char *key)
+{
+        static char buf[1024];
+        _cleanup_free_ char *k = xasprintf("%s=", key);
+        const char *p = out;
+
+        buf[0] = '\0';
+        while ((p = strstr(p, k))) {
+                if (p == out || p[-1] == '\n') {
+                        p += strlen(k);
+                        snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(p, "\n"), p);
+                        return buf;
+                }
+                p++;
+        }
+        return buf;
+}
+
+/* Pids of processes whose cmdline holds @marker (any user). */
+static int count_marked(const char *marker)
+{
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        int n = 0;
+
+        while (d && (e = readdir(d))) {
+                char path[300], buf[4096];
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                ssize_t len = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+                if (len <= 0)
+                        continue;
+                for (ssize_t i = 0; i < len; i++)
+                        if (buf[i] == '\0')
+                                buf[i] = ' ';
+                buf[len] = '\0';
+                if (strstr(buf, marker))
+                        n++;
+        }
+        if (d)
+                closedir(d);
+        return n;
+}
+
+static void kill_marked(const char *marker)
+{
+        _cleanup_free_ char *cmd = xasprintf("pkill -KILL -f -- '%s' >/dev/null 2>&1", marker);
+        if (system(cmd) < 0)
+                return;
+}
+
+/* ---- run end to end -------------------------------------------------------------------- */
+
+START_TEST(runs_python_print)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        ck_assert_msg(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_int_eq(res.exit_code, 0);
+        ck_assert_str_eq(res.out.data, "1\n");
+        ck_assert_str_eq(res.backend, "native");
+        ck_assert_msg(strncmp(res.isolation, "native", 6) == 0, "%s", res.isolation);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(exit_code_and_signal_come_from_the_program)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(
+            run_code(SBX_LANG_BASH, "echo out; echo err >&2; exit 7\n", 10, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_int_eq(res.exit_code, 7);
+        ck_assert_str_eq(res.out.data, "out\n");
+        ck_assert_str_eq(res.err.data, "err\n");
+        run_result_done(&res);
+
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, "kill -SEGV $$\n", 10, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_SIGNALED);
+        ck_assert_int_eq(res.term_signal, SIGSEGV);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(workspace_is_shared_and_tmp_is_home)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        _cleanup_free_ char *made = xasprintf("%s/made-inside", workspace);
+        struct stat st;
+
+        ck_assert_int_eq(run_code(SBX_LANG_BASH,
+                                  "echo hi > /workspace/made-inside && echo $HOME && pwd && "
+                                  "touch /tmp/x && echo ok > /dev/stderr\n",
+                                  10, &res, &err),
+                         0);
+        ck_assert_int_eq(res.exit_code, 0);
+        ck_assert_str_eq(res.out.data, "/tmp\n/workspace\n");
+        ck_assert_str_eq(res.err.data, "ok\n");
+        ck_assert_int_eq(stat(made, &st), 0);
+        ck_assert_int_eq(st.st_uid, getuid()); /* inside uid 1000 is the server's uid */
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(runs_node_and_bash)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        ck_assert_msg(run_code(SBX_LANG_NODE, "console.log(6 * 7)\n", 20, &res, &err) == 0, "%s",
+                      err.msg);
+        ck_assert_msg(res.exit_code == 0, "%s", res.err.data ? res.err.data : "");
+        ck_assert_str_eq(res.out.data, "42\n");
+        ck_assert_str_eq(res.image + strlen(res.image) - 5, "/node");
+        run_result_done(&res);
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, "echo $((6 * 7)) $0\n", 10, &res, &err), 0);
+        ck_assert_str_eq(res.out.data, "42 /sandbox/main.sh\n");
+        run_result_done(&res);
+}
+END_TEST
+
+static void *concurrent_run(void *arg)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        _cleanup_free_ char *code = xasprintf("print(%d)\n", (int)(intptr_t)arg);
+        _cleanup_free_ char *want = xasprintf("%d\n", (int)(intptr_t)arg);
+        intptr_t ok;
+
+        ok = run_code(SBX_LANG_PYTHON, code, 20, &res, &err) == 0 && res.out.data &&
+             strcmp(res.out.data, want) == 0;
+        run_result_done(&res);
+        return (void *)ok;
+}
+
+START_TEST(concurrent_runs_stay_apart)
+{
+        pthread_t t[4];
+        void *ok;
+
+        for (intptr_t i = 0; i < 4; i++)
+                ck_assert_int_eq(pthread_create(&t[i], NULL, concurrent_run, (void *)i), 0);
+        for (int i = 0; i < 4; i++) {
+                ck_assert_int_eq(pthread_join(t[i], &ok), 0);
+                ck_assert_msg(ok == (void *)1, "run %d failed", i);
+        }
+}
+END_TEST
+
+START_TEST(python_multiprocessing_works)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        const char *code = "import multiprocessing as mp\n"
+                           "def sq(x):\n    return x * x\n"
+                           "if __name__ == '__main__':\n"
+                           "    with mp.Pool(2) as p:\n"
+                           "        print(sum(p.map(sq, range(10))))\n";
+
+        ck_assert_msg(run_code(SBX_LANG_PYTHON, code, 30, &res, &err) == 0, "%s", err.msg);
+        ck_assert_msg(res.exit_code == 0, "%s", res.err.data ? res.err.data : "");
+        ck_assert_str_eq(res.out.data, "285\n");
+        run_result_done(&res);
+}
+END_TEST
+
+/* A failure inside the child's setup comes back as data and names the fix. */
+START_TEST(child_setup_error_comes_back)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        cfg.workspace_dir = planted; /* a file, not a directory: the bind mount fails */
+        ck_assert_int_lt(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_NONE);
+        ck_assert_msg(strstr(err.msg, planted), "%s", err.msg);
+        cfg.workspace_dir = workspace;
+}
+END_TEST
+
+/* A killed server leaves nothing: PR_SET_PDEATHSIG on init, whose death ends the namespace. */
+START_TEST(killed_server_leaves_nothing)
+{
+        char marker[64];
+        snprintf(marker, sizeof(marker), "vestibule-orphan-%d-%ld", (int)getpid(),
+                 (long)time(NULL));
+        _cleanup_free_ char *code = xasprintf("exec /workspace/probe sleep=30 %s\n", marker);
+        pid_t server = fork();
+
+        if (server == 0) {
+                struct run_result res;
+                struct sbx_error err = {0};
+                run_code(SBX_LANG_BASH, code, 30, &res, &err);
+                _exit(0);
+        }
+        for (int i = 0; i < 100 && count_marked(marker) == 0; i++)
+                usleep(50 * 1000);
+        ck_assert_int_ge(count_marked(marker), 1); /* control: it was running */
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+        uint64_t t0 = sbx_now_ms();
+        while (count_marked(marker) > 0 && sbx_now_ms() - t0 < 2000)
+                usleep(10 * 1000);
+        ck_assert_int_eq(count_marked(marker), 0);
+        ck_assert_int_lt(sbx_now_ms() - t0, 500);
+}
+END_TEST
+
+START_TEST(workspace_ro_refuses_writes)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        cfg.workspace_ro = true;
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, "echo hi > /workspace/x 2>/dev/null; echo $?\n",
+                                  10, &res, &err),
+                         0);
+        ck_assert_str_eq(res.out.data, "1\n");
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(exec_failure_is_an_error)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        _cleanup_free_ char *bad = xasprintf("%s/empty", tmpdir);
+
+        mkdir(bad, 0755);
+        cfg.rootfs_dir = bad;
+        ck_assert_int_lt(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
+        ck_assert_msg(strstr(err.msg, "vestibule-mcp setup"), "%s", err.msg);
+}
+END_TEST
+
+/* ---- isolation claims: inside vs outside ------------------------------------------------ */
+
+START_TEST(identity_caps_nnp)
+{
+        struct run_result res;
+        _cleanup_free_ char *in = probe_inside("all", &res);
+        _cleanup_free_ char *out = probe_outside("all");
+
+        ck_assert_str_eq(val(in, "uid"), "1000");
+        ck_assert_str_eq(val(in, "gid"), "1000");
+        ck_assert_str_ne(val(out, "uid"), "0"); /* the suite itself is unprivileged */
+        ck_assert_str_eq(val(in, "cap_eff"), "0000000000000000");
+        ck_assert_str_eq(val(in, "cap_prm"), "0000000000000000");
+        ck_assert_str_eq(val(in, "cap_inh"), "0000000000000000");
+        ck_assert_str_eq(val(in, "cap_bnd"), "0000000000000000");
+        ck_assert_str_eq(val(in, "cap_amb"), "0000000000000000");
+        ck_assert_str_ne(val(out, "cap_bnd"), "0000000000000000"); /* control */
+        ck_assert_str_eq(val(in, "nnp"), "1");
+        ck_assert_str_eq(val(out, "nnp"), "0");
+        ck_assert_str_eq(val(in, "seccomp"), "2");
+        ck_assert_str_eq(val(out, "seccomp"), "0");
+        ck_assert_str_eq(val(in, "hostname"), "vestibule");
+        ck_assert_str_ne(val(out, "hostname"), "vestibule");
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(network_has_only_lo)
+{
+        struct run_result res;
+        _cleanup_free_ char *in = probe_inside("all", &res);
+        _cleanup_free_ char *out = probe_outside("all");
+
+        ck_assert_str_eq(val(in, "ifaces"), "lo");
+        ck_assert_msg(strchr(val(out, "ifaces"), ','), "control: host has only '%s'",
+                      val(out, "ifaces"));
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(planted_host_file_invisible)
+{
+        struct run_result res;
+        _cleanup_free_ char *args =
+            xasprintf("read=%s read=/sys/kernel/notes read=/run/user", planted);
+        _cleanup_free_ char *key = xasprintf("read_%s", planted);
+        _cleanup_free_ char *in = probe_inside(args, &res);
+        _cleanup_free_ char *out = probe_outside(args);
+
+        ck_assert_str_eq(val(in, key), "ENOENT");
+        ck_assert_str_eq(val(out, key), "ok");
+        /* no /sys and no /run of the host */
+        ck_assert_str_eq(val(in, "read_/sys/kernel/notes"), "ENOENT");
+        ck_assert_str_eq(val(out, "read_/sys/kernel/notes"), "ok");
+        ck_assert_str_eq(val(in, "read_/run/user"), "ENOENT");
+        ck_assert_str_eq(val(out, "read_/run/user"), "ok");
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(rootfs_read_only_tmp_writable)
+{
+        struct run_result res;
+        _cleanup_free_ char *in =
+            probe_inside("write=/etc/probe write=/usr/probe write=/probe write=/sandbox/x "
+                         "write=/tmp/probe write=/workspace/probe2",
+                         &res);
+
+        ck_assert_str_eq(val(in, "write_/etc/probe"), "EROFS");
+        ck_assert_str_eq(val(in, "write_/usr/probe"), "EROFS");
+        ck_assert_str_eq(val(in, "write_/probe"), "EROFS");
+        ck_assert_str_eq(val(in, "write_/sandbox/x"), "EROFS");
+        /* control: the writable places are writable */
+        ck_assert_str_eq(val(in, "write_/tmp/probe"), "ok");
+        ck_assert_str_eq(val(in, "write_/workspace/probe2"), "ok");
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(dangerous_calls_blocked_and_reported)
+{
+        struct run_result res;
+        _cleanup_free_ char *in = probe_inside("all vsock", &res);
+        _cleanup_free_ char *out = probe_outside("all");
+
+        ck_assert_str_eq(val(in, "mount"), "EPERM");
+        ck_assert_str_eq(val(in, "unshare"), "EPERM");
+        ck_assert_str_eq(val(in, "bpf"), "EPERM");
+        ck_assert_str_eq(val(in, "keyctl"), "EPERM");
+        ck_assert_str_eq(val(in, "clone3"), "ENOSYS");
+        ck_assert_str_eq(val(in, "vsock"), "EPERM");
+        ck_assert_str_eq(val(out, "unshare"), "ok"); /* control: the kernel would allow it */
+        ck_assert_str_eq(val(out, "clone3"), "ok");
+        ck_assert_str_eq(res.blocked_syscalls, "mount, unshare, bpf, keyctl, socket(AF_VSOCK)");
+        ck_assert(!res.blocked_reporting_stopped);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(reporting_stops_after_256)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        /* 300 mount attempts from python: the first 256 EPERM, then ENOSYS */
+        const char *code = "import ctypes, os\n"
+                           "libc = ctypes.CDLL(None, use_errno=True)\n"
+                           "errs = []\n"
+                           "for i in range(300):\n"
+                           "    libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)\n"
+                           "    errs.append(ctypes.get_errno())\n"
+                           "import errno\n"
+                           "print(errs.count(errno.EPERM), errs.count(errno.ENOSYS))\n";
+
+        ck_assert_msg(run_code(SBX_LANG_PYTHON, code, 20, &res, &err) == 0, "%s", err.msg);
+        ck_assert_msg(res.exit_code == 0, "%s", res.err.data ? res.err.data : "");
+        ck_assert_str_eq(res.out.data, "256 44\n");
+        ck_assert_str_eq(res.blocked_syscalls, "mount");
+        ck_assert(res.blocked_reporting_stopped);
+        run_result_done(&res);
+}
+END_TEST
+
+/* Landlock: /proc/self/comm is writable by its own process on any mount, so only the
+ * Landlock layer (writes only beneath /tmp and /workspace) refuses it. */
+START_TEST(landlock_refuses_writes_outside_tmp_and_workspace)
+{
+        struct run_result res;
+        _cleanup_free_ char *in = probe_inside("write=/proc/self/comm", &res);
+        _cleanup_free_ char *out = probe_outside("write=/proc/self/comm");
+
+        ck_assert_str_eq(val(out, "write_/proc/self/comm"), "ok"); /* control */
+        ck_assert_str_eq(val(in, "write_/proc/self/comm"), "EACCES");
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(no_fd_leaks_in)
+{
+        struct run_result res;
+        int leak = open("/proc/self/status", O_RDONLY); /* no O_CLOEXEC on purpose */
+        ck_assert_int_ge(leak, 3);
+        _cleanup_free_ char *in = probe_inside("all", &res);
+
+        ck_assert_str_eq(val(in, "fds"), "0,1,2");
+        close(leak);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(proc_shows_only_the_run)
+{
+        struct run_result res;
+        _cleanup_free_ char *in = probe_inside("all", &res);
+        _cleanup_free_ char *out = probe_outside("all");
+
+        ck_assert_int_le(atoi(val(in, "pids")), 2);
+        ck_assert_int_ge(atoi(val(in, "pids")), 1);
+        ck_assert_int_gt(atoi(val(out, "pids")), 5); /* control */
+        run_result_done(&res);
+}
+END_TEST
+
+/* ---- extinction and limits -------------------------------------------------------------- */
+
+START_TEST(setsid_daemon_dies_with_the_run)
+{
+        struct run_result res;
+        char marker[64], ctl[80];
+        snprintf(marker, sizeof(marker), "vestibule-daemon-%d-%ld", (int)getpid(),
+                 (long)time(NULL));
+        snprintf(ctl, sizeof(ctl), "%s-control", marker);
+        _cleanup_free_ char *args = xasprintf("daemon=%s", marker);
+        _cleanup_free_ char *cargs = xasprintf("daemon=%s", ctl);
+
+        /* control: outside a sandbox the daemon survives its parent */
+        free(probe_outside(cargs));
+        usleep(100 * 1000);
+        ck_assert_int_ge(count_marked(ctl), 1);
+        kill_marked(ctl);
+
+        _cleanup_free_ char *in = probe_inside(args, &res);
+        ck_assert_str_eq(val(in, "daemon"), "started");
+        ck_assert_int_eq(count_marked(marker), 0);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(fork_bomb_capped_and_gone)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        char marker[64];
+        snprintf(marker, sizeof(marker), "vestibule-bomb-%d-%ld", (int)getpid(), (long)time(NULL));
+        _cleanup_free_ char *code = xasprintf("/workspace/probe forkbomb=%s\nsleep 30\n", marker);
+        uint64_t t0 = sbx_now_ms();
+
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, code, 3, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_int_lt(sbx_now_ms() - t0, 3000 + 500);
+        /* RLIMIT_NPROC in the run's own user namespace: init, bash, probe + forks <= pids_max */
+        int forks = atoi(val(res.out.data, "forks"));
+        ck_assert_msg(forks > 10 && forks <= (int)cfg.pids_max, "forks=%d", forks);
+        ck_assert_str_eq(val(res.out.data, "fork_error"), "EAGAIN");
+        ck_assert_int_eq(count_marked(marker), 0);
+        run_result_done(&res);
+}
+END_TEST
+
+/* RLIMIT_NPROC counts per user inside the run's own user namespace (5.14+): processes the
+ * same host user already has elsewhere do not count against a run. */
+START_TEST(nproc_counts_only_the_run)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        char marker[64];
+        pid_t kids[80];
+        int n = (int)cfg.pids_max + 10;
+
+        snprintf(marker, sizeof(marker), "vestibule-host-%d", (int)getpid());
+        ck_assert_int_le(n, 80);
+        for (int i = 0; i < n; i++) {
+                kids[i] = fork();
+                if (kids[i] == 0) {
+                        pause();
+                        _exit(0);
+                }
+                ck_assert_int_gt(kids[i], 0);
+        }
+        ck_assert_int_eq(run_code(SBX_LANG_BASH,
+                                  "for i in 1 2 3 4 5 6 7 8; do sleep 0.2 & done; wait; echo ok\n",
+                                  10, &res, &err),
+                         0);
+        for (int i = 0; i < n; i++) {
+                kill(kids[i], SIGKILL);
+                waitpid(kids[i], NULL, 0);
+        }
+        ck_assert_msg(res.out.data && strcmp(res.out.data, "ok\n") == 0, "%s",
+                      res.err.data ? res.err.data : "");
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(timeout_kills_within_deadline)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        uint64_t t0 = sbx_now_ms();
+
+        ck_assert_int_eq(run_code(SBX_LANG_PYTHON, "while True: pass\n", 1, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_int_lt(sbx_now_ms() - t0, 1000 + 500);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(degraded_grade_names_each_limit)
+{
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        struct run_result res;
+
+        ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
+        ck_assert_msg(p.usable, "%s", p.blocked);
+        /* this development host: no systemd, v1/v2 hybrid, no user bus */
+        ck_assert_str_eq(p.grade,
+                         "native-degraded (limits not applied: memory, cpu: no systemd user bus "
+                         "and no cgroup v2 at /sys/fs/cgroup (a v1 or v1/v2 hybrid hierarchy))");
+        ck_assert(p.degraded);
+        ck_assert_int_eq(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
+        ck_assert_str_eq(res.isolation, p.grade);
+        ck_assert(!res.usage.mem_peak_bytes.measured);
+        ck_assert_str_eq(res.usage.mem_peak_bytes.why, "no cgroup of its own on this host");
+        run_result_done(&res);
+}
+END_TEST
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+START_TEST(speed_print1_vs_bwrap)
+{
+        /* SBX_TEST_SPEED_RUNS (default 15) alternating runs of each; the report uses 50. */
+        const char *env = getenv("SBX_TEST_SPEED_RUNS");
+        int n = env && atoi(env) > 0 && atoi(env) <= 500 ? atoi(env) : 15;
+        uint64_t *ours = xcalloc(n, sizeof(uint64_t)), *theirs = xcalloc(n, sizeof(uint64_t));
+        struct run_result res;
+        struct sbx_error err = {0};
+        _cleanup_free_ char *cmd =
+            xasprintf("bwrap --unshare-all --die-with-parent --ro-bind '%s/python' / --proc /proc "
+                      "--dev /dev --tmpfs /tmp python3 -c 'print(1)' >/dev/null",
+                      rootfs_dir());
+
+        /* warm-up */
+        ck_assert_int_eq(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
+        run_result_done(&res);
+        for (int i = 0; i < n; i++) {
+                uint64_t t = sbx_now_ms();
+                ck_assert_int_eq(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
+                ours[i] = sbx_now_ms() - t;
+                ck_assert_str_eq(res.out.data, "1\n");
+                run_result_done(&res);
+                t = sbx_now_ms();
+                ck_assert_int_eq(system(cmd), 0);
+                theirs[i] = sbx_now_ms() - t;
+        }
+        qsort(ours, n, sizeof(ours[0]), cmp_u64);
+        qsort(theirs, n, sizeof(theirs[0]), cmp_u64);
+        fprintf(stderr,
+                "speed: print(1), %d runs each: native p50 %llu ms p95 %llu ms; bwrap p50 %llu ms "
+                "p95 %llu ms\n",
+                n, (unsigned long long)ours[n / 2], (unsigned long long)ours[n * 95 / 100],
+                (unsigned long long)theirs[n / 2], (unsigned long long)theirs[n * 95 / 100]);
+        ck_assert_int_lt(ours[n / 2], 2000);
+        free(ours);
+        free(theirs);
+}
+END_TEST
+
+/* ---- a server started as root runs code as VESTIBULE_RUN_AS, never as root -------------- */
+
+START_TEST(root_server_refuses_without_run_as)
+{
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        struct run_result res;
+
+        ck_assert_int_eq(geteuid(), 0);
+        ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
+        ck_assert(!p.usable);
+        ck_assert_msg(strstr(p.blocked, "VESTIBULE_RUN_AS"), "%s", p.blocked);
+        ck_assert_int_lt(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_NONE);
+}
+END_TEST
+
+START_TEST(root_server_runs_code_as_run_as)
+{
+        struct passwd *pw = getpwnam("vestibule-test");
+        struct run_result res;
+        struct stat st;
+        _cleanup_free_ char *made = xasprintf("%s/made-by-root-run", workspace);
+
+        ck_assert_ptr_nonnull(pw);
+        cfg.run_as_set = true;
+        cfg.run_as_uid = pw->pw_uid;
+        cfg.run_as_gid = pw->pw_gid;
+        _cleanup_free_ char *in = probe_inside("all write=/workspace/x", &res);
+        ck_assert_str_eq(val(in, "uid"), "1000");
+        ck_assert_str_eq(val(in, "gid"), "1000");
+        ck_assert_str_eq(val(in, "groups"), ""); /* root's supplementary groups are gone */
+        ck_assert_str_eq(val(in, "cap_bnd"), "0000000000000000");
+        ck_assert_str_eq(val(in, "cap_eff"), "0000000000000000");
+        ck_assert_str_eq(val(in, "write_/workspace/x"), "ok");
+        run_result_done(&res);
+        struct sbx_error err = {0};
+        ck_assert_int_eq(
+            run_code(SBX_LANG_BASH, "touch /workspace/made-by-root-run\n", 10, &res, &err), 0);
+        ck_assert_int_eq(stat(made, &st), 0);
+        ck_assert_int_eq(st.st_uid, pw->pw_uid); /* on the host: the RUN_AS user, not root */
+        ck_assert_int_eq(st.st_gid, pw->pw_gid);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(root_server_refuses_run_as_root)
+{
+        struct backend_probe p;
+        struct sbx_error err = {0};
+
+        cfg.run_as_set = true;
+        cfg.run_as_uid = 0;
+        cfg.run_as_gid = 0;
+        ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
+        ck_assert(!p.usable);
+        ck_assert_msg(strstr(p.blocked, "names root"), "%s", p.blocked);
+}
+END_TEST
+
+static Suite *native_suite(void)
+{
+        Suite *s = suite_create("native");
+        TCase *tc;
+
+        tc = tcase_create("run");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, runs_python_print);
+        tcase_add_test(tc, exit_code_and_signal_come_from_the_program);
+        tcase_add_test(tc, workspace_is_shared_and_tmp_is_home);
+        tcase_add_test(tc, workspace_ro_refuses_writes);
+        tcase_add_test(tc, runs_node_and_bash);
+        tcase_add_test(tc, python_multiprocessing_works);
+        tcase_add_test(tc, child_setup_error_comes_back);
+        tcase_add_test(tc, concurrent_runs_stay_apart);
+        tcase_add_test(tc, exec_failure_is_an_error);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("isolation");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, identity_caps_nnp);
+        tcase_add_test(tc, network_has_only_lo);
+        tcase_add_test(tc, planted_host_file_invisible);
+        tcase_add_test(tc, rootfs_read_only_tmp_writable);
+        tcase_add_test(tc, no_fd_leaks_in);
+        tcase_add_test(tc, landlock_refuses_writes_outside_tmp_and_workspace);
+        tcase_add_test(tc, proc_shows_only_the_run);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("seccomp");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, dangerous_calls_blocked_and_reported);
+        tcase_add_test(tc, reporting_stops_after_256);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("extinction");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, setsid_daemon_dies_with_the_run);
+        tcase_add_test(tc, fork_bomb_capped_and_gone);
+        tcase_add_test(tc, timeout_kills_within_deadline);
+        tcase_add_test(tc, nproc_counts_only_the_run);
+        tcase_add_test(tc, killed_server_leaves_nothing);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("grade");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, degraded_grade_names_each_limit);
+        tcase_add_test(tc, speed_print1_vs_bwrap);
+        suite_add_tcase(s, tc);
+
+        if (started_as_root) {
+                tc = tcase_create("root");
+                tcase_add_checked_fixture(tc, setup_root, teardown);
+                tcase_set_timeout(tc, 60);
+                tcase_add_test(tc, root_server_refuses_without_run_as);
+                tcase_add_test(tc, root_server_runs_code_as_run_as);
+                tcase_add_test(tc, root_server_refuses_run_as_root);
+                suite_add_tcase(s, tc);
+        }
+        return s;
+}
+
+/* Started as root: become vestibule-test (CI creates it) before anything runs. */
+static void drop_to_test_user(void)
+{
+        struct passwd *pw;
+
+        if (geteuid() != 0)
+                return;
+        pw = getpwnam("vestibule-test");
+        if (!pw)
+                sbx_test_skip("running as root and there is no user vestibule-test "
+                              "(scripts/ci-user.sh creates it)");
+        if (setgroups(0, NULL) < 0 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) < 0 ||
+            setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) < 0) {
+                perror("cannot become vestibule-test");
+                exit(1);
+        }
+        setenv("HOME", pw->pw_dir, 1);
+        setenv("TMPDIR", "/tmp", 1);
+}
+
+/* Is the native backend usable for the unprivileged test user? Checked in a child, so a
+ * root-started suite keeps root for the "root" TCase. */
+static void skip_unless_usable(void)
+{
+        int pfd[2], st;
+        char why[sizeof(((struct backend_probe *)0)->blocked)] = "";
+        pid_t pid;
+
+        if (pipe(pfd) < 0)
+                abort();
+        pid = fork();
+        if (pid == 0) {
+                struct sbx_config probe_cfg = {0};
+                struct backend *b = NULL;
+                struct backend_probe p = {0};
+                struct sbx_error err = {0};
+
+                close(pfd[0]);
+                drop_to_test_user();
+                if (access(VESTIBULE_PROBE, X_OK) < 0)
+                        snprintf(p.blocked, sizeof(p.blocked),
+                                 "the probe binary is not executable by this user (the build "
+                                 "dir must be readable by vestibule-test)");
+                else {
+                        probe_cfg.rootfs_dir = (char *)rootfs_dir();
+                        probe_cfg.workspace_dir = (char *)"/nonexistent";
+                        native_backend_new(&probe_cfg, &b, &err);
+                        b->ops->probe(b, &p, &err);
+                        b->ops->destroy(b);
+                        free(b);
+                }
+                if (write(pfd[1], p.blocked, strlen(p.blocked)) < 0)
+                        _exit(2);
+                _exit(p.usable ? 0 : 1);
+        }
+        close(pfd[1]);
+        ssize_t n = read(pfd[0], why, sizeof(why) - 1);
+        why[n > 0 ? n : 0] = '\0';
+        close(pfd[0]);
+        waitpid(pid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                sbx_test_skip(why[0] ? why : "the native backend probe failed");
+}
+
+int main(void)
+{
+        started_as_root = geteuid() == 0;
+        skip_unless_usable();
+        return sbx_test_run(native_suite());
+}
