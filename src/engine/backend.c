@@ -808,12 +808,17 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                 out->stop = why;
                                 kill_container(c, id);
                                 t_kill = now_ms();
+                                log_debug("run %.12s: stopped (%d) after %llu ms, kill took %llu ms",
+                                          id, (int)why, (unsigned long long)(now - t_start),
+                                          (unsigned long long)(t_kill - now));
                         }
                 }
                 if (w.x.done && !t_exit)
                         t_exit = now;
-                if (t_exit && now - t_exit > ENGINE_DRAIN_MS)
-                        break; /* exited, stream did not close: stop waiting for it */
+                /* exited, stream did not close: stop waiting for it (at once after our own
+                 * kill: output past a cancel, flood or deadline is not wanted) */
+                if (t_exit && (t_kill || now - t_exit > ENGINE_DRAIN_MS))
+                        break;
                 if (t_kill && now - t_kill > 15000) {
                         out->engine_lost = true;
                         snprintf(out->lost_msg, sizeof(out->lost_msg),
@@ -845,6 +850,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                 req->cancel_fd >= 0 && !t_kill ? 1 : 0, 100, NULL);
         }
         out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
+        log_debug("run %.12s: exit after %llu ms, stream %s", id,
+                  (unsigned long long)out->wall_ms, a.x.done ? "ended" : "still open");
         out->proto_error = a.proto_error;
 
         if (w.x.done && w.x.result == CURLE_OK) {
@@ -881,7 +888,9 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
 {
         struct engine_state *st = b->state;
         const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
-        _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL;
+        /* every cleanup variable up here: the gotos below must not jump over one */
+        _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL, *ipath = NULL;
+        _cleanup_free_ char *script = NULL;
         _cleanup_(json_putp) json_object *body = NULL, *created = NULL, *inspect = NULL;
         char owner[160], msg[300], degraded[128] = "", grade[320];
         char timeout_arg[16];
@@ -927,7 +936,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         const char *interp = req->language == SBX_LANG_NODE   ? "node"
                              : req->language == SBX_LANG_BASH ? "bash"
                                                               : "python3";
-        _cleanup_free_ char *script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
+        script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
         snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s);
         const char *cmd[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
         struct engine_run_spec spec = {
@@ -971,7 +980,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         active_add(st, id);
 
         /* Verify: the engine's view of the container, option by option. */
-        _cleanup_free_ char *ipath = xasprintf("/containers/%s/json", id);
+        ipath = xasprintf("/containers/%s/json", id);
         r = engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
                                 sizeof(msg), err);
         if (r == 0 && (status != 200 || !inspect))
