@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317 # the functions step() runs are invoked indirectly
 # test.sh - Vestibule's whole test suite, the README's test command and what .ci/run runs.
 #
 # On a fresh Debian/Ubuntu, as root: installs what it needs with apt-get, creates the
@@ -31,12 +30,13 @@ set -euo pipefail
 umask 022
 
 if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
-        sed -n '3,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
         exit 0
 fi
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export repo
+# shellcheck source=scripts/setup-lib.sh
+. "$repo/scripts/setup-lib.sh"
 ci=${VESTIBULE_CI_DIR:-/var/tmp/vestibule-ci}
 images=${VESTIBULE_CI_IMAGES:-/var/tmp/vestibule-images}
 user=${SBX_TEST_USER:-vestibule-test}
@@ -112,33 +112,9 @@ as_user() {
 }
 
 # ---------------------------------------------------------------------------- packages
-build_deps=(cmake gcc make pkg-config libcurl4-openssl-dev libjson-c-dev libseccomp-dev
-        libsystemd-dev libyaml-dev check libarchive-dev libssl-dev)
-engine_deps=(docker.io podman runc uidmap slirp4netns fuse-overlayfs catatonit)
-other_deps=(mmdebstrap bubblewrap curl ca-certificates tar procps util-linux)
-
-# install_packages PKG...: apt-get install the ones missing (plus Node.js if there is none).
-install_packages() {
-        local missing=() p
-        for p in "$@"; do
-                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-                        missing+=("$p")
-        done
-        if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-                missing+=(nodejs npm)
-        fi
-        if [ "${#missing[@]}" -eq 0 ]; then
-                echo "all packages present"
-                return 0
-        fi
-        echo "installing: ${missing[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -q
-        apt-get install -y -q --no-install-recommends "${missing[@]}"
-}
-
 if [ "$is_root" -eq 1 ]; then
-        step 1500 "packages (apt-get)" install_packages "${build_deps[@]}" "${engine_deps[@]}" "${other_deps[@]}" || {
+        step 1500 "packages (apt-get)" vst_install_packages "${VST_BUILD_DEPS[@]}" "${VST_ENGINE_DEPS[@]}" \
+                "${VST_OTHER_DEPS[@]}" || {
                 record_fail "package installation"
                 finish
         }
@@ -146,8 +122,7 @@ else
         banner "packages: not root, using what is installed"
 fi
 
-node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$node_major" -lt 20 ]; then
+if ! vst_node_ok; then
         record_fail "Node.js 20 or later is needed by the MCP client SDK (found: $(node --version 2>/dev/null || echo none))"
         finish
 fi
@@ -169,36 +144,17 @@ fi
 # ---------------------------------------------------------------------------- sources
 # The clone may sit under /root (0700): work on a copy the test user can read.
 src=$ci/src
-export ci src images jobs
-copy_sources() {
-        mkdir -p "$ci"
-        chmod 0755 "$ci"
-        rm -rf "$src.new"
-        mkdir -p "$src.new"
-        tar -C "$repo" --exclude=./.git --exclude='./build*' --exclude=./node_modules \
-                --exclude=./tests/e2e/node_modules -cf - . | tar -C "$src.new" -xf -
-        rm -rf "$src"
-        mv "$src.new" "$src"
-        chmod -R a+rX "$src"
-}
-step 120 "copy sources to $src" copy_sources || {
+step 120 "copy sources to $src" vst_copy_sources "$repo" "$src" || {
         record_fail "copying the sources"
         finish
 }
 
 # ---------------------------------------------------------------------------- builds
-build() {
-        local type=$1 dir=$2
-        rm -rf "$dir"
-        cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE="$type"
-        cmake --build "$dir" -j"$jobs"
-        chmod -R a+rX "$dir"
-}
 rel=$ci/build-release
 dbg=$ci/build-debug
 built=()
 for b in "Release:$rel" "Debug:$dbg"; do
-        if step 1500 "build ${b%%:*} in ${b#*:}" build "${b%%:*}" "${b#*:}"; then
+        if step 1500 "build ${b%%:*} in ${b#*:}" vst_build "$src" "${b#*:}" "${b%%:*}" "$jobs"; then
                 built+=("$b")
         else
                 record_fail "build ${b%%:*}"
@@ -207,19 +163,6 @@ done
 [ "${#built[@]}" -gt 0 ] || finish
 
 # ---------------------------------------------------------------------------- images
-build_images() {
-        mkdir -p "$images"
-        bash "$src/images/build.sh" -o "$images" all
-        local lang
-        for lang in python node; do
-                rm -rf "$images/rootfs/$lang.new"
-                mkdir -p "$images/rootfs/$lang.new"
-                tar -C "$images/rootfs/$lang.new" --numeric-owner -xf "$images/$lang.tar"
-                rm -rf "$images/rootfs/$lang"
-                mv "$images/rootfs/$lang.new" "$images/rootfs/$lang"
-        done
-        chmod 0755 "$images" "$images/rootfs"
-}
 if [ "${VESTIBULE_CI_REUSE_IMAGES:-0}" = 1 ] && [ -f "$images/python.tar" ] && [ -f "$images/node.tar" ]; then
         banner "images: reusing $images (VESTIBULE_CI_REUSE_IMAGES=1)"
 elif [ ! -f "$src/images/build.sh" ]; then
@@ -227,7 +170,7 @@ elif [ ! -f "$src/images/build.sh" ]; then
 elif [ "$is_root" -ne 1 ]; then
         banner "images: not root, using what is in $images"
 else
-        step 1800 "images (images/build.sh -> $images)" build_images ||
+        step 1800 "images (images/build.sh -> $images)" vst_build_images "$src" "$images" ||
                 record_fail "building the images (images/build.sh)"
 fi
 
@@ -266,7 +209,7 @@ done
 
 # ---------------------------------------------------------------------------- end-to-end
 e2e=$src/tests/e2e
-if step 600 "e2e: npm ci" bash -c "cd '$e2e' && npm ci --no-audit --no-fund --loglevel=error && chmod -R a+rX ."; then
+if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
         # run_e2e LABEL BIN BACKEND GRADE [FILES...] (as the test user)
         run_e2e() {
                 local label=$1 bin=$2 backend=$3 grade=$4 res rc=0
