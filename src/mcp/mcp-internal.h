@@ -112,6 +112,10 @@ void mcp_id_copy(struct mcp_id *dst, const struct mcp_id *src);
 void mcp_id_done(struct mcp_id *id);
 /** mcp_id_to_json() - a new json value for @id, or NULL for MCP_ID_NONE. */
 json_object *mcp_id_to_json(const struct mcp_id *id);
+/** mcp_log_safe() - @s (NUL-terminated, may be NULL) for a log line, into @buf: at most
+ * @size - 1 bytes, control bytes (C0, DEL) replaced by '?', so a client cannot drive the
+ * terminal that shows our stderr. Returns @buf. */
+const char *mcp_log_safe(const char *s, char *buf, size_t size);
 /** mcp_id_describe() - @id for a log line ("7", "\"abc\""), into @buf. */
 const char *mcp_id_describe(const struct mcp_id *id, char *buf, size_t size);
 

@@ -499,6 +499,22 @@ START_TEST(utf8_sanitize_replaces_bad_bytes)
 }
 END_TEST
 
+START_TEST(log_lines_cannot_carry_control_bytes)
+{
+        char buf[16], big[128];
+        struct mcp_id id;
+        json_object *v = json_object_new_string("\x1b]0;pwned\x07\n");
+
+        ck_assert_str_eq(mcp_log_safe("a\x1b[2Jb\x7f", buf, sizeof(buf)), "a?[2Jb?");
+        ck_assert_str_eq(mcp_log_safe("0123456789abcdefXYZ", buf, sizeof(buf)), "0123456789abcde");
+        ck_assert_str_eq(mcp_log_safe(NULL, buf, sizeof(buf)), "");
+        ck_assert_int_eq(mcp_id_from_json(v, &id), 0);
+        ck_assert_str_eq(mcp_id_describe(&id, big, sizeof(big)), "\"?]0;pwned??\"");
+        mcp_id_done(&id);
+        json_object_put(v);
+}
+END_TEST
+
 START_TEST(blank_lines_crlf_and_split_writes)
 {
         h_start();
@@ -1455,6 +1471,7 @@ static Suite *mcp_suite(void)
         tcase_add_test(tc, reader_splits_lines_and_strips_cr);
         tcase_add_test(tc, reader_drops_overlong_line);
         tcase_add_test(tc, utf8_sanitize_replaces_bad_bytes);
+        tcase_add_test(tc, log_lines_cannot_carry_control_bytes);
         tcase_add_test(tc, blank_lines_crlf_and_split_writes);
         tcase_add_test(tc, five_mib_line_round_trips);
         tcase_add_test(tc, overlong_line_answered_parse_error);
