@@ -89,8 +89,11 @@ const char *mcp_log_safe(const char *s, char *buf, size_t size)
 
         if (size == 0)
                 return buf;
-        for (; s && s[i] && i + 1 < size; i++)
-                buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+        for (; s && s[i] && i + 1 < size; i++) {
+                buf[i] = s[i];
+                if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+                        buf[i] = '?';
+        }
         buf[i] = '\0';
         return buf;
 }
