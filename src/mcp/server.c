@@ -503,6 +503,18 @@ static int start_worker(struct mcp_call *c)
         return -r;
 }
 
+/* A call that could not get a worker: -32603, and @c (never started) is freed. */
+static void reply_start_failure(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m,
+                                struct mcp_call *c, int r)
+{
+        _cleanup_free_ char *msg =
+            xasprintf("Internal error: cannot start a worker for tools/call: %s", strerror(-r));
+
+        log_error("%s", msg);
+        send_error(s, b, &m->id, MCP_ERR_INTERNAL, msg, NULL);
+        call_free(c);
+}
+
 static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m,
                           enum mcp_rev rev, bool modern)
 {
@@ -545,22 +557,19 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
         running = s->running;
         pthread_mutex_unlock(&s->mu);
         if (running >= s->max_workers) {
-                json_object *res = json_object_new_object(), *content = json_object_new_array(),
-                            *text = json_object_new_object();
-                _cleanup_free_ char *msg = xasprintf(
-                    "Blocked: %u tool calls are already in flight, the most this server "
-                    "runs or queues at once. Retry this call when one of them has finished.",
-                    running);
-                json_object_object_add(text, "type", json_object_new_string("text"));
-                json_object_object_add(text, "text", json_object_new_string(msg));
-                json_object_array_add(content, text);
-                json_object_object_add(res, "content", content);
-                json_object_object_add(res, "isError", json_object_new_boolean(1));
                 char safe[96];
+                struct tool_result res = {
+                    .text = xasprintf("Blocked: %u tool calls are already in flight, the most "
+                                      "this server runs or queues at once. Retry this call when "
+                                      "one of them has finished.",
+                                      running),
+                    .is_error = true,
+                };
                 log_warning("tools/call '%s' refused: %u calls in flight",
                             mcp_log_safe(json_object_get_string(name), safe, sizeof(safe)),
                             running);
-                send_result(s, b, &m->id, res, modern);
+                send_result(s, b, &m->id, tool_result_json(&res, rev), modern);
+                free(res.text);
                 return;
         }
 
@@ -576,8 +585,8 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
                 (void)mcp_id_from_json(token, &c->token); /* not a string/int: no progress */
         c->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (c->cancel_fd < 0) {
-                r = -errno;
-                goto fail;
+                reply_start_failure(s, b, m, c, -errno);
+                return;
         }
         c->batch = b;
         if (b)
@@ -595,17 +604,11 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
                 c->has_thread = true;
         }
         pthread_mutex_unlock(&s->mu);
-        if (r >= 0)
-                return;
-        if (b)
-                batch_unref(b);
-fail : {
-        _cleanup_free_ char *msg =
-            xasprintf("Internal error: cannot start a worker for tools/call: %s", strerror(-r));
-        log_error("%s", msg);
-        send_error(s, b, &m->id, MCP_ERR_INTERNAL, msg, NULL);
-        call_free(c);
-}
+        if (r < 0) {
+                if (b)
+                        batch_unref(b); /* the dispatcher still holds its own reference */
+                reply_start_failure(s, b, m, c, r);
+        }
 }
 
 static json_object *listen_meta(const struct mcp_id *id)
