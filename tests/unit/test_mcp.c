@@ -629,6 +629,43 @@ START_TEST(malformed_and_invalid_requests)
 }
 END_TEST
 
+START_TEST(garbage_lines_each_get_one_error)
+{
+        const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+        unsigned seed = 12345;
+        char line[200];
+        json_object *m;
+
+        h_start();
+        /* Every proper prefix of a request is malformed JSON. */
+        for (size_t n = 1; n < strlen(ping); n++) {
+                if (ping[n - 1] == ' ')
+                        continue;
+                h_write(ping, n);
+                h_write("\n", 1);
+                recv_error("absent", -32700);
+        }
+        /* Random bytes (no '\n'): exactly one error each, never a crash, never an id. */
+        for (int i = 0; i < 300; i++) {
+                size_t n = 1 + (size_t)(rand_r(&seed) % (sizeof(line) - 1));
+                for (size_t k = 0; k < n; k++) {
+                        line[k] = (char)(rand_r(&seed) % 256);
+                        if (line[k] == '\n' || line[k] == '\r' || line[k] == ' ' || line[k] == '\t')
+                                line[k] = 'x';
+                }
+                h_write(line, n);
+                h_write("\n", 1);
+                m = h_recv();
+                ck_assert_msg(has(m, "error") && !has(m, "id"), "%s",
+                              json_object_to_json_string(m));
+                int code = json_object_get_int(get(m, "error.code"));
+                ck_assert(code == -32700 || code == -32600);
+                json_object_put(m);
+        }
+        ping_ok(2);
+}
+END_TEST
+
 START_TEST(ids_echoed_by_type)
 {
         json_object *m;
@@ -1271,6 +1308,49 @@ START_TEST(cancel_modern_call)
 }
 END_TEST
 
+START_TEST(cancel_races_completion)
+{
+        int replies[101] = {0}, blocked = 0;
+        json_object *m;
+
+        h_start();
+        /* Each call is cancelled right away: whichever wins, an id gets at most one reply and
+         * nothing else goes wrong. */
+        for (int i = 1; i <= 100; i++) {
+                h_send("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+                       "\"name\":\"%s\",\"_meta\":{\"progressToken\":%d}}}",
+                       i, i % 3 ? "echo" : "progress", i);
+                h_send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                       "\"requestId\":%d}}",
+                       i);
+        }
+        /* Wait until every call is over, then a ping marks the end of the stream. */
+        for (int i = 0; i < 500 && atomic_load(&H->fake.in_flight) > 0; i++)
+                sleep_ms(10);
+        sleep_ms(100);
+        h_send("{\"jsonrpc\":\"2.0\",\"id\":\"end\",\"method\":\"ping\"}");
+        for (;;) {
+                m = h_recv();
+                if (has(m, "method")) { /* progress */
+                        json_object_put(m);
+                        continue;
+                }
+                ck_assert_msg(has(m, "result"), "%s", json_object_to_json_string(m));
+                if (json_object_is_type(get(m, "id"), json_type_string)) {
+                        json_object_put(m);
+                        break;
+                }
+                int id = json_object_get_int(get(m, "id"));
+                ck_assert(id >= 1 && id <= 100);
+                ck_assert_int_eq(replies[id]++, 0);
+                /* Beyond the 8 workers a call is refused at once (and so never cancelled). */
+                blocked += strncmp(jstr(m, "result.content.0.text"), "Blocked:", 8) == 0;
+                json_object_put(m);
+        }
+        ck_assert_int_eq(atomic_load(&H->fake.calls) + blocked, 100);
+}
+END_TEST
+
 START_TEST(calls_run_concurrently_while_reading)
 {
         uint64_t t0;
@@ -1478,6 +1558,7 @@ static Suite *mcp_suite(void)
 
         tc = new_case(s, "jsonrpc");
         tcase_add_test(tc, malformed_and_invalid_requests);
+        tcase_add_test(tc, garbage_lines_each_get_one_error);
         tcase_add_test(tc, ids_echoed_by_type);
         tcase_add_test(tc, notifications_and_responses_unanswered);
         tcase_add_test(tc, in_flight_id_clash);
@@ -1506,6 +1587,7 @@ static Suite *mcp_suite(void)
         tc = new_case(s, "cancel_progress");
         tcase_add_test(tc, cancel_stops_call_without_reply);
         tcase_add_test(tc, cancel_modern_call);
+        tcase_add_test(tc, cancel_races_completion);
         tcase_add_test(tc, calls_run_concurrently_while_reading);
         tcase_add_test(tc, progress_before_response);
         tcase_add_test(tc, progress_rate_limited_and_opt_in);
