@@ -1497,14 +1497,16 @@ START_TEST(eof_shutdown_without_shutdown_handler_uses_cancel_fd)
 }
 END_TEST
 
-START_TEST(sigterm_shuts_down)
+START_TEST(signal_shuts_down)
 {
+        int sig = _i == 0 ? SIGTERM : SIGINT;
         sigset_t set;
         uint64_t t0;
 
-        /* The caller's duty (mcp.h): SIGTERM blocked in every thread. */
+        /* The caller's duty (mcp.h): SIGTERM and SIGINT blocked in every thread. */
         sigemptyset(&set);
         sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         h_start();
         h_send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
@@ -1512,7 +1514,7 @@ START_TEST(sigterm_shuts_down)
         while (atomic_load(&H->fake.calls) < 1)
                 sleep_ms(5);
         t0 = mono_ms();
-        kill(getpid(), SIGTERM);
+        kill(getpid(), sig);
         pthread_join(H->thread, NULL);
         ck_assert_int_eq(H->rc, 0);
         ck_assert_uint_lt(H->returned_ms - t0, 1000);
@@ -1595,7 +1597,7 @@ static Suite *mcp_suite(void)
         tc = new_case(s, "shutdown");
         tcase_add_test(tc, eof_shuts_down_with_call_in_flight);
         tcase_add_test(tc, eof_shutdown_without_shutdown_handler_uses_cancel_fd);
-        tcase_add_test(tc, sigterm_shuts_down);
+        tcase_add_loop_test(tc, signal_shuts_down, 0, 2); /* SIGTERM, SIGINT */
         tcase_add_test(tc, epipe_ends_serving);
         return s;
 }
