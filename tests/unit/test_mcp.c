@@ -1365,9 +1365,8 @@ START_TEST(calls_run_concurrently_while_reading)
                "\"slow\"}}");
         /* stdin is still read while both run: the ping is answered first. */
         h_send("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
-        m = recv_result("3");
+        m = recv_result("3"); /* the first frame, ahead of both 500 ms calls */
         json_object_put(m);
-        ck_assert_uint_lt(mono_ms() - t0, 400);
         for (int i = 0; i < 2; i++) {
                 m = h_recv();
                 got |= json_object_get_int(get(m, "id"));
@@ -1375,8 +1374,8 @@ START_TEST(calls_run_concurrently_while_reading)
                 json_object_put(m);
         }
         ck_assert_int_eq(got, 3);
-        /* Two 500 ms calls overlapped. */
-        ck_assert_uint_lt(mono_ms() - t0, 900);
+        /* Two 500 ms calls overlapped: one after the other would take 1 s at least. */
+        ck_assert_uint_lt(mono_ms() - t0, 1000);
         ck_assert_int_eq(atomic_load(&H->fake.max_in_flight), 2);
 }
 END_TEST
@@ -1428,10 +1427,12 @@ END_TEST
 
 START_TEST(progress_rate_limited_and_opt_in)
 {
+        uint64_t t0;
         json_object *m;
         int notes = 0;
 
         h_start_with(8, 1000, 0);
+        t0 = mono_ms();
         H->fake.progress_steps = 20;
         H->fake.progress_gap_ms = 10; /* 20 reports in ~200 ms */
         h_send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
@@ -1444,7 +1445,10 @@ START_TEST(progress_rate_limited_and_opt_in)
                 if (reply)
                         break;
         }
-        ck_assert_int_eq(notes, 1);
+        /* At most one a second: one for the ~200 ms run (more only if a loaded machine
+         * stretched it past a second). */
+        ck_assert_int_ge(notes, 1);
+        ck_assert_int_le(notes, 1 + (int)((mono_ms() - t0) / 1000));
         /* Without a token the tool gets no progress callback and nothing is sent. */
         h_send("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
                "\"progress\"}}");
