@@ -803,6 +803,19 @@ static char *read_config_file(struct load_ctx *x, const char *path, bool require
                                   path);
                 return NULL;
         }
+        /* As ssh does for its config: a file others may write could switch isolation off
+         * (backend: naive), so it is not trusted. */
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_uid != geteuid() && st.st_uid != 0)) {
+                mark_invalid_text(x, "VESTIBULE_CONFIG",
+                                  "the config file '%s' is %s (mode %04o, owner uid %u), so "
+                                  "another user could change settings such as the backend; make "
+                                  "it yours and run chmod go-w on it, then restart the server",
+                                  path,
+                                  (st.st_mode & (S_IWGRP | S_IWOTH)) ? "writable by other users"
+                                                                     : "owned by another user",
+                                  (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+                return NULL;
+        }
         buf = xmalloc((size_t)CONFIG_FILE_MAX_BYTES + 1);
         for (;;) {
                 ssize_t r = read(fd, buf + len, CONFIG_FILE_MAX_BYTES + 1 - len);
