@@ -130,8 +130,9 @@ START_TEST(python_prints_and_exits)
         ck_assert_str_eq(res.err.data, "oops\n");
         ck_assert_str_eq(res.isolation, "none (naive: development only)");
         ck_assert_str_eq(res.backend, "naive");
-        ck_assert(!res.usage.cpu_us.measured);
-        ck_assert_str_eq(res.usage.cpu_us.why, "naive backend has no cgroup");
+        /* the supervisor reaps every process of the run: cpu covers them all */
+        ck_assert(res.usage.cpu_us.measured);
+        ck_assert_str_eq(res.usage.mem_peak_bytes.why, "naive backend has no cgroup");
         ck_assert(!res.usage.mem_peak_bytes.measured);
         ck_assert(!res.usage.pids_peak.measured);
         run_result_done(&res);
@@ -319,21 +320,74 @@ START_TEST(background_child_dies_with_run)
 }
 END_TEST
 
-START_TEST(escaped_grandchild_holding_pipe_does_not_hang)
+START_TEST(setsid_daemons_die_with_run)
 {
         struct run_result res;
         uint64_t t0 = sbx_now_ms();
-        int pid = 0;
+        int a = 0, b = 0;
 
         need("bash");
-        /* setsid leaves the process group: the naive backend cannot kill it (why its grade is
-         * none), but the warden must still return promptly although it holds stdout open. */
-        run_ok(SBX_LANG_BASH, "setsid sleep 20 &\necho $!\necho done", 10, &res);
-        ck_assert_msg(sbx_now_ms() - t0 < 1500, "hung on the escaped grandchild's pipe");
+        /* setsid and a double fork leave the process group; the supervisor (a subreaper)
+         * still gets them, kills them, and the run returns at once although they held the
+         * stdout pipe. */
+        run_ok(SBX_LANG_BASH,
+               "setsid sleep 20 &\necho $!\n(setsid bash -c 'sleep 20 & echo $!' &) \nsleep 0.3\n"
+               "kill -0 $! && echo alive\necho done",
+               10, &res);
+        ck_assert_msg(sbx_now_ms() - t0 < 1500, "hung on the daemons' pipe");
         ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
-        ck_assert_int_eq(sscanf(out(&res), "%d", &pid), 1);
-        if (pid > 1)
-                kill(pid, SIGKILL);
+        ck_assert_int_eq(sscanf(out(&res), "%d\n%d", &a, &b), 2);
+        ck_assert_ptr_nonnull(strstr(out(&res), "alive\ndone\n")); /* control: it ran */
+        for (int i = 0; i < 50 && !(pid_gone(a) && pid_gone(b)); i++)
+                usleep(20000);
+        ck_assert_msg(pid_gone(a), "setsid child %d survived", a);
+        ck_assert_msg(pid_gone(b), "double-forked daemon %d survived", b);
+        ck_assert(res.usage.cpu_us.measured);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(setsid_daemons_die_at_timeout)
+{
+        struct run_result res;
+        int a = 0;
+
+        need("bash");
+        run_ok(SBX_LANG_BASH, "trap '' TERM\nsetsid sleep 30 &\necho $!\nwhile :; do :; done", 1,
+               &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_int_eq(sscanf(out(&res), "%d", &a), 1);
+        for (int i = 0; i < 50 && !pid_gone(a); i++)
+                usleep(20000);
+        ck_assert_msg(pid_gone(a), "setsid child %d survived the timeout", a);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(run_that_kills_its_supervisor)
+{
+        struct run_result res;
+
+        need("bash");
+        if (geteuid() == 0)
+                return; /* as root, the code (VESTIBULE_RUN_AS) cannot signal the supervisor */
+        run_ok(SBX_LANG_BASH, "kill -KILL $PPID; sleep 5", 10, &res);
+        ck_assert(!res.usage.cpu_us.measured);
+        ck_assert_ptr_nonnull(strstr(res.notes, "killed its supervisor"));
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(supervisor_out_of_reach_as_root)
+{
+        struct run_result res;
+
+        need("bash");
+        if (geteuid() != 0)
+                return;
+        run_ok(SBX_LANG_BASH, "kill -KILL $PPID 2>/dev/null; echo rc=$?", 10, &res);
+        ck_assert_str_eq(out(&res), "rc=1\n");
+        ck_assert(res.usage.cpu_us.measured);
         run_result_done(&res);
 }
 END_TEST
@@ -495,7 +549,10 @@ static Suite *naive_suite(void)
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, timeout_kills_code_ignoring_sigterm);
         tcase_add_test(tc, background_child_dies_with_run);
-        tcase_add_test(tc, escaped_grandchild_holding_pipe_does_not_hang);
+        tcase_add_test(tc, setsid_daemons_die_with_run);
+        tcase_add_test(tc, setsid_daemons_die_at_timeout);
+        tcase_add_test(tc, run_that_kills_its_supervisor);
+        tcase_add_test(tc, supervisor_out_of_reach_as_root);
         tcase_add_test(tc, flood_is_stopped);
         tcase_add_test(tc, cancel_via_eventfd);
         tcase_add_test(tc, progress_reported_during_long_runs);
