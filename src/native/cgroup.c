@@ -376,7 +376,7 @@ bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config 
 {
         uint64_t v = 0, periods = 0, throttled = 0, pidmax = 0, oom = 0;
         size_t len;
-        bool cpu;
+        bool cpu, ok;
 
         if (!cg || !cg->path[0])
                 return false;
@@ -384,10 +384,10 @@ bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config 
         if (!cpu)
                 return false; /* gone already (a scope systemd collected): nothing to trust */
         measure(&res->usage.cpu_us, cpu, v, "cpu.stat not readable");
-        measure(&res->usage.mem_peak_bytes, read_key(cg->path, "memory.peak", "", &v), v,
-                "Linux 5.19+ needed");
-        measure(&res->usage.pids_peak, read_key(cg->path, "pids.peak", "", &v), v,
-                "Linux 6.1+ needed");
+        ok = read_key(cg->path, "memory.peak", "", &v); /* read before v is passed on */
+        measure(&res->usage.mem_peak_bytes, ok, v, "Linux 5.19+ needed");
+        ok = read_key(cg->path, "pids.peak", "", &v);
+        measure(&res->usage.pids_peak, ok, v, "Linux 6.1+ needed");
         res->limits_hit[0] = '\0';
         if (read_key(cg->path, "cpu.stat", "nr_periods", &periods) &&
             read_key(cg->path, "cpu.stat", "nr_throttled", &throttled) && throttled > 0)

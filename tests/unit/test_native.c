@@ -890,6 +890,61 @@ START_TEST(root_server_refuses_run_as_root)
 }
 END_TEST
 
+/* ---- usage parsing from a cgroup's files (a directory standing in for one) -------------- */
+
+static void put(const char *dir, const char *name, const char *text)
+{
+        _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+START_TEST(cgroup_usage_parsed_and_limits_named)
+{
+        struct native_cgroup cg = {.dir_fd = -1};
+        struct run_result res = {0};
+
+        native_strf(cg.path, sizeof(cg.path), "%s", tmpdir);
+        put(tmpdir, "cpu.stat",
+            "usage_usec 12345\nuser_usec 1\nsystem_usec 2\nnr_periods 41\nnr_throttled 40\n"
+            "throttled_usec 5\n");
+        put(tmpdir, "memory.peak", "7340032\n");
+        put(tmpdir, "pids.events", "max 3\n");
+        put(tmpdir, "memory.events", "low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n");
+        ck_assert(native_cgroup_read(&cg, &cfg, &res));
+        ck_assert(res.usage.cpu_us.measured);
+        ck_assert_uint_eq(res.usage.cpu_us.value, 12345);
+        ck_assert(res.usage.mem_peak_bytes.measured);
+        ck_assert_uint_eq(res.usage.mem_peak_bytes.value, 7340032);
+        ck_assert(!res.usage.pids_peak.measured); /* no pids.peak: an older kernel */
+        ck_assert_str_eq(res.usage.pids_peak.why, "Linux 6.1+ needed");
+        ck_assert_str_eq(res.limits_hit, "cpu (throttled in 40 of 41 periods of 100 ms), pids "
+                                         "(the cap of 64 was reached)");
+        ck_assert(res.oom_killed);
+        ck_assert_uint_eq(res.mem_limit_bytes, 256ull << 20);
+
+        /* a cgroup that is gone (a collected scope) gives nothing, not zeros */
+        struct run_result gone = {0};
+        native_strf(cg.path, sizeof(cg.path), "%s/nonexistent", tmpdir);
+        ck_assert(!native_cgroup_read(&cg, &cfg, &gone));
+        ck_assert(!gone.usage.cpu_us.measured);
+}
+END_TEST
+
+START_TEST(limits_detect_on_this_host)
+{
+        struct native_limits_info li;
+
+        native_limits_detect(&li);
+        /* this development host: no systemd, a v1/v2 hybrid */
+        ck_assert_int_eq(li.path, NATIVE_LIMITS_NONE);
+        ck_assert_str_eq(li.why_none, "no systemd user bus and no cgroup v2 at /sys/fs/cgroup (a "
+                                      "v1 or v1/v2 hybrid hierarchy)");
+}
+END_TEST
+
 static Suite *native_suite(void)
 {
         Suite *s = suite_create("native");
@@ -942,6 +997,8 @@ static Suite *native_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, degraded_grade_names_each_limit);
+        tcase_add_test(tc, cgroup_usage_parsed_and_limits_named);
+        tcase_add_test(tc, limits_detect_on_this_host);
         tcase_add_test(tc, speed_print1_vs_bwrap);
         suite_add_tcase(s, tc);
 
