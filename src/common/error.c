@@ -34,7 +34,9 @@ int sbx_wrap(struct sbx_error *err, const char *fmt, ...)
         vsnprintf(prefix, sizeof(prefix), fmt, ap);
         va_end(ap);
         memcpy(old, err->msg, sizeof(old));
-        snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+        /* The result is used only to tell GCC that truncating the tail is intended. */
+        if (snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old) >= (int)sizeof(err->msg))
+                err->msg[sizeof(err->msg) - 1] = '\0';
         return -err->code;
 }
 

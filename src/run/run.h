@@ -117,3 +117,9 @@ char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t c
  * appear as the four characters "\xNN" (C1: "\u0085" style). Caller frees.
  */
 char *sbx_text_sanitize(const char *s, size_t n);
+
+/**
+ * sbx_utf8_cut() - where to cut the first @n bytes of @s so that no UTF-8 sequence is split:
+ * @n, or less when the last sequence is incomplete (at most 3 bytes less).
+ */
+size_t sbx_utf8_cut(const char *s, size_t n);

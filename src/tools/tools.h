@@ -25,6 +25,13 @@ void tool_result_done(struct tool_result *r);
  */
 json_object *tools_list_json(void);
 
+/**
+ * tools_list_json_for() - the same, with @cfg's numbers in the descriptions and schemas
+ * (timeouts, caps) and an honest description when @cfg selects the naive backend. @cfg NULL =
+ * the defaults (what tools_list_json() returns).
+ */
+json_object *tools_list_json_for(const struct sbx_config *cfg);
+
 /* Per-call context from the protocol layer. */
 struct tool_ctx {
         int cancel_fd;            /* readable once the request is cancelled; -1 = none */

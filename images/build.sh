@@ -1,0 +1,159 @@
+#!/bin/bash
+# images/build.sh - build the sandbox root filesystems from Debian packages.
+#
+# Builds the two rootfs tarballs Vestibule runs code in, without any container
+# registry: python.tar (python3, also used for bash runs) and node.tar (nodejs).
+# Both are Debian bookworm, made by mmdebstrap from the mirror apt on this machine
+# already uses, with:
+#   - bash, coreutils (timeout: every run is wrapped in it), ca-certificates;
+#   - a `sandbox` user and group, uid/gid 1000, home /tmp;
+#   - /workspace owned by sandbox, an empty /sandbox (the run's script goes there),
+#     /tmp mode 1777;
+#   - no docs (copyright files kept), man/info pages, locales; no apt lists or caches;
+#   - no device nodes (the sandbox mounts its own /dev), no setuid/setgid bits.
+# With SOURCE_DATE_EPOCH fixed (default below) the output is byte-for-byte
+# reproducible for the same mirror content.
+#
+# Usage: images/build.sh [-o OUTDIR] [python|node|all]   (default: all, OUTDIR .)
+# Prints one line per image:  sha256:<hex>  <OUTDIR>/<lang>.tar
+# and the recipe hash (sha256 of this file), which labels the result.
+#
+# Environment:
+#   VESTIBULE_DEBIAN_MIRROR           Debian mirror (default: the one apt uses here,
+#                                     else http://deb.debian.org/debian)
+#   VESTIBULE_DEBIAN_SECURITY_MIRROR  security mirror (default: likewise)
+#   VESTIBULE_DEBIAN_SUITE            default bookworm
+#   SOURCE_DATE_EPOCH                 default 2026-11-09T00:00:00Z (the pin date)
+#
+# Runs as root (mmdebstrap --mode=root) or as a user with subuids (--mode=unshare).
+set -euo pipefail
+
+readonly SUITE="${VESTIBULE_DEBIAN_SUITE:-bookworm}"
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1794182400}"
+# Package sets. bash and coreutils are Essential, named anyway for clarity.
+readonly PKGS_PYTHON="python3,python-is-python3,bash,coreutils,ca-certificates"
+readonly PKGS_NODE="nodejs,bash,coreutils,ca-certificates"
+
+die() {
+	printf 'build.sh: %s\n' "$*" >&2
+	exit 1
+}
+
+usage() {
+	sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+# The first URI apt uses on this machine whose path ends in $1 (debian or
+# debian-security), from deb822 .sources files or one-line .list files.
+apt_mirror() {
+	local want="$1" f uri
+	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -r "$f" ] || continue
+		while read -r uri; do
+			case "$uri" in
+			*/"$want" | */"$want"/)
+				printf '%s\n' "${uri%/}"
+				return 0
+				;;
+			esac
+		done < <(sed -n -e 's/^URIs:[[:space:]]*//p' -e 's/^deb[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\([^[:space:]]*\).*/\2/p' "$f" | tr ' ' '\n')
+	done
+	return 1
+}
+
+outdir=.
+while getopts ':o:h' opt; do
+	case "$opt" in
+	o) outdir="$OPTARG" ;;
+	h)
+		usage
+		exit 0
+		;;
+	*) die "unknown option -$OPTARG (try -h)" ;;
+	esac
+done
+shift $((OPTIND - 1))
+what="${1:-all}"
+case "$what" in
+python | node) langs=("$what") ;;
+all) langs=(python node) ;;
+*) die "unknown image '$what': use python, node or all" ;;
+esac
+
+command -v mmdebstrap >/dev/null || die "mmdebstrap not found: apt-get install mmdebstrap"
+mirror="${VESTIBULE_DEBIAN_MIRROR:-$(apt_mirror debian || echo http://deb.debian.org/debian)}"
+secmirror="${VESTIBULE_DEBIAN_SECURITY_MIRROR:-$(apt_mirror debian-security || echo http://deb.debian.org/debian-security)}"
+mode=unshare
+[ "$(id -u)" -eq 0 ] && mode=root
+recipe_hash="$(sha256sum "$0" | cut -d' ' -f1)"
+
+mkdir -p "$outdir"
+outdir="$(cd "$outdir" && pwd)"
+
+# The user, the folders and the reproducibility fix-ups, run by mmdebstrap with
+# the chroot's path as $1 (outside the chroot: nothing from the packages runs).
+# shellcheck disable=SC2016  # expanded by mmdebstrap's shell, not here
+readonly CUSTOMIZE='set -e
+r="$1"
+grep -q "^sandbox:" "$r/etc/passwd" || {
+	echo "sandbox:x:1000:1000:sandbox:/tmp:/bin/bash" >>"$r/etc/passwd"
+	echo "sandbox:!::0:99999:7:::" >>"$r/etc/shadow"
+	echo "sandbox:x:1000:" >>"$r/etc/group"
+	echo "sandbox:!::" >>"$r/etc/gshadow"
+}
+mkdir -p "$r/workspace" "$r/sandbox" "$r/tmp"
+chown 1000:1000 "$r/workspace"
+chmod 0755 "$r/workspace" "$r/sandbox"
+chmod 1777 "$r/tmp"
+printf "sandbox\n" >"$r/etc/hostname"
+: >"$r/etc/resolv.conf"
+rm -f "$r"/etc/passwd- "$r"/etc/shadow- "$r"/etc/group- "$r"/etc/gshadow-
+rm -f "$r"/var/lib/dpkg/*-old "$r"/var/cache/debconf/*-old
+rm -rf "$r"/var/cache/apt/* "$r"/var/lib/apt/lists/*
+find "$r/var/log" -type f -delete
+# Nothing in a sandbox may gain privilege (no_new_privs is set anyway).
+find "$r" -xdev -type f -perm /6000 -exec chmod ug-s {} +'
+
+build_one() {
+	local lang="$1" pkgs tmp out
+	case "$lang" in
+	python) pkgs="$PKGS_PYTHON" ;;
+	node) pkgs="$PKGS_NODE" ;;
+	esac
+	out="$outdir/$lang.tar"
+	tmp="$(mktemp "$outdir/.$lang.tar.XXXXXX")"
+	# shellcheck disable=SC2064  # expand $tmp now
+	trap "rm -f '$tmp'" EXIT INT TERM
+	printf 'build.sh: building %s (%s) from %s\n' "$lang" "$pkgs" "$mirror" >&2
+	mmdebstrap --quiet --mode="$mode" --variant=essential --format=tar \
+		--include="$pkgs" \
+		--aptopt='APT::Install-Recommends "false"' \
+		--aptopt='APT::Install-Suggests "false"' \
+		--dpkgopt='path-exclude=/usr/share/doc/*' \
+		--dpkgopt='path-include=/usr/share/doc/*/copyright' \
+		--dpkgopt='path-exclude=/usr/share/man/*' \
+		--dpkgopt='path-exclude=/usr/share/info/*' \
+		--dpkgopt='path-exclude=/usr/share/locale/*' \
+		--dpkgopt='path-include=/usr/share/locale/locale.alias' \
+		--dpkgopt='path-exclude=/usr/share/lintian/*' \
+		--customize-hook="$CUSTOMIZE" \
+		"$SUITE" "$tmp" \
+		"deb $mirror $SUITE main" \
+		"deb $mirror $SUITE-updates main" \
+		"deb $secmirror $SUITE-security main" >&2
+	# No device nodes: the sandbox brings its own /dev, and an unprivileged
+	# unpack could not create them anyway. Keep the empty ./dev/ directory.
+	# (grep -c, not -q: an early exit would SIGPIPE tar and fail the pipeline)
+	if [ "$(tar -tf "$tmp" | grep -c '^\./dev/.')" -gt 0 ]; then
+		tar --delete --wildcards -f "$tmp" './dev/?*'
+	fi
+	chmod 0644 "$tmp"
+	mv -f "$tmp" "$out"
+	trap - EXIT INT TERM
+	printf 'sha256:%s  %s\n' "$(sha256sum "$out" | cut -d' ' -f1)" "$out"
+}
+
+for lang in "${langs[@]}"; do
+	build_one "$lang"
+done
+printf 'recipe:sha256:%s\n' "$recipe_hash"

@@ -1,0 +1,96 @@
+# shellcheck shell=bash disable=SC2034 # the package lists are used by the scripts that source this
+# setup-lib.sh - the set-up steps scripts/test.sh and scripts/demo.sh share. Sourced, not run.
+# Every function takes what it needs as arguments (no globals), so scripts can run one in a
+# child bash under `timeout`.
+
+# The Debian packages Vestibule's build, tests, engines and images need.
+VST_BUILD_DEPS=(cmake gcc make pkg-config libcurl4-openssl-dev libjson-c-dev libseccomp-dev
+        libsystemd-dev libyaml-dev check libarchive-dev libssl-dev)
+VST_ENGINE_DEPS=(docker.io podman runc uidmap slirp4netns fuse-overlayfs catatonit)
+VST_OTHER_DEPS=(mmdebstrap bubblewrap curl ca-certificates tar procps util-linux)
+
+# vst_missing_packages PKG...: print the ones not installed (and nodejs npm when there is no
+# node or npm at all).
+vst_missing_packages() {
+        local p
+        for p in "$@"; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+                        printf '%s\n' "$p"
+        done
+        if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+                printf '%s\n' nodejs npm
+        fi
+}
+
+# vst_install_packages PKG...: as root, apt-get install those of PKG that are missing.
+vst_install_packages() {
+        local missing=() p
+        for p in "$@"; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+                        missing+=("$p")
+        done
+        if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+                missing+=(nodejs npm)
+        fi
+        if [ "${#missing[@]}" -eq 0 ]; then
+                echo "all packages present"
+                return 0
+        fi
+        echo "installing: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# vst_node_ok: Node.js 20 or later is there (the MCP client SDK needs it).
+vst_node_ok() {
+        local major
+        major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+        [ "$major" -ge 20 ]
+}
+
+# vst_copy_sources REPO DEST: copy the working tree (no .git, builds or node_modules) to DEST,
+# readable by everyone (the clone may sit under a 0700 home; the test user must read it).
+vst_copy_sources() {
+        local repo=$1 dst=$2
+        mkdir -p "$(dirname "$dst")"
+        rm -rf "$dst.new"
+        mkdir -p "$dst.new"
+        tar -C "$repo" --exclude=./.git --exclude='./build*' --exclude=./node_modules \
+                --exclude=./tests/e2e/node_modules -cf - . | tar -C "$dst.new" -xf -
+        rm -rf "$dst"
+        mv "$dst.new" "$dst"
+        chmod -R a+rX "$dst"
+}
+
+# vst_build SRC DIR TYPE JOBS: a fresh out-of-tree CMake build (Release or Debug), readable by all.
+vst_build() {
+        local src=$1 dir=$2 type=$3 jobs=$4
+        rm -rf "$dir"
+        cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE="$type"
+        cmake --build "$dir" -j"$jobs"
+        chmod -R a+rX "$dir"
+}
+
+# vst_build_images SRC OUT: images/build.sh into OUT (python.tar, node.tar), each unpacked
+# to OUT/rootfs/<lang>/ (the native backend's layout), swapped in whole.
+vst_build_images() {
+        local src=$1 out=$2 lang
+        mkdir -p "$out/rootfs"
+        bash "$src/images/build.sh" -o "$out" all
+        for lang in python node; do
+                rm -rf "$out/rootfs/$lang.new"
+                mkdir -p "$out/rootfs/$lang.new"
+                tar -C "$out/rootfs/$lang.new" --numeric-owner -xf "$out/$lang.tar"
+                rm -rf "$out/rootfs/$lang"
+                mv "$out/rootfs/$lang.new" "$out/rootfs/$lang"
+        done
+        chmod 0755 "$out" "$out/rootfs"
+}
+
+# vst_npm_ci DIR: install the e2e/demo client's pinned packages, readable by all.
+vst_npm_ci() {
+        local dir=$1
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+        chmod -R a+rX "$dir"
+}

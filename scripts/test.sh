@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# test.sh - Vestibule's whole test suite, the README's test command and what .ci/run runs.
+#
+# On a fresh Debian/Ubuntu, as root: installs what it needs with apt-get, creates the
+# unprivileged test user (scripts/ci-user.sh), starts the container engines
+# (scripts/start-engines.sh), builds Release and Debug (ASan+UBSan) out of tree under
+# $VESTIBULE_CI_DIR, builds the sandbox images (images/build.sh), runs the Check suites of
+# both builds with ctest, then the end-to-end suite (tests/e2e: the real binary driven by the
+# official MCP SDK clients) as the unprivileged test user, plus the root-only case as root.
+# Ends with one line "total: N passed, N failed, N skipped" and exits non-zero on any failure.
+#
+# As a normal user it skips what needs root (packages, test user, engines, images) and runs
+# everything else as you.
+#
+# Usage: scripts/test.sh [--help]
+# Environment:
+#   VESTIBULE_CI_DIR        build and scratch folder, readable by the test user
+#                           (default /var/tmp/vestibule-ci)
+#   VESTIBULE_CI_IMAGES     where the images are built and unpacked (default
+#                           /var/tmp/vestibule-images: python.tar, node.tar, rootfs/)
+#   VESTIBULE_CI_REUSE_IMAGES=1  use the images already there instead of rebuilding them
+#   VESTIBULE_CI_BACKENDS   the e2e runs, space-separated backend=grade pairs
+#                           (default: "naive=none (naive: development only)" written as
+#                           naive; see E2E_RUNS below)
+#   VESTIBULE_CI_MUST_RUN   1 (default): a unit test whose prerequisite is missing fails
+#                           instead of skipping (SBX_TEST_MUST_RUN)
+#   VESTIBULE_CI_JOBS       build parallelism (default 2)
+#   SBX_TEST_USER           the unprivileged test user (default vestibule-test)
+set -euo pipefail
+umask 022
+
+if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
+        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        exit 0
+fi
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/setup-lib.sh
+. "$repo/scripts/setup-lib.sh"
+ci=${VESTIBULE_CI_DIR:-/var/tmp/vestibule-ci}
+images=${VESTIBULE_CI_IMAGES:-/var/tmp/vestibule-images}
+user=${SBX_TEST_USER:-vestibule-test}
+jobs=${VESTIBULE_CI_JOBS:-2}
+must_run=${VESTIBULE_CI_MUST_RUN:-1}
+is_root=0
+[ "$(id -u)" -eq 0 ] && is_root=1
+
+# The e2e runs: one "backend|expected isolation grade" per line. The naive backend is the
+# foundation; add native and container here once they pass on this host.
+E2E_RUNS=${VESTIBULE_CI_E2E_RUNS:-"naive|none (naive: development only)"}
+
+passed=0 failed=0 skipped=0
+failures=()
+started=$(date +%s)
+
+banner() {
+        printf '\n========== %s  [%s, +%ss]\n' "$*" "$(date -u +%H:%M:%S)" "$(($(date +%s) - started))"
+}
+
+# record_fail WHAT: one failure that is not a test count (a build, a crashed runner).
+record_fail() {
+        failed=$((failed + 1))
+        failures+=("$1")
+        printf 'FAILED: %s\n' "$1" >&2
+}
+
+finish() {
+        local total=$(($(date +%s) - started))
+        banner "summary (${total}s)"
+        if [ "${#failures[@]}" -gt 0 ]; then
+                printf 'failures:\n'
+                printf '  %s\n' "${failures[@]}"
+        fi
+        printf 'total: %d passed, %d failed, %d skipped\n' "$passed" "$failed" "$skipped"
+        if [ "$failed" -gt 0 ] || [ "$passed" -eq 0 ]; then
+                exit 1
+        fi
+        exit 0
+}
+
+# step SECONDS NAME CMD...: run CMD (a command, or a function of this script, which then runs
+# in a child bash: timeout cannot run a function) with a banner and a hard timeout; returns
+# its status.
+step() {
+        local secs=$1 name=$2 rc=0
+        shift 2
+        banner "$name"
+        if declare -F "$1" >/dev/null; then
+                timeout --kill-after=30 "$secs" bash -euo pipefail -c "$(declare -f "$1"); $1 \"\$@\"" "$1" "${@:2}" || rc=$?
+        else
+                timeout --kill-after=30 "$secs" "$@" || rc=$?
+        fi
+        if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+                printf '%s: timed out after %ss\n' "$name" "$secs" >&2
+        fi
+        return "$rc"
+}
+
+# as_user CMD...: run CMD as the unprivileged test user (as root) or as yourself, with a clean
+# environment plus the variables the suite needs.
+as_user() {
+        if [ "$is_root" -eq 1 ]; then
+                local uid home
+                uid=$(id -u "$user")
+                home=$(getent passwd "$user" | cut -d: -f6)
+                runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
+                        USER="$user" LOGNAME="$user" LANG=C.UTF-8 XDG_RUNTIME_DIR="/run/user/$uid" \
+                        TMPDIR=/tmp "$@"
+        else
+                env "$@"
+        fi
+}
+
+# ---------------------------------------------------------------------------- packages
+if [ "$is_root" -eq 1 ]; then
+        step 1500 "packages (apt-get)" vst_install_packages "${VST_BUILD_DEPS[@]}" "${VST_ENGINE_DEPS[@]}" \
+                "${VST_OTHER_DEPS[@]}" || {
+                record_fail "package installation"
+                finish
+        }
+else
+        banner "packages: not root, using what is installed"
+fi
+
+if ! vst_node_ok; then
+        record_fail "Node.js 20 or later is needed by the MCP client SDK (found: $(node --version 2>/dev/null || echo none))"
+        finish
+fi
+
+# ---------------------------------------------------------------------------- test user, engines
+if [ "$is_root" -eq 1 ]; then
+        step 60 "test user ($user)" bash "$repo/scripts/ci-user.sh" || {
+                record_fail "creating the test user"
+                finish
+        }
+        if [ -x "$repo/scripts/start-engines.sh" ] || [ -f "$repo/scripts/start-engines.sh" ]; then
+                step 300 "container engines" bash "$repo/scripts/start-engines.sh" ||
+                        record_fail "starting the container engines (scripts/start-engines.sh)"
+        else
+                banner "container engines: scripts/start-engines.sh not there yet, skipped"
+        fi
+fi
+
+# ---------------------------------------------------------------------------- sources
+# The clone may sit under /root (0700): work on a copy the test user can read.
+src=$ci/src
+step 120 "copy sources to $src" vst_copy_sources "$repo" "$src" || {
+        record_fail "copying the sources"
+        finish
+}
+
+# ---------------------------------------------------------------------------- builds
+rel=$ci/build-release
+dbg=$ci/build-debug
+built=()
+for b in "Release:$rel" "Debug:$dbg"; do
+        if step 1500 "build ${b%%:*} in ${b#*:}" vst_build "$src" "${b#*:}" "${b%%:*}" "$jobs"; then
+                built+=("$b")
+        else
+                record_fail "build ${b%%:*}"
+        fi
+done
+[ "${#built[@]}" -gt 0 ] || finish
+
+# ---------------------------------------------------------------------------- images
+if [ "${VESTIBULE_CI_REUSE_IMAGES:-0}" = 1 ] && [ -f "$images/python.tar" ] && [ -f "$images/node.tar" ]; then
+        banner "images: reusing $images (VESTIBULE_CI_REUSE_IMAGES=1)"
+elif [ ! -f "$src/images/build.sh" ]; then
+        banner "images: images/build.sh not there yet, skipped"
+elif [ "$is_root" -ne 1 ]; then
+        banner "images: not root, using what is in $images"
+else
+        step 1800 "images (images/build.sh -> $images)" vst_build_images "$src" "$images" ||
+                record_fail "building the images (images/build.sh)"
+fi
+
+# ---------------------------------------------------------------------------- unit tests
+# run_ctest DIR: ctest with its counts added to the totals.
+run_ctest() {
+        local dir=$1 log rc=0 line total nfail
+        log=$(mktemp)
+        (
+                cd "$dir"
+                SBX_TEST_MUST_RUN=$must_run SBX_TEST_USER=$user \
+                        timeout --kill-after=30 2400 ctest --output-on-failure --timeout 900 -j1
+        ) 2>&1 | tee "$log" || rc=$?
+        # "100% tests passed, 0 tests failed out of 9"
+        line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)
+        if [ -n "$line" ]; then
+                total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
+                nfail=$(sed -E 's/.* ([0-9]+) tests? failed.*/\1/' <<<"$line")
+                local nskip
+                nskip=$(grep -c -- '\*\*\*Skipped\|Not Run (Disabled)' "$log" || true)
+                passed=$((passed + total - nfail - nskip))
+                skipped=$((skipped + nskip))
+                failed=$((failed + nfail))
+                [ "$nfail" -eq 0 ] || failures+=("ctest in $dir: $nfail failed")
+        elif grep -q 'No tests were found' "$log"; then
+                record_fail "ctest in $dir found no tests"
+        else
+                record_fail "ctest in $dir ended without a summary (status $rc)"
+        fi
+        rm -f "$log"
+}
+for b in "${built[@]}"; do
+        banner "unit tests: ctest, ${b%%:*} build"
+        run_ctest "${b#*:}"
+done
+
+# ---------------------------------------------------------------------------- end-to-end
+e2e=$src/tests/e2e
+if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
+        # run_e2e LABEL BIN BACKEND GRADE [FILES...] (as the test user)
+        run_e2e() {
+                local label=$1 bin=$2 backend=$3 grade=$4 res rc=0
+                shift 4
+                res=$(mktemp "$ci/e2e-results.XXXXXX")
+                chmod 0666 "$res"
+                banner "e2e: $label"
+                as_user VESTIBULE_BIN="$bin" E2E_BACKEND="$backend" E2E_EXPECT_GRADE="$grade" \
+                        E2E_RESULTS="$res" timeout --kill-after=30 1200 node "$e2e/run.mjs" "$@" ||
+                        rc=$?
+                add_results "$label" "$res" "$rc"
+        }
+        # add_results LABEL FILE STATUS: add a run.mjs counts file to the totals.
+        add_results() {
+                local label=$1 res=$2 rc=$3 p f s
+                if [ -s "$res" ]; then
+                        read -r p f s < <(node -e 'const c=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8"));console.log(c.passed,c.failed,c.skipped)' "$res")
+                        passed=$((passed + p))
+                        failed=$((failed + f))
+                        skipped=$((skipped + s))
+                        [ "$f" -eq 0 ] || failures+=("e2e $label: $f failed")
+                        [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || record_fail "e2e $label: runner exited $rc"
+                else
+                        record_fail "e2e $label: no results (status $rc)"
+                fi
+                rm -f "$res"
+        }
+        for b in "${built[@]}"; do
+                type=${b%%:*}
+                bin=${b#*:}/vestibule-mcp
+                if [ ! -x "$bin" ]; then
+                        record_fail "e2e $type: $bin was not built"
+                        continue
+                fi
+                while IFS='|' read -r backend grade; do
+                        [ -n "$backend" ] || continue
+                        run_e2e "$type, backend $backend" "$bin" "$backend" "$grade"
+                done <<<"$E2E_RUNS"
+        done
+        # The one case that needs root: a server started as root without VESTIBULE_RUN_AS.
+        if [ "$is_root" -eq 1 ] && [ -x "$rel/vestibule-mcp" ]; then
+                res=$(mktemp "$ci/e2e-results.XXXXXX")
+                banner "e2e: as root (Release, naive)"
+                rc=0
+                env E2E_RUN_AS="$(id -u "$user"):$(id -g "$user")" VESTIBULE_BIN="$rel/vestibule-mcp" \
+                        E2E_BACKEND=naive E2E_RESULTS="$res" \
+                        timeout --kill-after=30 300 node "$e2e/run.mjs" root.test.mjs || rc=$?
+                add_results "as root" "$res" "$rc"
+        fi
+else
+        record_fail "e2e: npm ci"
+fi
+
+finish

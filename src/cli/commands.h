@@ -1,0 +1,19 @@
+/* commands.h - the subcommands' entry points (private to src/cli). Each lives in its own file,
+ * cmd_<name>.c, so the helper that owns a command can replace that file alone. @argv[0] is the
+ * subcommand's name; the return value is the process exit code (0 ok, 1 failed, 2 usage). */
+#pragma once
+
+#include <stdbool.h>
+
+int cmd_run(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_setup(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+
+/** cli_is_help() - @arg is -h or --help. */
+bool cli_is_help(const char *arg);
+
+/** cli_not_available() - the placeholder of a command another issue brings. Returns 2. */
+int cli_not_available(const char *name, int issue, int argc, char **argv, const char *help);

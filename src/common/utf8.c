@@ -1,0 +1,53 @@
+/* utf8.c - strict UTF-8 decoding. */
+#include "common/utf8.h"
+
+int sbx_utf8_decode(const void *s, size_t n, uint32_t *ret_cp)
+{
+        const unsigned char *p = s;
+        uint32_t cp, min;
+        int len;
+
+        if (n == 0)
+                return -1;
+        if (p[0] < 0x80) {
+                if (ret_cp)
+                        *ret_cp = p[0];
+                return 1;
+        }
+        if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+                len = 2;
+                cp = p[0] & 0x1fu;
+                min = 0x80;
+        } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+                len = 3;
+                cp = p[0] & 0x0fu;
+                min = 0x800;
+        } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+                len = 4;
+                cp = p[0] & 0x07u;
+                min = 0x10000;
+        } else
+                return 0; /* continuation byte, 0xc0/0xc1 (always overlong), 0xf5.. */
+
+        for (int i = 1; i < len; i++) {
+                if ((size_t)i >= n)
+                        return -1;
+                if ((p[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (p[i] & 0x3fu);
+                /* Reject early what can only end overlong, a surrogate, or above U+10FFFF, so
+                 * a cut-short prefix of such a sequence is invalid rather than incomplete. */
+                if (i == 1) {
+                        uint32_t hi = cp << (6 * (len - 2));
+                        if (len == 3 && (hi < 0x800 || (hi >= 0xd800 && hi <= 0xdfff)))
+                                return 0;
+                        if (len == 4 && (hi < 0x10000 || hi > 0x10ffff))
+                                return 0;
+                }
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        if (ret_cp)
+                *ret_cp = cp;
+        return len;
+}

@@ -1,0 +1,1177 @@
+/* backend.c - the container backend: one fresh locked-down container per run on Docker or
+ * Podman through the Engine API. Connect + probe once (version, seccomp, cgroups, rootless),
+ * then per run: sweep leftovers, create, verify the engine's answer, arm attach + wait in one
+ * curl_multi, start, stream (caps, deadline, cancel), collect exit/OOM, remove. */
+#include "engine/engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "run/backend.h"
+#include "run/run.h"
+#include "workspace/workspace.h"
+
+#define ENGINE_GRACE_MS 3000    /* server-side kill at timeout + this (inner timeout: +1 s) */
+#define ENGINE_ARM_MS 10000     /* attach + wait must be armed within this */
+#define ENGINE_DRAIN_MS 2000    /* after exit, the attach stream must end within this */
+#define ENGINE_PROGRESS_MS 2000 /* progress callback period */
+#define ENGINE_NOT_MEASURED "not readable from outside a container"
+
+struct engine_state {
+        pthread_mutex_t lock;
+        bool ready; /* connected and probed */
+        struct engine_conn conn;
+        engine_getenv_fn getenv_fn;
+        bool rootless_podman;
+        char grade[320];     /* "container" or "container-degraded (...)" */
+        char owner[160];     /* our vestibule.owner label */
+        char **active;       /* ids of containers in flight */
+        size_t n_active;
+        bool shutting_down;
+};
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void curl_easy_cleanupp(CURL **h)
+{
+        if (*h)
+                curl_easy_cleanup(*h);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Owner labels                                                                             */
+
+/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot; 0 when unreadable. */
+static unsigned long long proc_start_time(pid_t pid)
+{
+        char path[64], buf[1024];
+        unsigned long long st = 0;
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')'); /* comm may hold spaces and ')' */
+        if (!p)
+                return 0;
+        p++;
+        for (int field = 3; field < 22 && p; field++) {
+                p = strchr(p + 1, ' ');
+        }
+        if (p)
+                sscanf(p, " %llu", &st);
+        return st;
+}
+
+int engine_owner_label(pid_t pid, char *ret, size_t size)
+{
+        char host[256] = "";
+        unsigned long long st = proc_start_time(pid);
+
+        if (gethostname(host, sizeof(host) - 1) < 0 || !*host)
+                snprintf(host, sizeof(host), "localhost");
+        if (!st)
+                return -ESRCH;
+        snprintf(ret, size, "%s:%d:%llu", host, (int)pid, st);
+        return 0;
+}
+
+bool engine_owner_alive(const char *label)
+{
+        char host[256] = "";
+        const char *c1, *c2;
+        char *end;
+        long pid;
+        unsigned long long st;
+
+        if (!label || !*label)
+                return false; /* ours (vestibule.run=1) but unowned: a leftover */
+        c2 = strrchr(label, ':');
+        if (!c2 || c2 == label)
+                return false;
+        c1 = c2 - 1;
+        while (c1 > label && *c1 != ':')
+                c1--;
+        if (*c1 != ':')
+                return false;
+        gethostname(host, sizeof(host) - 1);
+        if ((size_t)(c1 - label) != strlen(host) || strncmp(label, host, strlen(host)) != 0)
+                return true; /* another host's server (a shared daemon): not ours to judge */
+        errno = 0;
+        pid = strtol(c1 + 1, &end, 10);
+        if (errno || end != c2 || pid <= 0)
+                return false;
+        st = strtoull(c2 + 1, &end, 10);
+        if (*end)
+                return false;
+        return proc_start_time((pid_t)pid) == st;
+}
+
+static int container_remove(const struct engine_conn *c, const char *id, struct sbx_error *err)
+{
+        _cleanup_free_ char *path = xasprintf("/containers/%s?force=1&v=1", id);
+        long status = 0;
+        char msg[200];
+        int r;
+
+        r = engine_request_json(c, "DELETE", path, NULL, 30000, &status, NULL, msg, sizeof(msg),
+                                err);
+        if (r < 0)
+                return r;
+        if (status != 204 && status != 200 && status != 404)
+                return sbx_fail(err, EIO, "cannot remove container %.12s: %s", id, msg);
+        return 0;
+}
+
+static int list_ours(const struct engine_conn *c, json_object **ret, struct sbx_error *err)
+{
+        long status = 0;
+        char msg[200];
+        int r;
+
+        /* filters={"label":["vestibule.run=1"]} */
+        r = engine_request_json(c, "GET",
+                                "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22"
+                                "vestibule.run%3D1%22%5D%7D",
+                                NULL, 10000, &status, ret, msg, sizeof(msg), err);
+        if (r < 0)
+                return r;
+        if (status != 200 || !*ret || !json_object_is_type(*ret, json_type_array)) {
+                json_object_put(*ret);
+                *ret = NULL;
+                return sbx_fail(err, EIO, "cannot list leftover sandbox containers: %s", msg);
+        }
+        return 0;
+}
+
+static const char *labels_get(json_object *ctr, const char *key)
+{
+        json_object *labels, *v;
+        if (!json_object_object_get_ex(ctr, "Labels", &labels) ||
+            !json_object_object_get_ex(labels, key, &v))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+int engine_sweep(const struct engine_conn *c, struct sbx_error *err)
+{
+        _cleanup_(json_putp) json_object *list = NULL;
+        int removed = 0, r;
+
+        r = list_ours(c, &list, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *ctr = json_object_array_get_idx(list, i), *idj;
+                const char *owner = labels_get(ctr, "vestibule.owner");
+                if (engine_owner_alive(owner))
+                        continue;
+                if (!json_object_object_get_ex(ctr, "Id", &idj))
+                        continue;
+                struct sbx_error e2 = {0};
+                if (container_remove(c, json_object_get_string(idj), &e2) == 0) {
+                        log_debug("removed leftover sandbox container %.12s of '%s'",
+                                  json_object_get_string(idj), owner ? owner : "");
+                        removed++;
+                } else {
+                        log_debug("%s, ignoring", e2.msg);
+                }
+        }
+        return removed;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Connect, probe                                                                           */
+
+static int ping_one(struct engine_conn *c, struct sbx_error *err)
+{
+        struct engine_response r = {0};
+        _cleanup_(json_putp) json_object *ver = NULL;
+        json_object *minv = NULL;
+        long status = 0;
+        char msg[200];
+        int rv;
+
+        rv = engine_request(c, "GET", "/_ping", false, NULL, 5000, &r, err);
+        if (rv < 0)
+                return rv;
+        if (r.status != 200) {
+                rv = sbx_fail(err, EIO,
+                              "the container engine at '%s' answered /_ping with HTTP %ld: is "
+                              "this a Docker Engine or Podman socket?",
+                              c->ep.host, r.status);
+                engine_response_done(&r);
+                return rv;
+        }
+        c->podman = r.libpod_api[0] != '\0';
+        snprintf(c->libpod_api, sizeof(c->libpod_api), "%s", r.libpod_api);
+        snprintf(c->server, sizeof(c->server), "%s", r.server);
+        char server_api[16];
+        snprintf(server_api, sizeof(server_api), "%s", r.api_version);
+        engine_response_done(&r);
+
+        /* MinAPIVersion from the unversioned /version (Docker 29 refuses < 1.44). */
+        c->api[0] = '\0';
+        rv = engine_request_json(c, "GET", "/version", NULL, 5000, &status, &ver, msg, sizeof(msg),
+                                 err);
+        if (rv < 0)
+                return rv;
+        if (ver)
+                json_object_object_get_ex(ver, "MinAPIVersion", &minv);
+        return engine_api_negotiate(server_api, minv ? json_object_get_string(minv) : NULL,
+                                    c->api, err);
+}
+
+int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
+                   struct engine_conn *ret, struct sbx_error *err)
+{
+        _cleanup_free_ struct engine_endpoint *eps = NULL;
+        size_t n = 0;
+        char missing[400];
+        struct sbx_error first = {0};
+        int first_rc = 0, r;
+
+        r = engine_endpoints_resolve(cfg->runtime, getenv_fn, &eps, &n, missing, sizeof(missing),
+                                     err);
+        if (r < 0)
+                return r;
+        if (n == 0) {
+                if (cfg->runtime == SBX_RUNTIME_PODMAN)
+                        return sbx_fail(err, ENOENT,
+                                        "cannot reach Podman: no API socket found (looked at %s): "
+                                        "start it (systemctl --user start podman.socket) or set "
+                                        "CONTAINER_HOST",
+                                        missing);
+                return sbx_fail(err, ENOENT,
+                                "cannot reach Docker Engine at '/var/run/docker.sock': no engine "
+                                "socket found (looked at %s): start it (sudo systemctl start "
+                                "docker, or start Docker Desktop) or set DOCKER_HOST",
+                                missing);
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct engine_conn c = {.ep = eps[i]};
+                struct sbx_error e = {0};
+                r = ping_one(&c, &e);
+                if (r == 0) {
+                        if (cfg->runtime == SBX_RUNTIME_DOCKER && c.podman)
+                                log_debug("VESTIBULE_RUNTIME=docker but '%s' is Podman (%s); "
+                                          "using it",
+                                          c.ep.host, c.server);
+                        *ret = c;
+                        return 0;
+                }
+                log_debug("engine candidate '%s' (%s): %s", eps[i].host, eps[i].origin, e.msg);
+                /* Keep the most telling failure: a permission problem beats "not running". */
+                if (!first_rc || (r == -EACCES && first_rc != -EACCES)) {
+                        first = e;
+                        first_rc = r;
+                }
+        }
+        if (err)
+                *err = first;
+        return first_rc;
+}
+
+static void reason_add(char *buf, size_t size, const char *s)
+{
+        size_t used = strlen(buf);
+        snprintf(buf + used, size > used ? size - used : 0, "%s%s", used ? "; " : "", s);
+}
+
+static json_object *jget(json_object *o, const char *k)
+{
+        json_object *v = NULL;
+        return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+/* /info (+ libpod info): what this engine enforces. Fills st->grade. */
+static int probe_info(struct engine_state *st, struct sbx_error *err)
+{
+        _cleanup_(json_putp) json_object *info = NULL;
+        long status = 0;
+        char msg[200], reasons[280] = "", limits[64] = "";
+        int r;
+
+        r = engine_request_json(&st->conn, "GET", "/info", NULL, 10000, &status, &info, msg,
+                                sizeof(msg), err);
+        if (r < 0)
+                return r;
+        if (status != 200 || !info)
+                return sbx_fail(err, EIO, "the container engine's /info failed (HTTP %ld): %s",
+                                status, msg);
+        const char *os = json_object_get_string(jget(info, "OSType"));
+        if (os && strcmp(os, "linux") != 0)
+                return sbx_fail(err, ENOTSUP,
+                                "the Docker Engine runs %s containers: switch Docker Desktop to "
+                                "Linux containers",
+                                os);
+        json_object *so = jget(info, "SecurityOptions");
+        bool seccomp = false, rootless = false;
+        for (size_t i = 0; so && i < json_object_array_length(so); i++) {
+                const char *s = json_object_get_string(json_object_array_get_idx(so, i));
+                if (s && strstr(s, "name=seccomp") && !strstr(s, "profile=unconfined"))
+                        seccomp = true;
+                if (s && strstr(s, "name=rootless"))
+                        rootless = true;
+        }
+        const char *cgv = json_object_get_string(jget(info, "CgroupVersion"));
+
+        if (st->conn.podman) {
+                _cleanup_(json_putp) json_object *li = NULL;
+                struct engine_response resp = {0};
+                r = engine_request(&st->conn, "GET", "/v4.0.0/libpod/info", false, NULL, 10000,
+                                   &resp, err);
+                if (r < 0)
+                        return r;
+                li = resp.status == 200 ? json_tokener_parse(resp.body) : NULL;
+                engine_response_done(&resp);
+                if (!li)
+                        return sbx_fail(err, EIO,
+                                        "Podman's libpod info failed: cannot tell whether it is "
+                                        "rootless and which limits it applies");
+                json_object *host = jget(li, "host"), *sec = jget(host, "security");
+                rootless = json_object_get_boolean(jget(sec, "rootless"));
+                seccomp = json_object_get_boolean(jget(sec, "seccompEnabled"));
+                const char *pv = json_object_get_string(jget(host, "cgroupVersion"));
+                json_object *ctrls = jget(host, "cgroupControllers");
+                bool has_mem = false, has_cpu = false, has_pids = false;
+                for (size_t i = 0; ctrls && i < json_object_array_length(ctrls); i++) {
+                        const char *c = json_object_get_string(json_object_array_get_idx(ctrls, i));
+                        has_mem |= c && strcmp(c, "memory") == 0;
+                        has_cpu |= c && strcmp(c, "cpu") == 0;
+                        has_pids |= c && strcmp(c, "pids") == 0;
+                }
+                st->rootless_podman = rootless;
+                if (rootless && pv && strcmp(pv, "v1") == 0) {
+                        reason_add(reasons, sizeof(reasons),
+                                   "limits not applied: memory, cpu, pids: rootless Podman on "
+                                   "cgroup v1");
+                } else if (rootless && !(has_mem && has_cpu && has_pids)) {
+                        char l[64] = "";
+                        if (!has_mem)
+                                reason_add(l, sizeof(l), "memory");
+                        if (!has_cpu)
+                                reason_add(l, sizeof(l), "cpu");
+                        if (!has_pids)
+                                reason_add(l, sizeof(l), "pids");
+                        for (char *p = l; *p; p++)
+                                if (*p == ';')
+                                        *p = ',';
+                        char t[160];
+                        snprintf(t, sizeof(t),
+                                 "limits not applied: %s: rootless Podman without those cgroup "
+                                 "controllers delegated",
+                                 l);
+                        reason_add(reasons, sizeof(reasons), t);
+                }
+        } else {
+                if (!json_object_get_boolean(jget(info, "MemoryLimit")) ||
+                    !json_object_get_boolean(jget(info, "SwapLimit")))
+                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s",
+                                 "memory");
+                if (!json_object_get_boolean(jget(info, "CpuCfsQuota")))
+                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s%s",
+                                 *limits ? ", " : "", "cpu");
+                if (!json_object_get_boolean(jget(info, "PidsLimit")))
+                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s%s",
+                                 *limits ? ", " : "", "pids");
+                if (rootless && cgv && strcmp(cgv, "1") == 0) {
+                        reason_add(reasons, sizeof(reasons),
+                                   "limits not applied: memory, cpu, pids: rootless Docker on "
+                                   "cgroup v1");
+                } else if (*limits) {
+                        char t[160];
+                        snprintf(t, sizeof(t),
+                                 "limits not applied: %s: the Docker Engine reports no cgroup "
+                                 "support for them",
+                                 limits);
+                        reason_add(reasons, sizeof(reasons), t);
+                }
+        }
+        if (!seccomp)
+                reason_add(reasons, sizeof(reasons),
+                           "no seccomp filter: the engine runs containers without seccomp");
+        if (*reasons)
+                snprintf(st->grade, sizeof(st->grade), "container-degraded (%s)", reasons);
+        else
+                snprintf(st->grade, sizeof(st->grade), "container");
+        return 0;
+}
+
+static int ensure_ready(struct backend *b, struct sbx_error *err)
+{
+        struct engine_state *st = b->state;
+        struct engine_state fresh = {0};
+        int r;
+
+        pthread_mutex_lock(&st->lock);
+        bool ready = st->ready;
+        pthread_mutex_unlock(&st->lock);
+        if (ready)
+                return 0;
+
+        r = engine_connect(b->cfg, st->getenv_fn, &fresh.conn, err);
+        if (r < 0)
+                return r;
+        r = probe_info(&fresh, err);
+        if (r < 0)
+                return r;
+        if (!fresh.conn.ep.local)
+                return sbx_fail(err, ENOTSUP,
+                                "the container engine at '%s' is remote: its containers cannot see "
+                                "this machine's files, and handing code in through volumes is not "
+                                "implemented yet: use a local engine (unix:// socket)",
+                                fresh.conn.ep.host);
+        struct sbx_error e2 = {0};
+        int n = engine_sweep(&fresh.conn, &e2);
+        if (n > 0)
+                log_info("removed %d leftover sandbox container(s) of servers that are gone", n);
+        else if (n < 0)
+                log_debug("%s, ignoring", e2.msg);
+
+        pthread_mutex_lock(&st->lock);
+        st->conn = fresh.conn;
+        st->rootless_podman = fresh.rootless_podman;
+        snprintf(st->grade, sizeof(st->grade), "%s", fresh.grade);
+        st->ready = true;
+        pthread_mutex_unlock(&st->lock);
+        log_debug("container engine: %s at '%s' (%s), API %s, grade %s", st->conn.server,
+                  st->conn.ep.host, st->conn.ep.origin, st->conn.api, st->grade);
+        return 0;
+}
+
+/* The uid:gid code runs as. Never root. */
+static int run_ids(const struct backend *b, const struct engine_state *st, uid_t *uid, gid_t *gid,
+                   struct sbx_error *err)
+{
+        if (st->rootless_podman) {
+                /* keep-id maps our uid to itself inside; the service runs as us. */
+                *uid = geteuid();
+                *gid = getegid();
+        } else if (geteuid() == 0) {
+                if (!b->cfg->run_as_set || b->cfg->run_as_uid == 0)
+                        return sbx_fail(err, EPERM,
+                                        "this server runs as root and never runs code as root: set "
+                                        "VESTIBULE_RUN_AS=uid:gid to an unprivileged user");
+                *uid = b->cfg->run_as_uid;
+                *gid = b->cfg->run_as_gid;
+        } else {
+                *uid = geteuid();
+                *gid = getegid();
+        }
+        if (*uid == 0)
+                return sbx_fail(err, EPERM, "refusing to run code as uid 0");
+        return 0;
+}
+
+static const char *image_for(const struct sbx_config *cfg, enum sbx_language l)
+{
+        return l == SBX_LANG_NODE ? cfg->image_node : cfg->image_python;
+}
+
+static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
+{
+        struct engine_state *st = b->state;
+        struct sbx_error e = {0};
+        char have[8];
+        uid_t uid;
+        gid_t gid;
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        r = ensure_ready(b, &e);
+        if (r == 0)
+                r = run_ids(b, st, &uid, &gid, &e);
+        if (r == 0)
+                r = engine_image_label(&st->conn, b->cfg->image_python, "vestibule.image", have,
+                                       sizeof(have), &e);
+        if (r == 0)
+                r = engine_image_label(&st->conn, b->cfg->image_node, "vestibule.image", have,
+                                       sizeof(have), &e);
+        if (r < 0) {
+                ret->usable = false;
+                snprintf(ret->blocked, sizeof(ret->blocked), "%s", e.msg);
+                if (err)
+                        *err = e;
+                return 0;
+        }
+        pthread_mutex_lock(&st->lock);
+        ret->usable = true;
+        ret->degraded = strncmp(st->grade, "container-degraded", 18) == 0;
+        snprintf(ret->grade, sizeof(ret->grade), "%s", st->grade);
+        pthread_mutex_unlock(&st->lock);
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* One run                                                                                  */
+
+static void active_add(struct engine_state *st, const char *id)
+{
+        pthread_mutex_lock(&st->lock);
+        st->active = xrealloc(st->active, (st->n_active + 1) * sizeof(char *));
+        st->active[st->n_active++] = xstrdup(id);
+        pthread_mutex_unlock(&st->lock);
+}
+
+static void active_del(struct engine_state *st, const char *id)
+{
+        pthread_mutex_lock(&st->lock);
+        for (size_t i = 0; i < st->n_active; i++)
+                if (strcmp(st->active[i], id) == 0) {
+                        free(st->active[i]);
+                        st->active[i] = st->active[--st->n_active];
+                        break;
+                }
+        pthread_mutex_unlock(&st->lock);
+}
+
+/* A private host dir holding the code, readable by the container's uid (0755/0644). */
+static int code_dir_make(const struct run_request *req, char **ret_dir, char **ret_file,
+                         struct sbx_error *err)
+{
+        _cleanup_free_ char *dir = xstrdup("/tmp/vestibule-code-XXXXXX");
+        _cleanup_free_ char *file = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t off = 0;
+
+        if (!mkdtemp(dir))
+                return sbx_fail(err, errno, "cannot create a temp dir for the code: %m");
+        if (chmod(dir, 0755) < 0) {
+                int e = errno;
+                rmdir(dir);
+                return sbx_fail(err, e, "cannot chmod '%s': %s", dir, strerror(e));
+        }
+        file = xasprintf("%s/%s", dir, sbx_language_script(req->language));
+        fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 || fchmod(fd, 0644) < 0) {
+                int e = errno;
+                rmdir(dir);
+                return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
+        }
+        while (off < req->code_len) {
+                ssize_t n = write(fd, req->code + off, req->code_len - off);
+                if (n < 0) {
+                        int e = errno;
+                        unlink(file);
+                        rmdir(dir);
+                        return sbx_fail(err, e, "cannot write the code to '%s': %s", file,
+                                        strerror(e));
+                }
+                off += (size_t)n;
+        }
+        *ret_dir = TAKE_PTR(dir);
+        *ret_file = TAKE_PTR(file);
+        return 0;
+}
+
+struct xfer {
+        bool headers_done;
+        long status;
+        bool done;
+        CURLcode result;
+};
+
+static size_t xfer_header(char *data, size_t size, size_t nmemb, void *ud)
+{
+        struct xfer *x = ud;
+        size_t n = size * nmemb;
+        if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+                const char *sp = memchr(data, ' ', n);
+                x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        } else if (n <= 2 && (data[0] == '\r' || data[0] == '\n')) {
+                x->headers_done = true;
+        }
+        return n;
+}
+
+struct attach_ctx {
+        struct xfer x;
+        struct engine_demux dmx;
+        struct run_result *res;
+        size_t cap;
+        bool flooded;
+        bool proto_error;
+};
+
+static void attach_emit(void *ud, int stream, const char *buf, size_t n)
+{
+        struct attach_ctx *a = ud;
+        struct run_stream *s = stream == 2 ? &a->res->err : &a->res->out;
+        uint64_t total = run_stream_append(s, buf, n, a->cap);
+        if (total > 2 * (uint64_t)a->cap)
+                a->flooded = true;
+}
+
+static size_t attach_write(char *data, size_t size, size_t nmemb, void *ud)
+{
+        struct attach_ctx *a = ud;
+        size_t n = size * nmemb;
+        if (a->x.status != 200)
+                return n;
+        if (engine_demux_feed(&a->dmx, data, n, attach_emit, a) < 0) {
+                a->proto_error = true;
+                return 0;
+        }
+        return n;
+}
+
+struct wait_ctx {
+        struct xfer x;
+        char body[512];
+        size_t len;
+};
+
+static size_t wait_write(char *data, size_t size, size_t nmemb, void *ud)
+{
+        struct wait_ctx *w = ud;
+        size_t n = size * nmemb;
+        size_t room = sizeof(w->body) - 1 - w->len;
+        size_t take = n < room ? n : room;
+        memcpy(w->body + w->len, data, take);
+        w->len += take;
+        w->body[w->len] = '\0';
+        return n;
+}
+
+static void kill_container(const struct engine_conn *c, const char *id)
+{
+        _cleanup_free_ char *path = xasprintf("/containers/%s/kill?signal=KILL", id);
+        struct engine_response r = {0};
+        struct sbx_error e = {0};
+        if (engine_request(c, "POST", path, true, NULL, 10000, &r, &e) < 0)
+                log_debug("kill %.12s: %s", id, e.msg);
+        engine_response_done(&r);
+}
+
+static bool fd_readable(int fd)
+{
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+enum stop_reason { STOP_NONE = 0, STOP_TIMEOUT, STOP_CANCEL, STOP_FLOOD, STOP_SHUTDOWN };
+
+struct stream_out {
+        bool wait_ok;          /* the wait answered with a status code */
+        int status_code;
+        enum stop_reason stop;
+        uint64_t wall_ms;
+        bool proto_error;
+        bool engine_lost;      /* a transfer failed (engine stopped mid-run?) */
+        char lost_msg[200];
+};
+
+/* Arm attach + wait (next-exit) in one multi, start, drive to the end. */
+static int run_stream(struct backend *b, const struct run_request *req, const char *id,
+                      struct run_result *res, struct stream_out *out, struct sbx_error *err)
+{
+        struct engine_state *st = b->state;
+        const struct engine_conn *c = &st->conn;
+        _cleanup_free_ char *apath = xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
+        _cleanup_free_ char *wpath = xasprintf("/containers/%s/wait?condition=next-exit", id);
+        _cleanup_free_ char *spath = xasprintf("/containers/%s/start", id);
+        _cleanup_(curl_easy_cleanupp) CURL *ha = engine_easy_new(c, apath, true);
+        _cleanup_(curl_easy_cleanupp) CURL *hw = engine_easy_new(c, wpath, true);
+        struct attach_ctx a = {.res = res, .cap = b->cfg->max_output_bytes};
+        struct wait_ctx w = {0};
+        CURLM *m = curl_multi_init();
+        struct engine_response sr = {0};
+        uint64_t t_arm, t_start = 0, t_exit = 0, t_kill = 0, t_progress;
+        uint64_t timeout_ms = (uint64_t)req->timeout_s * 1000;
+        int running = 0, rv = 0;
+
+        curl_easy_setopt(ha, CURLOPT_POST, 1L);
+        curl_easy_setopt(ha, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(ha, CURLOPT_HEADERFUNCTION, xfer_header);
+        curl_easy_setopt(ha, CURLOPT_HEADERDATA, &a.x);
+        curl_easy_setopt(ha, CURLOPT_WRITEFUNCTION, attach_write);
+        curl_easy_setopt(ha, CURLOPT_WRITEDATA, &a);
+        curl_easy_setopt(ha, CURLOPT_PRIVATE, &a.x);
+        curl_easy_setopt(hw, CURLOPT_POST, 1L);
+        curl_easy_setopt(hw, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(hw, CURLOPT_HEADERFUNCTION, xfer_header);
+        curl_easy_setopt(hw, CURLOPT_HEADERDATA, &w.x);
+        curl_easy_setopt(hw, CURLOPT_WRITEFUNCTION, wait_write);
+        curl_easy_setopt(hw, CURLOPT_WRITEDATA, &w);
+        curl_easy_setopt(hw, CURLOPT_PRIVATE, &w.x);
+        if (!m)
+                abort();
+        curl_multi_add_handle(m, ha);
+        curl_multi_add_handle(m, hw);
+
+        /* 1. arm: both response headers in (wait registered, attach streaming). */
+        t_arm = now_ms();
+        for (;;) {
+                curl_multi_perform(m, &running);
+                CURLMsg *msg;
+                int q;
+                while ((msg = curl_multi_info_read(m, &q)))
+                        if (msg->msg == CURLMSG_DONE) {
+                                struct xfer *x = NULL;
+                                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+                                x->done = true;
+                                x->result = msg->data.result;
+                        }
+                if (a.x.headers_done && w.x.headers_done)
+                        break;
+                if (a.x.done || w.x.done || now_ms() - t_arm > ENGINE_ARM_MS) {
+                        rv = sbx_fail(err, EIO,
+                                      "the container engine did not accept attach/wait for the "
+                                      "new container (attach HTTP %ld, wait HTTP %ld): check that "
+                                      "it is healthy",
+                                      a.x.status, w.x.status);
+                        goto out;
+                }
+                curl_multi_poll(m, NULL, 0, 50, NULL);
+        }
+        if (a.x.status != 200 || w.x.status != 200) {
+                rv = sbx_fail(err, EIO,
+                              "the container engine refused attach (HTTP %ld) or wait (HTTP %ld) "
+                              "on the new container",
+                              a.x.status, w.x.status);
+                goto out;
+        }
+
+        /* 2. start. */
+        t_start = now_ms();
+        rv = engine_request(c, "POST", spath, true, NULL, 60000, &sr, err);
+        if (rv < 0)
+                goto out;
+        if (sr.status != 204 && sr.status != 304) {
+                _cleanup_(json_putp) json_object *j = json_tokener_parse(sr.body);
+                json_object *mj = NULL;
+                const char *msg = j && json_object_object_get_ex(j, "message", &mj)
+                                          ? json_object_get_string(mj)
+                                          : sr.body;
+                if (strstr(msg, "\"timeout\"") &&
+                    (strstr(msg, "not found") || strstr(msg, "no such file")))
+                        rv = sbx_fail(err, ENOENT,
+                                      "the sandbox image '%s' has no coreutils `timeout`, which "
+                                      "every run needs: use an image that provides bash, timeout "
+                                      "and the interpreter, or run `vestibule-mcp setup`",
+                                      res->image);
+                else
+                        rv = sbx_fail(err, EIO,
+                                      "the container engine could not start the sandbox (HTTP "
+                                      "%ld): %.300s",
+                                      sr.status, msg);
+                goto out;
+        }
+        t_start = now_ms();
+        t_progress = t_start;
+
+        /* 3. drive until the wait answered and the stream ended. */
+        while (!(w.x.done && a.x.done)) {
+                uint64_t now = now_ms();
+                bool shutting;
+                pthread_mutex_lock(&st->lock);
+                shutting = st->shutting_down;
+                pthread_mutex_unlock(&st->lock);
+
+                if (!t_kill && !w.x.done) {
+                        enum stop_reason why = STOP_NONE;
+                        if (shutting)
+                                why = STOP_SHUTDOWN;
+                        else if (fd_readable(req->cancel_fd))
+                                why = STOP_CANCEL;
+                        else if (a.flooded)
+                                why = STOP_FLOOD;
+                        else if (now - t_start > timeout_ms + ENGINE_GRACE_MS)
+                                why = STOP_TIMEOUT;
+                        if (why != STOP_NONE) {
+                                out->stop = why;
+                                kill_container(c, id);
+                                t_kill = now_ms();
+                                log_debug("run %.12s: stopped (%d) after %llu ms, kill took %llu ms",
+                                          id, (int)why, (unsigned long long)(now - t_start),
+                                          (unsigned long long)(t_kill - now));
+                        }
+                }
+                if (w.x.done && !t_exit)
+                        t_exit = now;
+                /* exited, stream did not close: stop waiting for it (at once after our own
+                 * kill: output past a cancel, flood or deadline is not wanted) */
+                if (t_exit && (t_kill || now - t_exit > ENGINE_DRAIN_MS))
+                        break;
+                if (t_kill && now - t_kill > 15000) {
+                        out->engine_lost = true;
+                        snprintf(out->lost_msg, sizeof(out->lost_msg),
+                                 "the container engine did not end the sandbox within 15 s of "
+                                 "a kill");
+                        break;
+                }
+                if (req->progress && now - t_progress >= ENGINE_PROGRESS_MS) {
+                        t_progress = now;
+                        req->progress(req->progress_userdata, now - t_start, timeout_ms);
+                }
+
+                curl_multi_perform(m, &running);
+                CURLMsg *msg;
+                int q;
+                while ((msg = curl_multi_info_read(m, &q)))
+                        if (msg->msg == CURLMSG_DONE) {
+                                struct xfer *x = NULL;
+                                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+                                x->done = true;
+                                x->result = msg->data.result;
+                                if (x == &w.x && !t_exit)
+                                        t_exit = now_ms();
+                        }
+                if (w.x.done && a.x.done)
+                        break;
+                struct curl_waitfd extra = {.fd = req->cancel_fd, .events = CURL_WAIT_POLLIN};
+                curl_multi_poll(m, req->cancel_fd >= 0 && !t_kill ? &extra : NULL,
+                                req->cancel_fd >= 0 && !t_kill ? 1 : 0, 100, NULL);
+        }
+        out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
+        log_debug("run %.12s: exit after %llu ms, stream %s", id,
+                  (unsigned long long)out->wall_ms, a.x.done ? "ended" : "still open");
+        out->proto_error = a.proto_error;
+
+        if (w.x.done && w.x.result == CURLE_OK) {
+                _cleanup_(json_putp) json_object *j = json_tokener_parse(w.body);
+                json_object *sc;
+                if (j && json_object_object_get_ex(j, "StatusCode", &sc)) {
+                        out->wait_ok = true;
+                        out->status_code = json_object_get_int(sc);
+                }
+        } else if (w.x.done) {
+                out->engine_lost = true;
+                snprintf(out->lost_msg, sizeof(out->lost_msg),
+                         "lost the container engine during the run (%s)",
+                         curl_easy_strerror(w.x.result));
+        }
+out:
+        engine_response_done(&sr);
+        curl_multi_remove_handle(m, ha);
+        curl_multi_remove_handle(m, hw);
+        curl_multi_cleanup(m);
+        if (rv == 0 && !t_start)
+                rv = -EIO;
+        return rv;
+}
+
+static void set_not_measured(struct run_measure *m)
+{
+        m->measured = false;
+        snprintf(m->why, sizeof(m->why), "%s", ENGINE_NOT_MEASURED);
+}
+
+static int engine_run(struct backend *b, const struct run_request *req, struct run_result *res,
+                      struct sbx_error *err)
+{
+        struct engine_state *st = b->state;
+        const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
+        /* every cleanup variable up here: the gotos below must not jump over one */
+        _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL, *ipath = NULL;
+        _cleanup_free_ char *script = NULL;
+        _cleanup_(json_putp) json_object *body = NULL, *created = NULL, *inspect = NULL;
+        char owner[160], msg[300], degraded[128] = "", grade[320];
+        char timeout_arg[16];
+        struct stream_out so = {0};
+        long status = 0;
+        uid_t uid;
+        gid_t gid;
+        int r;
+
+        snprintf(res->backend, sizeof(res->backend), "container");
+        r = ensure_ready(b, err);
+        if (r < 0)
+                return r;
+        r = run_ids(b, st, &uid, &gid, err);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&st->lock);
+        bool shutting = st->shutting_down;
+        snprintf(grade, sizeof(grade), "%s", st->grade);
+        snprintf(owner, sizeof(owner), "%s", st->owner);
+        pthread_mutex_unlock(&st->lock);
+        if (shutting)
+                return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
+
+        struct sbx_error e2 = {0};
+        if (engine_sweep(&st->conn, &e2) < 0) {
+                /* The engine is gone (or refuses): say so now rather than half-way. */
+                if (e2.code == ECONNREFUSED || e2.code == ENOENT || e2.code == EACCES) {
+                        *err = e2;
+                        return -e2.code;
+                }
+                log_debug("%s, ignoring", e2.msg);
+        }
+
+        snprintf(res->image, sizeof(res->image), "%s", image_for(cfg, req->language));
+        r = workspace_ensure(cfg->workspace_dir, err);
+        if (r < 0)
+                return r;
+        r = code_dir_make(req, &code_dir, &code_file, err);
+        if (r < 0)
+                return r;
+
+        const char *interp = req->language == SBX_LANG_NODE   ? "node"
+                             : req->language == SBX_LANG_BASH ? "bash"
+                                                              : "python3";
+        script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
+        snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s);
+        const char *cmd[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
+        struct engine_run_spec spec = {
+                .image = res->image,
+                .cmd = cmd,
+                .uid = uid,
+                .gid = gid,
+                .workspace = cfg->workspace_dir,
+                .workspace_ro = cfg->workspace_ro,
+                .code_dir = code_dir,
+                .memory_bytes = (uint64_t)cfg->mem_mb << 20,
+                .nano_cpus = (uint64_t)cfg->cpu_pct * 10000000ull,
+                .pids_max = cfg->pids_max,
+                .tmpfs_mb = cfg->tmpfs_mb,
+                .owner = owner,
+                .podman = st->conn.podman,
+                .userns_keep_id = st->rootless_podman,
+                .init = true,
+        };
+        body = engine_create_body(&spec);
+        r = engine_request_json(&st->conn, "POST", "/containers/create",
+                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
+                                &status, &created, msg, sizeof(msg), err);
+        if (r < 0)
+                goto out_code;
+        if (status == 404 || (status >= 400 && strcasestr(msg, "no such image"))) {
+                r = sbx_fail(err, ENOENT,
+                             "the sandbox image '%s' is missing from the container engine: run "
+                             "`vestibule-mcp setup`",
+                             res->image);
+                goto out_code;
+        }
+        json_object *idj = NULL;
+        if (status != 201 || !created || !json_object_object_get_ex(created, "Id", &idj)) {
+                r = sbx_fail(err, EIO,
+                             "the container engine refused to create the sandbox (HTTP %ld): %s",
+                             status, msg);
+                goto out_code;
+        }
+        id = xstrdup(json_object_get_string(idj));
+        active_add(st, id);
+
+        /* Verify: the engine's view of the container, option by option. */
+        ipath = xasprintf("/containers/%s/json", id);
+        r = engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
+                                sizeof(msg), err);
+        if (r == 0 && (status != 200 || !inspect))
+                r = sbx_fail(err, EIO, "cannot inspect the new sandbox container: %s", msg);
+        if (r == 0)
+                r = engine_verify_inspect(inspect, &spec, degraded, sizeof(degraded), err);
+        if (r < 0)
+                goto out_remove;
+        json_object_put(TAKE_PTR(inspect));
+
+        r = run_stream(b, req, id, res, &so, err);
+        if (r < 0)
+                goto out_remove;
+
+        /* Collect: exit code (wait, else inspect) and the engine's OOM verdict. */
+        bool oom = false;
+        int exit_code = so.status_code;
+        struct sbx_error e3 = {0};
+        if (engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
+                                sizeof(msg), &e3) == 0 &&
+            status == 200 && inspect) {
+                json_object *state = jget(inspect, "State");
+                oom = json_object_get_boolean(jget(state, "OOMKilled"));
+                if (!so.wait_ok && jget(state, "ExitCode") &&
+                    !json_object_get_boolean(jget(state, "Running"))) {
+                        exit_code = json_object_get_int(jget(state, "ExitCode"));
+                        so.wait_ok = true;
+                }
+        }
+        if (!so.wait_ok && so.stop == STOP_NONE) {
+                r = sbx_fail(err, EIO, "%s: the run's result is unknown; check the container "
+                                       "engine (it may have stopped) and retry",
+                             so.engine_lost ? so.lost_msg : "the engine gave no exit status");
+                goto out_remove;
+        }
+
+        res->usage.wall_ms = so.wall_ms;
+        set_not_measured(&res->usage.cpu_us);
+        set_not_measured(&res->usage.mem_peak_bytes);
+        set_not_measured(&res->usage.pids_peak);
+        res->mem_limit_bytes = spec.memory_bytes;
+        if (so.proto_error)
+                snprintf(res->notes, sizeof(res->notes),
+                         "output cut: the engine's output stream lost its framing");
+
+        bool limits_applied = !strstr(grade, "memory") && !strstr(degraded, "memory");
+        uint64_t timeout_ms = (uint64_t)req->timeout_s * 1000;
+        if (so.stop == STOP_CANCEL || so.stop == STOP_SHUTDOWN) {
+                res->outcome = RUN_OUTCOME_CANCELLED;
+        } else if (so.stop == STOP_FLOOD) {
+                res->outcome = RUN_OUTCOME_FLOODED;
+        } else if (so.stop == STOP_TIMEOUT) {
+                res->outcome = RUN_OUTCOME_TIMED_OUT;
+        } else if (oom) {
+                res->outcome = RUN_OUTCOME_SIGNALED;
+                res->term_signal = SIGKILL;
+                res->oom_killed = true;
+        } else if ((exit_code == 124 || exit_code == 137) && so.wall_ms + 200 >= timeout_ms) {
+                /* the inner timeout fired (124: TERM worked; 137: kill-after had to KILL) */
+                res->outcome = RUN_OUTCOME_TIMED_OUT;
+        } else if (exit_code == 137 && st->conn.podman && limits_applied) {
+                /* Podman never reports OOM kills (ENGINE_NOTES §7): say what we know. */
+                res->outcome = RUN_OUTCOME_SIGNALED;
+                res->term_signal = SIGKILL;
+                snprintf(res->notes, sizeof(res->notes),
+                         "killed by SIGKILL before its deadline; Podman does not report "
+                         "out-of-memory kills, and the %u MiB memory cap is the likely cause",
+                         cfg->mem_mb);
+        } else if (exit_code == 127 && res->err.data &&
+                   strncmp(res->err.data, "timeout: failed to run command", 31) == 0) {
+                r = sbx_fail(err, ENOENT,
+                             "the sandbox image '%s' has no '%s': use an image that provides "
+                             "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
+                             res->image, interp);
+                goto out_remove;
+        } else {
+                res->outcome = RUN_OUTCOME_EXITED;
+                res->exit_code = exit_code;
+        }
+
+        if (*degraded && strcmp(grade, "container") == 0)
+                snprintf(res->isolation, sizeof(res->isolation),
+                         "container-degraded (limits not applied: %s: the engine did not keep "
+                         "them)",
+                         degraded);
+        else
+                snprintf(res->isolation, sizeof(res->isolation), "%s", grade);
+        r = 0;
+
+out_remove:
+        if (id) {
+                struct sbx_error e4 = {0};
+                if (container_remove(&st->conn, id, &e4) < 0)
+                        log_warning("%s (the next start's sweep removes it), ignoring", e4.msg);
+                active_del(st, id);
+        }
+out_code:
+        if (code_file)
+                unlink(code_file);
+        if (code_dir)
+                rmdir(code_dir);
+        return r;
+}
+
+static void engine_shutdown(struct backend *b)
+{
+        struct engine_state *st = b->state;
+        char **ids;
+        size_t n;
+
+        pthread_mutex_lock(&st->lock);
+        st->shutting_down = true;
+        n = st->n_active;
+        ids = xcalloc(n + 1, sizeof(char *));
+        for (size_t i = 0; i < n; i++)
+                ids[i] = xstrdup(st->active[i]);
+        bool ready = st->ready;
+        pthread_mutex_unlock(&st->lock);
+
+        for (size_t i = 0; i < n; i++) {
+                kill_container(&st->conn, ids[i]);
+                free(ids[i]);
+        }
+        free(ids);
+        if (!ready)
+                return;
+        /* Everything else labelled as ours (a run between create and registration). */
+        _cleanup_(json_putp) json_object *list = NULL;
+        struct sbx_error e = {0};
+        if (list_ours(&st->conn, &list, &e) < 0)
+                return;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *ctr = json_object_array_get_idx(list, i), *idj;
+                const char *o = labels_get(ctr, "vestibule.owner");
+                if (o && strcmp(o, st->owner) == 0 && json_object_object_get_ex(ctr, "Id", &idj))
+                        container_remove(&st->conn, json_object_get_string(idj), &e);
+        }
+}
+
+static void engine_destroy(struct backend *b)
+{
+        struct engine_state *st = b->state;
+        if (!st)
+                return;
+        for (size_t i = 0; i < st->n_active; i++)
+                free(st->active[i]);
+        free(st->active);
+        pthread_mutex_destroy(&st->lock);
+        free(st);
+        b->state = NULL;
+}
+
+static const struct backend_ops engine_ops = {
+        .name = "container",
+        .probe = engine_probe,
+        .run = engine_run,
+        .shutdown = engine_shutdown,
+        .destroy = engine_destroy,
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
+                                struct backend **ret, struct sbx_error *err)
+{
+        struct engine_state *st = xcalloc(1, sizeof(*st));
+        struct backend *b = xcalloc(1, sizeof(*b));
+
+        pthread_once(&curl_once, curl_init_once);
+        pthread_mutex_init(&st->lock, NULL);
+        st->getenv_fn = getenv_fn;
+        if (engine_owner_label(getpid(), st->owner, sizeof(st->owner)) < 0) {
+                free(b);
+                pthread_mutex_destroy(&st->lock);
+                free(st);
+                return sbx_fail(err, ESRCH,
+                                "cannot read this process's start time from /proc/self/stat: "
+                                "mount /proc");
+        }
+        b->ops = &engine_ops;
+        b->cfg = cfg;
+        b->state = st;
+        *ret = b;
+        return 0;
+}
+
+int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err)
+{
+        return engine_backend_new_with_env(cfg, engine_env_getenv, ret, err);
+}

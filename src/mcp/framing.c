@@ -1,0 +1,269 @@
+/* framing.c - newline-delimited JSON on stdio: a line reader that keeps up with multi-MiB lines
+ * and drops over-long ones without holding them, and the single locked writer of out_fd.
+ * Spec: 2025-11-25/basic/transports.mdx §stdio, 2026-07-28/basic/transports/stdio.mdx. */
+#include "mcp/mcp-internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+
+#define READ_CHUNK ((size_t)64 << 10)
+
+void mcp_reader_init(struct mcp_reader *r, int fd, size_t max_line_bytes)
+{
+        memset(r, 0, sizeof(*r));
+        r->fd = fd;
+        r->max_line_bytes = max_line_bytes ? max_line_bytes : MCP_MAX_LINE_BYTES_DEFAULT;
+}
+
+void mcp_reader_done(struct mcp_reader *r)
+{
+        free(r->buf);
+        r->buf = NULL;
+        r->start = r->len = r->cap = r->scan = 0;
+}
+
+ssize_t mcp_reader_fill(struct mcp_reader *r)
+{
+        ssize_t n;
+
+        /* Move the unconsumed tail to the front so the buffer only grows for one long line. */
+        if (r->start > 0) {
+                memmove(r->buf, r->buf + r->start, r->len - r->start);
+                r->len -= r->start;
+                r->scan -= r->start;
+                r->start = 0;
+        }
+        if (r->cap - r->len < READ_CHUNK + 1) {
+                size_t cap = r->cap ? r->cap : READ_CHUNK * 2;
+                while (cap - r->len < READ_CHUNK + 1)
+                        cap *= 2;
+                r->buf = xrealloc(r->buf, cap);
+                r->cap = cap;
+        }
+        do
+                n = read(r->fd, r->buf + r->len, r->cap - r->len - 1);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                        return 0;
+                return -errno;
+        }
+        if (n == 0) {
+                r->eof = true;
+                return 0;
+        }
+        r->len += (size_t)n;
+        return n;
+}
+
+enum mcp_read_status mcp_reader_next(struct mcp_reader *r, char **ret_line, size_t *ret_len)
+{
+        char *nl;
+        size_t end;
+
+        if (r->len == r->start)
+                return r->eof && r->discarding ? (r->discarding = false, MCP_READ_TOO_LONG)
+                                               : MCP_READ_NONE;
+        nl = memchr(r->buf + r->scan, '\n', r->len - r->scan);
+        if (!nl) {
+                r->scan = r->len;
+                if (r->discarding) {
+                        /* Keep nothing of a line we already gave up on. */
+                        r->start = r->len = r->scan = 0;
+                        if (r->eof) {
+                                r->discarding = false;
+                                return MCP_READ_TOO_LONG;
+                        }
+                        return MCP_READ_NONE;
+                }
+                if (r->len - r->start > r->max_line_bytes) {
+                        log_warning("a message line is over %zu bytes; discarding it",
+                                    r->max_line_bytes);
+                        r->discarding = true;
+                        r->start = r->len = r->scan = 0;
+                        if (r->eof) {
+                                r->discarding = false;
+                                return MCP_READ_TOO_LONG;
+                        }
+                        return MCP_READ_NONE;
+                }
+                if (!r->eof)
+                        return MCP_READ_NONE;
+                /* EOF: a last line without '\n' still counts. */
+                end = r->len;
+        } else {
+                end = (size_t)(nl - r->buf);
+        }
+
+        if (r->discarding || end - r->start > r->max_line_bytes) {
+                r->discarding = false;
+                r->start = r->scan = end < r->len ? end + 1 : end;
+                return MCP_READ_TOO_LONG;
+        }
+        *ret_line = r->buf + r->start;
+        r->buf[end] = '\0'; /* there is always room: reads leave one byte spare */
+        *ret_len = end - r->start;
+        if (*ret_len > 0 && (*ret_line)[*ret_len - 1] == '\r')
+                (*ret_line)[--*ret_len] = '\0';
+        r->start = r->scan = end < r->len ? end + 1 : end;
+        return MCP_READ_LINE;
+}
+
+/* Length of the valid UTF-8 sequence at @s (at most @n bytes), or 0 if it is invalid
+ * (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+        uint32_t cp;
+        size_t len;
+
+        if (s[0] < 0x80)
+                return 1;
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                len = 2, cp = s[0] & 0x1f;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                len = 3, cp = s[0] & 0x0f;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                len = 4, cp = s[0] & 0x07;
+        else
+                return 0;
+        if (n < len)
+                return 0;
+        for (size_t i = 1; i < len; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        return len;
+}
+
+char *mcp_utf8_sanitize(const char *s, size_t len, size_t *ret_len)
+{
+        const unsigned char *u = (const unsigned char *)s;
+        size_t i = 0, o = 0, k;
+        char *out;
+
+        while (i < len && (k = utf8_seq_len(u + i, len - i)) > 0)
+                i += k;
+        if (i == len)
+                return NULL;
+        out = xmalloc(len * 3 + 1); /* each bad byte becomes 3 bytes at most */
+        memcpy(out, s, i);
+        o = i;
+        while (i < len) {
+                k = utf8_seq_len(u + i, len - i);
+                if (k == 0) {
+                        memcpy(out + o, "\xef\xbf\xbd", 3);
+                        o += 3;
+                        i++;
+                } else {
+                        memcpy(out + o, s + i, k);
+                        o += k;
+                        i += k;
+                }
+        }
+        out[o] = '\0';
+        *ret_len = o;
+        return out;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                                /* A non-blocking stdout: wait until it drains. */
+                                struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+                                (void)poll(&pfd, 1, -1);
+                                continue;
+                        }
+                        return -errno;
+                }
+                p += k;
+                n -= (size_t)k;
+        }
+        return 0;
+}
+
+/* A frame the client would choke on: answer the request with an error instead, or drop a
+ * notification (or a batch array, whose parts are each small enough to matter less). */
+static int send_oversized(struct mcp_writer *w, json_object *msg, size_t len, size_t max)
+{
+        json_object *id = NULL, *e;
+        _cleanup_free_ char *m = NULL;
+        int r;
+
+        if (!json_object_is_type(msg, json_type_object) ||
+            !json_object_object_get_ex(msg, "id", &id) ||
+            json_object_object_get_ex(msg, "method", NULL)) {
+                log_error("dropping a %zu-byte message: over the %zu bytes one line may have", len,
+                          max);
+                return 0;
+        }
+        m = xasprintf("Internal error: the result is %zu bytes, over the %zu bytes an MCP client "
+                      "accepts on one line; lower VESTIBULE_MAX_OUTPUT_BYTES",
+                      len, max);
+        log_error("%s", m);
+        e = mcp_make_error(NULL, MCP_ERR_INTERNAL, m, NULL);
+        json_object_object_add(e, "id", json_object_get(id));
+        r = mcp_writer_send(w, e);
+        json_object_put(e);
+        return r;
+}
+
+int mcp_writer_send(struct mcp_writer *w, json_object *msg)
+{
+        const char *text;
+        size_t len, clean_len = 0, max;
+        _cleanup_free_ char *clean = NULL, *frame = NULL;
+        int r = 0;
+
+        text = json_object_to_json_string_length(
+            msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        clean = mcp_utf8_sanitize(text, len, &clean_len);
+        if (clean) {
+                text = clean;
+                len = clean_len;
+        }
+        max = w->max_frame_bytes ? w->max_frame_bytes : MCP_MAX_FRAME_BYTES_DEFAULT;
+        if (len + 1 > max)
+                return send_oversized(w, msg, len, max);
+        /* One buffer with its '\n', so the frame goes out in as few writes as the pipe allows. */
+        frame = xmalloc(len + 1);
+        memcpy(frame, text, len);
+        frame[len] = '\n';
+
+        pthread_mutex_lock(&w->mu);
+        if (w->closed)
+                r = -EPIPE;
+        else if (w->error)
+                r = -w->error;
+        else {
+                r = write_all(w->fd, frame, len + 1);
+                if (r < 0) {
+                        w->error = -r;
+                        if (r == -EPIPE)
+                                log_info("the client closed its end of the output pipe");
+                        else
+                                log_error("cannot write to the MCP output: %s", strerror(-r));
+                        if (w->wake_fd >= 0) {
+                                uint64_t one = 1;
+                                (void)!write(w->wake_fd, &one, sizeof(one));
+                        }
+                }
+        }
+        pthread_mutex_unlock(&w->mu);
+        return r;
+}

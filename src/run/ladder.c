@@ -1,0 +1,166 @@
+/* ladder.c - backend choice and probe cache. See ladder.h. */
+#include "run/ladder.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "run/warden.h"
+
+/* An unusable probe (or a constructor failure) is retried after this long. */
+#define LADDER_RETRY_MS 5000
+
+enum { RUNG_NAIVE, RUNG_NATIVE, RUNG_CONTAINER, RUNG_N };
+
+struct rung {
+        const char *name;
+        backend_ctor_fn ctor;
+        struct backend *b;
+        bool have_probe;
+        uint64_t probed_ms;
+        struct backend_probe probe; /* when !usable, probe.blocked says why */
+};
+
+struct ladder {
+        const struct sbx_config *cfg;
+        pthread_mutex_t lock;
+        struct rung rungs[RUNG_N];
+};
+
+struct ladder *ladder_new(const struct sbx_config *cfg, backend_ctor_fn native,
+                          backend_ctor_fn container)
+{
+        struct ladder *l = xcalloc(1, sizeof(*l));
+
+        l->cfg = cfg;
+        pthread_mutex_init(&l->lock, NULL);
+        l->rungs[RUNG_NAIVE] = (struct rung){.name = "naive", .ctor = naive_backend_new};
+        l->rungs[RUNG_NATIVE] =
+            (struct rung){.name = "native", .ctor = native ? native : native_backend_new};
+        l->rungs[RUNG_CONTAINER] =
+            (struct rung){.name = "container", .ctor = container ? container : engine_backend_new};
+        return l;
+}
+
+struct ladder *ladder_free(struct ladder *l)
+{
+        if (!l)
+                return NULL;
+        for (size_t i = 0; i < RUNG_N; i++)
+                l->rungs[i].b = backend_free(l->rungs[i].b);
+        pthread_mutex_destroy(&l->lock);
+        free(l);
+        return NULL;
+}
+
+/* Create and probe @r as needed (lock held). Afterwards r->probe says usable or why not. */
+static void rung_probe(struct ladder *l, struct rung *r)
+{
+        struct sbx_error err = {0};
+        uint64_t now = sbx_now_ms();
+        int k;
+
+        if (r->have_probe && (r->probe.usable || now - r->probed_ms < LADDER_RETRY_MS))
+                return;
+        memset(&r->probe, 0, sizeof(r->probe));
+        r->have_probe = true;
+        r->probed_ms = now;
+        if (!r->b) {
+                k = r->ctor(l->cfg, &r->b, &err);
+                if (k < 0 || !r->b) {
+                        r->b = NULL;
+                        snprintf(r->probe.blocked, sizeof(r->probe.blocked), "%s",
+                                 err.msg[0] ? err.msg : "the backend could not be created");
+                        log_debug("%s backend unavailable: %s", r->name, r->probe.blocked);
+                        return;
+                }
+        }
+        k = r->b->ops->probe(r->b, &r->probe, &err);
+        if (k < 0) {
+                r->probe.usable = false;
+                snprintf(r->probe.blocked, sizeof(r->probe.blocked), "%s",
+                         err.msg[0] ? err.msg : "its probe failed");
+        } else if (!r->probe.usable && !r->probe.blocked[0])
+                snprintf(r->probe.blocked, sizeof(r->probe.blocked), "not usable on this host");
+        log_debug("%s backend probe: %s", r->name,
+                  r->probe.usable ? r->probe.grade : r->probe.blocked);
+}
+
+static int take(struct rung *r, struct backend **ret_b, struct backend_probe *ret_probe)
+{
+        *ret_b = r->b;
+        *ret_probe = r->probe;
+        return 0;
+}
+
+int ladder_pick(struct ladder *l, struct backend **ret_b, struct backend_probe *ret_probe,
+                struct sbx_error *err)
+{
+        struct rung *nat = &l->rungs[RUNG_NATIVE], *con = &l->rungs[RUNG_CONTAINER], *r = NULL;
+        int ret;
+
+        pthread_mutex_lock(&l->lock);
+        switch (l->cfg->backend) {
+        case SBX_BACKEND_NAIVE:
+                r = &l->rungs[RUNG_NAIVE];
+                break;
+        case SBX_BACKEND_NATIVE:
+                r = nat;
+                break;
+        case SBX_BACKEND_CONTAINER:
+                r = con;
+                break;
+        case SBX_BACKEND_AUTO:
+        default:
+                rung_probe(l, nat);
+                if (nat->probe.usable && !nat->probe.degraded) {
+                        ret = take(nat, ret_b, ret_probe);
+                        goto out;
+                }
+                rung_probe(l, con);
+                if (con->probe.usable && !con->probe.degraded)
+                        ret = take(con, ret_b, ret_probe);
+                else if (nat->probe.usable)
+                        ret = take(nat, ret_b, ret_probe);
+                else if (con->probe.usable)
+                        ret = take(con, ret_b, ret_probe);
+                else
+                        ret =
+                            sbx_fail(err, ENOENT,
+                                     "no sandbox is usable on this host: native: %s; container: %s",
+                                     nat->probe.blocked, con->probe.blocked);
+                goto out;
+        }
+        rung_probe(l, r);
+        if (r->probe.usable)
+                ret = take(r, ret_b, ret_probe);
+        else
+                ret = sbx_fail(err, ENOENT, "%s (VESTIBULE_BACKEND=%s)", r->probe.blocked, r->name);
+out:
+        pthread_mutex_unlock(&l->lock);
+        return ret;
+}
+
+void ladder_invalidate(struct ladder *l, struct backend *b)
+{
+        pthread_mutex_lock(&l->lock);
+        for (size_t i = 0; i < RUNG_N; i++)
+                if (l->rungs[i].b == b)
+                        l->rungs[i].have_probe = false;
+        pthread_mutex_unlock(&l->lock);
+}
+
+void ladder_shutdown(struct ladder *l)
+{
+        if (!l)
+                return;
+        pthread_mutex_lock(&l->lock);
+        for (size_t i = 0; i < RUNG_N; i++)
+                if (l->rungs[i].b && l->rungs[i].b->ops->shutdown)
+                        l->rungs[i].b->ops->shutdown(l->rungs[i].b);
+        pthread_mutex_unlock(&l->lock);
+}

@@ -1,0 +1,749 @@
+/* unpack.c - one tarball (a rootfs or an OCI layer) into a directory, by the safety rules in
+ * setup.h: our own checks on every name before libarchive sees it, then libarchive's secure
+ * extraction flags as a second line. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "setup/setup.h"
+#include "setup/setup_internal.h"
+
+#define WHITEOUT_PREFIX ".wh."
+#define WHITEOUT_OPAQUE ".wh..wh..opq"
+#define READ_CHUNK (128 * 1024)
+
+/* ---- a set of relative paths: what the current layer wrote (opaque whiteouts keep those) */
+
+struct pathset {
+        char **slots;
+        size_t cap, n;
+};
+
+static uint64_t hash_str(const char *s)
+{
+        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+        for (; *s; s++) {
+                h ^= (unsigned char)*s;
+                h *= 1099511628211ULL;
+        }
+        return h;
+}
+
+static bool pathset_has(const struct pathset *set, const char *p)
+{
+        size_t i;
+
+        if (set->cap == 0)
+                return false;
+        for (i = hash_str(p) & (set->cap - 1); set->slots[i]; i = (i + 1) & (set->cap - 1))
+                if (strcmp(set->slots[i], p) == 0)
+                        return true;
+        return false;
+}
+
+static void pathset_put1(struct pathset *set, const char *p)
+{
+        size_t i;
+
+        if (pathset_has(set, p))
+                return;
+        if ((set->n + 1) * 2 > set->cap) {
+                struct pathset bigger = {.cap = set->cap ? set->cap * 2 : 1024};
+
+                bigger.slots = xcalloc(bigger.cap, sizeof(char *));
+                for (i = 0; i < set->cap; i++) {
+                        if (set->slots[i]) {
+                                size_t j = hash_str(set->slots[i]) & (bigger.cap - 1);
+
+                                while (bigger.slots[j])
+                                        j = (j + 1) & (bigger.cap - 1);
+                                bigger.slots[j] = set->slots[i];
+                                bigger.n++;
+                        }
+                }
+                free(set->slots);
+                *set = bigger;
+        }
+        for (i = hash_str(p) & (set->cap - 1); set->slots[i]; i = (i + 1) & (set->cap - 1))
+                ;
+        set->slots[i] = xstrdup(p);
+        set->n++;
+}
+
+/* Add @p and every ancestor of it: a layer that writes a/b/c without an entry for a/b still
+ * owns a/b as far as an opaque whiteout on a is concerned. */
+static void pathset_put(struct pathset *set, const char *p)
+{
+        _cleanup_free_ char *copy = xstrdup(p);
+        char *slash;
+
+        pathset_put1(set, copy);
+        while ((slash = strrchr(copy, '/'))) {
+                *slash = '\0';
+                pathset_put1(set, copy);
+        }
+}
+
+static void pathset_done(struct pathset *set)
+{
+        size_t i;
+
+        for (i = 0; i < set->cap; i++)
+                free(set->slots[i]);
+        free(set->slots);
+        memset(set, 0, sizeof(*set));
+}
+
+/* ---- names */
+
+int setup_normalize_name(const char *name, char **ret, const char **ret_why)
+{
+        _cleanup_free_ char *out = xmalloc(strlen(name) + 1);
+        size_t o = 0;
+        const char *p = name;
+
+        if (name[0] == '/') {
+                *ret_why = "an absolute name";
+                return -EPERM;
+        }
+        while (*p) {
+                size_t len = strcspn(p, "/");
+
+                if (len == 2 && p[0] == '.' && p[1] == '.') {
+                        *ret_why = "a '..' component";
+                        return -EPERM;
+                }
+                if (len > 0 && !(len == 1 && p[0] == '.')) {
+                        if (o > 0)
+                                out[o++] = '/';
+                        memcpy(out + o, p, len);
+                        o += len;
+                }
+                p += len;
+                while (*p == '/')
+                        p++;
+        }
+        out[o] = '\0';
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+/* Open the directory @rel (relative, normalized; "" = @rootfd itself) under @rootfd without
+ * following any symlink. Return: an fd, -ENOENT when a component is missing, -ELOOP when a
+ * component is a symlink or not a directory, or another -errno. */
+static int open_dir_beneath(int rootfd, const char *rel)
+{
+        _cleanup_free_ char *copy = xstrdup(rel);
+        _cleanup_close_ int fd = -1;
+        char *save = NULL, *comp;
+
+        fd = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        for (comp = strtok_r(copy, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+                int next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                if (next < 0)
+                        return errno == ENOTDIR ? -ELOOP : -errno;
+                close(fd);
+                fd = next;
+        }
+        return TAKE_FD(fd);
+}
+
+/* The parent directories of @rel must be real directories (or not exist yet). */
+static int check_parents(int rootfd, const char *rel)
+{
+        _cleanup_free_ char *parent = xstrdup(rel);
+        char *slash = strrchr(parent, '/');
+        int fd;
+
+        if (!slash)
+                return 0;
+        *slash = '\0';
+        fd = open_dir_beneath(rootfd, parent);
+        if (fd == -ENOENT)
+                return 0;
+        if (fd < 0)
+                return fd;
+        close(fd);
+        return 0;
+}
+
+/* ---- removal */
+
+int setup_remove_tree(int dfd, const char *name)
+{
+        struct stat st, parent;
+        DIR *d;
+        int fd, r = 0;
+        bool again = true;
+
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISDIR(st.st_mode)) {
+                if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+                        return -errno;
+                return 0;
+        }
+        if (fstat(dfd, &parent) < 0)
+                return -errno;
+        if (parent.st_dev != st.st_dev)
+                return -EXDEV; /* a mount point: never delete into another filesystem */
+        if ((st.st_mode & 0700) != 0700 && fchmodat(dfd, name, (st.st_mode | 0700) & 07777, 0) < 0)
+                return -errno;
+        fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        /* Removing while reading may hide entries from readdir: repeat until a pass finds none. */
+        while (again && r == 0) {
+                struct dirent *de;
+
+                again = false;
+                rewinddir(d);
+                while ((de = readdir(d))) {
+                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                                continue;
+                        r = setup_remove_tree(dirfd(d), de->d_name);
+                        if (r < 0)
+                                break;
+                        again = true;
+                }
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+        if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+/* Opaque whiteout: remove from @dfd (the directory @rel) everything the current layer did not
+ * write, descending into the directories it did write. */
+static int opaque_clean(int dfd, const char *rel, const struct pathset *mine)
+{
+        _cleanup_strv_free_ char **names = NULL;
+        size_t n = 0, cap = 0, i;
+        DIR *d;
+        int fd, r = 0;
+
+        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        for (struct dirent *de; (de = readdir(d));) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (n + 2 > cap) {
+                        cap = cap ? cap * 2 : 16;
+                        names = xrealloc(names, cap * sizeof(char *));
+                }
+                names[n++] = xstrdup(de->d_name);
+                names[n] = NULL;
+        }
+        closedir(d);
+        for (i = 0; i < n && r == 0; i++) {
+                _cleanup_free_ char *child =
+                    rel[0] ? xasprintf("%s/%s", rel, names[i]) : xstrdup(names[i]);
+
+                if (!pathset_has(mine, child)) {
+                        r = setup_remove_tree(dfd, names[i]);
+                } else {
+                        int sub =
+                            openat(dfd, names[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0) {
+                                r = opaque_clean(sub, child, mine);
+                                close(sub);
+                        }
+                }
+        }
+        return r;
+}
+
+/* ---- reading with a hash and progress */
+
+struct reader {
+        int fd;
+        EVP_MD_CTX *md;
+        uint64_t done, total;
+        const char *label;
+        const struct setup_opts *o;
+        struct timespec start, last;
+        int last_step; /* plain mode: the last quarter reported */
+        bool cancelled, io_error;
+        unsigned char buf[READ_CHUNK];
+};
+
+static double elapsed_s(const struct timespec *a, const struct timespec *b)
+{
+        return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+void setup_progress_line(FILE *out, bool tty, const char *label, const char *verb, uint64_t done,
+                         uint64_t total, double seconds, bool final)
+{
+        double mb = (double)done / 1e6, tot = (double)total / 1e6;
+        double rate = seconds > 0.01 ? mb / seconds : 0;
+        int pct = total ? (int)(done * 100 / total) : 100;
+
+        if (!out)
+                return;
+        if (tty)
+                fprintf(out, "\r\033[K%s: %s %.1f of %.1f MB (%d%%), %.1f MB/s%s", label, verb, mb,
+                        tot, pct, rate, final ? "\n" : "");
+        else
+                fprintf(out, "%s: %s %.1f of %.1f MB (%d%%), %.1f MB/s\n", label, verb, mb, tot,
+                        pct, rate);
+        fflush(out);
+}
+
+static void reader_progress(struct reader *rd, bool final)
+{
+        struct timespec now;
+        const struct setup_opts *o = rd->o;
+
+        if (!o || !o->progress)
+                return;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (o->progress_tty) {
+                if (!final && elapsed_s(&rd->last, &now) < 0.1)
+                        return;
+        } else {
+                int step = rd->total ? (int)(rd->done * 4 / rd->total) : 4;
+
+                if (!final && (step <= rd->last_step || step == 0))
+                        return;
+                rd->last_step = step;
+        }
+        rd->last = now;
+        setup_progress_line(o->progress, o->progress_tty, rd->label, "unpacked", rd->done,
+                            rd->total, elapsed_s(&rd->start, &now), final);
+}
+
+static la_ssize_t reader_read(struct archive *a, void *ud, const void **buf)
+{
+        struct reader *rd = ud;
+        ssize_t n;
+
+        for (;;) {
+                if (rd->o && rd->o->cancel && *rd->o->cancel) {
+                        rd->cancelled = true;
+                        archive_set_error(a, EINTR, "cancelled");
+                        return -1;
+                }
+                n = read(rd->fd, rd->buf, sizeof(rd->buf));
+                if (n >= 0 || errno != EINTR)
+                        break;
+        }
+        if (n < 0) {
+                rd->io_error = true;
+                archive_set_error(a, errno, "read: %s", strerror(errno));
+                return -1;
+        }
+        if (n > 0 && EVP_DigestUpdate(rd->md, rd->buf, (size_t)n) != 1) {
+                archive_set_error(a, EIO, "sha256 failed");
+                return -1;
+        }
+        rd->done += (uint64_t)n;
+        if (rd->done < rd->total)
+                reader_progress(rd, false);
+        *buf = rd->buf;
+        return n;
+}
+
+static void hex_digest(EVP_MD_CTX *md, char *out)
+{
+        unsigned char d[EVP_MAX_MD_SIZE];
+        unsigned len = 0, i;
+
+        EVP_DigestFinal_ex(md, d, &len);
+        for (i = 0; i < len; i++)
+                sprintf(out + 2 * i, "%02x", d[i]);
+        out[2 * len] = '\0';
+}
+
+int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ unsigned char *buf = NULL;
+        EVP_MD_CTX *md;
+        ssize_t n;
+
+        if (fd < 0)
+                return sbx_fail(err, errno, "cannot open '%s': %s", path, strerror(errno));
+        md = EVP_MD_CTX_new();
+        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+                EVP_MD_CTX_free(md);
+                return sbx_fail(err, EIO, "cannot start sha256 (libcrypto)");
+        }
+        buf = xmalloc(READ_CHUNK);
+        while ((n = read(fd, buf, READ_CHUNK)) != 0) {
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        int e = errno;
+                        EVP_MD_CTX_free(md);
+                        return sbx_fail(err, e, "cannot read '%s': %s", path, strerror(e));
+                }
+                EVP_DigestUpdate(md, buf, (size_t)n);
+        }
+        hex_digest(md, ret_hex);
+        EVP_MD_CTX_free(md);
+        return 0;
+}
+
+/* ---- the unpack */
+
+static void archive_read_freep(struct archive **a)
+{
+        if (*a)
+                archive_read_free(*a);
+}
+
+static void archive_write_freep(struct archive **a)
+{
+        if (*a)
+                archive_write_free(*a);
+}
+
+static void md_freep(EVP_MD_CTX **md)
+{
+        EVP_MD_CTX_free(*md);
+}
+
+/* Back to the saved working directory (and umask) however the unpack ends. */
+struct saved_cwd {
+        int fd;
+        mode_t umask;
+};
+
+static void restore_cwdp(struct saved_cwd *s)
+{
+        if (s->fd >= 0) {
+                if (fchdir(s->fd) < 0)
+                        abort(); /* cannot happen for an fd we opened; never continue elsewhere */
+                close(s->fd);
+                umask(s->umask);
+        }
+}
+
+/* One entry's whiteout: applies it and returns 1, or 0 when @rel is not a whiteout. */
+static int apply_whiteout(int rootfd, const char *rel, const struct pathset *mine,
+                          struct setup_unpack_stats *st, struct sbx_error *err)
+{
+        const char *slash = strrchr(rel, '/');
+        const char *base = slash ? slash + 1 : rel;
+        _cleanup_free_ char *parent = slash ? xstrndup(rel, (size_t)(slash - rel)) : xstrdup("");
+        _cleanup_close_ int pfd = -1;
+        int r;
+
+        if (strncmp(base, WHITEOUT_PREFIX, strlen(WHITEOUT_PREFIX)) != 0)
+                return 0;
+        st->whiteouts++;
+        pfd = open_dir_beneath(rootfd, parent);
+        if (pfd == -ENOENT)
+                return 1; /* nothing below to hide */
+        if (pfd == -ELOOP)
+                return sbx_fail(err, EPERM,
+                                "refused whiteout '%s': its directory is reached through a "
+                                "symlink",
+                                rel);
+        if (pfd < 0)
+                return sbx_fail(err, -pfd, "cannot open '%s' for whiteout '%s': %s", parent, rel,
+                                strerror(-pfd));
+        if (strcmp(base, WHITEOUT_OPAQUE) == 0) {
+                r = opaque_clean(pfd, parent, mine);
+        } else if (strncmp(base, WHITEOUT_PREFIX WHITEOUT_PREFIX, 2 * strlen(WHITEOUT_PREFIX)) ==
+                   0) {
+                return 1; /* other reserved .wh..wh. markers (aufs): nothing to do */
+        } else {
+                const char *victim = base + strlen(WHITEOUT_PREFIX);
+
+                if (!*victim || strcmp(victim, ".") == 0 || strcmp(victim, "..") == 0)
+                        return sbx_fail(err, EPERM, "refused whiteout '%s': no valid name", rel);
+                r = setup_remove_tree(pfd, victim);
+        }
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot apply whiteout '%s': %s", rel, strerror(-r));
+        return 1;
+}
+
+int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
+                       const char *expected_sha256, const struct setup_opts *o,
+                       struct setup_unpack_stats *stats, char *ret_sha256, struct sbx_error *err)
+{
+        /* cwd first: cleanups run in reverse, and libarchive applies deferred directory modes
+         * by relative name when aw is freed, which must happen before we leave @dir. */
+        _cleanup_(restore_cwdp) struct saved_cwd cwd = {.fd = -1};
+        _cleanup_(archive_read_freep) struct archive *ar = NULL;
+        _cleanup_(archive_write_freep) struct archive *aw = NULL;
+        _cleanup_(md_freep) EVP_MD_CTX *md = NULL;
+        _cleanup_free_ struct reader *rd = NULL;
+        _cleanup_close_ int tarfd = -1, rootfd = -1;
+        struct pathset mine = {0};
+        struct setup_unpack_stats st = {0};
+        struct archive_entry *e;
+        char hex[2 * EVP_MAX_MD_SIZE + 1];
+        bool as_root = geteuid() == 0;
+        struct stat tst;
+        int flags, r = 0;
+
+        tarfd = open(tar_path, O_RDONLY | O_CLOEXEC);
+        if (tarfd < 0 || fstat(tarfd, &tst) < 0)
+                return sbx_fail(err, errno, "cannot open tarball '%s': %s", tar_path,
+                                strerror(errno));
+        if (!S_ISREG(tst.st_mode))
+                return sbx_fail(err, EINVAL, "'%s' is not a regular file", tar_path);
+        rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0)
+                return sbx_fail(err, errno, "cannot open '%s': %s", dir, strerror(errno));
+        md = EVP_MD_CTX_new();
+        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+                return sbx_fail(err, EIO, "cannot start sha256 (libcrypto)");
+
+        rd = xcalloc(1, sizeof(*rd));
+        rd->fd = tarfd;
+        rd->md = md;
+        rd->total = (uint64_t)tst.st_size;
+        rd->label = label;
+        rd->o = o;
+        rd->last_step = -1;
+        clock_gettime(CLOCK_MONOTONIC, &rd->start);
+        rd->last = rd->start;
+
+        ar = archive_read_new();
+        aw = archive_write_disk_new();
+        if (!ar || !aw)
+                return sbx_fail(err, ENOMEM, "libarchive: out of memory");
+        archive_read_support_filter_all(ar);
+        archive_read_support_format_tar(ar); /* tar only: no cpio, zip, iso surprises */
+        /* SECURE_*: libarchive's own refusal of '..', absolute names and writing through
+         * symlinks, behind our checks below. UNLINK: an existing final component (a symlink
+         * from an earlier entry or layer) is replaced, never written through. No XATTR, ACL or
+         * FFLAGS: no file capabilities, no immutable files. OWNER only as root, by number. */
+        flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_UNLINK |
+                ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+                ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS;
+        if (as_root)
+                flags |= ARCHIVE_EXTRACT_OWNER;
+        archive_write_disk_set_options(aw, flags);
+
+        cwd.fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cwd.fd < 0)
+                return sbx_fail(err, errno, "cannot open the working directory: %s",
+                                strerror(errno));
+        if (fchdir(rootfd) < 0) {
+                r = sbx_fail(err, errno, "cannot enter '%s': %s", dir, strerror(errno));
+                close(TAKE_FD(cwd.fd));
+                return r;
+        }
+        cwd.umask = umask(022);
+
+        if (archive_read_open(ar, rd, NULL, reader_read, NULL) != ARCHIVE_OK) {
+                r = sbx_fail(err, EBADMSG, "cannot read '%s' as a tarball: %s", tar_path,
+                             archive_error_string(ar));
+                goto out;
+        }
+        for (;;) {
+                _cleanup_free_ char *rel = NULL, *link = NULL;
+                const char *name, *hl, *why = NULL;
+                mode_t perm, type;
+
+                r = archive_read_next_header(ar, &e);
+                if (r == ARCHIVE_EOF) {
+                        r = 0;
+                        break;
+                }
+                if (r < ARCHIVE_WARN) {
+                        r = sbx_fail(err, EBADMSG,
+                                     "'%s' is corrupt or truncated after %" PRIu64 " entries: %s",
+                                     tar_path, st.entries, archive_error_string(ar));
+                        goto out;
+                }
+                st.entries++;
+                name = archive_entry_pathname(e);
+                if (!name) {
+                        r = sbx_fail(err, EPERM, "refused entry %" PRIu64 " of '%s': no name",
+                                     st.entries, tar_path);
+                        goto out;
+                }
+                if (setup_normalize_name(name, &rel, &why) < 0) {
+                        r = sbx_fail(err, EPERM,
+                                     "refused '%s': entry '%s' has %s, which would leave the "
+                                     "rootfs",
+                                     tar_path, name, why);
+                        goto out;
+                }
+                if (rel[0] == '\0')
+                        continue; /* the root itself: its mode is ours to set */
+                if (check_parents(rootfd, rel) < 0) {
+                        r = sbx_fail(err, EPERM,
+                                     "refused '%s': entry '%s' would be written through a "
+                                     "symlink or a non-directory",
+                                     tar_path, name);
+                        goto out;
+                }
+                r = apply_whiteout(rootfd, rel, &mine, &st, err);
+                if (r < 0)
+                        goto out;
+                if (r > 0)
+                        continue;
+
+                hl = archive_entry_hardlink(e);
+                type = archive_entry_filetype(e);
+                if (hl) {
+                        struct stat ls;
+
+                        if (setup_normalize_name(hl, &link, &why) < 0 || !link[0]) {
+                                r = sbx_fail(err, EPERM,
+                                             "refused '%s': hardlink '%s' -> '%s' has %s, "
+                                             "which would leave the rootfs",
+                                             tar_path, name, hl, why ? why : "an empty target");
+                                goto out;
+                        }
+                        if (check_parents(rootfd, link) < 0 ||
+                            fstatat(rootfd, link, &ls, AT_SYMLINK_NOFOLLOW) < 0 ||
+                            S_ISDIR(ls.st_mode)) {
+                                r = sbx_fail(err, EPERM,
+                                             "refused '%s': hardlink '%s' -> '%s' does not name "
+                                             "a file already unpacked (reached without a "
+                                             "symlink)",
+                                             tar_path, name, hl);
+                                goto out;
+                        }
+                        archive_entry_copy_hardlink(e, link);
+                        st.hardlinks++;
+                } else if (type == AE_IFREG) {
+                        st.files++;
+                        st.file_bytes += (uint64_t)archive_entry_size(e);
+                } else if (type == AE_IFDIR) {
+                        st.dirs++;
+                } else if (type == AE_IFLNK) {
+                        st.symlinks++;
+                } else {
+                        st.skipped_special++; /* devices, fifos, sockets, unknown types */
+                        continue;
+                }
+                archive_entry_copy_pathname(e, rel);
+                perm = archive_entry_perm(e);
+                if (perm & (S_ISUID | S_ISGID)) {
+                        perm &= (mode_t) ~(S_ISUID | S_ISGID);
+                        st.stripped_setid++;
+                }
+                if (!as_root && type == AE_IFDIR)
+                        perm |= S_IRUSR | S_IXUSR;
+                else if (!as_root && type == AE_IFREG)
+                        perm |= S_IRUSR;
+                archive_entry_set_perm(e, perm);
+                /* never let libarchive set xattrs or file flags from the archive */
+                archive_entry_xattr_clear(e);
+                archive_entry_set_fflags(e, 0, 0);
+                pathset_put(&mine, rel);
+
+                r = archive_write_header(aw, e);
+                if (r < ARCHIVE_WARN) {
+                        r = sbx_fail(err, EPERM, "cannot unpack '%s' from '%s': %s", rel, tar_path,
+                                     archive_error_string(aw));
+                        goto out;
+                }
+                if (!hl && type == AE_IFREG && archive_entry_size(e) > 0) {
+                        const void *buf;
+                        size_t size;
+                        la_int64_t off;
+
+                        while ((r = archive_read_data_block(ar, &buf, &size, &off)) == ARCHIVE_OK) {
+                                if (archive_write_data_block(aw, buf, size, off) < ARCHIVE_OK) {
+                                        r = sbx_fail(err, EIO, "cannot write '%s': %s", rel,
+                                                     archive_error_string(aw));
+                                        goto out;
+                                }
+                        }
+                        if (r != ARCHIVE_EOF) {
+                                r = sbx_fail(err, EBADMSG,
+                                             "'%s' is corrupt or truncated in '%s': %s", tar_path,
+                                             rel, archive_error_string(ar));
+                                goto out;
+                        }
+                }
+                if (archive_write_finish_entry(aw) < ARCHIVE_WARN) {
+                        r = sbx_fail(err, EIO, "cannot finish '%s': %s", rel,
+                                     archive_error_string(aw));
+                        goto out;
+                }
+        }
+        /* directory modes and times are applied here, deepest first */
+        if (archive_write_close(aw) < ARCHIVE_WARN) {
+                r = sbx_fail(err, EIO, "cannot finish unpacking '%s': %s", tar_path,
+                             archive_error_string(aw));
+                goto out;
+        }
+        /* hash what libarchive left unread (the end-of-archive padding) */
+        for (;;) {
+                const void *b;
+                la_ssize_t n = reader_read(ar, rd, &b);
+
+                if (n == 0)
+                        break;
+                if (n < 0) {
+                        r = sbx_fail(err, rd->cancelled ? EINTR : EIO, "cannot read '%s': %s",
+                                     tar_path, archive_error_string(ar));
+                        goto out;
+                }
+        }
+        reader_progress(rd, true);
+        hex_digest(md, hex);
+        if (expected_sha256 && strcmp(hex, expected_sha256) != 0) {
+                r = sbx_fail(err, EBADMSG,
+                             "'%s' has sha256:%s but sha256:%s was expected: refused (the file "
+                             "changed or was tampered with)",
+                             tar_path, hex, expected_sha256);
+                goto out;
+        }
+        if (ret_sha256)
+                memcpy(ret_sha256, hex, 65);
+        r = 0;
+out:
+        if (r < 0 && rd->cancelled)
+                r = sbx_fail(err, EINTR, "unpacking '%s' was cancelled", tar_path);
+        if (r < 0 && o && o->progress && o->progress_tty)
+                fputc('\n', o->progress);
+        pathset_done(&mine);
+        if (stats) {
+                stats->entries += st.entries;
+                stats->files += st.files;
+                stats->dirs += st.dirs;
+                stats->symlinks += st.symlinks;
+                stats->hardlinks += st.hardlinks;
+                stats->skipped_special += st.skipped_special;
+                stats->stripped_setid += st.stripped_setid;
+                stats->whiteouts += st.whiteouts;
+                stats->file_bytes += st.file_bytes;
+        }
+        return r;
+}

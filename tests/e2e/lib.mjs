@@ -1,0 +1,269 @@
+// lib.mjs - shared helpers for the end-to-end suite: start the real vestibule-mcp binary
+// (VESTIBULE_BIN) over stdio with the official MCP TypeScript SDK clients, each test in its
+// own temporary workspace and audit folder, and read results the way an agent would.
+//
+// Environment:
+//   VESTIBULE_BIN     the binary under test (required)
+//   E2E_BACKEND       VESTIBULE_BACKEND for the servers the suite starts (default: naive)
+//   E2E_EXPECT_GRADE  the exact text after "isolation: " every run must report
+//                     (default for naive: "none (naive: development only)"; required otherwise)
+//   E2E_PASS_ENV      extra variable names to hand to the server (comma-separated), e.g.
+//                     VESTIBULE_ROOTFS_DIR,VESTIBULE_RUN_AS,DOCKER_HOST
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
+
+export const BIN = process.env.VESTIBULE_BIN;
+if (!BIN) throw new Error('VESTIBULE_BIN is not set: point it at the vestibule-mcp binary to test');
+fs.accessSync(BIN, fs.constants.X_OK);
+
+export const BACKEND = process.env.E2E_BACKEND || 'naive';
+export const EXPECT_GRADE =
+    process.env.E2E_EXPECT_GRADE || (BACKEND === 'naive' ? 'none (naive: development only)' : '');
+if (!EXPECT_GRADE) throw new Error(`E2E_EXPECT_GRADE must name the isolation grade expected from backend ${BACKEND}`);
+
+// How long a killed run's processes may linger after the result came back. A container
+// engine tears down asynchronously; the kernel-level backends must be immediate.
+export const GONE_WITHIN_MS = BACKEND === 'container' ? 10_000 : 3_000;
+
+export const LEGACY_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
+export const MODERN_VERSION = '2026-07-28';
+
+const PASS_ENV = [
+    'VESTIBULE_ROOTFS_DIR', 'VESTIBULE_RUN_AS', 'VESTIBULE_RUNTIME', 'VESTIBULE_IMAGE_PYTHON',
+    'VESTIBULE_IMAGE_NODE', 'VESTIBULE_IMAGE_SOURCE', 'VESTIBULE_LOG_LEVEL', 'DOCKER_HOST',
+    'CONTAINER_HOST', 'XDG_RUNTIME_DIR', 'DBUS_SESSION_BUS_ADDRESS', 'ASAN_OPTIONS', 'UBSAN_OPTIONS',
+    ...(process.env.E2E_PASS_ENV || '').split(',').filter(Boolean),
+];
+
+/**
+ * A private sandbox world for one test: a temp dir holding the workspace (created) and the
+ * path of the audit folder (not created: the server must make it, 0700), a HOME of its own,
+ * and the environment the server is started with.
+ */
+export function makeWorld(t, extraEnv = {}) {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'vst-e2e-'));
+    const ws = path.join(root, 'ws');
+    const audit = path.join(root, 'audit');
+    const home = path.join(root, 'home');
+    fs.mkdirSync(ws, { mode: 0o700 });
+    fs.mkdirSync(home, { mode: 0o700 });
+    const env = {
+        PATH: process.env.PATH || '/usr/local/bin:/usr/bin:/bin',
+        HOME: home,
+        XDG_CONFIG_HOME: path.join(home, '.config'),
+        VESTIBULE_BACKEND: BACKEND,
+        VESTIBULE_WORKSPACE: ws,
+        VESTIBULE_AUDIT_DIR: audit,
+    };
+    for (const k of PASS_ENV) if (process.env[k] !== undefined) env[k] = process.env[k];
+    Object.assign(env, extraEnv);
+    for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+    const world = { root, ws, audit, home, env, clients: [] };
+    t?.after(async () => {
+        for (const c of world.clients) await c.close().catch(() => {});
+        for (const c of world.clients) if (c.pid) await serverGone(c.pid, 3000);
+        reapMarkers();
+        const reports = world.clients.flatMap((c) => c.sanitizerReports());
+        if (reports.length) {
+            fs.rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+            throw new Error(`the server printed sanitizer reports:\n${world.clients.map((c) => c.stderr()).join('\n')}`);
+        }
+        // Sandboxed code may leave read-only folders behind.
+        fs.rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+    });
+    return world;
+}
+
+// Record every message the server sends, whatever the SDK does with it.
+function tap(transport, log) {
+    let handler;
+    Object.defineProperty(transport, 'onmessage', {
+        configurable: true,
+        get: () => handler && ((m, extra) => { log.push(m); return handler(m, extra); }),
+        set: (h) => { handler = h; },
+    });
+}
+
+function collectStderr(transport) {
+    const chunks = [];
+    transport.stderr?.on('data', (d) => chunks.push(Buffer.from(d)));
+    return () => Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * A connected SDK client plus what the test needs to look at: the raw messages received,
+ * the server's stderr, its pid, and close() which also checks the server went away.
+ */
+class Conn {
+    constructor(client, transport, received, stderr, sdk) {
+        Object.assign(this, { client, transport, received, stderr, sdk });
+        this.pid = transport.pid;
+    }
+
+    async close() {
+        if (this.closed) return;
+        this.closed = true;
+        await this.client.close();
+    }
+
+    /** The sanitizer or crash reports the server printed, if any. */
+    sanitizerReports() {
+        return this.stderr().split('\n').filter((l) =>
+            /ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: (Address|Undefined)/.test(l));
+    }
+}
+
+/**
+ * connectV1() - the v1 SDK (@modelcontextprotocol/sdk), legacy handshake. @version forces
+ * the protocolVersion the initialize request offers (the SDK always offers its newest).
+ */
+export async function connectV1(world, { version, timeout } = {}) {
+    const transport = new StdioV1({ command: BIN, args: [], env: world.env, stderr: 'pipe' });
+    const stderr = collectStderr(transport);
+    const received = [];
+    tap(transport, received);
+    const send = transport.send.bind(transport);
+    transport.send = (msg, opts) => {
+        if (version && msg.method === 'initialize') msg = { ...msg, params: { ...msg.params, protocolVersion: version } };
+        return send(msg, opts);
+    };
+    const client = new ClientV1({ name: 'vestibule-e2e-v1', version: '0.0.0' }, { capabilities: {} });
+    await client.connect(transport, timeout ? { timeout } : undefined);
+    const conn = new Conn(client, transport, received, stderr, 'v1');
+    world.clients.push(conn);
+    return conn;
+}
+
+/**
+ * connectV2() - the v2 client (@modelcontextprotocol/client).
+ * @mode: 'legacy' (initialize), 'auto' (server/discover probe, then the modern era if the
+ *        server offers it) or { pin: '2026-07-28' } (stateless modern only).
+ * @versions: supportedProtocolVersions; the legacy handshake offers the first 2025-era entry.
+ */
+export async function connectV2(world, { mode = { pin: MODERN_VERSION }, versions, timeout } = {}) {
+    const transport = new StdioV2({ command: BIN, args: [], env: world.env, stderr: 'pipe' });
+    const stderr = collectStderr(transport);
+    const received = [];
+    tap(transport, received);
+    const opts = { capabilities: {}, versionNegotiation: { mode } };
+    if (versions) opts.supportedProtocolVersions = versions;
+    const client = new ClientV2({ name: 'vestibule-e2e-v2', version: '0.0.0' }, opts);
+    await client.connect(transport, timeout ? { timeout } : undefined);
+    const conn = new Conn(client, transport, received, stderr, 'v2');
+    world.clients.push(conn);
+    return conn;
+}
+
+/** connect() - the client most tests use: v2 pinned to the stateless 2026-07-28 revision. */
+export const connect = (world, o = {}) => connectV2(world, { mode: { pin: MODERN_VERSION }, ...o });
+
+/** The text of a tool result (every text block, joined). */
+export function textOf(result) {
+    assert.ok(Array.isArray(result.content), 'content[] is always present');
+    return result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+}
+
+/** runCode() - call run_code; returns { result, text, ms }. */
+export async function runCode(conn, language, code, { timeout_seconds, ...opts } = {}) {
+    const args = { language, code };
+    if (timeout_seconds !== undefined) args.timeout_seconds = timeout_seconds;
+    const t0 = performance.now();
+    const result = await callTool(conn, 'run_code', args, opts);
+    return { result, text: textOf(result), ms: performance.now() - t0 };
+}
+
+/** callTool() - one tools/call through either SDK (their signatures differ). */
+export function callTool(conn, name, args, opts = {}) {
+    const params = { name, arguments: args };
+    return conn.sdk === 'v1' ? conn.client.callTool(params, undefined, opts) : conn.client.callTool(params, opts);
+}
+
+export async function readWorkspace(conn, p) {
+    const result = await callTool(conn, 'read_workspace', { path: p });
+    return { result, text: textOf(result) };
+}
+
+/** The result contract's tail: the last line is exactly "isolation: <expected grade>". */
+export function assertIsolation(text, grade = EXPECT_GRADE) {
+    const lines = text.trimEnd().split('\n');
+    assert.equal(lines.at(-1), `isolation: ${grade}`, `last line of the result must be the isolation line:\n${text}`);
+    assert.match(text, /^usage: wall /m, `a usage line:\n${text}`);
+}
+
+export function assertExitCode(text, code) {
+    assert.match(text, new RegExp(`^exit code: ${code}$`, 'm'), `expected "exit code: ${code}" in:\n${text}`);
+}
+
+export function assertBlocked(result, ...mustName) {
+    const text = textOf(result);
+    assert.equal(result.isError, true, `a refused call is an error result:\n${text}`);
+    assert.match(text, /^Blocked: /, `a refused call starts with "Blocked: ":\n${text}`);
+    assert.doesNotMatch(text, /^isolation:/m, `a Blocked reply ran nothing and has no isolation line:\n${text}`);
+    for (const s of mustName) assert.ok(text.includes(s), `the Blocked text must name ${s}:\n${text}`);
+    return text;
+}
+
+/** pids of host processes whose command line contains @marker (any pid namespace). */
+export function pidsWithMarker(marker) {
+    const found = [];
+    for (const e of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+        let cmd;
+        try { cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'latin1'); } catch { continue; }
+        if (cmd.includes(marker)) found.push(Number(e));
+    }
+    return found;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Poll @fn until it returns a truthy value or @ms pass; returns the last value. */
+export async function waitFor(fn, ms, step = 50) {
+    const end = Date.now() + ms;
+    for (;;) {
+        const v = await fn();
+        if (v || Date.now() >= end) return v;
+        await sleep(step);
+    }
+}
+
+const markers = new Set();
+
+/** A unique string to put in a run's process names (argv[0]); left-overs are killed after the test. */
+export function uniqueMarker(tag) {
+    const m = `vst-e2e-${tag}-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+    markers.add(m);
+    return m;
+}
+
+// After a failed test: kill, by pid, what a broken server left running, so it cannot
+// disturb the next tests (a test has already failed if any are found).
+function reapMarkers() {
+    for (const m of markers) {
+        for (const pid of pidsWithMarker(m)) {
+            try { process.kill(pid, 'SIGKILL'); } catch { /* gone, or not ours */ }
+        }
+    }
+    markers.clear();
+}
+
+export const sha256 = (s) => createHash('sha256').update(s).digest('hex');
+
+/** Is @pid alive (and not a zombie)? */
+export function alive(pid) {
+    try {
+        const st = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+        return !/^\d+ \(.*\) Z /.test(st);
+    } catch { return false; }
+}
+
+/** Wait for the server process @pid to exit; true when it did within @ms. */
+export const serverGone = (pid, ms) => waitFor(() => !alive(pid), ms);

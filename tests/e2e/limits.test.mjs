@@ -1,0 +1,89 @@
+// Timeouts, killing the whole process tree, output truncation and floods.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import {
+    GONE_WITHIN_MS, assertExitCode, assertIsolation, connect, makeWorld, pidsWithMarker, runCode,
+    uniqueMarker, waitFor,
+} from './lib.mjs';
+
+// Bash code starting three marked sleepers: one plain child, one in a subshell, and one that
+// left the process group with setsid (as a daemon would). Each one's argv[0] is the marker,
+// visible in /proc on the host whatever pid namespace it is in.
+const sleepers = (m) => [
+    `(exec -a ${m} sleep 300) &`,
+    `bash -c '(exec -a ${m} sleep 300) & wait' &`,
+    `setsid bash -c 'exec -a ${m} sleep 300' &`,
+    'echo started',
+    'wait',
+].join('\n');
+
+test('a busy loop is stopped at timeout_seconds: "timed out after 2 s"', async (t) => {
+    const conn = await connect(makeWorld(t));
+    const { result, text, ms } = await runCode(conn, 'python', 'while True:\n    pass\n', { timeout_seconds: 2 });
+    assert.match(text, /^timed out after 2 s$/m, text);
+    assert.equal(result.isError, true);
+    assert.ok(ms >= 1900, `not before the deadline (${ms} ms)`);
+    assert.ok(ms < 8000, `promptly after the deadline (${ms} ms)`);
+    assertIsolation(text);
+});
+
+test('code that ignores SIGTERM still ends at its deadline', async (t) => {
+    const conn = await connect(makeWorld(t));
+    const code = 'trap "" TERM INT HUP\nwhile :; do :; done\n';
+    const { text, ms } = await runCode(conn, 'bash', code, { timeout_seconds: 2 });
+    assert.match(text, /^timed out after 2 s$/m, text);
+    assert.ok(ms < 8000, `${ms} ms`);
+    assertIsolation(text);
+});
+
+test('at the timeout everything the run started dies, setsid daemons included', async (t) => {
+    const conn = await connect(makeWorld(t));
+    const m = uniqueMarker('timeout');
+    const call = runCode(conn, 'bash', sleepers(m), { timeout_seconds: 3 });
+    // Control: the probe sees the sleepers while the run is going.
+    const seen = await waitFor(() => pidsWithMarker(m).length >= 3 && pidsWithMarker(m), 15_000);
+    assert.ok(seen, 'the run\'s three marked sleepers were visible while it ran');
+    const { text } = await call;
+    assert.match(text, /^timed out after 3 s$/m, text);
+    assert.match(text, /^started$/m);
+    const gone = await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS);
+    assert.ok(gone, `still alive after the result: ${pidsWithMarker(m)}`);
+});
+
+test('a run that exits leaves no background process behind', async (t) => {
+    const conn = await connect(makeWorld(t));
+    const m = uniqueMarker('exit');
+    const code = `(exec -a ${m} sleep 300) &\nsetsid bash -c 'exec -a ${m} sleep 300' &\nsleep 0.5\necho bye\n`;
+    const { text } = await runCode(conn, 'bash', code, { timeout_seconds: 20 });
+    assert.match(text, /^bye$/m);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS),
+        `background processes outlived the run: ${pidsWithMarker(m)}`);
+});
+
+test('output over VESTIBULE_MAX_OUTPUT_BYTES is cut with a truncated note', async (t) => {
+    const conn = await connect(makeWorld(t, { VESTIBULE_MAX_OUTPUT_BYTES: '1000' }));
+    const code = 'import sys\nsys.stdout.write("a" * 1500)\nsys.stderr.write("b" * 1200)\n';
+    const { text } = await runCode(conn, 'python', code);
+    assert.match(text, /\[truncated: 500 bytes more\]/, text);
+    assert.match(text, /\[truncated: 200 bytes more\]/, text);
+    assert.ok(!text.includes('a'.repeat(1001)), 'stdout is cut at the cap');
+    assert.ok(!text.includes('b'.repeat(1001)), 'stderr is cut at the cap');
+    assert.ok(text.includes('a'.repeat(1000)) && text.includes('b'.repeat(1000)), 'up to the cap is kept');
+    assertExitCode(text, 0);
+    assertIsolation(text);
+});
+
+for (const [lang, code] of [['bash', 'yes flood'], ['python', 'while True:\n    print("x" * 4096)\n']]) {
+    test(`an output flood (${lang}) is stopped early and says so`, async (t) => {
+        const conn = await connect(makeWorld(t));
+        const { result, text, ms } = await runCode(conn, lang, code, { timeout_seconds: 30 });
+        assert.ok(ms < 15_000, `stopped by the flood rule, not the 30 s timeout (${ms} ms)`);
+        assert.doesNotMatch(text, /timed out/, text.slice(-600));
+        assert.match(text, /\[truncated: \d+ bytes more\]/);
+        assert.match(text, /stopped|flood/i, 'the result says the run was stopped for its output');
+        assert.ok(text.length < 20000 * 2 + 8192, `the result stays bounded (${text.length} chars)`);
+        assert.equal(result.isError, true);
+        assertIsolation(text);
+    });
+}

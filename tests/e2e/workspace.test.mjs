@@ -1,0 +1,78 @@
+// read_workspace: regular files beneath the workspace only; symlinks, ".." and absolute paths
+// are refused; binary content and big files are handled.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { assertExitCode, connect, makeWorld, readWorkspace, runCode } from './lib.mjs';
+
+async function setup(t) {
+    const w = makeWorld(t);
+    // A secret outside the workspace, next to it.
+    fs.writeFileSync(path.join(w.root, 'secret.txt'), 'TOP-SECRET-OUTSIDE');
+    fs.mkdirSync(path.join(w.ws, 'sub'));
+    fs.writeFileSync(path.join(w.ws, 'sub', 'notes.txt'), 'hello from the workspace\n');
+    fs.symlinkSync(path.join(w.root, 'secret.txt'), path.join(w.ws, 'link.txt'));
+    fs.symlinkSync('notes.txt', path.join(w.ws, 'sub', 'inner-link.txt'));
+    fs.symlinkSync(w.root, path.join(w.ws, 'dirlink'));
+    return { w, conn: await connect(w) };
+}
+
+function refused(r, re) {
+    assert.equal(r.result.isError, true, r.text);
+    assert.ok(!r.text.includes('TOP-SECRET-OUTSIDE'), 'nothing outside the workspace leaks');
+    if (re) assert.match(r.text, re);
+}
+
+test('reads a file beneath the workspace, including one a run wrote', async (t) => {
+    const { conn } = await setup(t);
+    const r = await readWorkspace(conn, 'sub/notes.txt');
+    assert.equal(r.result.isError ?? false, false, r.text);
+    assert.ok(r.text.includes('hello from the workspace'), r.text);
+    const run = await runCode(conn, 'python', 'open("from-run.txt", "w").write("written in the sandbox")');
+    assertExitCode(run.text, 0);
+    const back = await readWorkspace(conn, 'from-run.txt');
+    assert.ok(back.text.includes('written in the sandbox'), back.text);
+});
+
+test('a symlink is refused, even one pointing inside', async (t) => {
+    const { conn } = await setup(t);
+    refused(await readWorkspace(conn, 'link.txt'), /symlink|symbolic link/i);
+    refused(await readWorkspace(conn, 'sub/inner-link.txt'), /symlink|symbolic link/i);
+    refused(await readWorkspace(conn, 'dirlink/secret.txt'), /symlink|symbolic link/i);
+});
+
+test('a symlink the sandboxed code made is refused', async (t) => {
+    const { w, conn } = await setup(t);
+    const run = await runCode(conn, 'bash', `ln -s ${JSON.stringify(path.join(w.root, 'secret.txt'))} made-link.txt && echo linked`);
+    assert.match(run.text, /^linked$/m);
+    refused(await readWorkspace(conn, 'made-link.txt'), /symlink|symbolic link/i);
+});
+
+test('".." escapes and absolute paths are refused', async (t) => {
+    const { conn } = await setup(t);
+    refused(await readWorkspace(conn, '../secret.txt'), /\.\.|outside|escape|beneath/i);
+    refused(await readWorkspace(conn, 'sub/../../secret.txt'), /\.\.|outside|escape|beneath/i);
+    refused(await readWorkspace(conn, '/etc/passwd'), /absolute|relative/i);
+});
+
+test('missing files, folders and binary files get clear answers', async (t) => {
+    const { w, conn } = await setup(t);
+    refused(await readWorkspace(conn, 'nope.txt'), /not found|no such|does not exist/i);
+    refused(await readWorkspace(conn, 'sub'), /director|folder|not a regular file/i);
+    fs.writeFileSync(path.join(w.ws, 'blob.bin'), Buffer.from([0, 1, 2, 0xff, 0xfe, 0, 0x1b, 0x5b]));
+    const bin = await readWorkspace(conn, 'blob.bin');
+    assert.match(bin.text, /binary/i, bin.text);
+    assert.doesNotMatch(bin.text, /[\u0000\u001b]/, 'no raw bytes dumped');
+});
+
+test('a big file is size-capped with a note', async (t) => {
+    const w = makeWorld(t, { VESTIBULE_MAX_OUTPUT_BYTES: '1000' });
+    fs.writeFileSync(path.join(w.ws, 'big.txt'), 'k'.repeat(5000));
+    const conn = await connect(w);
+    const r = await readWorkspace(conn, 'big.txt');
+    assert.ok(r.text.includes('k'.repeat(1000)), 'up to the cap is returned');
+    assert.ok(!r.text.includes('k'.repeat(1001)), 'not beyond the cap');
+    assert.match(r.text, /truncated|4000|5000/i, r.text.slice(-300));
+});

@@ -1,0 +1,1360 @@
+/* test_engine.c - the container backend: pure parsing tests (endpoint resolution with an
+ * injected environment and temp config dirs, context hashing, version negotiation, stream
+ * demux, create body, inspect verification, owner labels), then real runs against Docker and
+ * Podman (started by scripts/start-engines.sh), each lockdown property checked from inside the
+ * container by a probe, next to a control run of the same probe on the host. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <curl/curl.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "engine/engine.h"
+#include "run/backend.h"
+#include "run/run.h"
+#include "testutil.h"
+#include "workspace/workspace.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* Test doubles for functions other modules own (weak: the real ones win once they land).    */
+
+__attribute__((weak)) uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n,
+                                                 size_t cap)
+{
+        if (s->len < cap) {
+                size_t take = cap - s->len < n ? cap - s->len : n;
+                s->data = xrealloc(s->data, s->len + take + 1);
+                memcpy(s->data + s->len, buf, take);
+                s->len += take;
+                s->data[s->len] = '\0';
+        }
+        s->total += n;
+        return s->total;
+}
+
+__attribute__((weak)) const char *sbx_language_script(enum sbx_language l)
+{
+        return l == SBX_LANG_NODE ? "main.js" : l == SBX_LANG_BASH ? "main.sh" : "main.py";
+}
+
+__attribute__((weak)) int workspace_ensure(const char *dir, struct sbx_error *err)
+{
+        (void)err;
+        mkdir(dir, 0700);
+        return 0;
+}
+
+__attribute__((weak)) void run_result_done(struct run_result *r)
+{
+        free(r->out.data);
+        free(r->err.data);
+        r->out.data = r->err.data = NULL;
+}
+
+__attribute__((weak)) struct backend *backend_free(struct backend *b)
+{
+        if (!b)
+                return NULL;
+        if (b->ops->shutdown)
+                b->ops->shutdown(b);
+        if (b->ops->destroy)
+                b->ops->destroy(b);
+        free(b);
+        return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Injected environment                                                                      */
+
+static const char *fake_env[32][2];
+
+static void env_reset(void)
+{
+        memset(fake_env, 0, sizeof(fake_env));
+}
+
+static void env_set(const char *k, const char *v)
+{
+        for (size_t i = 0; i < 32; i++)
+                if (!fake_env[i][0] || strcmp(fake_env[i][0], k) == 0) {
+                        fake_env[i][0] = k;
+                        fake_env[i][1] = v;
+                        return;
+                }
+        abort();
+}
+
+static const char *fake_getenv(const char *k)
+{
+        for (size_t i = 0; i < 32 && fake_env[i][0]; i++)
+                if (strcmp(fake_env[i][0], k) == 0)
+                        return fake_env[i][1];
+        return NULL;
+}
+
+static void write_file(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void mkdir_p(const char *path)
+{
+        _cleanup_free_ char *cmd = xasprintf("mkdir -p '%s'", path);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A real listening unix socket at @path (closed fd leaks intentionally: test process). */
+static void make_socket(const char *path)
+{
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(listen(fd, 1), 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Endpoint resolution                                                                       */
+
+START_TEST(endpoint_parse_schemes)
+{
+        struct engine_endpoint ep;
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(engine_endpoint_parse("unix:///var/run/docker.sock", false, &ep, &err), 0);
+        ck_assert(ep.is_unix && ep.local);
+        ck_assert_str_eq(ep.sock_path, "/var/run/docker.sock");
+        ck_assert_str_eq(ep.base_url, "http://localhost");
+
+        ck_assert_int_eq(engine_endpoint_parse("tcp://10.0.0.5", false, &ep, &err), 0);
+        ck_assert(!ep.is_unix && !ep.local && !ep.tls);
+        ck_assert_str_eq(ep.base_url, "http://10.0.0.5:2375");
+        ck_assert_int_eq(engine_endpoint_parse("tcp://h.example:2376", true, &ep, &err), 0);
+        ck_assert_str_eq(ep.base_url, "https://h.example:2376");
+        ck_assert(ep.tls && ep.tls_verify);
+        ck_assert_int_eq(engine_endpoint_parse("tcp://h", true, &ep, &err), 0);
+        ck_assert_str_eq(ep.base_url, "https://h:2376");
+
+        ck_assert_int_eq(engine_endpoint_parse("npipe:////./pipe/docker_engine", false, &ep, &err),
+                         -EPROTONOSUPPORT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "WSL2"));
+        ck_assert_int_eq(engine_endpoint_parse("ssh://me@host", false, &ep, &err),
+                         -EPROTONOSUPPORT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "ssh -L"));
+        ck_assert_int_eq(engine_endpoint_parse("fd://", false, &ep, &err), -EPROTONOSUPPORT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "unsupported scheme"));
+        ck_assert_int_eq(engine_endpoint_parse("unix://relative.sock", false, &ep, &err), -EINVAL);
+        char longp[200];
+        memset(longp, 'a', sizeof(longp));
+        memcpy(longp, "unix:///", 8);
+        longp[sizeof(longp) - 1] = '\0';
+        ck_assert_int_eq(engine_endpoint_parse(longp, false, &ep, &err), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(context_hash_matches_docker_cli)
+{
+        char h[65];
+        /* sha256("desktop-linux"), the directory the docker CLI uses for that context */
+        engine_context_hash("desktop-linux", h);
+        ck_assert_str_eq(h, "fe9c6bd7a66301f49ca9b6a70b217107cd1284598bfc254700c989b916da791e");
+}
+END_TEST
+
+START_TEST(resolve_docker_host_wins)
+{
+        _cleanup_free_ struct engine_endpoint *eps = NULL;
+        size_t n = 0;
+        char miss[300];
+        struct sbx_error err = {0};
+
+        env_reset();
+        env_set("DOCKER_HOST", "tcp://build.example:2376");
+        env_set("DOCKER_TLS_VERIFY", "1");
+        env_set("DOCKER_CERT_PATH", "/certs");
+        env_set("DOCKER_CONTEXT", "colima");
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_AUTO, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        ck_assert_uint_eq(n, 1);
+        ck_assert(eps[0].explicit_choice && eps[0].tls && eps[0].tls_verify);
+        ck_assert_str_eq(eps[0].base_url, "https://build.example:2376");
+        ck_assert_str_eq(eps[0].cert_dir, "/certs");
+        ck_assert_str_eq(eps[0].origin, "DOCKER_HOST");
+
+        free(TAKE_PTR(eps));
+        env_set("DOCKER_HOST", "ssh://x");
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_AUTO, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         -EPROTONOSUPPORT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "DOCKER_HOST"));
+}
+END_TEST
+
+START_TEST(resolve_context_from_config_and_env)
+{
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ struct engine_endpoint *eps = NULL;
+        char hash[65], miss[300];
+        size_t n = 0;
+        struct sbx_error err = {0};
+
+        _cleanup_free_ char *cfgdir = xasprintf("%s/.docker", d);
+        mkdir_p(cfgdir);
+        _cleanup_free_ char *cj = xasprintf("%s/config.json", cfgdir);
+        write_file(cj, "{\"auths\":{},\"currentContext\":\"colima\"}");
+        engine_context_hash("colima", hash);
+        _cleanup_free_ char *md = xasprintf("%s/contexts/meta/%s", cfgdir, hash);
+        mkdir_p(md);
+        _cleanup_free_ char *mj = xasprintf("%s/meta.json", md);
+        write_file(mj, "{\"Name\":\"colima\",\"Metadata\":{},\"Endpoints\":{\"docker\":{\"Host\":"
+                       "\"unix:///home/u/.colima/default/docker.sock\",\"SkipTLSVerify\":false}}}");
+        engine_context_hash("remote", hash);
+        _cleanup_free_ char *md2 = xasprintf("%s/contexts/meta/%s", cfgdir, hash);
+        mkdir_p(md2);
+        _cleanup_free_ char *mj2 = xasprintf("%s/meta.json", md2);
+        write_file(mj2, "{\"Name\":\"remote\",\"Endpoints\":{\"docker\":{\"Host\":"
+                        "\"tcp://r.example:2376\",\"SkipTLSVerify\":true}}}");
+        _cleanup_free_ char *tls = xasprintf("%s/contexts/tls/%s/docker", cfgdir, hash);
+        mkdir_p(tls);
+
+        /* currentContext from $HOME/.docker/config.json */
+        env_reset();
+        env_set("HOME", d);
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_DOCKER, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_str_eq(eps[0].sock_path, "/home/u/.colima/default/docker.sock");
+        ck_assert_ptr_nonnull(strstr(eps[0].origin, "colima"));
+        free(TAKE_PTR(eps));
+
+        /* DOCKER_CONTEXT beats currentContext; TLS dir + SkipTLSVerify */
+        env_set("DOCKER_CONTEXT", "remote");
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_DOCKER, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_str_eq(eps[0].base_url, "https://r.example:2376");
+        ck_assert(eps[0].tls && !eps[0].tls_verify);
+        ck_assert_str_eq(eps[0].cert_dir, tls);
+        free(TAKE_PTR(eps));
+
+        /* DOCKER_CONFIG moves the store; a context that does not exist is an error */
+        env_set("DOCKER_CONTEXT", "nosuch");
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_DOCKER, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "nosuch"));
+
+        /* "default" means: no context, the known sockets */
+        env_set("DOCKER_CONTEXT", "default");
+        env_set("DOCKER_CONFIG", "/nonexistent");
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_DOCKER, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        for (size_t i = 0; i < n; i++)
+                ck_assert(!eps[i].explicit_choice);
+}
+END_TEST
+
+START_TEST(resolve_known_sockets_in_order)
+{
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ struct engine_endpoint *eps = NULL;
+        char miss[1000];
+        size_t n = 0;
+        struct sbx_error err = {0};
+
+        _cleanup_free_ char *home = xasprintf("%s/home", d);
+        _cleanup_free_ char *xdg = xasprintf("%s/xdg", d);
+        _cleanup_free_ char *desk = xasprintf("%s/.docker/run", home);
+        _cleanup_free_ char *pod = xasprintf("%s/podman", xdg);
+        mkdir_p(desk);
+        mkdir_p(pod);
+        _cleanup_free_ char *s1 = xasprintf("%s/docker.sock", desk);
+        _cleanup_free_ char *s2 = xasprintf("%s/podman.sock", pod);
+        make_socket(s1);
+        make_socket(s2);
+
+        env_reset();
+        env_set("HOME", home);
+        env_set("XDG_RUNTIME_DIR", xdg);
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_AUTO, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        /* Docker Desktop's socket comes before Podman's; /var/run/docker.sock may precede. */
+        ssize_t i_desk = -1, i_pod = -1;
+        for (size_t i = 0; i < n; i++) {
+                if (strcmp(eps[i].sock_path, s1) == 0)
+                        i_desk = (ssize_t)i;
+                if (strcmp(eps[i].sock_path, s2) == 0)
+                        i_pod = (ssize_t)i;
+        }
+        ck_assert(i_desk >= 0 && i_pod > i_desk);
+        ck_assert_ptr_nonnull(strstr(eps[i_desk].origin, "Docker Desktop"));
+        /* places that had no socket are named for the Blocked: text */
+        ck_assert_ptr_nonnull(strstr(miss, ".colima/default/docker.sock"));
+        free(TAKE_PTR(eps));
+
+        /* docker: no Podman sockets */
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_DOCKER, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        for (size_t i = 0; i < n; i++)
+                ck_assert_str_ne(eps[i].sock_path, s2);
+        free(TAKE_PTR(eps));
+
+        /* podman: rootless Podman's socket first, never Docker's */
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        ck_assert_uint_ge(n, 1);
+        ck_assert_str_eq(eps[0].sock_path, s2);
+        for (size_t i = 0; i < n; i++)
+                ck_assert_str_ne(eps[i].sock_path, s1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* Version negotiation                                                                       */
+
+START_TEST(api_version_table)
+{
+        static const struct {
+                const char *server, *min, *want; /* want NULL = refused */
+                const char *msg_has;
+        } t[] = {
+                {"1.41", "1.12", "1.41", NULL},         /* Debian 20.10 */
+                {"1.41", NULL, "1.41", NULL},           /* Podman 4.3 */
+                {"1.43", "1.12", "1.43", NULL},         /* 24.0 */
+                {"1.47", "1.24", "1.47", NULL},         /* 27.x */
+                {"1.52", "1.44", "1.47", NULL},         /* Docker 29: min(server, newest) */
+                {"1.40", "1.12", NULL, "too old"},      /* 19.03 */
+                {"1.60", "1.50", NULL, "too new"},      /* a future engine */
+                {"", NULL, NULL, "API version"},
+                {"abc", NULL, NULL, "API version"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                char v[16] = "";
+                struct sbx_error err = {0};
+                int r = engine_api_negotiate(t[i].server, t[i].min, v, &err);
+                if (t[i].want) {
+                        ck_assert_msg(r == 0, "%s: %s", t[i].server, err.msg);
+                        ck_assert_str_eq(v, t[i].want);
+                } else {
+                        ck_assert_int_eq(r, -EPROTO);
+                        ck_assert_msg(strstr(err.msg, t[i].msg_has), "%s", err.msg);
+                }
+        }
+        ck_assert_int_lt(engine_api_cmp("1.9", "1.41"), 0);
+        ck_assert_int_gt(engine_api_cmp("1.100", "1.41"), 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* Demux                                                                                     */
+
+struct sink {
+        char out[256], err[256];
+        size_t nout, nerr;
+};
+
+static void sink_fn(void *ud, int stream, const char *buf, size_t n)
+{
+        struct sink *s = ud;
+        if (stream == 1) {
+                memcpy(s->out + s->nout, buf, n);
+                s->nout += n;
+        } else {
+                memcpy(s->err + s->nerr, buf, n);
+                s->nerr += n;
+        }
+}
+
+START_TEST(demux_split_frames)
+{
+        /* stdout "hello\n", an empty stderr frame, stderr "oops", stdout "!" */
+        static const unsigned char wire[] = {1, 0, 0, 0, 0, 0, 0, 6, 'h', 'e', 'l', 'l', 'o', '\n',
+                                             2, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 4,
+                                             'o', 'o', 'p', 's', 1, 0, 0, 0, 0, 0, 0, 1, '!'};
+        /* every split point, and byte by byte */
+        for (size_t cut = 0; cut <= sizeof(wire); cut++) {
+                struct engine_demux d = {0};
+                struct sink s = {0};
+                ck_assert_int_eq(engine_demux_feed(&d, (const char *)wire, cut, sink_fn, &s), 0);
+                ck_assert_int_eq(engine_demux_feed(&d, (const char *)wire + cut,
+                                                   sizeof(wire) - cut, sink_fn, &s),
+                                 0);
+                ck_assert_uint_eq(s.nout, 7);
+                ck_assert(memcmp(s.out, "hello\n!", 7) == 0);
+                ck_assert_uint_eq(s.nerr, 4);
+                ck_assert(memcmp(s.err, "oops", 4) == 0);
+        }
+        struct engine_demux d = {0};
+        struct sink s = {0};
+        for (size_t i = 0; i < sizeof(wire); i++)
+                ck_assert_int_eq(engine_demux_feed(&d, (const char *)wire + i, 1, sink_fn, &s), 0);
+        ck_assert_uint_eq(s.nout + s.nerr, 11);
+}
+END_TEST
+
+START_TEST(demux_refuses_garbage)
+{
+        struct engine_demux d = {0};
+        struct sink s = {0};
+        /* a raw (non-multiplexed) stream, as with Tty true */
+        ck_assert_int_eq(engine_demux_feed(&d, "hello world\n", 12, sink_fn, &s), -EPROTO);
+        ck_assert_uint_eq(s.nout + s.nerr, 0);
+        /* stays broken */
+        static const unsigned char ok[] = {1, 0, 0, 0, 0, 0, 0, 1, 'x'};
+        ck_assert_int_eq(engine_demux_feed(&d, (const char *)ok, sizeof(ok), sink_fn, &s), -EPROTO);
+        /* stream 0 (stdin) was never asked for */
+        struct engine_demux d2 = {0};
+        static const unsigned char in0[] = {0, 0, 0, 0, 0, 0, 0, 1, 'x'};
+        ck_assert_int_eq(engine_demux_feed(&d2, (const char *)in0, sizeof(in0), sink_fn, &s),
+                         -EPROTO);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* Create body and inspect verification                                                      */
+
+static const char *const test_cmd[] = {"timeout", "--kill-after=1", "5", "python3",
+                                       "/sandbox/main.py", NULL};
+
+static struct engine_run_spec test_spec(void)
+{
+        return (struct engine_run_spec){
+                .image = "vestibule/python:bookworm",
+                .cmd = test_cmd,
+                .uid = 2000,
+                .gid = 2000,
+                .workspace = "/home/u/ws",
+                .workspace_ro = true,
+                .code_dir = "/tmp/vestibule-code-abc",
+                .memory_bytes = 256u << 20,
+                .nano_cpus = 750000000,
+                .pids_max = 128,
+                .tmpfs_mb = 64,
+                .owner = "h:1:2",
+                .init = true,
+        };
+}
+
+static json_object *path_get(json_object *o, const char *a, const char *b)
+{
+        json_object *x = NULL, *y = NULL;
+        ck_assert_msg(json_object_object_get_ex(o, a, &x), "%s", a);
+        if (!b)
+                return x;
+        ck_assert_msg(json_object_object_get_ex(x, b, &y), "%s.%s", a, b);
+        return y;
+}
+
+START_TEST(create_body_has_every_lockdown_option)
+{
+        struct engine_run_spec s = test_spec();
+        _cleanup_(json_putp) json_object *b = engine_create_body(&s);
+        const char *txt = json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN);
+
+        ck_assert_str_eq(json_object_get_string(path_get(b, "Image", NULL)),
+                         "vestibule/python:bookworm");
+        ck_assert_str_eq(json_object_get_string(path_get(b, "User", NULL)), "2000:2000");
+        ck_assert_str_eq(json_object_get_string(path_get(b, "WorkingDir", NULL)), "/workspace");
+        ck_assert(json_object_get_boolean(path_get(b, "NetworkDisabled", NULL)));
+        ck_assert(!json_object_get_boolean(path_get(b, "Tty", NULL)));
+        ck_assert_str_eq(json_object_get_string(path_get(b, "Labels", "vestibule.run")), "1");
+        ck_assert_str_eq(json_object_get_string(path_get(b, "Labels", "vestibule.owner")), "h:1:2");
+        ck_assert_str_eq(json_object_get_string(path_get(b, "HostConfig", "NetworkMode")), "none");
+        ck_assert_str_eq(json_object_get_string(path_get(b, "HostConfig", "IpcMode")), "none");
+        ck_assert(json_object_get_boolean(path_get(b, "HostConfig", "ReadonlyRootfs")));
+        ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "Memory")), 268435456);
+        ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "MemorySwap")), 268435456);
+        ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "NanoCpus")), 750000000);
+        ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "PidsLimit")), 128);
+        ck_assert_ptr_nonnull(strstr(txt, "\"CapDrop\":[\"ALL\"]"));
+        ck_assert_ptr_nonnull(strstr(txt, "\"SecurityOpt\":[\"no-new-privileges\"]"));
+        ck_assert_ptr_nonnull(strstr(txt, "\"\\/tmp\":\"rw,noexec,nosuid,nodev,size=64m,mode=1777\""));
+        ck_assert_ptr_nonnull(strstr(txt, "{\"Name\":\"nofile\",\"Soft\":1024,\"Hard\":1024}"));
+        ck_assert_ptr_nonnull(strstr(txt, "{\"Name\":\"nproc\""));
+        ck_assert_ptr_nonnull(strstr(txt, "{\"Name\":\"core\",\"Soft\":0,\"Hard\":0}"));
+        ck_assert_ptr_nonnull(strstr(txt, "\"Source\":\"\\/home\\/u\\/ws\",\"Target\":\"\\/workspace\","
+                                          "\"ReadOnly\":true"));
+        ck_assert_ptr_nonnull(strstr(txt, "\"Target\":\"\\/sandbox\",\"ReadOnly\":true"));
+        ck_assert_ptr_nonnull(strstr(txt, "\"Cmd\":[\"timeout\",\"--kill-after=1\",\"5\","
+                                          "\"python3\",\"\\/sandbox\\/main.py\"]"));
+        ck_assert_ptr_nonnull(strstr(txt, "\"max-size\":\"1m\""));
+        ck_assert_ptr_null(strstr(txt, "UsernsMode"));
+        s.userns_keep_id = true;
+        _cleanup_(json_putp) json_object *b2 = engine_create_body(&s);
+        ck_assert_str_eq(json_object_get_string(path_get(b2, "HostConfig", "UsernsMode")), "keep-id");
+}
+END_TEST
+
+/* An inspect answer as Docker gives it for the spec, with @mutate applied. */
+static json_object *fake_inspect(const char *mutate)
+{
+        const char *base =
+                "{\"Config\":{\"User\":\"2000:2000\"},\"HostConfig\":{\"NetworkMode\":\"none\","
+                "\"CapDrop\":[\"ALL\"],\"CapAdd\":null,\"SecurityOpt\":[\"no-new-privileges\"],"
+                "\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,noexec,nosuid,nodev,size=64m\"},"
+                "\"IpcMode\":\"none\",\"Memory\":268435456,\"MemorySwap\":268435456,"
+                "\"NanoCpus\":750000000,\"PidsLimit\":128},\"Mounts\":[{\"Destination\":"
+                "\"/workspace\",\"RW\":false},{\"Destination\":\"/sandbox\",\"RW\":false}]}";
+        _cleanup_free_ char *t = xstrdup(base);
+        if (mutate) {
+                /* "old|new" */
+                const char *bar = strchr(mutate, '|');
+                _cleanup_free_ char *old = xstrndup(mutate, (size_t)(bar - mutate));
+                char *at = strstr(t, old);
+                ck_assert_msg(at, "%s", old);
+                char *n = xasprintf("%.*s%s%s", (int)(at - t), t, bar + 1, at + strlen(old));
+                free(t);
+                t = n;
+        }
+        json_object *j = json_tokener_parse(t);
+        ck_assert_ptr_nonnull(j);
+        return j;
+}
+
+START_TEST(verify_inspect_catches_dropped_options)
+{
+        struct engine_run_spec s = test_spec();
+        static const struct {
+                const char *mutate;
+                int rc;
+                const char *has; /* in err.msg (rc<0) or in degraded */
+        } t[] = {
+                {NULL, 0, ""},
+                {"\"NetworkMode\":\"none\"|\"NetworkMode\":\"bridge\"", -EPERM, "NetworkMode"},
+                {"\"CapDrop\":[\"ALL\"]|\"CapDrop\":[]", -EPERM, "CapDrop"},
+                {"\"CapAdd\":null|\"CapAdd\":[\"CAP_SYS_ADMIN\"]", -EPERM, "CapDrop"},
+                {"[\"no-new-privileges\"]|[]", -EPERM, "no-new-privileges"},
+                {"\"ReadonlyRootfs\":true|\"ReadonlyRootfs\":false", -EPERM, "ReadonlyRootfs"},
+                {"rw,noexec,|rw,", -EPERM, "Tmpfs"},
+                {"\"IpcMode\":\"none\"|\"IpcMode\":\"shareable\"", -EPERM, "IpcMode"},
+                {"\"User\":\"2000:2000\"|\"User\":\"\"", -EPERM, "User"},
+                {"\"/sandbox\",\"RW\":false|\"/sandbox\",\"RW\":true", -EPERM, "/sandbox"},
+                {"\"/workspace\",\"RW\":false|\"/workspace\",\"RW\":true", -EPERM, "/workspace"},
+                {"\"Memory\":268435456|\"Memory\":0", 0, "memory"},
+                {"\"PidsLimit\":128|\"PidsLimit\":null", 0, "pids"},
+                {"\"NanoCpus\":750000000|\"NanoCpus\":0", 0, "cpu"},
+                /* Podman: caps listed one by one, CPU as quota/period */
+                {"[\"ALL\"]|[\"CAP_CHOWN\",\"CAP_DAC_OVERRIDE\",\"CAP_FOWNER\",\"CAP_FSETID\","
+                 "\"CAP_KILL\",\"CAP_NET_BIND_SERVICE\",\"CAP_SETFCAP\",\"CAP_SETGID\","
+                 "\"CAP_SETPCAP\",\"CAP_SETUID\",\"CAP_SYS_CHROOT\",\"CAP_SYS_ADMIN\","
+                 "\"CAP_NET_RAW\",\"CAP_MKNOD\"]",
+                 0, ""},
+                {"\"NanoCpus\":750000000|\"NanoCpus\":0,\"CpuQuota\":75000,\"CpuPeriod\":100000", 0,
+                 ""},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                _cleanup_(json_putp) json_object *j = fake_inspect(t[i].mutate);
+                char degraded[128] = "";
+                struct sbx_error err = {0};
+                int r = engine_verify_inspect(j, &s, degraded, sizeof(degraded), &err);
+                ck_assert_msg(r == t[i].rc, "case %zu: %d %s", i, r, err.msg);
+                if (r < 0)
+                        ck_assert_msg(strstr(err.msg, t[i].has), "case %zu: %s", i, err.msg);
+                else if (*t[i].has)
+                        ck_assert_str_eq(degraded, t[i].has);
+                else
+                        ck_assert_msg(!*degraded, "case %zu: %s", i, degraded);
+        }
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* Owner labels                                                                              */
+
+START_TEST(owner_label_liveness)
+{
+        char me[160], host[256] = "", lbl[400];
+        pid_t child;
+        int st;
+
+        ck_assert_int_eq(engine_owner_label(getpid(), me, sizeof(me)), 0);
+        ck_assert(engine_owner_alive(me));
+        gethostname(host, sizeof(host) - 1);
+
+        /* a dead process: fork, reap, its pid is gone */
+        child = fork();
+        if (child == 0)
+                _exit(0);
+        waitpid(child, &st, 0);
+        snprintf(lbl, sizeof(lbl), "%s:%d:12345", host, (int)child);
+        ck_assert(!engine_owner_alive(lbl));
+        /* a live pid with another start time (pid reuse) */
+        snprintf(lbl, sizeof(lbl), "%s:%d:1", host, (int)getpid());
+        ck_assert(!engine_owner_alive(lbl));
+        /* another host's server: not ours to judge */
+        ck_assert(engine_owner_alive("some-other-host.example:1:1"));
+        /* no or broken label: a leftover */
+        ck_assert(!engine_owner_alive(NULL));
+        ck_assert(!engine_owner_alive("garbage"));
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* Real engines                                                                              */
+
+#define IMG_PY "vestibule/python:bookworm"
+#define IMG_NODE "vestibule/node:bookworm"
+#define TAR_PY "/var/tmp/vestibule-images/python.tar"
+#define TAR_NODE "/var/tmp/vestibule-images/node.tar"
+#define DOCKER_SOCK "unix:///var/run/docker.sock"
+#define PODMAN_SOCK "unix:///run/podman/podman.sock"
+#define ROOTLESS_SOCK "unix:///run/user/2000/podman/podman.sock"
+#define TEST_UID 2000
+
+static char *ws_dir;
+static struct sbx_config test_cfg;
+
+static void cfg_init(enum sbx_runtime_choice rt)
+{
+        if (!ws_dir) {
+                ws_dir = sbx_test_tmpdir();
+                chmod(ws_dir, 0777);
+        }
+        memset(&test_cfg, 0, sizeof(test_cfg));
+        test_cfg.workspace_dir = ws_dir;
+        test_cfg.runtime = rt;
+        test_cfg.backend = SBX_BACKEND_CONTAINER;
+        test_cfg.image_python = (char *)IMG_PY;
+        test_cfg.image_node = (char *)IMG_NODE;
+        test_cfg.default_timeout_s = 10;
+        test_cfg.max_timeout_s = 60;
+        test_cfg.max_code_bytes = 262144;
+        test_cfg.max_output_bytes = 20000;
+        test_cfg.mem_mb = 256;
+        test_cfg.cpu_pct = 75;
+        test_cfg.pids_max = 64;
+        test_cfg.tmpfs_mb = 64;
+        test_cfg.max_concurrent = 4;
+        if (geteuid() == 0) {
+                test_cfg.run_as_set = true;
+                test_cfg.run_as_uid = TEST_UID;
+                test_cfg.run_as_gid = TEST_UID;
+        }
+}
+
+/* Connect to @host, skip the test when nothing answers; import both images (idempotent). */
+static void engine_or_skip(const char *host, enum sbx_runtime_choice rt)
+{
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        char why[600];
+
+        cfg_init(rt);
+        env_reset();
+        env_set(rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
+        /* main() added this TCase only when the engine answered and the tarballs exist */
+        ck_assert_msg(engine_connect(&test_cfg, fake_getenv, &c, &err) == 0, "%s: %s", host,
+                      err.msg);
+        if (engine_setup_import(&test_cfg, TAR_PY, IMG_PY, &err) < 0 ||
+            engine_setup_import(&test_cfg, TAR_NODE, IMG_NODE, &err) < 0) {
+                snprintf(why, sizeof(why), "cannot import the test images into %s: %s", host,
+                         err.msg);
+                ck_abort_msg("%s", why);
+        }
+}
+
+struct run_out {
+        int rc;
+        struct sbx_error err;
+        struct run_result res;
+        char *text; /* stdout */
+};
+
+static struct backend *test_backend;
+
+static void backend_up(void)
+{
+        struct sbx_error err = {0};
+        ck_assert_int_eq(engine_backend_new_with_env(&test_cfg, fake_getenv, &test_backend, &err),
+                         0);
+}
+
+static struct run_out run_code(enum sbx_language lang, const char *code, unsigned timeout_s,
+                               int cancel_fd)
+{
+        struct run_out o = {0};
+        struct run_request req = {.language = lang,
+                                  .code = code,
+                                  .code_len = strlen(code),
+                                  .timeout_s = timeout_s,
+                                  .cfg = &test_cfg,
+                                  .cancel_fd = cancel_fd};
+        if (!test_backend)
+                backend_up();
+        o.rc = test_backend->ops->run(test_backend, &req, &o.res, &o.err);
+        o.text = o.res.out.data ? o.res.out.data : (char *)"";
+        return o;
+}
+
+static void expect_exit0(const struct run_out *o)
+{
+        ck_assert_msg(o->rc == 0, "run failed: %s", o->err.msg);
+        ck_assert_msg(o->res.outcome == RUN_OUTCOME_EXITED && o->res.exit_code == 0,
+                      "outcome %d exit %d stderr '%s'", o->res.outcome, o->res.exit_code,
+                      o->res.err.data ? o->res.err.data : "");
+}
+
+/* The probe: prints key=value lines about what this process can see and do. The same code
+ * runs on the host as the control, so each property is shown to be able to fail. */
+static const char probe_py[] =
+        "import os, socket, errno, ctypes\n"
+        "def st(k):\n"
+        "    for l in open('/proc/self/status'):\n"
+        "        if l.startswith(k + ':'): return l.split()[1]\n"
+        "print('uid=%d' % os.getuid())\n"
+        "print('ifaces=' + ','.join(sorted(os.listdir('/sys/class/net'))))\n"
+        "s = socket.socket(); s.settimeout(2)\n"
+        "try:\n"
+        "    s.connect(('192.0.2.1', 9)); r = 'ok'\n"
+        "except OSError as e: r = errno.errorcode.get(e.errno, str(e.errno)) if e.errno else 'timeout'\n"
+        "print('connect=' + r)\n"
+        "print('capeff=' + st('CapEff')); print('capbnd=' + st('CapBnd'))\n"
+        "print('nnp=' + st('NoNewPrivs')); print('seccomp=' + st('Seccomp'))\n"
+        "try:\n"
+        "    open('/vestibule-probe-rootwrite', 'w').close(); r = 'ok'\n"
+        "    os.unlink('/vestibule-probe-rootwrite')\n"
+        "except OSError as e: r = errno.errorcode[e.errno]\n"
+        "print('rootwrite=' + r)\n"
+        "v = os.statvfs('/tmp')\n"
+        "print('tmpsize=%d' % (v.f_blocks * v.f_frsize))\n"
+        "print('tmpnoexec=%d' % (1 if v.f_flag & os.ST_NOEXEC else 0))\n"
+        "print('devshm=%d' % os.path.exists('/dev/shm'))\n"
+        "try:\n"
+        "    open('/sandbox/x', 'w'); r = 'ok'\n"
+        "except OSError as e: r = errno.errorcode[e.errno]\n"
+        "print('sandboxwrite=' + r)\n";
+
+static const char *kv(const char *text, const char *key, char *buf, size_t size)
+{
+        _cleanup_free_ char *k = xasprintf("%s=", key);
+        const char *p = text;
+        while ((p = strstr(p, k))) {
+                if (p == text || p[-1] == '\n') {
+                        size_t n = strcspn(p + strlen(k), "\n");
+                        snprintf(buf, size, "%.*s", (int)n, p + strlen(k));
+                        return buf;
+                }
+                p++;
+        }
+        snprintf(buf, size, "<missing>");
+        return buf;
+}
+
+/* Run the probe on the host (the control) as the test user. */
+static char *host_probe(void)
+{
+        _cleanup_free_ char *dir = sbx_test_tmpdir();
+        _cleanup_free_ char *f = xasprintf("%s/probe.py", dir);
+        write_file(f, probe_py);
+        chmod(dir, 0755);
+        chmod(f, 0644);
+        _cleanup_free_ char *cmd = xasprintf("cd / && python3 '%s' 2>&1", f);
+        FILE *p = popen(cmd, "r");
+        ck_assert_ptr_nonnull(p);
+        char *out = xcalloc(1, 8192);
+        size_t n = fread(out, 1, 8191, p);
+        out[n] = '\0';
+        pclose(p);
+        unlink(f);
+        rmdir(dir);
+        return out;
+}
+
+static void check_lockdown_probe(void)
+{
+        char a[128], b[128];
+        struct run_out o = run_code(SBX_LANG_PYTHON, probe_py, 20, -1);
+        _cleanup_free_ char *host = host_probe();
+        _cleanup_free_ char *uid = xasprintf("%u", (unsigned)(test_cfg.run_as_set
+                                                                      ? test_cfg.run_as_uid
+                                                                      : geteuid()));
+        expect_exit0(&o);
+        /* network: only lo; control: the host has more interfaces */
+        ck_assert_str_eq(kv(o.text, "ifaces", a, sizeof(a)), "lo");
+        ck_assert_str_ne(kv(host, "ifaces", b, sizeof(b)), "lo");
+        ck_assert_str_eq(kv(o.text, "connect", a, sizeof(a)), "ENETUNREACH");
+        /* capabilities: all zero; the control runs as root here and has some */
+        ck_assert_str_eq(kv(o.text, "capeff", a, sizeof(a)), "0000000000000000");
+        ck_assert_str_eq(kv(o.text, "capbnd", a, sizeof(a)), "0000000000000000");
+        ck_assert_str_ne(kv(host, "capbnd", b, sizeof(b)), "0000000000000000");
+        /* no_new_privs and the engine's seccomp filter; control: neither on the host */
+        ck_assert_str_eq(kv(o.text, "nnp", a, sizeof(a)), "1");
+        ck_assert_str_eq(kv(host, "nnp", b, sizeof(b)), "0");
+        ck_assert_str_eq(kv(o.text, "seccomp", a, sizeof(a)), "2");
+        ck_assert_str_eq(kv(host, "seccomp", b, sizeof(b)), "0");
+        /* read-only root; control: root on the host can write to / */
+        ck_assert_str_eq(kv(o.text, "rootwrite", a, sizeof(a)), "EROFS");
+        if (geteuid() == 0)
+                ck_assert_str_eq(kv(host, "rootwrite", b, sizeof(b)), "ok");
+        /* not root inside */
+        ck_assert_str_eq(kv(o.text, "uid", a, sizeof(a)), uid);
+        ck_assert_str_ne(kv(o.text, "uid", a, sizeof(a)), "0");
+        /* /tmp: the configured size, noexec; control: the host's /tmp is another size */
+        _cleanup_free_ char *sz = xasprintf("%llu", (unsigned long long)test_cfg.tmpfs_mb << 20);
+        ck_assert_str_eq(kv(o.text, "tmpsize", a, sizeof(a)), sz);
+        ck_assert_str_ne(kv(host, "tmpsize", b, sizeof(b)), sz);
+        ck_assert_str_eq(kv(o.text, "tmpnoexec", a, sizeof(a)), "1");
+        /* IpcMode none: no /dev/shm */
+        ck_assert_str_eq(kv(o.text, "devshm", a, sizeof(a)), "0");
+        ck_assert_str_eq(kv(host, "devshm", b, sizeof(b)), "1");
+        /* the code dir is read-only */
+        ck_assert_str_eq(kv(o.text, "sandboxwrite", a, sizeof(a)), "EROFS");
+        run_result_done(&o.res);
+}
+
+/* pids cap: a fork loop stops below the cap; the control (host) goes past it. */
+static const char forkloop_py[] =
+        "import os, time\n"
+        "n = 0\n"
+        "for i in range(200):\n"
+        "    try: pid = os.fork()\n"
+        "    except OSError: break\n"
+        "    if pid == 0:\n"
+        "        time.sleep(3); os._exit(0)\n"
+        "    n += 1\n"
+        "print('forks=%d' % n)\n";
+
+static void check_pids_cap(void)
+{
+        char a[64];
+        struct run_out o = run_code(SBX_LANG_PYTHON, forkloop_py, 20, -1);
+        expect_exit0(&o);
+        long forks = strtol(kv(o.text, "forks", a, sizeof(a)), NULL, 10);
+        ck_assert_msg(forks > 0 && forks < (long)test_cfg.pids_max, "forks=%ld cap %u", forks,
+                      test_cfg.pids_max);
+        /* control: the same loop on the host reaches 200 */
+        _cleanup_free_ char *dir = sbx_test_tmpdir();
+        _cleanup_free_ char *f = xasprintf("%s/f.py", dir);
+        write_file(f, forkloop_py);
+        _cleanup_free_ char *cmd = xasprintf("python3 '%s'", f);
+        FILE *p = popen(cmd, "r");
+        char buf[256] = "";
+        size_t n = fread(buf, 1, sizeof(buf) - 1, p);
+        buf[n] = '\0';
+        pclose(p);
+        ck_assert_str_eq(kv(buf, "forks", a, sizeof(a)), "200");
+        unlink(f);
+        rmdir(dir);
+        run_result_done(&o.res);
+}
+
+/* 300 MiB in 1 MiB steps (this VM faults pages in at ~100 MiB/s: keep it small) */
+static const char memhog_py[] = "b = []\n"
+                                "for i in range(300):\n"
+                                "    b.append(bytearray(1 << 20))\n"
+                                "print('allocated=%d' % len(b))\n";
+
+struct cancel_arg {
+        int fd;
+        unsigned delay_ms;
+};
+
+static void *cancel_later(void *p)
+{
+        struct cancel_arg *c = p;
+        usleep(c->delay_ms * 1000);
+        ck_assert_int_eq(write(c->fd, "x", 1), 1);
+        return NULL;
+}
+
+/* The run behaviours every engine shares. */
+static void check_behaviours(void)
+{
+        /* exit code and stderr */
+        struct run_out o = run_code(SBX_LANG_PYTHON,
+                                    "import sys\nprint('out')\nprint('err', file=sys.stderr)\n"
+                                    "sys.exit(3)\n",
+                                    10, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_int_eq(o.res.exit_code, 3);
+        ck_assert_str_eq(o.text, "out\n");
+        ck_assert_str_eq(o.res.err.data, "err\n");
+        run_result_done(&o.res);
+
+        /* bash and node */
+        o = run_code(SBX_LANG_BASH, "echo \"bash $BASH_VERSION\" | cut -c1-4\n", 10, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(o.text, "bash\n");
+        run_result_done(&o.res);
+        o = run_code(SBX_LANG_NODE, "console.log(6 * 7)\n", 10, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(o.text, "42\n");
+        run_result_done(&o.res);
+
+        /* timeout: the run ends near its deadline, reported as timed out */
+        o = run_code(SBX_LANG_PYTHON, "import time\nprint('start', flush=True)\ntime.sleep(60)\n",
+                     2, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_str_eq(o.text, "start\n");
+        ck_assert_msg(o.res.usage.wall_ms >= 1900 && o.res.usage.wall_ms < 7000, "wall %llu",
+                      (unsigned long long)o.res.usage.wall_ms);
+        run_result_done(&o.res);
+
+        /* cancel: a readable cancel_fd ends the run at once */
+        int pfd[2];
+        ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+        struct cancel_arg ca = {.fd = pfd[1], .delay_ms = 1000};
+        pthread_t t;
+        pthread_create(&t, NULL, cancel_later, &ca);
+        o = run_code(SBX_LANG_PYTHON, "import time\ntime.sleep(30)\n", 30, pfd[0]);
+        pthread_join(t, NULL);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_CANCELLED);
+        ck_assert_msg(o.res.usage.wall_ms < 5000, "wall %llu",
+                      (unsigned long long)o.res.usage.wall_ms);
+        close(pfd[0]);
+        close(pfd[1]);
+        run_result_done(&o.res);
+
+        /* flood: stopped past twice the cap, output kept to the cap */
+        o = run_code(SBX_LANG_PYTHON, "while True:\n    print('y' * 1023)\n", 20, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_FLOODED);
+        ck_assert_uint_eq(o.res.out.len, test_cfg.max_output_bytes);
+        ck_assert_uint_gt(o.res.out.total, 2 * test_cfg.max_output_bytes);
+        ck_assert_msg(o.res.usage.wall_ms < 10000, "wall %llu",
+                      (unsigned long long)o.res.usage.wall_ms);
+        run_result_done(&o.res);
+
+        /* workspace: writable, and files belong to the run's uid on the host */
+        o = run_code(SBX_LANG_PYTHON, "open('/workspace/made-here.txt','w').write('hi')\n", 10, -1);
+        expect_exit0(&o);
+        _cleanup_free_ char *wf = xasprintf("%s/made-here.txt", ws_dir);
+        struct stat sst;
+        ck_assert_int_eq(stat(wf, &sst), 0);
+        ck_assert_uint_eq(sst.st_uid, test_cfg.run_as_set ? test_cfg.run_as_uid : geteuid());
+        unlink(wf);
+        run_result_done(&o.res);
+
+        /* usage: wall measured, the rest says why not */
+        o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
+        expect_exit0(&o);
+        ck_assert(!o.res.usage.cpu_us.measured && !o.res.usage.mem_peak_bytes.measured &&
+                  !o.res.usage.pids_peak.measured);
+        ck_assert_str_eq(o.res.usage.mem_peak_bytes.why, "not readable from outside a container");
+        ck_assert_str_eq(o.res.backend, "container");
+        ck_assert_str_eq(o.res.image, IMG_PY);
+        run_result_done(&o.res);
+}
+
+/* Nothing of ours is left on the engine after the runs. */
+static void check_nothing_left(const char *host)
+{
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        struct engine_response r = {0};
+        char me[160];
+        env_reset();
+        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+        engine_owner_label(getpid(), me, sizeof(me));
+        ck_assert_int_eq(engine_request(&c, "GET", "/containers/json?all=1", true, NULL, 10000, &r,
+                                        &err),
+                         0);
+        ck_assert_msg(!strstr(r.body, me), "containers of this process left: %s", r.body);
+        engine_response_done(&r);
+}
+
+START_TEST(docker_print1_grade_container)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        backend_up();
+        ck_assert_int_eq(test_backend->ops->probe(test_backend, &p, &err), 0);
+        ck_assert_msg(p.usable, "%s", p.blocked);
+        ck_assert_str_eq(p.grade, "container");
+        struct run_out o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(o.text, "1\n");
+        ck_assert_str_eq(o.res.isolation, "container");
+        run_result_done(&o.res);
+        check_nothing_left(DOCKER_SOCK);
+}
+END_TEST
+
+START_TEST(docker_lockdown_from_inside)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        check_lockdown_probe();
+        check_pids_cap();
+}
+END_TEST
+
+START_TEST(docker_memory_cap_oom)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        test_cfg.mem_mb = 128;
+        struct run_out o = run_code(SBX_LANG_PYTHON, memhog_py, 20, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert(o.res.oom_killed);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_SIGNALED);
+        ck_assert_int_eq(o.res.term_signal, SIGKILL);
+        ck_assert_uint_eq(o.res.mem_limit_bytes, 128u << 20);
+        ck_assert_ptr_null(strstr(o.text, "allocated="));
+        run_result_done(&o.res);
+        /* control: with room for it, the same program finishes */
+        test_cfg.mem_mb = 1024;
+        o = run_code(SBX_LANG_PYTHON, memhog_py, 30, -1);
+        expect_exit0(&o);
+        ck_assert(!o.res.oom_killed);
+        ck_assert_str_eq(o.text, "allocated=300\n");
+        run_result_done(&o.res);
+}
+END_TEST
+
+START_TEST(docker_behaviours)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        check_behaviours();
+        check_nothing_left(DOCKER_SOCK);
+}
+END_TEST
+
+START_TEST(docker_sweep_removes_dead_owners_only)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        char host[256] = "", dead[300], live[160];
+        long status = 0;
+        char msg[300];
+        pid_t child;
+        int wst;
+
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+        gethostname(host, sizeof(host) - 1);
+        child = fork();
+        if (child == 0)
+                _exit(0);
+        waitpid(child, &wst, 0);
+        snprintf(dead, sizeof(dead), "%s:%d:999", host, (int)child);
+        engine_owner_label(getpid(), live, sizeof(live));
+
+        char *ids[2];
+        const char *owners[2] = {dead, live};
+        for (int i = 0; i < 2; i++) {
+                _cleanup_free_ char *body = xasprintf(
+                        "{\"Image\":\"%s\",\"Cmd\":[\"true\"],\"Labels\":{\"vestibule.run\":\"1\","
+                        "\"vestibule.owner\":\"%s\"},\"HostConfig\":{\"NetworkMode\":\"none\"}}",
+                        IMG_PY, owners[i]);
+                _cleanup_(json_putp) json_object *j = NULL;
+                json_object *idj;
+                ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 10000,
+                                                     &status, &j, msg, sizeof(msg), &err),
+                                 0);
+                ck_assert_msg(status == 201, "%ld %s", status, msg);
+                ck_assert(json_object_object_get_ex(j, "Id", &idj));
+                ids[i] = xstrdup(json_object_get_string(idj));
+        }
+        int n = engine_sweep(&c, &err);
+        ck_assert_msg(n >= 1, "%d %s", n, err.msg);
+        for (int i = 0; i < 2; i++) {
+                _cleanup_free_ char *p = xasprintf("/containers/%s/json", ids[i]);
+                ck_assert_int_eq(engine_request_json(&c, "GET", p, NULL, 10000, &status, NULL, msg,
+                                                     sizeof(msg), &err),
+                                 0);
+                ck_assert_int_eq(status, i == 0 ? 404 : 200); /* dead owner gone, live kept */
+        }
+        /* and a new backend's first use sweeps too: relabel-free check via shutdown */
+        _cleanup_free_ char *dp = xasprintf("/containers/%s?force=1", ids[1]);
+        engine_request_json(&c, "DELETE", dp, NULL, 10000, &status, NULL, msg, sizeof(msg), &err);
+        free(ids[0]);
+        free(ids[1]);
+}
+END_TEST
+
+START_TEST(docker_missing_image_blocked)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        test_cfg.image_python = (char *)"vestibule/nosuch:never";
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        backend_up();
+        ck_assert_int_eq(test_backend->ops->probe(test_backend, &p, &err), 0);
+        ck_assert(!p.usable);
+        ck_assert_msg(strstr(p.blocked, "vestibule-mcp setup"), "%s", p.blocked);
+        struct run_out o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
+        ck_assert_int_eq(o.rc, -ENOENT);
+        ck_assert_msg(strstr(o.err.msg, "vestibule/nosuch:never") &&
+                              strstr(o.err.msg, "vestibule-mcp setup"),
+                      "%s", o.err.msg);
+        /* the backend still works for the other language */
+        o = run_code(SBX_LANG_NODE, "console.log(1)\n", 10, -1);
+        expect_exit0(&o);
+        run_result_done(&o.res);
+}
+END_TEST
+
+START_TEST(docker_socket_without_permission_blocked)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        struct stat sst;
+        ck_assert_int_eq(stat("/var/run/docker.sock", &sst), 0);
+        ck_assert_msg((sst.st_mode & 0006) == 0, "docker.sock is world-accessible");
+        /* control: root can connect (engine_or_skip did) */
+        ck_assert_int_eq(setgroups(0, NULL), 0);
+        ck_assert_int_eq(setresgid(TEST_UID, TEST_UID, TEST_UID), 0);
+        ck_assert_int_eq(setresuid(TEST_UID, TEST_UID, TEST_UID), 0);
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        test_cfg.run_as_set = false;
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), -EACCES);
+        ck_assert_msg(strstr(err.msg, "docker group") && strstr(err.msg, "usermod -aG docker") &&
+                              strstr(err.msg, "become root"),
+                      "%s", err.msg);
+        /* and through the backend: a Blocked: probe, not a crash */
+        struct backend_probe p;
+        backend_up();
+        ck_assert_int_eq(test_backend->ops->probe(test_backend, &p, &err), 0);
+        ck_assert(!p.usable);
+        ck_assert_ptr_nonnull(strstr(p.blocked, "docker group"));
+}
+END_TEST
+
+START_TEST(unreachable_engine_blocked)
+{
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ char *host = xasprintf("unix://%s/nothing.sock", d);
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        cfg_init(SBX_RUNTIME_DOCKER);
+        env_reset();
+        env_set("DOCKER_HOST", host);
+        ck_assert_int_lt(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+        ck_assert_msg(strstr(err.msg, "cannot reach Docker Engine at") &&
+                              strstr(err.msg, "nothing.sock") && strstr(err.msg, "DOCKER_HOST"),
+                      "%s", err.msg);
+        /* a socket that is not an engine: refused connection */
+        _cleanup_free_ char *sp = xasprintf("%s/dead.sock", d);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", sp);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+        close(fd); /* bound, never listening: ECONNREFUSED */
+        _cleanup_free_ char *h2 = xasprintf("unix://%s", sp);
+        env_set("DOCKER_HOST", h2);
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), -ECONNREFUSED);
+        ck_assert_ptr_nonnull(strstr(err.msg, "start it"));
+}
+END_TEST
+
+START_TEST(podman_rootful_runs)
+{
+        engine_or_skip(PODMAN_SOCK, SBX_RUNTIME_PODMAN);
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        backend_up();
+        ck_assert_int_eq(test_backend->ops->probe(test_backend, &p, &err), 0);
+        ck_assert_msg(p.usable, "%s", p.blocked);
+        ck_assert_str_eq(p.grade, "container");
+        struct run_out o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(o.text, "1\n");
+        ck_assert_str_eq(o.res.isolation, "container");
+        run_result_done(&o.res);
+        check_lockdown_probe();
+        check_pids_cap();
+        check_nothing_left(PODMAN_SOCK);
+}
+END_TEST
+
+START_TEST(podman_rootful_behaviours)
+{
+        engine_or_skip(PODMAN_SOCK, SBX_RUNTIME_PODMAN);
+        check_behaviours();
+        /* memory: Podman never says OOMKilled; exit 137 before the deadline gets the note */
+        test_cfg.mem_mb = 128;
+        struct run_out o = run_code(SBX_LANG_PYTHON, memhog_py, 20, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_SIGNALED);
+        ck_assert_int_eq(o.res.term_signal, SIGKILL);
+        ck_assert_ptr_null(strstr(o.text, "allocated="));
+        ck_assert_msg(o.res.oom_killed || strstr(o.res.notes, "128 MiB memory cap"), "%s",
+                      o.res.notes);
+        run_result_done(&o.res);
+        check_nothing_left(PODMAN_SOCK);
+}
+END_TEST
+
+/* Rootless Podman as the test user: limits are not applied on this cgroup v1 host, and the
+ * grade must say exactly that. Runs in a child that became the test user. */
+START_TEST(podman_rootless_degraded)
+{
+        ck_assert_int_eq(setgroups(0, NULL), 0);
+        ck_assert_int_eq(setresgid(TEST_UID, TEST_UID, TEST_UID), 0);
+        ck_assert_int_eq(setresuid(TEST_UID, TEST_UID, TEST_UID), 0);
+        engine_or_skip(ROOTLESS_SOCK, SBX_RUNTIME_PODMAN);
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        backend_up();
+        ck_assert_int_eq(test_backend->ops->probe(test_backend, &p, &err), 0);
+        ck_assert_msg(p.usable, "%s", p.blocked);
+        ck_assert(p.degraded);
+        ck_assert_str_eq(p.grade, "container-degraded (limits not applied: memory, cpu, pids: "
+                                  "rootless Podman on cgroup v1)");
+        struct run_out o = run_code(SBX_LANG_PYTHON, "import os\nprint(os.getuid())\n", 10, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(o.text, "2000\n"); /* keep-id: our uid inside */
+        ck_assert_str_eq(o.res.isolation, p.grade);
+        run_result_done(&o.res);
+        /* the security options still hold */
+        char a[64];
+        o = run_code(SBX_LANG_PYTHON, probe_py, 20, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(kv(o.text, "ifaces", a, sizeof(a)), "lo");
+        ck_assert_str_eq(kv(o.text, "capeff", a, sizeof(a)), "0000000000000000");
+        ck_assert_str_eq(kv(o.text, "nnp", a, sizeof(a)), "1");
+        ck_assert_str_eq(kv(o.text, "rootwrite", a, sizeof(a)), "EROFS");
+        run_result_done(&o.res);
+        check_nothing_left(ROOTLESS_SOCK);
+}
+END_TEST
+
+static void teardown(void)
+{
+        test_backend = backend_free(test_backend);
+}
+
+/* Whether an engine answers at @host (as the current user). */
+static bool engine_answers(const char *host, enum sbx_runtime_choice rt)
+{
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        cfg_init(rt);
+        env_reset();
+        env_set(rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
+        bool ok = engine_connect(&test_cfg, fake_getenv, &c, &err) == 0;
+        if (!ok)
+                fprintf(stderr, "engine at %s: %s\n", host, err.msg);
+        return ok;
+}
+
+static char missing[600];
+
+static void note_missing(const char *what)
+{
+        size_t used = strlen(missing);
+        snprintf(missing + used, sizeof(missing) - used, "%s%s", used ? "; " : "", what);
+}
+
+static Suite *engine_suite(void)
+{
+        Suite *s = suite_create("engine");
+        TCase *tc;
+        bool images = access(TAR_PY, R_OK) == 0 && access(TAR_NODE, R_OK) == 0;
+        bool root = geteuid() == 0;
+
+        tc = tcase_create("endpoint");
+        tcase_add_test(tc, endpoint_parse_schemes);
+        tcase_add_test(tc, context_hash_matches_docker_cli);
+        tcase_add_test(tc, resolve_docker_host_wins);
+        tcase_add_test(tc, resolve_context_from_config_and_env);
+        tcase_add_test(tc, resolve_known_sockets_in_order);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("version");
+        tcase_add_test(tc, api_version_table);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("demux");
+        tcase_add_test(tc, demux_split_frames);
+        tcase_add_test(tc, demux_refuses_garbage);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("body");
+        tcase_add_test(tc, create_body_has_every_lockdown_option);
+        tcase_add_test(tc, verify_inspect_catches_dropped_options);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("owner");
+        tcase_add_test(tc, owner_label_liveness);
+        tcase_add_test(tc, unreachable_engine_blocked);
+        suite_add_tcase(s, tc);
+
+        if (!images)
+                note_missing("no image tarballs in /var/tmp/vestibule-images");
+        if (!images) {
+        } else if (!engine_answers(DOCKER_SOCK, SBX_RUNTIME_DOCKER)) {
+                note_missing("no Docker Engine at /var/run/docker.sock "
+                             "(scripts/start-engines.sh)");
+        } else {
+                tc = tcase_create("docker");
+                tcase_add_checked_fixture(tc, NULL, teardown);
+                tcase_set_timeout(tc, 180);
+                tcase_add_test(tc, docker_print1_grade_container);
+                tcase_add_test(tc, docker_lockdown_from_inside);
+                tcase_add_test(tc, docker_memory_cap_oom);
+                tcase_add_test(tc, docker_behaviours);
+                tcase_add_test(tc, docker_sweep_removes_dead_owners_only);
+                tcase_add_test(tc, docker_missing_image_blocked);
+                if (root)
+                        tcase_add_test(tc, docker_socket_without_permission_blocked);
+                else
+                        note_missing("socket permission test needs root");
+                suite_add_tcase(s, tc);
+        }
+        if (!images) {
+        } else if (!engine_answers(PODMAN_SOCK, SBX_RUNTIME_PODMAN)) {
+                note_missing("no rootful Podman at /run/podman/podman.sock");
+        } else {
+                tc = tcase_create("podman");
+                tcase_add_checked_fixture(tc, NULL, teardown);
+                tcase_set_timeout(tc, 240);
+                tcase_add_test(tc, podman_rootful_runs);
+                tcase_add_test(tc, podman_rootful_behaviours);
+                suite_add_tcase(s, tc);
+        }
+        if (images && root && access("/run/user/2000/podman/podman.sock", F_OK) == 0) {
+                tc = tcase_create("podman_rootless");
+                tcase_add_checked_fixture(tc, NULL, teardown);
+                tcase_set_timeout(tc, 240);
+                tcase_add_test(tc, podman_rootless_degraded);
+                suite_add_tcase(s, tc);
+        } else if (images) {
+                note_missing("no rootless Podman for the test user (needs root + "
+                             "scripts/start-engines.sh)");
+        }
+        return s;
+}
+
+int main(void)
+{
+        int rc;
+
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (getenv("SBX_TEST_DEBUG"))
+                sbx_log_set_level(SBX_LOG_DEBUG);
+        rc = sbx_test_run(engine_suite());
+        /* What ran must pass; what could not run is a skip (a failure under MUST_RUN). */
+        if (rc == 0 && *missing)
+                sbx_test_skip(missing);
+        return rc;
+}

@@ -1,0 +1,1031 @@
+/* test_setup.c - the setup module: images/pins, safe unpacking of crafted tarballs (escapes,
+ * links, devices, setuid, whiteouts), and installs that are atomic, skip when unchanged and
+ * leave nothing behind when they fail or are cancelled. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "setup/pins.h"
+#include "setup/setup.h"
+#include "setup/setup_internal.h"
+#include "testutil.h"
+
+#define REAL_PYTHON_TAR "/var/tmp/vestibule-images/python.tar"
+
+/* ---- crafting tarballs with libarchive */
+
+static struct archive *tb_open(const char *path)
+{
+        struct archive *a = archive_write_new();
+
+        ck_assert_ptr_nonnull(a);
+        ck_assert_int_eq(archive_write_set_format_pax_restricted(a), ARCHIVE_OK);
+        ck_assert_int_eq(archive_write_open_filename(a, path), ARCHIVE_OK);
+        return a;
+}
+
+static void tb_close(struct archive *a)
+{
+        ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
+        archive_write_free(a);
+}
+
+static void tb_add(struct archive *a, const char *name, mode_t type, mode_t perm,
+                   const char *content, const char *link, const char *hardlink, dev_t rdev)
+{
+        struct archive_entry *e = archive_entry_new();
+        size_t len = content ? strlen(content) : 0;
+
+        archive_entry_set_pathname(e, name);
+        archive_entry_set_filetype(e, type);
+        archive_entry_set_perm(e, perm);
+        archive_entry_set_uid(e, 0);
+        archive_entry_set_gid(e, 0);
+        archive_entry_set_mtime(e, 1794182400, 0);
+        archive_entry_set_size(e, (la_int64_t)len);
+        if (link)
+                archive_entry_set_symlink(e, link);
+        if (hardlink) {
+                archive_entry_set_hardlink(e, hardlink);
+                archive_entry_set_size(e, 0);
+                len = 0;
+        }
+        if (rdev)
+                archive_entry_set_rdev(e, rdev);
+        ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+        if (len)
+                ck_assert_int_eq(archive_write_data(a, content, len), (la_ssize_t)len);
+        archive_entry_free(e);
+}
+
+#define tb_file(a, n, perm, c) tb_add(a, n, AE_IFREG, perm, c, NULL, NULL, 0)
+#define tb_dir(a, n) tb_add(a, n, AE_IFDIR, 0755, NULL, NULL, NULL, 0)
+#define tb_symlink(a, n, target) tb_add(a, n, AE_IFLNK, 0777, NULL, target, NULL, 0)
+#define tb_hardlink(a, n, target) tb_add(a, n, AE_IFREG, 0644, NULL, NULL, target, 0)
+
+/* A minimal rootfs the install checks accept (python3, bash, timeout). */
+static void tb_minimal_rootfs(struct archive *a, const char *marker)
+{
+        tb_dir(a, "./");
+        tb_dir(a, "./usr/");
+        tb_dir(a, "./usr/bin/");
+        tb_file(a, "./usr/bin/python3.11", 0755, "#!/bin/sh\necho python\n");
+        tb_symlink(a, "./usr/bin/python3", "python3.11");
+        tb_file(a, "./usr/bin/bash", 0755, "bash");
+        tb_file(a, "./usr/bin/timeout", 0755, "timeout");
+        tb_symlink(a, "./bin", "usr/bin");
+        tb_dir(a, "./etc/");
+        tb_file(a, "./etc/marker", 0644, marker);
+        tb_dir(a, "./etc/alternatives/");
+        tb_symlink(a, "./etc/alternatives/python", "/usr/bin/python3");
+}
+
+/* ---- fixture: T/tree (the unpack target), T/outside (must never change) */
+
+static char *T, *tree, *outside;
+
+static void fx_setup(void)
+{
+        T = sbx_test_tmpdir();
+        tree = xasprintf("%s/tree", T);
+        outside = xasprintf("%s/outside", T);
+        ck_assert_int_eq(mkdir(tree, 0755), 0);
+        ck_assert_int_eq(mkdir(outside, 0755), 0);
+        {
+                _cleanup_free_ char *secret = xasprintf("%s/secret", outside);
+                FILE *f = fopen(secret, "w");
+
+                ck_assert_ptr_nonnull(f);
+                fputs("original\n", f);
+                fclose(f);
+        }
+}
+
+static void fx_teardown(void)
+{
+        int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        setup_remove_tree(fd, T + 1);
+        close(fd);
+        free(T);
+        free(tree);
+        free(outside);
+}
+
+static char *pathf(const char *fmt, const char *a)
+{
+        return xasprintf(fmt, a);
+}
+
+static bool exists(const char *p)
+{
+        struct stat st;
+
+        return lstat(p, &st) == 0;
+}
+
+/* The outside folder holds exactly its one untouched file. */
+static void assert_outside_untouched(void)
+{
+        _cleanup_free_ char *secret = xasprintf("%s/secret", outside);
+        char buf[64] = {0};
+        DIR *d;
+        int n = 0;
+        FILE *f = fopen(secret, "r");
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+        fclose(f);
+        ck_assert_str_eq(buf, "original\n");
+        d = opendir(outside);
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *de; (de = readdir(d));)
+                if (de->d_name[0] != '.')
+                        n++;
+        closedir(d);
+        ck_assert_int_eq(n, 1);
+}
+
+static int unpack(const char *tar, struct setup_unpack_stats *st, struct sbx_error *err)
+{
+        return setup_unpack_layer(tree, tar, "test", NULL, NULL, st, NULL, err);
+}
+
+/* ---- pins */
+
+START_TEST(pins_file_parses_and_recipe_matches_build_sh)
+{
+        struct setup_pins p = {0};
+        struct sbx_error err = {0};
+        _cleanup_free_ char *dir = NULL, *script = NULL;
+        char hex[65];
+
+        ck_assert_msg(setup_pins_load(&p, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(p.python_registry,
+                         "docker.io/library/python@sha256:"
+                         "5e2bdb1b0d542d5039cffb8181c65930093949194a65c365dfb1b0fe13a4fa5b");
+        ck_assert_str_eq(p.node_registry,
+                         "docker.io/library/node@sha256:"
+                         "5ec23b7c622b00547753bc6ffd78085dd868a68aeb41c8e0a1418f033e13d96d");
+        ck_assert_str_eq(p.python_debian, "vestibule/python:bookworm");
+        ck_assert_str_eq(p.node_debian, "vestibule/node:bookworm");
+        ck_assert_int_eq(setup_images_dir(&dir, &err), 0);
+        script = xasprintf("%s/build.sh", dir);
+        ck_assert_int_eq(setup_sha256_file(script, hex, &err), 0);
+        ck_assert_msg(strcmp(p.debian_recipe + strlen("sha256:"), hex) == 0,
+                      "images/pins debian.recipe is %s but images/build.sh is sha256:%s: re-pin it",
+                      p.debian_recipe, hex);
+        setup_pins_done(&p);
+}
+END_TEST
+
+START_TEST(pins_reject_bad_input)
+{
+        static const char *good_rest = "python.debian=a:b\nnode.debian=c:d\n"
+                                       "debian.recipe=sha256:"
+                                       "0000000000000000000000000000000000000000000000000000000000"
+                                       "000000\n";
+        static const char *digest =
+            "sha256:5e2bdb1b0d542d5039cffb8181c65930093949194a65c365dfb1b0fe13a4fa5b";
+        struct setup_pins p = {0};
+        struct sbx_error err = {0};
+        _cleanup_free_ char *ok = xasprintf("# c\npython.registry=python@%s  # 2026-11-09\n"
+                                            "node.registry=node@%s\n%s",
+                                            digest, digest, good_rest);
+        _cleanup_free_ char *tag = xasprintf("python.registry=python:3.12-slim\n"
+                                             "node.registry=node@%s\n%s",
+                                             digest, good_rest);
+        _cleanup_free_ char *unknown = xasprintf("%s\npyhton.registry=python@%s\n", ok, digest);
+        _cleanup_free_ char *missing = xasprintf("node.registry=node@%s\n%s", digest, good_rest);
+        _cleanup_free_ char *junk = xasprintf("python.registry=python@%s trailing\n"
+                                              "node.registry=node@%s\n%s",
+                                              digest, digest, good_rest);
+
+        ck_assert_msg(setup_pins_parse(ok, &p, &err) == 0, "%s", err.msg); /* control */
+        ck_assert_str_eq(p.python_registry, "python@sha256:5e2bdb1b0d542d5039cffb8181c65930093949"
+                                            "194a65c365dfb1b0fe13a4fa5b");
+        setup_pins_done(&p);
+        ck_assert_int_eq(setup_pins_parse(tag, &p, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "pinned"));
+        ck_assert_int_eq(setup_pins_parse(unknown, &p, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "unknown key"));
+        ck_assert_int_eq(setup_pins_parse(missing, &p, &err), -EINVAL);
+        ck_assert_int_eq(setup_pins_parse(junk, &p, &err), -EINVAL);
+}
+END_TEST
+
+/* ---- names */
+
+START_TEST(names_normalize_or_refuse)
+{
+        static const struct {
+                const char *in, *out;
+        } ok[] = {
+            {"./usr/bin/", "usr/bin"},
+            {"usr//lib/./x", "usr/lib/x"},
+            {"./", ""},
+            {"a/b..c/..d", "a/b..c/..d"},
+            {"...", "..."},
+        };
+        static const char *bad[] = {"../x", "a/../../x", "a/..", "/etc/passwd", "..", "//x"};
+        const char *why;
+        size_t i;
+
+        for (i = 0; i < ELEMENTSOF(ok); i++) {
+                _cleanup_free_ char *out = NULL;
+
+                ck_assert_int_eq(setup_normalize_name(ok[i].in, &out, &why), 0);
+                ck_assert_str_eq(out, ok[i].out);
+        }
+        for (i = 0; i < ELEMENTSOF(bad); i++) {
+                char *out = NULL;
+
+                ck_assert_msg(setup_normalize_name(bad[i], &out, &why) == -EPERM, "%s", bad[i]);
+                ck_assert_ptr_null(out);
+        }
+}
+END_TEST
+
+/* ---- unpack: escapes */
+
+START_TEST(unpack_control_plain_files_land_inside)
+{
+        _cleanup_free_ char *tar = pathf("%s/ok.tar", T), *f = pathf("%s/tree/a/b", T);
+        struct setup_unpack_stats st = {0};
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+
+        tb_dir(a, "./a/");
+        tb_file(a, "./a/b", 0644, "hello");
+        tb_close(a);
+        ck_assert_msg(unpack(tar, &st, &err) == 0, "%s", err.msg);
+        ck_assert(exists(f));
+        ck_assert_int_eq(st.files, 1);
+        ck_assert_int_eq(st.dirs, 1);
+        assert_outside_untouched();
+}
+END_TEST
+
+START_TEST(unpack_refuses_dotdot)
+{
+        _cleanup_free_ char *tar = pathf("%s/dotdot.tar", T);
+        _cleanup_free_ char *escaped = pathf("%s/escaped", T);
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+
+        tb_file(a, "../escaped", 0644, "pwned");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, "'..'"));
+        ck_assert(!exists(escaped));
+
+        a = tb_open(tar);
+        tb_dir(a, "a/");
+        tb_file(a, "a/../../escaped", 0644, "pwned");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert(!exists(escaped));
+        assert_outside_untouched();
+}
+END_TEST
+
+START_TEST(unpack_refuses_absolute_name)
+{
+        _cleanup_free_ char *tar = pathf("%s/abs.tar", T);
+        _cleanup_free_ char *name = pathf("%s/outside/abs", T);
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+
+        tb_file(a, name, 0644, "pwned");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, "absolute"));
+        ck_assert(!exists(name));
+        assert_outside_untouched();
+}
+END_TEST
+
+START_TEST(unpack_never_writes_through_a_symlink)
+{
+        _cleanup_free_ char *tar = pathf("%s/sym.tar", T);
+        _cleanup_free_ char *through = pathf("%s/outside/pwned", T);
+        _cleanup_free_ char *rel = pathf("%s/outside", T);
+        struct sbx_error err = {0};
+        struct archive *a;
+
+        /* absolute symlink out, then a file under it */
+        a = tb_open(tar);
+        tb_symlink(a, "link", outside);
+        tb_file(a, "link/pwned", 0644, "pwned");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, "symlink"));
+        ck_assert(!exists(through));
+
+        /* relative symlink climbing out, then a directory and a file under it */
+        a = tb_open(tar);
+        tb_symlink(a, "rel", "../outside");
+        tb_dir(a, "rel/sub/");
+        tb_file(a, "rel/pwned", 0644, "pwned");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert(!exists(through));
+        assert_outside_untouched();
+        (void)rel;
+}
+END_TEST
+
+START_TEST(unpack_replaces_a_symlink_instead_of_following_it)
+{
+        _cleanup_free_ char *tar = pathf("%s/over.tar", T);
+        _cleanup_free_ char *secret = pathf("%s/outside/secret", T);
+        _cleanup_free_ char *inside = pathf("%s/tree/victim", T);
+        _cleanup_free_ char *dirlink = pathf("%s/tree/d", T);
+        struct sbx_error err = {0};
+        struct stat st;
+        struct archive *a = tb_open(tar);
+
+        /* a symlink to a file outside, then a regular file of the same name; and a symlink to
+         * a directory outside, then a directory of the same name with a file in it */
+        tb_symlink(a, "victim", secret);
+        tb_file(a, "victim", 0644, "inside");
+        tb_symlink(a, "d", outside);
+        tb_dir(a, "d/");
+        tb_file(a, "d/f", 0644, "inside");
+        tb_close(a);
+        ck_assert_msg(unpack(tar, NULL, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(lstat(inside, &st), 0);
+        ck_assert(S_ISREG(st.st_mode));
+        ck_assert_int_eq(lstat(dirlink, &st), 0);
+        ck_assert(S_ISDIR(st.st_mode));
+        assert_outside_untouched();
+}
+END_TEST
+
+START_TEST(unpack_keeps_absolute_symlinks_unfollowed)
+{
+        _cleanup_free_ char *tar = pathf("%s/alt.tar", T);
+        _cleanup_free_ char *js = pathf("%s/tree/etc/alternatives/js", T);
+        _cleanup_free_ char *up = pathf("%s/tree/up", T);
+        struct setup_unpack_stats st = {0};
+        struct sbx_error err = {0};
+        char buf[256] = {0};
+        struct archive *a = tb_open(tar);
+
+        tb_dir(a, "etc/");
+        tb_dir(a, "etc/alternatives/");
+        tb_symlink(a, "etc/alternatives/js", "/usr/bin/nodejs");
+        tb_symlink(a, "up", "../../../../etc/shadow");
+        tb_close(a);
+        ck_assert_msg(unpack(tar, &st, &err) == 0, "%s", err.msg);
+        ck_assert_int_gt(readlink(js, buf, sizeof(buf) - 1), 0);
+        ck_assert_str_eq(buf, "/usr/bin/nodejs");
+        memset(buf, 0, sizeof(buf));
+        ck_assert_int_gt(readlink(up, buf, sizeof(buf) - 1), 0);
+        ck_assert_str_eq(buf, "../../../../etc/shadow");
+        ck_assert_int_eq(st.symlinks, 2);
+}
+END_TEST
+
+START_TEST(unpack_refuses_hardlinks_out)
+{
+        _cleanup_free_ char *tar = pathf("%s/hl.tar", T);
+        _cleanup_free_ char *hl = pathf("%s/tree/hl", T);
+        _cleanup_free_ char *rel = pathf("%s/outside/secret", T);
+        struct sbx_error err = {0};
+        struct archive *a;
+
+        a = tb_open(tar);
+        tb_hardlink(a, "hl", "/etc/passwd");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, "hardlink"));
+        ck_assert(!exists(hl));
+
+        a = tb_open(tar);
+        tb_hardlink(a, "hl", "../outside/secret");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert(!exists(hl));
+
+        /* through a symlink that points out */
+        a = tb_open(tar);
+        tb_symlink(a, "s", outside);
+        tb_hardlink(a, "hl", "s/secret");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert(!exists(hl));
+        assert_outside_untouched();
+        (void)rel;
+}
+END_TEST
+
+START_TEST(unpack_hardlink_inside_works)
+{
+        _cleanup_free_ char *tar = pathf("%s/hl2.tar", T);
+        _cleanup_free_ char *a1 = pathf("%s/tree/d/a", T), *b1 = pathf("%s/tree/b", T);
+        struct setup_unpack_stats st = {0};
+        struct sbx_error err = {0};
+        struct stat sa, sb;
+        struct archive *a = tb_open(tar);
+
+        tb_dir(a, "d/");
+        tb_file(a, "d/a", 0644, "data");
+        tb_hardlink(a, "b", "./d/a");
+        tb_close(a);
+        ck_assert_msg(unpack(tar, &st, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(stat(a1, &sa), 0);
+        ck_assert_int_eq(stat(b1, &sb), 0);
+        ck_assert_int_eq(sa.st_ino, sb.st_ino);
+        ck_assert_int_eq(st.hardlinks, 1);
+}
+END_TEST
+
+START_TEST(unpack_skips_devices_and_fifos)
+{
+        _cleanup_free_ char *tar = pathf("%s/dev.tar", T);
+        _cleanup_free_ char *null2 = pathf("%s/tree/dev/null2", T);
+        _cleanup_free_ char *sda = pathf("%s/tree/dev/sda", T);
+        _cleanup_free_ char *fifo = pathf("%s/tree/fifo", T);
+        _cleanup_free_ char *after = pathf("%s/tree/after", T);
+        struct setup_unpack_stats st = {0};
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+
+        tb_dir(a, "dev/");
+        tb_add(a, "dev/null2", AE_IFCHR, 0666, NULL, NULL, NULL, makedev(1, 3));
+        tb_add(a, "dev/sda", AE_IFBLK, 0660, NULL, NULL, NULL, makedev(8, 0));
+        tb_add(a, "fifo", AE_IFIFO, 0644, NULL, NULL, NULL, 0);
+        tb_file(a, "after", 0644, "still unpacked");
+        tb_close(a);
+        ck_assert_msg(unpack(tar, &st, &err) == 0, "%s", err.msg);
+        ck_assert(!exists(null2));
+        ck_assert(!exists(sda));
+        ck_assert(!exists(fifo));
+        ck_assert(exists(after)); /* control: the rest of the archive is there */
+        ck_assert_int_eq(st.skipped_special, 3);
+}
+END_TEST
+
+START_TEST(unpack_strips_setuid_setgid)
+{
+        _cleanup_free_ char *tar = pathf("%s/suid.tar", T);
+        _cleanup_free_ char *su = pathf("%s/tree/su", T), *sg = pathf("%s/tree/sg", T);
+        _cleanup_free_ char *sd = pathf("%s/tree/sgdir", T), *tmp = pathf("%s/tree/tmp", T);
+        struct setup_unpack_stats st = {0};
+        struct sbx_error err = {0};
+        struct stat s;
+        struct archive *a = tb_open(tar);
+
+        tb_file(a, "su", 04755, "x");
+        tb_file(a, "sg", 02755, "x");
+        tb_add(a, "sgdir/", AE_IFDIR, 02775, NULL, NULL, NULL, 0);
+        tb_add(a, "tmp/", AE_IFDIR, 01777, NULL, NULL, NULL, 0);
+        tb_close(a);
+        ck_assert_msg(unpack(tar, &st, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(stat(su, &s), 0);
+        ck_assert_int_eq(s.st_mode & 07777, 0755);
+        ck_assert_int_eq(stat(sg, &s), 0);
+        ck_assert_int_eq(s.st_mode & 07777, 0755);
+        ck_assert_int_eq(stat(sd, &s), 0);
+        ck_assert_int_eq(s.st_mode & 07777, 0775);
+        ck_assert_int_eq(stat(tmp, &s), 0);
+        ck_assert_int_eq(s.st_mode & 07777, 01777); /* control: sticky is kept */
+        ck_assert_int_eq(st.stripped_setid, 3);
+}
+END_TEST
+
+START_TEST(unpack_applies_oci_whiteouts)
+{
+        _cleanup_free_ char *l1 = pathf("%s/l1.tar", T), *l2 = pathf("%s/l2.tar", T);
+        struct setup_unpack_stats st = {0};
+        struct sbx_error err = {0};
+        struct archive *a;
+        static const char *const gone[] = {
+            "a/x", "b/z", "b/keepdir/old", "a/.wh.x", "b/.wh..wh..opq", "c"};
+        static const char *const kept[] = {"a/y", "b/new", "b/keepdir/fresh", "d/e"};
+        size_t i;
+
+        a = tb_open(l1);
+        tb_dir(a, "a/");
+        tb_file(a, "a/x", 0644, "1");
+        tb_file(a, "a/y", 0644, "1");
+        tb_dir(a, "b/");
+        tb_file(a, "b/z", 0644, "1");
+        tb_dir(a, "b/keepdir/");
+        tb_file(a, "b/keepdir/old", 0644, "1");
+        tb_dir(a, "c/");
+        tb_file(a, "c/deep", 0644, "1");
+        tb_dir(a, "d/");
+        tb_file(a, "d/e", 0644, "1");
+        tb_close(a);
+        a = tb_open(l2);
+        tb_file(a, "a/.wh.x", 0644, "");
+        tb_file(a, "b/new", 0644, "2"); /* before the opaque marker: must survive it */
+        tb_file(a, "b/.wh..wh..opq", 0644, "");
+        tb_file(a, "b/keepdir/fresh", 0644, "2");
+        tb_file(a, ".wh.c", 0644, "");
+        tb_close(a);
+        ck_assert_msg(unpack(l1, &st, &err) == 0, "%s", err.msg);
+        ck_assert_msg(unpack(l2, &st, &err) == 0, "%s", err.msg);
+        for (i = 0; i < ELEMENTSOF(gone); i++) {
+                _cleanup_free_ char *p = xasprintf("%s/%s", tree, gone[i]);
+                ck_assert_msg(!exists(p), "%s still exists", gone[i]);
+        }
+        for (i = 0; i < ELEMENTSOF(kept); i++) {
+                _cleanup_free_ char *p = xasprintf("%s/%s", tree, kept[i]);
+                ck_assert_msg(exists(p), "%s is missing", kept[i]);
+        }
+        ck_assert_int_eq(st.whiteouts, 3);
+}
+END_TEST
+
+START_TEST(unpack_whiteout_cannot_delete_outside)
+{
+        _cleanup_free_ char *tar = pathf("%s/wh.tar", T);
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+
+        tb_symlink(a, "out", outside);
+        tb_file(a, "out/.wh.secret", 0644, "");
+        tb_file(a, "out/.wh..wh..opq", 0644, "");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        assert_outside_untouched();
+}
+END_TEST
+
+START_TEST(unpack_checks_sha256)
+{
+        _cleanup_free_ char *tar = pathf("%s/h.tar", T);
+        struct sbx_error err = {0};
+        char hex[65], wrong[65];
+        struct archive *a = tb_open(tar);
+
+        tb_file(a, "f", 0644, "x");
+        tb_close(a);
+        ck_assert_int_eq(setup_sha256_file(tar, hex, &err), 0);
+        ck_assert_int_eq(setup_unpack_layer(tree, tar, "t", hex, NULL, NULL, NULL, &err), 0);
+        memcpy(wrong, hex, sizeof(wrong));
+        wrong[0] = wrong[0] == '0' ? '1' : '0';
+        ck_assert_int_eq(setup_unpack_layer(tree, tar, "t", wrong, NULL, NULL, NULL, &err),
+                         -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(err.msg, wrong));
+}
+END_TEST
+
+START_TEST(unpack_restores_cwd_and_umask)
+{
+        _cleanup_free_ char *tar = pathf("%s/c.tar", T), *before = NULL, *after = NULL;
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+        mode_t m;
+
+        tb_file(a, "../bad", 0644, "x");
+        tb_close(a);
+        umask(077);
+        before = get_current_dir_name();
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        after = get_current_dir_name();
+        ck_assert_str_eq(before, after);
+        m = umask(0);
+        ck_assert_int_eq(m, 077);
+}
+END_TEST
+
+/* ---- install */
+
+static char *rootfs;
+static struct setup_opts quiet;
+
+static void fx_install_setup(void)
+{
+        fx_setup();
+        rootfs = xasprintf("%s/rootfs", T);
+        memset(&quiet, 0, sizeof(quiet));
+}
+
+static void fx_install_teardown(void)
+{
+        free(rootfs);
+        fx_teardown();
+}
+
+static int install_tar(const char *tar, const char *lang, const struct setup_opts *o, bool *skipped,
+                       struct sbx_error *err)
+{
+        const char *layers[] = {tar};
+        struct setup_source src = {
+            .language = lang, .description = "test", .layers = layers, .n_layers = 1};
+
+        return setup_install(rootfs, &src, o, skipped, NULL, err);
+}
+
+/* Nothing but @allowed (NULL-terminated) in the rootfs folder (dotfiles: only .setup.lock). */
+static void assert_rootfs_holds(const char *const *allowed)
+{
+        DIR *d = opendir(rootfs);
+
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *de; (de = readdir(d));) {
+                const char *const *p;
+                bool ok = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                          strcmp(de->d_name, ".setup.lock") == 0;
+
+                for (p = allowed; !ok && *p; p++)
+                        ok = strcmp(de->d_name, *p) == 0;
+                ck_assert_msg(ok, "unexpected '%s' in the rootfs folder", de->d_name);
+        }
+        closedir(d);
+}
+
+static char *read_marker(void)
+{
+        _cleanup_free_ char *p = xasprintf("%s/python/etc/marker", rootfs);
+        char buf[64] = {0};
+        FILE *f = fopen(p, "r");
+
+        if (!f)
+                return NULL;
+        if (!fgets(buf, sizeof(buf), f))
+                buf[0] = '\0';
+        fclose(f);
+        return xstrdup(buf);
+}
+
+START_TEST(install_then_skip_then_force)
+{
+        _cleanup_free_ char *tar = pathf("%s/py.tar", T), *m = NULL, *id = NULL;
+        _cleanup_free_ char *rec = xasprintf("%s/rootfs/python.json", T);
+        static const char *const after[] = {"python", "python.json", NULL};
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+        bool skipped = true;
+        struct stat st;
+        char hex[65];
+        json_object *j, *v;
+
+        tb_minimal_rootfs(a, "one");
+        tb_close(a);
+        ck_assert_msg(install_tar(tar, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert(!skipped);
+        m = read_marker();
+        ck_assert_str_eq(m, "one");
+        assert_rootfs_holds(after);
+        /* the run's mount points exist as real directories */
+        for (const char *const *p =
+                 (const char *const[]){"dev", "proc", "sys", "tmp", "workspace", "sandbox", NULL};
+             *p; p++) {
+                _cleanup_free_ char *mp = xasprintf("%s/python/%s", rootfs, *p);
+                ck_assert_msg(lstat(mp, &st) == 0 && S_ISDIR(st.st_mode), "%s", *p);
+        }
+        /* the record names the tarball's sha256 */
+        ck_assert_int_eq(setup_sha256_file(tar, hex, &err), 0);
+        j = json_object_from_file(rec);
+        ck_assert_ptr_nonnull(j);
+        ck_assert(json_object_object_get_ex(j, "identity", &v));
+        ck_assert_str_eq(json_object_get_string(v) + strlen("sha256:"), hex);
+        json_object_put(j);
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id, NULL, &err), 0);
+
+        /* second install of the same bytes: skipped, tree untouched (a file we add stays) */
+        {
+                _cleanup_free_ char *canary = xasprintf("%s/python/canary", rootfs);
+                FILE *f = fopen(canary, "w");
+                ck_assert_ptr_nonnull(f);
+                fclose(f);
+                ck_assert_int_eq(install_tar(tar, "python", &quiet, &skipped, &err), 0);
+                ck_assert(skipped);
+                ck_assert(exists(canary));
+                /* force: reinstalled, the canary is gone */
+                quiet.force = true;
+                ck_assert_int_eq(install_tar(tar, "python", &quiet, &skipped, &err), 0);
+                ck_assert(!skipped);
+                ck_assert(!exists(canary));
+        }
+        assert_rootfs_holds(after);
+}
+END_TEST
+
+START_TEST(install_replaces_an_older_tree_whole)
+{
+        _cleanup_free_ char *t1 = pathf("%s/one.tar", T), *t2 = pathf("%s/two.tar", T);
+        _cleanup_free_ char *m = NULL;
+        static const char *const after[] = {"python", "python.json", NULL};
+        struct sbx_error err = {0};
+        struct archive *a;
+        bool skipped;
+
+        a = tb_open(t1);
+        tb_minimal_rootfs(a, "one");
+        tb_file(a, "only-in-one", 0644, "x");
+        tb_close(a);
+        a = tb_open(t2);
+        tb_minimal_rootfs(a, "two");
+        tb_close(a);
+        ck_assert_int_eq(install_tar(t1, "python", &quiet, &skipped, &err), 0);
+        ck_assert_msg(install_tar(t2, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert(!skipped);
+        m = read_marker();
+        ck_assert_str_eq(m, "two");
+        {
+                _cleanup_free_ char *p = xasprintf("%s/python/only-in-one", rootfs);
+                ck_assert(!exists(p));
+        }
+        assert_rootfs_holds(after);
+}
+END_TEST
+
+START_TEST(install_truncated_leaves_nothing)
+{
+        _cleanup_free_ char *good = pathf("%s/good.tar", T), *cut = pathf("%s/cut.tar", T);
+        _cleanup_free_ char *m = NULL, *id1 = NULL, *id2 = NULL;
+        static const char *const nothing[] = {NULL};
+        static const char *const old[] = {"python", "python.json", NULL};
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(good);
+        char big[20000];
+        struct stat st;
+        bool skipped;
+
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        tb_minimal_rootfs(a, "good");
+        tb_file(a, "big", 0644, big);
+        tb_close(a);
+        ck_assert_int_eq(stat(good, &st), 0);
+        {
+                _cleanup_free_ char *cmd =
+                    xasprintf("head -c %lld '%s' > '%s'", (long long)st.st_size / 2, good, cut);
+                ck_assert_int_eq(system(cmd), 0);
+        }
+        /* no rootfs before: none after, no temporary folder, no record */
+        ck_assert_int_eq(install_tar(cut, "python", &quiet, &skipped, &err), -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(err.msg, "truncated"));
+        assert_rootfs_holds(nothing);
+
+        /* an installed rootfs stays as it was */
+        ck_assert_int_eq(install_tar(good, "python", &quiet, &skipped, &err), 0);
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id1, NULL, &err), 0);
+        ck_assert_int_eq(install_tar(cut, "python", &quiet, &skipped, &err), -EBADMSG);
+        assert_rootfs_holds(old);
+        m = read_marker();
+        ck_assert_str_eq(m, "good");
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id2, NULL, &err), 0);
+        ck_assert_str_eq(id1, id2);
+}
+END_TEST
+
+START_TEST(install_cancelled_leaves_nothing)
+{
+        _cleanup_free_ char *tar = pathf("%s/py.tar", T);
+        static const char *const nothing[] = {NULL};
+        static volatile sig_atomic_t cancel = 1;
+        struct setup_opts o = {.cancel = &cancel};
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+        bool skipped;
+
+        tb_minimal_rootfs(a, "x");
+        tb_close(a);
+        ck_assert_int_eq(install_tar(tar, "python", &o, &skipped, &err), -EINTR);
+        assert_rootfs_holds(nothing);
+        cancel = 0; /* control: the same install goes through */
+        ck_assert_msg(install_tar(tar, "python", &o, &skipped, &err) == 0, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(install_refuses_unusable_trees)
+{
+        _cleanup_free_ char *tar = pathf("%s/bad.tar", T);
+        static const char *const nothing[] = {NULL};
+        struct sbx_error err = {0};
+        struct archive *a;
+        bool skipped;
+
+        /* no interpreter */
+        a = tb_open(tar);
+        tb_file(a, "usr/bin/bash", 0755, "bash");
+        tb_file(a, "usr/bin/timeout", 0755, "timeout");
+        tb_close(a);
+        ck_assert_int_eq(install_tar(tar, "python", &quiet, &skipped, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "python3"));
+        assert_rootfs_holds(nothing);
+
+        /* a python3 that only exists outside the tree, through an absolute symlink */
+        a = tb_open(tar);
+        tb_file(a, "usr/bin/bash", 0755, "bash");
+        tb_file(a, "usr/bin/timeout", 0755, "timeout");
+        tb_symlink(a, "usr/bin/python3", "/usr/bin/python3");
+        tb_close(a);
+        ck_assert_int_eq(install_tar(tar, "python", &quiet, &skipped, &err), -ENOENT);
+        assert_rootfs_holds(nothing);
+
+        /* a mount point that is a symlink out */
+        a = tb_open(tar);
+        tb_minimal_rootfs(a, "x");
+        tb_symlink(a, "workspace", outside);
+        tb_close(a);
+        ck_assert_int_eq(install_tar(tar, "python", &quiet, &skipped, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, "/workspace"));
+        assert_rootfs_holds(nothing);
+
+        /* an unknown language */
+        ck_assert_int_eq(install_tar(tar, "ruby", &quiet, &skipped, &err), -EINVAL);
+        assert_outside_untouched();
+}
+END_TEST
+
+START_TEST(install_sweeps_leftovers_of_a_killed_setup)
+{
+        _cleanup_free_ char *tar = pathf("%s/py.tar", T);
+        _cleanup_free_ char *left = xasprintf("%s/rootfs/.python.partial-abc123/usr", T);
+        _cleanup_free_ char *other = xasprintf("%s/rootfs/.node.partial-abc123", T);
+        static const char *const after[] = {"python", "python.json", ".node.partial-abc123", NULL};
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+        bool skipped;
+        char *cmd = xasprintf("mkdir -p '%s' '%s' && chmod 0500 '%s'", left, other, left);
+
+        ck_assert_int_eq(system(cmd), 0);
+        free(cmd);
+        tb_minimal_rootfs(a, "x");
+        tb_close(a);
+        ck_assert_msg(install_tar(tar, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        /* python's leftovers are gone; node's are not python's to remove */
+        assert_rootfs_holds(after);
+}
+END_TEST
+
+START_TEST(install_as_unprivileged_user_owns_and_reads_everything)
+{
+        _cleanup_free_ char *tar = pathf("%s/py.tar", T);
+        _cleanup_free_ char *shadow = NULL, *py = NULL;
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+        struct stat st;
+        bool skipped;
+
+        if (geteuid() != 0)
+                return; /* already unprivileged: every other test covers this path */
+        tb_minimal_rootfs(a, "x");
+        tb_file(a, "etc/shadow", 0000, "root:*:1::::::\n");
+        tb_add(a, "root/", AE_IFDIR, 0700, NULL, NULL, NULL, 0);
+        tb_close(a);
+        ck_assert_int_eq(chown(T, 2000, 2000), 0);
+        ck_assert_int_eq(chmod(T, 0755), 0);
+        ck_assert_int_eq(chmod(tar, 0644), 0);
+        ck_assert_int_eq(setgroups(0, NULL), 0);
+        ck_assert_int_eq(setresgid(2000, 2000, 2000), 0);
+        ck_assert_int_eq(setresuid(2000, 2000, 2000), 0);
+        ck_assert_msg(install_tar(tar, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        shadow = xasprintf("%s/python/etc/shadow", rootfs);
+        py = xasprintf("%s/python/usr/bin/python3.11", rootfs);
+        ck_assert_int_eq(stat(py, &st), 0);
+        ck_assert_int_eq(st.st_uid, 2000);
+        ck_assert_int_eq(access(shadow, R_OK), 0); /* u+r added: the run's uid reads the tree */
+        {
+                _cleanup_free_ char *rootdir = xasprintf("%s/python/root", rootfs);
+                ck_assert_int_eq(access(rootdir, R_OK | X_OK), 0);
+        }
+        /* and it can remove what it installed (0500 dirs included) */
+        quiet.force = true;
+        ck_assert_int_eq(install_tar(tar, "python", &quiet, &skipped, &err), 0);
+}
+END_TEST
+
+START_TEST(install_as_root_keeps_numeric_ids)
+{
+        _cleanup_free_ char *tar = pathf("%s/ids.tar", T), *ws = NULL;
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+        struct archive_entry *e = archive_entry_new();
+        struct stat st;
+        bool skipped;
+
+        if (geteuid() != 0) {
+                archive_entry_free(e);
+                tb_close(a);
+                return;
+        }
+        tb_minimal_rootfs(a, "x");
+        archive_entry_set_pathname(e, "workspace/");
+        archive_entry_set_filetype(e, AE_IFDIR);
+        archive_entry_set_perm(e, 0755);
+        archive_entry_set_uid(e, 1000);
+        archive_entry_set_gid(e, 1000);
+        archive_entry_set_uname(e, "root"); /* a name must never be looked up */
+        ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+        archive_entry_free(e);
+        tb_close(a);
+        ck_assert_msg(install_tar(tar, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ws = xasprintf("%s/python/workspace", rootfs);
+        ck_assert_int_eq(stat(ws, &st), 0);
+        ck_assert_int_eq(st.st_uid, 1000);
+        ck_assert_int_eq(st.st_gid, 1000);
+}
+END_TEST
+
+START_TEST(install_real_debian_rootfs)
+{
+        struct setup_opts o = {.progress = stderr};
+        struct setup_unpack_stats st = {0};
+        struct sbx_error err = {0};
+        const char *layers[] = {REAL_PYTHON_TAR};
+        struct setup_source src = {
+            .language = "python", .description = "real", .layers = layers, .n_layers = 1};
+        bool skipped = true;
+        _cleanup_free_ char *alt = NULL;
+        char buf[256] = {0};
+
+        ck_assert_msg(setup_install(rootfs, &src, &o, &skipped, &st, &err) == 0, "%s", err.msg);
+        ck_assert(!skipped);
+        ck_assert_int_gt(st.files, 1000);
+        ck_assert_int_eq(st.skipped_special, 0); /* build.sh leaves device nodes out */
+        ck_assert_int_eq(st.stripped_setid, 0);  /* and strips setuid itself */
+        alt = xasprintf("%s/python/etc/alternatives/which", rootfs);
+        if (readlink(alt, buf, sizeof(buf) - 1) > 0)
+                ck_assert_int_eq(buf[0], '/'); /* an absolute symlink, kept as it is */
+        ck_assert_int_eq(setup_install(rootfs, &src, &o, &skipped, NULL, &err), 0);
+        ck_assert(skipped);
+}
+END_TEST
+
+static Suite *setup_suite(void)
+{
+        Suite *s = suite_create("setup");
+        TCase *tc;
+
+        tc = tcase_create("pins");
+        tcase_add_test(tc, pins_file_parses_and_recipe_matches_build_sh);
+        tcase_add_test(tc, pins_reject_bad_input);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("names");
+        tcase_add_test(tc, names_normalize_or_refuse);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("unpack");
+        tcase_add_checked_fixture(tc, fx_setup, fx_teardown);
+        tcase_add_test(tc, unpack_control_plain_files_land_inside);
+        tcase_add_test(tc, unpack_refuses_dotdot);
+        tcase_add_test(tc, unpack_refuses_absolute_name);
+        tcase_add_test(tc, unpack_never_writes_through_a_symlink);
+        tcase_add_test(tc, unpack_replaces_a_symlink_instead_of_following_it);
+        tcase_add_test(tc, unpack_keeps_absolute_symlinks_unfollowed);
+        tcase_add_test(tc, unpack_refuses_hardlinks_out);
+        tcase_add_test(tc, unpack_hardlink_inside_works);
+        tcase_add_test(tc, unpack_skips_devices_and_fifos);
+        tcase_add_test(tc, unpack_strips_setuid_setgid);
+        tcase_add_test(tc, unpack_applies_oci_whiteouts);
+        tcase_add_test(tc, unpack_whiteout_cannot_delete_outside);
+        tcase_add_test(tc, unpack_checks_sha256);
+        tcase_add_test(tc, unpack_restores_cwd_and_umask);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("install");
+        tcase_add_checked_fixture(tc, fx_install_setup, fx_install_teardown);
+        tcase_add_test(tc, install_then_skip_then_force);
+        tcase_add_test(tc, install_replaces_an_older_tree_whole);
+        tcase_add_test(tc, install_truncated_leaves_nothing);
+        tcase_add_test(tc, install_cancelled_leaves_nothing);
+        tcase_add_test(tc, install_refuses_unusable_trees);
+        tcase_add_test(tc, install_sweeps_leftovers_of_a_killed_setup);
+        tcase_add_test(tc, install_as_unprivileged_user_owns_and_reads_everything);
+        tcase_add_test(tc, install_as_root_keeps_numeric_ids);
+        suite_add_tcase(s, tc);
+
+        /* The real Debian-built rootfs (images/build.sh), when this machine has it. */
+        if (access(REAL_PYTHON_TAR, R_OK) == 0) {
+                tc = tcase_create("real_rootfs");
+                tcase_add_checked_fixture(tc, fx_install_setup, fx_install_teardown);
+                tcase_set_timeout(tc, 300);
+                tcase_add_test(tc, install_real_debian_rootfs);
+                suite_add_tcase(s, tc);
+        } else {
+                const char *must = getenv("SBX_TEST_MUST_RUN");
+
+                if (must && strcmp(must, "1") == 0)
+                        sbx_test_skip(REAL_PYTHON_TAR " is missing: run images/build.sh");
+                fprintf(stderr, "note: " REAL_PYTHON_TAR " missing, real_rootfs not run\n");
+        }
+        return s;
+}
+
+int main(void)
+{
+        return sbx_test_run(setup_suite());
+}

@@ -1,0 +1,397 @@
+/* test_tools.c - the two tools as MCP sees them: tools/list shapes, argument coercion, and
+ * run results (isError, text, structuredContent matching the outputSchema). Runs go through
+ * the real service and the naive backend. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "config/config.h"
+#include "run/service.h"
+#include "tools/tools.h"
+#include "testutil.h"
+
+static struct sbx_config cfg;
+static char *base, *workspace, *audit_dir, *rootfs_dir;
+static struct run_service *svc;
+
+static void setup(void)
+{
+        struct sbx_error err = {0};
+
+        base = sbx_test_tmpdir();
+        workspace = xasprintf("%s/workspace", base);
+        audit_dir = xasprintf("%s/audit", base);
+        rootfs_dir = xasprintf("%s/rootfs", base);
+        ck_assert_int_eq(mkdir(workspace, 0700), 0);
+        memset(&cfg, 0, sizeof(cfg));
+        cfg.workspace_dir = workspace;
+        cfg.audit_dir = audit_dir;
+        cfg.rootfs_dir = rootfs_dir;
+        cfg.backend = SBX_BACKEND_NAIVE;
+        cfg.default_timeout_s = 10;
+        cfg.max_timeout_s = 60;
+        cfg.max_code_bytes = 10000;
+        cfg.max_output_bytes = 1000;
+        cfg.max_concurrent = 2;
+        cfg.mem_mb = 256;
+        cfg.cpu_pct = 75;
+        cfg.pids_max = 128;
+        cfg.tmpfs_mb = 64;
+        if (geteuid() == 0) {
+                cfg.run_as_set = true;
+                cfg.run_as_uid = 2000;
+                cfg.run_as_gid = 2000;
+                ck_assert_int_eq(chown(workspace, 2000, 2000), 0);
+                ck_assert_int_eq(chmod(base, 0755), 0);
+        }
+        ck_assert_int_eq(run_service_new(&cfg, &svc, &err), 0);
+}
+
+static void teardown(void)
+{
+        char *cmd = xasprintf("rm -rf '%s'", base);
+
+        svc = run_service_free(svc);
+        (void)!system(cmd);
+        free(cmd);
+        free(base);
+        free(workspace);
+        free(audit_dir);
+        free(rootfs_dir);
+}
+
+static void need_bash(void)
+{
+        if (access("/bin/bash", X_OK) != 0 && access("/usr/bin/bash", X_OK) != 0)
+                sbx_test_skip("bash is not installed");
+}
+
+static json_object *get(json_object *o, const char *path)
+{
+        char buf[256], *save = NULL;
+
+        snprintf(buf, sizeof(buf), "%s", path);
+        for (char *k = strtok_r(buf, ".", &save); k; k = strtok_r(NULL, ".", &save)) {
+                json_object *v = NULL;
+
+                if (!json_object_object_get_ex(o, k, &v))
+                        return NULL;
+                o = v;
+        }
+        return o;
+}
+
+static json_object *tool(json_object *list, const char *name)
+{
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *t = json_object_array_get_idx(list, i);
+
+                if (strcmp(json_object_get_string(get(t, "name")), name) == 0)
+                        return t;
+        }
+        return NULL;
+}
+
+/* A tools_call with @args_json (parsed); the result goes to @ret. */
+static void call(const char *name, const char *args_json, struct tool_result *ret)
+{
+        struct sbx_error err = {0};
+        json_object *args = args_json ? json_tokener_parse(args_json) : NULL;
+
+        ck_assert_msg(!args_json || args, "bad test JSON %s", args_json);
+        ck_assert_msg(tools_call(svc, name, args, NULL, ret, &err) == 0, "%s", err.msg);
+        ck_assert_ptr_nonnull(ret->text);
+        if (args)
+                json_object_put(args);
+}
+
+/* --- tools/list --- */
+
+START_TEST(list_shapes)
+{
+        json_object *list = tools_list_json(), *rc, *rw, *v;
+        const char *desc;
+
+        ck_assert_int_eq(json_object_array_length(list), 2);
+        rc = tool(list, "run_code");
+        rw = tool(list, "read_workspace");
+        ck_assert_ptr_nonnull(rc);
+        ck_assert_ptr_nonnull(rw);
+
+        ck_assert_str_eq(json_object_get_string(get(rc, "inputSchema.type")), "object");
+        ck_assert_str_eq(json_object_to_json_string(get(rc, "inputSchema.required")),
+                         "[ \"language\", \"code\" ]");
+        ck_assert_str_eq(
+            json_object_to_json_string(get(rc, "inputSchema.properties.language.enum")),
+            "[ \"python\", \"node\", \"bash\" ]");
+        ck_assert_int_eq(json_object_get_int(get(rc, "inputSchema.properties.timeout_seconds."
+                                                     "maximum")),
+                         60);
+        ck_assert_ptr_null(get(rc, "inputSchema.additionalProperties"));
+        ck_assert_str_eq(json_object_get_string(get(rc, "outputSchema.type")), "object");
+        ck_assert_ptr_nonnull(get(rc, "outputSchema.properties.usage.properties.wall_ms"));
+        ck_assert_ptr_nonnull(get(rc, "title"));
+
+        v = get(rc, "annotations");
+        ck_assert(!json_object_get_boolean(get(v, "readOnlyHint")));
+        ck_assert(json_object_get_boolean(get(v, "destructiveHint")));
+        ck_assert(!json_object_get_boolean(get(v, "openWorldHint")));
+        v = get(rw, "annotations");
+        ck_assert(json_object_get_boolean(get(v, "readOnlyHint")));
+        ck_assert(!json_object_get_boolean(get(v, "openWorldHint")));
+        ck_assert_ptr_null(get(rw, "outputSchema"));
+        ck_assert_str_eq(json_object_to_json_string(get(rw, "inputSchema.required")),
+                         "[ \"path\" ]");
+
+        desc = json_object_get_string(get(rc, "description"));
+        ck_assert_ptr_nonnull(strstr(desc, "no network"));
+        ck_assert_ptr_nonnull(strstr(desc, "/workspace"));
+        ck_assert_ptr_nonnull(strstr(desc, "read_workspace"));
+        ck_assert_ptr_nonnull(strstr(desc, "symlinks"));
+        ck_assert_ptr_nonnull(strstr(desc, "isolation:"));
+        ck_assert_ptr_nonnull(strstr(desc, "stdin is at end of file"));
+        ck_assert_ptr_nonnull(strstr(desc, "10 s by default"));
+        ck_assert_ptr_nonnull(strstr(desc, "up to 60"));
+        json_object_put(list);
+}
+END_TEST
+
+START_TEST(list_naive_is_honest)
+{
+        json_object *list = tools_list_json_for(&cfg);
+        const char *desc = json_object_get_string(get(tool(list, "run_code"), "description"));
+
+        ck_assert_ptr_nonnull(strstr(desc, "NO sandbox"));
+        ck_assert_ptr_null(strstr(desc, "has no network"));
+        json_object_put(list);
+}
+END_TEST
+
+/* --- arguments --- */
+
+START_TEST(protocol_errors)
+{
+        struct tool_result r;
+        struct sbx_error err = {0};
+        json_object *arr = json_object_new_array();
+
+        ck_assert_int_eq(tools_call(svc, "rm_rf", NULL, NULL, &r, &err), -ENOENT);
+        ck_assert_int_eq(tools_call(svc, "run_code", arr, NULL, &r, &err), -EINVAL);
+        json_object_put(arr);
+}
+END_TEST
+
+START_TEST(missing_and_mistyped_arguments)
+{
+        struct tool_result r;
+
+        call("run_code", NULL, &r);
+        ck_assert(r.is_error);
+        ck_assert_str_eq(r.text, "Blocked: missing required argument 'language'");
+        ck_assert_ptr_null(r.structured);
+        tool_result_done(&r);
+
+        call("run_code", "{\"language\":\"bash\"}", &r);
+        ck_assert(r.is_error);
+        ck_assert_str_eq(r.text, "Blocked: missing required argument 'code'");
+        tool_result_done(&r);
+
+        call("run_code", "{\"language\":\"bash\",\"code\":5}", &r);
+        ck_assert(r.is_error);
+        ck_assert_ptr_nonnull(strstr(r.text, "'code' must be a string"));
+        tool_result_done(&r);
+
+        call("run_code", "{\"language\":\"cobol\",\"code\":\"x\"}", &r);
+        ck_assert(r.is_error);
+        ck_assert_ptr_nonnull(
+            strstr(r.text, "Blocked: language must be one of python, node, bash"));
+        ck_assert_ptr_null(r.structured);
+        tool_result_done(&r);
+
+        call("read_workspace", "{}", &r);
+        ck_assert(r.is_error);
+        ck_assert_ptr_nonnull(strstr(r.text, "'path'"));
+        tool_result_done(&r);
+}
+END_TEST
+
+START_TEST(timeout_coercion)
+{
+        static const char *const good[] = {"2", "2.0", "\"2\"", "\" 2 \"", "\"2.0\""};
+        static const char *const bad[] = {"2.5", "\"abc\"", "true", "0", "-3", "\"\"", "[2]", "61"};
+        struct tool_result r;
+
+        need_bash();
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                char *a = xasprintf("{\"language\":\"bash\",\"code\":\"echo ok\","
+                                    "\"timeout_seconds\":%s}",
+                                    good[i]);
+                call("run_code", a, &r);
+                ck_assert_msg(!r.is_error, "%s -> %s", good[i], r.text);
+                tool_result_done(&r);
+                free(a);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char *a = xasprintf("{\"language\":\"bash\",\"code\":\"echo ok\","
+                                    "\"timeout_seconds\":%s}",
+                                    bad[i]);
+                call("run_code", a, &r);
+                ck_assert_msg(r.is_error, "%s accepted", bad[i]);
+                ck_assert_msg(strstr(r.text, "timeout_seconds") != NULL, "%s", r.text);
+                ck_assert_ptr_null(r.structured);
+                tool_result_done(&r);
+                free(a);
+        }
+        /* null = not given = the default */
+        call("run_code", "{\"language\":\"bash\",\"code\":\"echo ok\",\"timeout_seconds\":null}",
+             &r);
+        ck_assert(!r.is_error);
+        tool_result_done(&r);
+}
+END_TEST
+
+START_TEST(language_case_and_extra_keys)
+{
+        struct tool_result r;
+
+        need_bash();
+        call("run_code", "{\"language\":\"Bash\",\"code\":\"echo ok\",\"extra\":{\"x\":1}}", &r);
+        ck_assert_msg(!r.is_error, "%s", r.text);
+        tool_result_done(&r);
+}
+END_TEST
+
+/* --- results --- */
+
+static void check_structured_shape(json_object *s)
+{
+        static const char *const req[] = {"stdout",    "stderr",    "exit_code", "outcome",
+                                          "timed_out", "isolation", "usage"};
+
+        ck_assert_ptr_nonnull(s);
+        ck_assert(json_object_is_type(s, json_type_object));
+        for (size_t i = 0; i < ELEMENTSOF(req); i++)
+                ck_assert_msg(json_object_object_get_ex(s, req[i], NULL), "no %s", req[i]);
+        ck_assert(json_object_is_type(get(s, "usage.wall_ms"), json_type_int));
+}
+
+START_TEST(result_success)
+{
+        struct tool_result r;
+
+        need_bash();
+        call("run_code", "{\"language\":\"bash\",\"code\":\"echo hi; printf '\\\\033[1m' >&2\"}",
+             &r);
+        ck_assert_msg(!r.is_error, "%s", r.text);
+        ck_assert_ptr_nonnull(strstr(r.text, "stdout:\nhi\n"));
+        ck_assert_ptr_nonnull(strstr(r.text, "stderr:\n\\x1b[1m\n"));
+        ck_assert_ptr_nonnull(strstr(r.text, "\nexit code: 0\n"));
+        ck_assert_ptr_nonnull(strstr(r.text, "\nisolation: none (naive: development only)"));
+        check_structured_shape(r.structured);
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "stdout")), "hi\n");
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "stderr")), "\\x1b[1m");
+        ck_assert_int_eq(json_object_get_int(get(r.structured, "exit_code")), 0);
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "outcome")), "exited");
+        ck_assert(json_object_is_type(get(r.structured, "usage.cpu_ms"), json_type_null));
+        tool_result_done(&r);
+}
+END_TEST
+
+START_TEST(result_failures_are_errors)
+{
+        struct tool_result r;
+
+        need_bash();
+        call("run_code", "{\"language\":\"bash\",\"code\":\"exit 4\"}", &r);
+        ck_assert(r.is_error);
+        check_structured_shape(r.structured);
+        ck_assert_int_eq(json_object_get_int(get(r.structured, "exit_code")), 4);
+        tool_result_done(&r);
+
+        call("run_code", "{\"language\":\"bash\",\"code\":\"sleep 5\",\"timeout_seconds\":1}", &r);
+        ck_assert(r.is_error);
+        ck_assert_ptr_nonnull(strstr(r.text, "\ntimed out after 1 s\n"));
+        check_structured_shape(r.structured);
+        ck_assert(json_object_get_boolean(get(r.structured, "timed_out")));
+        ck_assert(json_object_is_type(get(r.structured, "exit_code"), json_type_null));
+        tool_result_done(&r);
+}
+END_TEST
+
+START_TEST(read_workspace_result)
+{
+        struct tool_result r;
+        char *p = xasprintf("%s/note.txt", workspace);
+        FILE *f = fopen(p, "w");
+
+        ck_assert_ptr_nonnull(f);
+        fputs("hello workspace\n", f);
+        fclose(f);
+        call("read_workspace", "{\"path\":\"note.txt\"}", &r);
+        ck_assert(!r.is_error);
+        ck_assert_str_eq(r.text, "hello workspace\n");
+        ck_assert_ptr_null(r.structured);
+        tool_result_done(&r);
+        free(p);
+}
+END_TEST
+
+START_TEST(invalid_config_blocks_both_tools)
+{
+        struct tool_result r;
+
+        cfg.invalid = true;
+        snprintf(cfg.invalid_msg, sizeof(cfg.invalid_msg), "VESTIBULE_CPU_PCT='x' is bad: fix it");
+        call("run_code", "{}", &r);
+        ck_assert(r.is_error);
+        ck_assert_str_eq(r.text, "Blocked: VESTIBULE_CPU_PCT='x' is bad: fix it");
+        tool_result_done(&r);
+        call("read_workspace", "{\"path\":\"a\"}", &r);
+        ck_assert(r.is_error);
+        ck_assert_str_eq(r.text, "Blocked: VESTIBULE_CPU_PCT='x' is bad: fix it");
+        tool_result_done(&r);
+}
+END_TEST
+
+static Suite *tools_suite(void)
+{
+        Suite *s = suite_create("tools");
+        TCase *tc;
+
+        tc = tcase_create("list");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, list_shapes);
+        tcase_add_test(tc, list_naive_is_honest);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("arguments");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, protocol_errors);
+        tcase_add_test(tc, missing_and_mistyped_arguments);
+        tcase_add_test(tc, timeout_coercion);
+        tcase_add_test(tc, language_case_and_extra_keys);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("results");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, result_success);
+        tcase_add_test(tc, result_failures_are_errors);
+        tcase_add_test(tc, read_workspace_result);
+        tcase_add_test(tc, invalid_config_blocks_both_tools);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return sbx_test_run(tools_suite());
+}
