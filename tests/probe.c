@@ -11,7 +11,7 @@
  *   forkbomb=MARKER fork until refused; print forks=N; children sleep with MARKER
  *   vsock          try socket(AF_VSOCK)
  * Checks printed by "all": uid gid caps (CapEff/CapPrm/CapInh/CapBnd/CapAmb) nnp seccomp
- * ifaces pids fds hostname mount unshare bpf clone3 keyctl. */
+ * groups ifaces pids fds hostname mount unshare bpf keyctl clone_ns ptrace clone3. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -171,6 +172,19 @@ static void all(void)
         printf("unshare=%s\n", errname(WIFEXITED(st) ? WEXITSTATUS(st) : EIO));
         printf("bpf=%s\n", errname(try_errno(syscall(SYS_bpf, 0 /* MAP_CREATE */, NULL, 0))));
         printf("keyctl=%s\n", errname(try_errno(syscall(SYS_keyctl, 0, 0, 0, 0, 0))));
+        /* clone(2) with a namespace flag: the same as unshare */
+        r = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
+        if (r == 0)
+                _exit(0);
+        if (r > 0)
+                waitpid((pid_t)r, NULL, 0);
+        printf("clone_ns=%s\n", errname(r < 0 ? errno : 0));
+        /* ptrace stays allowed, as in Docker's profile: debuggers work inside */
+        c = fork();
+        if (c == 0)
+                _exit(ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0 ? errno : 0);
+        waitpid(c, &st, 0);
+        printf("ptrace=%s\n", errname(WIFEXITED(st) ? WEXITSTATUS(st) : EIO));
         r = syscall(SYS_clone3, &ca, sizeof(ca));
         if (r == 0)
                 _exit(0);

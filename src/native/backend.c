@@ -254,13 +254,34 @@ done:
 
 struct run_ctx {
         int pidfd;
-        struct native_cgroup *cg;
+        struct native_cgroup *cg; /* NULL: no cgroup of its own */
+        const struct sbx_config *cfg;
+        pthread_mutex_t lock;
+        bool read_done; /* the cgroup was read (or tried) once */
+        bool read_ok;
+        struct run_result usage; /* scratch: usage, limits_hit, oom_killed from the cgroup */
 };
+
+/* Read the run's cgroup once: when init reports the program's end (everything else is dead,
+ * init keeps the cgroup populated), or just before a kill on timeout/cancel/flood, since a
+ * scope's cgroup may vanish as soon as it empties. */
+static void read_usage_once(void *userdata)
+{
+        struct run_ctx *c = userdata;
+
+        pthread_mutex_lock(&c->lock);
+        if (c->cg && !c->read_done) {
+                c->read_ok = native_cgroup_read(c->cg, c->cfg, &c->usage);
+                c->read_done = true;
+        }
+        pthread_mutex_unlock(&c->lock);
+}
 
 static void kill_tree(void *userdata)
 {
         struct run_ctx *c = userdata;
 
+        read_usage_once(c);
         /* init's death makes the kernel kill every process of its pid namespace */
         if (c->pidfd >= 0)
                 syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
@@ -318,14 +339,15 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         struct native_sandbox sb = {0};
         struct native_notify notify = {0};
         struct scope_ud sud = {.cfg = cfg, .cg = &cg};
-        struct run_ctx ctx = {.pidfd = -1, .cg = NULL};
+        struct run_ctx ctx = {
+            .pidfd = -1, .cg = NULL, .cfg = cfg, .lock = PTHREAD_MUTEX_INITIALIZER};
         struct warden_child child;
         _cleanup_free_ char *rootfs = NULL;
         const char *argv[3];
         char script[64];
         bool host_root = geteuid() == 0;
         uint64_t start_ms = sbx_now_ms();
-        int r, status, slot;
+        int r, slot = -1;
 
         native_strf(res->backend, sizeof(res->backend), "native");
         r = native_probe(b, &probe, err);
@@ -386,7 +408,8 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
 
         r = native_spawn(&sp, &sb, err);
         if (r < 0) {
-                native_cgroup_collect(&cg, cfg, res);
+                native_cgroup_kill(ctx.cg);
+                native_cgroup_remove(&cg);
                 return r;
         }
         if (sb.info.landlock_abi != s->landlock_abi)
@@ -394,10 +417,14 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                           sb.info.landlock_abi);
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
-        r = native_notify_start(&notify, sb.listener_fd, err);
-        if (r < 0)
-                log_warning("%s; blocked calls of this run will not be reported, ignoring",
-                            err->msg);
+        r = native_notify_start(&notify, sb.listener_fd, sb.sync_fd, read_usage_once, &ctx, err);
+        if (r < 0) {
+                /* without the supervisor nobody answers the filter or releases init: stop */
+                kill_tree(&ctx);
+                while (waitpid(sb.pid, NULL, __WALL) < 0 && errno == EINTR)
+                        ;
+                goto finish;
+        }
 
         child = (struct warden_child){
             .pid = sb.pid,
@@ -407,44 +434,59 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .kill_tree = kill_tree,
             .kill_userdata = &ctx,
         };
-        struct sbx_error werr = {0};
-        r = warden_supervise(req, &child, start_ms, res, NULL, &werr);
+        sb.pidfd = sb.out_fd = sb.err_fd = -1; /* the warden closes them */
+        r = warden_supervise(req, &child, start_ms, res, NULL, err);
         kill_tree(&ctx); /* idempotent; the namespace is already gone once init is reaped */
-        slot_del(s, slot);
 
-        /* The program's own status, as init saw it (init exits 128+N for a signal). */
-        struct sbx_error xerr = {0};
-        int sr = native_sandbox_status(&sb, &status, &xerr);
-        if (sr == 0 && res->outcome == RUN_OUTCOME_EXITED) {
-                if (WIFSIGNALED(status)) {
-                        res->outcome = RUN_OUTCOME_SIGNALED;
-                        res->term_signal = WTERMSIG(status);
-                } else {
-                        res->exit_code = WEXITSTATUS(status);
-                }
-        }
-        close(sb.sync_fd);
+finish:
+        slot_del(s, slot);
         native_notify_finish(&notify, res);
+        int owned[] = {sb.pidfd, sb.out_fd, sb.err_fd, sb.sync_fd};
+        for (size_t i = 0; i < ELEMENTSOF(owned); i++)
+                if (owned[i] >= 0)
+                        close(owned[i]);
         if (ctx.pidfd >= 0)
                 close(ctx.pidfd);
 
+        /* The program's own status, as init saw it (init exits 128+N for a signal). */
+        if (r >= 0 && notify.have_status && res->outcome == RUN_OUTCOME_EXITED) {
+                if (WIFSIGNALED(notify.status)) {
+                        res->outcome = RUN_OUTCOME_SIGNALED;
+                        res->term_signal = WTERMSIG(notify.status);
+                } else {
+                        res->exit_code = WEXITSTATUS(notify.status);
+                }
+        }
+
         if (ctx.cg) {
-                native_cgroup_collect(&cg, cfg, res);
+                read_usage_once(&ctx); /* a delegated cgroup is still ours to read */
+                if (ctx.read_ok) {
+                        res->usage.cpu_us = ctx.usage.usage.cpu_us;
+                        res->usage.mem_peak_bytes = ctx.usage.usage.mem_peak_bytes;
+                        res->usage.pids_peak = ctx.usage.usage.pids_peak;
+                        memcpy(res->limits_hit, ctx.usage.limits_hit, sizeof(res->limits_hit));
+                        res->oom_killed = ctx.usage.oom_killed;
+                        res->mem_limit_bytes = ctx.usage.mem_limit_bytes;
+                } else {
+                        const char *why = "the run's cgroup was gone before it could be read";
+                        not_measured(&res->usage.cpu_us, why);
+                        not_measured(&res->usage.mem_peak_bytes, why);
+                        not_measured(&res->usage.pids_peak, why);
+                }
+                native_cgroup_remove(&cg);
         } else {
-                char why[160];
-                native_strf(why, sizeof(why), "no cgroup of its own on this host");
+                const char *why = "no cgroup of its own on this host";
                 not_measured(&res->usage.cpu_us, why);
                 not_measured(&res->usage.mem_peak_bytes, why);
                 not_measured(&res->usage.pids_peak, why);
         }
+        pthread_mutex_destroy(&ctx.lock);
         native_strf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
 
-        if (r < 0) {
-                *err = werr;
+        if (r < 0)
                 return r;
-        }
-        if (sr == -ENOEXEC) {
-                *err = xerr;
+        if (notify.exec_failed) {
+                *err = notify.exec_err;
                 res->outcome = RUN_OUTCOME_NONE;
                 return -ENOEXEC;
         }

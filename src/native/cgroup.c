@@ -371,20 +371,24 @@ static void measure(struct run_measure *m, bool ok, uint64_t v, const char *why)
                 native_strf(m->why, sizeof(m->why), "%s", why);
 }
 
-void native_cgroup_collect(struct native_cgroup *cg, const struct sbx_config *cfg,
-                           struct run_result *res)
+bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config *cfg,
+                        struct run_result *res)
 {
         uint64_t v = 0, periods = 0, throttled = 0, pidmax = 0, oom = 0;
         size_t len;
+        bool cpu, ok;
 
         if (!cg || !cg->path[0])
-                return;
-        measure(&res->usage.cpu_us, read_key(cg->path, "cpu.stat", "usage_usec", &v), v,
-                "cpu.stat not readable");
-        measure(&res->usage.mem_peak_bytes, read_key(cg->path, "memory.peak", "", &v), v,
-                "Linux 5.19+ needed");
-        measure(&res->usage.pids_peak, read_key(cg->path, "pids.peak", "", &v), v,
-                "Linux 6.1+ needed");
+                return false;
+        cpu = read_key(cg->path, "cpu.stat", "usage_usec", &v);
+        if (!cpu)
+                return false; /* gone already (a scope systemd collected): nothing to trust */
+        measure(&res->usage.cpu_us, cpu, v, "cpu.stat not readable");
+        ok = read_key(cg->path, "memory.peak", "", &v); /* read before v is passed on */
+        measure(&res->usage.mem_peak_bytes, ok, v, "Linux 5.19+ needed");
+        ok = read_key(cg->path, "pids.peak", "", &v);
+        measure(&res->usage.pids_peak, ok, v, "Linux 6.1+ needed");
+        res->limits_hit[0] = '\0';
         if (read_key(cg->path, "cpu.stat", "nr_periods", &periods) &&
             read_key(cg->path, "cpu.stat", "nr_throttled", &throttled) && throttled > 0)
                 native_strf(res->limits_hit, sizeof(res->limits_hit),
@@ -399,10 +403,17 @@ void native_cgroup_collect(struct native_cgroup *cg, const struct sbx_config *cf
                 res->oom_killed = true;
                 res->mem_limit_bytes = (uint64_t)cfg->mem_mb << 20;
         }
+        return true;
+}
+
+void native_cgroup_remove(struct native_cgroup *cg)
+{
+        if (!cg)
+                return;
         if (cg->dir_fd >= 0)
                 close(cg->dir_fd);
         cg->dir_fd = -1;
-        if (cg->delegated) {
+        if (cg->delegated && cg->path[0]) {
                 /* the kernel frees the cgroup once its last task is gone; retry briefly */
                 for (int i = 0; i < 100 && rmdir(cg->path) < 0 && errno == EBUSY; i++)
                         nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);

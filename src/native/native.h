@@ -61,25 +61,36 @@ void native_filter_done(struct native_filter *f);
 /** native_filter_is_notified() - whether @name is one of the reported dangerous calls. */
 bool native_filter_is_notified(const char *name);
 
-/* The supervisor of one run's notify fd: a thread that answers every notification with EPERM
- * (ENOSYS after NATIVE_MAX_REPORTS reports) and records the call's name. */
+/* The supervisor of one run: a thread that answers every seccomp notification with EPERM
+ * (ENOSYS after NATIVE_MAX_REPORTS reports) and records the call's name; it also takes init's
+ * report that the program ended (everything else in the sandbox is dead by then), lets
+ * @on_exit read the run's cgroup while init still keeps it alive, then releases init. */
 struct native_notify {
         pthread_t thread;
         bool started;
         int listener_fd; /* owned */
         int stop_fd;     /* eventfd: stop the thread */
+        int sync_fd;     /* borrowed: init's sync socket */
+        void (*on_exit)(void *ud);
+        void *on_exit_ud;
         pthread_mutex_t lock;
         unsigned reports;
         bool stopped_reporting;
-        char names[512]; /* "mount, bpf": unique, first-seen order */
+        char names[512];  /* "mount, bpf": unique, first-seen order */
+        bool have_status; /* init reported the program's wait status */
+        int status;
+        bool exec_failed; /* the program could not be executed: exec_err says why */
+        struct sbx_error exec_err;
 };
 
 /**
- * native_notify_start() - take ownership of @listener_fd and start the supervisor thread.
+ * native_notify_start() - take ownership of @listener_fd and start the supervisor thread,
+ * which also watches @sync_fd (borrowed) for init's end-of-program report.
  * Return: 0 or -errno (then @listener_fd is closed; every notified call of the run then
  * fails with ENOSYS, as the kernel does for a listener that went away).
  */
-int native_notify_start(struct native_notify *n, int listener_fd, struct sbx_error *err);
+int native_notify_start(struct native_notify *n, int listener_fd, int sync_fd,
+                        void (*on_exit)(void *ud), void *on_exit_ud, struct sbx_error *err);
 
 /**
  * native_notify_finish() - stop the thread (after the sandbox is gone), copy the names into
@@ -151,12 +162,16 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
 void native_cgroup_kill(struct native_cgroup *cg);
 
 /**
- * native_cgroup_collect() - after the sandbox exited: cpu (cpu.stat usage_usec), mem_peak
- * (memory.peak, 5.19+), pids_peak (pids.peak, 6.1+), the limits hit (cpu throttling,
- * pids.events max) and memory.events oom_kill into @res; then remove the cgroup.
+ * native_cgroup_read() - once nothing of the run is left but init: cpu (cpu.stat usage_usec),
+ * mem_peak (memory.peak, 5.19+), pids_peak (pids.peak, 6.1+), the limits hit (cpu throttling,
+ * pids.events max) and memory.events oom_kill into @res (usage figures, limits_hit,
+ * oom_killed, mem_limit_bytes only). Return: true when the cgroup could be read.
  */
-void native_cgroup_collect(struct native_cgroup *cg, const struct sbx_config *cfg,
-                           struct run_result *res);
+bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config *cfg,
+                        struct run_result *res);
+
+/** native_cgroup_remove() - close and (when we created it) remove the run's cgroup. */
+void native_cgroup_remove(struct native_cgroup *cg);
 
 /* ---- spawn.c -------------------------------------------------------------------------- */
 
@@ -206,8 +221,11 @@ struct native_sandbox {
 int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, struct sbx_error *err);
 
 /**
- * native_sandbox_status() - after init was reaped: the program's own wait status as init
- * reported it. Return: 0 with *@ret_status, -ENODATA when init sent none, or -ENOEXEC when
- * the program could not be executed (@err says why).
+ * native_sandbox_read() - read one report of init from @sync_fd.
+ * Return: 0 with *@ret_status (the program's wait status), -ENOEXEC when the program could not
+ * be executed (@err says why), -ENODATA on EOF or anything else.
  */
-int native_sandbox_status(struct native_sandbox *sb, int *ret_status, struct sbx_error *err);
+int native_sandbox_read(int sync_fd, int *ret_status, struct sbx_error *err);
+
+/** native_sandbox_release() - let init exit (it waits after reporting the program's end). */
+void native_sandbox_release(int sync_fd);

@@ -552,76 +552,107 @@ static void name_of(const struct seccomp_notif *req, char *buf, size_t size)
                 snprintf(buf, size, "syscall %d", req->data.nr);
 }
 
-static void *notify_main(void *arg)
+static void on_sync(struct native_notify *n)
 {
-        struct native_notify *n = arg;
+        struct sbx_error e = {0};
+        int status = 0;
+        int r = native_sandbox_read(n->sync_fd, &status, &e);
+
+        if (r == -ENOEXEC) {
+                pthread_mutex_lock(&n->lock);
+                n->exec_failed = true;
+                n->exec_err = e;
+                pthread_mutex_unlock(&n->lock);
+                return;
+        }
+        if (r < 0) {
+                n->sync_fd = -1; /* EOF: init is gone */
+                return;
+        }
+        if (n->on_exit)
+                n->on_exit(n->on_exit_ud);
+        pthread_mutex_lock(&n->lock);
+        n->have_status = true;
+        n->status = status;
+        pthread_mutex_unlock(&n->lock);
+        native_sandbox_release(n->sync_fd);
+        n->sync_fd = -1;
+}
+
+static void on_notification(struct native_notify *n)
+{
         struct seccomp_notif req;
         struct seccomp_notif_resp resp;
 
+        memset(&req, 0, sizeof(req));
+        if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
+                return; /* EINTR, or ENOENT: the caller died meanwhile */
+        memset(&resp, 0, sizeof(resp));
+        resp.id = req.id;
+        pthread_mutex_lock(&n->lock);
+        if (n->reports < NATIVE_MAX_REPORTS) {
+                char name[64];
+                n->reports++;
+                name_of(&req, name, sizeof(name));
+                record(n, name);
+                resp.error = -EPERM;
+        } else {
+                n->stopped_reporting = true;
+                resp.error = -ENOSYS;
+        }
+        pthread_mutex_unlock(&n->lock);
+        if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0) {
+                /* ENOENT: the caller was killed while we answered */
+        }
+}
+
+static void *notify_main(void *arg)
+{
+        struct native_notify *n = arg;
+        bool listening = n->listener_fd >= 0;
+
         for (;;) {
-                struct pollfd pfd[2] = {
-                    {.fd = n->listener_fd, .events = POLLIN},
+                struct pollfd pfd[3] = {
                     {.fd = n->stop_fd, .events = POLLIN},
+                    {.fd = listening ? n->listener_fd : -1, .events = POLLIN},
+                    {.fd = n->sync_fd, .events = POLLIN},
                 };
-                if (poll(pfd, 2, -1) < 0) {
+                if (poll(pfd, 3, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         break;
                 }
-                if (pfd[1].revents)
+                if (pfd[0].revents)
                         break;
-                if (pfd[0].revents & (POLLHUP | POLLERR | POLLNVAL))
-                        break; /* every process of the run has gone */
-                if (!(pfd[0].revents & POLLIN))
-                        continue;
-                memset(&req, 0, sizeof(req));
-                if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
-                        if (errno == EINTR || errno == ENOENT)
-                                continue; /* the caller died meanwhile */
-                        break;
-                }
-                memset(&resp, 0, sizeof(resp));
-                resp.id = req.id;
-                pthread_mutex_lock(&n->lock);
-                if (n->reports < NATIVE_MAX_REPORTS) {
-                        char name[64];
-                        n->reports++;
-                        name_of(&req, name, sizeof(name));
-                        record(n, name);
-                        resp.error = -EPERM;
-                } else {
-                        n->stopped_reporting = true;
-                        resp.error = -ENOSYS;
-                }
-                pthread_mutex_unlock(&n->lock);
-                if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT &&
-                    errno != EINTR)
-                        break;
+                if (pfd[1].revents & POLLIN)
+                        on_notification(n);
+                else if (pfd[1].revents)
+                        listening = false; /* every process of the run has gone */
+                if (pfd[2].revents)
+                        on_sync(n);
         }
         return NULL;
 }
 
-int native_notify_start(struct native_notify *n, int listener_fd, struct sbx_error *err)
+int native_notify_start(struct native_notify *n, int listener_fd, int sync_fd,
+                        void (*on_exit)(void *ud), void *on_exit_ud, struct sbx_error *err)
 {
         int r;
 
         memset(n, 0, sizeof(*n));
         n->listener_fd = listener_fd;
+        n->sync_fd = sync_fd;
+        n->on_exit = on_exit;
+        n->on_exit_ud = on_exit_ud;
         n->stop_fd = eventfd(0, EFD_CLOEXEC);
         pthread_mutex_init(&n->lock, NULL);
-        if (n->stop_fd < 0) {
-                r = sbx_fail(err, errno, "cannot create an eventfd for the seccomp supervisor: %m");
-                close(n->listener_fd);
-                n->listener_fd = -1;
-                return r;
-        }
+        if (n->stop_fd < 0)
+                return sbx_fail(err, errno,
+                                "cannot create an eventfd for the seccomp supervisor: %m");
         r = pthread_create(&n->thread, NULL, notify_main, n);
-        if (r != 0) {
-                close(n->listener_fd);
-                n->listener_fd = -1;
+        if (r != 0)
                 return sbx_fail(err, r, "cannot start the seccomp supervisor thread: %s",
                                 strerror(r));
-        }
         n->started = true;
         return 0;
 }
@@ -632,17 +663,14 @@ void native_notify_finish(struct native_notify *n, struct run_result *res)
 
         if (n->started) {
                 if (write(n->stop_fd, &one, sizeof(one)) < 0) {
-                        /* an eventfd write cannot fail here; the join below still ends it when
-                         * the listener hangs up */
+                        /* an eventfd write of 1 cannot fail */
                 }
                 pthread_join(n->thread, NULL);
                 n->started = false;
         }
         if (res) {
-                pthread_mutex_lock(&n->lock);
-                snprintf(res->blocked_syscalls, sizeof(res->blocked_syscalls), "%s", n->names);
+                native_strf(res->blocked_syscalls, sizeof(res->blocked_syscalls), "%s", n->names);
                 res->blocked_reporting_stopped = n->stopped_reporting;
-                pthread_mutex_unlock(&n->lock);
         }
         if (n->listener_fd >= 0)
                 close(n->listener_fd);

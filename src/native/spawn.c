@@ -444,7 +444,10 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 child_fail(errno, "cannot start the program: %s", strerror(errno));
         if (prog == 0)
                 program_main(sp);
+        /* init writes nothing there: the pipes end with the run's other processes */
         close(STDIN_FILENO);
+        close(STDOUT_FILENO);
+        close(STDERR_FILENO);
         for (;;) {
                 int st;
                 pid_t p = wait4(-1, &st, 0, NULL);
@@ -452,11 +455,22 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                         continue;
                 if (p < 0)
                         _exit(125);
-                if (p == prog) {
-                        struct native_msg done = {.type = MSG_STATUS, .status = st};
-                        child_send(FD_SYNC, &done, -1);
-                        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+                if (p != prog)
+                        continue;
+                /* The program ended: nothing else of the run may outlive it. Kill the rest of
+                 * the namespace and reap it, so the run's cgroup holds only us while the
+                 * parent reads it; then wait to be released. */
+                for (;;) {
+                        kill(-1, SIGKILL);
+                        if (wait4(-1, NULL, __WALL, NULL) < 0 && errno == ECHILD)
+                                break;
                 }
+                struct native_msg done = {.type = MSG_STATUS, .status = st};
+                child_send(FD_SYNC, &done, -1);
+                do
+                        n = read(FD_SYNC, &go, 1);
+                while (n < 0 && errno == EINTR);
+                _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
         }
 }
 
@@ -668,20 +682,16 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         return 0;
 }
 
-int native_sandbox_status(struct native_sandbox *sb, int *ret_status, struct sbx_error *err)
+int native_sandbox_read(int sync_fd, int *ret_status, struct sbx_error *err)
 {
         struct native_msg m;
-        struct pollfd pfd = {.fd = sb->sync_fd, .events = POLLIN};
         int r;
 
-        if (sb->sync_fd < 0 || poll(&pfd, 1, 0) <= 0 || !(pfd.revents & POLLIN))
-                return -ENODATA;
         memset(&m, 0, sizeof(m));
-        r = recv_msg(sb->sync_fd, &m, NULL);
+        r = recv_msg(sync_fd, &m, NULL);
         if (r < 0)
-                return r;
+                return -ENODATA;
         if (m.type == MSG_ERROR) {
-                /* exec failed: the program never ran */
                 m.err.msg[sizeof(m.err.msg) - 1] = '\0';
                 return sbx_fail(err, ENOEXEC, "%s", m.err.msg);
         }
@@ -689,4 +699,11 @@ int native_sandbox_status(struct native_sandbox *sb, int *ret_status, struct sbx
                 return -ENODATA;
         *ret_status = m.status;
         return 0;
+}
+
+void native_sandbox_release(int sync_fd)
+{
+        if (send(sync_fd, "X", 1, MSG_NOSIGNAL) < 0) {
+                /* init is gone already: nothing to release */
+        }
 }

@@ -29,113 +29,6 @@
 #include "testutil.h"
 #include "workspace/workspace.h"
 
-/* ---- test doubles for modules written in parallel (weak: the real ones win once they are
- * linked in). The warden here is a minimal supervision loop: output, deadline, kill, reap. */
-
-__attribute__((weak)) uint64_t sbx_now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-__attribute__((weak)) uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n,
-                                                 size_t cap)
-{
-        size_t take = s->len < cap ? cap - s->len : 0;
-        if (take > n)
-                take = n;
-        if (take) {
-                s->data = xrealloc(s->data, s->len + take + 1);
-                memcpy(s->data + s->len, buf, take);
-                s->len += take;
-                s->data[s->len] = '\0';
-        }
-        s->total += n;
-        return s->total;
-}
-
-__attribute__((weak)) void run_result_done(struct run_result *r)
-{
-        free(r->out.data);
-        free(r->err.data);
-        r->out.data = r->err.data = NULL;
-}
-
-__attribute__((weak)) const char *sbx_language_script(enum sbx_language l)
-{
-        return l == SBX_LANG_NODE ? "main.js" : l == SBX_LANG_BASH ? "main.sh" : "main.py";
-}
-
-__attribute__((weak)) int workspace_ensure(const char *dir, struct sbx_error *err)
-{
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return sbx_fail(err, errno, "cannot create '%s': %m", dir);
-        return 0;
-}
-
-__attribute__((weak)) int warden_supervise(const struct run_request *req,
-                                           struct warden_child *child, uint64_t start_ms,
-                                           struct run_result *res, struct rusage *ret_rusage,
-                                           struct sbx_error *err)
-{
-        uint64_t deadline = start_ms + (uint64_t)req->timeout_s * 1000;
-        size_t cap = req->cfg->max_output_bytes;
-        bool timed_out = false;
-        int st = 0;
-        char buf[4096];
-
-        (void)ret_rusage;
-        (void)err;
-        while (child->out_fd >= 0 || child->err_fd >= 0) {
-                struct pollfd p[2] = {{.fd = child->out_fd, .events = POLLIN},
-                                      {.fd = child->err_fd, .events = POLLIN}};
-                uint64_t now = sbx_now_ms();
-                if (now >= deadline) {
-                        timed_out = true;
-                        child->kill_tree(child->kill_userdata);
-                        break;
-                }
-                int n = poll(p, 2, (int)(deadline - now));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                for (int i = 0; i < 2; i++) {
-                        if (p[i].fd < 0 || !p[i].revents)
-                                continue;
-                        ssize_t r = read(p[i].fd, buf, sizeof(buf));
-                        if (r <= 0) {
-                                close(p[i].fd);
-                                if (i == 0)
-                                        child->out_fd = -1;
-                                else
-                                        child->err_fd = -1;
-                                continue;
-                        }
-                        run_stream_append(i == 0 ? &res->out : &res->err, buf, (size_t)r, cap);
-                }
-        }
-        while (waitpid(child->pid, &st, __WALL) < 0 && errno == EINTR)
-                ;
-        child->kill_tree(child->kill_userdata);
-        if (child->out_fd >= 0)
-                close(child->out_fd);
-        if (child->err_fd >= 0)
-                close(child->err_fd);
-        if (child->pidfd >= 0)
-                close(child->pidfd);
-        res->usage.wall_ms = sbx_now_ms() - start_ms;
-        if (timed_out) {
-                res->outcome = RUN_OUTCOME_TIMED_OUT;
-        } else if (WIFSIGNALED(st)) {
-                res->outcome = RUN_OUTCOME_SIGNALED;
-                res->term_signal = WTERMSIG(st);
-        } else {
-                res->outcome = RUN_OUTCOME_EXITED;
-                res->exit_code = WEXITSTATUS(st);
-        }
-        return 0;
-}
-
 /* ---- fixture ------------------------------------------------------------------------- */
 
 static char *tmpdir; /* per test: holds the workspace and the planted file */
@@ -599,10 +492,14 @@ START_TEST(dangerous_calls_blocked_and_reported)
         ck_assert_str_eq(val(in, "bpf"), "EPERM");
         ck_assert_str_eq(val(in, "keyctl"), "EPERM");
         ck_assert_str_eq(val(in, "clone3"), "ENOSYS");
+        ck_assert_str_eq(val(in, "clone_ns"), "EPERM");
+        ck_assert_str_eq(val(out, "clone_ns"), "ok");
+        ck_assert_str_eq(val(in, "ptrace"), "ok"); /* debuggers work inside */
         ck_assert_str_eq(val(in, "vsock"), "EPERM");
         ck_assert_str_eq(val(out, "unshare"), "ok"); /* control: the kernel would allow it */
         ck_assert_str_eq(val(out, "clone3"), "ok");
-        ck_assert_str_eq(res.blocked_syscalls, "mount, unshare, bpf, keyctl, socket(AF_VSOCK)");
+        ck_assert_str_eq(res.blocked_syscalls,
+                         "mount, unshare, bpf, keyctl, clone(namespaces), socket(AF_VSOCK)");
         ck_assert(!res.blocked_reporting_stopped);
         run_result_done(&res);
 }
@@ -799,17 +696,22 @@ START_TEST(speed_print1_vs_bwrap)
         uint64_t *ours = xcalloc(n, sizeof(uint64_t)), *theirs = xcalloc(n, sizeof(uint64_t));
         struct run_result res;
         struct sbx_error err = {0};
+        /* SBX_TEST_SPEED_BASH=1: `echo 1` in bash instead, to see the sandbox's own cost */
+        const char *bash_env = getenv("SBX_TEST_SPEED_BASH");
+        bool bash = bash_env && strcmp(bash_env, "1") == 0;
+        enum sbx_language lang = bash ? SBX_LANG_BASH : SBX_LANG_PYTHON;
+        const char *code = bash ? "echo 1\n" : "print(1)\n";
         _cleanup_free_ char *cmd =
             xasprintf("bwrap --unshare-all --die-with-parent --ro-bind '%s/python' / --proc /proc "
-                      "--dev /dev --tmpfs /tmp python3 -c 'print(1)' >/dev/null",
-                      rootfs_dir());
+                      "--dev /dev --tmpfs /tmp %s >/dev/null",
+                      rootfs_dir(), bash ? "bash -c 'echo 1'" : "python3 -c 'print(1)'");
 
         /* warm-up */
-        ck_assert_int_eq(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
+        ck_assert_int_eq(run_code(lang, code, 10, &res, &err), 0);
         run_result_done(&res);
         for (int i = 0; i < n; i++) {
                 uint64_t t = sbx_now_ms();
-                ck_assert_int_eq(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
+                ck_assert_int_eq(run_code(lang, code, 10, &res, &err), 0);
                 ours[i] = sbx_now_ms() - t;
                 ck_assert_str_eq(res.out.data, "1\n");
                 run_result_done(&res);
@@ -820,10 +722,11 @@ START_TEST(speed_print1_vs_bwrap)
         qsort(ours, n, sizeof(ours[0]), cmp_u64);
         qsort(theirs, n, sizeof(theirs[0]), cmp_u64);
         fprintf(stderr,
-                "speed: print(1), %d runs each: native p50 %llu ms p95 %llu ms; bwrap p50 %llu ms "
+                "speed: %s, %d runs each: native p50 %llu ms p95 %llu ms; bwrap p50 %llu ms "
                 "p95 %llu ms\n",
-                n, (unsigned long long)ours[n / 2], (unsigned long long)ours[n * 95 / 100],
-                (unsigned long long)theirs[n / 2], (unsigned long long)theirs[n * 95 / 100]);
+                bash ? "bash echo 1" : "python print(1)", n, (unsigned long long)ours[n / 2],
+                (unsigned long long)ours[n * 95 / 100], (unsigned long long)theirs[n / 2],
+                (unsigned long long)theirs[n * 95 / 100]);
         ck_assert_int_lt(ours[n / 2], 2000);
         free(ours);
         free(theirs);
@@ -890,6 +793,61 @@ START_TEST(root_server_refuses_run_as_root)
 }
 END_TEST
 
+/* ---- usage parsing from a cgroup's files (a directory standing in for one) -------------- */
+
+static void put(const char *dir, const char *name, const char *text)
+{
+        _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+START_TEST(cgroup_usage_parsed_and_limits_named)
+{
+        struct native_cgroup cg = {.dir_fd = -1};
+        struct run_result res = {0};
+
+        native_strf(cg.path, sizeof(cg.path), "%s", tmpdir);
+        put(tmpdir, "cpu.stat",
+            "usage_usec 12345\nuser_usec 1\nsystem_usec 2\nnr_periods 41\nnr_throttled 40\n"
+            "throttled_usec 5\n");
+        put(tmpdir, "memory.peak", "7340032\n");
+        put(tmpdir, "pids.events", "max 3\n");
+        put(tmpdir, "memory.events", "low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n");
+        ck_assert(native_cgroup_read(&cg, &cfg, &res));
+        ck_assert(res.usage.cpu_us.measured);
+        ck_assert_uint_eq(res.usage.cpu_us.value, 12345);
+        ck_assert(res.usage.mem_peak_bytes.measured);
+        ck_assert_uint_eq(res.usage.mem_peak_bytes.value, 7340032);
+        ck_assert(!res.usage.pids_peak.measured); /* no pids.peak: an older kernel */
+        ck_assert_str_eq(res.usage.pids_peak.why, "Linux 6.1+ needed");
+        ck_assert_str_eq(res.limits_hit, "cpu (throttled in 40 of 41 periods of 100 ms), pids "
+                                         "(the cap of 64 was reached)");
+        ck_assert(res.oom_killed);
+        ck_assert_uint_eq(res.mem_limit_bytes, 256ull << 20);
+
+        /* a cgroup that is gone (a collected scope) gives nothing, not zeros */
+        struct run_result gone = {0};
+        native_strf(cg.path, sizeof(cg.path), "%s/nonexistent", tmpdir);
+        ck_assert(!native_cgroup_read(&cg, &cfg, &gone));
+        ck_assert(!gone.usage.cpu_us.measured);
+}
+END_TEST
+
+START_TEST(limits_detect_on_this_host)
+{
+        struct native_limits_info li;
+
+        native_limits_detect(&li);
+        /* this development host: no systemd, a v1/v2 hybrid */
+        ck_assert_int_eq(li.path, NATIVE_LIMITS_NONE);
+        ck_assert_str_eq(li.why_none, "no systemd user bus and no cgroup v2 at /sys/fs/cgroup (a "
+                                      "v1 or v1/v2 hybrid hierarchy)");
+}
+END_TEST
+
 static Suite *native_suite(void)
 {
         Suite *s = suite_create("native");
@@ -942,6 +900,8 @@ static Suite *native_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, degraded_grade_names_each_limit);
+        tcase_add_test(tc, cgroup_usage_parsed_and_limits_named);
+        tcase_add_test(tc, limits_detect_on_this_host);
         tcase_add_test(tc, speed_print1_vs_bwrap);
         suite_add_tcase(s, tc);
 
