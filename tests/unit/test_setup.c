@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1525,6 +1526,182 @@ START_TEST(registry_refuses_a_manifest_that_is_not_the_pinned_one)
 }
 END_TEST
 
+/* ---- bearer tokens: a small fake registry on loopback that demands one (the real
+ * docker-registry needs a JWT signing setup for token auth; this checks our side of the
+ * challenge / token / retry exchange) */
+
+struct fake_blob {
+        char *path; /* "/v2/x/y/manifests/sha256:..." */
+        char *ctype;
+        char *data;
+        size_t len;
+};
+
+struct fake_registry {
+        int lfd, port;
+        struct fake_blob items[4];
+        size_t n_items;
+        bool give_token;
+        int token_requests, unauthorized, served;
+        pthread_t thread;
+};
+
+static void fake_reply(int fd, int status, const char *extra, const char *ctype, const char *body,
+                       size_t len)
+{
+        _cleanup_free_ char *head =
+            xasprintf("HTTP/1.1 %d X\r\nConnection: close\r\n"
+                      "Content-Length: %zu\r\n%s%s%s%s\r\n",
+                      status, len, extra ? extra : "", ctype ? "Content-Type: " : "",
+                      ctype ? ctype : "", ctype ? "\r\n" : "");
+
+        if (write(fd, head, strlen(head)) < 0 || (len && write(fd, body, len) < 0))
+                return;
+}
+
+static void *fake_serve(void *ud)
+{
+        struct fake_registry *fr = ud;
+
+        for (;;) {
+                char req[8192];
+                size_t got = 0;
+                int fd = accept4(fr->lfd, NULL, NULL, SOCK_CLOEXEC);
+                char path[4096];
+                size_t i;
+
+                if (fd < 0)
+                        return NULL;
+                while (got < sizeof(req) - 1) {
+                        ssize_t n = read(fd, req + got, sizeof(req) - 1 - got);
+                        if (n <= 0)
+                                break;
+                        got += (size_t)n;
+                        req[got] = '\0';
+                        if (strstr(req, "\r\n\r\n"))
+                                break;
+                }
+                req[got] = '\0';
+                if (sscanf(req, "GET %4095s", path) != 1) {
+                        close(fd);
+                        continue;
+                }
+                if (strncmp(path, "/token?", 7) == 0) {
+                        fr->token_requests++;
+                        if (fr->give_token && strstr(path, "service=fake") &&
+                            strstr(path, "scope=repository%3Ax%2Fy%3Apull"))
+                                fake_reply(fd, 200, NULL, "application/json", "{\"token\":\"T0K\"}",
+                                           15);
+                        else
+                                fake_reply(fd, 401, NULL, NULL, "", 0);
+                } else if (!strcasestr(req, "\r\nAuthorization: Bearer T0K\r\n")) {
+                        _cleanup_free_ char *chal = xasprintf(
+                            "WWW-Authenticate: Bearer realm=\"http://127.0.0.1:%d/token\","
+                            "service=\"fake\",scope=\"repository:x/y:pull\"\r\n",
+                            fr->port);
+                        fr->unauthorized++;
+                        fake_reply(fd, 401, chal, NULL, "", 0);
+                } else {
+                        for (i = 0; i < fr->n_items; i++)
+                                if (strcmp(path, fr->items[i].path) == 0)
+                                        break;
+                        if (i < fr->n_items) {
+                                fr->served++;
+                                fake_reply(fd, 200, NULL, fr->items[i].ctype, fr->items[i].data,
+                                           fr->items[i].len);
+                        } else {
+                                fake_reply(fd, 404, NULL, NULL, "", 0);
+                        }
+                }
+                close(fd);
+        }
+}
+
+static void fake_add(struct fake_registry *fr, const char *kind, const char *digest,
+                     const char *ctype, const char *data, size_t len)
+{
+        struct fake_blob *b = &fr->items[fr->n_items++];
+
+        b->path = xasprintf("/v2/x/y/%s/%s", kind, digest);
+        b->ctype = ctype ? xstrdup(ctype) : NULL;
+        b->data = xmalloc(len + 1);
+        memcpy(b->data, data, len);
+        b->len = len;
+}
+
+/* Start a fake registry holding one single-layer image; returns its manifest digest. */
+static char *fake_start(struct fake_registry *fr, bool give_token)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t alen = sizeof(a);
+        _cleanup_free_ char *p1 = xasprintf("%s/fake.tgz", T), *b1 = NULL, *d1 = NULL;
+        _cleanup_free_ char *dc = NULL, *m = NULL;
+        static const char cfg[] = "{\"architecture\":\"amd64\",\"os\":\"linux\"}";
+        char *dm;
+        size_t l1;
+
+        memset(fr, 0, sizeof(*fr));
+        fr->give_token = give_token;
+        free(layer_gz(p1, "fake", false));
+        b1 = slurp(p1, &l1);
+        d1 = digest_of(b1, l1);
+        dc = digest_of(cfg, strlen(cfg));
+        m = xasprintf(
+            "{\"schemaVersion\":2,\"mediaType\":"
+            "\"application/vnd.docker.distribution.manifest.v2+json\","
+            "\"config\":{\"mediaType\":\"application/vnd.docker.container.image.v1+json\","
+            "\"digest\":\"%s\",\"size\":%zu},\"layers\":[{\"mediaType\":"
+            "\"application/vnd.docker.image.rootfs.diff.tar.gzip\","
+            "\"digest\":\"%s\",\"size\":%zu}]}",
+            dc, strlen(cfg), d1, l1);
+        dm = digest_of(m, strlen(m));
+        fake_add(fr, "manifests", dm, "application/vnd.docker.distribution.manifest.v2+json", m,
+                 strlen(m));
+        fake_add(fr, "blobs", d1, "application/octet-stream", b1, l1);
+        fr->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fr->lfd, 0);
+        ck_assert_int_eq(bind(fr->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(listen(fr->lfd, 16), 0);
+        ck_assert_int_eq(getsockname(fr->lfd, (struct sockaddr *)&a, &alen), 0);
+        fr->port = ntohs(a.sin_port);
+        ck_assert_int_eq(pthread_create(&fr->thread, NULL, fake_serve, fr), 0);
+        return dm;
+}
+
+START_TEST(registry_bearer_token_challenge_and_retry)
+{
+        struct fake_registry fr;
+        _cleanup_free_ char *dm = fake_start(&fr, true);
+        _cleanup_free_ char *ref = xasprintf("127.0.0.1:%d/x/y@%s", fr.port, dm);
+        _cleanup_free_ char *marker = NULL;
+        struct setup_run_args a = {
+            .rootfs_dir = rootfs, .out = stdout, .image_python = ref, .image_node = ref};
+        struct sbx_error err = {0};
+
+        ck_assert_msg(setup_run(&a, &err) == 0, "%s", err.msg);
+        marker = read_marker();
+        ck_assert_str_eq(marker, "fake");
+        ck_assert_int_ge(fr.token_requests, 1);
+        ck_assert_int_ge(fr.unauthorized, 1);
+        ck_assert_int_ge(fr.served, 4); /* manifest + blob, for python and for node */
+}
+END_TEST
+
+START_TEST(registry_without_a_token_is_refused)
+{
+        struct fake_registry fr;
+        _cleanup_free_ char *dm = fake_start(&fr, false);
+        _cleanup_free_ char *ref = xasprintf("127.0.0.1:%d/x/y@%s", fr.port, dm);
+        struct setup_run_args a = {
+            .rootfs_dir = rootfs, .out = stdout, .image_python = ref, .image_node = ref};
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(setup_run(&a, &err), -EACCES);
+        ck_assert_int_eq(fr.served, 0);
+        ck_assert_int_ge(fr.token_requests, 1);
+}
+END_TEST
+
 static Suite *setup_suite(void)
 {
         Suite *s = suite_create("setup");
@@ -1580,6 +1757,12 @@ static Suite *setup_suite(void)
 
         tc = tcase_create("registry_ref");
         tcase_add_test(tc, ref_parse_forms);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("registry_auth");
+        tcase_add_checked_fixture(tc, fx_install_setup, fx_install_teardown);
+        tcase_add_test(tc, registry_bearer_token_challenge_and_retry);
+        tcase_add_test(tc, registry_without_a_token_is_refused);
         suite_add_tcase(s, tc);
 
         if (access(REGISTRY_BIN, X_OK) == 0) {
