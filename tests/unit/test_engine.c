@@ -559,11 +559,15 @@ START_TEST(verify_inspect_catches_dropped_options)
                 {"\"PidsLimit\":128|\"PidsLimit\":null", 0, "pids"},
                 {"\"NanoCpus\":750000000|\"NanoCpus\":0", 0, "cpu"},
                 /* Podman: caps listed one by one, CPU as quota/period */
-                {"[\"ALL\"]|[\"CAP_CHOWN\",\"CAP_DAC_OVERRIDE\",\"CAP_FOWNER\",\"CAP_FSETID\","
-                 "\"CAP_KILL\",\"CAP_NET_BIND_SERVICE\",\"CAP_SETFCAP\",\"CAP_SETGID\","
-                 "\"CAP_SETPCAP\",\"CAP_SETUID\",\"CAP_SYS_CHROOT\",\"CAP_SYS_ADMIN\","
-                 "\"CAP_NET_RAW\",\"CAP_MKNOD\"]",
+                {"[\"ALL\"]|[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\","
+                 "\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\",\"NET_RAW\",\"SETFCAP\",\"SETGID\","
+                 "\"SETPCAP\",\"SETUID\",\"SYS_CHROOT\"]",
                  0, ""},
+                /* ... but not when one of the defaults is missing from the list */
+                {"[\"ALL\"]|[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\","
+                 "\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\",\"NET_RAW\",\"SETFCAP\",\"SETGID\","
+                 "\"SETPCAP\",\"SYS_CHROOT\"]",
+                 -EPERM, "CapDrop"},
                 {"\"NanoCpus\":750000000|\"NanoCpus\":0,\"CpuQuota\":75000,\"CpuPeriod\":100000", 0,
                  ""},
         };
