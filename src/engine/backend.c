@@ -1005,6 +1005,21 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                                 sizeof(msg), err);
         if (r == 0 && (status != 200 || !inspect))
                 r = sbx_fail(err, EIO, "cannot inspect the new sandbox container: %s", msg);
+        if (r == 0 && spec.userns_keep_id) {
+                /* the compat inspect does not show keep-id: add libpod's IDMappings */
+                _cleanup_free_ char *lp = xasprintf("/v4.0.0/libpod/containers/%s/json", id);
+                struct engine_response lr = {0};
+                r = engine_request(&st->conn, "GET", lp, false, NULL, 10000, &lr, err);
+                if (r == 0 && lr.status == 200) {
+                        json_object *lj = json_tokener_parse(lr.body), *hcj, *idm;
+                        if (lj && json_object_object_get_ex(lj, "HostConfig", &hcj) &&
+                            json_object_object_get_ex(hcj, "IDMappings", &idm))
+                                json_object_object_add(inspect, "IDMappings",
+                                                       json_object_get(idm));
+                        json_object_put(lj);
+                }
+                engine_response_done(&lr);
+        }
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, degraded, sizeof(degraded), err);
         if (r < 0)

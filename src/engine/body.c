@@ -196,6 +196,16 @@ static bool mount_as_asked(json_object *mounts, const char *dst, bool ro)
         return false;
 }
 
+/* Podman 4.3's inspect says UsernsMode "private" even for keep-id; its libpod inspect's
+ * IDMappings show the truth: container uid @uid maps to the user namespace's 0, which is the
+ * rootless user itself. */
+static bool keep_id_mapped(json_object *idm, uid_t uid)
+{
+        char want[32];
+        snprintf(want, sizeof(want), "%u:0:1", (unsigned)uid);
+        return array_has(get(idm, "UidMap"), want, false);
+}
+
 int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s, char *degraded,
                           size_t degraded_size, struct sbx_error *err)
 {
@@ -228,7 +238,8 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
                 bad = "the read-only /sandbox bind mount";
         else if (!mount_as_asked(get(inspect, "Mounts"), "/workspace", s->workspace_ro))
                 bad = "the /workspace bind mount";
-        else if (s->userns_keep_id && strcmp(get_str(hc, "UsernsMode"), "keep-id") != 0)
+        else if (s->userns_keep_id && strcmp(get_str(hc, "UsernsMode"), "keep-id") != 0 &&
+                 !keep_id_mapped(get(inspect, "IDMappings"), s->uid))
                 bad = "UsernsMode keep-id";
         if (bad)
                 return sbx_fail(err, EPERM,
