@@ -217,7 +217,7 @@ static int ping_one(struct engine_conn *c, struct sbx_error *err)
         char msg[200];
         int rv;
 
-        rv = engine_request(c, "GET", "/_ping", false, NULL, 5000, &r, err);
+        rv = engine_request(c, "GET", "/_ping", false, NULL, 15000, &r, err);
         if (rv < 0)
                 return rv;
         if (r.status != 200) {
@@ -237,7 +237,7 @@ static int ping_one(struct engine_conn *c, struct sbx_error *err)
 
         /* MinAPIVersion from the unversioned /version (Docker 29 refuses < 1.44). */
         c->api[0] = '\0';
-        rv = engine_request_json(c, "GET", "/version", NULL, 5000, &status, &ver, msg, sizeof(msg),
+        rv = engine_request_json(c, "GET", "/version", NULL, 15000, &status, &ver, msg, sizeof(msg),
                                  err);
         if (rv < 0)
                 return rv;
@@ -669,6 +669,13 @@ static void kill_container(const struct engine_conn *c, const char *id)
         engine_response_done(&r);
 }
 
+static size_t discard_write(char *data, size_t size, size_t nmemb, void *ud)
+{
+        (void)data;
+        (void)ud;
+        return size * nmemb;
+}
+
 static bool fd_readable(int fd)
 {
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -698,6 +705,9 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
         _cleanup_free_ char *spath = xasprintf("/containers/%s/start", id);
         _cleanup_(curl_easy_cleanupp) CURL *ha = engine_easy_new(c, apath, true);
         _cleanup_(curl_easy_cleanupp) CURL *hw = engine_easy_new(c, wpath, true);
+        _cleanup_free_ char *kpath = xasprintf("/containers/%s/kill?signal=KILL", id);
+        _cleanup_(curl_easy_cleanupp) CURL *hk = NULL;
+        struct xfer kx = {0};
         struct attach_ctx a = {.res = res, .cap = b->cfg->max_output_bytes};
         struct wait_ctx w = {0};
         CURLM *m = curl_multi_init();
@@ -805,12 +815,20 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                         else if (now - t_start > timeout_ms + ENGINE_GRACE_MS)
                                 why = STOP_TIMEOUT;
                         if (why != STOP_NONE) {
+                                /* The kill goes through the same multi: the stream keeps
+                                 * being drained meanwhile (Podman's kill blocks while the
+                                 * container is stuck writing to an unread attach). */
                                 out->stop = why;
-                                kill_container(c, id);
+                                hk = engine_easy_new(c, kpath, true);
+                                curl_easy_setopt(hk, CURLOPT_POST, 1L);
+                                curl_easy_setopt(hk, CURLOPT_POSTFIELDS, "");
+                                curl_easy_setopt(hk, CURLOPT_WRITEFUNCTION, discard_write);
+                                curl_easy_setopt(hk, CURLOPT_PRIVATE, &kx);
+                                curl_easy_setopt(hk, CURLOPT_TIMEOUT_MS, 15000L);
+                                curl_multi_add_handle(m, hk);
                                 t_kill = now_ms();
-                                log_debug("run %.12s: stopped (%d) after %llu ms, kill took %llu ms",
-                                          id, (int)why, (unsigned long long)(now - t_start),
-                                          (unsigned long long)(t_kill - now));
+                                log_debug("run %.12s: stopping (%d) after %llu ms", id, (int)why,
+                                          (unsigned long long)(now - t_start));
                         }
                 }
                 if (w.x.done && !t_exit)
@@ -871,6 +889,8 @@ out:
         engine_response_done(&sr);
         curl_multi_remove_handle(m, ha);
         curl_multi_remove_handle(m, hw);
+        if (hk)
+                curl_multi_remove_handle(m, hk);
         curl_multi_cleanup(m);
         if (rv == 0 && !t_start)
                 rv = -EIO;
@@ -985,6 +1005,21 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                                 sizeof(msg), err);
         if (r == 0 && (status != 200 || !inspect))
                 r = sbx_fail(err, EIO, "cannot inspect the new sandbox container: %s", msg);
+        if (r == 0 && spec.userns_keep_id) {
+                /* the compat inspect does not show keep-id: add libpod's IDMappings */
+                _cleanup_free_ char *lp = xasprintf("/v4.0.0/libpod/containers/%s/json", id);
+                struct engine_response lr = {0};
+                r = engine_request(&st->conn, "GET", lp, false, NULL, 10000, &lr, err);
+                if (r == 0 && lr.status == 200) {
+                        json_object *lj = json_tokener_parse(lr.body), *hcj, *idm;
+                        if (lj && json_object_object_get_ex(lj, "HostConfig", &hcj) &&
+                            json_object_object_get_ex(hcj, "IDMappings", &idm))
+                                json_object_object_add(inspect, "IDMappings",
+                                                       json_object_get(idm));
+                        json_object_put(lj);
+                }
+                engine_response_done(&lr);
+        }
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, degraded, sizeof(degraded), err);
         if (r < 0)

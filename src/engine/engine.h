@@ -251,6 +251,9 @@ int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err);
  */
 int engine_setup_import(const struct sbx_config *cfg, const char *tar, const char *ref,
                         struct sbx_error *err);
+/** engine_setup_import_with_env() - the same, reading DOCKER_* etc. through @getenv_fn. */
+int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
+                                 const char *tar, const char *ref, struct sbx_error *err);
 
 struct backend;
 /**

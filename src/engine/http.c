@@ -60,6 +60,14 @@ int engine_unreachable_error(const struct engine_endpoint *ep, int os_errno, con
 {
         const char *where = ep->is_unix ? ep->sock_path : ep->base_url;
 
+        if ((os_errno == EACCES || os_errno == EPERM) && ep->is_unix &&
+            strstr(ep->sock_path, "podman"))
+                return sbx_fail(err, EACCES,
+                                "cannot open Podman's socket '%s': permission denied (it belongs "
+                                "to another user): use this user's own rootless Podman "
+                                "(systemctl --user start podman.socket; its socket is "
+                                "$XDG_RUNTIME_DIR/podman/podman.sock) or set CONTAINER_HOST",
+                                where);
         if (os_errno == EACCES || os_errno == EPERM)
                 return sbx_fail(err, EACCES,
                                 "cannot open the Docker Engine socket '%s': permission denied. "

@@ -175,11 +175,17 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
 int engine_setup_import(const struct sbx_config *cfg, const char *tar, const char *ref,
                         struct sbx_error *err)
 {
+        return engine_setup_import_with_env(cfg, engine_env_getenv, tar, ref, err);
+}
+
+int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
+                                 const char *tar, const char *ref, struct sbx_error *err)
+{
         struct engine_conn c;
         char sha[65], have[80];
         int r;
 
-        r = engine_connect(cfg, engine_env_getenv, &c, err);
+        r = engine_connect(cfg, getenv_fn, &c, err);
         if (r < 0)
                 return r;
         r = engine_file_sha256(tar, sha, err);

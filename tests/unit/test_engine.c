@@ -559,14 +559,32 @@ START_TEST(verify_inspect_catches_dropped_options)
                 {"\"PidsLimit\":128|\"PidsLimit\":null", 0, "pids"},
                 {"\"NanoCpus\":750000000|\"NanoCpus\":0", 0, "cpu"},
                 /* Podman: caps listed one by one, CPU as quota/period */
-                {"[\"ALL\"]|[\"CAP_CHOWN\",\"CAP_DAC_OVERRIDE\",\"CAP_FOWNER\",\"CAP_FSETID\","
-                 "\"CAP_KILL\",\"CAP_NET_BIND_SERVICE\",\"CAP_SETFCAP\",\"CAP_SETGID\","
-                 "\"CAP_SETPCAP\",\"CAP_SETUID\",\"CAP_SYS_CHROOT\",\"CAP_SYS_ADMIN\","
-                 "\"CAP_NET_RAW\",\"CAP_MKNOD\"]",
+                {"[\"ALL\"]|[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\","
+                 "\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\",\"NET_RAW\",\"SETFCAP\",\"SETGID\","
+                 "\"SETPCAP\",\"SETUID\",\"SYS_CHROOT\"]",
                  0, ""},
+                /* ... but not when one of the defaults is missing from the list */
+                {"[\"ALL\"]|[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\","
+                 "\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\",\"NET_RAW\",\"SETFCAP\",\"SETGID\","
+                 "\"SETPCAP\",\"SYS_CHROOT\"]",
+                 -EPERM, "CapDrop"},
                 {"\"NanoCpus\":750000000|\"NanoCpus\":0,\"CpuQuota\":75000,\"CpuPeriod\":100000", 0,
                  ""},
         };
+        /* keep-id: Podman's compat inspect says "private"; libpod's IDMappings decide */
+        {
+                struct engine_run_spec k = test_spec();
+                k.userns_keep_id = k.podman = true;
+                char deg[64] = "";
+                struct sbx_error e = {0};
+                _cleanup_(json_putp) json_object *j = fake_inspect(NULL);
+                ck_assert_int_eq(engine_verify_inspect(j, &k, deg, sizeof(deg), &e), -EPERM);
+                ck_assert_ptr_nonnull(strstr(e.msg, "keep-id"));
+                json_object_object_add(
+                        j, "IDMappings",
+                        json_tokener_parse("{\"UidMap\":[\"0:1:2000\",\"2000:0:1\"]}"));
+                ck_assert_int_eq(engine_verify_inspect(j, &k, deg, sizeof(deg), &e), 0);
+        }
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
                 _cleanup_(json_putp) json_object *j = fake_inspect(t[i].mutate);
                 char degraded[128] = "";
@@ -670,8 +688,8 @@ static void engine_or_skip(const char *host, enum sbx_runtime_choice rt)
         /* main() added this TCase only when the engine answered and the tarballs exist */
         ck_assert_msg(engine_connect(&test_cfg, fake_getenv, &c, &err) == 0, "%s: %s", host,
                       err.msg);
-        if (engine_setup_import(&test_cfg, TAR_PY, IMG_PY, &err) < 0 ||
-            engine_setup_import(&test_cfg, TAR_NODE, IMG_NODE, &err) < 0) {
+        if (engine_setup_import_with_env(&test_cfg, fake_getenv, TAR_PY, IMG_PY, &err) < 0 ||
+            engine_setup_import_with_env(&test_cfg, fake_getenv, TAR_NODE, IMG_NODE, &err) < 0) {
                 snprintf(why, sizeof(why), "cannot import the test images into %s: %s", host,
                          err.msg);
                 ck_abort_msg("%s", why);
