@@ -2,7 +2,8 @@
 # Build (or reuse) the test VM's guest: a Debian 12 root file system made with mmdebstrap from
 # Debian packages, with systemd as PID 1 (pure cgroup v2, bookworm's default), an unprivileged
 # user vestibule-test (uid 2000) that lingers so its user manager and user bus run at boot, and
-# a boot service (guest/vestibule-vm-guest.sh) that runs the command the host left on a 9p share.
+# a boot service (guest/vestibule-vm-boot.sh) that hands over to the harness the host puts on
+# a 9p share (harness.sh, not part of the image).
 #
 # Output, in a cache folder keyed by a hash of the recipe (this file and scripts/vm/guest/*):
 #   $VESTIBULE_VM_CACHE/<hash>/{vmlinuz,initrd.img,root.img}     (default /var/tmp/vestibule-vm)
@@ -76,6 +77,7 @@ log "building guest image $hash in $work (Debian bookworm from $mirror)"
 #  - essential-hook (before the kernel is installed): an initramfs with just what this VM
 #    needs (virtio disk, ext4), small so TCG unpacks it fast.
 #  - customize-hook (customize-guest.sh): the user, lingering, the boot service.
+# shellcheck disable=SC2016 # $1 is for the hook's shell, not ours
 initramfs_hook='mkdir -p "$1/etc/initramfs-tools/conf.d"
 printf "MODULES=list\nCOMPRESS=gzip\n" >"$1/etc/initramfs-tools/conf.d/vestibule-vm.conf"
 printf "virtio_pci\nvirtio_blk\next4\n" >>"$1/etc/initramfs-tools/modules"'
@@ -93,6 +95,7 @@ mmdebstrap --variant=minbase --mode=root \
         "deb $mirror bookworm-updates main" \
         "deb $security_mirror bookworm-security main" >&2
 
+log "mmdebstrap done after $(( $(date +%s) - start )) s"
 mkdir -p "$work/out"
 cp "$(find "$tree/boot" -name 'vmlinuz-*' | head -n1)" "$work/out/vmlinuz"
 cp "$(find "$tree/boot" -name 'initrd.img-*' | head -n1)" "$work/out/initrd.img"

@@ -25,7 +25,7 @@ echo vestibule-vm >"$t/etc/hostname"
 printf '127.0.0.1\tlocalhost\n127.0.1.1\tvestibule-vm\n' >"$t/etc/hosts"
 printf '/dev/vda\t/\text4\trw,noatime\t0\t0\n' >"$t/etc/fstab"
 
-install -m 0755 "$here/guest/vestibule-vm-guest.sh" "$t/usr/local/sbin/vestibule-vm-guest"
+install -m 0755 "$here/guest/vestibule-vm-boot.sh" "$t/usr/local/sbin/vestibule-vm-boot"
 install -m 0644 "$here/guest/vestibule-vm.service" "$t/etc/systemd/system/vestibule-vm.service"
 printf '9p\n9pnet_virtio\nvirtio_console\n' >"$t/etc/modules-load.d/vestibule-vm.conf"
 chroot "$t" systemctl enable vestibule-vm.service

@@ -125,6 +125,7 @@ trap 'exit 143' TERM
 # The control share: the command and what to mount where.
 ctl=$run/ctl
 mkdir -p "$ctl"
+cp "$here/harness.sh" "$ctl/harness.sh"
 if [[ -n $script ]]; then
         cp "$script" "$ctl/cmd.sh"
 else

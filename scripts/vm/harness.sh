@@ -1,5 +1,7 @@
 #!/bin/bash
-# Inside the test VM, at boot, as root (vestibule-vm.service): mount the host's shares, run
+# Inside the test VM, at boot, as root (started by the image's guest/vestibule-vm-boot.sh once
+# it has mounted the control share; run.sh copies this file there for every run, so changing
+# it never rebuilds the image): mount the host's data shares, run
 # the host's command as vestibule-test *inside its user manager* (systemd-run --user --pipe
 # --wait, as a terminal on a desktop would), send its stdout/stderr out on virtio-serial ports,
 # report its exit status, power off. The host side is scripts/vm/run.sh.
@@ -12,8 +14,7 @@
 # Status port (virtio-serial vestibule.status), read by the host:
 #   "vm: ..." progress and errors, "started" when the command starts, "exit N" at the end.
 set -u
-user=vestibule-test
-uid=2000
+uid=2000 # vestibule-test
 ctl=/run/vestibule-vm/ctl
 private=/run/vestibule-vm/run
 
@@ -56,9 +57,7 @@ mount_9p() { # TAG PATH MODE
         mount -t 9p -o "trans=virtio,version=9p2000.L,msize=524288,cache=$cache,$3" "$1" "$2"
 }
 
-modprobe -a 9p 9pnet_virtio virtio_console 2>/dev/null
-mkdir -p "$ctl" "$private"
-mount_9p vmctl "$ctl" rw || fail "cannot mount the control share (9p tag vmctl)"
+mkdir -p "$private"
 [[ -f $ctl/cmd.sh ]] || fail "no cmd.sh on the control share"
 
 # Data shares, at the paths the host asked for (usually the host's own, so absolute paths in
