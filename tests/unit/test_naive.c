@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -524,6 +525,42 @@ START_TEST(unreachable_workspace_is_blocked)
 }
 END_TEST
 
+START_TEST(server_death_kills_the_run)
+{
+        char *pidfile = xasprintf("%s/pids", workspace), *code;
+        int a = 0, b = 0, st;
+        FILE *f = NULL;
+        pid_t server;
+
+        need("bash");
+        code = xasprintf("setsid sleep 30 &\necho $! $$ > '%s.tmp'; mv '%s.tmp' '%s'\nsleep 30",
+                         pidfile, pidfile, pidfile);
+        server = fork();
+        ck_assert_int_ge(server, 0);
+        if (server == 0) {
+                struct run_result res;
+
+                run_ok(SBX_LANG_BASH, code, 60, &res);
+                _exit(0);
+        }
+        for (int i = 0; i < 250 && !(f = fopen(pidfile, "r")); i++)
+                usleep(20000);
+        ck_assert_msg(f != NULL, "the run never started");
+        ck_assert_int_eq(fscanf(f, "%d %d", &a, &b), 2);
+        fclose(f);
+        ck_assert(!pid_gone(a) && !pid_gone(b)); /* control: both alive while the server is */
+
+        kill(server, SIGKILL); /* the server dies without cleaning up */
+        waitpid(server, &st, 0);
+        for (int i = 0; i < 100 && !(pid_gone(a) && pid_gone(b)); i++)
+                usleep(20000);
+        ck_assert_msg(pid_gone(a), "setsid child %d outlived the server", a);
+        ck_assert_msg(pid_gone(b), "the code %d outlived the server", b);
+        free(pidfile);
+        free(code);
+}
+END_TEST
+
 /* --- the warden alone, on plain forked children, without a pidfd (waitpid polling) --- */
 
 static void kill_group(void *userdata)
@@ -645,6 +682,7 @@ static Suite *naive_suite(void)
         tcase_add_test(tc, setsid_daemons_die_with_run);
         tcase_add_test(tc, setsid_daemons_die_at_timeout);
         tcase_add_test(tc, run_that_kills_its_supervisor);
+        tcase_add_test(tc, server_death_kills_the_run);
         tcase_add_test(tc, supervisor_out_of_reach_as_root);
         tcase_add_test(tc, flood_is_stopped);
         tcase_add_test(tc, cancel_via_eventfd);
