@@ -674,8 +674,13 @@ START_TEST(degraded_grade_names_each_limit)
                          "native-degraded (limits not applied: memory, cpu: no systemd user bus "
                          "and no cgroup v2 at /sys/fs/cgroup (a v1 or v1/v2 hybrid hierarchy))");
         ck_assert(p.degraded);
+        ck_assert_msg(strstr(p.details, "landlock: ABI "), "%s", p.details);
+        ck_assert_msg(!strstr(p.details, "last run"), "%s", p.details);
         ck_assert_int_eq(run_code(SBX_LANG_PYTHON, "print(1)\n", 10, &res, &err), 0);
         ck_assert_str_eq(res.isolation, p.grade);
+        ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
+        ck_assert_msg(strstr(p.details, "\nlast run: Landlock applied, /proc hidepid=invisible"),
+                      "%s", p.details);
         ck_assert(!res.usage.mem_peak_bytes.measured);
         ck_assert_str_eq(res.usage.mem_peak_bytes.why, "no cgroup of its own on this host");
         run_result_done(&res);
