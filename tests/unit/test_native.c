@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -614,6 +615,56 @@ START_TEST(fork_bomb_capped_and_gone)
 }
 END_TEST
 
+static void *cancel_later(void *arg)
+{
+        uint64_t one = 1;
+        usleep(300 * 1000);
+        if (write(*(int *)arg, &one, sizeof(one)) < 0)
+                abort();
+        return NULL;
+}
+
+START_TEST(cancel_kills_everything)
+{
+        struct run_result res = {0};
+        struct sbx_error err = {0};
+        char marker[64];
+        pthread_t t;
+        int efd = eventfd(0, EFD_CLOEXEC);
+
+        snprintf(marker, sizeof(marker), "vestibule-cancel-%d", (int)getpid());
+        _cleanup_free_ char *code = xasprintf("/workspace/probe daemon=%s\nsleep 30\n", marker);
+        struct run_request req = {.language = SBX_LANG_BASH,
+                                  .code = code,
+                                  .code_len = strlen(code),
+                                  .timeout_s = 20,
+                                  .cfg = &cfg,
+                                  .cancel_fd = efd};
+        uint64_t t0 = sbx_now_ms();
+        ck_assert_int_eq(pthread_create(&t, NULL, cancel_later, &efd), 0);
+        ck_assert_msg(be->ops->run(be, &req, &res, &err) == 0, "%s", err.msg);
+        pthread_join(t, NULL);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_CANCELLED);
+        ck_assert_int_lt(sbx_now_ms() - t0, 300 + 500);
+        ck_assert_int_eq(count_marked(marker), 0);
+        close(efd);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(flood_is_stopped)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(
+            run_code(SBX_LANG_PYTHON, "while True: print('x' * 1000)\n", 20, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_FLOODED);
+        ck_assert_uint_le(res.out.len, cfg.max_output_bytes);
+        run_result_done(&res);
+}
+END_TEST
+
 /* RLIMIT_NPROC counts per user inside the run's own user namespace (5.14+): processes the
  * same host user already has elsewhere do not count against a run. */
 START_TEST(nproc_counts_only_the_run)
@@ -899,6 +950,8 @@ static Suite *native_suite(void)
         tcase_add_test(tc, timeout_kills_within_deadline);
         tcase_add_test(tc, nproc_counts_only_the_run);
         tcase_add_test(tc, killed_server_leaves_nothing);
+        tcase_add_test(tc, cancel_kills_everything);
+        tcase_add_test(tc, flood_is_stopped);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("grade");
