@@ -339,6 +339,10 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         while (n < 0 && errno == EINTR);
         if (n != 1 || go != 'G')
                 _exit(125);
+        /* Placed into a systemd scope after the clone: the cgroup namespace is created now,
+         * so it is rooted at the run's own cgroup, as with CLONE_INTO_CGROUP. */
+        if (sp->after_clone && unshare(CLONE_NEWCGROUP) < 0)
+                child_fail(errno, "cannot create the cgroup namespace: %s", strerror(errno));
 
         /* 4. Filesystem: nothing we mount propagates back to the host. */
         child_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, "making the mount tree private");
@@ -523,7 +527,7 @@ static int fd_above_2(int fd)
 static pid_t do_clone(const struct native_spawn *sp, int *ret_pidfd)
 {
         uint64_t ns = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS |
-                      CLONE_NEWIPC | CLONE_NEWCGROUP;
+                      CLONE_NEWIPC | (sp->after_clone ? 0 : CLONE_NEWCGROUP);
         struct clone_args args = {
             .flags = ns | CLONE_PIDFD,
             .pidfd = (uint64_t)(uintptr_t)ret_pidfd,

@@ -506,6 +506,28 @@ START_TEST(dangerous_calls_blocked_and_reported)
 }
 END_TEST
 
+/* The i386 syscall ABI (int 0x80) would bypass a filter keyed on x86-64 numbers: it kills. */
+START_TEST(foreign_syscall_abi_kills)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        _cleanup_free_ char *out = probe_outside("int80");
+
+        if (strcmp(val(out, "int80"), "ok") != 0) {
+                /* control: this kernel has no i386 ABI (ia32_emulation off): nothing to bypass */
+                fprintf(stderr, "foreign_syscall_abi_kills: no i386 syscall ABI on this kernel, "
+                                "claim not applicable\n");
+                return;
+        }
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, "exec /workspace/probe int80\n", 10, &res, &err),
+                         0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_SIGNALED);
+        ck_assert_int_eq(res.term_signal, SIGSYS);
+        ck_assert_str_eq(val(res.out.data ? res.out.data : "", "int80"), "");
+        run_result_done(&res);
+}
+END_TEST
+
 START_TEST(reporting_stops_after_256)
 {
         struct run_result res;
@@ -940,6 +962,9 @@ static Suite *native_suite(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, dangerous_calls_blocked_and_reported);
         tcase_add_test(tc, reporting_stops_after_256);
+#if defined(__x86_64__)
+        tcase_add_test(tc, foreign_syscall_abi_kills);
+#endif
         suite_add_tcase(s, tc);
 
         tc = tcase_create("extinction");
