@@ -654,7 +654,7 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         }
 
         /* 5. Go, and wait for READY (listener fd) or the child's own error. */
-        if (write(sync_p, "G", 1) != 1) {
+        if (send(sync_p, "G", 1, MSG_NOSIGNAL) != 1) { /* no SIGPIPE into the server */
                 r = sbx_fail(err, errno ? errno : EPIPE,
                              "the sandbox died before its setup began: %m");
                 kill_and_reap(pid, pidfd);
