@@ -442,6 +442,12 @@ static void hex_digest(EVP_MD_CTX *md, char *out)
 
 int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err)
 {
+        return setup_sha256_file_cancel(path, ret_hex, NULL, err);
+}
+
+int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig_atomic_t *cancel,
+                             struct sbx_error *err)
+{
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         _cleanup_free_ unsigned char *buf = NULL;
         EVP_MD_CTX *md;
@@ -456,6 +462,10 @@ int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err)
         }
         buf = xmalloc(READ_CHUNK);
         while ((n = read(fd, buf, READ_CHUNK)) != 0) {
+                if (cancel && *cancel) {
+                        EVP_MD_CTX_free(md);
+                        return sbx_fail(err, EINTR, "hashing '%s' was cancelled", path);
+                }
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0) {
