@@ -646,10 +646,8 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 mode_t perm, type;
 
                 r = archive_read_next_header(ar, &e);
-                if (r == ARCHIVE_EOF) {
-                        r = 0;
+                if (r == ARCHIVE_EOF)
                         break;
-                }
                 if (r < ARCHIVE_WARN) {
                         r = sbx_fail(err, EBADMSG,
                                      "'%s' is corrupt or truncated after %" PRIu64 " entries: %s",
