@@ -189,9 +189,10 @@ static int from_registry_one(const struct setup_run_args *a, const char *languag
         }
         r = registry_pull(&ref, workdir, language, &o, &img, err);
         if (r == 0) {
+                desc = xasprintf("registry: %s", image);
                 struct setup_source src = {
                     .language = language,
-                    .description = desc = xasprintf("registry: %s", image),
+                    .description = desc,
                     .layers = (const char *const *)img.layer_paths,
                     .layer_sha256 = (const char *const *)img.layer_sha256,
                     .n_layers = img.n_layers,
