@@ -42,6 +42,8 @@ struct engine_state {
         char **active;       /* ids of containers in flight */
         size_t n_active;
         bool shutting_down;
+        unsigned pending_removals; /* background removals still running */
+        pthread_cond_t removed;    /* signalled when pending_removals drops */
 };
 
 static uint64_t now_ms(void)
@@ -897,6 +899,64 @@ out:
         return rv;
 }
 
+struct removal {
+        struct engine_state *st;
+        char *id;
+};
+
+static void *removal_thread(void *p)
+{
+        struct removal *rm = p;
+        struct engine_state *st = rm->st;
+        struct sbx_error e = {0};
+
+        if (container_remove(&st->conn, rm->id, &e) < 0)
+                log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
+        active_del(st, rm->id);
+        free(rm->id);
+        free(rm);
+        pthread_mutex_lock(&st->lock);
+        st->pending_removals--;
+        pthread_cond_broadcast(&st->removed);
+        pthread_mutex_unlock(&st->lock);
+        return NULL;
+}
+
+static void remove_in_background(struct engine_state *st, const char *id)
+{
+        struct removal *rm = xcalloc(1, sizeof(*rm));
+        pthread_attr_t attr;
+        pthread_t t;
+
+        rm->st = st;
+        rm->id = xstrdup(id);
+        pthread_mutex_lock(&st->lock);
+        st->pending_removals++;
+        pthread_mutex_unlock(&st->lock);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, removal_thread, rm) != 0)
+                removal_thread(rm); /* no thread: do it here */
+        pthread_attr_destroy(&attr);
+}
+
+/* Wait (bounded) until every background removal has finished. */
+static void removals_wait(struct engine_state *st, unsigned timeout_s)
+{
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += timeout_s;
+        pthread_mutex_lock(&st->lock);
+        while (st->pending_removals > 0)
+                if (pthread_cond_timedwait(&st->removed, &st->lock, &dl) != 0)
+                        break;
+        if (st->pending_removals > 0)
+                log_warning("%u sandbox container(s) still being removed at exit; the next "
+                            "start's sweep removes them",
+                            st->pending_removals);
+        pthread_mutex_unlock(&st->lock);
+}
+
 static void set_not_measured(struct run_measure *m)
 {
         m->measured = false;
@@ -935,6 +995,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
 
+        uint64_t t0 = now_ms(), t_swept, t_created = 0, t_verified = 0, t_ran = 0;
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {
                 /* The engine is gone (or refuses): say so now rather than half-way. */
@@ -976,6 +1037,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 .userns_keep_id = st->rootless_podman,
                 .init = true,
         };
+        t_swept = now_ms();
         body = engine_create_body(&spec);
         r = engine_request_json(&st->conn, "POST", "/containers/create",
                                 json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
@@ -998,6 +1060,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         }
         id = xstrdup(json_object_get_string(idj));
         active_add(st, id);
+        t_created = now_ms();
 
         /* Verify: the engine's view of the container, option by option. */
         ipath = xasprintf("/containers/%s/json", id);
@@ -1026,7 +1089,9 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 goto out_remove;
         json_object_put(TAKE_PTR(inspect));
 
+        t_verified = now_ms();
         r = run_stream(b, req, id, res, &so, err);
+        t_ran = now_ms();
         if (r < 0)
                 goto out_remove;
 
@@ -1106,11 +1171,23 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         r = 0;
 
 out_remove:
-        if (id) {
+        if (id && r == 0) {
+                /* The result is complete: remove in the background (shutdown waits for it). */
+                remove_in_background(st, id);
+        } else if (id) {
                 struct sbx_error e4 = {0};
                 if (container_remove(&st->conn, id, &e4) < 0)
                         log_warning("%s (the next start's sweep removes it), ignoring", e4.msg);
                 active_del(st, id);
+        }
+        if (id) {
+                log_debug("run %.12s: sweep %llu ms, create %llu, verify %llu, run %llu, "
+                          "collect+remove %llu",
+                          id, (unsigned long long)(t_swept - t0),
+                          (unsigned long long)(t_created - t_swept),
+                          (unsigned long long)(t_verified ? t_verified - t_created : 0),
+                          (unsigned long long)(t_ran ? t_ran - t_verified : 0),
+                          (unsigned long long)(now_ms() - (t_ran ? t_ran : t_created)));
         }
 out_code:
         if (code_file)
@@ -1140,6 +1217,7 @@ static void engine_shutdown(struct backend *b)
                 free(ids[i]);
         }
         free(ids);
+        removals_wait(st, 30);
         if (!ready)
                 return;
         /* Everything else labelled as ours (a run between create and registration). */
@@ -1160,10 +1238,20 @@ static void engine_destroy(struct backend *b)
         struct engine_state *st = b->state;
         if (!st)
                 return;
+        /* a detached removal thread still uses @st: wait for it, a while at least */
+        removals_wait(st, 60);
+        pthread_mutex_lock(&st->lock);
+        unsigned left = st->pending_removals;
+        pthread_mutex_unlock(&st->lock);
+        if (left > 0) {
+                b->state = NULL; /* leak it rather than free under a running thread */
+                return;
+        }
         for (size_t i = 0; i < st->n_active; i++)
                 free(st->active[i]);
         free(st->active);
         pthread_mutex_destroy(&st->lock);
+        pthread_cond_destroy(&st->removed);
         free(st);
         b->state = NULL;
 }
@@ -1190,10 +1278,12 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
 
         pthread_once(&curl_once, curl_init_once);
         pthread_mutex_init(&st->lock, NULL);
+        pthread_cond_init(&st->removed, NULL);
         st->getenv_fn = getenv_fn;
         if (engine_owner_label(getpid(), st->owner, sizeof(st->owner)) < 0) {
                 free(b);
                 pthread_mutex_destroy(&st->lock);
+                pthread_cond_destroy(&st->removed);
                 free(st);
                 return sbx_fail(err, ESRCH,
                                 "cannot read this process's start time from /proc/self/stat: "

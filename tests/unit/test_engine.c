@@ -989,6 +989,9 @@ static void check_nothing_left(const char *host)
         struct sbx_error err = {0};
         struct engine_response r = {0};
         char me[160];
+        /* containers are removed in the background after each result: the backend's
+         * shutdown waits for those removals */
+        test_backend = backend_free(test_backend);
         env_reset();
         env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
