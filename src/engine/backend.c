@@ -957,6 +957,21 @@ static void removals_wait(struct engine_state *st, unsigned timeout_s)
         pthread_mutex_unlock(&st->lock);
 }
 
+/* The init (docker-init / catatonit) could not exec `timeout`: nothing of the code ran. Only
+ * a short stderr that starts with the init's own words counts. */
+static bool no_timeout_in_image(int exit_code, const struct run_result *res)
+{
+        const char *e = res->err.data;
+        if (!e || res->out.total > 0 || res->err.total > 200)
+                return false;
+        if (exit_code == 127 && strncmp(e, "[FATAL tini", 11) == 0 &&
+            strstr(e, "exec timeout failed"))
+                return true; /* Docker's docker-init */
+        if (strncmp(e, "ERROR (catatonit", 16) == 0 && strstr(e, "failed to exec pid1"))
+                return true; /* Podman's catatonit */
+        return false;
+}
+
 static void set_not_measured(struct run_measure *m)
 {
         m->measured = false;
@@ -1149,6 +1164,13 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                          "killed by SIGKILL before its deadline; Podman does not report "
                          "out-of-memory kills, and the %u MiB memory cap is the likely cause",
                          cfg->mem_mb);
+        } else if (no_timeout_in_image(exit_code, res)) {
+                r = sbx_fail(err, ENOENT,
+                             "the sandbox image '%s' has no coreutils `timeout`, which every run "
+                             "needs: use an image that provides bash, timeout and the "
+                             "interpreter, or run `vestibule-mcp setup`",
+                             res->image);
+                goto out_remove;
         } else if (exit_code == 127 && res->err.data &&
                    strncmp(res->err.data, "timeout: failed to run command", 31) == 0) {
                 r = sbx_fail(err, ENOENT,

@@ -1003,6 +1003,39 @@ static void check_nothing_left(const char *host)
         engine_response_done(&r);
 }
 
+/* An image without coreutils `timeout` (a tiny rootfs): a clear Blocked:, not a result. */
+static void check_no_timeout_image(const char *host)
+{
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ char *cmd =
+                xasprintf("cd '%s' && mkdir -p r/workspace r/sandbox r/tmp r/etc && "
+                          "echo 'root:x:0:0::/:/bin/sh' >r/etc/passwd && tar -C r -cf img.tar .",
+                          d);
+        _cleanup_free_ char *tar = xasprintf("%s/img.tar", d);
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        ck_assert_int_eq(system(cmd), 0);
+        env_reset();
+        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+        ck_assert_msg(engine_image_import(&c, tar, "vestibule/notimeout:test", "0", &err) == 0,
+                      "%s", err.msg);
+        test_cfg.image_python = (char *)"vestibule/notimeout:test";
+        struct run_out o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
+        ck_assert_int_eq(o.rc, -ENOENT);
+        ck_assert_msg(strstr(o.err.msg, "no coreutils `timeout`") &&
+                              strstr(o.err.msg, "vestibule/notimeout:test"),
+                      "%s", o.err.msg);
+        run_result_done(&o.res);
+        test_cfg.image_python = (char *)IMG_PY;
+        /* control: the real image runs */
+        o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
+        expect_exit0(&o);
+        run_result_done(&o.res);
+        _cleanup_free_ char *rm = xasprintf("rm -rf '%s'", d);
+        ck_assert_int_eq(system(rm), 0);
+}
+
 START_TEST(docker_print1_grade_container)
 {
         engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
@@ -1131,6 +1164,8 @@ START_TEST(docker_missing_image_blocked)
         o = run_code(SBX_LANG_NODE, "console.log(1)\n", 10, -1);
         expect_exit0(&o);
         run_result_done(&o.res);
+        test_cfg.image_python = (char *)IMG_PY;
+        check_no_timeout_image(DOCKER_SOCK);
 }
 END_TEST
 
@@ -1221,6 +1256,8 @@ START_TEST(podman_rootful_behaviours)
         ck_assert_msg(o.res.oom_killed || strstr(o.res.notes, "128 MiB memory cap"), "%s",
                       o.res.notes);
         run_result_done(&o.res);
+        test_cfg.mem_mb = 256;
+        check_no_timeout_image(PODMAN_SOCK);
         check_nothing_left(PODMAN_SOCK);
 }
 END_TEST
