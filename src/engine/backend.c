@@ -37,9 +37,9 @@ struct engine_state {
         struct engine_conn conn;
         engine_getenv_fn getenv_fn;
         bool rootless_podman;
-        char grade[320];     /* "container" or "container-degraded (...)" */
-        char owner[160];     /* our vestibule.owner label */
-        char **active;       /* ids of containers in flight */
+        char grade[320]; /* "container" or "container-degraded (...)" */
+        char owner[160]; /* our vestibule.owner label */
+        char **active;   /* ids of containers in flight */
         size_t n_active;
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
@@ -245,8 +245,8 @@ static int ping_one(struct engine_conn *c, struct sbx_error *err)
                 return rv;
         if (ver)
                 json_object_object_get_ex(ver, "MinAPIVersion", &minv);
-        return engine_api_negotiate(server_api, minv ? json_object_get_string(minv) : NULL,
-                                    c->api, err);
+        return engine_api_negotiate(server_api, minv ? json_object_get_string(minv) : NULL, c->api,
+                                    err);
 }
 
 int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
@@ -687,12 +687,12 @@ static bool fd_readable(int fd)
 enum stop_reason { STOP_NONE = 0, STOP_TIMEOUT, STOP_CANCEL, STOP_FLOOD, STOP_SHUTDOWN };
 
 struct stream_out {
-        bool wait_ok;          /* the wait answered with a status code */
+        bool wait_ok; /* the wait answered with a status code */
         int status_code;
         enum stop_reason stop;
         uint64_t wall_ms;
         bool proto_error;
-        bool engine_lost;      /* a transfer failed (engine stopped mid-run?) */
+        bool engine_lost; /* a transfer failed (engine stopped mid-run?) */
         char lost_msg[200];
 };
 
@@ -702,7 +702,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
 {
         struct engine_state *st = b->state;
         const struct engine_conn *c = &st->conn;
-        _cleanup_free_ char *apath = xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
+        _cleanup_free_ char *apath =
+            xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
         _cleanup_free_ char *wpath = xasprintf("/containers/%s/wait?condition=next-exit", id);
         _cleanup_free_ char *spath = xasprintf("/containers/%s/start", id);
         _cleanup_(curl_easy_cleanupp) CURL *ha = engine_easy_new(c, apath, true);
@@ -779,8 +780,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 _cleanup_(json_putp) json_object *j = json_tokener_parse(sr.body);
                 json_object *mj = NULL;
                 const char *msg = j && json_object_object_get_ex(j, "message", &mj)
-                                          ? json_object_get_string(mj)
-                                          : sr.body;
+                                      ? json_object_get_string(mj)
+                                      : sr.body;
                 if (strstr(msg, "\"timeout\"") &&
                     (strstr(msg, "not found") || strstr(msg, "no such file")))
                         rv = sbx_fail(err, ENOENT,
@@ -870,8 +871,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                 req->cancel_fd >= 0 && !t_kill ? 1 : 0, 100, NULL);
         }
         out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
-        log_debug("run %.12s: exit after %llu ms, stream %s", id,
-                  (unsigned long long)out->wall_ms, a.x.done ? "ended" : "still open");
+        log_debug("run %.12s: exit after %llu ms, stream %s", id, (unsigned long long)out->wall_ms,
+                  a.x.done ? "ended" : "still open");
         out->proto_error = a.proto_error;
 
         if (w.x.done && w.x.result == CURLE_OK) {
@@ -1036,21 +1037,21 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s);
         const char *cmd[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
         struct engine_run_spec spec = {
-                .image = res->image,
-                .cmd = cmd,
-                .uid = uid,
-                .gid = gid,
-                .workspace = cfg->workspace_dir,
-                .workspace_ro = cfg->workspace_ro,
-                .code_dir = code_dir,
-                .memory_bytes = (uint64_t)cfg->mem_mb << 20,
-                .nano_cpus = (uint64_t)cfg->cpu_pct * 10000000ull,
-                .pids_max = cfg->pids_max,
-                .tmpfs_mb = cfg->tmpfs_mb,
-                .owner = owner,
-                .podman = st->conn.podman,
-                .userns_keep_id = st->rootless_podman,
-                .init = true,
+            .image = res->image,
+            .cmd = cmd,
+            .uid = uid,
+            .gid = gid,
+            .workspace = cfg->workspace_dir,
+            .workspace_ro = cfg->workspace_ro,
+            .code_dir = code_dir,
+            .memory_bytes = (uint64_t)cfg->mem_mb << 20,
+            .nano_cpus = (uint64_t)cfg->cpu_pct * 10000000ull,
+            .pids_max = cfg->pids_max,
+            .tmpfs_mb = cfg->tmpfs_mb,
+            .owner = owner,
+            .podman = st->conn.podman,
+            .userns_keep_id = st->rootless_podman,
+            .init = true,
         };
         t_swept = now_ms();
         body = engine_create_body(&spec);
@@ -1092,8 +1093,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                         json_object *lj = json_tokener_parse(lr.body), *hcj, *idm;
                         if (lj && json_object_object_get_ex(lj, "HostConfig", &hcj) &&
                             json_object_object_get_ex(hcj, "IDMappings", &idm))
-                                json_object_object_add(inspect, "IDMappings",
-                                                       json_object_get(idm));
+                                json_object_object_add(inspect, "IDMappings", json_object_get(idm));
                         json_object_put(lj);
                 }
                 engine_response_done(&lr);
@@ -1126,8 +1126,9 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 }
         }
         if (!so.wait_ok && so.stop == STOP_NONE) {
-                r = sbx_fail(err, EIO, "%s: the run's result is unknown; check the container "
-                                       "engine (it may have stopped) and retry",
+                r = sbx_fail(err, EIO,
+                             "%s: the run's result is unknown; check the container "
+                             "engine (it may have stopped) and retry",
                              so.engine_lost ? so.lost_msg : "the engine gave no exit status");
                 goto out_remove;
         }
@@ -1279,11 +1280,11 @@ static void engine_destroy(struct backend *b)
 }
 
 static const struct backend_ops engine_ops = {
-        .name = "container",
-        .probe = engine_probe,
-        .run = engine_run,
-        .shutdown = engine_shutdown,
-        .destroy = engine_destroy,
+    .name = "container",
+    .probe = engine_probe,
+    .run = engine_run,
+    .shutdown = engine_shutdown,
+    .destroy = engine_destroy,
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;

@@ -87,7 +87,7 @@ int main(int argc, char **argv)
                 }
                 if (i >= 0)
                         printf("%.1f\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                                                 (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+                                             (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
                 free(res.out.data);
                 free(res.err.data);
         }
