@@ -166,8 +166,7 @@ int engine_request(const struct engine_conn *c, const char *method, const char *
 
         if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) {
                 free(b.p);
-                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc),
-                                                err);
+                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
         }
         if (rc != CURLE_OK) {
                 free(b.p);
