@@ -14,12 +14,15 @@
 # Usage: scripts/vm/build-image.sh [--force]
 set -euo pipefail
 
+# Everything runs from main(), so bash has read the whole file before running any of it:
+# editing this script while a (long) build runs cannot derail that build.
+main() {
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${VESTIBULE_VM_CACHE:-/var/tmp/vestibule-vm}
 mirror=${VESTIBULE_VM_MIRROR:-http://deb.debian.org/debian}
 security_mirror=${VESTIBULE_VM_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 force=0
-[[ ${1:-} == --force ]] && force=1
+if [[ ${1:-} == --force ]]; then force=1; fi
 
 log() { printf 'build-image: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -125,3 +128,5 @@ find "$cache_root" -mindepth 1 -maxdepth 1 -type d ! -name '.*' -mtime +7 \
         ! -path "$out" -exec rm -rf {} + 2>/dev/null || true
 log "done in $(( $(date +%s) - start )) s: $out ($(du -sh --apparent-size "$out/root.img" | cut -f1) image, $(du -sh "$out/root.img" | cut -f1) used)"
 printf '%s\n' "$out"
+}
+main "$@"

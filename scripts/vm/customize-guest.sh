@@ -36,6 +36,11 @@ chroot "$t" systemctl mask apt-daily.timer apt-daily-upgrade.timer dpkg-db-backu
         e2scrub_all.timer e2scrub_reap.service fstrim.timer serial-getty@ttyS0.service getty@tty1.service \
         systemd-timesyncd.service
 
+chroot "$t" systemctl set-default multi-user.target
+# The journal stays in memory: nothing of a run's boot is kept, and disk writes cost under TCG.
+mkdir -p "$t/etc/systemd/journald.conf.d"
+printf '[Journal]\nStorage=volatile\n' >"$t/etc/systemd/journald.conf.d/vestibule-vm.conf"
+
 # Module trees no test guest loads (hardware it does not have); then refresh the index.
 kver=$(basename "$(find "$t/lib/modules" -mindepth 1 -maxdepth 1 -type d | head -n1)")
 for m in sound drivers/gpu drivers/media drivers/net/wireless drivers/infiniband \
