@@ -32,6 +32,9 @@
 #
 # Network: none (-nic none). Console log: the run folder's console.log. Qemu is always killed.
 set -euo pipefail
+# All of it runs from main(): bash reads the whole file first, so editing the script while
+# it runs cannot derail the run.
+main() {
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 timeout_s=1500
@@ -290,3 +293,5 @@ for ((a = 1; a <= attempts; a++)); do
         esac
 done
 die "no boot reached the command in $attempts attempts"
+}
+main "$@"

@@ -20,6 +20,9 @@
 #                             (default /var/tmp/vestibule-images/rootfs)
 # Exit status: 0 all ran suites passed, 1 a suite failed, 77 nothing to run, 124/125 from run.sh.
 set -euo pipefail
+# All of it runs from main(): bash reads the whole file first, so editing the script while
+# it runs cannot derail the run.
+main() {
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 log() { printf 'test-native: %s\n' "$*" >&2; }
@@ -140,3 +143,5 @@ if ((${#missing[@]})) && [[ $require == 1 && $rc == 0 ]]; then
         rc=1
 fi
 exit "$rc"
+}
+main "$@"
