@@ -16,10 +16,12 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "config/config.h"
+#include "doctor/doctor.h"
 #include "setup/pins.h"
 #include "setup/setup_run.h"
 
-int (*setup_readiness_hook)(FILE *out) = NULL;
+/* doctor's one-line check: the same verdict `vestibule-mcp doctor` and a first call reach */
+int (*setup_readiness_hook)(FILE *out) = doctor_readiness_print;
 
 static volatile sig_atomic_t cancel_requested;
 
