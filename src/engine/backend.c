@@ -266,13 +266,14 @@ int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                 if (cfg->runtime == SBX_RUNTIME_PODMAN)
                         return sbx_fail(err, ENOENT,
                                         "cannot reach Podman: no API socket found (looked at %s): "
-                                        "start it (systemctl --user start podman.socket) or set "
-                                        "CONTAINER_HOST",
+                                        "start it (systemctl --user start podman.socket), then "
+                                        "retry; or set CONTAINER_HOST and restart the server",
                                         missing);
                 return sbx_fail(err, ENOENT,
                                 "cannot reach Docker Engine at '/var/run/docker.sock': no engine "
                                 "socket found (looked at %s): start it (sudo systemctl start "
-                                "docker, or start Docker Desktop) or set DOCKER_HOST",
+                                "docker, or start Docker Desktop), then retry; or set DOCKER_HOST "
+                                "and restart the server",
                                 missing);
         }
         for (size_t i = 0; i < n; i++) {
@@ -789,6 +790,19 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                       "every run needs: use an image that provides bash, timeout "
                                       "and the interpreter, or run `vestibule-mcp setup`",
                                       res->image);
+                else if (strcasestr(msg, "no new privileges") ||
+                         strcasestr(msg, "no_new_privs") ||
+                         (strcasestr(msg, "apparmor") && strcasestr(msg, "snap")))
+                        /* The Docker snap's own confinement refuses the no-new-privileges
+                         * every sandbox is started with; Vestibule does not drop it. */
+                        rv = sbx_fail(err, EPERM,
+                                      "the container engine refused no-new-privileges, which "
+                                      "every sandbox needs; the Docker snap does this: install "
+                                      "Docker Engine from your distribution (apt install "
+                                      "docker.io) or docker.com instead of the snap (sudo snap "
+                                      "remove docker), then restart the server (engine said: "
+                                      "%.160s)",
+                                      msg);
                 else
                         rv = sbx_fail(err, EIO,
                                       "the container engine could not start the sandbox (HTTP "
@@ -1016,6 +1030,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         if (engine_sweep(&st->conn, &e2) < 0) {
                 /* The engine is gone (or refuses): say so now rather than half-way. */
                 if (e2.code == ECONNREFUSED || e2.code == ENOENT || e2.code == EACCES) {
+                        /* connect and read /info again next time: it may come back changed */
+                        pthread_mutex_lock(&st->lock);
+                        st->ready = false;
+                        pthread_mutex_unlock(&st->lock);
                         *err = e2;
                         return -e2.code;
                 }

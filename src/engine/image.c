@@ -69,7 +69,8 @@ int engine_image_label(const struct engine_conn *c, const char *ref, const char 
         if (status == 404)
                 return sbx_fail(err, ENOENT,
                                 "the sandbox image '%s' is missing from the container engine: run "
-                                "`vestibule-mcp setup`",
+                                "`vestibule-mcp setup` (or set VESTIBULE_IMAGE_PYTHON / "
+                                "VESTIBULE_IMAGE_NODE to images it has and restart), then retry",
                                 ref);
         if (status != 200)
                 return sbx_fail(err, EIO, "cannot inspect image '%s': %s", ref, msg);

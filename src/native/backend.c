@@ -404,8 +404,13 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         rootfs = xasprintf("%s/%s", cfg->rootfs_dir, rootfs_name(req->language));
         native_strf(res->image, sizeof(res->image), "%s", rootfs);
         r = check_rootfs(rootfs, interpreter_of(req->language), err);
-        if (r < 0)
+        if (r < 0) {
+                /* the rootfs went away since the probe: the next probe must look again */
+                pthread_mutex_lock(&s->lock);
+                s->probed = false;
+                pthread_mutex_unlock(&s->lock);
                 return r;
+        }
         r = workspace_ensure(cfg->workspace_dir, err);
         if (r < 0)
                 return r;

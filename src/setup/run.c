@@ -12,13 +12,14 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "doctor/doctor.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "setup/pins.h"
 #include "setup/registry.h"
 #include "setup/setup.h"
 
-int (*setup_readiness_hook)(FILE *out) = NULL;
+int (*setup_readiness_hook)(FILE *out) = doctor_readiness_print;
 
 /* Run images/build.sh -o @outdir all; its output goes to stderr. */
 static int run_build_script(const char *script, const char *outdir,

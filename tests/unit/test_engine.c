@@ -692,7 +692,7 @@ static void engine_or_skip(const char *host, enum sbx_runtime_choice rt)
                       err.msg);
         if (engine_setup_import_with_env(&test_cfg, fake_getenv, TAR_PY, IMG_PY, &err) < 0 ||
             engine_setup_import_with_env(&test_cfg, fake_getenv, TAR_NODE, IMG_NODE, &err) < 0) {
-                snprintf(why, sizeof(why), "cannot import the test images into %s: %s", host,
+                snprintf(why, sizeof(why), "cannot import the test images into %s: %.400s", host,
                          err.msg);
                 ck_abort_msg("%s", why);
         }
