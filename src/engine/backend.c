@@ -20,6 +20,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/xalloc.h"
 #include "run/backend.h"
 #include "run/run.h"
@@ -696,7 +697,8 @@ struct stream_out {
 
 /* Arm attach + wait (next-exit) in one multi, start, drive to the end. */
 static int run_stream(struct backend *b, const struct run_request *req, const char *id,
-                      struct run_result *res, struct stream_out *out, struct sbx_error *err)
+                      struct run_result *res, struct stream_out *out, struct sbx_trace *trace,
+                      struct sbx_error *err)
 {
         struct engine_state *st = b->state;
         const struct engine_conn *c = &st->conn;
@@ -768,6 +770,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 goto out;
         }
 
+        sbx_trace_lap(trace, "arm_attach_wait");
+
         /* 2. start. */
         t_start = now_ms();
         rv = engine_request(c, "POST", spath, true, NULL, 60000, &sr, err);
@@ -795,6 +799,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
         }
         t_start = now_ms();
         t_progress = t_start;
+        sbx_trace_lap(trace, "start");
 
         /* 3. drive until the wait answered and the stream ended. */
         while (!(w.x.done && a.x.done)) {
@@ -867,6 +872,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 curl_multi_poll(m, req->cancel_fd >= 0 && !t_kill ? &extra : NULL,
                                 req->cancel_fd >= 0 && !t_kill ? 1 : 0, 100, NULL);
         }
+        sbx_trace_lap(trace, "wait_stream");
         out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
         log_debug("run %.12s: exit after %llu ms, stream %s", id,
                   (unsigned long long)out->wall_ms, a.x.done ? "ended" : "still open");
@@ -918,8 +924,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         long status = 0;
         uid_t uid;
         gid_t gid;
+        struct sbx_trace trace;
         int r;
 
+        sbx_trace_begin(&trace, cfg->trace_timing, "container");
         snprintf(res->backend, sizeof(res->backend), "container");
         r = ensure_ready(b, err);
         if (r < 0)
@@ -935,6 +943,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
 
+        sbx_trace_lap(&trace, "prepare");
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {
                 /* The engine is gone (or refuses): say so now rather than half-way. */
@@ -949,9 +958,11 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         r = workspace_ensure(cfg->workspace_dir, err);
         if (r < 0)
                 return r;
+        sbx_trace_lap(&trace, "sweep");
         r = code_dir_make(req, &code_dir, &code_file, err);
         if (r < 0)
                 return r;
+        sbx_trace_lap(&trace, "code_dir");
 
         const char *interp = req->language == SBX_LANG_NODE   ? "node"
                              : req->language == SBX_LANG_BASH ? "bash"
@@ -998,6 +1009,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         }
         id = xstrdup(json_object_get_string(idj));
         active_add(st, id);
+        sbx_trace_lap(&trace, "create");
 
         /* Verify: the engine's view of the container, option by option. */
         ipath = xasprintf("/containers/%s/json", id);
@@ -1026,7 +1038,8 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 goto out_remove;
         json_object_put(TAKE_PTR(inspect));
 
-        r = run_stream(b, req, id, res, &so, err);
+        sbx_trace_lap(&trace, "inspect_verify");
+        r = run_stream(b, req, id, res, &so, &trace, err);
         if (r < 0)
                 goto out_remove;
 
@@ -1034,9 +1047,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         bool oom = false;
         int exit_code = so.status_code;
         struct sbx_error e3 = {0};
-        if (engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
-                                sizeof(msg), &e3) == 0 &&
-            status == 200 && inspect) {
+        int ri = engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
+                                     sizeof(msg), &e3);
+        sbx_trace_lap(&trace, "collect_inspect");
+        if (ri == 0 && status == 200 && inspect) {
                 json_object *state = jget(inspect, "State");
                 oom = json_object_get_boolean(jget(state, "OOMKilled"));
                 if (!so.wait_ok && jget(state, "ExitCode") &&
@@ -1111,12 +1125,14 @@ out_remove:
                 if (container_remove(&st->conn, id, &e4) < 0)
                         log_warning("%s (the next start's sweep removes it), ignoring", e4.msg);
                 active_del(st, id);
+                sbx_trace_lap(&trace, "remove");
         }
 out_code:
         if (code_file)
                 unlink(code_file);
         if (code_dir)
                 rmdir(code_dir);
+        sbx_trace_end(&trace);
         return r;
 }
 
