@@ -20,6 +20,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/xalloc.h"
 #include "run/backend.h"
 #include "run/run.h"
@@ -699,7 +700,8 @@ struct stream_out {
 
 /* Arm attach + wait (next-exit) in one multi, start, drive to the end. */
 static int run_stream(struct backend *b, const struct run_request *req, const char *id,
-                      struct run_result *res, struct stream_out *out, struct sbx_error *err)
+                      struct run_result *res, struct stream_out *out, struct sbx_trace *trace,
+                      struct sbx_error *err)
 {
         struct engine_state *st = b->state;
         const struct engine_conn *c = &st->conn;
@@ -772,6 +774,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 goto out;
         }
 
+        sbx_trace_lap(trace, "arm_attach_wait");
+
         /* 2. start. */
         t_start = now_ms();
         rv = engine_request(c, "POST", spath, true, NULL, 60000, &sr, err);
@@ -812,6 +816,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
         }
         t_start = now_ms();
         t_progress = t_start;
+        sbx_trace_lap(trace, "start");
 
         /* 3. drive until the wait answered and the stream ended. */
         while (!(w.x.done && a.x.done)) {
@@ -884,6 +889,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 curl_multi_poll(m, req->cancel_fd >= 0 && !t_kill ? &extra : NULL,
                                 req->cancel_fd >= 0 && !t_kill ? 1 : 0, 100, NULL);
         }
+        sbx_trace_lap(trace, "wait_stream");
         out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
         log_debug("run %.12s: exit after %llu ms, stream %s", id, (unsigned long long)out->wall_ms,
                   a.x.done ? "ended" : "still open");
@@ -1008,8 +1014,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         long status = 0;
         uid_t uid;
         gid_t gid;
+        struct sbx_trace trace;
         int r;
 
+        sbx_trace_begin(&trace, cfg->trace_timing, "container");
         snprintf(res->backend, sizeof(res->backend), "container");
         r = ensure_ready(b, err);
         if (r < 0)
@@ -1026,6 +1034,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
 
         uint64_t t0 = now_ms(), t_swept, t_created = 0, t_verified = 0, t_ran = 0;
+        sbx_trace_lap(&trace, "prepare");
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {
                 /* The engine is gone (or refuses): say so now rather than half-way. */
@@ -1044,9 +1053,11 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         r = workspace_ensure(cfg->workspace_dir, err);
         if (r < 0)
                 return r;
+        sbx_trace_lap(&trace, "sweep");
         r = code_dir_make(req, &code_dir, &code_file, err);
         if (r < 0)
                 return r;
+        sbx_trace_lap(&trace, "code_dir");
 
         const char *interp = req->language == SBX_LANG_NODE   ? "node"
                              : req->language == SBX_LANG_BASH ? "bash"
@@ -1095,6 +1106,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         id = xstrdup(json_object_get_string(idj));
         active_add(st, id);
         t_created = now_ms();
+        sbx_trace_lap(&trace, "create");
 
         /* Verify: the engine's view of the container, option by option. */
         ipath = xasprintf("/containers/%s/json", id);
@@ -1123,7 +1135,8 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         json_object_put(TAKE_PTR(inspect));
 
         t_verified = now_ms();
-        r = run_stream(b, req, id, res, &so, err);
+        sbx_trace_lap(&trace, "inspect_verify");
+        r = run_stream(b, req, id, res, &so, &trace, err);
         t_ran = now_ms();
         if (r < 0)
                 goto out_remove;
@@ -1132,9 +1145,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         bool oom = false;
         int exit_code = so.status_code;
         struct sbx_error e3 = {0};
-        if (engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
-                                sizeof(msg), &e3) == 0 &&
-            status == 200 && inspect) {
+        int ri = engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
+                                     sizeof(msg), &e3);
+        sbx_trace_lap(&trace, "collect_inspect");
+        if (ri == 0 && status == 200 && inspect) {
                 json_object *state = jget(inspect, "State");
                 oom = json_object_get_boolean(jget(state, "OOMKilled"));
                 if (!so.wait_ok && jget(state, "ExitCode") &&
@@ -1220,6 +1234,7 @@ out_remove:
                 if (container_remove(&st->conn, id, &e4) < 0)
                         log_warning("%s (the next start's sweep removes it), ignoring", e4.msg);
                 active_del(st, id);
+                sbx_trace_lap(&trace, "remove");
         }
         if (id) {
                 log_debug("run %.12s: sweep %llu ms, create %llu, verify %llu, run %llu, "
@@ -1235,6 +1250,7 @@ out_code:
                 unlink(code_file);
         if (code_dir)
                 rmdir(code_dir);
+        sbx_trace_end(&trace);
         return r;
 }
 
