@@ -400,6 +400,39 @@ START_TEST(killed_server_leaves_nothing)
 }
 END_TEST
 
+static int count_own_fds(void)
+{
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+        int n = 0;
+
+        while (d && (e = readdir(d)))
+                n += e->d_name[0] != '.';
+        if (d)
+                closedir(d);
+        return n;
+}
+
+/* The server runs for days: a run must leave no fd, thread or child behind in it. */
+START_TEST(runs_leave_nothing_in_the_server)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, "echo warm\n", 10, &res, &err), 0);
+        run_result_done(&res);
+        int before = count_own_fds();
+        for (int i = 0; i < 5; i++) {
+                ck_assert_int_eq(
+                    run_code(SBX_LANG_BASH, i % 2 ? "exit 3\n" : "sleep 5\n", 1, &res, &err), 0);
+                run_result_done(&res);
+        }
+        ck_assert_int_eq(count_own_fds(), before);
+        ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child left, reaped or not */
+        ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
 START_TEST(workspace_ro_refuses_writes)
 {
         struct run_result res;
@@ -974,6 +1007,7 @@ static Suite *native_suite(void)
         tcase_add_test(tc, workspace_is_shared_and_tmp_is_home);
         tcase_add_test(tc, workspace_ro_refuses_writes);
         tcase_add_test(tc, runs_node_and_bash);
+        tcase_add_test(tc, runs_leave_nothing_in_the_server);
         tcase_add_test(tc, python_multiprocessing_works);
         tcase_add_test(tc, child_setup_error_comes_back);
         tcase_add_test(tc, concurrent_runs_stay_apart);
