@@ -47,6 +47,7 @@ static const char *rootfs_dir(void)
 }
 
 static bool started_as_root;
+static char *delegated_base; /* a cgroup v2 node handed to the test user, or NULL */
 
 /* The unprivileged user a root-started suite becomes (CI: SBX_TEST_USER). */
 static const char *test_user(void)
@@ -877,6 +878,70 @@ START_TEST(speed_print1_vs_bwrap)
 }
 END_TEST
 
+/* ---- a delegated cgroup v2 subtree (the runs' own cgroups, CLONE_INTO_CGROUP) ------------- */
+
+/* As root, before dropping: put this test process into the delegated node, as a service
+ * manager with Delegate=yes would have. */
+static void setup_delegated(void)
+{
+        _cleanup_free_ char *procs = xasprintf("%s/cgroup.procs", delegated_base);
+        FILE *f = fopen(procs, "w");
+
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "%d\n", (int)getpid());
+        ck_assert_int_eq(fclose(f), 0);
+        setup();
+}
+
+START_TEST(delegated_cgroup_per_run)
+{
+        struct native_limits_info li = {.path = NATIVE_LIMITS_DELEGATED};
+        struct backend_probe p;
+        struct run_result res;
+        struct sbx_error err = {0};
+        char marker[64];
+
+        native_strf(li.base, sizeof(li.base), "%s", delegated_base);
+        native_strf(li.missing, sizeof(li.missing), "memory, cpu, pids"); /* hybrid: none here */
+        native_backend_force_limits(be, &li);
+        ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
+        ck_assert_str_eq(p.grade, "native-degraded (limits not applied: memory, cpu, pids: the "
+                                  "controllers are not delegated to this user's cgroup)");
+
+        snprintf(marker, sizeof(marker), "vestibule-cg-%d", (int)getpid());
+        _cleanup_free_ char *code =
+            xasprintf("/workspace/probe daemon=%s\ncat /proc/self/cgroup\n"
+                      "end=$((SECONDS+1)); while [ $SECONDS -lt $end ]; do :; done\n",
+                      marker);
+        ck_assert_msg(run_code(SBX_LANG_BASH, code, 10, &res, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(res.exit_code, 0);
+        /* the run's own cgroup namespace is rooted at its own cgroup */
+        ck_assert_msg(strstr(res.out.data, "0::/\n"), "%s", res.out.data);
+        /* usage from the run's cgroup, read after everything but init was gone */
+        ck_assert(res.usage.cpu_us.measured);
+        ck_assert_uint_ge(res.usage.cpu_us.value, 200 * 1000);
+        ck_assert(!res.usage.mem_peak_bytes.measured);
+        ck_assert_str_eq(res.usage.mem_peak_bytes.why, "no memory controller in the run's cgroup");
+        ck_assert_int_eq(count_marked(marker), 0);
+        run_result_done(&res);
+
+        /* the run's cgroup is gone; the server's own leaf stays */
+        DIR *d = opendir(delegated_base);
+        struct dirent *e;
+        ck_assert_ptr_nonnull(d);
+        while ((e = readdir(d)))
+                ck_assert_msg(strncmp(e->d_name, "run-", 4) != 0, "left behind: %s", e->d_name);
+        closedir(d);
+
+        /* a timed-out run: usage is still read (before the kill), and the cgroup removed */
+        ck_assert_int_eq(run_code(SBX_LANG_PYTHON, "while True: pass\n", 1, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert(res.usage.cpu_us.measured);
+        ck_assert_uint_gt(res.usage.cpu_us.value, 0);
+        run_result_done(&res);
+}
+END_TEST
+
 /* ---- a server started as root runs code as VESTIBULE_RUN_AS, never as root -------------- */
 
 START_TEST(root_server_refuses_without_run_as)
@@ -958,6 +1023,7 @@ START_TEST(cgroup_usage_parsed_and_limits_named)
             "usage_usec 12345\nuser_usec 1\nsystem_usec 2\nnr_periods 41\nnr_throttled 40\n"
             "throttled_usec 5\n");
         put(tmpdir, "memory.peak", "7340032\n");
+        put(tmpdir, "pids.max", "64\n"); /* the controller is there, its peak file is not */
         put(tmpdir, "pids.events", "max 3\n");
         put(tmpdir, "memory.events", "low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n");
         ck_assert(native_cgroup_read(&cg, &cfg, &res));
@@ -1057,6 +1123,14 @@ static Suite *native_suite(void)
         tcase_add_test(tc, speed_print1_vs_bwrap);
         suite_add_tcase(s, tc);
 
+        if (delegated_base) {
+                tc = tcase_create("delegated");
+                tcase_add_checked_fixture(tc, setup_delegated, teardown);
+                tcase_set_timeout(tc, 60);
+                tcase_add_test(tc, delegated_cgroup_per_run);
+                suite_add_tcase(s, tc);
+        }
+
         if (started_as_root) {
                 tc = tcase_create("root");
                 tcase_add_checked_fixture(tc, setup_root, teardown);
@@ -1133,9 +1207,55 @@ static void skip_unless_usable(void)
                 sbx_test_skip(why[0] ? why : "the native backend probe failed");
 }
 
+/* As root on a host with a cgroup v2 hierarchy (the unified one of a hybrid counts): a node
+ * delegated to the test user the way systemd's Delegate=yes does it (the directory and its
+ * cgroup.procs, cgroup.subtree_control, cgroup.threads owned by the user). */
+static void make_delegated_base(void)
+{
+        static const char *const roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+        static const char *const files[] = {"", "/cgroup.procs", "/cgroup.subtree_control",
+                                            "/cgroup.threads"};
+        struct passwd *pw = getpwnam(test_user());
+        struct statfs sfs;
+
+        if (!started_as_root || !pw)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
+                if (statfs(roots[i], &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC)
+                        continue;
+                char *base = xasprintf("%s/vestibule-test-%d", roots[i], (int)getpid());
+                if (mkdir(base, 0755) < 0) {
+                        free(base);
+                        return;
+                }
+                for (size_t k = 0; k < ELEMENTSOF(files); k++) {
+                        _cleanup_free_ char *f = xasprintf("%s%s", base, files[k]);
+                        if (chown(f, pw->pw_uid, pw->pw_gid) < 0)
+                                perror(f);
+                }
+                delegated_base = base;
+                return;
+        }
+}
+
+static void remove_delegated_base(void)
+{
+        if (!delegated_base)
+                return;
+        _cleanup_free_ char *leaf = xasprintf("%s/vestibule-server", delegated_base);
+        rmdir(leaf);
+        if (rmdir(delegated_base) < 0)
+                perror(delegated_base);
+}
+
 int main(void)
 {
+        int r;
+
         started_as_root = geteuid() == 0;
         skip_unless_usable();
-        return sbx_test_run(native_suite());
+        make_delegated_base();
+        r = sbx_test_run(native_suite());
+        remove_delegated_base();
+        return r;
 }
