@@ -60,6 +60,14 @@ int engine_unreachable_error(const struct engine_endpoint *ep, int os_errno, con
 {
         const char *where = ep->is_unix ? ep->sock_path : ep->base_url;
 
+        if ((os_errno == EACCES || os_errno == EPERM) && ep->is_unix &&
+            strstr(ep->sock_path, "podman"))
+                return sbx_fail(err, EACCES,
+                                "cannot open Podman's socket '%s': permission denied (it belongs "
+                                "to another user): use this user's own rootless Podman "
+                                "(systemctl --user start podman.socket; its socket is "
+                                "$XDG_RUNTIME_DIR/podman/podman.sock) or set CONTAINER_HOST",
+                                where);
         if (os_errno == EACCES || os_errno == EPERM)
                 return sbx_fail(err, EACCES,
                                 "cannot open the Docker Engine socket '%s': permission denied. "
@@ -70,7 +78,8 @@ int engine_unreachable_error(const struct engine_endpoint *ep, int os_errno, con
                                 where);
         return sbx_fail(err, os_errno == ENOENT ? ENOENT : ECONNREFUSED,
                         "cannot reach Docker Engine at '%s' (%s, from %s): start it (sudo "
-                        "systemctl start docker, or start Docker Desktop) or set DOCKER_HOST",
+                        "systemctl start docker, or start Docker Desktop), then retry; or set "
+                        "DOCKER_HOST and restart the server",
                         where, curl_msg && *curl_msg ? curl_msg : strerror(os_errno), ep->origin);
 }
 
@@ -158,8 +167,7 @@ int engine_request(const struct engine_conn *c, const char *method, const char *
 
         if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) {
                 free(b.p);
-                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc),
-                                                err);
+                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
         }
         if (rc != CURLE_OK) {
                 free(b.p);

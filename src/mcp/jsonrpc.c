@@ -83,16 +83,33 @@ json_object *mcp_id_to_json(const struct mcp_id *id)
         }
 }
 
+const char *mcp_log_safe(const char *s, char *buf, size_t size)
+{
+        size_t i = 0;
+
+        if (size == 0)
+                return buf;
+        for (; s && s[i] && i + 1 < size; i++) {
+                buf[i] = s[i];
+                if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+                        buf[i] = '?';
+        }
+        buf[i] = '\0';
+        return buf;
+}
+
 const char *mcp_id_describe(const struct mcp_id *id, char *buf, size_t size)
 {
         switch (id->type) {
         case MCP_ID_INT:
                 snprintf(buf, size, "%" PRId64, id->num);
                 break;
-        case MCP_ID_STRING:
-                snprintf(buf, size, "\"%.*s\"", (int)(id->str_len > 64 ? 64 : id->str_len),
-                         id->str);
+        case MCP_ID_STRING: {
+                char safe[68];
+                mcp_log_safe(id->str, safe, sizeof(safe));
+                snprintf(buf, size, "\"%s\"", safe);
                 break;
+        }
         default:
                 snprintf(buf, size, "(none)");
         }

@@ -35,7 +35,10 @@ enum mcp_read_status {
         MCP_READ_TOO_LONG, /* a line over max_line_bytes was dropped */
 };
 
+/** mcp_reader_init() - read lines from @fd (borrowed, not closed); @max_line_bytes 0 means
+ * MCP_MAX_LINE_BYTES_DEFAULT. The buffer grows only while a line is being read. */
 void mcp_reader_init(struct mcp_reader *r, int fd, size_t max_line_bytes);
+/** mcp_reader_done() - free the buffer (the fd stays open). */
 void mcp_reader_done(struct mcp_reader *r);
 
 /**
@@ -107,11 +110,18 @@ struct mcp_id {
 /** mcp_id_from_json() - read @v as an id. Return 0, or -EINVAL (null, bool, float, object,
  * array, an integer outside int64). */
 int mcp_id_from_json(json_object *v, struct mcp_id *ret);
+/** mcp_id_equal() - same JSON type and value: "1" and 1 differ (cancellation.mdx). */
 bool mcp_id_equal(const struct mcp_id *a, const struct mcp_id *b);
+/** mcp_id_copy() - @dst becomes an independent copy of @src (release with mcp_id_done()). */
 void mcp_id_copy(struct mcp_id *dst, const struct mcp_id *src);
+/** mcp_id_done() - free what @id holds and reset it to MCP_ID_NONE. */
 void mcp_id_done(struct mcp_id *id);
 /** mcp_id_to_json() - a new json value for @id, or NULL for MCP_ID_NONE. */
 json_object *mcp_id_to_json(const struct mcp_id *id);
+/** mcp_log_safe() - @s (NUL-terminated, may be NULL) for a log line, into @buf: at most
+ * @size - 1 bytes, control bytes (C0, DEL) replaced by '?', so a client cannot drive the
+ * terminal that shows our stderr. Returns @buf. */
+const char *mcp_log_safe(const char *s, char *buf, size_t size);
 /** mcp_id_describe() - @id for a log line ("7", "\"abc\""), into @buf. */
 const char *mcp_id_describe(const struct mcp_id *id, char *buf, size_t size);
 
@@ -141,6 +151,7 @@ struct mcp_msg {
  * response or invalid request (not an object, jsonrpc != "2.0", method not a string, bad id,
  * params a scalar). @m borrows from @v; release with mcp_msg_done(). */
 void mcp_msg_classify(json_object *v, struct mcp_msg *m);
+/** mcp_msg_done() - free what mcp_msg_classify() copied (the id). */
 void mcp_msg_done(struct mcp_msg *m);
 
 /** mcp_make_result() - {"jsonrpc":"2.0","id":@id,"result":@result}; takes @result. */

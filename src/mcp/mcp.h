@@ -43,6 +43,8 @@ struct mcp_handlers {
  * mcp_serve() also blocks them in its own thread, reads them from a signalfd, and leaves them
  * blocked on return so a second signal cannot cut the caller's cleanup short. It sets SIGPIPE
  * to SIG_IGN if it was SIG_DFL, so a vanished client shows as EPIPE. Workers block all signals.
+ * A blocked mask and an ignored SIGPIPE survive fork() and execve(): whoever spawns a child
+ * (the backends) must reset both (sigprocmask, SIGPIPE to SIG_DFL) before exec.
  * A tool that ignores both shutdown() and its cancel_fd for 10 s is left behind: mcp_serve()
  * returns anyway, its state stays allocated for that worker, and nothing more reaches @out_fd.
  * Spec: ../shared/MCP_NOTES.md §1 (stdio framing, shutdown) and the spec files it cites.

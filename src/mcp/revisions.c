@@ -173,39 +173,55 @@ static json_object *schema_for_rev(json_object *schema, enum mcp_rev rev)
         return c;
 }
 
+/* Tool fields and the revisions that know them (schema/<rev>/schema.ts, MCP_NOTES §4). Any
+ * other field is one a revision we do not serve added, and is left out. */
+static const struct {
+        const char *key;
+        enum mcp_rev first, last;
+} tool_fields[] = {
+    {"name", MCP_REV_2024_11_05, MCP_REV_MODERN},
+    {"description", MCP_REV_2024_11_05, MCP_REV_MODERN},
+    {"inputSchema", MCP_REV_2024_11_05, MCP_REV_MODERN},
+    {"annotations", MCP_REV_2025_03_26, MCP_REV_MODERN},
+    {"title", MCP_REV_2025_06_18, MCP_REV_MODERN},
+    {"outputSchema", MCP_REV_2025_06_18, MCP_REV_MODERN},
+    {"_meta", MCP_REV_2025_06_18, MCP_REV_MODERN},
+    {"icons", MCP_REV_2025_11_25, MCP_REV_MODERN},
+    {"execution", MCP_REV_2025_11_25, MCP_REV_2025_11_25}, /* tasks became an extension */
+};
+
+static bool is_object_schema(json_object *schema)
+{
+        json_object *type = NULL;
+
+        return json_object_is_type(schema, json_type_object) &&
+               json_object_object_get_ex(schema, "type", &type) &&
+               json_object_is_type(type, json_type_string) &&
+               strcmp(json_object_get_string(type), "object") == 0;
+}
+
 json_object *mcp_rev_tool(json_object *tool, enum mcp_rev rev)
 {
-        json_object *out = json_object_new_object(), *v = NULL, *type = NULL;
+        json_object *out = json_object_new_object(), *v = NULL;
 
         if (!json_object_is_type(tool, json_type_object))
                 return out;
-        json_object_object_foreach(tool, key, val)
-        {
-                if (strcmp(key, "name") == 0 || strcmp(key, "description") == 0)
-                        json_object_object_add(out, key, copy(val));
-                else if (strcmp(key, "inputSchema") == 0)
-                        json_object_object_add(out, key, schema_for_rev(val, rev));
-                else if (strcmp(key, "annotations") == 0 && rev >= MCP_REV_2025_03_26)
-                        json_object_object_add(out, key, copy(val));
-                else if ((strcmp(key, "title") == 0 || strcmp(key, "_meta") == 0) &&
-                         rev >= MCP_REV_2025_06_18)
-                        json_object_object_add(out, key, copy(val));
-                else if (strcmp(key, "outputSchema") == 0 && rev >= MCP_REV_2025_06_18) {
-                        /* Legacy outputSchema must be an object schema, or TS clients reject
-                         * the whole tools/list. */
-                        v = val;
-                        if (rev < MCP_REV_MODERN &&
-                            !(json_object_is_type(v, json_type_object) &&
-                              json_object_object_get_ex(v, "type", &type) &&
-                              json_object_is_type(type, json_type_string) &&
-                              strcmp(json_object_get_string(type), "object") == 0))
+        for (size_t i = 0; i < sizeof(tool_fields) / sizeof(tool_fields[0]); i++) {
+                const char *key = tool_fields[i].key;
+
+                if (rev < tool_fields[i].first || rev > tool_fields[i].last ||
+                    !json_object_object_get_ex(tool, key, &v))
+                        continue;
+                if (strcmp(key, "inputSchema") == 0)
+                        json_object_object_add(out, key, schema_for_rev(v, rev));
+                else if (strcmp(key, "outputSchema") == 0) {
+                        /* A legacy outputSchema must be an object schema, or TS clients reject
+                         * the whole tools/list; 2026-07-28 takes any schema. */
+                        if (rev < MCP_REV_MODERN && !is_object_schema(v))
                                 continue;
                         json_object_object_add(out, key, schema_for_rev(v, rev));
-                } else if (strcmp(key, "icons") == 0 && rev >= MCP_REV_2025_11_25)
-                        json_object_object_add(out, key, copy(val));
-                else if (strcmp(key, "execution") == 0 && rev == MCP_REV_2025_11_25)
-                        json_object_object_add(out, key, copy(val));
-                /* Anything else is a field some revision we do not serve added: left out. */
+                } else
+                        json_object_object_add(out, key, copy(v));
         }
         return out;
 }

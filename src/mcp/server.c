@@ -112,6 +112,12 @@ static void json_putp(json_object **v)
         json_object_put(*v);
 }
 
+/* @v's string, or "?" when it is not a string. */
+static const char *jstring(json_object *v)
+{
+        return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "?";
+}
+
 static json_object *obj_get(json_object *o, const char *key)
 {
         json_object *v = NULL;
@@ -170,8 +176,10 @@ static void send_error(struct mcp_server *s, struct mcp_batch *b, const struct m
 {
         char idbuf[96];
 
+        char safe[256];
+
         log_debug("request %s: error %d: %s", id ? mcp_id_describe(id, idbuf, sizeof(idbuf)) : "-",
-                  code, message);
+                  code, mcp_log_safe(message, safe, sizeof(safe)));
         send_msg(s, b, mcp_make_error(id, code, message, data));
 }
 
@@ -343,7 +351,8 @@ static void *worker_main(void *arg)
         else {
                 _cleanup_free_ char *m = xasprintf("Internal error in tool '%s': %s", c->name,
                                                    err.msg[0] ? err.msg : strerror(-r));
-                log_error("%s", m);
+                char safe[600];
+                log_error("%s", mcp_log_safe(m, safe, sizeof(safe)));
                 msg = mcp_make_error(&c->id, MCP_ERR_INTERNAL, m, NULL);
         }
         free(res.text);
@@ -384,6 +393,7 @@ static void do_initialize(struct mcp_server *s, const struct mcp_msg *m)
 {
         json_object *pv = obj_get(m->params, "protocolVersion"), *ci, *r;
         const char *echo = NULL;
+        char b1[64], b2[64], b3[64];
 
         if (!m->params || !json_object_is_type(m->params, json_type_object) || !pv ||
             !json_object_is_type(pv, json_type_string)) {
@@ -394,10 +404,10 @@ static void do_initialize(struct mcp_server *s, const struct mcp_msg *m)
         s->rev = mcp_rev_negotiate(json_object_get_string(pv), &echo);
         s->initialized = true;
         ci = obj_get(m->params, "clientInfo");
-        log_info("client '%s' %s: asked for protocol %s, serving %s",
-                 obj_get(ci, "name") ? json_object_get_string(obj_get(ci, "name")) : "?",
-                 obj_get(ci, "version") ? json_object_get_string(obj_get(ci, "version")) : "?",
-                 json_object_get_string(pv), echo);
+        log_info("client '%s' '%s': asked for protocol '%s', serving %s",
+                 mcp_log_safe(jstring(obj_get(ci, "name")), b1, sizeof(b1)),
+                 mcp_log_safe(jstring(obj_get(ci, "version")), b2, sizeof(b2)),
+                 mcp_log_safe(json_object_get_string(pv), b3, sizeof(b3)), echo);
 
         r = json_object_new_object();
         json_object_object_add(r, "protocolVersion", json_object_new_string(echo));
@@ -493,6 +503,18 @@ static int start_worker(struct mcp_call *c)
         return -r;
 }
 
+/* A call that could not get a worker: -32603, and @c (never started) is freed. */
+static void reply_start_failure(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m,
+                                struct mcp_call *c, int r)
+{
+        _cleanup_free_ char *msg =
+            xasprintf("Internal error: cannot start a worker for tools/call: %s", strerror(-r));
+
+        log_error("%s", msg);
+        send_error(s, b, &m->id, MCP_ERR_INTERNAL, msg, NULL);
+        call_free(c);
+}
+
 static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m,
                           enum mcp_rev rev, bool modern)
 {
@@ -535,20 +557,19 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
         running = s->running;
         pthread_mutex_unlock(&s->mu);
         if (running >= s->max_workers) {
-                json_object *res = json_object_new_object(), *content = json_object_new_array(),
-                            *text = json_object_new_object();
-                _cleanup_free_ char *msg = xasprintf(
-                    "Blocked: %u tool calls are already in flight, the most this server "
-                    "runs or queues at once. Retry this call when one of them has finished.",
-                    running);
-                json_object_object_add(text, "type", json_object_new_string("text"));
-                json_object_object_add(text, "text", json_object_new_string(msg));
-                json_object_array_add(content, text);
-                json_object_object_add(res, "content", content);
-                json_object_object_add(res, "isError", json_object_new_boolean(1));
+                char safe[96];
+                struct tool_result res = {
+                    .text = xasprintf("Blocked: %u tool calls are already in flight, the most "
+                                      "this server runs or queues at once. Retry this call when "
+                                      "one of them has finished.",
+                                      running),
+                    .is_error = true,
+                };
                 log_warning("tools/call '%s' refused: %u calls in flight",
-                            json_object_get_string(name), running);
-                send_result(s, b, &m->id, res, modern);
+                            mcp_log_safe(json_object_get_string(name), safe, sizeof(safe)),
+                            running);
+                send_result(s, b, &m->id, tool_result_json(&res, rev), modern);
+                free(res.text);
                 return;
         }
 
@@ -564,8 +585,8 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
                 (void)mcp_id_from_json(token, &c->token); /* not a string/int: no progress */
         c->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (c->cancel_fd < 0) {
-                r = -errno;
-                goto fail;
+                reply_start_failure(s, b, m, c, -errno);
+                return;
         }
         c->batch = b;
         if (b)
@@ -583,17 +604,11 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
                 c->has_thread = true;
         }
         pthread_mutex_unlock(&s->mu);
-        if (r >= 0)
-                return;
-        if (b)
-                batch_unref(b);
-fail : {
-        _cleanup_free_ char *msg =
-            xasprintf("Internal error: cannot start a worker for tools/call: %s", strerror(-r));
-        log_error("%s", msg);
-        send_error(s, b, &m->id, MCP_ERR_INTERNAL, msg, NULL);
-        call_free(c);
-}
+        if (r < 0) {
+                if (b)
+                        batch_unref(b); /* the dispatcher still holds its own reference */
+                reply_start_failure(s, b, m, c, r);
+        }
 }
 
 static json_object *listen_meta(const struct mcp_id *id)
@@ -721,6 +736,7 @@ static void handle_request(struct mcp_server *s, struct mcp_batch *b, const stru
 static void handle_message(struct mcp_server *s, struct mcp_batch *b, json_object *v)
 {
         struct mcp_msg m;
+        char safe[96];
 
         mcp_msg_classify(v, &m);
         switch (m.kind) {
@@ -735,7 +751,8 @@ static void handle_message(struct mcp_server *s, struct mcp_batch *b, json_objec
                 if (strcmp(m.method, "notifications/cancelled") == 0)
                         do_cancelled(s, m.params);
                 else
-                        log_debug("notification '%s' needs nothing from us", m.method);
+                        log_debug("notification '%s' needs nothing from us",
+                                  mcp_log_safe(m.method, safe, sizeof(safe)));
                 break;
         case MCP_MSG_REQUEST:
                 handle_request(s, b, &m);

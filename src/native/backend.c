@@ -306,6 +306,7 @@ struct run_ctx {
         pthread_mutex_t lock;
         bool read_done; /* the cgroup was read (or tried) once */
         bool read_ok;
+        uint64_t read_us; /* how long that read took, for the timing trace */
         struct run_result usage; /* scratch: usage, limits_hit, oom_killed from the cgroup */
 };
 
@@ -318,8 +319,10 @@ static void read_usage_once(void *userdata)
 
         pthread_mutex_lock(&c->lock);
         if (c->cg && !c->read_done) {
+                uint64_t t0 = sbx_trace_now_us();
                 c->read_ok = native_cgroup_read(c->cg, c->cfg, &c->usage);
                 c->read_done = true;
+                c->read_us = sbx_trace_now_us() - t0;
         }
         pthread_mutex_unlock(&c->lock);
 }
@@ -394,7 +397,10 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         char script[64];
         bool host_root = geteuid() == 0;
         uint64_t start_ms = sbx_now_ms();
+        struct sbx_trace trace;
         int r, slot = -1;
+
+        sbx_trace_begin(&trace, cfg->trace_timing, "native");
 
         native_strf(res->backend, sizeof(res->backend), "native");
         r = native_probe(b, &probe, err);
@@ -406,8 +412,13 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         rootfs = xasprintf("%s/%s", cfg->rootfs_dir, rootfs_name(req->language));
         native_strf(res->image, sizeof(res->image), "%s", rootfs);
         r = check_rootfs(rootfs, interpreter_of(req->language), err);
-        if (r < 0)
+        if (r < 0) {
+                /* the rootfs went away since the probe: the next probe must look again */
+                pthread_mutex_lock(&s->lock);
+                s->probed = false;
+                pthread_mutex_unlock(&s->lock);
                 return r;
+        }
         r = workspace_ensure(cfg->workspace_dir, err);
         if (r < 0)
                 return r;
@@ -440,13 +451,16 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .host_gid = host_root ? cfg->run_as_gid : getgid(),
             .host_root = host_root,
             .cgroup_fd = -1,
+            .trace = &trace,
         };
+        sbx_trace_lap(&trace, "prepare");
         if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
                 r = native_cgroup_create(&s->limits, cfg, &cg, err);
                 if (r < 0)
                         return sbx_wrap(err, "native-degraded would need a working cgroup");
                 sp.cgroup_fd = cg.dir_fd;
                 ctx.cg = &cg;
+                sbx_trace_lap(&trace, "cgroup_create");
         } else if (s->limits.path == NATIVE_LIMITS_SCOPE) {
                 sp.after_clone = scope_place;
                 sp.after_clone_ud = &sud;
@@ -474,6 +488,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                         ;
                 goto finish;
         }
+        sbx_trace_lap(&trace, "notify_start");
 
         child = (struct warden_child){
             .pid = sb.pid,
@@ -486,6 +501,19 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         sb.pidfd = sb.out_fd = sb.err_fd = -1; /* the warden closes them */
         r = warden_supervise(req, &child, start_ms, res, NULL, err);
         kill_tree(&ctx); /* idempotent; the namespace is already gone once init is reaped */
+        if (trace.on) {
+                /* program: exec, the interpreter, init's reaping of the rest (and the cgroup
+                 * read); teardown: init's exit, the namespaces' teardown, the warden's reap */
+                uint64_t now = sbx_trace_now_us(), at;
+                pthread_mutex_lock(&notify.lock);
+                at = notify.have_status ? notify.status_us : now;
+                pthread_mutex_unlock(&notify.lock);
+                if (at < trace.last_us || at > now)
+                        at = now;
+                sbx_trace_span(&trace, "program", at - trace.last_us);
+                sbx_trace_span(&trace, "teardown_reap", now - at);
+                trace.last_us = now;
+        }
 
 finish:
         slot_del(s, slot);
@@ -531,6 +559,10 @@ finish:
         }
         pthread_mutex_destroy(&ctx.lock);
         native_strf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
+        if (ctx.read_done)
+                sbx_trace_span(&trace, "cgroup_read", ctx.read_us);
+        sbx_trace_lap(&trace, "finish");
+        sbx_trace_end(&trace);
 
         if (r < 0)
                 return r;

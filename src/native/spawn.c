@@ -315,6 +315,7 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
 __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, int out_w,
                                                  int err_w, int sync_fd)
 {
+        uint64_t entry_us = sbx_trace_now_us(); /* vDSO clock_gettime: async-signal-safe */
         struct native_msg msg = {0};
         char opts[96], go;
         ssize_t n;
@@ -346,6 +347,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         fds[2] = err_w;
         fds[3] = sync_fd;
         child_place_fds(fds, 4);
+        msg.info.mark_us[NATIVE_MARK_ENTRY] = entry_us;
 
         /* 3. Wait for the parent to write the id maps (and place us in our cgroup). */
         do
@@ -357,6 +359,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
          * so it is rooted at the run's own cgroup, as with CLONE_INTO_CGROUP. */
         if (sp->after_clone && unshare(CLONE_NEWCGROUP) < 0)
                 child_fail(errno, "cannot create the cgroup namespace: %s", safe_strerror(errno));
+        msg.info.mark_us[NATIVE_MARK_GO] = sbx_trace_now_us();
 
         /* 4. Filesystem: nothing we mount propagates back to the host. */
         child_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, "making the mount tree private");
@@ -375,6 +378,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                           (sp->workspace_ro ? MOUNT_ATTR_RDONLY : 0),
                       MS_NOSUID | MS_NODEV | (sp->workspace_ro ? MS_RDONLY : 0));
+        msg.info.mark_us[NATIVE_MARK_ROOTFS] = sbx_trace_now_us();
         /* Files we create from here on (the /dev entries, the script) belong to the sandbox
          * user: a root server's own uid is not mapped in here, and a tmpfs of this user
          * namespace refuses files owned by an unmapped id (EOVERFLOW). */
@@ -402,6 +406,8 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                     MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
                     "making /sandbox read-only");
 
+        msg.info.mark_us[NATIVE_MARK_MOUNTS] = sbx_trace_now_us();
+
         /* 5. pivot_root into it and drop the host's tree entirely. */
         if (syscall(SYS_pivot_root, ".", ".") < 0)
                 child_fail(errno, "cannot pivot_root into '%s': %s", sp->rootfs,
@@ -411,10 +417,14 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         if (chdir("/workspace") < 0)
                 child_fail(errno, "cannot enter /workspace: %s", safe_strerror(errno));
 
+        msg.info.mark_us[NATIVE_MARK_PIVOT] = sbx_trace_now_us();
+
         /* 6. uts and net namespaces. */
         if (sethostname("vestibule", 9) < 0)
                 child_fail(errno, "cannot set the hostname: %s", safe_strerror(errno));
         child_lo_up();
+
+        msg.info.mark_us[NATIVE_MARK_UTS_NET] = sbx_trace_now_us();
 
         /* 7. Limits that rlimits can honestly give. RLIMIT_NPROC counts per user in the run's
          *    own user namespace (5.14+), so it caps this run's processes and threads. */
@@ -443,11 +453,14 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         /* init is not dumpable: the program (same uid) cannot ptrace it to escape its filter */
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
+        msg.info.mark_us[NATIVE_MARK_CREDS] = sbx_trace_now_us();
+
         /* 9. Landlock, the second layer over the filesystem. */
         r = native_landlock_apply(sp->workspace_ro);
         if (r < 0)
                 child_fail(-r, "cannot apply Landlock: %s", safe_strerror(-r));
         msg.info.landlock_abi = r;
+        msg.info.mark_us[NATIVE_MARK_LANDLOCK] = sbx_trace_now_us();
 
         /* 10. Last: the seccomp filter (built before clone), with a listener for reports. */
         listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
@@ -457,6 +470,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                            "cannot load the seccomp filter: %s; the kernel needs seccomp "
                            "user notification (5.0+)",
                            safe_strerror(errno));
+        msg.info.mark_us[NATIVE_MARK_SECCOMP] = sbx_trace_now_us();
         msg.type = MSG_READY;
         child_send(FD_SYNC, &msg, listener);
         close(listener);
@@ -618,6 +632,34 @@ static void kill_and_reap(pid_t pid, int pidfd)
                 ;
 }
 
+/* The child's own phases, from its checkpoints; the lap clock moves to now. */
+static void trace_child(struct sbx_trace *t, const struct native_child_info *info)
+{
+        static const char *const names[NATIVE_MARK_COUNT] = {
+            [NATIVE_MARK_GO] = "go_wakeup",
+            [NATIVE_MARK_ROOTFS] = "mount_rootfs",
+            [NATIVE_MARK_MOUNTS] = "mount_tmp_proc_dev_sandbox",
+            [NATIVE_MARK_PIVOT] = "pivot_root",
+            [NATIVE_MARK_UTS_NET] = "uts_net",
+            [NATIVE_MARK_CREDS] = "creds_caps",
+            [NATIVE_MARK_LANDLOCK] = "landlock",
+            [NATIVE_MARK_SECCOMP] = "seccomp_load",
+        };
+        uint64_t now, prev = t->last_us;
+
+        if (!t->on)
+                return;
+        for (int i = NATIVE_MARK_GO; i < NATIVE_MARK_COUNT; i++) {
+                uint64_t at = info->mark_us[i];
+                sbx_trace_span(t, names[i], at > prev ? at - prev : 0);
+                if (at > prev)
+                        prev = at;
+        }
+        now = sbx_trace_now_us();
+        sbx_trace_span(t, "ready_msg", now > prev ? now - prev : 0);
+        t->last_us = now;
+}
+
 int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, struct sbx_error *err)
 {
         _cleanup_close_ int out_r = -1, out_w = -1, err_r = -1, err_w = -1, sync_p = -1,
@@ -642,6 +684,8 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         sync_c = fd_above_2(sv[1]);
         if (out_r < 0 || out_w < 0 || err_r < 0 || err_w < 0 || sync_p < 0 || sync_c < 0)
                 return sbx_fail(err, EMFILE, "cannot move the sandbox's fds above 2: %m");
+        if (sp->trace)
+                sbx_trace_lap(sp->trace, "pipes");
 
         /* 2. clone3 into the new namespaces (and straight into the run's cgroup). */
         pid = do_clone(sp, &pidfd);
@@ -664,6 +708,8 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         close(TAKE_FD(out_w));
         close(TAKE_FD(err_w));
         close(TAKE_FD(sync_c));
+        if (sp->trace)
+                sbx_trace_lap(sp->trace, "clone");
 
         /* 4. Id maps, then cgroup placement where it is not done by clone3 itself. */
         if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) {
@@ -684,10 +730,14 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
                 kill_and_reap(pid, pidfd);
                 return r;
         }
+        if (sp->trace)
+                sbx_trace_lap(sp->trace, "idmap");
         if (sp->after_clone && sp->after_clone(sp->after_clone_ud, pid, err) < 0) {
                 kill_and_reap(pid, pidfd);
                 return -err->code;
         }
+        if (sp->after_clone && sp->trace)
+                sbx_trace_lap(sp->trace, "scope");
 
         /* 5. Go, and wait for READY (listener fd) or the child's own error. */
         if (send(sync_p, "G", 1, MSG_NOSIGNAL) != 1) { /* no SIGPIPE into the server */
@@ -721,6 +771,8 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
                 return r;
         }
 
+        if (sp->trace)
+                trace_child(sp->trace, &m.info);
         ret->pid = pid;
         ret->pidfd = TAKE_FD(pidfd);
         ret->out_fd = TAKE_FD(out_r);

@@ -1,22 +1,40 @@
 /* naive.c - the naive backend: development only, NO isolation. The code runs on this machine
  * as the server's user (or VESTIBULE_RUN_AS's when the server is root), with the host's
- * interpreters, a private temp dir as $HOME, cwd in the workspace, stdin at EOF, a fixed
- * minimal environment and its own process group that dies with the run. A process that leaves
- * the group (setsid) escapes the kill: that is why the grade says none. */
+ * interpreters, a private temp dir as $HOME, cwd in the workspace, stdin at EOF and a fixed
+ * minimal environment.
+ *
+ * Process tree, per run:
+ *
+ *   server thread (warden) --fork--> supervisor S --fork--> code C (exec python3/node/bash)
+ *
+ * S is a child subreaper (PR_SET_CHILD_SUBREAPER): every process the run starts, setsid and
+ * double-forked daemons included, is re-parented to S when its parent dies, so S can find and
+ * SIGKILL all of them (its children, repeatedly, until it has none) when C exits, when the
+ * warden asks (timeout, cancel, flood, shutdown) or when the server goes away (its control
+ * socket closes). S reaps them all, so wait4() on S gives the CPU time of the whole run. S keeps
+ * the server's credentials; only C drops to VESTIBULE_RUN_AS, so C cannot signal S when the
+ * server is root. Under a non-root server C could kill S: then C dies too (PDEATHSIG) and C's
+ * process group is killed, but a process that left the group can survive, the result says so.
+ *
+ * S and C run after fork() in a threaded server and never allocate: only system calls and
+ * hand-written formatting until C's execve. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 #include <dirent.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -27,53 +45,118 @@
 
 #define NAIVE_GRADE "none (naive: development only)"
 #define NAIVE_PATH "/usr/local/bin:/usr/bin:/bin"
+/* S kills the run itself this long after the deadline if the server never asked it to (the
+ * server hung or its warden is gone): a last line of defence, not the timeout. */
+#define NAIVE_SUPERVISOR_GRACE_MS 5000
+
+/* One run in flight, shared by the warden's kill_tree and shutdown. */
+struct naive_run {
+        int ctl;       /* the server's end of the control socket to S */
+        pid_t c_pgid;  /* C's process group (C's pid), 0 until S reported it */
+        bool s_done;   /* S reported C's status after killing everything */
+        int c_status;  /* that status */
+        bool killed_s; /* S was gone before it reported: the run may have killed it */
+};
 
 struct naive_state {
         pthread_mutex_t lock;
         bool shutting_down;
-        pid_t *pgids; /* process groups of the runs in flight */
-        size_t n_pgids, size_pgids;
+        struct naive_run **runs; /* runs in flight */
+        size_t n_runs, size_runs;
+};
+
+/* Records S and C send to the server. */
+enum naive_rec_kind {
+        REC_PID = 1, /* S -> server on the report pipe: C's pid */
+        REC_ERR,     /* S or C -> server on the report pipe: setup failed at @stage */
+        REC_DONE,    /* S -> server on the control socket: C's wait status, all killed */
+};
+
+enum naive_stage {
+        STAGE_SETUP = 1,
+        STAGE_CREDS,
+        STAGE_CHDIR,
+        STAGE_EXEC,
+};
+
+struct naive_rec {
+        int kind;
+        int stage;
+        int err;
+        int value; /* REC_PID: pid; REC_DONE: wait status */
 };
 
 /* --- in-flight registry (for shutdown) ----------------------------------------------- */
 
-static bool naive_register(struct naive_state *st, pid_t pgid)
+static bool naive_register(struct naive_state *st, struct naive_run *run)
 {
         bool ok;
 
         pthread_mutex_lock(&st->lock);
         ok = !st->shutting_down;
-        if (st->n_pgids == st->size_pgids) {
-                st->size_pgids = st->size_pgids ? st->size_pgids * 2 : 8;
-                st->pgids = xrealloc(st->pgids, st->size_pgids * sizeof(pid_t));
+        if (st->n_runs == st->size_runs) {
+                st->size_runs = st->size_runs ? st->size_runs * 2 : 8;
+                st->runs = xrealloc(st->runs, st->size_runs * sizeof(*st->runs));
         }
-        st->pgids[st->n_pgids++] = pgid;
+        st->runs[st->n_runs++] = run;
         pthread_mutex_unlock(&st->lock);
         return ok;
 }
 
-static void naive_unregister(struct naive_state *st, pid_t pgid)
+static void naive_unregister(struct naive_state *st, struct naive_run *run)
 {
         pthread_mutex_lock(&st->lock);
-        for (size_t i = 0; i < st->n_pgids; i++)
-                if (st->pgids[i] == pgid) {
-                        st->pgids[i] = st->pgids[--st->n_pgids];
+        for (size_t i = 0; i < st->n_runs; i++)
+                if (st->runs[i] == run) {
+                        st->runs[i] = st->runs[--st->n_runs];
                         break;
                 }
         pthread_mutex_unlock(&st->lock);
 }
 
-static void naive_kill_tree(void *userdata)
+/* Ask S to kill the whole run. Safe from any thread. */
+static void naive_request_kill(struct naive_run *run)
 {
-        pid_t pgid = (pid_t)(intptr_t)userdata;
+        char k = 'k';
 
-        /* The leader is not reaped before this is called (see warden.c), so the group id
-         * cannot have been reused. */
-        if (pgid > 0)
-                (void)kill(-pgid, SIGKILL);
+        (void)send(run->ctl, &k, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* --- helpers --------------------------------------------------------------------------- */
+/* S's final report, if it has arrived. */
+static void naive_poll_done(struct naive_run *run)
+{
+        struct naive_rec rec;
+
+        if (run->s_done)
+                return;
+        if (recv(run->ctl, &rec, sizeof(rec), MSG_DONTWAIT) == (ssize_t)sizeof(rec) &&
+            rec.kind == REC_DONE) {
+                run->s_done = true;
+                run->c_status = rec.value;
+        }
+}
+
+/* The warden's kill_tree: called on timeout, cancel, flood, and when S exited (before it is
+ * reaped). */
+static void naive_kill_tree(void *userdata)
+{
+        struct naive_run *run = userdata;
+        char k = 'k';
+
+        naive_poll_done(run);
+        if (run->s_done)
+                return; /* S killed and reaped everything before it reported */
+        if (send(run->ctl, &k, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+                return; /* S is alive and will do it */
+        /* S is gone without reporting: the run killed it. C died with it (PDEATHSIG); kill
+         * what is left of C's process group. C is reaped by now, so its group id is only
+         * still ours if a member is left, which is exactly the case that matters. */
+        run->killed_s = true;
+        if (run->c_pgid > 0)
+                (void)kill(-run->c_pgid, SIGKILL);
+}
+
+/* --- helpers (server side) --------------------------------------------------------------- */
 
 static char *find_interpreter(const char *const *names)
 {
@@ -131,36 +214,19 @@ static void remove_tree(const char *path)
         remove_tree_at(AT_FDCWD, path, 0);
 }
 
-static int move_fd_above_stdio(int *fd)
-{
-        if (*fd > 2)
-                return 0;
-        int n = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
-        if (n < 0)
-                return -errno;
-        close(*fd);
-        *fd = n;
-        return 0;
-}
+/* --- the supervisor S and the code C (after fork: no allocation) ------------------------ */
 
-/* --- the child ------------------------------------------------------------------------- */
-
-enum child_stage {
-        STAGE_SETUP = 1,
-        STAGE_CREDS,
-        STAGE_PDEATH,
-        STAGE_CHDIR,
-        STAGE_EXEC,
+/* S's fds after it arranged them. */
+enum {
+        S_FD_CTL = 3,
+        S_FD_OUT = 4,
+        S_FD_ERR = 5,
+        S_FD_REP = 6,
+        S_FD_FIRST_FREE = 7,
 };
 
-struct child_report {
-        int stage;
-        int err;
-};
-
-struct child_args {
-        pid_t parent;
-        int devnull, out_w, err_w, report_w;
+struct spawn_args {
+        int devnull, ctl, out_w, err_w, rep_w; /* in the server's numbering */
         bool drop;
         uid_t uid;
         gid_t gid;
@@ -168,27 +234,131 @@ struct child_args {
         const char *interp;
         char *const *argv;
         char *const *envp;
+        uint64_t kill_after_ms; /* S's own deadline, from its start */
 };
 
-static void __attribute__((noreturn)) child_fail(int fd, int stage)
+static void send_rec(int fd, int kind, int stage, int err, int value)
 {
-        struct child_report rep = {.stage = stage, .err = errno};
+        struct naive_rec rec = {.kind = kind, .stage = stage, .err = err, .value = value};
 
-        (void)!write(fd, &rep, sizeof(rep));
+        (void)!write(fd, &rec, sizeof(rec));
+}
+
+static void __attribute__((noreturn)) fail_rec(int fd, int stage)
+{
+        send_rec(fd, REC_ERR, stage, errno, 0);
         _exit(127);
 }
 
-/* After fork() in a threaded server: async-signal-safe calls only, no allocation. */
-static void __attribute__((noreturn)) child_exec(const struct child_args *a)
+/* "/proc/self/task/<tid>/children" without snprintf. */
+static void children_path(char *buf, size_t size)
+{
+        static const char a[] = "/proc/self/task/", b[] = "/children";
+        char digits[16];
+        int n = 0;
+        size_t len = 0;
+        unsigned long v = (unsigned long)syscall(SYS_gettid);
+
+        do
+                digits[n++] = (char)('0' + v % 10);
+        while ((v /= 10) && n < (int)sizeof(digits));
+        if (sizeof(a) + (size_t)n + sizeof(b) > size) {
+                buf[0] = '\0';
+                return;
+        }
+        memcpy(buf, a, sizeof(a) - 1);
+        len = sizeof(a) - 1;
+        while (n > 0)
+                buf[len++] = digits[--n];
+        memcpy(buf + len, b, sizeof(b));
+}
+
+/* SIGKILL every direct child of S. Returns how many were signalled, -1 if the list could not
+ * be read (then the caller's waitpid loop still ends the run, more slowly). */
+static int s_kill_children(const char *path)
+{
+        char buf[4096];
+        int fd = open(path, O_RDONLY | O_CLOEXEC), count = 0;
+        long pid = 0;
+        bool in = false;
+        ssize_t n;
+
+        if (fd < 0)
+                return -1;
+        while ((n = read(fd, buf, sizeof(buf))) > 0)
+                for (ssize_t i = 0; i < n; i++) {
+                        if (buf[i] >= '0' && buf[i] <= '9') {
+                                pid = pid * 10 + (buf[i] - '0');
+                                in = true;
+                        } else if (in) {
+                                (void)kill((pid_t)pid, SIGKILL);
+                                count++;
+                                pid = 0;
+                                in = false;
+                        }
+                }
+        if (in) {
+                (void)kill((pid_t)pid, SIGKILL);
+                count++;
+        }
+        close(fd);
+        return count;
+}
+
+/* Kill and reap every process of the run; records C's status when C is among them. */
+static void s_kill_all(pid_t c, bool *c_reaped, int *c_status)
+{
+        char path[64];
+
+        children_path(path, sizeof(path));
+        if (!*c_reaped)
+                (void)kill(-c, SIGKILL); /* C's group: C is not reaped, so the id is still C's */
+        for (;;) {
+                int st;
+                pid_t p;
+
+                (void)s_kill_children(path);
+                p = waitpid(-1, &st, __WALL);
+                if (p < 0 && errno == EINTR)
+                        continue;
+                if (p < 0)
+                        break; /* ECHILD: nothing of the run is left */
+                if (p == c && !*c_reaped) {
+                        *c_reaped = true;
+                        *c_status = st;
+                }
+        }
+}
+
+/* End S the way C ended, so the warden reads C's status from S's. */
+static void __attribute__((noreturn)) s_mirror(int status)
+{
+        if (WIFSIGNALED(status)) {
+                int sig = WTERMSIG(status);
+                struct sigaction sa;
+                sigset_t set;
+
+                memset(&sa, 0, sizeof(sa));
+                sa.sa_handler = SIG_DFL;
+                (void)sigaction(sig, &sa, NULL);
+                sigemptyset(&set);
+                sigaddset(&set, sig);
+                (void)sigprocmask(SIG_UNBLOCK, &set, NULL);
+                (void)kill(getpid(), sig);
+                _exit(128 + sig);
+        }
+        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
+static void __attribute__((noreturn)) code_exec(const struct spawn_args *a)
 {
         struct sigaction sa;
         sigset_t none;
-        struct rlimit no_core = {0, 0};
-        int rep = a->report_w;
+        int rep = S_FD_REP;
 
-        /* Its own process group, so kill_tree reaches everything it starts. */
+        /* Its own process group: the backstop kill reaches what stays in it. */
         if (setpgid(0, 0) < 0)
-                child_fail(rep, STAGE_SETUP);
+                fail_rec(rep, STAGE_SETUP);
 
         /* Signals: the server blocks SIGTERM/SIGINT and ignores SIGPIPE; the code gets the
          * defaults. Ignored dispositions and the mask survive execve(). */
@@ -199,46 +369,140 @@ static void __attribute__((noreturn)) child_exec(const struct child_args *a)
                         (void)sigaction(sig, &sa, NULL);
         sigemptyset(&none);
         if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
-                child_fail(rep, STAGE_SETUP);
+                fail_rec(rep, STAGE_SETUP);
 
-        if (dup2(a->devnull, STDIN_FILENO) < 0 || dup2(a->out_w, STDOUT_FILENO) < 0 ||
-            dup2(a->err_w, STDERR_FILENO) < 0)
-                child_fail(rep, STAGE_SETUP);
-        if (rep != 3) {
-                if (dup3(rep, 3, O_CLOEXEC) < 0)
-                        child_fail(rep, STAGE_SETUP);
-                rep = 3;
-        }
-        /* Nothing of the server's leaks in: not the MCP pipes, not the audit log. */
+        /* stdin is S's /dev/null already; stdout and stderr are the warden's pipes; the report
+         * fd becomes 3 (close-on-exec) over the control socket, which C must not hold. */
+        if (dup2(S_FD_OUT, STDOUT_FILENO) < 0 || dup2(S_FD_ERR, STDERR_FILENO) < 0 ||
+            dup3(S_FD_REP, 3, O_CLOEXEC) < 0)
+                fail_rec(rep, STAGE_SETUP);
+        rep = 3;
         if (syscall(SYS_close_range, 4U, ~0U, 0U) < 0)
                 for (int fd = 4; fd < 65536; fd++)
                         (void)close(fd);
 
-        if (setrlimit(RLIMIT_CORE, &no_core) < 0)
-                child_fail(rep, STAGE_SETUP);
-
         if (a->drop) {
                 if (setgroups(0, NULL) < 0 || setresgid(a->gid, a->gid, a->gid) < 0 ||
                     setresuid(a->uid, a->uid, a->uid) < 0)
-                        child_fail(rep, STAGE_CREDS);
+                        fail_rec(rep, STAGE_CREDS);
                 if (getuid() == 0 || geteuid() == 0 || getgid() == 0 || getegid() == 0) {
                         errno = EPERM;
-                        child_fail(rep, STAGE_CREDS);
+                        fail_rec(rep, STAGE_CREDS);
                 }
         }
-
-        /* Set after the credential change, which clears it. */
+        /* After the credential change, which clears it: C dies if S does. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-                child_fail(rep, STAGE_PDEATH);
-        if (getppid() != a->parent) /* the server died before the prctl */
+                fail_rec(rep, STAGE_SETUP);
+        if (getppid() == 1)
                 _exit(127);
         (void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 
         if (chdir(a->cwd) < 0)
-                child_fail(rep, STAGE_CHDIR);
+                fail_rec(rep, STAGE_CHDIR);
 
         execve(a->interp, a->argv, a->envp);
-        child_fail(rep, STAGE_EXEC);
+        fail_rec(rep, STAGE_EXEC);
+}
+
+/* Move the fds S keeps to fixed numbers and close everything else, the server's stdin and
+ * stdout included: S never execs, so close-on-exec does not protect it. */
+static int s_arrange_fds(const struct spawn_args *a)
+{
+        int src[] = {a->ctl, a->out_w, a->err_w, a->rep_w};
+        int hi[ELEMENTSOF(src)];
+
+        for (size_t i = 0; i < ELEMENTSOF(src); i++) {
+                hi[i] = fcntl(src[i], F_DUPFD, S_FD_FIRST_FREE);
+                if (hi[i] < 0)
+                        return -1;
+        }
+        if (dup2(a->devnull, 0) < 0 || dup2(a->devnull, 1) < 0 || dup2(a->devnull, 2) < 0)
+                return -1;
+        for (size_t i = 0; i < ELEMENTSOF(src); i++)
+                if (dup2(hi[i], S_FD_CTL + (int)i) < 0)
+                        return -1;
+        if (syscall(SYS_close_range, (unsigned)S_FD_FIRST_FREE, ~0U, 0U) < 0)
+                for (int fd = S_FD_FIRST_FREE; fd < 65536; fd++)
+                        (void)close(fd);
+        return 0;
+}
+
+static uint64_t s_now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void __attribute__((noreturn)) supervisor_main(const struct spawn_args *a)
+{
+        struct rlimit no_core = {0, 0};
+        uint64_t deadline;
+        sigset_t all, chld;
+        bool c_reaped = false;
+        int c_status = 0, sfd;
+        pid_t c;
+
+        /* Everything blocked: S reacts to SIGCHLD through a signalfd and to nothing else. */
+        sigfillset(&all);
+        (void)sigprocmask(SIG_SETMASK, &all, NULL);
+        if (s_arrange_fds(a) < 0)
+                fail_rec(a->rep_w, STAGE_SETUP);
+        deadline = s_now_ms() + a->kill_after_ms;
+        if (setpgid(0, 0) < 0 || setrlimit(RLIMIT_CORE, &no_core) < 0 ||
+            prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+                fail_rec(S_FD_REP, STAGE_SETUP);
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0)
+                fail_rec(S_FD_REP, STAGE_SETUP);
+
+        c = fork();
+        if (c < 0)
+                fail_rec(S_FD_REP, STAGE_SETUP);
+        if (c == 0)
+                code_exec(a);
+
+        close(S_FD_OUT);
+        close(S_FD_ERR);
+        send_rec(S_FD_REP, REC_PID, 0, 0, (int)c);
+        close(S_FD_REP);
+
+        for (;;) {
+                struct pollfd p[2] = {
+                    {.fd = S_FD_CTL, .events = POLLIN},
+                    {.fd = sfd, .events = POLLIN},
+                };
+                uint64_t now = s_now_ms();
+                struct signalfd_siginfo si;
+                int r, st;
+                pid_t w;
+
+                if (now >= deadline)
+                        break;
+                r = poll(p, 2, (int)(deadline - now));
+                if (r < 0 && errno != EINTR)
+                        break;
+                if (r <= 0)
+                        continue;
+                if (p[0].revents)
+                        break; /* a kill request, or the server is gone (EOF) */
+                while (read(sfd, &si, sizeof(si)) > 0)
+                        ;
+                /* Reap what exited; orphans of the run land here too. */
+                while ((w = waitpid(-1, &st, WNOHANG | __WALL)) > 0)
+                        if (w == c) {
+                                c_reaped = true;
+                                c_status = st;
+                        }
+                if (c_reaped)
+                        break;
+        }
+        s_kill_all(c, &c_reaped, &c_status);
+        send_rec(S_FD_CTL, REC_DONE, 0, 0, c_status);
+        s_mirror(c_status);
 }
 
 /* --- the backend ----------------------------------------------------------------------- */
@@ -254,13 +518,41 @@ static int naive_probe(struct backend *b, struct backend_probe *ret, struct sbx_
         return 0;
 }
 
-static void set_not_measured(struct run_usage *u, const char *why)
+static void set_not_measured(struct run_measure *m, const char *why)
 {
-        struct run_measure *m[] = {&u->cpu_us, &u->mem_peak_bytes, &u->pids_peak};
+        m->measured = false;
+        snprintf(m->why, sizeof(m->why), "%s", why);
+}
 
-        for (size_t i = 0; i < ELEMENTSOF(m); i++) {
-                m[i]->measured = false;
-                snprintf(m[i]->why, sizeof(m[i]->why), "%s", why);
+static void add_note(struct run_result *res, const char *note)
+{
+        size_t n = strnlen(res->notes, sizeof(res->notes));
+
+        snprintf(res->notes + n, sizeof(res->notes) - n, "%s%s", n ? "\n" : "", note);
+}
+
+static int stage_error(const struct sbx_config *cfg, bool drop, const char *interp,
+                       const struct naive_rec *rec, struct sbx_error *err)
+{
+        switch (rec->stage) {
+        case STAGE_CHDIR:
+                return sbx_fail(err, rec->err,
+                                "cannot enter the workspace '%s'%s: %s; give the user that runs "
+                                "code access to it and retry",
+                                cfg->workspace_dir, drop ? " as VESTIBULE_RUN_AS's user" : "",
+                                strerror(rec->err));
+        case STAGE_CREDS:
+                return sbx_fail(err, rec->err,
+                                "cannot switch to VESTIBULE_RUN_AS=%u:%u: %s; set it to an "
+                                "unprivileged uid:gid and restart",
+                                (unsigned)cfg->run_as_uid, (unsigned)cfg->run_as_gid,
+                                strerror(rec->err));
+        case STAGE_EXEC:
+                return sbx_fail(err, rec->err, "cannot execute '%s': %s; retry", interp,
+                                strerror(rec->err));
+        default:
+                return sbx_fail(err, rec->err, "cannot set up the run's processes: %s; retry",
+                                strerror(rec->err));
         }
 }
 
@@ -277,12 +569,13 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         const char *const *names;
         _cleanup_free_ char *interp = NULL, *tmpdir = NULL, *script = NULL;
         _cleanup_close_ int devnull = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
-        _cleanup_close_ int rep_r = -1, rep_w = -1, fd = -1;
+        _cleanup_close_ int rep_r = -1, rep_w = -1, ctl = -1, ctl_s = -1, fd = -1;
         char *env[10] = {NULL};
         char *argv[3] = {NULL};
-        bool drop = false;
-        struct child_args ca;
-        struct child_report rep;
+        bool drop = false, failed_setup = false;
+        struct naive_run run = {.ctl = -1};
+        struct naive_rec rec, fail = {0};
+        struct spawn_args sa;
         struct warden_child wc;
         struct rusage ru;
         uint64_t start_ms;
@@ -293,11 +586,12 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         snprintf(res->backend, sizeof(res->backend), "naive");
         snprintf(res->isolation, sizeof(res->isolation), "%s", NAIVE_GRADE);
         snprintf(res->image, sizeof(res->image), "host");
-        set_not_measured(&res->usage, "naive backend has no cgroup");
+        set_not_measured(&res->usage.cpu_us, "naive backend has no cgroup");
+        set_not_measured(&res->usage.mem_peak_bytes, "naive backend has no cgroup");
+        set_not_measured(&res->usage.pids_peak, "naive backend has no cgroup");
         if (cfg->workspace_ro)
-                snprintf(res->notes, sizeof(res->notes),
-                         "workspace: read-write (VESTIBULE_WORKSPACE_RO is not enforced by the "
-                         "naive backend)");
+                add_note(res, "workspace: read-write (VESTIBULE_WORKSPACE_RO is not enforced by "
+                              "the naive backend)");
 
         pthread_mutex_lock(&st->lock);
         r = st->shutting_down;
@@ -374,7 +668,7 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         }
         close(TAKE_FD(fd));
 
-        devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull < 0) {
                 r = sbx_fail(err, errno, "cannot open /dev/null: %s", strerror(errno));
                 goto out_rm;
@@ -391,12 +685,12 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
                 if (pipe2(p, O_CLOEXEC) < 0)
                         goto out_pipe;
                 rep_r = p[0], rep_w = p[1];
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
+                        goto out_pipe;
+                ctl = p[0], ctl_s = p[1];
         }
-        if (move_fd_above_stdio(&devnull) < 0 || move_fd_above_stdio(&out_w) < 0 ||
-            move_fd_above_stdio(&err_w) < 0 || move_fd_above_stdio(&rep_w) < 0)
-                goto out_pipe;
 
-        /* Everything the child needs is built before fork: no allocation after it. */
+        /* Everything S and C need is built before fork: no allocation after it. */
         argv[0] = interp;
         argv[1] = script;
         env[0] = xstrdup("PATH=" NAIVE_PATH);
@@ -408,12 +702,12 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         env[6] = xstrdup("PYTHONDONTWRITEBYTECODE=1");
         env[7] = xstrdup("NO_COLOR=1");
 
-        ca = (struct child_args){
-            .parent = getpid(),
+        sa = (struct spawn_args){
             .devnull = devnull,
+            .ctl = ctl_s,
             .out_w = out_w,
             .err_w = err_w,
-            .report_w = rep_w,
+            .rep_w = rep_w,
             .drop = drop,
             .uid = cfg->run_as_uid,
             .gid = cfg->run_as_gid,
@@ -421,6 +715,7 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
             .interp = interp,
             .argv = argv,
             .envp = env,
+            .kill_after_ms = (uint64_t)req->timeout_s * 1000u + NAIVE_SUPERVISOR_GRACE_MS,
         };
 
         start_ms = sbx_now_ms();
@@ -430,51 +725,29 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
                 goto out_env;
         }
         if (pid == 0)
-                child_exec(&ca);
+                supervisor_main(&sa);
 
-        /* Both sides set the group, so kill_tree works even before the child ran. */
-        (void)setpgid(pid, pid);
-        if (!naive_register(st, pid))
-                naive_kill_tree((void *)(intptr_t)pid);
+        run.ctl = ctl;
+        if (!naive_register(st, &run))
+                naive_request_kill(&run);
         close(TAKE_FD(out_w));
         close(TAKE_FD(err_w));
         close(TAKE_FD(rep_w));
+        close(TAKE_FD(ctl_s));
 
-        do
-                n = read(rep_r, &rep, sizeof(rep));
-        while (n < 0 && errno == EINTR);
-        if (n == (ssize_t)sizeof(rep)) {
-                int status;
-
-                naive_kill_tree((void *)(intptr_t)pid);
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
-                naive_unregister(st, pid);
-                switch (rep.stage) {
-                case STAGE_CHDIR:
-                        r = sbx_fail(err, rep.err,
-                                     "cannot enter the workspace '%s'%s: %s; give the user that "
-                                     "runs code access to it and retry",
-                                     cfg->workspace_dir, drop ? " as VESTIBULE_RUN_AS's user" : "",
-                                     strerror(rep.err));
+        /* Reports until C's execve closes the last copy of the report pipe. */
+        for (;;) {
+                n = read(rep_r, &rec, sizeof(rec));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n != (ssize_t)sizeof(rec))
                         break;
-                case STAGE_CREDS:
-                        r = sbx_fail(err, rep.err,
-                                     "cannot switch to VESTIBULE_RUN_AS=%u:%u: %s; set it to an "
-                                     "unprivileged uid:gid and restart",
-                                     (unsigned)cfg->run_as_uid, (unsigned)cfg->run_as_gid,
-                                     strerror(rep.err));
-                        break;
-                case STAGE_EXEC:
-                        r = sbx_fail(err, rep.err, "cannot execute '%s': %s; retry", interp,
-                                     strerror(rep.err));
-                        break;
-                default:
-                        r = sbx_fail(err, rep.err, "cannot set up the run's process: %s; retry",
-                                     strerror(rep.err));
-                        break;
+                if (rec.kind == REC_PID)
+                        run.c_pgid = rec.value;
+                else if (rec.kind == REC_ERR && !failed_setup) {
+                        failed_setup = true;
+                        fail = rec;
                 }
-                goto out_env;
         }
         close(TAKE_FD(rep_r));
 
@@ -484,14 +757,31 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
             .out_fd = TAKE_FD(out_r),
             .err_fd = TAKE_FD(err_r),
             .kill_tree = naive_kill_tree,
-            .kill_userdata = (void *)(intptr_t)pid,
+            .kill_userdata = &run,
         };
-        if (wc.pidfd >= 0)
-                (void)fcntl(wc.pidfd, F_SETFD, FD_CLOEXEC);
+        if (failed_setup)
+                naive_request_kill(&run);
         r = warden_supervise(req, &wc, start_ms, res, &ru, err);
-        naive_unregister(st, pid);
-        /* wait4's rusage covers the main process and only the descendants it waited for:
-         * not the run's total, so it is not reported as cpu. */
+        naive_poll_done(&run);
+        naive_unregister(st, &run);
+        if (r < 0)
+                goto out_env;
+        if (failed_setup) {
+                r = stage_error(cfg, drop, interp, &fail, err);
+                goto out_env;
+        }
+        if (run.s_done) {
+                /* S reaped every process of the run, so its rusage covers all of them. */
+                res->usage.cpu_us.measured = true;
+                res->usage.cpu_us.value =
+                    (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+                    (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+        } else {
+                set_not_measured(&res->usage.cpu_us, "the run killed its supervisor process");
+                add_note(res, "[the run killed its supervisor process: processes it moved out "
+                              "of its process group may still be running]");
+        }
+        r = 0;
         goto out_env;
 
 out_pipe:
@@ -502,7 +792,7 @@ out_env:
                 free(env[i]);
 out_rm:
         remove_tree(tmpdir);
-        return r < 0 ? r : 0;
+        return r;
 }
 
 static void naive_shutdown(struct backend *b)
@@ -511,8 +801,8 @@ static void naive_shutdown(struct backend *b)
 
         pthread_mutex_lock(&st->lock);
         st->shutting_down = true;
-        for (size_t i = 0; i < st->n_pgids; i++)
-                naive_kill_tree((void *)(intptr_t)st->pgids[i]);
+        for (size_t i = 0; i < st->n_runs; i++)
+                naive_request_kill(st->runs[i]);
         pthread_mutex_unlock(&st->lock);
 }
 
@@ -523,7 +813,7 @@ static void naive_destroy(struct backend *b)
         if (!st)
                 return;
         pthread_mutex_destroy(&st->lock);
-        free(st->pgids);
+        free(st->runs);
         free(st);
         b->state = NULL;
 }

@@ -184,8 +184,9 @@ int setup_images_dir(char **ret_dir, struct sbx_error *err)
 int setup_pins_load(struct setup_pins *ret, struct sbx_error *err)
 {
         _cleanup_free_ char *dir = NULL, *path = NULL, *text = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        size_t len = 0;
+        FILE *f;
+        size_t len;
+        bool failed;
         int r;
 
         r = setup_images_dir(&dir, err);
@@ -197,7 +198,9 @@ int setup_pins_load(struct setup_pins *ret, struct sbx_error *err)
                 return sbx_fail(err, errno, "cannot open '%s': %s", path, strerror(errno));
         text = xmalloc(65536);
         len = fread(text, 1, 65535, f);
-        if (ferror(f))
+        failed = ferror(f) != 0;
+        fclose(f);
+        if (failed)
                 return sbx_fail(err, EIO, "cannot read '%s'", path);
         if (len == 65535)
                 return sbx_fail(err, EFBIG, "'%s' is larger than 64 KiB: not a pins file", path);

@@ -1,5 +1,5 @@
-/* setup.c - the `vestibule-mcp setup` command: arguments, settings, signals, --from-tar and
- * --from-debian (images/build.sh), then the readiness check. */
+/* setup.c - the `vestibule-mcp setup` command line: arguments, settings, signals; the work is in
+ * run.c, install.c and unpack.c. */
 #include "setup/setup.h"
 
 #include <errno.h>
@@ -16,10 +16,9 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "config/config.h"
+#include "doctor/doctor.h"
 #include "setup/pins.h"
 #include "setup/setup_run.h"
-
-int (*setup_readiness_hook)(FILE *out) = NULL;
 
 static volatile sig_atomic_t cancel_requested;
 
@@ -48,168 +47,12 @@ static const char usage_text[] =
     "  --force                install even when the same bytes are already installed\n"
     "  -h, --help             this text\n"
     "\n"
-    "Pulling the pinned images from a registry is not in this build yet: use\n"
-    "--from-debian or --from-tar. Set VESTIBULE_ROOTFS_DIR for setup exactly as in your\n"
-    "MCP config, or the server will not find what setup installed.\n";
-
-/* Run images/build.sh -o @outdir all; its output goes to stderr. */
-static int run_build_script(const char *script, const char *outdir,
-                            const volatile sig_atomic_t *cancel, struct sbx_error *err)
-{
-        pid_t pid, w;
-        int status = 0;
-
-        pid = fork();
-        if (pid < 0)
-                return sbx_fail(err, errno, "cannot fork: %s", strerror(errno));
-        if (pid == 0) {
-                if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
-                        _exit(127);
-                execl("/bin/bash", "bash", script, "-o", outdir, "all", (char *)NULL);
-                _exit(127);
-        }
-        do {
-                w = waitpid(pid, &status, 0);
-                if (w < 0 && errno == EINTR && cancel && *cancel)
-                        kill(pid, SIGTERM);
-        } while (w < 0 && errno == EINTR);
-        if (w < 0)
-                return sbx_fail(err, errno, "cannot wait for '%s': %s", script, strerror(errno));
-        if (cancel && *cancel)
-                return sbx_fail(err, EINTR, "building the images was cancelled");
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return sbx_fail(err, EIO,
-                                "'%s' failed (%s %d): see its output above; it needs mmdebstrap "
-                                "and the Debian mirror apt uses",
-                                script, WIFEXITED(status) ? "exit status" : "signal",
-                                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-        return 0;
-}
-
-static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
-{
-        _cleanup_free_ char *dir = NULL, *script = NULL, *recipe = NULL, *builddir = NULL;
-        struct setup_pins pins = {0};
-        static const char *const langs[] = {"python", "node"};
-        char hex[65];
-        bool all_current = true;
-        size_t i;
-        int r;
-
-        r = setup_images_dir(&dir, err);
-        if (r < 0)
-                return r;
-        script = xasprintf("%s/build.sh", dir);
-        r = setup_sha256_file(script, hex, err);
-        if (r < 0)
-                return r;
-        recipe = xasprintf("sha256:%s", hex);
-        if (setup_pins_load(&pins, NULL) == 0 && strcmp(pins.debian_recipe, recipe) != 0)
-                log_warning("'%s' is %s but images/pins names %s: the recipe changed since it "
-                            "was pinned, using it anyway",
-                            script, recipe, pins.debian_recipe);
-        setup_pins_done(&pins);
-
-        for (i = 0; i < ELEMENTSOF(langs); i++) {
-                _cleanup_free_ char *id = NULL, *have = NULL;
-
-                if (setup_installed_identity(a->rootfs_dir, langs[i], &id, &have, NULL) < 0 ||
-                    !have || strcmp(have, recipe) != 0)
-                        all_current = false;
-        }
-        if (all_current && !a->force) {
-                fprintf(a->out,
-                        "setup: python and node are installed from recipe %s in '%s', "
-                        "nothing to do\n",
-                        recipe, a->rootfs_dir);
-                return 0;
-        }
-
-        builddir = xstrdup("/var/tmp/vestibule-build-XXXXXX");
-        if (!mkdtemp(builddir))
-                return sbx_fail(err, errno, "cannot create a build folder in /var/tmp: %s",
-                                strerror(errno));
-        fprintf(a->progress ? a->progress : stderr,
-                "setup: building python and node from Debian packages with '%s' (a few "
-                "minutes)\n",
-                script);
-        r = run_build_script(script, builddir, a->cancel, err);
-        for (i = 0; r == 0 && i < ELEMENTSOF(langs); i++) {
-                _cleanup_free_ char *tar = xasprintf("%s/%s.tar", builddir, langs[i]);
-                _cleanup_free_ char *desc = xasprintf("debian: images/build.sh %s", recipe);
-                const char *layers[] = {tar};
-                struct setup_source src = {
-                    .language = langs[i],
-                    .description = desc,
-                    .layers = layers,
-                    .n_layers = 1,
-                    .recipe = recipe,
-                };
-
-                r = setup_run_install(a, &src, err);
-        }
-        {
-                _cleanup_free_ char *base = xstrdup(strrchr(builddir, '/') + 1);
-                _cleanup_close_ int tmpfd = open("/var/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-                if (tmpfd < 0 || setup_remove_tree(tmpfd, base) < 0)
-                        log_warning("cannot remove the build folder '%s', ignoring", builddir);
-        }
-        return r;
-}
-
-int setup_run_install(const struct setup_run_args *a, const struct setup_source *src,
-                      struct sbx_error *err)
-{
-        struct setup_opts o = {
-            .progress = a->progress,
-            .progress_tty = a->progress_tty,
-            .cancel = a->cancel,
-            .force = a->force,
-        };
-        bool skipped = false;
-        int r;
-
-        r = setup_install(a->rootfs_dir, src, &o, &skipped, NULL, err);
-        if (r < 0)
-                return r;
-        fprintf(a->out, "setup: %s rootfs %s in '%s/%s'\n", src->language,
-                skipped ? "already installed" : "installed", a->rootfs_dir, src->language);
-        return 0;
-}
-
-int setup_run(const struct setup_run_args *a, struct sbx_error *err)
-{
-        int r;
-
-        if (a->from_debian) {
-                r = from_debian(a, err);
-        } else if (a->from_tar) {
-                _cleanup_free_ char *desc = xasprintf("tar: %s", a->from_tar);
-                const char *layers[] = {a->from_tar};
-                struct setup_source src = {
-                    .language = a->language,
-                    .description = desc,
-                    .layers = layers,
-                    .n_layers = 1,
-                };
-
-                r = setup_run_install(a, &src, err);
-        } else {
-                r = sbx_fail(err, ENOTSUP,
-                             "pulling the pinned images from a registry is not in this build "
-                             "yet: run `vestibule-mcp setup --from-debian` (builds them from "
-                             "Debian packages) or `--from-tar FILE --language python|node`");
-        }
-        if (r < 0)
-                return r;
-        if (setup_readiness_hook)
-                return setup_readiness_hook(a->out) == 0 ? 0 : 1;
-        /* Placeholder until the lead connects the doctor's check: say plainly it did not run. */
-        fprintf(a->out, "setup: readiness check not run (not connected in this build): run "
-                        "`vestibule-mcp doctor` to see the isolation this environment gets\n");
-        return 0;
-}
+    "Without --from-debian or --from-tar, setup pulls the pinned images (images/pins, or\n"
+    "VESTIBULE_IMAGE_PYTHON / VESTIBULE_IMAGE_NODE as name@sha256:...) from their registry\n"
+    "over HTTPS, checking every byte against the digests; no Docker is needed. When the\n"
+    "pinned digest is already installed, no request is made. Set VESTIBULE_ROOTFS_DIR\n"
+    "(and VESTIBULE_IMAGE_*) for setup exactly as in your MCP config, or the server will\n"
+    "not find what setup installed.\n";
 
 int setup_main(int argc, char **argv)
 {
@@ -232,6 +75,7 @@ int setup_main(int argc, char **argv)
         struct sbx_error err = {0};
         struct sigaction sa = {.sa_handler = on_cancel_signal}; /* no SA_RESTART: reads stop */
         const char *rootfs_override = NULL;
+        _cleanup_free_ char *image_python = NULL, *image_node = NULL;
         int c, r;
 
         optind = 1;
@@ -284,6 +128,10 @@ int setup_main(int argc, char **argv)
         if (!a.from_tar && cfg->image_source == SBX_IMAGE_SOURCE_DEBIAN)
                 a.from_debian = true;
         a.rootfs_dir = xstrdup(rootfs_override ? rootfs_override : cfg->rootfs_dir);
+        image_python = cfg->image_python ? xstrdup(cfg->image_python) : NULL;
+        image_node = cfg->image_node ? xstrdup(cfg->image_node) : NULL;
+        a.image_python = image_python;
+        a.image_node = image_node;
         config_free(cfg);
         if (a.rootfs_dir[0] != '/') {
                 fprintf(stderr, "setup: --rootfs-dir '%s' must be an absolute path\n",

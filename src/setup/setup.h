@@ -1,6 +1,11 @@
 /* setup.h - `vestibule-mcp setup`: the sandbox root filesystems the native backend runs code in,
- * installed from a rootfs tarball (--from-tar) or built from Debian packages (--from-debian,
- * images/build.sh), unpacked safely with libarchive into VESTIBULE_ROOTFS_DIR/<language>/.
+ * pulled by digest from their registry (the default: images/pins, or VESTIBULE_IMAGE_*; see
+ * registry.h), installed from a rootfs tarball (--from-tar) or built from Debian packages
+ * (--from-debian, images/build.sh), unpacked safely with libarchive into
+ * VESTIBULE_ROOTFS_DIR/<language>/. A pull is skipped, without any request, when the record
+ * names the pinned digest; downloads go to /var/tmp/vestibule-pull-XXXXXX and builds to
+ * /var/tmp/vestibule-build-XXXXXX, both removed afterwards (left only by a hard kill).
+ * Making the images present in a container engine is not done here (the engine module's).
  *
  * Layout of VESTIBULE_ROOTFS_DIR (default ~/.vestibule/rootfs):
  *   python/          a whole root tree (also used for bash runs)
@@ -156,8 +161,9 @@ extern int (*setup_readiness_hook)(FILE *out);
 
 /**
  * setup_main() - `vestibule-mcp setup [--from-tar FILE --language python|node | --from-debian]
- * [--force] [--rootfs-dir DIR]`; --help prints the usage. Reads the settings through
- * config_load() (VESTIBULE_ROOTFS_DIR, VESTIBULE_IMAGE_SOURCE). SIGINT/SIGTERM cancel cleanly.
+ * [--force] [--rootfs-dir DIR]`; without a source option it pulls the pinned images. --help
+ * prints the usage. Reads the settings through config_load() (VESTIBULE_ROOTFS_DIR,
+ * VESTIBULE_IMAGE_SOURCE, VESTIBULE_IMAGE_PYTHON/NODE). SIGINT/SIGTERM cancel cleanly.
  * Return: the process exit code: 0 done, 1 failed, 2 usage error, 130 interrupted.
  */
 int setup_main(int argc, char **argv);

@@ -14,6 +14,9 @@ struct setup_run_args {
         const char *from_tar;   /* with language */
         const char *language;
         bool from_debian;
+        /* neither: pull these (name@sha256:...) from their registry; NULL = images/pins */
+        const char *image_python;
+        const char *image_node;
         bool force;
         FILE *out;      /* result lines (stdout) */
         FILE *progress; /* progress lines (stderr); NULL = quiet */

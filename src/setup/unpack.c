@@ -24,7 +24,7 @@
 
 #define WHITEOUT_PREFIX ".wh."
 #define WHITEOUT_OPAQUE ".wh..wh..opq"
-#define READ_CHUNK (128 * 1024)
+#define READ_CHUNK ((size_t)128 * 1024)
 
 /* ---- a set of relative paths: what the current layer wrote (opaque whiteouts keep those) */
 
@@ -183,6 +183,58 @@ static int check_parents(int rootfd, const char *rel)
                 return fd;
         close(fd);
         return 0;
+}
+
+/* ---- parents made writable for a non-root unpack, their modes restored after the layer */
+
+struct modefix {
+        char *rel;
+        mode_t mode;
+};
+
+struct modefixes {
+        struct modefix *v;
+        size_t n;
+};
+
+/* As non-root, a directory an earlier layer left without u+w cannot take new entries or lose
+ * whited-out ones: lend it u+w until the layer ends. Root needs none of this. */
+static int lend_parent_write(int rootfd, const char *rel, struct modefixes *fx)
+{
+        _cleanup_free_ char *parent = xstrdup(rel);
+        char *slash = strrchr(parent, '/');
+        struct stat st;
+
+        if (!slash)
+                return 0; /* the tree's root: our own temporary directory */
+        *slash = '\0';
+        if (fstatat(rootfd, parent, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISDIR(st.st_mode) || (st.st_mode & S_IWUSR))
+                return 0;
+        /* parent was just checked to be reached without symlinks (check_parents) */
+        if (fchmodat(rootfd, parent, (st.st_mode | S_IWUSR) & 07777, 0) < 0)
+                return -errno;
+        fx->v = xrealloc(fx->v, (fx->n + 1) * sizeof(*fx->v));
+        fx->v[fx->n].rel = TAKE_PTR(parent);
+        fx->v[fx->n].mode = st.st_mode & 07777;
+        fx->n++;
+        return 0;
+}
+
+/* Give back the modes lent above, except where this layer set the directory's mode itself. */
+static void modefixes_restore(int rootfd, struct modefixes *fx, const struct pathset *entries)
+{
+        size_t i;
+
+        for (i = fx->n; i-- > 0;) {
+                if (!pathset_has(entries, fx->v[i].rel))
+                        (void)fchmodat(rootfd, fx->v[i].rel, fx->v[i].mode, 0);
+                free(fx->v[i].rel);
+        }
+        free(fx->v);
+        fx->v = NULL;
+        fx->n = 0;
 }
 
 /* ---- removal */
@@ -384,11 +436,17 @@ static void hex_digest(EVP_MD_CTX *md, char *out)
 
         EVP_DigestFinal_ex(md, d, &len);
         for (i = 0; i < len; i++)
-                sprintf(out + 2 * i, "%02x", d[i]);
-        out[2 * len] = '\0';
+                sprintf(out + (size_t)2 * i, "%02x", d[i]);
+        out[(size_t)2 * len] = '\0';
 }
 
 int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err)
+{
+        return setup_sha256_file_cancel(path, ret_hex, NULL, err);
+}
+
+int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig_atomic_t *cancel,
+                             struct sbx_error *err)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         _cleanup_free_ unsigned char *buf = NULL;
@@ -404,6 +462,10 @@ int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err)
         }
         buf = xmalloc(READ_CHUNK);
         while ((n = read(fd, buf, READ_CHUNK)) != 0) {
+                if (cancel && *cancel) {
+                        EVP_MD_CTX_free(md);
+                        return sbx_fail(err, EINTR, "hashing '%s' was cancelled", path);
+                }
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0) {
@@ -506,7 +568,9 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
         _cleanup_(md_freep) EVP_MD_CTX *md = NULL;
         _cleanup_free_ struct reader *rd = NULL;
         _cleanup_close_ int tarfd = -1, rootfd = -1;
-        struct pathset mine = {0};
+        struct pathset mine = {0};    /* what this layer wrote, and their ancestors */
+        struct pathset entries = {0}; /* exactly the entries this layer wrote */
+        struct modefixes fixes = {0};
         struct setup_unpack_stats st = {0};
         struct archive_entry *e;
         char hex[2 * EVP_MAX_MD_SIZE + 1];
@@ -541,7 +605,13 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
         aw = archive_write_disk_new();
         if (!ar || !aw)
                 return sbx_fail(err, ENOMEM, "libarchive: out of memory");
-        archive_read_support_filter_all(ar);
+        /* the compressions registries and mmdebstrap use; no others (libarchive would run
+         * external programs for some) */
+        archive_read_support_filter_none(ar);
+        archive_read_support_filter_gzip(ar);
+        archive_read_support_filter_xz(ar);
+        archive_read_support_filter_zstd(ar);
+        archive_read_support_filter_bzip2(ar);
         archive_read_support_format_tar(ar); /* tar only: no cpio, zip, iso surprises */
         /* SECURE_*: libarchive's own refusal of '..', absolute names and writing through
          * symlinks, behind our checks below. UNLINK: an existing final component (a symlink
@@ -576,10 +646,8 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 mode_t perm, type;
 
                 r = archive_read_next_header(ar, &e);
-                if (r == ARCHIVE_EOF) {
-                        r = 0;
+                if (r == ARCHIVE_EOF)
                         break;
-                }
                 if (r < ARCHIVE_WARN) {
                         r = sbx_fail(err, EBADMSG,
                                      "'%s' is corrupt or truncated after %" PRIu64 " entries: %s",
@@ -608,6 +676,14 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                                      "symlink or a non-directory",
                                      tar_path, name);
                         goto out;
+                }
+                if (!as_root) {
+                        r = lend_parent_write(rootfd, rel, &fixes);
+                        if (r < 0) {
+                                r = sbx_fail(err, -r, "cannot make the folder of '%s' writable: %s",
+                                             rel, strerror(-r));
+                                goto out;
+                        }
                 }
                 r = apply_whiteout(rootfd, rel, &mine, &st, err);
                 if (r < 0)
@@ -665,6 +741,7 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 archive_entry_xattr_clear(e);
                 archive_entry_set_fflags(e, 0, 0);
                 pathset_put(&mine, rel);
+                pathset_put1(&entries, rel);
 
                 r = archive_write_header(aw, e);
                 if (r < ARCHIVE_WARN) {
@@ -698,7 +775,9 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 }
         }
         /* directory modes and times are applied here, deepest first */
-        if (archive_write_close(aw) < ARCHIVE_WARN) {
+        r = archive_write_close(aw);
+        modefixes_restore(rootfd, &fixes, &entries);
+        if (r < ARCHIVE_WARN) {
                 r = sbx_fail(err, EIO, "cannot finish unpacking '%s': %s", tar_path,
                              archive_error_string(aw));
                 goto out;
@@ -733,7 +812,9 @@ out:
                 r = sbx_fail(err, EINTR, "unpacking '%s' was cancelled", tar_path);
         if (r < 0 && o && o->progress && o->progress_tty)
                 fputc('\n', o->progress);
+        modefixes_restore(rootfd, &fixes, &entries); /* no-op when already restored */
         pathset_done(&mine);
+        pathset_done(&entries);
         if (stats) {
                 stats->entries += st.entries;
                 stats->files += st.files;

@@ -8,9 +8,9 @@ import {
     uniqueMarker, waitFor, MODERN_VERSION,
 } from './lib.mjs';
 
-const code = (m) => [
+const code = (m, daemon = false) => [
     `(exec -a ${m} sleep 300) &`,
-    `setsid bash -c 'exec -a ${m} sleep 300' &`,
+    ...(daemon ? [`setsid bash -c 'exec -a ${m} sleep 300' &`] : [`bash -c '(exec -a ${m} sleep 300) & wait' &`]),
     `exec -a ${m} sleep 300`,
 ].join('\n');
 
@@ -28,7 +28,7 @@ for (const [name, open] of Object.entries(connectors)) {
         const ac = new AbortController();
         const call = runCode(conn, 'bash', code(m), { timeout_seconds: 50, signal: ac.signal });
         call.catch(() => {}); // observed below
-        const seen = await waitFor(() => pidsWithMarker(m).length >= 3, 15_000);
+        const seen = await waitFor(() => pidsWithMarker(m).length >= 4, 15_000);
         assert.ok(seen, `the run's marked processes were visible before cancelling (${pidsWithMarker(m)})`);
         const t0 = performance.now();
         ac.abort('e2e: cancel');
@@ -44,6 +44,18 @@ for (const [name, open] of Object.entries(connectors)) {
         t.diagnostic(`process tree gone ${Math.round(killMs)} ms after abort`);
     });
 }
+
+test('cancelling a run kills a setsid daemon it started too', async (t) => {
+    const conn = await connectV2(makeWorld(t), { mode: { pin: MODERN_VERSION } });
+    const m = uniqueMarker('canceld');
+    const ac = new AbortController();
+    const call = runCode(conn, 'bash', code(m, true), { timeout_seconds: 50, signal: ac.signal });
+    call.catch(() => {});
+    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 3, 15_000), `started: ${pidsWithMarker(m)}`);
+    ac.abort();
+    await assert.rejects(call);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `still alive: ${pidsWithMarker(m)}`);
+});
 
 test('a cancelled request gets no reply (legacy: SHOULD NOT; 2026: MUST NOT)', async (t) => {
     const conn = await connectV2(makeWorld(t), { mode: { pin: MODERN_VERSION } });

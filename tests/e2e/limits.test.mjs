@@ -7,13 +7,13 @@ import {
     uniqueMarker, waitFor,
 } from './lib.mjs';
 
-// Bash code starting three marked sleepers: one plain child, one in a subshell, and one that
-// left the process group with setsid (as a daemon would). Each one's argv[0] is the marker,
+// Bash code starting marked sleepers: a plain child, a grandchild, and (with @daemon) one that
+// left the process group with setsid, as a daemon would. Each one's argv[0] is the marker,
 // visible in /proc on the host whatever pid namespace it is in.
-const sleepers = (m) => [
+const sleepers = (m, daemon) => [
     `(exec -a ${m} sleep 300) &`,
     `bash -c '(exec -a ${m} sleep 300) & wait' &`,
-    `setsid bash -c 'exec -a ${m} sleep 300' &`,
+    ...(daemon ? [`setsid bash -c 'exec -a ${m} sleep 300' &`] : []),
     'echo started',
     'wait',
 ].join('\n');
@@ -37,29 +37,33 @@ test('code that ignores SIGTERM still ends at its deadline', async (t) => {
     assertIsolation(text);
 });
 
-test('at the timeout everything the run started dies, setsid daemons included', async (t) => {
-    const conn = await connect(makeWorld(t));
-    const m = uniqueMarker('timeout');
-    const call = runCode(conn, 'bash', sleepers(m), { timeout_seconds: 3 });
-    // Control: the probe sees the sleepers while the run is going.
-    const seen = await waitFor(() => pidsWithMarker(m).length >= 3 && pidsWithMarker(m), 15_000);
-    assert.ok(seen, 'the run\'s three marked sleepers were visible while it ran');
-    const { text } = await call;
-    assert.match(text, /^timed out after 3 s$/m, text);
-    assert.match(text, /^started$/m);
-    const gone = await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS);
-    assert.ok(gone, `still alive after the result: ${pidsWithMarker(m)}`);
-});
+for (const daemon of [false, true]) {
+    test(`at the timeout everything the run started dies${daemon ? ', a setsid daemon too' : ''}`, async (t) => {
+        const conn = await connect(makeWorld(t));
+        const m = uniqueMarker('timeout');
+        const want = daemon ? 4 : 3; // the bash -c grandparent carries the marker too
+        const call = runCode(conn, 'bash', sleepers(m, daemon), { timeout_seconds: 3 });
+        // Control: the probe sees the sleepers while the run is going.
+        const seen = await waitFor(() => pidsWithMarker(m).length >= want, 15_000);
+        assert.ok(seen, `the run's marked processes were visible while it ran (${pidsWithMarker(m)})`);
+        const { text } = await call;
+        assert.match(text, /^timed out after 3 s$/m, text);
+        assert.match(text, /^started$/m);
+        const gone = await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS);
+        assert.ok(gone, `still alive after the result: ${pidsWithMarker(m)}`);
+    });
 
-test('a run that exits leaves no background process behind', async (t) => {
-    const conn = await connect(makeWorld(t));
-    const m = uniqueMarker('exit');
-    const code = `(exec -a ${m} sleep 300) &\nsetsid bash -c 'exec -a ${m} sleep 300' &\nsleep 0.5\necho bye\n`;
-    const { text } = await runCode(conn, 'bash', code, { timeout_seconds: 20 });
-    assert.match(text, /^bye$/m);
-    assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS),
-        `background processes outlived the run: ${pidsWithMarker(m)}`);
-});
+    test(`a run that exits leaves no background process behind${daemon ? ', a setsid daemon included' : ''}`, async (t) => {
+        const conn = await connect(makeWorld(t));
+        const m = uniqueMarker('exit');
+        const code = [`(exec -a ${m} sleep 300) &`, ...(daemon ? [`setsid bash -c 'exec -a ${m} sleep 300' &`] : []),
+            'sleep 0.5', 'echo bye'].join('\n');
+        const { text } = await runCode(conn, 'bash', code, { timeout_seconds: 20 });
+        assert.match(text, /^bye$/m);
+        assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS),
+            `background processes outlived the run: ${pidsWithMarker(m)}`);
+    });
+}
 
 test('output over VESTIBULE_MAX_OUTPUT_BYTES is cut with a truncated note', async (t) => {
     const conn = await connect(makeWorld(t, { VESTIBULE_MAX_OUTPUT_BYTES: '1000' }));

@@ -34,6 +34,7 @@ if (r.status !== 0 && c.failed === 0) {
     c.failed = 1;
     c.failures.push(`node --test exited ${r.status ?? r.signal}`);
 }
+if (c.todo?.length) console.log(`\nknown gaps (todo):\n${c.todo.map((f) => `  ${f}`).join('\n')}`);
 if (c.failures.length) console.log(`\nfailed:\n${c.failures.map((f) => `  ${f}`).join('\n')}`);
 if (process.env.E2E_RESULTS) fs.writeFileSync(process.env.E2E_RESULTS, JSON.stringify(c) + '\n');
 console.log(`e2e: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped`);

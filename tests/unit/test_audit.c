@@ -4,6 +4,8 @@
  * `audit` printing: joining, N, "no end", corrupt lines, and escaping that keeps recorded code
  * from driving a terminal. */
 #include <check.h>
+#include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -507,6 +509,44 @@ START_TEST(concurrent_writers)
 }
 END_TEST
 
+START_TEST(writer_thread_takes_no_signals)
+{
+        struct audit_log *log = open_log();
+        char id[33], path[300], line[256];
+        int others = 0;
+        DIR *d;
+        struct dirent *de;
+
+        start(log, "print(1)", id); /* starts the writer */
+        d = opendir("/proc/self/task");
+        ck_assert_ptr_nonnull(d);
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.' || atoi(de->d_name) == getpid())
+                        continue;
+                snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+                FILE *f = fopen(path, "re");
+                if (!f)
+                        continue;
+                while (fgets(line, sizeof(line), f))
+                        if (strncmp(line, "SigBlk:", 7) == 0) {
+                                unsigned long long mask = strtoull(line + 7, NULL, 16);
+                                ck_assert_msg(mask & (1ULL << (SIGTERM - 1)), "%s", line);
+                                ck_assert_msg(mask & (1ULL << (SIGCHLD - 1)), "%s", line);
+                                ck_assert_msg(mask & (1ULL << (SIGINT - 1)), "%s", line);
+                                others++;
+                        }
+                fclose(f);
+        }
+        closedir(d);
+        ck_assert_int_eq(others, 1);
+        /* Control: this (main) thread's own mask is untouched. */
+        sigset_t cur;
+        ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, NULL, &cur), 0);
+        ck_assert(!sigismember(&cur, SIGTERM));
+        audit_close(log);
+}
+END_TEST
+
 START_TEST(deleted_file_is_recreated)
 {
         struct audit_log *log = open_log();
@@ -921,6 +961,7 @@ static Suite *audit_suite(void)
         tcase_add_test(tc, blocked_record);
         tcase_add_test(tc, concurrent_writers);
         tcase_add_test(tc, deleted_file_is_recreated);
+        tcase_add_test(tc, writer_thread_takes_no_signals);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("refusals_and_failures");

@@ -639,6 +639,36 @@ START_TEST(file_from_vestibule_config)
         ck_assert_uint_eq(c->pids_max, 99);
         config_free(c);
 
+        /* Writable by others: not trusted (it could turn isolation off). */
+        ck_assert_int_eq(chmod(path, 0666), 0);
+        ck_assert_int_eq(config_load(&c, &err), 0);
+        ck_assert(c->invalid);
+        ck_assert_msg(strstr(c->invalid_msg, "writable by other users") &&
+                          strstr(c->invalid_msg, "chmod go-w"),
+                      "%s", c->invalid_msg);
+        ck_assert_uint_eq(c->mem_mb, 256); /* nothing from it applied */
+        config_free(c);
+        ck_assert_int_eq(chmod(path, 0620), 0);
+        ck_assert_int_eq(config_load(&c, &err), 0);
+        ck_assert(c->invalid);
+        config_free(c);
+        if (geteuid() == 0) {
+                /* Owned by another (non-root) user. */
+                ck_assert_int_eq(chmod(path, 0644), 0);
+                ck_assert_int_eq(chown(path, 2000, 2000), 0);
+                ck_assert_int_eq(config_load(&c, &err), 0);
+                ck_assert(c->invalid);
+                ck_assert_msg(strstr(c->invalid_msg, "owned by another user"), "%s",
+                              c->invalid_msg);
+                config_free(c);
+                ck_assert_int_eq(chown(path, 0, 0), 0);
+        }
+        ck_assert_int_eq(chmod(path, 0644), 0); /* control: readable by others is fine */
+        ck_assert_int_eq(config_load(&c, &err), 0);
+        ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
+        ck_assert_uint_eq(c->mem_mb, 300);
+        config_free(c);
+
         /* Named but missing: invalid, naming the file. */
         _cleanup_free_ char *missing = xasprintf("%s/nope.yaml", dir);
         setenv("VESTIBULE_CONFIG", missing, 1);

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -130,8 +132,9 @@ START_TEST(python_prints_and_exits)
         ck_assert_str_eq(res.err.data, "oops\n");
         ck_assert_str_eq(res.isolation, "none (naive: development only)");
         ck_assert_str_eq(res.backend, "naive");
-        ck_assert(!res.usage.cpu_us.measured);
-        ck_assert_str_eq(res.usage.cpu_us.why, "naive backend has no cgroup");
+        /* the supervisor reaps every process of the run: cpu covers them all */
+        ck_assert(res.usage.cpu_us.measured);
+        ck_assert_str_eq(res.usage.mem_peak_bytes.why, "naive backend has no cgroup");
         ck_assert(!res.usage.mem_peak_bytes.measured);
         ck_assert(!res.usage.pids_peak.measured);
         run_result_done(&res);
@@ -319,21 +322,74 @@ START_TEST(background_child_dies_with_run)
 }
 END_TEST
 
-START_TEST(escaped_grandchild_holding_pipe_does_not_hang)
+START_TEST(setsid_daemons_die_with_run)
 {
         struct run_result res;
         uint64_t t0 = sbx_now_ms();
-        int pid = 0;
+        int a = 0, b = 0;
 
         need("bash");
-        /* setsid leaves the process group: the naive backend cannot kill it (why its grade is
-         * none), but the warden must still return promptly although it holds stdout open. */
-        run_ok(SBX_LANG_BASH, "setsid sleep 20 &\necho $!\necho done", 10, &res);
-        ck_assert_msg(sbx_now_ms() - t0 < 1500, "hung on the escaped grandchild's pipe");
+        /* setsid and a double fork leave the process group; the supervisor (a subreaper)
+         * still gets them, kills them, and the run returns at once although they held the
+         * stdout pipe. */
+        run_ok(SBX_LANG_BASH,
+               "setsid sleep 20 &\necho $!\n(setsid bash -c 'sleep 20 & echo $!' &) \nsleep 0.3\n"
+               "kill -0 $! && echo alive\necho done",
+               10, &res);
+        ck_assert_msg(sbx_now_ms() - t0 < 1500, "hung on the daemons' pipe");
         ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
-        ck_assert_int_eq(sscanf(out(&res), "%d", &pid), 1);
-        if (pid > 1)
-                kill(pid, SIGKILL);
+        ck_assert_int_eq(sscanf(out(&res), "%d\n%d", &a, &b), 2);
+        ck_assert_ptr_nonnull(strstr(out(&res), "alive\ndone\n")); /* control: it ran */
+        for (int i = 0; i < 50 && !(pid_gone(a) && pid_gone(b)); i++)
+                usleep(20000);
+        ck_assert_msg(pid_gone(a), "setsid child %d survived", a);
+        ck_assert_msg(pid_gone(b), "double-forked daemon %d survived", b);
+        ck_assert(res.usage.cpu_us.measured);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(setsid_daemons_die_at_timeout)
+{
+        struct run_result res;
+        int a = 0;
+
+        need("bash");
+        run_ok(SBX_LANG_BASH, "trap '' TERM\nsetsid sleep 30 &\necho $!\nwhile :; do :; done", 1,
+               &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_int_eq(sscanf(out(&res), "%d", &a), 1);
+        for (int i = 0; i < 50 && !pid_gone(a); i++)
+                usleep(20000);
+        ck_assert_msg(pid_gone(a), "setsid child %d survived the timeout", a);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(run_that_kills_its_supervisor)
+{
+        struct run_result res;
+
+        need("bash");
+        if (geteuid() == 0)
+                return; /* as root, the code (VESTIBULE_RUN_AS) cannot signal the supervisor */
+        run_ok(SBX_LANG_BASH, "kill -KILL $PPID; sleep 5", 10, &res);
+        ck_assert(!res.usage.cpu_us.measured);
+        ck_assert_ptr_nonnull(strstr(res.notes, "killed its supervisor"));
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(supervisor_out_of_reach_as_root)
+{
+        struct run_result res;
+
+        need("bash");
+        if (geteuid() != 0)
+                return;
+        run_ok(SBX_LANG_BASH, "kill -KILL $PPID 2>/dev/null; echo rc=$?", 10, &res);
+        ck_assert_str_eq(out(&res), "rc=1\n");
+        ck_assert(res.usage.cpu_us.measured);
         run_result_done(&res);
 }
 END_TEST
@@ -469,6 +525,134 @@ START_TEST(unreachable_workspace_is_blocked)
 }
 END_TEST
 
+START_TEST(server_death_kills_the_run)
+{
+        char *pidfile = xasprintf("%s/pids", workspace), *code;
+        int a = 0, b = 0, st;
+        FILE *f = NULL;
+        pid_t server;
+
+        need("bash");
+        code = xasprintf("setsid sleep 30 &\necho $! $$ > '%s.tmp'; mv '%s.tmp' '%s'\nsleep 30",
+                         pidfile, pidfile, pidfile);
+        server = fork();
+        ck_assert_int_ge(server, 0);
+        if (server == 0) {
+                struct run_result res;
+
+                run_ok(SBX_LANG_BASH, code, 60, &res);
+                _exit(0);
+        }
+        for (int i = 0; i < 250 && !(f = fopen(pidfile, "r")); i++)
+                usleep(20000);
+        ck_assert_msg(f != NULL, "the run never started");
+        ck_assert_int_eq(fscanf(f, "%d %d", &a, &b), 2);
+        fclose(f);
+        ck_assert(!pid_gone(a) && !pid_gone(b)); /* control: both alive while the server is */
+
+        kill(server, SIGKILL); /* the server dies without cleaning up */
+        waitpid(server, &st, 0);
+        for (int i = 0; i < 100 && !(pid_gone(a) && pid_gone(b)); i++)
+                usleep(20000);
+        ck_assert_msg(pid_gone(a), "setsid child %d outlived the server", a);
+        ck_assert_msg(pid_gone(b), "the code %d outlived the server", b);
+        free(pidfile);
+        free(code);
+}
+END_TEST
+
+/* --- the warden alone, on plain forked children, without a pidfd (waitpid polling) --- */
+
+static void kill_group(void *userdata)
+{
+        pid_t pgid = (pid_t)(intptr_t)userdata;
+
+        (void)kill(-pgid, SIGKILL);
+}
+
+/* Fork a child in its own group running @fn with stdout/stderr on pipes; supervise it. */
+static int supervise_fork(void (*fn)(void), unsigned timeout_s, bool use_pidfd,
+                          struct run_result *res)
+{
+        struct sbx_error err = {0};
+        struct run_request req = {.timeout_s = timeout_s, .cfg = &cfg, .cancel_fd = -1};
+        int out[2], errp[2], r;
+        struct warden_child wc;
+        pid_t pid;
+
+        ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(errp, O_CLOEXEC), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                setpgid(0, 0);
+                dup2(out[1], 1);
+                dup2(errp[1], 2);
+                fn();
+                _exit(0);
+        }
+        setpgid(pid, pid);
+        close(out[1]);
+        close(errp[1]);
+        wc = (struct warden_child){
+            .pid = pid,
+            .pidfd = use_pidfd ? (int)syscall(SYS_pidfd_open, pid, 0) : -1,
+            .out_fd = out[0],
+            .err_fd = errp[0],
+            .kill_tree = kill_group,
+            .kill_userdata = (void *)(intptr_t)pid,
+        };
+        memset(res, 0, sizeof(*res));
+        r = warden_supervise(&req, &wc, sbx_now_ms(), res, NULL, &err);
+        ck_assert_msg(r == 0, "%s", err.msg);
+        return r;
+}
+
+static void child_prints_exits_5(void)
+{
+        (void)!write(1, "out", 3);
+        (void)!write(2, "err", 3);
+        _exit(5);
+}
+
+static void child_ignores_term_and_spins(void)
+{
+        signal(SIGTERM, SIG_IGN);
+        for (;;)
+                ;
+}
+
+START_TEST(warden_without_pidfd)
+{
+        struct run_result res;
+        uint64_t t0;
+
+        supervise_fork(child_prints_exits_5, 5, false, &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_int_eq(res.exit_code, 5);
+        ck_assert_str_eq(res.out.data, "out");
+        ck_assert_str_eq(res.err.data, "err");
+        run_result_done(&res);
+
+        t0 = sbx_now_ms();
+        supervise_fork(child_ignores_term_and_spins, 1, false, &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_uint_lt(sbx_now_ms() - t0, 2000);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(warden_with_pidfd)
+{
+        struct run_result res;
+
+        supervise_fork(child_prints_exits_5, 5, true, &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_int_eq(res.exit_code, 5);
+        run_result_done(&res);
+}
+END_TEST
+
 static Suite *naive_suite(void)
 {
         Suite *s = suite_create("naive");
@@ -495,11 +679,21 @@ static Suite *naive_suite(void)
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, timeout_kills_code_ignoring_sigterm);
         tcase_add_test(tc, background_child_dies_with_run);
-        tcase_add_test(tc, escaped_grandchild_holding_pipe_does_not_hang);
+        tcase_add_test(tc, setsid_daemons_die_with_run);
+        tcase_add_test(tc, setsid_daemons_die_at_timeout);
+        tcase_add_test(tc, run_that_kills_its_supervisor);
+        tcase_add_test(tc, server_death_kills_the_run);
+        tcase_add_test(tc, supervisor_out_of_reach_as_root);
         tcase_add_test(tc, flood_is_stopped);
         tcase_add_test(tc, cancel_via_eventfd);
         tcase_add_test(tc, progress_reported_during_long_runs);
         tcase_add_test(tc, shutdown_refuses_new_runs);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("warden");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, warden_without_pidfd);
+        tcase_add_test(tc, warden_with_pidfd);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("root");

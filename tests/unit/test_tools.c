@@ -299,7 +299,8 @@ START_TEST(result_success)
         ck_assert_str_eq(json_object_get_string(get(r.structured, "stderr")), "\\x1b[1m");
         ck_assert_int_eq(json_object_get_int(get(r.structured, "exit_code")), 0);
         ck_assert_str_eq(json_object_get_string(get(r.structured, "outcome")), "exited");
-        ck_assert(json_object_is_type(get(r.structured, "usage.cpu_ms"), json_type_null));
+        ck_assert(json_object_is_type(get(r.structured, "usage.cpu_ms"), json_type_int));
+        ck_assert(json_object_is_type(get(r.structured, "usage.mem_peak_bytes"), json_type_null));
         tool_result_done(&r);
 }
 END_TEST

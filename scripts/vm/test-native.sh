@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The VM test stage: run the native backend's suites on a real systemd + cgroup v2 host, as the
+# unprivileged user inside its user manager (scripts/vm/run.sh), and bring the results out.
+# One boot runs, in order:
+#   0. scripts/vm/selftest.sh --guest: the host itself (systemd PID 1, pure cgroup v2, the user
+#      manager, delegated controllers, OOM kill, the sd-bus scope demo);
+#   1. the native Check suite, BUILD_DIR/test_native (more with VESTIBULE_VM_TESTS),
+#      with SBX_TEST_MUST_RUN=1: in the VM nothing may skip for a missing prerequisite;
+#   2. the end-to-end suite (tests/e2e, node >= 20) against BUILD_DIR/vestibule-mcp with
+#      VESTIBULE_BACKEND=native and the grade expected to be exactly "native".
+# A suite that is not built yet is reported ("skip ...") and left out, or is a failure with
+# VESTIBULE_VM_REQUIRE=1 (for CI once the native backend is merged); the self test always runs.
+#
+# Usage: scripts/vm/test-native.sh BUILD_DIR
+# Environment:
+#   VESTIBULE_VM_TESTS        Check executables in BUILD_DIR to run (default: test_native)
+#   VESTIBULE_VM_E2E          0 = leave the e2e suite out (default 1)
+#   VESTIBULE_VM_E2E_FILES    e2e files to run (default: all *.test.mjs)
+#   VESTIBULE_VM_REQUIRE      1 = a missing suite is a failure, not a skip
+#   VESTIBULE_VM_TIMEOUT      seconds for the whole in-VM run (default 480; the stage, image
+#                             build included, must stay within 10 minutes)
+#   VESTIBULE_ROOTFS_DIR      the unpacked python/ and node/ rootfs trees, shared read-only
+#                             (default /var/tmp/vestibule-images/rootfs)
+# Exit status: 0 everything that ran passed, 1 something failed, 124/125 from run.sh.
+set -euo pipefail
+# All of it runs from main(): bash reads the whole file first, so editing the script while
+# it runs cannot derail the run.
+main() {
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+log() { printf 'test-native: %s\n' "$*" >&2; }
+
+[[ $# -eq 1 && -d $1 ]] || { log "usage: scripts/vm/test-native.sh BUILD_DIR"; exit 2; }
+build=$(cd "$1" && pwd -P)
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+[[ -n $src && -d $src ]] || src=$(cd "$here/../.." && pwd -P)
+rootfs=${VESTIBULE_ROOTFS_DIR:-/var/tmp/vestibule-images/rootfs}
+require=${VESTIBULE_VM_REQUIRE:-0}
+read -r -a tests <<<"${VESTIBULE_VM_TESTS:-test_native}"
+
+missing=()
+run_tests=()
+for t in "${tests[@]}"; do
+        if [[ -x $build/$t ]]; then
+                run_tests+=("$t")
+        else
+                missing+=("$t: $build/$t is not built (the native backend's suite is not on this branch yet?)")
+        fi
+done
+
+e2e_dir=$src/tests/e2e
+node_bin=
+run_e2e=0
+if [[ ${VESTIBULE_VM_E2E:-1} == 0 ]]; then
+        log "e2e suite left out (VESTIBULE_VM_E2E=0)"
+elif [[ ! -f $e2e_dir/run.mjs ]]; then
+        missing+=("e2e: no $e2e_dir/run.mjs (the e2e suite is not on this branch yet?)")
+elif [[ ! -d $e2e_dir/node_modules ]]; then
+        missing+=("e2e: $e2e_dir/node_modules missing: run npm ci in $e2e_dir first")
+elif [[ ! -x $build/vestibule-mcp ]]; then
+        missing+=("e2e: $build/vestibule-mcp is not built")
+elif ! node_bin=$(command -v node) ||
+        [[ $("$node_bin" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0) -lt 20 ]]; then
+        missing+=("e2e: needs node >= 20 on the host (its binary is lent to the VM)")
+else
+        run_e2e=1
+fi
+for m in "${missing[@]}"; do
+        if [[ $require == 1 ]]; then log "FAIL $m"; else log "skip $m"; fi
+done
+if [[ ${#run_tests[@]} -eq 0 && $run_e2e == 0 ]]; then
+        log "no suite to run in the VM: only the self test runs"
+fi
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/vestibule-vm-tests.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+chmod 0755 "$work"
+# The self test's sd-bus demo, built here against the host's libsystemd.
+mkdir "$work/bin"
+# shellcheck disable=SC2046 # pkg-config prints several words on purpose
+${CC:-cc} -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$work/bin/scope-demo" \
+        "$src/tests/vm/scope-demo.c" $(pkg-config --cflags --libs libsystemd)
+shares=(--ro-share "$src")
+[[ $build == "$src" || $build == "$src"/* ]] || shares+=(--ro-share "$build")
+if [[ -d $rootfs ]]; then
+        shares+=(--ro-share "$rootfs")
+else
+        log "no rootfs trees at $rootfs (scripts that need them will say so)"
+fi
+if [[ $run_e2e == 1 ]]; then
+        # The host's node (nodesource 20 links only libc, libstdc++ and libgcc, which the guest
+        # has) is lent to the VM: cheaper than a second node in the image.
+        mkdir "$work/node"
+        ln "$(readlink -f "$node_bin")" "$work/node/node" 2>/dev/null ||
+                cp "$(readlink -f "$node_bin")" "$work/node/node"
+        shares+=(--ro-share "$work/node:/opt/vestibule-host-node/bin")
+fi
+# Results come back through a folder the guest user (uid 2000 on both sides) owns.
+mkdir "$work/out"
+chown 2000:2000 "$work/out"
+shares+=(--share "$work/out" --ro-share "$work/bin")
+
+{
+        echo 'set -u'
+        printf 'build=%q src=%q rootfs=%q out=%q e2e=%q demo=%q\n' "$build" "$src" "$rootfs" \
+                "$work/out" "$run_e2e" "$work/bin/scope-demo"
+        printf 'tests=(%s)\n' "$(printf '%q ' "${run_tests[@]}")"
+        read -r -a e2e_files <<<"${VESTIBULE_VM_E2E_FILES:-}"
+        printf 'e2e_files=(%s)\n' "$( ((${#e2e_files[@]})) && printf '%q ' "${e2e_files[@]}")"
+        cat <<'EOF'
+export SBX_TEST_MUST_RUN=1 VESTIBULE_ROOTFS_DIR="$rootfs" SBX_TEST_ROOTFS_DIR="$rootfs"
+export ASAN_OPTIONS=detect_leaks=0
+export CK_DEFAULT_TIMEOUT=60 CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-5}
+export PATH=$PATH:/opt/vestibule-host-node/bin
+echo "== in the VM: $(id -un) uid $(id -u), $(cat /proc/self/cgroup), user manager $(systemctl --user is-system-running)"
+failed=()
+echo "== selftest"
+bash "$src/scripts/vm/selftest.sh" --guest "$demo" || failed+=("selftest")
+for t in "${tests[@]}"; do
+        echo "== $t (Check, SBX_TEST_MUST_RUN=1)"
+        s=$(date +%s)
+        (cd "$build" && "$build/$t")
+        rc=$?
+        echo "== $t: exit $rc in $(( $(date +%s) - s )) s"
+        [[ $rc == 0 ]] || failed+=("$t (exit $rc)")
+done
+if [[ $e2e == 1 ]]; then
+        echo "== e2e (VESTIBULE_BACKEND=native, expecting grade native), node $(node --version)"
+        s=$(date +%s)
+        (cd "$src/tests/e2e" && VESTIBULE_BIN="$build/vestibule-mcp" VESTIBULE_BACKEND=native \
+                E2E_BACKEND=native E2E_EXPECT_GRADE=native E2E_RESULTS="$out/e2e.json" \
+                node run.mjs "${e2e_files[@]}")
+        rc=$?
+        echo "== e2e: exit $rc in $(( $(date +%s) - s )) s"
+        [[ $rc == 0 ]] || failed+=("e2e (exit $rc)")
+fi
+if ((${#failed[@]})); then
+        echo "== FAILED in the VM: ${failed[*]}"
+        exit 1
+fi
+echo "== all suites passed in the VM"
+EOF
+} >"$work/guest.sh"
+
+set +e
+"$here/run.sh" "${shares[@]}" --cwd "$build" --timeout "${VESTIBULE_VM_TIMEOUT:-480}" \
+        --script "$work/guest.sh"
+rc=$?
+set -e
+[[ -f $work/out/e2e.json ]] && log "e2e counts: $(cat "$work/out/e2e.json")"
+if ((${#missing[@]})) && [[ $require == 1 && $rc == 0 ]]; then
+        rc=1
+fi
+exit "$rc"
+}
+main "$@"
