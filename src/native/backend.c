@@ -33,6 +33,7 @@ struct native_state {
         int last_landlock_abi; /* applied in the last sandbox (0 = none) */
         bool last_hidepid;     /* /proc was mounted with hidepid=invisible */
         struct native_limits_info limits;
+        bool limits_forced;
         int landlock_abi;
         char kernel[65];
         int inflight[MAX_INFLIGHT]; /* pidfds of running sandboxes' inits, -1 = free */
@@ -282,7 +283,8 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
                 native_strf(s->kernel, sizeof(s->kernel), "%s",
                             uname(&u) == 0 ? u.release : "unknown");
         }
-        native_limits_detect(&s->limits);
+        if (!s->limits_forced)
+                native_limits_detect(&s->limits);
         grade_from_limits(s, cfg, &p);
         probe_details(s, &p);
         p.usable = true;
@@ -570,6 +572,17 @@ finish:
                 return -ENOEXEC;
         }
         return 0;
+}
+
+void native_backend_force_limits(struct backend *b, const struct native_limits_info *li)
+{
+        struct native_state *s = b->state;
+
+        pthread_mutex_lock(&s->lock);
+        s->limits = *li;
+        s->limits_forced = true;
+        s->probed = false;
+        pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- lifetime --------------------------------------------------------------------------- */

@@ -371,6 +371,17 @@ static void measure(struct run_measure *m, bool ok, uint64_t v, const char *why)
                 native_strf(m->why, sizeof(m->why), "%s", why);
 }
 
+/* Why a *.peak file is missing: the controller is not enabled there at all (its .max file is
+ * missing too), or the kernel predates the file. */
+static const char *peak_why(const struct native_cgroup *cg, const char *max_file,
+                            const char *no_controller, const char *too_old)
+{
+        char file[700];
+
+        native_strf(file, sizeof(file), "%s/%s", cg->path, max_file);
+        return access(file, F_OK) < 0 ? no_controller : too_old;
+}
+
 bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config *cfg,
                         struct run_result *res)
 {
@@ -385,9 +396,13 @@ bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config 
                 return false; /* gone already (a scope systemd collected): nothing to trust */
         measure(&res->usage.cpu_us, cpu, v, "cpu.stat not readable");
         ok = read_key(cg->path, "memory.peak", "", &v); /* read before v is passed on */
-        measure(&res->usage.mem_peak_bytes, ok, v, "Linux 5.19+ needed");
+        measure(&res->usage.mem_peak_bytes, ok, v,
+                peak_why(cg, "memory.max", "no memory controller in the run's cgroup",
+                         "Linux 5.19+ needed"));
         ok = read_key(cg->path, "pids.peak", "", &v);
-        measure(&res->usage.pids_peak, ok, v, "Linux 6.1+ needed");
+        measure(&res->usage.pids_peak, ok, v,
+                peak_why(cg, "pids.max", "no pids controller in the run's cgroup",
+                         "Linux 6.1+ needed"));
         res->limits_hit[0] = '\0';
         if (read_key(cg->path, "cpu.stat", "nr_periods", &periods) &&
             read_key(cg->path, "cpu.stat", "nr_throttled", &throttled) && throttled > 0)

@@ -175,6 +175,13 @@ bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config 
 /** native_cgroup_remove() - close and (when we created it) remove the run's cgroup. */
 void native_cgroup_remove(struct native_cgroup *cg);
 
+/**
+ * native_backend_force_limits() - use @li instead of what native_limits_detect() finds (tests:
+ * a delegated cgroup v2 subtree made for the test on a host whose detection says none).
+ */
+struct backend;
+void native_backend_force_limits(struct backend *b, const struct native_limits_info *li);
+
 /* ---- spawn.c -------------------------------------------------------------------------- */
 
 /* Everything the child needs, prepared by the parent before clone(). */
