@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -872,6 +873,53 @@ START_TEST(install_refuses_unusable_trees)
         /* an unknown language */
         ck_assert_int_eq(install_tar(tar, "ruby", &quiet, &skipped, &err), -EINVAL);
         assert_outside_untouched();
+}
+END_TEST
+
+START_TEST(install_one_setup_at_a_time)
+{
+        _cleanup_free_ char *tar = pathf("%s/py.tar", T), *lock = NULL;
+        static const char *const after[] = {"python", "python.json", NULL};
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+        bool skipped;
+        int fd;
+
+        tb_minimal_rootfs(a, "x");
+        tb_close(a);
+        ck_assert_int_eq(mkdir(rootfs, 0755), 0);
+        lock = xasprintf("%s/.setup.lock", rootfs);
+        fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(flock(fd, LOCK_EX), 0); /* another setup is running */
+        ck_assert_int_eq(install_tar(tar, "python", &quiet, &skipped, &err), -EBUSY);
+        ck_assert_ptr_nonnull(strstr(err.msg, "another vestibule-mcp setup"));
+        close(fd); /* control: once it is done, setup goes through */
+        ck_assert_msg(install_tar(tar, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        assert_rootfs_holds(after);
+}
+END_TEST
+
+START_TEST(install_redoes_a_damaged_record)
+{
+        _cleanup_free_ char *tar = pathf("%s/py.tar", T), *rec = NULL, *id = NULL;
+        struct sbx_error err = {0};
+        struct archive *a = tb_open(tar);
+        bool skipped = true;
+        FILE *f;
+
+        tb_minimal_rootfs(a, "x");
+        tb_close(a);
+        ck_assert_int_eq(install_tar(tar, "python", &quiet, &skipped, &err), 0);
+        rec = xasprintf("%s/python.json", rootfs);
+        f = fopen(rec, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("{not json", f);
+        fclose(f);
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id, NULL, &err), -EBADMSG);
+        ck_assert_int_eq(install_tar(tar, "python", &quiet, &skipped, &err), 0);
+        ck_assert(!skipped); /* not trusted: installed again */
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id, NULL, &err), 0);
 }
 END_TEST
 
@@ -1742,6 +1790,8 @@ static Suite *setup_suite(void)
         tcase_add_test(tc, install_cancelled_leaves_nothing);
         tcase_add_test(tc, install_refuses_unusable_trees);
         tcase_add_test(tc, install_sweeps_leftovers_of_a_killed_setup);
+        tcase_add_test(tc, install_one_setup_at_a_time);
+        tcase_add_test(tc, install_redoes_a_damaged_record);
         tcase_add_test(tc, install_as_unprivileged_user_owns_and_reads_everything);
         tcase_add_test(tc, install_as_root_keeps_numeric_ids);
         tcase_add_test(tc, install_unprivileged_layers_into_read_only_dirs);
