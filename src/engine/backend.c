@@ -237,8 +237,12 @@ static int ping_one(struct engine_conn *c, struct sbx_error *err)
         snprintf(server_api, sizeof(server_api), "%s", r.api_version);
         engine_response_done(&r);
 
-        /* MinAPIVersion from the unversioned /version (Docker 29 refuses < 1.44). */
+        /* MinAPIVersion from the unversioned /version (Docker 29 refuses < 1.44). Podman
+         * accepts every compat prefix (ENGINE_NOTES §6) and its /version is slow (it asks
+         * conmon and the runtime for their versions: 10 s seen under load): skip it there. */
         c->api[0] = '\0';
+        if (c->podman)
+                return engine_api_negotiate(server_api, NULL, c->api, err);
         rv = engine_request_json(c, "GET", "/version", NULL, 15000, &status, &ver, msg, sizeof(msg),
                                  err);
         if (rv < 0)
@@ -1173,7 +1177,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                              res->image);
                 goto out_remove;
         } else if (exit_code == 127 && res->err.data &&
-                   strncmp(res->err.data, "timeout: failed to run command", 31) == 0) {
+                   strstr(res->err.data, "timeout: failed to run command") == res->err.data) {
                 r = sbx_fail(err, ENOENT,
                              "the sandbox image '%s' has no '%s': use an image that provides "
                              "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
