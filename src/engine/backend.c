@@ -43,6 +43,7 @@ struct engine_state {
         size_t n_active;
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
+        bool warned_unpinned;      /* the unpinned-image warning was logged */
         pthread_cond_t removed;    /* signalled when pending_removals drops */
 };
 
@@ -527,6 +528,16 @@ static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx
                 return 0;
         }
         pthread_mutex_lock(&st->lock);
+        if (!st->warned_unpinned) {
+                st->warned_unpinned = true;
+                const char *imgs[] = {b->cfg->image_python, b->cfg->image_node};
+                for (size_t i = 0; i < ELEMENTSOF(imgs); i++)
+                        if (!strstr(imgs[i], "@sha256:"))
+                                log_warning("sandbox image '%s' is not pinned to a digest: what "
+                                            "runs can change when the tag moves; pin it "
+                                            "(name@sha256:...) for reproducible runs",
+                                            imgs[i]);
+        }
         ret->usable = true;
         ret->degraded = strncmp(st->grade, "container-degraded", 18) == 0;
         snprintf(ret->grade, sizeof(ret->grade), "%s", st->grade);
