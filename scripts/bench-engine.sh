@@ -21,8 +21,6 @@ cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$src/src" "$src/tests/bench/bench_engine.c" \
 ws=$(mktemp -d) && chmod 0777 "$ws"
 code=$(mktemp -d) && chmod 0755 "$code" && echo 'print(1)' >"$code/main.py" && chmod 0644 "$code/main.py"
 
-"$out/bench" "$n" "$ws" >"$out/api.txt"
-
 docker_run() {
         docker run --rm --network none --cap-drop ALL --security-opt no-new-privileges \
                 --read-only --tmpfs /tmp:rw,noexec,nosuid,nodev,size=64m,mode=1777 \
@@ -37,12 +35,21 @@ docker_run() {
                 vestibule/python:bookworm timeout --kill-after=1 10 python3 /sandbox/main.py
 }
 docker_run >/dev/null && docker_run >/dev/null # warm-up
+
+# Interleaved: one backend run, one CLI run, N times, so both see the same load.
+coproc BENCH { "$out/bench" "$n" "$ws" --paced; }
+read -r _ <&"${BENCH[0]}" && read -r _ <&"${BENCH[0]}" # the two warm-up runs
 for ((i = 0; i < n; i++)); do
+        echo go >&"${BENCH[1]}"
+        read -r t <&"${BENCH[0]}"
+        echo "$t" >>"$out/api.txt"
         t0=$(date +%s%N)
         [ "$(docker_run)" = 1 ]
         t1=$(date +%s%N)
         echo "scale=1; ($t1 - $t0) / 1000000" | bc >>"$out/cli.txt"
 done
+# the bench exits by itself after N runs (then bash unsets BENCH)
+wait "${BENCH_PID:-}" 2>/dev/null || true
 rm -rf "$ws" "$code"
 
 python3 - "$out/api.txt" "$out/cli.txt" <<'PY'

@@ -44,6 +44,7 @@ struct engine_state {
         size_t n_active;
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
+        bool warned_unpinned;      /* the unpinned-image warning was logged */
         pthread_cond_t removed;    /* signalled when pending_removals drops */
 };
 
@@ -238,8 +239,12 @@ static int ping_one(struct engine_conn *c, struct sbx_error *err)
         snprintf(server_api, sizeof(server_api), "%s", r.api_version);
         engine_response_done(&r);
 
-        /* MinAPIVersion from the unversioned /version (Docker 29 refuses < 1.44). */
+        /* MinAPIVersion from the unversioned /version (Docker 29 refuses < 1.44). Podman
+         * accepts every compat prefix (ENGINE_NOTES §6) and its /version is slow (it asks
+         * conmon and the runtime for their versions: 10 s seen under load): skip it there. */
         c->api[0] = '\0';
+        if (c->podman)
+                return engine_api_negotiate(server_api, NULL, c->api, err);
         rv = engine_request_json(c, "GET", "/version", NULL, 15000, &status, &ver, msg, sizeof(msg),
                                  err);
         if (rv < 0)
@@ -525,6 +530,16 @@ static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx
                 return 0;
         }
         pthread_mutex_lock(&st->lock);
+        if (!st->warned_unpinned) {
+                st->warned_unpinned = true;
+                const char *imgs[] = {b->cfg->image_python, b->cfg->image_node};
+                for (size_t i = 0; i < ELEMENTSOF(imgs); i++)
+                        if (!strstr(imgs[i], "@sha256:"))
+                                log_warning("sandbox image '%s' is not pinned to a digest: what "
+                                            "runs can change when the tag moves; pin it "
+                                            "(name@sha256:...) for reproducible runs",
+                                            imgs[i]);
+        }
         ret->usable = true;
         ret->degraded = strncmp(st->grade, "container-degraded", 18) == 0;
         snprintf(ret->grade, sizeof(ret->grade), "%s", st->grade);
@@ -1205,7 +1220,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                              res->image);
                 goto out_remove;
         } else if (exit_code == 127 && res->err.data &&
-                   strncmp(res->err.data, "timeout: failed to run command", 31) == 0) {
+                   strstr(res->err.data, "timeout: failed to run command") == res->err.data) {
                 r = sbx_fail(err, ENOENT,
                              "the sandbox image '%s' has no '%s': use an image that provides "
                              "bash, timeout and the interpreter, or run `vestibule-mcp setup`",

@@ -113,12 +113,13 @@ static bool is_socket(const char *path)
 
 static char *read_file_small(const char *path, size_t cap)
 {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        FILE *f = fopen(path, "re");
         if (!f)
                 return NULL;
         char *buf = xmalloc(cap + 1);
         size_t n = fread(buf, 1, cap, f);
         buf[n] = '\0';
+        fclose(f);
         return buf;
 }
 
@@ -222,6 +223,8 @@ static void try_socket(struct endpoint_list *l, const char *path, const char *or
         _cleanup_free_ char *host = xasprintf("unix://%s", path);
 
         if (!is_socket(path)) {
+                if (!missing || !missing_size)
+                        return;
                 size_t used = strlen(missing);
                 if (used + 4 < missing_size)
                         snprintf(missing + used, missing_size - used, "%s'%s'", used ? ", " : "",

@@ -1,6 +1,7 @@
 /* bench_engine.c - N print(1) runs through the container backend; prints one wall time in ms
  * per line (the whole ops->run: create, verify, attach/wait, start, exit, remove). Built and
  * run by scripts/bench-engine.sh next to `docker run --rm` with the same flags. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "%s\n", err.msg);
                 return 1;
         }
+        bool paced = argc > 3 && strcmp(argv[3], "--paced") == 0;
+        char line[16];
         for (int i = -2; i < n; i++) { /* two warm-up runs */
+                /* --paced: one run per line read on stdin, so a driver can interleave these
+                 * runs with `docker run` ones under the same load */
+                if (paced && i >= 0 && !fgets(line, sizeof(line), stdin))
+                        break;
                 struct run_request req = {.language = SBX_LANG_PYTHON,
                                           .code = "print(1)\n",
                                           .code_len = 9,
@@ -85,9 +92,12 @@ int main(int argc, char **argv)
                         fprintf(stderr, "run %d failed: %s\n", i, r < 0 ? err.msg : "bad output");
                         return 1;
                 }
-                if (i >= 0)
-                        printf("%.1f\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                                             (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+                if (i >= 0 || paced) {
+                        printf("%s%.1f\n", i < 0 ? "warmup " : "",
+                               (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+                        fflush(stdout);
+                }
                 free(res.out.data);
                 free(res.err.data);
         }

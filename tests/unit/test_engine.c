@@ -1262,6 +1262,73 @@ START_TEST(podman_rootful_behaviours)
 }
 END_TEST
 
+struct killer_arg {
+        pid_t pid;
+        unsigned delay_ms;
+};
+
+static void *kill_later(void *p)
+{
+        struct killer_arg *k = p;
+        usleep(k->delay_ms * 1000);
+        kill(k->pid, SIGKILL);
+        return NULL;
+}
+
+/* The engine dies mid-run: a private Podman API service (same storage as the rootful one) is
+ * killed while a run streams. The run ends with a clear Blocked:, the process stays up, and
+ * the rootful service (the control) still runs code afterwards. */
+START_TEST(podman_engine_stopped_mid_run)
+{
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ char *sock = xasprintf("%s/p.sock", d);
+        _cleanup_free_ char *host = xasprintf("unix://%s", sock);
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        pid_t svc = fork();
+
+        ck_assert_int_ge(svc, 0);
+        if (svc == 0) {
+                int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                dup2(fd, 1);
+                dup2(fd, 2);
+                execlp("podman", "podman", "--cgroup-manager=cgroupfs", "--events-backend=file",
+                       "--runtime", "runc", "system", "service", "--time=0", host, (char *)NULL);
+                _exit(127);
+        }
+        cfg_init(SBX_RUNTIME_PODMAN);
+        env_reset();
+        env_set("CONTAINER_HOST", host);
+        bool up = false;
+        for (int i = 0; i < 120 && !up; i++) {
+                usleep(250000);
+                up = engine_connect(&test_cfg, fake_getenv, &c, &err) == 0;
+        }
+        ck_assert_msg(up, "private podman service did not come up: %s", err.msg);
+
+        struct killer_arg k = {.pid = svc, .delay_ms = 4000};
+        pthread_t t;
+        pthread_create(&t, NULL, kill_later, &k);
+        struct run_out o = run_code(
+            SBX_LANG_PYTHON, "import time\nprint('up', flush=True)\ntime.sleep(20)\n", 15, -1);
+        pthread_join(t, NULL);
+        waitpid(svc, NULL, 0);
+        ck_assert_int_lt(o.rc, 0);
+        ck_assert_msg(strstr(o.err.msg, "container engine"), "%s", o.err.msg);
+        run_result_done(&o.res);
+        test_backend = backend_free(test_backend); /* shutdown copes with a dead engine */
+
+        /* control: the rootful service still answers and runs code; clean our leftover */
+        env_set("CONTAINER_HOST", PODMAN_SOCK);
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+        o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
+        expect_exit0(&o);
+        run_result_done(&o.res);
+        test_backend = backend_free(test_backend); /* removes everything this process owns */
+        check_nothing_left(PODMAN_SOCK);
+}
+END_TEST
+
 /* Rootless Podman as the test user: limits are not applied on this cgroup v1 host, and the
  * grade must say exactly that. Runs in a child that became the test user. */
 START_TEST(podman_rootless_degraded)
@@ -1388,6 +1455,8 @@ static Suite *engine_suite(void)
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, podman_rootful_runs);
                 tcase_add_test(tc, podman_rootful_behaviours);
+                if (root)
+                        tcase_add_test(tc, podman_engine_stopped_mid_run);
                 suite_add_tcase(s, tc);
         }
         if (images && root && access("/run/user/2000/podman/podman.sock", F_OK) == 0) {
