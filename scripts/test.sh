@@ -53,7 +53,7 @@ is_root=0
 # VESTIBULE_CI_E2E_RUNS there.
 E2E_RUNS=${VESTIBULE_CI_E2E_RUNS:-"Release,Debug|naive|none (naive: development only)|
 Release,Debug|native|native-degraded (limits not applied: memory, cpu: no systemd user bus and no cgroup v2 at /sys/fs/cgroup (a v1 or v1/v2 hybrid hierarchy))|VESTIBULE_ROOTFS_DIR=$images/rootfs
-Release|container|container-degraded (limits not applied: memory, cpu, pids: rootless Podman on cgroup v1)|VESTIBULE_RUNTIME=podman VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vestibule/node:bookworm"}
+Release|container|container-degraded (limits not applied: memory, cpu, pids: rootless Podman on cgroup v1)|VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vestibule/node:bookworm"}
 
 passed=0 failed=0 skipped=0
 failures=()
