@@ -58,6 +58,7 @@ enum setting_kind {
         KIND_IMAGE,
         KIND_RUN_AS,
         KIND_LOG_LEVEL,
+        KIND_TRACE,
 };
 
 struct setting {
@@ -101,6 +102,7 @@ static const struct setting settings[] = {
      "a positive whole number of runs, e.g. 4"},
     {"run_as", KIND_RUN_AS, NULL, 0, 0, NULL},
     {"log_level", KIND_LOG_LEVEL, "info", F(log_level), 0, NULL},
+    {"trace", KIND_TRACE, "off", F(trace_timing), 0, NULL},
 };
 
 enum value_source {
@@ -304,6 +306,7 @@ static const char *const backend_words[] = {"auto", "native", "container", "naiv
 static const char *const runtime_words[] = {"auto", "docker", "podman"};
 static const char *const image_source_words[] = {"registry", "debian"};
 static const char *const log_level_words[] = {"error", "warning", "info", "debug"};
+static const char *const trace_words[] = {"off", "timing"};
 
 /* Expand '~' and normalise. Returns a new string or NULL with *@why set. */
 static char *path_expand(const char *v, const char *home, bool *home_missing, const char **why)
@@ -448,6 +451,16 @@ static void apply(struct load_ctx *x, const struct setting *s, enum value_source
                         return;
                 }
                 c->log_level = w;
+                return;
+        case KIND_TRACE:
+                w = parse_word(v, trace_words, ELEMENTSOF(trace_words));
+                if (w < 0) {
+                        mark_invalid(x, s, src, v,
+                                     "must be off or timing (timing: one log line per sandbox "
+                                     "setup phase, in microseconds)");
+                        return;
+                }
+                c->trace_timing = w == 1;
                 return;
         case KIND_IMAGE:
                 if (!image_ref_ok(v)) {

@@ -63,6 +63,10 @@ struct sbx_config {
         /* VESTIBULE_LOG_LEVEL error|warning|info|debug (default info). */
         int log_level;
 
+        /* VESTIBULE_TRACE off|timing (default off): timing makes the backends log one line per
+         * sandbox phase with its duration in µs (src/common/trace.h), whatever the log level. */
+        bool trace_timing;
+
         /* Set when any setting was invalid; then every tool call is Blocked: with this text. */
         bool invalid;
         char invalid_msg[480];

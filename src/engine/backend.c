@@ -20,6 +20,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/xalloc.h"
 #include "run/backend.h"
 #include "run/run.h"
@@ -37,11 +38,13 @@ struct engine_state {
         struct engine_conn conn;
         engine_getenv_fn getenv_fn;
         bool rootless_podman;
-        char grade[320];     /* "container" or "container-degraded (...)" */
-        char owner[160];     /* our vestibule.owner label */
-        char **active;       /* ids of containers in flight */
+        char grade[320]; /* "container" or "container-degraded (...)" */
+        char owner[160]; /* our vestibule.owner label */
+        char **active;   /* ids of containers in flight */
         size_t n_active;
         bool shutting_down;
+        unsigned pending_removals; /* background removals still running */
+        pthread_cond_t removed;    /* signalled when pending_removals drops */
 };
 
 static uint64_t now_ms(void)
@@ -243,8 +246,8 @@ static int ping_one(struct engine_conn *c, struct sbx_error *err)
                 return rv;
         if (ver)
                 json_object_object_get_ex(ver, "MinAPIVersion", &minv);
-        return engine_api_negotiate(server_api, minv ? json_object_get_string(minv) : NULL,
-                                    c->api, err);
+        return engine_api_negotiate(server_api, minv ? json_object_get_string(minv) : NULL, c->api,
+                                    err);
 }
 
 int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
@@ -264,13 +267,14 @@ int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                 if (cfg->runtime == SBX_RUNTIME_PODMAN)
                         return sbx_fail(err, ENOENT,
                                         "cannot reach Podman: no API socket found (looked at %s): "
-                                        "start it (systemctl --user start podman.socket) or set "
-                                        "CONTAINER_HOST",
+                                        "start it (systemctl --user start podman.socket), then "
+                                        "retry; or set CONTAINER_HOST and restart the server",
                                         missing);
                 return sbx_fail(err, ENOENT,
                                 "cannot reach Docker Engine at '/var/run/docker.sock': no engine "
                                 "socket found (looked at %s): start it (sudo systemctl start "
-                                "docker, or start Docker Desktop) or set DOCKER_HOST",
+                                "docker, or start Docker Desktop), then retry; or set DOCKER_HOST "
+                                "and restart the server",
                                 missing);
         }
         for (size_t i = 0; i < n; i++) {
@@ -685,22 +689,24 @@ static bool fd_readable(int fd)
 enum stop_reason { STOP_NONE = 0, STOP_TIMEOUT, STOP_CANCEL, STOP_FLOOD, STOP_SHUTDOWN };
 
 struct stream_out {
-        bool wait_ok;          /* the wait answered with a status code */
+        bool wait_ok; /* the wait answered with a status code */
         int status_code;
         enum stop_reason stop;
         uint64_t wall_ms;
         bool proto_error;
-        bool engine_lost;      /* a transfer failed (engine stopped mid-run?) */
+        bool engine_lost; /* a transfer failed (engine stopped mid-run?) */
         char lost_msg[200];
 };
 
 /* Arm attach + wait (next-exit) in one multi, start, drive to the end. */
 static int run_stream(struct backend *b, const struct run_request *req, const char *id,
-                      struct run_result *res, struct stream_out *out, struct sbx_error *err)
+                      struct run_result *res, struct stream_out *out, struct sbx_trace *trace,
+                      struct sbx_error *err)
 {
         struct engine_state *st = b->state;
         const struct engine_conn *c = &st->conn;
-        _cleanup_free_ char *apath = xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
+        _cleanup_free_ char *apath =
+            xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
         _cleanup_free_ char *wpath = xasprintf("/containers/%s/wait?condition=next-exit", id);
         _cleanup_free_ char *spath = xasprintf("/containers/%s/start", id);
         _cleanup_(curl_easy_cleanupp) CURL *ha = engine_easy_new(c, apath, true);
@@ -768,6 +774,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 goto out;
         }
 
+        sbx_trace_lap(trace, "arm_attach_wait");
+
         /* 2. start. */
         t_start = now_ms();
         rv = engine_request(c, "POST", spath, true, NULL, 60000, &sr, err);
@@ -777,8 +785,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 _cleanup_(json_putp) json_object *j = json_tokener_parse(sr.body);
                 json_object *mj = NULL;
                 const char *msg = j && json_object_object_get_ex(j, "message", &mj)
-                                          ? json_object_get_string(mj)
-                                          : sr.body;
+                                      ? json_object_get_string(mj)
+                                      : sr.body;
                 if (strstr(msg, "\"timeout\"") &&
                     (strstr(msg, "not found") || strstr(msg, "no such file")))
                         rv = sbx_fail(err, ENOENT,
@@ -786,6 +794,19 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                       "every run needs: use an image that provides bash, timeout "
                                       "and the interpreter, or run `vestibule-mcp setup`",
                                       res->image);
+                else if (strcasestr(msg, "no new privileges") ||
+                         strcasestr(msg, "no_new_privs") ||
+                         (strcasestr(msg, "apparmor") && strcasestr(msg, "snap")))
+                        /* The Docker snap's own confinement refuses the no-new-privileges
+                         * every sandbox is started with; Vestibule does not drop it. */
+                        rv = sbx_fail(err, EPERM,
+                                      "the container engine refused no-new-privileges, which "
+                                      "every sandbox needs; the Docker snap does this: install "
+                                      "Docker Engine from your distribution (apt install "
+                                      "docker.io) or docker.com instead of the snap (sudo snap "
+                                      "remove docker), then restart the server (engine said: "
+                                      "%.160s)",
+                                      msg);
                 else
                         rv = sbx_fail(err, EIO,
                                       "the container engine could not start the sandbox (HTTP "
@@ -795,6 +816,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
         }
         t_start = now_ms();
         t_progress = t_start;
+        sbx_trace_lap(trace, "start");
 
         /* 3. drive until the wait answered and the stream ended. */
         while (!(w.x.done && a.x.done)) {
@@ -867,9 +889,10 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 curl_multi_poll(m, req->cancel_fd >= 0 && !t_kill ? &extra : NULL,
                                 req->cancel_fd >= 0 && !t_kill ? 1 : 0, 100, NULL);
         }
+        sbx_trace_lap(trace, "wait_stream");
         out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
-        log_debug("run %.12s: exit after %llu ms, stream %s", id,
-                  (unsigned long long)out->wall_ms, a.x.done ? "ended" : "still open");
+        log_debug("run %.12s: exit after %llu ms, stream %s", id, (unsigned long long)out->wall_ms,
+                  a.x.done ? "ended" : "still open");
         out->proto_error = a.proto_error;
 
         if (w.x.done && w.x.result == CURLE_OK) {
@@ -897,6 +920,79 @@ out:
         return rv;
 }
 
+struct removal {
+        struct engine_state *st;
+        char *id;
+};
+
+static void *removal_thread(void *p)
+{
+        struct removal *rm = p;
+        struct engine_state *st = rm->st;
+        struct sbx_error e = {0};
+
+        if (container_remove(&st->conn, rm->id, &e) < 0)
+                log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
+        active_del(st, rm->id);
+        free(rm->id);
+        free(rm);
+        pthread_mutex_lock(&st->lock);
+        st->pending_removals--;
+        pthread_cond_broadcast(&st->removed);
+        pthread_mutex_unlock(&st->lock);
+        return NULL;
+}
+
+static void remove_in_background(struct engine_state *st, const char *id)
+{
+        struct removal *rm = xcalloc(1, sizeof(*rm));
+        pthread_attr_t attr;
+        pthread_t t;
+
+        rm->st = st;
+        rm->id = xstrdup(id);
+        pthread_mutex_lock(&st->lock);
+        st->pending_removals++;
+        pthread_mutex_unlock(&st->lock);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, removal_thread, rm) != 0)
+                removal_thread(rm); /* no thread: do it here */
+        pthread_attr_destroy(&attr);
+}
+
+/* Wait (bounded) until every background removal has finished. */
+static void removals_wait(struct engine_state *st, unsigned timeout_s)
+{
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += timeout_s;
+        pthread_mutex_lock(&st->lock);
+        while (st->pending_removals > 0)
+                if (pthread_cond_timedwait(&st->removed, &st->lock, &dl) != 0)
+                        break;
+        if (st->pending_removals > 0)
+                log_warning("%u sandbox container(s) still being removed at exit; the next "
+                            "start's sweep removes them",
+                            st->pending_removals);
+        pthread_mutex_unlock(&st->lock);
+}
+
+/* The init (docker-init / catatonit) could not exec `timeout`: nothing of the code ran. Only
+ * a short stderr that starts with the init's own words counts. */
+static bool no_timeout_in_image(int exit_code, const struct run_result *res)
+{
+        const char *e = res->err.data;
+        if (!e || res->out.total > 0 || res->err.total > 200)
+                return false;
+        if (exit_code == 127 && strncmp(e, "[FATAL tini", 11) == 0 &&
+            strstr(e, "exec timeout failed"))
+                return true; /* Docker's docker-init */
+        if (strncmp(e, "ERROR (catatonit", 16) == 0 && strstr(e, "failed to exec pid1"))
+                return true; /* Podman's catatonit */
+        return false;
+}
+
 static void set_not_measured(struct run_measure *m)
 {
         m->measured = false;
@@ -918,8 +1014,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         long status = 0;
         uid_t uid;
         gid_t gid;
+        struct sbx_trace trace;
         int r;
 
+        sbx_trace_begin(&trace, cfg->trace_timing, "container");
         snprintf(res->backend, sizeof(res->backend), "container");
         r = ensure_ready(b, err);
         if (r < 0)
@@ -935,10 +1033,16 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
 
+        uint64_t t0 = now_ms(), t_swept, t_created = 0, t_verified = 0, t_ran = 0;
+        sbx_trace_lap(&trace, "prepare");
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {
                 /* The engine is gone (or refuses): say so now rather than half-way. */
                 if (e2.code == ECONNREFUSED || e2.code == ENOENT || e2.code == EACCES) {
+                        /* connect and read /info again next time: it may come back changed */
+                        pthread_mutex_lock(&st->lock);
+                        st->ready = false;
+                        pthread_mutex_unlock(&st->lock);
                         *err = e2;
                         return -e2.code;
                 }
@@ -949,9 +1053,11 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         r = workspace_ensure(cfg->workspace_dir, err);
         if (r < 0)
                 return r;
+        sbx_trace_lap(&trace, "sweep");
         r = code_dir_make(req, &code_dir, &code_file, err);
         if (r < 0)
                 return r;
+        sbx_trace_lap(&trace, "code_dir");
 
         const char *interp = req->language == SBX_LANG_NODE   ? "node"
                              : req->language == SBX_LANG_BASH ? "bash"
@@ -960,22 +1066,23 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s);
         const char *cmd[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
         struct engine_run_spec spec = {
-                .image = res->image,
-                .cmd = cmd,
-                .uid = uid,
-                .gid = gid,
-                .workspace = cfg->workspace_dir,
-                .workspace_ro = cfg->workspace_ro,
-                .code_dir = code_dir,
-                .memory_bytes = (uint64_t)cfg->mem_mb << 20,
-                .nano_cpus = (uint64_t)cfg->cpu_pct * 10000000ull,
-                .pids_max = cfg->pids_max,
-                .tmpfs_mb = cfg->tmpfs_mb,
-                .owner = owner,
-                .podman = st->conn.podman,
-                .userns_keep_id = st->rootless_podman,
-                .init = true,
+            .image = res->image,
+            .cmd = cmd,
+            .uid = uid,
+            .gid = gid,
+            .workspace = cfg->workspace_dir,
+            .workspace_ro = cfg->workspace_ro,
+            .code_dir = code_dir,
+            .memory_bytes = (uint64_t)cfg->mem_mb << 20,
+            .nano_cpus = (uint64_t)cfg->cpu_pct * 10000000ull,
+            .pids_max = cfg->pids_max,
+            .tmpfs_mb = cfg->tmpfs_mb,
+            .owner = owner,
+            .podman = st->conn.podman,
+            .userns_keep_id = st->rootless_podman,
+            .init = true,
         };
+        t_swept = now_ms();
         body = engine_create_body(&spec);
         r = engine_request_json(&st->conn, "POST", "/containers/create",
                                 json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
@@ -998,6 +1105,8 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         }
         id = xstrdup(json_object_get_string(idj));
         active_add(st, id);
+        t_created = now_ms();
+        sbx_trace_lap(&trace, "create");
 
         /* Verify: the engine's view of the container, option by option. */
         ipath = xasprintf("/containers/%s/json", id);
@@ -1014,8 +1123,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                         json_object *lj = json_tokener_parse(lr.body), *hcj, *idm;
                         if (lj && json_object_object_get_ex(lj, "HostConfig", &hcj) &&
                             json_object_object_get_ex(hcj, "IDMappings", &idm))
-                                json_object_object_add(inspect, "IDMappings",
-                                                       json_object_get(idm));
+                                json_object_object_add(inspect, "IDMappings", json_object_get(idm));
                         json_object_put(lj);
                 }
                 engine_response_done(&lr);
@@ -1026,7 +1134,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 goto out_remove;
         json_object_put(TAKE_PTR(inspect));
 
-        r = run_stream(b, req, id, res, &so, err);
+        t_verified = now_ms();
+        sbx_trace_lap(&trace, "inspect_verify");
+        r = run_stream(b, req, id, res, &so, &trace, err);
+        t_ran = now_ms();
         if (r < 0)
                 goto out_remove;
 
@@ -1034,9 +1145,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         bool oom = false;
         int exit_code = so.status_code;
         struct sbx_error e3 = {0};
-        if (engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
-                                sizeof(msg), &e3) == 0 &&
-            status == 200 && inspect) {
+        int ri = engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
+                                     sizeof(msg), &e3);
+        sbx_trace_lap(&trace, "collect_inspect");
+        if (ri == 0 && status == 200 && inspect) {
                 json_object *state = jget(inspect, "State");
                 oom = json_object_get_boolean(jget(state, "OOMKilled"));
                 if (!so.wait_ok && jget(state, "ExitCode") &&
@@ -1046,8 +1158,9 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 }
         }
         if (!so.wait_ok && so.stop == STOP_NONE) {
-                r = sbx_fail(err, EIO, "%s: the run's result is unknown; check the container "
-                                       "engine (it may have stopped) and retry",
+                r = sbx_fail(err, EIO,
+                             "%s: the run's result is unknown; check the container "
+                             "engine (it may have stopped) and retry",
                              so.engine_lost ? so.lost_msg : "the engine gave no exit status");
                 goto out_remove;
         }
@@ -1084,6 +1197,13 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                          "killed by SIGKILL before its deadline; Podman does not report "
                          "out-of-memory kills, and the %u MiB memory cap is the likely cause",
                          cfg->mem_mb);
+        } else if (no_timeout_in_image(exit_code, res)) {
+                r = sbx_fail(err, ENOENT,
+                             "the sandbox image '%s' has no coreutils `timeout`, which every run "
+                             "needs: use an image that provides bash, timeout and the "
+                             "interpreter, or run `vestibule-mcp setup`",
+                             res->image);
+                goto out_remove;
         } else if (exit_code == 127 && res->err.data &&
                    strncmp(res->err.data, "timeout: failed to run command", 31) == 0) {
                 r = sbx_fail(err, ENOENT,
@@ -1106,17 +1226,31 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         r = 0;
 
 out_remove:
-        if (id) {
+        if (id && r == 0) {
+                /* The result is complete: remove in the background (shutdown waits for it). */
+                remove_in_background(st, id);
+        } else if (id) {
                 struct sbx_error e4 = {0};
                 if (container_remove(&st->conn, id, &e4) < 0)
                         log_warning("%s (the next start's sweep removes it), ignoring", e4.msg);
                 active_del(st, id);
+                sbx_trace_lap(&trace, "remove");
+        }
+        if (id) {
+                log_debug("run %.12s: sweep %llu ms, create %llu, verify %llu, run %llu, "
+                          "collect+remove %llu",
+                          id, (unsigned long long)(t_swept - t0),
+                          (unsigned long long)(t_created - t_swept),
+                          (unsigned long long)(t_verified ? t_verified - t_created : 0),
+                          (unsigned long long)(t_ran ? t_ran - t_verified : 0),
+                          (unsigned long long)(now_ms() - (t_ran ? t_ran : t_created)));
         }
 out_code:
         if (code_file)
                 unlink(code_file);
         if (code_dir)
                 rmdir(code_dir);
+        sbx_trace_end(&trace);
         return r;
 }
 
@@ -1140,6 +1274,7 @@ static void engine_shutdown(struct backend *b)
                 free(ids[i]);
         }
         free(ids);
+        removals_wait(st, 30);
         if (!ready)
                 return;
         /* Everything else labelled as ours (a run between create and registration). */
@@ -1160,20 +1295,30 @@ static void engine_destroy(struct backend *b)
         struct engine_state *st = b->state;
         if (!st)
                 return;
+        /* a detached removal thread still uses @st: wait for it, a while at least */
+        removals_wait(st, 60);
+        pthread_mutex_lock(&st->lock);
+        unsigned left = st->pending_removals;
+        pthread_mutex_unlock(&st->lock);
+        if (left > 0) {
+                b->state = NULL; /* leak it rather than free under a running thread */
+                return;
+        }
         for (size_t i = 0; i < st->n_active; i++)
                 free(st->active[i]);
         free(st->active);
         pthread_mutex_destroy(&st->lock);
+        pthread_cond_destroy(&st->removed);
         free(st);
         b->state = NULL;
 }
 
 static const struct backend_ops engine_ops = {
-        .name = "container",
-        .probe = engine_probe,
-        .run = engine_run,
-        .shutdown = engine_shutdown,
-        .destroy = engine_destroy,
+    .name = "container",
+    .probe = engine_probe,
+    .run = engine_run,
+    .shutdown = engine_shutdown,
+    .destroy = engine_destroy,
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -1190,10 +1335,12 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
 
         pthread_once(&curl_once, curl_init_once);
         pthread_mutex_init(&st->lock, NULL);
+        pthread_cond_init(&st->removed, NULL);
         st->getenv_fn = getenv_fn;
         if (engine_owner_label(getpid(), st->owner, sizeof(st->owner)) < 0) {
                 free(b);
                 pthread_mutex_destroy(&st->lock);
+                pthread_cond_destroy(&st->removed);
                 free(st);
                 return sbx_fail(err, ESRCH,
                                 "cannot read this process's start time from /proc/self/stat: "

@@ -29,8 +29,12 @@ struct native_state {
         pthread_mutex_t lock;
         bool probed;
         struct backend_probe probe;
+        bool ran;              /* at least one sandbox was set up: the facts below are real */
+        int last_landlock_abi; /* applied in the last sandbox (0 = none) */
+        bool last_hidepid;     /* /proc was mounted with hidepid=invisible */
         struct native_limits_info limits;
         int landlock_abi;
+        char kernel[65];
         int inflight[MAX_INFLIGHT]; /* pidfds of running sandboxes' inits, -1 = free */
 };
 
@@ -161,6 +165,40 @@ static void grade_from_limits(struct native_state *s, const struct sbx_config *c
                     nproc_ok ? "" : ", pids", li->why_none);
 }
 
+static void probe_details(struct native_state *s, struct backend_probe *p)
+{
+        static const char *const paths[] = {
+            [NATIVE_LIMITS_NONE] = "none of its own (rlimits only; RLIMIT_NPROC caps processes)",
+            [NATIVE_LIMITS_SCOPE] = "a transient systemd scope per run (user bus)",
+            [NATIVE_LIMITS_DELEGATED] = "a child of the server's delegated cgroup v2 subtree",
+        };
+        char landlock[96];
+
+        if (s->landlock_abi > 0)
+                native_strf(landlock, sizeof(landlock),
+                            "ABI %d (writes only beneath /workspace, /tmp, /dev/shm)",
+                            s->landlock_abi);
+        else
+                native_strf(landlock, sizeof(landlock), "not available in this kernel");
+        native_strf(p->details, sizeof(p->details),
+                    "kernel: %s\nuser namespaces: usable\nseccomp: allowlist compiled, "
+                    "dangerous calls reported via user notification\nlandlock: %s\n"
+                    "cgroup per run: %s",
+                    s->kernel, landlock, paths[s->limits.path]);
+}
+
+/* What the last sandbox actually applied (the probe itself only knows what is available). */
+static void append_last_run(struct native_state *s, struct backend_probe *p)
+{
+        size_t len = strlen(p->details);
+
+        if (!s->ran || !p->usable)
+                return;
+        native_strf(p->details + len, sizeof(p->details) - len, "\nlast run: Landlock %s, /proc %s",
+                    s->last_landlock_abi > 0 ? "applied" : "NOT applied",
+                    s->last_hidepid ? "hidepid=invisible" : "without hidepid");
+}
+
 static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
 {
         struct native_state *s = b->state;
@@ -175,6 +213,7 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
         pthread_mutex_lock(&s->lock);
         if (s->probed) {
                 *ret = s->probe;
+                append_last_run(s, ret);
                 pthread_mutex_unlock(&s->lock);
                 return 0;
         }
@@ -238,8 +277,14 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
                 goto done;
         }
         s->landlock_abi = native_landlock_abi();
+        {
+                struct utsname u;
+                native_strf(s->kernel, sizeof(s->kernel), "%s",
+                            uname(&u) == 0 ? u.release : "unknown");
+        }
         native_limits_detect(&s->limits);
         grade_from_limits(s, cfg, &p);
+        probe_details(s, &p);
         p.usable = true;
 done:
         s->probe = p;
@@ -259,6 +304,7 @@ struct run_ctx {
         pthread_mutex_t lock;
         bool read_done; /* the cgroup was read (or tried) once */
         bool read_ok;
+        uint64_t read_us; /* how long that read took, for the timing trace */
         struct run_result usage; /* scratch: usage, limits_hit, oom_killed from the cgroup */
 };
 
@@ -271,8 +317,10 @@ static void read_usage_once(void *userdata)
 
         pthread_mutex_lock(&c->lock);
         if (c->cg && !c->read_done) {
+                uint64_t t0 = sbx_trace_now_us();
                 c->read_ok = native_cgroup_read(c->cg, c->cfg, &c->usage);
                 c->read_done = true;
+                c->read_us = sbx_trace_now_us() - t0;
         }
         pthread_mutex_unlock(&c->lock);
 }
@@ -347,7 +395,10 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         char script[64];
         bool host_root = geteuid() == 0;
         uint64_t start_ms = sbx_now_ms();
+        struct sbx_trace trace;
         int r, slot = -1;
+
+        sbx_trace_begin(&trace, cfg->trace_timing, "native");
 
         native_strf(res->backend, sizeof(res->backend), "native");
         r = native_probe(b, &probe, err);
@@ -359,8 +410,13 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         rootfs = xasprintf("%s/%s", cfg->rootfs_dir, rootfs_name(req->language));
         native_strf(res->image, sizeof(res->image), "%s", rootfs);
         r = check_rootfs(rootfs, interpreter_of(req->language), err);
-        if (r < 0)
+        if (r < 0) {
+                /* the rootfs went away since the probe: the next probe must look again */
+                pthread_mutex_lock(&s->lock);
+                s->probed = false;
+                pthread_mutex_unlock(&s->lock);
                 return r;
+        }
         r = workspace_ensure(cfg->workspace_dir, err);
         if (r < 0)
                 return r;
@@ -393,13 +449,16 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .host_gid = host_root ? cfg->run_as_gid : getgid(),
             .host_root = host_root,
             .cgroup_fd = -1,
+            .trace = &trace,
         };
+        sbx_trace_lap(&trace, "prepare");
         if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
                 r = native_cgroup_create(&s->limits, cfg, &cg, err);
                 if (r < 0)
                         return sbx_wrap(err, "native-degraded would need a working cgroup");
                 sp.cgroup_fd = cg.dir_fd;
                 ctx.cg = &cg;
+                sbx_trace_lap(&trace, "cgroup_create");
         } else if (s->limits.path == NATIVE_LIMITS_SCOPE) {
                 sp.after_clone = scope_place;
                 sp.after_clone_ud = &sud;
@@ -412,9 +471,11 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 native_cgroup_remove(&cg);
                 return r;
         }
-        if (sb.info.landlock_abi != s->landlock_abi)
-                log_debug("Landlock ABI %d available, %d applied in the sandbox", s->landlock_abi,
-                          sb.info.landlock_abi);
+        pthread_mutex_lock(&s->lock);
+        s->ran = true;
+        s->last_landlock_abi = sb.info.landlock_abi;
+        s->last_hidepid = sb.info.proc_hidepid;
+        pthread_mutex_unlock(&s->lock);
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
         r = native_notify_start(&notify, sb.listener_fd, sb.sync_fd, read_usage_once, &ctx, err);
@@ -425,6 +486,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                         ;
                 goto finish;
         }
+        sbx_trace_lap(&trace, "notify_start");
 
         child = (struct warden_child){
             .pid = sb.pid,
@@ -437,6 +499,19 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         sb.pidfd = sb.out_fd = sb.err_fd = -1; /* the warden closes them */
         r = warden_supervise(req, &child, start_ms, res, NULL, err);
         kill_tree(&ctx); /* idempotent; the namespace is already gone once init is reaped */
+        if (trace.on) {
+                /* program: exec, the interpreter, init's reaping of the rest (and the cgroup
+                 * read); teardown: init's exit, the namespaces' teardown, the warden's reap */
+                uint64_t now = sbx_trace_now_us(), at;
+                pthread_mutex_lock(&notify.lock);
+                at = notify.have_status ? notify.status_us : now;
+                pthread_mutex_unlock(&notify.lock);
+                if (at < trace.last_us || at > now)
+                        at = now;
+                sbx_trace_span(&trace, "program", at - trace.last_us);
+                sbx_trace_span(&trace, "teardown_reap", now - at);
+                trace.last_us = now;
+        }
 
 finish:
         slot_del(s, slot);
@@ -482,6 +557,10 @@ finish:
         }
         pthread_mutex_destroy(&ctx.lock);
         native_strf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
+        if (ctx.read_done)
+                sbx_trace_span(&trace, "cgroup_read", ctx.read_us);
+        sbx_trace_lap(&trace, "finish");
+        sbx_trace_end(&trace);
 
         if (r < 0)
                 return r;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "common/trace.h"
 #include "config/config.h"
 #include "run/run.h"
 
@@ -79,6 +80,7 @@ struct native_notify {
         char names[512];  /* "mount, bpf": unique, first-seen order */
         bool have_status; /* init reported the program's wait status */
         int status;
+        uint64_t status_us; /* when that report arrived (sbx_trace_now_us()), for the trace */
         bool exec_failed; /* the program could not be executed: exec_err says why */
         struct sbx_error exec_err;
 };
@@ -193,12 +195,29 @@ struct native_spawn {
         int cgroup_fd;  /* CLONE_INTO_CGROUP target, or -1 */
         int (*after_clone)(void *ud, pid_t pid, struct sbx_error *err); /* SCOPE placement */
         void *after_clone_ud;
+        struct sbx_trace *trace; /* the run's timing trace (VESTIBULE_TRACE=timing), or NULL */
+};
+
+/* Checkpoints of the child's setup (CLOCK_MONOTONIC µs, sbx_trace_now_us()), for the timing
+ * trace: each phase is the time from the previous checkpoint. */
+enum native_child_mark {
+        NATIVE_MARK_ENTRY = 0, /* the child runs */
+        NATIVE_MARK_GO,        /* id maps written by the parent (and the cgroup placed) */
+        NATIVE_MARK_ROOTFS,    /* rootfs and workspace bound, read-only/nosuid set */
+        NATIVE_MARK_MOUNTS,    /* /tmp, /proc, /dev, /sandbox with the script */
+        NATIVE_MARK_PIVOT,     /* pivot_root and the host tree detached */
+        NATIVE_MARK_UTS_NET,   /* hostname, lo up */
+        NATIVE_MARK_CREDS,     /* rlimits, uid/gid, capabilities, no_new_privs */
+        NATIVE_MARK_LANDLOCK,  /* Landlock ruleset applied */
+        NATIVE_MARK_SECCOMP,   /* the filter loaded */
+        NATIVE_MARK_COUNT,
 };
 
 /* What the child reported back while setting up. */
 struct native_child_info {
         int landlock_abi;  /* >0 applied with that ABI, 0 not available */
         bool proc_hidepid; /* /proc mounted with hidepid=invisible */
+        uint64_t mark_us[NATIVE_MARK_COUNT];
 };
 
 /* A started sandbox: init (pid 1 of its pid namespace) is running the program. */

@@ -557,6 +557,7 @@ static void on_sync(struct native_notify *n)
         struct sbx_error e = {0};
         int status = 0;
         int r = native_sandbox_read(n->sync_fd, &status, &e);
+        uint64_t at_us = sbx_trace_now_us();
 
         if (r == -ENOEXEC) {
                 pthread_mutex_lock(&n->lock);
@@ -574,6 +575,7 @@ static void on_sync(struct native_notify *n)
         pthread_mutex_lock(&n->lock);
         n->have_status = true;
         n->status = status;
+        n->status_us = at_us;
         pthread_mutex_unlock(&n->lock);
         native_sandbox_release(n->sync_fd);
         n->sync_fd = -1;
