@@ -322,8 +322,18 @@ static void *bg_execute(void *arg)
 {
         struct bg_run *b = arg;
 
-        b->r = execute("bash", "sleep 20", 30, b->cancel_fd, &b->res, &b->err);
+        b->r = execute("bash", "touch started; sleep 20", 30, b->cancel_fd, &b->res, &b->err);
         return NULL;
+}
+
+/* Wait (up to 20 s, for a loaded machine) until the background run has really started. */
+static void wait_bg_started(void)
+{
+        _cleanup_free_ char *mark = xasprintf("%s/started", workspace);
+
+        for (int i = 0; i < 2000 && access(mark, F_OK) < 0; i++)
+                usleep(10 * 1000);
+        ck_assert_msg(access(mark, F_OK) == 0, "the background run never started");
 }
 
 static void signal_fd(int fd)
@@ -346,7 +356,7 @@ START_TEST(busy_after_five_seconds)
         cfg.max_concurrent = 1;
         ck_assert_int_eq(run_service_new(&cfg, &svc, &err), 0);
         pthread_create(&th, NULL, bg_execute, &bg);
-        usleep(500 * 1000); /* let it take the only slot */
+        wait_bg_started(); /* it holds the only slot */
 
         t0 = sbx_now_ms();
         ck_assert_int_eq(execute("bash", "echo second", 0, -1, &res, &err), -EBUSY);
@@ -384,7 +394,7 @@ START_TEST(cancel_while_waiting_for_slot)
         cfg.max_concurrent = 1;
         ck_assert_int_eq(run_service_new(&cfg, &svc, &err), 0);
         pthread_create(&th, NULL, bg_execute, &bg);
-        usleep(500 * 1000);
+        wait_bg_started();
 
         signal_fd(waiting_cancel);
         t0 = sbx_now_ms();
@@ -408,7 +418,7 @@ START_TEST(shutdown_kills_runs_in_flight)
 
         need_bash();
         pthread_create(&th, NULL, bg_execute, &bg);
-        usleep(500 * 1000);
+        wait_bg_started();
         t0 = sbx_now_ms();
         run_service_shutdown(svc);
         pthread_join(th, NULL);
