@@ -50,10 +50,11 @@ is_root=0
 # CI host's: Debian 12 with a v1/v2 hybrid cgroup tree and no systemd, so the native sandbox
 # gets no resource limits and rootless Podman none either; both results say so. On a host with
 # a systemd user manager and cgroup v2 they read "native" and "container": set
-# VESTIBULE_CI_E2E_RUNS there.
+# VESTIBULE_CI_E2E_RUNS there. The container run names the test user's rootless Podman socket,
+# as a user pins their engine (the root-owned Docker socket is not theirs).
 E2E_RUNS=${VESTIBULE_CI_E2E_RUNS:-"Release,Debug|naive|none (naive: development only)|
 Release,Debug|native|native-degraded (limits not applied: memory, cpu: no systemd user bus and no cgroup v2 at /sys/fs/cgroup (a v1 or v1/v2 hybrid hierarchy))|VESTIBULE_ROOTFS_DIR=$images/rootfs
-Release|container|container-degraded (limits not applied: memory, cpu, pids: rootless Podman on cgroup v1)|VESTIBULE_RUNTIME=podman VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vestibule/node:bookworm"}
+Release|container|container-degraded (limits not applied: memory, cpu, pids: rootless Podman on cgroup v1)|DOCKER_HOST=unix:///run/user/${SBX_TEST_UID:-2000}/podman/podman.sock VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vestibule/node:bookworm"}
 
 passed=0 failed=0 skipped=0
 failures=()

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-    GONE_WITHIN_MS, assertIsolation, connectV1, connectV2, makeWorld, pidsWithMarker, runCode,
+    GONE_WITHIN_MS, START_WITHIN_MS, assertIsolation, connectV1, connectV2, makeWorld, pidsWithMarker, runCode,
     uniqueMarker, waitFor, MODERN_VERSION,
 } from './lib.mjs';
 
@@ -28,7 +28,7 @@ for (const [name, open] of Object.entries(connectors)) {
         const ac = new AbortController();
         const call = runCode(conn, 'bash', code(m), { timeout_seconds: 50, signal: ac.signal });
         call.catch(() => {}); // observed below
-        const seen = await waitFor(() => pidsWithMarker(m).length >= 4, 15_000);
+        const seen = await waitFor(() => pidsWithMarker(m).length >= 4, START_WITHIN_MS);
         assert.ok(seen, `the run's marked processes were visible before cancelling (${pidsWithMarker(m)})`);
         const t0 = performance.now();
         ac.abort('e2e: cancel');
@@ -37,9 +37,9 @@ for (const [name, open] of Object.entries(connectors)) {
         assert.ok(gone, `processes still alive ${GONE_WITHIN_MS} ms after the cancel: ${pidsWithMarker(m)}`);
         const killMs = performance.now() - t0;
 
+        // With one slot, a slot still held would make this call wait 5 s and be Blocked.
         const next = await runCode(conn, 'python', 'print("after cancel")');
-        assert.match(next.text, /^after cancel$/m, next.text);
-        assert.ok(next.ms < 4000, `the slot was freed: the next call did not wait for it (${next.ms} ms)`);
+        assert.match(next.text, /^after cancel$/m, `the slot was freed:\n${next.text}`);
         assertIsolation(next.text);
         t.diagnostic(`process tree gone ${Math.round(killMs)} ms after abort`);
     });
@@ -51,7 +51,7 @@ test('cancelling a run kills a setsid daemon it started too', async (t) => {
     const ac = new AbortController();
     const call = runCode(conn, 'bash', code(m, true), { timeout_seconds: 50, signal: ac.signal });
     call.catch(() => {});
-    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 3, 15_000), `started: ${pidsWithMarker(m)}`);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 3, START_WITHIN_MS), `started: ${pidsWithMarker(m)}`);
     ac.abort();
     await assert.rejects(call);
     assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `still alive: ${pidsWithMarker(m)}`);
@@ -63,7 +63,7 @@ test('a cancelled request gets no reply (legacy: SHOULD NOT; 2026: MUST NOT)', a
     const ac = new AbortController();
     const call = runCode(conn, 'bash', code(m), { timeout_seconds: 50, signal: ac.signal });
     call.catch(() => {});
-    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 1, 15_000));
+    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 1, START_WITHIN_MS));
     const before = conn.received.length;
     ac.abort();
     await assert.rejects(call);

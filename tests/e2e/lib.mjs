@@ -32,6 +32,10 @@ if (!EXPECT_GRADE) throw new Error(`E2E_EXPECT_GRADE must name the isolation gra
 // How long a killed run's processes may linger after the result came back. A container
 // engine tears down asynchronously; the kernel-level backends must be immediate.
 export const GONE_WITHIN_MS = BACKEND === 'container' ? 10_000 : 3_000;
+// How long a run may take to get going (a container engine creates and starts a container).
+export const START_WITHIN_MS = BACKEND === 'container' ? 60_000 : 20_000;
+// Extra time a whole call may take over the code's own time (sandbox set-up and tear-down).
+export const SLACK_MS = BACKEND === 'container' ? 30_000 : 6_000;
 
 export const LEGACY_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
 export const MODERN_VERSION = '2026-07-28';
@@ -183,6 +187,8 @@ export async function runCode(conn, language, code, { timeout_seconds, ...opts }
 /** callTool() - one tools/call through either SDK (their signatures differ). */
 export function callTool(conn, name, args, opts = {}) {
     const params = { name, arguments: args };
+    // The SDKs' 60 s default is too tight for a slow engine on a loaded machine.
+    opts = { timeout: 180_000, ...opts };
     return conn.sdk === 'v1' ? conn.client.callTool(params, undefined, opts) : conn.client.callTool(params, opts);
 }
 

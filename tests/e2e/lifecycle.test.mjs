@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 
 import {
-    BIN, GONE_WITHIN_MS, MODERN_VERSION, alive, connectV1, connectV2, makeWorld, pidsWithMarker, runCode,
+    BIN, GONE_WITHIN_MS, START_WITHIN_MS, MODERN_VERSION, alive, connectV1, connectV2, makeWorld, pidsWithMarker, runCode,
     serverGone, uniqueMarker, waitFor,
 } from './lib.mjs';
 
@@ -33,10 +33,10 @@ test('closing the client mid-run ends the run too', async (t) => {
     const m = uniqueMarker('close');
     const call = runCode(conn, 'bash', `(exec -a ${m} sleep 300) &\nexec -a ${m} sleep 300`, { timeout_seconds: 50 });
     call.catch(() => {});
-    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 2, 15_000), 'the run started');
+    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 2, START_WITHIN_MS), 'the run started');
     const pid = conn.pid;
     await conn.close();
-    assert.ok(await serverGone(pid, 3000), 'the server exited');
+    assert.ok(await serverGone(pid, 3000 + GONE_WITHIN_MS), 'the server exited');
     assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `run left behind: ${pidsWithMarker(m)}`);
 });
 
@@ -49,12 +49,12 @@ test('SIGTERM ends the server and its runs', async (t) => {
     const send = (o) => child.stdin.write(JSON.stringify(o) + '\n');
     const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {} };
     send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { _meta: meta, name: 'run_code', arguments: { language: 'bash', code: `exec -a ${m} sleep 300`, timeout_seconds: 50 } } });
-    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 1, 15_000), 'the run started');
+    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 1, START_WITHIN_MS), 'the run started');
     const t0 = performance.now();
     child.kill('SIGTERM');
     const { code, sig } = await exited;
     const ms = performance.now() - t0;
-    assert.ok(ms < 3000, `exited ${Math.round(ms)} ms after SIGTERM`);
+    assert.ok(ms < 3000 + GONE_WITHIN_MS, `exited ${Math.round(ms)} ms after SIGTERM`);
     assert.ok(code === 0 || sig === 'SIGTERM' || code === 143, `exit ${code} ${sig}`);
     assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `run left behind: ${pidsWithMarker(m)}`);
 });

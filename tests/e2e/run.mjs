@@ -21,7 +21,7 @@ files = files.map((f) => path.resolve(here, f));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'vst-e2e-run-'));
 const counts = path.join(tmp, 'counts.json');
 const r = spawnSync(process.execPath, [
-    '--test', '--test-concurrency=1', '--test-timeout=120000',
+    '--test', '--test-concurrency=1', '--test-timeout=1200000',
     '--test-reporter=spec', '--test-reporter-destination=stdout',
     `--test-reporter=${path.join(here, 'summary-reporter.mjs')}`, `--test-reporter-destination=${counts}`,
     ...files,
