@@ -78,14 +78,28 @@ if [[ -f $ctl/mounts ]]; then
 fi
 
 # The user manager (started by logind because the user lingers) and its bus. Generous: a
-# starved TCG guest was seen taking minutes for what takes a second on a desktop.
-deadline=$((SECONDS + 300))
-while ((SECONDS < deadline)); do
-        systemctl is-active --quiet "user@$uid.service" && [[ -S /run/user/$uid/bus ]] && break
-        sleep 0.2
+# starved TCG guest was seen taking minutes for what takes a second on a desktop, and then
+# user@.service's own start timeout fails it: start it again with a longer one.
+user_manager_up() { systemctl is-active --quiet "user@$uid.service" && [[ -S /run/user/$uid/bus ]]; }
+deadline=$((SECONDS + 600))
+beat=0
+while ((SECONDS < deadline)) && ! user_manager_up; do
+        if systemctl is-failed --quiet "user@$uid.service"; then
+                say "vm: user@$uid.service failed to start (a slow boot?); starting it again"
+                mkdir -p "/run/systemd/system/user@$uid.service.d"
+                printf '[Service]\nTimeoutStartSec=10min\n' \
+                        >"/run/systemd/system/user@$uid.service.d/vestibule-vm.conf"
+                systemctl daemon-reload
+                systemctl reset-failed "user@$uid.service"
+                systemctl start --no-block "user@$uid.service"
+        fi
+        if ((SECONDS >= beat)); then
+                say "vm: waiting for user@$uid.service ($(systemctl is-active "user@$uid.service"))"
+                beat=$((SECONDS + 10))
+        fi
+        sleep 0.5
 done
-systemctl is-active --quiet "user@$uid.service" || fail "user@$uid.service is not running"
-[[ -S /run/user/$uid/bus ]] || fail "no user bus at /run/user/$uid/bus"
+user_manager_up || fail "user@$uid.service is not running ($(systemctl is-active "user@$uid.service"))"
 
 as_user() {
         setpriv --reuid="$uid" --regid="$uid" --init-groups --reset-env -- \
