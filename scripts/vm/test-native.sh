@@ -108,7 +108,7 @@ shares+=(--share "$work/out" --ro-share "$work/bin")
         echo 'set -u'
         printf 'build=%q src=%q rootfs=%q out=%q e2e=%q demo=%q vm_repo=%q\n' "$build" "$src" \
                 "$rootfs" "$work/out" "$run_e2e" "$work/bin/scope-demo" "$vm_repo"
-        printf 'tests=(%s)\n' "$(printf '%q ' "${run_tests[@]}")"
+        printf 'tests=(%s)\n' "$( ((${#run_tests[@]})) && printf '%q ' "${run_tests[@]}")"
         read -r -a e2e_files <<<"${VESTIBULE_VM_E2E_FILES:-}"
         printf 'e2e_files=(%s)\n' "$( ((${#e2e_files[@]})) && printf '%q ' "${e2e_files[@]}")"
         cat <<'EOF'
