@@ -218,7 +218,7 @@ boot_once() {
                 fi
                 if [[ $started == 0 ]]; then
                         # Progress: the console or the harness's status lines grow.
-                        size=$(cat "$d/console.log" "$d/status" 2>/dev/null | wc -c)
+                        size=$( { cat "$d/console.log" "$d/status" 2>/dev/null || true; } | wc -c)
                         if [[ $size != "$last_size" ]]; then
                                 last_size=$size
                                 t_progress=$now
