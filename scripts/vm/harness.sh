@@ -77,13 +77,29 @@ if [[ -f $ctl/mounts ]]; then
         done < <(awk -F'\t' '{ print length($3) "\t" $0 }' "$ctl/mounts" | sort -n | cut -f2-)
 fi
 
-# The user manager (started by logind because the user lingers) and its bus.
-for _ in $(seq 1 600); do
-        systemctl is-active --quiet "user@$uid.service" && [[ -S /run/user/$uid/bus ]] && break
-        sleep 0.1
+# The user manager (started by logind because the user lingers) and its bus. Generous: a
+# starved TCG guest was seen taking minutes for what takes a second on a desktop, and then
+# user@.service's own start timeout fails it: start it again with a longer one.
+user_manager_up() { systemctl is-active --quiet "user@$uid.service" && [[ -S /run/user/$uid/bus ]]; }
+deadline=$((SECONDS + 600))
+beat=0
+while ((SECONDS < deadline)) && ! user_manager_up; do
+        if systemctl is-failed --quiet "user@$uid.service"; then
+                say "vm: user@$uid.service failed to start (a slow boot?); starting it again"
+                mkdir -p "/run/systemd/system/user@$uid.service.d"
+                printf '[Service]\nTimeoutStartSec=10min\n' \
+                        >"/run/systemd/system/user@$uid.service.d/vestibule-vm.conf"
+                systemctl daemon-reload
+                systemctl reset-failed "user@$uid.service"
+                systemctl start --no-block "user@$uid.service"
+        fi
+        if ((SECONDS >= beat)); then
+                say "vm: waiting for user@$uid.service ($(systemctl is-active "user@$uid.service"))"
+                beat=$((SECONDS + 10))
+        fi
+        sleep 0.5
 done
-systemctl is-active --quiet "user@$uid.service" || fail "user@$uid.service is not running"
-[[ -S /run/user/$uid/bus ]] || fail "no user bus at /run/user/$uid/bus"
+user_manager_up || fail "user@$uid.service is not running ($(systemctl is-active "user@$uid.service"))"
 
 as_user() {
         setpriv --reuid="$uid" --regid="$uid" --init-groups --reset-env -- \
@@ -91,7 +107,7 @@ as_user() {
                 DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" \
                 PATH=/usr/local/bin:/usr/bin:/bin "$@"
 }
-state=$(as_user timeout 60 systemctl --user is-system-running --wait 2>&1)
+state=$(as_user timeout 300 systemctl --user is-system-running --wait 2>&1)
 say "vm: user manager: $state"
 
 # The command runs from a copy the user can read (/run is noexec: run it through bash).

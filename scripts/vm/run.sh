@@ -12,11 +12,12 @@
 #   --cwd DIR               working directory inside (default: $PWD if it is inside a share)
 #   --env NAME=VALUE        add to the command's environment; repeatable
 #   --timeout S             the command's time limit, 124 when hit (default 1500)
-#   --stall-timeout S       watchdog: a boot whose console stays silent for S seconds before
-#                           the command starts is hung (seen: crng init, TSC calibration);
-#                           it is killed and retried (default 90)
+#   --stall-timeout S       watchdog: a boot whose console and status port stay silent for S
+#                           seconds before the command starts is hung (seen: crng init, TSC
+#                           calibration); it is killed and retried (default 120)
 #   --boot-timeout S        a boot that has not started the command after S seconds is
-#                           killed and retried even if it still prints (default 420)
+#                           killed and retried even if it still prints (default 900: a
+#                           starved host was seen needing 340 s+ for one boot)
 #   --attempts N            boots to try before giving up (default 3)
 #   --keep                  keep the run folder (console log, raw outputs) and print its path
 # Environment: VESTIBULE_VM_IMAGE=DIR use this image folder instead of build-image.sh's.
@@ -38,8 +39,8 @@ main() {
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 timeout_s=1500
-boot_timeout_s=420
-stall_timeout_s=90
+boot_timeout_s=900
+stall_timeout_s=120
 attempts=3
 keep=0
 script=
@@ -216,7 +217,8 @@ boot_once() {
                         break
                 fi
                 if [[ $started == 0 ]]; then
-                        size=$(stat -c %s "$d/console.log" 2>/dev/null || echo 0)
+                        # Progress: the console or the harness's status lines grow.
+                        size=$( { cat "$d/console.log" "$d/status" 2>/dev/null || true; } | wc -c)
                         if [[ $size != "$last_size" ]]; then
                                 last_size=$size
                                 t_progress=$now

@@ -34,6 +34,9 @@ log() { printf 'test-native: %s\n' "$*" >&2; }
 build=$(cd "$1" && pwd -P)
 src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 [[ -n $src && -d $src ]] || src=$(cd "$here/../.." && pwd -P)
+# This harness's own tree (the self test and the sd-bus demo come from here, even when
+# BUILD_DIR belongs to another checkout).
+vm_repo=$(cd "$here/../.." && pwd -P)
 rootfs=${VESTIBULE_ROOTFS_DIR:-/var/tmp/vestibule-images/rootfs}
 require=${VESTIBULE_VM_REQUIRE:-0}
 read -r -a tests <<<"${VESTIBULE_VM_TESTS:-test_native}"
@@ -79,9 +82,10 @@ chmod 0755 "$work"
 mkdir "$work/bin"
 # shellcheck disable=SC2046 # pkg-config prints several words on purpose
 ${CC:-cc} -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$work/bin/scope-demo" \
-        "$src/tests/vm/scope-demo.c" $(pkg-config --cflags --libs libsystemd)
+        "$vm_repo/tests/vm/scope-demo.c" $(pkg-config --cflags --libs libsystemd)
 shares=(--ro-share "$src")
 [[ $build == "$src" || $build == "$src"/* ]] || shares+=(--ro-share "$build")
+[[ $vm_repo == "$src" ]] || shares+=(--ro-share "$vm_repo")
 if [[ -d $rootfs ]]; then
         shares+=(--ro-share "$rootfs")
 else
@@ -102,9 +106,9 @@ shares+=(--share "$work/out" --ro-share "$work/bin")
 
 {
         echo 'set -u'
-        printf 'build=%q src=%q rootfs=%q out=%q e2e=%q demo=%q\n' "$build" "$src" "$rootfs" \
-                "$work/out" "$run_e2e" "$work/bin/scope-demo"
-        printf 'tests=(%s)\n' "$(printf '%q ' "${run_tests[@]}")"
+        printf 'build=%q src=%q rootfs=%q out=%q e2e=%q demo=%q vm_repo=%q\n' "$build" "$src" \
+                "$rootfs" "$work/out" "$run_e2e" "$work/bin/scope-demo" "$vm_repo"
+        printf 'tests=(%s)\n' "$( ((${#run_tests[@]})) && printf '%q ' "${run_tests[@]}")"
         read -r -a e2e_files <<<"${VESTIBULE_VM_E2E_FILES:-}"
         printf 'e2e_files=(%s)\n' "$( ((${#e2e_files[@]})) && printf '%q ' "${e2e_files[@]}")"
         cat <<'EOF'
@@ -115,7 +119,7 @@ export PATH=$PATH:/opt/vestibule-host-node/bin
 echo "== in the VM: $(id -un) uid $(id -u), $(cat /proc/self/cgroup), user manager $(systemctl --user is-system-running)"
 failed=()
 echo "== selftest"
-bash "$src/scripts/vm/selftest.sh" --guest "$demo" || failed+=("selftest")
+bash "$vm_repo/scripts/vm/selftest.sh" --guest "$demo" || failed+=("selftest")
 for t in "${tests[@]}"; do
         echo "== $t (Check, SBX_TEST_MUST_RUN=1)"
         s=$(date +%s)
