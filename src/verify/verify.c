@@ -823,7 +823,10 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
                         snprintf(was, sizeof(was), "%s", p->detail);
                         p->verdict = VERIFY_NOT_APPLICABLE;
                         setf(p->detail, sizeof(p->detail), "%s%s%.300s",
-                             verify_claim_none_text(p->claim), was[0] ? "; measured: " : "", was);
+                             strncmp(r->grade, "none", 4) == 0
+                                 ? "grade claims no isolation"
+                                 : verify_claim_none_text(p->claim),
+                             was[0] ? "; measured: " : "", was);
                 }
                 switch (p->verdict) {
                 case VERIFY_HELD:
