@@ -1,4 +1,5 @@
-/* cmd_setup.c - `vestibule-mcp setup`: src/setup does the work (issue 3). */
+/* cmd_setup.c - `vestibule-mcp setup`: src/setup does the work (setup_main()), and ends with
+ * doctor's readiness line. */
 #include "cli/commands.h"
 #include "setup/setup.h"
 

@@ -72,8 +72,7 @@ int cmd_verify(int argc, char **argv)
                         break;
                 }
                 if (every && !r->ran && !r->backend[0])
-                        snprintf(r->backend, sizeof(r->backend), "%s",
-                                 config_backend_name(all[i]));
+                        snprintf(r->backend, sizeof(r->backend), "%s", config_backend_name(all[i]));
                 if (json)
                         json_object_array_add(runs, verify_json(r));
                 else {

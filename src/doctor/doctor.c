@@ -106,14 +106,12 @@ static void check_userns(struct doctor_backend *b)
                          "kernel.apparmor_restrict_unprivileged_userns=0");
         } else if (have_clone && atol(clone_) == 0) {
                 st = DOCTOR_FAIL;
-                snprintf(fix, sizeof(fix),
-                         ": sudo sysctl kernel.unprivileged_userns_clone=1");
+                snprintf(fix, sizeof(fix), ": sudo sysctl kernel.unprivileged_userns_clone=1");
         }
         add(b->checks, &b->n_checks, st, "user namespaces",
             "user.max_user_namespaces=%s, kernel.apparmor_restrict_unprivileged_userns=%s%s%s%s",
             have_max ? max : "(absent)", have_aa ? aa : "(absent: not an Ubuntu kernel)",
-            have_clone ? ", kernel.unprivileged_userns_clone=" : "", have_clone ? clone_ : "",
-            fix);
+            have_clone ? ", kernel.unprivileged_userns_clone=" : "", have_clone ? clone_ : "", fix);
 }
 
 static void check_landlock(struct doctor_backend *b)
@@ -196,12 +194,12 @@ static void check_cgroup(struct doctor_backend *b, bool *ret_unified)
         if (read_line(path, ctrls, sizeof(ctrls)) < 0)
                 snprintf(ctrls, sizeof(ctrls), "(unreadable)");
         add(b->checks, &b->n_checks, unified && strstr(ctrls, "memory") ? DOCTOR_OK : DOCTOR_WARN,
-            "cgroup v2",
-            "%s at %s; this process's cgroup '%s' has controllers: %s%s",
+            "cgroup v2", "%s at %s; this process's cgroup '%s' has controllers: %s%s",
             unified ? "unified hierarchy" : "hybrid (v1 controllers, v2 without them)", root,
             own[0] ? own : "?", ctrls[0] ? ctrls : "none",
-            unified ? "" : ": memory/cpu caps need the unified hierarchy "
-                           "(systemd.unified_cgroup_hierarchy=1)");
+            unified ? ""
+                    : ": memory/cpu caps need the unified hierarchy "
+                      "(systemd.unified_cgroup_hierarchy=1)");
 }
 
 static void check_user_bus(struct doctor_backend *b, bool unified)
@@ -276,8 +274,8 @@ static void check_rootfs(struct doctor_backend *b, const struct sbx_config *cfg,
                 return;
         }
         if (r < 0) {
-                add(b->checks, &b->n_checks, DOCTOR_WARN, name, "'%s' present; its record: %s",
-                    dir, err.msg);
+                add(b->checks, &b->n_checks, DOCTOR_WARN, name, "'%s' present; its record: %s", dir,
+                    err.msg);
                 return;
         }
         if (recipe && have_pins && pins->debian_recipe && strcmp(recipe, pins->debian_recipe) != 0)
@@ -327,11 +325,11 @@ static void check_image(struct doctor_backend *b, const struct engine_conn *c, c
         _cleanup_free_ char *name = xasprintf("image %s", lang);
         struct sbx_error err = {0};
         char mark[8] = "", tar[80] = "";
-        const char *pin = !ref                                          ? "unset"
-                          : pin_registry && strcmp(ref, pin_registry) == 0 ? "the pinned registry digest"
-                          : pin_debian && strcmp(ref, pin_debian) == 0
-                              ? "the pinned Debian-built image"
-                              : NULL;
+        const char *pin =
+            !ref                                             ? "unset"
+            : pin_registry && strcmp(ref, pin_registry) == 0 ? "the pinned registry digest"
+            : pin_debian && strcmp(ref, pin_debian) == 0     ? "the pinned Debian-built image"
+                                                             : NULL;
 
         if (!ref || engine_image_label(c, ref, "vestibule.image", mark, sizeof(mark), &err) < 0) {
                 add(b->checks, &b->n_checks, DOCTOR_FAIL, name, "%s",
@@ -444,8 +442,8 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
                 add(r->host, &r->n_host, DOCTOR_OK, "settings",
                     "valid: backend=%s, runtime=%s, rootfs '%s', workspace '%s'%s%s",
                     config_backend_name(cfg->backend), config_runtime_name(cfg->runtime),
-                    cfg->rootfs_dir, cfg->workspace_dir,
-                    cfg->config_file ? ", file " : "", cfg->config_file ? cfg->config_file : "");
+                    cfg->rootfs_dir, cfg->workspace_dir, cfg->config_file ? ", file " : "",
+                    cfg->config_file ? cfg->config_file : "");
         if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0))
                 add(r->host, &r->n_host, DOCTOR_FAIL, "user",
                     "root, and VESTIBULE_RUN_AS is not an unprivileged uid:gid: code would run as "
@@ -489,8 +487,8 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
                 break;
         case SBX_BACKEND_AUTO:
         default:
-                switch (ladder_decide(r->native.tried ? &r->native.probe : NULL,
-                                      &r->container.probe)) {
+                switch (
+                    ladder_decide(r->native.tried ? &r->native.probe : NULL, &r->container.probe)) {
                 case LADDER_CHOICE_NATIVE:
                         pick = &r->native;
                         break;
@@ -583,7 +581,8 @@ static json_object *checks_json(const struct doctor_check *c, size_t n)
                 json_object *o = json_object_new_object();
 
                 json_object_object_add(o, "name", json_object_new_string(c[i].name));
-                json_object_object_add(o, "status", json_object_new_string(status_word(c[i].status)));
+                json_object_object_add(o, "status",
+                                       json_object_new_string(status_word(c[i].status)));
                 json_object_object_add(o, "value", json_object_new_string(c[i].value));
                 json_object_array_add(a, o);
         }
@@ -597,11 +596,10 @@ static json_object *backend_json(const struct doctor_backend *b)
         json_object_object_add(o, "tried", json_object_new_boolean(b->tried));
         json_object_object_add(o, "usable", json_object_new_boolean(b->probe.usable));
         json_object_object_add(o, "degraded", json_object_new_boolean(b->probe.degraded));
-        json_object_object_add(o, "grade", b->probe.usable ? json_object_new_string(b->probe.grade)
-                                                           : NULL);
-        json_object_object_add(o, "blocked", b->probe.usable
-                                                 ? NULL
-                                                 : json_object_new_string(b->probe.blocked));
+        json_object_object_add(o, "grade",
+                               b->probe.usable ? json_object_new_string(b->probe.grade) : NULL);
+        json_object_object_add(o, "blocked",
+                               b->probe.usable ? NULL : json_object_new_string(b->probe.blocked));
         json_object_object_add(o, "checks", checks_json(b->checks, b->n_checks));
         return o;
 }
@@ -617,10 +615,11 @@ json_object *doctor_json(const struct doctor_report *r)
         json_object_object_add(o, "backends", bs);
         json_object_object_add(pick, "setting", json_object_new_string(r->backend_setting));
         json_object_object_add(pick, "usable", json_object_new_boolean(r->usable));
-        json_object_object_add(pick, "backend", r->picked ? json_object_new_string(r->picked)
-                                                          : NULL);
+        json_object_object_add(pick, "backend",
+                               r->picked ? json_object_new_string(r->picked) : NULL);
         json_object_object_add(pick, "grade", r->usable ? json_object_new_string(r->grade) : NULL);
-        json_object_object_add(pick, "blocked", r->usable ? NULL : json_object_new_string(r->blocked));
+        json_object_object_add(pick, "blocked",
+                               r->usable ? NULL : json_object_new_string(r->blocked));
         json_object_object_add(o, "pick", pick);
         return o;
 }
@@ -638,8 +637,7 @@ int doctor_readiness_line(char *buf, size_t size)
         doctor_collect(cfg, r);
         config_free(cfg);
         if (r->usable) {
-                snprintf(buf, size, "ready in this terminal's environment: isolation %s",
-                         r->grade);
+                snprintf(buf, size, "ready in this terminal's environment: isolation %s", r->grade);
                 return 0;
         }
         snprintf(buf, size, "Blocked: %s", r->blocked);

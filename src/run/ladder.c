@@ -64,11 +64,12 @@ void ladder_blocked_text(char *buf, size_t size, const struct backend_probe *nat
         if (!nat) {
                 snprintf(buf, size,
                          "no sandbox is usable: this build runs code only in containers; "
-                         "container: %s",
+                         "container: %.900s",
                          c);
                 return;
         }
-        snprintf(buf, size, "no sandbox is usable on this host. native: %s. container: %s",
+        /* Each reason is a backend's own Blocked: text, well under 480 bytes; both fit. */
+        snprintf(buf, size, "no sandbox is usable on this host. native: %.480s. container: %.480s",
                  nat->blocked[0] ? nat->blocked : "not usable on this host", c);
 }
 

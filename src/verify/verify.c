@@ -139,11 +139,11 @@ const char *verify_verdict_word(enum verify_verdict v)
 /* ---- the bait outside ------------------------------------------------------------------- */
 
 struct bait {
-        char *base;      /* private temp dir: outside/ and workspace/ */
-        char *key_path;  /* base/outside/fake-key */
+        char *base;     /* private temp dir: outside/ and workspace/ */
+        char *key_path; /* base/outside/fake-key */
         char key_value[64];
         char *workspace;
-        char token[33];  /* random hex, part of every marker */
+        char token[33]; /* random hex, part of every marker */
         char env_marker[64], proc_marker[64], daemon_marker[64], rootfs_file[64], link_name[64];
         int listen_fd;
         int port;
@@ -154,8 +154,7 @@ struct bait {
         size_t cmdline_len;
 };
 
-__attribute__((format(printf, 3, 4))) static void setf(char *buf, size_t size, const char *fmt,
-                                                       ...)
+__attribute__((format(printf, 3, 4))) static void setf(char *buf, size_t size, const char *fmt, ...)
 {
         va_list ap;
 
@@ -329,11 +328,11 @@ static int bait_make(const struct sbx_config *cfg, struct bait *b, struct sbx_er
 /* ---- running ---------------------------------------------------------------------------- */
 
 struct outcome {
-        int r;                  /* run_service_execute's return */
-        struct sbx_error err;   /* when r < 0 */
-        struct run_result res;  /* when r == 0 */
-        json_object *verify;    /* the VERIFY line's object, or NULL */
-        char why[300];          /* when no VERIFY line: what the run did instead */
+        int r;                 /* run_service_execute's return */
+        struct sbx_error err;  /* when r < 0 */
+        struct run_result res; /* when r == 0 */
+        json_object *verify;   /* the VERIFY line's object, or NULL */
+        char why[300];         /* when no VERIFY line: what the run did instead */
 };
 
 static void outcome_done(struct outcome *o)
@@ -368,12 +367,12 @@ static void run_script(struct run_service *svc, const struct bait *b, const stru
         json_object_object_add(p, "burners", json_object_new_int(2));
         /* the parameters as a JSON text inside a string literal (JSON's string escapes are
          * Python's too, with '/' left alone) */
-        json_object *lit = json_object_new_string(
-            json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        code = xasprintf(
-            "import json\nP = json.loads(%s)\n%s",
-            json_object_to_json_string_ext(lit, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-            body);
+        json_object *lit = json_object_new_string(json_object_to_json_string_ext(
+            p, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        code = xasprintf("import json\nP = json.loads(%s)\n%s",
+                         json_object_to_json_string_ext(lit, JSON_C_TO_STRING_PLAIN |
+                                                                 JSON_C_TO_STRING_NOSLASHESCAPE),
+                         body);
         json_object_put(lit);
         json_object_put(p);
 
@@ -390,10 +389,11 @@ static void run_script(struct run_service *svc, const struct bait *b, const stru
                 setf(o->why, sizeof(o->why), "the run was refused: %s", o->err.msg);
                 return;
         }
-        const char *line = o->res.out.data ? memmem(o->res.out.data, o->res.out.len, "VERIFY ", 7)
-                                           : NULL;
+        const char *line =
+            o->res.out.data ? memmem(o->res.out.data, o->res.out.len, "VERIFY ", 7) : NULL;
         if (line) {
-                const char *end = memchr(line, '\n', o->res.out.len - (size_t)(line - o->res.out.data));
+                const char *end =
+                    memchr(line, '\n', o->res.out.len - (size_t)(line - o->res.out.data));
                 _cleanup_free_ char *txt =
                     xstrndup(line + 7, end ? (size_t)(end - line - 7)
                                            : o->res.out.len - (size_t)(line + 7 - o->res.out.data));
@@ -402,7 +402,8 @@ static void run_script(struct run_service *svc, const struct bait *b, const stru
         if (!o->verify) {
                 const char *e = o->res.err.data ? o->res.err.data : "";
                 size_t el = o->res.err.len > 200 ? 200 : o->res.err.len;
-                setf(o->why, sizeof(o->why), "the probe gave no result (outcome %d, exit %d, signal %d): %.*s",
+                setf(o->why, sizeof(o->why),
+                     "the probe gave no result (outcome %d, exit %d, signal %d): %.*s",
                      (int)o->res.outcome, o->res.exit_code, o->res.term_signal, (int)el, e);
         }
 }
@@ -438,8 +439,7 @@ static struct verify_probe *probe(struct verify_report *r, const char *id)
 }
 
 __attribute__((format(printf, 4, 5))) static void judge(struct verify_report *r, const char *id,
-                                                        enum verify_verdict v, const char *fmt,
-                                                        ...)
+                                                        enum verify_verdict v, const char *fmt, ...)
 {
         struct verify_probe *p = probe(r, id);
         va_list ap;
@@ -525,8 +525,9 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
         /* key: the server reads the same file */
         _cleanup_free_ char *k = read_file(b->key_path, NULL);
         judge_simple(r, o, "key",
-                     mem_has(k, k ? strlen(k) : 0, b->key_value) ? "the server reads it"
-                                                                 : "the server cannot read it either");
+                     mem_has(k, k ? strlen(k) : 0, b->key_value)
+                         ? "the server reads it"
+                         : "the server cannot read it either");
         setf(ctl, sizeof(ctl), "the host's /etc/shadow %s",
              stat("/etc/shadow", &st) == 0
                  ? (b->shadow_sha256[0] ? "exists, sha256 compared" : "exists, unreadable here")
@@ -550,7 +551,9 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
                         judge(r, "shadow", VERIFY_HELD,
                               "read only the rootfs's own /etc/shadow (sha256 %.16s..., the "
                               "same as '%s'), not the host's (control: %s)",
-                              h, rs, b->shadow_sha256[0] ? "the host's differs" : "host's unreadable here");
+                              h, rs,
+                              b->shadow_sha256[0] ? "the host's differs"
+                                                  : "host's unreadable here");
         }
 
         path = xasprintf("/proc/%d/environ", (int)b->child);
@@ -613,7 +616,8 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
                                        : "the host cannot unshare one either");
         {
                 char bpfd[32] = "?";
-                _cleanup_free_ char *t = read_file("/proc/sys/kernel/unprivileged_bpf_disabled", NULL);
+                _cleanup_free_ char *t =
+                    read_file("/proc/sys/kernel/unprivileged_bpf_disabled", NULL);
                 if (t)
                         setf(bpfd, sizeof(bpfd), "%.*s", (int)strcspn(t, "\n"), t);
                 setf(ctl, sizeof(ctl), "host kernel.unprivileged_bpf_disabled=%s", bpfd);
@@ -649,7 +653,7 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
         else
                 judge(r, "symlink", VERIFY_NOT_HELD, "read_workspace followed the link: %s",
                       mem_has(text, strlen(text), b->key_value) ? "returned the key"
-                                                                 : "returned something");
+                                                                : "returned something");
 }
 
 static void judge_daemon(struct verify_report *r, const struct bait *b, const struct outcome *o)
@@ -708,8 +712,7 @@ static void judge_memory(struct verify_report *r, const struct sbx_config *cfg,
                                                      o->res.term_signal == SIGKILL)))
                 judge(r, "memory", VERIFY_HELD,
                       "killed by SIGKILL%s before reaching %u MiB (cap %u MiB)",
-                      o->res.oom_killed ? " (out of memory)" : "", cfg->mem_mb + 128,
-                      cfg->mem_mb);
+                      o->res.oom_killed ? " (out of memory)" : "", cfg->mem_mb + 128, cfg->mem_mb);
         else if (o->r == 0 && o->res.outcome == RUN_OUTCOME_EXITED && o->res.exit_code == 137)
                 judge(r, "memory", VERIFY_HELD,
                       "exited 137 (killed) before reaching %u MiB (cap %u MiB)", cfg->mem_mb + 128,
@@ -823,7 +826,9 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
                         snprintf(was, sizeof(was), "%s", p->detail);
                         p->verdict = VERIFY_NOT_APPLICABLE;
                         setf(p->detail, sizeof(p->detail), "%s%s%.300s",
-                             verify_claim_none_text(p->claim), was[0] ? "; measured: " : "", was);
+                             strncmp(r->grade, "none", 4) == 0 ? "grade claims no isolation"
+                                                               : verify_claim_none_text(p->claim),
+                             was[0] ? "; measured: " : "", was);
                 }
                 switch (p->verdict) {
                 case VERIFY_HELD:
@@ -862,8 +867,7 @@ void verify_print(const struct verify_report *r, FILE *out)
                 const struct verify_probe *p = &r->probes[i];
 
                 if (p->verdict == VERIFY_NOT_APPLICABLE)
-                        fprintf(out, "  %-14s %-52s (%s)\n", "not applicable", p->title,
-                                p->detail);
+                        fprintf(out, "  %-14s %-52s (%s)\n", "not applicable", p->title, p->detail);
                 else
                         fprintf(out, "  %-14s %-52s %s\n", verify_verdict_word(p->verdict),
                                 p->title, p->detail);
@@ -891,9 +895,9 @@ json_object *verify_json(const struct verify_report *r)
                 json_object_object_add(p, "title", json_object_new_string(r->probes[i].title));
                 json_object_object_add(p, "verdict",
                                        json_object_new_string(ids[r->probes[i].verdict]));
-                json_object_object_add(p, "claimed",
-                                       json_object_new_boolean(
-                                           verify_claimed(r->grade, r->probes[i].claim)));
+                json_object_object_add(
+                    p, "claimed",
+                    json_object_new_boolean(verify_claimed(r->grade, r->probes[i].claim)));
                 json_object_object_add(p, "detail", json_object_new_string(r->probes[i].detail));
                 json_object_array_add(a, p);
         }

@@ -41,13 +41,13 @@ struct verify_probe {
         const char *title; /* "read a planted fake key outside the workspace" */
         enum verify_claim claim;
         enum verify_verdict verdict;
-        char detail[400];  /* what the attempt met, and the control */
+        char detail[400]; /* what the attempt met, and the control */
 };
 
 struct verify_report {
-        char backend[16];  /* the backend the runs went through */
-        char grade[320];   /* the isolation line the runs ended with */
-        bool ran;          /* false: nothing could run (@blocked says why) */
+        char backend[16]; /* the backend the runs went through */
+        char grade[320];  /* the isolation line the runs ended with */
+        bool ran;         /* false: nothing could run (@blocked says why) */
         char blocked[1024];
         struct verify_probe probes[VERIFY_MAX_PROBES];
         size_t n_probes;

@@ -339,8 +339,12 @@ START_TEST(native_rootfs_deleted_reprobes)
         ck_assert_str_eq(b->ops->name, "native");
 
         /* control: it runs */
-        req = (struct run_request){.language = SBX_LANG_BASH, .code = "echo hi",
-                                   .code_len = 7, .timeout_s = 10, .cfg = &c, .cancel_fd = -1};
+        req = (struct run_request){.language = SBX_LANG_BASH,
+                                   .code = "echo hi",
+                                   .code_len = 7,
+                                   .timeout_s = 10,
+                                   .cfg = &c,
+                                   .cancel_fd = -1};
         ck_assert_msg(b->ops->run(b, &req, &res, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(res.exit_code, 0);
         run_result_done(&res);

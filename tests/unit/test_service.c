@@ -539,7 +539,7 @@ static const char *pick(enum sbx_backend_choice choice, char *why, size_t why_si
         if (ladder_pick(l, &b, &p, &err) == 0)
                 name = b->ops->name;
         else
-                snprintf(why, why_size, "%s", err.msg);
+                snprintf(why, why_size, "%.*s", (int)why_size - 1, err.msg);
         ladder_free(l);
         return name;
 }

@@ -25,6 +25,8 @@
 #define ROOTFS "/var/tmp/vestibule-images/rootfs"
 #define IMG_PY "vestibule/python:bookworm"
 #define IMG_NODE "vestibule/node:bookworm"
+#define TAR_PY "/var/tmp/vestibule-images/python.tar"
+#define TAR_NODE "/var/tmp/vestibule-images/node.tar"
 
 static char *tmp;
 static const char *env_backend, *env_run_as, *env_workspace, *env_audit;
@@ -108,8 +110,8 @@ static void assert_agrees(const struct verify_report *r)
                 }
                 if (p->verdict != VERIFY_HELD)
                         dump(r);
-                ck_assert_msg(p->verdict == VERIFY_HELD, "'%s' claims it, but %s: %s: %s",
-                              r->grade, p->id, verify_verdict_word(p->verdict), p->detail);
+                ck_assert_msg(p->verdict == VERIFY_HELD, "'%s' claims it, but %s: %s: %s", r->grade,
+                              p->id, verify_verdict_word(p->verdict), p->detail);
         }
         ck_assert_uint_eq(r->not_held, 0);
 }
@@ -246,6 +248,13 @@ static const char *docker_missing(void)
                 snprintf(why, sizeof(why), "Docker: %s", err.msg);
                 return why;
         }
+        /* the images test_engine imports; imported here too when they are missing */
+        if (engine_image_label(&conn, IMG_PY, "vestibule.image", mark, sizeof(mark), &err) < 0 &&
+            access(TAR_PY, R_OK) == 0)
+                (void)engine_setup_import(&c, TAR_PY, IMG_PY, &err);
+        if (engine_image_label(&conn, IMG_NODE, "vestibule.image", mark, sizeof(mark), &err) < 0 &&
+            access(TAR_NODE, R_OK) == 0)
+                (void)engine_setup_import(&c, TAR_NODE, IMG_NODE, &err);
         if (engine_image_label(&conn, IMG_PY, "vestibule.image", mark, sizeof(mark), &err) < 0 ||
             engine_image_label(&conn, IMG_NODE, "vestibule.image", mark, sizeof(mark), &err) < 0) {
                 snprintf(why, sizeof(why), "Docker images: %s", err.msg);

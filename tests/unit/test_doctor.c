@@ -1,0 +1,242 @@
+/* test_doctor.c - doctor's report on this host: every prerequisite is present with the value the
+ * kernel gives (uname, the Landlock ABI), a missing rootfs is a FAIL naming `vestibule-mcp
+ * setup`, an invalid setting and a root server without VESTIBULE_RUN_AS block everything
+ * whatever the backends say, the pick follows ladder_decide(), and --json carries the same. */
+#include <check.h>
+#include <grp.h>
+#include <linux/landlock.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "config/config.h"
+#include "doctor/doctor.h"
+#include "run/ladder.h"
+#include "testutil.h"
+
+#define ROOTFS "/var/tmp/vestibule-images/rootfs"
+
+static const char *env_rootfs, *env_mem, *env_run_as;
+
+static const char *fake_getenv(const char *k)
+{
+        if (strcmp(k, "VESTIBULE_ROOTFS_DIR") == 0)
+                return env_rootfs;
+        if (strcmp(k, "VESTIBULE_MEM_MB") == 0)
+                return env_mem;
+        if (strcmp(k, "VESTIBULE_RUN_AS") == 0)
+                return env_run_as;
+        if (strcmp(k, "VESTIBULE_WORKSPACE") == 0)
+                return "/tmp/vestibule-doctor-test-ws";
+        if (strcmp(k, "VESTIBULE_AUDIT_DIR") == 0)
+                return "/tmp/vestibule-doctor-test-audit";
+        if (strcmp(k, "VESTIBULE_CONFIG") == 0)
+                return "/nonexistent/vestibule-test-config.yaml";
+        if (strcmp(k, "DOCKER_HOST") == 0)
+                return NULL;
+        return NULL;
+}
+
+static void become_test_user(void)
+{
+        struct passwd *pw;
+
+        if (geteuid() != 0)
+                return;
+        pw = getpwnam("vestibule-test");
+        ck_assert(pw != NULL);
+        ck_assert(setgroups(0, NULL) == 0 && setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == 0 &&
+                  setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == 0);
+        setenv("HOME", pw->pw_dir, 1);
+}
+
+static struct sbx_config *load(void)
+{
+        struct sbx_config *c = NULL;
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(config_load_from(fake_getenv, NULL, &c, &err), 0);
+        return c;
+}
+
+static const struct doctor_check *find(const struct doctor_check *list, size_t n, const char *name)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(list[i].name, name) == 0)
+                        return &list[i];
+        ck_abort_msg("no check '%s'", name);
+        return NULL;
+}
+
+START_TEST(native_checks_have_values)
+{
+        _cleanup_free_ struct doctor_report *r = xcalloc(1, sizeof(*r));
+        static const char *const names[] = {
+            "kernel",
+            "user namespaces",
+            "landlock",
+            "libseccomp",
+            "seccomp user notification",
+            "cgroup v2",
+            "systemd user bus",
+            "busctl",
+            "rootfs python",
+            "rootfs node",
+        };
+        struct sbx_config *c;
+        struct utsname u;
+        const struct doctor_check *k;
+        long abi;
+        char want[32];
+
+        become_test_user();
+        env_rootfs = ROOTFS;
+        c = load();
+        doctor_collect(c, r);
+        doctor_print(r, stderr);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                k = find(r->native.checks, r->native.n_checks, names[i]);
+                ck_assert_msg(k->value[0], "%s has no value", names[i]);
+        }
+        ck_assert_int_eq(uname(&u), 0);
+        k = find(r->native.checks, r->native.n_checks, "kernel");
+        ck_assert_ptr_nonnull(strstr(k->value, u.release));
+        abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+        k = find(r->native.checks, r->native.n_checks, "landlock");
+        if (abi > 0) {
+                snprintf(want, sizeof(want), "ABI %ld", abi);
+                ck_assert_str_eq(k->value, want);
+                ck_assert_int_eq(k->status, DOCTOR_OK);
+        } else {
+                ck_assert_int_eq(k->status, DOCTOR_WARN);
+        }
+        k = find(r->native.checks, r->native.n_checks, "user namespaces");
+        ck_assert_ptr_nonnull(strstr(k->value, "user.max_user_namespaces="));
+        ck_assert_ptr_nonnull(strstr(k->value, "kernel.apparmor_restrict_unprivileged_userns="));
+        /* the container rung has its endpoint check, whatever the answer */
+        find(r->container.checks, r->container.n_checks, "engine endpoint");
+
+        /* the pick is the ladder's own rule on the two probes */
+        switch (ladder_decide(&r->native.probe, &r->container.probe)) {
+        case LADDER_CHOICE_NATIVE:
+                ck_assert(r->usable);
+                ck_assert_str_eq(r->picked, "native");
+                ck_assert_str_eq(r->grade, r->native.probe.grade);
+                break;
+        case LADDER_CHOICE_CONTAINER:
+                ck_assert(r->usable);
+                ck_assert_str_eq(r->picked, "container");
+                ck_assert_str_eq(r->grade, r->container.probe.grade);
+                break;
+        case LADDER_CHOICE_NONE:
+        default:
+                ck_assert(!r->usable);
+                ck_assert_ptr_nonnull(strstr(r->blocked, "native:"));
+                ck_assert_ptr_nonnull(strstr(r->blocked, "container:"));
+                break;
+        }
+
+        json_object *j = doctor_json(r), *pick = NULL, *bs = NULL, *nat = NULL, *checks = NULL;
+        ck_assert(json_object_object_get_ex(j, "pick", &pick));
+        ck_assert(json_object_object_get_ex(j, "backends", &bs));
+        ck_assert(json_object_object_get_ex(bs, "native", &nat));
+        ck_assert(json_object_object_get_ex(nat, "checks", &checks));
+        ck_assert_int_eq((int)json_object_array_length(checks), (int)r->native.n_checks);
+        json_object *usable = NULL;
+        ck_assert(json_object_object_get_ex(pick, "usable", &usable));
+        ck_assert_int_eq(json_object_get_boolean(usable), r->usable);
+        json_object_put(j);
+        config_free(c);
+}
+END_TEST
+
+START_TEST(missing_rootfs_names_setup)
+{
+        _cleanup_free_ struct doctor_report *r = xcalloc(1, sizeof(*r));
+        struct sbx_config *c;
+        const struct doctor_check *k;
+
+        become_test_user();
+        env_rootfs = "/tmp/vestibule-doctor-no-rootfs";
+        c = load();
+        doctor_collect(c, r);
+        k = find(r->native.checks, r->native.n_checks, "rootfs python");
+        ck_assert_int_eq(k->status, DOCTOR_FAIL);
+        ck_assert_ptr_nonnull(strstr(k->value, "vestibule-mcp setup"));
+        ck_assert(!r->native.probe.usable);
+        ck_assert_ptr_nonnull(strstr(r->native.probe.blocked, "vestibule-mcp setup"));
+        if (!r->usable)
+                ck_assert_ptr_nonnull(strstr(r->blocked, "vestibule-mcp setup"));
+        config_free(c);
+}
+END_TEST
+
+START_TEST(invalid_setting_blocks)
+{
+        _cleanup_free_ struct doctor_report *r = xcalloc(1, sizeof(*r));
+        struct sbx_config *c;
+        const struct doctor_check *k;
+
+        become_test_user();
+        env_rootfs = ROOTFS;
+        env_mem = "lots";
+        c = load();
+        ck_assert(c->invalid);
+        doctor_collect(c, r);
+        k = find(r->host, r->n_host, "settings");
+        ck_assert_int_eq(k->status, DOCTOR_FAIL);
+        ck_assert(!r->usable);
+        ck_assert_ptr_nonnull(strstr(r->blocked, "VESTIBULE_MEM_MB"));
+        env_mem = NULL;
+        config_free(c);
+}
+END_TEST
+
+START_TEST(root_without_run_as_blocks)
+{
+        _cleanup_free_ struct doctor_report *r = xcalloc(1, sizeof(*r));
+        struct sbx_config *c;
+
+        env_rootfs = ROOTFS;
+        env_run_as = NULL;
+        c = load();
+        doctor_collect(c, r);
+        ck_assert(!r->usable);
+        ck_assert_ptr_nonnull(strstr(r->blocked, "root"));
+        ck_assert_ptr_nonnull(strstr(r->blocked, "VESTIBULE_RUN_AS"));
+        ck_assert_ptr_nonnull(strstr(r->blocked, "restart"));
+        config_free(c);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("doctor");
+        TCase *tc;
+        struct stat st;
+
+        if (stat(ROOTFS "/python", &st) < 0)
+                sbx_test_skip("no rootfs trees at " ROOTFS);
+        if (geteuid() == 0 && !getpwnam("vestibule-test"))
+                sbx_test_skip("running as root and there is no user vestibule-test");
+        tc = tcase_create("report");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, native_checks_have_values);
+        tcase_add_test(tc, missing_rootfs_names_setup);
+        tcase_add_test(tc, invalid_setting_blocks);
+        suite_add_tcase(s, tc);
+        if (geteuid() == 0) {
+                tc = tcase_create("root");
+                tcase_set_timeout(tc, 60);
+                tcase_add_test(tc, root_without_run_as_blocks);
+                suite_add_tcase(s, tc);
+        }
+        return sbx_test_run(s);
+}
