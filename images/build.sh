@@ -112,7 +112,7 @@ rm -f "$r"/var/lib/dpkg/*-old "$r"/var/cache/debconf/*-old
 rm -rf "$r"/var/cache/apt/* "$r"/var/lib/apt/lists/*
 find "$r/var/log" -type f -delete
 # Nothing in a sandbox may gain privilege (no_new_privs is set anyway).
-find "$r" -xdev -type f -perm /6000 -exec chmod ug-s {} +'
+find "$r" -xdev ! -type l -perm /6000 -exec chmod ug-s {} +'
 
 build_one() {
 	local lang="$1" pkgs tmp out

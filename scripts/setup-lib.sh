@@ -94,3 +94,27 @@ vst_npm_ci() {
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
         chmod -R a+rX "$dir"
 }
+
+# vst_import_images_rootless USER IMAGES: as root, import IMAGES/{python,node}.tar into USER's
+# rootless Podman as vestibule/<lang>:bookworm, the way `vestibule-mcp setup` imports them
+# (same labels and settings); skipped when the image there already holds that tarball.
+vst_import_images_rootless() {
+        local user=$1 images=$2 lang tar sha have uid
+        uid=$(id -u "$user")
+        for lang in python node; do
+                tar=$images/$lang.tar
+                sha=$(sha256sum "$tar" | cut -d' ' -f1)
+                have=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$(getent passwd "$user" | cut -d: -f6)" \
+                        XDG_RUNTIME_DIR="/run/user/$uid" podman image inspect "vestibule/$lang:bookworm" \
+                        --format '{{index .Labels "vestibule.tar-sha256"}}' 2>/dev/null || true)
+                if [ "$have" = "$sha" ]; then
+                        echo "vestibule/$lang:bookworm is already $tar"
+                        continue
+                fi
+                runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$(getent passwd "$user" | cut -d: -f6)" \
+                        XDG_RUNTIME_DIR="/run/user/$uid" podman import \
+                        --change "LABEL vestibule.tar-sha256=$sha" --change "LABEL vestibule.image=1" \
+                        --change "WORKDIR /workspace" --change "USER 1000:1000" \
+                        --change "ENV PATH=/usr/local/bin:/usr/bin:/bin" "$tar" "vestibule/$lang:bookworm"
+        done
+}

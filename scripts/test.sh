@@ -19,9 +19,9 @@
 #   VESTIBULE_CI_IMAGES     where the images are built and unpacked (default
 #                           /var/tmp/vestibule-images: python.tar, node.tar, rootfs/)
 #   VESTIBULE_CI_REUSE_IMAGES=1  use the images already there instead of rebuilding them
-#   VESTIBULE_CI_BACKENDS   the e2e runs, space-separated backend=grade pairs
-#                           (default: "naive=none (naive: development only)" written as
-#                           naive; see E2E_RUNS below)
+#   VESTIBULE_CI_E2E_RUNS   the end-to-end runs, one per line:
+#                           BUILDS|BACKEND|EXPECTED ISOLATION GRADE|EXTRA ENV (VAR=value ...)
+#                           (default: see E2E_RUNS below, this CI host's grades)
 #   VESTIBULE_CI_MUST_RUN   1 (default): a unit test whose prerequisite is missing fails
 #                           instead of skipping (SBX_TEST_MUST_RUN)
 #   VESTIBULE_CI_JOBS       build parallelism (default 2)
@@ -45,9 +45,15 @@ must_run=${VESTIBULE_CI_MUST_RUN:-1}
 is_root=0
 [ "$(id -u)" -eq 0 ] && is_root=1
 
-# The e2e runs: one "backend|expected isolation grade" per line. The naive backend is the
-# foundation; add native and container here once they pass on this host.
-E2E_RUNS=${VESTIBULE_CI_E2E_RUNS:-"naive|none (naive: development only)"}
+# The end-to-end runs: BUILDS (Release, Debug or both, comma-separated) | backend | the exact
+# isolation grade every result must end with | extra server environment. The grades are this
+# CI host's: Debian 12 with a v1/v2 hybrid cgroup tree and no systemd, so the native sandbox
+# gets no resource limits and rootless Podman none either; both results say so. On a host with
+# a systemd user manager and cgroup v2 they read "native" and "container": set
+# VESTIBULE_CI_E2E_RUNS there.
+E2E_RUNS=${VESTIBULE_CI_E2E_RUNS:-"Release,Debug|naive|none (naive: development only)|
+Release,Debug|native|native-degraded (limits not applied: memory, cpu: no systemd user bus and no cgroup v2 at /sys/fs/cgroup (a v1 or v1/v2 hybrid hierarchy))|VESTIBULE_ROOTFS_DIR=$images/rootfs
+Release|container|container-degraded (limits not applied: memory, cpu, pids: rootless Podman on cgroup v1)|VESTIBULE_RUNTIME=podman VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vestibule/node:bookworm"}
 
 passed=0 failed=0 skipped=0
 failures=()
@@ -207,18 +213,27 @@ for b in "${built[@]}"; do
         run_ctest "${b#*:}"
 done
 
+# ---------------------------------------------------------------------------- engine images
+# The container backend as the test user talks to its rootless Podman: import the Debian-built
+# images there the way `vestibule-mcp setup` does (same labels and settings).
+if [ "$is_root" -eq 1 ] && grep -q '|container|' <<<"$E2E_RUNS" && [ -f "$images/python.tar" ]; then
+        step 900 "images into the test user's rootless Podman" vst_import_images_rootless "$user" "$images" ||
+                record_fail "importing the images into rootless Podman"
+fi
+
 # ---------------------------------------------------------------------------- end-to-end
 e2e=$src/tests/e2e
 if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
-        # run_e2e LABEL BIN BACKEND GRADE [FILES...] (as the test user)
+        # run_e2e LABEL BIN BACKEND GRADE EXTRA_ENV (as the test user)
         run_e2e() {
-                local label=$1 bin=$2 backend=$3 grade=$4 res rc=0
-                shift 4
+                local label=$1 bin=$2 backend=$3 grade=$4 extra=() res rc=0
+                read -r -a extra <<<"$5"
                 res=$(mktemp "$ci/e2e-results.XXXXXX")
                 chmod 0666 "$res"
                 banner "e2e: $label"
-                as_user VESTIBULE_BIN="$bin" E2E_BACKEND="$backend" E2E_EXPECT_GRADE="$grade" \
-                        E2E_RESULTS="$res" timeout --kill-after=30 1200 node "$e2e/run.mjs" "$@" ||
+                as_user "${extra[@]}" VESTIBULE_BIN="$bin" E2E_BACKEND="$backend" \
+                        E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
+                        timeout --kill-after=30 1500 node "$e2e/run.mjs" ||
                         rc=$?
                 add_results "$label" "$res" "$rc"
         }
@@ -244,9 +259,10 @@ if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
                         record_fail "e2e $type: $bin was not built"
                         continue
                 fi
-                while IFS='|' read -r backend grade; do
+                while IFS='|' read -r builds backend grade extra; do
                         [ -n "$backend" ] || continue
-                        run_e2e "$type, backend $backend" "$bin" "$backend" "$grade"
+                        case ",$builds," in *",$type,"*) ;; *) continue ;; esac
+                        run_e2e "$type, backend $backend" "$bin" "$backend" "$grade" "$extra"
                 done <<<"$E2E_RUNS"
         done
         # The one case that needs root: a server started as root without VESTIBULE_RUN_AS.

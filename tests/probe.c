@@ -10,6 +10,7 @@
  *   daemon=MARKER  double-fork + setsid a child that sleeps 60 s with MARKER in its argv
  *   forkbomb=MARKER fork until refused; print forks=N; children sleep with MARKER
  *   vsock          try socket(AF_VSOCK)
+ *   int80          getpid through the i386 syscall ABI (x86-64 only)
  * Checks printed by "all": uid gid caps (CapEff/CapPrm/CapInh/CapBnd/CapAmb) nnp seccomp
  * groups ifaces pids fds hostname mount unshare bpf keyctl clone_ns ptrace clone3. */
 #include <dirent.h>
@@ -261,6 +262,14 @@ int main(int argc, char **argv)
                                         break;
                         }
                         printf("forks=%d\nfork_error=%s\n", n, errname(errno));
+                } else if (strcmp(a, "int80") == 0) {
+                        /* getpid through the 32-bit syscall ABI (a filter written for
+                         * x86-64 numbers must not let it through) */
+                        long ret = 20; /* __NR_getpid on i386 */
+#if defined(__x86_64__)
+                        __asm__ volatile("int $0x80" : "+a"(ret) : : "memory");
+#endif
+                        printf("int80=%s\n", ret > 0 ? "ok" : "refused");
                 } else if (strcmp(a, "vsock") == 0) {
                         int s = socket(40 /* AF_VSOCK */, SOCK_STREAM, 0);
                         printf("vsock=%s\n", errname(s < 0 ? errno : 0));

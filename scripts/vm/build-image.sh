@@ -14,12 +14,15 @@
 # Usage: scripts/vm/build-image.sh [--force]
 set -euo pipefail
 
+# Everything runs from main(), so bash has read the whole file before running any of it:
+# editing this script while a (long) build runs cannot derail that build.
+main() {
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${VESTIBULE_VM_CACHE:-/var/tmp/vestibule-vm}
 mirror=${VESTIBULE_VM_MIRROR:-http://deb.debian.org/debian}
 security_mirror=${VESTIBULE_VM_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 force=0
-[[ ${1:-} == --force ]] && force=1
+if [[ ${1:-} == --force ]]; then force=1; fi
 
 log() { printf 'build-image: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -82,13 +85,21 @@ initramfs_hook='mkdir -p "$1/etc/initramfs-tools/conf.d"
 printf "MODULES=list\nCOMPRESS=gzip\n" >"$1/etc/initramfs-tools/conf.d/vestibule-vm.conf"
 printf "virtio_pci\nvirtio_blk\next4\n" >>"$1/etc/initramfs-tools/modules"'
 
+# The downloaded .debs are kept next to the images (rebuildable, and the next recipe mostly
+# needs the same ones), so a rebuild does not download again.
+mkdir -p "$cache_root/debs" "$work/debs"
+# shellcheck disable=SC2016 # the hooks' $1 is for their shell, not ours
 mmdebstrap --variant=minbase --mode=root \
+        --skip=download/empty --skip=essential/unlink \
+        --setup-hook='mkdir -p "$1/var/cache/apt/archives/"' \
+        --setup-hook="sync-in '$cache_root/debs' /var/cache/apt/archives/" \
         --include="$(IFS=,; echo "${packages[*]}")" \
         --dpkgopt='path-exclude=/usr/share/doc/*' \
         --dpkgopt='path-exclude=/usr/share/man/*' \
         --dpkgopt='path-exclude=/usr/share/locale/*' \
         --dpkgopt='path-exclude=/usr/share/info/*' \
         --essential-hook="$initramfs_hook" \
+        --customize-hook="sync-out /var/cache/apt/archives '$work/debs'" \
         --customize-hook="'$here/customize-guest.sh' \"\$1\"" \
         bookworm "$tree" \
         "deb $mirror bookworm main" \
@@ -107,10 +118,15 @@ mkfs.ext4 -q -L vmroot -E root_owner=0:0 -d "$tree" "$work/out/root.img" "${size
         echo "kernel $(basename "$(find "$tree/boot" -name 'vmlinuz-*' | head -n1)")"
 } >"$work/out/ok"
 
-rm -rf "$out"
+rm -rf "$out" "$cache_root/debs"
 mv -T "$work/out" "$out"
+rm -f "$work/debs/lock"
+rm -rf "$work/debs/partial"
+mv -T "$work/debs" "$cache_root/debs"
 # Older recipes nobody used for a week go; they can always be rebuilt.
 find "$cache_root" -mindepth 1 -maxdepth 1 -type d ! -name '.*' -mtime +7 \
         ! -path "$out" -exec rm -rf {} + 2>/dev/null || true
 log "done in $(( $(date +%s) - start )) s: $out ($(du -sh --apparent-size "$out/root.img" | cut -f1) image, $(du -sh "$out/root.img" | cut -f1) used)"
 printf '%s\n' "$out"
+}
+main "$@"

@@ -28,11 +28,18 @@ printf '/dev/vda\t/\text4\trw,noatime\t0\t0\n' >"$t/etc/fstab"
 install -m 0755 "$here/guest/vestibule-vm-boot.sh" "$t/usr/local/sbin/vestibule-vm-boot"
 install -m 0644 "$here/guest/vestibule-vm.service" "$t/etc/systemd/system/vestibule-vm.service"
 printf '9p\n9pnet_virtio\nvirtio_console\n' >"$t/etc/modules-load.d/vestibule-vm.conf"
+# -cpu max shows vmx/svm, so udev would load kvm (seconds under TCG, and useless here).
+printf 'blacklist kvm\nblacklist kvm_amd\nblacklist kvm_intel\n' >"$t/etc/modprobe.d/vestibule-vm.conf"
 chroot "$t" systemctl enable vestibule-vm.service
 # Nothing periodic or interactive: a run is one boot, one command, power off.
 chroot "$t" systemctl mask apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer \
-        e2scrub_all.timer fstrim.timer serial-getty@ttyS0.service getty@tty1.service \
+        e2scrub_all.timer e2scrub_reap.service fstrim.timer serial-getty@ttyS0.service getty@tty1.service \
         systemd-timesyncd.service
+
+chroot "$t" systemctl set-default multi-user.target
+# The journal stays in memory: nothing of a run's boot is kept, and disk writes cost under TCG.
+mkdir -p "$t/etc/systemd/journald.conf.d"
+printf '[Journal]\nStorage=volatile\n' >"$t/etc/systemd/journald.conf.d/vestibule-vm.conf"
 
 # Module trees no test guest loads (hardware it does not have); then refresh the index.
 kver=$(basename "$(find "$t/lib/modules" -mindepth 1 -maxdepth 1 -type d | head -n1)")

@@ -54,7 +54,7 @@ fail() { say "vm: error: $*"; say "exit 125"; poweroff_now; exit 1; }
 mount_9p() { # TAG PATH MODE
         local cache=mmap
         [[ $3 == ro ]] && cache=loose
-        mount -t 9p -o "trans=virtio,version=9p2000.L,msize=524288,cache=$cache,$3" "$1" "$2"
+        mount -t 9p -o "trans=virtio,version=9p2000.L,msize=512000,cache=$cache,$3" "$1" "$2"
 }
 
 mkdir -p "$private"

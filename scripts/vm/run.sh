@@ -12,10 +12,14 @@
 #   --cwd DIR               working directory inside (default: $PWD if it is inside a share)
 #   --env NAME=VALUE        add to the command's environment; repeatable
 #   --timeout S             the command's time limit, 124 when hit (default 1500)
-#   --boot-timeout S        watchdog: a boot that has not started the command after S seconds
-#                           is killed and retried (default 180)
+#   --stall-timeout S       watchdog: a boot whose console stays silent for S seconds before
+#                           the command starts is hung (seen: crng init, TSC calibration);
+#                           it is killed and retried (default 90)
+#   --boot-timeout S        a boot that has not started the command after S seconds is
+#                           killed and retried even if it still prints (default 420)
 #   --attempts N            boots to try before giving up (default 3)
 #   --keep                  keep the run folder (console log, raw outputs) and print its path
+# Environment: VESTIBULE_VM_IMAGE=DIR use this image folder instead of build-image.sh's.
 #
 # Exit status: the command's; 124 = --timeout hit; 125 = the VM failed (never booted to the
 # command after all attempts, or the guest harness reported an error).
@@ -28,10 +32,14 @@
 #
 # Network: none (-nic none). Console log: the run folder's console.log. Qemu is always killed.
 set -euo pipefail
+# All of it runs from main(): bash reads the whole file first, so editing the script while
+# it runs cannot derail the run.
+main() {
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 timeout_s=1500
-boot_timeout_s=180
+boot_timeout_s=420
+stall_timeout_s=90
 attempts=3
 keep=0
 script=
@@ -61,6 +69,7 @@ while (($#)); do
         --env) [[ ${2:-} == *=* ]] || die "--env needs NAME=VALUE"; envs+=("$2"); shift 2 ;;
         --timeout) timeout_s=${2:?}; shift 2 ;;
         --boot-timeout) boot_timeout_s=${2:?}; shift 2 ;;
+        --stall-timeout) stall_timeout_s=${2:?}; shift 2 ;;
         --attempts) attempts=${2:?}; shift 2 ;;
         --keep) keep=1; shift ;;
         --script) script=${2:?--script needs FILE}; shift 2 ;;
@@ -86,7 +95,14 @@ if [[ -z $cwd ]]; then
         done
 fi
 
-image=$("$here/build-image.sh") || die "building the guest image failed"
+if [[ -n ${VESTIBULE_VM_IMAGE:-} ]]; then
+        image=$VESTIBULE_VM_IMAGE # a prebuilt image folder (vmlinuz, initrd.img, root.img)
+else
+        image=$("$here/build-image.sh") || die "building the guest image failed"
+fi
+for f in vmlinuz initrd.img root.img; do
+        [[ -f $image/$f ]] || die "no $f in the image folder $image"
+done
 run=$(mktemp -d "${TMPDIR:-/var/tmp}/vestibule-vm-run.XXXXXX")
 qemu_pid=
 tail_pids=()
@@ -158,14 +174,16 @@ boot_once() {
         mkdir -p "$d"
         : >"$d/stdout"; : >"$d/stderr"; : >"$d/status"
         rm -f "$ctl/exit-status"
-        local t0 started=0 t_start=0 now
+        local t0 started=0 t_start=0 now size last_size=-1 t_progress
         t0=$(date +%s.%N)
+        t_progress=$t0
+        why="it powered off or crashed before the command started"
         TMPDIR=$run qemu-system-x86_64 \
                 -machine pc -accel tcg,thread=multi -cpu max -smp 2 -m 1024 \
                 -nodefaults -display none -monitor none -no-reboot -nic none \
                 -serial "file:$d/console.log" \
                 -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
-                -append "root=/dev/vda rw console=ttyS0 panic=1 fsck.mode=skip loglevel=4 systemd.show_status=auto systemd.unified_cgroup_hierarchy=1 mitigations=off" \
+                -append "root=/dev/vda rw console=ttyS0 panic=1 fsck.mode=skip systemd.show_status=1 systemd.unified_cgroup_hierarchy=1 mitigations=off" \
                 -drive "file=$image/root.img,format=raw,if=virtio,snapshot=on" \
                 -device virtio-rng-pci \
                 -device virtio-serial-pci \
@@ -197,10 +215,24 @@ boot_once() {
                         result="guest-error"
                         break
                 fi
-                if [[ $started == 0 ]] && awk -v a="$t0" -v b="$now" -v l="$boot_timeout_s" \
-                        'BEGIN { exit !(b - a > l) }'; then
-                        result=boot-timeout
-                        break
+                if [[ $started == 0 ]]; then
+                        size=$(stat -c %s "$d/console.log" 2>/dev/null || echo 0)
+                        if [[ $size != "$last_size" ]]; then
+                                last_size=$size
+                                t_progress=$now
+                        fi
+                        if awk -v a="$t_progress" -v b="$now" -v l="$stall_timeout_s" \
+                                'BEGIN { exit !(b - a > l) }'; then
+                                why="its console was silent for ${stall_timeout_s} s"
+                                result=boot-timeout
+                                break
+                        fi
+                        if awk -v a="$t0" -v b="$now" -v l="$boot_timeout_s" \
+                                'BEGIN { exit !(b - a > l) }'; then
+                                why="it had not started the command after ${boot_timeout_s} s"
+                                result=boot-timeout
+                                break
+                        fi
                 fi
                 if [[ $started == 1 ]] && awk -v a="$t_start" -v b="$now" -v l="$timeout_s" \
                         'BEGIN { exit !(b - a > l) }'; then
@@ -223,7 +255,7 @@ boot_once() {
                         result="exit"
                         grep -q '^vm: error:' "$d/status" && result="guest-error"
                 elif [[ $started == 0 ]]; then
-                        result=boot-timeout # powered off or crashed before the command
+                        result=boot-timeout
                 fi
         fi
         stop_qemu
@@ -256,8 +288,10 @@ for ((a = 1; a <= attempts; a++)); do
                 log "the VM died while the command ran"
                 exit 125 ;;
         boot-timeout)
-                log "boot $a never started the command within ${boot_timeout_s} s; killed it"
+                log "boot $a failed: $why; killed it"
                 show_failure "$run/boot$a" ;;
         esac
 done
 die "no boot reached the command in $attempts attempts"
+}
+main "$@"

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The VM test stage: run the native backend's suites on a real systemd + cgroup v2 host, as the
 # unprivileged user inside its user manager (scripts/vm/run.sh), and bring the results out.
+# One boot runs, in order:
+#   0. scripts/vm/selftest.sh --guest: the host itself (systemd PID 1, pure cgroup v2, the user
+#      manager, delegated controllers, OOM kill, the sd-bus scope demo);
 #   1. the native Check suite, BUILD_DIR/test_native (more with VESTIBULE_VM_TESTS),
 #      with SBX_TEST_MUST_RUN=1: in the VM nothing may skip for a missing prerequisite;
 #   2. the end-to-end suite (tests/e2e, node >= 20) against BUILD_DIR/vestibule-mcp with
 #      VESTIBULE_BACKEND=native and the grade expected to be exactly "native".
-# Whatever is not built yet is reported and left out; when nothing at all could run the exit
-# status is 77 (skip), or 1 with VESTIBULE_VM_REQUIRE=1 (CI once the native backend is merged).
+# A suite that is not built yet is reported ("skip ...") and left out, or is a failure with
+# VESTIBULE_VM_REQUIRE=1 (for CI once the native backend is merged); the self test always runs.
 #
 # Usage: scripts/vm/test-native.sh BUILD_DIR
 # Environment:
@@ -18,8 +21,11 @@
 #                             build included, must stay within 10 minutes)
 #   VESTIBULE_ROOTFS_DIR      the unpacked python/ and node/ rootfs trees, shared read-only
 #                             (default /var/tmp/vestibule-images/rootfs)
-# Exit status: 0 all ran suites passed, 1 a suite failed, 77 nothing to run, 124/125 from run.sh.
+# Exit status: 0 everything that ran passed, 1 something failed, 124/125 from run.sh.
 set -euo pipefail
+# All of it runs from main(): bash reads the whole file first, so editing the script while
+# it runs cannot derail the run.
+main() {
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 log() { printf 'test-native: %s\n' "$*" >&2; }
@@ -63,14 +69,17 @@ for m in "${missing[@]}"; do
         if [[ $require == 1 ]]; then log "FAIL $m"; else log "skip $m"; fi
 done
 if [[ ${#run_tests[@]} -eq 0 && $run_e2e == 0 ]]; then
-        log "nothing to run in the VM"
-        [[ $require == 1 ]] && exit 1
-        exit 77
+        log "no suite to run in the VM: only the self test runs"
 fi
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/vestibule-vm-tests.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 chmod 0755 "$work"
+# The self test's sd-bus demo, built here against the host's libsystemd.
+mkdir "$work/bin"
+# shellcheck disable=SC2046 # pkg-config prints several words on purpose
+${CC:-cc} -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$work/bin/scope-demo" \
+        "$src/tests/vm/scope-demo.c" $(pkg-config --cflags --libs libsystemd)
 shares=(--ro-share "$src")
 [[ $build == "$src" || $build == "$src"/* ]] || shares+=(--ro-share "$build")
 if [[ -d $rootfs ]]; then
@@ -89,21 +98,24 @@ fi
 # Results come back through a folder the guest user (uid 2000 on both sides) owns.
 mkdir "$work/out"
 chown 2000:2000 "$work/out"
-shares+=(--share "$work/out")
+shares+=(--share "$work/out" --ro-share "$work/bin")
 
 {
         echo 'set -u'
-        printf 'build=%q src=%q rootfs=%q out=%q e2e=%q\n' "$build" "$src" "$rootfs" \
-                "$work/out" "$run_e2e"
+        printf 'build=%q src=%q rootfs=%q out=%q e2e=%q demo=%q\n' "$build" "$src" "$rootfs" \
+                "$work/out" "$run_e2e" "$work/bin/scope-demo"
         printf 'tests=(%s)\n' "$(printf '%q ' "${run_tests[@]}")"
         read -r -a e2e_files <<<"${VESTIBULE_VM_E2E_FILES:-}"
         printf 'e2e_files=(%s)\n' "$( ((${#e2e_files[@]})) && printf '%q ' "${e2e_files[@]}")"
         cat <<'EOF'
-export SBX_TEST_MUST_RUN=1 VESTIBULE_ROOTFS_DIR="$rootfs" ASAN_OPTIONS=detect_leaks=0
+export SBX_TEST_MUST_RUN=1 VESTIBULE_ROOTFS_DIR="$rootfs" SBX_TEST_ROOTFS_DIR="$rootfs"
+export ASAN_OPTIONS=detect_leaks=0
 export CK_DEFAULT_TIMEOUT=60 CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-5}
 export PATH=$PATH:/opt/vestibule-host-node/bin
 echo "== in the VM: $(id -un) uid $(id -u), $(cat /proc/self/cgroup), user manager $(systemctl --user is-system-running)"
 failed=()
+echo "== selftest"
+bash "$src/scripts/vm/selftest.sh" --guest "$demo" || failed+=("selftest")
 for t in "${tests[@]}"; do
         echo "== $t (Check, SBX_TEST_MUST_RUN=1)"
         s=$(date +%s)
@@ -140,3 +152,5 @@ if ((${#missing[@]})) && [[ $require == 1 && $rc == 0 ]]; then
         rc=1
 fi
 exit "$rc"
+}
+main "$@"

@@ -23,7 +23,7 @@
 
 /* Code read from a file or stdin is refused by the service above its own limit anyway; this
  * only bounds what is read into memory. */
-#define RUN_READ_MAX (64u * 1024 * 1024)
+#define RUN_READ_MAX ((size_t)64 * 1024 * 1024)
 
 static const char run_help[] =
     "Usage: vestibule-mcp run --language LANG (-c CODE | FILE | -) [--timeout S] [--json]\n"

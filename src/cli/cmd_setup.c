@@ -1,11 +1,8 @@
-/* cmd_setup.c - `vestibule-mcp setup`: a placeholder until issue 3 brings it. */
+/* cmd_setup.c - `vestibule-mcp setup`: src/setup does the work (issue 3). */
 #include "cli/commands.h"
+#include "setup/setup.h"
 
 int cmd_setup(int argc, char **argv)
 {
-        return cli_not_available("setup", 3, argc, argv,
-                                 "Usage: vestibule-mcp setup\n\n"
-                                 "Get what this machine can use to run sandboxes (root\n"
-                                 "filesystems or images), then run the same check a first call\n"
-                                 "makes. (Not available yet: see issue 3.)\n");
+        return setup_main(argc, argv);
 }

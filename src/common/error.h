@@ -7,7 +7,8 @@
 
 struct sbx_error {
         int code;       /* positive errno; 0 = no error */
-        char msg[480];  /* what failed, on what, how to fix it; NUL-terminated */
+        char msg[1024]; /* what failed, on what, how to fix it; NUL-terminated (1024: a
+                         * Blocked: from auto carries both backends' reasons and fixes) */
 };
 
 /**

@@ -38,11 +38,13 @@ struct engine_state {
         struct engine_conn conn;
         engine_getenv_fn getenv_fn;
         bool rootless_podman;
-        char grade[320];     /* "container" or "container-degraded (...)" */
-        char owner[160];     /* our vestibule.owner label */
-        char **active;       /* ids of containers in flight */
+        char grade[320]; /* "container" or "container-degraded (...)" */
+        char owner[160]; /* our vestibule.owner label */
+        char **active;   /* ids of containers in flight */
         size_t n_active;
         bool shutting_down;
+        unsigned pending_removals; /* background removals still running */
+        pthread_cond_t removed;    /* signalled when pending_removals drops */
 };
 
 static uint64_t now_ms(void)
@@ -244,8 +246,8 @@ static int ping_one(struct engine_conn *c, struct sbx_error *err)
                 return rv;
         if (ver)
                 json_object_object_get_ex(ver, "MinAPIVersion", &minv);
-        return engine_api_negotiate(server_api, minv ? json_object_get_string(minv) : NULL,
-                                    c->api, err);
+        return engine_api_negotiate(server_api, minv ? json_object_get_string(minv) : NULL, c->api,
+                                    err);
 }
 
 int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
@@ -265,13 +267,14 @@ int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                 if (cfg->runtime == SBX_RUNTIME_PODMAN)
                         return sbx_fail(err, ENOENT,
                                         "cannot reach Podman: no API socket found (looked at %s): "
-                                        "start it (systemctl --user start podman.socket) or set "
-                                        "CONTAINER_HOST",
+                                        "start it (systemctl --user start podman.socket), then "
+                                        "retry; or set CONTAINER_HOST and restart the server",
                                         missing);
                 return sbx_fail(err, ENOENT,
                                 "cannot reach Docker Engine at '/var/run/docker.sock': no engine "
                                 "socket found (looked at %s): start it (sudo systemctl start "
-                                "docker, or start Docker Desktop) or set DOCKER_HOST",
+                                "docker, or start Docker Desktop), then retry; or set DOCKER_HOST "
+                                "and restart the server",
                                 missing);
         }
         for (size_t i = 0; i < n; i++) {
@@ -686,12 +689,12 @@ static bool fd_readable(int fd)
 enum stop_reason { STOP_NONE = 0, STOP_TIMEOUT, STOP_CANCEL, STOP_FLOOD, STOP_SHUTDOWN };
 
 struct stream_out {
-        bool wait_ok;          /* the wait answered with a status code */
+        bool wait_ok; /* the wait answered with a status code */
         int status_code;
         enum stop_reason stop;
         uint64_t wall_ms;
         bool proto_error;
-        bool engine_lost;      /* a transfer failed (engine stopped mid-run?) */
+        bool engine_lost; /* a transfer failed (engine stopped mid-run?) */
         char lost_msg[200];
 };
 
@@ -702,7 +705,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
 {
         struct engine_state *st = b->state;
         const struct engine_conn *c = &st->conn;
-        _cleanup_free_ char *apath = xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
+        _cleanup_free_ char *apath =
+            xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
         _cleanup_free_ char *wpath = xasprintf("/containers/%s/wait?condition=next-exit", id);
         _cleanup_free_ char *spath = xasprintf("/containers/%s/start", id);
         _cleanup_(curl_easy_cleanupp) CURL *ha = engine_easy_new(c, apath, true);
@@ -781,8 +785,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 _cleanup_(json_putp) json_object *j = json_tokener_parse(sr.body);
                 json_object *mj = NULL;
                 const char *msg = j && json_object_object_get_ex(j, "message", &mj)
-                                          ? json_object_get_string(mj)
-                                          : sr.body;
+                                      ? json_object_get_string(mj)
+                                      : sr.body;
                 if (strstr(msg, "\"timeout\"") &&
                     (strstr(msg, "not found") || strstr(msg, "no such file")))
                         rv = sbx_fail(err, ENOENT,
@@ -790,6 +794,19 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                       "every run needs: use an image that provides bash, timeout "
                                       "and the interpreter, or run `vestibule-mcp setup`",
                                       res->image);
+                else if (strcasestr(msg, "no new privileges") ||
+                         strcasestr(msg, "no_new_privs") ||
+                         (strcasestr(msg, "apparmor") && strcasestr(msg, "snap")))
+                        /* The Docker snap's own confinement refuses the no-new-privileges
+                         * every sandbox is started with; Vestibule does not drop it. */
+                        rv = sbx_fail(err, EPERM,
+                                      "the container engine refused no-new-privileges, which "
+                                      "every sandbox needs; the Docker snap does this: install "
+                                      "Docker Engine from your distribution (apt install "
+                                      "docker.io) or docker.com instead of the snap (sudo snap "
+                                      "remove docker), then restart the server (engine said: "
+                                      "%.160s)",
+                                      msg);
                 else
                         rv = sbx_fail(err, EIO,
                                       "the container engine could not start the sandbox (HTTP "
@@ -874,8 +891,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
         }
         sbx_trace_lap(trace, "wait_stream");
         out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
-        log_debug("run %.12s: exit after %llu ms, stream %s", id,
-                  (unsigned long long)out->wall_ms, a.x.done ? "ended" : "still open");
+        log_debug("run %.12s: exit after %llu ms, stream %s", id, (unsigned long long)out->wall_ms,
+                  a.x.done ? "ended" : "still open");
         out->proto_error = a.proto_error;
 
         if (w.x.done && w.x.result == CURLE_OK) {
@@ -901,6 +918,79 @@ out:
         if (rv == 0 && !t_start)
                 rv = -EIO;
         return rv;
+}
+
+struct removal {
+        struct engine_state *st;
+        char *id;
+};
+
+static void *removal_thread(void *p)
+{
+        struct removal *rm = p;
+        struct engine_state *st = rm->st;
+        struct sbx_error e = {0};
+
+        if (container_remove(&st->conn, rm->id, &e) < 0)
+                log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
+        active_del(st, rm->id);
+        free(rm->id);
+        free(rm);
+        pthread_mutex_lock(&st->lock);
+        st->pending_removals--;
+        pthread_cond_broadcast(&st->removed);
+        pthread_mutex_unlock(&st->lock);
+        return NULL;
+}
+
+static void remove_in_background(struct engine_state *st, const char *id)
+{
+        struct removal *rm = xcalloc(1, sizeof(*rm));
+        pthread_attr_t attr;
+        pthread_t t;
+
+        rm->st = st;
+        rm->id = xstrdup(id);
+        pthread_mutex_lock(&st->lock);
+        st->pending_removals++;
+        pthread_mutex_unlock(&st->lock);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, removal_thread, rm) != 0)
+                removal_thread(rm); /* no thread: do it here */
+        pthread_attr_destroy(&attr);
+}
+
+/* Wait (bounded) until every background removal has finished. */
+static void removals_wait(struct engine_state *st, unsigned timeout_s)
+{
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += timeout_s;
+        pthread_mutex_lock(&st->lock);
+        while (st->pending_removals > 0)
+                if (pthread_cond_timedwait(&st->removed, &st->lock, &dl) != 0)
+                        break;
+        if (st->pending_removals > 0)
+                log_warning("%u sandbox container(s) still being removed at exit; the next "
+                            "start's sweep removes them",
+                            st->pending_removals);
+        pthread_mutex_unlock(&st->lock);
+}
+
+/* The init (docker-init / catatonit) could not exec `timeout`: nothing of the code ran. Only
+ * a short stderr that starts with the init's own words counts. */
+static bool no_timeout_in_image(int exit_code, const struct run_result *res)
+{
+        const char *e = res->err.data;
+        if (!e || res->out.total > 0 || res->err.total > 200)
+                return false;
+        if (exit_code == 127 && strncmp(e, "[FATAL tini", 11) == 0 &&
+            strstr(e, "exec timeout failed"))
+                return true; /* Docker's docker-init */
+        if (strncmp(e, "ERROR (catatonit", 16) == 0 && strstr(e, "failed to exec pid1"))
+                return true; /* Podman's catatonit */
+        return false;
 }
 
 static void set_not_measured(struct run_measure *m)
@@ -943,11 +1033,16 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
 
+        uint64_t t0 = now_ms(), t_swept, t_created = 0, t_verified = 0, t_ran = 0;
         sbx_trace_lap(&trace, "prepare");
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {
                 /* The engine is gone (or refuses): say so now rather than half-way. */
                 if (e2.code == ECONNREFUSED || e2.code == ENOENT || e2.code == EACCES) {
+                        /* connect and read /info again next time: it may come back changed */
+                        pthread_mutex_lock(&st->lock);
+                        st->ready = false;
+                        pthread_mutex_unlock(&st->lock);
                         *err = e2;
                         return -e2.code;
                 }
@@ -971,22 +1066,23 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s);
         const char *cmd[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
         struct engine_run_spec spec = {
-                .image = res->image,
-                .cmd = cmd,
-                .uid = uid,
-                .gid = gid,
-                .workspace = cfg->workspace_dir,
-                .workspace_ro = cfg->workspace_ro,
-                .code_dir = code_dir,
-                .memory_bytes = (uint64_t)cfg->mem_mb << 20,
-                .nano_cpus = (uint64_t)cfg->cpu_pct * 10000000ull,
-                .pids_max = cfg->pids_max,
-                .tmpfs_mb = cfg->tmpfs_mb,
-                .owner = owner,
-                .podman = st->conn.podman,
-                .userns_keep_id = st->rootless_podman,
-                .init = true,
+            .image = res->image,
+            .cmd = cmd,
+            .uid = uid,
+            .gid = gid,
+            .workspace = cfg->workspace_dir,
+            .workspace_ro = cfg->workspace_ro,
+            .code_dir = code_dir,
+            .memory_bytes = (uint64_t)cfg->mem_mb << 20,
+            .nano_cpus = (uint64_t)cfg->cpu_pct * 10000000ull,
+            .pids_max = cfg->pids_max,
+            .tmpfs_mb = cfg->tmpfs_mb,
+            .owner = owner,
+            .podman = st->conn.podman,
+            .userns_keep_id = st->rootless_podman,
+            .init = true,
         };
+        t_swept = now_ms();
         body = engine_create_body(&spec);
         r = engine_request_json(&st->conn, "POST", "/containers/create",
                                 json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
@@ -1009,6 +1105,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         }
         id = xstrdup(json_object_get_string(idj));
         active_add(st, id);
+        t_created = now_ms();
         sbx_trace_lap(&trace, "create");
 
         /* Verify: the engine's view of the container, option by option. */
@@ -1026,8 +1123,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                         json_object *lj = json_tokener_parse(lr.body), *hcj, *idm;
                         if (lj && json_object_object_get_ex(lj, "HostConfig", &hcj) &&
                             json_object_object_get_ex(hcj, "IDMappings", &idm))
-                                json_object_object_add(inspect, "IDMappings",
-                                                       json_object_get(idm));
+                                json_object_object_add(inspect, "IDMappings", json_object_get(idm));
                         json_object_put(lj);
                 }
                 engine_response_done(&lr);
@@ -1038,8 +1134,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 goto out_remove;
         json_object_put(TAKE_PTR(inspect));
 
+        t_verified = now_ms();
         sbx_trace_lap(&trace, "inspect_verify");
         r = run_stream(b, req, id, res, &so, &trace, err);
+        t_ran = now_ms();
         if (r < 0)
                 goto out_remove;
 
@@ -1060,8 +1158,9 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 }
         }
         if (!so.wait_ok && so.stop == STOP_NONE) {
-                r = sbx_fail(err, EIO, "%s: the run's result is unknown; check the container "
-                                       "engine (it may have stopped) and retry",
+                r = sbx_fail(err, EIO,
+                             "%s: the run's result is unknown; check the container "
+                             "engine (it may have stopped) and retry",
                              so.engine_lost ? so.lost_msg : "the engine gave no exit status");
                 goto out_remove;
         }
@@ -1098,6 +1197,13 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                          "killed by SIGKILL before its deadline; Podman does not report "
                          "out-of-memory kills, and the %u MiB memory cap is the likely cause",
                          cfg->mem_mb);
+        } else if (no_timeout_in_image(exit_code, res)) {
+                r = sbx_fail(err, ENOENT,
+                             "the sandbox image '%s' has no coreutils `timeout`, which every run "
+                             "needs: use an image that provides bash, timeout and the "
+                             "interpreter, or run `vestibule-mcp setup`",
+                             res->image);
+                goto out_remove;
         } else if (exit_code == 127 && res->err.data &&
                    strncmp(res->err.data, "timeout: failed to run command", 31) == 0) {
                 r = sbx_fail(err, ENOENT,
@@ -1120,12 +1226,24 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         r = 0;
 
 out_remove:
-        if (id) {
+        if (id && r == 0) {
+                /* The result is complete: remove in the background (shutdown waits for it). */
+                remove_in_background(st, id);
+        } else if (id) {
                 struct sbx_error e4 = {0};
                 if (container_remove(&st->conn, id, &e4) < 0)
                         log_warning("%s (the next start's sweep removes it), ignoring", e4.msg);
                 active_del(st, id);
                 sbx_trace_lap(&trace, "remove");
+        }
+        if (id) {
+                log_debug("run %.12s: sweep %llu ms, create %llu, verify %llu, run %llu, "
+                          "collect+remove %llu",
+                          id, (unsigned long long)(t_swept - t0),
+                          (unsigned long long)(t_created - t_swept),
+                          (unsigned long long)(t_verified ? t_verified - t_created : 0),
+                          (unsigned long long)(t_ran ? t_ran - t_verified : 0),
+                          (unsigned long long)(now_ms() - (t_ran ? t_ran : t_created)));
         }
 out_code:
         if (code_file)
@@ -1156,6 +1274,7 @@ static void engine_shutdown(struct backend *b)
                 free(ids[i]);
         }
         free(ids);
+        removals_wait(st, 30);
         if (!ready)
                 return;
         /* Everything else labelled as ours (a run between create and registration). */
@@ -1176,20 +1295,30 @@ static void engine_destroy(struct backend *b)
         struct engine_state *st = b->state;
         if (!st)
                 return;
+        /* a detached removal thread still uses @st: wait for it, a while at least */
+        removals_wait(st, 60);
+        pthread_mutex_lock(&st->lock);
+        unsigned left = st->pending_removals;
+        pthread_mutex_unlock(&st->lock);
+        if (left > 0) {
+                b->state = NULL; /* leak it rather than free under a running thread */
+                return;
+        }
         for (size_t i = 0; i < st->n_active; i++)
                 free(st->active[i]);
         free(st->active);
         pthread_mutex_destroy(&st->lock);
+        pthread_cond_destroy(&st->removed);
         free(st);
         b->state = NULL;
 }
 
 static const struct backend_ops engine_ops = {
-        .name = "container",
-        .probe = engine_probe,
-        .run = engine_run,
-        .shutdown = engine_shutdown,
-        .destroy = engine_destroy,
+    .name = "container",
+    .probe = engine_probe,
+    .run = engine_run,
+    .shutdown = engine_shutdown,
+    .destroy = engine_destroy,
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -1206,10 +1335,12 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
 
         pthread_once(&curl_once, curl_init_once);
         pthread_mutex_init(&st->lock, NULL);
+        pthread_cond_init(&st->removed, NULL);
         st->getenv_fn = getenv_fn;
         if (engine_owner_label(getpid(), st->owner, sizeof(st->owner)) < 0) {
                 free(b);
                 pthread_mutex_destroy(&st->lock);
+                pthread_cond_destroy(&st->removed);
                 free(st);
                 return sbx_fail(err, ESRCH,
                                 "cannot read this process's start time from /proc/self/stat: "

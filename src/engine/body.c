@@ -58,7 +58,7 @@ json_object *engine_create_body(const struct engine_run_spec *s)
                                           "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", NULL};
         _cleanup_free_ char *user = xasprintf("%u:%u", (unsigned)s->uid, (unsigned)s->gid);
         _cleanup_free_ char *tmp =
-                xasprintf("rw,noexec,nosuid,nodev,size=%um,mode=1777", s->tmpfs_mb);
+            xasprintf("rw,noexec,nosuid,nodev,size=%um,mode=1777", s->tmpfs_mb);
 
         json_object_object_add(b, "Image", json_object_new_string(s->image));
         json_object_object_add(b, "Cmd", strv(s->cmd));
@@ -166,10 +166,10 @@ static bool caps_all_dropped(json_object *hc)
 {
         /* Podman's default set (containers.conf), which "drop ALL" must all have removed;
          * the in-container probe in the tests checks CapEff/CapBnd are 0. */
-        static const char *const must[] = {"CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FOWNER",
-                                           "CAP_FSETID", "CAP_KILL",         "CAP_NET_BIND_SERVICE",
-                                           "CAP_SETFCAP", "CAP_SETGID",      "CAP_SETPCAP",
-                                           "CAP_SETUID", "CAP_SYS_CHROOT"};
+        static const char *const must[] = {
+            "CAP_CHOWN",   "CAP_DAC_OVERRIDE",     "CAP_FOWNER",    "CAP_FSETID",
+            "CAP_KILL",    "CAP_NET_BIND_SERVICE", "CAP_SETFCAP",   "CAP_SETGID",
+            "CAP_SETPCAP", "CAP_SETUID",           "CAP_SYS_CHROOT"};
         json_object *drop = get(hc, "CapDrop"), *add = get(hc, "CapAdd");
 
         if (add && json_object_is_type(add, json_type_array) && json_object_array_length(add) > 0)

@@ -44,8 +44,9 @@ int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *re
         struct engine_endpoint ep = {0};
 
         if (!host || !*host)
-                return sbx_fail(err, EINVAL, "empty Docker host address: set DOCKER_HOST to "
-                                             "unix:///path/to/docker.sock or tcp://host:port");
+                return sbx_fail(err, EINVAL,
+                                "empty Docker host address: set DOCKER_HOST to "
+                                "unix:///path/to/docker.sock or tcp://host:port");
         if (strlen(host) >= sizeof(ep.host))
                 return sbx_fail(err, ENAMETOOLONG, "Docker host address too long: '%.60s...'",
                                 host);
@@ -88,11 +89,12 @@ int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *re
                                 "integration, or set DOCKER_HOST to a unix:// or tcp:// address",
                                 host);
         } else if (strncmp(host, "ssh://", 6) == 0) {
-                return sbx_fail(err, EPROTONOSUPPORT,
-                                "Docker host '%s' uses ssh://, which needs the docker CLI's ssh "
-                                "helper: forward the remote socket (ssh -L /tmp/docker.sock:"
-                                "/var/run/docker.sock host) and set DOCKER_HOST=unix:///tmp/docker.sock",
-                                host);
+                return sbx_fail(
+                    err, EPROTONOSUPPORT,
+                    "Docker host '%s' uses ssh://, which needs the docker CLI's ssh "
+                    "helper: forward the remote socket (ssh -L /tmp/docker.sock:"
+                    "/var/run/docker.sock host) and set DOCKER_HOST=unix:///tmp/docker.sock",
+                    host);
         } else {
                 return sbx_fail(err, EPROTONOSUPPORT,
                                 "Docker host '%s' has an unsupported scheme: use unix:///path or "
@@ -267,7 +269,7 @@ static void podman_sockets(struct endpoint_list *l, const char *home, const char
         try_socket(l, "/run/podman/podman.sock", "Podman's socket", miss, ms);
         if (home) {
                 _cleanup_free_ char *b =
-                        xasprintf("%s/.local/share/containers/podman/machine/podman.sock", home);
+                    xasprintf("%s/.local/share/containers/podman/machine/podman.sock", home);
                 try_socket(l, b, "podman machine's socket", miss, ms);
         }
 }

@@ -23,20 +23,21 @@
  * in src/engine that does, for the DOCKER_* variables config does not own). */
 typedef const char *(*engine_getenv_fn)(const char *name);
 
-/** engine_env_getenv() - the process environment (secure_getenv), for engine_endpoints_resolve(). */
+/** engine_env_getenv() - the process environment (secure_getenv), for engine_endpoints_resolve().
+ */
 const char *engine_env_getenv(const char *name);
 
 struct engine_endpoint {
-        char host[512];        /* as given: "unix:///var/run/docker.sock", "tcp://h:2376" */
+        char host[512]; /* as given: "unix:///var/run/docker.sock", "tcp://h:2376" */
         bool is_unix;
-        char sock_path[108];   /* is_unix: the socket path (sun_path limit) */
-        char base_url[300];    /* "http://localhost" (unix) or "http(s)://h:port" (tcp) */
-        bool tls;              /* https with client certificates */
-        bool tls_verify;       /* verify the server certificate (DOCKER_TLS_VERIFY / !SkipTLSVerify) */
-        char cert_dir[512];    /* ca.pem, cert.pem, key.pem; "" = none */
-        bool local;            /* the daemon sees this host's filesystem (bind mounts work) */
-        bool explicit_choice;  /* from DOCKER_HOST / a context: no fallback to other sockets */
-        char origin[128];      /* "DOCKER_HOST", "context 'colima'", "Docker's default socket" */
+        char sock_path[108]; /* is_unix: the socket path (sun_path limit) */
+        char base_url[300];  /* "http://localhost" (unix) or "http(s)://h:port" (tcp) */
+        bool tls;            /* https with client certificates */
+        bool tls_verify;    /* verify the server certificate (DOCKER_TLS_VERIFY / !SkipTLSVerify) */
+        char cert_dir[512]; /* ca.pem, cert.pem, key.pem; "" = none */
+        bool local;         /* the daemon sees this host's filesystem (bind mounts work) */
+        bool explicit_choice; /* from DOCKER_HOST / a context: no fallback to other sockets */
+        char origin[128];     /* "DOCKER_HOST", "context 'colima'", "Docker's default socket" */
 };
 
 /**
@@ -80,8 +81,8 @@ struct engine_conn {
 };
 
 struct engine_response {
-        long status;          /* HTTP status; 0 = no answer */
-        char *body;           /* NUL-terminated; owned */
+        long status; /* HTTP status; 0 = no answer */
+        char *body;  /* NUL-terminated; owned */
         size_t len;
         char api_version[16]; /* Api-Version header */
         char libpod_api[32];  /* Libpod-Api-Version header */
@@ -147,10 +148,10 @@ int engine_api_cmp(const char *a, const char *b);
  * size payload bytes; stream 1 = stdout, 2 = stderr (0 = stdin echo, never asked for). */
 struct engine_demux {
         unsigned char hdr[8];
-        size_t hdr_len;    /* header bytes collected so far */
-        int stream;        /* current frame's stream */
+        size_t hdr_len;     /* header bytes collected so far */
+        int stream;         /* current frame's stream */
         uint32_t remaining; /* payload bytes left in the current frame */
-        bool broken;       /* a bad header was seen: everything after is refused */
+        bool broken;        /* a bad header was seen: everything after is refused */
 };
 
 typedef void (*engine_demux_fn)(void *userdata, int stream, const char *buf, size_t n);
@@ -167,20 +168,20 @@ int engine_demux_feed(struct engine_demux *d, const char *buf, size_t n, engine_
 
 struct engine_run_spec {
         const char *image;
-        const char *const *cmd;  /* NULL-terminated argv */
+        const char *const *cmd; /* NULL-terminated argv */
         uid_t uid;
         gid_t gid;
-        const char *workspace;   /* host dir bound at /workspace */
+        const char *workspace; /* host dir bound at /workspace */
         bool workspace_ro;
-        const char *code_dir;    /* host dir bound read-only at /sandbox */
-        uint64_t memory_bytes;   /* Memory = MemorySwap */
+        const char *code_dir;  /* host dir bound read-only at /sandbox */
+        uint64_t memory_bytes; /* Memory = MemorySwap */
         uint64_t nano_cpus;
         unsigned pids_max;
         unsigned tmpfs_mb;
-        const char *owner;       /* vestibule.owner label */
+        const char *owner; /* vestibule.owner label */
         bool podman;
-        bool userns_keep_id;     /* rootless Podman: map our uid to itself */
-        bool init;               /* an init as PID 1 (docker-init / catatonit) */
+        bool userns_keep_id; /* rootless Podman: map our uid to itself */
+        bool init;           /* an init as PID 1 (docker-init / catatonit) */
 };
 
 /** engine_create_body() - the POST /containers/create body for @spec (ENGINE_NOTES §1).

@@ -78,7 +78,8 @@ int engine_unreachable_error(const struct engine_endpoint *ep, int os_errno, con
                                 where);
         return sbx_fail(err, os_errno == ENOENT ? ENOENT : ECONNREFUSED,
                         "cannot reach Docker Engine at '%s' (%s, from %s): start it (sudo "
-                        "systemctl start docker, or start Docker Desktop) or set DOCKER_HOST",
+                        "systemctl start docker, or start Docker Desktop), then retry; or set "
+                        "DOCKER_HOST and restart the server",
                         where, curl_msg && *curl_msg ? curl_msg : strerror(os_errno), ep->origin);
 }
 
@@ -166,8 +167,7 @@ int engine_request(const struct engine_conn *c, const char *method, const char *
 
         if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) {
                 free(b.p);
-                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc),
-                                                err);
+                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
         }
         if (rc != CURLE_OK) {
                 free(b.p);

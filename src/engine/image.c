@@ -69,7 +69,8 @@ int engine_image_label(const struct engine_conn *c, const char *ref, const char 
         if (status == 404)
                 return sbx_fail(err, ENOENT,
                                 "the sandbox image '%s' is missing from the container engine: run "
-                                "`vestibule-mcp setup`",
+                                "`vestibule-mcp setup` (or set VESTIBULE_IMAGE_PYTHON / "
+                                "VESTIBULE_IMAGE_NODE to images it has and restart), then retry",
                                 ref);
         if (status != 200)
                 return sbx_fail(err, EIO, "cannot inspect image '%s': %s", ref, msg);
@@ -128,9 +129,9 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
         char *e4 = curl_easy_escape(tmp, "USER 1000:1000", 0);
         char *e5 = curl_easy_escape(tmp, "ENV PATH=/usr/local/bin:/usr/bin:/bin", 0);
         _cleanup_free_ char *path =
-                xasprintf("/images/create?fromSrc=-&repo=%s&changes=%s&changes=%s&changes=%s"
-                          "&changes=%s&changes=%s",
-                          eref, e1, e2, e3, e4, e5);
+            xasprintf("/images/create?fromSrc=-&repo=%s&changes=%s&changes=%s&changes=%s"
+                      "&changes=%s&changes=%s",
+                      eref, e1, e2, e3, e4, e5);
         curl_free(eref);
         curl_free(e1);
         curl_free(e2);
@@ -161,8 +162,9 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
                 r = sbx_fail(err, EIO, "importing '%s' as '%s' failed: %s", tar, ref,
                              curl_easy_strerror(rc));
         else if (status != 200)
-                r = sbx_fail(err, EIO, "the container engine refused to import '%s' as '%s' "
-                                       "(HTTP %ld): %.300s",
+                r = sbx_fail(err, EIO,
+                             "the container engine refused to import '%s' as '%s' "
+                             "(HTTP %ld): %.300s",
                              tar, ref, status, x.body ? x.body : "");
         else if (x.body && strstr(x.body, "\"error"))
                 /* 200 with a progress stream that ends in {"errorDetail":..,"error":".."} */

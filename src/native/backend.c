@@ -29,8 +29,12 @@ struct native_state {
         pthread_mutex_t lock;
         bool probed;
         struct backend_probe probe;
+        bool ran;              /* at least one sandbox was set up: the facts below are real */
+        int last_landlock_abi; /* applied in the last sandbox (0 = none) */
+        bool last_hidepid;     /* /proc was mounted with hidepid=invisible */
         struct native_limits_info limits;
         int landlock_abi;
+        char kernel[65];
         int inflight[MAX_INFLIGHT]; /* pidfds of running sandboxes' inits, -1 = free */
 };
 
@@ -161,6 +165,40 @@ static void grade_from_limits(struct native_state *s, const struct sbx_config *c
                     nproc_ok ? "" : ", pids", li->why_none);
 }
 
+static void probe_details(struct native_state *s, struct backend_probe *p)
+{
+        static const char *const paths[] = {
+            [NATIVE_LIMITS_NONE] = "none of its own (rlimits only; RLIMIT_NPROC caps processes)",
+            [NATIVE_LIMITS_SCOPE] = "a transient systemd scope per run (user bus)",
+            [NATIVE_LIMITS_DELEGATED] = "a child of the server's delegated cgroup v2 subtree",
+        };
+        char landlock[96];
+
+        if (s->landlock_abi > 0)
+                native_strf(landlock, sizeof(landlock),
+                            "ABI %d (writes only beneath /workspace, /tmp, /dev/shm)",
+                            s->landlock_abi);
+        else
+                native_strf(landlock, sizeof(landlock), "not available in this kernel");
+        native_strf(p->details, sizeof(p->details),
+                    "kernel: %s\nuser namespaces: usable\nseccomp: allowlist compiled, "
+                    "dangerous calls reported via user notification\nlandlock: %s\n"
+                    "cgroup per run: %s",
+                    s->kernel, landlock, paths[s->limits.path]);
+}
+
+/* What the last sandbox actually applied (the probe itself only knows what is available). */
+static void append_last_run(struct native_state *s, struct backend_probe *p)
+{
+        size_t len = strlen(p->details);
+
+        if (!s->ran || !p->usable)
+                return;
+        native_strf(p->details + len, sizeof(p->details) - len, "\nlast run: Landlock %s, /proc %s",
+                    s->last_landlock_abi > 0 ? "applied" : "NOT applied",
+                    s->last_hidepid ? "hidepid=invisible" : "without hidepid");
+}
+
 static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
 {
         struct native_state *s = b->state;
@@ -175,6 +213,7 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
         pthread_mutex_lock(&s->lock);
         if (s->probed) {
                 *ret = s->probe;
+                append_last_run(s, ret);
                 pthread_mutex_unlock(&s->lock);
                 return 0;
         }
@@ -238,8 +277,14 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
                 goto done;
         }
         s->landlock_abi = native_landlock_abi();
+        {
+                struct utsname u;
+                native_strf(s->kernel, sizeof(s->kernel), "%s",
+                            uname(&u) == 0 ? u.release : "unknown");
+        }
         native_limits_detect(&s->limits);
         grade_from_limits(s, cfg, &p);
+        probe_details(s, &p);
         p.usable = true;
 done:
         s->probe = p;
@@ -365,8 +410,13 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         rootfs = xasprintf("%s/%s", cfg->rootfs_dir, rootfs_name(req->language));
         native_strf(res->image, sizeof(res->image), "%s", rootfs);
         r = check_rootfs(rootfs, interpreter_of(req->language), err);
-        if (r < 0)
+        if (r < 0) {
+                /* the rootfs went away since the probe: the next probe must look again */
+                pthread_mutex_lock(&s->lock);
+                s->probed = false;
+                pthread_mutex_unlock(&s->lock);
                 return r;
+        }
         r = workspace_ensure(cfg->workspace_dir, err);
         if (r < 0)
                 return r;
@@ -421,9 +471,11 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 native_cgroup_remove(&cg);
                 return r;
         }
-        if (sb.info.landlock_abi != s->landlock_abi)
-                log_debug("Landlock ABI %d available, %d applied in the sandbox", s->landlock_abi,
-                          sb.info.landlock_abi);
+        pthread_mutex_lock(&s->lock);
+        s->ran = true;
+        s->last_landlock_abi = sb.info.landlock_abi;
+        s->last_hidepid = sb.info.proc_hidepid;
+        pthread_mutex_unlock(&s->lock);
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
         r = native_notify_start(&notify, sb.listener_fd, sb.sync_fd, read_usage_once, &ctx, err);

@@ -24,7 +24,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -53,6 +52,17 @@ struct mount_attr {
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
+
+/* strerror() may take the locale lock, which another server thread may have held at our
+ * clone; the description table needs no lock (glibc 2.32+). */
+static const char *safe_strerror(int e)
+{
+        const char *d = strerrordesc_np(e);
+        return d ? d : "unknown error";
+}
+
+/* A setup that takes longer than this is stuck: the child is killed and the run Blocked. */
+#define NATIVE_SETUP_TIMEOUT_MS 15000
 
 /* Fixed fds in the child once its setup begins. */
 #define FD_SYNC 3
@@ -144,7 +154,7 @@ static void child_mount(const char *src, const char *dst, const char *type, unsi
 {
         if (mount(src, dst, type, flags, data) < 0)
                 child_fail(errno, "cannot mount %s on '%s' (%s): %s", type ? type : src, dst, why,
-                           strerror(errno));
+                           safe_strerror(errno));
 }
 
 /* Set mount attributes on @path and everything below it (5.12+), falling back to a remount of
@@ -156,7 +166,8 @@ static void child_setattr(const char *path, uint64_t attrs, unsigned long fallba
         if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &a, sizeof(a)) == 0)
                 return;
         if (errno != ENOSYS)
-                child_fail(errno, "cannot make '%s' read-only/nosuid: %s", path, strerror(errno));
+                child_fail(errno, "cannot make '%s' read-only/nosuid: %s", path,
+                           safe_strerror(errno));
         child_mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | fallback_flags, NULL,
                     "remount of a bind mount");
 }
@@ -166,7 +177,8 @@ static void child_write_file(const char *path, const char *data, size_t len)
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 
         if (fd < 0)
-                child_fail(errno, "cannot create '%s' in the sandbox: %s", path, strerror(errno));
+                child_fail(errno, "cannot create '%s' in the sandbox: %s", path,
+                           safe_strerror(errno));
         while (len > 0) {
                 ssize_t w = write(fd, data, len);
                 if (w < 0 && errno == EINTR)
@@ -175,7 +187,7 @@ static void child_write_file(const char *path, const char *data, size_t len)
                         child_fail(errno ? errno : EIO,
                                    "cannot write the script to '%s': %s (VESTIBULE_MAX_CODE_BYTES "
                                    "larger than the sandbox can hold?)",
-                                   path, strerror(errno));
+                                   path, safe_strerror(errno));
                 data += w;
                 len -= (size_t)w;
         }
@@ -203,17 +215,18 @@ static void child_make_dev(unsigned shm_mb)
                 int fd = open(inner, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
                 if (fd < 0)
                         child_fail(errno, "cannot create '/%s' in the sandbox: %s", inner,
-                                   strerror(errno));
+                                   safe_strerror(errno));
                 close(fd);
                 child_mount(host, inner, NULL, MS_BIND, NULL, "bind of the host device node");
         }
         for (size_t i = 0; i < ELEMENTSOF(links); i++)
                 if (symlink(links[i][0], links[i][1]) < 0)
-                        child_fail(errno, "cannot create '/%s': %s", links[i][1], strerror(errno));
+                        child_fail(errno, "cannot create '/%s': %s", links[i][1],
+                                   safe_strerror(errno));
         /* /dev/shm: POSIX semaphores and shared memory (python's multiprocessing), capped like
          * /tmp */
         if (mkdir("dev/shm", 01777) < 0)
-                child_fail(errno, "cannot create '/dev/shm': %s", strerror(errno));
+                child_fail(errno, "cannot create '/dev/shm': %s", safe_strerror(errno));
         snprintf(opts, sizeof(opts), "size=%um,mode=1777", shm_mb ? shm_mb : 1);
         child_mount("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
                     "a user namespace may mount tmpfs");
@@ -228,13 +241,13 @@ static void child_lo_up(void)
         int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
         if (s < 0)
-                child_fail(errno, "cannot open a socket to bring up lo: %s", strerror(errno));
+                child_fail(errno, "cannot open a socket to bring up lo: %s", safe_strerror(errno));
         memcpy(ifr.ifr_name, "lo", 3);
         if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-                child_fail(errno, "cannot read lo's flags: %s", strerror(errno));
+                child_fail(errno, "cannot read lo's flags: %s", safe_strerror(errno));
         ifr.ifr_flags |= IFF_UP;
         if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-                child_fail(errno, "cannot bring up lo: %s", strerror(errno));
+                child_fail(errno, "cannot bring up lo: %s", safe_strerror(errno));
         close(s);
 }
 
@@ -246,13 +259,14 @@ static void child_drop_caps(void)
         for (int cap = 0; cap <= 63; cap++)
                 if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
                         child_fail(errno, "cannot drop capability %d from the bounding set: %s",
-                                   cap, strerror(errno));
+                                   cap, safe_strerror(errno));
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-                child_fail(errno, "cannot clear the ambient capabilities: %s", strerror(errno));
+                child_fail(errno, "cannot clear the ambient capabilities: %s",
+                           safe_strerror(errno));
         if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
-                child_fail(errno, "cannot clear keep-capabilities: %s", strerror(errno));
+                child_fail(errno, "cannot clear keep-capabilities: %s", safe_strerror(errno));
         if (syscall(SYS_capset, &hdr, data) < 0)
-                child_fail(errno, "cannot drop all capabilities: %s", strerror(errno));
+                child_fail(errno, "cannot drop all capabilities: %s", safe_strerror(errno));
 }
 
 static void child_set_rlimit(int res, rlim_t soft, rlim_t hard, const char *name)
@@ -260,7 +274,7 @@ static void child_set_rlimit(int res, rlim_t soft, rlim_t hard, const char *name
         struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
 
         if (setrlimit(res, &rl) < 0)
-                child_fail(errno, "cannot set %s: %s", name, strerror(errno));
+                child_fail(errno, "cannot set %s: %s", name, safe_strerror(errno));
 }
 
 static void child_reset_signals(void)
@@ -295,7 +309,7 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
         child_fail(err,
                    "cannot execute '%s' in the sandbox: %s; the rootfs lacks it: run "
                    "`vestibule-mcp setup` again",
-                   sp->argv[0], strerror(err));
+                   sp->argv[0], safe_strerror(err));
 }
 
 __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, int out_w,
@@ -341,6 +355,10 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         while (n < 0 && errno == EINTR);
         if (n != 1 || go != 'G')
                 _exit(125);
+        /* Placed into a systemd scope after the clone: the cgroup namespace is created now,
+         * so it is rooted at the run's own cgroup, as with CLONE_INTO_CGROUP. */
+        if (sp->after_clone && unshare(CLONE_NEWCGROUP) < 0)
+                child_fail(errno, "cannot create the cgroup namespace: %s", safe_strerror(errno));
         msg.info.mark_us[NATIVE_MARK_GO] = sbx_trace_now_us();
 
         /* 4. Filesystem: nothing we mount propagates back to the host. */
@@ -350,7 +368,8 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         child_setattr(sp->rootfs, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                       MS_RDONLY | MS_NOSUID | MS_NODEV);
         if (chdir(sp->rootfs) < 0)
-                child_fail(errno, "cannot enter the rootfs '%s': %s", sp->rootfs, strerror(errno));
+                child_fail(errno, "cannot enter the rootfs '%s': %s", sp->rootfs,
+                           safe_strerror(errno));
         /* The workspace while we still have the server's host ids (a root server's default
          * workspace lies under /root, which the RUN_AS user cannot traverse). */
         child_mount(sp->workspace, "workspace", NULL, MS_BIND | MS_REC, NULL,
@@ -363,8 +382,8 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         /* Files we create from here on (the /dev entries, the script) belong to the sandbox
          * user: a root server's own uid is not mapped in here, and a tmpfs of this user
          * namespace refuses files owned by an unmapped id (EOVERFLOW). */
-        setfsgid(NATIVE_INNER_GID);
-        setfsuid(NATIVE_INNER_UID);
+        syscall(SYS_setfsgid, NATIVE_INNER_GID);
+        syscall(SYS_setfsuid, NATIVE_INNER_UID);
         snprintf(opts, sizeof(opts), "size=%um,mode=1777", sp->tmpfs_mb ? sp->tmpfs_mb : 1);
         child_mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts,
                     "the rootfs needs a /tmp directory: run `vestibule-mcp setup` again");
@@ -391,17 +410,18 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
 
         /* 5. pivot_root into it and drop the host's tree entirely. */
         if (syscall(SYS_pivot_root, ".", ".") < 0)
-                child_fail(errno, "cannot pivot_root into '%s': %s", sp->rootfs, strerror(errno));
+                child_fail(errno, "cannot pivot_root into '%s': %s", sp->rootfs,
+                           safe_strerror(errno));
         if (umount2(".", MNT_DETACH) < 0)
-                child_fail(errno, "cannot detach the host's root: %s", strerror(errno));
+                child_fail(errno, "cannot detach the host's root: %s", safe_strerror(errno));
         if (chdir("/workspace") < 0)
-                child_fail(errno, "cannot enter /workspace: %s", strerror(errno));
+                child_fail(errno, "cannot enter /workspace: %s", safe_strerror(errno));
 
         msg.info.mark_us[NATIVE_MARK_PIVOT] = sbx_trace_now_us();
 
         /* 6. uts and net namespaces. */
         if (sethostname("vestibule", 9) < 0)
-                child_fail(errno, "cannot set the hostname: %s", strerror(errno));
+                child_fail(errno, "cannot set the hostname: %s", safe_strerror(errno));
         child_lo_up();
 
         msg.info.mark_us[NATIVE_MARK_UTS_NET] = sbx_trace_now_us();
@@ -416,16 +436,20 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
 
         /* 8. Become the sandbox user, then drop every capability. A root server's supplementary
          *    groups are cleared (its parent allowed setgroups for this user namespace). */
-        if (sp->host_root && setgroups(0, NULL) < 0)
-                child_fail(errno, "cannot clear the supplementary groups: %s", strerror(errno));
-        if (setresgid(NATIVE_INNER_GID, NATIVE_INNER_GID, NATIVE_INNER_GID) < 0 ||
-            setresuid(NATIVE_INNER_UID, NATIVE_INNER_UID, NATIVE_INNER_UID) < 0)
-                child_fail(errno, "cannot switch to uid %d: %s", NATIVE_INNER_UID, strerror(errno));
+        /*    Raw syscalls: glibc's wrappers broadcast the change to every thread it knows of,
+         *    under a lock another server thread may have held at our clone (a deadlock). */
+        if (sp->host_root && syscall(SYS_setgroups, 0, NULL) < 0)
+                child_fail(errno, "cannot clear the supplementary groups: %s",
+                           safe_strerror(errno));
+        if (syscall(SYS_setresgid, NATIVE_INNER_GID, NATIVE_INNER_GID, NATIVE_INNER_GID) < 0 ||
+            syscall(SYS_setresuid, NATIVE_INNER_UID, NATIVE_INNER_UID, NATIVE_INNER_UID) < 0)
+                child_fail(errno, "cannot switch to uid %d: %s", NATIVE_INNER_UID,
+                           safe_strerror(errno));
         /* a credential change clears the death signal: set it again */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         child_drop_caps();
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                child_fail(errno, "cannot set no_new_privs: %s", strerror(errno));
+                child_fail(errno, "cannot set no_new_privs: %s", safe_strerror(errno));
         /* init is not dumpable: the program (same uid) cannot ptrace it to escape its filter */
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
@@ -434,7 +458,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         /* 9. Landlock, the second layer over the filesystem. */
         r = native_landlock_apply(sp->workspace_ro);
         if (r < 0)
-                child_fail(-r, "cannot apply Landlock: %s", strerror(-r));
+                child_fail(-r, "cannot apply Landlock: %s", safe_strerror(-r));
         msg.info.landlock_abi = r;
         msg.info.mark_us[NATIVE_MARK_LANDLOCK] = sbx_trace_now_us();
 
@@ -445,7 +469,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 child_fail(errno,
                            "cannot load the seccomp filter: %s; the kernel needs seccomp "
                            "user notification (5.0+)",
-                           strerror(errno));
+                           safe_strerror(errno));
         msg.info.mark_us[NATIVE_MARK_SECCOMP] = sbx_trace_now_us();
         msg.type = MSG_READY;
         child_send(FD_SYNC, &msg, listener);
@@ -455,7 +479,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
          *     server thread may have held at our clone), reap everything, pass its status. */
         pid_t prog = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
         if (prog < 0)
-                child_fail(errno, "cannot start the program: %s", strerror(errno));
+                child_fail(errno, "cannot start the program: %s", safe_strerror(errno));
         if (prog == 0)
                 program_main(sp);
         /* init writes nothing there: the pipes end with the run's other processes */
@@ -537,7 +561,7 @@ static int fd_above_2(int fd)
 static pid_t do_clone(const struct native_spawn *sp, int *ret_pidfd)
 {
         uint64_t ns = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS |
-                      CLONE_NEWIPC | CLONE_NEWCGROUP;
+                      CLONE_NEWIPC | (sp->after_clone ? 0 : CLONE_NEWCGROUP);
         struct clone_args args = {
             .flags = ns | CLONE_PIDFD,
             .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
@@ -582,6 +606,20 @@ static int recv_msg(int fd, struct native_msg *m, int *ret_fd)
                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && ret_fd)
                         memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
         return 0;
+}
+
+/* 0 when @fd is readable (or hung up) within @timeout_ms, else -ETIMEDOUT / -errno. */
+static int wait_readable(int fd, int timeout_ms)
+{
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int r;
+
+        do
+                r = poll(&pfd, 1, timeout_ms);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+                return -errno;
+        return r == 0 ? -ETIMEDOUT : 0;
 }
 
 static void kill_and_reap(pid_t pid, int pidfd)
@@ -660,8 +698,8 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
                                         "(sysctl user.max_user_namespaces, "
                                         "kernel.apparmor_restrict_unprivileged_userns, "
                                         "kernel.unprivileged_userns_clone)",
-                                        strerror(e));
-                return sbx_fail(err, e, "cannot clone the sandbox: %s", strerror(e));
+                                        safe_strerror(e));
+                return sbx_fail(err, e, "cannot clone the sandbox: %s", safe_strerror(e));
         }
         if (pid == 0)
                 child_main(sp, out_w, err_w, sync_c);
@@ -676,7 +714,9 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         /* 4. Id maps, then cgroup placement where it is not done by clone3 itself. */
         if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) {
                 memset(&m, 0, sizeof(m));
-                r = recv_msg(sync_p, &m, NULL);
+                r = wait_readable(sync_p, NATIVE_SETUP_TIMEOUT_MS);
+                if (r == 0)
+                        r = recv_msg(sync_p, &m, NULL);
                 if (r < 0 || m.type != MSG_HELLO) {
                         kill_and_reap(pid, pidfd);
                         return sbx_fail(err, EIO,
@@ -700,14 +740,23 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
                 sbx_trace_lap(sp->trace, "scope");
 
         /* 5. Go, and wait for READY (listener fd) or the child's own error. */
-        if (write(sync_p, "G", 1) != 1) {
+        if (send(sync_p, "G", 1, MSG_NOSIGNAL) != 1) { /* no SIGPIPE into the server */
                 r = sbx_fail(err, errno ? errno : EPIPE,
                              "the sandbox died before its setup began: %m");
                 kill_and_reap(pid, pidfd);
                 return r;
         }
         memset(&m, 0, sizeof(m));
-        r = recv_msg(sync_p, &m, &listener);
+        r = wait_readable(sync_p, NATIVE_SETUP_TIMEOUT_MS);
+        if (r == 0)
+                r = recv_msg(sync_p, &m, &listener);
+        if (r == -ETIMEDOUT) {
+                kill_and_reap(pid, pidfd);
+                return sbx_fail(err, ETIMEDOUT,
+                                "the sandbox's setup did not finish within %d ms (is the host "
+                                "overloaded?); retry",
+                                NATIVE_SETUP_TIMEOUT_MS);
+        }
         if (r < 0 || m.type != MSG_READY || listener < 0) {
                 if (listener >= 0)
                         close(listener);

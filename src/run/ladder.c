@@ -31,6 +31,47 @@ struct ladder {
         struct rung rungs[RUNG_N];
 };
 
+bool ladder_native_supported(void)
+{
+#ifdef __linux__
+        return true;
+#else
+        return false;
+#endif
+}
+
+enum ladder_choice ladder_decide(const struct backend_probe *nat, const struct backend_probe *con)
+{
+        bool n_ok = nat && nat->usable, c_ok = con && con->usable;
+
+        if (n_ok && !nat->degraded)
+                return LADDER_CHOICE_NATIVE;
+        /* A full container beats degraded native: its limits protect the host. */
+        if (c_ok && !con->degraded)
+                return LADDER_CHOICE_CONTAINER;
+        if (n_ok)
+                return LADDER_CHOICE_NATIVE;
+        if (c_ok)
+                return LADDER_CHOICE_CONTAINER;
+        return LADDER_CHOICE_NONE;
+}
+
+void ladder_blocked_text(char *buf, size_t size, const struct backend_probe *nat,
+                         const struct backend_probe *con)
+{
+        const char *c = con && con->blocked[0] ? con->blocked : "not usable on this host";
+
+        if (!nat) {
+                snprintf(buf, size,
+                         "no sandbox is usable: this build runs code only in containers; "
+                         "container: %s",
+                         c);
+                return;
+        }
+        snprintf(buf, size, "no sandbox is usable on this host. native: %s. container: %s",
+                 nat->blocked[0] ? nat->blocked : "not usable on this host", c);
+}
+
 struct ladder *ladder_new(const struct sbx_config *cfg, backend_ctor_fn native,
                           backend_ctor_fn container)
 {
@@ -115,25 +156,34 @@ int ladder_pick(struct ladder *l, struct backend **ret_b, struct backend_probe *
                 r = con;
                 break;
         case SBX_BACKEND_AUTO:
-        default:
-                rung_probe(l, nat);
-                if (nat->probe.usable && !nat->probe.degraded) {
-                        ret = take(nat, ret_b, ret_probe);
-                        goto out;
+        default: {
+                enum ladder_choice c;
+
+                /* Each rung is probed only when the ones above it did not win: a host with
+                 * native never touches the container engine. */
+                if (ladder_native_supported()) {
+                        rung_probe(l, nat);
+                        if (nat->probe.usable && !nat->probe.degraded) {
+                                ret = take(nat, ret_b, ret_probe);
+                                goto out;
+                        }
                 }
                 rung_probe(l, con);
-                if (con->probe.usable && !con->probe.degraded)
-                        ret = take(con, ret_b, ret_probe);
-                else if (nat->probe.usable)
+                c = ladder_decide(ladder_native_supported() ? &nat->probe : NULL, &con->probe);
+                if (c == LADDER_CHOICE_NATIVE) {
                         ret = take(nat, ret_b, ret_probe);
-                else if (con->probe.usable)
+                } else if (c == LADDER_CHOICE_CONTAINER) {
                         ret = take(con, ret_b, ret_probe);
-                else
-                        ret =
-                            sbx_fail(err, ENOENT,
-                                     "no sandbox is usable on this host: native: %s; container: %s",
-                                     nat->probe.blocked, con->probe.blocked);
+                } else {
+                        char why[sizeof(err->msg)];
+
+                        ladder_blocked_text(why, sizeof(why),
+                                            ladder_native_supported() ? &nat->probe : NULL,
+                                            &con->probe);
+                        ret = sbx_fail(err, ENOENT, "%s", why);
+                }
                 goto out;
+        }
         }
         rung_probe(l, r);
         if (r->probe.usable)

@@ -5,6 +5,9 @@
  * unusable one for a few seconds, so a fix (setup, starting Docker) is seen on retry. */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "common/error.h"
 #include "config/config.h"
 #include "run/backend.h"
@@ -32,6 +35,30 @@ int ladder_pick(struct ladder *l, struct backend **ret_b, struct backend_probe *
 
 /** ladder_invalidate() - forget @b's cached probe (its run failed): the next pick probes it. */
 void ladder_invalidate(struct ladder *l, struct backend *b);
+
+/* What auto picks from the two probes. */
+enum ladder_choice {
+        LADDER_CHOICE_NONE = 0, /* Blocked: both reasons */
+        LADDER_CHOICE_NATIVE,
+        LADDER_CHOICE_CONTAINER,
+};
+
+/**
+ * ladder_decide() - the auto rule on two probe results: native, then a full container, then
+ * native-degraded, then container-degraded, else none. @nat may be NULL (never probed: a
+ * non-Linux build, where native is never tried). Pure; doctor uses it to say what auto picks.
+ */
+enum ladder_choice ladder_decide(const struct backend_probe *nat, const struct backend_probe *con);
+
+/**
+ * ladder_blocked_text() - the Blocked: text (without the prefix) when ladder_decide() said
+ * none: both backends' reasons, each naming its fix. @nat may be NULL (non-Linux build).
+ */
+void ladder_blocked_text(char *buf, size_t size, const struct backend_probe *nat,
+                         const struct backend_probe *con);
+
+/** ladder_native_supported() - false on builds for other systems than Linux. */
+bool ladder_native_supported(void);
 
 /** ladder_shutdown() - shutdown() every backend made: kills runs in flight. Thread-safe. */
 void ladder_shutdown(struct ladder *l);

@@ -412,7 +412,7 @@ static int s_arrange_fds(const struct spawn_args *a)
         int hi[ELEMENTSOF(src)];
 
         for (size_t i = 0; i < ELEMENTSOF(src); i++) {
-                hi[i] = fcntl(src[i], F_DUPFD, 100);
+                hi[i] = fcntl(src[i], F_DUPFD, S_FD_FIRST_FREE);
                 if (hi[i] < 0)
                         return -1;
         }

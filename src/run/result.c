@@ -391,11 +391,11 @@ char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t c
         format_usage(&b, &r->usage);
         format_field(&b, "limits hit: ", r->limits_hit, sizeof(r->limits_hit));
         if (r->oom_killed) {
-                if (r->mem_limit_bytes > 0 && r->mem_limit_bytes % (1024 * 1024) == 0)
+                if (r->mem_limit_bytes > 0 && r->mem_limit_bytes % (1024ull * 1024) == 0)
                         sbuf_printf(&b,
                                     "[out of memory: the kernel killed a process in the sandbox "
                                     "at its %llu MiB limit]\n",
-                                    (unsigned long long)(r->mem_limit_bytes / (1024 * 1024)));
+                                    (unsigned long long)(r->mem_limit_bytes / (1024ull * 1024)));
                 else if (r->mem_limit_bytes > 0) {
                         char v[64];
 

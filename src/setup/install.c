@@ -314,7 +314,7 @@ int setup_install(const char *rootfs_dir, const struct setup_source *src,
                 if (o && o->progress)
                         fprintf(o->progress, "%s: checking sha256 of '%s'\n", src->language,
                                 src->layers[0]);
-                r = setup_sha256_file(src->layers[0], hex, err);
+                r = setup_sha256_file_cancel(src->layers[0], hex, o ? o->cancel : NULL, err);
                 if (r < 0)
                         return r;
                 identity = xasprintf("sha256:%s", hex);

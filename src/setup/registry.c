@@ -22,7 +22,7 @@
 #include "common/xalloc.h"
 #include "setup/setup_internal.h"
 
-#define MAX_SMALL_BODY (4 * 1024 * 1024) /* manifests, indexes, token replies */
+#define MAX_SMALL_BODY ((size_t)4 * 1024 * 1024) /* manifests, indexes, token replies */
 #define DOCKER_HUB_HOST "registry-1.docker.io"
 
 static const char accept_manifests[] = "Accept: application/vnd.oci.image.index.v1+json, "

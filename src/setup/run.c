@@ -12,13 +12,14 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "doctor/doctor.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "setup/pins.h"
 #include "setup/registry.h"
 #include "setup/setup.h"
 
-int (*setup_readiness_hook)(FILE *out) = NULL;
+int (*setup_readiness_hook)(FILE *out) = doctor_readiness_print;
 
 /* Run images/build.sh -o @outdir all; its output goes to stderr. */
 static int run_build_script(const char *script, const char *outdir,
@@ -189,9 +190,10 @@ static int from_registry_one(const struct setup_run_args *a, const char *languag
         }
         r = registry_pull(&ref, workdir, language, &o, &img, err);
         if (r == 0) {
+                desc = xasprintf("registry: %s", image);
                 struct setup_source src = {
                     .language = language,
-                    .description = desc = xasprintf("registry: %s", image),
+                    .description = desc,
                     .layers = (const char *const *)img.layer_paths,
                     .layer_sha256 = (const char *const *)img.layer_sha256,
                     .n_layers = img.n_layers,

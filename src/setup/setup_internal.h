@@ -1,9 +1,12 @@
 /* setup_internal.h - helpers shared by the setup module's files (and its unit test). */
 #pragma once
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "common/error.h"
 
 /**
  * setup_normalize_name() - an archive member name as a clean relative path: "./", empty and
@@ -17,3 +20,8 @@ int setup_normalize_name(const char *name, char **ret, const char **ret_why);
 /** setup_progress_line() - one progress report: "<label>: <verb> X of Y MB (P%), R MB/s". */
 void setup_progress_line(FILE *out, bool tty, const char *label, const char *verb, uint64_t done,
                          uint64_t total, double seconds, bool final);
+
+/** setup_sha256_file_cancel() - setup_sha256_file() that stops with -EINTR once *@cancel is set
+ * (@cancel may be NULL). */
+int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig_atomic_t *cancel,
+                             struct sbx_error *err);

@@ -442,6 +442,12 @@ static void hex_digest(EVP_MD_CTX *md, char *out)
 
 int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err)
 {
+        return setup_sha256_file_cancel(path, ret_hex, NULL, err);
+}
+
+int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig_atomic_t *cancel,
+                             struct sbx_error *err)
+{
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         _cleanup_free_ unsigned char *buf = NULL;
         EVP_MD_CTX *md;
@@ -456,6 +462,10 @@ int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err)
         }
         buf = xmalloc(READ_CHUNK);
         while ((n = read(fd, buf, READ_CHUNK)) != 0) {
+                if (cancel && *cancel) {
+                        EVP_MD_CTX_free(md);
+                        return sbx_fail(err, EINTR, "hashing '%s' was cancelled", path);
+                }
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0) {
@@ -636,10 +646,8 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 mode_t perm, type;
 
                 r = archive_read_next_header(ar, &e);
-                if (r == ARCHIVE_EOF) {
-                        r = 0;
+                if (r == ARCHIVE_EOF)
                         break;
-                }
                 if (r < ARCHIVE_WARN) {
                         r = sbx_fail(err, EBADMSG,
                                      "'%s' is corrupt or truncated after %" PRIu64 " entries: %s",

@@ -33,10 +33,6 @@ if (!EXPECT_GRADE) throw new Error(`E2E_EXPECT_GRADE must name the isolation gra
 // engine tears down asynchronously; the kernel-level backends must be immediate.
 export const GONE_WITHIN_MS = BACKEND === 'container' ? 10_000 : 3_000;
 
-// The naive backend ends a run by its process group: a process that left the group (setsid,
-// a daemon) is beyond its reach. The isolating backends must end everything.
-export const SETSID_TODO = BACKEND === 'naive' ? 'naive backend: kills the run\'s process group only' : false;
-
 export const LEGACY_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
 export const MODERN_VERSION = '2026-07-28';
 

@@ -343,15 +343,14 @@ START_TEST(api_version_table)
                 const char *server, *min, *want; /* want NULL = refused */
                 const char *msg_has;
         } t[] = {
-                {"1.41", "1.12", "1.41", NULL},         /* Debian 20.10 */
-                {"1.41", NULL, "1.41", NULL},           /* Podman 4.3 */
-                {"1.43", "1.12", "1.43", NULL},         /* 24.0 */
-                {"1.47", "1.24", "1.47", NULL},         /* 27.x */
-                {"1.52", "1.44", "1.47", NULL},         /* Docker 29: min(server, newest) */
-                {"1.40", "1.12", NULL, "too old"},      /* 19.03 */
-                {"1.60", "1.50", NULL, "too new"},      /* a future engine */
-                {"", NULL, NULL, "API version"},
-                {"abc", NULL, NULL, "API version"},
+            {"1.41", "1.12", "1.41", NULL},    /* Debian 20.10 */
+            {"1.41", NULL, "1.41", NULL},      /* Podman 4.3 */
+            {"1.43", "1.12", "1.43", NULL},    /* 24.0 */
+            {"1.47", "1.24", "1.47", NULL},    /* 27.x */
+            {"1.52", "1.44", "1.47", NULL},    /* Docker 29: min(server, newest) */
+            {"1.40", "1.12", NULL, "too old"}, /* 19.03 */
+            {"1.60", "1.50", NULL, "too new"}, /* a future engine */
+            {"", NULL, NULL, "API version"},   {"abc", NULL, NULL, "API version"},
         };
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
                 char v[16] = "";
@@ -393,16 +392,16 @@ static void sink_fn(void *ud, int stream, const char *buf, size_t n)
 START_TEST(demux_split_frames)
 {
         /* stdout "hello\n", an empty stderr frame, stderr "oops", stdout "!" */
-        static const unsigned char wire[] = {1, 0, 0, 0, 0, 0, 0, 6, 'h', 'e', 'l', 'l', 'o', '\n',
-                                             2, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 4,
-                                             'o', 'o', 'p', 's', 1, 0, 0, 0, 0, 0, 0, 1, '!'};
+        static const unsigned char wire[] = {
+            1, 0, 0, 0, 0, 0, 0, 6, 'h', 'e', 'l', 'l', 'o', '\n', 2, 0, 0, 0, 0, 0, 0,  0,
+            2, 0, 0, 0, 0, 0, 0, 4, 'o', 'o', 'p', 's', 1,   0,    0, 0, 0, 0, 0, 1, '!'};
         /* every split point, and byte by byte */
         for (size_t cut = 0; cut <= sizeof(wire); cut++) {
                 struct engine_demux d = {0};
                 struct sink s = {0};
                 ck_assert_int_eq(engine_demux_feed(&d, (const char *)wire, cut, sink_fn, &s), 0);
-                ck_assert_int_eq(engine_demux_feed(&d, (const char *)wire + cut,
-                                                   sizeof(wire) - cut, sink_fn, &s),
+                ck_assert_int_eq(engine_demux_feed(&d, (const char *)wire + cut, sizeof(wire) - cut,
+                                                   sink_fn, &s),
                                  0);
                 ck_assert_uint_eq(s.nout, 7);
                 ck_assert(memcmp(s.out, "hello\n!", 7) == 0);
@@ -438,25 +437,25 @@ END_TEST
 /* ---------------------------------------------------------------------------------------- */
 /* Create body and inspect verification                                                      */
 
-static const char *const test_cmd[] = {"timeout", "--kill-after=1", "5", "python3",
-                                       "/sandbox/main.py", NULL};
+static const char *const test_cmd[] = {"timeout", "--kill-after=1",   "5",
+                                       "python3", "/sandbox/main.py", NULL};
 
 static struct engine_run_spec test_spec(void)
 {
         return (struct engine_run_spec){
-                .image = "vestibule/python:bookworm",
-                .cmd = test_cmd,
-                .uid = 2000,
-                .gid = 2000,
-                .workspace = "/home/u/ws",
-                .workspace_ro = true,
-                .code_dir = "/tmp/vestibule-code-abc",
-                .memory_bytes = 256u << 20,
-                .nano_cpus = 750000000,
-                .pids_max = 128,
-                .tmpfs_mb = 64,
-                .owner = "h:1:2",
-                .init = true,
+            .image = "vestibule/python:bookworm",
+            .cmd = test_cmd,
+            .uid = 2000,
+            .gid = 2000,
+            .workspace = "/home/u/ws",
+            .workspace_ro = true,
+            .code_dir = "/tmp/vestibule-code-abc",
+            .memory_bytes = 256u << 20,
+            .nano_cpus = 750000000,
+            .pids_max = 128,
+            .tmpfs_mb = 64,
+            .owner = "h:1:2",
+            .init = true,
         };
 }
 
@@ -493,12 +492,14 @@ START_TEST(create_body_has_every_lockdown_option)
         ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "PidsLimit")), 128);
         ck_assert_ptr_nonnull(strstr(txt, "\"CapDrop\":[\"ALL\"]"));
         ck_assert_ptr_nonnull(strstr(txt, "\"SecurityOpt\":[\"no-new-privileges\"]"));
-        ck_assert_ptr_nonnull(strstr(txt, "\"\\/tmp\":\"rw,noexec,nosuid,nodev,size=64m,mode=1777\""));
+        ck_assert_ptr_nonnull(
+            strstr(txt, "\"\\/tmp\":\"rw,noexec,nosuid,nodev,size=64m,mode=1777\""));
         ck_assert_ptr_nonnull(strstr(txt, "{\"Name\":\"nofile\",\"Soft\":1024,\"Hard\":1024}"));
         ck_assert_ptr_nonnull(strstr(txt, "{\"Name\":\"nproc\""));
         ck_assert_ptr_nonnull(strstr(txt, "{\"Name\":\"core\",\"Soft\":0,\"Hard\":0}"));
-        ck_assert_ptr_nonnull(strstr(txt, "\"Source\":\"\\/home\\/u\\/ws\",\"Target\":\"\\/workspace\","
-                                          "\"ReadOnly\":true"));
+        ck_assert_ptr_nonnull(strstr(txt,
+                                     "\"Source\":\"\\/home\\/u\\/ws\",\"Target\":\"\\/workspace\","
+                                     "\"ReadOnly\":true"));
         ck_assert_ptr_nonnull(strstr(txt, "\"Target\":\"\\/sandbox\",\"ReadOnly\":true"));
         ck_assert_ptr_nonnull(strstr(txt, "\"Cmd\":[\"timeout\",\"--kill-after=1\",\"5\","
                                           "\"python3\",\"\\/sandbox\\/main.py\"]"));
@@ -506,7 +507,8 @@ START_TEST(create_body_has_every_lockdown_option)
         ck_assert_ptr_null(strstr(txt, "UsernsMode"));
         s.userns_keep_id = true;
         _cleanup_(json_putp) json_object *b2 = engine_create_body(&s);
-        ck_assert_str_eq(json_object_get_string(path_get(b2, "HostConfig", "UsernsMode")), "keep-id");
+        ck_assert_str_eq(json_object_get_string(path_get(b2, "HostConfig", "UsernsMode")),
+                         "keep-id");
 }
 END_TEST
 
@@ -514,12 +516,12 @@ END_TEST
 static json_object *fake_inspect(const char *mutate)
 {
         const char *base =
-                "{\"Config\":{\"User\":\"2000:2000\"},\"HostConfig\":{\"NetworkMode\":\"none\","
-                "\"CapDrop\":[\"ALL\"],\"CapAdd\":null,\"SecurityOpt\":[\"no-new-privileges\"],"
-                "\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,noexec,nosuid,nodev,size=64m\"},"
-                "\"IpcMode\":\"none\",\"Memory\":268435456,\"MemorySwap\":268435456,"
-                "\"NanoCpus\":750000000,\"PidsLimit\":128},\"Mounts\":[{\"Destination\":"
-                "\"/workspace\",\"RW\":false},{\"Destination\":\"/sandbox\",\"RW\":false}]}";
+            "{\"Config\":{\"User\":\"2000:2000\"},\"HostConfig\":{\"NetworkMode\":\"none\","
+            "\"CapDrop\":[\"ALL\"],\"CapAdd\":null,\"SecurityOpt\":[\"no-new-privileges\"],"
+            "\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,noexec,nosuid,nodev,size=64m\"},"
+            "\"IpcMode\":\"none\",\"Memory\":268435456,\"MemorySwap\":268435456,"
+            "\"NanoCpus\":750000000,\"PidsLimit\":128},\"Mounts\":[{\"Destination\":"
+            "\"/workspace\",\"RW\":false},{\"Destination\":\"/sandbox\",\"RW\":false}]}";
         _cleanup_free_ char *t = xstrdup(base);
         if (mutate) {
                 /* "old|new" */
@@ -544,32 +546,32 @@ START_TEST(verify_inspect_catches_dropped_options)
                 int rc;
                 const char *has; /* in err.msg (rc<0) or in degraded */
         } t[] = {
-                {NULL, 0, ""},
-                {"\"NetworkMode\":\"none\"|\"NetworkMode\":\"bridge\"", -EPERM, "NetworkMode"},
-                {"\"CapDrop\":[\"ALL\"]|\"CapDrop\":[]", -EPERM, "CapDrop"},
-                {"\"CapAdd\":null|\"CapAdd\":[\"CAP_SYS_ADMIN\"]", -EPERM, "CapDrop"},
-                {"[\"no-new-privileges\"]|[]", -EPERM, "no-new-privileges"},
-                {"\"ReadonlyRootfs\":true|\"ReadonlyRootfs\":false", -EPERM, "ReadonlyRootfs"},
-                {"rw,noexec,|rw,", -EPERM, "Tmpfs"},
-                {"\"IpcMode\":\"none\"|\"IpcMode\":\"shareable\"", -EPERM, "IpcMode"},
-                {"\"User\":\"2000:2000\"|\"User\":\"\"", -EPERM, "User"},
-                {"\"/sandbox\",\"RW\":false|\"/sandbox\",\"RW\":true", -EPERM, "/sandbox"},
-                {"\"/workspace\",\"RW\":false|\"/workspace\",\"RW\":true", -EPERM, "/workspace"},
-                {"\"Memory\":268435456|\"Memory\":0", 0, "memory"},
-                {"\"PidsLimit\":128|\"PidsLimit\":null", 0, "pids"},
-                {"\"NanoCpus\":750000000|\"NanoCpus\":0", 0, "cpu"},
-                /* Podman: caps listed one by one, CPU as quota/period */
-                {"[\"ALL\"]|[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\","
-                 "\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\",\"NET_RAW\",\"SETFCAP\",\"SETGID\","
-                 "\"SETPCAP\",\"SETUID\",\"SYS_CHROOT\"]",
-                 0, ""},
-                /* ... but not when one of the defaults is missing from the list */
-                {"[\"ALL\"]|[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\","
-                 "\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\",\"NET_RAW\",\"SETFCAP\",\"SETGID\","
-                 "\"SETPCAP\",\"SYS_CHROOT\"]",
-                 -EPERM, "CapDrop"},
-                {"\"NanoCpus\":750000000|\"NanoCpus\":0,\"CpuQuota\":75000,\"CpuPeriod\":100000", 0,
-                 ""},
+            {NULL, 0, ""},
+            {"\"NetworkMode\":\"none\"|\"NetworkMode\":\"bridge\"", -EPERM, "NetworkMode"},
+            {"\"CapDrop\":[\"ALL\"]|\"CapDrop\":[]", -EPERM, "CapDrop"},
+            {"\"CapAdd\":null|\"CapAdd\":[\"CAP_SYS_ADMIN\"]", -EPERM, "CapDrop"},
+            {"[\"no-new-privileges\"]|[]", -EPERM, "no-new-privileges"},
+            {"\"ReadonlyRootfs\":true|\"ReadonlyRootfs\":false", -EPERM, "ReadonlyRootfs"},
+            {"rw,noexec,|rw,", -EPERM, "Tmpfs"},
+            {"\"IpcMode\":\"none\"|\"IpcMode\":\"shareable\"", -EPERM, "IpcMode"},
+            {"\"User\":\"2000:2000\"|\"User\":\"\"", -EPERM, "User"},
+            {"\"/sandbox\",\"RW\":false|\"/sandbox\",\"RW\":true", -EPERM, "/sandbox"},
+            {"\"/workspace\",\"RW\":false|\"/workspace\",\"RW\":true", -EPERM, "/workspace"},
+            {"\"Memory\":268435456|\"Memory\":0", 0, "memory"},
+            {"\"PidsLimit\":128|\"PidsLimit\":null", 0, "pids"},
+            {"\"NanoCpus\":750000000|\"NanoCpus\":0", 0, "cpu"},
+            /* Podman: caps listed one by one, CPU as quota/period */
+            {"[\"ALL\"]|[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\","
+             "\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\",\"NET_RAW\",\"SETFCAP\",\"SETGID\","
+             "\"SETPCAP\",\"SETUID\",\"SYS_CHROOT\"]",
+             0, ""},
+            /* ... but not when one of the defaults is missing from the list */
+            {"[\"ALL\"]|[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\","
+             "\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\",\"NET_RAW\",\"SETFCAP\",\"SETGID\","
+             "\"SETPCAP\",\"SYS_CHROOT\"]",
+             -EPERM, "CapDrop"},
+            {"\"NanoCpus\":750000000|\"NanoCpus\":0,\"CpuQuota\":75000,\"CpuPeriod\":100000", 0,
+             ""},
         };
         /* keep-id: Podman's compat inspect says "private"; libpod's IDMappings decide */
         {
@@ -581,8 +583,8 @@ START_TEST(verify_inspect_catches_dropped_options)
                 ck_assert_int_eq(engine_verify_inspect(j, &k, deg, sizeof(deg), &e), -EPERM);
                 ck_assert_ptr_nonnull(strstr(e.msg, "keep-id"));
                 json_object_object_add(
-                        j, "IDMappings",
-                        json_tokener_parse("{\"UidMap\":[\"0:1:2000\",\"2000:0:1\"]}"));
+                    j, "IDMappings",
+                    json_tokener_parse("{\"UidMap\":[\"0:1:2000\",\"2000:0:1\"]}"));
                 ck_assert_int_eq(engine_verify_inspect(j, &k, deg, sizeof(deg), &e), 0);
         }
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
@@ -690,7 +692,7 @@ static void engine_or_skip(const char *host, enum sbx_runtime_choice rt)
                       err.msg);
         if (engine_setup_import_with_env(&test_cfg, fake_getenv, TAR_PY, IMG_PY, &err) < 0 ||
             engine_setup_import_with_env(&test_cfg, fake_getenv, TAR_NODE, IMG_NODE, &err) < 0) {
-                snprintf(why, sizeof(why), "cannot import the test images into %s: %s", host,
+                snprintf(why, sizeof(why), "cannot import the test images into %s: %.400s", host,
                          err.msg);
                 ck_abort_msg("%s", why);
         }
@@ -740,32 +742,33 @@ static void expect_exit0(const struct run_out *o)
 /* The probe: prints key=value lines about what this process can see and do. The same code
  * runs on the host as the control, so each property is shown to be able to fail. */
 static const char probe_py[] =
-        "import os, socket, errno, ctypes\n"
-        "def st(k):\n"
-        "    for l in open('/proc/self/status'):\n"
-        "        if l.startswith(k + ':'): return l.split()[1]\n"
-        "print('uid=%d' % os.getuid())\n"
-        "print('ifaces=' + ','.join(sorted(os.listdir('/sys/class/net'))))\n"
-        "s = socket.socket(); s.settimeout(2)\n"
-        "try:\n"
-        "    s.connect(('192.0.2.1', 9)); r = 'ok'\n"
-        "except OSError as e: r = errno.errorcode.get(e.errno, str(e.errno)) if e.errno else 'timeout'\n"
-        "print('connect=' + r)\n"
-        "print('capeff=' + st('CapEff')); print('capbnd=' + st('CapBnd'))\n"
-        "print('nnp=' + st('NoNewPrivs')); print('seccomp=' + st('Seccomp'))\n"
-        "try:\n"
-        "    open('/vestibule-probe-rootwrite', 'w').close(); r = 'ok'\n"
-        "    os.unlink('/vestibule-probe-rootwrite')\n"
-        "except OSError as e: r = errno.errorcode[e.errno]\n"
-        "print('rootwrite=' + r)\n"
-        "v = os.statvfs('/tmp')\n"
-        "print('tmpsize=%d' % (v.f_blocks * v.f_frsize))\n"
-        "print('tmpnoexec=%d' % (1 if v.f_flag & os.ST_NOEXEC else 0))\n"
-        "print('devshm=%d' % os.path.exists('/dev/shm'))\n"
-        "try:\n"
-        "    open('/sandbox/x', 'w'); r = 'ok'\n"
-        "except OSError as e: r = errno.errorcode[e.errno]\n"
-        "print('sandboxwrite=' + r)\n";
+    "import os, socket, errno, ctypes\n"
+    "def st(k):\n"
+    "    for l in open('/proc/self/status'):\n"
+    "        if l.startswith(k + ':'): return l.split()[1]\n"
+    "print('uid=%d' % os.getuid())\n"
+    "print('ifaces=' + ','.join(sorted(os.listdir('/sys/class/net'))))\n"
+    "s = socket.socket(); s.settimeout(2)\n"
+    "try:\n"
+    "    s.connect(('192.0.2.1', 9)); r = 'ok'\n"
+    "except OSError as e: r = errno.errorcode.get(e.errno, str(e.errno)) if e.errno else "
+    "'timeout'\n"
+    "print('connect=' + r)\n"
+    "print('capeff=' + st('CapEff')); print('capbnd=' + st('CapBnd'))\n"
+    "print('nnp=' + st('NoNewPrivs')); print('seccomp=' + st('Seccomp'))\n"
+    "try:\n"
+    "    open('/vestibule-probe-rootwrite', 'w').close(); r = 'ok'\n"
+    "    os.unlink('/vestibule-probe-rootwrite')\n"
+    "except OSError as e: r = errno.errorcode[e.errno]\n"
+    "print('rootwrite=' + r)\n"
+    "v = os.statvfs('/tmp')\n"
+    "print('tmpsize=%d' % (v.f_blocks * v.f_frsize))\n"
+    "print('tmpnoexec=%d' % (1 if v.f_flag & os.ST_NOEXEC else 0))\n"
+    "print('devshm=%d' % os.path.exists('/dev/shm'))\n"
+    "try:\n"
+    "    open('/sandbox/x', 'w'); r = 'ok'\n"
+    "except OSError as e: r = errno.errorcode[e.errno]\n"
+    "print('sandboxwrite=' + r)\n";
 
 static const char *kv(const char *text, const char *key, char *buf, size_t size)
 {
@@ -808,9 +811,8 @@ static void check_lockdown_probe(void)
         char a[128], b[128];
         struct run_out o = run_code(SBX_LANG_PYTHON, probe_py, 20, -1);
         _cleanup_free_ char *host = host_probe();
-        _cleanup_free_ char *uid = xasprintf("%u", (unsigned)(test_cfg.run_as_set
-                                                                      ? test_cfg.run_as_uid
-                                                                      : geteuid()));
+        _cleanup_free_ char *uid =
+            xasprintf("%u", (unsigned)(test_cfg.run_as_set ? test_cfg.run_as_uid : geteuid()));
         expect_exit0(&o);
         /* network: only lo; control: the host has more interfaces */
         ck_assert_str_eq(kv(o.text, "ifaces", a, sizeof(a)), "lo");
@@ -846,16 +848,15 @@ static void check_lockdown_probe(void)
 }
 
 /* pids cap: a fork loop stops below the cap; the control (host) goes past it. */
-static const char forkloop_py[] =
-        "import os, time\n"
-        "n = 0\n"
-        "for i in range(200):\n"
-        "    try: pid = os.fork()\n"
-        "    except OSError: break\n"
-        "    if pid == 0:\n"
-        "        time.sleep(3); os._exit(0)\n"
-        "    n += 1\n"
-        "print('forks=%d' % n)\n";
+static const char forkloop_py[] = "import os, time\n"
+                                  "n = 0\n"
+                                  "for i in range(200):\n"
+                                  "    try: pid = os.fork()\n"
+                                  "    except OSError: break\n"
+                                  "    if pid == 0:\n"
+                                  "        time.sleep(3); os._exit(0)\n"
+                                  "    n += 1\n"
+                                  "print('forks=%d' % n)\n";
 
 static void check_pids_cap(void)
 {
@@ -989,15 +990,50 @@ static void check_nothing_left(const char *host)
         struct sbx_error err = {0};
         struct engine_response r = {0};
         char me[160];
+        /* containers are removed in the background after each result: the backend's
+         * shutdown waits for those removals */
+        test_backend = backend_free(test_backend);
         env_reset();
         env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         engine_owner_label(getpid(), me, sizeof(me));
-        ck_assert_int_eq(engine_request(&c, "GET", "/containers/json?all=1", true, NULL, 10000, &r,
-                                        &err),
-                         0);
+        ck_assert_int_eq(
+            engine_request(&c, "GET", "/containers/json?all=1", true, NULL, 10000, &r, &err), 0);
         ck_assert_msg(!strstr(r.body, me), "containers of this process left: %s", r.body);
         engine_response_done(&r);
+}
+
+/* An image without coreutils `timeout` (a tiny rootfs): a clear Blocked:, not a result. */
+static void check_no_timeout_image(const char *host)
+{
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ char *cmd =
+            xasprintf("cd '%s' && mkdir -p r/workspace r/sandbox r/tmp r/etc && "
+                      "echo 'root:x:0:0::/:/bin/sh' >r/etc/passwd && tar -C r -cf img.tar .",
+                      d);
+        _cleanup_free_ char *tar = xasprintf("%s/img.tar", d);
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        ck_assert_int_eq(system(cmd), 0);
+        env_reset();
+        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+        ck_assert_msg(engine_image_import(&c, tar, "vestibule/notimeout:test", "0", &err) == 0,
+                      "%s", err.msg);
+        test_cfg.image_python = (char *)"vestibule/notimeout:test";
+        struct run_out o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
+        ck_assert_int_eq(o.rc, -ENOENT);
+        ck_assert_msg(strstr(o.err.msg, "no coreutils `timeout`") &&
+                          strstr(o.err.msg, "vestibule/notimeout:test"),
+                      "%s", o.err.msg);
+        run_result_done(&o.res);
+        test_cfg.image_python = (char *)IMG_PY;
+        /* control: the real image runs */
+        o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
+        expect_exit0(&o);
+        run_result_done(&o.res);
+        _cleanup_free_ char *rm = xasprintf("rm -rf '%s'", d);
+        ck_assert_int_eq(system(rm), 0);
 }
 
 START_TEST(docker_print1_grade_container)
@@ -1080,9 +1116,9 @@ START_TEST(docker_sweep_removes_dead_owners_only)
         const char *owners[2] = {dead, live};
         for (int i = 0; i < 2; i++) {
                 _cleanup_free_ char *body = xasprintf(
-                        "{\"Image\":\"%s\",\"Cmd\":[\"true\"],\"Labels\":{\"vestibule.run\":\"1\","
-                        "\"vestibule.owner\":\"%s\"},\"HostConfig\":{\"NetworkMode\":\"none\"}}",
-                        IMG_PY, owners[i]);
+                    "{\"Image\":\"%s\",\"Cmd\":[\"true\"],\"Labels\":{\"vestibule.run\":\"1\","
+                    "\"vestibule.owner\":\"%s\"},\"HostConfig\":{\"NetworkMode\":\"none\"}}",
+                    IMG_PY, owners[i]);
                 _cleanup_(json_putp) json_object *j = NULL;
                 json_object *idj;
                 ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 10000,
@@ -1122,12 +1158,14 @@ START_TEST(docker_missing_image_blocked)
         struct run_out o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
         ck_assert_int_eq(o.rc, -ENOENT);
         ck_assert_msg(strstr(o.err.msg, "vestibule/nosuch:never") &&
-                              strstr(o.err.msg, "vestibule-mcp setup"),
+                          strstr(o.err.msg, "vestibule-mcp setup"),
                       "%s", o.err.msg);
         /* the backend still works for the other language */
         o = run_code(SBX_LANG_NODE, "console.log(1)\n", 10, -1);
         expect_exit0(&o);
         run_result_done(&o.res);
+        test_cfg.image_python = (char *)IMG_PY;
+        check_no_timeout_image(DOCKER_SOCK);
 }
 END_TEST
 
@@ -1146,7 +1184,7 @@ START_TEST(docker_socket_without_permission_blocked)
         test_cfg.run_as_set = false;
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), -EACCES);
         ck_assert_msg(strstr(err.msg, "docker group") && strstr(err.msg, "usermod -aG docker") &&
-                              strstr(err.msg, "become root"),
+                          strstr(err.msg, "become root"),
                       "%s", err.msg);
         /* and through the backend: a Blocked: probe, not a crash */
         struct backend_probe p;
@@ -1168,7 +1206,7 @@ START_TEST(unreachable_engine_blocked)
         env_set("DOCKER_HOST", host);
         ck_assert_int_lt(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         ck_assert_msg(strstr(err.msg, "cannot reach Docker Engine at") &&
-                              strstr(err.msg, "nothing.sock") && strstr(err.msg, "DOCKER_HOST"),
+                          strstr(err.msg, "nothing.sock") && strstr(err.msg, "DOCKER_HOST"),
                       "%s", err.msg);
         /* a socket that is not an engine: refused connection */
         _cleanup_free_ char *sp = xasprintf("%s/dead.sock", d);
@@ -1218,6 +1256,8 @@ START_TEST(podman_rootful_behaviours)
         ck_assert_msg(o.res.oom_killed || strstr(o.res.notes, "128 MiB memory cap"), "%s",
                       o.res.notes);
         run_result_done(&o.res);
+        test_cfg.mem_mb = 256;
+        check_no_timeout_image(PODMAN_SOCK);
         check_nothing_left(PODMAN_SOCK);
 }
 END_TEST

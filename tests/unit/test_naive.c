@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -523,6 +525,134 @@ START_TEST(unreachable_workspace_is_blocked)
 }
 END_TEST
 
+START_TEST(server_death_kills_the_run)
+{
+        char *pidfile = xasprintf("%s/pids", workspace), *code;
+        int a = 0, b = 0, st;
+        FILE *f = NULL;
+        pid_t server;
+
+        need("bash");
+        code = xasprintf("setsid sleep 30 &\necho $! $$ > '%s.tmp'; mv '%s.tmp' '%s'\nsleep 30",
+                         pidfile, pidfile, pidfile);
+        server = fork();
+        ck_assert_int_ge(server, 0);
+        if (server == 0) {
+                struct run_result res;
+
+                run_ok(SBX_LANG_BASH, code, 60, &res);
+                _exit(0);
+        }
+        for (int i = 0; i < 250 && !(f = fopen(pidfile, "r")); i++)
+                usleep(20000);
+        ck_assert_msg(f != NULL, "the run never started");
+        ck_assert_int_eq(fscanf(f, "%d %d", &a, &b), 2);
+        fclose(f);
+        ck_assert(!pid_gone(a) && !pid_gone(b)); /* control: both alive while the server is */
+
+        kill(server, SIGKILL); /* the server dies without cleaning up */
+        waitpid(server, &st, 0);
+        for (int i = 0; i < 100 && !(pid_gone(a) && pid_gone(b)); i++)
+                usleep(20000);
+        ck_assert_msg(pid_gone(a), "setsid child %d outlived the server", a);
+        ck_assert_msg(pid_gone(b), "the code %d outlived the server", b);
+        free(pidfile);
+        free(code);
+}
+END_TEST
+
+/* --- the warden alone, on plain forked children, without a pidfd (waitpid polling) --- */
+
+static void kill_group(void *userdata)
+{
+        pid_t pgid = (pid_t)(intptr_t)userdata;
+
+        (void)kill(-pgid, SIGKILL);
+}
+
+/* Fork a child in its own group running @fn with stdout/stderr on pipes; supervise it. */
+static int supervise_fork(void (*fn)(void), unsigned timeout_s, bool use_pidfd,
+                          struct run_result *res)
+{
+        struct sbx_error err = {0};
+        struct run_request req = {.timeout_s = timeout_s, .cfg = &cfg, .cancel_fd = -1};
+        int out[2], errp[2], r;
+        struct warden_child wc;
+        pid_t pid;
+
+        ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(errp, O_CLOEXEC), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                setpgid(0, 0);
+                dup2(out[1], 1);
+                dup2(errp[1], 2);
+                fn();
+                _exit(0);
+        }
+        setpgid(pid, pid);
+        close(out[1]);
+        close(errp[1]);
+        wc = (struct warden_child){
+            .pid = pid,
+            .pidfd = use_pidfd ? (int)syscall(SYS_pidfd_open, pid, 0) : -1,
+            .out_fd = out[0],
+            .err_fd = errp[0],
+            .kill_tree = kill_group,
+            .kill_userdata = (void *)(intptr_t)pid,
+        };
+        memset(res, 0, sizeof(*res));
+        r = warden_supervise(&req, &wc, sbx_now_ms(), res, NULL, &err);
+        ck_assert_msg(r == 0, "%s", err.msg);
+        return r;
+}
+
+static void child_prints_exits_5(void)
+{
+        (void)!write(1, "out", 3);
+        (void)!write(2, "err", 3);
+        _exit(5);
+}
+
+static void child_ignores_term_and_spins(void)
+{
+        signal(SIGTERM, SIG_IGN);
+        for (;;)
+                ;
+}
+
+START_TEST(warden_without_pidfd)
+{
+        struct run_result res;
+        uint64_t t0;
+
+        supervise_fork(child_prints_exits_5, 5, false, &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_int_eq(res.exit_code, 5);
+        ck_assert_str_eq(res.out.data, "out");
+        ck_assert_str_eq(res.err.data, "err");
+        run_result_done(&res);
+
+        t0 = sbx_now_ms();
+        supervise_fork(child_ignores_term_and_spins, 1, false, &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_uint_lt(sbx_now_ms() - t0, 2000);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(warden_with_pidfd)
+{
+        struct run_result res;
+
+        supervise_fork(child_prints_exits_5, 5, true, &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_int_eq(res.exit_code, 5);
+        run_result_done(&res);
+}
+END_TEST
+
 static Suite *naive_suite(void)
 {
         Suite *s = suite_create("naive");
@@ -552,11 +682,18 @@ static Suite *naive_suite(void)
         tcase_add_test(tc, setsid_daemons_die_with_run);
         tcase_add_test(tc, setsid_daemons_die_at_timeout);
         tcase_add_test(tc, run_that_kills_its_supervisor);
+        tcase_add_test(tc, server_death_kills_the_run);
         tcase_add_test(tc, supervisor_out_of_reach_as_root);
         tcase_add_test(tc, flood_is_stopped);
         tcase_add_test(tc, cancel_via_eventfd);
         tcase_add_test(tc, progress_reported_during_long_runs);
         tcase_add_test(tc, shutdown_refuses_new_runs);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("warden");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, warden_without_pidfd);
+        tcase_add_test(tc, warden_with_pidfd);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("root");

@@ -2,6 +2,7 @@
  * (no audit file), the root refusal, concurrency slots (busy after 5 s, cancel while waiting),
  * read_workspace texts, and the backend ladder's choice with doubles for the probes. */
 #include <check.h>
+#include <json-c/json.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -198,6 +199,83 @@ START_TEST(valid_config_run_is_audited)
         ck_assert_msg(execute("bash", "echo hi", 0, -1, &res, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(stat(audit_dir, &st), 0);
         ck_assert(S_ISDIR(st.st_mode));
+        run_result_done(&res);
+}
+END_TEST
+
+/* Every record in the audit folder, by kind; @ret_id gets the last start's id. */
+static void audit_counts(int *ret_start, int *ret_end, int *ret_blocked, char *ret_id,
+                         size_t id_size)
+{
+        char *cmd = xasprintf("cat '%s'/*.jsonl 2>/dev/null", audit_dir);
+        FILE *f = popen(cmd, "r");
+        char line[8192];
+
+        *ret_start = *ret_end = *ret_blocked = 0;
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof(line), f)) {
+                json_object *o = json_tokener_parse(line), *k = NULL, *id = NULL;
+
+                ck_assert_msg(o != NULL, "not JSON: %s", line);
+                ck_assert(json_object_object_get_ex(o, "kind", &k));
+                if (strcmp(json_object_get_string(k), "start") == 0) {
+                        (*ret_start)++;
+                        if (ret_id && json_object_object_get_ex(o, "id", &id))
+                                snprintf(ret_id, id_size, "%s", json_object_get_string(id));
+                } else if (strcmp(json_object_get_string(k), "end") == 0) {
+                        (*ret_end)++;
+                        ck_assert(json_object_object_get_ex(o, "id", &id));
+                        if (ret_id)
+                                ck_assert_str_eq(json_object_get_string(id), ret_id);
+                } else if (strcmp(json_object_get_string(k), "blocked") == 0)
+                        (*ret_blocked)++;
+                json_object_put(o);
+        }
+        pclose(f);
+        free(cmd);
+}
+
+START_TEST(audit_records_per_call)
+{
+        struct run_result res;
+        struct sbx_error err;
+        int start, end, blocked;
+        char id[64] = "";
+
+        need_bash();
+        ck_assert_int_eq(execute("ruby", "x", 0, -1, &res, &err), -EINVAL);
+        audit_counts(&start, &end, &blocked, NULL, 0);
+        ck_assert_int_eq(blocked, 1);
+        ck_assert_int_eq(start + end, 0);
+
+        ck_assert_msg(execute("bash", "echo hi", 0, -1, &res, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(res.audit_note, ""); /* recorded: no audit: line */
+        run_result_done(&res);
+        audit_counts(&start, &end, &blocked, id, sizeof(id));
+        ck_assert_int_eq(start, 1);
+        ck_assert_int_eq(end, 1);
+        ck_assert_int_eq(blocked, 1);
+}
+END_TEST
+
+START_TEST(audit_dir_inside_workspace_blocks_every_call)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        char *flag;
+
+        make_cfg();
+        free(audit_dir);
+        audit_dir = xasprintf("%s/audit", workspace);
+        cfg.audit_dir = audit_dir;
+        ck_assert_int_eq(run_service_new(&cfg, &svc, &err), 0);
+        flag = xasprintf("touch '%s/ran'", workspace);
+        ck_assert_int_lt(execute("bash", flag, 0, -1, &res, &err), 0);
+        ck_assert_ptr_nonnull(strstr(err.msg, "VESTIBULE_AUDIT_DIR"));
+        free(flag);
+        flag = xasprintf("%s/ran", workspace);
+        ck_assert_int_eq(access(flag, F_OK), -1); /* nothing ran */
+        free(flag);
         run_result_done(&res);
 }
 END_TEST
@@ -523,6 +601,12 @@ static Suite *service_suite(void)
         tc = tcase_create("audit");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, valid_config_run_is_audited);
+        tcase_add_test(tc, audit_records_per_call);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("audit_refused");
+        tcase_add_checked_fixture(tc, NULL, teardown);
+        tcase_add_test(tc, audit_dir_inside_workspace_blocks_every_call);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("root");

@@ -28,7 +28,7 @@ give_up() {
 
 modprobe -a 9p 9pnet_virtio virtio_console 2>/dev/null
 mkdir -p "$ctl"
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288,cache=mmap vmctl "$ctl" ||
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap vmctl "$ctl" ||
         give_up "cannot mount the control share (9p tag vmctl): not started by scripts/vm/run.sh?"
 [[ -f $ctl/harness.sh ]] || give_up "no harness.sh on the control share"
 exec bash "$ctl/harness.sh"

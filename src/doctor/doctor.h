@@ -1,0 +1,73 @@
+/* doctor.h - `vestibule-mcp doctor`: what each backend would give on this host right now and
+ * why, every prerequisite checked with the value found, and the grade VESTIBULE_BACKEND=auto
+ * would pick (by the ladder's own rule, ladder_decide()). Also the one-line readiness check that
+ * `setup` ends with. Reads the host; never runs code. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <json-c/json.h>
+
+#include "config/config.h"
+#include "run/backend.h"
+
+enum doctor_status {
+        DOCTOR_OK = 0, /* the prerequisite holds */
+        DOCTOR_INFO,   /* a fact, neither good nor bad */
+        DOCTOR_WARN,   /* works, but weakens a grade or may surprise */
+        DOCTOR_FAIL,   /* the prerequisite does not hold */
+};
+
+struct doctor_check {
+        char name[48];   /* "kernel", "cgroup v2", "landlock" */
+        char value[400]; /* what was found, with the fix when it is not OK */
+        enum doctor_status status;
+};
+
+#define DOCTOR_MAX_CHECKS 24
+
+/* One backend's prerequisites and the probe's verdict. */
+struct doctor_backend {
+        const char *name; /* "native", "container" */
+        bool tried;       /* false: not tried on this build (native off Linux) */
+        struct backend_probe probe;
+        struct doctor_check checks[DOCTOR_MAX_CHECKS];
+        size_t n_checks;
+};
+
+struct doctor_report {
+        struct doctor_check host[DOCTOR_MAX_CHECKS]; /* settings and the user running this */
+        size_t n_host;
+        struct doctor_backend native, container;
+        const char *backend_setting; /* VESTIBULE_BACKEND as set: auto|native|container|naive */
+        bool usable;                 /* a run would execute (with @grade) */
+        const char *picked;          /* "native", "container", "naive" or NULL */
+        char grade[320];             /* the isolation line a run would get */
+        char blocked[1024];          /* when !usable: the Blocked: text */
+};
+
+/**
+ * doctor_collect() - check everything and probe both backends (each through its real probe, in
+ * this process, as the server would) for @cfg.
+ * Return: 0 (the report says what is missing; nothing here fails on a bad host).
+ */
+int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret);
+
+/** doctor_print() - the report as text, one line per check, then the pick. */
+void doctor_print(const struct doctor_report *r, FILE *out);
+
+/** doctor_json() - the report as a new JSON object (caller puts it). */
+json_object *doctor_json(const struct doctor_report *r);
+
+/**
+ * doctor_readiness_line() - load the settings as the server would (this process's
+ * environment) and say in one line whether a run would work: "ready in this terminal's
+ * environment: isolation <grade>", or "Blocked: <fix>".
+ * Return: 0 ready, 1 blocked.
+ */
+int doctor_readiness_line(char *buf, size_t size);
+
+/** doctor_readiness_print() - doctor_readiness_line() printed to @out; setup's last step. */
+int doctor_readiness_print(FILE *out);

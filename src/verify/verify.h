@@ -1,0 +1,85 @@
+/* verify.h - `vestibule-mcp verify`: the leak-detection battery. Each probe is a real attempt
+ * from inside a sandbox, made through the real run path (run_service_execute() with python
+ * code, as a run_code call), with a control from outside showing the attempt could succeed
+ * where nothing stops it. The verdicts are then held against what the run's isolation grade
+ * claims: a boundary the grade claims that did not hold fails the battery.
+ *
+ * The battery never sends a packet off this machine: the off-host TCP connection (to the
+ * documentation address 192.0.2.1) and the DNS lookup are tried only after the sandbox showed
+ * it has no route and no interface but loopback; when it has one, those probes are NOT HELD
+ * without being tried. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <json-c/json.h>
+
+#include "common/error.h"
+#include "config/config.h"
+
+enum verify_verdict {
+        VERIFY_HELD = 0,
+        VERIFY_NOT_HELD,
+        VERIFY_NOT_APPLICABLE, /* the grade claims no such boundary (a degraded limit) */
+        VERIFY_UNTESTED,       /* the attempt or its control could not be made */
+};
+
+/* What a grade claims; a probe is judged only when its claim is made. */
+enum verify_claim {
+        VERIFY_CLAIM_ISOLATION = 0, /* every sandbox grade: filesystem, network, processes */
+        VERIFY_CLAIM_SECCOMP,       /* a seccomp filter ("no seccomp filter" degrades it) */
+        VERIFY_CLAIM_MEMORY,        /* a memory cap */
+        VERIFY_CLAIM_CPU,           /* a CPU quota */
+        VERIFY_CLAIM_PIDS,          /* a process count cap */
+};
+
+#define VERIFY_MAX_PROBES 24
+
+struct verify_probe {
+        const char *id;    /* "key", "shadow", "loopback", ... (stable, for --json) */
+        const char *title; /* "read a planted fake key outside the workspace" */
+        enum verify_claim claim;
+        enum verify_verdict verdict;
+        char detail[400];  /* what the attempt met, and the control */
+};
+
+struct verify_report {
+        char backend[16];  /* the backend the runs went through */
+        char grade[320];   /* the isolation line the runs ended with */
+        bool ran;          /* false: nothing could run (@blocked says why) */
+        char blocked[1024];
+        struct verify_probe probes[VERIFY_MAX_PROBES];
+        size_t n_probes;
+        unsigned held, not_held, not_applicable, untested;
+        bool ok; /* ran, and every probe the grade claims held */
+};
+
+/**
+ * verify_claimed() - does @grade (an isolation line) claim boundary @c? "native" and
+ * "container" claim all; "...-degraded (limits not applied: memory, cpu: ...)" not those
+ * limits; "no seccomp filter" not the seccomp-only ones; "none (...)" nothing.
+ */
+bool verify_claimed(const char *grade, enum verify_claim c);
+
+/** verify_claim_none_text() - "grade claims no memory limit" and the like, for @c. */
+const char *verify_claim_none_text(enum verify_claim c);
+
+/**
+ * verify_run() - run the battery through @cfg's backend choice as the server would (for --all,
+ * pass a copy with ->backend set). Creates and removes its own temporary workspace, planted key
+ * and listener; @cfg's workspace is not touched. Sets a marker variable in this process's
+ * environment (VESTIBULE_VERIFY_MARKER) for the environment probes.
+ * Return: 0 with @ret filled (even when Blocked: then !ret->ran), or -errno with @err when the
+ * battery itself could not be prepared (no temp dir, no listener).
+ */
+int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct sbx_error *err);
+
+/** verify_print() - one line per probe, then the summary line. */
+void verify_print(const struct verify_report *r, FILE *out);
+
+/** verify_json() - the report as a new JSON object. */
+json_object *verify_json(const struct verify_report *r);
+
+/** verify_verdict_word() - "held", "NOT HELD", "not applicable", "not tested". */
+const char *verify_verdict_word(enum verify_verdict v);

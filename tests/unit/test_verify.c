@@ -1,0 +1,293 @@
+/* test_verify.c - the leak-detection battery on this host, through the real run path: native as
+ * the unprivileged user vestibule-test, the container backend on Docker (a root server running
+ * code as vestibule-test), and naive as the control that shows the probes do detect a leak. For
+ * each, the grade the run printed must agree with the battery: every boundary the grade claims
+ * held (a probe failing under a grade that claims it fails the test), and only the limits the
+ * grade disclaims are "not applicable". doctor's pick must print the same grade. */
+#include <check.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "config/config.h"
+#include "doctor/doctor.h"
+#include "engine/engine.h"
+#include "verify/verify.h"
+#include "testutil.h"
+
+#define ROOTFS "/var/tmp/vestibule-images/rootfs"
+#define IMG_PY "vestibule/python:bookworm"
+#define IMG_NODE "vestibule/node:bookworm"
+
+static char *tmp;
+static const char *env_backend, *env_run_as, *env_workspace, *env_audit;
+
+static const char *fake_getenv(const char *k)
+{
+        if (strcmp(k, "VESTIBULE_BACKEND") == 0)
+                return env_backend;
+        if (strcmp(k, "VESTIBULE_ROOTFS_DIR") == 0)
+                return ROOTFS;
+        if (strcmp(k, "VESTIBULE_WORKSPACE") == 0)
+                return env_workspace;
+        if (strcmp(k, "VESTIBULE_AUDIT_DIR") == 0)
+                return env_audit;
+        if (strcmp(k, "VESTIBULE_RUN_AS") == 0)
+                return env_run_as;
+        if (strcmp(k, "VESTIBULE_IMAGE_PYTHON") == 0)
+                return IMG_PY;
+        if (strcmp(k, "VESTIBULE_IMAGE_NODE") == 0)
+                return IMG_NODE;
+        if (strcmp(k, "VESTIBULE_PIDS_MAX") == 0)
+                return "64";
+        if (strcmp(k, "VESTIBULE_CONFIG") == 0)
+                return "/nonexistent/vestibule-test-config.yaml";
+        return NULL;
+}
+
+static void become_test_user(void)
+{
+        struct passwd *pw;
+
+        if (geteuid() != 0)
+                return;
+        pw = getpwnam("vestibule-test");
+        ck_assert(pw != NULL);
+        ck_assert(setgroups(0, NULL) == 0 && setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == 0 &&
+                  setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == 0);
+        setenv("HOME", pw->pw_dir, 1);
+        setenv("TMPDIR", "/tmp", 1);
+}
+
+static struct sbx_config *load(const char *backend)
+{
+        struct sbx_config *c = NULL;
+        struct sbx_error err = {0};
+
+        tmp = sbx_test_tmpdir();
+        chmod(tmp, 0755);
+        env_backend = backend;
+        env_workspace = xasprintf("%s/workspace", tmp);
+        env_audit = xasprintf("%s/audit", tmp);
+        ck_assert_int_eq(config_load_from(fake_getenv, NULL, &c, &err), 0);
+        ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
+        return c;
+}
+
+static void dump(const struct verify_report *r)
+{
+        verify_print(r, stderr);
+}
+
+/* The grade and the battery agree: claimed -> held; not claimed -> not applicable. A CPU
+ * probe may be "not tested" only when its control shows the host is too busy to tell. */
+static void assert_agrees(const struct verify_report *r)
+{
+        ck_assert_msg(r->ran, "nothing ran: %s", r->blocked);
+        for (size_t i = 0; i < r->n_probes; i++) {
+                const struct verify_probe *p = &r->probes[i];
+                bool claimed = verify_claimed(r->grade, p->claim);
+
+                if (!claimed) {
+                        ck_assert_msg(p->verdict == VERIFY_NOT_APPLICABLE,
+                                      "%s: not claimed by '%s' but judged %s", p->id, r->grade,
+                                      verify_verdict_word(p->verdict));
+                        continue;
+                }
+                if (p->claim == VERIFY_CLAIM_CPU && p->verdict == VERIFY_UNTESTED &&
+                    strstr(p->detail, "too busy")) {
+                        fprintf(stderr, "note: %s\n", p->detail);
+                        continue;
+                }
+                if (p->verdict != VERIFY_HELD)
+                        dump(r);
+                ck_assert_msg(p->verdict == VERIFY_HELD, "'%s' claims it, but %s: %s: %s",
+                              r->grade, p->id, verify_verdict_word(p->verdict), p->detail);
+        }
+        ck_assert_uint_eq(r->not_held, 0);
+}
+
+/* doctor, for the same settings, must pick the same grade the runs printed. */
+static void assert_doctor_agrees(const struct sbx_config *c, const struct verify_report *r)
+{
+        _cleanup_free_ struct doctor_report *d = xcalloc(1, sizeof(*d));
+
+        doctor_collect(c, d);
+        ck_assert_msg(d->usable, "doctor says Blocked: %s", d->blocked);
+        ck_assert_str_eq(d->picked, r->backend);
+        ck_assert_str_eq(d->grade, r->grade);
+}
+
+START_TEST(native_as_test_user)
+{
+        _cleanup_free_ struct verify_report *r = xcalloc(1, sizeof(*r));
+        struct sbx_config *c;
+        struct sbx_error err = {0};
+
+        become_test_user();
+        c = load("native");
+        ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);
+        dump(r);
+        ck_assert_str_eq(r->backend, "native");
+        ck_assert(strncmp(r->grade, "native", 6) == 0);
+        assert_agrees(r);
+        /* the isolation probes are all claimed by any native grade, and all held */
+        ck_assert_int_eq(r->probes[0].verdict, VERIFY_HELD);
+        assert_doctor_agrees(c, r);
+        config_free(c);
+}
+END_TEST
+
+START_TEST(container_on_docker)
+{
+        _cleanup_free_ struct verify_report *r = xcalloc(1, sizeof(*r));
+        struct sbx_config *c;
+        struct sbx_error err = {0};
+
+        env_run_as = geteuid() == 0 ? "2000:2000" : NULL;
+        setenv("DOCKER_HOST", "unix:///var/run/docker.sock", 1);
+        c = load("container");
+        if (geteuid() == 0)
+                ck_assert_int_eq(chown(env_workspace, 2000, 2000) == 0 || errno == ENOENT, 1);
+        ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);
+        dump(r);
+        ck_assert_str_eq(r->backend, "container");
+        ck_assert(strncmp(r->grade, "container", 9) == 0);
+        assert_agrees(r);
+        /* a full container grade claims the memory cap: it was tried, and held */
+        if (verify_claimed(r->grade, VERIFY_CLAIM_MEMORY))
+                ck_assert_int_eq(r->probes[17].verdict, VERIFY_HELD);
+        assert_doctor_agrees(c, r);
+        config_free(c);
+}
+END_TEST
+
+/* The control: with no isolation the same probes get through, which shows they can fail. */
+START_TEST(naive_leaks_are_seen)
+{
+        _cleanup_free_ struct verify_report *r = xcalloc(1, sizeof(*r));
+        struct sbx_config *c;
+        struct sbx_error err = {0};
+
+        become_test_user();
+        c = load("naive");
+        ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);
+        dump(r);
+        ck_assert(strncmp(r->grade, "none", 4) == 0);
+        for (size_t i = 0; i < r->n_probes; i++) {
+                const struct verify_probe *p = &r->probes[i];
+
+                ck_assert_int_eq(p->verdict, VERIFY_NOT_APPLICABLE);
+                if (strcmp(p->id, "key") == 0)
+                        ck_assert_msg(strstr(p->detail, "measured: read"), "%s", p->detail);
+                if (strcmp(p->id, "loopback") == 0)
+                        ck_assert_msg(strstr(p->detail, "measured: connected to 127.0.0.1"), "%s",
+                                      p->detail);
+                if (strcmp(p->id, "hostproc") == 0)
+                        ck_assert_msg(strstr(p->detail, "marked host process"), "%s", p->detail);
+                if (strcmp(p->id, "route") == 0 && strstr(p->detail, "measured: only loopback"))
+                        ck_abort_msg("the host has routes but the probe saw none: %s", p->detail);
+                /* the host has a route: nothing may have been sent off it */
+                if (strcmp(p->id, "offhost") == 0 || strcmp(p->id, "dns") == 0)
+                        ck_assert_msg(strstr(p->detail, "not tried: a route exists"), "%s",
+                                      p->detail);
+        }
+        ck_assert_uint_eq(r->not_applicable, r->n_probes);
+        config_free(c);
+}
+END_TEST
+
+static const char *native_missing(void)
+{
+        struct stat st;
+
+        if (stat(ROOTFS "/python/usr/bin/python3", &st) < 0 ||
+            stat(ROOTFS "/node/usr/bin/node", &st) < 0)
+                return "no rootfs trees at " ROOTFS;
+        if (geteuid() == 0 && !getpwnam("vestibule-test"))
+                return "running as root and there is no user vestibule-test "
+                       "(scripts/ci-user.sh creates it)";
+        return NULL;
+}
+
+static bool host_has_route(void)
+{
+        _cleanup_free_ char *buf = xmalloc(8192);
+        FILE *f = fopen("/proc/net/route", "re");
+        size_t n = f ? fread(buf, 1, 8191, f) : 0;
+
+        if (f)
+                fclose(f);
+        buf[n] = '\0';
+        return strchr(buf, '\n') && strchr(strchr(buf, '\n') + 1, '\n');
+}
+
+static const char *docker_missing(void)
+{
+        static char why[1100];
+        struct sbx_config c = {.runtime = SBX_RUNTIME_DOCKER};
+        struct engine_conn conn = {0};
+        struct sbx_error err = {0};
+        char mark[8];
+
+        if (geteuid() != 0 && !getgrnam("docker"))
+                return "not root and no docker group";
+        if (geteuid() == 0 && !getpwnam("vestibule-test"))
+                return "running as root and there is no user vestibule-test";
+        setenv("DOCKER_HOST", "unix:///var/run/docker.sock", 1);
+        if (engine_connect(&c, engine_env_getenv, &conn, &err) < 0) {
+                snprintf(why, sizeof(why), "Docker: %s", err.msg);
+                return why;
+        }
+        if (engine_image_label(&conn, IMG_PY, "vestibule.image", mark, sizeof(mark), &err) < 0 ||
+            engine_image_label(&conn, IMG_NODE, "vestibule.image", mark, sizeof(mark), &err) < 0) {
+                snprintf(why, sizeof(why), "Docker images: %s", err.msg);
+                return why;
+        }
+        return NULL;
+}
+
+int main(void)
+{
+        const char *must = getenv("SBX_TEST_MUST_RUN");
+        bool strict = must && strcmp(must, "1") == 0;
+        const char *nm = native_missing(), *dm = docker_missing();
+        Suite *s = suite_create("verify");
+        TCase *tc;
+
+        if (nm && dm)
+                sbx_test_skip(nm);
+        if (strict && (nm || dm))
+                sbx_test_skip(nm ? nm : dm);
+        if (!nm) {
+                tc = tcase_create("native");
+                tcase_set_timeout(tc, 180);
+                tcase_add_test(tc, native_as_test_user);
+                suite_add_tcase(s, tc);
+                /* the naive control needs python3 on the host and a route to contrast with */
+                if (access("/usr/bin/python3", X_OK) == 0 && host_has_route()) {
+                        tc = tcase_create("naive_control");
+                        tcase_set_timeout(tc, 120);
+                        tcase_add_test(tc, naive_leaks_are_seen);
+                        suite_add_tcase(s, tc);
+                }
+        } else {
+                fprintf(stderr, "note: native not verified: %s\n", nm);
+        }
+        if (!dm) {
+                tc = tcase_create("docker");
+                tcase_set_timeout(tc, 240);
+                tcase_add_test(tc, container_on_docker);
+                suite_add_tcase(s, tc);
+        } else {
+                fprintf(stderr, "note: container not verified: %s\n", dm);
+        }
+        return sbx_test_run(s);
+}
