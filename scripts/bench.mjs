@@ -281,7 +281,7 @@ const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout
 for (const [k, s] of Object.entries(servers)) {
     const lines = s.trace.slice(traceMark[k]);
     const phases = {};
-    for (const t of lines) (phases[t.phase] ??= []).push(t.us);
+    for (const t of lines) (phases[t.backend === 'service' ? `service.${t.phase}` : t.phase] ??= []).push(t.us);
     report.breakdown[k] = { isolation: s.isolation, runs: phases.total?.length ?? 0, median_us: Object.fromEntries(Object.entries(phases).map(([p, v]) => [p, median(v)])) };
     const runs = samples[cases.filter((c) => c.server === k).map((c) => c.key)[0]]?.length ?? 0;
     const nCases = cases.filter((c) => c.server === k).length;
