@@ -14,6 +14,7 @@
 #include "audit/audit.h"
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/xalloc.h"
 #include "run/ladder.h"
 #include "run/warden.h"
@@ -279,9 +280,14 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
             .progress_userdata = call->progress_userdata,
         };
 
+        /* The timing trace (VESTIBULE_TRACE=timing): the service's own share of a run. */
+        struct sbx_trace trace;
+        sbx_trace_begin(&trace, cfg->trace_timing, "service");
         audit_start(s->audit, lang, timeout_s, b->ops->name, call->code, call->code_len, id, note,
                     sizeof(note));
+        sbx_trace_lap(&trace, "audit_start");
         r = b->ops->run(b, &req, res, err);
+        sbx_trace_lap(&trace, "backend_run");
         if (r < 0) {
                 /* Nothing was shown to run: the backend's state may have changed under us. */
                 ladder_invalidate(s->ladder, b);
@@ -299,6 +305,7 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                 audit_end(s->audit, id, res, end_note, sizeof(end_note));
                 join_note(note, sizeof(note), end_note);
         }
+        sbx_trace_lap(&trace, "audit_end");
         snprintf(res->audit_note, sizeof(res->audit_note), "%s", note);
         slot_release(s);
         if (r < 0 && note[0])

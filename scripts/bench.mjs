@@ -1,0 +1,384 @@
+#!/usr/bin/env node
+// bench.mjs - issue 7's benchmark suite, driven by scripts/bench (read its --help first).
+//
+// One run measures, on this machine at this moment, each case as sequential samples after a
+// warm-up, interleaved round-robin so that a change of load on a shared machine hits every
+// case alike:
+//   floor    the rootfs's own interpreter, bare: chroot --userspec=UID:GID ROOTFS python3 -c ...
+//   bwrap    bubblewrap --unshare-all over the same rootfs, as the unprivileged user
+//   docker   `docker run --rm` with our flags, same image, same engine
+//   podman   `podman run --rm` likewise (rootful CLI: the same storage as the rootful socket)
+//   ours     run_code through vestibule-mcp, timed at the client from the request's first byte
+//            to the response's last, per backend (native, container on Docker, on Podman), and
+//            `vestibule-mcp run` as a process
+// then scaling (concurrency 1/2/4/8: runs/s and p95; output 1 KiB..10 MiB: time and server
+// RSS; code size up to the max), the server's footprint (VmRSS idle and with 4 runs in
+// flight, VmHWM, CPU per run from /proc/PID/stat), and the per-phase breakdown parsed from
+// the servers' VESTIBULE_TRACE=timing lines.
+//
+// The MCP client is a plain JSON-RPC-over-stdio driver written here (newline-delimited
+// frames), not the SDK: less client overhead in the numbers. Nothing leaves the machine: the
+// servers and engines are local, the sandboxes have no network. Every loop is bounded by a
+// count, every request by a deadline.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values: opt } = parseArgs({
+    options: {
+        bin: { type: 'string' },
+        runs: { type: 'string' },
+        warmup: { type: 'string' },
+        out: { type: 'string' },
+        quick: { type: 'boolean', default: false },
+        only: { type: 'string' },
+        rootfs: { type: 'string', default: process.env.VESTIBULE_ROOTFS_DIR || '/var/tmp/vestibule-images/rootfs' },
+        user: { type: 'string', default: 'vestibule-test' },
+        'image-python': { type: 'string', default: 'vestibule/python:bookworm' },
+        'image-node': { type: 'string', default: 'vestibule/node:bookworm' },
+        'docker-host': { type: 'string', default: 'unix:///var/run/docker.sock' },
+        'podman-host': { type: 'string', default: 'unix:///run/podman/podman.sock' },
+    },
+});
+const QUICK = opt.quick;
+const RUNS = Number(opt.runs ?? (QUICK ? 10 : 50));
+const WARMUP = Number(opt.warmup ?? (QUICK ? 2 : 5));
+const BIN = opt.bin;
+const ROOTFS = opt.rootfs;
+const only = opt.only ? new Set(opt.only.split(',')) : null;
+const want = (k) => !only || only.has(k);
+if (!BIN) throw new Error('pass --bin (scripts/bench does)');
+if (!(RUNS >= 1 && RUNS <= 10000 && WARMUP >= 0 && WARMUP <= 1000)) throw new Error('--runs 1..10000, --warmup 0..1000');
+
+const isRoot = process.getuid() === 0;
+let UID = process.getuid(), GID = process.getgid();
+if (isRoot) {
+    const r = spawnSync('id', ['-u', opt.user], { encoding: 'utf8' });
+    const g = spawnSync('id', ['-g', opt.user], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`as root the bench runs code as '${opt.user}', which does not exist (scripts/ci-user.sh creates it)`);
+    UID = Number(r.stdout); GID = Number(g.stdout);
+}
+// An unprivileged process: as root, through setpriv (one exec, like chroot's for the floor).
+const asUser = (argv) => (isRoot ? ['setpriv', `--reuid=${UID}`, `--regid=${GID}`, '--clear-groups', '--', ...argv] : argv);
+const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'vst-bench-'));
+fs.chmodSync(tmp, 0o755);
+const ws = path.join(tmp, 'ws');
+fs.mkdirSync(ws, { mode: 0o700 });
+if (isRoot) fs.chownSync(ws, UID, GID);
+
+// ---- statistics ------------------------------------------------------------------------
+const pct = (s, p) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+function stats(ms) {
+    const s = [...ms].sort((a, b) => a - b);
+    if (!s.length) return null;
+    return { n: s.length, p50_ms: +pct(s, 50).toFixed(2), p95_ms: +pct(s, 95).toFixed(2), min_ms: +s[0].toFixed(2), max_ms: +s.at(-1).toFixed(2) };
+}
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.floor((s.length - 1) / 2)] : null; };
+
+// ---- processes ----------------------------------------------------------------------------
+function runProc(argv, expect, env) {
+    const t0 = performance.now();
+    const r = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', env: env ?? { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' }, timeout: 120000, maxBuffer: 1 << 20 });
+    const ms = performance.now() - t0;
+    if (r.status !== 0 || !expect.test(r.stdout)) throw new Error(`${argv.join(' ')} failed (status ${r.status}): ${r.stdout.slice(0, 300)} ${String(r.stderr).slice(0, 600)}`);
+    return ms;
+}
+
+// ---- the MCP driver ---------------------------------------------------------------------
+class Server {
+    constructor(name, argv, env, { uid } = {}) {
+        this.name = name;
+        this.child = spawn(argv[0], argv.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
+        this.pending = new Map();
+        this.nextId = 1;
+        this.buf = '';
+        this.errbuf = '';
+        this.trace = []; // {run, phase, us}
+        this.child.stdout.setEncoding('utf8');
+        this.child.stdout.on('data', (d) => {
+            this.buf += d;
+            let i;
+            while ((i = this.buf.indexOf('\n')) >= 0) {
+                const line = this.buf.slice(0, i);
+                this.buf = this.buf.slice(i + 1);
+                if (!line.trim()) continue;
+                const msg = JSON.parse(line);
+                const p = this.pending.get(msg.id);
+                if (p) { this.pending.delete(msg.id); p(msg); }
+            }
+        });
+        this.child.stderr.setEncoding('utf8');
+        this.child.stderr.on('data', (d) => {
+            this.errbuf += d;
+            let i;
+            while ((i = this.errbuf.indexOf('\n')) >= 0) {
+                const line = this.errbuf.slice(0, i);
+                this.errbuf = this.errbuf.slice(i + 1);
+                const m = /trace run=(\d+) backend=(\S+) phase=(\S+) us=(\d+)/.exec(line);
+                if (m) this.trace.push({ run: +m[1], backend: m[2], phase: m[3], us: +m[4] });
+                else if (/error|warning/.test(line)) process.stderr.write(`[${name}] ${line}\n`);
+            }
+        });
+        this.exited = new Promise((res) => this.child.on('exit', res));
+    }
+    get pid() { return this.child.pid; }
+    request(method, params, timeoutMs = 120000) {
+        const id = this.nextId++;
+        const line = JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n';
+        return new Promise((resolve, reject) => {
+            const t = setTimeout(() => { this.pending.delete(id); reject(new Error(`${this.name}: ${method} timed out`)); }, timeoutMs);
+            this.pending.set(id, (msg) => { clearTimeout(t); resolve(msg); });
+            this.child.stdin.write(line);
+        });
+    }
+    async init() {
+        const r = await this.request('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'vestibule-bench', version: '1' } }, 30000);
+        if (r.error) throw new Error(`${this.name}: initialize: ${JSON.stringify(r.error)}`);
+        this.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n');
+    }
+    // run_code; returns {ms, text}; throws unless @expect matches the stdout part.
+    async run(language, code, expect = /^stdout:\n1\n/, timeoutS = 30, allowError = false) {
+        const t0 = performance.now();
+        const r = await this.request('tools/call', { name: 'run_code', arguments: { language, code, timeout_seconds: timeoutS } });
+        const ms = performance.now() - t0;
+        const text = (r.result?.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+        if (r.error || (r.result?.isError && !allowError) || (expect && !expect.test(text))) throw new Error(`${this.name}: run_code ${language} did not run cleanly:\n${r.error ? JSON.stringify(r.error) : text.slice(0, 200) + ' ... ' + text.slice(-400)}`);
+        const iso = /\nisolation: ([^\n]+)\s*$/.exec(text);
+        if (iso) this.isolation = iso[1];
+        return { ms, text };
+    }
+    status() {
+        const s = fs.readFileSync(`/proc/${this.pid}/status`, 'utf8');
+        const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? NaN);
+        return { rss_kib: kb('VmRSS'), rss_anon_kib: kb('RssAnon'), rss_file_kib: kb('RssFile'), hwm_kib: kb('VmHWM'), threads: Number(/^Threads:\s+(\d+)/m.exec(s)?.[1]) };
+    }
+    cpuTicks() {
+        const st = fs.readFileSync(`/proc/${this.pid}/stat`, 'utf8');
+        const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+        return Number(f[11]) + Number(f[12]); // utime + stime, the server's own threads only
+    }
+    async close() {
+        this.child.stdin.end();
+        const t = setTimeout(() => this.child.kill('SIGKILL'), 10000);
+        await this.exited;
+        clearTimeout(t);
+    }
+}
+
+const baseEnv = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8', VESTIBULE_TRACE: 'timing', VESTIBULE_LOG_LEVEL: 'warning' };
+let nServers = 0;
+function serverEnv(backend, extra = {}) {
+    const dir = path.join(tmp, `srv${nServers++}`);
+    fs.mkdirSync(dir, { mode: 0o755 });
+    const env = { ...baseEnv, HOME: dir, VESTIBULE_BACKEND: backend, VESTIBULE_WORKSPACE: ws, VESTIBULE_AUDIT_DIR: path.join(dir, 'audit'), VESTIBULE_ROOTFS_DIR: ROOTFS, VESTIBULE_IMAGE_PYTHON: opt['image-python'], VESTIBULE_IMAGE_NODE: opt['image-node'], XDG_CONFIG_HOME: path.join(dir, 'xdg'), ...extra };
+    if (isRoot && backend === 'native') fs.chownSync(dir, UID, GID);
+    return env;
+}
+// The native server runs as the unprivileged user (how it is deployed); a root server would
+// need VESTIBULE_RUN_AS. Container servers run as root with VESTIBULE_RUN_AS (the engine
+// sockets are root's), code as the unprivileged user.
+async function startServer(name, backend, extra = {}) {
+    const env = serverEnv(backend, extra);
+    let argv = [BIN];
+    if (backend === 'native' && isRoot) argv = asUser(argv);
+    else if (isRoot) env.VESTIBULE_RUN_AS = `${UID}:${GID}`;
+    const s = new Server(name, argv, env);
+    await s.init();
+    return s;
+}
+
+// ---- cases --------------------------------------------------------------------------------
+const PY = ['python3', '-c', 'print(1)'];
+const NODE = ['node', '-e', 'console.log(1)'];
+const BASH = ['bash', '-c', 'echo 1'];
+const CODE = { python: 'print(1)', node: 'console.log(1)', bash: 'echo 1' };
+const one = /^1\n/;
+const langs = QUICK ? ['python'] : ['python', 'node', 'bash'];
+const rootfsOf = (l) => path.join(ROOTFS, l === 'node' ? 'node' : 'python');
+const interp = { python: PY, node: NODE, bash: BASH };
+
+const cases = []; // {key, label, fn: async () => ms}
+const skipped = {};
+const notes = [];
+const servers = {};
+
+for (const l of langs) {
+    if (!want('floor')) break;
+    if (isRoot) cases.push({ key: `floor_${l}`, label: `floor: chroot ${interp[l][0]}`, fn: async () => runProc(['chroot', `--userspec=${UID}:${GID}`, '--groups=', rootfsOf(l), ...interp[l]], one) });
+    else skipped[`floor_${l}`] = 'chroot needs root: run scripts/bench as root for the floor';
+}
+if (want('bwrap')) {
+    if (have('bwrap')) for (const l of langs) cases.push({ key: `bwrap_${l}`, label: `bwrap --unshare-all ${interp[l][0]}`, fn: async () => runProc(asUser(['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--ro-bind', rootfsOf(l), '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--chdir', '/tmp', ...interp[l]]), one) });
+    else skipped.bwrap = 'bwrap not installed (apt-get install bubblewrap)';
+}
+
+const DOCKER_FLAGS = (img, cli) => ['run', '--rm', '--network', 'none', '--ipc', 'none', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '--read-only', '--tmpfs', '/tmp:rw,nosuid,nodev,size=64m', '--user', `${UID}:${GID}`, '--memory', '256m', '--memory-swap', '256m', '--cpus', '0.75', '--pids-limit', '128', '--ulimit', 'nofile=1024:1024', '--init', '-v', `${ws}:/workspace`, '-w', '/workspace', ...(cli === 'podman' ? ['--userns', 'host'] : []), img, 'timeout', '--kill-after=1', '10', ...PY];
+const engineUp = (host) => spawnSync('curl', ['-sf', '--max-time', '5', '--unix-socket', host.replace('unix://', ''), 'http://x/_ping']).status === 0;
+
+async function addServerCases() {
+    if (want('native')) {
+        try {
+            servers.native = await startServer('native', 'native');
+            servers.native.idle = servers.native.status();
+            servers.native.cpu0 = servers.native.cpuTicks();
+            for (const l of langs) cases.push({ key: `ours_native_${l}`, label: `ours: native run_code ${l}`, server: 'native', fn: async () => (await servers.native.run(l, CODE[l])).ms });
+        } catch (e) { skipped.native = String(e.message).slice(0, 400); }
+        if (!skipped.native) cases.push({ key: 'ours_native_run_process', label: 'ours: vestibule-mcp run (process)', fn: async () => runProc(isRoot ? asUser([BIN, 'run', '--language', 'python', '-c', 'print(1)']) : [BIN, 'run', '--language', 'python', '-c', 'print(1)'], /^stdout:\n1\n/, serverEnv('native', { VESTIBULE_TRACE: 'off' })) });
+    }
+    if (!isRoot) {
+        skipped.containers = 'the engines\' sockets are root\'s here: run scripts/bench as root for docker/podman';
+        return;
+    }
+    for (const [eng, host, runtime] of [['docker', opt['docker-host'], 'docker'], ['podman', opt['podman-host'], 'podman']]) {
+        if (!want(eng)) continue;
+        if (!engineUp(host)) { skipped[eng] = `no engine answering at ${host} (scripts/start-engines.sh)`; continue; }
+        try {
+            servers[eng] = await startServer(`container-${eng}`, 'container', { DOCKER_HOST: host, VESTIBULE_RUNTIME: runtime });
+            servers[eng].cpu0 = servers[eng].cpuTicks();
+            cases.push({ key: `ours_container_${eng}_python`, label: `ours: container (${eng}) run_code`, server: eng, fn: async () => (await servers[eng].run('python', CODE.python)).ms });
+        } catch (e) { skipped[`ours_container_${eng}`] = String(e.message).slice(0, 400); }
+        if (have(eng)) {
+            const env = { ...baseEnv, HOME: tmp };
+            if (eng === 'docker') env.DOCKER_HOST = host;
+            cases.push({ key: `peer_${eng}_cli_python`, label: `${eng} run --rm (CLI)`, fn: async () => runProc([eng, ...DOCKER_FLAGS(opt['image-python'], eng)], one, env) });
+        } else skipped[`peer_${eng}_cli`] = `no ${eng} CLI`;
+    }
+}
+
+// ---- main ---------------------------------------------------------------------------------
+const report = {
+    what: 'issue 7 benchmark: print(1) per case, sequential, interleaved round-robin, after a warm-up',
+    date: new Date().toISOString(), commit: process.env.BENCH_COMMIT || null, quick: QUICK, runs: RUNS, warmup: WARMUP,
+    driver: 'plain JSON-RPC over stdio (newline-delimited), node ' + process.version,
+    host: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model, kernel: os.release(), mem_mib: Math.round(os.totalmem() / 1048576), loadavg_before: os.loadavg().map((x) => +x.toFixed(2)) },
+    latency: {}, ratios: {}, breakdown: {}, scaling: {}, footprint: {}, skipped, notes,
+};
+const t_begin = performance.now();
+const progress = (m) => process.stderr.write(`bench: ${((performance.now() - t_begin) / 1000).toFixed(1)} s: ${m}\n`);
+await addServerCases();
+
+// warm-up, then RUNS rounds of every case in turn
+const samples = Object.fromEntries(cases.map((c) => [c.key, []]));
+// A case that fails is dropped from the run with its reason (a slow engine must not sink the
+// rest); it is listed under "skipped".
+async function sample(c) {
+    if (c.dead) return null;
+    try { return await c.fn(); } catch (e) { c.dead = true; skipped[c.key] = `failed: ${String(e.message).slice(0, 400)}`; return null; }
+}
+progress(`warm-up and ${RUNS} rounds of ${cases.length} cases`);
+for (let i = 0; i < WARMUP; i++) for (const c of cases) await sample(c);
+const traceMark = Object.fromEntries(Object.entries(servers).map(([k, s]) => [k, s.trace.length]));
+const cpuMark = Object.fromEntries(Object.entries(servers).map(([k, s]) => [k, s.cpuTicks()]));
+for (let i = 0; i < RUNS; i++) for (const c of cases) { const ms = await sample(c); if (ms !== null) samples[c.key].push(ms); }
+for (const c of cases) if (!c.dead) report.latency[c.key] = { label: c.label, ...stats(samples[c.key]) };
+
+// breakdown: median µs per phase over the measured runs, from the trace lines
+const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
+for (const [k, s] of Object.entries(servers)) {
+    const lines = s.trace.slice(traceMark[k]);
+    const phases = {};
+    for (const t of lines) (phases[t.backend === 'service' ? `service.${t.phase}` : t.phase] ??= []).push(t.us);
+    report.breakdown[k] = { isolation: s.isolation, runs: phases.total?.length ?? 0, median_us: Object.fromEntries(Object.entries(phases).map(([p, v]) => [p, median(v)])) };
+    const runs = samples[cases.filter((c) => c.server === k).map((c) => c.key)[0]]?.length ?? 0;
+    const nCases = cases.filter((c) => c.server === k).length;
+    report.footprint[k] = { cpu_ms_per_run: +(((s.cpuTicks() - cpuMark[k]) / HZ) * 1000 / Math.max(1, runs * nCases)).toFixed(2), rss_kib_after_latency: s.status().rss_kib, hwm_kib: s.status().hwm_kib };
+}
+if (servers.native) report.footprint.native.rss_kib_idle_before_first_run = servers.native.idle.rss_kib;
+
+const L = report.latency;
+const ratio = (a, b) => (L[a] && L[b] ? { p50: +(L[a].p50_ms / L[b].p50_ms).toFixed(2), p95: +(L[a].p95_ms / L[b].p95_ms).toFixed(2) } : null);
+for (const l of langs) {
+    report.ratios[`native_${l}_vs_bwrap`] = ratio(`ours_native_${l}`, `bwrap_${l}`);
+    report.ratios[`native_${l}_vs_floor`] = ratio(`ours_native_${l}`, `floor_${l}`);
+    if (L[`ours_native_${l}`] && L[`floor_${l}`]) report.ratios[`native_${l}_overhead_over_floor_p50_ms`] = +(L[`ours_native_${l}`].p50_ms - L[`floor_${l}`].p50_ms).toFixed(2);
+    report.ratios[`bwrap_${l}_vs_floor`] = ratio(`bwrap_${l}`, `floor_${l}`);
+}
+report.ratios.container_docker_vs_docker_cli = ratio('ours_container_docker_python', 'peer_docker_cli_python');
+report.ratios.container_podman_vs_podman_cli = ratio('ours_container_podman_python', 'peer_podman_cli_python');
+report.ratios.run_process_vs_native_run_code = ratio('ours_native_run_process', 'ours_native_python');
+
+// ---- scaling and footprint on a fresh native server ---------------------------------------
+if (servers.native && want('scaling')) {
+    progress('scaling and footprint (native)');
+    const s = await startServer('native-scaling', 'native', { VESTIBULE_MAX_CONCURRENT: '8', VESTIBULE_TRACE: 'off' });
+    { const st = s.status(); report.footprint.native_fresh = { rss_kib_idle: st.rss_kib, rss_anon_kib_idle: st.rss_anon_kib, rss_file_kib_idle: st.rss_file_kib, threads_idle: st.threads }; }
+    await s.run('python', 'print(1)');
+    report.footprint.native_fresh.rss_kib_idle_after_one_run = s.status().rss_kib;
+    // concurrency: K clients, each a bounded number of sequential runs
+    const per = QUICK ? 5 : 15;
+    report.scaling.concurrency = {};
+    for (const k of QUICK ? [1, 4] : [1, 2, 4, 8]) {
+        progress(`concurrency ${k}`);
+        const lat = [];
+        const t0 = performance.now();
+        await Promise.all(Array.from({ length: k }, async () => { for (let i = 0; i < per; i++) lat.push((await s.run('python', 'print(1)')).ms); }));
+        const secs = (performance.now() - t0) / 1000;
+        report.scaling.concurrency[k] = { runs: lat.length, runs_per_s: +(lat.length / secs).toFixed(1), ...stats(lat) };
+    }
+    // 4 runs in flight: sample RSS while they sleep
+    progress('4 in flight');
+    const inflight = Array.from({ length: 4 }, () => s.run('python', 'import time; time.sleep(1.5); print(1)'));
+    await new Promise((r) => setTimeout(r, 900));
+    const mid = s.status();
+    await Promise.all(inflight);
+    report.footprint.native_fresh.rss_kib_4_in_flight = mid.rss_kib;
+    report.footprint.native_fresh.rss_anon_kib_4_in_flight = mid.rss_anon_kib;
+    report.footprint.native_fresh.threads_4_in_flight = mid.threads;
+    // output size: time and server RSS per size, past the cap too
+    report.scaling.output = {};
+    progress('output sizes');
+    for (const n of QUICK ? [1024, 10485760] : [1024, 16384, 65536, 1048576, 10485760]) {
+        const lat = [];
+        for (let i = 0; i < (QUICK ? 2 : 5); i++) lat.push((await s.run('python', `import sys; sys.stdout.write('x' * ${n}); sys.stdout.flush()`, /^stdout:\nx{1000}/, 30, true)).ms);
+        const st = s.status();
+        report.scaling.output[n] = { ...stats(lat), server_rss_kib: st.rss_kib, server_hwm_kib: st.hwm_kib };
+    }
+    // code size: print(1) after a comment, up to the 262144-byte default maximum
+    report.scaling.code = {};
+    progress('code sizes');
+    for (const n of QUICK ? [1024, 262144] : [1024, 16384, 65536, 262144]) {
+        const code = '#' + 'x'.repeat(n - 11) + '\nprint(1)\n';
+        const lat = [];
+        for (let i = 0; i < (QUICK ? 2 : 5); i++) lat.push((await s.run('python', code)).ms);
+        report.scaling.code[n] = stats(lat);
+    }
+    report.footprint.native_fresh.hwm_kib_end = s.status().hwm_kib;
+    await s.close();
+}
+for (const s of Object.values(servers)) await s.close();
+report.host.loadavg_after = os.loadavg().map((x) => +x.toFixed(2));
+report.total_s = +((performance.now() - t_begin) / 1000).toFixed(1);
+report.samples_ms = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, v.map((x) => +x.toFixed(2))]));
+
+const out = opt.out || `bench-${report.date.replace(/[:.]/g, '-')}.json`;
+fs.writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
+fs.rmSync(tmp, { recursive: true, force: true });
+
+// ---- the table ------------------------------------------------------------------------------
+const pad = (s, n) => String(s).padEnd(n);
+const lpad = (s, n) => String(s ?? '-').padStart(n);
+console.log(`vestibule bench: ${RUNS} runs per case after ${WARMUP} warm-up, interleaved; ${report.host.cpus} CPUs, load ${report.host.loadavg_before.join(' ')} -> ${report.host.loadavg_after.join(' ')}`);
+console.log(`${pad('case', 44)}${lpad('p50 ms', 10)}${lpad('p95 ms', 10)}`);
+for (const [k, v] of Object.entries(L)) console.log(`${pad(v.label, 44)}${lpad(v.p50_ms, 10)}${lpad(v.p95_ms, 10)}`);
+console.log('\nratios (p50 / p95)');
+for (const [k, v] of Object.entries(report.ratios)) if (v !== null && v !== undefined) console.log(`${pad(k, 44)}${typeof v === 'object' ? `${lpad(v.p50, 10)}${lpad(v.p95, 10)}` : lpad(v, 10)}`);
+for (const [k, b] of Object.entries(report.breakdown)) {
+    console.log(`\nbreakdown ${k} (median us over ${b.runs} runs; isolation: ${b.isolation})`);
+    for (const [p, us] of Object.entries(b.median_us)) console.log(`  ${pad(p, 40)}${lpad(us, 10)}`);
+}
+if (report.scaling.concurrency) {
+    console.log('\nconcurrency (native)        runs/s    p50 ms    p95 ms');
+    for (const [k, v] of Object.entries(report.scaling.concurrency)) console.log(`  ${pad(k, 24)}${lpad(v.runs_per_s, 10)}${lpad(v.p50_ms, 10)}${lpad(v.p95_ms, 10)}`);
+    console.log('output bytes (native)       p50 ms   rss KiB   hwm KiB');
+    for (const [k, v] of Object.entries(report.scaling.output)) console.log(`  ${pad(k, 24)}${lpad(v.p50_ms, 10)}${lpad(v.server_rss_kib, 10)}${lpad(v.server_hwm_kib, 10)}`);
+    console.log('code bytes (native)         p50 ms');
+    for (const [k, v] of Object.entries(report.scaling.code)) console.log(`  ${pad(k, 24)}${lpad(v.p50_ms, 10)}`);
+}
+console.log('\nfootprint');
+for (const [k, v] of Object.entries(report.footprint)) console.log(`  ${pad(k, 24)}${Object.entries(v).map(([a, b]) => `${a}=${b}`).join(' ')}`);
+for (const [k, v] of Object.entries(skipped)) console.log(`skipped ${k}: ${v}`);
+console.log(`\n${report.total_s} s; written: ${out}`);
