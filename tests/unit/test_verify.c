@@ -111,9 +111,16 @@ static int count_marked(void)
                 len = fread(buf, 1, sizeof(buf) - 1, f);
                 fclose(f);
                 buf[len] = '\0';
-                if (memmem(buf, len, "vestibule-host-", 15) ||
-                    memmem(buf, len, "vestibule-daemon-", 17))
-                        n++;
+                /* an argument that is exactly a marker: the prefix and 24 hex digits */
+                for (char *a = buf; a < buf + len; a += strlen(a) + 1) {
+                        const char *h = strncmp(a, "vestibule-host-", 15) == 0     ? a + 15
+                                        : strncmp(a, "vestibule-daemon-", 17) == 0 ? a + 17
+                                                                                   : NULL;
+                        if (h && strlen(h) == 24 && strspn(h, "0123456789abcdef") == 24) {
+                                n++;
+                                break;
+                        }
+                }
         }
         return n;
 }
