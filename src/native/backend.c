@@ -235,7 +235,8 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
         if (!kernel_at_least(5, 9)) {
                 native_strf(p.blocked, sizeof(p.blocked),
                             "native isolation needs Linux 5.9 or later (close_range): upgrade the "
-                            "kernel, or use VESTIBULE_BACKEND=container");
+                            "kernel and reboot, or use the container backend "
+                            "(VESTIBULE_BACKEND=container, then restart the server)");
                 goto done;
         }
         if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v != 0) {

@@ -306,12 +306,16 @@ static int bait_make(const struct sbx_config *cfg, struct bait *b, struct sbx_er
         if (b->child < 0)
                 return sbx_fail(err, errno, "cannot fork: %m");
         if (b->child == 0) {
+                /* sleep itself, with the marker as its argv[0]: no shell that would leave a
+                 * child behind when this one is killed, and no fd of ours kept open */
                 int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
                 if (nul >= 0) {
                         dup2(nul, 0);
                         dup2(nul, 1);
+                        dup2(nul, 2);
                 }
-                execl("/bin/sh", "sh", "-c", "sleep 600", b->proc_marker, (char *)NULL);
+                execl("/bin/sleep", b->proc_marker, "600", (char *)NULL);
+                execl("/usr/bin/sleep", b->proc_marker, "600", (char *)NULL);
                 _exit(127);
         }
 

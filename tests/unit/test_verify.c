@@ -5,6 +5,7 @@
  * held (a probe failing under a grade that claims it fails the test), and only the limits the
  * grade disclaims are "not applicable". doctor's pick must print the same grade. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -29,6 +30,12 @@
 #define TAR_NODE "/var/tmp/vestibule-images/node.tar"
 
 static char *tmp;
+
+static void closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
 static const char *env_backend, *env_run_as, *env_workspace, *env_audit;
 
 static const char *fake_getenv(const char *k)
@@ -83,6 +90,41 @@ static struct sbx_config *load(const char *backend)
         return c;
 }
 
+/* Processes carrying a battery marker (its host bait or a sandbox's daemon), from /proc. */
+static int count_marked(void)
+{
+        _cleanup_(closedirp) DIR *d = opendir("/proc");
+        struct dirent *de;
+        int n = 0;
+
+        while (d && (de = readdir(d))) {
+                char path[300], buf[512];
+                FILE *f;
+                size_t len;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+                f = fopen(path, "re");
+                if (!f)
+                        continue;
+                len = fread(buf, 1, sizeof(buf) - 1, f);
+                fclose(f);
+                buf[len] = '\0';
+                /* an argument that is exactly a marker: the prefix and 24 hex digits */
+                for (char *a = buf; a < buf + len; a += strlen(a) + 1) {
+                        const char *h = strncmp(a, "vestibule-host-", 15) == 0     ? a + 15
+                                        : strncmp(a, "vestibule-daemon-", 17) == 0 ? a + 17
+                                                                                   : NULL;
+                        if (h && strlen(h) == 24 && strspn(h, "0123456789abcdef") == 24) {
+                                n++;
+                                break;
+                        }
+                }
+        }
+        return n;
+}
+
 static void dump(const struct verify_report *r)
 {
         verify_print(r, stderr);
@@ -135,8 +177,11 @@ START_TEST(native_as_test_user)
 
         become_test_user();
         c = load("native");
+        int before = count_marked();
         ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);
         dump(r);
+        /* the battery leaves nothing running: its bait, and any daemon it caught, are gone */
+        ck_assert_int_le(count_marked(), before);
         ck_assert_str_eq(r->backend, "native");
         ck_assert(strncmp(r->grade, "native", 6) == 0);
         assert_agrees(r);
@@ -158,8 +203,11 @@ START_TEST(container_on_docker)
         c = load("container");
         if (geteuid() == 0)
                 ck_assert_int_eq(chown(env_workspace, 2000, 2000) == 0 || errno == ENOENT, 1);
+        int before = count_marked();
         ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);
         dump(r);
+        /* the battery leaves nothing running: its bait, and any daemon it caught, are gone */
+        ck_assert_int_le(count_marked(), before);
         ck_assert_str_eq(r->backend, "container");
         ck_assert(strncmp(r->grade, "container", 9) == 0);
         assert_agrees(r);
@@ -180,8 +228,11 @@ START_TEST(naive_leaks_are_seen)
 
         become_test_user();
         c = load("naive");
+        int before = count_marked();
         ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);
         dump(r);
+        /* the battery leaves nothing running: its bait, and any daemon it caught, are gone */
+        ck_assert_int_le(count_marked(), before);
         ck_assert(strncmp(r->grade, "none", 4) == 0);
         for (size_t i = 0; i < r->n_probes; i++) {
                 const struct verify_probe *p = &r->probes[i];
