@@ -29,16 +29,23 @@ fi
 
 demo=${2:-}
 failures=0
-check() { # NAME COMMAND... : runs the command, ok when it exits 0
-        local name=$1 out
+check() { # NAME COMMAND... : runs the command (its output shown as it comes, indented),
+        # ok when it exits 0 (a program: within 10 minutes)
+        local name=$1 rc
         shift
-        if out=$("$@" 2>&1); then
+        printf '..   %s\n' "$name"
+        if declare -F "$1" >/dev/null; then
+                "$@" 2>&1 | sed -u 's/^/     | /'
+        else
+                timeout 600 "$@" 2>&1 | sed -u 's/^/     | /'
+        fi
+        rc=${PIPESTATUS[0]}
+        if [[ $rc == 0 ]]; then
                 printf 'ok   %s\n' "$name"
         else
-                printf 'FAIL %s\n' "$name"
+                printf 'FAIL %s (exit %s)\n' "$name" "$rc"
                 failures=$((failures + 1))
         fi
-        [[ -z $out ]] || printf '%s\n' "$out" | sed 's/^/     | /'
 }
 
 pid1_is_systemd() { [[ $(cat /proc/1/comm) == systemd ]] && echo "PID 1: $(cat /proc/1/comm)"; }

@@ -45,12 +45,20 @@ static void check(bool ok, const char *what, const char *detail)
 }
 
 /* Child bodies. Each waits for one byte on its pipe: it must be in the scope before it acts. */
-static int spin_cpu_ms(long cpu_ms)
+static long now_ms(clockid_t clock)
 {
         struct timespec ts;
-        do {
-                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        } while (ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < cpu_ms);
+        clock_gettime(clock, &ts);
+        return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Burn cpu_ms of CPU time, giving up after wall_ms (a starved emulated guest is slow). */
+static int spin_cpu_ms(long cpu_ms, long wall_ms)
+{
+        long until = now_ms(CLOCK_MONOTONIC) + wall_ms;
+        while (now_ms(CLOCK_PROCESS_CPUTIME_ID) < cpu_ms)
+                if (now_ms(CLOCK_MONOTONIC) > until)
+                        return 1;
         return 0;
 }
 
@@ -98,7 +106,7 @@ static pid_t spawn(enum role role, int *ret_go_fd)
                         pause();
                         _exit(0);
                 case ROLE_SPINNER:
-                        _exit(spin_cpu_ms(300));
+                        _exit(spin_cpu_ms(300, 60000));
                 case ROLE_FORKER:
                         _exit(fork_many());
                 case ROLE_HOG:
@@ -254,6 +262,7 @@ int main(void)
         int r, status;
 
         setvbuf(stdout, NULL, _IOLBF, 0);
+        alarm(600); /* never hang a test stage: SIGALRM ends the demo, which then fails */
         r = sd_bus_open_user(&bus);
         if (r < 0) {
                 fprintf(stderr, "cannot connect to the user bus: %s (is a user manager running?)\n",
@@ -292,6 +301,7 @@ int main(void)
               "delegated scope lists cpu memory pids", buf);
 
         /* CPU: 300 ms of CPU at 50 % takes >= 600 ms of wall time, throttled along the way. */
+        printf("..   cpu: a child burns 300 ms of CPU\n");
         release(go[ROLE_SPINNER]);
         waitpid(pids[ROLE_SPINNER], &status, 0);
         r = read_cgroup_file(cg, "cpu.stat", buf, sizeof buf);
@@ -301,6 +311,7 @@ int main(void)
               detail);
 
         /* Tasks: 30 forks against TasksMax=16 (4 children already in the scope). */
+        printf("..   pids: a child forks 30 times\n");
         release(go[ROLE_FORKER]);
         waitpid(pids[ROLE_FORKER], &status, 0);
         kill(-pids[ROLE_FORKER], SIGKILL);
@@ -312,6 +323,7 @@ int main(void)
               "forks beyond TasksMax are refused", detail);
 
         /* Memory: 200 MiB against 64 MiB, no swap: the kernel's OOM killer ends the hog. */
+        printf("..   memory: a child touches 200 MiB\n");
         release(go[ROLE_HOG]);
         waitpid(pids[ROLE_HOG], &status, 0);
         r = read_cgroup_file(cg, "memory.events", buf, sizeof buf);
