@@ -40,6 +40,7 @@ const { values: opt } = parseArgs({
         'image-node': { type: 'string', default: 'vestibule/node:bookworm' },
         'docker-host': { type: 'string', default: 'unix:///var/run/docker.sock' },
         'podman-host': { type: 'string', default: 'unix:///run/podman/podman.sock' },
+        'podman-global': { type: 'string' },
     },
 });
 const QUICK = opt.quick;
@@ -216,7 +217,7 @@ if (want('bwrap')) {
     else skipped.bwrap = 'bwrap not installed (apt-get install bubblewrap)';
 }
 
-const DOCKER_FLAGS = (img, cli) => ['run', '--rm', '--network', 'none', '--ipc', 'none', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '--read-only', '--tmpfs', '/tmp:rw,nosuid,nodev,size=64m', '--user', `${UID}:${GID}`, '--memory', '256m', '--memory-swap', '256m', '--cpus', '0.75', '--pids-limit', '128', '--ulimit', 'nofile=1024:1024', '--init', '-v', `${ws}:/workspace`, '-w', '/workspace', ...(cli === 'podman' ? ['--userns', 'host'] : []), img, 'timeout', '--kill-after=1', '10', ...PY];
+const DOCKER_FLAGS = (img, cli) => ['run', '--rm', '--network', 'none', '--ipc', 'none', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '--read-only', '--tmpfs', '/tmp:rw,nosuid,nodev,size=64m', '--user', `${UID}:${GID}`, '--memory', '256m', '--memory-swap', '256m', '--cpus', '0.75', '--pids-limit', '128', '--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=4096:4096', '--ulimit', 'core=0:0', '--init', '-v', `${ws}:/workspace`, '-w', '/workspace', img, 'timeout', '--kill-after=1', '10', ...PY];
 const engineUp = (host) => spawnSync('curl', ['-sf', '--max-time', '5', '--unix-socket', host.replace('unix://', ''), 'http://x/_ping']).status === 0;
 
 async function addServerCases() {
@@ -244,7 +245,10 @@ async function addServerCases() {
         if (have(eng)) {
             const env = { ...baseEnv, HOME: tmp };
             if (eng === 'docker') env.DOCKER_HOST = host;
-            cases.push({ key: `peer_${eng}_cli_python`, label: `${eng} run --rm (CLI)`, fn: async () => runProc([eng, ...DOCKER_FLAGS(opt['image-python'], eng)], one, env) });
+            // podman: the CLI on the rootful service's storage, with the service's own global
+            // flags (scripts/start-engines.sh), so both run the same runtime the same way.
+            const glob = eng === 'podman' ? (opt['podman-global'] || '--cgroup-manager=cgroupfs --events-backend=file --runtime runc').split(' ').filter(Boolean) : [];
+            cases.push({ key: `peer_${eng}_cli_python`, label: `${eng} run --rm (CLI)`, fn: async () => runProc([eng, ...glob, ...DOCKER_FLAGS(opt['image-python'], eng)], one, env) });
         } else skipped[`peer_${eng}_cli`] = `no ${eng} CLI`;
     }
 }

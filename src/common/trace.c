@@ -33,7 +33,8 @@ void sbx_trace_span(const struct sbx_trace *t, const char *phase, uint64_t us)
         if (!t->on)
                 return;
         /* Written whatever VESTIBULE_LOG_LEVEL is: asking for the trace is asking for these. */
-        n = snprintf(line, sizeof(line), "vestibule[%d]: debug: trace run=%lu backend=%s phase=%s us=%llu\n",
+        n = snprintf(line, sizeof(line),
+                     "vestibule[%d]: debug: trace run=%lu backend=%s phase=%s us=%llu\n",
                      (int)getpid(), t->run, t->backend, phase, (unsigned long long)us);
         if (n > 0 && (size_t)n < sizeof(line))
                 (void)!write(STDERR_FILENO, line, (size_t)n);

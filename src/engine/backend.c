@@ -1244,6 +1244,7 @@ out_remove:
         if (id && r == 0) {
                 /* The result is complete: remove in the background (shutdown waits for it). */
                 remove_in_background(st, id);
+                sbx_trace_lap(&trace, "remove_dispatch");
         } else if (id) {
                 struct sbx_error e4 = {0};
                 if (container_remove(&st->conn, id, &e4) < 0)
@@ -1265,6 +1266,7 @@ out_code:
                 unlink(code_file);
         if (code_dir)
                 rmdir(code_dir);
+        sbx_trace_lap(&trace, "finish");
         sbx_trace_end(&trace);
         return r;
 }

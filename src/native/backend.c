@@ -307,7 +307,7 @@ struct run_ctx {
         pthread_mutex_t lock;
         bool read_done; /* the cgroup was read (or tried) once */
         bool read_ok;
-        uint64_t read_us; /* how long that read took, for the timing trace */
+        uint64_t read_us;        /* how long that read took, for the timing trace */
         struct run_result usage; /* scratch: usage, limits_hit, oom_killed from the cgroup */
 };
 

@@ -81,7 +81,7 @@ struct native_notify {
         bool have_status; /* init reported the program's wait status */
         int status;
         uint64_t status_us; /* when that report arrived (sbx_trace_now_us()), for the trace */
-        bool exec_failed; /* the program could not be executed: exec_err says why */
+        bool exec_failed;   /* the program could not be executed: exec_err says why */
         struct sbx_error exec_err;
 };
 

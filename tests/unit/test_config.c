@@ -204,6 +204,37 @@ START_TEST(env_sets_every_setting)
 }
 END_TEST
 
+START_TEST(trace_setting)
+{
+        struct sbx_config *c;
+
+        c = load_env(); /* default: off */
+        ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
+        ck_assert(!c->trace_timing);
+        config_free(c);
+        env_set("VESTIBULE_TRACE=timing");
+        c = load_env();
+        ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
+        ck_assert(c->trace_timing);
+        config_free(c);
+}
+END_TEST
+
+START_TEST(trace_setting_invalid)
+{
+        struct sbx_config *c;
+
+        env_set("VESTIBULE_TRACE=verbose");
+        c = load_env();
+        ck_assert(c->invalid);
+        ck_assert(!c->trace_timing);
+        ck_assert_msg(strstr(c->invalid_msg, "VESTIBULE_TRACE='verbose'") &&
+                          strstr(c->invalid_msg, "off or timing"),
+                      "%s", c->invalid_msg);
+        config_free(c);
+}
+END_TEST
+
 START_TEST(blank_means_unset)
 {
         struct sbx_config *c;
@@ -749,6 +780,8 @@ static Suite *config_suite(void)
         tcase_add_checked_fixture(tc, setup, NULL);
         tcase_add_test(tc, env_sets_every_setting);
         tcase_add_test(tc, blank_means_unset);
+        tcase_add_test(tc, trace_setting);
+        tcase_add_test(tc, trace_setting_invalid);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("numbers");
