@@ -244,6 +244,20 @@ int engine_image_label(const struct engine_conn *c, const char *ref, const char 
 /** engine_file_sha256() - lower-case hex sha256 of file @path. Return 0 or -errno. */
 int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err);
 
+/* The names a Debian-built rootfs (images/build.sh) is imported under, as images/pins says
+ * (python.debian, node.debian; tests/unit/test_setup_engine.c fails when they differ). */
+#define ENGINE_DEBIAN_IMAGE_PYTHON "vestibule/python:bookworm"
+#define ENGINE_DEBIAN_IMAGE_NODE "vestibule/node:bookworm"
+
+/**
+ * engine_image_for() - the image the container backend runs @language ("node"; anything else,
+ * bash included, runs in the python image) in: VESTIBULE_IMAGE_PYTHON / _NODE as set, except
+ * that with VESTIBULE_IMAGE_SOURCE=debian a setting left at its default (the pinned registry
+ * digest) means the Debian-built image, ENGINE_DEBIAN_IMAGE_*. `vestibule-mcp setup` imports
+ * under the same name. Return: a string owned by @cfg or static.
+ */
+const char *engine_image_for(const struct sbx_config *cfg, const char *language);
+
 /**
  * engine_setup_import() - for `vestibule-mcp setup`: connect to the engine @cfg selects and
  * import the rootfs tarball @tar as @ref, unless an image @ref with the same tarball sha256

@@ -15,6 +15,7 @@
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
+#include "config/pins.h"
 
 int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err)
 {
@@ -212,4 +213,15 @@ int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn 
                                 "label '%s', not '%s'",
                                 tar, ref, have, sha);
         return 1;
+}
+
+const char *engine_image_for(const struct sbx_config *cfg, const char *language)
+{
+        bool node = language && strcmp(language, "node") == 0;
+        const char *set = node ? cfg->image_node : cfg->image_python;
+        const char *pin = node ? SBX_PIN_IMAGE_NODE : SBX_PIN_IMAGE_PYTHON;
+
+        if (cfg->image_source == SBX_IMAGE_SOURCE_DEBIAN && (!set || strcmp(set, pin) == 0))
+                return node ? ENGINE_DEBIAN_IMAGE_NODE : ENGINE_DEBIAN_IMAGE_PYTHON;
+        return set;
 }
