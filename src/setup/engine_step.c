@@ -218,3 +218,33 @@ void setup_print_mcp_config(const struct setup_run_args *a)
                 json_object_to_json_string_ext(root, JSON_C_TO_STRING_SPACED |
                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
 }
+
+int setup_engine_pull(const struct setup_run_args *a, const char *language, const char *image,
+                      struct sbx_error *err)
+{
+        FILE *p = a->progress ? a->progress : stderr;
+        struct engine_conn c;
+        struct sbx_error e = {0};
+        int r;
+
+        if (!a->cfg || a->native_only)
+                return 0;
+        if (engine_connect(a->cfg, engine_env_getenv, &c, &e) < 0) {
+                fprintf(a->out,
+                        "setup: no container engine answers, %s image not pulled into it (the "
+                        "native backend may be enough): %s\n",
+                        language, e.msg);
+                a->state->no_engine = true;
+                return 0;
+        }
+        fprintf(p, "setup: %s: making '%s' present in the container engine (by digest)\n",
+                language, image);
+        fflush(p);
+        r = engine_setup_pull(a->cfg, image, a->progress, a->progress_tty, err);
+        if (r < 0)
+                return sbx_wrap(err, "pulling the %s image into the container engine", language);
+        fprintf(a->out, "setup: %s image %s in the container engine: '%s'\n", language,
+                r == 1 ? "pulled" : "already present", image);
+        a->state->engine_pulled = true;
+        return 0;
+}

@@ -224,11 +224,16 @@ static int from_registry(const struct setup_run_args *a, struct sbx_error *err)
                 if (r < 0)
                         return r;
         }
-        r = from_registry_one(a, "python", a->image_python ? a->image_python : pins.python_registry,
-                              err);
+        const char *py = a->image_python ? a->image_python : pins.python_registry;
+        const char *node = a->image_node ? a->image_node : pins.node_registry;
+
+        r = from_registry_one(a, "python", py, err);
         if (r == 0)
-                r = from_registry_one(a, "node", a->image_node ? a->image_node : pins.node_registry,
-                                      err);
+                r = setup_engine_pull(a, "python", py, err);
+        if (r == 0)
+                r = from_registry_one(a, "node", node, err);
+        if (r == 0)
+                r = setup_engine_pull(a, "node", node, err);
         setup_pins_done(&pins);
         return r;
 }

@@ -68,3 +68,11 @@ int setup_engine_present(const struct setup_run_args *a, const char *language);
  * the VESTIBULE_* settings that differ from their defaults (and VESTIBULE_IMAGE_SOURCE=debian
  * when setup imported a tarball under the Debian-built name). */
 void setup_print_mcp_config(const struct setup_run_args *a);
+
+/**
+ * setup_engine_pull() - registry mode: when a container engine answers, make @image
+ * (name@sha256:...) present in it by digest through the Engine API, with progress; no engine:
+ * one line saying so, and 0. Return: 0 or -errno with @err (a failed pull).
+ */
+int setup_engine_pull(const struct setup_run_args *a, const char *language, const char *image,
+                      struct sbx_error *err);

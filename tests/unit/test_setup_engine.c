@@ -7,7 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
 #include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
@@ -221,6 +227,187 @@ START_TEST(from_tar_without_engine_says_so_and_installs)
 }
 END_TEST
 
+
+/* ---- registry mode: pull by digest through the engine from a loopback docker-registry ----- */
+
+#define REGISTRY_BIN "/usr/bin/docker-registry"
+
+static size_t collect(char *d, size_t size, size_t n, void *ud)
+{
+        FILE *f = ud;
+        return fwrite(d, size, n, f);
+}
+
+/* POST @path with X-Registry-Auth {} and return the body. */
+static char *engine_post_auth(const struct engine_conn *c, const char *path, long *ret_status)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        struct curl_slist *h = curl_slist_append(NULL, "X-Registry-Auth: e30=");
+        CURL *e = engine_easy_new(c, path, true);
+
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, f);
+        ck_assert_int_eq(curl_easy_perform(e), CURLE_OK);
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, ret_status);
+        curl_easy_cleanup(e);
+        curl_slist_free_all(h);
+        fclose(f);
+        return buf;
+}
+
+static int free_port(void)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t l = sizeof(a);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port;
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+        port = ntohs(a.sin_port);
+        close(fd);
+        return port;
+}
+
+static pid_t start_registry(const char *dir, int port)
+{
+        _cleanup_free_ char *conf = xasprintf("%s/registry.yml", dir);
+        _cleanup_free_ char *url = xasprintf("http://127.0.0.1:%d/v2/", port);
+        FILE *f = fopen(conf, "w");
+        pid_t pid;
+        int i;
+
+        ck_assert_ptr_nonnull(f);
+        fprintf(f,
+                "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+                "    rootdirectory: %s/reg\nhttp:\n  addr: 127.0.0.1:%d\n",
+                dir, port);
+        fclose(f);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        dup2(fd, 1);
+                        dup2(fd, 2);
+                }
+                execl(REGISTRY_BIN, REGISTRY_BIN, "serve", conf, (char *)NULL);
+                _exit(127);
+        }
+        for (i = 0; i < 100; i++) {
+                CURL *e = curl_easy_init();
+                long st = 0;
+                curl_easy_setopt(e, CURLOPT_URL, url);
+                curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+                if (curl_easy_perform(e) == CURLE_OK)
+                        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+                curl_easy_cleanup(e);
+                if (st == 200)
+                        break;
+                usleep(100 * 1000);
+        }
+        ck_assert_msg(i < 100, "docker-registry did not start on 127.0.0.1:%d", port);
+        return pid;
+}
+
+START_TEST(registry_mode_pulls_into_engine_by_digest)
+{
+        _cleanup_free_ char *tmp = sbx_test_tmpdir();
+        _cleanup_free_ char *tar = xasprintf("%s/tiny.tar", tmp), *cmd = NULL, *name = NULL;
+        _cleanup_free_ char *tagged = NULL, *push = NULL, *body = NULL, *digest = NULL;
+        _cleanup_free_ char *ref = NULL, *out = NULL, *out2 = NULL, *bad = NULL;
+        struct sbx_config *c;
+        struct engine_conn conn;
+        struct sbx_error err = {0};
+        struct setup_run_state st = {0};
+        char sha[65];
+        const char *d;
+        long status = 0;
+        pid_t reg;
+        int port, r;
+
+        if (access(REGISTRY_BIN, X_OK) != 0)
+                sbx_test_skip(REGISTRY_BIN " is missing: apt-get install docker-registry");
+        c = load_cfg();
+        if (engine_connect(c, engine_env_getenv, &conn, &err) < 0)
+                sbx_test_skip("no container engine answers");
+        port = free_port();
+        reg = start_registry(tmp, port);
+
+        /* A tiny image, tagged for the loopback registry, pushed through the Engine API. */
+        cmd = xasprintf("mkdir -p %s/t/etc && echo tiny > %s/t/etc/tiny && "
+                        "tar -C %s/t -cf %s etc",
+                        tmp, tmp, tmp, tar);
+        ck_assert_int_eq(system(cmd), 0);
+        ck_assert(engine_file_sha256(tar, sha, &err) == 0);
+        name = xasprintf("127.0.0.1:%d/vestibule/tiny", port);
+        tagged = xasprintf("%s:t%d", name, (int)getpid());
+        ck_assert_msg(engine_image_import(&conn, tar, tagged, sha, &err) == 0, "%s", err.msg);
+        push = xasprintf("/images/%s/push?tag=t%d", name, (int)getpid());
+        body = engine_post_auth(&conn, push, &status);
+        ck_assert_msg(status == 200 && !strstr(body, "\"error"), "push failed: %s", body);
+        d = strstr(body, "\"Digest\":\"sha256:");
+        ck_assert_msg(d, "no digest in the push answer: %s", body);
+        digest = xstrndup(d + 10, 71);
+        ref = xasprintf("%s@%s", name, digest);
+        image_delete(c, tagged);
+        image_delete(c, ref);
+
+        struct setup_run_args a = {.rootfs_dir = tmp, .cfg = c, .state = &st, .progress = stderr};
+        {
+                size_t len = 0;
+                a.out = open_memstream(&out, &len);
+                r = setup_engine_pull(&a, "python", ref, &err);
+                fclose(a.out);
+        }
+        ck_assert_msg(r == 0, "%s", err.msg);
+        ck_assert_msg(strstr(out, "python image pulled in the container engine"), "%s", out);
+        ck_assert(st.engine_pulled);
+        /* The engine now has it by that digest. */
+        {
+                char label[80] = "";
+                ck_assert_msg(engine_image_label(&conn, ref, "vestibule.tar-sha256", label,
+                                                 sizeof(label), &err) == 0,
+                              "%s", err.msg);
+                ck_assert_str_eq(label, sha);
+        }
+        {
+                size_t len = 0;
+                a.out = open_memstream(&out2, &len);
+                r = setup_engine_pull(&a, "python", ref, &err);
+                fclose(a.out);
+        }
+        ck_assert_msg(r == 0, "%s", err.msg);
+        ck_assert_msg(strstr(out2, "python image already present"), "%s", out2);
+
+        /* Control: a digest the registry lacks fails, naming it. */
+        bad = xasprintf("%s@sha256:%064d", name, 0);
+        {
+                char *o = NULL;
+                size_t len = 0;
+                a.out = open_memstream(&o, &len);
+                r = setup_engine_pull(&a, "python", bad, &err);
+                fclose(a.out);
+                free(o);
+        }
+        ck_assert_int_lt(r, 0);
+        ck_assert_msg(strstr(err.msg, "sha256:0000"), "%s", err.msg);
+        /* A tag is never pulled. */
+        ck_assert_int_eq(engine_image_pull(&conn, tagged, NULL, false, &err), -EINVAL);
+
+        image_delete(c, ref);
+        kill(reg, SIGTERM);
+        waitpid(reg, NULL, 0);
+        config_free(c);
+        remove_tmp(tmp);
+}
+END_TEST
+
 static Suite *setup_engine_suite(void)
 {
         Suite *s = suite_create("setup_engine");
@@ -235,6 +422,11 @@ static Suite *setup_engine_suite(void)
         tcase_set_timeout(tc, 600);
         tcase_add_test(tc, from_tar_imports_into_engine_then_present);
         tcase_add_test(tc, from_tar_without_engine_says_so_and_installs);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("registry pull");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, registry_mode_pulls_into_engine_by_digest);
         suite_add_tcase(s, tc);
         return s;
 }
