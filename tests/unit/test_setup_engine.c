@@ -239,7 +239,8 @@ static size_t collect(char *d, size_t size, size_t n, void *ud)
 }
 
 /* POST @path with X-Registry-Auth {} and return the body. */
-static char *engine_post_auth(const struct engine_conn *c, const char *path, long *ret_status)
+/* noinline: GCC otherwise takes the open_memstream buffer for a dangling local. */
+__attribute__((noinline)) static char *engine_post_auth(const struct engine_conn *c, const char *path, long *ret_status)
 {
         char *buf = NULL;
         size_t len = 0;
@@ -315,6 +316,15 @@ static pid_t start_registry(const char *dir, int port)
         return pid;
 }
 
+/* The "sha256:..." of the {"aux":{"Digest":..}} line of a push answer. */
+static char *push_digest(const char *body)
+{
+        const char *d = strstr(body, "\"Digest\":\"sha256:");
+
+        ck_assert_msg(d, "no digest in the push answer: %s", body);
+        return xstrndup(d + 10, 71);
+}
+
 START_TEST(registry_mode_pulls_into_engine_by_digest)
 {
         _cleanup_free_ char *tmp = sbx_test_tmpdir();
@@ -326,7 +336,6 @@ START_TEST(registry_mode_pulls_into_engine_by_digest)
         struct sbx_error err = {0};
         struct setup_run_state st = {0};
         char sha[65];
-        const char *d;
         long status = 0;
         pid_t reg;
         int port, r;
@@ -351,9 +360,7 @@ START_TEST(registry_mode_pulls_into_engine_by_digest)
         push = xasprintf("/images/%s/push?tag=t%d", name, (int)getpid());
         body = engine_post_auth(&conn, push, &status);
         ck_assert_msg(status == 200 && !strstr(body, "\"error"), "push failed: %s", body);
-        d = strstr(body, "\"Digest\":\"sha256:");
-        ck_assert_msg(d, "no digest in the push answer: %s", body);
-        digest = xstrndup(d + 10, 71);
+        digest = push_digest(body);
         ref = xasprintf("%s@%s", name, digest);
         image_delete(c, tagged);
         image_delete(c, ref);
