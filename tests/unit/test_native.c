@@ -1096,9 +1096,12 @@ static void setup_vm(void)
         cfg.cpu_pct = 20;
 }
 
+/* The formatted result, also printed (the VM stage's log shows what each limit said). */
 static char *format_of(const struct run_result *res)
 {
-        return run_result_format(res, 60, 20000);
+        char *text = run_result_format(res, 60, 20000);
+        fprintf(stderr, "---- result:\n%s", text);
+        return text;
 }
 
 START_TEST(vm_memory_bomb_is_oom_killed)
