@@ -288,4 +288,26 @@ else
         record_fail "e2e: npm ci"
 fi
 
+# ---------------------------------------------------------------------------- systemd VM
+# The native backend's systemd scope path on a real systemd + cgroup v2 host: one boot of a
+# Debian 12 VM under qemu (TCG) running scripts/vm/test-native.sh on the Debug build: the
+# test_native suite with its vm_limits cases (grade native, OOM note, TasksMax, cpu
+# throttling, usage measured), `vestibule-mcp verify`, and doctor with user namespaces off.
+# 5-7 min on this kind of host with the image cached (/var/tmp/vestibule-vm); needs root and
+# qemu-system-x86 (+ mmdebstrap and the Debian mirror for the first image build).
+if [ "$is_root" -ne 1 ]; then
+        banner "VM stage: not root, skipped"
+        skipped=$((skipped + 1))
+elif [ ! -x "$dbg/test_native" ] || [ ! -x "$dbg/vestibule-mcp" ]; then
+        record_fail "VM stage: the Debug build has no test_native / vestibule-mcp"
+elif ! command -v qemu-system-x86_64 >/dev/null; then
+        record_fail "VM stage: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
+elif step 1200 "VM stage: native backend on systemd + cgroup v2 (scripts/vm/test-native.sh)" \
+        env VESTIBULE_VM_REQUIRE=1 VESTIBULE_VM_E2E=0 VESTIBULE_ROOTFS_DIR="$images/rootfs" \
+        bash "$src/scripts/vm/test-native.sh" "$dbg"; then
+        passed=$((passed + 1))
+else
+        record_fail "VM stage (scripts/vm/test-native.sh $dbg)"
+fi
+
 finish

@@ -11,6 +11,9 @@
 #   mounts   one line per data share: TAG<TAB>ro|rw<TAB>GUEST_PATH
 #   cwd      working directory for the command (optional)
 #   env      NAME=VALUE lines added to the command's environment (optional)
+#   root-after.sh  run with bash as root after the command (optional; output joins the
+#            command's; the function as_user runs a program as the user); its failure fails
+#            a run whose command passed (exit 1)
 # Status port (virtio-serial vestibule.status), read by the host:
 #   "vm: ..." progress and errors, "started" when the command starts, "exit N" at the end.
 set -u
@@ -130,6 +133,16 @@ say "started"
 as_user systemd-run "${args[@]}" bash "$private/cmd.sh" \
         </dev/null >"$out_dev" 2>"$err_dev"
 rc=$?
+if [[ -f $ctl/root-after.sh ]]; then
+        say "vm: command exit $rc; running root-after.sh as root"
+        install -m 0644 "$ctl/root-after.sh" "$private/root-after.sh"
+        export uid
+        export -f as_user
+        bash "$private/root-after.sh" </dev/null >"$out_dev" 2>"$err_dev"
+        rc_after=$?
+        say "vm: root-after.sh exit $rc_after"
+        ((rc != 0 || rc_after == 0)) || rc=1
+fi
 say "exit $rc"
 printf '%s\n' "$rc" >"$ctl/exit-status" 2>/dev/null
 exec 3>&-

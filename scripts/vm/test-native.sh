@@ -8,6 +8,11 @@
 #      with SBX_TEST_MUST_RUN=1: in the VM nothing may skip for a missing prerequisite;
 #   2. the end-to-end suite (tests/e2e, node >= 20) against BUILD_DIR/vestibule-mcp with
 #      VESTIBULE_BACKEND=native and the grade expected to be exactly "native".
+#   3. `vestibule-mcp verify` (the leak battery) as the user: exit 0, grade exactly "native",
+#      and the pids, memory and cpu probes "held" (not "not applicable"); the battery is printed;
+#   4. as root (run.sh --root-after): sysctl user.max_user_namespaces=0, then `vestibule-mcp
+#      doctor` as the user must say the native backend is Blocked naming user namespaces;
+#      the sysctl is restored.
 # A suite that is not built yet is reported ("skip ...") and left out, or is a failure with
 # VESTIBULE_VM_REQUIRE=1 (for CI once the native backend is merged); the self test always runs.
 #
@@ -16,6 +21,7 @@
 #   VESTIBULE_VM_TESTS        Check executables in BUILD_DIR to run (default: test_native)
 #   VESTIBULE_VM_E2E          0 = leave the e2e suite out (default 1)
 #   VESTIBULE_VM_E2E_FILES    e2e files to run (default: all *.test.mjs)
+#   VESTIBULE_VM_VERIFY       0 = leave out steps 3 and 4 (default 1; they need BUILD_DIR/vestibule-mcp)
 #   VESTIBULE_VM_REQUIRE      1 = a missing suite is a failure, not a skip
 #   VESTIBULE_VM_TIMEOUT      seconds for the whole in-VM run (default 480; the stage, image
 #                             build included, must stay within 10 minutes)
@@ -68,10 +74,18 @@ elif ! node_bin=$(command -v node) ||
 else
         run_e2e=1
 fi
+run_verify=0
+if [[ ${VESTIBULE_VM_VERIFY:-1} == 0 ]]; then
+        log "verify and doctor left out (VESTIBULE_VM_VERIFY=0)"
+elif [[ ! -x $build/vestibule-mcp ]]; then
+        missing+=("verify: $build/vestibule-mcp is not built")
+else
+        run_verify=1
+fi
 for m in "${missing[@]}"; do
         if [[ $require == 1 ]]; then log "FAIL $m"; else log "skip $m"; fi
 done
-if [[ ${#run_tests[@]} -eq 0 && $run_e2e == 0 ]]; then
+if [[ ${#run_tests[@]} -eq 0 && $run_e2e == 0 && $run_verify == 0 ]]; then
         log "no suite to run in the VM: only the self test runs"
 fi
 
@@ -106,8 +120,8 @@ shares+=(--share "$work/out" --ro-share "$work/bin")
 
 {
         echo 'set -u'
-        printf 'build=%q src=%q rootfs=%q out=%q e2e=%q demo=%q vm_repo=%q\n' "$build" "$src" \
-                "$rootfs" "$work/out" "$run_e2e" "$work/bin/scope-demo" "$vm_repo"
+        printf 'build=%q src=%q rootfs=%q out=%q e2e=%q demo=%q vm_repo=%q verify=%q\n' "$build" \
+                "$src" "$rootfs" "$work/out" "$run_e2e" "$work/bin/scope-demo" "$vm_repo" "$run_verify"
         printf 'tests=(%s)\n' "$( ((${#run_tests[@]})) && printf '%q ' "${run_tests[@]}")"
         read -r -a e2e_files <<<"${VESTIBULE_VM_E2E_FILES:-}"
         printf 'e2e_files=(%s)\n' "$( ((${#e2e_files[@]})) && printf '%q ' "${e2e_files[@]}")"
@@ -138,6 +152,22 @@ if [[ $e2e == 1 ]]; then
         echo "== e2e: exit $rc in $(( $(date +%s) - s )) s"
         [[ $rc == 0 ]] || failed+=("e2e (exit $rc)")
 fi
+if [[ $verify == 1 ]]; then
+        echo "== verify (vestibule-mcp verify as $(id -un): exit 0, grade native, limits held)"
+        s=$(date +%s)
+        vout=$(cd "$out" && "$build/vestibule-mcp" verify 2>&1)
+        rc=$?
+        printf '%s\n' "$vout"
+        echo "== verify: exit $rc in $(( $(date +%s) - s )) s"
+        vbad=()
+        [[ $rc == 0 ]] || vbad+=("exit $rc")
+        grep -qx 'verify: backend native, isolation: native' <<<"$vout" || vbad+=("grade not exactly native")
+        for title in 'fork beyond the pids cap' 'allocate beyond the memory cap' \
+                'burn CPU beyond the quota'; do
+                grep -Eq "^  held +$title " <<<"$vout" || vbad+=("'$title' not held")
+        done
+        ((${#vbad[@]} == 0)) || failed+=("verify (${vbad[*]})")
+fi
 if ((${#failed[@]})); then
         echo "== FAILED in the VM: ${failed[*]}"
         exit 1
@@ -146,9 +176,41 @@ echo "== all suites passed in the VM"
 EOF
 } >"$work/guest.sh"
 
+# Step 4, as root after the user's part: the doctor must see user namespaces switched off.
+root_after=()
+if [[ $run_verify == 1 ]]; then
+        {
+                echo 'set -u'
+                printf 'build=%q rootfs=%q\n' "$build" "$rootfs"
+                cat <<'EOF'
+orig=$(sysctl -n user.max_user_namespaces) || exit 1
+restore() { sysctl -q -w user.max_user_namespaces="$orig"; }
+trap restore EXIT
+echo "== doctor with user namespaces disabled (as root: sysctl user.max_user_namespaces=0, was $orig)"
+sysctl -q -w user.max_user_namespaces=0 || { echo "== FAILED: cannot set the sysctl"; exit 1; }
+dout=$(as_user systemd-run --user --pipe --wait --quiet --collect \
+        --setenv=VESTIBULE_ROOTFS_DIR="$rootfs" --working-directory=/tmp \
+        "$build/vestibule-mcp" doctor 2>&1)
+drc=$?
+restore
+printf '%s\n' "$dout"
+echo "== doctor: exit $drc; user.max_user_namespaces restored to $(sysctl -n user.max_user_namespaces)"
+verdict=$(printf '%s\n' "$dout" | sed -n '/^native backend:/,/^$/p' | grep '^  => ')
+if [[ $verdict == *Blocked:* && $verdict == *"user namespaces"* ]]; then
+        echo "== doctor: native is Blocked naming user namespaces: ok"
+else
+        echo "== FAILED: doctor's native verdict does not block on user namespaces: '$verdict'"
+        exit 1
+fi
+[[ $(sysctl -n user.max_user_namespaces) == "$orig" ]] || { echo "== FAILED: sysctl not restored"; exit 1; }
+EOF
+        } >"$work/root-after.sh"
+        root_after=(--root-after "$work/root-after.sh")
+fi
+
 set +e
 "$here/run.sh" "${shares[@]}" --cwd "$build" --timeout "${VESTIBULE_VM_TIMEOUT:-480}" \
-        --script "$work/guest.sh"
+        "${root_after[@]}" --script "$work/guest.sh"
 rc=$?
 set -e
 [[ -f $work/out/e2e.json ]] && log "e2e counts: $(cat "$work/out/e2e.json")"

@@ -166,6 +166,17 @@ static void grade_from_limits(struct native_state *s, const struct sbx_config *c
                     nproc_ok ? "" : ", pids", li->why_none);
 }
 
+/* RLIMIT_NPROC for a run. fork() checks it before the pids controller, so with the same
+ * number the rlimit would refuse first: pids.events would stay 0 and the result could not say
+ * "limits hit: pids". Where a cgroup caps pids, the cgroup is the cap and the rlimit a
+ * backstop a few tasks above it; elsewhere the rlimit is the cap. */
+static unsigned nproc_limit(const struct native_limits_info *li, unsigned pids_max)
+{
+        if (pids_max == 0 || li->path == NATIVE_LIMITS_NONE || strstr(li->missing, "pids"))
+                return pids_max;
+        return pids_max + 4;
+}
+
 static void probe_details(struct native_state *s, struct backend_probe *p)
 {
         static const char *const paths[] = {
@@ -442,7 +453,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .workspace = cfg->workspace_dir,
             .workspace_ro = cfg->workspace_ro,
             .tmpfs_mb = cfg->tmpfs_mb,
-            .pids_max = cfg->pids_max,
+            .pids_max = nproc_limit(&s->limits, cfg->pids_max),
             .code = req->code,
             .code_len = req->code_len,
             .script = sbx_language_script(req->language),

@@ -1079,6 +1079,136 @@ START_TEST(limits_detect_on_this_host)
 }
 END_TEST
 
+/* ---- limits on a real systemd + cgroup v2 host (the VM stage, VESTIBULE_VM=1) ------------ */
+
+static bool in_vm(void)
+{
+        const char *vm = getenv("VESTIBULE_VM");
+        return vm && strcmp(vm, "1") == 0;
+}
+
+/* Small caps so each bomb bites fast even under emulation. */
+static void setup_vm(void)
+{
+        setup_as(false);
+        cfg.mem_mb = 64;
+        cfg.pids_max = 16;
+        cfg.cpu_pct = 20;
+}
+
+/* The formatted result, also printed (the VM stage's log shows what each limit said). */
+static char *format_of(const struct run_result *res)
+{
+        char *text = run_result_format(res, 60, 20000);
+        fprintf(stderr, "---- result:\n%s", text);
+        return text;
+}
+
+START_TEST(vm_memory_bomb_is_oom_killed)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        /* bytes([1]) * n writes every page (a bytearray(n) could stay untouched zero pages) */
+        static const char bomb[] = "chunks = []\n"
+                                   "while True:\n"
+                                   "    chunks.append(bytes([1]) * (4 << 20))\n";
+
+        ck_assert_int_eq(run_code(SBX_LANG_PYTHON, bomb, 60, &res, &err), 0);
+        _cleanup_free_ char *text = format_of(&res);
+        ck_assert_msg(res.oom_killed, "not OOM-killed:\n%s", text);
+        ck_assert_msg(res.outcome == RUN_OUTCOME_SIGNALED && res.term_signal == SIGKILL,
+                      "the bomb was not killed by SIGKILL:\n%s", text);
+        ck_assert_msg(strstr(text, "[out of memory: the kernel killed a process in the sandbox "
+                                   "at its 64 MiB limit]\n"),
+                      "%s", text);
+        ck_assert(res.usage.mem_peak_bytes.measured);
+        ck_assert_msg(res.usage.mem_peak_bytes.value > (48ull << 20) &&
+                          res.usage.mem_peak_bytes.value <= (64ull << 20) + (1ull << 20),
+                      "mem_peak %llu", (unsigned long long)res.usage.mem_peak_bytes.value);
+        run_result_done(&res);
+
+        /* the control: 8 MiB under the same cap is no out-of-memory event */
+        ck_assert_int_eq(run_code(SBX_LANG_PYTHON, "b = bytes([1]) * (8 << 20)\nprint(len(b))\n",
+                                  60, &res, &err),
+                         0);
+        _cleanup_free_ char *ctl = format_of(&res);
+        ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "%s", ctl);
+        ck_assert_msg(!res.oom_killed && !strstr(ctl, "out of memory"), "%s", ctl);
+        ck_assert_msg(res.usage.mem_peak_bytes.measured &&
+                          res.usage.mem_peak_bytes.value > (8ull << 20),
+                      "%s", ctl);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(vm_fork_bomb_hits_tasks_max)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        char marker[64];
+        snprintf(marker, sizeof(marker), "vestibule-vmbomb-%d-%ld", (int)getpid(), (long)time(NULL));
+        _cleanup_free_ char *code = xasprintf("exec /workspace/probe forkbomb=%s\n", marker);
+
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, code, 60, &res, &err), 0);
+        _cleanup_free_ char *text = format_of(&res);
+        ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "%s", text);
+        int forks = atoi(val(res.out.data, "forks"));
+        ck_assert_msg(forks > 5 && forks < (int)cfg.pids_max, "forks=%d\n%s", forks, text);
+        ck_assert_str_eq(val(res.out.data, "fork_error"), "EAGAIN");
+        ck_assert_msg(strstr(text, "\nlimits hit: ") && strstr(text, "pids (the cap of 16 was "
+                                                                     "reached)"),
+                      "%s", text);
+        ck_assert_msg(res.usage.pids_peak.measured && res.usage.pids_peak.value == cfg.pids_max,
+                      "pids_peak %llu (cap %u)\n%s", (unsigned long long)res.usage.pids_peak.value,
+                      cfg.pids_max, text);
+        ck_assert_int_eq(count_marked(marker), 0);
+        run_result_done(&res);
+
+        /* the control: a few processes under the cap hit nothing */
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, "sleep 0.1 & sleep 0.1 & wait\necho ok\n", 60,
+                                  &res, &err),
+                         0);
+        _cleanup_free_ char *ctl = format_of(&res);
+        ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "%s", ctl);
+        ck_assert_msg(!strstr(ctl, "pids (the cap"), "%s", ctl);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(vm_busy_loop_is_throttled_and_usage_measured)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        unsigned long long n = 0, m = 0;
+        /* ~1-2 s of wall clock spent spinning, at a 20 % quota */
+        static const char spin[] = "end=$((SECONDS + 2)); while ((SECONDS < end)); do :; done\n"
+                                   "echo spun\n";
+
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, spin, 60, &res, &err), 0);
+        _cleanup_free_ char *text = format_of(&res);
+        ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "%s", text);
+        const char *lh = strstr(text, "\nlimits hit: cpu (throttled in ");
+        ck_assert_msg(lh, "%s", text);
+        ck_assert_msg(sscanf(lh, "\nlimits hit: cpu (throttled in %llu of %llu periods of 100 "
+                                 "ms)",
+                             &n, &m) == 2 &&
+                          n >= 1 && m >= n,
+                      "%s", text);
+        /* (d) every figure measured from the run's own cgroup */
+        ck_assert_msg(strstr(text, "\nusage: "), "%s", text);
+        ck_assert_msg(!strstr(text, "not measured"), "%s", text);
+        ck_assert(res.usage.cpu_us.measured && res.usage.cpu_us.value > 0);
+        ck_assert(res.usage.mem_peak_bytes.measured && res.usage.mem_peak_bytes.value > 0);
+        ck_assert(res.usage.pids_peak.measured && res.usage.pids_peak.value >= 1);
+        /* 20 % of the wall: the cpu time cannot be much more than a fifth of it */
+        ck_assert_msg(res.usage.cpu_us.value / 1000 <= res.usage.wall_ms / 5 + 200,
+                      "cpu %llu us in %llu ms wall", (unsigned long long)res.usage.cpu_us.value,
+                      (unsigned long long)res.usage.wall_ms);
+        ck_assert_str_eq(res.isolation, "native");
+        run_result_done(&res);
+}
+END_TEST
+
 static Suite *native_suite(void)
 {
         Suite *s = suite_create("native");
@@ -1141,6 +1271,16 @@ static Suite *native_suite(void)
         tcase_add_test(tc, limits_detect_on_this_host);
         tcase_add_test(tc, speed_print1_vs_bwrap);
         suite_add_tcase(s, tc);
+
+        if (in_vm()) {
+                tc = tcase_create("vm_limits");
+                tcase_add_checked_fixture(tc, setup_vm, teardown);
+                tcase_set_timeout(tc, 120);
+                tcase_add_test(tc, vm_memory_bomb_is_oom_killed);
+                tcase_add_test(tc, vm_fork_bomb_hits_tasks_max);
+                tcase_add_test(tc, vm_busy_loop_is_throttled_and_usage_measured);
+                suite_add_tcase(s, tc);
+        }
 
         if (delegated_base) {
                 tc = tcase_create("delegated");
