@@ -302,12 +302,34 @@ elif [ ! -x "$dbg/test_native" ] || [ ! -x "$dbg/vestibule-mcp" ]; then
         record_fail "VM stage: the Debug build has no test_native / vestibule-mcp"
 elif ! command -v qemu-system-x86_64 >/dev/null; then
         record_fail "VM stage: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
-elif step 1200 "VM stage: native backend on systemd + cgroup v2 (scripts/vm/test-native.sh)" \
-        env VESTIBULE_VM_REQUIRE=1 VESTIBULE_VM_E2E=0 VESTIBULE_ROOTFS_DIR="$images/rootfs" \
-        bash "$src/scripts/vm/test-native.sh" "$dbg"; then
-        passed=$((passed + 1))
 else
-        record_fail "VM stage (scripts/vm/test-native.sh $dbg)"
+        # The guest image first, bounded on its own (cached by recipe hash under
+        # /var/tmp/vestibule-vm; ~40 s on a quiet host, much longer on a loaded one).
+        vm_image=""
+        vm_log=$ci/vm-image.path
+        # shellcheck disable=SC2016 # $1 and $2 are the inner bash's arguments
+        if step 1800 "VM stage: guest image (scripts/vm/build-image.sh)" \
+                bash -c '"$1" >"$2"' _ "$src/scripts/vm/build-image.sh" "$vm_log"; then
+                vm_image=$(cat "$vm_log")
+        fi
+        if [ -z "$vm_image" ]; then
+                record_fail "VM stage: the guest image could not be built (scripts/vm/build-image.sh)"
+        else
+                vm_rc=0
+                step 1500 "VM stage: native backend on systemd + cgroup v2 (scripts/vm/test-native.sh)" \
+                        env VESTIBULE_VM_IMAGE="$vm_image" VESTIBULE_VM_REQUIRE=1 VESTIBULE_VM_E2E=0 \
+                        VESTIBULE_ROOTFS_DIR="$images/rootfs" \
+                        bash "$src/scripts/vm/test-native.sh" "$dbg" || vm_rc=$?
+                if [ "$vm_rc" -eq 0 ]; then
+                        passed=$((passed + 1))
+                elif [ "$vm_rc" -eq 125 ]; then
+                        # run.sh retried the boot 3 times and qemu never reached the command:
+                        # no test ran, so nothing passed or failed. Said loudly, counted skipped.
+                        printf 'VM stage: SKIPPED: the VM never booted to the command (qemu under TCG, 3 tries); no VM test ran\n' >&2
+                        skipped=$((skipped + 1))
+                else
+                        record_fail "VM stage (scripts/vm/test-native.sh $dbg): exit $vm_rc"
+                fi
+        fi
 fi
-
 finish
