@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -323,12 +324,18 @@ START_TEST(resolve_known_sockets_in_order)
                 ck_assert_str_ne(eps[i].sock_path, s2);
         free(TAKE_PTR(eps));
 
-        /* podman: rootless Podman's socket first, never Docker's */
+        /* podman: as root the rootful socket first (when there is one), then the rootless
+         * one; never Docker's */
+        struct stat st;
+        bool rootful = geteuid() == 0 && stat("/run/podman/podman.sock", &st) == 0 &&
+                       S_ISSOCK(st.st_mode);
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
         ck_assert_uint_ge(n, 1);
-        ck_assert_str_eq(eps[0].sock_path, s2);
+        ck_assert_str_eq(eps[0].sock_path, rootful ? "/run/podman/podman.sock" : s2);
+        if (rootful)
+                ck_assert_str_eq(eps[1].sock_path, s2);
         for (size_t i = 0; i < n; i++)
                 ck_assert_str_ne(eps[i].sock_path, s1);
 }
@@ -1169,6 +1176,160 @@ START_TEST(docker_missing_image_blocked)
 }
 END_TEST
 
+/* A socket only root may use, at @path (mode 0600, root-owned). */
+static void make_root_socket(const char *path)
+{
+        make_socket(path);
+        ck_assert_int_eq(chown(path, 0, 0), 0);
+        ck_assert_int_eq(chmod(path, 0600), 0);
+}
+
+static void drop_to_test_user(void)
+{
+        ck_assert_int_eq(setgroups(0, NULL), 0);
+        ck_assert_int_eq(setresgid(TEST_UID, TEST_UID, TEST_UID), 0);
+        ck_assert_int_eq(setresuid(TEST_UID, TEST_UID, TEST_UID), 0);
+}
+
+/* Not root: the user's own rootless Podman socket comes before the rootful one, also when
+ * XDG_RUNTIME_DIR is unset (runuser): /run/user/UID is used when it is the user's. */
+START_TEST(resolve_podman_rootless_first_when_not_root)
+{
+        if (geteuid() != 0)
+                sbx_test_skip("needs root to become the test user");
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ struct engine_endpoint *eps = NULL;
+        char miss[1000];
+        size_t n = 0;
+        struct sbx_error err = {0};
+        _cleanup_free_ char *xdg = xasprintf("%s/xdg", d);
+        _cleanup_free_ char *pod = xasprintf("%s/podman", xdg);
+        _cleanup_free_ char *s2 = xasprintf("%s/podman.sock", pod);
+        mkdir_p(pod);
+        make_socket(s2);
+        ck_assert_int_eq(chmod(d, 0755), 0);
+        ck_assert_int_eq(chown(s2, TEST_UID, TEST_UID), 0);
+        struct stat st;
+        bool rootful = stat("/run/podman/podman.sock", &st) == 0 && S_ISSOCK(st.st_mode);
+
+        drop_to_test_user();
+        env_reset();
+        env_set("XDG_RUNTIME_DIR", xdg);
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        ck_assert_uint_ge(n, 1);
+        ck_assert_str_eq(eps[0].sock_path, s2);
+        if (rootful) {
+                ck_assert_uint_eq(n, 2);
+                ck_assert_str_eq(eps[1].sock_path, "/run/podman/podman.sock");
+        }
+        free(TAKE_PTR(eps));
+
+        /* no XDG_RUNTIME_DIR: /run/user/2000 when it exists and is ours */
+        env_reset();
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        bool have_run_user = stat("/run/user/2000/podman/podman.sock", &st) == 0 &&
+                             S_ISSOCK(st.st_mode);
+        if (have_run_user) {
+                ck_assert_uint_ge(n, 1);
+                ck_assert_str_eq(eps[0].sock_path, "/run/user/2000/podman/podman.sock");
+        } else {
+                ck_assert_ptr_nonnull(strstr(miss, "/run/user/2000/podman/podman.sock"));
+        }
+}
+END_TEST
+
+/* A permission-denied candidate does not end the search: a later working engine wins; when
+ * none works the EACCES (docker-group explanation) is what is reported. The working engine is
+ * the real Docker, reached through a socket the test user may use, forwarded by root. */
+static void forward_forever(int lfd, const char *target)
+{
+        for (;;) {
+                int c = accept(lfd, NULL, NULL);
+                if (c < 0)
+                        continue;
+                if (fork() == 0) {
+                        struct sockaddr_un a = {.sun_family = AF_UNIX};
+                        int t = socket(AF_UNIX, SOCK_STREAM, 0);
+                        snprintf(a.sun_path, sizeof(a.sun_path), "%s", target);
+                        if (connect(t, (struct sockaddr *)&a, sizeof(a)) < 0)
+                                _exit(1);
+                        if (fork() == 0) {
+                                char b[8192];
+                                ssize_t k;
+                                while ((k = read(c, b, sizeof(b))) > 0)
+                                        if (write(t, b, (size_t)k) != k)
+                                                break;
+                                shutdown(t, SHUT_WR);
+                                _exit(0);
+                        }
+                        char b[8192];
+                        ssize_t k;
+                        while ((k = read(t, b, sizeof(b))) > 0)
+                                if (write(c, b, (size_t)k) != k)
+                                        break;
+                        _exit(0);
+                }
+                close(c);
+        }
+}
+
+START_TEST(eacces_candidate_does_not_stop_the_search)
+{
+        if (geteuid() != 0)
+                sbx_test_skip("needs root to become the test user");
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ char *home = xasprintf("%s/home", d);
+        _cleanup_free_ char *xdg = xasprintf("%s/xdg", d);
+        _cleanup_free_ char *desk = xasprintf("%s/.docker/run", home);
+        _cleanup_free_ char *pod = xasprintf("%s/podman", xdg);
+        _cleanup_free_ char *denied = xasprintf("%s/docker.sock", desk);
+        _cleanup_free_ char *works = xasprintf("%s/podman.sock", pod);
+        mkdir_p(desk);
+        mkdir_p(pod);
+        ck_assert_int_eq(chmod(d, 0755), 0);
+        make_root_socket(denied);
+
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", works);
+        ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(listen(lfd, 16), 0);
+        ck_assert_int_eq(chmod(works, 0666), 0);
+        pid_t fw = fork();
+        ck_assert_int_ge(fw, 0);
+        if (fw == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL); /* ends with the test */
+                signal(SIGCHLD, SIG_IGN);
+                forward_forever(lfd, "/var/run/docker.sock");
+        }
+        close(lfd);
+
+        drop_to_test_user();
+        env_reset();
+        env_set("HOME", home);
+        env_set("XDG_RUNTIME_DIR", xdg);
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        /* auto: Docker's candidates are denied (/var/run/docker.sock and Desktop's), then the
+         * "rootless Podman" socket works */
+        cfg_init(SBX_RUNTIME_AUTO);
+        int r = engine_connect(&test_cfg, fake_getenv, &c, &err);
+        ck_assert_msg(r == 0, "%d %s", r, err.msg);
+        ck_assert_str_eq(c.ep.sock_path, works);
+
+        /* control: without the working socket the permission problem is reported */
+        env_set("XDG_RUNTIME_DIR", "/nonexistent-xdg");
+        r = engine_connect(&test_cfg, fake_getenv, &c, &err);
+        ck_assert_int_eq(r, -EACCES);
+        ck_assert_msg(strstr(err.msg, "docker group"), "%s", err.msg);
+}
+END_TEST
+
 START_TEST(docker_socket_without_permission_blocked)
 {
         engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
@@ -1403,6 +1564,7 @@ static Suite *engine_suite(void)
         tcase_add_test(tc, resolve_docker_host_wins);
         tcase_add_test(tc, resolve_context_from_config_and_env);
         tcase_add_test(tc, resolve_known_sockets_in_order);
+        tcase_add_test(tc, resolve_podman_rootless_first_when_not_root);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("version");
@@ -1440,8 +1602,10 @@ static Suite *engine_suite(void)
                 tcase_add_test(tc, docker_behaviours);
                 tcase_add_test(tc, docker_sweep_removes_dead_owners_only);
                 tcase_add_test(tc, docker_missing_image_blocked);
-                if (root)
+                if (root) {
                         tcase_add_test(tc, docker_socket_without_permission_blocked);
+                        tcase_add_test(tc, eacces_candidate_does_not_stop_the_search);
+                }
                 else
                         note_missing("socket permission test needs root");
                 suite_add_tcase(s, tc);
