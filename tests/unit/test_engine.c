@@ -898,12 +898,21 @@ static const char memhog_py[] = "b = []\n"
 struct cancel_arg {
         int fd;
         unsigned delay_ms;
+        uint64_t sent_ms; /* when the cancel was sent (monotonic) */
 };
+
+static uint64_t mono_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static void *cancel_later(void *p)
 {
         struct cancel_arg *c = p;
         usleep(c->delay_ms * 1000);
+        c->sent_ms = mono_ms();
         ck_assert_int_eq(write(c->fd, "x", 1), 1);
         return NULL;
 }
@@ -934,9 +943,14 @@ static void check_behaviours(void)
         run_result_done(&o.res);
 
         /* timeout: the run ends near its deadline, reported as timed out */
+        uint64_t t_call = mono_ms();
         o = run_code(SBX_LANG_PYTHON, "import time\nprint('start', flush=True)\ntime.sleep(60)\n",
                      2, -1);
+        uint64_t call_ms = mono_ms() - t_call;
         ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        /* the whole call (create and removal dispatch included) within timeout + grace + 2 s */
+        ck_assert_msg(call_ms < 2000 + 3000 + 2000, "a 2 s timeout answered after %llu ms",
+                      (unsigned long long)call_ms);
         ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_TIMED_OUT);
         ck_assert_str_eq(o.text, "start\n");
         ck_assert_msg(o.res.usage.wall_ms >= 1900 && o.res.usage.wall_ms < 7000, "wall %llu",
@@ -950,8 +964,14 @@ static void check_behaviours(void)
         pthread_t t;
         pthread_create(&t, NULL, cancel_later, &ca);
         o = run_code(SBX_LANG_PYTHON, "import time\ntime.sleep(30)\n", 30, pfd[0]);
+        uint64_t returned = mono_ms();
         pthread_join(t, NULL);
         ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        /* the slot is free promptly: cancel sent -> engine_run returned */
+        ck_assert_msg(ca.sent_ms && returned - ca.sent_ms <= 3000,
+                      "returned %llu ms after the cancel",
+                      (unsigned long long)(returned - ca.sent_ms));
+        fprintf(stderr, "cancel -> return: %llu ms\n", (unsigned long long)(returned - ca.sent_ms));
         ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_CANCELLED);
         ck_assert_msg(o.res.usage.wall_ms < 5000, "wall %llu",
                       (unsigned long long)o.res.usage.wall_ms);
