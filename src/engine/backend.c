@@ -28,6 +28,7 @@
 
 #define ENGINE_GRACE_MS 3000    /* server-side kill at timeout + this (inner timeout: +1 s) */
 #define ENGINE_KILL_WAIT_MS 2000 /* after our kill: the longest wait for the stream's end */
+#define ENGINE_CREATE_RETRIES 2 /* Podman's transient keep-id create error */
 #define ENGINE_ARM_MS 10000     /* attach + wait must be armed within this */
 #define ENGINE_DRAIN_MS 2000    /* after exit, the attach stream must end within this */
 #define ENGINE_PROGRESS_MS 2000 /* progress callback period */
@@ -1106,9 +1107,22 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         };
         t_swept = now_ms();
         body = engine_create_body(&spec);
-        r = engine_request_json(&st->conn, "POST", "/containers/create",
-                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
-                                &status, &created, msg, sizeof(msg), err);
+        /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
+         * 500 though the same body works a moment later (its user-namespace setup for the
+         * request is transient, ENGINE_NOTES): retry that exact answer, briefly. */
+        for (unsigned attempt = 0;; attempt++) {
+                r = engine_request_json(&st->conn, "POST", "/containers/create",
+                                        json_object_to_json_string_ext(body,
+                                                                       JSON_C_TO_STRING_PLAIN),
+                                        30000, &status, &created, msg, sizeof(msg), err);
+                if (r < 0 || attempt >= ENGINE_CREATE_RETRIES || status != 500 ||
+                    !strstr(msg, "keep-id requires additional UIDs or GIDs"))
+                        break;
+                log_debug("create: Podman's transient keep-id error (%s); retry %u of %u",
+                          msg, attempt + 1, ENGINE_CREATE_RETRIES);
+                json_object_put(TAKE_PTR(created));
+                usleep(150000u * (attempt + 1));
+        }
         if (r < 0)
                 goto out_code;
         if (status == 404 || (status >= 400 && strcasestr(msg, "no such image"))) {

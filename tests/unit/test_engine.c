@@ -1512,6 +1512,43 @@ END_TEST
 
 /* Rootless Podman as the test user: limits are not applied on this cgroup v1 host, and the
  * grade must say exactly that. Runs in a child that became the test user. */
+/* Four runs at once on rootless Podman (keep-id): Podman 4.3 sometimes answers a create with a
+ * transient "keep-id requires additional UIDs or GIDs" 500; the backend retries that, so every
+ * run must succeed. Repeated a few rounds to give the race its chance. */
+static void *parallel_run(void *p)
+{
+        struct run_out *o = p;
+        *o = run_code(SBX_LANG_PYTHON, "import os\nprint(os.getuid())\n", 20, -1);
+        return NULL;
+}
+
+START_TEST(podman_rootless_parallel_runs)
+{
+        ck_assert_int_eq(setgroups(0, NULL), 0);
+        ck_assert_int_eq(setresgid(TEST_UID, TEST_UID, TEST_UID), 0);
+        ck_assert_int_eq(setresuid(TEST_UID, TEST_UID, TEST_UID), 0);
+        engine_or_skip(ROOTLESS_SOCK, SBX_RUNTIME_PODMAN);
+        backend_up();
+        /* one run first, so the engine probe is done before the four start together */
+        struct run_out w = run_code(SBX_LANG_PYTHON, "print(1)\n", 20, -1);
+        expect_exit0(&w);
+        run_result_done(&w.res);
+        for (int round = 0; round < 3; round++) {
+                struct run_out o[4];
+                pthread_t t[4];
+                for (int i = 0; i < 4; i++)
+                        ck_assert_int_eq(pthread_create(&t[i], NULL, parallel_run, &o[i]), 0);
+                for (int i = 0; i < 4; i++)
+                        pthread_join(t[i], NULL);
+                for (int i = 0; i < 4; i++) {
+                        expect_exit0(&o[i]);
+                        ck_assert_str_eq(o[i].text, "2000\n");
+                        run_result_done(&o[i].res);
+                }
+        }
+}
+END_TEST
+
 START_TEST(podman_rootless_degraded)
 {
         ck_assert_int_eq(setgroups(0, NULL), 0);
@@ -1648,6 +1685,7 @@ static Suite *engine_suite(void)
                 tcase_add_checked_fixture(tc, NULL, teardown);
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, podman_rootless_degraded);
+                tcase_add_test(tc, podman_rootless_parallel_runs);
                 suite_add_tcase(s, tc);
         } else if (images) {
                 note_missing("no rootless Podman for the test user (needs root + "
