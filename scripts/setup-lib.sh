@@ -7,7 +7,10 @@
 VST_BUILD_DEPS=(cmake gcc make pkg-config libcurl4-openssl-dev libjson-c-dev libseccomp-dev
         libsystemd-dev libyaml-dev check libarchive-dev libssl-dev)
 VST_ENGINE_DEPS=(docker.io podman runc uidmap slirp4netns fuse-overlayfs catatonit)
-VST_OTHER_DEPS=(mmdebstrap bubblewrap curl ca-certificates tar procps util-linux)
+VST_OTHER_DEPS=(mmdebstrap bubblewrap curl ca-certificates tar procps util-linux iproute2
+        docker-registry)
+# The systemd VM stage (scripts/vm): software-emulated qemu.
+VST_VM_DEPS=(qemu-system-x86 qemu-utils)
 
 # vst_missing_packages PKG...: print the ones not installed (and nodejs npm when there is no
 # node or npm at all).

@@ -129,7 +129,7 @@ as_user() {
 # ---------------------------------------------------------------------------- packages
 if [ "$is_root" -eq 1 ]; then
         step 1500 "packages (apt-get)" vst_install_packages "${VST_BUILD_DEPS[@]}" "${VST_ENGINE_DEPS[@]}" \
-                "${VST_OTHER_DEPS[@]}" || {
+                "${VST_OTHER_DEPS[@]}" "${VST_VM_DEPS[@]}" || {
                 record_fail "package installation"
                 finish
         }

@@ -397,9 +397,9 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
                             "this user can open a rootful Docker socket: that is root-equivalent "
                             "on this machine (rootless Docker or Podman avoid it)");
         }
-        check_image(b, &c, "python", cfg->image_python, have_pins ? pins->python_registry : NULL,
+        check_image(b, &c, "python", engine_image_for(cfg, "python"), have_pins ? pins->python_registry : NULL,
                     have_pins ? pins->python_debian : NULL);
-        check_image(b, &c, "node", cfg->image_node, have_pins ? pins->node_registry : NULL,
+        check_image(b, &c, "node", engine_image_for(cfg, "node"), have_pins ? pins->node_registry : NULL,
                     have_pins ? pins->node_debian : NULL);
 }
 

@@ -502,7 +502,7 @@ static int run_ids(const struct backend *b, const struct engine_state *st, uid_t
 
 static const char *image_for(const struct sbx_config *cfg, enum sbx_language l)
 {
-        return l == SBX_LANG_NODE ? cfg->image_node : cfg->image_python;
+        return engine_image_for(cfg, sbx_language_name(l));
 }
 
 static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
@@ -519,10 +519,10 @@ static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx
         if (r == 0)
                 r = run_ids(b, st, &uid, &gid, &e);
         if (r == 0)
-                r = engine_image_label(&st->conn, b->cfg->image_python, "vestibule.image", have,
+                r = engine_image_label(&st->conn, image_for(b->cfg, SBX_LANG_PYTHON), "vestibule.image", have,
                                        sizeof(have), &e);
         if (r == 0)
-                r = engine_image_label(&st->conn, b->cfg->image_node, "vestibule.image", have,
+                r = engine_image_label(&st->conn, image_for(b->cfg, SBX_LANG_NODE), "vestibule.image", have,
                                        sizeof(have), &e);
         if (r < 0) {
                 ret->usable = false;
@@ -534,7 +534,8 @@ static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx
         pthread_mutex_lock(&st->lock);
         if (!st->warned_unpinned) {
                 st->warned_unpinned = true;
-                const char *imgs[] = {b->cfg->image_python, b->cfg->image_node};
+                const char *imgs[] = {image_for(b->cfg, SBX_LANG_PYTHON),
+                                      image_for(b->cfg, SBX_LANG_NODE)};
                 for (size_t i = 0; i < ELEMENTSOF(imgs); i++)
                         if (!strstr(imgs[i], "@sha256:"))
                                 log_warning("sandbox image '%s' is not pinned to a digest: what "

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include <json-c/json.h>
@@ -244,6 +245,20 @@ int engine_image_label(const struct engine_conn *c, const char *ref, const char 
 /** engine_file_sha256() - lower-case hex sha256 of file @path. Return 0 or -errno. */
 int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err);
 
+/* The names a Debian-built rootfs (images/build.sh) is imported under, as images/pins says
+ * (python.debian, node.debian; tests/unit/test_setup_engine.c fails when they differ). */
+#define ENGINE_DEBIAN_IMAGE_PYTHON "vestibule/python:bookworm"
+#define ENGINE_DEBIAN_IMAGE_NODE "vestibule/node:bookworm"
+
+/**
+ * engine_image_for() - the image the container backend runs @language ("node"; anything else,
+ * bash included, runs in the python image) in: VESTIBULE_IMAGE_PYTHON / _NODE as set, except
+ * that with VESTIBULE_IMAGE_SOURCE=debian a setting left at its default (the pinned registry
+ * digest) means the Debian-built image, ENGINE_DEBIAN_IMAGE_*. `vestibule-mcp setup` imports
+ * under the same name. Return: a string owned by @cfg or static.
+ */
+const char *engine_image_for(const struct sbx_config *cfg, const char *language);
+
 /**
  * engine_setup_import() - for `vestibule-mcp setup`: connect to the engine @cfg selects and
  * import the rootfs tarball @tar as @ref, unless an image @ref with the same tarball sha256
@@ -255,6 +270,24 @@ int engine_setup_import(const struct sbx_config *cfg, const char *tar, const cha
 /** engine_setup_import_with_env() - the same, reading DOCKER_* etc. through @getenv_fn. */
 int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                  const char *tar, const char *ref, struct sbx_error *err);
+
+/**
+ * engine_image_pull() - POST /images/create?fromImage=<name>&tag=<sha256:...>: pull @image
+ * (name@sha256:<64 hex>; never a tag) with the engine's progress lines on @progress (NULL =
+ * quiet; @tty: one updating line per layer, else a plain line per layer status change), then
+ * check that the engine has an image with that RepoDigest.
+ * Return: 0, -EINVAL (not pinned), or -errno with the engine's error line in @err.
+ */
+int engine_image_pull(const struct engine_conn *c, const char *image, FILE *progress, bool tty,
+                      struct sbx_error *err);
+
+/**
+ * engine_setup_pull() - for `vestibule-mcp setup`: connect to the engine @cfg selects and pull
+ * @image by digest unless an image with that RepoDigest is already there.
+ * Return: 1 pulled, 0 already present, or -errno (unreachable: the Blocked: text) with @err.
+ */
+int engine_setup_pull(const struct sbx_config *cfg, const char *image, FILE *progress, bool tty,
+                      struct sbx_error *err);
 
 struct backend;
 /**

@@ -15,6 +15,7 @@
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
+#include "config/pins.h"
 
 int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err)
 {
@@ -212,4 +213,220 @@ int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn 
                                 "label '%s', not '%s'",
                                 tar, ref, have, sha);
         return 1;
+}
+
+const char *engine_image_for(const struct sbx_config *cfg, const char *language)
+{
+        bool node = language && strcmp(language, "node") == 0;
+        const char *set = node ? cfg->image_node : cfg->image_python;
+        const char *pin = node ? SBX_PIN_IMAGE_NODE : SBX_PIN_IMAGE_PYTHON;
+
+        if (cfg->image_source == SBX_IMAGE_SOURCE_DEBIAN && (!set || strcmp(set, pin) == 0))
+                return node ? ENGINE_DEBIAN_IMAGE_NODE : ENGINE_DEBIAN_IMAGE_PYTHON;
+        return set;
+}
+
+/* ---- pulling a pinned image by digest ---------------------------------------------------- */
+
+struct pull_ctx {
+        FILE *progress;
+        bool tty;
+        char line[8192];
+        size_t len;
+        bool overflow;
+        char last[256]; /* "id status" last printed, to print plain lines only on a change */
+        char error[400];
+};
+
+static void pull_line(struct pull_ctx *x, const char *s)
+{
+        _cleanup_(json_putp) json_object *j = json_tokener_parse(s);
+        json_object *v;
+        const char *status = "", *id = "", *bar = "";
+        char key[256];
+
+        if (!j)
+                return;
+        if (json_object_object_get_ex(j, "error", &v) && !x->error[0]) {
+                snprintf(x->error, sizeof(x->error), "%s", json_object_get_string(v));
+                return;
+        }
+        if (json_object_object_get_ex(j, "status", &v))
+                status = json_object_get_string(v);
+        if (json_object_object_get_ex(j, "id", &v))
+                id = json_object_get_string(v);
+        if (json_object_object_get_ex(j, "progress", &v))
+                bar = json_object_get_string(v);
+        if (!x->progress || !status[0])
+                return;
+        if (x->tty) {
+                fprintf(x->progress, "\r\033[K%s%s%s %s", id, id[0] ? ": " : "", status, bar);
+                if (!bar[0])
+                        fputc('\n', x->progress);
+        } else {
+                snprintf(key, sizeof(key), "%s %s", id, status);
+                if (strcmp(key, x->last) == 0)
+                        return;
+                snprintf(x->last, sizeof(x->last), "%s", key);
+                fprintf(x->progress, "%s%s%s\n", id, id[0] ? ": " : "", status);
+        }
+        fflush(x->progress);
+}
+
+static size_t pull_write(char *data, size_t size, size_t nmemb, void *ud)
+{
+        struct pull_ctx *x = ud;
+        size_t n = size * nmemb;
+
+        for (size_t i = 0; i < n; i++) {
+                if (data[i] == '\n') {
+                        x->line[x->len] = '\0';
+                        if (!x->overflow)
+                                pull_line(x, x->line);
+                        x->len = 0;
+                        x->overflow = false;
+                } else if (x->len + 1 < sizeof(x->line)) {
+                        x->line[x->len++] = data[i];
+                } else {
+                        x->overflow = true;
+                }
+        }
+        return n;
+}
+
+/* Whether image @name@@digest is in the engine with that RepoDigest. 1 yes, 0 no, -errno. */
+static int image_has_digest(const struct engine_conn *c, const char *name, const char *digest,
+                            struct sbx_error *err)
+{
+        _cleanup_free_ char *ref = xasprintf("%s@%s", name, digest), *path = NULL;
+        _cleanup_(json_putp) json_object *j = NULL;
+        json_object *rd;
+        const char *at;
+        char msg[256];
+        long status = 0;
+        int r;
+
+        CURL *h = curl_easy_init();
+        char *esc = curl_easy_escape(h, ref, 0);
+        path = xasprintf("/images/%s/json", esc);
+        curl_free(esc);
+        curl_easy_cleanup(h);
+        r = engine_request_json(c, "GET", path, NULL, 10000, &status, &j, msg, sizeof(msg), err);
+        if (r < 0)
+                return r;
+        if (status == 404)
+                return 0;
+        if (status != 200)
+                return sbx_fail(err, EIO, "cannot inspect image '%s': %s", ref, msg);
+        if (!json_object_object_get_ex(j, "RepoDigests", &rd) ||
+            !json_object_is_type(rd, json_type_array))
+                return 0;
+        for (size_t i = 0; i < json_object_array_length(rd); i++) {
+                const char *s = json_object_get_string(json_object_array_get_idx(rd, i));
+
+                at = s ? strchr(s, '@') : NULL;
+                if (at && strcmp(at + 1, digest) == 0)
+                        return 1;
+        }
+        return 0;
+}
+
+int engine_image_pull(const struct engine_conn *c, const char *image, FILE *progress, bool tty,
+                      struct sbx_error *err)
+{
+        const char *at = strstr(image, "@sha256:");
+        _cleanup_free_ char *name = NULL, *path = NULL;
+        struct curl_slist *hdrs = NULL;
+        struct pull_ctx x = {.progress = progress, .tty = tty};
+        long status = 0, os_errno = 0;
+        CURLcode rc;
+        int r;
+
+        if (!at || strlen(at + 1) != 71)
+                return sbx_fail(err, EINVAL,
+                                "refusing to pull '%s': not pinned by digest (name@sha256:<64 hex>)",
+                                image);
+        name = xstrndup(image, (size_t)(at - image));
+        /* A name:tag@digest: the tag is dropped, the digest decides. */
+        {
+                char *slash = strrchr(name, '/'), *colon = strrchr(name, ':');
+                if (colon && (!slash || colon > slash))
+                        *colon = '\0';
+        }
+        CURL *tmp = curl_easy_init();
+        char *en = curl_easy_escape(tmp, name, 0);
+        char *ed = curl_easy_escape(tmp, at + 1, 0);
+        path = xasprintf("/images/create?fromImage=%s&tag=%s", en, ed);
+        curl_free(en);
+        curl_free(ed);
+        curl_easy_cleanup(tmp);
+
+        CURL *h = engine_easy_new(c, path, true);
+        /* base64 of "{}": anonymous. */
+        hdrs = curl_slist_append(hdrs, "X-Registry-Auth: e30=");
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, pull_write);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3600000L);
+        rc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+        curl_easy_cleanup(h);
+        curl_slist_free_all(hdrs);
+        if (x.len && !x.overflow) {
+                x.line[x.len] = '\0';
+                pull_line(&x, x.line);
+        }
+        if (progress && tty)
+                fputc('\n', progress);
+
+        if (rc == CURLE_COULDNT_CONNECT)
+                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
+        if (rc != CURLE_OK)
+                return sbx_fail(err, EIO, "pulling '%s' through the container engine failed: %s",
+                                image, curl_easy_strerror(rc));
+        if (status != 200)
+                return sbx_fail(err, EIO,
+                                "the container engine refused to pull '%s' (HTTP %ld): %.300s",
+                                image, status, x.error[0] ? x.error : x.line);
+        if (x.error[0])
+                return sbx_fail(err, EIO, "the container engine could not pull '%s': %s", image,
+                                x.error);
+        r = image_has_digest(c, name, at + 1, err);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return sbx_fail(err, EIO,
+                                "the container engine reported pulling '%s' but has no image with "
+                                "RepoDigest %s",
+                                image, at + 1);
+        return 0;
+}
+
+int engine_setup_pull(const struct sbx_config *cfg, const char *image, FILE *progress, bool tty,
+                      struct sbx_error *err)
+{
+        struct engine_conn c;
+        const char *at = strstr(image, "@sha256:");
+        _cleanup_free_ char *name = NULL;
+        int r;
+
+        r = engine_connect(cfg, engine_env_getenv, &c, err);
+        if (r < 0)
+                return r;
+        if (!at)
+                return sbx_fail(err, EINVAL,
+                                "refusing to pull '%s': not pinned by digest (name@sha256:<64 hex>)",
+                                image);
+        name = xstrndup(image, (size_t)(at - image));
+        r = image_has_digest(&c, name, at + 1, err);
+        if (r < 0)
+                return r;
+        if (r == 1)
+                return 0;
+        r = engine_image_pull(&c, image, progress, tty, err);
+        return r < 0 ? r : 1;
 }

@@ -85,6 +85,9 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
                 if (setup_installed_identity(a->rootfs_dir, langs[i], &id, &have, NULL) < 0 ||
                     !have || strcmp(have, recipe) != 0)
                         all_current = false;
+                /* An engine that answers but lacks the image needs the build too. */
+                if (setup_engine_present(a, langs[i]) == 0)
+                        all_current = false;
         }
         if (all_current && !a->force) {
                 fprintf(a->out,
@@ -116,6 +119,8 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
                 };
 
                 r = setup_run_install(a, &src, err);
+                if (r == 0)
+                        r = setup_engine_import(a, langs[i], tar, err);
         }
         {
                 _cleanup_free_ char *base = xstrdup(strrchr(builddir, '/') + 1);
@@ -219,18 +224,28 @@ static int from_registry(const struct setup_run_args *a, struct sbx_error *err)
                 if (r < 0)
                         return r;
         }
-        r = from_registry_one(a, "python", a->image_python ? a->image_python : pins.python_registry,
-                              err);
+        const char *py = a->image_python ? a->image_python : pins.python_registry;
+        const char *node = a->image_node ? a->image_node : pins.node_registry;
+
+        r = from_registry_one(a, "python", py, err);
         if (r == 0)
-                r = from_registry_one(a, "node", a->image_node ? a->image_node : pins.node_registry,
-                                      err);
+                r = setup_engine_pull(a, "python", py, err);
+        if (r == 0)
+                r = from_registry_one(a, "node", node, err);
+        if (r == 0)
+                r = setup_engine_pull(a, "node", node, err);
         setup_pins_done(&pins);
         return r;
 }
 
-int setup_run(const struct setup_run_args *a, struct sbx_error *err)
+int setup_run(const struct setup_run_args *args, struct sbx_error *err)
 {
-        int r;
+        struct setup_run_state state = {0};
+        struct setup_run_args copy = *args;
+        const struct setup_run_args *a = &copy;
+        int r, ready;
+
+        copy.state = &state;
 
         if (a->from_debian) {
                 r = from_debian(a, err);
@@ -245,15 +260,21 @@ int setup_run(const struct setup_run_args *a, struct sbx_error *err)
                 };
 
                 r = setup_run_install(a, &src, err);
+                if (r == 0)
+                        r = setup_engine_import(a, a->language, a->from_tar, err);
         } else {
                 r = from_registry(a, err);
         }
         if (r < 0)
                 return r;
+        ready = 0;
         if (setup_readiness_hook)
-                return setup_readiness_hook(a->out) == 0 ? 0 : 1;
-        /* Placeholder until the lead connects the doctor's check: say plainly it did not run. */
-        fprintf(a->out, "setup: readiness check not run (not connected in this build): run "
-                        "`vestibule-mcp doctor` to see the isolation this environment gets\n");
-        return 0;
+                ready = setup_readiness_hook(a->out) == 0 ? 0 : 1;
+        else
+                /* Placeholder until the lead connects the doctor's check: say it did not run. */
+                fprintf(a->out, "setup: readiness check not run (not connected in this build): "
+                                "run `vestibule-mcp doctor` to see the isolation this environment "
+                                "gets\n");
+        setup_print_mcp_config(a);
+        return ready;
 }

@@ -52,7 +52,13 @@ static const char usage_text[] =
     "over HTTPS, checking every byte against the digests; no Docker is needed. When the\n"
     "pinned digest is already installed, no request is made. Set VESTIBULE_ROOTFS_DIR\n"
     "(and VESTIBULE_IMAGE_*) for setup exactly as in your MCP config, or the server will\n"
-    "not find what setup installed.\n";
+    "not find what setup installed.\n"
+    "\n"
+    "With --from-debian or --from-tar, when a container engine answers (DOCKER_HOST, the\n"
+    "docker context or the known sockets; VESTIBULE_RUNTIME), the same tarball is also\n"
+    "imported into it as the image the container backend runs with\n"
+    "VESTIBULE_IMAGE_SOURCE=debian (vestibule/python:bookworm, vestibule/node:bookworm, or\n"
+    "your VESTIBULE_IMAGE_PYTHON / _NODE name). At the end setup prints the MCP config to add.\n";
 
 int setup_main(int argc, char **argv)
 {
@@ -132,11 +138,12 @@ int setup_main(int argc, char **argv)
         image_node = cfg->image_node ? xstrdup(cfg->image_node) : NULL;
         a.image_python = image_python;
         a.image_node = image_node;
-        config_free(cfg);
+        a.cfg = cfg;
         if (a.rootfs_dir[0] != '/') {
                 fprintf(stderr, "setup: --rootfs-dir '%s' must be an absolute path\n",
                         a.rootfs_dir);
                 free((char *)a.rootfs_dir);
+                config_free(cfg);
                 return 2;
         }
 
@@ -145,6 +152,7 @@ int setup_main(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
         r = setup_run(&a, &err);
         free((char *)a.rootfs_dir);
+        config_free(cfg);
         if (r < 0) {
                 fprintf(stderr, "setup: %s\n", err.msg);
                 return r == -EINTR || cancel_requested ? 130 : 1;

@@ -5,7 +5,8 @@
  * VESTIBULE_ROOTFS_DIR/<language>/. A pull is skipped, without any request, when the record
  * names the pinned digest; downloads go to /var/tmp/vestibule-pull-XXXXXX and builds to
  * /var/tmp/vestibule-build-XXXXXX, both removed afterwards (left only by a hard kill).
- * Making the images present in a container engine is not done here (the engine module's).
+ * When a container engine answers, --from-tar / --from-debian also import the same tarball
+ * into it under the name the container backend runs (engine_step.c; images/README.md).
  *
  * Layout of VESTIBULE_ROOTFS_DIR (default ~/.vestibule/rootfs):
  *   python/          a whole root tree (also used for bash runs)

@@ -9,6 +9,15 @@
 #include "common/error.h"
 #include "setup/setup.h"
 
+struct sbx_config;
+
+/* What setup_run() did, for the lines it prints at the end. */
+struct setup_run_state {
+        bool no_engine;       /* no container engine answered */
+        bool imported_debian; /* a tarball was imported under the Debian-built image name */
+        bool engine_pulled;   /* the pinned registry images were pulled into the engine */
+};
+
 struct setup_run_args {
         const char *rootfs_dir; /* absolute */
         const char *from_tar;   /* with language */
@@ -22,6 +31,12 @@ struct setup_run_args {
         FILE *progress; /* progress lines (stderr); NULL = quiet */
         bool progress_tty;
         const volatile sig_atomic_t *cancel;
+        /* The settings: the engine step (VESTIBULE_RUNTIME, DOCKER_HOST, the image names) and
+         * the MCP config lines. NULL: native only, no engine step, no MCP config lines. */
+        const struct sbx_config *cfg;
+        bool native_only; /* do not touch the engine even when one answers */
+        const char *exe;  /* the vestibule-mcp path for the MCP config; NULL = this process */
+        struct setup_run_state *state; /* set by setup_run() */
 };
 
 /**
@@ -32,4 +47,32 @@ int setup_run(const struct setup_run_args *a, struct sbx_error *err);
 
 /** setup_run_install() - setup_install() with @a's options, printing one result line. */
 int setup_run_install(const struct setup_run_args *a, const struct setup_source *src,
+                      struct sbx_error *err);
+
+/**
+ * setup_engine_import() - after @language's native install from tarball @tar: when a container
+ * engine answers (the engine module's endpoint resolution, VESTIBULE_RUNTIME honoured), import
+ * @tar under engine_image_for() with VESTIBULE_IMAGE_SOURCE=debian, unless an image of the same
+ * tarball is already there. No engine: one line saying so, and 0 (native may be enough).
+ * Return: 0, or -errno with @err (a failed import; -ENOTUNIQ when a foreign image holds the
+ * name).
+ */
+int setup_engine_import(const struct setup_run_args *a, const char *language, const char *tar,
+                        struct sbx_error *err);
+
+/** setup_engine_present() - 1 when the image setup_engine_import() makes for @language is in
+ * the engine, 0 when not, < 0 when no engine answers or none applies. */
+int setup_engine_present(const struct setup_run_args *a, const char *language);
+
+/** setup_print_mcp_config() - the `claude mcp add` line and the JSON for an MCP client, with
+ * the VESTIBULE_* settings that differ from their defaults (and VESTIBULE_IMAGE_SOURCE=debian
+ * when setup imported a tarball under the Debian-built name). */
+void setup_print_mcp_config(const struct setup_run_args *a);
+
+/**
+ * setup_engine_pull() - registry mode: when a container engine answers, make @image
+ * (name@sha256:...) present in it by digest through the Engine API, with progress; no engine:
+ * one line saying so, and 0. Return: 0 or -errno with @err (a failed pull).
+ */
+int setup_engine_pull(const struct setup_run_args *a, const char *language, const char *image,
                       struct sbx_error *err);

@@ -1,0 +1,444 @@
+/* test_setup_engine.c - the engine half of `vestibule-mcp setup`: which name a rootfs tarball is
+ * imported under (and that the container backend runs the same name), importing it into a real
+ * engine (then finding it present), no engine answering, and the MCP config lines. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "config/config.h"
+#include "config/pins.h"
+#include "engine/engine.h"
+#include "setup/pins.h"
+#include "setup/setup_run.h"
+#include "testutil.h"
+
+#define TAR_PY "/var/tmp/vestibule-images/python.tar"
+
+static const char *env_kv[16][2];
+
+static void env_set(const char *k, const char *v)
+{
+        for (size_t i = 0; i < 16; i++)
+                if (!env_kv[i][0] || strcmp(env_kv[i][0], k) == 0) {
+                        env_kv[i][0] = k;
+                        env_kv[i][1] = v;
+                        return;
+                }
+        ck_abort_msg("too many test settings");
+}
+
+static const char *test_getenv(const char *k)
+{
+        for (size_t i = 0; i < 16 && env_kv[i][0]; i++)
+                if (strcmp(env_kv[i][0], k) == 0)
+                        return env_kv[i][1];
+        return strcmp(k, "HOME") == 0 ? getenv("HOME") : NULL;
+}
+
+static struct sbx_config *load_cfg(void)
+{
+        struct sbx_config *c = NULL;
+        struct sbx_error err = {0};
+
+        ck_assert_msg(config_load_from(test_getenv, NULL, &c, &err) == 0, "%s", err.msg);
+        ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
+        return c;
+}
+
+/* ---- the name: setup and the backend agree ----------------------------------------------- */
+
+START_TEST(image_for_follows_image_source)
+{
+        struct sbx_config *c;
+
+        c = load_cfg();
+        ck_assert_str_eq(engine_image_for(c, "python"), SBX_PIN_IMAGE_PYTHON);
+        ck_assert_str_eq(engine_image_for(c, "node"), SBX_PIN_IMAGE_NODE);
+        config_free(c);
+
+        env_set("VESTIBULE_IMAGE_SOURCE", "debian");
+        c = load_cfg();
+        ck_assert_str_eq(engine_image_for(c, "python"), "vestibule/python:bookworm");
+        ck_assert_str_eq(engine_image_for(c, "bash"), "vestibule/python:bookworm");
+        ck_assert_str_eq(engine_image_for(c, "node"), "vestibule/node:bookworm");
+        config_free(c);
+
+        /* An explicit name wins over the source. */
+        env_set("VESTIBULE_IMAGE_PYTHON", "example.org/mine:1");
+        c = load_cfg();
+        ck_assert_str_eq(engine_image_for(c, "python"), "example.org/mine:1");
+        ck_assert_str_eq(engine_image_for(c, "node"), "vestibule/node:bookworm");
+        config_free(c);
+}
+END_TEST
+
+START_TEST(debian_names_match_pins)
+{
+        struct setup_pins p = {0};
+        struct sbx_error err = {0};
+
+        ck_assert_msg(setup_pins_load(&p, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(p.python_debian, ENGINE_DEBIAN_IMAGE_PYTHON);
+        ck_assert_str_eq(p.node_debian, ENGINE_DEBIAN_IMAGE_NODE);
+        setup_pins_done(&p);
+}
+END_TEST
+
+static void remove_tmp(const char *tmp)
+{
+        const char *slash = strrchr(tmp, '/');
+        _cleanup_free_ char *parent = xstrndup(tmp, (size_t)(slash - tmp));
+        _cleanup_close_ int fd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd >= 0)
+                (void)setup_remove_tree(fd, slash + 1);
+}
+
+/* ---- a real engine ------------------------------------------------------------------------ */
+
+static char *run_capture(const struct setup_run_args *a0, int *ret_r, struct sbx_error *err)
+{
+        struct setup_run_args a = *a0;
+        char *buf = NULL;
+        size_t len = 0;
+
+        a.out = open_memstream(&buf, &len);
+        ck_assert_ptr_nonnull(a.out);
+        *ret_r = setup_run(&a, err);
+        fclose(a.out);
+        fprintf(stderr, "%s", buf);
+        return buf;
+}
+
+static void image_delete(const struct sbx_config *c, const char *ref)
+{
+        struct engine_conn conn;
+        struct engine_response resp = {0};
+        struct sbx_error err = {0};
+        _cleanup_free_ char *path = xasprintf("/images/%s?force=1", ref);
+
+        if (engine_connect(c, engine_env_getenv, &conn, &err) < 0)
+                return;
+        (void)engine_request(&conn, "DELETE", path, true, NULL, 30000, &resp, &err);
+        engine_response_done(&resp);
+}
+
+START_TEST(from_tar_imports_into_engine_then_present)
+{
+        _cleanup_free_ char *tmp = sbx_test_tmpdir();
+        _cleanup_free_ char *rootfs = xasprintf("%s/rootfs", tmp);
+        _cleanup_free_ char *ref = xasprintf("vestibule/setup-test-python:p%d", (int)getpid());
+        _cleanup_free_ char *out1 = NULL, *out2 = NULL, *want_rootfs = NULL, *want_img = NULL;
+        struct sbx_config *c;
+        struct engine_conn conn;
+        struct sbx_error err = {0};
+        char sha[65], label[80];
+        int r = -1;
+
+        if (access(TAR_PY, R_OK) != 0)
+                sbx_test_skip(TAR_PY " is missing (images/build.sh -o /var/tmp/vestibule-images)");
+        env_set("VESTIBULE_IMAGE_PYTHON", ref);
+        c = load_cfg();
+        if (engine_connect(c, engine_env_getenv, &conn, &err) < 0)
+                sbx_test_skip("no container engine answers");
+        image_delete(c, ref);
+        setup_readiness_hook = NULL;
+
+        struct setup_run_args a = {.rootfs_dir = rootfs,
+                                   .from_tar = TAR_PY,
+                                   .language = "python",
+                                   .cfg = c,
+                                   .exe = "/opt/v/vestibule-mcp"};
+        out1 = run_capture(&a, &r, &err);
+        ck_assert_msg(r == 0, "setup failed: %s", err.msg);
+        want_img = xasprintf("setup: python image imported in the container engine as '%s'", ref);
+        ck_assert_msg(strstr(out1, want_img), "no import line in:\n%s", out1);
+
+        /* The engine really holds it, carrying the tarball's sha256. */
+        ck_assert(engine_file_sha256(TAR_PY, sha, &err) == 0);
+        ck_assert_msg(engine_image_label(&conn, ref, "vestibule.tar-sha256", label, sizeof(label),
+                                         &err) == 0,
+                      "%s", err.msg);
+        ck_assert_str_eq(label, sha);
+
+        /* The MCP config names the settings that differ from the defaults. */
+        want_rootfs = xasprintf("'VESTIBULE_ROOTFS_DIR=%s'", rootfs);
+        ck_assert_msg(strstr(out1, "claude mcp add vestibule"), "%s", out1);
+        ck_assert_msg(strstr(out1, want_rootfs), "%s", out1);
+        ck_assert_msg(strstr(out1, "-- '/opt/v/vestibule-mcp'"), "%s", out1);
+        ck_assert_msg(strstr(out1, "\"VESTIBULE_IMAGE_PYTHON\": \"vestibule/setup-test-python"),
+                      "%s", out1);
+        ck_assert_msg(strstr(out1, "\"command\": \"/opt/v/vestibule-mcp\""), "%s", out1);
+        ck_assert_msg(strstr(out1, "VESTIBULE_IMAGE_SOURCE=debian"), "%s", out1);
+
+        /* Second run: nothing to import. */
+        out2 = run_capture(&a, &r, &err);
+        ck_assert_msg(r == 0, "second setup failed: %s", err.msg);
+        free(want_img);
+        want_img =
+            xasprintf("setup: python image already present in the container engine as '%s'", ref);
+        ck_assert_msg(strstr(out2, want_img), "no already-present line in:\n%s", out2);
+        ck_assert_msg(strstr(out2, "python rootfs already installed"), "%s", out2);
+
+        image_delete(c, ref);
+        config_free(c);
+        remove_tmp(tmp);
+}
+END_TEST
+
+START_TEST(from_tar_without_engine_says_so_and_installs)
+{
+        _cleanup_free_ char *tmp = sbx_test_tmpdir();
+        _cleanup_free_ char *rootfs = xasprintf("%s/rootfs", tmp);
+        _cleanup_free_ char *out = NULL, *py = NULL;
+        struct sbx_config *c;
+        struct sbx_error err = {0};
+        int r = -1;
+
+        if (access(TAR_PY, R_OK) != 0)
+                sbx_test_skip(TAR_PY " is missing (images/build.sh -o /var/tmp/vestibule-images)");
+        ck_assert_int_eq(setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock", 1), 0);
+        c = load_cfg();
+        setup_readiness_hook = NULL;
+        struct setup_run_args a = {
+            .rootfs_dir = rootfs, .from_tar = TAR_PY, .language = "python", .cfg = c};
+        out = run_capture(&a, &r, &err);
+        ck_assert_msg(r == 0, "setup failed: %s", err.msg);
+        ck_assert_msg(strstr(out, "setup: no container engine answers, python not imported"),
+                      "%s", out);
+        ck_assert_msg(strstr(out, "/nonexistent/docker.sock"), "the line names no endpoint:\n%s",
+                      out);
+        py = xasprintf("%s/python/usr/bin/python3", rootfs);
+        ck_assert_msg(access(py, X_OK) == 0, "native rootfs not installed");
+        config_free(c);
+        remove_tmp(tmp);
+}
+END_TEST
+
+
+/* ---- registry mode: pull by digest through the engine from a loopback docker-registry ----- */
+
+#define REGISTRY_BIN "/usr/bin/docker-registry"
+
+static size_t collect(char *d, size_t size, size_t n, void *ud)
+{
+        FILE *f = ud;
+        return fwrite(d, size, n, f);
+}
+
+/* POST @path with X-Registry-Auth {} and return the body. */
+/* noinline: GCC otherwise takes the open_memstream buffer for a dangling local. */
+__attribute__((noinline)) static char *engine_post_auth(const struct engine_conn *c, const char *path, long *ret_status)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        struct curl_slist *h = curl_slist_append(NULL, "X-Registry-Auth: e30=");
+        CURL *e = engine_easy_new(c, path, true);
+
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, f);
+        ck_assert_int_eq(curl_easy_perform(e), CURLE_OK);
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, ret_status);
+        curl_easy_cleanup(e);
+        curl_slist_free_all(h);
+        fclose(f);
+        return buf;
+}
+
+static int free_port(void)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t l = sizeof(a);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port;
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+        port = ntohs(a.sin_port);
+        close(fd);
+        return port;
+}
+
+static pid_t start_registry(const char *dir, int port)
+{
+        _cleanup_free_ char *conf = xasprintf("%s/registry.yml", dir);
+        _cleanup_free_ char *url = xasprintf("http://127.0.0.1:%d/v2/", port);
+        FILE *f = fopen(conf, "w");
+        pid_t pid;
+        int i;
+
+        ck_assert_ptr_nonnull(f);
+        fprintf(f,
+                "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+                "    rootdirectory: %s/reg\nhttp:\n  addr: 127.0.0.1:%d\n",
+                dir, port);
+        fclose(f);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        dup2(fd, 1);
+                        dup2(fd, 2);
+                }
+                execl(REGISTRY_BIN, REGISTRY_BIN, "serve", conf, (char *)NULL);
+                _exit(127);
+        }
+        for (i = 0; i < 100; i++) {
+                CURL *e = curl_easy_init();
+                long st = 0;
+                curl_easy_setopt(e, CURLOPT_URL, url);
+                curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+                if (curl_easy_perform(e) == CURLE_OK)
+                        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+                curl_easy_cleanup(e);
+                if (st == 200)
+                        break;
+                usleep(100 * 1000);
+        }
+        ck_assert_msg(i < 100, "docker-registry did not start on 127.0.0.1:%d", port);
+        return pid;
+}
+
+/* The "sha256:..." of the {"aux":{"Digest":..}} line of a push answer. */
+static char *push_digest(const char *body)
+{
+        const char *d = strstr(body, "\"Digest\":\"sha256:");
+
+        ck_assert_msg(d, "no digest in the push answer: %s", body);
+        return xstrndup(d + 10, 71);
+}
+
+START_TEST(registry_mode_pulls_into_engine_by_digest)
+{
+        _cleanup_free_ char *tmp = sbx_test_tmpdir();
+        _cleanup_free_ char *tar = xasprintf("%s/tiny.tar", tmp), *cmd = NULL, *name = NULL;
+        _cleanup_free_ char *tagged = NULL, *push = NULL, *body = NULL, *digest = NULL;
+        _cleanup_free_ char *ref = NULL, *out = NULL, *out2 = NULL, *bad = NULL;
+        struct sbx_config *c;
+        struct engine_conn conn;
+        struct sbx_error err = {0};
+        struct setup_run_state st = {0};
+        char sha[65];
+        long status = 0;
+        pid_t reg;
+        int port, r;
+
+        if (access(REGISTRY_BIN, X_OK) != 0)
+                sbx_test_skip(REGISTRY_BIN " is missing: apt-get install docker-registry");
+        c = load_cfg();
+        if (engine_connect(c, engine_env_getenv, &conn, &err) < 0)
+                sbx_test_skip("no container engine answers");
+        port = free_port();
+        reg = start_registry(tmp, port);
+
+        /* A tiny image, tagged for the loopback registry, pushed through the Engine API. */
+        cmd = xasprintf("mkdir -p %s/t/etc && echo tiny > %s/t/etc/tiny && "
+                        "tar -C %s/t -cf %s etc",
+                        tmp, tmp, tmp, tar);
+        ck_assert_int_eq(system(cmd), 0);
+        ck_assert(engine_file_sha256(tar, sha, &err) == 0);
+        name = xasprintf("127.0.0.1:%d/vestibule/tiny", port);
+        tagged = xasprintf("%s:t%d", name, (int)getpid());
+        ck_assert_msg(engine_image_import(&conn, tar, tagged, sha, &err) == 0, "%s", err.msg);
+        push = xasprintf("/images/%s/push?tag=t%d", name, (int)getpid());
+        body = engine_post_auth(&conn, push, &status);
+        ck_assert_msg(status == 200 && !strstr(body, "\"error"), "push failed: %s", body);
+        digest = push_digest(body);
+        ref = xasprintf("%s@%s", name, digest);
+        image_delete(c, tagged);
+        image_delete(c, ref);
+
+        struct setup_run_args a = {.rootfs_dir = tmp, .cfg = c, .state = &st, .progress = stderr};
+        {
+                size_t len = 0;
+                a.out = open_memstream(&out, &len);
+                r = setup_engine_pull(&a, "python", ref, &err);
+                fclose(a.out);
+        }
+        ck_assert_msg(r == 0, "%s", err.msg);
+        ck_assert_msg(strstr(out, "python image pulled in the container engine"), "%s", out);
+        ck_assert(st.engine_pulled);
+        /* The engine now has it by that digest. */
+        {
+                char label[80] = "";
+                ck_assert_msg(engine_image_label(&conn, ref, "vestibule.tar-sha256", label,
+                                                 sizeof(label), &err) == 0,
+                              "%s", err.msg);
+                ck_assert_str_eq(label, sha);
+        }
+        {
+                size_t len = 0;
+                a.out = open_memstream(&out2, &len);
+                r = setup_engine_pull(&a, "python", ref, &err);
+                fclose(a.out);
+        }
+        ck_assert_msg(r == 0, "%s", err.msg);
+        ck_assert_msg(strstr(out2, "python image already present"), "%s", out2);
+
+        /* Control: a digest the registry lacks fails, naming it. */
+        bad = xasprintf("%s@sha256:%064d", name, 0);
+        {
+                char *o = NULL;
+                size_t len = 0;
+                a.out = open_memstream(&o, &len);
+                r = setup_engine_pull(&a, "python", bad, &err);
+                fclose(a.out);
+                free(o);
+        }
+        ck_assert_int_lt(r, 0);
+        ck_assert_msg(strstr(err.msg, "sha256:0000"), "%s", err.msg);
+        /* A tag is never pulled. */
+        ck_assert_int_eq(engine_image_pull(&conn, tagged, NULL, false, &err), -EINVAL);
+
+        image_delete(c, ref);
+        kill(reg, SIGTERM);
+        waitpid(reg, NULL, 0);
+        config_free(c);
+        remove_tmp(tmp);
+}
+END_TEST
+
+static Suite *setup_engine_suite(void)
+{
+        Suite *s = suite_create("setup_engine");
+        TCase *tc;
+
+        tc = tcase_create("image name");
+        tcase_add_test(tc, image_for_follows_image_source);
+        tcase_add_test(tc, debian_names_match_pins);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("import");
+        tcase_set_timeout(tc, 600);
+        tcase_add_test(tc, from_tar_imports_into_engine_then_present);
+        tcase_add_test(tc, from_tar_without_engine_says_so_and_installs);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("registry pull");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, registry_mode_pulls_into_engine_by_digest);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return sbx_test_run(setup_engine_suite());
+}
