@@ -497,6 +497,9 @@ START_TEST(create_body_has_every_lockdown_option)
         ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "MemorySwap")), 268435456);
         ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "NanoCpus")), 750000000);
         ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "PidsLimit")), 128);
+        /* the fixed minimal environment, the same as the native backend's */
+        ck_assert_ptr_nonnull(strstr(txt, "\"Env\":[\"PATH=\\/usr\\/local\\/bin:\\/usr\\/bin:\\/bin\","
+                                          "\"HOME=\\/tmp\",\"LANG=C.UTF-8\",\"TZ=UTC\","));
         ck_assert_ptr_nonnull(strstr(txt, "\"CapDrop\":[\"ALL\"]"));
         ck_assert_ptr_nonnull(strstr(txt, "\"SecurityOpt\":[\"no-new-privileges\"]"));
         ck_assert_ptr_nonnull(
