@@ -121,3 +121,35 @@ vst_import_images_rootless() {
                         --change "ENV PATH=/usr/local/bin:/usr/bin:/bin" "$tar" "vestibule/$lang:bookworm"
         done
 }
+
+# vst_import_images_docker IMAGES: as root, import IMAGES/{python,node}.tar into the rootful
+# Docker Engine (/var/run/docker.sock) as vestibule/<lang>:bookworm through the Engine API, with
+# the labels and settings `vestibule-mcp setup` uses; skipped when the image there already holds
+# that tarball.
+vst_import_images_docker() {
+        local images=$1 lang tar sha have sock=/var/run/docker.sock q
+        for lang in python node; do
+                tar=$images/$lang.tar
+                sha=$(sha256sum "$tar" | cut -d' ' -f1)
+                have=$(curl -sf --unix-socket "$sock" "http://d/images/vestibule/$lang:bookworm/json" |
+                        node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{try{console.log((JSON.parse(s).Config.Labels||{})["vestibule.tar-sha256"]||"")}catch{console.log("")}})' || true)
+                if [ "$have" = "$sha" ]; then
+                        echo "vestibule/$lang:bookworm is already $tar (Docker)"
+                        continue
+                fi
+                q="fromSrc=-&repo=vestibule/$lang&tag=bookworm"
+                q+="&changes=$(vst_urlencode "LABEL vestibule.tar-sha256=$sha")"
+                q+="&changes=$(vst_urlencode "LABEL vestibule.image=1")"
+                q+="&changes=$(vst_urlencode "WORKDIR /workspace")"
+                q+="&changes=$(vst_urlencode "USER 1000:1000")"
+                q+="&changes=$(vst_urlencode "ENV PATH=/usr/local/bin:/usr/bin:/bin")"
+                curl -sSf --unix-socket "$sock" -X POST -H 'Content-Type: application/x-tar' \
+                        --data-binary "@$tar" "http://d/images/create?$q" >/dev/null
+                echo "imported $tar into Docker as vestibule/$lang:bookworm"
+        done
+}
+
+# vst_urlencode TEXT: TEXT percent-encoded for a URL query.
+vst_urlencode() {
+        node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$1"
+}

@@ -22,8 +22,10 @@
 #   VESTIBULE_CI_E2E_RUNS   the end-to-end runs, one per line:
 #                           BUILDS|BACKEND|EXPECTED ISOLATION GRADE|EXTRA ENV (VAR=value ...)
 #                           (default: see E2E_RUNS below, this CI host's grades)
-#   VESTIBULE_CI_CONTAINER=1  also run the e2e suite against the container backend (rootless
-#                           Podman of the test user, images imported from images/build.sh)
+#   VESTIBULE_CI_CONTAINER=1  also run the e2e suite against the container backend on the test
+#                           user's rootless Podman (images imported from images/build.sh); the
+#                           container run on rootful Docker (server as root, VESTIBULE_RUN_AS)
+#                           is always on when /var/run/docker.sock exists and we are root
 #   VESTIBULE_CI_MUST_RUN   1 (default): a unit test whose prerequisite is missing fails
 #                           instead of skipping (SBX_TEST_MUST_RUN)
 #   VESTIBULE_CI_JOBS       build parallelism (default 2)
@@ -61,6 +63,13 @@ Release,Debug|native|native-degraded (limits not applied: memory, cpu: no system
 if [ "${VESTIBULE_CI_CONTAINER:-0}" = 1 ]; then
         E2E_RUNS+="
 Release|container|container-degraded (limits not applied: memory, cpu, pids: rootless Podman on cgroup v1)|DOCKER_HOST=unix:///run/user/${SBX_TEST_UID:-2000}/podman/podman.sock VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vestibule/node:bookworm"
+fi
+# The container run on rootful Docker: the server started as root (E2E_AS=root) runs every
+# sandbox as the test user (VESTIBULE_RUN_AS), with the Debian-built images imported into
+# Docker below; rootful Docker enforces every limit, so the grade is plain `container`.
+if [ "$is_root" -eq 1 ] && [ -S /var/run/docker.sock ]; then
+        E2E_RUNS+="
+Release|container|container|E2E_AS=root VESTIBULE_RUN_AS=$(id -u "$user" 2>/dev/null || echo 2000):$(id -g "$user" 2>/dev/null || echo 2000) VESTIBULE_RUNTIME=docker VESTIBULE_IMAGE_SOURCE=debian"
 fi
 E2E_RUNS=${VESTIBULE_CI_E2E_RUNS:-$E2E_RUNS}
 
@@ -225,9 +234,14 @@ done
 # ---------------------------------------------------------------------------- engine images
 # The container backend as the test user talks to its rootless Podman: import the Debian-built
 # images there the way `vestibule-mcp setup` does (same labels and settings).
-if [ "$is_root" -eq 1 ] && grep -q '|container|' <<<"$E2E_RUNS" && [ -f "$images/python.tar" ]; then
+if [ "$is_root" -eq 1 ] && grep -q '|container|.*DOCKER_HOST=unix:///run/user/' <<<"$E2E_RUNS" &&
+        [ -f "$images/python.tar" ]; then
         step 900 "images into the test user's rootless Podman" vst_import_images_rootless "$user" "$images" ||
                 record_fail "importing the images into rootless Podman"
+fi
+if [ "$is_root" -eq 1 ] && grep -q '|container|.*E2E_AS=root' <<<"$E2E_RUNS" && [ -f "$images/python.tar" ]; then
+        step 900 "images into Docker" vst_import_images_docker "$images" ||
+                record_fail "importing the images into Docker"
 fi
 
 # ---------------------------------------------------------------------------- end-to-end
@@ -235,15 +249,27 @@ e2e=$src/tests/e2e
 if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
         # run_e2e LABEL BIN BACKEND GRADE EXTRA_ENV (as the test user)
         run_e2e() {
-                local label=$1 bin=$2 backend=$3 grade=$4 extra=() res rc=0
+                local label=$1 bin=$2 backend=$3 grade=$4 extra=() env=() as=user v res rc=0
                 read -r -a extra <<<"$5"
+                for v in "${extra[@]}"; do
+                        if [ "$v" = E2E_AS=root ]; then as=root; else env+=("$v"); fi
+                done
                 res=$(mktemp "$ci/e2e-results.XXXXXX")
                 chmod 0666 "$res"
                 banner "e2e: $label"
-                as_user "${extra[@]}" VESTIBULE_BIN="$bin" E2E_BACKEND="$backend" \
-                        E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
-                        timeout --kill-after=30 1500 node "$e2e/run.mjs" ||
-                        rc=$?
+                if [ "$as" = root ]; then
+                        # a server started as root (its sandboxes run as VESTIBULE_RUN_AS)
+                        env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
+                                TMPDIR="$ci" "${env[@]}" VESTIBULE_BIN="$bin" E2E_BACKEND="$backend" \
+                                E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
+                                timeout --kill-after=30 1500 node "$e2e/run.mjs" ||
+                                rc=$?
+                else
+                        as_user "${env[@]}" VESTIBULE_BIN="$bin" E2E_BACKEND="$backend" \
+                                E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
+                                timeout --kill-after=30 1500 node "$e2e/run.mjs" ||
+                                rc=$?
+                fi
                 add_results "$label" "$res" "$rc"
         }
         # add_results LABEL FILE STATUS: add a run.mjs counts file to the totals.

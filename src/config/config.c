@@ -871,7 +871,7 @@ static int load(const char *(*getenv_fn)(const char *name), bool read_file, cons
         _cleanup_free_ char *home = NULL, *path = NULL, *text = NULL;
         struct sbx_config *c = xcalloc(1, sizeof(*c));
         struct load_ctx x = {.getenv_fn = getenv_fn, .c = c};
-        bool explicit_file = false;
+        bool explicit_file = false, user_python = false, user_node = false;
 
         home = home_dir(getenv_fn);
         x.home = home;
@@ -897,6 +897,12 @@ static int load(const char *(*getenv_fn)(const char *name), bool read_file, cons
                 const struct file_entry *fe = file_value(&x, s->key);
 
                 var_name(s->key, var, sizeof(var));
+                if (s->offset == F(image_python) || s->offset == F(image_node)) {
+                        bool *user = s->offset == F(image_python) ? &user_python : &user_node;
+                        _cleanup_free_ char *uv = trimmed(getenv_fn(var));
+                        _cleanup_free_ char *uf = fe ? trimmed(fe->value) : NULL;
+                        *user = uv || uf;
+                }
                 /* Defaults first, so a bad user value leaves the default in place. */
                 dv = trimmed(s->def);
                 if (dv)
@@ -909,6 +915,20 @@ static int load(const char *(*getenv_fn)(const char *name), bool read_file, cons
                 fv = fe ? trimmed(fe->value) : NULL;
                 if (fv)
                         apply(&x, s, SRC_FILE, fv);
+        }
+
+        /* The image source picks the default images: the Debian-built ones are imported under
+         * their own names (images/pins), and the registry digests would not be there. A name
+         * the user chose explicitly always wins. */
+        if (c->image_source == SBX_IMAGE_SOURCE_DEBIAN) {
+                if (!user_python) {
+                        free(c->image_python);
+                        c->image_python = xstrdup(SBX_DEBIAN_IMAGE_PYTHON);
+                }
+                if (!user_node) {
+                        free(c->image_node);
+                        c->image_node = xstrdup(SBX_DEBIAN_IMAGE_NODE);
+                }
         }
 
         for (size_t i = 0; i < x.n_entries; i++) {

@@ -10,3 +10,9 @@
 #define SBX_PIN_IMAGE_NODE                                                                         \
         "docker.io/library/node@sha256:"                                                           \
         "5ec23b7c622b00547753bc6ffd78085dd868a68aeb41c8e0a1418f033e13d96d"
+
+/* The Debian-built alternatives (VESTIBULE_IMAGE_SOURCE=debian, images/build.sh): the names setup
+ * imports them under into an engine, as images/pins' python.debian / node.debian say. They are
+ * the image defaults when the source is debian and VESTIBULE_IMAGE_PYTHON / _NODE are unset. */
+#define SBX_DEBIAN_IMAGE_PYTHON "vestibule/python:bookworm"
+#define SBX_DEBIAN_IMAGE_NODE "vestibule/node:bookworm"

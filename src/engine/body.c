@@ -55,7 +55,8 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object *capdrop = json_object_new_array();
         json_object *lc = json_object_new_object(), *lcc = json_object_new_object();
         static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp",
-                                          "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", NULL};
+                                          "LANG=C.UTF-8", "TZ=UTC", "PYTHONDONTWRITEBYTECODE=1",
+                                          NULL};
         _cleanup_free_ char *user = xasprintf("%u:%u", (unsigned)s->uid, (unsigned)s->gid);
         _cleanup_free_ char *tmp =
             xasprintf("rw,noexec,nosuid,nodev,size=%um,mode=1777", s->tmpfs_mb);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -262,14 +263,22 @@ static void docker_sockets(struct endpoint_list *l, const char *home, const char
         }
 }
 
+/* Podman's clients pick the rootful socket as root and the user's own rootless one otherwise;
+ * we try both, in that order, so a root-only /run/podman socket (permission denied) never hides
+ * a working rootless service of the user. */
 static void podman_sockets(struct endpoint_list *l, const char *home, const char *xdg, char *miss,
                            size_t ms)
 {
+        bool root = geteuid() == 0;
+
+        if (root)
+                try_socket(l, "/run/podman/podman.sock", "Podman's socket", miss, ms);
         if (xdg) {
                 _cleanup_free_ char *a = xasprintf("%s/podman/podman.sock", xdg);
                 try_socket(l, a, "rootless Podman's socket", miss, ms);
         }
-        try_socket(l, "/run/podman/podman.sock", "Podman's socket", miss, ms);
+        if (!root)
+                try_socket(l, "/run/podman/podman.sock", "Podman's socket", miss, ms);
         if (home) {
                 _cleanup_free_ char *b =
                     xasprintf("%s/.local/share/containers/podman/machine/podman.sock", home);
@@ -285,7 +294,17 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
         struct engine_endpoint ep;
         const char *home = env_nonempty(getenv_fn, "HOME");
         const char *xdg = env_nonempty(getenv_fn, "XDG_RUNTIME_DIR");
+        _cleanup_free_ char *xdg_def = NULL;
         int r;
+
+        /* Without XDG_RUNTIME_DIR (runuser, su, cron) the user's runtime folder is still
+         * /run/user/UID, as Podman itself assumes, when it exists and is ours. */
+        if (!xdg && geteuid() != 0) {
+                struct stat st;
+                xdg_def = xasprintf("/run/user/%u", (unsigned)geteuid());
+                if (stat(xdg_def, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+                        xdg = xdg_def;
+        }
 
         if (ret_missing && missing_size)
                 ret_missing[0] = '\0';

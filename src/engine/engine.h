@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "config/config.h"
+#include "config/pins.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Endpoint resolution (endpoint.c)                                                          */
@@ -247,8 +248,8 @@ int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err);
 
 /* The names a Debian-built rootfs (images/build.sh) is imported under, as images/pins says
  * (python.debian, node.debian; tests/unit/test_setup_engine.c fails when they differ). */
-#define ENGINE_DEBIAN_IMAGE_PYTHON "vestibule/python:bookworm"
-#define ENGINE_DEBIAN_IMAGE_NODE "vestibule/node:bookworm"
+#define ENGINE_DEBIAN_IMAGE_PYTHON SBX_DEBIAN_IMAGE_PYTHON /* config/pins.h */
+#define ENGINE_DEBIAN_IMAGE_NODE SBX_DEBIAN_IMAGE_NODE
 
 /**
  * engine_image_for() - the image the container backend runs @language ("node"; anything else,

@@ -70,6 +70,10 @@ export function makeWorld(t, extraEnv = {}) {
     for (const k of PASS_ENV) if (process.env[k] !== undefined) env[k] = process.env[k];
     Object.assign(env, extraEnv);
     for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+    // A server started as root runs code as VESTIBULE_RUN_AS: the workspace is that user's
+    // folder, as on a real machine.
+    const runAs = /^(\d+):(\d+)$/.exec(env.VESTIBULE_RUN_AS || '');
+    if (process.getuid() === 0 && runAs) fs.chownSync(ws, Number(runAs[1]), Number(runAs[2]));
     const world = { root, ws, audit, home, env, clients: [] };
     t?.after(async () => {
         for (const c of world.clients) await c.close().catch(() => {});

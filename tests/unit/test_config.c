@@ -14,6 +14,7 @@
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "config/pins.h"
+#include "setup/pins.h"
 #include "testutil.h"
 
 /* The fake environment: NAME=value strings, NULL-terminated. */
@@ -493,6 +494,59 @@ START_TEST(yaml_values)
 }
 END_TEST
 
+START_TEST(debian_source_picks_debian_images)
+{
+        struct sbx_config *c;
+        struct setup_pins p = {0};
+        struct sbx_error err = {0};
+
+        /* The names config uses are the ones setup imports under (images/pins). */
+        ck_assert_msg(setup_pins_load(&p, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(p.python_debian, SBX_DEBIAN_IMAGE_PYTHON);
+        ck_assert_str_eq(p.node_debian, SBX_DEBIAN_IMAGE_NODE);
+        setup_pins_done(&p);
+
+        /* Control: the registry source keeps the pinned digests. */
+        env_set("VESTIBULE_IMAGE_SOURCE=registry");
+        c = load_env();
+        ck_assert_str_eq(c->image_python, SBX_PIN_IMAGE_PYTHON);
+        ck_assert_str_eq(c->image_node, SBX_PIN_IMAGE_NODE);
+        config_free(c);
+
+        env_reset();
+        env_set("VESTIBULE_IMAGE_SOURCE=debian");
+        c = load_env();
+        ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
+        ck_assert_str_eq(c->image_python, "vestibule/python:bookworm");
+        ck_assert_str_eq(c->image_node, "vestibule/node:bookworm");
+        config_free(c);
+
+        /* From the file too. */
+        env_reset();
+        c = load_yaml("image_source: debian\n");
+        ck_assert_str_eq(c->image_python, "vestibule/python:bookworm");
+        ck_assert_str_eq(c->image_node, "vestibule/node:bookworm");
+        config_free(c);
+
+        /* An explicit name wins, each on its own (env or file); a blank one is unset. */
+        env_reset();
+        env_set("VESTIBULE_IMAGE_SOURCE=debian");
+        env_set("VESTIBULE_IMAGE_PYTHON=example.org/py:1");
+        env_set("VESTIBULE_IMAGE_NODE=  ");
+        c = load_env();
+        ck_assert_str_eq(c->image_python, "example.org/py:1");
+        ck_assert_str_eq(c->image_node, "vestibule/node:bookworm");
+        config_free(c);
+
+        env_reset();
+        env_set("VESTIBULE_IMAGE_SOURCE=debian");
+        c = load_yaml("image_node: example.org/node:2\n");
+        ck_assert_str_eq(c->image_python, "vestibule/python:bookworm");
+        ck_assert_str_eq(c->image_node, "example.org/node:2");
+        config_free(c);
+}
+END_TEST
+
 START_TEST(env_wins_over_yaml)
 {
         struct sbx_config *c;
@@ -779,6 +833,7 @@ static Suite *config_suite(void)
         tc = tcase_create("environment");
         tcase_add_checked_fixture(tc, setup, NULL);
         tcase_add_test(tc, env_sets_every_setting);
+        tcase_add_test(tc, debian_source_picks_debian_images);
         tcase_add_test(tc, blank_means_unset);
         tcase_add_test(tc, trace_setting);
         tcase_add_test(tc, trace_setting_invalid);

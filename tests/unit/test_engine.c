@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -323,12 +324,18 @@ START_TEST(resolve_known_sockets_in_order)
                 ck_assert_str_ne(eps[i].sock_path, s2);
         free(TAKE_PTR(eps));
 
-        /* podman: rootless Podman's socket first, never Docker's */
+        /* podman: as root the rootful socket first (when there is one), then the rootless
+         * one; never Docker's */
+        struct stat st;
+        bool rootful = geteuid() == 0 && stat("/run/podman/podman.sock", &st) == 0 &&
+                       S_ISSOCK(st.st_mode);
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
         ck_assert_uint_ge(n, 1);
-        ck_assert_str_eq(eps[0].sock_path, s2);
+        ck_assert_str_eq(eps[0].sock_path, rootful ? "/run/podman/podman.sock" : s2);
+        if (rootful)
+                ck_assert_str_eq(eps[1].sock_path, s2);
         for (size_t i = 0; i < n; i++)
                 ck_assert_str_ne(eps[i].sock_path, s1);
 }
@@ -490,6 +497,9 @@ START_TEST(create_body_has_every_lockdown_option)
         ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "MemorySwap")), 268435456);
         ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "NanoCpus")), 750000000);
         ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "PidsLimit")), 128);
+        /* the fixed minimal environment, the same as the native backend's */
+        ck_assert_ptr_nonnull(strstr(txt, "\"Env\":[\"PATH=\\/usr\\/local\\/bin:\\/usr\\/bin:\\/bin\","
+                                          "\"HOME=\\/tmp\",\"LANG=C.UTF-8\",\"TZ=UTC\","));
         ck_assert_ptr_nonnull(strstr(txt, "\"CapDrop\":[\"ALL\"]"));
         ck_assert_ptr_nonnull(strstr(txt, "\"SecurityOpt\":[\"no-new-privileges\"]"));
         ck_assert_ptr_nonnull(
@@ -891,12 +901,21 @@ static const char memhog_py[] = "b = []\n"
 struct cancel_arg {
         int fd;
         unsigned delay_ms;
+        uint64_t sent_ms; /* when the cancel was sent (monotonic) */
 };
+
+static uint64_t mono_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static void *cancel_later(void *p)
 {
         struct cancel_arg *c = p;
         usleep(c->delay_ms * 1000);
+        c->sent_ms = mono_ms();
         ck_assert_int_eq(write(c->fd, "x", 1), 1);
         return NULL;
 }
@@ -927,9 +946,14 @@ static void check_behaviours(void)
         run_result_done(&o.res);
 
         /* timeout: the run ends near its deadline, reported as timed out */
+        uint64_t t_call = mono_ms();
         o = run_code(SBX_LANG_PYTHON, "import time\nprint('start', flush=True)\ntime.sleep(60)\n",
                      2, -1);
+        uint64_t call_ms = mono_ms() - t_call;
         ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        /* the whole call (create and removal dispatch included) within timeout + grace + 2 s */
+        ck_assert_msg(call_ms < 2000 + 3000 + 2000, "a 2 s timeout answered after %llu ms",
+                      (unsigned long long)call_ms);
         ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_TIMED_OUT);
         ck_assert_str_eq(o.text, "start\n");
         ck_assert_msg(o.res.usage.wall_ms >= 1900 && o.res.usage.wall_ms < 7000, "wall %llu",
@@ -943,8 +967,14 @@ static void check_behaviours(void)
         pthread_t t;
         pthread_create(&t, NULL, cancel_later, &ca);
         o = run_code(SBX_LANG_PYTHON, "import time\ntime.sleep(30)\n", 30, pfd[0]);
+        uint64_t returned = mono_ms();
         pthread_join(t, NULL);
         ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        /* the slot is free promptly: cancel sent -> engine_run returned */
+        ck_assert_msg(ca.sent_ms && returned - ca.sent_ms <= 3000,
+                      "returned %llu ms after the cancel",
+                      (unsigned long long)(returned - ca.sent_ms));
+        fprintf(stderr, "cancel -> return: %llu ms\n", (unsigned long long)(returned - ca.sent_ms));
         ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_CANCELLED);
         ck_assert_msg(o.res.usage.wall_ms < 5000, "wall %llu",
                       (unsigned long long)o.res.usage.wall_ms);
@@ -1169,6 +1199,160 @@ START_TEST(docker_missing_image_blocked)
 }
 END_TEST
 
+/* A socket only root may use, at @path (mode 0600, root-owned). */
+static void make_root_socket(const char *path)
+{
+        make_socket(path);
+        ck_assert_int_eq(chown(path, 0, 0), 0);
+        ck_assert_int_eq(chmod(path, 0600), 0);
+}
+
+static void drop_to_test_user(void)
+{
+        ck_assert_int_eq(setgroups(0, NULL), 0);
+        ck_assert_int_eq(setresgid(TEST_UID, TEST_UID, TEST_UID), 0);
+        ck_assert_int_eq(setresuid(TEST_UID, TEST_UID, TEST_UID), 0);
+}
+
+/* Not root: the user's own rootless Podman socket comes before the rootful one, also when
+ * XDG_RUNTIME_DIR is unset (runuser): /run/user/UID is used when it is the user's. */
+START_TEST(resolve_podman_rootless_first_when_not_root)
+{
+        if (geteuid() != 0)
+                sbx_test_skip("needs root to become the test user");
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ struct engine_endpoint *eps = NULL;
+        char miss[1000];
+        size_t n = 0;
+        struct sbx_error err = {0};
+        _cleanup_free_ char *xdg = xasprintf("%s/xdg", d);
+        _cleanup_free_ char *pod = xasprintf("%s/podman", xdg);
+        _cleanup_free_ char *s2 = xasprintf("%s/podman.sock", pod);
+        mkdir_p(pod);
+        make_socket(s2);
+        ck_assert_int_eq(chmod(d, 0755), 0);
+        ck_assert_int_eq(chown(s2, TEST_UID, TEST_UID), 0);
+        struct stat st;
+        bool rootful = stat("/run/podman/podman.sock", &st) == 0 && S_ISSOCK(st.st_mode);
+
+        drop_to_test_user();
+        env_reset();
+        env_set("XDG_RUNTIME_DIR", xdg);
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        ck_assert_uint_ge(n, 1);
+        ck_assert_str_eq(eps[0].sock_path, s2);
+        if (rootful) {
+                ck_assert_uint_eq(n, 2);
+                ck_assert_str_eq(eps[1].sock_path, "/run/podman/podman.sock");
+        }
+        free(TAKE_PTR(eps));
+
+        /* no XDG_RUNTIME_DIR: /run/user/2000 when it exists and is ours */
+        env_reset();
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         0);
+        bool have_run_user = stat("/run/user/2000/podman/podman.sock", &st) == 0 &&
+                             S_ISSOCK(st.st_mode);
+        if (have_run_user) {
+                ck_assert_uint_ge(n, 1);
+                ck_assert_str_eq(eps[0].sock_path, "/run/user/2000/podman/podman.sock");
+        } else {
+                ck_assert_ptr_nonnull(strstr(miss, "/run/user/2000/podman/podman.sock"));
+        }
+}
+END_TEST
+
+/* A permission-denied candidate does not end the search: a later working engine wins; when
+ * none works the EACCES (docker-group explanation) is what is reported. The working engine is
+ * the real Docker, reached through a socket the test user may use, forwarded by root. */
+static void forward_forever(int lfd, const char *target)
+{
+        for (;;) {
+                int c = accept(lfd, NULL, NULL);
+                if (c < 0)
+                        continue;
+                if (fork() == 0) {
+                        struct sockaddr_un a = {.sun_family = AF_UNIX};
+                        int t = socket(AF_UNIX, SOCK_STREAM, 0);
+                        snprintf(a.sun_path, sizeof(a.sun_path), "%s", target);
+                        if (connect(t, (struct sockaddr *)&a, sizeof(a)) < 0)
+                                _exit(1);
+                        if (fork() == 0) {
+                                char b[8192];
+                                ssize_t k;
+                                while ((k = read(c, b, sizeof(b))) > 0)
+                                        if (write(t, b, (size_t)k) != k)
+                                                break;
+                                shutdown(t, SHUT_WR);
+                                _exit(0);
+                        }
+                        char b[8192];
+                        ssize_t k;
+                        while ((k = read(t, b, sizeof(b))) > 0)
+                                if (write(c, b, (size_t)k) != k)
+                                        break;
+                        _exit(0);
+                }
+                close(c);
+        }
+}
+
+START_TEST(eacces_candidate_does_not_stop_the_search)
+{
+        if (geteuid() != 0)
+                sbx_test_skip("needs root to become the test user");
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ char *home = xasprintf("%s/home", d);
+        _cleanup_free_ char *xdg = xasprintf("%s/xdg", d);
+        _cleanup_free_ char *desk = xasprintf("%s/.docker/run", home);
+        _cleanup_free_ char *pod = xasprintf("%s/podman", xdg);
+        _cleanup_free_ char *denied = xasprintf("%s/docker.sock", desk);
+        _cleanup_free_ char *works = xasprintf("%s/podman.sock", pod);
+        mkdir_p(desk);
+        mkdir_p(pod);
+        ck_assert_int_eq(chmod(d, 0755), 0);
+        make_root_socket(denied);
+
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", works);
+        ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(listen(lfd, 16), 0);
+        ck_assert_int_eq(chmod(works, 0666), 0);
+        pid_t fw = fork();
+        ck_assert_int_ge(fw, 0);
+        if (fw == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL); /* ends with the test */
+                signal(SIGCHLD, SIG_IGN);
+                forward_forever(lfd, "/var/run/docker.sock");
+        }
+        close(lfd);
+
+        drop_to_test_user();
+        env_reset();
+        env_set("HOME", home);
+        env_set("XDG_RUNTIME_DIR", xdg);
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        /* auto: Docker's candidates are denied (/var/run/docker.sock and Desktop's), then the
+         * "rootless Podman" socket works */
+        cfg_init(SBX_RUNTIME_AUTO);
+        int r = engine_connect(&test_cfg, fake_getenv, &c, &err);
+        ck_assert_msg(r == 0, "%d %s", r, err.msg);
+        ck_assert_str_eq(c.ep.sock_path, works);
+
+        /* control: without the working socket the permission problem is reported */
+        env_set("XDG_RUNTIME_DIR", "/nonexistent-xdg");
+        r = engine_connect(&test_cfg, fake_getenv, &c, &err);
+        ck_assert_int_eq(r, -EACCES);
+        ck_assert_msg(strstr(err.msg, "docker group"), "%s", err.msg);
+}
+END_TEST
+
 START_TEST(docker_socket_without_permission_blocked)
 {
         engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
@@ -1331,6 +1515,43 @@ END_TEST
 
 /* Rootless Podman as the test user: limits are not applied on this cgroup v1 host, and the
  * grade must say exactly that. Runs in a child that became the test user. */
+/* Four runs at once on rootless Podman (keep-id): Podman 4.3 sometimes answers a create with a
+ * transient "keep-id requires additional UIDs or GIDs" 500; the backend retries that, so every
+ * run must succeed. Repeated a few rounds to give the race its chance. */
+static void *parallel_run(void *p)
+{
+        struct run_out *o = p;
+        *o = run_code(SBX_LANG_PYTHON, "import os\nprint(os.getuid())\n", 20, -1);
+        return NULL;
+}
+
+START_TEST(podman_rootless_parallel_runs)
+{
+        ck_assert_int_eq(setgroups(0, NULL), 0);
+        ck_assert_int_eq(setresgid(TEST_UID, TEST_UID, TEST_UID), 0);
+        ck_assert_int_eq(setresuid(TEST_UID, TEST_UID, TEST_UID), 0);
+        engine_or_skip(ROOTLESS_SOCK, SBX_RUNTIME_PODMAN);
+        backend_up();
+        /* one run first, so the engine probe is done before the four start together */
+        struct run_out w = run_code(SBX_LANG_PYTHON, "print(1)\n", 20, -1);
+        expect_exit0(&w);
+        run_result_done(&w.res);
+        for (int round = 0; round < 3; round++) {
+                struct run_out o[4];
+                pthread_t t[4];
+                for (int i = 0; i < 4; i++)
+                        ck_assert_int_eq(pthread_create(&t[i], NULL, parallel_run, &o[i]), 0);
+                for (int i = 0; i < 4; i++)
+                        pthread_join(t[i], NULL);
+                for (int i = 0; i < 4; i++) {
+                        expect_exit0(&o[i]);
+                        ck_assert_str_eq(o[i].text, "2000\n");
+                        run_result_done(&o[i].res);
+                }
+        }
+}
+END_TEST
+
 START_TEST(podman_rootless_degraded)
 {
         ck_assert_int_eq(setgroups(0, NULL), 0);
@@ -1403,6 +1624,7 @@ static Suite *engine_suite(void)
         tcase_add_test(tc, resolve_docker_host_wins);
         tcase_add_test(tc, resolve_context_from_config_and_env);
         tcase_add_test(tc, resolve_known_sockets_in_order);
+        tcase_add_test(tc, resolve_podman_rootless_first_when_not_root);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("version");
@@ -1440,8 +1662,10 @@ static Suite *engine_suite(void)
                 tcase_add_test(tc, docker_behaviours);
                 tcase_add_test(tc, docker_sweep_removes_dead_owners_only);
                 tcase_add_test(tc, docker_missing_image_blocked);
-                if (root)
+                if (root) {
                         tcase_add_test(tc, docker_socket_without_permission_blocked);
+                        tcase_add_test(tc, eacces_candidate_does_not_stop_the_search);
+                }
                 else
                         note_missing("socket permission test needs root");
                 suite_add_tcase(s, tc);
@@ -1464,6 +1688,7 @@ static Suite *engine_suite(void)
                 tcase_add_checked_fixture(tc, NULL, teardown);
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, podman_rootless_degraded);
+                tcase_add_test(tc, podman_rootless_parallel_runs);
                 suite_add_tcase(s, tc);
         } else if (images) {
                 note_missing("no rootless Podman for the test user (needs root + "
