@@ -153,3 +153,43 @@ vst_import_images_docker() {
 vst_urlencode() {
         node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$1"
 }
+
+# vst_check_setup_cli BIN IMAGES DIR USER: `vestibule-mcp setup --from-tar` through the real
+# CLI as USER (no engine reachable, so only the native half is set up): python then node into
+# DIR/rootfs; the node run must end with the readiness line and exit 0 (the python run alone
+# must not claim ready: node is still missing), a second python run must say "already
+# installed", and a print(1) must run on the installed trees.
+vst_check_setup_cli() {
+        local bin=$1 images=$2 dir=$3 user=$4 home out
+        home=$(getent passwd "$user" | cut -d: -f6)
+        rm -rf "$dir" && mkdir -p "$dir" && cp "$bin" "$dir/vestibule-mcp" && chown -R "$user:" "$dir"
+        vcli() {
+                runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" \
+                        XDG_RUNTIME_DIR="/run/user/$(id -u "$user")" \
+                        DOCKER_HOST="unix://$dir/no-engine.sock" VESTIBULE_ROOTFS_DIR="$dir/rootfs" \
+                        VESTIBULE_WORKSPACE="$dir/ws" VESTIBULE_AUDIT_DIR="$dir/audit" \
+                        "$dir/vestibule-mcp" "$@"
+        }
+        out=$(vcli setup --from-tar "$images/python.tar" --language python 2>&1) && {
+                printf '%s\nFAIL: setup claimed success with the node rootfs missing\n' "$out"
+                return 1
+        }
+        grep -q "rootfs not set up: '$dir/rootfs/node' is missing" <<<"$out" ||
+                { printf '%s\nFAIL: no Blocked: naming the missing node rootfs\n' "$out"; return 1; }
+        out=$(vcli setup --from-tar "$images/node.tar" --language node 2>&1) ||
+                { printf '%s\nFAIL: setup of node failed\n' "$out"; return 1; }
+        printf '%s\n' "$out" | tail -n 8
+        grep -q "^ready in this terminal's environment: isolation native" <<<"$out" ||
+                { echo "FAIL: no readiness line"; return 1; }
+        out=$(vcli setup --from-tar "$images/python.tar" --language python 2>&1) || true
+        grep -q "already installed" <<<"$out" ||
+                { printf '%s\nFAIL: a second setup did not skip\n' "$out"; return 1; }
+        out=$(vcli run --language python -c 'print(6*7)' 2>&1) ||
+                { printf '%s\nFAIL: run on the installed rootfs\n' "$out"; return 1; }
+        printf '%s\n' "$out"
+        if ! grep -qx "42" <<<"$out" || ! grep -q "^isolation: native" <<<"$out"; then
+                echo "FAIL: print(6*7) on the installed rootfs"
+                return 1
+        fi
+        rm -rf "$dir"
+}

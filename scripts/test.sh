@@ -198,6 +198,18 @@ else
                 record_fail "building the images (images/build.sh)"
 fi
 
+# ---------------------------------------------------------------------------- setup CLI
+# `vestibule-mcp setup --from-tar` through the real CLI as the test user: both rootfs trees
+# installed, the readiness line printed, a second run skipped, print(6*7) on what it installed.
+if [ "$is_root" -eq 1 ] && [ -f "$images/python.tar" ] && [ -f "$images/node.tar" ]; then
+        if step 300 "setup CLI: --from-tar into a fresh VESTIBULE_ROOTFS_DIR" \
+                vst_check_setup_cli "$rel/vestibule-mcp" "$images" "$ci/setup-cli" "$user"; then
+                passed=$((passed + 1))
+        else
+                record_fail "setup CLI (--from-tar, readiness line, skip, run)"
+        fi
+fi
+
 # ---------------------------------------------------------------------------- unit tests
 # run_ctest DIR: ctest with its counts added to the totals.
 run_ctest() {
