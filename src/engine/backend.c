@@ -1057,7 +1057,6 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
 
-        uint64_t t0 = now_ms(), t_swept, t_created = 0, t_verified = 0, t_ran = 0;
         sbx_trace_lap(&trace, "prepare");
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {
@@ -1106,7 +1105,6 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .userns_keep_id = st->rootless_podman,
             .init = true,
         };
-        t_swept = now_ms();
         body = engine_create_body(&spec);
         /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
          * 500 though the same body works a moment later (its user-namespace setup for the
@@ -1142,7 +1140,6 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         }
         id = xstrdup(json_object_get_string(idj));
         active_add(st, id);
-        t_created = now_ms();
         sbx_trace_lap(&trace, "create");
 
         /* Verify: the engine's view of the container, option by option. */
@@ -1171,10 +1168,8 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 goto out_remove;
         json_object_put(TAKE_PTR(inspect));
 
-        t_verified = now_ms();
         sbx_trace_lap(&trace, "inspect_verify");
         r = run_stream(b, req, id, res, &so, &trace, err);
-        t_ran = now_ms();
         if (r < 0)
                 goto out_remove;
 
@@ -1277,15 +1272,6 @@ out_remove:
                         log_warning("%s (the next start's sweep removes it), ignoring", e4.msg);
                 active_del(st, id);
                 sbx_trace_lap(&trace, "remove");
-        }
-        if (id) {
-                log_debug("run %.12s: sweep %llu ms, create %llu, verify %llu, run %llu, "
-                          "collect+remove %llu",
-                          id, (unsigned long long)(t_swept - t0),
-                          (unsigned long long)(t_created - t_swept),
-                          (unsigned long long)(t_verified ? t_verified - t_created : 0),
-                          (unsigned long long)(t_ran ? t_ran - t_verified : 0),
-                          (unsigned long long)(now_ms() - (t_ran ? t_ran : t_created)));
         }
 out_code:
         if (code_file)
