@@ -43,17 +43,6 @@ bool cli_is_help(const char *arg)
         return arg && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0);
 }
 
-int cli_not_available(const char *name, int issue, int argc, char **argv, const char *help)
-{
-        for (int i = 1; i < argc; i++)
-                if (cli_is_help(argv[i])) {
-                        fputs(help, stdout);
-                        return 0;
-                }
-        fprintf(stderr, "vestibule-mcp %s: not available yet: see issue %d\n", name, issue);
-        return 2;
-}
-
 /* --- serve ----------------------------------------------------------------------------- */
 
 static json_object *h_tools_list(void *userdata)

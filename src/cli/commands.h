@@ -14,6 +14,3 @@ int cmd_verify(int argc, char **argv);
 
 /** cli_is_help() - @arg is -h or --help. */
 bool cli_is_help(const char *arg);
-
-/** cli_not_available() - the placeholder of a command another issue brings. Returns 2. */
-int cli_not_available(const char *name, int issue, int argc, char **argv, const char *help);

@@ -4,6 +4,9 @@
 
 #include <stddef.h>
 
+/* Each returns new memory the caller frees with free(); none returns NULL: on out-of-memory
+ * they write one line to stderr and abort(). A size of 0 is allocated as 1 byte. NULL @s is
+ * copied as "". */
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *p, size_t n);

@@ -16,6 +16,7 @@ struct tool_result {
         json_object *structured;    /* structuredContent (an object) or NULL; owned */
 };
 
+/** tool_result_done() - free what @r holds (text, structured); @r itself is not freed. NULL ok. */
 void tool_result_done(struct tool_result *r);
 
 /**
