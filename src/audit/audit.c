@@ -29,7 +29,6 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -44,6 +43,7 @@
 #include "audit/audit-internal.h"
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
 
@@ -617,8 +617,7 @@ static void record_head(struct sb *b, const char *kind, const char *id)
 /* The first 4 KiB of the code, cut on a character boundary, its SHA-256 and its size. */
 static void record_code(struct sb *b, const char *code, size_t code_len)
 {
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned md_len = 0;
+        char hex[2 * SBX_SHA256_BYTES + 1];
         size_t keep = code_len < AUDIT_CODE_MAX_BYTES ? code_len : AUDIT_CODE_MAX_BYTES;
         bool utf8;
 
@@ -637,13 +636,8 @@ static void record_code(struct sb *b, const char *code, size_t code_len)
         utf8 = sb_json_str(b, code ? code : "", keep);
         sb_printf(b, ",\"code_utf8\":%s,\"code_truncated\":%s,\"code_bytes\":%zu",
                   utf8 ? "true" : "false", keep < code_len ? "true" : "false", code_len);
-        if (EVP_Digest(code ? code : "", code_len, md, &md_len, EVP_sha256(), NULL) == 1) {
-                sb_adds(b, ",\"code_sha256\":\"");
-                for (unsigned i = 0; i < md_len; i++)
-                        sb_printf(b, "%02x", md[i]);
-                sb_adds(b, "\"");
-        } else
-                sb_adds(b, ",\"code_sha256\":null");
+        sbx_sha256_hex(code ? code : "", code_len, hex);
+        sb_printf(b, ",\"code_sha256\":\"%s\"", hex);
 }
 
 static const char *const lang_names[] = {"python", "node", "bash"};

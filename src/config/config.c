@@ -38,7 +38,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
+#include "lazy/yaml.h"
 
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -554,7 +554,13 @@ static void parse_file(struct load_ctx *x, const char *text)
         _cleanup_(yaml_documentp) yaml_document_t *doc_owned = NULL;
         yaml_node_t *root;
         const char *file = x->file;
+        struct sbx_error lib_err = {0};
 
+        if (lazy_yaml_load(&lib_err) < 0) {
+                mark_invalid_text(x, "the config file", "cannot read the config file '%s': %s",
+                                  file, lib_err.msg);
+                return;
+        }
         if (!yaml_parser_initialize(&parser_s)) {
                 mark_invalid_text(x, "the config file",
                                   "cannot read the config file '%s': libyaml failed to start; "

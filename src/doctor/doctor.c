@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include <seccomp.h>
-#include <systemd/sd-bus.h>
+#include "lazy/sdbus.h"
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
@@ -208,10 +208,13 @@ static void check_user_bus(struct doctor_backend *b, bool unified)
         static const char *const busctl[] = {"/usr/bin/busctl", "/bin/busctl"};
         const char *found = NULL;
         char ctrls[256] = "";
+        struct sbx_error lib_err = {0};
         int r;
 
-        r = sd_bus_open_user(&bus);
-        if (r < 0) {
+        if (lazy_sdbus_load(&lib_err) < 0)
+                add(b->checks, &b->n_checks, DOCTOR_WARN, "systemd user bus",
+                    "not usable: %s; no transient scope per run", lib_err.msg);
+        else if ((r = sd_bus_open_user(&bus)) < 0) {
                 add(b->checks, &b->n_checks, DOCTOR_WARN, "systemd user bus",
                     "not reachable (%s): no transient scope per run; log in through systemd "
                     "(loginctl enable-linger $USER) so the user manager runs",

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
+#include "lazy/curl.h"
 
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -266,6 +266,9 @@ int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
         struct sbx_error first = {0};
         int first_rc = 0, r;
 
+        r = lazy_curl_load(err);
+        if (r < 0)
+                return r;
         r = engine_endpoints_resolve(cfg->runtime, getenv_fn, &eps, &n, missing, sizeof(missing),
                                      err);
         if (r < 0)
@@ -1350,19 +1353,18 @@ static const struct backend_ops engine_ops = {
     .destroy = engine_destroy,
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                 struct backend **ret, struct sbx_error *err)
 {
-        struct engine_state *st = xcalloc(1, sizeof(*st));
-        struct backend *b = xcalloc(1, sizeof(*b));
+        struct engine_state *st;
+        struct backend *b;
+        int r;
 
-        pthread_once(&curl_once, curl_init_once);
+        r = lazy_curl_load(err); /* also curl_global_init(), once */
+        if (r < 0)
+                return r;
+        st = xcalloc(1, sizeof(*st));
+        b = xcalloc(1, sizeof(*b));
         pthread_mutex_init(&st->lock, NULL);
         pthread_cond_init(&st->removed, NULL);
         st->getenv_fn = getenv_fn;

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include "common/cleanup.h"
+#include "common/sha256.h"
 #include "common/xalloc.h"
 
 const char *engine_env_getenv(const char *name)
@@ -30,13 +30,7 @@ static const char *env_nonempty(engine_getenv_fn getenv_fn, const char *name)
 
 void engine_context_hash(const char *name, char ret[65])
 {
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned int md_len = 0;
-
-        EVP_Digest(name, strlen(name), md, &md_len, EVP_sha256(), NULL);
-        for (unsigned i = 0; i < md_len && i < 32; i++)
-                snprintf(ret + 2 * i, 3, "%02x", md[i]);
-        ret[64] = '\0';
+        sbx_sha256_hex(name, strlen(name), ret);
 }
 
 int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *ret,

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
+#include "lazy/curl.h"
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-#include <openssl/evp.h>
+#include "lazy/curl.h"
+#include "lazy/crypto.h"
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
@@ -25,9 +25,13 @@ int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err)
         _cleanup_free_ char *buf = xmalloc(1 << 16);
         EVP_MD_CTX *ctx;
         ssize_t n;
+        int r;
 
         if (fd < 0)
                 return sbx_fail(err, errno, "cannot open '%s': %m", path);
+        r = lazy_crypto_load(err);
+        if (r < 0)
+                return r;
         ctx = EVP_MD_CTX_new();
         if (!ctx)
                 abort();

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <systemd/sd-bus.h>
+#include "lazy/sdbus.h"
 #include <time.h>
 #include <unistd.h>
 
@@ -100,8 +100,14 @@ static bool user_bus_reachable(char *why, size_t size)
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r = sd_bus_open_user(&bus);
+        struct sbx_error lib_err = {0};
+        int r;
 
+        if (lazy_sdbus_load(&lib_err) < 0) {
+                native_strf(why, size, "no systemd user bus (%s)", lib_err.msg);
+                return false;
+        }
+        r = sd_bus_open_user(&bus);
         if (r < 0) {
                 native_strf(why, size, "no systemd user bus (%s)", strerror(-r));
                 return false;
@@ -275,6 +281,9 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
         ret->dir_fd = -1;
         native_strf(ret->unit, sizeof(ret->unit), "vestibule-run-%d-%u.scope", (int)getpid(),
                     __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+        r = lazy_sdbus_load(err);
+        if (r < 0)
+                return r;
         r = sd_bus_open_user(&bus);
         if (r < 0)
                 return sbx_fail(err, -r,

@@ -2,11 +2,11 @@
 #include "setup/registry.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
+#include "lazy/curl.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <openssl/evp.h>
+#include "lazy/crypto.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -604,7 +604,9 @@ static int fetch_blob(struct http *h, const char *digest, uint64_t size, const c
 int registry_pull(const struct registry_ref *ref, const char *workdir, const char *label,
                   const struct setup_opts *o, struct registry_image *ret, struct sbx_error *err)
 {
-        _cleanup_(curl_cleanupp) CURL *curl = curl_easy_init();
+        struct sbx_error lib_err = {0};
+        _cleanup_(curl_cleanupp) CURL *curl =
+            lazy_curl_load(&lib_err) < 0 || lazy_crypto_load(&lib_err) < 0 ? NULL : curl_easy_init();
         _cleanup_(json_putp) json_object *top = NULL;
         _cleanup_(json_putp) json_object *plat = NULL;
         struct http h = {.curl = curl, .ref = ref, .o = o};
@@ -616,7 +618,8 @@ int registry_pull(const struct registry_ref *ref, const char *workdir, const cha
         int r;
 
         if (!curl)
-                return sbx_fail(err, ENOMEM, "cannot start libcurl");
+                return lib_err.code ? sbx_fail(err, lib_err.code, "%s", lib_err.msg)
+                                    : sbx_fail(err, ENOMEM, "cannot start libcurl");
         r = get_manifest(&h, ref->digest, &top, err);
         if (r < 0)
                 goto out;

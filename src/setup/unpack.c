@@ -1,13 +1,12 @@
 /* unpack.c - one tarball (a rootfs or an OCI layer) into a directory, by the safety rules in
  * setup.h: our own checks on every name before libarchive sees it, then libarchive's secure
  * extraction flags as a second line. */
-#include <archive.h>
-#include <archive_entry.h>
+#include "lazy/archive.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
+#include "lazy/crypto.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -455,6 +454,9 @@ int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig
 
         if (fd < 0)
                 return sbx_fail(err, errno, "cannot open '%s': %s", path, strerror(errno));
+        n = lazy_crypto_load(err);
+        if (n < 0)
+                return (int)n;
         md = EVP_MD_CTX_new();
         if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
                 EVP_MD_CTX_free(md);
@@ -587,6 +589,11 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
         rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return sbx_fail(err, errno, "cannot open '%s': %s", dir, strerror(errno));
+        r = lazy_archive_load(err);
+        if (r >= 0)
+                r = lazy_crypto_load(err);
+        if (r < 0)
+                return r;
         md = EVP_MD_CTX_new();
         if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
                 return sbx_fail(err, EIO, "cannot start sha256 (libcrypto)");

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <openssl/evp.h>
+#include "lazy/crypto.h"
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>

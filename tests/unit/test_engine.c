@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include <check.h>
-#include <curl/curl.h>
+#include "lazy/curl.h"
 
 #include "common/cleanup.h"
 #include "common/log.h"

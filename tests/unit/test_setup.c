@@ -1,11 +1,10 @@
 /* test_setup.c - the setup module: images/pins, safe unpacking of crafted tarballs (escapes,
  * links, devices, setuid, whiteouts), and installs that are atomic, skip when unchanged and
  * leave nothing behind when they fail or are cancelled. */
-#include <archive.h>
-#include <archive_entry.h>
-#include <curl/curl.h>
+#include "lazy/archive.h"
+#include "lazy/curl.h"
 #include <netinet/in.h>
-#include <openssl/evp.h>
+#include "lazy/crypto.h"
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>

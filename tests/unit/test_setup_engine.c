@@ -13,7 +13,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
+#include "lazy/curl.h"
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
