@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,6 +78,11 @@ static int serve(void)
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGPIPE);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
+        /* Two malloc arenas instead of up to 8 per CPU: each worker thread would otherwise get
+         * its own (64 MiB of address space, its own free lists), for nothing on this I/O-bound
+         * path. Measured (docs/BENCHMARKS.md, footprint): VmSize 677 -> 101 MiB and RssAnon
+         * 1044 -> 784 KiB after 32 runs at concurrency 8. */
+        mallopt(M_ARENA_MAX, 2);
 
         r = config_load(&cfg, &err);
         if (r < 0) {
