@@ -157,6 +157,23 @@ class Server {
         const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? NaN);
         return { rss_kib: kb('VmRSS'), rss_anon_kib: kb('RssAnon'), rss_file_kib: kb('RssFile'), hwm_kib: kb('VmHWM'), threads: Number(/^Threads:\s+(\d+)/m.exec(s)?.[1]) };
     }
+    // Rss and the anonymous part of it per mapped file (smaps), largest first, in KiB.
+    byFile() {
+        const out = {};
+        let cur = null;
+        for (const l of fs.readFileSync(`/proc/${this.pid}/smaps`, 'utf8').split('\n')) {
+            const m = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(l);
+            if (m) { cur = path.basename(m[1]) || '[anon]'; out[cur] ??= { rss: 0, anon: 0 }; continue; }
+            const r = /^(Rss|Anonymous):\s+(\d+) kB/.exec(l);
+            if (r && cur) out[cur][r[1] === 'Rss' ? 'rss' : 'anon'] += Number(r[2]);
+        }
+        return Object.fromEntries(Object.entries(out).filter(([, v]) => v.rss).sort((a, b) => b[1].rss - a[1].rss));
+    }
+    // Which of the lazily loaded libraries (src/lazy) this server has mapped.
+    lazyMapped() {
+        const maps = fs.readFileSync(`/proc/${this.pid}/maps`, 'utf8');
+        return ['libcurl.so', 'libarchive.so', 'libyaml-0.so', 'libsystemd.so', 'libcrypto.so'].filter((l) => maps.includes(l));
+    }
     cpuTicks() {
         const st = fs.readFileSync(`/proc/${this.pid}/stat`, 'utf8');
         const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
@@ -353,6 +370,42 @@ if (servers.native && want('scaling')) {
     report.footprint.native_fresh.hwm_kib_end = s.status().hwm_kib;
     await s.close();
 }
+// ---- footprint: fresh servers, idle after initialize + tools/list, 4 runs in flight --------
+if (want('footprint')) {
+    progress('footprint (fresh servers)');
+    const fp = (report.footprint.fresh = {});
+    const snap = (s) => ({ ...s.status(), lazy_mapped: s.lazyMapped(), by_file_kib: s.byFile() });
+    try {
+        const s = await startServer('native-footprint', 'native', { VESTIBULE_TRACE: 'off' });
+        await s.request('tools/list', {});
+        await new Promise((r) => setTimeout(r, 200));
+        fp.native_idle = snap(s);
+        const inflight = Array.from({ length: 4 }, () => s.run('python', 'import time; time.sleep(1.5); print(1)'));
+        await new Promise((r) => setTimeout(r, 900));
+        fp.native_4_in_flight = snap(s);
+        await Promise.all(inflight);
+        fp.native_after = snap(s);
+        await s.close();
+    } catch (e) { skipped.footprint_native = String(e.message).slice(0, 400); }
+    if (isRoot && engineUp(opt['docker-host'])) {
+        try {
+            const s = await startServer('container-footprint', 'container', { DOCKER_HOST: opt['docker-host'], VESTIBULE_RUNTIME: 'docker', VESTIBULE_TRACE: 'off' });
+            await s.request('tools/list', {});
+            await new Promise((r) => setTimeout(r, 200));
+            fp.container_idle = snap(s);
+            await s.run('python', CODE.python);
+            fp.container_after_one_run = snap(s);
+            // 4 at once: the engine's pace varies, so the peak is read as VmHWM afterwards
+            await Promise.all(Array.from({ length: 4 }, () => s.run('python', 'import time; time.sleep(1); print(1)')));
+            fp.container_after_4_at_once = snap(s);
+            await s.close();
+        } catch (e) { skipped.footprint_container = String(e.message).slice(0, 400); }
+    }
+    fp.targets = {
+        idle_rss_kib_le_4096: fp.native_idle ? fp.native_idle.rss_kib <= 4096 : null,
+        in_flight_4_rss_kib_le_16384: fp.native_4_in_flight ? fp.native_4_in_flight.rss_kib <= 16384 : null,
+    };
+}
 for (const s of Object.values(servers)) await s.close();
 report.host.loadavg_after = os.loadavg().map((x) => +x.toFixed(2));
 report.total_s = +((performance.now() - t_begin) / 1000).toFixed(1);
@@ -383,6 +436,19 @@ if (report.scaling.concurrency) {
     for (const [k, v] of Object.entries(report.scaling.code)) console.log(`  ${pad(k, 24)}${lpad(v.p50_ms, 10)}`);
 }
 console.log('\nfootprint');
-for (const [k, v] of Object.entries(report.footprint)) console.log(`  ${pad(k, 24)}${Object.entries(v).map(([a, b]) => `${a}=${b}`).join(' ')}`);
+for (const [k, v] of Object.entries(report.footprint)) if (k !== 'fresh') console.log(`  ${pad(k, 24)}${Object.entries(v).map(([a, b]) => `${a}=${b}`).join(' ')}`);
+if (report.footprint.fresh) {
+    const f = report.footprint.fresh;
+    console.log('fresh servers               VmRSS   anon   file  VmHWM  thr  lazily loaded libraries mapped');
+    for (const [k, v] of Object.entries(f)) {
+        if (k === 'targets') continue;
+        console.log(`  ${pad(k, 24)}${lpad(v.rss_kib, 7)}${lpad(v.rss_anon_kib, 7)}${lpad(v.rss_file_kib, 7)}${lpad(v.hwm_kib, 7)}${lpad(v.threads, 5)}  ${v.lazy_mapped.join(' ') || 'none'}`);
+    }
+    if (f.native_idle) {
+        console.log('native idle, Rss by mapping (KiB, anon part)');
+        for (const [file, v] of Object.entries(f.native_idle.by_file_kib).slice(0, 12)) console.log(`  ${pad(file, 36)}${lpad(v.rss, 7)}${lpad(v.anon, 7)}`);
+    }
+    console.log(`targets: idle <= 4096 KiB: ${f.targets.idle_rss_kib_le_4096}; 4 in flight <= 16384 KiB: ${f.targets.in_flight_4_rss_kib_le_16384}`);
+}
 for (const [k, v] of Object.entries(skipped)) console.log(`skipped ${k}: ${v}`);
 console.log(`\n${report.total_s} s; written: ${out}`);
