@@ -606,7 +606,8 @@ int registry_pull(const struct registry_ref *ref, const char *workdir, const cha
 {
         struct sbx_error lib_err = {0};
         _cleanup_(curl_cleanupp) CURL *curl =
-            lazy_curl_load(&lib_err) < 0 || lazy_crypto_load(&lib_err) < 0 ? NULL : curl_easy_init();
+            lazy_curl_load(&lib_err) < 0 || lazy_crypto_load(&lib_err) < 0 ? NULL
+                                                                           : curl_easy_init();
         _cleanup_(json_putp) json_object *top = NULL;
         _cleanup_(json_putp) json_object *plat = NULL;
         struct http h = {.curl = curl, .ref = ref, .o = o};
