@@ -24,7 +24,7 @@ static void block(uint32_t h[8], const unsigned char *p)
 {
         uint32_t w[64], a, b, c, d, e, f, g, k, t1, t2;
 
-        for (unsigned i = 0; i < 16; i++)
+        for (size_t i = 0; i < 16; i++)
                 w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
                        (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
         for (unsigned i = 16; i < 64; i++) {
@@ -90,7 +90,7 @@ void sbx_sha256_final(struct sbx_sha256 *s, unsigned char out[SBX_SHA256_BYTES])
         for (unsigned i = 0; i < 8; i++)
                 s->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
         block(s->h, s->buf);
-        for (unsigned i = 0; i < 8; i++) {
+        for (size_t i = 0; i < 8; i++) {
                 out[4 * i] = (unsigned char)(s->h[i] >> 24);
                 out[4 * i + 1] = (unsigned char)(s->h[i] >> 16);
                 out[4 * i + 2] = (unsigned char)(s->h[i] >> 8);
@@ -108,9 +108,9 @@ void sbx_sha256_hex(const void *data, size_t n, char out[2 * SBX_SHA256_BYTES + 
         sbx_sha256_init(&s);
         sbx_sha256_update(&s, data, n);
         sbx_sha256_final(&s, md);
-        for (unsigned i = 0; i < SBX_SHA256_BYTES; i++) {
+        for (size_t i = 0; i < SBX_SHA256_BYTES; i++) {
                 out[2 * i] = hex[md[i] >> 4];
                 out[2 * i + 1] = hex[md[i] & 15];
         }
-        out[2 * SBX_SHA256_BYTES] = '\0';
+        out[(size_t)2 * SBX_SHA256_BYTES] = '\0';
 }
