@@ -63,6 +63,7 @@ struct native_reap {
         int slot;  /* in inflight[], freed once reaped */
         bool has_cg;
         struct native_cgroup cg;
+        struct native_notify *notify; /* the run's supervisor, stopped and joined here */
 };
 
 /* ---- probe ------------------------------------------------------------------------------ */
@@ -431,6 +432,10 @@ static void reap_one(struct native_state *s, struct native_reap *it)
                 syscall(SYS_pidfd_send_signal, it->pidfd, SIGKILL, NULL, 0);
         while (waitpid(it->pid, NULL, __WALL) < 0 && errno == EINTR)
                 ;
+        if (it->notify) {
+                native_notify_finish(it->notify, NULL);
+                free(it->notify);
+        }
         if (it->has_cg)
                 native_cgroup_remove(&it->cg);
         slot_del(s, it->slot);
@@ -513,7 +518,10 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         struct backend_probe probe;
         struct native_cgroup cg = {.dir_fd = -1};
         struct native_sandbox sb = {0};
-        struct native_notify notify = {0};
+        struct native_notify *notify = NULL;
+        struct sbx_error exec_err = {0};
+        bool have_status = false, exec_failed = false;
+        int status = 0;
         struct scope_ud sud = {.cfg = cfg, .cg = &cg};
         struct run_ctx ctx = {
             .pidfd = -1, .cg = NULL, .cfg = cfg, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -607,7 +615,8 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         pthread_mutex_unlock(&s->lock);
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
-        r = native_notify_start(&notify, sb.listener_fd, sb.sync_fd, read_usage_once, &ctx, err);
+        notify = xcalloc(1, sizeof(*notify));
+        r = native_notify_start(notify, sb.listener_fd, sb.sync_fd, read_usage_once, &ctx, err);
         if (r < 0) {
                 /* without the supervisor nobody answers the filter or releases init: stop */
                 kill_tree(&ctx);
@@ -625,7 +634,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .kill_tree = kill_tree,
             .kill_userdata = &ctx,
             .watch_ended = true,
-            .ended_fd = notify.ended_fd,
+            .ended_fd = notify->ended_fd,
         };
         sb.pidfd = sb.out_fd = sb.err_fd = -1; /* the warden closes them */
         r = warden_supervise(req, &child, start_ms, res, NULL, err);
@@ -638,9 +647,9 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 /* program: exec, the interpreter, init's reaping of the rest (and the cgroup
                  * read); teardown: init's exit, the namespaces' teardown, the warden's reap */
                 uint64_t now = sbx_trace_now_us(), at;
-                pthread_mutex_lock(&notify.lock);
-                at = notify.have_status ? notify.status_us : now;
-                pthread_mutex_unlock(&notify.lock);
+                pthread_mutex_lock(&notify->lock);
+                at = notify->have_status ? notify->status_us : now;
+                pthread_mutex_unlock(&notify->lock);
                 if (at < trace.last_us || at > now)
                         at = now;
                 sbx_trace_span(&trace, "program", at - trace.last_us);
@@ -651,7 +660,26 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
 finish:
         if (!defer_reap)
                 slot_del(s, slot);
-        native_notify_finish(&notify, res);
+        /* What the supervisor learnt, read under its lock: on the deferred path its thread
+         * still runs (it only waits to be stopped). */
+        pthread_mutex_lock(&notify->lock);
+        have_status = notify->have_status;
+        status = notify->status;
+        exec_failed = notify->exec_failed;
+        exec_err = notify->exec_err;
+        pthread_mutex_unlock(&notify->lock);
+        if (defer_reap) {
+                /* Every process of the run is gone but init, which is filtered too and makes
+                 * no reported call: the list is final. The supervisor thread is stopped and
+                 * joined by the reaper. */
+                pthread_mutex_lock(&notify->lock);
+                native_strf(res->blocked_syscalls, sizeof(res->blocked_syscalls), "%s",
+                            notify->names);
+                res->blocked_reporting_stopped = notify->stopped_reporting;
+                pthread_mutex_unlock(&notify->lock);
+        } else {
+                native_notify_finish(notify, res);
+        }
         int owned[] = {sb.pidfd, sb.out_fd, sb.err_fd, sb.sync_fd};
         for (size_t i = 0; i < ELEMENTSOF(owned); i++)
                 if (owned[i] >= 0)
@@ -660,12 +688,12 @@ finish:
                 close(ctx.pidfd);
 
         /* The program's own status, as init saw it (init exits 128+N for a signal). */
-        if (r >= 0 && notify.have_status && res->outcome == RUN_OUTCOME_EXITED) {
-                if (WIFSIGNALED(notify.status)) {
+        if (r >= 0 && have_status && res->outcome == RUN_OUTCOME_EXITED) {
+                if (WIFSIGNALED(status)) {
                         res->outcome = RUN_OUTCOME_SIGNALED;
-                        res->term_signal = WTERMSIG(notify.status);
+                        res->term_signal = WTERMSIG(status);
                 } else {
-                        res->exit_code = WEXITSTATUS(notify.status);
+                        res->exit_code = WEXITSTATUS(status);
                 }
         }
 
@@ -704,15 +732,17 @@ finish:
                 it->slot = slot;
                 it->has_cg = ctx.cg != NULL;
                 it->cg = cg;
+                it->notify = TAKE_PTR(notify);
                 reap_later(s, it);
         }
         sbx_trace_lap(&trace, "finish");
         sbx_trace_end(&trace);
+        free(notify); /* NULL when the reaper took it */
 
         if (r < 0)
                 return r;
-        if (notify.exec_failed) {
-                *err = notify.exec_err;
+        if (exec_failed) {
+                *err = exec_err;
                 res->outcome = RUN_OUTCOME_NONE;
                 return -ENOEXEC;
         }
