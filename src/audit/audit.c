@@ -298,20 +298,27 @@ static void *writer_main(void *arg)
         return NULL;
 }
 
-/* Queue @line (taken over) and wait for its confirmation, at most 2 s. */
-static void submit(struct audit_log *log, char *line, size_t len, char *note, size_t note_size)
-{
-        struct audit_item *it;
+/* A queued record and the moment its caller stops waiting for the disk. */
+struct audit_pending {
+        struct audit_log *log;
+        struct audit_item *it; /* NULL: never queued, note says why */
         struct timespec deadline;
+        char note[256];
+};
+
+/* Queue @line (taken over) for the writer. The 2 s the caller may wait for the confirmation
+ * run from now, so a caller that waits later (audit_start_async) never waits longer. */
+static struct audit_pending *submit_queue(struct audit_log *log, char *line, size_t len)
+{
+        struct audit_pending *p = xcalloc(1, sizeof(*p));
+        struct audit_item *it;
         int r;
 
-        if (note && note_size)
-                note[0] = '\0';
+        p->log = log;
         if (!log) {
                 free(line);
-                if (note && note_size)
-                        snprintf(note, note_size, "not recorded (the audit log is not open)");
-                return;
+                snprintf(p->note, sizeof(p->note), "not recorded (the audit log is not open)");
+                return p;
         }
         it = xcalloc(1, sizeof(*it));
         it->line = line;
@@ -335,11 +342,9 @@ static void submit(struct audit_log *log, char *line, size_t len, char *note, si
                         pthread_mutex_unlock(&log->mu);
                         free(it->line);
                         free(it);
-                        if (note && note_size)
-                                snprintf(note, note_size,
-                                         "not recorded (cannot start the audit writer: %s)",
-                                         strerror(r));
-                        return;
+                        snprintf(p->note, sizeof(p->note),
+                                 "not recorded (cannot start the audit writer: %s)", strerror(r));
+                        return p;
                 }
                 log->thread_started = true;
         }
@@ -347,25 +352,47 @@ static void submit(struct audit_log *log, char *line, size_t len, char *note, si
                 pthread_mutex_unlock(&log->mu);
                 free(it->line);
                 free(it);
-                if (note && note_size)
-                        snprintf(note, note_size,
-                                 "not recorded (the disk has not answered for the last %u records)",
-                                 (unsigned)AUDIT_QUEUE_MAX);
-                return;
+                snprintf(p->note, sizeof(p->note),
+                         "not recorded (the disk has not answered for the last %u records)",
+                         (unsigned)AUDIT_QUEUE_MAX);
+                return p;
         }
         log->queue[(log->q_head + log->q_len) % AUDIT_QUEUE_MAX] = it;
         log->q_len++;
         pthread_cond_signal(&log->work);
+        pthread_mutex_unlock(&log->mu);
 
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += AUDIT_CONFIRM_TIMEOUT_MS / 1000;
-        deadline.tv_nsec += (long)(AUDIT_CONFIRM_TIMEOUT_MS % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
+        clock_gettime(CLOCK_MONOTONIC, &p->deadline);
+        p->deadline.tv_sec += AUDIT_CONFIRM_TIMEOUT_MS / 1000;
+        p->deadline.tv_nsec += (long)(AUDIT_CONFIRM_TIMEOUT_MS % 1000) * 1000000L;
+        if (p->deadline.tv_nsec >= 1000000000L) {
+                p->deadline.tv_sec++;
+                p->deadline.tv_nsec -= 1000000000L;
         }
+        p->it = it;
+        return p;
+}
+
+void audit_pending_wait(struct audit_pending *p, char *note, size_t note_size)
+{
+        struct audit_log *log;
+        struct audit_item *it;
+
+        if (note && note_size)
+                note[0] = '\0';
+        if (!p)
+                return;
+        log = p->log;
+        it = p->it;
+        if (!it) {
+                if (note && note_size)
+                        snprintf(note, note_size, "%s", p->note);
+                free(p);
+                return;
+        }
+        pthread_mutex_lock(&log->mu);
         while (!it->done) {
-                r = pthread_cond_timedwait(&log->done, &log->mu, &deadline);
+                int r = pthread_cond_timedwait(&log->done, &log->mu, &p->deadline);
                 if (r == ETIMEDOUT)
                         break;
         }
@@ -378,6 +405,13 @@ static void submit(struct audit_log *log, char *line, size_t len, char *note, si
         }
         item_unref_locked(it);
         pthread_mutex_unlock(&log->mu);
+        free(p);
+}
+
+/* Queue @line (taken over) and wait for its confirmation, at most 2 s. */
+static void submit(struct audit_log *log, char *line, size_t len, char *note, size_t note_size)
+{
+        audit_pending_wait(submit_queue(log, line, len), note, note_size);
 }
 
 /* --- paths: refuse an audit folder inside the workspace or the rootfs folder --------------- */
@@ -642,9 +676,9 @@ static void record_code(struct sb *b, const char *code, size_t code_len)
 
 static const char *const lang_names[] = {"python", "node", "bash"};
 
-void audit_start(struct audit_log *log, enum sbx_language lang, unsigned timeout_s,
-                 const char *backend, const char *code, size_t code_len, char ret_id[33],
-                 char *note, size_t note_size)
+struct audit_pending *audit_start_async(struct audit_log *log, enum sbx_language lang,
+                                        unsigned timeout_s, const char *backend,
+                                        const char *code, size_t code_len, char ret_id[33])
 {
         struct sb b = {0};
 
@@ -656,7 +690,16 @@ void audit_start(struct audit_log *log, enum sbx_language lang, unsigned timeout
         sb_json_cstr(&b, backend);
         record_code(&b, code, code_len);
         sb_adds(&b, "}\n");
-        submit(log, b.buf, b.len, note, note_size);
+        return submit_queue(log, b.buf, b.len);
+}
+
+void audit_start(struct audit_log *log, enum sbx_language lang, unsigned timeout_s,
+                 const char *backend, const char *code, size_t code_len, char ret_id[33],
+                 char *note, size_t note_size)
+{
+        audit_pending_wait(
+            audit_start_async(log, lang, timeout_s, backend, code, code_len, ret_id), note,
+            note_size);
 }
 
 static const char *outcome_name(enum run_outcome o)

@@ -40,6 +40,27 @@ void audit_start(struct audit_log *log, enum sbx_language lang, unsigned timeout
                  const char *backend, const char *code, size_t code_len, char ret_id[33],
                  char *note, size_t note_size);
 
+/* A start record on its way to the disk (see audit_start_async()). */
+struct audit_pending;
+
+/**
+ * audit_start_async() - audit_start() without the wait: the record is built and queued (the
+ * writer appends it and fdatasync()s it in the background, before any record queued later,
+ * so before the run's end record) and the call returns at once, so a backend can build the
+ * sandbox while the disk confirms. The caller must pass the result to audit_pending_wait()
+ * before the run's result is returned. Never NULL.
+ */
+struct audit_pending *audit_start_async(struct audit_log *log, enum sbx_language lang,
+                                        unsigned timeout_s, const char *backend,
+                                        const char *code, size_t code_len, char ret_id[33]);
+
+/**
+ * audit_pending_wait() - wait for the disk's confirmation of @p, at most until 2 s after it
+ * was queued (a late wait never adds to that), and free @p. @note as for audit_start(). NULL
+ * @p ok (nothing to wait for, @note "").
+ */
+void audit_pending_wait(struct audit_pending *p, char *note, size_t note_size);
+
 /** audit_end() - the end record for @id: outcome, exit code, usage, output sizes,
  * blocked syscalls, image, isolation. Failure -> @note as for audit_start(). */
 void audit_end(struct audit_log *log, const char *id, const struct run_result *res,

@@ -3,6 +3,7 @@
  * by the warden, with the seccomp reports and the cgroup's usage added to the result). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,12 @@
 
 #define MAX_INFLIGHT 64
 
+#ifndef P_PIDFD
+#define P_PIDFD_ID 3 /* waitid() on a pidfd, Linux 5.4+ */
+#else
+#define P_PIDFD_ID P_PIDFD
+#endif
+
 struct native_state {
         struct native_filter filter;
         struct sbx_error filter_err; /* set when the profile would not compile */
@@ -37,6 +44,26 @@ struct native_state {
         int landlock_abi;
         char kernel[65];
         int inflight[MAX_INFLIGHT]; /* pidfds of running sandboxes' inits, -1 = free */
+
+        /* The reaper: inits whose run is over (the program and every other process of the
+         * run are gone, init was sent SIGKILL) are reaped, and their cgroups removed, here,
+         * after the result is complete, so the namespaces' teardown is not in the result's
+         * time. */
+        pthread_t reaper;
+        bool reaper_started, reaper_stop;
+        pthread_cond_t reap_work, reap_idle;
+        struct native_reap *reap_head;
+        unsigned reap_pending; /* queued or being reaped */
+};
+
+struct native_reap {
+        struct native_reap *next;
+        pid_t pid;
+        int pidfd; /* owned */
+        int slot;  /* in inflight[], freed once reaped */
+        bool has_cg;
+        struct native_cgroup cg;
+        struct native_notify *notify; /* the run's supervisor, stopped and joined here */
 };
 
 /* ---- probe ------------------------------------------------------------------------------ */
@@ -391,6 +418,98 @@ static void not_measured(struct run_measure *m, const char *why)
         native_strf(m->why, sizeof(m->why), "%s", why);
 }
 
+/* Reap one finished init and remove its cgroup. init was sent SIGKILL (kill_tree) and has
+ * nothing left to wait for; the kill is repeated should it still run after 500 ms. */
+static void reap_one(struct native_state *s, struct native_reap *it)
+{
+        struct pollfd p = {.fd = it->pidfd, .events = POLLIN};
+        int r;
+
+        do
+                r = poll(&p, 1, 500);
+        while (r < 0 && errno == EINTR);
+        if (r == 0)
+                syscall(SYS_pidfd_send_signal, it->pidfd, SIGKILL, NULL, 0);
+        while (waitpid(it->pid, NULL, __WALL) < 0 && errno == EINTR)
+                ;
+        if (it->notify) {
+                native_notify_finish(it->notify, NULL);
+                free(it->notify);
+        }
+        if (it->has_cg)
+                native_cgroup_remove(&it->cg);
+        slot_del(s, it->slot);
+        close(it->pidfd);
+}
+
+static void *reaper_main(void *arg)
+{
+        struct native_state *s = arg;
+
+        pthread_mutex_lock(&s->lock);
+        for (;;) {
+                while (!s->reap_head && !s->reaper_stop)
+                        pthread_cond_wait(&s->reap_work, &s->lock);
+                if (!s->reap_head)
+                        break;
+                struct native_reap *it = s->reap_head;
+                s->reap_head = it->next;
+                pthread_mutex_unlock(&s->lock);
+                reap_one(s, it);
+                free(it);
+                pthread_mutex_lock(&s->lock);
+                s->reap_pending--;
+                pthread_cond_broadcast(&s->reap_idle);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+/* Hand @it to the reaper thread (started on first use, taking no signals); reap it here when
+ * the thread cannot start. */
+static void reap_later(struct native_state *s, struct native_reap *it)
+{
+        pthread_mutex_lock(&s->lock);
+        if (!s->reaper_started && !s->reaper_stop) {
+                pthread_attr_t attr;
+                sigset_t all, old;
+                int r;
+
+                sigfillset(&all);
+                pthread_sigmask(SIG_SETMASK, &all, &old);
+                pthread_attr_init(&attr);
+                pthread_attr_setstacksize(&attr, (size_t)128 * 1024);
+                r = pthread_create(&s->reaper, &attr, reaper_main, s);
+                pthread_attr_destroy(&attr);
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                s->reaper_started = r == 0;
+        }
+        if (!s->reaper_started) {
+                pthread_mutex_unlock(&s->lock);
+                reap_one(s, it);
+                free(it);
+                return;
+        }
+        it->next = NULL;
+        struct native_reap **tail = &s->reap_head;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = it;
+        s->reap_pending++;
+        pthread_cond_signal(&s->reap_work);
+        pthread_mutex_unlock(&s->lock);
+}
+
+void native_backend_settle(struct backend *b)
+{
+        struct native_state *s = b->state;
+
+        pthread_mutex_lock(&s->lock);
+        while (s->reap_pending > 0)
+                pthread_cond_wait(&s->reap_idle, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+}
+
 static int native_run(struct backend *b, const struct run_request *req, struct run_result *res,
                       struct sbx_error *err)
 {
@@ -399,7 +518,10 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         struct backend_probe probe;
         struct native_cgroup cg = {.dir_fd = -1};
         struct native_sandbox sb = {0};
-        struct native_notify notify = {0};
+        struct native_notify *notify = NULL;
+        struct sbx_error exec_err = {0};
+        bool have_status = false, exec_failed = false;
+        int status = 0;
         struct scope_ud sud = {.cfg = cfg, .cg = &cg};
         struct run_ctx ctx = {
             .pidfd = -1, .cg = NULL, .cfg = cfg, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -410,6 +532,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         bool host_root = geteuid() == 0;
         uint64_t start_ms = sbx_now_ms();
         struct sbx_trace trace;
+        bool defer_reap = false;
         int r, slot = -1;
 
         sbx_trace_begin(&trace, cfg->trace_timing, "native");
@@ -492,7 +615,8 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         pthread_mutex_unlock(&s->lock);
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
-        r = native_notify_start(&notify, sb.listener_fd, sb.sync_fd, read_usage_once, &ctx, err);
+        notify = xcalloc(1, sizeof(*notify));
+        r = native_notify_start(notify, sb.listener_fd, sb.sync_fd, read_usage_once, &ctx, err);
         if (r < 0) {
                 /* without the supervisor nobody answers the filter or releases init: stop */
                 kill_tree(&ctx);
@@ -509,17 +633,23 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .err_fd = sb.err_fd,
             .kill_tree = kill_tree,
             .kill_userdata = &ctx,
+            .watch_ended = true,
+            .ended_fd = notify->ended_fd,
         };
         sb.pidfd = sb.out_fd = sb.err_fd = -1; /* the warden closes them */
         r = warden_supervise(req, &child, start_ms, res, NULL, err);
         kill_tree(&ctx); /* idempotent; the namespace is already gone once init is reaped */
+        /* Did the warden return on init's report (init not reaped yet)? */
+        defer_reap = r >= 0 && ctx.pidfd >= 0 &&
+                     waitid((idtype_t)P_PIDFD_ID, (id_t)ctx.pidfd, &(siginfo_t){0},
+                            WEXITED | WNOHANG | WNOWAIT | __WALL) == 0;
         if (trace.on) {
                 /* program: exec, the interpreter, init's reaping of the rest (and the cgroup
                  * read); teardown: init's exit, the namespaces' teardown, the warden's reap */
                 uint64_t now = sbx_trace_now_us(), at;
-                pthread_mutex_lock(&notify.lock);
-                at = notify.have_status ? notify.status_us : now;
-                pthread_mutex_unlock(&notify.lock);
+                pthread_mutex_lock(&notify->lock);
+                at = notify->have_status ? notify->status_us : now;
+                pthread_mutex_unlock(&notify->lock);
                 if (at < trace.last_us || at > now)
                         at = now;
                 sbx_trace_span(&trace, "program", at - trace.last_us);
@@ -528,22 +658,42 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         }
 
 finish:
-        slot_del(s, slot);
-        native_notify_finish(&notify, res);
+        if (!defer_reap)
+                slot_del(s, slot);
+        /* What the supervisor learnt, read under its lock: on the deferred path its thread
+         * still runs (it only waits to be stopped). */
+        pthread_mutex_lock(&notify->lock);
+        have_status = notify->have_status;
+        status = notify->status;
+        exec_failed = notify->exec_failed;
+        exec_err = notify->exec_err;
+        pthread_mutex_unlock(&notify->lock);
+        if (defer_reap) {
+                /* Every process of the run is gone but init, which is filtered too and makes
+                 * no reported call: the list is final. The supervisor thread is stopped and
+                 * joined by the reaper. */
+                pthread_mutex_lock(&notify->lock);
+                native_strf(res->blocked_syscalls, sizeof(res->blocked_syscalls), "%s",
+                            notify->names);
+                res->blocked_reporting_stopped = notify->stopped_reporting;
+                pthread_mutex_unlock(&notify->lock);
+        } else {
+                native_notify_finish(notify, res);
+        }
         int owned[] = {sb.pidfd, sb.out_fd, sb.err_fd, sb.sync_fd};
         for (size_t i = 0; i < ELEMENTSOF(owned); i++)
                 if (owned[i] >= 0)
                         close(owned[i]);
-        if (ctx.pidfd >= 0)
+        if (ctx.pidfd >= 0 && !defer_reap)
                 close(ctx.pidfd);
 
         /* The program's own status, as init saw it (init exits 128+N for a signal). */
-        if (r >= 0 && notify.have_status && res->outcome == RUN_OUTCOME_EXITED) {
-                if (WIFSIGNALED(notify.status)) {
+        if (r >= 0 && have_status && res->outcome == RUN_OUTCOME_EXITED) {
+                if (WIFSIGNALED(status)) {
                         res->outcome = RUN_OUTCOME_SIGNALED;
-                        res->term_signal = WTERMSIG(notify.status);
+                        res->term_signal = WTERMSIG(status);
                 } else {
-                        res->exit_code = WEXITSTATUS(notify.status);
+                        res->exit_code = WEXITSTATUS(status);
                 }
         }
 
@@ -562,7 +712,8 @@ finish:
                         not_measured(&res->usage.mem_peak_bytes, why);
                         not_measured(&res->usage.pids_peak, why);
                 }
-                native_cgroup_remove(&cg);
+                if (!defer_reap)
+                        native_cgroup_remove(&cg);
         } else {
                 const char *why = "no cgroup of its own on this host";
                 not_measured(&res->usage.cpu_us, why);
@@ -573,13 +724,25 @@ finish:
         native_strf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
         if (ctx.read_done)
                 sbx_trace_span(&trace, "cgroup_read", ctx.read_us);
+        if (defer_reap) {
+                /* init is dying (SIGKILL): reaped, and its cgroup removed, after the result */
+                struct native_reap *it = xcalloc(1, sizeof(*it));
+                it->pid = sb.pid;
+                it->pidfd = ctx.pidfd;
+                it->slot = slot;
+                it->has_cg = ctx.cg != NULL;
+                it->cg = cg;
+                it->notify = TAKE_PTR(notify);
+                reap_later(s, it);
+        }
         sbx_trace_lap(&trace, "finish");
         sbx_trace_end(&trace);
+        free(notify); /* NULL when the reaper took it */
 
         if (r < 0)
                 return r;
-        if (notify.exec_failed) {
-                *err = notify.exec_err;
+        if (exec_failed) {
+                *err = exec_err;
                 res->outcome = RUN_OUTCOME_NONE;
                 return -ENOEXEC;
         }
@@ -618,7 +781,16 @@ static void native_destroy(struct backend *b)
 
         if (!s)
                 return;
+        /* the reaper finishes its queue (the inits were killed by shutdown) and stops */
+        pthread_mutex_lock(&s->lock);
+        s->reaper_stop = true;
+        pthread_cond_signal(&s->reap_work);
+        pthread_mutex_unlock(&s->lock);
+        if (s->reaper_started)
+                pthread_join(s->reaper, NULL);
         native_filter_done(&s->filter);
+        pthread_cond_destroy(&s->reap_work);
+        pthread_cond_destroy(&s->reap_idle);
         pthread_mutex_destroy(&s->lock);
         free(s);
         b->state = NULL;
@@ -639,6 +811,8 @@ int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
 
         (void)err;
         pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->reap_work, NULL);
+        pthread_cond_init(&s->reap_idle, NULL);
         for (int i = 0; i < MAX_INFLIGHT; i++)
                 s->inflight[i] = -1;
         /* Built once, before any clone: every child only loads it. A failure is kept for the

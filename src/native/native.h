@@ -72,6 +72,8 @@ struct native_notify {
         int listener_fd; /* owned */
         int stop_fd;     /* eventfd: stop the thread */
         int sync_fd;     /* borrowed: init's sync socket */
+        int ended_fd;    /* eventfd, readable once init reported the program's end (after
+                          * on_exit): every process of the run but init is gone then */
         void (*on_exit)(void *ud);
         void *on_exit_ud;
         pthread_mutex_t lock;
@@ -181,6 +183,13 @@ void native_cgroup_remove(struct native_cgroup *cg);
  */
 struct backend;
 void native_backend_force_limits(struct backend *b, const struct native_limits_info *li);
+
+/**
+ * native_backend_settle() - wait until the inits of finished runs are reaped and their cgroups
+ * removed (the backend does that after a run's result is complete, in its reaper thread).
+ * Tests call it before they look for leftovers.
+ */
+void native_backend_settle(struct backend *b);
 
 /* ---- spawn.c -------------------------------------------------------------------------- */
 

@@ -579,6 +579,12 @@ static void on_sync(struct native_notify *n)
         pthread_mutex_unlock(&n->lock);
         native_sandbox_release(n->sync_fd);
         n->sync_fd = -1;
+        {
+                uint64_t one = 1;
+                if (write(n->ended_fd, &one, sizeof(one)) < 0) {
+                        /* an eventfd write of 1 cannot fail */
+                }
+        }
 }
 
 static void on_notification(struct native_notify *n)
@@ -647,8 +653,9 @@ int native_notify_start(struct native_notify *n, int listener_fd, int sync_fd,
         n->on_exit = on_exit;
         n->on_exit_ud = on_exit_ud;
         n->stop_fd = eventfd(0, EFD_CLOEXEC);
+        n->ended_fd = eventfd(0, EFD_CLOEXEC);
         pthread_mutex_init(&n->lock, NULL);
-        if (n->stop_fd < 0)
+        if (n->stop_fd < 0 || n->ended_fd < 0)
                 return sbx_fail(err, errno,
                                 "cannot create an eventfd for the seccomp supervisor: %m");
         r = pthread_create(&n->thread, NULL, notify_main, n);
@@ -678,6 +685,8 @@ void native_notify_finish(struct native_notify *n, struct run_result *res)
                 close(n->listener_fd);
         if (n->stop_fd >= 0)
                 close(n->stop_fd);
-        n->listener_fd = n->stop_fd = -1;
+        if (n->ended_fd >= 0)
+                close(n->ended_fd);
+        n->listener_fd = n->stop_fd = n->ended_fd = -1;
         pthread_mutex_destroy(&n->lock);
 }

@@ -283,11 +283,16 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         /* The timing trace (VESTIBULE_TRACE=timing): the service's own share of a run. */
         struct sbx_trace trace;
         sbx_trace_begin(&trace, cfg->trace_timing, "service");
-        audit_start(s->audit, lang, timeout_s, b->ops->name, call->code, call->code_len, id, note,
-                    sizeof(note));
+        /* The start record goes to the disk while the backend builds the sandbox and runs
+         * the code; the result waits for its confirmation (at most 2 s from now) below,
+         * before the end record, so both are confirmed (or noted) before it is returned. */
+        struct audit_pending *started = audit_start_async(
+            s->audit, lang, timeout_s, b->ops->name, call->code, call->code_len, id);
         sbx_trace_lap(&trace, "audit_start");
         r = b->ops->run(b, &req, res, err);
         sbx_trace_lap(&trace, "backend_run");
+        audit_pending_wait(started, note, sizeof(note));
+        sbx_trace_lap(&trace, "audit_start_wait");
         if (r < 0) {
                 /* Nothing was shown to run: the backend's state may have changed under us. */
                 ladder_invalidate(s->ladder, b);

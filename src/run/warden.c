@@ -138,8 +138,8 @@ int warden_supervise(const struct run_request *req, struct warden_child *child, 
                 fcntl(child->err_fd, F_SETFL, fcntl(child->err_fd, F_GETFL) | O_NONBLOCK);
 
         for (;;) {
-                struct pollfd pfd[4];
-                int n = 0, i_out = -1, i_err = -1, i_pid = -1, i_cancel = -1;
+                struct pollfd pfd[5];
+                int n = 0, i_out = -1, i_err = -1, i_pid = -1, i_cancel = -1, i_ended = -1;
                 uint64_t now = sbx_now_ms(), wake;
                 int wait_ms;
 
@@ -167,6 +167,10 @@ int warden_supervise(const struct run_request *req, struct warden_child *child, 
                 if (!exited && child->pidfd >= 0) {
                         i_pid = n;
                         pfd[n++] = (struct pollfd){.fd = child->pidfd, .events = POLLIN};
+                }
+                if (!exited && child->watch_ended && child->ended_fd >= 0) {
+                        i_ended = n;
+                        pfd[n++] = (struct pollfd){.fd = child->ended_fd, .events = POLLIN};
                 }
                 if (!exited && !w.killed && cancel_watch) {
                         i_cancel = n;
@@ -215,6 +219,16 @@ int warden_supervise(const struct run_request *req, struct warden_child *child, 
                 }
 
         check_exit:
+                if (!exited && i_ended >= 0 && r > 0 && pfd[i_ended].revents) {
+                        /* The backend saw the program end and everything else of the run
+                         * die: the init left behind is killed now and reaped by the caller,
+                         * after the result. */
+                        warden_kill(&w, RUN_OUTCOME_NONE);
+                        exited = true;
+                        res->usage.wall_ms = sbx_now_ms() - start_ms;
+                        drain_until = sbx_now_ms() + WARDEN_DRAIN_MS;
+                        continue;
+                }
                 if (!exited &&
                     (child->pidfd < 0 || (i_pid >= 0 && pfd[i_pid].revents) || w.killed) &&
                     child_exited(child->pid)) {

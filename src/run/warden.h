@@ -19,6 +19,13 @@ struct warden_child {
          * Called on timeout, cancel, flood, and after the main process exited. Idempotent. */
         void (*kill_tree)(void *userdata);
         void *kill_userdata;
+        /* Optional (additive): @watch_ended makes @ended_fd a second way to learn that the run
+         * is over, for a backend whose main process is an init that outlives the program only
+         * to be torn down (native). Once @ended_fd is readable every process of the run but
+         * that init is gone: the warden calls kill_tree (which kills the init), takes the wall
+         * time, drains the pipes, and returns without reaping @pid; the caller reaps it. */
+        bool watch_ended;
+        int ended_fd;
 };
 
 /**

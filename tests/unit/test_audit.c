@@ -736,6 +736,77 @@ START_TEST(stalled_disk_is_not_confirmed_after_2s)
 }
 END_TEST
 
+/* --- the start record in the background (audit_start_async) ------------------------------- */
+
+/* The record is queued at once and on disk once the wait returns without a note; an end
+ * record written before that wait still lands after it. */
+START_TEST(async_start_lands_before_the_end)
+{
+        struct audit_log *log = open_log();
+        struct audit_pending *p;
+        char id[33], note[256] = "x";
+        json_object *s, *e;
+
+        p = audit_start_async(log, SBX_LANG_NODE, 7, "native", "1+1", 3, id);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_uint_eq(strlen(id), 32);
+        end(log, id); /* before the wait: the queue keeps the order */
+        audit_pending_wait(p, note, sizeof(note));
+        ck_assert_msg(note[0] == '\0', "note: %s", note);
+
+        s = record(audit_path(log), 0);
+        e = record(audit_path(log), 1);
+        ck_assert_str_eq(get_s(s, "kind"), "start");
+        ck_assert_str_eq(get_s(s, "id"), id);
+        ck_assert_str_eq(get_s(s, "language"), "node");
+        ck_assert_int_eq(get_i(s, "timeout_s"), 7);
+        ck_assert_str_eq(get_s(s, "code"), "1+1");
+        ck_assert_str_eq(get_s(e, "kind"), "end");
+        ck_assert_str_eq(get_s(e, "id"), id);
+        json_object_put(s);
+        json_object_put(e);
+        audit_close(log);
+}
+END_TEST
+
+/* The wait is bounded by 2 s from the queueing, not from the wait: a run that took longer than
+ * that while the disk hung adds nothing to the result's time, and still says not confirmed. */
+START_TEST(async_start_late_wait_adds_nothing)
+{
+        struct audit_log *log = open_log();
+        struct audit_pending *p;
+        char id[33], note[256];
+        double t0, dt;
+
+        audit_set_writer_delay_ms(log, 4000);
+        p = audit_start_async(log, SBX_LANG_PYTHON, 10, "naive", "print(1)", 8, id);
+        usleep(2300 * 1000);
+        t0 = now_s();
+        audit_pending_wait(p, note, sizeof(note));
+        dt = now_s() - t0;
+        ck_assert_str_eq(note, "not confirmed (the disk did not answer within 2 s)");
+        /* the deadline has passed already: no second 2 s wait (generous bound for load) */
+        ck_assert_msg(dt < 1.0, "waited %.2f s", dt);
+        audit_close(log);
+}
+END_TEST
+
+/* A closed log (NULL) and a NULL pending record: the note says so, nothing crashes. */
+START_TEST(async_start_without_a_log)
+{
+        struct audit_pending *p;
+        char id[33], note[256] = "x";
+
+        p = audit_start_async(NULL, SBX_LANG_PYTHON, 10, "naive", "print(1)", 8, id);
+        ck_assert_ptr_nonnull(p);
+        audit_pending_wait(p, note, sizeof(note));
+        ck_assert_str_eq(note, "not recorded (the audit log is not open)");
+        snprintf(note, sizeof(note), "x");
+        audit_pending_wait(NULL, note, sizeof(note));
+        ck_assert_str_eq(note, "");
+}
+END_TEST
+
 /* --- audit_print ------------------------------------------------------------------------- */
 
 START_TEST(print_joins_and_shows_no_end)
@@ -970,6 +1041,14 @@ static Suite *audit_suite(void)
         tcase_add_test(tc, unwritable_folder_gives_a_note);
         tcase_add_test(tc, permission_denied_gives_a_note);
         tcase_add_test(tc, stalled_disk_is_not_confirmed_after_2s);
+        tcase_set_timeout(tc, 30);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("async_start");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, async_start_lands_before_the_end);
+        tcase_add_test(tc, async_start_late_wait_adds_nothing);
+        tcase_add_test(tc, async_start_without_a_log);
         tcase_set_timeout(tc, 30);
         suite_add_tcase(s, tc);
 

@@ -431,15 +431,47 @@ START_TEST(runs_leave_nothing_in_the_server)
 
         ck_assert_int_eq(run_code(SBX_LANG_BASH, "echo warm\n", 10, &res, &err), 0);
         run_result_done(&res);
+        native_backend_settle(be);
         int before = count_own_fds();
         for (int i = 0; i < 5; i++) {
                 ck_assert_int_eq(
                     run_code(SBX_LANG_BASH, i % 2 ? "exit 3\n" : "sleep 5\n", 1, &res, &err), 0);
                 run_result_done(&res);
         }
+        native_backend_settle(be); /* the last inits are reaped after their results */
         ck_assert_int_eq(count_own_fds(), before);
         ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child left, reaped or not */
         ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
+/* The result comes back as soon as init reported the program's end; init itself (already
+ * killed) is reaped after it. It is our child until then, and gone within 500 ms: while the
+ * result is used nothing of the run runs any more. Control: init is still our child when the
+ * run returns, or this would not test the deferred path at all. */
+START_TEST(init_reaped_after_the_result)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        int seen_child = 0;
+
+        for (int i = 0; i < 10; i++) {
+                ck_assert_int_eq(run_code(SBX_LANG_BASH, "echo hi\n", 10, &res, &err), 0);
+                ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+                ck_assert_int_eq(res.exit_code, 0);
+                ck_assert_str_eq(res.out.data, "hi\n");
+                run_result_done(&res);
+                /* a child not reaped yet: either dying (state X/Z) or already a zombie */
+                siginfo_t si = {0};
+                if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0)
+                        seen_child++;
+                uint64_t t0 = sbx_now_ms();
+                native_backend_settle(be);
+                ck_assert_int_lt(sbx_now_ms() - t0, 500 * slow());
+                ck_assert_int_eq(waitpid(-1, NULL, WNOHANG | __WALL), -1);
+                ck_assert_int_eq(errno, ECHILD);
+        }
+        ck_assert_int_gt(seen_child, 0); /* control */
 }
 END_TEST
 
@@ -943,6 +975,7 @@ START_TEST(delegated_cgroup_per_run)
         ck_assert_str_eq(res.usage.mem_peak_bytes.why, "no memory controller in the run's cgroup");
         ck_assert_int_eq(count_marked(marker), 0);
         run_result_done(&res);
+        native_backend_settle(be); /* removed by the reaper once init is reaped */
 
         /* the run's cgroup is gone; the server's own leaf stays */
         DIR *d = opendir(delegated_base);
@@ -1223,6 +1256,7 @@ static Suite *native_suite(void)
         tcase_add_test(tc, workspace_ro_refuses_writes);
         tcase_add_test(tc, runs_node_and_bash);
         tcase_add_test(tc, runs_leave_nothing_in_the_server);
+        tcase_add_test(tc, init_reaped_after_the_result);
         tcase_add_test(tc, python_multiprocessing_works);
         tcase_add_test(tc, child_setup_error_comes_back);
         tcase_add_test(tc, concurrent_runs_stay_apart);
