@@ -1716,6 +1716,22 @@ static char *fake_start(struct fake_registry *fr, bool give_token)
         return dm;
 }
 
+/* Stop the fake registry's thread and free what it holds. */
+static void fake_stop(struct fake_registry *fr)
+{
+        size_t i;
+
+        shutdown(fr->lfd, SHUT_RDWR); /* accept4() fails: the thread returns */
+        pthread_join(fr->thread, NULL);
+        close(fr->lfd);
+        for (i = 0; i < fr->n_items; i++) {
+                free(fr->items[i].path);
+                free(fr->items[i].ctype);
+                free(fr->items[i].data);
+        }
+        fr->n_items = 0;
+}
+
 START_TEST(registry_bearer_token_challenge_and_retry)
 {
         struct fake_registry fr;
@@ -1732,6 +1748,7 @@ START_TEST(registry_bearer_token_challenge_and_retry)
         ck_assert_int_ge(fr.token_requests, 1);
         ck_assert_int_ge(fr.unauthorized, 1);
         ck_assert_int_ge(fr.served, 4); /* manifest + blob, for python and for node */
+        fake_stop(&fr);
 }
 END_TEST
 
@@ -1747,6 +1764,7 @@ START_TEST(registry_without_a_token_is_refused)
         ck_assert_int_eq(setup_run(&a, &err), -EACCES);
         ck_assert_int_eq(fr.served, 0);
         ck_assert_int_ge(fr.token_requests, 1);
+        fake_stop(&fr);
 }
 END_TEST
 
