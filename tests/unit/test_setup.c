@@ -27,6 +27,10 @@
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
+#include "config/config.h"
+#include "run/backend.h"
+#include "run/run.h"
+#include "setup/hold.h"
 #include "setup/pins.h"
 #include "setup/registry.h"
 #include "setup/setup.h"
@@ -659,7 +663,7 @@ static int install_tar(const char *tar, const char *lang, const struct setup_opt
         return setup_install(rootfs, &src, o, skipped, NULL, err);
 }
 
-/* Nothing but @allowed (NULL-terminated) in the rootfs folder (dotfiles: only .setup.lock). */
+/* Nothing but @allowed (NULL-terminated) in the rootfs folder (dotfiles: only the locks). */
 static void assert_rootfs_holds(const char *const *allowed)
 {
         DIR *d = opendir(rootfs);
@@ -670,7 +674,8 @@ static void assert_rootfs_holds(const char *const *allowed)
         for (struct dirent *de; (de = readdir(d));) {
                 const char *const *p;
                 bool ok = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-                          strcmp(de->d_name, ".setup.lock") == 0;
+                          strcmp(de->d_name, ".setup.lock") == 0 ||
+                          strcmp(de->d_name, SETUP_SWAP_LOCK) == 0;
 
                 for (p = allowed; !ok && *p; p++)
                         ok = strcmp(de->d_name, *p) == 0;
@@ -1197,6 +1202,300 @@ START_TEST(install_real_cancelled_midway_leaves_nothing)
         ck_assert_int_eq(setup_install(rootfs, &src, &o, &skipped, &st, &err), -EINTR);
         ck_assert_int_gt(st.entries, 0); /* it was cancelled midway, not before it began */
         assert_rootfs_holds(nothing);
+}
+END_TEST
+
+/* ---- a run's hold on its tree: setup never deletes a tree a run has as / (hold.h) */
+
+/* Names in the rootfs folder starting with @prefix. */
+static int count_prefixed(const char *prefix)
+{
+        DIR *d = opendir(rootfs);
+        int n = 0;
+
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *de; (de = readdir(d));)
+                n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+        closedir(d);
+        return n;
+}
+
+START_TEST(hold_keeps_the_old_tree_until_released)
+{
+        _cleanup_free_ char *one = pathf("%s/one.tar", T), *two = pathf("%s/two.tar", T);
+        _cleanup_free_ char *three = pathf("%s/three.tar", T), *m = NULL;
+        _cleanup_free_ char *held_marker = NULL;
+        struct setup_rootfs_hold hold = {0};
+        struct sbx_error err = {0};
+        struct archive *a;
+        bool skipped;
+        char buf[16] = "";
+        int fd;
+
+        a = tb_open(one);
+        tb_minimal_rootfs(a, "one");
+        tb_close(a);
+        a = tb_open(two);
+        tb_minimal_rootfs(a, "two");
+        tb_close(a);
+        a = tb_open(three);
+        tb_minimal_rootfs(a, "three");
+        tb_close(a);
+        ck_assert_msg(install_tar(one, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+
+        /* a run holds tree "one" (mounted: settled) while setup installs "two" */
+        ck_assert_msg(setup_rootfs_hold(rootfs, "python", &hold, &err) == 0, "%s", err.msg);
+        ck_assert_int_ge(hold.swap_fd, 0); /* setup created .swap.lock */
+        setup_rootfs_settled(&hold);
+        ck_assert_int_eq(hold.swap_fd, -1);
+        ck_assert_msg(install_tar(two, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        m = read_marker();
+        ck_assert_str_eq(m, "two");
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1);
+        /* the held tree is whole: its files are still there, through the run's own fd */
+        fd = openat(hold.tree_fd, "etc/marker", O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+        close(fd);
+        held_marker = xstrdup(buf);
+        ck_assert_str_eq(held_marker, "one");
+        /* nothing collects it while held, neither a collect nor the next setup's sweep */
+        ck_assert_int_eq(setup_rootfs_collect(rootfs), 0);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1);
+
+        /* released: the next collect deletes it */
+        setup_rootfs_release(&hold);
+        setup_rootfs_release(&hold); /* idempotent */
+        ck_assert_int_eq(setup_rootfs_collect(rootfs), 1);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 0);
+
+        /* control: no hold, the old tree is deleted by setup at once */
+        ck_assert_msg(install_tar(three, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 0);
+        ck_assert_int_eq(count_prefixed(".python.partial-"), 0);
+
+        /* a setup's sweep also removes an unheld old tree left by an earlier setup */
+        ck_assert_msg(setup_rootfs_hold(rootfs, "python", &hold, &err) == 0, "%s", err.msg);
+        setup_rootfs_settled(&hold);
+        ck_assert_msg(install_tar(one, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1);
+        setup_rootfs_release(&hold);
+        ck_assert_msg(install_tar(two, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 0);
+
+        /* a missing tree: the hold says to run setup */
+        ck_assert_int_eq(setup_rootfs_hold(rootfs, "node", &hold, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "vestibule-mcp setup"));
+}
+END_TEST
+
+/* While a run holds .swap.lock (between opening its tree and mounting it), setup cannot swap. */
+START_TEST(hold_blocks_the_swap_until_settled)
+{
+        _cleanup_free_ char *one = pathf("%s/one.tar", T), *two = pathf("%s/two.tar", T);
+        _cleanup_free_ char *m = NULL;
+        struct setup_rootfs_hold hold = {0};
+        struct sbx_error err = {0};
+        struct archive *a;
+        bool skipped;
+        int status, i;
+        pid_t pid;
+
+        a = tb_open(one);
+        tb_minimal_rootfs(a, "one");
+        tb_close(a);
+        a = tb_open(two);
+        tb_minimal_rootfs(a, "two");
+        tb_close(a);
+        ck_assert_msg(install_tar(one, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_msg(setup_rootfs_hold(rootfs, "python", &hold, &err) == 0, "%s", err.msg);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                setup_rootfs_release(&hold); /* the child's copies: the parent's lock stays */
+                _exit(install_tar(two, "python", &quiet, &skipped, &err) == 0 ? 0 : 1);
+        }
+        /* the child unpacks, then waits on the lock: the name keeps the old tree */
+        for (i = 0; i < 20 && count_prefixed(".python.partial-") == 0; i++)
+                usleep(50 * 1000);
+        usleep(300 * 1000);
+        ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0);
+        m = read_marker();
+        ck_assert_str_eq(m, "one");
+        free(m);
+        setup_rootfs_settled(&hold); /* mounted: the swap may go ahead */
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        m = read_marker();
+        ck_assert_str_eq(m, "two");
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1); /* still held */
+        setup_rootfs_release(&hold);
+}
+END_TEST
+
+/* A real native run sleeping on the real Debian rootfs while setup replaces its tree. */
+
+#define REAL_ROOTFS "/var/tmp/vestibule-images/rootfs"
+
+static struct sbx_config hold_cfg;
+static struct backend *hold_be;
+
+struct hold_run {
+        const char *code;
+        struct run_result res;
+        struct sbx_error err;
+        int r;
+};
+
+static void *hold_run_thread(void *ud)
+{
+        struct hold_run *h = ud;
+        struct run_request req = {
+            .language = SBX_LANG_PYTHON,
+            .code = h->code,
+            .code_len = strlen(h->code),
+            .timeout_s = 60,
+            .cfg = &hold_cfg,
+            .cancel_fd = -1,
+        };
+
+        h->r = hold_be->ops->run(hold_be, &req, &h->res, &h->err);
+        return NULL;
+}
+
+static void fx_hold_setup(void)
+{
+        _cleanup_free_ char *cmd = NULL, *ws = NULL;
+        struct sbx_error err = {0};
+
+        fx_install_setup();
+        chmod(T, 0755);
+        ck_assert_int_eq(mkdir(rootfs, 0755), 0);
+        /* hardlinked copies of the real trees (same filesystem): cheap, and deleting them
+         * unlinks only the copies */
+        cmd = xasprintf("cp -al '" REAL_ROOTFS "/python' '%s/python' && "
+                        "cp -al '" REAL_ROOTFS "/node' '%s/node'",
+                        rootfs, rootfs);
+        ck_assert_int_eq(system(cmd), 0);
+        ws = xasprintf("%s/ws", T);
+        memset(&hold_cfg, 0, sizeof(hold_cfg));
+        hold_cfg.workspace_dir = xstrdup(ws);
+        hold_cfg.rootfs_dir = rootfs;
+        hold_cfg.default_timeout_s = 10;
+        hold_cfg.max_timeout_s = 60;
+        hold_cfg.max_code_bytes = 262144;
+        hold_cfg.max_output_bytes = 20000;
+        hold_cfg.mem_mb = 256;
+        hold_cfg.cpu_pct = 75;
+        hold_cfg.pids_max = 64;
+        hold_cfg.tmpfs_mb = 16;
+        hold_cfg.max_concurrent = 4;
+        if (geteuid() == 0) {
+                hold_cfg.run_as_set = true;
+                hold_cfg.run_as_uid = 2000;
+                hold_cfg.run_as_gid = 2000;
+        }
+        ck_assert_int_eq(native_backend_new(&hold_cfg, &hold_be, &err), 0);
+}
+
+static void fx_hold_teardown(void)
+{
+        hold_be = backend_free(hold_be);
+        free(hold_cfg.workspace_dir);
+        fx_install_teardown();
+}
+
+/* The run starts (writes /workspace/started), waits for /workspace/go, then imports modules it
+ * has not loaded yet and reads a file: all from the rootfs it was started on. (Deleting the tree
+ * also detaches the run's mounts on it, /workspace included: then 'started' vanishes and the
+ * wait ends too.) */
+static const char late_reads[] =
+    "import os, time\n"
+    "open('/workspace/started', 'w').close()\n"
+    "while os.path.exists('/workspace/started') and not os.path.exists('/workspace/go'):\n"
+    "    time.sleep(0.05)\n"
+    "import decimal, email.mime.text, xml.dom.minidom, json\n"
+    "print(open('/etc/os-release').read().split()[0], 6*7)\n";
+
+static void start_and_wait(struct hold_run *h, pthread_t *t)
+{
+        _cleanup_free_ char *started = xasprintf("%s/started", hold_cfg.workspace_dir);
+        int i;
+
+        h->code = late_reads;
+        ck_assert_int_eq(pthread_create(t, NULL, hold_run_thread, h), 0);
+        for (i = 0; i < 600 && !exists(started); i++)
+                usleep(50 * 1000);
+        ck_assert_msg(exists(started), "the run did not start in 30 s");
+}
+
+static void go_and_join(struct hold_run *h, pthread_t t)
+{
+        _cleanup_free_ char *go = xasprintf("%s/go", hold_cfg.workspace_dir);
+        int fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_msg(h->r != 0 || h->res.outcome != RUN_OUTCOME_NONE, "the run did not run");
+}
+
+START_TEST(hold_a_real_run_keeps_its_tree_while_setup_replaces_it)
+{
+        _cleanup_free_ char *tar = pathf("%s/new.tar", T), *m = NULL;
+        struct hold_run h = {0};
+        struct sbx_error err = {0};
+        struct archive *a;
+        pthread_t t;
+        bool skipped;
+
+        a = tb_open(tar);
+        tb_minimal_rootfs(a, "new");
+        tb_close(a);
+        start_and_wait(&h, &t);
+        /* setup replaces the python tree under the sleeping run */
+        ck_assert_msg(install_tar(tar, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        m = read_marker();
+        ck_assert_str_eq(m, "new");
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1);
+        go_and_join(&h, t);
+        ck_assert_msg(h.r == 0, "%s", h.err.msg);
+        ck_assert_msg(h.res.outcome == RUN_OUTCOME_EXITED && h.res.exit_code == 0,
+                      "the run lost its tree: exit %d\n%.*s", h.res.exit_code,
+                      (int)h.res.err.len, h.res.err.data ? h.res.err.data : "");
+        ck_assert_msg(h.res.out.data && strstr(h.res.out.data, "PRETTY_NAME=\"Debian 42"),
+                      "%.*s", (int)h.res.out.len, h.res.out.data ? h.res.out.data : "");
+        run_result_done(&h.res);
+        /* the run is over: nothing holds the old tree, it goes */
+        ck_assert_int_eq(setup_rootfs_collect(rootfs), 1);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 0);
+}
+END_TEST
+
+/* Control: the probe can fail. Deleting the tree under the run, as setup did before the hold,
+ * makes the run's late imports fail. */
+START_TEST(hold_control_deleting_the_tree_under_a_run_breaks_it)
+{
+        _cleanup_free_ char *aside = xasprintf("%s/aside", T);
+        _cleanup_close_ int tfd = open(T, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *py = xasprintf("%s/python", rootfs);
+        struct hold_run h = {0};
+        pthread_t t;
+
+        start_and_wait(&h, &t);
+        ck_assert_int_eq(rename(py, aside), 0);
+        ck_assert_int_eq(setup_remove_tree(tfd, "aside"), 0);
+        go_and_join(&h, t);
+        ck_assert_msg(h.r == 0, "%s", h.err.msg);
+        ck_assert_msg(h.res.outcome == RUN_OUTCOME_EXITED && h.res.exit_code != 0,
+                      "the run survived the deletion of its tree (outcome %d, exit %d): the probe "
+                      "cannot fail: %.*s|%.*s",
+                      (int)h.res.outcome, h.res.exit_code, (int)h.res.out.len,
+                      h.res.out.data ? h.res.out.data : "", (int)h.res.err.len,
+                      h.res.err.data ? h.res.err.data : "");
+        ck_assert_msg(h.res.err.data && strstr(h.res.err.data, "Error"), "%.*s",
+                      (int)h.res.err.len, h.res.err.data ? h.res.err.data : "");
+        run_result_done(&h.res);
 }
 END_TEST
 
@@ -1814,6 +2113,29 @@ static Suite *setup_suite(void)
         tcase_add_test(tc, install_as_root_keeps_numeric_ids);
         tcase_add_test(tc, install_unprivileged_layers_into_read_only_dirs);
         suite_add_tcase(s, tc);
+
+        tc = tcase_create("rootfs_hold");
+        tcase_add_checked_fixture(tc, fx_install_setup, fx_install_teardown);
+        tcase_add_test(tc, hold_keeps_the_old_tree_until_released);
+        tcase_add_test(tc, hold_blocks_the_swap_until_settled);
+        suite_add_tcase(s, tc);
+
+        /* a real native run on the real rootfs trees while setup replaces one */
+        if (access(REAL_ROOTFS "/python/usr/bin/python3", X_OK) == 0 &&
+            access(REAL_ROOTFS "/node/usr/bin/node", X_OK) == 0) {
+                tc = tcase_create("rootfs_hold_real_run");
+                tcase_add_checked_fixture(tc, fx_hold_setup, fx_hold_teardown);
+                tcase_set_timeout(tc, 180);
+                tcase_add_test(tc, hold_a_real_run_keeps_its_tree_while_setup_replaces_it);
+                tcase_add_test(tc, hold_control_deleting_the_tree_under_a_run_breaks_it);
+                suite_add_tcase(s, tc);
+        } else {
+                const char *must = getenv("SBX_TEST_MUST_RUN");
+
+                if (must && strcmp(must, "1") == 0)
+                        sbx_test_skip(REAL_ROOTFS " has no python and node trees: run setup");
+                fprintf(stderr, "note: no trees in " REAL_ROOTFS ", rootfs_hold_real_run not run\n");
+        }
 
         tc = tcase_create("run");
         tcase_add_checked_fixture(tc, fx_install_setup, fx_install_teardown);
