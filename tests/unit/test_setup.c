@@ -1499,6 +1499,118 @@ START_TEST(hold_control_deleting_the_tree_under_a_run_breaks_it)
 }
 END_TEST
 
+static char *slurp(const char *path, size_t *ret_len);
+
+/* A real SIGINT (Ctrl-C) to the real `vestibule-mcp setup` process while it unpacks the real
+ * rootfs: exit 130, nothing half-installed, an installed tree left as it was. */
+static pid_t spawn_setup_cli(const char *tar, const char *errlog)
+{
+        pid_t pid = fork();
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                _cleanup_free_ char *dh = xasprintf("DOCKER_HOST=unix://%s/no-engine.sock", T);
+                _cleanup_free_ char *home = xasprintf("HOME=%s", T);
+                char *envp[] = {"PATH=/usr/bin:/bin", home, dh, "LANG=C.UTF-8", NULL};
+                int fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+                if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+                        _exit(127);
+                execle(VESTIBULE_BIN, VESTIBULE_BIN, "setup", "--from-tar", tar, "--language",
+                       "python", "--rootfs-dir", rootfs, (char *)NULL, envp);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* Wait until a .python.partial-* tree in the rootfs folder holds @what; 1 when it did. */
+static int wait_partial_holds(const char *what, pid_t pid)
+{
+        int i;
+
+        for (i = 0; i < 1200; i++) {
+                DIR *d = opendir(rootfs);
+
+                if (d) {
+                        for (struct dirent *de; (de = readdir(d));) {
+                                _cleanup_free_ char *p = NULL;
+
+                                if (strncmp(de->d_name, ".python.partial-", 16) != 0)
+                                        continue;
+                                p = xasprintf("%s/%s/%s", rootfs, de->d_name, what);
+                                if (exists(p)) {
+                                        closedir(d);
+                                        return 1;
+                                }
+                        }
+                        closedir(d);
+                }
+                if (waitpid(pid, NULL, WNOHANG) == pid)
+                        return 0;
+                usleep(25 * 1000);
+        }
+        return 0;
+}
+
+START_TEST(cli_sigint_mid_unpack_leaves_nothing_half_installed)
+{
+        _cleanup_free_ char *log = xasprintf("%s/setup.log", T), *small = pathf("%s/small.tar", T);
+        _cleanup_free_ char *id1 = NULL, *id2 = NULL, *m = NULL, *text = NULL;
+        static const char *const nothing[] = {NULL};
+        static const char *const old[] = {"python", "python.json", NULL};
+        struct sbx_error err = {0};
+        struct archive *a;
+        size_t len;
+        bool skipped;
+        int status;
+        pid_t pid;
+
+        /* no rootfs before: Ctrl-C mid-unpack leaves none, nor a partial tree or a record */
+        pid = spawn_setup_cli(REAL_PYTHON_TAR, log);
+        ck_assert_msg(wait_partial_holds("usr/lib", pid), "setup never got to unpacking");
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        text = slurp(log, &len);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d: %s", status,
+                      text);
+        ck_assert_msg(strstr(text, "cancelled"), "%s", text);
+        assert_rootfs_holds(nothing);
+        free(TAKE_PTR(text));
+
+        /* an installed tree: Ctrl-C mid-unpack of its replacement leaves it as it was */
+        a = tb_open(small);
+        tb_minimal_rootfs(a, "installed");
+        tb_close(a);
+        ck_assert_msg(install_tar(small, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id1, NULL, &err), 0);
+        pid = spawn_setup_cli(REAL_PYTHON_TAR, log);
+        ck_assert_msg(wait_partial_holds("usr/lib", pid), "setup never got to unpacking");
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        text = slurp(log, &len);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d: %s", status,
+                      text);
+        assert_rootfs_holds(old);
+        m = read_marker();
+        ck_assert_str_eq(m, "installed");
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id2, NULL, &err), 0);
+        ck_assert_str_eq(id1, id2);
+        free(TAKE_PTR(text));
+
+        /* control: left alone, the same command installs the real tree */
+        pid = spawn_setup_cli(REAL_PYTHON_TAR, log);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        text = slurp(log, &len);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 130, "status %d: %s", status,
+                      text);
+        ck_assert_msg(strstr(text, "python rootfs installed"), "%s", text);
+        free(TAKE_PTR(m));
+        m = xasprintf("%s/python/usr/bin/python3", rootfs);
+        ck_assert(exists(m));
+        free(TAKE_PTR(text));
+}
+END_TEST
+
 /* ---- registry: a real docker-registry on loopback, images pushed through its API */
 
 #define REGISTRY_BIN "/usr/bin/docker-registry"
@@ -1634,6 +1746,7 @@ static char *slurp(const char *path, size_t *ret_len)
         rewind(f);
         buf = xmalloc((size_t)n + 1);
         ck_assert_int_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+        buf[n] = '\0';
         fclose(f);
         *ret_len = (size_t)n;
         return buf;
@@ -2178,6 +2291,7 @@ static Suite *setup_suite(void)
                 tcase_set_timeout(tc, 300);
                 tcase_add_test(tc, install_real_debian_rootfs);
                 tcase_add_test(tc, install_real_cancelled_midway_leaves_nothing);
+                tcase_add_test(tc, cli_sigint_mid_unpack_leaves_nothing_half_installed);
                 suite_add_tcase(s, tc);
         } else {
                 const char *must = getenv("SBX_TEST_MUST_RUN");
