@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -1618,6 +1619,7 @@ END_TEST
 
 static pid_t registry_pid = -1;
 static int registry_port;
+static time_t registry_test_start;
 
 START_TEST(ref_parse_forms)
 {
@@ -1856,6 +1858,7 @@ static void fx_registry_setup(void)
         int i;
 
         fx_install_setup();
+        registry_test_start = time(NULL);
         registry_port = free_port();
         conf = xasprintf("%s/registry.yml", T);
         log = xasprintf("%s/registry.log", T);
@@ -1966,6 +1969,167 @@ START_TEST(registry_refuses_a_tampered_blob)
         ck_assert_int_eq(setup_run(&a, &err), -EBADMSG);
         ck_assert_msg(strstr(err.msg, layer1) != NULL, "%s", err.msg);
         assert_rootfs_holds(nothing);
+}
+END_TEST
+
+/* Push a one-layer image whose layer is the gzip tarball @layer_path (a minimal rootfs plus the
+ * crafted entries); return the manifest digest. */
+static char *push_one_layer(const char *repo, const char *layer_path)
+{
+        static const char cfg[] = "{\"architecture\":\"amd64\",\"os\":\"linux\"}";
+        _cleanup_free_ char *b = NULL, *d = NULL, *dc = NULL, *m = NULL;
+        size_t l;
+
+        b = slurp(layer_path, &l);
+        d = push_blob(repo, b, l);
+        dc = push_blob(repo, cfg, strlen(cfg));
+        m = xasprintf(
+            "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+            "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\","
+            "\"digest\":\"%s\",\"size\":%zu},\"layers\":["
+            "{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\","
+            "\"digest\":\"%s\",\"size\":%zu}]}",
+            dc, strlen(cfg), d, l);
+        return push_manifest(repo, "application/vnd.oci.image.manifest.v1+json", m);
+}
+
+static struct archive *tgz_open(const char *path)
+{
+        struct archive *a = archive_write_new();
+
+        archive_write_set_format_pax_restricted(a);
+        archive_write_add_filter_gzip(a);
+        ck_assert_int_eq(archive_write_open_filename(a, path), ARCHIVE_OK);
+        return a;
+}
+
+/* The /var/tmp/vestibule-pull-* download folders of this process's pulls: none may be left. */
+static int count_pull_dirs(void)
+{
+        DIR *d = opendir("/var/tmp");
+        int n = 0;
+
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *de; (de = readdir(d));) {
+                _cleanup_free_ char *p = NULL;
+                struct stat st;
+
+                if (strncmp(de->d_name, "vestibule-pull-", 15) != 0)
+                        continue;
+                p = xasprintf("/var/tmp/%s", de->d_name);
+                /* only ours: created since this test began (others' may come and go) */
+                if (stat(p, &st) == 0 && st.st_ctime >= registry_test_start)
+                        n++;
+        }
+        closedir(d);
+        return n;
+}
+
+/* Layers with a '../' name or an absolute name, pulled from the registry: the whole install is
+ * refused naming the entry, nothing is installed, the download folder is gone. */
+START_TEST(registry_refuses_escaping_layers)
+{
+        static const char *const bad[] = {"../escaped", "/abs-escaped", "./usr/../../escaped2"};
+        static const char *const nothing[] = {NULL};
+        size_t i;
+
+        for (i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *lp = xasprintf("%s/bad%zu.tgz", T, i);
+                _cleanup_free_ char *dm = NULL, *ref = NULL;
+                struct archive *a = tgz_open(lp);
+                struct sbx_error err = {0};
+                struct setup_run_args ra = {.rootfs_dir = rootfs, .out = stdout};
+
+                tb_minimal_rootfs(a, "bad");
+                tb_file(a, "./usr/bin/node", 0755, "node");
+                tb_file(a, bad[i], 0644, "escaped");
+                tb_close(a);
+                dm = push_one_layer("vestibule/bad", lp);
+                ref = registry_ref("vestibule/bad", dm);
+                ra.image_python = ref;
+                ra.image_node = ref;
+                ck_assert_int_eq(setup_run(&ra, &err), -EPERM);
+                ck_assert_msg(strstr(err.msg, "..") || strstr(err.msg, "absolute"), "%s",
+                              err.msg);
+                assert_rootfs_holds(nothing);
+                ck_assert_int_eq(count_pull_dirs(), 0);
+        }
+        {
+                _cleanup_free_ char *esc = xasprintf("%s/escaped", T);
+                _cleanup_free_ char *esc2 = xasprintf("%s/escaped2", T);
+
+                ck_assert(!exists(esc) && !exists(esc2) && !exists("/abs-escaped"));
+        }
+}
+END_TEST
+
+/* A layer with a device node, a fifo, a setuid and a setgid file and an absolute symlink,
+ * pulled from the registry: installed with the devices left out, the bits stripped, the
+ * symlink kept as a symlink that was never followed; the record counts what was neutralised. */
+START_TEST(registry_neutralises_devices_setuid_and_absolute_symlinks)
+{
+        _cleanup_free_ char *lp = xasprintf("%s/mixed.tgz", T);
+        _cleanup_free_ char *dm = NULL, *ref = NULL, *rec = NULL, *p = NULL;
+        struct archive *a = tgz_open(lp);
+        struct sbx_error err = {0};
+        struct setup_run_args ra = {.rootfs_dir = rootfs, .out = stdout};
+        char buf[64] = "";
+        struct stat st;
+        ssize_t n;
+
+        tb_minimal_rootfs(a, "mixed");
+        tb_file(a, "./usr/bin/node", 0755, "node");
+        tb_dir(a, "./dev/");
+        tb_add(a, "./dev/sda", AE_IFBLK, 0666, NULL, NULL, NULL, makedev(8, 0));
+        tb_add(a, "./dev/mem2", AE_IFCHR, 0666, NULL, NULL, NULL, makedev(1, 1));
+        tb_add(a, "./fifo", AE_IFIFO, 0644, NULL, NULL, NULL, 0);
+        tb_file(a, "./usr/bin/su2", 04755, "su");
+        tb_file(a, "./usr/bin/sg2", 02755, "sg");
+        tb_symlink(a, "./etc/host-shadow", "/etc/shadow");
+        tb_close(a);
+        dm = push_one_layer("vestibule/mixed", lp);
+        ref = registry_ref("vestibule/mixed", dm);
+        ra.image_python = ref;
+        ra.image_node = ref;
+        ck_assert_msg(setup_run(&ra, &err) == 0, "%s", err.msg);
+
+        p = xasprintf("%s/python/dev/sda", rootfs);
+        ck_assert(!exists(p));
+        free(p);
+        p = xasprintf("%s/python/dev/mem2", rootfs);
+        ck_assert(!exists(p));
+        free(p);
+        p = xasprintf("%s/python/fifo", rootfs);
+        ck_assert(!exists(p));
+        free(p);
+        p = xasprintf("%s/python/usr/bin/su2", rootfs);
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0755);
+        free(p);
+        p = xasprintf("%s/python/usr/bin/sg2", rootfs);
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0755);
+        free(p);
+        p = xasprintf("%s/python/etc/host-shadow", rootfs);
+        ck_assert_int_eq(lstat(p, &st), 0);
+        ck_assert(S_ISLNK(st.st_mode)); /* kept as a link, resolved only inside the sandbox */
+        n = readlink(p, buf, sizeof(buf) - 1);
+        ck_assert_int_gt(n, 0);
+        buf[n] = '\0';
+        ck_assert_str_eq(buf, "/etc/shadow");
+        free(p);
+        p = xasprintf("%s/python/usr/bin/python3.11", rootfs); /* control: the rest is there */
+        ck_assert(exists(p));
+        rec = xasprintf("%s/python.json", rootfs);
+        {
+                _cleanup_free_ char *text = NULL;
+                size_t len;
+
+                text = slurp(rec, &len);
+                ck_assert_msg(strstr(text, "\"skipped_special\":3"), "%s", text);
+                ck_assert_msg(strstr(text, "\"stripped_setid\":2"), "%s", text);
+        }
+        ck_assert_int_eq(count_pull_dirs(), 0);
 }
 END_TEST
 
@@ -2274,6 +2438,8 @@ static Suite *setup_suite(void)
                 tcase_set_timeout(tc, 120);
                 tcase_add_test(tc, registry_pull_by_index_digest_then_no_network);
                 tcase_add_test(tc, registry_refuses_a_tampered_blob);
+                tcase_add_test(tc, registry_refuses_escaping_layers);
+                tcase_add_test(tc, registry_neutralises_devices_setuid_and_absolute_symlinks);
                 tcase_add_test(tc, registry_refuses_a_manifest_that_is_not_the_pinned_one);
                 suite_add_tcase(s, tc);
         } else {
