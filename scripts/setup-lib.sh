@@ -305,14 +305,15 @@ vst_setup_debian() {
 # vestibule/<lang>:bookworm there (skipped when the same tarball is already there); the native
 # half goes into DIR/rootfs, removed after.
 vst_setup_rootless() {
-        local bin=$1 images=$2 dir=$3 user=$4 uid home out lang
+        local bin=$1 images=$2 dir=$3 user=$4 uid home out lang extra=()
+        read -r -a extra <<<"${VST_SETUP_EXTRA:-}" # (developing this: other image names)
         uid=$(id -u "$user")
         home=$(getent passwd "$user" | cut -d: -f6)
         rm -rf "$dir" && mkdir -p "$dir" && chown "$user:" "$dir"
         for lang in python node; do
                 out=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 \
                         XDG_RUNTIME_DIR="/run/user/$uid" DOCKER_HOST="unix:///run/user/$uid/podman/podman.sock" \
-                        VESTIBULE_ROOTFS_DIR="$dir/rootfs" "$bin" setup --from-tar "$images/$lang.tar" \
+                        VESTIBULE_ROOTFS_DIR="$dir/rootfs" "${extra[@]}" "$bin" setup --from-tar "$images/$lang.tar" \
                         --language "$lang" 2>&1) || true # python alone ends Blocked (node missing)
                 printf '%s\n' "$out" | grep '^setup: '
                 grep -q "^setup: $lang image \(imported\|already present\) in the container engine" <<<"$out" ||
