@@ -6,7 +6,8 @@
 # Both are Debian bookworm, made by mmdebstrap from the mirror apt on this machine
 # already uses, with:
 #   - bash, coreutils (timeout: every run is wrapped in it), ca-certificates;
-#   - a `sandbox` user and group, uid/gid 1000, home /tmp;
+#   - a `sandbox` user and group, uid/gid 1000, home /tmp; /etc/shadow and
+#     /etc/gshadow root:shadow 0640, as on Debian;
 #   - /workspace owned by sandbox, an empty /sandbox (the run's script goes there),
 #     /tmp mode 1777;
 #   - no docs (copyright files kept), man/info pages, locales; no apt lists or caches;
@@ -105,6 +106,15 @@ mkdir -p "$r/workspace" "$r/sandbox" "$r/tmp"
 chown 1000:1000 "$r/workspace"
 chmod 0755 "$r/workspace" "$r/sandbox"
 chmod 1777 "$r/tmp"
+# As Debian has them: /etc/shadow and /etc/gshadow root:shadow 0640 (the hook above
+# creates them 0644). Nothing in a sandbox reads them; the sandbox user must not.
+g=$(sed -n "s/^shadow:[^:]*:\([0-9]*\):.*/\1/p" "$r/etc/group")
+[ -n "$g" ] || { echo "no shadow group in the rootfs" >&2; exit 1; }
+for f in shadow gshadow; do
+	[ -f "$r/etc/$f" ] || continue
+	chown "0:$g" "$r/etc/$f"
+	chmod 0640 "$r/etc/$f"
+done
 printf "sandbox\n" >"$r/etc/hostname"
 : >"$r/etc/resolv.conf"
 rm -f "$r"/etc/passwd- "$r"/etc/shadow- "$r"/etc/group- "$r"/etc/gshadow-

@@ -98,62 +98,6 @@ vst_npm_ci() {
         chmod -R a+rX "$dir"
 }
 
-# vst_import_images_rootless USER IMAGES: as root, import IMAGES/{python,node}.tar into USER's
-# rootless Podman as vestibule/<lang>:bookworm, the way `vestibule-mcp setup` imports them
-# (same labels and settings); skipped when the image there already holds that tarball.
-vst_import_images_rootless() {
-        local user=$1 images=$2 lang tar sha have uid
-        uid=$(id -u "$user")
-        for lang in python node; do
-                tar=$images/$lang.tar
-                sha=$(sha256sum "$tar" | cut -d' ' -f1)
-                have=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$(getent passwd "$user" | cut -d: -f6)" \
-                        XDG_RUNTIME_DIR="/run/user/$uid" podman image inspect "vestibule/$lang:bookworm" \
-                        --format '{{index .Labels "vestibule.tar-sha256"}}' 2>/dev/null || true)
-                if [ "$have" = "$sha" ]; then
-                        echo "vestibule/$lang:bookworm is already $tar"
-                        continue
-                fi
-                runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$(getent passwd "$user" | cut -d: -f6)" \
-                        XDG_RUNTIME_DIR="/run/user/$uid" podman import \
-                        --change "LABEL vestibule.tar-sha256=$sha" --change "LABEL vestibule.image=1" \
-                        --change "WORKDIR /workspace" --change "USER 1000:1000" \
-                        --change "ENV PATH=/usr/local/bin:/usr/bin:/bin" "$tar" "vestibule/$lang:bookworm"
-        done
-}
-
-# vst_import_images_docker IMAGES: as root, import IMAGES/{python,node}.tar into the rootful
-# Docker Engine (/var/run/docker.sock) as vestibule/<lang>:bookworm through the Engine API, with
-# the labels and settings `vestibule-mcp setup` uses; skipped when the image there already holds
-# that tarball.
-vst_import_images_docker() {
-        local images=$1 lang tar sha have sock=/var/run/docker.sock q
-        for lang in python node; do
-                tar=$images/$lang.tar
-                sha=$(sha256sum "$tar" | cut -d' ' -f1)
-                have=$(curl -sf --unix-socket "$sock" "http://d/images/vestibule/$lang:bookworm/json" |
-                        node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{try{console.log((JSON.parse(s).Config.Labels||{})["vestibule.tar-sha256"]||"")}catch{console.log("")}})' || true)
-                if [ "$have" = "$sha" ]; then
-                        echo "vestibule/$lang:bookworm is already $tar (Docker)"
-                        continue
-                fi
-                q="fromSrc=-&repo=vestibule/$lang&tag=bookworm"
-                q+="&changes=$(vst_urlencode "LABEL vestibule.tar-sha256=$sha")"
-                q+="&changes=$(vst_urlencode "LABEL vestibule.image=1")"
-                q+="&changes=$(vst_urlencode "WORKDIR /workspace")"
-                q+="&changes=$(vst_urlencode "USER 1000:1000")"
-                q+="&changes=$(vst_urlencode "ENV PATH=/usr/local/bin:/usr/bin:/bin")"
-                curl -sSf --unix-socket "$sock" -X POST -H 'Content-Type: application/x-tar' \
-                        --data-binary "@$tar" "http://d/images/create?$q" >/dev/null
-                echo "imported $tar into Docker as vestibule/$lang:bookworm"
-        done
-}
-
-# vst_urlencode TEXT: TEXT percent-encoded for a URL query.
-vst_urlencode() {
-        node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$1"
-}
-
 # vst_check_setup_cli BIN IMAGES DIR USER: `vestibule-mcp setup --from-tar` through the real
 # CLI as USER (no engine reachable, so only the native half is set up): python then node into
 # DIR/rootfs; the node run must end with the readiness line and exit 0 (the python run alone
@@ -191,5 +135,189 @@ vst_check_setup_cli() {
                 echo "FAIL: print(6*7) on the installed rootfs"
                 return 1
         fi
+        rm -rf "$dir"
+}
+
+# vst_setup_debian BIN IMAGES USER [--reuse]: the product's own install of both backends, as
+# root, the way an administrator prepares a host whose server runs as root with
+# VESTIBULE_RUN_AS=USER: `vestibule-mcp setup --from-debian --save-tars IMAGES` builds
+# python.tar and node.tar with images/build.sh (kept in IMAGES for the unit tests, which read
+# them there), unpacks them into IMAGES/rootfs (root-owned, numeric ids kept, readable by USER's
+# sandboxes through the "other" bits) and imports them into rootful Docker as
+# vestibule/{python,node}:bookworm. With --reuse, the tarballs already in IMAGES are installed
+# with `setup --from-tar` instead (no build). Then it checks what setup claims:
+#   - the ready line, exit 0;
+#   - each rootfs record names the sha256 of the saved tarball, the tree holds the tarball's
+#     entries (count) and the same bytes for sample files, /etc/shadow is 0640 root:shadow;
+#   - each image in Docker has the image ID setup printed and the tarball's sha256 label;
+#   - a second run builds, unpacks and imports nothing (tree inodes, records, tarballs and image
+#     IDs unchanged, no build started);
+#   - print(6*7) / console.log(6*7) through the native backend (as USER) and the container
+#     backend (root server, VESTIBULE_RUN_AS) on exactly what setup installed; the sandbox user
+#     cannot read the rootfs's /etc/shadow (control: it reads /etc/passwd).
+# Env: VST_SETUP_EXTRA="VAR=value ..." added to every setup and run (e.g. other image names).
+vst_setup_debian() {
+        local bin=$1 images=$2 user=$3 reuse=${4:-} log out out2 t0 t1 lang sha id rec env=() extra=()
+        local before after home uid
+        read -r -a extra <<<"${VST_SETUP_EXTRA:-}"
+        # the settings of the root-run setup and server: rootful Docker, sandboxes as USER
+        env=(PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8
+                "VESTIBULE_ROOTFS_DIR=$images/rootfs" "VESTIBULE_RUN_AS=$(id -u "$user"):$(id -g "$user")"
+                DOCKER_HOST=unix:///var/run/docker.sock VESTIBULE_RUNTIME=docker "${extra[@]}")
+        home=$(getent passwd "$user" | cut -d: -f6)
+        uid=$(id -u "$user")
+        mkdir -p "$images" && chmod 0755 "$images"
+        log=$(mktemp)
+        # the state of what setup made: tree inodes, records, tarballs, image IDs
+        snapshot() {
+                local l
+                for l in python node; do
+                        stat -c "%n %i %Y" "$images/rootfs/$l" "$images/rootfs/$l.json" "$images/$l.tar" 2>&1
+                        img_field "$l" Id
+                done
+        }
+        # img_field LANG FIELD: a top-level field of the Docker image setup imports for LANG
+        img_field() {
+                local name
+                name=$(img_name "$1")
+                curl -sf --unix-socket /var/run/docker.sock "http://d/images/$name/json" |
+                        node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const j=JSON.parse(s);const f=process.argv[1];console.log(f==="Label"?(j.Config.Labels||{})["vestibule.tar-sha256"]||"":j[f])})' "$2"
+        }
+        img_name() {
+                local v
+                for v in "${env[@]}"; do
+                        case "$v" in VESTIBULE_IMAGE_"${1^^}"=*) echo "${v#*=}"; return ;; esac
+                done
+                echo "vestibule/$1:bookworm"
+        }
+        vsetup() { env -i "${env[@]}" "$bin" setup "$@"; }
+
+        t0=$(date +%s)
+        if [ -n "${VST_SETUP_LOG:-}" ]; then
+                cp "$VST_SETUP_LOG" "$log" # (developing this check: the output of an earlier run)
+        elif [ "$reuse" = --reuse ]; then
+                # python alone ends Blocked while node is missing: its status is not the verdict
+                vsetup --from-tar "$images/python.tar" --language python >>"$log" 2>&1 || true
+                grep -q "^setup: python rootfs \(already \)\{0,1\}installed" "$log" ||
+                        { cat "$log"; echo "FAIL: setup --from-tar python"; return 1; }
+                vsetup --from-tar "$images/node.tar" --language node >>"$log" 2>&1 ||
+                        { cat "$log"; echo "FAIL: setup --from-tar node"; return 1; }
+        else
+                # --force: the recipes run in every CI run (their output is not reused between runs)
+                vsetup --from-debian --force --save-tars "$images" >"$log" 2>&1 ||
+                        { tail -n 60 "$log"; echo "FAIL: setup --from-debian"; return 1; }
+        fi
+        t1=$(date +%s)
+        out=$(cat "$log")
+        printf '%s\n' "$out" | grep -v '^build.sh\|^I: \|^W: ' | tail -n 20
+        echo "setup ${reuse:---from-debian}: $((t1 - t0)) s"
+        grep -q "^ready in this terminal's environment: isolation " <<<"$out" ||
+                { echo "FAIL: no ready line"; return 1; }
+        for lang in python node; do
+                sha=$(sha256sum "$images/$lang.tar" | cut -d' ' -f1)
+                rec=$images/rootfs/$lang.json
+                [ -d "$images/rootfs/$lang" ] || { echo "FAIL: no $lang tree"; return 1; }
+                grep -q "\"identity\": *\"sha256:$sha\"" "$rec" ||
+                        { cat "$rec"; echo "FAIL: $rec does not name $images/$lang.tar (sha256:$sha)"; return 1; }
+                local n_tar n_rec
+                n_tar=$(tar -tf "$images/$lang.tar" | grep -vc '^\./$' || true)
+                n_rec=$(sed -n 's/.*"entries": *\([0-9]*\).*/\1/p' "$rec")
+                # the record counts the root entry too
+                [ "$n_rec" -eq "$((n_tar + 1))" ] || [ "$n_rec" -eq "$n_tar" ] ||
+                        { echo "FAIL: $lang: $n_rec entries unpacked, the tarball has $n_tar"; return 1; }
+                local f
+                for f in etc/passwd usr/lib/os-release usr/bin/bash usr/bin/timeout \
+                        "$([ "$lang" = python ] && echo usr/bin/python3.11 || echo usr/bin/node)"; do
+                        [ "$(tar -xOf "$images/$lang.tar" "./$f" | sha256sum)" = "$(sha256sum <"$images/rootfs/$lang/$f")" ] ||
+                                { echo "FAIL: $lang: /$f differs from the tarball"; return 1; }
+                done
+                [ "$(stat -c '%a %u %g' "$images/rootfs/$lang/etc/shadow")" = "640 0 42" ] ||
+                        { stat "$images/rootfs/$lang/etc/shadow"; echo "FAIL: $lang /etc/shadow is not 0640 root:shadow"; return 1; }
+                if [ -S /var/run/docker.sock ]; then
+                        id=$(sed -n "s/^setup: $lang image .* in the container engine as '.*' (image ID \(sha256:[0-9a-f]*\))$/\1/p" <<<"$out" | tail -1)
+                        [ -n "$id" ] || { echo "FAIL: setup printed no image ID for $lang"; return 1; }
+                        [ "$(img_field "$lang" Id)" = "$id" ] ||
+                                { echo "FAIL: $(img_name "$lang") in Docker is not $id"; return 1; }
+                        [ "$(img_field "$lang" Label)" = "$sha" ] ||
+                                { echo "FAIL: $(img_name "$lang") in Docker does not hold $images/$lang.tar"; return 1; }
+                        echo "$lang: rootfs = tarball sha256:$sha ($n_tar entries), image $id"
+                fi
+        done
+
+        # a second run: nothing built, unpacked or imported
+        before=$(snapshot)
+        t0=$(date +%s)
+        if [ "$reuse" = --reuse ]; then
+                out2=$(vsetup --from-tar "$images/python.tar" --language python 2>&1) ||
+                        { printf '%s\n' "$out2"; echo "FAIL: second setup"; return 1; }
+                grep -q "python rootfs already installed" <<<"$out2" ||
+                        { printf '%s\n' "$out2"; echo "FAIL: the second setup did not skip"; return 1; }
+        else
+                out2=$(vsetup --from-debian --save-tars "$images" 2>&1) ||
+                        { printf '%s\n' "$out2"; echo "FAIL: second setup"; return 1; }
+                if ! grep -q "nothing to do" <<<"$out2" || grep -q "building python and node" <<<"$out2"; then
+                        printf '%s\n' "$out2"; echo "FAIL: the second setup did not skip"; return 1
+                fi
+        fi
+        t1=$(date +%s)
+        after=$(snapshot)
+        [ "$before" = "$after" ] ||
+                { diff <(echo "$before") <(echo "$after"); echo "FAIL: the second setup changed something"; return 1; }
+        echo "second setup: nothing touched ($((t1 - t0)) s)"
+
+        # runs on exactly what setup installed
+        # shellcheck disable=SC2317 # called as "vrun_$backend"
+        vrun_native() {
+                runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 \
+                        XDG_RUNTIME_DIR="/run/user/$uid" VESTIBULE_BACKEND=native \
+                        VESTIBULE_ROOTFS_DIR="$images/rootfs" "$bin" run "$@"
+        }
+        # shellcheck disable=SC2317
+        vrun_container() {
+                env -i "${env[@]}" VESTIBULE_BACKEND=container VESTIBULE_IMAGE_SOURCE=debian \
+                        VESTIBULE_WORKSPACE="$images/.ws" "$bin" run "$@"
+        }
+        local backend code
+        for backend in native container; do
+                [ "$backend" = native ] || [ -S /var/run/docker.sock ] || continue
+                for lang in python node; do
+                        code='print(6*7)'
+                        [ "$lang" = node ] && code='console.log(6*7)'
+                        out=$("vrun_$backend" --language "$lang" -c "$code" 2>&1) ||
+                                { printf '%s\n' "$out"; echo "FAIL: $lang on $backend"; return 1; }
+                        if ! grep -qx 42 <<<"$out" || ! grep -q "^isolation: $backend" <<<"$out"; then
+                                printf '%s\n' "$out"; echo "FAIL: $lang on $backend did not print 42 with isolation $backend"; return 1
+                        fi
+                        echo "$backend $lang: 42, $(grep '^isolation:' <<<"$out")"
+                done
+                out=$("vrun_$backend" --language bash -c 'id -u; cat /etc/passwd >/dev/null && echo passwd-read; cat /etc/shadow && echo SHADOW-READ; true' 2>&1) || true
+                if ! grep -q passwd-read <<<"$out" || grep -q SHADOW-READ <<<"$out"; then
+                        printf '%s\n' "$out"; echo "FAIL: $backend: the sandbox reads /etc/shadow (or not even /etc/passwd)"; return 1
+                fi
+                echo "$backend: the sandbox user reads /etc/passwd, not /etc/shadow"
+        done
+        rm -rf "$images/.ws"
+        rm -f "$log"
+}
+
+# vst_setup_rootless BIN IMAGES DIR USER: as root, `vestibule-mcp setup --from-tar` of
+# IMAGES/{python,node}.tar as USER with USER's rootless Podman as the engine: imports both as
+# vestibule/<lang>:bookworm there (skipped when the same tarball is already there); the native
+# half goes into DIR/rootfs, removed after.
+vst_setup_rootless() {
+        local bin=$1 images=$2 dir=$3 user=$4 uid home out lang extra=()
+        read -r -a extra <<<"${VST_SETUP_EXTRA:-}" # (developing this: other image names)
+        uid=$(id -u "$user")
+        home=$(getent passwd "$user" | cut -d: -f6)
+        rm -rf "$dir" && mkdir -p "$dir" && chown "$user:" "$dir"
+        for lang in python node; do
+                out=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 \
+                        XDG_RUNTIME_DIR="/run/user/$uid" DOCKER_HOST="unix:///run/user/$uid/podman/podman.sock" \
+                        VESTIBULE_ROOTFS_DIR="$dir/rootfs" "${extra[@]}" "$bin" setup --from-tar "$images/$lang.tar" \
+                        --language "$lang" 2>&1) || true # python alone ends Blocked (node missing)
+                printf '%s\n' "$out" | grep '^setup: '
+                grep -q "^setup: $lang image \(imported\|already present\) in the container engine" <<<"$out" ||
+                        { printf '%s\n' "$out"; echo "FAIL: $lang not imported into rootless Podman"; return 1; }
+        done
         rm -rf "$dir"
 }

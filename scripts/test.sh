@@ -4,7 +4,8 @@
 # On a fresh Debian/Ubuntu, as root: installs what it needs with apt-get, creates the
 # unprivileged test user (scripts/ci-user.sh), starts the container engines
 # (scripts/start-engines.sh), builds Release and Debug (ASan+UBSan) out of tree under
-# $VESTIBULE_CI_DIR, builds the sandbox images (images/build.sh), runs the Check suites of
+# $VESTIBULE_CI_DIR, prepares both backends with `vestibule-mcp setup --from-debian` (the
+# sandbox images built by images/build.sh, unpacked, imported into Docker), runs the Check suites of
 # both builds with ctest, then the end-to-end suite (tests/e2e: the real binary driven by the
 # official MCP SDK clients) as the unprivileged test user, plus the root-only case as root.
 # Ends with one line "total: N passed, N failed, N skipped" and exits non-zero on any failure.
@@ -16,14 +17,15 @@
 # Environment:
 #   VESTIBULE_CI_DIR        build and scratch folder, readable by the test user
 #                           (default /var/tmp/vestibule-ci)
-#   VESTIBULE_CI_IMAGES     where the images are built and unpacked (default
+#   VESTIBULE_CI_IMAGES     where setup builds and unpacks the images (default
 #                           /var/tmp/vestibule-images: python.tar, node.tar, rootfs/)
-#   VESTIBULE_CI_REUSE_IMAGES=1  use the images already there instead of rebuilding them
+#   VESTIBULE_CI_REUSE_IMAGES=1  install the tarballs already there (setup --from-tar) instead
+#                           of building them (setup --from-debian)
 #   VESTIBULE_CI_E2E_RUNS   the end-to-end runs, one per line:
 #                           BUILDS|BACKEND|EXPECTED ISOLATION GRADE|EXTRA ENV (VAR=value ...)
 #                           (default: see E2E_RUNS below, this CI host's grades)
 #   VESTIBULE_CI_CONTAINER=1  also run the e2e suite against the container backend on the test
-#                           user's rootless Podman (images imported from images/build.sh); the
+#                           user's rootless Podman (images imported by setup --from-tar); the
 #                           container run on rootful Docker (server as root, VESTIBULE_RUN_AS)
 #                           is always on when /var/run/docker.sock exists and we are root
 #   VESTIBULE_CI_MUST_RUN   1 (default): a unit test whose prerequisite is missing fails
@@ -186,16 +188,35 @@ for b in "Release:$rel" "Debug:$dbg"; do
 done
 [ "${#built[@]}" -gt 0 ] || finish
 
-# ---------------------------------------------------------------------------- images
-if [ "${VESTIBULE_CI_REUSE_IMAGES:-0}" = 1 ] && [ -f "$images/python.tar" ] && [ -f "$images/node.tar" ]; then
-        banner "images: reusing $images (VESTIBULE_CI_REUSE_IMAGES=1)"
-elif [ ! -f "$src/images/build.sh" ]; then
-        banner "images: images/build.sh not there yet, skipped"
-elif [ "$is_root" -ne 1 ]; then
+# ---------------------------------------------------------------------------- images: setup
+# The product's own `vestibule-mcp setup --from-debian`, as root (the administrator of a host
+# whose server runs as root with VESTIBULE_RUN_AS=the test user, as the rootful Docker e2e run
+# does): images/build.sh builds python.tar and node.tar (kept in $images, where the unit tests
+# read them), setup unpacks them into $images/rootfs (which the native e2e run, the unit tests
+# and the VM stage use) and imports them into rootful Docker (which the container e2e run
+# uses). The recipes run once; everything after uses what setup made. The stage checks the
+# ready line, both trees against their tarballs, both images by the ID setup printed, a second
+# run touching nothing, and 6*7 through both backends (vst_setup_debian in setup-lib.sh).
+# With VESTIBULE_CI_REUSE_IMAGES=1 the tarballs already there are installed with
+# `setup --from-tar` instead (no build).
+if [ "$is_root" -ne 1 ]; then
         banner "images: not root, using what is in $images"
+elif [ ! -f "$src/images/build.sh" ] || [ ! -x "$rel/vestibule-mcp" ]; then
+        record_fail "images: no images/build.sh or no Release vestibule-mcp to run setup with"
 else
-        step 1800 "images (images/build.sh -> $images)" vst_build_images "$src" "$images" ||
-                record_fail "building the images (images/build.sh)"
+        setup_mode=""
+        setup_what="setup --from-debian (images/build.sh) -> $images, Docker"
+        if [ "${VESTIBULE_CI_REUSE_IMAGES:-0}" = 1 ] && [ -f "$images/python.tar" ] && [ -f "$images/node.tar" ]; then
+                setup_mode=--reuse
+                setup_what="setup --from-tar $images/*.tar (VESTIBULE_CI_REUSE_IMAGES=1) -> $images/rootfs, Docker"
+        fi
+        setup_t0=$(date +%s)
+        if step 2400 "$setup_what" vst_setup_debian "$rel/vestibule-mcp" "$images" "$user" ${setup_mode:+"$setup_mode"}; then
+                passed=$((passed + 1))
+        else
+                record_fail "images: $setup_what"
+        fi
+        printf 'images stage: %s s\n' "$(($(date +%s) - setup_t0))"
 fi
 
 # ---------------------------------------------------------------------------- setup CLI
@@ -244,16 +265,14 @@ for b in "${built[@]}"; do
 done
 
 # ---------------------------------------------------------------------------- engine images
-# The container backend as the test user talks to its rootless Podman: import the Debian-built
-# images there the way `vestibule-mcp setup` does (same labels and settings).
+# Rootful Docker got its images from the setup stage above. The container backend as the test
+# user talks to its rootless Podman: `vestibule-mcp setup --from-tar` as that user imports the
+# same tarballs there (its native half goes into a scratch folder, removed after).
 if [ "$is_root" -eq 1 ] && grep -q '|container|.*DOCKER_HOST=unix:///run/user/' <<<"$E2E_RUNS" &&
         [ -f "$images/python.tar" ]; then
-        step 900 "images into the test user's rootless Podman" vst_import_images_rootless "$user" "$images" ||
+        step 900 "images into the test user's rootless Podman (setup --from-tar)" \
+                vst_setup_rootless "$rel/vestibule-mcp" "$images" "$ci/setup-rootless" "$user" ||
                 record_fail "importing the images into rootless Podman"
-fi
-if [ "$is_root" -eq 1 ] && grep -q '|container|.*E2E_AS=root' <<<"$E2E_RUNS" && [ -f "$images/python.tar" ]; then
-        step 900 "images into Docker" vst_import_images_docker "$images" ||
-                record_fail "importing the images into Docker"
 fi
 
 # ---------------------------------------------------------------------------- end-to-end

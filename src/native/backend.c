@@ -20,6 +20,7 @@
 #include "native/native.h"
 #include "run/backend.h"
 #include "run/warden.h"
+#include "setup/hold.h"
 #include "workspace/workspace.h"
 
 #define MAX_INFLIGHT 64
@@ -527,6 +528,8 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .pidfd = -1, .cg = NULL, .cfg = cfg, .lock = PTHREAD_MUTEX_INITIALIZER};
         struct warden_child child;
         _cleanup_free_ char *rootfs = NULL;
+        /* setup must not delete this tree while the run has it as / (setup/hold.h) */
+        _cleanup_(setup_rootfs_release) struct setup_rootfs_hold hold = {0};
         const char *argv[3];
         char script[64];
         bool host_root = geteuid() == 0;
@@ -602,7 +605,14 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 ctx.cg = &cg;
         }
 
+        r = setup_rootfs_hold(cfg->rootfs_dir, rootfs_name(req->language), &hold, err);
+        if (r < 0) {
+                native_cgroup_kill(ctx.cg);
+                native_cgroup_remove(&cg);
+                return r;
+        }
         r = native_spawn(&sp, &sb, err);
+        setup_rootfs_settled(&hold); /* mounted (or failed): setup may swap again */
         if (r < 0) {
                 native_cgroup_kill(ctx.cg);
                 native_cgroup_remove(&cg);

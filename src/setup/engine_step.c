@@ -52,6 +52,26 @@ static int engine_has(const struct setup_run_args *a, const char *ref, struct sb
         return 1;
 }
 
+/* The engine's image ID ("sha256:...") of @ref into @ret, "" when it cannot say. */
+static void image_id(const struct setup_run_args *a, const char *ref, char *ret, size_t size)
+{
+        _cleanup_(json_putp) json_object *j = NULL;
+        _cleanup_free_ char *path = xasprintf("/images/%s/json", ref);
+        struct engine_conn c;
+        struct sbx_error e = {0};
+        json_object *id;
+        char msg[128];
+        long status = 0;
+
+        ret[0] = '\0';
+        if (engine_connect(a->cfg, engine_env_getenv, &c, &e) < 0 ||
+            engine_request_json(&c, "GET", path, NULL, 10000, &status, &j, msg, sizeof(msg), &e) <
+                0 ||
+            status != 200 || !j || !json_object_object_get_ex(j, "Id", &id))
+                return;
+        snprintf(ret, size, "%s", json_object_get_string(id));
+}
+
 int setup_engine_present(const struct setup_run_args *a, const char *language)
 {
         struct sbx_error e = {0};
@@ -105,8 +125,14 @@ int setup_engine_import(const struct setup_run_args *a, const char *language, co
         if (r < 0)
                 return sbx_wrap(err, "importing the %s rootfs into the container engine",
                                 language);
-        fprintf(a->out, "setup: %s image %s in the container engine as '%s'\n", language,
-                r == 1 ? "imported" : "already present", ref);
+        {
+                char id[80] = "";
+
+                image_id(a, ref, id, sizeof(id));
+                fprintf(a->out, "setup: %s image %s in the container engine as '%s' (image ID %s)\n",
+                        language, r == 1 ? "imported" : "already present", ref,
+                        id[0] ? id : "unknown");
+        }
         a->state->imported_debian = true;
         return 0;
 }

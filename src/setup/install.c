@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "setup/hold.h"
 #include "setup/setup.h"
 #include "setup/setup_internal.h"
 
@@ -105,13 +106,18 @@ static void sweep_leftovers(int dfd, const char *language)
         }
         closedir(d);
         for (i = 0; i < n; i++) {
-                int r = setup_remove_tree(dfd, names[i]);
+                /* an old tree (or, after a kill between the swap and its rename, a .partial-
+                 * one) may still be a live run's /: only what no run holds goes */
+                int r = setup_remove_unheld(dfd, names[i]);
 
-                if (r < 0)
+                if (r == -EBUSY)
+                        log_info("'%s' is still used by a running sandbox, left for later",
+                                 names[i]);
+                else if (r < 0)
                         log_warning("cannot remove leftover '%s': %s, ignoring", names[i],
                                     strerror(-r));
                 else
-                        log_info("removed '%s', left by an interrupted setup", names[i]);
+                        log_info("removed '%s', left by an earlier setup", names[i]);
         }
 }
 
@@ -260,6 +266,38 @@ static int write_record(int dfd, const char *language, const struct setup_source
         return 0;
 }
 
+/* Rename the old tree @tmpname, which a run holds, to .<language>.old-XXXXXX and leave it: the
+ * next setup or setup_rootfs_collect() deletes it once no run holds it. */
+static int keep_old_tree(int dfd, const char *tmpname, const char *language,
+                         const char *rootfs_dir, const struct setup_opts *o)
+{
+        static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+        char name[64];
+        unsigned seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+        int i, j;
+
+        for (i = 0; i < 100; i++) {
+                int n = snprintf(name, sizeof(name), ".%s.old-", language);
+
+                for (j = 0; j < 6; j++)
+                        name[n + j] = chars[rand_r(&seed) % (sizeof(chars) - 1)];
+                name[n + 6] = '\0';
+                if (renameat2(dfd, tmpname, dfd, name, RENAME_NOREPLACE) == 0)
+                        break;
+                if (errno != EEXIST) {
+                        /* keep it under its .partial- name: sweeps also spare held trees */
+                        snprintf(name, sizeof(name), "%s", tmpname);
+                        break;
+                }
+        }
+        if (o && o->progress)
+                fprintf(o->progress,
+                        "%s: the old rootfs is still used by a running sandbox: kept as '%s/%s' "
+                        "until it ends (the next setup removes it then)\n",
+                        language, rootfs_dir, name);
+        return 0;
+}
+
 static void unlock_closep(int *fd)
 {
         if (*fd >= 0)
@@ -270,8 +308,8 @@ int setup_install(const char *rootfs_dir, const struct setup_source *src,
                   const struct setup_opts *o, bool *ret_skipped, struct setup_unpack_stats *stats,
                   struct sbx_error *err)
 {
-        _cleanup_close_ int dfd = -1, treefd = -1;
-        _cleanup_(unlock_closep) int lockfd = -1;
+        _cleanup_close_ int dfd = -1, treefd = -1, oldfd = -1;
+        _cleanup_(unlock_closep) int lockfd = -1, swapfd = -1;
         _cleanup_free_ char *identity = NULL, *have = NULL, *tmpl = NULL;
         _cleanup_free_ char *record = NULL;
         struct setup_unpack_stats st = {0};
@@ -306,6 +344,12 @@ int setup_install(const char *rootfs_dir, const struct setup_source *src,
                                 "another vestibule-mcp setup is working in '%s': wait for it "
                                 "to finish, then run setup again",
                                 rootfs_dir);
+        /* Runs hold .swap.lock shared while they mount a tree (hold.h): created here, before
+         * anything is unpacked, readable by the users runs are started as. */
+        swapfd = openat(dfd, SETUP_SWAP_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (swapfd < 0 || fchmod(swapfd, 0644) < 0)
+                return sbx_fail(err, errno, "cannot create '%s/" SETUP_SWAP_LOCK "': %s",
+                                rootfs_dir, strerror(errno));
         sweep_leftovers(dfd, src->language);
 
         if (src->identity) {
@@ -373,23 +417,40 @@ int setup_install(const char *rootfs_dir, const struct setup_source *src,
                              record, strerror(errno));
                 goto fail;
         }
+        /* The swap, while no run is between opening a tree and mounting it (hold.h). */
+        r = 0;
+        while (flock(swapfd, LOCK_EX) < 0) {
+                if (errno != EINTR || (o && o->cancel && *o->cancel)) {
+                        r = sbx_fail(err, errno, "cannot lock '%s/" SETUP_SWAP_LOCK "': %s",
+                                     rootfs_dir, strerror(errno));
+                        goto fail;
+                }
+        }
+        oldfd = openat(dfd, src->language, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (renameat2(dfd, tmpname, dfd, src->language, RENAME_EXCHANGE) < 0) {
                 if (errno != ENOENT ||
                     renameat2(dfd, tmpname, dfd, src->language, RENAME_NOREPLACE) < 0) {
                         r = sbx_fail(err, errno, "cannot move the new %s rootfs into '%s': %s",
                                      src->language, rootfs_dir, strerror(errno));
+                        flock(swapfd, LOCK_UN);
                         goto fail;
                 }
         }
+        flock(swapfd, LOCK_UN);
         /* tmpname now holds the old tree, if there was one */
         r = write_record(dfd, src->language, src, identity, &st, err);
         if (r < 0)
                 goto fail;
-        r = setup_remove_tree(dfd, tmpname);
-        if (r < 0)
-                log_warning("cannot remove the old %s rootfs '%s/%s': %s, ignoring (the next "
-                            "setup removes it)",
-                            src->language, rootfs_dir, tmpname, strerror(-r));
+        if (oldfd >= 0 && flock(oldfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+                /* a run has the old tree as its /: deleting it would pull files from under it */
+                r = keep_old_tree(dfd, tmpname, src->language, rootfs_dir, o);
+        } else {
+                r = setup_remove_tree(dfd, tmpname);
+                if (r < 0)
+                        log_warning("cannot remove the old %s rootfs '%s/%s': %s, ignoring (the "
+                                    "next setup removes it)",
+                                    src->language, rootfs_dir, tmpname, strerror(-r));
+        }
         if (o && o->progress)
                 fprintf(o->progress,
                         "%s: installed %s into '%s/%s': %" PRIu64 " entries, %.1f MB; skipped "
@@ -404,7 +465,8 @@ int setup_install(const char *rootfs_dir, const struct setup_source *src,
                 *ret_skipped = false;
         return 0;
 fail : {
-        int rr = setup_remove_tree(dfd, tmpname);
+        /* the partial tree, or after the swap the old one, which a run may hold */
+        int rr = setup_remove_unheld(dfd, tmpname);
 
         if (rr < 0)
                 log_warning("cannot remove '%s': %s (the next setup removes it)", tmpl,

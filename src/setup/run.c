@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "setup/pins.h"
 #include "setup/registry.h"
 #include "setup/setup.h"
+#include "setup/setup_internal.h"
 
 int (*setup_readiness_hook)(FILE *out) = doctor_readiness_print;
 
@@ -55,6 +57,80 @@ static int run_build_script(const char *script, const char *outdir,
         return 0;
 }
 
+/* Is @dir/<language>.tar there and the bytes installed as @language (its recorded identity)? */
+static bool saved_tar_current(const struct setup_run_args *a, const char *language)
+{
+        _cleanup_free_ char *tar = xasprintf("%s/%s.tar", a->save_tars, language);
+        _cleanup_free_ char *id = NULL, *want = NULL;
+        char hex[65];
+
+        if (setup_installed_identity(a->rootfs_dir, language, &id, NULL, NULL) < 0 ||
+            setup_sha256_file_cancel(tar, hex, a->cancel, NULL) < 0)
+                return false;
+        want = xasprintf("sha256:%s", hex);
+        return strcmp(id, want) == 0;
+}
+
+/* Copy @from to @to (a new file, 0644), stopping when cancelled. */
+static int copy_file(const char *from, const char *to, const volatile sig_atomic_t *cancel,
+                     struct sbx_error *err)
+{
+        _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int out = -1;
+        char buf[1 << 16];
+        ssize_t n;
+
+        if (in < 0)
+                return sbx_fail(err, errno, "cannot open '%s': %s", from, strerror(errno));
+        out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (out < 0)
+                return sbx_fail(err, errno, "cannot create '%s': %s", to, strerror(errno));
+        while ((n = read(in, buf, sizeof(buf))) != 0) {
+                if (cancel && *cancel)
+                        return sbx_fail(err, EINTR, "saving '%s' was cancelled", to);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 || write(out, buf, (size_t)n) != n)
+                        return sbx_fail(err, errno ? errno : EIO, "cannot copy '%s' to '%s': %s",
+                                        from, to, strerror(errno ? errno : EIO));
+        }
+        if (fsync(out) < 0)
+                return sbx_fail(err, errno, "cannot write '%s': %s", to, strerror(errno));
+        return 0;
+}
+
+/* Keep the built @tar as @a->save_tars/<language>.tar, replaced whole (never a half file under
+ * that name): a rename when on the same filesystem, else a copy next to it and a rename. */
+static int save_tar(const struct setup_run_args *a, const char *language, const char *tar,
+                    struct sbx_error *err)
+{
+        _cleanup_free_ char *dst = xasprintf("%s/%s.tar", a->save_tars, language);
+        _cleanup_free_ char *tmp = xasprintf("%s/.%s.tar.partial-%d", a->save_tars, language,
+                                             (int)getpid());
+        int r;
+
+        if (mkdir(a->save_tars, 0755) < 0 && errno != EEXIST)
+                return sbx_fail(err, errno, "cannot create '%s': %s", a->save_tars,
+                                strerror(errno));
+        if (rename(tar, dst) == 0)
+                goto done;
+        if (errno != EXDEV)
+                return sbx_fail(err, errno, "cannot move '%s' to '%s': %s", tar, dst,
+                                strerror(errno));
+        unlink(tmp);
+        r = copy_file(tar, tmp, a->cancel, err);
+        if (r == 0 && rename(tmp, dst) < 0)
+                r = sbx_fail(err, errno, "cannot rename '%s' to '%s': %s", tmp, dst,
+                             strerror(errno));
+        if (r < 0) {
+                unlink(tmp);
+                return r;
+        }
+done:
+        fprintf(a->out, "setup: %s rootfs tarball saved as '%s'\n", language, dst);
+        return 0;
+}
+
 static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
 {
         _cleanup_free_ char *dir = NULL, *script = NULL, *recipe = NULL, *builddir = NULL;
@@ -88,12 +164,16 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
                 /* An engine that answers but lacks the image needs the build too. */
                 if (setup_engine_present(a, langs[i]) == 0)
                         all_current = false;
+                /* Tarballs asked for but not there (or not these bytes) need the build too. */
+                if (all_current && a->save_tars && !saved_tar_current(a, langs[i]))
+                        all_current = false;
         }
         if (all_current && !a->force) {
                 fprintf(a->out,
-                        "setup: python and node are installed from recipe %s in '%s', "
+                        "setup: python and node are installed from recipe %s in '%s'%s, "
                         "nothing to do\n",
-                        recipe, a->rootfs_dir);
+                        recipe, a->rootfs_dir,
+                        a->save_tars ? " and their tarballs are saved" : "");
                 return 0;
         }
 
@@ -121,6 +201,8 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
                 r = setup_run_install(a, &src, err);
                 if (r == 0)
                         r = setup_engine_import(a, langs[i], tar, err);
+                if (r == 0 && a->save_tars)
+                        r = save_tar(a, langs[i], tar, err);
         }
         {
                 _cleanup_free_ char *base = xstrdup(strrchr(builddir, '/') + 1);

@@ -44,6 +44,8 @@ static const char usage_text[] =
     "  --from-tar FILE        install a rootfs tarball you built or copied in\n"
     "  --language python|node which rootfs --from-tar installs\n"
     "  --rootfs-dir DIR       install here instead of VESTIBULE_ROOTFS_DIR\n"
+    "  --save-tars DIR        with --from-debian: also keep the built python.tar and\n"
+    "                         node.tar in DIR (to install elsewhere with --from-tar)\n"
     "  --force                install even when the same bytes are already installed\n"
     "  -h, --help             this text\n"
     "\n"
@@ -68,6 +70,7 @@ int setup_main(int argc, char **argv)
             {"language", required_argument, NULL, 'l'},
             {"rootfs-dir", required_argument, NULL, 'r'},
             {"force", no_argument, NULL, 'f'},
+            {"save-tars", required_argument, NULL, 's'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
@@ -102,6 +105,9 @@ int setup_main(int argc, char **argv)
                 case 'f':
                         a.force = true;
                         break;
+                case 's':
+                        a.save_tars = optarg;
+                        break;
                 case 'h':
                         fputs(usage_text, stdout);
                         return 0;
@@ -115,6 +121,10 @@ int setup_main(int argc, char **argv)
                 fprintf(stderr, "setup: use --from-debian, or --from-tar FILE with --language "
                                 "python|node\n\n");
                 fputs(usage_text, stderr);
+                return 2;
+        }
+        if (a.save_tars && a.save_tars[0] != '/') {
+                fprintf(stderr, "setup: --save-tars '%s' must be an absolute path\n", a.save_tars);
                 return 2;
         }
         if (a.language && strcmp(a.language, "python") != 0 && strcmp(a.language, "node") != 0) {
@@ -133,6 +143,12 @@ int setup_main(int argc, char **argv)
         }
         if (!a.from_tar && cfg->image_source == SBX_IMAGE_SOURCE_DEBIAN)
                 a.from_debian = true;
+        if (a.save_tars && !a.from_debian) {
+                fprintf(stderr, "setup: --save-tars goes with --from-debian (it keeps what the "
+                                "build made)\n");
+                config_free(cfg);
+                return 2;
+        }
         a.rootfs_dir = xstrdup(rootfs_override ? rootfs_override : cfg->rootfs_dir);
         image_python = cfg->image_python ? xstrdup(cfg->image_python) : NULL;
         image_node = cfg->image_node ? xstrdup(cfg->image_node) : NULL;

@@ -14,13 +14,18 @@
  *   python.json      what python/ was installed from: source, sha256, recipe, time, counts
  *   node.json
  *   .setup.lock      flock(2)ed while a setup runs; one setup at a time
- *   .<lang>.partial-XXXXXX, .<lang>.old-XXXXXX   only while a setup runs (or after a hard
- *                    kill: the next setup removes them)
+ *   .swap.lock       runs hold it shared from opening their tree until it is mounted; setup
+ *                    holds it exclusive for the swap (hold.h)
+ *   .<lang>.partial-XXXXXX   only while a setup runs (or after a hard kill: the next setup
+ *                    removes it)
+ *   .<lang>.old-XXXXXX   a replaced tree a running sandbox still has as its /: kept until no
+ *                    run holds it, then removed by the next setup (or setup_rootfs_collect())
  *
  * A rootfs appears only complete: it is unpacked into .<lang>.partial-XXXXXX next to its final
  * place (same filesystem), checked, then swapped in with renameat2(RENAME_EXCHANGE) (or renamed
- * when there was none), and the old tree is deleted afterwards. A failed, cancelled (SIGINT) or
- * killed setup never leaves a half tree under the name a run uses.
+ * when there was none), and the old tree is deleted afterwards, unless a run holds it (hold.h).
+ * A failed, cancelled (SIGINT) or killed setup never leaves a half tree under the name a run
+ * uses, and never deletes a tree under a live run.
  *
  * The safety rules of the unpack (each entry of each tarball / OCI layer):
  *   - names with a '..' component or an absolute name: the whole unpack is refused;

@@ -23,6 +23,10 @@ struct setup_run_args {
         const char *from_tar;   /* with language */
         const char *language;
         bool from_debian;
+        /* with from_debian: also keep the built python.tar and node.tar in this folder (for
+         * --from-tar on other machines); a second run rebuilds unless both are there and are
+         * the bytes installed. NULL: the build folder is deleted whole. */
+        const char *save_tars;
         /* neither: pull these (name@sha256:...) from their registry; NULL = images/pins */
         const char *image_python;
         const char *image_node;

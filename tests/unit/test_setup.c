@@ -22,10 +22,15 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
+#include "config/config.h"
+#include "run/backend.h"
+#include "run/run.h"
+#include "setup/hold.h"
 #include "setup/pins.h"
 #include "setup/registry.h"
 #include "setup/setup.h"
@@ -658,7 +663,7 @@ static int install_tar(const char *tar, const char *lang, const struct setup_opt
         return setup_install(rootfs, &src, o, skipped, NULL, err);
 }
 
-/* Nothing but @allowed (NULL-terminated) in the rootfs folder (dotfiles: only .setup.lock). */
+/* Nothing but @allowed (NULL-terminated) in the rootfs folder (dotfiles: only the locks). */
 static void assert_rootfs_holds(const char *const *allowed)
 {
         DIR *d = opendir(rootfs);
@@ -669,7 +674,8 @@ static void assert_rootfs_holds(const char *const *allowed)
         for (struct dirent *de; (de = readdir(d));) {
                 const char *const *p;
                 bool ok = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-                          strcmp(de->d_name, ".setup.lock") == 0;
+                          strcmp(de->d_name, ".setup.lock") == 0 ||
+                          strcmp(de->d_name, SETUP_SWAP_LOCK) == 0;
 
                 for (p = allowed; !ok && *p; p++)
                         ok = strcmp(de->d_name, *p) == 0;
@@ -1202,6 +1208,412 @@ START_TEST(install_real_cancelled_midway_leaves_nothing)
 }
 END_TEST
 
+/* ---- a run's hold on its tree: setup never deletes a tree a run has as / (hold.h) */
+
+/* Names in the rootfs folder starting with @prefix. */
+static int count_prefixed(const char *prefix)
+{
+        DIR *d = opendir(rootfs);
+        int n = 0;
+
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *de; (de = readdir(d));)
+                n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+        closedir(d);
+        return n;
+}
+
+START_TEST(hold_keeps_the_old_tree_until_released)
+{
+        _cleanup_free_ char *one = pathf("%s/one.tar", T), *two = pathf("%s/two.tar", T);
+        _cleanup_free_ char *three = pathf("%s/three.tar", T), *m = NULL;
+        _cleanup_free_ char *held_marker = NULL;
+        struct setup_rootfs_hold hold = {0};
+        struct sbx_error err = {0};
+        struct archive *a;
+        bool skipped;
+        char buf[16] = "";
+        int fd;
+
+        a = tb_open(one);
+        tb_minimal_rootfs(a, "one");
+        tb_close(a);
+        a = tb_open(two);
+        tb_minimal_rootfs(a, "two");
+        tb_close(a);
+        a = tb_open(three);
+        tb_minimal_rootfs(a, "three");
+        tb_close(a);
+        ck_assert_msg(install_tar(one, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+
+        /* a run holds tree "one" (mounted: settled) while setup installs "two" */
+        ck_assert_msg(setup_rootfs_hold(rootfs, "python", &hold, &err) == 0, "%s", err.msg);
+        ck_assert_int_ge(hold.swap_fd, 0); /* setup created .swap.lock */
+        setup_rootfs_settled(&hold);
+        ck_assert_int_eq(hold.swap_fd, -1);
+        ck_assert_msg(install_tar(two, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        m = read_marker();
+        ck_assert_str_eq(m, "two");
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1);
+        /* the held tree is whole: its files are still there, through the run's own fd */
+        fd = openat(hold.tree_fd, "etc/marker", O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+        close(fd);
+        held_marker = xstrdup(buf);
+        ck_assert_str_eq(held_marker, "one");
+        /* nothing collects it while held, neither a collect nor the next setup's sweep */
+        ck_assert_int_eq(setup_rootfs_collect(rootfs), 0);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1);
+
+        /* released: the next collect deletes it */
+        setup_rootfs_release(&hold);
+        setup_rootfs_release(&hold); /* idempotent */
+        ck_assert_int_eq(setup_rootfs_collect(rootfs), 1);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 0);
+
+        /* control: no hold, the old tree is deleted by setup at once */
+        ck_assert_msg(install_tar(three, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 0);
+        ck_assert_int_eq(count_prefixed(".python.partial-"), 0);
+
+        /* a setup's sweep also removes an unheld old tree left by an earlier setup */
+        ck_assert_msg(setup_rootfs_hold(rootfs, "python", &hold, &err) == 0, "%s", err.msg);
+        setup_rootfs_settled(&hold);
+        ck_assert_msg(install_tar(one, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1);
+        setup_rootfs_release(&hold);
+        ck_assert_msg(install_tar(two, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 0);
+
+        /* a missing tree: the hold says to run setup */
+        ck_assert_int_eq(setup_rootfs_hold(rootfs, "node", &hold, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "vestibule-mcp setup"));
+}
+END_TEST
+
+/* While a run holds .swap.lock (between opening its tree and mounting it), setup cannot swap. */
+START_TEST(hold_blocks_the_swap_until_settled)
+{
+        _cleanup_free_ char *one = pathf("%s/one.tar", T), *two = pathf("%s/two.tar", T);
+        _cleanup_free_ char *m = NULL;
+        struct setup_rootfs_hold hold = {0};
+        struct sbx_error err = {0};
+        struct archive *a;
+        bool skipped;
+        int status, i;
+        pid_t pid;
+
+        a = tb_open(one);
+        tb_minimal_rootfs(a, "one");
+        tb_close(a);
+        a = tb_open(two);
+        tb_minimal_rootfs(a, "two");
+        tb_close(a);
+        ck_assert_msg(install_tar(one, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_msg(setup_rootfs_hold(rootfs, "python", &hold, &err) == 0, "%s", err.msg);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                setup_rootfs_release(&hold); /* the child's copies: the parent's lock stays */
+                _exit(install_tar(two, "python", &quiet, &skipped, &err) == 0 ? 0 : 1);
+        }
+        /* the child unpacks, then waits on the lock: the name keeps the old tree */
+        for (i = 0; i < 20 && count_prefixed(".python.partial-") == 0; i++)
+                usleep(50 * 1000);
+        usleep(300 * 1000);
+        ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0);
+        m = read_marker();
+        ck_assert_str_eq(m, "one");
+        free(m);
+        setup_rootfs_settled(&hold); /* mounted: the swap may go ahead */
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        m = read_marker();
+        ck_assert_str_eq(m, "two");
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1); /* still held */
+        setup_rootfs_release(&hold);
+}
+END_TEST
+
+/* A real native run sleeping on the real Debian rootfs while setup replaces its tree. */
+
+#define REAL_ROOTFS "/var/tmp/vestibule-images/rootfs"
+
+static struct sbx_config hold_cfg;
+static struct backend *hold_be;
+
+struct hold_run {
+        const char *code;
+        struct run_result res;
+        struct sbx_error err;
+        int r;
+};
+
+static void *hold_run_thread(void *ud)
+{
+        struct hold_run *h = ud;
+        struct run_request req = {
+            .language = SBX_LANG_PYTHON,
+            .code = h->code,
+            .code_len = strlen(h->code),
+            .timeout_s = 60,
+            .cfg = &hold_cfg,
+            .cancel_fd = -1,
+        };
+
+        h->r = hold_be->ops->run(hold_be, &req, &h->res, &h->err);
+        return NULL;
+}
+
+static void fx_hold_setup(void)
+{
+        _cleanup_free_ char *cmd = NULL, *ws = NULL;
+        struct sbx_error err = {0};
+
+        fx_install_setup();
+        chmod(T, 0755);
+        ck_assert_int_eq(mkdir(rootfs, 0755), 0);
+        /* hardlinked copies of the real trees (same filesystem): cheap, and deleting them
+         * unlinks only the copies */
+        cmd = xasprintf("cp -al '" REAL_ROOTFS "/python' '%s/python' && "
+                        "cp -al '" REAL_ROOTFS "/node' '%s/node'",
+                        rootfs, rootfs);
+        ck_assert_int_eq(system(cmd), 0);
+        ws = xasprintf("%s/ws", T);
+        memset(&hold_cfg, 0, sizeof(hold_cfg));
+        hold_cfg.workspace_dir = xstrdup(ws);
+        hold_cfg.rootfs_dir = rootfs;
+        hold_cfg.default_timeout_s = 10;
+        hold_cfg.max_timeout_s = 60;
+        hold_cfg.max_code_bytes = 262144;
+        hold_cfg.max_output_bytes = 20000;
+        hold_cfg.mem_mb = 256;
+        hold_cfg.cpu_pct = 75;
+        hold_cfg.pids_max = 64;
+        hold_cfg.tmpfs_mb = 16;
+        hold_cfg.max_concurrent = 4;
+        if (geteuid() == 0) {
+                hold_cfg.run_as_set = true;
+                hold_cfg.run_as_uid = 2000;
+                hold_cfg.run_as_gid = 2000;
+        }
+        ck_assert_int_eq(native_backend_new(&hold_cfg, &hold_be, &err), 0);
+}
+
+static void fx_hold_teardown(void)
+{
+        hold_be = backend_free(hold_be);
+        free(hold_cfg.workspace_dir);
+        fx_install_teardown();
+}
+
+/* The run starts (writes /workspace/started), waits for /workspace/go, then imports modules it
+ * has not loaded yet and reads a file: all from the rootfs it was started on. (Deleting the tree
+ * also detaches the run's mounts on it, /workspace included: then 'started' vanishes and the
+ * wait ends too.) */
+static const char late_reads[] =
+    "import os, time\n"
+    "open('/workspace/started', 'w').close()\n"
+    "while os.path.exists('/workspace/started') and not os.path.exists('/workspace/go'):\n"
+    "    time.sleep(0.05)\n"
+    "import decimal, email.mime.text, xml.dom.minidom, json\n"
+    "print(open('/etc/os-release').read().split()[0], 6*7)\n";
+
+static void start_and_wait(struct hold_run *h, pthread_t *t)
+{
+        _cleanup_free_ char *started = xasprintf("%s/started", hold_cfg.workspace_dir);
+        int i;
+
+        h->code = late_reads;
+        ck_assert_int_eq(pthread_create(t, NULL, hold_run_thread, h), 0);
+        for (i = 0; i < 600 && !exists(started); i++)
+                usleep(50 * 1000);
+        ck_assert_msg(exists(started), "the run did not start in 30 s");
+}
+
+static void go_and_join(struct hold_run *h, pthread_t t)
+{
+        _cleanup_free_ char *go = xasprintf("%s/go", hold_cfg.workspace_dir);
+        int fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_msg(h->r != 0 || h->res.outcome != RUN_OUTCOME_NONE, "the run did not run");
+}
+
+START_TEST(hold_a_real_run_keeps_its_tree_while_setup_replaces_it)
+{
+        _cleanup_free_ char *tar = pathf("%s/new.tar", T), *m = NULL;
+        struct hold_run h = {0};
+        struct sbx_error err = {0};
+        struct archive *a;
+        pthread_t t;
+        bool skipped;
+
+        a = tb_open(tar);
+        tb_minimal_rootfs(a, "new");
+        tb_close(a);
+        start_and_wait(&h, &t);
+        /* setup replaces the python tree under the sleeping run */
+        ck_assert_msg(install_tar(tar, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        m = read_marker();
+        ck_assert_str_eq(m, "new");
+        ck_assert_int_eq(count_prefixed(".python.old-"), 1);
+        go_and_join(&h, t);
+        ck_assert_msg(h.r == 0, "%s", h.err.msg);
+        ck_assert_msg(h.res.outcome == RUN_OUTCOME_EXITED && h.res.exit_code == 0,
+                      "the run lost its tree: exit %d\n%.*s", h.res.exit_code,
+                      (int)h.res.err.len, h.res.err.data ? h.res.err.data : "");
+        ck_assert_msg(h.res.out.data && strstr(h.res.out.data, "PRETTY_NAME=\"Debian 42"),
+                      "%.*s", (int)h.res.out.len, h.res.out.data ? h.res.out.data : "");
+        run_result_done(&h.res);
+        /* the run is over: nothing holds the old tree, it goes */
+        ck_assert_int_eq(setup_rootfs_collect(rootfs), 1);
+        ck_assert_int_eq(count_prefixed(".python.old-"), 0);
+}
+END_TEST
+
+/* Control: the probe can fail. Deleting the tree under the run, as setup did before the hold,
+ * makes the run's late imports fail. */
+START_TEST(hold_control_deleting_the_tree_under_a_run_breaks_it)
+{
+        _cleanup_free_ char *aside = xasprintf("%s/aside", T);
+        _cleanup_close_ int tfd = open(T, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *py = xasprintf("%s/python", rootfs);
+        struct hold_run h = {0};
+        pthread_t t;
+
+        start_and_wait(&h, &t);
+        ck_assert_int_eq(rename(py, aside), 0);
+        ck_assert_int_eq(setup_remove_tree(tfd, "aside"), 0);
+        go_and_join(&h, t);
+        ck_assert_msg(h.r == 0, "%s", h.err.msg);
+        ck_assert_msg(h.res.outcome == RUN_OUTCOME_EXITED && h.res.exit_code != 0,
+                      "the run survived the deletion of its tree (outcome %d, exit %d): the probe "
+                      "cannot fail: %.*s|%.*s",
+                      (int)h.res.outcome, h.res.exit_code, (int)h.res.out.len,
+                      h.res.out.data ? h.res.out.data : "", (int)h.res.err.len,
+                      h.res.err.data ? h.res.err.data : "");
+        ck_assert_msg(h.res.err.data && strstr(h.res.err.data, "Error"), "%.*s",
+                      (int)h.res.err.len, h.res.err.data ? h.res.err.data : "");
+        run_result_done(&h.res);
+}
+END_TEST
+
+static char *slurp(const char *path, size_t *ret_len);
+
+/* A real SIGINT (Ctrl-C) to the real `vestibule-mcp setup` process while it unpacks the real
+ * rootfs: exit 130, nothing half-installed, an installed tree left as it was. */
+static pid_t spawn_setup_cli(const char *tar, const char *errlog)
+{
+        pid_t pid = fork();
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                _cleanup_free_ char *dh = xasprintf("DOCKER_HOST=unix://%s/no-engine.sock", T);
+                _cleanup_free_ char *home = xasprintf("HOME=%s", T);
+                char *envp[] = {"PATH=/usr/bin:/bin", home, dh, "LANG=C.UTF-8", NULL};
+                int fd = open(errlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+                if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+                        _exit(127);
+                execle(VESTIBULE_BIN, VESTIBULE_BIN, "setup", "--from-tar", tar, "--language",
+                       "python", "--rootfs-dir", rootfs, (char *)NULL, envp);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* Wait until a .python.partial-* tree in the rootfs folder holds @what; 1 when it did. */
+static int wait_partial_holds(const char *what, pid_t pid)
+{
+        int i;
+
+        for (i = 0; i < 1200; i++) {
+                DIR *d = opendir(rootfs);
+
+                if (d) {
+                        for (struct dirent *de; (de = readdir(d));) {
+                                _cleanup_free_ char *p = NULL;
+
+                                if (strncmp(de->d_name, ".python.partial-", 16) != 0)
+                                        continue;
+                                p = xasprintf("%s/%s/%s", rootfs, de->d_name, what);
+                                if (exists(p)) {
+                                        closedir(d);
+                                        return 1;
+                                }
+                        }
+                        closedir(d);
+                }
+                if (waitpid(pid, NULL, WNOHANG) == pid)
+                        return 0;
+                usleep(25 * 1000);
+        }
+        return 0;
+}
+
+START_TEST(cli_sigint_mid_unpack_leaves_nothing_half_installed)
+{
+        _cleanup_free_ char *log = xasprintf("%s/setup.log", T), *small = pathf("%s/small.tar", T);
+        _cleanup_free_ char *id1 = NULL, *id2 = NULL, *m = NULL, *text = NULL;
+        static const char *const nothing[] = {NULL};
+        static const char *const old[] = {"python", "python.json", NULL};
+        struct sbx_error err = {0};
+        struct archive *a;
+        size_t len;
+        bool skipped;
+        int status;
+        pid_t pid;
+
+        /* no rootfs before: Ctrl-C mid-unpack leaves none, nor a partial tree or a record */
+        pid = spawn_setup_cli(REAL_PYTHON_TAR, log);
+        ck_assert_msg(wait_partial_holds("usr/lib", pid), "setup never got to unpacking");
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        text = slurp(log, &len);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d: %s", status,
+                      text);
+        ck_assert_msg(strstr(text, "cancelled"), "%s", text);
+        assert_rootfs_holds(nothing);
+        free(TAKE_PTR(text));
+
+        /* an installed tree: Ctrl-C mid-unpack of its replacement leaves it as it was */
+        a = tb_open(small);
+        tb_minimal_rootfs(a, "installed");
+        tb_close(a);
+        ck_assert_msg(install_tar(small, "python", &quiet, &skipped, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id1, NULL, &err), 0);
+        pid = spawn_setup_cli(REAL_PYTHON_TAR, log);
+        ck_assert_msg(wait_partial_holds("usr/lib", pid), "setup never got to unpacking");
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        text = slurp(log, &len);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d: %s", status,
+                      text);
+        assert_rootfs_holds(old);
+        m = read_marker();
+        ck_assert_str_eq(m, "installed");
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id2, NULL, &err), 0);
+        ck_assert_str_eq(id1, id2);
+        free(TAKE_PTR(text));
+
+        /* control: left alone, the same command installs the real tree */
+        pid = spawn_setup_cli(REAL_PYTHON_TAR, log);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        text = slurp(log, &len);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 130, "status %d: %s", status,
+                      text);
+        ck_assert_msg(strstr(text, "python rootfs installed"), "%s", text);
+        free(TAKE_PTR(m));
+        m = xasprintf("%s/python/usr/bin/python3", rootfs);
+        ck_assert(exists(m));
+        free(TAKE_PTR(text));
+}
+END_TEST
+
 /* ---- registry: a real docker-registry on loopback, images pushed through its API */
 
 #define REGISTRY_BIN "/usr/bin/docker-registry"
@@ -1209,6 +1621,7 @@ END_TEST
 
 static pid_t registry_pid = -1;
 static int registry_port;
+static time_t registry_test_start;
 
 START_TEST(ref_parse_forms)
 {
@@ -1337,6 +1750,7 @@ static char *slurp(const char *path, size_t *ret_len)
         rewind(f);
         buf = xmalloc((size_t)n + 1);
         ck_assert_int_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+        buf[n] = '\0';
         fclose(f);
         *ret_len = (size_t)n;
         return buf;
@@ -1446,6 +1860,7 @@ static void fx_registry_setup(void)
         int i;
 
         fx_install_setup();
+        registry_test_start = time(NULL);
         registry_port = free_port();
         conf = xasprintf("%s/registry.yml", T);
         log = xasprintf("%s/registry.log", T);
@@ -1556,6 +1971,167 @@ START_TEST(registry_refuses_a_tampered_blob)
         ck_assert_int_eq(setup_run(&a, &err), -EBADMSG);
         ck_assert_msg(strstr(err.msg, layer1) != NULL, "%s", err.msg);
         assert_rootfs_holds(nothing);
+}
+END_TEST
+
+/* Push a one-layer image whose layer is the gzip tarball @layer_path (a minimal rootfs plus the
+ * crafted entries); return the manifest digest. */
+static char *push_one_layer(const char *repo, const char *layer_path)
+{
+        static const char cfg[] = "{\"architecture\":\"amd64\",\"os\":\"linux\"}";
+        _cleanup_free_ char *b = NULL, *d = NULL, *dc = NULL, *m = NULL;
+        size_t l;
+
+        b = slurp(layer_path, &l);
+        d = push_blob(repo, b, l);
+        dc = push_blob(repo, cfg, strlen(cfg));
+        m = xasprintf(
+            "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+            "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\","
+            "\"digest\":\"%s\",\"size\":%zu},\"layers\":["
+            "{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\","
+            "\"digest\":\"%s\",\"size\":%zu}]}",
+            dc, strlen(cfg), d, l);
+        return push_manifest(repo, "application/vnd.oci.image.manifest.v1+json", m);
+}
+
+static struct archive *tgz_open(const char *path)
+{
+        struct archive *a = archive_write_new();
+
+        archive_write_set_format_pax_restricted(a);
+        archive_write_add_filter_gzip(a);
+        ck_assert_int_eq(archive_write_open_filename(a, path), ARCHIVE_OK);
+        return a;
+}
+
+/* The /var/tmp/vestibule-pull-* download folders of this process's pulls: none may be left. */
+static int count_pull_dirs(void)
+{
+        DIR *d = opendir("/var/tmp");
+        int n = 0;
+
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *de; (de = readdir(d));) {
+                _cleanup_free_ char *p = NULL;
+                struct stat st;
+
+                if (strncmp(de->d_name, "vestibule-pull-", 15) != 0)
+                        continue;
+                p = xasprintf("/var/tmp/%s", de->d_name);
+                /* only ours: created since this test began (others' may come and go) */
+                if (stat(p, &st) == 0 && st.st_ctime >= registry_test_start)
+                        n++;
+        }
+        closedir(d);
+        return n;
+}
+
+/* Layers with a '../' name or an absolute name, pulled from the registry: the whole install is
+ * refused naming the entry, nothing is installed, the download folder is gone. */
+START_TEST(registry_refuses_escaping_layers)
+{
+        static const char *const bad[] = {"../escaped", "/abs-escaped", "./usr/../../escaped2"};
+        static const char *const nothing[] = {NULL};
+        size_t i;
+
+        for (i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *lp = xasprintf("%s/bad%zu.tgz", T, i);
+                _cleanup_free_ char *dm = NULL, *ref = NULL;
+                struct archive *a = tgz_open(lp);
+                struct sbx_error err = {0};
+                struct setup_run_args ra = {.rootfs_dir = rootfs, .out = stdout};
+
+                tb_minimal_rootfs(a, "bad");
+                tb_file(a, "./usr/bin/node", 0755, "node");
+                tb_file(a, bad[i], 0644, "escaped");
+                tb_close(a);
+                dm = push_one_layer("vestibule/bad", lp);
+                ref = registry_ref("vestibule/bad", dm);
+                ra.image_python = ref;
+                ra.image_node = ref;
+                ck_assert_int_eq(setup_run(&ra, &err), -EPERM);
+                ck_assert_msg(strstr(err.msg, "..") || strstr(err.msg, "absolute"), "%s",
+                              err.msg);
+                assert_rootfs_holds(nothing);
+                ck_assert_int_eq(count_pull_dirs(), 0);
+        }
+        {
+                _cleanup_free_ char *esc = xasprintf("%s/escaped", T);
+                _cleanup_free_ char *esc2 = xasprintf("%s/escaped2", T);
+
+                ck_assert(!exists(esc) && !exists(esc2) && !exists("/abs-escaped"));
+        }
+}
+END_TEST
+
+/* A layer with a device node, a fifo, a setuid and a setgid file and an absolute symlink,
+ * pulled from the registry: installed with the devices left out, the bits stripped, the
+ * symlink kept as a symlink that was never followed; the record counts what was neutralised. */
+START_TEST(registry_neutralises_devices_setuid_and_absolute_symlinks)
+{
+        _cleanup_free_ char *lp = xasprintf("%s/mixed.tgz", T);
+        _cleanup_free_ char *dm = NULL, *ref = NULL, *rec = NULL, *p = NULL;
+        struct archive *a = tgz_open(lp);
+        struct sbx_error err = {0};
+        struct setup_run_args ra = {.rootfs_dir = rootfs, .out = stdout};
+        char buf[64] = "";
+        struct stat st;
+        ssize_t n;
+
+        tb_minimal_rootfs(a, "mixed");
+        tb_file(a, "./usr/bin/node", 0755, "node");
+        tb_dir(a, "./dev/");
+        tb_add(a, "./dev/sda", AE_IFBLK, 0666, NULL, NULL, NULL, makedev(8, 0));
+        tb_add(a, "./dev/mem2", AE_IFCHR, 0666, NULL, NULL, NULL, makedev(1, 1));
+        tb_add(a, "./fifo", AE_IFIFO, 0644, NULL, NULL, NULL, 0);
+        tb_file(a, "./usr/bin/su2", 04755, "su");
+        tb_file(a, "./usr/bin/sg2", 02755, "sg");
+        tb_symlink(a, "./etc/host-shadow", "/etc/shadow");
+        tb_close(a);
+        dm = push_one_layer("vestibule/mixed", lp);
+        ref = registry_ref("vestibule/mixed", dm);
+        ra.image_python = ref;
+        ra.image_node = ref;
+        ck_assert_msg(setup_run(&ra, &err) == 0, "%s", err.msg);
+
+        p = xasprintf("%s/python/dev/sda", rootfs);
+        ck_assert(!exists(p));
+        free(p);
+        p = xasprintf("%s/python/dev/mem2", rootfs);
+        ck_assert(!exists(p));
+        free(p);
+        p = xasprintf("%s/python/fifo", rootfs);
+        ck_assert(!exists(p));
+        free(p);
+        p = xasprintf("%s/python/usr/bin/su2", rootfs);
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0755);
+        free(p);
+        p = xasprintf("%s/python/usr/bin/sg2", rootfs);
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0755);
+        free(p);
+        p = xasprintf("%s/python/etc/host-shadow", rootfs);
+        ck_assert_int_eq(lstat(p, &st), 0);
+        ck_assert(S_ISLNK(st.st_mode)); /* kept as a link, resolved only inside the sandbox */
+        n = readlink(p, buf, sizeof(buf) - 1);
+        ck_assert_int_gt(n, 0);
+        buf[n] = '\0';
+        ck_assert_str_eq(buf, "/etc/shadow");
+        free(p);
+        p = xasprintf("%s/python/usr/bin/python3.11", rootfs); /* control: the rest is there */
+        ck_assert(exists(p));
+        rec = xasprintf("%s/python.json", rootfs);
+        {
+                _cleanup_free_ char *text = NULL;
+                size_t len;
+
+                text = slurp(rec, &len);
+                ck_assert_msg(strstr(text, "\"skipped_special\":3"), "%s", text);
+                ck_assert_msg(strstr(text, "\"stripped_setid\":2"), "%s", text);
+        }
+        ck_assert_int_eq(count_pull_dirs(), 0);
 }
 END_TEST
 
@@ -1718,6 +2294,22 @@ static char *fake_start(struct fake_registry *fr, bool give_token)
         return dm;
 }
 
+/* Stop the fake registry's thread and free what it holds. */
+static void fake_stop(struct fake_registry *fr)
+{
+        size_t i;
+
+        shutdown(fr->lfd, SHUT_RDWR); /* accept4() fails: the thread returns */
+        pthread_join(fr->thread, NULL);
+        close(fr->lfd);
+        for (i = 0; i < fr->n_items; i++) {
+                free(fr->items[i].path);
+                free(fr->items[i].ctype);
+                free(fr->items[i].data);
+        }
+        fr->n_items = 0;
+}
+
 START_TEST(registry_bearer_token_challenge_and_retry)
 {
         struct fake_registry fr;
@@ -1734,6 +2326,7 @@ START_TEST(registry_bearer_token_challenge_and_retry)
         ck_assert_int_ge(fr.token_requests, 1);
         ck_assert_int_ge(fr.unauthorized, 1);
         ck_assert_int_ge(fr.served, 4); /* manifest + blob, for python and for node */
+        fake_stop(&fr);
 }
 END_TEST
 
@@ -1749,6 +2342,7 @@ START_TEST(registry_without_a_token_is_refused)
         ck_assert_int_eq(setup_run(&a, &err), -EACCES);
         ck_assert_int_eq(fr.served, 0);
         ck_assert_int_ge(fr.token_requests, 1);
+        fake_stop(&fr);
 }
 END_TEST
 
@@ -1799,6 +2393,29 @@ static Suite *setup_suite(void)
         tcase_add_test(tc, install_unprivileged_layers_into_read_only_dirs);
         suite_add_tcase(s, tc);
 
+        tc = tcase_create("rootfs_hold");
+        tcase_add_checked_fixture(tc, fx_install_setup, fx_install_teardown);
+        tcase_add_test(tc, hold_keeps_the_old_tree_until_released);
+        tcase_add_test(tc, hold_blocks_the_swap_until_settled);
+        suite_add_tcase(s, tc);
+
+        /* a real native run on the real rootfs trees while setup replaces one */
+        if (access(REAL_ROOTFS "/python/usr/bin/python3", X_OK) == 0 &&
+            access(REAL_ROOTFS "/node/usr/bin/node", X_OK) == 0) {
+                tc = tcase_create("rootfs_hold_real_run");
+                tcase_add_checked_fixture(tc, fx_hold_setup, fx_hold_teardown);
+                tcase_set_timeout(tc, 180);
+                tcase_add_test(tc, hold_a_real_run_keeps_its_tree_while_setup_replaces_it);
+                tcase_add_test(tc, hold_control_deleting_the_tree_under_a_run_breaks_it);
+                suite_add_tcase(s, tc);
+        } else {
+                const char *must = getenv("SBX_TEST_MUST_RUN");
+
+                if (must && strcmp(must, "1") == 0)
+                        sbx_test_skip(REAL_ROOTFS " has no python and node trees: run setup");
+                fprintf(stderr, "note: no trees in " REAL_ROOTFS ", rootfs_hold_real_run not run\n");
+        }
+
         tc = tcase_create("run");
         tcase_add_checked_fixture(tc, fx_install_setup, fx_install_teardown);
         tcase_add_test(tc, run_from_tar_prints_result_and_honest_readiness);
@@ -1823,6 +2440,8 @@ static Suite *setup_suite(void)
                 tcase_set_timeout(tc, 120);
                 tcase_add_test(tc, registry_pull_by_index_digest_then_no_network);
                 tcase_add_test(tc, registry_refuses_a_tampered_blob);
+                tcase_add_test(tc, registry_refuses_escaping_layers);
+                tcase_add_test(tc, registry_neutralises_devices_setuid_and_absolute_symlinks);
                 tcase_add_test(tc, registry_refuses_a_manifest_that_is_not_the_pinned_one);
                 suite_add_tcase(s, tc);
         } else {
@@ -1840,6 +2459,7 @@ static Suite *setup_suite(void)
                 tcase_set_timeout(tc, 300);
                 tcase_add_test(tc, install_real_debian_rootfs);
                 tcase_add_test(tc, install_real_cancelled_midway_leaves_nothing);
+                tcase_add_test(tc, cli_sigint_mid_unpack_leaves_nothing_half_installed);
                 suite_add_tcase(s, tc);
         } else {
                 const char *must = getenv("SBX_TEST_MUST_RUN");

@@ -11,6 +11,9 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lazy/curl.h"
@@ -21,6 +24,7 @@
 #include "config/pins.h"
 #include "engine/engine.h"
 #include "setup/pins.h"
+#include "setup/setup.h"
 #include "setup/setup_run.h"
 #include "testutil.h"
 
@@ -415,6 +419,236 @@ START_TEST(registry_mode_pulls_into_engine_by_digest)
 }
 END_TEST
 
+/* ---- the native registry path on the recipe-built images, pushed through the Engine API --- */
+
+#define TAR_NODE "/var/tmp/vestibule-images/node.tar"
+
+/* Start the real CLI with @argv and exactly @envp, output into @log; return its pid. */
+static pid_t cli_start(char *const argv[], char *const envp[], const char *log)
+{
+        pid_t pid = fork();
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+                if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+                        _exit(127);
+                execve(VESTIBULE_BIN, argv, envp);
+                _exit(127);
+        }
+        return pid;
+}
+
+static char *read_text(const char *path)
+{
+        FILE *f = fopen(path, "r");
+        char *buf = NULL;
+        size_t cap = 0, len = 0, n;
+
+        ck_assert_ptr_nonnull(f);
+        do {
+                if (len + 4096 + 1 > cap) {
+                        cap = (len + 4096 + 1) * 2;
+                        buf = xrealloc(buf, cap);
+                }
+                n = fread(buf + len, 1, 4096, f);
+                len += n;
+        } while (n > 0);
+        fclose(f);
+        buf[len] = '\0';
+        return buf;
+}
+
+static int cli_wait(pid_t pid)
+{
+        int status;
+
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Is there a .python.partial-* tree under @dir holding usr/lib (the unpack is under way)? */
+static bool unpacking(const char *dir)
+{
+        DIR *d = opendir(dir);
+        bool yes = false;
+
+        if (!d)
+                return false;
+        for (struct dirent *de; !yes && (de = readdir(d));) {
+                _cleanup_free_ char *p = NULL;
+
+                if (strncmp(de->d_name, ".python.partial-", 16) != 0)
+                        continue;
+                p = xasprintf("%s/%s/usr/lib", dir, de->d_name);
+                yes = access(p, F_OK) == 0;
+        }
+        closedir(d);
+        return yes;
+}
+
+static int count_new_pull_dirs(time_t since)
+{
+        DIR *d = opendir("/var/tmp");
+        int n = 0;
+
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *de; (de = readdir(d));) {
+                _cleanup_free_ char *p = NULL;
+                struct stat st;
+
+                if (strncmp(de->d_name, "vestibule-pull-", 15) != 0)
+                        continue;
+                p = xasprintf("/var/tmp/%s", de->d_name);
+                if (stat(p, &st) == 0 && st.st_ctime >= since)
+                        n++;
+        }
+        closedir(d);
+        return n;
+}
+
+/* Import @tar into the engine as @name:@tag, push it to the loopback registry; return
+ * name@<manifest digest>. */
+static char *import_and_push(struct engine_conn *conn, const struct sbx_config *c,
+                             const char *tar, const char *name, const char *tag)
+{
+        _cleanup_free_ char *tagged = xasprintf("%s:%s", name, tag);
+        _cleanup_free_ char *push = xasprintf("/images/%s/push?tag=%s", name, tag);
+        _cleanup_free_ char *body = NULL, *digest = NULL;
+        struct sbx_error err = {0};
+        char sha[65];
+        long status = 0;
+
+        ck_assert(engine_file_sha256(tar, sha, &err) == 0);
+        ck_assert_msg(engine_image_import(conn, tar, tagged, sha, &err) == 0, "%s", err.msg);
+        body = engine_post_auth(conn, push, &status);
+        ck_assert_msg(status == 200 && !strstr(body, "\"error"), "push failed: %s", body);
+        digest = push_digest(body);
+        image_delete(c, tagged);
+        return xasprintf("%s@%s", name, digest);
+}
+
+START_TEST(registry_native_pull_of_recipe_images_pushed_through_engine)
+{
+        _cleanup_free_ char *tmp = sbx_test_tmpdir();
+        _cleanup_free_ char *rootfs = xasprintf("%s/rootfs", tmp), *log = xasprintf("%s/cli.log", tmp);
+        _cleanup_free_ char *py = NULL, *node = NULL, *tag = xasprintf("t%d", (int)getpid());
+        _cleanup_free_ char *e_py = NULL, *e_node = NULL, *e_root = NULL, *e_home = NULL;
+        _cleanup_free_ char *e_dh = NULL, *e_ws = NULL, *name_py = NULL, *name_node = NULL;
+        _cleanup_free_ char *text = NULL, *id = NULL;
+        struct sbx_config *c;
+        struct engine_conn conn;
+        struct sbx_error err = {0};
+        time_t t0 = time(NULL);
+        int port, i, rc;
+        pid_t reg, pid;
+
+        if (access(REGISTRY_BIN, X_OK) != 0)
+                sbx_test_skip(REGISTRY_BIN " is missing: apt-get install docker-registry");
+        if (access(TAR_PY, R_OK) != 0 || access(TAR_NODE, R_OK) != 0)
+                sbx_test_skip(TAR_PY " and node.tar are missing (vestibule-mcp setup --from-debian "
+                              "--save-tars /var/tmp/vestibule-images)");
+        c = load_cfg();
+        if (engine_connect(c, engine_env_getenv, &conn, &err) < 0)
+                sbx_test_skip("no container engine answers");
+        chmod(tmp, 0755);
+        port = free_port();
+        reg = start_registry(tmp, port);
+
+        /* the recipe-built images, into the engine and pushed to the loopback registry by it */
+        name_py = xasprintf("127.0.0.1:%d/vestibule/python", port);
+        name_node = xasprintf("127.0.0.1:%d/vestibule/node", port);
+        py = import_and_push(&conn, c, TAR_PY, name_py, tag);
+        node = import_and_push(&conn, c, TAR_NODE, name_node, tag);
+
+        e_py = xasprintf("VESTIBULE_IMAGE_PYTHON=%s", py);
+        e_node = xasprintf("VESTIBULE_IMAGE_NODE=%s", node);
+        e_root = xasprintf("VESTIBULE_ROOTFS_DIR=%s", rootfs);
+        e_home = xasprintf("HOME=%s", tmp);
+        e_dh = xasprintf("DOCKER_HOST=unix://%s/no-engine.sock", tmp); /* the native half only */
+        e_ws = xasprintf("VESTIBULE_WORKSPACE=%s/ws", tmp);
+        char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", e_home, e_dh, e_py, e_node, e_root,
+                        e_ws, "VESTIBULE_BACKEND=native",
+                        geteuid() == 0 ? "VESTIBULE_RUN_AS=2000:2000" : NULL, NULL};
+        char *setup_argv[] = {"vestibule-mcp", "setup", NULL};
+
+        /* Ctrl-C while the pulled python layers unpack: exit 130, nothing installed, no
+         * download folder left */
+        pid = cli_start(setup_argv, envp, log);
+        for (i = 0; i < 2400 && !unpacking(rootfs); i++) {
+                ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0);
+                usleep(25 * 1000);
+        }
+        ck_assert_msg(unpacking(rootfs), "setup never got to unpacking");
+        ck_assert_int_eq(kill(pid, SIGINT), 0);
+        rc = cli_wait(pid);
+        text = read_text(log);
+        ck_assert_msg(rc == 130, "exit %d: %s", rc, text);
+        {
+                DIR *d = opendir(rootfs);
+
+                ck_assert_ptr_nonnull(d);
+                for (struct dirent *de; (de = readdir(d));)
+                        ck_assert_msg(de->d_name[0] == '.' &&
+                                          (strcmp(de->d_name, ".") == 0 ||
+                                           strcmp(de->d_name, "..") == 0 ||
+                                           strcmp(de->d_name, ".setup.lock") == 0 ||
+                                           strcmp(de->d_name, ".swap.lock") == 0),
+                                      "left after Ctrl-C: '%s'", de->d_name);
+                closedir(d);
+        }
+        ck_assert_int_eq(count_new_pull_dirs(t0), 0);
+        free(TAKE_PTR(text));
+
+        /* the same, left alone: both pulled by digest, checked, installed */
+        pid = cli_start(setup_argv, envp, log);
+        rc = cli_wait(pid);
+        text = read_text(log);
+        ck_assert_msg(strstr(text, "setup: python rootfs installed") &&
+                          strstr(text, "setup: node rootfs installed"),
+                      "exit %d: %s", rc, text);
+        ck_assert_msg(strstr(text, "ready in this terminal's environment: isolation native"),
+                      "exit %d: %s", rc, text);
+        ck_assert_int_eq(rc, 0);
+        ck_assert_int_eq(setup_installed_identity(rootfs, "python", &id, NULL, &err), 0);
+        ck_assert_str_eq(id, strchr(py, '@') + 1); /* recorded under the pinned digest */
+        ck_assert_int_eq(count_new_pull_dirs(t0), 0);
+        free(TAKE_PTR(text));
+
+        /* 6*7 through the native backend on what setup pulled */
+        {
+                char *run_py[] = {"vestibule-mcp", "run", "--language", "python", "-c",
+                                  "print(6*7)", NULL};
+                char *run_node[] = {"vestibule-mcp", "run", "--language", "node", "-c",
+                                    "console.log(6*7)", NULL};
+                char **runs[] = {run_py, run_node};
+
+                for (i = 0; i < 2; i++) {
+                        rc = cli_wait(cli_start(runs[i], envp, log));
+                        text = read_text(log);
+                        ck_assert_msg(rc == 0 && strstr(text, "42\n") &&
+                                          strstr(text, "isolation: native"),
+                                      "exit %d: %s", rc, text);
+                        free(TAKE_PTR(text));
+                }
+        }
+
+        /* the registry gone: a second setup makes no request and is done */
+        kill(reg, SIGTERM);
+        waitpid(reg, NULL, 0);
+        rc = cli_wait(cli_start(setup_argv, envp, log));
+        text = read_text(log);
+        ck_assert_msg(rc == 0 && strstr(text, "python rootfs already installed from") &&
+                          strstr(text, "node rootfs already installed from"),
+                      "exit %d: %s", rc, text);
+        free(TAKE_PTR(text));
+
+        config_free(c);
+        remove_tmp(tmp);
+}
+END_TEST
+
 static Suite *setup_engine_suite(void)
 {
         Suite *s = suite_create("setup_engine");
@@ -434,6 +668,11 @@ static Suite *setup_engine_suite(void)
         tc = tcase_create("registry pull");
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, registry_mode_pulls_into_engine_by_digest);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("registry native pull");
+        tcase_set_timeout(tc, 1200);
+        tcase_add_test(tc, registry_native_pull_of_recipe_images_pushed_through_engine);
         suite_add_tcase(s, tc);
         return s;
 }
