@@ -122,6 +122,28 @@ vst_import_images_rootless() {
         done
 }
 
+# vst_import_images_podman IMAGES: as root, import IMAGES/{python,node}.tar into the rootful
+# Podman (/run/podman/podman.sock, the same storage as root's podman CLI) as
+# vestibule/<lang>:bookworm, with the labels and settings `vestibule-mcp setup` uses; skipped
+# when the image there already holds that tarball.
+vst_import_images_podman() {
+        local images=$1 lang tar sha have
+        for lang in python node; do
+                tar=$images/$lang.tar
+                sha=$(sha256sum "$tar" | cut -d' ' -f1)
+                have=$(podman image inspect "vestibule/$lang:bookworm" \
+                        --format '{{index .Labels "vestibule.tar-sha256"}}' 2>/dev/null || true)
+                if [ "$have" = "$sha" ]; then
+                        echo "vestibule/$lang:bookworm is already $tar (rootful Podman)"
+                        continue
+                fi
+                podman import \
+                        --change "LABEL vestibule.tar-sha256=$sha" --change "LABEL vestibule.image=1" \
+                        --change "WORKDIR /workspace" --change "USER 1000:1000" \
+                        --change "ENV PATH=/usr/local/bin:/usr/bin:/bin" "$tar" "vestibule/$lang:bookworm"
+        done
+}
+
 # vst_import_images_docker IMAGES: as root, import IMAGES/{python,node}.tar into the rootful
 # Docker Engine (/var/run/docker.sock) as vestibule/<lang>:bookworm through the Engine API, with
 # the labels and settings `vestibule-mcp setup` uses; skipped when the image there already holds

@@ -22,6 +22,7 @@
 #include "common/xalloc.h"
 #include "engine/engine.h"
 #include "run/ladder.h"
+#include "run/service.h"
 #include "setup/pins.h"
 #include "setup/setup.h"
 
@@ -445,10 +446,7 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
                     cfg->rootfs_dir, cfg->workspace_dir, cfg->config_file ? ", file " : "",
                     cfg->config_file ? cfg->config_file : "");
         if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0))
-                add(r->host, &r->n_host, DOCTOR_FAIL, "user",
-                    "root, and VESTIBULE_RUN_AS is not an unprivileged uid:gid: code would run as "
-                    "root, so every run is refused; start vestibule-mcp as your own user, or set "
-                    "VESTIBULE_RUN_AS=uid:gid, and restart it");
+                add(r->host, &r->n_host, DOCTOR_FAIL, "user", "%s", RUN_SERVICE_ROOT_BLOCKED);
         else if (geteuid() == 0)
                 add(r->host, &r->n_host, DOCTOR_INFO, "user", "root; code runs as %u:%u",
                     (unsigned)cfg->run_as_uid, (unsigned)cfg->run_as_gid);
