@@ -6,7 +6,9 @@
 # (scripts/start-engines.sh), builds Release and Debug (ASan+UBSan) out of tree under
 # $VESTIBULE_CI_DIR, builds the sandbox images (images/build.sh), runs the Check suites of
 # both builds with ctest, then the end-to-end suite (tests/e2e: the real binary driven by the
-# official MCP SDK clients) as the unprivileged test user, plus the root-only case as root.
+# official MCP SDK clients) as the unprivileged test user, plus the root-only case as root,
+# then the grade agreement stage (scripts/agree.sh: doctor, verify and a run agree in every
+# environment of this host) and the systemd VM stage.
 # Ends with one line "total: N passed, N failed, N skipped" and exits non-zero on any failure.
 #
 # As a normal user it skips what needs root (packages, test user, engines, images) and runs
