@@ -137,7 +137,10 @@ test(BLOCKED ? `${LABEL}: verify --json is Blocked with doctor's text`
     assert.equal(run.backend, doctor.backend, 'verify went through the backend doctor picks');
     assert.equal(run.grade, doctor.grade, 'verify ran under the grade doctor gives');
     const claimed = run.probes.filter((p) => p.claimed);
-    assert.deepEqual(shortfall.map((p) => `${p.id}: ${p.verdict}: ${p.detail}`), [],
+    // Still "not tested" after every try, because the host could not give even the unconfined
+    // burn a core: reported by the CPU test below as skipped, never as held.
+    const busy = shortfall.filter((p) => p.id === 'cpu' && p.verdict === 'not_tested' && /too busy/.test(p.detail));
+    assert.deepEqual(shortfall.filter((p) => !busy.includes(p)).map((p) => `${p.id}: ${p.verdict}: ${p.detail}`), [],
         `every probe the grade "${run.grade}" claims must hold`);
     for (const p of run.probes.filter((q) => !q.claimed)) {
         assert.equal(p.verdict, 'not_applicable', `${p.id} is not claimed, so not judged`);
@@ -150,12 +153,28 @@ test(BLOCKED ? `${LABEL}: verify --json is Blocked with doctor's text`
         assert.equal(p.claimed, !named, `${id}: claimed exactly when the grade does not list it as not applied`);
     }
     const gapsOpen = claimed.filter((p) => KNOWN_GAPS.includes(p.id) && p.verdict !== 'held');
-    assert.equal(run.summary.held, claimed.length - gapsOpen.length);
-    assert.equal(run.summary.not_tested, 0);
+    assert.equal(run.summary.held, claimed.length - gapsOpen.length - busy.length);
+    assert.equal(run.summary.not_tested, busy.length);
     // verify itself must say the same: ok (exit 0) exactly when no claimed probe fell short.
-    assert.equal(v.json.ok, gapsOpen.length === 0, 'verify\'s own verdict agrees with its probes');
-    assert.equal(v.status, gapsOpen.length === 0 ? 0 : 1, 'and its exit status');
+    const clean = gapsOpen.length === 0 && busy.length === 0;
+    assert.equal(v.json.ok, clean, 'verify\'s own verdict agrees with its probes');
+    assert.equal(v.status, clean ? 0 : 1, 'and its exit status');
 });
+
+// The CPU quota, where the grade claims one: held, or (a host too busy to tell, after every
+// try) skipped with verify's own words; never passed untested.
+if (!BLOCKED && !/limits not applied: [a-z, ]*\bcpu\b/.test(EXPECT_GRADE)) {
+    test(`${LABEL}: the CPU quota the grade claims was measured and held`, (t) => {
+        assert.ok(verified, 'verify ran');
+        const p = verified.probes.find((q) => q.id === 'cpu');
+        assert.ok(p.claimed, `the grade ${verified.grade} claims a CPU quota`);
+        if (p.verdict === 'not_tested' && /too busy/.test(p.detail)) {
+            t.skip(`not measurable on this host now, after ${VERIFY_TRIES} tries: ${p.detail}`);
+            return;
+        }
+        assert.equal(p.verdict, 'held', `cpu: ${p.verdict}: ${p.detail}`);
+    });
+}
 
 // A probe this environment is known to fail under its grade (AGREE_KNOWN_NOT_HELD): a todo
 // test, listed as a known gap in every run; it reports "passes now" once the gap is closed.
