@@ -98,6 +98,84 @@ vst_npm_ci() {
         chmod -R a+rX "$dir"
 }
 
+# vst_import_images_rootless USER IMAGES: as root, import IMAGES/{python,node}.tar into USER's
+# rootless Podman as vestibule/<lang>:bookworm, the way `vestibule-mcp setup` imports them
+# (same labels and settings); skipped when the image there already holds that tarball.
+vst_import_images_rootless() {
+        local user=$1 images=$2 lang tar sha have uid
+        uid=$(id -u "$user")
+        for lang in python node; do
+                tar=$images/$lang.tar
+                sha=$(sha256sum "$tar" | cut -d' ' -f1)
+                have=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$(getent passwd "$user" | cut -d: -f6)" \
+                        XDG_RUNTIME_DIR="/run/user/$uid" podman image inspect "vestibule/$lang:bookworm" \
+                        --format '{{index .Labels "vestibule.tar-sha256"}}' 2>/dev/null || true)
+                if [ "$have" = "$sha" ]; then
+                        echo "vestibule/$lang:bookworm is already $tar"
+                        continue
+                fi
+                runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$(getent passwd "$user" | cut -d: -f6)" \
+                        XDG_RUNTIME_DIR="/run/user/$uid" podman import \
+                        --change "LABEL vestibule.tar-sha256=$sha" --change "LABEL vestibule.image=1" \
+                        --change "WORKDIR /workspace" --change "USER 1000:1000" \
+                        --change "ENV PATH=/usr/local/bin:/usr/bin:/bin" "$tar" "vestibule/$lang:bookworm"
+        done
+}
+
+# vst_import_images_podman IMAGES: as root, import IMAGES/{python,node}.tar into the rootful
+# Podman (/run/podman/podman.sock, the same storage as root's podman CLI) as
+# vestibule/<lang>:bookworm, with the labels and settings `vestibule-mcp setup` uses; skipped
+# when the image there already holds that tarball.
+vst_import_images_podman() {
+        local images=$1 lang tar sha have
+        for lang in python node; do
+                tar=$images/$lang.tar
+                sha=$(sha256sum "$tar" | cut -d' ' -f1)
+                have=$(podman image inspect "vestibule/$lang:bookworm" \
+                        --format '{{index .Labels "vestibule.tar-sha256"}}' 2>/dev/null || true)
+                if [ "$have" = "$sha" ]; then
+                        echo "vestibule/$lang:bookworm is already $tar (rootful Podman)"
+                        continue
+                fi
+                podman import \
+                        --change "LABEL vestibule.tar-sha256=$sha" --change "LABEL vestibule.image=1" \
+                        --change "WORKDIR /workspace" --change "USER 1000:1000" \
+                        --change "ENV PATH=/usr/local/bin:/usr/bin:/bin" "$tar" "vestibule/$lang:bookworm"
+        done
+}
+
+# vst_import_images_docker IMAGES: as root, import IMAGES/{python,node}.tar into the rootful
+# Docker Engine (/var/run/docker.sock) as vestibule/<lang>:bookworm through the Engine API, with
+# the labels and settings `vestibule-mcp setup` uses; skipped when the image there already holds
+# that tarball.
+vst_import_images_docker() {
+        local images=$1 lang tar sha have sock=/var/run/docker.sock q
+        for lang in python node; do
+                tar=$images/$lang.tar
+                sha=$(sha256sum "$tar" | cut -d' ' -f1)
+                have=$(curl -sf --unix-socket "$sock" "http://d/images/vestibule/$lang:bookworm/json" |
+                        node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{try{console.log((JSON.parse(s).Config.Labels||{})["vestibule.tar-sha256"]||"")}catch{console.log("")}})' || true)
+                if [ "$have" = "$sha" ]; then
+                        echo "vestibule/$lang:bookworm is already $tar (Docker)"
+                        continue
+                fi
+                q="fromSrc=-&repo=vestibule/$lang&tag=bookworm"
+                q+="&changes=$(vst_urlencode "LABEL vestibule.tar-sha256=$sha")"
+                q+="&changes=$(vst_urlencode "LABEL vestibule.image=1")"
+                q+="&changes=$(vst_urlencode "WORKDIR /workspace")"
+                q+="&changes=$(vst_urlencode "USER 1000:1000")"
+                q+="&changes=$(vst_urlencode "ENV PATH=/usr/local/bin:/usr/bin:/bin")"
+                curl -sSf --unix-socket "$sock" -X POST -H 'Content-Type: application/x-tar' \
+                        --data-binary "@$tar" "http://d/images/create?$q" >/dev/null
+                echo "imported $tar into Docker as vestibule/$lang:bookworm"
+        done
+}
+
+# vst_urlencode TEXT: TEXT percent-encoded for a URL query.
+vst_urlencode() {
+        node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$1"
+}
+
 # vst_check_setup_cli BIN IMAGES DIR USER: `vestibule-mcp setup --from-tar` through the real
 # CLI as USER (no engine reachable, so only the native half is set up): python then node into
 # DIR/rootfs; the node run must end with the readiness line and exit 0 (the python run alone

@@ -7,7 +7,9 @@
 # $VESTIBULE_CI_DIR, prepares both backends with `vestibule-mcp setup --from-debian` (the
 # sandbox images built by images/build.sh, unpacked, imported into Docker), runs the Check suites of
 # both builds with ctest, then the end-to-end suite (tests/e2e: the real binary driven by the
-# official MCP SDK clients) as the unprivileged test user, plus the root-only case as root.
+# official MCP SDK clients) as the unprivileged test user, plus the root-only case as root,
+# then the grade agreement stage (scripts/agree.sh: doctor, verify and a run agree in every
+# environment of this host) and the systemd VM stage.
 # Ends with one line "total: N passed, N failed, N skipped" and exits non-zero on any failure.
 #
 # As a normal user it skips what needs root (packages, test user, engines, images) and runs
@@ -277,7 +279,9 @@ fi
 
 # ---------------------------------------------------------------------------- end-to-end
 e2e=$src/tests/e2e
+npm_ok=0
 if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
+        npm_ok=1
         # run_e2e LABEL BIN BACKEND GRADE EXTRA_ENV (as the test user)
         run_e2e() {
                 local label=$1 bin=$2 backend=$3 grade=$4 extra=() env=() as=user v res rc=0
@@ -343,6 +347,31 @@ if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
         fi
 else
         record_fail "e2e: npm ci"
+fi
+
+# ---------------------------------------------------------------------------- grade agreement
+# In every environment this host has (scripts/agree.sh lists them: the test user natively with
+# and without an engine, forced container with no engine, rootless Podman, root with Docker
+# (forced and auto), rootful Podman, root without VESTIBULE_RUN_AS), `doctor --json`, `verify
+# --json` and one run_code call through the server (tests/e2e/agree.mjs, Release build) must
+# agree on the grade, and every probe it claims must hold.
+if [ "$is_root" -eq 1 ] && [ "$npm_ok" -eq 1 ] && [ -x "$rel/vestibule-mcp" ]; then
+        if [ -f "$images/python.tar" ]; then
+                step 900 "images into rootful Podman" vst_import_images_podman "$images" ||
+                        record_fail "importing the images into rootful Podman"
+                step 900 "images into the test user's rootless Podman" vst_import_images_rootless "$user" "$images" ||
+                        record_fail "importing the images into rootless Podman"
+        fi
+        res=$(mktemp "$ci/agree-results.XXXXXX")
+        rc=0
+        step 3000 "grade agreement (scripts/agree.sh)" bash "$src/scripts/agree.sh" "$rel/vestibule-mcp" \
+                "$images" "$ci" "$user" "$res" || rc=$?
+        add_results "grade agreement" "$res" "$rc"
+elif [ "$is_root" -ne 1 ]; then
+        banner "grade agreement: not root (needs the test user and the engines), skipped"
+        skipped=$((skipped + 1))
+else
+        record_fail "grade agreement: no npm packages or no Release binary"
 fi
 
 # ---------------------------------------------------------------------------- systemd VM

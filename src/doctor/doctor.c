@@ -22,6 +22,7 @@
 #include "common/xalloc.h"
 #include "engine/engine.h"
 #include "run/ladder.h"
+#include "run/service.h"
 #include "setup/pins.h"
 #include "setup/setup.h"
 
@@ -368,15 +369,25 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
         add(b->checks, &b->n_checks, c.ep.local ? DOCTOR_OK : DOCTOR_FAIL, "engine endpoint",
             "%s (%s)%s", c.ep.host, c.ep.origin,
             c.ep.local ? "" : ": remote engines are not supported: use a local unix socket");
-        if (engine_request_json(&c, "GET", "/version", NULL, 5000, &status, &ver, msg, sizeof(msg),
-                                &err) == 0 &&
+        /* A request that fails is shown with its reason: the probe below fails the same way,
+         * and doctor must say why. */
+        if (engine_request_json(&c, "GET", "/version", NULL, 10000, &status, &ver, msg,
+                                sizeof(msg), &err) == 0 &&
             ver)
                 add(b->checks, &b->n_checks, DOCTOR_OK, "engine version",
                     "%s %s, API %s (using %s)", c.podman ? "Podman" : "Docker Engine",
                     jstr(ver, "Version"), jstr(ver, "ApiVersion"), c.api);
+        else
+                add(b->checks, &b->n_checks, DOCTOR_FAIL, "engine version", "GET /version: %s",
+                    err.msg[0] ? err.msg : msg[0] ? msg : "no answer");
+        memset(&err, 0, sizeof(err));
+        msg[0] = '\0';
         if (engine_request_json(&c, "GET", "/info", NULL, 10000, &status, &info, msg, sizeof(msg),
-                                &err) == 0 &&
-            info) {
+                                &err) != 0 ||
+            !info)
+                add(b->checks, &b->n_checks, DOCTOR_FAIL, "engine mode", "GET /info: %s",
+                    err.msg[0] ? err.msg : msg[0] ? msg : "no answer");
+        else {
                 json_object *so = jget(info, "SecurityOptions");
                 char opts[200] = "";
 
@@ -448,10 +459,7 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
                     cfg->rootfs_dir, cfg->workspace_dir, cfg->config_file ? ", file " : "",
                     cfg->config_file ? cfg->config_file : "");
         if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0))
-                add(r->host, &r->n_host, DOCTOR_FAIL, "user",
-                    "root, and VESTIBULE_RUN_AS is not an unprivileged uid:gid: code would run as "
-                    "root, so every run is refused; start vestibule-mcp as your own user, or set "
-                    "VESTIBULE_RUN_AS=uid:gid, and restart it");
+                add(r->host, &r->n_host, DOCTOR_FAIL, "user", "%s", RUN_SERVICE_ROOT_BLOCKED);
         else if (geteuid() == 0)
                 add(r->host, &r->n_host, DOCTOR_INFO, "user", "root; code runs as %u:%u",
                     (unsigned)cfg->run_as_uid, (unsigned)cfg->run_as_gid);

@@ -491,7 +491,8 @@ static int run_ids(const struct backend *b, const struct engine_state *st, uid_t
                 if (!b->cfg->run_as_set || b->cfg->run_as_uid == 0)
                         return sbx_fail(err, EPERM,
                                         "this server runs as root and never runs code as root: set "
-                                        "VESTIBULE_RUN_AS=uid:gid to an unprivileged user");
+                                        "VESTIBULE_RUN_AS=uid:gid to an unprivileged user, "
+                                        "then restart the server");
                 *uid = b->cfg->run_as_uid;
                 *gid = b->cfg->run_as_gid;
         } else {

@@ -252,10 +252,7 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                 goto blocked;
 
         if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0)) {
-                r = sbx_fail(err, EPERM,
-                             "the server runs as root, so code would run as root: start "
-                             "vestibule-mcp as your own user, or set VESTIBULE_RUN_AS=uid:gid to "
-                             "an unprivileged id (retry after restart)");
+                r = sbx_fail(err, EPERM, "%s", RUN_SERVICE_ROOT_BLOCKED);
                 goto blocked;
         }
 

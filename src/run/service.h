@@ -11,6 +11,12 @@
 
 struct run_service;
 
+/* The Blocked: text (without the prefix) for a server started as root with no unprivileged
+ * VESTIBULE_RUN_AS. The run service refuses every call with it; doctor and verify say the same. */
+#define RUN_SERVICE_ROOT_BLOCKED                                                                   \
+        "the server runs as root, so code would run as root: start vestibule-mcp as your own "    \
+        "user, or set VESTIBULE_RUN_AS=uid:gid to an unprivileged id (retry after restart)"
+
 /**
  * run_service_new() - build the service for the server's life.
  * @cfg: borrowed; must outlive the service. An invalid config is accepted: every call is
