@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1760,6 +1761,196 @@ START_TEST(podman_rootless_parallel_runs)
 }
 END_TEST
 
+/* A proxy in front of the rootless Podman socket: it answers the first *fails_left creates with
+ * Podman 4.3's transient keep-id 500 and passes everything else through. The engine client
+ * opens one connection per request, so the first request of a connection is the one to look
+ * at. Counters live in shared memory (one process per connection). */
+struct inject_counters {
+        int fails_left;
+        int creates; /* create requests seen, injected or passed */
+};
+
+static void inject_forever(int lfd, const char *target, struct inject_counters *ctr)
+{
+        static const char body[] =
+            "{\"cause\":\"keep-id requires additional UIDs or GIDs defined in /etc/subuid and "
+            "/etc/subgid to function correctly\",\"message\":\"keep-id requires additional UIDs "
+            "or GIDs defined in /etc/subuid and /etc/subgid to function correctly: injected by "
+            "test_engine\",\"response\":500}";
+        for (;;) {
+                int c = accept(lfd, NULL, NULL);
+                if (c < 0)
+                        continue;
+                if (fork() != 0) {
+                        close(c);
+                        continue;
+                }
+                char head[16384];
+                size_t n = 0;
+                while (n < sizeof(head) - 1) {
+                        ssize_t k = read(c, head + n, sizeof(head) - 1 - n);
+                        if (k <= 0)
+                                break;
+                        n += (size_t)k;
+                        head[n] = '\0';
+                        if (strstr(head, "\r\n\r\n"))
+                                break;
+                }
+                head[n] = '\0';
+                const char *eol = strstr(head, "\r\n");
+                bool create = strncmp(head, "POST ", 5) == 0 && eol &&
+                              memmem(head, (size_t)(eol - head), "/containers/create", 18);
+                if (create) {
+                        __atomic_add_fetch(&ctr->creates, 1, __ATOMIC_SEQ_CST);
+                        if (__atomic_sub_fetch(&ctr->fails_left, 1, __ATOMIC_SEQ_CST) >= 0) {
+                                char resp[1024];
+                                int len = snprintf(resp, sizeof(resp),
+                                                   "HTTP/1.1 500 Internal Server Error\r\n"
+                                                   "Content-Type: application/json\r\n"
+                                                   "Content-Length: %zu\r\nConnection: close"
+                                                   "\r\n\r\n%s",
+                                                   strlen(body), body);
+                                if (write(c, resp, (size_t)len) != len)
+                                        _exit(1);
+                                shutdown(c, SHUT_WR);
+                                _exit(0);
+                        }
+                        __atomic_add_fetch(&ctr->fails_left, 1, __ATOMIC_SEQ_CST);
+                }
+                struct sockaddr_un a = {.sun_family = AF_UNIX};
+                int t = socket(AF_UNIX, SOCK_STREAM, 0);
+                snprintf(a.sun_path, sizeof(a.sun_path), "%s", target);
+                if (connect(t, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+                    write(t, head, n) != (ssize_t)n)
+                        _exit(1);
+                if (fork() == 0) {
+                        char b[8192];
+                        ssize_t k;
+                        while ((k = read(c, b, sizeof(b))) > 0)
+                                if (write(t, b, (size_t)k) != k)
+                                        break;
+                        shutdown(t, SHUT_WR);
+                        _exit(0);
+                }
+                char b[8192];
+                ssize_t k;
+                while ((k = read(t, b, sizeof(b))) > 0)
+                        if (write(c, b, (size_t)k) != k)
+                                break;
+                _exit(0);
+        }
+}
+
+/* keep-id on rootless Podman: files the code writes in the workspace belong to the user (the
+ * control, the same container without keep-id, writes them as a subordinate uid); and the
+ * backend's retry of Podman's transient keep-id create error, with the error injected by a
+ * proxy in front of the real engine: one failure is retried and the run succeeds, more than
+ * the retries fail the run with the engine's message after exactly 1 + retries attempts. */
+START_TEST(podman_rootless_keep_id)
+{
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        ck_assert_int_eq(chmod(d, 0777), 0);
+        drop_to_test_user();
+        engine_or_skip(ROOTLESS_SOCK, SBX_RUNTIME_PODMAN);
+
+        /* 1. keep-id: our uid inside and on the workspace file */
+        struct run_out o = run_code(SBX_LANG_PYTHON,
+                                    "import os\nopen('/workspace/keepid.txt', 'w').write('x')\n"
+                                    "print(os.getuid())\n",
+                                    20, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(o.text, "2000\n");
+        run_result_done(&o.res);
+        _cleanup_free_ char *kf = xasprintf("%s/keepid.txt", ws_dir);
+        struct stat sst;
+        ck_assert_int_eq(stat(kf, &sst), 0);
+        ck_assert_uint_eq(sst.st_uid, TEST_UID);
+        unlink(kf);
+
+        /* control: the same user without keep-id is a subordinate uid on the host */
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        long status = 0;
+        char msg[300];
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+        _cleanup_free_ char *body = xasprintf(
+            "{\"Image\":\"%s\",\"User\":\"2000:2000\",\"Cmd\":[\"touch\","
+            "\"/workspace/nokeepid.txt\"],\"Labels\":{\"vestibule.run\":\"1\"},"
+            "\"HostConfig\":{\"NetworkMode\":\"none\",\"Mounts\":[{\"Type\":\"bind\","
+            "\"Source\":\"%s\",\"Target\":\"/workspace\"}]}}",
+            IMG_PY, ws_dir);
+        _cleanup_(json_putp) json_object *cj = NULL;
+        json_object *idj;
+        ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 60000,
+                                             &status, &cj, msg, sizeof(msg), &err),
+                         0);
+        ck_assert_msg(status == 201 && json_object_object_get_ex(cj, "Id", &idj), "%ld %s",
+                      status, msg);
+        const char *cid = json_object_get_string(idj);
+        _cleanup_free_ char *sp = xasprintf("/containers/%s/start", cid);
+        _cleanup_free_ char *wp = xasprintf("/containers/%s/wait", cid);
+        _cleanup_free_ char *dp = xasprintf("/containers/%s?force=1", cid);
+        ck_assert_int_eq(engine_request_json(&c, "POST", sp, NULL, 60000, &status, NULL, msg,
+                                             sizeof(msg), &err),
+                         0);
+        ck_assert_msg(status == 204, "start %ld %s", status, msg);
+        ck_assert_int_eq(engine_request_json(&c, "POST", wp, NULL, 60000, &status, NULL, msg,
+                                             sizeof(msg), &err),
+                         0);
+        engine_request_json(&c, "DELETE", dp, NULL, 60000, &status, NULL, msg, sizeof(msg), &err);
+        _cleanup_free_ char *nf = xasprintf("%s/nokeepid.txt", ws_dir);
+        ck_assert_int_eq(stat(nf, &sst), 0);
+        ck_assert_uint_ne(sst.st_uid, TEST_UID);
+        ck_assert_uint_ne(sst.st_uid, 0);
+        unlink(nf);
+        test_backend = backend_free(test_backend);
+
+        /* 2. the retry, through the injecting proxy */
+        struct inject_counters *ctr = mmap(NULL, sizeof(*ctr), PROT_READ | PROT_WRITE,
+                                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ck_assert_ptr_ne(ctr, MAP_FAILED);
+        _cleanup_free_ char *ps = xasprintf("%s/inject.sock", d);
+        _cleanup_free_ char *phost = xasprintf("unix://%s", ps);
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", ps);
+        ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(listen(lfd, 64), 0);
+        pid_t px = fork();
+        ck_assert_int_ge(px, 0);
+        if (px == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                signal(SIGCHLD, SIG_IGN);
+                inject_forever(lfd, "/run/user/2000/podman/podman.sock", ctr);
+        }
+        close(lfd);
+        env_reset();
+        env_set("CONTAINER_HOST", phost);
+
+        ctr->fails_left = 1;
+        ctr->creates = 0;
+        o = run_code(SBX_LANG_PYTHON, "import os\nprint(os.getuid())\n", 20, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(o.text, "2000\n");
+        ck_assert_int_eq(ctr->fails_left, 0); /* the injected failure was used ... */
+        ck_assert_int_eq(ctr->creates, 2);    /* ... and retried once */
+        run_result_done(&o.res);
+
+        /* control: more failures than retries -> the run fails, naming the engine's error */
+        ctr->fails_left = 10;
+        ctr->creates = 0;
+        o = run_code(SBX_LANG_PYTHON, "print(1)\n", 20, -1);
+        ck_assert_int_lt(o.rc, 0);
+        ck_assert_msg(strstr(o.err.msg, "keep-id requires additional UIDs"), "%s", o.err.msg);
+        ck_assert_int_eq(ctr->creates, 3); /* 1 + ENGINE_CREATE_RETRIES */
+        run_result_done(&o.res);
+        test_backend = backend_free(test_backend);
+        kill(px, SIGKILL);
+        waitpid(px, NULL, 0);
+        unlink(ps);
+}
+END_TEST
+
 START_TEST(podman_rootless_degraded)
 {
         ck_assert_int_eq(setgroups(0, NULL), 0);
@@ -1906,6 +2097,7 @@ static Suite *engine_suite(void)
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, podman_rootless_degraded);
                 tcase_add_test(tc, podman_rootless_parallel_runs);
+                tcase_add_test(tc, podman_rootless_keep_id);
                 suite_add_tcase(s, tc);
         } else if (images) {
                 note_missing("no rootless Podman for the test user (needs root + "
