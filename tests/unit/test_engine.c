@@ -655,7 +655,17 @@ END_TEST
 #define TAR_NODE "/var/tmp/vestibule-images/node.tar"
 #define DOCKER_SOCK "unix:///var/run/docker.sock"
 #define PODMAN_SOCK "unix:///run/podman/podman.sock"
-#define ROOTLESS_SOCK "unix:///run/user/2000/podman/podman.sock"
+/* the test user's rootless Podman; SBX_TEST_ROOTLESS_SOCK=/path points the rootless cases at
+ * another service of that user (a second storage, say) */
+static const char *rootless_path(void)
+{
+        const char *p = getenv("SBX_TEST_ROOTLESS_SOCK");
+        return p && *p ? p : "/run/user/2000/podman/podman.sock";
+}
+static char rootless_host[128];
+#define ROOTLESS_SOCK                                                                              \
+        (snprintf(rootless_host, sizeof(rootless_host), "unix://%s", rootless_path()),            \
+         rootless_host)
 #define TEST_UID 2000
 
 static char *ws_dir;
@@ -1921,7 +1931,7 @@ START_TEST(podman_rootless_keep_id)
         if (px == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 signal(SIGCHLD, SIG_IGN);
-                inject_forever(lfd, "/run/user/2000/podman/podman.sock", ctr);
+                inject_forever(lfd, rootless_path(), ctr);
         }
         close(lfd);
         env_reset();
@@ -2091,7 +2101,7 @@ static Suite *engine_suite(void)
                         tcase_add_test(tc, podman_engine_stopped_mid_run);
                 suite_add_tcase(s, tc);
         }
-        if (images && root && access("/run/user/2000/podman/podman.sock", F_OK) == 0) {
+        if (images && root && access(rootless_path(), F_OK) == 0) {
                 tc = tcase_create("podman_rootless");
                 tcase_add_checked_fixture(tc, NULL, teardown);
                 tcase_set_timeout(tc, 240);
