@@ -182,16 +182,29 @@ start_podman_rootless() {
                 echo "start-engines: user '$user' missing (run scripts/ci-user.sh); no rootless Podman" >&2
                 return 1
         fi
+        home=$(getent passwd "$user" | cut -d: -f6)
         if ping "$rootless_sock" "$user"; then
-                echo "start-engines: rootless Podman already answers at $rootless_sock"
-                return 0
+                # One we started before overlay storage was configured: restart it on overlay
+                # (its containers are one-shot sandboxes; images are re-imported by test.sh).
+                if [ ! -e "$home/.config/containers/storage.conf" ] && [ -f "$piddir/podman-rootless.pid" ] &&
+                        runuser -u "$user" -- curl -sf --max-time 60 --unix-socket "$rootless_sock" \
+                                http://d/v4.0.0/libpod/info 2>/dev/null | grep -q '"graphDriverName": *"vfs"'; then
+                        rootless_storage_conf "$home"
+                        if [ -e "$home/.config/containers/storage.conf" ]; then
+                                echo "start-engines: restarting rootless Podman on overlay storage"
+                                stop_pidfile "rootless podman" "$piddir/podman-rootless.pid"
+                        fi
+                fi
+                if ping "$rootless_sock" "$user"; then
+                        echo "start-engines: rootless Podman already answers at $rootless_sock"
+                        return 0
+                fi
         fi
         mkdir -p "$rt_dir"
         chown "$user:$user" "$rt_dir"
         chmod 0700 "$rt_dir"
         runuser -u "$user" -- mkdir -p "$rt_dir/podman"
         rm -f "$rootless_sock"
-        home=$(getent passwd "$user" | cut -d: -f6)
         rootless_storage_conf "$home"
         touch "$log" && chown "$user" "$log"
         echo "start-engines: starting rootless podman service for $user, log $log"
