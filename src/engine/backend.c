@@ -490,11 +490,13 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         char why[160] = "";
         bool rootless = fresh.rootless_podman || strstr(fresh.grade, "rootless");
         if (rootless && strstr(fresh.grade, "cgroup v1"))
-                snprintf(why, sizeof(why), "a rootless engine on cgroup v1 gives its containers "
-                                           "no cgroup of their own");
+                snprintf(why, sizeof(why),
+                         "a rootless engine on cgroup v1 gives its containers "
+                         "no cgroup of their own");
         else if (rootless)
-                snprintf(why, sizeof(why), "reading a rootless engine's cgroups is not "
-                                           "implemented");
+                snprintf(why, sizeof(why),
+                         "reading a rootless engine's cgroups is not "
+                         "implemented");
         else if (strcmp(fresh.cgroup_driver, "cgroupfs") != 0)
                 snprintf(why, sizeof(why),
                          "the engine's cgroup driver is '%s'; reading its cgroups is implemented "

@@ -35,7 +35,7 @@
 #include "common/xalloc.h"
 #include "run/run.h"
 
-#define HOSTCG_TOP "vestibule" /* the parents live under /vestibule in every hierarchy */
+#define HOSTCG_TOP "vestibule"  /* the parents live under /vestibule in every hierarchy */
 #define HOSTCG_MONITOR "conmon" /* Podman (cgroupfs) puts conmon at <CgroupParent>/conmon */
 
 /* The mount point of the v1 hierarchy holding controller @ctrl ("memory"), whose root is the
@@ -58,7 +58,8 @@ static int v1_mount_of(const char *ctrl, char *ret, size_t size)
                     strcmp(fstype, "cgroup") != 0)
                         continue;
                 bool has = false;
-                for (char *tok = strtok(super, ","); tok; tok = strtok(NULL, ","))
+                char *save = NULL; /* runs read this concurrently: strtok_r */
+                for (char *tok = strtok_r(super, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
                         has |= strcmp(tok, ctrl) == 0;
                 if (!has)
                         continue;
@@ -76,16 +77,18 @@ int engine_hostcg_available(char *why, size_t size)
         char mnt[256];
 
         if (geteuid() != 0) {
-                snprintf(why, size, "the server is not root, so it cannot read and clean up the "
-                                    "engine's cgroups");
+                snprintf(why, size,
+                         "the server is not root, so it cannot read and clean up the "
+                         "engine's cgroups");
                 return -EPERM;
         }
         for (size_t i = 0; i < ELEMENTSOF(need); i++) {
                 int r = v1_mount_of(need[i], mnt, sizeof(mnt));
                 if (r == -ENOENT) {
-                        snprintf(why, size, "the host has no cgroup v1 '%s' hierarchy (reading a "
-                                            "cgroup v2 host's accounting is not implemented for "
-                                            "the container backend)",
+                        snprintf(why, size,
+                                 "the host has no cgroup v1 '%s' hierarchy (reading a "
+                                 "cgroup v2 host's accounting is not implemented for "
+                                 "the container backend)",
                                  need[i]);
                         return r;
                 }
@@ -113,8 +116,7 @@ void engine_hostcg_name(const char *owner, unsigned long seq, char *ret, size_t 
         if (!c2 || c1 == owner)
                 snprintf(ret, size, "/" HOSTCG_TOP "/%d-0-%lu", (int)getpid(), seq);
         else
-                snprintf(ret, size, "/" HOSTCG_TOP "/%.*s-%s-%lu", (int)(c2 - c1), c1, c2 + 1,
-                         seq);
+                snprintf(ret, size, "/" HOSTCG_TOP "/%.*s-%s-%lu", (int)(c2 - c1), c1, c2 + 1, seq);
 }
 
 static int read_u64(const char *mnt, const char *rel, const char *file, uint64_t *ret)
@@ -307,8 +309,7 @@ bool engine_kmsg_line_is_oom_of(const char *rec, const char *id)
         /* the memcg's last path component ends with the full container id ("libpod-<id>",
          * "docker/<id>", "<id>.scope" under systemd) */
         for (const char *p = m; p + idlen <= m + len; p++)
-                if (strncmp(p, id, idlen) == 0 &&
-                    (p == m || p[-1] == '/' || p[-1] == '-') &&
+                if (strncmp(p, id, idlen) == 0 && (p == m || p[-1] == '/' || p[-1] == '-') &&
                     (p + idlen == m + len || strncmp(p + idlen, ".scope", 6) == 0))
                         return true;
         return false;

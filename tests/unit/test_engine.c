@@ -664,7 +664,7 @@ static const char *rootless_path(void)
 }
 static char rootless_host[128];
 #define ROOTLESS_SOCK                                                                              \
-        (snprintf(rootless_host, sizeof(rootless_host), "unix://%s", rootless_path()),            \
+        (snprintf(rootless_host, sizeof(rootless_host), "unix://%s", rootless_path()),             \
          rootless_host)
 #define TEST_UID 2000
 
@@ -1086,8 +1086,8 @@ static void check_no_timeout_image(const char *host)
         ck_assert_msg(r.status == 200, "image removal: HTTP %ld %s", r.status, r.body);
         engine_response_done(&r);
         char have[8];
-        ck_assert_int_eq(engine_image_label(&c, "vestibule/notimeout:test", "vestibule.image",
-                                            have, sizeof(have), &err),
+        ck_assert_int_eq(engine_image_label(&c, "vestibule/notimeout:test", "vestibule.image", have,
+                                            sizeof(have), &err),
                          -ENOENT);
 }
 
@@ -1114,7 +1114,7 @@ static void check_usage_measured(bool podman)
                 ck_assert_msg(u->mem_peak_bytes.measured && u->pids_peak.measured,
                               "not measured: mem '%s' pids '%s'", u->mem_peak_bytes.why,
                               u->pids_peak.why);
-                ck_assert_uint_gt(u->mem_peak_bytes.value, 1u << 20);  /* an interpreter ran */
+                ck_assert_uint_gt(u->mem_peak_bytes.value, 1u << 20);   /* an interpreter ran */
                 ck_assert_uint_lt(u->mem_peak_bytes.value, 100u << 20); /* and held little */
                 ck_assert_uint_ge(u->pids_peak.value, 2); /* init + timeout + python */
                 ck_assert_uint_lt(u->pids_peak.value, 20);
@@ -1634,30 +1634,36 @@ START_TEST(kmsg_oom_record_matching)
                  id, id, id);
         ck_assert(engine_kmsg_line_is_oom_of(rec, id));
         /* Docker's and systemd's naming */
-        snprintf(rec, sizeof(rec), "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
-                                   "/docker/%s,task_memcg=/docker/%s,task=python3",
+        snprintf(rec, sizeof(rec),
+                 "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
+                 "/docker/%s,task_memcg=/docker/%s,task=python3",
                  id, id);
         ck_assert(engine_kmsg_line_is_oom_of(rec, id));
-        snprintf(rec, sizeof(rec), "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
-                                   "/machine.slice/libpod-%s.scope,task=x",
+        snprintf(rec, sizeof(rec),
+                 "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
+                 "/machine.slice/libpod-%s.scope,task=x",
                  id);
         ck_assert(engine_kmsg_line_is_oom_of(rec, id));
         /* another container, a prefix of the id, the id only in task_memcg (the limit was hit
          * elsewhere), another record kind, no oom_memcg: all no */
-        snprintf(rec, sizeof(rec), "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
-                                   "/libpod_parent/libpod-%sff,task=x",
+        snprintf(rec, sizeof(rec),
+                 "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
+                 "/libpod_parent/libpod-%sff,task=x",
                  id);
         ck_assert(!engine_kmsg_line_is_oom_of(rec, id));
-        snprintf(rec, sizeof(rec), "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
-                                   "/libpod_parent,task_memcg=/libpod_parent/libpod-%s,task=x",
+        snprintf(rec, sizeof(rec),
+                 "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
+                 "/libpod_parent,task_memcg=/libpod_parent/libpod-%s,task=x",
                  id);
         ck_assert(!engine_kmsg_line_is_oom_of(rec, id));
-        snprintf(rec, sizeof(rec), "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
-                                   "/docker/%.20s,task=x",
+        snprintf(rec, sizeof(rec),
+                 "6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg="
+                 "/docker/%.20s,task=x",
                  id);
         ck_assert(!engine_kmsg_line_is_oom_of(rec, id));
-        snprintf(rec, sizeof(rec), "3,1,2,-;Memory cgroup out of memory: Killed process 1 "
-                                   "(python3) oom_memcg=/docker/%s",
+        snprintf(rec, sizeof(rec),
+                 "3,1,2,-;Memory cgroup out of memory: Killed process 1 "
+                 "(python3) oom_memcg=/docker/%s",
                  id);
         ck_assert(!engine_kmsg_line_is_oom_of(rec, id));
         ck_assert(!engine_kmsg_line_is_oom_of("6,1,2,-;oom-kill:constraint=CONSTRAINT_NONE", id));
@@ -1883,30 +1889,30 @@ START_TEST(podman_rootless_keep_id)
         long status = 0;
         char msg[300];
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
-        _cleanup_free_ char *body = xasprintf(
-            "{\"Image\":\"%s\",\"User\":\"2000:2000\",\"Cmd\":[\"touch\","
-            "\"/workspace/nokeepid.txt\"],\"Labels\":{\"vestibule.run\":\"1\"},"
-            "\"HostConfig\":{\"NetworkMode\":\"none\",\"Mounts\":[{\"Type\":\"bind\","
-            "\"Source\":\"%s\",\"Target\":\"/workspace\"}]}}",
-            IMG_PY, ws_dir);
+        _cleanup_free_ char *body =
+            xasprintf("{\"Image\":\"%s\",\"User\":\"2000:2000\",\"Cmd\":[\"touch\","
+                      "\"/workspace/nokeepid.txt\"],\"Labels\":{\"vestibule.run\":\"1\"},"
+                      "\"HostConfig\":{\"NetworkMode\":\"none\",\"Mounts\":[{\"Type\":\"bind\","
+                      "\"Source\":\"%s\",\"Target\":\"/workspace\"}]}}",
+                      IMG_PY, ws_dir);
         _cleanup_(json_putp) json_object *cj = NULL;
         json_object *idj;
-        ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 60000,
-                                             &status, &cj, msg, sizeof(msg), &err),
+        ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 60000, &status,
+                                             &cj, msg, sizeof(msg), &err),
                          0);
-        ck_assert_msg(status == 201 && json_object_object_get_ex(cj, "Id", &idj), "%ld %s",
-                      status, msg);
+        ck_assert_msg(status == 201 && json_object_object_get_ex(cj, "Id", &idj), "%ld %s", status,
+                      msg);
         const char *cid = json_object_get_string(idj);
         _cleanup_free_ char *sp = xasprintf("/containers/%s/start", cid);
         _cleanup_free_ char *wp = xasprintf("/containers/%s/wait", cid);
         _cleanup_free_ char *dp = xasprintf("/containers/%s?force=1", cid);
-        ck_assert_int_eq(engine_request_json(&c, "POST", sp, NULL, 60000, &status, NULL, msg,
-                                             sizeof(msg), &err),
-                         0);
+        ck_assert_int_eq(
+            engine_request_json(&c, "POST", sp, NULL, 60000, &status, NULL, msg, sizeof(msg), &err),
+            0);
         ck_assert_msg(status == 204, "start %ld %s", status, msg);
-        ck_assert_int_eq(engine_request_json(&c, "POST", wp, NULL, 60000, &status, NULL, msg,
-                                             sizeof(msg), &err),
-                         0);
+        ck_assert_int_eq(
+            engine_request_json(&c, "POST", wp, NULL, 60000, &status, NULL, msg, sizeof(msg), &err),
+            0);
         engine_request_json(&c, "DELETE", dp, NULL, 60000, &status, NULL, msg, sizeof(msg), &err);
         _cleanup_free_ char *nf = xasprintf("%s/nokeepid.txt", ws_dir);
         ck_assert_int_eq(stat(nf, &sst), 0);
@@ -1916,8 +1922,8 @@ START_TEST(podman_rootless_keep_id)
         test_backend = backend_free(test_backend);
 
         /* 2. the retry, through the injecting proxy */
-        struct inject_counters *ctr = mmap(NULL, sizeof(*ctr), PROT_READ | PROT_WRITE,
-                                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        struct inject_counters *ctr =
+            mmap(NULL, sizeof(*ctr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         ck_assert_ptr_ne(ctr, MAP_FAILED);
         _cleanup_free_ char *ps = xasprintf("%s/inject.sock", d);
         _cleanup_free_ char *phost = xasprintf("unix://%s", ps);
