@@ -35,6 +35,7 @@
 /* /info: Podman builds it by running conmon, the runtime and more: 4-20 s measured under CI
  * load (load average 18 on 2 cores). Slow is not down: /_ping already said it is up. */
 #define ENGINE_INFO_MS 60000
+#define ENGINE_CGROUP_RMDIR_TRIES 100 /* x 100 ms: a run's parent cgroup, after the removal */
 
 struct engine_state {
         pthread_mutex_t lock;
@@ -1001,8 +1002,13 @@ static void *removal_thread(void *p)
 
         if (container_remove(&st->conn, rm->id, &e) < 0)
                 log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
-        if (rm->cgroup)
-                engine_hostcg_remove(rm->cgroup);
+        /* Podman's conmon and its `container cleanup` can outlive the DELETE by a moment:
+         * retry (this thread is off the result's path); the next start's sweep is the rest */
+        for (unsigned i = 0; rm->cgroup && i < ENGINE_CGROUP_RMDIR_TRIES; i++) {
+                if (engine_hostcg_remove(rm->cgroup) == 0)
+                        break;
+                usleep(100000);
+        }
         active_del(st, rm->id);
         free(rm->id);
         free(rm->cgroup);

@@ -223,8 +223,10 @@ void engine_hostcg_name(const char *owner, unsigned long seq, char *ret, size_t 
  * shares @rel (<rel>/conmon): its CPU is subtracted, the peaks are not measured. */
 void engine_hostcg_read(const char *rel, bool podman, struct run_usage *u);
 
-/** engine_hostcg_remove() - remove parent cgroup @rel from every cgroup hierarchy. */
-void engine_hostcg_remove(const char *rel);
+/** engine_hostcg_remove() - remove parent cgroup @rel (and Podman's monitor cgroup in it)
+ * from every cgroup hierarchy. Return: 0, or -EBUSY when it is still in use somewhere (the
+ * engine's monitor or cleanup process may outlive the container's removal briefly). */
+int engine_hostcg_remove(const char *rel);
 
 /** engine_hostcg_sweep() - remove the empty parent cgroups of servers that are gone.
  * Return: how many directories were removed. */

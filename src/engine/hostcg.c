@@ -220,20 +220,29 @@ static void each_cgroup_mount(void (*fn)(const char *mnt, void *ud), void *ud)
         }
 }
 
+struct rmdir_ctx {
+        const char *rel;
+        bool busy; /* some hierarchy still had it in use */
+};
+
 static void rmdir_in(const char *mnt, void *ud)
 {
-        const char *rel = ud;
+        struct rmdir_ctx *c = ud;
         char path[512];
-        snprintf(path, sizeof(path), "%s%s/" HOSTCG_MONITOR, mnt, rel);
+        snprintf(path, sizeof(path), "%s%s/" HOSTCG_MONITOR, mnt, c->rel);
         (void)rmdir(path);
-        snprintf(path, sizeof(path), "%s%s", mnt, rel);
-        if (rmdir(path) < 0 && errno != ENOENT)
+        snprintf(path, sizeof(path), "%s%s", mnt, c->rel);
+        if (rmdir(path) < 0 && errno != ENOENT) {
+                c->busy = true;
                 log_debug("cannot remove the run's cgroup '%s': %m", path);
+        }
 }
 
-void engine_hostcg_remove(const char *rel)
+int engine_hostcg_remove(const char *rel)
 {
-        each_cgroup_mount(rmdir_in, (void *)rel);
+        struct rmdir_ctx c = {.rel = rel};
+        each_cgroup_mount(rmdir_in, &c);
+        return c.busy ? -EBUSY : 0;
 }
 
 /* Sweep: parents "<pid>-<start>-<n>" whose server is gone (an empty one is removed; one that
