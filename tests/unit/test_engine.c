@@ -1602,6 +1602,36 @@ START_TEST(podman_rootful_oom_from_kernel)
 }
 END_TEST
 
+/* The CPU cap on rootful Podman (cgroup v1): the kernel's CFS quota of the container's cgroup,
+ * read from inside, follows VESTIBULE_CPU_PCT; controls: another setting gives another quota,
+ * and the host's own root cgroup has none (-1). A throttling count is not asserted: on a
+ * loaded 2-core host the runs may never reach their quota. */
+static const char quota_py[] = "d = '/sys/fs/cgroup/cpu/'\n"
+                               "print('quota=%s/%s' % (open(d + 'cpu.cfs_quota_us').read().strip(),"
+                               " open(d + 'cpu.cfs_period_us').read().strip()))\n";
+
+START_TEST(podman_rootful_cpu_quota)
+{
+        char a[64];
+        engine_or_skip(PODMAN_SOCK, SBX_RUNTIME_PODMAN);
+        test_cfg.cpu_pct = 75;
+        struct run_out o = run_code(SBX_LANG_PYTHON, quota_py, 20, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(kv(o.text, "quota", a, sizeof(a)), "75000/100000");
+        run_result_done(&o.res);
+        test_cfg.cpu_pct = 150;
+        o = run_code(SBX_LANG_PYTHON, quota_py, 20, -1);
+        expect_exit0(&o);
+        ck_assert_str_eq(kv(o.text, "quota", a, sizeof(a)), "150000/100000");
+        run_result_done(&o.res);
+        FILE *f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "re");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fscanf(f, "%63s", a), 1);
+        fclose(f);
+        ck_assert_str_eq(a, "-1");
+}
+END_TEST
+
 START_TEST(podman_rootful_usage)
 {
         if (geteuid() != 0)
@@ -2103,6 +2133,7 @@ static Suite *engine_suite(void)
                 tcase_add_test(tc, podman_rootful_behaviours);
                 tcase_add_test(tc, podman_rootful_oom_from_kernel);
                 tcase_add_test(tc, podman_rootful_usage);
+                tcase_add_test(tc, podman_rootful_cpu_quota);
                 if (root)
                         tcase_add_test(tc, podman_engine_stopped_mid_run);
                 suite_add_tcase(s, tc);
