@@ -115,6 +115,10 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_object_add(hc, "LogConfig", lc);
         if (s->userns_keep_id)
                 json_object_object_add(hc, "UsernsMode", json_object_new_string("keep-id"));
+        /* a parent cgroup of ours whose counters outlive the container's (hostcg.c) */
+        if (s->cgroup_parent)
+                json_object_object_add(hc, "CgroupParent",
+                                       json_object_new_string(s->cgroup_parent));
         json_object_object_add(b, "HostConfig", hc);
         return b;
 }

@@ -184,6 +184,7 @@ struct engine_run_spec {
         bool podman;
         bool userns_keep_id; /* rootless Podman: map our uid to itself */
         bool init;           /* an init as PID 1 (docker-init / catatonit) */
+        const char *cgroup_parent; /* HostConfig.CgroupParent (hostcg.c); NULL = the engine's */
 };
 
 /** engine_create_body() - the POST /containers/create body for @spec (ENGINE_NOTES §1).
@@ -199,6 +200,52 @@ json_object *engine_create_body(const struct engine_run_spec *spec);
  */
 int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *spec, char *degraded,
                           size_t degraded_size, struct sbx_error *err);
+
+/* ---------------------------------------------------------------------------------------- */
+/* What the host kernel says about a rootful engine's container (hostcg.c)                   */
+
+struct run_usage;
+
+/**
+ * engine_hostcg_available() - whether this server can give each run a parent cgroup of its
+ * own and read it: root, with the cgroup v1 memory, cpuacct and pids hierarchies mounted at
+ * their roots and writable. Return: 0, or -errno with the reason (for a `not measured:`) in @why.
+ */
+int engine_hostcg_available(char *why, size_t size);
+
+/** engine_hostcg_name() - the CgroupParent of run @seq of the server labelled @owner:
+ * "/vestibule/<pid>-<start time>-<seq>" (the sweep reads the owner back from it). */
+void engine_hostcg_name(const char *owner, unsigned long seq, char *ret, size_t size);
+
+/** engine_hostcg_read() - the peak memory (memory.max_usage_in_bytes), CPU time
+ * (cpuacct.usage) and peak task count (pids.peak) of parent cgroup @rel into @u; a figure
+ * that cannot be read is `not measured` with the reason. @podman: the engine's monitor
+ * shares @rel (<rel>/conmon): its CPU is subtracted, the peaks are not measured. */
+void engine_hostcg_read(const char *rel, bool podman, struct run_usage *u);
+
+/** engine_hostcg_remove() - remove parent cgroup @rel (and Podman's monitor cgroup in it)
+ * from every cgroup hierarchy. Return: 0, or -EBUSY when it is still in use somewhere (the
+ * engine's monitor or cleanup process may outlive the container's removal briefly). */
+int engine_hostcg_remove(const char *rel);
+
+/** engine_hostcg_sweep() - remove the empty parent cgroups of servers that are gone.
+ * Return: how many directories were removed. */
+unsigned engine_hostcg_sweep(void);
+
+/** engine_kmsg_open() - /dev/kmsg, non-blocking, positioned after the last record.
+ * Return: the fd, or -errno (-EPERM without CAP_SYSLOG under dmesg_restrict). */
+int engine_kmsg_open(void);
+
+/** engine_kmsg_line_is_oom_of() - whether kmsg record @rec is the kernel's oom-kill record
+ * for the memory cgroup of container @id (its oom_memcg path ends in the full id). */
+bool engine_kmsg_line_is_oom_of(const char *rec, const char *id);
+
+/**
+ * engine_kmsg_find_oom() - read the records after @fd's position, looking for the oom-kill
+ * record of container @id.
+ * Return: 1 found, 0 not there, -ENODATA when records were lost before they were read.
+ */
+int engine_kmsg_find_oom(int fd, const char *id);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Owner labels and the leftover sweep (backend.c)                                           */
