@@ -15,7 +15,7 @@
  * returned through the usual sbx_error path. A call through the table without a successful
  * load first loads it too, and when that fails the server stops with that same message on
  * stderr (abort): that is a missing lazy_*_load() at an entry point, a bug, never a state a
- * user can reach through a missing package alone.
+ * user can reach through a missing package alone. (sd-bus never aborts: sdbus.h says why.)
  *
  * Loading is once per process (pthread_once), thread-safe, and never undone (no dlclose): the
  * table is then read-only. The table's fields are typed from the real prototypes
