@@ -176,6 +176,10 @@ struct engine_run_spec {
         const char *workspace; /* host dir bound at /workspace */
         bool workspace_ro;
         const char *code_dir;  /* host dir bound read-only at /sandbox */
+        /* A daemon that cannot see our files: named volumes instead of the two binds (set
+         * both; then workspace and code_dir are not used in the body). */
+        const char *workspace_volume; /* at /workspace (read-only with workspace_ro) */
+        const char *code_volume;      /* at /sandbox, read-only */
         uint64_t memory_bytes; /* Memory = MemorySwap */
         uint64_t nano_cpus;
         unsigned pids_max;
@@ -289,6 +293,105 @@ int engine_image_pull(const struct engine_conn *c, const char *image, FILE *prog
  */
 int engine_setup_pull(const struct sbx_config *cfg, const char *image, FILE *progress, bool tty,
                       struct sbx_error *err);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Hand-in through volumes for a daemon that cannot see our files (volume.c)                 */
+
+/* One entry of the host workspace as it went into the volume. */
+struct engine_manifest_entry {
+        char *rel; /* workspace-relative path */
+        mode_t mode;
+        off_t size;
+        int64_t mtime_ns;
+};
+
+struct engine_manifest {
+        struct engine_manifest_entry *v;
+        size_t n;
+};
+
+/** engine_manifest_done() - free what @m holds. */
+void engine_manifest_done(struct engine_manifest *m);
+
+/* What the copy-back did. */
+struct engine_copyback {
+        unsigned files, dirs, symlinks, deleted;
+        unsigned refused;         /* entries not written (see first_refusal) */
+        char first_refusal[200];  /* "'name': why" of the first refused entry */
+};
+
+/**
+ * engine_handin_tar() - write to @fd the tar PUT at "/" of the helper container: sandbox/
+ * (root 0755) holding @script_name (root 0644, @code), and when @workspace_dir is set,
+ * workspace/ with a copy of that folder, every entry owned by @uid:@gid (so the volume root is
+ * the run user's, as the host folder is behind a bind mount). Symlinks go in as symlinks and
+ * are never followed; sockets, fifos and devices are left out (*@ret_skipped counts them).
+ * @ret_manifest: what went in (for engine_workspace_unpack()'s deletions); may be NULL.
+ * Return: 0 or -errno with @err.
+ */
+int engine_handin_tar(int fd, const char *script_name, const char *code, size_t code_len,
+                      const char *workspace_dir, uid_t uid, gid_t gid,
+                      struct engine_manifest *ret_manifest, unsigned *ret_skipped,
+                      struct sbx_error *err);
+
+/** engine_tar_name_clean() - an archive member name as a clean relative path ("" = the root);
+ * -EPERM with *@ret_why for an absolute name or a '..' component. */
+int engine_tar_name_clean(const char *name, char **ret, const char **ret_why);
+
+/**
+ * engine_workspace_unpack() - unpack the tar on @tar_fd (GET .../archive?path=/workspace/.)
+ * into @workspace_dir. Names that are absolute or hold '..', entries whose folder on this
+ * machine is a symlink or a file, hardlinks to anything but a file of the same tree, and
+ * anything but files, folders and symlinks are refused (counted in @ret, not written); a file
+ * or symlink replaces what is there by rename, never writing through a symlink. Entries of @m
+ * missing from the tar and unchanged on this machine since they went in are deleted (the run
+ * deleted them). With @do_chown (a server running as root) what is written belongs to
+ * @uid:@gid, as the run user's writes through a bind mount would.
+ * Return: 0 (refusals are in @ret), or -errno when the host cannot take the copy or the tar is
+ * broken (@ret still says what was done).
+ */
+int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
+                            const struct engine_manifest *m, uid_t uid, gid_t gid, bool do_chown,
+                            struct engine_copyback *ret, struct sbx_error *err);
+
+/** engine_volume_name() - "vestibule-<kind>-<16 random hex>" into @ret. Return 0 or -errno. */
+int engine_volume_name(const char *kind, char *ret, size_t size);
+
+/** engine_volume_create() - POST /volumes/create @name labelled vestibule.run=1 and
+ * vestibule.owner=@owner (the sweep removes it once @owner is gone). Return 0 or -errno. */
+int engine_volume_create(const struct engine_conn *c, const char *name, const char *owner,
+                         struct sbx_error *err);
+
+/** engine_volume_remove() - DELETE /volumes/@name (force); a missing one is fine. */
+int engine_volume_remove(const struct engine_conn *c, const char *name, struct sbx_error *err);
+
+/** engine_helper_body() - the create body of the helper container: @image, never started
+ * (Cmd true, no network, no capabilities), @code_volume at /sandbox and @workspace_volume
+ * (NULL = none) at /workspace, both writable, labelled like a run (plus vestibule.helper=1). */
+json_object *engine_helper_body(const char *image, const char *code_volume,
+                                const char *workspace_volume, const char *owner);
+
+/** engine_archive_put() - PUT the tar on @fd (from offset 0) into container @id at @path. */
+int engine_archive_put(const struct engine_conn *c, const char *id, const char *path, int fd,
+                       struct sbx_error *err);
+
+/** engine_archive_get() - GET container @id's @path as a tar into @fd, rewound on success. */
+int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,
+                       struct sbx_error *err);
+
+/**
+ * engine_daemon_shares_files() - whether bind mounts of this machine's paths reach the engine's
+ * containers: a unix socket (@ep) whose daemon reports this machine's host name (/info Name =
+ * @our_host) and is not Docker Desktop or podman machine (/info OperatingSystem @os_name), both
+ * of which run the engine in a VM seeing only shared folders. Everything else (tcp://, a
+ * forwarded socket of another host) gets the volume hand-in; @why says which, for the log.
+ */
+bool engine_daemon_shares_files(const struct engine_endpoint *ep, const char *os_name,
+                                const char *daemon_name, const char *our_host, char *why,
+                                size_t why_size);
+
+/** engine_tmpfile() - an unnamed temporary file (O_TMPFILE in /var/tmp or /tmp), or -errno. */
+int engine_tmpfile(struct sbx_error *err);
 
 struct backend;
 /**
