@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +39,26 @@ void engine_context_hash(const char *name, char ret[65])
         for (unsigned i = 0; i < md_len && i < 32; i++)
                 snprintf(ret + 2 * i, 3, "%02x", md[i]);
         ret[64] = '\0';
+}
+
+bool engine_host_is_loopback(const char *name, size_t n)
+{
+        char buf[256];
+        struct in_addr a4;
+        struct in6_addr a6;
+
+        if (n == 0 || n >= sizeof(buf))
+                return false;
+        memcpy(buf, name, n);
+        buf[n] = '\0';
+        if (strcasecmp(buf, "localhost") == 0)
+                return true; /* curl resolves it to the loopback itself, never through DNS */
+        if (inet_pton(AF_INET, buf, &a4) == 1)
+                return (ntohl(a4.s_addr) >> 24) == 127;
+        if (inet_pton(AF_INET6, buf, &a6) == 1)
+                return IN6_IS_ADDR_LOOPBACK(&a6) ||
+                       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+        return false;
 }
 
 int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *ret,
@@ -79,6 +101,28 @@ int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *re
                 bool has_port = memchr(hp, ':', n) != NULL && hp[0] != '[';
                 if (hp[0] == '[') /* [v6]:port */
                         has_port = strstr(hp, "]:") != NULL && (size_t)(strstr(hp, "]:") - hp) < n;
+                /* the host name without the port, for the plaintext check */
+                const char *hn = hp;
+                size_t hn_len = n;
+                if (hp[0] == '[') {
+                        const char *rb = memchr(hp, ']', n);
+                        hn = hp + 1;
+                        hn_len = rb ? (size_t)(rb - hp) - 1 : 0;
+                } else if (memchr(hp, ':', n)) {
+                        hn_len = (size_t)((const char *)memchr(hp, ':', n) - hp);
+                }
+                /* Whoever can reach an engine's API is root on its host, and plain HTTP lets
+                 * anyone on the path read and rewrite every request: only the loopback may be
+                 * spoken to in the clear. */
+                if (!tls && !engine_host_is_loopback(hn, hn_len))
+                        return sbx_fail(err, EPERM,
+                                        "refusing plain (unencrypted, unauthenticated) HTTP to the "
+                                        "container engine at '%s': set DOCKER_TLS_VERIFY=1 and "
+                                        "DOCKER_CERT_PATH to a folder with ca.pem, cert.pem and "
+                                        "key.pem (the daemon's --tlsverify setup), or forward the "
+                                        "engine's socket (ssh -L /tmp/docker.sock:/var/run/"
+                                        "docker.sock host) and use unix://",
+                                        host);
                 ep.tls = tls;
                 ep.tls_verify = tls;
                 snprintf(ep.base_url, sizeof(ep.base_url), "%s://%.*s%s", tls ? "https" : "http",
@@ -103,6 +147,27 @@ int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *re
                                 host);
         }
         *ret = ep;
+        return 0;
+}
+
+int engine_cert_dir_check(const char *dir, const char *origin, struct sbx_error *err)
+{
+        static const char *const files[] = {"ca.pem", "cert.pem", "key.pem"};
+
+        if (!dir || !*dir)
+                return sbx_fail(err, ENOENT,
+                                "DOCKER_TLS_VERIFY is set but there is no folder with the TLS "
+                                "certificates: set DOCKER_CERT_PATH to the folder holding "
+                                "ca.pem, cert.pem and key.pem");
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *f = xasprintf("%s/%s", dir, files[i]);
+                if (access(f, R_OK) < 0)
+                        return sbx_fail(err, errno,
+                                        "cannot read '%s' (%s, from %s): DOCKER_TLS_VERIFY needs "
+                                        "ca.pem, cert.pem and key.pem there; set DOCKER_CERT_PATH "
+                                        "to the folder the daemon's client certificates are in",
+                                        f, strerror(errno), origin);
+        }
         return 0;
 }
 
@@ -337,6 +402,11 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                         const char *cp = env_nonempty(getenv_fn, "DOCKER_CERT_PATH");
                         _cleanup_free_ char *def = home ? xasprintf("%s/.docker", home) : NULL;
                         snprintf(ep.cert_dir, sizeof(ep.cert_dir), "%s", cp ? cp : def ? def : "");
+                        r = engine_cert_dir_check(ep.cert_dir, cp ? "DOCKER_CERT_PATH"
+                                                                  : "the default ~/.docker",
+                                                  err);
+                        if (r < 0)
+                                return r;
                 }
                 ep.explicit_choice = true;
                 snprintf(ep.origin, sizeof(ep.origin), "DOCKER_HOST");

@@ -45,12 +45,22 @@ struct engine_endpoint {
 /**
  * engine_endpoint_parse() - parse a DOCKER_HOST-style address.
  * @host: "unix:///path", "tcp://host:port" ("tcp://host" = port 2375, or 2376 with TLS);
- *        "npipe://" and "ssh://" are refused with the fix in @err.
+ *        "npipe://" and "ssh://" are refused with the fix in @err, and so is tcp:// without
+ *        TLS to anything but the loopback (-EPERM, naming DOCKER_TLS_VERIFY).
  * @tls_verify: whether TLS is asked for (DOCKER_TLS_VERIFY or a context's TLS data).
  * Return: 0, or -EINVAL / -EPROTONOSUPPORT / -ENAMETOOLONG with @err naming the fix.
  */
 int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *ret,
                           struct sbx_error *err);
+
+/** engine_host_is_loopback() - whether the host name @name (@n bytes, no port, no brackets) is
+ * the loopback: "localhost", 127.0.0.0/8, ::1 (or ::ffff:127.x). Plain tcp:// is refused to
+ * anything else. */
+bool engine_host_is_loopback(const char *name, size_t n);
+
+/** engine_cert_dir_check() - ca.pem, cert.pem and key.pem readable in @dir (@origin names
+ * where @dir came from, for the message). Return 0, or -errno with the fix in @err. */
+int engine_cert_dir_check(const char *dir, const char *origin, struct sbx_error *err);
 
 /** engine_context_hash() - lower-case hex sha256 of @name into @ret (65 bytes), as the
  * docker CLI names a context's directory under contexts/meta/. */
