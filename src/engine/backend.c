@@ -515,7 +515,7 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         struct sbx_error e2 = {0};
         int n = engine_sweep(&fresh.conn, &e2);
         if (n > 0)
-                log_info("removed %d leftover sandbox container(s) of servers that are gone", n);
+                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that are gone", n);
         else if (n < 0)
                 log_debug("%s, ignoring", e2.msg);
 

@@ -34,6 +34,14 @@ static json_object *mount(const char *type, const char *src, const char *dst, bo
         json_object_object_add(o, "Source", json_object_new_string(src));
         json_object_object_add(o, "Target", json_object_new_string(dst));
         json_object_object_add(o, "ReadOnly", json_object_new_boolean(ro));
+        if (strcmp(type, "volume") == 0) {
+                /* NoCopy: an empty volume must stay as filled (an empty workspace's root owned
+                 * by the run's user), not take the image directory's content and owner when a
+                 * container mounting it is created */
+                json_object *vo = json_object_new_object();
+                json_object_object_add(vo, "NoCopy", json_object_new_boolean(true));
+                json_object_object_add(o, "VolumeOptions", vo);
+        }
         return o;
 }
 

@@ -731,11 +731,12 @@ int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
         /* Deletions: what went in, is no longer in the run's workspace, and is unchanged on
          * this machine since (another run or tool may have written it meanwhile: kept).
          * Deepest first, so a removed folder is empty by the time it is removed. */
-        qsort(seen.v, seen.n, sizeof(char *), cmp_str);
+        if (seen.n > 0)
+                qsort(seen.v, seen.n, sizeof(char *), cmp_str);
         for (size_t i = m ? m->n : 0; i-- > 0;) {
                 const struct engine_manifest_entry *me = &m->v[i];
                 const char *key = me->rel;
-                if (bsearch(&key, seen.v, seen.n, sizeof(char *), cmp_str))
+                if (seen.n > 0 && bsearch(&key, seen.v, seen.n, sizeof(char *), cmp_str))
                         continue;
                 if (!manifest_unchanged(rootfd, me))
                         continue;
@@ -839,6 +840,11 @@ json_object *engine_helper_body(const char *image, const char *code_volume,
                 json_object_object_add(m, "Source", json_object_new_string(vols[i][0]));
                 json_object_object_add(m, "Target", json_object_new_string(vols[i][1]));
                 json_object_object_add(m, "ReadOnly", json_object_new_boolean(false));
+                /* no copy of the image's directory into the new volume: its root takes the
+                 * owner and mode of the tar's entry (engine_create_body() does the same) */
+                json_object *vo = json_object_new_object();
+                json_object_object_add(vo, "NoCopy", json_object_new_boolean(true));
+                json_object_object_add(m, "VolumeOptions", vo);
                 json_object_array_add(mounts, m);
         }
         json_object_object_add(hc, "Mounts", mounts);

@@ -538,9 +538,11 @@ START_TEST(volume_mounts_in_body_and_verified)
         struct sbx_error err = {0};
 
         ck_assert_ptr_nonnull(strstr(text, "{\"Type\":\"volume\",\"Source\":\"vestibule-code-1\","
-                                           "\"Target\":\"\\/sandbox\",\"ReadOnly\":true}"));
+                                           "\"Target\":\"\\/sandbox\",\"ReadOnly\":true,"
+                                           "\"VolumeOptions\":{\"NoCopy\":true}}"));
         ck_assert_ptr_nonnull(strstr(text, "{\"Type\":\"volume\",\"Source\":\"vestibule-ws-1\","
-                                           "\"Target\":\"\\/workspace\",\"ReadOnly\":false}"));
+                                           "\"Target\":\"\\/workspace\",\"ReadOnly\":false,"
+                                           "\"VolumeOptions\":{\"NoCopy\":true}}"));
         ck_assert_ptr_null(strstr(text, "/host/"));
         ck_assert_ptr_null(strstr(text, "\"bind\""));
 
@@ -643,8 +645,11 @@ static void forwarder_start(const char *tls_dir)
         char buf[64] = "";
         size_t got = 0;
 
+        static char *log_dir;
+        if (!log_dir)
+                log_dir = sbx_test_tmpdir(); /* not in the workspace: copied in and back */
         free(fwd_log);
-        fwd_log = xasprintf("%s/forward.log", ws_dir ? ws_dir : "/tmp");
+        fwd_log = xasprintf("%s/forward.log", log_dir);
         unlink(fwd_log);
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
         fwd_pid = fork();
@@ -855,6 +860,27 @@ static void check_remote_runs(const char *tls_certs)
         run_result_done(&o.res);
         /* it went through the front, not some socket found on the side */
         ck_assert_uint_gt(forwarder_lines("conn"), 0);
+
+        /* an empty workspace (0700, the user's): its root stays the run user's inside, not
+         * the image's /workspace owner (a new volume would copy that without NoCopy) */
+        _cleanup_free_ char *empty = sbx_test_tmpdir();
+        ck_assert_int_eq(chmod(empty, 0700), 0);
+        if (test_cfg.run_as_set)
+                ck_assert_int_eq(chown(empty, test_cfg.run_as_uid, test_cfg.run_as_gid), 0);
+        test_cfg.workspace_dir = empty;
+        o = run_code(SBX_LANG_BASH, "stat -c %u:%a /workspace; echo hi >/workspace/first.txt\n",
+                     10);
+        expect_exit0(&o);
+        _cleanup_free_ char *want = xasprintf("%s:700\n", uid);
+        ck_assert_str_eq(o.text, want);
+        run_result_done(&o.res);
+        _cleanup_free_ char *first = xasprintf("%s/first.txt", empty);
+        _cleanup_free_ char *ft = read_text(first);
+        ck_assert_ptr_nonnull(ft);
+        ck_assert_str_eq(ft, "hi\n");
+        unlink(first);
+        rmdir(empty);
+        test_cfg.workspace_dir = ws_dir;
 
         /* lockdown and the hand-in, from inside; the workspace input is read */
         write_file(input, "from the host\n");
