@@ -314,8 +314,10 @@ int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
         struct sbx_error first = {0};
         int first_rc = 0, r;
 
-        r = engine_endpoints_resolve(cfg->runtime, getenv_fn, &eps, &n, missing, sizeof(missing),
-                                     err);
+        r = getenv_fn ? engine_endpoints_resolve(cfg->runtime, getenv_fn, &eps, &n, missing,
+                                                 sizeof(missing), err)
+                      : engine_endpoints_resolve_env(cfg->runtime, &cfg->engine_env, &eps, &n,
+                                                     missing, sizeof(missing), err);
         if (r < 0)
                 return r;
         if (n == 0) {
@@ -1599,5 +1601,5 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
 
 int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err)
 {
-        return engine_backend_new_with_env(cfg, engine_env_getenv, ret, err);
+        return engine_backend_new_with_env(cfg, NULL, ret, err); /* cfg->engine_env */
 }

@@ -17,16 +17,8 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 
-const char *engine_env_getenv(const char *name)
+static const char *env_nonempty(const char *v)
 {
-        /* The one getenv of src/engine: the DOCKER_* variables belong to the docker CLI's
-         * conventions, not to VESTIBULE_* config. Tests inject their own function instead. */
-        return secure_getenv(name);
-}
-
-static const char *env_nonempty(engine_getenv_fn getenv_fn, const char *name)
-{
-        const char *v = getenv_fn ? getenv_fn(name) : NULL;
         return v && *v ? v : NULL;
 }
 
@@ -190,10 +182,10 @@ static char *read_file_small(const char *path, size_t cap)
 }
 
 /* $DOCKER_CONFIG, else $HOME/.docker; NULL when neither is known. */
-static char *docker_config_dir(engine_getenv_fn getenv_fn)
+static char *docker_config_dir(const struct sbx_engine_env *env)
 {
-        const char *dc = env_nonempty(getenv_fn, "DOCKER_CONFIG");
-        const char *home = env_nonempty(getenv_fn, "HOME");
+        const char *dc = env_nonempty(env->docker_config);
+        const char *home = env_nonempty(env->home);
 
         if (dc)
                 return xstrdup(dc);
@@ -245,11 +237,11 @@ static int context_endpoint(const char *cfgdir, const char *name, struct engine_
 }
 
 /* The context to use: DOCKER_CONTEXT, else config.json's currentContext; NULL = default. */
-static char *current_context(engine_getenv_fn getenv_fn, const char *cfgdir)
+static char *current_context(const struct sbx_engine_env *env, const char *cfgdir)
 {
-        const char *env = env_nonempty(getenv_fn, "DOCKER_CONTEXT");
-        if (env)
-                return strcmp(env, "default") == 0 ? NULL : xstrdup(env);
+        const char *dc = env_nonempty(env->docker_context);
+        if (dc)
+                return strcmp(dc, "default") == 0 ? NULL : xstrdup(dc);
         if (!cfgdir)
                 return NULL;
         _cleanup_free_ char *path = xasprintf("%s/config.json", cfgdir);
@@ -355,10 +347,25 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                              struct engine_endpoint **ret, size_t *ret_n, char *ret_missing,
                              size_t missing_size, struct sbx_error *err)
 {
+        struct sbx_engine_env env = {0};
+        int r;
+
+        config_engine_env_fill(getenv_fn, &env);
+        r = engine_endpoints_resolve_env(runtime, &env, ret, ret_n, ret_missing, missing_size,
+                                         err);
+        config_engine_env_done(&env);
+        return r;
+}
+
+int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime,
+                                 const struct sbx_engine_env *env, struct engine_endpoint **ret,
+                                 size_t *ret_n, char *ret_missing, size_t missing_size,
+                                 struct sbx_error *err)
+{
         struct endpoint_list l = {0};
         struct engine_endpoint ep;
-        const char *home = env_nonempty(getenv_fn, "HOME");
-        const char *xdg = env_nonempty(getenv_fn, "XDG_RUNTIME_DIR");
+        const char *home = env_nonempty(env->home);
+        const char *xdg = env_nonempty(env->xdg_runtime_dir);
         _cleanup_free_ char *xdg_def = NULL;
         int r;
 
@@ -375,7 +382,7 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                 ret_missing[0] = '\0';
 
         if (runtime == SBX_RUNTIME_PODMAN) {
-                const char *ch = env_nonempty(getenv_fn, "CONTAINER_HOST");
+                const char *ch = env_nonempty(env->container_host);
                 if (ch) {
                         r = engine_endpoint_parse(ch, false, &ep, err);
                         if (r < 0)
@@ -391,15 +398,15 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                 return 0;
         }
 
-        const char *dh = env_nonempty(getenv_fn, "DOCKER_HOST");
+        const char *dh = env_nonempty(env->docker_host);
         if (dh) {
-                const char *tv = env_nonempty(getenv_fn, "DOCKER_TLS_VERIFY");
+                const char *tv = env_nonempty(env->docker_tls_verify);
                 bool tls = tv && strcmp(tv, "0") != 0;
                 r = engine_endpoint_parse(dh, tls, &ep, err);
                 if (r < 0)
                         return sbx_wrap(err, "DOCKER_HOST");
                 if (tls && !ep.is_unix) {
-                        const char *cp = env_nonempty(getenv_fn, "DOCKER_CERT_PATH");
+                        const char *cp = env_nonempty(env->docker_cert_path);
                         _cleanup_free_ char *def = home ? xasprintf("%s/.docker", home) : NULL;
                         snprintf(ep.cert_dir, sizeof(ep.cert_dir), "%s", cp ? cp : def ? def : "");
                         r = engine_cert_dir_check(ep.cert_dir, cp ? "DOCKER_CERT_PATH"
@@ -416,8 +423,8 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                 return 0;
         }
 
-        _cleanup_free_ char *cfgdir = docker_config_dir(getenv_fn);
-        _cleanup_free_ char *ctx = current_context(getenv_fn, cfgdir);
+        _cleanup_free_ char *cfgdir = docker_config_dir(env);
+        _cleanup_free_ char *ctx = current_context(env, cfgdir);
         if (ctx) {
                 if (!cfgdir)
                         return sbx_fail(err, ENOENT,

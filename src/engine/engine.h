@@ -21,13 +21,17 @@
 /* Endpoint resolution (endpoint.c)                                                          */
 
 /* Reads one environment variable; returns NULL when unset. Injected so tests need no real
- * environment (STYLE.md: only src/config calls getenv; engine_env_getenv() is the one place
- * in src/engine that does, for the DOCKER_* variables config does not own). */
+ * environment. The server itself passes NULL where one is taken: then the DOCKER_* variables
+ * come from the config (struct sbx_engine_env, read by config_load(); STYLE.md: only
+ * src/config reads the environment). */
 typedef const char *(*engine_getenv_fn)(const char *name);
 
-/** engine_env_getenv() - the process environment (secure_getenv), for engine_endpoints_resolve().
- */
-const char *engine_env_getenv(const char *name);
+/** engine_env_getenv() - the process environment as config reads it (secure_getenv), for
+ * callers that want a live read through an engine_getenv_fn (setup, tests). */
+static inline const char *engine_env_getenv(const char *name)
+{
+        return config_process_getenv(name);
+}
 
 struct engine_endpoint {
         char host[512]; /* as given: "unix:///var/run/docker.sock", "tcp://h:2376" */
@@ -80,6 +84,12 @@ void engine_context_hash(const char *name, char ret[65]);
 int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn getenv_fn,
                              struct engine_endpoint **ret, size_t *ret_n, char *ret_missing,
                              size_t missing_size, struct sbx_error *err);
+
+/** engine_endpoints_resolve_env() - the same, from the variables in @env (the config's). */
+int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime,
+                                 const struct sbx_engine_env *env, struct engine_endpoint **ret,
+                                 size_t *ret_n, char *ret_missing, size_t missing_size,
+                                 struct sbx_error *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /* HTTP (http.c)                                                                            */
@@ -231,8 +241,8 @@ bool engine_owner_alive(const char *label);
 int engine_sweep(const struct engine_conn *c, struct sbx_error *err);
 
 /**
- * engine_connect() - resolve the endpoint for @cfg's runtime (through @getenv_fn), ping it and
- * negotiate the API version.
+ * engine_connect() - resolve the endpoint for @cfg's runtime (from @cfg->engine_env, or through
+ * @getenv_fn when not NULL: tests), ping it and negotiate the API version.
  * Return: 0 with @ret filled, or -errno with the Blocked: text in @err.
  */
 int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
@@ -282,7 +292,8 @@ const char *engine_image_for(const struct sbx_config *cfg, const char *language)
  */
 int engine_setup_import(const struct sbx_config *cfg, const char *tar, const char *ref,
                         struct sbx_error *err);
-/** engine_setup_import_with_env() - the same, reading DOCKER_* etc. through @getenv_fn. */
+/** engine_setup_import_with_env() - the same, reading DOCKER_* etc. through @getenv_fn (NULL:
+ * from @cfg->engine_env, as engine_setup_import()). */
 int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                  const char *tar, const char *ref, struct sbx_error *err);
 
@@ -406,7 +417,8 @@ int engine_tmpfile(struct sbx_error *err);
 struct backend;
 /**
  * engine_backend_new_with_env() - engine_backend_new() reading DOCKER_* and friends through
- * @getenv_fn (tests inject an environment). Return 0 or -errno.
+ * @getenv_fn (tests inject an environment; NULL: from @cfg->engine_env, as
+ * engine_backend_new()). Return 0 or -errno.
  */
 int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                 struct backend **ret, struct sbx_error *err);
