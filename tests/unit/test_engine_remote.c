@@ -146,6 +146,43 @@ START_TEST(cert_dir_needs_all_three_files)
 }
 END_TEST
 
+START_TEST(config_carries_the_engine_environment)
+{
+        struct sbx_config *c = NULL;
+        struct sbx_error err = {0};
+        _cleanup_free_ struct engine_endpoint *eps = NULL;
+        size_t n = 0;
+        char miss[300];
+
+        env_reset();
+        env_set("HOME", "/home/someone");
+        env_set("DOCKER_HOST", "tcp://127.0.0.1:2375");
+        env_set("DOCKER_CONTEXT", "");
+        env_set("CONTAINER_HOST", "unix:///run/x.sock");
+        ck_assert_int_eq(config_load_from(fake_getenv, NULL, &c, &err), 0);
+        ck_assert_str_eq(c->engine_env.docker_host, "tcp://127.0.0.1:2375");
+        ck_assert_ptr_null(c->engine_env.docker_context); /* blank = unset */
+        ck_assert_str_eq(c->engine_env.container_host, "unix:///run/x.sock");
+        ck_assert_str_eq(c->engine_env.home, "/home/someone");
+        ck_assert_ptr_null(c->engine_env.docker_tls_verify);
+        /* the engine resolves from the config's copy, with no environment function */
+        ck_assert_int_eq(engine_endpoints_resolve_env(SBX_RUNTIME_AUTO, &c->engine_env, &eps, &n,
+                                                      miss, sizeof(miss), &err),
+                         0);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_str_eq(eps[0].base_url, "http://127.0.0.1:2375");
+        ck_assert_str_eq(eps[0].origin, "DOCKER_HOST");
+        free(TAKE_PTR(eps));
+        /* and the plaintext refusal holds through it */
+        free(c->engine_env.docker_host);
+        c->engine_env.docker_host = xstrdup("tcp://192.0.2.7:2375");
+        ck_assert_int_eq(engine_endpoints_resolve_env(SBX_RUNTIME_AUTO, &c->engine_env, &eps, &n,
+                                                      miss, sizeof(miss), &err),
+                         -EPERM);
+        config_free(c);
+}
+END_TEST
+
 START_TEST(which_daemons_share_our_files)
 {
         struct engine_endpoint unix_ep, tcp_ep, machine_ep;
@@ -1079,6 +1116,7 @@ static Suite *remote_suite(bool *ret_engine)
         tcase_add_test(tc, plaintext_only_to_loopback);
         tcase_add_test(tc, cert_dir_needs_all_three_files);
         tcase_add_test(tc, which_daemons_share_our_files);
+        tcase_add_test(tc, config_carries_the_engine_environment);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("archive");
