@@ -1127,7 +1127,7 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
                           const struct run_request *req, const char *image, uid_t uid, gid_t gid,
                           const char *owner, struct handin *h, struct sbx_error *err)
 {
-        _cleanup_close_ int fd = -1;
+        _cleanup_close_ int fd = -1, wfd = -1;
         _cleanup_(json_putp) json_object *body = NULL, *created = NULL;
         _cleanup_free_ char *helper = NULL;
         json_object *idj = NULL;
@@ -1138,11 +1138,16 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
         if (engine_volume_name("code", h->code_vol, sizeof(h->code_vol)) < 0 ||
             engine_volume_name("ws", h->ws_vol, sizeof(h->ws_vol)) < 0)
                 return sbx_fail(err, EIO, "cannot draw random volume names: getrandom failed");
-        r = engine_volume_create(&st->conn, h->code_vol, owner, err);
+        r = engine_volume_create(&st->conn, h->code_vol, owner, NULL, err);
         if (r < 0)
                 return r;
         h->vols[0] = h->code_vol;
-        r = engine_volume_create(&st->conn, h->ws_vol, owner, err);
+        /* Podman takes the workspace root's owner from the driver option (its archive
+         * extraction keeps a "./" entry's owner off the mount point; Docker's gets it from the
+         * tar's workspace/ entry) */
+        _cleanup_free_ char *ws_owner =
+            st->conn.podman ? xasprintf("uid=%u,gid=%u", (unsigned)uid, (unsigned)gid) : NULL;
+        r = engine_volume_create(&st->conn, h->ws_vol, owner, ws_owner, err);
         if (r < 0)
                 return r;
         h->vols[1] = h->ws_vol;
@@ -1150,12 +1155,24 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
         fd = engine_tmpfile(err);
         if (fd < 0)
                 return fd;
-        r = engine_handin_tar(fd, sbx_language_script(req->language), req->code, req->code_len,
+        r = engine_handin_tar(fd, st->conn.podman ? ENGINE_HANDIN_CODE : ENGINE_HANDIN_BOTH,
+                              sbx_language_script(req->language), req->code, req->code_len,
                               cfg->workspace_dir, uid, gid, &h->manifest, &h->skipped, err);
         if (r < 0)
                 return sbx_wrap(err, "copying the workspace for the engine");
+        if (st->conn.podman) {
+                wfd = engine_tmpfile(err);
+                if (wfd < 0)
+                        return wfd;
+                r = engine_handin_tar(wfd, ENGINE_HANDIN_WORKSPACE,
+                                      sbx_language_script(req->language), req->code,
+                                      req->code_len, cfg->workspace_dir, uid, gid, &h->manifest,
+                                      &h->skipped, err);
+                if (r < 0)
+                        return sbx_wrap(err, "copying the workspace for the engine");
+        }
 
-        body = engine_helper_body(image, h->code_vol, h->ws_vol, owner);
+        body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
         r = engine_request_json(&st->conn, "POST", "/containers/create",
                                 json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
                                 30000, &status, &created, msg, sizeof(msg), err);
@@ -1172,10 +1189,45 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
                                 "container (HTTP %ld): %s",
                                 status, msg);
         helper = xstrdup(json_object_get_string(idj));
-        r = engine_archive_put(&st->conn, helper, "/", fd, err);
+        if (st->conn.podman) {
+                r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
+                if (r == 0)
+                        r = engine_archive_put(&st->conn, helper, "/workspace", wfd, err);
+        } else {
+                r = engine_archive_put(&st->conn, helper, "/", fd, err);
+        }
         struct sbx_error e2 = {0};
         if (container_remove(&st->conn, helper, &e2) < 0)
                 log_warning("%s (the next start's sweep removes it), ignoring", e2.msg);
+        return r;
+}
+
+/* Before start: the run container sees the hand-in through its own mounts (the script, and a
+ * top-level entry of the workspace copy). Without this check an engine that put the archive
+ * elsewhere would run nothing useful, and the copy-back would take the empty workspace for
+ * deletions. */
+static int handin_check(struct engine_state *st, const struct run_request *req, const char *id,
+                        const struct handin *h, struct sbx_error *err)
+{
+        _cleanup_free_ char *script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
+        int r = engine_archive_stat(&st->conn, id, script, err);
+
+        for (size_t i = 0; r == 0 && i < h->manifest.n; i++) {
+                if (strchr(h->manifest.v[i].rel, '/'))
+                        continue;
+                _cleanup_free_ char *p = xasprintf("/workspace/%s", h->manifest.v[i].rel);
+                r = engine_archive_stat(&st->conn, id, p, err);
+                break;
+        }
+        if (r == -ENOENT) {
+                char what[200];
+                snprintf(what, sizeof(what), "%.199s", err->msg);
+                return sbx_fail(err, EIO,
+                                "the container engine at '%s' did not hand the code and workspace "
+                                "volumes to the sandbox container (%s), so nothing was run: "
+                                "report this with the engine's version",
+                                st->conn.ep.host, what);
+        }
         return r;
 }
 
@@ -1368,6 +1420,12 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         json_object_put(TAKE_PTR(inspect));
 
         sbx_trace_lap(&trace, "inspect_verify");
+        if (volumes) {
+                r = handin_check(st, req, id, &hv, err);
+                if (r < 0)
+                        goto out_remove;
+                sbx_trace_lap(&trace, "handin_check");
+        }
         r = run_stream(b, req, id, res, &so, &trace, err);
         if (r < 0)
                 goto out_remove;

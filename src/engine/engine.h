@@ -341,18 +341,28 @@ struct engine_copyback {
         char first_refusal[200];  /* "'name': why" of the first refused entry */
 };
 
+/* Which part of the hand-in a tar holds, and where it is PUT. Docker extracts an archive PUT
+ * at "/" into the volumes mounted below it, and skips a "./" entry (the volume root would keep
+ * root's owner): one tar at "/" with sandbox/ and workspace/. Podman writes a PUT at "/" into
+ * the container's own root, not its volumes: one tar per mount point, PUT at that path. */
+enum engine_handin_part {
+        ENGINE_HANDIN_BOTH,      /* sandbox/... and workspace/..., PUT at "/" (Docker) */
+        ENGINE_HANDIN_CODE,      /* ./ and ./<script>, PUT at /sandbox (Podman) */
+        ENGINE_HANDIN_WORKSPACE, /* ./ and the workspace, PUT at /workspace (Podman) */
+};
+
 /**
- * engine_handin_tar() - write to @fd the tar PUT at "/" of the helper container: sandbox/
- * (root 0755) holding @script_name (root 0644, @code), and when @workspace_dir is set,
- * workspace/ with a copy of that folder, every entry owned by @uid:@gid (so the volume root is
- * the run user's, as the host folder is behind a bind mount). Symlinks go in as symlinks and
- * are never followed; sockets, fifos and devices are left out (*@ret_skipped counts them).
+ * engine_handin_tar() - write to @fd the hand-in tar (@part): the code directory (root 0755)
+ * holding @script_name (root 0644, @code), and when @workspace_dir is set, a copy of that
+ * folder, every entry owned by @uid:@gid (so the volume root is the run user's, as the host
+ * folder is behind a bind mount). Symlinks go in as symlinks and are never followed; set-id
+ * bits are dropped; sockets, fifos and devices are left out (*@ret_skipped counts them).
  * @ret_manifest: what went in (for engine_workspace_unpack()'s deletions); may be NULL.
  * Return: 0 or -errno with @err.
  */
-int engine_handin_tar(int fd, const char *script_name, const char *code, size_t code_len,
-                      const char *workspace_dir, uid_t uid, gid_t gid,
-                      struct engine_manifest *ret_manifest, unsigned *ret_skipped,
+int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_name,
+                      const char *code, size_t code_len, const char *workspace_dir, uid_t uid,
+                      gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
                       struct sbx_error *err);
 
 /** engine_tar_name_clean() - an archive member name as a clean relative path ("" = the root);
@@ -379,22 +389,30 @@ int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
 int engine_volume_name(const char *kind, char *ret, size_t size);
 
 /** engine_volume_create() - POST /volumes/create @name labelled vestibule.run=1 and
- * vestibule.owner=@owner (the sweep removes it once @owner is gone). Return 0 or -errno. */
+ * vestibule.owner=@owner (the sweep removes it once @owner is gone); @driver_o: the local
+ * driver's "o" option (Podman: "uid=N,gid=N" makes the volume root that user's), NULL = none.
+ * Return 0 or -errno. */
 int engine_volume_create(const struct engine_conn *c, const char *name, const char *owner,
-                         struct sbx_error *err);
+                         const char *driver_o, struct sbx_error *err);
 
 /** engine_volume_remove() - DELETE /volumes/@name (force); a missing one is fine. */
 int engine_volume_remove(const struct engine_conn *c, const char *name, struct sbx_error *err);
 
 /** engine_helper_body() - the create body of the helper container: @image, never started
  * (Cmd true, no network, no capabilities), @code_volume at /sandbox and @workspace_volume
- * (NULL = none) at /workspace, both writable, labelled like a run (plus vestibule.helper=1). */
+ * (NULL = none) at /workspace, both writable, labelled like a run (plus vestibule.helper=1);
+ * @keep_id: UsernsMode keep-id, as the run on rootless Podman. */
 json_object *engine_helper_body(const char *image, const char *code_volume,
-                                const char *workspace_volume, const char *owner);
+                                const char *workspace_volume, const char *owner, bool keep_id);
 
 /** engine_archive_put() - PUT the tar on @fd (from offset 0) into container @id at @path. */
 int engine_archive_put(const struct engine_conn *c, const char *id, const char *path, int fd,
                        struct sbx_error *err);
+
+/** engine_archive_stat() - HEAD container @id's @path: 0 when it exists, -ENOENT when not, or
+ * -errno. */
+int engine_archive_stat(const struct engine_conn *c, const char *id, const char *path,
+                        struct sbx_error *err);
 
 /** engine_archive_get() - GET container @id's @path as a tar into @fd, rewound on success. */
 int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,

@@ -253,16 +253,18 @@ static ssize_t fd_write_cb(struct archive *a, void *ud, const void *buf, size_t 
         return (ssize_t)n;
 }
 
-int engine_handin_tar(int fd, const char *script_name, const char *code, size_t code_len,
-                      const char *workspace_dir, uid_t uid, gid_t gid,
-                      struct engine_manifest *ret_manifest, unsigned *ret_skipped,
+int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_name,
+                      const char *code, size_t code_len, const char *workspace_dir, uid_t uid,
+                      gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
                       struct sbx_error *err)
 {
         _cleanup_(archive_write_freep) struct archive *a = archive_write_new();
         struct engine_manifest m = {0};
-        _cleanup_free_ char *script = xasprintf("sandbox/%s", script_name);
+        const char *code_root = part == ENGINE_HANDIN_BOTH ? "sandbox" : ".";
+        const char *ws_root = part == ENGINE_HANDIN_BOTH ? "workspace" : ".";
+        _cleanup_free_ char *script = xasprintf("%s/%s", code_root, script_name);
         time_t now = time(NULL);
-        int r;
+        int r = 0;
 
         if (!a)
                 abort();
@@ -272,15 +274,18 @@ int engine_handin_tar(int fd, const char *script_name, const char *code, size_t 
                 return tar_fail(a, "open", err);
 
         /* /sandbox: root-owned, readable by all; the run mounts it read-only anyway. */
-        r = tar_header(a, "sandbox", S_IFDIR | 0755, 0, 0, 0, NULL, now, err);
-        if (r == 0)
-                r = tar_header(a, script, S_IFREG | 0644, (int64_t)code_len, 0, 0, NULL, now, err);
-        if (r == 0)
-                r = tar_data(a, script, code, code_len, err);
-        if (r < 0)
-                return r;
+        if (part != ENGINE_HANDIN_WORKSPACE) {
+                r = tar_header(a, code_root, S_IFDIR | 0755, 0, 0, 0, NULL, now, err);
+                if (r == 0)
+                        r = tar_header(a, script, S_IFREG | 0644, (int64_t)code_len, 0, 0, NULL,
+                                       now, err);
+                if (r == 0)
+                        r = tar_data(a, script, code, code_len, err);
+                if (r < 0)
+                        return r;
+        }
 
-        if (workspace_dir) {
+        if (workspace_dir && part != ENGINE_HANDIN_CODE) {
                 _cleanup_close_ int wfd =
                     open(workspace_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 struct stat st;
@@ -289,12 +294,12 @@ int engine_handin_tar(int fd, const char *script_name, const char *code, size_t 
                                         workspace_dir);
                 /* The volume root takes this entry's owner: the run's user must own
                  * /workspace, as it owns the host folder behind a bind mount. */
-                r = tar_header(a, "workspace", S_IFDIR | (st.st_mode & 0777), 0, uid, gid, NULL,
+                r = tar_header(a, ws_root, S_IFDIR | (st.st_mode & 0777), 0, uid, gid, NULL,
                                st.st_mtim.tv_sec, err);
                 if (r < 0)
                         return r;
                 struct walk w = {.a = a, .uid = uid, .gid = gid, .m = &m};
-                r = walk_dir(&w, wfd, "workspace", "", 0, err);
+                r = walk_dir(&w, wfd, ws_root, "", 0, err);
                 if (r < 0) {
                         engine_manifest_done(&m);
                         return r;
@@ -759,7 +764,7 @@ out:
 /* Engine calls: volumes, the helper, archive PUT/GET                                        */
 
 int engine_volume_create(const struct engine_conn *c, const char *name, const char *owner,
-                         struct sbx_error *err)
+                         const char *driver_o, struct sbx_error *err)
 {
         _cleanup_(json_putp) json_object *body = json_object_new_object();
         json_object *labels = json_object_new_object();
@@ -772,6 +777,11 @@ int engine_volume_create(const struct engine_conn *c, const char *name, const ch
         json_object_object_add(labels, "vestibule.run", json_object_new_string("1"));
         json_object_object_add(labels, "vestibule.owner", json_object_new_string(owner));
         json_object_object_add(body, "Labels", labels);
+        if (driver_o) {
+                json_object *opts = json_object_new_object();
+                json_object_object_add(opts, "o", json_object_new_string(driver_o));
+                json_object_object_add(body, "DriverOpts", opts);
+        }
         r = engine_request_json(c, "POST", "/volumes/create",
                                 json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
                                 30000, &status, NULL, msg, sizeof(msg), err);
@@ -812,7 +822,7 @@ int engine_volume_name(const char *kind, char *ret, size_t size)
 }
 
 json_object *engine_helper_body(const char *image, const char *code_volume,
-                                const char *workspace_volume, const char *owner)
+                                const char *workspace_volume, const char *owner, bool keep_id)
 {
         json_object *b = json_object_new_object(), *hc = json_object_new_object();
         json_object *labels = json_object_new_object(), *mounts = json_object_new_array();
@@ -849,6 +859,9 @@ json_object *engine_helper_body(const char *image, const char *code_volume,
         }
         json_object_object_add(hc, "Mounts", mounts);
         json_object_object_add(hc, "AutoRemove", json_object_new_boolean(false));
+        /* rootless Podman: the same id mapping as the run, so the tar's owner is the run's */
+        if (keep_id)
+                json_object_object_add(hc, "UsernsMode", json_object_new_string("keep-id"));
         json_object_object_add(b, "HostConfig", hc);
         return b;
 }
@@ -974,6 +987,35 @@ static size_t get_header_cb(char *data, size_t size, size_t nmemb, void *ud)
                 io->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         }
         return n;
+}
+
+int engine_archive_stat(const struct engine_conn *c, const char *id, const char *path,
+                        struct sbx_error *err)
+{
+        char *esc = curl_easy_escape(NULL, path, 0);
+        _cleanup_free_ char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
+        long status = 0, os_errno = 0;
+        CURLcode rc;
+
+        curl_free(esc);
+        CURL *h = engine_easy_new(c, url, true);
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L); /* HEAD */
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
+        rc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+        curl_easy_cleanup(h);
+        if (rc == CURLE_COULDNT_CONNECT)
+                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
+        if (rc != CURLE_OK)
+                return sbx_fail(err, EIO, "cannot check '%s' in the sandbox container: %s", path,
+                                curl_easy_strerror(rc));
+        if (status == 200)
+                return 0;
+        if (status == 404)
+                return sbx_fail(err, ENOENT, "'%s' is not in the sandbox container", path);
+        return sbx_fail(err, EIO, "cannot check '%s' in the sandbox container (HTTP %ld)", path,
+                        status);
 }
 
 int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,

@@ -32,7 +32,9 @@
 #define IMG_PY "vestibule/python:bookworm"
 #define IMG_NODE "vestibule/node:bookworm"
 #define TAR_PY "/var/tmp/vestibule-images/python.tar"
+#define TAR_NODE "/var/tmp/vestibule-images/node.tar"
 #define DOCKER_SOCK_PATH "/var/run/docker.sock"
+#define PODMAN_SOCK_PATH "/run/podman/podman.sock"
 #define TEST_UID 2000
 
 /* ---------------------------------------------------------------------------------------- */
@@ -280,8 +282,8 @@ START_TEST(handin_tar_copies_workspace_without_following_links)
         sh("cd '%s' && mkdir -p sub/deeper && echo hello >a.txt && echo deep >sub/deeper/d.txt "
            "&& ln -s /etc/passwd pw && mkfifo pipe && chmod 4755 a.txt",
            ws);
-        ck_assert_int_eq(engine_handin_tar(fd, "main.py", "print(1)\n", 9, ws, 2000, 2001, &m,
-                                           &skipped, &err),
+        ck_assert_int_eq(engine_handin_tar(fd, ENGINE_HANDIN_BOTH, "main.py", "print(1)\n", 9, ws,
+                                           2000, 2001, &m, &skipped, &err),
                          0);
         size_t n = tar_list(fd, v, 32);
         const struct tar_entry *t;
@@ -460,7 +462,8 @@ START_TEST(copyback_deletes_only_what_the_run_deleted)
         sh("cd '%s' && echo keep >keep.txt && echo gone >gone.txt && echo mine >changed.txt && "
            "mkdir -p olddir && echo x >olddir/x.txt",
            ws);
-        ck_assert_int_eq(engine_handin_tar(fd, "main.py", "", 0, ws, 1, 1, &m, NULL, &err), 0);
+        ck_assert_int_eq(engine_handin_tar(fd, ENGINE_HANDIN_BOTH, "main.py", "", 0, ws, 1, 1, &m, NULL,
+                                           &err), 0);
         close(fd);
         /* meanwhile on the host: changed.txt is rewritten (another writer), new.txt appears */
         sleep(1);
@@ -622,7 +625,7 @@ START_TEST(volume_mounts_in_body_and_verified)
 
         /* the helper: both volumes writable, never a bind, no network, no capabilities */
         _cleanup_(json_putp) json_object *hb =
-            engine_helper_body(IMG_PY, "vestibule-code-1", "vestibule-ws-1", "h:1:1");
+            engine_helper_body(IMG_PY, "vestibule-code-1", "vestibule-ws-1", "h:1:1", false);
         const char *ht = json_object_to_json_string_ext(hb, JSON_C_TO_STRING_PLAIN);
         ck_assert_ptr_nonnull(strstr(ht, "\"NetworkMode\":\"none\""));
         ck_assert_ptr_nonnull(strstr(ht, "\"CapDrop\":[\"ALL\"]"));
@@ -674,6 +677,8 @@ static void cfg_init(void)
 
 /* Start tests/tools/engine-forward.mjs (TLS with certificates in @tls_dir, else plain) and
  * read the port it listens on. */
+static const char *fwd_socket = DOCKER_SOCK_PATH; /* the local engine behind the front */
+
 static void forwarder_start(const char *tls_dir)
 {
         int p[2];
@@ -694,11 +699,11 @@ static void forwarder_start(const char *tls_dir)
         if (fwd_pid == 0) {
                 dup2(p[1], 1);
                 if (tls_dir)
-                        execlp("node", "node", script, "--socket", DOCKER_SOCK_PATH, "--tls",
-                               tls_dir, "--log", fwd_log, (char *)NULL);
+                        execlp("node", "node", script, "--socket", fwd_socket, "--tls", tls_dir,
+                               "--log", fwd_log, (char *)NULL);
                 else
-                        execlp("node", "node", script, "--socket", DOCKER_SOCK_PATH, "--log",
-                               fwd_log, (char *)NULL);
+                        execlp("node", "node", script, "--socket", fwd_socket, "--log", fwd_log,
+                               (char *)NULL);
                 _exit(127);
         }
         close(p[1]);
@@ -737,7 +742,8 @@ static void teardown(void)
 static void env_for_tcp(const char *tls_certs)
 {
         env_reset();
-        env_set("DOCKER_HOST", host_url);
+        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST",
+                host_url);
         if (tls_certs) {
                 env_set("DOCKER_TLS_VERIFY", "1");
                 env_set("DOCKER_CERT_PATH", tls_certs);
@@ -806,8 +812,9 @@ static unsigned ours_left(const char *what)
         struct sbx_error err = {0};
         struct engine_response r = {0};
         char me[160];
+        _cleanup_free_ char *local = xasprintf("unix://%s", fwd_socket);
         env_reset();
-        env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
+        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", local);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         engine_owner_label(getpid(), me, sizeof(me));
         _cleanup_free_ char *path = xasprintf("/%s", what);
@@ -829,18 +836,33 @@ static bool docker_answers(void)
         return engine_connect(&test_cfg, fake_getenv, &c, &err) == 0;
 }
 
-static void images_or_fail(void)
+/* Both images in the engine behind the front (imported from the tarballs when missing), and
+ * the grade that engine gives through its own socket, for comparison. */
+static void images_or_fail(char *ret_grade, size_t size)
 {
         struct sbx_error err = {0};
         char have[8];
         struct engine_conn c;
+        struct backend_probe p;
+        struct backend *b = NULL;
+        _cleanup_free_ char *local = xasprintf("unix://%s", fwd_socket);
+        const char *imgs[2][2] = {{IMG_PY, TAR_PY}, {IMG_NODE, TAR_NODE}};
+
         env_reset();
-        env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
+        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", local);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
-        if (engine_image_label(&c, IMG_PY, "vestibule.image", have, sizeof(have), &err) < 0)
-                ck_assert_msg(engine_setup_import_with_env(&test_cfg, fake_getenv, TAR_PY, IMG_PY,
-                                                           &err) >= 0,
-                              "%s", err.msg);
+        for (size_t i = 0; i < 2; i++)
+                if (engine_image_label(&c, imgs[i][0], "vestibule.image", have, sizeof(have),
+                                       &err) < 0)
+                        ck_assert_msg(engine_setup_import_with_env(&test_cfg, fake_getenv,
+                                                                   imgs[i][1], imgs[i][0],
+                                                                   &err) >= 0,
+                                      "%s", err.msg);
+        ck_assert_int_eq(engine_backend_new_with_env(&test_cfg, fake_getenv, &b, &err), 0);
+        ck_assert_int_eq(b->ops->probe(b, &p, &err), 0);
+        ck_assert_msg(p.usable, "%s", p.blocked);
+        snprintf(ret_grade, size, "%s", p.grade);
+        backend_free(b);
 }
 
 /* What a bind mount gives, through the volume path: the probe's view of the sandbox. */
@@ -869,7 +891,7 @@ static const char probe_py[] =
     "     if l.split()[1] in ('/sandbox', '/workspace')]\n"
     "print('mounts=' + ','.join(sorted(m)))\n";
 
-static void check_remote_runs(const char *tls_certs)
+static void check_remote_runs(const char *tls_certs, const char *want_grade)
 {
         char a[256];
         _cleanup_free_ char *uid =
@@ -886,13 +908,13 @@ static void check_remote_runs(const char *tls_certs)
         backend_up();
         ck_assert_int_eq(test_backend->ops->probe(test_backend, &p, &err), 0);
         ck_assert_msg(p.usable, "%s", p.blocked);
-        ck_assert_str_eq(p.grade, "container");
+        ck_assert_str_eq(p.grade, want_grade);
 
         /* print(1) */
         struct run_out o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10);
         expect_exit0(&o);
         ck_assert_str_eq(o.text, "1\n");
-        ck_assert_str_eq(o.res.isolation, "container");
+        ck_assert_str_eq(o.res.isolation, want_grade);
         ck_assert_str_eq(o.res.notes, "");
         run_result_done(&o.res);
         /* it went through the front, not some socket found on the side */
@@ -1010,22 +1032,38 @@ static void check_remote_runs(const char *tls_certs)
 
 START_TEST(tcp_loopback_runs_through_volumes)
 {
+        char grade[320];
         cfg_init();
-        images_or_fail();
+        images_or_fail(grade, sizeof(grade));
+        ck_assert_str_eq(grade, "container"); /* rootful Docker here enforces every limit */
         forwarder_start(NULL);
-        check_remote_runs(NULL);
+        check_remote_runs(NULL, grade);
+}
+END_TEST
+
+START_TEST(podman_tcp_runs_through_volumes)
+{
+        char grade[320];
+        cfg_init();
+        test_cfg.runtime = SBX_RUNTIME_PODMAN;
+        fwd_socket = PODMAN_SOCK_PATH;
+        images_or_fail(grade, sizeof(grade));
+        forwarder_start(NULL);
+        /* the same grade as through Podman's own socket */
+        check_remote_runs(NULL, grade);
 }
 END_TEST
 
 START_TEST(tls_runs_through_volumes)
 {
+        char grade[320];
         cfg_init();
-        images_or_fail();
+        images_or_fail(grade, sizeof(grade));
         free(cert_dir);
         cert_dir = sbx_test_tmpdir();
         sh("sh '%s/tests/tools/make-test-certs.sh' '%s'", VESTIBULE_SOURCE_DIR, cert_dir);
         forwarder_start(cert_dir);
-        check_remote_runs(cert_dir);
+        check_remote_runs(cert_dir, grade);
         /* the front verified our client certificate and refused none */
         ck_assert_uint_eq(forwarder_lines("tls-refused"), 0);
 }
@@ -1094,9 +1132,9 @@ START_TEST(sweep_removes_dead_owners_volumes)
         char host[256] = "";
         gethostname(host, sizeof(host) - 1);
         _cleanup_free_ char *dead = xasprintf("%s:999999999:1", host);
-        ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-dead-owner", dead, &err), 0);
+        ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-dead-owner", dead, NULL, &err), 0);
         engine_owner_label(getpid(), me, sizeof(me));
-        ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-live-owner", me, &err), 0);
+        ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-live-owner", me, NULL, &err), 0);
         ck_assert_int_ge(engine_sweep(&c, &err), 1);
         struct engine_response r = {0};
         ck_assert_int_eq(engine_request(&c, "GET", "/volumes", true, NULL, 10000, &r, &err), 0);
@@ -1145,6 +1183,14 @@ static Suite *remote_suite(bool *ret_engine)
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, tls_runs_through_volumes);
                 tcase_add_test(tc, tls_wrong_client_cert_or_plaintext_blocked);
+                suite_add_tcase(s, tc);
+        }
+        if (*ret_engine && geteuid() == 0 && access(PODMAN_SOCK_PATH, F_OK) == 0 &&
+            access(TAR_NODE, R_OK) == 0) {
+                tc = tcase_create("podman_tcp");
+                tcase_add_checked_fixture(tc, NULL, teardown);
+                tcase_set_timeout(tc, 300);
+                tcase_add_test(tc, podman_tcp_runs_through_volumes);
                 suite_add_tcase(s, tc);
         }
         return s;
