@@ -286,8 +286,9 @@ int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_n
         }
 
         if (workspace_dir && part != ENGINE_HANDIN_CODE) {
-                _cleanup_close_ int wfd =
-                    open(workspace_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                /* the folder itself may be a symlink the user set up, as a bind mount's source
+                 * may; nothing beneath it is followed */
+                _cleanup_close_ int wfd = open(workspace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 struct stat st;
                 if (wfd < 0 || fstat(wfd, &st) < 0)
                         return sbx_fail(err, errno, "cannot open the workspace '%s': %m",
@@ -683,8 +684,7 @@ int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
                             struct engine_copyback *ret, struct sbx_error *err)
 {
         _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
-        _cleanup_close_ int rootfd =
-            open(workspace_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int rootfd = open(workspace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         struct archive_entry *e;
         struct names seen = {0};
         struct engine_copyback cb = {0};
