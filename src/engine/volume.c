@@ -439,7 +439,7 @@ static void refusal(struct engine_copyback *cb, const char *name, const char *wh
 {
         cb->refused++;
         if (!cb->first_refusal[0])
-                snprintf(cb->first_refusal, sizeof(cb->first_refusal), "'%.150s': %s", name, why);
+                snprintf(cb->first_refusal, sizeof(cb->first_refusal), "'%.120s': %.70s", name, why);
 }
 
 /* Write a regular file entry: a new temp name in the parent, then rename over @base, so an
