@@ -198,8 +198,8 @@ static bool caps_all_dropped(json_object *hc)
         return true;
 }
 
-/* The mount at @dst is the one asked for: its kind and source (a volume's name, a bind's host
- * path when @src is set) and read-only as asked; only one mount at @dst. */
+/* The mount at @dst is the one asked for: read-only as asked, the only one at @dst, and for a
+ * volume (@type "volume") that kind with the name @src. */
 static bool mount_as_asked(json_object *mounts, const char *dst, const char *type,
                            const char *src, bool ro)
 {
