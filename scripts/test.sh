@@ -366,6 +366,39 @@ if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
                         timeout --kill-after=30 300 node "$e2e/run.mjs" root.test.mjs || rc=$?
                 add_results "as root" "$res" "$rc"
         fi
+        # A remote engine: the same Docker behind a loopback-only TCP front
+        # (tests/tools/engine-forward.mjs), so the server sees tcp://127.0.0.1:PORT and must hand
+        # code and workspace in through volumes (docs/remote-engines.md). The run and workspace
+        # files, server as root with VESTIBULE_RUN_AS as in the Docker run above.
+        if [ "$is_root" -eq 1 ] && [ -S /var/run/docker.sock ] && [ -x "$rel/vestibule-mcp" ]; then
+                banner "e2e: remote engine (Release, container, Docker behind tcp://127.0.0.1)"
+                fwd_log=$ci/engine-forward.log fwd_port=$ci/engine-forward.port
+                rm -f "$fwd_log" "$fwd_port"
+                node "$src/tests/tools/engine-forward.mjs" --socket /var/run/docker.sock \
+                        --log "$fwd_log" >"$fwd_port" &
+                fwd_pid=$!
+                for _ in $(seq 100); do [ -s "$fwd_port" ] && break; sleep 0.1; done
+                port=$(awk '/^port /{print $2}' "$fwd_port")
+                if [ -z "$port" ]; then
+                        record_fail "e2e remote engine: the loopback front did not start"
+                else
+                        res=$(mktemp "$ci/e2e-results.XXXXXX")
+                        rc=0
+                        env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 TMPDIR="$ci" \
+                                VESTIBULE_RUN_AS="$(id -u "$user" 2>/dev/null || echo 2000):$(id -g "$user" 2>/dev/null || echo 2000)" \
+                                VESTIBULE_RUNTIME=docker VESTIBULE_IMAGE_SOURCE=debian \
+                                DOCKER_HOST="tcp://127.0.0.1:$port" VESTIBULE_BIN="$rel/vestibule-mcp" \
+                                E2E_BACKEND=container E2E_EXPECT_GRADE=container E2E_RESULTS="$res" \
+                                timeout --kill-after=30 900 node "$e2e/run.mjs" run.test.mjs \
+                                workspace.test.mjs || rc=$?
+                        add_results "remote engine" "$res" "$rc"
+                        # the runs went through the front, not a socket found on the side
+                        grep -q '^conn$' "$fwd_log" 2>/dev/null ||
+                                record_fail "e2e remote engine: nothing connected through tcp://127.0.0.1:$port"
+                fi
+                kill "$fwd_pid" 2>/dev/null || true
+                wait "$fwd_pid" 2>/dev/null || true
+        fi
 else
         record_fail "e2e: npm ci"
 fi

@@ -967,21 +967,68 @@ static const char *process_getenv(const char *name)
         return getenv(name);
 }
 
+const char *config_process_getenv(const char *name)
+{
+        return secure_getenv(name);
+}
+
+static char *env_copy(const char *(*getenv_fn)(const char *name), const char *name)
+{
+        const char *v = getenv_fn ? getenv_fn(name) : NULL;
+        return v && *v ? xstrdup(v) : NULL;
+}
+
+void config_engine_env_fill(const char *(*getenv_fn)(const char *name),
+                            struct sbx_engine_env *ret)
+{
+        ret->docker_host = env_copy(getenv_fn, "DOCKER_HOST");
+        ret->docker_context = env_copy(getenv_fn, "DOCKER_CONTEXT");
+        ret->docker_config = env_copy(getenv_fn, "DOCKER_CONFIG");
+        ret->docker_tls_verify = env_copy(getenv_fn, "DOCKER_TLS_VERIFY");
+        ret->docker_cert_path = env_copy(getenv_fn, "DOCKER_CERT_PATH");
+        ret->container_host = env_copy(getenv_fn, "CONTAINER_HOST");
+        ret->home = env_copy(getenv_fn, "HOME");
+        ret->xdg_runtime_dir = env_copy(getenv_fn, "XDG_RUNTIME_DIR");
+}
+
+void config_engine_env_done(struct sbx_engine_env *e)
+{
+        if (!e)
+                return;
+        free(e->docker_host);
+        free(e->docker_context);
+        free(e->docker_config);
+        free(e->docker_tls_verify);
+        free(e->docker_cert_path);
+        free(e->container_host);
+        free(e->home);
+        free(e->xdg_runtime_dir);
+        memset(e, 0, sizeof(*e));
+}
+
 int config_load(struct sbx_config **ret, struct sbx_error *err)
 {
-        return load(process_getenv, true, NULL, ret, err);
+        int r = load(process_getenv, true, NULL, ret, err);
+        /* secure_getenv, as the engine read these before they moved here */
+        if (r == 0)
+                config_engine_env_fill(config_process_getenv, &(*ret)->engine_env);
+        return r;
 }
 
 int config_load_from(const char *(*getenv_fn)(const char *name), const char *yaml_text,
                      struct sbx_config **ret, struct sbx_error *err)
 {
-        return load(getenv_fn, false, yaml_text, ret, err);
+        int r = load(getenv_fn, false, yaml_text, ret, err);
+        if (r == 0)
+                config_engine_env_fill(getenv_fn, &(*ret)->engine_env);
+        return r;
 }
 
 struct sbx_config *config_free(struct sbx_config *c)
 {
         if (!c)
                 return NULL;
+        config_engine_env_done(&c->engine_env);
         free(c->workspace_dir);
         free(c->rootfs_dir);
         free(c->audit_dir);

@@ -31,6 +31,20 @@ enum sbx_image_source {
         SBX_IMAGE_SOURCE_DEBIAN,       /* built from Debian packages with mmdebstrap */
 };
 
+/* Where the container engine is, as the docker and podman CLIs read it from the environment
+ * (not VESTIBULE_* settings: kept as given, unvalidated; src/engine/endpoint.c interprets
+ * them). NULL = unset or blank. Owned by the struct. */
+struct sbx_engine_env {
+        char *docker_host;       /* DOCKER_HOST */
+        char *docker_context;    /* DOCKER_CONTEXT */
+        char *docker_config;     /* DOCKER_CONFIG */
+        char *docker_tls_verify; /* DOCKER_TLS_VERIFY */
+        char *docker_cert_path;  /* DOCKER_CERT_PATH */
+        char *container_host;    /* CONTAINER_HOST (Podman) */
+        char *home;              /* HOME */
+        char *xdg_runtime_dir;   /* XDG_RUNTIME_DIR */
+};
+
 struct sbx_config {
         /* Paths: absolute, '~' expanded, no trailing '/'. Owned by the struct. */
         char *workspace_dir;  /* VESTIBULE_WORKSPACE, default ~/.vestibule/workspace */
@@ -67,6 +81,9 @@ struct sbx_config {
          * sandbox phase with its duration in µs (src/common/trace.h), whatever the log level. */
         bool trace_timing;
 
+        /* The engine's environment (DOCKER_HOST and friends), read with the rest. */
+        struct sbx_engine_env engine_env;
+
         /* Set when any setting was invalid; then every tool call is Blocked: with this text. */
         bool invalid;
         char invalid_msg[480];
@@ -89,6 +106,24 @@ int config_load(struct sbx_config **ret, struct sbx_error *err);
  */
 int config_load_from(const char *(*getenv_fn)(const char *name), const char *yaml_text,
                      struct sbx_config **ret, struct sbx_error *err);
+
+/**
+ * config_engine_env_fill() - read DOCKER_HOST, DOCKER_CONTEXT, DOCKER_CONFIG,
+ * DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, CONTAINER_HOST, HOME and XDG_RUNTIME_DIR through
+ * @getenv_fn into @ret (blank counts as unset). Free with config_engine_env_done().
+ */
+void config_engine_env_fill(const char *(*getenv_fn)(const char *name),
+                            struct sbx_engine_env *ret);
+
+/** config_engine_env_done() - free what @e holds. */
+void config_engine_env_done(struct sbx_engine_env *e);
+
+/**
+ * config_process_getenv() - the process environment (secure_getenv: nothing from it in a
+ * set-id process), for callers that pass an environment function to config_load_from() or
+ * config_engine_env_fill() (setup, tests). Only src/config reads the environment.
+ */
+const char *config_process_getenv(const char *name);
 
 /** config_free() - free @c and all it owns. Accepts NULL; returns NULL. */
 struct sbx_config *config_free(struct sbx_config *c);

@@ -362,13 +362,15 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
         char msg[200];
         bool rootless = false;
 
-        if (engine_connect(cfg, engine_env_getenv, &c, &err) < 0) {
+        if (engine_connect(cfg, NULL, &c, &err) < 0) {
                 add(b->checks, &b->n_checks, DOCTOR_FAIL, "engine endpoint", "%s", err.msg);
                 return;
         }
-        add(b->checks, &b->n_checks, c.ep.local ? DOCTOR_OK : DOCTOR_FAIL, "engine endpoint",
-            "%s (%s)%s", c.ep.host, c.ep.origin,
-            c.ep.local ? "" : ": remote engines are not supported: use a local unix socket");
+        add(b->checks, &b->n_checks, DOCTOR_OK, "engine endpoint", "%s (%s)%s", c.ep.host,
+            c.ep.origin,
+            c.ep.is_unix ? ""
+                         : ": not this machine's filesystem: code and workspace go through "
+                           "volumes (the workspace is copied in and back each run)");
         /* A request that fails is shown with its reason: the probe below fails the same way,
          * and doctor must say why. */
         if (engine_request_json(&c, "GET", "/version", NULL, 10000, &status, &ver, msg,

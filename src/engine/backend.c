@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,11 @@ struct engine_state {
         struct engine_conn conn;
         engine_getenv_fn getenv_fn;
         bool rootless_podman;
+        /* The daemon cannot see our files (tcp://, Docker Desktop, a forwarded socket): code
+         * and workspace go through volumes (volume.c). */
+        bool volumes;
+        char daemon_os[128];   /* /info OperatingSystem */
+        char daemon_name[256]; /* /info Name: the daemon's host name */
         char grade[320]; /* "container" or "container-degraded (...)" */
         char owner[160]; /* our vestibule.owner label */
         char **active;   /* ids of containers in flight */
@@ -191,6 +197,41 @@ static const char *labels_get(json_object *ctr, const char *key)
         return json_object_get_string(v);
 }
 
+/* Remove the volumes labelled vestibule.run=1 whose owner is gone (@only_owner NULL), or
+ * those of @only_owner. A volume still in use answers 409 and stays for a later sweep. */
+static int sweep_volumes(const struct engine_conn *c, const char *only_owner,
+                         struct sbx_error *err)
+{
+        _cleanup_(json_putp) json_object *res = NULL;
+        json_object *vols = NULL;
+        long status = 0;
+        char msg[200];
+        int removed = 0, r;
+
+        r = engine_request_json(c, "GET",
+                                "/volumes?filters=%7B%22label%22%3A%5B%22vestibule.run%3D1%22%5D%7D",
+                                NULL, 10000, &status, &res, msg, sizeof(msg), err);
+        if (r < 0)
+                return r;
+        if (status != 200 || !res || !json_object_object_get_ex(res, "Volumes", &vols))
+                return sbx_fail(err, EIO, "cannot list leftover sandbox volumes: %s", msg);
+        for (size_t i = 0; vols && i < json_object_array_length(vols); i++) {
+                json_object *v = json_object_array_get_idx(vols, i), *nj;
+                const char *owner = labels_get(v, "vestibule.owner");
+                if (only_owner ? !owner || strcmp(owner, only_owner) != 0
+                               : engine_owner_alive(owner))
+                        continue;
+                if (!json_object_object_get_ex(v, "Name", &nj))
+                        continue;
+                struct sbx_error e2 = {0};
+                if (engine_volume_remove(c, json_object_get_string(nj), &e2) == 0)
+                        removed++;
+                else
+                        log_debug("%s, ignoring", e2.msg);
+        }
+        return removed;
+}
+
 int engine_sweep(const struct engine_conn *c, struct sbx_error *err)
 {
         _cleanup_(json_putp) json_object *list = NULL;
@@ -215,6 +256,13 @@ int engine_sweep(const struct engine_conn *c, struct sbx_error *err)
                         log_debug("%s, ignoring", e2.msg);
                 }
         }
+        /* then the volumes of the remote hand-in (their containers are gone now) */
+        struct sbx_error e3 = {0};
+        r = sweep_volumes(c, NULL, &e3);
+        if (r > 0)
+                removed += r;
+        else if (r < 0)
+                log_debug("%s, ignoring", e3.msg);
         return removed;
 }
 
@@ -276,8 +324,10 @@ int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
         r = lazy_curl_load(err);
         if (r < 0)
                 return r;
-        r = engine_endpoints_resolve(cfg->runtime, getenv_fn, &eps, &n, missing, sizeof(missing),
-                                     err);
+        r = getenv_fn ? engine_endpoints_resolve(cfg->runtime, getenv_fn, &eps, &n, missing,
+                                                 sizeof(missing), err)
+                      : engine_endpoints_resolve_env(cfg->runtime, &cfg->engine_env, &eps, &n,
+                                                     missing, sizeof(missing), err);
         if (r < 0)
                 return r;
         if (n == 0) {
@@ -348,6 +398,10 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                         return sbx_fail(err, EIO,
                                         "the container engine's /info failed (HTTP %ld): %s",
                                         status, msg);
+                snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
+                         json_object_get_string(jget(info, "OperatingSystem")) ?: "");
+                snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
+                         json_object_get_string(jget(info, "Name")) ?: "");
         }
         const char *os = json_object_get_string(jget(info, "OSType"));
         if (os && strcmp(os, "linux") != 0)
@@ -390,6 +444,12 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                                         pos);
                 snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
                          json_object_get_string(jget(host, "cgroupManager")) ?: "");
+                /* what the compat /info calls Name and OperatingSystem (the hand-in decision) */
+                snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
+                         json_object_get_string(jget(host, "hostname")) ?: "");
+                snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
+                         json_object_get_string(
+                             jget(jget(host, "distribution"), "distribution")) ?: "");
                 rootless = json_object_get_boolean(jget(sec, "rootless"));
                 seccomp = json_object_get_boolean(jget(sec, "seccompEnabled"));
                 const char *pv = json_object_get_string(jget(host, "cgroupVersion"));
@@ -476,16 +536,18 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         r = probe_info(&fresh, err);
         if (r < 0)
                 return r;
-        if (!fresh.conn.ep.local)
-                return sbx_fail(err, ENOTSUP,
-                                "the container engine at '%s' is remote: its containers cannot see "
-                                "this machine's files, and handing code in through volumes is not "
-                                "implemented yet: use a local engine (unix:// socket)",
-                                fresh.conn.ep.host);
+        char host[256] = "", why[300] = "";
+        gethostname(host, sizeof(host) - 1);
+        fresh.volumes = !engine_daemon_shares_files(&fresh.conn.ep, fresh.daemon_os,
+                                                    fresh.daemon_name, host, why, sizeof(why));
+        if (fresh.volumes)
+                log_info("container engine at '%s': %s, so code and workspace go through "
+                         "volumes (the workspace is copied in before and back after each run)",
+                         fresh.conn.ep.host, why);
         struct sbx_error e2 = {0};
         int n = engine_sweep(&fresh.conn, &e2);
         if (n > 0)
-                log_info("removed %d leftover sandbox container(s) of servers that are gone", n);
+                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that are gone", n);
         else if (n < 0)
                 log_debug("%s, ignoring", e2.msg);
 
@@ -515,6 +577,7 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s", fresh.cgroup_driver);
         st->hostcg = !*why;
         snprintf(st->usage_why, sizeof(st->usage_why), "%s", why);
+        st->volumes = fresh.volumes;
         snprintf(st->grade, sizeof(st->grade), "%s", fresh.grade);
         st->ready = true;
         pthread_mutex_unlock(&st->lock);
@@ -995,8 +1058,18 @@ out:
 struct removal {
         struct engine_state *st;
         char *id;
-        char *cgroup; /* the run's parent cgroup (hostcg.c), or NULL */
+        char *cgroup;     /* the run's parent cgroup (hostcg.c), or NULL */
+        char *volumes[2]; /* the run's hand-in volumes, removed after the container; may be NULL */
 };
+
+static void volumes_remove(const struct engine_conn *c, const char *const volumes[2])
+{
+        for (size_t i = 0; i < 2; i++) {
+                struct sbx_error e = {0};
+                if (volumes[i] && engine_volume_remove(c, volumes[i], &e) < 0)
+                        log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
+        }
+}
 
 static void *removal_thread(void *p)
 {
@@ -1006,6 +1079,8 @@ static void *removal_thread(void *p)
 
         if (container_remove(&st->conn, rm->id, &e) < 0)
                 log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
+        else
+                volumes_remove(&st->conn, (const char *const *)rm->volumes);
         /* Podman's conmon and its `container cleanup` can outlive the DELETE by a moment:
          * retry (this thread is off the result's path); the next start's sweep is the rest */
         for (unsigned i = 0; rm->cgroup && i < ENGINE_CGROUP_RMDIR_TRIES; i++) {
@@ -1016,6 +1091,8 @@ static void *removal_thread(void *p)
         active_del(st, rm->id);
         free(rm->id);
         free(rm->cgroup);
+        free(rm->volumes[0]);
+        free(rm->volumes[1]);
         free(rm);
         pthread_mutex_lock(&st->lock);
         st->pending_removals--;
@@ -1024,7 +1101,8 @@ static void *removal_thread(void *p)
         return NULL;
 }
 
-static void remove_in_background(struct engine_state *st, const char *id, const char *cgroup)
+static void remove_in_background(struct engine_state *st, const char *id, const char *cgroup,
+                                 const char *const volumes[2])
 {
         struct removal *rm = xcalloc(1, sizeof(*rm));
         pthread_attr_t attr;
@@ -1033,6 +1111,8 @@ static void remove_in_background(struct engine_state *st, const char *id, const 
         rm->st = st;
         rm->id = xstrdup(id);
         rm->cgroup = *cgroup ? xstrdup(cgroup) : NULL;
+        for (size_t i = 0; volumes && i < 2; i++)
+                rm->volumes[i] = volumes[i] ? xstrdup(volumes[i]) : NULL;
         pthread_mutex_lock(&st->lock);
         st->pending_removals++;
         pthread_mutex_unlock(&st->lock);
@@ -1081,6 +1161,172 @@ static void set_not_measured(struct run_measure *m, const char *why)
         snprintf(m->why, sizeof(m->why), "%s", why);
 }
 
+/* The volume hand-in of one run (a daemon that cannot see our files). */
+struct handin {
+        char code_vol[64], ws_vol[64];
+        const char *vols[2]; /* the ones created, for removal; NULL = none */
+        struct engine_manifest manifest;
+        unsigned skipped; /* sockets, fifos, devices of the workspace not copied in */
+};
+
+static void note_add(struct run_result *res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void note_add(struct run_result *res, const char *fmt, ...)
+{
+        size_t used = strlen(res->notes);
+        va_list ap;
+        if (used + 2 >= sizeof(res->notes))
+                return;
+        if (used)
+                res->notes[used++] = '\n';
+        va_start(ap, fmt);
+        vsnprintf(res->notes + used, sizeof(res->notes) - used, fmt, ap);
+        va_end(ap);
+}
+
+/* Two labelled volumes, filled through a created-never-started helper container's archive API
+ * (ENGINE_NOTES §3: Docker refuses archive PUTs into a read-only rootfs or volume, so the run
+ * container itself cannot take them), then the helper is removed. */
+static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
+                          const struct run_request *req, const char *image, uid_t uid, gid_t gid,
+                          const char *owner, struct handin *h, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = -1, wfd = -1;
+        _cleanup_(json_putp) json_object *body = NULL, *created = NULL;
+        _cleanup_free_ char *helper = NULL;
+        json_object *idj = NULL;
+        long status = 0;
+        char msg[300];
+        int r;
+
+        if (engine_volume_name("code", h->code_vol, sizeof(h->code_vol)) < 0 ||
+            engine_volume_name("ws", h->ws_vol, sizeof(h->ws_vol)) < 0)
+                return sbx_fail(err, EIO, "cannot draw random volume names: getrandom failed");
+        r = engine_volume_create(&st->conn, h->code_vol, owner, NULL, err);
+        if (r < 0)
+                return r;
+        h->vols[0] = h->code_vol;
+        /* Podman takes the workspace root's owner from the driver option (its archive
+         * extraction keeps a "./" entry's owner off the mount point; Docker's gets it from the
+         * tar's workspace/ entry) */
+        _cleanup_free_ char *ws_owner =
+            st->conn.podman ? xasprintf("uid=%u,gid=%u", (unsigned)uid, (unsigned)gid) : NULL;
+        r = engine_volume_create(&st->conn, h->ws_vol, owner, ws_owner, err);
+        if (r < 0)
+                return r;
+        h->vols[1] = h->ws_vol;
+
+        fd = engine_tmpfile(err);
+        if (fd < 0)
+                return fd;
+        r = engine_handin_tar(fd, st->conn.podman ? ENGINE_HANDIN_CODE : ENGINE_HANDIN_BOTH,
+                              sbx_language_script(req->language), req->code, req->code_len,
+                              cfg->workspace_dir, uid, gid, &h->manifest, &h->skipped, err);
+        if (r < 0)
+                return sbx_wrap(err, "copying the workspace for the engine");
+        if (st->conn.podman) {
+                wfd = engine_tmpfile(err);
+                if (wfd < 0)
+                        return wfd;
+                r = engine_handin_tar(wfd, ENGINE_HANDIN_WORKSPACE,
+                                      sbx_language_script(req->language), req->code,
+                                      req->code_len, cfg->workspace_dir, uid, gid, &h->manifest,
+                                      &h->skipped, err);
+                if (r < 0)
+                        return sbx_wrap(err, "copying the workspace for the engine");
+        }
+
+        body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
+        r = engine_request_json(&st->conn, "POST", "/containers/create",
+                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
+                                30000, &status, &created, msg, sizeof(msg), err);
+        if (r < 0)
+                return r;
+        if (status == 404 || (status >= 400 && strcasestr(msg, "no such image")))
+                return sbx_fail(err, ENOENT,
+                                "the sandbox image '%s' is missing from the container engine: "
+                                "run `vestibule-mcp setup`",
+                                image);
+        if (status != 201 || !created || !json_object_object_get_ex(created, "Id", &idj))
+                return sbx_fail(err, EIO,
+                                "the container engine refused to create the hand-in helper "
+                                "container (HTTP %ld): %s",
+                                status, msg);
+        helper = xstrdup(json_object_get_string(idj));
+        if (st->conn.podman) {
+                r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
+                if (r == 0)
+                        r = engine_archive_put(&st->conn, helper, "/workspace", wfd, err);
+        } else {
+                r = engine_archive_put(&st->conn, helper, "/", fd, err);
+        }
+        struct sbx_error e2 = {0};
+        if (container_remove(&st->conn, helper, &e2) < 0)
+                log_warning("%s (the next start's sweep removes it), ignoring", e2.msg);
+        return r;
+}
+
+/* Before start: the run container sees the hand-in through its own mounts (the script, and a
+ * top-level entry of the workspace copy). Without this check an engine that put the archive
+ * elsewhere would run nothing useful, and the copy-back would take the empty workspace for
+ * deletions. */
+static int handin_check(struct engine_state *st, const struct run_request *req, const char *id,
+                        const struct handin *h, struct sbx_error *err)
+{
+        _cleanup_free_ char *script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
+        int r = engine_archive_stat(&st->conn, id, script, err);
+
+        for (size_t i = 0; r == 0 && i < h->manifest.n; i++) {
+                if (strchr(h->manifest.v[i].rel, '/'))
+                        continue;
+                _cleanup_free_ char *p = xasprintf("/workspace/%s", h->manifest.v[i].rel);
+                r = engine_archive_stat(&st->conn, id, p, err);
+                break;
+        }
+        if (r == -ENOENT) {
+                char what[200];
+                snprintf(what, sizeof(what), "%.199s", err->msg);
+                return sbx_fail(err, EIO,
+                                "the container engine at '%s' did not hand the code and workspace "
+                                "volumes to the sandbox container (%s), so nothing was run: "
+                                "report this with the engine's version",
+                                st->conn.ep.host, what);
+        }
+        return r;
+}
+
+/* After the run: the run container's /workspace back into the host folder. */
+static void copy_back(struct engine_state *st, const struct sbx_config *cfg, const char *id,
+                      const struct handin *h, uid_t uid, gid_t gid, struct run_result *res)
+{
+        _cleanup_close_ int fd = -1;
+        struct sbx_error e = {0};
+        struct engine_copyback cb = {0};
+        int r;
+
+        fd = engine_tmpfile(&e);
+        r = fd < 0 ? fd : engine_archive_get(&st->conn, id, "/workspace/.", fd, &e);
+        if (r == 0)
+                r = engine_workspace_unpack(fd, cfg->workspace_dir, &h->manifest, uid, gid,
+                                            geteuid() == 0, &cb, &e);
+        if (r < 0) {
+                log_warning("workspace copy-back: %s", e.msg);
+                note_add(res,
+                         "workspace: the run's changes were NOT all copied back from the "
+                         "engine (%.300s)",
+                         e.msg);
+                return;
+        }
+        log_debug("workspace copy-back: %u files, %u folders, %u symlinks, %u deleted, %u "
+                  "refused",
+                  cb.files, cb.dirs, cb.symlinks, cb.deleted, cb.refused);
+        if (cb.refused)
+                note_add(res,
+                         "workspace: %u entr%s of the run's workspace not copied back (first: "
+                         "%.200s)",
+                         cb.refused, cb.refused == 1 ? "y" : "ies", cb.first_refusal);
+}
+
 static int engine_run(struct backend *b, const struct run_request *req, struct run_result *res,
                       struct sbx_error *err)
 {
@@ -1090,6 +1336,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL, *ipath = NULL;
         _cleanup_free_ char *script = NULL;
         _cleanup_(json_putp) json_object *body = NULL, *created = NULL, *inspect = NULL;
+        struct handin hv = {0};
         char owner[160], msg[300], degraded[128] = "", grade[320];
         char timeout_arg[16], cgroup[128] = "", usage_why[160];
         _cleanup_close_ int kmsg_fd = -1;
@@ -1111,6 +1358,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 return r;
         pthread_mutex_lock(&st->lock);
         bool shutting = st->shutting_down;
+        bool volumes = st->volumes;
         snprintf(grade, sizeof(grade), "%s", st->grade);
         snprintf(owner, sizeof(owner), "%s", st->owner);
         if (st->hostcg)
@@ -1141,10 +1389,17 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         if (r < 0)
                 return r;
         sbx_trace_lap(&trace, "sweep");
-        r = code_dir_make(req, &code_dir, &code_file, err);
-        if (r < 0)
-                return r;
-        sbx_trace_lap(&trace, "code_dir");
+        if (volumes) {
+                r = handin_volumes(st, cfg, req, res->image, uid, gid, owner, &hv, err);
+                if (r < 0)
+                        goto out_code;
+                sbx_trace_lap(&trace, "handin_volumes");
+        } else {
+                r = code_dir_make(req, &code_dir, &code_file, err);
+                if (r < 0)
+                        return r;
+                sbx_trace_lap(&trace, "code_dir");
+        }
 
         const char *interp = req->language == SBX_LANG_NODE   ? "node"
                              : req->language == SBX_LANG_BASH ? "bash"
@@ -1160,6 +1415,8 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .workspace = cfg->workspace_dir,
             .workspace_ro = cfg->workspace_ro,
             .code_dir = code_dir,
+            .workspace_volume = volumes ? hv.ws_vol : NULL,
+            .code_volume = volumes ? hv.code_vol : NULL,
             .memory_bytes = (uint64_t)cfg->mem_mb << 20,
             .nano_cpus = (uint64_t)cfg->cpu_pct * 10000000ull,
             .pids_max = cfg->pids_max,
@@ -1234,6 +1491,12 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         json_object_put(TAKE_PTR(inspect));
 
         sbx_trace_lap(&trace, "inspect_verify");
+        if (volumes) {
+                r = handin_check(st, req, id, &hv, err);
+                if (r < 0)
+                        goto out_remove;
+                sbx_trace_lap(&trace, "handin_check");
+        }
         /* Podman never reports OOM kills: the kernel's log will (hostcg.c). Opened before the
          * start, positioned at its end. */
         if (podman) {
@@ -1337,6 +1600,17 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 res->exit_code = exit_code;
         }
 
+        if (volumes && !cfg->workspace_ro) {
+                copy_back(st, cfg, id, &hv, uid, gid, res);
+                sbx_trace_lap(&trace, "copy_back");
+        }
+        if (volumes && hv.skipped)
+                note_add(res,
+                         "workspace: %u socket%s, fifo%s or device%s not copied to the remote "
+                         "engine",
+                         hv.skipped, hv.skipped == 1 ? "" : "s", hv.skipped == 1 ? "" : "s",
+                         hv.skipped == 1 ? "" : "s");
+
         if (*degraded && strcmp(grade, "container") == 0)
                 snprintf(res->isolation, sizeof(res->isolation),
                          "container-degraded (limits not applied: %s: the engine did not keep "
@@ -1349,18 +1623,23 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
 out_remove:
         if (id && r == 0) {
                 /* The result is complete: remove in the background (shutdown waits for it). */
-                remove_in_background(st, id, cgroup);
+                remove_in_background(st, id, cgroup, hv.vols);
+                hv.vols[0] = hv.vols[1] = NULL; /* the removal thread's now */
                 sbx_trace_lap(&trace, "remove_dispatch");
         } else if (id) {
                 struct sbx_error e4 = {0};
-                if (container_remove(&st->conn, id, &e4) < 0)
+                if (container_remove(&st->conn, id, &e4) < 0) {
                         log_warning("%s (the next start's sweep removes it), ignoring", e4.msg);
+                        hv.vols[0] = hv.vols[1] = NULL; /* in use: the sweep's */
+                }
                 active_del(st, id);
                 if (*cgroup)
                         engine_hostcg_remove(cgroup);
                 sbx_trace_lap(&trace, "remove");
         }
 out_code:
+        volumes_remove(&st->conn, hv.vols);
+        engine_manifest_done(&hv.manifest);
         if (code_file)
                 unlink(code_file);
         if (code_dir)
@@ -1403,7 +1682,9 @@ static void engine_shutdown(struct backend *b)
                 const char *o = labels_get(ctr, "vestibule.owner");
                 if (o && strcmp(o, st->owner) == 0 && json_object_object_get_ex(ctr, "Id", &idj))
                         container_remove(&st->conn, json_object_get_string(idj), &e);
-        }
+        }        /* and the hand-in volumes of ours still there */
+        if (sweep_volumes(&st->conn, st->owner, &e) < 0)
+                log_debug("%s, ignoring", e.msg);
 }
 
 static void engine_destroy(struct backend *b)
@@ -1470,5 +1751,5 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
 
 int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err)
 {
-        return engine_backend_new_with_env(cfg, engine_env_getenv, ret, err);
+        return engine_backend_new_with_env(cfg, NULL, ret, err); /* cfg->engine_env */
 }

@@ -27,13 +27,21 @@ static json_object *ulimit(const char *name, int64_t n)
         return o;
 }
 
-static json_object *bind(const char *src, const char *dst, bool ro)
+static json_object *mount(const char *type, const char *src, const char *dst, bool ro)
 {
         json_object *o = json_object_new_object();
-        json_object_object_add(o, "Type", json_object_new_string("bind"));
+        json_object_object_add(o, "Type", json_object_new_string(type));
         json_object_object_add(o, "Source", json_object_new_string(src));
         json_object_object_add(o, "Target", json_object_new_string(dst));
         json_object_object_add(o, "ReadOnly", json_object_new_boolean(ro));
+        if (strcmp(type, "volume") == 0) {
+                /* NoCopy: an empty volume must stay as filled (an empty workspace's root owned
+                 * by the run's user), not take the image directory's content and owner when a
+                 * container mounting it is created */
+                json_object *vo = json_object_new_object();
+                json_object_object_add(vo, "NoCopy", json_object_new_boolean(true));
+                json_object_object_add(o, "VolumeOptions", vo);
+        }
         return o;
 }
 
@@ -103,8 +111,15 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_array_add(ul, ulimit("nproc", ENGINE_NPROC));
         json_object_array_add(ul, ulimit("core", 0));
         json_object_object_add(hc, "Ulimits", ul);
-        json_object_array_add(mounts, bind(s->workspace, "/workspace", s->workspace_ro));
-        json_object_array_add(mounts, bind(s->code_dir, "/sandbox", true));
+        if (s->code_volume && s->workspace_volume) {
+                json_object_array_add(
+                    mounts, mount("volume", s->workspace_volume, "/workspace", s->workspace_ro));
+                json_object_array_add(mounts, mount("volume", s->code_volume, "/sandbox", true));
+        } else {
+                json_object_array_add(mounts,
+                                      mount("bind", s->workspace, "/workspace", s->workspace_ro));
+                json_object_array_add(mounts, mount("bind", s->code_dir, "/sandbox", true));
+        }
         json_object_object_add(hc, "Mounts", mounts);
         json_object_object_add(hc, "Init", json_object_new_boolean(s->init));
         json_object_object_add(hc, "AutoRemove", json_object_new_boolean(false));
@@ -187,18 +202,31 @@ static bool caps_all_dropped(json_object *hc)
         return true;
 }
 
-static bool mount_as_asked(json_object *mounts, const char *dst, bool ro)
+/* The mount at @dst is the one asked for: read-only as asked, the only one at @dst, and for a
+ * volume (@type "volume") that kind with the name @src. */
+static bool mount_as_asked(json_object *mounts, const char *dst, const char *type,
+                           const char *src, bool ro)
 {
+        bool found = false;
+
         if (!mounts || !json_object_is_type(mounts, json_type_array))
                 return false;
         for (size_t i = 0; i < json_object_array_length(mounts); i++) {
                 json_object *m = json_object_array_get_idx(mounts, i);
                 if (strcmp(get_str(m, "Destination"), dst) != 0)
                         continue;
+                if (found)
+                        return false; /* two mounts at one place: not what was asked */
                 json_object *rw = get(m, "RW");
-                return rw && json_object_get_boolean(rw) == !ro;
+                if (!rw || json_object_get_boolean(rw) != !ro)
+                        return false;
+                if (strcmp(type, "volume") == 0 &&
+                    (strcmp(get_str(m, "Type"), "volume") != 0 ||
+                     strcmp(get_str(m, "Name"), src) != 0))
+                        return false;
+                found = true;
         }
-        return false;
+        return found;
 }
 
 /* Podman 4.3's inspect says UsernsMode "private" even for keep-id; its libpod inspect's
@@ -218,6 +246,7 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
         json_object *tmpfs = get(hc, "Tmpfs");
         _cleanup_free_ char *user = xasprintf("%u:%u", (unsigned)s->uid, (unsigned)s->gid);
         const char *bad = NULL;
+        bool vol = s->code_volume && s->workspace_volume;
 
         if (!hc || !cfg)
                 return sbx_fail(err, EPROTO,
@@ -239,10 +268,12 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
                 bad = "IpcMode none";
         else if (strcmp(get_str(cfg, "User"), user) != 0)
                 bad = "User (the unprivileged uid:gid)";
-        else if (!mount_as_asked(get(inspect, "Mounts"), "/sandbox", true))
-                bad = "the read-only /sandbox bind mount";
-        else if (!mount_as_asked(get(inspect, "Mounts"), "/workspace", s->workspace_ro))
-                bad = "the /workspace bind mount";
+        else if (!mount_as_asked(get(inspect, "Mounts"), "/sandbox", vol ? "volume" : "bind",
+                                 s->code_volume, true))
+                bad = vol ? "the read-only /sandbox volume" : "the read-only /sandbox bind mount";
+        else if (!mount_as_asked(get(inspect, "Mounts"), "/workspace", vol ? "volume" : "bind",
+                                 s->workspace_volume, s->workspace_ro))
+                bad = vol ? "the /workspace volume" : "the /workspace bind mount";
         else if (s->userns_keep_id && strcmp(get_str(hc, "UsernsMode"), "keep-id") != 0 &&
                  !keep_id_mapped(get(inspect, "IDMappings"), s->uid))
                 bad = "UsernsMode keep-id";

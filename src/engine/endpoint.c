@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,22 +16,34 @@
 #include "common/sha256.h"
 #include "common/xalloc.h"
 
-const char *engine_env_getenv(const char *name)
+static const char *env_nonempty(const char *v)
 {
-        /* The one getenv of src/engine: the DOCKER_* variables belong to the docker CLI's
-         * conventions, not to VESTIBULE_* config. Tests inject their own function instead. */
-        return secure_getenv(name);
-}
-
-static const char *env_nonempty(engine_getenv_fn getenv_fn, const char *name)
-{
-        const char *v = getenv_fn ? getenv_fn(name) : NULL;
         return v && *v ? v : NULL;
 }
 
 void engine_context_hash(const char *name, char ret[65])
 {
         sbx_sha256_hex(name, strlen(name), ret);
+}
+
+bool engine_host_is_loopback(const char *name, size_t n)
+{
+        char buf[256];
+        struct in_addr a4;
+        struct in6_addr a6;
+
+        if (n == 0 || n >= sizeof(buf))
+                return false;
+        memcpy(buf, name, n);
+        buf[n] = '\0';
+        if (strcasecmp(buf, "localhost") == 0)
+                return true; /* curl resolves it to the loopback itself, never through DNS */
+        if (inet_pton(AF_INET, buf, &a4) == 1)
+                return (ntohl(a4.s_addr) >> 24) == 127;
+        if (inet_pton(AF_INET6, buf, &a6) == 1)
+                return IN6_IS_ADDR_LOOPBACK(&a6) ||
+                       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+        return false;
 }
 
 int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *ret,
@@ -72,6 +86,28 @@ int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *re
                 bool has_port = memchr(hp, ':', n) != NULL && hp[0] != '[';
                 if (hp[0] == '[') /* [v6]:port */
                         has_port = strstr(hp, "]:") != NULL && (size_t)(strstr(hp, "]:") - hp) < n;
+                /* the host name without the port, for the plaintext check */
+                const char *hn = hp;
+                size_t hn_len = n;
+                if (hp[0] == '[') {
+                        const char *rb = memchr(hp, ']', n);
+                        hn = hp + 1;
+                        hn_len = rb ? (size_t)(rb - hp) - 1 : 0;
+                } else if (memchr(hp, ':', n)) {
+                        hn_len = (size_t)((const char *)memchr(hp, ':', n) - hp);
+                }
+                /* Whoever can reach an engine's API is root on its host, and plain HTTP lets
+                 * anyone on the path read and rewrite every request: only the loopback may be
+                 * spoken to in the clear. */
+                if (!tls && !engine_host_is_loopback(hn, hn_len))
+                        return sbx_fail(err, EPERM,
+                                        "refusing plain (unencrypted, unauthenticated) HTTP to the "
+                                        "container engine at '%s': set DOCKER_TLS_VERIFY=1 and "
+                                        "DOCKER_CERT_PATH to a folder with ca.pem, cert.pem and "
+                                        "key.pem (the daemon's --tlsverify setup), or forward the "
+                                        "engine's socket (ssh -L /tmp/docker.sock:/var/run/"
+                                        "docker.sock host) and use unix://",
+                                        host);
                 ep.tls = tls;
                 ep.tls_verify = tls;
                 snprintf(ep.base_url, sizeof(ep.base_url), "%s://%.*s%s", tls ? "https" : "http",
@@ -99,6 +135,27 @@ int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *re
         return 0;
 }
 
+int engine_cert_dir_check(const char *dir, const char *origin, struct sbx_error *err)
+{
+        static const char *const files[] = {"ca.pem", "cert.pem", "key.pem"};
+
+        if (!dir || !*dir)
+                return sbx_fail(err, ENOENT,
+                                "DOCKER_TLS_VERIFY is set but there is no folder with the TLS "
+                                "certificates: set DOCKER_CERT_PATH to the folder holding "
+                                "ca.pem, cert.pem and key.pem");
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *f = xasprintf("%s/%s", dir, files[i]);
+                if (access(f, R_OK) < 0)
+                        return sbx_fail(err, errno,
+                                        "cannot read '%s' (%s, from %s): DOCKER_TLS_VERIFY needs "
+                                        "ca.pem, cert.pem and key.pem there; set DOCKER_CERT_PATH "
+                                        "to the folder the daemon's client certificates are in",
+                                        f, strerror(errno), origin);
+        }
+        return 0;
+}
+
 static bool is_socket(const char *path)
 {
         struct stat st;
@@ -118,10 +175,10 @@ static char *read_file_small(const char *path, size_t cap)
 }
 
 /* $DOCKER_CONFIG, else $HOME/.docker; NULL when neither is known. */
-static char *docker_config_dir(engine_getenv_fn getenv_fn)
+static char *docker_config_dir(const struct sbx_engine_env *env)
 {
-        const char *dc = env_nonempty(getenv_fn, "DOCKER_CONFIG");
-        const char *home = env_nonempty(getenv_fn, "HOME");
+        const char *dc = env_nonempty(env->docker_config);
+        const char *home = env_nonempty(env->home);
 
         if (dc)
                 return xstrdup(dc);
@@ -173,11 +230,11 @@ static int context_endpoint(const char *cfgdir, const char *name, struct engine_
 }
 
 /* The context to use: DOCKER_CONTEXT, else config.json's currentContext; NULL = default. */
-static char *current_context(engine_getenv_fn getenv_fn, const char *cfgdir)
+static char *current_context(const struct sbx_engine_env *env, const char *cfgdir)
 {
-        const char *env = env_nonempty(getenv_fn, "DOCKER_CONTEXT");
-        if (env)
-                return strcmp(env, "default") == 0 ? NULL : xstrdup(env);
+        const char *dc = env_nonempty(env->docker_context);
+        if (dc)
+                return strcmp(dc, "default") == 0 ? NULL : xstrdup(dc);
         if (!cfgdir)
                 return NULL;
         _cleanup_free_ char *path = xasprintf("%s/config.json", cfgdir);
@@ -283,10 +340,25 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                              struct engine_endpoint **ret, size_t *ret_n, char *ret_missing,
                              size_t missing_size, struct sbx_error *err)
 {
+        struct sbx_engine_env env = {0};
+        int r;
+
+        config_engine_env_fill(getenv_fn, &env);
+        r = engine_endpoints_resolve_env(runtime, &env, ret, ret_n, ret_missing, missing_size,
+                                         err);
+        config_engine_env_done(&env);
+        return r;
+}
+
+int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime,
+                                 const struct sbx_engine_env *env, struct engine_endpoint **ret,
+                                 size_t *ret_n, char *ret_missing, size_t missing_size,
+                                 struct sbx_error *err)
+{
         struct endpoint_list l = {0};
         struct engine_endpoint ep;
-        const char *home = env_nonempty(getenv_fn, "HOME");
-        const char *xdg = env_nonempty(getenv_fn, "XDG_RUNTIME_DIR");
+        const char *home = env_nonempty(env->home);
+        const char *xdg = env_nonempty(env->xdg_runtime_dir);
         _cleanup_free_ char *xdg_def = NULL;
         int r;
 
@@ -303,7 +375,7 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                 ret_missing[0] = '\0';
 
         if (runtime == SBX_RUNTIME_PODMAN) {
-                const char *ch = env_nonempty(getenv_fn, "CONTAINER_HOST");
+                const char *ch = env_nonempty(env->container_host);
                 if (ch) {
                         r = engine_endpoint_parse(ch, false, &ep, err);
                         if (r < 0)
@@ -319,17 +391,22 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                 return 0;
         }
 
-        const char *dh = env_nonempty(getenv_fn, "DOCKER_HOST");
+        const char *dh = env_nonempty(env->docker_host);
         if (dh) {
-                const char *tv = env_nonempty(getenv_fn, "DOCKER_TLS_VERIFY");
+                const char *tv = env_nonempty(env->docker_tls_verify);
                 bool tls = tv && strcmp(tv, "0") != 0;
                 r = engine_endpoint_parse(dh, tls, &ep, err);
                 if (r < 0)
                         return sbx_wrap(err, "DOCKER_HOST");
                 if (tls && !ep.is_unix) {
-                        const char *cp = env_nonempty(getenv_fn, "DOCKER_CERT_PATH");
+                        const char *cp = env_nonempty(env->docker_cert_path);
                         _cleanup_free_ char *def = home ? xasprintf("%s/.docker", home) : NULL;
                         snprintf(ep.cert_dir, sizeof(ep.cert_dir), "%s", cp ? cp : def ? def : "");
+                        r = engine_cert_dir_check(ep.cert_dir, cp ? "DOCKER_CERT_PATH"
+                                                                  : "the default ~/.docker",
+                                                  err);
+                        if (r < 0)
+                                return r;
                 }
                 ep.explicit_choice = true;
                 snprintf(ep.origin, sizeof(ep.origin), "DOCKER_HOST");
@@ -339,8 +416,8 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                 return 0;
         }
 
-        _cleanup_free_ char *cfgdir = docker_config_dir(getenv_fn);
-        _cleanup_free_ char *ctx = current_context(getenv_fn, cfgdir);
+        _cleanup_free_ char *cfgdir = docker_config_dir(env);
+        _cleanup_free_ char *ctx = current_context(env, cfgdir);
         if (ctx) {
                 if (!cfgdir)
                         return sbx_fail(err, ENOENT,

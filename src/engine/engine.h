@@ -21,13 +21,17 @@
 /* Endpoint resolution (endpoint.c)                                                          */
 
 /* Reads one environment variable; returns NULL when unset. Injected so tests need no real
- * environment (STYLE.md: only src/config calls getenv; engine_env_getenv() is the one place
- * in src/engine that does, for the DOCKER_* variables config does not own). */
+ * environment. The server itself passes NULL where one is taken: then the DOCKER_* variables
+ * come from the config (struct sbx_engine_env, read by config_load(); STYLE.md: only
+ * src/config reads the environment). */
 typedef const char *(*engine_getenv_fn)(const char *name);
 
-/** engine_env_getenv() - the process environment (secure_getenv), for engine_endpoints_resolve().
- */
-const char *engine_env_getenv(const char *name);
+/** engine_env_getenv() - the process environment as config reads it (secure_getenv), for
+ * callers that want a live read through an engine_getenv_fn (setup, tests). */
+static inline const char *engine_env_getenv(const char *name)
+{
+        return config_process_getenv(name);
+}
 
 struct engine_endpoint {
         char host[512]; /* as given: "unix:///var/run/docker.sock", "tcp://h:2376" */
@@ -45,12 +49,22 @@ struct engine_endpoint {
 /**
  * engine_endpoint_parse() - parse a DOCKER_HOST-style address.
  * @host: "unix:///path", "tcp://host:port" ("tcp://host" = port 2375, or 2376 with TLS);
- *        "npipe://" and "ssh://" are refused with the fix in @err.
+ *        "npipe://" and "ssh://" are refused with the fix in @err, and so is tcp:// without
+ *        TLS to anything but the loopback (-EPERM, naming DOCKER_TLS_VERIFY).
  * @tls_verify: whether TLS is asked for (DOCKER_TLS_VERIFY or a context's TLS data).
  * Return: 0, or -EINVAL / -EPROTONOSUPPORT / -ENAMETOOLONG with @err naming the fix.
  */
 int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *ret,
                           struct sbx_error *err);
+
+/** engine_host_is_loopback() - whether the host name @name (@n bytes, no port, no brackets) is
+ * the loopback: "localhost", 127.0.0.0/8, ::1 (or ::ffff:127.x). Plain tcp:// is refused to
+ * anything else. */
+bool engine_host_is_loopback(const char *name, size_t n);
+
+/** engine_cert_dir_check() - ca.pem, cert.pem and key.pem readable in @dir (@origin names
+ * where @dir came from, for the message). Return 0, or -errno with the fix in @err. */
+int engine_cert_dir_check(const char *dir, const char *origin, struct sbx_error *err);
 
 /** engine_context_hash() - lower-case hex sha256 of @name into @ret (65 bytes), as the
  * docker CLI names a context's directory under contexts/meta/. */
@@ -70,6 +84,12 @@ void engine_context_hash(const char *name, char ret[65]);
 int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn getenv_fn,
                              struct engine_endpoint **ret, size_t *ret_n, char *ret_missing,
                              size_t missing_size, struct sbx_error *err);
+
+/** engine_endpoints_resolve_env() - the same, from the variables in @env (the config's). */
+int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime,
+                                 const struct sbx_engine_env *env, struct engine_endpoint **ret,
+                                 size_t *ret_n, char *ret_missing, size_t missing_size,
+                                 struct sbx_error *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /* HTTP (http.c)                                                                            */
@@ -176,6 +196,10 @@ struct engine_run_spec {
         const char *workspace; /* host dir bound at /workspace */
         bool workspace_ro;
         const char *code_dir;  /* host dir bound read-only at /sandbox */
+        /* A daemon that cannot see our files: named volumes instead of the two binds (set
+         * both; then workspace and code_dir are not used in the body). */
+        const char *workspace_volume; /* at /workspace (read-only with workspace_ro) */
+        const char *code_volume;      /* at /sandbox, read-only */
         uint64_t memory_bytes; /* Memory = MemorySwap */
         uint64_t nano_cpus;
         unsigned pids_max;
@@ -264,8 +288,8 @@ bool engine_owner_alive(const char *label);
 int engine_sweep(const struct engine_conn *c, struct sbx_error *err);
 
 /**
- * engine_connect() - resolve the endpoint for @cfg's runtime (through @getenv_fn), ping it and
- * negotiate the API version.
+ * engine_connect() - resolve the endpoint for @cfg's runtime (from @cfg->engine_env, or through
+ * @getenv_fn when not NULL: tests), ping it and negotiate the API version.
  * Return: 0 with @ret filled, or -errno with the Blocked: text in @err.
  */
 int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
@@ -315,7 +339,8 @@ const char *engine_image_for(const struct sbx_config *cfg, const char *language)
  */
 int engine_setup_import(const struct sbx_config *cfg, const char *tar, const char *ref,
                         struct sbx_error *err);
-/** engine_setup_import_with_env() - the same, reading DOCKER_* etc. through @getenv_fn. */
+/** engine_setup_import_with_env() - the same, reading DOCKER_* etc. through @getenv_fn (NULL:
+ * from @cfg->engine_env, as engine_setup_import()). */
 int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                  const char *tar, const char *ref, struct sbx_error *err);
 
@@ -337,10 +362,128 @@ int engine_image_pull(const struct engine_conn *c, const char *image, FILE *prog
 int engine_setup_pull(const struct sbx_config *cfg, const char *image, FILE *progress, bool tty,
                       struct sbx_error *err);
 
+/* ---------------------------------------------------------------------------------------- */
+/* Hand-in through volumes for a daemon that cannot see our files (volume.c)                 */
+
+/* One entry of the host workspace as it went into the volume. */
+struct engine_manifest_entry {
+        char *rel; /* workspace-relative path */
+        mode_t mode;
+        off_t size;
+        int64_t mtime_ns;
+};
+
+struct engine_manifest {
+        struct engine_manifest_entry *v;
+        size_t n;
+};
+
+/** engine_manifest_done() - free what @m holds. */
+void engine_manifest_done(struct engine_manifest *m);
+
+/* What the copy-back did. */
+struct engine_copyback {
+        unsigned files, dirs, symlinks, deleted;
+        unsigned refused;         /* entries not written (see first_refusal) */
+        char first_refusal[200];  /* "'name': why" of the first refused entry */
+};
+
+/* Which part of the hand-in a tar holds, and where it is PUT. Docker extracts an archive PUT
+ * at "/" into the volumes mounted below it, and skips a "./" entry (the volume root would keep
+ * root's owner): one tar at "/" with sandbox/ and workspace/. Podman writes a PUT at "/" into
+ * the container's own root, not its volumes: one tar per mount point, PUT at that path. */
+enum engine_handin_part {
+        ENGINE_HANDIN_BOTH,      /* sandbox/... and workspace/..., PUT at "/" (Docker) */
+        ENGINE_HANDIN_CODE,      /* ./ and ./<script>, PUT at /sandbox (Podman) */
+        ENGINE_HANDIN_WORKSPACE, /* ./ and the workspace, PUT at /workspace (Podman) */
+};
+
+/**
+ * engine_handin_tar() - write to @fd the hand-in tar (@part): the code directory (root 0755)
+ * holding @script_name (root 0644, @code), and when @workspace_dir is set, a copy of that
+ * folder, every entry owned by @uid:@gid (so the volume root is the run user's, as the host
+ * folder is behind a bind mount). Symlinks go in as symlinks and are never followed; set-id
+ * bits are dropped; sockets, fifos and devices are left out (*@ret_skipped counts them).
+ * @ret_manifest: what went in (for engine_workspace_unpack()'s deletions); may be NULL.
+ * Return: 0 or -errno with @err.
+ */
+int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_name,
+                      const char *code, size_t code_len, const char *workspace_dir, uid_t uid,
+                      gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
+                      struct sbx_error *err);
+
+/** engine_tar_name_clean() - an archive member name as a clean relative path ("" = the root);
+ * -EPERM with *@ret_why for an absolute name or a '..' component. */
+int engine_tar_name_clean(const char *name, char **ret, const char **ret_why);
+
+/**
+ * engine_workspace_unpack() - unpack the tar on @tar_fd (GET .../archive?path=/workspace/.)
+ * into @workspace_dir. Names that are absolute or hold '..', entries whose folder on this
+ * machine is a symlink or a file, hardlinks to anything but a file of the same tree, and
+ * anything but files, folders and symlinks are refused (counted in @ret, not written); a file
+ * or symlink replaces what is there by rename, never writing through a symlink. Entries of @m
+ * missing from the tar and unchanged on this machine since they went in are deleted (the run
+ * deleted them). With @do_chown (a server running as root) what is written belongs to
+ * @uid:@gid, as the run user's writes through a bind mount would.
+ * Return: 0 (refusals are in @ret), or -errno when the host cannot take the copy or the tar is
+ * broken (@ret still says what was done).
+ */
+int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
+                            const struct engine_manifest *m, uid_t uid, gid_t gid, bool do_chown,
+                            struct engine_copyback *ret, struct sbx_error *err);
+
+/** engine_volume_name() - "vestibule-<kind>-<16 random hex>" into @ret. Return 0 or -errno. */
+int engine_volume_name(const char *kind, char *ret, size_t size);
+
+/** engine_volume_create() - POST /volumes/create @name labelled vestibule.run=1 and
+ * vestibule.owner=@owner (the sweep removes it once @owner is gone); @driver_o: the local
+ * driver's "o" option (Podman: "uid=N,gid=N" makes the volume root that user's), NULL = none.
+ * Return 0 or -errno. */
+int engine_volume_create(const struct engine_conn *c, const char *name, const char *owner,
+                         const char *driver_o, struct sbx_error *err);
+
+/** engine_volume_remove() - DELETE /volumes/@name (force); a missing one is fine. */
+int engine_volume_remove(const struct engine_conn *c, const char *name, struct sbx_error *err);
+
+/** engine_helper_body() - the create body of the helper container: @image, never started
+ * (Cmd true, no network, no capabilities), @code_volume at /sandbox and @workspace_volume
+ * (NULL = none) at /workspace, both writable, labelled like a run (plus vestibule.helper=1);
+ * @keep_id: UsernsMode keep-id, as the run on rootless Podman. */
+json_object *engine_helper_body(const char *image, const char *code_volume,
+                                const char *workspace_volume, const char *owner, bool keep_id);
+
+/** engine_archive_put() - PUT the tar on @fd (from offset 0) into container @id at @path. */
+int engine_archive_put(const struct engine_conn *c, const char *id, const char *path, int fd,
+                       struct sbx_error *err);
+
+/** engine_archive_stat() - HEAD container @id's @path: 0 when it exists, -ENOENT when not, or
+ * -errno. */
+int engine_archive_stat(const struct engine_conn *c, const char *id, const char *path,
+                        struct sbx_error *err);
+
+/** engine_archive_get() - GET container @id's @path as a tar into @fd, rewound on success. */
+int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,
+                       struct sbx_error *err);
+
+/**
+ * engine_daemon_shares_files() - whether bind mounts of this machine's paths reach the engine's
+ * containers: a unix socket (@ep) whose daemon reports this machine's host name (/info Name =
+ * @our_host) and is not Docker Desktop or podman machine (/info OperatingSystem @os_name), both
+ * of which run the engine in a VM seeing only shared folders. Everything else (tcp://, a
+ * forwarded socket of another host) gets the volume hand-in; @why says which, for the log.
+ */
+bool engine_daemon_shares_files(const struct engine_endpoint *ep, const char *os_name,
+                                const char *daemon_name, const char *our_host, char *why,
+                                size_t why_size);
+
+/** engine_tmpfile() - an unnamed temporary file (O_TMPFILE in /var/tmp or /tmp), or -errno. */
+int engine_tmpfile(struct sbx_error *err);
+
 struct backend;
 /**
  * engine_backend_new_with_env() - engine_backend_new() reading DOCKER_* and friends through
- * @getenv_fn (tests inject an environment). Return 0 or -errno.
+ * @getenv_fn (tests inject an environment; NULL: from @cfg->engine_env, as
+ * engine_backend_new()). Return 0 or -errno.
  */
 int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                 struct backend **ret, struct sbx_error *err);

@@ -169,6 +169,17 @@ int engine_request(const struct engine_conn *c, const char *method, const char *
                 free(b.p);
                 return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
         }
+        if (rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
+            rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CACERT_BADFILE ||
+            rc == CURLE_SSL_ISSUER_ERROR || rc == CURLE_SSL_CIPHER) {
+                free(b.p);
+                return sbx_fail(err, EPROTO,
+                                "the TLS handshake with the container engine at '%s' failed "
+                                "(%s): check that DOCKER_CERT_PATH ('%s') holds the ca.pem that "
+                                "signed the daemon's certificate (issued for this host name) "
+                                "and a cert.pem/key.pem the daemon accepts",
+                                c->ep.base_url, curl_easy_strerror(rc), c->ep.cert_dir);
+        }
         if (rc != CURLE_OK) {
                 free(b.p);
                 if (rc == CURLE_OPERATION_TIMEDOUT)

@@ -182,7 +182,7 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
 int engine_setup_import(const struct sbx_config *cfg, const char *tar, const char *ref,
                         struct sbx_error *err)
 {
-        return engine_setup_import_with_env(cfg, engine_env_getenv, tar, ref, err);
+        return engine_setup_import_with_env(cfg, NULL, tar, ref, err); /* cfg->engine_env */
 }
 
 int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
@@ -418,7 +418,7 @@ int engine_setup_pull(const struct sbx_config *cfg, const char *image, FILE *pro
         _cleanup_free_ char *name = NULL;
         int r;
 
-        r = engine_connect(cfg, engine_env_getenv, &c, err);
+        r = engine_connect(cfg, NULL, &c, err);
         if (r < 0)
                 return r;
         if (!at)

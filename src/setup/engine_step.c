@@ -34,7 +34,7 @@ static int engine_has(const struct setup_run_args *a, const char *ref, struct sb
         char mark[8] = "";
         int r;
 
-        r = engine_connect(a->cfg, engine_env_getenv, &c, err);
+        r = engine_connect(a->cfg, NULL, &c, err);
         if (r < 0)
                 return r;
         r = engine_image_label(&c, ref, "vestibule.image", mark, sizeof(mark), err);
@@ -143,7 +143,7 @@ static const char *getenv_no_settings(const char *name)
 {
         if (strncmp(name, "VESTIBULE_", 10) == 0)
                 return NULL;
-        return engine_env_getenv(name);
+        return config_process_getenv(name);
 }
 
 static bool str_differs(const char *a, const char *b)
@@ -255,7 +255,7 @@ int setup_engine_pull(const struct setup_run_args *a, const char *language, cons
 
         if (!a->cfg || a->native_only)
                 return 0;
-        if (engine_connect(a->cfg, engine_env_getenv, &c, &e) < 0) {
+        if (engine_connect(a->cfg, NULL, &c, &e) < 0) {
                 fprintf(a->out,
                         "setup: no container engine answers, %s image not pulled into it (the "
                         "native backend may be enough): %s\n",

@@ -147,9 +147,12 @@ START_TEST(endpoint_parse_schemes)
         ck_assert_str_eq(ep.sock_path, "/var/run/docker.sock");
         ck_assert_str_eq(ep.base_url, "http://localhost");
 
-        ck_assert_int_eq(engine_endpoint_parse("tcp://10.0.0.5", false, &ep, &err), 0);
+        ck_assert_int_eq(engine_endpoint_parse("tcp://127.0.0.5", false, &ep, &err), 0);
         ck_assert(!ep.is_unix && !ep.local && !ep.tls);
-        ck_assert_str_eq(ep.base_url, "http://10.0.0.5:2375");
+        ck_assert_str_eq(ep.base_url, "http://127.0.0.5:2375");
+        /* plain HTTP to anything but the loopback: refused, naming the fix */
+        ck_assert_int_eq(engine_endpoint_parse("tcp://10.0.0.5", false, &ep, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, "DOCKER_TLS_VERIFY"));
         ck_assert_int_eq(engine_endpoint_parse("tcp://h.example:2376", true, &ep, &err), 0);
         ck_assert_str_eq(ep.base_url, "https://h.example:2376");
         ck_assert(ep.tls && ep.tls_verify);
@@ -189,18 +192,31 @@ START_TEST(resolve_docker_host_wins)
         char miss[300];
         struct sbx_error err = {0};
 
+        _cleanup_free_ char *certs = sbx_test_tmpdir();
         env_reset();
         env_set("DOCKER_HOST", "tcp://build.example:2376");
         env_set("DOCKER_TLS_VERIFY", "1");
-        env_set("DOCKER_CERT_PATH", "/certs");
+        env_set("DOCKER_CERT_PATH", certs);
         env_set("DOCKER_CONTEXT", "colima");
+        /* the certificates must be there: a clear error naming DOCKER_CERT_PATH first */
+        ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_AUTO, fake_getenv, &eps, &n, miss,
+                                                  sizeof(miss), &err),
+                         -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "DOCKER_CERT_PATH"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "ca.pem"));
+        free(TAKE_PTR(eps));
+        const char *pems[] = {"ca.pem", "cert.pem", "key.pem"};
+        for (size_t i = 0; i < 3; i++) {
+                _cleanup_free_ char *f = xasprintf("%s/%s", certs, pems[i]);
+                write_file(f, "x");
+        }
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_AUTO, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
         ck_assert_uint_eq(n, 1);
         ck_assert(eps[0].explicit_choice && eps[0].tls && eps[0].tls_verify);
         ck_assert_str_eq(eps[0].base_url, "https://build.example:2376");
-        ck_assert_str_eq(eps[0].cert_dir, "/certs");
+        ck_assert_str_eq(eps[0].cert_dir, certs);
         ck_assert_str_eq(eps[0].origin, "DOCKER_HOST");
 
         free(TAKE_PTR(eps));

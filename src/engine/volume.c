@@ -1,0 +1,1109 @@
+/* volume.c - the hand-in for a daemon whose filesystem is not ours (tcp://, Docker Desktop, a
+ * forwarded socket): the code and a copy of the workspace go into two named volumes through
+ * the archive API of a created-never-started helper container (ENGINE_NOTES.md §3), the run
+ * container mounts them (/sandbox read-only), and after the run the workspace comes back
+ * through GET .../archive and is unpacked into the host workspace with the same refusals as
+ * setup's unpacker: no absolute names, no '..', never writing through a symlink. */
+#include "engine/engine.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <curl/curl.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+
+#define VOLUME_XFER_TIMEOUT_MS 300000L /* one archive PUT/GET: large workspaces take a while */
+#define VOLUME_MAX_DEPTH 128           /* deeper host workspace trees are refused */
+
+static void archive_write_freep(struct archive **a)
+{
+        if (*a)
+                archive_write_free(*a);
+}
+
+static void archive_read_freep(struct archive **a)
+{
+        if (*a)
+                archive_read_free(*a);
+}
+
+static void archive_entry_freep(struct archive_entry **e)
+{
+        if (*e)
+                archive_entry_free(*e);
+}
+
+static void closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The manifest: what went in, to tell deletions made by the run from files added meanwhile */
+
+void engine_manifest_done(struct engine_manifest *m)
+{
+        if (!m)
+                return;
+        for (size_t i = 0; i < m->n; i++)
+                free(m->v[i].rel);
+        free(m->v);
+        m->v = NULL;
+        m->n = 0;
+}
+
+static void manifest_add(struct engine_manifest *m, const char *rel, const struct stat *st)
+{
+        m->v = xrealloc(m->v, (m->n + 1) * sizeof(*m->v));
+        m->v[m->n].rel = xstrdup(rel);
+        m->v[m->n].mode = st->st_mode;
+        m->v[m->n].size = st->st_size;
+        m->v[m->n].mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+        m->n++;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Building the hand-in tar                                                                 */
+
+static int tar_fail(struct archive *a, const char *what, struct sbx_error *err)
+{
+        int e = archive_errno(a) > 0 ? archive_errno(a) : EIO;
+        return sbx_fail(err, e, "cannot build the archive for the container engine (%s): %s", what,
+                        archive_error_string(a) ? archive_error_string(a) : "unknown error");
+}
+
+static int tar_header(struct archive *a, const char *name, mode_t type_perm, int64_t size,
+                      uid_t uid, gid_t gid, const char *symlink, time_t mtime,
+                      struct sbx_error *err)
+{
+        _cleanup_(archive_entry_freep) struct archive_entry *e = archive_entry_new();
+
+        archive_entry_set_pathname(e, name);
+        archive_entry_set_mode(e, type_perm);
+        archive_entry_set_size(e, S_ISREG(type_perm) ? size : 0);
+        archive_entry_set_uid(e, uid);
+        archive_entry_set_gid(e, gid);
+        archive_entry_set_mtime(e, mtime, 0);
+        if (symlink)
+                archive_entry_set_symlink(e, symlink);
+        if (archive_write_header(a, e) != ARCHIVE_OK)
+                return tar_fail(a, name, err);
+        return 0;
+}
+
+static int tar_data(struct archive *a, const char *name, const void *p, size_t n,
+                    struct sbx_error *err)
+{
+        while (n > 0) {
+                la_ssize_t w = archive_write_data(a, p, n);
+                if (w <= 0)
+                        return tar_fail(a, name, err);
+                p = (const char *)p + w;
+                n -= (size_t)w;
+        }
+        return 0;
+}
+
+struct walk {
+        struct archive *a;
+        uid_t uid;
+        gid_t gid;
+        struct engine_manifest *m;
+        unsigned skipped; /* sockets, fifos, devices: nothing a bind mount would show usefully */
+};
+
+/* Add the content of directory @dfd (tar name @prefix, workspace-relative @rel) to the tar,
+ * never following a symlink. */
+static int walk_dir(struct walk *w, int dfd, const char *prefix, const char *rel, unsigned depth,
+                    struct sbx_error *err)
+{
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        int dup_fd, r;
+
+        if (depth > VOLUME_MAX_DEPTH)
+                return sbx_fail(err, ELOOP,
+                                "the workspace is nested deeper than %d directories at '%s': "
+                                "flatten it",
+                                VOLUME_MAX_DEPTH, rel);
+        dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (dup_fd < 0)
+                return sbx_fail(err, errno, "cannot read the workspace folder '%s': %m", rel);
+        d = fdopendir(dup_fd);
+        if (!d) {
+                int e = errno;
+                close(dup_fd);
+                return sbx_fail(err, e, "cannot read the workspace folder '%s': %s", rel,
+                                strerror(e));
+        }
+        while ((errno = 0, de = readdir(d))) {
+                struct stat st;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                _cleanup_free_ char *name = xasprintf("%s/%s", prefix, de->d_name);
+                _cleanup_free_ char *crel =
+                    *rel ? xasprintf("%s/%s", rel, de->d_name) : xstrdup(de->d_name);
+                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno == ENOENT)
+                                continue; /* removed meanwhile */
+                        return sbx_fail(err, errno, "cannot stat workspace entry '%s': %m", crel);
+                }
+                mode_t perm = st.st_mode & 0777; /* never set-id bits into the sandbox */
+                if (S_ISDIR(st.st_mode)) {
+                        _cleanup_close_ int sub = openat(dfd, de->d_name,
+                                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                             O_CLOEXEC);
+                        if (sub < 0)
+                                return sbx_fail(err, errno,
+                                                "cannot open workspace folder '%s': %m", crel);
+                        r = tar_header(w->a, name, S_IFDIR | perm, 0, w->uid, w->gid, NULL,
+                                       st.st_mtim.tv_sec, err);
+                        if (r < 0)
+                                return r;
+                        manifest_add(w->m, crel, &st);
+                        r = walk_dir(w, sub, name, crel, depth + 1, err);
+                        if (r < 0)
+                                return r;
+                } else if (S_ISREG(st.st_mode)) {
+                        _cleanup_close_ int fd =
+                            openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                        struct stat fst;
+                        char buf[65536];
+                        off_t left;
+                        if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
+                                return sbx_fail(err, errno ? errno : EIO,
+                                                "cannot read workspace file '%s': %m", crel);
+                        r = tar_header(w->a, name, S_IFREG | perm, fst.st_size, w->uid, w->gid,
+                                       NULL, fst.st_mtim.tv_sec, err);
+                        if (r < 0)
+                                return r;
+                        /* exactly the size in the header: a file growing meanwhile is cut,
+                         * one shrinking is padded with zeros (tar needs the promised bytes) */
+                        for (left = fst.st_size; left > 0;) {
+                                ssize_t n = read(fd, buf,
+                                                 left < (off_t)sizeof(buf) ? (size_t)left
+                                                                           : sizeof(buf));
+                                if (n < 0)
+                                        return sbx_fail(err, errno,
+                                                        "cannot read workspace file '%s': %m",
+                                                        crel);
+                                if (n == 0) {
+                                        n = left < (off_t)sizeof(buf) ? left : (off_t)sizeof(buf);
+                                        memset(buf, 0, (size_t)n);
+                                }
+                                r = tar_data(w->a, name, buf, (size_t)n, err);
+                                if (r < 0)
+                                        return r;
+                                left -= n;
+                        }
+                        manifest_add(w->m, crel, &fst);
+                } else if (S_ISLNK(st.st_mode)) {
+                        char target[4096];
+                        ssize_t n = readlinkat(dfd, de->d_name, target, sizeof(target) - 1);
+                        if (n < 0)
+                                return sbx_fail(err, errno,
+                                                "cannot read workspace symlink '%s': %m", crel);
+                        target[n] = '\0';
+                        /* a symlink goes in as a symlink: inside the container it resolves
+                         * in the container's tree, as it would through a bind mount */
+                        r = tar_header(w->a, name, S_IFLNK | 0777, 0, w->uid, w->gid, target,
+                                       st.st_mtim.tv_sec, err);
+                        if (r < 0)
+                                return r;
+                        manifest_add(w->m, crel, &st);
+                } else {
+                        w->skipped++;
+                }
+        }
+        if (errno)
+                return sbx_fail(err, errno, "cannot read the workspace folder '%s': %m", rel);
+        return 0;
+}
+
+static ssize_t fd_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
+{
+        int fd = *(int *)ud;
+        size_t off = 0;
+        (void)a;
+        while (off < n) {
+                ssize_t w = write(fd, (const char *)buf + off, n - off);
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        archive_set_error(a, errno, "cannot write the temporary archive: %s",
+                                          strerror(errno));
+                        return -1;
+                }
+                off += (size_t)w;
+        }
+        return (ssize_t)n;
+}
+
+int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_name,
+                      const char *code, size_t code_len, const char *workspace_dir, uid_t uid,
+                      gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
+                      struct sbx_error *err)
+{
+        _cleanup_(archive_write_freep) struct archive *a = archive_write_new();
+        struct engine_manifest m = {0};
+        const char *code_root = part == ENGINE_HANDIN_BOTH ? "sandbox" : ".";
+        const char *ws_root = part == ENGINE_HANDIN_BOTH ? "workspace" : ".";
+        _cleanup_free_ char *script = xasprintf("%s/%s", code_root, script_name);
+        time_t now = time(NULL);
+        int r = 0;
+
+        if (!a)
+                abort();
+        archive_write_set_format_pax_restricted(a);
+        archive_write_set_bytes_in_last_block(a, 1);
+        if (archive_write_open2(a, &fd, NULL, fd_write_cb, NULL, NULL) != ARCHIVE_OK)
+                return tar_fail(a, "open", err);
+
+        /* /sandbox: root-owned, readable by all; the run mounts it read-only anyway. */
+        if (part != ENGINE_HANDIN_WORKSPACE) {
+                r = tar_header(a, code_root, S_IFDIR | 0755, 0, 0, 0, NULL, now, err);
+                if (r == 0)
+                        r = tar_header(a, script, S_IFREG | 0644, (int64_t)code_len, 0, 0, NULL,
+                                       now, err);
+                if (r == 0)
+                        r = tar_data(a, script, code, code_len, err);
+                if (r < 0)
+                        return r;
+        }
+
+        if (workspace_dir && part != ENGINE_HANDIN_CODE) {
+                /* the folder itself may be a symlink the user set up, as a bind mount's source
+                 * may; nothing beneath it is followed */
+                _cleanup_close_ int wfd = open(workspace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                struct stat st;
+                if (wfd < 0 || fstat(wfd, &st) < 0)
+                        return sbx_fail(err, errno, "cannot open the workspace '%s': %m",
+                                        workspace_dir);
+                /* The volume root takes this entry's owner: the run's user must own
+                 * /workspace, as it owns the host folder behind a bind mount. */
+                r = tar_header(a, ws_root, S_IFDIR | (st.st_mode & 0777), 0, uid, gid, NULL,
+                               st.st_mtim.tv_sec, err);
+                if (r < 0)
+                        return r;
+                struct walk w = {.a = a, .uid = uid, .gid = gid, .m = &m};
+                r = walk_dir(&w, wfd, ws_root, "", 0, err);
+                if (r < 0) {
+                        engine_manifest_done(&m);
+                        return r;
+                }
+                if (ret_skipped)
+                        *ret_skipped = w.skipped;
+        }
+        if (archive_write_close(a) != ARCHIVE_OK) {
+                engine_manifest_done(&m);
+                return tar_fail(a, "close", err);
+        }
+        if (ret_manifest)
+                *ret_manifest = m;
+        else
+                engine_manifest_done(&m);
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Unpacking the run's workspace back into the host folder                                  */
+
+/* @name from the engine's tar as a clean relative path ("" = the root); -EPERM with @why for
+ * an absolute name or a '..' component. */
+int engine_tar_name_clean(const char *name, char **ret, const char **ret_why)
+{
+        _cleanup_free_ char *out = xmalloc(strlen(name) + 1);
+        const char *p = name;
+        size_t o = 0;
+
+        if (name[0] == '/') {
+                *ret_why = "an absolute name";
+                return -EPERM;
+        }
+        while (*p) {
+                size_t len = strcspn(p, "/");
+                if (len == 2 && p[0] == '.' && p[1] == '.') {
+                        *ret_why = "a '..' component";
+                        return -EPERM;
+                }
+                if (len > 0 && !(len == 1 && p[0] == '.')) {
+                        if (o > 0)
+                                out[o++] = '/';
+                        memcpy(out + o, p, len);
+                        o += len;
+                }
+                p += len;
+                while (*p == '/')
+                        p++;
+        }
+        out[o] = '\0';
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+/* Open (creating missing ones, 0755) the directories of @rel's parent beneath @rootfd, never
+ * following a symlink: a component that is a symlink or a file is refused (-ELOOP). Sets
+ * *@ret_base to @rel's last component. Return an fd or -errno. */
+static int open_parent_beneath(int rootfd, char *rel, const char **ret_base, uid_t uid,
+                               gid_t gid, bool chown_new)
+{
+        _cleanup_close_ int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char *slash = strrchr(rel, '/'), *save = NULL, *comp;
+
+        if (fd < 0)
+                return -errno;
+        *ret_base = rel;
+        if (!slash)
+                return TAKE_FD(fd);
+        *slash = '\0';
+        *ret_base = slash + 1;
+        for (comp = strtok_r(rel, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+                int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0 && errno == ENOENT) {
+                        if (mkdirat(fd, comp, 0755) < 0 && errno != EEXIST)
+                                return -errno;
+                        if (chown_new)
+                                (void)fchownat(fd, comp, uid, gid, AT_SYMLINK_NOFOLLOW);
+                        next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                }
+                if (next < 0)
+                        return errno == ENOTDIR ? -ELOOP : -errno;
+                close(fd);
+                fd = next;
+        }
+        return TAKE_FD(fd);
+}
+
+/* Remove @name in @dfd whatever it is (a directory with all it holds), never following a
+ * symlink. */
+static int remove_at(int dfd, const char *name, unsigned depth)
+{
+        struct stat st;
+
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISDIR(st.st_mode))
+                return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+        if (depth > VOLUME_MAX_DEPTH)
+                return -ELOOP;
+        int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0)
+                return -errno;
+        _cleanup_(closedirp) DIR *d = fdopendir(sub);
+        if (!d) {
+                close(sub);
+                return -errno;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+                        int r = remove_at(dirfd(d), de->d_name, depth + 1);
+                        if (r < 0)
+                                return r;
+                }
+        return unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct names {
+        char **v;
+        size_t n;
+};
+
+static void names_done(struct names *s)
+{
+        for (size_t i = 0; i < s->n; i++)
+                free(s->v[i]);
+        free(s->v);
+}
+
+static void refusal(struct engine_copyback *cb, const char *name, const char *why)
+{
+        cb->refused++;
+        if (!cb->first_refusal[0])
+                snprintf(cb->first_refusal, sizeof(cb->first_refusal), "'%.120s': %.70s", name, why);
+}
+
+/* Write a regular file entry: a new temp name in the parent, then rename over @base, so an
+ * existing symlink at @base is replaced, never followed. */
+static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, time_t mtime,
+                    uid_t uid, gid_t gid, bool do_chown)
+{
+        char tmp[64];
+        _cleanup_close_ int fd = -1;
+        const void *buf;
+        size_t len;
+        la_int64_t off;
+        int r = 0;
+
+        for (unsigned i = 0; i < 100 && fd < 0; i++) {
+                uint32_t rnd = 0;
+                if (getrandom(&rnd, sizeof(rnd), 0) < 0)
+                        rnd = (uint32_t)random();
+                snprintf(tmp, sizeof(tmp), ".vestibule-copyback-%08x", rnd);
+                fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd < 0 && errno != EEXIST)
+                        return -errno;
+        }
+        if (fd < 0)
+                return -EEXIST;
+        for (;;) {
+                int ar = archive_read_data_block(a, &buf, &len, &off);
+                if (ar == ARCHIVE_EOF)
+                        break;
+                if (ar != ARCHIVE_OK) {
+                        r = -EIO;
+                        goto fail;
+                }
+                if (lseek(fd, off, SEEK_SET) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                for (size_t done = 0; done < len;) {
+                        ssize_t w = write(fd, (const char *)buf + done, len - done);
+                        if (w < 0) {
+                                r = -errno;
+                                goto fail;
+                        }
+                        done += (size_t)w;
+                }
+        }
+        /* sparse tails: the size is where the last block ended or the header said */
+        if (do_chown && fchown(fd, uid, gid) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (fchmod(fd, perm & 0777) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = mtime}};
+        (void)futimens(fd, ts);
+        struct stat st;
+        if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+                r = remove_at(pfd, base, 0);
+                if (r < 0)
+                        goto fail;
+        }
+        if (renameat(pfd, tmp, pfd, base) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        return 0;
+fail:
+        unlinkat(pfd, tmp, 0);
+        return r;
+}
+
+static int put_symlink(int pfd, const char *base, const char *target, uid_t uid, gid_t gid,
+                       bool do_chown)
+{
+        char tmp[64];
+        int r = -EEXIST;
+
+        for (unsigned i = 0; i < 100; i++) {
+                uint32_t rnd = 0;
+                if (getrandom(&rnd, sizeof(rnd), 0) < 0)
+                        rnd = (uint32_t)random();
+                snprintf(tmp, sizeof(tmp), ".vestibule-copyback-%08x", rnd);
+                if (symlinkat(target, pfd, tmp) == 0) {
+                        r = 0;
+                        break;
+                }
+                if (errno != EEXIST)
+                        return -errno;
+        }
+        if (r < 0)
+                return r;
+        if (do_chown)
+                (void)fchownat(pfd, tmp, uid, gid, AT_SYMLINK_NOFOLLOW);
+        struct stat st;
+        if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+                r = remove_at(pfd, base, 0);
+                if (r < 0) {
+                        unlinkat(pfd, tmp, 0);
+                        return r;
+                }
+        }
+        if (renameat(pfd, tmp, pfd, base) < 0) {
+                r = -errno;
+                unlinkat(pfd, tmp, 0);
+                return r;
+        }
+        return 0;
+}
+
+static int put_dir(int pfd, const char *base, mode_t perm, uid_t uid, gid_t gid, bool do_chown)
+{
+        struct stat st;
+
+        if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
+                /* the run replaced a file or symlink by a folder */
+                if (unlinkat(pfd, base, 0) < 0)
+                        return -errno;
+        }
+        if (mkdirat(pfd, base, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        _cleanup_close_ int fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOTDIR ? -ELOOP : -errno;
+        if (do_chown && fchown(fd, uid, gid) < 0)
+                return -errno;
+        /* u+rwx kept: the server must still be able to write into it */
+        if (fchmod(fd, (perm & 0777) | 0700) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Hardlink @base to @target (an earlier entry of the same tar, beneath the root). */
+static int put_hardlink(int rootfd, int pfd, const char *base, const char *target_rel)
+{
+        _cleanup_free_ char *t = xstrdup(target_rel);
+        const char *tbase;
+        _cleanup_close_ int tfd = open_parent_beneath(rootfd, t, &tbase, 0, 0, false);
+        char tmp[64];
+        struct stat st;
+
+        if (tfd < 0)
+                return tfd;
+        if (fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EPERM; /* only files: never a link to a symlink or a folder */
+        for (unsigned i = 0; i < 100; i++) {
+                uint32_t rnd = 0;
+                if (getrandom(&rnd, sizeof(rnd), 0) < 0)
+                        rnd = (uint32_t)random();
+                snprintf(tmp, sizeof(tmp), ".vestibule-copyback-%08x", rnd);
+                if (linkat(tfd, tbase, pfd, tmp, 0) == 0) {
+                        if (renameat(pfd, tmp, pfd, base) < 0) {
+                                int e = errno;
+                                unlinkat(pfd, tmp, 0);
+                                return -e;
+                        }
+                        return 0;
+                }
+                if (errno != EEXIST)
+                        return -errno;
+        }
+        return -EEXIST;
+}
+
+static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, const char *rel,
+                      uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *cb)
+{
+        _cleanup_free_ char *copy = xstrdup(rel);
+        const char *base;
+        mode_t mode = archive_entry_mode(e);
+        const char *hl = archive_entry_hardlink(e);
+        int r;
+
+        _cleanup_close_ int pfd = open_parent_beneath(rootfd, copy, &base, uid, gid, do_chown);
+        if (pfd < 0) {
+                refusal(cb, rel,
+                        pfd == -ELOOP ? "its folder is a symlink or a file on this machine"
+                                      : strerror(-pfd));
+                return 0;
+        }
+        if (hl) {
+                _cleanup_free_ char *t = NULL;
+                const char *why = NULL;
+                if (engine_tar_name_clean(hl, &t, &why) < 0 || !*t) {
+                        refusal(cb, rel, why ? why : "a hardlink to the root");
+                        return 0;
+                }
+                r = put_hardlink(rootfd, pfd, base, t);
+                if (r < 0)
+                        refusal(cb, rel, "a hardlink to something that is not a file in it");
+                else
+                        cb->files++;
+                return 0;
+        }
+        switch (mode & S_IFMT) {
+        case S_IFDIR:
+                r = put_dir(pfd, base, mode, uid, gid, do_chown);
+                if (r == 0)
+                        cb->dirs++;
+                break;
+        case S_IFREG:
+                r = put_file(a, pfd, base, mode, archive_entry_mtime(e), uid, gid, do_chown);
+                if (r == 0)
+                        cb->files++;
+                break;
+        case S_IFLNK:
+                r = put_symlink(pfd, base, archive_entry_symlink(e) ? archive_entry_symlink(e) : "",
+                                uid, gid, do_chown);
+                if (r == 0)
+                        cb->symlinks++;
+                break;
+        default:
+                refusal(cb, rel, "not a file, folder or symlink");
+                return 0;
+        }
+        if (r < 0) {
+                if (r == -ENOSPC || r == -EDQUOT || r == -EIO)
+                        return r; /* the host cannot take it: stop, say so */
+                refusal(cb, rel, strerror(-r));
+        }
+        return 0;
+}
+
+static bool manifest_unchanged(int rootfd, const struct engine_manifest_entry *me)
+{
+        struct stat st;
+        if (fstatat(rootfd, me->rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        if ((st.st_mode & S_IFMT) != (me->mode & S_IFMT))
+                return false;
+        if (S_ISDIR(st.st_mode))
+                return true; /* a folder is removed only when empty (rmdir) */
+        return st.st_size == me->size &&
+               (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == me->mtime_ns;
+}
+
+int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
+                            const struct engine_manifest *m, uid_t uid, gid_t gid, bool do_chown,
+                            struct engine_copyback *ret, struct sbx_error *err)
+{
+        _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
+        _cleanup_close_ int rootfd = open(workspace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct archive_entry *e;
+        struct names seen = {0};
+        struct engine_copyback cb = {0};
+        int r = 0, ar;
+
+        if (!a)
+                abort();
+        if (rootfd < 0)
+                return sbx_fail(err, errno, "cannot open the workspace '%s': %m", workspace_dir);
+        archive_read_support_format_tar(a);
+        if (archive_read_open_fd(a, tar_fd, 65536) != ARCHIVE_OK)
+                return sbx_fail(err, EPROTO,
+                                "the engine's copy of the workspace is not a tar archive: %s",
+                                archive_error_string(a));
+        while ((ar = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+                _cleanup_free_ char *rel = NULL;
+                const char *why = NULL;
+                const char *name = archive_entry_pathname(e);
+                if (!name || engine_tar_name_clean(name, &rel, &why) < 0) {
+                        refusal(&cb, name ? name : "(no name)", why ? why : "no name");
+                        continue;
+                }
+                if (!*rel)
+                        continue; /* the root: the host folder stays as it is */
+                if (strncmp(rel, ".vestibule-copyback-", 20) == 0 ||
+                    strstr(rel, "/.vestibule-copyback-")) {
+                        refusal(&cb, rel, "a name reserved for the copy-back's temporary files");
+                        continue;
+                }
+                seen.v = xrealloc(seen.v, (seen.n + 1) * sizeof(char *));
+                seen.v[seen.n++] = xstrdup(rel);
+                r = unpack_one(a, e, rootfd, rel, uid, gid, do_chown, &cb);
+                if (r < 0) {
+                        r = sbx_fail(err, -r,
+                                     "cannot copy '%s' back into the workspace '%s': %s: free "
+                                     "space on this machine",
+                                     rel, workspace_dir, strerror(-r));
+                        goto out;
+                }
+        }
+        if (ar != ARCHIVE_EOF) {
+                r = sbx_fail(err, EPROTO,
+                             "the engine's copy of the workspace broke off: %s: the workspace "
+                             "holds only part of the run's changes",
+                             archive_error_string(a));
+                goto out;
+        }
+
+        /* Deletions: what went in, is no longer in the run's workspace, and is unchanged on
+         * this machine since (another run or tool may have written it meanwhile: kept).
+         * Deepest first, so a removed folder is empty by the time it is removed. */
+        if (seen.n > 0)
+                qsort(seen.v, seen.n, sizeof(char *), cmp_str);
+        for (size_t i = m ? m->n : 0; i-- > 0;) {
+                const struct engine_manifest_entry *me = &m->v[i];
+                const char *key = me->rel;
+                if (seen.n > 0 && bsearch(&key, seen.v, seen.n, sizeof(char *), cmp_str))
+                        continue;
+                if (!manifest_unchanged(rootfd, me))
+                        continue;
+                _cleanup_free_ char *copy = xstrdup(me->rel);
+                const char *base;
+                _cleanup_close_ int pfd = open_parent_beneath(rootfd, copy, &base, 0, 0, false);
+                if (pfd < 0)
+                        continue;
+                if (unlinkat(pfd, base, S_ISDIR(me->mode) ? AT_REMOVEDIR : 0) == 0)
+                        cb.deleted++;
+        }
+out:
+        names_done(&seen);
+        if (ret)
+                *ret = cb;
+        return r;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Engine calls: volumes, the helper, archive PUT/GET                                        */
+
+int engine_volume_create(const struct engine_conn *c, const char *name, const char *owner,
+                         const char *driver_o, struct sbx_error *err)
+{
+        _cleanup_(json_putp) json_object *body = json_object_new_object();
+        json_object *labels = json_object_new_object();
+        long status = 0;
+        char msg[200];
+        int r;
+
+        json_object_object_add(body, "Name", json_object_new_string(name));
+        json_object_object_add(body, "Driver", json_object_new_string("local"));
+        json_object_object_add(labels, "vestibule.run", json_object_new_string("1"));
+        json_object_object_add(labels, "vestibule.owner", json_object_new_string(owner));
+        json_object_object_add(body, "Labels", labels);
+        if (driver_o) {
+                json_object *opts = json_object_new_object();
+                json_object_object_add(opts, "o", json_object_new_string(driver_o));
+                json_object_object_add(body, "DriverOpts", opts);
+        }
+        r = engine_request_json(c, "POST", "/volumes/create",
+                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
+                                30000, &status, NULL, msg, sizeof(msg), err);
+        if (r < 0)
+                return r;
+        if (status != 201 && status != 200)
+                return sbx_fail(err, EIO,
+                                "the container engine refused to create the volume '%s' for the "
+                                "code (HTTP %ld): %s",
+                                name, status, msg);
+        return 0;
+}
+
+int engine_volume_remove(const struct engine_conn *c, const char *name, struct sbx_error *err)
+{
+        _cleanup_free_ char *path = xasprintf("/volumes/%s?force=1", name);
+        long status = 0;
+        char msg[200];
+        int r;
+
+        r = engine_request_json(c, "DELETE", path, NULL, 30000, &status, NULL, msg, sizeof(msg),
+                                err);
+        if (r < 0)
+                return r;
+        if (status != 204 && status != 200 && status != 404)
+                return sbx_fail(err, EIO, "cannot remove volume '%s' (HTTP %ld): %s", name, status,
+                                msg);
+        return 0;
+}
+
+int engine_volume_name(const char *kind, char *ret, size_t size)
+{
+        uint64_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                return -errno;
+        snprintf(ret, size, "vestibule-%s-%016llx", kind, (unsigned long long)rnd);
+        return 0;
+}
+
+json_object *engine_helper_body(const char *image, const char *code_volume,
+                                const char *workspace_volume, const char *owner, bool keep_id)
+{
+        json_object *b = json_object_new_object(), *hc = json_object_new_object();
+        json_object *labels = json_object_new_object(), *mounts = json_object_new_array();
+        json_object *cmd = json_object_new_array(), *capdrop = json_object_new_array();
+        const char *vols[2][2] = {{code_volume, "/sandbox"}, {workspace_volume, "/workspace"}};
+
+        json_object_object_add(b, "Image", json_object_new_string(image));
+        json_object_array_add(cmd, json_object_new_string("true"));
+        json_object_object_add(b, "Cmd", cmd);
+        json_object_object_add(b, "Entrypoint", json_object_new_array());
+        json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(true));
+        json_object_object_add(labels, "vestibule.run", json_object_new_string("1"));
+        json_object_object_add(labels, "vestibule.helper", json_object_new_string("1"));
+        json_object_object_add(labels, "vestibule.owner", json_object_new_string(owner));
+        json_object_object_add(b, "Labels", labels);
+        /* Never started; locked down all the same in case something starts it. */
+        json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
+        json_object_array_add(capdrop, json_object_new_string("ALL"));
+        json_object_object_add(hc, "CapDrop", capdrop);
+        for (size_t i = 0; i < 2; i++) {
+                if (!vols[i][0])
+                        continue;
+                json_object *m = json_object_new_object();
+                json_object_object_add(m, "Type", json_object_new_string("volume"));
+                json_object_object_add(m, "Source", json_object_new_string(vols[i][0]));
+                json_object_object_add(m, "Target", json_object_new_string(vols[i][1]));
+                json_object_object_add(m, "ReadOnly", json_object_new_boolean(false));
+                /* no copy of the image's directory into the new volume: its root takes the
+                 * owner and mode of the tar's entry (engine_create_body() does the same) */
+                json_object *vo = json_object_new_object();
+                json_object_object_add(vo, "NoCopy", json_object_new_boolean(true));
+                json_object_object_add(m, "VolumeOptions", vo);
+                json_object_array_add(mounts, m);
+        }
+        json_object_object_add(hc, "Mounts", mounts);
+        json_object_object_add(hc, "AutoRemove", json_object_new_boolean(false));
+        /* rootless Podman: the same id mapping as the run, so the tar's owner is the run's */
+        if (keep_id)
+                json_object_object_add(hc, "UsernsMode", json_object_new_string("keep-id"));
+        json_object_object_add(b, "HostConfig", hc);
+        return b;
+}
+
+struct fd_io {
+        int fd;
+        char errbody[512]; /* the start of a non-2xx answer */
+        size_t errlen;
+        long status;
+        bool write_failed;
+        int write_errno;
+};
+
+static size_t read_fd_cb(char *buf, size_t size, size_t nmemb, void *ud)
+{
+        struct fd_io *io = ud;
+        ssize_t n;
+        do
+                n = read(io->fd, buf, size * nmemb);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? CURL_READFUNC_ABORT : (size_t)n;
+}
+
+static size_t collect_cb(char *data, size_t size, size_t nmemb, void *ud)
+{
+        struct fd_io *io = ud;
+        size_t n = size * nmemb, room = sizeof(io->errbody) - 1 - io->errlen;
+        memcpy(io->errbody + io->errlen, data, n < room ? n : room);
+        io->errlen += n < room ? n : room;
+        io->errbody[io->errlen] = '\0';
+        return n;
+}
+
+static size_t write_fd_cb(char *data, size_t size, size_t nmemb, void *ud)
+{
+        struct fd_io *io = ud;
+        size_t n = size * nmemb;
+        for (size_t off = 0; off < n;) {
+                ssize_t w = write(io->fd, data + off, n - off);
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        io->write_failed = true;
+                        io->write_errno = errno;
+                        return 0;
+                }
+                off += (size_t)w;
+        }
+        return n;
+}
+
+static void engine_message(const char *body, char *ret, size_t size)
+{
+        _cleanup_(json_putp) json_object *j = json_tokener_parse(body);
+        json_object *m;
+        if (j && json_object_object_get_ex(j, "message", &m))
+                snprintf(ret, size, "%s", json_object_get_string(m));
+        else
+                snprintf(ret, size, "%.200s", body);
+}
+
+int engine_archive_put(const struct engine_conn *c, const char *id, const char *path, int fd,
+                       struct sbx_error *err)
+{
+        char *esc = curl_easy_escape(NULL, path, 0);
+        _cleanup_free_ char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
+        struct fd_io io = {.fd = fd};
+        struct curl_slist *hdrs = NULL;
+        struct stat st;
+        long os_errno = 0;
+        CURLcode rc;
+
+        curl_free(esc);
+        if (fstat(fd, &st) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+                return sbx_fail(err, errno, "cannot read the temporary archive: %m");
+        CURL *h = engine_easy_new(c, url, true);
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/x-tar");
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, read_fd_cb);
+        curl_easy_setopt(h, CURLOPT_READDATA, &io);
+        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_cb);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &io);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, VOLUME_XFER_TIMEOUT_MS);
+        rc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &io.status);
+        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+        curl_easy_cleanup(h);
+        curl_slist_free_all(hdrs);
+        if (rc == CURLE_COULDNT_CONNECT)
+                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
+        if (rc != CURLE_OK)
+                return sbx_fail(err, EIO,
+                                "handing the code to the container engine at '%s' failed (PUT "
+                                "archive: %s): check that it still runs",
+                                c->ep.host, curl_easy_strerror(rc));
+        if (io.status != 200) {
+                char msg[240];
+                engine_message(io.errbody, msg, sizeof(msg));
+                return sbx_fail(err, EIO,
+                                "the container engine refused the code archive for '%s' (HTTP "
+                                "%ld): %s",
+                                path, io.status, msg);
+        }
+        return 0;
+}
+
+static size_t get_write_cb(char *data, size_t size, size_t nmemb, void *ud)
+{
+        struct fd_io *io = ud;
+        if (io->status != 200)
+                return collect_cb(data, size, nmemb, ud);
+        return write_fd_cb(data, size, nmemb, ud);
+}
+
+static size_t get_header_cb(char *data, size_t size, size_t nmemb, void *ud)
+{
+        struct fd_io *io = ud;
+        size_t n = size * nmemb;
+        if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+                const char *sp = memchr(data, ' ', n);
+                io->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        }
+        return n;
+}
+
+int engine_archive_stat(const struct engine_conn *c, const char *id, const char *path,
+                        struct sbx_error *err)
+{
+        char *esc = curl_easy_escape(NULL, path, 0);
+        _cleanup_free_ char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
+        long status = 0, os_errno = 0;
+        CURLcode rc;
+
+        curl_free(esc);
+        CURL *h = engine_easy_new(c, url, true);
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L); /* HEAD */
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
+        rc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+        curl_easy_cleanup(h);
+        if (rc == CURLE_COULDNT_CONNECT)
+                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
+        if (rc != CURLE_OK)
+                return sbx_fail(err, EIO, "cannot check '%s' in the sandbox container: %s", path,
+                                curl_easy_strerror(rc));
+        if (status == 200)
+                return 0;
+        if (status == 404)
+                return sbx_fail(err, ENOENT, "'%s' is not in the sandbox container", path);
+        return sbx_fail(err, EIO, "cannot check '%s' in the sandbox container (HTTP %ld)", path,
+                        status);
+}
+
+int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,
+                       struct sbx_error *err)
+{
+        char *esc = curl_easy_escape(NULL, path, 0);
+        _cleanup_free_ char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
+        struct fd_io io = {.fd = fd};
+        long os_errno = 0;
+        CURLcode rc;
+
+        curl_free(esc);
+        CURL *h = engine_easy_new(c, url, true);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, get_header_cb);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, &io);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, get_write_cb);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &io);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, VOLUME_XFER_TIMEOUT_MS);
+        rc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+        curl_easy_cleanup(h);
+        if (io.write_failed)
+                return sbx_fail(err, io.write_errno,
+                                "cannot store the run's workspace on this machine: %s: free "
+                                "space in /tmp",
+                                strerror(io.write_errno));
+        if (rc == CURLE_COULDNT_CONNECT)
+                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
+        if (rc != CURLE_OK)
+                return sbx_fail(err, EIO,
+                                "fetching the run's workspace from the container engine at '%s' "
+                                "failed (GET archive: %s)",
+                                c->ep.host, curl_easy_strerror(rc));
+        if (io.status != 200) {
+                char msg[240];
+                engine_message(io.errbody, msg, sizeof(msg));
+                return sbx_fail(err, EIO,
+                                "the container engine did not hand back '%s' (HTTP %ld): %s",
+                                path, io.status, msg);
+        }
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                return sbx_fail(err, errno, "cannot read the run's workspace archive: %m");
+        return 0;
+}
+
+int engine_tmpfile(struct sbx_error *err)
+{
+        const char *dirs[] = {"/var/tmp", "/tmp"};
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                int fd = open(dirs[i], O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+                if (fd >= 0)
+                        return fd;
+        }
+        char path[] = "/tmp/vestibule-xfer-XXXXXX";
+        int fd = mkostemp(path, O_CLOEXEC);
+        if (fd < 0)
+                return sbx_fail(err, errno, "cannot create a temporary file in /tmp: %m");
+        unlink(path);
+        return fd;
+}
+
+bool engine_daemon_shares_files(const struct engine_endpoint *ep, const char *os_name,
+                                const char *daemon_name, const char *our_host, char *why,
+                                size_t why_size)
+{
+        if (!ep->is_unix) {
+                snprintf(why, why_size, "the engine is reached over tcp:// (%s)", ep->base_url);
+                return false;
+        }
+        if (os_name && strcasestr(os_name, "Docker Desktop")) {
+                snprintf(why, why_size,
+                         "Docker Desktop runs the engine in its own VM, which sees only the "
+                         "folders shared with it");
+                return false;
+        }
+        if (strstr(ep->sock_path, "/.local/share/containers/podman/machine/") ||
+            (os_name && strcasestr(os_name, "podman machine"))) {
+                snprintf(why, why_size, "podman machine runs the engine in its own VM");
+                return false;
+        }
+        if (!daemon_name || !our_host || !*daemon_name || strcmp(daemon_name, our_host) != 0) {
+                snprintf(why, why_size,
+                         "the engine runs on host '%.80s', not on this one ('%.80s'): a "
+                         "forwarded socket",
+                         daemon_name ? daemon_name : "", our_host ? our_host : "");
+                return false;
+        }
+        if (why_size)
+                why[0] = '\0';
+        return true;
+}
