@@ -536,14 +536,15 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         r = probe_info(&fresh, err);
         if (r < 0)
                 return r;
-        char host[256] = "", why[300] = "";
+        char host[256] = "", vol_why[300] = "";
         gethostname(host, sizeof(host) - 1);
         fresh.volumes = !engine_daemon_shares_files(&fresh.conn.ep, fresh.daemon_os,
-                                                    fresh.daemon_name, host, why, sizeof(why));
+                                                    fresh.daemon_name, host, vol_why,
+                                                    sizeof(vol_why));
         if (fresh.volumes)
                 log_info("container engine at '%s': %s, so code and workspace go through "
                          "volumes (the workspace is copied in before and back after each run)",
-                         fresh.conn.ep.host, why);
+                         fresh.conn.ep.host, vol_why);
         struct sbx_error e2 = {0};
         int n = engine_sweep(&fresh.conn, &e2);
         if (n > 0)
@@ -555,7 +556,11 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
          * host using cgroupfs paths, and a server that may manage them (hostcg.c). */
         char why[160] = "";
         bool rootless = fresh.rootless_podman || strstr(fresh.grade, "rootless");
-        if (rootless && strstr(fresh.grade, "cgroup v1"))
+        if (fresh.volumes)
+                snprintf(why, sizeof(why),
+                         "the engine does not share this machine's filesystem, so its cgroups "
+                         "are not readable here");
+        else if (rootless && strstr(fresh.grade, "cgroup v1"))
                 snprintf(why, sizeof(why),
                          "a rootless engine on cgroup v1 gives its containers "
                          "no cgroup of their own");

@@ -17,9 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
-#include <curl/curl.h>
+#include "lazy/archive.h"
+#include "lazy/curl.h"
 
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -253,7 +252,7 @@ static ssize_t fd_write_cb(struct archive *a, void *ud, const void *buf, size_t 
         return (ssize_t)n;
 }
 
-int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_name,
+static int handin_tar(int fd, enum engine_handin_part part, const char *script_name,
                       const char *code, size_t code_len, const char *workspace_dir, uid_t uid,
                       gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
                       struct sbx_error *err)
@@ -679,7 +678,7 @@ static bool manifest_unchanged(int rootfd, const struct engine_manifest_entry *m
                (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == me->mtime_ns;
 }
 
-int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
+static int workspace_unpack(int tar_fd, const char *workspace_dir,
                             const struct engine_manifest *m, uid_t uid, gid_t gid, bool do_chown,
                             struct engine_copyback *ret, struct sbx_error *err)
 {
@@ -1106,4 +1105,30 @@ bool engine_daemon_shares_files(const struct engine_endpoint *ep, const char *os
         if (why_size)
                 why[0] = '\0';
         return true;
+}
+
+/* The public entry points load libarchive first (lazy/archive.h): the helpers above call it
+ * in their initialisers. */
+int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_name,
+                      const char *code, size_t code_len, const char *workspace_dir, uid_t uid,
+                      gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
+                      struct sbx_error *err)
+{
+        int r = lazy_archive_load(err);
+
+        if (r < 0)
+                return r;
+        return handin_tar(fd, part, script_name, code, code_len, workspace_dir, uid, gid,
+                          ret_manifest, ret_skipped, err);
+}
+
+int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
+                            const struct engine_manifest *m, uid_t uid, gid_t gid, bool do_chown,
+                            struct engine_copyback *ret, struct sbx_error *err)
+{
+        int r = lazy_archive_load(err);
+
+        if (r < 0)
+                return r;
+        return workspace_unpack(tar_fd, workspace_dir, m, uid, gid, do_chown, ret, err);
 }

@@ -19,7 +19,10 @@
         X(archive_entry_copy_pathname)                                                             \
         X(archive_entry_filetype)                                                                  \
         X(archive_entry_free)                                                                      \
+        X(archive_entry_gid)                                                                       \
         X(archive_entry_hardlink)                                                                  \
+        X(archive_entry_mode)                                                                      \
+        X(archive_entry_mtime)                                                                     \
         X(archive_entry_new)                                                                       \
         X(archive_entry_pathname)                                                                  \
         X(archive_entry_perm)                                                                      \
@@ -27,6 +30,7 @@
         X(archive_entry_set_filetype)                                                              \
         X(archive_entry_set_gid)                                                                   \
         X(archive_entry_set_hardlink)                                                              \
+        X(archive_entry_set_mode)                                                                  \
         X(archive_entry_set_mtime)                                                                 \
         X(archive_entry_set_pathname)                                                              \
         X(archive_entry_set_perm)                                                                  \
@@ -36,13 +40,18 @@
         X(archive_entry_set_uid)                                                                   \
         X(archive_entry_set_uname)                                                                 \
         X(archive_entry_size)                                                                      \
+        X(archive_entry_symlink)                                                                   \
+        X(archive_entry_uid)                                                                       \
         X(archive_entry_xattr_clear)                                                               \
+        X(archive_errno)                                                                           \
         X(archive_error_string)                                                                    \
+        X(archive_read_data)                                                                       \
         X(archive_read_data_block)                                                                 \
         X(archive_read_free)                                                                       \
         X(archive_read_new)                                                                        \
         X(archive_read_next_header)                                                                \
         X(archive_read_open)                                                                       \
+        X(archive_read_open_fd)                                                                    \
         X(archive_read_support_filter_bzip2)                                                       \
         X(archive_read_support_filter_gzip)                                                        \
         X(archive_read_support_filter_none)                                                        \
@@ -60,7 +69,10 @@
         X(archive_write_free)                                                                      \
         X(archive_write_header)                                                                    \
         X(archive_write_new)                                                                       \
+        X(archive_write_open2)                                                                     \
+        X(archive_write_open_fd)                                                                   \
         X(archive_write_open_filename)                                                             \
+        X(archive_write_set_bytes_in_last_block)                                                   \
         X(archive_write_set_format_pax_restricted)
 
 struct lazy_archive_table {
@@ -129,4 +141,17 @@ const struct lazy_archive_table *lazy_archive(void);
 #define archive_write_open_filename (lazy_archive()->archive_write_open_filename)
 #define archive_write_set_format_pax_restricted                                                    \
         (lazy_archive()->archive_write_set_format_pax_restricted)
+#define archive_entry_gid (lazy_archive()->archive_entry_gid)
+#define archive_entry_mode (lazy_archive()->archive_entry_mode)
+#define archive_entry_mtime (lazy_archive()->archive_entry_mtime)
+#define archive_entry_set_mode (lazy_archive()->archive_entry_set_mode)
+#define archive_entry_symlink (lazy_archive()->archive_entry_symlink)
+#define archive_entry_uid (lazy_archive()->archive_entry_uid)
+#define archive_errno (lazy_archive()->archive_errno)
+#define archive_read_data (lazy_archive()->archive_read_data)
+#define archive_read_open_fd (lazy_archive()->archive_read_open_fd)
+#define archive_write_open2 (lazy_archive()->archive_write_open2)
+#define archive_write_open_fd (lazy_archive()->archive_write_open_fd)
+#define archive_write_set_bytes_in_last_block                                                      \
+        (lazy_archive()->archive_write_set_bytes_in_last_block)
 #endif

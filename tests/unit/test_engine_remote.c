@@ -16,10 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "lazy/archive.h"
 #include <check.h>
-#include <curl/curl.h>
+#include "lazy/curl.h"
 
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -1199,9 +1198,14 @@ static Suite *remote_suite(bool *ret_engine)
 int main(void)
 {
         bool engine = false;
+        struct sbx_error err = {0};
         int rc;
 
-        curl_global_init(CURL_GLOBAL_DEFAULT);
+        /* the tests call libarchive and libcurl themselves (src/lazy): load them first */
+        if (lazy_curl_load(&err) < 0 || lazy_archive_load(&err) < 0) {
+                fprintf(stderr, "%s\n", err.msg);
+                return 1;
+        }
         if (getenv("SBX_TEST_DEBUG"))
                 sbx_log_set_level(SBX_LOG_DEBUG);
         rc = sbx_test_run(remote_suite(&engine));
