@@ -29,6 +29,7 @@ import { parseArgs } from 'node:util';
 const { values: opt } = parseArgs({
     options: {
         bin: { type: 'string' },
+        baseline: { type: 'string' },
         runs: { type: 'string' },
         warmup: { type: 'string' },
         out: { type: 'string' },
@@ -47,6 +48,9 @@ const QUICK = opt.quick;
 const RUNS = Number(opt.runs ?? (QUICK ? 10 : 50));
 const WARMUP = Number(opt.warmup ?? (QUICK ? 2 : 5));
 const BIN = opt.bin;
+// --baseline BIN: a second vestibule-mcp (e.g. main's build) measured in the same rounds, so a
+// change is judged against its own baseline under the same load.
+const BASE_BIN = opt.baseline;
 const ROOTFS = opt.rootfs;
 const only = opt.only ? new Set(opt.only.split(',')) : null;
 const want = (k) => !only || only.has(k);
@@ -247,6 +251,16 @@ async function addServerCases() {
         } catch (e) { skipped.native = String(e.message).slice(0, 400); }
         if (!skipped.native) cases.push({ key: 'ours_native_run_process', label: 'ours: vestibule-mcp run (process)', fn: async () => runProc(isRoot ? asUser([BIN, 'run', '--language', 'python', '-c', 'print(1)']) : [BIN, 'run', '--language', 'python', '-c', 'print(1)'], /^stdout:\n1\n/, serverEnv('native', { VESTIBULE_TRACE: 'off' })) });
     }
+    if (want('native') && BASE_BIN) {
+        try {
+            const env = serverEnv('native');
+            const s = new Server('baseline-native', isRoot ? asUser([BASE_BIN]) : [BASE_BIN], env);
+            await s.init();
+            servers.baseline = s;
+            for (const l of langs) cases.push({ key: `baseline_native_${l}`, label: `baseline: native run_code ${l}`, server: 'baseline', fn: async () => (await servers.baseline.run(l, CODE[l])).ms });
+            cases.push({ key: 'baseline_native_run_process', label: 'baseline: vestibule-mcp run (process)', fn: async () => runProc(isRoot ? asUser([BASE_BIN, 'run', '--language', 'python', '-c', 'print(1)']) : [BASE_BIN, 'run', '--language', 'python', '-c', 'print(1)'], /^stdout:\n1\n/, serverEnv('native', { VESTIBULE_TRACE: 'off' })) });
+        } catch (e) { skipped.baseline = String(e.message).slice(0, 400); }
+    }
     if (!isRoot) {
         skipped.containers = 'the engines\' sockets are root\'s here: run scripts/bench as root for docker/podman';
         return;
@@ -321,6 +335,11 @@ for (const l of langs) {
 report.ratios.container_docker_vs_docker_cli = ratio('ours_container_docker_python', 'peer_docker_cli_python');
 report.ratios.container_podman_vs_podman_cli = ratio('ours_container_podman_python', 'peer_podman_cli_python');
 report.ratios.run_process_vs_native_run_code = ratio('ours_native_run_process', 'ours_native_python');
+for (const l of langs) {
+    report.ratios[`native_${l}_vs_baseline`] = ratio(`ours_native_${l}`, `baseline_native_${l}`);
+    if (L[`ours_native_${l}`] && L[`baseline_native_${l}`]) report.ratios[`native_${l}_minus_baseline_p50_ms`] = +(L[`ours_native_${l}`].p50_ms - L[`baseline_native_${l}`].p50_ms).toFixed(2);
+}
+report.ratios.run_process_vs_baseline = ratio('ours_native_run_process', 'baseline_native_run_process');
 
 // ---- scaling and footprint on a fresh native server ---------------------------------------
 if (servers.native && want('scaling')) {
