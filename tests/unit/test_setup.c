@@ -1156,6 +1156,19 @@ START_TEST(run_from_debian_skips_the_build_when_installed_from_this_recipe)
         ck_assert_msg(setup_run(&args, &err) == 0, "%s", err.msg);
         fflush(out);
         ck_assert_ptr_nonnull(strstr(outbuf, "nothing to do"));
+        /* --save-tars with both tarballs there and the bytes installed: no build either */
+        {
+                _cleanup_free_ char *saved = xasprintf("%s/saved", T);
+                _cleanup_free_ char *cmd = xasprintf(
+                    "mkdir -p '%s' && cp '%s' '%s/python.tar' && cp '%s' '%s/node.tar'", saved, tar,
+                    saved, tar, saved);
+
+                ck_assert_int_eq(system(cmd), 0);
+                args.save_tars = saved;
+                ck_assert_msg(setup_run(&args, &err) == 0, "%s", err.msg);
+                fflush(out);
+                ck_assert_ptr_nonnull(strstr(outbuf, "and their tarballs are saved, nothing to do"));
+        }
         fclose(out);
 }
 END_TEST
