@@ -1167,7 +1167,8 @@ START_TEST(run_from_debian_skips_the_build_when_installed_from_this_recipe)
                 args.save_tars = saved;
                 ck_assert_msg(setup_run(&args, &err) == 0, "%s", err.msg);
                 fflush(out);
-                ck_assert_ptr_nonnull(strstr(outbuf, "and their tarballs are saved, nothing to do"));
+                ck_assert_ptr_nonnull(
+                    strstr(outbuf, "and their tarballs are saved, nothing to do"));
         }
         fclose(out);
 }
@@ -2424,7 +2425,8 @@ static Suite *setup_suite(void)
 
                 if (must && strcmp(must, "1") == 0)
                         sbx_test_skip(REAL_ROOTFS " has no python and node trees: run setup");
-                fprintf(stderr, "note: no trees in " REAL_ROOTFS ", rootfs_hold_real_run not run\n");
+                fprintf(stderr,
+                        "note: no trees in " REAL_ROOTFS ", rootfs_hold_real_run not run\n");
         }
 
         tc = tcase_create("run");
