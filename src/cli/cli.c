@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "mcp/mcp.h"
 #include "run/service.h"
+#include "setup/hold.h"
 #include "tools/tools.h"
 
 static const char top_help[] =
@@ -99,6 +100,14 @@ static int serve(void)
                 log_error("%s", err.msg);
                 config_free(cfg);
                 return 1;
+        }
+        if (!cfg->invalid && cfg->rootfs_dir) {
+                /* rootfs trees a setup replaced while runs held them (setup/hold.h) */
+                int n = setup_rootfs_collect(cfg->rootfs_dir);
+
+                if (n > 0)
+                        log_info("removed %d old rootfs tree(s) left by setup in '%s'", n,
+                                 cfg->rootfs_dir);
         }
         if (isatty(STDIN_FILENO))
                 log_warning("serving MCP on stdin, which is a terminal: an MCP client starts "

@@ -129,7 +129,8 @@ int setup_engine_import(const struct setup_run_args *a, const char *language, co
                 char id[80] = "";
 
                 image_id(a, ref, id, sizeof(id));
-                fprintf(a->out, "setup: %s image %s in the container engine as '%s' (image ID %s)\n",
+                fprintf(a->out,
+                        "setup: %s image %s in the container engine as '%s' (image ID %s)\n",
                         language, r == 1 ? "imported" : "already present", ref,
                         id[0] ? id : "unknown");
         }

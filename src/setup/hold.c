@@ -133,8 +133,8 @@ int setup_rootfs_collect(const char *rootfs_dir)
                 if (r == 0)
                         removed++;
                 else if (r != -EBUSY)
-                        log_debug("cannot remove the old rootfs '%s/%s': %s", rootfs_dir,
-                                  names[i], strerror(-r));
+                        log_debug("cannot remove the old rootfs '%s/%s': %s", rootfs_dir, names[i],
+                                  strerror(-r));
         }
         return removed;
 }

@@ -16,8 +16,9 @@
  *   close the tree fd   (setup_rootfs_release)     got it: nobody runs on it, delete it now
  *                                                  busy: rename it .<language>.old-XXXXXX and
  *                                                  leave it; the next setup (or
- *                                                  setup_rootfs_collect()) deletes it once no
- *                                                  run holds it
+ *                                                  setup_rootfs_collect(), which the MCP
+ *                                                  server calls when it starts) deletes it
+ *                                                  once no run holds it
  *
  * Holding .swap.lock shared from opening the tree until it is mounted makes "the tree the run
  * locked" and "the tree the run mounted" the same one: no swap can happen in between. The lock

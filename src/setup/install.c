@@ -293,7 +293,7 @@ static int keep_old_tree(int dfd, const char *tmpname, const char *language,
         if (o && o->progress)
                 fprintf(o->progress,
                         "%s: the old rootfs is still used by a running sandbox: kept as '%s/%s' "
-                        "until it ends (the next setup removes it then)\n",
+                        "until it ends (the next setup or server start removes it then)\n",
                         language, rootfs_dir, name);
         return 0;
 }

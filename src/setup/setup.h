@@ -19,7 +19,8 @@
  *   .<lang>.partial-XXXXXX   only while a setup runs (or after a hard kill: the next setup
  *                    removes it)
  *   .<lang>.old-XXXXXX   a replaced tree a running sandbox still has as its /: kept until no
- *                    run holds it, then removed by the next setup (or setup_rootfs_collect())
+ *                    run holds it, then removed by the next setup or server start
+ *                    (setup_rootfs_collect())
  *
  * A rootfs appears only complete: it is unpacked into .<lang>.partial-XXXXXX next to its final
  * place (same filesystem), checked, then swapped in with renameat2(RENAME_EXCHANGE) (or renamed

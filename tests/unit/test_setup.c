@@ -1155,6 +1155,20 @@ START_TEST(run_from_debian_skips_the_build_when_installed_from_this_recipe)
         ck_assert_msg(setup_run(&args, &err) == 0, "%s", err.msg);
         fflush(out);
         ck_assert_ptr_nonnull(strstr(outbuf, "nothing to do"));
+        /* --save-tars with both tarballs there and the bytes installed: no build either */
+        {
+                _cleanup_free_ char *saved = xasprintf("%s/saved", T);
+                _cleanup_free_ char *cmd = xasprintf(
+                    "mkdir -p '%s' && cp '%s' '%s/python.tar' && cp '%s' '%s/node.tar'", saved, tar,
+                    saved, tar, saved);
+
+                ck_assert_int_eq(system(cmd), 0);
+                args.save_tars = saved;
+                ck_assert_msg(setup_run(&args, &err) == 0, "%s", err.msg);
+                fflush(out);
+                ck_assert_ptr_nonnull(
+                    strstr(outbuf, "and their tarballs are saved, nothing to do"));
+        }
         fclose(out);
 }
 END_TEST
@@ -2413,7 +2427,8 @@ static Suite *setup_suite(void)
 
                 if (must && strcmp(must, "1") == 0)
                         sbx_test_skip(REAL_ROOTFS " has no python and node trees: run setup");
-                fprintf(stderr, "note: no trees in " REAL_ROOTFS ", rootfs_hold_real_run not run\n");
+                fprintf(stderr,
+                        "note: no trees in " REAL_ROOTFS ", rootfs_hold_real_run not run\n");
         }
 
         tc = tcase_create("run");

@@ -533,7 +533,8 @@ static char *import_and_push(struct engine_conn *conn, const struct sbx_config *
 START_TEST(registry_native_pull_of_recipe_images_pushed_through_engine)
 {
         _cleanup_free_ char *tmp = sbx_test_tmpdir();
-        _cleanup_free_ char *rootfs = xasprintf("%s/rootfs", tmp), *log = xasprintf("%s/cli.log", tmp);
+        _cleanup_free_ char *rootfs = xasprintf("%s/rootfs", tmp);
+        _cleanup_free_ char *log = xasprintf("%s/cli.log", tmp);
         _cleanup_free_ char *py = NULL, *node = NULL, *tag = xasprintf("t%d", (int)getpid());
         _cleanup_free_ char *e_py = NULL, *e_node = NULL, *e_root = NULL, *e_home = NULL;
         _cleanup_free_ char *e_dh = NULL, *e_ws = NULL, *name_py = NULL, *name_node = NULL;
