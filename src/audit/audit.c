@@ -651,7 +651,7 @@ static void record_head(struct sb *b, const char *kind, const char *id)
 /* The first 4 KiB of the code, cut on a character boundary, its SHA-256 and its size. */
 static void record_code(struct sb *b, const char *code, size_t code_len)
 {
-        char hex[2 * SBX_SHA256_BYTES + 1];
+        char hex[SBX_SHA256_HEX_LEN + 1];
         size_t keep = code_len < AUDIT_CODE_MAX_BYTES ? code_len : AUDIT_CODE_MAX_BYTES;
         bool utf8;
 
@@ -670,8 +670,15 @@ static void record_code(struct sb *b, const char *code, size_t code_len)
         utf8 = sb_json_str(b, code ? code : "", keep);
         sb_printf(b, ",\"code_utf8\":%s,\"code_truncated\":%s,\"code_bytes\":%zu",
                   utf8 ? "true" : "false", keep < code_len ? "true" : "false", code_len);
-        sbx_sha256_hex(code ? code : "", code_len, hex);
-        sb_printf(b, ",\"code_sha256\":\"%s\"", hex);
+        struct sbx_error herr = {0};
+        if (sbx_sha256_hex(code ? code : "", code_len, hex, &herr) == 0) {
+                sb_printf(b, ",\"code_sha256\":\"%s\"", hex);
+        } else {
+                /* the record still says what ran (the code itself, its size) and why no hash */
+                log_warning("audit: %s", herr.msg);
+                sb_adds(b, ",\"code_sha256\":null,\"code_sha256_error\":");
+                sb_json_cstr(b, herr.msg);
+        }
 }
 
 static const char *const lang_names[] = {"python", "node", "bash"};

@@ -21,9 +21,9 @@ static const char *env_nonempty(const char *v)
         return v && *v ? v : NULL;
 }
 
-void engine_context_hash(const char *name, char ret[65])
+int engine_context_hash(const char *name, char ret[65], struct sbx_error *err)
 {
-        sbx_sha256_hex(name, strlen(name), ret);
+        return sbx_sha256_hex(name, strlen(name), ret, err);
 }
 
 bool engine_host_is_loopback(const char *name, size_t n)
@@ -192,12 +192,13 @@ static int context_endpoint(const char *cfgdir, const char *name, struct engine_
                             struct sbx_error *err)
 {
         char hash[65];
-        engine_context_hash(name, hash);
+        int r = engine_context_hash(name, hash, err);
+        if (r < 0)
+                return sbx_wrap(err, "Docker context '%s'", name);
         _cleanup_free_ char *meta = xasprintf("%s/contexts/meta/%s/meta.json", cfgdir, hash);
         _cleanup_free_ char *text = read_file_small(meta, 1 << 20);
         _cleanup_(json_putp) json_object *j = NULL;
         json_object *eps, *docker, *hostj, *skip;
-        int r;
 
         if (!text)
                 return sbx_fail(err, ENOENT,

@@ -67,8 +67,9 @@ bool engine_host_is_loopback(const char *name, size_t n);
 int engine_cert_dir_check(const char *dir, const char *origin, struct sbx_error *err);
 
 /** engine_context_hash() - lower-case hex sha256 of @name into @ret (65 bytes), as the
- * docker CLI names a context's directory under contexts/meta/. */
-void engine_context_hash(const char *name, char ret[65]);
+ * docker CLI names a context's directory under contexts/meta/. Return 0, or -errno with @err
+ * set when libcrypto cannot be loaded (common/sha256.h). */
+int engine_context_hash(const char *name, char ret[65], struct sbx_error *err);
 
 /**
  * engine_endpoints_resolve() - the endpoints to try, in order, for @runtime:

@@ -180,7 +180,7 @@ START_TEST(context_hash_matches_docker_cli)
 {
         char h[65];
         /* sha256("desktop-linux"), the directory the docker CLI uses for that context */
-        engine_context_hash("desktop-linux", h);
+        ck_assert_int_eq(engine_context_hash("desktop-linux", h, NULL), 0);
         ck_assert_str_eq(h, "fe9c6bd7a66301f49ca9b6a70b217107cd1284598bfc254700c989b916da791e");
 }
 END_TEST
@@ -240,13 +240,13 @@ START_TEST(resolve_context_from_config_and_env)
         mkdir_p(cfgdir);
         _cleanup_free_ char *cj = xasprintf("%s/config.json", cfgdir);
         write_file(cj, "{\"auths\":{},\"currentContext\":\"colima\"}");
-        engine_context_hash("colima", hash);
+        ck_assert_int_eq(engine_context_hash("colima", hash, NULL), 0);
         _cleanup_free_ char *md = xasprintf("%s/contexts/meta/%s", cfgdir, hash);
         mkdir_p(md);
         _cleanup_free_ char *mj = xasprintf("%s/meta.json", md);
         write_file(mj, "{\"Name\":\"colima\",\"Metadata\":{},\"Endpoints\":{\"docker\":{\"Host\":"
                        "\"unix:///home/u/.colima/default/docker.sock\",\"SkipTLSVerify\":false}}}");
-        engine_context_hash("remote", hash);
+        ck_assert_int_eq(engine_context_hash("remote", hash, NULL), 0);
         _cleanup_free_ char *md2 = xasprintf("%s/contexts/meta/%s", cfgdir, hash);
         mkdir_p(md2);
         _cleanup_free_ char *mj2 = xasprintf("%s/meta.json", md2);
