@@ -152,7 +152,7 @@ as_user() {
 # ---------------------------------------------------------------------------- packages
 if [ "$is_root" -eq 1 ]; then
         step 1500 "packages (apt-get)" vst_install_packages "${VST_BUILD_DEPS[@]}" "${VST_ENGINE_DEPS[@]}" \
-                "${VST_OTHER_DEPS[@]}" "${VST_VM_DEPS[@]}" || {
+                "${VST_OTHER_DEPS[@]}" "${VST_VM_DEPS[@]}" "${VST_LINT_DEPS[@]}" || {
                 record_fail "package installation"
                 finish
         }
@@ -199,6 +199,17 @@ for b in "Release:$rel" "Debug:$dbg"; do
         fi
 done
 [ "${#built[@]}" -gt 0 ] || finish
+
+# ---------------------------------------------------------------------------- static checks
+# clang-format, cppcheck and clang-tidy over every tracked C file (scripts/lint.sh, STYLE.md),
+# on the Release build's compile_commands.json; one count in the totals.
+if [ -d "$rel" ]; then
+        if step 900 "static checks (scripts/lint.sh)" bash "$repo/scripts/lint.sh" "$rel"; then
+                passed=$((passed + 1))
+        else
+                record_fail "static checks (scripts/lint.sh: clang-format, cppcheck, clang-tidy)"
+        fi
+fi
 
 # ---------------------------------------------------------------------------- images: setup
 # The product's own `vestibule-mcp setup --from-debian`, as root (the administrator of a host

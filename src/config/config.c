@@ -548,10 +548,11 @@ static void yaml_syntax_error(struct load_ctx *x, const yaml_parser_t *parser)
  * and keep no entries, so only the environment and the defaults apply. */
 static void parse_file(struct load_ctx *x, const char *text)
 {
-        yaml_parser_t parser_s, *parser = NULL;
-        yaml_document_t doc_s, *doc = NULL;
-        _cleanup_(yaml_parserp) yaml_parser_t *parser_owned = NULL;
-        _cleanup_(yaml_documentp) yaml_document_t *doc_owned = NULL;
+        yaml_parser_t parser_s;
+        yaml_document_t doc_s;
+        /* set once initialised, so the cleanup deletes only what was made */
+        _cleanup_(yaml_parserp) yaml_parser_t *parser = NULL;
+        _cleanup_(yaml_documentp) yaml_document_t *doc = NULL;
         yaml_node_t *root;
         const char *file = x->file;
         struct sbx_error lib_err = {0};
@@ -568,13 +569,13 @@ static void parse_file(struct load_ctx *x, const char *text)
                                   file);
                 return;
         }
-        parser = parser_owned = &parser_s;
+        parser = &parser_s;
         yaml_parser_set_input_string(parser, (const unsigned char *)text, strlen(text));
         if (!yaml_parser_load(parser, &doc_s)) {
                 yaml_syntax_error(x, parser);
                 return;
         }
-        doc = doc_owned = &doc_s;
+        doc = &doc_s;
         root = yaml_document_get_root_node(doc);
         if (!root)
                 return; /* an empty file */

@@ -96,7 +96,7 @@ static bool naive_register(struct naive_state *st, struct naive_run *run)
         ok = !st->shutting_down;
         if (st->n_runs == st->size_runs) {
                 st->size_runs = st->size_runs ? st->size_runs * 2 : 8;
-                st->runs = xrealloc(st->runs, st->size_runs * sizeof(*st->runs));
+                st->runs = xrealloc(st->runs, st->size_runs * sizeof(struct naive_run *));
         }
         st->runs[st->n_runs++] = run;
         pthread_mutex_unlock(&st->lock);
