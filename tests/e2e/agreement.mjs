@@ -10,9 +10,11 @@
 // with the same text. --expect-grade / --expect-blocked pin what the agreed answer must be, so
 // a host where all three are wrong the same way still fails.
 //
-// Usage: node agreement.mjs [--expect-grade GRADE] [--expect-blocked WORDS]...
+// Usage: node agreement.mjs [--expect-grade GRADE] [--expect-blocked WORDS]... [--must-hold TITLE]...
 //   --expect-grade GRADE     the agreed grade must be exactly GRADE (e.g. native)
 //   --expect-blocked WORDS   the agreed answer must be Blocked and name WORDS (repeatable)
+//   --must-hold TITLE        verify's probe TITLE must be "held", not "not applicable"
+//                            (repeatable; e.g. the limits a full grade claims)
 // Environment: VESTIBULE_BIN (required), E2E_BACKEND (default auto), and the variables lib.mjs
 // hands to the server (VESTIBULE_ROOTFS_DIR, DOCKER_HOST, XDG_RUNTIME_DIR, ...).
 // Output: each answer, then "agreement: ok (...)" or "agreement: FAILED: ..." lines.
@@ -23,12 +25,14 @@ import path from 'node:path';
 
 let expectGrade = null;
 const expectBlocked = [];
+const mustHold = [];
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--expect-grade' && i + 1 < argv.length) expectGrade = argv[++i];
     else if (argv[i] === '--expect-blocked' && i + 1 < argv.length) expectBlocked.push(argv[++i]);
+    else if (argv[i] === '--must-hold' && i + 1 < argv.length) mustHold.push(argv[++i]);
     else {
-        console.error('usage: node agreement.mjs [--expect-grade GRADE] [--expect-blocked WORDS]...');
+        console.error('usage: node agreement.mjs [--expect-grade GRADE] [--expect-blocked WORDS]... [--must-hold TITLE]...');
         process.exit(2);
     }
 }
@@ -77,6 +81,10 @@ try {
         for (const p of run.probes ?? []) if (p.verdict !== 'held') console.log(`  ${p.verdict}: ${p.title}: ${p.detail}`);
         if (s.not_held !== 0 || v.json.ok !== true || v.status !== 0)
             problems.push(`verify: a probe the grade '${run.grade}' claims did not hold (ok ${v.json.ok}, exit ${v.status})`);
+    }
+    for (const title of mustHold) {
+        const p = (run.probes ?? []).find((x) => x.title === title);
+        if (!p || p.verdict !== 'held') problems.push(`verify: '${title}' must be held, got ${p ? p.verdict : 'no such probe'}`);
     }
 
     // 3. a real run through the server, with the official SDK client
