@@ -305,6 +305,7 @@ if [[ -f $work/out/e2e.json ]]; then
         # the caller (scripts/test.sh) adds them to its totals, as for the host's e2e runs
         [[ -z ${VESTIBULE_VM_E2E_RESULTS:-} ]] || cp "$work/out/e2e.json" "$VESTIBULE_VM_E2E_RESULTS"
         if [[ -n $node_bin ]]; then
+                # shellcheck disable=SC2016 # JavaScript, not shell
                 "$node_bin" -e 'for (const f of JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).failures ?? []) console.log(`test-native: e2e FAILED in the VM: ${f}`)' \
                         "$work/out/e2e.json" >&2 || true
         fi

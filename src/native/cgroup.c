@@ -106,7 +106,7 @@ static int own_cgroup(char *buf, size_t size)
 static struct {
         pthread_mutex_t lock;
         sd_bus *bus;
-        pid_t owner; /* the process that opened it */
+        pid_t owner;          /* the process that opened it */
         unsigned long opened; /* how many connections were opened (for the tests) */
 } user_bus = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -399,10 +399,9 @@ static sd_bus_message *build_start_scope(sd_bus *bus, void *ud, int *r)
         const struct scope_call *c = ud;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
 
-        *r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1",
-                                            "/org/freedesktop/systemd1",
-                                            "org.freedesktop.systemd1.Manager",
-                                            "StartTransientUnit");
+        *r = sd_bus_message_new_method_call(
+            bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+            "org.freedesktop.systemd1.Manager", "StartTransientUnit");
         if (*r >= 0)
                 *r = sd_bus_message_append(m, "ss", c->unit, "fail");
         if (*r >= 0)
