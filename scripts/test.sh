@@ -323,6 +323,24 @@ if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
                         timeout --kill-after=30 300 node "$e2e/run.mjs" root.test.mjs || rc=$?
                 add_results "as root" "$res" "$rc"
         fi
+        # Issue 6 on this host: with VESTIBULE_BACKEND=auto, as the test user, the grade
+        # doctor --json says auto picks, the grade verify --json ran under (every claimed probe
+        # held) and the isolation line of a real run_code through the server must be one string:
+        # the native grade of the e2e runs above (the test user cannot reach Docker's root-owned
+        # socket, so the ladder's pick here is native, degraded or not).
+        agree_grade=$(awk -F'|' '$2 == "native" { print $3; exit }' <<<"$E2E_RUNS")
+        if [ -x "$rel/vestibule-mcp" ] && [ -n "$agree_grade" ]; then
+                banner "agreement on this host: doctor, verify and run_code (auto, as $user)"
+                rc=0
+                as_user VESTIBULE_BIN="$rel/vestibule-mcp" VESTIBULE_ROOTFS_DIR="$images/rootfs" \
+                        E2E_BACKEND=auto timeout --kill-after=30 600 \
+                        node "$e2e/agreement.mjs" --expect-grade "$agree_grade" || rc=$?
+                if [ "$rc" -eq 0 ]; then
+                        passed=$((passed + 1))
+                else
+                        record_fail "agreement on this host (tests/e2e/agreement.mjs): exit $rc"
+                fi
+        fi
 else
         record_fail "e2e: npm ci"
 fi
