@@ -35,7 +35,7 @@ if (!EXPECT_GRADE) throw new Error(`E2E_EXPECT_GRADE must name the isolation gra
 // under software emulation, ~50x slower CPU) stretches the set-up allowances below by N. It
 // never stretches GONE_WITHIN_MS: how soon a killed run's processes are gone is the isolation
 // claim, the same everywhere.
-const SLOW = Number(process.env.E2E_SLOW_FACTOR || 1);
+export const SLOW = Number(process.env.E2E_SLOW_FACTOR || 1);
 if (!(SLOW >= 1 && SLOW <= 20)) throw new Error(`E2E_SLOW_FACTOR must be between 1 and 20, got ${process.env.E2E_SLOW_FACTOR}`);
 // How long a killed run's processes may linger after the result came back. A container
 // engine tears down asynchronously; the kernel-level backends must be immediate.
