@@ -38,9 +38,9 @@
 #   VESTIBULE_VM_SCOPE_COMPARE another vestibule-mcp (e.g. an older build) timed the same way
 #                             in the same boot, for a before/after of the scope creation
 #   VESTIBULE_VM_REQUIRE      1 = a missing suite is a failure, not a skip
-#   VESTIBULE_VM_TIMEOUT      seconds for the whole in-VM run, boot included (default 2100:
-#                             everything took 40 min on a 2-core host at load 20-28, the e2e
-#                             files alone 8.5 min at load 10)
+#   VESTIBULE_VM_TIMEOUT      seconds for the in-VM command, after the boot (default 1800: it
+#                             took 30 min on a 2-core host at load 20-28 after a 9 min boot;
+#                             the e2e files alone 6 min at load 10)
 #   VESTIBULE_ROOTFS_DIR      the unpacked python/ and node/ rootfs trees, shared read-only
 #                             (default /var/tmp/vestibule-images/rootfs)
 # Exit status: 0 everything that ran passed, 1 something failed, 124/125 from run.sh.
@@ -300,7 +300,7 @@ EOF
 fi
 
 set +e
-"$here/run.sh" "${shares[@]}" --cwd "$build" --timeout "${VESTIBULE_VM_TIMEOUT:-2100}" \
+"$here/run.sh" "${shares[@]}" --cwd "$build" --timeout "${VESTIBULE_VM_TIMEOUT:-1800}" \
         "${root_after[@]}" --script "$work/guest.sh"
 rc=$?
 set -e
