@@ -6,8 +6,12 @@
 #      manager, delegated controllers, OOM kill, the sd-bus scope demo);
 #   1. the native Check suite, BUILD_DIR/test_native (more with VESTIBULE_VM_TESTS),
 #      with SBX_TEST_MUST_RUN=1: in the VM nothing may skip for a missing prerequisite;
-#   2. the end-to-end suite (tests/e2e, node >= 20) against BUILD_DIR/vestibule-mcp with
-#      VESTIBULE_BACKEND=native and the grade expected to be exactly "native".
+#   1b. the per-run scope timing (scope-timing.mjs: VESTIBULE_TRACE=timing's phase "scope"
+#      over sequential runs in one server; with VESTIBULE_VM_SCOPE_COMPARE a second binary);
+#   2. the end-to-end suite's isolation files (tests/e2e, node >= 20, the official SDK clients)
+#      against VESTIBULE_VM_E2E_BIN (default BUILD_DIR/vestibule-mcp) with
+#      VESTIBULE_BACKEND=native and the grade expected to be exactly "native"; counts in
+#      VESTIBULE_VM_E2E_RESULTS, each failed test named;
 #   3. the agreement check (tests/e2e/agreement.mjs, VESTIBULE_BACKEND=auto) as the user: the
 #      grade `doctor --json` says auto picks, the grade `verify --json` ran the leak battery
 #      under (every claimed probe held; pids, memory and cpu "held", not "not applicable") and
