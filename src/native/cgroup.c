@@ -95,31 +95,157 @@ static int own_cgroup(char *buf, size_t size)
         return 0;
 }
 
+/* ---- the user bus: one connection for the server's life ---------------------------------
+ * Opening the user bus costs a connect, the SASL exchange and Hello on every run; the server
+ * keeps one connection instead. An sd_bus object is not thread-safe, so every use holds
+ * user_bus.lock from taking the connection to the end of the call. A connection that dropped
+ * (the user manager or dbus-daemon restarted) is noticed before use or by the call's error,
+ * and opened again once; a connection inherited through fork() belongs to the parent and is
+ * left alone (sd-bus refuses it in the child with ECHILD). */
+
+static struct {
+        pthread_mutex_t lock;
+        sd_bus *bus;
+        pid_t owner;          /* the process that opened it */
+        unsigned long opened; /* how many connections were opened (for the tests) */
+} user_bus = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Errors after which the connection is dead and worth one reconnect. */
+static bool bus_error_is_disconnect(int r)
+{
+        return r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE || r == -ESHUTDOWN ||
+               r == -ECHILD || r == -ECONNREFUSED;
+}
+
+/* Drop the shared connection (lock held). */
+static void bus_drop_locked(void)
+{
+        if (user_bus.bus && user_bus.owner == getpid())
+                sd_bus_flush_close_unref(user_bus.bus);
+        /* else: the parent's connection, copied by fork(): not ours to close or flush */
+        user_bus.bus = NULL;
+        user_bus.owner = 0;
+}
+
+/* The shared connection, opened or reopened when needed (lock held). */
+static int bus_get_locked(sd_bus **ret)
+{
+        int r;
+
+        if (user_bus.bus && (user_bus.owner != getpid() || sd_bus_is_open(user_bus.bus) <= 0))
+                bus_drop_locked();
+        if (!user_bus.bus) {
+                r = sd_bus_open_user(&user_bus.bus);
+                if (r < 0) {
+                        user_bus.bus = NULL;
+                        return r;
+                }
+                user_bus.owner = getpid();
+                user_bus.opened++;
+        }
+        *ret = user_bus.bus;
+        return 0;
+}
+
+/* Discard what arrived besides our replies (NameAcquired and the like), so the read queue of
+ * a connection that lives as long as the server never grows (lock held). */
+static void bus_drain_locked(sd_bus *bus)
+{
+        for (int i = 0; i < 64 && sd_bus_process(bus, NULL) > 0; i++)
+                ;
+}
+
+/* sd_bus_call() on the shared connection, reconnecting once when it had dropped. On failure
+ * @e holds the bus error when there was one. */
+static int bus_call(sd_bus_message *(*build)(sd_bus *bus, void *ud, int *r), void *ud,
+                    uint64_t timeout_us, sd_bus_error *e, sd_bus_message **ret_reply,
+                    bool *ret_connected)
+{
+        int r = 0;
+
+        *ret_connected = false;
+
+        pthread_mutex_lock(&user_bus.lock);
+        for (int attempt = 0; attempt < 2; attempt++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+                sd_bus *bus = NULL;
+
+                r = bus_get_locked(&bus);
+                *ret_connected = r >= 0;
+                if (r < 0)
+                        break;
+                m = build(bus, ud, &r);
+                if (!m)
+                        break;
+                sd_bus_error_free(e);
+                r = sd_bus_call(bus, m, timeout_us, e, ret_reply);
+                if (r >= 0) {
+                        bus_drain_locked(bus);
+                        break;
+                }
+                if (!bus_error_is_disconnect(r) && sd_bus_is_open(bus) > 0)
+                        break;
+                log_debug("the systemd user bus connection dropped (%s), reconnecting",
+                          strerror(-r));
+                bus_drop_locked();
+        }
+        pthread_mutex_unlock(&user_bus.lock);
+        return r;
+}
+
+unsigned long native_user_bus_opened(void)
+{
+        unsigned long n;
+
+        pthread_mutex_lock(&user_bus.lock);
+        n = user_bus.opened;
+        pthread_mutex_unlock(&user_bus.lock);
+        return n;
+}
+
+int native_user_bus_fd(void)
+{
+        int fd = -1;
+
+        pthread_mutex_lock(&user_bus.lock);
+        if (user_bus.bus && user_bus.owner == getpid())
+                fd = sd_bus_get_fd(user_bus.bus);
+        pthread_mutex_unlock(&user_bus.lock);
+        return fd;
+}
+
+static sd_bus_message *build_ping(sd_bus *bus, void *ud, int *r)
+{
+        sd_bus_message *m = NULL;
+
+        (void)ud;
+        *r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1",
+                                            "/org/freedesktop/systemd1",
+                                            "org.freedesktop.DBus.Peer", "Ping");
+        return *r < 0 ? NULL : m;
+}
+
 static bool user_bus_reachable(char *why, size_t size)
 {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         struct sbx_error lib_err = {0};
+        bool connected;
         int r;
 
         if (lazy_sdbus_load(&lib_err) < 0) {
                 native_strf(why, size, "no systemd user bus (%s)", lib_err.msg);
                 return false;
         }
-        r = sd_bus_open_user(&bus);
-        if (r < 0) {
+        r = bus_call(build_ping, NULL, 5 * 1000 * 1000, &e, &reply, &connected);
+        if (r >= 0)
+                return true;
+        if (!connected)
                 native_strf(why, size, "no systemd user bus (%s)", strerror(-r));
-                return false;
-        }
-        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                               "org.freedesktop.DBus.Peer", "Ping", &e, &reply, "");
-        if (r < 0) {
+        else
                 native_strf(why, size, "no systemd user manager on the bus (%s)",
                             e.message ? e.message : strerror(-r));
-                return false;
-        }
-        return true;
+        return false;
 }
 
 void native_limits_detect(struct native_limits_info *ret)
@@ -267,14 +393,48 @@ int native_cgroup_create(const struct native_limits_info *info, const struct sbx
 
 /* ---- systemd scope ---------------------------------------------------------------------- */
 
+struct scope_call {
+        const struct sbx_config *cfg;
+        const char *unit;
+        pid_t pid;
+};
+
+static sd_bus_message *build_start_scope(sd_bus *bus, void *ud, int *r)
+{
+        const struct scope_call *c = ud;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+
+        *r = sd_bus_message_new_method_call(
+            bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+            "org.freedesktop.systemd1.Manager", "StartTransientUnit");
+        if (*r >= 0)
+                *r = sd_bus_message_append(m, "ss", c->unit, "fail");
+        if (*r >= 0)
+                *r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (*r >= 0)
+                *r = sd_bus_message_append(
+                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
+                    "vestibule sandbox run", "PIDs", "au", 1, (uint32_t)c->pid, "Delegate", "b", 1,
+                    "MemoryMax", "t", (uint64_t)c->cfg->mem_mb << 20, "MemorySwapMax", "t",
+                    (uint64_t)0, "CPUQuotaPerSecUSec", "t", (uint64_t)c->cfg->cpu_pct * 10000,
+                    "TasksMax", "t", (uint64_t)c->cfg->pids_max, "CollectMode", "s",
+                    "inactive-or-failed");
+        if (*r >= 0)
+                *r = sd_bus_message_close_container(m);
+        if (*r >= 0)
+                *r = sd_bus_message_append(m, "a(sa(sv))", 0);
+        return *r < 0 ? NULL : TAKE_PTR(m);
+}
+
 int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cgroup *ret,
                        struct sbx_error *err)
 {
         static unsigned counter;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         char procfile[64], data[4096], *p;
+        struct scope_call call = {.cfg = cfg, .pid = pid};
+        bool connected;
         int r;
 
         memset(ret, 0, sizeof(*ret));
@@ -284,38 +444,17 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
         r = lazy_sdbus_load(err);
         if (r < 0)
                 return r;
-        r = sd_bus_open_user(&bus);
-        if (r < 0)
-                return sbx_fail(err, -r,
-                                "cannot connect to the systemd user bus: %s; install "
-                                "dbus-user-session and log in again",
-                                strerror(-r));
-        r = sd_bus_message_new_method_call(
-            bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-            "org.freedesktop.systemd1.Manager", "StartTransientUnit");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "ss", ret->unit, "fail");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "(sv)");
-        if (r >= 0)
-                r = sd_bus_message_append(
-                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
-                    "vestibule sandbox run", "PIDs", "au", 1, (uint32_t)pid, "Delegate", "b", 1,
-                    "MemoryMax", "t", (uint64_t)cfg->mem_mb << 20, "MemorySwapMax", "t",
-                    (uint64_t)0, "CPUQuotaPerSecUSec", "t", (uint64_t)cfg->cpu_pct * 10000,
-                    "TasksMax", "t", (uint64_t)cfg->pids_max, "CollectMode", "s",
-                    "inactive-or-failed");
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "a(sa(sv))", 0);
-        if (r < 0)
-                return sbx_fail(err, -r, "cannot build the StartTransientUnit call: %s",
-                                strerror(-r));
-        r = sd_bus_call(bus, m, 5 * 1000 * 1000, &e, &reply);
-        if (r < 0)
+        call.unit = ret->unit;
+        r = bus_call(build_start_scope, &call, 5 * 1000 * 1000, &e, &reply, &connected);
+        if (r < 0) {
+                if (!connected)
+                        return sbx_fail(err, -r,
+                                        "cannot connect to the systemd user bus: %s; install "
+                                        "dbus-user-session and log in again",
+                                        strerror(-r));
                 return sbx_fail(err, -r, "systemd refused the run's scope '%s': %s", ret->unit,
                                 e.message ? e.message : strerror(-r));
+        }
         /* The job is queued; the pid is moved when the scope starts. Wait for that (the child
          * is held before any setup until we say go). */
         native_strf(procfile, sizeof(procfile), "/proc/%d/cgroup", (int)pid);

@@ -162,6 +162,19 @@ int native_cgroup_create(const struct native_limits_info *info, const struct sbx
 int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cgroup *ret,
                        struct sbx_error *err);
 
+/**
+ * native_user_bus_opened() - how many connections to the systemd user bus this process has
+ * opened so far. The scopes of all runs share one connection (opened on first use, opened
+ * again only after it dropped or in a forked child), so this stays at 1 on a healthy host.
+ */
+unsigned long native_user_bus_opened(void);
+
+/**
+ * native_user_bus_fd() - the shared user bus connection's socket, or -1 when this process has
+ * none open. For tests that cut the connection (shutdown(2)) to prove the reconnect.
+ */
+int native_user_bus_fd(void);
+
 /** native_cgroup_kill() - write 1 to cgroup.kill (5.14+), else SIGKILL each listed pid. */
 void native_cgroup_kill(struct native_cgroup *cg);
 

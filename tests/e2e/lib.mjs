@@ -7,6 +7,8 @@
 //   E2E_BACKEND       VESTIBULE_BACKEND for the servers the suite starts (default: naive)
 //   E2E_EXPECT_GRADE  the exact text after "isolation: " every run must report
 //                     (default for naive: "none (naive: development only)"; required otherwise)
+//   E2E_SLOW_FACTOR   N > 1 on a machine N times slower (the VM under emulation): stretches the
+//                     start-up and set-up allowances, never the kill-within bound
 //   E2E_PASS_ENV      extra variable names to hand to the server (comma-separated), e.g.
 //                     VESTIBULE_ROOTFS_DIR,VESTIBULE_RUN_AS,DOCKER_HOST
 import assert from 'node:assert/strict';
@@ -29,13 +31,19 @@ export const EXPECT_GRADE =
     process.env.E2E_EXPECT_GRADE || (BACKEND === 'naive' ? 'none (naive: development only)' : '');
 if (!EXPECT_GRADE) throw new Error(`E2E_EXPECT_GRADE must name the isolation grade expected from backend ${BACKEND}`);
 
+// E2E_SLOW_FACTOR (default 1): a machine that runs everything N times slower (the systemd VM
+// under software emulation, ~50x slower CPU) stretches the set-up allowances below by N. It
+// never stretches GONE_WITHIN_MS: how soon a killed run's processes are gone is the isolation
+// claim, the same everywhere.
+export const SLOW = Number(process.env.E2E_SLOW_FACTOR || 1);
+if (!(SLOW >= 1 && SLOW <= 20)) throw new Error(`E2E_SLOW_FACTOR must be between 1 and 20, got ${process.env.E2E_SLOW_FACTOR}`);
 // How long a killed run's processes may linger after the result came back. A container
 // engine tears down asynchronously; the kernel-level backends must be immediate.
 export const GONE_WITHIN_MS = BACKEND === 'container' ? 10_000 : 3_000;
 // How long a run may take to get going (a container engine creates and starts a container).
-export const START_WITHIN_MS = BACKEND === 'container' ? 60_000 : 20_000;
+export const START_WITHIN_MS = (BACKEND === 'container' ? 60_000 : 20_000) * SLOW;
 // Extra time a whole call may take over the code's own time (sandbox set-up and tear-down).
-export const SLACK_MS = BACKEND === 'container' ? 30_000 : 6_000;
+export const SLACK_MS = (BACKEND === 'container' ? 30_000 : 6_000) * SLOW;
 
 export const LEGACY_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
 export const MODERN_VERSION = '2026-07-28';

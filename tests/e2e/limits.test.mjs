@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-    GONE_WITHIN_MS, SLACK_MS, START_WITHIN_MS, assertExitCode, assertIsolation, connect, makeWorld, pidsWithMarker, runCode,
+    GONE_WITHIN_MS, SLACK_MS, SLOW, START_WITHIN_MS, assertExitCode, assertIsolation, connect, makeWorld, pidsWithMarker, runCode,
     uniqueMarker, waitFor,
 } from './lib.mjs';
 
@@ -42,12 +42,16 @@ for (const daemon of [false, true]) {
         const conn = await connect(makeWorld(t));
         const m = uniqueMarker('timeout');
         const want = daemon ? 4 : 3; // the bash -c grandparent carries the marker too
-        const call = runCode(conn, 'bash', sleepers(m, daemon), { timeout_seconds: 3 });
+        // The deadline must leave the control below time to see the sleepers start: 3 s, and
+        // E2E_SLOW_FACTOR times that on a machine that slow (bash's start-up alone took more
+        // than 3 s in the VM under emulation, so nothing was ever seen).
+        const secs = 3 * SLOW;
+        const call = runCode(conn, 'bash', sleepers(m, daemon), { timeout_seconds: secs });
         // Control: the probe sees the sleepers while the run is going.
         const seen = await waitFor(() => pidsWithMarker(m).length >= want, START_WITHIN_MS);
         assert.ok(seen, `the run's marked processes were visible while it ran (${pidsWithMarker(m)})`);
         const { text } = await call;
-        assert.match(text, /^timed out after 3 s$/m, text);
+        assert.match(text, new RegExp(`^timed out after ${secs} s$`, 'm'), text);
         assert.match(text, /^started$/m);
         const gone = await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS);
         assert.ok(gone, `still alive after the result: ${pidsWithMarker(m)}`);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <linux/magic.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -1242,6 +1243,46 @@ START_TEST(vm_busy_loop_is_throttled_and_usage_measured)
 }
 END_TEST
 
+/* One run in the VM: exit 0, grade native, usage read from the run's own scope. */
+static void vm_run_print1(void)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        ck_assert_msg(run_code(SBX_LANG_PYTHON, "print(1)\n", 60, &res, &err) == 0, "%s",
+                      err.msg);
+        _cleanup_free_ char *text = run_result_format(&res, 60, 20000);
+        ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "%s", text);
+        ck_assert_str_eq(res.isolation, "native");
+        ck_assert_msg(res.usage.pids_peak.measured && res.usage.cpu_us.measured, "%s", text);
+        run_result_done(&res);
+}
+
+START_TEST(vm_scopes_share_one_bus_connection)
+{
+        unsigned long first;
+        int fd;
+
+        vm_run_print1();
+        first = native_user_bus_opened();
+        ck_assert_uint_ge(first, 1);
+        for (int i = 0; i < 3; i++)
+                vm_run_print1();
+        /* the control for "one connection": the counter counts every open (see below) */
+        ck_assert_uint_eq(native_user_bus_opened(), first);
+        fd = native_user_bus_fd();
+        ck_assert_int_ge(fd, 0);
+
+        /* cut the connection under sd-bus: the next run notices, reconnects once, gets its scope */
+        ck_assert_int_eq(shutdown(fd, SHUT_RDWR), 0);
+        vm_run_print1();
+        ck_assert_uint_eq(native_user_bus_opened(), first + 1);
+        ck_assert_int_ge(native_user_bus_fd(), 0);
+        vm_run_print1();
+        ck_assert_uint_eq(native_user_bus_opened(), first + 1);
+}
+END_TEST
+
 static Suite *native_suite(void)
 {
         Suite *s = suite_create("native");
@@ -1313,6 +1354,7 @@ static Suite *native_suite(void)
                 tcase_add_test(tc, vm_memory_bomb_is_oom_killed);
                 tcase_add_test(tc, vm_fork_bomb_hits_tasks_max);
                 tcase_add_test(tc, vm_busy_loop_is_throttled_and_usage_measured);
+                tcase_add_test(tc, vm_scopes_share_one_bus_connection);
                 suite_add_tcase(s, tc);
         }
 
