@@ -25,12 +25,15 @@
         X(sd_bus_call_method)                                                                      \
         X(sd_bus_error_free)                                                                       \
         X(sd_bus_flush_close_unref)                                                                \
+        X(sd_bus_get_fd)                                                                           \
+        X(sd_bus_is_open)                                                                          \
         X(sd_bus_message_append)                                                                   \
         X(sd_bus_message_close_container)                                                          \
         X(sd_bus_message_new_method_call)                                                          \
         X(sd_bus_message_open_container)                                                           \
         X(sd_bus_message_unref)                                                                    \
-        X(sd_bus_open_user)
+        X(sd_bus_open_user)                                                                        \
+        X(sd_bus_process)
 
 struct lazy_sdbus_table {
 #define LAZY_FIELD_(name) __typeof__(&name) name;
@@ -93,4 +96,7 @@ static inline void lazy_sd_bus_message_unrefp(sd_bus_message **p)
 #define sd_bus_message_new_method_call (lazy_sdbus()->sd_bus_message_new_method_call)
 #define sd_bus_message_open_container (lazy_sdbus()->sd_bus_message_open_container)
 #define sd_bus_message_unref (lazy_sdbus()->sd_bus_message_unref)
+#define sd_bus_is_open (lazy_sdbus()->sd_bus_is_open)
+#define sd_bus_process (lazy_sdbus()->sd_bus_process)
+#define sd_bus_get_fd (lazy_sdbus()->sd_bus_get_fd)
 #endif
