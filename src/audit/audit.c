@@ -684,8 +684,8 @@ static void record_code(struct sb *b, const char *code, size_t code_len)
 static const char *const lang_names[] = {"python", "node", "bash"};
 
 struct audit_pending *audit_start_async(struct audit_log *log, enum sbx_language lang,
-                                        unsigned timeout_s, const char *backend,
-                                        const char *code, size_t code_len, char ret_id[33])
+                                        unsigned timeout_s, const char *backend, const char *code,
+                                        size_t code_len, char ret_id[33])
 {
         struct sb b = {0};
 
@@ -704,9 +704,8 @@ void audit_start(struct audit_log *log, enum sbx_language lang, unsigned timeout
                  const char *backend, const char *code, size_t code_len, char ret_id[33],
                  char *note, size_t note_size)
 {
-        audit_pending_wait(
-            audit_start_async(log, lang, timeout_s, backend, code, code_len, ret_id), note,
-            note_size);
+        audit_pending_wait(audit_start_async(log, lang, timeout_s, backend, code, code_len, ret_id),
+                           note, note_size);
 }
 
 static const char *outcome_name(enum run_outcome o)
@@ -1022,8 +1021,10 @@ static void reader_line(struct audit_reader *rd, const char *line, size_t len)
         } else if (strcmp(kind, "blocked") == 0) {
                 call_new(rd)->blocked = o;
         } else if (strcmp(kind, "end") == 0) {
-                if (json_object_object_get_ex(rd->by_id, id, &idx)) {
-                        struct audit_call *c = &rd->calls[json_object_get_int64(idx)];
+                int64_t at;
+                if (json_object_object_get_ex(rd->by_id, id, &idx) && rd->calls &&
+                    (at = json_object_get_int64(idx)) >= 0 && (size_t)at < rd->n_calls) {
+                        struct audit_call *c = &rd->calls[at];
                         if (!c->end) {
                                 c->end = o;
                                 return;

@@ -51,8 +51,8 @@ struct audit_pending;
  * before the run's result is returned. Never NULL.
  */
 struct audit_pending *audit_start_async(struct audit_log *log, enum sbx_language lang,
-                                        unsigned timeout_s, const char *backend,
-                                        const char *code, size_t code_len, char ret_id[33]);
+                                        unsigned timeout_s, const char *backend, const char *code,
+                                        size_t code_len, char ret_id[33]);
 
 /**
  * audit_pending_wait() - wait for the disk's confirmation of @p, at most until 2 s after it
@@ -63,12 +63,12 @@ void audit_pending_wait(struct audit_pending *p, char *note, size_t note_size);
 
 /** audit_end() - the end record for @id: outcome, exit code, usage, output sizes,
  * blocked syscalls, image, isolation. Failure -> @note as for audit_start(). */
-void audit_end(struct audit_log *log, const char *id, const struct run_result *res,
-               char *note, size_t note_size);
+void audit_end(struct audit_log *log, const char *id, const struct run_result *res, char *note,
+               size_t note_size);
 
 /** audit_blocked() - one record for a call refused before it reached a backend. */
-void audit_blocked(struct audit_log *log, const char *language, const char *code,
-                   size_t code_len, const char *reason, char *note, size_t note_size);
+void audit_blocked(struct audit_log *log, const char *language, const char *code, size_t code_len,
+                   const char *reason, char *note, size_t note_size);
 
 /**
  * audit_print() - the `vestibule-mcp audit [N] [--json]` command: the last @n calls (start

@@ -18,7 +18,7 @@ struct sbx_error {
  * Return: -@code, so callers can write `return sbx_fail(err, EINVAL, "...")`.
  */
 int sbx_fail(struct sbx_error *err, int code, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /**
  * sbx_wrap() - prepend "ctx: " to @err->msg (truncating the tail if it no longer fits).

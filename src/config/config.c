@@ -979,8 +979,7 @@ static char *env_copy(const char *(*getenv_fn)(const char *name), const char *na
         return v && *v ? xstrdup(v) : NULL;
 }
 
-void config_engine_env_fill(const char *(*getenv_fn)(const char *name),
-                            struct sbx_engine_env *ret)
+void config_engine_env_fill(const char *(*getenv_fn)(const char *name), struct sbx_engine_env *ret)
 {
         ret->docker_host = env_copy(getenv_fn, "DOCKER_HOST");
         ret->docker_context = env_copy(getenv_fn, "DOCKER_CONTEXT");

@@ -47,17 +47,17 @@ struct sbx_engine_env {
 
 struct sbx_config {
         /* Paths: absolute, '~' expanded, no trailing '/'. Owned by the struct. */
-        char *workspace_dir;  /* VESTIBULE_WORKSPACE, default ~/.vestibule/workspace */
-        char *rootfs_dir;     /* VESTIBULE_ROOTFS_DIR, default ~/.vestibule/rootfs */
-        char *audit_dir;      /* VESTIBULE_AUDIT_DIR, default ~/.vestibule/audit */
-        char *config_file;    /* the YAML file read, or NULL when there was none */
-        bool workspace_ro;    /* VESTIBULE_WORKSPACE_RO, default off */
+        char *workspace_dir; /* VESTIBULE_WORKSPACE, default ~/.vestibule/workspace */
+        char *rootfs_dir;    /* VESTIBULE_ROOTFS_DIR, default ~/.vestibule/rootfs */
+        char *audit_dir;     /* VESTIBULE_AUDIT_DIR, default ~/.vestibule/audit */
+        char *config_file;   /* the YAML file read, or NULL when there was none */
+        bool workspace_ro;   /* VESTIBULE_WORKSPACE_RO, default off */
 
-        enum sbx_backend_choice backend; /* VESTIBULE_BACKEND auto|native|container|naive */
-        enum sbx_runtime_choice runtime; /* VESTIBULE_RUNTIME auto|docker|podman */
+        enum sbx_backend_choice backend;    /* VESTIBULE_BACKEND auto|native|container|naive */
+        enum sbx_runtime_choice runtime;    /* VESTIBULE_RUNTIME auto|docker|podman */
         enum sbx_image_source image_source; /* VESTIBULE_IMAGE_SOURCE registry|debian */
-        char *image_python;   /* VESTIBULE_IMAGE_PYTHON, default: the pinned digest */
-        char *image_node;     /* VESTIBULE_IMAGE_NODE, default: the pinned digest */
+        char *image_python;                 /* VESTIBULE_IMAGE_PYTHON, default: the pinned digest */
+        char *image_node;                   /* VESTIBULE_IMAGE_NODE, default: the pinned digest */
 
         unsigned default_timeout_s; /* VESTIBULE_DEFAULT_TIMEOUT_S, default 10 */
         unsigned max_timeout_s;     /* VESTIBULE_MAX_TIMEOUT_S, default 60 */
@@ -112,8 +112,7 @@ int config_load_from(const char *(*getenv_fn)(const char *name), const char *yam
  * DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, CONTAINER_HOST, HOME and XDG_RUNTIME_DIR through
  * @getenv_fn into @ret (blank counts as unset). Free with config_engine_env_done().
  */
-void config_engine_env_fill(const char *(*getenv_fn)(const char *name),
-                            struct sbx_engine_env *ret);
+void config_engine_env_fill(const char *(*getenv_fn)(const char *name), struct sbx_engine_env *ret);
 
 /** config_engine_env_done() - free what @e holds. */
 void config_engine_env_done(struct sbx_engine_env *e);

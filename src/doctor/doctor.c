@@ -373,22 +373,26 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
                            "volumes (the workspace is copied in and back each run)");
         /* A request that fails is shown with its reason: the probe below fails the same way,
          * and doctor must say why. */
-        if (engine_request_json(&c, "GET", "/version", NULL, 10000, &status, &ver, msg,
-                                sizeof(msg), &err) == 0 &&
+        if (engine_request_json(&c, "GET", "/version", NULL, 10000, &status, &ver, msg, sizeof(msg),
+                                &err) == 0 &&
             ver)
                 add(b->checks, &b->n_checks, DOCTOR_OK, "engine version",
                     "%s %s, API %s (using %s)", c.podman ? "Podman" : "Docker Engine",
                     jstr(ver, "Version"), jstr(ver, "ApiVersion"), c.api);
         else
                 add(b->checks, &b->n_checks, DOCTOR_FAIL, "engine version", "GET /version: %s",
-                    err.msg[0] ? err.msg : msg[0] ? msg : "no answer");
+                    err.msg[0] ? err.msg
+                    : msg[0]   ? msg
+                               : "no answer");
         memset(&err, 0, sizeof(err));
         msg[0] = '\0';
         if (engine_request_json(&c, "GET", "/info", NULL, 10000, &status, &info, msg, sizeof(msg),
                                 &err) != 0 ||
             !info)
                 add(b->checks, &b->n_checks, DOCTOR_FAIL, "engine mode", "GET /info: %s",
-                    err.msg[0] ? err.msg : msg[0] ? msg : "no answer");
+                    err.msg[0] ? err.msg
+                    : msg[0]   ? msg
+                               : "no answer");
         else {
                 json_object *so = jget(info, "SecurityOptions");
                 char opts[200] = "";
@@ -413,10 +417,11 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
                             "this user can open a rootful Docker socket: that is root-equivalent "
                             "on this machine (rootless Docker or Podman avoid it)");
         }
-        check_image(b, &c, "python", engine_image_for(cfg, "python"), have_pins ? pins->python_registry : NULL,
+        check_image(b, &c, "python", engine_image_for(cfg, "python"),
+                    have_pins ? pins->python_registry : NULL,
                     have_pins ? pins->python_debian : NULL);
-        check_image(b, &c, "node", engine_image_for(cfg, "node"), have_pins ? pins->node_registry : NULL,
-                    have_pins ? pins->node_debian : NULL);
+        check_image(b, &c, "node", engine_image_for(cfg, "node"),
+                    have_pins ? pins->node_registry : NULL, have_pins ? pins->node_debian : NULL);
 }
 
 /* ---- probes and the pick ---------------------------------------------------------------- */

@@ -27,12 +27,12 @@
 #include "run/run.h"
 #include "workspace/workspace.h"
 
-#define ENGINE_GRACE_MS 3000    /* server-side kill at timeout + this (inner timeout: +1 s) */
+#define ENGINE_GRACE_MS 3000     /* server-side kill at timeout + this (inner timeout: +1 s) */
 #define ENGINE_KILL_WAIT_MS 2000 /* after our kill: the longest wait for the stream's end */
-#define ENGINE_CREATE_RETRIES 2 /* Podman's transient keep-id create error */
-#define ENGINE_ARM_MS 10000     /* attach + wait must be armed within this */
-#define ENGINE_DRAIN_MS 2000    /* after exit, the attach stream must end within this */
-#define ENGINE_PROGRESS_MS 2000 /* progress callback period */
+#define ENGINE_CREATE_RETRIES 2  /* Podman's transient keep-id create error */
+#define ENGINE_ARM_MS 10000      /* attach + wait must be armed within this */
+#define ENGINE_DRAIN_MS 2000     /* after exit, the attach stream must end within this */
+#define ENGINE_PROGRESS_MS 2000  /* progress callback period */
 /* /info: Podman builds it by running conmon, the runtime and more: 4-20 s measured under CI
  * load (load average 18 on 2 cores). Slow is not down: /_ping already said it is up. */
 #define ENGINE_INFO_MS 60000
@@ -49,9 +49,9 @@ struct engine_state {
         bool volumes;
         char daemon_os[128];   /* /info OperatingSystem */
         char daemon_name[256]; /* /info Name: the daemon's host name */
-        char grade[320]; /* "container" or "container-degraded (...)" */
-        char owner[160]; /* our vestibule.owner label */
-        char **active;   /* ids of containers in flight */
+        char grade[320];       /* "container" or "container-degraded (...)" */
+        char owner[160];       /* our vestibule.owner label */
+        char **active;         /* ids of containers in flight */
         size_t n_active;
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
@@ -199,8 +199,7 @@ static const char *labels_get(json_object *ctr, const char *key)
 
 /* Remove the volumes labelled vestibule.run=1 whose owner is gone (@only_owner NULL), or
  * those of @only_owner. A volume still in use answers 409 and stays for a later sweep. */
-static int sweep_volumes(const struct engine_conn *c, const char *only_owner,
-                         struct sbx_error *err)
+static int sweep_volumes(const struct engine_conn *c, const char *only_owner, struct sbx_error *err)
 {
         _cleanup_(json_putp) json_object *res = NULL;
         json_object *vols = NULL;
@@ -208,9 +207,9 @@ static int sweep_volumes(const struct engine_conn *c, const char *only_owner,
         char msg[200];
         int removed = 0, r;
 
-        r = engine_request_json(c, "GET",
-                                "/volumes?filters=%7B%22label%22%3A%5B%22vestibule.run%3D1%22%5D%7D",
-                                NULL, 10000, &status, &res, msg, sizeof(msg), err);
+        r = engine_request_json(
+            c, "GET", "/volumes?filters=%7B%22label%22%3A%5B%22vestibule.run%3D1%22%5D%7D", NULL,
+            10000, &status, &res, msg, sizeof(msg), err);
         if (r < 0)
                 return r;
         if (status != 200 || !res || !json_object_object_get_ex(res, "Volumes", &vols))
@@ -448,8 +447,8 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                 snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
                          json_object_get_string(jget(host, "hostname")) ?: "");
                 snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
-                         json_object_get_string(
-                             jget(jget(host, "distribution"), "distribution")) ?: "");
+                         json_object_get_string(jget(jget(host, "distribution"), "distribution"))
+                             ?: "");
                 rootless = json_object_get_boolean(jget(sec, "rootless"));
                 seccomp = json_object_get_boolean(jget(sec, "seccompEnabled"));
                 const char *pv = json_object_get_string(jget(host, "cgroupVersion"));
@@ -538,9 +537,8 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
                 return r;
         char host[256] = "", vol_why[300] = "";
         gethostname(host, sizeof(host) - 1);
-        fresh.volumes = !engine_daemon_shares_files(&fresh.conn.ep, fresh.daemon_os,
-                                                    fresh.daemon_name, host, vol_why,
-                                                    sizeof(vol_why));
+        fresh.volumes = !engine_daemon_shares_files(
+            &fresh.conn.ep, fresh.daemon_os, fresh.daemon_name, host, vol_why, sizeof(vol_why));
         if (fresh.volumes)
                 log_info("container engine at '%s': %s, so code and workspace go through "
                          "volumes (the workspace is copied in before and back after each run)",
@@ -548,7 +546,9 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         struct sbx_error e2 = {0};
         int n = engine_sweep(&fresh.conn, &e2);
         if (n > 0)
-                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that are gone", n);
+                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that "
+                         "are gone",
+                         n);
         else if (n < 0)
                 log_debug("%s, ignoring", e2.msg);
 
@@ -595,11 +595,8 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
 static int run_ids(const struct backend *b, const struct engine_state *st, uid_t *uid, gid_t *gid,
                    struct sbx_error *err)
 {
-        if (st->rootless_podman) {
-                /* keep-id maps our uid to itself inside; the service runs as us. */
-                *uid = geteuid();
-                *gid = getegid();
-        } else if (geteuid() == 0) {
+        /* Rootless Podman: keep-id maps our uid to itself inside; the service runs as us. */
+        if (!st->rootless_podman && geteuid() == 0) {
                 if (!b->cfg->run_as_set || b->cfg->run_as_uid == 0)
                         return sbx_fail(err, EPERM,
                                         "this server runs as root and never runs code as root: set "
@@ -626,8 +623,8 @@ static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx
         struct engine_state *st = b->state;
         struct sbx_error e = {0};
         char have[8];
-        uid_t uid;
-        gid_t gid;
+        uid_t uid = (uid_t)-1; /* set by run_ids() */
+        gid_t gid = (gid_t)-1;
         int r;
 
         memset(ret, 0, sizeof(*ret));
@@ -635,11 +632,11 @@ static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx
         if (r == 0)
                 r = run_ids(b, st, &uid, &gid, &e);
         if (r == 0)
-                r = engine_image_label(&st->conn, image_for(b->cfg, SBX_LANG_PYTHON), "vestibule.image", have,
-                                       sizeof(have), &e);
+                r = engine_image_label(&st->conn, image_for(b->cfg, SBX_LANG_PYTHON),
+                                       "vestibule.image", have, sizeof(have), &e);
         if (r == 0)
-                r = engine_image_label(&st->conn, image_for(b->cfg, SBX_LANG_NODE), "vestibule.image", have,
-                                       sizeof(have), &e);
+                r = engine_image_label(&st->conn, image_for(b->cfg, SBX_LANG_NODE),
+                                       "vestibule.image", have, sizeof(have), &e);
         if (r < 0) {
                 ret->usable = false;
                 snprintf(ret->blocked, sizeof(ret->blocked), "%s", e.msg);
@@ -928,8 +925,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                       "every run needs: use an image that provides bash, timeout "
                                       "and the interpreter, or run `vestibule-mcp setup`",
                                       res->image);
-                else if (strcasestr(msg, "no new privileges") ||
-                         strcasestr(msg, "no_new_privs") ||
+                else if (strcasestr(msg, "no new privileges") || strcasestr(msg, "no_new_privs") ||
                          (strcasestr(msg, "apparmor") && strcasestr(msg, "snap")))
                         /* The Docker snap's own confinement refuses the no-new-privileges
                          * every sandbox is started with; Vestibule does not drop it. */
@@ -1234,17 +1230,16 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
                 if (wfd < 0)
                         return wfd;
                 r = engine_handin_tar(wfd, ENGINE_HANDIN_WORKSPACE,
-                                      sbx_language_script(req->language), req->code,
-                                      req->code_len, cfg->workspace_dir, uid, gid, &h->manifest,
-                                      &h->skipped, err);
+                                      sbx_language_script(req->language), req->code, req->code_len,
+                                      cfg->workspace_dir, uid, gid, &h->manifest, &h->skipped, err);
                 if (r < 0)
                         return sbx_wrap(err, "copying the workspace for the engine");
         }
 
         body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
         r = engine_request_json(&st->conn, "POST", "/containers/create",
-                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
-                                30000, &status, &created, msg, sizeof(msg), err);
+                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
+                                &status, &created, msg, sizeof(msg), err);
         if (r < 0)
                 return r;
         if (status == 404 || (status >= 400 && strcasestr(msg, "no such image")))
@@ -1348,8 +1343,8 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         int kmsg_r = -ENOENT;
         struct stream_out so = {0};
         long status = 0;
-        uid_t uid;
-        gid_t gid;
+        uid_t uid = (uid_t)-1; /* set by run_ids() */
+        gid_t gid = (gid_t)-1;
         struct sbx_trace trace;
         int r;
 
@@ -1437,15 +1432,15 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
          * 500 though the same body works a moment later (its user-namespace setup for the
          * request is transient, ENGINE_NOTES): retry that exact answer, briefly. */
         for (unsigned attempt = 0;; attempt++) {
-                r = engine_request_json(&st->conn, "POST", "/containers/create",
-                                        json_object_to_json_string_ext(body,
-                                                                       JSON_C_TO_STRING_PLAIN),
-                                        30000, &status, &created, msg, sizeof(msg), err);
+                r = engine_request_json(
+                    &st->conn, "POST", "/containers/create",
+                    json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000, &status,
+                    &created, msg, sizeof(msg), err);
                 if (r < 0 || attempt >= ENGINE_CREATE_RETRIES || status != 500 ||
                     !strstr(msg, "keep-id requires additional UIDs or GIDs"))
                         break;
-                log_debug("create: Podman's transient keep-id error (%s); retry %u of %u",
-                          msg, attempt + 1, ENGINE_CREATE_RETRIES);
+                log_debug("create: Podman's transient keep-id error (%s); retry %u of %u", msg,
+                          attempt + 1, ENGINE_CREATE_RETRIES);
                 json_object_put(TAKE_PTR(created));
                 usleep(150000u * (attempt + 1));
         }
@@ -1521,10 +1516,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         struct sbx_error e3 = {0};
         /* A run we stopped (cancel, flood, deadline) has its outcome already: no inspect, which
          * on Podman can block while the kill is carried out. */
-        int ri = so.stop != STOP_NONE ? -ECANCELED
-                                      : engine_request_json(&st->conn, "GET", ipath, NULL, 10000,
-                                                            &status, &inspect, msg, sizeof(msg),
-                                                            &e3);
+        int ri = so.stop != STOP_NONE
+                     ? -ECANCELED
+                     : engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect,
+                                           msg, sizeof(msg), &e3);
         sbx_trace_lap(&trace, "collect_inspect");
         if (ri == 0 && status == 200 && inspect) {
                 json_object *state = jget(inspect, "State");
@@ -1568,6 +1563,8 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 res->outcome = RUN_OUTCOME_CANCELLED;
         } else if (so.stop == STOP_FLOOD) {
                 res->outcome = RUN_OUTCOME_FLOODED;
+                /* the OOM verdict must come between the two timeout checks: */
+                /* NOLINTNEXTLINE(bugprone-branch-clone) */
         } else if (so.stop == STOP_TIMEOUT) {
                 res->outcome = RUN_OUTCOME_TIMED_OUT;
         } else if (oom) {
@@ -1687,7 +1684,7 @@ static void engine_shutdown(struct backend *b)
                 const char *o = labels_get(ctr, "vestibule.owner");
                 if (o && strcmp(o, st->owner) == 0 && json_object_object_get_ex(ctr, "Id", &idj))
                         container_remove(&st->conn, json_object_get_string(idj), &e);
-        }        /* and the hand-in volumes of ours still there */
+        } /* and the hand-in volumes of ours still there */
         if (sweep_volumes(&st->conn, st->owner, &e) < 0)
                 log_debug("%s, ignoring", e.msg);
 }

@@ -62,9 +62,9 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object *secopt = json_object_new_array();
         json_object *capdrop = json_object_new_array();
         json_object *lc = json_object_new_object(), *lcc = json_object_new_object();
-        static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp",
-                                          "LANG=C.UTF-8", "TZ=UTC", "PYTHONDONTWRITEBYTECODE=1",
-                                          NULL};
+        static const char *const env[] = {
+            "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TZ=UTC",
+            "PYTHONDONTWRITEBYTECODE=1",         NULL};
         _cleanup_free_ char *user = xasprintf("%u:%u", (unsigned)s->uid, (unsigned)s->gid);
         _cleanup_free_ char *tmp =
             xasprintf("rw,noexec,nosuid,nodev,size=%um,mode=1777", s->tmpfs_mb);
@@ -204,8 +204,8 @@ static bool caps_all_dropped(json_object *hc)
 
 /* The mount at @dst is the one asked for: read-only as asked, the only one at @dst, and for a
  * volume (@type "volume") that kind with the name @src. */
-static bool mount_as_asked(json_object *mounts, const char *dst, const char *type,
-                           const char *src, bool ro)
+static bool mount_as_asked(json_object *mounts, const char *dst, const char *type, const char *src,
+                           bool ro)
 {
         bool found = false;
 
@@ -220,9 +220,8 @@ static bool mount_as_asked(json_object *mounts, const char *dst, const char *typ
                 json_object *rw = get(m, "RW");
                 if (!rw || json_object_get_boolean(rw) != !ro)
                         return false;
-                if (strcmp(type, "volume") == 0 &&
-                    (strcmp(get_str(m, "Type"), "volume") != 0 ||
-                     strcmp(get_str(m, "Name"), src) != 0))
+                if (strcmp(type, "volume") == 0 && (strcmp(get_str(m, "Type"), "volume") != 0 ||
+                                                    strcmp(get_str(m, "Name"), src) != 0))
                         return false;
                 found = true;
         }

@@ -51,6 +51,7 @@ int engine_endpoint_parse(const char *host, bool tls, struct engine_endpoint *re
 {
         struct engine_endpoint ep = {0};
 
+        memset(ret, 0, sizeof(*ret));
         if (!host || !*host)
                 return sbx_fail(err, EINVAL,
                                 "empty Docker host address: set DOCKER_HOST to "
@@ -345,16 +346,14 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
         int r;
 
         config_engine_env_fill(getenv_fn, &env);
-        r = engine_endpoints_resolve_env(runtime, &env, ret, ret_n, ret_missing, missing_size,
-                                         err);
+        r = engine_endpoints_resolve_env(runtime, &env, ret, ret_n, ret_missing, missing_size, err);
         config_engine_env_done(&env);
         return r;
 }
 
-int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime,
-                                 const struct sbx_engine_env *env, struct engine_endpoint **ret,
-                                 size_t *ret_n, char *ret_missing, size_t missing_size,
-                                 struct sbx_error *err)
+int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime, const struct sbx_engine_env *env,
+                                 struct engine_endpoint **ret, size_t *ret_n, char *ret_missing,
+                                 size_t missing_size, struct sbx_error *err)
 {
         struct endpoint_list l = {0};
         struct engine_endpoint ep;
@@ -403,9 +402,8 @@ int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime,
                         const char *cp = env_nonempty(env->docker_cert_path);
                         _cleanup_free_ char *def = home ? xasprintf("%s/.docker", home) : NULL;
                         snprintf(ep.cert_dir, sizeof(ep.cert_dir), "%s", cp ? cp : def ? def : "");
-                        r = engine_cert_dir_check(ep.cert_dir, cp ? "DOCKER_CERT_PATH"
-                                                                  : "the default ~/.docker",
-                                                  err);
+                        r = engine_cert_dir_check(
+                            ep.cert_dir, cp ? "DOCKER_CERT_PATH" : "the default ~/.docker", err);
                         if (r < 0)
                                 return r;
                 }

@@ -87,10 +87,9 @@ int engine_endpoints_resolve(enum sbx_runtime_choice runtime, engine_getenv_fn g
                              size_t missing_size, struct sbx_error *err);
 
 /** engine_endpoints_resolve_env() - the same, from the variables in @env (the config's). */
-int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime,
-                                 const struct sbx_engine_env *env, struct engine_endpoint **ret,
-                                 size_t *ret_n, char *ret_missing, size_t missing_size,
-                                 struct sbx_error *err);
+int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime, const struct sbx_engine_env *env,
+                                 struct engine_endpoint **ret, size_t *ret_n, char *ret_missing,
+                                 size_t missing_size, struct sbx_error *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /* HTTP (http.c)                                                                            */
@@ -196,19 +195,19 @@ struct engine_run_spec {
         gid_t gid;
         const char *workspace; /* host dir bound at /workspace */
         bool workspace_ro;
-        const char *code_dir;  /* host dir bound read-only at /sandbox */
+        const char *code_dir; /* host dir bound read-only at /sandbox */
         /* A daemon that cannot see our files: named volumes instead of the two binds (set
          * both; then workspace and code_dir are not used in the body). */
         const char *workspace_volume; /* at /workspace (read-only with workspace_ro) */
         const char *code_volume;      /* at /sandbox, read-only */
-        uint64_t memory_bytes; /* Memory = MemorySwap */
+        uint64_t memory_bytes;        /* Memory = MemorySwap */
         uint64_t nano_cpus;
         unsigned pids_max;
         unsigned tmpfs_mb;
         const char *owner; /* vestibule.owner label */
         bool podman;
-        bool userns_keep_id; /* rootless Podman: map our uid to itself */
-        bool init;           /* an init as PID 1 (docker-init / catatonit) */
+        bool userns_keep_id;       /* rootless Podman: map our uid to itself */
+        bool init;                 /* an init as PID 1 (docker-init / catatonit) */
         const char *cgroup_parent; /* HostConfig.CgroupParent (hostcg.c); NULL = the engine's */
 };
 
@@ -385,8 +384,8 @@ void engine_manifest_done(struct engine_manifest *m);
 /* What the copy-back did. */
 struct engine_copyback {
         unsigned files, dirs, symlinks, deleted;
-        unsigned refused;         /* entries not written (see first_refusal) */
-        char first_refusal[200];  /* "'name': why" of the first refused entry */
+        unsigned refused;        /* entries not written (see first_refusal) */
+        char first_refusal[200]; /* "'name': why" of the first refused entry */
 };
 
 /* Which part of the hand-in a tar holds, and where it is PUT. Docker extracts an archive PUT
@@ -429,9 +428,9 @@ int engine_tar_name_clean(const char *name, char **ret, const char **ret_why);
  * Return: 0 (refusals are in @ret), or -errno when the host cannot take the copy or the tar is
  * broken (@ret still says what was done).
  */
-int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
-                            const struct engine_manifest *m, uid_t uid, gid_t gid, bool do_chown,
-                            struct engine_copyback *ret, struct sbx_error *err);
+int engine_workspace_unpack(int tar_fd, const char *workspace_dir, const struct engine_manifest *m,
+                            uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *ret,
+                            struct sbx_error *err);
 
 /** engine_volume_name() - "vestibule-<kind>-<16 random hex>" into @ret. Return 0 or -errno. */
 int engine_volume_name(const char *kind, char *ret, size_t size);

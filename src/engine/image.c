@@ -46,7 +46,7 @@ int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err)
         EVP_DigestFinal_ex(ctx, md, &md_len);
         EVP_MD_CTX_free(ctx);
         for (unsigned i = 0; i < md_len && i < 32; i++)
-                snprintf(ret + 2 * i, 3, "%02x", md[i]);
+                snprintf(ret + (size_t)2 * i, 3, "%02x", md[i]);
         ret[64] = '\0';
         return 0;
 }
@@ -347,9 +347,9 @@ int engine_image_pull(const struct engine_conn *c, const char *image, FILE *prog
         int r;
 
         if (!at || strlen(at + 1) != 71)
-                return sbx_fail(err, EINVAL,
-                                "refusing to pull '%s': not pinned by digest (name@sha256:<64 hex>)",
-                                image);
+                return sbx_fail(
+                    err, EINVAL,
+                    "refusing to pull '%s': not pinned by digest (name@sha256:<64 hex>)", image);
         name = xstrndup(image, (size_t)(at - image));
         /* A name:tag@digest: the tag is dropped, the digest decides. */
         {
@@ -422,9 +422,9 @@ int engine_setup_pull(const struct sbx_config *cfg, const char *image, FILE *pro
         if (r < 0)
                 return r;
         if (!at)
-                return sbx_fail(err, EINVAL,
-                                "refusing to pull '%s': not pinned by digest (name@sha256:<64 hex>)",
-                                image);
+                return sbx_fail(
+                    err, EINVAL,
+                    "refusing to pull '%s': not pinned by digest (name@sha256:<64 hex>)", image);
         name = xstrndup(image, (size_t)(at - image));
         r = image_has_digest(&c, name, at + 1, err);
         if (r < 0)

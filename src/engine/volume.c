@@ -163,12 +163,11 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, const char *rel
                 }
                 mode_t perm = st.st_mode & 0777; /* never set-id bits into the sandbox */
                 if (S_ISDIR(st.st_mode)) {
-                        _cleanup_close_ int sub = openat(dfd, de->d_name,
-                                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                             O_CLOEXEC);
+                        _cleanup_close_ int sub = openat(
+                            dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (sub < 0)
-                                return sbx_fail(err, errno,
-                                                "cannot open workspace folder '%s': %m", crel);
+                                return sbx_fail(err, errno, "cannot open workspace folder '%s': %m",
+                                                crel);
                         r = tar_header(w->a, name, S_IFDIR | perm, 0, w->uid, w->gid, NULL,
                                        st.st_mtim.tv_sec, err);
                         if (r < 0)
@@ -193,9 +192,9 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, const char *rel
                         /* exactly the size in the header: a file growing meanwhile is cut,
                          * one shrinking is padded with zeros (tar needs the promised bytes) */
                         for (left = fst.st_size; left > 0;) {
-                                ssize_t n = read(fd, buf,
-                                                 left < (off_t)sizeof(buf) ? (size_t)left
-                                                                           : sizeof(buf));
+                                ssize_t n =
+                                    read(fd, buf,
+                                         left < (off_t)sizeof(buf) ? (size_t)left : sizeof(buf));
                                 if (n < 0)
                                         return sbx_fail(err, errno,
                                                         "cannot read workspace file '%s': %m",
@@ -357,15 +356,15 @@ int engine_tar_name_clean(const char *name, char **ret, const char **ret_why)
 /* Open (creating missing ones, 0755) the directories of @rel's parent beneath @rootfd, never
  * following a symlink: a component that is a symlink or a file is refused (-ELOOP). Sets
  * *@ret_base to @rel's last component. Return an fd or -errno. */
-static int open_parent_beneath(int rootfd, char *rel, const char **ret_base, uid_t uid,
-                               gid_t gid, bool chown_new)
+static int open_parent_beneath(int rootfd, char *rel, const char **ret_base, uid_t uid, gid_t gid,
+                               bool chown_new)
 {
         _cleanup_close_ int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         char *slash = strrchr(rel, '/'), *save = NULL, *comp;
 
+        *ret_base = rel; /* on every path: callers use it only on success */
         if (fd < 0)
                 return -errno;
-        *ret_base = rel;
         if (!slash)
                 return TAKE_FD(fd);
         *slash = '\0';
@@ -438,7 +437,8 @@ static void refusal(struct engine_copyback *cb, const char *name, const char *wh
 {
         cb->refused++;
         if (!cb->first_refusal[0])
-                snprintf(cb->first_refusal, sizeof(cb->first_refusal), "'%.120s': %.70s", name, why);
+                snprintf(cb->first_refusal, sizeof(cb->first_refusal), "'%.120s': %.70s", name,
+                         why);
 }
 
 /* Write a regular file entry: a new temp name in the parent, then rename over @base, so an
@@ -576,7 +576,7 @@ static int put_dir(int pfd, const char *base, mode_t perm, uid_t uid, gid_t gid,
 static int put_hardlink(int rootfd, int pfd, const char *base, const char *target_rel)
 {
         _cleanup_free_ char *t = xstrdup(target_rel);
-        const char *tbase;
+        const char *tbase = NULL;
         _cleanup_close_ int tfd = open_parent_beneath(rootfd, t, &tbase, 0, 0, false);
         char tmp[64];
         struct stat st;
@@ -610,7 +610,7 @@ static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, co
                       uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *cb)
 {
         _cleanup_free_ char *copy = xstrdup(rel);
-        const char *base;
+        const char *base = NULL;
         mode_t mode = archive_entry_mode(e);
         const char *hl = archive_entry_hardlink(e);
         int r;
@@ -678,9 +678,9 @@ static bool manifest_unchanged(int rootfd, const struct engine_manifest_entry *m
                (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == me->mtime_ns;
 }
 
-static int workspace_unpack(int tar_fd, const char *workspace_dir,
-                            const struct engine_manifest *m, uid_t uid, gid_t gid, bool do_chown,
-                            struct engine_copyback *ret, struct sbx_error *err)
+static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct engine_manifest *m,
+                            uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *ret,
+                            struct sbx_error *err)
 {
         _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
         _cleanup_close_ int rootfd = open(workspace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -745,7 +745,7 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir,
                 if (!manifest_unchanged(rootfd, me))
                         continue;
                 _cleanup_free_ char *copy = xstrdup(me->rel);
-                const char *base;
+                const char *base = NULL;
                 _cleanup_close_ int pfd = open_parent_beneath(rootfd, copy, &base, 0, 0, false);
                 if (pfd < 0)
                         continue;
@@ -782,8 +782,8 @@ int engine_volume_create(const struct engine_conn *c, const char *name, const ch
                 json_object_object_add(body, "DriverOpts", opts);
         }
         r = engine_request_json(c, "POST", "/volumes/create",
-                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
-                                30000, &status, NULL, msg, sizeof(msg), err);
+                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
+                                &status, NULL, msg, sizeof(msg), err);
         if (r < 0)
                 return r;
         if (status != 201 && status != 200)
@@ -1052,8 +1052,8 @@ int engine_archive_get(const struct engine_conn *c, const char *id, const char *
                 char msg[240];
                 engine_message(io.errbody, msg, sizeof(msg));
                 return sbx_fail(err, EIO,
-                                "the container engine did not hand back '%s' (HTTP %ld): %s",
-                                path, io.status, msg);
+                                "the container engine did not hand back '%s' (HTTP %ld): %s", path,
+                                io.status, msg);
         }
         if (lseek(fd, 0, SEEK_SET) < 0)
                 return sbx_fail(err, errno, "cannot read the run's workspace archive: %m");
@@ -1122,9 +1122,9 @@ int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_n
                           ret_manifest, ret_skipped, err);
 }
 
-int engine_workspace_unpack(int tar_fd, const char *workspace_dir,
-                            const struct engine_manifest *m, uid_t uid, gid_t gid, bool do_chown,
-                            struct engine_copyback *ret, struct sbx_error *err)
+int engine_workspace_unpack(int tar_fd, const char *workspace_dir, const struct engine_manifest *m,
+                            uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *ret,
+                            struct sbx_error *err)
 {
         int r = lazy_archive_load(err);
 

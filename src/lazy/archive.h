@@ -76,6 +76,7 @@
         X(archive_write_set_format_pax_restricted)
 
 struct lazy_archive_table {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator cannot be parenthesised */
 #define LAZY_FIELD_(name) __typeof__(&name) name;
         LAZY_ARCHIVE_SYMBOLS(LAZY_FIELD_)
 #undef LAZY_FIELD_

@@ -25,6 +25,7 @@
         X(EVP_sha256)
 
 struct lazy_crypto_table {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator cannot be parenthesised */
 #define LAZY_FIELD_(name) __typeof__(&name) name;
         LAZY_CRYPTO_SYMBOLS(LAZY_FIELD_)
 #undef LAZY_FIELD_

@@ -38,6 +38,7 @@
         X(curl_slist_free_all)
 
 struct lazy_curl_table {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator cannot be parenthesised */
 #define LAZY_FIELD_(name) __typeof__(&name) name;
         LAZY_CURL_SYMBOLS(LAZY_FIELD_)
 #undef LAZY_FIELD_

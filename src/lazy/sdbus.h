@@ -36,6 +36,7 @@
         X(sd_bus_process)
 
 struct lazy_sdbus_table {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator cannot be parenthesised */
 #define LAZY_FIELD_(name) __typeof__(&name) name;
         LAZY_SDBUS_SYMBOLS(LAZY_FIELD_)
 #undef LAZY_FIELD_

@@ -23,6 +23,7 @@
         X(yaml_parser_set_input_string)
 
 struct lazy_yaml_table {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator cannot be parenthesised */
 #define LAZY_FIELD_(name) __typeof__(&name) name;
         LAZY_YAML_SYMBOLS(LAZY_FIELD_)
 #undef LAZY_FIELD_

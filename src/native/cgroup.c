@@ -237,7 +237,7 @@ static bool user_bus_reachable(char *why, size_t size)
                 native_strf(why, size, "no systemd user bus (%s)", lib_err.msg);
                 return false;
         }
-        r = bus_call(build_ping, NULL, 5 * 1000 * 1000, &e, &reply, &connected);
+        r = bus_call(build_ping, NULL, UINT64_C(5000000), &e, &reply, &connected);
         if (r >= 0)
                 return true;
         if (!connected)
@@ -445,7 +445,7 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
         if (r < 0)
                 return r;
         call.unit = ret->unit;
-        r = bus_call(build_start_scope, &call, 5 * 1000 * 1000, &e, &reply, &connected);
+        r = bus_call(build_start_scope, &call, UINT64_C(5000000), &e, &reply, &connected);
         if (r < 0) {
                 if (!connected)
                         return sbx_fail(err, -r,
@@ -467,7 +467,7 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
                         ret->dir_fd = open(ret->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
                         return 0;
                 }
-                nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+                nanosleep(&(struct timespec){.tv_nsec = 1000000L}, NULL);
         }
         return sbx_fail(err, ETIMEDOUT, "systemd did not move the sandbox into '%s' within 2 s",
                         ret->unit);
@@ -493,7 +493,7 @@ void native_cgroup_kill(struct native_cgroup *cg)
 
 static bool read_key(const char *dir, const char *name, const char *key, uint64_t *ret)
 {
-        char file[700], data[2048], *p;
+        char file[700], data[2048] = "", *p;
         size_t klen = strlen(key);
 
         native_strf(file, sizeof(file), "%s/%s", dir, name);
@@ -504,7 +504,7 @@ static bool read_key(const char *dir, const char *name, const char *key, uint64_
                 return true;
         }
         for (p = data; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-                if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+                if (strncmp(p, key, klen) == 0 && strlen(p) > klen && p[klen] == ' ') {
                         *ret = strtoull(p + klen + 1, NULL, 10);
                         return true;
                 }
@@ -579,7 +579,7 @@ void native_cgroup_remove(struct native_cgroup *cg)
         if (cg->delegated && cg->path[0]) {
                 /* the kernel frees the cgroup once its last task is gone; retry briefly */
                 for (int i = 0; i < 100 && rmdir(cg->path) < 0 && errno == EBUSY; i++)
-                        nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);
+                        nanosleep(&(struct timespec){.tv_nsec = 2000000L}, NULL);
         }
         cg->path[0] = '\0';
 }

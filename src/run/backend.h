@@ -13,13 +13,14 @@ struct backend;
 
 /* What a backend would give on this host now, and why. */
 struct backend_probe {
-        bool usable;          /* a run would execute with @grade */
-        bool degraded;        /* @grade is a "-degraded (...)" grade */
-        char grade[320];      /* the isolation line: "native", "container-degraded (limits not applied: ...)" */
-        char blocked[1024];    /* when !usable: the Blocked: text naming the fix (retry or restart) */
-        char details[640];    /* facts for `doctor`, one "key: value" per line ('\n'-separated,
-                               * no trailing newline), e.g. "landlock: ABI 7, applied in every
-                               * run"; "" = none. Additive: backends may leave it empty. */
+        bool usable;     /* a run would execute with @grade */
+        bool degraded;   /* @grade is a "-degraded (...)" grade */
+        char grade[320]; /* the isolation line: "native", "container-degraded (limits not applied:
+                            ...)" */
+        char blocked[1024]; /* when !usable: the Blocked: text naming the fix (retry or restart) */
+        char details[640];  /* facts for `doctor`, one "key: value" per line ('\n'-separated,
+                             * no trailing newline), e.g. "landlock: ABI 7, applied in every
+                             * run"; "" = none. Additive: backends may leave it empty. */
 };
 
 struct backend_ops {

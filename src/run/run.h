@@ -20,7 +20,8 @@ enum sbx_language {
 int sbx_language_parse(const char *s, enum sbx_language *ret);
 /** sbx_language_name() - enum -> "python"|"node"|"bash". Static string. */
 const char *sbx_language_name(enum sbx_language l);
-/** sbx_language_script() - file name of the script under /sandbox: "main.py", "main.js", "main.sh". */
+/** sbx_language_script() - file name of the script under /sandbox: "main.py", "main.js", "main.sh".
+ */
 const char *sbx_language_script(enum sbx_language l);
 
 /* Called from the backend's supervising thread about every few seconds while a run goes on.
@@ -29,18 +30,18 @@ typedef void (*run_progress_fn)(void *userdata, uint64_t elapsed_ms, uint64_t ti
 
 struct run_request {
         enum sbx_language language;
-        const char *code;   /* not NUL-terminated necessarily; @code_len bytes; borrowed */
+        const char *code; /* not NUL-terminated necessarily; @code_len bytes; borrowed */
         size_t code_len;
-        unsigned timeout_s; /* already validated: 1..cfg->max_timeout_s */
+        unsigned timeout_s;           /* already validated: 1..cfg->max_timeout_s */
         const struct sbx_config *cfg; /* borrowed */
-        int cancel_fd;      /* eventfd/pipe that becomes readable on cancel; -1 = none */
-        run_progress_fn progress; /* may be NULL */
+        int cancel_fd;                /* eventfd/pipe that becomes readable on cancel; -1 = none */
+        run_progress_fn progress;     /* may be NULL */
         void *progress_userdata;
 };
 
 /* One output stream as captured: the first cap bytes, and how much the program wrote. */
 struct run_stream {
-        char *data;     /* owned; at most cfg->max_output_bytes bytes; may hold any bytes */
+        char *data; /* owned; at most cfg->max_output_bytes bytes; may hold any bytes */
         size_t len;
         uint64_t total; /* bytes the program wrote to this stream, as far as they were read */
 };
@@ -59,7 +60,8 @@ enum run_outcome {
 struct run_measure {
         bool measured;
         uint64_t value;
-        char why[160]; /* when !measured: "Linux 5.19+ needed", "not readable from outside a container" */
+        char why[160]; /* when !measured: "Linux 5.19+ needed", "not readable from outside a
+                          container" */
 };
 
 struct run_usage {
@@ -76,17 +78,18 @@ struct run_result {
         struct run_stream out, err;
         struct run_usage usage;
 
-        bool oom_killed;        /* the kernel/engine said a process hit the memory cap */
+        bool oom_killed;          /* the kernel/engine said a process hit the memory cap */
         uint64_t mem_limit_bytes; /* for the out-of-memory note */
-        char limits_hit[256];   /* "cpu (throttled in 40 of 41 periods of 100 ms), pids"; "" = none */
-        char blocked_syscalls[512]; /* "mount, bpf"; "" = none */
+        char limits_hit[256]; /* "cpu (throttled in 40 of 41 periods of 100 ms), pids"; "" = none */
+        char blocked_syscalls[512];     /* "mount, bpf"; "" = none */
         bool blocked_reporting_stopped; /* more than 256 reports: further ones failed with ENOSYS */
-        char audit_note[256];   /* "not recorded (...)" / "not confirmed (...)"; "" = recorded */
-        char notes[512];        /* extra lines the backend adds, '\n'-separated; "" = none */
+        char audit_note[256]; /* "not recorded (...)" / "not confirmed (...)"; "" = recorded */
+        char notes[512];      /* extra lines the backend adds, '\n'-separated; "" = none */
 
-        char backend[16];       /* "native", "container", "naive" */
-        char image[256];        /* the image or rootfs that ran, for the audit log */
-        char isolation[320];    /* "native", "container-degraded (limits not applied: ...)", "none (...)" */
+        char backend[16];    /* "native", "container", "naive" */
+        char image[256];     /* the image or rootfs that ran, for the audit log */
+        char isolation[320]; /* "native", "container-degraded (limits not applied: ...)", "none
+                                (...)" */
 };
 
 /** run_result_done() - free what @r holds (the stream buffers); @r itself is not freed. */

@@ -283,8 +283,8 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         /* The start record goes to the disk while the backend builds the sandbox and runs
          * the code; the result waits for its confirmation (at most 2 s from now) below,
          * before the end record, so both are confirmed (or noted) before it is returned. */
-        struct audit_pending *started = audit_start_async(
-            s->audit, lang, timeout_s, b->ops->name, call->code, call->code_len, id);
+        struct audit_pending *started = audit_start_async(s->audit, lang, timeout_s, b->ops->name,
+                                                          call->code, call->code_len, id);
         sbx_trace_lap(&trace, "audit_start");
         r = b->ops->run(b, &req, res, err);
         sbx_trace_lap(&trace, "backend_run");

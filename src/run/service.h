@@ -14,7 +14,7 @@ struct run_service;
 /* The Blocked: text (without the prefix) for a server started as root with no unprivileged
  * VESTIBULE_RUN_AS. The run service refuses every call with it; doctor and verify say the same. */
 #define RUN_SERVICE_ROOT_BLOCKED                                                                   \
-        "the server runs as root, so code would run as root: start vestibule-mcp as your own "    \
+        "the server runs as root, so code would run as root: start vestibule-mcp as your own "     \
         "user, or set VESTIBULE_RUN_AS=uid:gid to an unprivileged id (retry after restart)"
 
 /**
@@ -34,11 +34,11 @@ void run_service_shutdown(struct run_service *s);
 
 /* A run_code call as the tool receives it, before validation. */
 struct run_call {
-        const char *language;   /* as given; validated here */
+        const char *language; /* as given; validated here */
         const char *code;
         size_t code_len;
-        long long timeout_s;    /* <= 0: not given -> cfg->default_timeout_s */
-        int cancel_fd;          /* -1 = not cancellable */
+        long long timeout_s; /* <= 0: not given -> cfg->default_timeout_s */
+        int cancel_fd;       /* -1 = not cancellable */
         run_progress_fn progress;
         void *progress_userdata;
 };

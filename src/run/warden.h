@@ -11,10 +11,10 @@
 #include "run/run.h"
 
 struct warden_child {
-        pid_t pid;   /* the process to reap (a child of the calling thread's process) */
-        int pidfd;   /* pidfd_open(pid) or -1 (then the warden polls waitpid) */
-        int out_fd;  /* read end of the child's stdout pipe; the warden closes it */
-        int err_fd;  /* read end of the child's stderr pipe; the warden closes it */
+        pid_t pid;  /* the process to reap (a child of the calling thread's process) */
+        int pidfd;  /* pidfd_open(pid) or -1 (then the warden polls waitpid) */
+        int out_fd; /* read end of the child's stdout pipe; the warden closes it */
+        int err_fd; /* read end of the child's stderr pipe; the warden closes it */
         /* Kill every process of the run (process group, pid namespace, cgroup.kill...).
          * Called on timeout, cancel, flood, and after the main process exited. Idempotent. */
         void (*kill_tree)(void *userdata);
@@ -38,9 +38,8 @@ struct warden_child {
  * Return: 0 once the child is reaped, or -errno on an internal failure (the tree is killed
  * and reaped first).
  */
-int warden_supervise(const struct run_request *req, struct warden_child *child,
-                     uint64_t start_ms, struct run_result *res, struct rusage *ret_rusage,
-                     struct sbx_error *err);
+int warden_supervise(const struct run_request *req, struct warden_child *child, uint64_t start_ms,
+                     struct run_result *res, struct rusage *ret_rusage, struct sbx_error *err);
 
 /** sbx_now_ms() - CLOCK_MONOTONIC in milliseconds. */
 uint64_t sbx_now_ms(void);

@@ -47,8 +47,8 @@ static int engine_has(const struct setup_run_args *a, const char *ref, struct sb
                                 "refusing to replace '%s' in the container engine: it is not an "
                                 "image Vestibule imported (no vestibule.image label); set "
                                 "VESTIBULE_IMAGE_%s to another name or remove that image",
-                                ref, strcmp(ref, import_name(a->cfg, "node")) == 0 ? "NODE"
-                                                                                   : "PYTHON");
+                                ref,
+                                strcmp(ref, import_name(a->cfg, "node")) == 0 ? "NODE" : "PYTHON");
         return 1;
 }
 
@@ -117,22 +117,21 @@ int setup_engine_import(const struct setup_run_args *a, const char *language, co
                 a->state->no_engine = true;
                 return 0;
         }
-        fprintf(p, "setup: %s: making '%s' present in the container engine (importing '%s' "
-                   "unless an image of the same tarball is there)\n",
+        fprintf(p,
+                "setup: %s: making '%s' present in the container engine (importing '%s' "
+                "unless an image of the same tarball is there)\n",
                 language, ref, tar);
         fflush(p);
         r = engine_setup_import(a->cfg, tar, ref, err);
         if (r < 0)
-                return sbx_wrap(err, "importing the %s rootfs into the container engine",
-                                language);
+                return sbx_wrap(err, "importing the %s rootfs into the container engine", language);
         {
                 char id[80] = "";
 
                 image_id(a, ref, id, sizeof(id));
-                fprintf(a->out,
-                        "setup: %s image %s in the container engine as '%s' (image ID %s)\n",
-                        language, r == 1 ? "imported" : "already present", ref,
-                        id[0] ? id : "unknown");
+                fprintf(
+                    a->out, "setup: %s image %s in the container engine as '%s' (image ID %s)\n",
+                    language, r == 1 ? "imported" : "already present", ref, id[0] ? id : "unknown");
         }
         a->state->imported_debian = true;
         return 0;
@@ -203,8 +202,8 @@ void setup_print_mcp_config(const struct setup_run_args *a)
                 add_env(env, "VESTIBULE_BACKEND", config_backend_name(c->backend));
         if (c->runtime != def->runtime)
                 add_env(env, "VESTIBULE_RUNTIME", config_runtime_name(c->runtime));
-        debian = c->image_source == SBX_IMAGE_SOURCE_DEBIAN ||
-                 (a->state && a->state->imported_debian);
+        debian =
+            c->image_source == SBX_IMAGE_SOURCE_DEBIAN || (a->state && a->state->imported_debian);
         if (debian)
                 add_env(env, "VESTIBULE_IMAGE_SOURCE", "debian");
         if (str_differs(c->image_python, def->image_python))
@@ -264,8 +263,8 @@ int setup_engine_pull(const struct setup_run_args *a, const char *language, cons
                 a->state->no_engine = true;
                 return 0;
         }
-        fprintf(p, "setup: %s: making '%s' present in the container engine (by digest)\n",
-                language, image);
+        fprintf(p, "setup: %s: making '%s' present in the container engine (by digest)\n", language,
+                image);
         fflush(p);
         r = engine_setup_pull(a->cfg, image, a->progress, a->progress_tty, err);
         if (r < 0)

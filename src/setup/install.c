@@ -268,8 +268,8 @@ static int write_record(int dfd, const char *language, const struct setup_source
 
 /* Rename the old tree @tmpname, which a run holds, to .<language>.old-XXXXXX and leave it: the
  * next setup or setup_rootfs_collect() deletes it once no run holds it. */
-static int keep_old_tree(int dfd, const char *tmpname, const char *language,
-                         const char *rootfs_dir, const struct setup_opts *o)
+static int keep_old_tree(int dfd, const char *tmpname, const char *language, const char *rootfs_dir,
+                         const struct setup_opts *o)
 {
         static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
         char name[64];

@@ -105,8 +105,8 @@ static int save_tar(const struct setup_run_args *a, const char *language, const 
                     struct sbx_error *err)
 {
         _cleanup_free_ char *dst = xasprintf("%s/%s.tar", a->save_tars, language);
-        _cleanup_free_ char *tmp = xasprintf("%s/.%s.tar.partial-%d", a->save_tars, language,
-                                             (int)getpid());
+        _cleanup_free_ char *tmp =
+            xasprintf("%s/.%s.tar.partial-%d", a->save_tars, language, (int)getpid());
         int r;
 
         if (mkdir(a->save_tars, 0755) < 0 && errno != EEXIST)
@@ -172,8 +172,7 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
                 fprintf(a->out,
                         "setup: python and node are installed from recipe %s in '%s'%s, "
                         "nothing to do\n",
-                        recipe, a->rootfs_dir,
-                        a->save_tars ? " and their tarballs are saved" : "");
+                        recipe, a->rootfs_dir, a->save_tars ? " and their tarballs are saved" : "");
                 return 0;
         }
 

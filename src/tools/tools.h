@@ -11,9 +11,9 @@
 #include "run/service.h"
 
 struct tool_result {
-        char *text;                 /* the content[0] text; owned */
-        bool is_error;              /* isError */
-        json_object *structured;    /* structuredContent (an object) or NULL; owned */
+        char *text;              /* the content[0] text; owned */
+        bool is_error;           /* isError */
+        json_object *structured; /* structuredContent (an object) or NULL; owned */
 };
 
 /** tool_result_done() - free what @r holds (text, structured); @r itself is not freed. NULL ok. */

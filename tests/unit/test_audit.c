@@ -134,7 +134,7 @@ static void sha256_hex(const void *data, size_t n, char out[65])
 
         ck_assert_int_eq(EVP_Digest(data, n, md, &len, EVP_sha256(), NULL), 1);
         for (unsigned i = 0; i < len; i++)
-                snprintf(out + 2 * i, 3, "%02x", md[i]);
+                snprintf(out + (size_t)2 * i, 3, "%02x", md[i]);
 }
 
 static void start(struct audit_log *log, const char *code, char id[33])
@@ -500,9 +500,9 @@ START_TEST(concurrent_writers)
         for (size_t i = 0; i < ELEMENTSOF(t); i++)
                 pthread_join(t[i], NULL);
         _cleanup_free_ char *all = slurp(audit_path(log));
-        ck_assert_uint_eq(count_lines(all), 6 * 20 * 2);
+        ck_assert_uint_eq(count_lines(all), (size_t)6 * 20 * 2);
         _cleanup_free_ char *out = print(cfg.audit_dir, 0, false);
-        ck_assert_uint_eq(count_lines(out), 6 * 20);
+        ck_assert_uint_eq(count_lines(out), (size_t)6 * 20);
         ck_assert_ptr_null(strstr(out, "no end"));
         ck_assert_ptr_null(strstr(out, "skipped"));
         audit_close(log);

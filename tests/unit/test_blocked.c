@@ -58,6 +58,8 @@ static void var(const char *name, const char *value)
                 if (strcmp(var_name[i], name) == 0)
                         break;
         ck_assert(i < MAX_VARS);
+        if (i >= MAX_VARS)
+                return; /* not reached: ck_assert ends the test */
         var_name[i] = name;
         var_value[i] = value;
         /* the engine's endpoint lookup reads the process environment */
@@ -241,8 +243,9 @@ START_TEST(apparmor_restricts_userns_injected)
         d = doctor();
         const struct doctor_check *c = find_check(&d->native, "user namespaces");
         ck_assert_int_eq(c->status, DOCTOR_FAIL);
-        ck_assert_msg(strstr(c->value, "sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0"),
-                      "%s", c->value);
+        ck_assert_msg(
+            strstr(c->value, "sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0"), "%s",
+            c->value);
 }
 END_TEST
 

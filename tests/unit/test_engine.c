@@ -345,8 +345,8 @@ START_TEST(resolve_known_sockets_in_order)
         /* podman: as root the rootful socket first (when there is one), then the rootless
          * one; never Docker's */
         struct stat st;
-        bool rootful = geteuid() == 0 && stat("/run/podman/podman.sock", &st) == 0 &&
-                       S_ISSOCK(st.st_mode);
+        bool rootful =
+            geteuid() == 0 && stat("/run/podman/podman.sock", &st) == 0 && S_ISSOCK(st.st_mode);
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
@@ -516,8 +516,9 @@ START_TEST(create_body_has_every_lockdown_option)
         ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "NanoCpus")), 750000000);
         ck_assert_int_eq(json_object_get_int64(path_get(b, "HostConfig", "PidsLimit")), 128);
         /* the fixed minimal environment, the same as the native backend's */
-        ck_assert_ptr_nonnull(strstr(txt, "\"Env\":[\"PATH=\\/usr\\/local\\/bin:\\/usr\\/bin:\\/bin\","
-                                          "\"HOME=\\/tmp\",\"LANG=C.UTF-8\",\"TZ=UTC\","));
+        ck_assert_ptr_nonnull(strstr(txt,
+                                     "\"Env\":[\"PATH=\\/usr\\/local\\/bin:\\/usr\\/bin:\\/bin\","
+                                     "\"HOME=\\/tmp\",\"LANG=C.UTF-8\",\"TZ=UTC\","));
         ck_assert_ptr_nonnull(strstr(txt, "\"CapDrop\":[\"ALL\"]"));
         ck_assert_ptr_nonnull(strstr(txt, "\"SecurityOpt\":[\"no-new-privileges\"]"));
         ck_assert_ptr_nonnull(
@@ -1393,8 +1394,8 @@ START_TEST(resolve_podman_rootless_first_when_not_root)
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
-        bool have_run_user = stat("/run/user/2000/podman/podman.sock", &st) == 0 &&
-                             S_ISSOCK(st.st_mode);
+        bool have_run_user =
+            stat("/run/user/2000/podman/podman.sock", &st) == 0 && S_ISSOCK(st.st_mode);
         if (have_run_user) {
                 ck_assert_uint_ge(n, 1);
                 ck_assert_str_eq(eps[0].sock_path, "/run/user/2000/podman/podman.sock");
@@ -2133,8 +2134,7 @@ static Suite *engine_suite(void)
                 if (root) {
                         tcase_add_test(tc, docker_socket_without_permission_blocked);
                         tcase_add_test(tc, eacces_candidate_does_not_stop_the_search);
-                }
-                else
+                } else
                         note_missing("socket permission test needs root");
                 suite_add_tcase(s, tc);
         }

@@ -105,15 +105,14 @@ START_TEST(plaintext_only_to_loopback)
         struct sbx_error err = {0};
         static const char *const ok[] = {"tcp://127.0.0.1:2375", "tcp://127.8.9.10",
                                          "tcp://localhost:2375", "tcp://LOCALHOST",
-                                         "tcp://[::1]:2375", "tcp://[::ffff:127.0.0.1]:1"};
-        static const char *const refused[] = {"tcp://10.0.0.5:2375", "tcp://docker.example:2375",
-                                              "tcp://[2001:db8::1]:2375", "tcp://128.0.0.1",
-                                              "tcp://localhost.example.com:2375",
-                                              "tcp://0.0.0.0:2375"};
+                                         "tcp://[::1]:2375",     "tcp://[::ffff:127.0.0.1]:1"};
+        static const char *const refused[] = {
+            "tcp://10.0.0.5:2375", "tcp://docker.example:2375",        "tcp://[2001:db8::1]:2375",
+            "tcp://128.0.0.1",     "tcp://localhost.example.com:2375", "tcp://0.0.0.0:2375"};
 
         for (size_t i = 0; i < ELEMENTSOF(ok); i++)
-                ck_assert_msg(engine_endpoint_parse(ok[i], false, &ep, &err) == 0, "%s: %s",
-                              ok[i], err.msg);
+                ck_assert_msg(engine_endpoint_parse(ok[i], false, &ep, &err) == 0, "%s: %s", ok[i],
+                              err.msg);
         for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
                 ck_assert_msg(engine_endpoint_parse(refused[i], false, &ep, &err) == -EPERM, "%s",
                               refused[i]);
@@ -190,8 +189,8 @@ START_TEST(which_daemons_share_our_files)
         struct sbx_error err = {0};
         char why[300];
 
-        ck_assert_int_eq(engine_endpoint_parse("unix:///var/run/docker.sock", false, &unix_ep, &err),
-                         0);
+        ck_assert_int_eq(
+            engine_endpoint_parse("unix:///var/run/docker.sock", false, &unix_ep, &err), 0);
         ck_assert_int_eq(engine_endpoint_parse("tcp://127.0.0.1:2375", false, &tcp_ep, &err), 0);
         ck_assert_int_eq(
             engine_endpoint_parse("unix:///home/u/.local/share/containers/podman/machine/"
@@ -202,21 +201,21 @@ START_TEST(which_daemons_share_our_files)
         ck_assert(engine_daemon_shares_files(&unix_ep, "Debian GNU/Linux 12 (bookworm)", "vm", "vm",
                                              why, sizeof(why)));
         /* tcp://, even to the loopback: its filesystem is not known to be ours */
-        ck_assert(!engine_daemon_shares_files(&tcp_ep, "Debian GNU/Linux 12 (bookworm)", "vm",
-                                              "vm", why, sizeof(why)));
+        ck_assert(!engine_daemon_shares_files(&tcp_ep, "Debian GNU/Linux 12 (bookworm)", "vm", "vm",
+                                              why, sizeof(why)));
         ck_assert_ptr_nonnull(strstr(why, "tcp://"));
         /* Docker Desktop's VM, through its own unix socket */
         ck_assert(!engine_daemon_shares_files(&unix_ep, "Docker Desktop", "docker-desktop", "mac",
                                               why, sizeof(why)));
         ck_assert_ptr_nonnull(strstr(why, "Docker Desktop"));
-        ck_assert(!engine_daemon_shares_files(&unix_ep, "Docker Desktop", "vm", "vm", why,
-                                              sizeof(why)));
+        ck_assert(
+            !engine_daemon_shares_files(&unix_ep, "Docker Desktop", "vm", "vm", why, sizeof(why)));
         /* a forwarded socket of another host */
         ck_assert(!engine_daemon_shares_files(&unix_ep, "Ubuntu 24.04", "buildbox", "laptop", why,
                                               sizeof(why)));
         ck_assert_ptr_nonnull(strstr(why, "buildbox"));
-        ck_assert(!engine_daemon_shares_files(&unix_ep, "Ubuntu 24.04", "", "laptop", why,
-                                              sizeof(why)));
+        ck_assert(
+            !engine_daemon_shares_files(&unix_ep, "Ubuntu 24.04", "", "laptop", why, sizeof(why)));
         ck_assert(!engine_daemon_shares_files(&machine_ep, "fedora", "localhost", "localhost", why,
                                               sizeof(why)));
 }
@@ -442,8 +441,8 @@ START_TEST(copyback_refuses_escapes)
         _cleanup_free_ char *lft = read_text(lf);
         ck_assert_str_eq(lft, "replaced");
         /* no temporary file left behind */
-        _cleanup_free_ char *cmd = xasprintf("find '%s' -name '.vestibule-copyback-*' | grep -q .",
-                                             base);
+        _cleanup_free_ char *cmd =
+            xasprintf("find '%s' -name '.vestibule-copyback-*' | grep -q .", base);
         ck_assert_int_ne(system(cmd), 0);
         sh("rm -rf '%s'", base);
 }
@@ -461,8 +460,9 @@ START_TEST(copyback_deletes_only_what_the_run_deleted)
         sh("cd '%s' && echo keep >keep.txt && echo gone >gone.txt && echo mine >changed.txt && "
            "mkdir -p olddir && echo x >olddir/x.txt",
            ws);
-        ck_assert_int_eq(engine_handin_tar(fd, ENGINE_HANDIN_BOTH, "main.py", "", 0, ws, 1, 1, &m, NULL,
-                                           &err), 0);
+        ck_assert_int_eq(
+            engine_handin_tar(fd, ENGINE_HANDIN_BOTH, "main.py", "", 0, ws, 1, 1, &m, NULL, &err),
+            0);
         close(fd);
         /* meanwhile on the host: changed.txt is rewritten (another writer), new.txt appears */
         sleep(1);
@@ -516,8 +516,8 @@ START_TEST(tar_names)
 {
         static const struct {
                 const char *in, *out;
-        } ok[] = {{"./", ""}, {".", ""}, {"./a/b", "a/b"}, {"a//b/./c/", "a/b/c"}, {"...", "..."},
-                  {"a..b", "a..b"}};
+        } ok[] = {{"./", ""},     {".", ""},       {"./a/b", "a/b"}, {"a//b/./c/", "a/b/c"},
+                  {"...", "..."}, {"a..b", "a..b"}};
         static const char *const bad[] = {"/etc/passwd", "..", "../x", "a/../../x", "a/.."};
         for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
                 _cleanup_free_ char *r = NULL;
@@ -783,8 +783,8 @@ static void expect_exit0(const struct run_out *o)
 {
         ck_assert_msg(o->rc == 0, "run failed: %s", o->err.msg);
         ck_assert_msg(o->res.outcome == RUN_OUTCOME_EXITED && o->res.exit_code == 0,
-                      "outcome %d exit %d stderr '%s' notes '%s'", o->res.outcome,
-                      o->res.exit_code, o->res.err.data ? o->res.err.data : "", o->res.notes);
+                      "outcome %d exit %d stderr '%s' notes '%s'", o->res.outcome, o->res.exit_code,
+                      o->res.err.data ? o->res.err.data : "", o->res.notes);
 }
 
 static const char *kv(const char *text, const char *key, char *buf, size_t size)
@@ -1131,7 +1131,8 @@ START_TEST(sweep_removes_dead_owners_volumes)
         char host[256] = "";
         gethostname(host, sizeof(host) - 1);
         _cleanup_free_ char *dead = xasprintf("%s:999999999:1", host);
-        ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-dead-owner", dead, NULL, &err), 0);
+        ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-dead-owner", dead, NULL, &err),
+                         0);
         engine_owner_label(getpid(), me, sizeof(me));
         ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-live-owner", me, NULL, &err), 0);
         ck_assert_int_ge(engine_sweep(&c, &err), 1);

@@ -407,7 +407,7 @@ START_TEST(killed_server_leaves_nothing)
         while (count_marked(marker) > 0 && sbx_now_ms() - t0 < 2000)
                 usleep(10 * 1000);
         ck_assert_int_eq(count_marked(marker), 0);
-        ck_assert_int_lt(sbx_now_ms() - t0, 500 * slow());
+        ck_assert_int_lt(sbx_now_ms() - t0, (uint64_t)500 * slow());
 }
 END_TEST
 
@@ -468,7 +468,7 @@ START_TEST(init_reaped_after_the_result)
                         seen_child++;
                 uint64_t t0 = sbx_now_ms();
                 native_backend_settle(be);
-                ck_assert_int_lt(sbx_now_ms() - t0, 500 * slow());
+                ck_assert_int_lt(sbx_now_ms() - t0, (uint64_t)500 * slow());
                 ck_assert_int_eq(waitpid(-1, NULL, WNOHANG | __WALL), -1);
                 ck_assert_int_eq(errno, ECHILD);
         }
@@ -971,7 +971,7 @@ START_TEST(delegated_cgroup_per_run)
         ck_assert_msg(strstr(res.out.data, "0::/\n"), "%s", res.out.data);
         /* usage from the run's cgroup, read after everything but init was gone */
         ck_assert(res.usage.cpu_us.measured);
-        ck_assert_uint_ge(res.usage.cpu_us.value, 100 * 1000);
+        ck_assert_uint_ge(res.usage.cpu_us.value, 100000);
         ck_assert(!res.usage.mem_peak_bytes.measured);
         ck_assert_str_eq(res.usage.mem_peak_bytes.why, "no memory controller in the run's cgroup");
         ck_assert_int_eq(count_marked(marker), 0);
@@ -1180,7 +1180,8 @@ START_TEST(vm_fork_bomb_hits_tasks_max)
         struct run_result res;
         struct sbx_error err = {0};
         char marker[64];
-        snprintf(marker, sizeof(marker), "vestibule-vmbomb-%d-%ld", (int)getpid(), (long)time(NULL));
+        snprintf(marker, sizeof(marker), "vestibule-vmbomb-%d-%ld", (int)getpid(),
+                 (long)time(NULL));
         _cleanup_free_ char *code = xasprintf("exec /workspace/probe forkbomb=%s\n", marker);
 
         ck_assert_int_eq(run_code(SBX_LANG_BASH, code, 60, &res, &err), 0);
@@ -1199,9 +1200,8 @@ START_TEST(vm_fork_bomb_hits_tasks_max)
         run_result_done(&res);
 
         /* the control: a few processes under the cap hit nothing */
-        ck_assert_int_eq(run_code(SBX_LANG_BASH, "sleep 0.1 & sleep 0.1 & wait\necho ok\n", 60,
-                                  &res, &err),
-                         0);
+        ck_assert_int_eq(
+            run_code(SBX_LANG_BASH, "sleep 0.1 & sleep 0.1 & wait\necho ok\n", 60, &res, &err), 0);
         _cleanup_free_ char *ctl = format_of(&res);
         ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "%s", ctl);
         ck_assert_msg(!strstr(ctl, "pids (the cap"), "%s", ctl);
@@ -1223,8 +1223,9 @@ START_TEST(vm_busy_loop_is_throttled_and_usage_measured)
         ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "%s", text);
         const char *lh = strstr(text, "\nlimits hit: cpu (throttled in ");
         ck_assert_msg(lh, "%s", text);
-        ck_assert_msg(sscanf(lh, "\nlimits hit: cpu (throttled in %llu of %llu periods of 100 "
-                                 "ms)",
+        ck_assert_msg(sscanf(lh,
+                             "\nlimits hit: cpu (throttled in %llu of %llu periods of 100 "
+                             "ms)",
                              &n, &m) == 2 &&
                           n >= 1 && m >= n,
                       "%s", text);
@@ -1249,8 +1250,7 @@ static void vm_run_print1(void)
         struct run_result res;
         struct sbx_error err = {0};
 
-        ck_assert_msg(run_code(SBX_LANG_PYTHON, "print(1)\n", 60, &res, &err) == 0, "%s",
-                      err.msg);
+        ck_assert_msg(run_code(SBX_LANG_PYTHON, "print(1)\n", 60, &res, &err) == 0, "%s", err.msg);
         _cleanup_free_ char *text = run_result_format(&res, 60, 20000);
         ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "%s", text);
         ck_assert_str_eq(res.isolation, "native");

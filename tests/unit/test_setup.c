@@ -1158,9 +1158,9 @@ START_TEST(run_from_debian_skips_the_build_when_installed_from_this_recipe)
         /* --save-tars with both tarballs there and the bytes installed: no build either */
         {
                 _cleanup_free_ char *saved = xasprintf("%s/saved", T);
-                _cleanup_free_ char *cmd = xasprintf(
-                    "mkdir -p '%s' && cp '%s' '%s/python.tar' && cp '%s' '%s/node.tar'", saved, tar,
-                    saved, tar, saved);
+                _cleanup_free_ char *cmd =
+                    xasprintf("mkdir -p '%s' && cp '%s' '%s/python.tar' && cp '%s' '%s/node.tar'",
+                              saved, tar, saved, tar, saved);
 
                 ck_assert_int_eq(system(cmd), 0);
                 args.save_tars = saved;
@@ -1478,10 +1478,10 @@ START_TEST(hold_a_real_run_keeps_its_tree_while_setup_replaces_it)
         go_and_join(&h, t);
         ck_assert_msg(h.r == 0, "%s", h.err.msg);
         ck_assert_msg(h.res.outcome == RUN_OUTCOME_EXITED && h.res.exit_code == 0,
-                      "the run lost its tree: exit %d\n%.*s", h.res.exit_code,
-                      (int)h.res.err.len, h.res.err.data ? h.res.err.data : "");
-        ck_assert_msg(h.res.out.data && strstr(h.res.out.data, "PRETTY_NAME=\"Debian 42"),
-                      "%.*s", (int)h.res.out.len, h.res.out.data ? h.res.out.data : "");
+                      "the run lost its tree: exit %d\n%.*s", h.res.exit_code, (int)h.res.err.len,
+                      h.res.err.data ? h.res.err.data : "");
+        ck_assert_msg(h.res.out.data && strstr(h.res.out.data, "PRETTY_NAME=\"Debian 42"), "%.*s",
+                      (int)h.res.out.len, h.res.out.data ? h.res.out.data : "");
         run_result_done(&h.res);
         /* the run is over: nothing holds the old tree, it goes */
         ck_assert_int_eq(setup_rootfs_collect(rootfs), 1);
@@ -1510,8 +1510,8 @@ START_TEST(hold_control_deleting_the_tree_under_a_run_breaks_it)
                       (int)h.res.outcome, h.res.exit_code, (int)h.res.out.len,
                       h.res.out.data ? h.res.out.data : "", (int)h.res.err.len,
                       h.res.err.data ? h.res.err.data : "");
-        ck_assert_msg(h.res.err.data && strstr(h.res.err.data, "Error"), "%.*s",
-                      (int)h.res.err.len, h.res.err.data ? h.res.err.data : "");
+        ck_assert_msg(h.res.err.data && strstr(h.res.err.data, "Error"), "%.*s", (int)h.res.err.len,
+                      h.res.err.data ? h.res.err.data : "");
         run_result_done(&h.res);
 }
 END_TEST
@@ -2065,8 +2065,7 @@ START_TEST(registry_refuses_escaping_layers)
                 ra.image_python = ref;
                 ra.image_node = ref;
                 ck_assert_int_eq(setup_run(&ra, &err), -EPERM);
-                ck_assert_msg(strstr(err.msg, "..") || strstr(err.msg, "absolute"), "%s",
-                              err.msg);
+                ck_assert_msg(strstr(err.msg, "..") || strstr(err.msg, "absolute"), "%s", err.msg);
                 assert_rootfs_holds(nothing);
                 ck_assert_int_eq(count_pull_dirs(), 0);
         }

@@ -172,9 +172,9 @@ START_TEST(from_tar_imports_into_engine_then_present)
 
         /* The engine really holds it, carrying the tarball's sha256. */
         ck_assert(engine_file_sha256(TAR_PY, sha, &err) == 0);
-        ck_assert_msg(engine_image_label(&conn, ref, "vestibule.tar-sha256", label, sizeof(label),
-                                         &err) == 0,
-                      "%s", err.msg);
+        ck_assert_msg(
+            engine_image_label(&conn, ref, "vestibule.tar-sha256", label, sizeof(label), &err) == 0,
+            "%s", err.msg);
         ck_assert_str_eq(label, sha);
 
         /* The MCP config names the settings that differ from the defaults. */
@@ -221,8 +221,8 @@ START_TEST(from_tar_without_engine_says_so_and_installs)
             .rootfs_dir = rootfs, .from_tar = TAR_PY, .language = "python", .cfg = c};
         out = run_capture(&a, &r, &err);
         ck_assert_msg(r == 0, "setup failed: %s", err.msg);
-        ck_assert_msg(strstr(out, "setup: no container engine answers, python not imported"),
-                      "%s", out);
+        ck_assert_msg(strstr(out, "setup: no container engine answers, python not imported"), "%s",
+                      out);
         ck_assert_msg(strstr(out, "/nonexistent/docker.sock"), "the line names no endpoint:\n%s",
                       out);
         py = xasprintf("%s/python/usr/bin/python3", rootfs);
@@ -231,7 +231,6 @@ START_TEST(from_tar_without_engine_says_so_and_installs)
         remove_tmp(tmp);
 }
 END_TEST
-
 
 /* ---- registry mode: pull by digest through the engine from a loopback docker-registry ----- */
 
@@ -245,7 +244,8 @@ static size_t collect(char *d, size_t size, size_t n, void *ud)
 
 /* POST @path with X-Registry-Auth {} and return the body. */
 /* noinline: GCC otherwise takes the open_memstream buffer for a dangling local. */
-__attribute__((noinline)) static char *engine_post_auth(const struct engine_conn *c, const char *path, long *ret_status)
+__attribute__((noinline)) static char *engine_post_auth(const struct engine_conn *c,
+                                                        const char *path, long *ret_status)
 {
         char *buf = NULL;
         size_t len = 0;
@@ -511,8 +511,8 @@ static int count_new_pull_dirs(time_t since)
 
 /* Import @tar into the engine as @name:@tag, push it to the loopback registry; return
  * name@<manifest digest>. */
-static char *import_and_push(struct engine_conn *conn, const struct sbx_config *c,
-                             const char *tar, const char *name, const char *tag)
+static char *import_and_push(struct engine_conn *conn, const struct sbx_config *c, const char *tar,
+                             const char *name, const char *tag)
 {
         _cleanup_free_ char *tagged = xasprintf("%s:%s", name, tag);
         _cleanup_free_ char *push = xasprintf("/images/%s/push?tag=%s", name, tag);
@@ -550,7 +550,7 @@ START_TEST(registry_native_pull_of_recipe_images_pushed_through_engine)
                 sbx_test_skip(REGISTRY_BIN " is missing: apt-get install docker-registry");
         if (access(TAR_PY, R_OK) != 0 || access(TAR_NODE, R_OK) != 0)
                 sbx_test_skip(TAR_PY " and node.tar are missing (vestibule-mcp setup --from-debian "
-                              "--save-tars /var/tmp/vestibule-images)");
+                                     "--save-tars /var/tmp/vestibule-images)");
         c = load_cfg();
         if (engine_connect(c, engine_env_getenv, &conn, &err) < 0)
                 sbx_test_skip("no container engine answers");
@@ -570,9 +570,17 @@ START_TEST(registry_native_pull_of_recipe_images_pushed_through_engine)
         e_home = xasprintf("HOME=%s", tmp);
         e_dh = xasprintf("DOCKER_HOST=unix://%s/no-engine.sock", tmp); /* the native half only */
         e_ws = xasprintf("VESTIBULE_WORKSPACE=%s/ws", tmp);
-        char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", e_home, e_dh, e_py, e_node, e_root,
-                        e_ws, "VESTIBULE_BACKEND=native",
-                        geteuid() == 0 ? "VESTIBULE_RUN_AS=2000:2000" : NULL, NULL};
+        char *envp[] = {"PATH=/usr/bin:/bin",
+                        "LANG=C.UTF-8",
+                        e_home,
+                        e_dh,
+                        e_py,
+                        e_node,
+                        e_root,
+                        e_ws,
+                        "VESTIBULE_BACKEND=native",
+                        geteuid() == 0 ? "VESTIBULE_RUN_AS=2000:2000" : NULL,
+                        NULL};
         char *setup_argv[] = {"vestibule-mcp", "setup", NULL};
 
         /* Ctrl-C while the pulled python layers unpack: exit 130, nothing installed, no
@@ -621,8 +629,8 @@ START_TEST(registry_native_pull_of_recipe_images_pushed_through_engine)
         /* 6*7 through the native backend on what setup pulled */
         {
                 char *run_py[] = {"vestibule-mcp", "run", "--language", "python", "-c",
-                                  "print(6*7)", NULL};
-                char *run_node[] = {"vestibule-mcp", "run", "--language", "node", "-c",
+                                  "print(6*7)",    NULL};
+                char *run_node[] = {"vestibule-mcp",    "run", "--language", "node", "-c",
                                     "console.log(6*7)", NULL};
                 char **runs[] = {run_py, run_node};
 

@@ -12,5 +12,6 @@ void sbx_test_skip(const char *why) __attribute__((noreturn));
 /** sbx_test_run() - run @s with CK_FORK on; return the process exit code (0 = all passed). */
 int sbx_test_run(Suite *s);
 
-/** sbx_test_tmpdir() - a new private temp directory (mkdtemp under $TMPDIR or /tmp). Caller frees. */
+/** sbx_test_tmpdir() - a new private temp directory (mkdtemp under $TMPDIR or /tmp). Caller frees.
+ */
 char *sbx_test_tmpdir(void);

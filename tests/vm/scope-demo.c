@@ -162,7 +162,8 @@ static int cgroup_of(pid_t pid, char *buf, size_t size)
                 if (strncmp(line, "0::", 3) == 0) {
                         line[strcspn(line, "\n")] = '\0';
                         r = snprintf(buf, size, "/sys/fs/cgroup%s", line + 3) < (int)size
-                                    ? 0 : -ENAMETOOLONG;
+                                ? 0
+                                : -ENAMETOOLONG;
                 }
         fclose(f);
         return r;
@@ -180,9 +181,9 @@ static int start_scope(sd_bus *bus, const char *unit, const pid_t *pids, size_t 
                                 "org.freedesktop.systemd1.Manager", "JobRemoved", NULL, NULL);
         if (r < 0)
                 goto out;
-        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1",
-                                           "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "StartTransientUnit");
+        r = sd_bus_message_new_method_call(
+            bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+            "org.freedesktop.systemd1.Manager", "StartTransientUnit");
         if (r < 0)
                 goto out;
         r = sd_bus_message_append(m, "ss", unit, "fail");
@@ -319,7 +320,7 @@ int main(void)
         snprintf(detail, sizeof detail, "forker exit %d, pids.events max %lld",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1, keyed_value(buf, "max"));
         check(r >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-                      keyed_value(buf, "max") > 0,
+                  keyed_value(buf, "max") > 0,
               "forks beyond TasksMax are refused", detail);
 
         /* Memory: 200 MiB against 64 MiB, no swap: the kernel's OOM killer ends the hog. */
@@ -335,8 +336,8 @@ int main(void)
                  oom_kills, peak);
         check(r >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && oom_kills > 0,
               "the memory hog is OOM-killed", detail);
-        check(kill(pids[ROLE_HOLDER], 0) == 0, "the holder (rest of the scope) survived the OOM kill",
-              NULL);
+        check(kill(pids[ROLE_HOLDER], 0) == 0,
+              "the holder (rest of the scope) survived the OOM kill", NULL);
 
 end:
         for (int i = 0; i < ROLE_COUNT; i++) {
