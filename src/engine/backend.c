@@ -40,6 +40,7 @@ struct engine_state {
         struct engine_conn conn;
         engine_getenv_fn getenv_fn;
         bool rootless_podman;
+        char seccomp_profile[512]; /* Podman: our derived profile's host path; "" = none */
         char grade[320]; /* "container" or "container-degraded (...)" */
         char owner[160]; /* our vestibule.owner label */
         char **active;   /* ids of containers in flight */
@@ -378,6 +379,31 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                         has_pids |= c && strcmp(c, "pids") == 0;
                 }
                 st->rootless_podman = rootless;
+                /* Podman's default profile lets code create namespaces (unshare, clone with
+                 * CLONE_NEW*): hand it ours, derived from that default, or say it is missing. */
+                st->seccomp_profile[0] = '\0';
+                if (seccomp) {
+                        const char *def = json_object_get_string(jget(sec, "seccompProfilePath"));
+                        struct sbx_error se = {0};
+                        char dir[400], why[sizeof(se.msg) + 32];
+                        if (!st->conn.ep.local)
+                                r = sbx_fail(&se, ENOTSUP,
+                                             "the Podman engine is remote: its seccomp profile "
+                                             "files are not on this host");
+                        else
+                                r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir),
+                                                               &se);
+                        if (r == 0)
+                                r = engine_seccomp_profile_prepare(def, dir, st->seccomp_profile,
+                                                                   sizeof(st->seccomp_profile),
+                                                                   &se);
+                        if (r < 0) {
+                                st->seccomp_profile[0] = '\0';
+                                snprintf(why, sizeof(why), "namespaces not blocked: %s", se.msg);
+                                reason_add(reasons, sizeof(reasons), why);
+                        }
+                        r = 0;
+                }
                 if (rootless && pv && strcmp(pv, "v1") == 0) {
                         reason_add(reasons, sizeof(reasons),
                                    "limits not applied: memory, cpu, pids: rootless Podman on "
@@ -446,6 +472,7 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         if (ready)
                 return 0;
 
+        fresh.getenv_fn = st->getenv_fn;
         r = engine_connect(b->cfg, st->getenv_fn, &fresh.conn, err);
         if (r < 0)
                 return r;
@@ -468,6 +495,7 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         pthread_mutex_lock(&st->lock);
         st->conn = fresh.conn;
         st->rootless_podman = fresh.rootless_podman;
+        snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", fresh.seccomp_profile);
         snprintf(st->grade, sizeof(st->grade), "%s", fresh.grade);
         st->ready = true;
         pthread_mutex_unlock(&st->lock);
@@ -1032,7 +1060,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL, *ipath = NULL;
         _cleanup_free_ char *script = NULL;
         _cleanup_(json_putp) json_object *body = NULL, *created = NULL, *inspect = NULL;
-        char owner[160], msg[300], degraded[128] = "", grade[320];
+        char owner[160], msg[300], degraded[128] = "", grade[320], seccomp_profile[512];
         char timeout_arg[16];
         struct stream_out so = {0};
         long status = 0;
@@ -1053,6 +1081,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         bool shutting = st->shutting_down;
         snprintf(grade, sizeof(grade), "%s", st->grade);
         snprintf(owner, sizeof(owner), "%s", st->owner);
+        snprintf(seccomp_profile, sizeof(seccomp_profile), "%s", st->seccomp_profile);
         pthread_mutex_unlock(&st->lock);
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
@@ -1104,6 +1133,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .podman = st->conn.podman,
             .userns_keep_id = st->rootless_podman,
             .init = true,
+            .seccomp_profile = seccomp_profile[0] ? seccomp_profile : NULL,
         };
         body = engine_create_body(&spec);
         /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
