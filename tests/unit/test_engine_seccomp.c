@@ -323,7 +323,7 @@ static const char ns_probe_py[] =
     "def setns_user():\n"
     "    return libc.syscall(308, os.open('/proc/self/ns/user', os.O_RDONLY), 0)\n"
     "tries = [('unshare_user', lambda: libc.unshare(0x10000000)),\n"
-    "         ('unshare_mnt', lambda: libc.unshare(0x20000)),\n"
+    "         ('unshare_user_mnt', lambda: libc.unshare(0x10020000)),\n"
     "         ('clone_newuser', clone_newuser), ('setns', setns_user),\n"
     "         ('clone3', lambda: libc.syscall(435, 0, 0))]\n"
     "for name, f in tries:\n"
@@ -537,7 +537,7 @@ static void check_namespaces_blocked(void)
         struct out o = run(SBX_LANG_PYTHON, ns_probe_py);
         expect_ok(&o);
         ck_kv(o.text, "unshare_user", "EPERM");
-        ck_kv(o.text, "unshare_mnt", "EPERM");
+        ck_kv(o.text, "unshare_user_mnt", "EPERM");
         ck_kv(o.text, "clone_newuser", "EPERM");
         ck_kv(o.text, "setns", "EPERM");
         ck_kv(o.text, "clone3", "ENOSYS");
@@ -599,7 +599,7 @@ static void check_profile_against_engine_default(void)
         _cleanup_free_ char *want = xasprintf("|seccomp=%s", path);
         ck_assert_msg(strstr(so, want), "SecurityOpt %s", so);
         ck_kv(ours, "unshare_user", "EPERM");
-        ck_kv(ours, "unshare_mnt", "EPERM");
+        ck_kv(ours, "unshare_user_mnt", "EPERM");
         ck_kv(ours, "clone_newuser", "EPERM");
         ck_kv(ours, "setns", "EPERM");
         ck_kv(ours, "clone3", "ENOSYS");
@@ -608,7 +608,7 @@ static void check_profile_against_engine_default(void)
         _cleanup_free_ char *ctl = raw_run(&c, ns_probe_py, NULL, &so_ctl);
         ck_assert_msg(!strstr(so_ctl, "seccomp="), "SecurityOpt %s", so_ctl);
         ck_kv(ctl, "unshare_user", "ok");
-        ck_kv(ctl, "unshare_mnt", "ok");
+        ck_kv(ctl, "unshare_user_mnt", "ok");
         ck_kv(ctl, "clone_newuser", "ok");
         ck_kv(ctl, "setns", "EINVAL");
         ck_kv(ctl, "clone3", "EINVAL");
@@ -688,7 +688,7 @@ START_TEST(docker_default_holds)
         struct out o = run(SBX_LANG_PYTHON, ns_probe_py);
         expect_ok(&o);
         ck_kv(o.text, "unshare_user", "EPERM");
-        ck_kv(o.text, "unshare_mnt", "EPERM");
+        ck_kv(o.text, "unshare_user_mnt", "EPERM");
         ck_kv(o.text, "clone_newuser", "EPERM");
         ck_kv(o.text, "setns", "EPERM");
         ck_kv(o.text, "clone3", "ENOSYS");
