@@ -301,6 +301,89 @@ START_TEST(profile_dir_choice)
 END_TEST
 
 /* ---------------------------------------------------------------------------------------- */
+/* The create body and the check of the engine's answer                                      */
+
+static const char *const body_cmd[] = {"python3", "/sandbox/main.py", NULL};
+
+static struct engine_run_spec body_spec(const char *profile)
+{
+        return (struct engine_run_spec){.image = IMG_PY,
+                                        .cmd = body_cmd,
+                                        .uid = TEST_UID,
+                                        .gid = TEST_UID,
+                                        .workspace = "/w",
+                                        .code_dir = "/c",
+                                        .memory_bytes = 256u << 20,
+                                        .nano_cpus = 750000000,
+                                        .pids_max = 64,
+                                        .tmpfs_mb = 64,
+                                        .owner = "h:1:2",
+                                        .podman = true,
+                                        .seccomp_profile = profile};
+}
+
+START_TEST(body_passes_the_profile_path)
+{
+        struct engine_run_spec s = body_spec("/run/vestibule/seccomp/ab.json");
+        _cleanup_(json_putp) json_object *b = engine_create_body(&s);
+        const char *t = json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN);
+        ck_assert_ptr_nonnull(strstr(t, "\"SecurityOpt\":[\"no-new-privileges\","
+                                        "\"seccomp=\\/run\\/vestibule\\/seccomp\\/ab.json\"]"));
+        s = body_spec(NULL);
+        _cleanup_(json_putp) json_object *b2 = engine_create_body(&s);
+        t = json_object_to_json_string_ext(b2, JSON_C_TO_STRING_PLAIN);
+        ck_assert_ptr_nonnull(strstr(t, "\"SecurityOpt\":[\"no-new-privileges\"]"));
+}
+END_TEST
+
+/* An inspect answer as Podman gives it for body_spec(), with SecurityOpt @secopt. */
+static json_object *inspect_with(const char *secopt)
+{
+        _cleanup_free_ char *t = xasprintf(
+            "{\"Config\":{\"User\":\"2000:2000\"},\"HostConfig\":{\"NetworkMode\":\"none\","
+            "\"CapDrop\":[\"ALL\"],\"SecurityOpt\":%s,\"ReadonlyRootfs\":true,"
+            "\"Tmpfs\":{\"/tmp\":\"rw,noexec,nosuid,nodev,size=64m\"},\"Memory\":268435456,"
+            "\"MemorySwap\":268435456,\"NanoCpus\":750000000,\"PidsLimit\":64},"
+            "\"Mounts\":[{\"Destination\":\"/workspace\",\"RW\":true},"
+            "{\"Destination\":\"/sandbox\",\"RW\":false}]}",
+            secopt);
+        json_object *j = json_tokener_parse(t);
+        ck_assert_ptr_nonnull(j);
+        return j;
+}
+
+START_TEST(verify_inspect_wants_our_profile)
+{
+        static const struct {
+                const char *secopt;
+                int rc;
+        } t[] = {
+            {"[\"no-new-privileges\",\"seccomp=/p/x.json\"]", 0},
+            {"[\"no-new-privileges\"]", -EPERM},                          /* dropped */
+            {"[\"no-new-privileges\",\"seccomp=/p/y.json\"]", -EPERM},   /* another file */
+            {"[\"no-new-privileges\",\"seccomp=unconfined\"]", -EPERM},  /* unconfined */
+            {"[\"no-new-privileges\",\"seccomp=/p/x.json\",\"seccomp=unconfined\"]", -EPERM},
+        };
+        struct engine_run_spec s = body_spec("/p/x.json");
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                _cleanup_(json_putp) json_object *in = inspect_with(t[i].secopt);
+                struct sbx_error err = {0};
+                char degraded[64] = "";
+                int rc = engine_verify_inspect(in, &s, degraded, sizeof(degraded), &err);
+                ck_assert_msg(rc == t[i].rc, "%s: %d (%s)", t[i].secopt, rc, err.msg);
+                if (rc < 0)
+                        ck_assert_ptr_nonnull(strstr(err.msg, "seccomp"));
+        }
+        /* without a profile asked for (Docker), none is required */
+        struct engine_run_spec d = body_spec(NULL);
+        _cleanup_(json_putp) json_object *in = inspect_with("[\"no-new-privileges\"]");
+        struct sbx_error err = {0};
+        char degraded[64] = "";
+        ck_assert_int_eq(engine_verify_inspect(in, &d, degraded, sizeof(degraded), &err), 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
 /* Real containers                                                                           */
 
 /* The probe: namespace creation four ways, each tried in its own child (a namespace made by
@@ -726,6 +809,11 @@ static Suite *seccomp_suite(void)
         tcase_add_test(tc, derive_denies_namespaces_keeps_the_rest);
         tcase_add_test(tc, derive_other_defaults);
         tcase_add_test(tc, derive_from_the_installed_default);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("body");
+        tcase_add_test(tc, body_passes_the_profile_path);
+        tcase_add_test(tc, verify_inspect_wants_our_profile);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("file");
