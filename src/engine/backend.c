@@ -41,6 +41,7 @@ struct engine_state {
         engine_getenv_fn getenv_fn;
         bool rootless_podman;
         char seccomp_profile[512]; /* Podman: our derived profile's host path; "" = none */
+        char seccomp_default[512]; /* Podman: the engine's default profile it came from */
         char grade[320]; /* "container" or "container-degraded (...)" */
         char owner[160]; /* our vestibule.owner label */
         char **active;   /* ids of containers in flight */
@@ -393,6 +394,8 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                         else
                                 r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir),
                                                                &se);
+                        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s",
+                                 def ? def : "");
                         if (r == 0)
                                 r = engine_seccomp_profile_prepare(def, dir, st->seccomp_profile,
                                                                    sizeof(st->seccomp_profile),
@@ -496,11 +499,38 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         st->conn = fresh.conn;
         st->rootless_podman = fresh.rootless_podman;
         snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", fresh.seccomp_profile);
+        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s", fresh.seccomp_default);
         snprintf(st->grade, sizeof(st->grade), "%s", fresh.grade);
         st->ready = true;
         pthread_mutex_unlock(&st->lock);
         log_debug("container engine: %s at '%s' (%s), API %s, grade %s", st->conn.server,
                   st->conn.ep.host, st->conn.ep.origin, st->conn.api, st->grade);
+        return 0;
+}
+
+/* Our seccomp profile file went away after the probe: derive and write it again from the same
+ * default. A failure refuses the run (the grade promised the profile). */
+static int seccomp_profile_again(struct backend *b, char *ret, size_t size, struct sbx_error *err)
+{
+        struct engine_state *st = b->state;
+        char def[512], dir[400], path[512];
+        int r;
+
+        pthread_mutex_lock(&st->lock);
+        snprintf(def, sizeof(def), "%s", st->seccomp_default);
+        pthread_mutex_unlock(&st->lock);
+        r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir), err);
+        if (r == 0)
+                r = engine_seccomp_profile_prepare(def, dir, path, sizeof(path), err);
+        if (r < 0)
+                return sbx_wrap(err, "the seccomp profile '%s' that blocks namespaces in Podman "
+                                     "sandboxes is gone and cannot be written again, nothing was "
+                                     "run",
+                                ret);
+        pthread_mutex_lock(&st->lock);
+        snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", path);
+        pthread_mutex_unlock(&st->lock);
+        snprintf(ret, size, "%s", path);
         return 0;
 }
 
@@ -1086,6 +1116,12 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
 
+        if (seccomp_profile[0] && access(seccomp_profile, R_OK) < 0) {
+                /* removed since the probe (a cleaned runtime dir): write it again, or refuse */
+                r = seccomp_profile_again(b, seccomp_profile, sizeof(seccomp_profile), err);
+                if (r < 0)
+                        return r;
+        }
         sbx_trace_lap(&trace, "prepare");
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {

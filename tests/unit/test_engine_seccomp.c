@@ -698,6 +698,25 @@ static void check_profile_against_engine_default(void)
         ck_kv(ctl, "fork", "7");
 }
 
+/* The profile file removed after the probe (a cleaned runtime dir): the next run writes it
+ * again and still holds. */
+static void check_profile_written_again(void)
+{
+        char dir[256], path[512];
+        struct sbx_error err = {0};
+        ck_assert_int_eq(engine_seccomp_profile_dir(fake_getenv, dir, sizeof(dir), &err), 0);
+        ck_assert_int_eq(engine_seccomp_profile_prepare(DEFAULT_PROFILE, dir, path, sizeof(path),
+                                                        &err),
+                         0);
+        ck_assert_int_eq(unlink(path), 0);
+        struct out o = run(SBX_LANG_PYTHON, ns_probe_py);
+        expect_ok(&o);
+        ck_kv(o.text, "unshare_user", "EPERM");
+        ck_kv(o.text, "clone_newuser", "EPERM");
+        run_result_done(&o.res);
+        ck_assert_int_eq(access(path, R_OK), 0);
+}
+
 START_TEST(podman_rootful_no_namespaces)
 {
         struct backend_probe p;
@@ -709,6 +728,7 @@ START_TEST(podman_rootful_no_namespaces)
         check_namespaces_blocked();
         check_ordinary_code();
         check_profile_against_engine_default();
+        check_profile_written_again();
 }
 END_TEST
 
