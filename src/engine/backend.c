@@ -386,7 +386,7 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                 if (seccomp) {
                         const char *def = json_object_get_string(jget(sec, "seccompProfilePath"));
                         struct sbx_error se = {0};
-                        char dir[400], why[sizeof(se.msg) + 32];
+                        char dir[400], why[240];
                         if (!st->conn.ep.local)
                                 r = sbx_fail(&se, ENOTSUP,
                                              "the Podman engine is remote: its seccomp profile "
@@ -402,7 +402,7 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                                                                    &se);
                         if (r < 0) {
                                 st->seccomp_profile[0] = '\0';
-                                snprintf(why, sizeof(why), "namespaces not blocked: %s", se.msg);
+                                snprintf(why, sizeof(why), "namespaces not blocked: %.200s", se.msg);
                                 reason_add(reasons, sizeof(reasons), why);
                         }
                         r = 0;
