@@ -216,17 +216,48 @@ static int dir_check(const char *path, struct sbx_error *err)
         return 0;
 }
 
-/* mkdir -p @dir, 0755 for what we create; @dir itself must pass dir_check(). */
+/* A directory on the way to ours: root's or ours, a real directory, and writable by others
+ * only with the sticky bit (as /tmp), so nobody else can rename what we put in it. */
+static int parent_check(const char *path, struct sbx_error *err)
+{
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+                return sbx_fail(err, errno, "cannot stat '%s': %m", path);
+        if (!S_ISDIR(st.st_mode))
+                return sbx_fail(err, ENOTDIR, "'%s' is not a directory", path);
+        if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+            ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
+                return sbx_fail(err, EPERM,
+                                "'%s' belongs to uid %u or is writable by others: a seccomp "
+                                "profile under it could be swapped; remove it or set "
+                                "XDG_RUNTIME_DIR to a private directory",
+                                path, (unsigned)st.st_uid);
+        return 0;
+}
+
+/* mkdir -p @dir, 0755 for what we create; every directory on the way must pass parent_check()
+ * and @dir itself dir_check(). */
 static int dir_make(const char *dir, struct sbx_error *err)
 {
         _cleanup_free_ char *p = xstrdup(dir);
+        int r;
 
+        if (p[0] != '/')
+                return sbx_fail(err, EINVAL, "the seccomp profile directory '%s' is not absolute",
+                                dir);
+        r = parent_check("/", err);
+        if (r < 0)
+                return r;
         for (char *s = p + 1; *s; s++) {
                 if (*s != '/')
                         continue;
                 *s = '\0';
                 if (mkdir(p, 0755) < 0 && errno != EEXIST)
                         return sbx_fail(err, errno, "cannot create '%s': %m", p);
+                r = parent_check(p, err);
+                if (r < 0)
+                        return r;
                 *s = '/';
         }
         if (mkdir(p, 0755) < 0 && errno != EEXIST)

@@ -264,6 +264,17 @@ START_TEST(prepare_writes_once_by_hash)
         ck_assert_int_eq(engine_seccomp_profile_prepare(def, dir, path2, sizeof(path2), &err),
                          -EPERM);
         ck_assert_ptr_nonnull(strstr(err.msg, "writable by others"));
+        /* a parent others can write to without the sticky bit is refused; with it (/tmp) not */
+        _cleanup_free_ char *open_dir = xasprintf("%s/open", tmp);
+        _cleanup_free_ char *under = xasprintf("%s/open/seccomp", tmp);
+        ck_assert_int_eq(mkdir(open_dir, 0755), 0);
+        ck_assert_int_eq(chmod(open_dir, 0777), 0);
+        ck_assert_int_eq(engine_seccomp_profile_prepare(def, under, path2, sizeof(path2), &err),
+                         -EPERM);
+        ck_assert_ptr_nonnull(strstr(err.msg, open_dir));
+        ck_assert_int_eq(chmod(open_dir, 01777), 0);
+        ck_assert_int_eq(engine_seccomp_profile_prepare(def, under, path2, sizeof(path2), &err),
+                         0);
         /* no default profile: the reason names it */
         ck_assert_int_eq(chmod(dir, 0755), 0);
         _cleanup_free_ char *none = xasprintf("%s/none.json", tmp);
