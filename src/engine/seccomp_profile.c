@@ -19,8 +19,8 @@
 
 /* Denied with EPERM: namespaces and every way to mount. */
 static const char *const deny_eperm[] = {
-    "unshare", "setns",      "mount",     "umount",  "umount2", "pivot_root",   "open_tree",
-    "move_mount", "fsopen",  "fsconfig",  "fsmount", "fspick",  "mount_setattr",
+    "unshare",    "setns",  "mount",    "umount",  "umount2", "pivot_root",    "open_tree",
+    "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",  "mount_setattr",
 };
 
 #define ERRNO_EPERM 1
@@ -56,8 +56,9 @@ static json_object *rule_errno(const char *const *names, size_t n, int errno_ret
         json_object_object_add(r, "names", str_array(names, n));
         json_object_object_add(r, "action", json_object_new_string("SCMP_ACT_ERRNO"));
         json_object_object_add(r, "errnoRet", json_object_new_int(errno_ret));
-        json_object_object_add(r, "comment", json_object_new_string("vestibule: as Docker "
-                                                                     "without CAP_SYS_ADMIN"));
+        json_object_object_add(r, "comment",
+                               json_object_new_string("vestibule: as Docker "
+                                                      "without CAP_SYS_ADMIN"));
         return r;
 }
 
@@ -152,11 +153,11 @@ int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sb
 
         /* A rule equal to the default action adds nothing (and libseccomp may refuse it). */
         bool def_is_errno = strcmp(def_action, "SCMP_ACT_ERRNO") == 0;
-        bool def_allows = strcmp(def_action, "SCMP_ACT_ALLOW") == 0 ||
-                          strcmp(def_action, "SCMP_ACT_LOG") == 0;
+        bool def_allows =
+            strcmp(def_action, "SCMP_ACT_ALLOW") == 0 || strcmp(def_action, "SCMP_ACT_LOG") == 0;
         if (!(def_is_errno && def_errno == ERRNO_EPERM))
-                json_object_array_add(out_rules, rule_errno(deny_eperm, ELEMENTSOF(deny_eperm),
-                                                            ERRNO_EPERM));
+                json_object_array_add(out_rules,
+                                      rule_errno(deny_eperm, ELEMENTSOF(deny_eperm), ERRNO_EPERM));
         if (!(def_is_errno && def_errno == ERRNO_ENOSYS)) {
                 static const char *const clone3[] = {"clone3"};
                 json_object_array_add(out_rules, rule_errno(clone3, 1, ERRNO_ENOSYS));
@@ -171,9 +172,9 @@ int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sb
                 for (unsigned bit = 0; bit < 64; bit++) {
                         uint64_t f = 1ull << bit;
                         if (ENGINE_CLONE_NS_MASK & f)
-                                json_object_array_add(out_rules,
-                                                      rule_clone(s390, f, f, "SCMP_ACT_ERRNO",
-                                                                 ERRNO_EPERM));
+                                json_object_array_add(
+                                    out_rules,
+                                    rule_clone(s390, f, f, "SCMP_ACT_ERRNO", ERRNO_EPERM));
                 }
         }
         json_object_object_add(p, "syscalls", out_rules);
@@ -194,8 +195,9 @@ int engine_seccomp_profile_dir(engine_getenv_fn getenv_fn, char *ret, size_t siz
         else
                 n = snprintf(ret, size, "/tmp/vestibule-%u/seccomp", (unsigned)geteuid());
         if (n < 0 || (size_t)n >= size)
-                return sbx_fail(err, ENAMETOOLONG, "the seccomp profile directory path is too "
-                                                   "long: set XDG_RUNTIME_DIR to a short path");
+                return sbx_fail(err, ENAMETOOLONG,
+                                "the seccomp profile directory path is too "
+                                "long: set XDG_RUNTIME_DIR to a short path");
         return 0;
 }
 

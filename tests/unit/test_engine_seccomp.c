@@ -142,8 +142,7 @@ START_TEST(derive_denies_namespaces_keeps_the_rest)
         ck_assert_uint_eq(count_rules(p, "personality", "SCMP_ACT_ALLOW", true), 1);
         /* the dangerous names: no allow rule anywhere, one EPERM rule */
         for (size_t i = 0; i < ELEMENTSOF(gone); i++) {
-                ck_assert_msg(count_rules(p, gone[i], "SCMP_ACT_ALLOW", false) == 0, "%s",
-                              gone[i]);
+                ck_assert_msg(count_rules(p, gone[i], "SCMP_ACT_ALLOW", false) == 0, "%s", gone[i]);
                 ck_assert_msg(count_rules(p, gone[i], NULL, false) == 1, "%s", gone[i]);
                 ck_assert_msg(rule_errno(p, gone[i]) == EPERM, "%s", gone[i]);
         }
@@ -167,7 +166,8 @@ START_TEST(derive_denies_namespaces_keeps_the_rest)
                                           "\"op\":\"SCMP_CMP_MASKED_EQ\""));
         ck_assert_ptr_nonnull(strstr(txt, "\"index\":1,\"value\":2114060288,\"valueTwo\":0,"
                                           "\"op\":\"SCMP_CMP_MASKED_EQ\""));
-        ck_assert_ptr_nonnull(strstr(txt, "\"index\":0,\"value\":268435456,\"valueTwo\":268435456"));
+        ck_assert_ptr_nonnull(
+            strstr(txt, "\"index\":0,\"value\":268435456,\"valueTwo\":268435456"));
 }
 END_TEST
 
@@ -175,17 +175,21 @@ START_TEST(derive_other_defaults)
 {
         struct sbx_error err = {0};
         /* default allow: explicit deny rules must carry everything, and clone3 gets ENOSYS */
-        _cleanup_(json_putp) json_object *allow = json_tokener_parse(
-            "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[]}"), *p = NULL;
+        _cleanup_(json_putp)
+            json_object *allow = json_tokener_parse(
+                            "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[]}"),
+                        *p = NULL;
         ck_assert_int_eq(engine_seccomp_profile_derive(allow, &p, &err), 0);
         ck_assert_int_eq(rule_errno(p, "unshare"), EPERM);
         ck_assert_int_eq(rule_errno(p, "clone3"), ENOSYS);
         ck_assert_uint_eq(count_rules(p, "clone", "SCMP_ACT_ALLOW", true), 0);
         ck_assert_uint_eq(count_rules(p, "clone", "SCMP_ACT_ERRNO", true), 14);
         /* default EPERM (errnoRet absent means EPERM): removal is enough, clone3 gets ENOSYS */
-        _cleanup_(json_putp) json_object *eperm = json_tokener_parse(
-            "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"unshare\","
-            "\"clone\",\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}"), *q = NULL;
+        _cleanup_(json_putp) json_object
+            *eperm = json_tokener_parse(
+                "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"unshare\","
+                "\"clone\",\"getpid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}"),
+            *q = NULL;
         ck_assert_int_eq(engine_seccomp_profile_derive(eperm, &q, &err), 0);
         ck_assert_uint_eq(count_rules(q, "unshare", NULL, false), 0);
         ck_assert_uint_eq(count_rules(q, "getpid", "SCMP_ACT_ALLOW", false), 1);
@@ -211,11 +215,11 @@ START_TEST(derive_from_the_installed_default)
         ck_assert_uint_ge(count_rules(def, "unshare", "SCMP_ACT_ALLOW", false), 1);
         ck_assert_uint_ge(count_rules(def, "clone", "SCMP_ACT_ALLOW", false), 1);
         ck_assert_int_eq(engine_seccomp_profile_derive(def, &p, &err), 0);
-        static const char *const gone[] = {"unshare", "setns", "mount", "umount2", "clone",
-                                           "clone3",  "fsopen", "move_mount", "mount_setattr"};
+        static const char *const gone[] = {"unshare", "setns",      "mount",
+                                           "umount2", "clone",      "clone3",
+                                           "fsopen",  "move_mount", "mount_setattr"};
         for (size_t i = 0; i < ELEMENTSOF(gone); i++)
-                ck_assert_msg(count_rules(p, gone[i], "SCMP_ACT_ALLOW", false) == 0, "%s",
-                              gone[i]);
+                ck_assert_msg(count_rules(p, gone[i], "SCMP_ACT_ALLOW", false) == 0, "%s", gone[i]);
         size_t n_def = json_object_array_length(jget(def, "syscalls"));
         size_t n_p = json_object_array_length(jget(p, "syscalls"));
         ck_assert_uint_ge(n_p, n_def); /* rules added, none of the engine's lost */
@@ -273,8 +277,7 @@ START_TEST(prepare_writes_once_by_hash)
                          -EPERM);
         ck_assert_ptr_nonnull(strstr(err.msg, open_dir));
         ck_assert_int_eq(chmod(open_dir, 01777), 0);
-        ck_assert_int_eq(engine_seccomp_profile_prepare(def, under, path2, sizeof(path2), &err),
-                         0);
+        ck_assert_int_eq(engine_seccomp_profile_prepare(def, under, path2, sizeof(path2), &err), 0);
         /* no default profile: the reason names it */
         ck_assert_int_eq(chmod(dir, 0755), 0);
         _cleanup_free_ char *none = xasprintf("%s/none.json", tmp);
@@ -370,9 +373,9 @@ START_TEST(verify_inspect_wants_our_profile)
                 int rc;
         } t[] = {
             {"[\"no-new-privileges\",\"seccomp=/p/x.json\"]", 0},
-            {"[\"no-new-privileges\"]", -EPERM},                          /* dropped */
-            {"[\"no-new-privileges\",\"seccomp=/p/y.json\"]", -EPERM},   /* another file */
-            {"[\"no-new-privileges\",\"seccomp=unconfined\"]", -EPERM},  /* unconfined */
+            {"[\"no-new-privileges\"]", -EPERM},                        /* dropped */
+            {"[\"no-new-privileges\",\"seccomp=/p/y.json\"]", -EPERM},  /* another file */
+            {"[\"no-new-privileges\",\"seccomp=unconfined\"]", -EPERM}, /* unconfined */
             {"[\"no-new-privileges\",\"seccomp=/p/x.json\",\"seccomp=unconfined\"]", -EPERM},
         };
         struct engine_run_spec s = body_spec("/p/x.json");
@@ -442,11 +445,11 @@ static char *kv(const char *text, const char *key)
         return xstrdup("<missing>");
 }
 
-#define ck_kv(text, key, want)                                                                   \
-        do {                                                                                     \
-                _cleanup_free_ char *v_ = kv(text, key);                                         \
-                ck_assert_msg(strcmp(v_, want) == 0, "%s=%s, want %s; output:\n%s", key, v_,     \
-                              want, text);                                                       \
+#define ck_kv(text, key, want)                                                                     \
+        do {                                                                                       \
+                _cleanup_free_ char *v_ = kv(text, key);                                           \
+                ck_assert_msg(strcmp(v_, want) == 0, "%s=%s, want %s; output:\n%s", key, v_, want, \
+                              text);                                                               \
         } while (0)
 
 static struct sbx_config cfg;
@@ -499,10 +502,10 @@ static void engine_up(const char *host, enum sbx_runtime_choice rt)
         env_host_key = rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST";
         env_host = host;
         env_xdg = geteuid() == TEST_UID ? "/run/user/2000" : NULL;
-        ck_assert_msg(engine_setup_import_with_env(&cfg, fake_getenv, TAR_PY, IMG_PY, &err) >= 0 &&
-                          engine_setup_import_with_env(&cfg, fake_getenv, TAR_NODE, IMG_NODE,
-                                                       &err) >= 0,
-                      "cannot import the test images into %s: %s", host, err.msg);
+        ck_assert_msg(
+            engine_setup_import_with_env(&cfg, fake_getenv, TAR_PY, IMG_PY, &err) >= 0 &&
+                engine_setup_import_with_env(&cfg, fake_getenv, TAR_NODE, IMG_NODE, &err) >= 0,
+            "cannot import the test images into %s: %s", host, err.msg);
         ck_assert_int_eq(engine_backend_new_with_env(&cfg, fake_getenv, &be, &err), 0);
 }
 
@@ -577,9 +580,9 @@ static char *raw_run(const struct engine_conn *c, const char *code, const char *
         id = xstrdup(json_object_get_string(jget(created, "Id")));
         p = xasprintf("/containers/%s/json", id);
         _cleanup_(json_putp) json_object *insp = NULL;
-        ck_assert_int_eq(engine_request_json(c, "GET", p, NULL, 30000, &status, &insp, msg,
-                                             sizeof(msg), &err),
-                         0);
+        ck_assert_int_eq(
+            engine_request_json(c, "GET", p, NULL, 30000, &status, &insp, msg, sizeof(msg), &err),
+            0);
         json_object *so = jget(jget(insp, "HostConfig"), "SecurityOpt");
         char *joined = xstrdup("");
         for (size_t i = 0; so && i < json_object_array_length(so); i++) {
@@ -684,9 +687,8 @@ static void check_profile_against_engine_default(void)
         char dir[256], path[512];
         ck_assert_int_eq(engine_connect(&cfg, fake_getenv, &c, &err), 0);
         ck_assert_int_eq(engine_seccomp_profile_dir(fake_getenv, dir, sizeof(dir), &err), 0);
-        ck_assert_int_eq(engine_seccomp_profile_prepare(DEFAULT_PROFILE, dir, path, sizeof(path),
-                                                        &err),
-                         0);
+        ck_assert_int_eq(
+            engine_seccomp_profile_prepare(DEFAULT_PROFILE, dir, path, sizeof(path), &err), 0);
 
         _cleanup_free_ char *so = NULL, *so_ctl = NULL;
         _cleanup_free_ char *ours = raw_run(&c, ns_probe_py, path, &so);
@@ -716,9 +718,8 @@ static void check_profile_written_again(void)
         char dir[256], path[512];
         struct sbx_error err = {0};
         ck_assert_int_eq(engine_seccomp_profile_dir(fake_getenv, dir, sizeof(dir), &err), 0);
-        ck_assert_int_eq(engine_seccomp_profile_prepare(DEFAULT_PROFILE, dir, path, sizeof(path),
-                                                        &err),
-                         0);
+        ck_assert_int_eq(
+            engine_seccomp_profile_prepare(DEFAULT_PROFILE, dir, path, sizeof(path), &err), 0);
         ck_assert_int_eq(unlink(path), 0);
         struct out o = run(SBX_LANG_PYTHON, ns_probe_py);
         expect_ok(&o);
