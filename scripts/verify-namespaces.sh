@@ -19,6 +19,7 @@ img=(VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vesti
 
 # judge LABEL JSON_FILE: the unshare and mount probes held and claimed, the grade says nothing
 # of namespaces not blocked.
+# shellcheck disable=SC2016 # the JavaScript is single-quoted on purpose
 judge() {
         node -e '
 const fs = require("fs");

@@ -402,7 +402,8 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                                                                    &se);
                         if (r < 0) {
                                 st->seccomp_profile[0] = '\0';
-                                snprintf(why, sizeof(why), "namespaces not blocked: %.200s", se.msg);
+                                snprintf(why, sizeof(why), "namespaces not blocked: %.200s",
+                                         se.msg);
                                 reason_add(reasons, sizeof(reasons), why);
                         }
                         r = 0;
@@ -523,9 +524,10 @@ static int seccomp_profile_again(struct backend *b, char *ret, size_t size, stru
         if (r == 0)
                 r = engine_seccomp_profile_prepare(def, dir, path, sizeof(path), err);
         if (r < 0)
-                return sbx_wrap(err, "the seccomp profile '%s' that blocks namespaces in Podman "
-                                     "sandboxes is gone and cannot be written again, nothing was "
-                                     "run",
+                return sbx_wrap(err,
+                                "the seccomp profile '%s' that blocks namespaces in Podman "
+                                "sandboxes is gone and cannot be written again, nothing was "
+                                "run",
                                 ret);
         pthread_mutex_lock(&st->lock);
         snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", path);

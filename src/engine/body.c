@@ -250,8 +250,8 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
                 bad = "CapDrop ALL (no capabilities)";
         else if (!array_has(get(hc, "SecurityOpt"), "no-new-privileges", true))
                 bad = "SecurityOpt no-new-privileges";
-        else if (s->seccomp_profile && !seccomp_as_asked(get(hc, "SecurityOpt"),
-                                                         s->seccomp_profile))
+        else if (s->seccomp_profile &&
+                 !seccomp_as_asked(get(hc, "SecurityOpt"), s->seccomp_profile))
                 bad = "SecurityOpt seccomp=<our profile> (no namespaces, no mounts)";
         else if (!json_object_get_boolean(get(hc, "ReadonlyRootfs")))
                 bad = "ReadonlyRootfs (read-only root filesystem)";
