@@ -36,21 +36,19 @@ rootfs="VESTIBULE_ROOTFS_DIR=$images/rootfs"
 rootless="DOCKER_HOST=unix:///run/user/$uid/podman/podman.sock VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vestibule/node:bookworm"
 docker="VESTIBULE_RUNTIME=docker VESTIBULE_IMAGE_SOURCE=debian"
 podman="DOCKER_HOST=unix:///run/podman/podman.sock VESTIBULE_IMAGE_SOURCE=debian"
-# A probe a grade claims but which does not hold here, found by this stage: Podman's default
-# seccomp profile (containers-common) lets unshare(CLONE_NEWUSER) through, and the container
-# backend sends no profile of its own, yet the grade claims the seccomp filter. Shown as a known
-# gap (a todo test) until src/engine closes it; every other probe stays strict.
-podman_gap="unshare"
-podman_why="Podman's default seccomp profile allows unshare(CLONE_NEWUSER); the container backend sends no profile of its own"
+# Known gaps (a probe a grade claims that does not hold) go in the fifth field and show as todo
+# tests. None today: this stage found Podman letting unshare(CLONE_NEWUSER) through its default
+# seccomp profile, and the container backend now hands Podman a derived profile that denies it
+# (src/engine/seccomp_profile.c).
 
 # AS | VESTIBULE_BACKEND | PICK | GRADE or "Blocked: FIX" | KNOWN NOT HELD | WHY | ENV
 envs="user|auto|native|$native_grade|||DOCKER_HOST=$no_engine $rootfs
 user|container||Blocked: start it (sudo systemctl start docker, or start Docker Desktop), then retry|||DOCKER_HOST=$no_engine $rootfs
 user|auto|native|$native_grade|||$rootless $rootfs
-user|container|container|$rootless_grade|$podman_gap|$podman_why|$rootless $rootfs
+user|container|container|$rootless_grade|||$rootless $rootfs
 root|container|container|container|||VESTIBULE_RUN_AS=$ids $docker $rootfs
 root|auto|container|container|||VESTIBULE_RUN_AS=$ids $docker $rootfs
-root|container|container|container|$podman_gap|$podman_why|VESTIBULE_RUN_AS=$ids $podman $rootfs
+root|container|container|container|||VESTIBULE_RUN_AS=$ids $podman $rootfs
 root|auto||Blocked: start vestibule-mcp as your own user, or set VESTIBULE_RUN_AS=uid:gid|||$docker $rootfs"
 
 mkdir -p "$scratch/agree-no-engine"

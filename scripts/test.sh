@@ -440,6 +440,24 @@ else
         record_fail "grade agreement: no npm packages or no Release binary"
 fi
 
+# ---------------------------------------------------------------------------- namespaces
+# `vestibule-mcp verify` through the container backend on rootful Podman, rootful Docker and
+# the test user's rootless Podman: the unshare and mount probes must hold on each (Podman through
+# the seccomp profile the server derives from the engine's default). ~45 s.
+if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
+        banner "namespaces in containers: needs root and the Release build, skipped"
+        skipped=$((skipped + 1))
+else
+        rc=0
+        step 300 "namespaces in containers: verify on each engine (scripts/verify-namespaces.sh)" \
+                bash "$src/scripts/verify-namespaces.sh" "$rel/vestibule-mcp" "$user" || rc=$?
+        case $rc in
+        0) passed=$((passed + 1)) ;;
+        77) skipped=$((skipped + 1)) ;;
+        *) record_fail "namespaces in containers: unshare or mount not held, or verify could not run" ;;
+        esac
+fi
+
 # ---------------------------------------------------------------------------- systemd VM
 # The native backend's systemd scope path on a real systemd + cgroup v2 host: one boot of a
 # Debian 12 VM under qemu (TCG) running scripts/vm/test-native.sh on the Debug build: the

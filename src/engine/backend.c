@@ -47,11 +47,13 @@ struct engine_state {
         /* The daemon cannot see our files (tcp://, Docker Desktop, a forwarded socket): code
          * and workspace go through volumes (volume.c). */
         bool volumes;
-        char daemon_os[128];   /* /info OperatingSystem */
-        char daemon_name[256]; /* /info Name: the daemon's host name */
-        char grade[320];       /* "container" or "container-degraded (...)" */
-        char owner[160];       /* our vestibule.owner label */
-        char **active;         /* ids of containers in flight */
+        char daemon_os[128];       /* /info OperatingSystem */
+        char daemon_name[256];     /* /info Name: the daemon's host name */
+        char seccomp_profile[512]; /* Podman: our derived profile's host path; "" = none */
+        char seccomp_default[512]; /* Podman: the engine's default profile it came from */
+        char grade[320];           /* "container" or "container-degraded (...)" */
+        char owner[160];           /* our vestibule.owner label */
+        char **active;             /* ids of containers in flight */
         size_t n_active;
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
@@ -461,6 +463,34 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                         has_pids |= c && strcmp(c, "pids") == 0;
                 }
                 st->rootless_podman = rootless;
+                /* Podman's default profile lets code create namespaces (unshare, clone with
+                 * CLONE_NEW*): hand it ours, derived from that default, or say it is missing. */
+                st->seccomp_profile[0] = '\0';
+                if (seccomp) {
+                        const char *def = json_object_get_string(jget(sec, "seccompProfilePath"));
+                        struct sbx_error se = {0};
+                        char dir[400], why[240];
+                        if (!st->conn.ep.local)
+                                r = sbx_fail(&se, ENOTSUP,
+                                             "the Podman engine is remote: its seccomp profile "
+                                             "files are not on this host");
+                        else
+                                r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir),
+                                                               &se);
+                        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s",
+                                 def ? def : "");
+                        if (r == 0)
+                                r = engine_seccomp_profile_prepare(def, dir, st->seccomp_profile,
+                                                                   sizeof(st->seccomp_profile),
+                                                                   &se);
+                        if (r < 0) {
+                                st->seccomp_profile[0] = '\0';
+                                snprintf(why, sizeof(why), "namespaces not blocked: %.200s",
+                                         se.msg);
+                                reason_add(reasons, sizeof(reasons), why);
+                        }
+                        r = 0;
+                }
                 if (rootless && pv && strcmp(pv, "v1") == 0) {
                         reason_add(reasons, sizeof(reasons),
                                    "limits not applied: memory, cpu, pids: rootless Podman on "
@@ -529,6 +559,7 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         if (ready)
                 return 0;
 
+        fresh.getenv_fn = st->getenv_fn;
         r = engine_connect(b->cfg, st->getenv_fn, &fresh.conn, err);
         if (r < 0)
                 return r;
@@ -583,11 +614,40 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         st->hostcg = !*why;
         snprintf(st->usage_why, sizeof(st->usage_why), "%s", why);
         st->volumes = fresh.volumes;
+        snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", fresh.seccomp_profile);
+        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s", fresh.seccomp_default);
         snprintf(st->grade, sizeof(st->grade), "%s", fresh.grade);
         st->ready = true;
         pthread_mutex_unlock(&st->lock);
         log_debug("container engine: %s at '%s' (%s), API %s, grade %s", st->conn.server,
                   st->conn.ep.host, st->conn.ep.origin, st->conn.api, st->grade);
+        return 0;
+}
+
+/* Our seccomp profile file went away after the probe: derive and write it again from the same
+ * default. A failure refuses the run (the grade promised the profile). */
+static int seccomp_profile_again(struct backend *b, char *ret, size_t size, struct sbx_error *err)
+{
+        struct engine_state *st = b->state;
+        char def[512], dir[400], path[512];
+        int r;
+
+        pthread_mutex_lock(&st->lock);
+        snprintf(def, sizeof(def), "%s", st->seccomp_default);
+        pthread_mutex_unlock(&st->lock);
+        r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir), err);
+        if (r == 0)
+                r = engine_seccomp_profile_prepare(def, dir, path, sizeof(path), err);
+        if (r < 0)
+                return sbx_wrap(err,
+                                "the seccomp profile '%s' that blocks namespaces in Podman "
+                                "sandboxes is gone and cannot be written again, nothing was "
+                                "run",
+                                ret);
+        pthread_mutex_lock(&st->lock);
+        snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", path);
+        pthread_mutex_unlock(&st->lock);
+        snprintf(ret, size, "%s", path);
         return 0;
 }
 
@@ -1337,7 +1397,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         _cleanup_free_ char *script = NULL;
         _cleanup_(json_putp) json_object *body = NULL, *created = NULL, *inspect = NULL;
         struct handin hv = {0};
-        char owner[160], msg[300], degraded[128] = "", grade[320];
+        char owner[160], msg[300], degraded[128] = "", grade[320], seccomp_profile[512];
         char timeout_arg[16], cgroup[128] = "", usage_why[160];
         _cleanup_close_ int kmsg_fd = -1;
         int kmsg_r = -ENOENT;
@@ -1365,10 +1425,17 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 engine_hostcg_name(st->owner, ++st->run_seq, cgroup, sizeof(cgroup));
         snprintf(usage_why, sizeof(usage_why), "%s", st->usage_why);
         bool podman = st->conn.podman;
+        snprintf(seccomp_profile, sizeof(seccomp_profile), "%s", st->seccomp_profile);
         pthread_mutex_unlock(&st->lock);
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
 
+        if (seccomp_profile[0] && access(seccomp_profile, R_OK) < 0) {
+                /* removed since the probe (a cleaned runtime dir): write it again, or refuse */
+                r = seccomp_profile_again(b, seccomp_profile, sizeof(seccomp_profile), err);
+                if (r < 0)
+                        return r;
+        }
         sbx_trace_lap(&trace, "prepare");
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {
@@ -1426,6 +1493,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .userns_keep_id = st->rootless_podman,
             .init = true,
             .cgroup_parent = *cgroup ? cgroup : NULL,
+            .seccomp_profile = seccomp_profile[0] ? seccomp_profile : NULL,
         };
         body = engine_create_body(&spec);
         /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this

@@ -93,6 +93,11 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_array_add(capdrop, json_object_new_string("ALL"));
         json_object_object_add(hc, "CapDrop", capdrop);
         json_object_array_add(secopt, json_object_new_string("no-new-privileges"));
+        if (s->seccomp_profile) {
+                /* Podman: our profile (seccomp_profile.c), a path on the engine's host */
+                _cleanup_free_ char *sc = xasprintf("seccomp=%s", s->seccomp_profile);
+                json_object_array_add(secopt, json_object_new_string(sc));
+        }
         json_object_object_add(hc, "SecurityOpt", secopt);
         json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(true));
         /* /tmp: noexec said explicitly (Docker adds it by default, Podman does not): the
@@ -228,6 +233,26 @@ static bool mount_as_asked(json_object *mounts, const char *dst, const char *typ
         return found;
 }
 
+/* SecurityOpt holds "seccomp=@path" exactly once and no other seccomp= entry (a second one,
+ * such as seccomp=unconfined, would be a profile we did not ask for). */
+static bool seccomp_as_asked(json_object *secopt, const char *path)
+{
+        unsigned ours = 0, other = 0;
+
+        if (!secopt || !json_object_is_type(secopt, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(secopt); i++) {
+                const char *e = json_object_get_string(json_object_array_get_idx(secopt, i));
+                if (!e || strncmp(e, "seccomp", 7) != 0)
+                        continue;
+                if ((e[7] == '=' || e[7] == ':') && strcmp(e + 8, path) == 0)
+                        ours++;
+                else
+                        other++;
+        }
+        return ours == 1 && other == 0;
+}
+
 /* Podman 4.3's inspect says UsernsMode "private" even for keep-id; its libpod inspect's
  * IDMappings show the truth: container uid @uid maps to the user namespace's 0, which is the
  * rootless user itself. */
@@ -257,6 +282,9 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
                 bad = "CapDrop ALL (no capabilities)";
         else if (!array_has(get(hc, "SecurityOpt"), "no-new-privileges", true))
                 bad = "SecurityOpt no-new-privileges";
+        else if (s->seccomp_profile &&
+                 !seccomp_as_asked(get(hc, "SecurityOpt"), s->seccomp_profile))
+                bad = "SecurityOpt seccomp=<our profile> (no namespaces, no mounts)";
         else if (!json_object_get_boolean(get(hc, "ReadonlyRootfs")))
                 bad = "ReadonlyRootfs (read-only root filesystem)";
         else if (!tmpfs || !get(tmpfs, "/tmp") || !strstr(get_str(tmpfs, "/tmp"), "noexec"))

@@ -209,6 +209,8 @@ struct engine_run_spec {
         bool userns_keep_id;       /* rootless Podman: map our uid to itself */
         bool init;                 /* an init as PID 1 (docker-init / catatonit) */
         const char *cgroup_parent; /* HostConfig.CgroupParent (hostcg.c); NULL = the engine's */
+        const char *seccomp_profile; /* Podman: host path of our derived profile, passed as
+                                      * SecurityOpt seccomp=<path>; NULL = engine default */
 };
 
 /** engine_create_body() - the POST /containers/create body for @spec (ENGINE_NOTES §1).
@@ -270,6 +272,49 @@ bool engine_kmsg_line_is_oom_of(const char *rec, const char *id);
  * Return: 1 found, 0 not there, -ENODATA when records were lost before they were read.
  */
 int engine_kmsg_find_oom(int fd, const char *id);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Podman's seccomp profile (seccomp_profile.c)                                              */
+
+/* Podman's default profile (containers-common) lets a container without CAP_SYS_ADMIN call
+ * unshare, setns, mount and clone with CLONE_NEW* flags; Docker's does not. We hand Podman a
+ * profile derived from its own default that denies those as Docker's does, and keep every other
+ * rule. Podman takes `seccomp=` only as a path on its host, so the profile is a file. */
+
+/* The CLONE_NEW* flags clone(2) can carry (CLONE_NEWTIME is clone3/unshare only). */
+#define ENGINE_CLONE_NS_MASK 0x7E020000ull
+
+/**
+ * engine_seccomp_profile_derive() - from @def, an engine's default seccomp profile (the
+ * containers-common / Docker JSON format), a new profile that keeps @def's rules except that:
+ * unshare, setns, mount, umount, umount2, pivot_root and the new mount API (open_tree,
+ * move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr) fail with EPERM; clone3 fails
+ * with ENOSYS (so runtimes fall back to clone); clone is allowed only without CLONE_NEW* flags
+ * (EPERM with any, arg 1 on s390/s390x). Those names are removed from every rule of @def so no
+ * rule of @def can allow them again. @def is not changed.
+ * Return: 0 with *@ret (json_object_put() it), or -EINVAL when @def is not a profile.
+ */
+int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sbx_error *err);
+
+/**
+ * engine_seccomp_profile_dir() - where this server keeps derived profiles: /run/vestibule/seccomp
+ * as root, else $XDG_RUNTIME_DIR/vestibule/seccomp (read through @getenv_fn), else
+ * /tmp/vestibule-<uid>/seccomp. Into @ret (@size bytes). Return 0 or -ENAMETOOLONG.
+ */
+int engine_seccomp_profile_dir(engine_getenv_fn getenv_fn, char *ret, size_t size,
+                               struct sbx_error *err);
+
+/**
+ * engine_seccomp_profile_prepare() - read the engine's default profile @default_path, derive
+ * ours (engine_seccomp_profile_derive()) and write it 0644 as @dir/<sha256 of its text>.json,
+ * once: an existing file of that name is used when it is ours, a regular file not writable by
+ * others and its content has that hash; otherwise it is replaced. @dir (and its parents) are
+ * created 0755 when missing; @dir must belong to us and not be writable by others.
+ * Return: 0 with the file's path in @ret (@size bytes), or -errno with the reason in @err
+ * (the caller turns it into "namespaces not blocked: ...").
+ */
+int engine_seccomp_profile_prepare(const char *default_path, const char *dir, char *ret,
+                                   size_t size, struct sbx_error *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Owner labels and the leftover sweep (backend.c)                                           */
