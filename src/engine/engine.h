@@ -206,9 +206,9 @@ struct engine_run_spec {
         unsigned tmpfs_mb;
         const char *owner; /* vestibule.owner label */
         bool podman;
-        bool userns_keep_id;       /* rootless Podman: map our uid to itself */
-        bool init;                 /* an init as PID 1 (docker-init / catatonit) */
-        const char *cgroup_parent; /* HostConfig.CgroupParent (hostcg.c); NULL = the engine's */
+        bool userns_keep_id;         /* rootless Podman: map our uid to itself */
+        bool init;                   /* an init as PID 1 (docker-init / catatonit) */
+        const char *cgroup_parent;   /* HostConfig.CgroupParent (hostcg.c); NULL = the engine's */
         const char *seccomp_profile; /* Podman: host path of our derived profile, passed as
                                       * SecurityOpt seccomp=<path>; NULL = engine default */
 };

@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include "common/cleanup.h"
 #include "common/sha256.h"
 #include "common/xalloc.h"
