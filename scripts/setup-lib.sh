@@ -146,50 +146,6 @@ vst_import_images_podman() {
         done
 }
 
-# vst_import_images_docker IMAGES: as root, import IMAGES/{python,node}.tar into the rootful
-# Docker Engine (/var/run/docker.sock) as vestibule/<lang>:bookworm through the Engine API, with
-# the labels and settings `vestibule-mcp setup` uses; skipped when the image there already holds
-# that tarball.
-vst_import_images_docker() {
-        vst_import_images_api /var/run/docker.sock Docker "$1"
-}
-
-# vst_import_images_podman IMAGES: the same into rootful Podman (/run/podman/podman.sock)
-# through its Docker-compatible API.
-vst_import_images_podman() {
-        vst_import_images_api /run/podman/podman.sock "rootful Podman" "$1"
-}
-
-# vst_import_images_api SOCK NAME IMAGES: import IMAGES/{python,node}.tar through the Engine
-# API at SOCK (the tag goes in repo=: Podman ignores the tag parameter, ENGINE_NOTES §7).
-vst_import_images_api() {
-        local sock=$1 name=$2 images=$3 lang tar sha have q
-        for lang in python node; do
-                tar=$images/$lang.tar
-                sha=$(sha256sum "$tar" | cut -d' ' -f1)
-                have=$(curl -sf --unix-socket "$sock" "http://d/images/vestibule/$lang:bookworm/json" |
-                        node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{try{console.log((JSON.parse(s).Config.Labels||{})["vestibule.tar-sha256"]||"")}catch{console.log("")}})' || true)
-                if [ "$have" = "$sha" ]; then
-                        echo "vestibule/$lang:bookworm is already $tar ($name)"
-                        continue
-                fi
-                q="fromSrc=-&repo=$(vst_urlencode "vestibule/$lang:bookworm")"
-                q+="&changes=$(vst_urlencode "LABEL vestibule.tar-sha256=$sha")"
-                q+="&changes=$(vst_urlencode "LABEL vestibule.image=1")"
-                q+="&changes=$(vst_urlencode "WORKDIR /workspace")"
-                q+="&changes=$(vst_urlencode "USER 1000:1000")"
-                q+="&changes=$(vst_urlencode "ENV PATH=/usr/local/bin:/usr/bin:/bin")"
-                curl -sSf --unix-socket "$sock" -X POST -H 'Content-Type: application/x-tar' \
-                        --data-binary "@$tar" "http://d/images/create?$q" >/dev/null
-                echo "imported $tar into $name as vestibule/$lang:bookworm"
-        done
-}
-
-# vst_urlencode TEXT: TEXT percent-encoded for a URL query.
-vst_urlencode() {
-        node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$1"
-}
-
 # vst_check_setup_cli BIN IMAGES DIR USER: `vestibule-mcp setup --from-tar` through the real
 # CLI as USER (no engine reachable, so only the native half is set up): python then node into
 # DIR/rootfs; the node run must end with the readiness line and exit 0 (the python run alone

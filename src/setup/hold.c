@@ -49,7 +49,9 @@ int setup_rootfs_hold(const char *rootfs_dir, const char *tree, struct setup_roo
                         return sbx_fail(err, -r, "cannot lock '%s/" SETUP_SWAP_LOCK "': %s",
                                         rootfs_dir, strerror(-r));
         }
-        tree_fd = openat(dfd, tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        /* a tree may be the user's symlink to a rootfs elsewhere (the mount follows it too):
+         * the lock is on the directory the run mounts */
+        tree_fd = openat(dfd, tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (tree_fd < 0)
                 return sbx_fail(err, errno,
                                 "cannot open the rootfs '%s/%s': %s; run `vestibule-mcp setup`",
