@@ -40,6 +40,11 @@
 
 struct engine_state {
         pthread_mutex_t lock;
+        /* Rootless Podman 4.3 reads the user's subordinate ids through libsubid for every
+         * keep-id create, and concurrent creates crash its service (SIGSEGV in
+         * subid_get_gid_ranges, seen in CI) or fail with "keep-id requires additional UIDs":
+         * creates on rootless Podman are made one at a time. */
+        pthread_mutex_t create_lock;
         bool ready; /* connected and probed */
         struct engine_conn conn;
         engine_getenv_fn getenv_fn;
@@ -1297,9 +1302,13 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
         }
 
         body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
+        if (st->rootless_podman) /* one create at a time there (create_lock) */
+                pthread_mutex_lock(&st->create_lock);
         r = engine_request_json(&st->conn, "POST", "/containers/create",
                                 json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
                                 &status, &created, msg, sizeof(msg), err);
+        if (st->rootless_podman)
+                pthread_mutex_unlock(&st->create_lock);
         if (r < 0)
                 return r;
         if (status == 404 || (status >= 400 && strcasestr(msg, "no such image")))
@@ -1425,6 +1434,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 engine_hostcg_name(st->owner, ++st->run_seq, cgroup, sizeof(cgroup));
         snprintf(usage_why, sizeof(usage_why), "%s", st->usage_why);
         bool podman = st->conn.podman;
+        bool serial_create = st->rootless_podman;
         snprintf(seccomp_profile, sizeof(seccomp_profile), "%s", st->seccomp_profile);
         pthread_mutex_unlock(&st->lock);
         if (shutting)
@@ -1500,10 +1510,14 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
          * 500 though the same body works a moment later (its user-namespace setup for the
          * request is transient, ENGINE_NOTES): retry that exact answer, briefly. */
         for (unsigned attempt = 0;; attempt++) {
+                if (serial_create)
+                        pthread_mutex_lock(&st->create_lock);
                 r = engine_request_json(
                     &st->conn, "POST", "/containers/create",
                     json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000, &status,
                     &created, msg, sizeof(msg), err);
+                if (serial_create)
+                        pthread_mutex_unlock(&st->create_lock);
                 if (r < 0 || attempt >= ENGINE_CREATE_RETRIES || status != 500 ||
                     !strstr(msg, "keep-id requires additional UIDs or GIDs"))
                         break;
@@ -1775,6 +1789,7 @@ static void engine_destroy(struct backend *b)
                 free(st->active[i]);
         free(st->active);
         pthread_mutex_destroy(&st->lock);
+        pthread_mutex_destroy(&st->create_lock);
         pthread_cond_destroy(&st->removed);
         free(st);
         b->state = NULL;
@@ -1801,6 +1816,7 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
         st = xcalloc(1, sizeof(*st));
         b = xcalloc(1, sizeof(*b));
         pthread_mutex_init(&st->lock, NULL);
+        pthread_mutex_init(&st->create_lock, NULL);
         pthread_cond_init(&st->removed, NULL);
         st->getenv_fn = getenv_fn;
         if (engine_owner_label(getpid(), st->owner, sizeof(st->owner)) < 0) {
