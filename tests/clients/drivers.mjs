@@ -1,0 +1,142 @@
+// drivers.mjs - one driver per client: write the client's MCP config as its user would, start
+// it against the stand-in model API, and hand back what reached the model.
+//
+// A CLI driver returns nothing special: the model API recorded the tool results the CLI sent
+// (ctx.api.results). A library driver (no model of its own) returns { seen: [...] }: per step,
+// what the library hands to the model-facing layer of the framework it belongs to.
+//
+// ctx (run.mjs): dir, home, project (the client's working folder), ws, api {url, results},
+// bin (vestibule-mcp), serverEnv (the MCP config's env block), env (the client's own
+// environment), prompt, modules (node_modules), timeoutMs, exec(cmd, args, {env}) -> {code,
+// stdout, stderr, timedOut}.
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { SCRIPT } from './facts.mjs';
+
+// The native binaries the npm packages ship (their postinstall scripts, which npm 11 does not
+// run unless allowed, would only copy these over a placeholder).
+const bins = {
+    claude: (m) => path.join(m, '@anthropic-ai/claude-code-linux-x64/claude'),
+    codex: (m) => path.join(m, '@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex'),
+    opencode: (m) => {
+        const avx2 = /(^|\s)avx2(\s|$)/.test(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+        return path.join(m, avx2 ? 'opencode-linux-x64' : 'opencode-linux-x64-baseline', 'bin/opencode');
+    },
+    gemini: (m) => path.join(m, '@google/gemini-cli/bundle/gemini.js'),
+};
+
+function ranOk(r, what) {
+    if (r.timedOut) throw new Error(`${what} timed out (see its log)`);
+    if (r.code !== 0) throw new Error(`${what} exited ${r.code ?? r.signal}: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
+}
+
+// No telemetry, update checks or error reports from any client (the netns stops them anyway).
+const QUIET = {
+    DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1', DISABLE_AUTOUPDATER: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DO_NOT_TRACK: '1',
+};
+
+const claudeCode = {
+    name: 'claude-code',
+    what: '@anthropic-ai/claude-code: claude -p, server added with `claude mcp add --scope user`',
+    async run(ctx) {
+        const claude = bins.claude(ctx.modules);
+        const env = {
+            ...QUIET, ANTHROPIC_BASE_URL: ctx.api.url, ANTHROPIC_API_KEY: 'dummy',
+            // MCP tools straight in the tool list, not behind the ToolSearch tool (the
+            // stand-in model does not search); the results reach the model the same way.
+            ENABLE_TOOL_SEARCH: 'false',
+        };
+        const add = ['mcp', 'add', '--scope', 'user', 'vestibule'];
+        for (const [k, v] of Object.entries(ctx.serverEnv)) add.push('--env', `${k}=${v}`);
+        add.push('--', ctx.bin);
+        ranOk(await ctx.exec(claude, add, { env, timeoutMs: 30_000 }), 'claude mcp add');
+        const r = await ctx.exec(claude, ['-p', ctx.prompt, '--output-format', 'json',
+            '--allowedTools', 'mcp__vestibule__run_code,mcp__vestibule__read_workspace'], { env });
+        ranOk(r, 'claude -p');
+        return { shape: 'tool_result content (Anthropic Messages)' };
+    },
+};
+
+const codex = {
+    name: 'codex',
+    what: '@openai/codex: codex exec, a custom model provider (Responses API) in CODEX_HOME/config.toml',
+    async run(ctx) {
+        const codexHome = path.join(ctx.home, '.codex');
+        fs.mkdirSync(codexHome, { recursive: true });
+        const envToml = Object.entries(ctx.serverEnv).map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(', ');
+        fs.writeFileSync(path.join(codexHome, 'config.toml'), `model = "stand-in"
+model_provider = "standin"
+check_for_update_on_startup = false
+
+[model_providers.standin]
+name = "stand-in model API"
+base_url = "${ctx.api.url}/v1"
+wire_api = "responses"
+env_key = "STANDIN_API_KEY"
+
+[mcp_servers.vestibule]
+command = ${JSON.stringify(ctx.bin)}
+env = { ${envToml} }
+default_tools_approval_mode = "approve"
+
+[analytics]
+enabled = false
+`);
+        const r = await ctx.exec(bins.codex(ctx.modules), ['exec', '--skip-git-repo-check', ctx.prompt],
+            { env: { ...QUIET, CODEX_HOME: codexHome, STANDIN_API_KEY: 'dummy' } });
+        ranOk(r, 'codex exec');
+        return { shape: 'function_call_output (Responses API)' };
+    },
+};
+
+const gemini = {
+    name: 'gemini-cli',
+    what: '@google/gemini-cli: gemini -p, server in ~/.gemini/settings.json, GOOGLE_GEMINI_BASE_URL',
+    async run(ctx) {
+        const dir = path.join(ctx.home, '.gemini');
+        fs.mkdirSync(dir, { recursive: true });
+        fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({
+            security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: true } },
+            privacy: { usageStatisticsEnabled: false },
+            general: { disableAutoUpdate: true, disableUpdateNag: true },
+            telemetry: { enabled: false },
+            mcpServers: { vestibule: { command: ctx.bin, env: ctx.serverEnv, trust: true } },
+        }, null, 2));
+        fs.writeFileSync(path.join(dir, 'trustedFolders.json'), JSON.stringify({ [ctx.project]: 'TRUST_FOLDER' }, null, 2));
+        const r = await ctx.exec(process.execPath, [bins.gemini(ctx.modules), '-p', ctx.prompt, '--model', 'gemini-2.5-flash'],
+            { env: { ...QUIET, GEMINI_API_KEY: 'dummy', GOOGLE_GEMINI_BASE_URL: ctx.api.url, GEMINI_CLI_NO_RELAUNCH: 'true' } });
+        ranOk(r, 'gemini -p');
+        return { shape: 'functionResponse.response (Gemini API)' };
+    },
+};
+
+const opencode = {
+    name: 'opencode',
+    what: 'opencode-ai: opencode run, server under "mcp" in opencode.json, provider @ai-sdk/openai-compatible',
+    async run(ctx) {
+        fs.writeFileSync(path.join(ctx.project, 'opencode.json'), JSON.stringify({
+            $schema: 'https://opencode.ai/config.json',
+            autoupdate: false,
+            share: 'disabled',
+            model: 'standin/stand-in',
+            provider: {
+                standin: {
+                    npm: '@ai-sdk/openai-compatible',
+                    name: 'stand-in model API',
+                    options: { baseURL: `${ctx.api.url}/v1`, apiKey: 'dummy' },
+                    models: { 'stand-in': { name: 'stand-in', tool_call: true } },
+                },
+            },
+            mcp: { vestibule: { type: 'local', command: [ctx.bin], environment: ctx.serverEnv, enabled: true } },
+        }, null, 2));
+        const r = await ctx.exec(bins.opencode(ctx.modules), ['run', ctx.prompt],
+            { env: { ...QUIET, OPENCODE_DISABLE_AUTOUPDATE: '1', OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_LSP_DOWNLOAD: '1' } });
+        ranOk(r, 'opencode run');
+        return { shape: 'tool message content (Chat Completions)' };
+    },
+};
+
+export const CLIENTS = [claudeCode, codex, gemini, opencode];
+export { SCRIPT };
