@@ -138,5 +138,56 @@ const opencode = {
     },
 };
 
-export const CLIENTS = [claudeCode, codex, gemini, opencode];
+// A library: the stand-in app (lib-app.mjs) in its own process with the client's environment.
+function library(name, lib, what, shape) {
+    return {
+        name, what,
+        async run(ctx) {
+            const cfg = path.join(ctx.dir, 'app-config.json'), out = path.join(ctx.dir, 'app-out.json');
+            fs.writeFileSync(cfg, JSON.stringify({ command: ctx.bin, env: ctx.serverEnv, script: SCRIPT }));
+            const r = await ctx.exec(process.execPath, [path.join(ctx.here, 'lib-app.mjs'), lib, cfg, out]);
+            ranOk(r, `the ${lib} app`);
+            return { seen: JSON.parse(fs.readFileSync(out, 'utf8')).seen, shape };
+        },
+    };
+}
+
+// MCP Inspector's CLI: `--strict` tools/list must report no portability problem, and each
+// script step through `--method tools/call` must print the facts (its reader is a person).
+const inspector = {
+    name: 'inspector',
+    what: '@modelcontextprotocol/inspector --cli --strict, server in a --config file',
+    async run(ctx) {
+        const launcher = path.join(ctx.modules, '@modelcontextprotocol/inspector/clients/launcher/build/index.js');
+        const config = path.join(ctx.dir, 'mcp.json');
+        fs.writeFileSync(config, JSON.stringify({ mcpServers: { vestibule: { command: ctx.bin, env: ctx.serverEnv } } }, null, 2));
+        const base = ['--cli', '--config', config, '--server', 'vestibule'];
+        const extraFailures = [];
+        // The secret store is named so the Inspector does not look for a keychain on the bus.
+        const env = { MCP_INSPECTOR_SECRET_STORE: 'memory' };
+        const list = await ctx.exec(process.execPath, [launcher, ...base, '--strict', '--method', 'tools/list'], { timeoutMs: 60_000, env });
+        ranOk(list, 'inspector --cli --strict tools/list');
+        // Its report: "Warning: tool ..." / "Error: tool ..." blocks, then "N errors, N warnings
+        // across N tools." (the server's own log lines pass through on stderr too).
+        const problems = list.stderr.split('\n').filter((l) => /^(Warning|Error):|\b[1-9]\d* (errors?|warnings?)\b/.test(l));
+        if (problems.length) extraFailures.push(`--strict tools/list: ${problems.slice(-1)[0].trim()} (first: ${problems[0].trim()}: ${list.stderr.split('\n').find((l) => /Path:/.test(l))?.trim()})`);
+        const seen = [];
+        for (const s of SCRIPT) {
+            const args = ['--method', 'tools/call', '--tool-name', s.kind];
+            for (const [k, v] of Object.entries(s.args)) args.push('--tool-arg', `${k}=${v}`);
+            const r = await ctx.exec(process.execPath, [launcher, ...base, ...args], { timeoutMs: 60_000, env });
+            if (r.timedOut || r.signal) throw new Error(`inspector tools/call ${s.kind} did not finish`);
+            seen.push(r.stdout);
+        }
+        return { seen, extraFailures, shape: 'the printed tools/call result' };
+    },
+};
+
+export const CLIENTS = [
+    claudeCode, codex, gemini, opencode,
+    library('ai-sdk', 'ai-sdk', '@ai-sdk/mcp: createMCPClient + Experimental_StdioMCPTransport, tools() -> execute, toModelOutput', 'toModelOutput() value'),
+    library('langchain', 'langchain', '@langchain/mcp-adapters: MultiServerMCPClient (stdio), getTools() -> invoke(tool_call)', 'ToolMessage content'),
+    library('mastra', 'mastra', '@mastra/mcp: MCPClient, listTools() -> execute', 'execute() result as JSON'),
+    inspector,
+];
 export { SCRIPT };

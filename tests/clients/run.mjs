@@ -129,8 +129,9 @@ async function runClient(client) {
         dir, home, project, ws, api, bin: BIN, serverEnv, env, prompt: PROMPT, here,
         modules: path.join(here, 'node_modules'),
         timeoutMs: opts.timeout * 1000,
-        exec: (cmd, args, extra = {}) => execBounded(cmd, args, { cwd: project, env: { ...env, ...(extra.env || {}) }, timeoutMs: extra.timeoutMs ?? opts.timeout * 1000, logTo: path.join(dir, `${path.basename(cmd)}.log`), input: extra.input }),
+        exec: (cmd, args, extra = {}) => execBounded(cmd, args, { cwd: project, env: { ...env, ...(extra.env || {}) }, timeoutMs: extra.timeoutMs ?? opts.timeout * 1000, logTo: path.join(dir, `exec-${++execs}-${path.basename(cmd)}.log`), input: extra.input }),
     };
+    let execs = 0;
     const t0 = Date.now();
     let out, error;
     try {
