@@ -23,7 +23,7 @@
 //   --rootfs        VESTIBULE_ROOTFS_DIR in every MCP config
 //   --results       also write {passed, failed, skipped, failures} there as JSON (the format of
 //                   tests/e2e/run.mjs, which scripts/test.sh's add_results reads)
-//   --timeout       seconds each client may take (default 150)
+//   --timeout       seconds each client may take, all its commands together (default 90)
 //   --keep          keep the scratch folder (printed) with every request the model API got
 // Environment: VESTIBULE_BIN, the server binary (required; not passed on to any client).
 import { spawn, spawnSync } from 'node:child_process';
@@ -39,7 +39,7 @@ import { CLIENTS } from './drivers.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 function parseArgs(argv) {
-    const o = { only: null, backend: 'naive', grade: '', rootfs: '', results: '', timeout: 150, keep: false, netns: true, inNetns: false, list: false };
+    const o = { only: null, backend: 'naive', grade: '', rootfs: '', results: '', timeout: 90, keep: false, netns: true, inNetns: false, list: false };
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i], v = () => {
             if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
@@ -129,10 +129,16 @@ async function runClient(client) {
         dir, home, project, ws, api, bin: BIN, serverEnv, env, prompt: PROMPT, here,
         modules: path.join(here, 'node_modules'),
         timeoutMs: opts.timeout * 1000,
-        exec: (cmd, args, extra = {}) => execBounded(cmd, args, { cwd: project, env: { ...env, ...(extra.env || {}) }, timeoutMs: extra.timeoutMs ?? opts.timeout * 1000, logTo: path.join(dir, `exec-${++execs}-${path.basename(cmd)}.log`), input: extra.input }),
+        // Every command of this client shares its one deadline (--timeout), so a hanging CLI
+        // costs at most that and the next client still runs.
+        exec: (cmd, args, extra = {}) => execBounded(cmd, args, {
+            cwd: project, env: { ...env, ...(extra.env || {}) },
+            timeoutMs: Math.max(1000, Math.min(extra.timeoutMs ?? Infinity, deadline - Date.now())),
+            logTo: path.join(dir, `exec-${++execs}-${path.basename(cmd)}.log`), input: extra.input,
+        }),
     };
     let execs = 0;
-    const t0 = Date.now();
+    const t0 = Date.now(), deadline = t0 + opts.timeout * 1000;
     let out, error;
     try {
         out = await client.run(ctx);
