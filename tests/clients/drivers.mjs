@@ -40,7 +40,7 @@ const QUIET = {
 const claudeCode = {
     name: 'claude-code',
     what: '@anthropic-ai/claude-code: claude -p, server added with `claude mcp add --scope user`',
-    async run(ctx) {
+    async run(ctx, { allow = true } = {}) {
         const claude = bins.claude(ctx.modules);
         const env = {
             ...QUIET, ANTHROPIC_BASE_URL: ctx.api.url, ANTHROPIC_API_KEY: 'dummy',
@@ -53,7 +53,7 @@ const claudeCode = {
         add.push('--', ctx.bin);
         ranOk(await ctx.exec(claude, add, { env, timeoutMs: 30_000 }), 'claude mcp add');
         const r = await ctx.exec(claude, ['-p', ctx.prompt, '--output-format', 'json',
-            '--allowedTools', 'mcp__vestibule__run_code,mcp__vestibule__read_workspace'], { env });
+            ...(allow ? ['--allowedTools', 'mcp__vestibule__run_code,mcp__vestibule__read_workspace'] : [])], { env });
         ranOk(r, 'claude -p');
         return { shape: 'tool_result content (Anthropic Messages)' };
     },
@@ -62,7 +62,7 @@ const claudeCode = {
 const codex = {
     name: 'codex',
     what: '@openai/codex: codex exec, a custom model provider (Responses API) in CODEX_HOME/config.toml',
-    async run(ctx) {
+    async run(ctx, { approve = true } = {}) {
         const codexHome = path.join(ctx.home, '.codex');
         fs.mkdirSync(codexHome, { recursive: true });
         const envToml = Object.entries(ctx.serverEnv).map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(', ');
@@ -79,7 +79,7 @@ env_key = "STANDIN_API_KEY"
 [mcp_servers.vestibule]
 command = ${JSON.stringify(ctx.bin)}
 env = { ${envToml} }
-default_tools_approval_mode = "approve"
+${approve ? 'default_tools_approval_mode = "approve"' : ''}
 
 [analytics]
 enabled = false
@@ -94,7 +94,7 @@ enabled = false
 const gemini = {
     name: 'gemini-cli',
     what: '@google/gemini-cli: gemini -p, server in ~/.gemini/settings.json, GOOGLE_GEMINI_BASE_URL',
-    async run(ctx) {
+    async run(ctx, { trustFolder = true, trustServer = true } = {}) {
         const dir = path.join(ctx.home, '.gemini');
         fs.mkdirSync(dir, { recursive: true });
         fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({
@@ -102,11 +102,12 @@ const gemini = {
             privacy: { usageStatisticsEnabled: false },
             general: { disableAutoUpdate: true, disableUpdateNag: true },
             telemetry: { enabled: false },
-            mcpServers: { vestibule: { command: ctx.bin, env: ctx.serverEnv, trust: true } },
+            mcpServers: { vestibule: { command: ctx.bin, env: ctx.serverEnv, ...(trustServer ? { trust: true } : {}) } },
         }, null, 2));
-        fs.writeFileSync(path.join(dir, 'trustedFolders.json'), JSON.stringify({ [ctx.project]: 'TRUST_FOLDER' }, null, 2));
+        if (trustFolder) fs.writeFileSync(path.join(dir, 'trustedFolders.json'), JSON.stringify({ [ctx.project]: 'TRUST_FOLDER' }, null, 2));
         const r = await ctx.exec(process.execPath, [bins.gemini(ctx.modules), '-p', ctx.prompt, '--model', 'gemini-2.5-flash'],
             { env: { ...QUIET, GEMINI_API_KEY: 'dummy', GOOGLE_GEMINI_BASE_URL: ctx.api.url, GEMINI_CLI_NO_RELAUNCH: 'true' } });
+        if (!trustFolder) return { result: r };
         ranOk(r, 'gemini -p');
         return { shape: 'functionResponse.response (Gemini API)' };
     },
@@ -183,11 +184,56 @@ const inspector = {
     },
 };
 
+// Controls: what the user must approve (README, "Connect a client"), shown by leaving the
+// approval out. Each must fail the way the README says, so the approval is what made the
+// client's run above work (and these checks can fail: a client that ran the code anyway).
+function control(name, what, run) {
+    return { name, what, control: true, run: async (ctx) => ({ skipViews: true, ...await run(ctx) }) };
+}
+const ranNothing = (ctx) => (fs.existsSync(path.join(ctx.ws, 'note.txt')) ? ['the python run ran all the same (note.txt is in the workspace)'] : []);
+const controls = [
+    control('claude-code:no-allowedTools', 'claude -p without --allowedTools: the model is told the permission was not granted', async (ctx) => {
+        await claudeCode.run(ctx, { allow: false });
+        const f = ranNothing(ctx);
+        const seen = ctx.api.results.map((r) => JSON.stringify(r.seen));
+        if (!seen.length || !seen.filter((_, i) => SCRIPT[i]?.kind === 'run_code').every((t) => /requested permissions to use mcp__vestibule__run_code, but you haven't granted it/.test(t)))
+            f.push(`run_code was not refused for want of permission: ${seen[0]?.slice(0, 160)}`);
+        return { extraFailures: f, shape: 'each run_code refused: "...you haven\'t granted it yet."' };
+    }),
+    control('codex:no-approval-mode', 'codex exec without default_tools_approval_mode: run_code refused, read_workspace (read-only) allowed', async (ctx) => {
+        await codex.run(ctx, { approve: false });
+        const f = ranNothing(ctx);
+        const seen = ctx.api.results.map((r) => JSON.stringify(r.seen));
+        SCRIPT.forEach((s, i) => {
+            const refused = /requires approval, but approval policy is never/.test(seen[i] ?? '');
+            if (s.kind === 'run_code' && !refused) f.push(`${s.label} was not refused: ${seen[i]?.slice(0, 160)}`);
+            if (s.kind === 'read_workspace' && (refused || seen[i] === undefined)) f.push(`read_workspace (readOnlyHint) was refused too: ${seen[i]?.slice(0, 160)}`);
+        });
+        return { extraFailures: f, shape: 'run_code refused: "MCP tool call requires approval, but approval policy is never"' };
+    }),
+    control('gemini-cli:untrusted-folder', 'gemini -p in a folder not trusted: refuses to start', async (ctx) => {
+        const { result: r } = await gemini.run(ctx, { trustFolder: false });
+        const f = ranNothing(ctx);
+        if (r.code === 0 || !/not running in a trusted directory/.test(r.stdout + r.stderr)) f.push(`gemini did not refuse the untrusted folder (exit ${r.code})`);
+        if (ctx.api.results.length) f.push('a tool result reached the model');
+        return { extraFailures: f, shape: 'no run: "Gemini CLI is not running in a trusted directory"' };
+    }),
+    control('gemini-cli:server-not-trusted', 'gemini -p without "trust": true on the server: its tools are not offered to the model', async (ctx) => {
+        await gemini.run(ctx, { trustServer: false });
+        const f = ranNothing(ctx);
+        const offered = ctx.api.requests.some((q) => JSON.stringify(q.body.tools ?? []).includes('run_code'));
+        if (offered) f.push('run_code was offered to the model');
+        if (ctx.api.results.length) f.push('a tool result reached the model');
+        return { extraFailures: f, shape: 'tools not offered in -p mode' };
+    }),
+];
+
 export const CLIENTS = [
     claudeCode, codex, gemini, opencode,
     library('ai-sdk', 'ai-sdk', '@ai-sdk/mcp: createMCPClient + Experimental_StdioMCPTransport, tools() -> execute, toModelOutput', 'toModelOutput() value'),
     library('langchain', 'langchain', '@langchain/mcp-adapters: MultiServerMCPClient (stdio), getTools() -> invoke(tool_call)', 'ToolMessage content'),
     library('mastra', 'mastra', '@mastra/mcp: MCPClient, listTools() -> execute', 'execute() result as JSON'),
     inspector,
+    ...controls,
 ];
 export { SCRIPT };

@@ -16,7 +16,7 @@
 // the machine. --no-netns runs without it.
 //
 // Usage: node run.mjs [--only a,b] [--backend B] [--expect-grade G] [--rootfs DIR]
-//                     [--results FILE] [--timeout S] [--keep] [--no-netns] [--list]
+//                     [--results FILE] [--timeout S] [--keep] [--no-netns] [--no-controls] [--list]
 //   --backend       VESTIBULE_BACKEND in every MCP config (default naive)
 //   --expect-grade  the exact text after "isolation: " (default for naive:
 //                   "none (naive: development only)"; required otherwise)
@@ -25,6 +25,8 @@
 //                   tests/e2e/run.mjs, which scripts/test.sh's add_results reads)
 //   --timeout       seconds each client may take, all its commands together (default 90)
 //   --keep          keep the scratch folder (printed) with every request the model API got
+//   --no-controls   leave out the controls (a client without the approval its user must give
+//                   must refuse; they do not depend on the backend)
 // Environment: VESTIBULE_BIN, the server binary (required; not passed on to any client).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -39,7 +41,7 @@ import { CLIENTS } from './drivers.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 function parseArgs(argv) {
-    const o = { only: null, backend: 'naive', grade: '', rootfs: '', results: '', timeout: 90, keep: false, netns: true, inNetns: false, list: false };
+    const o = { controls: true, only: null, backend: 'naive', grade: '', rootfs: '', results: '', timeout: 90, keep: false, netns: true, inNetns: false, list: false };
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i], v = () => {
             if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
@@ -52,6 +54,7 @@ function parseArgs(argv) {
         else if (a === '--results') o.results = v();
         else if (a === '--timeout') o.timeout = Number(v());
         else if (a === '--keep') o.keep = true;
+        else if (a === '--no-controls') o.controls = false;
         else if (a === '--no-netns') o.netns = false;
         else if (a === '--in-netns') o.inNetns = true;
         else if (a === '--list') o.list = true;
@@ -180,7 +183,7 @@ function execBounded(cmd, args, { cwd, env, timeoutMs, logTo, input }) {
 }
 
 // ---------------------------------------------------------------- all of them
-const chosen = opts.only ? CLIENTS.filter((c) => opts.only.includes(c.name)) : CLIENTS;
+const chosen = opts.only ? CLIENTS.filter((c) => opts.only.includes(c.name)) : CLIENTS.filter((c) => opts.controls || !c.control);
 const unknown = (opts.only || []).filter((n) => !CLIENTS.some((c) => c.name === n));
 if (unknown.length) fatal(`unknown client(s) ${unknown.join(', ')}; --list names them`);
 
@@ -202,6 +205,7 @@ for (const c of chosen) {
 
 console.log('\nwhat each model saw (per step; the facts checked are in facts.mjs):');
 for (const r of rows) {
+    if (r.client.control) { console.log(`  ${r.client.name} (control): ${r.shape}`); continue; }
     console.log(`  ${r.client.name}: ${r.shape || ''}${r.note ? ` ${r.note}` : ''}`);
     r.views.forEach((v, i) => console.log(`    ${SCRIPT[i].label}: ${summarize(v)}`));
 }
