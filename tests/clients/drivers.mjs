@@ -232,7 +232,7 @@ export const CLIENTS = [
     claudeCode, codex, gemini, opencode,
     library('ai-sdk', 'ai-sdk', '@ai-sdk/mcp: createMCPClient + Experimental_StdioMCPTransport, tools() -> execute, toModelOutput', 'toModelOutput() value'),
     library('langchain', 'langchain', '@langchain/mcp-adapters: MultiServerMCPClient (stdio), getTools() -> invoke(tool_call)', 'ToolMessage content'),
-    library('mastra', 'mastra', '@mastra/mcp: MCPClient, listTools() -> execute', 'execute() result as JSON'),
+    library('mastra', 'mastra', '@mastra/mcp: MCPClient, listTools() -> execute, toModelOutput', 'toModelOutput() value, else the result as JSON'),
     inspector,
     ...controls,
 ];

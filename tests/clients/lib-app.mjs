@@ -7,8 +7,9 @@
 //   langchain  @langchain/mcp-adapters: the tools in LangGraph's prebuilt ToolNode, given an
 //              AIMessage with the tool call -> the ToolMessage's content (what the agent
 //              appends to the model's messages; ToolNode turns a tool's error into one too)
-//   mastra     @mastra/mcp: tool.execute() -> its result (Mastra's agent hands the model this
-//              value as the tool result, serialized as JSON)
+//   mastra     @mastra/mcp: tool.execute(), then the tool's toModelOutput() when it has one (a
+//              tool with an outputSchema: the text blocks), else the result as JSON; a thrown
+//              error (an isError result) as its message
 //
 // Usage: node lib-app.mjs LIBRARY CONFIG.json OUT.json
 //   CONFIG: { command, env, script: [{kind, args}] }  (env: the MCP config's env block)
@@ -74,9 +75,15 @@ if (lib === 'ai-sdk') {
             try {
                 out = await t.execute(s.args, {});
             } catch (e) {
-                out = { error: String(e?.message ?? e) };
+                // an isError result is thrown (onToolError "throw", the default); the agent
+                // hands the model the error's message
+                seen.push(String(e?.message ?? e));
+                continue;
             }
-            seen.push(JSON.stringify(out));
+            // a tool with an outputSchema has toModelOutput (the text blocks when there are);
+            // otherwise the model gets the value as JSON
+            const mo = t.toModelOutput ? await t.toModelOutput(out) : { type: 'json', value: out };
+            seen.push(mo.type === 'json' ? JSON.stringify(mo.value) : mo.value);
         }
     } finally {
         await mcp.disconnect();
