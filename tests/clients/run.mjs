@@ -143,10 +143,13 @@ async function runClient(client) {
     let execs = 0;
     const t0 = Date.now(), deadline = t0 + opts.timeout * 1000;
     let out, error;
+    const spy = watchServerEnv(ws);
     try {
         out = await client.run(ctx);
     } catch (e) {
         error = e;
+    } finally {
+        clearInterval(spy.timer);
     }
     const secs = ((Date.now() - t0) / 1000).toFixed(1);
     fs.writeFileSync(path.join(dir, 'requests.json'), JSON.stringify(api.requests, null, 1));
@@ -159,7 +162,24 @@ async function runClient(client) {
     if (error) fails.push(`${client.name}: ${error.message}`);
     if (out?.extraFailures) fails.push(...out.extraFailures);
     if (!out?.skipViews) fails.push(...checkViews(views, opts.grade));
-    return { client, secs, fails, views, note: out?.note, shape: out?.shape };
+    return { client, secs, fails, views, note: out?.note, shape: out?.shape, serverEnv: [...spy.names].sort() };
+}
+
+// The names of the variables the client started the server with (read from /proc while it
+// runs: a server of this client's is one whose environment names this client's workspace).
+function watchServerEnv(ws) {
+    const names = new Set();
+    const mark = `VESTIBULE_WORKSPACE=${ws}`;
+    const scan = () => {
+        for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+            try {
+                const env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+                if (!env.includes(mark) || !fs.readlinkSync(`/proc/${pid}/exe`).startsWith(BIN)) continue;
+                for (const kv of env) if (kv) names.add(kv.slice(0, kv.indexOf('=')));
+            } catch { /* gone, or not ours */ }
+        }
+    };
+    return { names, timer: setInterval(scan, 150) };
 }
 
 /** Run a command with a hard timeout (SIGTERM, then SIGKILL to its process group). */
@@ -207,6 +227,7 @@ console.log('\nwhat each model saw (per step; the facts checked are in facts.mjs
 for (const r of rows) {
     if (r.client.control) { console.log(`  ${r.client.name} (control): ${r.shape}`); continue; }
     console.log(`  ${r.client.name}: ${r.shape || ''}${r.note ? ` ${r.note}` : ''}`);
+    console.log(`    the server's environment: ${r.serverEnv.filter((n) => !n.startsWith('VESTIBULE_')).join(' ') || '(not seen)'} + the config's VESTIBULE_*`);
     r.views.forEach((v, i) => console.log(`    ${SCRIPT[i].label}: ${summarize(v)}`));
 }
 if (opts.keep) console.log(`\nscratch kept: ${scratch}`);
