@@ -116,6 +116,9 @@ const gemini = {
 const opencode = {
     name: 'opencode',
     what: 'opencode-ai: opencode run, server under "mcp" in opencode.json, provider @ai-sdk/openai-compatible',
+    // opencode's own start-up takes 25-70 s of CPU on a loaded 2-core host (its log shows gaps
+    // of 10-17 s between steps with nothing outstanding): twice the usual allowance
+    timeoutScale: 2,
     async run(ctx) {
         fs.writeFileSync(path.join(ctx.project, 'opencode.json'), JSON.stringify({
             $schema: 'https://opencode.ai/config.json',

@@ -72,7 +72,8 @@ export function checkViews(views, grade) {
         const t = views[i];
         if (t === undefined) { fails.push(`${s.label}: no tool result reached the model`); return; }
         if (s.kind === 'run_code') {
-            need(i, t.includes(`isolation: ${grade}`) || new RegExp(`"isolation"\\s*:\\s*"${esc(grade)}"`).test(t),
+            // exactly: "native" must not match "native-degraded (...)"
+            need(i, new RegExp(`isolation: ${esc(grade)}(?=$|")`, 'm').test(t) || new RegExp(`"isolation"\\s*:\\s*"${esc(grade)}"`).test(t),
                 `the grade "${grade}" is not there`);
             fails.push(...usageFacts(t).map((f) => `${s.label}: ${f}`));
         }

@@ -23,7 +23,8 @@
 //   --rootfs        VESTIBULE_ROOTFS_DIR in every MCP config
 //   --results       also write {passed, failed, skipped, failures} there as JSON (the format of
 //                   tests/e2e/run.mjs, which scripts/test.sh's add_results reads)
-//   --timeout       seconds each client may take, all its commands together (default 90)
+//   --timeout       seconds each client may take, all its commands together (default 90;
+//                   opencode gets twice that)
 //   --keep          keep the scratch folder (printed) with every request the model API got
 //   --no-controls   leave out the controls (a client without the approval its user must give
 //                   must refuse; they do not depend on the backend)
@@ -141,7 +142,7 @@ async function runClient(client) {
         }),
     };
     let execs = 0;
-    const t0 = Date.now(), deadline = t0 + opts.timeout * 1000;
+    const t0 = Date.now(), deadline = t0 + opts.timeout * 1000 * (client.timeoutScale ?? 1);
     let out, error;
     const spy = watchServerEnv(ws);
     try {
