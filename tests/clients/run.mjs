@@ -29,6 +29,15 @@
 //   --no-controls   leave out the controls (a client without the approval its user must give
 //                   must refuse; they do not depend on the backend)
 // Environment: VESTIBULE_BIN, the server binary (required; not passed on to any client).
+//
+// CI (scripts/test.sh) runs every client on backends naive and native, the controls once. The
+// systemd VM stage (scripts/vm/test-native.sh) can run Claude Code expecting `native`, with
+// this folder's node_modules installed on the host and shared with the guest like tests/e2e's
+// (the guest has unshare(1) and ip(8); emulation is ~50x slower, hence the long allowance):
+//   VESTIBULE_BIN=$build/vestibule-mcp node tests/clients/run.mjs --only claude-code \
+//       --backend native --expect-grade native --rootfs "$VESTIBULE_ROOTFS_DIR" \
+//       --timeout 1200 --results "$counts_json"
+// Exit status: 0 only when every client passed and at least one ran.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
