@@ -147,10 +147,11 @@ async function runClient(client) {
         exec: (cmd, args, extra = {}) => execBounded(cmd, args, {
             cwd: project, env: { ...env, ...(extra.env || {}) },
             timeoutMs: Math.max(1000, Math.min(extra.timeoutMs ?? Infinity, deadline - Date.now())),
-            logTo: path.join(dir, `exec-${++execs}-${path.basename(cmd)}.log`), input: extra.input,
+            logTo: path.join(dir, `exec-${++execs}-${path.basename(cmd)}.log`), input: extra.input, groups,
         }),
     };
     let execs = 0;
+    const groups = [];
     const t0 = Date.now(), deadline = t0 + opts.timeout * 1000 * (client.timeoutScale ?? 1);
     let out, error;
     const spy = watchServerEnv(ws);
@@ -161,6 +162,16 @@ async function runClient(client) {
     } finally {
         clearInterval(spy.timer);
     }
+    // The client is done: every server it started must be gone soon after (a client ends
+    // stdin, then signals; the server must not linger or leave processes).
+    let left = spy.scan();
+    for (let i = 0; i < 50 && left.length; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        left = spy.scan();
+    }
+    const leftovers = left.length ? [`${left.length} server process(es) still running 5 s after ${client.name} was done (pids ${left.join(', ')})`] : [];
+    for (const pid of left) try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+    for (const g of groups) try { process.kill(-g, 'SIGKILL'); } catch { /* gone */ }
     const secs = ((Date.now() - t0) / 1000).toFixed(1);
     fs.writeFileSync(path.join(dir, 'requests.json'), JSON.stringify(api.requests, null, 1));
     await api.close();
@@ -170,6 +181,7 @@ async function runClient(client) {
     fs.writeFileSync(path.join(dir, 'model-saw.json'), JSON.stringify(views, null, 1));
     const fails = [];
     if (error) fails.push(`${client.name}: ${error.message}`);
+    fails.push(...leftovers);
     if (out?.extraFailures) fails.push(...out.extraFailures);
     if (!out?.skipViews) fails.push(...checkViews(views, opts.grade));
     return { client, secs, fails, views, note: out?.note, shape: out?.shape, serverEnv: [...spy.names].sort() };
@@ -180,20 +192,25 @@ async function runClient(client) {
 function watchServerEnv(ws) {
     const names = new Set();
     const mark = `VESTIBULE_WORKSPACE=${ws}`;
+    // returns the pids of this client's servers alive now
     const scan = () => {
+        const alive = [];
         for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
             try {
                 const env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
                 if (!env.includes(mark) || !fs.readlinkSync(`/proc/${pid}/exe`).startsWith(BIN)) continue;
+                if (/^\S+ \([^)]*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'))) continue; // a zombie
+                alive.push(pid);
                 for (const kv of env) if (kv) names.add(kv.slice(0, kv.indexOf('=')));
             } catch { /* gone, or not ours */ }
         }
+        return alive;
     };
-    return { names, timer: setInterval(scan, 150) };
+    return { names, scan, timer: setInterval(scan, 150) };
 }
 
 /** Run a command with a hard timeout (SIGTERM, then SIGKILL to its process group). */
-function execBounded(cmd, args, { cwd, env, timeoutMs, logTo, input }) {
+function execBounded(cmd, args, { cwd, env, timeoutMs, logTo, input, groups }) {
     return new Promise((resolve) => {
         const p = spawn(cmd, args, { cwd, env, detached: true, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
         let stdout = '', stderr = '', timedOut = false;
@@ -205,7 +222,7 @@ function execBounded(cmd, args, { cwd, env, timeoutMs, logTo, input }) {
         p.on('error', (e) => { stderr += String(e); });
         p.on('close', (code, signal) => {
             clearTimeout(timer);
-            kill('SIGKILL'); // anything it left behind in its group
+            groups.push(p.pid); // killed after the leftover check (runClient)
             fs.writeFileSync(logTo, `$ ${cmd} ${args.join(' ')}\nexit ${code ?? signal}${timedOut ? ' (timed out)' : ''}\n--- stdout\n${stdout}\n--- stderr\n${stderr}\n`);
             resolve({ code, signal, stdout, stderr, timedOut });
         });
