@@ -99,8 +99,8 @@ uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size
                         memcpy(s->ring + end, b, first);
                         memcpy(s->ring, b + first, n - first);
                         if (s->ring_len + n > s->ring_size) {
-                                s->ring_pos = (s->ring_pos + s->ring_len + n - s->ring_size) %
-                                              s->ring_size;
+                                s->ring_pos =
+                                    (s->ring_pos + s->ring_len + n - s->ring_size) % s->ring_size;
                                 s->ring_len = s->ring_size;
                         } else
                                 s->ring_len += n;
@@ -400,9 +400,9 @@ static void view_stream(struct run_view_stream *vs, const struct run_stream *st,
                                  head_want, tail_want);
                 else
                         snprintf(both, sizeof(both), "the first %zu are", head_want);
-                vs->truncated = xasprintf("%llu of %llu bytes not shown (%s)",
-                                          (unsigned long long)not_shown,
-                                          (unsigned long long)st->total, both);
+                vs->truncated =
+                    xasprintf("%llu of %llu bytes not shown (%s)", (unsigned long long)not_shown,
+                              (unsigned long long)st->total, both);
                 if (!st->ring || tail_want == 0) {
                         free(vs->tail);
                         vs->tail = NULL;

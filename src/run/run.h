@@ -87,8 +87,8 @@ struct run_result {
         bool oom_killed;          /* the kernel/engine said a process hit the memory cap */
         uint64_t mem_limit_bytes; /* for the out-of-memory note */
         char limits_hit[256]; /* "cpu (throttled in 40 of 41 periods of 100 ms), pids"; "" = none */
-        char blocked_syscalls[2048]; /* "mount, bpf"; "" = none. Fits every name the filter
-                                        reports, but the list is still marked when full: */
+        char blocked_syscalls[2048];        /* "mount, bpf"; "" = none. Fits every name the filter
+                                               reports, but the list is still marked when full: */
         unsigned blocked_syscalls_unlisted; /* refused calls whose names did not fit */
         bool blocked_reporting_stopped;     /* more than 256 reports: further ones got ENOSYS */
         char audit_note[256]; /* "not recorded (...)" / "not confirmed (...)"; "" = recorded */
@@ -116,15 +116,16 @@ uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size
  * byte inside the note is stored as "\xNN", so a note can never make a line of its own (a
  * workspace file name holding "\nisolation: native", say). A note that does not fit is cut.
  */
-void run_result_note(struct run_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void run_result_note(struct run_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* One stream as shown: docs/design/results.md, "run_code: structuredContent". */
 struct run_view_stream {
-        char *head;        /* escaped; "" when the stream is empty */
-        char *tail;        /* escaped; NULL unless the stream was cut */
-        char *truncated;   /* "N of M bytes not shown (the first A and the last B are)"; or NULL */
-        uint64_t bytes;    /* written by the program, as read */
-        uint64_t shown;    /* raw bytes in head and tail */
+        char *head;      /* escaped; "" when the stream is empty */
+        char *tail;      /* escaped; NULL unless the stream was cut */
+        char *truncated; /* "N of M bytes not shown (the first A and the last B are)"; or NULL */
+        uint64_t bytes;  /* written by the program, as read */
+        uint64_t shown;  /* raw bytes in head and tail */
         size_t head_raw, tail_raw; /* raw bytes in each */
         uint64_t stopped_at;
 };
@@ -134,8 +135,8 @@ struct run_view_stream {
 struct run_view {
         char fence[17]; /* 16 lowercase hex digits from getrandom(2), found in neither stream */
         struct run_view_stream out, err;
-        char *outcome_text;  /* "exit code: 3", "timed out after 7 s", ... */
-        char *usage_text;    /* the "usage: " line without its label */
+        char *outcome_text;    /* "exit code: 3", "timed out after 7 s", ... */
+        char *usage_text;      /* the "usage: " line without its label */
         char *not_measured[3]; /* why cpu, mem_peak, pids_peak were not measured; NULL = were */
         uint64_t stopped_at;   /* a flood: the stream's count when stopped; 0 = not flooded */
         char *limits_hit, *out_of_memory, *blocked_syscalls, *blocked_reporting_stopped, *audit;

@@ -441,8 +441,7 @@ START_TEST(long_output_keeps_its_tail)
         _cleanup_free_ char *t = NULL;
 
         need("python3");
-        run_ok(SBX_LANG_PYTHON, "print('HEAD' + 'a' * 1500)\nprint('TRACEBACK-END')\n", 20,
-               &res);
+        run_ok(SBX_LANG_PYTHON, "print('HEAD' + 'a' * 1500)\nprint('TRACEBACK-END')\n", 20, &res);
         ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
         ck_assert_uint_eq(res.out.total, 1519);
         t = run_result_format(&res, 20, cfg.max_output_bytes);

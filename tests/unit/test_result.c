@@ -345,7 +345,8 @@ START_TEST(format_truncation_on_utf8_boundary)
         struct run_view v;
         /* 4 ASCII bytes then a 3-byte euro sign: a head of 5 would split it; the tail of 5
          * starts inside another one */
-        const char *s = "1234\xe2\x82\xac middle \xe2\x82\xac" "end";
+        const char *s = "1234\xe2\x82\xac middle \xe2\x82\xac"
+                        "end";
 
         run_stream_append(&r.out, s, strlen(s), 10);
         r.outcome = RUN_OUTCOME_EXITED;
@@ -413,13 +414,12 @@ START_TEST(sanitize_invisible_and_reordering)
                                                    "b\xe2\x81\xa6"
                                                    "c\xe2\x81\xa9",
                                                    12);
-        _cleanup_free_ char *b =
-            sbx_text_sanitize("\xe2\x80\x8b"
-                              "z\xe2\x80\x8f"
-                              "z\xe2\x81\xa0"
-                              "z\xef\xbb\xbf"
-                              "z",
-                              16);
+        _cleanup_free_ char *b = sbx_text_sanitize("\xe2\x80\x8b"
+                                                   "z\xe2\x80\x8f"
+                                                   "z\xe2\x81\xa0"
+                                                   "z\xef\xbb\xbf"
+                                                   "z",
+                                                   16);
         _cleanup_free_ char *c = sbx_text_sanitize("x\xe2\x80\xa8"
                                                    "y\xe2\x80\xa9\xd8\x9c",
                                                    10);
