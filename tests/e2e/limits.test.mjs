@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-    GONE_WITHIN_MS, SLACK_MS, SLOW, START_WITHIN_MS, assertExitCode, assertIsolation, assertModelSees, connect, makeWorld, pidsWithMarker, runCode,
+    BACKEND, EXPECT_GRADE, GONE_WITHIN_MS, SLACK_MS, SLOW, START_WITHIN_MS, assertExitCode, assertIsolation, assertModelSees, connect, makeWorld, pidsWithMarker, runCode,
     uniqueMarker, waitFor,
 } from './lib.mjs';
 
@@ -108,3 +108,20 @@ for (const [lang, code] of [['bash', 'yes flood'], ['python', 'while True:\n    
         assert.equal(s.stdout_bytes_shown, 20000);
     });
 }
+
+// Issue 11: an OOM-killed run told the model only "outcome: signaled". Where the grade applies a
+// memory cap, the model gets the out-of-memory note in structuredContent, in the text's words.
+test('a memory bomb: the model is told the kernel killed it at the memory cap', async (t) => {
+    if (BACKEND === 'naive' || /limits not applied: [^:]*memory/.test(EXPECT_GRADE)) {
+        t.skip(`no memory cap under this grade (${EXPECT_GRADE})`);
+        return;
+    }
+    const conn = await connect(makeWorld(t, { VESTIBULE_MEM_MB: '64' }));
+    const bomb = 'chunks = []\nwhile True:\n    chunks.append(bytes([1]) * (4 << 20))\n';
+    const { result, text } = await runCode(conn, 'python', bomb, { timeout_seconds: 60 });
+    assert.equal(result.isError, true, text);
+    const s = assertModelSees(result);
+    assert.equal(s.outcome, 'signaled', text);
+    assert.equal(s.out_of_memory, 'the kernel killed a process in the sandbox at its 64 MiB limit', text);
+    assert.match(text, /^out of memory: the kernel killed a process in the sandbox at its 64 MiB limit$/m);
+});
