@@ -1239,15 +1239,14 @@ static void note_add(struct run_result *res, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void note_add(struct run_result *res, const char *fmt, ...)
 {
-        size_t used = strlen(res->notes);
+        char note[sizeof(res->notes)];
         va_list ap;
-        if (used + 2 >= sizeof(res->notes))
-                return;
-        if (used)
-                res->notes[used++] = '\n';
+
         va_start(ap, fmt);
-        vsnprintf(res->notes + used, sizeof(res->notes) - used, fmt, ap);
+        vsnprintf(note, sizeof(note), fmt, ap);
         va_end(ap);
+        /* one note, one line: a workspace file name holding '\n' is stored escaped */
+        run_result_note(res, "%s", note);
 }
 
 /* Two labelled volumes, filled through a created-never-started helper container's archive API

@@ -296,8 +296,8 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                 res->outcome = RUN_OUTCOME_NONE;
                 if (!res->backend[0])
                         snprintf(res->backend, sizeof(res->backend), "%s", b->ops->name);
-                snprintf(res->notes, sizeof(res->notes), "%.*s", (int)sizeof(res->notes) - 1,
-                         err->msg);
+                res->notes[0] = '\0';
+                run_result_note(res, "%s", err->msg);
         }
         if (!res->isolation[0])
                 snprintf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
