@@ -451,7 +451,7 @@ static char *outcome_text(const struct run_result *r, unsigned timeout_s, size_t
                         return xasprintf("stopped at %llu bytes of %s: more than twice the "
                                          "%zu-byte output cap",
                                          (unsigned long long)at, name, cap);
-                return xasprintf("[stopped: printed more than twice the %zu-byte output cap]", cap);
+                return xasprintf("stopped: printed more than twice the %zu-byte output cap", cap);
         }
         case RUN_OUTCOME_NONE:
         default:
