@@ -350,7 +350,8 @@ static void result_error(struct tool_result *ret, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
-        ret->text = xstrdup(buf);
+        /* messages may quote what a run or an engine left (paths, image names): escaped */
+        ret->text = sbx_text_sanitize(buf, strlen(buf));
         ret->is_error = true;
         ret->structured = NULL;
 }

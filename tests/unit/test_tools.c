@@ -626,6 +626,13 @@ START_TEST(invalid_config_blocks_both_tools)
         ck_assert(r.is_error);
         ck_assert_str_eq(r.text, "Blocked: VESTIBULE_CPU_PCT='x' is bad: fix it");
         tool_result_done(&r);
+
+        /* a refusal quoting a hostile value shows it escaped, like output */
+        snprintf(cfg.invalid_msg, sizeof(cfg.invalid_msg),
+                 "VESTIBULE_WORKSPACE='\x1b[2J\xe2\x80\xae' is bad");
+        call("run_code", "{}", &r);
+        ck_assert_str_eq(r.text, "Blocked: VESTIBULE_WORKSPACE='\\x1b[2J\\u202e' is bad");
+        tool_result_done(&r);
 }
 END_TEST
 
