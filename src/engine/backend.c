@@ -824,8 +824,10 @@ static void attach_emit(void *ud, int stream, const char *buf, size_t n)
         struct attach_ctx *a = ud;
         struct run_stream *s = stream == 2 ? &a->res->err : &a->res->out;
         uint64_t total = run_stream_append(s, buf, n, a->cap);
-        if (total > 2 * (uint64_t)a->cap)
+        if (total > 2 * (uint64_t)a->cap && !a->flooded) {
                 a->flooded = true;
+                s->stopped_at = total; /* the result says where the run was stopped */
+        }
 }
 
 static size_t attach_write(char *data, size_t size, size_t nmemb, void *ud)
