@@ -1,6 +1,7 @@
 /* backend.c - the native backend behind struct backend_ops: probe (what a run would get on
  * this host, and the fix when it would get nothing) and run (one sandbox per call, supervised
  * by the warden, with the seccomp reports and the cgroup's usage added to the result). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -341,6 +342,9 @@ done:
 
 struct run_ctx {
         int pidfd;
+        uint64_t pidns_ino;
+        bool count_tasks;         /* no pids controller: RLIMIT_NPROC is the cap, counted by hand */
+        int tasks_seen;           /* most tasks of the run counted before a kill, -1 = none */
         struct native_cgroup *cg; /* NULL: no cgroup of its own */
         const struct sbx_config *cfg;
         pthread_mutex_t lock;
@@ -367,11 +371,60 @@ static void read_usage_once(void *userdata)
         pthread_mutex_unlock(&c->lock);
 }
 
+static void closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
+
+/* The tasks (threads included) in the pid namespace @pidns_ino (init's report), counted from
+ * the host's /proc, init included; -1 when unknown. Only on hosts without a pids controller
+ * of the run's own, just before a kill: there RLIMIT_NPROC is the cap, and its hits are seen
+ * nowhere else (fork fails with EAGAIN inside). init is not dumpable, so its own ns link is
+ * unreadable here: it is the one task added by hand. */
+static int count_ns_tasks(uint64_t pidns_ino)
+{
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *e;
+        struct stat st;
+        char path[64];
+        int n = 1;
+
+        if (pidns_ino == 0)
+                return -1;
+        d = opendir("/proc");
+        if (!d)
+                return -1;
+        while ((e = readdir(d))) {
+                char line[128];
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                native_strf(path, sizeof(path), "/proc/%s/ns/pid", e->d_name);
+                if (stat(path, &st) < 0 || st.st_ino != pidns_ino)
+                        continue;
+                native_strf(path, sizeof(path), "/proc/%s/status", e->d_name);
+                _cleanup_fclose_ FILE *f = fopen(path, "re");
+                int threads = 1;
+                while (f && fgets(line, sizeof(line), f))
+                        if (sscanf(line, "Threads: %d", &threads) == 1)
+                                break;
+                n += threads > 0 ? threads : 1;
+        }
+        return n;
+}
+
 static void kill_tree(void *userdata)
 {
         struct run_ctx *c = userdata;
 
         read_usage_once(c);
+        if (c->count_tasks && c->pidfd >= 0) {
+                int n = count_ns_tasks(c->pidns_ino);
+                pthread_mutex_lock(&c->lock);
+                if (n > c->tasks_seen)
+                        c->tasks_seen = n;
+                pthread_mutex_unlock(&c->lock);
+        }
         /* init's death makes the kernel kill every process of its pid namespace */
         if (c->pidfd >= 0)
                 syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
@@ -522,10 +575,13 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         struct native_notify *notify = NULL;
         struct sbx_error exec_err = {0};
         bool have_status = false, exec_failed = false;
-        int status = 0;
+        int status = 0, tasks_at_end = -1;
         struct scope_ud sud = {.cfg = cfg, .cg = &cg};
-        struct run_ctx ctx = {
-            .pidfd = -1, .cg = NULL, .cfg = cfg, .lock = PTHREAD_MUTEX_INITIALIZER};
+        struct run_ctx ctx = {.pidfd = -1,
+                              .cg = NULL,
+                              .cfg = cfg,
+                              .tasks_seen = -1,
+                              .lock = PTHREAD_MUTEX_INITIALIZER};
         struct warden_child child;
         _cleanup_free_ char *rootfs = NULL;
         /* setup must not delete this tree while the run has it as / (setup/hold.h) */
@@ -574,12 +630,16 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         argv[1] = script;
         argv[2] = NULL;
 
+        struct native_userns_limit quotas[NATIVE_USERNS_LIMITS];
+        unsigned n_quotas = native_userns_limits(cfg->max_concurrent, quotas);
         struct native_spawn sp = {
             .rootfs = rootfs,
             .workspace = cfg->workspace_dir,
             .workspace_ro = cfg->workspace_ro,
             .tmpfs_mb = cfg->tmpfs_mb,
             .pids_max = nproc_limit(&s->limits, cfg->pids_max),
+            .userns_limits = quotas,
+            .n_userns_limits = n_quotas,
             .code = req->code,
             .code_len = req->code_len,
             .script = sbx_language_script(req->language),
@@ -591,6 +651,11 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .cgroup_fd = -1,
             .trace = &trace,
         };
+        /* Without a pids controller of the run's own, RLIMIT_NPROC is the cap: count the
+         * run's tasks when it ends (init) or is killed (here), to say whether it was reached. */
+        ctx.count_tasks = cfg->pids_max > 0 && (s->limits.path == NATIVE_LIMITS_NONE ||
+                                                strstr(s->limits.missing, "pids") != NULL);
+        sp.count_tasks = ctx.count_tasks;
         sbx_trace_lap(&trace, "prepare");
         if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
                 r = native_cgroup_create(&s->limits, cfg, &cg, err);
@@ -623,6 +688,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         s->last_landlock_abi = sb.info.landlock_abi;
         s->last_hidepid = sb.info.proc_hidepid;
         pthread_mutex_unlock(&s->lock);
+        ctx.pidns_ino = sb.info.pidns_ino;
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
         notify = xcalloc(1, sizeof(*notify));
@@ -675,6 +741,7 @@ finish:
         pthread_mutex_lock(&notify->lock);
         have_status = notify->have_status;
         status = notify->status;
+        tasks_at_end = notify->tasks_at_end;
         exec_failed = notify->exec_failed;
         exec_err = notify->exec_err;
         pthread_mutex_unlock(&notify->lock);
@@ -729,6 +796,17 @@ finish:
                 not_measured(&res->usage.cpu_us, why);
                 not_measured(&res->usage.mem_peak_bytes, why);
                 not_measured(&res->usage.pids_peak, why);
+        }
+        if (ctx.count_tasks) {
+                /* fork() refuses the task over RLIMIT_NPROC: a count at the cap means the
+                 * cap was reached (a bomb that shrank again before the end goes unseen:
+                 * pids_peak says not measured) */
+                int most = ctx.tasks_seen > tasks_at_end ? ctx.tasks_seen : tasks_at_end;
+                size_t len = strlen(res->limits_hit);
+                if (most >= (int)cfg->pids_max && !strstr(res->limits_hit, "pids"))
+                        native_strf(res->limits_hit + len, sizeof(res->limits_hit) - len,
+                                    "%spids (the cap of %u was reached)", len ? ", " : "",
+                                    cfg->pids_max);
         }
         pthread_mutex_destroy(&ctx.lock);
         native_strf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
