@@ -115,6 +115,95 @@ static int try_userns(void)
         return 0;
 }
 
+/* The Seccomp: mode of this process (0 none, 1 strict, 2 filter) and its Seccomp_filters:
+ * count, from /proc/self/status (proc_pid_status(5)); -1 when unknown. */
+static void seccomp_status(int *ret_mode, int *ret_filters)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[128];
+
+        *ret_mode = *ret_filters = -1;
+        while (f && fgets(line, sizeof(line), f)) {
+                if (sscanf(line, "Seccomp: %d", ret_mode) == 1)
+                        continue;
+                if (sscanf(line, "Seccomp_filters: %d", ret_filters) == 1)
+                        break;
+        }
+}
+
+/* unshare(0) changes nothing and the kernel always allows it: an error means a seccomp
+ * filter refuses unshare itself (Docker's and Podman's default profiles do, without
+ * CAP_SYS_ADMIN). In a child, to touch nothing of ours. */
+static int try_unshare_noop(void)
+{
+        long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0);
+        int st = 0;
+
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                _exit(unshare(0) == 0 ? 0 : errno & 0x7f);
+        while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+int native_userns_check(char *why, size_t size)
+{
+        long v = 0, max = -1;
+        int r, mode, filters;
+
+        if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v != 0) {
+                native_strf(
+                    why, size,
+                    "Ubuntu restricts unprivileged user namespaces "
+                    "(kernel.apparmor_restrict_unprivileged_userns=1); lifting that needs "
+                    "root (sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0), or "
+                    "use the container backend with Docker Engine; then restart the server");
+                return -EPERM;
+        }
+        if (read_int("/proc/sys/user/max_user_namespaces", &max) == 0 && max == 0) {
+                native_strf(why, size,
+                            "user namespaces are disabled (user.max_user_namespaces=0): sudo "
+                            "sysctl user.max_user_namespaces=15000, then restart the server");
+                return -EPERM;
+        }
+        r = try_userns();
+        if (r == 0)
+                return 0;
+        seccomp_status(&mode, &filters);
+        if (r == -EPERM && mode == 2 && try_unshare_noop() == -EPERM) {
+                native_strf(why, size,
+                            "a seccomp filter on the server itself refuses creating namespaces "
+                            "(Seccomp: 2, %d filter%s, in /proc/self/status; unshare(0), a no-op, "
+                            "fails with EPERM), as a container's default profile does; the "
+                            "sysctls allow them (user.max_user_namespaces=%ld). Run vestibule-mcp "
+                            "outside the container, or start it with --security-opt "
+                            "seccomp=unconfined, or use VESTIBULE_BACKEND=container; then restart "
+                            "the server",
+                            filters, filters == 1 ? "" : "s", max);
+                return r;
+        }
+        if (r == -ENOSPC) {
+                native_strf(why, size,
+                            "cannot create unprivileged user namespaces: %s; this user's "
+                            "user.max_user_namespaces (%ld) are all in use: raise it (sudo "
+                            "sysctl user.max_user_namespaces=15000) or end other sandboxes; then "
+                            "restart the server",
+                            strerror(-r), max);
+                return r;
+        }
+        native_strf(why, size,
+                    "cannot create unprivileged user namespaces: %s; check "
+                    "kernel.unprivileged_userns_clone=1 and user.max_user_namespaces%s, or use "
+                    "VESTIBULE_BACKEND=container; then restart the server",
+                    strerror(-r),
+                    mode == 2 ? " (this server also runs under a seccomp filter, Seccomp: 2 in "
+                                "/proc/self/status, which may refuse it)"
+                              : "");
+        return r;
+}
+
 static const char *interpreter_of(enum sbx_language l)
 {
         switch (l) {
@@ -247,8 +336,6 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
         struct backend_probe p = {0};
         struct sbx_error e = {0};
         _cleanup_free_ char *py = NULL, *node = NULL;
-        long v = 0;
-        int r;
 
         (void)err;
         pthread_mutex_lock(&s->lock);
@@ -279,31 +366,8 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
                             "(VESTIBULE_BACKEND=container, then restart the server)");
                 goto done;
         }
-        if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v != 0) {
-                native_strf(
-                    p.blocked, sizeof(p.blocked),
-                    "Ubuntu restricts unprivileged user namespaces "
-                    "(kernel.apparmor_restrict_unprivileged_userns=1); lifting that needs "
-                    "root (sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0), or "
-                    "use the container backend with Docker Engine; then restart the server");
+        if (native_userns_check(p.blocked, sizeof(p.blocked)) < 0)
                 goto done;
-        }
-        if (read_int("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0) {
-                native_strf(
-                    p.blocked, sizeof(p.blocked),
-                    "user namespaces are disabled (user.max_user_namespaces=0): sudo sysctl "
-                    "user.max_user_namespaces=15000, then restart the server");
-                goto done;
-        }
-        r = try_userns();
-        if (r < 0) {
-                native_strf(p.blocked, sizeof(p.blocked),
-                            "cannot create unprivileged user namespaces: %s; check "
-                            "kernel.unprivileged_userns_clone=1 and user.max_user_namespaces, or "
-                            "use VESTIBULE_BACKEND=container; then restart the server",
-                            strerror(-r));
-                goto done;
-        }
         if (s->filter_err.code) {
                 native_strf(p.blocked, sizeof(p.blocked),
                             "the seccomp profile cannot be built with this libseccomp: %s; install "
