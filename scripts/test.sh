@@ -458,6 +458,24 @@ else
         esac
 fi
 
+# ---------------------------------------------------------------------------- native in docker
+# A server inside a default `docker run`: doctor and a run both name Docker's seccomp profile
+# (not the user-namespace sysctls) as why native is Blocked; with seccomp=unconfined the same
+# binary runs code (the control). Issue 12, item 21. ~5 s.
+if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
+        banner "native in docker: needs root and the Release build, skipped"
+        skipped=$((skipped + 1))
+else
+        rc=0
+        step 120 "native in docker: the seccomp filter named (scripts/native-in-docker.sh)" \
+                bash "$src/scripts/native-in-docker.sh" "$rel/vestibule-mcp" "$images/rootfs" || rc=$?
+        case $rc in
+        0) passed=$((passed + 1)) ;;
+        77) skipped=$((skipped + 1)) ;;
+        *) record_fail "native in docker: doctor or a run does not name the seccomp filter" ;;
+        esac
+fi
+
 # ---------------------------------------------------------------------------- systemd VM
 # The native backend's systemd scope path on a real systemd + cgroup v2 host: one boot of a
 # Debian 12 VM under qemu (TCG) running scripts/vm/test-native.sh on the Debug build: the
