@@ -830,40 +830,87 @@ END_TEST
 /* Item 4: the sandbox's uid is the server's uid on the host, and the per-user inotify quota
  * (user.max_inotify_instances, 128 by default) is charged up the user namespace hierarchy: a
  * run must hit its own lower cap in its own user namespace, leaving the user's quota. */
+static long user_sysctl(const char *name)
+{
+        _cleanup_free_ char *path = xasprintf("/proc/sys/user/%s", name);
+        FILE *f = fopen(path, "r");
+        long v = -1;
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fscanf(f, "%ld", &v), 1);
+        fclose(f);
+        return v;
+}
+
+/* Open inotify instances up to LIMIT (or the first error), then add watches on up to LIMIT2
+ * distinct (instance, file) pairs: 2000 files in /tmp watched from every instance. */
+#define INOTIFY_CODE                                                                               \
+        "import ctypes, os, sys\n"                                                                 \
+        "LIMIT, LIMIT2 = int(sys.argv[1]) if len(sys.argv) > 1 else %d, %d\n"                      \
+        "libc = ctypes.CDLL(None, use_errno=True)\n"                                               \
+        "fds = []\n"                                                                               \
+        "while len(fds) < LIMIT:\n"                                                                \
+        "    fd = libc.inotify_init1(0)\n"                                                         \
+        "    if fd < 0:\n"                                                                         \
+        "        print('inotify_error=' + os.strerror(ctypes.get_errno()))\n"                      \
+        "        break\n"                                                                          \
+        "    fds.append(fd)\n"                                                                     \
+        "print('instances=%%d' %% len(fds))\n"                                                     \
+        "d = '/tmp/vestibule-inotify-%%d' %% os.getpid()\n"                                        \
+        "os.makedirs(d, exist_ok=True)\n"                                                          \
+        "names = []\n"                                                                             \
+        "for i in range(2000):\n"                                                                  \
+        "    names.append(('%%s/f%%d' %% (d, i)).encode())\n"                                      \
+        "    open(names[-1], 'w').close()\n"                                                       \
+        "w, err = 0, ''\n"                                                                         \
+        "for fd in fds:\n"                                                                         \
+        "    for p in names:\n"                                                                    \
+        "        if w >= LIMIT2 or err: break\n"                                                   \
+        "        if libc.inotify_add_watch(fd, p, 2) < 0:\n"                                       \
+        "            err = os.strerror(ctypes.get_errno())\n"                                      \
+        "        else:\n"                                                                          \
+        "            w += 1\n"                                                                     \
+        "for fd in fds: os.close(fd)\n"                                                            \
+        "for p in names: os.unlink(p)\n"                                                           \
+        "os.rmdir(d)\n"                                                                            \
+        "print('watches=%%d' %% w)\n"                                                              \
+        "print('watch_error=' + err)\n"
+
+/* Item 4: the sandbox's uid is the server's uid on the host, and the per-user inotify quotas
+ * (user.max_inotify_instances, 128 by default, and max_inotify_watches) are charged up the user
+ * namespace hierarchy: a run must hit its own lower caps in its own user namespace, leaving the
+ * user's quota. The control runs the same code on the host, stopping just past the run's
+ * count (so it never takes the user's whole quota from the other programs of this user). */
 START_TEST(userns_quotas_cap_inotify)
 {
         struct run_result res;
-        const char *code = "import ctypes, os\n"
-                           "libc = ctypes.CDLL(None, use_errno=True)\n"
-                           "n = 0\n"
-                           "fds = []\n"
-                           "while n < 2000:\n"
-                           "    fd = libc.inotify_init1(0)\n"
-                           "    if fd < 0:\n"
-                           "        print('inotify_error=' + os.strerror(ctypes.get_errno()))\n"
-                           "        break\n"
-                           "    fds.append(fd)\n"
-                           "    n += 1\n"
-                           "print('instances=%d' % n)\n";
-        long host_max = 0;
-        _cleanup_free_ char *inside = NULL, *outside = NULL;
-        FILE *f = fopen("/proc/sys/user/max_inotify_instances", "r");
+        long host_inst = user_sysctl("max_inotify_instances");
+        long host_watch = user_sysctl("max_inotify_watches");
+        _cleanup_free_ char *code = xasprintf(INOTIFY_CODE, 100000, 100000000);
+        _cleanup_free_ char *inside = python_inside(code, 60, &res);
+        int n = atoi(val(inside, "instances")), w = atoi(val(inside, "watches"));
+        /* the control stops one past what the run got */
+        _cleanup_free_ char *ccode = xasprintf(INOTIFY_CODE, n + 1, w + 1);
+        _cleanup_free_ char *outside = python_outside(ccode);
+        int m = atoi(val(outside, "instances")), v = atoi(val(outside, "watches"));
 
-        ck_assert_ptr_nonnull(f);
-        ck_assert_int_eq(fscanf(f, "%ld", &host_max), 1);
-        fclose(f);
-        outside = python_outside(code);
-        inside = python_inside(code, 30, &res);
-        int n = atoi(val(inside, "instances")), m = atoi(val(outside, "instances"));
-        fprintf(stderr, "userns_quotas: host max %ld, the run got %d instances, the host %d\n",
-                host_max, n, m);
-        /* control: outside, this user gets more than a run may take */
-        ck_assert_msg(m > n, "outside %d, inside %d", m, n);
-        ck_assert_msg(n >= 1, "%s", inside);
-        /* the run stops at its own cap, well before the user's quota is used up */
-        ck_assert_msg(n <= host_max / 2, "the run took %d of the user's %ld inotify instances", n,
-                      host_max);
+        char ierr[64], werr[64];
+        snprintf(ierr, sizeof(ierr), "%s", val(inside, "inotify_error"));
+        snprintf(werr, sizeof(werr), "%s", val(inside, "watch_error"));
+        fprintf(stderr,
+                "userns_quotas: user max %ld instances, %ld watches; the run got %d (%s), %d (%s); "
+                "the host %d, %d\n",
+                host_inst, host_watch, n, ierr, w, werr, m, v);
+        /* control: on the host, this user gets more than a run may take */
+        ck_assert_msg(m > n && v > w, "outside %d/%d, inside %d/%d: %s", m, v, n, w, outside);
+        ck_assert_msg(n >= 1 && w >= 1, "%s", inside);
+        /* the run stops at its own caps, well before the user's quota is used up */
+        ck_assert_msg(n <= host_inst / 2, "the run took %d of the user's %ld inotify instances", n,
+                      host_inst);
+        ck_assert_msg(w <= host_watch / 2, "the run took %d of the user's %ld inotify watches", w,
+                      host_watch);
         ck_assert_str_eq(val(inside, "inotify_error"), "Too many open files");
+        ck_assert_str_eq(val(inside, "watch_error"), "No space left on device");
         run_result_done(&res);
 }
 END_TEST
