@@ -409,6 +409,7 @@ struct run_ctx {
         uint64_t pidns_ino;
         bool count_tasks;         /* no pids controller: RLIMIT_NPROC is the cap, counted by hand */
         int tasks_seen;           /* most tasks of the run counted before a kill, -1 = none */
+        bool program_ended;       /* init reported the program's end */
         struct native_cgroup *cg; /* NULL: no cgroup of its own */
         const struct sbx_config *cfg;
         pthread_mutex_t lock;
@@ -477,12 +478,30 @@ static int count_ns_tasks(uint64_t pidns_ino)
         return n;
 }
 
-static void kill_tree(void *userdata)
+/* init reported the program's end: every other task of the run is gone (init counted them
+ * before its final kill), and the cgroup is read now, while init keeps it alive. */
+static void on_program_end(void *userdata)
 {
         struct run_ctx *c = userdata;
 
+        pthread_mutex_lock(&c->lock);
+        c->program_ended = true;
+        pthread_mutex_unlock(&c->lock);
         read_usage_once(c);
-        if (c->count_tasks && c->pidfd >= 0) {
+}
+
+static void kill_tree(void *userdata)
+{
+        struct run_ctx *c = userdata;
+        bool ended;
+
+        read_usage_once(c);
+        pthread_mutex_lock(&c->lock);
+        ended = c->program_ended;
+        pthread_mutex_unlock(&c->lock);
+        /* a kill before the program's end (timeout, cancel, flood): count what is killed; after
+         * it, init's own count stands and the host's /proc is not scanned */
+        if (c->count_tasks && !ended && c->pidfd >= 0) {
                 int n = count_ns_tasks(c->pidns_ino);
                 pthread_mutex_lock(&c->lock);
                 if (n > c->tasks_seen)
@@ -756,7 +775,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
         notify = xcalloc(1, sizeof(*notify));
-        r = native_notify_start(notify, sb.listener_fd, sb.sync_fd, read_usage_once, &ctx, err);
+        r = native_notify_start(notify, sb.listener_fd, sb.sync_fd, on_program_end, &ctx, err);
         if (r < 0) {
                 /* without the supervisor nobody answers the filter or releases init: stop */
                 kill_tree(&ctx);

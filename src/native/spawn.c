@@ -623,8 +623,26 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         close(STDOUT_FILENO);
         close(STDERR_FILENO);
         for (;;) {
-                int st;
-                pid_t p = wait4(-1, &st, 0, NULL);
+                int st, tasks = -1;
+                pid_t p;
+
+                if (sp->count_tasks) {
+                        /* Look before reaping: the program, a zombie now, still holds its
+                         * RLIMIT_NPROC charge (released when reaped), so the count is the
+                         * run's charge at its end, the program included. */
+                        siginfo_t si;
+                        memset(&si, 0, sizeof(si));
+                        if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                _exit(125);
+                        }
+                        if (si.si_pid == prog)
+                                tasks = init_count_tasks();
+                        p = wait4(si.si_pid, &st, 0, NULL);
+                } else {
+                        p = wait4(-1, &st, 0, NULL);
+                }
                 if (p < 0 && errno == EINTR)
                         continue;
                 if (p < 0)
@@ -634,7 +652,6 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 /* The program ended: nothing else of the run may outlive it. Kill the rest of
                  * the namespace and reap it, so the run's cgroup holds only us while the
                  * parent reads it; then wait to be released. */
-                int tasks = sp->count_tasks ? init_count_tasks() : -1;
                 for (;;) {
                         kill(-1, SIGKILL);
                         if (wait4(-1, NULL, __WALL, NULL) < 0 && errno == ECHILD)

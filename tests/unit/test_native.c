@@ -999,11 +999,24 @@ START_TEST(fork_bomb_says_the_cap_was_hit)
         struct sbx_error err = {0};
         char marker[64];
         snprintf(marker, sizeof(marker), "vestibule-bomb2-%d-%ld", (int)getpid(), (long)time(NULL));
-        _cleanup_free_ char *code = xasprintf("/workspace/probe forkbomb=%s\nsleep 30\n", marker);
+        char *code = xasprintf("/workspace/probe forkbomb=%s\nsleep 30\n", marker);
 
         ck_assert_int_eq(run_code(SBX_LANG_BASH, code, 3, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);        /* counted before the kill */
         ck_assert_str_eq(val(res.out.data, "fork_error"), "EAGAIN"); /* control: it was hit */
-        ck_assert_msg(strstr(res.limits_hit, "pids"), "limits_hit '%s'", res.limits_hit);
+        ck_assert_msg(strstr(res.limits_hit, "pids (the cap of 64 was reached)"), "limits_hit '%s'",
+                      res.limits_hit);
+        run_result_done(&res);
+
+        /* the program ends while the bomb's children live on: init counts them at the end,
+         * the program (a zombie then, still charged) included */
+        free(code);
+        code = xasprintf("exec /workspace/probe forkbomb=%s\n", marker);
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, code, 10, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_str_eq(val(res.out.data, "fork_error"), "EAGAIN");
+        ck_assert_msg(strstr(res.limits_hit, "pids (the cap of 64 was reached)"), "limits_hit '%s'",
+                      res.limits_hit);
         run_result_done(&res);
 
         /* a run that stays under the cap says nothing of it */
@@ -1011,6 +1024,7 @@ START_TEST(fork_bomb_says_the_cap_was_hit)
                          0);
         ck_assert_msg(!strstr(res.limits_hit, "pids"), "limits_hit '%s'", res.limits_hit);
         run_result_done(&res);
+        free(code);
 }
 END_TEST
 
