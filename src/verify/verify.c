@@ -55,10 +55,6 @@ static const struct {
     {"mount", "mount a filesystem", VERIFY_CLAIM_SECCOMP},
     {"unshare", "unshare a new user namespace", VERIFY_CLAIM_SECCOMP},
     {"bpf", "load a bpf program", VERIFY_CLAIM_SECCOMP},
-    /* vsock: reaches the host side of a VM (Docker Desktop, Firecracker, KVM guests) */
-    {"vsock", "open an AF_VSOCK socket (a VM's host side)", VERIFY_CLAIM_SECCOMP},
-    /* io_uring: a large kernel attack surface that bypasses per-call seccomp checks */
-    {"io_uring", "set up an io_uring", VERIFY_CLAIM_SECCOMP},
     {"hostproc", "see host processes", VERIFY_CLAIM_ISOLATION},
     {"symlink", "escape via a workspace symlink read by read_workspace", VERIFY_CLAIM_ISOLATION},
     {"daemon", "leave a setsid daemon behind", VERIFY_CLAIM_ISOLATION},
@@ -630,32 +626,6 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
                         setf(bpfd, sizeof(bpfd), "%.*s", (int)strcspn(t, "\n"), t);
                 setf(ctl, sizeof(ctl), "host kernel.unprivileged_bpf_disabled=%s", bpfd);
                 judge_simple(r, o, "bpf", ctl);
-        }
-
-        /* vsock: the server opens one itself, or says why this host cannot */
-        {
-                int vfd = socket(40 /* AF_VSOCK */, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                int ve = errno;
-                setf(ctl, sizeof(ctl), "the host %s",
-                     vfd >= 0             ? "opens one"
-                     : ve == EAFNOSUPPORT ? "has no vsock"
-                                          : strerror(ve));
-                if (vfd >= 0)
-                        close(vfd);
-                judge_simple(r, o, "vsock", ctl);
-        }
-        /* io_uring: the same for io_uring_setup(2) with 4 entries */
-        {
-                unsigned char params[120] = {0};
-                long ufd = syscall(425 /* io_uring_setup */, 4, params);
-                int ue = errno;
-                _cleanup_free_ char *dis = read_file("/proc/sys/kernel/io_uring_disabled", NULL);
-                setf(ctl, sizeof(ctl), "the host %s%s%.*s", ufd >= 0 ? "sets one up" : strerror(ue),
-                     dis ? ", kernel.io_uring_disabled=" : "", dis ? (int)strcspn(dis, "\n") : 0,
-                     dis ? dis : "");
-                if (ufd >= 0)
-                        close((int)ufd);
-                judge_simple(r, o, "io_uring", ctl);
         }
 
         child_seen = false;
