@@ -440,24 +440,6 @@ else
         record_fail "grade agreement: no npm packages or no Release binary"
 fi
 
-# ---------------------------------------------------------------------------- namespaces
-# `vestibule-mcp verify` through the container backend on rootful Podman, rootful Docker and
-# the test user's rootless Podman: the unshare and mount probes must hold on each (Podman through
-# the seccomp profile the server derives from the engine's default). ~45 s.
-if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
-        banner "namespaces in containers: needs root and the Release build, skipped"
-        skipped=$((skipped + 1))
-else
-        rc=0
-        step 300 "namespaces in containers: verify on each engine (scripts/verify-namespaces.sh)" \
-                bash "$src/scripts/verify-namespaces.sh" "$rel/vestibule-mcp" "$user" || rc=$?
-        case $rc in
-        0) passed=$((passed + 1)) ;;
-        77) skipped=$((skipped + 1)) ;;
-        *) record_fail "namespaces in containers: unshare or mount not held, or verify could not run" ;;
-        esac
-fi
-
 # ---------------------------------------------------------------------------- native in docker
 # A server inside a default `docker run`: doctor and a run both name Docker's seccomp profile
 # (not the user-namespace sysctls) as why native is Blocked; with seccomp=unconfined the same
@@ -473,6 +455,24 @@ else
         0) passed=$((passed + 1)) ;;
         77) skipped=$((skipped + 1)) ;;
         *) record_fail "native in docker: doctor or a run does not name the seccomp filter" ;;
+        esac
+fi
+
+# ---------------------------------------------------------------------------- namespaces
+# `vestibule-mcp verify` through the container backend on rootful Podman, rootful Docker and
+# the test user's rootless Podman: the unshare and mount probes must hold on each (Podman through
+# the seccomp profile the server derives from the engine's default). ~45 s.
+if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
+        banner "namespaces in containers: needs root and the Release build, skipped"
+        skipped=$((skipped + 1))
+else
+        rc=0
+        step 300 "namespaces in containers: verify on each engine (scripts/verify-namespaces.sh)" \
+                bash "$src/scripts/verify-namespaces.sh" "$rel/vestibule-mcp" "$user" || rc=$?
+        case $rc in
+        0) passed=$((passed + 1)) ;;
+        77) skipped=$((skipped + 1)) ;;
+        *) record_fail "namespaces in containers: unshare or mount not held, or verify could not run" ;;
         esac
 fi
 

@@ -21,7 +21,6 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
-#include "run/backend.h"
 #include "run/ladder.h"
 #include "run/service.h"
 #include "setup/pins.h"
