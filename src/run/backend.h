@@ -57,6 +57,17 @@ struct backend {
         void *state;                  /* the backend's own */
 };
 
+/* Constructors: each returns a new backend in *@ret (free with backend_free()); @cfg is
+ * borrowed and must outlive it. They only allocate: host checks happen in probe(). Return 0,
+ * or -errno with @err. The naive backend is
+ * src/run/naive.c, native src/native/backend.c, engine src/engine/backend.c. */
+int naive_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
+int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
+int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
+
+/** backend_free() - shutdown() and destroy(), then free. Accepts NULL; returns NULL. */
+struct backend *backend_free(struct backend *b);
+
 /**
  * native_userns_check() - can this process create the user namespaces a native sandbox needs?
  * Tries it for real (a child in new user, pid, mount, net, uts, ipc and cgroup namespaces),
@@ -69,14 +80,3 @@ struct backend {
  * Return: 0 when usable, else -errno (EPERM, ENOSPC, ...) with @why filled.
  */
 int native_userns_check(char *why, size_t size);
-
-/* Constructors: each returns a new backend in *@ret (free with backend_free()); @cfg is
- * borrowed and must outlive it. They only allocate: host checks happen in probe(). Return 0,
- * or -errno with @err. The naive backend is
- * src/run/naive.c, native src/native/backend.c, engine src/engine/backend.c. */
-int naive_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
-int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
-int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
-
-/** backend_free() - shutdown() and destroy(), then free. Accepts NULL; returns NULL. */
-struct backend *backend_free(struct backend *b);
