@@ -471,6 +471,24 @@ else
         record_fail "grade agreement: no npm packages or no Release binary"
 fi
 
+# ---------------------------------------------------------------------------- native in docker
+# A server inside a default `docker run`: doctor and a run both name Docker's seccomp profile
+# (not the user-namespace sysctls) as why native is Blocked; with seccomp=unconfined the same
+# binary runs code (the control). Issue 12, item 21. ~5 s.
+if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
+        banner "native in docker: needs root and the Release build, skipped"
+        skipped=$((skipped + 1))
+else
+        rc=0
+        step 120 "native in docker: the seccomp filter named (scripts/native-in-docker.sh)" \
+                bash "$src/scripts/native-in-docker.sh" "$rel/vestibule-mcp" "$images/rootfs" || rc=$?
+        case $rc in
+        0) passed=$((passed + 1)) ;;
+        77) skipped=$((skipped + 1)) ;;
+        *) record_fail "native in docker: doctor or a run does not name the seccomp filter" ;;
+        esac
+fi
+
 # ---------------------------------------------------------------------------- namespaces
 # `vestibule-mcp verify` through the container backend on rootful Podman, rootful Docker and
 # the test user's rootless Podman: the unshare and mount probes must hold on each (Podman through

@@ -14,6 +14,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
@@ -199,6 +203,58 @@ START_TEST(invalid_setting_blocks)
 }
 END_TEST
 
+/* What a container's default seccomp profile (Docker's, Podman's) does to a server inside it:
+ * unshare refused with EPERM, clone with CLONE_NEWUSER refused with EPERM, clone3 ENOSYS. The
+ * real kernel with a real filter on this process (this test's own fork). */
+static void load_container_like_filter(void)
+{
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+
+        ck_assert_ptr_nonnull(ctx);
+        ck_assert_int_eq(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0), 0);
+        ck_assert_int_eq(
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)),
+            0);
+        ck_assert_int_eq(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), 0);
+        ck_assert_int_eq(seccomp_load(ctx), 0); /* sets no_new_privs (SCMP_FLTATR_CTL_NNP) */
+        seccomp_release(ctx);
+}
+
+/* Issue 12 item 21: a server inside a default `docker run` got a Blocked: naming sysctls while
+ * doctor said user namespaces were fine. Both must name the seccomp filter, and agree. */
+START_TEST(userns_refused_by_seccomp_is_named)
+{
+        _cleanup_free_ struct doctor_report *r = xcalloc(1, sizeof(*r));
+        struct sbx_config *c;
+        const struct doctor_check *k;
+
+        become_test_user();
+        env_rootfs = ROOTFS;
+        c = load();
+        /* control: on this host, without the filter, user namespaces work */
+        doctor_collect(c, r);
+        k = find(r->native.checks, r->native.n_checks, "user namespaces");
+        ck_assert_int_eq(k->status, DOCTOR_OK);
+        ck_assert_msg(r->native.probe.usable, "%s", r->native.probe.blocked);
+
+        load_container_like_filter();
+        memset(r, 0, sizeof(*r));
+        doctor_collect(c, r);
+        doctor_print(r, stderr);
+        k = find(r->native.checks, r->native.n_checks, "user namespaces");
+        ck_assert_int_eq(k->status, DOCTOR_FAIL);
+        ck_assert_msg(strstr(k->value, "seccomp"), "%s", k->value);
+        ck_assert(!r->native.probe.usable);
+        ck_assert_msg(strstr(r->native.probe.blocked, "seccomp"), "%s", r->native.probe.blocked);
+        ck_assert_msg(strstr(r->native.probe.blocked, "--security-opt"), "%s",
+                      r->native.probe.blocked);
+        ck_assert_msg(!strstr(r->native.probe.blocked, "unprivileged_userns_clone"), "%s",
+                      r->native.probe.blocked);
+        config_free(c);
+}
+END_TEST
+
 START_TEST(root_without_run_as_blocks)
 {
         _cleanup_free_ struct doctor_report *r = xcalloc(1, sizeof(*r));
@@ -231,6 +287,7 @@ int main(void)
         tcase_add_test(tc, native_checks_have_values);
         tcase_add_test(tc, missing_rootfs_names_setup);
         tcase_add_test(tc, invalid_setting_blocks);
+        tcase_add_test(tc, userns_refused_by_seccomp_is_named);
         suite_add_tcase(s, tc);
         if (geteuid() == 0) {
                 tc = tcase_create("root");
