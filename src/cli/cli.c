@@ -13,8 +13,8 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "mcp/mcp.h"
-#include "run/service.h"
-#include "setup/hold.h"
+#include "service/service.h"
+#include "rootfs/hold.h"
 #include "tools/tools.h"
 
 static const char top_help[] =

@@ -20,7 +20,7 @@
 #include "native/native.h"
 #include "run/backend.h"
 #include "run/warden.h"
-#include "setup/hold.h"
+#include "rootfs/hold.h"
 #include "workspace/workspace.h"
 
 #define MAX_INFLIGHT 64

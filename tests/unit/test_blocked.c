@@ -37,7 +37,7 @@
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "doctor/doctor.h"
-#include "run/service.h"
+#include "service/service.h"
 #include "testutil.h"
 
 #define ROOTFS "/var/tmp/vestibule-images/rootfs"

@@ -18,7 +18,7 @@
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "doctor/doctor.h"
-#include "run/ladder.h"
+#include "service/ladder.h"
 #include "testutil.h"
 
 #define ROOTFS "/var/tmp/vestibule-images/rootfs"

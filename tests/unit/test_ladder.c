@@ -17,7 +17,7 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
-#include "run/ladder.h"
+#include "service/ladder.h"
 #include "run/run.h"
 #include "verify/verify.h"
 #include "testutil.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/sha256.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 #include "lazy/archive.h"
 #include "lazy/crypto.h"

@@ -30,7 +30,7 @@
 #include "config/config.h"
 #include "run/backend.h"
 #include "run/run.h"
-#include "setup/hold.h"
+#include "rootfs/hold.h"
 #include "setup/pins.h"
 #include "setup/registry.h"
 #include "setup/setup.h"

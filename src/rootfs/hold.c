@@ -1,6 +1,6 @@
 /* hold.c - a run's hold on its rootfs tree, and setup's side of it: delete an old tree only
  * when no run holds it (see hold.h for the protocol). */
-#include "setup/hold.h"
+#include "rootfs/hold.h"
 
 #include <dirent.h>
 #include <errno.h>
