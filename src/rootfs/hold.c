@@ -13,8 +13,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
-#include "setup/setup.h"
-#include "setup/setup_internal.h"
+#include "rootfs/tree.h"
 
 /* flock() that retries when a signal interrupts the wait. */
 static int flock_retry(int fd, int op)

@@ -61,6 +61,7 @@
 #include <stdio.h>
 
 #include "common/error.h"
+#include "rootfs/tree.h" /* setup_remove_tree() */
 
 /* Counters of one unpack, summed over layers. */
 struct setup_unpack_stats {
@@ -150,14 +151,6 @@ int setup_installed_identity(const char *rootfs_dir, const char *language, char 
  * (65 bytes). Return: 0 or -errno with @err.
  */
 int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err);
-
-/**
- * setup_remove_tree() - delete @name under @dirfd recursively without following symlinks and
- * without crossing into other filesystems, making directories writable first (sandboxed code
- * and tarballs can leave 0500 directories). Missing is fine.
- * Return: 0 or -errno.
- */
-int setup_remove_tree(int dirfd, const char *name);
 
 /**
  * setup_readiness_hook - the readiness check setup ends with: print "ready in this terminal's
