@@ -317,7 +317,7 @@ int engine_seccomp_profile_prepare(const char *default_path, const char *dir, ch
                                    size_t size, struct sbx_error *err);
 
 /* ---------------------------------------------------------------------------------------- */
-/* Owner labels and the leftover sweep (backend.c)                                           */
+/* Owner labels, the leftover sweep and connecting (conn.c)                                 */
 
 /** engine_owner_label() - "<hostname>:<pid>:<start time in clock ticks>" of process @pid. */
 int engine_owner_label(pid_t pid, char *ret, size_t size);
