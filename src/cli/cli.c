@@ -40,11 +40,6 @@ static const char instructions[] =
     "ends with an 'isolation:' line saying what protected it. A 'Blocked:' result ran "
     "nothing and names the fix.";
 
-bool cli_is_help(const char *arg)
-{
-        return arg && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0);
-}
-
 /* --- serve ----------------------------------------------------------------------------- */
 
 static json_object *h_tools_list(void *userdata)
