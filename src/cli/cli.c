@@ -97,7 +97,7 @@ static int serve(void)
                 return 1;
         }
         if (!cfg->invalid && cfg->rootfs_dir) {
-                /* rootfs trees a setup replaced while runs held them (setup/hold.h) */
+                /* rootfs trees a setup replaced while runs held them (rootfs/hold.h) */
                 int n = setup_rootfs_collect(cfg->rootfs_dir);
 
                 if (n > 0)

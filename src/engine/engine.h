@@ -68,7 +68,7 @@ int engine_cert_dir_check(const char *dir, const char *origin, struct sbx_error 
 
 /** engine_context_hash() - lower-case hex sha256 of @name into @ret (65 bytes), as the
  * docker CLI names a context's directory under contexts/meta/. Return 0, or -errno with @err
- * set when libcrypto cannot be loaded (common/sha256.h). */
+ * set when libcrypto cannot be loaded (lazy/sha256.h). */
 int engine_context_hash(const char *name, char ret[65], struct sbx_error *err);
 
 /**
