@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lint.sh - the static checks STYLE.md asks CI for, on every tracked C file:
+# lint.sh - the static checks docs/design/style.md asks CI for, on every tracked C file:
 #   clang-format --dry-run --Werror (.clang-format), cppcheck over the build's
 #   compile_commands.json, clang-tidy -p BUILD_DIR (.clang-tidy: bugprone-*, clang-analyzer-*).
 # Prints one line per check and "lint: N passed, N failed"; exits non-zero on any finding.

@@ -355,7 +355,7 @@ done
 [ "${#built[@]}" -gt 0 ] || [ "$selected" -eq 1 ] || finish
 
 # ---------------------------------------------------------------------------- static checks
-# clang-format, cppcheck and clang-tidy over every tracked C file (scripts/lint.sh, STYLE.md),
+# clang-format, cppcheck and clang-tidy over every tracked C file (scripts/lint.sh, docs/design/style.md),
 # on the Release build's compile_commands.json; one count in the totals. --quick: only the C
 # files changed since main (committed or not).
 # stage: lint | build-release | clang-format, cppcheck, clang-tidy (scripts/lint.sh)

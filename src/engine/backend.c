@@ -964,8 +964,8 @@ static void note_add(struct run_result *res, const char *fmt, ...)
 }
 
 /* Two labelled volumes, filled through a created-never-started helper container's archive API
- * (ENGINE_NOTES §3: Docker refuses archive PUTs into a read-only rootfs or volume, so the run
- * container itself cannot take them), then the helper is removed. */
+ * (docs/design/engine-api.md §3: Docker refuses archive PUTs into a read-only rootfs or volume, so
+ * the run container itself cannot take them), then the helper is removed. */
 static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
                           const struct run_request *req, const char *image, uid_t uid, gid_t gid,
                           const char *owner, struct handin *h, struct sbx_error *err)
@@ -1221,7 +1221,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         body = engine_create_body(&spec);
         /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
          * 500 though the same body works a moment later (its user-namespace setup for the
-         * request is transient, ENGINE_NOTES): retry that exact answer, briefly. */
+         * request is transient, docs/design/engine-api.md §7): retry that exact answer, briefly. */
         for (unsigned attempt = 0;; attempt++) {
                 if (serial_create)
                         pthread_mutex_lock(&st->create_lock);
@@ -1370,8 +1370,8 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 /* the inner timeout fired (124: TERM worked; 137: kill-after had to KILL) */
                 res->outcome = RUN_OUTCOME_TIMED_OUT;
         } else if (exit_code == 137 && podman && limits_applied && kmsg_r < 0) {
-                /* Podman never reports OOM kills (ENGINE_NOTES §7) and the kernel's log
-                 * could not be read (or lost records): say what we know. */
+                /* Podman never reports OOM kills (docs/design/engine-api.md §7) and the kernel's
+                 * log could not be read (or lost records): say what we know. */
                 res->outcome = RUN_OUTCOME_SIGNALED;
                 res->term_signal = SIGKILL;
                 snprintf(res->notes, sizeof(res->notes),

@@ -237,8 +237,8 @@ static int ping_one(struct engine_conn *c, struct sbx_error *err)
         engine_response_done(&r);
 
         /* MinAPIVersion from the unversioned /version (Docker 29 refuses < 1.44). Podman
-         * accepts every compat prefix (ENGINE_NOTES §6) and its /version is slow (it asks
-         * conmon and the runtime for their versions: 10 s seen under load): skip it there. */
+         * accepts every compat prefix (docs/design/engine-api.md §6) and its /version is slow (it
+         * asks conmon and the runtime for their versions: 10 s seen under load): skip it there. */
         c->api[0] = '\0';
         if (c->podman)
                 return engine_api_negotiate(server_api, NULL, c->api, err);

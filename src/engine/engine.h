@@ -22,7 +22,7 @@
 
 /* Reads one environment variable; returns NULL when unset. Injected so tests need no real
  * environment. The server itself passes NULL where one is taken: then the DOCKER_* variables
- * come from the config (struct sbx_engine_env, read by config_load(); STYLE.md: only
+ * come from the config (struct sbx_engine_env, read by config_load(); docs/design/style.md: only
  * src/config reads the environment). */
 typedef const char *(*engine_getenv_fn)(const char *name);
 
@@ -213,8 +213,8 @@ struct engine_run_spec {
                                       * SecurityOpt seccomp=<path>; NULL = engine default */
 };
 
-/** engine_create_body() - the POST /containers/create body for @spec (ENGINE_NOTES §1).
- * Return: a new json_object (json_object_put() it). */
+/** engine_create_body() - the POST /containers/create body for @spec (docs/design/engine-api.md
+ * §1). Return: a new json_object (json_object_put() it). */
 json_object *engine_create_body(const struct engine_run_spec *spec);
 
 /**
@@ -533,7 +533,8 @@ struct backend;
 int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                 struct backend **ret, struct sbx_error *err);
 
-/* json-c cleanup helper (STYLE.md: library helpers live in the module using the library). */
+/* json-c cleanup helper (docs/design/style.md: library helpers live in the module using the
+ * library). */
 static inline void json_putp(json_object **o)
 {
         if (*o)
