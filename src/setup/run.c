@@ -352,7 +352,7 @@ int setup_run(const struct setup_run_args *args, struct sbx_error *err)
                 ready = setup_readiness_hook(a->out) == 0 ? 0 : 1;
         else
                 /* no check was set (a caller other than the CLI): say it did not run */
-                fprintf(a->out, "setup: readiness check not run (not connected in this build): "
+                fprintf(a->out, "setup: readiness check not run: "
                                 "run `vestibule-mcp doctor` to see the isolation this environment "
                                 "gets\n");
         setup_print_mcp_config(a);
