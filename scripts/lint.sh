@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # lint.sh - the static checks docs/design/style.md asks CI for, on every tracked C file:
+#   the layers (scripts/check-layers.sh: an include points only to a lower layer),
 #   clang-format --dry-run --Werror (.clang-format), cppcheck over the build's
 #   compile_commands.json, clang-tidy -p BUILD_DIR (.clang-tidy: bugprone-*, clang-analyzer-*).
 # Prints one line per check and "lint: N passed, N failed"; exits non-zero on any finding.
@@ -62,6 +63,7 @@ if [ "${#only[@]}" -gt 0 ]; then
         for u in "${units[@]}"; do filters+=("--file-filter=$u"); done
 fi
 
+check "layers (scripts/check-layers.sh)" bash "$repo/scripts/check-layers.sh"
 check "clang-format (${#files[@]} files)" clang-format --dry-run --Werror "${files[@]}"
 if [ "${#only[@]}" -eq 0 ] || [ "${#units[@]}" -gt 0 ]; then
         check "cppcheck (${#units[@]} units)" cppcheck --project="$build/compile_commands.json" \

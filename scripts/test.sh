@@ -431,7 +431,7 @@ fi
 # ---------------------------------------------------------------------------- unit tests
 # --quick runs the suites that finish in seconds (QUICK_UNITS, a ctest -R pattern; measured on
 # a 2-core host: each under 20 s); the others drive real sandboxes, engines and setups.
-QUICK_UNITS='^test_(audit|cli|config|doctor|ladder|lazy|mcp|naive|result|service|tools|trace|utf8|workspace)$'
+QUICK_UNITS='^test_(audit|blocked|cli|config|doctor|ladder|lazy|mcp|naive|result|service|tools|trace|utf8|workspace)$'
 # run_ctest DIR: ctest with its counts added to the totals.
 run_ctest() {
         local dir=$1 log rc=0 line total nfail sel=()
