@@ -60,6 +60,7 @@
 #   VESTIBULE_CI_JOBS       build parallelism (default 2)
 #   VESTIBULE_CI_BUILDS     the builds the unit and e2e stages use (default Release,Debug;
 #                           --quick: Release)
+#   VESTIBULE_CI_LINT_BASE  --quick lints the C files changed since this (default main)
 #   SBX_TEST_USER           the unprivileged test user (default vestibule-test)
 set -euo pipefail
 umask 022
@@ -361,7 +362,7 @@ done
 # stage: lint | build-release | clang-format, cppcheck, clang-tidy (scripts/lint.sh)
 lint_files=()
 if [ "$quick" -eq 1 ]; then
-        base=$(git -C "$repo" merge-base HEAD main 2>/dev/null || echo HEAD)
+        base=$(git -C "$repo" merge-base HEAD "${VESTIBULE_CI_LINT_BASE:-main}" 2>/dev/null || echo HEAD)
         mapfile -t lint_files < <({
                 git -C "$repo" diff --name-only --diff-filter=d "$base" -- '*.c' '*.h'
                 git -C "$repo" ls-files --others --exclude-standard -- '*.c' '*.h'
