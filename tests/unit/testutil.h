@@ -23,7 +23,8 @@ char *sbx_test_tmpdir(void);
  * engine_endpoints_resolve(), engine_backend_new_with_env()): hand it fake_getenv and set the
  * variables with fake_env_set() / fake_env_put(). At most 64 variables; the strings are
  * borrowed (literals, or memory that outlives the test). Each test runs in its own fork
- * (CK_FORK), so the table starts empty in every test unless the suite's setup fills it. */
+ * (CK_FORK), so the table starts empty in every test unless the suite's setup fills it. These
+ * may be called outside a test too (a suite's main): they abort instead of failing a check. */
 
 /** fake_env_reset() - forget every variable. */
 void fake_env_reset(void);
