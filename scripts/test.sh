@@ -325,10 +325,20 @@ fi
 # ---------------------------------------------------------------------------- sources
 # The clone may sit under /root (0700): work on a copy the test user can read.
 src=$ci/src
+# --quick keeps the e2e client's packages from its last run (npm ci only when the lock changed).
+npm_kept=0
+if [ "$quick" -eq 1 ] && [ -d "$src/tests/e2e/node_modules" ]; then
+        rm -rf "$ci/e2e-node_modules" && mv "$src/tests/e2e/node_modules" "$ci/e2e-node_modules" &&
+                cp "$src/tests/e2e/package-lock.json" "$ci/e2e-node_modules.lock"
+fi
 step 120 "copy sources to $src" vst_copy_sources "$repo" "$src" || {
         record_fail "copying the sources"
         finish
 }
+if [ "$quick" -eq 1 ] && [ -d "$ci/e2e-node_modules" ] &&
+        cmp -s "$ci/e2e-node_modules.lock" "$src/tests/e2e/package-lock.json"; then
+        mv "$ci/e2e-node_modules" "$src/tests/e2e/node_modules" && npm_kept=1
+fi
 
 # ---------------------------------------------------------------------------- builds
 # stage: build-release | - | the Release build from scratch, -Werror
@@ -516,7 +526,8 @@ e2e=$src/tests/e2e
 npm_ok=0
 if [ "$e2e_wanted" -eq 0 ]; then
         :
-elif step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
+elif { [ "$npm_kept" -eq 1 ] && banner "e2e: npm ci skipped (--quick: the lock is unchanged)"; } ||
+        step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
         npm_ok=1
         # run_e2e LABEL BIN BACKEND GRADE EXTRA_ENV (as the test user)
         run_e2e() {
