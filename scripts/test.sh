@@ -29,9 +29,9 @@
 #                   on the naive and native backends (Release). Needs the images in
 #                   $VESTIBULE_CI_IMAGES/rootfs from a full run, `--only images` or
 #                   `vestibule-mcp setup`. Measured on a 2-core host shared with 8 other jobs
-#                   (load average ~20), a 5-file change: ~5 min warm (build 9 s, lint 13 s,
-#                   units 59 s, e2e naive 98 s, e2e native 131 s), ~11 min cold (first build,
-#                   npm ci); clang-tidy adds ~10-20 s per changed .c file
+#                   (load average ~20), a 5-file change: 5.2-6.1 min warm (build 7-9 s, lint
+#                   12-13 s, units 59-75 s, e2e naive 98-129 s, e2e native 124-131 s), ~11 min
+#                   cold (first build, npm ci); clang-tidy adds ~10-20 s per changed .c file
 #
 # Adding a stage: one block anywhere below (nothing else to edit), in this shape:
 #   # stage: NAME | NEEDS | what it checks
