@@ -21,8 +21,8 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
-#include "run/ladder.h"
-#include "run/service.h"
+#include "service/ladder.h"
+#include "service/service.h"
 #include "setup/pins.h"
 #include "setup/setup.h"
 

@@ -21,7 +21,7 @@
 #include "native/native.h"
 #include "run/backend.h"
 #include "run/warden.h"
-#include "setup/hold.h"
+#include "rootfs/hold.h"
 #include "workspace/workspace.h"
 
 #define MAX_INFLIGHT 64
@@ -667,7 +667,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                               .lock = PTHREAD_MUTEX_INITIALIZER};
         struct warden_child child;
         _cleanup_free_ char *rootfs = NULL;
-        /* setup must not delete this tree while the run has it as / (setup/hold.h) */
+        /* setup must not delete this tree while the run has it as / (rootfs/hold.h) */
         _cleanup_(setup_rootfs_release) struct setup_rootfs_hold hold = {0};
         const char *argv[3];
         char script[64];

@@ -3,7 +3,6 @@
  * setup`, an invalid setting and a root server without VESTIBULE_RUN_AS block everything
  * whatever the backends say, the pick follows ladder_decide(), and --json carries the same. */
 #include <check.h>
-#include <grp.h>
 #include <linux/landlock.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -22,50 +21,20 @@
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "doctor/doctor.h"
-#include "run/ladder.h"
+#include "service/ladder.h"
 #include "testutil.h"
 
 #define ROOTFS "/var/tmp/vestibule-images/rootfs"
-
-static const char *env_rootfs, *env_mem, *env_run_as;
-
-static const char *fake_getenv(const char *k)
-{
-        if (strcmp(k, "VESTIBULE_ROOTFS_DIR") == 0)
-                return env_rootfs;
-        if (strcmp(k, "VESTIBULE_MEM_MB") == 0)
-                return env_mem;
-        if (strcmp(k, "VESTIBULE_RUN_AS") == 0)
-                return env_run_as;
-        if (strcmp(k, "VESTIBULE_WORKSPACE") == 0)
-                return "/tmp/vestibule-doctor-test-ws";
-        if (strcmp(k, "VESTIBULE_AUDIT_DIR") == 0)
-                return "/tmp/vestibule-doctor-test-audit";
-        if (strcmp(k, "VESTIBULE_CONFIG") == 0)
-                return "/nonexistent/vestibule-test-config.yaml";
-        if (strcmp(k, "DOCKER_HOST") == 0)
-                return NULL;
-        return NULL;
-}
-
-static void become_test_user(void)
-{
-        struct passwd *pw;
-
-        if (geteuid() != 0)
-                return;
-        pw = getpwnam("vestibule-test");
-        ck_assert(pw != NULL);
-        ck_assert(setgroups(0, NULL) == 0 && setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == 0 &&
-                  setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == 0);
-        setenv("HOME", pw->pw_dir, 1);
-}
 
 static struct sbx_config *load(void)
 {
         struct sbx_config *c = NULL;
         struct sbx_error err = {0};
 
+        /* the settings every test shares (testutil.h: the fake environment) */
+        fake_env_set("VESTIBULE_WORKSPACE", "/tmp/vestibule-doctor-test-ws");
+        fake_env_set("VESTIBULE_AUDIT_DIR", "/tmp/vestibule-doctor-test-audit");
+        fake_env_set("VESTIBULE_CONFIG", "/nonexistent/vestibule-test-config.yaml");
         ck_assert_int_eq(config_load_from(fake_getenv, NULL, &c, &err), 0);
         return c;
 }
@@ -100,8 +69,8 @@ START_TEST(native_checks_have_values)
         long abi;
         char want[32];
 
-        become_test_user();
-        env_rootfs = ROOTFS;
+        sbx_test_become_user();
+        fake_env_set("VESTIBULE_ROOTFS_DIR", ROOTFS);
         c = load();
         doctor_collect(c, r);
         doctor_print(r, stderr);
@@ -167,8 +136,8 @@ START_TEST(missing_rootfs_names_setup)
         struct sbx_config *c;
         const struct doctor_check *k;
 
-        become_test_user();
-        env_rootfs = "/tmp/vestibule-doctor-no-rootfs";
+        sbx_test_become_user();
+        fake_env_set("VESTIBULE_ROOTFS_DIR", "/tmp/vestibule-doctor-no-rootfs");
         c = load();
         doctor_collect(c, r);
         k = find(r->native.checks, r->native.n_checks, "rootfs python");
@@ -188,9 +157,9 @@ START_TEST(invalid_setting_blocks)
         struct sbx_config *c;
         const struct doctor_check *k;
 
-        become_test_user();
-        env_rootfs = ROOTFS;
-        env_mem = "lots";
+        sbx_test_become_user();
+        fake_env_set("VESTIBULE_ROOTFS_DIR", ROOTFS);
+        fake_env_set("VESTIBULE_MEM_MB", "lots");
         c = load();
         ck_assert(c->invalid);
         doctor_collect(c, r);
@@ -198,7 +167,7 @@ START_TEST(invalid_setting_blocks)
         ck_assert_int_eq(k->status, DOCTOR_FAIL);
         ck_assert(!r->usable);
         ck_assert_ptr_nonnull(strstr(r->blocked, "VESTIBULE_MEM_MB"));
-        env_mem = NULL;
+        fake_env_set("VESTIBULE_MEM_MB", NULL);
         config_free(c);
 }
 END_TEST
@@ -260,8 +229,8 @@ START_TEST(root_without_run_as_blocks)
         _cleanup_free_ struct doctor_report *r = xcalloc(1, sizeof(*r));
         struct sbx_config *c;
 
-        env_rootfs = ROOTFS;
-        env_run_as = NULL;
+        fake_env_set("VESTIBULE_ROOTFS_DIR", ROOTFS);
+        fake_env_set("VESTIBULE_RUN_AS", NULL);
         c = load();
         doctor_collect(c, r);
         ck_assert(!r->usable);

@@ -96,18 +96,9 @@ static void setup_as(bool stay_root)
         fputs("secret\n", f);
         fclose(f);
 
-        memset(&cfg, 0, sizeof(cfg));
-        cfg.workspace_dir = workspace;
+        sbx_test_config(&cfg, workspace);
         cfg.rootfs_dir = (char *)rootfs_dir();
-        cfg.default_timeout_s = 10;
-        cfg.max_timeout_s = 60;
-        cfg.max_code_bytes = 262144;
-        cfg.max_output_bytes = 20000;
-        cfg.mem_mb = 256;
-        cfg.cpu_pct = 75;
-        cfg.pids_max = 64;
         cfg.tmpfs_mb = 16;
-        cfg.max_concurrent = 4;
         ck_assert_int_eq(native_backend_new(&cfg, &be, &err), 0);
         ck_assert_int_eq(workspace_ensure(workspace, &err), 0);
 

@@ -16,8 +16,8 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
-#include "run/ladder.h"
-#include "run/service.h"
+#include "service/ladder.h"
+#include "service/service.h"
 #include "run/warden.h"
 #include "testutil.h"
 

@@ -1,6 +1,6 @@
 /* service.c - the run service: validation, the root refusal, concurrency slots, the backend
  * ladder and the audit records, between a tool call and a backend. See service.h. */
-#include "run/service.h"
+#include "service/service.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "common/trace.h"
 #include "common/xalloc.h"
-#include "run/ladder.h"
+#include "service/ladder.h"
 #include "run/warden.h"
 #include "workspace/workspace.h"
 
