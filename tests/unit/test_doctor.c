@@ -198,8 +198,8 @@ START_TEST(userns_refused_by_seccomp_is_named)
         struct sbx_config *c;
         const struct doctor_check *k;
 
-        become_test_user();
-        env_rootfs = ROOTFS;
+        sbx_test_become_user();
+        fake_env_set("VESTIBULE_ROOTFS_DIR", ROOTFS);
         c = load();
         /* control: on this host, without the filter, user namespaces work */
         doctor_collect(c, r);
