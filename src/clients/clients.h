@@ -3,7 +3,7 @@
  * other byte's meaning (other servers, other settings). Used by `vestibule-mcp install-client`.
  *
  * Formats, as each client documents them (checked against the clients' own `mcp list` in
- * tests/clients/install-client.sh):
+ * tests/package/install-client.sh):
  *   claude-code     ~/.claude.json, "mcpServers": {NAME: {type: "stdio", command, args, env}}
  *                   (what `claude mcp add --scope user` writes;
  * docs.claude.com/en/docs/claude-code/mcp) claude-desktop
