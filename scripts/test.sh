@@ -151,8 +151,9 @@ as_user() {
 
 # ---------------------------------------------------------------------------- packages
 if [ "$is_root" -eq 1 ]; then
+        vst_add_arm64
         step 1500 "packages (apt-get)" vst_install_packages "${VST_BUILD_DEPS[@]}" "${VST_ENGINE_DEPS[@]}" \
-                "${VST_OTHER_DEPS[@]}" "${VST_VM_DEPS[@]}" "${VST_LINT_DEPS[@]}" || {
+                "${VST_OTHER_DEPS[@]}" "${VST_VM_DEPS[@]}" "${VST_LINT_DEPS[@]}" "${VST_PACKAGE_DEPS[@]}" || {
                 record_fail "package installation"
                 finish
         }
@@ -456,6 +457,26 @@ else
         77) skipped=$((skipped + 1)) ;;
         *) record_fail "namespaces in containers: unshare or mount not held, or verify could not run" ;;
         esac
+fi
+
+# ---------------------------------------------------------------------------- packaging
+# scripts/package.sh from clean builds (the .deb linted, the npm launcher, linux-x64 and the
+# cross-built linux-arm64), the npm tarballs installed into a clean prefix and run by the test
+# user (npx --version, one run_code call), the arm64 binary under qemu-user, and install-client's
+# configs through the client CLIs when tests/clients has them (tests/package/ci.sh). Budget
+# 5 min. The clean Debian 12 root test (tests/package/clean-root.sh deb|npm) runs by hand.
+if [ "$is_root" -ne 1 ]; then
+        banner "packaging: not root, skipped"
+        skipped=$((skipped + 1))
+else
+        pkg_clients=""
+        [ ! -d "$src/tests/clients/node_modules/.bin" ] || pkg_clients=$src/tests/clients/node_modules/.bin
+        if step 300 "packaging (tests/package/ci.sh)" bash "$src/tests/package/ci.sh" "$user" \
+                "$images/rootfs" ${pkg_clients:+"$pkg_clients"}; then
+                passed=$((passed + 1))
+        else
+                record_fail "packaging (tests/package/ci.sh)"
+        fi
 fi
 
 # ---------------------------------------------------------------------------- systemd VM
