@@ -46,9 +46,6 @@ version=$(sed -n 's/^project(vestibule VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLi
 jobs=${PACKAGE_JOBS:-2}
 say() { printf 'package: %s\n' "$*" >&2; }
 
-rm -rf "$work" "$dist"
-mkdir -p "$work" "$dist"
-
 # --- checks that need no build ------------------------------------------------------------
 # The man page names every subcommand (src/cli/cli.c's table) and every setting (config.c's).
 man=$src/packaging/vestibule-mcp.1
@@ -67,6 +64,9 @@ if [ -n "$missing" ]; then
         echo "package.sh: packaging/vestibule-mcp.1 does not describe:$missing" >&2
         exit 1
 fi
+
+rm -rf "$work" "$dist"
+mkdir -p "$work" "$dist"
 
 # glibc_floor BIN: the newest GLIBC_x.y symbol version BIN needs; fails above GLIBC_FLOOR_MAX.
 glibc_floor() {
@@ -122,12 +122,13 @@ install -m 0644 "$src/packaging/deb/lintian-overrides" \
         "$stage/usr/share/lintian/overrides/vestibule-mcp"
 # Depends: exactly the libraries the binary links (DT_NEEDED), with the versions its symbols
 # need, as dpkg-shlibdeps computes them for any Debian package.
+# (it finds the package's root by its DEBIAN folder)
+install -d -m 0755 "$stage/DEBIAN"
 printf 'Source: vestibule-mcp\n\nPackage: vestibule-mcp\nArchitecture: any\n' \
         >"$work/shlibs/debian/control"
 depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O debian/vestibule-mcp/usr/bin/vestibule-mcp |
         sed -n 's/^shlibs:Depends=//p')
 size=$(du -sk --apparent-size "$stage/usr" | cut -f1)
-install -d -m 0755 "$stage/DEBIAN"
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" \
         -e "s/@DEPENDS@/$depends/" "$src/packaging/deb/control.in" >"$stage/DEBIAN/control"
 (cd "$stage" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$stage/DEBIAN/md5sums"

@@ -200,7 +200,7 @@ static int claude_cli(const char *claude, const char *home, const struct client_
         argv[n++] = (char *)"user";
         argv[n++] = (char *)s->name;
         argv[n] = NULL;
-        if (text && strstr(text, s->name)) {
+        if (text && s->name && strstr(text, s->name)) {
                 fflush(stdout);
                 (void)run_argv(argv);
         }

@@ -104,9 +104,13 @@ if [ "$mode" = deb ]; then
                 USER=tester LOGNAME=tester SHELL=/bin/bash "$@"; }
         user vestibule-mcp --version
         t0=$(date +%s.%N)
-        user vestibule-mcp setup --from-tar /images/python.tar --language python 2>&1 | tail -3
+        user vestibule-mcp setup --from-tar /images/python.tar --language python >"$work/setup.log" 2>&1 ||
+                true # exit 1 until node is there too: the readiness check wants both
+        user vestibule-mcp setup --from-tar /images/node.tar --language node >>"$work/setup.log" 2>&1 ||
+                { cat "$work/setup.log" >&2; echo "clean-root deb: FAIL: setup" >&2; exit 1; }
         t1=$(date +%s.%N)
-        echo "clean-root deb: setup --from-tar python.tar: $(secs "$t0" "$t1") s"
+        echo "clean-root deb: setup --from-tar python.tar, node.tar: $(secs "$t0" "$t1") s"
+        grep -i 'ready\|isolation' "$work/setup.log" | tail -2 | sed 's/^/clean-root deb: /' || true
         # The installed binary finds its recipe: doctor checks the rootfs against the pins.
         user vestibule-mcp doctor >"$work/doctor.txt" 2>&1 || true
         if grep -q 'cannot find images/pins' "$work/doctor.txt" ||
@@ -161,7 +165,10 @@ else
         t1=$(date +%s.%N)
         echo "clean-root npm: npm install (launcher + linux-x64) into a clean prefix: $(secs "$t0" "$t1") s"
         user bash -c 'cd ~/p && npx vestibule-mcp --version'
-        user bash -c 'cd ~/p && npx vestibule-mcp setup --from-tar /images/python.tar --language python' 2>&1 | tail -2
+        user bash -c 'cd ~/p && { npx vestibule-mcp setup --from-tar /images/python.tar --language python || true; } &&
+                npx vestibule-mcp setup --from-tar /images/node.tar --language node' >"$work/setup.log" 2>&1 ||
+                { cat "$work/setup.log" >&2; echo "clean-root npm: FAIL: setup" >&2; exit 1; }
+        grep -i 'ready\|isolation' "$work/setup.log" | tail -2 | sed 's/^/clean-root npm: /' || true
         out=$(user bash -c 'cd ~/p && node /tmp/mcp-call.mjs native npx vestibule-mcp' 2>/dev/null)
         echo "$out" | sed 's/^/clean-root npm: /'
         # Another platform gets one line saying what exists and what to do.
