@@ -54,8 +54,11 @@ in_root() {
 
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
-rm -rf "$root"
-mkdir -p "$work"
+rm -rf "$root" "$work/dist"
+mkdir -p "$work/dist"
+# the packages as they are now: a package.sh started meanwhile cleans dist/
+cp "$dist"/vestibule-mcp* "$work/dist/"
+dist=$work/dist
 t0=$(date +%s.%N)
 include=
 [ "$mode" = npm ] && include=--include=nodejs,npm
@@ -148,6 +151,22 @@ EOF
         user bash -c 'MANWIDTH=80 man vestibule-mcp 2>/dev/null' >"$work/man.txt"
         grep -q 'install-client' "$work/man.txt" && grep -q 'VESTIBULE_ROOTFS_DIR' "$work/man.txt"
         echo "clean-root deb: man vestibule-mcp: $(wc -l <"$work/man.txt") lines"
+        # bash completion, as bash-completion loads it on demand
+        in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+                bash-completion >/dev/null
+        cat >"$root/tmp/complete.sh" <<'EOF'
+source /usr/share/bash-completion/bash_completion
+_completion_loader vestibule-mcp
+t() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+      COMPREPLY=(); _vestibule_mcp 2>/dev/null; echo "${COMPREPLY[*]}"; }
+t vestibule-mcp ins
+t vestibule-mcp install-client cod
+t vestibule-mcp run -l no
+EOF
+        out=$(user bash /tmp/complete.sh)
+        [ "$out" = $'install-client\ncodex\nnode' ] ||
+                { echo "clean-root deb: FAIL: completion gave: $out" >&2; exit 1; }
+        echo "clean-root deb: bash completion: install-client, codex, node"
 else
         if in_root bash -c 'command -v cc gcc clang tcc' >/dev/null; then
                 echo "clean-root npm: FAIL: a compiler is installed" >&2
