@@ -54,21 +54,28 @@ in_root() {
 
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
-rm -rf "$root" "$work/dist"
+rm -rf "$work/dist"
 mkdir -p "$work/dist"
 # the packages as they are now: a package.sh started meanwhile cleans dist/
 cp "$dist"/vestibule-mcp* "$work/dist/"
 dist=$work/dist
-t0=$(date +%s.%N)
-include=
-[ "$mode" = npm ] && include=--include=nodejs,npm
-mmdebstrap --quiet --variant=minbase $include bookworm "$root" \
-        "deb http://deb.debian.org/debian bookworm main" \
-        "deb http://deb.debian.org/debian bookworm-updates main" \
-        "deb http://deb.debian.org/debian-security bookworm-security main" >&2
-t1=$(date +%s.%N)
-echo "clean-root $mode: fresh bookworm root in $(secs "$t0" "$t1") s ($(du -sm "$root" | cut -f1) MiB)"
-in_root useradd -m -u 1500 -s /bin/bash tester
+# CLEAN_ROOT_REUSE=1 keeps a root made by an earlier run (to iterate on the checks; the deb
+# mode's "pulls only what it declares" needs a fresh one).
+if [ "${CLEAN_ROOT_REUSE:-0}" = 1 ] && [ -x "$root/usr/bin/apt-get" ]; then
+        echo "clean-root $mode: reusing $root (CLEAN_ROOT_REUSE=1)"
+else
+        rm -rf "$root"
+        t0=$(date +%s.%N)
+        include=
+        [ "$mode" = npm ] && include=--include=nodejs,npm
+        mmdebstrap --quiet --variant=minbase $include bookworm "$root" \
+                "deb http://deb.debian.org/debian bookworm main" \
+                "deb http://deb.debian.org/debian bookworm-updates main" \
+                "deb http://deb.debian.org/debian-security bookworm-security main" >&2
+        t1=$(date +%s.%N)
+        echo "clean-root $mode: fresh bookworm root in $(secs "$t0" "$t1") s ($(du -sm "$root" | cut -f1) MiB)"
+fi
+in_root id tester >/dev/null 2>&1 || in_root useradd -m -u 1500 -s /bin/bash tester
 
 if [ "$mode" = deb ]; then
         deb=$(ls "$dist"/vestibule-mcp_"$version"_*.deb)
@@ -184,6 +191,19 @@ else
         t1=$(date +%s.%N)
         echo "clean-root npm: npm install (launcher + linux-x64) into a clean prefix: $(secs "$t0" "$t1") s"
         user bash -c 'cd ~/p && npx vestibule-mcp --version'
+        # setup loads libarchive (unpacking) and libcurl (registry pulls) on first use; a minimal
+        # Debian has neither, and setup names the package (checked first), so the npm Quick
+        # start has one apt line the .deb's Recommends otherwise bring.
+        msg=$(user bash -c 'cd ~/p && npx vestibule-mcp setup --from-tar /images/python.tar --language python' 2>&1 || true)
+        if ! in_root dpkg-query -W libarchive13 >/dev/null 2>&1; then
+                grep -q 'apt-get install libarchive13' <<<"$msg" ||
+                        { echo "clean-root npm: FAIL: no clear line without libarchive13: $msg" >&2; exit 1; }
+                echo "clean-root npm: without libarchive13, setup says: $(grep -o 'setup: libarchive13 is not installed.*' <<<"$msg" | head -1)"
+        fi
+        t0=$(date +%s.%N)
+        in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+                libarchive13 libcurl4 >/dev/null
+        echo "clean-root npm: apt-get install libarchive13 libcurl4: $(secs "$t0" "$(date +%s.%N)") s"
         user bash -c 'cd ~/p && { npx vestibule-mcp setup --from-tar /images/python.tar --language python || true; } &&
                 npx vestibule-mcp setup --from-tar /images/node.tar --language node' >"$work/setup.log" 2>&1 ||
                 { cat "$work/setup.log" >&2; echo "clean-root npm: FAIL: setup" >&2; exit 1; }
