@@ -50,7 +50,7 @@ cp "$src/dist/vestibule-mcp-$version.tgz" "$src/dist/vestibule-mcp-linux-x64-$ve
         "$src/tests/package/mcp-call.mjs" "$prefix/"
 chmod 644 "$prefix"/*
 t0=$(date +%s.%N)
-if (cd "$prefix" && as_user npm install --no-audit --no-fund --loglevel=error \
+if (cd "$prefix" && as_user npm install --offline --no-audit --no-fund --loglevel=error \
         "./vestibule-mcp-$version.tgz" "./vestibule-mcp-linux-x64-$version.tgz"); then
         ok "npm install of the launcher and linux-x64 into a clean prefix in $(secs "$t0" "$(date +%s.%N)") s"
 else

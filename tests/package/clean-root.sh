@@ -186,7 +186,7 @@ else
         user() { in_root runuser -u tester -- env -i PATH=/usr/bin:/bin HOME=/home/tester \
                 USER=tester LOGNAME=tester SHELL=/bin/bash "$@"; }
         t0=$(date +%s.%N)
-        user bash -c "mkdir -p ~/p && cd ~/p && npm install --no-audit --no-fund --loglevel=error \
+        user bash -c "mkdir -p ~/p && cd ~/p && npm install --offline --no-audit --no-fund --loglevel=error \
                 /tmp/vestibule-mcp-$version.tgz /tmp/vestibule-mcp-linux-x64-$version.tgz"
         t1=$(date +%s.%N)
         echo "clean-root npm: npm install (launcher + linux-x64) into a clean prefix: $(secs "$t0" "$t1") s"
@@ -201,6 +201,7 @@ else
                 echo "clean-root npm: without libarchive13, setup says: $(grep -o 'setup: libarchive13 is not installed.*' <<<"$msg" | head -1)"
         fi
         t0=$(date +%s.%N)
+        in_root apt-get update -q >/dev/null
         in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
                 libarchive13 libcurl4 >/dev/null
         echo "clean-root npm: apt-get install libarchive13 libcurl4: $(secs "$t0" "$(date +%s.%N)") s"
