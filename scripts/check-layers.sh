@@ -19,7 +19,7 @@ declare -A rank=(
         [naive]=5 [native]=5 [engine]=5
         [audit]=4
         [run]=3
-        [config]=2 [workspace]=2 [rootfs]=2
+        [config]=2 [workspace]=2 [rootfs]=2 [clients]=2
         [lazy]=1
         [common]=0
 )

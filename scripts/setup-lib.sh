@@ -11,8 +11,19 @@ VST_OTHER_DEPS=(mmdebstrap bubblewrap curl ca-certificates tar procps util-linux
         docker-registry)
 # The systemd VM stage (scripts/vm): software-emulated qemu.
 VST_VM_DEPS=(qemu-system-x86 qemu-utils)
+# Packaging (scripts/package.sh, tests/package/ci.sh): dpkg-shlibdeps and lintian for the .deb;
+# the linux-arm64 npm binary cross-built with Debian's toolchain and the multiarch :arm64 -dev
+# packages (needs `dpkg --add-architecture arm64` first: vst_add_arm64), run under qemu-user.
+VST_PACKAGE_DEPS=(dpkg-dev lintian gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+        libjson-c-dev:arm64 libseccomp-dev:arm64 libcurl4-openssl-dev:arm64 libsystemd-dev:arm64
+        libyaml-dev:arm64 libarchive-dev:arm64 libssl-dev:arm64)
 # The static checks (scripts/lint.sh, docs/design/style.md).
 VST_LINT_DEPS=(clang-format clang-tidy cppcheck python3)
+
+# vst_add_arm64: as root, let apt install :arm64 packages (for VST_PACKAGE_DEPS).
+vst_add_arm64() {
+        dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+}
 
 # vst_missing_packages PKG...: print the ones not installed (and nodejs npm when there is no
 # node or npm at all).

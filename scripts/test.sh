@@ -285,7 +285,7 @@ build_incremental() {
 }
 
 # ---------------------------------------------------------------------------- packages
-# stage: packages | - | apt-get install what the build, engines, images, VM and lint need (root)
+# stage: packages | - | apt-get install what the build, engines, images, VM, lint and packaging need (root)
 if ! want packages; then
         missing_pkgs=$(vst_missing_packages "${VST_BUILD_DEPS[@]}" | tr '\n' ' ')
         if [ -n "$missing_pkgs" ]; then
@@ -293,8 +293,9 @@ if ! want packages; then
                 finish
         fi
 elif [ "$is_root" -eq 1 ]; then
+        vst_add_arm64
         step 1500 "packages (apt-get)" vst_install_packages "${VST_BUILD_DEPS[@]}" "${VST_ENGINE_DEPS[@]}" \
-                "${VST_OTHER_DEPS[@]}" "${VST_VM_DEPS[@]}" "${VST_LINT_DEPS[@]}" || {
+                "${VST_OTHER_DEPS[@]}" "${VST_VM_DEPS[@]}" "${VST_LINT_DEPS[@]}" "${VST_PACKAGE_DEPS[@]}" || {
                 record_fail "package installation"
                 finish
         }
@@ -526,7 +527,7 @@ e2e_wanted=0
 while IFS='|' read -r _ backend _ extra; do
         [ -z "$backend" ] || ! want "$(e2e_stage "$backend" "$extra")" || e2e_wanted=1
 done <<<"$E2E_RUNS"
-for s in e2e-root e2e-remote agreement; do want "$s" && e2e_wanted=1; done
+for s in e2e-root e2e-remote agreement clients e2e-data; do want "$s" && e2e_wanted=1; done
 e2e=$src/tests/e2e
 npm_ok=0
 if [ "$e2e_wanted" -eq 0 ]; then
@@ -657,8 +658,11 @@ fi
 # and the facts of five calls (tests/clients/facts.mjs). As the test user, backends naive and
 # native with the grades of E2E_RUNS, each client bounded at 90 s. Measured on this 2-core
 # host: npm install 190 s with an empty npm cache, each run 70-80 s.
+# stage: clients | build-release | real MCP clients from npm against a stand-in model; what each model saw
 clients_dir=$src/tests/clients
-if [ ! -x "$rel/vestibule-mcp" ] || ! declare -F add_results >/dev/null; then
+if ! want clients; then
+        :
+elif [ ! -x "$rel/vestibule-mcp" ] || ! declare -F add_results >/dev/null; then
         record_fail "clients: needs the Release build and the e2e stage's npm packages"
 elif step 360 "clients: npm install (the pinned lock)" vst_npm_install_locked "$clients_dir"; then
         while IFS='|' read -r builds backend grade extra; do
@@ -712,7 +716,10 @@ fi
 # A server inside a default `docker run`: doctor and a run both name Docker's seccomp profile
 # (not the user-namespace sysctls) as why native is Blocked; with seccomp=unconfined the same
 # binary runs code (the control). Issue 12, item 21. ~5 s.
-if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
+# stage: native-in-docker | build-release | a server in a default docker run names the seccomp filter (root)
+if ! want native-in-docker; then
+        :
+elif [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
         banner "native in docker: needs root and the Release build, skipped"
         skipped=$((skipped + 1))
 else
@@ -745,6 +752,31 @@ else
         77) skipped=$((skipped + 1)) ;;
         *) record_fail "namespaces in containers: unshare or mount not held, or verify could not run" ;;
         esac
+fi
+
+# ---------------------------------------------------------------------------- packaging
+# scripts/package.sh from clean builds (the .deb linted, the npm launcher, linux-x64 and the
+# cross-built linux-arm64), the npm tarballs installed into a clean prefix and run by the test
+# user (npx --version, one run_code call), the arm64 binary under qemu-user, and install-client's
+# configs through the client CLIs when tests/clients has them (tests/package/ci.sh). Budget
+# 5 min: measured 8 min on this 2-core host at load 25 (package.sh's three clean builds 395 s,
+# 63 s of CPU), so the step is cut at 10. The clean Debian 12 root test
+# (tests/package/clean-root.sh deb|npm, 5-10 min) runs by hand.
+# stage: packaging | - | package.sh: the .deb, the npm packages, arm64 under qemu, install-client (root)
+if ! want packaging; then
+        :
+elif [ "$is_root" -ne 1 ]; then
+        banner "packaging: not root, skipped"
+        skipped=$((skipped + 1))
+else
+        pkg_clients=""
+        [ ! -d "$src/tests/clients/node_modules/.bin" ] || pkg_clients=$src/tests/clients/node_modules/.bin
+        if step 600 "packaging (tests/package/ci.sh)" bash "$src/tests/package/ci.sh" "$user" \
+                "$images/rootfs" ${pkg_clients:+"$pkg_clients"}; then
+                passed=$((passed + 1))
+        else
+                record_fail "packaging (tests/package/ci.sh)"
+        fi
 fi
 
 # ---------------------------------------------------------------------------- systemd VM

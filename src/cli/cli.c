@@ -28,11 +28,12 @@ static const char top_help[] =
     "  audit    print the last calls from the audit log\n"
     "  doctor   say what each backend would give on this host, and why\n"
     "  setup    get what this machine needs to run sandboxes\n"
+    "  install-client  add vestibule-mcp to an MCP client's configuration\n"
     "  verify   prove the isolation grade from outside\n"
     "  version  print the version\n"
     "\n"
     "'vestibule-mcp COMMAND --help' describes a command. Settings are VESTIBULE_*\n"
-    "environment variables (or ~/.config/vestibule/config.yaml); see README.md.\n";
+    "environment variables (or ~/.config/vestibule/config.yaml); see vestibule-mcp(1).\n";
 
 static const char instructions[] =
     "Vestibule runs python, node and bash code in a fresh sandbox per call (run_code). "
@@ -130,8 +131,13 @@ int cli_main(int argc, char **argv)
                 const char *name;
                 int (*fn)(int argc, char **argv);
         } cmds[] = {
-            {"run", cmd_run},     {"audit", cmd_audit},   {"doctor", cmd_doctor},
-            {"setup", cmd_setup}, {"verify", cmd_verify}, {"version", cmd_version},
+            {"run", cmd_run},
+            {"audit", cmd_audit},
+            {"doctor", cmd_doctor},
+            {"setup", cmd_setup},
+            {"verify", cmd_verify},
+            {"version", cmd_version},
+            {"install-client", cmd_install_client},
         };
 
         if (argc < 2)

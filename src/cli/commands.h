@@ -11,6 +11,7 @@ int cmd_version(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_setup(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_install_client(int argc, char **argv);
 
 /** cli_is_help() - @arg is -h or --help. */
 bool cli_is_help(const char *arg);

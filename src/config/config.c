@@ -968,6 +968,20 @@ static const char *process_getenv(const char *name)
         return getenv(name);
 }
 
+bool config_is_setting(const char *var)
+{
+        char buf[64];
+
+        if (var && strcmp(var, "VESTIBULE_CONFIG") == 0)
+                return true;
+        for (size_t i = 0; var && i < ELEMENTSOF(settings); i++) {
+                var_name(settings[i].key, buf, sizeof(buf));
+                if (strcmp(buf, var) == 0)
+                        return true;
+        }
+        return false;
+}
+
 const char *config_process_getenv(const char *name)
 {
         return secure_getenv(name);

@@ -118,6 +118,13 @@ void config_engine_env_fill(const char *(*getenv_fn)(const char *name), struct s
 void config_engine_env_done(struct sbx_engine_env *e);
 
 /**
+ * config_is_setting() - @var names a setting this version reads (VESTIBULE_BACKEND, ...,
+ * VESTIBULE_CONFIG). For `install-client --env`, which refuses a misspelt name rather than
+ * write a setting the server would silently ignore.
+ */
+bool config_is_setting(const char *var);
+
+/**
  * config_process_getenv() - the process environment (secure_getenv: nothing from it in a
  * set-id process), for callers that pass an environment function to config_load_from() or
  * config_engine_env_fill() (setup, tests). Only src/config reads the environment.

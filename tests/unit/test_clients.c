@@ -1,0 +1,448 @@
+/* test_clients.c - install-client's file work (src/clients): the merge keeps every other server
+ * and setting, a backup of the old bytes comes first, a second identical run changes nothing,
+ * and a file it cannot edit safely is refused and left byte-for-byte as it was. Parsing only:
+ * whether each client accepts what is written is tests/clients/install-client.sh, with the
+ * clients' own `mcp list`. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clients/clients.h"
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "testutil.h"
+
+static char *dir;
+
+static void setup(void)
+{
+        dir = sbx_test_tmpdir();
+}
+
+static void teardown(void)
+{
+        _cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", dir);
+
+        ck_assert_int_eq(system(cmd), 0);
+        free(dir);
+}
+
+static const char *const test_env[] = {"VESTIBULE_BACKEND=native", "PATH=/opt/x/bin:/usr/bin"};
+static const char *const test_args[] = {"-y", "vestibule-mcp"};
+
+static const struct client_server server = {
+    .name = "vestibule",
+    .command = "/usr/bin/vestibule-mcp",
+    .env = test_env,
+    .n_env = 2,
+};
+
+static void write_text(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "we");
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fputs(text, f) >= 0, 1);
+        ck_assert_int_eq(fclose(f), 0);
+}
+
+static char *read_text(const char *path)
+{
+        FILE *f = fopen(path, "re");
+        char *buf = NULL;
+        size_t len = 0;
+
+        ck_assert_msg(f != NULL, "cannot open %s", path);
+        ck_assert_int_ge(getdelim(&buf, &len, '\0', f), 0);
+        fclose(f);
+        return buf;
+}
+
+/* Files in the test folder whose name contains @part. */
+static int count_files(const char *part)
+{
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        int n = 0;
+
+        ck_assert_ptr_nonnull(d);
+        while ((e = readdir(d)))
+                n += strstr(e->d_name, part) != NULL;
+        closedir(d);
+        return n;
+}
+
+static char *only_backup(void)
+{
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        char *found = NULL;
+
+        ck_assert_ptr_nonnull(d);
+        while ((e = readdir(d)))
+                if (strstr(e->d_name, ".vestibule-backup-")) {
+                        ck_assert_msg(!found, "more than one backup");
+                        found = xasprintf("%s/%s", dir, e->d_name);
+                }
+        closedir(d);
+        ck_assert_msg(found != NULL, "no backup written");
+        return found;
+}
+
+static json_object *parse(const char *text)
+{
+        json_object *o = json_tokener_parse(text);
+
+        ck_assert_msg(o != NULL, "not JSON: %s", text);
+        return o;
+}
+
+static json_object *at(json_object *o, const char *k)
+{
+        json_object *v = NULL;
+
+        ck_assert_msg(json_object_object_get_ex(o, k, &v), "no key '%s' in %s", k,
+                      json_object_to_json_string(o));
+        return v;
+}
+
+/* For every JSON client: an existing file with another server and other settings. */
+START_TEST(json_merge_keeps_others_backs_up_and_is_idempotent)
+{
+        static const char *const ids[] = {"claude-code", "claude-desktop", "cursor",
+                                          "vscode",      "gemini",         "opencode"};
+
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                const struct client_info *c = clients_find(ids[i]);
+                const char *key = strcmp(ids[i], "vscode") == 0     ? "servers"
+                                  : strcmp(ids[i], "opencode") == 0 ? "mcp"
+                                                                    : "mcpServers";
+                _cleanup_free_ char *path = xasprintf("%s/%s.json", dir, ids[i]);
+                _cleanup_free_ char *old = xasprintf(
+                    "{\n  \"theme\": \"dark\",\n  \"%s\": {\n    \"other\": {\"command\": "
+                    "\"npx\", \"args\": [\"-y\", \"other-mcp\"], \"env\": {\"K\": \"v\"}}\n  "
+                    "},\n  \"numbers\": [1.50, 1e3, -0, 9007199254740993]\n}\n",
+                    key);
+                _cleanup_free_ char *text = NULL, *again = NULL, *bak = NULL, *btext = NULL,
+                                    *backup = NULL, *cmd = NULL;
+                struct sbx_error err = {0};
+                json_object *before, *after, *servers, *mine, *env;
+                int r;
+
+                ck_assert_ptr_nonnull(c);
+                write_text(path, old);
+                ck_assert_int_eq(chmod(path, 0640), 0);
+                r = clients_install(c, path, &server, &backup, &err);
+                ck_assert_msg(r == 1, "%s: %d %s", ids[i], r, err.msg);
+
+                /* the backup holds the old bytes, exactly */
+                bak = only_backup();
+                ck_assert_str_eq(bak, backup);
+                btext = read_text(bak);
+                ck_assert_str_eq(btext, old);
+
+                text = read_text(path);
+                before = parse(old);
+                after = parse(text);
+                ck_assert_str_eq(json_object_get_string(at(after, "theme")), "dark");
+                ck_assert(json_object_equal(at(before, "numbers"), at(after, "numbers")));
+                servers = at(after, key);
+                ck_assert(json_object_equal(at(at(before, key), "other"), at(servers, "other")));
+                ck_assert_int_eq(json_object_object_length(servers), 2);
+                mine = at(servers, "vestibule");
+                if (strcmp(ids[i], "opencode") == 0) {
+                        ck_assert_str_eq(json_object_get_string(at(mine, "type")), "local");
+                        ck_assert_str_eq(json_object_get_string(
+                                             json_object_array_get_idx(at(mine, "command"), 0)),
+                                         "/usr/bin/vestibule-mcp");
+                        env = at(mine, "environment");
+                } else {
+                        ck_assert_str_eq(json_object_get_string(at(mine, "command")),
+                                         "/usr/bin/vestibule-mcp");
+                        env = at(mine, "env");
+                }
+                ck_assert_str_eq(json_object_get_string(at(env, "VESTIBULE_BACKEND")), "native");
+                ck_assert_str_eq(json_object_get_string(at(env, "PATH")), "/opt/x/bin:/usr/bin");
+                /* the numbers keep their spelling (json-c keeps a double's source text) */
+                ck_assert_msg(strstr(text, "1.50") && strstr(text, "9007199254740993"), "%s", text);
+                {
+                        struct stat st;
+                        ck_assert_int_eq(stat(path, &st), 0);
+                        ck_assert_int_eq(st.st_mode & 07777, 0640);
+                }
+
+                /* a second identical run: nothing written, no second backup */
+                free(backup);
+                backup = NULL;
+                r = clients_install(c, path, &server, &backup, &err);
+                ck_assert_msg(r == 0, "%s second run: %d %s", ids[i], r, err.msg);
+                ck_assert_ptr_null(backup);
+                again = read_text(path);
+                ck_assert_str_eq(again, text);
+                ck_assert_int_eq(count_files(".vestibule-backup-"), 1);
+                ck_assert(clients_entry_equal_json(c, text, &server));
+
+                json_object_put(before);
+                json_object_put(after);
+                cmd = xasprintf("rm -f '%s'/*", dir);
+                ck_assert_int_eq(system(cmd), 0);
+        }
+}
+END_TEST
+
+START_TEST(json_existing_entry_updated_in_place)
+{
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir), *text = NULL;
+        struct sbx_error err = {0};
+        json_object *o, *servers;
+        int r;
+
+        write_text(path, "{\"mcpServers\": {\"a\": {\"command\": \"a\"}, \"vestibule\": "
+                         "{\"command\": \"/old/vestibule-mcp\"}, \"z\": {\"command\": \"z\"}}}");
+        r = clients_install(c, path, &server, NULL, &err);
+        ck_assert_msg(r == 1, "%d %s", r, err.msg);
+        text = read_text(path);
+        o = parse(text);
+        servers = at(o, "mcpServers");
+        ck_assert_str_eq(json_object_get_string(at(at(servers, "vestibule"), "command")),
+                         "/usr/bin/vestibule-mcp");
+        /* same place among the others: a, vestibule, z */
+        ck_assert_ptr_nonnull(strstr(text, "\"a\""));
+        ck_assert(strstr(text, "\"a\"") < strstr(text, "\"vestibule\""));
+        ck_assert(strstr(text, "\"vestibule\"") < strstr(text, "\"z\""));
+        json_object_put(o);
+}
+END_TEST
+
+START_TEST(json_new_file_and_folders_created_private)
+{
+        const struct client_info *c = clients_find("vscode");
+        _cleanup_free_ char *path = xasprintf("%s/a/b/mcp.json", dir), *parent = NULL, *text = NULL;
+        struct sbx_error err = {0};
+        struct stat st;
+        json_object *o;
+        int r;
+
+        r = clients_install(c, path, &server, NULL, &err);
+        ck_assert_msg(r == 1, "%d %s", r, err.msg);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        parent = xasprintf("%s/a/b", dir);
+        ck_assert_int_eq(stat(parent, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0700);
+        text = read_text(path);
+        o = parse(text);
+        ck_assert_str_eq(json_object_get_string(at(at(at(o, "servers"), "vestibule"), "type")),
+                         "stdio");
+        json_object_put(o);
+        ck_assert_int_eq(count_files(".vestibule-backup-"), 0);
+}
+END_TEST
+
+START_TEST(json_symlink_target_edited)
+{
+        const struct client_info *c = clients_find("gemini");
+        _cleanup_free_ char *real = xasprintf("%s/real.json", dir),
+                            *link = xasprintf("%s/settings.json", dir), *text = NULL;
+        struct sbx_error err = {0};
+        struct stat st;
+
+        write_text(real, "{\"mcpServers\": {}}\n");
+        ck_assert_int_eq(symlink(real, link), 0);
+        ck_assert_int_eq(clients_install(c, link, &server, NULL, &err), 1);
+        ck_assert_int_eq(lstat(link, &st), 0);
+        ck_assert(S_ISLNK(st.st_mode));
+        text = read_text(real);
+        ck_assert_ptr_nonnull(strstr(text, "vestibule-mcp"));
+}
+END_TEST
+
+START_TEST(json_malformed_refused_untouched)
+{
+        static const char *const bad[] = {
+            "{ // a comment\n \"mcpServers\": {}}\n",
+            "{\"mcpServers\": {\"a\": {\"command\": \"a\"},}}\n",
+            "{\"mcpServers\": {}} trailing\n",
+            "[1, 2]\n",
+            "{\"mcpServers\": [\"not\", \"an object\"]}\n",
+            "{\"mcpServers\": {\n",
+            "{'single': 'quotes'}\n",
+        };
+        const struct client_info *c = clients_find("claude-desktop");
+        _cleanup_free_ char *path = xasprintf("%s/claude_desktop_config.json", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                char *backup = (char *)"untouched";
+                int r;
+
+                write_text(path, bad[i]);
+                r = clients_install(c, path, &server, &backup, &err);
+                ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
+                ck_assert_msg(strstr(err.msg, "cannot edit") && strstr(err.msg, path), "%s",
+                              err.msg);
+                ck_assert_ptr_null(backup);
+                text = read_text(path);
+                ck_assert_str_eq(text, bad[i]);
+                ck_assert_int_eq(count_files(".vestibule-"), 0);
+        }
+}
+END_TEST
+
+/* --- Codex TOML ---------------------------------------------------------------------------- */
+
+static const char codex_old[] = "model = \"o4\"  # a comment\n"
+                                "notes = \"\"\"\n"
+                                "[mcp_servers.vestibule]\n"
+                                "this header is inside a multi-line string\n"
+                                "\"\"\"\n"
+                                "\n"
+                                "[mcp_servers.other]\n"
+                                "command = \"npx\"\n"
+                                "args = [\n"
+                                "  \"-y\",\n"
+                                "  \"[mcp_servers.vestibule]\",  # an array over lines\n"
+                                "]\n"
+                                "env = { K = 'v' }\n"
+                                "\n"
+                                "# trailing comment\n"
+                                "[profiles.fast]\n"
+                                "model = 'x'\n";
+
+START_TEST(toml_appended_others_byte_identical)
+{
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir), *text = NULL, *again = NULL,
+                            *bak = NULL, *btext = NULL;
+        struct sbx_error err = {0};
+        int r;
+
+        write_text(path, codex_old);
+        r = clients_install(c, path, &server, NULL, &err);
+        ck_assert_msg(r == 1, "%d %s", r, err.msg);
+        text = read_text(path);
+        /* everything that was there is still there, unchanged, before our table */
+        ck_assert_int_eq(strncmp(text, codex_old, strlen(codex_old)), 0);
+        ck_assert_str_eq(text + strlen(codex_old), "\n[mcp_servers.vestibule]\n"
+                                                   "command = \"/usr/bin/vestibule-mcp\"\n"
+                                                   "args = []\n"
+                                                   "env = { VESTIBULE_BACKEND = \"native\", PATH = "
+                                                   "\"/opt/x/bin:/usr/bin\" }\n");
+        bak = only_backup();
+        btext = read_text(bak);
+        ck_assert_str_eq(btext, codex_old);
+
+        r = clients_install(c, path, &server, NULL, &err);
+        ck_assert_msg(r == 0, "second run: %d %s", r, err.msg);
+        again = read_text(path);
+        ck_assert_str_eq(again, text);
+        ck_assert_int_eq(count_files(".vestibule-backup-"), 1);
+}
+END_TEST
+
+START_TEST(toml_our_tables_replaced)
+{
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir), *text = NULL;
+        struct client_server npx = {
+            .name = "vestibule", .command = "npx", .args = test_args, .n_args = 2};
+        struct sbx_error err = {0};
+        int r;
+
+        write_text(path, "[mcp_servers.a]\ncommand = \"a\"\n\n"
+                         "[mcp_servers.vestibule]\ncommand = \"/old\"\n\n"
+                         "# about b\n[mcp_servers.b]\ncommand = \"b\"\n\n"
+                         "[mcp_servers.vestibule.env]\nX = \"1\"\n");
+        r = clients_install(c, path, &npx, NULL, &err);
+        ck_assert_msg(r == 1, "%d %s", r, err.msg);
+        text = read_text(path);
+        ck_assert_str_eq(text, "[mcp_servers.a]\ncommand = \"a\"\n\n"
+                               "[mcp_servers.vestibule]\ncommand = \"npx\"\n"
+                               "args = [\"-y\", \"vestibule-mcp\"]\n\n"
+                               "# about b\n[mcp_servers.b]\ncommand = \"b\"\n\n");
+}
+END_TEST
+
+START_TEST(toml_unsafe_refused_untouched)
+{
+        static const char *const bad[] = {
+            /* the server defined with dotted keys or inline, which we do not rewrite */
+            "mcp_servers.vestibule.command = \"x\"\n",
+            "[mcp_servers]\nvestibule = { command = \"x\" }\n",
+            "[mcp_servers]\n\"vestibule\".command = \"x\"\n",
+            /* what the scanner cannot follow */
+            "a = \"unterminated\n",
+            "a = \"\"\"never closed\n[mcp_servers.x]\n",
+            "a = [1, 2\n",
+            "[mcp_servers.vestibule\ncommand = \"x\"\n",
+            "[[mcp_servers.vestibule]]\ncommand = \"x\"\n",
+            "just words\n",
+        };
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, bad[i]);
+                r = clients_install(c, path, &server, NULL, &err);
+                ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
+                ck_assert_msg(strstr(err.msg, "line "), "case %zu: %s", i, err.msg);
+                text = read_text(path);
+                ck_assert_str_eq(text, bad[i]);
+                ck_assert_int_eq(count_files(".vestibule-"), 0);
+        }
+}
+END_TEST
+
+START_TEST(toml_string_escaping)
+{
+        const struct client_info *c = clients_find("codex");
+        static const char *const env[] = {"VESTIBULE_WORKSPACE=/tmp/a \"b\"\\c\n"};
+        struct client_server s = {.name = "v-1", .command = "/x", .env = env, .n_env = 1};
+        _cleanup_free_ char *out = NULL;
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(clients_merge(c, "", &s, &out, &err), 0);
+        ck_assert_str_eq(out, "[mcp_servers.v-1]\ncommand = \"/x\"\nargs = []\n"
+                              "env = { VESTIBULE_WORKSPACE = \"/tmp/a \\\"b\\\"\\\\c\\n\" }\n");
+        s.name = "bad name";
+        ck_assert_int_eq(clients_merge(c, "", &s, &out, &err), -EINVAL);
+}
+END_TEST
+
+static Suite *clients_suite(void)
+{
+        Suite *s = suite_create("clients");
+        TCase *json = tcase_create("json"), *toml = tcase_create("toml");
+
+        tcase_add_checked_fixture(json, setup, teardown);
+        tcase_add_test(json, json_merge_keeps_others_backs_up_and_is_idempotent);
+        tcase_add_test(json, json_existing_entry_updated_in_place);
+        tcase_add_test(json, json_new_file_and_folders_created_private);
+        tcase_add_test(json, json_symlink_target_edited);
+        tcase_add_test(json, json_malformed_refused_untouched);
+        suite_add_tcase(s, json);
+        tcase_add_checked_fixture(toml, setup, teardown);
+        tcase_add_test(toml, toml_appended_others_byte_identical);
+        tcase_add_test(toml, toml_our_tables_replaced);
+        tcase_add_test(toml, toml_unsafe_refused_untouched);
+        tcase_add_test(toml, toml_string_escaping);
+        suite_add_tcase(s, toml);
+        return s;
+}
+
+int main(void)
+{
+        return sbx_test_run(clients_suite());
+}
