@@ -324,7 +324,7 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
                             uname(&u) == 0 ? u.release : "unknown");
         }
         if (!s->limits_forced)
-                native_limits_detect(&s->limits);
+                native_limits_detect(cfg, &s->limits);
         grade_from_limits(s, cfg, &p);
         probe_details(s, &p);
         p.usable = true;

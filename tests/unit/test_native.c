@@ -1105,7 +1105,7 @@ START_TEST(limits_detect_on_this_host)
 
         if (cgroup2_root())
                 return; /* covered by degraded_grade_names_each_limit's expected grade */
-        native_limits_detect(&li);
+        native_limits_detect(&cfg, &li);
         /* this development host: no systemd, a v1/v2 hybrid */
         ck_assert_int_eq(li.path, NATIVE_LIMITS_NONE);
         ck_assert_str_eq(li.why_none, "no systemd user bus and no cgroup v2 at /sys/fs/cgroup (a "
