@@ -287,6 +287,18 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                                                           call->code, call->code_len, id);
         sbx_trace_lap(&trace, "audit_start");
         r = b->ops->run(b, &req, res, err);
+        if (r == -ESTALE) {
+                /* The backend found, before any of the code ran, that the isolation its probe
+                 * promised cannot be had (native: no cgroup after all). Probe again and run
+                 * once more on the ladder's honest next grade instead of answering Blocked. */
+                log_debug("%s: %s; picking again", b->ops->name, err->msg);
+                ladder_invalidate(s->ladder, b);
+                run_result_done(res);
+                sbx_error_clear(err);
+                r = ladder_pick(s->ladder, &b, &probe, err);
+                if (r == 0)
+                        r = b->ops->run(b, &req, res, err);
+        }
         sbx_trace_lap(&trace, "backend_run");
         audit_pending_wait(started, note, sizeof(note));
         sbx_trace_lap(&trace, "audit_start_wait");
