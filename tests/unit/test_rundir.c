@@ -30,7 +30,7 @@ static void make_socket(const char *path)
 
         ck_assert_int_ge(fd, 0);
         ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
-        strcpy(sa.sun_path, path);
+        memcpy(sa.sun_path, path, strlen(path) + 1);
         ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind '%s': %m", path);
         ck_assert_int_eq(listen(fd, 1), 0);
         /* the fd stays open for the test's (forked) life */
