@@ -39,6 +39,12 @@ struct run_service {
 
 int run_service_new(const struct sbx_config *cfg, struct run_service **ret, struct sbx_error *err)
 {
+        return run_service_new_with(cfg, NULL, NULL, ret, err);
+}
+
+int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
+                         backend_ctor_fn container, struct run_service **ret, struct sbx_error *err)
+{
         struct run_service *s = xcalloc(1, sizeof(*s));
         pthread_condattr_t ca;
 
@@ -57,7 +63,7 @@ int run_service_new(const struct sbx_config *cfg, struct run_service **ret, stru
                         s->audit_err.code = EINVAL;
                 log_error("%s", s->audit_err.msg);
         }
-        s->ladder = ladder_new(cfg, NULL, NULL);
+        s->ladder = ladder_new(cfg, native, container);
         pthread_mutex_init(&s->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
