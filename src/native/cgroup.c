@@ -314,11 +314,13 @@ void native_limits_detect(const struct sbx_config *cfg, struct native_limits_inf
                         struct sbx_error perr = {0};
 
                         missing_from(ctl, ret->missing, sizeof(ret->missing));
-                        /* Writable is not delegated: inside a systemd unit without Delegate=yes
-                         * (a user's terminal, an MCP client started from a desktop) the files
-                         * are the user's, but the parent passes no controllers down. So the
-                         * subtree is set up now, once, and a failure is the grade's reason
-                         * instead of every run's Blocked: later. */
+                        /* Writable is not delegated: inside a unit of the user manager
+                         * without Delegate=yes (the MCP client's own service or scope) the
+                         * files are the user's, but the client's processes stay in that cgroup,
+                         * so the kernel refuses controllers for its children (EBUSY, "no
+                         * internal processes"), or the parent passes none down. So the subtree
+                         * is set up now, once, and a failure is the grade's reason instead of
+                         * every run's Blocked: later. */
                         if (strlen(ret->missing) >= strlen("memory, cpu, pids")) {
                                 native_strf(cg_why, sizeof(cg_why),
                                             "the server's cgroup '%s' has no controllers", path);
