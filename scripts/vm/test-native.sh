@@ -4,7 +4,7 @@
 # One boot runs, in order:
 #   0. scripts/vm/selftest.sh --guest: the host itself (systemd PID 1, pure cgroup v2, the user
 #      manager, delegated controllers, OOM kill, the sd-bus scope demo);
-#   1. the native Check suite, BUILD_DIR/test_native (more with VESTIBULE_VM_TESTS),
+#   1. the native Check suites, BUILD_DIR/test_native and test_rundir (VESTIBULE_VM_TESTS),
 #      with SBX_TEST_MUST_RUN=1: in the VM nothing may skip for a missing prerequisite;
 #   1b. the per-run scope timing (scope-timing.mjs: VESTIBULE_TRACE=timing's phase "scope"
 #      over sequential runs in one server; with VESTIBULE_VM_SCOPE_COMPARE a second binary);
@@ -29,7 +29,8 @@
 #
 # Usage: scripts/vm/test-native.sh BUILD_DIR
 # Environment:
-#   VESTIBULE_VM_TESTS        Check executables in BUILD_DIR to run (default: test_native)
+#   VESTIBULE_VM_TESTS        Check executables in BUILD_DIR to run (default: test_native
+#                             test_rundir: the user bus found at /run/user/2000 on a real host)
 #   VESTIBULE_VM_E2E          0 = leave the e2e suite out (default 1)
 #   VESTIBULE_VM_E2E_FILES    e2e files to run, or "all" (default: the isolation cases, below)
 #   VESTIBULE_VM_E2E_BIN      the vestibule-mcp the e2e suite drives (default BUILD_DIR's; CI
@@ -76,7 +77,7 @@ src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/d
 vm_repo=$(cd "$here/../.." && pwd -P)
 rootfs=${VESTIBULE_ROOTFS_DIR:-/var/tmp/vestibule-images/rootfs}
 require=${VESTIBULE_VM_REQUIRE:-0}
-read -r -a tests <<<"${VESTIBULE_VM_TESTS:-test_native}"
+read -r -a tests <<<"${VESTIBULE_VM_TESTS:-test_native test_rundir}"
 
 missing=()
 run_tests=()
