@@ -74,7 +74,7 @@ while IFS='|' read -r as backend pick grade gaps why extra; do
                         rc=$?
         else
                 runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" \
-                        LOGNAME="$user" LANG=C.UTF-8 XDG_RUNTIME_DIR="/run/user/$uid" TMPDIR=/tmp \
+                        LOGNAME="$user" LANG=C.UTF-8 TMPDIR=/tmp \
                         "${env[@]}" "${vars[@]}" timeout --kill-after=30 900 node "$e2e/run.mjs" agree.mjs ||
                         rc=$?
         fi

@@ -21,9 +21,14 @@ if (!bin || !(n >= 1 && n <= 500)) {
     process.exit(2);
 }
 const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'vst-scope-timing-'));
+// The environment an MCP client using the SDK gives (HOME, LOGNAME, PATH, SHELL, TERM, USER)
+// plus the settings: the server finds the user bus itself.
+const sdkDefault = Object.fromEntries(['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER']
+    .filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
+const settings = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('VESTIBULE_')));
 const srv = spawn(bin, [], {
     env: {
-        ...process.env, VESTIBULE_BACKEND: 'native', VESTIBULE_TRACE: 'timing',
+        ...sdkDefault, ...settings, VESTIBULE_BACKEND: 'native', VESTIBULE_TRACE: 'timing',
         VESTIBULE_WORKSPACE: path.join(ws, 'ws'), VESTIBULE_AUDIT_DIR: path.join(ws, 'audit'),
     },
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -4,7 +4,7 @@
 # One boot runs, in order:
 #   0. scripts/vm/selftest.sh --guest: the host itself (systemd PID 1, pure cgroup v2, the user
 #      manager, delegated controllers, OOM kill, the sd-bus scope demo);
-#   1. the native Check suite, BUILD_DIR/test_native (more with VESTIBULE_VM_TESTS),
+#   1. the native Check suites, BUILD_DIR/test_native and test_rundir (VESTIBULE_VM_TESTS),
 #      with SBX_TEST_MUST_RUN=1: in the VM nothing may skip for a missing prerequisite;
 #   1b. the per-run scope timing (scope-timing.mjs: VESTIBULE_TRACE=timing's phase "scope"
 #      over sequential runs in one server; with VESTIBULE_VM_SCOPE_COMPARE a second binary);
@@ -16,6 +16,9 @@
 #      grade `doctor --json` says auto picks, the grade `verify --json` ran the leak battery
 #      under (every claimed probe held; pids, memory and cpu "held", not "not applicable") and
 #      the isolation line of a real run_code through the server are all exactly "native";
+#   3b. VESTIBULE_VM_EXTRA, when set: one more command line, run with bash as the user in
+#      tests/e2e (so node finds the SDK clients), after the agreement check; its exit status
+#      joins the others (a hook for more client harnesses, e.g. a real CLI client);
 #   4. as root (run.sh --root-after): sysctl user.max_user_namespaces=0, then as the user
 #      `vestibule-mcp doctor` must say the native backend is Blocked naming user namespaces,
 #      and the agreement check again: doctor, verify and run_code all the same Blocked text,
@@ -26,7 +29,8 @@
 #
 # Usage: scripts/vm/test-native.sh BUILD_DIR
 # Environment:
-#   VESTIBULE_VM_TESTS        Check executables in BUILD_DIR to run (default: test_native)
+#   VESTIBULE_VM_TESTS        Check executables in BUILD_DIR to run (default: test_native
+#                             test_rundir: the user bus found at /run/user/2000 on a real host)
 #   VESTIBULE_VM_E2E          0 = leave the e2e suite out (default 1)
 #   VESTIBULE_VM_E2E_FILES    e2e files to run, or "all" (default: the isolation cases, below)
 #   VESTIBULE_VM_E2E_BIN      the vestibule-mcp the e2e suite drives (default BUILD_DIR's; CI
@@ -41,6 +45,14 @@
 #   VESTIBULE_VM_SCOPE_RUNS   runs for the scope timing step (default 10; 0 = leave it out)
 #   VESTIBULE_VM_SCOPE_COMPARE another vestibule-mcp (e.g. an older build) timed the same way
 #                             in the same boot, for a before/after of the scope creation
+#   VESTIBULE_VM_EXTRA        a command line run in the guest as the user (bash -c, cwd
+#                             tests/e2e, node on PATH) after step 3, with VESTIBULE_BIN (the e2e
+#                             binary) and VESTIBULE_ROOTFS_DIR set, e.g.
+#                             'node demo.mjs' or 'node ../clients/run.mjs claude'; a non-zero
+#                             exit fails the stage. Like the e2e suite it must start servers the
+#                             way a client does (lib.mjs's makeWorld: the SDK default environment)
+#   VESTIBULE_VM_EXTRA_SHARES folders (space-separated, absolute) the extra command needs,
+#                             shared read-only at the same path
 #   VESTIBULE_VM_REQUIRE      1 = a missing suite is a failure, not a skip
 #   VESTIBULE_VM_TIMEOUT      seconds for the in-VM command, after the boot (default 1800: it
 #                             took 30 min on a 2-core host at load 20-28 after a 9 min boot;
@@ -65,7 +77,7 @@ src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/d
 vm_repo=$(cd "$here/../.." && pwd -P)
 rootfs=${VESTIBULE_ROOTFS_DIR:-/var/tmp/vestibule-images/rootfs}
 require=${VESTIBULE_VM_REQUIRE:-0}
-read -r -a tests <<<"${VESTIBULE_VM_TESTS:-test_native}"
+read -r -a tests <<<"${VESTIBULE_VM_TESTS:-test_native test_rundir}"
 
 missing=()
 run_tests=()
@@ -151,6 +163,15 @@ if [[ $run_e2e == 1 ]]; then
         esac
 fi
 [[ $vm_repo == "$src" ]] || shares+=(--ro-share "$vm_repo")
+extra_cmd=${VESTIBULE_VM_EXTRA:-}
+read -r -a extra_shares <<<"${VESTIBULE_VM_EXTRA_SHARES:-}"
+for d in "${extra_shares[@]}"; do
+        [[ $d == /* && -d $d ]] || { log "VESTIBULE_VM_EXTRA_SHARES: '$d' is not an absolute folder"; exit 2; }
+        shares+=(--ro-share "$d")
+done
+if [[ -n $extra_cmd && -n $node_why ]]; then
+        missing+=("extra command: $node_why")
+fi
 if [[ -d $rootfs ]]; then
         shares+=(--ro-share "$rootfs")
 else
@@ -176,6 +197,7 @@ shares+=(--share "$work/out" --ro-share "$work/bin")
         printf 'build=%q src=%q rootfs=%q out=%q e2e=%q demo=%q vm_repo=%q verify=%q\n' "$build" \
                 "$src" "$rootfs" "$work/out" "$run_e2e" "$work/bin/scope-demo" "$vm_repo" "$run_verify"
         printf 'tests=(%s)\n' "$( ((${#run_tests[@]})) && printf '%q ' "${run_tests[@]}")"
+        printf 'extra_cmd=%q\n' "$extra_cmd"
         e2e_list=${VESTIBULE_VM_E2E_FILES:-$vm_e2e_default}
         [[ $e2e_list != all ]] || e2e_list=
         read -r -a e2e_files <<<"$e2e_list"
@@ -187,6 +209,9 @@ export CK_DEFAULT_TIMEOUT=60 CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-5}
 export PATH=$PATH:/opt/vestibule-host-node/bin
 node_ok=$(command -v node || true)
 echo "== in the VM: $(id -un) uid $(id -u), $(cat /proc/self/cgroup), user manager $(systemctl --user is-system-running)"
+# The runner itself lives in the user manager and has these; the servers the suites start get
+# only the SDK's default environment (tests/e2e/lib.mjs), so they must find the bus themselves.
+echo "== runner's XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-unset} DBUS_SESSION_BUS_ADDRESS=${DBUS_SESSION_BUS_ADDRESS:-unset} (not passed to the servers)"
 failed=()
 echo "== selftest"
 bash "$vm_repo/scripts/vm/selftest.sh" --guest "$demo" || failed+=("selftest")
@@ -240,6 +265,19 @@ if [[ $verify == 1 ]]; then
                 rc=$?
                 echo "== agreement: exit $rc in $(( $(date +%s) - s )) s"
                 [[ $rc == 0 ]] || failed+=("agreement doctor/verify/run_code (exit $rc)")
+        fi
+fi
+if [[ -n $extra_cmd ]]; then
+        echo "== extra: $extra_cmd"
+        s=$(date +%s)
+        if [[ -z $node_ok ]]; then
+                echo "== extra: FAILED: no node in the VM (the host's is lent to it)"
+                failed+=("extra (no node)")
+        else
+                (cd "$src/tests/e2e" && VESTIBULE_BIN="$e2e_bin" bash -c "$extra_cmd")
+                rc=$?
+                echo "== extra: exit $rc in $(( $(date +%s) - s )) s"
+                [[ $rc == 0 ]] || failed+=("extra '$extra_cmd' (exit $rc)")
         fi
 fi
 if ((${#failed[@]})); then

@@ -1001,8 +1001,9 @@ void config_engine_env_fill(const char *(*getenv_fn)(const char *name), struct s
         ret->docker_tls_verify = env_copy(getenv_fn, "DOCKER_TLS_VERIFY");
         ret->docker_cert_path = env_copy(getenv_fn, "DOCKER_CERT_PATH");
         ret->container_host = env_copy(getenv_fn, "CONTAINER_HOST");
-        ret->home = env_copy(getenv_fn, "HOME");
+        ret->home = getenv_fn ? home_dir(getenv_fn) : NULL;
         ret->xdg_runtime_dir = env_copy(getenv_fn, "XDG_RUNTIME_DIR");
+        ret->user_bus_address = env_copy(getenv_fn, "DBUS_SESSION_BUS_ADDRESS");
 }
 
 void config_engine_env_done(struct sbx_engine_env *e)
@@ -1017,6 +1018,7 @@ void config_engine_env_done(struct sbx_engine_env *e)
         free(e->container_host);
         free(e->home);
         free(e->xdg_runtime_dir);
+        free(e->user_bus_address);
         memset(e, 0, sizeof(*e));
 }
 

@@ -41,8 +41,9 @@ struct sbx_engine_env {
         char *docker_tls_verify; /* DOCKER_TLS_VERIFY */
         char *docker_cert_path;  /* DOCKER_CERT_PATH */
         char *container_host;    /* CONTAINER_HOST (Podman) */
-        char *home;              /* HOME */
-        char *xdg_runtime_dir;   /* XDG_RUNTIME_DIR */
+        char *home;              /* HOME, else the password database's home (getpwuid_r) */
+        char *xdg_runtime_dir;   /* XDG_RUNTIME_DIR as given (NULL: not passed) */
+        char *user_bus_address;  /* DBUS_SESSION_BUS_ADDRESS as given (native: the user bus) */
 };
 
 struct sbx_config {
@@ -81,7 +82,8 @@ struct sbx_config {
          * sandbox phase with its duration in µs (src/common/trace.h), whatever the log level. */
         bool trace_timing;
 
-        /* The engine's environment (DOCKER_HOST and friends), read with the rest. */
+        /* The host environment the backends read (DOCKER_HOST and friends, HOME, the runtime
+         * folder and the user bus), read with the rest. */
         struct sbx_engine_env engine_env;
 
         /* Set when any setting was invalid; then every tool call is Blocked: with this text. */
@@ -109,8 +111,12 @@ int config_load_from(const char *(*getenv_fn)(const char *name), const char *yam
 
 /**
  * config_engine_env_fill() - read DOCKER_HOST, DOCKER_CONTEXT, DOCKER_CONFIG,
- * DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, CONTAINER_HOST, HOME and XDG_RUNTIME_DIR through
- * @getenv_fn into @ret (blank counts as unset). Free with config_engine_env_done().
+ * DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, CONTAINER_HOST, HOME, XDG_RUNTIME_DIR and
+ * DBUS_SESSION_BUS_ADDRESS through @getenv_fn into @ret (blank counts as unset). A missing or
+ * relative HOME is taken from the password database (getpwuid_r(3)), as the docker CLI and
+ * Podman do; the runtime folder and the user bus are left NULL when not passed: their
+ * consumers derive them from /run/user/UID with the checks of common/rundir.h. Every variable
+ * and what happens without it: docs/design/environment.md. Free with config_engine_env_done().
  */
 void config_engine_env_fill(const char *(*getenv_fn)(const char *name), struct sbx_engine_env *ret);
 

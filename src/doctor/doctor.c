@@ -19,6 +19,7 @@
 #include "lazy/sdbus.h"
 
 #include "common/cleanup.h"
+#include "common/rundir.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
 #include "service/ladder.h"
@@ -209,23 +210,34 @@ static void check_cgroup(struct doctor_backend *b, bool *ret_unified)
                       "(systemd.unified_cgroup_hierarchy=1)");
 }
 
-static void check_user_bus(struct doctor_backend *b, bool unified)
+static void check_user_bus(const struct sbx_config *cfg, struct doctor_backend *b, bool unified)
 {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         static const char *const busctl[] = {"/usr/bin/busctl", "/bin/busctl"};
+        const struct sbx_engine_env *env = &cfg->engine_env;
         const char *found = NULL;
-        char ctrls[256] = "";
-        struct sbx_error lib_err = {0};
+        const char *from = env->user_bus_address  ? "DBUS_SESSION_BUS_ADDRESS"
+                           : env->xdg_runtime_dir ? "XDG_RUNTIME_DIR"
+                                                  : "/run/user, checked: the client passed no "
+                                                    "DBUS_SESSION_BUS_ADDRESS or XDG_RUNTIME_DIR";
+        char ctrls[256] = "", address[4200];
+        struct sbx_error lib_err = {0}, e = {0};
         int r;
 
         if (lazy_sdbus_load(&lib_err) < 0)
                 add(b->checks, &b->n_checks, DOCTOR_WARN, "systemd user bus",
                     "not usable: %s; no transient scope per run", lib_err.msg);
-        else if ((r = sd_bus_open_user(&bus)) < 0) {
+        else if (sbx_user_bus_resolve(env->user_bus_address, env->xdg_runtime_dir, geteuid(),
+                                      address, sizeof(address), &e) < 0)
                 add(b->checks, &b->n_checks, DOCTOR_WARN, "systemd user bus",
-                    "not reachable (%s): no transient scope per run; log in through systemd "
-                    "(loginctl enable-linger $USER) so the user manager runs",
-                    strerror(-r));
+                    "not found (%s; from %s): no transient scope per run; log in through "
+                    "systemd (loginctl enable-linger $USER) so the user manager runs",
+                    e.msg, from);
+        else if ((r = lazy_sd_bus_open_address(address, &bus)) < 0) {
+                add(b->checks, &b->n_checks, DOCTOR_WARN, "systemd user bus",
+                    "not reachable at '%s' (%s; from %s): no transient scope per run; log in "
+                    "through systemd (loginctl enable-linger $USER) so the user manager runs",
+                    address, strerror(-r), from);
         } else {
                 _cleanup_free_ char *p = xasprintf(
                     "/sys/fs/cgroup/user.slice/user-%u.slice/user@%u.service/cgroup.controllers",
@@ -237,8 +249,8 @@ static void check_user_bus(struct doctor_backend *b, bool unified)
                         ? DOCTOR_OK
                         : DOCTOR_WARN,
                     "systemd user bus",
-                    "reachable (sd_bus_open_user); controllers delegated to user@%u.service: %s",
-                    (unsigned)getuid(), ctrls[0] ? ctrls : "none");
+                    "reachable at '%s' (from %s); controllers delegated to user@%u.service: %s",
+                    address, from, (unsigned)getuid(), ctrls[0] ? ctrls : "none");
         }
         for (size_t i = 0; i < ELEMENTSOF(busctl) && !found; i++)
                 if (access(busctl[i], X_OK) == 0)
@@ -308,7 +320,7 @@ static void native_checks(const struct sbx_config *cfg, const struct setup_pins 
         check_landlock(b);
         check_seccomp(b);
         check_cgroup(b, &unified);
-        check_user_bus(b, unified);
+        check_user_bus(cfg, b, unified);
         check_rootfs(b, cfg, pins, have_pins, "python", "python3");
         check_rootfs(b, cfg, pins, have_pins, "node", "node");
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/rundir.h"
 #include "lazy/sha256.h"
 #include "common/xalloc.h"
 
@@ -359,17 +360,16 @@ int engine_endpoints_resolve_env(enum sbx_runtime_choice runtime, const struct s
         struct engine_endpoint ep;
         const char *home = env_nonempty(env->home);
         const char *xdg = env_nonempty(env->xdg_runtime_dir);
-        _cleanup_free_ char *xdg_def = NULL;
+        char xdg_def[4096];
         int r;
 
-        /* Without XDG_RUNTIME_DIR (runuser, su, cron) the user's runtime folder is still
-         * /run/user/UID, as Podman itself assumes, when it exists and is ours. */
-        if (!xdg && geteuid() != 0) {
-                struct stat st;
-                xdg_def = xasprintf("/run/user/%u", (unsigned)geteuid());
-                if (stat(xdg_def, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-                        xdg = xdg_def;
-        }
+        /* Without XDG_RUNTIME_DIR (an MCP client's bare environment, runuser, su, cron) the
+         * user's runtime folder is still /run/user/UID, as Podman itself assumes, when it
+         * exists and is ours (common/rundir.h checks owner, mode and that it is no symlink). */
+        if (!xdg && geteuid() != 0 &&
+            sbx_user_runtime_dir(SBX_USER_RUNTIME_BASE, geteuid(), xdg_def, sizeof(xdg_def),
+                                 NULL) == 0)
+                xdg = xdg_def;
 
         if (ret_missing && missing_size)
                 ret_missing[0] = '\0';

@@ -7,12 +7,12 @@
  * lazy_sdbus_load() before the first sd_bus_* call for a message naming the package
  * ("libsystemd0 is not installed ...: apt-get install libsystemd0").
  *
- * Unlike the other tables, nothing here aborts when the library is missing: sd_bus_open_user()
- * fails with -ELIBACC, and the cleanup helpers (sd_bus_flush_close_unrefp,
- * sd_bus_message_unrefp, sd_bus_error_free on an empty error) do nothing, as they would on
- * the NULL objects such a failure leaves; every other sd_bus_* call needs a bus first. The
- * header's own cleanup helpers are replaced by these, since its static inline ones would
- * call libsystemd directly. See lazy/lazy.h. */
+ * Unlike the other tables, nothing here aborts when the library is missing:
+ * lazy_sd_bus_open_address() fails with -ELIBACC, and the cleanup helpers
+ * (sd_bus_flush_close_unrefp, sd_bus_message_unrefp, sd_bus_error_free on an empty error) do
+ * nothing, as they would on the NULL objects such a failure leaves; every other sd_bus_* call needs
+ * a bus first. The header's own cleanup helpers are replaced by these, since its static inline ones
+ * would call libsystemd directly. See lazy/lazy.h. */
 #pragma once
 
 #include <systemd/sd-bus.h>
@@ -32,8 +32,11 @@
         X(sd_bus_message_new_method_call)                                                          \
         X(sd_bus_message_open_container)                                                           \
         X(sd_bus_message_unref)                                                                    \
-        X(sd_bus_open_user)                                                                        \
-        X(sd_bus_process)
+        X(sd_bus_new)                                                                              \
+        X(sd_bus_process)                                                                          \
+        X(sd_bus_set_address)                                                                      \
+        X(sd_bus_set_bus_client)                                                                   \
+        X(sd_bus_start)
 
 struct lazy_sdbus_table {
 /* NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator cannot be parenthesised */
@@ -59,11 +62,33 @@ int lazy_sdbus_loaded(void);
 #ifndef LAZY_SDBUS_IMPL
 #include <errno.h>
 
-static inline int lazy_sd_bus_open_user(sd_bus **ret)
+/* What sd_bus_open_user(3) does once it knows the address, without reading the environment
+ * itself (only src/config does; common/rundir.h finds the address): a client connection that
+ * says Hello (sd_bus_set_bus_client), started synchronously. sd_bus_new(3),
+ * sd_bus_set_address(3), sd_bus_start(3). Returns 0 with *@ret set, or a negative errno. */
+static inline int lazy_sd_bus_open_address(const char *address, sd_bus **ret)
 {
+        const struct lazy_sdbus_table *t;
+        sd_bus *bus = NULL;
+        int r;
+
         if (lazy_sdbus_load(NULL) < 0)
                 return -ELIBACC; /* "cannot access a needed shared library" */
-        return lazy_sdbus()->sd_bus_open_user(ret);
+        t = lazy_sdbus();
+        r = t->sd_bus_new(&bus);
+        if (r < 0)
+                return r;
+        r = t->sd_bus_set_address(bus, address);
+        if (r >= 0)
+                r = t->sd_bus_set_bus_client(bus, 1);
+        if (r >= 0)
+                r = t->sd_bus_start(bus);
+        if (r < 0) {
+                t->sd_bus_flush_close_unref(bus);
+                return r;
+        }
+        *ret = bus;
+        return 0;
 }
 
 static inline void lazy_sd_bus_error_free(sd_bus_error *e)
@@ -85,7 +110,6 @@ static inline void lazy_sd_bus_message_unrefp(sd_bus_message **p)
                 lazy_sdbus()->sd_bus_message_unref(*p);
 }
 
-#define sd_bus_open_user lazy_sd_bus_open_user
 #define sd_bus_error_free lazy_sd_bus_error_free
 #define sd_bus_flush_close_unrefp lazy_sd_bus_flush_close_unrefp
 #define sd_bus_message_unrefp lazy_sd_bus_message_unrefp
@@ -100,4 +124,8 @@ static inline void lazy_sd_bus_message_unrefp(sd_bus_message **p)
 #define sd_bus_is_open (lazy_sdbus()->sd_bus_is_open)
 #define sd_bus_process (lazy_sdbus()->sd_bus_process)
 #define sd_bus_get_fd (lazy_sdbus()->sd_bus_get_fd)
+#define sd_bus_new (lazy_sdbus()->sd_bus_new)
+#define sd_bus_set_address (lazy_sdbus()->sd_bus_set_address)
+#define sd_bus_set_bus_client (lazy_sdbus()->sd_bus_set_bus_client)
+#define sd_bus_start (lazy_sdbus()->sd_bus_start)
 #endif

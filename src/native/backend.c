@@ -43,6 +43,10 @@ struct native_state {
         bool last_hidepid;     /* /proc was mounted with hidepid=invisible */
         struct native_limits_info limits;
         bool limits_forced;
+        /* Set when a run could not have the cgroup the probe found (systemd refused the scope,
+         * the delegated subtree failed): from then on this server's runs go without one, and
+         * the grade names this reason, instead of every run answering Blocked. */
+        char limits_broken[320];
         int landlock_abi;
         char kernel[65];
         int inflight[MAX_INFLIGHT]; /* pidfds of running sandboxes' inits, -1 = free */
@@ -389,7 +393,12 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
                             uname(&u) == 0 ? u.release : "unknown");
         }
         if (!s->limits_forced)
-                native_limits_detect(&s->limits);
+                native_limits_detect(cfg, &s->limits);
+        if (s->limits_broken[0]) {
+                s->limits.path = NATIVE_LIMITS_NONE;
+                s->limits.missing[0] = '\0';
+                native_strf(s->limits.why_none, sizeof(s->limits.why_none), "%s", s->limits_broken);
+        }
         grade_from_limits(s, cfg, &p);
         probe_details(s, &p);
         p.usable = true;
@@ -517,12 +526,30 @@ static void kill_tree(void *userdata)
 struct scope_ud {
         const struct sbx_config *cfg;
         struct native_cgroup *cg;
+        bool failed; /* the scope could not be had (the child never ran anything) */
 };
 
 static int scope_place(void *ud, pid_t pid, struct sbx_error *err)
 {
         struct scope_ud *u = ud;
-        return native_scope_start(u->cfg, pid, u->cg, err);
+        int r = native_scope_start(u->cfg, pid, u->cg, err);
+
+        u->failed = r < 0;
+        return r;
+}
+
+/* The run's cgroup could not be had, before any of its code ran: remember why, so the next
+ * probe grades without it (native-degraded naming @err's reason, or whatever the ladder
+ * prefers to that), and ask the service to pick again (-ESTALE: the probe is stale). */
+static int limits_broke(struct native_state *s, struct sbx_error *err)
+{
+        pthread_mutex_lock(&s->lock);
+        native_strf(s->limits_broken, sizeof(s->limits_broken), "%s", err->msg);
+        s->probed = false;
+        pthread_mutex_unlock(&s->lock);
+        log_debug("native: no cgroup for this run (%s); runs go without one from now on", err->msg);
+        err->code = ESTALE;
+        return -ESTALE;
 }
 
 static int slot_add(struct native_state *s, int pidfd)
@@ -743,7 +770,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
                 r = native_cgroup_create(&s->limits, cfg, &cg, err);
                 if (r < 0)
-                        return sbx_wrap(err, "native-degraded would need a working cgroup");
+                        return limits_broke(s, err);
                 sp.cgroup_fd = cg.dir_fd;
                 ctx.cg = &cg;
                 sbx_trace_lap(&trace, "cgroup_create");
@@ -764,7 +791,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         if (r < 0) {
                 native_cgroup_kill(ctx.cg);
                 native_cgroup_remove(&cg);
-                return r;
+                return sud.failed ? limits_broke(s, err) : r;
         }
         pthread_mutex_lock(&s->lock);
         s->ran = true;

@@ -25,6 +25,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/rundir.h"
 #include "common/xalloc.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
@@ -127,19 +128,39 @@ static void bus_drop_locked(void)
         user_bus.owner = 0;
 }
 
+/* A new connection to the user bus @env names, or the one /run/user/EUID holds when it names
+ * none (common/rundir.h). */
+static int user_bus_open(const struct sbx_engine_env *env, sd_bus **ret, struct sbx_error *err)
+{
+        char address[4200];
+        int r;
+
+        r = lazy_sdbus_load(err);
+        if (r < 0)
+                return r;
+        r = sbx_user_bus_resolve(env->user_bus_address, env->xdg_runtime_dir, geteuid(), address,
+                                 sizeof(address), err);
+        if (r < 0)
+                return r;
+        r = lazy_sd_bus_open_address(address, ret);
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot connect to '%s' (%s)", address, strerror(-r));
+        return 0;
+}
+
 /* The shared connection, opened or reopened when needed (lock held). */
-static int bus_get_locked(sd_bus **ret)
+static int bus_get_locked(const struct sbx_engine_env *env, sd_bus **ret, struct sbx_error *err)
 {
         int r;
 
         if (user_bus.bus && (user_bus.owner != getpid() || sd_bus_is_open(user_bus.bus) <= 0))
                 bus_drop_locked();
         if (!user_bus.bus) {
-                r = sd_bus_open_user(&user_bus.bus);
-                if (r < 0) {
-                        user_bus.bus = NULL;
+                sd_bus *bus = NULL;
+                r = user_bus_open(env, &bus, err);
+                if (r < 0)
                         return r;
-                }
+                user_bus.bus = bus;
                 user_bus.owner = getpid();
                 user_bus.opened++;
         }
@@ -156,10 +177,12 @@ static void bus_drain_locked(sd_bus *bus)
 }
 
 /* sd_bus_call() on the shared connection, reconnecting once when it had dropped. On failure
- * @e holds the bus error when there was one. */
-static int bus_call(sd_bus_message *(*build)(sd_bus *bus, void *ud, int *r), void *ud,
+ * @e holds the bus error when there was one, and @conn_err why no connection could be had
+ * (when *@ret_connected is false). */
+static int bus_call(const struct sbx_engine_env *env,
+                    sd_bus_message *(*build)(sd_bus *bus, void *ud, int *r), void *ud,
                     uint64_t timeout_us, sd_bus_error *e, sd_bus_message **ret_reply,
-                    bool *ret_connected)
+                    bool *ret_connected, struct sbx_error *conn_err)
 {
         int r = 0;
 
@@ -170,7 +193,7 @@ static int bus_call(sd_bus_message *(*build)(sd_bus *bus, void *ud, int *r), voi
                 _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
                 sd_bus *bus = NULL;
 
-                r = bus_get_locked(&bus);
+                r = bus_get_locked(env, &bus, conn_err);
                 *ret_connected = r >= 0;
                 if (r < 0)
                         break;
@@ -225,11 +248,11 @@ static sd_bus_message *build_ping(sd_bus *bus, void *ud, int *r)
         return *r < 0 ? NULL : m;
 }
 
-static bool user_bus_reachable(char *why, size_t size)
+static bool user_bus_reachable(const struct sbx_engine_env *env, char *why, size_t size)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        struct sbx_error lib_err = {0};
+        struct sbx_error lib_err = {0}, conn_err = {0};
         bool connected;
         int r;
 
@@ -237,20 +260,23 @@ static bool user_bus_reachable(char *why, size_t size)
                 native_strf(why, size, "no systemd user bus (%s)", lib_err.msg);
                 return false;
         }
-        r = bus_call(build_ping, NULL, UINT64_C(5000000), &e, &reply, &connected);
+        r = bus_call(env, build_ping, NULL, UINT64_C(5000000), &e, &reply, &connected, &conn_err);
         if (r >= 0)
                 return true;
         if (!connected)
-                native_strf(why, size, "no systemd user bus (%s)", strerror(-r));
+                native_strf(why, size, "no systemd user bus: %s",
+                            conn_err.msg[0] ? conn_err.msg : strerror(-r));
         else
                 native_strf(why, size, "no systemd user manager on the bus (%s)",
                             e.message ? e.message : strerror(-r));
         return false;
 }
 
-void native_limits_detect(struct native_limits_info *ret)
+static int prepare_delegated(const char *base, struct sbx_error *err);
+
+void native_limits_detect(const struct sbx_config *cfg, struct native_limits_info *ret)
 {
-        char bus_why[160], cg_why[200], path[512], dir[600], file[700], ctl[256];
+        char bus_why[200], cg_why[200], path[512], dir[600], file[700], ctl[256];
         struct statfs sfs;
 
         memset(ret, 0, sizeof(*ret));
@@ -263,7 +289,7 @@ void native_limits_detect(struct native_limits_info *ret)
         } else {
                 native_strf(dir, sizeof(dir), CGROUP_ROOT "%s", strcmp(path, "/") ? path : "");
                 /* 1. systemd user manager with a bus */
-                if (user_bus_reachable(bus_why, sizeof(bus_why))) {
+                if (user_bus_reachable(&cfg->engine_env, bus_why, sizeof(bus_why))) {
                         char *svc = strstr(path, "/user@");
                         char *end = svc ? strstr(svc, ".service") : NULL;
                         ret->path = NATIVE_LIMITS_SCOPE;
@@ -285,14 +311,29 @@ void native_limits_detect(struct native_limits_info *ret)
                             cg_why, sizeof(cg_why),
                             "the server's cgroup '%s' is not delegated to it (not writable)", path);
                 } else {
+                        struct sbx_error perr = {0};
+
                         missing_from(ctl, ret->missing, sizeof(ret->missing));
-                        if (strlen(ret->missing) < strlen("memory, cpu, pids")) {
+                        /* Writable is not delegated: inside a unit of the user manager
+                         * without Delegate=yes (the MCP client's own service or scope) the
+                         * files are the user's, but the client's processes stay in that cgroup,
+                         * so the kernel refuses controllers for its children (EBUSY, "no
+                         * internal processes"), or the parent passes none down. So the subtree
+                         * is set up now, once, and a failure is the grade's reason instead of
+                         * every run's Blocked: later. */
+                        if (strlen(ret->missing) >= strlen("memory, cpu, pids")) {
+                                native_strf(cg_why, sizeof(cg_why),
+                                            "the server's cgroup '%s' has no controllers", path);
+                        } else if (prepare_delegated(dir, &perr) < 0) {
+                                native_strf(cg_why, sizeof(cg_why),
+                                            "the server's cgroup is not delegated to it (%s)",
+                                            perr.msg);
+                        } else {
                                 ret->path = NATIVE_LIMITS_DELEGATED;
                                 native_strf(ret->base, sizeof(ret->base), "%s", dir);
                                 return;
                         }
-                        native_strf(cg_why, sizeof(cg_why),
-                                    "the server's cgroup '%s' has no controllers", path);
+                        ret->missing[0] = '\0';
                 }
                 native_strf(ret->why_none, sizeof(ret->why_none), "%s and %s", bus_why, cg_why);
                 return;
@@ -335,8 +376,10 @@ static int prepare_delegated(const char *base, struct sbx_error *err)
                         native_strf(add, sizeof(add), "+%s", wanted[i]);
                         r = write_small(file, add);
                         if (r < 0) {
-                                r = sbx_fail(err, -r, "cannot enable the %s controller in '%s': %s",
-                                             wanted[i], file, strerror(-r));
+                                r = sbx_fail(err, -r,
+                                             "cannot enable the %s controller for its runs in "
+                                             "cgroup.subtree_control: %s",
+                                             wanted[i], strerror(-r));
                                 goto out;
                         }
                 }
@@ -434,6 +477,7 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         char procfile[64], data[4096], *p;
         struct scope_call call = {.cfg = cfg, .pid = pid};
+        struct sbx_error conn_err = {0};
         bool connected;
         int r;
 
@@ -445,13 +489,14 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
         if (r < 0)
                 return r;
         call.unit = ret->unit;
-        r = bus_call(build_start_scope, &call, UINT64_C(5000000), &e, &reply, &connected);
+        r = bus_call(&cfg->engine_env, build_start_scope, &call, UINT64_C(5000000), &e, &reply,
+                     &connected, &conn_err);
         if (r < 0) {
                 if (!connected)
                         return sbx_fail(err, -r,
                                         "cannot connect to the systemd user bus: %s; install "
                                         "dbus-user-session and log in again",
-                                        strerror(-r));
+                                        conn_err.msg[0] ? conn_err.msg : strerror(-r));
                 return sbx_fail(err, -r, "systemd refused the run's scope '%s': %s", ret->unit,
                                 e.message ? e.message : strerror(-r));
         }

@@ -135,10 +135,13 @@ struct native_limits_info {
 };
 
 /**
- * native_limits_detect() - find how this host can give each run its own cgroup. Never fails:
- * whatever is unavailable is described in @ret->why_none.
+ * native_limits_detect() - find how this host can give each run its own cgroup: a scope on
+ * the user manager reached through @cfg's user bus (sbx_user_bus_resolve()), else the
+ * server's own cgroup v2 subtree, set up here (the server moves into a leaf and enables the
+ * controllers for its runs) so a subtree that is writable but not delegated is found now.
+ * Never fails: whatever is unavailable is described in @ret->why_none.
  */
-void native_limits_detect(struct native_limits_info *ret);
+void native_limits_detect(const struct sbx_config *cfg, struct native_limits_info *ret);
 
 /* One run's cgroup (a scope's or a child of the delegated subtree). */
 struct native_cgroup {

@@ -57,6 +57,10 @@ struct backend {
         void *state;                  /* the backend's own */
 };
 
+/* A backend's constructor, as the ladder calls it (tests pass doubles). */
+typedef int (*backend_ctor_fn)(const struct sbx_config *cfg, struct backend **ret,
+                               struct sbx_error *err);
+
 /* Constructors: each returns a new backend in *@ret (free with backend_free()); @cfg is
  * borrowed and must outlive it. They only allocate: host checks happen in probe(). Return 0,
  * or -errno with @err. The naive backend is

@@ -12,9 +12,6 @@
 #include "config/config.h"
 #include "run/backend.h"
 
-typedef int (*backend_ctor_fn)(const struct sbx_config *cfg, struct backend **ret,
-                               struct sbx_error *err);
-
 struct ladder;
 
 /** ladder_new() - a ladder for @cfg (borrowed). @native / @container: the constructors

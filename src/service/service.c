@@ -39,6 +39,12 @@ struct run_service {
 
 int run_service_new(const struct sbx_config *cfg, struct run_service **ret, struct sbx_error *err)
 {
+        return run_service_new_with(cfg, NULL, NULL, ret, err);
+}
+
+int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
+                         backend_ctor_fn container, struct run_service **ret, struct sbx_error *err)
+{
         struct run_service *s = xcalloc(1, sizeof(*s));
         pthread_condattr_t ca;
 
@@ -57,7 +63,7 @@ int run_service_new(const struct sbx_config *cfg, struct run_service **ret, stru
                         s->audit_err.code = EINVAL;
                 log_error("%s", s->audit_err.msg);
         }
-        s->ladder = ladder_new(cfg, NULL, NULL);
+        s->ladder = ladder_new(cfg, native, container);
         pthread_mutex_init(&s->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -313,6 +319,18 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
             audit_start_async(s->audit, lang, timeout_s, b->ops->name, code, code_len, id);
         sbx_trace_lap(&trace, "audit_start");
         r = b->ops->run(b, &req, res, err);
+        if (r == -ESTALE) {
+                /* The backend found, before any of the code ran, that the isolation its probe
+                 * promised cannot be had (native: no cgroup after all). Probe again and run
+                 * once more on the ladder's honest next grade instead of answering Blocked. */
+                log_debug("%s: %s; picking again", b->ops->name, err->msg);
+                ladder_invalidate(s->ladder, b);
+                run_result_done(res);
+                sbx_error_clear(err);
+                r = ladder_pick(s->ladder, &b, &probe, err);
+                if (r == 0)
+                        r = b->ops->run(b, &req, res, err);
+        }
         sbx_trace_lap(&trace, "backend_run");
         audit_pending_wait(started, note, sizeof(note));
         sbx_trace_lap(&trace, "audit_start_wait");

@@ -26,6 +26,14 @@ struct run_service;
  */
 int run_service_new(const struct sbx_config *cfg, struct run_service **ret, struct sbx_error *err);
 
+/**
+ * run_service_new_with() - run_service_new() with the ladder's backend constructors given
+ * (NULL = the real ones; see ladder_new()): tests drive the service over backend doubles.
+ */
+int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
+                         backend_ctor_fn container, struct run_service **ret,
+                         struct sbx_error *err);
+
 /** run_service_free() - shut every backend down (killing runs in flight) and free. NULL ok. */
 struct run_service *run_service_free(struct run_service *s);
 

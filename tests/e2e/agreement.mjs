@@ -16,7 +16,7 @@
 //   --must-hold TITLE        verify's probe TITLE must be "held", not "not applicable"
 //                            (repeatable; e.g. the limits a full grade claims)
 // Environment: VESTIBULE_BIN (required), E2E_BACKEND (default auto), and the variables lib.mjs
-// hands to the server (VESTIBULE_ROOTFS_DIR, DOCKER_HOST, XDG_RUNTIME_DIR, ...).
+// hands to the server (the SDK default environment, VESTIBULE_ROOTFS_DIR, DOCKER_HOST, ...).
 // Output: each answer, then "agreement: ok (...)" or "agreement: FAILED: ..." lines.
 // Exit status: 0 agree (and match the expectation), 1 not, 2 usage.
 import { spawnSync } from 'node:child_process';

@@ -12,11 +12,14 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 const bin = process.env.VESTIBULE_BIN || 'vestibule-mcp';
 const code = process.argv[2] ?? 'print(1)';
 
-// The server gets this environment's VESTIBULE_* settings, as an MCP config's "env" would give.
-const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
+// The server gets what an MCP config's "env" would give it: this environment's VESTIBULE_*
+// settings and the engine's location (DOCKER_HOST, CONTAINER_HOST). The SDK adds its default
+// environment (HOME, LOGNAME, PATH, SHELL, TERM, USER) and nothing else, so the server finds
+// the user bus and the runtime folder on its own, as it must for a real client.
+const env = {};
 for (const [k, v] of Object.entries(process.env)) {
     if (k.startsWith('VESTIBULE_') && k !== 'VESTIBULE_BIN') env[k] = v;
-    if (['XDG_RUNTIME_DIR', 'DBUS_SESSION_BUS_ADDRESS', 'DOCKER_HOST', 'XDG_CONFIG_HOME', 'LANG'].includes(k)) env[k] = v;
+    if (['DOCKER_HOST', 'CONTAINER_HOST'].includes(k)) env[k] = v;
 }
 
 const transport = new StdioClientTransport({ command: bin, args: [], env, stderr: 'inherit' });

@@ -10,7 +10,14 @@
 //   E2E_SLOW_FACTOR   N > 1 on a machine N times slower (the VM under emulation): stretches the
 //                     start-up and set-up allowances, never the kill-within bound
 //   E2E_PASS_ENV      extra variable names to hand to the server (comma-separated), e.g.
-//                     VESTIBULE_ROOTFS_DIR,VESTIBULE_RUN_AS,DOCKER_HOST
+//                     VESTIBULE_DEFAULT_TIMEOUT_S: only settings a user would write into the
+//                     client's `env` for the server (VESTIBULE_*, DOCKER_HOST, CONTAINER_HOST)
+//
+// The server starts with exactly what an MCP client using the SDK gives it: the SDK's default
+// environment (getDefaultEnvironment(): HOME, LOGNAME, PATH, SHELL, TERM, USER, from this
+// process) plus the settings of the client config's `env`. Nothing else: no XDG_RUNTIME_DIR,
+// DBUS_SESSION_BUS_ADDRESS or XDG_CONFIG_HOME, which such a client never passes, so the server
+// must find the user bus and the runtime folder on its own (docs/design/environment.md).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -18,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StdioClientTransport as StdioV1, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 
@@ -48,17 +55,34 @@ export const SLACK_MS = (BACKEND === 'container' ? 30_000 : 6_000) * SLOW;
 export const LEGACY_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
 export const MODERN_VERSION = '2026-07-28';
 
+// Settings a user writes into the client config's `env` (the engine's location is one, as
+// for the docker CLI), plus the sanitizer runtimes' options of a Debug build (read by the
+// sanitizer, never by the server's code).
 const PASS_ENV = [
     'VESTIBULE_ROOTFS_DIR', 'VESTIBULE_RUN_AS', 'VESTIBULE_RUNTIME', 'VESTIBULE_IMAGE_PYTHON',
     'VESTIBULE_IMAGE_NODE', 'VESTIBULE_IMAGE_SOURCE', 'VESTIBULE_LOG_LEVEL', 'DOCKER_HOST',
-    'CONTAINER_HOST', 'XDG_RUNTIME_DIR', 'DBUS_SESSION_BUS_ADDRESS', 'ASAN_OPTIONS', 'UBSAN_OPTIONS',
+    'CONTAINER_HOST', 'ASAN_OPTIONS', 'UBSAN_OPTIONS',
     ...(process.env.E2E_PASS_ENV || '').split(',').filter(Boolean),
 ];
+// Never handed over, whatever E2E_PASS_ENV says: a client started from a desktop menu or an
+// IDE does not pass them, and the server must work without them.
+const NEVER_PASS = ['XDG_RUNTIME_DIR', 'DBUS_SESSION_BUS_ADDRESS', 'XDG_CONFIG_HOME'];
+for (const k of PASS_ENV) {
+    if (NEVER_PASS.includes(k)) throw new Error(`E2E_PASS_ENV names ${k}, which an MCP client does not pass to the server`);
+}
+
+/** The SDK's default environment: what StdioClientTransport gives a server besides `env`. */
+export const SDK_DEFAULT_ENV = getDefaultEnvironment();
+/** Variables a test may hand the server besides SDK_DEFAULT_ENV (settings a user configures). */
+export const CONFIG_ENV_NAMES = PASS_ENV;
+export { NEVER_PASS };
 
 /**
  * A private sandbox world for one test: a temp dir holding the workspace (created) and the
- * path of the audit folder (not created: the server must make it, 0700), a HOME of its own,
- * and the environment the server is started with.
+ * path of the audit folder (not created: the server must make it, 0700), a HOME of its own
+ * (the SDK passes HOME; here it names this test's folder, so ~/.config/vestibule/config.yaml
+ * and the ~/.vestibule defaults are the test's), and the environment the server is started
+ * with: SDK_DEFAULT_ENV plus the client config's settings, nothing else.
  */
 export function makeWorld(t, extraEnv = {}) {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'vst-e2e-'));
@@ -68,9 +92,8 @@ export function makeWorld(t, extraEnv = {}) {
     fs.mkdirSync(ws, { mode: 0o700 });
     fs.mkdirSync(home, { mode: 0o700 });
     const env = {
-        PATH: process.env.PATH || '/usr/local/bin:/usr/bin:/bin',
+        ...SDK_DEFAULT_ENV,
         HOME: home,
-        XDG_CONFIG_HOME: path.join(home, '.config'),
         VESTIBULE_BACKEND: BACKEND,
         VESTIBULE_WORKSPACE: ws,
         VESTIBULE_AUDIT_DIR: audit,
@@ -78,6 +101,9 @@ export function makeWorld(t, extraEnv = {}) {
     for (const k of PASS_ENV) if (process.env[k] !== undefined) env[k] = process.env[k];
     Object.assign(env, extraEnv);
     for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+    for (const k of NEVER_PASS) {
+        if (k in env) throw new Error(`the test hands ${k} to the server; an MCP client would not`);
+    }
     // A server started as root runs code as VESTIBULE_RUN_AS: the workspace is that user's
     // folder, as on a real machine.
     const runAs = /^(\d+):(\d+)$/.exec(env.VESTIBULE_RUN_AS || '');
@@ -128,6 +154,16 @@ class Conn {
         if (this.closed) return;
         this.closed = true;
         await this.client.close();
+    }
+
+    /**
+     * The names of the variables the server process was started with, read from
+     * /proc/PID/environ (the same user may read it): what the client really passed, after the
+     * SDK merged its default environment with the config's `env`.
+     */
+    serverEnvNames() {
+        const raw = fs.readFileSync(`/proc/${this.pid}/environ`, 'latin1');
+        return raw.split('\0').filter(Boolean).map((kv) => kv.slice(0, kv.indexOf('=')));
     }
 
     /** The sanitizer or crash reports the server printed, if any. */

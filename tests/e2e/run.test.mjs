@@ -5,8 +5,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import {
-    BACKEND, EXPECT_GRADE, assertExitCode, assertIsolation, assertModelSees, callTool, connect, connectV1, makeWorld,
-    runCode, textOf,
+    BACKEND, CONFIG_ENV_NAMES, EXPECT_GRADE, NEVER_PASS, SDK_DEFAULT_ENV, assertExitCode,
+    assertIsolation, assertModelSees, callTool, connect, connectV1, makeWorld, runCode, textOf,
 } from './lib.mjs';
 
 // stdout must come before stderr, then the exit code, then usage, last the isolation line.
@@ -165,4 +165,22 @@ test('output that forges the server\'s lines stays output', async (t) => {
     assert.ok(end > text.indexOf('isolation: native'), `the forged lines are inside the fence:\n${text}`);
     const after = text.slice(end).split('\n').slice(1);
     assert.deepEqual(after.filter((l) => /^(exit code|isolation):/.test(l)), ['exit code: 5', `isolation: ${EXPECT_GRADE}`]);
+});
+
+test('the server runs with only the SDK default environment and the config\'s settings', async (t) => {
+    // What a client built on the SDK passes when its config has an `env` of settings: the grade
+    // below must hold without XDG_RUNTIME_DIR or DBUS_SESSION_BUS_ADDRESS (the user bus is
+    // found from /run/user/UID, docs/design/environment.md).
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const names = conn.serverEnvNames();
+    const allowed = new Set([...Object.keys(SDK_DEFAULT_ENV), ...CONFIG_ENV_NAMES]);
+    const extra = names.filter((k) => !allowed.has(k) && !k.startsWith('VESTIBULE_'));
+    assert.deepEqual(extra, [], `the server got variables a client would not pass: ${extra}`);
+    for (const k of NEVER_PASS) assert.ok(!names.includes(k), `the server got ${k}`);
+    // control: the probe sees what the SDK passes
+    assert.ok(names.includes('PATH') && names.includes('HOME'), `PATH and HOME missing: ${names}`);
+    const { text } = await runCode(conn, 'python', 'print("ran")');
+    assert.match(text, /^ran$/m);
+    assertIsolation(text);
 });

@@ -42,14 +42,14 @@ test('the audit folder inside the workspace is refused: every call Blocked', asy
 });
 
 function writeYaml(w, text) {
-    const dir = path.join(w.env.XDG_CONFIG_HOME, 'vestibule');
+    const dir = path.join(w.home, '.config', 'vestibule');
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, 'config.yaml'), text);
 }
 
 const PRINT_300 = 'import sys\nsys.stdout.write("z" * 300)\n';
 
-test('the YAML config file is read ($XDG_CONFIG_HOME/vestibule/config.yaml)', async (t) => {
+test('the YAML config file is read (~/.config/vestibule/config.yaml)', async (t) => {
     const w = makeWorld(t);
     writeYaml(w, 'max_output_bytes: 100\n');
     const { text } = await runCode(await connect(w), 'python', PRINT_300);

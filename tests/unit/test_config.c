@@ -128,6 +128,37 @@ START_TEST(home_falls_back_to_passwd)
 }
 END_TEST
 
+/* What a client with the SDK's default environment leaves out: the engine's HOME comes from
+ * the password database too; the runtime folder and the bus stay unset (their consumers derive
+ * /run/user/UID with checks); whatever is passed is kept as given. */
+START_TEST(client_environment_fallbacks)
+{
+        struct passwd *pw = getpwuid(getuid());
+        struct sbx_config *c;
+
+        ck_assert_msg(pw && pw->pw_dir && pw->pw_dir[0] == '/', "no home in the password database");
+        fake_env_reset();
+        fake_env_put("PATH=/usr/bin:/bin");
+        fake_env_put("HOME=relative/home"); /* not absolute: as good as missing */
+        c = load_env();
+        ck_assert(!c->invalid);
+        ck_assert_str_eq(c->engine_env.home, pw->pw_dir);
+        ck_assert_ptr_null(c->engine_env.xdg_runtime_dir);
+        ck_assert_ptr_null(c->engine_env.user_bus_address);
+        config_free(c);
+
+        /* control: passed values win, unchanged */
+        env_reset();
+        fake_env_put("XDG_RUNTIME_DIR=/run/user/4242");
+        fake_env_put("DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/4242/bus");
+        c = load_env();
+        ck_assert_str_eq(c->engine_env.home, "/home/tester");
+        ck_assert_str_eq(c->engine_env.xdg_runtime_dir, "/run/user/4242");
+        ck_assert_str_eq(c->engine_env.user_bus_address, "unix:path=/run/user/4242/bus");
+        config_free(c);
+}
+END_TEST
+
 /* --- environment ------------------------------------------------------------------------- */
 
 START_TEST(env_sets_every_setting)
@@ -805,6 +836,7 @@ static Suite *config_suite(void)
         tcase_add_test(tc, defaults_match_the_seed);
         tcase_add_test(tc, names);
         tcase_add_test(tc, home_falls_back_to_passwd);
+        tcase_add_test(tc, client_environment_fallbacks);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("environment");

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "service/ladder.h"
 #include "run/run.h"
+#include "service/service.h"
 #include "verify/verify.h"
 #include "testutil.h"
 
@@ -372,6 +373,135 @@ static const char *native_missing(void)
         return NULL;
 }
 
+/* ---- the service picks again when a backend finds its probe stale ------------------------ */
+
+static unsigned run_calls[2];
+static bool stale_once;
+
+/* A run: the native double says -ESTALE once (its cgroup could not be had before the code ran)
+ * and from then on probes native-degraded; otherwise the code "exits 0". */
+static int fake_run_fn(struct backend *b, const struct run_request *req, struct run_result *res,
+                       struct sbx_error *err)
+{
+        int which = (int)(intptr_t)b->state;
+
+        (void)req;
+        run_calls[which]++;
+        if (which == 0 && stale_once) {
+                stale_once = false;
+                fake_probe[0] = mk(true, true,
+                                   "native-degraded (limits not applied: memory, cpu: systemd "
+                                   "refused the run's scope)");
+                err->code = ESTALE;
+                snprintf(err->msg, sizeof(err->msg), "systemd refused the run's scope");
+                return -ESTALE;
+        }
+        res->outcome = RUN_OUTCOME_EXITED;
+        res->exit_code = 0;
+        snprintf(res->backend, sizeof(res->backend), "%s", b->ops->name);
+        return 0;
+}
+
+static const struct backend_ops run_ops[2] = {
+    {.name = "native", .probe = fake_probe_fn, .run = fake_run_fn},
+    {.name = "container", .probe = fake_probe_fn, .run = fake_run_fn},
+};
+
+static int run_new(int which, const struct sbx_config *c, struct backend **ret)
+{
+        int r = fake_new(which, c, ret);
+
+        (*ret)->ops = &run_ops[which];
+        return r;
+}
+
+static int run_native_new(const struct sbx_config *c, struct backend **ret, struct sbx_error *err)
+{
+        (void)err;
+        return run_new(0, c, ret);
+}
+
+static int run_container_new(const struct sbx_config *c, struct backend **ret,
+                             struct sbx_error *err)
+{
+        (void)err;
+        return run_new(1, c, ret);
+}
+
+/* One run_code call through a service over the doubles; its grade or its Blocked: text. */
+static int service_run(bool stale, const char *container_grade, bool container_degraded,
+                       char *grade, size_t size, char *blocked, size_t bsize)
+{
+        _cleanup_free_ char *dir = sbx_test_tmpdir();
+        _cleanup_free_ char *ws = xasprintf("%s/ws", dir);
+        _cleanup_free_ char *audit = xasprintf("%s/audit", dir);
+        _cleanup_free_ char *rootfs = xasprintf("%s/rootfs", dir);
+        struct sbx_config c = {
+            .backend = SBX_BACKEND_AUTO,
+            .workspace_dir = ws,
+            .audit_dir = audit,
+            .rootfs_dir = rootfs,
+            .default_timeout_s = 10,
+            .max_timeout_s = 60,
+            .max_code_bytes = 1000,
+            .max_output_bytes = 1000,
+            .max_concurrent = 1,
+            .run_as_set = geteuid() == 0,
+            .run_as_uid = 2000,
+            .run_as_gid = 2000,
+        };
+        struct run_call call = {
+            .language = "python", .code = "print(1)", .code_len = 8, .cancel_fd = -1};
+        struct run_service *svc = NULL;
+        struct run_result res = {0};
+        struct sbx_error err = {0};
+        int r;
+
+        fake_probe[0] = mk(true, false, "native");
+        fake_probe[1] = container_grade ? mk(true, container_degraded, container_grade)
+                                        : mk(false, false, "no engine");
+        probe_calls[0] = probe_calls[1] = run_calls[0] = run_calls[1] = 0;
+        stale_once = stale;
+        ck_assert_int_eq(run_service_new_with(&c, run_native_new, run_container_new, &svc, &err),
+                         0);
+        r = run_service_execute(svc, &call, &res, &err);
+        snprintf(grade, size, "%s", res.isolation);
+        snprintf(blocked, bsize, "%s", r < 0 ? err.msg : "");
+        run_result_done(&res);
+        run_service_free(svc);
+        return r;
+}
+
+START_TEST(stale_probe_runs_on_the_next_grade_not_blocked)
+{
+        char grade[320], blocked[1024];
+
+        /* no engine: the same native backend again, now native-degraded naming why */
+        ck_assert_msg(
+            service_run(true, NULL, false, grade, sizeof(grade), blocked, sizeof(blocked)) == 0,
+            "Blocked: %s", blocked);
+        ck_assert_str_eq(grade, "native-degraded (limits not applied: memory, cpu: systemd refused "
+                                "the run's scope)");
+        ck_assert_uint_eq(run_calls[0], 2);
+        ck_assert_uint_eq(run_calls[1], 0);
+
+        /* a full container works: the ladder prefers it to native-degraded */
+        ck_assert_msg(service_run(true, "container", false, grade, sizeof(grade), blocked,
+                                  sizeof(blocked)) == 0,
+                      "Blocked: %s", blocked);
+        ck_assert_str_eq(grade, "container");
+        ck_assert_uint_eq(run_calls[0], 1);
+        ck_assert_uint_eq(run_calls[1], 1);
+
+        /* control: without the stale answer the first pick runs, once, at its grade */
+        ck_assert_msg(
+            service_run(false, NULL, false, grade, sizeof(grade), blocked, sizeof(blocked)) == 0,
+            "Blocked: %s", blocked);
+        ck_assert_str_eq(grade, "native");
+        ck_assert_uint_eq(run_calls[0], 1);
+}
+END_TEST
+
 static Suite *ladder_suite(void)
 {
         Suite *s = suite_create("ladder");
@@ -386,6 +516,10 @@ static Suite *ladder_suite(void)
 
         tc = tcase_create("cache");
         tcase_add_test(tc, usable_probe_cached_until_a_run_fails);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("service");
+        tcase_add_test(tc, stale_probe_runs_on_the_next_grade_not_blocked);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("claims");
