@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,113 +124,178 @@ struct walk {
         gid_t gid;
         struct engine_manifest *m;
         unsigned skipped; /* sockets, fifos, devices: nothing a bind mount would show usefully */
+        char *buf;        /* VOLUME_COPY_BUF bytes: file data on its way into the tar */
+        char *target;     /* PATH_MAX bytes: a symlink's target */
 };
 
-/* Add the content of directory @dfd (tar name @prefix, workspace-relative @rel) to the tar,
- * never following a symlink. */
-static int walk_dir(struct walk *w, int dfd, const char *prefix, const char *rel, unsigned depth,
-                    struct sbx_error *err)
-{
-        _cleanup_(closedirp) DIR *d = NULL;
-        struct dirent *de;
-        int dup_fd, r;
+/* One open folder of the walk: an explicit stack of these, on the heap, replaces recursion
+ * (the walk runs on a server worker thread with a 256 KiB stack, and a workspace can be as
+ * deep as VOLUME_MAX_DEPTH). Each frame holds one fd. */
+struct walk_frame {
+        DIR *d;
+        char *prefix; /* tar name of this folder */
+        char *rel;    /* workspace-relative path of this folder ("" = the root) */
+};
 
-        if (depth > VOLUME_MAX_DEPTH)
-                return sbx_fail(err, ELOOP,
-                                "the workspace is nested deeper than %d directories at '%s': "
-                                "flatten it",
-                                VOLUME_MAX_DEPTH, rel);
-        dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        if (dup_fd < 0)
-                return sbx_fail(err, errno, "cannot read the workspace folder '%s': %m", rel);
-        d = fdopendir(dup_fd);
-        if (!d) {
-                int e = errno;
-                close(dup_fd);
-                return sbx_fail(err, e, "cannot read the workspace folder '%s': %s", rel,
-                                strerror(e));
+#define VOLUME_COPY_BUF 65536
+
+static void walk_frame_done(struct walk_frame *f)
+{
+        if (f->d)
+                closedir(f->d);
+        free(f->prefix);
+        free(f->rel);
+        memset(f, 0, sizeof(*f));
+}
+
+/* Add one regular file (entry @base of folder @dfd) to the tar. */
+static int walk_file(struct walk *w, int dfd, const char *base, const char *name, const char *crel,
+                     mode_t perm, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat fst;
+        off_t left;
+        int r;
+
+        if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
+                return sbx_fail(err, errno ? errno : EIO, "cannot read workspace file '%s': %m",
+                                crel);
+        r = tar_header(w->a, name, S_IFREG | perm, fst.st_size, w->uid, w->gid, NULL,
+                       fst.st_mtim.tv_sec, err);
+        if (r < 0)
+                return r;
+        /* exactly the size in the header: a file growing meanwhile is cut, one shrinking is
+         * padded with zeros (tar needs the promised bytes) */
+        for (left = fst.st_size; left > 0;) {
+                size_t want = left < VOLUME_COPY_BUF ? (size_t)left : VOLUME_COPY_BUF;
+                ssize_t n = read(fd, w->buf, want);
+                if (n < 0)
+                        return sbx_fail(err, errno, "cannot read workspace file '%s': %m", crel);
+                if (n == 0) {
+                        n = (ssize_t)want;
+                        memset(w->buf, 0, want);
+                }
+                r = tar_data(w->a, name, w->buf, (size_t)n, err);
+                if (r < 0)
+                        return r;
+                left -= n;
         }
-        while ((errno = 0, de = readdir(d))) {
+        manifest_add(w->m, crel, &fst);
+        return 0;
+}
+
+/* Add the content of folder @root_fd (tar name @root_prefix) to the tar, depth first, never
+ * following a symlink. Folders deeper than VOLUME_MAX_DEPTH are an error (-ELOOP). */
+static int walk_tree(struct walk *w, int root_fd, const char *root_prefix, struct sbx_error *err)
+{
+        _cleanup_free_ struct walk_frame *stack = NULL;
+        size_t n = 0, cap = 0;
+        int r = 0;
+
+        w->buf = xmalloc(VOLUME_COPY_BUF);
+        w->target = xmalloc(PATH_MAX);
+        int dup_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+        DIR *rootd = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+        if (!rootd) {
+                r = sbx_fail(err, errno, "cannot read the workspace folder: %m");
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                goto out;
+        }
+        cap = 16;
+        stack = xcalloc(cap, sizeof(*stack));
+        stack[n++] = (struct walk_frame){rootd, xstrdup(root_prefix), xstrdup("")};
+
+        while (n > 0) {
+                struct walk_frame *f = &stack[n - 1];
+                struct dirent *de;
                 struct stat st;
+
+                errno = 0;
+                de = readdir(f->d);
+                if (!de) {
+                        if (errno) {
+                                r = sbx_fail(err, errno,
+                                             "cannot read the workspace folder '%s': %m", f->rel);
+                                goto out;
+                        }
+                        walk_frame_done(&stack[--n]);
+                        continue;
+                }
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                _cleanup_free_ char *name = xasprintf("%s/%s", prefix, de->d_name);
+                int dfd = dirfd(f->d);
+                _cleanup_free_ char *name = xasprintf("%s/%s", f->prefix, de->d_name);
                 _cleanup_free_ char *crel =
-                    *rel ? xasprintf("%s/%s", rel, de->d_name) : xstrdup(de->d_name);
+                    *f->rel ? xasprintf("%s/%s", f->rel, de->d_name) : xstrdup(de->d_name);
                 if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         if (errno == ENOENT)
                                 continue; /* removed meanwhile */
-                        return sbx_fail(err, errno, "cannot stat workspace entry '%s': %m", crel);
+                        r = sbx_fail(err, errno, "cannot stat workspace entry '%s': %m", crel);
+                        goto out;
                 }
                 mode_t perm = st.st_mode & 0777; /* never set-id bits into the sandbox */
                 if (S_ISDIR(st.st_mode)) {
-                        _cleanup_close_ int sub = openat(
-                            dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub < 0)
-                                return sbx_fail(err, errno, "cannot open workspace folder '%s': %m",
-                                                crel);
+                        if (n > VOLUME_MAX_DEPTH) {
+                                r = sbx_fail(err, ELOOP,
+                                             "the workspace is nested deeper than %d folders at "
+                                             "'%.200s': the remote engine gets a copy of it, "
+                                             "which stops there; flatten it",
+                                             VOLUME_MAX_DEPTH, crel);
+                                goto out;
+                        }
+                        int sub = openat(dfd, de->d_name,
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
+                        if (!sd) {
+                                r = sbx_fail(err, errno, "cannot open workspace folder '%s': %m",
+                                             crel);
+                                if (sub >= 0)
+                                        close(sub);
+                                goto out;
+                        }
                         r = tar_header(w->a, name, S_IFDIR | perm, 0, w->uid, w->gid, NULL,
                                        st.st_mtim.tv_sec, err);
-                        if (r < 0)
-                                return r;
-                        manifest_add(w->m, crel, &st);
-                        r = walk_dir(w, sub, name, crel, depth + 1, err);
-                        if (r < 0)
-                                return r;
-                } else if (S_ISREG(st.st_mode)) {
-                        _cleanup_close_ int fd =
-                            openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                        struct stat fst;
-                        char buf[65536];
-                        off_t left;
-                        if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
-                                return sbx_fail(err, errno ? errno : EIO,
-                                                "cannot read workspace file '%s': %m", crel);
-                        r = tar_header(w->a, name, S_IFREG | perm, fst.st_size, w->uid, w->gid,
-                                       NULL, fst.st_mtim.tv_sec, err);
-                        if (r < 0)
-                                return r;
-                        /* exactly the size in the header: a file growing meanwhile is cut,
-                         * one shrinking is padded with zeros (tar needs the promised bytes) */
-                        for (left = fst.st_size; left > 0;) {
-                                ssize_t n =
-                                    read(fd, buf,
-                                         left < (off_t)sizeof(buf) ? (size_t)left : sizeof(buf));
-                                if (n < 0)
-                                        return sbx_fail(err, errno,
-                                                        "cannot read workspace file '%s': %m",
-                                                        crel);
-                                if (n == 0) {
-                                        n = left < (off_t)sizeof(buf) ? left : (off_t)sizeof(buf);
-                                        memset(buf, 0, (size_t)n);
-                                }
-                                r = tar_data(w->a, name, buf, (size_t)n, err);
-                                if (r < 0)
-                                        return r;
-                                left -= n;
+                        if (r < 0) {
+                                closedir(sd);
+                                goto out;
                         }
-                        manifest_add(w->m, crel, &fst);
+                        manifest_add(w->m, crel, &st);
+                        if (n == cap) {
+                                cap *= 2;
+                                stack = xrealloc(stack, cap * sizeof(*stack));
+                        }
+                        stack[n++] = (struct walk_frame){sd, TAKE_PTR(name), TAKE_PTR(crel)};
+                } else if (S_ISREG(st.st_mode)) {
+                        r = walk_file(w, dfd, de->d_name, name, crel, perm, err);
+                        if (r < 0)
+                                goto out;
                 } else if (S_ISLNK(st.st_mode)) {
-                        char target[4096];
-                        ssize_t n = readlinkat(dfd, de->d_name, target, sizeof(target) - 1);
-                        if (n < 0)
-                                return sbx_fail(err, errno,
-                                                "cannot read workspace symlink '%s': %m", crel);
-                        target[n] = '\0';
+                        ssize_t tn = readlinkat(dfd, de->d_name, w->target, PATH_MAX - 1);
+                        if (tn < 0) {
+                                r = sbx_fail(err, errno, "cannot read workspace symlink '%s': %m",
+                                             crel);
+                                goto out;
+                        }
+                        w->target[tn] = '\0';
                         /* a symlink goes in as a symlink: inside the container it resolves
                          * in the container's tree, as it would through a bind mount */
-                        r = tar_header(w->a, name, S_IFLNK | 0777, 0, w->uid, w->gid, target,
+                        r = tar_header(w->a, name, S_IFLNK | 0777, 0, w->uid, w->gid, w->target,
                                        st.st_mtim.tv_sec, err);
                         if (r < 0)
-                                return r;
+                                goto out;
                         manifest_add(w->m, crel, &st);
                 } else {
                         w->skipped++;
                 }
         }
-        if (errno)
-                return sbx_fail(err, errno, "cannot read the workspace folder '%s': %m", rel);
-        return 0;
+out:
+        while (n > 0)
+                walk_frame_done(&stack[--n]);
+        free(w->buf);
+        free(w->target);
+        w->buf = w->target = NULL;
+        return r;
 }
 
 static ssize_t fd_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
@@ -298,7 +364,7 @@ static int handin_tar(int fd, enum engine_handin_part part, const char *script_n
                 if (r < 0)
                         return r;
                 struct walk w = {.a = a, .uid = uid, .gid = gid, .m = &m};
-                r = walk_dir(&w, wfd, ws_root, "", 0, err);
+                r = walk_tree(&w, wfd, ws_root, err);
                 if (r < 0) {
                         engine_manifest_done(&m);
                         return r;

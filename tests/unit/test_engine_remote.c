@@ -7,6 +7,7 @@
  * Nothing leaves the machine: the fronts listen on 127.0.0.1 and talk to the local socket. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -315,6 +316,111 @@ START_TEST(handin_tar_copies_workspace_without_following_links)
         ck_assert_uint_eq(m.n, 5);
         engine_manifest_done(&m);
         close(fd);
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
+/* The server runs each tool call on a worker thread with a 256 KiB stack (src/mcp/server.c):
+ * the hand-in walk must fit in it whatever the workspace's shape. */
+#define WORKER_STACK (256u << 10)
+
+struct handin_call {
+        const char *ws;
+        int fd;
+        int rc;
+        struct engine_manifest m;
+        unsigned skipped;
+        struct sbx_error err;
+};
+
+static void *handin_thread(void *p)
+{
+        struct handin_call *c = p;
+        c->rc = engine_handin_tar(c->fd, ENGINE_HANDIN_BOTH, "main.py", "print(1)\n", 9, c->ws,
+                                  2000, 2000, &c->m, &c->skipped, &c->err);
+        return NULL;
+}
+
+static int handin_on_worker_stack(struct handin_call *c)
+{
+        pthread_attr_t attr;
+        pthread_t t;
+
+        c->fd = engine_tmpfile(&c->err);
+        ck_assert_int_ge(c->fd, 0);
+        ck_assert_int_eq(pthread_attr_init(&attr), 0);
+        ck_assert_int_eq(pthread_attr_setstacksize(&attr, WORKER_STACK), 0);
+        ck_assert_int_eq(pthread_create(&t, &attr, handin_thread, c), 0);
+        pthread_join(t, NULL);
+        pthread_attr_destroy(&attr);
+        return c->rc;
+}
+
+/* issue 12 #22: `z/z/z` crashed the server (66 KB of stack per level on a 256 KiB thread). */
+START_TEST(handin_deep_tree_fits_worker_stack)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct handin_call c = {.ws = ws};
+        struct tar_entry v[64];
+
+        /* control: a flat workspace went through before the fix too */
+        sh("cd '%s' && echo top >top.txt && mkdir -p .git/refs/heads src/pkg/mod z/z/z/z/z/z/z/z "
+           "&& echo ref >.git/refs/heads/main && echo deep >z/z/z/z/z/z/z/z/leaf.txt",
+           ws);
+        ck_assert_msg(handin_on_worker_stack(&c) == 0, "%s", c.err.msg);
+        size_t n = tar_list(c.fd, v, 64);
+        ck_assert_ptr_nonnull(tar_find(v, n, "workspace/top.txt"));
+        ck_assert_ptr_nonnull(tar_find(v, n, "workspace/.git/refs/heads/main"));
+        const struct tar_entry *t = tar_find(v, n, "workspace/z/z/z/z/z/z/z/z/leaf.txt");
+        ck_assert_ptr_nonnull(t);
+        ck_assert_str_eq(t->data, "deep\n");
+        /* top.txt, .git .git/refs .git/refs/heads .git/refs/heads/main, src src/pkg src/pkg/mod,
+         * 8 z folders, leaf.txt */
+        ck_assert_uint_eq(c.m.n, 1 + 4 + 3 + 8 + 1);
+        engine_manifest_done(&c.m);
+        close(c.fd);
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
+/* Deeper than the limit: an error naming the place, never a crash; the limit itself works. */
+START_TEST(handin_too_deep_is_an_error)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct handin_call c = {.ws = ws};
+
+        /* 128 levels: the deepest allowed */
+        sh("cd '%s' && for i in $(seq 128); do mkdir d && cd d || exit 1; done && echo ok >f", ws);
+        ck_assert_msg(handin_on_worker_stack(&c) == 0, "%s", c.err.msg);
+        ck_assert_uint_eq(c.m.n, 129);
+        engine_manifest_done(&c.m);
+        close(c.fd);
+        /* one more level: refused with ELOOP and the fix */
+        sh("cd '%s' && cd $(printf 'd/%%.0s' $(seq 128)) && mkdir d && echo no >d/f", ws);
+        memset(&c, 0, sizeof(c));
+        c.ws = ws;
+        ck_assert_int_eq(handin_on_worker_stack(&c), -ELOOP);
+        ck_assert_msg(strstr(c.err.msg, "deeper than 128") && strstr(c.err.msg, "flatten"), "%s",
+                      c.err.msg);
+        ck_assert_uint_eq(c.m.n, 0); /* nothing handed back on error */
+        close(c.fd);
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
+/* Wide: thousands of entries in one folder and many sibling folders. */
+START_TEST(handin_wide_tree)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct handin_call c = {.ws = ws};
+
+        sh("cd '%s' && mkdir w && cd w && for i in $(seq 3000); do : >f$i; done && "
+           "for i in $(seq 200); do mkdir -p s$i/a/b && : >s$i/a/b/x; done",
+           ws);
+        ck_assert_msg(handin_on_worker_stack(&c) == 0, "%s", c.err.msg);
+        ck_assert_uint_eq(c.m.n, 1 + 3000 + 200 * 4);
+        engine_manifest_done(&c.m);
+        close(c.fd);
         sh("rm -rf '%s'", ws);
 }
 END_TEST
@@ -1170,6 +1276,10 @@ static Suite *remote_suite(bool *ret_engine)
         tcase_add_test(tc, copyback_refuses_escapes);
         tcase_add_test(tc, copyback_deletes_only_what_the_run_deleted);
         tcase_add_test(tc, copyback_broken_archive_is_an_error);
+        tcase_add_test(tc, handin_deep_tree_fits_worker_stack);
+        tcase_add_test(tc, handin_too_deep_is_an_error);
+        tcase_add_test(tc, handin_wide_tree);
+        tcase_set_timeout(tc, 60);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("body");
