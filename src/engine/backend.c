@@ -27,7 +27,15 @@
 #include "run/run.h"
 #include "workspace/workspace.h"
 
-#define ENGINE_GRACE_MS 3000     /* server-side kill at timeout + this (inner timeout: +1 s) */
+/* The server's own clock ends a run at its deadline (STOP_TIMEOUT). The in-container `timeout`
+ * wrapper is only the backstop for a server that died mid-run: it fires this much later, so it
+ * never decides an outcome the server is there to see (its exit statuses 124/137 are also ones
+ * the code can choose), and stopping it (SIGSTOP) cannot stretch a run. */
+#define ENGINE_INNER_BACKSTOP_S 2
+/* The kill at the deadline waits this long past it: a program that ended just before its
+ * deadline is not killed (and called timed out) only because the engine's answer to the wait
+ * was still on its way (container teardown + wait: 50-150 ms measured on Docker 20.10). */
+#define ENGINE_DEADLINE_SLACK_MS 250
 #define ENGINE_KILL_WAIT_MS 2000 /* after our kill: the longest wait for the stream's end */
 #define ENGINE_CREATE_RETRIES 2  /* Podman's transient keep-id create error */
 #define ENGINE_ARM_MS 10000      /* attach + wait must be armed within this */
@@ -68,6 +76,10 @@ struct engine_state {
         bool hostcg;               /* each run gets a parent cgroup of ours (hostcg.c) */
         char usage_why[160];       /* !hostcg: why usage is not measured */
         unsigned long run_seq;     /* numbers the parent cgroups */
+        /* "<image id> <interpreter>" pairs whose image was seen to hold `timeout` and that
+         * interpreter (image_programs_check()): checked once per image id */
+        char **programs_ok;
+        size_t n_programs_ok;
 };
 
 static uint64_t now_ms(void)
@@ -751,43 +763,44 @@ static void active_del(struct engine_state *st, const char *id)
         pthread_mutex_unlock(&st->lock);
 }
 
-/* A private host dir holding the code, readable by the container's uid (0755/0644). */
-static int code_dir_make(const struct run_request *req, char **ret_dir, char **ret_file,
-                         struct sbx_error *err)
+/* A private host dir holding the code (0700, the script 0600), owned by the uid the code runs
+ * as (@uid:@gid), who alone reads it through the bind mount: no other local user can read the
+ * code during the run. A server that is not root runs code as itself (or, on rootless Podman,
+ * as itself mapped by keep-id), so its own 0700 is already right. */
+static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, char **ret_dir,
+                         char **ret_file, struct sbx_error *err)
 {
         _cleanup_free_ char *dir = xstrdup("/tmp/vestibule-code-XXXXXX");
         _cleanup_free_ char *file = NULL;
         _cleanup_close_ int fd = -1;
+        bool give = geteuid() == 0 && uid != 0;
         size_t off = 0;
+        int e;
 
-        if (!mkdtemp(dir))
+        if (!mkdtemp(dir)) /* 0700 */
                 return sbx_fail(err, errno, "cannot create a temp dir for the code: %m");
-        if (chmod(dir, 0755) < 0) {
-                int e = errno;
-                rmdir(dir);
-                return sbx_fail(err, e, "cannot chmod '%s': %s", dir, strerror(e));
-        }
         file = xasprintf("%s/%s", dir, sbx_language_script(req->language));
-        fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0 || fchmod(fd, 0644) < 0) {
-                int e = errno;
-                rmdir(dir);
-                return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
-        }
+        fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || fchmod(fd, 0600) < 0 || (give && fchown(fd, uid, gid) < 0))
+                goto fail;
         while (off < req->code_len) {
                 ssize_t n = write(fd, req->code + off, req->code_len - off);
-                if (n < 0) {
-                        int e = errno;
-                        unlink(file);
-                        rmdir(dir);
-                        return sbx_fail(err, e, "cannot write the code to '%s': %s", file,
-                                        strerror(e));
-                }
+                if (n < 0)
+                        goto fail;
                 off += (size_t)n;
         }
+        /* the folder last: once it is the run user's, it stays as written */
+        if (give && chown(dir, uid, gid) < 0)
+                goto fail;
         *ret_dir = TAKE_PTR(dir);
         *ret_file = TAKE_PTR(file);
         return 0;
+fail:
+        e = errno;
+        if (fd >= 0)
+                unlink(file);
+        rmdir(dir);
+        return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
 }
 
 struct xfer {
@@ -1029,7 +1042,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                 why = STOP_CANCEL;
                         else if (a.flooded)
                                 why = STOP_FLOOD;
-                        else if (now - t_start > timeout_ms + ENGINE_GRACE_MS)
+                        else if (now - t_start >= timeout_ms + ENGINE_DEADLINE_SLACK_MS)
                                 why = STOP_TIMEOUT;
                         if (why != STOP_NONE) {
                                 /* The kill goes through the same multi: the stream keeps
@@ -1040,6 +1053,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                 curl_easy_setopt(hk, CURLOPT_POST, 1L);
                                 curl_easy_setopt(hk, CURLOPT_POSTFIELDS, "");
                                 curl_easy_setopt(hk, CURLOPT_WRITEFUNCTION, discard_write);
+                                curl_easy_setopt(hk, CURLOPT_HEADERFUNCTION, xfer_header);
+                                curl_easy_setopt(hk, CURLOPT_HEADERDATA, &kx);
                                 curl_easy_setopt(hk, CURLOPT_PRIVATE, &kx);
                                 curl_easy_setopt(hk, CURLOPT_TIMEOUT_MS, 15000L);
                                 curl_multi_add_handle(m, hk);
@@ -1058,7 +1073,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                  * is not needed (the outcome is the stop's), and Podman's compat wait can take
                  * seconds to answer after a kill. Nothing waits on it past a short bound; the
                  * forced removal in the background finishes the container in any case. */
-                if (t_kill && a.x.done)
+                if (t_kill && a.x.done && (kx.done || out->stop != STOP_TIMEOUT || !w.x.done))
                         break;
                 if (t_kill && now - t_kill > ENGINE_KILL_WAIT_MS) {
                         log_debug("run %.12s: no end of stream %llu ms after the kill (kill %s); "
@@ -1102,6 +1117,12 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 if (j && json_object_object_get_ex(j, "StatusCode", &sc)) {
                         out->wait_ok = true;
                         out->status_code = json_object_get_int(sc);
+                }
+                /* Our deadline kill found the container no longer running (409): the program
+                 * had ended by itself, its exit status stands. */
+                if (out->wait_ok && out->stop == STOP_TIMEOUT && kx.done && kx.status == 409) {
+                        log_debug("run %.12s: ended by itself before the deadline kill", id);
+                        out->stop = STOP_NONE;
                 }
         } else if (w.x.done) {
                 out->engine_lost = true;
@@ -1206,19 +1227,60 @@ static void removals_wait(struct engine_state *st, unsigned timeout_s)
         pthread_mutex_unlock(&st->lock);
 }
 
-/* The init (docker-init / catatonit) could not exec `timeout`: nothing of the code ran. Only
- * a short stderr that starts with the init's own words counts. */
-static bool no_timeout_in_image(int exit_code, const struct run_result *res)
+/* Where the run's PATH (body.c's Env) looks for `timeout` and the interpreter. */
+static const char *const run_path_dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
+
+/* Before the start: the image of the created container @id (image id @image_id) holds
+ * coreutils `timeout` and @interp in the run's PATH. Checked through the archive API (a stat in
+ * the container's filesystem, nothing runs), once per image id and interpreter. This is what
+ * tells "the image lacks the interpreter" apart from a run: the run's own output and exit
+ * status never decide a refusal (a program can print the wrapper's words and exit 127). */
+static int image_programs_check(struct engine_state *st, const char *id, const char *image_id,
+                                const char *image, const char *interp, struct sbx_error *err)
 {
-        const char *e = res->err.data;
-        if (!e || res->out.total > 0 || res->err.total > 200)
-                return false;
-        if (exit_code == 127 && strncmp(e, "[FATAL tini", 11) == 0 &&
-            strstr(e, "exec timeout failed"))
-                return true; /* Docker's docker-init */
-        if (strncmp(e, "ERROR (catatonit", 16) == 0 && strstr(e, "failed to exec pid1"))
-                return true; /* Podman's catatonit */
-        return false;
+        _cleanup_free_ char *key = xasprintf("%s %s", image_id, interp);
+        const char *progs[] = {"timeout", interp};
+        bool cached = false;
+        int r;
+
+        pthread_mutex_lock(&st->lock);
+        for (size_t i = 0; i < st->n_programs_ok && !cached; i++)
+                cached = strcmp(st->programs_ok[i], key) == 0;
+        pthread_mutex_unlock(&st->lock);
+        if (cached)
+                return 0;
+        for (size_t p = 0; p < ELEMENTSOF(progs); p++) {
+                bool found = false;
+                for (size_t d = 0; d < ELEMENTSOF(run_path_dirs) && !found; d++) {
+                        _cleanup_free_ char *path = xasprintf("%s/%s", run_path_dirs[d], progs[p]);
+                        struct sbx_error e = {0};
+                        r = engine_archive_stat(&st->conn, id, path, &e);
+                        if (r == 0)
+                                found = true;
+                        else if (r != -ENOENT) {
+                                *err = e;
+                                return r;
+                        }
+                }
+                if (found)
+                        continue;
+                if (p == 0)
+                        return sbx_fail(err, ENOENT,
+                                        "the sandbox image '%s' has no coreutils `timeout`, which "
+                                        "every run needs: use an image that provides bash, "
+                                        "timeout and the interpreter, or run `vestibule-mcp setup`",
+                                        image);
+                return sbx_fail(err, ENOENT,
+                                "the sandbox image '%s' has no '%s': use an image that provides "
+                                "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
+                                image, interp);
+        }
+        pthread_mutex_lock(&st->lock);
+        st->programs_ok =
+            xrealloc(st->programs_ok, (st->n_programs_ok + 1) * sizeof(*st->programs_ok));
+        st->programs_ok[st->n_programs_ok++] = TAKE_PTR(key);
+        pthread_mutex_unlock(&st->lock);
+        return 0;
 }
 
 static void set_not_measured(struct run_measure *m, const char *why)
@@ -1472,7 +1534,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                         goto out_code;
                 sbx_trace_lap(&trace, "handin_volumes");
         } else {
-                r = code_dir_make(req, &code_dir, &code_file, err);
+                r = code_dir_make(req, uid, gid, &code_dir, &code_file, err);
                 if (r < 0)
                         return r;
                 sbx_trace_lap(&trace, "code_dir");
@@ -1482,7 +1544,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                              : req->language == SBX_LANG_BASH ? "bash"
                                                               : "python3";
         script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
-        snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s);
+        snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s + ENGINE_INNER_BACKSTOP_S);
         const char *cmd[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
         struct engine_run_spec spec = {
             .image = res->image,
@@ -1568,6 +1630,11 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         }
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, degraded, sizeof(degraded), err);
+        if (r == 0) {
+                const char *image_id = json_object_get_string(jget(inspect, "Image"));
+                r = image_programs_check(st, id, image_id && *image_id ? image_id : res->image,
+                                         res->image, interp, err);
+        }
         if (r < 0)
                 goto out_remove;
         json_object_put(TAKE_PTR(inspect));
@@ -1649,12 +1716,20 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 /* NOLINTNEXTLINE(bugprone-branch-clone) */
         } else if (so.stop == STOP_TIMEOUT) {
                 res->outcome = RUN_OUTCOME_TIMED_OUT;
-        } else if (oom) {
+        } else if (oom && exit_code == 137) {
+                /* the main program was the one killed (timeout exits 128 + SIGKILL) */
                 res->outcome = RUN_OUTCOME_SIGNALED;
                 res->term_signal = SIGKILL;
                 res->oom_killed = true;
-        } else if ((exit_code == 124 || exit_code == 137) && so.wall_ms + 200 >= timeout_ms) {
-                /* the inner timeout fired (124: TERM worked; 137: kill-after had to KILL) */
+        } else if (oom) {
+                /* another process of the run was OOM-killed; the program's own exit stands */
+                res->outcome = RUN_OUTCOME_EXITED;
+                res->exit_code = exit_code;
+                res->oom_killed = true;
+        } else if ((exit_code == 124 || exit_code == 137) &&
+                   so.wall_ms >= timeout_ms + ENGINE_INNER_BACKSTOP_S * 1000) {
+                /* the backstop wrapper fired: only possible when the server's own kill at the
+                 * deadline did not land (the code cannot run that long otherwise) */
                 res->outcome = RUN_OUTCOME_TIMED_OUT;
         } else if (exit_code == 137 && podman && limits_applied && kmsg_r < 0) {
                 /* Podman never reports OOM kills (ENGINE_NOTES §7) and the kernel's log
@@ -1665,20 +1740,6 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                          "killed by SIGKILL before its deadline; Podman does not report "
                          "out-of-memory kills, and the %u MiB memory cap is the likely cause",
                          cfg->mem_mb);
-        } else if (no_timeout_in_image(exit_code, res)) {
-                r = sbx_fail(err, ENOENT,
-                             "the sandbox image '%s' has no coreutils `timeout`, which every run "
-                             "needs: use an image that provides bash, timeout and the "
-                             "interpreter, or run `vestibule-mcp setup`",
-                             res->image);
-                goto out_remove;
-        } else if (exit_code == 127 && res->err.data &&
-                   strstr(res->err.data, "timeout: failed to run command") == res->err.data) {
-                r = sbx_fail(err, ENOENT,
-                             "the sandbox image '%s' has no '%s': use an image that provides "
-                             "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
-                             res->image, interp);
-                goto out_remove;
         } else {
                 res->outcome = RUN_OUTCOME_EXITED;
                 res->exit_code = exit_code;
@@ -1788,6 +1849,9 @@ static void engine_destroy(struct backend *b)
         for (size_t i = 0; i < st->n_active; i++)
                 free(st->active[i]);
         free(st->active);
+        for (size_t i = 0; i < st->n_programs_ok; i++)
+                free(st->programs_ok[i]);
+        free(st->programs_ok);
         pthread_mutex_destroy(&st->lock);
         pthread_mutex_destroy(&st->create_lock);
         pthread_cond_destroy(&st->removed);
@@ -1802,6 +1866,92 @@ static const struct backend_ops engine_ops = {
     .shutdown = engine_shutdown,
     .destroy = engine_destroy,
 };
+
+/* ---------------------------------------------------------------------------------------- */
+/* The sweep at server start                                                                */
+
+struct start_sweep {
+        struct sbx_config cfg; /* runtime and engine_env only (deep copies) */
+};
+
+static void start_sweep_free(struct start_sweep *s)
+{
+        struct sbx_engine_env *e = &s->cfg.engine_env;
+        char **strs[] = {
+            &e->docker_host,      &e->docker_context, &e->docker_config, &e->docker_tls_verify,
+            &e->docker_cert_path, &e->container_host, &e->home,          &e->xdg_runtime_dir};
+        for (size_t i = 0; i < ELEMENTSOF(strs); i++)
+                free(*strs[i]);
+        free(s);
+}
+
+static void *start_sweep_thread(void *p)
+{
+        struct start_sweep *s = p;
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        char why[160];
+        int n;
+
+        if (engine_connect(&s->cfg, NULL, &c, &err) < 0) {
+                log_debug("start-up sweep: %s; nothing swept", err.msg);
+                goto out;
+        }
+        n = engine_sweep(&c, &err);
+        if (n > 0)
+                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that "
+                         "are gone (start-up sweep)",
+                         n);
+        else if (n < 0)
+                log_debug("start-up sweep: %s, ignoring", err.msg);
+        else
+                log_debug("start-up sweep: nothing left over on '%s'", c.ep.host);
+        if (c.ep.local && engine_hostcg_available(why, sizeof(why)) == 0) {
+                unsigned k = engine_hostcg_sweep();
+                if (k > 0)
+                        log_debug("start-up sweep: removed %u run cgroup(s) of gone servers", k);
+        }
+out:
+        start_sweep_free(s);
+        return NULL;
+}
+
+void engine_sweep_at_start(const struct sbx_config *cfg)
+{
+        const struct sbx_engine_env *e = &cfg->engine_env;
+        struct start_sweep *s;
+        struct sbx_error err = {0};
+        pthread_attr_t attr;
+        pthread_t t;
+
+        if (cfg->invalid || cfg->backend == SBX_BACKEND_NATIVE || cfg->backend == SBX_BACKEND_NAIVE)
+                return;
+        if (lazy_curl_load(&err) < 0) {
+                log_debug("start-up sweep: %s", err.msg);
+                return;
+        }
+        s = xcalloc(1, sizeof(*s));
+        s->cfg.runtime = cfg->runtime;
+        s->cfg.backend = cfg->backend;
+#define DUP(f) s->cfg.engine_env.f = e->f ? xstrdup(e->f) : NULL
+        DUP(docker_host);
+        DUP(docker_context);
+        DUP(docker_config);
+        DUP(docker_tls_verify);
+        DUP(docker_cert_path);
+        DUP(container_host);
+        DUP(home);
+        DUP(xdg_runtime_dir);
+#undef DUP
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+        if (pthread_create(&t, &attr, start_sweep_thread, s) != 0) {
+                log_debug("start-up sweep: cannot start a thread, ignoring");
+                start_sweep_free(s);
+        }
+        pthread_attr_destroy(&attr);
+}
 
 int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                 struct backend **ret, struct sbx_error *err)

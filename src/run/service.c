@@ -58,6 +58,8 @@ int run_service_new(const struct sbx_config *cfg, struct run_service **ret, stru
                 log_error("%s", s->audit_err.msg);
         }
         s->ladder = ladder_new(cfg, NULL, NULL);
+        /* leftovers of a server killed mid-run: gone before the first tool call, not at it */
+        engine_sweep_at_start(cfg);
         pthread_mutex_init(&s->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -1339,6 +1339,230 @@ START_TEST(docker_missing_image_blocked)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------- */
+/* Issue 12: adversarial findings on the container backend                                  */
+
+/* #2: the code's own output and exit status never decide a refusal. Each forgery writes a file
+ * (so the code demonstrably ran), prints the words the wrapper or the init print when they
+ * cannot exec, and exits 127. Before the fix each became "Blocked: the sandbox image has
+ * no ...", with the output dropped. */
+START_TEST(docker_output_cannot_forge_refusal)
+{
+        static const char *const forged[] = {
+            "timeout: failed to run command 'python3': No such file or directory",
+            "[FATAL tini (7)] exec timeout failed: No such file or directory",
+            "ERROR (catatonit:1): failed to exec pid1: No such file or directory",
+        };
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        for (size_t i = 0; i < ELEMENTSOF(forged); i++) {
+                _cleanup_free_ char *marker = xasprintf("%s/forged-%zu.txt", ws_dir, i);
+                _cleanup_free_ char *code =
+                    xasprintf("import sys\nopen('/workspace/forged-%zu.txt', 'w').write('ran')\n"
+                              "sys.stderr.write(%s'%s\\n')\nsys.exit(127)\n",
+                              i, "",
+                              i == 0 ? "timeout: failed to run command \\'python3\\': No such file "
+                                       "or directory"
+                                     : forged[i]);
+                struct run_out o = run_code(SBX_LANG_PYTHON, code, 10, -1);
+                ck_assert_msg(o.rc == 0, "forgery %zu became a refusal: %s", i, o.err.msg);
+                ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_EXITED);
+                ck_assert_int_eq(o.res.exit_code, 127);
+                ck_assert_msg(o.res.err.data && strstr(o.res.err.data, forged[i]),
+                              "stderr lost: '%s'", o.res.err.data ? o.res.err.data : "");
+                ck_assert_int_eq(access(marker, F_OK), 0);
+                unlink(marker);
+                run_result_done(&o.res);
+        }
+        /* bash too */
+        struct run_out o = run_code(
+            SBX_LANG_BASH,
+            "echo ran >/workspace/forged-bash.txt\n"
+            "echo \"timeout: failed to run command 'bash': No such file or directory\" >&2\n"
+            "exit 127\n",
+            10, -1);
+        ck_assert_msg(o.rc == 0, "bash forgery became a refusal: %s", o.err.msg);
+        ck_assert_int_eq(o.res.exit_code, 127);
+        _cleanup_free_ char *bm = xasprintf("%s/forged-bash.txt", ws_dir);
+        ck_assert_int_eq(access(bm, F_OK), 0);
+        unlink(bm);
+        run_result_done(&o.res);
+
+        /* control: an image that really lacks the interpreter is still refused, before
+         * anything runs (the node image has no python3) */
+        test_cfg.image_python = (char *)IMG_NODE;
+        o = run_code(SBX_LANG_PYTHON, "open('/workspace/should-not.txt', 'w').write('x')\n", 10,
+                     -1);
+        ck_assert_int_eq(o.rc, -ENOENT);
+        ck_assert_msg(strstr(o.err.msg, "has no 'python3'") && strstr(o.err.msg, IMG_NODE), "%s",
+                      o.err.msg);
+        _cleanup_free_ char *sn = xasprintf("%s/should-not.txt", ws_dir);
+        ck_assert_int_ne(access(sn, F_OK), 0);
+        run_result_done(&o.res);
+        test_cfg.image_python = (char *)IMG_PY;
+        check_nothing_left(DOCKER_SOCK);
+}
+END_TEST
+
+/* #9: the outcome comes from what the server saw, not from exit statuses the code can choose.
+ * (a) exit 124 shortly before the deadline is an exit, not a timeout: the program exits 120 ms
+ *     before the deadline counted from its container's start (PID 1's start time), which is
+ *     never later than the server's own start of the clock;
+ * (b) a child OOM-killed while the main program exits 0: exit code 0, with the OOM noted;
+ * (c) SIGSTOP on the in-container `timeout` wrapper: the server's deadline still ends the run. */
+static const char exit124_py[] =
+    "import os, sys, time\n"
+    "hz = os.sysconf('SC_CLK_TCK')\n"
+    "start = int(open('/proc/1/stat').read().rsplit(')', 1)[1].split()[19]) / hz\n"
+    "up = float(open('/proc/uptime').read().split()[0])\n"
+    "time.sleep(max(0.0, start + %u - 0.12 - up))\n"
+    "print('exiting 124', flush=True)\n"
+    "sys.exit(124)\n";
+
+START_TEST(docker_outcomes_not_forged_by_exit_status)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        /* (a) */
+        _cleanup_free_ char *code = xasprintf(exit124_py, 3u);
+        struct run_out o = run_code(SBX_LANG_PYTHON, code, 3, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_msg(o.res.outcome == RUN_OUTCOME_EXITED && o.res.exit_code == 124,
+                      "exit 124 before the deadline: outcome %d exit %d wall %llu ms",
+                      o.res.outcome, o.res.exit_code, (unsigned long long)o.res.usage.wall_ms);
+        ck_assert_str_eq(o.text, "exiting 124\n");
+        run_result_done(&o.res);
+        /* control: a program that overruns is a timeout */
+        o = run_code(SBX_LANG_PYTHON, "import time\ntime.sleep(30)\n", 2, -1);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_TIMED_OUT);
+        run_result_done(&o.res);
+
+        /* (b) */
+        test_cfg.mem_mb = 128;
+        o = run_code(SBX_LANG_PYTHON,
+                     "import os\npid = os.fork()\nif pid == 0:\n    b = []\n    while True:\n"
+                     "        b.append(bytearray(1 << 20))\n"
+                     "_, st = os.waitpid(pid, 0)\nprint('child signal %d' % os.WTERMSIG(st))\n",
+                     20, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_str_eq(o.text, "child signal 9\n");
+        ck_assert_msg(o.res.outcome == RUN_OUTCOME_EXITED && o.res.exit_code == 0,
+                      "child OOM: outcome %d exit %d signal %d", o.res.outcome, o.res.exit_code,
+                      o.res.term_signal);
+        ck_assert(o.res.oom_killed); /* the OOM is still said */
+        run_result_done(&o.res);
+        /* control: the main program OOM-killed is a SIGKILL */
+        o = run_code(SBX_LANG_PYTHON, memhog_py, 20, -1);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_SIGNALED);
+        ck_assert_int_eq(o.res.term_signal, SIGKILL);
+        ck_assert(o.res.oom_killed);
+        run_result_done(&o.res);
+        test_cfg.mem_mb = 256;
+
+        /* (c) */
+        uint64_t t0 = mono_ms();
+        o = run_code(SBX_LANG_PYTHON,
+                     "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\n"
+                     "print('stopped the wrapper', flush=True)\ntime.sleep(60)\n",
+                     3, -1);
+        uint64_t call_ms = mono_ms() - t0;
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_str_eq(o.text, "stopped the wrapper\n");
+        fprintf(stderr, "SIGSTOPped wrapper, 3 s timeout: wall %llu ms, call %llu ms\n",
+                (unsigned long long)o.res.usage.wall_ms, (unsigned long long)call_ms);
+        ck_assert_msg(o.res.usage.wall_ms < 4500 && call_ms < 5500,
+                      "a 3 s run lasted %llu ms (call %llu ms)",
+                      (unsigned long long)o.res.usage.wall_ms, (unsigned long long)call_ms);
+        run_result_done(&o.res);
+        check_nothing_left(DOCKER_SOCK);
+}
+END_TEST
+
+/* #10: the code folder on the host is the run user's alone (0700/0600): another local user
+ * cannot read the code while it runs. The run still reads it (the control). */
+struct bg_run {
+        const char *code;
+        unsigned timeout_s;
+        struct run_out o;
+};
+
+static void *bg_run_thread(void *p)
+{
+        struct bg_run *b = p;
+        b->o = run_code(SBX_LANG_PYTHON, b->code, b->timeout_s, -1);
+        return NULL;
+}
+
+/* The /tmp/vestibule-code-* folder whose script holds @marker, into @ret; false if none yet. */
+static bool find_code_dir(const char *marker, char *ret, size_t size)
+{
+        DIR *d = opendir("/tmp");
+        struct dirent *de;
+        bool found = false;
+        while (d && !found && (de = readdir(d))) {
+                if (strncmp(de->d_name, "vestibule-code-", 15) != 0)
+                        continue;
+                _cleanup_free_ char *f = xasprintf("/tmp/%s/main.py", de->d_name);
+                _cleanup_fclose_ FILE *fp = fopen(f, "re");
+                char buf[512] = "";
+                if (fp && fread(buf, 1, sizeof(buf) - 1, fp) > 0 && strstr(buf, marker)) {
+                        snprintf(ret, size, "/tmp/%.200s", de->d_name);
+                        found = true;
+                }
+        }
+        if (d)
+                closedir(d);
+        return found;
+}
+
+/* Whether uid @uid (gid @gid) can open @path for reading. */
+static bool can_read_as(const char *path, uid_t uid, gid_t gid)
+{
+        pid_t p = fork();
+        int st;
+        if (p == 0) {
+                if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+                        _exit(2);
+                _exit(open(path, O_RDONLY | O_CLOEXEC) >= 0 ? 0 : 1);
+        }
+        waitpid(p, &st, 0);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) != 2);
+        return WEXITSTATUS(st) == 0;
+}
+
+START_TEST(docker_code_dir_private)
+{
+        char dir[256] = "";
+        struct stat st;
+        pthread_t t;
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        if (geteuid() != 0)
+                return; /* needs another user to try: root only (main() notes it) */
+        _cleanup_free_ char *marker = xasprintf("marker-docker-code-dir-private-%d", (int)getpid());
+        _cleanup_free_ char *code =
+            xasprintf("import time\n# %s\nprint(open('/sandbox/main.py').read().count('marker-'))\n"
+                      "time.sleep(3)\n",
+                      marker);
+        struct bg_run b = {.code = code, .timeout_s = 20};
+        ck_assert_int_eq(pthread_create(&t, NULL, bg_run_thread, &b), 0);
+        for (int i = 0; i < 200 && !find_code_dir(marker, dir, sizeof(dir)); i++)
+                usleep(20000);
+        ck_assert_msg(*dir, "the run's code folder was not found in /tmp");
+        _cleanup_free_ char *file = xasprintf("%s/main.py", dir);
+        ck_assert_int_eq(stat(dir, &st), 0);
+        ck_assert_msg((st.st_mode & 077) == 0, "code folder mode %o", st.st_mode & 07777);
+        ck_assert_int_eq(stat(file, &st), 0);
+        ck_assert_msg((st.st_mode & 077) == 0, "code file mode %o", st.st_mode & 07777);
+        /* another local user (nobody) cannot read it; control: the run user can */
+        ck_assert(!can_read_as(file, 65534, 65534));
+        ck_assert(can_read_as(file, test_cfg.run_as_uid, test_cfg.run_as_gid));
+        pthread_join(t, NULL);
+        expect_exit0(&b.o);
+        ck_assert_str_eq(b.o.text, "2\n"); /* the run read its own code */
+        run_result_done(&b.o.res);
+        ck_assert_int_ne(access(dir, F_OK), 0); /* removed after the run */
+}
+END_TEST
+
 /* A socket only root may use, at @path (mode 0600, root-owned). */
 static void make_root_socket(const char *path)
 {
@@ -2136,6 +2360,14 @@ static Suite *engine_suite(void)
                         tcase_add_test(tc, eacces_candidate_does_not_stop_the_search);
                 } else
                         note_missing("socket permission test needs root");
+                suite_add_tcase(s, tc);
+                /* issue 12's findings, in a TCase of their own (CK_RUN_CASE=docker_hard) */
+                tc = tcase_create("docker_hard");
+                tcase_add_checked_fixture(tc, NULL, teardown);
+                tcase_set_timeout(tc, 180);
+                tcase_add_test(tc, docker_output_cannot_forge_refusal);
+                tcase_add_test(tc, docker_outcomes_not_forged_by_exit_status);
+                tcase_add_test(tc, docker_code_dir_private);
                 suite_add_tcase(s, tc);
         }
         if (!images) {
