@@ -1563,6 +1563,173 @@ START_TEST(docker_code_dir_private)
 }
 END_TEST
 
+/* #17: a server killed with kill -9 mid-run leaves its container running; the next server
+ * removes it at start, before any tool call, and logs how many. A live server's container
+ * (the control: labelled with this test process) is kept. Through the real binary. */
+struct server {
+        pid_t pid;
+        int in; /* its stdin */
+        char *log;
+};
+
+static void server_start(struct server *sv, const char *dir, const char *name)
+{
+        int p[2];
+        sv->log = xasprintf("%s/%s.log", dir, name);
+        _cleanup_free_ char *home = xasprintf("%s/home", dir);
+        _cleanup_free_ char *audit = xasprintf("%s/audit-%s", dir, name);
+        mkdir(home, 0700);
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        sv->pid = fork();
+        ck_assert_int_ge(sv->pid, 0);
+        if (sv->pid == 0) {
+                _cleanup_free_ char *e_home = xasprintf("HOME=%s", home);
+                _cleanup_free_ char *e_ws = xasprintf("VESTIBULE_WORKSPACE=%s", ws_dir);
+                _cleanup_free_ char *e_audit = xasprintf("VESTIBULE_AUDIT_DIR=%s", audit);
+                char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
+                                e_home,
+                                e_ws,
+                                e_audit,
+                                "VESTIBULE_BACKEND=container",
+                                "VESTIBULE_RUN_AS=2000:2000",
+                                "VESTIBULE_IMAGE_PYTHON=" IMG_PY,
+                                "VESTIBULE_IMAGE_NODE=" IMG_NODE,
+                                "DOCKER_HOST=" DOCKER_SOCK,
+                                NULL};
+                int lfd = open(sv->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                dup2(p[0], 0);
+                dup2(nul, 1);
+                dup2(lfd, 2);
+                execle(VESTIBULE_BIN, VESTIBULE_BIN, (char *)NULL, envp);
+                _exit(127);
+        }
+        close(p[0]);
+        sv->in = p[1];
+}
+
+static void server_send(struct server *sv, const char *line)
+{
+        size_t n = strlen(line);
+        ck_assert_int_eq(write(sv->in, line, n), (ssize_t)n);
+        ck_assert_int_eq(write(sv->in, "\n", 1), 1);
+}
+
+/* Our test containers whose owner label holds ":<pid>:" and are running (@running) or any. */
+static unsigned containers_of(const struct engine_conn *c, pid_t pid, bool running)
+{
+        _cleanup_(json_putp) json_object *list = NULL;
+        struct sbx_error err = {0};
+        long status = 0;
+        char msg[200], needle[32];
+        unsigned n = 0;
+        snprintf(needle, sizeof(needle), ":%d:", (int)pid);
+        ck_assert_int_eq(
+            engine_request_json(c, "GET", running ? "/containers/json" : "/containers/json?all=1",
+                                NULL, 10000, &status, &list, msg, sizeof(msg), &err),
+            0);
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                json_object *ctr = json_object_array_get_idx(list, i), *labels, *o;
+                if (json_object_object_get_ex(ctr, "Labels", &labels) &&
+                    json_object_object_get_ex(labels, "vestibule.owner", &o) &&
+                    strstr(json_object_get_string(o), needle))
+                        n++;
+        }
+        return n;
+}
+
+START_TEST(docker_killed_server_swept_at_next_start)
+{
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        struct server a = {0}, b = {0};
+        long status = 0;
+        char msg[200], live[160];
+        int wst;
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        if (geteuid() != 0)
+                return; /* the server as root runs code as the test user (VESTIBULE_RUN_AS) */
+        _cleanup_free_ char *dir = sbx_test_tmpdir();
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+
+        /* control: a container of a live owner (this process) */
+        engine_owner_label(getpid(), live, sizeof(live));
+        _cleanup_free_ char *body =
+            xasprintf("{\"Image\":\"%s\",\"Cmd\":[\"true\"],\"Labels\":{\"vestibule.run\":\"1\","
+                      "\"vestibule.owner\":\"%s\"},\"HostConfig\":{\"NetworkMode\":\"none\"}}",
+                      IMG_PY, live);
+        _cleanup_(json_putp) json_object *j = NULL;
+        json_object *idj;
+        ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 10000, &status,
+                                             &j, msg, sizeof(msg), &err),
+                         0);
+        ck_assert_msg(status == 201, "%ld %s", status, msg);
+        ck_assert(json_object_object_get_ex(j, "Id", &idj));
+        _cleanup_free_ char *live_id = xstrdup(json_object_get_string(idj));
+
+        /* server A starts a long run, then is killed with SIGKILL */
+        server_start(&a, dir, "a");
+        server_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                        "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{"
+                        "\"name\":\"t\",\"version\":\"1\"}}}");
+        server_send(&a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+        server_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+                        "\"name\":\"run_code\",\"arguments\":{\"language\":\"python\",\"code\":"
+                        "\"import time\\ntime.sleep(50)\\n\",\"timeout_seconds\":55}}}");
+        unsigned running = 0;
+        for (int i = 0; i < 300 && !running; i++) {
+                usleep(100000);
+                running = containers_of(&c, a.pid, true);
+        }
+        ck_assert_msg(running == 1, "server A's run never started (log %s)", a.log);
+        kill(a.pid, SIGKILL);
+        waitpid(a.pid, &wst, 0);
+        close(a.in);
+        /* the bug's precondition: the orphan runs on (checked at once: any other server on
+         * this engine sweeps dead owners' containers at its next tool call) */
+        ck_assert_uint_eq(containers_of(&c, a.pid, true), 1);
+
+        /* server B: started, never asked anything; its start-up sweep removes the orphan */
+        uint64_t t0 = mono_ms();
+        server_start(&b, dir, "b");
+        unsigned left = 1;
+        while (left && mono_ms() - t0 < 15000) {
+                usleep(100000);
+                left = containers_of(&c, a.pid, false);
+        }
+        fprintf(stderr, "start-up sweep: orphan gone %llu ms after the next server started\n",
+                (unsigned long long)(mono_ms() - t0));
+        ck_assert_msg(left == 0, "server A's container still there 15 s after server B started");
+        _cleanup_free_ char *blog = NULL;
+        for (int i = 0; i < 50; i++) {
+                free(blog);
+                _cleanup_fclose_ FILE *f = fopen(b.log, "re");
+                blog = xcalloc(1, 8192);
+                if (f)
+                        (void)!fread(blog, 1, 8191, f);
+                if (strstr(blog, "start-up sweep"))
+                        break;
+                usleep(100000);
+        }
+        ck_assert_msg(strstr(blog, "removed 1 leftover") && strstr(blog, "start-up sweep"),
+                      "server B's log: %s", blog);
+        /* the control: the live owner's container is still there */
+        _cleanup_free_ char *lp = xasprintf("/containers/%s/json", live_id);
+        ck_assert_int_eq(
+            engine_request_json(&c, "GET", lp, NULL, 10000, &status, NULL, msg, sizeof(msg), &err),
+            0);
+        ck_assert_int_eq(status, 200);
+        close(b.in); /* stdin closed: server B exits */
+        waitpid(b.pid, &wst, 0);
+        _cleanup_free_ char *dp = xasprintf("/containers/%s?force=1", live_id);
+        engine_request_json(&c, "DELETE", dp, NULL, 10000, &status, NULL, msg, sizeof(msg), &err);
+        free(a.log);
+        free(b.log);
+        _cleanup_free_ char *rm = xasprintf("rm -rf '%s'", dir);
+        ck_assert_int_eq(system(rm), 0);
+}
+END_TEST
+
 /* A socket only root may use, at @path (mode 0600, root-owned). */
 static void make_root_socket(const char *path)
 {
@@ -2368,6 +2535,7 @@ static Suite *engine_suite(void)
                 tcase_add_test(tc, docker_output_cannot_forge_refusal);
                 tcase_add_test(tc, docker_outcomes_not_forged_by_exit_status);
                 tcase_add_test(tc, docker_code_dir_private);
+                tcase_add_test(tc, docker_killed_server_swept_at_next_start);
                 suite_add_tcase(s, tc);
         }
         if (!images) {
