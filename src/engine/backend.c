@@ -64,6 +64,7 @@ struct engine_state {
         char daemon_name[256];     /* /info Name: the daemon's host name */
         char seccomp_profile[512]; /* Podman: our derived profile's host path; "" = none */
         char seccomp_default[512]; /* Podman: the engine's default profile it came from */
+        char *seccomp_json;        /* Docker: our profile, handed over as JSON text (static) */
         char grade[320];           /* "container" or "container-degraded (...)" */
         char owner[160];           /* our vestibule.owner label */
         char **active;             /* ids of containers in flight */
@@ -1546,6 +1547,12 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
         snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s + ENGINE_INNER_BACKSTOP_S);
         const char *cmd[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
+        /* Docker: our generated profile as JSON (the API takes the profile itself); Podman:
+         * the path of the one derived from its default. None on an engine without seccomp
+         * (the grade says so). */
+        const char *secprof = seccomp_profile[0] ? seccomp_profile : NULL;
+        if (!podman && !strstr(grade, "no seccomp filter"))
+                secprof = st->seccomp_json;
         struct engine_run_spec spec = {
             .image = res->image,
             .cmd = cmd,
@@ -1565,7 +1572,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .userns_keep_id = st->rootless_podman,
             .init = true,
             .cgroup_parent = *cgroup ? cgroup : NULL,
-            .seccomp_profile = seccomp_profile[0] ? seccomp_profile : NULL,
+            .seccomp_profile = secprof,
         };
         body = engine_create_body(&spec);
         /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
@@ -1852,6 +1859,7 @@ static void engine_destroy(struct backend *b)
         for (size_t i = 0; i < st->n_programs_ok; i++)
                 free(st->programs_ok[i]);
         free(st->programs_ok);
+        free(st->seccomp_json);
         pthread_mutex_destroy(&st->lock);
         pthread_mutex_destroy(&st->create_lock);
         pthread_cond_destroy(&st->removed);
@@ -1978,6 +1986,7 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
                                 "cannot read this process's start time from /proc/self/stat: "
                                 "mount /proc");
         }
+        st->seccomp_json = engine_seccomp_profile_docker();
         b->ops = &engine_ops;
         b->cfg = cfg;
         b->state = st;

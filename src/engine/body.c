@@ -94,7 +94,8 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_object_add(hc, "CapDrop", capdrop);
         json_object_array_add(secopt, json_object_new_string("no-new-privileges"));
         if (s->seccomp_profile) {
-                /* Podman: our profile (seccomp_profile.c), a path on the engine's host */
+                /* our profile (seccomp_profile.c): Docker takes the JSON text itself, Podman
+                 * a path on the engine's host */
                 _cleanup_free_ char *sc = xasprintf("seccomp=%s", s->seccomp_profile);
                 json_object_array_add(secopt, json_object_new_string(sc));
         }
@@ -284,7 +285,7 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
                 bad = "SecurityOpt no-new-privileges";
         else if (s->seccomp_profile &&
                  !seccomp_as_asked(get(hc, "SecurityOpt"), s->seccomp_profile))
-                bad = "SecurityOpt seccomp=<our profile> (no namespaces, no mounts)";
+                bad = "SecurityOpt seccomp=<our profile> (no namespaces, mounts, io_uring, vsock)";
         else if (!json_object_get_boolean(get(hc, "ReadonlyRootfs")))
                 bad = "ReadonlyRootfs (read-only root filesystem)";
         else if (!tmpfs || !get(tmpfs, "/tmp") || !strstr(get_str(tmpfs, "/tmp"), "noexec"))

@@ -209,8 +209,9 @@ struct engine_run_spec {
         bool userns_keep_id;         /* rootless Podman: map our uid to itself */
         bool init;                   /* an init as PID 1 (docker-init / catatonit) */
         const char *cgroup_parent;   /* HostConfig.CgroupParent (hostcg.c); NULL = the engine's */
-        const char *seccomp_profile; /* Podman: host path of our derived profile, passed as
-                                      * SecurityOpt seccomp=<path>; NULL = engine default */
+        const char *seccomp_profile; /* SecurityOpt seccomp=<this>: Docker: our profile's JSON
+                                      * text; Podman: host path of our derived profile; NULL =
+                                      * the engine's default */
 };
 
 /** engine_create_body() - the POST /containers/create body for @spec (ENGINE_NOTES §1).
@@ -288,13 +289,27 @@ int engine_kmsg_find_oom(int fd, const char *id);
  * engine_seccomp_profile_derive() - from @def, an engine's default seccomp profile (the
  * containers-common / Docker JSON format), a new profile that keeps @def's rules except that:
  * unshare, setns, mount, umount, umount2, pivot_root and the new mount API (open_tree,
- * move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr) fail with EPERM; clone3 fails
+ * move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr), and the native sandbox's other
+ * named dangerous calls (io_uring_*, bpf, keyctl, perf_event_open, userfaultfd, ...) fail with
+ * EPERM; socket(AF_VSOCK) fails with EPERM (other families as @def says); clone3 fails
  * with ENOSYS (so runtimes fall back to clone); clone is allowed only without CLONE_NEW* flags
  * (EPERM with any, arg 1 on s390/s390x). Those names are removed from every rule of @def so no
  * rule of @def can allow them again. @def is not changed.
  * Return: 0 with *@ret (json_object_put() it), or -EINVAL when @def is not a profile.
  */
 int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sbx_error *err);
+
+/**
+ * engine_seccomp_profile_docker() - the seccomp profile we hand Docker, as JSON text for
+ * HostConfig.SecurityOpt "seccomp=<json>" (the Engine API takes the profile itself there, as
+ * the docker CLI sends it; see docs/design/engine.md): default SCMP_ACT_ERRNO (EPERM) with the
+ * native sandbox's allowlist, clone without CLONE_NEW* flags, clone3 ENOSYS, socket for every
+ * family but AF_VSOCK, personality only as Docker allows it. Everything else is refused: io_uring,
+ * bpf, keyrings, namespaces, mounts... Docker's default profile is not on disk and allows
+ * io_uring and AF_VSOCK (20.10), so ours is generated, not derived.
+ * Return: a new string (free() it).
+ */
+char *engine_seccomp_profile_docker(void);
 
 /**
  * engine_seccomp_profile_dir() - where this server keeps derived profiles: /run/vestibule/seccomp
