@@ -45,6 +45,12 @@
  * load (load average 18 on 2 cores). Slow is not down: /_ping already said it is up. */
 #define ENGINE_INFO_MS 60000
 #define ENGINE_CGROUP_RMDIR_TRIES 100 /* x 100 ms: a run's parent cgroup, after the removal */
+/* Volume mode's copy-back (issue 12 #25): what went in, plus this much new. File data counts
+ * what is written (holes are kept, not counted); the transfer counts the archive itself, in
+ * which Docker sends a hole as zeros. */
+#define ENGINE_COPYBACK_GROWTH_BYTES (1ull << 30)
+#define ENGINE_COPYBACK_TAR_GROWTH_BYTES (4ull << 30)
+#define ENGINE_COPYBACK_GROWTH_ENTRIES 100000
 
 struct engine_state {
         pthread_mutex_t lock;
@@ -1436,11 +1442,24 @@ static void copy_back(struct engine_state *st, const struct sbx_config *cfg, con
         struct engine_copyback cb = {0};
         int r;
 
+        /* Bounded: what went in, plus ENGINE_COPYBACK_GROWTH_BYTES of new data (the run can
+         * write without limit into its volume, and Docker's archive sends holes as zeros). */
+        uint64_t in_bytes = 0;
+        for (size_t i = 0; i < h->manifest.n; i++)
+                if (S_ISREG(h->manifest.v[i].mode))
+                        in_bytes += (uint64_t)h->manifest.v[i].size;
+        struct engine_copyback_caps caps = {
+            .max_entries = h->manifest.n + ENGINE_COPYBACK_GROWTH_ENTRIES,
+            .max_data_bytes = in_bytes + ENGINE_COPYBACK_GROWTH_BYTES,
+            .max_tar_bytes = in_bytes + ENGINE_COPYBACK_TAR_GROWTH_BYTES,
+        };
         fd = engine_tmpfile(&e);
-        r = fd < 0 ? fd : engine_archive_get(&st->conn, id, "/workspace/.", fd, &e);
+        r = fd < 0 ? fd
+                   : engine_archive_get_max(&st->conn, id, "/workspace/.", fd, caps.max_tar_bytes,
+                                            &caps.input_cut, &e);
         if (r == 0)
-                r = engine_workspace_unpack(fd, cfg->workspace_dir, &h->manifest, uid, gid,
-                                            geteuid() == 0, &cb, &e);
+                r = engine_workspace_unpack_capped(fd, cfg->workspace_dir, &h->manifest, uid, gid,
+                                                   geteuid() == 0, &caps, &cb, &e);
         if (r < 0) {
                 log_warning("workspace copy-back: %s", e.msg);
                 note_add(res,
@@ -1452,6 +1471,13 @@ static void copy_back(struct engine_state *st, const struct sbx_config *cfg, con
         log_debug("workspace copy-back: %u files, %u folders, %u symlinks, %u deleted, %u "
                   "refused",
                   cb.files, cb.dirs, cb.symlinks, cb.deleted, cb.refused);
+        if (cb.capped) {
+                log_warning("workspace copy-back: %s", cb.cap_note);
+                note_add(res,
+                         "workspace: NOT all of the run's changes were copied back: %s; nothing "
+                         "was deleted",
+                         cb.cap_note);
+        }
         if (cb.refused)
                 note_add(res,
                          "workspace: %u entr%s of the run's workspace not copied back (first: "

@@ -446,6 +446,17 @@ struct engine_copyback {
         unsigned files, dirs, symlinks, deleted;
         unsigned refused;        /* entries not written (see first_refusal) */
         char first_refusal[200]; /* "'name': why" of the first refused entry */
+        bool capped;             /* a cap stopped it: the workspace holds part of the changes,
+                                  * and nothing was deleted */
+        char cap_note[240];      /* which cap, where */
+};
+
+/* Bounds on one copy-back (a run can write without limit into its workspace volume). */
+struct engine_copyback_caps {
+        uint64_t max_entries;    /* archive members written */
+        uint64_t max_data_bytes; /* file bytes written (runs of zeros become holes, uncounted) */
+        uint64_t max_tar_bytes;  /* the transfer's cap, for the note (engine_archive_get_max) */
+        bool input_cut;          /* the transfer was stopped at max_tar_bytes */
 };
 
 /* Which part of the hand-in a tar holds, and where it is PUT. Docker extracts an archive PUT
@@ -492,6 +503,19 @@ int engine_workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                             uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *ret,
                             struct sbx_error *err);
 
+/**
+ * engine_workspace_unpack_capped() - engine_workspace_unpack() within @caps: past
+ * max_entries entries or max_data_bytes of file data it stops (the file that would pass the
+ * byte cap is not written), sets @ret->capped with the note, deletes nothing, and returns 0. A
+ * tar that ends early because the transfer was cut (@caps->input_cut) is the same. Files keep
+ * their holes: runs of zeros (4 KiB aligned) are not written. Docker's archive API has no
+ * sparse entries (a truncate()d file comes as zeros), so this is where holes come back.
+ */
+int engine_workspace_unpack_capped(int tar_fd, const char *workspace_dir,
+                                   const struct engine_manifest *m, uid_t uid, gid_t gid,
+                                   bool do_chown, const struct engine_copyback_caps *caps,
+                                   struct engine_copyback *ret, struct sbx_error *err);
+
 /** engine_volume_name() - "vestibule-<kind>-<16 random hex>" into @ret. Return 0 or -errno. */
 int engine_volume_name(const char *kind, char *ret, size_t size);
 
@@ -524,6 +548,11 @@ int engine_archive_stat(const struct engine_conn *c, const char *id, const char 
 /** engine_archive_get() - GET container @id's @path as a tar into @fd, rewound on success. */
 int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,
                        struct sbx_error *err);
+
+/** engine_archive_get_max() - engine_archive_get() that stops after @max_bytes (0 = no cap):
+ * then *@ret_cut is true and @fd holds the first @max_bytes (a cut tar). */
+int engine_archive_get_max(const struct engine_conn *c, const char *id, const char *path, int fd,
+                           uint64_t max_bytes, bool *ret_cut, struct sbx_error *err);
 
 /**
  * engine_daemon_shares_files() - whether bind mounts of this machine's paths reach the engine's

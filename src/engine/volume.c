@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,16 +508,28 @@ static void refusal(struct engine_copyback *cb, const char *name, const char *wh
                          why);
 }
 
-/* Write a regular file entry: a new temp name in the parent, then rename over @base, so an
- * existing symlink at @base is replaced, never followed. */
+/* Whether @n bytes at @p are all zero. */
+static bool all_zero(const char *p, size_t n)
+{
+        return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+#define HOLE_CHUNK 4096 /* zero runs this long (aligned) become holes */
+
+/* Write a regular file entry of @size bytes: a new temp name in the parent, then rename over
+ * @base, so an existing symlink at @base is replaced, never followed. Runs of zeros are not
+ * written but left as holes (Docker's archive has no sparse entries: a truncate()d file comes
+ * as zeros), and the size is set at the end. *@data_left is the copy-back's remaining byte
+ * budget for what is written: -EFBIG (nothing of this file kept) when it would go below 0. */
 static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, time_t mtime,
-                    uid_t uid, gid_t gid, bool do_chown)
+                    int64_t size, uint64_t *data_left, uid_t uid, gid_t gid, bool do_chown)
 {
         char tmp[64];
         _cleanup_close_ int fd = -1;
         const void *buf;
         size_t len;
         la_int64_t off;
+        int64_t end = 0;
         int r = 0;
 
         for (unsigned i = 0; i < 100 && fd < 0; i++) {
@@ -538,20 +551,41 @@ static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, t
                         r = -EIO;
                         goto fail;
                 }
-                if (lseek(fd, off, SEEK_SET) < 0) {
-                        r = -errno;
-                        goto fail;
-                }
+                /* chunk by chunk, aligned to the file: zeros are skipped, the rest written */
                 for (size_t done = 0; done < len;) {
-                        ssize_t w = write(fd, (const char *)buf + done, len - done);
-                        if (w < 0) {
-                                r = -errno;
-                                goto fail;
+                        uint64_t pos = (uint64_t)off + done;
+                        size_t n = HOLE_CHUNK - (size_t)(pos % HOLE_CHUNK);
+                        if (n > len - done)
+                                n = len - done;
+                        const char *p = (const char *)buf + done;
+                        if (!all_zero(p, n)) {
+                                if (n > *data_left) {
+                                        r = -EFBIG;
+                                        goto fail;
+                                }
+                                *data_left -= n;
+                                for (size_t w_done = 0; w_done < n;) {
+                                        ssize_t w = pwrite(fd, p + w_done, n - w_done,
+                                                           (off_t)(pos + w_done));
+                                        if (w < 0) {
+                                                r = -errno;
+                                                goto fail;
+                                        }
+                                        w_done += (size_t)w;
+                                }
                         }
-                        done += (size_t)w;
+                        done += n;
                 }
+                if ((int64_t)off + (int64_t)len > end)
+                        end = (int64_t)off + (int64_t)len;
         }
-        /* sparse tails: the size is where the last block ended or the header said */
+        /* the size: where the data ended or the header said (holes at the end included) */
+        if (size > end)
+                end = size;
+        if (ftruncate(fd, (off_t)end) < 0) {
+                r = -errno;
+                goto fail;
+        }
         if (do_chown && fchown(fd, uid, gid) < 0) {
                 r = -errno;
                 goto fail;
@@ -673,7 +707,8 @@ static int put_hardlink(int rootfd, int pfd, const char *base, const char *targe
 }
 
 static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, const char *rel,
-                      uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *cb)
+                      uint64_t *data_left, uid_t uid, gid_t gid, bool do_chown,
+                      struct engine_copyback *cb)
 {
         _cleanup_free_ char *copy = xstrdup(rel);
         const char *base = NULL;
@@ -709,7 +744,10 @@ static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, co
                         cb->dirs++;
                 break;
         case S_IFREG:
-                r = put_file(a, pfd, base, mode, archive_entry_mtime(e), uid, gid, do_chown);
+                r = put_file(a, pfd, base, mode, archive_entry_mtime(e), archive_entry_size(e),
+                             data_left, uid, gid, do_chown);
+                if (r == -EFBIG)
+                        return r; /* the byte cap: the caller stops and says so */
                 if (r == 0)
                         cb->files++;
                 break;
@@ -744,8 +782,20 @@ static bool manifest_unchanged(int rootfd, const struct engine_manifest_entry *m
                (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == me->mtime_ns;
 }
 
+static void cap_note(struct engine_copyback *cb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void cap_note(struct engine_copyback *cb, const char *fmt, ...)
+{
+        va_list ap;
+        cb->capped = true;
+        va_start(ap, fmt);
+        vsnprintf(cb->cap_note, sizeof(cb->cap_note), fmt, ap);
+        va_end(ap);
+}
+
 static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct engine_manifest *m,
-                            uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *ret,
+                            uid_t uid, gid_t gid, bool do_chown,
+                            const struct engine_copyback_caps *caps, struct engine_copyback *ret,
                             struct sbx_error *err)
 {
         _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
@@ -753,6 +803,7 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
         struct archive_entry *e;
         struct names seen = {0};
         struct engine_copyback cb = {0};
+        uint64_t data_left = caps->max_data_bytes, entries = 0;
         int r = 0, ar;
 
         if (!a)
@@ -779,9 +830,23 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                         refusal(&cb, rel, "a name reserved for the copy-back's temporary files");
                         continue;
                 }
+                if (++entries > caps->max_entries) {
+                        cap_note(&cb,
+                                 "the copy-back stopped after %llu entries (its cap) at '%.120s'",
+                                 (unsigned long long)caps->max_entries, rel);
+                        goto out;
+                }
                 seen.v = xrealloc(seen.v, (seen.n + 1) * sizeof(char *));
                 seen.v[seen.n++] = xstrdup(rel);
-                r = unpack_one(a, e, rootfd, rel, uid, gid, do_chown, &cb);
+                r = unpack_one(a, e, rootfd, rel, &data_left, uid, gid, do_chown, &cb);
+                if (r == -EFBIG) {
+                        cap_note(&cb,
+                                 "the copy-back stopped at %llu MiB of file data (its cap) at "
+                                 "'%.120s'",
+                                 (unsigned long long)(caps->max_data_bytes >> 20), rel);
+                        r = 0;
+                        goto out;
+                }
                 if (r < 0) {
                         r = sbx_fail(err, -r,
                                      "cannot copy '%s' back into the workspace '%s': %s: free "
@@ -789,6 +854,14 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                                      rel, workspace_dir, strerror(-r));
                         goto out;
                 }
+        }
+        if (ar != ARCHIVE_EOF && caps->input_cut) {
+                /* the transfer itself was stopped at its cap: what came whole is written */
+                cap_note(&cb,
+                         "the copy-back stopped at %llu MiB of archive from the engine (its "
+                         "cap)",
+                         (unsigned long long)(caps->max_tar_bytes >> 20));
+                goto out;
         }
         if (ar != ARCHIVE_EOF) {
                 r = sbx_fail(err, EPROTO,
@@ -933,6 +1006,9 @@ json_object *engine_helper_body(const char *image, const char *code_volume,
 
 struct fd_io {
         int fd;
+        uint64_t max_bytes; /* GET: stop past this many body bytes (0 = no cap) */
+        uint64_t got;
+        bool cut;
         char errbody[512]; /* the start of a non-2xx answer */
         size_t errlen;
         long status;
@@ -1038,8 +1114,18 @@ int engine_archive_put(const struct engine_conn *c, const char *id, const char *
 static size_t get_write_cb(char *data, size_t size, size_t nmemb, void *ud)
 {
         struct fd_io *io = ud;
+        size_t n = size * nmemb;
         if (io->status != 200)
                 return collect_cb(data, size, nmemb, ud);
+        if (io->max_bytes && io->got + n > io->max_bytes) {
+                size_t room = (size_t)(io->max_bytes - io->got);
+                if (room)
+                        (void)write_fd_cb(data, 1, room, ud);
+                io->got += room;
+                io->cut = true;
+                return 0; /* ends the transfer (CURLE_WRITE_ERROR) */
+        }
+        io->got += n;
         return write_fd_cb(data, size, nmemb, ud);
 }
 
@@ -1086,9 +1172,16 @@ int engine_archive_stat(const struct engine_conn *c, const char *id, const char 
 int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,
                        struct sbx_error *err)
 {
+        bool cut = false;
+        return engine_archive_get_max(c, id, path, fd, 0, &cut, err);
+}
+
+int engine_archive_get_max(const struct engine_conn *c, const char *id, const char *path, int fd,
+                           uint64_t max_bytes, bool *ret_cut, struct sbx_error *err)
+{
         char *esc = curl_easy_escape(NULL, path, 0);
         _cleanup_free_ char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
-        struct fd_io io = {.fd = fd};
+        struct fd_io io = {.fd = fd, .max_bytes = max_bytes};
         long os_errno = 0;
         CURLcode rc;
 
@@ -1102,11 +1195,17 @@ int engine_archive_get(const struct engine_conn *c, const char *id, const char *
         rc = curl_easy_perform(h);
         curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
         curl_easy_cleanup(h);
+        *ret_cut = io.cut;
         if (io.write_failed)
                 return sbx_fail(err, io.write_errno,
                                 "cannot store the run's workspace on this machine: %s: free "
                                 "space in /tmp",
                                 strerror(io.write_errno));
+        if (io.cut && io.status == 200) {
+                if (lseek(fd, 0, SEEK_SET) < 0)
+                        return sbx_fail(err, errno, "cannot read the run's workspace archive: %m");
+                return 0; /* the first max_bytes, a cut tar: the caller says so */
+        }
         if (rc == CURLE_COULDNT_CONNECT)
                 return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
         if (rc != CURLE_OK)
@@ -1192,9 +1291,20 @@ int engine_workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                             uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *ret,
                             struct sbx_error *err)
 {
+        const struct engine_copyback_caps none = {.max_entries = UINT64_MAX,
+                                                  .max_data_bytes = UINT64_MAX};
+        return engine_workspace_unpack_capped(tar_fd, workspace_dir, m, uid, gid, do_chown, &none,
+                                              ret, err);
+}
+
+int engine_workspace_unpack_capped(int tar_fd, const char *workspace_dir,
+                                   const struct engine_manifest *m, uid_t uid, gid_t gid,
+                                   bool do_chown, const struct engine_copyback_caps *caps,
+                                   struct engine_copyback *ret, struct sbx_error *err)
+{
         int r = lazy_archive_load(err);
 
         if (r < 0)
                 return r;
-        return workspace_unpack(tar_fd, workspace_dir, m, uid, gid, do_chown, ret, err);
+        return workspace_unpack(tar_fd, workspace_dir, m, uid, gid, do_chown, caps, ret, err);
 }

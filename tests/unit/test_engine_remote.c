@@ -618,6 +618,135 @@ START_TEST(copyback_broken_archive_is_an_error)
 }
 END_TEST
 
+/* issue 12 #25: a file that is mostly holes comes back with its holes (a 512 MiB truncate()
+ * came back as 512 MiB of zeros on disk); its content stays the same. */
+START_TEST(copyback_keeps_holes)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct engine_copyback cb = {0};
+        struct sbx_error err = {0};
+        struct hostile h;
+        const la_int64_t size = 64ll << 20;
+        static char block[65536];
+        struct stat st;
+
+        h_open(&h);
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, "sparse.bin");
+        archive_entry_set_mode(e, S_IFREG | 0644);
+        archive_entry_set_size(e, size);
+        ck_assert_int_eq(archive_write_header(h.a, e), ARCHIVE_OK);
+        archive_entry_free(e);
+        /* zeros, as Docker's (non-sparse) tar sends a hole, then "tail" at the very end */
+        memset(block, 0, sizeof(block));
+        for (la_int64_t left = size - 4; left > 0;) {
+                size_t n = left < (la_int64_t)sizeof(block) ? (size_t)left : sizeof(block);
+                ck_assert_int_eq(archive_write_data(h.a, block, n), (la_ssize_t)n);
+                left -= (la_int64_t)n;
+        }
+        ck_assert_int_eq(archive_write_data(h.a, "tail", 4), 4);
+        h_add(&h, "dense.txt", S_IFREG | 0644, "dense", NULL, NULL); /* the control */
+        h_close(&h);
+
+        ck_assert_msg(engine_workspace_unpack(h.fd, ws, NULL, 0, 0, false, &cb, &err) == 0, "%s",
+                      err.msg);
+        close(h.fd);
+        _cleanup_free_ char *f = xasprintf("%s/sparse.bin", ws);
+        ck_assert_int_eq(stat(f, &st), 0);
+        ck_assert_int_eq(st.st_size, size);
+        ck_assert_msg((uint64_t)st.st_blocks * 512 < (1u << 20),
+                      "%lld bytes on disk for a %lld-byte file of zeros",
+                      (long long)st.st_blocks * 512, (long long)size);
+        int fd = open(f, O_RDONLY | O_CLOEXEC);
+        char tail[5] = "";
+        ck_assert_int_eq(pread(fd, tail, 4, size - 4), 4);
+        ck_assert_str_eq(tail, "tail");
+        ck_assert_int_eq(pread(fd, tail, 4, size / 2), 4);
+        ck_assert(memcmp(tail, "\0\0\0\0", 4) == 0);
+        close(fd);
+        _cleanup_free_ char *d = xasprintf("%s/dense.txt", ws);
+        _cleanup_free_ char *dt = read_text(d);
+        ck_assert_str_eq(dt, "dense");
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
+/* issue 12 #25: the copy-back stops at its caps (entries, bytes written), says so, and deletes
+ * nothing on a copy that was cut (what is missing from it was not seen). */
+START_TEST(copyback_caps)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct engine_copyback cb = {0};
+        struct sbx_error err = {0};
+        struct engine_manifest m = {0};
+        struct hostile h;
+        char name[32];
+
+        /* a file that went in and is not in the (cut) copy: must survive */
+        sh("cd '%s' && echo keep >zz-keep.txt", ws);
+        struct stat kst;
+        _cleanup_free_ char *keep = xasprintf("%s/zz-keep.txt", ws);
+        ck_assert_int_eq(stat(keep, &kst), 0);
+        m.v = xcalloc(1, sizeof(*m.v));
+        m.v[0] = (struct engine_manifest_entry){
+            .rel = xstrdup("zz-keep.txt"),
+            .mode = kst.st_mode,
+            .size = kst.st_size,
+            .mtime_ns = (int64_t)kst.st_mtim.tv_sec * 1000000000 + kst.st_mtim.tv_nsec};
+        m.n = 1;
+
+        h_open(&h);
+        for (int i = 0; i < 50; i++) {
+                snprintf(name, sizeof(name), "f%02d.txt", i);
+                h_add(&h, name, S_IFREG | 0644, "x", NULL, NULL);
+        }
+        h_close(&h);
+        struct engine_copyback_caps caps = {.max_entries = 10, .max_data_bytes = 1 << 20};
+        ck_assert_int_eq(
+            engine_workspace_unpack_capped(h.fd, ws, &m, 0, 0, false, &caps, &cb, &err), 0);
+        close(h.fd);
+        ck_assert(cb.capped);
+        ck_assert_uint_eq(cb.files, 10);
+        ck_assert_msg(strstr(cb.cap_note, "10 entries"), "%s", cb.cap_note);
+        ck_assert_int_eq(access(keep, F_OK), 0); /* not deleted */
+        _cleanup_free_ char *f10 = xasprintf("%s/f10.txt", ws);
+        ck_assert_int_ne(access(f10, F_OK), 0);
+
+        /* bytes: 3 files of 600 KiB of data against a 1 MiB cap */
+        static char big[600 << 10];
+        memset(big, 'b', sizeof(big) - 1);
+        h_open(&h);
+        for (int i = 0; i < 3; i++) {
+                snprintf(name, sizeof(name), "big%d.bin", i);
+                h_add(&h, name, S_IFREG | 0644, big, NULL, NULL);
+        }
+        h_close(&h);
+        memset(&cb, 0, sizeof(cb));
+        caps = (struct engine_copyback_caps){.max_entries = 1000, .max_data_bytes = 1 << 20};
+        ck_assert_int_eq(
+            engine_workspace_unpack_capped(h.fd, ws, &m, 0, 0, false, &caps, &cb, &err), 0);
+        close(h.fd);
+        ck_assert(cb.capped);
+        ck_assert_msg(strstr(cb.cap_note, "1 MiB"), "%s", cb.cap_note);
+        ck_assert_uint_eq(cb.files, 1); /* the second would pass the cap: not written */
+        ck_assert_int_eq(access(keep, F_OK), 0);
+        /* control: without caps everything comes back */
+        h_open(&h);
+        for (int i = 0; i < 3; i++) {
+                snprintf(name, sizeof(name), "big%d.bin", i);
+                h_add(&h, name, S_IFREG | 0644, big, NULL, NULL);
+        }
+        h_close(&h);
+        memset(&cb, 0, sizeof(cb));
+        ck_assert_int_eq(engine_workspace_unpack(h.fd, ws, NULL, 0, 0, false, &cb, &err), 0);
+        close(h.fd);
+        ck_assert(!cb.capped);
+        ck_assert_uint_eq(cb.files, 3);
+        engine_manifest_done(&m);
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
 START_TEST(tar_names)
 {
         static const struct {
@@ -1279,6 +1408,8 @@ static Suite *remote_suite(bool *ret_engine)
         tcase_add_test(tc, handin_deep_tree_fits_worker_stack);
         tcase_add_test(tc, handin_too_deep_is_an_error);
         tcase_add_test(tc, handin_wide_tree);
+        tcase_add_test(tc, copyback_keeps_holes);
+        tcase_add_test(tc, copyback_caps);
         tcase_set_timeout(tc, 60);
         suite_add_tcase(s, tc);
 
