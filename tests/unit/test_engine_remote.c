@@ -1275,6 +1275,84 @@ START_TEST(tcp_loopback_runs_through_volumes)
 }
 END_TEST
 
+/* Issue 12 #22 and #25 through a real engine in volume mode, each run on a thread with the
+ * server's worker stack (256 KiB): a deep and wide workspace goes in and comes back; a file
+ * truncate()d to 512 MiB inside comes back with its holes. */
+struct worker_run {
+        enum sbx_language lang;
+        const char *code;
+        unsigned timeout_s;
+        struct run_out o;
+};
+
+static void *worker_run_thread(void *p)
+{
+        struct worker_run *w = p;
+        w->o = run_code(w->lang, w->code, w->timeout_s);
+        return NULL;
+}
+
+static struct run_out run_on_worker_stack(enum sbx_language lang, const char *code,
+                                          unsigned timeout_s)
+{
+        struct worker_run w = {.lang = lang, .code = code, .timeout_s = timeout_s};
+        pthread_attr_t attr;
+        pthread_t t;
+        if (!test_backend)
+                backend_up();
+        ck_assert_int_eq(pthread_attr_init(&attr), 0);
+        ck_assert_int_eq(pthread_attr_setstacksize(&attr, WORKER_STACK), 0);
+        ck_assert_int_eq(pthread_create(&t, &attr, worker_run_thread, &w), 0);
+        pthread_join(t, NULL);
+        pthread_attr_destroy(&attr);
+        return w.o;
+}
+
+START_TEST(tcp_deep_tree_and_sparse_file)
+{
+        char grade[320];
+        struct stat st;
+        cfg_init();
+        images_or_fail(grade, sizeof(grade));
+        forwarder_start(NULL);
+        env_for_tcp(NULL);
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        ck_assert_int_eq(chmod(ws, 0777), 0);
+        test_cfg.workspace_dir = ws;
+        sh("cd '%s' && mkdir -p .git/refs/heads src/pkg/mod z/z/z/z/z/z/z/z/z/z && echo ref "
+           ">.git/refs/heads/main && echo deep >z/z/z/z/z/z/z/z/z/z/leaf.txt && mkdir wide && "
+           "for i in $(seq 500); do echo $i >wide/f$i; done && chmod -R a+rwX .",
+           ws);
+        struct run_out o = run_on_worker_stack(
+            SBX_LANG_PYTHON,
+            "import os\nprint(open('/workspace/z/z/z/z/z/z/z/z/z/z/leaf.txt').read().strip())\n"
+            "print(len(os.listdir('/workspace/wide')))\n"
+            "os.makedirs('/workspace/made/a/b/c/d/e', exist_ok=True)\n"
+            "open('/workspace/made/a/b/c/d/e/new.txt', 'w').write('back')\n"
+            "with open('/workspace/sparse.bin', 'w') as f:\n"
+            "    f.truncate(512 << 20)\n",
+            60);
+        expect_exit0(&o);
+        ck_assert_str_eq(o.text, "deep\n500\n");
+        ck_assert_str_eq(o.res.notes, "");
+        run_result_done(&o.res);
+        _cleanup_free_ char *nf = xasprintf("%s/made/a/b/c/d/e/new.txt", ws);
+        _cleanup_free_ char *nt = read_text(nf);
+        ck_assert_ptr_nonnull(nt);
+        ck_assert_str_eq(nt, "back");
+        _cleanup_free_ char *sp = xasprintf("%s/sparse.bin", ws);
+        ck_assert_int_eq(stat(sp, &st), 0);
+        ck_assert_int_eq(st.st_size, 512ll << 20);
+        fprintf(stderr, "512 MiB truncate() in volume mode: %lld bytes on disk\n",
+                (long long)st.st_blocks * 512);
+        ck_assert_msg((uint64_t)st.st_blocks * 512 < (1u << 20), "%lld bytes on disk",
+                      (long long)st.st_blocks * 512);
+        test_backend = backend_free(test_backend);
+        test_cfg.workspace_dir = ws_dir;
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
 START_TEST(podman_tcp_runs_through_volumes)
 {
         char grade[320];
@@ -1425,6 +1503,7 @@ static Suite *remote_suite(bool *ret_engine)
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, tcp_loopback_runs_through_volumes);
                 tcase_add_test(tc, sweep_removes_dead_owners_volumes);
+                tcase_add_test(tc, tcp_deep_tree_and_sparse_file);
                 suite_add_tcase(s, tc);
                 tc = tcase_create("docker_tls");
                 tcase_add_checked_fixture(tc, NULL, teardown);
