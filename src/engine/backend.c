@@ -1521,6 +1521,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         snprintf(owner, sizeof(owner), "%s", st->owner);
         if (st->hostcg)
                 engine_hostcg_name(st->owner, ++st->run_seq, cgroup, sizeof(cgroup));
+        bool hostcg = st->hostcg;
         snprintf(usage_why, sizeof(usage_why), "%s", st->usage_why);
         bool podman = st->conn.podman;
         bool serial_create = st->rootless_podman;
@@ -1535,6 +1536,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 if (r < 0)
                         return r;
         }
+        /* the runs' cgroups on the host: not readable by other local users (made 0700 at
+         * every run: the engine recreates the top 0755 if it was removed meanwhile) */
+        if (hostcg)
+                engine_hostcg_private_top();
         sbx_trace_lap(&trace, "prepare");
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {
@@ -1723,6 +1728,12 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         res->usage.wall_ms = so.wall_ms;
         if (*cgroup) {
                 engine_hostcg_read(cgroup, podman, &res->usage);
+                /* the parent holds the container only (Docker): a peak at the cap means a
+                 * fork was refused there */
+                if (res->usage.pids_peak.measured && cfg->pids_max &&
+                    res->usage.pids_peak.value >= cfg->pids_max)
+                        snprintf(res->limits_hit, sizeof(res->limits_hit),
+                                 "pids (the cap of %u was reached)", cfg->pids_max);
                 sbx_trace_lap(&trace, "usage_read");
         } else {
                 set_not_measured(&res->usage.cpu_us, usage_why);

@@ -109,6 +109,9 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_object_add(tmpfs, "/run", json_object_new_string("ro,size=16k"));
         json_object_object_add(hc, "Tmpfs", tmpfs);
         json_object_object_add(hc, "IpcMode", json_object_new_string("none"));
+        /* its own cgroup namespace: /proc/self/cgroup and the cgroup mounts show "/", not the
+         * host path of the run's cgroup (which names the server: hostcg.c) */
+        json_object_object_add(hc, "CgroupnsMode", json_object_new_string("private"));
         json_object_object_add(hc, "PidsLimit", json_object_new_int64(s->pids_max));
         json_object_object_add(hc, "Memory", json_object_new_int64((int64_t)s->memory_bytes));
         json_object_object_add(hc, "MemorySwap", json_object_new_int64((int64_t)s->memory_bytes));
@@ -294,6 +297,8 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
          * /dev/shm inside, checked by the engine tests' probe), so only Docker's is read. */
         else if (!s->podman && strcmp(get_str(hc, "IpcMode"), "none") != 0)
                 bad = "IpcMode none";
+        else if (!s->podman && strcmp(get_str(hc, "CgroupnsMode"), "private") != 0)
+                bad = "CgroupnsMode private (its own cgroup namespace)";
         else if (strcmp(get_str(cfg, "User"), user) != 0)
                 bad = "User (the unprivileged uid:gid)";
         else if (!mount_as_asked(get(inspect, "Mounts"), "/sandbox", vol ? "volume" : "bind",

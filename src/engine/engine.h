@@ -255,6 +255,12 @@ void engine_hostcg_read(const char *rel, bool podman, struct run_usage *u);
  * engine's monitor or cleanup process may outlive the container's removal briefly). */
 int engine_hostcg_remove(const char *rel);
 
+/** engine_hostcg_private_top() - create /vestibule in every cgroup hierarchy mounted at its
+ * root, mode 0700 (made so when it exists): the runs' cgroups below it, which the runtime
+ * creates 0755 with 0644 files (memory use, process counts, the container id), are then
+ * unreachable for other local users. Failures are debug lines. */
+void engine_hostcg_private_top(void);
+
 /** engine_hostcg_sweep() - remove the empty parent cgroups of servers that are gone.
  * Return: how many directories were removed. */
 unsigned engine_hostcg_sweep(void);

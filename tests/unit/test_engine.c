@@ -548,7 +548,8 @@ static json_object *fake_inspect(const char *mutate)
             "{\"Config\":{\"User\":\"2000:2000\"},\"HostConfig\":{\"NetworkMode\":\"none\","
             "\"CapDrop\":[\"ALL\"],\"CapAdd\":null,\"SecurityOpt\":[\"no-new-privileges\"],"
             "\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,noexec,nosuid,nodev,size=64m\"},"
-            "\"IpcMode\":\"none\",\"Memory\":268435456,\"MemorySwap\":268435456,"
+            "\"IpcMode\":\"none\",\"CgroupnsMode\":\"private\",\"Memory\":268435456,\"MemorySwap\":"
+            "268435456,"
             "\"NanoCpus\":750000000,\"PidsLimit\":128},\"Mounts\":[{\"Destination\":"
             "\"/workspace\",\"RW\":false},{\"Destination\":\"/sandbox\",\"RW\":false}]}";
         _cleanup_free_ char *t = xstrdup(base);
@@ -583,6 +584,7 @@ START_TEST(verify_inspect_catches_dropped_options)
             {"\"ReadonlyRootfs\":true|\"ReadonlyRootfs\":false", -EPERM, "ReadonlyRootfs"},
             {"rw,noexec,|rw,", -EPERM, "Tmpfs"},
             {"\"IpcMode\":\"none\"|\"IpcMode\":\"shareable\"", -EPERM, "IpcMode"},
+            {"\"CgroupnsMode\":\"private\"|\"CgroupnsMode\":\"host\"", -EPERM, "CgroupnsMode"},
             {"\"User\":\"2000:2000\"|\"User\":\"\"", -EPERM, "User"},
             {"\"/sandbox\",\"RW\":false|\"/sandbox\",\"RW\":true", -EPERM, "/sandbox"},
             {"\"/workspace\",\"RW\":false|\"/workspace\",\"RW\":true", -EPERM, "/workspace"},
@@ -1730,6 +1732,96 @@ START_TEST(docker_killed_server_swept_at_next_start)
 }
 END_TEST
 
+/* #11 (container): what the run can read about the host. The parent cgroup of each run is
+ * named after the server (hostcg.c: /vestibule/<pid>-<start>-<n>); with the host's cgroup
+ * namespace the run saw that path, the server's pid in it, in /proc/self/cgroup and in
+ * mountinfo. A private cgroup namespace shows "/" instead. The probe prints the lines that
+ * name the server's pid or "vestibule". */
+START_TEST(docker_no_server_pid_in_cgroup_view)
+{
+        char a[256];
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        _cleanup_free_ char *code =
+            xasprintf("import re\n"
+                      "pat = re.compile(r'/vestibule/|[/-]%d-')\n"
+                      "for f in ('/proc/self/cgroup', '/proc/self/mountinfo', '/proc/1/cgroup'):\n"
+                      "    hits = [l for l in open(f).read().splitlines() if pat.search(l)]\n"
+                      "    print('%%s=%%d %%s' %% (f.split('/')[-1] + f.split('/')[2], len(hits),\n"
+                      "          hits[0][:120] if hits else ''))\n"
+                      "print('cgroupns=' + open('/proc/self/cgroup').read().splitlines()[0])\n",
+                      (int)getpid());
+        struct run_out o = run_code(SBX_LANG_PYTHON, code, 20, -1);
+        expect_exit0(&o);
+        fprintf(stderr, "cgroup view: %s", o.text);
+        ck_assert_msg(strncmp(kv(o.text, "cgroupself", a, sizeof(a)), "0 ", 2) == 0,
+                      "/proc/self/cgroup names the server: %s", o.text);
+        ck_assert_msg(strncmp(kv(o.text, "mountinfoself", a, sizeof(a)), "0 ", 2) == 0,
+                      "mountinfo names the server: %s", o.text);
+        ck_assert_msg(strncmp(kv(o.text, "cgroup1", a, sizeof(a)), "0 ", 2) == 0,
+                      "PID 1's cgroup names the server: %s", o.text);
+        run_result_done(&o.res);
+}
+END_TEST
+
+/* #20: a fork bomb at the process cap says so (limits hit: pids), read from the host's
+ * cgroup (the run's parent cgroup's pids.peak reached the cap); the control, a run with a few
+ * processes, says nothing. And the run's cgroup files on the host are not readable by other
+ * local users while it runs (the /vestibule top of each hierarchy is 0700). */
+START_TEST(docker_pids_cap_reported_and_cgroup_private)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        if (geteuid() != 0)
+                return; /* the host cgroups are read by a root server only */
+        test_cfg.pids_max = 32;
+        struct run_out o = run_code(SBX_LANG_PYTHON, forkloop_py, 20, -1);
+        expect_exit0(&o);
+        ck_assert_msg(strstr(o.res.limits_hit, "pids"), "limits hit: '%s' (pids_peak %llu)",
+                      o.res.limits_hit, (unsigned long long)o.res.usage.pids_peak.value);
+        run_result_done(&o.res);
+        o = run_code(SBX_LANG_PYTHON, "import subprocess\nsubprocess.run(['true'])\n", 20, -1);
+        expect_exit0(&o);
+        ck_assert_msg(!strstr(o.res.limits_hit, "pids"), "limits hit: '%s'", o.res.limits_hit);
+        run_result_done(&o.res);
+        test_cfg.pids_max = 64;
+
+        /* the cgroup files of a run in flight */
+        pthread_t t;
+        struct bg_run b = {.code = "import time\ntime.sleep(4)\n", .timeout_s = 20};
+        ck_assert_int_eq(pthread_create(&t, NULL, bg_run_thread, &b), 0);
+        char found[512] = "";
+        _cleanup_free_ char *pat = xasprintf("%d-", (int)getpid());
+        for (int i = 0; i < 300 && !*found; i++) {
+                usleep(20000);
+                DIR *d = opendir("/sys/fs/cgroup/pids/vestibule");
+                struct dirent *de;
+                while (d && !*found && (de = readdir(d))) {
+                        if (strncmp(de->d_name, pat, strlen(pat)) != 0)
+                                continue;
+                        _cleanup_free_ char *sub =
+                            xasprintf("/sys/fs/cgroup/pids/vestibule/%s", de->d_name);
+                        DIR *d2 = opendir(sub);
+                        struct dirent *de2;
+                        while (d2 && (de2 = readdir(d2)))
+                                if (strlen(de2->d_name) == 64)
+                                        snprintf(found, sizeof(found), "%s/%s/pids.current", sub,
+                                                 de2->d_name);
+                        if (d2)
+                                closedir(d2);
+                }
+                if (d)
+                        closedir(d);
+        }
+        ck_assert_msg(*found, "no container cgroup of this process under /vestibule");
+        ck_assert(can_read_as(found, 0, 0)); /* it is there */
+        ck_assert_msg(!can_read_as(found, 65534, 65534), "'%s' readable by nobody", found);
+        /* control: an ordinary cgroup file is readable by nobody */
+        ck_assert(can_read_as("/sys/fs/cgroup/memory/memory.usage_in_bytes", 65534, 65534));
+        pthread_join(t, NULL);
+        expect_exit0(&b.o);
+        run_result_done(&b.o.res);
+}
+END_TEST
+
 /* A socket only root may use, at @path (mode 0600, root-owned). */
 static void make_root_socket(const char *path)
 {
@@ -2536,6 +2628,8 @@ static Suite *engine_suite(void)
                 tcase_add_test(tc, docker_outcomes_not_forged_by_exit_status);
                 tcase_add_test(tc, docker_code_dir_private);
                 tcase_add_test(tc, docker_killed_server_swept_at_next_start);
+                tcase_add_test(tc, docker_no_server_pid_in_cgroup_view);
+                tcase_add_test(tc, docker_pids_cap_reported_and_cgroup_private);
                 suite_add_tcase(s, tc);
         }
         if (!images) {
