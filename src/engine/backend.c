@@ -63,6 +63,7 @@ struct engine_state {
         struct engine_conn conn;
         engine_getenv_fn getenv_fn;
         bool rootless_podman;
+        bool rootless_docker; /* SecurityOptions name=rootless: the run's uid is a subuid here */
         /* The daemon cannot see our files (tcp://, Docker Desktop, a forwarded socket): code
          * and workspace go through volumes (volume.c). */
         bool volumes;
@@ -538,6 +539,7 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                         reason_add(reasons, sizeof(reasons), t);
                 }
         } else {
+                st->rootless_docker = rootless;
                 if (!json_object_get_boolean(jget(info, "MemoryLimit")) ||
                     !json_object_get_boolean(jget(info, "SwapLimit")))
                         snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s",
@@ -634,6 +636,7 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         pthread_mutex_lock(&st->lock);
         st->conn = fresh.conn;
         st->rootless_podman = fresh.rootless_podman;
+        st->rootless_docker = fresh.rootless_docker;
         snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s", fresh.cgroup_driver);
         st->hostcg = !*why;
         snprintf(st->usage_why, sizeof(st->usage_why), "%s", why);
@@ -773,9 +776,11 @@ static void active_del(struct engine_state *st, const char *id)
 /* A private host dir holding the code (0700, the script 0600), owned by the uid the code runs
  * as (@uid:@gid), who alone reads it through the bind mount: no other local user can read the
  * code during the run. A server that is not root runs code as itself (or, on rootless Podman,
- * as itself mapped by keep-id), so its own 0700 is already right. */
-static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, char **ret_dir,
-                         char **ret_file, struct sbx_error *err)
+ * as itself mapped by keep-id), so its own 0700 is already right. @shared (rootless Docker:
+ * the container's uid is a subordinate id on this host, which no mode but "others" reaches):
+ * 0755/0644 as before, see docs/design/engine.md. */
+static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, bool shared,
+                         char **ret_dir, char **ret_file, struct sbx_error *err)
 {
         _cleanup_free_ char *dir = xstrdup("/tmp/vestibule-code-XXXXXX");
         _cleanup_free_ char *file = NULL;
@@ -788,7 +793,7 @@ static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, ch
                 return sbx_fail(err, errno, "cannot create a temp dir for the code: %m");
         file = xasprintf("%s/%s", dir, sbx_language_script(req->language));
         fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || fchmod(fd, 0600) < 0 || (give && fchown(fd, uid, gid) < 0))
+        if (fd < 0 || fchmod(fd, shared ? 0644 : 0600) < 0 || (give && fchown(fd, uid, gid) < 0))
                 goto fail;
         while (off < req->code_len) {
                 ssize_t n = write(fd, req->code + off, req->code_len - off);
@@ -797,7 +802,7 @@ static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, ch
                 off += (size_t)n;
         }
         /* the folder last: once it is the run user's, it stays as written */
-        if (give && chown(dir, uid, gid) < 0)
+        if ((give && chown(dir, uid, gid) < 0) || (shared && chmod(dir, 0755) < 0))
                 goto fail;
         *ret_dir = TAKE_PTR(dir);
         *ret_file = TAKE_PTR(file);
@@ -1525,6 +1530,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         snprintf(usage_why, sizeof(usage_why), "%s", st->usage_why);
         bool podman = st->conn.podman;
         bool serial_create = st->rootless_podman;
+        bool rootless_docker = st->rootless_docker;
         snprintf(seccomp_profile, sizeof(seccomp_profile), "%s", st->seccomp_profile);
         pthread_mutex_unlock(&st->lock);
         if (shutting)
@@ -1566,7 +1572,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                         goto out_code;
                 sbx_trace_lap(&trace, "handin_volumes");
         } else {
-                r = code_dir_make(req, uid, gid, &code_dir, &code_file, err);
+                r = code_dir_make(req, uid, gid, rootless_docker, &code_dir, &code_file, err);
                 if (r < 0)
                         return r;
                 sbx_trace_lap(&trace, "code_dir");

@@ -1159,8 +1159,10 @@ int engine_archive_stat(const struct engine_conn *c, const char *id, const char 
         if (rc == CURLE_COULDNT_CONNECT)
                 return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
         if (rc != CURLE_OK)
-                return sbx_fail(err, EIO, "cannot check '%s' in the sandbox container: %s", path,
-                                curl_easy_strerror(rc));
+                return sbx_fail(err, EIO,
+                                "the container engine at '%s' gave no answer while '%s' was "
+                                "checked in the sandbox container (%s): check that it still runs",
+                                c->ep.host, path, curl_easy_strerror(rc));
         if (status == 200)
                 return 0;
         if (status == 404)
