@@ -1777,7 +1777,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 res->exit_code = exit_code;
                 res->oom_killed = true;
         } else if ((exit_code == 124 || exit_code == 137) &&
-                   so.wall_ms >= timeout_ms + ENGINE_INNER_BACKSTOP_S * 1000) {
+                   so.wall_ms >= timeout_ms + ENGINE_INNER_BACKSTOP_S * 1000ull) {
                 /* the backstop wrapper fired: only possible when the server's own kill at the
                  * deadline did not land (the code cannot run that long otherwise) */
                 res->outcome = RUN_OUTCOME_TIMED_OUT;
@@ -1939,7 +1939,7 @@ static void start_sweep_free(struct start_sweep *s)
 static void *start_sweep_thread(void *p)
 {
         struct start_sweep *s = p;
-        struct engine_conn c;
+        struct engine_conn c = {0};
         struct sbx_error err = {0};
         char why[160];
         int n;

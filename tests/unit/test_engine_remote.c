@@ -797,7 +797,8 @@ static json_object *inspect_with_mounts(const char *mounts_json)
         _cleanup_free_ char *j = xasprintf(
             "{\"HostConfig\":{\"NetworkMode\":\"none\",\"CapDrop\":[\"ALL\"],\"SecurityOpt\":"
             "[\"no-new-privileges\"],\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,noexec\"},"
-            "\"IpcMode\":\"none\",\"CgroupnsMode\":\"private\",\"Memory\":268435456,\"MemorySwap\":268435456,\"NanoCpus\":"
+            "\"IpcMode\":\"none\",\"CgroupnsMode\":\"private\",\"Memory\":268435456,\"MemorySwap\":"
+            "268435456,\"NanoCpus\":"
             "750000000,\"PidsLimit\":128},\"Config\":{\"User\":\"2000:2000\"},\"Mounts\":%s}",
             mounts_json);
         return json_tokener_parse(j);
