@@ -1746,8 +1746,9 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 set_not_measured(&res->usage.mem_peak_bytes, usage_why);
                 set_not_measured(&res->usage.pids_peak, usage_why);
         }
-        /* A 137 on Podman: did the kernel OOM-kill something of this container? */
-        if (!oom && podman && exit_code == 137 && so.stop == STOP_NONE && kmsg_fd >= 0) {
+        /* Podman never says: did the kernel OOM-kill something of this container? (Any exit
+         * status: a child may have been killed while the program went on.) */
+        if (!oom && podman && so.stop == STOP_NONE && kmsg_fd >= 0) {
                 kmsg_r = engine_kmsg_find_oom(kmsg_fd, id);
                 oom = kmsg_r == 1;
         }

@@ -2079,6 +2079,21 @@ START_TEST(podman_rootful_oom_from_kernel)
         ck_assert_ptr_null(strstr(o.text, "allocated="));
         run_result_done(&o.res);
 
+        /* issue 12 #9 on Podman: a child OOM-killed while the program exits 0 keeps exit 0,
+         * with the OOM said (from the kernel's log) */
+        o = run_code(SBX_LANG_PYTHON,
+                     "import os\npid = os.fork()\nif pid == 0:\n    b = []\n    while True:\n"
+                     "        b.append(bytearray(1 << 20))\n"
+                     "_, st = os.waitpid(pid, 0)\nprint('child signal %d' % os.WTERMSIG(st))\n",
+                     20, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_str_eq(o.text, "child signal 9\n");
+        ck_assert_msg(o.res.outcome == RUN_OUTCOME_EXITED && o.res.exit_code == 0 &&
+                          o.res.oom_killed,
+                      "child OOM: outcome %d exit %d oom %d", o.res.outcome, o.res.exit_code,
+                      o.res.oom_killed);
+        run_result_done(&o.res);
+
         /* control 1: room for it -> it finishes, no OOM */
         test_cfg.mem_mb = 1024;
         o = run_code(SBX_LANG_PYTHON, memhog_py, 30, -1);
