@@ -1976,7 +1976,10 @@ void engine_sweep_at_start(const struct sbx_config *cfg)
         pthread_attr_t attr;
         pthread_t t;
 
-        if (cfg->invalid || cfg->backend == SBX_BACKEND_NATIVE || cfg->backend == SBX_BACKEND_NAIVE)
+        /* Only a server set to the container backend: under auto, a host where native wins
+         * never talks to the engine nor maps libcurl (docs/BENCHMARKS.md, footprint); there
+         * the sweep runs when the container backend is first probed, as before. */
+        if (cfg->invalid || cfg->backend != SBX_BACKEND_CONTAINER)
                 return;
         if (lazy_curl_load(&err) < 0) {
                 log_debug("start-up sweep: %s", err.msg);

@@ -68,8 +68,9 @@ int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
 /** engine_sweep_at_start() - at server start, in a background thread: remove the sandbox
  * containers and volumes left on the container engine by servers that are gone (killed with
  * a run in flight; vestibule.owner label names a dead process of this host), log how many
- * (info). Nothing for VESTIBULE_BACKEND=native/naive or an invalid config; an unreachable
- * engine is a debug line. Never blocks, never removes a live server's containers
+ * (info). Only for VESTIBULE_BACKEND=container (under auto the container backend's first
+ * probe sweeps, so a host where native wins never maps libcurl); an unreachable engine is a
+ * debug line. Never blocks, never removes a live server's containers
  * (src/engine/backend.c). */
 void engine_sweep_at_start(const struct sbx_config *cfg);
 
