@@ -1737,10 +1737,9 @@ END_TEST
  * namespace the run saw that path, the server's pid in it, in /proc/self/cgroup and in
  * mountinfo. A private cgroup namespace shows "/" instead. The probe prints the lines that
  * name the server's pid or "vestibule". */
-START_TEST(docker_no_server_pid_in_cgroup_view)
+static void check_no_server_pid_in_cgroup_view(void)
 {
         char a[256];
-        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
         _cleanup_free_ char *code =
             xasprintf("import re\n"
                       "pat = re.compile(r'/vestibule/|[/-]%d-')\n"
@@ -1760,6 +1759,12 @@ START_TEST(docker_no_server_pid_in_cgroup_view)
         ck_assert_msg(strncmp(kv(o.text, "cgroup1", a, sizeof(a)), "0 ", 2) == 0,
                       "PID 1's cgroup names the server: %s", o.text);
         run_result_done(&o.res);
+}
+
+START_TEST(docker_no_server_pid_in_cgroup_view)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        check_no_server_pid_in_cgroup_view();
 }
 END_TEST
 
