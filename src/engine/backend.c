@@ -4,6 +4,7 @@
  * curl_multi, start, stream (caps, deadline, cancel), collect exit/OOM, remove. */
 #include "engine/engine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -51,6 +52,7 @@
 #define ENGINE_COPYBACK_GROWTH_BYTES (1ull << 30)
 #define ENGINE_COPYBACK_TAR_GROWTH_BYTES (4ull << 30)
 #define ENGINE_COPYBACK_GROWTH_ENTRIES 100000
+#define ENGINE_CODE_DIR_PREFIX "vestibule-code-" /* in /tmp, with "<folder>.owner" next to it */
 
 struct engine_state {
         pthread_mutex_t lock;
@@ -95,6 +97,12 @@ static uint64_t now_ms(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
 }
 
 static void curl_easy_cleanupp(CURL **h)
@@ -773,6 +781,26 @@ static void active_del(struct engine_state *st, const char *id)
         pthread_mutex_unlock(&st->lock);
 }
 
+/* Next to each code folder, "<folder>.owner" (0600) holds this server's owner label: the
+ * start-up sweep of a later server removes the folders of one killed mid-run. The label is
+ * kept out of the folder's own name, which the run sees in its mountinfo. */
+static void owner_file_write(const char *dir)
+{
+        char label[160];
+        _cleanup_free_ char *path = xasprintf("%s.owner", dir);
+        _cleanup_close_ int fd =
+            open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 || engine_owner_label(getpid(), label, sizeof(label)) < 0)
+                return;
+        (void)!write(fd, label, strlen(label));
+}
+
+static void owner_file_remove(const char *dir)
+{
+        _cleanup_free_ char *path = xasprintf("%s.owner", dir);
+        (void)unlink(path);
+}
+
 /* A private host dir holding the code (0700, the script 0600), owned by the uid the code runs
  * as (@uid:@gid), who alone reads it through the bind mount: no other local user can read the
  * code during the run. A server that is not root runs code as itself (or, on rootless Podman,
@@ -782,7 +810,7 @@ static void active_del(struct engine_state *st, const char *id)
 static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, bool shared,
                          char **ret_dir, char **ret_file, struct sbx_error *err)
 {
-        _cleanup_free_ char *dir = xstrdup("/tmp/vestibule-code-XXXXXX");
+        _cleanup_free_ char *dir = xstrdup("/tmp/" ENGINE_CODE_DIR_PREFIX "XXXXXX");
         _cleanup_free_ char *file = NULL;
         _cleanup_close_ int fd = -1;
         bool give = geteuid() == 0 && uid != 0;
@@ -791,6 +819,7 @@ static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, bo
 
         if (!mkdtemp(dir)) /* 0700 */
                 return sbx_fail(err, errno, "cannot create a temp dir for the code: %m");
+        owner_file_write(dir);
         file = xasprintf("%s/%s", dir, sbx_language_script(req->language));
         fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0 || fchmod(fd, shared ? 0644 : 0600) < 0 || (give && fchown(fd, uid, gid) < 0))
@@ -812,6 +841,7 @@ fail:
         if (fd >= 0)
                 unlink(file);
         rmdir(dir);
+        owner_file_remove(dir);
         return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
 }
 
@@ -1085,7 +1115,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                  * is not needed (the outcome is the stop's), and Podman's compat wait can take
                  * seconds to answer after a kill. Nothing waits on it past a short bound; the
                  * forced removal in the background finishes the container in any case. */
-                if (t_kill && a.x.done && (kx.done || out->stop != STOP_TIMEOUT || !w.x.done))
+                if (t_kill && a.x.done && (out->stop != STOP_TIMEOUT || (w.x.done && kx.done)))
                         break;
                 if (t_kill && now - t_kill > ENGINE_KILL_WAIT_MS) {
                         log_debug("run %.12s: no end of stream %llu ms after the kill (kill %s); "
@@ -1130,9 +1160,11 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                         out->wait_ok = true;
                         out->status_code = json_object_get_int(sc);
                 }
-                /* Our deadline kill found the container no longer running (409): the program
-                 * had ended by itself, its exit status stands. */
-                if (out->wait_ok && out->stop == STOP_TIMEOUT && kx.done && kx.status == 409) {
+                /* Our deadline kill found the container no longer running (409), or the
+                 * container did not end by our SIGKILL (its status is not 128 + 9): the
+                 * program had ended by itself just before, its exit status stands. */
+                if (out->wait_ok && out->stop == STOP_TIMEOUT &&
+                    ((kx.done && kx.status == 409) || out->status_code != 137)) {
                         log_debug("run %.12s: ended by itself before the deadline kill", id);
                         out->stop = STOP_NONE;
                 }
@@ -1838,8 +1870,10 @@ out_code:
         engine_manifest_done(&hv.manifest);
         if (code_file)
                 unlink(code_file);
-        if (code_dir)
+        if (code_dir) {
                 rmdir(code_dir);
+                owner_file_remove(code_dir);
+        }
         sbx_trace_lap(&trace, "finish");
         sbx_trace_end(&trace);
         return r;
@@ -1937,6 +1971,52 @@ static void start_sweep_free(struct start_sweep *s)
         free(s);
 }
 
+/* The code folders in /tmp of servers of this host that are gone (killed mid-run), found by
+ * their "<folder>.owner" files: the script and the folder, never following a link. Return
+ * how many folders were removed. */
+static unsigned sweep_code_dirs(void)
+{
+        _cleanup_(closedirp) DIR *d = opendir("/tmp");
+        struct dirent *de;
+        unsigned n = 0;
+
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                char label[200] = "", name[256];
+                if (strncmp(de->d_name, ENGINE_CODE_DIR_PREFIX, strlen(ENGINE_CODE_DIR_PREFIX)) !=
+                        0 ||
+                    len < 7 || strcmp(de->d_name + len - 6, ".owner") != 0 ||
+                    len - 6 >= sizeof(name))
+                        continue;
+                _cleanup_close_ int of =
+                    openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ssize_t got = of >= 0 ? read(of, label, sizeof(label) - 1) : -1;
+                if (got <= 0)
+                        continue;
+                label[got] = '\0';
+                if (engine_owner_alive(label))
+                        continue;
+                snprintf(name, sizeof(name), "%.*s", (int)(len - 6), de->d_name);
+                int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                DIR *sd = fd >= 0 ? fdopendir(fd) : NULL;
+                if (sd) {
+                        struct dirent *e2;
+                        while ((e2 = readdir(sd)))
+                                if (strcmp(e2->d_name, ".") != 0 && strcmp(e2->d_name, "..") != 0)
+                                        (void)unlinkat(dirfd(sd), e2->d_name, 0);
+                        closedir(sd);
+                } else if (fd >= 0) {
+                        close(fd);
+                }
+                if (unlinkat(dirfd(d), name, AT_REMOVEDIR) == 0)
+                        n++;
+                (void)unlinkat(dirfd(d), de->d_name, 0);
+        }
+        return n;
+}
+
 static void *start_sweep_thread(void *p)
 {
         struct start_sweep *s = p;
@@ -1945,6 +2025,10 @@ static void *start_sweep_thread(void *p)
         char why[160];
         int n;
 
+        unsigned dirs = sweep_code_dirs();
+        if (dirs > 0)
+                log_info("removed %u code folder(s) of servers that are gone (start-up sweep)",
+                         dirs);
         if (engine_connect(&s->cfg, NULL, &c, &err) < 0) {
                 log_debug("start-up sweep: %s; nothing swept", err.msg);
                 goto out;

@@ -1715,6 +1715,24 @@ START_TEST(docker_killed_server_swept_at_next_start)
         }
         ck_assert_msg(strstr(blog, "removed 1 leftover") && strstr(blog, "start-up sweep"),
                       "server B's log: %s", blog);
+        /* and server A's code folder in /tmp (found by its .owner file naming server A) */
+        ck_assert_msg(strstr(blog, "removed 1 code folder"), "server B's log: %s", blog);
+        _cleanup_free_ char *apfx = xasprintf(":%d:", (int)a.pid);
+        DIR *td = opendir("/tmp");
+        struct dirent *tde;
+        while (td && (tde = readdir(td))) {
+                if (strncmp(tde->d_name, "vestibule-code-", 15) != 0 ||
+                    !strstr(tde->d_name, ".owner"))
+                        continue;
+                _cleanup_free_ char *of = xasprintf("/tmp/%s", tde->d_name);
+                _cleanup_fclose_ FILE *ofp = fopen(of, "re");
+                char lbl[200] = "";
+                if (ofp)
+                        (void)!fread(lbl, 1, sizeof(lbl) - 1, ofp);
+                ck_assert_msg(!strstr(lbl, apfx), "server A's code folder %s is still there", of);
+        }
+        if (td)
+                closedir(td);
         /* the control: the live owner's container is still there */
         _cleanup_free_ char *lp = xasprintf("/containers/%s/json", live_id);
         ck_assert_int_eq(
