@@ -4,6 +4,7 @@
  * curl_multi, start, stream (caps, deadline, cancel), collect exit/OOM, remove. */
 #include "engine/engine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -28,7 +29,15 @@
 #include "run/run.h"
 #include "workspace/workspace.h"
 
-#define ENGINE_GRACE_MS 3000     /* server-side kill at timeout + this (inner timeout: +1 s) */
+/* The server's own clock ends a run at its deadline (STOP_TIMEOUT). The in-container `timeout`
+ * wrapper is only the backstop for a server that died mid-run: it fires this much later, so it
+ * never decides an outcome the server is there to see (its exit statuses 124/137 are also ones
+ * the code can choose), and stopping it (SIGSTOP) cannot stretch a run. */
+#define ENGINE_INNER_BACKSTOP_S 2
+/* The kill at the deadline waits this long past it: a program that ended just before its
+ * deadline is not killed (and called timed out) only because the engine's answer to the wait
+ * was still on its way (container teardown + wait: 50-150 ms measured on Docker 20.10). */
+#define ENGINE_DEADLINE_SLACK_MS 250
 #define ENGINE_KILL_WAIT_MS 2000 /* after our kill: the longest wait for the stream's end */
 #define ENGINE_CREATE_RETRIES 2  /* Podman's transient keep-id create error */
 #define ENGINE_ARM_MS 10000      /* attach + wait must be armed within this */
@@ -38,6 +47,13 @@
  * load (load average 18 on 2 cores). Slow is not down: /_ping already said it is up. */
 #define ENGINE_INFO_MS 60000
 #define ENGINE_CGROUP_RMDIR_TRIES 100 /* x 100 ms: a run's parent cgroup, after the removal */
+/* Volume mode's copy-back (issue 12 #25): what went in, plus this much new. File data counts
+ * what is written (holes are kept, not counted); the transfer counts the archive itself, in
+ * which Docker sends a hole as zeros. */
+#define ENGINE_COPYBACK_GROWTH_BYTES (1ull << 30)
+#define ENGINE_COPYBACK_TAR_GROWTH_BYTES (4ull << 30)
+#define ENGINE_COPYBACK_GROWTH_ENTRIES 100000
+#define ENGINE_CODE_DIR_PREFIX "vestibule-code-" /* in /tmp, with "<folder>.owner" next to it */
 
 struct engine_state {
         pthread_mutex_t lock;
@@ -50,6 +66,7 @@ struct engine_state {
         struct engine_conn conn;
         engine_getenv_fn getenv_fn;
         bool rootless_podman;
+        bool rootless_docker; /* SecurityOptions name=rootless: the run's uid is a subuid here */
         /* The daemon cannot see our files (tcp://, Docker Desktop, a forwarded socket): code
          * and workspace go through volumes (volume.c). */
         bool volumes;
@@ -57,6 +74,7 @@ struct engine_state {
         char daemon_name[256];     /* /info Name: the daemon's host name */
         char seccomp_profile[512]; /* Podman: our derived profile's host path; "" = none */
         char seccomp_default[512]; /* Podman: the engine's default profile it came from */
+        char *seccomp_json;        /* Docker: our profile, handed over as JSON text (static) */
         char grade[320];           /* "container" or "container-degraded (...)" */
         char owner[160];           /* our vestibule.owner label */
         char **active;             /* ids of containers in flight */
@@ -69,6 +87,10 @@ struct engine_state {
         bool hostcg;               /* each run gets a parent cgroup of ours (hostcg.c) */
         char usage_why[160];       /* !hostcg: why usage is not measured */
         unsigned long run_seq;     /* numbers the parent cgroups */
+        /* "<image id> <interpreter>" pairs whose image was seen to hold `timeout` and that
+         * interpreter (image_programs_check()): checked once per image id */
+        char **programs_ok;
+        size_t n_programs_ok;
 };
 
 static uint64_t now_ms(void)
@@ -76,6 +98,12 @@ static uint64_t now_ms(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
 }
 
 static void curl_easy_cleanupp(CURL **h)
@@ -232,6 +260,7 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                         reason_add(reasons, sizeof(reasons), t);
                 }
         } else {
+                st->rootless_docker = rootless;
                 if (!json_object_get_boolean(jget(info, "MemoryLimit")) ||
                     !json_object_get_boolean(jget(info, "SwapLimit")))
                         snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s",
@@ -328,6 +357,7 @@ static int ensure_ready(struct backend *b, struct sbx_error *err)
         pthread_mutex_lock(&st->lock);
         st->conn = fresh.conn;
         st->rootless_podman = fresh.rootless_podman;
+        st->rootless_docker = fresh.rootless_docker;
         snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s", fresh.cgroup_driver);
         st->hostcg = !*why;
         snprintf(st->usage_why, sizeof(st->usage_why), "%s", why);
@@ -464,43 +494,68 @@ static void active_del(struct engine_state *st, const char *id)
         pthread_mutex_unlock(&st->lock);
 }
 
-/* A private host dir holding the code, readable by the container's uid (0755/0644). */
-static int code_dir_make(const struct run_request *req, char **ret_dir, char **ret_file,
-                         struct sbx_error *err)
+/* Next to each code folder, "<folder>.owner" (0600) holds this server's owner label: the
+ * start-up sweep of a later server removes the folders of one killed mid-run. The label is
+ * kept out of the folder's own name, which the run sees in its mountinfo. */
+static void owner_file_write(const char *dir)
 {
-        _cleanup_free_ char *dir = xstrdup("/tmp/vestibule-code-XXXXXX");
+        char label[160];
+        _cleanup_free_ char *path = xasprintf("%s.owner", dir);
+        _cleanup_close_ int fd =
+            open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 || engine_owner_label(getpid(), label, sizeof(label)) < 0)
+                return;
+        (void)!write(fd, label, strlen(label));
+}
+
+static void owner_file_remove(const char *dir)
+{
+        _cleanup_free_ char *path = xasprintf("%s.owner", dir);
+        (void)unlink(path);
+}
+
+/* A private host dir holding the code (0700, the script 0600), owned by the uid the code runs
+ * as (@uid:@gid), who alone reads it through the bind mount: no other local user can read the
+ * code during the run. A server that is not root runs code as itself (or, on rootless Podman,
+ * as itself mapped by keep-id), so its own 0700 is already right. @shared (rootless Docker:
+ * the container's uid is a subordinate id on this host, which no mode but "others" reaches):
+ * 0755/0644 as before, see docs/design/engine.md. */
+static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, bool shared,
+                         char **ret_dir, char **ret_file, struct sbx_error *err)
+{
+        _cleanup_free_ char *dir = xstrdup("/tmp/" ENGINE_CODE_DIR_PREFIX "XXXXXX");
         _cleanup_free_ char *file = NULL;
         _cleanup_close_ int fd = -1;
+        bool give = geteuid() == 0 && uid != 0;
         size_t off = 0;
+        int e;
 
-        if (!mkdtemp(dir))
+        if (!mkdtemp(dir)) /* 0700 */
                 return sbx_fail(err, errno, "cannot create a temp dir for the code: %m");
-        if (chmod(dir, 0755) < 0) {
-                int e = errno;
-                rmdir(dir);
-                return sbx_fail(err, e, "cannot chmod '%s': %s", dir, strerror(e));
-        }
+        owner_file_write(dir);
         file = xasprintf("%s/%s", dir, sbx_language_script(req->language));
-        fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0 || fchmod(fd, 0644) < 0) {
-                int e = errno;
-                rmdir(dir);
-                return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
-        }
+        fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || fchmod(fd, shared ? 0644 : 0600) < 0 || (give && fchown(fd, uid, gid) < 0))
+                goto fail;
         while (off < req->code_len) {
                 ssize_t n = write(fd, req->code + off, req->code_len - off);
-                if (n < 0) {
-                        int e = errno;
-                        unlink(file);
-                        rmdir(dir);
-                        return sbx_fail(err, e, "cannot write the code to '%s': %s", file,
-                                        strerror(e));
-                }
+                if (n < 0)
+                        goto fail;
                 off += (size_t)n;
         }
+        /* the folder last: once it is the run user's, it stays as written */
+        if ((give && chown(dir, uid, gid) < 0) || (shared && chmod(dir, 0755) < 0))
+                goto fail;
         *ret_dir = TAKE_PTR(dir);
         *ret_file = TAKE_PTR(file);
         return 0;
+fail:
+        e = errno;
+        if (fd >= 0)
+                unlink(file);
+        rmdir(dir);
+        owner_file_remove(dir);
+        return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
 }
 
 struct xfer {
@@ -744,7 +799,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                 why = STOP_CANCEL;
                         else if (a.flooded)
                                 why = STOP_FLOOD;
-                        else if (now - t_start > timeout_ms + ENGINE_GRACE_MS)
+                        else if (now - t_start >= timeout_ms + ENGINE_DEADLINE_SLACK_MS)
                                 why = STOP_TIMEOUT;
                         if (why != STOP_NONE) {
                                 /* The kill goes through the same multi: the stream keeps
@@ -755,6 +810,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                 curl_easy_setopt(hk, CURLOPT_POST, 1L);
                                 curl_easy_setopt(hk, CURLOPT_POSTFIELDS, "");
                                 curl_easy_setopt(hk, CURLOPT_WRITEFUNCTION, discard_write);
+                                curl_easy_setopt(hk, CURLOPT_HEADERFUNCTION, xfer_header);
+                                curl_easy_setopt(hk, CURLOPT_HEADERDATA, &kx);
                                 curl_easy_setopt(hk, CURLOPT_PRIVATE, &kx);
                                 curl_easy_setopt(hk, CURLOPT_TIMEOUT_MS, 15000L);
                                 curl_multi_add_handle(m, hk);
@@ -773,7 +830,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                  * is not needed (the outcome is the stop's), and Podman's compat wait can take
                  * seconds to answer after a kill. Nothing waits on it past a short bound; the
                  * forced removal in the background finishes the container in any case. */
-                if (t_kill && a.x.done)
+                if (t_kill && a.x.done && (out->stop != STOP_TIMEOUT || (w.x.done && kx.done)))
                         break;
                 if (t_kill && now - t_kill > ENGINE_KILL_WAIT_MS) {
                         log_debug("run %.12s: no end of stream %llu ms after the kill (kill %s); "
@@ -817,6 +874,14 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                 if (j && json_object_object_get_ex(j, "StatusCode", &sc)) {
                         out->wait_ok = true;
                         out->status_code = json_object_get_int(sc);
+                }
+                /* Our deadline kill found the container no longer running (409), or the
+                 * container did not end by our SIGKILL (its status is not 128 + 9): the
+                 * program had ended by itself just before, its exit status stands. */
+                if (out->wait_ok && out->stop == STOP_TIMEOUT &&
+                    ((kx.done && kx.status == 409) || out->status_code != 137)) {
+                        log_debug("run %.12s: ended by itself before the deadline kill", id);
+                        out->stop = STOP_NONE;
                 }
         } else if (w.x.done) {
                 out->engine_lost = true;
@@ -921,19 +986,60 @@ static void removals_wait(struct engine_state *st, unsigned timeout_s)
         pthread_mutex_unlock(&st->lock);
 }
 
-/* The init (docker-init / catatonit) could not exec `timeout`: nothing of the code ran. Only
- * a short stderr that starts with the init's own words counts. */
-static bool no_timeout_in_image(int exit_code, const struct run_result *res)
+/* Where the run's PATH (body.c's Env) looks for `timeout` and the interpreter. */
+static const char *const run_path_dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
+
+/* Before the start: the image of the created container @id (image id @image_id) holds
+ * coreutils `timeout` and @interp in the run's PATH. Checked through the archive API (a stat in
+ * the container's filesystem, nothing runs), once per image id and interpreter. This is what
+ * tells "the image lacks the interpreter" apart from a run: the run's own output and exit
+ * status never decide a refusal (a program can print the wrapper's words and exit 127). */
+static int image_programs_check(struct engine_state *st, const char *id, const char *image_id,
+                                const char *image, const char *interp, struct sbx_error *err)
 {
-        const char *e = res->err.data;
-        if (!e || res->out.total > 0 || res->err.total > 200)
-                return false;
-        if (exit_code == 127 && strncmp(e, "[FATAL tini", 11) == 0 &&
-            strstr(e, "exec timeout failed"))
-                return true; /* Docker's docker-init */
-        if (strncmp(e, "ERROR (catatonit", 16) == 0 && strstr(e, "failed to exec pid1"))
-                return true; /* Podman's catatonit */
-        return false;
+        _cleanup_free_ char *key = xasprintf("%s %s", image_id, interp);
+        const char *progs[] = {"timeout", interp};
+        bool cached = false;
+        int r;
+
+        pthread_mutex_lock(&st->lock);
+        for (size_t i = 0; i < st->n_programs_ok && !cached; i++)
+                cached = strcmp(st->programs_ok[i], key) == 0;
+        pthread_mutex_unlock(&st->lock);
+        if (cached)
+                return 0;
+        for (size_t p = 0; p < ELEMENTSOF(progs); p++) {
+                bool found = false;
+                for (size_t d = 0; d < ELEMENTSOF(run_path_dirs) && !found; d++) {
+                        _cleanup_free_ char *path = xasprintf("%s/%s", run_path_dirs[d], progs[p]);
+                        struct sbx_error e = {0};
+                        r = engine_archive_stat(&st->conn, id, path, &e);
+                        if (r == 0)
+                                found = true;
+                        else if (r != -ENOENT) {
+                                *err = e;
+                                return r;
+                        }
+                }
+                if (found)
+                        continue;
+                if (p == 0)
+                        return sbx_fail(err, ENOENT,
+                                        "the sandbox image '%s' has no coreutils `timeout`, which "
+                                        "every run needs: use an image that provides bash, "
+                                        "timeout and the interpreter, or run `vestibule-mcp setup`",
+                                        image);
+                return sbx_fail(err, ENOENT,
+                                "the sandbox image '%s' has no '%s': use an image that provides "
+                                "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
+                                image, interp);
+        }
+        pthread_mutex_lock(&st->lock);
+        st->programs_ok =
+            xrealloc(st->programs_ok, (st->n_programs_ok + 1) * sizeof(*st->programs_ok));
+        st->programs_ok[st->n_programs_ok++] = TAKE_PTR(key);
+        pthread_mutex_unlock(&st->lock);
+        return 0;
 }
 
 static void set_not_measured(struct run_measure *m, const char *why)
@@ -1087,11 +1193,24 @@ static void copy_back(struct engine_state *st, const struct sbx_config *cfg, con
         struct engine_copyback cb = {0};
         int r;
 
+        /* Bounded: what went in, plus ENGINE_COPYBACK_GROWTH_BYTES of new data (the run can
+         * write without limit into its volume, and Docker's archive sends holes as zeros). */
+        uint64_t in_bytes = 0;
+        for (size_t i = 0; i < h->manifest.n; i++)
+                if (S_ISREG(h->manifest.v[i].mode))
+                        in_bytes += (uint64_t)h->manifest.v[i].size;
+        struct engine_copyback_caps caps = {
+            .max_entries = h->manifest.n + ENGINE_COPYBACK_GROWTH_ENTRIES,
+            .max_data_bytes = in_bytes + ENGINE_COPYBACK_GROWTH_BYTES,
+            .max_tar_bytes = in_bytes + ENGINE_COPYBACK_TAR_GROWTH_BYTES,
+        };
         fd = engine_tmpfile(&e);
-        r = fd < 0 ? fd : engine_archive_get(&st->conn, id, "/workspace/.", fd, &e);
+        r = fd < 0 ? fd
+                   : engine_archive_get_max(&st->conn, id, "/workspace/.", fd, caps.max_tar_bytes,
+                                            &caps.input_cut, &e);
         if (r == 0)
-                r = engine_workspace_unpack(fd, cfg->workspace_dir, &h->manifest, uid, gid,
-                                            geteuid() == 0, &cb, &e);
+                r = engine_workspace_unpack_capped(fd, cfg->workspace_dir, &h->manifest, uid, gid,
+                                                   geteuid() == 0, &caps, &cb, &e);
         if (r < 0) {
                 log_warning("workspace copy-back: %s", e.msg);
                 note_add(res,
@@ -1103,6 +1222,13 @@ static void copy_back(struct engine_state *st, const struct sbx_config *cfg, con
         log_debug("workspace copy-back: %u files, %u folders, %u symlinks, %u deleted, %u "
                   "refused",
                   cb.files, cb.dirs, cb.symlinks, cb.deleted, cb.refused);
+        if (cb.capped) {
+                log_warning("workspace copy-back: %s", cb.cap_note);
+                note_add(res,
+                         "workspace: NOT all of the run's changes were copied back: %s; nothing "
+                         "was deleted",
+                         cb.cap_note);
+        }
         if (cb.refused)
                 note_add(res,
                          "workspace: %u entr%s of the run's workspace not copied back (first: "
@@ -1146,9 +1272,11 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         snprintf(owner, sizeof(owner), "%s", st->owner);
         if (st->hostcg)
                 engine_hostcg_name(st->owner, ++st->run_seq, cgroup, sizeof(cgroup));
+        bool hostcg = st->hostcg;
         snprintf(usage_why, sizeof(usage_why), "%s", st->usage_why);
         bool podman = st->conn.podman;
         bool serial_create = st->rootless_podman;
+        bool rootless_docker = st->rootless_docker;
         snprintf(seccomp_profile, sizeof(seccomp_profile), "%s", st->seccomp_profile);
         pthread_mutex_unlock(&st->lock);
         if (shutting)
@@ -1160,6 +1288,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 if (r < 0)
                         return r;
         }
+        /* the runs' cgroups on the host: not readable by other local users (made 0700 at
+         * every run: the engine recreates the top 0755 if it was removed meanwhile) */
+        if (hostcg)
+                engine_hostcg_private_top();
         sbx_trace_lap(&trace, "prepare");
         struct sbx_error e2 = {0};
         if (engine_sweep(&st->conn, &e2) < 0) {
@@ -1186,7 +1318,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                         goto out_code;
                 sbx_trace_lap(&trace, "handin_volumes");
         } else {
-                r = code_dir_make(req, &code_dir, &code_file, err);
+                r = code_dir_make(req, uid, gid, rootless_docker, &code_dir, &code_file, err);
                 if (r < 0)
                         return r;
                 sbx_trace_lap(&trace, "code_dir");
@@ -1196,8 +1328,14 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                              : req->language == SBX_LANG_BASH ? "bash"
                                                               : "python3";
         script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
-        snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s);
+        snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s + ENGINE_INNER_BACKSTOP_S);
         const char *cmd[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
+        /* Docker: our generated profile as JSON (the API takes the profile itself); Podman:
+         * the path of the one derived from its default. None on an engine without seccomp
+         * (the grade says so). */
+        const char *secprof = seccomp_profile[0] ? seccomp_profile : NULL;
+        if (!podman && !strstr(grade, "no seccomp filter"))
+                secprof = st->seccomp_json;
         struct engine_run_spec spec = {
             .image = res->image,
             .cmd = cmd,
@@ -1217,7 +1355,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .userns_keep_id = st->rootless_podman,
             .init = true,
             .cgroup_parent = *cgroup ? cgroup : NULL,
-            .seccomp_profile = seccomp_profile[0] ? seccomp_profile : NULL,
+            .seccomp_profile = secprof,
         };
         body = engine_create_body(&spec);
         /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
@@ -1282,6 +1420,11 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         }
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, degraded, sizeof(degraded), err);
+        if (r == 0) {
+                const char *image_id = json_object_get_string(jget(inspect, "Image"));
+                r = image_programs_check(st, id, image_id && *image_id ? image_id : res->image,
+                                         res->image, interp, err);
+        }
         if (r < 0)
                 goto out_remove;
         json_object_put(TAKE_PTR(inspect));
@@ -1337,14 +1480,21 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         res->usage.wall_ms = so.wall_ms;
         if (*cgroup) {
                 engine_hostcg_read(cgroup, podman, &res->usage);
+                /* the parent holds the container only (Docker): a peak at the cap means a
+                 * fork was refused there */
+                if (res->usage.pids_peak.measured && cfg->pids_max &&
+                    res->usage.pids_peak.value >= cfg->pids_max)
+                        snprintf(res->limits_hit, sizeof(res->limits_hit),
+                                 "pids (the cap of %u was reached)", cfg->pids_max);
                 sbx_trace_lap(&trace, "usage_read");
         } else {
                 set_not_measured(&res->usage.cpu_us, usage_why);
                 set_not_measured(&res->usage.mem_peak_bytes, usage_why);
                 set_not_measured(&res->usage.pids_peak, usage_why);
         }
-        /* A 137 on Podman: did the kernel OOM-kill something of this container? */
-        if (!oom && podman && exit_code == 137 && so.stop == STOP_NONE && kmsg_fd >= 0) {
+        /* Podman never says: did the kernel OOM-kill something of this container? (Any exit
+         * status: a child may have been killed while the program went on.) */
+        if (!oom && podman && so.stop == STOP_NONE && kmsg_fd >= 0) {
                 kmsg_r = engine_kmsg_find_oom(kmsg_fd, id);
                 oom = kmsg_r == 1;
         }
@@ -1363,12 +1513,20 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 /* NOLINTNEXTLINE(bugprone-branch-clone) */
         } else if (so.stop == STOP_TIMEOUT) {
                 res->outcome = RUN_OUTCOME_TIMED_OUT;
-        } else if (oom) {
+        } else if (oom && exit_code == 137) {
+                /* the main program was the one killed (timeout exits 128 + SIGKILL) */
                 res->outcome = RUN_OUTCOME_SIGNALED;
                 res->term_signal = SIGKILL;
                 res->oom_killed = true;
-        } else if ((exit_code == 124 || exit_code == 137) && so.wall_ms + 200 >= timeout_ms) {
-                /* the inner timeout fired (124: TERM worked; 137: kill-after had to KILL) */
+        } else if (oom) {
+                /* another process of the run was OOM-killed; the program's own exit stands */
+                res->outcome = RUN_OUTCOME_EXITED;
+                res->exit_code = exit_code;
+                res->oom_killed = true;
+        } else if ((exit_code == 124 || exit_code == 137) &&
+                   so.wall_ms >= timeout_ms + ENGINE_INNER_BACKSTOP_S * 1000ull) {
+                /* the backstop wrapper fired: only possible when the server's own kill at the
+                 * deadline did not land (the code cannot run that long otherwise) */
                 res->outcome = RUN_OUTCOME_TIMED_OUT;
         } else if (exit_code == 137 && podman && limits_applied && kmsg_r < 0) {
                 /* Podman never reports OOM kills (docs/design/engine-api.md §7) and the kernel's
@@ -1379,20 +1537,6 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                          "killed by SIGKILL before its deadline; Podman does not report "
                          "out-of-memory kills, and the %u MiB memory cap is the likely cause",
                          cfg->mem_mb);
-        } else if (no_timeout_in_image(exit_code, res)) {
-                r = sbx_fail(err, ENOENT,
-                             "the sandbox image '%s' has no coreutils `timeout`, which every run "
-                             "needs: use an image that provides bash, timeout and the "
-                             "interpreter, or run `vestibule-mcp setup`",
-                             res->image);
-                goto out_remove;
-        } else if (exit_code == 127 && res->err.data &&
-                   strstr(res->err.data, "timeout: failed to run command") == res->err.data) {
-                r = sbx_fail(err, ENOENT,
-                             "the sandbox image '%s' has no '%s': use an image that provides "
-                             "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
-                             res->image, interp);
-                goto out_remove;
         } else {
                 res->outcome = RUN_OUTCOME_EXITED;
                 res->exit_code = exit_code;
@@ -1440,8 +1584,10 @@ out_code:
         engine_manifest_done(&hv.manifest);
         if (code_file)
                 unlink(code_file);
-        if (code_dir)
+        if (code_dir) {
                 rmdir(code_dir);
+                owner_file_remove(code_dir);
+        }
         sbx_trace_lap(&trace, "finish");
         sbx_trace_end(&trace);
         return r;
@@ -1502,6 +1648,10 @@ static void engine_destroy(struct backend *b)
         for (size_t i = 0; i < st->n_active; i++)
                 free(st->active[i]);
         free(st->active);
+        for (size_t i = 0; i < st->n_programs_ok; i++)
+                free(st->programs_ok[i]);
+        free(st->programs_ok);
+        free(st->seccomp_json);
         pthread_mutex_destroy(&st->lock);
         pthread_mutex_destroy(&st->create_lock);
         pthread_cond_destroy(&st->removed);
@@ -1516,6 +1666,145 @@ static const struct backend_ops engine_ops = {
     .shutdown = engine_shutdown,
     .destroy = engine_destroy,
 };
+
+/* ---------------------------------------------------------------------------------------- */
+/* The sweep at server start                                                                */
+
+struct start_sweep {
+        struct sbx_config cfg; /* runtime and engine_env only (deep copies) */
+};
+
+static void start_sweep_free(struct start_sweep *s)
+{
+        struct sbx_engine_env *e = &s->cfg.engine_env;
+        char **strs[] = {
+            &e->docker_host,      &e->docker_context, &e->docker_config, &e->docker_tls_verify,
+            &e->docker_cert_path, &e->container_host, &e->home,          &e->xdg_runtime_dir};
+        for (size_t i = 0; i < ELEMENTSOF(strs); i++)
+                free(*strs[i]);
+        free(s);
+}
+
+/* The code folders in /tmp of servers of this host that are gone (killed mid-run), found by
+ * their "<folder>.owner" files: the script and the folder, never following a link. Return
+ * how many folders were removed. */
+static unsigned sweep_code_dirs(void)
+{
+        _cleanup_(closedirp) DIR *d = opendir("/tmp");
+        struct dirent *de;
+        unsigned n = 0;
+
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                char label[200] = "", name[256];
+                if (strncmp(de->d_name, ENGINE_CODE_DIR_PREFIX, strlen(ENGINE_CODE_DIR_PREFIX)) !=
+                        0 ||
+                    len < 7 || strcmp(de->d_name + len - 6, ".owner") != 0 ||
+                    len - 6 >= sizeof(name))
+                        continue;
+                _cleanup_close_ int of =
+                    openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ssize_t got = of >= 0 ? read(of, label, sizeof(label) - 1) : -1;
+                if (got <= 0)
+                        continue;
+                label[got] = '\0';
+                if (engine_owner_alive(label))
+                        continue;
+                snprintf(name, sizeof(name), "%.*s", (int)(len - 6), de->d_name);
+                int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                DIR *sd = fd >= 0 ? fdopendir(fd) : NULL;
+                if (sd) {
+                        struct dirent *e2;
+                        while ((e2 = readdir(sd)))
+                                if (strcmp(e2->d_name, ".") != 0 && strcmp(e2->d_name, "..") != 0)
+                                        (void)unlinkat(dirfd(sd), e2->d_name, 0);
+                        closedir(sd);
+                } else if (fd >= 0) {
+                        close(fd);
+                }
+                if (unlinkat(dirfd(d), name, AT_REMOVEDIR) == 0)
+                        n++;
+                (void)unlinkat(dirfd(d), de->d_name, 0);
+        }
+        return n;
+}
+
+static void *start_sweep_thread(void *p)
+{
+        struct start_sweep *s = p;
+        struct engine_conn c = {0};
+        struct sbx_error err = {0};
+        char why[160];
+        int n;
+
+        unsigned dirs = sweep_code_dirs();
+        if (dirs > 0)
+                log_info("removed %u code folder(s) of servers that are gone (start-up sweep)",
+                         dirs);
+        if (engine_connect(&s->cfg, NULL, &c, &err) < 0) {
+                log_debug("start-up sweep: %s; nothing swept", err.msg);
+                goto out;
+        }
+        n = engine_sweep(&c, &err);
+        if (n > 0)
+                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that "
+                         "are gone (start-up sweep)",
+                         n);
+        else if (n < 0)
+                log_debug("start-up sweep: %s, ignoring", err.msg);
+        else
+                log_debug("start-up sweep: nothing left over on '%s'", c.ep.host);
+        if (c.ep.local && engine_hostcg_available(why, sizeof(why)) == 0) {
+                unsigned k = engine_hostcg_sweep();
+                if (k > 0)
+                        log_debug("start-up sweep: removed %u run cgroup(s) of gone servers", k);
+        }
+out:
+        start_sweep_free(s);
+        return NULL;
+}
+
+void engine_sweep_at_start(const struct sbx_config *cfg)
+{
+        const struct sbx_engine_env *e = &cfg->engine_env;
+        struct start_sweep *s;
+        struct sbx_error err = {0};
+        pthread_attr_t attr;
+        pthread_t t;
+
+        /* Only a server set to the container backend: under auto, a host where native wins
+         * never talks to the engine nor maps libcurl (docs/BENCHMARKS.md, footprint); there
+         * the sweep runs when the container backend is first probed, as before. */
+        if (cfg->invalid || cfg->backend != SBX_BACKEND_CONTAINER)
+                return;
+        if (lazy_curl_load(&err) < 0) {
+                log_debug("start-up sweep: %s", err.msg);
+                return;
+        }
+        s = xcalloc(1, sizeof(*s));
+        s->cfg.runtime = cfg->runtime;
+        s->cfg.backend = cfg->backend;
+#define DUP(f) s->cfg.engine_env.f = e->f ? xstrdup(e->f) : NULL
+        DUP(docker_host);
+        DUP(docker_context);
+        DUP(docker_config);
+        DUP(docker_tls_verify);
+        DUP(docker_cert_path);
+        DUP(container_host);
+        DUP(home);
+        DUP(xdg_runtime_dir);
+#undef DUP
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+        if (pthread_create(&t, &attr, start_sweep_thread, s) != 0) {
+                log_debug("start-up sweep: cannot start a thread, ignoring");
+                start_sweep_free(s);
+        }
+        pthread_attr_destroy(&attr);
+}
 
 int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                 struct backend **ret, struct sbx_error *err)
@@ -1542,6 +1831,7 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
                                 "cannot read this process's start time from /proc/self/stat: "
                                 "mount /proc");
         }
+        st->seccomp_json = engine_seccomp_profile_docker();
         b->ops = &engine_ops;
         b->cfg = cfg;
         b->state = st;

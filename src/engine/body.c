@@ -94,7 +94,8 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_object_add(hc, "CapDrop", capdrop);
         json_object_array_add(secopt, json_object_new_string("no-new-privileges"));
         if (s->seccomp_profile) {
-                /* Podman: our profile (seccomp_profile.c), a path on the engine's host */
+                /* our profile (seccomp_profile.c): Docker takes the JSON text itself, Podman
+                 * a path on the engine's host */
                 _cleanup_free_ char *sc = xasprintf("seccomp=%s", s->seccomp_profile);
                 json_object_array_add(secopt, json_object_new_string(sc));
         }
@@ -108,6 +109,9 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_object_add(tmpfs, "/run", json_object_new_string("ro,size=16k"));
         json_object_object_add(hc, "Tmpfs", tmpfs);
         json_object_object_add(hc, "IpcMode", json_object_new_string("none"));
+        /* its own cgroup namespace: /proc/self/cgroup and the cgroup mounts show "/", not the
+         * host path of the run's cgroup (which names the server: hostcg.c) */
+        json_object_object_add(hc, "CgroupnsMode", json_object_new_string("private"));
         json_object_object_add(hc, "PidsLimit", json_object_new_int64(s->pids_max));
         json_object_object_add(hc, "Memory", json_object_new_int64((int64_t)s->memory_bytes));
         json_object_object_add(hc, "MemorySwap", json_object_new_int64((int64_t)s->memory_bytes));
@@ -284,7 +288,7 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
                 bad = "SecurityOpt no-new-privileges";
         else if (s->seccomp_profile &&
                  !seccomp_as_asked(get(hc, "SecurityOpt"), s->seccomp_profile))
-                bad = "SecurityOpt seccomp=<our profile> (no namespaces, no mounts)";
+                bad = "SecurityOpt seccomp=<our profile> (no namespaces, mounts, io_uring, vsock)";
         else if (!json_object_get_boolean(get(hc, "ReadonlyRootfs")))
                 bad = "ReadonlyRootfs (read-only root filesystem)";
         else if (!tmpfs || !get(tmpfs, "/tmp") || !strstr(get_str(tmpfs, "/tmp"), "noexec"))
@@ -293,6 +297,8 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
          * /dev/shm inside, checked by the engine tests' probe), so only Docker's is read. */
         else if (!s->podman && strcmp(get_str(hc, "IpcMode"), "none") != 0)
                 bad = "IpcMode none";
+        else if (!s->podman && strcmp(get_str(hc, "CgroupnsMode"), "private") != 0)
+                bad = "CgroupnsMode private (its own cgroup namespace)";
         else if (strcmp(get_str(cfg, "User"), user) != 0)
                 bad = "User (the unprivileged uid:gid)";
         else if (!mount_as_asked(get(inspect, "Mounts"), "/sandbox", vol ? "volume" : "bind",

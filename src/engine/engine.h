@@ -209,8 +209,9 @@ struct engine_run_spec {
         bool userns_keep_id;         /* rootless Podman: map our uid to itself */
         bool init;                   /* an init as PID 1 (docker-init / catatonit) */
         const char *cgroup_parent;   /* HostConfig.CgroupParent (hostcg.c); NULL = the engine's */
-        const char *seccomp_profile; /* Podman: host path of our derived profile, passed as
-                                      * SecurityOpt seccomp=<path>; NULL = engine default */
+        const char *seccomp_profile; /* SecurityOpt seccomp=<this>: Docker: our profile's JSON
+                                      * text; Podman: host path of our derived profile; NULL =
+                                      * the engine's default */
 };
 
 /** engine_create_body() - the POST /containers/create body for @spec (docs/design/engine-api.md
@@ -254,6 +255,12 @@ void engine_hostcg_read(const char *rel, bool podman, struct run_usage *u);
  * engine's monitor or cleanup process may outlive the container's removal briefly). */
 int engine_hostcg_remove(const char *rel);
 
+/** engine_hostcg_private_top() - create /vestibule in every cgroup hierarchy mounted at its
+ * root, mode 0700 (made so when it exists): the runs' cgroups below it, which the runtime
+ * creates 0755 with 0644 files (memory use, process counts, the container id), are then
+ * unreachable for other local users. Failures are debug lines. */
+void engine_hostcg_private_top(void);
+
 /** engine_hostcg_sweep() - remove the empty parent cgroups of servers that are gone.
  * Return: how many directories were removed. */
 unsigned engine_hostcg_sweep(void);
@@ -288,13 +295,27 @@ int engine_kmsg_find_oom(int fd, const char *id);
  * engine_seccomp_profile_derive() - from @def, an engine's default seccomp profile (the
  * containers-common / Docker JSON format), a new profile that keeps @def's rules except that:
  * unshare, setns, mount, umount, umount2, pivot_root and the new mount API (open_tree,
- * move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr) fail with EPERM; clone3 fails
+ * move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr), and the native sandbox's other
+ * named dangerous calls (io_uring_*, bpf, keyctl, perf_event_open, userfaultfd, ...) fail with
+ * EPERM; socket(AF_VSOCK) fails with EPERM (other families as @def says); clone3 fails
  * with ENOSYS (so runtimes fall back to clone); clone is allowed only without CLONE_NEW* flags
  * (EPERM with any, arg 1 on s390/s390x). Those names are removed from every rule of @def so no
  * rule of @def can allow them again. @def is not changed.
  * Return: 0 with *@ret (json_object_put() it), or -EINVAL when @def is not a profile.
  */
 int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sbx_error *err);
+
+/**
+ * engine_seccomp_profile_docker() - the seccomp profile we hand Docker, as JSON text for
+ * HostConfig.SecurityOpt "seccomp=<json>" (the Engine API takes the profile itself there, as
+ * the docker CLI sends it; see docs/design/engine.md): default SCMP_ACT_ERRNO (EPERM) with the
+ * native sandbox's allowlist, clone without CLONE_NEW* flags, clone3 ENOSYS, socket for every
+ * family but AF_VSOCK, personality only as Docker allows it. Everything else is refused: io_uring,
+ * bpf, keyrings, namespaces, mounts... Docker's default profile is not on disk and allows
+ * io_uring and AF_VSOCK (20.10), so ours is generated, not derived.
+ * Return: a new string (free() it).
+ */
+char *engine_seccomp_profile_docker(void);
 
 /**
  * engine_seccomp_profile_dir() - where this server keeps derived profiles: /run/vestibule/seccomp
@@ -431,6 +452,17 @@ struct engine_copyback {
         unsigned files, dirs, symlinks, deleted;
         unsigned refused;        /* entries not written (see first_refusal) */
         char first_refusal[200]; /* "'name': why" of the first refused entry */
+        bool capped;             /* a cap stopped it: the workspace holds part of the changes,
+                                  * and nothing was deleted */
+        char cap_note[240];      /* which cap, where */
+};
+
+/* Bounds on one copy-back (a run can write without limit into its workspace volume). */
+struct engine_copyback_caps {
+        uint64_t max_entries;    /* archive members written */
+        uint64_t max_data_bytes; /* file bytes written (runs of zeros become holes, uncounted) */
+        uint64_t max_tar_bytes;  /* the transfer's cap, for the note (engine_archive_get_max) */
+        bool input_cut;          /* the transfer was stopped at max_tar_bytes */
 };
 
 /* Which part of the hand-in a tar holds, and where it is PUT. Docker extracts an archive PUT
@@ -477,6 +509,19 @@ int engine_workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                             uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *ret,
                             struct sbx_error *err);
 
+/**
+ * engine_workspace_unpack_capped() - engine_workspace_unpack() within @caps: past
+ * max_entries entries or max_data_bytes of file data it stops (the file that would pass the
+ * byte cap is not written), sets @ret->capped with the note, deletes nothing, and returns 0. A
+ * tar that ends early because the transfer was cut (@caps->input_cut) is the same. Files keep
+ * their holes: runs of zeros (4 KiB aligned) are not written. Docker's archive API has no
+ * sparse entries (a truncate()d file comes as zeros), so this is where holes come back.
+ */
+int engine_workspace_unpack_capped(int tar_fd, const char *workspace_dir,
+                                   const struct engine_manifest *m, uid_t uid, gid_t gid,
+                                   bool do_chown, const struct engine_copyback_caps *caps,
+                                   struct engine_copyback *ret, struct sbx_error *err);
+
 /** engine_volume_name() - "vestibule-<kind>-<16 random hex>" into @ret. Return 0 or -errno. */
 int engine_volume_name(const char *kind, char *ret, size_t size);
 
@@ -509,6 +554,11 @@ int engine_archive_stat(const struct engine_conn *c, const char *id, const char 
 /** engine_archive_get() - GET container @id's @path as a tar into @fd, rewound on success. */
 int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,
                        struct sbx_error *err);
+
+/** engine_archive_get_max() - engine_archive_get() that stops after @max_bytes (0 = no cap):
+ * then *@ret_cut is true and @fd holds the first @max_bytes (a cut tar). */
+int engine_archive_get_max(const struct engine_conn *c, const char *id, const char *path, int fd,
+                           uint64_t max_bytes, bool *ret_cut, struct sbx_error *err);
 
 /**
  * engine_daemon_shares_files() - whether bind mounts of this machine's paths reach the engine's

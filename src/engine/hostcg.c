@@ -279,6 +279,24 @@ static void sweep_in(const char *mnt, void *ud)
         }
 }
 
+static void private_top_in(const char *mnt, void *ud)
+{
+        char path[512];
+        (void)ud;
+        snprintf(path, sizeof(path), "%s/" HOSTCG_TOP, mnt);
+        if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+                log_debug("cannot create '%s': %m", path);
+                return;
+        }
+        if (chmod(path, 0700) < 0)
+                log_debug("cannot make '%s' private: %m", path);
+}
+
+void engine_hostcg_private_top(void)
+{
+        each_cgroup_mount(private_top_in, NULL);
+}
+
 unsigned engine_hostcg_sweep(void)
 {
         unsigned n = 0;

@@ -16,18 +16,74 @@
 #include "lazy/sha256.h"
 #include "common/xalloc.h"
 
-/* Denied with EPERM: namespaces and every way to mount. */
+/* Denied with EPERM: namespaces and every way to mount (what Docker's default denies a
+ * container without CAP_SYS_ADMIN), then the rest of the native sandbox's named dangerous calls
+ * (src/native/seccomp.c's reported list: io_uring, bpf, keyrings, perf, userfaultfd, kexec,
+ * modules, raw I/O ports, the clock, accounting, the kernel log...): a container grade refuses
+ * what the native grade refuses. Docker 20.10's default profile allows io_uring_*. */
 static const char *const deny_eperm[] = {
-    "unshare",    "setns",  "mount",    "umount",  "umount2", "pivot_root",    "open_tree",
-    "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",  "mount_setattr",
+    "unshare",
+    "setns",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "bpf",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "reboot",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "perf_event_open",
+    "userfaultfd",
+    "open_by_handle_at",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "chroot",
+    "swapon",
+    "swapoff",
+    "iopl",
+    "ioperm",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
+    "lookup_dcookie",
+    "uselib",
+    "pidfd_getfd",
+    "process_madvise",
+    "settimeofday",
+    "clock_settime",
+    "vhangup",
+    "nfsservctl",
+    "kcmp",
+    "sethostname",
+    "setdomainname",
 };
+
+/* The families socket(2) may not open: AF_VSOCK (40) reaches the VM host of a VM-based engine
+ * (Docker Desktop, a Firecracker or KVM guest) and no network namespace isolates it. */
+#define ENGINE_AF_VSOCK 40
 
 #define ERRNO_EPERM 1
 #define ERRNO_ENOSYS 38
 
 static bool is_managed(const char *name)
 {
-        if (strcmp(name, "clone") == 0 || strcmp(name, "clone3") == 0)
+        if (strcmp(name, "clone") == 0 || strcmp(name, "clone3") == 0 ||
+            strcmp(name, "socket") == 0)
                 return true;
         for (size_t i = 0; i < ELEMENTSOF(deny_eperm); i++)
                 if (strcmp(name, deny_eperm[i]) == 0)
@@ -56,8 +112,30 @@ static json_object *rule_errno(const char *const *names, size_t n, int errno_ret
         json_object_object_add(r, "action", json_object_new_string("SCMP_ACT_ERRNO"));
         json_object_object_add(r, "errnoRet", json_object_new_int(errno_ret));
         json_object_object_add(r, "comment",
-                               json_object_new_string("vestibule: as Docker "
-                                                      "without CAP_SYS_ADMIN"));
+                               json_object_new_string("vestibule: as Docker without "
+                                                      "CAP_SYS_ADMIN, and as the native sandbox"));
+        return r;
+}
+
+/* socket with arg 0 @op AF_VSOCK: @action (errno @errno_ret for SCMP_ACT_ERRNO). */
+static json_object *rule_socket(const char *op, const char *action, int errno_ret)
+{
+        static const char *const sock[] = {"socket"};
+        json_object *r = json_object_new_object(), *args = json_object_new_array();
+        json_object *a = json_object_new_object();
+
+        json_object_object_add(r, "names", str_array(sock, 1));
+        json_object_object_add(r, "action", json_object_new_string(action));
+        if (strcmp(action, "SCMP_ACT_ERRNO") == 0)
+                json_object_object_add(r, "errnoRet", json_object_new_int(errno_ret));
+        json_object_object_add(a, "index", json_object_new_int(0));
+        json_object_object_add(a, "value", json_object_new_uint64(ENGINE_AF_VSOCK));
+        json_object_object_add(a, "valueTwo", json_object_new_uint64(0));
+        json_object_object_add(a, "op", json_object_new_string(op));
+        json_object_array_add(args, a);
+        json_object_object_add(r, "args", args);
+        json_object_object_add(r, "comment",
+                               json_object_new_string("vestibule: no AF_VSOCK sockets"));
         return r;
 }
 
@@ -161,6 +239,12 @@ int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sb
                 static const char *const clone3[] = {"clone3"};
                 json_object_array_add(out_rules, rule_errno(clone3, 1, ERRNO_ENOSYS));
         }
+        /* socket: every family but AF_VSOCK */
+        if (!def_allows)
+                json_object_array_add(out_rules, rule_socket("SCMP_CMP_NE", "SCMP_ACT_ALLOW", 0));
+        if (!(def_is_errno && def_errno == ERRNO_EPERM))
+                json_object_array_add(out_rules,
+                                      rule_socket("SCMP_CMP_EQ", "SCMP_ACT_ERRNO", ERRNO_EPERM));
         for (int s390 = 0; s390 <= 1; s390++) {
                 if (!def_allows)
                         json_object_array_add(out_rules, rule_clone(s390, ENGINE_CLONE_NS_MASK, 0,
@@ -179,6 +263,352 @@ int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sb
         json_object_object_add(p, "syscalls", out_rules);
         *ret = TAKE_PTR(p);
         return 0;
+}
+
+/* What a container may call: the native sandbox's allowlist (src/native/seccomp.c, which
+ * follows what Docker's default profile allows a container without added capabilities),
+ * written out again here because the engine's profile is data handed to another process, not
+ * a filter this process builds. Names the engine's libseccomp does not know are skipped by the
+ * runtime (runc ignores unknown names). */
+static const char *const container_allowed[] = {
+    "accept",
+    "accept4",
+    "access",
+    "adjtimex",
+    "alarm",
+    "arch_prctl",
+    "bind",
+    "brk",
+    "cachestat",
+    "capget",
+    "capset",
+    "chdir",
+    "chmod",
+    "chown",
+    "clock_adjtime",
+    "clock_getres",
+    "clock_gettime",
+    "clock_nanosleep",
+    "close",
+    "close_range",
+    "connect",
+    "copy_file_range",
+    "creat",
+    "dup",
+    "dup2",
+    "dup3",
+    "epoll_create",
+    "epoll_create1",
+    "epoll_ctl",
+    "epoll_ctl_old",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "epoll_wait",
+    "epoll_wait_old",
+    "eventfd",
+    "eventfd2",
+    "execve",
+    "execveat",
+    "exit",
+    "exit_group",
+    "faccessat",
+    "faccessat2",
+    "fadvise64",
+    "fallocate",
+    "fanotify_mark",
+    "fchdir",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "fchown",
+    "fchownat",
+    "fcntl",
+    "fdatasync",
+    "fgetxattr",
+    "flistxattr",
+    "flock",
+    "fork",
+    "fremovexattr",
+    "fsetxattr",
+    "fstat",
+    "fstatfs",
+    "fsync",
+    "ftruncate",
+    "futex",
+    "futex_requeue",
+    "futex_wait",
+    "futex_waitv",
+    "futex_wake",
+    "futimesat",
+    "getcpu",
+    "getcwd",
+    "getdents",
+    "getdents64",
+    "getegid",
+    "geteuid",
+    "getgid",
+    "getgroups",
+    "getitimer",
+    "getpeername",
+    "getpgid",
+    "getpgrp",
+    "getpid",
+    "getppid",
+    "getpriority",
+    "getrandom",
+    "getresgid",
+    "getresuid",
+    "getrlimit",
+    "get_robust_list",
+    "getrusage",
+    "getsid",
+    "getsockname",
+    "getsockopt",
+    "get_thread_area",
+    "gettid",
+    "gettimeofday",
+    "getuid",
+    "getxattr",
+    "inotify_add_watch",
+    "inotify_init",
+    "inotify_init1",
+    "inotify_rm_watch",
+    "io_cancel",
+    "ioctl",
+    "io_destroy",
+    "io_getevents",
+    "io_pgetevents",
+    "ioprio_get",
+    "ioprio_set",
+    "io_setup",
+    "io_submit",
+    "kill",
+    "landlock_add_rule",
+    "landlock_create_ruleset",
+    "landlock_restrict_self",
+    "lchown",
+    "lgetxattr",
+    "link",
+    "linkat",
+    "listen",
+    "listxattr",
+    "llistxattr",
+    "lremovexattr",
+    "lseek",
+    "lsetxattr",
+    "lstat",
+    "madvise",
+    "map_shadow_stack",
+    "membarrier",
+    "memfd_create",
+    "memfd_secret",
+    "mincore",
+    "mkdir",
+    "mkdirat",
+    "mknod",
+    "mknodat",
+    "mlock",
+    "mlock2",
+    "mlockall",
+    "mmap",
+    "modify_ldt",
+    "mprotect",
+    "mq_getsetattr",
+    "mq_notify",
+    "mq_open",
+    "mq_timedreceive",
+    "mq_timedsend",
+    "mq_unlink",
+    "mremap",
+    "msgctl",
+    "msgget",
+    "msgrcv",
+    "msgsnd",
+    "msync",
+    "munlock",
+    "munlockall",
+    "munmap",
+    "name_to_handle_at",
+    "nanosleep",
+    "newfstatat",
+    "open",
+    "openat",
+    "openat2",
+    "pause",
+    "pidfd_open",
+    "pidfd_send_signal",
+    "pipe",
+    "pipe2",
+    "pkey_alloc",
+    "pkey_free",
+    "pkey_mprotect",
+    "poll",
+    "ppoll",
+    "prctl",
+    "pread64",
+    "preadv",
+    "preadv2",
+    "prlimit64",
+    "process_mrelease",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pselect6",
+    "ptrace",
+    "pwrite64",
+    "pwritev",
+    "pwritev2",
+    "read",
+    "readahead",
+    "readlink",
+    "readlinkat",
+    "readv",
+    "recvfrom",
+    "recvmmsg",
+    "recvmsg",
+    "remap_file_pages",
+    "removexattr",
+    "rename",
+    "renameat",
+    "renameat2",
+    "restart_syscall",
+    "rmdir",
+    "rseq",
+    "rt_sigaction",
+    "rt_sigpending",
+    "rt_sigprocmask",
+    "rt_sigqueueinfo",
+    "rt_sigreturn",
+    "rt_sigsuspend",
+    "rt_sigtimedwait",
+    "rt_tgsigqueueinfo",
+    "sched_getaffinity",
+    "sched_getattr",
+    "sched_getparam",
+    "sched_get_priority_max",
+    "sched_get_priority_min",
+    "sched_getscheduler",
+    "sched_rr_get_interval",
+    "sched_setaffinity",
+    "sched_setattr",
+    "sched_setparam",
+    "sched_setscheduler",
+    "sched_yield",
+    "seccomp",
+    "select",
+    "semctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "sendfile",
+    "sendmmsg",
+    "sendmsg",
+    "sendto",
+    "setfsgid",
+    "setfsuid",
+    "setgid",
+    "setgroups",
+    "setitimer",
+    "setpgid",
+    "setpriority",
+    "setregid",
+    "setresgid",
+    "setresuid",
+    "setreuid",
+    "setrlimit",
+    "set_robust_list",
+    "setsid",
+    "setsockopt",
+    "set_thread_area",
+    "set_tid_address",
+    "setuid",
+    "setxattr",
+    "shmat",
+    "shmctl",
+    "shmdt",
+    "shmget",
+    "shutdown",
+    "sigaltstack",
+    "signalfd",
+    "signalfd4",
+    "socketpair",
+    "splice",
+    "stat",
+    "statfs",
+    "statx",
+    "symlink",
+    "symlinkat",
+    "sync",
+    "sync_file_range",
+    "syncfs",
+    "sysinfo",
+    "tee",
+    "tgkill",
+    "time",
+    "timer_create",
+    "timer_delete",
+    "timer_getoverrun",
+    "timer_gettime",
+    "timer_settime",
+    "timerfd_create",
+    "timerfd_gettime",
+    "timerfd_settime",
+    "times",
+    "tkill",
+    "truncate",
+    "umask",
+    "uname",
+    "unlink",
+    "unlinkat",
+    "utime",
+    "utimensat",
+    "utimes",
+    "vfork",
+    "vmsplice",
+    "wait4",
+    "waitid",
+    "write",
+    "writev",
+};
+
+char *engine_seccomp_profile_docker(void)
+{
+        _cleanup_(json_putp) json_object *p = json_object_new_object();
+        json_object *rules = json_object_new_array(), *allow = json_object_new_object();
+        static const uint64_t personas[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
+        static const char *const clone3[] = {"clone3"};
+
+        /* Everything not named fails with EPERM; no "architectures": only the native ABI is in
+         * the filter, so int 0x80 and x32 calls miss every rule (the runtime refuses them). */
+        json_object_object_add(p, "defaultAction", json_object_new_string("SCMP_ACT_ERRNO"));
+        json_object_object_add(p, "defaultErrnoRet", json_object_new_int(ERRNO_EPERM));
+        json_object_object_add(allow, "names",
+                               str_array(container_allowed, ELEMENTSOF(container_allowed)));
+        json_object_object_add(allow, "action", json_object_new_string("SCMP_ACT_ALLOW"));
+        json_object_array_add(rules, allow);
+        /* clone3 hides its flags from a BPF filter: ENOSYS, so glibc and runtimes use clone */
+        json_object_array_add(rules, rule_errno(clone3, 1, ERRNO_ENOSYS));
+        /* clone: threads and processes, no CLONE_NEW* (the default EPERM refuses those) */
+        for (int s390 = 0; s390 <= 1; s390++)
+                json_object_array_add(
+                    rules, rule_clone(s390, ENGINE_CLONE_NS_MASK, 0, "SCMP_ACT_ALLOW", 0));
+        json_object_array_add(rules, rule_socket("SCMP_CMP_NE", "SCMP_ACT_ALLOW", 0));
+        /* personality: only the values Docker allows (PER_LINUX, its 32-bit flavours, query) */
+        for (size_t i = 0; i < ELEMENTSOF(personas); i++) {
+                static const char *const pers[] = {"personality"};
+                json_object *r = json_object_new_object(), *args = json_object_new_array();
+                json_object *a = json_object_new_object();
+                json_object_object_add(r, "names", str_array(pers, 1));
+                json_object_object_add(r, "action", json_object_new_string("SCMP_ACT_ALLOW"));
+                json_object_object_add(a, "index", json_object_new_int(0));
+                json_object_object_add(a, "value", json_object_new_uint64(personas[i]));
+                json_object_object_add(a, "valueTwo", json_object_new_uint64(0));
+                json_object_object_add(a, "op", json_object_new_string("SCMP_CMP_EQ"));
+                json_object_array_add(args, a);
+                json_object_object_add(r, "args", args);
+                json_object_array_add(rules, r);
+        }
+        json_object_object_add(p, "syscalls", rules);
+        return xstrdup(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN));
 }
 
 int engine_seccomp_profile_dir(engine_getenv_fn getenv_fn, char *ret, size_t size,

@@ -9,6 +9,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,113 +125,178 @@ struct walk {
         gid_t gid;
         struct engine_manifest *m;
         unsigned skipped; /* sockets, fifos, devices: nothing a bind mount would show usefully */
+        char *buf;        /* VOLUME_COPY_BUF bytes: file data on its way into the tar */
+        char *target;     /* PATH_MAX bytes: a symlink's target */
 };
 
-/* Add the content of directory @dfd (tar name @prefix, workspace-relative @rel) to the tar,
- * never following a symlink. */
-static int walk_dir(struct walk *w, int dfd, const char *prefix, const char *rel, unsigned depth,
-                    struct sbx_error *err)
-{
-        _cleanup_(closedirp) DIR *d = NULL;
-        struct dirent *de;
-        int dup_fd, r;
+/* One open folder of the walk: an explicit stack of these, on the heap, replaces recursion
+ * (the walk runs on a server worker thread with a 256 KiB stack, and a workspace can be as
+ * deep as VOLUME_MAX_DEPTH). Each frame holds one fd. */
+struct walk_frame {
+        DIR *d;
+        char *prefix; /* tar name of this folder */
+        char *rel;    /* workspace-relative path of this folder ("" = the root) */
+};
 
-        if (depth > VOLUME_MAX_DEPTH)
-                return sbx_fail(err, ELOOP,
-                                "the workspace is nested deeper than %d directories at '%s': "
-                                "flatten it",
-                                VOLUME_MAX_DEPTH, rel);
-        dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        if (dup_fd < 0)
-                return sbx_fail(err, errno, "cannot read the workspace folder '%s': %m", rel);
-        d = fdopendir(dup_fd);
-        if (!d) {
-                int e = errno;
-                close(dup_fd);
-                return sbx_fail(err, e, "cannot read the workspace folder '%s': %s", rel,
-                                strerror(e));
+#define VOLUME_COPY_BUF 65536
+
+static void walk_frame_done(struct walk_frame *f)
+{
+        if (f->d)
+                closedir(f->d);
+        free(f->prefix);
+        free(f->rel);
+        memset(f, 0, sizeof(*f));
+}
+
+/* Add one regular file (entry @base of folder @dfd) to the tar. */
+static int walk_file(struct walk *w, int dfd, const char *base, const char *name, const char *crel,
+                     mode_t perm, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat fst;
+        off_t left;
+        int r;
+
+        if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
+                return sbx_fail(err, errno ? errno : EIO, "cannot read workspace file '%s': %m",
+                                crel);
+        r = tar_header(w->a, name, S_IFREG | perm, fst.st_size, w->uid, w->gid, NULL,
+                       fst.st_mtim.tv_sec, err);
+        if (r < 0)
+                return r;
+        /* exactly the size in the header: a file growing meanwhile is cut, one shrinking is
+         * padded with zeros (tar needs the promised bytes) */
+        for (left = fst.st_size; left > 0;) {
+                size_t want = left < VOLUME_COPY_BUF ? (size_t)left : VOLUME_COPY_BUF;
+                ssize_t n = read(fd, w->buf, want);
+                if (n < 0)
+                        return sbx_fail(err, errno, "cannot read workspace file '%s': %m", crel);
+                if (n == 0) {
+                        n = (ssize_t)want;
+                        memset(w->buf, 0, want);
+                }
+                r = tar_data(w->a, name, w->buf, (size_t)n, err);
+                if (r < 0)
+                        return r;
+                left -= n;
         }
-        while ((errno = 0, de = readdir(d))) {
+        manifest_add(w->m, crel, &fst);
+        return 0;
+}
+
+/* Add the content of folder @root_fd (tar name @root_prefix) to the tar, depth first, never
+ * following a symlink. Folders deeper than VOLUME_MAX_DEPTH are an error (-ELOOP). */
+static int walk_tree(struct walk *w, int root_fd, const char *root_prefix, struct sbx_error *err)
+{
+        _cleanup_free_ struct walk_frame *stack = NULL;
+        size_t n = 0, cap = 0;
+        int r = 0;
+
+        w->buf = xmalloc(VOLUME_COPY_BUF);
+        w->target = xmalloc(PATH_MAX);
+        int dup_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+        DIR *rootd = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+        if (!rootd) {
+                r = sbx_fail(err, errno, "cannot read the workspace folder: %m");
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                goto out;
+        }
+        cap = 16;
+        stack = xcalloc(cap, sizeof(*stack));
+        stack[n++] = (struct walk_frame){rootd, xstrdup(root_prefix), xstrdup("")};
+
+        while (n > 0) {
+                struct walk_frame *f = &stack[n - 1];
+                struct dirent *de;
                 struct stat st;
+
+                errno = 0;
+                de = readdir(f->d);
+                if (!de) {
+                        if (errno) {
+                                r = sbx_fail(err, errno,
+                                             "cannot read the workspace folder '%s': %m", f->rel);
+                                goto out;
+                        }
+                        walk_frame_done(&stack[--n]);
+                        continue;
+                }
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                _cleanup_free_ char *name = xasprintf("%s/%s", prefix, de->d_name);
+                int dfd = dirfd(f->d);
+                _cleanup_free_ char *name = xasprintf("%s/%s", f->prefix, de->d_name);
                 _cleanup_free_ char *crel =
-                    *rel ? xasprintf("%s/%s", rel, de->d_name) : xstrdup(de->d_name);
+                    *f->rel ? xasprintf("%s/%s", f->rel, de->d_name) : xstrdup(de->d_name);
                 if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         if (errno == ENOENT)
                                 continue; /* removed meanwhile */
-                        return sbx_fail(err, errno, "cannot stat workspace entry '%s': %m", crel);
+                        r = sbx_fail(err, errno, "cannot stat workspace entry '%s': %m", crel);
+                        goto out;
                 }
                 mode_t perm = st.st_mode & 0777; /* never set-id bits into the sandbox */
                 if (S_ISDIR(st.st_mode)) {
-                        _cleanup_close_ int sub = openat(
-                            dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub < 0)
-                                return sbx_fail(err, errno, "cannot open workspace folder '%s': %m",
-                                                crel);
+                        if (n > VOLUME_MAX_DEPTH) {
+                                r = sbx_fail(err, ELOOP,
+                                             "the workspace is nested deeper than %d folders at "
+                                             "'%.200s': the remote engine gets a copy of it, "
+                                             "which stops there; flatten it",
+                                             VOLUME_MAX_DEPTH, crel);
+                                goto out;
+                        }
+                        int sub = openat(dfd, de->d_name,
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
+                        if (!sd) {
+                                r = sbx_fail(err, errno, "cannot open workspace folder '%s': %m",
+                                             crel);
+                                if (sub >= 0)
+                                        close(sub);
+                                goto out;
+                        }
                         r = tar_header(w->a, name, S_IFDIR | perm, 0, w->uid, w->gid, NULL,
                                        st.st_mtim.tv_sec, err);
-                        if (r < 0)
-                                return r;
-                        manifest_add(w->m, crel, &st);
-                        r = walk_dir(w, sub, name, crel, depth + 1, err);
-                        if (r < 0)
-                                return r;
-                } else if (S_ISREG(st.st_mode)) {
-                        _cleanup_close_ int fd =
-                            openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                        struct stat fst;
-                        char buf[65536];
-                        off_t left;
-                        if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
-                                return sbx_fail(err, errno ? errno : EIO,
-                                                "cannot read workspace file '%s': %m", crel);
-                        r = tar_header(w->a, name, S_IFREG | perm, fst.st_size, w->uid, w->gid,
-                                       NULL, fst.st_mtim.tv_sec, err);
-                        if (r < 0)
-                                return r;
-                        /* exactly the size in the header: a file growing meanwhile is cut,
-                         * one shrinking is padded with zeros (tar needs the promised bytes) */
-                        for (left = fst.st_size; left > 0;) {
-                                ssize_t n =
-                                    read(fd, buf,
-                                         left < (off_t)sizeof(buf) ? (size_t)left : sizeof(buf));
-                                if (n < 0)
-                                        return sbx_fail(err, errno,
-                                                        "cannot read workspace file '%s': %m",
-                                                        crel);
-                                if (n == 0) {
-                                        n = left < (off_t)sizeof(buf) ? left : (off_t)sizeof(buf);
-                                        memset(buf, 0, (size_t)n);
-                                }
-                                r = tar_data(w->a, name, buf, (size_t)n, err);
-                                if (r < 0)
-                                        return r;
-                                left -= n;
+                        if (r < 0) {
+                                closedir(sd);
+                                goto out;
                         }
-                        manifest_add(w->m, crel, &fst);
+                        manifest_add(w->m, crel, &st);
+                        if (n == cap) {
+                                cap *= 2;
+                                stack = xrealloc(stack, cap * sizeof(*stack));
+                        }
+                        stack[n++] = (struct walk_frame){sd, TAKE_PTR(name), TAKE_PTR(crel)};
+                } else if (S_ISREG(st.st_mode)) {
+                        r = walk_file(w, dfd, de->d_name, name, crel, perm, err);
+                        if (r < 0)
+                                goto out;
                 } else if (S_ISLNK(st.st_mode)) {
-                        char target[4096];
-                        ssize_t n = readlinkat(dfd, de->d_name, target, sizeof(target) - 1);
-                        if (n < 0)
-                                return sbx_fail(err, errno,
-                                                "cannot read workspace symlink '%s': %m", crel);
-                        target[n] = '\0';
+                        ssize_t tn = readlinkat(dfd, de->d_name, w->target, PATH_MAX - 1);
+                        if (tn < 0) {
+                                r = sbx_fail(err, errno, "cannot read workspace symlink '%s': %m",
+                                             crel);
+                                goto out;
+                        }
+                        w->target[tn] = '\0';
                         /* a symlink goes in as a symlink: inside the container it resolves
                          * in the container's tree, as it would through a bind mount */
-                        r = tar_header(w->a, name, S_IFLNK | 0777, 0, w->uid, w->gid, target,
+                        r = tar_header(w->a, name, S_IFLNK | 0777, 0, w->uid, w->gid, w->target,
                                        st.st_mtim.tv_sec, err);
                         if (r < 0)
-                                return r;
+                                goto out;
                         manifest_add(w->m, crel, &st);
                 } else {
                         w->skipped++;
                 }
         }
-        if (errno)
-                return sbx_fail(err, errno, "cannot read the workspace folder '%s': %m", rel);
-        return 0;
+out:
+        while (n > 0)
+                walk_frame_done(&stack[--n]);
+        free(w->buf);
+        free(w->target);
+        w->buf = w->target = NULL;
+        return r;
 }
 
 static ssize_t fd_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
@@ -298,7 +365,7 @@ static int handin_tar(int fd, enum engine_handin_part part, const char *script_n
                 if (r < 0)
                         return r;
                 struct walk w = {.a = a, .uid = uid, .gid = gid, .m = &m};
-                r = walk_dir(&w, wfd, ws_root, "", 0, err);
+                r = walk_tree(&w, wfd, ws_root, err);
                 if (r < 0) {
                         engine_manifest_done(&m);
                         return r;
@@ -441,16 +508,28 @@ static void refusal(struct engine_copyback *cb, const char *name, const char *wh
                          why);
 }
 
-/* Write a regular file entry: a new temp name in the parent, then rename over @base, so an
- * existing symlink at @base is replaced, never followed. */
+/* Whether @n bytes at @p are all zero. */
+static bool all_zero(const char *p, size_t n)
+{
+        return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+#define HOLE_CHUNK 4096 /* zero runs this long (aligned) become holes */
+
+/* Write a regular file entry of @size bytes: a new temp name in the parent, then rename over
+ * @base, so an existing symlink at @base is replaced, never followed. Runs of zeros are not
+ * written but left as holes (Docker's archive has no sparse entries: a truncate()d file comes
+ * as zeros), and the size is set at the end. *@data_left is the copy-back's remaining byte
+ * budget for what is written: -EFBIG (nothing of this file kept) when it would go below 0. */
 static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, time_t mtime,
-                    uid_t uid, gid_t gid, bool do_chown)
+                    int64_t size, uint64_t *data_left, uid_t uid, gid_t gid, bool do_chown)
 {
         char tmp[64];
         _cleanup_close_ int fd = -1;
         const void *buf;
         size_t len;
         la_int64_t off;
+        int64_t end = 0;
         int r = 0;
 
         for (unsigned i = 0; i < 100 && fd < 0; i++) {
@@ -472,20 +551,41 @@ static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, t
                         r = -EIO;
                         goto fail;
                 }
-                if (lseek(fd, off, SEEK_SET) < 0) {
-                        r = -errno;
-                        goto fail;
-                }
+                /* chunk by chunk, aligned to the file: zeros are skipped, the rest written */
                 for (size_t done = 0; done < len;) {
-                        ssize_t w = write(fd, (const char *)buf + done, len - done);
-                        if (w < 0) {
-                                r = -errno;
-                                goto fail;
+                        uint64_t pos = (uint64_t)off + done;
+                        size_t n = HOLE_CHUNK - (size_t)(pos % HOLE_CHUNK);
+                        if (n > len - done)
+                                n = len - done;
+                        const char *p = (const char *)buf + done;
+                        if (!all_zero(p, n)) {
+                                if (n > *data_left) {
+                                        r = -EFBIG;
+                                        goto fail;
+                                }
+                                *data_left -= n;
+                                for (size_t w_done = 0; w_done < n;) {
+                                        ssize_t w = pwrite(fd, p + w_done, n - w_done,
+                                                           (off_t)(pos + w_done));
+                                        if (w < 0) {
+                                                r = -errno;
+                                                goto fail;
+                                        }
+                                        w_done += (size_t)w;
+                                }
                         }
-                        done += (size_t)w;
+                        done += n;
                 }
+                if ((int64_t)off + (int64_t)len > end)
+                        end = (int64_t)off + (int64_t)len;
         }
-        /* sparse tails: the size is where the last block ended or the header said */
+        /* the size: where the data ended or the header said (holes at the end included) */
+        if (size > end)
+                end = size;
+        if (ftruncate(fd, (off_t)end) < 0) {
+                r = -errno;
+                goto fail;
+        }
         if (do_chown && fchown(fd, uid, gid) < 0) {
                 r = -errno;
                 goto fail;
@@ -607,7 +707,8 @@ static int put_hardlink(int rootfd, int pfd, const char *base, const char *targe
 }
 
 static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, const char *rel,
-                      uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *cb)
+                      uint64_t *data_left, uid_t uid, gid_t gid, bool do_chown,
+                      struct engine_copyback *cb)
 {
         _cleanup_free_ char *copy = xstrdup(rel);
         const char *base = NULL;
@@ -643,7 +744,10 @@ static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, co
                         cb->dirs++;
                 break;
         case S_IFREG:
-                r = put_file(a, pfd, base, mode, archive_entry_mtime(e), uid, gid, do_chown);
+                r = put_file(a, pfd, base, mode, archive_entry_mtime(e), archive_entry_size(e),
+                             data_left, uid, gid, do_chown);
+                if (r == -EFBIG)
+                        return r; /* the byte cap: the caller stops and says so */
                 if (r == 0)
                         cb->files++;
                 break;
@@ -678,8 +782,20 @@ static bool manifest_unchanged(int rootfd, const struct engine_manifest_entry *m
                (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == me->mtime_ns;
 }
 
+static void cap_note(struct engine_copyback *cb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void cap_note(struct engine_copyback *cb, const char *fmt, ...)
+{
+        va_list ap;
+        cb->capped = true;
+        va_start(ap, fmt);
+        vsnprintf(cb->cap_note, sizeof(cb->cap_note), fmt, ap);
+        va_end(ap);
+}
+
 static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct engine_manifest *m,
-                            uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *ret,
+                            uid_t uid, gid_t gid, bool do_chown,
+                            const struct engine_copyback_caps *caps, struct engine_copyback *ret,
                             struct sbx_error *err)
 {
         _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
@@ -687,6 +803,7 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
         struct archive_entry *e;
         struct names seen = {0};
         struct engine_copyback cb = {0};
+        uint64_t data_left = caps->max_data_bytes, entries = 0;
         int r = 0, ar;
 
         if (!a)
@@ -713,9 +830,23 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                         refusal(&cb, rel, "a name reserved for the copy-back's temporary files");
                         continue;
                 }
+                if (++entries > caps->max_entries) {
+                        cap_note(&cb,
+                                 "the copy-back stopped after %llu entries (its cap) at '%.120s'",
+                                 (unsigned long long)caps->max_entries, rel);
+                        goto out;
+                }
                 seen.v = xrealloc(seen.v, (seen.n + 1) * sizeof(char *));
                 seen.v[seen.n++] = xstrdup(rel);
-                r = unpack_one(a, e, rootfd, rel, uid, gid, do_chown, &cb);
+                r = unpack_one(a, e, rootfd, rel, &data_left, uid, gid, do_chown, &cb);
+                if (r == -EFBIG) {
+                        cap_note(&cb,
+                                 "the copy-back stopped at %llu MiB of file data (its cap) at "
+                                 "'%.120s'",
+                                 (unsigned long long)(caps->max_data_bytes >> 20), rel);
+                        r = 0;
+                        goto out;
+                }
                 if (r < 0) {
                         r = sbx_fail(err, -r,
                                      "cannot copy '%s' back into the workspace '%s': %s: free "
@@ -723,6 +854,14 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                                      rel, workspace_dir, strerror(-r));
                         goto out;
                 }
+        }
+        if (ar != ARCHIVE_EOF && caps->input_cut) {
+                /* the transfer itself was stopped at its cap: what came whole is written */
+                cap_note(&cb,
+                         "the copy-back stopped at %llu MiB of archive from the engine (its "
+                         "cap)",
+                         (unsigned long long)(caps->max_tar_bytes >> 20));
+                goto out;
         }
         if (ar != ARCHIVE_EOF) {
                 r = sbx_fail(err, EPROTO,
@@ -867,6 +1006,9 @@ json_object *engine_helper_body(const char *image, const char *code_volume,
 
 struct fd_io {
         int fd;
+        uint64_t max_bytes; /* GET: stop past this many body bytes (0 = no cap) */
+        uint64_t got;
+        bool cut;
         char errbody[512]; /* the start of a non-2xx answer */
         size_t errlen;
         long status;
@@ -972,8 +1114,18 @@ int engine_archive_put(const struct engine_conn *c, const char *id, const char *
 static size_t get_write_cb(char *data, size_t size, size_t nmemb, void *ud)
 {
         struct fd_io *io = ud;
+        size_t n = size * nmemb;
         if (io->status != 200)
                 return collect_cb(data, size, nmemb, ud);
+        if (io->max_bytes && io->got + n > io->max_bytes) {
+                size_t room = (size_t)(io->max_bytes - io->got);
+                if (room)
+                        (void)write_fd_cb(data, 1, room, ud);
+                io->got += room;
+                io->cut = true;
+                return 0; /* ends the transfer (CURLE_WRITE_ERROR) */
+        }
+        io->got += n;
         return write_fd_cb(data, size, nmemb, ud);
 }
 
@@ -1007,8 +1159,10 @@ int engine_archive_stat(const struct engine_conn *c, const char *id, const char 
         if (rc == CURLE_COULDNT_CONNECT)
                 return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
         if (rc != CURLE_OK)
-                return sbx_fail(err, EIO, "cannot check '%s' in the sandbox container: %s", path,
-                                curl_easy_strerror(rc));
+                return sbx_fail(err, EIO,
+                                "the container engine at '%s' gave no answer while '%s' was "
+                                "checked in the sandbox container (%s): check that it still runs",
+                                c->ep.host, path, curl_easy_strerror(rc));
         if (status == 200)
                 return 0;
         if (status == 404)
@@ -1020,9 +1174,16 @@ int engine_archive_stat(const struct engine_conn *c, const char *id, const char 
 int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,
                        struct sbx_error *err)
 {
+        bool cut = false;
+        return engine_archive_get_max(c, id, path, fd, 0, &cut, err);
+}
+
+int engine_archive_get_max(const struct engine_conn *c, const char *id, const char *path, int fd,
+                           uint64_t max_bytes, bool *ret_cut, struct sbx_error *err)
+{
         char *esc = curl_easy_escape(NULL, path, 0);
         _cleanup_free_ char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
-        struct fd_io io = {.fd = fd};
+        struct fd_io io = {.fd = fd, .max_bytes = max_bytes};
         long os_errno = 0;
         CURLcode rc;
 
@@ -1036,11 +1197,17 @@ int engine_archive_get(const struct engine_conn *c, const char *id, const char *
         rc = curl_easy_perform(h);
         curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
         curl_easy_cleanup(h);
+        *ret_cut = io.cut;
         if (io.write_failed)
                 return sbx_fail(err, io.write_errno,
                                 "cannot store the run's workspace on this machine: %s: free "
                                 "space in /tmp",
                                 strerror(io.write_errno));
+        if (io.cut && io.status == 200) {
+                if (lseek(fd, 0, SEEK_SET) < 0)
+                        return sbx_fail(err, errno, "cannot read the run's workspace archive: %m");
+                return 0; /* the first max_bytes, a cut tar: the caller says so */
+        }
         if (rc == CURLE_COULDNT_CONNECT)
                 return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
         if (rc != CURLE_OK)
@@ -1126,9 +1293,20 @@ int engine_workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                             uid_t uid, gid_t gid, bool do_chown, struct engine_copyback *ret,
                             struct sbx_error *err)
 {
+        const struct engine_copyback_caps none = {.max_entries = UINT64_MAX,
+                                                  .max_data_bytes = UINT64_MAX};
+        return engine_workspace_unpack_capped(tar_fd, workspace_dir, m, uid, gid, do_chown, &none,
+                                              ret, err);
+}
+
+int engine_workspace_unpack_capped(int tar_fd, const char *workspace_dir,
+                                   const struct engine_manifest *m, uid_t uid, gid_t gid,
+                                   bool do_chown, const struct engine_copyback_caps *caps,
+                                   struct engine_copyback *ret, struct sbx_error *err)
+{
         int r = lazy_archive_load(err);
 
         if (r < 0)
                 return r;
-        return workspace_unpack(tar_fd, workspace_dir, m, uid, gid, do_chown, ret, err);
+        return workspace_unpack(tar_fd, workspace_dir, m, uid, gid, do_chown, caps, ret, err);
 }

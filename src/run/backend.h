@@ -69,6 +69,15 @@ int naive_backend_new(const struct sbx_config *cfg, struct backend **ret, struct
 int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
 int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
 
+/** engine_sweep_at_start() - at server start, in a background thread: remove the sandbox
+ * containers and volumes left on the container engine by servers that are gone (killed with
+ * a run in flight; vestibule.owner label names a dead process of this host), log how many
+ * (info). Only for VESTIBULE_BACKEND=container (under auto the container backend's first
+ * probe sweeps, so a host where native wins never maps libcurl); an unreachable engine is a
+ * debug line. Never blocks, never removes a live server's containers
+ * (src/engine/backend.c). */
+void engine_sweep_at_start(const struct sbx_config *cfg);
+
 /** backend_free() - shutdown() and destroy(), then free. Accepts NULL; returns NULL. */
 struct backend *backend_free(struct backend *b);
 

@@ -64,6 +64,8 @@ int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
                 log_error("%s", s->audit_err.msg);
         }
         s->ladder = ladder_new(cfg, native, container);
+        /* leftovers of a server killed mid-run: gone before the first tool call, not at it */
+        engine_sweep_at_start(cfg);
         pthread_mutex_init(&s->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

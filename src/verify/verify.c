@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -55,6 +56,9 @@ static const struct {
     {"mount", "mount a filesystem", VERIFY_CLAIM_SECCOMP},
     {"unshare", "unshare a new user namespace", VERIFY_CLAIM_SECCOMP},
     {"bpf", "load a bpf program", VERIFY_CLAIM_SECCOMP},
+    /* issue 12 #3 (container backend review): both reach past a network namespace */
+    {"vsock", "open an AF_VSOCK socket (reaches a VM's host)", VERIFY_CLAIM_SECCOMP},
+    {"io_uring", "set up an io_uring", VERIFY_CLAIM_SECCOMP},
     {"hostproc", "see host processes", VERIFY_CLAIM_ISOLATION},
     {"symlink", "escape via a workspace symlink read by read_workspace", VERIFY_CLAIM_ISOLATION},
     {"daemon", "leave a setsid daemon behind", VERIFY_CLAIM_ISOLATION},
@@ -488,6 +492,27 @@ static bool control_unshare(void)
         return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* Issue 12 #3 controls: whether this host, outside any sandbox, opens an AF_VSOCK socket
+ * (a VM guest with a vsock device does) and sets up an io_uring; "" = yes, else the errno. */
+static const char *control_vsock(void)
+{
+        int fd = socket(40 /* AF_VSOCK */, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return strerror(errno);
+        close(fd);
+        return "";
+}
+
+static const char *control_io_uring(void)
+{
+        char params[120] = {0}; /* struct io_uring_params */
+        long fd = syscall(425 /* io_uring_setup, every arch's generic table */, 1, params);
+        if (fd < 0)
+                return strerror(errno);
+        close((int)fd);
+        return "";
+}
+
 /* Two busy processes for about 2 s on the host: CPU over wall time. */
 static double control_cpu(void)
 {
@@ -626,6 +651,17 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
                         setf(bpfd, sizeof(bpfd), "%.*s", (int)strcspn(t, "\n"), t);
                 setf(ctl, sizeof(ctl), "host kernel.unprivileged_bpf_disabled=%s", bpfd);
                 judge_simple(r, o, "bpf", ctl);
+        }
+        {
+                /* issue 12 #3 */
+                const char *v = control_vsock(), *u = control_io_uring();
+                char c1[160], c2[160];
+                setf(c1, sizeof(c1), "%s%s",
+                     *v ? "the host cannot open one either: " : "the host opens one", v);
+                judge_simple(r, o, "vsock", c1);
+                setf(c2, sizeof(c2), "%s%s",
+                     *u ? "the host cannot set one up either: " : "the host sets one up", u);
+                judge_simple(r, o, "io_uring", c2);
         }
 
         child_seen = false;

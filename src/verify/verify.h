@@ -34,7 +34,7 @@ enum verify_claim {
         VERIFY_CLAIM_PIDS,          /* a process count cap */
 };
 
-#define VERIFY_MAX_PROBES 24
+#define VERIFY_MAX_PROBES 32
 
 struct verify_probe {
         const char *id;    /* "key", "shadow", "loopback", ... (stable, for --json) */

@@ -519,7 +519,8 @@ static json_object *fake_inspect(const char *mutate)
             "{\"Config\":{\"User\":\"2000:2000\"},\"HostConfig\":{\"NetworkMode\":\"none\","
             "\"CapDrop\":[\"ALL\"],\"CapAdd\":null,\"SecurityOpt\":[\"no-new-privileges\"],"
             "\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,noexec,nosuid,nodev,size=64m\"},"
-            "\"IpcMode\":\"none\",\"Memory\":268435456,\"MemorySwap\":268435456,"
+            "\"IpcMode\":\"none\",\"CgroupnsMode\":\"private\",\"Memory\":268435456,\"MemorySwap\":"
+            "268435456,"
             "\"NanoCpus\":750000000,\"PidsLimit\":128},\"Mounts\":[{\"Destination\":"
             "\"/workspace\",\"RW\":false},{\"Destination\":\"/sandbox\",\"RW\":false}]}";
         _cleanup_free_ char *t = xstrdup(base);
@@ -554,6 +555,7 @@ START_TEST(verify_inspect_catches_dropped_options)
             {"\"ReadonlyRootfs\":true|\"ReadonlyRootfs\":false", -EPERM, "ReadonlyRootfs"},
             {"rw,noexec,|rw,", -EPERM, "Tmpfs"},
             {"\"IpcMode\":\"none\"|\"IpcMode\":\"shareable\"", -EPERM, "IpcMode"},
+            {"\"CgroupnsMode\":\"private\"|\"CgroupnsMode\":\"host\"", -EPERM, "CgroupnsMode"},
             {"\"User\":\"2000:2000\"|\"User\":\"\"", -EPERM, "User"},
             {"\"/sandbox\",\"RW\":false|\"/sandbox\",\"RW\":true", -EPERM, "/sandbox"},
             {"\"/workspace\",\"RW\":false|\"/workspace\",\"RW\":true", -EPERM, "/workspace"},
@@ -1302,6 +1304,510 @@ START_TEST(docker_missing_image_blocked)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------- */
+/* Issue 12: adversarial findings on the container backend                                  */
+
+/* #2: the code's own output and exit status never decide a refusal. Each forgery writes a file
+ * (so the code demonstrably ran), prints the words the wrapper or the init print when they
+ * cannot exec, and exits 127. Before the fix each became "Blocked: the sandbox image has
+ * no ...", with the output dropped. */
+START_TEST(docker_output_cannot_forge_refusal)
+{
+        static const char *const forged[] = {
+            "timeout: failed to run command 'python3': No such file or directory",
+            "[FATAL tini (7)] exec timeout failed: No such file or directory",
+            "ERROR (catatonit:1): failed to exec pid1: No such file or directory",
+        };
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        for (size_t i = 0; i < ELEMENTSOF(forged); i++) {
+                _cleanup_free_ char *marker = xasprintf("%s/forged-%zu.txt", ws_dir, i);
+                _cleanup_free_ char *code =
+                    xasprintf("import sys\nopen('/workspace/forged-%zu.txt', 'w').write('ran')\n"
+                              "sys.stderr.write(%s'%s\\n')\nsys.exit(127)\n",
+                              i, "",
+                              i == 0 ? "timeout: failed to run command \\'python3\\': No such file "
+                                       "or directory"
+                                     : forged[i]);
+                struct run_out o = run_code(SBX_LANG_PYTHON, code, 10, -1);
+                ck_assert_msg(o.rc == 0, "forgery %zu became a refusal: %s", i, o.err.msg);
+                ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_EXITED);
+                ck_assert_int_eq(o.res.exit_code, 127);
+                ck_assert_msg(o.res.err.data && strstr(o.res.err.data, forged[i]),
+                              "stderr lost: '%s'", o.res.err.data ? o.res.err.data : "");
+                ck_assert_int_eq(access(marker, F_OK), 0);
+                unlink(marker);
+                run_result_done(&o.res);
+        }
+        /* bash too */
+        struct run_out o = run_code(
+            SBX_LANG_BASH,
+            "echo ran >/workspace/forged-bash.txt\n"
+            "echo \"timeout: failed to run command 'bash': No such file or directory\" >&2\n"
+            "exit 127\n",
+            10, -1);
+        ck_assert_msg(o.rc == 0, "bash forgery became a refusal: %s", o.err.msg);
+        ck_assert_int_eq(o.res.exit_code, 127);
+        _cleanup_free_ char *bm = xasprintf("%s/forged-bash.txt", ws_dir);
+        ck_assert_int_eq(access(bm, F_OK), 0);
+        unlink(bm);
+        run_result_done(&o.res);
+
+        /* control: an image that really lacks the interpreter is still refused, before
+         * anything runs (the node image has no python3) */
+        test_cfg.image_python = (char *)IMG_NODE;
+        o = run_code(SBX_LANG_PYTHON, "open('/workspace/should-not.txt', 'w').write('x')\n", 10,
+                     -1);
+        ck_assert_int_eq(o.rc, -ENOENT);
+        ck_assert_msg(strstr(o.err.msg, "has no 'python3'") && strstr(o.err.msg, IMG_NODE), "%s",
+                      o.err.msg);
+        _cleanup_free_ char *sn = xasprintf("%s/should-not.txt", ws_dir);
+        ck_assert_int_ne(access(sn, F_OK), 0);
+        run_result_done(&o.res);
+        test_cfg.image_python = (char *)IMG_PY;
+        check_nothing_left(DOCKER_SOCK);
+}
+END_TEST
+
+/* #9: the outcome comes from what the server saw, not from exit statuses the code can choose.
+ * (a) exit 124 shortly before the deadline is an exit, not a timeout: the program exits 120 ms
+ *     before the deadline counted from its container's start (PID 1's start time), which is
+ *     never later than the server's own start of the clock;
+ * (b) a child OOM-killed while the main program exits 0: exit code 0, with the OOM noted;
+ * (c) SIGSTOP on the in-container `timeout` wrapper: the server's deadline still ends the run. */
+static const char exit124_py[] =
+    "import os, sys, time\n"
+    "hz = os.sysconf('SC_CLK_TCK')\n"
+    "start = int(open('/proc/1/stat').read().rsplit(')', 1)[1].split()[19]) / hz\n"
+    "up = float(open('/proc/uptime').read().split()[0])\n"
+    "time.sleep(max(0.0, start + %u - 0.12 - up))\n"
+    "print('exiting 124', flush=True)\n"
+    "sys.exit(124)\n";
+
+START_TEST(docker_outcomes_not_forged_by_exit_status)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        /* (a) */
+        _cleanup_free_ char *code = xasprintf(exit124_py, 3u);
+        struct run_out o = run_code(SBX_LANG_PYTHON, code, 3, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_msg(o.res.outcome == RUN_OUTCOME_EXITED && o.res.exit_code == 124,
+                      "exit 124 before the deadline: outcome %d exit %d wall %llu ms",
+                      o.res.outcome, o.res.exit_code, (unsigned long long)o.res.usage.wall_ms);
+        ck_assert_str_eq(o.text, "exiting 124\n");
+        run_result_done(&o.res);
+        /* control: a program that overruns is a timeout */
+        o = run_code(SBX_LANG_PYTHON, "import time\ntime.sleep(30)\n", 2, -1);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_TIMED_OUT);
+        run_result_done(&o.res);
+
+        /* (b) */
+        test_cfg.mem_mb = 128;
+        o = run_code(SBX_LANG_PYTHON,
+                     "import os\npid = os.fork()\nif pid == 0:\n    b = []\n    while True:\n"
+                     "        b.append(bytearray(1 << 20))\n"
+                     "_, st = os.waitpid(pid, 0)\nprint('child signal %d' % os.WTERMSIG(st))\n",
+                     20, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_str_eq(o.text, "child signal 9\n");
+        ck_assert_msg(o.res.outcome == RUN_OUTCOME_EXITED && o.res.exit_code == 0,
+                      "child OOM: outcome %d exit %d signal %d", o.res.outcome, o.res.exit_code,
+                      o.res.term_signal);
+        ck_assert(o.res.oom_killed); /* the OOM is still said */
+        run_result_done(&o.res);
+        /* control: the main program OOM-killed is a SIGKILL */
+        o = run_code(SBX_LANG_PYTHON, memhog_py, 20, -1);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_SIGNALED);
+        ck_assert_int_eq(o.res.term_signal, SIGKILL);
+        ck_assert(o.res.oom_killed);
+        run_result_done(&o.res);
+        test_cfg.mem_mb = 256;
+
+        /* (c) */
+        uint64_t t0 = mono_ms();
+        o = run_code(SBX_LANG_PYTHON,
+                     "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\n"
+                     "print('stopped the wrapper', flush=True)\ntime.sleep(60)\n",
+                     3, -1);
+        uint64_t call_ms = mono_ms() - t0;
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_int_eq(o.res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_str_eq(o.text, "stopped the wrapper\n");
+        fprintf(stderr, "SIGSTOPped wrapper, 3 s timeout: wall %llu ms, call %llu ms\n",
+                (unsigned long long)o.res.usage.wall_ms, (unsigned long long)call_ms);
+        ck_assert_msg(o.res.usage.wall_ms < 4500 && call_ms < 5500,
+                      "a 3 s run lasted %llu ms (call %llu ms)",
+                      (unsigned long long)o.res.usage.wall_ms, (unsigned long long)call_ms);
+        run_result_done(&o.res);
+        check_nothing_left(DOCKER_SOCK);
+}
+END_TEST
+
+/* #10: the code folder on the host is the run user's alone (0700/0600): another local user
+ * cannot read the code while it runs. The run still reads it (the control). */
+struct bg_run {
+        const char *code;
+        unsigned timeout_s;
+        struct run_out o;
+};
+
+static void *bg_run_thread(void *p)
+{
+        struct bg_run *b = p;
+        b->o = run_code(SBX_LANG_PYTHON, b->code, b->timeout_s, -1);
+        return NULL;
+}
+
+/* The /tmp/vestibule-code-* folder whose script holds @marker, into @ret; false if none yet. */
+static bool find_code_dir(const char *marker, char *ret, size_t size)
+{
+        DIR *d = opendir("/tmp");
+        struct dirent *de;
+        bool found = false;
+        while (d && !found && (de = readdir(d))) {
+                if (strncmp(de->d_name, "vestibule-code-", 15) != 0)
+                        continue;
+                _cleanup_free_ char *f = xasprintf("/tmp/%s/main.py", de->d_name);
+                _cleanup_fclose_ FILE *fp = fopen(f, "re");
+                char buf[512] = "";
+                if (fp && fread(buf, 1, sizeof(buf) - 1, fp) > 0 && strstr(buf, marker)) {
+                        snprintf(ret, size, "/tmp/%.200s", de->d_name);
+                        found = true;
+                }
+        }
+        if (d)
+                closedir(d);
+        return found;
+}
+
+/* Whether uid @uid (gid @gid) can open @path for reading. */
+static bool can_read_as(const char *path, uid_t uid, gid_t gid)
+{
+        pid_t p = fork();
+        int st;
+        if (p == 0) {
+                if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+                        _exit(2);
+                _exit(open(path, O_RDONLY | O_CLOEXEC) >= 0 ? 0 : 1);
+        }
+        waitpid(p, &st, 0);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) != 2);
+        return WEXITSTATUS(st) == 0;
+}
+
+START_TEST(docker_code_dir_private)
+{
+        char dir[256] = "";
+        struct stat st;
+        pthread_t t;
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        if (geteuid() != 0)
+                return; /* needs another user to try: root only (main() notes it) */
+        _cleanup_free_ char *marker = xasprintf("marker-docker-code-dir-private-%d", (int)getpid());
+        _cleanup_free_ char *code =
+            xasprintf("import time\n# %s\nprint(open('/sandbox/main.py').read().count('marker-'))\n"
+                      "time.sleep(3)\n",
+                      marker);
+        struct bg_run b = {.code = code, .timeout_s = 20};
+        ck_assert_int_eq(pthread_create(&t, NULL, bg_run_thread, &b), 0);
+        for (int i = 0; i < 200 && !find_code_dir(marker, dir, sizeof(dir)); i++)
+                usleep(20000);
+        ck_assert_msg(*dir, "the run's code folder was not found in /tmp");
+        _cleanup_free_ char *file = xasprintf("%s/main.py", dir);
+        ck_assert_int_eq(stat(dir, &st), 0);
+        ck_assert_msg((st.st_mode & 077) == 0, "code folder mode %o", st.st_mode & 07777);
+        ck_assert_int_eq(stat(file, &st), 0);
+        ck_assert_msg((st.st_mode & 077) == 0, "code file mode %o", st.st_mode & 07777);
+        /* another local user (nobody) cannot read it; control: the run user can */
+        ck_assert(!can_read_as(file, 65534, 65534));
+        ck_assert(can_read_as(file, test_cfg.run_as_uid, test_cfg.run_as_gid));
+        pthread_join(t, NULL);
+        expect_exit0(&b.o);
+        ck_assert_str_eq(b.o.text, "2\n"); /* the run read its own code */
+        run_result_done(&b.o.res);
+        ck_assert_int_ne(access(dir, F_OK), 0); /* removed after the run */
+}
+END_TEST
+
+/* #17: a server killed with kill -9 mid-run leaves its container running; the next server
+ * removes it at start, before any tool call, and logs how many. A live server's container
+ * (the control: labelled with this test process) is kept. Through the real binary. */
+struct server {
+        pid_t pid;
+        int in; /* its stdin */
+        char *log;
+};
+
+static void server_start(struct server *sv, const char *dir, const char *name)
+{
+        int p[2];
+        sv->log = xasprintf("%s/%s.log", dir, name);
+        _cleanup_free_ char *home = xasprintf("%s/home", dir);
+        _cleanup_free_ char *audit = xasprintf("%s/audit-%s", dir, name);
+        mkdir(home, 0700);
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        sv->pid = fork();
+        ck_assert_int_ge(sv->pid, 0);
+        if (sv->pid == 0) {
+                _cleanup_free_ char *e_home = xasprintf("HOME=%s", home);
+                _cleanup_free_ char *e_ws = xasprintf("VESTIBULE_WORKSPACE=%s", ws_dir);
+                _cleanup_free_ char *e_audit = xasprintf("VESTIBULE_AUDIT_DIR=%s", audit);
+                char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
+                                e_home,
+                                e_ws,
+                                e_audit,
+                                "VESTIBULE_BACKEND=container",
+                                "VESTIBULE_RUN_AS=2000:2000",
+                                "VESTIBULE_IMAGE_PYTHON=" IMG_PY,
+                                "VESTIBULE_IMAGE_NODE=" IMG_NODE,
+                                "DOCKER_HOST=" DOCKER_SOCK,
+                                NULL};
+                int lfd = open(sv->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                dup2(p[0], 0);
+                dup2(nul, 1);
+                dup2(lfd, 2);
+                execle(VESTIBULE_BIN, VESTIBULE_BIN, (char *)NULL, envp);
+                _exit(127);
+        }
+        close(p[0]);
+        sv->in = p[1];
+}
+
+static void server_send(struct server *sv, const char *line)
+{
+        size_t n = strlen(line);
+        ck_assert_int_eq(write(sv->in, line, n), (ssize_t)n);
+        ck_assert_int_eq(write(sv->in, "\n", 1), 1);
+}
+
+/* Our test containers whose owner label holds ":<pid>:" and are running (@running) or any. */
+static unsigned containers_of(const struct engine_conn *c, pid_t pid, bool running)
+{
+        _cleanup_(json_putp) json_object *list = NULL;
+        struct sbx_error err = {0};
+        long status = 0;
+        char msg[200], needle[32];
+        unsigned n = 0;
+        snprintf(needle, sizeof(needle), ":%d:", (int)pid);
+        ck_assert_int_eq(
+            engine_request_json(c, "GET", running ? "/containers/json" : "/containers/json?all=1",
+                                NULL, 10000, &status, &list, msg, sizeof(msg), &err),
+            0);
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                json_object *ctr = json_object_array_get_idx(list, i), *labels, *o;
+                if (json_object_object_get_ex(ctr, "Labels", &labels) &&
+                    json_object_object_get_ex(labels, "vestibule.owner", &o) &&
+                    strstr(json_object_get_string(o), needle))
+                        n++;
+        }
+        return n;
+}
+
+START_TEST(docker_killed_server_swept_at_next_start)
+{
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        struct server a = {0}, b = {0};
+        long status = 0;
+        char msg[200], live[160];
+        int wst;
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        if (geteuid() != 0)
+                return; /* the server as root runs code as the test user (VESTIBULE_RUN_AS) */
+        _cleanup_free_ char *dir = sbx_test_tmpdir();
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+
+        /* control: a container of a live owner (this process) */
+        engine_owner_label(getpid(), live, sizeof(live));
+        _cleanup_free_ char *body =
+            xasprintf("{\"Image\":\"%s\",\"Cmd\":[\"true\"],\"Labels\":{\"vestibule.run\":\"1\","
+                      "\"vestibule.owner\":\"%s\"},\"HostConfig\":{\"NetworkMode\":\"none\"}}",
+                      IMG_PY, live);
+        _cleanup_(json_putp) json_object *j = NULL;
+        json_object *idj;
+        ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 10000, &status,
+                                             &j, msg, sizeof(msg), &err),
+                         0);
+        ck_assert_msg(status == 201, "%ld %s", status, msg);
+        ck_assert(json_object_object_get_ex(j, "Id", &idj));
+        _cleanup_free_ char *live_id = xstrdup(json_object_get_string(idj));
+
+        /* server A starts a long run, then is killed with SIGKILL */
+        server_start(&a, dir, "a");
+        server_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                        "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{"
+                        "\"name\":\"t\",\"version\":\"1\"}}}");
+        server_send(&a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+        server_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+                        "\"name\":\"run_code\",\"arguments\":{\"language\":\"python\",\"code\":"
+                        "\"import time\\ntime.sleep(50)\\n\",\"timeout_seconds\":55}}}");
+        unsigned running = 0;
+        for (int i = 0; i < 300 && !running; i++) {
+                usleep(100000);
+                running = containers_of(&c, a.pid, true);
+        }
+        ck_assert_msg(running == 1, "server A's run never started (log %s)", a.log);
+        kill(a.pid, SIGKILL);
+        waitpid(a.pid, &wst, 0);
+        close(a.in);
+        /* the bug's precondition: the orphan runs on (checked at once: any other server on
+         * this engine sweeps dead owners' containers at its next tool call) */
+        ck_assert_uint_eq(containers_of(&c, a.pid, true), 1);
+
+        /* server B: started, never asked anything; its start-up sweep removes the orphan */
+        uint64_t t0 = mono_ms();
+        server_start(&b, dir, "b");
+        unsigned left = 1;
+        while (left && mono_ms() - t0 < 15000) {
+                usleep(100000);
+                left = containers_of(&c, a.pid, false);
+        }
+        fprintf(stderr, "start-up sweep: orphan gone %llu ms after the next server started\n",
+                (unsigned long long)(mono_ms() - t0));
+        ck_assert_msg(left == 0, "server A's container still there 15 s after server B started");
+        _cleanup_free_ char *blog = NULL;
+        for (int i = 0; i < 50; i++) {
+                free(blog);
+                _cleanup_fclose_ FILE *f = fopen(b.log, "re");
+                blog = xcalloc(1, 8192);
+                if (f)
+                        (void)!fread(blog, 1, 8191, f);
+                if (strstr(blog, "start-up sweep"))
+                        break;
+                usleep(100000);
+        }
+        ck_assert_msg(strstr(blog, "removed 1 leftover") && strstr(blog, "start-up sweep"),
+                      "server B's log: %s", blog);
+        /* and server A's code folder in /tmp (found by its .owner file naming server A) */
+        ck_assert_msg(strstr(blog, "removed 1 code folder"), "server B's log: %s", blog);
+        _cleanup_free_ char *apfx = xasprintf(":%d:", (int)a.pid);
+        DIR *td = opendir("/tmp");
+        struct dirent *tde;
+        while (td && (tde = readdir(td))) {
+                if (strncmp(tde->d_name, "vestibule-code-", 15) != 0 ||
+                    !strstr(tde->d_name, ".owner"))
+                        continue;
+                _cleanup_free_ char *of = xasprintf("/tmp/%s", tde->d_name);
+                _cleanup_fclose_ FILE *ofp = fopen(of, "re");
+                char lbl[200] = "";
+                if (ofp)
+                        (void)!fread(lbl, 1, sizeof(lbl) - 1, ofp);
+                ck_assert_msg(!strstr(lbl, apfx), "server A's code folder %s is still there", of);
+        }
+        if (td)
+                closedir(td);
+        /* the control: the live owner's container is still there */
+        _cleanup_free_ char *lp = xasprintf("/containers/%s/json", live_id);
+        ck_assert_int_eq(
+            engine_request_json(&c, "GET", lp, NULL, 10000, &status, NULL, msg, sizeof(msg), &err),
+            0);
+        ck_assert_int_eq(status, 200);
+        close(b.in); /* stdin closed: server B exits */
+        waitpid(b.pid, &wst, 0);
+        _cleanup_free_ char *dp = xasprintf("/containers/%s?force=1", live_id);
+        engine_request_json(&c, "DELETE", dp, NULL, 10000, &status, NULL, msg, sizeof(msg), &err);
+        free(a.log);
+        free(b.log);
+        _cleanup_free_ char *rm = xasprintf("rm -rf '%s'", dir);
+        ck_assert_int_eq(system(rm), 0);
+}
+END_TEST
+
+/* #11 (container): what the run can read about the host. The parent cgroup of each run is
+ * named after the server (hostcg.c: /vestibule/<pid>-<start>-<n>); with the host's cgroup
+ * namespace the run saw that path, the server's pid in it, in /proc/self/cgroup and in
+ * mountinfo. A private cgroup namespace shows "/" instead. The probe prints the lines that
+ * name the server's pid or "vestibule". */
+static void check_no_server_pid_in_cgroup_view(void)
+{
+        char a[256];
+        _cleanup_free_ char *code =
+            xasprintf("import re\n"
+                      "pat = re.compile(r'/vestibule/|[/-]%d-')\n"
+                      "for f in ('/proc/self/cgroup', '/proc/self/mountinfo', '/proc/1/cgroup'):\n"
+                      "    hits = [l for l in open(f).read().splitlines() if pat.search(l)]\n"
+                      "    print('%%s=%%d %%s' %% (f.split('/')[-1] + f.split('/')[2], len(hits),\n"
+                      "          hits[0][:120] if hits else ''))\n"
+                      "print('cgroupns=' + open('/proc/self/cgroup').read().splitlines()[0])\n",
+                      (int)getpid());
+        struct run_out o = run_code(SBX_LANG_PYTHON, code, 20, -1);
+        expect_exit0(&o);
+        fprintf(stderr, "cgroup view: %s", o.text);
+        ck_assert_msg(strncmp(kv(o.text, "cgroupself", a, sizeof(a)), "0 ", 2) == 0,
+                      "/proc/self/cgroup names the server: %s", o.text);
+        ck_assert_msg(strncmp(kv(o.text, "mountinfoself", a, sizeof(a)), "0 ", 2) == 0,
+                      "mountinfo names the server: %s", o.text);
+        ck_assert_msg(strncmp(kv(o.text, "cgroup1", a, sizeof(a)), "0 ", 2) == 0,
+                      "PID 1's cgroup names the server: %s", o.text);
+        run_result_done(&o.res);
+}
+
+START_TEST(docker_no_server_pid_in_cgroup_view)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        check_no_server_pid_in_cgroup_view();
+}
+END_TEST
+
+/* #20: a fork bomb at the process cap says so (limits hit: pids), read from the host's
+ * cgroup (the run's parent cgroup's pids.peak reached the cap); the control, a run with a few
+ * processes, says nothing. And the run's cgroup files on the host are not readable by other
+ * local users while it runs (the /vestibule top of each hierarchy is 0700). */
+START_TEST(docker_pids_cap_reported_and_cgroup_private)
+{
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        if (geteuid() != 0)
+                return; /* the host cgroups are read by a root server only */
+        test_cfg.pids_max = 32;
+        struct run_out o = run_code(SBX_LANG_PYTHON, forkloop_py, 20, -1);
+        expect_exit0(&o);
+        ck_assert_msg(strstr(o.res.limits_hit, "pids"), "limits hit: '%s' (pids_peak %llu)",
+                      o.res.limits_hit, (unsigned long long)o.res.usage.pids_peak.value);
+        run_result_done(&o.res);
+        o = run_code(SBX_LANG_PYTHON, "import subprocess\nsubprocess.run(['true'])\n", 20, -1);
+        expect_exit0(&o);
+        ck_assert_msg(!strstr(o.res.limits_hit, "pids"), "limits hit: '%s'", o.res.limits_hit);
+        run_result_done(&o.res);
+        test_cfg.pids_max = 64;
+
+        /* the cgroup files of a run in flight */
+        pthread_t t;
+        struct bg_run b = {.code = "import time\ntime.sleep(4)\n", .timeout_s = 20};
+        ck_assert_int_eq(pthread_create(&t, NULL, bg_run_thread, &b), 0);
+        char found[512] = "";
+        _cleanup_free_ char *pat = xasprintf("%d-", (int)getpid());
+        for (int i = 0; i < 300 && !*found; i++) {
+                usleep(20000);
+                DIR *d = opendir("/sys/fs/cgroup/pids/vestibule");
+                struct dirent *de;
+                while (d && !*found && (de = readdir(d))) {
+                        if (strncmp(de->d_name, pat, strlen(pat)) != 0)
+                                continue;
+                        _cleanup_free_ char *sub =
+                            xasprintf("/sys/fs/cgroup/pids/vestibule/%s", de->d_name);
+                        DIR *d2 = opendir(sub);
+                        struct dirent *de2;
+                        while (d2 && (de2 = readdir(d2)))
+                                if (strlen(de2->d_name) == 64)
+                                        snprintf(found, sizeof(found), "%s/%s/pids.current", sub,
+                                                 de2->d_name);
+                        if (d2)
+                                closedir(d2);
+                }
+                if (d)
+                        closedir(d);
+        }
+        ck_assert_msg(*found, "no container cgroup of this process under /vestibule");
+        ck_assert(can_read_as(found, 0, 0)); /* it is there */
+        ck_assert_msg(!can_read_as(found, 65534, 65534), "'%s' readable by nobody", found);
+        /* control: an ordinary cgroup file is readable by nobody */
+        ck_assert(can_read_as("/sys/fs/cgroup/memory/memory.usage_in_bytes", 65534, 65534));
+        pthread_join(t, NULL);
+        expect_exit0(&b.o);
+        run_result_done(&b.o.res);
+}
+END_TEST
+
 /* A socket only root may use, at @path (mode 0600, root-owned). */
 static void make_root_socket(const char *path)
 {
@@ -1557,6 +2063,21 @@ START_TEST(podman_rootful_oom_from_kernel)
         ck_assert_ptr_null(strstr(o.res.notes, "likely"));
         ck_assert_uint_eq(o.res.mem_limit_bytes, 128u << 20);
         ck_assert_ptr_null(strstr(o.text, "allocated="));
+        run_result_done(&o.res);
+
+        /* issue 12 #9 on Podman: a child OOM-killed while the program exits 0 keeps exit 0,
+         * with the OOM said (from the kernel's log) */
+        o = run_code(SBX_LANG_PYTHON,
+                     "import os\npid = os.fork()\nif pid == 0:\n    b = []\n    while True:\n"
+                     "        b.append(bytearray(1 << 20))\n"
+                     "_, st = os.waitpid(pid, 0)\nprint('child signal %d' % os.WTERMSIG(st))\n",
+                     20, -1);
+        ck_assert_msg(o.rc == 0, "%s", o.err.msg);
+        ck_assert_str_eq(o.text, "child signal 9\n");
+        ck_assert_msg(o.res.outcome == RUN_OUTCOME_EXITED && o.res.exit_code == 0 &&
+                          o.res.oom_killed,
+                      "child OOM: outcome %d exit %d oom %d", o.res.outcome, o.res.exit_code,
+                      o.res.oom_killed);
         run_result_done(&o.res);
 
         /* control 1: room for it -> it finishes, no OOM */
@@ -2099,6 +2620,17 @@ static Suite *engine_suite(void)
                         tcase_add_test(tc, eacces_candidate_does_not_stop_the_search);
                 } else
                         note_missing("socket permission test needs root");
+                suite_add_tcase(s, tc);
+                /* issue 12's findings, in a TCase of their own (CK_RUN_CASE=docker_hard) */
+                tc = tcase_create("docker_hard");
+                tcase_add_checked_fixture(tc, NULL, teardown);
+                tcase_set_timeout(tc, 180);
+                tcase_add_test(tc, docker_output_cannot_forge_refusal);
+                tcase_add_test(tc, docker_outcomes_not_forged_by_exit_status);
+                tcase_add_test(tc, docker_code_dir_private);
+                tcase_add_test(tc, docker_killed_server_swept_at_next_start);
+                tcase_add_test(tc, docker_no_server_pid_in_cgroup_view);
+                tcase_add_test(tc, docker_pids_cap_reported_and_cgroup_private);
                 suite_add_tcase(s, tc);
         }
         if (!images) {

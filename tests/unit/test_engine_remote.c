@@ -7,6 +7,7 @@
  * Nothing leaves the machine: the fronts listen on 127.0.0.1 and talk to the local socket. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -290,6 +291,115 @@ START_TEST(handin_tar_copies_workspace_without_following_links)
 }
 END_TEST
 
+/* The server runs each tool call on a worker thread with a 256 KiB stack (src/mcp/server.c):
+ * the hand-in walk must fit in it whatever the workspace's shape. */
+#if defined(__SANITIZE_ADDRESS__)
+#define WORKER_STACK (1u << 20) /* as the server's under the sanitizers (larger frames) */
+#else
+#define WORKER_STACK (256u << 10)
+#endif
+
+struct handin_call {
+        const char *ws;
+        int fd;
+        int rc;
+        struct engine_manifest m;
+        unsigned skipped;
+        struct sbx_error err;
+};
+
+static void *handin_thread(void *p)
+{
+        struct handin_call *c = p;
+        c->rc = engine_handin_tar(c->fd, ENGINE_HANDIN_BOTH, "main.py", "print(1)\n", 9, c->ws,
+                                  2000, 2000, &c->m, &c->skipped, &c->err);
+        return NULL;
+}
+
+static int handin_on_worker_stack(struct handin_call *c)
+{
+        pthread_attr_t attr;
+        pthread_t t;
+
+        c->fd = engine_tmpfile(&c->err);
+        ck_assert_int_ge(c->fd, 0);
+        ck_assert_int_eq(pthread_attr_init(&attr), 0);
+        ck_assert_int_eq(pthread_attr_setstacksize(&attr, WORKER_STACK), 0);
+        ck_assert_int_eq(pthread_create(&t, &attr, handin_thread, c), 0);
+        pthread_join(t, NULL);
+        pthread_attr_destroy(&attr);
+        return c->rc;
+}
+
+/* issue 12 #22: `z/z/z` crashed the server (66 KB of stack per level on a 256 KiB thread). */
+START_TEST(handin_deep_tree_fits_worker_stack)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct handin_call c = {.ws = ws};
+        struct tar_entry v[64];
+
+        /* control: a flat workspace went through before the fix too */
+        sh("cd '%s' && echo top >top.txt && mkdir -p .git/refs/heads src/pkg/mod z/z/z/z/z/z/z/z "
+           "&& echo ref >.git/refs/heads/main && echo deep >z/z/z/z/z/z/z/z/leaf.txt",
+           ws);
+        ck_assert_msg(handin_on_worker_stack(&c) == 0, "%s", c.err.msg);
+        size_t n = tar_list(c.fd, v, 64);
+        ck_assert_ptr_nonnull(tar_find(v, n, "workspace/top.txt"));
+        ck_assert_ptr_nonnull(tar_find(v, n, "workspace/.git/refs/heads/main"));
+        const struct tar_entry *t = tar_find(v, n, "workspace/z/z/z/z/z/z/z/z/leaf.txt");
+        ck_assert_ptr_nonnull(t);
+        ck_assert_str_eq(t->data, "deep\n");
+        /* top.txt, .git .git/refs .git/refs/heads .git/refs/heads/main, src src/pkg src/pkg/mod,
+         * 8 z folders, leaf.txt */
+        ck_assert_uint_eq(c.m.n, 1 + 4 + 3 + 8 + 1);
+        engine_manifest_done(&c.m);
+        close(c.fd);
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
+/* Deeper than the limit: an error naming the place, never a crash; the limit itself works. */
+START_TEST(handin_too_deep_is_an_error)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct handin_call c = {.ws = ws};
+
+        /* 128 levels: the deepest allowed */
+        sh("cd '%s' && for i in $(seq 128); do mkdir d && cd d || exit 1; done && echo ok >f", ws);
+        ck_assert_msg(handin_on_worker_stack(&c) == 0, "%s", c.err.msg);
+        ck_assert_uint_eq(c.m.n, 129);
+        engine_manifest_done(&c.m);
+        close(c.fd);
+        /* one more level: refused with ELOOP and the fix */
+        sh("cd '%s' && cd $(printf 'd/%%.0s' $(seq 128)) && mkdir d && echo no >d/f", ws);
+        memset(&c, 0, sizeof(c));
+        c.ws = ws;
+        ck_assert_int_eq(handin_on_worker_stack(&c), -ELOOP);
+        ck_assert_msg(strstr(c.err.msg, "deeper than 128") && strstr(c.err.msg, "flatten"), "%s",
+                      c.err.msg);
+        ck_assert_uint_eq(c.m.n, 0); /* nothing handed back on error */
+        close(c.fd);
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
+/* Wide: thousands of entries in one folder and many sibling folders. */
+START_TEST(handin_wide_tree)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct handin_call c = {.ws = ws};
+
+        sh("cd '%s' && mkdir w && cd w && for i in $(seq 3000); do : >f$i; done && "
+           "for i in $(seq 200); do mkdir -p s$i/a/b && : >s$i/a/b/x; done",
+           ws);
+        ck_assert_msg(handin_on_worker_stack(&c) == 0, "%s", c.err.msg);
+        ck_assert_uint_eq(c.m.n, 1 + 3000 + 200 * 4);
+        engine_manifest_done(&c.m);
+        close(c.fd);
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
 /* A tar written by hand, as a hostile or broken engine could send it. */
 struct hostile {
         struct archive *a;
@@ -483,6 +593,135 @@ START_TEST(copyback_broken_archive_is_an_error)
 }
 END_TEST
 
+/* issue 12 #25: a file that is mostly holes comes back with its holes (a 512 MiB truncate()
+ * came back as 512 MiB of zeros on disk); its content stays the same. */
+START_TEST(copyback_keeps_holes)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct engine_copyback cb = {0};
+        struct sbx_error err = {0};
+        struct hostile h;
+        const la_int64_t size = 64ll << 20;
+        static char block[65536];
+        struct stat st;
+
+        h_open(&h);
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, "sparse.bin");
+        archive_entry_set_mode(e, S_IFREG | 0644);
+        archive_entry_set_size(e, size);
+        ck_assert_int_eq(archive_write_header(h.a, e), ARCHIVE_OK);
+        archive_entry_free(e);
+        /* zeros, as Docker's (non-sparse) tar sends a hole, then "tail" at the very end */
+        memset(block, 0, sizeof(block));
+        for (la_int64_t left = size - 4; left > 0;) {
+                size_t n = left < (la_int64_t)sizeof(block) ? (size_t)left : sizeof(block);
+                ck_assert_int_eq(archive_write_data(h.a, block, n), (la_ssize_t)n);
+                left -= (la_int64_t)n;
+        }
+        ck_assert_int_eq(archive_write_data(h.a, "tail", 4), 4);
+        h_add(&h, "dense.txt", S_IFREG | 0644, "dense", NULL, NULL); /* the control */
+        h_close(&h);
+
+        ck_assert_msg(engine_workspace_unpack(h.fd, ws, NULL, 0, 0, false, &cb, &err) == 0, "%s",
+                      err.msg);
+        close(h.fd);
+        _cleanup_free_ char *f = xasprintf("%s/sparse.bin", ws);
+        ck_assert_int_eq(stat(f, &st), 0);
+        ck_assert_int_eq(st.st_size, size);
+        ck_assert_msg((uint64_t)st.st_blocks * 512 < (1u << 20),
+                      "%lld bytes on disk for a %lld-byte file of zeros",
+                      (long long)st.st_blocks * 512, (long long)size);
+        int fd = open(f, O_RDONLY | O_CLOEXEC);
+        char tail[5] = "";
+        ck_assert_int_eq(pread(fd, tail, 4, size - 4), 4);
+        ck_assert_str_eq(tail, "tail");
+        ck_assert_int_eq(pread(fd, tail, 4, size / 2), 4);
+        ck_assert(memcmp(tail, "\0\0\0\0", 4) == 0);
+        close(fd);
+        _cleanup_free_ char *d = xasprintf("%s/dense.txt", ws);
+        _cleanup_free_ char *dt = read_text(d);
+        ck_assert_str_eq(dt, "dense");
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
+/* issue 12 #25: the copy-back stops at its caps (entries, bytes written), says so, and deletes
+ * nothing on a copy that was cut (what is missing from it was not seen). */
+START_TEST(copyback_caps)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct engine_copyback cb = {0};
+        struct sbx_error err = {0};
+        struct engine_manifest m = {0};
+        struct hostile h;
+        char name[32];
+
+        /* a file that went in and is not in the (cut) copy: must survive */
+        sh("cd '%s' && echo keep >zz-keep.txt", ws);
+        struct stat kst;
+        _cleanup_free_ char *keep = xasprintf("%s/zz-keep.txt", ws);
+        ck_assert_int_eq(stat(keep, &kst), 0);
+        m.v = xcalloc(1, sizeof(*m.v));
+        m.v[0] = (struct engine_manifest_entry){
+            .rel = xstrdup("zz-keep.txt"),
+            .mode = kst.st_mode,
+            .size = kst.st_size,
+            .mtime_ns = (int64_t)kst.st_mtim.tv_sec * 1000000000 + kst.st_mtim.tv_nsec};
+        m.n = 1;
+
+        h_open(&h);
+        for (int i = 0; i < 50; i++) {
+                snprintf(name, sizeof(name), "f%02d.txt", i);
+                h_add(&h, name, S_IFREG | 0644, "x", NULL, NULL);
+        }
+        h_close(&h);
+        struct engine_copyback_caps caps = {.max_entries = 10, .max_data_bytes = 1 << 20};
+        ck_assert_int_eq(
+            engine_workspace_unpack_capped(h.fd, ws, &m, 0, 0, false, &caps, &cb, &err), 0);
+        close(h.fd);
+        ck_assert(cb.capped);
+        ck_assert_uint_eq(cb.files, 10);
+        ck_assert_msg(strstr(cb.cap_note, "10 entries"), "%s", cb.cap_note);
+        ck_assert_int_eq(access(keep, F_OK), 0); /* not deleted */
+        _cleanup_free_ char *f10 = xasprintf("%s/f10.txt", ws);
+        ck_assert_int_ne(access(f10, F_OK), 0);
+
+        /* bytes: 3 files of 600 KiB of data against a 1 MiB cap */
+        static char big[600 << 10];
+        memset(big, 'b', sizeof(big) - 1);
+        h_open(&h);
+        for (int i = 0; i < 3; i++) {
+                snprintf(name, sizeof(name), "big%d.bin", i);
+                h_add(&h, name, S_IFREG | 0644, big, NULL, NULL);
+        }
+        h_close(&h);
+        memset(&cb, 0, sizeof(cb));
+        caps = (struct engine_copyback_caps){.max_entries = 1000, .max_data_bytes = 1 << 20};
+        ck_assert_int_eq(
+            engine_workspace_unpack_capped(h.fd, ws, &m, 0, 0, false, &caps, &cb, &err), 0);
+        close(h.fd);
+        ck_assert(cb.capped);
+        ck_assert_msg(strstr(cb.cap_note, "1 MiB"), "%s", cb.cap_note);
+        ck_assert_uint_eq(cb.files, 1); /* the second would pass the cap: not written */
+        ck_assert_int_eq(access(keep, F_OK), 0);
+        /* control: without caps everything comes back */
+        h_open(&h);
+        for (int i = 0; i < 3; i++) {
+                snprintf(name, sizeof(name), "big%d.bin", i);
+                h_add(&h, name, S_IFREG | 0644, big, NULL, NULL);
+        }
+        h_close(&h);
+        memset(&cb, 0, sizeof(cb));
+        ck_assert_int_eq(engine_workspace_unpack(h.fd, ws, NULL, 0, 0, false, &cb, &err), 0);
+        close(h.fd);
+        ck_assert(!cb.capped);
+        ck_assert_uint_eq(cb.files, 3);
+        engine_manifest_done(&m);
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
 START_TEST(tar_names)
 {
         static const struct {
@@ -533,7 +772,8 @@ static json_object *inspect_with_mounts(const char *mounts_json)
         _cleanup_free_ char *j = xasprintf(
             "{\"HostConfig\":{\"NetworkMode\":\"none\",\"CapDrop\":[\"ALL\"],\"SecurityOpt\":"
             "[\"no-new-privileges\"],\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,noexec\"},"
-            "\"IpcMode\":\"none\",\"Memory\":268435456,\"MemorySwap\":268435456,\"NanoCpus\":"
+            "\"IpcMode\":\"none\",\"CgroupnsMode\":\"private\",\"Memory\":268435456,\"MemorySwap\":"
+            "268435456,\"NanoCpus\":"
             "750000000,\"PidsLimit\":128},\"Config\":{\"User\":\"2000:2000\"},\"Mounts\":%s}",
             mounts_json);
         return json_tokener_parse(j);
@@ -1003,6 +1243,84 @@ START_TEST(tcp_loopback_runs_through_volumes)
 }
 END_TEST
 
+/* Issue 12 #22 and #25 through a real engine in volume mode, each run on a thread with the
+ * server's worker stack (256 KiB): a deep and wide workspace goes in and comes back; a file
+ * truncate()d to 512 MiB inside comes back with its holes. */
+struct worker_run {
+        enum sbx_language lang;
+        const char *code;
+        unsigned timeout_s;
+        struct run_out o;
+};
+
+static void *worker_run_thread(void *p)
+{
+        struct worker_run *w = p;
+        w->o = run_code(w->lang, w->code, w->timeout_s);
+        return NULL;
+}
+
+static struct run_out run_on_worker_stack(enum sbx_language lang, const char *code,
+                                          unsigned timeout_s)
+{
+        struct worker_run w = {.lang = lang, .code = code, .timeout_s = timeout_s};
+        pthread_attr_t attr;
+        pthread_t t;
+        if (!test_backend)
+                backend_up();
+        ck_assert_int_eq(pthread_attr_init(&attr), 0);
+        ck_assert_int_eq(pthread_attr_setstacksize(&attr, WORKER_STACK), 0);
+        ck_assert_int_eq(pthread_create(&t, &attr, worker_run_thread, &w), 0);
+        pthread_join(t, NULL);
+        pthread_attr_destroy(&attr);
+        return w.o;
+}
+
+START_TEST(tcp_deep_tree_and_sparse_file)
+{
+        char grade[320];
+        struct stat st;
+        cfg_init();
+        images_or_fail(grade, sizeof(grade));
+        forwarder_start(NULL);
+        env_for_tcp(NULL);
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        ck_assert_int_eq(chmod(ws, 0777), 0);
+        test_cfg.workspace_dir = ws;
+        sh("cd '%s' && mkdir -p .git/refs/heads src/pkg/mod z/z/z/z/z/z/z/z/z/z && echo ref "
+           ">.git/refs/heads/main && echo deep >z/z/z/z/z/z/z/z/z/z/leaf.txt && mkdir wide && "
+           "for i in $(seq 500); do echo $i >wide/f$i; done && chmod -R a+rwX .",
+           ws);
+        struct run_out o = run_on_worker_stack(
+            SBX_LANG_PYTHON,
+            "import os\nprint(open('/workspace/z/z/z/z/z/z/z/z/z/z/leaf.txt').read().strip())\n"
+            "print(len(os.listdir('/workspace/wide')))\n"
+            "os.makedirs('/workspace/made/a/b/c/d/e', exist_ok=True)\n"
+            "open('/workspace/made/a/b/c/d/e/new.txt', 'w').write('back')\n"
+            "with open('/workspace/sparse.bin', 'w') as f:\n"
+            "    f.truncate(512 << 20)\n",
+            60);
+        expect_exit0(&o);
+        ck_assert_str_eq(o.text, "deep\n500\n");
+        ck_assert_str_eq(o.res.notes, "");
+        run_result_done(&o.res);
+        _cleanup_free_ char *nf = xasprintf("%s/made/a/b/c/d/e/new.txt", ws);
+        _cleanup_free_ char *nt = read_text(nf);
+        ck_assert_ptr_nonnull(nt);
+        ck_assert_str_eq(nt, "back");
+        _cleanup_free_ char *sp = xasprintf("%s/sparse.bin", ws);
+        ck_assert_int_eq(stat(sp, &st), 0);
+        ck_assert_int_eq(st.st_size, 512ll << 20);
+        fprintf(stderr, "512 MiB truncate() in volume mode: %lld bytes on disk\n",
+                (long long)st.st_blocks * 512);
+        ck_assert_msg((uint64_t)st.st_blocks * 512 < (1u << 20), "%lld bytes on disk",
+                      (long long)st.st_blocks * 512);
+        test_backend = backend_free(test_backend);
+        test_cfg.workspace_dir = ws_dir;
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
 START_TEST(podman_tcp_runs_through_volumes)
 {
         char grade[320];
@@ -1133,6 +1451,12 @@ static Suite *remote_suite(bool *ret_engine)
         tcase_add_test(tc, copyback_refuses_escapes);
         tcase_add_test(tc, copyback_deletes_only_what_the_run_deleted);
         tcase_add_test(tc, copyback_broken_archive_is_an_error);
+        tcase_add_test(tc, handin_deep_tree_fits_worker_stack);
+        tcase_add_test(tc, handin_too_deep_is_an_error);
+        tcase_add_test(tc, handin_wide_tree);
+        tcase_add_test(tc, copyback_keeps_holes);
+        tcase_add_test(tc, copyback_caps);
+        tcase_set_timeout(tc, 60);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("body");
@@ -1147,6 +1471,7 @@ static Suite *remote_suite(bool *ret_engine)
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, tcp_loopback_runs_through_volumes);
                 tcase_add_test(tc, sweep_removes_dead_owners_volumes);
+                tcase_add_test(tc, tcp_deep_tree_and_sparse_file);
                 suite_add_tcase(s, tc);
                 tc = tcase_create("docker_tls");
                 tcase_add_checked_fixture(tc, NULL, teardown);

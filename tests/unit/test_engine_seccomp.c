@@ -134,8 +134,16 @@ START_TEST(derive_denies_namespaces_keeps_the_rest)
         /* every other rule stays as it was */
         ck_assert_uint_eq(count_rules(p, "read", "SCMP_ACT_ALLOW", false), 1);
         ck_assert_uint_eq(count_rules(p, "write", "SCMP_ACT_ALLOW", false), 1);
-        ck_assert_uint_eq(count_rules(p, "bpf", "SCMP_ACT_ALLOW", false), 1);
         ck_assert_uint_eq(count_rules(p, "personality", "SCMP_ACT_ALLOW", true), 1);
+        /* bpf is one of the native sandbox's named calls (issue 12 #3): refused even where the
+         * default would allow it with CAP_SYS_ADMIN */
+        ck_assert_uint_eq(count_rules(p, "bpf", "SCMP_ACT_ALLOW", false), 0);
+        ck_assert_int_eq(rule_errno(p, "bpf"), EPERM);
+        ck_assert_int_eq(rule_errno(p, "io_uring_setup"), EPERM);
+        /* socket: allowed but for AF_VSOCK, which is EPERM */
+        ck_assert_uint_eq(count_rules(p, "socket", "SCMP_ACT_ALLOW", true), 1);
+        ck_assert_uint_eq(count_rules(p, "socket", "SCMP_ACT_ERRNO", true), 1);
+        ck_assert_uint_eq(count_rules(p, "socket", NULL, false), 0);
         /* the dangerous names: no allow rule anywhere, one EPERM rule */
         for (size_t i = 0; i < ELEMENTSOF(gone); i++) {
                 ck_assert_msg(count_rules(p, gone[i], "SCMP_ACT_ALLOW", false) == 0, "%s", gone[i]);
@@ -790,6 +798,116 @@ START_TEST(docker_default_holds)
 }
 END_TEST
 
+/* Issue 12 #3: Docker 20.10's default profile allows socket(AF_VSOCK) (in a VM-based engine,
+ * or this Firecracker guest, vsock reaches the host side) and io_uring. Each try prints ok or
+ * the errno name; x86_64 numbers: io_uring_setup 425, _enter 426, _register 427, keyctl 250,
+ * userfaultfd 323, perf_event_open 298, pidfd_getfd 438. Harmless arguments only: the same
+ * script is the control on the host. */
+static const char danger_probe_py[] =
+    "import ctypes, errno, os, socket\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.syscall.restype = ctypes.c_long\n"
+    "def res(r):\n"
+    "    return 'ok' if r >= 0 else errno.errorcode.get(ctypes.get_errno(), '?')\n"
+    "try:\n"
+    "    s = socket.socket(40, socket.SOCK_STREAM); s.close(); print('vsock=ok')\n"
+    "except OSError as e:\n"
+    "    print('vsock=' + errno.errorcode.get(e.errno, '?'))\n"
+    "params = ctypes.create_string_buffer(120)\n"
+    "fd = libc.syscall(425, 1, params)\n"
+    "print('io_uring_setup=' + res(fd))\n"
+    "if fd >= 0: os.close(fd)\n"
+    "print('io_uring_enter=' + res(libc.syscall(426, -1, 0, 0, 0, None, 0)))\n"
+    "print('io_uring_register=' + res(libc.syscall(427, -1, 0, None, 0)))\n"
+    "print('keyctl=' + res(libc.syscall(250, 0, ctypes.c_long(0xfffffffd), 0)))\n"
+    "print('userfaultfd=' + res(libc.syscall(323, 0)))\n"
+    "print('perf_event_open=' + res(libc.syscall(298, None, 0, -1, -1, 0)))\n"
+    "print('pidfd_getfd=' + res(libc.syscall(438, -1, 0, 0)))\n";
+
+static void check_danger_refused(const char *text)
+{
+        static const char *const keys[] = {
+            "vsock",  "io_uring_setup", "io_uring_enter",  "io_uring_register",
+            "keyctl", "userfaultfd",    "perf_event_open", "pidfd_getfd"};
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                ck_kv(text, keys[i], "EPERM");
+}
+
+/* The control on the host, as the test user: vsock and io_uring work here. */
+static char *host_danger_probe(void)
+{
+        _cleanup_free_ char *dir = sbx_test_tmpdir(), *f = xasprintf("%s/p.py", dir);
+        write_file(f, danger_probe_py);
+        chmod(dir, 0755);
+        chmod(f, 0644);
+        _cleanup_free_ char *cmd =
+            geteuid() == 0
+                ? xasprintf(
+                      "setpriv --reuid=%d --regid=%d --clear-groups /usr/bin/python3 '%s' 2>&1",
+                      TEST_UID, TEST_UID, f)
+                : xasprintf("python3 '%s' 2>&1", f);
+        FILE *p = popen(cmd, "r");
+        ck_assert_ptr_nonnull(p);
+        char *out = xcalloc(1, 4096);
+        size_t n = fread(out, 1, 4095, p);
+        out[n] = '\0';
+        pclose(p);
+        unlink(f);
+        rmdir(dir);
+        return out;
+}
+
+START_TEST(docker_profile_refuses_vsock_and_io_uring)
+{
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        struct engine_conn c;
+        engine_up(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
+        ck_assert_msg(p.usable, "%s", p.blocked);
+        ck_assert_str_eq(p.grade, "container");
+        /* through the backend: refused, and namespaces still are */
+        struct out o = run(SBX_LANG_PYTHON, danger_probe_py);
+        expect_ok(&o);
+        check_danger_refused(o.text);
+        run_result_done(&o.res);
+        check_namespaces_blocked();
+        check_ordinary_code();
+
+        /* controls: the host (a Firecracker guest with vsock), and Docker's own default
+         * profile with every other lockdown option the same, let both through */
+        _cleanup_free_ char *host = host_danger_probe();
+        ck_kv(host, "vsock", "ok");
+        ck_kv(host, "io_uring_setup", "ok");
+        ck_assert_int_eq(engine_connect(&cfg, fake_getenv, &c, &err), 0);
+        _cleanup_free_ char *so_ctl = NULL, *so = NULL;
+        _cleanup_free_ char *ctl = raw_run(&c, danger_probe_py, NULL, &so_ctl);
+        ck_kv(ctl, "vsock", "ok");
+        ck_kv(ctl, "io_uring_setup", "ok");
+        /* our profile, straight through the API: kept in the container's SecurityOpt */
+        _cleanup_free_ char *prof = engine_seccomp_profile_docker();
+        _cleanup_free_ char *ours = raw_run(&c, danger_probe_py, prof, &so);
+        check_danger_refused(ours);
+        ck_assert_msg(strstr(so, "|seccomp={"), "SecurityOpt %.200s", so);
+}
+END_TEST
+
+/* Podman: the profile derived from its default refuses the same. */
+START_TEST(podman_profile_refuses_vsock_and_io_uring)
+{
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        engine_up(PODMAN_SOCK, SBX_RUNTIME_PODMAN);
+        ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
+        ck_assert_msg(p.usable, "%s", p.blocked);
+        ck_assert_str_eq(p.grade, "container");
+        struct out o = run(SBX_LANG_PYTHON, danger_probe_py);
+        expect_ok(&o);
+        check_danger_refused(o.text);
+        run_result_done(&o.res);
+}
+END_TEST
+
 static bool answers(const char *host, enum sbx_runtime_choice rt)
 {
         struct engine_conn c;
@@ -838,6 +956,7 @@ static Suite *seccomp_suite(void)
                         tcase_add_checked_fixture(tc, NULL, teardown);
                         tcase_set_timeout(tc, 240);
                         tcase_add_test(tc, podman_rootful_no_namespaces);
+                        tcase_add_test(tc, podman_profile_refuses_vsock_and_io_uring);
                         suite_add_tcase(s, tc);
                 } else {
                         note_missing("no rootful Podman at /run/podman/podman.sock");
@@ -857,6 +976,7 @@ static Suite *seccomp_suite(void)
                         tcase_add_checked_fixture(tc, NULL, teardown);
                         tcase_set_timeout(tc, 180);
                         tcase_add_test(tc, docker_default_holds);
+                        tcase_add_test(tc, docker_profile_refuses_vsock_and_io_uring);
                         suite_add_tcase(s, tc);
                 } else {
                         note_missing("no Docker Engine at /var/run/docker.sock");
