@@ -60,6 +60,16 @@ void run_result_done(struct run_result *r)
         free(r->err.data);
         r->out.data = r->err.data = NULL;
         r->out.len = r->err.len = 0;
+        for (size_t i = 0; i < r->n_files; i++)
+                free(r->files[i].path);
+        free(r->files);
+        r->files = NULL;
+        r->n_files = 0;
+        for (size_t i = 0; i < r->n_images; i++)
+                free(r->images[i].data);
+        free(r->images);
+        r->images = NULL;
+        r->n_images = 0;
 }
 
 uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size_t cap)
@@ -358,6 +368,52 @@ static void format_field(struct sbuf *b, const char *prefix, const char *s, size
                 sbuf_puts(b, "\n");
 }
 
+/* A file name on one line: escaped like output, and newlines and tabs too, so a name can
+ * never start a line of its own. */
+static void format_name(struct sbuf *b, const char *s)
+{
+        while (*s) {
+                size_t n = strcspn(s, "\n\t");
+
+                if (n > 0)
+                        sanitize_into(b, s, n);
+                s += n;
+                if (*s) {
+                        sbuf_printf(b, "\\x%02x", (unsigned char)*s);
+                        s++;
+                }
+        }
+}
+
+/* "files: plot.png (new, 23.4 KiB, image attached), data.csv (changed, 120 B), and 3 more" */
+static void format_files(struct sbuf *b, const struct run_result *r)
+{
+        if (r->n_files == 0 && r->files_more == 0 && !r->files_note[0])
+                return;
+        if (r->n_files > 0 || r->files_more > 0) {
+                sbuf_puts(b, "files: ");
+                for (size_t i = 0; i < r->n_files; i++) {
+                        const struct run_file *f = &r->files[i];
+                        char v[64];
+
+                        format_bytes(v, sizeof(v), f->bytes);
+                        if (i > 0)
+                                sbuf_puts(b, ", ");
+                        format_name(b, f->path);
+                        sbuf_printf(b, " (%s, %s", f->created ? "new" : "changed", v);
+                        if (f->attached)
+                                sbuf_puts(b, ", image attached");
+                        else if (f->mime && f->not_why)
+                                sbuf_printf(b, ", image not attached: %s", f->not_why);
+                        sbuf_puts(b, ")");
+                }
+                if (r->files_more > 0)
+                        sbuf_printf(b, "%sand %zu more", r->n_files ? ", " : "", r->files_more);
+                sbuf_puts(b, "\n");
+        }
+        format_field(b, "files: ", r->files_note, sizeof(r->files_note));
+}
+
 char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t cap)
 {
         struct sbuf b = {0};
@@ -412,6 +468,7 @@ char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t c
         if (r->blocked_reporting_stopped)
                 sbuf_puts(&b, "[blocked syscalls: reporting stopped after 256 reports; later "
                               "ones failed with ENOSYS]\n");
+        format_files(&b, r);
         format_field(&b, "audit: ", r->audit_note, sizeof(r->audit_note));
         format_field(&b, "", r->notes, sizeof(r->notes));
         sbuf_puts(&b, "isolation: ");

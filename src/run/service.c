@@ -18,6 +18,7 @@
 #include "common/xalloc.h"
 #include "run/ladder.h"
 #include "run/warden.h"
+#include "run/files.h"
 #include "workspace/workspace.h"
 
 /* A call waits this long for a free slot before it is Blocked:. */
@@ -286,8 +287,18 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         struct audit_pending *started = audit_start_async(s->audit, lang, timeout_s, b->ops->name,
                                                           call->code, call->code_len, id);
         sbx_trace_lap(&trace, "audit_start");
+        /* What the run creates or changes in the workspace comes back listed, images attached
+         * (files.h); a read-only workspace cannot change. */
+        struct run_files_before files = {0};
+        if (!cfg->workspace_ro)
+                run_files_before(cfg, &files);
+        sbx_trace_lap(&trace, "files_before");
         r = b->ops->run(b, &req, res, err);
         sbx_trace_lap(&trace, "backend_run");
+        if (r == 0 && !cfg->workspace_ro)
+                run_files_after(cfg, &files, res);
+        run_files_before_done(&files);
+        sbx_trace_lap(&trace, "files_after");
         audit_pending_wait(started, note, sizeof(note));
         sbx_trace_lap(&trace, "audit_start_wait");
         if (r < 0) {
@@ -324,12 +335,44 @@ blocked:
 int run_service_read_workspace(struct run_service *s, const char *path, char **ret_text,
                                struct sbx_error *err)
 {
+        return run_service_read_workspace_blob(s, path, ret_text, NULL, err);
+}
+
+/* The bytes of the binary file @path for @ret_blob, and the text that says so. */
+static char *read_blob(const struct sbx_config *cfg, const char *path, size_t total,
+                       struct run_service_blob *ret_blob)
+{
+        struct sbx_error err = {0};
+        uint64_t size = 0;
+        int r;
+
+        r = ws_read_file(cfg->workspace_dir, path, cfg->max_image_bytes, &ret_blob->data,
+                         &ret_blob->len, &size, &err);
+        if (r == -EFBIG)
+                return xasprintf("binary file, %zu bytes: over VESTIBULE_MAX_IMAGE_BYTES (%zu), "
+                                 "not returned",
+                                 total, cfg->max_image_bytes);
+        if (r < 0)
+                return xasprintf("binary file, %zu bytes: not shown (%s)", total, err.msg);
+        ret_blob->mime = ws_sniff_image(ret_blob->data, ret_blob->len);
+        if (ret_blob->mime)
+                return xasprintf("image (%s), %zu bytes: attached as image content",
+                                 ret_blob->mime, ret_blob->len);
+        return xasprintf("binary file, %zu bytes: attached as an embedded resource (base64)",
+                         ret_blob->len);
+}
+
+int run_service_read_workspace_blob(struct run_service *s, const char *path, char **ret_text,
+                                    struct run_service_blob *ret_blob, struct sbx_error *err)
+{
         const struct sbx_config *cfg = s->cfg;
         _cleanup_free_ char *data = NULL, *text = NULL;
         size_t len = 0, total = 0, shown;
         bool binary = false;
         int r;
 
+        if (ret_blob)
+                *ret_blob = (struct run_service_blob){0};
         if (cfg->invalid)
                 return sbx_fail(err, ENOTRECOVERABLE, "%s", cfg->invalid_msg);
         if (!path || !path[0])
@@ -346,7 +389,10 @@ int run_service_read_workspace(struct run_service *s, const char *path, char **r
                 return 0;
         }
         if (binary) {
-                *ret_text = xasprintf("binary file, %zu bytes: not shown", total);
+                if (ret_blob)
+                        *ret_text = read_blob(cfg, path, total, ret_blob);
+                else
+                        *ret_text = xasprintf("binary file, %zu bytes: not shown", total);
                 return 0;
         }
         shown = total > len ? sbx_utf8_cut(data, len) : len;

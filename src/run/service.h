@@ -61,5 +61,22 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
 int run_service_read_workspace(struct run_service *s, const char *path, char **ret_text,
                                struct sbx_error *err);
 
+/* A binary file's bytes, for read_workspace to return as image content or an embedded
+ * resource. */
+struct run_service_blob {
+        unsigned char *data; /* owned; NULL = not returned (the text says why) */
+        size_t len;
+        const char *mime; /* "image/png" ... from the bytes; NULL = not an image */
+};
+
+/**
+ * run_service_read_workspace_blob() - run_service_read_workspace(), and for a binary file
+ * of at most VESTIBULE_MAX_IMAGE_BYTES its bytes in @ret_blob (read again through the same
+ * jailed open: workspace/changes.h ws_read_file()); the text then says what is attached.
+ * Release @ret_blob->data with free().
+ */
+int run_service_read_workspace_blob(struct run_service *s, const char *path, char **ret_text,
+                                    struct run_service_blob *ret_blob, struct sbx_error *err);
+
 /** run_service_config() - the config the service was built with. */
 const struct sbx_config *run_service_config(struct run_service *s);

@@ -1,6 +1,7 @@
 /* tools.c - run_code and read_workspace as MCP tools: what the agent reads about them, their
  * schemas, argument coercion, and a call turned into a tool result. See tools.h. */
 #include "tools/tools.h"
+#include "tools/content.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,6 +24,9 @@ void tool_result_done(struct tool_result *r)
         if (r->structured)
                 json_object_put(r->structured);
         r->structured = NULL;
+        if (r->content)
+                json_object_put(r->content);
+        r->content = NULL;
 }
 
 /* --- tools/list ------------------------------------------------------------------------ */
@@ -454,6 +458,27 @@ static void call_run_code(struct run_service *svc, json_object *args, const stru
         ret->text = run_result_format(&res, timeout_s, cfg->max_output_bytes);
         ret->is_error = !(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0);
         ret->structured = structured_result(&res, cfg->max_output_bytes);
+        {
+                const char *img_note = NULL;
+
+                json_object_object_add(ret->structured, "files", tools_files_json(&res));
+                json_object_object_add(ret->structured, "files_more",
+                                       json_object_new_int64((int64_t)res.files_more));
+                if (res.files_note[0]) {
+                        _cleanup_free_ char *n = sbx_text_sanitize(
+                            res.files_note, strnlen(res.files_note, sizeof(res.files_note)));
+                        json_object_object_add(ret->structured, "files_note", jstr(n));
+                }
+                ret->content = tools_image_items(&res, &img_note);
+                json_object_object_add(
+                    ret->structured, "images_attached",
+                    json_object_new_int((int)json_object_array_length(ret->content)));
+                if (img_note) {
+                        char *t = xasprintf("%s\n[%s]", ret->text, img_note);
+                        free(ret->text);
+                        ret->text = t;
+                }
+        }
         run_result_done(&res);
 }
 
@@ -471,7 +496,8 @@ static void call_read_workspace(struct run_service *svc, json_object *args, stru
         path = string_arg(args, "path", NULL, ret);
         if (!path)
                 return;
-        r = run_service_read_workspace(svc, path, &text, &err);
+        struct run_service_blob blob = {0};
+        r = run_service_read_workspace_blob(svc, path, &text, &blob, &err);
         if (r < 0) {
                 result_error(ret, "%s", err.msg[0] ? err.msg : "cannot read that file");
                 return;
@@ -479,6 +505,22 @@ static void call_read_workspace(struct run_service *svc, json_object *args, stru
         ret->text = text;
         ret->is_error = false;
         ret->structured = NULL;
+        if (blob.data) {
+                struct sbx_error e2 = {0};
+                json_object *item = blob.mime
+                                        ? tools_image_content(blob.mime, blob.data, blob.len, &e2)
+                                        : tools_blob_content(path, blob.data, blob.len, &e2);
+
+                if (item) {
+                        ret->content = json_object_new_array();
+                        json_object_array_add(ret->content, item);
+                } else {
+                        char *t = xasprintf("%s\n[not attached: %s]", ret->text, e2.msg);
+                        free(ret->text);
+                        ret->text = t;
+                }
+                free(blob.data);
+        }
 }
 
 int tools_call(struct run_service *svc, const char *name, json_object *args,

@@ -256,19 +256,15 @@ const char *ws_sniff_image(const unsigned char *buf, size_t n)
         return NULL;
 }
 
-int ws_read_file(const char *dir, const char *rel, size_t max_bytes, unsigned char **ret_data,
-                 size_t *ret_len, uint64_t *ret_size, struct sbx_error *err)
+/* Open the regular file @rel beneath @dir, never through a symlink. Return an fd (with its
+ * size in *@size) or -errno with @err. */
+static int open_file_beneath(const char *dir, const char *rel, uint64_t *size,
+                             struct sbx_error *err)
 {
         _cleanup_close_ int root = -1, fd = -1;
-        _cleanup_free_ unsigned char *buf = NULL;
         struct stat st;
-        size_t got = 0;
         int r;
 
-        *ret_data = NULL;
-        *ret_len = 0;
-        if (ret_size)
-                *ret_size = 0;
         if (rel[0] == '\0')
                 return sbx_fail(err, EINVAL, "an empty path names no file in the workspace");
         root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -285,29 +281,79 @@ int ws_read_file(const char *dir, const char *rel, size_t max_bytes, unsigned ch
                 return sbx_fail(err, errno, "cannot stat a workspace file: %s", strerror(errno));
         if (!S_ISREG(st.st_mode))
                 return sbx_fail(err, EINVAL, "a workspace entry is not a regular file");
-        if (ret_size)
-                *ret_size = (uint64_t)st.st_size;
-        if ((uint64_t)st.st_size > max_bytes)
-                return -EFBIG;
-        buf = xmalloc((size_t)st.st_size + 1);
-        /* the file may grow while we read: never read past what was stat'ed (+1 to notice) */
-        while (got < (size_t)st.st_size + 1) {
-                ssize_t n = read(fd, buf + got, (size_t)st.st_size + 1 - got);
-                if (n < 0) {
+        *size = (uint64_t)st.st_size;
+        return TAKE_FD(fd);
+}
+
+/* Read up to @n bytes at the start of @fd; the count read, or -errno. */
+static ssize_t read_upto(int fd, unsigned char *buf, size_t n)
+{
+        size_t got = 0;
+
+        while (got < n) {
+                ssize_t k = read(fd, buf + got, n - got);
+                if (k < 0) {
                         if (errno == EINTR)
                                 continue;
                         if (errno == EAGAIN) /* O_NONBLOCK from the jailed open */
                                 break;
-                        return sbx_fail(err, errno, "cannot read a workspace file: %s",
-                                        strerror(errno));
+                        return -errno;
                 }
-                if (n == 0)
+                if (k == 0)
                         break;
-                got += (size_t)n;
+                got += (size_t)k;
         }
-        if (got > max_bytes)
+        return (ssize_t)got;
+}
+
+const char *ws_sniff_file(const char *dir, const char *rel, uint64_t *ret_size)
+{
+        struct sbx_error err = { 0 };
+        unsigned char head[16];
+        uint64_t size = 0;
+        ssize_t n;
+        int fd;
+
+        *ret_size = 0;
+        fd = open_file_beneath(dir, rel, &size, &err);
+        if (fd < 0)
+                return NULL;
+        n = read_upto(fd, head, sizeof(head));
+        close(fd);
+        *ret_size = size;
+        return n > 0 ? ws_sniff_image(head, (size_t)n) : NULL;
+}
+
+int ws_read_file(const char *dir, const char *rel, size_t max_bytes, unsigned char **ret_data,
+                 size_t *ret_len, uint64_t *ret_size, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ unsigned char *buf = NULL;
+        uint64_t size = 0;
+        ssize_t got;
+        int r;
+
+        *ret_data = NULL;
+        *ret_len = 0;
+        if (ret_size)
+                *ret_size = 0;
+        r = open_file_beneath(dir, rel, &size, err);
+        if (r < 0)
+                return r;
+        fd = r;
+        if (ret_size)
+                *ret_size = size;
+        if (size > max_bytes)
+                return -EFBIG;
+        /* the file may grow while we read: read one byte more than stat said, to notice */
+        buf = xmalloc((size_t)size + 1);
+        got = read_upto(fd, buf, (size_t)size + 1);
+        if (got < 0)
+                return sbx_fail(err, (int)-got, "cannot read a workspace file: %s",
+                                strerror((int)-got));
+        if ((size_t)got > max_bytes)
                 return -EFBIG;
         *ret_data = TAKE_PTR(buf);
-        *ret_len = got;
+        *ret_len = (size_t)got;
         return 0;
 }

@@ -92,6 +92,14 @@ const char *ws_change_kind_name(enum ws_change_kind k);
 const char *ws_sniff_image(const unsigned char *buf, size_t n);
 
 /**
+ * ws_sniff_file() - ws_sniff_image() over the first bytes of the regular file @rel beneath
+ * @dir, opened as ws_read_file() does (no symlink followed).
+ * @ret_size: the file's size (0 when it cannot be opened).
+ * Return: the image MIME type (static string), or NULL: not an image, or not readable.
+ */
+const char *ws_sniff_file(const char *dir, const char *rel, uint64_t *ret_size);
+
+/**
  * ws_read_file() - read the regular file @rel beneath @dir when it is at most @max_bytes long,
  * without following any symlink (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or the
  * O_NOFOLLOW walk on kernels without openat2).
