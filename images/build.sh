@@ -15,7 +15,9 @@
 # With SOURCE_DATE_EPOCH fixed (default below) the output is byte-for-byte
 # reproducible for the same mirror content.
 #
-# Usage: images/build.sh [-o OUTDIR] [python|node|all]   (default: all, OUTDIR .)
+# Usage: images/build.sh [-o OUTDIR] [python|node|python-data|all]   (default: all, OUTDIR .)
+#   python-data (not in "all"): python plus numpy, pandas, matplotlib and scipy, as
+#   python-data.tar; matplotlib draws with Agg and plt.show() saves into /workspace.
 # Prints one line per image:  sha256:<hex>  <OUTDIR>/<lang>.tar
 # and the recipe hash (sha256 of this file), which labels the result.
 #
@@ -34,6 +36,10 @@ export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1794182400}"
 # Package sets. bash and coreutils are Essential, named anyway for clarity.
 readonly PKGS_PYTHON="python3,python-is-python3,bash,coreutils,ca-certificates"
 readonly PKGS_NODE="nodejs,bash,coreutils,ca-certificates"
+# The python variant for data work: the standard python set plus Debian's numpy, pandas,
+# matplotlib and scipy (no recommends). matplotlib gets a non-GUI backend whose show() saves
+# each open figure into /workspace (see MPL_SHOW below), so that it comes back as an image.
+readonly PKGS_PYTHON_DATA="$PKGS_PYTHON,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy"
 
 die() {
 	printf 'build.sh: %s\n' "$*" >&2
@@ -76,9 +82,9 @@ done
 shift $((OPTIND - 1))
 what="${1:-all}"
 case "$what" in
-python | node) langs=("$what") ;;
+python | node | python-data) langs=("$what") ;;
 all) langs=(python node) ;;
-*) die "unknown image '$what': use python, node or all" ;;
+*) die "unknown image '$what': use python, node, python-data or all" ;;
 esac
 
 command -v mmdebstrap >/dev/null || die "mmdebstrap not found: apt-get install mmdebstrap"
@@ -124,11 +130,64 @@ find "$r/var/log" -type f -delete
 # Nothing in a sandbox may gain privilege (no_new_privs is set anyway).
 find "$r" -xdev ! -type l -perm /6000 -exec chmod ug-s {} +'
 
+# python-data only: matplotlib's backend. Debian's matplotlib reads /etc/matplotlibrc; the
+# backend module draws with Agg, and show() writes every open figure to
+# /workspace/figure-<N>.png (the first free N), then closes it, so that a plain plt.show()
+# leaves a PNG the server hands back as image content. MPLCONFIGDIR points at /tmp (the home
+# of the sandbox user, writable; the rootfs is read-only).
+# shellcheck disable=SC2016  # expanded by mmdebstrap's shell, not here
+readonly MPL_SHOW='set -e
+r="$1"
+d=$(ls -d "$r"/usr/lib/python3/dist-packages 2>/dev/null)
+[ -n "$d" ] || { echo "no dist-packages in the rootfs" >&2; exit 1; }
+cat >"$d/vestibule_mpl.py" <<"PY"
+"""The Vestibule matplotlib backend: Agg, and show() saves figures into /workspace."""
+import os
+
+from matplotlib.backend_bases import _Backend
+from matplotlib.backends.backend_agg import FigureCanvasAgg, _BackendAgg
+from matplotlib._pylab_helpers import Gcf
+
+OUT_DIR = os.environ.get("VESTIBULE_FIGURE_DIR", "/workspace")
+
+
+def _free_name():
+    n = 1
+    while os.path.lexists(os.path.join(OUT_DIR, "figure-%d.png" % n)):
+        n += 1
+    return os.path.join(OUT_DIR, "figure-%d.png" % n)
+
+
+@_Backend.export
+class _BackendVestibule(_BackendAgg):
+    FigureCanvas = FigureCanvasAgg
+
+    @classmethod
+    def show(cls, block=None):
+        for manager in Gcf.get_all_fig_managers():
+            path = _free_name()
+            manager.canvas.figure.savefig(path, format="png")
+            print("figure saved: %s" % path)
+        Gcf.destroy_all()
+PY
+rc="$r/etc/matplotlibrc"
+if [ -f "$rc" ]; then
+	sed -i -e "s/^#* *backend *:.*/backend: module:\/\/vestibule_mpl/" "$rc"
+	grep -q "^backend: module://vestibule_mpl" "$rc" || echo "backend: module://vestibule_mpl" >>"$rc"
+else
+	echo "backend: module://vestibule_mpl" >"$rc"
+fi
+mkdir -p "$r/etc/vestibule"'
+
 build_one() {
-	local lang="$1" pkgs tmp out
+	local lang="$1" pkgs tmp out hooks=()
 	case "$lang" in
 	python) pkgs="$PKGS_PYTHON" ;;
 	node) pkgs="$PKGS_NODE" ;;
+	python-data)
+		pkgs="$PKGS_PYTHON_DATA"
+		hooks=(--customize-hook="$MPL_SHOW")
+		;;
 	esac
 	out="$outdir/$lang.tar"
 	tmp="$(mktemp "$outdir/.$lang.tar.XXXXXX")"
@@ -147,6 +206,8 @@ build_one() {
 		--dpkgopt='path-include=/usr/share/locale/locale.alias' \
 		--dpkgopt='path-exclude=/usr/share/lintian/*' \
 		--customize-hook="$CUSTOMIZE" \
+		"${hooks[@]}" \
+		--customize-hook="mkdir -p \"\$1/etc/vestibule\" && echo $lang >\"\$1/etc/vestibule/variant\"" \
 		"$SUITE" "$tmp" \
 		"deb $mirror $SUITE main" \
 		"deb $mirror $SUITE-updates main" \

@@ -129,3 +129,49 @@ json_object *tools_image_items(const struct run_result *r, const char **ret_note
         }
         return a;
 }
+
+static json_object *typed(const char *type, const char *desc)
+{
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "type", json_object_new_string(type));
+        if (desc)
+                json_object_object_add(o, "description", json_object_new_string(desc));
+        return o;
+}
+
+void tools_files_schema(json_object *props)
+{
+        json_object *item = typed("object", NULL), *ip = json_object_new_object();
+        json_object *files = typed("array", "Regular files this run created or changed in "
+                                            "/workspace, in path order (at most 50).");
+        json_object *change = typed("string", NULL), *req = json_object_new_array();
+
+        json_object_object_add(ip, "path", typed("string", "Relative to /workspace."));
+        json_object_object_add(ip, "bytes", typed("integer", NULL));
+        json_object_array_add(req, json_object_new_string("new"));
+        json_object_array_add(req, json_object_new_string("changed"));
+        json_object_object_add(change, "enum", req);
+        json_object_object_add(ip, "change", change);
+        json_object_object_add(ip, "image",
+                               typed("string", "The image type told from its bytes, for "
+                                               "images only."));
+        json_object_object_add(ip, "attached",
+                               typed("boolean", "Images only: returned as image content."));
+        json_object_object_add(ip, "not_attached",
+                               typed("string", "Images only: why it was not returned."));
+        json_object_object_add(item, "properties", ip);
+        req = json_object_new_array();
+        json_object_array_add(req, json_object_new_string("path"));
+        json_object_array_add(req, json_object_new_string("bytes"));
+        json_object_array_add(req, json_object_new_string("change"));
+        json_object_object_add(item, "required", req);
+        json_object_object_add(files, "items", item);
+        json_object_object_add(props, "files", files);
+        json_object_object_add(props, "files_more",
+                               typed("integer", "Changed files beyond the listed ones."));
+        json_object_object_add(props, "files_note",
+                               typed("string", "Why the list may be incomplete."));
+        json_object_object_add(props, "images_attached",
+                               typed("integer", "How many images follow as image content."));
+}

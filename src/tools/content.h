@@ -47,3 +47,10 @@ json_object *tools_files_json(const struct run_result *r);
  * gets a static reason. Caller puts it.
  */
 json_object *tools_image_items(const struct run_result *r, const char **ret_note);
+
+/**
+ * tools_files_schema() - add the JSON Schema of "files", "files_more", "files_note" and
+ * "images_attached" to @props, run_code's outputSchema properties (no type arrays: every
+ * field has one type, and an absent field means "not applicable").
+ */
+void tools_files_schema(json_object *props);

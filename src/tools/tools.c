@@ -184,6 +184,7 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         json_object_object_add(usage, "type", jstr("object"));
         json_object_object_add(usage, "properties", uprops);
         json_object_object_add(oprops, "usage", usage);
+        tools_files_schema(oprops);
         json_object_object_add(out, "type", jstr("object"));
         json_object_object_add(out, "properties", oprops);
         json_object_object_add(out, "required", strings(required_out));
