@@ -48,12 +48,12 @@ static void attach_image(const struct sbx_config *cfg, struct run_result *res, s
         uint64_t size = 0;
         int r;
 
-        if (res->n_images >= cfg->max_images) {
-                f->not_why = "over VESTIBULE_MAX_IMAGES";
-                return;
-        }
         if (f->bytes > cfg->max_image_bytes) {
                 f->not_why = "over VESTIBULE_MAX_IMAGE_BYTES";
+                return;
+        }
+        if (res->n_images >= cfg->max_images) {
+                f->not_why = "over VESTIBULE_MAX_IMAGES";
                 return;
         }
         r = ws_read_file(cfg->workspace_dir, f->path, cfg->max_image_bytes, &data, &len, &size,
