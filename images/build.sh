@@ -15,7 +15,7 @@
 # With SOURCE_DATE_EPOCH fixed (default below) the output is byte-for-byte
 # reproducible for the same mirror content.
 #
-# Usage: images/build.sh [-o OUTDIR] [python|node|python-data|all]   (default: all, OUTDIR .)
+# Usage: images/build.sh [-o OUTDIR] [python|node|python-data|all]...   (default: all, OUTDIR .)
 #   python-data (not in "all"): python plus numpy, pandas, matplotlib and scipy, as
 #   python-data.tar; matplotlib draws with Agg and plt.show() saves into /workspace.
 # Prints one line per image:  sha256:<hex>  <OUTDIR>/<lang>.tar
@@ -80,12 +80,15 @@ while getopts ':o:h' opt; do
 	esac
 done
 shift $((OPTIND - 1))
-what="${1:-all}"
-case "$what" in
-python | node | python-data) langs=("$what") ;;
-all) langs=(python node) ;;
-*) die "unknown image '$what': use python, node, python-data or all" ;;
-esac
+[ "$#" -gt 0 ] || set -- all
+langs=()
+for what in "$@"; do
+	case "$what" in
+	python | node | python-data) langs+=("$what") ;;
+	all) langs+=(python node) ;;
+	*) die "unknown image '$what': use python, node, python-data or all" ;;
+	esac
+done
 
 command -v mmdebstrap >/dev/null || die "mmdebstrap not found: apt-get install mmdebstrap"
 mirror="${VESTIBULE_DEBIAN_MIRROR:-$(apt_mirror debian || echo http://deb.debian.org/debian)}"
@@ -186,7 +189,22 @@ build_one() {
 	node) pkgs="$PKGS_NODE" ;;
 	python-data)
 		pkgs="$PKGS_PYTHON_DATA"
-		hooks=(--customize-hook="$MPL_SHOW")
+		# scipy Depends on pythran, which pulls a C++ toolchain, boost and perl that
+		# nothing in a sandbox runs (~350 MB); numpy, scipy, pandas and matplotlib ship
+		# their own test suites (~100 MB). Their files are left out, the packages stay
+		# installed (dpkg path-exclude, as for the docs).
+		hooks=(--customize-hook="$MPL_SHOW"
+			--dpkgopt='path-exclude=/usr/include/*'
+			--dpkgopt='path-exclude=/usr/lib/gcc/*'
+			--dpkgopt='path-exclude=/usr/libexec/gcc/*'
+			--dpkgopt='path-exclude=/usr/bin/x86_64-linux-gnu-lto-dump-*'
+			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/*.a'
+			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/openblas-pthread/*.a'
+			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/lib*san.so*'
+			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/perl/*'
+			--dpkgopt='path-exclude=/usr/share/perl/*'
+			--dpkgopt='path-exclude=/usr/lib/python3/dist-packages/*/tests/*'
+			--dpkgopt='path-exclude=/usr/lib/python3/dist-packages/pythran/*')
 		;;
 	esac
 	out="$outdir/$lang.tar"
