@@ -189,10 +189,10 @@ build_one() {
 	node) pkgs="$PKGS_NODE" ;;
 	python-data)
 		pkgs="$PKGS_PYTHON_DATA"
-		# scipy Depends on pythran, which pulls a C++ toolchain, boost and perl that
-		# nothing in a sandbox runs (~350 MB); numpy, scipy, pandas and matplotlib ship
-		# their own test suites (~100 MB). Their files are left out, the packages stay
-		# installed (dpkg path-exclude, as for the docs).
+		# scipy Depends on pythran, which pulls a C++ toolchain and boost that nothing
+		# in a sandbox runs; numpy, scipy, pandas and matplotlib ship their own test
+		# suites. Their files are left out, the packages stay installed (dpkg
+		# path-exclude, as for the docs). perl stays: dpkg's own scripts need it.
 		hooks=(--customize-hook="$MPL_SHOW"
 			--dpkgopt='path-exclude=/usr/include/*'
 			--dpkgopt='path-exclude=/usr/lib/gcc/*'
@@ -201,8 +201,6 @@ build_one() {
 			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/*.a'
 			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/openblas-pthread/*.a'
 			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/lib*san.so*'
-			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/perl/*'
-			--dpkgopt='path-exclude=/usr/share/perl/*'
 			--dpkgopt='path-exclude=/usr/lib/python3/dist-packages/*/tests/*'
 			--dpkgopt='path-exclude=/usr/lib/python3/dist-packages/pythran/*')
 		;;
