@@ -182,6 +182,21 @@ else
 fi
 mkdir -p "$r/etc/vestibule"'
 
+# python-data only, after every package is installed and configured: scipy Depends on
+# pythran, which pulls a C++ toolchain and boost headers that nothing in a sandbox runs, and
+# numpy, scipy, pandas and matplotlib ship their own test suites. Their files are removed (the
+# packages stay registered, as with the docs left out above). Removing them after the
+# maintainer scripts ran, not with dpkg path-exclude, keeps those scripts working.
+# shellcheck disable=SC2016  # expanded by mmdebstrap's shell, not here
+readonly PRUNE_DATA='set -e
+r="$1"
+rm -rf "$r"/usr/include "$r"/usr/lib/gcc "$r"/usr/libexec/gcc
+rm -f "$r"/usr/bin/x86_64-linux-gnu-lto-dump-*
+find "$r/usr/lib/x86_64-linux-gnu" -name "*.a" -type f -delete
+find "$r/usr/lib/x86_64-linux-gnu" -maxdepth 1 -name "lib*san.so*" -delete
+rm -rf "$r"/usr/lib/python3/dist-packages/pythran
+find "$r/usr/lib/python3/dist-packages" -depth -type d -name tests -exec rm -rf {} +'
+
 build_one() {
 	local lang="$1" pkgs tmp out hooks=()
 	case "$lang" in
@@ -189,20 +204,7 @@ build_one() {
 	node) pkgs="$PKGS_NODE" ;;
 	python-data)
 		pkgs="$PKGS_PYTHON_DATA"
-		# scipy Depends on pythran, which pulls a C++ toolchain and boost that nothing
-		# in a sandbox runs; numpy, scipy, pandas and matplotlib ship their own test
-		# suites. Their files are left out, the packages stay installed (dpkg
-		# path-exclude, as for the docs). perl stays: dpkg's own scripts need it.
-		hooks=(--customize-hook="$MPL_SHOW"
-			--dpkgopt='path-exclude=/usr/include/*'
-			--dpkgopt='path-exclude=/usr/lib/gcc/*'
-			--dpkgopt='path-exclude=/usr/libexec/gcc/*'
-			--dpkgopt='path-exclude=/usr/bin/x86_64-linux-gnu-lto-dump-*'
-			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/*.a'
-			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/openblas-pthread/*.a'
-			--dpkgopt='path-exclude=/usr/lib/x86_64-linux-gnu/lib*san.so*'
-			--dpkgopt='path-exclude=/usr/lib/python3/dist-packages/*/tests/*'
-			--dpkgopt='path-exclude=/usr/lib/python3/dist-packages/pythran/*')
+		hooks=(--customize-hook="$MPL_SHOW" --customize-hook="$PRUNE_DATA")
 		;;
 	esac
 	out="$outdir/$lang.tar"
