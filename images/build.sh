@@ -195,7 +195,7 @@ rm -f "$r"/usr/bin/x86_64-linux-gnu-lto-dump-*
 find "$r/usr/lib/x86_64-linux-gnu" -name "*.a" -type f -delete
 find "$r/usr/lib/x86_64-linux-gnu" -maxdepth 1 -name "lib*san.so*" -delete
 rm -rf "$r"/usr/lib/python3/dist-packages/pythran
-find "$r/usr/lib/python3/dist-packages" -depth -type d -name tests -exec rm -rf {} +'
+find "$r/usr/lib/python3/dist-packages" -type d -name tests -prune -exec rm -rf {} +'
 
 build_one() {
 	local lang="$1" pkgs tmp out hooks=()
