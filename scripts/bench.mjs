@@ -54,6 +54,9 @@ const BASE_BIN = opt.baseline;
 const ROOTFS = opt.rootfs;
 const only = opt.only ? new Set(opt.only.split(',')) : null;
 const want = (k) => !only || only.has(k);
+// A result whose stdout is "1\n": the fenced form (docs/design/results.md) or a baseline's older
+// "stdout:" form.
+const OUT_1 = /^stdout(?::| \([^)]*\) ---[0-9a-f]{16}---)\n1\n/;
 if (!BIN) throw new Error('pass --bin (scripts/bench does)');
 if (!(RUNS >= 1 && RUNS <= 10000 && WARMUP >= 0 && WARMUP <= 1000)) throw new Error('--runs 1..10000, --warmup 0..1000');
 
@@ -146,7 +149,7 @@ class Server {
         this.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n');
     }
     // run_code; returns {ms, text}; throws unless @expect matches the stdout part.
-    async run(language, code, expect = /^stdout:\n1\n/, timeoutS = 30, allowError = false) {
+    async run(language, code, expect = OUT_1, timeoutS = 30, allowError = false) {
         const t0 = performance.now();
         const r = await this.request('tools/call', { name: 'run_code', arguments: { language, code, timeout_seconds: timeoutS } });
         const ms = performance.now() - t0;
@@ -249,7 +252,7 @@ async function addServerCases() {
             servers.native.cpu0 = servers.native.cpuTicks();
             for (const l of langs) cases.push({ key: `ours_native_${l}`, label: `ours: native run_code ${l}`, server: 'native', fn: async () => (await servers.native.run(l, CODE[l])).ms });
         } catch (e) { skipped.native = String(e.message).slice(0, 400); }
-        if (!skipped.native) cases.push({ key: 'ours_native_run_process', label: 'ours: vestibule-mcp run (process)', fn: async () => runProc(isRoot ? asUser([BIN, 'run', '--language', 'python', '-c', 'print(1)']) : [BIN, 'run', '--language', 'python', '-c', 'print(1)'], /^stdout:\n1\n/, serverEnv('native', { VESTIBULE_TRACE: 'off' })) });
+        if (!skipped.native) cases.push({ key: 'ours_native_run_process', label: 'ours: vestibule-mcp run (process)', fn: async () => runProc(isRoot ? asUser([BIN, 'run', '--language', 'python', '-c', 'print(1)']) : [BIN, 'run', '--language', 'python', '-c', 'print(1)'], OUT_1, serverEnv('native', { VESTIBULE_TRACE: 'off' })) });
     }
     if (want('native') && BASE_BIN) {
         try {
@@ -258,7 +261,7 @@ async function addServerCases() {
             await s.init();
             servers.baseline = s;
             for (const l of langs) cases.push({ key: `baseline_native_${l}`, label: `baseline: native run_code ${l}`, server: 'baseline', fn: async () => (await servers.baseline.run(l, CODE[l])).ms });
-            cases.push({ key: 'baseline_native_run_process', label: 'baseline: vestibule-mcp run (process)', fn: async () => runProc(isRoot ? asUser([BASE_BIN, 'run', '--language', 'python', '-c', 'print(1)']) : [BASE_BIN, 'run', '--language', 'python', '-c', 'print(1)'], /^stdout:\n1\n/, serverEnv('native', { VESTIBULE_TRACE: 'off' })) });
+            cases.push({ key: 'baseline_native_run_process', label: 'baseline: vestibule-mcp run (process)', fn: async () => runProc(isRoot ? asUser([BASE_BIN, 'run', '--language', 'python', '-c', 'print(1)']) : [BASE_BIN, 'run', '--language', 'python', '-c', 'print(1)'], OUT_1, serverEnv('native', { VESTIBULE_TRACE: 'off' })) });
         } catch (e) { skipped.baseline = String(e.message).slice(0, 400); }
     }
     if (!isRoot) {
@@ -373,7 +376,7 @@ if (servers.native && want('scaling')) {
     progress('output sizes');
     for (const n of QUICK ? [1024, 10485760] : [1024, 16384, 65536, 1048576, 10485760]) {
         const lat = [];
-        for (let i = 0; i < (QUICK ? 2 : 5); i++) lat.push((await s.run('python', `import sys; sys.stdout.write('x' * ${n}); sys.stdout.flush()`, /^stdout:\nx{1000}/, 30, true)).ms);
+        for (let i = 0; i < (QUICK ? 2 : 5); i++) lat.push((await s.run('python', `import sys; sys.stdout.write('x' * ${n}); sys.stdout.flush()`, /^stdout(?::| \([^)]*\) ---[0-9a-f]{16}---)\nx{1000}/, 30, true)).ms);
         const st = s.status();
         report.scaling.output[n] = { ...stats(lat), server_rss_kib: st.rss_kib, server_hwm_kib: st.hwm_kib };
     }

@@ -62,7 +62,8 @@ vst_copy_sources() {
         rm -rf "$dst.new"
         mkdir -p "$dst.new"
         tar -C "$repo" --exclude=./.git --exclude='./build*' --exclude=./node_modules \
-                --exclude=./tests/e2e/node_modules -cf - . | tar -C "$dst.new" -xf -
+                --exclude=./tests/e2e/node_modules --exclude=./tests/clients/node_modules \
+                -cf - . | tar -C "$dst.new" -xf -
         rm -rf "$dst"
         mv "$dst.new" "$dst"
         chmod -R a+rX "$dst"
@@ -97,6 +98,16 @@ vst_build_images() {
 vst_npm_ci() {
         local dir=$1
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+        chmod -R a+rX "$dir"
+}
+
+# vst_npm_install_locked DIR: install DIR's packages as its package-lock.json pins them, readable
+# by all. Not `npm ci`: the registry this project's machines reach lacks some other platforms'
+# optional packages (opencode-darwin-*, ...), which npm then leaves out of the lock, and `npm ci`
+# refuses such a lock; `npm install --no-save` installs the same pinned tree and writes nothing.
+vst_npm_install_locked() {
+        local dir=$1
+        (cd "$dir" && npm install --no-save --no-audit --no-fund --loglevel=error)
         chmod -R a+rX "$dir"
 }
 

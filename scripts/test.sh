@@ -415,6 +415,37 @@ else
         record_fail "e2e: npm ci"
 fi
 
+# ---------------------------------------------------------------------------- real clients
+# tests/clients: Claude Code, Codex CLI, Gemini CLI, opencode, the AI SDK, LangChain, Mastra and
+# MCP Inspector --cli --strict (pinned in tests/clients/package-lock.json) each start the Release
+# server from the MCP config its user writes, driven by a scripted stand-in model API on
+# 127.0.0.1, all inside a loopback-only network namespace; each model must have seen the grade
+# and the facts of five calls (tests/clients/facts.mjs). As the test user, backends naive and
+# native with the grades of E2E_RUNS, each client bounded at 90 s. Measured on this 2-core
+# host: npm install 190 s with an empty npm cache, each run 70-80 s.
+clients_dir=$src/tests/clients
+if [ ! -x "$rel/vestibule-mcp" ] || ! declare -F add_results >/dev/null; then
+        record_fail "clients: needs the Release build and the e2e stage's npm packages"
+elif step 360 "clients: npm install (the pinned lock)" vst_npm_install_locked "$clients_dir"; then
+        while IFS='|' read -r builds backend grade extra; do
+                case ",$builds,|$backend" in *,Release,*"|naive" | *,Release,*"|native") ;; *) continue ;; esac
+                rootfs=$(sed -n 's/.*VESTIBULE_ROOTFS_DIR=\([^ ]*\).*/\1/p' <<<"$extra")
+                # the controls (a client without its user's approval refuses) once, on naive
+                ctl=()
+                [ "$backend" = naive ] || ctl=(--no-controls)
+                res=$(mktemp "$ci/clients-results.XXXXXX")
+                chmod 0666 "$res"
+                banner "clients: Release, backend $backend"
+                rc=0
+                as_user VESTIBULE_BIN="$rel/vestibule-mcp" timeout --kill-after=30 420 \
+                        node "$clients_dir/run.mjs" --backend "$backend" --expect-grade "$grade" \
+                        ${rootfs:+--rootfs "$rootfs"} "${ctl[@]}" --results "$res" || rc=$?
+                add_results "clients, backend $backend" "$res" "$rc"
+        done <<<"$E2E_RUNS"
+else
+        record_fail "clients: npm install in $clients_dir"
+fi
+
 # ---------------------------------------------------------------------------- grade agreement
 # In every environment this host has (scripts/agree.sh lists them: the test user natively with
 # and without an engine, forced container with no engine, rootless Podman, root with Docker

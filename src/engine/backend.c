@@ -824,8 +824,10 @@ static void attach_emit(void *ud, int stream, const char *buf, size_t n)
         struct attach_ctx *a = ud;
         struct run_stream *s = stream == 2 ? &a->res->err : &a->res->out;
         uint64_t total = run_stream_append(s, buf, n, a->cap);
-        if (total > 2 * (uint64_t)a->cap)
+        if (total > 2 * (uint64_t)a->cap && !a->flooded) {
                 a->flooded = true;
+                s->stopped_at = total; /* the result says where the run was stopped */
+        }
 }
 
 static size_t attach_write(char *data, size_t size, size_t nmemb, void *ud)
@@ -1239,15 +1241,14 @@ static void note_add(struct run_result *res, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void note_add(struct run_result *res, const char *fmt, ...)
 {
-        size_t used = strlen(res->notes);
+        char note[sizeof(res->notes)];
         va_list ap;
-        if (used + 2 >= sizeof(res->notes))
-                return;
-        if (used)
-                res->notes[used++] = '\n';
+
         va_start(ap, fmt);
-        vsnprintf(res->notes + used, sizeof(res->notes) - used, fmt, ap);
+        vsnprintf(note, sizeof(note), fmt, ap);
         va_end(ap);
+        /* one note, one line: a workspace file name holding '\n' is stored escaped */
+        run_result_note(res, "%s", note);
 }
 
 /* Two labelled volumes, filled through a created-never-started helper container's archive API

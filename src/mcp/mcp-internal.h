@@ -221,6 +221,10 @@ json_object *mcp_rev_tools(json_object *tools, enum mcp_rev rev);
  * _meta["io.modelcontextprotocol/serverInfo"] to @result; nothing for legacy. Returns @result. */
 json_object *mcp_rev_finish_result(json_object *result, bool modern);
 
+/** mcp_rev_finish_tool_result() - a tools/call result: for a modern request add resultType
+ * "complete" only (no _meta); nothing for legacy. Returns @result. */
+json_object *mcp_rev_finish_tool_result(json_object *result, bool modern);
+
 /* ---- server.c ---- */
 
 /* Knobs the tests turn; mcp_serve() uses the defaults. */

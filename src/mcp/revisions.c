@@ -252,3 +252,14 @@ json_object *mcp_rev_finish_result(json_object *result, bool modern)
         json_object_object_add(meta, META_SERVER_INFO, mcp_rev_server_info(MCP_REV_MODERN));
         return result;
 }
+
+json_object *mcp_rev_finish_tool_result(json_object *result, bool modern)
+{
+        /* 2026-07-28 requires resultType on every result and no _meta key; serverInfo in a
+         * result's _meta is a SHOULD (a MUST only for server/discover). Some clients (Mastra)
+         * pass a whole tool result to their model, so a tool result carries nothing the model
+         * need not read. docs/design/results.md, "_meta". */
+        if (modern)
+                json_object_object_add(result, "resultType", json_object_new_string("complete"));
+        return result;
+}

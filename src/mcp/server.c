@@ -348,7 +348,7 @@ static void *worker_main(void *arg)
         r = s->h->tools_call(s->h->userdata, c->name, c->args, &ctx, &res, &err);
         if (r >= 0)
                 msg = mcp_make_result(
-                    &c->id, mcp_rev_finish_result(tool_result_json(&res, c->rev), c->modern));
+                    &c->id, mcp_rev_finish_tool_result(tool_result_json(&res, c->rev), c->modern));
         else if (r == -ENOENT || r == -EINVAL)
                 msg = mcp_make_error(&c->id, MCP_ERR_INVALID_PARAMS,
                                      err.msg[0] ? err.msg : "Invalid params", NULL);
@@ -573,7 +573,9 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
                 log_warning("tools/call '%s' refused: %u calls in flight",
                             mcp_log_safe(json_object_get_string(name), safe, sizeof(safe)),
                             running);
-                send_result(s, b, &m->id, tool_result_json(&res, rev), modern);
+                send_msg(s, b,
+                         mcp_make_result(&m->id, mcp_rev_finish_tool_result(
+                                                     tool_result_json(&res, rev), modern)));
                 free(res.text);
                 return;
         }

@@ -685,6 +685,7 @@ finish:
                 pthread_mutex_lock(&notify->lock);
                 native_strf(res->blocked_syscalls, sizeof(res->blocked_syscalls), "%s",
                             notify->names);
+                res->blocked_syscalls_unlisted = notify->unlisted;
                 res->blocked_reporting_stopped = notify->stopped_reporting;
                 pthread_mutex_unlock(&notify->lock);
         } else {

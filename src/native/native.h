@@ -79,8 +79,9 @@ struct native_notify {
         pthread_mutex_t lock;
         unsigned reports;
         bool stopped_reporting;
-        char names[512];  /* "mount, bpf": unique, first-seen order */
-        bool have_status; /* init reported the program's wait status */
+        char names[2048];  /* "mount, bpf": unique, first-seen order; fits every notified name */
+        unsigned unlisted; /* reports whose name no longer fit in @names */
+        bool have_status;  /* init reported the program's wait status */
         int status;
         uint64_t status_us; /* when that report arrived (sbx_trace_now_us()), for the trace */
         bool exec_failed;   /* the program could not be executed: exec_err says why */

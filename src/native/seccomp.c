@@ -533,8 +533,10 @@ static void record(struct native_notify *n, const char *name)
                         return;
                 p += nlen;
         }
-        if (len + (len ? 2 : 0) + nlen + 1 > sizeof(n->names))
-                return; /* the line is full; the names so far stay */
+        if (len + (len ? 2 : 0) + nlen + 1 > sizeof(n->names)) {
+                n->unlisted++; /* the line is full: the result says "+N more" */
+                return;
+        }
         snprintf(n->names + len, sizeof(n->names) - len, "%s%s", len ? ", " : "", name);
 }
 
@@ -679,6 +681,7 @@ void native_notify_finish(struct native_notify *n, struct run_result *res)
         }
         if (res) {
                 native_strf(res->blocked_syscalls, sizeof(res->blocked_syscalls), "%s", n->names);
+                res->blocked_syscalls_unlisted = n->unlisted;
                 res->blocked_reporting_stopped = n->stopped_reporting;
         }
         if (n->listener_fd >= 0)

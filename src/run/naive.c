@@ -526,9 +526,7 @@ static void set_not_measured(struct run_measure *m, const char *why)
 
 static void add_note(struct run_result *res, const char *note)
 {
-        size_t n = strnlen(res->notes, sizeof(res->notes));
-
-        snprintf(res->notes + n, sizeof(res->notes) - n, "%s%s", n ? "\n" : "", note);
+        run_result_note(res, "%s", note);
 }
 
 static int stage_error(const struct sbx_config *cfg, bool drop, const char *interp,

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
@@ -58,8 +60,11 @@ void run_result_done(struct run_result *r)
                 return;
         free(r->out.data);
         free(r->err.data);
-        r->out.data = r->err.data = NULL;
+        free(r->out.ring);
+        free(r->err.ring);
+        r->out.data = r->err.data = r->out.ring = r->err.ring = NULL;
         r->out.len = r->err.len = 0;
+        r->out.ring_len = r->err.ring_len = r->out.ring_size = r->err.ring_size = 0;
         for (size_t i = 0; i < r->n_files; i++)
                 free(r->files[i].path);
         free(r->files);
@@ -74,6 +79,8 @@ void run_result_done(struct run_result *r)
 
 uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size_t cap)
 {
+        const char *b = buf;
+
         if (s->len < cap && n > 0) {
                 size_t take = cap - s->len < n ? cap - s->len : n;
 
@@ -82,8 +89,59 @@ uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size
                 s->len += take;
                 s->data[s->len] = '\0';
         }
+        /* The tail: a ring of the last cap/2 bytes, so a flood's or a long log's end (where the
+         * traceback is) is shown too. Only its last ring_size bytes of @buf matter. */
+        if (n > 0 && cap / 2 > 0) {
+                if (!s->ring) {
+                        s->ring_size = cap / 2;
+                        s->ring = xmalloc(s->ring_size);
+                        s->ring_len = s->ring_pos = 0;
+                }
+                if (n >= s->ring_size) {
+                        memcpy(s->ring, b + n - s->ring_size, s->ring_size);
+                        s->ring_pos = 0;
+                        s->ring_len = s->ring_size;
+                } else {
+                        /* write at the end of the ring's content, wrapping */
+                        size_t end = (s->ring_pos + s->ring_len) % s->ring_size;
+                        size_t first = s->ring_size - end < n ? s->ring_size - end : n;
+
+                        memcpy(s->ring + end, b, first);
+                        memcpy(s->ring, b + first, n - first);
+                        if (s->ring_len + n > s->ring_size) {
+                                s->ring_pos =
+                                    (s->ring_pos + s->ring_len + n - s->ring_size) % s->ring_size;
+                                s->ring_len = s->ring_size;
+                        } else
+                                s->ring_len += n;
+                }
+        }
         s->total += n;
         return s->total;
+}
+
+void run_result_note(struct run_result *r, const char *fmt, ...)
+{
+        char note[sizeof(r->notes)];
+        size_t used = strnlen(r->notes, sizeof(r->notes));
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(note, sizeof(note), fmt, ap);
+        va_end(ap);
+        if (used > 0 && used + 1 < sizeof(r->notes))
+                r->notes[used++] = '\n';
+        /* Control bytes as "\xNN": one note is one line, whatever a file name holds. */
+        for (const unsigned char *p = (const unsigned char *)note; *p; p++) {
+                if (used + (*p < 0x20 || *p == 0x7f ? 4 : 1) >= sizeof(r->notes))
+                        break;
+                if (*p < 0x20 || *p == 0x7f)
+                        used += (size_t)snprintf(r->notes + used, sizeof(r->notes) - used,
+                                                 "\\x%02x", *p);
+                else
+                        r->notes[used++] = (char)*p;
+        }
+        r->notes[used] = '\0';
 }
 
 /* --- UTF-8 ----------------------------------------------------------------------------- */
@@ -202,7 +260,22 @@ static void sbuf_printf(struct sbuf *b, const char *fmt, ...)
         b->len += (size_t)n;
 }
 
-static void sanitize_into(struct sbuf *b, const char *s, size_t n)
+/* Characters that are valid UTF-8 and printable to a terminal, yet hide, join or reorder the
+ * text around them, so a reader (or a model) sees something else than what is there:
+ * bidi controls (Unicode's Bidi_Control), zero-width and invisible characters, and the line
+ * and paragraph separators some readers treat as line ends. */
+static bool invisible(uint32_t cp)
+{
+        return cp == 0x061c ||                   /* ARABIC LETTER MARK */
+               (cp >= 0x200b && cp <= 0x200f) || /* ZWSP, ZWNJ, ZWJ, LRM, RLM */
+               (cp >= 0x2028 && cp <= 0x202e) || /* LS, PS, LRE, RLE, PDF, LRO, RLO */
+               (cp >= 0x2060 && cp <= 0x2064) || /* WORD JOINER, invisible operators */
+               (cp >= 0x2066 && cp <= 0x2069) || /* LRI, RLI, FSI, PDI */
+               cp == 0xfeff;                     /* BOM, ZERO WIDTH NO-BREAK SPACE */
+}
+
+/* @oneline: '\t' and '\n' are escaped too (notes, reasons, file names). */
+static void sanitize_into_mode(struct sbuf *b, const char *s, size_t n, bool oneline)
 {
         const unsigned char *u = (const unsigned char *)s;
         size_t i = 0;
@@ -217,14 +290,14 @@ static void sanitize_into(struct sbuf *b, const char *s, size_t n)
                         snprintf(esc, sizeof(esc), "\\x%02x", u[i]);
                         sbuf_add(b, esc, 4);
                         i++;
-                } else if (cp == '\t' || cp == '\n') {
+                } else if ((cp == '\t' || cp == '\n') && !oneline) {
                         sbuf_add(b, s + i, 1);
                         i++;
                 } else if (cp < 0x20 || cp == 0x7f) {
                         snprintf(esc, sizeof(esc), "\\x%02x", (unsigned)cp);
                         sbuf_add(b, esc, 4);
                         i++;
-                } else if (cp >= 0x80 && cp <= 0x9f) {
+                } else if ((cp >= 0x80 && cp <= 0x9f) || invisible(cp)) {
                         /* C1 controls (CSI is U+009B) are valid UTF-8 but still drive
                          * terminals. */
                         snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
@@ -237,50 +310,28 @@ static void sanitize_into(struct sbuf *b, const char *s, size_t n)
         }
 }
 
-char *sbx_text_sanitize(const char *s, size_t n)
+static char *sanitize_mode(const char *s, size_t n, bool oneline)
 {
         struct sbuf b = {0};
 
         sbuf_grow(&b, 0);
         b.p[0] = '\0';
         if (s)
-                sanitize_into(&b, s, n);
+                sanitize_into_mode(&b, s, n, oneline);
         return b.p;
 }
 
-/* --- the result text ------------------------------------------------------------------- */
-
-static void format_stream(struct sbuf *b, const char *label, const struct run_stream *st,
-                          size_t cap)
+char *sbx_text_sanitize(const char *s, size_t n)
 {
-        size_t shown = st->len < cap ? st->len : cap;
-        uint64_t more;
-
-        if (st->total > shown)
-                shown = sbx_utf8_cut(st->data, shown);
-        more = st->total > shown ? st->total - shown : 0;
-
-        if (shown == 0 && more == 0) {
-                sbuf_printf(b, "%s: (empty)\n", label);
-                return;
-        }
-        sbuf_printf(b, "%s:\n", label);
-        sanitize_into(b, st->data, shown);
-        if (shown > 0 && st->data[shown - 1] != '\n')
-                sbuf_puts(b, "\n");
-        if (more > 0)
-                sbuf_printf(b, "[truncated: %llu bytes more]\n", (unsigned long long)more);
+        return sanitize_mode(s, n, false);
 }
 
-static void format_signal(struct sbuf *b, int sig)
+char *sbx_text_sanitize_line(const char *s, size_t n)
 {
-        const char *abbrev = sigabbrev_np(sig);
-
-        if (abbrev)
-                sbuf_printf(b, "killed by signal SIG%s (%d)\n", abbrev, sig);
-        else
-                sbuf_printf(b, "killed by signal %d\n", sig);
+        return sanitize_mode(s, n, true);
 }
+
+/* --- the view: every fact once, in the words both views use --------------------------- */
 
 static void format_bytes(char *buf, size_t size, uint64_t bytes)
 {
@@ -294,7 +345,131 @@ static void format_bytes(char *buf, size_t size, uint64_t bytes)
                 snprintf(buf, size, "%llu B", (unsigned long long)bytes);
 }
 
-static void format_usage(struct sbuf *b, const struct run_usage *u)
+/* A backend's fixed-size string field as one escaped line, or NULL when empty. */
+static char *field_line(const char *s, size_t size)
+{
+        size_t n = strnlen(s, size);
+
+        while (n > 0 && s[n - 1] == '\n')
+                n--;
+        return n > 0 ? sbx_text_sanitize_line(s, n) : NULL;
+}
+
+/* The stream's ring in order, into a new buffer of *@ret_len bytes. */
+static char *ring_linear(const struct run_stream *st, size_t *ret_len)
+{
+        char *t = xmalloc(st->ring_len + 1);
+
+        for (size_t i = 0; i < st->ring_len; i++)
+                t[i] = st->ring[(st->ring_pos + i) % st->ring_size];
+        t[st->ring_len] = '\0';
+        *ret_len = st->ring_len;
+        return t;
+}
+
+static void view_stream(struct run_view_stream *vs, const struct run_stream *st, size_t cap)
+{
+        size_t head = st->len < cap ? st->len : cap;
+
+        memset(vs, 0, sizeof(*vs));
+        vs->bytes = st->total;
+        vs->stopped_at = st->stopped_at;
+        if (st->total <= head) {
+                /* all of it fits */
+                vs->head = sbx_text_sanitize(st->data, head);
+                vs->shown = vs->head_raw = head;
+                return;
+        }
+        /* Cut: the first cap - cap/2 bytes and the last cap/2 (from the ring), each on a UTF-8
+         * boundary. A stream captured without a ring (cap/2 == 0) shows its head only. */
+        {
+                size_t tail_want = st->ring ? (cap / 2 < st->ring_len ? cap / 2 : st->ring_len) : 0;
+                size_t head_want = cap - (st->ring ? cap / 2 : 0);
+                size_t tlen = 0, skip = 0;
+                _cleanup_free_ char *ring = st->ring ? ring_linear(st, &tlen) : NULL;
+                const char *tail = ring ? ring + (tlen - tail_want) : NULL;
+                uint64_t not_shown;
+                char both[96];
+
+                if (head_want > head)
+                        head_want = head;
+                head_want = sbx_utf8_cut(st->data, head_want);
+                /* the tail starts at a sequence's lead byte: skip at most 3 continuation bytes */
+                while (tail && skip < 3 && skip < tail_want &&
+                       ((unsigned char)tail[skip] & 0xc0) == 0x80)
+                        skip++;
+                tail_want -= skip;
+                vs->head = sbx_text_sanitize(st->data, head_want);
+                vs->tail = sbx_text_sanitize(tail ? tail + skip : "", tail_want);
+                vs->shown = head_want + tail_want;
+                vs->head_raw = head_want;
+                vs->tail_raw = tail_want;
+                not_shown = st->total - vs->shown;
+                if (tail_want > 0)
+                        snprintf(both, sizeof(both), "the first %zu and the last %zu are",
+                                 head_want, tail_want);
+                else
+                        snprintf(both, sizeof(both), "the first %zu are", head_want);
+                vs->truncated =
+                    xasprintf("%llu of %llu bytes not shown (%s)", (unsigned long long)not_shown,
+                              (unsigned long long)st->total, both);
+                if (!st->ring || tail_want == 0) {
+                        free(vs->tail);
+                        vs->tail = NULL;
+                }
+        }
+}
+
+static char *signal_text(int sig)
+{
+        const char *abbrev = sigabbrev_np(sig);
+
+        if (abbrev)
+                return xasprintf("killed by signal SIG%s (%d)", abbrev, sig);
+        return xasprintf("killed by signal %d", sig);
+}
+
+/* A flooded run: the stream that flooded and its byte count when the run was stopped. A backend
+ * that does not mark the stream (the container backend reads no more once it stops the run)
+ * gives the larger stream's count. 0 = not known. */
+static uint64_t flood_stop(const struct run_result *r, const char **ret_name)
+{
+        if (r->out.stopped_at || r->err.stopped_at) {
+                *ret_name = r->out.stopped_at ? "stdout" : "stderr";
+                return r->out.stopped_at ? r->out.stopped_at : r->err.stopped_at;
+        }
+        *ret_name = r->out.total >= r->err.total ? "stdout" : "stderr";
+        return r->out.total >= r->err.total ? r->out.total : r->err.total;
+}
+
+static char *outcome_text(const struct run_result *r, unsigned timeout_s, size_t cap)
+{
+        switch (r->outcome) {
+        case RUN_OUTCOME_EXITED:
+                return xasprintf("exit code: %d", r->exit_code);
+        case RUN_OUTCOME_SIGNALED:
+                return signal_text(r->term_signal);
+        case RUN_OUTCOME_TIMED_OUT:
+                return xasprintf("timed out after %u s", timeout_s);
+        case RUN_OUTCOME_CANCELLED:
+                return xstrdup("cancelled");
+        case RUN_OUTCOME_FLOODED: {
+                const char *name = NULL;
+                uint64_t at = flood_stop(r, &name);
+
+                if (at > 0)
+                        return xasprintf("stopped at %llu bytes of %s: more than twice the "
+                                         "%zu-byte output cap",
+                                         (unsigned long long)at, name, cap);
+                return xasprintf("stopped: printed more than twice the %zu-byte output cap", cap);
+        }
+        case RUN_OUTCOME_NONE:
+        default:
+                return xstrdup("not run: nothing was executed");
+        }
+}
+
+static char *usage_text(const struct run_usage *u, char *const *why)
 {
         const struct {
                 const char *name;
@@ -305,9 +480,10 @@ static void format_usage(struct sbuf *b, const struct run_usage *u)
             {"pids_peak", &u->pids_peak},
         };
         bool done[ELEMENTSOF(items)] = {false};
+        struct sbuf b = {0};
         char v[64];
 
-        sbuf_printf(b, "usage: wall %llu ms", (unsigned long long)u->wall_ms);
+        sbuf_printf(&b, "wall %llu ms", (unsigned long long)u->wall_ms);
         for (size_t i = 0; i < ELEMENTSOF(items); i++) {
                 const struct run_measure *m = items[i].m;
 
@@ -323,7 +499,7 @@ static void format_usage(struct sbuf *b, const struct run_usage *u)
                         format_bytes(v, sizeof(v), m->value);
                 else
                         snprintf(v, sizeof(v), "%llu", (unsigned long long)m->value);
-                sbuf_printf(b, ", %s %s", items[i].name, v);
+                sbuf_printf(&b, ", %s %s", items[i].name, v);
         }
         /* Group the unmeasured figures by reason: "cpu, mem_peak and pids_peak not measured:
          * not readable from outside a container". */
@@ -334,147 +510,266 @@ static void format_usage(struct sbuf *b, const struct run_usage *u)
                 if (items[i].m->measured || done[i])
                         continue;
                 for (size_t j = i; j < ELEMENTSOF(items); j++)
-                        if (!items[j].m->measured && !done[j] &&
-                            strcmp(items[j].m->why, items[i].m->why) == 0) {
+                        if (!items[j].m->measured && !done[j] && strcmp(why[j], why[i]) == 0) {
                                 names[k++] = items[j].name;
                                 done[j] = true;
                         }
-                sbuf_puts(b, "; ");
+                sbuf_puts(&b, "; ");
                 for (size_t j = 0; j < k; j++) {
                         if (j > 0)
-                                sbuf_puts(b, j + 1 == k ? " and " : ", ");
-                        sbuf_puts(b, names[j]);
+                                sbuf_puts(&b, j + 1 == k ? " and " : ", ");
+                        sbuf_puts(&b, names[j]);
                 }
-                sbuf_puts(b, " not measured: ");
-                if (items[i].m->why[0])
-                        sanitize_into(b, items[i].m->why,
-                                      strnlen(items[i].m->why, sizeof(items[i].m->why)));
-                else
-                        sbuf_puts(b, "no reason given");
+                sbuf_puts(&b, " not measured: ");
+                sbuf_puts(&b, why[i]);
         }
-        sbuf_puts(b, "\n");
+        return b.p;
 }
 
-/* One backend-supplied line (or several, '\n'-separated), escaped like output. */
-static void format_field(struct sbuf *b, const char *prefix, const char *s, size_t size)
+static char *oom_text(const struct run_result *r)
 {
-        size_t n = strnlen(s, size);
+        if (!r->oom_killed)
+                return NULL;
+        if (r->mem_limit_bytes > 0 && r->mem_limit_bytes % (1024ull * 1024) == 0)
+                return xasprintf("the kernel killed a process in the sandbox at its %llu MiB limit",
+                                 (unsigned long long)(r->mem_limit_bytes / (1024ull * 1024)));
+        if (r->mem_limit_bytes > 0) {
+                char v[64];
 
-        if (n == 0)
+                format_bytes(v, sizeof(v), r->mem_limit_bytes);
+                return xasprintf("the kernel killed a process in the sandbox at its %s limit", v);
+        }
+        return xstrdup("the kernel killed a process in the sandbox at its memory limit");
+}
+
+/* The grade alone and its reason: "native-degraded (limits not applied: x)" ->
+ * "native-degraded", "limits not applied: x". */
+static void split_grade(const char *iso, char **ret_grade, char **ret_reason)
+{
+        const char *open = strstr(iso, " (");
+        size_t n = strlen(iso);
+
+        if (!open || n < 2 || iso[n - 1] != ')') {
+                *ret_grade = xstrdup(iso);
+                *ret_reason = NULL;
                 return;
-        sbuf_puts(b, prefix);
-        sanitize_into(b, s, n);
-        if (s[n - 1] != '\n')
+        }
+        *ret_grade = xstrndup(iso, (size_t)(open - iso));
+        *ret_reason = xstrndup(open + 2, (size_t)(iso + n - 1 - (open + 2)));
+}
+
+/* 16 hex digits that appear in neither stream (its head, nor its tail). */
+static void pick_fence(char fence[17], const struct run_view *v)
+{
+        for (int attempt = 0;; attempt++) {
+                uint64_t x = 0;
+
+                if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x)) {
+                        /* no entropy at all (never on Linux 3.17+): still differ per result */
+                        struct timespec ts;
+
+                        clock_gettime(CLOCK_MONOTONIC, &ts);
+                        x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+                            ((uint64_t)attempt << 56) ^ (uint64_t)(uintptr_t)v;
+                }
+                snprintf(fence, 17, "%016llx", (unsigned long long)x);
+                if (!strstr(v->out.head, fence) && !strstr(v->err.head, fence) &&
+                    !(v->out.tail && strstr(v->out.tail, fence)) &&
+                    !(v->err.tail && strstr(v->err.tail, fence)))
+                        return;
+        }
+}
+
+/* "plot.png (new, 23.4 KiB, image attached), data.csv (changed, 120 B), and 3 more": each
+ * name escaped to one line, so a file name can never start a line of its own. */
+static char *files_line(const struct run_result *r)
+{
+        struct sbuf b = {0};
+
+        if (r->n_files == 0 && r->files_more == 0)
+                return NULL;
+        for (size_t i = 0; i < r->n_files; i++) {
+                const struct run_file *f = &r->files[i];
+                _cleanup_free_ char *name = sbx_text_sanitize_line(f->path, strlen(f->path));
+                char v[64];
+
+                format_bytes(v, sizeof(v), f->bytes);
+                sbuf_printf(&b, "%s%s (%s, %s", i > 0 ? ", " : "", name,
+                            f->created ? "new" : "changed", v);
+                if (f->attached)
+                        sbuf_puts(&b, ", image attached");
+                else if (f->mime && f->not_why)
+                        sbuf_printf(&b, ", image not attached: %s", f->not_why);
+                sbuf_puts(&b, ")");
+        }
+        if (r->files_more > 0)
+                sbuf_printf(&b, "%sand %zu more", r->n_files ? ", " : "", r->files_more);
+        return b.p;
+}
+
+void run_view_build(struct run_view *v, const struct run_result *r, unsigned timeout_s, size_t cap)
+{
+        const struct run_measure *m[3] = {&r->usage.cpu_us, &r->usage.mem_peak_bytes,
+                                          &r->usage.pids_peak};
+
+        memset(v, 0, sizeof(*v));
+        if (cap == 0)
+                cap = 1;
+        view_stream(&v->out, &r->out, cap);
+        view_stream(&v->err, &r->err, cap);
+        v->outcome_text = outcome_text(r, timeout_s, cap);
+        if (r->outcome == RUN_OUTCOME_FLOODED) {
+                const char *name = NULL;
+
+                v->stopped_at = flood_stop(r, &name);
+        }
+        for (size_t i = 0; i < 3; i++)
+                if (!m[i]->measured) {
+                        v->not_measured[i] = field_line(m[i]->why, sizeof(m[i]->why));
+                        if (!v->not_measured[i])
+                                v->not_measured[i] = xstrdup("no reason given");
+                }
+        v->usage_text = usage_text(&r->usage, v->not_measured);
+        v->limits_hit = field_line(r->limits_hit, sizeof(r->limits_hit));
+        v->out_of_memory = oom_text(r);
+        v->blocked_syscalls = field_line(r->blocked_syscalls, sizeof(r->blocked_syscalls));
+        v->blocked_syscalls_unlisted = r->blocked_syscalls_unlisted;
+        if (r->blocked_reporting_stopped)
+                v->blocked_reporting_stopped = xstrdup("reporting stopped after 256 reports; "
+                                                       "later ones failed with ENOSYS");
+        v->audit = field_line(r->audit_note, sizeof(r->audit_note));
+        {
+                size_t n = strnlen(r->notes, sizeof(r->notes));
+                const char *p = r->notes, *end = r->notes + n;
+
+                while (p < end) {
+                        const char *nl = memchr(p, '\n', (size_t)(end - p));
+                        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+                        if (len > 0) {
+                                v->notes = xrealloc(v->notes, (v->n_notes + 1) * sizeof(char *));
+                                v->notes[v->n_notes++] = sbx_text_sanitize_line(p, len);
+                        }
+                        p += len + 1;
+                }
+        }
+        v->files = files_line(r);
+        v->files_note = field_line(r->files_note, sizeof(r->files_note));
+        v->isolation = field_line(r->isolation, sizeof(r->isolation));
+        if (!v->isolation)
+                v->isolation = xstrdup("none (not reported by the backend)");
+        split_grade(v->isolation, &v->isolation_grade, &v->isolation_reason);
+        pick_fence(v->fence, v);
+}
+
+static void view_stream_done(struct run_view_stream *vs)
+{
+        free(vs->head);
+        free(vs->tail);
+        free(vs->truncated);
+        memset(vs, 0, sizeof(*vs));
+}
+
+void run_view_done(struct run_view *v)
+{
+        if (!v)
+                return;
+        view_stream_done(&v->out);
+        view_stream_done(&v->err);
+        free(v->outcome_text);
+        free(v->usage_text);
+        for (size_t i = 0; i < 3; i++)
+                free(v->not_measured[i]);
+        free(v->limits_hit);
+        free(v->out_of_memory);
+        free(v->blocked_syscalls);
+        free(v->blocked_reporting_stopped);
+        free(v->audit);
+        for (size_t i = 0; i < v->n_notes; i++)
+                free(v->notes[i]);
+        free(v->notes);
+        free(v->files);
+        free(v->files_note);
+        free(v->isolation);
+        free(v->isolation_grade);
+        free(v->isolation_reason);
+        memset(v, 0, sizeof(*v));
+}
+
+/* --- the result text ------------------------------------------------------------------- */
+
+static void text_part(struct sbuf *b, const char *s)
+{
+        sbuf_puts(b, s);
+        if (s[0] && s[strlen(s) - 1] != '\n')
                 sbuf_puts(b, "\n");
 }
 
-/* A file name on one line: escaped like output, and newlines and tabs too, so a name can
- * never start a line of its own. */
-static void format_name(struct sbuf *b, const char *s)
+static void text_stream(struct sbuf *b, const char *label, const struct run_view_stream *vs,
+                        const char *fence)
 {
-        while (*s) {
-                size_t n = strcspn(s, "\n\t");
-
-                if (n > 0)
-                        sanitize_into(b, s, n);
-                s += n;
-                if (*s) {
-                        sbuf_printf(b, "\\x%02x", (unsigned char)*s);
-                        s++;
-                }
+        if (vs->bytes == 0) {
+                sbuf_printf(b, "%s: (empty)\n", label);
+                return;
         }
+        if (vs->truncated && vs->tail)
+                sbuf_printf(b, "%s (%llu bytes, first %zu and last %zu shown) ---%s---\n", label,
+                            (unsigned long long)vs->bytes, vs->head_raw, vs->tail_raw, fence);
+        else if (vs->truncated)
+                sbuf_printf(b, "%s (%llu bytes, first %zu shown) ---%s---\n", label,
+                            (unsigned long long)vs->bytes, vs->head_raw, fence);
+        else
+                sbuf_printf(b, "%s (%llu bytes) ---%s---\n", label, (unsigned long long)vs->bytes,
+                            fence);
+        text_part(b, vs->head);
+        if (vs->tail) {
+                sbuf_printf(b, "---%s--- %llu bytes not shown\n", fence,
+                            (unsigned long long)(vs->bytes - vs->shown));
+                text_part(b, vs->tail);
+        }
+        sbuf_printf(b, "---%s--- end of %s\n", fence, label);
+        if (vs->truncated)
+                sbuf_printf(b, "[%s truncated: %s]\n", label, vs->truncated);
 }
 
-/* "files: plot.png (new, 23.4 KiB, image attached), data.csv (changed, 120 B), and 3 more" */
-static void format_files(struct sbuf *b, const struct run_result *r)
+char *run_view_text(const struct run_view *v)
 {
-        if (r->n_files == 0 && r->files_more == 0 && !r->files_note[0])
-                return;
-        if (r->n_files > 0 || r->files_more > 0) {
-                sbuf_puts(b, "files: ");
-                for (size_t i = 0; i < r->n_files; i++) {
-                        const struct run_file *f = &r->files[i];
-                        char v[64];
+        struct sbuf b = {0};
 
-                        format_bytes(v, sizeof(v), f->bytes);
-                        if (i > 0)
-                                sbuf_puts(b, ", ");
-                        format_name(b, f->path);
-                        sbuf_printf(b, " (%s, %s", f->created ? "new" : "changed", v);
-                        if (f->attached)
-                                sbuf_puts(b, ", image attached");
-                        else if (f->mime && f->not_why)
-                                sbuf_printf(b, ", image not attached: %s", f->not_why);
-                        sbuf_puts(b, ")");
-                }
-                if (r->files_more > 0)
-                        sbuf_printf(b, "%sand %zu more", r->n_files ? ", " : "", r->files_more);
-                sbuf_puts(b, "\n");
-        }
-        format_field(b, "files: ", r->files_note, sizeof(r->files_note));
+        text_stream(&b, "stdout", &v->out, v->fence);
+        text_stream(&b, "stderr", &v->err, v->fence);
+        sbuf_printf(&b, "%s\n", v->outcome_text);
+        sbuf_printf(&b, "usage: %s\n", v->usage_text);
+        if (v->limits_hit)
+                sbuf_printf(&b, "limits hit: %s\n", v->limits_hit);
+        if (v->out_of_memory)
+                sbuf_printf(&b, "out of memory: %s\n", v->out_of_memory);
+        if (v->blocked_syscalls && v->blocked_syscalls_unlisted)
+                sbuf_printf(&b, "blocked syscalls: %s (+%u more calls not listed)\n",
+                            v->blocked_syscalls, v->blocked_syscalls_unlisted);
+        else if (v->blocked_syscalls)
+                sbuf_printf(&b, "blocked syscalls: %s\n", v->blocked_syscalls);
+        if (v->blocked_reporting_stopped)
+                sbuf_printf(&b, "blocked syscalls: %s\n", v->blocked_reporting_stopped);
+        if (v->files)
+                sbuf_printf(&b, "files: %s\n", v->files);
+        if (v->files_note)
+                sbuf_printf(&b, "files: %s\n", v->files_note);
+        if (v->audit)
+                sbuf_printf(&b, "audit: %s\n", v->audit);
+        for (size_t i = 0; i < v->n_notes; i++)
+                sbuf_printf(&b, "note: %s\n", v->notes[i]);
+        sbuf_printf(&b, "isolation: %s", v->isolation);
+        return b.p;
 }
 
 char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t cap)
 {
-        struct sbuf b = {0};
+        struct run_view v;
+        char *t;
 
-        format_stream(&b, "stdout", &r->out, cap);
-        format_stream(&b, "stderr", &r->err, cap);
-
-        switch (r->outcome) {
-        case RUN_OUTCOME_EXITED:
-                sbuf_printf(&b, "exit code: %d\n", r->exit_code);
-                break;
-        case RUN_OUTCOME_SIGNALED:
-                format_signal(&b, r->term_signal);
-                break;
-        case RUN_OUTCOME_TIMED_OUT:
-                sbuf_printf(&b, "timed out after %u s\n", timeout_s);
-                break;
-        case RUN_OUTCOME_CANCELLED:
-                sbuf_puts(&b, "cancelled\n");
-                break;
-        case RUN_OUTCOME_FLOODED:
-                sbuf_printf(&b, "[stopped: printed more than twice the %zu-byte output cap]\n",
-                            cap);
-                break;
-        case RUN_OUTCOME_NONE:
-        default:
-                sbuf_puts(&b, "not run: nothing was executed\n");
-                break;
-        }
-
-        format_usage(&b, &r->usage);
-        format_field(&b, "limits hit: ", r->limits_hit, sizeof(r->limits_hit));
-        if (r->oom_killed) {
-                if (r->mem_limit_bytes > 0 && r->mem_limit_bytes % (1024ull * 1024) == 0)
-                        sbuf_printf(&b,
-                                    "[out of memory: the kernel killed a process in the sandbox "
-                                    "at its %llu MiB limit]\n",
-                                    (unsigned long long)(r->mem_limit_bytes / (1024ull * 1024)));
-                else if (r->mem_limit_bytes > 0) {
-                        char v[64];
-
-                        format_bytes(v, sizeof(v), r->mem_limit_bytes);
-                        sbuf_printf(&b,
-                                    "[out of memory: the kernel killed a process in the sandbox "
-                                    "at its %s limit]\n",
-                                    v);
-                } else
-                        sbuf_puts(&b, "[out of memory: the kernel killed a process in the "
-                                      "sandbox at its memory limit]\n");
-        }
-        format_field(&b, "blocked syscalls: ", r->blocked_syscalls, sizeof(r->blocked_syscalls));
-        if (r->blocked_reporting_stopped)
-                sbuf_puts(&b, "[blocked syscalls: reporting stopped after 256 reports; later "
-                              "ones failed with ENOSYS]\n");
-        format_files(&b, r);
-        format_field(&b, "audit: ", r->audit_note, sizeof(r->audit_note));
-        format_field(&b, "", r->notes, sizeof(r->notes));
-        sbuf_puts(&b, "isolation: ");
-        if (r->isolation[0])
-                sanitize_into(&b, r->isolation, strnlen(r->isolation, sizeof(r->isolation)));
-        else
-                sbuf_puts(&b, "none (not reported by the backend)");
-        return b.p;
+        run_view_build(&v, r, timeout_s, cap);
+        t = run_view_text(&v);
+        run_view_done(&v);
+        return t;
 }

@@ -39,11 +39,17 @@ struct run_request {
         void *progress_userdata;
 };
 
-/* One output stream as captured: the first cap bytes, and how much the program wrote. */
+/* One output stream as captured: its head (the first cap bytes), its tail (a ring of the last
+ * cap/2 bytes), and how much the program wrote. The result shows all of it when it fits the
+ * cap, else the first cap - cap/2 bytes and the last cap/2 (docs/design/results.md). */
 struct run_stream {
-        char *data; /* owned; at most cfg->max_output_bytes bytes; may hold any bytes */
+        char *data; /* owned; the first (at most cfg->max_output_bytes) bytes; any bytes */
         size_t len;
-        uint64_t total; /* bytes the program wrote to this stream, as far as they were read */
+        char *ring;       /* owned; the last ring_len bytes written, circular from ring_pos */
+        size_t ring_size; /* cap/2, fixed at the first append */
+        size_t ring_len, ring_pos;
+        uint64_t total;      /* bytes the program wrote to this stream, as far as they were read */
+        uint64_t stopped_at; /* a flood: @total when the server stopped the run; 0 = not */
 };
 
 enum run_outcome {
@@ -101,10 +107,13 @@ struct run_result {
         bool oom_killed;          /* the kernel/engine said a process hit the memory cap */
         uint64_t mem_limit_bytes; /* for the out-of-memory note */
         char limits_hit[256]; /* "cpu (throttled in 40 of 41 periods of 100 ms), pids"; "" = none */
-        char blocked_syscalls[512];     /* "mount, bpf"; "" = none */
-        bool blocked_reporting_stopped; /* more than 256 reports: further ones failed with ENOSYS */
+        char blocked_syscalls[2048];        /* "mount, bpf"; "" = none. Fits every name the filter
+                                               reports, but the list is still marked when full: */
+        unsigned blocked_syscalls_unlisted; /* refused calls whose names did not fit */
+        bool blocked_reporting_stopped;     /* more than 256 reports: further ones got ENOSYS */
         char audit_note[256]; /* "not recorded (...)" / "not confirmed (...)"; "" = recorded */
-        char notes[512];      /* extra lines the backend adds, '\n'-separated; "" = none */
+        char notes[512]; /* extra notes, '\n'-separated ("" = none), added with run_result_note();
+                            each is shown as its own "note: " line */
 
         char backend[16];    /* "native", "container", "naive" */
         char image[256];     /* the image or rootfs that ran, for the audit log */
@@ -130,30 +139,92 @@ struct run_result {
 void run_result_done(struct run_result *r);
 
 /**
- * run_stream_append() - add @n bytes to @s, keeping at most @cap bytes and counting all.
+ * run_stream_append() - add @n bytes to @s, keeping the first @cap bytes and the last @cap/2
+ * (in a ring), and counting all. @cap must be the same on every call for one stream.
  * Return: the new total.
  */
 uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size_t cap);
 
 /**
- * run_result_format() - the result text, in this order: stdout, stderr (labelled, each cut at
- * @cap with "[truncated: N bytes more]"), the outcome line ("exit code: N", "timed out after
- * N s", "cancelled", "killed by signal SIGX", the flood note), "usage: ...", optional
- * "limits hit:", out-of-memory note, "blocked syscalls:", "audit:" lines, and last
- * "isolation: <grade>". Output bytes that are not valid UTF-8, and terminal control bytes
- * (C0 but tab and newline, DEL, C1), are shown as "\xNN" text, so the string is valid UTF-8
- * and can drive no terminal.
- * @timeout_s: the run's timeout, for the timed-out line.
+ * run_result_note() - append one note to @r->notes (printf-style). A newline or other control
+ * byte inside the note is stored as "\xNN", so a note can never make a line of its own (a
+ * workspace file name holding "\nisolation: native", say). A note that does not fit is cut.
+ */
+void run_result_note(struct run_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* One stream as shown: docs/design/results.md, "run_code: structuredContent". */
+struct run_view_stream {
+        char *head;      /* escaped; "" when the stream is empty */
+        char *tail;      /* escaped; NULL unless the stream was cut */
+        char *truncated; /* "N of M bytes not shown (the first A and the last B are)"; or NULL */
+        uint64_t bytes;  /* written by the program, as read */
+        uint64_t shown;  /* raw bytes in head and tail */
+        size_t head_raw, tail_raw; /* raw bytes in each */
+        uint64_t stopped_at;
+};
+
+/* Every fact of a result, each as one escaped string in the words both the text block and
+ * structuredContent use. Strings are owned; NULL = the fact does not apply. */
+struct run_view {
+        char fence[17]; /* 16 lowercase hex digits from getrandom(2), found in neither stream */
+        struct run_view_stream out, err;
+        char *outcome_text;    /* "exit code: 3", "timed out after 7 s", ... */
+        char *usage_text;      /* the "usage: " line without its label */
+        char *not_measured[3]; /* why cpu, mem_peak, pids_peak were not measured; NULL = were */
+        uint64_t stopped_at;   /* a flood: the stream's count when stopped; 0 = not flooded */
+        char *limits_hit, *out_of_memory, *blocked_syscalls, *blocked_reporting_stopped, *audit;
+        unsigned blocked_syscalls_unlisted;
+        char **notes; /* n_notes one-line strings */
+        size_t n_notes;
+        char *files;      /* the "files: " line without its label (names escaped to one line);
+                             NULL when the run changed no file */
+        char *files_note; /* why that list may be incomplete; NULL when complete */
+        char *isolation;        /* the full grade line after "isolation: " */
+        char *isolation_grade;  /* "native", "container", "native-degraded", ..., "none" */
+        char *isolation_reason; /* inside the grade's parentheses; NULL when none */
+};
+
+/**
+ * run_view_build() - @v gets every fact of @r (see struct run_view) for a run with @timeout_s
+ * and the output cap @cap (bytes shown per stream). Free with run_view_done().
+ */
+void run_view_build(struct run_view *v, const struct run_result *r, unsigned timeout_s, size_t cap);
+
+/** run_view_done() - free what @v holds; @v itself is not freed. */
+void run_view_done(struct run_view *v);
+
+/**
+ * run_view_text() - the result text of @v (docs/design/results.md, "The text block"): each
+ * non-empty stream between "---<fence>---" lines (head, a "N bytes not shown" fence line and
+ * the tail when cut), the outcome line, "usage: ...", optional "limits hit:", out-of-memory,
+ * "blocked syscalls:", "audit:" and "note:" lines, and last "isolation: <grade>".
+ * Return: a new NUL-terminated valid UTF-8 string; the caller frees it.
+ */
+char *run_view_text(const struct run_view *v);
+
+/**
+ * run_result_format() - run_view_build(), run_view_text(), run_view_done() in one: the text a
+ * client and `vestibule-mcp run` show for @r.
+ * @timeout_s: the run's timeout, for the timed-out line. @cap: bytes shown per stream.
  * Return: a new NUL-terminated UTF-8 string; the caller frees it.
  */
 char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t cap);
 
 /**
- * sbx_text_sanitize() - copy @n bytes of @s into a new valid-UTF-8 string in which invalid
- * sequences and control bytes (all C0 except '\t' and '\n', DEL, and C1 U+0080..U+009F)
- * appear as the four characters "\xNN" (C1: "\u0085" style). Caller frees.
+ * sbx_text_sanitize() - copy @n bytes of @s into a new valid-UTF-8 string that can neither drive
+ * a terminal nor hide or reorder text: invalid sequences and control bytes (all C0 except '\t'
+ * and '\n', DEL) appear as "\xNN"; C1 controls (U+0080..U+009F), bidi controls (U+061C,
+ * U+200E/F, U+202A..U+202E, U+2066..U+2069), zero-width and invisible characters (U+200B..U+200D,
+ * U+2060, U+FEFF) and the separators U+2028/U+2029 as "\uNNNN". Caller frees.
  */
 char *sbx_text_sanitize(const char *s, size_t n);
+
+/**
+ * sbx_text_sanitize_line() - sbx_text_sanitize(), and '\t' and '\n' escaped too ("\x09",
+ * "\x0a"): the result is one line. For notes, reasons, file names. Caller frees.
+ */
+char *sbx_text_sanitize_line(const char *s, size_t n);
 
 /**
  * sbx_utf8_cut() - where to cut the first @n bytes of @s so that no UTF-8 sequence is split:

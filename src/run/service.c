@@ -307,8 +307,8 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                 res->outcome = RUN_OUTCOME_NONE;
                 if (!res->backend[0])
                         snprintf(res->backend, sizeof(res->backend), "%s", b->ops->name);
-                snprintf(res->notes, sizeof(res->notes), "%.*s", (int)sizeof(res->notes) - 1,
-                         err->msg);
+                res->notes[0] = '\0';
+                run_result_note(res, "%s", err->msg);
         }
         if (!res->isolation[0])
                 snprintf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
@@ -332,47 +332,42 @@ blocked:
 
 /* --- read_workspace -------------------------------------------------------------------- */
 
-int run_service_read_workspace(struct run_service *s, const char *path, char **ret_text,
-                               struct sbx_error *err)
-{
-        return run_service_read_workspace_blob(s, path, ret_text, NULL, err);
-}
-
-/* The bytes of the binary file @path for @ret_blob, and the text that says so. */
+/* A binary file's bytes into @ret->blob when it is at most VESTIBULE_MAX_IMAGE_BYTES (read
+ * again through the same jailed open, workspace/changes.h), and the note that says what is
+ * returned. */
 static char *read_blob(const struct sbx_config *cfg, const char *path, size_t total,
-                       struct run_service_blob *ret_blob)
+                       struct run_ws_file *ret)
 {
         struct sbx_error err = {0};
         uint64_t size = 0;
         int r;
 
-        r = ws_read_file(cfg->workspace_dir, path, cfg->max_image_bytes, &ret_blob->data,
-                         &ret_blob->len, &size, &err);
+        r = ws_read_file(cfg->workspace_dir, path, cfg->max_image_bytes, &ret->blob,
+                         &ret->blob_len, &size, &err);
         if (r == -EFBIG)
                 return xasprintf("binary file, %zu bytes: over VESTIBULE_MAX_IMAGE_BYTES (%zu), "
                                  "not returned",
                                  total, cfg->max_image_bytes);
         if (r < 0)
                 return xasprintf("binary file, %zu bytes: not shown (%s)", total, err.msg);
-        ret_blob->mime = ws_sniff_image(ret_blob->data, ret_blob->len);
-        if (ret_blob->mime)
-                return xasprintf("image (%s), %zu bytes: attached as image content",
-                                 ret_blob->mime, ret_blob->len);
+        ret->mime = ws_sniff_image(ret->blob, ret->blob_len);
+        if (ret->mime)
+                return xasprintf("image (%s), %zu bytes: attached as image content", ret->mime,
+                                 ret->blob_len);
         return xasprintf("binary file, %zu bytes: attached as an embedded resource (base64)",
-                         ret_blob->len);
+                         ret->blob_len);
 }
 
-int run_service_read_workspace_blob(struct run_service *s, const char *path, char **ret_text,
-                                    struct run_service_blob *ret_blob, struct sbx_error *err)
+int run_service_read_workspace_file(struct run_service *s, const char *path,
+                                    struct run_ws_file *ret, struct sbx_error *err)
 {
         const struct sbx_config *cfg = s->cfg;
-        _cleanup_free_ char *data = NULL, *text = NULL;
+        _cleanup_free_ char *data = NULL;
         size_t len = 0, total = 0, shown;
         bool binary = false;
         int r;
 
-        if (ret_blob)
-                *ret_blob = (struct run_service_blob){0};
+        memset(ret, 0, sizeof(*ret));
         if (cfg->invalid)
                 return sbx_fail(err, ENOTRECOVERABLE, "%s", cfg->invalid_msg);
         if (!path || !path[0])
@@ -384,24 +379,58 @@ int run_service_read_workspace_blob(struct run_service *s, const char *path, cha
                            &binary, err);
         if (r < 0)
                 return r;
+        ret->bytes = total;
         if (total == 0) {
-                *ret_text = xstrdup("(empty file)");
+                ret->text = xstrdup("");
+                ret->note = xstrdup("empty file");
                 return 0;
         }
         if (binary) {
-                if (ret_blob)
-                        *ret_text = read_blob(cfg, path, total, ret_blob);
-                else
-                        *ret_text = xasprintf("binary file, %zu bytes: not shown", total);
+                ret->binary = true;
+                ret->text = xstrdup("");
+                ret->note = read_blob(cfg, path, total, ret);
                 return 0;
         }
         shown = total > len ? sbx_utf8_cut(data, len) : len;
-        text = sbx_text_sanitize(data, shown);
+        ret->text = sbx_text_sanitize(data, shown);
+        ret->bytes_shown = shown;
         if (total > shown)
-                *ret_text =
-                    xasprintf("%s%s[truncated: %zu bytes more]", text,
-                              shown > 0 && data[shown - 1] != '\n' ? "\n" : "", total - shown);
-        else
-                *ret_text = TAKE_PTR(text);
+                ret->truncated = xasprintf("%zu of %zu bytes not shown", total - shown, total);
+        return 0;
+}
+
+void run_ws_file_done(struct run_ws_file *f)
+{
+        if (!f)
+                return;
+        free(f->text);
+        free(f->truncated);
+        free(f->note);
+        free(f->blob);
+        memset(f, 0, sizeof(*f));
+}
+
+char *run_ws_file_text(const struct run_ws_file *f)
+{
+        size_t n = f->text ? strlen(f->text) : 0;
+
+        if (f->note)
+                return xasprintf("(%s)", f->note);
+        if (f->truncated)
+                return xasprintf("%s%s[truncated: %s]", f->text,
+                                 n > 0 && f->text[n - 1] != '\n' ? "\n" : "", f->truncated);
+        return xstrdup(f->text ? f->text : "");
+}
+
+int run_service_read_workspace(struct run_service *s, const char *path, char **ret_text,
+                               struct sbx_error *err)
+{
+        struct run_ws_file f;
+        int r = run_service_read_workspace_file(s, path, &f, err);
+
+        if (r < 0)
+                return r;
+        *ret_text = run_ws_file_text(&f);
+        run_ws_file_done(&f);
         return 0;
 }

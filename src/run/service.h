@@ -53,6 +53,36 @@ struct run_call {
 int run_service_execute(struct run_service *s, const struct run_call *call, struct run_result *res,
                         struct sbx_error *err);
 
+/* A workspace file as read_workspace shows it (docs/design/results.md). Strings owned. */
+struct run_ws_file {
+        char *text;     /* the file's text, escaped; "" for an empty or a binary file */
+        uint64_t bytes; /* the file's size */
+        uint64_t bytes_shown;
+        bool binary;     /* NUL bytes or invalid UTF-8: not shown */
+        char *truncated; /* "N of M bytes not shown", or NULL */
+        char *note;      /* "empty file", "binary file, N bytes: not shown", or NULL */
+        /* A binary file of at most VESTIBULE_MAX_IMAGE_BYTES: its bytes, for image content
+         * (@mime set: told from the bytes) or an embedded resource; NULL otherwise. */
+        unsigned char *blob;
+        size_t blob_len;
+        const char *mime;
+};
+
+/**
+ * run_service_read_workspace_file() - read_workspace's work: resolve @path beneath the
+ * workspace with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) and describe what it holds.
+ * Return: 0 and @ret filled (free with run_ws_file_done()), or -errno and @err.
+ */
+int run_service_read_workspace_file(struct run_service *s, const char *path,
+                                    struct run_ws_file *ret, struct sbx_error *err);
+
+/** run_ws_file_done() - free what @f holds; @f itself is not freed. NULL ok. */
+void run_ws_file_done(struct run_ws_file *f);
+
+/** run_ws_file_text() - @f as the text block shows it: the text, then "[truncated: ...]"; or
+ * the note. A new string; the caller frees it. */
+char *run_ws_file_text(const struct run_ws_file *f);
+
 /**
  * run_service_read_workspace() - read_workspace's work: resolve @path beneath the workspace
  * with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) and return its text.
@@ -61,22 +91,6 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
 int run_service_read_workspace(struct run_service *s, const char *path, char **ret_text,
                                struct sbx_error *err);
 
-/* A binary file's bytes, for read_workspace to return as image content or an embedded
- * resource. */
-struct run_service_blob {
-        unsigned char *data; /* owned; NULL = not returned (the text says why) */
-        size_t len;
-        const char *mime; /* "image/png" ... from the bytes; NULL = not an image */
-};
-
-/**
- * run_service_read_workspace_blob() - run_service_read_workspace(), and for a binary file
- * of at most VESTIBULE_MAX_IMAGE_BYTES its bytes in @ret_blob (read again through the same
- * jailed open: workspace/changes.h ws_read_file()); the text then says what is attached.
- * Release @ret_blob->data with free().
- */
-int run_service_read_workspace_blob(struct run_service *s, const char *path, char **ret_text,
-                                    struct run_service_blob *ret_blob, struct sbx_error *err);
 
 /** run_service_config() - the config the service was built with. */
 const struct sbx_config *run_service_config(struct run_service *s);

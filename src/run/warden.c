@@ -19,6 +19,8 @@
 /* After the main process exited (and the tree was killed), read what is left in the pipes for
  * at most this long: a process that escaped the kill (naive: setsid) may hold them open. */
 #define WARDEN_DRAIN_MS 200
+/* After a flood stopped the run, read and count at most this much more of the stream. */
+#define WARDEN_FLOOD_AFTER_BYTES (16u << 20)
 /* Without a pidfd, check the child this often. */
 #define WARDEN_WAITPID_POLL_MS 20
 
@@ -68,12 +70,18 @@ static bool drain_fd(struct warden *w, int *fd, struct run_stream *s)
                         uint64_t total = run_stream_append(s, buf, (size_t)n, w->cap);
 
                         /* A run printing more than twice the cap is stopped: what is beyond
-                         * the cap is only counted, and an endless printer would otherwise
-                         * keep the warden reading until its deadline. */
-                        if (total > 2 * (uint64_t)w->cap) {
+                         * the cap is only counted (and its tail kept), and an endless printer
+                         * would otherwise keep the warden reading until its deadline. What it
+                         * wrote until every process of it was dead is still read and counted,
+                         * so the result says how much it wrote, not only how much was read when
+                         * it was stopped; WARDEN_FLOOD_AFTER_BYTES bounds that. */
+                        if (total > 2 * (uint64_t)w->cap && !s->stopped_at &&
+                            w->forced == RUN_OUTCOME_NONE) {
+                                s->stopped_at = total;
                                 warden_kill(w, RUN_OUTCOME_FLOODED);
-                                return false;
                         }
+                        if (s->stopped_at && total > s->stopped_at + WARDEN_FLOOD_AFTER_BYTES)
+                                return false;
                         continue;
                 }
                 if (n == 0)
@@ -208,11 +216,6 @@ int warden_supervise(const struct run_request *req, struct warden_child *child, 
                         close_fd(&child->out_fd);
                 if (i_err >= 0 && pfd[i_err].revents && !drain_fd(&w, &child->err_fd, &res->err))
                         close_fd(&child->err_fd);
-                if (w.forced == RUN_OUTCOME_FLOODED) {
-                        /* Nothing more is read from a flooding run. */
-                        close_fd(&child->out_fd);
-                        close_fd(&child->err_fd);
-                }
                 if (i_cancel >= 0 && pfd[i_cancel].revents) {
                         log_debug("run %d: cancelled, killing it", (int)child->pid);
                         warden_kill(&w, RUN_OUTCOME_CANCELLED);

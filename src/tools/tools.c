@@ -46,18 +46,6 @@ static json_object *prop(const char *type, const char *description)
         return p;
 }
 
-static json_object *nullable(const char *type, const char *description)
-{
-        json_object *p = json_object_new_object(), *t = json_object_new_array();
-
-        json_object_array_add(t, jstr(type));
-        json_object_array_add(t, jstr("null"));
-        json_object_object_add(p, "type", t);
-        if (description)
-                json_object_object_add(p, "description", jstr(description));
-        return p;
-}
-
 static json_object *strings(const char *const *v)
 {
         json_object *a = json_object_new_array();
@@ -80,6 +68,18 @@ static json_object *annotations(const char *title, bool read_only, bool destruct
         return a;
 }
 
+/* docs/design/results.md, "Annotations": destructive when code can overwrite and delete the
+ * files in the workspace it shares with the user; read-only when the workspace is read-only
+ * (nothing a run does survives it). Never idempotent. Open-world only when the naive backend
+ * runs the code on the host, with the network. */
+static json_object *run_code_annotations(const struct sbx_config *cfg)
+{
+        bool naive = cfg && cfg->backend == SBX_BACKEND_NAIVE;
+        bool ro = cfg && cfg->workspace_ro && !naive;
+
+        return annotations("Run code in a sandbox", ro, !ro, false, naive);
+}
+
 static char *run_code_description(const struct sbx_config *cfg)
 {
         unsigned def = cfg ? cfg->default_timeout_s : 10, max = cfg ? cfg->max_timeout_s : 60;
@@ -95,27 +95,69 @@ static char *run_code_description(const struct sbx_config *cfg)
                     "with NO sandbox - it can reach the network and the user's files. Each "
                     "run starts in the workspace folder with a fresh temporary $HOME, stdin "
                     "at end of file and a minimal environment. Timeout: %u s by default, "
-                    "timeout_seconds up to %u. Output is capped at %zu bytes per stream. "
+                    "timeout_seconds up to %u. Output shown is capped at %zu bytes per stream. "
                     "The result ends with an 'isolation:' line (here 'none'). Use "
                     "read_workspace to read files from the workspace.",
                     def, max, out);
+        /* The limits are what is asked of the sandbox; whether the kernel or the engine
+         * applies them depends on the grade this host gives, which is only known once a run
+         * is set up. So this promises the request, and each result says what was applied. */
         return xasprintf(
             "Run a python, node or bash program in a fresh, throwaway sandbox and return its "
             "stdout, stderr, exit code and resource usage. Each call starts from scratch: "
             "nothing but /workspace survives between runs. The sandbox has no network, and "
             "none of the host's files except the /workspace folder (the only persistent "
             "place, %s; files there are shared with the user). The root filesystem is "
-            "read-only; /tmp is a %u MiB scratch space and also $HOME. Limits per run: %u MiB "
-            "memory, %u%% of one CPU core, %u processes. stdin is at end of file (no input can "
-            "be given), the environment is minimal, and the working directory is /workspace. "
-            "Timeout: %u s by default; set timeout_seconds up to %u. Output is capped at %zu "
-            "bytes per stream (longer output is cut, and a run printing more than twice that "
-            "is stopped). A non-zero exit, a timeout or a cancel comes back as an error "
-            "result. The result ends with an 'isolation:' line saying what protected the run. "
-            "To read files from the workspace, use the read_workspace tool rather than "
-            "host file tools: it refuses symlinks, which sandboxed code can plant there.",
+            "read-only; /tmp is a %u MiB scratch space and also $HOME. Limits requested per "
+            "run: %u MiB memory, %u%% of one CPU core, %u processes; whether they are applied "
+            "depends on the isolation this host gives, and each result says so (its "
+            "'isolation:' grade names any limit not applied). stdin is at end of file (no "
+            "input can be given), the environment is minimal, and the working directory is "
+            "/workspace. Timeout: %u s by default; set timeout_seconds up to %u. Output shown "
+            "is capped at %zu bytes per stream (longer output keeps its start and its end, and "
+            "a run printing more than twice that is stopped). A non-zero exit, a timeout or a "
+            "cancel comes back as an error result. The result ends with an 'isolation:' line "
+            "saying what protected the run. To read files from the workspace, use the "
+            "read_workspace tool rather than host file tools: it refuses symlinks, which "
+            "sandboxed code can plant there.",
             ro ? "read-only in this configuration" : "read-write", tmp, mem, cpu, pids, def, max,
             out);
+}
+
+/* A stream's properties: the text shown, its tail when cut, bytes written and shown, and the
+ * truncation note. docs/design/results.md. */
+static void add_stream_props(json_object *props, const char *name)
+{
+        _cleanup_free_ char *k_tail = xasprintf("%s_tail", name);
+        _cleanup_free_ char *k_bytes = xasprintf("%s_bytes", name);
+        _cleanup_free_ char *k_shown = xasprintf("%s_bytes_shown", name);
+        _cleanup_free_ char *k_trunc = xasprintf("%s_truncated", name);
+        _cleanup_free_ char *d_text =
+            xasprintf("What the program wrote to %s (escaped); its start when it was cut.", name);
+
+        json_object_object_add(props, name, prop("string", d_text));
+        json_object_object_add(props, k_tail,
+                               prop("string", "The end of the stream, when it was cut (the "
+                                              "middle is not shown)."));
+        json_object_object_add(props, k_bytes,
+                               prop("integer", "Bytes the program wrote to the stream."));
+        json_object_object_add(props, k_shown,
+                               prop("integer", "Bytes of the stream shown (start and end)."));
+        json_object_object_add(props, k_trunc,
+                               prop("string", "Present when the stream was cut: how much is "
+                                              "not shown."));
+}
+
+/* A usage figure: the number, or (never both) why it was not measured. */
+static void add_measure_props(json_object *props, const char *name, const char *desc)
+{
+        _cleanup_free_ char *k_why = xasprintf("%s_not_measured", name);
+        _cleanup_free_ char *d = xasprintf("%s Absent when not measured.", desc);
+        _cleanup_free_ char *d_why =
+            xasprintf("Why %s was not measured; absent when it was.", name);
+
+        json_object_object_add(props, name, prop("integer", d));
+        json_object_object_add(props, k_why, prop("string", d_why));
 }
 
 static json_object *run_code_tool(const struct sbx_config *cfg)
@@ -124,8 +166,22 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         static const char *const outcomes[] = {"exited",  "signaled", "timed_out", "cancelled",
                                                "flooded", "not_run",  NULL};
         static const char *const required_in[] = {"language", "code", NULL};
-        static const char *const required_out[] = {"stdout",    "stderr",    "exit_code", "outcome",
-                                                   "timed_out", "isolation", "usage",     NULL};
+        static const char *const required_out[] = {"isolation",
+                                                   "isolation_grade",
+                                                   "outcome",
+                                                   "outcome_text",
+                                                   "timed_out",
+                                                   "stdout",
+                                                   "stderr",
+                                                   "stdout_bytes",
+                                                   "stdout_bytes_shown",
+                                                   "stderr_bytes",
+                                                   "stderr_bytes_shown",
+                                                   "usage",
+                                                   NULL};
+        static const char *const required_usage[] = {"wall_ms", NULL};
+        static const char *const grades[] = {
+            "native", "container", "native-degraded", "container-degraded", "none", NULL};
         unsigned def = cfg ? cfg->default_timeout_s : 10, max = cfg ? cfg->max_timeout_s : 60;
         json_object *t = json_object_new_object();
         json_object *in = json_object_new_object(), *props = json_object_new_object();
@@ -157,32 +213,62 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         json_object_object_add(in, "required", strings(required_in));
         json_object_object_add(t, "inputSchema", in);
 
-        json_object_object_add(
-            oprops, "stdout",
-            prop("string", "What the program printed (escaped, cut at the cap)."));
-        json_object_object_add(oprops, "stderr", prop("string", "Its error output, likewise."));
-        json_object_object_add(oprops, "stdout_bytes",
-                               prop("integer", "How many bytes the program wrote to stdout."));
-        json_object_object_add(oprops, "stderr_bytes",
-                               prop("integer", "How many bytes it wrote to stderr."));
+        add_stream_props(oprops, "stdout");
+        add_stream_props(oprops, "stderr");
         json_object_object_add(oprops, "exit_code",
-                               nullable("integer", "Exit status when it exited on its own."));
-        json_object_object_add(oprops, "signal",
-                               nullable("string", "The signal that killed it, such as SIGKILL."));
+                               prop("integer", "Exit status; only when outcome is exited."));
+        json_object_object_add(
+            oprops, "signal",
+            prop("string", "The signal that killed it, such as SIGKILL; only when outcome is "
+                           "signaled."));
         p = prop("string", "How the run ended.");
         json_object_object_add(p, "enum", strings(outcomes));
         json_object_object_add(oprops, "outcome", p);
+        json_object_object_add(oprops, "outcome_text",
+                               prop("string", "How the run ended, in the text's words: 'exit "
+                                              "code: 3', 'timed out after 7 s', 'stopped at N "
+                                              "bytes of stdout: ...'."));
         json_object_object_add(oprops, "timed_out", prop("boolean", NULL));
+        json_object_object_add(oprops, "stopped_at_bytes",
+                               prop("integer", "A flooded run: the stream's byte count when the "
+                                               "server stopped it."));
         json_object_object_add(oprops, "isolation",
                                prop("string", "What protected the run: native, container, "
                                               "...-degraded (why), or none (why)."));
-        json_object_object_add(uprops, "wall_ms", prop("integer", NULL));
-        json_object_object_add(uprops, "cpu_ms", nullable("integer", "null = not measured"));
-        json_object_object_add(uprops, "mem_peak_bytes",
-                               nullable("integer", "null = not measured"));
-        json_object_object_add(uprops, "pids_peak", nullable("integer", "null = not measured"));
+        p = prop("string", "The isolation grade alone.");
+        json_object_object_add(p, "enum", strings(grades));
+        json_object_object_add(oprops, "isolation_grade", p);
+        json_object_object_add(oprops, "isolation_reason",
+                               prop("string", "Why the grade is degraded or none; absent for a "
+                                              "full grade."));
+        json_object_object_add(oprops, "limits_hit",
+                               prop("string", "Limits the run reached; absent when none."));
+        json_object_object_add(oprops, "out_of_memory",
+                               prop("string", "Present when the kernel killed a process at the "
+                                              "memory limit."));
+        json_object_object_add(oprops, "blocked_syscalls",
+                               prop("string", "System calls the sandbox refused, first-seen "
+                                              "order; absent when none."));
+        json_object_object_add(oprops, "blocked_syscalls_unlisted",
+                               prop("integer", "Further refused calls whose names did not fit "
+                                               "the list."));
+        json_object_object_add(oprops, "blocked_reporting_stopped",
+                               prop("string", "Present when reporting refused calls stopped at "
+                                              "its cap."));
+        json_object_object_add(oprops, "audit",
+                               prop("string", "Present when the run's audit record was not "
+                                              "written or not confirmed."));
+        p = prop("array", "Other facts about the run, one per element.");
+        json_object_object_add(p, "items", prop("string", NULL));
+        json_object_object_add(oprops, "notes", p);
+
+        json_object_object_add(uprops, "wall_ms", prop("integer", "Wall-clock time."));
+        add_measure_props(uprops, "cpu_ms", "CPU time (user + system), ms.");
+        add_measure_props(uprops, "mem_peak_bytes", "Peak memory.");
+        add_measure_props(uprops, "pids_peak", "Most processes at once.");
         json_object_object_add(usage, "type", jstr("object"));
         json_object_object_add(usage, "properties", uprops);
+        json_object_object_add(usage, "required", strings(required_usage));
         json_object_object_add(oprops, "usage", usage);
         tools_files_schema(oprops);
         json_object_object_add(out, "type", jstr("object"));
@@ -190,19 +276,18 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         json_object_object_add(out, "required", strings(required_out));
         json_object_object_add(t, "outputSchema", out);
 
-        /* destructive: it can change and delete files in /workspace. Not open-world: the
-         * sandbox has no network. */
-        json_object_object_add(t, "annotations",
-                               annotations("Run code in a sandbox", false, true, false,
-                                           cfg && cfg->backend == SBX_BACKEND_NAIVE));
+        json_object_object_add(t, "annotations", run_code_annotations(cfg));
         return t;
 }
 
 static json_object *read_workspace_tool(const struct sbx_config *cfg)
 {
         static const char *const required_in[] = {"path", NULL};
+        static const char *const required_out[] = {"path",   "bytes", "bytes_shown",
+                                                   "binary", "text",  NULL};
         json_object *t = json_object_new_object();
         json_object *in = json_object_new_object(), *props = json_object_new_object();
+        json_object *out = json_object_new_object(), *oprops = json_object_new_object();
         size_t cap = cfg ? cfg->max_output_bytes : 20000;
         _cleanup_free_ char *desc = xasprintf(
             "Read a text file from the sandbox's /workspace folder (the files run_code "
@@ -220,6 +305,25 @@ static json_object *read_workspace_tool(const struct sbx_config *cfg)
         json_object_object_add(in, "properties", props);
         json_object_object_add(in, "required", strings(required_in));
         json_object_object_add(t, "inputSchema", in);
+
+        json_object_object_add(oprops, "path", prop("string", "The path as given (escaped)."));
+        json_object_object_add(oprops, "bytes", prop("integer", "The file's size."));
+        json_object_object_add(oprops, "bytes_shown", prop("integer", "Bytes of it in text."));
+        json_object_object_add(oprops, "binary",
+                               prop("boolean", "Not text (NUL bytes or invalid UTF-8): not "
+                                               "shown."));
+        json_object_object_add(oprops, "text",
+                               prop("string", "The file's text (escaped); empty for an empty or "
+                                              "binary file."));
+        json_object_object_add(oprops, "truncated",
+                               prop("string", "Present when the text was cut: how much is not "
+                                              "shown."));
+        json_object_object_add(oprops, "note",
+                               prop("string", "Present for an empty or a binary file."));
+        json_object_object_add(out, "type", jstr("object"));
+        json_object_object_add(out, "properties", oprops);
+        json_object_object_add(out, "required", strings(required_out));
+        json_object_object_add(t, "outputSchema", out);
         json_object_object_add(t, "annotations",
                                annotations("Read a workspace file", true, false, true, false));
         return t;
@@ -251,7 +355,8 @@ static void result_error(struct tool_result *ret, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
-        ret->text = xstrdup(buf);
+        /* messages may quote what a run or an engine left (paths, image names): escaped */
+        ret->text = sbx_text_sanitize(buf, strlen(buf));
         ret->is_error = true;
         ret->structured = NULL;
 }
@@ -320,57 +425,92 @@ static const char *outcome_name(enum run_outcome o)
         }
 }
 
-static json_object *measure_json(const struct run_measure *m, uint64_t div)
+static void add_str(json_object *o, const char *key, const char *v)
 {
-        if (!m->measured)
-                return NULL;
-        return json_object_new_int64((int64_t)((m->value + div / 2) / div));
+        if (v)
+                json_object_object_add(o, key, jstr(v));
 }
 
-static json_object *stream_json(const struct run_stream *s, size_t cap)
+static void add_int(json_object *o, const char *key, uint64_t v)
 {
-        size_t shown = s->len < cap ? s->len : cap;
-        _cleanup_free_ char *t = NULL;
-
-        if (s->total > shown)
-                shown = sbx_utf8_cut(s->data, shown);
-        t = sbx_text_sanitize(s->data, shown);
-        return json_object_new_string(t);
+        json_object_object_add(o, key,
+                               json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v));
 }
 
-static json_object *structured_result(const struct run_result *r, size_t cap)
+static void stream_json(json_object *o, const char *name, const struct run_view_stream *vs)
+{
+        _cleanup_free_ char *k_tail = xasprintf("%s_tail", name);
+        _cleanup_free_ char *k_bytes = xasprintf("%s_bytes", name);
+        _cleanup_free_ char *k_shown = xasprintf("%s_bytes_shown", name);
+        _cleanup_free_ char *k_trunc = xasprintf("%s_truncated", name);
+
+        add_str(o, name, vs->head);
+        add_str(o, k_tail, vs->tail);
+        add_int(o, k_bytes, vs->bytes);
+        add_int(o, k_shown, vs->shown);
+        add_str(o, k_trunc, vs->truncated);
+}
+
+/* A usage figure: the number when measured, else "<name>_not_measured": why. */
+static void measure_json(json_object *u, const char *name, const struct run_measure *m,
+                         const char *why, uint64_t div)
+{
+        if (m->measured)
+                add_int(u, name, (m->value + div / 2) / div);
+        else {
+                _cleanup_free_ char *k = xasprintf("%s_not_measured", name);
+
+                add_str(u, k, why);
+        }
+}
+
+/* structuredContent of a run: docs/design/results.md. Every string comes from @v, the same
+ * strings the text block is made of. No nulls: a fact that does not apply is left out. */
+static json_object *structured_result(const struct run_result *r, const struct run_view *v)
 {
         json_object *o = json_object_new_object(), *u = json_object_new_object();
-        const char *abbrev;
 
-        json_object_object_add(o, "stdout", stream_json(&r->out, cap));
-        json_object_object_add(o, "stderr", stream_json(&r->err, cap));
-        json_object_object_add(o, "stdout_bytes", json_object_new_int64((int64_t)r->out.total));
-        json_object_object_add(o, "stderr_bytes", json_object_new_int64((int64_t)r->err.total));
-        json_object_object_add(o, "exit_code",
-                               r->outcome == RUN_OUTCOME_EXITED ? json_object_new_int(r->exit_code)
-                                                                : NULL);
-        abbrev = r->outcome == RUN_OUTCOME_SIGNALED ? sigabbrev_np(r->term_signal) : NULL;
-        if (abbrev) {
-                _cleanup_free_ char *sig = xasprintf("SIG%s", abbrev);
+        add_str(o, "isolation", v->isolation);
+        add_str(o, "isolation_grade", v->isolation_grade);
+        add_str(o, "isolation_reason", v->isolation_reason);
+        add_str(o, "outcome", outcome_name(r->outcome));
+        add_str(o, "outcome_text", v->outcome_text);
+        if (r->outcome == RUN_OUTCOME_EXITED)
+                json_object_object_add(o, "exit_code", json_object_new_int(r->exit_code));
+        if (r->outcome == RUN_OUTCOME_SIGNALED) {
+                const char *abbrev = sigabbrev_np(r->term_signal);
+                _cleanup_free_ char *sig =
+                    abbrev ? xasprintf("SIG%s", abbrev) : xasprintf("signal %d", r->term_signal);
 
-                json_object_object_add(o, "signal", jstr(sig));
-        } else
-                json_object_object_add(o, "signal", NULL);
-        json_object_object_add(o, "outcome", jstr(outcome_name(r->outcome)));
+                add_str(o, "signal", sig);
+        }
         json_object_object_add(o, "timed_out",
                                json_object_new_boolean(r->outcome == RUN_OUTCOME_TIMED_OUT));
-        {
-                _cleanup_free_ char *iso =
-                    sbx_text_sanitize(r->isolation, strnlen(r->isolation, sizeof(r->isolation)));
+        if (v->stopped_at)
+                add_int(o, "stopped_at_bytes", v->stopped_at);
+        stream_json(o, "stdout", &v->out);
+        stream_json(o, "stderr", &v->err);
 
-                json_object_object_add(o, "isolation", jstr(iso));
-        }
-        json_object_object_add(u, "wall_ms", json_object_new_int64((int64_t)r->usage.wall_ms));
-        json_object_object_add(u, "cpu_ms", measure_json(&r->usage.cpu_us, 1000));
-        json_object_object_add(u, "mem_peak_bytes", measure_json(&r->usage.mem_peak_bytes, 1));
-        json_object_object_add(u, "pids_peak", measure_json(&r->usage.pids_peak, 1));
+        add_int(u, "wall_ms", r->usage.wall_ms);
+        measure_json(u, "cpu_ms", &r->usage.cpu_us, v->not_measured[0], 1000);
+        measure_json(u, "mem_peak_bytes", &r->usage.mem_peak_bytes, v->not_measured[1], 1);
+        measure_json(u, "pids_peak", &r->usage.pids_peak, v->not_measured[2], 1);
         json_object_object_add(o, "usage", u);
+
+        add_str(o, "limits_hit", v->limits_hit);
+        add_str(o, "out_of_memory", v->out_of_memory);
+        add_str(o, "blocked_syscalls", v->blocked_syscalls);
+        if (v->blocked_syscalls_unlisted)
+                add_int(o, "blocked_syscalls_unlisted", v->blocked_syscalls_unlisted);
+        add_str(o, "blocked_reporting_stopped", v->blocked_reporting_stopped);
+        add_str(o, "audit", v->audit);
+        if (v->n_notes > 0) {
+                json_object *a = json_object_new_array();
+
+                for (size_t i = 0; i < v->n_notes; i++)
+                        json_object_array_add(a, jstr(v->notes[i]));
+                json_object_object_add(o, "notes", a);
+        }
         return o;
 }
 
@@ -394,12 +534,33 @@ static const char *string_arg(json_object *args, const char *key, size_t *ret_le
         return json_object_get_string(v);
 }
 
+/* structuredContent's files, files_more, files_note and images_attached, and the images as
+ * content items after the text (tools/content.h). */
+static void add_files(struct tool_result *ret, const struct run_result *res,
+                      const struct run_view *view)
+{
+        const char *img_note = NULL;
+
+        json_object_object_add(ret->structured, "files", tools_files_json(res));
+        add_int(ret->structured, "files_more", res->files_more);
+        add_str(ret->structured, "files_note", view->files_note);
+        ret->content = tools_image_items(res, &img_note);
+        add_int(ret->structured, "images_attached", json_object_array_length(ret->content));
+        if (img_note) {
+                char *t = xasprintf("%s\nnote: %s", ret->text, img_note);
+
+                free(ret->text);
+                ret->text = t;
+        }
+}
+
 static void call_run_code(struct run_service *svc, json_object *args, const struct tool_ctx *ctx,
                           struct tool_result *ret)
 {
         const struct sbx_config *cfg = run_service_config(svc);
         struct run_call call = {.cancel_fd = ctx ? ctx->cancel_fd : -1};
         struct run_result res = {0};
+        struct run_view view;
         struct sbx_error err = {0};
         json_object *v = NULL;
         unsigned timeout_s;
@@ -456,72 +617,68 @@ static void call_run_code(struct run_service *svc, json_object *args, const stru
                 return;
         }
         timeout_s = call.timeout_s > 0 ? (unsigned)call.timeout_s : cfg->default_timeout_s;
-        ret->text = run_result_format(&res, timeout_s, cfg->max_output_bytes);
+        run_view_build(&view, &res, timeout_s, cfg->max_output_bytes);
+        ret->text = run_view_text(&view);
         ret->is_error = !(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0);
-        ret->structured = structured_result(&res, cfg->max_output_bytes);
-        {
-                const char *img_note = NULL;
-
-                json_object_object_add(ret->structured, "files", tools_files_json(&res));
-                json_object_object_add(ret->structured, "files_more",
-                                       json_object_new_int64((int64_t)res.files_more));
-                if (res.files_note[0]) {
-                        _cleanup_free_ char *n = sbx_text_sanitize(
-                            res.files_note, strnlen(res.files_note, sizeof(res.files_note)));
-                        json_object_object_add(ret->structured, "files_note", jstr(n));
-                }
-                ret->content = tools_image_items(&res, &img_note);
-                json_object_object_add(
-                    ret->structured, "images_attached",
-                    json_object_new_int((int)json_object_array_length(ret->content)));
-                if (img_note) {
-                        char *t = xasprintf("%s\n[%s]", ret->text, img_note);
-                        free(ret->text);
-                        ret->text = t;
-                }
-        }
+        ret->structured = structured_result(&res, &view);
+        add_files(ret, &res, &view);
+        run_view_done(&view);
         run_result_done(&res);
 }
 
 static void call_read_workspace(struct run_service *svc, json_object *args, struct tool_result *ret)
 {
         struct sbx_error err = {0};
+        struct run_ws_file f;
         const char *path;
-        char *text = NULL;
+        size_t path_len = 0;
+        json_object *o;
         int r;
 
         if (run_service_config(svc)->invalid) {
                 result_error(ret, "Blocked: %s", run_service_config(svc)->invalid_msg);
                 return;
         }
-        path = string_arg(args, "path", NULL, ret);
+        path = string_arg(args, "path", &path_len, ret);
         if (!path)
                 return;
-        struct run_service_blob blob = {0};
-        r = run_service_read_workspace_blob(svc, path, &text, &blob, &err);
+        r = run_service_read_workspace_file(svc, path, &f, &err);
         if (r < 0) {
                 result_error(ret, "%s", err.msg[0] ? err.msg : "cannot read that file");
                 return;
         }
-        ret->text = text;
+        ret->text = run_ws_file_text(&f);
         ret->is_error = false;
-        ret->structured = NULL;
-        if (blob.data) {
+        o = json_object_new_object();
+        {
+                _cleanup_free_ char *p = sbx_text_sanitize_line(path, path_len);
+
+                add_str(o, "path", p);
+        }
+        add_int(o, "bytes", f.bytes);
+        add_int(o, "bytes_shown", f.bytes_shown);
+        json_object_object_add(o, "binary", json_object_new_boolean(f.binary));
+        add_str(o, "text", f.text);
+        add_str(o, "truncated", f.truncated);
+        add_str(o, "note", f.note);
+        ret->structured = o;
+        if (f.blob) {
                 struct sbx_error e2 = {0};
-                json_object *item = blob.mime
-                                        ? tools_image_content(blob.mime, blob.data, blob.len, &e2)
-                                        : tools_blob_content(path, blob.data, blob.len, &e2);
+                json_object *item = f.mime ? tools_image_content(f.mime, f.blob, f.blob_len, &e2)
+                                           : tools_blob_content(path, f.blob, f.blob_len, &e2);
 
                 if (item) {
                         ret->content = json_object_new_array();
                         json_object_array_add(ret->content, item);
                 } else {
-                        char *t = xasprintf("%s\n[not attached: %s]", ret->text, e2.msg);
+                        _cleanup_free_ char *why = sbx_text_sanitize_line(e2.msg, strlen(e2.msg));
+                        char *t = xasprintf("%s\nnote: not attached: %s", ret->text, why);
+
                         free(ret->text);
                         ret->text = t;
                 }
-                free(blob.data);
         }
+        run_ws_file_done(&f);
 }
 
 int tools_call(struct run_service *svc, const char *name, json_object *args,

@@ -101,6 +101,11 @@ test('v2 client pinned to the stateless 2026-07-28 revision', async (t) => {
     assert.ok(['public', 'private'].includes(list.result.cacheScope), 'tools/list has cacheScope');
     assert.equal(typeof list.result._meta?.['io.modelcontextprotocol/serverInfo']?.name, 'string',
         'results carry _meta serverInfo');
+    // A tool result carries only what the revision requires (resultType): clients such as
+    // Mastra pass a whole tool result, _meta included, to their model.
+    const call = results.find((m) => Array.isArray(m.result.content));
+    assert.ok(call, 'a tools/call result was seen');
+    assert.equal(call.result._meta, undefined, 'no _meta in a tool result (docs/design/results.md)');
 });
 
 test('v2 client in auto mode negotiates the modern revision', async (t) => {

@@ -216,6 +216,44 @@ export function assertIsolation(text, grade = EXPECT_GRADE) {
     assert.match(text, /^usage: wall /m, `a usage line:\n${text}`);
 }
 
+/**
+ * assertModelSees() - what Claude Code 2.1.x and Codex CLI 0.17x give their model when a result
+ * has structuredContent: that object alone (docs/design/results.md). Checks it holds the grade
+ * and its reason as the text does, no null anywhere, each usage figure or why it was not
+ * measured, and every fact string in the text's words. Returns structuredContent.
+ */
+export function assertModelSees(result, grade = EXPECT_GRADE) {
+    const s = result.structuredContent;
+    const text = textOf(result);
+    assert.equal(typeof s, 'object', `run_code results carry structuredContent:\n${text}`);
+    const noNull = (v, p) => {
+        assert.notEqual(v, null, `${p} is null: a portable result leaves a field out instead`);
+        if (typeof v === 'object') for (const [k, x] of Object.entries(v)) noNull(x, `${p}.${k}`);
+    };
+    noNull(s, 'structuredContent');
+    assert.equal(s.isolation, grade, `structuredContent.isolation:\n${JSON.stringify(s, null, 1)}`);
+    const m = /^([a-z-]+)(?: \((.*)\))?$/s.exec(grade);
+    assert.equal(s.isolation_grade, m[1]);
+    assert.equal(s.isolation_reason, m[2], 'the grade\'s reason, apart');
+    assert.ok(typeof s.outcome_text === 'string' && text.includes(`\n${s.outcome_text}\n`), `outcome_text in the text:\n${text}`);
+    assert.equal(typeof s.usage.wall_ms, 'number');
+    for (const f of ['cpu_ms', 'mem_peak_bytes', 'pids_peak']) {
+        const why = s.usage[`${f}_not_measured`];
+        assert.ok((f in s.usage) !== (why !== undefined), `usage.${f} or usage.${f}_not_measured, exactly one`);
+        if (why !== undefined) assert.ok(text.includes(`not measured: ${why}`), `the reason for ${f} in the text's words:\n${text}`);
+    }
+    for (const k of ['limits_hit', 'out_of_memory', 'blocked_syscalls', 'blocked_reporting_stopped', 'audit', 'stdout_truncated', 'stderr_truncated']) {
+        if (s[k] !== undefined) assert.ok(text.includes(s[k]), `${k} "${s[k]}" in the text's words:\n${text}`);
+    }
+    for (const n of s.notes ?? []) assert.ok(text.includes(`\nnote: ${n}\n`), `note "${n}" in the text`);
+    for (const st of ['stdout', 'stderr']) {
+        assert.equal(typeof s[st], 'string');
+        assert.ok(s[`${st}_bytes_shown`] <= s[`${st}_bytes`], `${st}: shown <= written`);
+        assert.equal(s[`${st}_truncated`] !== undefined, s[`${st}_bytes_shown`] < s[`${st}_bytes`], `${st}: cut iff a truncation note`);
+    }
+    return s;
+}
+
 export function assertExitCode(text, code) {
     assert.match(text, new RegExp(`^exit code: ${code}$`, 'm'), `expected "exit code: ${code}" in:\n${text}`);
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-    GONE_WITHIN_MS, SLACK_MS, SLOW, START_WITHIN_MS, assertExitCode, assertIsolation, connect, makeWorld, pidsWithMarker, runCode,
+    BACKEND, EXPECT_GRADE, GONE_WITHIN_MS, SLACK_MS, SLOW, START_WITHIN_MS, assertExitCode, assertIsolation, assertModelSees, connect, makeWorld, pidsWithMarker, runCode,
     uniqueMarker, waitFor,
 } from './lib.mjs';
 
@@ -69,17 +69,24 @@ for (const daemon of [false, true]) {
     });
 }
 
-test('output over VESTIBULE_MAX_OUTPUT_BYTES is cut with a truncated note', async (t) => {
+test('output over VESTIBULE_MAX_OUTPUT_BYTES keeps its start and its end, and says what is cut', async (t) => {
     const conn = await connect(makeWorld(t, { VESTIBULE_MAX_OUTPUT_BYTES: '1000' }));
-    const code = 'import sys\nsys.stdout.write("a" * 1500)\nsys.stderr.write("b" * 1200)\n';
-    const { text } = await runCode(conn, 'python', code);
-    assert.match(text, /\[truncated: 500 bytes more\]/, text);
-    assert.match(text, /\[truncated: 200 bytes more\]/, text);
-    assert.ok(!text.includes('a'.repeat(1001)), 'stdout is cut at the cap');
-    assert.ok(!text.includes('b'.repeat(1001)), 'stderr is cut at the cap');
-    assert.ok(text.includes('a'.repeat(1000)) && text.includes('b'.repeat(1000)), 'up to the cap is kept');
+    const code = 'import sys\nsys.stdout.write("A" + "a" * 1498 + "Z")\nsys.stderr.write("b" * 1200)\n';
+    const { result, text } = await runCode(conn, 'python', code);
+    assert.match(text, /\[stdout truncated: 500 of 1500 bytes not shown \(the first 500 and the last 500 are\)\]/, text);
+    assert.match(text, /\[stderr truncated: 200 of 1200 bytes not shown \(the first 500 and the last 500 are\)\]/, text);
+    assert.ok(!text.includes('a'.repeat(500)), 'the middle is not shown');
+    assert.ok(text.includes('A' + 'a'.repeat(499)) && text.includes('a'.repeat(499) + 'Z'), 'the start and the end are');
     assertExitCode(text, 0);
     assertIsolation(text);
+    // what Claude Code's and Codex's model gets: the same facts
+    const s = assertModelSees(result);
+    assert.equal(s.stdout, 'A' + 'a'.repeat(499));
+    assert.equal(s.stdout_tail, 'a'.repeat(499) + 'Z');
+    assert.equal(s.stdout_bytes, 1500);
+    assert.equal(s.stdout_bytes_shown, 1000);
+    assert.equal(s.stderr_bytes, 1200);
+    assert.equal(s.stderr_truncated, '200 of 1200 bytes not shown (the first 500 and the last 500 are)');
 });
 
 for (const [lang, code] of [['bash', 'yes flood'], ['python', 'while True:\n    print("x" * 4096)\n']]) {
@@ -88,10 +95,33 @@ for (const [lang, code] of [['bash', 'yes flood'], ['python', 'while True:\n    
         const { result, text, ms } = await runCode(conn, lang, code, { timeout_seconds: 30 });
         assert.ok(ms < 9000 + SLACK_MS, `stopped by the flood rule, not the 30 s timeout (${ms} ms)`);
         assert.doesNotMatch(text, /timed out/, text.slice(-600));
-        assert.match(text, /\[truncated: \d+ bytes more\]/);
-        assert.match(text, /stopped|flood/i, 'the result says the run was stopped for its output');
+        assert.match(text, /\[stdout truncated: \d+ of \d+ bytes not shown/);
+        assert.match(text, /^stopped at \d+ bytes of stdout: more than twice the 20000-byte output cap$/m, 'the result says at how many bytes the run was stopped');
         assert.ok(text.length < 20000 * 2 + 8192, `the result stays bounded (${text.length} chars)`);
         assert.equal(result.isError, true);
         assertIsolation(text);
+        const s = assertModelSees(result);
+        assert.equal(s.outcome, 'flooded');
+        assert.ok(s.stopped_at_bytes > 40000, `stopped_at_bytes ${s.stopped_at_bytes}`);
+        assert.ok(s.stdout_bytes >= s.stopped_at_bytes, 'bytes written counts at least up to the stop');
+        assert.equal(typeof s.stdout_tail, 'string', 'the tail of a flood is shown');
+        assert.equal(s.stdout_bytes_shown, 20000);
     });
 }
+
+// Issue 11: an OOM-killed run told the model only "outcome: signaled". Where the grade applies a
+// memory cap, the model gets the out-of-memory note in structuredContent, in the text's words.
+test('a memory bomb: the model is told the kernel killed it at the memory cap', async (t) => {
+    if (BACKEND === 'naive' || /limits not applied: [^:]*memory/.test(EXPECT_GRADE)) {
+        t.skip(`no memory cap under this grade (${EXPECT_GRADE})`);
+        return;
+    }
+    const conn = await connect(makeWorld(t, { VESTIBULE_MEM_MB: '64' }));
+    const bomb = 'chunks = []\nwhile True:\n    chunks.append(bytes([1]) * (4 << 20))\n';
+    const { result, text } = await runCode(conn, 'python', bomb, { timeout_seconds: 60 });
+    assert.equal(result.isError, true, text);
+    const s = assertModelSees(result);
+    assert.equal(s.outcome, 'signaled', text);
+    assert.equal(s.out_of_memory, 'the kernel killed a process in the sandbox at its 64 MiB limit', text);
+    assert.match(text, /^out of memory: the kernel killed a process in the sandbox at its 64 MiB limit$/m);
+});

@@ -53,7 +53,7 @@ test('the YAML config file is read ($XDG_CONFIG_HOME/vestibule/config.yaml)', as
     const w = makeWorld(t);
     writeYaml(w, 'max_output_bytes: 100\n');
     const { text } = await runCode(await connect(w), 'python', PRINT_300);
-    assert.match(text, /\[truncated: 200 bytes more\]/, text);
+    assert.match(text, /\[stdout truncated: 200 of 300 bytes not shown/, text);
     assertIsolation(text);
 });
 
@@ -63,7 +63,7 @@ test('the environment wins over the YAML file; VESTIBULE_CONFIG names another fi
     fs.writeFileSync(file, 'max_output_bytes: 100\n');
     w.env.VESTIBULE_CONFIG = file;
     const { text } = await runCode(await connect(w), 'python', PRINT_300);
-    assert.match(text, /\[truncated: 50 bytes more\]/, text);
+    assert.match(text, /\[stdout truncated: 50 of 300 bytes not shown/, text);
 });
 
 test('an invalid value in the YAML file blocks calls too, naming it', async (t) => {

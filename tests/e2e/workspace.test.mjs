@@ -65,6 +65,10 @@ test('missing files, folders and binary files get clear answers', async (t) => {
     const bin = await readWorkspace(conn, 'blob.bin');
     assert.match(bin.text, /binary/i, bin.text);
     assert.doesNotMatch(bin.text, /[\u0000\u001b]/, 'no raw bytes dumped');
+    // what Claude Code's and Codex's model gets
+    assert.deepEqual(bin.result.structuredContent, {
+        path: 'blob.bin', bytes: 8, bytes_shown: 0, binary: true, text: '', note: 'binary file, 8 bytes: not shown',
+    });
 });
 
 test('a big file is size-capped with a note', async (t) => {
@@ -74,5 +78,15 @@ test('a big file is size-capped with a note', async (t) => {
     const r = await readWorkspace(conn, 'big.txt');
     assert.ok(r.text.includes('k'.repeat(1000)), 'up to the cap is returned');
     assert.ok(!r.text.includes('k'.repeat(1001)), 'not beyond the cap');
-    assert.match(r.text, /truncated|4000|5000/i, r.text.slice(-300));
+    assert.match(r.text, /\[truncated: 4000 of 5000 bytes not shown\]$/, r.text.slice(-300));
+    // the structured view: the same facts, and no _meta of ours for clients (Mastra) that pass
+    // the whole result to their model
+    const s = r.result.structuredContent;
+    assert.equal(s.text, 'k'.repeat(1000));
+    assert.equal(s.bytes, 5000);
+    assert.equal(s.bytes_shown, 1000);
+    assert.equal(s.binary, false);
+    assert.equal(s.truncated, '4000 of 5000 bytes not shown');
+    assert.equal(s.path, 'big.txt');
+    assert.equal(r.result._meta, undefined, 'no _meta in a tool result');
 });

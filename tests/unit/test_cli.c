@@ -99,7 +99,7 @@ START_TEST(run_prints_the_result_text)
 
         need_bash();
         ck_assert_int_eq(cli("run --language bash -c 'echo hi'", out, sizeof(out)), 0);
-        ck_assert_ptr_nonnull(strstr(out, "stdout:\nhi\n"));
+        ck_assert_ptr_nonnull(strstr(out, "---\nhi\n---"));
         ck_assert_ptr_nonnull(strstr(out, "\nexit code: 0\n"));
         ck_assert_ptr_nonnull(strstr(out, "\nisolation: none (naive: development only)\n"));
 
@@ -128,12 +128,12 @@ START_TEST(run_from_file_and_stdin)
         ck_assert_int_eq(chmod(file, 0644), 0);
         args = xasprintf("run -l bash '%s'", file);
         ck_assert_int_eq(cli(args, out, sizeof(out)), 0);
-        ck_assert_ptr_nonnull(strstr(out, "stdout:\nfrom-file\n"));
+        ck_assert_ptr_nonnull(strstr(out, "---\nfrom-file\n---"));
         free(args);
 
         args = xasprintf("run -l bash - < '%s'", file);
         ck_assert_int_eq(cli(args, out, sizeof(out)), 0);
-        ck_assert_ptr_nonnull(strstr(out, "stdout:\nfrom-file\n"));
+        ck_assert_ptr_nonnull(strstr(out, "---\nfrom-file\n---"));
         free(args);
 
         ck_assert_int_eq(cli("run -l bash --json -c 'echo j'", out, sizeof(out)), 0);

@@ -409,6 +409,52 @@ START_TEST(flood_is_stopped)
 }
 END_TEST
 
+/* Issue 12 item 19: a flood's result says at how many bytes the run was stopped, counts what
+ * the program wrote until it died (not only what was read when it was stopped), and shows the
+ * tail too. */
+START_TEST(flood_says_where_it_was_stopped)
+{
+        struct run_result res;
+        _cleanup_free_ char *t = NULL, *want = NULL;
+
+        need("python3");
+        run_ok(SBX_LANG_PYTHON,
+               "import sys\nwhile True:\n    sys.stdout.write('x' * 999 + '\\n')\n", 20, &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_FLOODED);
+        ck_assert_uint_gt(res.out.stopped_at, 2 * cfg.max_output_bytes);
+        ck_assert_uint_ge(res.out.total, res.out.stopped_at);
+        ck_assert_uint_eq(res.err.stopped_at, 0);
+        t = run_result_format(&res, 20, cfg.max_output_bytes);
+        want = xasprintf("\nstopped at %llu bytes of stdout: more than twice the 1000-byte "
+                         "output cap\n",
+                         (unsigned long long)res.out.stopped_at);
+        ck_assert_msg(strstr(t, want), "%s", t);
+        ck_assert_msg(strstr(t, "bytes not shown\nx"), "no tail in:\n%s", t);
+        run_result_done(&res);
+}
+END_TEST
+
+/* The end of a long output (where a traceback is) is shown, not only its start. */
+START_TEST(long_output_keeps_its_tail)
+{
+        struct run_result res;
+        _cleanup_free_ char *t = NULL;
+
+        need("python3");
+        run_ok(SBX_LANG_PYTHON, "print('HEAD' + 'a' * 1500)\nprint('TRACEBACK-END')\n", 20, &res);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_uint_eq(res.out.total, 1519);
+        t = run_result_format(&res, 20, cfg.max_output_bytes);
+        ck_assert_msg(strstr(t, "stdout (1519 bytes, first 500 and last 500 shown) ---"), "%s", t);
+        ck_assert_msg(strstr(t, "\nHEADaaa"), "%s", t);
+        ck_assert_msg(strstr(t, "aaa\nTRACEBACK-END\n---"), "%s", t);
+        ck_assert_msg(strstr(t, "[stdout truncated: 519 of 1519 bytes not shown (the first 500 "
+                                "and the last 500 are)]"),
+                      "%s", t);
+        run_result_done(&res);
+}
+END_TEST
+
 static void *cancel_later(void *arg)
 {
         int fd = *(int *)arg;
@@ -692,6 +738,8 @@ static Suite *naive_suite(void)
         tcase_add_test(tc, server_death_kills_the_run);
         tcase_add_test(tc, supervisor_out_of_reach_as_root);
         tcase_add_test(tc, flood_is_stopped);
+        tcase_add_test(tc, flood_says_where_it_was_stopped);
+        tcase_add_test(tc, long_output_keeps_its_tail);
         tcase_add_test(tc, cancel_via_eventfd);
         tcase_add_test(tc, progress_reported_during_long_runs);
         tcase_add_test(tc, shutdown_refuses_new_runs);

@@ -654,6 +654,199 @@ START_TEST(reporting_stops_after_256)
 }
 END_TEST
 
+/* Issue 12 item 8: the "blocked syscalls:" list held 512 bytes and lost names silently. Every
+ * reported name of the profile fits now (about 550 bytes of names), and none is lost. The calls
+ * get zero arguments: the filter answers them before the kernel sees them, and in the run's own
+ * namespaces none of them could do harm anyway. */
+START_TEST(every_blocked_name_is_listed)
+{
+        static const struct {
+                const char *name;
+                long nr;
+        } calls[] = {
+#ifdef SYS_mount
+            {"mount", SYS_mount},
+#endif
+#ifdef SYS_umount2
+            {"umount2", SYS_umount2},
+#endif
+#ifdef SYS_unshare
+            {"unshare", SYS_unshare},
+#endif
+#ifdef SYS_setns
+            {"setns", SYS_setns},
+#endif
+#ifdef SYS_bpf
+            {"bpf", SYS_bpf},
+#endif
+#ifdef SYS_keyctl
+            {"keyctl", SYS_keyctl},
+#endif
+#ifdef SYS_add_key
+            {"add_key", SYS_add_key},
+#endif
+#ifdef SYS_request_key
+            {"request_key", SYS_request_key},
+#endif
+#ifdef SYS_reboot
+            {"reboot", SYS_reboot},
+#endif
+#ifdef SYS_kexec_load
+            {"kexec_load", SYS_kexec_load},
+#endif
+#ifdef SYS_kexec_file_load
+            {"kexec_file_load", SYS_kexec_file_load},
+#endif
+#ifdef SYS_init_module
+            {"init_module", SYS_init_module},
+#endif
+#ifdef SYS_finit_module
+            {"finit_module", SYS_finit_module},
+#endif
+#ifdef SYS_delete_module
+            {"delete_module", SYS_delete_module},
+#endif
+#ifdef SYS_perf_event_open
+            {"perf_event_open", SYS_perf_event_open},
+#endif
+#ifdef SYS_userfaultfd
+            {"userfaultfd", SYS_userfaultfd},
+#endif
+#ifdef SYS_open_by_handle_at
+            {"open_by_handle_at", SYS_open_by_handle_at},
+#endif
+#ifdef SYS_io_uring_setup
+            {"io_uring_setup", SYS_io_uring_setup},
+#endif
+#ifdef SYS_io_uring_enter
+            {"io_uring_enter", SYS_io_uring_enter},
+#endif
+#ifdef SYS_io_uring_register
+            {"io_uring_register", SYS_io_uring_register},
+#endif
+#ifdef SYS_pivot_root
+            {"pivot_root", SYS_pivot_root},
+#endif
+#ifdef SYS_chroot
+            {"chroot", SYS_chroot},
+#endif
+#ifdef SYS_swapon
+            {"swapon", SYS_swapon},
+#endif
+#ifdef SYS_swapoff
+            {"swapoff", SYS_swapoff},
+#endif
+#ifdef SYS_fsopen
+            {"fsopen", SYS_fsopen},
+#endif
+#ifdef SYS_fsconfig
+            {"fsconfig", SYS_fsconfig},
+#endif
+#ifdef SYS_fsmount
+            {"fsmount", SYS_fsmount},
+#endif
+#ifdef SYS_fspick
+            {"fspick", SYS_fspick},
+#endif
+#ifdef SYS_move_mount
+            {"move_mount", SYS_move_mount},
+#endif
+#ifdef SYS_open_tree
+            {"open_tree", SYS_open_tree},
+#endif
+#ifdef SYS_mount_setattr
+            {"mount_setattr", SYS_mount_setattr},
+#endif
+#ifdef SYS_iopl
+            {"iopl", SYS_iopl},
+#endif
+#ifdef SYS_ioperm
+            {"ioperm", SYS_ioperm},
+#endif
+#ifdef SYS_acct
+            {"acct", SYS_acct},
+#endif
+#ifdef SYS_quotactl
+            {"quotactl", SYS_quotactl},
+#endif
+#ifdef SYS_quotactl_fd
+            {"quotactl_fd", SYS_quotactl_fd},
+#endif
+#ifdef SYS_syslog
+            {"syslog", SYS_syslog},
+#endif
+#ifdef SYS_lookup_dcookie
+            {"lookup_dcookie", SYS_lookup_dcookie},
+#endif
+#ifdef SYS_uselib
+            {"uselib", SYS_uselib},
+#endif
+#ifdef SYS_pidfd_getfd
+            {"pidfd_getfd", SYS_pidfd_getfd},
+#endif
+#ifdef SYS_process_madvise
+            {"process_madvise", SYS_process_madvise},
+#endif
+#ifdef SYS_settimeofday
+            {"settimeofday", SYS_settimeofday},
+#endif
+#ifdef SYS_clock_settime
+            {"clock_settime", SYS_clock_settime},
+#endif
+#ifdef SYS_vhangup
+            {"vhangup", SYS_vhangup},
+#endif
+#ifdef SYS_nfsservctl
+            {"nfsservctl", SYS_nfsservctl},
+#endif
+#ifdef SYS_kcmp
+            {"kcmp", SYS_kcmp},
+#endif
+#ifdef SYS_sethostname
+            {"sethostname", SYS_sethostname},
+#endif
+#ifdef SYS_setdomainname
+            {"setdomainname", SYS_setdomainname},
+#endif
+        };
+        struct run_result res;
+        struct sbx_error err = {0};
+        _cleanup_free_ char *code = NULL;
+        char nrs[2048] = "";
+        size_t len = 0, names_len = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+                len += (size_t)snprintf(nrs + len, sizeof(nrs) - len, "%s%ld", i ? "," : "",
+                                        calls[i].nr);
+                names_len += strlen(calls[i].name) + 2;
+        }
+        code = xasprintf("import ctypes\n"
+                         "libc = ctypes.CDLL(None, use_errno=True)\n"
+                         "for nr in [%s]:\n"
+                         "    libc.syscall(nr, 0, 0, 0, 0, 0, 0)\n"
+                         "print('done')\n",
+                         nrs);
+        ck_assert_msg(run_code(SBX_LANG_PYTHON, code, 30, &res, &err) == 0, "%s", err.msg);
+        ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "%s",
+                      res.err.data ? res.err.data : "");
+        /* control: the names take more than the old 512 bytes */
+        ck_assert_uint_gt(names_len, 512);
+        for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+                const char *p = strstr(res.blocked_syscalls, calls[i].name);
+                size_t n = strlen(calls[i].name);
+
+                /* a whole name of the list: "name" between ", " separators */
+                while (p && !((p == res.blocked_syscalls || p[-1] == ' ') &&
+                              (p[n] == ',' || p[n] == '\0')))
+                        p = strstr(p + 1, calls[i].name);
+                ck_assert_msg(p != NULL, "'%s' not listed in: %s", calls[i].name,
+                              res.blocked_syscalls);
+        }
+        ck_assert_uint_eq(res.blocked_syscalls_unlisted, 0);
+        run_result_done(&res);
+}
+END_TEST
+
 /* Landlock: /proc/self/comm is writable by its own process on any mount, so only the
  * Landlock layer (writes only beneath /tmp and /workspace) refuses it. */
 START_TEST(landlock_refuses_writes_outside_tmp_and_workspace)
@@ -1152,8 +1345,8 @@ START_TEST(vm_memory_bomb_is_oom_killed)
         ck_assert_msg(res.oom_killed, "not OOM-killed:\n%s", text);
         ck_assert_msg(res.outcome == RUN_OUTCOME_SIGNALED && res.term_signal == SIGKILL,
                       "the bomb was not killed by SIGKILL:\n%s", text);
-        ck_assert_msg(strstr(text, "[out of memory: the kernel killed a process in the sandbox "
-                                   "at its 64 MiB limit]\n"),
+        ck_assert_msg(strstr(text, "\nout of memory: the kernel killed a process in the sandbox "
+                                   "at its 64 MiB limit\n"),
                       "%s", text);
         ck_assert(res.usage.mem_peak_bytes.measured);
         ck_assert_msg(res.usage.mem_peak_bytes.value > (48ull << 20) &&
@@ -1321,6 +1514,7 @@ static Suite *native_suite(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, dangerous_calls_blocked_and_reported);
         tcase_add_test(tc, reporting_stops_after_256);
+        tcase_add_test(tc, every_blocked_name_is_listed);
 #if defined(__x86_64__)
         tcase_add_test(tc, foreign_syscall_abi_kills);
 #endif

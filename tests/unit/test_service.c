@@ -455,7 +455,7 @@ START_TEST(read_workspace_texts)
         memset(big, 'b', sizeof(big));
         write_file("big.txt", big, sizeof(big));
         ck_assert_int_eq(run_service_read_workspace(svc, "big.txt", &text, &err), 0);
-        ck_assert_ptr_nonnull(strstr(text, "\n[truncated: 150 bytes more]"));
+        ck_assert_ptr_nonnull(strstr(text, "\n[truncated: 150 of 250 bytes not shown]"));
         ck_assert_uint_eq(strspn(text, "b"), 100);
         free(text);
 
@@ -464,7 +464,7 @@ START_TEST(read_workspace_texts)
                    "ELF\0\0\0\1",
                    8);
         ck_assert_int_eq(run_service_read_workspace(svc, "bin.dat", &text, &err), 0);
-        ck_assert_str_eq(text, "binary file, 8 bytes: not shown");
+        ck_assert_str_eq(text, "(binary file, 8 bytes: not shown)");
         free(text);
 
         ck_assert_int_lt(run_service_read_workspace(svc, "", &text, &err), 0);

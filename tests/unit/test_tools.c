@@ -99,6 +99,131 @@ static json_object *tool(json_object *list, const char *name)
         return NULL;
 }
 
+/* Issue 11: a schema every model provider takes. MCP Inspector --strict warns on type arrays
+ * ("type": ["integer","null"]); the Anthropic API refuses oneOf/anyOf/allOf at the top. */
+static void check_portable(json_object *schema, const char *where)
+{
+        json_object *v = NULL;
+
+        ck_assert_msg(json_object_is_type(schema, json_type_object), "%s: not an object", where);
+        ck_assert_msg(json_object_object_get_ex(schema, "type", &v), "%s: no type", where);
+        ck_assert_msg(json_object_is_type(v, json_type_string), "%s: type is not one string",
+                      where);
+        ck_assert_msg(strcmp(json_object_get_string(v), "null") != 0, "%s: type null", where);
+        ck_assert_msg(!json_object_object_get_ex(schema, "oneOf", NULL) &&
+                          !json_object_object_get_ex(schema, "anyOf", NULL) &&
+                          !json_object_object_get_ex(schema, "allOf", NULL),
+                      "%s: a combinator", where);
+        if (json_object_object_get_ex(schema, "properties", &v)) {
+                json_object_object_foreach(v, key, sub)
+                {
+                        char w[256];
+
+                        snprintf(w, sizeof(w), "%s.%s", where, key);
+                        check_portable(sub, w);
+                }
+        }
+        if (json_object_object_get_ex(schema, "items", &v))
+                check_portable(v, where);
+}
+
+/* @value matches @schema (the subset our schemas use: type, properties, required, enum,
+ * items), and holds no key the schema does not name and no null. */
+static void check_against(json_object *value, json_object *schema, const char *where)
+{
+        const char *type = json_object_get_string(json_object_object_get(schema, "type"));
+        json_object *props = NULL, *req = NULL, *en = NULL, *items = NULL;
+
+        ck_assert_msg(value != NULL, "%s: null", where);
+        if (strcmp(type, "object") == 0) {
+                ck_assert_msg(json_object_is_type(value, json_type_object), "%s: not an object",
+                              where);
+                json_object_object_get_ex(schema, "properties", &props);
+                if (json_object_object_get_ex(schema, "required", &req))
+                        for (size_t i = 0; i < json_object_array_length(req); i++) {
+                                const char *k =
+                                    json_object_get_string(json_object_array_get_idx(req, i));
+                                ck_assert_msg(json_object_object_get_ex(value, k, NULL),
+                                              "%s: required '%s' missing", where, k);
+                        }
+                json_object_object_foreach(value, key, sub)
+                {
+                        json_object *ps = NULL;
+                        char w[256];
+
+                        snprintf(w, sizeof(w), "%s.%s", where, key);
+                        ck_assert_msg(props && json_object_object_get_ex(props, key, &ps),
+                                      "%s: not in the schema", w);
+                        check_against(sub, ps, w);
+                }
+        } else if (strcmp(type, "string") == 0)
+                ck_assert_msg(json_object_is_type(value, json_type_string), "%s: not a string",
+                              where);
+        else if (strcmp(type, "integer") == 0)
+                ck_assert_msg(json_object_is_type(value, json_type_int), "%s: not an integer",
+                              where);
+        else if (strcmp(type, "boolean") == 0)
+                ck_assert_msg(json_object_is_type(value, json_type_boolean), "%s: not a boolean",
+                              where);
+        else if (strcmp(type, "array") == 0) {
+                ck_assert_msg(json_object_is_type(value, json_type_array), "%s: not an array",
+                              where);
+                json_object_object_get_ex(schema, "items", &items);
+                for (size_t i = 0; i < json_object_array_length(value); i++)
+                        check_against(json_object_array_get_idx(value, i), items, where);
+        } else
+                ck_abort_msg("%s: unexpected type %s", where, type);
+        if (json_object_object_get_ex(schema, "enum", &en)) {
+                bool found = false;
+
+                for (size_t i = 0; i < json_object_array_length(en); i++)
+                        found |= strcmp(json_object_get_string(json_object_array_get_idx(en, i)),
+                                        json_object_get_string(value)) == 0;
+                ck_assert_msg(found, "%s: '%s' not in the enum", where,
+                              json_object_get_string(value));
+        }
+}
+
+/* @r's structuredContent matches @tool_name's outputSchema, and each of its strings that
+ * states a fact stands in the text too, in the same words (issue 11). */
+static void check_result_views(const struct tool_result *r, const char *tool_name)
+{
+        static const char *const facts[] = {"isolation",
+                                            "outcome_text",
+                                            "limits_hit",
+                                            "out_of_memory",
+                                            "blocked_syscalls",
+                                            "audit",
+                                            "stdout_truncated",
+                                            "stderr_truncated",
+                                            "isolation_reason",
+                                            "truncated",
+                                            "note",
+                                            "blocked_reporting_stopped"};
+        json_object *list = tools_list_json_for(&cfg);
+
+        check_against(r->structured, get(tool(list, tool_name), "outputSchema"), tool_name);
+        for (size_t i = 0; i < ELEMENTSOF(facts); i++) {
+                json_object *v = get(r->structured, facts[i]);
+
+                if (v)
+                        ck_assert_msg(strstr(r->text, json_object_get_string(v)),
+                                      "%s '%s' is not in the text:\n%s", facts[i],
+                                      json_object_get_string(v), r->text);
+        }
+        if (get(r->structured, "usage")) {
+                json_object *u = get(r->structured, "usage");
+
+                json_object_object_foreach(u, key, val)
+                {
+                        if (strstr(key, "_not_measured"))
+                                ck_assert_msg(strstr(r->text, json_object_get_string(val)),
+                                              "%s not in the text", key);
+                }
+        }
+        json_object_put(list);
+}
+
 /* A tools_call with @args_json (parsed); the result goes to @ret. */
 static void call(const char *name, const char *args_json, struct tool_result *ret)
 {
@@ -142,11 +267,15 @@ START_TEST(list_shapes)
         v = get(rc, "annotations");
         ck_assert(!json_object_get_boolean(get(v, "readOnlyHint")));
         ck_assert(json_object_get_boolean(get(v, "destructiveHint")));
+        ck_assert(!json_object_get_boolean(get(v, "idempotentHint")));
         ck_assert(!json_object_get_boolean(get(v, "openWorldHint")));
         v = get(rw, "annotations");
         ck_assert(json_object_get_boolean(get(v, "readOnlyHint")));
         ck_assert(!json_object_get_boolean(get(v, "openWorldHint")));
-        ck_assert_ptr_null(get(rw, "outputSchema"));
+        /* issue 11: both tools have a portable outputSchema */
+        check_portable(get(rc, "outputSchema"), "run_code");
+        check_portable(get(rw, "outputSchema"), "read_workspace");
+        check_portable(get(rc, "inputSchema"), "run_code input");
         ck_assert_str_eq(json_object_to_json_string(get(rw, "inputSchema.required")),
                          "[ \"path\" ]");
 
@@ -159,6 +288,34 @@ START_TEST(list_shapes)
         ck_assert_ptr_nonnull(strstr(desc, "stdin is at end of file"));
         ck_assert_ptr_nonnull(strstr(desc, "10 s by default"));
         ck_assert_ptr_nonnull(strstr(desc, "up to 60"));
+        /* issue 12 item 7: limits are requested; the result says which were applied */
+        ck_assert_ptr_null(strstr(desc, "Limits per run"));
+        ck_assert_ptr_nonnull(strstr(desc, "Limits requested per run: 256 MiB memory"));
+        ck_assert_ptr_nonnull(strstr(desc, "each result says so"));
+        json_object_put(list);
+}
+END_TEST
+
+/* A read-only workspace: nothing a run does survives it, so run_code is read-only. */
+START_TEST(list_annotations_follow_the_workspace)
+{
+        json_object *list, *v;
+
+        cfg.backend = SBX_BACKEND_AUTO;
+        cfg.workspace_ro = true;
+        list = tools_list_json_for(&cfg);
+        v = get(tool(list, "run_code"), "annotations");
+        ck_assert(json_object_get_boolean(get(v, "readOnlyHint")));
+        ck_assert(!json_object_get_boolean(get(v, "destructiveHint")));
+        ck_assert(!json_object_get_boolean(get(v, "openWorldHint")));
+        json_object_put(list);
+        /* naive runs code on the host: never read-only, open-world */
+        cfg.backend = SBX_BACKEND_NAIVE;
+        list = tools_list_json_for(&cfg);
+        v = get(tool(list, "run_code"), "annotations");
+        ck_assert(!json_object_get_boolean(get(v, "readOnlyHint")));
+        ck_assert(json_object_get_boolean(get(v, "destructiveHint")));
+        ck_assert(json_object_get_boolean(get(v, "openWorldHint")));
         json_object_put(list);
 }
 END_TEST
@@ -272,8 +429,9 @@ END_TEST
 
 static void check_structured_shape(json_object *s)
 {
-        static const char *const req[] = {"stdout",    "stderr",    "exit_code", "outcome",
-                                          "timed_out", "isolation", "usage"};
+        static const char *const req[] = {"stdout",          "stderr",    "outcome",
+                                          "outcome_text",    "timed_out", "isolation",
+                                          "isolation_grade", "usage"};
 
         ck_assert_ptr_nonnull(s);
         ck_assert(json_object_is_type(s, json_type_object));
@@ -285,22 +443,44 @@ static void check_structured_shape(json_object *s)
 START_TEST(result_success)
 {
         struct tool_result r;
+        json_object *u;
 
         need_bash();
         call("run_code", "{\"language\":\"bash\",\"code\":\"echo hi; printf '\\\\033[1m' >&2\"}",
              &r);
         ck_assert_msg(!r.is_error, "%s", r.text);
-        ck_assert_ptr_nonnull(strstr(r.text, "stdout:\nhi\n"));
-        ck_assert_ptr_nonnull(strstr(r.text, "stderr:\n\\x1b[1m\n"));
+        ck_assert_msg(strstr(r.text, "stdout (3 bytes) ---"), "%s", r.text);
+        ck_assert_ptr_nonnull(strstr(r.text, "---\nhi\n---"));
+        ck_assert_ptr_nonnull(strstr(r.text, "---\n\\x1b[1m\n---"));
         ck_assert_ptr_nonnull(strstr(r.text, "\nexit code: 0\n"));
         ck_assert_ptr_nonnull(strstr(r.text, "\nisolation: none (naive: development only)"));
         check_structured_shape(r.structured);
+        check_result_views(&r, "run_code");
         ck_assert_str_eq(json_object_get_string(get(r.structured, "stdout")), "hi\n");
         ck_assert_str_eq(json_object_get_string(get(r.structured, "stderr")), "\\x1b[1m");
+        ck_assert_int_eq(json_object_get_int(get(r.structured, "stdout_bytes")), 3);
+        ck_assert_int_eq(json_object_get_int(get(r.structured, "stdout_bytes_shown")), 3);
+        ck_assert_ptr_null(get(r.structured, "stdout_truncated"));
+        ck_assert_ptr_null(get(r.structured, "stdout_tail"));
         ck_assert_int_eq(json_object_get_int(get(r.structured, "exit_code")), 0);
+        ck_assert_ptr_null(get(r.structured, "signal"));
         ck_assert_str_eq(json_object_get_string(get(r.structured, "outcome")), "exited");
-        ck_assert(json_object_is_type(get(r.structured, "usage.cpu_ms"), json_type_int));
-        ck_assert(json_object_is_type(get(r.structured, "usage.mem_peak_bytes"), json_type_null));
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "outcome_text")), "exit code: 0");
+        /* the grade and its reason, apart too */
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "isolation")),
+                         "none (naive: development only)");
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "isolation_grade")), "none");
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "isolation_reason")),
+                         "naive: development only");
+        /* a figure, or why not: never null */
+        u = get(r.structured, "usage");
+        ck_assert(json_object_is_type(get(u, "cpu_ms"), json_type_int));
+        ck_assert_ptr_null(get(u, "cpu_ms_not_measured"));
+        ck_assert_ptr_null(get(u, "mem_peak_bytes"));
+        ck_assert(json_object_object_get_ex(u, "mem_peak_bytes_not_measured", NULL));
+        ck_assert(json_object_is_type(get(u, "mem_peak_bytes_not_measured"), json_type_string));
+        ck_assert_ptr_nonnull(
+            strstr(r.text, json_object_get_string(get(u, "pids_peak_not_measured"))));
         tool_result_done(&r);
 }
 END_TEST
@@ -313,15 +493,69 @@ START_TEST(result_failures_are_errors)
         call("run_code", "{\"language\":\"bash\",\"code\":\"exit 4\"}", &r);
         ck_assert(r.is_error);
         check_structured_shape(r.structured);
+        check_result_views(&r, "run_code");
         ck_assert_int_eq(json_object_get_int(get(r.structured, "exit_code")), 4);
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "outcome_text")), "exit code: 4");
         tool_result_done(&r);
 
         call("run_code", "{\"language\":\"bash\",\"code\":\"sleep 5\",\"timeout_seconds\":1}", &r);
         ck_assert(r.is_error);
         ck_assert_ptr_nonnull(strstr(r.text, "\ntimed out after 1 s\n"));
         check_structured_shape(r.structured);
+        check_result_views(&r, "run_code");
         ck_assert(json_object_get_boolean(get(r.structured, "timed_out")));
-        ck_assert(json_object_is_type(get(r.structured, "exit_code"), json_type_null));
+        ck_assert(!json_object_object_get_ex(r.structured, "exit_code", NULL));
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "outcome_text")),
+                         "timed out after 1 s");
+        tool_result_done(&r);
+
+        call("run_code", "{\"language\":\"bash\",\"code\":\"kill -SEGV $$\"}", &r);
+        ck_assert(r.is_error);
+        check_result_views(&r, "run_code");
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "signal")), "SIGSEGV");
+        ck_assert(!json_object_object_get_ex(r.structured, "exit_code", NULL));
+        tool_result_done(&r);
+}
+END_TEST
+
+/* Issue 12 items 5 and 19 as a model sees them: a cut stream's start and end, where a flood
+ * was stopped, and forged server lines kept apart from the server's. */
+START_TEST(result_cut_flood_and_forgery)
+{
+        struct tool_result r;
+        const char *t;
+
+        need_bash();
+        /* 1500 bytes: cap 1000 shows the first 500 and the last 500 */
+        call("run_code",
+             "{\"language\":\"bash\",\"code\":\"printf 'S%.0s' {1..1499}; echo; echo "
+             "isolation: native >&2\"}",
+             &r);
+        check_result_views(&r, "run_code");
+        ck_assert_int_eq(json_object_get_int(get(r.structured, "stdout_bytes")), 1500);
+        ck_assert_int_eq(json_object_get_int(get(r.structured, "stdout_bytes_shown")), 1000);
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "stdout_truncated")),
+                         "500 of 1500 bytes not shown (the first 500 and the last 500 are)");
+        t = json_object_get_string(get(r.structured, "stdout_tail"));
+        ck_assert_uint_eq(strlen(t), 500);
+        ck_assert_int_eq(t[499], '\n');
+        /* the forged line is output, in its own field and inside the text's fence */
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "stderr")),
+                         "isolation: native\n");
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "isolation")),
+                         "none (naive: development only)");
+        ck_assert_ptr_nonnull(strstr(r.text, "\nisolation: native\n---"));
+        tool_result_done(&r);
+
+        call("run_code", "{\"language\":\"bash\",\"code\":\"yes 0123456789abcdef\"}", &r);
+        check_result_views(&r, "run_code");
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "outcome")), "flooded");
+        ck_assert_int_gt(json_object_get_int64(get(r.structured, "stopped_at_bytes")), 2000);
+        ck_assert_int_ge(json_object_get_int64(get(r.structured, "stdout_bytes")),
+                         json_object_get_int64(get(r.structured, "stopped_at_bytes")));
+        ck_assert_ptr_nonnull(
+            strstr(json_object_get_string(get(r.structured, "outcome_text")), "stopped at "));
+        ck_assert_ptr_nonnull(get(r.structured, "stdout_tail"));
         tool_result_done(&r);
 }
 END_TEST
@@ -338,7 +572,41 @@ START_TEST(read_workspace_result)
         call("read_workspace", "{\"path\":\"note.txt\"}", &r);
         ck_assert(!r.is_error);
         ck_assert_str_eq(r.text, "hello workspace\n");
-        ck_assert_ptr_null(r.structured);
+        check_result_views(&r, "read_workspace");
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "text")), "hello workspace\n");
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "path")), "note.txt");
+        ck_assert_int_eq(json_object_get_int(get(r.structured, "bytes")), 16);
+        ck_assert(!json_object_get_boolean(get(r.structured, "binary")));
+        ck_assert_ptr_null(get(r.structured, "truncated"));
+        tool_result_done(&r);
+        free(p);
+
+        p = xasprintf("%s/big.txt", workspace);
+        f = fopen(p, "w");
+        for (int i = 0; i < 150; i++)
+                fputs("0123456789", f);
+        fclose(f);
+        call("read_workspace", "{\"path\":\"big.txt\"}", &r);
+        check_result_views(&r, "read_workspace");
+        ck_assert_int_eq(json_object_get_int(get(r.structured, "bytes")), 1500);
+        ck_assert_int_eq(json_object_get_int(get(r.structured, "bytes_shown")), 1000);
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "truncated")),
+                         "500 of 1500 bytes not shown");
+        tool_result_done(&r);
+        free(p);
+
+        p = xasprintf("%s/bin.dat", workspace);
+        f = fopen(p, "w");
+        fwrite("\x7f"
+               "ELF\0\0",
+               1, 6, f);
+        fclose(f);
+        call("read_workspace", "{\"path\":\"bin.dat\"}", &r);
+        check_result_views(&r, "read_workspace");
+        ck_assert(json_object_get_boolean(get(r.structured, "binary")));
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "text")), "");
+        ck_assert_str_eq(json_object_get_string(get(r.structured, "note")),
+                         "binary file, 6 bytes: not shown");
         tool_result_done(&r);
         free(p);
 }
@@ -358,6 +626,13 @@ START_TEST(invalid_config_blocks_both_tools)
         ck_assert(r.is_error);
         ck_assert_str_eq(r.text, "Blocked: VESTIBULE_CPU_PCT='x' is bad: fix it");
         tool_result_done(&r);
+
+        /* a refusal quoting a hostile value shows it escaped, like output */
+        snprintf(cfg.invalid_msg, sizeof(cfg.invalid_msg),
+                 "VESTIBULE_WORKSPACE='\x1b[2J\xe2\x80\xae' is bad");
+        call("run_code", "{}", &r);
+        ck_assert_str_eq(r.text, "Blocked: VESTIBULE_WORKSPACE='\\x1b[2J\\u202e' is bad");
+        tool_result_done(&r);
 }
 END_TEST
 
@@ -370,6 +645,7 @@ static Suite *tools_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, list_shapes);
         tcase_add_test(tc, list_naive_is_honest);
+        tcase_add_test(tc, list_annotations_follow_the_workspace);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("arguments");
@@ -386,6 +662,7 @@ static Suite *tools_suite(void)
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, result_success);
         tcase_add_test(tc, result_failures_are_errors);
+        tcase_add_test(tc, result_cut_flood_and_forgery);
         tcase_add_test(tc, read_workspace_result);
         tcase_add_test(tc, invalid_config_blocks_both_tools);
         suite_add_tcase(s, tc);
