@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# lint.sh - the static checks STYLE.md asks CI for, on every tracked C file:
+# lint.sh - the static checks docs/design/style.md asks CI for, on every tracked C file:
+#   the layers (scripts/check-layers.sh: an include points only to a lower layer),
 #   clang-format --dry-run --Werror (.clang-format), cppcheck over the build's
 #   compile_commands.json, clang-tidy -p BUILD_DIR (.clang-tidy: bugprone-*, clang-analyzer-*).
 # Prints one line per check and "lint: N passed, N failed"; exits non-zero on any finding.
 #
-# Usage: scripts/lint.sh BUILD_DIR   (a configured build with compile_commands.json)
+# Usage: scripts/lint.sh BUILD_DIR [FILE...]   (a configured build with compile_commands.json;
+#        FILEs: check only these, paths from the repository's root, e.g. the changed ones)
 # Environment: VESTIBULE_LINT_JOBS  clang-tidy processes in parallel (default: nproc)
 set -uo pipefail
 
@@ -15,6 +17,8 @@ if [ -z "$build" ] || [ ! -f "$build/compile_commands.json" ]; then
         exit 2
 fi
 build=$(cd "$build" && pwd)
+shift
+only=("$@")
 jobs=${VESTIBULE_LINT_JOBS:-$(nproc)}
 cd "$repo" || exit 2
 passed=0 failed=0
@@ -51,11 +55,21 @@ fi
 # the translation units the build knows (clang-tidy needs their flags)
 mapfile -t units < <(python3 -c 'import json,sys
 for e in json.load(open(sys.argv[1])): print(e["file"])' "$build/compile_commands.json" | sort -u)
+filters=()
+if [ "${#only[@]}" -gt 0 ]; then
+        files=("${only[@]}")
+        # the units among them (a header alone is checked by clang-format only)
+        mapfile -t units < <(printf '%s\n' "${units[@]}" | grep -F -f <(printf '/%s\n' "${only[@]}") || true)
+        for u in "${units[@]}"; do filters+=("--file-filter=$u"); done
+fi
 
+check "layers (scripts/check-layers.sh)" bash "$repo/scripts/check-layers.sh"
 check "clang-format (${#files[@]} files)" clang-format --dry-run --Werror "${files[@]}"
-check "cppcheck (${#units[@]} units)" cppcheck --project="$build/compile_commands.json" \
-        --error-exitcode=1 --inline-suppr --quiet -j "$jobs" \
-        --suppress=missingIncludeSystem
+if [ "${#only[@]}" -eq 0 ] || [ "${#units[@]}" -gt 0 ]; then
+        check "cppcheck (${#units[@]} units)" cppcheck --project="$build/compile_commands.json" \
+                --error-exitcode=1 --inline-suppr --quiet -j "$jobs" \
+                --suppress=missingIncludeSystem "${filters[@]}"
+fi
 # tidy UNIT...: clang-tidy over the units; fails on any finding and on a clang-tidy that
 # could not run (its status), printing the findings with their context.
 tidy() {
@@ -68,7 +82,7 @@ tidy() {
         fi
         return 0
 }
-check "clang-tidy (${#units[@]} units)" tidy "${units[@]}"
+[ "${#units[@]}" -eq 0 ] || check "clang-tidy (${#units[@]} units)" tidy "${units[@]}"
 
 printf 'lint: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

@@ -11,7 +11,7 @@ VST_OTHER_DEPS=(mmdebstrap bubblewrap curl ca-certificates tar procps util-linux
         docker-registry)
 # The systemd VM stage (scripts/vm): software-emulated qemu.
 VST_VM_DEPS=(qemu-system-x86 qemu-utils)
-# The static checks (scripts/lint.sh, STYLE.md).
+# The static checks (scripts/lint.sh, docs/design/style.md).
 VST_LINT_DEPS=(clang-format clang-tidy cppcheck python3)
 
 # vst_missing_packages PKG...: print the ones not installed (and nodejs npm when there is no

@@ -2,9 +2,9 @@
 # start-engines.sh - start (idempotently, as root) the container engines the test suites and
 # the container backend talk to, on a host without systemd:
 #   * Docker Engine (Debian docker.io's dockerd) at /var/run/docker.sock, overlay2 (vfs only
-#     when an overlay mount fails), no iptables, no default bridge (ENGINE_NOTES.md §10);
+#     when an overlay mount fails), no iptables, no default bridge (docs/design/engine-api.md §10);
 #   * Podman's rootful API service at /run/podman/podman.sock (runc: crun refuses this
-#     cgroup v1/v2 hybrid host, ENGINE_NOTES.md §7);
+#     cgroup v1/v2 hybrid host, docs/design/engine-api.md §7);
 #   * Podman's rootless API service for the test user at /run/user/<uid>/podman/podman.sock.
 # An engine whose socket already answers /_ping is left alone. Each start is waited for
 # (bounded); on failure the log tail is printed and the script fails.

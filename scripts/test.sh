@@ -15,7 +15,34 @@
 # As a normal user it skips what needs root (packages, test user, engines, images) and runs
 # everything else as you.
 #
-# Usage: scripts/test.sh [--help]
+# Usage: scripts/test.sh [--help] [--list] [--only STAGE,...] [--skip STAGE,...] [--quick]
+#   (no option)     the whole CI run, every stage in order (what .ci/run runs)
+#   --list          the stages, one a line: name, what it needs, what it checks
+#   --only A,B      only these stages (shell patterns: e2e-container-*), in the usual order.
+#                   What they build on is either implied (the source copy; the builds a stage
+#                   needs, made incrementally in $VESTIBULE_CI_DIR; npm ci for the e2e suite)
+#                   or checked first with a message naming the stage to run (packages, the
+#                   test user, the engines, the images): e.g. --only unit-release,e2e-native
+#   --skip A,B      every stage but these
+#   --quick         the developer loop: the Release build (incremental), lint of the C files
+#                   changed since main, the fast unit suites (QUICK_UNITS below), the e2e suite
+#                   on the naive and native backends (Release). Needs the images in
+#                   $VESTIBULE_CI_IMAGES/rootfs from a full run, `--only images` or
+#                   `vestibule-mcp setup`. Measured on a 2-core host shared with 8 other jobs
+#                   (load average ~20), a 5-file change: 5.2-6.1 min warm (build 7-9 s, lint
+#                   12-13 s, units 59-75 s, e2e naive 98-129 s, e2e native 124-131 s), ~11 min
+#                   cold (first build, npm ci); clang-tidy adds ~10-20 s per changed .c file
+#
+# Adding a stage: one block anywhere below (nothing else to edit), in this shape:
+#   # stage: NAME | NEEDS | what it checks
+#   if want NAME; then
+#           if step SECONDS "NAME: what" CMD ARGS...; then passed=$((passed + 1))
+#           else record_fail "NAME: what failed"; fi
+#   fi
+# The "# stage:" comment lines are the registry: --list prints them and --only/--skip accept
+# their names. NEEDS: the builds the stage uses (build-release, build-debug; comma-separated,
+# "-" for none); they are made when the stage runs without them. Anything slow or root-only
+# the stage relies on (images, engines, the test user) it checks itself with need_* below.
 # Environment:
 #   VESTIBULE_CI_DIR        build and scratch folder, readable by the test user
 #                           (default /var/tmp/vestibule-ci)
@@ -34,14 +61,90 @@
 #   VESTIBULE_CI_MUST_RUN   1 (default): a unit test whose prerequisite is missing fails
 #                           instead of skipping (SBX_TEST_MUST_RUN)
 #   VESTIBULE_CI_JOBS       build parallelism (default 2)
+#   VESTIBULE_CI_BUILDS     the builds the unit and e2e stages use (default Release,Debug;
+#                           --quick: Release)
+#   VESTIBULE_CI_LINT_BASE  --quick lints the C files changed since this (default main)
 #   SBX_TEST_USER           the unprivileged test user (default vestibule-test)
 set -euo pipefail
 umask 022
 
-if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
-        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-        exit 0
-fi
+# stage_lines: the registry, "NAME|NEEDS|WHAT" one a line, read from this file's "# stage:"
+# comments.
+stage_lines() {
+        sed -n 's/^# stage: *\([^ |]*\) *| *\([^|]*[^ |]\) *| *\(.*\)$/\1|\2|\3/p' "${BASH_SOURCE[0]}"
+}
+
+# is_stage PATTERN: some stage's name matches PATTERN.
+is_stage() {
+        local name _
+        while IFS='|' read -r name _; do
+                # shellcheck disable=SC2053 # $1 is a pattern on purpose
+                [[ $name == $1 ]] && return 0
+        done < <(stage_lines)
+        return 1
+}
+
+only=() skip=() quick=0 selected=0
+while [ $# -gt 0 ]; do
+        case $1 in
+        --help | -h)
+                sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+                exit 0
+                ;;
+        --list)
+                stage_lines | awk -F'|' '{ printf "%-24s needs: %-24s %s\n", $1, $2, $3 }'
+                exit 0
+                ;;
+        --only | --skip)
+                [ $# -ge 2 ] || { echo "test.sh: $1 needs a list of stages (see --list)" >&2; exit 2; }
+                IFS=, read -r -a names <<<"$2"
+                for n in "${names[@]}"; do
+                        is_stage "$n" || {
+                                echo "test.sh: no stage matches '$n' (scripts/test.sh --list)" >&2
+                                exit 2
+                        }
+                done
+                if [ "$1" = --only ]; then only+=("${names[@]}"); else skip+=("${names[@]}"); fi
+                selected=1
+                shift
+                ;;
+        --quick)
+                quick=1 selected=1
+                only+=(lint unit-release e2e-naive e2e-native)
+                ;;
+        *)
+                echo "test.sh: unknown option '$1' (scripts/test.sh --help)" >&2
+                exit 2
+                ;;
+        esac
+        shift
+done
+
+# want NAME: whether stage NAME runs (every stage when no --only/--skip/--quick was given).
+want() {
+        local p
+        if [ "${#only[@]}" -gt 0 ]; then
+                for p in "${only[@]}"; do
+                        # shellcheck disable=SC2053 # $p is a pattern on purpose
+                        [[ $1 == $p ]] && return 0
+                done
+                return 1
+        fi
+        for p in "${skip[@]}"; do
+                # shellcheck disable=SC2053
+                [[ $1 == $p ]] && return 1
+        done
+        return 0
+}
+
+# needed BUILD: whether a stage that runs needs build-BUILD (release, debug) by its NEEDS.
+needed() {
+        local name needs _
+        while IFS='|' read -r name needs _; do
+                case ",$needs," in *",build-$1,"*) want "$name" && return 0 ;; esac
+        done < <(stage_lines)
+        return 1
+}
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/setup-lib.sh
@@ -50,6 +153,8 @@ ci=${VESTIBULE_CI_DIR:-/var/tmp/vestibule-ci}
 images=${VESTIBULE_CI_IMAGES:-/var/tmp/vestibule-images}
 user=${SBX_TEST_USER:-vestibule-test}
 jobs=${VESTIBULE_CI_JOBS:-2}
+builds=${VESTIBULE_CI_BUILDS:-Release,Debug}
+[ "$quick" -eq 0 ] || builds=${VESTIBULE_CI_BUILDS:-Release}
 must_run=${VESTIBULE_CI_MUST_RUN:-1}
 is_root=0
 [ "$(id -u)" -eq 0 ] && is_root=1
@@ -110,7 +215,8 @@ finish() {
                 printf '  %s\n' "${failures[@]}"
         fi
         printf 'total: %d passed, %d failed, %d skipped\n' "$passed" "$failed" "$skipped"
-        if [ "$failed" -gt 0 ] || [ "$passed" -eq 0 ]; then
+        # a selection of set-up stages (--only packages) counts nothing and can pass
+        if [ "$failed" -gt 0 ] || { [ "$passed" -eq 0 ] && [ "$selected" -eq 0 ]; }; then
                 exit 1
         fi
         exit 0
@@ -149,8 +255,44 @@ as_user() {
         fi
 }
 
+# need_user / need_images WHAT / need_engine SOCKET WHAT: the prerequisites an earlier stage
+# makes, checked before a stage that was run alone relies on them; on a miss: record_fail with
+# the stage (or command) that makes it, and status 1.
+need_user() {
+        [ "$is_root" -eq 0 ] || id "$user" >/dev/null 2>&1 && return 0
+        record_fail "$1: the test user '$user' does not exist: run scripts/test.sh --only user"
+        return 1
+}
+need_images() {
+        [ -d "$images/rootfs/python" ] && return 0
+        record_fail "$1: no sandbox images in $images/rootfs: run scripts/test.sh --only images (as root), or vestibule-mcp setup with VESTIBULE_ROOTFS_DIR=$images/rootfs"
+        return 1
+}
+need_engine() {
+        [ -S "$1" ] && return 0
+        record_fail "$2: no container engine at $1: run scripts/test.sh --only engines (as root)"
+        return 1
+}
+
+# build_incremental SRC DIR TYPE JOBS: configure DIR when it is not yet, then build what
+# changed (the builds a stage run alone needs; the build stages start from scratch).
+# shellcheck disable=SC2317 # run by step in a child bash
+build_incremental() {
+        local src=$1 dir=$2 type=$3 jobs=$4
+        [ -f "$dir/CMakeCache.txt" ] || cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE="$type"
+        cmake --build "$dir" -j"$jobs"
+        chmod -R a+rX "$dir"
+}
+
 # ---------------------------------------------------------------------------- packages
-if [ "$is_root" -eq 1 ]; then
+# stage: packages | - | apt-get install what the build, engines, images, VM and lint need (root)
+if ! want packages; then
+        missing_pkgs=$(vst_missing_packages "${VST_BUILD_DEPS[@]}" | tr '\n' ' ')
+        if [ -n "$missing_pkgs" ]; then
+                record_fail "packages missing: ${missing_pkgs}: run scripts/test.sh --only packages (as root)"
+                finish
+        fi
+elif [ "$is_root" -eq 1 ]; then
         step 1500 "packages (apt-get)" vst_install_packages "${VST_BUILD_DEPS[@]}" "${VST_ENGINE_DEPS[@]}" \
                 "${VST_OTHER_DEPS[@]}" "${VST_VM_DEPS[@]}" "${VST_LINT_DEPS[@]}" || {
                 record_fail "package installation"
@@ -166,11 +308,15 @@ if ! vst_node_ok; then
 fi
 
 # ---------------------------------------------------------------------------- test user, engines
-if [ "$is_root" -eq 1 ]; then
+# stage: user | - | create the unprivileged test user (scripts/ci-user.sh; root)
+if [ "$is_root" -eq 1 ] && want user; then
         step 60 "test user ($user)" bash "$repo/scripts/ci-user.sh" || {
                 record_fail "creating the test user"
                 finish
         }
+fi
+# stage: engines | - | start Docker, rootful and rootless Podman (scripts/start-engines.sh; root)
+if [ "$is_root" -eq 1 ] && want engines; then
         if [ -x "$repo/scripts/start-engines.sh" ] || [ -f "$repo/scripts/start-engines.sh" ]; then
                 step 300 "container engines" bash "$repo/scripts/start-engines.sh" ||
                         record_fail "starting the container engines (scripts/start-engines.sh)"
@@ -182,29 +328,66 @@ fi
 # ---------------------------------------------------------------------------- sources
 # The clone may sit under /root (0700): work on a copy the test user can read.
 src=$ci/src
+# --quick keeps the e2e client's packages from its last run (npm ci only when the lock changed).
+npm_kept=0
+if [ "$quick" -eq 1 ] && [ -d "$src/tests/e2e/node_modules" ]; then
+        rm -rf "$ci/e2e-node_modules" && mv "$src/tests/e2e/node_modules" "$ci/e2e-node_modules" &&
+                cp "$src/tests/e2e/package-lock.json" "$ci/e2e-node_modules.lock"
+fi
 step 120 "copy sources to $src" vst_copy_sources "$repo" "$src" || {
         record_fail "copying the sources"
         finish
 }
+if [ "$quick" -eq 1 ] && [ -d "$ci/e2e-node_modules" ] &&
+        cmp -s "$ci/e2e-node_modules.lock" "$src/tests/e2e/package-lock.json"; then
+        mv "$ci/e2e-node_modules" "$src/tests/e2e/node_modules" && npm_kept=1
+fi
 
 # ---------------------------------------------------------------------------- builds
+# stage: build-release | - | the Release build from scratch, -Werror
+# stage: build-debug | - | the Debug (ASan+UBSan) build from scratch, -Werror
+# A stage run alone (--only) that needs a build gets it incrementally (build_incremental).
 rel=$ci/build-release
 dbg=$ci/build-debug
 built=()
 for b in "Release:$rel" "Debug:$dbg"; do
-        if step 1500 "build ${b%%:*} in ${b#*:}" vst_build "$src" "${b#*:}" "${b%%:*}" "$jobs"; then
+        type=${b%%:*}
+        lower=$(tr '[:upper:]' '[:lower:]' <<<"$type")
+        if want "build-$lower"; then
+                how=vst_build what="build $type in ${b#*:}"
+        elif needed "$lower" && case ",$builds," in *",$type,"*) true ;; *) false ;; esac; then
+                how=build_incremental what="build $type in ${b#*:} (incremental: a stage needs it)"
+        else
+                continue
+        fi
+        if step 1500 "$what" "$how" "$src" "${b#*:}" "$type" "$jobs"; then
                 built+=("$b")
         else
-                record_fail "build ${b%%:*}"
+                record_fail "build $type"
         fi
 done
-[ "${#built[@]}" -gt 0 ] || finish
+[ "${#built[@]}" -gt 0 ] || [ "$selected" -eq 1 ] || finish
 
 # ---------------------------------------------------------------------------- static checks
-# clang-format, cppcheck and clang-tidy over every tracked C file (scripts/lint.sh, STYLE.md),
-# on the Release build's compile_commands.json; one count in the totals.
-if [ -d "$rel" ]; then
-        if step 900 "static checks (scripts/lint.sh)" bash "$repo/scripts/lint.sh" "$rel"; then
+# clang-format, cppcheck and clang-tidy over every tracked C file (scripts/lint.sh, docs/design/style.md),
+# on the Release build's compile_commands.json; one count in the totals. --quick: only the C
+# files changed since main (committed or not).
+# stage: lint | build-release | clang-format, cppcheck, clang-tidy (scripts/lint.sh)
+lint_files=()
+if [ "$quick" -eq 1 ]; then
+        base=$(git -C "$repo" merge-base HEAD "${VESTIBULE_CI_LINT_BASE:-main}" 2>/dev/null || echo HEAD)
+        mapfile -t lint_files < <({
+                git -C "$repo" diff --name-only --diff-filter=d "$base" -- '*.c' '*.h'
+                git -C "$repo" ls-files --others --exclude-standard -- '*.c' '*.h'
+        } | sort -u)
+fi
+if ! want lint; then
+        :
+elif [ "$quick" -eq 1 ] && [ "${#lint_files[@]}" -eq 0 ]; then
+        banner "static checks: no C file changed since main"
+elif [ -d "$rel" ]; then
+        if step 900 "static checks (scripts/lint.sh${lint_files:+ on ${#lint_files[@]} changed files})" \
+                bash "$repo/scripts/lint.sh" "$rel" "${lint_files[@]}"; then
                 passed=$((passed + 1))
         else
                 record_fail "static checks (scripts/lint.sh: clang-format, cppcheck, clang-tidy)"
@@ -222,7 +405,10 @@ fi
 # run touching nothing, and 6*7 through both backends (vst_setup_debian in setup-lib.sh).
 # With VESTIBULE_CI_REUSE_IMAGES=1 the tarballs already there are installed with
 # `setup --from-tar` instead (no build).
-if [ "$is_root" -ne 1 ]; then
+# stage: images | build-release | setup --from-debian: build, unpack and import the sandbox images (root)
+if ! want images; then
+        :
+elif [ "$is_root" -ne 1 ]; then
         banner "images: not root, using what is in $images"
 elif [ ! -f "$src/images/build.sh" ] || [ ! -x "$rel/vestibule-mcp" ]; then
         record_fail "images: no images/build.sh or no Release vestibule-mcp to run setup with"
@@ -245,7 +431,9 @@ fi
 # ---------------------------------------------------------------------------- setup CLI
 # `vestibule-mcp setup --from-tar` through the real CLI as the test user: both rootfs trees
 # installed, the readiness line printed, a second run skipped, print(6*7) on what it installed.
-if [ "$is_root" -eq 1 ] && [ -f "$images/python.tar" ] && [ -f "$images/node.tar" ]; then
+# stage: setup-cli | build-release | setup --from-tar through the CLI as the test user (root)
+if want setup-cli && [ "$is_root" -eq 1 ] && [ -f "$images/python.tar" ] && [ -f "$images/node.tar" ] &&
+        need_user "setup CLI"; then
         if step 300 "setup CLI: --from-tar into a fresh VESTIBULE_ROOTFS_DIR" \
                 vst_check_setup_cli "$rel/vestibule-mcp" "$images" "$ci/setup-cli" "$user"; then
                 passed=$((passed + 1))
@@ -255,14 +443,20 @@ if [ "$is_root" -eq 1 ] && [ -f "$images/python.tar" ] && [ -f "$images/node.tar
 fi
 
 # ---------------------------------------------------------------------------- unit tests
+# --quick runs the suites that finish in seconds (QUICK_UNITS, a ctest -R pattern; each under
+# 30 s on a 2-core host at load 20); the others drive real sandboxes, engines and setups for
+# minutes (test_setup_engine 5-6 min, test_setup 3 min, test_engine 2-4 min), and test_naive's
+# ground is covered by the naive e2e run that follows.
+QUICK_UNITS='^test_(audit|blocked|cli|config|doctor|ladder|lazy|mcp|result|service|tools|trace|utf8|workspace)$'
 # run_ctest DIR: ctest with its counts added to the totals.
 run_ctest() {
-        local dir=$1 log rc=0 line total nfail
+        local dir=$1 log rc=0 line total nfail sel=()
+        [ "$quick" -eq 0 ] || sel=(-R "$QUICK_UNITS")
         log=$(mktemp)
         (
                 cd "$dir"
                 SBX_TEST_MUST_RUN=$must_run SBX_TEST_USER=$user \
-                        timeout --kill-after=30 2400 ctest --output-on-failure --timeout 900 -j1
+                        timeout --kill-after=30 2400 ctest --output-on-failure --timeout 900 -j1 "${sel[@]}"
         ) 2>&1 | tee "$log" || rc=$?
         # "100% tests passed, 0 tests failed out of 9"
         line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)
@@ -282,8 +476,13 @@ run_ctest() {
         fi
         rm -f "$log"
 }
+# stage: unit-release | build-release | the Check suites of the Release build (ctest)
+# stage: unit-debug | build-debug | the Check suites of the Debug (ASan+UBSan) build (ctest)
 for b in "${built[@]}"; do
-        banner "unit tests: ctest, ${b%%:*} build"
+        want "unit-$(tr '[:upper:]' '[:lower:]' <<<"${b%%:*}")" || continue
+        case ",$builds," in *",${b%%:*},"*) ;; *) continue ;; esac
+        need_user "unit tests" || continue
+        banner "unit tests: ctest, ${b%%:*} build$([ "$quick" -eq 0 ] || echo ', the fast suites')"
         run_ctest "${b#*:}"
 done
 
@@ -291,22 +490,49 @@ done
 # Rootful Docker got its images from the setup stage above. The container backend as the test
 # user talks to its rootless Podman: `vestibule-mcp setup --from-tar` as that user imports the
 # same tarballs there (its native half goes into a scratch folder, removed after).
-if [ "$is_root" -eq 1 ] && grep -q '|container|.*DOCKER_HOST=unix:///run/user/' <<<"$E2E_RUNS" &&
-        [ -f "$images/python.tar" ]; then
+if want e2e-container-rootless && [ "$is_root" -eq 1 ] &&
+        grep -q '|container|.*DOCKER_HOST=unix:///run/user/' <<<"$E2E_RUNS" && [ -f "$images/python.tar" ]; then
         step 900 "images into the test user's rootless Podman (setup --from-tar)" \
                 vst_setup_rootless "$rel/vestibule-mcp" "$images" "$ci/setup-rootless" "$user" ||
                 record_fail "importing the images into rootless Podman"
 fi
-if [ "$is_root" -eq 1 ] && grep -q '|container|.*E2E_AS=root.*VESTIBULE_RUNTIME=podman' <<<"$E2E_RUNS" &&
-        [ -f "$images/python.tar" ]; then
+if want e2e-container-podman && [ "$is_root" -eq 1 ] &&
+        grep -q '|container|.*E2E_AS=root.*VESTIBULE_RUNTIME=podman' <<<"$E2E_RUNS" && [ -f "$images/python.tar" ]; then
         step 900 "images into rootful Podman" vst_import_images_podman "$images" ||
                 record_fail "importing the images into rootful Podman"
 fi
 
 # ---------------------------------------------------------------------------- end-to-end
+# One stage per E2E_RUNS line (e2e_stage names it), each on the builds its line lists:
+# stage: e2e-naive | build-release,build-debug | the e2e suite on the naive backend (grade none)
+# stage: e2e-native | build-release,build-debug | the e2e suite on the native backend (needs the images)
+# stage: e2e-container-rootless | build-release | the e2e suite on the test user's rootless Podman (root)
+# stage: e2e-container-docker | build-release | the e2e suite on rootful Docker, sandboxes as the test user (root)
+# stage: e2e-container-podman | build-release | the e2e suite on rootful Podman, sandboxes as the test user (root)
+# stage: e2e-container-other | build-release | a container line of VESTIBULE_CI_E2E_RUNS naming no engine
+# stage: e2e-root | build-release | a server started as root without VESTIBULE_RUN_AS (root)
+# stage: e2e-remote | build-release | the container backend on Docker behind tcp://127.0.0.1 (root)
+# e2e_stage BACKEND EXTRA: the stage name of one E2E_RUNS line.
+e2e_stage() {
+        case "$1:$2" in
+        container:*DOCKER_HOST=unix:///run/user/*) echo e2e-container-rootless ;;
+        container:*VESTIBULE_RUNTIME=docker*) echo e2e-container-docker ;;
+        container:*VESTIBULE_RUNTIME=podman*) echo e2e-container-podman ;;
+        container:*) echo e2e-container-other ;;
+        *) echo "e2e-$1" ;;
+        esac
+}
+e2e_wanted=0
+while IFS='|' read -r _ backend _ extra; do
+        [ -z "$backend" ] || ! want "$(e2e_stage "$backend" "$extra")" || e2e_wanted=1
+done <<<"$E2E_RUNS"
+for s in e2e-root e2e-remote agreement; do want "$s" && e2e_wanted=1; done
 e2e=$src/tests/e2e
 npm_ok=0
-if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
+if [ "$e2e_wanted" -eq 0 ]; then
+        :
+elif { [ "$npm_kept" -eq 1 ] && banner "e2e: npm ci skipped (--quick: the lock is unchanged)"; } ||
+        step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
         npm_ok=1
         # run_e2e LABEL BIN BACKEND GRADE EXTRA_ENV (as the test user)
         run_e2e() {
@@ -356,9 +582,15 @@ if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
                         record_fail "e2e $type: $bin was not built"
                         continue
                 fi
-                while IFS='|' read -r builds backend grade extra; do
+                while IFS='|' read -r run_builds backend grade extra; do
                         [ -n "$backend" ] || continue
+                        case ",$run_builds," in *",$type,"*) ;; *) continue ;; esac
                         case ",$builds," in *",$type,"*) ;; *) continue ;; esac
+                        want "$(e2e_stage "$backend" "$extra")" || continue
+                        need_user "e2e $backend" || continue
+                        case "$extra" in
+                        *"VESTIBULE_ROOTFS_DIR=$images/rootfs"*) [ "$selected" -eq 0 ] || need_images "e2e $backend" || continue ;;
+                        esac
                         case "$extra" in
                         *DOCKER_HOST=unix:///run/user/*) eng=" on rootless Podman" ;;
                         *VESTIBULE_RUNTIME=docker*) eng=" on Docker" ;;
@@ -369,7 +601,7 @@ if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
                 done <<<"$E2E_RUNS"
         done
         # The one case that needs root: a server started as root without VESTIBULE_RUN_AS.
-        if [ "$is_root" -eq 1 ] && [ -x "$rel/vestibule-mcp" ]; then
+        if want e2e-root && [ "$is_root" -eq 1 ] && [ -x "$rel/vestibule-mcp" ] && need_user "e2e as root"; then
                 res=$(mktemp "$ci/e2e-results.XXXXXX")
                 banner "e2e: as root (Release, naive)"
                 rc=0
@@ -382,7 +614,9 @@ if step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
         # (tests/tools/engine-forward.mjs), so the server sees tcp://127.0.0.1:PORT and must hand
         # code and workspace in through volumes (docs/remote-engines.md). The run and workspace
         # files, server as root with VESTIBULE_RUN_AS as in the Docker run above.
-        if [ "$is_root" -eq 1 ] && [ -S /var/run/docker.sock ] && [ -x "$rel/vestibule-mcp" ]; then
+        if want e2e-remote && [ "$is_root" -eq 1 ] && [ -x "$rel/vestibule-mcp" ] &&
+                { [ "$selected" -eq 0 ] || need_engine /var/run/docker.sock "e2e remote engine"; } &&
+                [ -S /var/run/docker.sock ]; then
                 banner "e2e: remote engine (Release, container, Docker behind tcp://127.0.0.1)"
                 fwd_log=$ci/engine-forward.log fwd_port=$ci/engine-forward.port
                 rm -f "$fwd_log" "$fwd_port"
@@ -452,7 +686,10 @@ fi
 # (forced and auto), rootful Podman, root without VESTIBULE_RUN_AS), `doctor --json`, `verify
 # --json` and one run_code call through the server (tests/e2e/agree.mjs, Release build) must
 # agree on the grade, and every probe it claims must hold.
-if [ "$is_root" -eq 1 ] && [ "$npm_ok" -eq 1 ] && [ -x "$rel/vestibule-mcp" ]; then
+# stage: agreement | build-release | doctor, verify and a run agree on the grade in every environment (scripts/agree.sh; root)
+if ! want agreement; then
+        :
+elif [ "$is_root" -eq 1 ] && [ "$npm_ok" -eq 1 ] && [ -x "$rel/vestibule-mcp" ]; then
         if [ -f "$images/python.tar" ]; then
                 step 900 "images into rootful Podman" vst_import_images_podman "$images" ||
                         record_fail "importing the images into rootful Podman"
@@ -471,11 +708,32 @@ else
         record_fail "grade agreement: no npm packages or no Release binary"
 fi
 
+# ---------------------------------------------------------------------------- native in docker
+# A server inside a default `docker run`: doctor and a run both name Docker's seccomp profile
+# (not the user-namespace sysctls) as why native is Blocked; with seccomp=unconfined the same
+# binary runs code (the control). Issue 12, item 21. ~5 s.
+if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
+        banner "native in docker: needs root and the Release build, skipped"
+        skipped=$((skipped + 1))
+else
+        rc=0
+        step 120 "native in docker: the seccomp filter named (scripts/native-in-docker.sh)" \
+                bash "$src/scripts/native-in-docker.sh" "$rel/vestibule-mcp" "$images/rootfs" || rc=$?
+        case $rc in
+        0) passed=$((passed + 1)) ;;
+        77) skipped=$((skipped + 1)) ;;
+        *) record_fail "native in docker: doctor or a run does not name the seccomp filter" ;;
+        esac
+fi
+
 # ---------------------------------------------------------------------------- namespaces
 # `vestibule-mcp verify` through the container backend on rootful Podman, rootful Docker and
 # the test user's rootless Podman: the unshare and mount probes must hold on each (Podman through
 # the seccomp profile the server derives from the engine's default). ~45 s.
-if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
+# stage: namespaces | build-release | verify's unshare and mount probes hold on each engine (root)
+if ! want namespaces; then
+        :
+elif [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ]; then
         banner "namespaces in containers: needs root and the Release build, skipped"
         skipped=$((skipped + 1))
 else
@@ -500,7 +758,10 @@ fi
 # 10-40 min on this kind of host with the image cached (/var/tmp/vestibule-vm), depending on
 # how loaded it is (everything under emulation, ~50x slower than the host); needs root and
 # qemu-system-x86 (+ mmdebstrap and the Debian mirror for the first image build).
-if [ "$is_root" -ne 1 ]; then
+# stage: vm | build-debug | the native backend on systemd + cgroup v2 in a qemu VM (root; 10-40 min)
+if ! want vm; then
+        :
+elif [ "$is_root" -ne 1 ]; then
         banner "VM stage: not root, skipped"
         skipped=$((skipped + 1))
 elif [ ! -x "$dbg/test_native" ] || [ ! -x "$dbg/vestibule-mcp" ]; then

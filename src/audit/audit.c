@@ -43,7 +43,7 @@
 #include "audit/audit-internal.h"
 #include "common/cleanup.h"
 #include "common/log.h"
-#include "common/sha256.h"
+#include "lazy/sha256.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
 

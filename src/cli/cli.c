@@ -13,8 +13,8 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "mcp/mcp.h"
-#include "run/service.h"
-#include "setup/hold.h"
+#include "service/service.h"
+#include "rootfs/hold.h"
 #include "tools/tools.h"
 
 static const char top_help[] =
@@ -39,11 +39,6 @@ static const char instructions[] =
     "Files persist only in /workspace; read them with read_workspace. Every run result "
     "ends with an 'isolation:' line saying what protected it. A 'Blocked:' result ran "
     "nothing and names the fix.";
-
-bool cli_is_help(const char *arg)
-{
-        return arg && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0);
-}
 
 /* --- serve ----------------------------------------------------------------------------- */
 
@@ -102,7 +97,7 @@ static int serve(void)
                 return 1;
         }
         if (!cfg->invalid && cfg->rootfs_dir) {
-                /* rootfs trees a setup replaced while runs held them (setup/hold.h) */
+                /* rootfs trees a setup replaced while runs held them (rootfs/hold.h) */
                 int n = setup_rootfs_collect(cfg->rootfs_dir);
 
                 if (n > 0)

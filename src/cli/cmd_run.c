@@ -18,7 +18,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "config/config.h"
-#include "run/service.h"
+#include "service/service.h"
 #include "tools/tools.h"
 
 /* Code read from a file or stdin is refused by the service above its own limit anyway; this

@@ -21,8 +21,8 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
-#include "run/ladder.h"
-#include "run/service.h"
+#include "service/ladder.h"
+#include "service/service.h"
 #include "setup/pins.h"
 #include "setup/setup.h"
 
@@ -93,8 +93,14 @@ static void check_userns(struct doctor_backend *b)
             read_line("/proc/sys/kernel/unprivileged_userns_clone", clone_, sizeof(clone_)) == 0;
         bool have_max = read_line("/proc/sys/user/max_user_namespaces", max, sizeof(max)) == 0;
         enum doctor_status st = DOCTOR_OK;
-        char fix[200] = "";
+        char fix[200] = "", why[512];
 
+        /* The same check a run makes (a real clone into new namespaces), so doctor and runs
+         * agree: a container's seccomp profile refuses them while the sysctls allow them. */
+        if (native_userns_check(why, sizeof(why)) < 0) {
+                add(b->checks, &b->n_checks, DOCTOR_FAIL, "user namespaces", "%s", why);
+                return;
+        }
         if (have_max && atol(max) == 0) {
                 st = DOCTOR_FAIL;
                 snprintf(fix, sizeof(fix),

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/trace.h"
 #include "common/xalloc.h"
+#include "engine/conn.h"
 #include "run/backend.h"
 #include "run/run.h"
 #include "workspace/workspace.h"
@@ -84,295 +85,7 @@ static void curl_easy_cleanupp(CURL **h)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* Owner labels                                                                             */
-
-/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot; 0 when unreadable. */
-static unsigned long long proc_start_time(pid_t pid)
-{
-        char path[64], buf[1024];
-        unsigned long long st = 0;
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return 0;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
-        char *p = strrchr(buf, ')'); /* comm may hold spaces and ')' */
-        if (!p)
-                return 0;
-        p++;
-        for (int field = 3; field < 22 && p; field++) {
-                p = strchr(p + 1, ' ');
-        }
-        if (p)
-                sscanf(p, " %llu", &st);
-        return st;
-}
-
-int engine_owner_label(pid_t pid, char *ret, size_t size)
-{
-        char host[256] = "";
-        unsigned long long st = proc_start_time(pid);
-
-        if (gethostname(host, sizeof(host) - 1) < 0 || !*host)
-                snprintf(host, sizeof(host), "localhost");
-        if (!st)
-                return -ESRCH;
-        snprintf(ret, size, "%s:%d:%llu", host, (int)pid, st);
-        return 0;
-}
-
-bool engine_owner_alive(const char *label)
-{
-        char host[256] = "";
-        const char *c1, *c2;
-        char *end;
-        long pid;
-        unsigned long long st;
-
-        if (!label || !*label)
-                return false; /* ours (vestibule.run=1) but unowned: a leftover */
-        c2 = strrchr(label, ':');
-        if (!c2 || c2 == label)
-                return false;
-        c1 = c2 - 1;
-        while (c1 > label && *c1 != ':')
-                c1--;
-        if (*c1 != ':')
-                return false;
-        gethostname(host, sizeof(host) - 1);
-        if ((size_t)(c1 - label) != strlen(host) || strncmp(label, host, strlen(host)) != 0)
-                return true; /* another host's server (a shared daemon): not ours to judge */
-        errno = 0;
-        pid = strtol(c1 + 1, &end, 10);
-        if (errno || end != c2 || pid <= 0)
-                return false;
-        st = strtoull(c2 + 1, &end, 10);
-        if (*end)
-                return false;
-        return proc_start_time((pid_t)pid) == st;
-}
-
-static int container_remove(const struct engine_conn *c, const char *id, struct sbx_error *err)
-{
-        _cleanup_free_ char *path = xasprintf("/containers/%s?force=1&v=1", id);
-        long status = 0;
-        char msg[200];
-        int r;
-
-        r = engine_request_json(c, "DELETE", path, NULL, 30000, &status, NULL, msg, sizeof(msg),
-                                err);
-        if (r < 0)
-                return r;
-        if (status != 204 && status != 200 && status != 404)
-                return sbx_fail(err, EIO, "cannot remove container %.12s: %s", id, msg);
-        return 0;
-}
-
-static int list_ours(const struct engine_conn *c, json_object **ret, struct sbx_error *err)
-{
-        long status = 0;
-        char msg[200];
-        int r;
-
-        /* filters={"label":["vestibule.run=1"]} */
-        r = engine_request_json(c, "GET",
-                                "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22"
-                                "vestibule.run%3D1%22%5D%7D",
-                                NULL, 10000, &status, ret, msg, sizeof(msg), err);
-        if (r < 0)
-                return r;
-        if (status != 200 || !*ret || !json_object_is_type(*ret, json_type_array)) {
-                json_object_put(*ret);
-                *ret = NULL;
-                return sbx_fail(err, EIO, "cannot list leftover sandbox containers: %s", msg);
-        }
-        return 0;
-}
-
-static const char *labels_get(json_object *ctr, const char *key)
-{
-        json_object *labels, *v;
-        if (!json_object_object_get_ex(ctr, "Labels", &labels) ||
-            !json_object_object_get_ex(labels, key, &v))
-                return NULL;
-        return json_object_get_string(v);
-}
-
-/* Remove the volumes labelled vestibule.run=1 whose owner is gone (@only_owner NULL), or
- * those of @only_owner. A volume still in use answers 409 and stays for a later sweep. */
-static int sweep_volumes(const struct engine_conn *c, const char *only_owner, struct sbx_error *err)
-{
-        _cleanup_(json_putp) json_object *res = NULL;
-        json_object *vols = NULL;
-        long status = 0;
-        char msg[200];
-        int removed = 0, r;
-
-        r = engine_request_json(
-            c, "GET", "/volumes?filters=%7B%22label%22%3A%5B%22vestibule.run%3D1%22%5D%7D", NULL,
-            10000, &status, &res, msg, sizeof(msg), err);
-        if (r < 0)
-                return r;
-        if (status != 200 || !res || !json_object_object_get_ex(res, "Volumes", &vols))
-                return sbx_fail(err, EIO, "cannot list leftover sandbox volumes: %s", msg);
-        for (size_t i = 0; vols && i < json_object_array_length(vols); i++) {
-                json_object *v = json_object_array_get_idx(vols, i), *nj;
-                const char *owner = labels_get(v, "vestibule.owner");
-                if (only_owner ? !owner || strcmp(owner, only_owner) != 0
-                               : engine_owner_alive(owner))
-                        continue;
-                if (!json_object_object_get_ex(v, "Name", &nj))
-                        continue;
-                struct sbx_error e2 = {0};
-                if (engine_volume_remove(c, json_object_get_string(nj), &e2) == 0)
-                        removed++;
-                else
-                        log_debug("%s, ignoring", e2.msg);
-        }
-        return removed;
-}
-
-int engine_sweep(const struct engine_conn *c, struct sbx_error *err)
-{
-        _cleanup_(json_putp) json_object *list = NULL;
-        int removed = 0, r;
-
-        r = list_ours(c, &list, err);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < json_object_array_length(list); i++) {
-                json_object *ctr = json_object_array_get_idx(list, i), *idj;
-                const char *owner = labels_get(ctr, "vestibule.owner");
-                if (engine_owner_alive(owner))
-                        continue;
-                if (!json_object_object_get_ex(ctr, "Id", &idj))
-                        continue;
-                struct sbx_error e2 = {0};
-                if (container_remove(c, json_object_get_string(idj), &e2) == 0) {
-                        log_debug("removed leftover sandbox container %.12s of '%s'",
-                                  json_object_get_string(idj), owner ? owner : "");
-                        removed++;
-                } else {
-                        log_debug("%s, ignoring", e2.msg);
-                }
-        }
-        /* then the volumes of the remote hand-in (their containers are gone now) */
-        struct sbx_error e3 = {0};
-        r = sweep_volumes(c, NULL, &e3);
-        if (r > 0)
-                removed += r;
-        else if (r < 0)
-                log_debug("%s, ignoring", e3.msg);
-        return removed;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Connect, probe                                                                           */
-
-static int ping_one(struct engine_conn *c, struct sbx_error *err)
-{
-        struct engine_response r = {0};
-        _cleanup_(json_putp) json_object *ver = NULL;
-        json_object *minv = NULL;
-        long status = 0;
-        char msg[200];
-        int rv;
-
-        rv = engine_request(c, "GET", "/_ping", false, NULL, 15000, &r, err);
-        if (rv < 0)
-                return rv;
-        if (r.status != 200) {
-                rv = sbx_fail(err, EIO,
-                              "the container engine at '%s' answered /_ping with HTTP %ld: is "
-                              "this a Docker Engine or Podman socket?",
-                              c->ep.host, r.status);
-                engine_response_done(&r);
-                return rv;
-        }
-        c->podman = r.libpod_api[0] != '\0';
-        snprintf(c->libpod_api, sizeof(c->libpod_api), "%s", r.libpod_api);
-        snprintf(c->server, sizeof(c->server), "%s", r.server);
-        char server_api[16];
-        snprintf(server_api, sizeof(server_api), "%s", r.api_version);
-        engine_response_done(&r);
-
-        /* MinAPIVersion from the unversioned /version (Docker 29 refuses < 1.44). Podman
-         * accepts every compat prefix (ENGINE_NOTES §6) and its /version is slow (it asks
-         * conmon and the runtime for their versions: 10 s seen under load): skip it there. */
-        c->api[0] = '\0';
-        if (c->podman)
-                return engine_api_negotiate(server_api, NULL, c->api, err);
-        rv = engine_request_json(c, "GET", "/version", NULL, 15000, &status, &ver, msg, sizeof(msg),
-                                 err);
-        if (rv < 0)
-                return rv;
-        if (ver)
-                json_object_object_get_ex(ver, "MinAPIVersion", &minv);
-        return engine_api_negotiate(server_api, minv ? json_object_get_string(minv) : NULL, c->api,
-                                    err);
-}
-
-int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
-                   struct engine_conn *ret, struct sbx_error *err)
-{
-        _cleanup_free_ struct engine_endpoint *eps = NULL;
-        size_t n = 0;
-        char missing[400];
-        struct sbx_error first = {0};
-        int first_rc = 0, r;
-
-        r = lazy_curl_load(err);
-        if (r < 0)
-                return r;
-        r = getenv_fn ? engine_endpoints_resolve(cfg->runtime, getenv_fn, &eps, &n, missing,
-                                                 sizeof(missing), err)
-                      : engine_endpoints_resolve_env(cfg->runtime, &cfg->engine_env, &eps, &n,
-                                                     missing, sizeof(missing), err);
-        if (r < 0)
-                return r;
-        if (n == 0) {
-                if (cfg->runtime == SBX_RUNTIME_PODMAN)
-                        return sbx_fail(err, ENOENT,
-                                        "cannot reach Podman: no API socket found (looked at %s): "
-                                        "start it (systemctl --user start podman.socket), then "
-                                        "retry; or set CONTAINER_HOST and restart the server",
-                                        missing);
-                return sbx_fail(err, ENOENT,
-                                "cannot reach Docker Engine at '/var/run/docker.sock': no engine "
-                                "socket found (looked at %s): start it (sudo systemctl start "
-                                "docker, or start Docker Desktop), then retry; or set DOCKER_HOST "
-                                "and restart the server",
-                                missing);
-        }
-        for (size_t i = 0; i < n; i++) {
-                struct engine_conn c = {.ep = eps[i]};
-                struct sbx_error e = {0};
-                r = ping_one(&c, &e);
-                if (r == 0) {
-                        if (cfg->runtime == SBX_RUNTIME_DOCKER && c.podman)
-                                log_debug("VESTIBULE_RUNTIME=docker but '%s' is Podman (%s); "
-                                          "using it",
-                                          c.ep.host, c.server);
-                        *ret = c;
-                        return 0;
-                }
-                log_debug("engine candidate '%s' (%s): %s", eps[i].host, eps[i].origin, e.msg);
-                /* Keep the most telling failure: a permission problem beats "not running". */
-                if (!first_rc || (r == -EACCES && first_rc != -EACCES)) {
-                        first = e;
-                        first_rc = r;
-                }
-        }
-        if (err)
-                *err = first;
-        return first_rc;
-}
+/* Probe (the connection, owner labels and sweep: conn.c)                                   */
 
 static void reason_add(char *buf, size_t size, const char *s)
 {
@@ -1252,8 +965,8 @@ static void note_add(struct run_result *res, const char *fmt, ...)
 }
 
 /* Two labelled volumes, filled through a created-never-started helper container's archive API
- * (ENGINE_NOTES §3: Docker refuses archive PUTs into a read-only rootfs or volume, so the run
- * container itself cannot take them), then the helper is removed. */
+ * (docs/design/engine-api.md §3: Docker refuses archive PUTs into a read-only rootfs or volume, so
+ * the run container itself cannot take them), then the helper is removed. */
 static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
                           const struct run_request *req, const char *image, uid_t uid, gid_t gid,
                           const char *owner, struct handin *h, struct sbx_error *err)
@@ -1509,7 +1222,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         body = engine_create_body(&spec);
         /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
          * 500 though the same body works a moment later (its user-namespace setup for the
-         * request is transient, ENGINE_NOTES): retry that exact answer, briefly. */
+         * request is transient, docs/design/engine-api.md §7): retry that exact answer, briefly. */
         for (unsigned attempt = 0;; attempt++) {
                 if (serial_create)
                         pthread_mutex_lock(&st->create_lock);
@@ -1658,8 +1371,8 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 /* the inner timeout fired (124: TERM worked; 137: kill-after had to KILL) */
                 res->outcome = RUN_OUTCOME_TIMED_OUT;
         } else if (exit_code == 137 && podman && limits_applied && kmsg_r < 0) {
-                /* Podman never reports OOM kills (ENGINE_NOTES §7) and the kernel's log
-                 * could not be read (or lost records): say what we know. */
+                /* Podman never reports OOM kills (docs/design/engine-api.md §7) and the kernel's
+                 * log could not be read (or lost records): say what we know. */
                 res->outcome = RUN_OUTCOME_SIGNALED;
                 res->term_signal = SIGKILL;
                 snprintf(res->notes, sizeof(res->notes),

@@ -1,4 +1,4 @@
-/* body.c - the locked-down create body (ENGINE_NOTES.md §1) and the check that the engine
+/* body.c - the locked-down create body (docs/design/engine-api.md §1) and the check that the engine
  * kept every option: a container whose answer lacks a lockdown option never starts. */
 #include "engine/engine.h"
 
@@ -45,7 +45,7 @@ static json_object *mount(const char *type, const char *src, const char *dst, bo
         return o;
 }
 
-/* nproc counts processes per real uid host-wide (ENGINE_NOTES §1), so it is not the
+/* nproc counts processes per real uid host-wide (docs/design/engine-api.md §1), so it is not the
  * per-sandbox cap (PidsLimit is): keep it high enough for other runs of the same uid, and
  * within the engine's own hard limit (Podman fails start above it). */
 #define ENGINE_NPROC 4096

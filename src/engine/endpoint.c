@@ -1,6 +1,6 @@
 /* endpoint.c - where the engine is: DOCKER_HOST, the docker CLI's contexts, then the sockets
  * Docker, Docker Desktop, rootless Docker, Colima, OrbStack, Rancher Desktop and Podman listen
- * on. Same order as the docker CLI (ENGINE_NOTES.md §9), so a user's setup just works. */
+ * on. Same order as the docker CLI (docs/design/engine-api.md §9), so a user's setup just works. */
 #include "engine/engine.h"
 
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/sha256.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 
 static const char *env_nonempty(const char *v)

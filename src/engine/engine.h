@@ -22,7 +22,7 @@
 
 /* Reads one environment variable; returns NULL when unset. Injected so tests need no real
  * environment. The server itself passes NULL where one is taken: then the DOCKER_* variables
- * come from the config (struct sbx_engine_env, read by config_load(); STYLE.md: only
+ * come from the config (struct sbx_engine_env, read by config_load(); docs/design/style.md: only
  * src/config reads the environment). */
 typedef const char *(*engine_getenv_fn)(const char *name);
 
@@ -68,7 +68,7 @@ int engine_cert_dir_check(const char *dir, const char *origin, struct sbx_error 
 
 /** engine_context_hash() - lower-case hex sha256 of @name into @ret (65 bytes), as the
  * docker CLI names a context's directory under contexts/meta/. Return 0, or -errno with @err
- * set when libcrypto cannot be loaded (common/sha256.h). */
+ * set when libcrypto cannot be loaded (lazy/sha256.h). */
 int engine_context_hash(const char *name, char ret[65], struct sbx_error *err);
 
 /**
@@ -213,8 +213,8 @@ struct engine_run_spec {
                                       * SecurityOpt seccomp=<path>; NULL = engine default */
 };
 
-/** engine_create_body() - the POST /containers/create body for @spec (ENGINE_NOTES §1).
- * Return: a new json_object (json_object_put() it). */
+/** engine_create_body() - the POST /containers/create body for @spec (docs/design/engine-api.md
+ * §1). Return: a new json_object (json_object_put() it). */
 json_object *engine_create_body(const struct engine_run_spec *spec);
 
 /**
@@ -317,7 +317,7 @@ int engine_seccomp_profile_prepare(const char *default_path, const char *dir, ch
                                    size_t size, struct sbx_error *err);
 
 /* ---------------------------------------------------------------------------------------- */
-/* Owner labels and the leftover sweep (backend.c)                                           */
+/* Owner labels, the leftover sweep and connecting (conn.c)                                 */
 
 /** engine_owner_label() - "<hostname>:<pid>:<start time in clock ticks>" of process @pid. */
 int engine_owner_label(pid_t pid, char *ret, size_t size);
@@ -533,7 +533,8 @@ struct backend;
 int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                 struct backend **ret, struct sbx_error *err);
 
-/* json-c cleanup helper (STYLE.md: library helpers live in the module using the library). */
+/* json-c cleanup helper (docs/design/style.md: library helpers live in the module using the
+ * library). */
 static inline void json_putp(json_object **o)
 {
         if (*o)

@@ -1,5 +1,5 @@
 /* http.c - the engine's HTTP API over libcurl (unix socket, or tcp with TLS client certs), and
- * API version negotiation (ENGINE_NOTES.md §6). */
+ * API version negotiation (docs/design/engine-api.md §6). */
 #include "engine/engine.h"
 
 #include <errno.h>

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/sha256.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 
 /* Denied with EPERM: namespaces and every way to mount. */

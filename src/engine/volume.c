@@ -1,7 +1,7 @@
 /* volume.c - the hand-in for a daemon whose filesystem is not ours (tcp://, Docker Desktop, a
  * forwarded socket): the code and a copy of the workspace go into two named volumes through
- * the archive API of a created-never-started helper container (ENGINE_NOTES.md §3), the run
- * container mounts them (/sandbox read-only), and after the run the workspace comes back
+ * the archive API of a created-never-started helper container (docs/design/engine-api.md §3), the
+ * run container mounts them (/sandbox read-only), and after the run the workspace comes back
  * through GET .../archive and is unpacked into the host workspace with the same refusals as
  * setup's unpacker: no absolute names, no '..', never writing through a symlink. */
 #include "engine/engine.h"

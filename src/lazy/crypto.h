@@ -3,7 +3,7 @@
  *
  * Include this instead of <openssl/evp.h>. SHA-256 over downloads and image tarballs (setup,
  * the engine's image import) uses it; those paths load libcurl (which maps libcrypto anyway)
- * or are one-shot commands; the audit log's code hash (common/sha256.h) loads it on a server's
+ * or are one-shot commands; the audit log's code hash (lazy/sha256.h) loads it on a server's
  * first run, so an idle server never maps libcrypto nor initialises OpenSSL (its providers
  * and config cost ~3 MiB of RSS on the first digest). Call lazy_crypto_load() before the
  * first EVP_* call.

@@ -1,7 +1,7 @@
 /* jsonrpc.c - JSON-RPC 2.0 as MCP uses it: strict parsing, ids compared by JSON type, message
  * classification and the envelopes we send. Spec: <rev>/basic/index.mdx (§Requests,
- * §Responses, §Notifications), MCP_NOTES §6; the TS client parses envelopes strictly
- * (core/src/schemas.ts): "id" is omitted rather than null when unknown. */
+ * §Responses, §Notifications), docs/design/mcp-protocol.md §6; the TS client parses envelopes
+ * strictly (core/src/schemas.ts): "id" is omitted rather than null when unknown. */
 #include "mcp/mcp-internal.h"
 
 #include <errno.h>

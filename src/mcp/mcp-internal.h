@@ -1,7 +1,7 @@
 /* mcp-internal.h - what the files of src/mcp share: stdio framing (framing.c), JSON-RPC
  * envelopes and ids (jsonrpc.c), protocol revisions and per-revision shapes (revisions.c), and
  * the serve loop with its options (server.c). Not part of the public interface; the unit tests
- * include it to reach the options and the pure helpers. Spec: ../shared/MCP_NOTES.md. */
+ * include it to reach the options and the pure helpers. Spec: docs/design/mcp-protocol.md. */
 #pragma once
 
 #include <json-c/json.h>
@@ -186,8 +186,8 @@ const char *mcp_rev_name(enum mcp_rev rev);
  */
 enum mcp_rev mcp_rev_negotiate(const char *requested, const char **ret_echo);
 
-/** mcp_rev_is_modern_request() - rule 2 of MCP_NOTES §3: server/discover, or params._meta
- * holding an io.modelcontextprotocol/ request key. */
+/** mcp_rev_is_modern_request() - rule 2 of docs/design/mcp-protocol.md §3: server/discover, or
+ * params._meta holding an io.modelcontextprotocol/ request key. */
 bool mcp_rev_is_modern_request(const char *method, json_object *params);
 
 /**

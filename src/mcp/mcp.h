@@ -1,7 +1,8 @@
 /* mcp.h - the MCP server on stdio: newline-delimited JSON-RPC 2.0, every protocol revision
  * real clients speak (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, and the stateless
  * 2026-07-28 decided per request), tools/list and tools/call with concurrent calls on worker
- * threads, cancellation and progress. The only writer of stdout. See ../shared/MCP_NOTES.md. */
+ * threads, cancellation and progress. The only writer of stdout. See docs/design/mcp-protocol.md.
+ */
 #pragma once
 
 #include <json-c/json.h>
@@ -47,7 +48,7 @@ struct mcp_handlers {
  * (the backends) must reset both (sigprocmask, SIGPIPE to SIG_DFL) before exec.
  * A tool that ignores both shutdown() and its cancel_fd for 10 s is left behind: mcp_serve()
  * returns anyway, its state stays allocated for that worker, and nothing more reaches @out_fd.
- * Spec: ../shared/MCP_NOTES.md §1 (stdio framing, shutdown) and the spec files it cites.
+ * Spec: docs/design/mcp-protocol.md §1 (stdio framing, shutdown) and the spec files it cites.
  * Return: 0 on EOF/SIGTERM/SIGINT, -errno on an I/O failure (EPIPE on stdout: the client is
  * gone; a read error on @in_fd), -EINVAL without handlers->tools_call; @err says which.
  */

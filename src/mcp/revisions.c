@@ -2,7 +2,8 @@
  * negotiation, the 2026-07-28 per-request _meta rules, server info and capabilities, and the
  * Tool fields an older revision must not see. Spec: <rev>/basic/lifecycle.mdx §Version
  * Negotiation; 2026-07-28/basic/versioning.mdx, basic/index.mdx §_meta and §Error Codes,
- * server/discover.mdx; schema/<rev>/schema.ts (Tool, Implementation); MCP_NOTES §2-4, §7. */
+ * server/discover.mdx; schema/<rev>/schema.ts (Tool, Implementation); docs/design/mcp-protocol.md
+ * §2-4, §7. */
 #include "mcp/mcp-internal.h"
 
 #include <string.h>
@@ -173,8 +174,8 @@ static json_object *schema_for_rev(json_object *schema, enum mcp_rev rev)
         return c;
 }
 
-/* Tool fields and the revisions that know them (schema/<rev>/schema.ts, MCP_NOTES §4). Any
- * other field is one a revision we do not serve added, and is left out. */
+/* Tool fields and the revisions that know them (schema/<rev>/schema.ts, docs/design/mcp-protocol.md
+ * §4). Any other field is one a revision we do not serve added, and is left out. */
 static const struct {
         const char *key;
         enum mcp_rev first, last;

@@ -1,7 +1,7 @@
 /* server.c - the serve loop: reads stdin without pause, dispatches each message by revision
  * (legacy after initialize, or the stateless 2026-07-28 decided per request), runs every
  * tools/call on its own worker thread, routes notifications/cancelled and progress, and shuts
- * down on EOF, SIGTERM/SIGINT or a broken stdout. Spec: MCP_NOTES §1-7;
+ * down on EOF, SIGTERM/SIGINT or a broken stdout. Spec: docs/design/mcp-protocol.md §1-7;
  * <rev>/basic/utilities/cancellation.mdx, progress.mdx; 2026-07-28/basic/patterns/
  * subscriptions.mdx; <rev>/server/tools.mdx; 2025-03-26/basic/index.mdx §Batching. */
 #include "mcp/mcp-internal.h"

@@ -1,6 +1,7 @@
 /* backend.c - the native backend behind struct backend_ops: probe (what a run would get on
  * this host, and the fix when it would get nothing) and run (one sandbox per call, supervised
  * by the warden, with the seccomp reports and the cgroup's usage added to the result). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,7 +21,7 @@
 #include "native/native.h"
 #include "run/backend.h"
 #include "run/warden.h"
-#include "setup/hold.h"
+#include "rootfs/hold.h"
 #include "workspace/workspace.h"
 
 #define MAX_INFLIGHT 64
@@ -112,6 +113,95 @@ static int try_userns(void)
         while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
                 ;
         return 0;
+}
+
+/* The Seccomp: mode of this process (0 none, 1 strict, 2 filter) and its Seccomp_filters:
+ * count, from /proc/self/status (proc_pid_status(5)); -1 when unknown. */
+static void seccomp_status(int *ret_mode, int *ret_filters)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[128];
+
+        *ret_mode = *ret_filters = -1;
+        while (f && fgets(line, sizeof(line), f)) {
+                if (sscanf(line, "Seccomp: %d", ret_mode) == 1)
+                        continue;
+                if (sscanf(line, "Seccomp_filters: %d", ret_filters) == 1)
+                        break;
+        }
+}
+
+/* unshare(0) changes nothing and the kernel always allows it: an error means a seccomp
+ * filter refuses unshare itself (Docker's and Podman's default profiles do, without
+ * CAP_SYS_ADMIN). In a child, to touch nothing of ours. */
+static int try_unshare_noop(void)
+{
+        long pid = syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, 0);
+        int st = 0;
+
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                _exit(unshare(0) == 0 ? 0 : errno & 0x7f);
+        while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+int native_userns_check(char *why, size_t size)
+{
+        long v = 0, max = -1;
+        int r, mode, filters;
+
+        if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v != 0) {
+                native_strf(
+                    why, size,
+                    "Ubuntu restricts unprivileged user namespaces "
+                    "(kernel.apparmor_restrict_unprivileged_userns=1); lifting that needs "
+                    "root (sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0), or "
+                    "use the container backend with Docker Engine; then restart the server");
+                return -EPERM;
+        }
+        if (read_int("/proc/sys/user/max_user_namespaces", &max) == 0 && max == 0) {
+                native_strf(why, size,
+                            "user namespaces are disabled (user.max_user_namespaces=0): sudo "
+                            "sysctl user.max_user_namespaces=15000, then restart the server");
+                return -EPERM;
+        }
+        r = try_userns();
+        if (r == 0)
+                return 0;
+        seccomp_status(&mode, &filters);
+        if (r == -EPERM && mode == 2 && try_unshare_noop() == -EPERM) {
+                native_strf(why, size,
+                            "a seccomp filter on the server itself refuses creating namespaces "
+                            "(Seccomp: 2, %d filter%s, in /proc/self/status; unshare(0), a no-op, "
+                            "fails with EPERM), as a container's default profile does; the "
+                            "sysctls allow them (user.max_user_namespaces=%ld). Run vestibule-mcp "
+                            "outside the container, or start it with --security-opt "
+                            "seccomp=unconfined, or use VESTIBULE_BACKEND=container; then restart "
+                            "the server",
+                            filters, filters == 1 ? "" : "s", max);
+                return r;
+        }
+        if (r == -ENOSPC) {
+                native_strf(why, size,
+                            "cannot create unprivileged user namespaces: %s; this user's "
+                            "user.max_user_namespaces (%ld) are all in use: raise it (sudo "
+                            "sysctl user.max_user_namespaces=15000) or end other sandboxes; then "
+                            "restart the server",
+                            strerror(-r), max);
+                return r;
+        }
+        native_strf(why, size,
+                    "cannot create unprivileged user namespaces: %s; check "
+                    "kernel.unprivileged_userns_clone=1 and user.max_user_namespaces%s, or use "
+                    "VESTIBULE_BACKEND=container; then restart the server",
+                    strerror(-r),
+                    mode == 2 ? " (this server also runs under a seccomp filter, Seccomp: 2 in "
+                                "/proc/self/status, which may refuse it)"
+                              : "");
+        return r;
 }
 
 static const char *interpreter_of(enum sbx_language l)
@@ -246,8 +336,6 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
         struct backend_probe p = {0};
         struct sbx_error e = {0};
         _cleanup_free_ char *py = NULL, *node = NULL;
-        long v = 0;
-        int r;
 
         (void)err;
         pthread_mutex_lock(&s->lock);
@@ -278,31 +366,8 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
                             "(VESTIBULE_BACKEND=container, then restart the server)");
                 goto done;
         }
-        if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v != 0) {
-                native_strf(
-                    p.blocked, sizeof(p.blocked),
-                    "Ubuntu restricts unprivileged user namespaces "
-                    "(kernel.apparmor_restrict_unprivileged_userns=1); lifting that needs "
-                    "root (sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0), or "
-                    "use the container backend with Docker Engine; then restart the server");
+        if (native_userns_check(p.blocked, sizeof(p.blocked)) < 0)
                 goto done;
-        }
-        if (read_int("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0) {
-                native_strf(
-                    p.blocked, sizeof(p.blocked),
-                    "user namespaces are disabled (user.max_user_namespaces=0): sudo sysctl "
-                    "user.max_user_namespaces=15000, then restart the server");
-                goto done;
-        }
-        r = try_userns();
-        if (r < 0) {
-                native_strf(p.blocked, sizeof(p.blocked),
-                            "cannot create unprivileged user namespaces: %s; check "
-                            "kernel.unprivileged_userns_clone=1 and user.max_user_namespaces, or "
-                            "use VESTIBULE_BACKEND=container; then restart the server",
-                            strerror(-r));
-                goto done;
-        }
         if (s->filter_err.code) {
                 native_strf(p.blocked, sizeof(p.blocked),
                             "the seccomp profile cannot be built with this libseccomp: %s; install "
@@ -341,6 +406,10 @@ done:
 
 struct run_ctx {
         int pidfd;
+        uint64_t pidns_ino;
+        bool count_tasks;         /* no pids controller: RLIMIT_NPROC is the cap, counted by hand */
+        int tasks_seen;           /* most tasks of the run counted before a kill, -1 = none */
+        bool program_ended;       /* init reported the program's end */
         struct native_cgroup *cg; /* NULL: no cgroup of its own */
         const struct sbx_config *cfg;
         pthread_mutex_t lock;
@@ -367,11 +436,78 @@ static void read_usage_once(void *userdata)
         pthread_mutex_unlock(&c->lock);
 }
 
-static void kill_tree(void *userdata)
+static void closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
+
+/* The tasks (threads included) in the pid namespace @pidns_ino (init's report), counted from
+ * the host's /proc, init included; -1 when unknown. Only on hosts without a pids controller
+ * of the run's own, just before a kill: there RLIMIT_NPROC is the cap, and its hits are seen
+ * nowhere else (fork fails with EAGAIN inside). init is not dumpable, so its own ns link is
+ * unreadable here: it is the one task added by hand. */
+static int count_ns_tasks(uint64_t pidns_ino)
+{
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *e;
+        struct stat st;
+        char path[64];
+        int n = 1;
+
+        if (pidns_ino == 0)
+                return -1;
+        d = opendir("/proc");
+        if (!d)
+                return -1;
+        while ((e = readdir(d))) {
+                char line[128];
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                native_strf(path, sizeof(path), "/proc/%s/ns/pid", e->d_name);
+                if (stat(path, &st) < 0 || st.st_ino != pidns_ino)
+                        continue;
+                native_strf(path, sizeof(path), "/proc/%s/status", e->d_name);
+                _cleanup_fclose_ FILE *f = fopen(path, "re");
+                int threads = 1;
+                while (f && fgets(line, sizeof(line), f))
+                        if (sscanf(line, "Threads: %d", &threads) == 1)
+                                break;
+                n += threads > 0 ? threads : 1;
+        }
+        return n;
+}
+
+/* init reported the program's end: every other task of the run is gone (init counted them
+ * before its final kill), and the cgroup is read now, while init keeps it alive. */
+static void on_program_end(void *userdata)
 {
         struct run_ctx *c = userdata;
 
+        pthread_mutex_lock(&c->lock);
+        c->program_ended = true;
+        pthread_mutex_unlock(&c->lock);
         read_usage_once(c);
+}
+
+static void kill_tree(void *userdata)
+{
+        struct run_ctx *c = userdata;
+        bool ended;
+
+        read_usage_once(c);
+        pthread_mutex_lock(&c->lock);
+        ended = c->program_ended;
+        pthread_mutex_unlock(&c->lock);
+        /* a kill before the program's end (timeout, cancel, flood): count what is killed; after
+         * it, init's own count stands and the host's /proc is not scanned */
+        if (c->count_tasks && !ended && c->pidfd >= 0) {
+                int n = count_ns_tasks(c->pidns_ino);
+                pthread_mutex_lock(&c->lock);
+                if (n > c->tasks_seen)
+                        c->tasks_seen = n;
+                pthread_mutex_unlock(&c->lock);
+        }
         /* init's death makes the kernel kill every process of its pid namespace */
         if (c->pidfd >= 0)
                 syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
@@ -522,13 +658,16 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         struct native_notify *notify = NULL;
         struct sbx_error exec_err = {0};
         bool have_status = false, exec_failed = false;
-        int status = 0;
+        int status = 0, tasks_at_end = -1;
         struct scope_ud sud = {.cfg = cfg, .cg = &cg};
-        struct run_ctx ctx = {
-            .pidfd = -1, .cg = NULL, .cfg = cfg, .lock = PTHREAD_MUTEX_INITIALIZER};
+        struct run_ctx ctx = {.pidfd = -1,
+                              .cg = NULL,
+                              .cfg = cfg,
+                              .tasks_seen = -1,
+                              .lock = PTHREAD_MUTEX_INITIALIZER};
         struct warden_child child;
         _cleanup_free_ char *rootfs = NULL;
-        /* setup must not delete this tree while the run has it as / (setup/hold.h) */
+        /* setup must not delete this tree while the run has it as / (rootfs/hold.h) */
         _cleanup_(setup_rootfs_release) struct setup_rootfs_hold hold = {0};
         const char *argv[3];
         char script[64];
@@ -574,12 +713,16 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         argv[1] = script;
         argv[2] = NULL;
 
+        struct native_userns_limit quotas[NATIVE_USERNS_LIMITS];
+        unsigned n_quotas = native_userns_limits(cfg->max_concurrent, quotas);
         struct native_spawn sp = {
             .rootfs = rootfs,
             .workspace = cfg->workspace_dir,
             .workspace_ro = cfg->workspace_ro,
             .tmpfs_mb = cfg->tmpfs_mb,
             .pids_max = nproc_limit(&s->limits, cfg->pids_max),
+            .userns_limits = quotas,
+            .n_userns_limits = n_quotas,
             .code = req->code,
             .code_len = req->code_len,
             .script = sbx_language_script(req->language),
@@ -591,6 +734,11 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .cgroup_fd = -1,
             .trace = &trace,
         };
+        /* Without a pids controller of the run's own, RLIMIT_NPROC is the cap: count the
+         * run's tasks when it ends (init) or is killed (here), to say whether it was reached. */
+        ctx.count_tasks = cfg->pids_max > 0 && (s->limits.path == NATIVE_LIMITS_NONE ||
+                                                strstr(s->limits.missing, "pids") != NULL);
+        sp.count_tasks = ctx.count_tasks;
         sbx_trace_lap(&trace, "prepare");
         if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
                 r = native_cgroup_create(&s->limits, cfg, &cg, err);
@@ -623,10 +771,11 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         s->last_landlock_abi = sb.info.landlock_abi;
         s->last_hidepid = sb.info.proc_hidepid;
         pthread_mutex_unlock(&s->lock);
+        ctx.pidns_ino = sb.info.pidns_ino;
         ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
         slot = slot_add(s, ctx.pidfd);
         notify = xcalloc(1, sizeof(*notify));
-        r = native_notify_start(notify, sb.listener_fd, sb.sync_fd, read_usage_once, &ctx, err);
+        r = native_notify_start(notify, sb.listener_fd, sb.sync_fd, on_program_end, &ctx, err);
         if (r < 0) {
                 /* without the supervisor nobody answers the filter or releases init: stop */
                 kill_tree(&ctx);
@@ -675,6 +824,7 @@ finish:
         pthread_mutex_lock(&notify->lock);
         have_status = notify->have_status;
         status = notify->status;
+        tasks_at_end = notify->tasks_at_end;
         exec_failed = notify->exec_failed;
         exec_err = notify->exec_err;
         pthread_mutex_unlock(&notify->lock);
@@ -730,6 +880,17 @@ finish:
                 not_measured(&res->usage.cpu_us, why);
                 not_measured(&res->usage.mem_peak_bytes, why);
                 not_measured(&res->usage.pids_peak, why);
+        }
+        if (ctx.count_tasks) {
+                /* fork() refuses the task over RLIMIT_NPROC: a count at the cap means the
+                 * cap was reached (a bomb that shrank again before the end goes unseen:
+                 * pids_peak says not measured) */
+                int most = ctx.tasks_seen > tasks_at_end ? ctx.tasks_seen : tasks_at_end;
+                size_t len = strlen(res->limits_hit);
+                if (most >= (int)cfg->pids_max && !strstr(res->limits_hit, "pids"))
+                        native_strf(res->limits_hit + len, sizeof(res->limits_hit) - len,
+                                    "%spids (the cap of %u was reached)", len ? ", " : "",
+                                    cfg->pids_max);
         }
         pthread_mutex_destroy(&ctx.lock);
         native_strf(res->isolation, sizeof(res->isolation), "%s", probe.grade);

@@ -35,7 +35,8 @@ __attribute__((format(printf, 3, 4))) static inline void native_strf(char *buf, 
         va_end(ap);
 }
 
-/* At most this many blocked calls are reported per run; later ones fail with ENOSYS. */
+/* At most this many blocked calls are reported per run; then the supervisor closes the
+ * listener and the kernel itself fails later ones with ENOSYS (no round trip any more). */
 #define NATIVE_MAX_REPORTS 256
 
 /* ---- seccomp.c ------------------------------------------------------------------------ */
@@ -62,14 +63,15 @@ void native_filter_done(struct native_filter *f);
 /** native_filter_is_notified() - whether @name is one of the reported dangerous calls. */
 bool native_filter_is_notified(const char *name);
 
-/* The supervisor of one run: a thread that answers every seccomp notification with EPERM
- * (ENOSYS after NATIVE_MAX_REPORTS reports) and records the call's name; it also takes init's
+/* The supervisor of one run: a thread that answers each seccomp notification with EPERM
+ * (up to NATIVE_MAX_REPORTS; then it closes the listener and the kernel answers ENOSYS) and
+ * records the call's name; it also takes init's
  * report that the program ended (everything else in the sandbox is dead by then), lets
  * @on_exit read the run's cgroup while init still keeps it alive, then releases init. */
 struct native_notify {
         pthread_t thread;
         bool started;
-        int listener_fd; /* owned */
+        int listener_fd; /* owned; -1 once closed at the reporting cap */
         int stop_fd;     /* eventfd: stop the thread */
         int sync_fd;     /* borrowed: init's sync socket */
         int ended_fd;    /* eventfd, readable once init reported the program's end (after
@@ -83,6 +85,7 @@ struct native_notify {
         unsigned unlisted; /* reports whose name no longer fit in @names */
         bool have_status;  /* init reported the program's wait status */
         int status;
+        int tasks_at_end;   /* tasks init counted when the program ended; -1 = not counted */
         uint64_t status_us; /* when that report arrived (sbx_trace_now_us()), for the trace */
         bool exec_failed;   /* the program could not be executed: exec_err says why */
         struct sbx_error exec_err;
@@ -207,6 +210,26 @@ void native_backend_settle(struct backend *b);
 
 /* ---- spawn.c -------------------------------------------------------------------------- */
 
+/* One per-user-namespace quota the child sets in its own user namespace (user_namespaces(7),
+ * /proc/sys/user/max_*): @file under /proc/sys/user, @value its decimal text. */
+struct native_userns_limit {
+        const char *file;
+        char value[24];
+};
+#define NATIVE_USERNS_LIMITS 12
+
+/**
+ * native_userns_limits() - the quotas for one run, given the server's own (read from
+ * /proc/sys/user here, in the server's user namespace) and @max_concurrent runs: the inotify
+ * instances and watches of all concurrent runs together stay under half the user's, and
+ * namespaces and fanotify groups/marks are 0 (the seccomp filter refuses creating either
+ * anyway). The kernel charges a run's count at every level of the user namespace hierarchy
+ * (kernel/ucount.c, inc_ucount()), so the run's lower cap is hit first.
+ * Return: how many entries of @ret were filled.
+ */
+unsigned native_userns_limits(unsigned max_concurrent,
+                              struct native_userns_limit ret[NATIVE_USERNS_LIMITS]);
+
 /* Everything the child needs, prepared by the parent before clone(). */
 struct native_spawn {
         const char *rootfs;    /* host path of the tree that becomes / */
@@ -214,6 +237,9 @@ struct native_spawn {
         bool workspace_ro;
         unsigned tmpfs_mb;
         unsigned pids_max; /* RLIMIT_NPROC inside the run's own user namespace */
+        const struct native_userns_limit *userns_limits; /* written in the run's user namespace */
+        bool count_tasks; /* init counts the run's tasks when the program ends (no cgroup) */
+        unsigned n_userns_limits;
         const char *code;
         size_t code_len;
         const char *script;      /* "main.py" */
@@ -245,8 +271,10 @@ enum native_child_mark {
 
 /* What the child reported back while setting up. */
 struct native_child_info {
-        int landlock_abi;  /* >0 applied with that ABI, 0 not available */
-        bool proc_hidepid; /* /proc mounted with hidepid=invisible */
+        int landlock_abi;   /* >0 applied with that ABI, 0 not available */
+        bool proc_hidepid;  /* /proc mounted with hidepid=invisible */
+        uint64_t pidns_ino; /* inode of the run's pid namespace (nsfs), 0 when unknown: init
+                             * itself is not dumpable, so the host cannot read its ns link */
         uint64_t mark_us[NATIVE_MARK_COUNT];
 };
 
@@ -271,10 +299,11 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
 
 /**
  * native_sandbox_read() - read one report of init from @sync_fd.
- * Return: 0 with *@ret_status (the program's wait status), -ENOEXEC when the program could not
- * be executed (@err says why), -ENODATA on EOF or anything else.
+ * Return: 0 with *@ret_status (the program's wait status) and *@ret_tasks (the run's tasks
+ * init counted before its final kill, -1 when it did not count: native_spawn.count_tasks), -ENOEXEC
+ * when the program could not be executed (@err says why), -ENODATA on EOF or anything else.
  */
-int native_sandbox_read(int sync_fd, int *ret_status, struct sbx_error *err);
+int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, struct sbx_error *err);
 
 /** native_sandbox_release() - let init exit (it waits after reporting the program's end). */
 void native_sandbox_release(int sync_fd);

@@ -11,6 +11,7 @@
 #include "native/native.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <seccomp.h>
@@ -85,7 +86,6 @@ static const char *const allowed[] = {
     "fchmodat2",
     "fchown",
     "fchownat",
-    "fcntl",
     "fdatasync",
     "fgetxattr",
     "flistxattr",
@@ -421,6 +421,31 @@ static int add_named(scmp_filter_ctx ctx, uint32_t action, const char *name, str
         return 0;
 }
 
+/* Syscall @nr: NOTIFY when the low 32 bits of argument @arg equal @value, ALLOW otherwise.
+ * The kernel reads a family or a command as a 32-bit int, while a filter sees the whole
+ * 64-bit register: a plain "!= 40" would let 0x100000028 through as AF_VSOCK.
+ * (libseccomp's SCMP_A0_32() only casts the datum; the comparison stays 64-bit.) "Low 32 bits
+ * differ" is an OR over the bits, one rule per bit (rules of a syscall are alternatives). */
+static int add_low32_split(scmp_filter_ctx ctx, int nr, unsigned arg, uint32_t value,
+                           struct sbx_error *err)
+{
+        int r = 0;
+
+        for (unsigned bit = 0; r == 0 && bit < 32; bit++) {
+                uint64_t m = (uint64_t)1 << bit;
+                struct scmp_arg_cmp c = SCMP_CMP64(arg, SCMP_CMP_MASKED_EQ, m, ~value & m);
+                r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, 1, &c);
+        }
+        if (r == 0) {
+                struct scmp_arg_cmp c = SCMP_CMP64(arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, value);
+                r = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, nr, 1, &c);
+        }
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot add the seccomp rules for syscall %d: %s", nr,
+                                strerror(-r));
+        return 0;
+}
+
 int native_filter_build(struct native_filter *ret, struct sbx_error *err)
 {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
@@ -468,15 +493,16 @@ int native_filter_build(struct native_filter *ret, struct sbx_error *err)
         if (r < 0)
                 return sbx_fail(err, -r, "cannot add the seccomp rules for clone: %s",
                                 strerror(-r));
-        /* socket: every family but AF_VSOCK, which a network namespace does not isolate. */
-        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-                             SCMP_A0(SCMP_CMP_NE, AF_VSOCK));
-        if (r == 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1,
-                                     SCMP_A0(SCMP_CMP_EQ, AF_VSOCK));
+        /* socket: every family but AF_VSOCK, which a network namespace does not isolate.
+         * fcntl: every command but F_SETLEASE: a lease on a workspace file makes every host
+         * process that opens it wait up to /proc/sys/fs/lease-break-time (45 s by default)
+         * for the sandbox to give it up. Both refused and reported. */
+        r = add_low32_split(ctx, SCMP_SYS(socket), 0, AF_VSOCK, err);
         if (r < 0)
-                return sbx_fail(err, -r, "cannot add the seccomp rules for socket: %s",
-                                strerror(-r));
+                return r;
+        r = add_low32_split(ctx, SCMP_SYS(fcntl), 1, F_SETLEASE, err);
+        if (r < 0)
+                return r;
         /* personality: only the values Docker allows (PER_LINUX, its 32-bit flavours, query). */
         static const uint64_t personas[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
         for (size_t i = 0; i < ELEMENTSOF(personas); i++) {
@@ -544,8 +570,10 @@ static void name_of(const struct seccomp_notif *req, char *buf, size_t size)
 {
         _cleanup_free_ char *name = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
 
-        if (name && strcmp(name, "socket") == 0 && req->data.args[0] == AF_VSOCK)
+        if (name && strcmp(name, "socket") == 0 && (uint32_t)req->data.args[0] == AF_VSOCK)
                 snprintf(buf, size, "socket(AF_VSOCK)");
+        else if (name && strcmp(name, "fcntl") == 0)
+                snprintf(buf, size, "fcntl(F_SETLEASE)");
         else if (name && strcmp(name, "clone") == 0)
                 snprintf(buf, size, "clone(namespaces)");
         else if (name)
@@ -557,8 +585,8 @@ static void name_of(const struct seccomp_notif *req, char *buf, size_t size)
 static void on_sync(struct native_notify *n)
 {
         struct sbx_error e = {0};
-        int status = 0;
-        int r = native_sandbox_read(n->sync_fd, &status, &e);
+        int status = 0, tasks = -1;
+        int r = native_sandbox_read(n->sync_fd, &status, &tasks, &e);
         uint64_t at_us = sbx_trace_now_us();
 
         if (r == -ENOEXEC) {
@@ -577,6 +605,7 @@ static void on_sync(struct native_notify *n)
         pthread_mutex_lock(&n->lock);
         n->have_status = true;
         n->status = status;
+        n->tasks_at_end = tasks;
         n->status_us = at_us;
         pthread_mutex_unlock(&n->lock);
         native_sandbox_release(n->sync_fd);
@@ -593,6 +622,7 @@ static void on_notification(struct native_notify *n)
 {
         struct seccomp_notif req;
         struct seccomp_notif_resp resp;
+        bool last;
 
         memset(&req, 0, sizeof(req));
         if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
@@ -610,9 +640,21 @@ static void on_notification(struct native_notify *n)
                 n->stopped_reporting = true;
                 resp.error = -ENOSYS;
         }
+        last = n->reports >= NATIVE_MAX_REPORTS;
+        if (last)
+                n->stopped_reporting = true;
         pthread_mutex_unlock(&n->lock);
         if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0) {
                 /* ENOENT: the caller was killed while we answered */
+        }
+        if (last) {
+                /* The cap is reached: no round trip to the server any more. With the listener
+                 * closed, the kernel answers every later notified call with ENOSYS by itself
+                 * (seccomp_do_user_notification() when the filter has no listener; a pending
+                 * one gets ENOSYS from seccomp_notify_detach()), so a run that loops on a
+                 * refused call spends its own CPU, not the server's. */
+                close(n->listener_fd);
+                n->listener_fd = -1;
         }
 }
 
@@ -634,9 +676,10 @@ static void *notify_main(void *arg)
                 }
                 if (pfd[0].revents)
                         break;
-                if (pfd[1].revents & POLLIN)
+                if (pfd[1].revents & POLLIN) {
                         on_notification(n);
-                else if (pfd[1].revents)
+                        listening = n->listener_fd >= 0; /* closed at the reporting cap */
+                } else if (pfd[1].revents)
                         listening = false; /* every process of the run has gone */
                 if (pfd[2].revents)
                         on_sync(n);
@@ -654,6 +697,7 @@ int native_notify_start(struct native_notify *n, int listener_fd, int sync_fd,
         n->sync_fd = sync_fd;
         n->on_exit = on_exit;
         n->on_exit_ud = on_exit_ud;
+        n->tasks_at_end = -1;
         n->stop_fd = eventfd(0, EFD_CLOEXEC);
         n->ended_fd = eventfd(0, EFD_CLOEXEC);
         pthread_mutex_init(&n->lock, NULL);

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -77,6 +78,7 @@ enum msg_type {
 struct native_msg {
         int type;
         int status;
+        int tasks; /* MSG_STATUS: tasks of the run counted before init's final kill, or -1 */
         struct native_child_info info;
         struct sbx_error err;
 };
@@ -195,8 +197,8 @@ static void child_write_file(const char *path, const char *data, size_t len)
 }
 
 /* /dev: a small tmpfs holding the five harmless device nodes (bound from the host: a user
- * namespace cannot mknod), the fd symlinks, and nothing else: no tty, no shm, no disks. */
-static void child_make_dev(unsigned shm_mb)
+ * namespace cannot mknod), the fd symlinks, and /dev/shm; no tty, no disks. */
+static void child_make_dev(void)
 {
         static const char *const nodes[] = {"null", "zero", "full", "random", "urandom"};
         static const char *const links[][2] = {
@@ -205,7 +207,7 @@ static void child_make_dev(unsigned shm_mb)
             {"/proc/self/fd/1", "dev/stdout"},
             {"/proc/self/fd/2", "dev/stderr"},
         };
-        char host[32], inner[32], opts[64];
+        char host[32], inner[32];
 
         child_mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755",
                     "a user namespace may mount tmpfs; check that the rootfs has /dev");
@@ -223,15 +225,66 @@ static void child_make_dev(unsigned shm_mb)
                 if (symlink(links[i][0], links[i][1]) < 0)
                         child_fail(errno, "cannot create '/%s': %s", links[i][1],
                                    safe_strerror(errno));
-        /* /dev/shm: POSIX semaphores and shared memory (python's multiprocessing), capped like
-         * /tmp */
-        if (mkdir("dev/shm", 01777) < 0)
+        /* /dev/shm: POSIX semaphores and shared memory (python's multiprocessing). A folder of
+         * the run's one scratch tmpfs (see child_make_tmp), so it shares /tmp's size and
+         * inode caps instead of being a second, unstated tmpfs. */
+        if (mkdir("dev/shm", 0755) < 0)
                 child_fail(errno, "cannot create '/dev/shm': %s", safe_strerror(errno));
-        snprintf(opts, sizeof(opts), "size=%um,mode=1777", shm_mb ? shm_mb : 1);
-        child_mount("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
-                    "a user namespace may mount tmpfs");
+        child_mount("tmp/shm", "dev/shm", NULL, MS_BIND, NULL,
+                    "bind of the scratch tmpfs's shm folder");
+        child_setattr("dev/shm", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                      MS_NOSUID | MS_NODEV | MS_NOEXEC);
         child_mount(NULL, "dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
                     "size=64k,mode=0755", "making /dev read-only");
+}
+
+/* The run's one scratch tmpfs, capped in bytes (VESTIBULE_TMPFS_MB) and in inodes (one per
+ * 4 KiB page, at least 1024: empty files cost kernel memory that the byte cap does not
+ * count). Its folders "tmp" and "shm" become /tmp and /dev/shm; the tmpfs's own root is
+ * covered and reachable from neither. Step one: mount it and make the folders. */
+static void child_make_tmp(unsigned tmpfs_mb)
+{
+        unsigned mb = tmpfs_mb ? tmpfs_mb : 1, inodes = mb * 256 < 1024 ? 1024 : mb * 256;
+        char opts[96];
+
+        snprintf(opts, sizeof(opts), "size=%um,nr_inodes=%u,mode=0755", mb, inodes);
+        child_mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts,
+                    "the rootfs needs a /tmp directory: run `vestibule-mcp setup` again");
+        if (mkdir("tmp/tmp", 01777) < 0 || chmod("tmp/tmp", 01777) < 0 ||
+            mkdir("tmp/shm", 01777) < 0 || chmod("tmp/shm", 01777) < 0)
+                child_fail(errno, "cannot make the scratch folders on /tmp: %s",
+                           safe_strerror(errno));
+}
+
+/* Step two, after /dev/shm was bound: cover the tmpfs's root with its "tmp" folder. */
+static void child_cover_tmp(void)
+{
+        child_mount("tmp/tmp", "tmp", NULL, MS_BIND, NULL,
+                    "bind of the scratch tmpfs's tmp folder");
+        child_setattr("tmp", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MS_NOSUID | MS_NODEV);
+}
+
+/* Host facts the run has no use for, hidden the way container runtimes mask /proc paths: an
+ * empty, read-only file bound over each (the host's /dev/null, read-only). The kernel command
+ * line and boot id name the host and its boot; /proc/keys and /proc/key-users list the keys
+ * of the user's uid, which is the sandbox's uid on the host; the rest expose kernel
+ * addresses and other tasks' timing. A path this kernel lacks is skipped. */
+static void child_mask_proc(void)
+{
+        static const char *const masked[] = {
+            "proc/cmdline",     "proc/sys/kernel/random/boot_id",
+            "proc/keys",        "proc/key-users",
+            "proc/kcore",       "proc/timer_list",
+            "proc/sched_debug", "proc/latency_stats",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(masked); i++) {
+                if (access(masked[i], F_OK) < 0)
+                        continue;
+                child_mount("/dev/null", masked[i], NULL, MS_BIND, NULL, "masking a /proc file");
+                child_setattr(masked[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                              MS_RDONLY | MS_NOSUID | MS_NOEXEC);
+        }
 }
 
 /* The network namespace starts with lo down; bring it up, so 127.0.0.1 works inside. */
@@ -269,6 +322,22 @@ static void child_drop_caps(void)
                 child_fail(errno, "cannot drop all capabilities: %s", safe_strerror(errno));
 }
 
+static void child_set_userns_limit(const struct native_userns_limit *l)
+{
+        char path[96];
+        size_t len = strlen(l->value);
+        int fd;
+
+        snprintf(path, sizeof(path), "proc/sys/user/%s", l->file);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+                return; /* an older kernel without this quota: nothing to cap */
+        if (fd < 0 || write(fd, l->value, len) != (ssize_t)len)
+                child_fail(errno, "cannot set user.%s=%s in the run's user namespace: %s", l->file,
+                           l->value, safe_strerror(errno));
+        close(fd);
+}
+
 static void child_set_rlimit(int res, rlim_t soft, rlim_t hard, const char *name)
 {
         struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
@@ -287,6 +356,55 @@ static void child_reset_signals(void)
                         sigaction(sig, &dfl, NULL); /* EINVAL for the libc-reserved ones */
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Entries of directory @dir that are tasks (names starting with a digit), or -1. Raw
+ * getdents64: init is a clone of a threaded server and must not call opendir's malloc. */
+static int count_numeric_entries(const char *dir)
+{
+        char buf[4096];
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+        long k;
+
+        if (fd < 0)
+                return -1;
+        while ((k = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+                for (long off = 0; off < k;) {
+                        const char *name = buf + off + 19; /* d_ino, d_off, d_reclen, d_type */
+                        unsigned short reclen;
+                        memcpy(&reclen, buf + off + 16, sizeof(reclen));
+                        off += reclen;
+                        if (name[0] >= '1' && name[0] <= '9')
+                                n++;
+                }
+        close(fd);
+        return n;
+}
+
+/* init, when the program ended: how many tasks (threads included, as RLIMIT_NPROC counts
+ * them) the run still has, itself included. Its /proc shows only the run's pid namespace. */
+static int init_count_tasks(void)
+{
+        char buf[4096], path[64];
+        int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+        long k;
+
+        if (fd < 0)
+                return -1;
+        while ((k = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+                for (long off = 0; off < k;) {
+                        const char *name = buf + off + 19;
+                        unsigned short reclen;
+                        memcpy(&reclen, buf + off + 16, sizeof(reclen));
+                        off += reclen;
+                        if (name[0] < '1' || name[0] > '9')
+                                continue;
+                        snprintf(path, sizeof(path), "/proc/%s/task", name);
+                        int t = count_numeric_entries(path);
+                        n += t > 0 ? t : 1;
+                }
+        close(fd);
+        return n;
 }
 
 /* The program: pid 2 of the namespace. It keeps the sync socket (close-on-exec) only to say
@@ -384,16 +502,26 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
          * namespace refuses files owned by an unmapped id (EOVERFLOW). */
         syscall(SYS_setfsgid, NATIVE_INNER_GID);
         syscall(SYS_setfsuid, NATIVE_INNER_UID);
-        snprintf(opts, sizeof(opts), "size=%um,mode=1777", sp->tmpfs_mb ? sp->tmpfs_mb : 1);
-        child_mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts,
-                    "the rootfs needs a /tmp directory: run `vestibule-mcp setup` again");
+        child_make_tmp(sp->tmpfs_mb);
         if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") ==
             0)
                 msg.info.proc_hidepid = true;
         else
                 child_mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
                             "proc needs a pid namespace and a fully visible /proc on the host");
-        child_make_dev(sp->tmpfs_mb);
+        {
+                struct stat st;
+                if (stat("proc/self/ns/pid", &st) == 0)
+                        msg.info.pidns_ino = st.st_ino;
+        }
+        /* The per-user quotas of the run's own user namespace (written through the fresh
+         * /proc, while we still hold CAP_SYS_RESOURCE in it): the sandbox's uid is the
+         * server's on the host, and these counts are charged to every ancestor namespace. */
+        for (unsigned i = 0; i < sp->n_userns_limits; i++)
+                child_set_userns_limit(&sp->userns_limits[i]);
+        child_make_dev();
+        child_cover_tmp();
+        child_mask_proc();
         snprintf(opts, sizeof(opts), "size=%zu,mode=0755", (sp->code_len | 4095) + 4097);
         child_mount("tmpfs", "sandbox", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
                     "the rootfs needs a /sandbox directory: run `vestibule-mcp setup` again");
@@ -447,6 +575,14 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                            safe_strerror(errno));
         /* a credential change clears the death signal: set it again */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        /* Its own, empty session keyring (keyrings(7)): the server's one is not the run's.
+         * The filter refuses keyctl, add_key and request_key inside anyway; a kernel
+         * without keys (ENOSYS) or a user at the key quota (EDQUOT) keeps the inherited
+         * one, which the code then cannot reach through those calls nor /proc/keys. */
+        if (syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, NULL) < 0 && errno != ENOSYS &&
+            errno != EDQUOT)
+                child_fail(errno, "cannot give the run its own session keyring: %s",
+                           safe_strerror(errno));
         child_drop_caps();
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail(errno, "cannot set no_new_privs: %s", safe_strerror(errno));
@@ -487,8 +623,26 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         close(STDOUT_FILENO);
         close(STDERR_FILENO);
         for (;;) {
-                int st;
-                pid_t p = wait4(-1, &st, 0, NULL);
+                int st, tasks = -1;
+                pid_t p;
+
+                if (sp->count_tasks) {
+                        /* Look before reaping: the program, a zombie now, still holds its
+                         * RLIMIT_NPROC charge (released when reaped), so the count is the
+                         * run's charge at its end, the program included. */
+                        siginfo_t si;
+                        memset(&si, 0, sizeof(si));
+                        if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                _exit(125);
+                        }
+                        if (si.si_pid == prog)
+                                tasks = init_count_tasks();
+                        p = wait4(si.si_pid, &st, 0, NULL);
+                } else {
+                        p = wait4(-1, &st, 0, NULL);
+                }
                 if (p < 0 && errno == EINTR)
                         continue;
                 if (p < 0)
@@ -503,7 +657,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                         if (wait4(-1, NULL, __WALL, NULL) < 0 && errno == ECHILD)
                                 break;
                 }
-                struct native_msg done = {.type = MSG_STATUS, .status = st};
+                struct native_msg done = {.type = MSG_STATUS, .status = st, .tasks = tasks};
                 child_send(FD_SYNC, &done, -1);
                 do
                         n = read(FD_SYNC, &go, 1);
@@ -513,6 +667,65 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
 }
 
 /* ---- the parent ----------------------------------------------------------------------- */
+
+static long read_user_sysctl(const char *file)
+{
+        char path[96], buf[32];
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/sys/user/%s", file);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        return strtol(buf, NULL, 10);
+}
+
+unsigned native_userns_limits(unsigned max_concurrent,
+                              struct native_userns_limit ret[NATIVE_USERNS_LIMITS])
+{
+        /* Share of the user's own quota: all concurrent runs together take at most half. */
+        static const struct {
+                const char *file;
+                long floor, ceiling;
+        } shared[] = {
+            {"max_inotify_instances", 1, 64},
+            {"max_inotify_watches", 64, 65536},
+        };
+        /* None at all: a run creates no namespace and no fanotify group (the filter refuses
+         * unshare, setns, clone with namespace flags, clone3 and fanotify_init). */
+        static const char *const zero[] = {
+            "max_user_namespaces",   "max_pid_namespaces",  "max_uts_namespaces",
+            "max_ipc_namespaces",    "max_net_namespaces",  "max_mnt_namespaces",
+            "max_cgroup_namespaces", "max_time_namespaces", "max_fanotify_groups",
+            "max_fanotify_marks",
+        };
+        unsigned n = 0, runs = max_concurrent ? max_concurrent : 1;
+
+        for (size_t i = 0; i < ELEMENTSOF(shared) && n < NATIVE_USERNS_LIMITS; i++) {
+                long host = read_user_sysctl(shared[i].file), v;
+                if (host < 0)
+                        continue;
+                v = host / (2 * (long)runs);
+                if (v > shared[i].ceiling)
+                        v = shared[i].ceiling;
+                if (v < shared[i].floor)
+                        v = shared[i].floor;
+                ret[n].file = shared[i].file;
+                snprintf(ret[n].value, sizeof(ret[n].value), "%ld", v);
+                n++;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(zero) && n < NATIVE_USERNS_LIMITS; i++) {
+                ret[n].file = zero[i];
+                snprintf(ret[n].value, sizeof(ret[n].value), "0");
+                n++;
+        }
+        return n;
+}
 
 static int write_file_at(const char *path, const char *data, struct sbx_error *err)
 {
@@ -783,7 +996,7 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         return 0;
 }
 
-int native_sandbox_read(int sync_fd, int *ret_status, struct sbx_error *err)
+int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, struct sbx_error *err)
 {
         struct native_msg m;
         int r;
@@ -799,6 +1012,7 @@ int native_sandbox_read(int sync_fd, int *ret_status, struct sbx_error *err)
         if (m.type != MSG_STATUS)
                 return -ENODATA;
         *ret_status = m.status;
+        *ret_tasks = m.tasks;
         return 0;
 }
 

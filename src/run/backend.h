@@ -60,10 +60,23 @@ struct backend {
 /* Constructors: each returns a new backend in *@ret (free with backend_free()); @cfg is
  * borrowed and must outlive it. They only allocate: host checks happen in probe(). Return 0,
  * or -errno with @err. The naive backend is
- * src/run/naive.c, native src/native/backend.c, engine src/engine/backend.c. */
+ * src/naive/naive.c, native src/native/backend.c, engine src/engine/backend.c. */
 int naive_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
 int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
 int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
 
 /** backend_free() - shutdown() and destroy(), then free. Accepts NULL; returns NULL. */
 struct backend *backend_free(struct backend *b);
+
+/**
+ * native_userns_check() - can this process create the user namespaces a native sandbox needs?
+ * Tries it for real (a child in new user, pid, mount, net, uts, ipc and cgroup namespaces),
+ * and when that fails names the cause: the sysctls (user.max_user_namespaces,
+ * kernel.apparmor_restrict_unprivileged_userns, kernel.unprivileged_userns_clone) or a seccomp
+ * filter on the server itself (Seccomp: 2 in /proc/self/status and unshare(0), a no-op the
+ * kernel always allows, refused: a container's default profile). The native probe and doctor
+ * both use it, so they agree. See user_namespaces(7), seccomp(2), proc_pid_status(5).
+ * @why: on failure, the cause and its fix (NUL-terminated, cut at @size).
+ * Return: 0 when usable, else -errno (EPERM, ENOSPC, ...) with @why filled.
+ */
+int native_userns_check(char *why, size_t size);

@@ -18,7 +18,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
-#include "setup/hold.h"
+#include "rootfs/hold.h"
 #include "setup/setup.h"
 #include "setup/setup_internal.h"
 

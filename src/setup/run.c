@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "doctor/doctor.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "setup/pins.h"
@@ -21,7 +20,7 @@
 #include "setup/setup.h"
 #include "setup/setup_internal.h"
 
-int (*setup_readiness_hook)(FILE *out) = doctor_readiness_print;
+int (*setup_readiness_hook)(FILE *out);
 
 /* Run images/build.sh -o @outdir all; its output goes to stderr. */
 static int run_build_script(const char *script, const char *outdir, const char *python_target,
@@ -360,8 +359,8 @@ int setup_run(const struct setup_run_args *args, struct sbx_error *err)
         if (setup_readiness_hook)
                 ready = setup_readiness_hook(a->out) == 0 ? 0 : 1;
         else
-                /* Placeholder until the lead connects the doctor's check: say it did not run. */
-                fprintf(a->out, "setup: readiness check not run (not connected in this build): "
+                /* no check was set (a caller other than the CLI): say it did not run */
+                fprintf(a->out, "setup: readiness check not run: "
                                 "run `vestibule-mcp doctor` to see the isolation this environment "
                                 "gets\n");
         setup_print_mcp_config(a);

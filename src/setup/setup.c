@@ -16,7 +16,6 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "config/config.h"
-#include "doctor/doctor.h"
 #include "setup/pins.h"
 #include "setup/setup_run.h"
 

@@ -61,6 +61,7 @@
 #include <stdio.h>
 
 #include "common/error.h"
+#include "rootfs/tree.h" /* setup_remove_tree() */
 
 /* Counters of one unpack, summed over layers. */
 struct setup_unpack_stats {
@@ -152,17 +153,10 @@ int setup_installed_identity(const char *rootfs_dir, const char *language, char 
 int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err);
 
 /**
- * setup_remove_tree() - delete @name under @dirfd recursively without following symlinks and
- * without crossing into other filesystems, making directories writable first (sandboxed code
- * and tarballs can leave 0500 directories). Missing is fine.
- * Return: 0 or -errno.
- */
-int setup_remove_tree(int dirfd, const char *name);
-
-/**
- * setup_readiness_hook - filled in by the lead with the doctor's readiness check: print
- * "ready in this terminal's environment: isolation <grade>" or the exact "Blocked:" fix to @out
- * and return 0 (ready) or 1 (blocked). NULL until wired: setup then says the check did not run.
+ * setup_readiness_hook - the readiness check setup ends with: print "ready in this terminal's
+ * environment: isolation <grade>" or the exact "Blocked:" fix to @out and return 0 (ready) or 1
+ * (blocked). The `setup` command sets it to doctor_readiness_print() (src/cli/cmd_setup.c):
+ * setup sits below doctor, which reads setup's pins. NULL: setup says the check did not run.
  */
 extern int (*setup_readiness_hook)(FILE *out);
 

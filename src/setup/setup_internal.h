@@ -25,10 +25,3 @@ void setup_progress_line(FILE *out, bool tty, const char *label, const char *ver
  * (@cancel may be NULL). */
 int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig_atomic_t *cancel,
                              struct sbx_error *err);
-
-/**
- * setup_remove_unheld() - setup_remove_tree(@dfd, @name) unless a run holds that tree
- * (hold.h): takes LOCK_EX|LOCK_NB on it first. Missing is fine.
- * Return: 0, -EBUSY when a run holds it (it stays), or -errno.
- */
-int setup_remove_unheld(int dfd, const char *name);

@@ -47,7 +47,8 @@ struct setup_run_args {
 };
 
 /**
- * setup_run() - do what @a asks, then the readiness check (or say it is not connected).
+ * setup_run() - do what @a asks, then the readiness check (setup_readiness_hook; when none is
+ * set, say it did not run).
  * Return: 0 ready/done, 1 installed but the readiness check says Blocked:, or -errno with @err.
  */
 int setup_run(const struct setup_run_args *a, struct sbx_error *err);

@@ -236,60 +236,6 @@ static void modefixes_restore(int rootfd, struct modefixes *fx, const struct pat
         fx->n = 0;
 }
 
-/* ---- removal */
-
-int setup_remove_tree(int dfd, const char *name)
-{
-        struct stat st, parent;
-        DIR *d;
-        int fd, r = 0;
-        bool again = true;
-
-        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISDIR(st.st_mode)) {
-                if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
-                        return -errno;
-                return 0;
-        }
-        if (fstat(dfd, &parent) < 0)
-                return -errno;
-        if (parent.st_dev != st.st_dev)
-                return -EXDEV; /* a mount point: never delete into another filesystem */
-        if ((st.st_mode & 0700) != 0700 && fchmodat(dfd, name, (st.st_mode | 0700) & 07777, 0) < 0)
-                return -errno;
-        fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                r = -errno;
-                close(fd);
-                return r;
-        }
-        /* Removing while reading may hide entries from readdir: repeat until a pass finds none. */
-        while (again && r == 0) {
-                struct dirent *de;
-
-                again = false;
-                rewinddir(d);
-                while ((de = readdir(d))) {
-                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                                continue;
-                        r = setup_remove_tree(dirfd(d), de->d_name);
-                        if (r < 0)
-                                break;
-                        again = true;
-                }
-        }
-        closedir(d);
-        if (r < 0)
-                return r;
-        if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
-}
-
 /* Opaque whiteout: remove from @dfd (the directory @rel) everything the current layer did not
  * write, descending into the directories it did write. */
 static int opaque_clean(int dfd, const char *rel, const struct pathset *mine)

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "common/error.h"
-#include "run/service.h"
+#include "service/service.h"
 
 struct tool_result {
         char *text;              /* the content[0] text; owned */

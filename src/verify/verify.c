@@ -24,7 +24,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
-#include "run/service.h"
+#include "service/service.h"
 #include "run/warden.h"
 #include "setup/setup.h"
 #include "verify/scripts.h"

@@ -2,7 +2,7 @@
 // verify --json` and one run_code call through the MCP server (the official SDK over stdio),
 // all started with the same environment, must tell the same story:
 //   - doctor's pick is the ladder's rule applied to its own two backend verdicts (recomputed
-//     here, independently of src/run/ladder.c), and is the grade this host is known to give;
+//     here, independently of src/service/ladder.c), and is the grade this host is known to give;
 //   - verify ran through that backend, under that exact grade, and every probe the grade claims
 //     held (a claimed probe NOT HELD or not tested fails; an unclaimed one is not applicable);
 //   - the run's last line is "isolation: " and that same grade.

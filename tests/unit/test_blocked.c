@@ -37,7 +37,7 @@
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "doctor/doctor.h"
-#include "run/service.h"
+#include "service/service.h"
 #include "testutil.h"
 
 #define ROOTFS "/var/tmp/vestibule-images/rootfs"
@@ -46,22 +46,11 @@
 
 /* ---- settings as a user sets them --------------------------------------------------------- */
 
-#define MAX_VARS 16
-static const char *var_name[MAX_VARS], *var_value[MAX_VARS];
 static char *scratch; /* this test's temp dir */
 
 static void var(const char *name, const char *value)
 {
-        size_t i;
-
-        for (i = 0; i < MAX_VARS && var_name[i]; i++)
-                if (strcmp(var_name[i], name) == 0)
-                        break;
-        ck_assert(i < MAX_VARS);
-        if (i >= MAX_VARS)
-                return; /* not reached: ck_assert ends the test */
-        var_name[i] = name;
-        var_value[i] = value;
+        fake_env_set(name, value);
         /* the engine's endpoint lookup reads the process environment */
         if (strcmp(name, "DOCKER_HOST") == 0 || strcmp(name, "XDG_RUNTIME_DIR") == 0) {
                 if (value)
@@ -71,19 +60,11 @@ static void var(const char *name, const char *value)
         }
 }
 
-static const char *fake_getenv(const char *name)
-{
-        for (size_t i = 0; i < MAX_VARS && var_name[i]; i++)
-                if (strcmp(var_name[i], name) == 0)
-                        return var_value[i];
-        return NULL;
-}
-
 static char ws_dir[512], audit_dir[512], no_engine[512];
 
 static void setup(void)
 {
-        memset(var_name, 0, sizeof(var_name));
+        fake_env_reset();
         scratch = sbx_test_tmpdir();
         /* tests that become the test user make their own folders in it */
         ck_assert_int_eq(chmod(scratch, 01777), 0);
@@ -181,16 +162,6 @@ static const struct doctor_check *find_check(const struct doctor_backend *b, con
                         return &b->checks[i];
         ck_abort_msg("doctor has no '%s' check for %s", name, b->name);
         return NULL;
-}
-
-static void become_test_user(void)
-{
-        struct passwd *pw = getpwnam(TEST_USER);
-
-        ck_assert_ptr_nonnull(pw);
-        ck_assert(setgroups(0, NULL) == 0 && setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == 0 &&
-                  setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == 0);
-        setenv("HOME", pw->pw_dir, 1);
 }
 
 static bool can_clone_userns(void)
@@ -299,7 +270,7 @@ START_TEST(kernel_too_old_injected)
         struct utsname u;
 
         if (geteuid() == 0)
-                become_test_user();
+                sbx_test_become_user();
         /* the injected fact: the kernel's UNAME26 personality makes uname() say 2.6.x */
         ck_assert(uname(&u) == 0 && strncmp(u.release, "2.6.", 4) != 0);
         ck_assert_int_ne(personality(PER_LINUX | UNAME26), -1);
@@ -379,7 +350,7 @@ START_TEST(socket_permission_denied_real)
         ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
         close(fd);
 
-        become_test_user();
+        sbx_test_become_user();
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), -1);
         ck_assert_int_eq(errno, EACCES);

@@ -17,34 +17,11 @@
 #include "setup/pins.h"
 #include "testutil.h"
 
-/* The fake environment: NAME=value strings, NULL-terminated. */
-static const char *fake_env[64];
-
-static const char *fake_getenv(const char *name)
-{
-        size_t n = strlen(name);
-
-        for (size_t i = 0; fake_env[i]; i++)
-                if (strncmp(fake_env[i], name, n) == 0 && fake_env[i][n] == '=')
-                        return fake_env[i] + n + 1;
-        return NULL;
-}
-
-static void env_set(const char *kv)
-{
-        size_t i = 0;
-
-        while (fake_env[i])
-                i++;
-        ck_assert_uint_lt(i, ELEMENTSOF(fake_env) - 1);
-        fake_env[i] = kv;
-        fake_env[i + 1] = NULL;
-}
-
+/* The fake environment (testutil.h): HOME, and what a test adds with fake_env_put(). */
 static void env_reset(void)
 {
-        fake_env[0] = "HOME=/home/tester";
-        fake_env[1] = NULL;
+        fake_env_reset();
+        fake_env_put("HOME=/home/tester");
 }
 
 static struct sbx_config *load_yaml(const char *yaml)
@@ -69,7 +46,7 @@ static void expect_invalid(const char *kv, const char *needle)
         struct sbx_config *c;
 
         env_reset();
-        env_set(kv);
+        fake_env_put(kv);
         c = load_env();
         ck_assert_msg(c->invalid, "'%s' was accepted", kv);
         ck_assert_msg(strstr(c->invalid_msg, needle), "'%s': message '%s' lacks '%s'", kv,
@@ -138,7 +115,7 @@ START_TEST(home_falls_back_to_passwd)
         struct sbx_config *c;
 
         ck_assert_msg(pw && pw->pw_dir && pw->pw_dir[0] == '/', "no home in the password database");
-        fake_env[0] = NULL;
+        fake_env_reset(); /* no HOME */
         c = load_env();
         ck_assert(!c->invalid);
         _cleanup_free_ char *want = xasprintf("%s/.vestibule/workspace", pw->pw_dir);
@@ -157,26 +134,26 @@ START_TEST(env_sets_every_setting)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_WORKSPACE=/srv/ws");
-        env_set("VESTIBULE_WORKSPACE_RO=YES");
-        env_set("VESTIBULE_RUNTIME=podman");
-        env_set("VESTIBULE_BACKEND=Naive");
-        env_set("VESTIBULE_IMAGE_PYTHON=example.org/py@sha256:abcd");
-        env_set("VESTIBULE_IMAGE_NODE=node:22-slim");
-        env_set("VESTIBULE_IMAGE_SOURCE=debian");
-        env_set("VESTIBULE_ROOTFS_DIR=/srv/rootfs");
-        env_set("VESTIBULE_AUDIT_DIR=~/audit");
-        env_set("VESTIBULE_DEFAULT_TIMEOUT_S=5");
-        env_set("VESTIBULE_MAX_TIMEOUT_S=120");
-        env_set("VESTIBULE_MAX_CODE_BYTES=1000");
-        env_set("VESTIBULE_MAX_OUTPUT_BYTES=  3000  ");
-        env_set("VESTIBULE_MEM_MB=512");
-        env_set("VESTIBULE_CPU_PCT=200");
-        env_set("VESTIBULE_PIDS_MAX=64");
-        env_set("VESTIBULE_TMPFS_MB=32");
-        env_set("VESTIBULE_MAX_CONCURRENT=2");
-        env_set("VESTIBULE_RUN_AS=2000:2001");
-        env_set("VESTIBULE_LOG_LEVEL=debug");
+        fake_env_put("VESTIBULE_WORKSPACE=/srv/ws");
+        fake_env_put("VESTIBULE_WORKSPACE_RO=YES");
+        fake_env_put("VESTIBULE_RUNTIME=podman");
+        fake_env_put("VESTIBULE_BACKEND=Naive");
+        fake_env_put("VESTIBULE_IMAGE_PYTHON=example.org/py@sha256:abcd");
+        fake_env_put("VESTIBULE_IMAGE_NODE=node:22-slim");
+        fake_env_put("VESTIBULE_IMAGE_SOURCE=debian");
+        fake_env_put("VESTIBULE_ROOTFS_DIR=/srv/rootfs");
+        fake_env_put("VESTIBULE_AUDIT_DIR=~/audit");
+        fake_env_put("VESTIBULE_DEFAULT_TIMEOUT_S=5");
+        fake_env_put("VESTIBULE_MAX_TIMEOUT_S=120");
+        fake_env_put("VESTIBULE_MAX_CODE_BYTES=1000");
+        fake_env_put("VESTIBULE_MAX_OUTPUT_BYTES=  3000  ");
+        fake_env_put("VESTIBULE_MEM_MB=512");
+        fake_env_put("VESTIBULE_CPU_PCT=200");
+        fake_env_put("VESTIBULE_PIDS_MAX=64");
+        fake_env_put("VESTIBULE_TMPFS_MB=32");
+        fake_env_put("VESTIBULE_MAX_CONCURRENT=2");
+        fake_env_put("VESTIBULE_RUN_AS=2000:2001");
+        fake_env_put("VESTIBULE_LOG_LEVEL=debug");
         c = load_env();
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         ck_assert_str_eq(c->workspace_dir, "/srv/ws");
@@ -213,7 +190,7 @@ START_TEST(trace_setting)
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         ck_assert(!c->trace_timing);
         config_free(c);
-        env_set("VESTIBULE_TRACE=timing");
+        fake_env_put("VESTIBULE_TRACE=timing");
         c = load_env();
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         ck_assert(c->trace_timing);
@@ -225,7 +202,7 @@ START_TEST(trace_setting_invalid)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_TRACE=verbose");
+        fake_env_put("VESTIBULE_TRACE=verbose");
         c = load_env();
         ck_assert(c->invalid);
         ck_assert(!c->trace_timing);
@@ -240,9 +217,9 @@ START_TEST(blank_means_unset)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_MEM_MB=");
-        env_set("VESTIBULE_WORKSPACE=   ");
-        env_set("VESTIBULE_BACKEND=\t");
+        fake_env_put("VESTIBULE_MEM_MB=");
+        fake_env_put("VESTIBULE_WORKSPACE=   ");
+        fake_env_put("VESTIBULE_BACKEND=\t");
         c = load_env();
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         ck_assert_uint_eq(c->mem_mb, 256);
@@ -284,10 +261,10 @@ START_TEST(numbers_trimmed_and_limits)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_MEM_MB= 007 ");
-        env_set("VESTIBULE_PIDS_MAX=1");
-        env_set("VESTIBULE_MAX_CONCURRENT=1024");
-        env_set("VESTIBULE_CPU_PCT=100000");
+        fake_env_put("VESTIBULE_MEM_MB= 007 ");
+        fake_env_put("VESTIBULE_PIDS_MAX=1");
+        fake_env_put("VESTIBULE_MAX_CONCURRENT=1024");
+        fake_env_put("VESTIBULE_CPU_PCT=100000");
         c = load_env();
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         ck_assert_uint_eq(c->mem_mb, 7);
@@ -302,7 +279,7 @@ START_TEST(invalid_message_names_setting_value_and_fix)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_MEM_MB=abc");
+        fake_env_put("VESTIBULE_MEM_MB=abc");
         c = load_env();
         ck_assert(c->invalid);
         ck_assert_str_eq(c->invalid_msg,
@@ -318,7 +295,7 @@ START_TEST(invalid_value_is_escaped_in_message)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_BACKEND=\x1b]0;pwned\x07\xff");
+        fake_env_put("VESTIBULE_BACKEND=\x1b]0;pwned\x07\xff");
         c = load_env();
         ck_assert(c->invalid);
         ck_assert_ptr_null(strchr(c->invalid_msg, '\x1b'));
@@ -333,9 +310,9 @@ START_TEST(every_invalid_setting_is_named)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_MEM_MB=abc");
-        env_set("VESTIBULE_CPU_PCT=0");
-        env_set("VESTIBULE_BACKEND=vm");
+        fake_env_put("VESTIBULE_MEM_MB=abc");
+        fake_env_put("VESTIBULE_CPU_PCT=0");
+        fake_env_put("VESTIBULE_BACKEND=vm");
         c = load_env();
         ck_assert(c->invalid);
         /* The first in the settings' order gets the full message, the others are named. */
@@ -361,7 +338,7 @@ START_TEST(on_off_words)
                 struct sbx_config *c;
 
                 env_reset();
-                env_set(kv);
+                fake_env_put(kv);
                 c = load_env();
                 ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
                 ck_assert_msg(c->workspace_ro == want, "'%s'", w);
@@ -404,9 +381,9 @@ START_TEST(paths_expand_and_normalise)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_WORKSPACE=~");
-        env_set("VESTIBULE_ROOTFS_DIR=/srv//images/./rootfs/");
-        env_set("VESTIBULE_AUDIT_DIR=/var/log/vestibule");
+        fake_env_put("VESTIBULE_WORKSPACE=~");
+        fake_env_put("VESTIBULE_ROOTFS_DIR=/srv//images/./rootfs/");
+        fake_env_put("VESTIBULE_AUDIT_DIR=/var/log/vestibule");
         c = load_env();
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         ck_assert_str_eq(c->workspace_dir, "/home/tester");
@@ -432,14 +409,14 @@ START_TEST(default_timeout_above_max)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_DEFAULT_TIMEOUT_S=90");
+        fake_env_put("VESTIBULE_DEFAULT_TIMEOUT_S=90");
         c = load_env();
         ck_assert(c->invalid);
         ck_assert_ptr_nonnull(strstr(c->invalid_msg, "VESTIBULE_DEFAULT_TIMEOUT_S=90"));
         ck_assert_ptr_nonnull(strstr(c->invalid_msg, "VESTIBULE_MAX_TIMEOUT_S=60"));
         config_free(c);
 
-        env_set("VESTIBULE_MAX_TIMEOUT_S=90"); /* equal is fine */
+        fake_env_put("VESTIBULE_MAX_TIMEOUT_S=90"); /* equal is fine */
         c = load_env();
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         config_free(c);
@@ -457,7 +434,7 @@ START_TEST(folders_must_not_nest)
         /* A sibling whose name starts the same is not inside. */
         struct sbx_config *c;
         env_reset();
-        env_set("VESTIBULE_AUDIT_DIR=~/.vestibule/workspace2");
+        fake_env_put("VESTIBULE_AUDIT_DIR=~/.vestibule/workspace2");
         c = load_env();
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         config_free(c);
@@ -507,14 +484,14 @@ START_TEST(debian_source_picks_debian_images)
         setup_pins_done(&p);
 
         /* Control: the registry source keeps the pinned digests. */
-        env_set("VESTIBULE_IMAGE_SOURCE=registry");
+        fake_env_put("VESTIBULE_IMAGE_SOURCE=registry");
         c = load_env();
         ck_assert_str_eq(c->image_python, SBX_PIN_IMAGE_PYTHON);
         ck_assert_str_eq(c->image_node, SBX_PIN_IMAGE_NODE);
         config_free(c);
 
         env_reset();
-        env_set("VESTIBULE_IMAGE_SOURCE=debian");
+        fake_env_put("VESTIBULE_IMAGE_SOURCE=debian");
         c = load_env();
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         ck_assert_str_eq(c->image_python, "vestibule/python:bookworm");
@@ -530,16 +507,16 @@ START_TEST(debian_source_picks_debian_images)
 
         /* An explicit name wins, each on its own (env or file); a blank one is unset. */
         env_reset();
-        env_set("VESTIBULE_IMAGE_SOURCE=debian");
-        env_set("VESTIBULE_IMAGE_PYTHON=example.org/py:1");
-        env_set("VESTIBULE_IMAGE_NODE=  ");
+        fake_env_put("VESTIBULE_IMAGE_SOURCE=debian");
+        fake_env_put("VESTIBULE_IMAGE_PYTHON=example.org/py:1");
+        fake_env_put("VESTIBULE_IMAGE_NODE=  ");
         c = load_env();
         ck_assert_str_eq(c->image_python, "example.org/py:1");
         ck_assert_str_eq(c->image_node, "vestibule/node:bookworm");
         config_free(c);
 
         env_reset();
-        env_set("VESTIBULE_IMAGE_SOURCE=debian");
+        fake_env_put("VESTIBULE_IMAGE_SOURCE=debian");
         c = load_yaml("image_node: example.org/node:2\n");
         ck_assert_str_eq(c->image_python, "vestibule/python:bookworm");
         ck_assert_str_eq(c->image_node, "example.org/node:2");
@@ -551,8 +528,8 @@ START_TEST(env_wins_over_yaml)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_MEM_MB=1024");
-        env_set("VESTIBULE_PIDS_MAX="); /* blank env: the file's value applies */
+        fake_env_put("VESTIBULE_MEM_MB=1024");
+        fake_env_put("VESTIBULE_PIDS_MAX="); /* blank env: the file's value applies */
         c = load_yaml("mem_mb: 512\npids_max: 10\n");
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         ck_assert_uint_eq(c->mem_mb, 1024);
@@ -561,7 +538,7 @@ START_TEST(env_wins_over_yaml)
 
         /* A bad file value that the environment overrides is never used. */
         env_reset();
-        env_set("VESTIBULE_MEM_MB=100");
+        fake_env_put("VESTIBULE_MEM_MB=100");
         c = load_yaml("mem_mb: lots\n");
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         ck_assert_uint_eq(c->mem_mb, 100);
@@ -573,7 +550,7 @@ START_TEST(yaml_invalid_value_names_file_and_key)
 {
         struct sbx_config *c;
 
-        env_set("VESTIBULE_CONFIG=/etc/vb.yaml");
+        fake_env_put("VESTIBULE_CONFIG=/etc/vb.yaml");
         c = load_yaml("mem_mb: -5\n");
         ck_assert(c->invalid);
         ck_assert_str_eq(c->config_file, "/etc/vb.yaml");
@@ -618,7 +595,7 @@ START_TEST(yaml_malformed_names_line_and_column)
 {
         struct sbx_config *c;
 
-        env_set("XDG_CONFIG_HOME=/xdg");
+        fake_env_put("XDG_CONFIG_HOME=/xdg");
         c = load_yaml("mem_mb: 5\nbackend: [native\n");
         ck_assert(c->invalid);
         ck_assert_msg(strstr(c->invalid_msg, "'/xdg/vestibule/config.yaml' is not valid YAML"),

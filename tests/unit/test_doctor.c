@@ -3,7 +3,6 @@
  * setup`, an invalid setting and a root server without VESTIBULE_RUN_AS block everything
  * whatever the backends say, the pick follows ladder_decide(), and --json carries the same. */
 #include <check.h>
-#include <grp.h>
 #include <linux/landlock.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -14,54 +13,28 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "doctor/doctor.h"
-#include "run/ladder.h"
+#include "service/ladder.h"
 #include "testutil.h"
 
 #define ROOTFS "/var/tmp/vestibule-images/rootfs"
-
-static const char *env_rootfs, *env_mem, *env_run_as;
-
-static const char *fake_getenv(const char *k)
-{
-        if (strcmp(k, "VESTIBULE_ROOTFS_DIR") == 0)
-                return env_rootfs;
-        if (strcmp(k, "VESTIBULE_MEM_MB") == 0)
-                return env_mem;
-        if (strcmp(k, "VESTIBULE_RUN_AS") == 0)
-                return env_run_as;
-        if (strcmp(k, "VESTIBULE_WORKSPACE") == 0)
-                return "/tmp/vestibule-doctor-test-ws";
-        if (strcmp(k, "VESTIBULE_AUDIT_DIR") == 0)
-                return "/tmp/vestibule-doctor-test-audit";
-        if (strcmp(k, "VESTIBULE_CONFIG") == 0)
-                return "/nonexistent/vestibule-test-config.yaml";
-        if (strcmp(k, "DOCKER_HOST") == 0)
-                return NULL;
-        return NULL;
-}
-
-static void become_test_user(void)
-{
-        struct passwd *pw;
-
-        if (geteuid() != 0)
-                return;
-        pw = getpwnam("vestibule-test");
-        ck_assert(pw != NULL);
-        ck_assert(setgroups(0, NULL) == 0 && setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == 0 &&
-                  setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == 0);
-        setenv("HOME", pw->pw_dir, 1);
-}
 
 static struct sbx_config *load(void)
 {
         struct sbx_config *c = NULL;
         struct sbx_error err = {0};
 
+        /* the settings every test shares (testutil.h: the fake environment) */
+        fake_env_set("VESTIBULE_WORKSPACE", "/tmp/vestibule-doctor-test-ws");
+        fake_env_set("VESTIBULE_AUDIT_DIR", "/tmp/vestibule-doctor-test-audit");
+        fake_env_set("VESTIBULE_CONFIG", "/nonexistent/vestibule-test-config.yaml");
         ck_assert_int_eq(config_load_from(fake_getenv, NULL, &c, &err), 0);
         return c;
 }
@@ -96,8 +69,8 @@ START_TEST(native_checks_have_values)
         long abi;
         char want[32];
 
-        become_test_user();
-        env_rootfs = ROOTFS;
+        sbx_test_become_user();
+        fake_env_set("VESTIBULE_ROOTFS_DIR", ROOTFS);
         c = load();
         doctor_collect(c, r);
         doctor_print(r, stderr);
@@ -163,8 +136,8 @@ START_TEST(missing_rootfs_names_setup)
         struct sbx_config *c;
         const struct doctor_check *k;
 
-        become_test_user();
-        env_rootfs = "/tmp/vestibule-doctor-no-rootfs";
+        sbx_test_become_user();
+        fake_env_set("VESTIBULE_ROOTFS_DIR", "/tmp/vestibule-doctor-no-rootfs");
         c = load();
         doctor_collect(c, r);
         k = find(r->native.checks, r->native.n_checks, "rootfs python");
@@ -184,9 +157,9 @@ START_TEST(invalid_setting_blocks)
         struct sbx_config *c;
         const struct doctor_check *k;
 
-        become_test_user();
-        env_rootfs = ROOTFS;
-        env_mem = "lots";
+        sbx_test_become_user();
+        fake_env_set("VESTIBULE_ROOTFS_DIR", ROOTFS);
+        fake_env_set("VESTIBULE_MEM_MB", "lots");
         c = load();
         ck_assert(c->invalid);
         doctor_collect(c, r);
@@ -194,7 +167,59 @@ START_TEST(invalid_setting_blocks)
         ck_assert_int_eq(k->status, DOCTOR_FAIL);
         ck_assert(!r->usable);
         ck_assert_ptr_nonnull(strstr(r->blocked, "VESTIBULE_MEM_MB"));
-        env_mem = NULL;
+        fake_env_set("VESTIBULE_MEM_MB", NULL);
+        config_free(c);
+}
+END_TEST
+
+/* What a container's default seccomp profile (Docker's, Podman's) does to a server inside it:
+ * unshare refused with EPERM, clone with CLONE_NEWUSER refused with EPERM, clone3 ENOSYS. The
+ * real kernel with a real filter on this process (this test's own fork). */
+static void load_container_like_filter(void)
+{
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+
+        ck_assert_ptr_nonnull(ctx);
+        ck_assert_int_eq(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0), 0);
+        ck_assert_int_eq(
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)),
+            0);
+        ck_assert_int_eq(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), 0);
+        ck_assert_int_eq(seccomp_load(ctx), 0); /* sets no_new_privs (SCMP_FLTATR_CTL_NNP) */
+        seccomp_release(ctx);
+}
+
+/* Issue 12 item 21: a server inside a default `docker run` got a Blocked: naming sysctls while
+ * doctor said user namespaces were fine. Both must name the seccomp filter, and agree. */
+START_TEST(userns_refused_by_seccomp_is_named)
+{
+        _cleanup_free_ struct doctor_report *r = xcalloc(1, sizeof(*r));
+        struct sbx_config *c;
+        const struct doctor_check *k;
+
+        sbx_test_become_user();
+        fake_env_set("VESTIBULE_ROOTFS_DIR", ROOTFS);
+        c = load();
+        /* control: on this host, without the filter, user namespaces work */
+        doctor_collect(c, r);
+        k = find(r->native.checks, r->native.n_checks, "user namespaces");
+        ck_assert_int_eq(k->status, DOCTOR_OK);
+        ck_assert_msg(r->native.probe.usable, "%s", r->native.probe.blocked);
+
+        load_container_like_filter();
+        memset(r, 0, sizeof(*r));
+        doctor_collect(c, r);
+        doctor_print(r, stderr);
+        k = find(r->native.checks, r->native.n_checks, "user namespaces");
+        ck_assert_int_eq(k->status, DOCTOR_FAIL);
+        ck_assert_msg(strstr(k->value, "seccomp"), "%s", k->value);
+        ck_assert(!r->native.probe.usable);
+        ck_assert_msg(strstr(r->native.probe.blocked, "seccomp"), "%s", r->native.probe.blocked);
+        ck_assert_msg(strstr(r->native.probe.blocked, "--security-opt"), "%s",
+                      r->native.probe.blocked);
+        ck_assert_msg(!strstr(r->native.probe.blocked, "unprivileged_userns_clone"), "%s",
+                      r->native.probe.blocked);
         config_free(c);
 }
 END_TEST
@@ -204,8 +229,8 @@ START_TEST(root_without_run_as_blocks)
         _cleanup_free_ struct doctor_report *r = xcalloc(1, sizeof(*r));
         struct sbx_config *c;
 
-        env_rootfs = ROOTFS;
-        env_run_as = NULL;
+        fake_env_set("VESTIBULE_ROOTFS_DIR", ROOTFS);
+        fake_env_set("VESTIBULE_RUN_AS", NULL);
         c = load();
         doctor_collect(c, r);
         ck_assert(!r->usable);
@@ -231,6 +256,7 @@ int main(void)
         tcase_add_test(tc, native_checks_have_values);
         tcase_add_test(tc, missing_rootfs_names_setup);
         tcase_add_test(tc, invalid_setting_blocks);
+        tcase_add_test(tc, userns_refused_by_seccomp_is_named);
         suite_add_tcase(s, tc);
         if (geteuid() == 0) {
                 tc = tcase_create("root");

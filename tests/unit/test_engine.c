@@ -80,35 +80,6 @@ __attribute__((weak)) struct backend *backend_free(struct backend *b)
         return NULL;
 }
 
-/* ---------------------------------------------------------------------------------------- */
-/* Injected environment                                                                      */
-
-static const char *fake_env[32][2];
-
-static void env_reset(void)
-{
-        memset(fake_env, 0, sizeof(fake_env));
-}
-
-static void env_set(const char *k, const char *v)
-{
-        for (size_t i = 0; i < 32; i++)
-                if (!fake_env[i][0] || strcmp(fake_env[i][0], k) == 0) {
-                        fake_env[i][0] = k;
-                        fake_env[i][1] = v;
-                        return;
-                }
-        abort();
-}
-
-static const char *fake_getenv(const char *k)
-{
-        for (size_t i = 0; i < 32 && fake_env[i][0]; i++)
-                if (strcmp(fake_env[i][0], k) == 0)
-                        return fake_env[i][1];
-        return NULL;
-}
-
 static void write_file(const char *path, const char *text)
 {
         FILE *f = fopen(path, "we");
@@ -193,11 +164,11 @@ START_TEST(resolve_docker_host_wins)
         struct sbx_error err = {0};
 
         _cleanup_free_ char *certs = sbx_test_tmpdir();
-        env_reset();
-        env_set("DOCKER_HOST", "tcp://build.example:2376");
-        env_set("DOCKER_TLS_VERIFY", "1");
-        env_set("DOCKER_CERT_PATH", certs);
-        env_set("DOCKER_CONTEXT", "colima");
+        fake_env_reset();
+        fake_env_set("DOCKER_HOST", "tcp://build.example:2376");
+        fake_env_set("DOCKER_TLS_VERIFY", "1");
+        fake_env_set("DOCKER_CERT_PATH", certs);
+        fake_env_set("DOCKER_CONTEXT", "colima");
         /* the certificates must be there: a clear error naming DOCKER_CERT_PATH first */
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_AUTO, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
@@ -220,7 +191,7 @@ START_TEST(resolve_docker_host_wins)
         ck_assert_str_eq(eps[0].origin, "DOCKER_HOST");
 
         free(TAKE_PTR(eps));
-        env_set("DOCKER_HOST", "ssh://x");
+        fake_env_set("DOCKER_HOST", "ssh://x");
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_AUTO, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          -EPROTONOSUPPORT);
@@ -256,8 +227,8 @@ START_TEST(resolve_context_from_config_and_env)
         mkdir_p(tls);
 
         /* currentContext from $HOME/.docker/config.json */
-        env_reset();
-        env_set("HOME", d);
+        fake_env_reset();
+        fake_env_set("HOME", d);
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_DOCKER, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
@@ -267,7 +238,7 @@ START_TEST(resolve_context_from_config_and_env)
         free(TAKE_PTR(eps));
 
         /* DOCKER_CONTEXT beats currentContext; TLS dir + SkipTLSVerify */
-        env_set("DOCKER_CONTEXT", "remote");
+        fake_env_set("DOCKER_CONTEXT", "remote");
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_DOCKER, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
@@ -278,15 +249,15 @@ START_TEST(resolve_context_from_config_and_env)
         free(TAKE_PTR(eps));
 
         /* DOCKER_CONFIG moves the store; a context that does not exist is an error */
-        env_set("DOCKER_CONTEXT", "nosuch");
+        fake_env_set("DOCKER_CONTEXT", "nosuch");
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_DOCKER, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          -ENOENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "nosuch"));
 
         /* "default" means: no context, the known sockets */
-        env_set("DOCKER_CONTEXT", "default");
-        env_set("DOCKER_CONFIG", "/nonexistent");
+        fake_env_set("DOCKER_CONTEXT", "default");
+        fake_env_set("DOCKER_CONFIG", "/nonexistent");
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_DOCKER, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
@@ -314,9 +285,9 @@ START_TEST(resolve_known_sockets_in_order)
         make_socket(s1);
         make_socket(s2);
 
-        env_reset();
-        env_set("HOME", home);
-        env_set("XDG_RUNTIME_DIR", xdg);
+        fake_env_reset();
+        fake_env_set("HOME", home);
+        fake_env_set("XDG_RUNTIME_DIR", xdg);
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_AUTO, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
@@ -694,21 +665,11 @@ static void cfg_init(enum sbx_runtime_choice rt)
                 ws_dir = sbx_test_tmpdir();
                 chmod(ws_dir, 0777);
         }
-        memset(&test_cfg, 0, sizeof(test_cfg));
-        test_cfg.workspace_dir = ws_dir;
+        sbx_test_config(&test_cfg, ws_dir);
         test_cfg.runtime = rt;
         test_cfg.backend = SBX_BACKEND_CONTAINER;
         test_cfg.image_python = (char *)IMG_PY;
         test_cfg.image_node = (char *)IMG_NODE;
-        test_cfg.default_timeout_s = 10;
-        test_cfg.max_timeout_s = 60;
-        test_cfg.max_code_bytes = 262144;
-        test_cfg.max_output_bytes = 20000;
-        test_cfg.mem_mb = 256;
-        test_cfg.cpu_pct = 75;
-        test_cfg.pids_max = 64;
-        test_cfg.tmpfs_mb = 64;
-        test_cfg.max_concurrent = 4;
         if (geteuid() == 0) {
                 test_cfg.run_as_set = true;
                 test_cfg.run_as_uid = TEST_UID;
@@ -724,8 +685,8 @@ static void engine_or_skip(const char *host, enum sbx_runtime_choice rt)
         char why[600];
 
         cfg_init(rt);
-        env_reset();
-        env_set(rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
+        fake_env_reset();
+        fake_env_set(rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
         /* main() added this TCase only when the engine answered and the tarballs exist */
         ck_assert_msg(engine_connect(&test_cfg, fake_getenv, &c, &err) == 0, "%s: %s", host,
                       err.msg);
@@ -1052,8 +1013,9 @@ static void check_nothing_left(const char *host)
         /* containers are removed in the background after each result: the backend's
          * shutdown waits for those removals */
         test_backend = backend_free(test_backend);
-        env_reset();
-        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
+        fake_env_reset();
+        fake_env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST",
+                     host);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         engine_owner_label(getpid(), me, sizeof(me));
         ck_assert_int_eq(
@@ -1074,8 +1036,9 @@ static void check_no_timeout_image(const char *host)
         struct engine_conn c;
         struct sbx_error err = {0};
         ck_assert_int_eq(system(cmd), 0);
-        env_reset();
-        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
+        fake_env_reset();
+        fake_env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST",
+                     host);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         ck_assert_msg(engine_image_import(&c, tar, "vestibule/notimeout:test", "0", &err) == 0,
                       "%s", err.msg);
@@ -1376,8 +1339,8 @@ START_TEST(resolve_podman_rootless_first_when_not_root)
         bool rootful = stat("/run/podman/podman.sock", &st) == 0 && S_ISSOCK(st.st_mode);
 
         drop_to_test_user();
-        env_reset();
-        env_set("XDG_RUNTIME_DIR", xdg);
+        fake_env_reset();
+        fake_env_set("XDG_RUNTIME_DIR", xdg);
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
@@ -1390,7 +1353,7 @@ START_TEST(resolve_podman_rootless_first_when_not_root)
         free(TAKE_PTR(eps));
 
         /* no XDG_RUNTIME_DIR: /run/user/2000 when it exists and is ours */
-        env_reset();
+        fake_env_reset();
         ck_assert_int_eq(engine_endpoints_resolve(SBX_RUNTIME_PODMAN, fake_getenv, &eps, &n, miss,
                                                   sizeof(miss), &err),
                          0);
@@ -1473,9 +1436,9 @@ START_TEST(eacces_candidate_does_not_stop_the_search)
         close(lfd);
 
         drop_to_test_user();
-        env_reset();
-        env_set("HOME", home);
-        env_set("XDG_RUNTIME_DIR", xdg);
+        fake_env_reset();
+        fake_env_set("HOME", home);
+        fake_env_set("XDG_RUNTIME_DIR", xdg);
         struct engine_conn c;
         struct sbx_error err = {0};
         /* auto: Docker's candidates are denied (/var/run/docker.sock and Desktop's), then the
@@ -1486,7 +1449,7 @@ START_TEST(eacces_candidate_does_not_stop_the_search)
         ck_assert_str_eq(c.ep.sock_path, works);
 
         /* control: without the working socket the permission problem is reported */
-        env_set("XDG_RUNTIME_DIR", "/nonexistent-xdg");
+        fake_env_set("XDG_RUNTIME_DIR", "/nonexistent-xdg");
         r = engine_connect(&test_cfg, fake_getenv, &c, &err);
         ck_assert_int_eq(r, -EACCES);
         ck_assert_msg(strstr(err.msg, "docker group"), "%s", err.msg);
@@ -1526,8 +1489,8 @@ START_TEST(unreachable_engine_blocked)
         struct engine_conn c;
         struct sbx_error err = {0};
         cfg_init(SBX_RUNTIME_DOCKER);
-        env_reset();
-        env_set("DOCKER_HOST", host);
+        fake_env_reset();
+        fake_env_set("DOCKER_HOST", host);
         ck_assert_int_lt(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         ck_assert_msg(strstr(err.msg, "cannot reach Docker Engine at") &&
                           strstr(err.msg, "nothing.sock") && strstr(err.msg, "DOCKER_HOST"),
@@ -1540,7 +1503,7 @@ START_TEST(unreachable_engine_blocked)
         ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
         close(fd); /* bound, never listening: ECONNREFUSED */
         _cleanup_free_ char *h2 = xasprintf("unix://%s", sp);
-        env_set("DOCKER_HOST", h2);
+        fake_env_set("DOCKER_HOST", h2);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), -ECONNREFUSED);
         ck_assert_ptr_nonnull(strstr(err.msg, "start it"));
 }
@@ -1753,8 +1716,8 @@ START_TEST(podman_engine_stopped_mid_run)
                 _exit(127);
         }
         cfg_init(SBX_RUNTIME_PODMAN);
-        env_reset();
-        env_set("CONTAINER_HOST", host);
+        fake_env_reset();
+        fake_env_set("CONTAINER_HOST", host);
         bool up = false;
         for (int i = 0; i < 120 && !up; i++) {
                 usleep(250000);
@@ -1775,7 +1738,7 @@ START_TEST(podman_engine_stopped_mid_run)
         test_backend = backend_free(test_backend); /* shutdown copes with a dead engine */
 
         /* control: the rootful service still answers and runs code; clean our leftover */
-        env_set("CONTAINER_HOST", PODMAN_SOCK);
+        fake_env_set("CONTAINER_HOST", PODMAN_SOCK);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         o = run_code(SBX_LANG_PYTHON, "print(1)\n", 10, -1);
         expect_exit0(&o);
@@ -1987,8 +1950,8 @@ START_TEST(podman_rootless_keep_id)
                 inject_forever(lfd, rootless_path(), ctr);
         }
         close(lfd);
-        env_reset();
-        env_set("CONTAINER_HOST", phost);
+        fake_env_reset();
+        fake_env_set("CONTAINER_HOST", phost);
 
         ctr->fails_left = 1;
         ctr->creates = 0;
@@ -2062,8 +2025,8 @@ static bool engine_answers(const char *host, enum sbx_runtime_choice rt)
         struct engine_conn c;
         struct sbx_error err = {0};
         cfg_init(rt);
-        env_reset();
-        env_set(rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
+        fake_env_reset();
+        fake_env_set(rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
         bool ok = engine_connect(&test_cfg, fake_getenv, &c, &err) == 0;
         if (!ok)
                 fprintf(stderr, "engine at %s: %s\n", host, err.msg);

@@ -36,35 +36,6 @@
 #define PODMAN_SOCK_PATH "/run/podman/podman.sock"
 #define TEST_UID 2000
 
-/* ---------------------------------------------------------------------------------------- */
-/* Injected environment                                                                      */
-
-static const char *fake_env[32][2];
-
-static void env_reset(void)
-{
-        memset(fake_env, 0, sizeof(fake_env));
-}
-
-static void env_set(const char *k, const char *v)
-{
-        for (size_t i = 0; i < 32; i++)
-                if (!fake_env[i][0] || strcmp(fake_env[i][0], k) == 0) {
-                        fake_env[i][0] = k;
-                        fake_env[i][1] = v;
-                        return;
-                }
-        abort();
-}
-
-static const char *fake_getenv(const char *k)
-{
-        for (size_t i = 0; i < 32 && fake_env[i][0]; i++)
-                if (strcmp(fake_env[i][0], k) == 0)
-                        return fake_env[i][1];
-        return NULL;
-}
-
 static void write_file(const char *path, const char *text)
 {
         FILE *f = fopen(path, "we");
@@ -154,11 +125,11 @@ START_TEST(config_carries_the_engine_environment)
         size_t n = 0;
         char miss[300];
 
-        env_reset();
-        env_set("HOME", "/home/someone");
-        env_set("DOCKER_HOST", "tcp://127.0.0.1:2375");
-        env_set("DOCKER_CONTEXT", "");
-        env_set("CONTAINER_HOST", "unix:///run/x.sock");
+        fake_env_reset();
+        fake_env_set("HOME", "/home/someone");
+        fake_env_set("DOCKER_HOST", "tcp://127.0.0.1:2375");
+        fake_env_set("DOCKER_CONTEXT", "");
+        fake_env_set("CONTAINER_HOST", "unix:///run/x.sock");
         ck_assert_int_eq(config_load_from(fake_getenv, NULL, &c, &err), 0);
         ck_assert_str_eq(c->engine_env.docker_host, "tcp://127.0.0.1:2375");
         ck_assert_ptr_null(c->engine_env.docker_context); /* blank = unset */
@@ -652,21 +623,11 @@ static void cfg_init(void)
                 ws_dir = sbx_test_tmpdir();
                 chmod(ws_dir, 0777);
         }
-        memset(&test_cfg, 0, sizeof(test_cfg));
-        test_cfg.workspace_dir = ws_dir;
+        sbx_test_config(&test_cfg, ws_dir);
         test_cfg.runtime = SBX_RUNTIME_DOCKER;
         test_cfg.backend = SBX_BACKEND_CONTAINER;
         test_cfg.image_python = (char *)IMG_PY;
         test_cfg.image_node = (char *)IMG_NODE;
-        test_cfg.default_timeout_s = 10;
-        test_cfg.max_timeout_s = 60;
-        test_cfg.max_code_bytes = 262144;
-        test_cfg.max_output_bytes = 20000;
-        test_cfg.mem_mb = 256;
-        test_cfg.cpu_pct = 75;
-        test_cfg.pids_max = 64;
-        test_cfg.tmpfs_mb = 64;
-        test_cfg.max_concurrent = 4;
         if (geteuid() == 0) {
                 test_cfg.run_as_set = true;
                 test_cfg.run_as_uid = TEST_UID;
@@ -740,12 +701,12 @@ static void teardown(void)
 
 static void env_for_tcp(const char *tls_certs)
 {
-        env_reset();
-        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST",
-                host_url);
+        fake_env_reset();
+        fake_env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST",
+                     host_url);
         if (tls_certs) {
-                env_set("DOCKER_TLS_VERIFY", "1");
-                env_set("DOCKER_CERT_PATH", tls_certs);
+                fake_env_set("DOCKER_TLS_VERIFY", "1");
+                fake_env_set("DOCKER_CERT_PATH", tls_certs);
         }
 }
 
@@ -812,8 +773,9 @@ static unsigned ours_left(const char *what)
         struct engine_response r = {0};
         char me[160];
         _cleanup_free_ char *local = xasprintf("unix://%s", fwd_socket);
-        env_reset();
-        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", local);
+        fake_env_reset();
+        fake_env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST",
+                     local);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         engine_owner_label(getpid(), me, sizeof(me));
         _cleanup_free_ char *path = xasprintf("/%s", what);
@@ -830,8 +792,8 @@ static bool docker_answers(void)
         struct engine_conn c;
         struct sbx_error err = {0};
         cfg_init();
-        env_reset();
-        env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
+        fake_env_reset();
+        fake_env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
         return engine_connect(&test_cfg, fake_getenv, &c, &err) == 0;
 }
 
@@ -847,8 +809,9 @@ static void images_or_fail(char *ret_grade, size_t size)
         _cleanup_free_ char *local = xasprintf("unix://%s", fwd_socket);
         const char *imgs[2][2] = {{IMG_PY, TAR_PY}, {IMG_NODE, TAR_NODE}};
 
-        env_reset();
-        env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", local);
+        fake_env_reset();
+        fake_env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST",
+                     local);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         for (size_t i = 0; i < 2; i++)
                 if (engine_image_label(&c, imgs[i][0], "vestibule.image", have, sizeof(have),
@@ -1131,8 +1094,8 @@ START_TEST(sweep_removes_dead_owners_volumes)
         char me[160];
 
         cfg_init();
-        env_reset();
-        env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
+        fake_env_reset();
+        fake_env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         /* a dead owner (this host, a pid that does not run) and a live one: ourselves */
         char host[256] = "";

@@ -6,7 +6,6 @@
  * default already holds) with the same probe. Ordinary code still works under our profile. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,15 +34,12 @@
 #define TAR_NODE "/var/tmp/vestibule-images/node.tar"
 #define TEST_UID 2000
 
-static const char *env_host_key, *env_host, *env_xdg;
-
-static const char *fake_getenv(const char *k)
+/* The engine's address as the one variable its runtime reads (testutil.h's fake environment). */
+static void engine_host_set(enum sbx_runtime_choice rt, const char *host)
 {
-        if (env_host_key && strcmp(k, env_host_key) == 0)
-                return env_host;
-        if (strcmp(k, "XDG_RUNTIME_DIR") == 0)
-                return env_xdg;
-        return NULL;
+        fake_env_set("DOCKER_HOST", NULL);
+        fake_env_set("CONTAINER_HOST", NULL);
+        fake_env_set(rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST", host);
 }
 
 static void write_file(const char *path, const char *text)
@@ -299,13 +295,13 @@ START_TEST(profile_dir_choice)
 {
         char d[256];
         struct sbx_error err = {0};
-        env_xdg = "/run/user/2000";
+        fake_env_set("XDG_RUNTIME_DIR", "/run/user/2000");
         ck_assert_int_eq(engine_seccomp_profile_dir(fake_getenv, d, sizeof(d), &err), 0);
         if (geteuid() == 0)
                 ck_assert_str_eq(d, "/run/vestibule/seccomp");
         else
                 ck_assert_str_eq(d, "/run/user/2000/vestibule/seccomp");
-        env_xdg = NULL;
+        fake_env_set("XDG_RUNTIME_DIR", NULL);
         ck_assert_int_eq(engine_seccomp_profile_dir(fake_getenv, d, sizeof(d), &err), 0);
         if (geteuid() != 0) {
                 _cleanup_free_ char *want = xasprintf("/tmp/vestibule-%u/seccomp", geteuid());
@@ -461,13 +457,6 @@ static void teardown(void)
         be = backend_free(be);
 }
 
-static void become_test_user(void)
-{
-        ck_assert_int_eq(setgroups(0, NULL), 0);
-        ck_assert_int_eq(setresgid(TEST_UID, TEST_UID, TEST_UID), 0);
-        ck_assert_int_eq(setresuid(TEST_UID, TEST_UID, TEST_UID), 0);
-}
-
 /* Point everything at @host; import the images there (idempotent); a backend on it. */
 static void engine_up(const char *host, enum sbx_runtime_choice rt)
 {
@@ -479,29 +468,18 @@ static void engine_up(const char *host, enum sbx_runtime_choice rt)
                 sbx_test_skip("the namespace probe uses x86_64 syscall numbers");
         ws_dir = sbx_test_tmpdir();
         chmod(ws_dir, 0777);
-        memset(&cfg, 0, sizeof(cfg));
-        cfg.workspace_dir = ws_dir;
+        sbx_test_config(&cfg, ws_dir);
         cfg.runtime = rt;
         cfg.backend = SBX_BACKEND_CONTAINER;
         cfg.image_python = (char *)IMG_PY;
         cfg.image_node = (char *)IMG_NODE;
-        cfg.default_timeout_s = 10;
-        cfg.max_timeout_s = 60;
-        cfg.max_code_bytes = 262144;
-        cfg.max_output_bytes = 20000;
-        cfg.mem_mb = 256;
-        cfg.cpu_pct = 75;
-        cfg.pids_max = 64;
-        cfg.tmpfs_mb = 64;
-        cfg.max_concurrent = 4;
         if (geteuid() == 0) {
                 cfg.run_as_set = true;
                 cfg.run_as_uid = TEST_UID;
                 cfg.run_as_gid = TEST_UID;
         }
-        env_host_key = rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST";
-        env_host = host;
-        env_xdg = geteuid() == TEST_UID ? "/run/user/2000" : NULL;
+        engine_host_set(rt, host);
+        fake_env_set("XDG_RUNTIME_DIR", geteuid() == TEST_UID ? "/run/user/2000" : NULL);
         ck_assert_msg(
             engine_setup_import_with_env(&cfg, fake_getenv, TAR_PY, IMG_PY, &err) >= 0 &&
                 engine_setup_import_with_env(&cfg, fake_getenv, TAR_NODE, IMG_NODE, &err) >= 0,
@@ -748,7 +726,7 @@ START_TEST(podman_rootless_no_namespaces)
 {
         struct backend_probe p;
         struct sbx_error err = {0};
-        become_test_user();
+        sbx_test_become_user();
         engine_up(ROOTLESS_SOCK, SBX_RUNTIME_PODMAN);
         ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
         ck_assert_msg(p.usable, "%s", p.blocked);
@@ -766,7 +744,7 @@ START_TEST(podman_no_profile_is_degraded)
 {
         struct backend_probe p;
         struct sbx_error err = {0};
-        become_test_user();
+        sbx_test_become_user();
         engine_up(ROOTLESS_SOCK, SBX_RUNTIME_PODMAN);
         _cleanup_free_ char *xdg = sbx_test_tmpdir();
         _cleanup_free_ char *d1 = xasprintf("%s/vestibule", xdg);
@@ -774,7 +752,7 @@ START_TEST(podman_no_profile_is_degraded)
         ck_assert_int_eq(mkdir(d1, 0755), 0);
         ck_assert_int_eq(mkdir(d2, 0755), 0);
         ck_assert_int_eq(chmod(d2, 0777), 0);
-        env_xdg = xdg;
+        fake_env_set("XDG_RUNTIME_DIR", xdg);
         ck_assert_int_eq(be->ops->probe(be, &p, &err), 0);
         ck_assert_msg(p.usable, "%s", p.blocked);
         ck_assert(p.degraded);
@@ -817,8 +795,7 @@ static bool answers(const char *host, enum sbx_runtime_choice rt)
         struct engine_conn c;
         struct sbx_error err = {0};
         struct sbx_config k = {.runtime = rt};
-        env_host_key = rt == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST";
-        env_host = host;
+        engine_host_set(rt, host);
         return engine_connect(&k, fake_getenv, &c, &err) == 0;
 }
 

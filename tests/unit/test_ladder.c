@@ -5,7 +5,6 @@
  * rung instead of claiming native from stale state. */
 #include <check.h>
 #include <errno.h>
-#include <grp.h>
 #include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +16,7 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
-#include "run/ladder.h"
+#include "service/ladder.h"
 #include "run/run.h"
 #include "verify/verify.h"
 #include "testutil.h"
@@ -275,19 +274,6 @@ static const char *rootfs_src(void)
         return "/var/tmp/vestibule-images/rootfs";
 }
 
-static void become_test_user(void)
-{
-        struct passwd *pw;
-
-        if (geteuid() != 0)
-                return;
-        pw = getpwnam("vestibule-test");
-        ck_assert(pw != NULL);
-        ck_assert(setgroups(0, NULL) == 0 && setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == 0 &&
-                  setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == 0);
-        setenv("HOME", pw->pw_dir, 1);
-}
-
 START_TEST(native_rootfs_deleted_reprobes)
 {
         _cleanup_free_ char *tmp = NULL, *root = NULL, *py = NULL, *node = NULL, *ws = NULL;
@@ -301,7 +287,7 @@ START_TEST(native_rootfs_deleted_reprobes)
         struct run_request req = {0};
         struct ladder *l;
 
-        become_test_user();
+        sbx_test_become_user();
         tmp = sbx_test_tmpdir();
         root = xasprintf("%s/rootfs", tmp);
         ws = xasprintf("%s/ws", tmp);

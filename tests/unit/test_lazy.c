@@ -1,4 +1,4 @@
-/* test_lazy.c - the on-first-use library loading (src/lazy) and SHA-256 (common/sha256):
+/* test_lazy.c - the on-first-use library loading (src/lazy) and SHA-256 (lazy/sha256):
  * the loader's error paths, every table resolving on this machine, SHA-256 against the
  * FIPS 180-4 vectors through libcrypto, and the real server: which libraries a fresh
  * `vestibule-mcp` maps after initialize + tools/list, with controls where they must appear. */
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/sha256.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 #include "lazy/archive.h"
 #include "lazy/crypto.h"
@@ -30,7 +30,7 @@
 START_TEST(sha256_fips_vectors)
 {
         /* FIPS 180-4 examples (NIST CSRC "SHA256.pdf", "SHA2_Additional.pdf"), through
-         * common/sha256.h, which loads libcrypto on first use. */
+         * lazy/sha256.h, which loads libcrypto on first use. */
         static const struct {
                 const char *in;
                 const char *hex;

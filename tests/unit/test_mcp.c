@@ -2,7 +2,7 @@
  * the (forked) test process with fake tool handlers, the test writes JSON-RPC lines to its stdin
  * and reads every frame it writes. Covers framing, every JSON-RPC error path, each revision's
  * negotiation and field stripping, the stateless 2026-07-28 rules, batches, cancellation,
- * concurrency, progress and shutdown. Spec: ../shared/MCP_NOTES.md. */
+ * concurrency, progress and shutdown. Spec: docs/design/mcp-protocol.md. */
 #include "testutil.h"
 
 #include <errno.h>

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -95,18 +96,9 @@ static void setup_as(bool stay_root)
         fputs("secret\n", f);
         fclose(f);
 
-        memset(&cfg, 0, sizeof(cfg));
-        cfg.workspace_dir = workspace;
+        sbx_test_config(&cfg, workspace);
         cfg.rootfs_dir = (char *)rootfs_dir();
-        cfg.default_timeout_s = 10;
-        cfg.max_timeout_s = 60;
-        cfg.max_code_bytes = 262144;
-        cfg.max_output_bytes = 20000;
-        cfg.mem_mb = 256;
-        cfg.cpu_pct = 75;
-        cfg.pids_max = 64;
         cfg.tmpfs_mb = 16;
-        cfg.max_concurrent = 4;
         ck_assert_int_eq(native_backend_new(&cfg, &be, &err), 0);
         ck_assert_int_eq(workspace_ensure(workspace, &err), 0);
 
@@ -887,6 +879,339 @@ START_TEST(proc_shows_only_the_run)
 }
 END_TEST
 
+/* ---- hardening: issue 12's native findings -------------------------------------------- */
+
+/* The control for a python probe: the same code, run directly on the host by this user. */
+static char *python_outside(const char *code)
+{
+        _cleanup_free_ char *path = xasprintf("%s/outside.py", tmpdir);
+        _cleanup_free_ char *cmd = xasprintf("python3 '%s' 2>&1", path);
+        FILE *f = fopen(path, "w");
+        char *out = xcalloc(1, 65536);
+        size_t n;
+
+        ck_assert_ptr_nonnull(f);
+        fputs(code, f);
+        fclose(f);
+        f = popen(cmd, "r");
+        ck_assert_ptr_nonnull(f);
+        n = fread(out, 1, 65535, f);
+        out[n] = '\0';
+        pclose(f);
+        return out;
+}
+
+/* python inside; exits 0 or the test fails with its stderr. Returns its stdout. */
+static char *python_inside(const char *code, unsigned timeout_s, struct run_result *res)
+{
+        struct sbx_error err = {0};
+
+        ck_assert_msg(run_code(SBX_LANG_PYTHON, code, timeout_s, res, &err) == 0, "%s", err.msg);
+        ck_assert_msg(res->outcome == RUN_OUTCOME_EXITED && res->exit_code == 0,
+                      "outcome %d code %d stderr: %s", res->outcome, res->exit_code,
+                      res->err.data ? res->err.data : "");
+        return xstrdup(res->out.data ? res->out.data : "");
+}
+
+/* Item 12: a write lease on a workspace file makes every host process that opens it wait for
+ * the lease-break time (45 s); the sandbox may not take one. */
+START_TEST(lease_refused_and_reported)
+{
+        struct run_result res;
+        const char *code =
+            "import ctypes, os\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "p = 'leased'\n"
+            "open(p, 'w').close()\n"
+            "fd = os.open(p, os.O_RDONLY)\n"
+            "r = libc.fcntl(fd, 1024, 1)  # F_SETLEASE, F_WRLCK\n"
+            "print('lease=' + ('ok' if r == 0 else os.strerror(ctypes.get_errno())))\n";
+        _cleanup_free_ char *outside = NULL, *inside = NULL;
+        _cleanup_free_ char *oc = xasprintf("import os\nos.chdir('%s')\n%s", workspace, code);
+
+        outside = python_outside(oc);
+        ck_assert_msg(strstr(outside, "lease=ok"), "control: the host grants the lease: %s",
+                      outside);
+        inside = python_inside(code, 20, &res);
+        ck_assert_msg(strstr(inside, "lease=Operation not permitted"), "%s", inside);
+        ck_assert_str_eq(res.blocked_syscalls, "fcntl(F_SETLEASE)");
+        run_result_done(&res);
+}
+END_TEST
+
+/* The kernel reads socket()'s family and fcntl()'s command as 32-bit ints: high bits in the
+ * 64-bit register must not carry a refused value past the filter. */
+START_TEST(arg_high_bits_do_not_bypass)
+{
+        struct run_result res;
+        const char *code =
+            "import ctypes, os\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "libc.syscall.restype = ctypes.c_long\n"
+            "def res(r):\n"
+            "    return 'ok' if r >= 0 else os.strerror(ctypes.get_errno())\n"
+            "open('hb', 'w').close()\n"
+            "fd = os.open('hb', os.O_RDONLY)\n"
+            "print('fcntl=' + res(libc.syscall(72, fd, ctypes.c_ulong(0x100000400), 1)))\n"
+            "print('vsock=' + res(libc.syscall(41, ctypes.c_ulong(0x100000028), 1, 0)))\n"
+            "print('plainvsock=' + res(libc.syscall(41, 40, 1, 0)))\n";
+        _cleanup_free_ char *oc = xasprintf("import os\nos.chdir('%s')\n%s", workspace, code);
+        _cleanup_free_ char *outside = python_outside(oc);
+        _cleanup_free_ char *inside = NULL;
+
+        /* control: the kernel itself takes the low 32 bits (the lease is granted, and the
+         * vsock socket gets whatever a plain AF_VSOCK gets on this host) */
+        ck_assert_msg(strstr(outside, "fcntl=ok"), "%s", outside);
+        ck_assert_str_eq(val(outside, "vsock"), val(outside, "plainvsock"));
+        inside = python_inside(code, 20, &res);
+        ck_assert_msg(strstr(inside, "fcntl=Operation not permitted"), "%s", inside);
+        ck_assert_msg(strstr(inside, "vsock=Operation not permitted"), "%s", inside);
+        ck_assert_str_eq(res.blocked_syscalls, "fcntl(F_SETLEASE), socket(AF_VSOCK)");
+        run_result_done(&res);
+}
+END_TEST
+
+static uint64_t self_cpu_us(void)
+{
+        struct rusage ru;
+
+        getrusage(RUSAGE_SELF, &ru);
+        return (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec +
+               (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+}
+
+/* Item 6: after the reporting cap a refused call costs the server nothing: the kernel answers
+ * it (ENOSYS) without a round trip to the supervisor. The run's own loop is the control: the
+ * calls happened (256 EPERM, the rest ENOSYS). */
+START_TEST(blocked_calls_after_cap_cost_no_server_cpu)
+{
+        struct run_result res;
+        const char *code = "import ctypes, errno\n"
+                           "libc = ctypes.CDLL(None, use_errno=True)\n"
+                           "mount = libc.mount\n"
+                           "eperm = enosys = 0\n"
+                           "for i in range(200000):\n"
+                           "    mount(b'none', b'/tmp', b'tmpfs', 0, None)\n"
+                           "    e = ctypes.get_errno()\n"
+                           "    if e == errno.EPERM: eperm += 1\n"
+                           "    elif e == errno.ENOSYS: enosys += 1\n"
+                           "print(eperm, enosys)\n";
+        uint64_t before = self_cpu_us(), used;
+        _cleanup_free_ char *inside = python_inside(code, 60, &res);
+
+        used = self_cpu_us() - before;
+        fprintf(stderr, "blocked_calls_after_cap: server CPU %llu us for 200000 refused calls\n",
+                (unsigned long long)used);
+        ck_assert_str_eq(inside, "256 199744\n");
+        ck_assert_str_eq(res.blocked_syscalls, "mount");
+        ck_assert(res.blocked_reporting_stopped);
+        /* a print(1) run costs the server a few ms; a round trip per call cost seconds */
+        ck_assert_msg(used < 300000, "server CPU %llu us", (unsigned long long)used);
+        run_result_done(&res);
+}
+END_TEST
+
+/* Item 4: the sandbox's uid is the server's uid on the host, and the per-user inotify quota
+ * (user.max_inotify_instances, 128 by default) is charged up the user namespace hierarchy: a
+ * run must hit its own lower cap in its own user namespace, leaving the user's quota. */
+static long user_sysctl(const char *name)
+{
+        _cleanup_free_ char *path = xasprintf("/proc/sys/user/%s", name);
+        FILE *f = fopen(path, "r");
+        long v = -1;
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fscanf(f, "%ld", &v), 1);
+        fclose(f);
+        return v;
+}
+
+/* Open inotify instances up to LIMIT (or the first error), then add watches on up to LIMIT2
+ * distinct (instance, file) pairs: 2000 files in /tmp watched from every instance. */
+#define INOTIFY_CODE                                                                               \
+        "import ctypes, os, sys\n"                                                                 \
+        "LIMIT, LIMIT2 = int(sys.argv[1]) if len(sys.argv) > 1 else %d, %d\n"                      \
+        "libc = ctypes.CDLL(None, use_errno=True)\n"                                               \
+        "fds = []\n"                                                                               \
+        "while len(fds) < LIMIT:\n"                                                                \
+        "    fd = libc.inotify_init1(0)\n"                                                         \
+        "    if fd < 0:\n"                                                                         \
+        "        print('inotify_error=' + os.strerror(ctypes.get_errno()))\n"                      \
+        "        break\n"                                                                          \
+        "    fds.append(fd)\n"                                                                     \
+        "print('instances=%%d' %% len(fds))\n"                                                     \
+        "d = '/tmp/vestibule-inotify-%%d' %% os.getpid()\n"                                        \
+        "os.makedirs(d, exist_ok=True)\n"                                                          \
+        "names = []\n"                                                                             \
+        "for i in range(2000):\n"                                                                  \
+        "    names.append(('%%s/f%%d' %% (d, i)).encode())\n"                                      \
+        "    open(names[-1], 'w').close()\n"                                                       \
+        "w, err = 0, ''\n"                                                                         \
+        "for fd in fds:\n"                                                                         \
+        "    for p in names:\n"                                                                    \
+        "        if w >= LIMIT2 or err: break\n"                                                   \
+        "        if libc.inotify_add_watch(fd, p, 2) < 0:\n"                                       \
+        "            err = os.strerror(ctypes.get_errno())\n"                                      \
+        "        else:\n"                                                                          \
+        "            w += 1\n"                                                                     \
+        "for fd in fds: os.close(fd)\n"                                                            \
+        "for p in names: os.unlink(p)\n"                                                           \
+        "os.rmdir(d)\n"                                                                            \
+        "print('watches=%%d' %% w)\n"                                                              \
+        "print('watch_error=' + err)\n"
+
+/* Item 4: the sandbox's uid is the server's uid on the host, and the per-user inotify quotas
+ * (user.max_inotify_instances, 128 by default, and max_inotify_watches) are charged up the user
+ * namespace hierarchy: a run must hit its own lower caps in its own user namespace, leaving the
+ * user's quota. The control runs the same code on the host, stopping just past the run's
+ * count (so it never takes the user's whole quota from the other programs of this user). */
+START_TEST(userns_quotas_cap_inotify)
+{
+        struct run_result res;
+        long host_inst = user_sysctl("max_inotify_instances");
+        long host_watch = user_sysctl("max_inotify_watches");
+        _cleanup_free_ char *code = xasprintf(INOTIFY_CODE, 100000, 100000000);
+        _cleanup_free_ char *inside = python_inside(code, 60, &res);
+        int n = atoi(val(inside, "instances")), w = atoi(val(inside, "watches"));
+        /* the control stops one past what the run got */
+        _cleanup_free_ char *ccode = xasprintf(INOTIFY_CODE, n + 1, w + 1);
+        _cleanup_free_ char *outside = python_outside(ccode);
+        int m = atoi(val(outside, "instances")), v = atoi(val(outside, "watches"));
+
+        char ierr[64], werr[64];
+        snprintf(ierr, sizeof(ierr), "%s", val(inside, "inotify_error"));
+        snprintf(werr, sizeof(werr), "%s", val(inside, "watch_error"));
+        fprintf(stderr,
+                "userns_quotas: user max %ld instances, %ld watches; the run got %d (%s), %d (%s); "
+                "the host %d, %d\n",
+                host_inst, host_watch, n, ierr, w, werr, m, v);
+        /* control: on the host, this user gets more than a run may take */
+        ck_assert_msg(m > n && v > w, "outside %d/%d, inside %d/%d: %s", m, v, n, w, outside);
+        ck_assert_msg(n >= 1 && w >= 1, "%s", inside);
+        /* the run stops at its own caps, well before the user's quota is used up */
+        ck_assert_msg(n <= host_inst / 2, "the run took %d of the user's %ld inotify instances", n,
+                      host_inst);
+        ck_assert_msg(w <= host_watch / 2, "the run took %d of the user's %ld inotify watches", w,
+                      host_watch);
+        ck_assert_str_eq(val(inside, "inotify_error"), "Too many open files");
+        ck_assert_str_eq(val(inside, "watch_error"), "No space left on device");
+        run_result_done(&res);
+}
+END_TEST
+
+/* Item 11: what the run can read of the host. The control is the same reads on the host. */
+START_TEST(host_facts_masked)
+{
+        struct run_result res;
+        char marker[64];
+        const char *code = "import os\n"
+                           "def rd(p):\n"
+                           "    try:\n"
+                           "        with open(p) as f: return f.read()\n"
+                           "    except OSError as e: return 'ERR ' + e.strerror\n"
+                           "print('cmdline=%d' % len(rd('/proc/cmdline')))\n"
+                           "print('boot_id=' + rd('/proc/sys/kernel/random/boot_id').strip())\n"
+                           "print('keys=' + rd('/proc/keys').replace('\\n', '|'))\n"
+                           "mi = rd('/proc/self/mountinfo')\n"
+                           "print('mountinfo=' + mi.replace('\\n', '|'))\n";
+        snprintf(marker, sizeof(marker), "vestibule-key-%d", (int)getpid());
+        /* a key in this user's session keyring, as a desktop session may hold */
+        long key = syscall(SYS_add_key, "user", marker, "s3cret", (size_t)6,
+                           -3 /* KEY_SPEC_SESSION_KEYRING */);
+        _cleanup_free_ char *outside = python_outside(code);
+        _cleanup_free_ char *inside = python_inside(code, 20, &res);
+        char boot_in[128];
+
+        /* control: the host shows all of it */
+        ck_assert_int_gt(atoi(val(outside, "cmdline")), 0);
+        ck_assert_int_gt(strlen(val(outside, "boot_id")), 30);
+        if (key >= 0)
+                ck_assert_msg(strstr(outside, marker), "control: /proc/keys lists the key");
+        /* inside: empty, or not the host's */
+        ck_assert_str_eq(val(inside, "cmdline"), "0");
+        snprintf(boot_in, sizeof(boot_in), "%s", val(inside, "boot_id"));
+        ck_assert_str_ne(boot_in, val(outside, "boot_id"));
+        ck_assert_str_eq(val(inside, "keys"), "");
+        ck_assert_msg(!strstr(inside, marker), "%s", inside);
+        /* mountinfo still shows the host paths of the rootfs and the workspace (a bind
+         * mount's root is printed as its path in its filesystem): a written decision in
+         * SECURITY.md, not hidden here */
+        run_result_done(&res);
+        if (key >= 0)
+                syscall(SYS_keyctl, 3 /* KEYCTL_REVOKE */, key);
+}
+END_TEST
+
+/* Item 14: /tmp and /dev/shm are one tmpfs with the stated size, and its inodes are capped
+ * too (empty files cost kernel memory the byte cap does not count). */
+START_TEST(tmp_and_shm_share_one_capped_tmpfs)
+{
+        struct run_result res;
+        const char *code =
+            "import os\n"
+            "a, b = os.statvfs('/tmp'), os.statvfs('/dev/shm')\n"
+            "print('tmp_bytes=%d' % (a.f_blocks * a.f_frsize))\n"
+            "print('tmp_inodes=%d' % a.f_files)\n"
+            "print('same=%d' % (os.stat('/tmp').st_dev == os.stat('/dev/shm').st_dev))\n"
+            "n = 0\n"
+            "try:\n"
+            "    while n < 1000000:\n"
+            "        open('/dev/shm/f%d' % n, 'w').close()\n"
+            "        n += 1\n"
+            "except OSError as e:\n"
+            "    print('files_error=' + e.strerror)\n"
+            "print('files=%d' % n)\n";
+        _cleanup_free_ char *inside = python_inside(code, 60, &res);
+        unsigned long long bytes = strtoull(val(inside, "tmp_bytes"), NULL, 10);
+        int files = atoi(val(inside, "files"));
+
+        fprintf(stderr, "tmp_and_shm: %s", inside);
+        ck_assert_uint_eq(bytes, (unsigned long long)cfg.tmpfs_mb << 20);
+        ck_assert_str_eq(val(inside, "same"), "1");
+        ck_assert_str_eq(val(inside, "files_error"), "No space left on device");
+        ck_assert_int_le(files, (int)cfg.tmpfs_mb * 256 > 1024 ? (int)cfg.tmpfs_mb * 256 : 1024);
+        ck_assert_int_gt(files, 100);
+        run_result_done(&res);
+}
+END_TEST
+
+/* Item 20: a fork bomb that reached the process cap on a host without a cgroup of the run's
+ * own (rlimits only) must say so, not stay silent. */
+START_TEST(fork_bomb_says_the_cap_was_hit)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        char marker[64];
+        snprintf(marker, sizeof(marker), "vestibule-bomb2-%d-%ld", (int)getpid(), (long)time(NULL));
+        char *code = xasprintf("/workspace/probe forkbomb=%s\nsleep 30\n", marker);
+
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, code, 3, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);        /* counted before the kill */
+        ck_assert_str_eq(val(res.out.data, "fork_error"), "EAGAIN"); /* control: it was hit */
+        ck_assert_msg(strstr(res.limits_hit, "pids (the cap of 64 was reached)"), "limits_hit '%s'",
+                      res.limits_hit);
+        run_result_done(&res);
+
+        /* the program ends while the bomb's children live on: init counts them at the end,
+         * the program (a zombie then, still charged) included */
+        free(code);
+        code = xasprintf("exec /workspace/probe forkbomb=%s\n", marker);
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, code, 10, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_str_eq(val(res.out.data, "fork_error"), "EAGAIN");
+        ck_assert_msg(strstr(res.limits_hit, "pids (the cap of 64 was reached)"), "limits_hit '%s'",
+                      res.limits_hit);
+        run_result_done(&res);
+
+        /* a run that stays under the cap says nothing of it */
+        ck_assert_int_eq(run_code(SBX_LANG_BASH, "sleep 0.1 & sleep 0.1 & wait\n", 10, &res, &err),
+                         0);
+        ck_assert_msg(!strstr(res.limits_hit, "pids"), "limits_hit '%s'", res.limits_hit);
+        run_result_done(&res);
+        free(code);
+}
+END_TEST
+
 /* ---- extinction and limits -------------------------------------------------------------- */
 
 START_TEST(setsid_daemon_dies_with_the_run)
@@ -1518,6 +1843,18 @@ static Suite *native_suite(void)
 #if defined(__x86_64__)
         tcase_add_test(tc, foreign_syscall_abi_kills);
 #endif
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("hardening");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, lease_refused_and_reported);
+        tcase_add_test(tc, arg_high_bits_do_not_bypass);
+        tcase_add_test(tc, blocked_calls_after_cap_cost_no_server_cpu);
+        tcase_add_test(tc, userns_quotas_cap_inotify);
+        tcase_add_test(tc, host_facts_masked);
+        tcase_add_test(tc, tmp_and_shm_share_one_capped_tmpfs);
+        tcase_add_test(tc, fork_bomb_says_the_cap_was_hit);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("extinction");

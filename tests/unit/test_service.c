@@ -16,8 +16,8 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
-#include "run/ladder.h"
-#include "run/service.h"
+#include "service/ladder.h"
+#include "service/service.h"
 #include "run/warden.h"
 #include "testutil.h"
 
@@ -158,6 +158,36 @@ START_TEST(valid_call_runs_with_default_timeout)
         ck_assert_str_eq(res.out.data, "ok\n");
         ck_assert_str_eq(res.isolation, "none (naive: development only)");
         run_result_done(&res);
+}
+END_TEST
+
+/* Windows clients send CRLF: bash must run it as the same program with LF line ends (bash
+ * alone reads the CR as part of a word); python keeps the code as sent and runs it too. */
+START_TEST(crlf_code_runs)
+{
+        struct run_result res;
+        struct sbx_error err;
+        const char *bash_crlf =
+            "x=a\r\nif true; then\r\n  echo \"$x\"b\r\nfi\r\nprintf 'c\\r\\n' | od -c "
+            "| head -1\r\n";
+
+        need_bash();
+        ck_assert_msg(execute("bash", bash_crlf, 0, -1, &res, &err) == 0, "%s", err.msg);
+        ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0, "stderr: %s",
+                      res.err.data ? res.err.data : "");
+        /* the program's own CR (in a printf escape) is untouched: only line ends change */
+        ck_assert_str_eq(res.out.data, "ab\n0000000   c  \\r  \\n\n");
+        ck_assert_msg(!res.err.data || !strstr(res.err.data, "\\r"), "%s", res.err.data);
+        run_result_done(&res);
+
+        if (access("/usr/bin/python3", X_OK) == 0) {
+                ck_assert_msg(execute("python", "x = 1\r\nif x:\r\n    print('py', x)\r\n", 0, -1,
+                                      &res, &err) == 0,
+                              "%s", err.msg);
+                ck_assert_msg(res.exit_code == 0, "%s", res.err.data ? res.err.data : "");
+                ck_assert_str_eq(res.out.data, "py 1\n");
+                run_result_done(&res);
+        }
 }
 END_TEST
 
@@ -603,6 +633,7 @@ static Suite *service_suite(void)
         tcase_add_test(tc, bad_code);
         tcase_add_test(tc, bad_timeout);
         tcase_add_test(tc, valid_call_runs_with_default_timeout);
+        tcase_add_test(tc, crlf_code_runs);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("invalid_config");

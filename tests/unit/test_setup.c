@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <grp.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/sysmacros.h>
@@ -30,7 +29,7 @@
 #include "config/config.h"
 #include "run/backend.h"
 #include "run/run.h"
-#include "setup/hold.h"
+#include "rootfs/hold.h"
 #include "setup/pins.h"
 #include "setup/registry.h"
 #include "setup/setup.h"
@@ -648,9 +647,7 @@ static void become_test_user(void)
                 return;
         cmd = xasprintf("chown -R 2000:2000 '%s' && chmod -R a+rX '%s'", T, T);
         ck_assert_int_eq(system(cmd), 0);
-        ck_assert_int_eq(setgroups(0, NULL), 0);
-        ck_assert_int_eq(setresgid(2000, 2000, 2000), 0);
-        ck_assert_int_eq(setresuid(2000, 2000, 2000), 0);
+        sbx_test_become_user();
 }
 
 static int install_tar(const char *tar, const char *lang, const struct setup_opts *o, bool *skipped,
@@ -1395,18 +1392,9 @@ static void fx_hold_setup(void)
                         rootfs, rootfs);
         ck_assert_int_eq(system(cmd), 0);
         ws = xasprintf("%s/ws", T);
-        memset(&hold_cfg, 0, sizeof(hold_cfg));
-        hold_cfg.workspace_dir = xstrdup(ws);
+        sbx_test_config(&hold_cfg, xstrdup(ws));
         hold_cfg.rootfs_dir = rootfs;
-        hold_cfg.default_timeout_s = 10;
-        hold_cfg.max_timeout_s = 60;
-        hold_cfg.max_code_bytes = 262144;
-        hold_cfg.max_output_bytes = 20000;
-        hold_cfg.mem_mb = 256;
-        hold_cfg.cpu_pct = 75;
-        hold_cfg.pids_max = 64;
         hold_cfg.tmpfs_mb = 16;
-        hold_cfg.max_concurrent = 4;
         if (geteuid() == 0) {
                 hold_cfg.run_as_set = true;
                 hold_cfg.run_as_uid = 2000;

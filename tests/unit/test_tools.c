@@ -13,7 +13,7 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
-#include "run/service.h"
+#include "service/service.h"
 #include "tools/tools.h"
 #include "testutil.h"
 

@@ -36,45 +36,6 @@ static void closedirp(DIR **d)
         if (*d)
                 closedir(*d);
 }
-static const char *env_backend, *env_run_as, *env_workspace, *env_audit;
-
-static const char *fake_getenv(const char *k)
-{
-        if (strcmp(k, "VESTIBULE_BACKEND") == 0)
-                return env_backend;
-        if (strcmp(k, "VESTIBULE_ROOTFS_DIR") == 0)
-                return ROOTFS;
-        if (strcmp(k, "VESTIBULE_WORKSPACE") == 0)
-                return env_workspace;
-        if (strcmp(k, "VESTIBULE_AUDIT_DIR") == 0)
-                return env_audit;
-        if (strcmp(k, "VESTIBULE_RUN_AS") == 0)
-                return env_run_as;
-        if (strcmp(k, "VESTIBULE_IMAGE_PYTHON") == 0)
-                return IMG_PY;
-        if (strcmp(k, "VESTIBULE_IMAGE_NODE") == 0)
-                return IMG_NODE;
-        if (strcmp(k, "VESTIBULE_PIDS_MAX") == 0)
-                return "64";
-        if (strcmp(k, "VESTIBULE_CONFIG") == 0)
-                return "/nonexistent/vestibule-test-config.yaml";
-        return NULL;
-}
-
-static void become_test_user(void)
-{
-        struct passwd *pw;
-
-        if (geteuid() != 0)
-                return;
-        pw = getpwnam("vestibule-test");
-        ck_assert(pw != NULL);
-        ck_assert(setgroups(0, NULL) == 0 && setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == 0 &&
-                  setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == 0);
-        setenv("HOME", pw->pw_dir, 1);
-        setenv("TMPDIR", "/tmp", 1);
-}
-
 static struct sbx_config *load(const char *backend)
 {
         struct sbx_config *c = NULL;
@@ -82,9 +43,14 @@ static struct sbx_config *load(const char *backend)
 
         tmp = sbx_test_tmpdir();
         chmod(tmp, 0755);
-        env_backend = backend;
-        env_workspace = xasprintf("%s/workspace", tmp);
-        env_audit = xasprintf("%s/audit", tmp);
+        fake_env_set("VESTIBULE_BACKEND", backend);
+        fake_env_set("VESTIBULE_ROOTFS_DIR", ROOTFS);
+        fake_env_set("VESTIBULE_WORKSPACE", xasprintf("%s/workspace", tmp));
+        fake_env_set("VESTIBULE_AUDIT_DIR", xasprintf("%s/audit", tmp));
+        fake_env_set("VESTIBULE_IMAGE_PYTHON", IMG_PY);
+        fake_env_set("VESTIBULE_IMAGE_NODE", IMG_NODE);
+        fake_env_set("VESTIBULE_PIDS_MAX", "64");
+        fake_env_set("VESTIBULE_CONFIG", "/nonexistent/vestibule-test-config.yaml");
         ck_assert_int_eq(config_load_from(fake_getenv, NULL, &c, &err), 0);
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         return c;
@@ -175,7 +141,7 @@ START_TEST(native_as_test_user)
         struct sbx_config *c;
         struct sbx_error err = {0};
 
-        become_test_user();
+        sbx_test_become_user();
         c = load("native");
         int before = count_marked();
         ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);
@@ -198,11 +164,13 @@ START_TEST(container_on_docker)
         struct sbx_config *c;
         struct sbx_error err = {0};
 
-        env_run_as = geteuid() == 0 ? "2000:2000" : NULL;
+        fake_env_set("VESTIBULE_RUN_AS", geteuid() == 0 ? "2000:2000" : NULL);
         setenv("DOCKER_HOST", "unix:///var/run/docker.sock", 1);
         c = load("container");
         if (geteuid() == 0)
-                ck_assert_int_eq(chown(env_workspace, 2000, 2000) == 0 || errno == ENOENT, 1);
+                ck_assert_int_eq(chown(fake_getenv("VESTIBULE_WORKSPACE"), 2000, 2000) == 0 ||
+                                     errno == ENOENT,
+                                 1);
         int before = count_marked();
         ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);
         dump(r);
@@ -226,7 +194,7 @@ START_TEST(naive_leaks_are_seen)
         struct sbx_config *c;
         struct sbx_error err = {0};
 
-        become_test_user();
+        sbx_test_become_user();
         c = load("naive");
         int before = count_marked();
         ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);

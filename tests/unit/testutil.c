@@ -1,9 +1,12 @@
 /* testutil.c - shared helpers for the Check suites. */
 #include "testutil.h"
 
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/xalloc.h"
 
@@ -41,4 +44,98 @@ char *sbx_test_tmpdir(void)
                 abort();
         }
         return t;
+}
+
+#define FAKE_ENV_MAX 64
+
+static struct {
+        const char *name; /* not NUL-terminated at name_len when it came from fake_env_put() */
+        size_t name_len;
+        const char *value;
+} fake_env[FAKE_ENV_MAX];
+static size_t fake_env_n;
+
+void fake_env_reset(void)
+{
+        memset(fake_env, 0, sizeof(fake_env));
+        fake_env_n = 0;
+}
+
+static void fake_env_set_n(const char *name, size_t name_len, const char *value)
+{
+        size_t i;
+
+        for (i = 0; i < fake_env_n; i++)
+                if (fake_env[i].name_len == name_len &&
+                    strncmp(fake_env[i].name, name, name_len) == 0)
+                        break;
+        if (i == fake_env_n) {
+                if (fake_env_n == FAKE_ENV_MAX) {
+                        fprintf(stderr, "testutil: more than %d fake variables\n", FAKE_ENV_MAX);
+                        abort();
+                }
+                fake_env_n++;
+        }
+        fake_env[i].name = name;
+        fake_env[i].name_len = name_len;
+        fake_env[i].value = value;
+}
+
+void fake_env_set(const char *name, const char *value)
+{
+        fake_env_set_n(name, strlen(name), value);
+}
+
+void fake_env_put(const char *name_value)
+{
+        const char *eq = strchr(name_value, '=');
+
+        if (!eq) {
+                fprintf(stderr, "testutil: fake_env_put('%s'): no '='\n", name_value);
+                abort();
+        }
+        fake_env_set_n(name_value, (size_t)(eq - name_value), eq + 1);
+}
+
+const char *fake_getenv(const char *name)
+{
+        size_t n = strlen(name);
+
+        for (size_t i = 0; i < fake_env_n; i++)
+                if (fake_env[i].name_len == n && strncmp(fake_env[i].name, name, n) == 0)
+                        return fake_env[i].value;
+        return NULL;
+}
+
+void sbx_test_become_user(void)
+{
+        const char *name = getenv("SBX_TEST_USER");
+        struct passwd *pw;
+
+        if (geteuid() != 0)
+                return;
+        if (!name || !*name)
+                name = "vestibule-test";
+        pw = getpwnam(name);
+        ck_assert_msg(pw != NULL, "no test user '%s' (scripts/ci-user.sh creates it)", name);
+        ck_assert_int_eq(setgroups(0, NULL), 0);
+        ck_assert_int_eq(setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid), 0);
+        ck_assert_int_eq(setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid), 0);
+        setenv("HOME", pw->pw_dir, 1);
+        setenv("TMPDIR", "/tmp", 1); /* root's may not be writable by the user */
+}
+
+void sbx_test_config(struct sbx_config *c, const char *workspace)
+{
+        memset(c, 0, sizeof(*c));
+        c->workspace_dir = (char *)workspace;
+        c->default_timeout_s = 10;
+        c->max_timeout_s = 60;
+        c->max_code_bytes = 262144;
+        c->max_output_bytes = 20000;
+        c->mem_mb = 256;
+        c->cpu_pct = 75;
+        c->pids_max = 64;
+        c->tmpfs_mb = 64;
+        c->max_concurrent = 4;
 }

@@ -3,6 +3,8 @@
 
 #include <check.h>
 
+#include "config/config.h"
+
 /**
  * sbx_test_skip() - a prerequisite is missing (no user namespaces, no Docker...): print @why
  * and exit 77 (CTest's SKIP_RETURN_CODE), or fail with exit 1 when SBX_TEST_MUST_RUN=1 (CI).
@@ -15,3 +17,45 @@ int sbx_test_run(Suite *s);
 /** sbx_test_tmpdir() - a new private temp directory (mkdtemp under $TMPDIR or /tmp). Caller frees.
  */
 char *sbx_test_tmpdir(void);
+
+/* ---- a fake environment ------------------------------------------------------------------
+ * For the code that reads settings through a getenv-shaped function (config_load_from(),
+ * engine_endpoints_resolve(), engine_backend_new_with_env()): hand it fake_getenv and set the
+ * variables with fake_env_set() / fake_env_put(). At most 64 variables; the strings are
+ * borrowed (literals, or memory that outlives the test). Each test runs in its own fork
+ * (CK_FORK), so the table starts empty in every test unless the suite's setup fills it. These
+ * may be called outside a test too (a suite's main): they abort instead of failing a check. */
+
+/** fake_env_reset() - forget every variable. */
+void fake_env_reset(void);
+
+/** fake_env_set() - set @name to @value (NULL: present but unset, which reads as NULL). */
+void fake_env_set(const char *name, const char *value);
+
+/** fake_env_put() - set a variable from "NAME=value" (putenv(3)'s form). */
+void fake_env_put(const char *name_value);
+
+/** fake_getenv() - the value fake_env_set() gave @name, or NULL. */
+const char *fake_getenv(const char *name);
+
+/* ---- the test user ---------------------------------------------------------------------- */
+
+/**
+ * sbx_test_become_user() - when root, become the unprivileged test user for the rest of this
+ * test (its fork): SBX_TEST_USER (default vestibule-test, created by scripts/ci-user.sh), with
+ * no supplementary groups, its real, effective and saved uid and gid, HOME set to its home and
+ * TMPDIR to /tmp.
+ * Not root: nothing to do (the suite already runs unprivileged). Fails the test when the user
+ * does not exist or the switch fails.
+ */
+void sbx_test_become_user(void);
+
+/* ---- a configuration built by hand ------------------------------------------------------ */
+
+/**
+ * sbx_test_config() - zero @c and fill in the values most suites use:
+ * @workspace (borrowed), timeouts 10 s (default) and 60 s (max), code up to 262144 bytes,
+ * output cap 20000 bytes, 256 MiB, 75 % of a CPU, 64 pids, a 64 MiB /tmp, 4 concurrent runs.
+ * The caller sets the rest (backend, runtime, images, rootfs_dir, run_as) and what differs.
+ */
+void sbx_test_config(struct sbx_config *c, const char *workspace);

@@ -1,5 +1,5 @@
 /* sha256.c - see sha256.h. */
-#include "common/sha256.h"
+#include "lazy/sha256.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* service.c - the run service: validation, the root refusal, concurrency slots, the backend
  * ladder and the audit records, between a tool call and a backend. See service.h. */
-#include "run/service.h"
+#include "service/service.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "common/trace.h"
 #include "common/xalloc.h"
-#include "run/ladder.h"
+#include "service/ladder.h"
 #include "run/warden.h"
 #include "run/files.h"
 #include "workspace/workspace.h"
@@ -228,6 +228,20 @@ static int validate(struct run_service *s, const struct run_call *call, enum sbx
         return 0;
 }
 
+/* @code with every CRLF turned into LF (a lone CR stays); *@ret_len its new length. */
+static char *crlf_to_lf(const char *code, size_t len, size_t *ret_len)
+{
+        char *out = xmalloc(len + 1);
+        size_t n = 0;
+
+        for (size_t i = 0; i < len; i++)
+                if (!(code[i] == '\r' && i + 1 < len && code[i + 1] == '\n'))
+                        out[n++] = code[i];
+        out[n] = '\0';
+        *ret_len = n;
+        return out;
+}
+
 int run_service_execute(struct run_service *s, const struct run_call *call, struct run_result *res,
                         struct sbx_error *err)
 {
@@ -238,6 +252,9 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         enum sbx_language lang = SBX_LANG_PYTHON;
         unsigned timeout_s = 0;
         char id[33] = "", note[256] = "";
+        _cleanup_free_ char *bash_lf = NULL;
+        const char *code = call->code;
+        size_t code_len = call->code_len;
         int r;
 
         /* An invalid setting: nothing runs and nothing is recorded, since the audit
@@ -267,10 +284,19 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                 goto blocked;
         }
 
+        /* bash reads a CR before LF as part of the word ($'\r': command not found), and
+         * clients on Windows send CRLF: bash code gets LF line ends. python (universal
+         * newlines) and node (CR is a line terminator) take CRLF as it is, so their code
+         * stays byte for byte what was sent. The audit records the code that ran. */
+        if (lang == SBX_LANG_BASH && memmem(call->code, call->code_len, "\r\n", 2)) {
+                bash_lf = crlf_to_lf(call->code, call->code_len, &code_len);
+                code = bash_lf;
+        }
+
         req = (struct run_request){
             .language = lang,
-            .code = call->code,
-            .code_len = call->code_len,
+            .code = code,
+            .code_len = code_len,
             .timeout_s = timeout_s,
             .cfg = cfg,
             .cancel_fd = call->cancel_fd,
@@ -284,8 +310,8 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         /* The start record goes to the disk while the backend builds the sandbox and runs
          * the code; the result waits for its confirmation (at most 2 s from now) below,
          * before the end record, so both are confirmed (or noted) before it is returned. */
-        struct audit_pending *started = audit_start_async(s->audit, lang, timeout_s, b->ops->name,
-                                                          call->code, call->code_len, id);
+        struct audit_pending *started =
+            audit_start_async(s->audit, lang, timeout_s, b->ops->name, code, code_len, id);
         sbx_trace_lap(&trace, "audit_start");
         /* What the run creates or changes in the workspace comes back listed, images attached
          * (files.h); a read-only workspace cannot change. */

@@ -1,5 +1,5 @@
 /* ladder.c - backend choice and probe cache. See ladder.h. */
-#include "run/ladder.h"
+#include "service/ladder.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -71,3 +71,10 @@ void setup_rootfs_release(struct setup_rootfs_hold *h);
  * Return: the number of trees removed, or -errno when @rootfs_dir cannot be read.
  */
 int setup_rootfs_collect(const char *rootfs_dir);
+
+/**
+ * setup_remove_unheld() - setup_remove_tree(@dfd, @name) unless a run holds that tree
+ * (above): takes LOCK_EX|LOCK_NB on it first. Missing is fine.
+ * Return: 0, -EBUSY when a run holds it (it stays), or -errno.
+ */
+int setup_remove_unheld(int dfd, const char *name);

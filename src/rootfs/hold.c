@@ -1,6 +1,6 @@
 /* hold.c - a run's hold on its rootfs tree, and setup's side of it: delete an old tree only
  * when no run holds it (see hold.h for the protocol). */
-#include "setup/hold.h"
+#include "rootfs/hold.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,8 +13,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
-#include "setup/setup.h"
-#include "setup/setup_internal.h"
+#include "rootfs/tree.h"
 
 /* flock() that retries when a signal interrupts the wait. */
 static int flock_retry(int fd, int op)

@@ -1,0 +1,25 @@
+/* conn.h - what conn.c shares with backend.c alone (the rest of conn.c is in engine.h): the
+ * container and volume listing and removal that both the sweep and a backend's shutdown use.
+ * Private to src/engine. */
+#pragma once
+
+#include <json-c/json.h>
+
+#include "common/error.h"
+#include "engine/engine.h"
+
+/* Remove container @id (force, with its anonymous volumes); a missing one is fine. Return 0
+ * or -errno with @err. */
+int container_remove(const struct engine_conn *c, const char *id, struct sbx_error *err);
+
+/* The containers labelled vestibule.run=1 (all states) as a new JSON array in *@ret. Return 0
+ * or -errno with @err. */
+int list_ours(const struct engine_conn *c, json_object **ret, struct sbx_error *err);
+
+/* Label @key of container or volume @ctr (as /containers/json or /volumes list them), or
+ * NULL. Borrowed from @ctr. */
+const char *labels_get(json_object *ctr, const char *key);
+
+/* Remove the volumes labelled vestibule.run=1 whose owner is gone (@only_owner NULL), or
+ * those of @only_owner. Return the number removed, or -errno with @err. */
+int sweep_volumes(const struct engine_conn *c, const char *only_owner, struct sbx_error *err);
