@@ -18,7 +18,7 @@
 #include "common/xalloc.h"
 #include "service/ladder.h"
 #include "run/warden.h"
-#include "run/files.h"
+#include "service/files.h"
 #include "workspace/workspace.h"
 
 /* A call waits this long for a free slot before it is Blocked:. */

@@ -1,5 +1,5 @@
 /* files.c - what a run changed in the workspace, into its result. See files.h. */
-#include "run/files.h"
+#include "service/files.h"
 
 #include <errno.h>
 #include <stdio.h>
