@@ -15,7 +15,9 @@
 # With SOURCE_DATE_EPOCH fixed (default below) the output is byte-for-byte
 # reproducible for the same mirror content.
 #
-# Usage: images/build.sh [-o OUTDIR] [python|node|all]   (default: all, OUTDIR .)
+# Usage: images/build.sh [-o OUTDIR] [python|node|python-data|all]...   (default: all, OUTDIR .)
+#   python-data (not in "all"): python plus numpy, pandas, matplotlib and scipy, as
+#   python-data.tar; matplotlib draws with Agg and plt.show() saves into /workspace.
 # Prints one line per image:  sha256:<hex>  <OUTDIR>/<lang>.tar
 # and the recipe hash (sha256 of this file), which labels the result.
 #
@@ -34,6 +36,10 @@ export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1794182400}"
 # Package sets. bash and coreutils are Essential, named anyway for clarity.
 readonly PKGS_PYTHON="python3,python-is-python3,bash,coreutils,ca-certificates"
 readonly PKGS_NODE="nodejs,bash,coreutils,ca-certificates"
+# The python variant for data work: the standard python set plus Debian's numpy, pandas,
+# matplotlib and scipy (no recommends). matplotlib gets a non-GUI backend whose show() saves
+# each open figure into /workspace (see MPL_SHOW below), so that it comes back as an image.
+readonly PKGS_PYTHON_DATA="$PKGS_PYTHON,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy"
 
 die() {
 	printf 'build.sh: %s\n' "$*" >&2
@@ -74,12 +80,15 @@ while getopts ':o:h' opt; do
 	esac
 done
 shift $((OPTIND - 1))
-what="${1:-all}"
-case "$what" in
-python | node) langs=("$what") ;;
-all) langs=(python node) ;;
-*) die "unknown image '$what': use python, node or all" ;;
-esac
+[ "$#" -gt 0 ] || set -- all
+langs=()
+for what in "$@"; do
+	case "$what" in
+	python | node | python-data) langs+=("$what") ;;
+	all) langs+=(python node) ;;
+	*) die "unknown image '$what': use python, node, python-data or all" ;;
+	esac
+done
 
 command -v mmdebstrap >/dev/null || die "mmdebstrap not found: apt-get install mmdebstrap"
 mirror="${VESTIBULE_DEBIAN_MIRROR:-$(apt_mirror debian || echo http://deb.debian.org/debian)}"
@@ -124,11 +133,82 @@ find "$r/var/log" -type f -delete
 # Nothing in a sandbox may gain privilege (no_new_privs is set anyway).
 find "$r" -xdev ! -type l -perm /6000 -exec chmod ug-s {} +'
 
+# python-data only: matplotlib's backend. Debian's matplotlib reads /etc/matplotlibrc; the
+# backend module draws with Agg, and show() writes every open figure to
+# /workspace/figure-<N>.png (the first free N), then closes it, so that a plain plt.show()
+# leaves a PNG the server hands back as image content. MPLCONFIGDIR points at /tmp (the home
+# of the sandbox user, writable; the rootfs is read-only).
+# shellcheck disable=SC2016  # expanded by mmdebstrap's shell, not here
+readonly MPL_SHOW='set -e
+r="$1"
+d=$(ls -d "$r"/usr/lib/python3/dist-packages 2>/dev/null)
+[ -n "$d" ] || { echo "no dist-packages in the rootfs" >&2; exit 1; }
+cat >"$d/vestibule_mpl.py" <<"PY"
+"""The Vestibule matplotlib backend: Agg, and show() saves figures into /workspace."""
+import os
+
+from matplotlib.backend_bases import _Backend
+from matplotlib.backends.backend_agg import FigureCanvasAgg, _BackendAgg
+from matplotlib._pylab_helpers import Gcf
+
+OUT_DIR = os.environ.get("VESTIBULE_FIGURE_DIR", "/workspace")
+
+
+def _free_name():
+    n = 1
+    while os.path.lexists(os.path.join(OUT_DIR, "figure-%d.png" % n)):
+        n += 1
+    return os.path.join(OUT_DIR, "figure-%d.png" % n)
+
+
+@_Backend.export
+class _BackendVestibule(_BackendAgg):
+    FigureCanvas = FigureCanvasAgg
+
+    @classmethod
+    def show(cls, block=None):
+        for manager in Gcf.get_all_fig_managers():
+            path = _free_name()
+            manager.canvas.figure.savefig(path, format="png")
+            print("figure saved: %s" % path)
+        Gcf.destroy_all()
+PY
+rc="$r/etc/matplotlibrc"
+if [ -f "$rc" ]; then
+	sed -i -e "s/^#* *backend *:.*/backend: module:\/\/vestibule_mpl/" "$rc"
+	grep -q "^backend: module://vestibule_mpl" "$rc" || echo "backend: module://vestibule_mpl" >>"$rc"
+else
+	echo "backend: module://vestibule_mpl" >"$rc"
+fi
+mkdir -p "$r/etc/vestibule"'
+
+# python-data only, after every package is installed and configured: scipy Depends on
+# pythran, which pulls a C++ toolchain and boost headers that nothing in a sandbox runs, and
+# numpy, scipy, pandas and matplotlib ship their own test suites. Their files are removed (the
+# packages stay registered, as with the docs left out above). Removing them after the
+# maintainer scripts ran, not with dpkg path-exclude, keeps those scripts working.
+# shellcheck disable=SC2016  # expanded by mmdebstrap's shell, not here
+readonly PRUNE_DATA='set -e
+r="$1"
+rm -rf "$r"/usr/include "$r"/usr/lib/gcc "$r"/usr/libexec/gcc
+rm -f "$r"/usr/bin/x86_64-linux-gnu-lto-dump-*
+find "$r/usr/lib/x86_64-linux-gnu" -name "*.a" -type f -delete
+find "$r/usr/lib/x86_64-linux-gnu" -maxdepth 1 -name "lib*san.so*" -delete
+rm -rf "$r"/usr/lib/python3/dist-packages/pythran
+find "$r/usr/lib/python3/dist-packages" -type d -name tests -prune -exec rm -rf {} +'
+
 build_one() {
-	local lang="$1" pkgs tmp out
+	local lang="$1" pkgs tmp out hooks=() skipdev=()
 	case "$lang" in
 	python) pkgs="$PKGS_PYTHON" ;;
 	node) pkgs="$PKGS_NODE" ;;
+	python-data)
+		pkgs="$PKGS_PYTHON_DATA"
+		hooks=(--customize-hook="$MPL_SHOW" --customize-hook="$PRUNE_DATA")
+		# GNU tar's --delete (below) lost a member's data block in this larger
+		# archive: leave /dev out at the source and append the empty ./dev/ instead.
+		skipdev=(--skip=output/dev)
+		;;
 	esac
 	out="$outdir/$lang.tar"
 	tmp="$(mktemp "$outdir/.$lang.tar.XXXXXX")"
@@ -147,6 +227,8 @@ build_one() {
 		--dpkgopt='path-include=/usr/share/locale/locale.alias' \
 		--dpkgopt='path-exclude=/usr/share/lintian/*' \
 		--customize-hook="$CUSTOMIZE" \
+		"${hooks[@]}" "${skipdev[@]}" \
+		--customize-hook="mkdir -p \"\$1/etc/vestibule\" && echo $lang >\"\$1/etc/vestibule/variant\"" \
 		"$SUITE" "$tmp" \
 		"deb $mirror $SUITE main" \
 		"deb $mirror $SUITE-updates main" \
@@ -154,9 +236,18 @@ build_one() {
 	# No device nodes: the sandbox brings its own /dev, and an unprivileged
 	# unpack could not create them anyway. Keep the empty ./dev/ directory.
 	# (grep -c, not -q: an early exit would SIGPIPE tar and fail the pipeline)
-	if [ "$(tar -tf "$tmp" | grep -c '^\./dev/.')" -gt 0 ]; then
+	if [ "${#skipdev[@]}" -gt 0 ]; then
+		local empty
+		empty="$(mktemp -d)"
+		mkdir -m 0755 "$empty/dev"
+		tar --append -f "$tmp" -C "$empty" --format=pax --numeric-owner --owner=0 \
+			--group=0 --mtime="@$SOURCE_DATE_EPOCH" --no-recursion ./dev
+		rm -rf "$empty"
+	elif [ "$(tar -tf "$tmp" | grep -c '^\./dev/.')" -gt 0 ]; then
 		tar --delete --wildcards -f "$tmp" './dev/?*'
 	fi
+	# Every member must read back whole before the tarball is published.
+	tar -tf "$tmp" >/dev/null || die "$lang: the built tarball does not read back whole"
 	chmod 0644 "$tmp"
 	mv -f "$tmp" "$out"
 	trap - EXIT INT TERM

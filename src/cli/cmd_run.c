@@ -110,6 +110,9 @@ static void print_json(const struct tool_result *res)
         json_object_object_add(block, "type", json_object_new_string("text"));
         json_object_object_add(block, "text", json_object_new_string(res->text ? res->text : ""));
         json_object_array_add(content, block);
+        for (size_t i = 0; res->content && i < json_object_array_length(res->content); i++)
+                json_object_array_add(content,
+                                      json_object_get(json_object_array_get_idx(res->content, i)));
         json_object_object_add(o, "content", content);
         json_object_object_add(o, "isError", json_object_new_boolean(res->is_error));
         if (res->structured)

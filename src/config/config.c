@@ -51,6 +51,7 @@ enum setting_kind {
         KIND_PATH,
         KIND_BOOL,
         KIND_UINT, /* unsigned field */
+        KIND_COUNT, /* unsigned field, 0 allowed */
         KIND_SIZE, /* size_t field */
         KIND_BACKEND,
         KIND_RUNTIME,
@@ -100,6 +101,10 @@ static const struct setting settings[] = {
      "a positive whole number of MiB, e.g. 64"},
     {"max_concurrent", KIND_UINT, "4", F(max_concurrent), 1024,
      "a positive whole number of runs, e.g. 4"},
+    {"max_images", KIND_COUNT, "4", F(max_images), 64,
+     "a whole number of images, e.g. 4 (0: attach none)"},
+    {"max_image_bytes", KIND_SIZE, "1048576", F(max_image_bytes), 16ULL * 1024 * 1024,
+     "a positive whole number of bytes, e.g. 1048576"},
     {"run_as", KIND_RUN_AS, NULL, 0, 0, NULL},
     {"log_level", KIND_LOG_LEVEL, "info", F(log_level), 0, NULL},
     {"trace", KIND_TRACE, "off", F(trace_timing), 0, NULL},
@@ -407,13 +412,19 @@ static void apply(struct load_ctx *x, const struct setting *s, enum value_source
                 }
                 *(bool *)field = b;
                 return;
+        case KIND_COUNT:
+                if (strcmp(v, "0") == 0) {
+                        *(unsigned *)field = 0;
+                        return;
+                }
+                /* fall through */
         case KIND_UINT:
         case KIND_SIZE:
                 if (!parse_positive(v, s->max, &n)) {
                         mark_invalid(x, s, src, v, "must be %s, at most %llu", s->rule, s->max);
                         return;
                 }
-                if (s->kind == KIND_UINT)
+                if (s->kind == KIND_UINT || s->kind == KIND_COUNT)
                         *(unsigned *)field = (unsigned)n;
                 else
                         *(size_t *)field = (size_t)n;

@@ -69,6 +69,8 @@ struct sbx_config {
         unsigned pids_max;          /* VESTIBULE_PIDS_MAX, default 128 */
         unsigned tmpfs_mb;          /* VESTIBULE_TMPFS_MB, default 64 */
         unsigned max_concurrent;    /* VESTIBULE_MAX_CONCURRENT, default 4 */
+        unsigned max_images;        /* VESTIBULE_MAX_IMAGES attached per result, default 4 */
+        size_t max_image_bytes;     /* VESTIBULE_MAX_IMAGE_BYTES each, default 1 MiB */
 
         /* VESTIBULE_RUN_AS=uid:gid: the unprivileged id a server started as root runs code as. */
         bool run_as_set;

@@ -259,6 +259,30 @@ static void check_user_bus(const struct sbx_config *cfg, struct doctor_backend *
             found ? found : "not installed (not needed: the server talks sd-bus itself)");
 }
 
+/* The image variant images/build.sh wrote into @dir/etc/vestibule/variant ("python",
+ * "python-data", "node"), as a word of [a-z-] only; "" when absent (an older recipe or
+ * another origin). */
+static void rootfs_variant(const char *dir, char *buf, size_t size)
+{
+        _cleanup_free_ char *p = xasprintf("%s/etc/vestibule/variant", dir);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        ssize_t n;
+
+        buf[0] = '\0';
+        if (fd < 0)
+                return;
+        n = read(fd, buf, size - 1);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        for (char *c = buf; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || *c == '-')) {
+                        buf[0] = '\0';
+                        return;
+                }
+}
+
 static void check_rootfs(struct doctor_backend *b, const struct sbx_config *cfg,
                          const struct setup_pins *pins, bool have_pins, const char *lang,
                          const char *exe)
@@ -300,14 +324,24 @@ static void check_rootfs(struct doctor_backend *b, const struct sbx_config *cfg,
                     err.msg);
                 return;
         }
-        if (recipe && have_pins && pins->debian_recipe && strcmp(recipe, pins->debian_recipe) != 0)
+        char variant[32];
+        rootfs_variant(dir, variant, sizeof(variant));
+        _cleanup_free_ char *shown_variant =
+            strcmp(variant, "python-data") == 0
+                ? xstrdup(", variant python-data (numpy, pandas, matplotlib, scipy)")
+                : variant[0] ? xasprintf(", variant %s", variant) : xstrdup("");
+        /* the data variant's record is "<recipe> python-data" */
+        size_t rlen = recipe ? strcspn(recipe, " ") : 0;
+        if (recipe && have_pins && pins->debian_recipe &&
+            (strlen(pins->debian_recipe) != rlen || strncmp(recipe, pins->debian_recipe, rlen) != 0))
                 add(b->checks, &b->n_checks, DOCTOR_WARN, name,
                     "'%s' built by recipe %s, but images/pins now says %s: run `vestibule-mcp "
                     "setup --from-debian --force` to rebuild it",
                     dir, recipe, pins->debian_recipe);
         else
-                add(b->checks, &b->n_checks, DOCTOR_OK, name, "'%s' with %s, installed from %s%s%s",
-                    dir, exe, ident, recipe ? ", recipe " : "", recipe ? recipe : "");
+                add(b->checks, &b->n_checks, DOCTOR_OK, name,
+                    "'%s' with %s, installed from %s%s%.*s%s", dir, exe, ident,
+                    recipe ? ", recipe " : "", (int)rlen, recipe ? recipe : "", shown_variant);
 }
 
 static void native_checks(const struct sbx_config *cfg, const struct setup_pins *pins,

@@ -20,6 +20,7 @@
         X(EVP_DigestFinal_ex)                                                                      \
         X(EVP_DigestInit_ex)                                                                       \
         X(EVP_DigestUpdate)                                                                        \
+        X(EVP_EncodeBlock)                                                                         \
         X(EVP_MD_CTX_free)                                                                         \
         X(EVP_MD_CTX_new)                                                                          \
         X(EVP_sha256)
@@ -47,6 +48,7 @@ const struct lazy_crypto_table *lazy_crypto(void);
 #define EVP_DigestFinal_ex (lazy_crypto()->EVP_DigestFinal_ex)
 #define EVP_DigestInit_ex (lazy_crypto()->EVP_DigestInit_ex)
 #define EVP_DigestUpdate (lazy_crypto()->EVP_DigestUpdate)
+#define EVP_EncodeBlock (lazy_crypto()->EVP_EncodeBlock)
 #define EVP_MD_CTX_free (lazy_crypto()->EVP_MD_CTX_free)
 #define EVP_MD_CTX_new (lazy_crypto()->EVP_MD_CTX_new)
 #define EVP_sha256 (lazy_crypto()->EVP_sha256)

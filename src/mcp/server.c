@@ -315,6 +315,10 @@ static json_object *tool_result_json(struct tool_result *res, enum mcp_rev rev)
         json_object_object_add(text, "type", json_object_new_string("text"));
         json_object_object_add(text, "text", json_object_new_string(res->text ? res->text : ""));
         json_object_array_add(content, text);
+        /* images and embedded resources after the text (tools/content.h) */
+        for (size_t i = 0; res->content && i < json_object_array_length(res->content); i++)
+                json_object_array_add(content,
+                                      json_object_get(json_object_array_get_idx(res->content, i)));
         json_object_object_add(r, "content", content);
         json_object_object_add(r, "isError", json_object_new_boolean(res->is_error));
         /* structuredContent is 2025-06-18+, and an object until 2026-07-28. */
@@ -357,6 +361,7 @@ static void *worker_main(void *arg)
         }
         free(res.text);
         json_object_put(res.structured);
+        json_object_put(res.content);
 
         pthread_mutex_lock(&c->pmu);
         c->done = true;

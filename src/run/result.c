@@ -65,6 +65,16 @@ void run_result_done(struct run_result *r)
         r->out.data = r->err.data = r->out.ring = r->err.ring = NULL;
         r->out.len = r->err.len = 0;
         r->out.ring_len = r->err.ring_len = r->out.ring_size = r->err.ring_size = 0;
+        for (size_t i = 0; i < r->n_files; i++)
+                free(r->files[i].path);
+        free(r->files);
+        r->files = NULL;
+        r->n_files = 0;
+        for (size_t i = 0; i < r->n_images; i++)
+                free(r->images[i].data);
+        free(r->images);
+        r->images = NULL;
+        r->n_images = 0;
 }
 
 uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size_t cap)
@@ -570,6 +580,33 @@ static void pick_fence(char fence[17], const struct run_view *v)
         }
 }
 
+/* "plot.png (new, 23.4 KiB, image attached), data.csv (changed, 120 B), and 3 more": each
+ * name escaped to one line, so a file name can never start a line of its own. */
+static char *files_line(const struct run_result *r)
+{
+        struct sbuf b = {0};
+
+        if (r->n_files == 0 && r->files_more == 0)
+                return NULL;
+        for (size_t i = 0; i < r->n_files; i++) {
+                const struct run_file *f = &r->files[i];
+                _cleanup_free_ char *name = sbx_text_sanitize_line(f->path, strlen(f->path));
+                char v[64];
+
+                format_bytes(v, sizeof(v), f->bytes);
+                sbuf_printf(&b, "%s%s (%s, %s", i > 0 ? ", " : "", name,
+                            f->created ? "new" : "changed", v);
+                if (f->attached)
+                        sbuf_puts(&b, ", image attached");
+                else if (f->mime && f->not_why)
+                        sbuf_printf(&b, ", image not attached: %s", f->not_why);
+                sbuf_puts(&b, ")");
+        }
+        if (r->files_more > 0)
+                sbuf_printf(&b, "%sand %zu more", r->n_files ? ", " : "", r->files_more);
+        return b.p;
+}
+
 void run_view_build(struct run_view *v, const struct run_result *r, unsigned timeout_s, size_t cap)
 {
         const struct run_measure *m[3] = {&r->usage.cpu_us, &r->usage.mem_peak_bytes,
@@ -616,6 +653,8 @@ void run_view_build(struct run_view *v, const struct run_result *r, unsigned tim
                         p += len + 1;
                 }
         }
+        v->files = files_line(r);
+        v->files_note = field_line(r->files_note, sizeof(r->files_note));
         v->isolation = field_line(r->isolation, sizeof(r->isolation));
         if (!v->isolation)
                 v->isolation = xstrdup("none (not reported by the backend)");
@@ -649,6 +688,8 @@ void run_view_done(struct run_view *v)
         for (size_t i = 0; i < v->n_notes; i++)
                 free(v->notes[i]);
         free(v->notes);
+        free(v->files);
+        free(v->files_note);
         free(v->isolation);
         free(v->isolation_grade);
         free(v->isolation_reason);
@@ -710,6 +751,10 @@ char *run_view_text(const struct run_view *v)
                 sbuf_printf(&b, "blocked syscalls: %s\n", v->blocked_syscalls);
         if (v->blocked_reporting_stopped)
                 sbuf_printf(&b, "blocked syscalls: %s\n", v->blocked_reporting_stopped);
+        if (v->files)
+                sbuf_printf(&b, "files: %s\n", v->files);
+        if (v->files_note)
+                sbuf_printf(&b, "files: %s\n", v->files_note);
         if (v->audit)
                 sbuf_printf(&b, "audit: %s\n", v->audit);
         for (size_t i = 0; i < v->n_notes; i++)

@@ -77,6 +77,26 @@ struct run_usage {
         struct run_measure pids_peak;
 };
 
+/* A regular file in the workspace that the run created or changed (see workspace/changes.h),
+ * and, for an image, whether its bytes were attached to the result. */
+struct run_file {
+        char *path; /* relative to the workspace; owned */
+        uint64_t bytes;
+        bool created;         /* new, else changed */
+        const char *mime;     /* "image/png" ... told from the bytes; NULL = not an image */
+        bool attached;        /* its bytes are in run_result.images */
+        const char *not_why;  /* an image not attached: why ("over VESTIBULE_MAX_IMAGE_BYTES");
+                                 static string; NULL otherwise */
+};
+
+/* An image attached to the result (MCP image content). */
+struct run_image {
+        const char *mime;    /* static string */
+        unsigned char *data; /* owned; @len bytes, at most cfg->max_image_bytes */
+        size_t len;
+        size_t file;         /* index into run_result.files */
+};
+
 struct run_result {
         enum run_outcome outcome;
         int exit_code;   /* RUN_OUTCOME_EXITED */
@@ -99,7 +119,21 @@ struct run_result {
         char image[256];     /* the image or rootfs that ran, for the audit log */
         char isolation[320]; /* "native", "container-degraded (limits not applied: ...)", "none
                                 (...)" */
+
+        /* What the run created or changed in the workspace (filled by the service, after the
+         * backend): at most RUN_FILES_MAX listed, the rest counted; images among them attached
+         * up to cfg->max_images. files_note says why the list may be incomplete (a capped or
+         * unreadable walk, or the workspace could not be listed); "" = complete. */
+        struct run_file *files;
+        size_t n_files;
+        size_t files_more;
+        char files_note[192];
+        struct run_image *images;
+        size_t n_images;
 };
+
+/* The most files a result lists by name; the rest are counted. */
+#define RUN_FILES_MAX 50
 
 /** run_result_done() - free what @r holds (the stream buffers); @r itself is not freed. */
 void run_result_done(struct run_result *r);
@@ -143,6 +177,9 @@ struct run_view {
         unsigned blocked_syscalls_unlisted;
         char **notes; /* n_notes one-line strings */
         size_t n_notes;
+        char *files;      /* the "files: " line without its label (names escaped to one line);
+                             NULL when the run changed no file */
+        char *files_note; /* why that list may be incomplete; NULL when complete */
         char *isolation;        /* the full grade line after "isolation: " */
         char *isolation_grade;  /* "native", "container", "native-degraded", ..., "none" */
         char *isolation_reason; /* inside the grade's parentheses; NULL when none */

@@ -18,6 +18,7 @@
 #include "common/xalloc.h"
 #include "service/ladder.h"
 #include "run/warden.h"
+#include "service/files.h"
 #include "workspace/workspace.h"
 
 /* A call waits this long for a free slot before it is Blocked:. */
@@ -320,6 +321,12 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         struct audit_pending *started =
             audit_start_async(s->audit, lang, timeout_s, b->ops->name, code, code_len, id);
         sbx_trace_lap(&trace, "audit_start");
+        /* What the run creates or changes in the workspace comes back listed, images attached
+         * (files.h); a read-only workspace cannot change. */
+        struct run_files_before files = {0};
+        if (!cfg->workspace_ro)
+                run_files_before(cfg, &files);
+        sbx_trace_lap(&trace, "files_before");
         r = b->ops->run(b, &req, res, err);
         if (r == -ESTALE) {
                 /* The backend found, before any of the code ran, that the isolation its probe
@@ -334,6 +341,10 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                         r = b->ops->run(b, &req, res, err);
         }
         sbx_trace_lap(&trace, "backend_run");
+        if (r == 0 && !cfg->workspace_ro)
+                run_files_after(cfg, &files, res);
+        run_files_before_done(&files);
+        sbx_trace_lap(&trace, "files_after");
         audit_pending_wait(started, note, sizeof(note));
         sbx_trace_lap(&trace, "audit_start_wait");
         if (r < 0) {
@@ -367,6 +378,32 @@ blocked:
 
 /* --- read_workspace -------------------------------------------------------------------- */
 
+/* A binary file's bytes into @ret->blob when it is at most VESTIBULE_MAX_IMAGE_BYTES (read
+ * again through the same jailed open, workspace/changes.h), and the note that says what is
+ * returned. */
+static char *read_blob(const struct sbx_config *cfg, const char *path, size_t total,
+                       struct run_ws_file *ret)
+{
+        struct sbx_error err = {0};
+        uint64_t size = 0;
+        int r;
+
+        r = ws_read_file(cfg->workspace_dir, path, cfg->max_image_bytes, &ret->blob,
+                         &ret->blob_len, &size, &err);
+        if (r == -EFBIG)
+                return xasprintf("binary file, %zu bytes: over VESTIBULE_MAX_IMAGE_BYTES (%zu), "
+                                 "not returned",
+                                 total, cfg->max_image_bytes);
+        if (r < 0)
+                return xasprintf("binary file, %zu bytes: not shown (%s)", total, err.msg);
+        ret->mime = ws_sniff_image(ret->blob, ret->blob_len);
+        if (ret->mime)
+                return xasprintf("image (%s), %zu bytes: attached as image content", ret->mime,
+                                 ret->blob_len);
+        return xasprintf("binary file, %zu bytes: attached as an embedded resource (base64)",
+                         ret->blob_len);
+}
+
 int run_service_read_workspace_file(struct run_service *s, const char *path,
                                     struct run_ws_file *ret, struct sbx_error *err)
 {
@@ -397,7 +434,7 @@ int run_service_read_workspace_file(struct run_service *s, const char *path,
         if (binary) {
                 ret->binary = true;
                 ret->text = xstrdup("");
-                ret->note = xasprintf("binary file, %zu bytes: not shown", total);
+                ret->note = read_blob(cfg, path, total, ret);
                 return 0;
         }
         shown = total > len ? sbx_utf8_cut(data, len) : len;
@@ -415,6 +452,7 @@ void run_ws_file_done(struct run_ws_file *f)
         free(f->text);
         free(f->truncated);
         free(f->note);
+        free(f->blob);
         memset(f, 0, sizeof(*f));
 }
 

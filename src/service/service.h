@@ -69,6 +69,11 @@ struct run_ws_file {
         bool binary;     /* NUL bytes or invalid UTF-8: not shown */
         char *truncated; /* "N of M bytes not shown", or NULL */
         char *note;      /* "empty file", "binary file, N bytes: not shown", or NULL */
+        /* A binary file of at most VESTIBULE_MAX_IMAGE_BYTES: its bytes, for image content
+         * (@mime set: told from the bytes) or an embedded resource; NULL otherwise. */
+        unsigned char *blob;
+        size_t blob_len;
+        const char *mime;
 };
 
 /**
@@ -93,6 +98,7 @@ char *run_ws_file_text(const struct run_ws_file *f);
  */
 int run_service_read_workspace(struct run_service *s, const char *path, char **ret_text,
                                struct sbx_error *err);
+
 
 /** run_service_config() - the config the service was built with. */
 const struct sbx_config *run_service_config(struct run_service *s);

@@ -23,7 +23,7 @@
 int (*setup_readiness_hook)(FILE *out);
 
 /* Run images/build.sh -o @outdir all; its output goes to stderr. */
-static int run_build_script(const char *script, const char *outdir,
+static int run_build_script(const char *script, const char *outdir, const char *python_target,
                             const volatile sig_atomic_t *cancel, struct sbx_error *err)
 {
         pid_t pid, w;
@@ -35,7 +35,8 @@ static int run_build_script(const char *script, const char *outdir,
         if (pid == 0) {
                 if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
                         _exit(127);
-                execl("/bin/bash", "bash", script, "-o", outdir, "all", (char *)NULL);
+                execl("/bin/bash", "bash", script, "-o", outdir, python_target, "node",
+                      (char *)NULL);
                 _exit(127);
         }
         do {
@@ -56,10 +57,11 @@ static int run_build_script(const char *script, const char *outdir,
         return 0;
 }
 
-/* Is @dir/<language>.tar there and the bytes installed as @language (its recorded identity)? */
-static bool saved_tar_current(const struct setup_run_args *a, const char *language)
+/* Is @dir/<target>.tar there and the bytes installed as @language (its recorded identity)? */
+static bool saved_tar_current(const struct setup_run_args *a, const char *language,
+                              const char *target)
 {
-        _cleanup_free_ char *tar = xasprintf("%s/%s.tar", a->save_tars, language);
+        _cleanup_free_ char *tar = xasprintf("%s/%s.tar", a->save_tars, target);
         _cleanup_free_ char *id = NULL, *want = NULL;
         char hex[65];
 
@@ -135,6 +137,8 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
         _cleanup_free_ char *dir = NULL, *script = NULL, *recipe = NULL, *builddir = NULL;
         struct setup_pins pins = {0};
         static const char *const langs[] = {"python", "node"};
+        /* build.sh's target for each language: python-data is installed as python */
+        const char *const targets[] = {a->python_data ? "python-data" : "python", "node"};
         char hex[65];
         bool all_current = true;
         size_t i;
@@ -148,6 +152,9 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
         if (r < 0)
                 return r;
         recipe = xasprintf("sha256:%s", hex);
+        /* The data variant records its name after the recipe, so that asking for the other
+         * variant finds nothing current. */
+        _cleanup_free_ char *recipe_py = xasprintf("%s%s", recipe, a->python_data ? " python-data" : "");
         if (setup_pins_load(&pins, NULL) == 0 && strcmp(pins.debian_recipe, recipe) != 0)
                 log_warning("'%s' is %s but images/pins names %s: the recipe changed since it "
                             "was pinned, using it anyway",
@@ -158,19 +165,20 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
                 _cleanup_free_ char *id = NULL, *have = NULL;
 
                 if (setup_installed_identity(a->rootfs_dir, langs[i], &id, &have, NULL) < 0 ||
-                    !have || strcmp(have, recipe) != 0)
+                    !have || strcmp(have, i == 0 ? recipe_py : recipe) != 0)
                         all_current = false;
                 /* An engine that answers but lacks the image needs the build too. */
                 if (setup_engine_present(a, langs[i]) == 0)
                         all_current = false;
                 /* Tarballs asked for but not there (or not these bytes) need the build too. */
-                if (all_current && a->save_tars && !saved_tar_current(a, langs[i]))
+                if (all_current && a->save_tars && !saved_tar_current(a, langs[i], targets[i]))
                         all_current = false;
         }
         if (all_current && !a->force) {
                 fprintf(a->out,
-                        "setup: python and node are installed from recipe %s in '%s'%s, "
+                        "setup: %s and node are installed from recipe %s in '%s'%s, "
                         "nothing to do\n",
+                        a->python_data ? "python (with numpy, pandas, matplotlib, scipy)" : "python",
                         recipe, a->rootfs_dir, a->save_tars ? " and their tarballs are saved" : "");
                 return 0;
         }
@@ -183,9 +191,9 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
                 "setup: building python and node from Debian packages with '%s' (a few "
                 "minutes)\n",
                 script);
-        r = run_build_script(script, builddir, a->cancel, err);
+        r = run_build_script(script, builddir, targets[0], a->cancel, err);
         for (i = 0; r == 0 && i < ELEMENTSOF(langs); i++) {
-                _cleanup_free_ char *tar = xasprintf("%s/%s.tar", builddir, langs[i]);
+                _cleanup_free_ char *tar = xasprintf("%s/%s.tar", builddir, targets[i]);
                 _cleanup_free_ char *desc = xasprintf("debian: images/build.sh %s", recipe);
                 const char *layers[] = {tar};
                 struct setup_source src = {
@@ -193,14 +201,14 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
                     .description = desc,
                     .layers = layers,
                     .n_layers = 1,
-                    .recipe = recipe,
+                    .recipe = i == 0 ? recipe_py : recipe,
                 };
 
                 r = setup_run_install(a, &src, err);
                 if (r == 0)
                         r = setup_engine_import(a, langs[i], tar, err);
                 if (r == 0 && a->save_tars)
-                        r = save_tar(a, langs[i], tar, err);
+                        r = save_tar(a, targets[i], tar, err);
         }
         {
                 _cleanup_free_ char *base = xstrdup(strrchr(builddir, '/') + 1);

@@ -40,6 +40,10 @@ static const char usage_text[] =
     "  --from-debian          build both from Debian packages with images/build.sh\n"
     "                         (mmdebstrap; needs the Debian mirror apt uses) and install\n"
     "                         them; also VESTIBULE_IMAGE_SOURCE=debian\n"
+    "  --python-data          with --from-debian: python with numpy, pandas, matplotlib\n"
+    "                         and scipy (Debian's; ~4x the size), installed as python;\n"
+    "                         matplotlib draws off-screen and plt.show() saves PNGs\n"
+    "                         into /workspace, which come back as images\n"
     "  --from-tar FILE        install a rootfs tarball you built or copied in\n"
     "  --language python|node which rootfs --from-tar installs\n"
     "  --rootfs-dir DIR       install here instead of VESTIBULE_ROOTFS_DIR\n"
@@ -65,6 +69,7 @@ int setup_main(int argc, char **argv)
 {
         static const struct option longopts[] = {
             {"from-debian", no_argument, NULL, 'd'},
+            {"python-data", no_argument, NULL, 'D'},
             {"from-tar", required_argument, NULL, 't'},
             {"language", required_argument, NULL, 'l'},
             {"rootfs-dir", required_argument, NULL, 'r'},
@@ -91,6 +96,9 @@ int setup_main(int argc, char **argv)
                 switch (c) {
                 case 'd':
                         a.from_debian = true;
+                        break;
+                case 'D':
+                        a.python_data = true;
                         break;
                 case 't':
                         a.from_tar = optarg;
@@ -120,6 +128,11 @@ int setup_main(int argc, char **argv)
                 fprintf(stderr, "setup: use --from-debian, or --from-tar FILE with --language "
                                 "python|node\n\n");
                 fputs(usage_text, stderr);
+                return 2;
+        }
+        if (a.python_data && !a.from_debian) {
+                fprintf(stderr, "setup: --python-data goes with --from-debian (or install a "
+                                "python-data.tar with --from-tar FILE --language python)\n");
                 return 2;
         }
         if (a.save_tars && a.save_tars[0] != '/') {

@@ -23,6 +23,9 @@ struct setup_run_args {
         const char *from_tar;   /* with language */
         const char *language;
         bool from_debian;
+        /* with from_debian: python from build.sh's python-data recipe (numpy, pandas,
+         * matplotlib, scipy), installed as python; saved as python-data.tar */
+        bool python_data;
         /* with from_debian: also keep the built python.tar and node.tar in this folder (for
          * --from-tar on other machines); a second run rebuilds unless both are there and are
          * the bytes installed. NULL: the build folder is deleted whole. */

@@ -1,6 +1,7 @@
 /* tools.c - run_code and read_workspace as MCP tools: what the agent reads about them, their
  * schemas, argument coercion, and a call turned into a tool result. See tools.h. */
 #include "tools/tools.h"
+#include "tools/content.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,6 +24,9 @@ void tool_result_done(struct tool_result *r)
         if (r->structured)
                 json_object_put(r->structured);
         r->structured = NULL;
+        if (r->content)
+                json_object_put(r->content);
+        r->content = NULL;
 }
 
 /* --- tools/list ------------------------------------------------------------------------ */
@@ -266,6 +270,7 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         json_object_object_add(usage, "properties", uprops);
         json_object_object_add(usage, "required", strings(required_usage));
         json_object_object_add(oprops, "usage", usage);
+        tools_files_schema(oprops);
         json_object_object_add(out, "type", jstr("object"));
         json_object_object_add(out, "properties", oprops);
         json_object_object_add(out, "required", strings(required_out));
@@ -529,6 +534,26 @@ static const char *string_arg(json_object *args, const char *key, size_t *ret_le
         return json_object_get_string(v);
 }
 
+/* structuredContent's files, files_more, files_note and images_attached, and the images as
+ * content items after the text (tools/content.h). */
+static void add_files(struct tool_result *ret, const struct run_result *res,
+                      const struct run_view *view)
+{
+        const char *img_note = NULL;
+
+        json_object_object_add(ret->structured, "files", tools_files_json(res));
+        add_int(ret->structured, "files_more", res->files_more);
+        add_str(ret->structured, "files_note", view->files_note);
+        ret->content = tools_image_items(res, &img_note);
+        add_int(ret->structured, "images_attached", json_object_array_length(ret->content));
+        if (img_note) {
+                char *t = xasprintf("%s\nnote: %s", ret->text, img_note);
+
+                free(ret->text);
+                ret->text = t;
+        }
+}
+
 static void call_run_code(struct run_service *svc, json_object *args, const struct tool_ctx *ctx,
                           struct tool_result *ret)
 {
@@ -596,6 +621,7 @@ static void call_run_code(struct run_service *svc, json_object *args, const stru
         ret->text = run_view_text(&view);
         ret->is_error = !(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0);
         ret->structured = structured_result(&res, &view);
+        add_files(ret, &res, &view);
         run_view_done(&view);
         run_result_done(&res);
 }
@@ -636,6 +662,22 @@ static void call_read_workspace(struct run_service *svc, json_object *args, stru
         add_str(o, "truncated", f.truncated);
         add_str(o, "note", f.note);
         ret->structured = o;
+        if (f.blob) {
+                struct sbx_error e2 = {0};
+                json_object *item = f.mime ? tools_image_content(f.mime, f.blob, f.blob_len, &e2)
+                                           : tools_blob_content(path, f.blob, f.blob_len, &e2);
+
+                if (item) {
+                        ret->content = json_object_new_array();
+                        json_object_array_add(ret->content, item);
+                } else {
+                        _cleanup_free_ char *why = sbx_text_sanitize_line(e2.msg, strlen(e2.msg));
+                        char *t = xasprintf("%s\nnote: not attached: %s", ret->text, why);
+
+                        free(ret->text);
+                        ret->text = t;
+                }
+        }
         run_ws_file_done(&f);
 }
 

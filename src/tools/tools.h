@@ -14,6 +14,8 @@ struct tool_result {
         char *text;              /* the content[0] text; owned */
         bool is_error;           /* isError */
         json_object *structured; /* structuredContent (an object) or NULL; owned */
+        json_object *content;    /* content items after the text (images, resources: see
+                                    tools/content.h), an array, or NULL; owned */
 };
 
 /** tool_result_done() - free what @r holds (text, structured); @r itself is not freed. NULL ok. */

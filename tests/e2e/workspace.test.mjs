@@ -67,7 +67,7 @@ test('missing files, folders and binary files get clear answers', async (t) => {
     assert.doesNotMatch(bin.text, /[\u0000\u001b]/, 'no raw bytes dumped');
     // what Claude Code's and Codex's model gets
     assert.deepEqual(bin.result.structuredContent, {
-        path: 'blob.bin', bytes: 8, bytes_shown: 0, binary: true, text: '', note: 'binary file, 8 bytes: not shown',
+        path: 'blob.bin', bytes: 8, bytes_shown: 0, binary: true, text: '', note: 'binary file, 8 bytes: attached as an embedded resource (base64)',
     });
 });
 

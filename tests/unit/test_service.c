@@ -44,6 +44,8 @@ static void make_cfg(void)
         cfg.max_timeout_s = 60;
         cfg.max_code_bytes = 1000;
         cfg.max_output_bytes = 100;
+        cfg.max_images = 4;
+        cfg.max_image_bytes = 1024 * 1024;
         cfg.max_concurrent = 4;
         if (geteuid() == 0) {
                 cfg.run_as_set = true;
@@ -494,7 +496,7 @@ START_TEST(read_workspace_texts)
                    "ELF\0\0\0\1",
                    8);
         ck_assert_int_eq(run_service_read_workspace(svc, "bin.dat", &text, &err), 0);
-        ck_assert_str_eq(text, "(binary file, 8 bytes: not shown)");
+        ck_assert_str_eq(text, "(binary file, 8 bytes: attached as an embedded resource (base64))");
         free(text);
 
         ck_assert_int_lt(run_service_read_workspace(svc, "", &text, &err), 0);

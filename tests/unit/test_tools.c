@@ -39,6 +39,8 @@ static void setup(void)
         cfg.max_timeout_s = 60;
         cfg.max_code_bytes = 10000;
         cfg.max_output_bytes = 1000;
+        cfg.max_images = 4;
+        cfg.max_image_bytes = 1024 * 1024;
         cfg.max_concurrent = 2;
         cfg.mem_mb = 256;
         cfg.cpu_pct = 75;
@@ -606,7 +608,19 @@ START_TEST(read_workspace_result)
         ck_assert(json_object_get_boolean(get(r.structured, "binary")));
         ck_assert_str_eq(json_object_get_string(get(r.structured, "text")), "");
         ck_assert_str_eq(json_object_get_string(get(r.structured, "note")),
-                         "binary file, 6 bytes: not shown");
+                         "binary file, 6 bytes: attached as an embedded resource (base64)");
+        /* the bytes follow the text as an embedded resource */
+        ck_assert_ptr_nonnull(r.content);
+        ck_assert_int_eq(json_object_array_length(r.content), 1);
+        {
+                json_object *item = json_object_array_get_idx(r.content, 0), *res = NULL;
+
+                ck_assert_str_eq(json_object_get_string(get(item, "type")), "resource");
+                ck_assert(json_object_object_get_ex(item, "resource", &res));
+                ck_assert_str_eq(json_object_get_string(get(res, "uri")),
+                                 "file:///workspace/bin.dat");
+                ck_assert_str_eq(json_object_get_string(get(res, "blob")), "f0VMRgAA");
+        }
         tool_result_done(&r);
         free(p);
 }

@@ -1,0 +1,130 @@
+/* files.c - what a run changed in the workspace, into its result. See files.h. */
+#include "service/files.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+
+void run_files_before(const struct sbx_config *cfg, struct run_files_before *ret)
+{
+        struct sbx_error err = {0};
+        int r;
+
+        *ret = (struct run_files_before){0};
+        if (!cfg->workspace_dir || !cfg->workspace_dir[0]) {
+                snprintf(ret->why, sizeof(ret->why), "no workspace folder is set");
+                return;
+        }
+        r = ws_snapshot_take(cfg->workspace_dir, RUN_FILES_MAX_ENTRIES, &ret->snap, &err);
+        if (r == -ENOENT) {
+                ret->missing = true;
+                return;
+        }
+        if (r < 0) {
+                snprintf(ret->why, sizeof(ret->why), "not listed: %.140s", err.msg);
+                return;
+        }
+        ret->taken = true;
+}
+
+void run_files_before_done(struct run_files_before *b)
+{
+        if (!b)
+                return;
+        ws_snapshot_done(&b->snap);
+}
+
+/* Attach the image file @i of @res when the caps allow; else say why not. */
+static void attach_image(const struct sbx_config *cfg, struct run_result *res, size_t i)
+{
+        struct run_file *f = &res->files[i];
+        struct sbx_error err = {0};
+        unsigned char *data = NULL;
+        size_t len = 0;
+        uint64_t size = 0;
+        int r;
+
+        if (f->bytes > cfg->max_image_bytes) {
+                f->not_why = "over VESTIBULE_MAX_IMAGE_BYTES";
+                return;
+        }
+        if (res->n_images >= cfg->max_images) {
+                f->not_why = "over VESTIBULE_MAX_IMAGES";
+                return;
+        }
+        r = ws_read_file(cfg->workspace_dir, f->path, cfg->max_image_bytes, &data, &len, &size,
+                         &err);
+        if (r == -EFBIG) {
+                f->not_why = "over VESTIBULE_MAX_IMAGE_BYTES";
+                return;
+        }
+        if (r < 0) {
+                f->not_why = "could not be read again";
+                return;
+        }
+        /* the bytes read now must still be the image that was sniffed */
+        if (!ws_sniff_image(data, len) || strcmp(ws_sniff_image(data, len), f->mime) != 0) {
+                free(data);
+                f->not_why = "it changed while it was read";
+                return;
+        }
+        res->images = xrealloc(res->images, (res->n_images + 1) * sizeof(*res->images));
+        res->images[res->n_images++] = (struct run_image){
+            .mime = f->mime,
+            .data = data,
+            .len = len,
+            .file = i,
+        };
+        f->attached = true;
+}
+
+void run_files_after(const struct sbx_config *cfg, const struct run_files_before *before,
+                     struct run_result *res)
+{
+        struct ws_snapshot after = {0}, empty = {0};
+        struct ws_changes ch = {0};
+        struct sbx_error err = {0};
+        int r;
+
+        if (!before->taken && !before->missing) {
+                snprintf(res->files_note, sizeof(res->files_note), "%s", before->why);
+                return;
+        }
+        r = ws_snapshot_take(cfg->workspace_dir, RUN_FILES_MAX_ENTRIES, &after, &err);
+        if (r == -ENOENT)
+                return; /* no workspace before nor after: nothing was written */
+        if (r < 0) {
+                snprintf(res->files_note, sizeof(res->files_note), "not listed: %.140s",
+                         err.msg);
+                return;
+        }
+        ws_changes_diff(before->taken ? &before->snap : &empty, &after, RUN_FILES_MAX, &ch);
+        if (after.incomplete || (before->taken && before->snap.incomplete))
+                snprintf(res->files_note, sizeof(res->files_note), "the list may be incomplete: %s",
+                         after.incomplete ? after.why : before->snap.why);
+
+        res->files = ch.n ? xcalloc(ch.n, sizeof(*res->files)) : NULL;
+        for (size_t i = 0; i < ch.n; i++) {
+                uint64_t size = 0;
+
+                res->files[i] = (struct run_file){
+                    .path = TAKE_PTR(ch.v[i].path),
+                    .bytes = ch.v[i].bytes,
+                    .created = ch.v[i].kind == WS_NEW,
+                };
+                res->files[i].mime = ws_sniff_file(cfg->workspace_dir, res->files[i].path, &size);
+                if (size)
+                        res->files[i].bytes = size;
+        }
+        res->n_files = ch.n;
+        res->files_more = ch.more;
+        for (size_t i = 0; i < res->n_files; i++)
+                if (res->files[i].mime)
+                        attach_image(cfg, res, i);
+        ws_changes_done(&ch);
+        ws_snapshot_done(&after);
+}

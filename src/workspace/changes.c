@@ -1,0 +1,359 @@
+/* changes.c - workspace snapshots, their difference, image sniffing and jailed whole-file
+ * reads. See changes.h. */
+#include "workspace/changes.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "workspace/workspace-internal.h"
+
+/* One open folder on the walk's explicit stack (never the C stack). */
+struct walk_level {
+        DIR *d;
+        size_t prefix_len; /* length of the path (with its trailing '/') of this folder */
+};
+
+struct entries {
+        struct ws_entry *v;
+        size_t n, cap;
+};
+
+static void entries_add(struct entries *e, const char *path, const struct stat *st)
+{
+        if (e->n == e->cap) {
+                e->cap = e->cap ? e->cap * 2 : 64;
+                e->v = xrealloc(e->v, e->cap * sizeof(*e->v));
+        }
+        e->v[e->n++] = (struct ws_entry){
+                .path = xstrdup(path),
+                .size = (uint64_t)st->st_size,
+                .mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec,
+                .ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec,
+                .ino = (uint64_t)st->st_ino,
+                .dev = (uint64_t)st->st_dev,
+        };
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+        return strcmp(((const struct ws_entry *)a)->path, ((const struct ws_entry *)b)->path);
+}
+
+static void mark_incomplete(struct ws_snapshot *s, const char *why)
+{
+        if (s->incomplete)
+                return;
+        s->incomplete = true;
+        snprintf(s->why, sizeof(s->why), "%s", why);
+}
+
+/* Append @name to the path buffer at @len (growing it), with a '/' after when @dir. */
+static size_t path_put(char **buf, size_t *cap, size_t len, const char *name, bool dir)
+{
+        size_t n = strlen(name), need = len + n + 2;
+
+        if (need > *cap) {
+                *cap = need * 2;
+                *buf = xrealloc(*buf, *cap);
+        }
+        memcpy(*buf + len, name, n);
+        len += n;
+        if (dir)
+                (*buf)[len++] = '/';
+        (*buf)[len] = '\0';
+        return len;
+}
+
+int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *ret,
+                     struct sbx_error *err)
+{
+        struct walk_level stack[WS_SNAPSHOT_MAX_DEPTH + 1];
+        struct entries e = { 0 };
+        _cleanup_free_ char *path = NULL;
+        size_t cap = 256, depth = 0, seen = 0;
+        int fd;
+
+        *ret = (struct ws_snapshot){ 0 };
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return sbx_fail(err, errno,
+                                "cannot open the workspace folder '%s' to list what a run "
+                                "changed: %s",
+                                dir, strerror(errno));
+        stack[0].d = fdopendir(fd);
+        if (!stack[0].d) {
+                int e0 = errno;
+                close(fd);
+                return sbx_fail(err, e0, "cannot read the workspace folder '%s': %s", dir,
+                                strerror(e0));
+        }
+        stack[0].prefix_len = 0;
+        path = xmalloc(cap);
+        path[0] = '\0';
+
+        for (;;) {
+                struct walk_level *top = &stack[depth];
+                struct dirent *de;
+                struct stat st;
+
+                errno = 0;
+                de = readdir(top->d);
+                if (!de) {
+                        if (errno != 0)
+                                mark_incomplete(ret, "a folder could not be read to the end");
+                        closedir(top->d);
+                        if (depth == 0)
+                                break;
+                        depth--;
+                        continue;
+                }
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (++seen > max_entries) {
+                        char why[96];
+                        snprintf(why, sizeof(why), "the workspace has more than %zu entries",
+                                 max_entries);
+                        mark_incomplete(ret, why);
+                        /* close every open level and stop */
+                        for (;;) {
+                                closedir(stack[depth].d);
+                                if (depth == 0)
+                                        break;
+                                depth--;
+                        }
+                        break;
+                }
+                if (fstatat(dirfd(top->d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue; /* gone since readdir: nothing to list */
+                if (S_ISREG(st.st_mode)) {
+                        path_put(&path, &cap, top->prefix_len, de->d_name, false);
+                        entries_add(&e, path, &st);
+                } else if (S_ISDIR(st.st_mode)) {
+                        int cfd;
+                        DIR *cd;
+
+                        if (depth + 1 > WS_SNAPSHOT_MAX_DEPTH) {
+                                mark_incomplete(ret, "folders nested deeper than 32 levels "
+                                                     "were not looked into");
+                                continue;
+                        }
+                        cfd = openat(dirfd(top->d), de->d_name,
+                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (cfd < 0) {
+                                /* a symlink swapped in (ELOOP/ENOTDIR) or no permission */
+                                if (errno != ENOENT)
+                                        mark_incomplete(ret, "a folder could not be opened");
+                                continue;
+                        }
+                        cd = fdopendir(cfd);
+                        if (!cd) {
+                                close(cfd);
+                                mark_incomplete(ret, "a folder could not be opened");
+                                continue;
+                        }
+                        depth++;
+                        stack[depth].d = cd;
+                        stack[depth].prefix_len =
+                                path_put(&path, &cap, top->prefix_len, de->d_name, true);
+                }
+                /* symlinks, fifos, sockets, devices: never listed, never opened */
+        }
+
+        if (e.n > 1)
+                qsort(e.v, e.n, sizeof(*e.v), entry_cmp);
+        ret->v = e.v;
+        ret->n = e.n;
+        return 0;
+}
+
+void ws_snapshot_done(struct ws_snapshot *s)
+{
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n; i++)
+                free(s->v[i].path);
+        free(s->v);
+        *s = (struct ws_snapshot){ 0 };
+}
+
+static bool entry_same(const struct ws_entry *a, const struct ws_entry *b)
+{
+        return a->size == b->size && a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns &&
+               a->ino == b->ino && a->dev == b->dev;
+}
+
+void ws_changes_diff(const struct ws_snapshot *before, const struct ws_snapshot *after,
+                     size_t max_list, struct ws_changes *ret)
+{
+        size_t i = 0, j = 0, cap = 0;
+
+        *ret = (struct ws_changes){ 0 };
+        for (j = 0; j < after->n; j++) {
+                const struct ws_entry *a = &after->v[j];
+                enum ws_change_kind kind;
+                int c = 1;
+
+                /* both lists are sorted: advance through @before up to a->path */
+                while (i < before->n && (c = strcmp(before->v[i].path, a->path)) < 0)
+                        i++;
+                if (i < before->n && c == 0) {
+                        if (entry_same(&before->v[i], a))
+                                continue;
+                        kind = WS_CHANGED;
+                } else {
+                        kind = WS_NEW;
+                }
+                if (ret->n >= max_list) {
+                        ret->more++;
+                        continue;
+                }
+                if (ret->n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        ret->v = xrealloc(ret->v, cap * sizeof(*ret->v));
+                }
+                ret->v[ret->n++] = (struct ws_change){
+                        .path = xstrdup(a->path),
+                        .bytes = a->size,
+                        .kind = kind,
+                };
+        }
+}
+
+void ws_changes_done(struct ws_changes *c)
+{
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n; i++)
+                free(c->v[i].path);
+        free(c->v);
+        *c = (struct ws_changes){ 0 };
+}
+
+const char *ws_change_kind_name(enum ws_change_kind k)
+{
+        return k == WS_NEW ? "new" : "changed";
+}
+
+const char *ws_sniff_image(const unsigned char *buf, size_t n)
+{
+        static const unsigned char png[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+
+        if (n >= sizeof(png) && memcmp(buf, png, sizeof(png)) == 0)
+                return "image/png";
+        if (n >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff)
+                return "image/jpeg";
+        if (n >= 6 && (memcmp(buf, "GIF87a", 6) == 0 || memcmp(buf, "GIF89a", 6) == 0))
+                return "image/gif";
+        if (n >= 12 && memcmp(buf, "RIFF", 4) == 0 && memcmp(buf + 8, "WEBP", 4) == 0)
+                return "image/webp";
+        return NULL;
+}
+
+/* Open the regular file @rel beneath @dir, never through a symlink. Return an fd (with its
+ * size in *@size) or -errno with @err. */
+static int open_file_beneath(const char *dir, const char *rel, uint64_t *size,
+                             struct sbx_error *err)
+{
+        _cleanup_close_ int root = -1, fd = -1;
+        struct stat st;
+        int r;
+
+        if (rel[0] == '\0')
+                return sbx_fail(err, EINVAL, "an empty path names no file in the workspace");
+        root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (root < 0)
+                return sbx_fail(err, errno, "cannot open the workspace folder '%s': %s", dir,
+                                strerror(errno));
+        r = workspace_open_openat2(root, rel, err);
+        if (r == -ENOSYS)
+                r = workspace_open_walk(root, rel, err);
+        if (r < 0)
+                return r;
+        fd = r;
+        if (fstat(fd, &st) < 0)
+                return sbx_fail(err, errno, "cannot stat a workspace file: %s", strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return sbx_fail(err, EINVAL, "a workspace entry is not a regular file");
+        *size = (uint64_t)st.st_size;
+        return TAKE_FD(fd);
+}
+
+/* Read up to @n bytes at the start of @fd; the count read, or -errno. */
+static ssize_t read_upto(int fd, unsigned char *buf, size_t n)
+{
+        size_t got = 0;
+
+        while (got < n) {
+                ssize_t k = read(fd, buf + got, n - got);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN) /* O_NONBLOCK from the jailed open */
+                                break;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                got += (size_t)k;
+        }
+        return (ssize_t)got;
+}
+
+const char *ws_sniff_file(const char *dir, const char *rel, uint64_t *ret_size)
+{
+        struct sbx_error err = { 0 };
+        unsigned char head[16];
+        uint64_t size = 0;
+        ssize_t n;
+        int fd;
+
+        *ret_size = 0;
+        fd = open_file_beneath(dir, rel, &size, &err);
+        if (fd < 0)
+                return NULL;
+        n = read_upto(fd, head, sizeof(head));
+        close(fd);
+        *ret_size = size;
+        return n > 0 ? ws_sniff_image(head, (size_t)n) : NULL;
+}
+
+int ws_read_file(const char *dir, const char *rel, size_t max_bytes, unsigned char **ret_data,
+                 size_t *ret_len, uint64_t *ret_size, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ unsigned char *buf = NULL;
+        uint64_t size = 0;
+        ssize_t got;
+        int r;
+
+        *ret_data = NULL;
+        *ret_len = 0;
+        if (ret_size)
+                *ret_size = 0;
+        r = open_file_beneath(dir, rel, &size, err);
+        if (r < 0)
+                return r;
+        fd = r;
+        if (ret_size)
+                *ret_size = size;
+        if (size > max_bytes)
+                return -EFBIG;
+        /* the file may grow while we read: read one byte more than stat said, to notice */
+        buf = xmalloc((size_t)size + 1);
+        got = read_upto(fd, buf, (size_t)size + 1);
+        if (got < 0)
+                return sbx_fail(err, (int)-got, "cannot read a workspace file: %s",
+                                strerror((int)-got));
+        if ((size_t)got > max_bytes)
+                return -EFBIG;
+        *ret_data = TAKE_PTR(buf);
+        *ret_len = (size_t)got;
+        return 0;
+}
