@@ -11,6 +11,17 @@
  * disk. It costs a few ms per record on a local disk. A line whose write failed half-way is
  * followed by a newline before the next record, so the damage stays one unreadable line.
  *
+ * The reserve. By default the audit folder shares its filesystem with the workspace, which
+ * sandboxed code fills at will: one run filling the disk would cut the next run's start
+ * record (issue 12, finding 24). So the writer keeps AUDIT_RESERVE_BYTES allocated past the
+ * end of the file (fallocate(2) FALLOC_FL_KEEP_SIZE: blocks owned by the file, its size
+ * unchanged), renewed after every record; an append lands in blocks the file already owns
+ * and cannot fail with ENOSPC while the reserve lasts (~200 records of the largest kind).
+ * When the reserve cannot be renewed, or a record cannot be written at all, the operator is
+ * told on stderr (once per episode), not only the agent in the result's "audit:" note. On a
+ * filesystem without fallocate (ENOTSUP: NFS v3, some FUSE) there is no reserve and the
+ * stderr line says so once. The reserve is given back when the log closes.
+ *
  * What a record holds: see the seed, "Usage numbers and the audit log". Strings are JSON with
  * every control character, DEL and C1 escaped as \uXXXX, so even `cat` of the raw file cannot
  * drive a terminal. Code that is not valid UTF-8 cannot be JSON text: each invalid byte is
@@ -169,6 +180,9 @@ struct audit_log {
         /* Writer-thread only. */
         int fd;
         bool need_newline;
+        bool reserve_short; /* the reserve could not be renewed: told on stderr once */
+        bool no_reserve;    /* the filesystem has no fallocate: told once */
+        bool write_failed;  /* a record was lost: told on stderr once until one is written */
 };
 
 static void item_unref_locked(struct audit_item *it)
@@ -203,8 +217,66 @@ static int mkdir_p_0700(const char *dir)
         }
 }
 
+/* Keep AUDIT_RESERVE_BYTES allocated past the end of the file (see the top of this file).
+ * Writer thread only. */
+static void reserve_renew(struct audit_log *log)
+{
+        struct stat st;
+
+        if (log->no_reserve || fstat(log->fd, &st) < 0)
+                return;
+        if (fallocate(log->fd, FALLOC_FL_KEEP_SIZE, st.st_size, AUDIT_RESERVE_BYTES) == 0) {
+                if (log->reserve_short)
+                        log_info("audit: the reserve of '%s' is whole again", log->path);
+                log->reserve_short = false;
+                return;
+        }
+        if (errno == EOPNOTSUPP || errno == ENOSYS) {
+                log->no_reserve = true;
+                log_warning("audit: the filesystem of '%s' cannot reserve space (fallocate: %s): "
+                            "a run that fills it can cut audit records; put VESTIBULE_AUDIT_DIR "
+                            "on a local filesystem of its own",
+                            log->dir, strerror(errno));
+                return;
+        }
+        if (!log->reserve_short)
+                log_error("audit: the filesystem of '%s' is full (%s): records now come out of a "
+                          "%u KiB reserve, and are lost once it is spent; free space there (a "
+                          "run may have filled the workspace, which shares it by default), or "
+                          "put VESTIBULE_AUDIT_DIR on a filesystem of its own",
+                          log->dir, strerror(errno), (unsigned)(AUDIT_RESERVE_BYTES >> 10));
+        log->reserve_short = true;
+}
+
+/* A record was not written: the operator hears of it, not only the agent. */
+static void tell_operator(struct audit_log *log, const char *note)
+{
+        if (log->write_failed)
+                return;
+        log->write_failed = true;
+        log_error("audit: a record for '%s' was %s; fix the audit folder (free space, "
+                  "permissions) or point VESTIBULE_AUDIT_DIR at a folder on a filesystem of its "
+                  "own (told once until records are written again)",
+                  log->path, note);
+}
+
 /* Append one line. Writer thread only. @note: "" on success. */
+static void write_item_inner(struct audit_log *log, struct audit_item *it, unsigned delay_ms);
+
 static void write_item(struct audit_log *log, struct audit_item *it, unsigned delay_ms)
+{
+        write_item_inner(log, it, delay_ms);
+        if (it->note[0]) {
+                tell_operator(log, it->note);
+                return;
+        }
+        if (log->write_failed)
+                log_info("audit: records for '%s' are written again", log->path);
+        log->write_failed = false;
+        reserve_renew(log);
+}
+
+static void write_item_inner(struct audit_log *log, struct audit_item *it, unsigned delay_ms)
 {
         struct stat st;
         size_t off = 0;
@@ -244,6 +316,7 @@ static void write_item(struct audit_log *log, struct audit_item *it, unsigned de
                 /* Ours and 0600, whatever an earlier file of the same name had. */
                 if ((st.st_mode & 07777) != 0600)
                         (void)fchmod(log->fd, 0600);
+                reserve_renew(log); /* before the first record, which it then protects */
         }
         if (log->need_newline) {
                 if (write(log->fd, "\n", 1) == 1)
@@ -575,8 +648,14 @@ struct audit_log *audit_close(struct audit_log *log)
                         return NULL;
                 }
         }
-        if (log->fd >= 0)
+        if (log->fd >= 0) {
+                struct stat st;
+                /* give the reserve back: blocks past the end are the file's until punched */
+                if (!log->no_reserve && fstat(log->fd, &st) == 0)
+                        (void)fallocate(log->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                        st.st_size, AUDIT_RESERVE_BYTES);
                 close(log->fd);
+        }
         pthread_mutex_destroy(&log->mu);
         pthread_cond_destroy(&log->work);
         pthread_cond_destroy(&log->done);

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -63,6 +65,14 @@ static void fx_teardown(void)
         free(rootfs);
 }
 
+static bool env_named(const char *const *env, size_t n, const char *prefix)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strncmp(env[i], prefix, strlen(prefix)) == 0)
+                        return true;
+        return false;
+}
+
 /* Start the binary with the environment a client gives (HOME, PATH, USER...) plus @extra
  * ("VAR=value" strings, NULL-terminated), the workspace, audit and rootfs folders included
  * unless @extra names them. stderr goes to T/stderr.log. */
@@ -86,12 +96,10 @@ static void srv_start(struct srv *s, const char *const *extra)
         env[n++] = "VESTIBULE_BACKEND=naive";
         for (; extra && *extra && n < 24; extra++)
                 env[n++] = *extra;
-        for (size_t i = 0; i < n; i++)
-                if (strncmp(env[i], "VESTIBULE_WORKSPACE=", 20) == 0)
-                        goto have_ws;
-        env[n++] = e_ws;
-have_ws:
-        env[n++] = e_audit;
+        if (!env_named(env, n, "VESTIBULE_WORKSPACE="))
+                env[n++] = e_ws;
+        if (!env_named(env, n, "VESTIBULE_AUDIT_DIR="))
+                env[n++] = e_audit;
         env[n++] = e_rootfs;
         env[n] = NULL;
 
@@ -468,6 +476,149 @@ START_TEST(workspace_at_home_or_above_is_refused)
 }
 END_TEST
 
+/* A private mount namespace (and, when not root, a user namespace mapping only our own ids,
+ * so the server still runs unprivileged): a tmpfs mounted there is seen by nobody else, and
+ * filling it fills nothing of the host. */
+static void private_mounts(void)
+{
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+        char map[64];
+        int fd;
+
+        if (geteuid() == 0) {
+                if (unshare(CLONE_NEWNS) < 0)
+                        sbx_test_skip("cannot unshare a mount namespace");
+        } else {
+                if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+                        sbx_test_skip("no unprivileged user namespaces for a private tmpfs");
+                fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(write(fd, "deny", 4), 4);
+                close(fd);
+                snprintf(map, sizeof(map), "%u %u 1", (unsigned)uid, (unsigned)uid);
+                fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(write(fd, map, strlen(map)), (ssize_t)strlen(map));
+                close(fd);
+                snprintf(map, sizeof(map), "%u %u 1", (unsigned)gid, (unsigned)gid);
+                fd = open("/proc/self/gid_map", O_WRONLY | O_CLOEXEC);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(write(fd, map, strlen(map)), (ssize_t)strlen(map));
+                close(fd);
+        }
+        ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+}
+
+static const char *tool_text(json_object *v)
+{
+        json_object *r = json_object_object_get(v, "result");
+
+        return json_object_get_string(json_object_object_get(
+            json_object_array_get_idx(json_object_object_get(r, "content"), 0), "text"));
+}
+
+/* ~4 KiB, so a record needs a new page of the audit file: a small one could still fit in the
+ * last page the file already has, on a full disk too. */
+#define PAD64 "................................................................"
+#define PAD                                                                                        \
+        PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64  \
+            PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64    \
+                PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64      \
+                    PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64  \
+                        PAD64 PAD64 PAD64 PAD64 PAD64 PAD64 PAD64
+
+/* Finding 24 (Medium): the workspace and the audit folder share a filesystem by default and
+ * the workspace has no cap. One run filled the disk; the next run's start record was cut, so
+ * its code was not in the log, and only the agent was told. Want: the record still written
+ * (a reserve), and the operator told on stderr. On a 4 MiB tmpfs of our own. */
+START_TEST(full_disk_cannot_cut_the_next_start_record)
+{
+        _cleanup_free_ char *fs = xasprintf("%s/fs", T), *fws = xasprintf("%s/fs/ws", T);
+        _cleanup_free_ char *faudit = xasprintf("%s/fs/audit", T);
+        _cleanup_free_ char *e_ws = xasprintf("VESTIBULE_WORKSPACE=%s", fws);
+        _cleanup_free_ char *e_audit = xasprintf("VESTIBULE_AUDIT_DIR=%s", faudit);
+        _cleanup_free_ char *errlog = xasprintf("%s/stderr.log", T), *cmd = NULL;
+        const char *extra[] = {e_ws, e_audit, geteuid() == 0 ? "VESTIBULE_RUN_AS=2000:2000" : NULL,
+                               NULL};
+        static const char *const codes[] = {
+            "head -c 64M /dev/zero > fill; echo filled",
+            "echo second-run-marker #" PAD,
+            "rm -f fill; echo third-run-marker #" PAD,
+        };
+        struct srv s;
+        char buf[8192];
+        size_t starts = 0, ends = 0, lines = 0;
+        bool second = false, third = false, told = false;
+        FILE *f;
+
+        private_mounts();
+        ck_assert_int_eq(chmod(T, 0755), 0); /* the run's user must reach the workspace */
+        ck_assert_int_eq(mkdir(fs, 0755), 0);
+        ck_assert_int_eq(mount("tmpfs", fs, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755"), 0);
+        ck_assert_int_eq(mkdir(fws, 0777), 0);
+        ck_assert_int_eq(chmod(fws, 0777), 0); /* the run's user (VESTIBULE_RUN_AS as root) */
+        srv_start(&s, extra);
+        ck_assert_uint_eq(srv_exchange(&s, INIT, strlen(INIT), 1, 10000, 512 << 10), 1);
+        for (size_t i = 0; i < ELEMENTSOF(codes); i++) {
+                _cleanup_free_ char *req = NULL;
+                json_object *v, *c = json_object_new_string(codes[i]);
+
+                req = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\","
+                                "\"params\":{\"name\":\"run_code\",\"arguments\":{\"language\":"
+                                "\"bash\",\"code\":%s}}}\n",
+                                i + 1, json_object_to_json_string(c));
+                json_object_put(c);
+                ck_assert_uint_eq(srv_exchange(&s, req, strlen(req), i + 2, 60000, 512 << 10),
+                                  i + 2);
+                v = srv_line(&s, i + 1);
+                ck_assert_msg(tool_text(v), "no tool result for run %zu", i + 1);
+                if (i == 0) /* control: the first run did fill the filesystem */
+                        ck_assert_msg(strstr(tool_text(v), "No space left"), "%s", tool_text(v));
+                json_object_put(v);
+        }
+        ck_assert_int_eq(srv_stop(&s), 0);
+
+        cmd = xasprintf("cat '%s'/*.jsonl", faudit);
+        f = popen(cmd, "r");
+        ck_assert_ptr_nonnull(f);
+        while (fgets(buf, sizeof(buf), f)) {
+                json_object *v = json_tokener_parse(buf);
+                const char *kind;
+
+                lines++;
+                ck_assert_msg(v, "an audit line is cut: %.120s", buf);
+                kind = json_object_get_string(json_object_object_get(v, "kind"));
+                if (kind && strcmp(kind, "start") == 0) {
+                        const char *code =
+                            json_object_get_string(json_object_object_get(v, "code"));
+                        starts++;
+                        second |= code && strstr(code, "second-run-marker") != NULL;
+                        third |= code && strstr(code, "third-run-marker") != NULL;
+                } else if (kind && strcmp(kind, "end") == 0) {
+                        ends++;
+                }
+                json_object_put(v);
+        }
+        pclose(f);
+        ck_assert_msg(second,
+                      "the start record of the run after the disk filled is missing "
+                      "(%zu lines, %zu starts)",
+                      lines, starts);
+        ck_assert(third);
+        ck_assert_uint_eq(starts, 3);
+        ck_assert_uint_eq(ends, 3);
+        /* the operator was told on stderr, not only the agent */
+        f = fopen(errlog, "re");
+        ck_assert_ptr_nonnull(f);
+        while (fgets(buf, sizeof(buf), f))
+                told |= strstr(buf, "audit: the filesystem of") && strstr(buf, "is full");
+        fclose(f);
+        ck_assert_msg(told, "nothing on stderr told the operator that the audit disk is full");
+        ck_assert_int_eq(umount2(fs, MNT_DETACH), 0);
+}
+END_TEST
+
 static Suite *adversarial_suite(void)
 {
         Suite *s = suite_create("adversarial_srv");
@@ -480,6 +631,7 @@ static Suite *adversarial_suite(void)
         tcase_add_test(tc, listen_streams_are_capped_and_cheap);
         tcase_add_test(tc, read_workspace_refuses_a_path_with_nul);
         tcase_add_test(tc, workspace_at_home_or_above_is_refused);
+        tcase_add_test(tc, full_disk_cannot_cut_the_next_start_record);
         suite_add_tcase(s, tc);
         return s;
 }
