@@ -908,32 +908,13 @@ void audit_blocked(struct audit_log *log, const char *language, const char *code
 
 /* --- reading: `vestibule-mcp audit` ------------------------------------------------------ */
 
-/* Append @s escaped for a terminal: tab, newline and every other C0 byte, DEL and invalid
- * UTF-8 as \xNN; C1 controls and bidirectional overrides as \uXXXX. */
+/* Append @s escaped for a terminal (sbx_term_escape(): the one escaper every console
+ * printer of untrusted text uses). */
 static void sb_term(struct sb *b, const char *s, size_t n)
 {
-        static const char hex[] = "0123456789abcdef";
-        size_t i = 0;
+        _cleanup_free_ char *e = sbx_term_escape(s, n, false);
 
-        sb_add(b, "", 0); /* never NULL afterwards */
-        while (i < n) {
-                unsigned char ch = (unsigned char)s[i];
-                uint32_t cp = 0;
-                int l = sbx_utf8_decode(s + i, n - i, &cp);
-
-                if (l <= 0 || cp < 0x20 || cp == 0x7f) {
-                        char e[4] = {'\\', 'x', hex[ch >> 4], hex[ch & 15]};
-                        sb_add(b, e, 4);
-                        i++;
-                        continue;
-                }
-                if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-                    (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c)
-                        sb_printf(b, "\\u%04x", (unsigned)cp);
-                else
-                        sb_add(b, s + i, (size_t)l);
-                i += (size_t)l;
-        }
+        sb_adds(b, e);
 }
 
 /* ASCII-only JSON: non-ASCII as \uXXXX, so the output is safe on any terminal. */

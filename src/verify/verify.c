@@ -23,6 +23,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 #include "run/service.h"
 #include "run/warden.h"
@@ -859,22 +860,34 @@ out:
 
 /* ---- output ----------------------------------------------------------------------------- */
 
+/* @s escaped for the terminal: details quote what the sandbox printed (its stderr, values it
+ * reported), and a backend's Blocked: text quotes engine replies (issue 12, finding 26). */
+static char *safe(const char *s)
+{
+        return sbx_term_escape(s, strlen(s), false);
+}
+
 void verify_print(const struct verify_report *r, FILE *out)
 {
         if (!r->ran) {
-                fprintf(out, "verify%s%s: nothing ran. Blocked: %s\n", r->backend[0] ? " " : "",
-                        r->backend, r->blocked);
+                _cleanup_free_ char *be = safe(r->backend), *bl = safe(r->blocked);
+                fprintf(out, "verify%s%s: nothing ran. Blocked: %s\n", r->backend[0] ? " " : "", be,
+                        bl);
                 return;
         }
-        fprintf(out, "verify: backend %s, isolation: %s\n", r->backend, r->grade);
+        {
+                _cleanup_free_ char *be = safe(r->backend), *gr = safe(r->grade);
+                fprintf(out, "verify: backend %s, isolation: %s\n", be, gr);
+        }
         for (size_t i = 0; i < r->n_probes; i++) {
                 const struct verify_probe *p = &r->probes[i];
+                _cleanup_free_ char *detail = safe(p->detail);
 
                 if (p->verdict == VERIFY_NOT_APPLICABLE)
-                        fprintf(out, "  %-14s %-52s (%s)\n", "not applicable", p->title, p->detail);
+                        fprintf(out, "  %-14s %-52s (%s)\n", "not applicable", p->title, detail);
                 else
                         fprintf(out, "  %-14s %-52s %s\n", verify_verdict_word(p->verdict),
-                                p->title, p->detail);
+                                p->title, detail);
         }
         fprintf(out, "summary: %u held, %u NOT HELD, %u not applicable, %u not tested: %s\n",
                 r->held, r->not_held, r->not_applicable, r->untested,

@@ -619,6 +619,103 @@ START_TEST(full_disk_cannot_cut_the_next_start_record)
 }
 END_TEST
 
+/* Run the binary with @args (NULL-terminated, without argv[0]) and the client-like
+ * environment plus @extra; stdout and stderr together into a new string. */
+static char *run_cli(const char *const *args, const char *const *extra)
+{
+        _cleanup_free_ char *e_home = xasprintf("HOME=%s", home);
+        const char *env[24], *argv[16];
+        size_t n = 0, a = 0, len = 0, cap = 65536;
+        char *out = xmalloc(cap);
+        int p[2], st;
+        pid_t pid;
+        ssize_t k;
+
+        env[n++] = e_home;
+        env[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+        env[n++] = "TERM=xterm";
+        for (; extra && *extra && n < 22; extra++)
+                env[n++] = *extra;
+        env[n] = NULL;
+        argv[a++] = getenv("SBX_TEST_BIN") ? getenv("SBX_TEST_BIN") : VESTIBULE_BIN;
+        for (; args && *args && a < 15; args++)
+                argv[a++] = *args;
+        argv[a] = NULL;
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                dup2(p[1], 1);
+                dup2(p[1], 2);
+                execve(argv[0], (char *const *)argv, (char *const *)env);
+                _exit(127);
+        }
+        close(p[1]);
+        while ((k = read(p[0], out + len, cap - len - 1)) > 0) {
+                len += (size_t)k;
+                if (cap - len < 4096)
+                        out = xrealloc(out, cap *= 2);
+        }
+        close(p[0]);
+        waitpid(pid, &st, 0);
+        out[len] = '\0';
+        return out;
+}
+
+/* One ustar entry named @name (a regular file, empty), then the end-of-archive blocks. */
+static void write_tar_one(const char *path, const char *name)
+{
+        char h[512] = {0}, zero[1024] = {0};
+        unsigned sum = 0;
+        FILE *f = fopen(path, "we");
+
+        ck_assert_ptr_nonnull(f);
+        snprintf(h, 100, "%s", name);
+        memcpy(h + 100, "0000644", 8);
+        memcpy(h + 108, "0000000", 8);
+        memcpy(h + 116, "0000000", 8);
+        memcpy(h + 124, "00000000000", 12);
+        memcpy(h + 136, "14570000000", 12);
+        memset(h + 148, ' ', 8);
+        h[156] = '0';
+        memcpy(h + 257, "ustar", 6);
+        memcpy(h + 263, "00", 2);
+        for (size_t i = 0; i < 512; i++)
+                sum += (unsigned char)h[i];
+        snprintf(h + 148, 8, "%06o", sum);
+        ck_assert_uint_eq(fwrite(h, 1, 512, f), 512);
+        ck_assert_uint_eq(fwrite(zero, 1, 1024, f), 1024);
+        fclose(f);
+}
+
+/* Finding 26 (Low): terminal escapes reached the console from setup (tar entry names in its
+ * refusals) and doctor (the workspace path, engine and image texts), verify (the sandbox's
+ * stderr, detail texts). Want: escaped as `vestibule-mcp audit` does. */
+START_TEST(console_output_carries_no_terminal_escapes)
+{
+        _cleanup_free_ char *tar = xasprintf("%s/evil.tar", T);
+        _cleanup_free_ char *e_ws = xasprintf("VESTIBULE_WORKSPACE=%s/ws\033]0;owned\007", home);
+        _cleanup_free_ char *e_rootfs = xasprintf("VESTIBULE_ROOTFS_DIR=%s", rootfs);
+        _cleanup_free_ char *e_audit = xasprintf("VESTIBULE_AUDIT_DIR=%s", audit);
+        _cleanup_free_ char *out = NULL;
+        const char *setup_args[] = {"setup", "--from-tar", tar, "--language", "python", NULL};
+        const char *doctor_args[] = {"doctor", NULL};
+        const char *extra[] = {e_rootfs, e_audit, NULL};
+        const char *extra_ws[] = {e_ws, e_rootfs, e_audit, "VESTIBULE_BACKEND=naive", NULL};
+
+        write_tar_one(tar, "../\033]0;owned\007\033[2Jevil");
+        out = run_cli(setup_args, extra);
+        /* control: the refusal does quote the entry's name */
+        ck_assert_msg(strstr(out, "owned"), "%s", out);
+        ck_assert_msg(!strchr(out, '\033') && !strchr(out, '\007'), "raw escape in: %s", out);
+        ck_assert_msg(strstr(out, "\\x1b]0;owned\\x07"), "%s", out);
+        free(out);
+        out = run_cli(doctor_args, extra_ws);
+        ck_assert_msg(strstr(out, "owned"), "%s", out); /* control: the path is shown */
+        ck_assert_msg(!strchr(out, '\033') && !strchr(out, '\007'), "raw escape in: %s", out);
+}
+END_TEST
+
 static Suite *adversarial_suite(void)
 {
         Suite *s = suite_create("adversarial_srv");
@@ -632,6 +729,7 @@ static Suite *adversarial_suite(void)
         tcase_add_test(tc, read_workspace_refuses_a_path_with_nul);
         tcase_add_test(tc, workspace_at_home_or_above_is_refused);
         tcase_add_test(tc, full_disk_cannot_cut_the_next_start_record);
+        tcase_add_test(tc, console_output_carries_no_terminal_escapes);
         suite_add_tcase(s, tc);
         return s;
 }
