@@ -25,6 +25,7 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "testutil.h"
+#include "verify/verify.h"
 
 #define META_2026                                                                                  \
         "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                   \
@@ -716,6 +717,41 @@ START_TEST(console_output_carries_no_terminal_escapes)
 }
 END_TEST
 
+/* Finding 27 (Low): verify took the first "VERIFY {...}" line of the run's output, so a
+ * rootfs that printed a forged one got 16 checks shown as held. Now the line must carry this
+ * run's nonce, at the start of a line, once. (What a hostile interpreter can still do, and
+ * what verify checks from outside against it, is in README "What verify trusts".) */
+START_TEST(verify_result_needs_the_runs_nonce)
+{
+        static const char nonce[] = "0123456789abcdef0123456789abcdef";
+        static const char forged[] = "VERIFY {\"key\":{\"escaped\":false,\"detail\":\"forged\"}}\n";
+        static const char real[] = "VERIFY 0123456789abcdef0123456789abcdef "
+                                   "{\"key\":{\"escaped\":true,\"detail\":\"real\"}}\n";
+        const char *why = NULL;
+        _cleanup_free_ char *both = xasprintf("%s%s", forged, real);
+        _cleanup_free_ char *twice = xasprintf("%s%s", real, real);
+        _cleanup_free_ char *other =
+            xasprintf("VERIFY ffffffffffffffffffffffffffffffff %s", forged + 7);
+        _cleanup_free_ char *mid = xasprintf("x %s", real);
+        json_object *v;
+
+        /* the forged line alone, or with another run's nonce, or not at a line start: none */
+        ck_assert_ptr_null(verify_parse_result(forged, strlen(forged), nonce, &why));
+        ck_assert_ptr_null(verify_parse_result(other, strlen(other), nonce, &why));
+        ck_assert_ptr_null(verify_parse_result(mid, strlen(mid), nonce, &why));
+        /* two lines with the nonce: no result either */
+        ck_assert_ptr_null(verify_parse_result(twice, strlen(twice), nonce, &why));
+        ck_assert_str_eq(why, "two result lines carry this run's nonce");
+        /* control: the real line is found behind a forged one, and it is the one used */
+        v = verify_parse_result(both, strlen(both), nonce, &why);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_str_eq(json_object_get_string(
+                             json_object_object_get(json_object_object_get(v, "key"), "detail")),
+                         "real");
+        json_object_put(v);
+}
+END_TEST
+
 static Suite *adversarial_suite(void)
 {
         Suite *s = suite_create("adversarial_srv");
@@ -730,6 +766,7 @@ static Suite *adversarial_suite(void)
         tcase_add_test(tc, workspace_at_home_or_above_is_refused);
         tcase_add_test(tc, full_disk_cannot_cut_the_next_start_record);
         tcase_add_test(tc, console_output_carries_no_terminal_escapes);
+        tcase_add_test(tc, verify_result_needs_the_runs_nonce);
         suite_add_tcase(s, tc);
         return s;
 }
