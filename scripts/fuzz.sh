@@ -33,12 +33,17 @@ command -v clang >/dev/null || {
         echo "fuzz.sh: clang is missing: apt-get install clang libclang-rt-14-dev" >&2
         exit 2
 }
-if [ "${VESTIBULE_FUZZ_SKIP_BUILD:-0}" != 1 ]; then
-        CC=clang cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-                -DVESTIBULE_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
-        cmake --build "$build" -j "${VESTIBULE_FUZZ_JOBS:-2}" --target "fuzz_$target" >/dev/null
-fi
 mkdir -p "$work/corpus" "$work/artifacts"
+if [ "${VESTIBULE_FUZZ_SKIP_BUILD:-0}" != 1 ]; then
+        if ! { CC=clang cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+                -DVESTIBULE_FUZZ=ON -DBUILD_TESTING=OFF &&
+                cmake --build "$build" -j "${VESTIBULE_FUZZ_JOBS:-2}" --target "fuzz_$target"; } \
+                >"$work/build.log" 2>&1; then
+                tail -40 "$work/build.log" >&2
+                echo "fuzz $target: the clang build failed (log: $work/build.log)"
+                exit 1
+        fi
+fi
 cp -n "$repo/tests/fuzz/corpus/$target/"* "$work/corpus/" 2>/dev/null || true
 log="$work/last.log"
 rc=0

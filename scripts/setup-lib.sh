@@ -13,6 +13,8 @@ VST_OTHER_DEPS=(mmdebstrap bubblewrap curl ca-certificates tar procps util-linux
 VST_VM_DEPS=(qemu-system-x86 qemu-utils)
 # The static checks (scripts/lint.sh, STYLE.md).
 VST_LINT_DEPS=(clang-format clang-tidy cppcheck python3)
+# The libFuzzer targets (scripts/fuzz.sh): clang and its fuzzer/sanitizer runtimes.
+VST_FUZZ_DEPS=(clang libclang-rt-14-dev)
 
 # vst_missing_packages PKG...: print the ones not installed (and nodejs npm when there is no
 # node or npm at all).
