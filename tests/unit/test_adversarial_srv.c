@@ -128,6 +128,21 @@ static void srv_start(struct srv *s, const char *const *extra)
         (void)fcntl(s->out, F_SETFL, O_NONBLOCK);
 }
 
+/* Is the server binary built with AddressSanitizer (the Debug build)? Its allocator keeps freed
+ * memory in a quarantine and shadow memory on top, so resident sizes say nothing about our
+ * code there: the memory bounds are checked on the Release build only. */
+static bool bin_sanitized(void)
+{
+        const char *bin = getenv("SBX_TEST_BIN") ? getenv("SBX_TEST_BIN") : VESTIBULE_BIN;
+        static int cached = -1;
+
+        if (cached < 0) {
+                _cleanup_free_ char *cmd = xasprintf("grep -q __asan_init '%s'", bin);
+                cached = system(cmd) == 0;
+        }
+        return cached;
+}
+
 /* VmRSS or VmHWM ("VmRSS:", "VmHWM:") of @pid in KiB; 0 once it is gone. */
 static size_t proc_kib(pid_t pid, const char *key)
 {
@@ -182,6 +197,8 @@ static size_t srv_exchange(struct srv *s, const char *data, size_t len, size_t w
         struct timespec t0, t;
         size_t off = 0;
 
+        if (bin_sanitized())
+                rss_max_kib *= 3; /* shadow memory and quarantine; still bounded */
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (unsigned round = 0;; round++) {
                 struct pollfd p[2] = {{.fd = s->out, .events = POLLIN},
@@ -307,7 +324,8 @@ START_TEST(huge_request_id_gets_one_bounded_reply)
         v = srv_line(&s, 3);
         ck_assert_int_eq(json_object_get_int(json_object_object_get(v, "id")), 9);
         json_object_put(v);
-        ck_assert_uint_lt(s.peak_rss_kib, 256 << 10);
+        if (!bin_sanitized())
+                ck_assert_uint_lt(s.peak_rss_kib, 256 << 10);
         ck_assert_int_eq(srv_stop(&s), 0);
 }
 END_TEST
@@ -333,6 +351,10 @@ START_TEST(refused_huge_line_gives_memory_back)
         json_object_put(v);
         ck_assert_uint_eq(srv_exchange(&s, PING("1"), strlen(PING("1")), 3, 10000, 1 << 20), 3);
         after = proc_kib(s.pid, "VmRSS:");
+        if (bin_sanitized()) {
+                ck_assert_int_eq(srv_stop(&s), 0);
+                return; /* resident sizes of an ASan build say nothing (see bin_sanitized) */
+        }
         /* control: the line did make the server hold tens of MB while it was being read */
         ck_assert_uint_gt(s.peak_rss_kib, before + (16 << 10));
         ck_assert_msg(after < before + (8 << 10),
