@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "setup/setup.h"
@@ -30,6 +31,24 @@ static void die(const char *what)
 {
         fprintf(stderr, "fuzz_unpack: %s: %s\n", what, strerror(errno));
         abort();
+}
+
+/* the scratch folder goes when the fuzzer exits (libFuzzer ends with exit()) */
+static void remove_scratch(void)
+{
+        int fd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        const char *slash = strrchr(scratch, '/');
+        int parent;
+
+        if (fd < 0 || !slash)
+                return;
+        close(fd);
+        _cleanup_free_ char *dir = strndup(scratch, (size_t)(slash - scratch));
+        parent = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (parent >= 0) {
+                (void)setup_remove_tree(parent, slash + 1);
+                close(parent);
+        }
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -47,6 +66,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
                             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         if (!mkdtemp(scratch))
                 die("mkdtemp");
+        atexit(remove_scratch);
         tar_path = xasprintf("%s/in.tar", scratch);
         tree = xasprintf("%s/tree", scratch);
         bait = xasprintf("%s/bait", scratch);

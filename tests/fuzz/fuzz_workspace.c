@@ -19,6 +19,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "setup/setup.h"
 #include "workspace/workspace.h"
 
 static char *scratch;
@@ -40,6 +41,24 @@ static void put(const char *path, const char *text)
         fclose(f);
 }
 
+/* the scratch folder goes when the fuzzer exits (libFuzzer ends with exit()) */
+static void remove_scratch(void)
+{
+        int fd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        const char *slash = strrchr(scratch, '/');
+        int parent;
+
+        if (fd < 0 || !slash)
+                return;
+        close(fd);
+        _cleanup_free_ char *dir = strndup(scratch, (size_t)(slash - scratch));
+        parent = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (parent >= 0) {
+                (void)setup_remove_tree(parent, slash + 1);
+                close(parent);
+        }
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -55,6 +74,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             xasprintf("%s/vestibule-fuzz-ws-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         if (!mkdtemp(scratch))
                 die("mkdtemp");
+        atexit(remove_scratch);
         ws = xasprintf("%s/ws", scratch);
         secret = xasprintf("%s/secret", scratch);
         put(secret, "SECRET\n");
