@@ -174,6 +174,8 @@ struct audit_log {
         struct audit_item **queue;
         size_t q_head, q_len;
         bool thread_started, stopping;
+        bool failing; /* the last record written was lost (its note is last_note) */
+        char last_note[256];
         pthread_t thread;
         unsigned delay_ms; /* tests */
 
@@ -363,6 +365,9 @@ static void *writer_main(void *arg)
                 write_item(log, it, delay_ms);
 
                 pthread_mutex_lock(&log->mu);
+                log->failing = it->note[0] != '\0';
+                if (log->failing)
+                        snprintf(log->last_note, sizeof(log->last_note), "%s", it->note);
                 it->done = true;
                 pthread_cond_broadcast(&log->done);
                 item_unref_locked(it);
@@ -664,6 +669,27 @@ struct audit_log *audit_close(struct audit_log *log)
         free(log->path);
         free(log);
         return NULL;
+}
+
+bool audit_failing(struct audit_log *log, char *why, size_t why_size)
+{
+        bool f;
+
+        if (!log)
+                return false;
+        pthread_mutex_lock(&log->mu);
+        f = log->failing;
+        if (f && why && why_size)
+                snprintf(why, why_size, "%s", log->last_note);
+        /* a disk that stopped answering: the queue is full and new records are refused */
+        if (!f && log->q_len >= AUDIT_QUEUE_MAX) {
+                f = true;
+                if (why && why_size)
+                        snprintf(why, why_size, "the disk has not answered for the last %u records",
+                                 (unsigned)AUDIT_QUEUE_MAX);
+        }
+        pthread_mutex_unlock(&log->mu);
+        return f;
 }
 
 const char *audit_path(const struct audit_log *log)

@@ -642,6 +642,59 @@ START_TEST(full_disk_cannot_cut_the_next_start_record)
 }
 END_TEST
 
+/* One run_code call (bash @code) as request @id; the tool result's text, new. */
+static char *run_bash(struct srv *s, int id, const char *code)
+{
+        json_object *c = json_object_new_string(code), *v;
+        _cleanup_free_ char *req =
+            xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+                      "\"name\":\"run_code\",\"arguments\":{\"language\":\"bash\",\"code\":%s}}}\n",
+                      id, json_object_to_json_string(c));
+        size_t have = count_lines(s);
+        char *text;
+
+        json_object_put(c);
+        ck_assert_uint_eq(srv_exchange(s, req, strlen(req), have + 1, 60000, 512 << 10), have + 1);
+        v = srv_line(s, have);
+        ck_assert_msg(tool_text(v), "no tool result for request %d", id);
+        text = xstrdup(tool_text(v));
+        json_object_put(v);
+        return text;
+}
+
+/* Finding 24, second half: once the log has lost a record, a run starts only when its own
+ * start record is confirmed; without that it is Blocked: and its code does not run. Here
+ * the operator's side breaks the audit folder (a file where the folder was), then mends it. */
+START_TEST(lost_audit_record_blocks_the_next_run)
+{
+        _cleanup_free_ char *ran3 = xasprintf("%s/ran-3", ws), *ran4 = xasprintf("%s/ran-4", ws);
+        _cleanup_free_ char *cmd = xasprintf("rm -rf '%s' && touch '%s'", audit, audit);
+        _cleanup_free_ char *t1 = NULL, *t2 = NULL, *t3 = NULL, *t4 = NULL;
+        const char *extra[] = {geteuid() == 0 ? "VESTIBULE_RUN_AS=2000:2000" : NULL, NULL};
+        struct srv s;
+        struct stat st;
+
+        ck_assert_int_eq(chmod(T, 0755), 0);
+        ck_assert_int_eq(chmod(home, 0755), 0);
+        ck_assert_int_eq(chmod(ws, 0777), 0);
+        srv_start(&s, extra);
+        ck_assert_uint_eq(srv_exchange(&s, INIT, strlen(INIT), 1, 10000, 512 << 10), 1);
+        t1 = run_bash(&s, 1, "echo one");
+        ck_assert_msg(strstr(t1, "one") && !strstr(t1, "Blocked"), "%s", t1);
+        ck_assert_int_eq(system(cmd), 0); /* the audit folder is now a file */
+        t2 = run_bash(&s, 2, "echo two");
+        ck_assert_msg(strstr(t2, "not recorded"), "%s", t2); /* control: the loss is seen */
+        t3 = run_bash(&s, 3, "touch ran-3; echo three");
+        ck_assert_msg(strstr(t3, "Blocked") && strstr(t3, "does not start"), "%s", t3);
+        ck_assert_int_ne(stat(ran3, &st), 0); /* its code did not run */
+        ck_assert_int_eq(unlink(audit), 0);   /* mended: the folder can be made again */
+        t4 = run_bash(&s, 4, "touch ran-4; echo four");
+        ck_assert_msg(strstr(t4, "four") && !strstr(t4, "Blocked"), "%s", t4);
+        ck_assert_int_eq(stat(ran4, &st), 0);
+        ck_assert_int_eq(srv_stop(&s), 0);
+}
+END_TEST
+
 /* Run the binary with @args (NULL-terminated, without argv[0]) and the client-like
  * environment plus @extra; stdout and stderr together into a new string. */
 static char *run_cli(const char *const *args, const char *const *extra)
@@ -787,6 +840,7 @@ static Suite *adversarial_suite(void)
         tcase_add_test(tc, read_workspace_refuses_a_path_with_nul);
         tcase_add_test(tc, workspace_at_home_or_above_is_refused);
         tcase_add_test(tc, full_disk_cannot_cut_the_next_start_record);
+        tcase_add_test(tc, lost_audit_record_blocks_the_next_run);
         tcase_add_test(tc, console_output_carries_no_terminal_escapes);
         tcase_add_test(tc, verify_result_needs_the_runs_nonce);
         suite_add_tcase(s, tc);
