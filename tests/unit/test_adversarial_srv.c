@@ -116,7 +116,8 @@ static void srv_start(struct srv *s, const char *const *extra)
                 if (efd >= 0)
                         dup2(efd, 2);
                 /* SBX_TEST_BIN: another build of the binary, such as the one before a fix */
-                const char *bin = getenv("SBX_TEST_BIN") ? getenv("SBX_TEST_BIN") : VESTIBULE_BIN;
+                const char *alt = getenv("SBX_TEST_BIN");
+                const char *bin = alt ? alt : VESTIBULE_BIN;
                 execve(bin, (char *const *)(const char *const[]){bin, NULL}, (char *const *)env);
                 _exit(127);
         }
@@ -254,9 +255,10 @@ static json_object *srv_line(const struct srv *s, size_t i)
         }
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         ck_assert_ptr_nonnull(nl);
-        _cleanup_free_ char *one = strndup(p, (size_t)(nl - p));
-        json_object *v = json_tokener_parse(one);
-        ck_assert_msg(v, "not JSON: %.200s", one);
+        json_tokener *tok = json_tokener_new();
+        json_object *v = json_tokener_parse_ex(tok, p, (int)(nl - p));
+        json_tokener_free(tok);
+        ck_assert_msg(v, "not JSON: %.200s", p);
         return v;
 }
 
@@ -713,7 +715,8 @@ static char *run_cli(const char *const *args, const char *const *extra)
         for (; extra && *extra && n < 22; extra++)
                 env[n++] = *extra;
         env[n] = NULL;
-        argv[a++] = getenv("SBX_TEST_BIN") ? getenv("SBX_TEST_BIN") : VESTIBULE_BIN;
+        const char *alt = getenv("SBX_TEST_BIN");
+        argv[a++] = alt ? alt : VESTIBULE_BIN;
         for (; args && *args && a < 15; args++)
                 argv[a++] = *args;
         argv[a] = NULL;
@@ -755,7 +758,8 @@ static void write_tar_one(const char *path, const char *name)
         memset(h + 148, ' ', 8);
         h[156] = '0';
         memcpy(h + 257, "ustar", 6);
-        memcpy(h + 263, "00", 2);
+        h[263] = '0'; /* version "00", not NUL-terminated */
+        h[264] = '0';
         for (size_t i = 0; i < 512; i++)
                 sum += (unsigned char)h[i];
         snprintf(h + 148, 8, "%06o", sum);
