@@ -19,6 +19,8 @@ VST_PACKAGE_DEPS=(dpkg-dev lintian gcc-aarch64-linux-gnu libc6-dev-arm64-cross q
         libyaml-dev:arm64 libarchive-dev:arm64 libssl-dev:arm64)
 # The static checks (scripts/lint.sh, docs/design/style.md).
 VST_LINT_DEPS=(clang-format clang-tidy cppcheck python3)
+# The libFuzzer targets (scripts/fuzz.sh): clang and its fuzzer/sanitizer runtimes.
+VST_FUZZ_DEPS=(clang libclang-rt-14-dev)
 
 # vst_add_arm64: as root, let apt install :arm64 packages (for VST_PACKAGE_DEPS).
 vst_add_arm64() {

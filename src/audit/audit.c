@@ -11,6 +11,17 @@
  * disk. It costs a few ms per record on a local disk. A line whose write failed half-way is
  * followed by a newline before the next record, so the damage stays one unreadable line.
  *
+ * The reserve. By default the audit folder shares its filesystem with the workspace, which
+ * sandboxed code fills at will: one run filling the disk would cut the next run's start
+ * record (issue 12, finding 24). So the writer keeps AUDIT_RESERVE_BYTES allocated past the
+ * end of the file (fallocate(2) FALLOC_FL_KEEP_SIZE: blocks owned by the file, its size
+ * unchanged), renewed after every record; an append lands in blocks the file already owns
+ * and cannot fail with ENOSPC while the reserve lasts (~200 records of the largest kind).
+ * When the reserve cannot be renewed, or a record cannot be written at all, the operator is
+ * told on stderr (once per episode), not only the agent in the result's "audit:" note. On a
+ * filesystem without fallocate (ENOTSUP: NFS v3, some FUSE) there is no reserve and the
+ * stderr line says so once. The reserve is given back when the log closes.
+ *
  * What a record holds: see the seed, "Usage numbers and the audit log". Strings are JSON with
  * every control character, DEL and C1 escaped as \uXXXX, so even `cat` of the raw file cannot
  * drive a terminal. Code that is not valid UTF-8 cannot be JSON text: each invalid byte is
@@ -163,12 +174,17 @@ struct audit_log {
         struct audit_item **queue;
         size_t q_head, q_len;
         bool thread_started, stopping;
+        bool failing; /* the last record written was lost (its note is last_note) */
+        char last_note[256];
         pthread_t thread;
         unsigned delay_ms; /* tests */
 
         /* Writer-thread only. */
         int fd;
         bool need_newline;
+        bool reserve_short; /* the reserve could not be renewed: told on stderr once */
+        bool no_reserve;    /* the filesystem has no fallocate: told once */
+        bool write_failed;  /* a record was lost: told on stderr once until one is written */
 };
 
 static void item_unref_locked(struct audit_item *it)
@@ -203,8 +219,66 @@ static int mkdir_p_0700(const char *dir)
         }
 }
 
+/* Keep AUDIT_RESERVE_BYTES allocated past the end of the file (see the top of this file).
+ * Writer thread only. */
+static void reserve_renew(struct audit_log *log)
+{
+        struct stat st;
+
+        if (log->no_reserve || fstat(log->fd, &st) < 0)
+                return;
+        if (fallocate(log->fd, FALLOC_FL_KEEP_SIZE, st.st_size, AUDIT_RESERVE_BYTES) == 0) {
+                if (log->reserve_short)
+                        log_info("audit: the reserve of '%s' is whole again", log->path);
+                log->reserve_short = false;
+                return;
+        }
+        if (errno == EOPNOTSUPP || errno == ENOSYS) {
+                log->no_reserve = true;
+                log_warning("audit: the filesystem of '%s' cannot reserve space (fallocate: %s): "
+                            "a run that fills it can cut audit records; put VESTIBULE_AUDIT_DIR "
+                            "on a local filesystem of its own",
+                            log->dir, strerror(errno));
+                return;
+        }
+        if (!log->reserve_short)
+                log_error("audit: the filesystem of '%s' is full (%s): records now come out of a "
+                          "%u KiB reserve, and are lost once it is spent; free space there (a "
+                          "run may have filled the workspace, which shares it by default), or "
+                          "put VESTIBULE_AUDIT_DIR on a filesystem of its own",
+                          log->dir, strerror(errno), (unsigned)(AUDIT_RESERVE_BYTES >> 10));
+        log->reserve_short = true;
+}
+
+/* A record was not written: the operator hears of it, not only the agent. */
+static void tell_operator(struct audit_log *log, const char *note)
+{
+        if (log->write_failed)
+                return;
+        log->write_failed = true;
+        log_error("audit: a record for '%s' was %s; fix the audit folder (free space, "
+                  "permissions) or point VESTIBULE_AUDIT_DIR at a folder on a filesystem of its "
+                  "own (told once until records are written again)",
+                  log->path, note);
+}
+
 /* Append one line. Writer thread only. @note: "" on success. */
+static void write_item_inner(struct audit_log *log, struct audit_item *it, unsigned delay_ms);
+
 static void write_item(struct audit_log *log, struct audit_item *it, unsigned delay_ms)
+{
+        write_item_inner(log, it, delay_ms);
+        if (it->note[0]) {
+                tell_operator(log, it->note);
+                return;
+        }
+        if (log->write_failed)
+                log_info("audit: records for '%s' are written again", log->path);
+        log->write_failed = false;
+        reserve_renew(log);
+}
+
+static void write_item_inner(struct audit_log *log, struct audit_item *it, unsigned delay_ms)
 {
         struct stat st;
         size_t off = 0;
@@ -244,6 +318,7 @@ static void write_item(struct audit_log *log, struct audit_item *it, unsigned de
                 /* Ours and 0600, whatever an earlier file of the same name had. */
                 if ((st.st_mode & 07777) != 0600)
                         (void)fchmod(log->fd, 0600);
+                reserve_renew(log); /* before the first record, which it then protects */
         }
         if (log->need_newline) {
                 if (write(log->fd, "\n", 1) == 1)
@@ -290,6 +365,9 @@ static void *writer_main(void *arg)
                 write_item(log, it, delay_ms);
 
                 pthread_mutex_lock(&log->mu);
+                log->failing = it->note[0] != '\0';
+                if (log->failing)
+                        snprintf(log->last_note, sizeof(log->last_note), "%s", it->note);
                 it->done = true;
                 pthread_cond_broadcast(&log->done);
                 item_unref_locked(it);
@@ -575,8 +653,14 @@ struct audit_log *audit_close(struct audit_log *log)
                         return NULL;
                 }
         }
-        if (log->fd >= 0)
+        if (log->fd >= 0) {
+                struct stat st;
+                /* give the reserve back: blocks past the end are the file's until punched */
+                if (!log->no_reserve && fstat(log->fd, &st) == 0)
+                        (void)fallocate(log->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                        st.st_size, AUDIT_RESERVE_BYTES);
                 close(log->fd);
+        }
         pthread_mutex_destroy(&log->mu);
         pthread_cond_destroy(&log->work);
         pthread_cond_destroy(&log->done);
@@ -585,6 +669,27 @@ struct audit_log *audit_close(struct audit_log *log)
         free(log->path);
         free(log);
         return NULL;
+}
+
+bool audit_failing(struct audit_log *log, char *why, size_t why_size)
+{
+        bool f;
+
+        if (!log)
+                return false;
+        pthread_mutex_lock(&log->mu);
+        f = log->failing;
+        if (f && why && why_size)
+                snprintf(why, why_size, "%s", log->last_note);
+        /* a disk that stopped answering: the queue is full and new records are refused */
+        if (!f && log->q_len >= AUDIT_QUEUE_MAX) {
+                f = true;
+                if (why && why_size)
+                        snprintf(why, why_size, "the disk has not answered for the last %u records",
+                                 (unsigned)AUDIT_QUEUE_MAX);
+        }
+        pthread_mutex_unlock(&log->mu);
+        return f;
 }
 
 const char *audit_path(const struct audit_log *log)
@@ -829,32 +934,13 @@ void audit_blocked(struct audit_log *log, const char *language, const char *code
 
 /* --- reading: `vestibule-mcp audit` ------------------------------------------------------ */
 
-/* Append @s escaped for a terminal: tab, newline and every other C0 byte, DEL and invalid
- * UTF-8 as \xNN; C1 controls and bidirectional overrides as \uXXXX. */
+/* Append @s escaped for a terminal (sbx_term_escape(): the one escaper every console
+ * printer of untrusted text uses). */
 static void sb_term(struct sb *b, const char *s, size_t n)
 {
-        static const char hex[] = "0123456789abcdef";
-        size_t i = 0;
+        _cleanup_free_ char *e = sbx_term_escape(s, n, false);
 
-        sb_add(b, "", 0); /* never NULL afterwards */
-        while (i < n) {
-                unsigned char ch = (unsigned char)s[i];
-                uint32_t cp = 0;
-                int l = sbx_utf8_decode(s + i, n - i, &cp);
-
-                if (l <= 0 || cp < 0x20 || cp == 0x7f) {
-                        char e[4] = {'\\', 'x', hex[ch >> 4], hex[ch & 15]};
-                        sb_add(b, e, 4);
-                        i++;
-                        continue;
-                }
-                if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-                    (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c)
-                        sb_printf(b, "\\u%04x", (unsigned)cp);
-                else
-                        sb_add(b, s + i, (size_t)l);
-                i += (size_t)l;
-        }
+        sb_adds(b, e);
 }
 
 /* ASCII-only JSON: non-ASCII as \uXXXX, so the output is safe on any terminal. */

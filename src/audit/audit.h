@@ -2,8 +2,9 @@
  * (files 0600; a directory it creates 0700). Each run_code call leaves a start and an end
  * record sharing one id, or one "blocked" record. Records keep the code up to 4 KiB with its
  * SHA-256 and full size, never the output (only its sizes). A failed write, or one the disk
- * does not confirm within 2 s, never stops a run: it comes back as a note for the result's
- * "audit:" line. Thread-safe. Seed: "Usage numbers and the audit log". */
+ * does not confirm within 2 s, comes back as a note for the result's "audit:" line and a line
+ * on stderr; after one, the run service refuses runs whose start record is not confirmed
+ * (audit_failing()). Thread-safe. Seed: "Usage numbers and the audit log". */
 #pragma once
 
 #include <stdbool.h>
@@ -26,6 +27,16 @@ int audit_open(const struct sbx_config *cfg, struct audit_log **ret, struct sbx_
 
 /** audit_close() - flush and close. NULL ok; returns NULL. */
 struct audit_log *audit_close(struct audit_log *log);
+
+/**
+ * audit_failing() - was the last record the writer finished lost (not written, or its sync
+ * failed), or has the disk stopped answering (AUDIT_QUEUE_MAX records queued)? Then *@why
+ * (@why_size bytes) gets the reason. The run service then makes the next
+ * run wait for its start record's confirmation and refuses the run without it (issue 12,
+ * finding 24), so no run goes unrecorded while the log is known to fail; a healthy log costs
+ * no wait. NULL @log: false.
+ */
+bool audit_failing(struct audit_log *log, char *why, size_t why_size);
 
 /** audit_path() - the file this process writes (may not exist yet). Borrowed. */
 const char *audit_path(const struct audit_log *log);

@@ -1,6 +1,11 @@
 /* utf8.c - strict UTF-8 decoding. */
 #include "common/utf8.h"
 
+#include <stdio.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+
 int sbx_utf8_decode(const void *s, size_t n, uint32_t *ret_cp)
 {
         const unsigned char *p = s;
@@ -50,4 +55,41 @@ int sbx_utf8_decode(const void *s, size_t n, uint32_t *ret_cp)
         if (ret_cp)
                 *ret_cp = cp;
         return len;
+}
+
+char *sbx_term_escape(const char *s, size_t n, bool keep_newline)
+{
+        static const char hex[] = "0123456789abcdef";
+        char *out = xmalloc(n * 6 + 1); /* the worst case: \uXXXX for each 3-byte sequence */
+        size_t i = 0, o = 0;
+
+        while (s && i < n) {
+                unsigned char ch = (unsigned char)s[i];
+                uint32_t cp = 0;
+                int l = sbx_utf8_decode(s + i, n - i, &cp);
+
+                if (keep_newline && ch == '\n') {
+                        out[o++] = '\n';
+                        i++;
+                        continue;
+                }
+                if (l <= 0 || cp < 0x20 || cp == 0x7f) {
+                        out[o++] = '\\';
+                        out[o++] = 'x';
+                        out[o++] = hex[ch >> 4];
+                        out[o++] = hex[ch & 15];
+                        i++;
+                        continue;
+                }
+                if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+                    (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c)
+                        o += (size_t)sprintf(out + o, "\\u%04x", (unsigned)cp);
+                else {
+                        memcpy(out + o, s + i, (size_t)l);
+                        o += (size_t)l;
+                }
+                i += (size_t)l;
+        }
+        out[o] = '\0';
+        return out;
 }

@@ -2,6 +2,7 @@
  * audit log, read_workspace): no overlong forms, no surrogates, nothing above U+10FFFF. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,3 +14,14 @@
  * beginning that @n cuts short (more bytes could complete it).
  */
 int sbx_utf8_decode(const void *s, size_t n, uint32_t *ret_cp);
+
+/**
+ * sbx_term_escape() - @s (@n bytes) made safe to print on a terminal, as `vestibule-mcp audit`
+ * prints recorded strings: tab, newline and every other C0 byte, DEL and each byte of invalid
+ * UTF-8 as \xNN; C1 controls and bidirectional overrides/isolates/marks (U+202A-202E,
+ * U+2066-2069, U+200E/F, U+061C) as \uXXXX; everything else as it is. With @keep_newline a
+ * '\n' stays a line break (for a multi-line block such as a sandbox's stderr).
+ * Return: a new NUL-terminated string (free()); never NULL (out of memory aborts). NULL @s
+ * gives "".
+ */
+char *sbx_term_escape(const char *s, size_t n, bool keep_newline);

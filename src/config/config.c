@@ -745,9 +745,58 @@ static void check_overlap(struct load_ctx *x, const char *a_var, const char *a, 
                                   a_var, a, b_var, b);
 }
 
+/* @dir (a workspace) is @home or one of its ancestors, compared as written and, when both
+ * exist, through realpath(3) (a home reached by a symlink). */
+static bool holds_home(const char *dir, const char *home)
+{
+        _cleanup_free_ char *h = NULL, *rd = NULL, *rh = NULL;
+        bool missing = false;
+        const char *why = NULL;
+
+        if (!dir || !home || home[0] != '/')
+                return false;
+        h = path_expand(home, NULL, &missing, &why);
+        if (!h) /* HOME is '/' itself (or holds '..'): '/' is refused on its own already */
+                return false;
+        if (path_inside(h, dir))
+                return true;
+        rd = realpath(dir, NULL);
+        rh = realpath(h, NULL);
+        return rd && rh && (strcmp(rd, "/") == 0 || path_inside(rh, rd));
+}
+
+/* Sandboxed code writes to the workspace; in the home folder (or above it) that means the
+ * user's dotfiles (~/.bashrc, ~/.profile, ~/.ssh), which run later on the host, outside any
+ * sandbox. */
+static void check_not_home(struct load_ctx *x)
+{
+        const char *ws = x->c->workspace_dir;
+        struct passwd pw, *res = NULL;
+        char buf[4096];
+        const char *home = NULL;
+
+        if (holds_home(ws, x->home))
+                home = x->home;
+        else if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) == 0 && res && res->pw_dir &&
+                 holds_home(ws, res->pw_dir))
+                home = res->pw_dir;
+        if (home)
+                mark_invalid_text(x, "VESTIBULE_WORKSPACE",
+                                  "invalid setting VESTIBULE_WORKSPACE='%s': it is your home "
+                                  "folder '%s' or holds it, so sandboxed code could rewrite "
+                                  "your dotfiles (~/.bashrc, ~/.ssh), which run later on the "
+                                  "host; give the workspace a folder of its own, such as "
+                                  "'~/.vestibule/workspace' or '~/projects/x', in the MCP "
+                                  "client's env for vestibule (or the config file) and restart "
+                                  "the server",
+                                  ws, home);
+}
+
 static void cross_checks(struct load_ctx *x)
 {
         struct sbx_config *c = x->c;
+
+        check_not_home(x);
 
         if (c->default_timeout_s > c->max_timeout_s)
                 mark_invalid_text(x, "VESTIBULE_DEFAULT_TIMEOUT_S",

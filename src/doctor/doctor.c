@@ -20,6 +20,7 @@
 
 #include "common/cleanup.h"
 #include "common/rundir.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
 #include "service/ladder.h"
@@ -611,23 +612,35 @@ static const char *status_word(enum doctor_status s)
         }
 }
 
+/* @prefix, then @s escaped for the terminal, then @suffix. What doctor prints comes partly
+ * from outside: the engine's /info (Version, CgroupVersion, SecurityOptions), image labels,
+ * paths from the settings. None of it may drive the terminal (issue 12, finding 26). */
+static void put_safe(FILE *out, const char *prefix, const char *s, const char *suffix)
+{
+        _cleanup_free_ char *e = sbx_term_escape(s, s ? strlen(s) : 0, false);
+
+        fprintf(out, "%s%s%s", prefix, e, suffix);
+}
+
 static void print_checks(const struct doctor_check *c, size_t n, FILE *out)
 {
-        for (size_t i = 0; i < n; i++)
-                fprintf(out, "  [%-4s] %-26s %s\n", status_word(c[i].status), c[i].name,
-                        c[i].value);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *name = sbx_term_escape(c[i].name, strlen(c[i].name), false);
+                fprintf(out, "  [%-4s] %-26s ", status_word(c[i].status), name);
+                put_safe(out, "", c[i].value, "\n");
+        }
 }
 
 static void print_backend(const struct doctor_backend *b, FILE *out)
 {
-        fprintf(out, "\n%s backend:\n", b->name);
+        put_safe(out, "\n", b->name, " backend:\n");
         print_checks(b->checks, b->n_checks, out);
         if (!b->tried)
-                fprintf(out, "  => not tried: %s\n", b->probe.blocked);
+                put_safe(out, "  => not tried: ", b->probe.blocked, "\n");
         else if (b->probe.usable)
-                fprintf(out, "  => would give: isolation: %s\n", b->probe.grade);
+                put_safe(out, "  => would give: isolation: ", b->probe.grade, "\n");
         else
-                fprintf(out, "  => Blocked: %s\n", b->probe.blocked);
+                put_safe(out, "  => Blocked: ", b->probe.blocked, "\n");
 }
 
 void doctor_print(const struct doctor_report *r, FILE *out)
@@ -636,11 +649,13 @@ void doctor_print(const struct doctor_report *r, FILE *out)
         print_checks(r->host, r->n_host, out);
         print_backend(&r->native, out);
         print_backend(&r->container, out);
-        fprintf(out, "\nVESTIBULE_BACKEND=%s picks: ", r->backend_setting);
-        if (r->usable)
-                fprintf(out, "%s, isolation: %s\n", r->picked, r->grade);
-        else
-                fprintf(out, "nothing. Blocked: %s\n", r->blocked);
+        put_safe(out, "\nVESTIBULE_BACKEND=", r->backend_setting, " picks: ");
+        if (r->usable) {
+                put_safe(out, "", r->picked, ", ");
+                put_safe(out, "isolation: ", r->grade, "\n");
+        } else {
+                put_safe(out, "nothing. Blocked: ", r->blocked, "\n");
+        }
 }
 
 static json_object *checks_json(const struct doctor_check *c, size_t n)
@@ -719,6 +734,6 @@ int doctor_readiness_print(FILE *out)
         char line[1400];
         int r = doctor_readiness_line(line, sizeof(line));
 
-        fprintf(out, "%s\n", line);
+        put_safe(out, "", line, "\n");
         return r;
 }

@@ -4,6 +4,7 @@
 #include "mcp/mcp-internal.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdint.h>
 #include <string.h>
@@ -29,10 +30,23 @@ void mcp_reader_done(struct mcp_reader *r)
         r->start = r->len = r->cap = r->scan = 0;
 }
 
+/* Give the buffer back (nothing unconsumed is in it) and return freed heap to the kernel. */
+static void reader_release(struct mcp_reader *r)
+{
+        free(r->buf);
+        r->buf = NULL;
+        r->start = r->len = r->cap = r->scan = 0;
+        (void)malloc_trim(0);
+}
+
 ssize_t mcp_reader_fill(struct mcp_reader *r)
 {
         ssize_t n;
 
+        /* A buffer grown for one long line goes back once that line is consumed, and the heap
+         * is trimmed: a 60 MB message must not leave 60 MB resident for the server's life. */
+        if (r->start == r->len && r->cap > READ_CHUNK * 8)
+                reader_release(r);
         /* Move the unconsumed tail to the front so the buffer only grows for one long line. */
         if (r->start > 0) {
                 memmove(r->buf, r->buf + r->start, r->len - r->start);
@@ -87,7 +101,7 @@ enum mcp_read_status mcp_reader_next(struct mcp_reader *r, char **ret_line, size
                         log_warning("a message line is over %zu bytes; discarding it",
                                     r->max_line_bytes);
                         r->discarding = true;
-                        r->start = r->len = r->scan = 0;
+                        reader_release(r); /* nothing of it is kept, so no buffer either */
                         if (r->eof) {
                                 r->discarding = false;
                                 return MCP_READ_TOO_LONG;
@@ -197,30 +211,48 @@ static int write_all(int fd, const char *p, size_t n)
         return 0;
 }
 
-/* A frame the client would choke on: answer the request with an error instead, or drop a
- * notification (or a batch array, whose parts are each small enough to matter less). */
-static int send_oversized(struct mcp_writer *w, json_object *msg, size_t len, size_t max)
+/* An error reply that stands in for a frame the client would choke on: -32603 with the
+ * request's id, or with no id when even that is too long (an id of megabytes). NULL for a
+ * notification or a batch array, which are dropped (their parts are each small enough to
+ * matter less). Never recurses: the reply is checked here, once. */
+static char *oversized_reply(json_object *msg, size_t len, size_t max, size_t *ret_len)
 {
         json_object *id = NULL, *e;
         _cleanup_free_ char *m = NULL;
-        int r;
+        const char *text;
+        char *out = NULL;
+        size_t n;
 
         if (!json_object_is_type(msg, json_type_object) ||
             !json_object_object_get_ex(msg, "id", &id) ||
             json_object_object_get_ex(msg, "method", NULL)) {
                 log_error("dropping a %zu-byte message: over the %zu bytes one line may have", len,
                           max);
-                return 0;
+                return NULL;
         }
-        m = xasprintf("Internal error: the result is %zu bytes, over the %zu bytes an MCP client "
-                      "accepts on one line; lower VESTIBULE_MAX_OUTPUT_BYTES",
+        m = xasprintf("Internal error: the reply is %zu bytes, over the %zu bytes an MCP client "
+                      "accepts on one line; lower VESTIBULE_MAX_OUTPUT_BYTES, or use a short "
+                      "request id",
                       len, max);
         log_error("%s", m);
-        e = mcp_make_error(NULL, MCP_ERR_INTERNAL, m, NULL);
-        json_object_object_add(e, "id", json_object_get(id));
-        r = mcp_writer_send(w, e);
-        json_object_put(e);
-        return r;
+        for (int with_id = 1; with_id >= 0 && !out; with_id--) {
+                e = mcp_make_error(NULL, MCP_ERR_INTERNAL, m, NULL);
+                if (with_id)
+                        json_object_object_add(e, "id", json_object_get(id));
+                text = json_object_to_json_string_length(
+                    e, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+                if (n + 1 <= max) {
+                        /* the id was valid UTF-8 already: it came out of the parser */
+                        out = xmalloc(n + 1);
+                        memcpy(out, text, n);
+                        *ret_len = n;
+                } else {
+                        log_error("the request id alone is over %zu bytes: replying without it",
+                                  max);
+                }
+                json_object_put(e);
+        }
+        return out;
 }
 
 int mcp_writer_send(struct mcp_writer *w, json_object *msg)
@@ -238,11 +270,16 @@ int mcp_writer_send(struct mcp_writer *w, json_object *msg)
                 len = clean_len;
         }
         max = w->max_frame_bytes ? w->max_frame_bytes : MCP_MAX_FRAME_BYTES_DEFAULT;
-        if (len + 1 > max)
-                return send_oversized(w, msg, len, max);
-        /* One buffer with its '\n', so the frame goes out in as few writes as the pipe allows. */
-        frame = xmalloc(len + 1);
-        memcpy(frame, text, len);
+        if (len + 1 > max) {
+                frame = oversized_reply(msg, len, max, &len);
+                if (!frame)
+                        return 0;
+        } else {
+                /* One buffer with its '\n', so the frame goes out in as few writes as the pipe
+                 * allows. */
+                frame = xmalloc(len + 1);
+                memcpy(frame, text, len);
+        }
         frame[len] = '\n';
 
         pthread_mutex_lock(&w->mu);

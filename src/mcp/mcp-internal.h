@@ -75,8 +75,8 @@ struct mcp_writer {
 /**
  * mcp_writer_send() - serialise @msg compactly, make it valid UTF-8 (U+FFFD for bad bytes),
  * append '\n' and write it in one locked loop. @msg is borrowed. A frame over max_frame_bytes
- * is never written: a response is replaced by a -32603 error with its id, anything else is
- * dropped, and both are logged.
+ * is never written: a response is replaced by a -32603 error with its id (without the id when
+ * the id alone would be too long), anything else is dropped, and both are logged.
  * Return: 0, or -errno (EPIPE: the client is gone) once any write has failed.
  */
 int mcp_writer_send(struct mcp_writer *w, json_object *msg);

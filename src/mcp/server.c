@@ -22,6 +22,11 @@
 
 #define DEFAULT_MAX_WORKERS 8u
 #define TOOLS_TTL_MS 3600000 /* the tool list is fixed for the life of the process */
+/* Open subscriptions/listen streams at once. A client needs one; each costs a list entry that
+ * every request's id check walks, so without a cap 60,000 of them cost 30 s of CPU. With it,
+ * srv->calls holds at most max_workers + MAX_LISTENS unfinished entries, and the walk is
+ * bounded by that constant. */
+#define MAX_LISTENS 16u
 
 /* Worker threads only run the protocol glue and the tool's own code path; the default 8 MiB
  * stack per call would be mostly waste. The sanitizers' frames are several times larger. */
@@ -89,7 +94,8 @@ struct mcp_server {
         pthread_mutex_t mu; /* guards calls, running and every call's flags above */
         pthread_cond_t cond;
         struct mcp_call *calls;
-        unsigned running; /* CALL_TOOL workers not yet finished */
+        unsigned running;   /* CALL_TOOL workers not yet finished */
+        unsigned listening; /* CALL_LISTEN streams not yet finished */
 };
 
 static uint64_t now_ms(void)
@@ -628,13 +634,31 @@ static json_object *listen_meta(const struct mcp_id *id)
 
 static void do_listen(struct mcp_server *s, const struct mcp_msg *m)
 {
-        struct mcp_call *c = call_new(s, CALL_LISTEN, &m->id, MCP_REV_MODERN, true);
-        json_object *params = json_object_new_object(), *msg;
+        struct mcp_call *c;
+        json_object *params, *msg;
+        bool full;
 
+        pthread_mutex_lock(&s->mu);
+        full = s->listening >= MAX_LISTENS;
+        if (!full)
+                s->listening++;
+        pthread_mutex_unlock(&s->mu);
+        if (full) {
+                _cleanup_free_ char *why = xasprintf(
+                    "Invalid Request: %u subscriptions/listen streams are already open, the most "
+                    "this server keeps; cancel one (notifications/cancelled) before opening "
+                    "another",
+                    MAX_LISTENS);
+                log_warning("%s", why);
+                send_error(s, NULL, &m->id, MCP_ERR_INVALID_REQUEST, why, NULL);
+                return;
+        }
+        c = call_new(s, CALL_LISTEN, &m->id, MCP_REV_MODERN, true);
         pthread_mutex_lock(&s->mu);
         c->next = s->calls;
         s->calls = c;
         pthread_mutex_unlock(&s->mu);
+        params = json_object_new_object();
         /* We offer no list-changed notifications (the tool list is fixed), so the agreed set
          * is empty; the stream stays open until the client cancels it or we shut down. */
         json_object_object_add(params, "notifications", json_object_new_object());
@@ -657,9 +681,10 @@ static void do_cancelled(struct mcp_server *s, json_object *params)
         c = find_call(s, &id, false);
         if (c) {
                 c->cancelled = true;
-                if (c->kind == CALL_LISTEN)
+                if (c->kind == CALL_LISTEN) {
                         c->finished = true; /* no thread; the stream just ends, unanswered */
-                else
+                        s->listening--;
+                } else
                         signal_cancel(c);
         }
         pthread_mutex_unlock(&s->mu);

@@ -5,9 +5,29 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* chmod the directory @name under @dfd, never through a symlink: it is opened
+ * O_PATH|O_NOFOLLOW|O_DIRECTORY and changed through its /proc/self/fd link (fchmod(2) refuses
+ * O_PATH fds; fchmodat(2) has no working AT_SYMLINK_NOFOLLOW before Linux 6.6's fchmodat2).
+ * A directory swapped for a symlink after the fstatat() below is left alone (-ELOOP). */
+static int chmod_dir_nofollow(int dfd, const char *name, mode_t mode)
+{
+        char proc[64];
+        int fd, r = 0;
+
+        fd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOTDIR ? -ELOOP : -errno;
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        if (chmod(proc, mode) < 0)
+                r = -errno;
+        close(fd);
+        return r;
+}
 
 int setup_remove_tree(int dfd, const char *name)
 {
@@ -27,8 +47,11 @@ int setup_remove_tree(int dfd, const char *name)
                 return -errno;
         if (parent.st_dev != st.st_dev)
                 return -EXDEV; /* a mount point: never delete into another filesystem */
-        if ((st.st_mode & 0700) != 0700 && fchmodat(dfd, name, (st.st_mode | 0700) & 07777, 0) < 0)
-                return -errno;
+        if ((st.st_mode & 0700) != 0700) {
+                r = chmod_dir_nofollow(dfd, name, (st.st_mode | 0700) & 07777);
+                if (r < 0)
+                        return r;
+        }
         fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;

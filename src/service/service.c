@@ -321,6 +321,23 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         struct audit_pending *started =
             audit_start_async(s->audit, lang, timeout_s, b->ops->name, code, code_len, id);
         sbx_trace_lap(&trace, "audit_start");
+        /* The log lost its last record (a full disk, a folder gone): this run starts only
+         * once its own start record is confirmed, so none runs unrecorded (issue 12). */
+        char lost[256] = "";
+        if (audit_failing(s->audit, lost, sizeof(lost))) {
+                audit_pending_wait(started, note, sizeof(note));
+                started = NULL;
+                if (note[0]) {
+                        r = sbx_fail(err, EIO,
+                                     "the audit log cannot record this run (%s), so it does not "
+                                     "start; free space in '%s' or fix that folder, or point "
+                                     "VESTIBULE_AUDIT_DIR at a filesystem of its own, then retry",
+                                     note, cfg->audit_dir);
+                        log_error("audit: %s", err->msg);
+                        slot_release(s);
+                        goto blocked;
+                }
+        }
         /* What the run creates or changes in the workspace comes back listed, images attached
          * (files.h); a read-only workspace cannot change. */
         struct run_files_before files = {0};

@@ -14,6 +14,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "setup/pins.h"
@@ -182,7 +183,10 @@ int setup_main(int argc, char **argv)
         free((char *)a.rootfs_dir);
         config_free(cfg);
         if (r < 0) {
-                fprintf(stderr, "setup: %s\n", err.msg);
+                /* a refusal quotes tar entry names and registry replies: escaped for the
+                 * terminal, as `vestibule-mcp audit` prints (issue 12, finding 26) */
+                _cleanup_free_ char *shown = sbx_term_escape(err.msg, strlen(err.msg), false);
+                fprintf(stderr, "setup: %s\n", shown);
                 return r == -EINTR || cancel_requested ? 130 : 1;
         }
         return r;

@@ -184,6 +184,26 @@ static int check_parents(int rootfd, const char *rel)
         return 0;
 }
 
+/* chmod the directory @rel (relative, normalized) beneath @rootfd, never through a symlink:
+ * every component is opened O_PATH|O_NOFOLLOW as a directory, then the mode is set through
+ * the fd's /proc/self/fd link, which names that very inode (fchmod(2) refuses O_PATH fds, and
+ * fchmodat(2) has no working AT_SYMLINK_NOFOLLOW before fchmodat2, Linux 6.6). A layer can
+ * replace a folder by a symlink to $HOME after we noted its mode: then nothing is changed.
+ * Return: 0, -ELOOP when a component is a symlink or not a directory, or another -errno. */
+static int chmod_dir_beneath(int rootfd, const char *rel, mode_t mode)
+{
+        _cleanup_close_ int fd = -1;
+        char proc[64];
+
+        fd = open_dir_beneath(rootfd, rel);
+        if (fd < 0)
+                return fd;
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        if (chmod(proc, mode) < 0)
+                return -errno;
+        return 0;
+}
+
 /* ---- parents made writable for a non-root unpack, their modes restored after the layer */
 
 struct modefix {
@@ -203,6 +223,7 @@ static int lend_parent_write(int rootfd, const char *rel, struct modefixes *fx)
         _cleanup_free_ char *parent = xstrdup(rel);
         char *slash = strrchr(parent, '/');
         struct stat st;
+        int r;
 
         if (!slash)
                 return 0; /* the tree's root: our own temporary directory */
@@ -211,9 +232,9 @@ static int lend_parent_write(int rootfd, const char *rel, struct modefixes *fx)
                 return errno == ENOENT ? 0 : -errno;
         if (!S_ISDIR(st.st_mode) || (st.st_mode & S_IWUSR))
                 return 0;
-        /* parent was just checked to be reached without symlinks (check_parents) */
-        if (fchmodat(rootfd, parent, (st.st_mode | S_IWUSR) & 07777, 0) < 0)
-                return -errno;
+        r = chmod_dir_beneath(rootfd, parent, (st.st_mode | S_IWUSR) & 07777);
+        if (r < 0)
+                return r;
         fx->v = xrealloc(fx->v, (fx->n + 1) * sizeof(*fx->v));
         fx->v[fx->n].rel = TAKE_PTR(parent);
         fx->v[fx->n].mode = st.st_mode & 07777;
@@ -227,8 +248,10 @@ static void modefixes_restore(int rootfd, struct modefixes *fx, const struct pat
         size_t i;
 
         for (i = fx->n; i-- > 0;) {
+                /* The layer may since have replaced a folder on the way by a symlink: the
+                 * walk refuses it (-ELOOP) and nothing outside the tree changes. */
                 if (!pathset_has(entries, fx->v[i].rel))
-                        (void)fchmodat(rootfd, fx->v[i].rel, fx->v[i].mode, 0);
+                        (void)chmod_dir_beneath(rootfd, fx->v[i].rel, fx->v[i].mode);
                 free(fx->v[i].rel);
         }
         free(fx->v);

@@ -529,6 +529,16 @@ static const char *string_arg(json_object *args, const char *key, size_t *ret_le
                              json_type_to_name(json_object_get_type(v)));
                 return NULL;
         }
+        /* A caller that takes no length reads a C string: a NUL would cut it short, so
+         * "a\u0000/../../etc/passwd" would name "a". */
+        if (!ret_len &&
+            strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v)) {
+                result_error(ret,
+                             "Blocked: argument '%s' contains a NUL character (\\u0000), which "
+                             "no name or path can hold; remove it and call again",
+                             key);
+                return NULL;
+        }
         if (ret_len)
                 *ret_len = (size_t)json_object_get_string_len(v);
         return json_object_get_string(v);

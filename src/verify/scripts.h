@@ -1,7 +1,9 @@
 /* scripts.h - the python programs the battery runs inside the sandbox (private to src/verify).
  * Each starts with `P = <parameters as JSON>` (prepended by verify.c) and ends by printing one
- * line "VERIFY <json>": for each probe, whether the attempt got through ("escaped") and what it
- * met. The verdicts are made outside, in verify.c, which also runs the controls. */
+ * line "VERIFY <nonce> <json>": for each probe, whether the attempt got through ("escaped") and
+ * what it met. The nonce is new for every run (P['nonce']), so a line baked into a rootfs
+ * cannot pass for the result; an interpreter that reads its script can still forge one (see
+ * verify.h). The verdicts are made outside, in verify.c, which also runs the controls. */
 #pragma once
 
 /* Filesystem, environment, network, privileged calls, processes: one run. */
@@ -177,7 +179,7 @@ static const char verify_script_main[] =
     "    R['symlink_placed'] = True\n"
     "except Exception as e:\n"
     "    R['symlink_placed'] = False\n"
-    "print('VERIFY ' + json.dumps(R), flush=True)\n";
+    "print('VERIFY ' + P['nonce'] + ' ' + json.dumps(R), flush=True)\n";
 
 /* Fork beyond the pids cap. Children wait; all are killed before the report. */
 static const char verify_script_pids[] =
@@ -198,7 +200,8 @@ static const char verify_script_pids[] =
     "for k in kids:\n"
     "    os.waitpid(k, 0)\n"
     "n = len(kids)\n"
-    "print('VERIFY ' + json.dumps({'pids': {'escaped': err is None or n > P['pids_max'], 'n': n,\n"
+    "print('VERIFY ' + P['nonce'] + ' ' + json.dumps({'pids': {'escaped': err is None or n > "
+    "P['pids_max'], 'n': n,\n"
     "      'detail': '%d forks succeeded, then %s' % (n, ('%s: %s' % (type(err).__name__, err)) if "
     "err else 'none failed')}}), flush=True)\n";
 
@@ -214,27 +217,27 @@ static const char verify_script_memory[] =
     "    r = {'escaped': True, 'detail': 'allocated and touched %d MiB' % (len(chunks) * 16)}\n"
     "except MemoryError:\n"
     "    r = {'escaped': False, 'detail': 'MemoryError after %d MiB' % (len(chunks) * 16)}\n"
-    "print('VERIFY ' + json.dumps({'memory': r}), flush=True)\n";
+    "print('VERIFY ' + P['nonce'] + ' ' + json.dumps({'memory': r}), flush=True)\n";
 
 /* Burn CPU in two processes for about 2 s: CPU time over wall time. */
-static const char verify_script_cpu[] =
-    "import os, time, json, resource\n"
-    "t0 = time.monotonic()\n"
-    "kids = []\n"
-    "for i in range(P['burners']):\n"
-    "    pid = os.fork()\n"
-    "    if pid == 0:\n"
-    "        end = t0 + 2.0\n"
-    "        while time.monotonic() < end:\n"
-    "            pass\n"
-    "        os._exit(0)\n"
-    "    kids.append(pid)\n"
-    "for k in kids:\n"
-    "    os.waitpid(k, 0)\n"
-    "wall = time.monotonic() - t0\n"
-    "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "cpu = ru.ru_utime + ru.ru_stime\n"
-    "print('VERIFY ' + json.dumps({'cpu': {'cpu_s': cpu, 'wall_s': wall}}), flush=True)\n";
+static const char verify_script_cpu[] = "import os, time, json, resource\n"
+                                        "t0 = time.monotonic()\n"
+                                        "kids = []\n"
+                                        "for i in range(P['burners']):\n"
+                                        "    pid = os.fork()\n"
+                                        "    if pid == 0:\n"
+                                        "        end = t0 + 2.0\n"
+                                        "        while time.monotonic() < end:\n"
+                                        "            pass\n"
+                                        "        os._exit(0)\n"
+                                        "    kids.append(pid)\n"
+                                        "for k in kids:\n"
+                                        "    os.waitpid(k, 0)\n"
+                                        "wall = time.monotonic() - t0\n"
+                                        "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+                                        "cpu = ru.ru_utime + ru.ru_stime\n"
+                                        "print('VERIFY ' + P['nonce'] + ' ' + json.dumps({'cpu': "
+                                        "{'cpu_s': cpu, 'wall_s': wall}}), flush=True)\n";
 
 /* Leave a setsid daemon behind: a shell whose argv[0] carries the marker. */
 static const char verify_script_daemon[] =
@@ -259,4 +262,5 @@ static const char verify_script_daemon[] =
     "    if alive:\n"
     "        break\n"
     "    time.sleep(0.1)\n"
-    "print('VERIFY ' + json.dumps({'daemon': {'started': alive}}), flush=True)\n";
+    "print('VERIFY ' + P['nonce'] + ' ' + json.dumps({'daemon': {'started': alive}}), "
+    "flush=True)\n";

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/inotify.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -24,6 +26,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 #include "service/service.h"
 #include "run/warden.h"
@@ -355,7 +358,15 @@ static void run_script(struct run_service *svc, const struct bait *b, const stru
 {
         json_object *p = json_object_new_object();
         _cleanup_free_ char *code = NULL;
+        unsigned char raw[16];
+        char nonce[33];
 
+        /* a new nonce per run: a result line baked into the rootfs cannot carry it */
+        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+                abort();
+        for (size_t i = 0; i < sizeof(raw); i++)
+                snprintf(nonce + 2 * i, 3, "%02x", raw[i]);
+        json_object_object_add(p, "nonce", json_object_new_string(nonce));
         json_object_object_add(p, "key_path", json_object_new_string(b->key_path));
         json_object_object_add(p, "key_value", json_object_new_string(b->key_value));
         json_object_object_add(p, "shadow_sha256", json_object_new_string(b->shadow_sha256));
@@ -397,23 +408,54 @@ static void run_script(struct run_service *svc, const struct bait *b, const stru
                 setf(o->why, sizeof(o->why), "the run was refused: %s", o->err.msg);
                 return;
         }
-        const char *line =
-            o->res.out.data ? memmem(o->res.out.data, o->res.out.len, "VERIFY ", 7) : NULL;
-        if (line) {
-                const char *end =
-                    memchr(line, '\n', o->res.out.len - (size_t)(line - o->res.out.data));
-                _cleanup_free_ char *txt =
-                    xstrndup(line + 7, end ? (size_t)(end - line - 7)
-                                           : o->res.out.len - (size_t)(line + 7 - o->res.out.data));
-                o->verify = json_tokener_parse(txt);
-        }
+        const char *no_result = NULL;
+        o->verify = verify_parse_result(o->res.out.data, o->res.out.len, nonce, &no_result);
         if (!o->verify) {
                 const char *e = o->res.err.data ? o->res.err.data : "";
                 size_t el = o->res.err.len > 200 ? 200 : o->res.err.len;
                 setf(o->why, sizeof(o->why),
-                     "the probe gave no result (outcome %d, exit %d, signal %d): %.*s",
-                     (int)o->res.outcome, o->res.exit_code, o->res.term_signal, (int)el, e);
+                     "the probe gave no result (%s; outcome %d, exit %d, signal %d): %.*s",
+                     no_result, (int)o->res.outcome, o->res.exit_code, o->res.term_signal, (int)el,
+                     e);
         }
+}
+
+json_object *verify_parse_result(const char *out, size_t len, const char *nonce,
+                                 const char **ret_why)
+{
+        _cleanup_free_ char *tag = xasprintf("VERIFY %s ", nonce);
+        size_t tl = strlen(tag);
+        const char *found = NULL, *p = out, *end = out ? out + len : NULL;
+        json_object *v;
+
+        /* only at the start of a line, exactly once */
+        while (p && p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+                if (ll >= tl && memcmp(p, tag, tl) == 0) {
+                        if (found) {
+                                *ret_why = "two result lines carry this run's nonce";
+                                return NULL;
+                        }
+                        found = p;
+                }
+                p = nl ? nl + 1 : end;
+        }
+        if (!found) {
+                *ret_why = "no result line with this run's nonce";
+                return NULL;
+        }
+        const char *nl = memchr(found, '\n', (size_t)(end - found));
+        _cleanup_free_ char *txt =
+            xstrndup(found + tl, (nl ? (size_t)(nl - found) : (size_t)(end - found)) - tl);
+        v = json_tokener_parse(txt);
+        if (!v || !json_object_is_type(v, json_type_object)) {
+                json_object_put(v);
+                *ret_why = "the result line is not a JSON object";
+                return NULL;
+        }
+        return v;
 }
 
 /* The JSON of probe @id in @o, or NULL. */
@@ -539,8 +581,30 @@ static double control_cpu(void)
         return cpu / ((double)(sbx_now_ms() - t0) / 1000.0);
 }
 
+/* Did anything open or read the planted key while the battery ran? An inotify watch on its
+ * inode (taken before the run) sees an open through any path or mount of that file, so this
+ * check does not take the sandbox's word. Return -1 when the watch could not be set. */
+static int key_touched(int ino_fd)
+{
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        ssize_t n;
+        int seen = 0;
+
+        if (ino_fd < 0)
+                return -1;
+        while ((n = read(ino_fd, buf, sizeof(buf))) > 0)
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *)p;
+                        if (ev->mask & (IN_OPEN | IN_ACCESS))
+                                seen = 1;
+                        p += sizeof(*ev) + ev->len;
+                }
+        return seen;
+}
+
 static void judge_main(struct verify_report *r, struct run_service *svc,
-                       const struct sbx_config *cfg, const struct bait *b, const struct outcome *o)
+                       const struct sbx_config *cfg, const struct bait *b, const struct outcome *o,
+                       int key_seen)
 {
         char ctl[240];
         struct stat st;
@@ -551,12 +615,16 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
         bool child_env, child_seen;
         int fd;
 
-        /* key: the server reads the same file */
+        /* key: the server reads the same file (after the watch was read) */
         _cleanup_free_ char *k = read_file(b->key_path, NULL);
         judge_simple(r, o, "key",
                      mem_has(k, k ? strlen(k) : 0, b->key_value)
                          ? "the server reads it"
                          : "the server cannot read it either");
+        if (key_seen > 0 && probe(r, "key")->verdict == VERIFY_HELD)
+                judge(r, "key", VERIFY_NOT_HELD,
+                      "the sandbox reported no read, but the host saw the key file opened "
+                      "during the run (inotify)");
         setf(ctl, sizeof(ctl), "the host's /etc/shadow %s",
              stat("/etc/shadow", &st) == 0
                  ? (b->shadow_sha256[0] ? "exists, sha256 compared" : "exists, unreadable here")
@@ -821,7 +889,16 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
                 return k;
         }
 
+        /* watched from outside before the run: the key must not even be opened */
+        int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (ino >= 0 && inotify_add_watch(ino, b.key_path, IN_OPEN | IN_ACCESS) < 0) {
+                close(ino);
+                ino = -1;
+        }
         run_script(svc, &b, &c, verify_script_main, 30, &main_o);
+        int key_seen = key_touched(ino);
+        if (ino >= 0)
+                close(ino);
         if (main_o.r < 0) {
                 r->ran = false;
                 snprintf(r->blocked, sizeof(r->blocked), "%s", main_o.err.msg);
@@ -832,7 +909,7 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
         r->ran = true;
         snprintf(r->backend, sizeof(r->backend), "%s", main_o.res.backend);
         snprintf(r->grade, sizeof(r->grade), "%s", main_o.res.isolation);
-        judge_main(r, svc, &c, &b, &main_o);
+        judge_main(r, svc, &c, &b, &main_o, key_seen);
         outcome_done(&main_o);
 
         run_script(svc, &b, &c, verify_script_daemon, 20, &o);
@@ -895,22 +972,34 @@ out:
 
 /* ---- output ----------------------------------------------------------------------------- */
 
+/* @s escaped for the terminal: details quote what the sandbox printed (its stderr, values it
+ * reported), and a backend's Blocked: text quotes engine replies (issue 12, finding 26). */
+static char *safe(const char *s)
+{
+        return sbx_term_escape(s, strlen(s), false);
+}
+
 void verify_print(const struct verify_report *r, FILE *out)
 {
         if (!r->ran) {
-                fprintf(out, "verify%s%s: nothing ran. Blocked: %s\n", r->backend[0] ? " " : "",
-                        r->backend, r->blocked);
+                _cleanup_free_ char *be = safe(r->backend), *bl = safe(r->blocked);
+                fprintf(out, "verify%s%s: nothing ran. Blocked: %s\n", r->backend[0] ? " " : "", be,
+                        bl);
                 return;
         }
-        fprintf(out, "verify: backend %s, isolation: %s\n", r->backend, r->grade);
+        {
+                _cleanup_free_ char *be = safe(r->backend), *gr = safe(r->grade);
+                fprintf(out, "verify: backend %s, isolation: %s\n", be, gr);
+        }
         for (size_t i = 0; i < r->n_probes; i++) {
                 const struct verify_probe *p = &r->probes[i];
+                _cleanup_free_ char *detail = safe(p->detail);
 
                 if (p->verdict == VERIFY_NOT_APPLICABLE)
-                        fprintf(out, "  %-14s %-52s (%s)\n", "not applicable", p->title, p->detail);
+                        fprintf(out, "  %-14s %-52s (%s)\n", "not applicable", p->title, detail);
                 else
                         fprintf(out, "  %-14s %-52s %s\n", verify_verdict_word(p->verdict),
-                                p->title, p->detail);
+                                p->title, detail);
         }
         fprintf(out, "summary: %u held, %u NOT HELD, %u not applicable, %u not tested: %s\n",
                 r->held, r->not_held, r->not_applicable, r->untested,

@@ -75,6 +75,22 @@ const char *verify_claim_none_text(enum verify_claim c);
  */
 int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct sbx_error *err);
 
+/**
+ * verify_parse_result() - the battery's result in a run's stdout @out (@len bytes): the JSON
+ * object of the one line "VERIFY <@nonce> {...}". What verify trusts: the probes run inside
+ * the sandbox, in the rootfs's own interpreter, and report what they met. The per-run nonce
+ * (32 hex digits from getrandom(2), passed in the script) makes a line baked into a rootfs
+ * (a forged "VERIFY {...}" printed by a wrapper or sitecustomize) count for nothing, and a
+ * second result line makes the run count as no result. It cannot stop an interpreter that
+ * reads its own script: for that, the checks made from outside (the key's inotify watch, the
+ * loopback listener, the rootfs tree, the daemon search, read_workspace on the placed link)
+ * decide against the report wherever they disagree; the rest take the sandbox's word
+ * (README, "What verify trusts").
+ * Return: a new object, or NULL with a static reason in *@ret_why.
+ */
+json_object *verify_parse_result(const char *out, size_t len, const char *nonce,
+                                 const char **ret_why);
+
 /** verify_print() - one line per probe, then the summary line. */
 void verify_print(const struct verify_report *r, FILE *out);
 

@@ -412,12 +412,12 @@ START_TEST(paths_expand_and_normalise)
 {
         struct sbx_config *c;
 
-        fake_env_put("VESTIBULE_WORKSPACE=~");
+        fake_env_put("VESTIBULE_WORKSPACE=~/ws/");
         fake_env_put("VESTIBULE_ROOTFS_DIR=/srv//images/./rootfs/");
         fake_env_put("VESTIBULE_AUDIT_DIR=/var/log/vestibule");
         c = load_env();
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
-        ck_assert_str_eq(c->workspace_dir, "/home/tester");
+        ck_assert_str_eq(c->workspace_dir, "/home/tester/ws");
         ck_assert_str_eq(c->rootfs_dir, "/srv/images/rootfs");
         ck_assert_str_eq(c->audit_dir, "/var/log/vestibule");
         config_free(c);
@@ -430,6 +430,10 @@ START_TEST(paths_rejected)
         expect_invalid("VESTIBULE_WORKSPACE=~bob/ws", "'~user' is not supported");
         expect_invalid("VESTIBULE_WORKSPACE=/srv/a/../b", "'..'");
         expect_invalid("VESTIBULE_AUDIT_DIR=/", "root folder");
+        /* issue 12, finding 28: the home folder and its ancestors, as '/' */
+        expect_invalid("VESTIBULE_WORKSPACE=~", "your home folder '/home/tester'");
+        expect_invalid("VESTIBULE_WORKSPACE=/home/tester/", "your home folder");
+        expect_invalid("VESTIBULE_WORKSPACE=/home", "your home folder");
         expect_invalid("VESTIBULE_ROOTFS_DIR=//.//", "root folder");
 }
 END_TEST

@@ -1074,6 +1074,57 @@ START_TEST(install_unprivileged_layers_into_read_only_dirs)
 }
 END_TEST
 
+/* Issue 12, finding 23 (High): a hostile two-layer image. Layer 1 has a folder without u+w
+ * (d/.bashrc, mode 0577); layer 2 writes into it (so a non-root unpack lends it u+w and notes
+ * its mode), then whites out d and puts a symlink d -> $HOME in its place. Restoring the noted
+ * mode with fchmodat(rootfd, "d/.bashrc", 0577, 0) followed the symlink and made the user's
+ * ~/.bashrc world-writable. Nothing may ever be changed through a symlink. */
+START_TEST(unpack_restore_never_chmods_through_a_symlink)
+{
+        _cleanup_free_ char *l1 = pathf("%s/l1.tar", T), *l2 = pathf("%s/l2.tar", T);
+        _cleanup_free_ char *home = pathf("%s/home", T), *rc = pathf("%s/home/.bashrc", T);
+        _cleanup_free_ char *d = NULL;
+        const char *layers[2] = {l1, l2};
+        struct setup_source src = {.language = "python",
+                                   .description = "hostile layers",
+                                   .layers = layers,
+                                   .n_layers = 2,
+                                   .identity = "sha256:hostile"};
+        struct sbx_error err = {0};
+        struct archive *a;
+        struct stat st;
+        bool skipped;
+        FILE *f;
+
+        ck_assert_int_eq(mkdir(home, 0755), 0);
+        f = fopen(rc, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs("echo hello\n", f);
+        fclose(f);
+        a = tb_open(l1);
+        tb_minimal_rootfs(a, "x");
+        tb_dir(a, "d/");
+        tb_add(a, "d/.bashrc/", AE_IFDIR, 0577, NULL, NULL, NULL, 0);
+        tb_file(a, "d/.bashrc/old", 0644, "1");
+        tb_close(a);
+        a = tb_open(l2);
+        tb_file(a, "d/.bashrc/new", 0644, "2"); /* lends d/.bashrc u+w, noting 0577 */
+        tb_file(a, ".wh.d", 0644, "");          /* d goes */
+        tb_symlink(a, "d", home);               /* and comes back as a symlink to $HOME */
+        tb_close(a);
+        become_test_user();
+        ck_assert_int_eq(chmod(rc, 0600), 0);
+        (void)setup_install(rootfs, &src, &quiet, &skipped, NULL, &err);
+        ck_assert_int_eq(stat(rc, &st), 0);
+        ck_assert_msg((st.st_mode & 07777) == 0600, "~/.bashrc changed to %04o through a symlink",
+                      (unsigned)(st.st_mode & 07777));
+        /* control: the layer did replace d by the symlink, so the restore had a path through it */
+        d = xasprintf("%s/python/d", rootfs);
+        ck_assert_int_eq(lstat(d, &st), 0);
+        ck_assert(S_ISLNK(st.st_mode));
+}
+END_TEST
+
 START_TEST(run_from_tar_prints_result_and_honest_readiness)
 {
         _cleanup_free_ char *tar = pathf("%s/py.tar", T), *outbuf = NULL;
@@ -2392,6 +2443,7 @@ static Suite *setup_suite(void)
         tcase_add_test(tc, install_as_unprivileged_user_owns_and_reads_everything);
         tcase_add_test(tc, install_as_root_keeps_numeric_ids);
         tcase_add_test(tc, install_unprivileged_layers_into_read_only_dirs);
+        tcase_add_test(tc, unpack_restore_never_chmods_through_a_symlink);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("rootfs_hold");
