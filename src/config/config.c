@@ -50,9 +50,9 @@
 enum setting_kind {
         KIND_PATH,
         KIND_BOOL,
-        KIND_UINT, /* unsigned field */
+        KIND_UINT,  /* unsigned field */
         KIND_COUNT, /* unsigned field, 0 allowed */
-        KIND_SIZE, /* size_t field */
+        KIND_SIZE,  /* size_t field */
         KIND_BACKEND,
         KIND_RUNTIME,
         KIND_IMAGE_SOURCE,

@@ -330,11 +330,13 @@ static void check_rootfs(struct doctor_backend *b, const struct sbx_config *cfg,
         _cleanup_free_ char *shown_variant =
             strcmp(variant, "python-data") == 0
                 ? xstrdup(", variant python-data (numpy, pandas, matplotlib, scipy)")
-                : variant[0] ? xasprintf(", variant %s", variant) : xstrdup("");
+            : variant[0] ? xasprintf(", variant %s", variant)
+                         : xstrdup("");
         /* the data variant's record is "<recipe> python-data" */
         size_t rlen = recipe ? strcspn(recipe, " ") : 0;
         if (recipe && have_pins && pins->debian_recipe &&
-            (strlen(pins->debian_recipe) != rlen || strncmp(recipe, pins->debian_recipe, rlen) != 0))
+            (strlen(pins->debian_recipe) != rlen ||
+             strncmp(recipe, pins->debian_recipe, rlen) != 0))
                 add(b->checks, &b->n_checks, DOCTOR_WARN, name,
                     "'%s' built by recipe %s, but images/pins now says %s: run `vestibule-mcp "
                     "setup --from-debian --force` to rebuild it",

@@ -82,11 +82,11 @@ struct run_usage {
 struct run_file {
         char *path; /* relative to the workspace; owned */
         uint64_t bytes;
-        bool created;         /* new, else changed */
-        const char *mime;     /* "image/png" ... told from the bytes; NULL = not an image */
-        bool attached;        /* its bytes are in run_result.images */
-        const char *not_why;  /* an image not attached: why ("over VESTIBULE_MAX_IMAGE_BYTES");
-                                 static string; NULL otherwise */
+        bool created;        /* new, else changed */
+        const char *mime;    /* "image/png" ... told from the bytes; NULL = not an image */
+        bool attached;       /* its bytes are in run_result.images */
+        const char *not_why; /* an image not attached: why ("over VESTIBULE_MAX_IMAGE_BYTES");
+                                static string; NULL otherwise */
 };
 
 /* An image attached to the result (MCP image content). */
@@ -94,7 +94,7 @@ struct run_image {
         const char *mime;    /* static string */
         unsigned char *data; /* owned; @len bytes, at most cfg->max_image_bytes */
         size_t len;
-        size_t file;         /* index into run_result.files */
+        size_t file; /* index into run_result.files */
 };
 
 struct run_result {
@@ -177,9 +177,9 @@ struct run_view {
         unsigned blocked_syscalls_unlisted;
         char **notes; /* n_notes one-line strings */
         size_t n_notes;
-        char *files;      /* the "files: " line without its label (names escaped to one line);
-                             NULL when the run changed no file */
-        char *files_note; /* why that list may be incomplete; NULL when complete */
+        char *files;            /* the "files: " line without its label (names escaped to one line);
+                                   NULL when the run changed no file */
+        char *files_note;       /* why that list may be incomplete; NULL when complete */
         char *isolation;        /* the full grade line after "isolation: " */
         char *isolation_grade;  /* "native", "container", "native-degraded", ..., "none" */
         char *isolation_reason; /* inside the grade's parentheses; NULL when none */

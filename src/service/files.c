@@ -98,8 +98,7 @@ void run_files_after(const struct sbx_config *cfg, const struct run_files_before
         if (r == -ENOENT)
                 return; /* no workspace before nor after: nothing was written */
         if (r < 0) {
-                snprintf(res->files_note, sizeof(res->files_note), "not listed: %.140s",
-                         err.msg);
+                snprintf(res->files_note, sizeof(res->files_note), "not listed: %.140s", err.msg);
                 return;
         }
         ws_changes_diff(before->taken ? &before->snap : &empty, &after, RUN_FILES_MAX, &ch);

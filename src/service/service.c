@@ -405,8 +405,8 @@ static char *read_blob(const struct sbx_config *cfg, const char *path, size_t to
         uint64_t size = 0;
         int r;
 
-        r = ws_read_file(cfg->workspace_dir, path, cfg->max_image_bytes, &ret->blob,
-                         &ret->blob_len, &size, &err);
+        r = ws_read_file(cfg->workspace_dir, path, cfg->max_image_bytes, &ret->blob, &ret->blob_len,
+                         &size, &err);
         if (r == -EFBIG)
                 return xasprintf("binary file, %zu bytes: over VESTIBULE_MAX_IMAGE_BYTES (%zu), "
                                  "not returned",

@@ -99,6 +99,5 @@ char *run_ws_file_text(const struct run_ws_file *f);
 int run_service_read_workspace(struct run_service *s, const char *path, char **ret_text,
                                struct sbx_error *err);
 
-
 /** run_service_config() - the config the service was built with. */
 const struct sbx_config *run_service_config(struct run_service *s);

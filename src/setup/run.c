@@ -154,7 +154,8 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
         recipe = xasprintf("sha256:%s", hex);
         /* The data variant records its name after the recipe, so that asking for the other
          * variant finds nothing current. */
-        _cleanup_free_ char *recipe_py = xasprintf("%s%s", recipe, a->python_data ? " python-data" : "");
+        _cleanup_free_ char *recipe_py =
+            xasprintf("%s%s", recipe, a->python_data ? " python-data" : "");
         if (setup_pins_load(&pins, NULL) == 0 && strcmp(pins.debian_recipe, recipe) != 0)
                 log_warning("'%s' is %s but images/pins names %s: the recipe changed since it "
                             "was pinned, using it anyway",
@@ -178,7 +179,8 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
                 fprintf(a->out,
                         "setup: %s and node are installed from recipe %s in '%s'%s, "
                         "nothing to do\n",
-                        a->python_data ? "python (with numpy, pandas, matplotlib, scipy)" : "python",
+                        a->python_data ? "python (with numpy, pandas, matplotlib, scipy)"
+                                       : "python",
                         recipe, a->rootfs_dir, a->save_tars ? " and their tarballs are saved" : "");
                 return 0;
         }

@@ -75,8 +75,7 @@ json_object *tools_blob_content(const char *rel, const unsigned char *data, size
         uri = file_uri(rel);
         res = json_object_new_object();
         json_object_object_add(res, "uri", json_object_new_string(uri));
-        json_object_object_add(res, "mimeType",
-                               json_object_new_string("application/octet-stream"));
+        json_object_object_add(res, "mimeType", json_object_new_string("application/octet-stream"));
         json_object_object_add(res, "blob", json_object_new_string(b64));
         o = json_object_new_object();
         json_object_object_add(o, "type", json_object_new_string("resource"));
@@ -99,8 +98,7 @@ json_object *tools_files_json(const struct run_result *r)
                                        json_object_new_string(f->created ? "new" : "changed"));
                 if (f->mime) {
                         json_object_object_add(o, "image", json_object_new_string(f->mime));
-                        json_object_object_add(o, "attached",
-                                               json_object_new_boolean(f->attached));
+                        json_object_object_add(o, "attached", json_object_new_boolean(f->attached));
                         if (!f->attached && f->not_why)
                                 json_object_object_add(o, "not_attached",
                                                        json_object_new_string(f->not_why));
@@ -117,8 +115,8 @@ json_object *tools_image_items(const struct run_result *r, const char **ret_note
         *ret_note = NULL;
         for (size_t i = 0; i < r->n_images; i++) {
                 struct sbx_error err = {0};
-                json_object *img =
-                    tools_image_content(r->images[i].mime, r->images[i].data, r->images[i].len, &err);
+                json_object *img = tools_image_content(r->images[i].mime, r->images[i].data,
+                                                       r->images[i].len, &err);
 
                 if (!img) {
                         *ret_note = "images not attached: libcrypto (libssl3) is needed for "

@@ -32,12 +32,12 @@ static void entries_add(struct entries *e, const char *path, const struct stat *
                 e->v = xrealloc(e->v, e->cap * sizeof(*e->v));
         }
         e->v[e->n++] = (struct ws_entry){
-                .path = xstrdup(path),
-                .size = (uint64_t)st->st_size,
-                .mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec,
-                .ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec,
-                .ino = (uint64_t)st->st_ino,
-                .dev = (uint64_t)st->st_dev,
+            .path = xstrdup(path),
+            .size = (uint64_t)st->st_size,
+            .mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec,
+            .ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec,
+            .ino = (uint64_t)st->st_ino,
+            .dev = (uint64_t)st->st_dev,
         };
 }
 
@@ -75,12 +75,12 @@ int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *re
                      struct sbx_error *err)
 {
         struct walk_level stack[WS_SNAPSHOT_MAX_DEPTH + 1];
-        struct entries e = { 0 };
+        struct entries e = {0};
         _cleanup_free_ char *path = NULL;
         size_t cap = 256, depth = 0, seen = 0;
         int fd;
 
-        *ret = (struct ws_snapshot){ 0 };
+        *ret = (struct ws_snapshot){0};
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return sbx_fail(err, errno,
@@ -161,7 +161,7 @@ int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *re
                         depth++;
                         stack[depth].d = cd;
                         stack[depth].prefix_len =
-                                path_put(&path, &cap, top->prefix_len, de->d_name, true);
+                            path_put(&path, &cap, top->prefix_len, de->d_name, true);
                 }
                 /* symlinks, fifos, sockets, devices: never listed, never opened */
         }
@@ -180,7 +180,7 @@ void ws_snapshot_done(struct ws_snapshot *s)
         for (size_t i = 0; i < s->n; i++)
                 free(s->v[i].path);
         free(s->v);
-        *s = (struct ws_snapshot){ 0 };
+        *s = (struct ws_snapshot){0};
 }
 
 static bool entry_same(const struct ws_entry *a, const struct ws_entry *b)
@@ -194,7 +194,7 @@ void ws_changes_diff(const struct ws_snapshot *before, const struct ws_snapshot 
 {
         size_t i = 0, j = 0, cap = 0;
 
-        *ret = (struct ws_changes){ 0 };
+        *ret = (struct ws_changes){0};
         for (j = 0; j < after->n; j++) {
                 const struct ws_entry *a = &after->v[j];
                 enum ws_change_kind kind;
@@ -219,9 +219,9 @@ void ws_changes_diff(const struct ws_snapshot *before, const struct ws_snapshot 
                         ret->v = xrealloc(ret->v, cap * sizeof(*ret->v));
                 }
                 ret->v[ret->n++] = (struct ws_change){
-                        .path = xstrdup(a->path),
-                        .bytes = a->size,
-                        .kind = kind,
+                    .path = xstrdup(a->path),
+                    .bytes = a->size,
+                    .kind = kind,
                 };
         }
 }
@@ -233,7 +233,7 @@ void ws_changes_done(struct ws_changes *c)
         for (size_t i = 0; i < c->n; i++)
                 free(c->v[i].path);
         free(c->v);
-        *c = (struct ws_changes){ 0 };
+        *c = (struct ws_changes){0};
 }
 
 const char *ws_change_kind_name(enum ws_change_kind k)
@@ -243,7 +243,7 @@ const char *ws_change_kind_name(enum ws_change_kind k)
 
 const char *ws_sniff_image(const unsigned char *buf, size_t n)
 {
-        static const unsigned char png[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+        static const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
         if (n >= sizeof(png) && memcmp(buf, png, sizeof(png)) == 0)
                 return "image/png";
@@ -308,7 +308,7 @@ static ssize_t read_upto(int fd, unsigned char *buf, size_t n)
 
 const char *ws_sniff_file(const char *dir, const char *rel, uint64_t *ret_size)
 {
-        struct sbx_error err = { 0 };
+        struct sbx_error err = {0};
         unsigned char head[16];
         uint64_t size = 0;
         ssize_t n;

@@ -53,8 +53,8 @@ int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *re
 void ws_snapshot_done(struct ws_snapshot *s);
 
 enum ws_change_kind {
-        WS_NEW = 0,  /* not in the snapshot before */
-        WS_CHANGED,  /* size, mtime, ctime or inode differ */
+        WS_NEW = 0, /* not in the snapshot before */
+        WS_CHANGED, /* size, mtime, ctime or inode differ */
 };
 
 struct ws_change {

@@ -29,14 +29,14 @@ static void mkd(const char *dir, const char *rel)
         ck_assert_msg(mkdir(p, 0755) == 0, "mkdir %s: %s", p, strerror(errno));
 }
 
-static const unsigned char png_head[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0 };
+static const unsigned char png_head[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0};
 
 START_TEST(diff_lists_new_and_changed_not_untouched)
 {
         _cleanup_free_ char *d = sbx_test_tmpdir();
         struct ws_snapshot before, after;
         struct ws_changes c;
-        struct sbx_error err = { 0 };
+        struct sbx_error err = {0};
 
         put(d, "keep.txt", "same", 4);
         put(d, "edit.txt", "old", 3);
@@ -89,7 +89,7 @@ START_TEST(diff_sees_same_size_replacement)
         _cleanup_free_ char *tmp = NULL, *dst = NULL;
         struct ws_snapshot before, after;
         struct ws_changes c;
-        struct sbx_error err = { 0 };
+        struct sbx_error err = {0};
 
         put(d, "a.txt", "AAAA", 4);
         ck_assert_int_eq(ws_snapshot_take(d, 100, &before, &err), 0);
@@ -115,7 +115,7 @@ START_TEST(snapshot_never_follows_symlinks)
         _cleanup_free_ char *d = sbx_test_tmpdir(), *outside = sbx_test_tmpdir();
         _cleanup_free_ char *l1 = NULL, *l2 = NULL, *target = NULL;
         struct ws_snapshot s;
-        struct sbx_error err = { 0 };
+        struct sbx_error err = {0};
         unsigned char *data = NULL;
         size_t len = 0;
         uint64_t size = 0;
@@ -151,7 +151,7 @@ START_TEST(snapshot_caps_entries_and_depth)
         _cleanup_free_ char *d = sbx_test_tmpdir();
         _cleanup_free_ char *rel = xstrdup("");
         struct ws_snapshot s;
-        struct sbx_error err = { 0 };
+        struct sbx_error err = {0};
 
         for (int i = 0; i < 20; i++) {
                 char name[32];
@@ -186,7 +186,7 @@ END_TEST
 START_TEST(read_file_refuses_too_large_and_non_regular)
 {
         _cleanup_free_ char *d = sbx_test_tmpdir();
-        struct sbx_error err = { 0 };
+        struct sbx_error err = {0};
         unsigned char *data = NULL;
         size_t len = 0;
         uint64_t size = 0;
@@ -207,9 +207,9 @@ END_TEST
 
 START_TEST(sniff_by_bytes_not_name)
 {
-        static const unsigned char jpg[] = { 0xff, 0xd8, 0xff, 0xe0 };
-        static const unsigned char webp[] = { 'R', 'I', 'F', 'F', 1, 2, 3, 4, 'W', 'E', 'B', 'P' };
-        static const unsigned char wav[] = { 'R', 'I', 'F', 'F', 1, 2, 3, 4, 'W', 'A', 'V', 'E' };
+        static const unsigned char jpg[] = {0xff, 0xd8, 0xff, 0xe0};
+        static const unsigned char webp[] = {'R', 'I', 'F', 'F', 1, 2, 3, 4, 'W', 'E', 'B', 'P'};
+        static const unsigned char wav[] = {'R', 'I', 'F', 'F', 1, 2, 3, 4, 'W', 'A', 'V', 'E'};
 
         ck_assert_str_eq(ws_sniff_image(png_head, sizeof(png_head)), "image/png");
         ck_assert_ptr_null(ws_sniff_image(png_head, 7)); /* cut short */
