@@ -111,10 +111,11 @@ void run_files_after(const struct sbx_config *cfg, const struct run_files_before
                 uint64_t size = 0;
 
                 res->files[i] = (struct run_file){
-                    .path = TAKE_PTR(ch.v[i].path),
                     .bytes = ch.v[i].bytes,
                     .created = ch.v[i].kind == WS_NEW,
                 };
+                res->files[i].path = ch.v[i].path; /* moved: the list gives it up below */
+                ch.v[i].path = NULL;
                 res->files[i].mime = ws_sniff_file(cfg->workspace_dir, res->files[i].path, &size);
                 if (size)
                         res->files[i].bytes = size;

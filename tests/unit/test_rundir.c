@@ -238,7 +238,8 @@ START_TEST(neither_variable_looks_in_run_user)
         /* whatever this host has: either its /run/user/UID/bus, or a reason naming that path;
          * in the test VM (a lingering user with its manager running) it must be found */
         snprintf(want, sizeof(want), "/run/user/%u", (unsigned)me);
-        if (getenv("VESTIBULE_VM") && strcmp(getenv("VESTIBULE_VM"), "1") == 0)
+        const char *vm = getenv("VESTIBULE_VM");
+        if (vm && strcmp(vm, "1") == 0)
                 ck_assert_msg(r == 0, "not found in the VM: %s", err.msg);
         if (r == 0)
                 ck_assert_msg(strstr(addr, want) && strstr(addr, "/bus"), "%s", addr);

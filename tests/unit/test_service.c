@@ -45,7 +45,7 @@ static void make_cfg(void)
         cfg.max_code_bytes = 1000;
         cfg.max_output_bytes = 100;
         cfg.max_images = 4;
-        cfg.max_image_bytes = 1024 * 1024;
+        cfg.max_image_bytes = (size_t)1024 * 1024;
         cfg.max_concurrent = 4;
         if (geteuid() == 0) {
                 cfg.run_as_set = true;

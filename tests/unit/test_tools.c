@@ -40,7 +40,7 @@ static void setup(void)
         cfg.max_code_bytes = 10000;
         cfg.max_output_bytes = 1000;
         cfg.max_images = 4;
-        cfg.max_image_bytes = 1024 * 1024;
+        cfg.max_image_bytes = (size_t)1024 * 1024;
         cfg.max_concurrent = 2;
         cfg.mem_mb = 256;
         cfg.cpu_pct = 75;
