@@ -39,6 +39,7 @@ const QUIET = {
 
 const claudeCode = {
     name: 'claude-code',
+    images: true, // the plot reaches its model as an Anthropic image block (issue 15)
     what: '@anthropic-ai/claude-code: claude -p, server added with `claude mcp add --scope user`',
     async run(ctx, { allow = true } = {}) {
         const claude = bins.claude(ctx.modules);
@@ -234,7 +235,7 @@ const controls = [
 export const CLIENTS = [
     claudeCode, codex, gemini, opencode,
     library('ai-sdk', 'ai-sdk', '@ai-sdk/mcp: createMCPClient + Experimental_StdioMCPTransport, tools() -> execute, toModelOutput', 'toModelOutput() value'),
-    library('langchain', 'langchain', '@langchain/mcp-adapters: MultiServerMCPClient (stdio), getTools() -> invoke(tool_call)', 'ToolMessage content'),
+    { ...library('langchain', 'langchain', '@langchain/mcp-adapters: MultiServerMCPClient (stdio), getTools() -> invoke(tool_call)', 'ToolMessage content'), images: true },
     library('mastra', 'mastra', '@mastra/mcp: MCPClient, listTools() -> execute, toModelOutput', 'toModelOutput() value, else the result as JSON'),
     inspector,
     ...controls,

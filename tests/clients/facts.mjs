@@ -28,7 +28,45 @@ export const SCRIPT = [
         kind: 'run_code',
         args: { language: 'python', code: `print('v' * ${DEGRADED_BYTES - 1})` },
     },
+    {
+        // issue 15: a PNG the run writes comes back as MCP image content; does the model get it
+        // as an image? (a 3x2 red PNG made with the standard library only)
+        label: 'plot run (an image)',
+        kind: 'run_code',
+        args: {
+            language: 'python',
+            code: [
+                'import struct, zlib',
+                'def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)',
+                'raw = b"".join(b"\\x00" + b"\\xff\\x00\\x00" * 3 for _ in range(2))',
+                'png = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 3, 2, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")',
+                'open("plot.png", "wb").write(png)',
+                'print("plot written")',
+            ].join('\n'),
+        },
+    },
 ];
+
+/** The step that writes an image, and the first bytes of any PNG in base64. */
+export const IMAGE_STEP = SCRIPT.length - 1;
+const PNG_B64 = 'iVBORw0KGgo';
+
+/**
+ * Whether @seen (what the API request carried for the image step, as the client sent it)
+ * holds the PNG as an image block of that API: Anthropic {type: "image"}, OpenAI Responses
+ * {type: "input_image"}, Chat Completions {type: "image_url"}, Gemini {inlineData}; base64 text
+ * inside a text block does not count.
+ */
+export function imageReached(seen) {
+    const walk = (v) => {
+        if (!v || typeof v !== 'object') return false;
+        if (Array.isArray(v)) return v.some(walk);
+        const isImage = v.type === 'image' || v.type === 'input_image' || v.type === 'image_url' || v.inlineData;
+        if (isImage && JSON.stringify(v).includes(PNG_B64)) return true;
+        return Object.values(v).some(walk);
+    };
+    return walk(seen);
+}
 
 export const PROMPT = 'Use the vestibule tools as the script says, then stop.';
 
@@ -81,6 +119,7 @@ export function checkViews(views, grade) {
     const has = (i, re, what) => views[i] !== undefined && need(i, re.test(views[i]), what);
     has(0, /python says 42/, 'no "python says 42"');
     has(1, /bash says 43/, 'no "bash says 43"');
+    has(IMAGE_STEP, /plot written/, 'no "plot written"');
     has(2, /vestibule-note 6x7/, 'no file text "vestibule-note 6x7"');
     has(3, /exit.code"?\s*[:=]?\s*3\b/, 'no exit code 3');
     has(3, /failing on purpose/, 'no stderr "failing on purpose"');

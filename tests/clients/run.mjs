@@ -45,7 +45,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { startModelApi } from './model-api.mjs';
-import { SCRIPT, PROMPT, OUTPUT_CAP, checkViews, modelText, summarize } from './facts.mjs';
+import { IMAGE_STEP, SCRIPT, PROMPT, OUTPUT_CAP, checkViews, imageReached, modelText, summarize } from './facts.mjs';
 import { CLIENTS } from './drivers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -184,7 +184,11 @@ async function runClient(client) {
     fails.push(...leftovers);
     if (out?.extraFailures) fails.push(...out.extraFailures);
     if (!out?.skipViews) fails.push(...checkViews(views, opts.grade));
-    return { client, secs, fails, views, note: out?.note, shape: out?.shape, serverEnv: [...spy.names].sort() };
+    // issue 15: the plot's PNG reached the model as an image block of its API (not as text);
+    // required of the clients known to pass images on (client.images), reported for the rest
+    const image = seen[IMAGE_STEP] !== undefined && imageReached(seen[IMAGE_STEP]);
+    if (client.images && !out?.skipViews && !image) fails.push(`${SCRIPT[IMAGE_STEP].label}: the PNG did not reach the model as an image`);
+    return { client, secs, fails, views, image, note: out?.note, shape: out?.shape, serverEnv: [...spy.names].sort() };
 }
 
 // The names of the variables the client started the server with (read from /proc while it
@@ -256,6 +260,7 @@ for (const r of rows) {
     console.log(`  ${r.client.name}: ${r.shape || ''}${r.note ? ` ${r.note}` : ''}`);
     console.log(`    the server's environment: ${r.serverEnv.filter((n) => !n.startsWith('VESTIBULE_')).join(' ') || '(not seen)'} + the config's VESTIBULE_*`);
     r.views.forEach((v, i) => console.log(`    ${SCRIPT[i].label}: ${summarize(v)}`));
+    console.log(`    the plot reached the model as an image: ${r.image ? 'yes' : 'no'}`);
 }
 if (opts.keep) console.log(`\nscratch kept: ${scratch}`);
 else fs.rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
