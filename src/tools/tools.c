@@ -86,6 +86,8 @@ static char *run_code_description(const struct sbx_config *cfg)
         unsigned mem = cfg ? cfg->mem_mb : 256, cpu = cfg ? cfg->cpu_pct : 75;
         unsigned pids = cfg ? cfg->pids_max : 128, tmp = cfg ? cfg->tmpfs_mb : 64;
         size_t out = cfg ? cfg->max_output_bytes : 20000;
+        unsigned images = cfg ? cfg->max_images : 4;
+        size_t image_bytes = cfg ? cfg->max_image_bytes : 1048576;
         bool ro = cfg && cfg->workspace_ro;
 
         if (cfg && cfg->backend == SBX_BACKEND_NAIVE)
@@ -117,11 +119,16 @@ static char *run_code_description(const struct sbx_config *cfg)
             "is capped at %zu bytes per stream (longer output keeps its start and its end, and "
             "a run printing more than twice that is stopped). A non-zero exit, a timeout or a "
             "cancel comes back as an error result. The result ends with an 'isolation:' line "
-            "saying what protected the run. To read files from the workspace, use the "
-            "read_workspace tool rather than host file tools: it refuses symlinks, which "
-            "sandboxed code can plant there.",
+            "saying what protected the run. Files the run creates or changes in /workspace are "
+            "listed in the result; images among them (PNG, JPEG, GIF, WebP) come back as "
+            "images, at most %u of at most %zu bytes each. Where the python image has "
+            "matplotlib (setup --python-data: numpy, pandas, matplotlib, scipy), it draws "
+            "off-screen and a plain plt.show() saves each figure as /workspace/figure-N.png, "
+            "so it comes back. To read files from the workspace, use the read_workspace tool "
+            "rather than host file tools: it refuses symlinks, which sandboxed code can plant "
+            "there.",
             ro ? "read-only in this configuration" : "read-write", tmp, mem, cpu, pids, def, max,
-            out);
+            out, images, image_bytes);
 }
 
 /* A stream's properties: the text shown, its tail when cut, bytes written and shown, and the
