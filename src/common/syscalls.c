@@ -303,3 +303,25 @@ const char *const sbx_sandbox_syscalls[] = {
 };
 
 const size_t sbx_sandbox_syscalls_n = ELEMENTSOF(sbx_sandbox_syscalls);
+
+const char *const sbx_denied_syscalls[] = {
+    "mount",           "umount",         "umount2",
+    "unshare",         "setns",          "bpf",
+    "keyctl",          "add_key",        "request_key",
+    "reboot",          "kexec_load",     "kexec_file_load",
+    "init_module",     "finit_module",   "delete_module",
+    "perf_event_open", "userfaultfd",    "open_by_handle_at",
+    "io_uring_setup",  "io_uring_enter", "io_uring_register",
+    "pivot_root",      "chroot",         "swapon",
+    "swapoff",         "fsopen",         "fsconfig",
+    "fsmount",         "fspick",         "move_mount",
+    "open_tree",       "mount_setattr",  "iopl",
+    "ioperm",          "acct",           "quotactl",
+    "quotactl_fd",     "syslog",         "lookup_dcookie",
+    "uselib",          "pidfd_getfd",    "process_madvise",
+    "settimeofday",    "clock_settime",  "vhangup",
+    "nfsservctl",      "kcmp",           "sethostname",
+    "setdomainname",
+};
+
+const size_t sbx_denied_syscalls_n = ELEMENTSOF(sbx_denied_syscalls);

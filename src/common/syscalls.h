@@ -13,3 +13,12 @@
 /* The names, in alphabetical order; sbx_sandbox_syscalls_n of them. Static strings. */
 extern const char *const sbx_sandbox_syscalls[];
 extern const size_t sbx_sandbox_syscalls_n;
+
+/* The calls no sandbox may make, by name: each changes what the sandbox is made of (mounts,
+ * namespaces, root), reaches kernel attack surface a sandbox has no use for (bpf, keyrings,
+ * perf, userfaultfd, io_uring, raw I/O ports), or touches the whole machine (reboot, modules,
+ * kexec, swap, accounting, the kernel log, the clock, the host name). The native filter
+ * reports and refuses them (EPERM); the container profile refuses them with EPERM, so a
+ * container grade refuses what the native grade refuses. sbx_denied_syscalls_n of them. */
+extern const char *const sbx_denied_syscalls[];
+extern const size_t sbx_denied_syscalls_n;

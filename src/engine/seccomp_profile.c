@@ -17,63 +17,6 @@
 #include "lazy/sha256.h"
 #include "common/xalloc.h"
 
-/* Denied with EPERM: namespaces and every way to mount (what Docker's default denies a
- * container without CAP_SYS_ADMIN), then the rest of the native sandbox's named dangerous calls
- * (src/native/seccomp.c's reported list: io_uring, bpf, keyrings, perf, userfaultfd, kexec,
- * modules, raw I/O ports, the clock, accounting, the kernel log...): a container grade refuses
- * what the native grade refuses. Docker 20.10's default profile allows io_uring_*. */
-static const char *const deny_eperm[] = {
-    "unshare",
-    "setns",
-    "mount",
-    "umount",
-    "umount2",
-    "pivot_root",
-    "open_tree",
-    "move_mount",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "mount_setattr",
-    "bpf",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "reboot",
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "perf_event_open",
-    "userfaultfd",
-    "open_by_handle_at",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "chroot",
-    "swapon",
-    "swapoff",
-    "iopl",
-    "ioperm",
-    "acct",
-    "quotactl",
-    "quotactl_fd",
-    "syslog",
-    "lookup_dcookie",
-    "uselib",
-    "pidfd_getfd",
-    "process_madvise",
-    "settimeofday",
-    "clock_settime",
-    "vhangup",
-    "nfsservctl",
-    "kcmp",
-    "sethostname",
-    "setdomainname",
-};
-
 /* The families socket(2) may not open: AF_VSOCK (40) reaches the VM host of a VM-based engine
  * (Docker Desktop, a Firecracker or KVM guest) and no network namespace isolates it. */
 #define ENGINE_AF_VSOCK 40
@@ -86,8 +29,8 @@ static bool is_managed(const char *name)
         if (strcmp(name, "clone") == 0 || strcmp(name, "clone3") == 0 ||
             strcmp(name, "socket") == 0)
                 return true;
-        for (size_t i = 0; i < ELEMENTSOF(deny_eperm); i++)
-                if (strcmp(name, deny_eperm[i]) == 0)
+        for (size_t i = 0; i < sbx_denied_syscalls_n; i++)
+                if (strcmp(name, sbx_denied_syscalls[i]) == 0)
                         return true;
         return false;
 }
@@ -234,8 +177,8 @@ int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sb
         bool def_allows =
             strcmp(def_action, "SCMP_ACT_ALLOW") == 0 || strcmp(def_action, "SCMP_ACT_LOG") == 0;
         if (!(def_is_errno && def_errno == ERRNO_EPERM))
-                json_object_array_add(out_rules,
-                                      rule_errno(deny_eperm, ELEMENTSOF(deny_eperm), ERRNO_EPERM));
+                json_object_array_add(
+                    out_rules, rule_errno(sbx_denied_syscalls, sbx_denied_syscalls_n, ERRNO_EPERM));
         if (!(def_is_errno && def_errno == ERRNO_ENOSYS)) {
                 static const char *const clone3[] = {"clone3"};
                 json_object_array_add(out_rules, rule_errno(clone3, 1, ERRNO_ENOSYS));

@@ -33,61 +33,6 @@
 #define AF_VSOCK 40
 #endif
 
-/* Reported and refused with EPERM. Each either changes what the sandbox is made of (mounts,
- * namespaces, root), reaches kernel attack surface a sandbox has no use for (bpf, keyrings,
- * perf, userfaultfd, io_uring, raw I/O ports), or touches the whole machine (reboot, modules,
- * kexec, swap, accounting, the kernel log). */
-static const char *const notified[] = {
-    "mount",
-    "umount2",
-    "unshare",
-    "setns",
-    "bpf",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "reboot",
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "perf_event_open",
-    "userfaultfd",
-    "open_by_handle_at",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "pivot_root",
-    "chroot",
-    "swapon",
-    "swapoff",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "move_mount",
-    "open_tree",
-    "mount_setattr",
-    "iopl",
-    "ioperm",
-    "acct",
-    "quotactl",
-    "quotactl_fd",
-    "syslog",
-    "lookup_dcookie",
-    "uselib",
-    "pidfd_getfd",
-    "process_madvise",
-    "settimeofday",
-    "clock_settime",
-    "vhangup",
-    "nfsservctl",
-    "kcmp",
-    "sethostname",
-    "setdomainname",
-};
-
 /* clone(2) flags that create namespaces: the same as unshare(2), so reported the same way. */
 #define NS_FLAGS                                                                                   \
         ((uint64_t)(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |     \
@@ -101,8 +46,8 @@ static void seccomp_releasep(scmp_filter_ctx *ctx)
 
 bool native_filter_is_notified(const char *name)
 {
-        for (size_t i = 0; i < ELEMENTSOF(notified); i++)
-                if (strcmp(notified[i], name) == 0)
+        for (size_t i = 0; i < sbx_denied_syscalls_n; i++)
+                if (strcmp(sbx_denied_syscalls[i], name) == 0)
                         return true;
         return false;
 }
@@ -172,8 +117,8 @@ int native_filter_build(struct native_filter *ret, struct sbx_error *err)
                 if (r < 0)
                         return r;
         }
-        for (size_t i = 0; i < ELEMENTSOF(notified); i++) {
-                r = add_named(ctx, SCMP_ACT_NOTIFY, notified[i], err);
+        for (size_t i = 0; i < sbx_denied_syscalls_n; i++) {
+                r = add_named(ctx, SCMP_ACT_NOTIFY, sbx_denied_syscalls[i], err);
                 if (r < 0)
                         return r;
         }
