@@ -198,16 +198,13 @@ rm -rf "$r"/usr/lib/python3/dist-packages/pythran
 find "$r/usr/lib/python3/dist-packages" -type d -name tests -prune -exec rm -rf {} +'
 
 build_one() {
-	local lang="$1" pkgs tmp out hooks=() skipdev=()
+	local lang="$1" pkgs tmp out hooks=()
 	case "$lang" in
 	python) pkgs="$PKGS_PYTHON" ;;
 	node) pkgs="$PKGS_NODE" ;;
 	python-data)
 		pkgs="$PKGS_PYTHON_DATA"
 		hooks=(--customize-hook="$MPL_SHOW" --customize-hook="$PRUNE_DATA")
-		# GNU tar's --delete (below) lost a member's data block in this larger
-		# archive: leave /dev out at the source and append the empty ./dev/ instead.
-		skipdev=(--skip=output/dev)
 		;;
 	esac
 	out="$outdir/$lang.tar"
@@ -227,25 +224,22 @@ build_one() {
 		--dpkgopt='path-include=/usr/share/locale/locale.alias' \
 		--dpkgopt='path-exclude=/usr/share/lintian/*' \
 		--customize-hook="$CUSTOMIZE" \
-		"${hooks[@]}" "${skipdev[@]}" \
+		"${hooks[@]}" --skip=output/dev \
 		--customize-hook="mkdir -p \"\$1/etc/vestibule\" && echo $lang >\"\$1/etc/vestibule/variant\"" \
 		"$SUITE" "$tmp" \
 		"deb $mirror $SUITE main" \
 		"deb $mirror $SUITE-updates main" \
 		"deb $secmirror $SUITE-security main" >&2
-	# No device nodes: the sandbox brings its own /dev, and an unprivileged
-	# unpack could not create them anyway. Keep the empty ./dev/ directory.
-	# (grep -c, not -q: an early exit would SIGPIPE tar and fail the pipeline)
-	if [ "${#skipdev[@]}" -gt 0 ]; then
-		local empty
-		empty="$(mktemp -d)"
-		mkdir -m 0755 "$empty/dev"
-		tar --append -f "$tmp" -C "$empty" --format=pax --numeric-owner --owner=0 \
-			--group=0 --mtime="@$SOURCE_DATE_EPOCH" --no-recursion ./dev
-		rm -rf "$empty"
-	elif [ "$(tar -tf "$tmp" | grep -c '^\./dev/.')" -gt 0 ]; then
-		tar --delete --wildcards -f "$tmp" './dev/?*'
-	fi
+	# No device nodes: the sandbox brings its own /dev, and an unprivileged unpack could
+	# not create them anyway. mmdebstrap leaves /dev out (--skip=output/dev above) and the
+	# empty ./dev/ directory is appended here. (Deleting the nodes afterwards with GNU tar's
+	# --delete lost the data block of a member in the middle of the archive: images/README.md.)
+	local empty
+	empty="$(mktemp -d)"
+	mkdir -m 0755 "$empty/dev"
+	tar --append -f "$tmp" -C "$empty" --format=pax --numeric-owner --owner=0 \
+		--group=0 --mtime="@$SOURCE_DATE_EPOCH" --no-recursion ./dev
+	rm -rf "$empty"
 	# Every member must read back whole before the tarball is published.
 	tar -tf "$tmp" >/dev/null || die "$lang: the built tarball does not read back whole"
 	chmod 0644 "$tmp"
