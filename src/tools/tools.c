@@ -659,6 +659,13 @@ static void call_read_workspace(struct run_service *svc, json_object *args, stru
         path = string_arg(args, "path", &path_len, ret);
         if (!path)
                 return;
+        /* the path is used as a C string: a NUL would cut it short, so
+         * "a\u0000/../../etc/passwd" would name "a" (issue 12 #16) */
+        if (strlen(path) != path_len) {
+                result_error(ret, "Blocked: argument 'path' contains a NUL character (\\u0000), "
+                                  "which no path can hold; remove it and call again");
+                return;
+        }
         r = run_service_read_workspace_file(svc, path, &f, &err);
         if (r < 0) {
                 result_error(ret, "%s", err.msg[0] ? err.msg : "cannot read that file");

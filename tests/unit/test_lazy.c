@@ -364,7 +364,10 @@ START_TEST(server_idle_maps_none_of_them)
 }
 END_TEST
 
-/* control: a container run (against a socket that is not there) loads libcurl. */
+/* control: a container server loads libcurl (against a socket that is not there): with
+ * VESTIBULE_BACKEND=container its start-up sweep of dead servers' containers (issue 12 #17,
+ * engine_sweep_at_start) already does, in the background; after a container call it is mapped
+ * in any case. */
 START_TEST(server_container_call_maps_libcurl)
 {
         _cleanup_free_ char *dh = NULL, *r = NULL;
@@ -379,7 +382,6 @@ START_TEST(server_container_call_maps_libcurl)
         env[n] = NULL;
         server_start(&s, env);
         server_init(&s);
-        ck_assert(!maps_has(&s, "libcurl.so"));
         r = server_call(&s, 3, "tools/call",
                         "{\"name\":\"run_code\",\"arguments\":{\"language\":\"python\","
                         "\"code\":\"print(1)\"}}");
