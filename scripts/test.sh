@@ -695,8 +695,8 @@ else
         data_t0=$(date +%s)
         if step 2400 "python data variant: setup --from-debian --python-data -> $data_root, Docker" \
                 env VESTIBULE_IMAGE_PYTHON="$data_img" VESTIBULE_RUNTIME=docker \
-                VESTIBULE_RUN_AS="$(id -u "$user"):$(id -g "$user")" \
-                "$rel/vestibule-mcp" setup --from-debian --python-data --rootfs-dir "$data_root"; then
+                VESTIBULE_RUN_AS="$(id -u "$user"):$(id -g "$user")" VESTIBULE_ROOTFS_DIR="$data_root" \
+                "$rel/vestibule-mcp" setup --from-debian --python-data; then
                 printf 'python data variant: setup took %s s, %s on disk\n' "$(($(date +%s) - data_t0))" \
                         "$(du -sh "$data_root/python" | cut -f1)"
                 chmod -R a+rX "$data_root"
