@@ -858,8 +858,17 @@ elif [ "$is_root" -ne 1 ]; then
         banner "packaging: not root, skipped"
         skipped=$((skipped + 1))
 else
+        # the client CLIs as the drivers run them (node_modules/.bin/claude is a placeholder
+        # while install scripts are off: tests/clients/cli-bins.mjs)
         pkg_clients=""
-        [ ! -d "$src/tests/clients/node_modules/.bin" ] || pkg_clients=$src/tests/clients/node_modules/.bin
+        if [ -d "$src/tests/clients/node_modules" ]; then
+                rm -rf "$ci/client-bins"
+                if node "$src/tests/clients/cli-bins.mjs" "$ci/client-bins"; then
+                        pkg_clients=$ci/client-bins
+                else
+                        record_fail "packaging: the client CLIs in tests/clients/node_modules"
+                fi
+        fi
         if step 600 "packaging (tests/package/ci.sh)" bash "$src/tests/package/ci.sh" "$user" \
                 "$images/rootfs" ${pkg_clients:+"$pkg_clients"}; then
                 passed=$((passed + 1))

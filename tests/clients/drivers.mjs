@@ -16,7 +16,7 @@ import { SCRIPT } from './facts.mjs';
 
 // The native binaries the npm packages ship (their postinstall scripts, which npm 11 does not
 // run unless allowed, would only copy these over a placeholder).
-const bins = {
+export const bins = {
     claude: (m) => path.join(m, '@anthropic-ai/claude-code-linux-x64/claude'),
     codex: (m) => path.join(m, '@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex'),
     opencode: (m) => {
