@@ -52,7 +52,8 @@
 #                           of building them (setup --from-debian)
 #   VESTIBULE_CI_E2E_RUNS   the end-to-end runs, one per line:
 #                           BUILDS|BACKEND|EXPECTED ISOLATION GRADE|EXTRA ENV (VAR=value ...)
-#                           (default: see E2E_RUNS below, this CI host's grades)
+#                           (default: see E2E_RUNS below; a grade "doctor" is derived from
+#                           doctor --json and checked against the kernel facts)
 #   VESTIBULE_CI_CONTAINER  1 (default as root): run the e2e suite against the container
 #                           backend on the test user's rootless Podman (images imported from
 #                           `setup --from-tar`); 0: skip that run. The container runs on rootful
@@ -110,7 +111,7 @@ while [ $# -gt 0 ]; do
                 ;;
         --quick)
                 quick=1 selected=1
-                only+=(lint unit-release e2e-naive e2e-native)
+                only+=(lint unit-release e2e-native)
                 ;;
         *)
                 echo "test.sh: unknown option '$1' (scripts/test.sh --help)" >&2
@@ -168,15 +169,21 @@ is_root=0
 # as a user pins their engine (the root-owned Docker socket is not theirs). The naive backend
 # runs on the Release build only: the Debug (ASan+UBSan) server is exercised by the native
 # e2e run and every unit suite, and CI's time is better spent on the stages added since.
+# A grade of "doctor" is this host's: what `vestibule-mcp doctor --json` says for the backend
+# in the run's own environment, accepted only when it fits the kernel facts read independently
+# of the server (cgroup2 at /sys/fs/cgroup, the user bus, the delegated controllers, a rootless
+# engine: tests/e2e/expected-grade.mjs, whose refusals tests/e2e/grade.test.mjs checks), so the
+# same lines hold on this host ("native-degraded (...)") and on a systemd + cgroup v2 one
+# ("native"), and a wrong doctor fails the run instead of setting its expectation.
 E2E_RUNS="Release|naive|none (naive: development only)|
-Release,Debug|native|native-degraded (limits not applied: memory, cpu: no systemd user bus and no cgroup v2 at /sys/fs/cgroup (a v1 or v1/v2 hybrid hierarchy))|VESTIBULE_ROOTFS_DIR=$images/rootfs"
-# The container run on the test user's rootless Podman: limits are not applied (cgroup v1), and
-# the grade says exactly that. It was flaky while that Podman stored images with vfs (a create
+Release,Debug|native|doctor|VESTIBULE_ROOTFS_DIR=$images/rootfs"
+# The container run on the test user's rootless Podman: limits are not applied on cgroup v1
+# (this host), and the grade says exactly that ("doctor": expected-grade.mjs requires it). It was flaky while that Podman stored images with vfs (a create
 # took 11-13 s under load) and the probe gave Podman's /info 10 s (4-20 s measured under load):
 # start-engines.sh now gives it native overlay, and the probe waits for a slow /info.
 if [ "${VESTIBULE_CI_CONTAINER:-$is_root}" = 1 ]; then
         E2E_RUNS+="
-Release|container|container-degraded (limits not applied: memory, cpu, pids: rootless Podman on cgroup v1)|DOCKER_HOST=unix:///run/user/${SBX_TEST_UID:-2000}/podman/podman.sock VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vestibule/node:bookworm"
+Release|container|doctor|DOCKER_HOST=unix:///run/user/${SBX_TEST_UID:-2000}/podman/podman.sock VESTIBULE_IMAGE_PYTHON=vestibule/python:bookworm VESTIBULE_IMAGE_NODE=vestibule/node:bookworm"
 fi
 # The container run on rootful Docker: the server started as root (E2E_AS=root) runs every
 # sandbox as the test user (VESTIBULE_RUN_AS), with the Debian-built images imported into
@@ -554,7 +561,7 @@ e2e_wanted=0
 while IFS='|' read -r _ backend _ extra; do
         [ -z "$backend" ] || ! want "$(e2e_stage "$backend" "$extra")" || e2e_wanted=1
 done <<<"$E2E_RUNS"
-for s in e2e-root e2e-remote agreement clients e2e-data; do want "$s" && e2e_wanted=1; done
+for s in e2e-root e2e-remote agreement clients e2e-data vm; do want "$s" && e2e_wanted=1; done
 e2e=$src/tests/e2e
 npm_ok=0
 if [ "$e2e_wanted" -eq 0 ]; then
@@ -586,6 +593,39 @@ elif { [ "$npm_kept" -eq 1 ] && banner "e2e: npm ci skipped (--quick: the lock i
                                 rc=$?
                 fi
                 add_results "$label" "$res" "$rc"
+        }
+        # resolve_grade BIN BACKEND GRADE EXTRA_ENV: sets $resolved to GRADE, or for "doctor" to
+        # the grade tests/e2e/expected-grade.mjs takes from BIN's doctor --json in the run's own
+        # environment (as the test user, or as root for E2E_AS=root) and checks against the
+        # kernel facts; once per backend and environment. Status 1 (a failure recorded) when
+        # doctor does not fit the facts.
+        declare -A grade_cache=()
+        resolve_grade() {
+                local bin=$1 backend=$2 key="$2|$4" extra=() env=() as=user v rc=0
+                resolved=$3
+                [ "$resolved" = doctor ] || return 0
+                if [ -n "${grade_cache[$key]+set}" ]; then
+                        resolved=${grade_cache[$key]}
+                        [ -n "$resolved" ]
+                        return
+                fi
+                read -r -a extra <<<"$4"
+                for v in "${extra[@]}"; do
+                        if [ "$v" = E2E_AS=root ]; then as=root; else env+=("$v"); fi
+                done
+                if [ "$as" = root ]; then
+                        resolved=$(env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
+                                TMPDIR="$ci" "${env[@]}" VESTIBULE_BIN="$bin" \
+                                timeout 600 node "$e2e/expected-grade.mjs" "$backend") || rc=$?
+                else
+                        resolved=$(as_user "${env[@]}" VESTIBULE_BIN="$bin" \
+                                timeout 600 node "$e2e/expected-grade.mjs" "$backend") || rc=$?
+                fi
+                [ "$rc" -eq 0 ] || resolved=""
+                grade_cache[$key]=$resolved
+                [ -n "$resolved" ] && return 0
+                record_fail "the expected grade of backend $backend ($4): doctor --json does not fit the kernel facts (tests/e2e/expected-grade.mjs, above)"
+                return 1
         }
         # add_results LABEL FILE STATUS: add a run.mjs counts file to the totals.
         add_results() {
@@ -625,7 +665,8 @@ elif { [ "$npm_kept" -eq 1 ] && banner "e2e: npm ci skipped (--quick: the lock i
                         *VESTIBULE_RUNTIME=podman*) eng=" on rootful Podman" ;;
                         *) eng="" ;;
                         esac
-                        run_e2e "$type, backend $backend$eng" "$bin" "$backend" "$grade" "$extra"
+                        resolve_grade "$bin" "$backend" "$grade" "$extra" || continue
+                        run_e2e "$type, backend $backend$eng" "$bin" "$backend" "$resolved" "$extra"
                 done <<<"$E2E_RUNS"
         done
         # The one case that needs root: a server started as root without VESTIBULE_RUN_AS.
@@ -713,6 +754,8 @@ else
                                 data_env="$extra VESTIBULE_IMAGE_PYTHON=$data_img E2E_PASS_ENV=VESTIBULE_IMAGE_PYTHON" ;;
                         *) continue ;;
                         esac
+                        resolve_grade "$rel/vestibule-mcp" "$backend" "$grade" "$extra" || continue
+                        grade=$resolved
                         res=$(mktemp "$ci/e2e-results.XXXXXX")
                         chmod 0666 "$res"
                         banner "e2e: python data variant, backend $backend"
@@ -756,6 +799,8 @@ elif [ ! -x "$rel/vestibule-mcp" ] || ! declare -F add_results >/dev/null; then
 elif step 360 "clients: npm install (the pinned lock)" vst_npm_install_locked "$clients_dir"; then
         while IFS='|' read -r builds backend grade extra; do
                 case ",$builds,|$backend" in *,Release,*"|naive" | *,Release,*"|native") ;; *) continue ;; esac
+                resolve_grade "$rel/vestibule-mcp" "$backend" "$grade" "$extra" || continue
+                grade=$resolved
                 rootfs=$(sed -n 's/.*VESTIBULE_ROOTFS_DIR=\([^ ]*\).*/\1/p' <<<"$extra")
                 # the controls (a client without its user's approval refuses) once, on naive
                 ctl=()
@@ -883,8 +928,10 @@ fi
 # test_native suite with its vm_limits cases (grade native, OOM note, TasksMax, cpu
 # throttling, usage measured, one user bus connection), the e2e suite's isolation files with
 # VESTIBULE_BACKEND=native and grade native (counted in the totals), the per-run scope timing,
-# and the agreement checks: doctor --json, verify --json and a real run_code say the same
-# grade (native), and with user namespaces off the same Blocked text.
+# the agreement checks: doctor --json, verify --json and a real run_code say the same
+# grade (native), and with user namespaces off the same Blocked text; and Claude Code (the
+# pinned CLI of tests/clients, read from the source share) starting the server from its MCP
+# config, its model having to see grade native (counted in the totals; ~3 min of the boot).
 # 10-40 min on this kind of host with the image cached (/var/tmp/vestibule-vm), depending on
 # how loaded it is (everything under emulation, ~50x slower than the host); needs root and
 # qemu-system-x86 (+ mmdebstrap and the Debian mirror for the first image build).
@@ -919,20 +966,33 @@ else
                 rm -f "$vm_e2e_res"
                 vm_e2e_bin=$dbg/vestibule-mcp
                 [ ! -x "$rel/vestibule-mcp" ] || vm_e2e_bin=$rel/vestibule-mcp
+                # Claude Code in the VM: the clients stage's npm tree, installed here when the
+                # stage runs alone (a no-op when it is there: ~10 s).
+                vm_clients_res=$ci/vm-clients-results.json
+                rm -f "$vm_clients_res"
+                step 360 "VM stage: tests/clients npm install (Claude Code for the guest)" \
+                        vst_npm_install_locked "$src/tests/clients" ||
+                        record_fail "VM stage: npm install in $src/tests/clients"
                 # Measured on this 2-core host shared with other jobs: 40 min for everything
                 # at load 20-28 (boot 9 min, then 30 min in the VM), the e2e isolation files
                 # alone 8.5 min at load 10 (boot 2.6 min); the in-VM command is cut at 30 min,
-                # the step at 40.
-                step 2400 "VM stage: native backend on systemd + cgroup v2 (scripts/vm/test-native.sh)" \
+                # the step at 40; Claude Code adds 3 min at load 10 (5 min allowed for it).
+                step 2700 "VM stage: native backend on systemd + cgroup v2 (scripts/vm/test-native.sh)" \
                         env VESTIBULE_VM_IMAGE="$vm_image" VESTIBULE_VM_REQUIRE=1 VESTIBULE_VM_E2E=1 \
                         VESTIBULE_VM_E2E_BIN="$vm_e2e_bin" VESTIBULE_VM_E2E_RESULTS="$vm_e2e_res" \
-                        VESTIBULE_VM_TIMEOUT=1800 VESTIBULE_ROOTFS_DIR="$images/rootfs" \
+                        VESTIBULE_VM_CLIENTS_RESULTS="$vm_clients_res" \
+                        VESTIBULE_VM_TIMEOUT=2100 VESTIBULE_ROOTFS_DIR="$images/rootfs" \
                         bash "$src/scripts/vm/test-native.sh" "$dbg" || vm_rc=$?
                 if [ -s "$vm_e2e_res" ] && declare -F add_results >/dev/null; then
                         # add_results also names each failed e2e test (the VM's log lists them)
                         add_results "in the systemd VM, backend native" "$vm_e2e_res" 0
                 elif [ "$vm_rc" -ne 125 ]; then
                         record_fail "VM stage: the e2e suite in the VM left no counts"
+                fi
+                if [ -s "$vm_clients_res" ] && declare -F add_results >/dev/null; then
+                        add_results "in the systemd VM, Claude Code, backend native" "$vm_clients_res" 0
+                elif [ "$vm_rc" -ne 125 ]; then
+                        record_fail "VM stage: Claude Code in the VM left no counts"
                 fi
                 if [ "$vm_rc" -eq 0 ]; then
                         passed=$((passed + 1))

@@ -16,6 +16,14 @@
 #      grade `doctor --json` says auto picks, the grade `verify --json` ran the leak battery
 #      under (every claimed probe held; pids, memory and cpu "held", not "not applicable") and
 #      the isolation line of a real run_code through the server are all exactly "native";
+#   3a. a real MCP client: Claude Code (the CLI pinned in tests/clients/package-lock.json, its
+#      node_modules installed on the host and read through the source share) driven by
+#      tests/clients/run.mjs against its stand-in model API on the guest's loopback, in a
+#      loopback-only network namespace: the server started as Claude Code starts it (its own
+#      environment handling, the config's VESTIBULE_* only), VESTIBULE_VM_E2E_BIN, backend
+#      native, and what reached the model must hold grade exactly "native" (run.mjs
+#      --expect-grade native, the five facts of tests/clients/facts.mjs); counts in
+#      VESTIBULE_VM_CLIENTS_RESULTS;
 #   3b. VESTIBULE_VM_EXTRA, when set: one more command line, run with bash as the user in
 #      tests/e2e (so node finds the SDK clients), after the agreement check; its exit status
 #      joins the others (a hook for more client harnesses, e.g. a real CLI client);
@@ -40,6 +48,9 @@
 #   VESTIBULE_VM_E2E_SLOW     E2E_SLOW_FACTOR for the suite in the VM (default 4: TCG runs code
 #                             ~50x slower; stretches start-up allowances, never the kill bound)
 #   VESTIBULE_VM_E2E_RESULTS  copy the e2e counts file (run.mjs's E2E_RESULTS JSON) here
+#   VESTIBULE_VM_CLIENTS      0 = leave Claude Code out (default 1; needs tests/clients/node_modules:
+#                             bash -c 'source scripts/setup-lib.sh; vst_npm_install_locked tests/clients')
+#   VESTIBULE_VM_CLIENTS_RESULTS  copy the clients' counts file (run.mjs --results) here
 #   VESTIBULE_VM_VERIFY       0 = leave out steps 3 and 4 (default 1; they need BUILD_DIR/vestibule-mcp
 #                             and node with tests/e2e/node_modules, like the e2e suite)
 #   VESTIBULE_VM_SCOPE_RUNS   runs for the scope timing step (default 10; 0 = leave it out)
@@ -123,6 +134,22 @@ e2e_bin=$(readlink -f "${VESTIBULE_VM_E2E_BIN:-$build/vestibule-mcp}" || true)
 # notifications and slot timing, with wall-clock bounds made for real hardware).
 # VESTIBULE_VM_E2E_FILES=all runs every file.
 vm_e2e_default="run.test.mjs limits.test.mjs cancel.test.mjs lifecycle.test.mjs workspace.test.mjs"
+# Claude Code (step 3a): its npm tree lives in the source tree, which the guest reads anyway.
+clients_dir=$src/tests/clients
+run_clients=0
+if [[ ${VESTIBULE_VM_CLIENTS:-1} == 0 ]]; then
+        log "Claude Code left out (VESTIBULE_VM_CLIENTS=0)"
+elif [[ ! -f $clients_dir/run.mjs ]]; then
+        missing+=("clients: no $clients_dir/run.mjs")
+elif [[ ! -x $clients_dir/node_modules/@anthropic-ai/claude-code-linux-x64/claude ]]; then
+        missing+=("clients: no Claude Code in $clients_dir/node_modules (bash -c 'source scripts/setup-lib.sh; vst_npm_install_locked tests/clients')")
+elif [[ -n $node_why ]]; then
+        missing+=("clients: $node_why")
+elif [[ ! -x $e2e_bin ]]; then
+        missing+=("clients: ${VESTIBULE_VM_E2E_BIN:-$build/vestibule-mcp} is not built")
+else
+        run_clients=1
+fi
 run_verify=0
 if [[ ${VESTIBULE_VM_VERIFY:-1} == 0 ]]; then
         log "agreement checks left out (VESTIBULE_VM_VERIFY=0)"
@@ -136,7 +163,7 @@ fi
 for m in "${missing[@]}"; do
         if [[ $require == 1 ]]; then log "FAIL $m"; else log "skip $m"; fi
 done
-if [[ ${#run_tests[@]} -eq 0 && $run_e2e == 0 && $run_verify == 0 ]]; then
+if [[ ${#run_tests[@]} -eq 0 && $run_e2e == 0 && $run_verify == 0 && $run_clients == 0 ]]; then
         log "no suite to run in the VM: only the self test runs"
 fi
 
@@ -155,7 +182,7 @@ if [[ -n ${VESTIBULE_VM_SCOPE_COMPARE:-} ]]; then
         scope_compare=$(readlink -f "$VESTIBULE_VM_SCOPE_COMPARE")
         shares+=(--ro-share "$(dirname "$scope_compare")")
 fi
-if [[ $run_e2e == 1 ]]; then
+if [[ $run_e2e == 1 || $run_clients == 1 ]]; then
         e2e_bin_dir=$(dirname "$e2e_bin")
         case $e2e_bin_dir in
         "$src" | "$src"/* | "$build" | "$build"/*) ;;
@@ -177,7 +204,7 @@ if [[ -d $rootfs ]]; then
 else
         log "no rootfs trees at $rootfs (scripts that need them will say so)"
 fi
-if [[ $run_e2e == 1 || $run_verify == 1 ]]; then
+if [[ $run_e2e == 1 || $run_verify == 1 || $run_clients == 1 ]]; then
         # The host's node (nodesource 20 links only libc, libstdc++ and libgcc, which the guest
         # has) is lent to the VM: cheaper than a second node in the image.
         mkdir "$work/node"
@@ -197,7 +224,7 @@ shares+=(--share "$work/out" --ro-share "$work/bin")
         printf 'build=%q src=%q rootfs=%q out=%q e2e=%q demo=%q vm_repo=%q verify=%q\n' "$build" \
                 "$src" "$rootfs" "$work/out" "$run_e2e" "$work/bin/scope-demo" "$vm_repo" "$run_verify"
         printf 'tests=(%s)\n' "$( ((${#run_tests[@]})) && printf '%q ' "${run_tests[@]}")"
-        printf 'extra_cmd=%q\n' "$extra_cmd"
+        printf 'extra_cmd=%q clients=%q\n' "$extra_cmd" "$run_clients"
         e2e_list=${VESTIBULE_VM_E2E_FILES:-$vm_e2e_default}
         [[ $e2e_list != all ]] || e2e_list=
         read -r -a e2e_files <<<"$e2e_list"
@@ -265,6 +292,24 @@ if [[ $verify == 1 ]]; then
                 rc=$?
                 echo "== agreement: exit $rc in $(( $(date +%s) - s )) s"
                 [[ $rc == 0 ]] || failed+=("agreement doctor/verify/run_code (exit $rc)")
+        fi
+fi
+if [[ $clients == 1 ]]; then
+        # A real client: Claude Code starts the server from its MCP config (`claude mcp add`
+        # with the VESTIBULE_* settings) with its own environment handling; run.mjs checks what
+        # reached the (stand-in) model. Emulation: ~3 min for its six calls on a 2-core host.
+        echo "== clients: Claude Code (backend native, expecting grade native; tests/clients/run.mjs)"
+        s=$(date +%s)
+        if [[ -z $node_ok ]]; then
+                echo "== clients: FAILED: no node in the VM (the host's is lent to it)"
+                failed+=("clients (no node)")
+        else
+                (cd "$out" && VESTIBULE_BIN="$e2e_bin" node "$src/tests/clients/run.mjs" \
+                        --only claude-code --backend native --expect-grade native --rootfs "$rootfs" \
+                        --timeout 1200 --results "$out/clients.json")
+                rc=$?
+                echo "== clients: exit $rc in $(( $(date +%s) - s )) s"
+                [[ $rc == 0 ]] || failed+=("clients: Claude Code (exit $rc)")
         fi
 fi
 if [[ -n $extra_cmd ]]; then
@@ -357,6 +402,12 @@ if [[ -f $work/out/e2e.json ]]; then
         fi
 elif [[ $run_e2e == 1 ]]; then
         log "the e2e suite wrote no counts in the VM"
+fi
+if [[ -f $work/out/clients.json ]]; then
+        log "clients counts: $(cat "$work/out/clients.json")"
+        [[ -z ${VESTIBULE_VM_CLIENTS_RESULTS:-} ]] || cp "$work/out/clients.json" "$VESTIBULE_VM_CLIENTS_RESULTS"
+elif [[ $run_clients == 1 ]]; then
+        log "Claude Code wrote no counts in the VM"
 fi
 if ((${#missing[@]})) && [[ $require == 1 && $rc == 0 ]]; then
         rc=1

@@ -52,7 +52,9 @@ const claudeCode = {
         const add = ['mcp', 'add', '--scope', 'user', 'vestibule'];
         for (const [k, v] of Object.entries(ctx.serverEnv)) add.push('--env', `${k}=${v}`);
         add.push('--', ctx.bin);
-        ranOk(await ctx.exec(claude, add, { env, timeoutMs: 30_000 }), 'claude mcp add');
+        // a third of the client's budget: 30 s at the default --timeout 90; the systemd VM's
+        // emulated guest (--timeout 1200) needs minutes for the 400 MB binary's start-up
+        ranOk(await ctx.exec(claude, add, { env, timeoutMs: ctx.timeoutMs / 3 }), 'claude mcp add');
         const r = await ctx.exec(claude, ['-p', ctx.prompt, '--output-format', 'json',
             ...(allow ? ['--allowedTools', 'mcp__vestibule__run_code,mcp__vestibule__read_workspace'] : [])], { env });
         ranOk(r, 'claude -p');
