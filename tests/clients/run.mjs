@@ -31,9 +31,10 @@
 // Environment: VESTIBULE_BIN, the server binary (required; not passed on to any client).
 //
 // CI (scripts/test.sh) runs every client on backends naive and native, the controls once. The
-// systemd VM stage (scripts/vm/test-native.sh) can run Claude Code expecting `native`, with
-// this folder's node_modules installed on the host and shared with the guest like tests/e2e's
-// (the guest has unshare(1) and ip(8); emulation is ~50x slower, hence the long allowance):
+// systemd VM stage (scripts/vm/test-native.sh, step 3a) runs Claude Code expecting `native`,
+// with this folder's node_modules installed on the host and read by the guest through the
+// source share (the guest has unshare(1) and ip(8); emulation is ~50x slower, hence the long
+// allowance; ~3 min there on a 2-core host at load 10):
 //   VESTIBULE_BIN=$build/vestibule-mcp node tests/clients/run.mjs --only claude-code \
 //       --backend native --expect-grade native --rootfs "$VESTIBULE_ROOTFS_DIR" \
 //       --timeout 1200 --results "$counts_json"
