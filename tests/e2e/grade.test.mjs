@@ -4,7 +4,7 @@
 // is accepted (the control: the check is not refusing everything). Backend native only
 // (naive's grade is fixed; the container rules are the same code path).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,36 +31,42 @@ else if (cgroup2 && bus) {
     } catch { /* no user manager */ }
 }
 
-function withDoctor(grade) {
+/** expected-grade.mjs native against a stand-in doctor saying @grade: {status, stdout, stderr}. */
+async function withDoctor(grade) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vst-grade-'));
     const bin = path.join(dir, 'vestibule-mcp');
     const json = JSON.stringify({ backends: { native: { usable: true, grade } } });
     fs.writeFileSync(bin, `#!/bin/sh\n[ "$1 $2" = "doctor --json" ] || exit 2\ncat <<'EOF'\n${json}\nEOF\n`, { mode: 0o755 });
-    const r = spawnSync(process.execPath, [path.join(here, 'expected-grade.mjs'), 'native'], {
-        env: { ...process.env, VESTIBULE_BIN: bin }, encoding: 'utf8', timeout: 60_000,
+    const p = spawn(process.execPath, [path.join(here, 'expected-grade.mjs'), 'native'], {
+        env: { ...process.env, VESTIBULE_BIN: bin }, timeout: 60_000,
     });
+    let stdout = '', stderr = '';
+    p.stdout.on('data', (d) => { stdout += d; });
+    p.stderr.on('data', (d) => { stderr += d; });
+    const status = await new Promise((resolve) => p.on('close', (code) => resolve(code)));
     fs.rmSync(dir, { recursive: true, force: true });
-    return r;
+    return { status, stdout, stderr };
 }
 
 const skip = BACKEND !== 'native' ? 'expected-grade.mjs is checked once, on the native run' : false;
 
-test('a doctor whose grade the kernel facts contradict is refused', { skip }, () => {
+test('a doctor whose grade the kernel facts contradict is refused', { skip }, async () => {
     const wrong = [
         'none (naive: development only)',
         'native-degraded (limits not applied: memory: a reason naming nothing)',
         'native-degraded (limits not applied: memory, cpu, pids, seccomp: no systemd user bus and no cgroup v2)',
         ...[noCgroup, 'native'].filter((g) => g !== right),
     ];
-    for (const g of wrong) {
-        const r = withDoctor(g);
+    const answers = await Promise.all(wrong.map(withDoctor));
+    for (const [i, g] of wrong.entries()) {
+        const r = answers[i];
         assert.equal(r.status, 1, `a doctor saying '${g}' was accepted here: ${r.stdout}${r.stderr}`);
         assert.match(r.stderr, /FAILED/);
     }
 });
 
-test('a doctor whose grade fits the kernel facts is accepted (the control)', { skip: skip || (!right && 'this host is neither without cgroup v2 and bus nor fully delegated') }, () => {
-    const r = withDoctor(right);
+test('a doctor whose grade fits the kernel facts is accepted (the control)', { skip: skip || (!right && 'this host is neither without cgroup v2 and bus nor fully delegated') }, async () => {
+    const r = await withDoctor(right);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), right);
 });
