@@ -967,10 +967,11 @@ else
                 vm_e2e_bin=$dbg/vestibule-mcp
                 [ ! -x "$rel/vestibule-mcp" ] || vm_e2e_bin=$rel/vestibule-mcp
                 # Claude Code in the VM: the clients stage's npm tree, installed here when the
-                # stage runs alone (a no-op when it is there: ~10 s).
+                # stage runs alone (a no-op when it is there: ~10 s; from npm's cache into a
+                # fresh copy of the sources it took more than 360 s at load 20).
                 vm_clients_res=$ci/vm-clients-results.json
                 rm -f "$vm_clients_res"
-                step 360 "VM stage: tests/clients npm install (Claude Code for the guest)" \
+                step 900 "VM stage: tests/clients npm install (Claude Code for the guest)" \
                         vst_npm_install_locked "$src/tests/clients" ||
                         record_fail "VM stage: npm install in $src/tests/clients"
                 # Measured on this 2-core host shared with other jobs: 40 min for everything
