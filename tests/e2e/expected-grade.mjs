@@ -27,10 +27,13 @@
 //              ENGINE on cgroup v1)" (ENGINE Podman or Docker, from the socket's path).
 //              Rootless on cgroup v2: "container" when memory, cpu and pids are delegated,
 //              else degraded naming exactly the missing ones.
-// Anything else (naive: always "none (naive: development only)") is not derived.
+// Anything else (naive: always "none (naive: development only)") is not derived. The facts and
+// the rules are in grade-facts.mjs (tests/e2e/grade.test.mjs checks that they refuse a wrong
+// doctor).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
+
+import { hostFacts, judge } from './grade-facts.mjs';
 
 const backend = process.argv[2];
 if (!['native', 'container'].includes(backend) || process.argv.length !== 3) {
@@ -47,30 +50,11 @@ function fail(s) {
     process.exit(1);
 }
 
-// ------------------------------------------------------------------ kernel facts
-const CGROUP2_SUPER_MAGIC = 0x63677270;
-const uid = process.getuid();
-let cgroup2 = false;
-try { cgroup2 = fs.statfsSync('/sys/fs/cgroup').type === CGROUP2_SUPER_MAGIC; } catch { /* no /sys/fs/cgroup */ }
-let bus = false;
-try {
-    const st = fs.statSync(`/run/user/${uid}/bus`);
-    bus = st.isSocket() && st.uid === uid;
-} catch { /* none */ }
-let delegated = [];
-if (cgroup2) {
-    try {
-        delegated = fs.readFileSync(`/sys/fs/cgroup/user.slice/user-${uid}.slice/user@${uid}.service/cgroup.controllers`, 'utf8').trim().split(/\s+/);
-    } catch { /* no user manager cgroup */ }
-}
-const [kmaj, kmin] = os.release().split('.').map(Number);
-const nprocOk = kmaj > 5 || (kmaj === 5 && kmin >= 14);
 const engine = process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '';
-const rootless = /^unix:\/\/\/run\/user\//.test(engine);
-const undelegated = ['memory', 'cpu', 'pids'].filter((c) => !delegated.includes(c));
-say(`facts: cgroup2 ${cgroup2 ? 'yes' : 'no'}, user bus ${bus ? 'yes' : 'no'}, delegated '${delegated.join(' ')}', Linux ${os.release()}${backend === 'container' ? `, engine ${engine || '(default)'}${rootless ? ' (rootless)' : ''}` : ''}`);
+const f = hostFacts();
+say(`facts: cgroup2 ${f.cgroup2 ? 'yes' : 'no'}, user bus ${f.bus ? 'yes' : 'no'}, delegated '${f.delegated.join(' ')}', Linux ${f.release}${backend === 'container' ? `, engine ${engine || '(default)'}` : ''}`);
 
-// ------------------------------------------------------------------ doctor
+// doctor, with exactly the environment an e2e server gets
 const world = makeWorld(undefined);
 const r = spawnSync(BIN, ['doctor', '--json'], { env: world.env, cwd: world.root, encoding: 'utf8', timeout: 300_000, maxBuffer: 16 << 20 });
 fs.rmSync(world.root, { recursive: true, force: true, maxRetries: 3 });
@@ -83,29 +67,7 @@ try {
     fail(`doctor --json gave no grade for ${backend} (status ${r.status ?? r.signal}): ${e.message}: ${r.stderr.trim()}`);
 }
 say(`doctor --json: backend ${backend}: '${grade}'`);
-
-// ------------------------------------------------------------------ the check
-const degraded = (prefix) => new RegExp(`^${prefix}-degraded \\(limits not applied: ([a-z, ]+): (.+)\\)$`).exec(grade);
-const sameList = (got, want) => got.split(', ').join() === want.join();
-if (backend === 'native') {
-    if (cgroup2 && bus && undelegated.length === 0) {
-        if (grade !== 'native') fail(`the facts give every limit, so the grade must be exactly 'native'`);
-    } else {
-        const m = degraded('native');
-        if (!m) fail(`a limit is missing by the facts, so the grade must be 'native-degraded (limits not applied: LIST: WHY)'`);
-        const want = cgroup2 && bus ? undelegated : ['memory', 'cpu', ...(nprocOk ? [] : ['pids'])];
-        if (!sameList(m[1], want)) fail(`the limits not applied must be exactly '${want.join(', ')}', not '${m[1]}'`);
-        if (!bus && !m[2].includes('systemd user bus')) fail(`there is no user bus, and the reason does not say 'systemd user bus'`);
-        if (!cgroup2 && !m[2].includes('cgroup v2')) fail(`there is no cgroup v2, and the reason does not say 'cgroup v2'`);
-    }
-} else if (!rootless || (cgroup2 && undelegated.length === 0)) {
-    if (grade !== 'container') fail(`${rootless ? 'every controller is delegated' : 'a rootful engine applies every limit'}, so the grade must be exactly 'container'`);
-} else if (!cgroup2) {
-    const want = `container-degraded (limits not applied: memory, cpu, pids: rootless ${/podman/.test(engine) ? 'Podman' : 'Docker'} on cgroup v1)`;
-    if (grade !== want) fail(`a rootless engine on cgroup v1 applies no limit: the grade must be exactly '${want}'`);
-} else {
-    const m = degraded('container');
-    if (!m || !sameList(m[1], undelegated)) fail(`the limits not applied must be exactly '${undelegated.join(', ')}'`);
-}
+const why = judge(backend, grade, f, engine);
+if (why) fail(why);
 say('doctor agrees with the facts');
 console.log(grade);

@@ -1,8 +1,8 @@
-// The expected grade scripts/test.sh derives from `doctor --json` (expected-grade.mjs) cannot
-// come from a wrong doctor: a stand-in doctor (a script printing doctor's JSON shape) that
-// claims a grade the kernel facts contradict is refused, and one that claims the right grade
-// is accepted (the control: the check is not refusing everything). Backend native only
-// (naive's grade is fixed; the container rules are the same code path).
+// The expected grade scripts/test.sh and scripts/agree.sh derive from `doctor --json`
+// (expected-grade.mjs) cannot come from a wrong doctor: grades the kernel facts contradict are
+// refused (grade-facts.mjs judge(), and end to end through expected-grade.mjs with a stand-in
+// doctor, a script printing doctor's JSON shape), and the right grade is accepted (the control:
+// the check does not refuse everything). Once, on the native run (naive's grade is fixed).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,25 +11,25 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+import { hostFacts, judge } from './grade-facts.mjs';
 import { BACKEND } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const uid = process.getuid();
-let cgroup2 = false, bus = false;
-try { cgroup2 = fs.statfsSync('/sys/fs/cgroup').type === 0x63677270; } catch { /* none */ }
-try { bus = fs.statSync(`/run/user/${uid}/bus`).isSocket(); } catch { /* none */ }
-const [kmaj, kmin] = os.release().split('.').map(Number);
-const noCgroup = 'native-degraded (limits not applied: memory, cpu: no systemd user bus and no cgroup v2 at /sys/fs/cgroup)';
-// The right answer where the facts make it plain: a host with neither (this CI host), or one
-// with both where the user manager delegates every controller (the systemd VM).
+const f = hostFacts();
+const noBusNoV2 = 'native-degraded (limits not applied: memory, cpu: no systemd user bus and no cgroup v2 at /sys/fs/cgroup)';
+// The right native grade where the facts make it plain: neither a bus nor cgroup v2 (this CI
+// host), or both with every controller delegated (the systemd VM); null on a mixed host.
 let right = null;
-if (!cgroup2 && !bus && (kmaj > 5 || (kmaj === 5 && kmin >= 14))) right = noCgroup;
-else if (cgroup2 && bus) {
-    try {
-        const c = fs.readFileSync(`/sys/fs/cgroup/user.slice/user-${uid}.slice/user@${uid}.service/cgroup.controllers`, 'utf8');
-        if (['memory', 'cpu', 'pids'].every((x) => c.split(/\s+/).includes(x))) right = 'native';
-    } catch { /* no user manager */ }
-}
+if (!f.cgroup2 && !f.bus && f.nprocOk) right = noBusNoV2;
+else if (f.cgroup2 && f.bus && ['memory', 'cpu', 'pids'].every((c) => f.delegated.includes(c))) right = 'native';
+const wrong = [
+    'none (naive: development only)',
+    'container',
+    'native-degraded (limits not applied: memory: a reason naming nothing)',
+    'native-degraded (limits not applied: memory, cpu, pids, seccomp: no systemd user bus and no cgroup v2)',
+    'native-degraded (limits not applied: memory, cpu: a reason naming neither the bus nor cgroups)',
+    ...[noBusNoV2, 'native'].filter((g) => g !== right),
+];
 
 /** expected-grade.mjs native against a stand-in doctor saying @grade: {status, stdout, stderr}. */
 async function withDoctor(grade) {
@@ -48,25 +48,24 @@ async function withDoctor(grade) {
     return { status, stdout, stderr };
 }
 
-const skip = BACKEND !== 'native' ? 'expected-grade.mjs is checked once, on the native run' : false;
+const skip = BACKEND !== 'native' ? 'the derivation is checked once, on the native run' : false;
 
-test('a doctor whose grade the kernel facts contradict is refused', { skip }, async () => {
-    const wrong = [
-        'none (naive: development only)',
-        'native-degraded (limits not applied: memory: a reason naming nothing)',
-        'native-degraded (limits not applied: memory, cpu, pids, seccomp: no systemd user bus and no cgroup v2)',
-        ...[noCgroup, 'native'].filter((g) => g !== right),
-    ];
-    const answers = await Promise.all(wrong.map(withDoctor));
-    for (const [i, g] of wrong.entries()) {
-        const r = answers[i];
-        assert.equal(r.status, 1, `a doctor saying '${g}' was accepted here: ${r.stdout}${r.stderr}`);
-        assert.match(r.stderr, /FAILED/);
-    }
+test('a native grade the kernel facts contradict is refused', { skip }, () => {
+    for (const g of wrong) assert.notEqual(judge('native', g, f), null, `'${g}' was accepted on this host (${JSON.stringify(f)})`);
 });
 
-test('a doctor whose grade fits the kernel facts is accepted (the control)', { skip: skip || (!right && 'this host is neither without cgroup v2 and bus nor fully delegated') }, async () => {
-    const r = await withDoctor(right);
-    assert.equal(r.status, 0, r.stderr);
-    assert.equal(r.stdout.trim(), right);
+test('a container grade the kernel facts contradict is refused', { skip }, () => {
+    const rootless = 'unix:///run/user/2000/podman/podman.sock';
+    assert.notEqual(judge('container', 'container-degraded (limits not applied: memory: x)', f, ''), null, 'a rootful engine must be exactly container');
+    assert.notEqual(judge('container', 'native', f, rootless), null);
+    if (!f.cgroup2) assert.notEqual(judge('container', 'container', f, rootless), null, 'rootless on cgroup v1 cannot be full');
+});
+
+test('expected-grade.mjs: a wrong doctor fails it, the right one passes (the control)', { skip }, async () => {
+    const [bad, good] = await Promise.all([withDoctor(wrong.at(-1)), right && withDoctor(right)]);
+    assert.equal(bad.status, 1, `a doctor saying '${wrong.at(-1)}' was accepted: ${bad.stdout}${bad.stderr}`);
+    assert.match(bad.stderr, /FAILED/);
+    if (!right) return; // a mixed host: no grade the facts make plain
+    assert.equal(good.status, 0, good.stderr);
+    assert.equal(good.stdout.trim(), right);
 });
