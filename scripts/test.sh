@@ -521,6 +521,38 @@ run_ctest() {
         fi
         rm -f "$log"
 }
+# grade_derive BIN BACKEND EXTRA_ENV: print the grade tests/e2e/expected-grade.mjs takes from
+# BIN's doctor --json in an E2E_RUNS line's own environment (as the test user, or as root for
+# E2E_AS=root) and checks against the kernel facts; status 1 when doctor does not fit them.
+# grade_start runs it in the background (resolve_grade, in the e2e section, collects it):
+# --quick starts the e2e run's before the unit suites, so doctor's engine probes (20-25 s at
+# load 30, mostly waiting) overlap them.
+declare -A grade_cache=() grade_jobs=() grade_files=()
+grade_derive() {
+        local extra=() env=() as=user v
+        read -r -a extra <<<"$3"
+        for v in "${extra[@]}"; do
+                if [ "$v" = E2E_AS=root ]; then as=root; else env+=("$v"); fi
+        done
+        if [ "$as" = root ]; then
+                env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 TMPDIR="$ci" \
+                        "${env[@]}" VESTIBULE_BIN="$1" timeout 600 node "$src/tests/e2e/expected-grade.mjs" "$2"
+        else
+                as_user "${env[@]}" VESTIBULE_BIN="$1" timeout 600 node "$src/tests/e2e/expected-grade.mjs" "$2"
+        fi
+}
+grade_start() { # BIN BACKEND EXTRA_ENV
+        local key="$2|$3" f
+        f=$(mktemp "$ci/grade.XXXXXX")
+        grade_files[$key]=$f
+        grade_derive "$@" >"$f.out" 2>"$f.err" &
+        grade_jobs[$key]=$!
+}
+if [ "$quick" -eq 1 ] && [ "$npm_kept" -eq 1 ] && want e2e-native && [ -x "$rel/vestibule-mcp" ]; then
+        while IFS='|' read -r _ backend grade extra; do
+                [ "$backend|$grade" != "native|doctor" ] || grade_start "$rel/vestibule-mcp" native "$extra"
+        done <<<"$E2E_RUNS"
+fi
 # stage: unit-release | build-release | the Check suites of the Release build (ctest)
 # stage: unit-debug | build-debug | the Check suites of the Debug (ASan+UBSan) build (ctest)
 for b in "${built[@]}"; do
@@ -606,36 +638,23 @@ elif { [ "$npm_kept" -eq 1 ] && banner "e2e: npm ci skipped (--quick: the lock i
                 add_results "$label" "$res" "$rc"
         }
         # resolve_grade BIN BACKEND GRADE EXTRA_ENV: sets $resolved to GRADE, or for "doctor" to
-        # the grade tests/e2e/expected-grade.mjs takes from BIN's doctor --json in the run's own
-        # environment (as the test user, or as root for E2E_AS=root) and checks against the
-        # kernel facts; once per backend and environment. Status 1 (a failure recorded) when
-        # doctor does not fit the facts.
-        declare -A grade_cache=()
+        # what grade_derive printed (started early by --quick, else now); once per backend and
+        # environment. Status 1 (a failure recorded) when doctor does not fit the facts.
         resolve_grade() {
-                local bin=$1 backend=$2 key="$2|$4" extra=() env=() as=user v rc=0
+                local key="$2|$4" rc=0
                 resolved=$3
                 [ "$resolved" = doctor ] || return 0
-                if [ -n "${grade_cache[$key]+set}" ]; then
-                        resolved=${grade_cache[$key]}
-                        [ -n "$resolved" ]
-                        return
+                if [ -z "${grade_cache[$key]+set}" ]; then
+                        [ -n "${grade_jobs[$key]:-}" ] || grade_start "$1" "$2" "$4"
+                        wait "${grade_jobs[$key]}" || rc=$?
+                        grade_cache[$key]=$(cat "${grade_files[$key]}.out")
+                        cat "${grade_files[$key]}.err" >&2
+                        rm -f "${grade_files[$key]}" "${grade_files[$key]}.out" "${grade_files[$key]}.err"
+                        [ "$rc" -eq 0 ] || grade_cache[$key]=""
                 fi
-                read -r -a extra <<<"$4"
-                for v in "${extra[@]}"; do
-                        if [ "$v" = E2E_AS=root ]; then as=root; else env+=("$v"); fi
-                done
-                if [ "$as" = root ]; then
-                        resolved=$(env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
-                                TMPDIR="$ci" "${env[@]}" VESTIBULE_BIN="$bin" \
-                                timeout 600 node "$e2e/expected-grade.mjs" "$backend") || rc=$?
-                else
-                        resolved=$(as_user "${env[@]}" VESTIBULE_BIN="$bin" \
-                                timeout 600 node "$e2e/expected-grade.mjs" "$backend") || rc=$?
-                fi
-                [ "$rc" -eq 0 ] || resolved=""
-                grade_cache[$key]=$resolved
+                resolved=${grade_cache[$key]}
                 [ -n "$resolved" ] && return 0
-                record_fail "the expected grade of backend $backend ($4): doctor --json does not fit the kernel facts (tests/e2e/expected-grade.mjs, above)"
+                record_fail "the expected grade of backend $2 ($4): doctor --json does not fit the kernel facts (tests/e2e/expected-grade.mjs, above)"
                 return 1
         }
         # add_results LABEL FILE STATUS: add a run.mjs counts file to the totals.
