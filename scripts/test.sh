@@ -25,12 +25,15 @@
 #                   test user, the engines, the images): e.g. --only unit-release,e2e-native
 #   --skip A,B      every stage but these
 #   --quick         the developer loop: the Release build (incremental), lint of the C files
-#                   changed since main, the fast unit suites (QUICK_UNITS below), the e2e suite
-#                   on the naive and native backends (Release). Needs the images in
+#                   changed since main, the fast unit suites four at a time (QUICK_UNITS
+#                   below), the e2e suite on one backend, native (Release; QUICK_E2E and
+#                   QUICK_E2E_SIDE below, two runners). Needs the images in
 #                   $VESTIBULE_CI_IMAGES/rootfs from a full run, `--only images` or
 #                   `vestibule-mcp setup`. Measured on a 2-core host shared with 8 other jobs
-#                   (load average ~20), a 5-file change: 5.2-6.1 min warm (build 7-9 s, lint
-#                   12-13 s, units 59-75 s, e2e naive 98-129 s, e2e native 124-131 s), ~11 min
+#                   and a qemu VM (load average 24-31), no C file changed: 213 s warm (sources
+#                   4 s, build 19 s, units 26 s, the expected grade 3 s after them, e2e 155 s),
+#                   where the loop before these cuts took 445 s at load 24 (units 114 s, e2e
+#                   native 287 s; the naive e2e run, 98-129 s at load 20, besides); ~13 min
 #                   cold (first build, npm ci); clang-tidy adds ~10-20 s per changed .c file
 #
 # Adding a stage: one block anywhere below (nothing else to edit), in this shape:
