@@ -583,6 +583,34 @@ struct backend;
 int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                 struct backend **ret, struct sbx_error *err);
 
+/* ---------------------------------------------------------------------------------------- */
+/* The egress allowlist's way out of a network-none container (egress.c,                     */
+/* docs/design/egress.md "container backend")                                                 */
+
+/**
+ * engine_egress_listen() - make a listening TCP socket on 127.0.0.1:@port inside the network
+ * namespace of the running container @id, whose process @pid the engine's inspect gave
+ * (State.Pid). A forked child enters the namespace with setns(2) (first the user namespace
+ * that owns it when the server is not privileged over it: rootless engines,
+ * user_namespaces(7)), makes the socket and hands it back (SCM_RIGHTS, unix(7)). The socket
+ * stays in the container's namespace; accept(2) on it from the server.
+ * @pid is held with pidfd_open(2) and must still be in a cgroup naming @id; a namespace equal
+ * to the server's own is refused.
+ * Return: 0 and *@ret_fd (the caller's, close-on-exec), or -errno with @err naming the step
+ * and the fix (EACCES/EPERM: the server may not enter the namespace: root for a rootful
+ * engine, the engine's own user for a rootless one). Never leaves a child behind.
+ */
+int engine_egress_listen(pid_t pid, const char *id, uint16_t port, int *ret_fd,
+                         struct sbx_error *err);
+
+/**
+ * engine_egress_wait_script() - a bash script, for `bash -c SCRIPT NAME ARGV...`, that waits
+ * until 127.0.0.1:@port listens in its own network namespace (read from /proc/net/tcp,
+ * proc(5)) and then execs ARGV: the run's code starts only once its way out exists. Written
+ * into @buf (@size bytes; 160 suffice). Return: @buf.
+ */
+const char *engine_egress_wait_script(uint16_t port, char *buf, size_t size);
+
 /* json-c cleanup helper (docs/design/style.md: library helpers live in the module using the
  * library). */
 static inline void json_putp(json_object **o)
