@@ -28,6 +28,12 @@ const char *sbx_language_script(enum sbx_language l);
  * @elapsed_ms since start, @timeout_ms the run's deadline. Must not block. */
 typedef void (*run_progress_fn)(void *userdata, uint64_t elapsed_ms, uint64_t timeout_ms);
 
+/* The run_code `network` argument: none (the default: lo only) or the egress allowlist. */
+enum run_network {
+        RUN_NETWORK_NONE = 0,
+        RUN_NETWORK_ALLOWLIST,
+};
+
 struct run_request {
         enum sbx_language language;
         const char *code; /* not NUL-terminated necessarily; @code_len bytes; borrowed */
@@ -37,6 +43,7 @@ struct run_request {
         int cancel_fd;                /* eventfd/pipe that becomes readable on cancel; -1 = none */
         run_progress_fn progress;     /* may be NULL */
         void *progress_userdata;
+        enum run_network network; /* RUN_NETWORK_NONE unless the call asked for "allowlist" */
 };
 
 /* One output stream as captured: its head (the first cap bytes), its tail (a ring of the last
@@ -97,6 +104,29 @@ struct run_image {
         size_t file; /* index into run_result.files */
 };
 
+/* One host:port the run's code asked the egress proxy for, with one verdict
+ * (docs/design/egress.md). Entries with the same host, port, verdict and reason are merged. */
+struct run_egress_entry {
+        char host[256]; /* as the request named it (a name or an IP literal); raw bytes */
+        uint16_t port;
+        bool allowed;
+        const char *reason; /* a denial's reason, a static string: "not in
+                               VESTIBULE_EGRESS_ALLOW", "port not allowed", "resolves to a
+                               private address", "IP literal not in the allowlist", ...; NULL
+                               when allowed */
+        unsigned connections;
+        uint64_t bytes_up, bytes_down; /* relayed to / from the host */
+};
+
+/* The network policy a run had, and what it did with it. */
+struct run_egress {
+        bool on;                          /* network "allowlist": a proxy served the run */
+        struct run_egress_entry *entries; /* owned; in the order first tried */
+        size_t n_entries;
+        uint64_t records_dropped; /* decisions past EGRESS_MAX_RECORDS: made, not listed */
+        char note[256];           /* "the proxy exited during the run (...)"; "" = none */
+};
+
 struct run_result {
         enum run_outcome outcome;
         int exit_code;   /* RUN_OUTCOME_EXITED */
@@ -130,6 +160,7 @@ struct run_result {
         char files_note[192];
         struct run_image *images;
         size_t n_images;
+        struct run_egress egress; /* filled by the backend when the call asked for network */
 };
 
 /* The most files a result lists by name; the rest are counted. */
