@@ -14,7 +14,6 @@
  *     namespace. setns(2) into a user namespace needs a single-threaded caller: a forked
  *     child is one.
  * Anything else fails closed: the caller kills the container before its code starts. */
-#define _GNU_SOURCE
 #include "engine/engine.h"
 
 #include <errno.h>
@@ -37,6 +36,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "egress/egress.h"
 #include "engine/conn.h"
 
 #define EGRESS_CHILD_MS 5000 /* the namespace-entering child must answer within this */
@@ -282,4 +282,34 @@ const char *engine_egress_wait_script(uint16_t port, char *buf, size_t size)
                  "do sleep 0.01; done; exec \"$@\"",
                  (unsigned)port);
         return buf;
+}
+
+int engine_egress_begin(const struct engine_conn *c, const char *id, const struct sbx_config *cfg,
+                        struct egress_session **ret, struct sbx_error *err)
+{
+        _cleanup_free_ char *ipath = xasprintf("/containers/%s/json", id);
+        _cleanup_(json_putp) json_object *inspect = NULL;
+        json_object *state = NULL, *pidj = NULL;
+        char msg[300];
+        long status = 0;
+        int fd = -1, r;
+
+        r = engine_request_json(c, "GET", ipath, NULL, 10000, &status, &inspect, msg, sizeof(msg),
+                                err);
+        if (r < 0)
+                return sbx_wrap(err, "egress: inspecting the started sandbox");
+        if (status != 200 || !inspect || !json_object_object_get_ex(inspect, "State", &state) ||
+            !json_object_object_get_ex(state, "Pid", &pidj))
+                return sbx_fail(err, EIO,
+                                "egress: the container engine did not give the started sandbox's "
+                                "process (HTTP %ld: %s); nothing was run",
+                                status, msg);
+        r = engine_egress_listen((pid_t)json_object_get_int(pidj), id, EGRESS_PORT, &fd, err);
+        if (r < 0)
+                return r;
+        /* fd is taken by the session, on success and on error */
+        r = egress_session_start(cfg, fd, ret, err);
+        if (r < 0)
+                return sbx_wrap(err, "egress: the proxy did not start; nothing was run");
+        return 0;
 }

@@ -212,6 +212,9 @@ struct engine_run_spec {
         const char *seccomp_profile; /* SecurityOpt seccomp=<this>: Docker: our profile's JSON
                                       * text; Podman: host path of our derived profile; NULL =
                                       * the engine's default */
+        /* More "NAME=value" entries after ours (NULL-ended; a PATH= replaces ours): the
+         * egress proxy variables and pip's persistence (egress_sandbox_env()). */
+        const char *const *extra_env;
 };
 
 /** engine_create_body() - the POST /containers/create body for @spec (docs/design/engine-api.md
@@ -602,6 +605,19 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
  */
 int engine_egress_listen(pid_t pid, const char *id, uint16_t port, int *ret_fd,
                          struct sbx_error *err);
+
+struct egress_session;
+/**
+ * engine_egress_begin() - the egress allowlist for the started container @id: inspect it for
+ * its process (State.Pid), make the listener inside its network namespace on EGRESS_PORT
+ * (engine_egress_listen()) and start the run's proxy on it (egress_session_start(), same
+ * thread as the egress_session_finish() that ends it). The container's code waits for the
+ * listener (engine_egress_wait_script()) and must not start otherwise: on error the caller
+ * removes the container and the run is Blocked: with @err.
+ * Return: 0 and *@ret, or -errno with @err naming what failed.
+ */
+int engine_egress_begin(const struct engine_conn *c, const char *id, const struct sbx_config *cfg,
+                        struct egress_session **ret, struct sbx_error *err);
 
 /**
  * engine_egress_wait_script() - a bash script, for `bash -c SCRIPT NAME ARGV...`, that waits
