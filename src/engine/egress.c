@@ -143,42 +143,13 @@ fail:
         _exit(2);
 }
 
-/* Does /proc/<pid>/cgroup name @id? The pid came from the engine's inspect: make sure it is
- * still that container's process (not a reused pid) when its namespace is opened. */
-static bool pid_is_container(pid_t pid, const char *id)
-{
-        char path[64], buf[4096];
-        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        return strlen(id) >= 12 && strstr(buf, id) != NULL;
-}
-
-int engine_egress_listen(pid_t pid, const char *id, uint16_t port, int *ret_fd,
-                         struct sbx_error *err)
+int engine_egress_listen(int pidfd, pid_t pid, uint16_t port, int *ret_fd, struct sbx_error *err)
 {
         char path[64];
-        _cleanup_close_ int pidfd = -1, netns_fd = -1, self_fd = -1;
+        _cleanup_close_ int netns_fd = -1, self_fd = -1;
         int sp[2];
         struct stat st_ns, st_self;
 
-        if (pid <= 0)
-                return sbx_fail(err, ESRCH,
-                                "egress: the container engine gave no process for the sandbox "
-                                "(pid %d): the allowlist cannot be set up, nothing was run",
-                                (int)pid);
-        /* Hold the process: its pid cannot be reused while we look (pidfd_open(2)). */
-        pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd < 0)
-                return sbx_fail(err, errno,
-                                "egress: cannot hold the sandbox's process %d (pidfd_open: %s): "
-                                "the allowlist cannot be set up, nothing was run",
-                                (int)pid, strerror(errno));
         snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
         netns_fd = open(path, O_RDONLY | O_CLOEXEC);
         if (netns_fd < 0) {
@@ -197,15 +168,14 @@ int engine_egress_listen(pid_t pid, const char *id, uint16_t port, int *ret_fd,
                                 "(%s: %s); the run was not started",
                                 path, strerror(e));
         }
-        /* Still the same, live process, and the container's: else the namespace may be
-         * another's. A process that exited makes its pidfd readable. */
+        /* Still the process @pidfd holds: else the pid was reused and the namespace may be
+         * another's. A process that exited makes its pidfd readable (pidfd_open(2)). */
         struct pollfd pf = {.fd = pidfd, .events = POLLIN};
-        if (poll(&pf, 1, 0) != 0 || !pid_is_container(pid, id))
+        if (poll(&pf, 1, 0) != 0)
                 return sbx_fail(err, ESRCH,
-                                "egress: the sandbox container's process %d is gone or is not "
-                                "container %.12s: the allowlist cannot be set up, nothing was "
-                                "run",
-                                (int)pid, id);
+                                "egress: the sandbox container's process %d ended before its "
+                                "way out was made; nothing was run",
+                                (int)pid);
         /* Never the server's own network namespace: a listener there would be the host's. */
         self_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
         if (self_fd < 0 || fstat(netns_fd, &st_ns) < 0 || fstat(self_fd, &st_self) < 0)
@@ -304,7 +274,38 @@ int engine_egress_begin(const struct engine_conn *c, const char *id, const struc
                                 "egress: the container engine did not give the started sandbox's "
                                 "process (HTTP %ld: %s); nothing was run",
                                 status, msg);
-        r = engine_egress_listen((pid_t)json_object_get_int(pidj), id, EGRESS_PORT, &fd, err);
+        pid_t pid = (pid_t)json_object_get_int(pidj);
+        if (pid <= 0)
+                return sbx_fail(err, ESRCH,
+                                "egress: the container engine gave no process for the started "
+                                "sandbox (pid %d); nothing was run",
+                                (int)pid);
+        /* Hold the process (pidfd_open(2)), then ask the engine again: if the container still
+         * runs as @pid after the hold began, the held process is the container's (a pid cannot
+         * be reused while its process lives, and engine_egress_listen() checks it still
+         * does). Works where /proc/PID/cgroup does not name the container (rootless Podman on
+         * cgroup v1). */
+        _cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0)
+                return sbx_fail(err, errno,
+                                "egress: cannot hold the sandbox's process %d (pidfd_open: %s); "
+                                "nothing was run",
+                                (int)pid, strerror(errno));
+        json_object_put(TAKE_PTR(inspect));
+        r = engine_request_json(c, "GET", ipath, NULL, 10000, &status, &inspect, msg, sizeof(msg),
+                                err);
+        if (r < 0)
+                return sbx_wrap(err, "egress: inspecting the started sandbox");
+        json_object *runj = NULL;
+        if (status != 200 || !inspect || !json_object_object_get_ex(inspect, "State", &state) ||
+            !json_object_object_get_ex(state, "Pid", &pidj) ||
+            json_object_get_int(pidj) != (int)pid ||
+            !json_object_object_get_ex(state, "Running", &runj) || !json_object_get_boolean(runj))
+                return sbx_fail(err, ESRCH,
+                                "egress: the sandbox container %.12s is no longer running as "
+                                "process %d; nothing was run",
+                                id, (int)pid);
+        r = engine_egress_listen(pidfd, pid, EGRESS_PORT, &fd, err);
         if (r < 0)
                 return r;
         /* fd is taken by the session, on success and on error */

@@ -592,19 +592,17 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
 
 /**
  * engine_egress_listen() - make a listening TCP socket on 127.0.0.1:@port inside the network
- * namespace of the running container @id, whose process @pid the engine's inspect gave
- * (State.Pid). A forked child enters the namespace with setns(2) (first the user namespace
- * that owns it when the server is not privileged over it: rootless engines,
+ * namespace of process @pid, held by @pidfd (pidfd_open(2); the caller has made sure it is the
+ * sandbox container's process). A forked child enters the namespace with setns(2) (first the
+ * user namespace that owns it when the server is not privileged over it: rootless engines,
  * user_namespaces(7)), makes the socket and hands it back (SCM_RIGHTS, unix(7)). The socket
- * stays in the container's namespace; accept(2) on it from the server.
- * @pid is held with pidfd_open(2) and must still be in a cgroup naming @id; a namespace equal
- * to the server's own is refused.
+ * stays in the container's namespace; accept(2) on it from the server. A process that ended
+ * (its pidfd readable) and a namespace equal to the server's own are refused.
  * Return: 0 and *@ret_fd (the caller's, close-on-exec), or -errno with @err naming the step
  * and the fix (EACCES/EPERM: the server may not enter the namespace: root for a rootful
  * engine, the engine's own user for a rootless one). Never leaves a child behind.
  */
-int engine_egress_listen(pid_t pid, const char *id, uint16_t port, int *ret_fd,
-                         struct sbx_error *err);
+int engine_egress_listen(int pidfd, pid_t pid, uint16_t port, int *ret_fd, struct sbx_error *err);
 
 struct egress_session;
 /**
