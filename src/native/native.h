@@ -260,6 +260,10 @@ struct native_spawn {
                         run's netns and passes that listener out (docs/design/egress.md) */
 };
 
+/* The program's default environment (PATH first), NULL-ended; native_run() adds the egress
+ * entries to a copy (src/egress/egress.h). */
+extern const char *const native_sandbox_env[];
+
 /* Checkpoints of the child's setup (CLOCK_MONOTONIC µs, sbx_trace_now_us()), for the timing
  * trace: each phase is the time from the previous checkpoint. */
 enum native_child_mark {

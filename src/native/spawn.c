@@ -86,7 +86,7 @@ struct native_msg {
 };
 
 /* The environment is fixed: nothing of the server's own leaks in. */
-static const char *const sandbox_env[] = {
+const char *const native_sandbox_env[] = {
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME=/tmp",
     "LANG=C.UTF-8",
@@ -449,7 +449,7 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
         for (size_t i = 0; i < ELEMENTSOF(path); i++) {
                 snprintf(exe, sizeof(exe), "%s/%s", path[i], sp->argv[0]);
                 execve(exe, (char *const *)sp->argv,
-                       (char *const *)(sp->envp ? sp->envp : sandbox_env));
+                       (char *const *)(sp->envp ? sp->envp : native_sandbox_env));
                 if (errno != ENOENT)
                         err = errno;
         }

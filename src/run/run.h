@@ -211,6 +211,10 @@ struct run_view {
         char *files;            /* the "files: " line without its label (names escaped to one line);
                                    NULL when the run changed no file */
         char *files_note;       /* why that list may be incomplete; NULL when complete */
+        bool egress_on;         /* the run had network "allowlist" */
+        char *egress;           /* the "egress: " line without its label; NULL when off */
+        char *egress_note;      /* the proxy ended early, ...; NULL = none */
+        char **egress_hosts;    /* per egress entry, its host escaped to one line; NULL-ended */
         char *isolation;        /* the full grade line after "isolation: " */
         char *isolation_grade;  /* "native", "container", "native-degraded", ..., "none" */
         char *isolation_reason; /* inside the grade's parentheses; NULL when none */
@@ -229,7 +233,7 @@ void run_view_done(struct run_view *v);
  * run_view_text() - the result text of @v (docs/design/results.md, "The text block"): each
  * non-empty stream between "---<fence>---" lines (head, a "N bytes not shown" fence line and
  * the tail when cut), the outcome line, "usage: ...", optional "limits hit:", out-of-memory,
- * "blocked syscalls:", "audit:" and "note:" lines, and last "isolation: <grade>".
+ * "blocked syscalls:", "files:", "egress:", "audit:" and "note:" lines, and last "isolation: <grade>".
  * Return: a new NUL-terminated valid UTF-8 string; the caller frees it.
  */
 char *run_view_text(const struct run_view *v);
