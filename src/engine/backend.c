@@ -1364,6 +1364,16 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             script,
             NULL};
         bool egress_on = req->network == RUN_NETWORK_ALLOWLIST;
+        /* after ours: the proxy variables (allowlist only), pip's persistence, npm's
+         * /workspace/node_modules for require() from /sandbox, PATH with pip's scripts */
+        const char *env[32];
+        size_t n_env = 0;
+        for (const char *const *e = egress_sandbox_env(req->network);
+             *e && n_env < ELEMENTSOF(env) - 3; e++)
+                env[n_env++] = *e;
+        env[n_env++] = "NODE_PATH=/workspace/node_modules";
+        env[n_env++] = EGRESS_SANDBOX_PATH;
+        env[n_env] = NULL;
         const char *const *cmd = egress_on ? cmd_egress : cmd_plain;
         /* Docker: our generated profile as JSON (the API takes the profile itself); Podman:
          * the path of the one derived from its default. None on an engine without seccomp
@@ -1391,7 +1401,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .init = true,
             .cgroup_parent = *cgroup ? cgroup : NULL,
             .seccomp_profile = secprof,
-            .extra_env = egress_sandbox_env(req->network),
+            .extra_env = (const char *const *)env,
         };
         body = engine_create_body(&spec);
         /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
@@ -1699,6 +1709,7 @@ static void engine_destroy(struct backend *b)
 
 static const struct backend_ops engine_ops = {
     .name = "container",
+    .egress = true,
     .probe = engine_probe,
     .run = engine_run,
     .shutdown = engine_shutdown,

@@ -21,20 +21,20 @@ const skip = process.env.E2E_EGRESS !== '1'
     : BACKEND === 'naive' ? 'the naive backend has no network namespace to hold an allowlist' : false;
 
 async function run(conn, language, code, network) {
-    const args = { language, code, timeout_seconds: 120 };
+    const args = { language, code, timeout_seconds: 60 };
     if (network) args.network = network;
     const result = await callTool(conn, 'run_code', args);
     return { result, text: textOf(result), s: result.structuredContent };
 }
 
-/** The result's egress verdicts for host:port (structuredContent and the text's egress line). */
+/** The result's verdict for host:port: structuredContent.egress.hosts[] and the text's egress line. */
 function verdict(r, host, port) {
-    const list = r.s?.egress?.entries ?? r.s?.egress ?? [];
-    assert.ok(Array.isArray(list), `structuredContent.egress lists the verdicts:\n${JSON.stringify(r.s?.egress)}`);
+    const list = r.s?.egress?.hosts;
+    assert.ok(Array.isArray(list), `structuredContent.egress.hosts lists the verdicts:\n${JSON.stringify(r.s?.egress)}\n${r.text}`);
     const e = list.find((x) => x.host === host && x.port === port);
     assert.ok(e, `a verdict for ${host}:${port} in structuredContent:\n${JSON.stringify(r.s?.egress, null, 1)}\n${r.text}`);
-    assert.match(r.text, new RegExp(`^egress:.*${host.replace(/\./g, '\\.')}:${port}`, 'm'), `the egress line names ${host}:${port}:\n${r.text}`);
-    return e;
+    assert.match(r.text, new RegExp(`^egress: .*${host.replace(/\./g, '\\.')}:${port} ${e.verdict}`, 'm'), `the egress line names ${host}:${port}:\n${r.text}`);
+    return { ...e, allowed: e.verdict === 'allowed' };
 }
 
 /** Every audit record's text, joined (the audit folder is the world's). */
@@ -80,8 +80,10 @@ test('npm install through the allowlist from a local registry; the next call (no
         VESTIBULE_EGRESS_PIN: `npm.test=127.0.0.1:${reg.port}`,
     });
     const conn = await connect(w);
-    const r1 = await run(conn, 'bash',
-        'npm install --no-audit --no-fund --registry http://npm.test/ vst-egress-probe 2>&1', 'allowlist');
+    // npm is in the node image (bash runs use the python one): run it from node, as an agent would
+    const r1 = await run(conn, 'node', `require('child_process').execFileSync('npm',
+        ['install', '--no-audit', '--no-fund', '--registry', 'http://npm.test/', 'vst-egress-probe'],
+        { stdio: 'inherit' })`, 'allowlist');
     assertExitCode(r1.text, 0);
     assert.ok(fs.existsSync(path.join(w.ws, 'node_modules', 'vst-egress-probe', 'index.js')),
         `installed into /workspace/node_modules:\n${r1.text}`);
