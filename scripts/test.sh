@@ -554,7 +554,7 @@ e2e_wanted=0
 while IFS='|' read -r _ backend _ extra; do
         [ -z "$backend" ] || ! want "$(e2e_stage "$backend" "$extra")" || e2e_wanted=1
 done <<<"$E2E_RUNS"
-for s in e2e-root e2e-remote agreement clients e2e-data; do want "$s" && e2e_wanted=1; done
+for s in e2e-root e2e-remote agreement clients e2e-data egress-container; do want "$s" && e2e_wanted=1; done
 e2e=$src/tests/e2e
 npm_ok=0
 if [ "$e2e_wanted" -eq 0 ]; then
@@ -737,6 +737,52 @@ else
         else
                 record_fail "python data variant: setup --from-debian --python-data"
         fi
+fi
+
+# ---------------------------------------------------------------------------- egress allowlist, containers
+# tests/e2e/egress-install.test.mjs (issue 13) on the container backend: pip install from a local
+# PyPI index and npm install from verdaccio (tests/egress/package-lock.json, no uplink), both on
+# 127.0.0.1 reached only through the proxy (VESTIBULE_EGRESS_PIN), each used by the next call;
+# the refusals with their reasons in the result and the audit; the no-route controls. On rootful
+# Docker (server as root, sandboxes as the test user) everything; on the test user's rootless
+# Podman all but the npm install (the slowest test: 50 s there), within the 3-minute budget.
+# Needs the images built by images/build.sh with pip and npm. Measured: 150 s with npm's cache warm.
+# stage: egress-container | build-release | pip/npm installs, refusals and no-route controls through the egress allowlist on Docker and rootless Podman (root)
+if ! want egress-container; then
+        :
+elif [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ] || [ "$npm_ok" -ne 1 ]; then
+        banner "egress allowlist on containers: needs root, the Release build and the e2e packages, skipped"
+        skipped=$((skipped + 1))
+elif step 240 "egress: npm ci in tests/egress (verdaccio, pinned)" vst_npm_ci "$src/tests/egress"; then
+        while IFS='|' read -r builds backend grade extra; do
+                case ",$builds,|$backend|$extra" in
+                *,Release,*"|container|"*E2E_AS=root*VESTIBULE_RUNTIME=docker*) eg_npm=1 ;;
+                *,Release,*"|container|"*DOCKER_HOST=unix:///run/user/*) eg_npm=0 ;;
+                *) continue ;;
+                esac
+                res=$(mktemp "$ci/e2e-results.XXXXXX")
+                chmod 0666 "$res"
+                eg_as=user eg_pass=()
+                read -r -a eg_vars <<<"$extra"
+                for v in "${eg_vars[@]}"; do
+                        if [ "$v" = E2E_AS=root ]; then eg_as=root; else eg_pass+=("$v"); fi
+                done
+                banner "e2e: egress allowlist, container ($extra)"
+                rc=0
+                if [ "$eg_as" = root ]; then
+                        env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 TMPDIR="$ci" \
+                                "${eg_pass[@]}" E2E_EGRESS=1 E2E_EGRESS_NPM=$eg_npm VESTIBULE_BIN="$rel/vestibule-mcp" \
+                                E2E_BACKEND="$backend" E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
+                                timeout --kill-after=30 240 node "$e2e/run.mjs" egress-install.test.mjs || rc=$?
+                else
+                        as_user "${eg_pass[@]}" E2E_EGRESS=1 E2E_EGRESS_NPM=$eg_npm VESTIBULE_BIN="$rel/vestibule-mcp" \
+                                E2E_BACKEND="$backend" E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
+                                timeout --kill-after=30 240 node "$e2e/run.mjs" egress-install.test.mjs || rc=$?
+                fi
+                add_results "egress allowlist, container ($extra)" "$res" "$rc"
+        done <<<"$E2E_RUNS"
+else
+        record_fail "egress: npm ci in tests/egress"
 fi
 
 # ---------------------------------------------------------------------------- real clients
