@@ -780,6 +780,7 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                       sr.status, msg);
                 goto out;
         }
+        sbx_trace_lap(trace, "start");
         /* network "allowlist": the way out, made inside the started container (egress.c); its
          * code waits for it. Fail closed: on error the container is removed unrun. */
         if (egress) {
@@ -789,9 +790,8 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                         goto out;
                 sbx_trace_lap(trace, "egress");
         }
-        t_start = now_ms();
+        t_start = now_ms(); /* the deadline counts from here: the code starts now */
         t_progress = t_start;
-        sbx_trace_lap(trace, "start");
 
         /* 3. drive until the wait answered and the stream ended. */
         while (!(w.x.done && a.x.done)) {
