@@ -77,7 +77,11 @@ static void inside_start(struct inside *in, uint16_t port)
                 struct sockaddr_in sa = {.sin_family = AF_INET,
                                          .sin_port = htons(port),
                                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-                c = connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 'Y' : (char)errno;
+                /* 'Y', or the errno as a byte (the ones expected here are below 128) */
+                unsigned char u = connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0
+                                      ? (unsigned char)'Y'
+                                      : (unsigned char)(errno & 0x7f);
+                c = (char)u;
                 if (write(result[1], &c, 1) != 1)
                         _exit(14);
                 _exit(0);
