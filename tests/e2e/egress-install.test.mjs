@@ -6,8 +6,8 @@
 // a client that ignores the proxy still has no route.
 //
 // Runs only with E2E_EGRESS=1 (scripts/test.sh stage egress-container: it installs verdaccio from
-// tests/egress/package-lock.json); E2E_EGRESS_NPM=0 leaves the npm test out. The images must
-// hold pip and npm (images/build.sh).
+// tests/egress/package-lock.json); E2E_EGRESS_NPM=0 leaves the npm test out, =only runs it
+// alone. The images must hold pip and npm (images/build.sh).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,6 +20,11 @@ import { assertExitCode, BACKEND, callTool, connect, makeWorld, textOf } from '.
 const skip = process.env.E2E_EGRESS !== '1'
     ? 'E2E_EGRESS=1 runs these (scripts/test.sh stage egress-container)'
     : BACKEND === 'naive' ? 'the naive backend has no network namespace to hold an allowlist' : false;
+
+// E2E_EGRESS_NPM=0: all but the npm test; =only: the npm test alone (the CI stage runs it once
+// verdaccio's packages are in, on one engine, for time)
+const skipNpm = skip || (process.env.E2E_EGRESS_NPM === '0' ? 'E2E_EGRESS_NPM=0' : false);
+const skipRest = skip || (process.env.E2E_EGRESS_NPM === 'only' ? 'E2E_EGRESS_NPM=only' : false);
 
 async function run(conn, language, code, network) {
     const args = { language, code, timeout_seconds: 60 };
@@ -52,7 +57,7 @@ function auditText(w) {
     return out.join('\n');
 }
 
-test('pip install through the allowlist from a local index; the next call (no network) imports it', { skip }, async (t) => {
+test('pip install through the allowlist from a local index; the next call (no network) imports it', { skip: skipRest }, async (t) => {
     const mark = `pip-ok-${process.pid}-${Date.now()}`;
     const pypi = await startPypi(t, { mark });
     const w = makeWorld(t, {
@@ -73,8 +78,6 @@ test('pip install through the allowlist from a local index; the next call (no ne
     assert.ok(r2.text.includes(mark), `the next call imports the installed package:\n${r2.text}`);
 });
 
-// E2E_EGRESS_NPM=0: not this one (the CI stage runs it on one engine only, for time)
-const skipNpm = skip || (process.env.E2E_EGRESS_NPM === '0' ? 'E2E_EGRESS_NPM=0' : false);
 
 test('npm install through the allowlist from a local registry; the next call (no network) requires it', { skip: skipNpm }, async (t) => {
     const mark = `npm-ok-${process.pid}-${Date.now()}`;
@@ -109,7 +112,7 @@ for name, target in ${JSON.stringify(cases)}:
     s.close()
 `;
 
-test('refusals: an unlisted host, an IP literal, an unlisted port, a private address behind an unpinned name', { skip }, async (t) => {
+test('refusals: an unlisted host, an IP literal, an unlisted port, a private address behind an unpinned name', { skip: skipRest }, async (t) => {
     const pypi = await startPypi(t, { mark: 'x' });
     const w = makeWorld(t, {
         // localhost is listed but not pinned: it resolves to 127.0.0.1, a loopback address
@@ -174,7 +177,7 @@ except OSError as e:
     print("dns failed", e)
 `;
 
-test('control: without the allowlist nothing answers; with it only the proxy does (no route around it)', { skip }, async (t) => {
+test('control: without the allowlist nothing answers; with it only the proxy does (no route around it)', { skip: skipRest }, async (t) => {
     const pypi = await startPypi(t, { mark: 'x' });
     const w = makeWorld(t, {
         VESTIBULE_EGRESS_ALLOW: 'pypi.test',
