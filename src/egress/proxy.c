@@ -65,7 +65,8 @@ static int64_t now_ms(void)
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void __attribute__((format(printf, 2, 3))) record(struct proxy *p __attribute__((unused)), const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3)))
+record(struct proxy *p __attribute__((unused)), const char *fmt, ...)
 {
         char line[400];
         va_list ap;
@@ -182,8 +183,8 @@ static int connect_any(struct proxy *p, const struct addrinfo *ai)
  * headers dropped, "Connection: close" (one request per upstream connection). */
 static char *upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len)
 {
-        static const char *const drop[] = {"proxy-connection:", "proxy-authorization:",
-                                           "connection:", "keep-alive:"};
+        static const char *const drop[] = {
+            "proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:"};
         size_t cap = rq->head_len + 64, o = 0, i;
         char *out = xmalloc(cap);
 
@@ -239,12 +240,14 @@ struct half {
 static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_t *ret_down)
 {
         struct half h[2] = {{.from = client, .to = up}, {.from = up, .to = client}};
-        _cleanup_free_ char *b0 = xmalloc(EGRESS_BUF_BYTES / 2), *b1 = xmalloc(EGRESS_BUF_BYTES / 2);
+        _cleanup_free_ char *b0 = xmalloc(EGRESS_BUF_BYTES / 2),
+                            *b1 = xmalloc(EGRESS_BUF_BYTES / 2);
 
         h[0].buf = b0;
         h[1].buf = b1;
         for (;;) {
-                struct pollfd pfd[3] = {{.fd = client}, {.fd = up}, {.fd = p->stop_fd, .events = POLLIN}};
+                struct pollfd pfd[3] = {
+                    {.fd = client}, {.fd = up}, {.fd = p->stop_fd, .events = POLLIN}};
                 bool fail = false;
 
                 if ((h[0].eof && h[0].len == 0) && (h[1].eof && h[1].len == 0))
@@ -267,7 +270,8 @@ static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_
                 for (int d = 0; d < 2 && !fail; d++) {
                         struct pollfd *src = d == 0 ? &pfd[0] : &pfd[1];
                         struct pollfd *dst = d == 0 ? &pfd[1] : &pfd[0];
-                        if (!h[d].eof && h[d].len == 0 && (src->revents & (POLLIN | POLLHUP | POLLERR))) {
+                        if (!h[d].eof && h[d].len == 0 &&
+                            (src->revents & (POLLIN | POLLHUP | POLLERR))) {
                                 ssize_t n = read(h[d].from, h[d].buf, EGRESS_BUF_BYTES / 2);
                                 if (n > 0) {
                                         h[d].len = (size_t)n;
@@ -367,8 +371,10 @@ static void serve(struct proxy *p, int fd)
                         else if (a->ai_family == AF_INET6)
                                 inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr,
                                           txt, sizeof(txt));
-                        snprintf(detail, sizeof(detail), " (%s, %s; pin the name with "
-                                 "VESTIBULE_EGRESS_PIN if you mean it)", txt, cls);
+                        snprintf(detail, sizeof(detail),
+                                 " (%s, %s; pin the name with "
+                                 "VESTIBULE_EGRESS_PIN if you mean it)",
+                                 txt, cls);
                         why = EGRESS_WHY_PRIVATE;
                         break;
                 }
@@ -385,9 +391,9 @@ static void serve(struct proxy *p, int fd)
         if (why != EGRESS_WHY_OK) {
                 bool policy = why != EGRESS_WHY_NO_RESOLVE && why != EGRESS_WHY_CONNECT;
                 reply(fd, policy ? 403 : 502, policy ? "Forbidden" : "Bad Gateway",
-                      "vestibule egress: refused %s%s%s:%u: %s%s\n", strchr(rq.host, ':') ? "[" : "",
-                      rq.host, strchr(rq.host, ':') ? "]" : "", rq.port, egress_reason_text(why),
-                      detail);
+                      "vestibule egress: refused %s%s%s:%u: %s%s\n",
+                      strchr(rq.host, ':') ? "[" : "", rq.host, strchr(rq.host, ':') ? "]" : "",
+                      rq.port, egress_reason_text(why), detail);
                 return;
         }
 
@@ -455,8 +461,8 @@ int egress_proxy_main(int argc, char **argv)
         {
                 int acc = 0;
                 socklen_t al = sizeof(acc);
-                if (getsockopt(PROXY_FD_LISTEN, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 ||
-                    !acc || fcntl(PROXY_FD_RECORDS, F_GETFD) < 0) {
+                if (getsockopt(PROXY_FD_LISTEN, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
+                    fcntl(PROXY_FD_RECORDS, F_GETFD) < 0) {
                         fprintf(stderr, "vestibule-mcp egress-proxy: an internal command: the "
                                         "server starts it for a run with network \"allowlist\"\n");
                         return 2;
