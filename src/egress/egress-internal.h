@@ -51,6 +51,14 @@ struct egress_request {
 int egress_parse_request(const char *buf, size_t len, struct egress_request *ret);
 
 /**
+ * egress_upstream_head() - the head an absolute-URI request @rq (parsed from @buf) is sent
+ * upstream with: the origin-form target, hop-by-hop and Proxy-* headers dropped, and
+ * "Connection: close". Return: a new buffer of *@ret_len bytes (not NUL-terminated); freed by
+ * the caller.
+ */
+char *egress_upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len);
+
+/**
  * egress_addr_class() - why @sa must not be reached by name: "loopback", "private",
  * "link-local", "cloud metadata", "multicast", "reserved", "unspecified", "shared (CGNAT)";
  * or NULL for a public address. IPv4-mapped, IPv4-compatible and NAT64 (64:ff9b::/96) IPv6

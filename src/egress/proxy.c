@@ -181,7 +181,7 @@ static int connect_any(struct proxy *p, const struct addrinfo *ai)
 
 /* The upstream head of an absolute-URI request: origin-form target, hop-by-hop and Proxy-*
  * headers dropped, "Connection: close" (one request per upstream connection). */
-static char *upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len)
+char *egress_upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len)
 {
         static const char *const drop[] = {
             "proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:"};
@@ -403,7 +403,7 @@ static void serve(struct proxy *p, int fd)
                         goto done;
         } else {
                 size_t hl;
-                _cleanup_free_ char *h = upstream_head(head, &rq, &hl);
+                _cleanup_free_ char *h = egress_upstream_head(head, &rq, &hl);
                 if (!write_all(up, h, hl))
                         goto done;
                 bytes_up += hl;
