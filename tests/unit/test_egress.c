@@ -62,6 +62,20 @@ static pid_t proxy_child(void)
         return found;
 }
 
+static bool is_zombie(pid_t pid)
+{
+        char path[64], st[256];
+        _cleanup_fclose_ FILE *f = NULL;
+        const char *p;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        f = fopen(path, "re");
+        if (!f || !fgets(st, sizeof(st), f))
+                return false;
+        p = strrchr(st, ')');
+        return p && p[1] == ' ' && p[2] == 'Z';
+}
+
 static struct sbx_egress parse_ok(const char *allow, const char *ports, const char *pin)
 {
         struct sbx_egress e = {0};
@@ -384,8 +398,11 @@ START_TEST(proxy_allows_refuses_and_fails_closed)
                 pid_t px = proxy_child();
                 ck_assert_int_gt(px, 0);
                 ck_assert_int_eq(kill(px, SIGKILL), 0);
+                /* a zombie has closed its fds: the listener is gone */
+                for (int i = 0; i < 100 && !is_zombie(px); i++)
+                        usleep(50 * 1000);
+                ck_assert(is_zombie(px));
         }
-        usleep(100 * 1000);
         ck_assert_int_eq(ask(px_port, "CONNECT mirror.test:443 HTTP/1.1\r\n\r\n", buf, sizeof(buf)),
                          -ECONNREFUSED);
         egress_session_finish(s, &g);
