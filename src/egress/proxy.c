@@ -244,9 +244,9 @@ static bool half_step(struct half *h)
         for (int rounds = 0; rounds < 64; rounds++) {
                 bool moved = false;
                 if (!h->eof && h->in_pipe < EGRESS_BUF_BYTES) {
-                        ssize_t n = splice(h->from, NULL, h->pipe[1], NULL,
-                                           EGRESS_BUF_BYTES - h->in_pipe,
-                                           SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                        ssize_t n =
+                            splice(h->from, NULL, h->pipe[1], NULL, EGRESS_BUF_BYTES - h->in_pipe,
+                                   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
                         if (n > 0) {
                                 h->in_pipe += (size_t)n;
                                 moved = true;

@@ -895,7 +895,8 @@ static void egress_probes(struct verify_report *r, const struct sbx_config *cfg,
 
         memset(&c.egress, 0, sizeof(c.egress));
         snprintf(pin, sizeof(pin), "verify.vestibule.test=127.0.0.1:%d", b->port);
-        if (config_egress_parse("verify.vestibule.test,localhost", "80", pin, &c.egress, &err) < 0 ||
+        if (config_egress_parse("verify.vestibule.test,localhost", "80", pin, &c.egress, &err) <
+                0 ||
             run_service_new(&c, &svc, &err) < 0) {
                 for (size_t i = 0; i < ELEMENTSOF(ids); i++)
                         judge(r, ids[i], VERIFY_UNTESTED, "cannot set up: %s", err.msg);
@@ -938,7 +939,8 @@ static void egress_probes(struct verify_report *r, const struct sbx_config *cfg,
                 if (ai)
                         freeaddrinfo(ai);
                 snprintf(ctl + strlen(ctl), sizeof(ctl) - strlen(ctl),
-                         "; the host resolves localhost to %s", loop ? "loopback" : "a public address");
+                         "; the host resolves localhost to %s",
+                         loop ? "loopback" : "a public address");
                 judge_simple(r, &o, "egress_private", ctl);
         }
         for (size_t i = 1; !reached && i < ELEMENTSOF(ids); i++)
