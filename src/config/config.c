@@ -1023,8 +1023,8 @@ static int load(const char *(*getenv_fn)(const char *name), bool read_file, cons
         cross_checks(&x);
         {
                 struct sbx_error e = {0};
-                if (config_egress_parse(c->egress.allow_raw, c->egress.ports_raw,
-                                        c->egress.pin_raw, &c->egress, &e) < 0)
+                if (config_egress_parse(c->egress.allow_raw, c->egress.ports_raw, c->egress.pin_raw,
+                                        &c->egress, &e) < 0)
                         mark_invalid_text(&x, "VESTIBULE_EGRESS_*",
                                           "invalid setting %s; fix it in the MCP client's env for "
                                           "vestibule (or the config file) and restart the server",

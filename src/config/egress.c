@@ -242,8 +242,8 @@ static int parse_pins(const char *v, struct sbx_egress *e, struct sbx_error *err
                                         "allowlist says whether: add it there too",
                                         item);
                 if (config_egress_pin(e, item))
-                        return sbx_fail(err, EINVAL, "VESTIBULE_EGRESS_PIN: '%.80s' is pinned twice",
-                                        item);
+                        return sbx_fail(err, EINVAL,
+                                        "VESTIBULE_EGRESS_PIN: '%.80s' is pinned twice", item);
                 if (e->n_pins >= EGRESS_MAX_ITEMS)
                         return sbx_fail(err, EINVAL, "VESTIBULE_EGRESS_PIN: more than %d pins",
                                         EGRESS_MAX_ITEMS);

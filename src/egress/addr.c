@@ -38,7 +38,7 @@ static const char *v4_class(uint32_t a)
 
 const char *egress_addr_class(const struct sockaddr *sa)
 {
-        static const uint8_t metadata6[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0,
+        static const uint8_t metadata6[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0,    0,
                                               0,    0,    0,    0,    0, 0, 0x02, 0x54};
         static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
         const uint8_t *b;

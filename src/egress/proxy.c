@@ -65,7 +65,8 @@ static int64_t now_ms(void)
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void __attribute__((format(printf, 2, 3))) record(struct proxy *p __attribute__((unused)), const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3)))
+record(struct proxy *p __attribute__((unused)), const char *fmt, ...)
 {
         char line[400];
         va_list ap;
@@ -180,10 +181,10 @@ static int connect_any(struct proxy *p, const struct addrinfo *ai)
 
 /* The upstream head of an absolute-URI request: origin-form target, hop-by-hop and Proxy-*
  * headers dropped, "Connection: close" (one request per upstream connection). */
-static char *upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len)
+char *egress_upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len)
 {
-        static const char *const drop[] = {"proxy-connection:", "proxy-authorization:",
-                                           "connection:", "keep-alive:"};
+        static const char *const drop[] = {
+            "proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:"};
         size_t cap = rq->head_len + 64, o = 0, i;
         char *out = xmalloc(cap);
 
@@ -227,73 +228,95 @@ static char *upstream_head(const char *buf, const struct egress_request *rq, siz
         return out;
 }
 
+/* One direction of a tunnel: bytes move from @from into a pipe and on to @to with splice(2),
+ * so they never pass through user space; the pipe (EGRESS_BUF_BYTES) is the only buffer. */
 struct half {
         int from, to;
-        char *buf;
-        size_t len, off;
-        bool eof;
+        int pipe[2];
+        size_t in_pipe;
+        bool eof, shut;
         uint64_t bytes;
 };
+
+/* Move what can move now without blocking. Return false on a hard error. */
+static bool half_step(struct half *h)
+{
+        for (int rounds = 0; rounds < 64; rounds++) {
+                bool moved = false;
+                if (!h->eof && h->in_pipe < EGRESS_BUF_BYTES) {
+                        ssize_t n =
+                            splice(h->from, NULL, h->pipe[1], NULL, EGRESS_BUF_BYTES - h->in_pipe,
+                                   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                        if (n > 0) {
+                                h->in_pipe += (size_t)n;
+                                moved = true;
+                        } else if (n == 0) {
+                                h->eof = true;
+                        } else if (errno != EAGAIN && errno != EINTR) {
+                                return false;
+                        }
+                }
+                if (h->in_pipe > 0) {
+                        ssize_t w = splice(h->pipe[0], NULL, h->to, NULL, h->in_pipe,
+                                           SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                        if (w > 0) {
+                                h->in_pipe -= (size_t)w;
+                                h->bytes += (uint64_t)w;
+                                moved = true;
+                        } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                                return false;
+                        }
+                }
+                if (h->eof && h->in_pipe == 0 && !h->shut) {
+                        shutdown(h->to, SHUT_WR);
+                        h->shut = true;
+                }
+                if (!moved)
+                        break;
+        }
+        return true;
+}
 
 /* Relay both ways until both sides are done, an error, or the stop signal. */
 static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_t *ret_down)
 {
-        struct half h[2] = {{.from = client, .to = up}, {.from = up, .to = client}};
-        _cleanup_free_ char *b0 = xmalloc(EGRESS_BUF_BYTES / 2), *b1 = xmalloc(EGRESS_BUF_BYTES / 2);
+        struct half h[2] = {{.from = client, .to = up, .pipe = {-1, -1}},
+                            {.from = up, .to = client, .pipe = {-1, -1}}};
 
-        h[0].buf = b0;
-        h[1].buf = b1;
+        for (int d = 0; d < 2; d++) {
+                if (pipe2(h[d].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+                        goto out;
+                (void)fcntl(h[d].pipe[1], F_SETPIPE_SZ, EGRESS_BUF_BYTES);
+        }
         for (;;) {
-                struct pollfd pfd[3] = {{.fd = client}, {.fd = up}, {.fd = p->stop_fd, .events = POLLIN}};
-                bool fail = false;
+                struct pollfd pfd[3] = {
+                    {.fd = client}, {.fd = up}, {.fd = p->stop_fd, .events = POLLIN}};
 
-                if ((h[0].eof && h[0].len == 0) && (h[1].eof && h[1].len == 0))
+                if (!half_step(&h[0]) || !half_step(&h[1]))
+                        break;
+                if (h[0].shut && h[1].shut)
                         break;
                 for (int d = 0; d < 2; d++) {
                         struct pollfd *src = d == 0 ? &pfd[0] : &pfd[1];
                         struct pollfd *dst = d == 0 ? &pfd[1] : &pfd[0];
-                        if (!h[d].eof && h[d].len == 0)
+                        if (!h[d].eof && h[d].in_pipe < EGRESS_BUF_BYTES)
                                 src->events |= POLLIN;
-                        if (h[d].len > 0)
+                        if (h[d].in_pipe > 0)
                                 dst->events |= POLLOUT;
                 }
-                if (poll(pfd, 3, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
+                if (poll(pfd, 3, -1) < 0 && errno != EINTR)
                         break;
-                }
                 if (pfd[2].revents)
                         break;
-                for (int d = 0; d < 2 && !fail; d++) {
-                        struct pollfd *src = d == 0 ? &pfd[0] : &pfd[1];
-                        struct pollfd *dst = d == 0 ? &pfd[1] : &pfd[0];
-                        if (!h[d].eof && h[d].len == 0 && (src->revents & (POLLIN | POLLHUP | POLLERR))) {
-                                ssize_t n = read(h[d].from, h[d].buf, EGRESS_BUF_BYTES / 2);
-                                if (n > 0) {
-                                        h[d].len = (size_t)n;
-                                        h[d].off = 0;
-                                } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-                                        h[d].eof = true;
-                                        shutdown(h[d].to, SHUT_WR);
-                                        if (n < 0)
-                                                fail = true;
-                                }
-                        }
-                        if (h[d].len > 0 && (dst->revents & (POLLOUT | POLLERR | POLLHUP))) {
-                                ssize_t w = send(h[d].to, h[d].buf + h[d].off, h[d].len - h[d].off,
-                                                 MSG_NOSIGNAL);
-                                if (w > 0) {
-                                        h[d].off += (size_t)w;
-                                        h[d].bytes += (uint64_t)w;
-                                        if (h[d].off == h[d].len)
-                                                h[d].len = 0;
-                                } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                                        fail = true;
-                                }
-                        }
-                }
-                if (fail)
+                if ((pfd[0].revents | pfd[1].revents) & POLLNVAL)
                         break;
+        }
+out:
+        for (int d = 0; d < 2; d++) {
+                if (h[d].pipe[0] >= 0)
+                        close(h[d].pipe[0]);
+                if (h[d].pipe[1] >= 0)
+                        close(h[d].pipe[1]);
         }
         *ret_up = h[0].bytes;
         *ret_down = h[1].bytes;
@@ -367,8 +390,10 @@ static void serve(struct proxy *p, int fd)
                         else if (a->ai_family == AF_INET6)
                                 inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr,
                                           txt, sizeof(txt));
-                        snprintf(detail, sizeof(detail), " (%s, %s; pin the name with "
-                                 "VESTIBULE_EGRESS_PIN if you mean it)", txt, cls);
+                        snprintf(detail, sizeof(detail),
+                                 " (%s, %s; pin the name with "
+                                 "VESTIBULE_EGRESS_PIN if you mean it)",
+                                 txt, cls);
                         why = EGRESS_WHY_PRIVATE;
                         break;
                 }
@@ -385,9 +410,9 @@ static void serve(struct proxy *p, int fd)
         if (why != EGRESS_WHY_OK) {
                 bool policy = why != EGRESS_WHY_NO_RESOLVE && why != EGRESS_WHY_CONNECT;
                 reply(fd, policy ? 403 : 502, policy ? "Forbidden" : "Bad Gateway",
-                      "vestibule egress: refused %s%s%s:%u: %s%s\n", strchr(rq.host, ':') ? "[" : "",
-                      rq.host, strchr(rq.host, ':') ? "]" : "", rq.port, egress_reason_text(why),
-                      detail);
+                      "vestibule egress: refused %s%s%s:%u: %s%s\n",
+                      strchr(rq.host, ':') ? "[" : "", rq.host, strchr(rq.host, ':') ? "]" : "",
+                      rq.port, egress_reason_text(why), detail);
                 return;
         }
 
@@ -397,7 +422,7 @@ static void serve(struct proxy *p, int fd)
                         goto done;
         } else {
                 size_t hl;
-                _cleanup_free_ char *h = upstream_head(head, &rq, &hl);
+                _cleanup_free_ char *h = egress_upstream_head(head, &rq, &hl);
                 if (!write_all(up, h, hl))
                         goto done;
                 bytes_up += hl;
@@ -455,8 +480,8 @@ int egress_proxy_main(int argc, char **argv)
         {
                 int acc = 0;
                 socklen_t al = sizeof(acc);
-                if (getsockopt(PROXY_FD_LISTEN, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 ||
-                    !acc || fcntl(PROXY_FD_RECORDS, F_GETFD) < 0) {
+                if (getsockopt(PROXY_FD_LISTEN, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
+                    fcntl(PROXY_FD_RECORDS, F_GETFD) < 0) {
                         fprintf(stderr, "vestibule-mcp egress-proxy: an internal command: the "
                                         "server starts it for a run with network \"allowlist\"\n");
                         return 2;

@@ -37,20 +37,13 @@ struct egress_session {
 };
 
 static const char *const env_proxy[] = {
-    "HTTP_PROXY=" EGRESS_PROXY_URL,
-    "HTTPS_PROXY=" EGRESS_PROXY_URL,
-    "http_proxy=" EGRESS_PROXY_URL,
-    "https_proxy=" EGRESS_PROXY_URL,
-    "NO_PROXY=localhost,127.0.0.1,::1",
-    "no_proxy=localhost,127.0.0.1,::1",
-    "npm_config_proxy=" EGRESS_PROXY_URL,
-    "npm_config_https_proxy=" EGRESS_PROXY_URL,
-    "PYTHONUSERBASE=/workspace/.local",
-    "PIP_USER=1",
-    "PIP_BREAK_SYSTEM_PACKAGES=1",
-    "PIP_NO_CACHE_DIR=1",
-    "PIP_DISABLE_PIP_VERSION_CHECK=1",
-    NULL,
+    "HTTP_PROXY=" EGRESS_PROXY_URL,       "HTTPS_PROXY=" EGRESS_PROXY_URL,
+    "http_proxy=" EGRESS_PROXY_URL,       "https_proxy=" EGRESS_PROXY_URL,
+    "NO_PROXY=localhost,127.0.0.1,::1",   "no_proxy=localhost,127.0.0.1,::1",
+    "npm_config_proxy=" EGRESS_PROXY_URL, "npm_config_https_proxy=" EGRESS_PROXY_URL,
+    "PYTHONUSERBASE=/workspace/.local",   "PIP_USER=1",
+    "PIP_BREAK_SYSTEM_PACKAGES=1",        "PIP_NO_CACHE_DIR=1",
+    "PIP_DISABLE_PIP_VERSION_CHECK=1",    NULL,
 };
 
 const char *const *egress_sandbox_env(enum run_network network)
@@ -224,10 +217,10 @@ void egress_records_parse(const char *buf, size_t len, struct run_egress *ret)
                         if (sscanf(line, "D %llu %d %u %d %255s", &id, &allowed, &port, &reason,
                                    host) == 5 &&
                             port <= 65535 && reason >= 0 && reason < EGRESS_WHY_COUNT) {
-                                struct run_egress_entry *x =
-                                    entry_for(ret, host, (uint16_t)port, allowed == 1,
-                                              allowed == 1 ? NULL
-                                                           : egress_reason_text((enum egress_reason)reason));
+                                struct run_egress_entry *x = entry_for(
+                                    ret, host, (uint16_t)port, allowed == 1,
+                                    allowed == 1 ? NULL
+                                                 : egress_reason_text((enum egress_reason)reason));
                                 if (x) {
                                         x->connections++;
                                         if (n == cap) {
@@ -269,8 +262,8 @@ void egress_session_finish(struct egress_session *s, struct run_egress *ret)
         /* Did it die before we stop it? */
         {
                 siginfo_t si = {0};
-                if (waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si,
-                           WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                if (waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) ==
+                        0 &&
                     si.si_pid != 0)
                         died_early = true;
         }
@@ -291,8 +284,8 @@ void egress_session_finish(struct egress_session *s, struct run_egress *ret)
 
         buf = xmalloc(EGRESS_RECORDS_MAX_BYTES);
         while (len < EGRESS_RECORDS_MAX_BYTES) {
-                ssize_t n = pread(s->records_fd, buf + len, EGRESS_RECORDS_MAX_BYTES - len,
-                                  (off_t)len);
+                ssize_t n =
+                    pread(s->records_fd, buf + len, EGRESS_RECORDS_MAX_BYTES - len, (off_t)len);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)

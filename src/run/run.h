@@ -233,8 +233,8 @@ void run_view_done(struct run_view *v);
  * run_view_text() - the result text of @v (docs/design/results.md, "The text block"): each
  * non-empty stream between "---<fence>---" lines (head, a "N bytes not shown" fence line and
  * the tail when cut), the outcome line, "usage: ...", optional "limits hit:", out-of-memory,
- * "blocked syscalls:", "files:", "egress:", "audit:" and "note:" lines, and last "isolation: <grade>".
- * Return: a new NUL-terminated valid UTF-8 string; the caller frees it.
+ * "blocked syscalls:", "files:", "egress:", "audit:" and "note:" lines, and last "isolation:
+ * <grade>". Return: a new NUL-terminated valid UTF-8 string; the caller frees it.
  */
 char *run_view_text(const struct run_view *v);
 
