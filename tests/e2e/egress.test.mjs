@@ -15,6 +15,9 @@ import { test } from 'node:test';
 import { BACKEND, assertBlocked, assertExitCode, assertIsolation, assertModelSees, callTool, connect, makeWorld, runCode, sleep, textOf, waitFor } from './lib.mjs';
 
 const NATIVE = BACKEND === 'native';
+// The container backend serves the allowlist too; its runs of these tests come with the CI
+// stage egress-container (E2E_EGRESS=1), which holds the images with pip, for time.
+const SERVES = NATIVE || (BACKEND === 'container' && process.env.E2E_EGRESS === '1');
 const MIRROR = 'pypi.vst.test'; // .test never resolves (RFC 6761): only the pin makes it work
 const PKG = 'vstegresspkg';
 
@@ -117,7 +120,7 @@ function auditEgress(world) {
 }
 
 test('network "allowlist" on a backend without the egress proxy is Blocked, never run open', { skip: NATIVE && 'the native backend serves the allowlist (tests below)' }, async (t) => {
-    if (BACKEND === 'container') return t.skip('the container backend\'s egress comes with its own change (egressctr)');
+    if (BACKEND === 'container') return t.skip('the container backend serves the allowlist (E2E_EGRESS=1 runs the tests below on it)');
     const conn = await connect(makeWorld(t, { VESTIBULE_EGRESS_ALLOW: MIRROR }));
     const r = await callNet(conn, 'print("ran")');
     assertBlocked(r.result, 'allowlist', BACKEND);
@@ -134,7 +137,7 @@ test('an invalid egress setting blocks every call, naming it', async (t) => {
     assertBlocked((await run(conn2, 'print(1)')).result, 'VESTIBULE_EGRESS_PIN', 'b.example');
 });
 
-test('an allowed host is reached through the proxy; without network the same code has no route', { skip: !NATIVE && `backend ${BACKEND}` }, async (t) => {
+test('an allowed host is reached through the proxy; without network the same code has no route', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));
     const conn = await connect(w);
@@ -170,7 +173,7 @@ except Exception as e:
     assert.equal(off.result.structuredContent.egress, undefined);
 });
 
-test('refusals: an unlisted host, an IP literal, a listed host on an unlisted port, a private address behind an unpinned name; each with its reason in the result and the audit', { skip: !NATIVE && `backend ${BACKEND}` }, async (t) => {
+test('refusals: an unlisted host, an IP literal, a listed host on an unlisted port, a private address behind an unpinned name; each with its reason in the result and the audit', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));
     const conn = await connect(w);
@@ -231,7 +234,7 @@ except OSError as e:
 // pip through the proxy, into /workspace/.local, imported by the next call without network.
 // The sandbox's own pip when the image has it (python3-pip); else the host's pip (pure
 // Python) copied into the workspace and run from there; else a skip that says so.
-test('pip install through the allowlist, then import in the next call without network', { skip: !NATIVE && `backend ${BACKEND}` }, async (t) => {
+test('pip install through the allowlist, then import in the next call without network', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));
     const conn = await connect(w);
@@ -262,7 +265,7 @@ except SystemExit as e:
 
 // The proxy's death mid-run closes the run's only way out: the next connection is refused,
 // and the result says the proxy ended.
-test('the proxy killed in the middle of a run: the next connection is refused (fail closed)', { skip: !NATIVE && `backend ${BACKEND}` }, async (t) => {
+test('the proxy killed in the middle of a run: the next connection is refused (fail closed)', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));
     const conn = await connect(w);
@@ -301,7 +304,7 @@ except Exception as e:
     assert.equal(s.egress.hosts.find((h) => h.host === MIRROR)?.verdict, 'allowed', 'the verdict made before the kill is kept');
 });
 
-test('four runs at once, each with its own proxy and its own verdicts', { skip: !NATIVE && `backend ${BACKEND}` }, async (t) => {
+test('four runs at once, each with its own proxy and its own verdicts', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));
     const conn = await connect(w);
