@@ -76,8 +76,9 @@ int egress_listen_unix(const char *path, int *ret_fd, struct sbx_error *err);
  * HTTPS_PROXY, http_proxy, https_proxy, NO_PROXY, no_proxy, npm_config_proxy,
  * npm_config_https_proxy) pointing at EGRESS_PROXY_URL; always pip's persistence
  * (PYTHONUSERBASE=/workspace/.local, PIP_USER=1, PIP_BREAK_SYSTEM_PACKAGES=1 for PEP 668,
- * PIP_NO_CACHE_DIR=1, PIP_DISABLE_PIP_VERSION_CHECK=1), so an install of one call is imported
- * by the next whatever its network. PATH is not among them: use EGRESS_SANDBOX_PATH.
+ * PIP_NO_CACHE_DIR=1, PIP_DISABLE_PIP_VERSION_CHECK=1) and npm's
+ * (NODE_PATH=/workspace/node_modules), so an install of one call is imported by the next whatever
+ * its network. PATH is not among them: use EGRESS_SANDBOX_PATH.
  */
 const char *const *egress_sandbox_env(enum run_network network);
 

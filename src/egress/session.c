@@ -37,13 +37,23 @@ struct egress_session {
 };
 
 static const char *const env_proxy[] = {
-    "HTTP_PROXY=" EGRESS_PROXY_URL,       "HTTPS_PROXY=" EGRESS_PROXY_URL,
-    "http_proxy=" EGRESS_PROXY_URL,       "https_proxy=" EGRESS_PROXY_URL,
-    "NO_PROXY=localhost,127.0.0.1,::1",   "no_proxy=localhost,127.0.0.1,::1",
-    "npm_config_proxy=" EGRESS_PROXY_URL, "npm_config_https_proxy=" EGRESS_PROXY_URL,
-    "PYTHONUSERBASE=/workspace/.local",   "PIP_USER=1",
-    "PIP_BREAK_SYSTEM_PACKAGES=1",        "PIP_NO_CACHE_DIR=1",
-    "PIP_DISABLE_PIP_VERSION_CHECK=1",    NULL,
+    "HTTP_PROXY=" EGRESS_PROXY_URL,
+    "HTTPS_PROXY=" EGRESS_PROXY_URL,
+    "http_proxy=" EGRESS_PROXY_URL,
+    "https_proxy=" EGRESS_PROXY_URL,
+    "NO_PROXY=localhost,127.0.0.1,::1",
+    "no_proxy=localhost,127.0.0.1,::1",
+    "npm_config_proxy=" EGRESS_PROXY_URL,
+    "npm_config_https_proxy=" EGRESS_PROXY_URL,
+    "PYTHONUSERBASE=/workspace/.local",
+    "PIP_USER=1",
+    "PIP_BREAK_SYSTEM_PACKAGES=1",
+    "PIP_NO_CACHE_DIR=1",
+    "PIP_DISABLE_PIP_VERSION_CHECK=1",
+    /* npm installs into /workspace/node_modules (the working directory); require() from the
+     * script in /sandbox finds it only through NODE_PATH (Node's module resolution) */
+    "NODE_PATH=/workspace/node_modules",
+    NULL,
 };
 
 const char *const *egress_sandbox_env(enum run_network network)

@@ -1364,14 +1364,13 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             script,
             NULL};
         bool egress_on = req->network == RUN_NETWORK_ALLOWLIST;
-        /* after ours: the proxy variables (allowlist only), pip's persistence, npm's
-         * /workspace/node_modules for require() from /sandbox, PATH with pip's scripts */
+        /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
+         * (egress_sandbox_env()), PATH with pip's scripts */
         const char *env[32];
         size_t n_env = 0;
         for (const char *const *e = egress_sandbox_env(req->network);
-             *e && n_env < ELEMENTSOF(env) - 3; e++)
+             *e && n_env < ELEMENTSOF(env) - 2; e++)
                 env[n_env++] = *e;
-        env[n_env++] = "NODE_PATH=/workspace/node_modules";
         env[n_env++] = EGRESS_SANDBOX_PATH;
         env[n_env] = NULL;
         const char *const *cmd = egress_on ? cmd_egress : cmd_plain;
