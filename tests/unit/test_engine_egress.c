@@ -235,6 +235,45 @@ START_TEST(wait_script_names_the_port)
 }
 END_TEST
 
+/* The create body with the egress environment: ours first, a PATH= among the extras replaces
+ * ours (never two PATHs), the extras follow in order. */
+START_TEST(create_body_extra_env)
+{
+        static const char *const cmd[] = {"true", NULL};
+        static const char *const extra[] = {"HTTP_PROXY=http://127.0.0.1:3128",
+                                            "PATH=/workspace/.local/bin:/usr/bin:/bin", NULL};
+        struct engine_run_spec spec = {.image = "i",
+                                       .cmd = cmd,
+                                       .uid = 1,
+                                       .gid = 1,
+                                       .workspace = "/w",
+                                       .code_dir = "/c",
+                                       .tmpfs_mb = 8,
+                                       .owner = "o",
+                                       .extra_env = extra};
+        json_object *b = engine_create_body(&spec), *env = NULL;
+        ck_assert(json_object_object_get_ex(b, "Env", &env));
+        size_t n = json_object_array_length(env), paths = 0;
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(env, 0)), "HOME=/tmp");
+        for (size_t i = 0; i < n; i++)
+                paths += strncmp(json_object_get_string(json_object_array_get_idx(env, i)),
+                                 "PATH=", 5) == 0;
+        ck_assert_uint_eq(paths, 1);
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(env, n - 2)),
+                         "HTTP_PROXY=http://127.0.0.1:3128");
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(env, n - 1)),
+                         "PATH=/workspace/.local/bin:/usr/bin:/bin");
+        json_object_put(b);
+        /* the control: without extras, our own PATH */
+        spec.extra_env = NULL;
+        b = engine_create_body(&spec);
+        ck_assert(json_object_object_get_ex(b, "Env", &env));
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(env, 0)),
+                         "PATH=/usr/local/bin:/usr/bin:/bin");
+        json_object_put(b);
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("engine_egress");
@@ -250,6 +289,7 @@ static Suite *egress_suite(void)
         if (geteuid() == 0)
                 tcase_add_test(tc, unprivileged_on_root_namespace_refused);
         tcase_add_test(tc, wait_script_names_the_port);
+        tcase_add_test(tc, create_body_extra_env);
         suite_add_tcase(s, tc);
         return s;
 }
