@@ -1350,20 +1350,20 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
         snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s + ENGINE_INNER_BACKSTOP_S);
         const char *cmd_plain[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
-        /* network "allowlist": the code starts once its way out listens (egress.c) */
-        char wait_sh[192];
+        /* network "allowlist": the code starts once its way out listens (egress.c); the tag
+         * (the script's $0) lets the server know the container's process when it sees it */
+        char wait_sh[192], egress_tag[48] = "";
         const char *cmd_egress[] = {
-            "timeout",
-            "--kill-after=1",
-            timeout_arg,
-            "bash",
-            "-c",
-            engine_egress_wait_script(EGRESS_PORT, wait_sh, sizeof(wait_sh)),
-            "vestibule-egress-wait",
-            interp,
-            script,
-            NULL};
+            "timeout",   "--kill-after=1",
+            timeout_arg, "bash",
+            "-c",        engine_egress_wait_script(EGRESS_PORT, wait_sh, sizeof(wait_sh)),
+            egress_tag,  interp,
+            script,      NULL};
         bool egress_on = req->network == RUN_NETWORK_ALLOWLIST;
+        if (egress_on && engine_egress_tag(egress_tag, sizeof(egress_tag)) < 0) {
+                r = sbx_fail(err, EIO, "egress: no random bytes for the run's tag (getrandom)");
+                goto out_code;
+        }
         /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
          * (egress_sandbox_env()), PATH with pip's scripts */
         const char *env[32];

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -254,6 +255,61 @@ const char *engine_egress_wait_script(uint16_t port, char *buf, size_t size)
         return buf;
 }
 
+int engine_egress_tag(char *buf, size_t size)
+{
+        uint64_t rnd;
+        if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+                return -EIO;
+        snprintf(buf, size, "%s%016llx", ENGINE_EGRESS_TAG_PREFIX, (unsigned long long)rnd);
+        return 0;
+}
+
+/* The run's tag from the container's own command (Config.Cmd), and whether the held process
+ * @pid carries it in its command line (/proc/PID/cmdline, proc(5)): the init of the container
+ * (docker-init, catatonit) runs our command as its arguments. A pid the engine reports in a
+ * pid namespace of its own (rootless Docker with --pidns) names another process here, which
+ * does not carry the tag. */
+static bool pid_runs_tag(pid_t pid, json_object *inspect)
+{
+        json_object *cfgj = NULL, *cmdj = NULL;
+        const char *tag = NULL;
+        if (!json_object_object_get_ex(inspect, "Config", &cfgj) ||
+            !json_object_object_get_ex(cfgj, "Cmd", &cmdj) ||
+            !json_object_is_type(cmdj, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(cmdj); i++) {
+                const char *a = json_object_get_string(json_object_array_get_idx(cmdj, i));
+                if (a &&
+                    strncmp(a, ENGINE_EGRESS_TAG_PREFIX, strlen(ENGINE_EGRESS_TAG_PREFIX)) == 0)
+                        tag = a;
+        }
+        if (!tag)
+                return false;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        _cleanup_free_ char *buf = xmalloc(65536);
+        size_t len = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, 65536 - len);
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+                if (len == 65536)
+                        break;
+        }
+        /* one whole NUL-terminated argument equal to the tag */
+        for (size_t i = 0; i < len;) {
+                size_t n = strnlen(buf + i, len - i);
+                if (n == strlen(tag) && memcmp(buf + i, tag, n) == 0)
+                        return true;
+                i += n + 1;
+        }
+        return false;
+}
+
 int engine_egress_begin(const struct engine_conn *c, const char *id, const struct sbx_config *cfg,
                         struct egress_session **ret, struct sbx_error *err)
 {
@@ -305,6 +361,13 @@ int engine_egress_begin(const struct engine_conn *c, const char *id, const struc
                                 "egress: the sandbox container %.12s is no longer running as "
                                 "process %d; nothing was run",
                                 id, (int)pid);
+        if (!pid_runs_tag(pid, inspect))
+                return sbx_fail(err, ESRCH,
+                                "egress: process %d does not run the sandbox container %.12s's "
+                                "command (the engine may report pids of another pid namespace, "
+                                "as rootless Docker with its own pid namespace does); the "
+                                "allowlist cannot be set up, nothing was run",
+                                (int)pid, id);
         r = engine_egress_listen(pidfd, pid, EGRESS_PORT, &fd, err);
         if (r < 0)
                 return r;

@@ -604,15 +604,28 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
  */
 int engine_egress_listen(int pidfd, pid_t pid, uint16_t port, int *ret_fd, struct sbx_error *err);
 
+/* The first characters of the run's tag: the `bash -c` $0 of an egress run's command. */
+#define ENGINE_EGRESS_TAG_PREFIX "vestibule-egress-"
+
+/**
+ * engine_egress_tag() - a new random tag for one run, ENGINE_EGRESS_TAG_PREFIX and 16 hex
+ * digits (getrandom(2)), into @buf (@size bytes; 40 suffice): put it in the container's
+ * command as the wait script's $0; engine_egress_begin() finds the container's process by it.
+ * Return: 0, or -EIO when no random bytes could be had.
+ */
+int engine_egress_tag(char *buf, size_t size);
+
 struct egress_session;
 /**
  * engine_egress_begin() - the egress allowlist for the started container @id: inspect it for
- * its process (State.Pid), make the listener inside its network namespace on EGRESS_PORT
- * (engine_egress_listen()) and start the run's proxy on it (egress_session_start(), same
- * thread as the egress_session_finish() that ends it). The container's code waits for the
- * listener (engine_egress_wait_script()) and must not start otherwise: on error the caller
- * removes the container and the run is Blocked: with @err.
- * Return: 0 and *@ret, or -errno with @err naming what failed.
+ * its process (State.Pid), hold it (pidfd_open(2)), check with a second inspect that the
+ * container still runs as that pid and that the process carries the run's tag
+ * (engine_egress_tag(), in Config.Cmd) in its command line, make the listener inside its network
+ * namespace on EGRESS_PORT (engine_egress_listen()) and start the run's proxy on it
+ * (egress_session_start(), same thread as the egress_session_finish() that ends it). The
+ * container's code waits for the listener (engine_egress_wait_script()) and must not start
+ * otherwise: on error the caller removes the container and the run is Blocked: with @err. Return: 0
+ * and *@ret, or -errno with @err naming what failed.
  */
 int engine_egress_begin(const struct engine_conn *c, const char *id, const struct sbx_config *cfg,
                         struct egress_session **ret, struct sbx_error *err);
