@@ -40,7 +40,8 @@
 #include "egress/egress.h"
 #include "engine/conn.h"
 
-#define EGRESS_CHILD_MS 5000 /* the namespace-entering child must answer within this */
+#define EGRESS_CHILD_MS 5000    /* the namespace-entering child must answer within this */
+#define EGRESS_TAG_WAIT_MS 5000 /* the container's init must have exec'd within this */
 
 /* What the child reports when it cannot hand a socket back: the step and its errno. */
 struct egress_child_msg {
@@ -361,7 +362,14 @@ int engine_egress_begin(const struct engine_conn *c, const char *id, const struc
                                 "egress: the sandbox container %.12s is no longer running as "
                                 "process %d; nothing was run",
                                 id, (int)pid);
-        if (!pid_runs_tag(pid, inspect))
+        /* The engine answers the start once the runtime let the process go; its exec of the
+         * container's init (docker-init, catatonit) may still be under way ("runc init"): the
+         * same process, so wait for its command line a little. */
+        bool tagged = false;
+        for (unsigned i = 0; i < EGRESS_TAG_WAIT_MS / 5 && !(tagged = pid_runs_tag(pid, inspect));
+             i++)
+                usleep(5000);
+        if (!tagged)
                 return sbx_fail(err, ESRCH,
                                 "egress: process %d does not run the sandbox container %.12s's "
                                 "command (the engine may report pids of another pid namespace, "
