@@ -111,7 +111,7 @@ const struct sbx_egress_pin *config_egress_pin(const struct sbx_egress *e, const
 
 static int parse_allow(const char *v, struct sbx_egress *e, struct sbx_error *err)
 {
-        char item[EGRESS_NAME_MAX + 8];
+        char item[EGRESS_NAME_MAX + 8] = {0};
         bool too_long;
 
         while (v && (v = next_item(v, item, sizeof(item), &too_long))) {
@@ -165,7 +165,7 @@ static bool parse_port(const char *s, uint16_t *ret)
 
 static int parse_ports(const char *v, struct sbx_egress *e, struct sbx_error *err)
 {
-        char item[32];
+        char item[32] = {0};
         bool too_long;
 
         if (!v || !*v)
@@ -190,7 +190,7 @@ static int parse_ports(const char *v, struct sbx_egress *e, struct sbx_error *er
 
 static int parse_pins(const char *v, struct sbx_egress *e, struct sbx_error *err)
 {
-        char item[EGRESS_NAME_MAX + 80];
+        char item[EGRESS_NAME_MAX + 80] = {0};
         bool too_long;
 
         while (v && (v = next_item(v, item, sizeof(item), &too_long))) {

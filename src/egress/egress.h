@@ -62,6 +62,15 @@ int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egr
 void egress_session_finish(struct egress_session *s, struct run_egress *ret);
 
 /**
+ * egress_set_proxy_exe() - the executable egress_session_start() runs as
+ * `EXE egress-proxy ...` (default "/proc/self/exe": the server itself). Only for programs that
+ * link the core but are not vestibule-mcp (the unit test suites), which pass the built
+ * vestibule-mcp (VESTIBULE_BIN); call it before any session starts. @path is borrowed for the
+ * life of the process.
+ */
+void egress_set_proxy_exe(const char *path);
+
+/**
  * egress_listen_unix() - a listening AF_UNIX stream socket at @path (removed first when it is
  * a stale socket; mode 0666 so a sandbox user mapped to another uid can connect), for a
  * backend whose sandbox reaches the proxy through a relay (a container). Close-on-exec.

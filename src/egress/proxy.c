@@ -509,7 +509,7 @@ int egress_proxy_main(int argc, char **argv)
         set_nonblock(PROXY_FD_LISTEN);
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, 256 * 1024);
+        pthread_attr_setstacksize(&attr, 512 * 1024); /* getaddrinfo, and ASan builds */
         /* ready: the server stops waiting and lets the run go on */
         if (write(PROXY_FD_READY, "R", 1) != 1)
                 return 1;

@@ -30,6 +30,13 @@
 #define EGRESS_STOP_GRACE_MS 1500
 #define EGRESS_RECORDS_MAX_BYTES ((size_t)1 << 20)
 
+static const char *proxy_exe = "/proc/self/exe";
+
+void egress_set_proxy_exe(const char *path)
+{
+        proxy_exe = path;
+}
+
 struct egress_session {
         pid_t pid;
         int pidfd;
@@ -91,6 +98,7 @@ int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egr
 {
         _cleanup_close_ int lfd = listen_fd, rec = -1, rd = -1, wr = -1, pidfd = -1;
         const struct sbx_egress *e = &cfg->egress;
+        const char *exe = proxy_exe;
         const char *argv[] = {"vestibule-mcp",
                               "egress-proxy",
                               "--allow",
@@ -141,7 +149,7 @@ int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egr
                         _exit(126);
                 if (drop)
                         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-                execve("/proc/self/exe", (char *const *)argv, (char *const *)envp);
+                execve(exe, (char *const *)argv, (char *const *)envp);
                 _exit(127);
         }
         close(TAKE_FD(lfd)); /* the proxy holds the only copy: its death refuses the run */

@@ -71,13 +71,12 @@ static const struct {
     {"memory", "allocate beyond the memory cap", VERIFY_CLAIM_MEMORY},
     {"cpu", "burn CPU beyond the quota", VERIFY_CLAIM_CPU},
     /* network "allowlist" (docs/design/egress.md), with settings verify makes itself */
-    {"egress_allowed", "reach an allowed host through the egress proxy", VERIFY_CLAIM_ISOLATION},
-    {"egress_unlisted", "reach a host not in the allowlist", VERIFY_CLAIM_ISOLATION},
-    {"egress_literal", "reach an IP literal (direct, or through the proxy)",
-     VERIFY_CLAIM_ISOLATION},
-    {"egress_dns", "resolve a DNS name with the allowlist on", VERIFY_CLAIM_ISOLATION},
+    {"egress_allowed", "reach an allowed host through the egress proxy", VERIFY_CLAIM_EGRESS},
+    {"egress_unlisted", "reach a host not in the allowlist", VERIFY_CLAIM_EGRESS},
+    {"egress_literal", "reach an IP literal (direct, or through the proxy)", VERIFY_CLAIM_EGRESS},
+    {"egress_dns", "resolve a DNS name with the allowlist on", VERIFY_CLAIM_EGRESS},
     {"egress_private", "reach a private address behind an allowed, unpinned name",
-     VERIFY_CLAIM_ISOLATION},
+     VERIFY_CLAIM_EGRESS},
 };
 
 /* ---- claims ----------------------------------------------------------------------------- */
@@ -99,6 +98,9 @@ bool verify_claimed(const char *grade, enum verify_claim c)
                 return true;
         case VERIFY_CLAIM_SECCOMP:
                 return !strstr(grade, "no seccomp");
+        case VERIFY_CLAIM_EGRESS:
+                /* the backends with backend_ops.egress (src/egress/egress.h) */
+                return strncmp(grade, "native", 6) == 0;
         case VERIFY_CLAIM_MEMORY:
         case VERIFY_CLAIM_CPU:
         case VERIFY_CLAIM_PIDS:
@@ -132,6 +134,8 @@ const char *verify_claim_none_text(enum verify_claim c)
                 return "grade claims no CPU quota";
         case VERIFY_CLAIM_PIDS:
                 return "grade claims no process limit";
+        case VERIFY_CLAIM_EGRESS:
+                return "this backend serves no network allowlist";
         case VERIFY_CLAIM_ISOLATION:
         default:
                 return "grade claims no isolation";
@@ -1026,7 +1030,8 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
                 judge_cpu(r, &c, &o);
                 outcome_done(&o);
         }
-        egress_probes(r, &c, &b);
+        if (verify_claimed(r->grade, VERIFY_CLAIM_EGRESS))
+                egress_probes(r, &c, &b);
 
         for (size_t i = 0; i < r->n_probes; i++) {
                 struct verify_probe *p = &r->probes[i];

@@ -45,13 +45,18 @@ static pid_t proxy_child(void)
         while (d && found < 0 && (e = readdir(d))) {
                 char path[300], st[256], comm[32];
                 int pid, ppid;
-                _cleanup_fclose_ FILE *f = NULL;
+                FILE *f;
+                bool ok;
 
                 if (e->d_name[0] < '1' || e->d_name[0] > '9')
                         continue;
                 snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
                 f = fopen(path, "re");
-                if (!f || !fgets(st, sizeof(st), f))
+                if (!f)
+                        continue;
+                ok = fgets(st, sizeof(st), f) != NULL;
+                fclose(f);
+                if (!ok)
                         continue;
                 if (sscanf(st, "%d (%31[^)]) %*c %d", &pid, comm, &ppid) == 3 &&
                     ppid == (int)getpid() && strcmp(comm, EGRESS_PROC_NAME) == 0)
@@ -64,14 +69,17 @@ static pid_t proxy_child(void)
 
 static bool is_zombie(pid_t pid)
 {
-        char path[64], st[256];
-        _cleanup_fclose_ FILE *f = NULL;
+        char path[64], st[256] = "";
         const char *p;
+        FILE *f;
 
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
         f = fopen(path, "re");
-        if (!f || !fgets(st, sizeof(st), f))
+        if (!f)
                 return false;
+        if (!fgets(st, sizeof(st), f))
+                st[0] = '\0';
+        fclose(f);
         p = strrchr(st, ')');
         return p && p[1] == ' ' && p[2] == 'Z';
 }
