@@ -34,8 +34,8 @@ set -euo pipefail
 readonly SUITE="${VESTIBULE_DEBIAN_SUITE:-bookworm}"
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1794182400}"
 # Package sets. bash and coreutils are Essential, named anyway for clarity.
-readonly PKGS_PYTHON="python3,python-is-python3,bash,coreutils,ca-certificates"
-readonly PKGS_NODE="nodejs,bash,coreutils,ca-certificates"
+readonly PKGS_PYTHON="python3,python-is-python3,python3-pip,bash,coreutils,ca-certificates"
+readonly PKGS_NODE="nodejs,npm,bash,coreutils,ca-certificates"
 # The python variant for data work: the standard python set plus Debian's numpy, pandas,
 # matplotlib and scipy (no recommends). matplotlib gets a non-GUI backend whose show() saves
 # each open figure into /workspace (see MPL_SHOW below), so that it comes back as an image.

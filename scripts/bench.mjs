@@ -392,6 +392,16 @@ if (servers.native && want('scaling')) {
     report.footprint.native_fresh.hwm_kib_end = s.status().hwm_kib;
     await s.close();
 }
+// ---- egress: a 10 MB download through the egress proxy against the same download direct ----
+// scripts/bench-egress.py: the real proxy process (`vestibule-mcp egress-proxy`), an upstream
+// on 127.0.0.1, interleaved rounds; the ratio proxy/direct is the proxy's overhead (goal <= 1.05).
+if (want('egress')) {
+    progress('egress proxy: 10 MB through the proxy vs direct (loopback)');
+    const r = spawnSync('python3', [path.join(path.dirname(new URL(import.meta.url).pathname), 'bench-egress.py'), BIN, String(QUICK ? 8 : 30)],
+        { encoding: 'utf8', timeout: 600000 });
+    if (r.status === 0) report.egress = JSON.parse(r.stdout.trim().split('\n').at(-1));
+    else skipped.egress = `bench-egress.py failed (status ${r.status}): ${String(r.stderr).slice(-300)}`;
+}
 // ---- footprint: fresh servers, idle after initialize + tools/list, 4 runs in flight --------
 if (want('footprint')) {
     progress('footprint (fresh servers)');
@@ -456,6 +466,11 @@ if (report.scaling.concurrency) {
     for (const [k, v] of Object.entries(report.scaling.output)) console.log(`  ${pad(k, 24)}${lpad(v.p50_ms, 10)}${lpad(v.server_rss_kib, 10)}${lpad(v.server_hwm_kib, 10)}`);
     console.log('code bytes (native)         p50 ms');
     for (const [k, v] of Object.entries(report.scaling.code)) console.log(`  ${pad(k, 24)}${lpad(v.p50_ms, 10)}`);
+}
+if (report.egress) {
+    console.log(`\negress proxy, ${report.egress.bytes} bytes on loopback, ${report.egress.rounds} interleaved rounds   p50 ms    p95 ms    MB/s`);
+    for (const [k, v] of Object.entries(report.egress.paths)) console.log(`  ${pad(k, 40)}${lpad(v.p50_ms, 10)}${lpad(v.p95_ms, 10)}${lpad(v.mb_per_s_p50, 8)}`);
+    for (const [k, v] of Object.entries(report.egress.ratio_p50)) console.log(`  ${pad(`${k} / direct (p50; paired median ${report.egress.ratio_paired_median[k]})`, 56)}${lpad(v, 8)}`);
 }
 console.log('\nfootprint');
 for (const [k, v] of Object.entries(report.footprint)) if (k !== 'fresh') console.log(`  ${pad(k, 24)}${Object.entries(v).map(([a, b]) => `${a}=${b}`).join(' ')}`);

@@ -76,6 +76,7 @@ vst_copy_sources() {
         mkdir -p "$dst.new"
         tar -C "$repo" --exclude=./.git --exclude='./build*' --exclude=./node_modules \
                 --exclude=./tests/e2e/node_modules --exclude=./tests/clients/node_modules \
+                --exclude=./tests/egress/node_modules \
                 -cf - . | tar -C "$dst.new" -xf -
         rm -rf "$dst"
         mv "$dst.new" "$dst"

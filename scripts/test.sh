@@ -411,15 +411,16 @@ fi
 # ---------------------------------------------------------------------------- fuzzing
 # libFuzzer with ASan+UBSan and leak checks (scripts/fuzz.sh, tests/fuzz): the JSON-RPC serve
 # loop, the settings parser (env + YAML), setup's tar unpack (an escape aborts) and
-# read_workspace's path jail (reading the planted secret aborts), 50 s each from the seed
+# read_workspace's path jail (reading the planted secret aborts) and the egress proxy's request
+# parser (its head rewrite, the record folding), 50 s each from the seed
 # corpus in the repository; one count per target, passed when nothing crashed, leaked or hung.
 # Measured with 60 s each on a 2-core host at load average ~20: 521 s, of which ~250 s the
 # clang ASan build; on an idle host the build takes a fraction of that.
-# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack and the path jail, 50 s each
+# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail and the egress request parser, 50 s each
 if ! want fuzz; then
         :
 elif command -v clang >/dev/null; then
-        for t in mcp config unpack workspace; do
+        for t in mcp config unpack workspace egress; do
                 if step 600 "fuzz $t (50 s, scripts/fuzz.sh)" env VESTIBULE_FUZZ_BUILD="$ci/build-fuzz" \
                         VESTIBULE_FUZZ_WORK="$ci/fuzz" VESTIBULE_FUZZ_JOBS="$jobs" \
                         bash "$src/scripts/fuzz.sh" "$t" 50; then
@@ -608,7 +609,7 @@ e2e_wanted=0
 while IFS='|' read -r _ backend _ extra; do
         [ -z "$backend" ] || ! want "$(e2e_stage "$backend" "$extra")" || e2e_wanted=1
 done <<<"$E2E_RUNS"
-for s in e2e-root e2e-remote agreement clients e2e-data vm; do want "$s" && e2e_wanted=1; done
+for s in e2e-root e2e-remote agreement clients e2e-data egress-container vm; do want "$s" && e2e_wanted=1; done
 e2e=$src/tests/e2e
 npm_ok=0
 if [ "$e2e_wanted" -eq 0 ]; then
@@ -833,6 +834,73 @@ else
                 done <<<"$E2E_RUNS"
         else
                 record_fail "python data variant: setup --from-debian --python-data"
+        fi
+fi
+
+# ---------------------------------------------------------------------------- egress allowlist, containers
+# tests/e2e/egress-install.test.mjs (issue 13) on the container backend: pip install from a local
+# PyPI index and npm install from verdaccio (tests/egress/package-lock.json, no uplink), both on
+# 127.0.0.1 reached only through the proxy (VESTIBULE_EGRESS_PIN), each used by the next call;
+# the refusals with their reasons in the result and the audit; the no-route controls. On rootful
+# Docker (server as root, sandboxes as the test user) everything, and tests/e2e/egress.test.mjs
+# (the proxy killed mid-run, four runs at once); on the test user's rootless Podman all but the
+# npm install. verdaccio's `npm ci` (327 packages; 150 s measured on the
+# loaded 2-core CI host) runs in the background while the other tests run; the npm test runs
+# on Docker once it is done.
+# stage: egress-container | build-release | pip/npm installs, refusals and no-route controls through the egress allowlist on Docker and rootless Podman (root)
+if ! want egress-container; then
+        :
+elif [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ] || [ "$npm_ok" -ne 1 ]; then
+        banner "egress allowlist on containers: needs root, the Release build and the e2e packages, skipped"
+        skipped=$((skipped + 1))
+else
+        banner "egress: npm ci in tests/egress (verdaccio, pinned), in the background"
+        (timeout --kill-after=30 240 bash -euo pipefail -c "$(declare -f vst_npm_ci); vst_npm_ci \"\$1\"" _ \
+                "$src/tests/egress" >"$ci/egress-npm.log" 2>&1) &
+        eg_npm_pid=$!
+        # eg_run NPM: the file on each container line of E2E_RUNS; NPM: E2E_EGRESS_NPM (0: all but
+        # the npm test, only: the npm test alone, on Docker)
+        eg_run() {
+                local npm=$1 builds backend grade extra res rc v eg_as eg_pass eg_vars eg_more
+                while IFS='|' read -r builds backend grade extra; do
+                        case ",$builds,|$backend|$extra" in
+                        *,Release,*"|container|"*E2E_AS=root*VESTIBULE_RUNTIME=docker*) ;;
+                        *,Release,*"|container|"*DOCKER_HOST=unix:///run/user/*) [ "$npm" = 0 ] || continue ;;
+                        *) continue ;;
+                        esac
+                        res=$(mktemp "$ci/e2e-results.XXXXXX")
+                        chmod 0666 "$res"
+                        # on Docker, first pass: also egress.test.mjs (the proxy killed mid-run,
+                        # four runs at once, an allowed host, the refusals, pip)
+                        eg_more=()
+                        case "$npm:$extra" in 0:*VESTIBULE_RUNTIME=docker*) eg_more=(egress.test.mjs) ;; esac
+                        eg_as=user eg_pass=()
+                        read -r -a eg_vars <<<"$extra"
+                        for v in "${eg_vars[@]}"; do
+                                if [ "$v" = E2E_AS=root ]; then eg_as=root; else eg_pass+=("$v"); fi
+                        done
+                        banner "e2e: egress allowlist, container, npm=$npm ($extra)"
+                        rc=0
+                        if [ "$eg_as" = root ]; then
+                                env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 TMPDIR="$ci" \
+                                        "${eg_pass[@]}" E2E_EGRESS=1 E2E_EGRESS_NPM="$npm" VESTIBULE_BIN="$rel/vestibule-mcp" \
+                                        E2E_BACKEND="$backend" E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
+                                        timeout --kill-after=30 180 node "$e2e/run.mjs" egress-install.test.mjs \
+                                        ${eg_more[@]+"${eg_more[@]}"} || rc=$?
+                        else
+                                as_user "${eg_pass[@]}" E2E_EGRESS=1 E2E_EGRESS_NPM="$npm" VESTIBULE_BIN="$rel/vestibule-mcp" \
+                                        E2E_BACKEND="$backend" E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
+                                        timeout --kill-after=30 180 node "$e2e/run.mjs" egress-install.test.mjs || rc=$?
+                        fi
+                        add_results "egress allowlist, container, npm=$npm ($extra)" "$res" "$rc"
+                done <<<"$E2E_RUNS"
+        }
+        eg_run 0
+        if wait "$eg_npm_pid"; then
+                eg_run only
+        else
+                cat "$ci/egress-npm.log" >&2
+                record_fail "egress: npm ci in tests/egress"
         fi
 fi
 

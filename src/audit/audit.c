@@ -911,6 +911,28 @@ void audit_end(struct audit_log *log, const char *id, const struct run_result *r
         record_field(&b, "image", res->image, sizeof(res->image));
         record_field(&b, "backend", res->backend, sizeof(res->backend));
         record_field(&b, "isolation", res->isolation, sizeof(res->isolation));
+        if (res->egress.on) {
+                /* every decision of the egress proxy, folded by host:port and verdict */
+                const struct run_egress *g = &res->egress;
+                sb_adds(&b, ",\"egress\":{\"policy\":\"allowlist\",\"decisions\":[");
+                for (size_t i = 0; i < g->n_entries; i++) {
+                        const struct run_egress_entry *e = &g->entries[i];
+                        sb_adds(&b, i ? ",{\"host\":" : "{\"host\":");
+                        sb_json_str(&b, e->host, strnlen(e->host, sizeof(e->host)));
+                        sb_printf(&b, ",\"port\":%u,\"verdict\":\"%s\",\"reason\":", e->port,
+                                  e->allowed ? "allowed" : "denied");
+                        if (e->reason)
+                                sb_json_cstr(&b, e->reason);
+                        else
+                                sb_adds(&b, "null");
+                        sb_printf(&b, ",\"connections\":%u,\"bytes_up\":%llu,\"bytes_down\":%llu}",
+                                  e->connections, (unsigned long long)e->bytes_up,
+                                  (unsigned long long)e->bytes_down);
+                }
+                sb_printf(&b, "],\"unlisted\":%llu", (unsigned long long)g->records_dropped);
+                record_field(&b, "note", g->note, sizeof(g->note));
+                sb_adds(&b, "}");
+        }
         sb_adds(&b, "}\n");
         submit(log, b.buf, b.len, note, note_size);
 }

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "common/log.h"
 #include "config/config.h"
+#include "egress/egress.h"
 #include "mcp/mcp.h"
 #include "service/service.h"
 #include "rootfs/hold.h"
@@ -148,6 +149,9 @@ int cli_main(int argc, char **argv)
         }
         if (strcmp(argv[1], "--version") == 0)
                 return cmd_version(argc - 1, argv + 1);
+        /* internal: the per-run egress proxy the server starts (src/egress/proxy.c) */
+        if (strcmp(argv[1], "egress-proxy") == 0)
+                return egress_proxy_main(argc - 1, argv + 1);
         for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
                 if (strcmp(argv[1], cmds[i].name) == 0)
                         return cmds[i].fn(argc - 1, argv + 1);

@@ -26,7 +26,8 @@
 #define RUN_READ_MAX ((size_t)64 * 1024 * 1024)
 
 static const char run_help[] =
-    "Usage: vestibule-mcp run --language LANG (-c CODE | FILE | -) [--timeout S] [--json]\n"
+    "Usage: vestibule-mcp run --language LANG (-c CODE | FILE | -) [--timeout S]\n"
+    "                        [--network none|allowlist] [--json]\n"
     "\n"
     "Run one program through the same path as a run_code tool call and print the same\n"
     "result text (ending with its isolation: line).\n"
@@ -35,6 +36,7 @@ static const char run_help[] =
     "  -c, --code CODE       the program text\n"
     "  FILE                  read the program from FILE ('-' = standard input)\n"
     "  -t, --timeout S       timeout in seconds (default VESTIBULE_DEFAULT_TIMEOUT_S)\n"
+    "      --network N       none (default) or allowlist (VESTIBULE_EGRESS_ALLOW)\n"
     "      --json            print the tool result as JSON (isError, content,\n"
     "                        structuredContent)\n"
     "\n"
@@ -94,7 +96,7 @@ static int match_opt(int argc, char **argv, int *i, const char *lng, const char 
                 *ret = a + n + 1;
                 return 1;
         }
-        if (strcmp(a, lng) != 0 && strcmp(a, shrt) != 0)
+        if (strcmp(a, lng) != 0 && (!shrt || strcmp(a, shrt) != 0))
                 return 0;
         if (*i + 1 >= argc)
                 return -1;
@@ -124,7 +126,8 @@ static void print_json(const struct tool_result *res)
 
 int cmd_run(int argc, char **argv)
 {
-        const char *language = NULL, *code_arg = NULL, *file = NULL, *timeout = NULL;
+        const char *language = NULL, *code_arg = NULL, *file = NULL, *timeout = NULL,
+                   *network = NULL;
         bool json = false;
         _cleanup_free_ char *code = NULL;
         size_t code_len = 0;
@@ -153,6 +156,8 @@ int cmd_run(int argc, char **argv)
                 if ((m = match_opt(argc, argv, &i, "--language", "-l", &language)) == 0 &&
                     (m = match_opt(argc, argv, &i, "--code", "-c", &code_arg)) == 0)
                         m = match_opt(argc, argv, &i, "--timeout", "-t", &timeout);
+                if (m == 0)
+                        m = match_opt(argc, argv, &i, "--network", NULL, &network);
                 if (m < 0)
                         return usage_error("%s needs a value", a);
                 if (m > 0)
@@ -219,6 +224,8 @@ int cmd_run(int argc, char **argv)
         json_object_object_add(args, "code", json_object_new_string_len(code, (int)code_len));
         if (timeout)
                 json_object_object_add(args, "timeout_seconds", json_object_new_string(timeout));
+        if (network)
+                json_object_object_add(args, "network", json_object_new_string(network));
 
         r = tools_call(svc, "run_code", args, &ctx, &res, &err);
         json_object_put(args);

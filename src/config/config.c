@@ -60,6 +60,7 @@ enum setting_kind {
         KIND_RUN_AS,
         KIND_LOG_LEVEL,
         KIND_TRACE,
+        KIND_RAW, /* a string kept as given (trimmed); checked after the loop */
 };
 
 struct setting {
@@ -108,6 +109,9 @@ static const struct setting settings[] = {
     {"run_as", KIND_RUN_AS, NULL, 0, 0, NULL},
     {"log_level", KIND_LOG_LEVEL, "info", F(log_level), 0, NULL},
     {"trace", KIND_TRACE, "off", F(trace_timing), 0, NULL},
+    {"egress_allow", KIND_RAW, NULL, F(egress.allow_raw), 0, NULL},
+    {"egress_ports", KIND_RAW, NULL, F(egress.ports_raw), 0, NULL},
+    {"egress_pin", KIND_RAW, NULL, F(egress.pin_raw), 0, NULL},
 };
 
 enum value_source {
@@ -404,6 +408,10 @@ static void apply(struct load_ctx *x, const struct setting *s, enum value_source
                 *(char **)field = p;
                 return;
         }
+        case KIND_RAW:
+                free(*(char **)field);
+                *(char **)field = xstrdup(v);
+                return;
         case KIND_BOOL:
                 if (!parse_bool(v, &b)) {
                         mark_invalid(x, s, src, v,
@@ -1013,6 +1021,15 @@ static int load(const char *(*getenv_fn)(const char *name), bool read_file, cons
                                 "VESTIBULE_AUDIT_DIR to absolute paths");
         }
         cross_checks(&x);
+        {
+                struct sbx_error e = {0};
+                if (config_egress_parse(c->egress.allow_raw, c->egress.ports_raw, c->egress.pin_raw,
+                                        &c->egress, &e) < 0)
+                        mark_invalid_text(&x, "VESTIBULE_EGRESS_*",
+                                          "invalid setting %s; fix it in the MCP client's env for "
+                                          "vestibule (or the config file) and restart the server",
+                                          e.msg);
+        }
 
         if (c->invalid && x.also[0]) {
                 size_t n = strlen(c->invalid_msg);
@@ -1111,6 +1128,7 @@ struct sbx_config *config_free(struct sbx_config *c)
         free(c->config_file);
         free(c->image_python);
         free(c->image_node);
+        config_egress_done(&c->egress);
         free(c);
         return NULL;
 }

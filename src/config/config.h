@@ -46,6 +46,27 @@ struct sbx_engine_env {
         char *user_bus_address;  /* DBUS_SESSION_BUS_ADDRESS as given (native: the user bus) */
 };
 
+/* The egress allowlist settings, parsed (docs/design/egress.md). */
+struct sbx_egress_rule {
+        char *name;  /* lower case, no trailing dot; owned */
+        bool suffix; /* written ".example.com": the name and every name under it */
+};
+struct sbx_egress_pin {
+        char *host;    /* lower case; owned */
+        char addr[46]; /* numeric IPv4 or IPv6 address (INET6_ADDRSTRLEN) */
+        uint16_t port; /* 0 = the port the request asked for */
+};
+struct sbx_egress {
+        struct sbx_egress_rule *rules; /* VESTIBULE_EGRESS_ALLOW; owned; empty = no network */
+        size_t n_rules;
+        uint16_t *ports; /* VESTIBULE_EGRESS_PORTS, default 443,80; owned */
+        size_t n_ports;
+        struct sbx_egress_pin *pins; /* VESTIBULE_EGRESS_PIN host=addr[:port],...; owned */
+        size_t n_pins;
+        /* The raw values as given ("" when unset), for the proxy process's argv. Owned. */
+        char *allow_raw, *ports_raw, *pin_raw;
+};
+
 struct sbx_config {
         /* Paths: absolute, '~' expanded, no trailing '/'. Owned by the struct. */
         char *workspace_dir; /* VESTIBULE_WORKSPACE, default ~/.vestibule/workspace */
@@ -71,6 +92,8 @@ struct sbx_config {
         unsigned max_concurrent;    /* VESTIBULE_MAX_CONCURRENT, default 4 */
         unsigned max_images;        /* VESTIBULE_MAX_IMAGES attached per result, default 4 */
         size_t max_image_bytes;     /* VESTIBULE_MAX_IMAGE_BYTES each, default 1 MiB */
+
+        struct sbx_egress egress; /* VESTIBULE_EGRESS_ALLOW, _PORTS, _PIN */
 
         /* VESTIBULE_RUN_AS=uid:gid: the unprivileged id a server started as root runs code as. */
         bool run_as_set;
@@ -138,6 +161,29 @@ bool config_is_setting(const char *var);
  * config_engine_env_fill() (setup, tests). Only src/config reads the environment.
  */
 const char *config_process_getenv(const char *name);
+
+/**
+ * config_egress_parse() - parse the three egress settings' values into @ret (any may be NULL
+ * or "" = unset). ALLOW: names or ".suffix" patterns, IP literals allowed, separated by ',' or
+ * spaces. PORTS: numbers 1..65535 (default 443,80). PIN: host=addr or host=addr:port
+ * ("[v6]:port"), each host also allowed by ALLOW. The server (config_load) and the proxy
+ * process both parse with it. Free with config_egress_done().
+ * Return: 0, or -EINVAL with @err naming the setting, the bad item and the fix.
+ */
+int config_egress_parse(const char *allow, const char *ports, const char *pin,
+                        struct sbx_egress *ret, struct sbx_error *err);
+
+/** config_egress_done() - free what @e holds; @e itself is not freed. */
+void config_egress_done(struct sbx_egress *e);
+
+/**
+ * config_egress_allows() - @host (lower case, no trailing dot) matches a rule of @e: an exact
+ * name, or ".suffix" = the suffix's own name or any name ending in ".suffix".
+ */
+bool config_egress_allows(const struct sbx_egress *e, const char *host);
+
+/** config_egress_pin() - the pin for @host, or NULL. */
+const struct sbx_egress_pin *config_egress_pin(const struct sbx_egress *e, const char *host);
 
 /** config_free() - free @c and all it owns. Accepts NULL; returns NULL. */
 struct sbx_config *config_free(struct sbx_config *c);

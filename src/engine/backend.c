@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/trace.h"
 #include "common/xalloc.h"
+#include "egress/egress.h"
 #include "engine/conn.h"
 #include "run/backend.h"
 #include "run/run.h"
@@ -667,7 +668,7 @@ struct stream_out {
 /* Arm attach + wait (next-exit) in one multi, start, drive to the end. */
 static int run_stream(struct backend *b, const struct run_request *req, const char *id,
                       struct run_result *res, struct stream_out *out, struct sbx_trace *trace,
-                      struct sbx_error *err)
+                      struct egress_session **egress, struct sbx_error *err)
 {
         struct engine_state *st = b->state;
         const struct engine_conn *c = &st->conn;
@@ -779,9 +780,18 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                                       sr.status, msg);
                 goto out;
         }
-        t_start = now_ms();
-        t_progress = t_start;
         sbx_trace_lap(trace, "start");
+        /* network "allowlist": the way out, made inside the started container (egress.c); its
+         * code waits for it. Fail closed: on error the container is removed unrun. */
+        if (egress) {
+                const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
+                rv = engine_egress_begin(c, id, cfg, egress, err);
+                if (rv < 0)
+                        goto out;
+                sbx_trace_lap(trace, "egress");
+        }
+        t_start = now_ms(); /* the deadline counts from here: the code starts now */
+        t_progress = t_start;
 
         /* 3. drive until the wait answered and the stream ended. */
         while (!(w.x.done && a.x.done)) {
@@ -1246,6 +1256,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         _cleanup_free_ char *script = NULL;
         _cleanup_(json_putp) json_object *body = NULL, *created = NULL, *inspect = NULL;
         struct handin hv = {0};
+        struct egress_session *egress = NULL;
         char owner[160], msg[300], degraded[128] = "", grade[320], seccomp_profile[512];
         char timeout_arg[16], cgroup[128] = "", usage_why[160];
         _cleanup_close_ int kmsg_fd = -1;
@@ -1281,6 +1292,15 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         pthread_mutex_unlock(&st->lock);
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
+        if (req->network == RUN_NETWORK_ALLOWLIST && volumes)
+                /* the way out is made inside the container's namespace from this machine
+                 * (egress.c): a remote engine's processes are not ours to see */
+                return sbx_fail(err, EOPNOTSUPP,
+                                "network \"allowlist\" needs a container engine on this machine "
+                                "(the server enters the sandbox's network namespace to make its "
+                                "only way out); this one is remote (%s): use network \"none\", or "
+                                "a local engine",
+                                st->conn.ep.host);
 
         if (seccomp_profile[0] && access(seccomp_profile, R_OK) < 0) {
                 /* removed since the probe (a cleaned runtime dir): write it again, or refuse */
@@ -1329,7 +1349,31 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                                                               : "python3";
         script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
         snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s + ENGINE_INNER_BACKSTOP_S);
-        const char *cmd[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
+        const char *cmd_plain[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
+        /* network "allowlist": the code starts once its way out listens (egress.c); the tag
+         * (the script's $0) lets the server know the container's process when it sees it */
+        char wait_sh[192], egress_tag[48] = "";
+        const char *cmd_egress[] = {
+            "timeout",   "--kill-after=1",
+            timeout_arg, "bash",
+            "-c",        engine_egress_wait_script(EGRESS_PORT, wait_sh, sizeof(wait_sh)),
+            egress_tag,  interp,
+            script,      NULL};
+        bool egress_on = req->network == RUN_NETWORK_ALLOWLIST;
+        if (egress_on && engine_egress_tag(egress_tag, sizeof(egress_tag)) < 0) {
+                r = sbx_fail(err, EIO, "egress: no random bytes for the run's tag (getrandom)");
+                goto out_code;
+        }
+        /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
+         * (egress_sandbox_env()), PATH with pip's scripts */
+        const char *env[32];
+        size_t n_env = 0;
+        for (const char *const *e = egress_sandbox_env(req->network);
+             *e && n_env < ELEMENTSOF(env) - 2; e++)
+                env[n_env++] = *e;
+        env[n_env++] = EGRESS_SANDBOX_PATH;
+        env[n_env] = NULL;
+        const char *const *cmd = egress_on ? cmd_egress : cmd_plain;
         /* Docker: our generated profile as JSON (the API takes the profile itself); Podman:
          * the path of the one derived from its default. None on an engine without seccomp
          * (the grade says so). */
@@ -1356,6 +1400,7 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .init = true,
             .cgroup_parent = *cgroup ? cgroup : NULL,
             .seccomp_profile = secprof,
+            .extra_env = (const char *const *)env,
         };
         body = engine_create_body(&spec);
         /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
@@ -1445,7 +1490,9 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                                   "reported as likely only",
                                   strerror(-kmsg_fd));
         }
-        r = run_stream(b, req, id, res, &so, &trace, err);
+        r = run_stream(b, req, id, res, &so, &trace, egress_on ? &egress : NULL, err);
+        if (egress) /* the container has exited or been killed: its last connections are done */
+                egress_session_finish(TAKE_PTR(egress), &res->egress);
         if (r < 0)
                 goto out_remove;
 
@@ -1661,6 +1708,7 @@ static void engine_destroy(struct backend *b)
 
 static const struct backend_ops engine_ops = {
     .name = "container",
+    .egress = true,
     .probe = engine_probe,
     .run = engine_run,
     .shutdown = engine_shutdown,

@@ -75,7 +75,16 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_object_add(b, "Entrypoint", json_object_new_array());
         json_object_object_add(b, "User", json_object_new_string(user));
         json_object_object_add(b, "WorkingDir", json_object_new_string("/workspace"));
-        json_object_object_add(b, "Env", strv(env));
+        json_object *envj = json_object_new_array();
+        bool own_path = false;
+        for (const char *const *e = s->extra_env; e && *e; e++)
+                own_path |= strncmp(*e, "PATH=", 5) == 0;
+        for (const char *const *e = env; *e; e++)
+                if (!own_path || strncmp(*e, "PATH=", 5) != 0)
+                        json_object_array_add(envj, json_object_new_string(*e));
+        for (const char *const *e = s->extra_env; e && *e; e++)
+                json_object_array_add(envj, json_object_new_string(*e));
+        json_object_object_add(b, "Env", envj);
         json_object_object_add(labels, "vestibule.run", json_object_new_string("1"));
         json_object_object_add(labels, "vestibule.owner", json_object_new_string(s->owner));
         json_object_object_add(b, "Labels", labels);

@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "egress/egress.h"
 #include "native/native.h"
 #include "run/backend.h"
 #include "run/warden.h"
@@ -681,7 +682,8 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
         struct backend_probe probe;
         struct native_cgroup cg = {.dir_fd = -1};
-        struct native_sandbox sb = {0};
+        struct native_sandbox sb = {.egress_fd = -1};
+        struct egress_session *egress = NULL;
         struct native_notify *notify = NULL;
         struct sbx_error exec_err = {0};
         bool have_status = false, exec_failed = false;
@@ -735,6 +737,16 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                                         cfg->workspace_dir, (unsigned)cfg->run_as_uid);
         }
 
+        /* The environment: the fixed one with pip's persistence, and with the proxy variables
+         * when the call asked for the allowlist (egress_sandbox_env). */
+        const char *envp[32];
+        size_t n_env = 0;
+        for (const char *const *e = native_sandbox_env; *e && n_env < 16; e++)
+                envp[n_env++] = strncmp(*e, "PATH=", 5) == 0 ? EGRESS_SANDBOX_PATH : *e;
+        for (const char *const *e = egress_sandbox_env(req->network); *e && n_env < 31; e++)
+                envp[n_env++] = *e;
+        envp[n_env] = NULL;
+
         native_strf(script, sizeof(script), "/sandbox/%s", sbx_language_script(req->language));
         argv[0] = interpreter_of(req->language);
         argv[1] = script;
@@ -760,6 +772,8 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .host_root = host_root,
             .cgroup_fd = -1,
             .trace = &trace,
+            .envp = envp,
+            .egress = req->network == RUN_NETWORK_ALLOWLIST,
         };
         /* Without a pids controller of the run's own, RLIMIT_NPROC is the cap: count the
          * run's tasks when it ends (init) or is killed (here), to say whether it was reached. */
@@ -811,6 +825,19 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 goto finish;
         }
         sbx_trace_lap(&trace, "notify_start");
+        if (sp.egress) {
+                /* Fail closed: without its proxy the run is stopped and Blocked. Until the
+                 * proxy accepts, the program's connections wait in the listener's backlog. */
+                r = egress_session_start(cfg, TAKE_FD(sb.egress_fd), &egress, err);
+                if (r < 0) {
+                        sbx_wrap(err, "network \"allowlist\" refused");
+                        kill_tree(&ctx);
+                        while (waitpid(sb.pid, NULL, __WALL) < 0 && errno == EINTR)
+                                ;
+                        goto finish;
+                }
+                sbx_trace_lap(&trace, "egress_start");
+        }
 
         child = (struct warden_child){
             .pid = sb.pid,
@@ -844,6 +871,10 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         }
 
 finish:
+        if (sb.egress_fd >= 0)
+                close(TAKE_FD(sb.egress_fd));
+        /* the run's processes are gone: the verdicts are final */
+        egress_session_finish(TAKE_PTR(egress), &res->egress);
         if (!defer_reap)
                 slot_del(s, slot);
         /* What the supervisor learnt, read under its lock: on the deferred path its thread
@@ -997,6 +1028,7 @@ static void native_destroy(struct backend *b)
 
 static const struct backend_ops native_ops = {
     .name = "native",
+    .egress = true,
     .probe = native_probe,
     .run = native_run,
     .shutdown = native_shutdown,

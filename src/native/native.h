@@ -255,7 +255,14 @@ struct native_spawn {
         int (*after_clone)(void *ud, pid_t pid, struct sbx_error *err); /* SCOPE placement */
         void *after_clone_ud;
         struct sbx_trace *trace; /* the run's timing trace (VESTIBULE_TRACE=timing), or NULL */
+        const char *const *envp; /* the program's environment; NULL = the fixed default */
+        bool egress; /* network "allowlist": init listens on 127.0.0.1:EGRESS_PORT inside the
+                        run's netns and passes that listener out (docs/design/egress.md) */
 };
+
+/* The program's default environment (PATH first), NULL-ended; native_run() adds the egress
+ * entries to a copy (src/egress/egress.h). */
+extern const char *const native_sandbox_env[];
 
 /* Checkpoints of the child's setup (CLOCK_MONOTONIC µs, sbx_trace_now_us()), for the timing
  * trace: each phase is the time from the previous checkpoint. */
@@ -288,6 +295,7 @@ struct native_sandbox {
         int out_fd, err_fd; /* read ends */
         int sync_fd;        /* the program's wait status arrives here */
         int listener_fd;    /* seccomp user-notification fd */
+        int egress_fd;      /* @sp->egress: the listener inside the run's netns; else -1 */
         struct native_child_info info;
 };
 

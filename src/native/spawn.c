@@ -18,6 +18,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
+#include "egress/egress.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -84,7 +86,7 @@ struct native_msg {
 };
 
 /* The environment is fixed: nothing of the server's own leaks in. */
-static const char *const sandbox_env[] = {
+const char *const native_sandbox_env[] = {
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME=/tmp",
     "LANG=C.UTF-8",
@@ -97,27 +99,35 @@ static const char *const sandbox_env[] = {
 
 /* ---- the child ------------------------------------------------------------------------ */
 
-static void child_send(int fd, const struct native_msg *m, int pass_fd)
+/* Send @m with up to two fds (-1 = none; @pass_fd2 only with @pass_fd). */
+static void child_send2(int fd, const struct native_msg *m, int pass_fd, int pass_fd2)
 {
         struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
         union {
-                char buf[CMSG_SPACE(sizeof(int))];
+                char buf[CMSG_SPACE(2 * sizeof(int))];
                 struct cmsghdr align;
         } u;
         struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
         if (pass_fd >= 0) {
+                int fds[2] = {pass_fd, pass_fd2};
+                size_t n = pass_fd2 >= 0 ? 2 : 1;
                 memset(&u, 0, sizeof(u));
                 mh.msg_control = u.buf;
-                mh.msg_controllen = sizeof(u.buf);
+                mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
                 struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
                 c->cmsg_level = SOL_SOCKET;
                 c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+                c->cmsg_len = CMSG_LEN(n * sizeof(int));
+                memcpy(CMSG_DATA(c), fds, n * sizeof(int));
         }
         while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
                 ;
+}
+
+static void child_send(int fd, const struct native_msg *m, int pass_fd)
+{
+        child_send2(fd, m, pass_fd, -1);
 }
 
 __attribute__((noreturn, format(printf, 2, 3))) static void child_fail(int code, const char *fmt,
@@ -304,6 +314,24 @@ static void child_lo_up(void)
         close(s);
 }
 
+/* The egress channel: the one listener on 127.0.0.1:EGRESS_PORT of the run's own network
+ * namespace. Made here, before the program exists, and passed to the server, which hands it
+ * to the run's proxy: a connection to it is the only way out of a namespace with only lo. */
+static int child_egress_listener(void)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(EGRESS_PORT)};
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+        if (s < 0)
+                child_fail(errno, "cannot open the egress listener: %s", safe_strerror(errno));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        (void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 64) < 0)
+                child_fail(errno, "cannot listen on 127.0.0.1:%d for the egress proxy: %s",
+                           EGRESS_PORT, safe_strerror(errno));
+        return s;
+}
+
 static void child_drop_caps(void)
 {
         struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
@@ -420,7 +448,8 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
                 _exit(126);
         for (size_t i = 0; i < ELEMENTSOF(path); i++) {
                 snprintf(exe, sizeof(exe), "%s/%s", path[i], sp->argv[0]);
-                execve(exe, (char *const *)sp->argv, (char *const *)sandbox_env);
+                execve(exe, (char *const *)sp->argv,
+                       (char *const *)(sp->envp ? sp->envp : native_sandbox_env));
                 if (errno != ENOENT)
                         err = errno;
         }
@@ -437,7 +466,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         struct native_msg msg = {0};
         char opts[96], go;
         ssize_t n;
-        int fds[4], null_fd, listener, r;
+        int fds[4], null_fd, listener, egress = -1, r;
 
         /* 1. A killed server leaves nothing: we die with it (the sync read below also sees EOF
          *    if it died before this point). */
@@ -551,6 +580,8 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         if (sethostname("vestibule", 9) < 0)
                 child_fail(errno, "cannot set the hostname: %s", safe_strerror(errno));
         child_lo_up();
+        if (sp->egress)
+                egress = child_egress_listener();
 
         msg.info.mark_us[NATIVE_MARK_UTS_NET] = sbx_trace_now_us();
 
@@ -608,8 +639,10 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                            safe_strerror(errno));
         msg.info.mark_us[NATIVE_MARK_SECCOMP] = sbx_trace_now_us();
         msg.type = MSG_READY;
-        child_send(FD_SYNC, &msg, listener);
+        child_send2(FD_SYNC, &msg, listener, egress);
         close(listener);
+        if (egress >= 0)
+                close(egress); /* the server's proxy holds the only copy now */
 
         /* 11. Init: fork the program (raw clone: glibc's fork() would take locks another
          *     server thread may have held at our clone), reap everything, pass its status. */
@@ -795,11 +828,11 @@ static pid_t do_clone(const struct native_spawn *sp, int *ret_pidfd)
         return (pid_t)pid;
 }
 
-static int recv_msg(int fd, struct native_msg *m, int *ret_fd)
+static int recv_msg2(int fd, struct native_msg *m, int *ret_fd, int *ret_fd2)
 {
         struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
         union {
-                char buf[CMSG_SPACE(sizeof(int))];
+                char buf[CMSG_SPACE(2 * sizeof(int))];
                 struct cmsghdr align;
         } u;
         struct msghdr mh = {.msg_iov = &iov,
@@ -815,10 +848,29 @@ static int recv_msg(int fd, struct native_msg *m, int *ret_fd)
                 return -errno;
         if (n != sizeof(*m))
                 return -ENODATA;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && ret_fd)
-                        memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+                int got[2] = {-1, -1};
+                size_t nfd;
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                        continue;
+                nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                memcpy(got, CMSG_DATA(c), (nfd > 2 ? 2 : nfd) * sizeof(int));
+                /* an fd nobody asked for is closed, never leaked */
+                if (ret_fd)
+                        *ret_fd = got[0];
+                else if (got[0] >= 0)
+                        close(got[0]);
+                if (ret_fd2)
+                        *ret_fd2 = got[1];
+                else if (got[1] >= 0)
+                        close(got[1]);
+        }
         return 0;
+}
+
+static int recv_msg(int fd, struct native_msg *m, int *ret_fd)
+{
+        return recv_msg2(fd, m, ret_fd, NULL);
 }
 
 /* 0 when @fd is readable (or hung up) within @timeout_ms, else -ETIMEDOUT / -errno. */
@@ -877,7 +929,7 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
 {
         _cleanup_close_ int out_r = -1, out_w = -1, err_r = -1, err_w = -1, sync_p = -1,
                             sync_c = -1, pidfd = -1;
-        int p[2], sv[2], listener = -1, r;
+        int p[2], sv[2], listener = -1, egress = -1, r;
         struct native_msg m;
         pid_t pid;
 
@@ -962,7 +1014,7 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         memset(&m, 0, sizeof(m));
         r = wait_readable(sync_p, NATIVE_SETUP_TIMEOUT_MS);
         if (r == 0)
-                r = recv_msg(sync_p, &m, &listener);
+                r = recv_msg2(sync_p, &m, &listener, &egress);
         if (r == -ETIMEDOUT) {
                 kill_and_reap(pid, pidfd);
                 return sbx_fail(err, ETIMEDOUT,
@@ -970,9 +1022,11 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
                                 "overloaded?); retry",
                                 NATIVE_SETUP_TIMEOUT_MS);
         }
-        if (r < 0 || m.type != MSG_READY || listener < 0) {
+        if (r < 0 || m.type != MSG_READY || listener < 0 || (sp->egress && egress < 0)) {
                 if (listener >= 0)
                         close(listener);
+                if (egress >= 0)
+                        close(egress);
                 if (r == 0 && m.type == MSG_ERROR) {
                         m.err.msg[sizeof(m.err.msg) - 1] = '\0';
                         r = sbx_fail(err, m.err.code, "sandbox setup failed: %s", m.err.msg);
@@ -992,6 +1046,7 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         ret->err_fd = TAKE_FD(err_r);
         ret->sync_fd = TAKE_FD(sync_p);
         ret->listener_fd = listener;
+        ret->egress_fd = egress;
         ret->info = m.info;
         return 0;
 }

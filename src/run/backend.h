@@ -25,6 +25,10 @@ struct backend_probe {
 
 struct backend_ops {
         const char *name; /* "native", "container", "naive" */
+        /* The backend serves run_code's network "allowlist" (src/egress/egress.h): its run
+         * has no route but the egress proxy. A call asking for it on a backend without it is
+         * Blocked, never run with another network. */
+        bool egress;
 
         /**
          * probe() - check the prerequisites (cheaply; the caller caches) and say what a run

@@ -75,6 +75,9 @@ void run_result_done(struct run_result *r)
         free(r->images);
         r->images = NULL;
         r->n_images = 0;
+        free(r->egress.entries);
+        r->egress.entries = NULL;
+        r->egress.n_entries = 0;
 }
 
 uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size_t cap)
@@ -607,6 +610,45 @@ static char *files_line(const struct run_result *r)
         return b.p;
 }
 
+/* The "egress: " line (docs/design/egress.md): the policy, then each host:port tried with its
+ * verdict; the names escaped to one line each into @v->egress_hosts. */
+static void egress_view(struct run_view *v, const struct run_result *r)
+{
+        const struct run_egress *g = &r->egress;
+        struct sbuf b = {0};
+
+        if (!g->on)
+                return;
+        v->egress_on = true;
+        v->egress_hosts = xcalloc(g->n_entries + 1, sizeof(char *));
+        sbuf_puts(&b, "allowlist");
+        if (g->n_entries == 0)
+                sbuf_puts(&b, "; no connection was asked for");
+        for (size_t i = 0; i < g->n_entries; i++) {
+                const struct run_egress_entry *e = &g->entries[i];
+                char up[32], down[32];
+                char *h = sbx_text_sanitize_line(e->host, strnlen(e->host, sizeof(e->host)));
+                bool v6 = strchr(h, ':') != NULL;
+
+                v->egress_hosts[i] = h;
+                format_bytes(up, sizeof(up), e->bytes_up);
+                format_bytes(down, sizeof(down), e->bytes_down);
+                if (e->allowed)
+                        sbuf_printf(&b, "; %s%s%s:%u allowed (%u connection%s, %s up, %s down)",
+                                    v6 ? "[" : "", h, v6 ? "]" : "", e->port, e->connections,
+                                    e->connections == 1 ? "" : "s", up, down);
+                else
+                        sbuf_printf(&b, "; %s%s%s:%u denied: %s (%u connection%s)", v6 ? "[" : "",
+                                    h, v6 ? "]" : "", e->port, e->reason ? e->reason : "refused",
+                                    e->connections, e->connections == 1 ? "" : "s");
+        }
+        if (g->records_dropped)
+                sbuf_printf(&b, "; and %llu more connections not listed",
+                            (unsigned long long)g->records_dropped);
+        v->egress = b.p;
+        v->egress_note = field_line(g->note, sizeof(g->note));
+}
+
 void run_view_build(struct run_view *v, const struct run_result *r, unsigned timeout_s, size_t cap)
 {
         const struct run_measure *m[3] = {&r->usage.cpu_us, &r->usage.mem_peak_bytes,
@@ -655,6 +697,7 @@ void run_view_build(struct run_view *v, const struct run_result *r, unsigned tim
         }
         v->files = files_line(r);
         v->files_note = field_line(r->files_note, sizeof(r->files_note));
+        egress_view(v, r);
         v->isolation = field_line(r->isolation, sizeof(r->isolation));
         if (!v->isolation)
                 v->isolation = xstrdup("none (not reported by the backend)");
@@ -690,6 +733,11 @@ void run_view_done(struct run_view *v)
         free(v->notes);
         free(v->files);
         free(v->files_note);
+        for (size_t i = 0; v->egress_hosts && v->egress_hosts[i]; i++)
+                free(v->egress_hosts[i]);
+        free(v->egress_hosts);
+        free(v->egress);
+        free(v->egress_note);
         free(v->isolation);
         free(v->isolation_grade);
         free(v->isolation_reason);
@@ -755,6 +803,10 @@ char *run_view_text(const struct run_view *v)
                 sbuf_printf(&b, "files: %s\n", v->files);
         if (v->files_note)
                 sbuf_printf(&b, "files: %s\n", v->files_note);
+        if (v->egress)
+                sbuf_printf(&b, "egress: %s\n", v->egress);
+        if (v->egress_note)
+                sbuf_printf(&b, "egress: %s\n", v->egress_note);
         if (v->audit)
                 sbuf_printf(&b, "audit: %s\n", v->audit);
         for (size_t i = 0; i < v->n_notes; i++)

@@ -28,6 +28,12 @@ const char *sbx_language_script(enum sbx_language l);
  * @elapsed_ms since start, @timeout_ms the run's deadline. Must not block. */
 typedef void (*run_progress_fn)(void *userdata, uint64_t elapsed_ms, uint64_t timeout_ms);
 
+/* The run_code `network` argument: none (the default: lo only) or the egress allowlist. */
+enum run_network {
+        RUN_NETWORK_NONE = 0,
+        RUN_NETWORK_ALLOWLIST,
+};
+
 struct run_request {
         enum sbx_language language;
         const char *code; /* not NUL-terminated necessarily; @code_len bytes; borrowed */
@@ -37,6 +43,7 @@ struct run_request {
         int cancel_fd;                /* eventfd/pipe that becomes readable on cancel; -1 = none */
         run_progress_fn progress;     /* may be NULL */
         void *progress_userdata;
+        enum run_network network; /* RUN_NETWORK_NONE unless the call asked for "allowlist" */
 };
 
 /* One output stream as captured: its head (the first cap bytes), its tail (a ring of the last
@@ -97,6 +104,29 @@ struct run_image {
         size_t file; /* index into run_result.files */
 };
 
+/* One host:port the run's code asked the egress proxy for, with one verdict
+ * (docs/design/egress.md). Entries with the same host, port, verdict and reason are merged. */
+struct run_egress_entry {
+        char host[256]; /* as the request named it (a name or an IP literal); raw bytes */
+        uint16_t port;
+        bool allowed;
+        const char *reason; /* a denial's reason, a static string: "not in
+                               VESTIBULE_EGRESS_ALLOW", "port not allowed", "resolves to a
+                               private address", "IP literal not in the allowlist", ...; NULL
+                               when allowed */
+        unsigned connections;
+        uint64_t bytes_up, bytes_down; /* relayed to / from the host */
+};
+
+/* The network policy a run had, and what it did with it. */
+struct run_egress {
+        bool on;                          /* network "allowlist": a proxy served the run */
+        struct run_egress_entry *entries; /* owned; in the order first tried */
+        size_t n_entries;
+        uint64_t records_dropped; /* decisions past EGRESS_MAX_RECORDS: made, not listed */
+        char note[256];           /* "the proxy exited during the run (...)"; "" = none */
+};
+
 struct run_result {
         enum run_outcome outcome;
         int exit_code;   /* RUN_OUTCOME_EXITED */
@@ -130,6 +160,7 @@ struct run_result {
         char files_note[192];
         struct run_image *images;
         size_t n_images;
+        struct run_egress egress; /* filled by the backend when the call asked for network */
 };
 
 /* The most files a result lists by name; the rest are counted. */
@@ -180,6 +211,10 @@ struct run_view {
         char *files;            /* the "files: " line without its label (names escaped to one line);
                                    NULL when the run changed no file */
         char *files_note;       /* why that list may be incomplete; NULL when complete */
+        bool egress_on;         /* the run had network "allowlist" */
+        char *egress;           /* the "egress: " line without its label; NULL when off */
+        char *egress_note;      /* the proxy ended early, ...; NULL = none */
+        char **egress_hosts;    /* per egress entry, its host escaped to one line; NULL-ended */
         char *isolation;        /* the full grade line after "isolation: " */
         char *isolation_grade;  /* "native", "container", "native-degraded", ..., "none" */
         char *isolation_reason; /* inside the grade's parentheses; NULL when none */
@@ -198,8 +233,8 @@ void run_view_done(struct run_view *v);
  * run_view_text() - the result text of @v (docs/design/results.md, "The text block"): each
  * non-empty stream between "---<fence>---" lines (head, a "N bytes not shown" fence line and
  * the tail when cut), the outcome line, "usage: ...", optional "limits hit:", out-of-memory,
- * "blocked syscalls:", "audit:" and "note:" lines, and last "isolation: <grade>".
- * Return: a new NUL-terminated valid UTF-8 string; the caller frees it.
+ * "blocked syscalls:", "files:", "egress:", "audit:" and "note:" lines, and last "isolation:
+ * <grade>". Return: a new NUL-terminated valid UTF-8 string; the caller frees it.
  */
 char *run_view_text(const struct run_view *v);
 

@@ -276,6 +276,15 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         r = validate(s, call, &lang, &timeout_s, err);
         if (r < 0)
                 goto blocked;
+        if (call->network && strcmp(call->network, "none") != 0 &&
+            strcmp(call->network, "allowlist") != 0) {
+                r = sbx_fail(err, EINVAL,
+                             "network must be \"none\" (the default: no network) or "
+                             "\"allowlist\" (only the hosts in VESTIBULE_EGRESS_ALLOW, through "
+                             "the egress proxy); got '%.40s'",
+                             call->network);
+                goto blocked;
+        }
 
         if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0)) {
                 r = sbx_fail(err, EPERM, "%s", RUN_SERVICE_ROOT_BLOCKED);
@@ -310,7 +319,20 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
             .cancel_fd = call->cancel_fd,
             .progress = call->progress,
             .progress_userdata = call->progress_userdata,
+            .network = call->network && strcmp(call->network, "allowlist") == 0
+                           ? RUN_NETWORK_ALLOWLIST
+                           : RUN_NETWORK_NONE,
         };
+        /* Fail closed: a backend without the egress proxy never runs an allowlist call. */
+        if (req.network == RUN_NETWORK_ALLOWLIST && !b->ops->egress) {
+                r = sbx_fail(err, EOPNOTSUPP,
+                             "network \"allowlist\" is not available on the %s backend; retry "
+                             "with network \"none\", or run on the native backend "
+                             "(VESTIBULE_BACKEND=native)",
+                             b->ops->name);
+                slot_release(s);
+                goto blocked;
+        }
 
         /* The timing trace (VESTIBULE_TRACE=timing): the service's own share of a run. */
         struct sbx_trace trace;
@@ -354,7 +376,11 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                 run_result_done(res);
                 sbx_error_clear(err);
                 r = ladder_pick(s->ladder, &b, &probe, err);
-                if (r == 0)
+                if (r == 0 && req.network == RUN_NETWORK_ALLOWLIST && !b->ops->egress)
+                        r = sbx_fail(err, EOPNOTSUPP,
+                                     "network \"allowlist\" is not available on the %s backend",
+                                     b->ops->name);
+                else if (r == 0)
                         r = b->ops->run(b, &req, res, err);
         }
         sbx_trace_lap(&trace, "backend_run");

@@ -49,6 +49,7 @@ struct run_call {
         int cancel_fd;       /* -1 = not cancellable */
         run_progress_fn progress;
         void *progress_userdata;
+        const char *network; /* "none" (default, also NULL) or "allowlist"; validated here */
 };
 
 /**

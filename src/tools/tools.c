@@ -107,8 +107,9 @@ static char *run_code_description(const struct sbx_config *cfg)
         return xasprintf(
             "Run a python, node or bash program in a fresh, throwaway sandbox and return its "
             "stdout, stderr, exit code and resource usage. Each call starts from scratch: "
-            "nothing but /workspace survives between runs. The sandbox has no network, and "
-            "none of the host's files except the /workspace folder (the only persistent "
+            "nothing but /workspace survives between runs. The sandbox has no network (unless "
+            "network is \"allowlist\", see below), and none of the host's files except the "
+            "/workspace folder (the only persistent "
             "place, %s; files there are shared with the user). The root filesystem is "
             "read-only; /tmp is a %u MiB scratch space and also $HOME. Limits requested per "
             "run: %u MiB memory, %u%% of one CPU core, %u processes; whether they are applied "
@@ -126,9 +127,22 @@ static char *run_code_description(const struct sbx_config *cfg)
             "off-screen and a plain plt.show() saves each figure as /workspace/figure-N.png, "
             "so it comes back. To read files from the workspace, use the read_workspace tool "
             "rather than host file tools: it refuses symlinks, which sandboxed code can plant "
-            "there.",
+            "there. Set network to \"allowlist\" only for a call that needs the network (pip "
+            "install, npm install, a download): the run then reaches the hosts the user listed "
+            "in VESTIBULE_EGRESS_ALLOW (%s) on ports %s, and nothing else, through an HTTP "
+            "proxy the sandbox's HTTP_PROXY and HTTPS_PROXY point at. There is no other route "
+            "and no DNS inside: a client that ignores proxy variables (Node's built-in fetch, a "
+            "raw socket) gets no connection. pip installs into /workspace/.local and npm into "
+            "/workspace/node_modules, so the next call imports them, with or without network. "
+            "The result's 'egress:' line lists each host:port tried, allowed or denied and "
+            "why.",
             ro ? "read-only in this configuration" : "read-write", tmp, mem, cpu, pids, def, max,
-            out, images, image_bytes);
+            out, images, image_bytes,
+            cfg && cfg->egress.allow_raw && cfg->egress.allow_raw[0]
+                ? cfg->egress.allow_raw
+                : "none listed: every host is refused",
+            cfg && cfg->egress.ports_raw && cfg->egress.ports_raw[0] ? cfg->egress.ports_raw
+                                                                     : "443,80");
 }
 
 /* A stream's properties: the text shown, its tail when cut, bytes written and shown, and the
@@ -215,6 +229,15 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         json_object_object_add(p, "minimum", json_object_new_int(1));
         json_object_object_add(p, "maximum", json_object_new_int64(max));
         json_object_object_add(props, "timeout_seconds", p);
+        {
+                static const char *const nets[] = {"none", "allowlist", NULL};
+                p = prop("string",
+                         "none (the default): no network at all. allowlist: only the hosts in "
+                         "VESTIBULE_EGRESS_ALLOW, through the sandbox's HTTP(S)_PROXY; clients "
+                         "that ignore proxy variables (Node's fetch) get no route.");
+                json_object_object_add(p, "enum", strings(nets));
+                json_object_object_add(props, "network", p);
+        }
         json_object_object_add(in, "type", jstr("object"));
         json_object_object_add(in, "properties", props);
         json_object_object_add(in, "required", strings(required_in));
@@ -268,6 +291,12 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         p = prop("array", "Other facts about the run, one per element.");
         json_object_object_add(p, "items", prop("string", NULL));
         json_object_object_add(oprops, "notes", p);
+        json_object_object_add(
+            oprops, "egress",
+            prop("object", "Present when the call asked for network \"allowlist\": policy, "
+                           "hosts (each host:port tried: host, port, verdict allowed|denied, "
+                           "reason for a denial, connections, bytes_up, bytes_down), note when "
+                           "the proxy ended early, text (the result's egress: line)."));
 
         json_object_object_add(uprops, "wall_ms", prop("integer", "Wall-clock time."));
         add_measure_props(uprops, "cpu_ms", "CPU time (user + system), ms.");
@@ -511,6 +540,29 @@ static json_object *structured_result(const struct run_result *r, const struct r
                 add_int(o, "blocked_syscalls_unlisted", v->blocked_syscalls_unlisted);
         add_str(o, "blocked_reporting_stopped", v->blocked_reporting_stopped);
         add_str(o, "audit", v->audit);
+        if (v->egress_on) {
+                json_object *g = json_object_new_object(), *hosts = json_object_new_array();
+
+                add_str(g, "policy", "allowlist");
+                for (size_t i = 0; i < r->egress.n_entries; i++) {
+                        const struct run_egress_entry *e = &r->egress.entries[i];
+                        json_object *h = json_object_new_object();
+                        add_str(h, "host", v->egress_hosts[i]);
+                        add_int(h, "port", e->port);
+                        add_str(h, "verdict", e->allowed ? "allowed" : "denied");
+                        add_str(h, "reason", e->reason);
+                        add_int(h, "connections", e->connections);
+                        add_int(h, "bytes_up", e->bytes_up);
+                        add_int(h, "bytes_down", e->bytes_down);
+                        json_object_array_add(hosts, h);
+                }
+                json_object_object_add(g, "hosts", hosts);
+                if (r->egress.records_dropped)
+                        add_int(g, "unlisted", r->egress.records_dropped);
+                add_str(g, "note", v->egress_note);
+                add_str(g, "text", v->egress);
+                json_object_object_add(o, "egress", g);
+        }
         if (v->n_notes > 0) {
                 json_object *a = json_object_new_array();
 
@@ -621,6 +673,11 @@ static void call_run_code(struct run_service *svc, json_object *args, const stru
                         return;
                 }
                 call.timeout_s = t;
+        }
+        if (json_object_object_get_ex(args, "network", &v) && v) {
+                call.network = string_arg(args, "network", NULL, ret);
+                if (!call.network)
+                        return;
         }
         if (ctx) {
                 call.progress = ctx->progress;

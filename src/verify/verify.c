@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
+#include "egress/egress-internal.h"
 #include "service/service.h"
 #include "run/warden.h"
 #include "setup/setup.h"
@@ -68,6 +70,13 @@ static const struct {
     {"pids", "fork beyond the pids cap", VERIFY_CLAIM_PIDS},
     {"memory", "allocate beyond the memory cap", VERIFY_CLAIM_MEMORY},
     {"cpu", "burn CPU beyond the quota", VERIFY_CLAIM_CPU},
+    /* network "allowlist" (docs/design/egress.md), with settings verify makes itself */
+    {"egress_allowed", "reach an allowed host through the egress proxy", VERIFY_CLAIM_EGRESS},
+    {"egress_unlisted", "reach a host not in the allowlist", VERIFY_CLAIM_EGRESS},
+    {"egress_literal", "reach an IP literal (direct, or through the proxy)", VERIFY_CLAIM_EGRESS},
+    {"egress_dns", "resolve a DNS name with the allowlist on", VERIFY_CLAIM_EGRESS},
+    {"egress_private", "reach a private address behind an allowed, unpinned name",
+     VERIFY_CLAIM_EGRESS},
 };
 
 /* ---- claims ----------------------------------------------------------------------------- */
@@ -89,6 +98,10 @@ bool verify_claimed(const char *grade, enum verify_claim c)
                 return true;
         case VERIFY_CLAIM_SECCOMP:
                 return !strstr(grade, "no seccomp");
+        case VERIFY_CLAIM_EGRESS:
+                /* the backends with backend_ops.egress (src/egress/egress.h): native and
+                 * container (docs/design/egress.md, "Container backend") */
+                return strncmp(grade, "native", 6) == 0 || strncmp(grade, "container", 9) == 0;
         case VERIFY_CLAIM_MEMORY:
         case VERIFY_CLAIM_CPU:
         case VERIFY_CLAIM_PIDS:
@@ -122,6 +135,8 @@ const char *verify_claim_none_text(enum verify_claim c)
                 return "grade claims no CPU quota";
         case VERIFY_CLAIM_PIDS:
                 return "grade claims no process limit";
+        case VERIFY_CLAIM_EGRESS:
+                return "this backend serves no network allowlist";
         case VERIFY_CLAIM_ISOLATION:
         default:
                 return "grade claims no isolation";
@@ -353,8 +368,9 @@ static void outcome_done(struct outcome *o)
                 json_object_put(o->verify);
 }
 
-static void run_script(struct run_service *svc, const struct bait *b, const struct sbx_config *cfg,
-                       const char *body, unsigned timeout_s, struct outcome *o)
+static void run_script_net(struct run_service *svc, const struct bait *b,
+                           const struct sbx_config *cfg, const char *body, unsigned timeout_s,
+                           const char *network, struct outcome *o)
 {
         json_object *p = json_object_new_object();
         _cleanup_free_ char *code = NULL;
@@ -401,6 +417,7 @@ static void run_script(struct run_service *svc, const struct bait *b, const stru
             .code_len = strlen(code),
             .timeout_s = timeout_s,
             .cancel_fd = -1,
+            .network = network,
         };
         memset(o, 0, sizeof(*o));
         o->r = run_service_execute(svc, &call, &o->res, &o->err);
@@ -418,6 +435,12 @@ static void run_script(struct run_service *svc, const struct bait *b, const stru
                      no_result, (int)o->res.outcome, o->res.exit_code, o->res.term_signal, (int)el,
                      e);
         }
+}
+
+static void run_script(struct run_service *svc, const struct bait *b, const struct sbx_config *cfg,
+                       const char *body, unsigned timeout_s, struct outcome *o)
+{
+        run_script_net(svc, b, cfg, body, timeout_s, NULL, o);
 }
 
 json_object *verify_parse_result(const char *out, size_t len, const char *nonce,
@@ -859,6 +882,81 @@ static void judge_cpu(struct verify_report *r, const struct sbx_config *cfg,
                       ratio * 100, wall, cfg->cpu_pct, ctl * 100);
 }
 
+/* The egress probes: a service of their own whose settings allow verify.vestibule.test
+ * (pinned to the bait's loopback listener) and localhost (not pinned), port 80 only. */
+static void egress_probes(struct verify_report *r, const struct sbx_config *cfg,
+                          const struct bait *b)
+{
+        static const char *const ids[] = {"egress_allowed", "egress_unlisted", "egress_literal",
+                                          "egress_dns", "egress_private"};
+        struct sbx_config c = *cfg;
+        struct run_service *svc = NULL;
+        struct sbx_error err = {0};
+        struct outcome o;
+        char pin[96], ctl[300];
+        int accepted = 0, a;
+        json_object *j;
+        bool reached;
+
+        memset(&c.egress, 0, sizeof(c.egress));
+        snprintf(pin, sizeof(pin), "verify.vestibule.test=127.0.0.1:%d", b->port);
+        if (config_egress_parse("verify.vestibule.test,localhost", "80", pin, &c.egress, &err) <
+                0 ||
+            run_service_new(&c, &svc, &err) < 0) {
+                for (size_t i = 0; i < ELEMENTSOF(ids); i++)
+                        judge(r, ids[i], VERIFY_UNTESTED, "cannot set up: %s", err.msg);
+                config_egress_done(&c.egress);
+                return;
+        }
+        while ((a = accept4(b->listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+                close(a); /* earlier probes' leftovers: only the proxy's counts below */
+        run_script_net(svc, b, &c, verify_script_egress, 30, "allowlist", &o);
+        if (o.r == -EOPNOTSUPP) {
+                for (size_t i = 0; i < ELEMENTSOF(ids); i++)
+                        judge(r, ids[i], VERIFY_NOT_APPLICABLE,
+                              "this backend serves no network allowlist (a call asking for it is "
+                              "Blocked: %.200s)",
+                              o.err.msg);
+                goto out;
+        }
+        while ((a = accept4(b->listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+                accepted++;
+                close(a);
+        }
+        j = got(&o, "egress_allowed");
+        reached = j && jbool(j, "reached");
+        if (!j)
+                judge(r, "egress_allowed", VERIFY_UNTESTED, "%s", o.why[0] ? o.why : "no result");
+        else
+                judge(r, "egress_allowed", reached && accepted > 0 ? VERIFY_HELD : VERIFY_NOT_HELD,
+                      "%s (control: the host's listener accepted %d connection(s) from the proxy)",
+                      jtext(j, "detail"), accepted);
+        /* each refusal counts only when the same run got through to the allowed host */
+        snprintf(ctl, sizeof(ctl), "the same run %s the allowed host through the proxy",
+                 reached ? "reached" : "did NOT reach");
+        judge_simple(r, &o, "egress_unlisted", ctl);
+        judge_simple(r, &o, "egress_literal", ctl);
+        judge_simple(r, &o, "egress_dns", ctl);
+        {
+                struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+                bool loop = getaddrinfo("localhost", "80", &hints, &ai) == 0 && ai &&
+                            egress_addr_class(ai->ai_addr) != NULL;
+                if (ai)
+                        freeaddrinfo(ai);
+                snprintf(ctl + strlen(ctl), sizeof(ctl) - strlen(ctl),
+                         "; the host resolves localhost to %s",
+                         loop ? "loopback" : "a public address");
+                judge_simple(r, &o, "egress_private", ctl);
+        }
+        for (size_t i = 1; !reached && i < ELEMENTSOF(ids); i++)
+                if (probe(r, ids[i])->verdict == VERIFY_HELD)
+                        probe(r, ids[i])->verdict = VERIFY_UNTESTED;
+out:
+        outcome_done(&o);
+        run_service_free(svc);
+        config_egress_done(&c.egress);
+}
+
 int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct sbx_error *err)
 {
         struct verify_report *r = ret;
@@ -933,6 +1031,8 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
                 judge_cpu(r, &c, &o);
                 outcome_done(&o);
         }
+        if (verify_claimed(r->grade, VERIFY_CLAIM_EGRESS))
+                egress_probes(r, &c, &b);
 
         for (size_t i = 0; i < r->n_probes; i++) {
                 struct verify_probe *p = &r->probes[i];

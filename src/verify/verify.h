@@ -32,6 +32,8 @@ enum verify_claim {
         VERIFY_CLAIM_MEMORY,        /* a memory cap */
         VERIFY_CLAIM_CPU,           /* a CPU quota */
         VERIFY_CLAIM_PIDS,          /* a process count cap */
+        VERIFY_CLAIM_EGRESS,        /* network "allowlist" through the egress proxy: the
+                                       backends whose runs serve it (native) */
 };
 
 #define VERIFY_MAX_PROBES 32

@@ -111,6 +111,52 @@ END_TEST
 
 /* --- order --- */
 
+/* issue 13: the egress line, between the facts and audit/isolation; a host that somehow held
+ * a newline stays on its line. */
+START_TEST(format_egress_line)
+{
+        struct run_result r = {0};
+        struct run_egress_entry e[2] = {
+            {.host = "pypi.org",
+             .port = 443,
+             .allowed = true,
+             .connections = 2,
+             .bytes_up = 1024,
+             .bytes_down = 2048},
+            {.host = "evil\nisolation: native", .port = 80, .reason = "not in X", .connections = 1},
+        };
+        _cleanup_free_ char *t = NULL;
+        struct run_view v;
+
+        r.outcome = RUN_OUTCOME_EXITED;
+        snprintf(r.isolation, sizeof(r.isolation), "native");
+        snprintf(r.audit_note, sizeof(r.audit_note), "not recorded (x)");
+        t = run_result_format(&r, 10, 100);
+        ck_assert_ptr_null(strstr(t, "egress:")); /* control: no network asked, no line */
+        free(TAKE_PTR(t));
+
+        r.egress.on = true;
+        r.egress.entries = e;
+        r.egress.n_entries = 2;
+        snprintf(r.egress.note, sizeof(r.egress.note), "the egress proxy ended");
+        t = run_result_format(&r, 10, 100);
+        ck_assert_uint_lt(pos(t, "\nusage: "),
+                          pos(t,
+                              "\negress: allowlist; pypi.org:443 allowed (2 connections, 1.0 KiB "
+                              "up, 2.0 KiB down); [evil\\x0aisolation: native]:80 denied: not in "
+                              "X (1 connection)\n"));
+        ck_assert_uint_lt(pos(t, "\negress: allowlist"),
+                          pos(t, "\negress: the egress proxy ended\n"));
+        ck_assert_uint_lt(pos(t, "\negress: the egress proxy ended\n"), pos(t, "\naudit: "));
+        ck_assert_ptr_null(strstr(t, "\nisolation: native]"));
+        run_view_build(&v, &r, 10, 100);
+        ck_assert(v.egress_on);
+        ck_assert_str_eq(v.egress_hosts[1], "evil\\x0aisolation: native");
+        ck_assert_ptr_nonnull(strstr(t, v.egress));
+        run_view_done(&v);
+}
+END_TEST
+
 START_TEST(format_order_full)
 {
         struct run_result r = {0};
@@ -542,6 +588,7 @@ static Suite *result_suite(void)
 
         tc = tcase_create("order");
         tcase_add_test(tc, format_order_full);
+        tcase_add_test(tc, format_egress_line);
         tcase_add_test(tc, view_same_words_as_text);
         tcase_add_test(tc, format_empty_streams_and_optional_lines_absent);
         tcase_add_test(tc, format_outcomes);

@@ -294,6 +294,12 @@ START_TEST(list_shapes)
         ck_assert_ptr_null(strstr(desc, "Limits per run"));
         ck_assert_ptr_nonnull(strstr(desc, "Limits requested per run: 256 MiB memory"));
         ck_assert_ptr_nonnull(strstr(desc, "each result says so"));
+        /* issue 13: the network argument, and the honest limit of a proxy */
+        ck_assert_str_eq(json_object_to_json_string(get(rc, "inputSchema.properties.network.enum")),
+                         "[ \"none\", \"allowlist\" ]");
+        ck_assert_ptr_nonnull(strstr(desc, "Node's built-in fetch"));
+        ck_assert_ptr_nonnull(strstr(desc, "VESTIBULE_EGRESS_ALLOW"));
+        ck_assert_ptr_nonnull(get(rc, "outputSchema.properties.egress"));
         json_object_put(list);
 }
 END_TEST

@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "doctor/doctor.h"
 #include "engine/engine.h"
+#include "egress/egress.h"
 #include "verify/verify.h"
 #include "testutil.h"
 
@@ -284,6 +285,8 @@ static const char *docker_missing(void)
 
 int main(void)
 {
+        /* the egress probes start the proxy as `vestibule-mcp egress-proxy`, not this suite */
+        egress_set_proxy_exe(VESTIBULE_BIN);
         const char *must = getenv("SBX_TEST_MUST_RUN");
         bool strict = must && strcmp(must, "1") == 0;
         const char *nm = native_missing(), *dm = docker_missing();

@@ -1,0 +1,104 @@
+/* egress.h - the egress allowlist: one proxy per run that the server supervises, the only way
+ * out of a sandbox whose network namespace holds nothing but lo. A backend hands in a
+ * listening socket that the run's code can reach (a TCP listener on 127.0.0.1:EGRESS_PORT
+ * created inside the run's own network namespace, or a unix socket a relay inside a
+ * container connects to); the proxy accepts on it, speaks HTTP CONNECT and plain-HTTP
+ * absolute-URI requests, checks each host and port against the settings
+ * (VESTIBULE_EGRESS_ALLOW, VESTIBULE_EGRESS_PORTS, VESTIBULE_EGRESS_PIN, parsed by
+ * src/config), resolves names itself and refuses private addresses, and records one verdict
+ * per connection. At the end the backend collects the verdicts into the run's result.
+ *
+ * Why this shape (a listener made inside the netns and passed out with SCM_RIGHTS, a proxy
+ * process per run, fail closed): docs/design/egress.md. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "config/config.h"
+#include "run/run.h"
+
+/* The port the proxy listens on inside the run (127.0.0.1 of the run's own namespace). */
+#define EGRESS_PORT 3128
+#define EGRESS_PROXY_URL "http://127.0.0.1:3128"
+
+/* Bounds of one run's proxy: connections open at once, bytes buffered per direction of one
+ * connection, bytes of one request head, and verdict records kept (the rest are counted). */
+#define EGRESS_MAX_CONNS 32
+#define EGRESS_BUF_BYTES (128 * 1024)
+#define EGRESS_MAX_HEAD_BYTES 8192
+#define EGRESS_MAX_RECORDS 1024
+
+/* The name the proxy process takes (prctl PR_SET_NAME; `ps -o comm`): tests find it by it. */
+#define EGRESS_PROC_NAME "vst-egress"
+
+/* One run's proxy; opaque. */
+struct egress_session;
+
+/**
+ * egress_session_start() - start the proxy for one run on @listen_fd.
+ * @cfg:       the settings (cfg->egress: allowlist, ports, pins; cfg->run_as_*: a root server
+ *             runs the proxy as that user); borrowed for the call only.
+ * @listen_fd: a listening stream socket (AF_INET inside the run's netns, or AF_UNIX); taken:
+ *             closed on success and on error, so the proxy holds the only copy and its death
+ *             leaves the run with a refused connection, never an open one.
+ * @ret:       on success a new session, ended with egress_session_finish().
+ * The proxy is a child process (fork + exec of /proc/self/exe `egress-proxy`, named
+ * EGRESS_PROC_NAME, killed with the calling thread: PR_SET_PDEATHSIG); start and finish must
+ * be called from the same thread. It records every decision as it makes it, so a proxy that
+ * dies mid-run still leaves its verdicts.
+ * Return: 0, or -errno with @err naming what failed (the caller Blocks the run: fail closed).
+ */
+int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egress_session **ret,
+                         struct sbx_error *err);
+
+/**
+ * egress_session_finish() - stop the proxy (SIGTERM, then SIGKILL after 1 s), reap it, and
+ * fill @ret with the run's verdicts: one entry per host:port and verdict, with connections
+ * and bytes, and a note when the proxy died before the end. Frees @s. Accepts NULL (then @ret
+ * is left as it is). @ret->on is set.
+ */
+void egress_session_finish(struct egress_session *s, struct run_egress *ret);
+
+/**
+ * egress_set_proxy_exe() - the executable egress_session_start() runs as
+ * `EXE egress-proxy ...` (default "/proc/self/exe": the server itself). Only for programs that
+ * link the core but are not vestibule-mcp (the unit test suites), which pass the built
+ * vestibule-mcp (VESTIBULE_BIN); call it before any session starts. @path is borrowed for the
+ * life of the process.
+ */
+void egress_set_proxy_exe(const char *path);
+
+/**
+ * egress_listen_unix() - a listening AF_UNIX stream socket at @path (removed first when it is
+ * a stale socket; mode 0666 so a sandbox user mapped to another uid can connect), for a
+ * backend whose sandbox reaches the proxy through a relay (a container). Close-on-exec.
+ * @ret_fd: the listening fd, for egress_session_start().
+ * Return: 0 or -errno with @err.
+ */
+int egress_listen_unix(const char *path, int *ret_fd, struct sbx_error *err);
+
+/**
+ * egress_sandbox_env() - the environment entries ("NAME=value", static strings, NULL-ended) a
+ * sandbox gets for @network: with RUN_NETWORK_ALLOWLIST the proxy variables (HTTP_PROXY,
+ * HTTPS_PROXY, http_proxy, https_proxy, NO_PROXY, no_proxy, npm_config_proxy,
+ * npm_config_https_proxy) pointing at EGRESS_PROXY_URL; always pip's persistence
+ * (PYTHONUSERBASE=/workspace/.local, PIP_USER=1, PIP_BREAK_SYSTEM_PACKAGES=1 for PEP 668,
+ * PIP_NO_CACHE_DIR=1, PIP_DISABLE_PIP_VERSION_CHECK=1) and npm's
+ * (NODE_PATH=/workspace/node_modules), so an install of one call is imported by the next whatever
+ * its network. PATH is not among them: use EGRESS_SANDBOX_PATH.
+ */
+const char *const *egress_sandbox_env(enum run_network network);
+
+/* PATH inside a sandbox: pip's user scripts (PYTHONUSERBASE/bin) first. */
+#define EGRESS_SANDBOX_PATH                                                                        \
+        "PATH=/workspace/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/**
+ * egress_proxy_main() - the proxy process itself (`vestibule-mcp egress-proxy`, started only by
+ * egress_session_start()): fd 3 is the listener, fd 4 the record file; @argv carries the
+ * settings' raw values (--allow, --ports, --pin). Runs until SIGTERM or the listener fails.
+ * Return: the process exit status.
+ */
+int egress_proxy_main(int argc, char **argv);

@@ -1,0 +1,579 @@
+/* proxy.c - the egress proxy process (`vestibule-mcp egress-proxy`, one per run, started by
+ * session.c). It accepts on the one listener the run can reach, reads one request head per
+ * connection (CONNECT host:port, or an absolute http:// URI), decides by the settings,
+ * resolves the name itself and refuses private addresses unless pinned, and relays bytes both
+ * ways. Every decision is appended to the record file as it is made, so a proxy that dies
+ * mid-run still leaves its verdicts; its death closes the listener, so the run's next
+ * connection is refused: fail closed.
+ *
+ * One thread per connection (at most EGRESS_MAX_CONNS; the listener is not polled while they
+ * are all busy, so further clients wait in its backlog), each with a bounded head buffer and
+ * one buffer per direction. A blocking getaddrinfo(3) then stalls only its own connection. */
+#include "egress/egress.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "egress/egress-internal.h"
+
+#define PROXY_FD_LISTEN 3
+#define PROXY_FD_RECORDS 4
+#define PROXY_FD_READY 5
+#define PROXY_HEAD_TIMEOUT_MS 10000
+#define PROXY_CONNECT_TIMEOUT_MS 10000
+
+struct proxy {
+        struct sbx_egress pol;
+        int stop_fd; /* eventfd: readable once the proxy is told to stop */
+        pthread_mutex_t lock;
+        pthread_cond_t changed;
+        unsigned active;
+        atomic_uint_fast64_t next_id, recorded, dropped;
+};
+
+struct conn {
+        struct proxy *p;
+        int fd;
+};
+
+static int64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+record(struct proxy *p __attribute__((unused)), const char *fmt, ...)
+{
+        char line[400];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        if (n <= 0 || (size_t)n >= sizeof(line))
+                return;
+        /* O_APPEND: one write(2) is one whole line, whichever thread writes */
+        if (write(PROXY_FD_RECORDS, line, (size_t)n) != n) {
+                /* the server reads what is there; a short record file is not worse */
+        }
+}
+
+/* A decision: recorded unless past the cap, then only counted. */
+static void record_decision(struct proxy *p, uint64_t id, bool allowed, uint16_t port,
+                            enum egress_reason why, const char *host)
+{
+        if (atomic_fetch_add(&p->recorded, 1) >= EGRESS_MAX_RECORDS) {
+                atomic_fetch_add(&p->dropped, 1);
+                return;
+        }
+        record(p, "D %llu %d %u %d %s\n", (unsigned long long)id, allowed ? 1 : 0, port, (int)why,
+               host && *host ? host : "-");
+}
+
+static bool write_all(int fd, const char *buf, size_t n)
+{
+        while (n > 0) {
+                ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0 && errno == EAGAIN) {
+                        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+                        if (poll(&pfd, 1, 5000) <= 0)
+                                return false;
+                        continue;
+                }
+                if (w <= 0)
+                        return false;
+                buf += w;
+                n -= (size_t)w;
+        }
+        return true;
+}
+
+static void reply(int fd, int code, const char *status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reply(int fd, int code, const char *status, const char *fmt, ...)
+{
+        char body[600], msg[900];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        vsnprintf(body, sizeof(body), fmt, ap);
+        va_end(ap);
+        n = snprintf(msg, sizeof(msg),
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     code, status, strlen(body), body);
+        if (n > 0 && (size_t)n < sizeof(msg))
+                (void)write_all(fd, msg, (size_t)n);
+}
+
+/* Wait for @fd to have @events, or the stop signal, until @deadline_ms. 1 ready, 0 timeout or
+ * stop, -1 error. */
+static int wait_fd(struct proxy *p, int fd, short events, int64_t deadline_ms)
+{
+        for (;;) {
+                struct pollfd pfd[2] = {{.fd = fd, .events = events},
+                                        {.fd = p->stop_fd, .events = POLLIN}};
+                int64_t left = deadline_ms - now_ms();
+                int r;
+
+                if (left <= 0)
+                        return 0;
+                r = poll(pfd, 2, (int)left);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -1;
+                if (pfd[1].revents)
+                        return 0;
+                if (pfd[0].revents)
+                        return 1;
+        }
+}
+
+/* Connect to one of @ai within the deadline; the socket, or -1. */
+static int connect_any(struct proxy *p, const struct addrinfo *ai)
+{
+        int64_t deadline = now_ms() + PROXY_CONNECT_TIMEOUT_MS;
+
+        for (; ai; ai = ai->ai_next) {
+                int s = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e;
+                socklen_t el = sizeof(e);
+
+                if (s < 0)
+                        continue;
+                if (connect(s, ai->ai_addr, ai->ai_addrlen) == 0)
+                        return s;
+                if (errno == EINPROGRESS && wait_fd(p, s, POLLOUT, deadline) == 1 &&
+                    getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0)
+                        return s;
+                close(s);
+        }
+        return -1;
+}
+
+/* The upstream head of an absolute-URI request: origin-form target, hop-by-hop and Proxy-*
+ * headers dropped, "Connection: close" (one request per upstream connection). */
+char *egress_upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len)
+{
+        static const char *const drop[] = {
+            "proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:"};
+        size_t cap = rq->head_len + 64, o = 0, i;
+        char *out = xmalloc(cap);
+
+        memcpy(out + o, buf, rq->method_len);
+        o += rq->method_len;
+        out[o++] = ' ';
+        if (rq->target_len) {
+                memcpy(out + o, buf + rq->target_off, rq->target_len);
+                o += rq->target_len;
+        } else {
+                out[o++] = '/';
+        }
+        out[o++] = ' ';
+        memcpy(out + o, buf + rq->version_off, rq->version_len);
+        o += rq->version_len;
+        out[o++] = '\r';
+        out[o++] = '\n';
+        i = (size_t)((const char *)memchr(buf, '\n', rq->head_len) - buf) + 1;
+        while (i < rq->head_len) {
+                const char *nl = memchr(buf + i, '\n', rq->head_len - i);
+                size_t end = nl ? (size_t)(nl - buf) : rq->head_len, len = end - i;
+                bool skip = false;
+
+                if (len && buf[i + len - 1] == '\r')
+                        len--;
+                for (size_t d = 0; d < ELEMENTSOF(drop) && len; d++)
+                        if (len >= strlen(drop[d]) &&
+                            strncasecmp(buf + i, drop[d], strlen(drop[d])) == 0)
+                                skip = true;
+                if (len && !skip) {
+                        memcpy(out + o, buf + i, len);
+                        o += len;
+                        out[o++] = '\r';
+                        out[o++] = '\n';
+                }
+                i = end + 1;
+        }
+        memcpy(out + o, "Connection: close\r\n\r\n", 21);
+        o += 21;
+        *ret_len = o;
+        return out;
+}
+
+/* One direction of a tunnel: bytes move from @from into a pipe and on to @to with splice(2),
+ * so they never pass through user space; the pipe (EGRESS_BUF_BYTES) is the only buffer. */
+struct half {
+        int from, to;
+        int pipe[2];
+        size_t in_pipe;
+        bool eof, shut;
+        uint64_t bytes;
+};
+
+/* Move what can move now without blocking. Return false on a hard error. */
+static bool half_step(struct half *h)
+{
+        for (int rounds = 0; rounds < 64; rounds++) {
+                bool moved = false;
+                if (!h->eof && h->in_pipe < EGRESS_BUF_BYTES) {
+                        ssize_t n =
+                            splice(h->from, NULL, h->pipe[1], NULL, EGRESS_BUF_BYTES - h->in_pipe,
+                                   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                        if (n > 0) {
+                                h->in_pipe += (size_t)n;
+                                moved = true;
+                        } else if (n == 0) {
+                                h->eof = true;
+                        } else if (errno != EAGAIN && errno != EINTR) {
+                                return false;
+                        }
+                }
+                if (h->in_pipe > 0) {
+                        ssize_t w = splice(h->pipe[0], NULL, h->to, NULL, h->in_pipe,
+                                           SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                        if (w > 0) {
+                                h->in_pipe -= (size_t)w;
+                                h->bytes += (uint64_t)w;
+                                moved = true;
+                        } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                                return false;
+                        }
+                }
+                if (h->eof && h->in_pipe == 0 && !h->shut) {
+                        shutdown(h->to, SHUT_WR);
+                        h->shut = true;
+                }
+                if (!moved)
+                        break;
+        }
+        return true;
+}
+
+/* Relay both ways until both sides are done, an error, or the stop signal. */
+static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_t *ret_down)
+{
+        struct half h[2] = {{.from = client, .to = up, .pipe = {-1, -1}},
+                            {.from = up, .to = client, .pipe = {-1, -1}}};
+
+        for (int d = 0; d < 2; d++) {
+                if (pipe2(h[d].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+                        goto out;
+                (void)fcntl(h[d].pipe[1], F_SETPIPE_SZ, EGRESS_BUF_BYTES);
+        }
+        for (;;) {
+                struct pollfd pfd[3] = {
+                    {.fd = client}, {.fd = up}, {.fd = p->stop_fd, .events = POLLIN}};
+
+                if (!half_step(&h[0]) || !half_step(&h[1]))
+                        break;
+                if (h[0].shut && h[1].shut)
+                        break;
+                for (int d = 0; d < 2; d++) {
+                        struct pollfd *src = d == 0 ? &pfd[0] : &pfd[1];
+                        struct pollfd *dst = d == 0 ? &pfd[1] : &pfd[0];
+                        if (!h[d].eof && h[d].in_pipe < EGRESS_BUF_BYTES)
+                                src->events |= POLLIN;
+                        if (h[d].in_pipe > 0)
+                                dst->events |= POLLOUT;
+                }
+                if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+                        break;
+                if (pfd[2].revents)
+                        break;
+                if ((pfd[0].revents | pfd[1].revents) & POLLNVAL)
+                        break;
+        }
+out:
+        for (int d = 0; d < 2; d++) {
+                if (h[d].pipe[0] >= 0)
+                        close(h[d].pipe[0]);
+                if (h[d].pipe[1] >= 0)
+                        close(h[d].pipe[1]);
+        }
+        *ret_up = h[0].bytes;
+        *ret_down = h[1].bytes;
+}
+
+static void set_nonblock(int fd)
+{
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+                (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static void serve(struct proxy *p, int fd)
+{
+        _cleanup_free_ char *head = xmalloc(EGRESS_MAX_HEAD_BYTES);
+        _cleanup_close_ int up = -1;
+        struct egress_request rq = {0};
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+        const struct sbx_egress_pin *pin;
+        int64_t deadline = now_ms() + PROXY_HEAD_TIMEOUT_MS;
+        enum egress_reason why;
+        char port_s[8], detail[160] = "";
+        uint64_t id, bytes_up = 0, bytes_down = 0;
+        size_t len = 0;
+        int r = 0;
+
+        set_nonblock(fd);
+        while (r == 0) {
+                ssize_t n;
+                if (wait_fd(p, fd, POLLIN, deadline) != 1)
+                        return; /* silent client or stop: nothing was asked */
+                n = read(fd, head + len, EGRESS_MAX_HEAD_BYTES - len);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        continue;
+                if (n <= 0)
+                        return;
+                len += (size_t)n;
+                r = egress_parse_request(head, len, &rq);
+        }
+        id = atomic_fetch_add(&p->next_id, 1) + 1;
+        if (r < 0) {
+                record_decision(p, id, false, 0, EGRESS_WHY_BAD_REQUEST, NULL);
+                if (r == -EPROTONOSUPPORT)
+                        reply(fd, 400, "Bad Request",
+                              "vestibule egress: refused: an https:// URL must be sent with "
+                              "CONNECT (set HTTPS_PROXY, the sandbox sets it)\n");
+                else
+                        reply(fd, 400, "Bad Request",
+                              "vestibule egress: refused: not an HTTP proxy request (CONNECT "
+                              "host:port, or an absolute http:// URL)\n");
+                return;
+        }
+
+        why = egress_decide_name(&p->pol, &rq);
+        if (why == EGRESS_WHY_OK) {
+                pin = config_egress_pin(&p->pol, rq.host);
+                snprintf(port_s, sizeof(port_s), "%u", pin && pin->port ? pin->port : rq.port);
+                hints.ai_flags = AI_NUMERICSERV | (pin || rq.host_is_ip ? AI_NUMERICHOST : 0);
+                if (getaddrinfo(pin ? pin->addr : rq.host, port_s, &hints, &ai) != 0 || !ai) {
+                        why = EGRESS_WHY_NO_RESOLVE;
+                        ai = NULL;
+                }
+                for (struct addrinfo *a = ai; a && !pin; a = a->ai_next) {
+                        const char *cls = egress_addr_class(a->ai_addr);
+                        char txt[INET6_ADDRSTRLEN] = "?";
+                        if (!cls)
+                                continue;
+                        if (a->ai_family == AF_INET)
+                                inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr,
+                                          txt, sizeof(txt));
+                        else if (a->ai_family == AF_INET6)
+                                inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr,
+                                          txt, sizeof(txt));
+                        snprintf(detail, sizeof(detail),
+                                 " (%s, %s; pin the name with "
+                                 "VESTIBULE_EGRESS_PIN if you mean it)",
+                                 txt, cls);
+                        why = EGRESS_WHY_PRIVATE;
+                        break;
+                }
+                if (why == EGRESS_WHY_OK) {
+                        /* the very addresses judged above: nothing is resolved twice */
+                        up = connect_any(p, ai);
+                        if (up < 0)
+                                why = EGRESS_WHY_CONNECT;
+                }
+                if (ai)
+                        freeaddrinfo(ai);
+        }
+        record_decision(p, id, why == EGRESS_WHY_OK, rq.port, why, rq.host);
+        if (why != EGRESS_WHY_OK) {
+                bool policy = why != EGRESS_WHY_NO_RESOLVE && why != EGRESS_WHY_CONNECT;
+                reply(fd, policy ? 403 : 502, policy ? "Forbidden" : "Bad Gateway",
+                      "vestibule egress: refused %s%s%s:%u: %s%s\n",
+                      strchr(rq.host, ':') ? "[" : "", rq.host, strchr(rq.host, ':') ? "]" : "",
+                      rq.port, egress_reason_text(why), detail);
+                return;
+        }
+
+        if (rq.connect) {
+                static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+                if (!write_all(fd, ok, sizeof(ok) - 1))
+                        goto done;
+        } else {
+                size_t hl;
+                _cleanup_free_ char *h = egress_upstream_head(head, &rq, &hl);
+                if (!write_all(up, h, hl))
+                        goto done;
+                bytes_up += hl;
+        }
+        if (len > rq.head_len) {
+                if (!write_all(up, head + rq.head_len, len - rq.head_len))
+                        goto done;
+                bytes_up += len - rq.head_len;
+        }
+        {
+                uint64_t u = 0, d = 0;
+                int one = 1;
+                (void)setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                relay(p, fd, up, &u, &d);
+                bytes_up += u;
+                bytes_down += d;
+        }
+done:
+        record(p, "C %llu %llu %llu\n", (unsigned long long)id, (unsigned long long)bytes_up,
+               (unsigned long long)bytes_down);
+}
+
+static void *conn_main(void *arg)
+{
+        struct conn *c = arg;
+        struct proxy *p = c->p;
+
+        serve(p, c->fd);
+        close(c->fd);
+        free(c);
+        pthread_mutex_lock(&p->lock);
+        p->active--;
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+}
+
+static const char *arg_value(int argc, char **argv, const char *name)
+{
+        for (int i = 0; i + 1 < argc; i++)
+                if (strcmp(argv[i], name) == 0)
+                        return argv[i + 1];
+        return "";
+}
+
+int egress_proxy_main(int argc, char **argv)
+{
+        static struct proxy p = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                 .changed = PTHREAD_COND_INITIALIZER};
+        struct sbx_error err = {0};
+        sigset_t mask;
+        pthread_attr_t attr;
+        int sig_fd, fl;
+
+        {
+                int acc = 0;
+                socklen_t al = sizeof(acc);
+                if (getsockopt(PROXY_FD_LISTEN, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
+                    fcntl(PROXY_FD_RECORDS, F_GETFD) < 0) {
+                        fprintf(stderr, "vestibule-mcp egress-proxy: an internal command: the "
+                                        "server starts it for a run with network \"allowlist\"\n");
+                        return 2;
+                }
+        }
+        prctl(PR_SET_NAME, EGRESS_PROC_NAME, 0, 0, 0);
+        if (config_egress_parse(arg_value(argc, argv, "--allow"), arg_value(argc, argv, "--ports"),
+                                arg_value(argc, argv, "--pin"), &p.pol, &err) < 0) {
+                fprintf(stderr, "vestibule egress-proxy: %s\n", err.msg);
+                return 2;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every connection thread */
+        sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+        p.stop_fd = eventfd(0, EFD_CLOEXEC);
+        fl = fcntl(PROXY_FD_RECORDS, F_GETFL);
+        if (sig_fd < 0 || p.stop_fd < 0 || fl < 0 ||
+            fcntl(PROXY_FD_RECORDS, F_SETFL, fl | O_APPEND) < 0) {
+                fprintf(stderr, "vestibule egress-proxy: cannot set up: %s\n", strerror(errno));
+                return 1;
+        }
+        set_nonblock(PROXY_FD_LISTEN);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 512 * 1024); /* getaddrinfo, and ASan builds */
+        /* ready: the server stops waiting and lets the run go on */
+        if (write(PROXY_FD_READY, "R", 1) != 1)
+                return 1;
+        close(PROXY_FD_READY);
+
+        for (;;) {
+                struct pollfd pfd[2] = {{.fd = sig_fd, .events = POLLIN},
+                                        {.fd = PROXY_FD_LISTEN, .events = POLLIN}};
+                bool full;
+                int r, c;
+
+                pthread_mutex_lock(&p.lock);
+                full = p.active >= EGRESS_MAX_CONNS;
+                pthread_mutex_unlock(&p.lock);
+                /* all busy: leave new clients in the backlog, look again in a moment */
+                r = poll(pfd, full ? 1 : 2, full ? 50 : -1);
+                if (r < 0 && errno != EINTR)
+                        break;
+                if (r <= 0)
+                        continue;
+                if (pfd[0].revents)
+                        break;
+                if (pfd[1].revents & (POLLERR | POLLNVAL))
+                        break;
+                c = accept4(PROXY_FD_LISTEN, NULL, NULL, SOCK_CLOEXEC);
+                if (c < 0) {
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                            errno == ENOMEM)
+                                poll(NULL, 0, 50);
+                        continue;
+                }
+                struct conn *cn = xmalloc(sizeof(*cn));
+                pthread_t t;
+                cn->p = &p;
+                cn->fd = c;
+                pthread_mutex_lock(&p.lock);
+                p.active++;
+                pthread_mutex_unlock(&p.lock);
+                if (pthread_create(&t, &attr, conn_main, cn) != 0) {
+                        close(c);
+                        free(cn);
+                        pthread_mutex_lock(&p.lock);
+                        p.active--;
+                        pthread_mutex_unlock(&p.lock);
+                }
+        }
+
+        /* Stop: no new connection; the open ones record their bytes and end. */
+        close(PROXY_FD_LISTEN);
+        {
+                uint64_t one = 1;
+                struct timespec until;
+                if (write(p.stop_fd, &one, sizeof(one)) != sizeof(one)) {
+                        /* the threads end with the process below anyway */
+                }
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += 1;
+                pthread_mutex_lock(&p.lock);
+                while (p.active > 0 &&
+                       pthread_cond_timedwait(&p.changed, &p.lock, &until) != ETIMEDOUT)
+                        ;
+                pthread_mutex_unlock(&p.lock);
+        }
+        if (atomic_load(&p.dropped))
+                record(&p, "M %llu\n", (unsigned long long)atomic_load(&p.dropped));
+        _exit(0);
+}

@@ -1,0 +1,326 @@
+// The egress allowlist (network: "allowlist"): the run's only way out is the proxy on
+// 127.0.0.1:3128 of its own network namespace; the proxy lets through only the hosts and ports
+// of VESTIBULE_EGRESS_ALLOW / VESTIBULE_EGRESS_PORTS, refuses private addresses behind a name
+// unless VESTIBULE_EGRESS_PIN pins it, and every verdict reaches the model (the egress: line,
+// structuredContent.egress) and the audit log. Nothing leaves this machine: the only upstream
+// is a local HTTP server (a PyPI simple index with a wheel built here) reached through a pin;
+// every other host is refused before the proxy resolves or connects anything.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { BACKEND, assertBlocked, assertExitCode, assertIsolation, assertModelSees, callTool, connect, makeWorld, runCode, sleep, textOf, waitFor } from './lib.mjs';
+
+const NATIVE = BACKEND === 'native';
+// The container backend serves the allowlist too; its runs of these tests come with the CI
+// stage egress-container (E2E_EGRESS=1), which holds the images with pip, for time.
+const SERVES = NATIVE || (BACKEND === 'container' && process.env.E2E_EGRESS === '1');
+const MIRROR = 'pypi.vst.test'; // .test never resolves (RFC 6761): only the pin makes it work
+const PKG = 'vstegresspkg';
+
+// A wheel built here with zipfile (PEP 427: the package, METADATA, WHEEL, RECORD).
+function buildWheel(dir) {
+    const py = `
+import base64, hashlib, sys, zipfile
+name, out = sys.argv[1], sys.argv[2]
+files = {
+    f"{name}/__init__.py": "VALUE = 'installed through the egress proxy'\\n",
+    f"{name}-1.0.dist-info/METADATA": f"Metadata-Version: 2.1\\nName: {name}\\nVersion: 1.0\\n",
+    f"{name}-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\\nGenerator: vst-e2e\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+}
+rec = []
+with zipfile.ZipFile(out, "w") as z:
+    for p, data in files.items():
+        z.writestr(p, data)
+        d = base64.urlsafe_b64encode(hashlib.sha256(data.encode()).digest()).rstrip(b"=").decode()
+        rec.append(f"{p},sha256={d},{len(data.encode())}")
+    rec.append(f"{name}-1.0.dist-info/RECORD,,")
+    z.writestr(f"{name}-1.0.dist-info/RECORD", "\\n".join(rec) + "\\n")
+`;
+    const whl = path.join(dir, `${PKG}-1.0-py3-none-any.whl`);
+    const r = spawnSync('python3', ['-c', py, PKG, whl], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `building the test wheel: ${r.stderr}`);
+    return whl;
+}
+
+// The local mirror: /simple/<pkg>/ links the wheel; /hello says hello; anything else 404.
+async function startMirror(t) {
+    const dir = fs.mkdtempSync('/tmp/vst-e2e-mirror-');
+    const whl = buildWheel(dir);
+    const hits = [];
+    const server = http.createServer((req, res) => {
+        hits.push(req.url);
+        if (req.url === `/simple/${PKG}/`) {
+            res.writeHead(200, { 'content-type': 'text/html' });
+            res.end(`<html><body><a href="/files/${path.basename(whl)}">${path.basename(whl)}</a></body></html>`);
+        } else if (req.url === `/files/${path.basename(whl)}`) {
+            res.writeHead(200, { 'content-type': 'application/octet-stream' });
+            res.end(fs.readFileSync(whl));
+        } else if (req.url.startsWith('/hello')) {
+            res.writeHead(200, { 'content-type': 'text/plain' });
+            res.end(`hello from the mirror ${req.url}\n`);
+        } else {
+            res.writeHead(404);
+            res.end('not here\n');
+        }
+    });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    t.after(() => { server.close(); fs.rmSync(dir, { recursive: true, force: true }); });
+    return { port: server.address().port, hits };
+}
+
+// The settings a user would write into the client config's env.
+const egressEnv = (port) => ({
+    VESTIBULE_EGRESS_ALLOW: `${MIRROR},localhost`,
+    VESTIBULE_EGRESS_PIN: `${MIRROR}=127.0.0.1:${port}`,
+});
+
+const run = (conn, code, opts = {}) => runCode(conn, 'python', code, { ...opts });
+async function callNet(conn, code, { network = 'allowlist', timeout_seconds = 30 } = {}) {
+    const result = await callTool(conn, 'run_code', { language: 'python', code, network, timeout_seconds });
+    return { result, text: textOf(result) };
+}
+
+// A raw proxy request from inside, so no client library decides anything: the status line and
+// the body (a refusal names the host and the reason).
+const RAW = `
+import socket, sys
+def ask(line):
+    try:
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+        s.sendall(line.encode() + b"\\r\\nHost: x\\r\\n\\r\\n")
+        data = b""
+        while True:
+            b = s.recv(4096)
+            if not b: break
+            data += b
+            if line.startswith("CONNECT") and b"\\r\\n\\r\\n" in data: break
+        s.close()
+        head, _, body = data.partition(b"\\r\\n\\r\\n")
+        return head.split(b"\\r\\n")[0].decode() + " | " + body.decode().strip()
+    except Exception as e:
+        return "ERR " + type(e).__name__ + " " + str(e)
+`;
+
+function hostsOf(result) {
+    const s = assertModelSees(result);
+    assert.equal(typeof s.egress, 'object', `structuredContent.egress is there:\n${JSON.stringify(s, null, 1)}`);
+    assert.equal(s.egress.policy, 'allowlist');
+    return s.egress.hosts;
+}
+
+function auditEgress(world) {
+    const files = fs.readdirSync(world.audit).filter((f) => f.endsWith('.jsonl'));
+    const ends = files.flatMap((f) => fs.readFileSync(path.join(world.audit, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)))
+        .filter((r) => r.egress);
+    return ends.map((r) => r.egress);
+}
+
+test('network "allowlist" on a backend without the egress proxy is Blocked, never run open', { skip: NATIVE && 'the native backend serves the allowlist (tests below)' }, async (t) => {
+    if (BACKEND === 'container') return t.skip('the container backend serves the allowlist (E2E_EGRESS=1 runs the tests below on it)');
+    const conn = await connect(makeWorld(t, { VESTIBULE_EGRESS_ALLOW: MIRROR }));
+    const r = await callNet(conn, 'print("ran")');
+    assertBlocked(r.result, 'allowlist', BACKEND);
+    // control: the same call without network runs
+    const c = await run(conn, 'print("ran")');
+    assertExitCode(c.text, 0);
+});
+
+test('an invalid egress setting blocks every call, naming it', async (t) => {
+    const conn = await connect(makeWorld(t, { VESTIBULE_EGRESS_PORTS: '443,http' }));
+    const r = await run(conn, 'print(1)');
+    assertBlocked(r.result, 'VESTIBULE_EGRESS_PORTS', 'http');
+    const conn2 = await connect(makeWorld(t, { VESTIBULE_EGRESS_ALLOW: 'a.example', VESTIBULE_EGRESS_PIN: 'b.example=127.0.0.1:1' }));
+    assertBlocked((await run(conn2, 'print(1)')).result, 'VESTIBULE_EGRESS_PIN', 'b.example');
+});
+
+test('an allowed host is reached through the proxy; without network the same code has no route', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const conn = await connect(w);
+    const code = `
+import os, urllib.request
+print("proxy", os.environ.get("HTTPS_PROXY"))
+try:
+    print(urllib.request.urlopen("http://${MIRROR}/hello-allowed", timeout=10).read().decode().strip())
+except Exception as e:
+    print("FAILED", type(e).__name__, e)
+`;
+    const on = await callNet(conn, code);
+    assertExitCode(on.text, 0);
+    assert.match(on.text, /^hello from the mirror \/hello-allowed$/m, on.text);
+    assert.match(on.text, /^proxy http:\/\/127\.0\.0\.1:3128$/m);
+    assert.match(on.text, new RegExp(`^egress: allowlist; ${MIRROR.replace(/\./g, '\\.')}:80 allowed \\(1 connection, `, 'm'), on.text);
+    const hosts = hostsOf(on.result);
+    assert.equal(hosts.length, 1, JSON.stringify(hosts));
+    assert.deepEqual({ ...hosts[0], bytes_up: hosts[0].bytes_up > 0, bytes_down: hosts[0].bytes_down > 0 },
+        { host: MIRROR, port: 80, verdict: 'allowed', connections: 1, bytes_up: true, bytes_down: true });
+    assert.ok(m.hits.includes('/hello-allowed'), 'the mirror saw the request');
+    assertIsolation(on.text);
+    const audit = auditEgress(w);
+    assert.equal(audit.length, 1, 'the end record carries the egress decisions');
+    assert.equal(audit[0].decisions[0].host, MIRROR);
+    assert.equal(audit[0].decisions[0].verdict, 'allowed');
+
+    // control: network none (the default): no proxy variable, no listener, no route
+    const off = await run(conn, code);
+    assert.match(off.text, /^proxy None$/m);
+    assert.match(off.text, /^FAILED URLError/m, `no route without the allowlist:\n${off.text}`);
+    assert.doesNotMatch(off.text, /^egress:/m, 'no egress line when the call asked for no network');
+    assert.equal(off.result.structuredContent.egress, undefined);
+});
+
+test('refusals: an unlisted host, an IP literal, a listed host on an unlisted port, a private address behind an unpinned name; each with its reason in the result and the audit', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const conn = await connect(w);
+    const code = `${RAW}
+print("unlisted:", ask("CONNECT evil.example:443 HTTP/1.1"))
+print("literal:", ask("CONNECT 93.184.216.34:443 HTTP/1.1"))
+print("port:", ask("CONNECT ${MIRROR}:8443 HTTP/1.1"))
+print("private:", ask("GET http://localhost/hello HTTP/1.1"))
+print("pinned:", ask("GET http://${MIRROR}/hello-pinned HTTP/1.0"))
+# no route but the proxy: a direct connection to an address, and DNS, fail inside
+try:
+    socket.create_connection(("93.184.216.34", 443), timeout=3); print("direct: CONNECTED")
+except OSError as e:
+    print("direct:", e.errno, e.strerror)
+try:
+    socket.create_connection(("127.0.0.1", ${m.port}), timeout=3); print("host loopback: CONNECTED")
+except OSError as e:
+    print("host loopback:", e.errno, e.strerror)
+try:
+    print("dns:", socket.getaddrinfo("${MIRROR}", 80))
+except OSError as e:
+    print("dns: fails", type(e).__name__)
+`;
+    const r = await callNet(conn, code);
+    assertExitCode(r.text, 0);
+    assert.match(r.text, /^unlisted: HTTP\/1\.1 403 Forbidden \| vestibule egress: refused evil\.example:443: not in VESTIBULE_EGRESS_ALLOW$/m, r.text);
+    assert.match(r.text, /^literal: HTTP\/1\.1 403 Forbidden \| vestibule egress: refused 93\.184\.216\.34:443: IP literal not in the allowlist$/m, r.text);
+    assert.match(r.text, new RegExp(`^port: HTTP/1\\.1 403 Forbidden \\| vestibule egress: refused ${MIRROR}:8443: port not allowed$`, 'm'), r.text);
+    assert.match(r.text, /^private: HTTP\/1\.1 403 Forbidden \| vestibule egress: refused localhost:80: resolves to a private address \(127\.0\.0\.1, loopback/m, r.text);
+    // control: the pinned name (also 127.0.0.1) is let through, in the same run
+    assert.match(r.text, /^pinned: HTTP\/1\.1 200 OK \| hello from the mirror \/hello-pinned$/m, r.text);
+    assert.match(r.text, /^direct: 101 Network is unreachable$/m, r.text);
+    assert.match(r.text, /^host loopback: 111 Connection refused$/m, 'the host\'s loopback is not the run\'s');
+    assert.match(r.text, /^dns: fails gaierror$/m, r.text);
+    assert.ok(!m.hits.some((h) => h.includes('/hello') && !h.includes('pinned')), `only the pinned request reached the mirror: ${m.hits}`);
+
+    const want = [
+        ['evil.example', 443, 'not in VESTIBULE_EGRESS_ALLOW'],
+        ['93.184.216.34', 443, 'IP literal not in the allowlist'],
+        [MIRROR, 8443, 'port not allowed'],
+        ['localhost', 80, 'resolves to a private address'],
+    ];
+    const hosts = hostsOf(r.result);
+    const audit = auditEgress(w)[0].decisions;
+    for (const [host, port, reason] of want) {
+        const e = hosts.find((h) => h.host === host && h.port === port);
+        assert.ok(e, `${host}:${port} in structuredContent.egress.hosts: ${JSON.stringify(hosts)}`);
+        assert.equal(e.verdict, 'denied');
+        assert.equal(e.reason, reason);
+        assert.ok(r.text.includes(`${host}:${port} denied: ${reason} (1 connection)`), `${host}:${port} in the egress: line:\n${r.text}`);
+        const a = audit.find((d) => d.host === host && d.port === port);
+        assert.ok(a && a.verdict === 'denied' && a.reason === reason, `${host}:${port} in the audit: ${JSON.stringify(audit)}`);
+    }
+    const ok = hosts.find((h) => h.host === MIRROR && h.port === 80);
+    assert.equal(ok?.verdict, 'allowed', 'the control went through and is listed allowed');
+});
+
+// pip through the proxy, into /workspace/.local, imported by the next call without network.
+// The sandbox's own pip when the image has it (python3-pip); else the host's pip (pure
+// Python) copied into the workspace and run from there; else a skip that says so.
+test('pip install through the allowlist, then import in the next call without network', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const conn = await connect(w);
+    const probe = await run(conn, 'import importlib.util\nprint("pip:", importlib.util.find_spec("pip") is not None)');
+    let prefix = '';
+    if (/^pip: False$/m.test(probe.text)) {
+        const host = spawnSync('python3', ['-c', 'import os, pip; print(os.path.dirname(pip.__file__))'], { encoding: 'utf8' });
+        if (host.status !== 0) return t.skip('no pip in the python rootfs (python3-pip arrives with the image change) and none on the host to copy in');
+        fs.cpSync(host.stdout.trim(), path.join(w.ws, '.pipsrc', 'pip'), { recursive: true });
+        prefix = 'import sys; sys.path.insert(0, "/workspace/.pipsrc")\n';
+    }
+    const install = await callNet(conn, `${prefix}import sys, runpy
+sys.argv = ["pip", "install", "--index-url", "http://${MIRROR}/simple/", "--trusted-host", "${MIRROR}", "${PKG}"]
+try:
+    runpy.run_module("pip", run_name="__main__")
+except SystemExit as e:
+    print("pip exit", e.code)
+`, { timeout_seconds: 60 });
+    assert.match(install.text, /^pip exit 0$/m, install.text);
+    assert.match(install.text, new RegExp(`Successfully installed ${PKG}-1\\.0`), install.text);
+    assert.ok(m.hits.includes(`/simple/${PKG}/`), `pip asked the mirror's index: ${m.hits}`);
+    const hosts = hostsOf(install.result);
+    assert.ok(hosts.some((h) => h.host === MIRROR && h.verdict === 'allowed'), JSON.stringify(hosts));
+    const use = await run(conn, `import ${PKG}\nprint(${PKG}.VALUE, ${PKG}.__file__)`);
+    assertExitCode(use.text, 0);
+    assert.match(use.text, new RegExp(`^installed through the egress proxy /workspace/\\.local/lib/python3[.0-9]*/site-packages/${PKG}/__init__\\.py$`, 'm'), use.text);
+});
+
+// The proxy's death mid-run closes the run's only way out: the next connection is refused,
+// and the result says the proxy ended.
+test('the proxy killed in the middle of a run: the next connection is refused (fail closed)', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const conn = await connect(w);
+    const code = `
+import os, time, urllib.request
+print("before:", urllib.request.urlopen("http://${MIRROR}/hello-before", timeout=10).read().decode().strip())
+open("/workspace/ready", "w").close()
+for _ in range(200):
+    if os.path.exists("/workspace/go"): break
+    time.sleep(0.05)
+try:
+    print("after:", urllib.request.urlopen("http://${MIRROR}/hello-after", timeout=10).read().decode().strip())
+except Exception as e:
+    print("after: FAILED", e)
+`;
+    const pending = callNet(conn, code);
+    assert.ok(await waitFor(() => fs.existsSync(path.join(w.ws, 'ready')), 20_000), 'the run got going');
+    const proxies = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+        try {
+            const st = fs.readFileSync(`/proc/${p}/stat`, 'latin1');
+            const m2 = /^\d+ \((.*)\) \S (\d+) /.exec(st);
+            return m2 && m2[1] === 'vst-egress' && Number(m2[2]) === conn.pid;
+        } catch { return false; }
+    }).map(Number);
+    assert.equal(proxies.length, 1, `one proxy, a child of this server (${conn.pid}): ${proxies}`);
+    process.kill(proxies[0], 'SIGKILL');
+    await sleep(100);
+    fs.writeFileSync(path.join(w.ws, 'go'), '');
+    const r = await pending;
+    assert.match(r.text, /^before: hello from the mirror \/hello-before$/m, r.text);
+    assert.match(r.text, /^after: FAILED .*(Connection refused|Errno 111)/m, `refused, not open:\n${r.text}`);
+    assert.ok(!m.hits.includes('/hello-after'), 'nothing reached the mirror after the kill');
+    assert.match(r.text, /^egress: the egress proxy ended during the run \(killed by signal 9\)/m, r.text);
+    const s = assertModelSees(r.result);
+    assert.match(s.egress.note, /killed by signal 9/);
+    assert.equal(s.egress.hosts.find((h) => h.host === MIRROR)?.verdict, 'allowed', 'the verdict made before the kill is kept');
+});
+
+test('four runs at once, each with its own proxy and its own verdicts', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const conn = await connect(w);
+    const code = (i) => `${RAW}
+import urllib.request
+print("ok:", urllib.request.urlopen("http://${MIRROR}/hello-${i}", timeout=10).read().decode().strip())
+print("deny:", ask("CONNECT deny-${i}.example:443 HTTP/1.1"))
+`;
+    const all = await Promise.all([1, 2, 3, 4].map((i) => callNet(conn, code(i))));
+    all.forEach((r, k) => {
+        const i = k + 1;
+        assert.match(r.text, new RegExp(`^ok: hello from the mirror /hello-${i}$`, 'm'), r.text);
+        assert.match(r.text, new RegExp(`^deny: HTTP/1\\.1 403 Forbidden \\| vestibule egress: refused deny-${i}\\.example:443`, 'm'), r.text);
+        const hosts = hostsOf(r.result);
+        assert.deepEqual(hosts.map((h) => `${h.host}:${h.port} ${h.verdict} ${h.connections}`).sort(),
+            [`${MIRROR}:80 allowed 1`, `deny-${i}.example:443 denied 1`].sort(),
+            `run ${i} lists only its own verdicts: ${JSON.stringify(hosts)}`);
+    });
+});
