@@ -106,12 +106,6 @@ static void closedirp(DIR **d)
                 closedir(*d);
 }
 
-static void curl_easy_cleanupp(CURL **h)
-{
-        if (*h)
-                curl_easy_cleanup(*h);
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Probe (the connection, owner labels and sweep: conn.c)                                   */
 
@@ -131,20 +125,22 @@ static json_object *jget(json_object *o, const char *k)
 static int probe_info(struct engine_state *st, struct sbx_error *err)
 {
         _cleanup_(json_putp) json_object *info = NULL;
-        long status = 0;
-        char msg[200], reasons[280] = "", limits[64] = "";
+        _cleanup_(engine_reply_done) struct engine_reply inf = {0};
+        char reasons[280] = "", limits[64] = "";
         int r;
 
         /* Podman: its libpod info (below) says all we need; its compat /info is as slow again */
         if (!st->conn.podman) {
-                r = engine_request_json(&st->conn, "GET", "/info", NULL, ENGINE_INFO_MS, &status,
-                                        &info, msg, sizeof(msg), err);
+                r = engine_get(&st->conn,
+                               &(struct engine_call){.path = "/info",
+                                                     .ok = {200},
+                                                     .body = ENGINE_BODY_JSON,
+                                                     .timeout_ms = ENGINE_INFO_MS,
+                                                     .what = "say what it enforces (/info)"},
+                               &inf, err);
                 if (r < 0)
                         return r;
-                if (status != 200 || !info)
-                        return sbx_fail(err, EIO,
-                                        "the container engine's /info failed (HTTP %ld): %s",
-                                        status, msg);
+                info = TAKE_PTR(inf.json);
                 snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
                          json_object_get_string(jget(info, "OperatingSystem")) ?: "");
                 snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
@@ -170,14 +166,18 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                  json_object_get_string(jget(info, "CgroupDriver")) ?: "");
 
         if (st->conn.podman) {
-                _cleanup_(json_putp) json_object *li = NULL;
-                struct engine_response resp = {0};
-                r = engine_request(&st->conn, "GET", "/v4.0.0/libpod/info", false, NULL,
-                                   ENGINE_INFO_MS, &resp, err);
-                if (r < 0)
+                _cleanup_(engine_reply_done) struct engine_reply lir = {0};
+                r = engine_get(&st->conn,
+                               &(struct engine_call){.path = "/v4.0.0/libpod/info",
+                                                     .unversioned = true,
+                                                     .ok = {200},
+                                                     .body = ENGINE_BODY_JSON,
+                                                     .timeout_ms = ENGINE_INFO_MS,
+                                                     .what = "say what it enforces (libpod info)"},
+                               &lir, err);
+                if (r < 0 && lir.status == 0)
                         return r;
-                li = resp.status == 200 ? json_tokener_parse(resp.body) : NULL;
-                engine_response_done(&resp);
+                json_object *li = lir.json;
                 if (!li)
                         return sbx_fail(err, EIO,
                                         "Podman's libpod info failed: cannot tell whether it is "
@@ -558,28 +558,23 @@ fail:
         return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
 }
 
-struct xfer {
-        bool headers_done;
-        long status;
+/* One of the run's transfers on its curl_multi (attach, wait, kill). */
+struct leg {
+        struct engine_xfer *x;
+        struct engine_reply rep;
         bool done;
-        CURLcode result;
+        int rc; /* engine_xfer_finish()'s, once done */
+        struct sbx_error err;
 };
 
-static size_t xfer_header(char *data, size_t size, size_t nmemb, void *ud)
+static void leg_done(struct leg *l)
 {
-        struct xfer *x = ud;
-        size_t n = size * nmemb;
-        if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
-                const char *sp = memchr(data, ' ', n);
-                x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        } else if (n <= 2 && (data[0] == '\r' || data[0] == '\n')) {
-                x->headers_done = true;
-        }
-        return n;
+        engine_xfer_free(l->x);
+        l->x = NULL;
+        engine_reply_done(&l->rep);
 }
 
 struct attach_ctx {
-        struct xfer x;
         struct engine_demux dmx;
         struct run_result *res;
         size_t cap;
@@ -598,12 +593,9 @@ static void attach_emit(void *ud, int stream, const char *buf, size_t n)
         }
 }
 
-static size_t attach_write(char *data, size_t size, size_t nmemb, void *ud)
+static size_t attach_data(void *ud, const char *data, size_t n)
 {
         struct attach_ctx *a = ud;
-        size_t n = size * nmemb;
-        if (a->x.status != 200)
-                return n;
         if (engine_demux_feed(&a->dmx, data, n, attach_emit, a) < 0) {
                 a->proto_error = true;
                 return 0;
@@ -611,39 +603,26 @@ static size_t attach_write(char *data, size_t size, size_t nmemb, void *ud)
         return n;
 }
 
-struct wait_ctx {
-        struct xfer x;
-        char body[512];
-        size_t len;
-};
-
-static size_t wait_write(char *data, size_t size, size_t nmemb, void *ud)
+/* POST /containers/{id}/kill?signal=KILL; 409: it is not running (any more). */
+static struct engine_call kill_call(const char *id)
 {
-        struct wait_ctx *w = ud;
-        size_t n = size * nmemb;
-        size_t room = sizeof(w->body) - 1 - w->len;
-        size_t take = n < room ? n : room;
-        memcpy(w->body + w->len, data, take);
-        w->len += take;
-        w->body[w->len] = '\0';
-        return n;
+        return (struct engine_call){.path = "/containers/{}/kill",
+                                    .parts = {id},
+                                    .query = {{"signal", "KILL"}},
+                                    .ok = {204, 404, 409},
+                                    .timeout_ms = 15000,
+                                    .what = "kill the sandbox container"};
 }
 
 static void kill_container(const struct engine_conn *c, const char *id)
 {
-        _cleanup_free_ char *path = xasprintf("/containers/%s/kill?signal=KILL", id);
-        struct engine_response r = {0};
+        struct engine_call call = kill_call(id);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         struct sbx_error e = {0};
-        if (engine_request(c, "POST", path, true, NULL, 10000, &r, &e) < 0)
-                log_debug("kill %.12s: %s", id, e.msg);
-        engine_response_done(&r);
-}
 
-static size_t discard_write(char *data, size_t size, size_t nmemb, void *ud)
-{
-        (void)data;
-        (void)ud;
-        return size * nmemb;
+        call.timeout_ms = 10000;
+        if (engine_post(c, &call, &rep, &e) < 0)
+                log_debug("kill %.12s: %s", id, e.msg);
 }
 
 static bool fd_readable(int fd)
@@ -664,6 +643,191 @@ struct stream_out {
         char lost_msg[200];
 };
 
+/* The run's transfers: attach and wait armed before the start, the kill added on a stop. */
+struct run_xfers {
+        CURLM *m;
+        struct leg attach, wait, kill;
+        struct attach_ctx a;
+};
+
+static int leg_add(struct run_xfers *rx, struct leg *l, const struct engine_conn *c,
+                   const struct engine_call *call, struct sbx_error *err)
+{
+        int r = engine_xfer_new(c, "POST", call, &l->rep, &l->x, err);
+        if (r < 0)
+                return r;
+        curl_multi_add_handle(rx->m, engine_xfer_handle(l->x));
+        return 0;
+}
+
+/* Drive the multi once; mark the legs that ended, with their checked result. */
+static void run_xfers_pump(struct run_xfers *rx)
+{
+        struct leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
+        CURLMsg *msg;
+        int running = 0, q;
+
+        curl_multi_perform(rx->m, &running);
+        while ((msg = curl_multi_info_read(rx->m, &q))) {
+                if (msg->msg != CURLMSG_DONE)
+                        continue;
+                for (size_t i = 0; i < ELEMENTSOF(legs); i++)
+                        if (legs[i]->x && engine_xfer_handle(legs[i]->x) == msg->easy_handle &&
+                            !legs[i]->done) {
+                                legs[i]->done = true;
+                                legs[i]->rc =
+                                    engine_xfer_finish(legs[i]->x, msg->data.result, &legs[i]->err);
+                        }
+        }
+}
+
+static void run_xfers_done(struct run_xfers *rx)
+{
+        struct leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
+        for (size_t i = 0; i < ELEMENTSOF(legs); i++) {
+                if (legs[i]->x)
+                        curl_multi_remove_handle(rx->m, engine_xfer_handle(legs[i]->x));
+                leg_done(legs[i]);
+        }
+        if (rx->m)
+                curl_multi_cleanup(rx->m);
+}
+
+/* Arm attach + wait (next-exit) in one multi: both answers' headers in, both 200. */
+static int run_xfers_arm(struct run_xfers *rx, const struct engine_conn *c, const char *id,
+                         struct sbx_error *err)
+{
+        struct engine_call attach = {.path = "/containers/{}/attach",
+                                     .parts = {id},
+                                     .query = {{"stream", "1"}, {"stdout", "1"}, {"stderr", "1"}},
+                                     .ok = {200},
+                                     .body = ENGINE_BODY_STREAM,
+                                     .on_data = attach_data,
+                                     .userdata = &rx->a,
+                                     .what = "attach to the sandbox container"};
+        struct engine_call wait = {.path = "/containers/{}/wait",
+                                   .parts = {id},
+                                   .query = {{"condition", "next-exit"}},
+                                   .ok = {200},
+                                   .body = ENGINE_BODY_JSON,
+                                   .what = "wait for the sandbox container"};
+        uint64_t t_arm = now_ms();
+        int r;
+
+        rx->m = curl_multi_init();
+        if (!rx->m)
+                abort();
+        r = leg_add(rx, &rx->attach, c, &attach, err);
+        if (r == 0)
+                r = leg_add(rx, &rx->wait, c, &wait, err);
+        if (r < 0)
+                return r;
+        for (;;) {
+                run_xfers_pump(rx);
+                struct leg *ended = rx->attach.done ? &rx->attach
+                                    : rx->wait.done ? &rx->wait
+                                                    : NULL;
+                if (ended && ended->rc < 0) {
+                        *err = ended->err;
+                        return ended->rc;
+                }
+                if (engine_xfer_headers_done(rx->attach.x) &&
+                    engine_xfer_headers_done(rx->wait.x) &&
+                    engine_xfer_status(rx->attach.x) == 200 &&
+                    engine_xfer_status(rx->wait.x) == 200)
+                        return 0;
+                if (ended || now_ms() - t_arm > ENGINE_ARM_MS)
+                        return sbx_fail(err, EIO,
+                                        "the container engine did not accept attach/wait for the "
+                                        "new container (attach HTTP %ld, wait HTTP %ld): check "
+                                        "that it is healthy",
+                                        engine_xfer_status(rx->attach.x),
+                                        engine_xfer_status(rx->wait.x));
+                curl_multi_poll(rx->m, NULL, 0, 50, NULL);
+        }
+}
+
+/* POST /containers/{id}/start, with the refusals that have a known cause told apart. */
+static int container_start(const struct engine_conn *c, const char *id, const char *image,
+                           struct sbx_error *err)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        int r;
+
+        r = engine_post(c,
+                        &(struct engine_call){.path = "/containers/{}/start",
+                                              .parts = {id},
+                                              .ok = {204, 304},
+                                              .timeout_ms = 60000,
+                                              .what = "start the sandbox"},
+                        &rep, err);
+        if (r == 0 || rep.status == 0)
+                return r;
+        if (strstr(rep.msg, "\"timeout\"") &&
+            (strstr(rep.msg, "not found") || strstr(rep.msg, "no such file")))
+                return sbx_fail(err, ENOENT,
+                                "the sandbox image '%s' has no coreutils `timeout`, which every "
+                                "run needs: use an image that provides bash, timeout and the "
+                                "interpreter, or run `vestibule-mcp setup`",
+                                image);
+        if (strcasestr(rep.msg, "no new privileges") || strcasestr(rep.msg, "no_new_privs") ||
+            (strcasestr(rep.msg, "apparmor") && strcasestr(rep.msg, "snap")))
+                /* The Docker snap's own confinement refuses the no-new-privileges every sandbox
+                 * is started with; Vestibule does not drop it. */
+                return sbx_fail(err, EPERM,
+                                "the container engine refused no-new-privileges, which every "
+                                "sandbox needs; the Docker snap does this: install Docker Engine "
+                                "from your distribution (apt install docker.io) or docker.com "
+                                "instead of the snap (sudo snap remove docker), then restart the "
+                                "server (engine said: %.160s)",
+                                rep.msg);
+        return r;
+}
+
+/* Why the run must stop now, if it must. */
+static enum stop_reason stop_reason_now(struct engine_state *st, const struct run_request *req,
+                                        const struct attach_ctx *a, uint64_t elapsed_ms,
+                                        uint64_t timeout_ms)
+{
+        pthread_mutex_lock(&st->lock);
+        bool shutting = st->shutting_down;
+        pthread_mutex_unlock(&st->lock);
+        if (shutting)
+                return STOP_SHUTDOWN;
+        if (fd_readable(req->cancel_fd))
+                return STOP_CANCEL;
+        if (a->flooded)
+                return STOP_FLOOD;
+        if (elapsed_ms >= timeout_ms + ENGINE_DEADLINE_SLACK_MS)
+                return STOP_TIMEOUT;
+        return STOP_NONE;
+}
+
+/* The wait's answer (or its loss) into @out. */
+static void wait_result(struct run_xfers *rx, const char *id, struct stream_out *out)
+{
+        json_object *sc;
+
+        if (rx->wait.done && rx->wait.rc == 0) {
+                if (json_object_object_get_ex(rx->wait.rep.json, "StatusCode", &sc)) {
+                        out->wait_ok = true;
+                        out->status_code = json_object_get_int(sc);
+                }
+                /* Our deadline kill found the container no longer running (409), or the
+                 * container did not end by our SIGKILL (its status is not 128 + 9): the
+                 * program had ended by itself just before, its exit status stands. */
+                if (out->wait_ok && out->stop == STOP_TIMEOUT &&
+                    ((rx->kill.done && rx->kill.rep.status == 409) || out->status_code != 137)) {
+                        log_debug("run %.12s: ended by itself before the deadline kill", id);
+                        out->stop = STOP_NONE;
+                }
+        } else if (rx->wait.done) {
+                out->engine_lost = true;
+                snprintf(out->lost_msg, sizeof(out->lost_msg),
+                         "lost the container engine during the run (%.150s)", rx->wait.err.msg);
+        }
+}
+
 /* Arm attach + wait (next-exit) in one multi, start, drive to the end. */
 static int run_stream(struct backend *b, const struct run_request *req, const char *id,
                       struct run_result *res, struct stream_out *out, struct sbx_trace *trace,
@@ -671,156 +835,47 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
 {
         struct engine_state *st = b->state;
         const struct engine_conn *c = &st->conn;
-        _cleanup_free_ char *apath =
-            xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
-        _cleanup_free_ char *wpath = xasprintf("/containers/%s/wait?condition=next-exit", id);
-        _cleanup_free_ char *spath = xasprintf("/containers/%s/start", id);
-        _cleanup_(curl_easy_cleanupp) CURL *ha = engine_easy_new(c, apath, true);
-        _cleanup_(curl_easy_cleanupp) CURL *hw = engine_easy_new(c, wpath, true);
-        _cleanup_free_ char *kpath = xasprintf("/containers/%s/kill?signal=KILL", id);
-        _cleanup_(curl_easy_cleanupp) CURL *hk = NULL;
-        struct xfer kx = {0};
-        struct attach_ctx a = {.res = res, .cap = b->cfg->max_output_bytes};
-        struct wait_ctx w = {0};
-        CURLM *m = curl_multi_init();
-        struct engine_response sr = {0};
-        uint64_t t_arm, t_start = 0, t_exit = 0, t_kill = 0, t_progress;
+        struct run_xfers rx = {.a = {.res = res, .cap = b->cfg->max_output_bytes}};
+        uint64_t t_start = 0, t_exit = 0, t_kill = 0, t_progress;
         uint64_t timeout_ms = (uint64_t)req->timeout_s * 1000;
-        int running = 0, rv = 0;
-
-        curl_easy_setopt(ha, CURLOPT_POST, 1L);
-        curl_easy_setopt(ha, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(ha, CURLOPT_HEADERFUNCTION, xfer_header);
-        curl_easy_setopt(ha, CURLOPT_HEADERDATA, &a.x);
-        curl_easy_setopt(ha, CURLOPT_WRITEFUNCTION, attach_write);
-        curl_easy_setopt(ha, CURLOPT_WRITEDATA, &a);
-        curl_easy_setopt(ha, CURLOPT_PRIVATE, &a.x);
-        curl_easy_setopt(hw, CURLOPT_POST, 1L);
-        curl_easy_setopt(hw, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(hw, CURLOPT_HEADERFUNCTION, xfer_header);
-        curl_easy_setopt(hw, CURLOPT_HEADERDATA, &w.x);
-        curl_easy_setopt(hw, CURLOPT_WRITEFUNCTION, wait_write);
-        curl_easy_setopt(hw, CURLOPT_WRITEDATA, &w);
-        curl_easy_setopt(hw, CURLOPT_PRIVATE, &w.x);
-        if (!m)
-                abort();
-        curl_multi_add_handle(m, ha);
-        curl_multi_add_handle(m, hw);
+        int rv;
 
         /* 1. arm: both response headers in (wait registered, attach streaming). */
-        t_arm = now_ms();
-        for (;;) {
-                curl_multi_perform(m, &running);
-                CURLMsg *msg;
-                int q;
-                while ((msg = curl_multi_info_read(m, &q)))
-                        if (msg->msg == CURLMSG_DONE) {
-                                struct xfer *x = NULL;
-                                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-                                x->done = true;
-                                x->result = msg->data.result;
-                        }
-                if (a.x.headers_done && w.x.headers_done)
-                        break;
-                if (a.x.done || w.x.done || now_ms() - t_arm > ENGINE_ARM_MS) {
-                        rv = sbx_fail(err, EIO,
-                                      "the container engine did not accept attach/wait for the "
-                                      "new container (attach HTTP %ld, wait HTTP %ld): check that "
-                                      "it is healthy",
-                                      a.x.status, w.x.status);
-                        goto out;
-                }
-                curl_multi_poll(m, NULL, 0, 50, NULL);
-        }
-        if (a.x.status != 200 || w.x.status != 200) {
-                rv = sbx_fail(err, EIO,
-                              "the container engine refused attach (HTTP %ld) or wait (HTTP %ld) "
-                              "on the new container",
-                              a.x.status, w.x.status);
+        rv = run_xfers_arm(&rx, c, id, err);
+        if (rv < 0)
                 goto out;
-        }
-
         sbx_trace_lap(trace, "arm_attach_wait");
 
         /* 2. start. */
-        t_start = now_ms();
-        rv = engine_request(c, "POST", spath, true, NULL, 60000, &sr, err);
+        rv = container_start(c, id, res->image, err);
         if (rv < 0)
                 goto out;
-        if (sr.status != 204 && sr.status != 304) {
-                _cleanup_(json_putp) json_object *j = json_tokener_parse(sr.body);
-                json_object *mj = NULL;
-                const char *msg = j && json_object_object_get_ex(j, "message", &mj)
-                                      ? json_object_get_string(mj)
-                                      : sr.body;
-                if (strstr(msg, "\"timeout\"") &&
-                    (strstr(msg, "not found") || strstr(msg, "no such file")))
-                        rv = sbx_fail(err, ENOENT,
-                                      "the sandbox image '%s' has no coreutils `timeout`, which "
-                                      "every run needs: use an image that provides bash, timeout "
-                                      "and the interpreter, or run `vestibule-mcp setup`",
-                                      res->image);
-                else if (strcasestr(msg, "no new privileges") || strcasestr(msg, "no_new_privs") ||
-                         (strcasestr(msg, "apparmor") && strcasestr(msg, "snap")))
-                        /* The Docker snap's own confinement refuses the no-new-privileges
-                         * every sandbox is started with; Vestibule does not drop it. */
-                        rv = sbx_fail(err, EPERM,
-                                      "the container engine refused no-new-privileges, which "
-                                      "every sandbox needs; the Docker snap does this: install "
-                                      "Docker Engine from your distribution (apt install "
-                                      "docker.io) or docker.com instead of the snap (sudo snap "
-                                      "remove docker), then restart the server (engine said: "
-                                      "%.160s)",
-                                      msg);
-                else
-                        rv = sbx_fail(err, EIO,
-                                      "the container engine could not start the sandbox (HTTP "
-                                      "%ld): %.300s",
-                                      sr.status, msg);
-                goto out;
-        }
         t_start = now_ms();
         t_progress = t_start;
         sbx_trace_lap(trace, "start");
 
         /* 3. drive until the wait answered and the stream ended. */
-        while (!(w.x.done && a.x.done)) {
+        while (!(rx.wait.done && rx.attach.done)) {
                 uint64_t now = now_ms();
-                bool shutting;
-                pthread_mutex_lock(&st->lock);
-                shutting = st->shutting_down;
-                pthread_mutex_unlock(&st->lock);
 
-                if (!t_kill && !w.x.done) {
-                        enum stop_reason why = STOP_NONE;
-                        if (shutting)
-                                why = STOP_SHUTDOWN;
-                        else if (fd_readable(req->cancel_fd))
-                                why = STOP_CANCEL;
-                        else if (a.flooded)
-                                why = STOP_FLOOD;
-                        else if (now - t_start >= timeout_ms + ENGINE_DEADLINE_SLACK_MS)
-                                why = STOP_TIMEOUT;
+                if (!t_kill && !rx.wait.done) {
+                        enum stop_reason why =
+                            stop_reason_now(st, req, &rx.a, now - t_start, timeout_ms);
                         if (why != STOP_NONE) {
                                 /* The kill goes through the same multi: the stream keeps
                                  * being drained meanwhile (Podman's kill blocks while the
                                  * container is stuck writing to an unread attach). */
+                                struct engine_call kc = kill_call(id);
+                                struct sbx_error ke = {0};
                                 out->stop = why;
-                                hk = engine_easy_new(c, kpath, true);
-                                curl_easy_setopt(hk, CURLOPT_POST, 1L);
-                                curl_easy_setopt(hk, CURLOPT_POSTFIELDS, "");
-                                curl_easy_setopt(hk, CURLOPT_WRITEFUNCTION, discard_write);
-                                curl_easy_setopt(hk, CURLOPT_HEADERFUNCTION, xfer_header);
-                                curl_easy_setopt(hk, CURLOPT_HEADERDATA, &kx);
-                                curl_easy_setopt(hk, CURLOPT_PRIVATE, &kx);
-                                curl_easy_setopt(hk, CURLOPT_TIMEOUT_MS, 15000L);
-                                curl_multi_add_handle(m, hk);
+                                if (leg_add(&rx, &rx.kill, c, &kc, &ke) < 0)
+                                        log_debug("kill %.12s: %s", id, ke.msg);
                                 t_kill = now_ms();
                                 log_debug("run %.12s: stopping (%d) after %llu ms", id, (int)why,
                                           (unsigned long long)(now - t_start));
                         }
                 }
-                if (w.x.done && !t_exit)
+                if (rx.wait.done && !t_exit)
                         t_exit = now;
                 /* exited, stream did not close: stop waiting for it (at once after our own
                  * kill: output past a cancel, flood or deadline is not wanted) */
@@ -830,13 +885,14 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                  * is not needed (the outcome is the stop's), and Podman's compat wait can take
                  * seconds to answer after a kill. Nothing waits on it past a short bound; the
                  * forced removal in the background finishes the container in any case. */
-                if (t_kill && a.x.done && (out->stop != STOP_TIMEOUT || (w.x.done && kx.done)))
+                if (t_kill && rx.attach.done &&
+                    (out->stop != STOP_TIMEOUT || (rx.wait.done && rx.kill.done)))
                         break;
                 if (t_kill && now - t_kill > ENGINE_KILL_WAIT_MS) {
                         log_debug("run %.12s: no end of stream %llu ms after the kill (kill %s); "
                                   "going on, the removal forces it",
                                   id, (unsigned long long)(now - t_kill),
-                                  kx.done ? "answered" : "unanswered");
+                                  rx.kill.done ? "answered" : "unanswered");
                         break;
                 }
                 if (req->progress && now - t_progress >= ENGINE_PROGRESS_MS) {
@@ -844,58 +900,23 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                         req->progress(req->progress_userdata, now - t_start, timeout_ms);
                 }
 
-                curl_multi_perform(m, &running);
-                CURLMsg *msg;
-                int q;
-                while ((msg = curl_multi_info_read(m, &q)))
-                        if (msg->msg == CURLMSG_DONE) {
-                                struct xfer *x = NULL;
-                                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-                                x->done = true;
-                                x->result = msg->data.result;
-                                if (x == &w.x && !t_exit)
-                                        t_exit = now_ms();
-                        }
-                if (w.x.done && a.x.done)
+                run_xfers_pump(&rx);
+                if (rx.wait.done && !t_exit)
+                        t_exit = now_ms();
+                if (rx.wait.done && rx.attach.done)
                         break;
                 struct curl_waitfd extra = {.fd = req->cancel_fd, .events = CURL_WAIT_POLLIN};
-                curl_multi_poll(m, req->cancel_fd >= 0 && !t_kill ? &extra : NULL,
+                curl_multi_poll(rx.m, req->cancel_fd >= 0 && !t_kill ? &extra : NULL,
                                 req->cancel_fd >= 0 && !t_kill ? 1 : 0, 100, NULL);
         }
         sbx_trace_lap(trace, "wait_stream");
         out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
         log_debug("run %.12s: exit after %llu ms, stream %s", id, (unsigned long long)out->wall_ms,
-                  a.x.done ? "ended" : "still open");
-        out->proto_error = a.proto_error;
-
-        if (w.x.done && w.x.result == CURLE_OK) {
-                _cleanup_(json_putp) json_object *j = json_tokener_parse(w.body);
-                json_object *sc;
-                if (j && json_object_object_get_ex(j, "StatusCode", &sc)) {
-                        out->wait_ok = true;
-                        out->status_code = json_object_get_int(sc);
-                }
-                /* Our deadline kill found the container no longer running (409), or the
-                 * container did not end by our SIGKILL (its status is not 128 + 9): the
-                 * program had ended by itself just before, its exit status stands. */
-                if (out->wait_ok && out->stop == STOP_TIMEOUT &&
-                    ((kx.done && kx.status == 409) || out->status_code != 137)) {
-                        log_debug("run %.12s: ended by itself before the deadline kill", id);
-                        out->stop = STOP_NONE;
-                }
-        } else if (w.x.done) {
-                out->engine_lost = true;
-                snprintf(out->lost_msg, sizeof(out->lost_msg),
-                         "lost the container engine during the run (%s)",
-                         curl_easy_strerror(w.x.result));
-        }
+                  rx.attach.done ? "ended" : "still open");
+        out->proto_error = rx.a.proto_error;
+        wait_result(&rx, id, out);
 out:
-        engine_response_done(&sr);
-        curl_multi_remove_handle(m, ha);
-        curl_multi_remove_handle(m, hw);
-        if (hk)
-                curl_multi_remove_handle(m, hk);
-        curl_multi_cleanup(m);
+        run_xfers_done(&rx);
         if (rv == 0 && !t_start)
                 rv = -EIO;
         return rv;
@@ -1070,6 +1091,100 @@ static void note_add(struct run_result *res, const char *fmt, ...)
         run_result_note(res, "%s", note);
 }
 
+/* POST /containers/create with @body; the new id into *@ret_id. Creates on rootless Podman
+ * go one at a time (create_lock). Rootless Podman 4.3 sometimes answers a keep-id create under
+ * parallel runs with a 500 though the same body works a moment later (its user-namespace setup
+ * for the request is transient, docs/design/engine-api.md §7): that exact answer is retried,
+ * briefly. */
+static int container_create(struct engine_state *st, json_object *body, const char *image,
+                            const char *what, char **ret_id, struct sbx_error *err)
+{
+        const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        json_object *idj = NULL;
+        int r;
+
+        for (unsigned attempt = 0;; attempt++) {
+                engine_reply_done(&rep);
+                if (st->rootless_podman)
+                        pthread_mutex_lock(&st->create_lock);
+                r = engine_post(&st->conn,
+                                &(struct engine_call){.path = "/containers/create",
+                                                      .json = json,
+                                                      .ok = {201},
+                                                      .body = ENGINE_BODY_JSON,
+                                                      .timeout_ms = 30000,
+                                                      .what = what},
+                                &rep, err);
+                if (st->rootless_podman)
+                        pthread_mutex_unlock(&st->create_lock);
+                if (r == 0 || attempt >= ENGINE_CREATE_RETRIES || rep.status != 500 ||
+                    !strstr(rep.msg, "keep-id requires additional UIDs or GIDs"))
+                        break;
+                log_debug("create: Podman's transient keep-id error (%s); retry %u of %u", rep.msg,
+                          attempt + 1, ENGINE_CREATE_RETRIES);
+                usleep(150000u * (attempt + 1));
+        }
+        if (r < 0 &&
+            (rep.status == 404 || (rep.status >= 400 && strcasestr(rep.msg, "no such image"))))
+                return sbx_fail(err, ENOENT,
+                                "the sandbox image '%s' is missing from the container engine: "
+                                "run `vestibule-mcp setup`",
+                                image);
+        if (r < 0)
+                return r;
+        if (!json_object_object_get_ex(rep.json, "Id", &idj) || !json_object_get_string(idj))
+                return sbx_fail(err, EPROTO,
+                                "the container engine at '%s' created a container without "
+                                "saying its Id: is this a Docker Engine or Podman socket?",
+                                st->conn.ep.host);
+        *ret_id = xstrdup(json_object_get_string(idj));
+        return 0;
+}
+
+/* GET /containers/{id}/json (and, for keep-id, libpod's IDMappings, which the compat inspect
+ * does not show) into *@ret. */
+static int container_inspect(struct engine_state *st, const char *id, bool keep_id,
+                             json_object **ret, struct sbx_error *err)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0}, lp = {0};
+        json_object *hcj, *idm;
+        int r;
+
+        r = engine_get(&st->conn,
+                       &(struct engine_call){.path = "/containers/{}/json",
+                                             .parts = {id},
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "inspect the sandbox container"},
+                       &rep, err);
+        if (r == 0 && !rep.json)
+                r = sbx_fail(err, EPROTO,
+                             "the container engine inspected the sandbox container "
+                             "with an empty answer");
+        if (r < 0)
+                return r;
+        if (keep_id) {
+                struct sbx_error e = {0};
+                if (engine_get(&st->conn,
+                               &(struct engine_call){.path = "/v4.0.0/libpod/containers/{}/json",
+                                                     .parts = {id},
+                                                     .unversioned = true,
+                                                     .ok = {200},
+                                                     .body = ENGINE_BODY_JSON,
+                                                     .timeout_ms = 10000,
+                                                     .what = "inspect the sandbox container "
+                                                             "(libpod)"},
+                               &lp, &e) == 0 &&
+                    json_object_object_get_ex(lp.json, "HostConfig", &hcj) &&
+                    json_object_object_get_ex(hcj, "IDMappings", &idm))
+                        json_object_object_add(rep.json, "IDMappings", json_object_get(idm));
+        }
+        *ret = TAKE_PTR(rep.json);
+        return 0;
+}
+
 /* Two labelled volumes, filled through a created-never-started helper container's archive API
  * (docs/design/engine-api.md §3: Docker refuses archive PUTs into a read-only rootfs or volume, so
  * the run container itself cannot take them), then the helper is removed. */
@@ -1078,11 +1193,8 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
                           const char *owner, struct handin *h, struct sbx_error *err)
 {
         _cleanup_close_ int fd = -1, wfd = -1;
-        _cleanup_(json_putp) json_object *body = NULL, *created = NULL;
+        _cleanup_(json_putp) json_object *body = NULL;
         _cleanup_free_ char *helper = NULL;
-        json_object *idj = NULL;
-        long status = 0;
-        char msg[300];
         int r;
 
         if (engine_volume_name("code", h->code_vol, sizeof(h->code_vol)) < 0 ||
@@ -1122,26 +1234,9 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
         }
 
         body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
-        if (st->rootless_podman) /* one create at a time there (create_lock) */
-                pthread_mutex_lock(&st->create_lock);
-        r = engine_request_json(&st->conn, "POST", "/containers/create",
-                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
-                                &status, &created, msg, sizeof(msg), err);
-        if (st->rootless_podman)
-                pthread_mutex_unlock(&st->create_lock);
+        r = container_create(st, body, image, "create the hand-in helper container", &helper, err);
         if (r < 0)
                 return r;
-        if (status == 404 || (status >= 400 && strcasestr(msg, "no such image")))
-                return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' is missing from the container engine: "
-                                "run `vestibule-mcp setup`",
-                                image);
-        if (status != 201 || !created || !json_object_object_get_ex(created, "Id", &idj))
-                return sbx_fail(err, EIO,
-                                "the container engine refused to create the hand-in helper "
-                                "container (HTTP %ld): %s",
-                                status, msg);
-        helper = xstrdup(json_object_get_string(idj));
         if (st->conn.podman) {
                 r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
                 if (r == 0)
@@ -1242,16 +1337,15 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         struct engine_state *st = b->state;
         const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
         /* every cleanup variable up here: the gotos below must not jump over one */
-        _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL, *ipath = NULL;
+        _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL;
         _cleanup_free_ char *script = NULL;
-        _cleanup_(json_putp) json_object *body = NULL, *created = NULL, *inspect = NULL;
+        _cleanup_(json_putp) json_object *body = NULL, *inspect = NULL;
         struct handin hv = {0};
-        char owner[160], msg[300], degraded[128] = "", grade[320], seccomp_profile[512];
+        char owner[160], degraded[128] = "", grade[320], seccomp_profile[512];
         char timeout_arg[16], cgroup[128] = "", usage_why[160];
         _cleanup_close_ int kmsg_fd = -1;
         int kmsg_r = -ENOENT;
         struct stream_out so = {0};
-        long status = 0;
         uid_t uid = (uid_t)-1; /* set by run_ids() */
         gid_t gid = (gid_t)-1;
         struct sbx_trace trace;
@@ -1275,7 +1369,6 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         bool hostcg = st->hostcg;
         snprintf(usage_why, sizeof(usage_why), "%s", st->usage_why);
         bool podman = st->conn.podman;
-        bool serial_create = st->rootless_podman;
         bool rootless_docker = st->rootless_docker;
         snprintf(seccomp_profile, sizeof(seccomp_profile), "%s", st->seccomp_profile);
         pthread_mutex_unlock(&st->lock);
@@ -1358,66 +1451,14 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .seccomp_profile = secprof,
         };
         body = engine_create_body(&spec);
-        /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
-         * 500 though the same body works a moment later (its user-namespace setup for the
-         * request is transient, docs/design/engine-api.md §7): retry that exact answer, briefly. */
-        for (unsigned attempt = 0;; attempt++) {
-                if (serial_create)
-                        pthread_mutex_lock(&st->create_lock);
-                r = engine_request_json(
-                    &st->conn, "POST", "/containers/create",
-                    json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000, &status,
-                    &created, msg, sizeof(msg), err);
-                if (serial_create)
-                        pthread_mutex_unlock(&st->create_lock);
-                if (r < 0 || attempt >= ENGINE_CREATE_RETRIES || status != 500 ||
-                    !strstr(msg, "keep-id requires additional UIDs or GIDs"))
-                        break;
-                log_debug("create: Podman's transient keep-id error (%s); retry %u of %u", msg,
-                          attempt + 1, ENGINE_CREATE_RETRIES);
-                json_object_put(TAKE_PTR(created));
-                usleep(150000u * (attempt + 1));
-        }
+        r = container_create(st, body, res->image, "create the sandbox", &id, err);
         if (r < 0)
                 goto out_code;
-        if (status == 404 || (status >= 400 && strcasestr(msg, "no such image"))) {
-                r = sbx_fail(err, ENOENT,
-                             "the sandbox image '%s' is missing from the container engine: run "
-                             "`vestibule-mcp setup`",
-                             res->image);
-                goto out_code;
-        }
-        json_object *idj = NULL;
-        if (status != 201 || !created || !json_object_object_get_ex(created, "Id", &idj)) {
-                r = sbx_fail(err, EIO,
-                             "the container engine refused to create the sandbox (HTTP %ld): %s",
-                             status, msg);
-                goto out_code;
-        }
-        id = xstrdup(json_object_get_string(idj));
         active_add(st, id);
         sbx_trace_lap(&trace, "create");
 
         /* Verify: the engine's view of the container, option by option. */
-        ipath = xasprintf("/containers/%s/json", id);
-        r = engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
-                                sizeof(msg), err);
-        if (r == 0 && (status != 200 || !inspect))
-                r = sbx_fail(err, EIO, "cannot inspect the new sandbox container: %s", msg);
-        if (r == 0 && spec.userns_keep_id) {
-                /* the compat inspect does not show keep-id: add libpod's IDMappings */
-                _cleanup_free_ char *lp = xasprintf("/v4.0.0/libpod/containers/%s/json", id);
-                struct engine_response lr = {0};
-                r = engine_request(&st->conn, "GET", lp, false, NULL, 10000, &lr, err);
-                if (r == 0 && lr.status == 200) {
-                        json_object *lj = json_tokener_parse(lr.body), *hcj, *idm;
-                        if (lj && json_object_object_get_ex(lj, "HostConfig", &hcj) &&
-                            json_object_object_get_ex(hcj, "IDMappings", &idm))
-                                json_object_object_add(inspect, "IDMappings", json_object_get(idm));
-                        json_object_put(lj);
-                }
-                engine_response_done(&lr);
-        }
+        r = container_inspect(st, id, spec.userns_keep_id, &inspect, err);
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, degraded, sizeof(degraded), err);
         if (r == 0) {
@@ -1455,12 +1496,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         struct sbx_error e3 = {0};
         /* A run we stopped (cancel, flood, deadline) has its outcome already: no inspect, which
          * on Podman can block while the kill is carried out. */
-        int ri = so.stop != STOP_NONE
-                     ? -ECANCELED
-                     : engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect,
-                                           msg, sizeof(msg), &e3);
+        int ri =
+            so.stop != STOP_NONE ? -ECANCELED : container_inspect(st, id, false, &inspect, &e3);
         sbx_trace_lap(&trace, "collect_inspect");
-        if (ri == 0 && status == 200 && inspect) {
+        if (ri == 0) {
                 json_object *state = jget(inspect, "State");
                 oom = json_object_get_boolean(jget(state, "OOMKilled"));
                 if (!so.wait_ok && jget(state, "ExitCode") &&
