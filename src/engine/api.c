@@ -506,3 +506,33 @@ int engine_call(const struct engine_conn *c, const char *method, const struct en
         engine_xfer_free(x);
         return r;
 }
+
+int engine_get(const struct engine_conn *c, const struct engine_call *call,
+               struct engine_reply *ret, struct sbx_error *err)
+{
+        return engine_call(c, "GET", call, ret, err);
+}
+
+int engine_post(const struct engine_conn *c, const struct engine_call *call,
+                struct engine_reply *ret, struct sbx_error *err)
+{
+        return engine_call(c, "POST", call, ret, err);
+}
+
+int engine_put(const struct engine_conn *c, const struct engine_call *call,
+               struct engine_reply *ret, struct sbx_error *err)
+{
+        return engine_call(c, "PUT", call, ret, err);
+}
+
+int engine_head(const struct engine_conn *c, const struct engine_call *call,
+                struct engine_reply *ret, struct sbx_error *err)
+{
+        return engine_call(c, "HEAD", call, ret, err);
+}
+
+int engine_delete(const struct engine_conn *c, const struct engine_call *call,
+                  struct engine_reply *ret, struct sbx_error *err)
+{
+        return engine_call(c, "DELETE", call, ret, err);
+}

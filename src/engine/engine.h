@@ -214,31 +214,17 @@ int engine_call_target(const struct engine_call *call, char **ret, struct sbx_er
 int engine_call(const struct engine_conn *c, const char *method, const struct engine_call *call,
                 struct engine_reply *ret, struct sbx_error *err);
 
-static inline int engine_get(const struct engine_conn *c, const struct engine_call *call,
-                             struct engine_reply *ret, struct sbx_error *err)
-{
-        return engine_call(c, "GET", call, ret, err);
-}
-static inline int engine_post(const struct engine_conn *c, const struct engine_call *call,
-                              struct engine_reply *ret, struct sbx_error *err)
-{
-        return engine_call(c, "POST", call, ret, err);
-}
-static inline int engine_put(const struct engine_conn *c, const struct engine_call *call,
-                             struct engine_reply *ret, struct sbx_error *err)
-{
-        return engine_call(c, "PUT", call, ret, err);
-}
-static inline int engine_head(const struct engine_conn *c, const struct engine_call *call,
-                              struct engine_reply *ret, struct sbx_error *err)
-{
-        return engine_call(c, "HEAD", call, ret, err);
-}
-static inline int engine_delete(const struct engine_conn *c, const struct engine_call *call,
-                                struct engine_reply *ret, struct sbx_error *err)
-{
-        return engine_call(c, "DELETE", call, ret, err);
-}
+/* engine_call() with the method in the name. */
+int engine_get(const struct engine_conn *c, const struct engine_call *call,
+               struct engine_reply *ret, struct sbx_error *err);
+int engine_post(const struct engine_conn *c, const struct engine_call *call,
+                struct engine_reply *ret, struct sbx_error *err);
+int engine_put(const struct engine_conn *c, const struct engine_call *call,
+               struct engine_reply *ret, struct sbx_error *err);
+int engine_head(const struct engine_conn *c, const struct engine_call *call,
+                struct engine_reply *ret, struct sbx_error *err);
+int engine_delete(const struct engine_conn *c, const struct engine_call *call,
+                  struct engine_reply *ret, struct sbx_error *err);
 
 /* One call in flight on a curl_multi the caller drives (the run's attach, wait and kill). */
 struct engine_xfer;
