@@ -46,11 +46,10 @@ static bool dot_piece(const char *s, size_t n)
         return false;
 }
 
-int engine_escape(const char *s, size_t n, bool query, char **ret, struct sbx_error *err)
+/* Whether @n bytes of @s may be a path part (@query false) or a query value. */
+static int escape_check(const char *s, size_t n, bool query, struct sbx_error *err)
 {
-        static const char hex[] = "0123456789ABCDEF";
         const char *kind = query ? "query value" : "path part";
-        char *out, *p;
 
         if (n > ENGINE_PART_MAX_BYTES)
                 return sbx_fail(err, ENAMETOOLONG,
@@ -68,6 +67,18 @@ int engine_escape(const char *s, size_t n, bool query, char **ret, struct sbx_er
                                 "'.' or '..' piece, which the engine would resolve to another "
                                 "endpoint; this is a bug in Vestibule, report it",
                                 (int)(n > 200 ? 200 : n), s);
+        return 0;
+}
+
+int engine_escape(const char *s, size_t n, bool query, char **ret, struct sbx_error *err)
+{
+        static const char hex[] = "0123456789ABCDEF";
+        char *out, *p;
+        int r;
+
+        r = escape_check(s, n, query, err);
+        if (r < 0)
+                return r;
         out = p = xmalloc(n * 3 + 1);
         for (size_t i = 0; i < n; i++) {
                 unsigned char ch = (unsigned char)s[i];
