@@ -411,10 +411,7 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
 {
         struct engine_conn c = {0};
         struct sbx_error err = {0};
-        _cleanup_(json_putp) json_object *ver = NULL;
-        _cleanup_(json_putp) json_object *info = NULL;
-        long status = 0;
-        char msg[200];
+        _cleanup_(engine_reply_done) struct engine_reply verr = {0}, infr = {0};
         bool rootless = false;
 
         if (engine_connect(cfg, NULL, &c, &err) < 0) {
@@ -428,28 +425,33 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
                            "volumes (the workspace is copied in and back each run)");
         /* A request that fails is shown with its reason: the probe below fails the same way,
          * and doctor must say why. */
-        if (engine_request_json(&c, "GET", "/version", NULL, 10000, &status, &ver, msg, sizeof(msg),
-                                &err) == 0 &&
-            ver)
+        if (engine_get(&c,
+                       &(struct engine_call){.path = "/version",
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "say its version"},
+                       &verr, &err) == 0 &&
+            verr.json)
                 add(b->checks, &b->n_checks, DOCTOR_OK, "engine version",
                     "%s %s, API %s (using %s)", c.podman ? "Podman" : "Docker Engine",
-                    jstr(ver, "Version"), jstr(ver, "ApiVersion"), c.api);
+                    jstr(verr.json, "Version"), jstr(verr.json, "ApiVersion"), c.api);
         else
                 add(b->checks, &b->n_checks, DOCTOR_FAIL, "engine version", "GET /version: %s",
-                    err.msg[0] ? err.msg
-                    : msg[0]   ? msg
-                               : "no answer");
+                    err.msg[0] ? err.msg : "no answer");
         memset(&err, 0, sizeof(err));
-        msg[0] = '\0';
-        if (engine_request_json(&c, "GET", "/info", NULL, 10000, &status, &info, msg, sizeof(msg),
-                                &err) != 0 ||
-            !info)
+        if (engine_get(&c,
+                       &(struct engine_call){.path = "/info",
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "say what it enforces (/info)"},
+                       &infr, &err) != 0 ||
+            !infr.json)
                 add(b->checks, &b->n_checks, DOCTOR_FAIL, "engine mode", "GET /info: %s",
-                    err.msg[0] ? err.msg
-                    : msg[0]   ? msg
-                               : "no answer");
+                    err.msg[0] ? err.msg : "no answer");
         else {
-                json_object *so = jget(info, "SecurityOptions");
+                json_object *so = jget(infr.json, "SecurityOptions");
                 char opts[200] = "";
 
                 for (size_t i = 0; so && i < json_object_array_length(so); i++) {
@@ -465,8 +467,8 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
                         rootless = true; /* a Podman socket a user can open is its own */
                 add(b->checks, &b->n_checks, DOCTOR_INFO, "engine mode",
                     "%s, cgroup v%s (driver %s), security options: %s",
-                    rootless ? "rootless" : "rootful", jstr(info, "CgroupVersion"),
-                    jstr(info, "CgroupDriver"), opts[0] ? opts : "none");
+                    rootless ? "rootless" : "rootful", jstr(infr.json, "CgroupVersion"),
+                    jstr(infr.json, "CgroupDriver"), opts[0] ? opts : "none");
                 if (!rootless && !c.podman && geteuid() != 0)
                         add(b->checks, &b->n_checks, DOCTOR_WARN, "engine access",
                             "this user can open a rootful Docker socket: that is root-equivalent "

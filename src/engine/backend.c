@@ -4,7 +4,6 @@
  * curl_multi, start, stream (caps, deadline, cancel), collect exit/OOM, remove. */
 #include "engine/engine.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -54,7 +53,6 @@
 #define ENGINE_COPYBACK_GROWTH_BYTES (1ull << 30)
 #define ENGINE_COPYBACK_TAR_GROWTH_BYTES (4ull << 30)
 #define ENGINE_COPYBACK_GROWTH_ENTRIES 100000
-#define ENGINE_CODE_DIR_PREFIX "vestibule-code-" /* in /tmp, with "<folder>.owner" next to it */
 
 struct engine_state {
         pthread_mutex_t lock;
@@ -101,18 +99,6 @@ static uint64_t now_ms(void)
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-
-static void curl_easy_cleanupp(CURL **h)
-{
-        if (*h)
-                curl_easy_cleanup(*h);
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Probe (the connection, owner labels and sweep: conn.c)                                   */
 
@@ -128,29 +114,29 @@ static json_object *jget(json_object *o, const char *k)
         return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
-/* /info (+ libpod info): what this engine enforces. Fills st->grade. */
-static int probe_info(struct engine_state *st, struct sbx_error *err)
+/* Docker's /info: the OS, seccomp, rootless, cgroup driver and the limits it can apply. */
+static int probe_docker(struct engine_state *st, bool *seccomp, char *reasons, size_t size,
+                        struct sbx_error *err)
 {
-        _cleanup_(json_putp) json_object *info = NULL;
-        long status = 0;
-        char msg[200], reasons[280] = "", limits[64] = "";
+        _cleanup_(engine_reply_done) struct engine_reply inf = {0};
+        char limits[64] = "";
+        bool rootless = false;
         int r;
 
-        /* Podman: its libpod info (below) says all we need; its compat /info is as slow again */
-        if (!st->conn.podman) {
-                r = engine_request_json(&st->conn, "GET", "/info", NULL, ENGINE_INFO_MS, &status,
-                                        &info, msg, sizeof(msg), err);
-                if (r < 0)
-                        return r;
-                if (status != 200 || !info)
-                        return sbx_fail(err, EIO,
-                                        "the container engine's /info failed (HTTP %ld): %s",
-                                        status, msg);
-                snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
-                         json_object_get_string(jget(info, "OperatingSystem")) ?: "");
-                snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
-                         json_object_get_string(jget(info, "Name")) ?: "");
-        }
+        r = engine_get(&st->conn,
+                       &(struct engine_call){.path = "/info",
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = ENGINE_INFO_MS,
+                                             .what = "say what it enforces (/info)"},
+                       &inf, err);
+        if (r < 0)
+                return r;
+        json_object *info = inf.json;
+        snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
+                 json_object_get_string(jget(info, "OperatingSystem")) ?: "");
+        snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
+                 json_object_get_string(jget(info, "Name")) ?: "");
         const char *os = json_object_get_string(jget(info, "OSType"));
         if (os && strcmp(os, "linux") != 0)
                 return sbx_fail(err, ENOTSUP,
@@ -158,133 +144,162 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                                 "Linux containers",
                                 os);
         json_object *so = jget(info, "SecurityOptions");
-        bool seccomp = false, rootless = false;
         for (size_t i = 0; so && i < json_object_array_length(so); i++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(so, i));
                 if (s && strstr(s, "name=seccomp") && !strstr(s, "profile=unconfined"))
-                        seccomp = true;
+                        *seccomp = true;
                 if (s && strstr(s, "name=rootless"))
                         rootless = true;
         }
         const char *cgv = json_object_get_string(jget(info, "CgroupVersion"));
         snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
                  json_object_get_string(jget(info, "CgroupDriver")) ?: "");
-
-        if (st->conn.podman) {
-                _cleanup_(json_putp) json_object *li = NULL;
-                struct engine_response resp = {0};
-                r = engine_request(&st->conn, "GET", "/v4.0.0/libpod/info", false, NULL,
-                                   ENGINE_INFO_MS, &resp, err);
-                if (r < 0)
-                        return r;
-                li = resp.status == 200 ? json_tokener_parse(resp.body) : NULL;
-                engine_response_done(&resp);
-                if (!li)
-                        return sbx_fail(err, EIO,
-                                        "Podman's libpod info failed: cannot tell whether it is "
-                                        "rootless and which limits it applies");
-                json_object *host = jget(li, "host"), *sec = jget(host, "security");
-                const char *pos = json_object_get_string(jget(host, "os"));
-                if (pos && strcmp(pos, "linux") != 0)
-                        return sbx_fail(err, ENOTSUP,
-                                        "the Podman service runs %s containers: use a Linux "
-                                        "Podman machine",
-                                        pos);
-                snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
-                         json_object_get_string(jget(host, "cgroupManager")) ?: "");
-                /* what the compat /info calls Name and OperatingSystem (the hand-in decision) */
-                snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
-                         json_object_get_string(jget(host, "hostname")) ?: "");
-                snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
-                         json_object_get_string(jget(jget(host, "distribution"), "distribution"))
-                             ?: "");
-                rootless = json_object_get_boolean(jget(sec, "rootless"));
-                seccomp = json_object_get_boolean(jget(sec, "seccompEnabled"));
-                const char *pv = json_object_get_string(jget(host, "cgroupVersion"));
-                json_object *ctrls = jget(host, "cgroupControllers");
-                bool has_mem = false, has_cpu = false, has_pids = false;
-                for (size_t i = 0; ctrls && i < json_object_array_length(ctrls); i++) {
-                        const char *c = json_object_get_string(json_object_array_get_idx(ctrls, i));
-                        has_mem |= c && strcmp(c, "memory") == 0;
-                        has_cpu |= c && strcmp(c, "cpu") == 0;
-                        has_pids |= c && strcmp(c, "pids") == 0;
-                }
-                st->rootless_podman = rootless;
-                /* Podman's default profile lets code create namespaces (unshare, clone with
-                 * CLONE_NEW*): hand it ours, derived from that default, or say it is missing. */
-                st->seccomp_profile[0] = '\0';
-                if (seccomp) {
-                        const char *def = json_object_get_string(jget(sec, "seccompProfilePath"));
-                        struct sbx_error se = {0};
-                        char dir[400], why[240];
-                        if (!st->conn.ep.local)
-                                r = sbx_fail(&se, ENOTSUP,
-                                             "the Podman engine is remote: its seccomp profile "
-                                             "files are not on this host");
-                        else
-                                r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir),
-                                                               &se);
-                        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s",
-                                 def ? def : "");
-                        if (r == 0)
-                                r = engine_seccomp_profile_prepare(def, dir, st->seccomp_profile,
-                                                                   sizeof(st->seccomp_profile),
-                                                                   &se);
-                        if (r < 0) {
-                                st->seccomp_profile[0] = '\0';
-                                snprintf(why, sizeof(why), "namespaces not blocked: %.200s",
-                                         se.msg);
-                                reason_add(reasons, sizeof(reasons), why);
-                        }
-                        r = 0;
-                }
-                if (rootless && pv && strcmp(pv, "v1") == 0) {
-                        reason_add(reasons, sizeof(reasons),
-                                   "limits not applied: memory, cpu, pids: rootless Podman on "
-                                   "cgroup v1");
-                } else if (rootless && !(has_mem && has_cpu && has_pids)) {
-                        char l[64] = "";
-                        if (!has_mem)
-                                reason_add(l, sizeof(l), "memory");
-                        if (!has_cpu)
-                                reason_add(l, sizeof(l), "cpu");
-                        if (!has_pids)
-                                reason_add(l, sizeof(l), "pids");
-                        for (char *p = l; *p; p++)
-                                if (*p == ';')
-                                        *p = ',';
-                        char t[160];
-                        snprintf(t, sizeof(t),
-                                 "limits not applied: %s: rootless Podman without those cgroup "
-                                 "controllers delegated",
-                                 l);
-                        reason_add(reasons, sizeof(reasons), t);
-                }
-        } else {
-                st->rootless_docker = rootless;
-                if (!json_object_get_boolean(jget(info, "MemoryLimit")) ||
-                    !json_object_get_boolean(jget(info, "SwapLimit")))
-                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s",
-                                 "memory");
-                if (!json_object_get_boolean(jget(info, "CpuCfsQuota")))
-                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s%s",
-                                 *limits ? ", " : "", "cpu");
-                if (!json_object_get_boolean(jget(info, "PidsLimit")))
-                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s%s",
-                                 *limits ? ", " : "", "pids");
-                if (rootless && cgv && strcmp(cgv, "1") == 0) {
-                        reason_add(reasons, sizeof(reasons),
-                                   "limits not applied: memory, cpu, pids: rootless Docker on "
-                                   "cgroup v1");
-                } else if (*limits) {
-                        char t[160];
-                        snprintf(t, sizeof(t),
-                                 "limits not applied: %s: the Docker Engine reports no cgroup "
-                                 "support for them",
-                                 limits);
-                        reason_add(reasons, sizeof(reasons), t);
-                }
+        st->rootless_docker = rootless;
+        if (!json_object_get_boolean(jget(info, "MemoryLimit")) ||
+            !json_object_get_boolean(jget(info, "SwapLimit")))
+                reason_add(limits, sizeof(limits), "memory");
+        if (!json_object_get_boolean(jget(info, "CpuCfsQuota")))
+                reason_add(limits, sizeof(limits), "cpu");
+        if (!json_object_get_boolean(jget(info, "PidsLimit")))
+                reason_add(limits, sizeof(limits), "pids");
+        for (char *p = limits; *p; p++)
+                if (*p == ';')
+                        *p = ',';
+        if (rootless && cgv && strcmp(cgv, "1") == 0) {
+                reason_add(reasons, size,
+                           "limits not applied: memory, cpu, pids: rootless Docker on cgroup v1");
+        } else if (*limits) {
+                char t[160];
+                snprintf(t, sizeof(t),
+                         "limits not applied: %s: the Docker Engine reports no cgroup support for "
+                         "them",
+                         limits);
+                reason_add(reasons, size, t);
         }
+        return 0;
+}
+
+/* Podman's default profile lets code create namespaces (unshare, clone with CLONE_NEW*): hand
+ * it ours, derived from that default (@sec: libpod info's host.security), or say it is
+ * missing. */
+static void probe_podman_seccomp(struct engine_state *st, json_object *sec, char *reasons,
+                                 size_t size)
+{
+        const char *def = json_object_get_string(jget(sec, "seccompProfilePath"));
+        struct sbx_error se = {0};
+        char dir[400], why[240];
+        int r;
+
+        if (!st->conn.ep.local)
+                r = sbx_fail(&se, ENOTSUP,
+                             "the Podman engine is remote: its seccomp profile files are not on "
+                             "this host");
+        else
+                r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir), &se);
+        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s", def ? def : "");
+        if (r == 0)
+                r = engine_seccomp_profile_prepare(def, dir, st->seccomp_profile,
+                                                   sizeof(st->seccomp_profile), &se);
+        if (r < 0) {
+                st->seccomp_profile[0] = '\0';
+                snprintf(why, sizeof(why), "namespaces not blocked: %.200s", se.msg);
+                reason_add(reasons, size, why);
+        }
+}
+
+/* Rootless Podman's limits: none on cgroup v1, else those of the delegated controllers. */
+static void probe_podman_limits(json_object *host, char *reasons, size_t size)
+{
+        const char *pv = json_object_get_string(jget(host, "cgroupVersion"));
+        json_object *ctrls = jget(host, "cgroupControllers");
+        bool has_mem = false, has_cpu = false, has_pids = false;
+        char l[64] = "", t[160];
+
+        if (pv && strcmp(pv, "v1") == 0) {
+                reason_add(reasons, size,
+                           "limits not applied: memory, cpu, pids: rootless Podman on cgroup v1");
+                return;
+        }
+        for (size_t i = 0; ctrls && i < json_object_array_length(ctrls); i++) {
+                const char *c = json_object_get_string(json_object_array_get_idx(ctrls, i));
+                has_mem |= c && strcmp(c, "memory") == 0;
+                has_cpu |= c && strcmp(c, "cpu") == 0;
+                has_pids |= c && strcmp(c, "pids") == 0;
+        }
+        if (has_mem && has_cpu && has_pids)
+                return;
+        if (!has_mem)
+                reason_add(l, sizeof(l), "memory");
+        if (!has_cpu)
+                reason_add(l, sizeof(l), "cpu");
+        if (!has_pids)
+                reason_add(l, sizeof(l), "pids");
+        for (char *p = l; *p; p++)
+                if (*p == ';')
+                        *p = ',';
+        snprintf(t, sizeof(t),
+                 "limits not applied: %s: rootless Podman without those cgroup controllers "
+                 "delegated",
+                 l);
+        reason_add(reasons, size, t);
+}
+
+/* Podman's libpod info (its compat /info claims limits rootless cannot apply, and is as slow
+ * again): the OS, rootless, seccomp and our profile, the cgroup driver and controllers. */
+static int probe_podman(struct engine_state *st, bool *seccomp, char *reasons, size_t size,
+                        struct sbx_error *err)
+{
+        _cleanup_(engine_reply_done) struct engine_reply lir = {0};
+        int r;
+
+        r = engine_get(&st->conn,
+                       &(struct engine_call){.path = "/v4.0.0/libpod/info",
+                                             .unversioned = true,
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = ENGINE_INFO_MS,
+                                             .what = "say what it enforces (libpod info)"},
+                       &lir, err);
+        if (r < 0 && lir.status == 0)
+                return r;
+        if (!lir.json)
+                return sbx_fail(err, EIO,
+                                "Podman's libpod info failed: cannot tell whether it is rootless "
+                                "and which limits it applies");
+        json_object *host = jget(lir.json, "host"), *sec = jget(host, "security");
+        const char *pos = json_object_get_string(jget(host, "os"));
+        if (pos && strcmp(pos, "linux") != 0)
+                return sbx_fail(err, ENOTSUP,
+                                "the Podman service runs %s containers: use a Linux Podman machine",
+                                pos);
+        snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
+                 json_object_get_string(jget(host, "cgroupManager")) ?: "");
+        /* what the compat /info calls Name and OperatingSystem (the hand-in decision) */
+        snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
+                 json_object_get_string(jget(host, "hostname")) ?: "");
+        snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
+                 json_object_get_string(jget(jget(host, "distribution"), "distribution")) ?: "");
+        st->rootless_podman = json_object_get_boolean(jget(sec, "rootless"));
+        *seccomp = json_object_get_boolean(jget(sec, "seccompEnabled"));
+        st->seccomp_profile[0] = '\0';
+        if (*seccomp)
+                probe_podman_seccomp(st, sec, reasons, size);
+        if (st->rootless_podman)
+                probe_podman_limits(host, reasons, size);
+        return 0;
+}
+
+/* /info (or libpod info): what this engine enforces. Fills st->grade. */
+static int probe_info(struct engine_state *st, struct sbx_error *err)
+{
+        char reasons[280] = "";
+        bool seccomp = false;
+        int r;
+
+        r = st->conn.podman ? probe_podman(st, &seccomp, reasons, sizeof(reasons), err)
+                            : probe_docker(st, &seccomp, reasons, sizeof(reasons), err);
+        if (r < 0)
+                return r;
         if (!seccomp)
                 reason_add(reasons, sizeof(reasons),
                            "no seccomp filter: the engine runs containers without seccomp");
@@ -559,28 +574,23 @@ fail:
         return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
 }
 
-struct xfer {
-        bool headers_done;
-        long status;
+/* One of the run's transfers on its curl_multi (attach, wait, kill). */
+struct leg {
+        struct engine_xfer *x;
+        struct engine_reply rep;
         bool done;
-        CURLcode result;
+        int rc; /* engine_xfer_finish()'s, once done */
+        struct sbx_error err;
 };
 
-static size_t xfer_header(char *data, size_t size, size_t nmemb, void *ud)
+static void leg_done(struct leg *l)
 {
-        struct xfer *x = ud;
-        size_t n = size * nmemb;
-        if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
-                const char *sp = memchr(data, ' ', n);
-                x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        } else if (n <= 2 && (data[0] == '\r' || data[0] == '\n')) {
-                x->headers_done = true;
-        }
-        return n;
+        engine_xfer_free(l->x);
+        l->x = NULL;
+        engine_reply_done(&l->rep);
 }
 
 struct attach_ctx {
-        struct xfer x;
         struct engine_demux dmx;
         struct run_result *res;
         size_t cap;
@@ -599,12 +609,9 @@ static void attach_emit(void *ud, int stream, const char *buf, size_t n)
         }
 }
 
-static size_t attach_write(char *data, size_t size, size_t nmemb, void *ud)
+static size_t attach_data(void *ud, const char *data, size_t n)
 {
         struct attach_ctx *a = ud;
-        size_t n = size * nmemb;
-        if (a->x.status != 200)
-                return n;
         if (engine_demux_feed(&a->dmx, data, n, attach_emit, a) < 0) {
                 a->proto_error = true;
                 return 0;
@@ -612,39 +619,26 @@ static size_t attach_write(char *data, size_t size, size_t nmemb, void *ud)
         return n;
 }
 
-struct wait_ctx {
-        struct xfer x;
-        char body[512];
-        size_t len;
-};
-
-static size_t wait_write(char *data, size_t size, size_t nmemb, void *ud)
+/* POST /containers/{id}/kill?signal=KILL; 409: it is not running (any more). */
+static struct engine_call kill_call(const char *id)
 {
-        struct wait_ctx *w = ud;
-        size_t n = size * nmemb;
-        size_t room = sizeof(w->body) - 1 - w->len;
-        size_t take = n < room ? n : room;
-        memcpy(w->body + w->len, data, take);
-        w->len += take;
-        w->body[w->len] = '\0';
-        return n;
+        return (struct engine_call){.path = "/containers/{}/kill",
+                                    .parts = {id},
+                                    .query = {{"signal", "KILL"}},
+                                    .ok = {204, 404, 409},
+                                    .timeout_ms = 15000,
+                                    .what = "kill the sandbox container"};
 }
 
 static void kill_container(const struct engine_conn *c, const char *id)
 {
-        _cleanup_free_ char *path = xasprintf("/containers/%s/kill?signal=KILL", id);
-        struct engine_response r = {0};
+        struct engine_call call = kill_call(id);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         struct sbx_error e = {0};
-        if (engine_request(c, "POST", path, true, NULL, 10000, &r, &e) < 0)
-                log_debug("kill %.12s: %s", id, e.msg);
-        engine_response_done(&r);
-}
 
-static size_t discard_write(char *data, size_t size, size_t nmemb, void *ud)
-{
-        (void)data;
-        (void)ud;
-        return size * nmemb;
+        call.timeout_ms = 10000;
+        if (engine_post(c, &call, &rep, &e) < 0)
+                log_debug("kill %.12s: %s", id, e.msg);
 }
 
 static bool fd_readable(int fd)
@@ -665,6 +659,191 @@ struct stream_out {
         char lost_msg[200];
 };
 
+/* The run's transfers: attach and wait armed before the start, the kill added on a stop. */
+struct run_xfers {
+        CURLM *m;
+        struct leg attach, wait, kill;
+        struct attach_ctx a;
+};
+
+static int leg_add(struct run_xfers *rx, struct leg *l, const struct engine_conn *c,
+                   const struct engine_call *call, struct sbx_error *err)
+{
+        int r = engine_xfer_new(c, "POST", call, &l->rep, &l->x, err);
+        if (r < 0)
+                return r;
+        curl_multi_add_handle(rx->m, engine_xfer_handle(l->x));
+        return 0;
+}
+
+/* Drive the multi once; mark the legs that ended, with their checked result. */
+static void run_xfers_pump(struct run_xfers *rx)
+{
+        struct leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
+        CURLMsg *msg;
+        int running = 0, q;
+
+        curl_multi_perform(rx->m, &running);
+        while ((msg = curl_multi_info_read(rx->m, &q))) {
+                if (msg->msg != CURLMSG_DONE)
+                        continue;
+                for (size_t i = 0; i < ELEMENTSOF(legs); i++)
+                        if (legs[i]->x && engine_xfer_handle(legs[i]->x) == msg->easy_handle &&
+                            !legs[i]->done) {
+                                legs[i]->done = true;
+                                legs[i]->rc =
+                                    engine_xfer_finish(legs[i]->x, msg->data.result, &legs[i]->err);
+                        }
+        }
+}
+
+static void run_xfers_done(struct run_xfers *rx)
+{
+        struct leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
+        for (size_t i = 0; i < ELEMENTSOF(legs); i++) {
+                if (legs[i]->x)
+                        curl_multi_remove_handle(rx->m, engine_xfer_handle(legs[i]->x));
+                leg_done(legs[i]);
+        }
+        if (rx->m)
+                curl_multi_cleanup(rx->m);
+}
+
+/* Arm attach + wait (next-exit) in one multi: both answers' headers in, both 200. */
+static int run_xfers_arm(struct run_xfers *rx, const struct engine_conn *c, const char *id,
+                         struct sbx_error *err)
+{
+        struct engine_call attach = {.path = "/containers/{}/attach",
+                                     .parts = {id},
+                                     .query = {{"stream", "1"}, {"stdout", "1"}, {"stderr", "1"}},
+                                     .ok = {200},
+                                     .body = ENGINE_BODY_STREAM,
+                                     .on_data = attach_data,
+                                     .userdata = &rx->a,
+                                     .what = "attach to the sandbox container"};
+        struct engine_call wait = {.path = "/containers/{}/wait",
+                                   .parts = {id},
+                                   .query = {{"condition", "next-exit"}},
+                                   .ok = {200},
+                                   .body = ENGINE_BODY_JSON,
+                                   .what = "wait for the sandbox container"};
+        uint64_t t_arm = now_ms();
+        int r;
+
+        rx->m = curl_multi_init();
+        if (!rx->m)
+                abort();
+        r = leg_add(rx, &rx->attach, c, &attach, err);
+        if (r == 0)
+                r = leg_add(rx, &rx->wait, c, &wait, err);
+        if (r < 0)
+                return r;
+        for (;;) {
+                run_xfers_pump(rx);
+                struct leg *ended = rx->attach.done ? &rx->attach
+                                    : rx->wait.done ? &rx->wait
+                                                    : NULL;
+                if (ended && ended->rc < 0) {
+                        *err = ended->err;
+                        return ended->rc;
+                }
+                if (engine_xfer_headers_done(rx->attach.x) &&
+                    engine_xfer_headers_done(rx->wait.x) &&
+                    engine_xfer_status(rx->attach.x) == 200 &&
+                    engine_xfer_status(rx->wait.x) == 200)
+                        return 0;
+                if (ended || now_ms() - t_arm > ENGINE_ARM_MS)
+                        return sbx_fail(err, EIO,
+                                        "the container engine did not accept attach/wait for the "
+                                        "new container (attach HTTP %ld, wait HTTP %ld): check "
+                                        "that it is healthy",
+                                        engine_xfer_status(rx->attach.x),
+                                        engine_xfer_status(rx->wait.x));
+                curl_multi_poll(rx->m, NULL, 0, 50, NULL);
+        }
+}
+
+/* POST /containers/{id}/start, with the refusals that have a known cause told apart. */
+static int container_start(const struct engine_conn *c, const char *id, const char *image,
+                           struct sbx_error *err)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        int r;
+
+        r = engine_post(c,
+                        &(struct engine_call){.path = "/containers/{}/start",
+                                              .parts = {id},
+                                              .ok = {204, 304},
+                                              .timeout_ms = 60000,
+                                              .what = "start the sandbox"},
+                        &rep, err);
+        if (r == 0 || rep.status == 0)
+                return r;
+        if (strstr(rep.msg, "\"timeout\"") &&
+            (strstr(rep.msg, "not found") || strstr(rep.msg, "no such file")))
+                return sbx_fail(err, ENOENT,
+                                "the sandbox image '%s' has no coreutils `timeout`, which every "
+                                "run needs: use an image that provides bash, timeout and the "
+                                "interpreter, or run `vestibule-mcp setup`",
+                                image);
+        if (strcasestr(rep.msg, "no new privileges") || strcasestr(rep.msg, "no_new_privs") ||
+            (strcasestr(rep.msg, "apparmor") && strcasestr(rep.msg, "snap")))
+                /* The Docker snap's own confinement refuses the no-new-privileges every sandbox
+                 * is started with; Vestibule does not drop it. */
+                return sbx_fail(err, EPERM,
+                                "the container engine refused no-new-privileges, which every "
+                                "sandbox needs; the Docker snap does this: install Docker Engine "
+                                "from your distribution (apt install docker.io) or docker.com "
+                                "instead of the snap (sudo snap remove docker), then restart the "
+                                "server (engine said: %.160s)",
+                                rep.msg);
+        return r;
+}
+
+/* Why the run must stop now, if it must. */
+static enum stop_reason stop_reason_now(struct engine_state *st, const struct run_request *req,
+                                        const struct attach_ctx *a, uint64_t elapsed_ms,
+                                        uint64_t timeout_ms)
+{
+        pthread_mutex_lock(&st->lock);
+        bool shutting = st->shutting_down;
+        pthread_mutex_unlock(&st->lock);
+        if (shutting)
+                return STOP_SHUTDOWN;
+        if (fd_readable(req->cancel_fd))
+                return STOP_CANCEL;
+        if (a->flooded)
+                return STOP_FLOOD;
+        if (elapsed_ms >= timeout_ms + ENGINE_DEADLINE_SLACK_MS)
+                return STOP_TIMEOUT;
+        return STOP_NONE;
+}
+
+/* The wait's answer (or its loss) into @out. */
+static void wait_result(struct run_xfers *rx, const char *id, struct stream_out *out)
+{
+        json_object *sc;
+
+        if (rx->wait.done && rx->wait.rc == 0) {
+                if (json_object_object_get_ex(rx->wait.rep.json, "StatusCode", &sc)) {
+                        out->wait_ok = true;
+                        out->status_code = json_object_get_int(sc);
+                }
+                /* Our deadline kill found the container no longer running (409), or the
+                 * container did not end by our SIGKILL (its status is not 128 + 9): the
+                 * program had ended by itself just before, its exit status stands. */
+                if (out->wait_ok && out->stop == STOP_TIMEOUT &&
+                    ((rx->kill.done && rx->kill.rep.status == 409) || out->status_code != 137)) {
+                        log_debug("run %.12s: ended by itself before the deadline kill", id);
+                        out->stop = STOP_NONE;
+                }
+        } else if (rx->wait.done) {
+                out->engine_lost = true;
+                snprintf(out->lost_msg, sizeof(out->lost_msg),
+                         "lost the container engine during the run (%.150s)", rx->wait.err.msg);
+        }
+}
+
 /* Arm attach + wait (next-exit) in one multi, start, drive to the end. */
 static int run_stream(struct backend *b, const struct run_request *req, const char *id,
                       struct run_result *res, struct stream_out *out, struct sbx_trace *trace,
@@ -672,114 +851,21 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
 {
         struct engine_state *st = b->state;
         const struct engine_conn *c = &st->conn;
-        _cleanup_free_ char *apath =
-            xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
-        _cleanup_free_ char *wpath = xasprintf("/containers/%s/wait?condition=next-exit", id);
-        _cleanup_free_ char *spath = xasprintf("/containers/%s/start", id);
-        _cleanup_(curl_easy_cleanupp) CURL *ha = engine_easy_new(c, apath, true);
-        _cleanup_(curl_easy_cleanupp) CURL *hw = engine_easy_new(c, wpath, true);
-        _cleanup_free_ char *kpath = xasprintf("/containers/%s/kill?signal=KILL", id);
-        _cleanup_(curl_easy_cleanupp) CURL *hk = NULL;
-        struct xfer kx = {0};
-        struct attach_ctx a = {.res = res, .cap = b->cfg->max_output_bytes};
-        struct wait_ctx w = {0};
-        CURLM *m = curl_multi_init();
-        struct engine_response sr = {0};
-        uint64_t t_arm, t_start = 0, t_exit = 0, t_kill = 0, t_progress;
+        struct run_xfers rx = {.a = {.res = res, .cap = b->cfg->max_output_bytes}};
+        uint64_t t_start = 0, t_exit = 0, t_kill = 0, t_progress;
         uint64_t timeout_ms = (uint64_t)req->timeout_s * 1000;
-        int running = 0, rv = 0;
-
-        curl_easy_setopt(ha, CURLOPT_POST, 1L);
-        curl_easy_setopt(ha, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(ha, CURLOPT_HEADERFUNCTION, xfer_header);
-        curl_easy_setopt(ha, CURLOPT_HEADERDATA, &a.x);
-        curl_easy_setopt(ha, CURLOPT_WRITEFUNCTION, attach_write);
-        curl_easy_setopt(ha, CURLOPT_WRITEDATA, &a);
-        curl_easy_setopt(ha, CURLOPT_PRIVATE, &a.x);
-        curl_easy_setopt(hw, CURLOPT_POST, 1L);
-        curl_easy_setopt(hw, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(hw, CURLOPT_HEADERFUNCTION, xfer_header);
-        curl_easy_setopt(hw, CURLOPT_HEADERDATA, &w.x);
-        curl_easy_setopt(hw, CURLOPT_WRITEFUNCTION, wait_write);
-        curl_easy_setopt(hw, CURLOPT_WRITEDATA, &w);
-        curl_easy_setopt(hw, CURLOPT_PRIVATE, &w.x);
-        if (!m)
-                abort();
-        curl_multi_add_handle(m, ha);
-        curl_multi_add_handle(m, hw);
+        int rv;
 
         /* 1. arm: both response headers in (wait registered, attach streaming). */
-        t_arm = now_ms();
-        for (;;) {
-                curl_multi_perform(m, &running);
-                CURLMsg *msg;
-                int q;
-                while ((msg = curl_multi_info_read(m, &q)))
-                        if (msg->msg == CURLMSG_DONE) {
-                                struct xfer *x = NULL;
-                                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-                                x->done = true;
-                                x->result = msg->data.result;
-                        }
-                if (a.x.headers_done && w.x.headers_done)
-                        break;
-                if (a.x.done || w.x.done || now_ms() - t_arm > ENGINE_ARM_MS) {
-                        rv = sbx_fail(err, EIO,
-                                      "the container engine did not accept attach/wait for the "
-                                      "new container (attach HTTP %ld, wait HTTP %ld): check that "
-                                      "it is healthy",
-                                      a.x.status, w.x.status);
-                        goto out;
-                }
-                curl_multi_poll(m, NULL, 0, 50, NULL);
-        }
-        if (a.x.status != 200 || w.x.status != 200) {
-                rv = sbx_fail(err, EIO,
-                              "the container engine refused attach (HTTP %ld) or wait (HTTP %ld) "
-                              "on the new container",
-                              a.x.status, w.x.status);
+        rv = run_xfers_arm(&rx, c, id, err);
+        if (rv < 0)
                 goto out;
-        }
-
         sbx_trace_lap(trace, "arm_attach_wait");
 
         /* 2. start. */
-        t_start = now_ms();
-        rv = engine_request(c, "POST", spath, true, NULL, 60000, &sr, err);
+        rv = container_start(c, id, res->image, err);
         if (rv < 0)
                 goto out;
-        if (sr.status != 204 && sr.status != 304) {
-                _cleanup_(json_putp) json_object *j = json_tokener_parse(sr.body);
-                json_object *mj = NULL;
-                const char *msg = j && json_object_object_get_ex(j, "message", &mj)
-                                      ? json_object_get_string(mj)
-                                      : sr.body;
-                if (strstr(msg, "\"timeout\"") &&
-                    (strstr(msg, "not found") || strstr(msg, "no such file")))
-                        rv = sbx_fail(err, ENOENT,
-                                      "the sandbox image '%s' has no coreutils `timeout`, which "
-                                      "every run needs: use an image that provides bash, timeout "
-                                      "and the interpreter, or run `vestibule-mcp setup`",
-                                      res->image);
-                else if (strcasestr(msg, "no new privileges") || strcasestr(msg, "no_new_privs") ||
-                         (strcasestr(msg, "apparmor") && strcasestr(msg, "snap")))
-                        /* The Docker snap's own confinement refuses the no-new-privileges
-                         * every sandbox is started with; Vestibule does not drop it. */
-                        rv = sbx_fail(err, EPERM,
-                                      "the container engine refused no-new-privileges, which "
-                                      "every sandbox needs; the Docker snap does this: install "
-                                      "Docker Engine from your distribution (apt install "
-                                      "docker.io) or docker.com instead of the snap (sudo snap "
-                                      "remove docker), then restart the server (engine said: "
-                                      "%.160s)",
-                                      msg);
-                else
-                        rv = sbx_fail(err, EIO,
-                                      "the container engine could not start the sandbox (HTTP "
-                                      "%ld): %.300s",
-                                      sr.status, msg);
-                goto out;
-        }
         sbx_trace_lap(trace, "start");
         /* network "allowlist": the way out, made inside the started container (egress.c); its
          * code waits for it. Fail closed: on error the container is removed unrun. */
@@ -794,43 +880,27 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
         t_progress = t_start;
 
         /* 3. drive until the wait answered and the stream ended. */
-        while (!(w.x.done && a.x.done)) {
+        while (!(rx.wait.done && rx.attach.done)) {
                 uint64_t now = now_ms();
-                bool shutting;
-                pthread_mutex_lock(&st->lock);
-                shutting = st->shutting_down;
-                pthread_mutex_unlock(&st->lock);
 
-                if (!t_kill && !w.x.done) {
-                        enum stop_reason why = STOP_NONE;
-                        if (shutting)
-                                why = STOP_SHUTDOWN;
-                        else if (fd_readable(req->cancel_fd))
-                                why = STOP_CANCEL;
-                        else if (a.flooded)
-                                why = STOP_FLOOD;
-                        else if (now - t_start >= timeout_ms + ENGINE_DEADLINE_SLACK_MS)
-                                why = STOP_TIMEOUT;
+                if (!t_kill && !rx.wait.done) {
+                        enum stop_reason why =
+                            stop_reason_now(st, req, &rx.a, now - t_start, timeout_ms);
                         if (why != STOP_NONE) {
                                 /* The kill goes through the same multi: the stream keeps
                                  * being drained meanwhile (Podman's kill blocks while the
                                  * container is stuck writing to an unread attach). */
+                                struct engine_call kc = kill_call(id);
+                                struct sbx_error ke = {0};
                                 out->stop = why;
-                                hk = engine_easy_new(c, kpath, true);
-                                curl_easy_setopt(hk, CURLOPT_POST, 1L);
-                                curl_easy_setopt(hk, CURLOPT_POSTFIELDS, "");
-                                curl_easy_setopt(hk, CURLOPT_WRITEFUNCTION, discard_write);
-                                curl_easy_setopt(hk, CURLOPT_HEADERFUNCTION, xfer_header);
-                                curl_easy_setopt(hk, CURLOPT_HEADERDATA, &kx);
-                                curl_easy_setopt(hk, CURLOPT_PRIVATE, &kx);
-                                curl_easy_setopt(hk, CURLOPT_TIMEOUT_MS, 15000L);
-                                curl_multi_add_handle(m, hk);
+                                if (leg_add(&rx, &rx.kill, c, &kc, &ke) < 0)
+                                        log_debug("kill %.12s: %s", id, ke.msg);
                                 t_kill = now_ms();
                                 log_debug("run %.12s: stopping (%d) after %llu ms", id, (int)why,
                                           (unsigned long long)(now - t_start));
                         }
                 }
-                if (w.x.done && !t_exit)
+                if (rx.wait.done && !t_exit)
                         t_exit = now;
                 /* exited, stream did not close: stop waiting for it (at once after our own
                  * kill: output past a cancel, flood or deadline is not wanted) */
@@ -840,13 +910,14 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                  * is not needed (the outcome is the stop's), and Podman's compat wait can take
                  * seconds to answer after a kill. Nothing waits on it past a short bound; the
                  * forced removal in the background finishes the container in any case. */
-                if (t_kill && a.x.done && (out->stop != STOP_TIMEOUT || (w.x.done && kx.done)))
+                if (t_kill && rx.attach.done &&
+                    (out->stop != STOP_TIMEOUT || (rx.wait.done && rx.kill.done)))
                         break;
                 if (t_kill && now - t_kill > ENGINE_KILL_WAIT_MS) {
                         log_debug("run %.12s: no end of stream %llu ms after the kill (kill %s); "
                                   "going on, the removal forces it",
                                   id, (unsigned long long)(now - t_kill),
-                                  kx.done ? "answered" : "unanswered");
+                                  rx.kill.done ? "answered" : "unanswered");
                         break;
                 }
                 if (req->progress && now - t_progress >= ENGINE_PROGRESS_MS) {
@@ -854,58 +925,23 @@ static int run_stream(struct backend *b, const struct run_request *req, const ch
                         req->progress(req->progress_userdata, now - t_start, timeout_ms);
                 }
 
-                curl_multi_perform(m, &running);
-                CURLMsg *msg;
-                int q;
-                while ((msg = curl_multi_info_read(m, &q)))
-                        if (msg->msg == CURLMSG_DONE) {
-                                struct xfer *x = NULL;
-                                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-                                x->done = true;
-                                x->result = msg->data.result;
-                                if (x == &w.x && !t_exit)
-                                        t_exit = now_ms();
-                        }
-                if (w.x.done && a.x.done)
+                run_xfers_pump(&rx);
+                if (rx.wait.done && !t_exit)
+                        t_exit = now_ms();
+                if (rx.wait.done && rx.attach.done)
                         break;
                 struct curl_waitfd extra = {.fd = req->cancel_fd, .events = CURL_WAIT_POLLIN};
-                curl_multi_poll(m, req->cancel_fd >= 0 && !t_kill ? &extra : NULL,
+                curl_multi_poll(rx.m, req->cancel_fd >= 0 && !t_kill ? &extra : NULL,
                                 req->cancel_fd >= 0 && !t_kill ? 1 : 0, 100, NULL);
         }
         sbx_trace_lap(trace, "wait_stream");
         out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
         log_debug("run %.12s: exit after %llu ms, stream %s", id, (unsigned long long)out->wall_ms,
-                  a.x.done ? "ended" : "still open");
-        out->proto_error = a.proto_error;
-
-        if (w.x.done && w.x.result == CURLE_OK) {
-                _cleanup_(json_putp) json_object *j = json_tokener_parse(w.body);
-                json_object *sc;
-                if (j && json_object_object_get_ex(j, "StatusCode", &sc)) {
-                        out->wait_ok = true;
-                        out->status_code = json_object_get_int(sc);
-                }
-                /* Our deadline kill found the container no longer running (409), or the
-                 * container did not end by our SIGKILL (its status is not 128 + 9): the
-                 * program had ended by itself just before, its exit status stands. */
-                if (out->wait_ok && out->stop == STOP_TIMEOUT &&
-                    ((kx.done && kx.status == 409) || out->status_code != 137)) {
-                        log_debug("run %.12s: ended by itself before the deadline kill", id);
-                        out->stop = STOP_NONE;
-                }
-        } else if (w.x.done) {
-                out->engine_lost = true;
-                snprintf(out->lost_msg, sizeof(out->lost_msg),
-                         "lost the container engine during the run (%s)",
-                         curl_easy_strerror(w.x.result));
-        }
+                  rx.attach.done ? "ended" : "still open");
+        out->proto_error = rx.a.proto_error;
+        wait_result(&rx, id, out);
 out:
-        engine_response_done(&sr);
-        curl_multi_remove_handle(m, ha);
-        curl_multi_remove_handle(m, hw);
-        if (hk)
-                curl_multi_remove_handle(m, hk);
-        curl_multi_cleanup(m);
+        run_xfers_done(&rx);
         if (rv == 0 && !t_start)
                 rv = -EIO;
         return rv;
@@ -1080,6 +1116,100 @@ static void note_add(struct run_result *res, const char *fmt, ...)
         run_result_note(res, "%s", note);
 }
 
+/* POST /containers/create with @body; the new id into *@ret_id. Creates on rootless Podman
+ * go one at a time (create_lock). Rootless Podman 4.3 sometimes answers a keep-id create under
+ * parallel runs with a 500 though the same body works a moment later (its user-namespace setup
+ * for the request is transient, docs/design/engine-api.md §7): that exact answer is retried,
+ * briefly. */
+static int container_create(struct engine_state *st, json_object *body, const char *image,
+                            const char *what, char **ret_id, struct sbx_error *err)
+{
+        const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        json_object *idj = NULL;
+        int r;
+
+        for (unsigned attempt = 0;; attempt++) {
+                engine_reply_done(&rep);
+                if (st->rootless_podman)
+                        pthread_mutex_lock(&st->create_lock);
+                r = engine_post(&st->conn,
+                                &(struct engine_call){.path = "/containers/create",
+                                                      .json = json,
+                                                      .ok = {201},
+                                                      .body = ENGINE_BODY_JSON,
+                                                      .timeout_ms = 30000,
+                                                      .what = what},
+                                &rep, err);
+                if (st->rootless_podman)
+                        pthread_mutex_unlock(&st->create_lock);
+                if (r == 0 || attempt >= ENGINE_CREATE_RETRIES || rep.status != 500 ||
+                    !strstr(rep.msg, "keep-id requires additional UIDs or GIDs"))
+                        break;
+                log_debug("create: Podman's transient keep-id error (%s); retry %u of %u", rep.msg,
+                          attempt + 1, ENGINE_CREATE_RETRIES);
+                usleep(150000u * (attempt + 1));
+        }
+        if (r < 0 &&
+            (rep.status == 404 || (rep.status >= 400 && strcasestr(rep.msg, "no such image"))))
+                return sbx_fail(err, ENOENT,
+                                "the sandbox image '%s' is missing from the container engine: "
+                                "run `vestibule-mcp setup`",
+                                image);
+        if (r < 0)
+                return r;
+        if (!json_object_object_get_ex(rep.json, "Id", &idj) || !json_object_get_string(idj))
+                return sbx_fail(err, EPROTO,
+                                "the container engine at '%s' created a container without "
+                                "saying its Id: is this a Docker Engine or Podman socket?",
+                                st->conn.ep.host);
+        *ret_id = xstrdup(json_object_get_string(idj));
+        return 0;
+}
+
+/* GET /containers/{id}/json (and, for keep-id, libpod's IDMappings, which the compat inspect
+ * does not show) into *@ret. */
+static int container_inspect(struct engine_state *st, const char *id, bool keep_id,
+                             json_object **ret, struct sbx_error *err)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0}, lp = {0};
+        json_object *hcj, *idm;
+        int r;
+
+        r = engine_get(&st->conn,
+                       &(struct engine_call){.path = "/containers/{}/json",
+                                             .parts = {id},
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "inspect the sandbox container"},
+                       &rep, err);
+        if (r == 0 && !rep.json)
+                r = sbx_fail(err, EPROTO,
+                             "the container engine inspected the sandbox container "
+                             "with an empty answer");
+        if (r < 0)
+                return r;
+        if (keep_id) {
+                struct sbx_error e = {0};
+                if (engine_get(&st->conn,
+                               &(struct engine_call){.path = "/v4.0.0/libpod/containers/{}/json",
+                                                     .parts = {id},
+                                                     .unversioned = true,
+                                                     .ok = {200},
+                                                     .body = ENGINE_BODY_JSON,
+                                                     .timeout_ms = 10000,
+                                                     .what = "inspect the sandbox container "
+                                                             "(libpod)"},
+                               &lp, &e) == 0 &&
+                    json_object_object_get_ex(lp.json, "HostConfig", &hcj) &&
+                    json_object_object_get_ex(hcj, "IDMappings", &idm))
+                        json_object_object_add(rep.json, "IDMappings", json_object_get(idm));
+        }
+        *ret = TAKE_PTR(rep.json);
+        return 0;
+}
+
 /* Two labelled volumes, filled through a created-never-started helper container's archive API
  * (docs/design/engine-api.md §3: Docker refuses archive PUTs into a read-only rootfs or volume, so
  * the run container itself cannot take them), then the helper is removed. */
@@ -1088,11 +1218,8 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
                           const char *owner, struct handin *h, struct sbx_error *err)
 {
         _cleanup_close_ int fd = -1, wfd = -1;
-        _cleanup_(json_putp) json_object *body = NULL, *created = NULL;
+        _cleanup_(json_putp) json_object *body = NULL;
         _cleanup_free_ char *helper = NULL;
-        json_object *idj = NULL;
-        long status = 0;
-        char msg[300];
         int r;
 
         if (engine_volume_name("code", h->code_vol, sizeof(h->code_vol)) < 0 ||
@@ -1132,26 +1259,9 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
         }
 
         body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
-        if (st->rootless_podman) /* one create at a time there (create_lock) */
-                pthread_mutex_lock(&st->create_lock);
-        r = engine_request_json(&st->conn, "POST", "/containers/create",
-                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
-                                &status, &created, msg, sizeof(msg), err);
-        if (st->rootless_podman)
-                pthread_mutex_unlock(&st->create_lock);
+        r = container_create(st, body, image, "create the hand-in helper container", &helper, err);
         if (r < 0)
                 return r;
-        if (status == 404 || (status >= 400 && strcasestr(msg, "no such image")))
-                return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' is missing from the container engine: "
-                                "run `vestibule-mcp setup`",
-                                image);
-        if (status != 201 || !created || !json_object_object_get_ex(created, "Id", &idj))
-                return sbx_fail(err, EIO,
-                                "the container engine refused to create the hand-in helper "
-                                "container (HTTP %ld): %s",
-                                status, msg);
-        helper = xstrdup(json_object_get_string(idj));
         if (st->conn.podman) {
                 r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
                 if (r == 0)
@@ -1252,17 +1362,16 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         struct engine_state *st = b->state;
         const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
         /* every cleanup variable up here: the gotos below must not jump over one */
-        _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL, *ipath = NULL;
+        _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL;
         _cleanup_free_ char *script = NULL;
-        _cleanup_(json_putp) json_object *body = NULL, *created = NULL, *inspect = NULL;
+        _cleanup_(json_putp) json_object *body = NULL, *inspect = NULL;
         struct handin hv = {0};
         struct egress_session *egress = NULL;
-        char owner[160], msg[300], degraded[128] = "", grade[320], seccomp_profile[512];
+        char owner[160], degraded[128] = "", grade[320], seccomp_profile[512];
         char timeout_arg[16], cgroup[128] = "", usage_why[160];
         _cleanup_close_ int kmsg_fd = -1;
         int kmsg_r = -ENOENT;
         struct stream_out so = {0};
-        long status = 0;
         uid_t uid = (uid_t)-1; /* set by run_ids() */
         gid_t gid = (gid_t)-1;
         struct sbx_trace trace;
@@ -1286,7 +1395,6 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         bool hostcg = st->hostcg;
         snprintf(usage_why, sizeof(usage_why), "%s", st->usage_why);
         bool podman = st->conn.podman;
-        bool serial_create = st->rootless_podman;
         bool rootless_docker = st->rootless_docker;
         snprintf(seccomp_profile, sizeof(seccomp_profile), "%s", st->seccomp_profile);
         pthread_mutex_unlock(&st->lock);
@@ -1403,66 +1511,14 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
             .extra_env = (const char *const *)env,
         };
         body = engine_create_body(&spec);
-        /* Rootless Podman 4.3 sometimes answers a keep-id create under parallel runs with this
-         * 500 though the same body works a moment later (its user-namespace setup for the
-         * request is transient, docs/design/engine-api.md §7): retry that exact answer, briefly. */
-        for (unsigned attempt = 0;; attempt++) {
-                if (serial_create)
-                        pthread_mutex_lock(&st->create_lock);
-                r = engine_request_json(
-                    &st->conn, "POST", "/containers/create",
-                    json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000, &status,
-                    &created, msg, sizeof(msg), err);
-                if (serial_create)
-                        pthread_mutex_unlock(&st->create_lock);
-                if (r < 0 || attempt >= ENGINE_CREATE_RETRIES || status != 500 ||
-                    !strstr(msg, "keep-id requires additional UIDs or GIDs"))
-                        break;
-                log_debug("create: Podman's transient keep-id error (%s); retry %u of %u", msg,
-                          attempt + 1, ENGINE_CREATE_RETRIES);
-                json_object_put(TAKE_PTR(created));
-                usleep(150000u * (attempt + 1));
-        }
+        r = container_create(st, body, res->image, "create the sandbox", &id, err);
         if (r < 0)
                 goto out_code;
-        if (status == 404 || (status >= 400 && strcasestr(msg, "no such image"))) {
-                r = sbx_fail(err, ENOENT,
-                             "the sandbox image '%s' is missing from the container engine: run "
-                             "`vestibule-mcp setup`",
-                             res->image);
-                goto out_code;
-        }
-        json_object *idj = NULL;
-        if (status != 201 || !created || !json_object_object_get_ex(created, "Id", &idj)) {
-                r = sbx_fail(err, EIO,
-                             "the container engine refused to create the sandbox (HTTP %ld): %s",
-                             status, msg);
-                goto out_code;
-        }
-        id = xstrdup(json_object_get_string(idj));
         active_add(st, id);
         sbx_trace_lap(&trace, "create");
 
         /* Verify: the engine's view of the container, option by option. */
-        ipath = xasprintf("/containers/%s/json", id);
-        r = engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect, msg,
-                                sizeof(msg), err);
-        if (r == 0 && (status != 200 || !inspect))
-                r = sbx_fail(err, EIO, "cannot inspect the new sandbox container: %s", msg);
-        if (r == 0 && spec.userns_keep_id) {
-                /* the compat inspect does not show keep-id: add libpod's IDMappings */
-                _cleanup_free_ char *lp = xasprintf("/v4.0.0/libpod/containers/%s/json", id);
-                struct engine_response lr = {0};
-                r = engine_request(&st->conn, "GET", lp, false, NULL, 10000, &lr, err);
-                if (r == 0 && lr.status == 200) {
-                        json_object *lj = json_tokener_parse(lr.body), *hcj, *idm;
-                        if (lj && json_object_object_get_ex(lj, "HostConfig", &hcj) &&
-                            json_object_object_get_ex(hcj, "IDMappings", &idm))
-                                json_object_object_add(inspect, "IDMappings", json_object_get(idm));
-                        json_object_put(lj);
-                }
-                engine_response_done(&lr);
-        }
+        r = container_inspect(st, id, spec.userns_keep_id, &inspect, err);
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, degraded, sizeof(degraded), err);
         if (r == 0) {
@@ -1502,12 +1558,10 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
         struct sbx_error e3 = {0};
         /* A run we stopped (cancel, flood, deadline) has its outcome already: no inspect, which
          * on Podman can block while the kill is carried out. */
-        int ri = so.stop != STOP_NONE
-                     ? -ECANCELED
-                     : engine_request_json(&st->conn, "GET", ipath, NULL, 10000, &status, &inspect,
-                                           msg, sizeof(msg), &e3);
+        int ri =
+            so.stop != STOP_NONE ? -ECANCELED : container_inspect(st, id, false, &inspect, &e3);
         sbx_trace_lap(&trace, "collect_inspect");
-        if (ri == 0 && status == 200 && inspect) {
+        if (ri == 0) {
                 json_object *state = jget(inspect, "State");
                 oom = json_object_get_boolean(jget(state, "OOMKilled"));
                 if (!so.wait_ok && jget(state, "ExitCode") &&
@@ -1714,145 +1768,6 @@ static const struct backend_ops engine_ops = {
     .shutdown = engine_shutdown,
     .destroy = engine_destroy,
 };
-
-/* ---------------------------------------------------------------------------------------- */
-/* The sweep at server start                                                                */
-
-struct start_sweep {
-        struct sbx_config cfg; /* runtime and engine_env only (deep copies) */
-};
-
-static void start_sweep_free(struct start_sweep *s)
-{
-        struct sbx_engine_env *e = &s->cfg.engine_env;
-        char **strs[] = {
-            &e->docker_host,      &e->docker_context, &e->docker_config, &e->docker_tls_verify,
-            &e->docker_cert_path, &e->container_host, &e->home,          &e->xdg_runtime_dir};
-        for (size_t i = 0; i < ELEMENTSOF(strs); i++)
-                free(*strs[i]);
-        free(s);
-}
-
-/* The code folders in /tmp of servers of this host that are gone (killed mid-run), found by
- * their "<folder>.owner" files: the script and the folder, never following a link. Return
- * how many folders were removed. */
-static unsigned sweep_code_dirs(void)
-{
-        _cleanup_(closedirp) DIR *d = opendir("/tmp");
-        struct dirent *de;
-        unsigned n = 0;
-
-        if (!d)
-                return 0;
-        while ((de = readdir(d))) {
-                size_t len = strlen(de->d_name);
-                char label[200] = "", name[256];
-                if (strncmp(de->d_name, ENGINE_CODE_DIR_PREFIX, strlen(ENGINE_CODE_DIR_PREFIX)) !=
-                        0 ||
-                    len < 7 || strcmp(de->d_name + len - 6, ".owner") != 0 ||
-                    len - 6 >= sizeof(name))
-                        continue;
-                _cleanup_close_ int of =
-                    openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                ssize_t got = of >= 0 ? read(of, label, sizeof(label) - 1) : -1;
-                if (got <= 0)
-                        continue;
-                label[got] = '\0';
-                if (engine_owner_alive(label))
-                        continue;
-                snprintf(name, sizeof(name), "%.*s", (int)(len - 6), de->d_name);
-                int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                DIR *sd = fd >= 0 ? fdopendir(fd) : NULL;
-                if (sd) {
-                        struct dirent *e2;
-                        while ((e2 = readdir(sd)))
-                                if (strcmp(e2->d_name, ".") != 0 && strcmp(e2->d_name, "..") != 0)
-                                        (void)unlinkat(dirfd(sd), e2->d_name, 0);
-                        closedir(sd);
-                } else if (fd >= 0) {
-                        close(fd);
-                }
-                if (unlinkat(dirfd(d), name, AT_REMOVEDIR) == 0)
-                        n++;
-                (void)unlinkat(dirfd(d), de->d_name, 0);
-        }
-        return n;
-}
-
-static void *start_sweep_thread(void *p)
-{
-        struct start_sweep *s = p;
-        struct engine_conn c = {0};
-        struct sbx_error err = {0};
-        char why[160];
-        int n;
-
-        unsigned dirs = sweep_code_dirs();
-        if (dirs > 0)
-                log_info("removed %u code folder(s) of servers that are gone (start-up sweep)",
-                         dirs);
-        if (engine_connect(&s->cfg, NULL, &c, &err) < 0) {
-                log_debug("start-up sweep: %s; nothing swept", err.msg);
-                goto out;
-        }
-        n = engine_sweep(&c, &err);
-        if (n > 0)
-                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that "
-                         "are gone (start-up sweep)",
-                         n);
-        else if (n < 0)
-                log_debug("start-up sweep: %s, ignoring", err.msg);
-        else
-                log_debug("start-up sweep: nothing left over on '%s'", c.ep.host);
-        if (c.ep.local && engine_hostcg_available(why, sizeof(why)) == 0) {
-                unsigned k = engine_hostcg_sweep();
-                if (k > 0)
-                        log_debug("start-up sweep: removed %u run cgroup(s) of gone servers", k);
-        }
-out:
-        start_sweep_free(s);
-        return NULL;
-}
-
-void engine_sweep_at_start(const struct sbx_config *cfg)
-{
-        const struct sbx_engine_env *e = &cfg->engine_env;
-        struct start_sweep *s;
-        struct sbx_error err = {0};
-        pthread_attr_t attr;
-        pthread_t t;
-
-        /* Only a server set to the container backend: under auto, a host where native wins
-         * never talks to the engine nor maps libcurl (docs/BENCHMARKS.md, footprint); there
-         * the sweep runs when the container backend is first probed, as before. */
-        if (cfg->invalid || cfg->backend != SBX_BACKEND_CONTAINER)
-                return;
-        if (lazy_curl_load(&err) < 0) {
-                log_debug("start-up sweep: %s", err.msg);
-                return;
-        }
-        s = xcalloc(1, sizeof(*s));
-        s->cfg.runtime = cfg->runtime;
-        s->cfg.backend = cfg->backend;
-#define DUP(f) s->cfg.engine_env.f = e->f ? xstrdup(e->f) : NULL
-        DUP(docker_host);
-        DUP(docker_context);
-        DUP(docker_config);
-        DUP(docker_tls_verify);
-        DUP(docker_cert_path);
-        DUP(container_host);
-        DUP(home);
-        DUP(xdg_runtime_dir);
-#undef DUP
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, (size_t)256 << 10);
-        if (pthread_create(&t, &attr, start_sweep_thread, s) != 0) {
-                log_debug("start-up sweep: cannot start a thread, ignoring");
-                start_sweep_free(s);
-        }
-        pthread_attr_destroy(&attr);
-}
 
 int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
                                 struct backend **ret, struct sbx_error *err)

@@ -94,39 +94,46 @@ bool engine_owner_alive(const char *label)
 
 int container_remove(const struct engine_conn *c, const char *id, struct sbx_error *err)
 {
-        _cleanup_free_ char *path = xasprintf("/containers/%s?force=1&v=1", id);
-        long status = 0;
-        char msg[200];
+        struct engine_reply rep = {0};
         int r;
 
-        r = engine_request_json(c, "DELETE", path, NULL, 30000, &status, NULL, msg, sizeof(msg),
-                                err);
-        if (r < 0)
-                return r;
-        if (status != 204 && status != 200 && status != 404)
-                return sbx_fail(err, EIO, "cannot remove container %.12s: %s", id, msg);
-        return 0;
+        /* a missing one is fine: removed already (or by AutoRemove) */
+        r = engine_delete(c,
+                          &(struct engine_call){.path = "/containers/{}",
+                                                .parts = {id},
+                                                .query = {{"force", "1"}, {"v", "1"}},
+                                                .ok = {204, 200, 404},
+                                                .timeout_ms = 30000,
+                                                .what = "remove a sandbox container"},
+                          &rep, err);
+        engine_reply_done(&rep);
+        return r;
 }
 
 int list_ours(const struct engine_conn *c, json_object **ret, struct sbx_error *err)
 {
-        long status = 0;
-        char msg[200];
+        struct engine_reply rep = {0};
         int r;
 
-        /* filters={"label":["vestibule.run=1"]} */
-        r = engine_request_json(c, "GET",
-                                "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22"
-                                "vestibule.run%3D1%22%5D%7D",
-                                NULL, 10000, &status, ret, msg, sizeof(msg), err);
-        if (r < 0)
-                return r;
-        if (status != 200 || !*ret || !json_object_is_type(*ret, json_type_array)) {
-                json_object_put(*ret);
-                *ret = NULL;
-                return sbx_fail(err, EIO, "cannot list leftover sandbox containers: %s", msg);
-        }
-        return 0;
+        r = engine_get(
+            c,
+            &(struct engine_call){
+                .path = "/containers/json",
+                .query = {{"all", "1"}, {"filters", "{\"label\":[\"vestibule.run=1\"]}"}},
+                .ok = {200},
+                .body = ENGINE_BODY_JSON,
+                .timeout_ms = 10000,
+                .what = "list the sandbox containers"},
+            &rep, err);
+        if (r == 0 && !json_object_is_type(rep.json, json_type_array))
+                r = sbx_fail(err, EPROTO,
+                             "the container engine at '%s' listed its containers as something "
+                             "other than an array: is this a Docker Engine or Podman socket?",
+                             c->ep.host);
+        if (r == 0)
+                *ret = TAKE_PTR(rep.json);
+        engine_reply_done(&rep);
+        return r;
 }
 
 const char *labels_get(json_object *ctr, const char *key)
@@ -142,19 +149,26 @@ const char *labels_get(json_object *ctr, const char *key)
  * those of @only_owner. A volume still in use answers 409 and stays for a later sweep. */
 int sweep_volumes(const struct engine_conn *c, const char *only_owner, struct sbx_error *err)
 {
-        _cleanup_(json_putp) json_object *res = NULL;
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         json_object *vols = NULL;
-        long status = 0;
-        char msg[200];
         int removed = 0, r;
 
-        r = engine_request_json(
-            c, "GET", "/volumes?filters=%7B%22label%22%3A%5B%22vestibule.run%3D1%22%5D%7D", NULL,
-            10000, &status, &res, msg, sizeof(msg), err);
+        r = engine_get(
+            c,
+            &(struct engine_call){.path = "/volumes",
+                                  .query = {{"filters", "{\"label\":[\"vestibule.run=1\"]}"}},
+                                  .ok = {200},
+                                  .body = ENGINE_BODY_JSON,
+                                  .timeout_ms = 10000,
+                                  .what = "list the sandbox volumes"},
+            &rep, err);
         if (r < 0)
                 return r;
-        if (status != 200 || !res || !json_object_object_get_ex(res, "Volumes", &vols))
-                return sbx_fail(err, EIO, "cannot list leftover sandbox volumes: %s", msg);
+        if (!json_object_object_get_ex(rep.json, "Volumes", &vols))
+                return sbx_fail(err, EPROTO,
+                                "the container engine at '%s' listed its volumes without a "
+                                "\"Volumes\" array: is this a Docker Engine or Podman socket?",
+                                c->ep.host);
         for (size_t i = 0; vols && i < json_object_array_length(vols); i++) {
                 json_object *v = json_object_array_get_idx(vols, i), *nj;
                 const char *owner = labels_get(v, "vestibule.owner");
@@ -211,45 +225,48 @@ int engine_sweep(const struct engine_conn *c, struct sbx_error *err)
 
 static int ping_one(struct engine_conn *c, struct sbx_error *err)
 {
-        struct engine_response r = {0};
-        _cleanup_(json_putp) json_object *ver = NULL;
+        _cleanup_(engine_reply_done) struct engine_reply ping = {0}, ver = {0};
         json_object *minv = NULL;
-        long status = 0;
-        char msg[200];
         int rv;
 
-        rv = engine_request(c, "GET", "/_ping", false, NULL, 15000, &r, err);
+        rv = engine_get(c,
+                        &(struct engine_call){.path = "/_ping",
+                                              .unversioned = true,
+                                              .ok = {200},
+                                              .timeout_ms = 15000,
+                                              .what = "answer /_ping"},
+                        &ping, err);
+        if (rv < 0 && ping.status != 0) /* an answer, but not an engine's */
+                return sbx_fail(err, EIO,
+                                "the container engine at '%s' answered /_ping with HTTP %ld: is "
+                                "this a Docker Engine or Podman socket?",
+                                c->ep.host, ping.status);
         if (rv < 0)
                 return rv;
-        if (r.status != 200) {
-                rv = sbx_fail(err, EIO,
-                              "the container engine at '%s' answered /_ping with HTTP %ld: is "
-                              "this a Docker Engine or Podman socket?",
-                              c->ep.host, r.status);
-                engine_response_done(&r);
-                return rv;
-        }
-        c->podman = r.libpod_api[0] != '\0';
-        snprintf(c->libpod_api, sizeof(c->libpod_api), "%s", r.libpod_api);
-        snprintf(c->server, sizeof(c->server), "%s", r.server);
-        char server_api[16];
-        snprintf(server_api, sizeof(server_api), "%s", r.api_version);
-        engine_response_done(&r);
+        c->podman = ping.libpod_api[0] != '\0';
+        snprintf(c->libpod_api, sizeof(c->libpod_api), "%s", ping.libpod_api);
+        snprintf(c->server, sizeof(c->server), "%s", ping.server);
 
         /* MinAPIVersion from the unversioned /version (Docker 29 refuses < 1.44). Podman
          * accepts every compat prefix (docs/design/engine-api.md §6) and its /version is slow (it
          * asks conmon and the runtime for their versions: 10 s seen under load): skip it there. */
         c->api[0] = '\0';
         if (c->podman)
-                return engine_api_negotiate(server_api, NULL, c->api, err);
-        rv = engine_request_json(c, "GET", "/version", NULL, 15000, &status, &ver, msg, sizeof(msg),
-                                 err);
+                return engine_api_negotiate(ping.api_version, NULL, c->api, err);
+        rv = engine_get(c,
+                        &(struct engine_call){.path = "/version",
+                                              .unversioned = true,
+                                              .any_status = true,
+                                              .body = ENGINE_BODY_JSON,
+                                              .timeout_ms = 15000,
+                                              .what = "answer /version"},
+                        &ver, err);
         if (rv < 0)
                 return rv;
-        if (ver)
-                json_object_object_get_ex(ver, "MinAPIVersion", &minv);
-        return engine_api_negotiate(server_api, minv ? json_object_get_string(minv) : NULL, c->api,
-                                    err);
+        if (ver.status == 200 && ver.json)
+                json_object_object_get_ex(ver.json, "MinAPIVersion", &minv);
+        return engine_api_negotiate(ping.api_version, minv ? json_object_get_string(minv) : NULL,
+                                    c->api, err);
 }
 
 int engine_connect(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,

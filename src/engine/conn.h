@@ -1,4 +1,4 @@
-/* conn.h - what conn.c shares with backend.c alone (the rest of conn.c is in engine.h): the
+/* conn.h - what conn.c shares with backend.c and sweep.c (the rest of conn.c is in engine.h): the
  * container and volume listing and removal that both the sweep and a backend's shutdown use.
  * Private to src/engine. */
 #pragma once
@@ -7,6 +7,10 @@
 
 #include "common/error.h"
 #include "engine/engine.h"
+
+/* The run's code folders: /tmp/<prefix>XXXXXX, with "<folder>.owner" next to it holding the
+ * owner label (the start-up sweep removes those of servers that are gone). */
+#define ENGINE_CODE_DIR_PREFIX "vestibule-code-"
 
 /* Remove container @id (force, with its anonymous volumes); a missing one is fine. Return 0
  * or -errno with @err. */

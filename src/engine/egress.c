@@ -314,23 +314,25 @@ static bool pid_runs_tag(pid_t pid, json_object *inspect)
 int engine_egress_begin(const struct engine_conn *c, const char *id, const struct sbx_config *cfg,
                         struct egress_session **ret, struct sbx_error *err)
 {
-        _cleanup_free_ char *ipath = xasprintf("/containers/%s/json", id);
-        _cleanup_(json_putp) json_object *inspect = NULL;
-        json_object *state = NULL, *pidj = NULL;
-        char msg[300];
-        long status = 0;
+        const struct engine_call inspect_call = {.path = "/containers/{}/json",
+                                                 .parts = {id},
+                                                 .body = ENGINE_BODY_JSON,
+                                                 .timeout_ms = 10000,
+                                                 .what = "egress: inspect the started sandbox"};
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        json_object *inspect = NULL, *state = NULL, *pidj = NULL;
         int fd = -1, r;
 
-        r = engine_request_json(c, "GET", ipath, NULL, 10000, &status, &inspect, msg, sizeof(msg),
-                                err);
+        r = engine_get(c, &inspect_call, &rep, err);
         if (r < 0)
                 return sbx_wrap(err, "egress: inspecting the started sandbox");
-        if (status != 200 || !inspect || !json_object_object_get_ex(inspect, "State", &state) ||
+        inspect = rep.json;
+        if (!inspect || !json_object_object_get_ex(inspect, "State", &state) ||
             !json_object_object_get_ex(state, "Pid", &pidj))
                 return sbx_fail(err, EIO,
                                 "egress: the container engine did not give the started sandbox's "
-                                "process (HTTP %ld: %s); nothing was run",
-                                status, msg);
+                                "process (HTTP %ld); nothing was run",
+                                rep.status);
         pid_t pid = (pid_t)json_object_get_int(pidj);
         if (pid <= 0)
                 return sbx_fail(err, ESRCH,
@@ -348,13 +350,14 @@ int engine_egress_begin(const struct engine_conn *c, const char *id, const struc
                                 "egress: cannot hold the sandbox's process %d (pidfd_open: %s); "
                                 "nothing was run",
                                 (int)pid, strerror(errno));
-        json_object_put(TAKE_PTR(inspect));
-        r = engine_request_json(c, "GET", ipath, NULL, 10000, &status, &inspect, msg, sizeof(msg),
-                                err);
+        engine_reply_done(&rep);
+        rep = (struct engine_reply){0};
+        r = engine_get(c, &inspect_call, &rep, err);
         if (r < 0)
                 return sbx_wrap(err, "egress: inspecting the started sandbox");
+        inspect = rep.json;
         json_object *runj = NULL;
-        if (status != 200 || !inspect || !json_object_object_get_ex(inspect, "State", &state) ||
+        if (!inspect || !json_object_object_get_ex(inspect, "State", &state) ||
             !json_object_object_get_ex(state, "Pid", &pidj) ||
             json_object_get_int(pidj) != (int)pid ||
             !json_object_object_get_ex(state, "Running", &runj) || !json_object_get_boolean(runj))

@@ -102,49 +102,160 @@ struct engine_conn {
         char libpod_api[32]; /* Podman's Libpod-Api-Version */
 };
 
-struct engine_response {
-        long status; /* HTTP status; 0 = no answer */
-        char *body;  /* NUL-terminated; owned */
-        size_t len;
-        char api_version[16]; /* Api-Version header */
-        char libpod_api[32];  /* Libpod-Api-Version header */
-        char server[128];     /* Server header */
-};
-
-/** engine_response_done() - free what @r holds. */
-void engine_response_done(struct engine_response *r);
-
 /**
  * engine_easy_new() - a curl easy handle set up for @c (unix socket or tcp+TLS) and the URL
- * of @path (a path starting with '/': the versioned prefix "/v<api>" is added when @versioned
- * and @c->api is set). Caller frees with curl_easy_cleanup().
+ * of @target (a request target starting with '/', already escaped: engine_call_target()):
+ * the versioned prefix "/v<api>" is added when @versioned and @c->api is set. Caller frees
+ * with curl_easy_cleanup(). Only api.c calls it: everything else goes through engine_call().
  */
-void *engine_easy_new(const struct engine_conn *c, const char *path, bool versioned);
-
-/**
- * engine_request() - one HTTP request, answer buffered.
- * @method: "GET", "POST", "DELETE". @json_body: NULL = no body. @timeout_ms: 0 = none.
- * Return: 0 when an answer came (any status; see @ret->status), or -errno when the engine could
- * not be reached (-EACCES: socket permission; -ECONNREFUSED / -ENOENT: not running) with @err
- * holding the Blocked: text naming the fix.
- */
-int engine_request(const struct engine_conn *c, const char *method, const char *path,
-                   bool versioned, const char *json_body, long timeout_ms,
-                   struct engine_response *ret, struct sbx_error *err);
-
-/** engine_request_json() - engine_request() and parse the body as JSON when 2xx.
- * Return: 0 with *@ret_json (may be NULL for an empty body) and *@ret_status, or -errno. A
- * non-2xx status is not an error here: the caller reads *@ret_status and @ret_msg (the
- * engine's "message", may be empty). */
-int engine_request_json(const struct engine_conn *c, const char *method, const char *path,
-                        const char *json_body, long timeout_ms, long *ret_status,
-                        json_object **ret_json, char *ret_msg, size_t msg_size,
-                        struct sbx_error *err);
+void *engine_easy_new(const struct engine_conn *c, const char *target, bool versioned);
 
 /** engine_unreachable_error() - fill @err with the Blocked: text for a failed connect to @c
  * (@os_errno from CURLINFO_OS_ERRNO, @curl_msg the library's text). Return -errno. */
 int engine_unreachable_error(const struct engine_endpoint *ep, int os_errno, const char *curl_msg,
                              struct sbx_error *err);
+
+/* ---------------------------------------------------------------------------------------- */
+/* The Engine API calls (api.c)                                                              */
+
+/* Every request to the engine goes through engine_get() / engine_post() / engine_put() /
+ * engine_head() / engine_delete() (or, for transfers driven by a curl_multi, through
+ * engine_xfer_new() and engine_xfer_finish()), which build the request target from a template
+ * whose parts they percent-encode themselves, and check the answer's status in one place
+ * (https://docs.docker.com/engine/api/v1.43/; docs/design/engine-api.md). */
+
+#define ENGINE_CALL_MAX_PARTS 4
+#define ENGINE_CALL_MAX_QUERY 8
+#define ENGINE_CALL_MAX_OK 4
+#define ENGINE_PART_MAX_BYTES 4096 /* one path part or query value, before encoding */
+
+/* What becomes of the answer's body (when its status is one of the call's @ok). */
+enum engine_body {
+        ENGINE_BODY_NONE = 0, /* discarded */
+        ENGINE_BODY_JSON,     /* parsed into engine_reply.json (NULL for an empty body) */
+        ENGINE_BODY_RAW,      /* kept in engine_reply.raw (NUL-terminated) */
+        ENGINE_BODY_STREAM,   /* handed to @on_data as it arrives */
+};
+
+struct engine_query {
+        const char *name;  /* NULL ends the list */
+        const char *value; /* percent-encoded; NULL = the parameter is left out */
+};
+
+/* One call. Designated initialisers leave what is not needed zero. */
+struct engine_call {
+        /* "/containers/{}/json": each "{}" takes the next of @parts, percent-encoded as one
+         * path part (engine_escape()); the template itself is a literal of ours */
+        const char *path;
+        const char *parts[ENGINE_CALL_MAX_PARTS];
+        struct engine_query query[ENGINE_CALL_MAX_QUERY];
+        long ok[ENGINE_CALL_MAX_OK]; /* the statuses that mean success; {0}: any 2xx */
+        bool any_status;             /* no status check: the caller reads engine_reply.status */
+        enum engine_body body;
+        long timeout_ms;  /* whole call; 0 = none */
+        bool unversioned; /* no "/v<api>" prefix (/_ping, /version, Podman's /v4.0.0/libpod) */
+        const char *what; /* "inspect the sandbox container": what failed, for the message */
+        const char *json; /* request body, Content-Type application/json; NULL = none */
+        /* request body streamed from a file: POST/PUT read @upload_fd from offset 0 */
+        bool upload;
+        int upload_fd;
+        const char *content_type;   /* with @upload: "application/x-tar" */
+        const char *const *headers; /* extra request headers, NULL-terminated; may be NULL */
+        /* ENGINE_BODY_STREAM: called with each piece of a successful answer's body; return @n
+         * to go on, anything else stops the transfer (engine_reply.stopped) */
+        size_t (*on_data)(void *userdata, const char *buf, size_t n);
+        void *userdata;
+};
+
+struct engine_reply {
+        long status;       /* HTTP status; 0 = no answer */
+        json_object *json; /* ENGINE_BODY_JSON and a successful status; owned */
+        char *raw;         /* ENGINE_BODY_RAW and a successful status; owned, NUL-terminated */
+        size_t len;
+        bool stopped;         /* ENGINE_BODY_STREAM: @on_data stopped the transfer */
+        char msg[300];        /* a refused call: the engine's "message" (or the body's start) */
+        char api_version[16]; /* Api-Version header */
+        char libpod_api[32];  /* Libpod-Api-Version header */
+        char server[128];     /* Server header */
+};
+
+/** engine_reply_done() - free what @r holds (json, raw); @r may be NULL. */
+void engine_reply_done(struct engine_reply *r);
+
+/**
+ * engine_escape() - percent-encode @n bytes of @s (RFC 3986 §2: every byte but the unreserved
+ * A-Z a-z 0-9 - . _ ~ becomes %XX) into a new string *@ret (free() it).
+ * @query: true for a query value; false for a path part, which must not be empty and whose
+ *         '/'-separated pieces must not be "." or ".." (the engine decodes the path before
+ *         routing it, so an id "../../images/x" would reach another endpoint).
+ * Return: 0, or -EINVAL (a NUL byte; a path part "", "." or ".." or holding such a piece) or
+ * -ENAMETOOLONG (over ENGINE_PART_MAX_BYTES) with the reason in @err; *@ret untouched then.
+ */
+int engine_escape(const char *s, size_t n, bool query, char **ret, struct sbx_error *err);
+
+/**
+ * engine_call_target() - the request target of @call: its path template with every "{}"
+ * replaced by the next part, escaped, then "?name=value&..." of its query. No "/v<api>" prefix.
+ * Return: 0 with a new string in *@ret, or -EINVAL (a bad part, more or fewer parts than
+ * "{}"s) / -ENAMETOOLONG with @err naming the part.
+ */
+int engine_call_target(const struct engine_call *call, char **ret, struct sbx_error *err);
+
+/**
+ * engine_call() - one request to the engine behind @c, answered in full.
+ * @method: "GET", "POST", "PUT", "HEAD" or "DELETE" (the wrappers below pass it).
+ * @ret:    the answer (engine_reply_done() it, also after an error: a refused status leaves
+ *          status and msg set).
+ * Return: 0 when the status is one of @call->ok; else -errno with @err naming the fix:
+ * -ECONNREFUSED / -ENOENT / -EACCES (engine unreachable: the Blocked: text), -EPROTO (TLS, or
+ * a JSON body that is not JSON), -ETIMEDOUT, -EIO (transfer failed, or HTTP 5xx and others),
+ * and by the refused status: -EINVAL (400), -EACCES (401, 403), -ENOENT (404), -EBUSY (409).
+ */
+int engine_call(const struct engine_conn *c, const char *method, const struct engine_call *call,
+                struct engine_reply *ret, struct sbx_error *err);
+
+/* engine_call() with the method in the name. */
+int engine_get(const struct engine_conn *c, const struct engine_call *call,
+               struct engine_reply *ret, struct sbx_error *err);
+int engine_post(const struct engine_conn *c, const struct engine_call *call,
+                struct engine_reply *ret, struct sbx_error *err);
+int engine_put(const struct engine_conn *c, const struct engine_call *call,
+               struct engine_reply *ret, struct sbx_error *err);
+int engine_head(const struct engine_conn *c, const struct engine_call *call,
+                struct engine_reply *ret, struct sbx_error *err);
+int engine_delete(const struct engine_conn *c, const struct engine_call *call,
+                  struct engine_reply *ret, struct sbx_error *err);
+
+/* One call in flight on a curl_multi the caller drives (the run's attach, wait and kill). */
+struct engine_xfer;
+
+/**
+ * engine_xfer_new() - set up @call (copied, with @ret as its answer) as a curl easy handle
+ * for a multi: add engine_xfer_handle() to it, perform, and on CURLMSG_DONE call
+ * engine_xfer_finish() with the transfer's result. @c and @ret must outlive the transfer.
+ * Return: 0 with a new transfer in *@ret_x (engine_xfer_free() it), or -EINVAL (a bad part).
+ */
+int engine_xfer_new(const struct engine_conn *c, const char *method, const struct engine_call *call,
+                    struct engine_reply *ret, struct engine_xfer **ret_x, struct sbx_error *err);
+
+/** engine_xfer_handle() - the CURL easy handle of @x (its CURLOPT_PRIVATE is @x). */
+void *engine_xfer_handle(struct engine_xfer *x);
+
+/** engine_xfer_headers_done() - whether @x's answer headers are all in (its status known). */
+bool engine_xfer_headers_done(const struct engine_xfer *x);
+
+/** engine_xfer_status() - @x's HTTP status so far; 0 before the status line. */
+long engine_xfer_status(const struct engine_xfer *x);
+
+/**
+ * engine_xfer_finish() - the end of @x: its curl result @curl_result (a CURLcode) judged and
+ * the status checked as engine_call() does, the body (JSON/raw) into the reply. Return as
+ * engine_call().
+ */
+int engine_xfer_finish(struct engine_xfer *x, int curl_result, struct sbx_error *err);
+
+/** engine_xfer_free() - free @x (its easy handle too: remove it from the multi first). */
+void engine_xfer_free(struct engine_xfer *x);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Version negotiation (http.c)                                                              */

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lazy/curl.h"
 #include "lazy/crypto.h"
 
 #include "common/cleanup.h"
@@ -54,32 +53,28 @@ int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err)
 int engine_image_label(const struct engine_conn *c, const char *ref, const char *key, char *ret,
                        size_t size, struct sbx_error *err)
 {
-        _cleanup_free_ char *path = NULL;
-        _cleanup_(json_putp) json_object *j = NULL;
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         json_object *cfg, *labels, *v;
-        char msg[256];
-        long status = 0;
         int r;
 
-        CURL *h = curl_easy_init();
-        char *esc = curl_easy_escape(h, ref, 0);
-        path = xasprintf("/images/%s/json", esc);
-        curl_free(esc);
-        curl_easy_cleanup(h);
-
         ret[0] = '\0';
-        r = engine_request_json(c, "GET", path, NULL, 10000, &status, &j, msg, sizeof(msg), err);
-        if (r < 0)
-                return r;
-        if (status == 404)
+        r = engine_get(c,
+                       &(struct engine_call){.path = "/images/{}/json",
+                                             .parts = {ref},
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "inspect a sandbox image"},
+                       &rep, err);
+        if (r == -ENOENT)
                 return sbx_fail(err, ENOENT,
                                 "the sandbox image '%s' is missing from the container engine: run "
                                 "`vestibule-mcp setup` (or set VESTIBULE_IMAGE_PYTHON / "
                                 "VESTIBULE_IMAGE_NODE to images it has and restart), then retry",
                                 ref);
-        if (status != 200)
-                return sbx_fail(err, EIO, "cannot inspect image '%s': %s", ref, msg);
-        if (json_object_object_get_ex(j, "Config", &cfg) &&
+        if (r < 0)
+                return r;
+        if (json_object_object_get_ex(rep.json, "Config", &cfg) &&
             json_object_object_get_ex(cfg, "Labels", &labels) &&
             json_object_object_get_ex(labels, key, &v))
                 snprintf(ret, size, "%s", json_object_get_string(v));
@@ -91,10 +86,9 @@ struct import_ctx {
         size_t len, cap;
 };
 
-static size_t import_write(char *data, size_t size, size_t nmemb, void *ud)
+static size_t import_write(void *ud, const char *data, size_t n)
 {
         struct import_ctx *x = ud;
-        size_t n = size * nmemb;
         /* Keep the tail only: a progress stream; the error, if any, is in the last lines. */
         if (x->len + n + 1 > x->cap) {
                 if (x->len + n + 1 > (1u << 20)) {
@@ -114,64 +108,37 @@ static size_t import_write(char *data, size_t size, size_t nmemb, void *ud)
 int engine_image_import(const struct engine_conn *c, const char *tar, const char *ref,
                         const char *sha256, struct sbx_error *err)
 {
-        _cleanup_fclose_ FILE *f = fopen(tar, "rbe");
+        _cleanup_close_ int fd = open(tar, O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ char *label = xasprintf("LABEL vestibule.tar-sha256=%s", sha256);
+        _cleanup_free_ char *what = xasprintf("import '%s' as '%s'", tar, ref);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         struct import_ctx x = {0};
-        struct curl_slist *hdrs = NULL;
-        struct stat st;
-        long status = 0, os_errno = 0;
-        CURLcode rc;
-        int r = 0;
+        int r;
 
-        if (!f || fstat(fileno(f), &st) < 0)
+        if (fd < 0)
                 return sbx_fail(err, errno, "cannot open the image tarball '%s': %m", tar);
-
-        CURL *tmp = curl_easy_init();
-        char *eref = curl_easy_escape(tmp, ref, 0);
-        _cleanup_free_ char *c1 = xasprintf("LABEL vestibule.tar-sha256=%s", sha256);
-        char *e1 = curl_easy_escape(tmp, c1, 0);
-        char *e2 = curl_easy_escape(tmp, "LABEL vestibule.image=1", 0);
-        char *e3 = curl_easy_escape(tmp, "WORKDIR /workspace", 0);
-        char *e4 = curl_easy_escape(tmp, "USER 1000:1000", 0);
-        char *e5 = curl_easy_escape(tmp, "ENV PATH=/usr/local/bin:/usr/bin:/bin", 0);
-        _cleanup_free_ char *path =
-            xasprintf("/images/create?fromSrc=-&repo=%s&changes=%s&changes=%s&changes=%s"
-                      "&changes=%s&changes=%s",
-                      eref, e1, e2, e3, e4, e5);
-        curl_free(eref);
-        curl_free(e1);
-        curl_free(e2);
-        curl_free(e3);
-        curl_free(e4);
-        curl_free(e5);
-        curl_easy_cleanup(tmp);
-
-        CURL *h = engine_easy_new(c, path, true);
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/x-tar");
-        hdrs = curl_slist_append(hdrs, "Expect:");
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_READDATA, f); /* default read function: fread */
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)st.st_size);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, import_write);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 600000L);
-        rc = curl_easy_perform(h);
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
-        curl_easy_cleanup(h);
-        curl_slist_free_all(hdrs);
-
-        if (rc == CURLE_COULDNT_CONNECT)
-                r = engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
-        else if (rc != CURLE_OK)
-                r = sbx_fail(err, EIO, "importing '%s' as '%s' failed: %s", tar, ref,
-                             curl_easy_strerror(rc));
-        else if (status != 200)
-                r = sbx_fail(err, EIO,
-                             "the container engine refused to import '%s' as '%s' "
-                             "(HTTP %ld): %.300s",
-                             tar, ref, status, x.body ? x.body : "");
-        else if (x.body && strstr(x.body, "\"error"))
+        /* one image config change per `changes` (docs/design/engine-api.md) */
+        r = engine_post(
+            c,
+            &(struct engine_call){.path = "/images/create",
+                                  .query = {{"fromSrc", "-"},
+                                            {"repo", ref},
+                                            {"changes", label},
+                                            {"changes", "LABEL vestibule.image=1"},
+                                            {"changes", "WORKDIR /workspace"},
+                                            {"changes", "USER 1000:1000"},
+                                            {"changes", "ENV PATH=/usr/local/bin:/usr/bin:/bin"}},
+                                  .ok = {200},
+                                  .upload = true,
+                                  .upload_fd = fd,
+                                  .content_type = "application/x-tar",
+                                  .body = ENGINE_BODY_STREAM,
+                                  .on_data = import_write,
+                                  .userdata = &x,
+                                  .timeout_ms = 600000,
+                                  .what = what},
+            &rep, err);
+        if (r == 0 && x.body && strstr(x.body, "\"error"))
                 /* 200 with a progress stream that ends in {"errorDetail":..,"error":".."} */
                 r = sbx_fail(err, EIO, "importing '%s' as '%s' failed: %.300s", tar, ref,
                              strstr(x.body, "\"error"));
@@ -277,10 +244,9 @@ static void pull_line(struct pull_ctx *x, const char *s)
         fflush(x->progress);
 }
 
-static size_t pull_write(char *data, size_t size, size_t nmemb, void *ud)
+static size_t pull_write(void *ud, const char *data, size_t n)
 {
         struct pull_ctx *x = ud;
-        size_t n = size * nmemb;
 
         for (size_t i = 0; i < n; i++) {
                 if (data[i] == '\n') {
@@ -302,27 +268,27 @@ static size_t pull_write(char *data, size_t size, size_t nmemb, void *ud)
 static int image_has_digest(const struct engine_conn *c, const char *name, const char *digest,
                             struct sbx_error *err)
 {
-        _cleanup_free_ char *ref = xasprintf("%s@%s", name, digest), *path = NULL;
-        _cleanup_(json_putp) json_object *j = NULL;
+        _cleanup_free_ char *ref = xasprintf("%s@%s", name, digest);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         json_object *rd;
         const char *at;
-        char msg[256];
-        long status = 0;
         int r;
 
-        CURL *h = curl_easy_init();
-        char *esc = curl_easy_escape(h, ref, 0);
-        path = xasprintf("/images/%s/json", esc);
-        curl_free(esc);
-        curl_easy_cleanup(h);
-        r = engine_request_json(c, "GET", path, NULL, 10000, &status, &j, msg, sizeof(msg), err);
+        r = engine_get(c,
+                       &(struct engine_call){.path = "/images/{}/json",
+                                             .parts = {ref},
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "inspect a sandbox image"},
+                       &rep, err);
+        if (r == -ENOENT) {
+                sbx_error_clear(err);
+                return 0;
+        }
         if (r < 0)
                 return r;
-        if (status == 404)
-                return 0;
-        if (status != 200)
-                return sbx_fail(err, EIO, "cannot inspect image '%s': %s", ref, msg);
-        if (!json_object_object_get_ex(j, "RepoDigests", &rd) ||
+        if (!json_object_object_get_ex(rep.json, "RepoDigests", &rd) ||
             !json_object_is_type(rd, json_type_array))
                 return 0;
         for (size_t i = 0; i < json_object_array_length(rd); i++) {
@@ -339,11 +305,8 @@ int engine_image_pull(const struct engine_conn *c, const char *image, FILE *prog
                       struct sbx_error *err)
 {
         const char *at = strstr(image, "@sha256:");
-        _cleanup_free_ char *name = NULL, *path = NULL;
-        struct curl_slist *hdrs = NULL;
+        _cleanup_free_ char *name = NULL;
         struct pull_ctx x = {.progress = progress, .tty = tty};
-        long status = 0, os_errno = 0;
-        CURLcode rc;
         int r;
 
         if (!at || strlen(at + 1) != 71)
@@ -357,45 +320,28 @@ int engine_image_pull(const struct engine_conn *c, const char *image, FILE *prog
                 if (colon && (!slash || colon > slash))
                         *colon = '\0';
         }
-        CURL *tmp = curl_easy_init();
-        char *en = curl_easy_escape(tmp, name, 0);
-        char *ed = curl_easy_escape(tmp, at + 1, 0);
-        path = xasprintf("/images/create?fromImage=%s&tag=%s", en, ed);
-        curl_free(en);
-        curl_free(ed);
-        curl_easy_cleanup(tmp);
-
-        CURL *h = engine_easy_new(c, path, true);
-        /* base64 of "{}": anonymous. */
-        hdrs = curl_slist_append(hdrs, "X-Registry-Auth: e30=");
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, pull_write);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3600000L);
-        rc = curl_easy_perform(h);
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
-        curl_easy_cleanup(h);
-        curl_slist_free_all(hdrs);
+        _cleanup_free_ char *what = xasprintf("pull '%s'", image);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        static const char *const anonymous[] = {"X-Registry-Auth: e30=", NULL}; /* base64 "{}" */
+        r = engine_post(c,
+                        &(struct engine_call){.path = "/images/create",
+                                              .query = {{"fromImage", name}, {"tag", at + 1}},
+                                              .ok = {200},
+                                              .headers = anonymous,
+                                              .body = ENGINE_BODY_STREAM,
+                                              .on_data = pull_write,
+                                              .userdata = &x,
+                                              .timeout_ms = 3600000,
+                                              .what = what},
+                        &rep, err);
         if (x.len && !x.overflow) {
                 x.line[x.len] = '\0';
                 pull_line(&x, x.line);
         }
         if (progress && tty)
                 fputc('\n', progress);
-
-        if (rc == CURLE_COULDNT_CONNECT)
-                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
-        if (rc != CURLE_OK)
-                return sbx_fail(err, EIO, "pulling '%s' through the container engine failed: %s",
-                                image, curl_easy_strerror(rc));
-        if (status != 200)
-                return sbx_fail(err, EIO,
-                                "the container engine refused to pull '%s' (HTTP %ld): %.300s",
-                                image, status, x.error[0] ? x.error : x.line);
+        if (r < 0)
+                return r;
         if (x.error[0])
                 return sbx_fail(err, EIO, "the container engine could not pull '%s': %s", image,
                                 x.error);

@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "lazy/archive.h"
-#include "lazy/curl.h"
 
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -906,8 +905,6 @@ int engine_volume_create(const struct engine_conn *c, const char *name, const ch
 {
         _cleanup_(json_putp) json_object *body = json_object_new_object();
         json_object *labels = json_object_new_object();
-        long status = 0;
-        char msg[200];
         int r;
 
         json_object_object_add(body, "Name", json_object_new_string(name));
@@ -920,34 +917,34 @@ int engine_volume_create(const struct engine_conn *c, const char *name, const ch
                 json_object_object_add(opts, "o", json_object_new_string(driver_o));
                 json_object_object_add(body, "DriverOpts", opts);
         }
-        r = engine_request_json(c, "POST", "/volumes/create",
-                                json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN), 30000,
-                                &status, NULL, msg, sizeof(msg), err);
-        if (r < 0)
-                return r;
-        if (status != 201 && status != 200)
-                return sbx_fail(err, EIO,
-                                "the container engine refused to create the volume '%s' for the "
-                                "code (HTTP %ld): %s",
-                                name, status, msg);
-        return 0;
+        struct engine_reply rep = {0};
+        r = engine_post(c,
+                        &(struct engine_call){
+                            .path = "/volumes/create",
+                            .json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
+                            .ok = {201, 200},
+                            .timeout_ms = 30000,
+                            .what = "create a volume for the code"},
+                        &rep, err);
+        engine_reply_done(&rep);
+        return r;
 }
 
 int engine_volume_remove(const struct engine_conn *c, const char *name, struct sbx_error *err)
 {
-        _cleanup_free_ char *path = xasprintf("/volumes/%s?force=1", name);
-        long status = 0;
-        char msg[200];
+        struct engine_reply rep = {0};
         int r;
 
-        r = engine_request_json(c, "DELETE", path, NULL, 30000, &status, NULL, msg, sizeof(msg),
-                                err);
-        if (r < 0)
-                return r;
-        if (status != 204 && status != 200 && status != 404)
-                return sbx_fail(err, EIO, "cannot remove volume '%s' (HTTP %ld): %s", name, status,
-                                msg);
-        return 0;
+        r = engine_delete(c,
+                          &(struct engine_call){.path = "/volumes/{}",
+                                                .parts = {name},
+                                                .query = {{"force", "1"}},
+                                                .ok = {204, 200, 404},
+                                                .timeout_ms = 30000,
+                                                .what = "remove a hand-in volume"},
+                          &rep, err);
+        engine_reply_done(&rep);
+        return r;
 }
 
 int engine_volume_name(const char *kind, char *ret, size_t size)
@@ -1004,42 +1001,18 @@ json_object *engine_helper_body(const char *image, const char *code_volume,
         return b;
 }
 
-struct fd_io {
+/* GET archive: the answer into a file, stopped past a cap. */
+struct fd_sink {
         int fd;
-        uint64_t max_bytes; /* GET: stop past this many body bytes (0 = no cap) */
+        uint64_t max_bytes; /* stop past this many body bytes (0 = no cap) */
         uint64_t got;
         bool cut;
-        char errbody[512]; /* the start of a non-2xx answer */
-        size_t errlen;
-        long status;
         bool write_failed;
         int write_errno;
 };
 
-static size_t read_fd_cb(char *buf, size_t size, size_t nmemb, void *ud)
+static size_t fd_write_all(struct fd_sink *io, const char *data, size_t n)
 {
-        struct fd_io *io = ud;
-        ssize_t n;
-        do
-                n = read(io->fd, buf, size * nmemb);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? CURL_READFUNC_ABORT : (size_t)n;
-}
-
-static size_t collect_cb(char *data, size_t size, size_t nmemb, void *ud)
-{
-        struct fd_io *io = ud;
-        size_t n = size * nmemb, room = sizeof(io->errbody) - 1 - io->errlen;
-        memcpy(io->errbody + io->errlen, data, n < room ? n : room);
-        io->errlen += n < room ? n : room;
-        io->errbody[io->errlen] = '\0';
-        return n;
-}
-
-static size_t write_fd_cb(char *data, size_t size, size_t nmemb, void *ud)
-{
-        struct fd_io *io = ud;
-        size_t n = size * nmemb;
         for (size_t off = 0; off < n;) {
                 ssize_t w = write(io->fd, data + off, n - off);
                 if (w < 0) {
@@ -1054,121 +1027,59 @@ static size_t write_fd_cb(char *data, size_t size, size_t nmemb, void *ud)
         return n;
 }
 
-static void engine_message(const char *body, char *ret, size_t size)
+static size_t sink_data(void *ud, const char *data, size_t n)
 {
-        _cleanup_(json_putp) json_object *j = json_tokener_parse(body);
-        json_object *m;
-        if (j && json_object_object_get_ex(j, "message", &m))
-                snprintf(ret, size, "%s", json_object_get_string(m));
-        else
-                snprintf(ret, size, "%.200s", body);
+        struct fd_sink *io = ud;
+
+        if (io->max_bytes && io->got + n > io->max_bytes) {
+                size_t room = (size_t)(io->max_bytes - io->got);
+                if (room && fd_write_all(io, data, room) != room)
+                        return 0;
+                io->got += room;
+                io->cut = true;
+                return 0; /* ends the transfer */
+        }
+        io->got += n;
+        return fd_write_all(io, data, n);
 }
 
 int engine_archive_put(const struct engine_conn *c, const char *id, const char *path, int fd,
                        struct sbx_error *err)
 {
-        char *esc = curl_easy_escape(NULL, path, 0);
-        _cleanup_free_ char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
-        struct fd_io io = {.fd = fd};
-        struct curl_slist *hdrs = NULL;
-        struct stat st;
-        long os_errno = 0;
-        CURLcode rc;
+        _cleanup_free_ char *what = xasprintf("take the code archive for '%s'", path);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
 
-        curl_free(esc);
-        if (fstat(fd, &st) < 0 || lseek(fd, 0, SEEK_SET) < 0)
-                return sbx_fail(err, errno, "cannot read the temporary archive: %m");
-        CURL *h = engine_easy_new(c, url, true);
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/x-tar");
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, read_fd_cb);
-        curl_easy_setopt(h, CURLOPT_READDATA, &io);
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_cb);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &io);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, VOLUME_XFER_TIMEOUT_MS);
-        rc = curl_easy_perform(h);
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &io.status);
-        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
-        curl_easy_cleanup(h);
-        curl_slist_free_all(hdrs);
-        if (rc == CURLE_COULDNT_CONNECT)
-                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
-        if (rc != CURLE_OK)
-                return sbx_fail(err, EIO,
-                                "handing the code to the container engine at '%s' failed (PUT "
-                                "archive: %s): check that it still runs",
-                                c->ep.host, curl_easy_strerror(rc));
-        if (io.status != 200) {
-                char msg[240];
-                engine_message(io.errbody, msg, sizeof(msg));
-                return sbx_fail(err, EIO,
-                                "the container engine refused the code archive for '%s' (HTTP "
-                                "%ld): %s",
-                                path, io.status, msg);
-        }
-        return 0;
-}
-
-static size_t get_write_cb(char *data, size_t size, size_t nmemb, void *ud)
-{
-        struct fd_io *io = ud;
-        size_t n = size * nmemb;
-        if (io->status != 200)
-                return collect_cb(data, size, nmemb, ud);
-        if (io->max_bytes && io->got + n > io->max_bytes) {
-                size_t room = (size_t)(io->max_bytes - io->got);
-                if (room)
-                        (void)write_fd_cb(data, 1, room, ud);
-                io->got += room;
-                io->cut = true;
-                return 0; /* ends the transfer (CURLE_WRITE_ERROR) */
-        }
-        io->got += n;
-        return write_fd_cb(data, size, nmemb, ud);
-}
-
-static size_t get_header_cb(char *data, size_t size, size_t nmemb, void *ud)
-{
-        struct fd_io *io = ud;
-        size_t n = size * nmemb;
-        if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
-                const char *sp = memchr(data, ' ', n);
-                io->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        }
-        return n;
+        return engine_put(c,
+                          &(struct engine_call){.path = "/containers/{}/archive",
+                                                .parts = {id},
+                                                .query = {{"path", path}},
+                                                .ok = {200},
+                                                .upload = true,
+                                                .upload_fd = fd,
+                                                .content_type = "application/x-tar",
+                                                .timeout_ms = VOLUME_XFER_TIMEOUT_MS,
+                                                .what = what},
+                          &rep, err);
 }
 
 int engine_archive_stat(const struct engine_conn *c, const char *id, const char *path,
                         struct sbx_error *err)
 {
-        char *esc = curl_easy_escape(NULL, path, 0);
-        _cleanup_free_ char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
-        long status = 0, os_errno = 0;
-        CURLcode rc;
+        _cleanup_free_ char *what = xasprintf("check '%s' in the sandbox container", path);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        int r;
 
-        curl_free(esc);
-        CURL *h = engine_easy_new(c, url, true);
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L); /* HEAD */
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
-        rc = curl_easy_perform(h);
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
-        curl_easy_cleanup(h);
-        if (rc == CURLE_COULDNT_CONNECT)
-                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
-        if (rc != CURLE_OK)
-                return sbx_fail(err, EIO,
-                                "the container engine at '%s' gave no answer while '%s' was "
-                                "checked in the sandbox container (%s): check that it still runs",
-                                c->ep.host, path, curl_easy_strerror(rc));
-        if (status == 200)
-                return 0;
-        if (status == 404)
+        r = engine_head(c,
+                        &(struct engine_call){.path = "/containers/{}/archive",
+                                              .parts = {id},
+                                              .query = {{"path", path}},
+                                              .ok = {200},
+                                              .timeout_ms = 30000,
+                                              .what = what},
+                        &rep, err);
+        if (r == -ENOENT)
                 return sbx_fail(err, ENOENT, "'%s' is not in the sandbox container", path);
-        return sbx_fail(err, EIO, "cannot check '%s' in the sandbox container (HTTP %ld)", path,
-                        status);
+        return r;
 }
 
 int engine_archive_get(const struct engine_conn *c, const char *id, const char *path, int fd,
@@ -1181,50 +1092,33 @@ int engine_archive_get(const struct engine_conn *c, const char *id, const char *
 int engine_archive_get_max(const struct engine_conn *c, const char *id, const char *path, int fd,
                            uint64_t max_bytes, bool *ret_cut, struct sbx_error *err)
 {
-        char *esc = curl_easy_escape(NULL, path, 0);
-        _cleanup_free_ char *url = xasprintf("/containers/%s/archive?path=%s", id, esc);
-        struct fd_io io = {.fd = fd, .max_bytes = max_bytes};
-        long os_errno = 0;
-        CURLcode rc;
+        _cleanup_free_ char *what = xasprintf("hand back '%s' of the sandbox container", path);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        struct fd_sink io = {.fd = fd, .max_bytes = max_bytes};
+        int r;
 
-        curl_free(esc);
-        CURL *h = engine_easy_new(c, url, true);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, get_header_cb);
-        curl_easy_setopt(h, CURLOPT_HEADERDATA, &io);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, get_write_cb);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &io);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, VOLUME_XFER_TIMEOUT_MS);
-        rc = curl_easy_perform(h);
-        curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
-        curl_easy_cleanup(h);
+        r = engine_get(c,
+                       &(struct engine_call){.path = "/containers/{}/archive",
+                                             .parts = {id},
+                                             .query = {{"path", path}},
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_STREAM,
+                                             .on_data = sink_data,
+                                             .userdata = &io,
+                                             .timeout_ms = VOLUME_XFER_TIMEOUT_MS,
+                                             .what = what},
+                       &rep, err);
         *ret_cut = io.cut;
         if (io.write_failed)
                 return sbx_fail(err, io.write_errno,
                                 "cannot store the run's workspace on this machine: %s: free "
                                 "space in /tmp",
                                 strerror(io.write_errno));
-        if (io.cut && io.status == 200) {
-                if (lseek(fd, 0, SEEK_SET) < 0)
-                        return sbx_fail(err, errno, "cannot read the run's workspace archive: %m");
-                return 0; /* the first max_bytes, a cut tar: the caller says so */
-        }
-        if (rc == CURLE_COULDNT_CONNECT)
-                return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
-        if (rc != CURLE_OK)
-                return sbx_fail(err, EIO,
-                                "fetching the run's workspace from the container engine at '%s' "
-                                "failed (GET archive: %s)",
-                                c->ep.host, curl_easy_strerror(rc));
-        if (io.status != 200) {
-                char msg[240];
-                engine_message(io.errbody, msg, sizeof(msg));
-                return sbx_fail(err, EIO,
-                                "the container engine did not hand back '%s' (HTTP %ld): %s", path,
-                                io.status, msg);
-        }
+        if (r < 0)
+                return r;
         if (lseek(fd, 0, SEEK_SET) < 0)
                 return sbx_fail(err, errno, "cannot read the run's workspace archive: %m");
-        return 0;
+        return 0; /* with io.cut: the first max_bytes, a cut tar: the caller says so */
 }
 
 int engine_tmpfile(struct sbx_error *err)

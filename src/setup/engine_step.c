@@ -55,19 +55,22 @@ static int engine_has(const struct setup_run_args *a, const char *ref, struct sb
 /* The engine's image ID ("sha256:...") of @ref into @ret, "" when it cannot say. */
 static void image_id(const struct setup_run_args *a, const char *ref, char *ret, size_t size)
 {
-        _cleanup_(json_putp) json_object *j = NULL;
-        _cleanup_free_ char *path = xasprintf("/images/%s/json", ref);
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         struct engine_conn c;
         struct sbx_error e = {0};
         json_object *id;
-        char msg[128];
-        long status = 0;
 
         ret[0] = '\0';
         if (engine_connect(a->cfg, engine_env_getenv, &c, &e) < 0 ||
-            engine_request_json(&c, "GET", path, NULL, 10000, &status, &j, msg, sizeof(msg), &e) <
-                0 ||
-            status != 200 || !j || !json_object_object_get_ex(j, "Id", &id))
+            engine_get(&c,
+                       &(struct engine_call){.path = "/images/{}/json",
+                                             .parts = {ref},
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "inspect a sandbox image"},
+                       &rep, &e) < 0 ||
+            !json_object_object_get_ex(rep.json, "Id", &id))
                 return;
         snprintf(ret, size, "%s", json_object_get_string(id));
 }

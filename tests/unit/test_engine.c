@@ -1010,7 +1010,7 @@ static void check_nothing_left(const char *host)
 {
         struct engine_conn c;
         struct sbx_error err = {0};
-        struct engine_response r = {0};
+        _cleanup_(engine_reply_done) struct engine_reply r = {0};
         char me[160];
         /* containers are removed in the background after each result: the backend's
          * shutdown waits for those removals */
@@ -1020,10 +1020,9 @@ static void check_nothing_left(const char *host)
                      host);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         engine_owner_label(getpid(), me, sizeof(me));
-        ck_assert_int_eq(
-            engine_request(&c, "GET", "/containers/json?all=1", true, NULL, 10000, &r, &err), 0);
-        ck_assert_msg(!strstr(r.body, me), "containers of this process left: %s", r.body);
-        engine_response_done(&r);
+        ck_assert_int_eq(sbx_test_engine(&c, "GET", "/containers/json?all=1", NULL, NULL, &r, &err),
+                         200);
+        ck_assert_msg(!strstr(r.raw, me), "containers of this process left: %s", r.raw);
 }
 
 /* An image without coreutils `timeout` (a tiny rootfs): a clear Blocked:, not a result. */
@@ -1061,12 +1060,10 @@ static void check_no_timeout_image(const char *host)
         /* the test removes what it made: the image too (containers first: their removal
          * runs in the background until the backend shuts down) */
         test_backend = backend_free(test_backend);
-        struct engine_response r = {0};
-        ck_assert_int_eq(engine_request(&c, "DELETE", "/images/vestibule/notimeout:test?force=1",
-                                        true, NULL, 30000, &r, &err),
-                         0);
-        ck_assert_msg(r.status == 200, "image removal: HTTP %ld %s", r.status, r.body);
-        engine_response_done(&r);
+        _cleanup_(engine_reply_done) struct engine_reply r = {0};
+        ck_assert_msg(sbx_test_engine(&c, "DELETE", "/images/{}?force=1",
+                                      "vestibule/notimeout:test", NULL, &r, &err) == 200,
+                      "image removal: HTTP %ld %s %s", r.status, r.raw ? r.raw : "", err.msg);
         char have[8];
         ck_assert_int_eq(engine_image_label(&c, "vestibule/notimeout:test", "vestibule.image", have,
                                             sizeof(have), &err),
@@ -1234,7 +1231,6 @@ START_TEST(docker_sweep_removes_dead_owners_only)
         struct sbx_error err = {0};
         char host[256] = "", dead[300], live[160];
         long status = 0;
-        char msg[300];
         pid_t child;
         int wst;
 
@@ -1254,27 +1250,23 @@ START_TEST(docker_sweep_removes_dead_owners_only)
                     "{\"Image\":\"%s\",\"Cmd\":[\"true\"],\"Labels\":{\"vestibule.run\":\"1\","
                     "\"vestibule.owner\":\"%s\"},\"HostConfig\":{\"NetworkMode\":\"none\"}}",
                     IMG_PY, owners[i]);
-                _cleanup_(json_putp) json_object *j = NULL;
+                _cleanup_(engine_reply_done) struct engine_reply j = {0};
                 json_object *idj;
-                ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 10000,
-                                                     &status, &j, msg, sizeof(msg), &err),
-                                 0);
-                ck_assert_msg(status == 201, "%ld %s", status, msg);
-                ck_assert(json_object_object_get_ex(j, "Id", &idj));
+                status = sbx_test_engine(&c, "POST", "/containers/create", NULL, body, &j, &err);
+                ck_assert_msg(status == 201, "%ld %s %s", status, j.msg, err.msg);
+                ck_assert(json_object_object_get_ex(j.json, "Id", &idj));
                 ids[i] = xstrdup(json_object_get_string(idj));
         }
         int n = engine_sweep(&c, &err);
         ck_assert_msg(n >= 1, "%d %s", n, err.msg);
         for (int i = 0; i < 2; i++) {
-                _cleanup_free_ char *p = xasprintf("/containers/%s/json", ids[i]);
-                ck_assert_int_eq(engine_request_json(&c, "GET", p, NULL, 10000, &status, NULL, msg,
-                                                     sizeof(msg), &err),
-                                 0);
+                _cleanup_(engine_reply_done) struct engine_reply g = {0};
+                status = sbx_test_engine(&c, "GET", "/containers/{}/json", ids[i], NULL, &g, &err);
                 ck_assert_int_eq(status, i == 0 ? 404 : 200); /* dead owner gone, live kept */
         }
         /* and a new backend's first use sweeps too: relabel-free check via shutdown */
-        _cleanup_free_ char *dp = xasprintf("/containers/%s?force=1", ids[1]);
-        engine_request_json(&c, "DELETE", dp, NULL, 10000, &status, NULL, msg, sizeof(msg), &err);
+        _cleanup_(engine_reply_done) struct engine_reply d = {0};
+        sbx_test_engine(&c, "DELETE", "/containers/{}?force=1", ids[1], NULL, &d, &err);
         free(ids[0]);
         free(ids[1]);
 }
@@ -1583,16 +1575,16 @@ static void server_send(struct server *sv, const char *line)
 /* Our test containers whose owner label holds ":<pid>:" and are running (@running) or any. */
 static unsigned containers_of(const struct engine_conn *c, pid_t pid, bool running)
 {
-        _cleanup_(json_putp) json_object *list = NULL;
+        _cleanup_(engine_reply_done) struct engine_reply r = {0};
         struct sbx_error err = {0};
-        long status = 0;
-        char msg[200], needle[32];
+        char needle[32];
         unsigned n = 0;
         snprintf(needle, sizeof(needle), ":%d:", (int)pid);
-        ck_assert_int_eq(
-            engine_request_json(c, "GET", running ? "/containers/json" : "/containers/json?all=1",
-                                NULL, 10000, &status, &list, msg, sizeof(msg), &err),
-            0);
+        ck_assert_int_eq(sbx_test_engine(c, "GET",
+                                         running ? "/containers/json" : "/containers/json?all=1",
+                                         NULL, NULL, &r, &err),
+                         200);
+        json_object *list = r.json;
         for (size_t i = 0; list && i < json_object_array_length(list); i++) {
                 json_object *ctr = json_object_array_get_idx(list, i), *labels, *o;
                 if (json_object_object_get_ex(ctr, "Labels", &labels) &&
@@ -1609,7 +1601,7 @@ START_TEST(docker_killed_server_swept_at_next_start)
         struct sbx_error err = {0};
         struct server a = {0}, b = {0};
         long status = 0;
-        char msg[200], live[160];
+        char live[160];
         int wst;
         engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
         if (geteuid() != 0)
@@ -1623,13 +1615,11 @@ START_TEST(docker_killed_server_swept_at_next_start)
             xasprintf("{\"Image\":\"%s\",\"Cmd\":[\"true\"],\"Labels\":{\"vestibule.run\":\"1\","
                       "\"vestibule.owner\":\"%s\"},\"HostConfig\":{\"NetworkMode\":\"none\"}}",
                       IMG_PY, live);
-        _cleanup_(json_putp) json_object *j = NULL;
+        _cleanup_(engine_reply_done) struct engine_reply j = {0};
         json_object *idj;
-        ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 10000, &status,
-                                             &j, msg, sizeof(msg), &err),
-                         0);
-        ck_assert_msg(status == 201, "%ld %s", status, msg);
-        ck_assert(json_object_object_get_ex(j, "Id", &idj));
+        status = sbx_test_engine(&c, "POST", "/containers/create", NULL, body, &j, &err);
+        ck_assert_msg(status == 201, "%ld %s %s", status, j.msg, err.msg);
+        ck_assert(json_object_object_get_ex(j.json, "Id", &idj));
         _cleanup_free_ char *live_id = xstrdup(json_object_get_string(idj));
 
         /* server A starts a long run, then is killed with SIGKILL */
@@ -1697,15 +1687,12 @@ START_TEST(docker_killed_server_swept_at_next_start)
         if (td)
                 closedir(td);
         /* the control: the live owner's container is still there */
-        _cleanup_free_ char *lp = xasprintf("/containers/%s/json", live_id);
-        ck_assert_int_eq(
-            engine_request_json(&c, "GET", lp, NULL, 10000, &status, NULL, msg, sizeof(msg), &err),
-            0);
-        ck_assert_int_eq(status, 200);
+        _cleanup_(engine_reply_done) struct engine_reply g = {0}, d = {0};
+        ck_assert_int_eq(sbx_test_engine(&c, "GET", "/containers/{}/json", live_id, NULL, &g, &err),
+                         200);
         close(b.in); /* stdin closed: server B exits */
         waitpid(b.pid, &wst, 0);
-        _cleanup_free_ char *dp = xasprintf("/containers/%s?force=1", live_id);
-        engine_request_json(&c, "DELETE", dp, NULL, 10000, &status, NULL, msg, sizeof(msg), &err);
+        sbx_test_engine(&c, "DELETE", "/containers/{}?force=1", live_id, NULL, &d, &err);
         free(a.log);
         free(b.log);
         _cleanup_free_ char *rm = xasprintf("rm -rf '%s'", dir);
@@ -2418,7 +2405,6 @@ START_TEST(podman_rootless_keep_id)
         struct engine_conn c;
         struct sbx_error err = {0};
         long status = 0;
-        char msg[300];
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         _cleanup_free_ char *body =
             xasprintf("{\"Image\":\"%s\",\"User\":\"2000:2000\",\"Cmd\":[\"touch\","
@@ -2426,25 +2412,17 @@ START_TEST(podman_rootless_keep_id)
                       "\"HostConfig\":{\"NetworkMode\":\"none\",\"Mounts\":[{\"Type\":\"bind\","
                       "\"Source\":\"%s\",\"Target\":\"/workspace\"}]}}",
                       IMG_PY, ws_dir);
-        _cleanup_(json_putp) json_object *cj = NULL;
+        _cleanup_(engine_reply_done) struct engine_reply cj = {0}, sr = {0}, wr = {0}, dr = {0};
         json_object *idj;
-        ck_assert_int_eq(engine_request_json(&c, "POST", "/containers/create", body, 60000, &status,
-                                             &cj, msg, sizeof(msg), &err),
-                         0);
-        ck_assert_msg(status == 201 && json_object_object_get_ex(cj, "Id", &idj), "%ld %s", status,
-                      msg);
+        status = sbx_test_engine(&c, "POST", "/containers/create", NULL, body, &cj, &err);
+        ck_assert_msg(status == 201 && json_object_object_get_ex(cj.json, "Id", &idj), "%ld %s %s",
+                      status, cj.msg, err.msg);
         const char *cid = json_object_get_string(idj);
-        _cleanup_free_ char *sp = xasprintf("/containers/%s/start", cid);
-        _cleanup_free_ char *wp = xasprintf("/containers/%s/wait", cid);
-        _cleanup_free_ char *dp = xasprintf("/containers/%s?force=1", cid);
-        ck_assert_int_eq(
-            engine_request_json(&c, "POST", sp, NULL, 60000, &status, NULL, msg, sizeof(msg), &err),
-            0);
-        ck_assert_msg(status == 204, "start %ld %s", status, msg);
-        ck_assert_int_eq(
-            engine_request_json(&c, "POST", wp, NULL, 60000, &status, NULL, msg, sizeof(msg), &err),
-            0);
-        engine_request_json(&c, "DELETE", dp, NULL, 60000, &status, NULL, msg, sizeof(msg), &err);
+        status = sbx_test_engine(&c, "POST", "/containers/{}/start", cid, NULL, &sr, &err);
+        ck_assert_msg(status == 204, "start %ld %s %s", status, sr.msg, err.msg);
+        ck_assert_int_eq(sbx_test_engine(&c, "POST", "/containers/{}/wait", cid, NULL, &wr, &err),
+                         200);
+        sbx_test_engine(&c, "DELETE", "/containers/{}?force=1", cid, NULL, &dr, &err);
         _cleanup_free_ char *nf = xasprintf("%s/nokeepid.txt", ws_dir);
         ck_assert_int_eq(stat(nf, &sst), 0);
         ck_assert_uint_ne(sst.st_uid, TEST_UID);
@@ -2556,6 +2534,161 @@ static bool engine_answers(const char *host, enum sbx_runtime_choice rt)
 
 static char missing[600];
 
+/* ---- the Engine API layer (api.c): request targets and the status check ------------------ */
+
+static char *esc_ok(const char *in, size_t n, bool query)
+{
+        char *out = NULL;
+        struct sbx_error err = {0};
+        int r = engine_escape(in, n, query, &out, &err);
+        ck_assert_msg(r == 0, "'%s': %d %s", in, r, err.msg);
+        return out;
+}
+
+static int esc_refused(const char *in, size_t n, bool query)
+{
+        char *out = NULL;
+        struct sbx_error err = {0};
+        int r = engine_escape(in, n, query, &out, &err);
+        ck_assert_msg(r < 0, "'%.*s' was not refused: '%s'", (int)n, in, out ? out : "");
+        ck_assert_ptr_null(out);
+        ck_assert_msg(err.msg[0], "refusal without a message");
+        return r;
+}
+
+START_TEST(escape_path_parts_and_query_values)
+{
+        static const struct {
+                const char *in, *path, *query;
+        } ok[] = {
+            {"0123abcdefABC-._~", "0123abcdefABC-._~", "0123abcdefABC-._~"},
+            {"a/b", "a%2Fb", "a%2Fb"},
+            {"id?all=1", "id%3Fall%3D1", "id%3Fall%3D1"},
+            {"id#frag", "id%23frag", "id%23frag"},
+            {"100%", "100%25", "100%25"},
+            {"two words", "two%20words", "two%20words"},
+            {"vestibule/python:bookworm", "vestibule%2Fpython%3Abookworm",
+             "vestibule%2Fpython%3Abookworm"},
+            {"x&force=1", "x%26force%3D1", "x%26force%3D1"},
+            {"...", "...", "..."},
+            {"..a/b..", "..a%2Fb..", "..a%2Fb.."},
+            {"\xc3\xa9\n\x7f", "%C3%A9%0A%7F", "%C3%A9%0A%7F"},
+            /* the filter the sweep sends (it was a hand-written literal before) */
+            {"{\"label\":[\"vestibule.run=1\"]}",
+             "%7B%22label%22%3A%5B%22vestibule.run%3D1%22%5D%7D",
+             "%7B%22label%22%3A%5B%22vestibule.run%3D1%22%5D%7D"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                _cleanup_free_ char *p = esc_ok(ok[i].in, strlen(ok[i].in), false);
+                _cleanup_free_ char *q = esc_ok(ok[i].in, strlen(ok[i].in), true);
+                ck_assert_str_eq(p, ok[i].path);
+                ck_assert_str_eq(q, ok[i].query);
+        }
+        /* a path part the engine would resolve to another endpoint: refused */
+        static const char *const dots[] = {"",       ".",   "..",    "../x",           "x/..",
+                                           "a/../b", "./a", "a/./b", "../../images/x", "/..",
+                                           "../"};
+        for (size_t i = 0; i < ELEMENTSOF(dots); i++)
+                ck_assert_int_eq(esc_refused(dots[i], strlen(dots[i]), false), -EINVAL);
+        /* in a query value a dot is a dot (control: the same bytes pass there) */
+        _cleanup_free_ char *qd = esc_ok("../x", 4, true), *qe = esc_ok("", 0, true);
+        ck_assert_str_eq(qd, "..%2Fx");
+        ck_assert_str_eq(qe, "");
+        /* a NUL byte, in either, is refused (no id, name or path holds one) */
+        ck_assert_int_eq(esc_refused("abc\0def", 7, false), -EINVAL);
+        ck_assert_int_eq(esc_refused("abc\0def", 7, true), -EINVAL);
+        ck_assert_int_eq(esc_refused("\0", 1, false), -EINVAL);
+        /* too long; control: the longest allowed passes */
+        _cleanup_free_ char *big = xmalloc(ENGINE_PART_MAX_BYTES + 2);
+        memset(big, 'a', ENGINE_PART_MAX_BYTES + 1);
+        big[ENGINE_PART_MAX_BYTES + 1] = '\0';
+        ck_assert_int_eq(esc_refused(big, ENGINE_PART_MAX_BYTES + 1, false), -ENAMETOOLONG);
+        _cleanup_free_ char *fits = esc_ok(big, ENGINE_PART_MAX_BYTES, false);
+        ck_assert_uint_eq(strlen(fits), ENGINE_PART_MAX_BYTES);
+}
+END_TEST
+
+START_TEST(call_target_escapes_every_part)
+{
+        struct sbx_error err = {0};
+        char *t = NULL;
+
+        struct engine_call inspect = {.path = "/containers/{}/json", .parts = {"abc123"}};
+        ck_assert_int_eq(engine_call_target(&inspect, &t, &err), 0);
+        ck_assert_str_eq(t, "/containers/abc123/json");
+        free(TAKE_PTR(t));
+
+        /* an id that would change the endpoint or add a query: it stays one path part */
+        struct engine_call evil = {.path = "/containers/{}/json", .parts = {"x/json?all=1#"}};
+        ck_assert_int_eq(engine_call_target(&evil, &t, &err), 0);
+        ck_assert_str_eq(t, "/containers/x%2Fjson%3Fall%3D1%23/json");
+        free(TAKE_PTR(t));
+        struct engine_call up = {.path = "/containers/{}/json", .parts = {"../../images/x"}};
+        ck_assert_int_eq(engine_call_target(&up, &t, &err), -EINVAL);
+        ck_assert_ptr_null(t);
+
+        struct engine_call arch = {
+            .path = "/containers/{}/archive",
+            .parts = {"c1"},
+            .query = {{"path", "/workspace/a b&c=d?.txt"}, {"skipped", NULL}, {"force", "1"}}};
+        ck_assert_int_eq(engine_call_target(&arch, &t, &err), 0);
+        ck_assert_str_eq(t, "/containers/c1/archive?path=%2Fworkspace%2Fa%20b%26c%3Dd%3F.txt"
+                            "&force=1");
+        free(TAKE_PTR(t));
+
+        /* as many parts as holes, or it is a bug of ours, said as such */
+        struct engine_call few = {.path = "/a/{}/b/{}", .parts = {"x"}};
+        ck_assert_int_eq(engine_call_target(&few, &t, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "bug"));
+        struct engine_call many = {.path = "/a/{}", .parts = {"x", "y"}};
+        ck_assert_int_eq(engine_call_target(&many, &t, &err), -EINVAL);
+        ck_assert_ptr_null(t);
+}
+END_TEST
+
+/* Against the real engine: an id holding '?' stays an id (the engine answers "no such
+ * container"), where the same bytes put into the path by hand reach the container list. The
+ * status check names the call and the fix; a status the call accepts is no error. */
+START_TEST(docker_escaped_id_stays_an_id)
+{
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+
+        /* control: unescaped, the "id" json?all=1 turns the inspect into a list (HTTP 200) */
+        _cleanup_(engine_reply_done) struct engine_reply raw = {0}, rep = {0}, ok404 = {0};
+        ck_assert_int_eq(
+            sbx_test_engine(&c, "GET", "/containers/json?all=1/json", NULL, NULL, &raw, &err), 200);
+        ck_assert(json_object_is_type(raw.json, json_type_array));
+
+        int r = engine_get(&c,
+                           &(struct engine_call){.path = "/containers/{}/json",
+                                                 .parts = {"json?all=1"},
+                                                 .ok = {200},
+                                                 .body = ENGINE_BODY_JSON,
+                                                 .timeout_ms = 10000,
+                                                 .what = "inspect the test container"},
+                           &rep, &err);
+        ck_assert_int_eq(r, -ENOENT);
+        ck_assert_int_eq(rep.status, 404);
+        ck_assert_ptr_null(rep.json);
+        ck_assert_msg(strstr(err.msg, "cannot inspect the test container") &&
+                          strstr(err.msg, "HTTP 404") && strstr(err.msg, "no such"),
+                      "%s", err.msg);
+
+        /* 404 listed as fine: 0, the status in the reply */
+        r = engine_delete(&c,
+                          &(struct engine_call){.path = "/containers/{}",
+                                                .parts = {"vestibule-no-such-container"},
+                                                .ok = {204, 404},
+                                                .timeout_ms = 10000},
+                          &ok404, &err);
+        ck_assert_int_eq(r, 0);
+        ck_assert_int_eq(ok404.status, 404);
+}
+END_TEST
+
 static void note_missing(const char *what)
 {
         size_t used = strlen(missing);
@@ -2580,6 +2713,11 @@ static Suite *engine_suite(void)
 
         tc = tcase_create("version");
         tcase_add_test(tc, api_version_table);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("api");
+        tcase_add_test(tc, escape_path_parts_and_query_values);
+        tcase_add_test(tc, call_target_escapes_every_part);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("demux");
@@ -2609,6 +2747,7 @@ static Suite *engine_suite(void)
                 tcase_add_checked_fixture(tc, NULL, teardown);
                 tcase_set_timeout(tc, 180);
                 tcase_add_test(tc, docker_print1_grade_container);
+                tcase_add_test(tc, docker_escaped_id_stays_an_id);
                 tcase_add_test(tc, docker_lockdown_from_inside);
                 tcase_add_test(tc, docker_memory_cap_oom);
                 tcase_add_test(tc, docker_behaviours);

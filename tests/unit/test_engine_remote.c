@@ -1010,7 +1010,7 @@ static unsigned ours_left(const char *what)
 {
         struct engine_conn c;
         struct sbx_error err = {0};
-        struct engine_response r = {0};
+        _cleanup_(engine_reply_done) struct engine_reply r = {0};
         char me[160];
         _cleanup_free_ char *local = xasprintf("unix://%s", fwd_socket);
         fake_env_reset();
@@ -1019,11 +1019,10 @@ static unsigned ours_left(const char *what)
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         engine_owner_label(getpid(), me, sizeof(me));
         _cleanup_free_ char *path = xasprintf("/%s", what);
-        ck_assert_int_eq(engine_request(&c, "GET", path, true, NULL, 10000, &r, &err), 0);
+        ck_assert_int_eq(sbx_test_engine(&c, "GET", path, NULL, NULL, &r, &err), 200);
         unsigned n = 0;
-        for (const char *p = r.body; (p = strstr(p, me)); p++)
+        for (const char *p = r.raw; (p = strstr(p, me)); p++)
                 n++;
-        engine_response_done(&r);
         return n;
 }
 
@@ -1424,11 +1423,10 @@ START_TEST(sweep_removes_dead_owners_volumes)
         engine_owner_label(getpid(), me, sizeof(me));
         ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-live-owner", me, NULL, &err), 0);
         ck_assert_int_ge(engine_sweep(&c, &err), 1);
-        struct engine_response r = {0};
-        ck_assert_int_eq(engine_request(&c, "GET", "/volumes", true, NULL, 10000, &r, &err), 0);
-        ck_assert_ptr_null(strstr(r.body, "vestibule-test-dead-owner"));
-        ck_assert_ptr_nonnull(strstr(r.body, "vestibule-test-live-owner"));
-        engine_response_done(&r);
+        _cleanup_(engine_reply_done) struct engine_reply r = {0};
+        ck_assert_int_eq(sbx_test_engine(&c, "GET", "/volumes", NULL, NULL, &r, &err), 200);
+        ck_assert_ptr_null(strstr(r.raw, "vestibule-test-dead-owner"));
+        ck_assert_ptr_nonnull(strstr(r.raw, "vestibule-test-live-owner"));
         ck_assert_int_eq(engine_volume_remove(&c, "vestibule-test-live-owner", &err), 0);
 }
 END_TEST

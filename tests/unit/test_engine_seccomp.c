@@ -531,11 +531,10 @@ static char *raw_run(const struct engine_conn *c, const char *code, const char *
                      char **ret_secopt)
 {
         _cleanup_free_ char *dir = sbx_test_tmpdir(), *f = xasprintf("%s/main.py", dir);
-        _cleanup_free_ char *id = NULL, *p = NULL, *owner = NULL;
+        _cleanup_free_ char *id = NULL, *owner = NULL;
         struct sbx_error err = {0};
-        struct engine_response r = {0};
+        struct engine_reply r = {0};
         long status = 0;
-        char msg[300];
         const char *cmd[] = {"python3", "/sandbox/main.py", NULL};
 
         write_file(f, code);
@@ -557,18 +556,16 @@ static char *raw_run(const struct engine_conn *c, const char *code, const char *
                                     .userns_keep_id = geteuid() == TEST_UID,
                                     .init = true,
                                     .seccomp_profile = profile};
-        _cleanup_(json_putp) json_object *body = engine_create_body(&s), *created = NULL;
-        ck_assert_int_eq(engine_request_json(c, "POST", "/containers/create",
-                                             json_object_to_json_string(body), 30000, &status,
-                                             &created, msg, sizeof(msg), &err),
-                         0);
-        ck_assert_msg(status == 201, "control create: HTTP %ld %s", status, msg);
-        id = xstrdup(json_object_get_string(jget(created, "Id")));
-        p = xasprintf("/containers/%s/json", id);
-        _cleanup_(json_putp) json_object *insp = NULL;
-        ck_assert_int_eq(
-            engine_request_json(c, "GET", p, NULL, 30000, &status, &insp, msg, sizeof(msg), &err),
-            0);
+        _cleanup_(json_putp) json_object *body = engine_create_body(&s);
+        _cleanup_(engine_reply_done) struct engine_reply created = {0}, ins = {0};
+        status = sbx_test_engine(c, "POST", "/containers/create", NULL,
+                                 json_object_to_json_string(body), &created, &err);
+        ck_assert_msg(status == 201, "control create: HTTP %ld %s %s", status, created.msg,
+                      err.msg);
+        id = xstrdup(json_object_get_string(jget(created.json, "Id")));
+        ck_assert_int_eq(sbx_test_engine(c, "GET", "/containers/{}/json", id, NULL, &ins, &err),
+                         200);
+        json_object *insp = ins.json;
         json_object *so = jget(jget(insp, "HostConfig"), "SecurityOpt");
         char *joined = xstrdup("");
         for (size_t i = 0; so && i < json_object_array_length(so); i++) {
@@ -578,37 +575,32 @@ static char *raw_run(const struct engine_conn *c, const char *code, const char *
                 joined = n;
         }
         *ret_secopt = joined;
-        free(p);
-        p = xasprintf("/containers/%s/start", id);
-        ck_assert_int_eq(engine_request(c, "POST", p, true, NULL, 30000, &r, &err), 0);
-        ck_assert_msg(r.status == 204, "control start: %ld %s", r.status, r.body);
-        engine_response_done(&r);
-        free(p);
-        p = xasprintf("/containers/%s/wait", id);
-        ck_assert_int_eq(engine_request(c, "POST", p, true, NULL, 60000, &r, &err), 0);
-        engine_response_done(&r);
-        free(p);
-        p = xasprintf("/containers/%s/logs?stdout=1&stderr=1", id);
-        ck_assert_int_eq(engine_request(c, "GET", p, true, NULL, 30000, &r, &err), 0);
+        status = sbx_test_engine(c, "POST", "/containers/{}/start", id, NULL, &r, &err);
+        ck_assert_msg(status == 204, "control start: %ld %s %s", status, r.msg, err.msg);
+        engine_reply_done(&r);
+        ck_assert_int_eq(sbx_test_engine(c, "POST", "/containers/{}/wait", id, NULL, &r, &err),
+                         200);
+        engine_reply_done(&r);
+        ck_assert_int_eq(
+            sbx_test_engine(c, "GET", "/containers/{}/logs?stdout=1&stderr=1", id, NULL, &r, &err),
+            200);
         /* strip the multiplexed stream's 8-byte frame headers */
         char *out = xcalloc(1, r.len + 1);
         size_t o = 0;
         for (size_t i = 0; i + 8 <= r.len;) {
-                size_t n = ((size_t)(unsigned char)r.body[i + 4] << 24) |
-                           ((size_t)(unsigned char)r.body[i + 5] << 16) |
-                           ((size_t)(unsigned char)r.body[i + 6] << 8) |
-                           (size_t)(unsigned char)r.body[i + 7];
+                size_t n = ((size_t)(unsigned char)r.raw[i + 4] << 24) |
+                           ((size_t)(unsigned char)r.raw[i + 5] << 16) |
+                           ((size_t)(unsigned char)r.raw[i + 6] << 8) |
+                           (size_t)(unsigned char)r.raw[i + 7];
                 if (i + 8 + n > r.len)
                         break;
-                memcpy(out + o, r.body + i + 8, n);
+                memcpy(out + o, r.raw + i + 8, n);
                 o += n;
                 i += 8 + n;
         }
-        engine_response_done(&r);
-        free(p);
-        p = xasprintf("/containers/%s?force=1", id);
-        engine_request(c, "DELETE", p, true, NULL, 30000, &r, &err);
-        engine_response_done(&r);
+        engine_reply_done(&r);
+        sbx_test_engine(c, "DELETE", "/containers/{}?force=1", id, NULL, &r, &err);
+        engine_reply_done(&r);
         unlink(f);
         rmdir(dir);
         return out;

@@ -129,14 +129,12 @@ static char *run_capture(const struct setup_run_args *a0, int *ret_r, struct sbx
 static void image_delete(const struct sbx_config *c, const char *ref)
 {
         struct engine_conn conn;
-        struct engine_response resp = {0};
+        _cleanup_(engine_reply_done) struct engine_reply resp = {0};
         struct sbx_error err = {0};
-        _cleanup_free_ char *path = xasprintf("/images/%s?force=1", ref);
 
         if (engine_connect(c, engine_env_getenv, &conn, &err) < 0)
                 return;
-        (void)engine_request(&conn, "DELETE", path, true, NULL, 30000, &resp, &err);
-        engine_response_done(&resp);
+        (void)sbx_test_engine(&conn, "DELETE", "/images/{}?force=1", ref, NULL, &resp, &err);
 }
 
 START_TEST(from_tar_imports_into_engine_then_present)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/xalloc.h"
+#include "engine/engine.h"
 
 void sbx_test_skip(const char *why)
 {
@@ -138,4 +139,23 @@ void sbx_test_config(struct sbx_config *c, const char *workspace)
         c->pids_max = 64;
         c->tmpfs_mb = 64;
         c->max_concurrent = 4;
+}
+
+long sbx_test_engine(const struct engine_conn *c, const char *method, const char *path,
+                     const char *part, const char *json, struct engine_reply *ret,
+                     struct sbx_error *err)
+{
+        struct engine_call call = {.path = path,
+                                   .parts = {part},
+                                   .json = json,
+                                   .any_status = true,
+                                   .body = ENGINE_BODY_RAW,
+                                   .timeout_ms = 60000,
+                                   .what = "answer the test"};
+        int r = engine_call(c, method, &call, ret, err);
+        if (r < 0)
+                return r;
+        if (ret->len > 0)
+                ret->json = json_tokener_parse(ret->raw);
+        return ret->status;
 }

@@ -59,3 +59,17 @@ void sbx_test_become_user(void);
  * The caller sets the rest (backend, runtime, images, rootfs_dir, run_as) and what differs.
  */
 void sbx_test_config(struct sbx_config *c, const char *workspace);
+
+struct engine_conn;
+struct engine_reply;
+struct sbx_error;
+/**
+ * sbx_test_engine() - one Engine API call of a test's own (setup, checks, cleanup) through
+ * engine_call() (src/engine/api.c): @method on @path, where "{}" takes @part (escaped; NULL when
+ * @path has none), with @json as the body (NULL = none); any status is an answer.
+ * @ret: the body in ret->raw, and in ret->json when it is JSON; engine_reply_done() it.
+ * Return: the HTTP status, or -errno (no answer) with @err set.
+ */
+long sbx_test_engine(const struct engine_conn *c, const char *method, const char *path,
+                     const char *part, const char *json, struct engine_reply *ret,
+                     struct sbx_error *err);

@@ -1,0 +1,166 @@
+/* sweep.c - the sweep at server start, in a background thread: the code folders in /tmp,
+ * the containers and volumes (conn.c) and the run cgroups (hostcg.c) that servers of this
+ * host left when they were killed mid-run (docs/design/engine-api.md §5). Apart from conn.c
+ * because it uses hostcg.c, which uses conn.c's owner labels. */
+#include "engine/conn.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lazy/curl.h"
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "run/backend.h"
+
+static void closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The sweep at server start                                                                */
+
+struct start_sweep {
+        struct sbx_config cfg; /* runtime and engine_env only (deep copies) */
+};
+
+static void start_sweep_free(struct start_sweep *s)
+{
+        struct sbx_engine_env *e = &s->cfg.engine_env;
+        char **strs[] = {
+            &e->docker_host,      &e->docker_context, &e->docker_config, &e->docker_tls_verify,
+            &e->docker_cert_path, &e->container_host, &e->home,          &e->xdg_runtime_dir};
+        for (size_t i = 0; i < ELEMENTSOF(strs); i++)
+                free(*strs[i]);
+        free(s);
+}
+
+/* The code folders in /tmp of servers of this host that are gone (killed mid-run), found by
+ * their "<folder>.owner" files: the script and the folder, never following a link. Return
+ * how many folders were removed. */
+static unsigned sweep_code_dirs(void)
+{
+        _cleanup_(closedirp) DIR *d = opendir("/tmp");
+        struct dirent *de;
+        unsigned n = 0;
+
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                char label[200] = "", name[256];
+                if (strncmp(de->d_name, ENGINE_CODE_DIR_PREFIX, strlen(ENGINE_CODE_DIR_PREFIX)) !=
+                        0 ||
+                    len < 7 || strcmp(de->d_name + len - 6, ".owner") != 0 ||
+                    len - 6 >= sizeof(name))
+                        continue;
+                _cleanup_close_ int of =
+                    openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ssize_t got = of >= 0 ? read(of, label, sizeof(label) - 1) : -1;
+                if (got <= 0)
+                        continue;
+                label[got] = '\0';
+                if (engine_owner_alive(label))
+                        continue;
+                snprintf(name, sizeof(name), "%.*s", (int)(len - 6), de->d_name);
+                int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                DIR *sd = fd >= 0 ? fdopendir(fd) : NULL;
+                if (sd) {
+                        struct dirent *e2;
+                        while ((e2 = readdir(sd)))
+                                if (strcmp(e2->d_name, ".") != 0 && strcmp(e2->d_name, "..") != 0)
+                                        (void)unlinkat(dirfd(sd), e2->d_name, 0);
+                        closedir(sd);
+                } else if (fd >= 0) {
+                        close(fd);
+                }
+                if (unlinkat(dirfd(d), name, AT_REMOVEDIR) == 0)
+                        n++;
+                (void)unlinkat(dirfd(d), de->d_name, 0);
+        }
+        return n;
+}
+
+static void *start_sweep_thread(void *p)
+{
+        struct start_sweep *s = p;
+        struct engine_conn c = {0};
+        struct sbx_error err = {0};
+        char why[160];
+        int n;
+
+        unsigned dirs = sweep_code_dirs();
+        if (dirs > 0)
+                log_info("removed %u code folder(s) of servers that are gone (start-up sweep)",
+                         dirs);
+        if (engine_connect(&s->cfg, NULL, &c, &err) < 0) {
+                log_debug("start-up sweep: %s; nothing swept", err.msg);
+                goto out;
+        }
+        n = engine_sweep(&c, &err);
+        if (n > 0)
+                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that "
+                         "are gone (start-up sweep)",
+                         n);
+        else if (n < 0)
+                log_debug("start-up sweep: %s, ignoring", err.msg);
+        else
+                log_debug("start-up sweep: nothing left over on '%s'", c.ep.host);
+        if (c.ep.local && engine_hostcg_available(why, sizeof(why)) == 0) {
+                unsigned k = engine_hostcg_sweep();
+                if (k > 0)
+                        log_debug("start-up sweep: removed %u run cgroup(s) of gone servers", k);
+        }
+out:
+        start_sweep_free(s);
+        return NULL;
+}
+
+void engine_sweep_at_start(const struct sbx_config *cfg)
+{
+        const struct sbx_engine_env *e = &cfg->engine_env;
+        struct start_sweep *s;
+        struct sbx_error err = {0};
+        pthread_attr_t attr;
+        pthread_t t;
+
+        /* Only a server set to the container backend: under auto, a host where native wins
+         * never talks to the engine nor maps libcurl (docs/BENCHMARKS.md, footprint); there
+         * the sweep runs when the container backend is first probed, as before. */
+        if (cfg->invalid || cfg->backend != SBX_BACKEND_CONTAINER)
+                return;
+        if (lazy_curl_load(&err) < 0) {
+                log_debug("start-up sweep: %s", err.msg);
+                return;
+        }
+        s = xcalloc(1, sizeof(*s));
+        s->cfg.runtime = cfg->runtime;
+        s->cfg.backend = cfg->backend;
+#define DUP(f) s->cfg.engine_env.f = e->f ? xstrdup(e->f) : NULL
+        DUP(docker_host);
+        DUP(docker_context);
+        DUP(docker_config);
+        DUP(docker_tls_verify);
+        DUP(docker_cert_path);
+        DUP(container_host);
+        DUP(home);
+        DUP(xdg_runtime_dir);
+#undef DUP
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+        if (pthread_create(&t, &attr, start_sweep_thread, s) != 0) {
+                log_debug("start-up sweep: cannot start a thread, ignoring");
+                start_sweep_free(s);
+        }
+        pthread_attr_destroy(&attr);
+}
