@@ -489,10 +489,6 @@ int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_n
                       gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
                       struct sbx_error *err);
 
-/** engine_tar_name_clean() - an archive member name as a clean relative path ("" = the root);
- * -EPERM with *@ret_why for an absolute name or a '..' component. */
-int engine_tar_name_clean(const char *name, char **ret, const char **ret_why);
-
 /**
  * engine_workspace_unpack() - unpack the tar on @tar_fd (GET .../archive?path=/workspace/.)
  * into @workspace_dir. Names that are absolute or hold '..', entries whose folder on this

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/chase.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "setup/setup.h"
@@ -108,61 +109,15 @@ static void pathset_done(struct pathset *set)
         memset(set, 0, sizeof(*set));
 }
 
-/* ---- names */
-
-int setup_normalize_name(const char *name, char **ret, const char **ret_why)
-{
-        _cleanup_free_ char *out = xmalloc(strlen(name) + 1);
-        size_t o = 0;
-        const char *p = name;
-
-        if (name[0] == '/') {
-                *ret_why = "an absolute name";
-                return -EPERM;
-        }
-        while (*p) {
-                size_t len = strcspn(p, "/");
-
-                if (len == 2 && p[0] == '.' && p[1] == '.') {
-                        *ret_why = "a '..' component";
-                        return -EPERM;
-                }
-                if (len > 0 && !(len == 1 && p[0] == '.')) {
-                        if (o > 0)
-                                out[o++] = '/';
-                        memcpy(out + o, p, len);
-                        o += len;
-                }
-                p += len;
-                while (*p == '/')
-                        p++;
-        }
-        out[o] = '\0';
-        *ret = TAKE_PTR(out);
-        return 0;
-}
-
 /* Open the directory @rel (relative, normalized; "" = @rootfd itself) under @rootfd without
  * following any symlink. Return: an fd, -ENOENT when a component is missing, -ELOOP when a
  * component is a symlink or not a directory, or another -errno. */
 static int open_dir_beneath(int rootfd, const char *rel)
 {
-        _cleanup_free_ char *copy = xstrdup(rel);
-        _cleanup_close_ int fd = -1;
-        char *save = NULL, *comp;
+        int fd = sbx_chase(rootfd, rel[0] ? rel : ".", SBX_CHASE_NO_SYMLINKS, O_PATH | O_DIRECTORY,
+                           NULL);
 
-        fd = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        for (comp = strtok_r(copy, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
-                int next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-                if (next < 0)
-                        return errno == ENOTDIR ? -ELOOP : -errno;
-                close(fd);
-                fd = next;
-        }
-        return TAKE_FD(fd);
+        return fd == -ENOTDIR ? -ELOOP : fd;
 }
 
 /* The parent directories of @rel must be real directories (or not exist yet). */
@@ -228,9 +183,14 @@ static int lend_parent_write(int rootfd, const char *rel, struct modefixes *fx)
         if (!slash)
                 return 0; /* the tree's root: our own temporary directory */
         *slash = '\0';
-        if (fstatat(rootfd, parent, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISDIR(st.st_mode) || (st.st_mode & S_IWUSR))
+        _cleanup_close_ int pfd = open_dir_beneath(rootfd, parent);
+        if (pfd == -ENOENT || pfd == -ELOOP)
+                return 0; /* nothing to lend: the entry is refused or its folder made later */
+        if (pfd < 0)
+                return pfd;
+        if (fstat(pfd, &st) < 0)
+                return -errno;
+        if (st.st_mode & S_IWUSR)
                 return 0;
         r = chmod_dir_beneath(rootfd, parent, (st.st_mode | S_IWUSR) & 07777);
         if (r < 0)
@@ -637,7 +597,7 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                                      st.entries, tar_path);
                         goto out;
                 }
-                if (setup_normalize_name(name, &rel, &why) < 0) {
+                if (sbx_path_clean(name, &rel, &why) < 0) {
                         r = sbx_fail(err, EPERM,
                                      "refused '%s': entry '%s' has %s, which would leave the "
                                      "rootfs",
@@ -672,7 +632,7 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 if (hl) {
                         struct stat ls;
 
-                        if (setup_normalize_name(hl, &link, &why) < 0 || !link[0]) {
+                        if (sbx_path_clean(hl, &link, &why) < 0 || !link[0]) {
                                 r = sbx_fail(err, EPERM,
                                              "refused '%s': hardlink '%s' -> '%s' has %s, "
                                              "which would leave the rootfs",

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/chase.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
@@ -261,13 +262,13 @@ START_TEST(names_normalize_or_refuse)
         for (i = 0; i < ELEMENTSOF(ok); i++) {
                 _cleanup_free_ char *out = NULL;
 
-                ck_assert_int_eq(setup_normalize_name(ok[i].in, &out, &why), 0);
+                ck_assert_int_eq(sbx_path_clean(ok[i].in, &out, &why), 0);
                 ck_assert_str_eq(out, ok[i].out);
         }
         for (i = 0; i < ELEMENTSOF(bad); i++) {
                 char *out = NULL;
 
-                ck_assert_msg(setup_normalize_name(bad[i], &out, &why) == -EPERM, "%s", bad[i]);
+                ck_assert_msg(sbx_path_clean(bad[i], &out, &why) == -EPERM, "%s", bad[i]);
                 ck_assert_ptr_null(out);
         }
 }
