@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 
 static const char *const language_names[] = {
@@ -146,72 +147,6 @@ void run_result_note(struct run_result *r, const char *fmt, ...)
 
 /* --- UTF-8 ----------------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at @s (at most @n bytes), or 0 when the bytes there are
- * not one (invalid lead byte, bad continuation, overlong form, surrogate, > U+10FFFF, or cut
- * short by @n). @ret_cp gets the code point. */
-static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *ret_cp)
-{
-        unsigned char c = s[0];
-        size_t len;
-        uint32_t cp, min;
-
-        if (c < 0x80) {
-                *ret_cp = c;
-                return 1;
-        }
-        if (c >= 0xc2 && c <= 0xdf) {
-                len = 2;
-                cp = c & 0x1f;
-                min = 0x80;
-        } else if (c >= 0xe0 && c <= 0xef) {
-                len = 3;
-                cp = c & 0x0f;
-                min = 0x800;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-                len = 4;
-                cp = c & 0x07;
-                min = 0x10000;
-        } else
-                return 0;
-        if (n < len)
-                return 0;
-        for (size_t i = 1; i < len; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = (cp << 6) | (s[i] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                return 0;
-        *ret_cp = cp;
-        return len;
-}
-
-size_t sbx_utf8_cut(const char *s, size_t n)
-{
-        const unsigned char *u = (const unsigned char *)s;
-        size_t i = n, back = 0;
-
-        /* Walk back over at most 3 continuation bytes to the lead byte of the last sequence;
-         * if that sequence is incomplete, cut before it. Invalid bytes are kept: they are shown
-         * escaped anyway, and dropping them would hide output. */
-        while (i > 0 && back < 3 && (u[i - 1] & 0xc0) == 0x80) {
-                i--;
-                back++;
-        }
-        if (i == 0)
-                return n;
-        {
-                unsigned char c = u[i - 1];
-                size_t need = c >= 0xf0 && c <= 0xf4   ? 4
-                              : c >= 0xe0 && c <= 0xef ? 3
-                              : c >= 0xc2 && c <= 0xdf ? 2
-                                                       : 0;
-                if (need > 1 && back + 1 < need)
-                        return i - 1;
-        }
-        return n;
-}
-
 /* A growing string. */
 struct sbuf {
         char *p;
@@ -283,8 +218,8 @@ static void sanitize_into_mode(struct sbuf *b, const char *s, size_t n, bool one
         sbuf_grow(b, n);
         while (i < n) {
                 uint32_t cp = 0;
-                size_t len = utf8_seq(u + i, n - i, &cp);
-                char esc[8];
+                size_t len = sbx_utf8_whole(u + i, n - i, &cp);
+                char esc[16];
 
                 if (len == 0) {
                         snprintf(esc, sizeof(esc), "\\x%02x", u[i]);
