@@ -380,9 +380,6 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
 int engine_image_label(const struct engine_conn *c, const char *ref, const char *key, char *ret,
                        size_t size, struct sbx_error *err);
 
-/** engine_file_sha256() - lower-case hex sha256 of file @path. Return 0 or -errno. */
-int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err);
-
 /* The names a Debian-built rootfs (images/build.sh) is imported under, as images/pins says
  * (python.debian, node.debian; tests/unit/test_setup_engine.c fails when they differ). */
 #define ENGINE_DEBIAN_IMAGE_PYTHON SBX_DEBIAN_IMAGE_PYTHON /* config/pins.h */

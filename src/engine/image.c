@@ -14,42 +14,9 @@
 #include "lazy/crypto.h"
 
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 #include "config/pins.h"
-
-int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned int md_len = 0;
-        _cleanup_free_ char *buf = xmalloc(1 << 16);
-        EVP_MD_CTX *ctx;
-        ssize_t n;
-        int r;
-
-        if (fd < 0)
-                return sbx_fail(err, errno, "cannot open '%s': %m", path);
-        r = lazy_crypto_load(err);
-        if (r < 0)
-                return r;
-        ctx = EVP_MD_CTX_new();
-        if (!ctx)
-                abort();
-        EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-        while ((n = read(fd, buf, 1 << 16)) > 0)
-                EVP_DigestUpdate(ctx, buf, (size_t)n);
-        if (n < 0) {
-                int e = errno;
-                EVP_MD_CTX_free(ctx);
-                return sbx_fail(err, e, "cannot read '%s': %s", path, strerror(e));
-        }
-        EVP_DigestFinal_ex(ctx, md, &md_len);
-        EVP_MD_CTX_free(ctx);
-        for (unsigned i = 0; i < md_len && i < 32; i++)
-                snprintf(ret + (size_t)2 * i, 3, "%02x", md[i]);
-        ret[64] = '\0';
-        return 0;
-}
 
 int engine_image_label(const struct engine_conn *c, const char *ref, const char *key, char *ret,
                        size_t size, struct sbx_error *err)
@@ -195,7 +162,7 @@ int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn 
         r = engine_connect(cfg, getenv_fn, &c, err);
         if (r < 0)
                 return r;
-        r = engine_file_sha256(tar, sha, err);
+        r = sbx_sha256_file(tar, NULL, sha, err);
         if (r < 0)
                 return r;
         r = engine_image_label(&c, ref, "vestibule.tar-sha256", have, sizeof(have), err);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "rootfs/hold.h"
@@ -358,7 +359,7 @@ int setup_install(const char *rootfs_dir, const struct setup_source *src,
                 if (o && o->progress)
                         fprintf(o->progress, "%s: checking sha256 of '%s'\n", src->language,
                                 src->layers[0]);
-                r = setup_sha256_file_cancel(src->layers[0], hex, o ? o->cancel : NULL, err);
+                r = sbx_sha256_file(src->layers[0], o ? o->cancel : NULL, hex, err);
                 if (r < 0)
                         return r;
                 identity = xasprintf("sha256:%s", hex);

@@ -20,6 +20,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "lazy/sha256.h"
 #include "setup/setup_internal.h"
 
 #define MAX_SMALL_BODY ((size_t)4 * 1024 * 1024) /* manifests, indexes, token replies */
@@ -131,7 +132,7 @@ struct body {
 
 struct sink {
         FILE *f;
-        EVP_MD_CTX *md;
+        struct sbx_sha256 md;
         uint64_t done, limit;
         bool too_big;
         const char *label;
@@ -199,7 +200,8 @@ static size_t on_blob(char *buf, size_t size, size_t n, void *ud)
         }
         if (fwrite(buf, 1, len, s->f) != len)
                 return 0;
-        EVP_DigestUpdate(s->md, buf, len);
+        if (sbx_sha256_update(&s->md, buf, len) < 0)
+                return 0;
         s->done += len;
         if (s->o && s->o->progress) {
                 clock_gettime(CLOCK_MONOTONIC, &now);
@@ -384,7 +386,9 @@ static int registry_get(struct http *h, const char *path, const char *accept, st
                         rewind(s->f);
                         if (ftruncate(fileno(s->f), 0) < 0)
                                 return sbx_fail(err, errno, "cannot truncate a download");
-                        EVP_DigestInit_ex(s->md, EVP_sha256(), NULL);
+                        r = sbx_sha256_init(&s->md, err);
+                        if (r < 0)
+                                return r;
                         s->done = 0;
                 }
                 r = http_get(h, url, accept, b, s, err);
@@ -408,24 +412,6 @@ static int registry_get(struct http *h, const char *path, const char *accept, st
         return sbx_fail(err, EIO, "registry answered HTTP %ld for '%s'", h->status, url);
 }
 
-static void hex_of(const unsigned char *d, unsigned len, char *out)
-{
-        unsigned i;
-
-        for (i = 0; i < len; i++)
-                sprintf(out + (size_t)2 * i, "%02x", d[i]);
-        out[(size_t)2 * len] = '\0';
-}
-
-static void sha256_hex(const void *data, size_t len, char *out)
-{
-        unsigned char d[EVP_MAX_MD_SIZE];
-        unsigned dlen = 0;
-
-        EVP_Digest(data, len, d, &dlen, EVP_sha256(), NULL);
-        hex_of(d, dlen, out);
-}
-
 /* Fetch the manifest @digest, check its bytes, parse it. */
 static int get_manifest(struct http *h, const char *digest, json_object **ret,
                         struct sbx_error *err)
@@ -441,7 +427,11 @@ static int get_manifest(struct http *h, const char *digest, json_object **ret,
                 free(b.data);
                 return r;
         }
-        sha256_hex(b.data ? b.data : "", b.len, hex);
+        r = sbx_sha256_hex(b.data, b.len, hex, err);
+        if (r < 0) {
+                free(b.data);
+                return r;
+        }
         if (strcmp(hex, digest + 7) != 0) {
                 free(b.data);
                 return sbx_fail(err, EBADMSG,
@@ -550,23 +540,24 @@ static int fetch_blob(struct http *h, const char *digest, uint64_t size, const c
 {
         _cleanup_free_ char *p = xasprintf("blobs/%s", digest);
         struct sink s = {.limit = size, .label = label, .o = h->o};
-        char hex[65];
-        unsigned char d[EVP_MAX_MD_SIZE];
-        unsigned dlen = 0;
+        char hex[SBX_SHA256_HEX_LEN + 1];
         int fd, r;
 
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return sbx_fail(err, errno, "cannot create '%s': %s", path, strerror(errno));
         s.f = fdopen(fd, "w");
-        s.md = EVP_MD_CTX_new();
-        if (!s.f || !s.md) {
-                if (s.f)
-                        fclose(s.f);
-                else
-                        close(fd);
-                EVP_MD_CTX_free(s.md);
+        if (!s.f) {
+                close(fd);
+                unlink(path);
                 return sbx_fail(err, ENOMEM, "out of memory");
+        }
+        r = sbx_sha256_init(&s.md, err);
+        if (r < 0) {
+                fclose(s.f);
+                unlink(path);
+                sbx_sha256_done(&s.md);
+                return r;
         }
         clock_gettime(CLOCK_MONOTONIC, &s.start);
         s.last = s.start;
@@ -575,9 +566,8 @@ static int fetch_blob(struct http *h, const char *digest, uint64_t size, const c
         if (r == 0 && fflush(s.f) != 0)
                 r = sbx_fail(err, errno, "cannot write '%s': %s", path, strerror(errno));
         if (r == 0) {
-                EVP_DigestFinal_ex(s.md, d, &dlen);
-                hex_of(d, dlen, hex);
-                if (strcmp(hex, digest + 7) != 0 || s.done != size)
+                if (sbx_sha256_final_hex(&s.md, hex) < 0 || strcmp(hex, digest + 7) != 0 ||
+                    s.done != size)
                         r = sbx_fail(err, EBADMSG,
                                      "blob %s of '%s/%s' arrived as sha256:%s (%llu of %llu "
                                      "bytes): refused (tampered or corrupted)",
@@ -595,7 +585,7 @@ static int fetch_blob(struct http *h, const char *digest, uint64_t size, const c
                                     true);
         }
         fclose(s.f);
-        EVP_MD_CTX_free(s.md);
+        sbx_sha256_done(&s.md);
         if (r < 0)
                 unlink(path);
         return r;

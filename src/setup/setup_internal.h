@@ -11,8 +11,3 @@
 /** setup_progress_line() - one progress report: "<label>: <verb> X of Y MB (P%), R MB/s". */
 void setup_progress_line(FILE *out, bool tty, const char *label, const char *verb, uint64_t done,
                          uint64_t total, double seconds, bool final);
-
-/** setup_sha256_file_cancel() - setup_sha256_file() that stops with -EINTR once *@cancel is set
- * (@cancel may be NULL). */
-int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig_atomic_t *cancel,
-                             struct sbx_error *err);

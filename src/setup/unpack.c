@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include "lazy/crypto.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 
 #include "common/chase.h"
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 #include "setup/setup.h"
 #include "setup/setup_internal.h"
@@ -270,7 +270,7 @@ static int opaque_clean(int dfd, const char *rel, const struct pathset *mine)
 
 struct reader {
         int fd;
-        EVP_MD_CTX *md;
+        struct sbx_sha256 *md;
         uint64_t done, total;
         const char *label;
         const struct setup_opts *o;
@@ -346,7 +346,7 @@ static la_ssize_t reader_read(struct archive *a, void *ud, const void **buf)
                 archive_set_error(a, errno, "read: %s", strerror(errno));
                 return -1;
         }
-        if (n > 0 && EVP_DigestUpdate(rd->md, rd->buf, (size_t)n) != 1) {
+        if (n > 0 && sbx_sha256_update(rd->md, rd->buf, (size_t)n) < 0) {
                 archive_set_error(a, EIO, "sha256 failed");
                 return -1;
         }
@@ -355,60 +355,6 @@ static la_ssize_t reader_read(struct archive *a, void *ud, const void **buf)
                 reader_progress(rd, false);
         *buf = rd->buf;
         return n;
-}
-
-static void hex_digest(EVP_MD_CTX *md, char *out)
-{
-        unsigned char d[EVP_MAX_MD_SIZE];
-        unsigned len = 0, i;
-
-        EVP_DigestFinal_ex(md, d, &len);
-        for (i = 0; i < len; i++)
-                sprintf(out + (size_t)2 * i, "%02x", d[i]);
-        out[(size_t)2 * len] = '\0';
-}
-
-int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err)
-{
-        return setup_sha256_file_cancel(path, ret_hex, NULL, err);
-}
-
-int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig_atomic_t *cancel,
-                             struct sbx_error *err)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        _cleanup_free_ unsigned char *buf = NULL;
-        EVP_MD_CTX *md;
-        ssize_t n;
-
-        if (fd < 0)
-                return sbx_fail(err, errno, "cannot open '%s': %s", path, strerror(errno));
-        n = lazy_crypto_load(err);
-        if (n < 0)
-                return (int)n;
-        md = EVP_MD_CTX_new();
-        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-                EVP_MD_CTX_free(md);
-                return sbx_fail(err, EIO, "cannot start sha256 (libcrypto)");
-        }
-        buf = xmalloc(READ_CHUNK);
-        while ((n = read(fd, buf, READ_CHUNK)) != 0) {
-                if (cancel && *cancel) {
-                        EVP_MD_CTX_free(md);
-                        return sbx_fail(err, EINTR, "hashing '%s' was cancelled", path);
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        int e = errno;
-                        EVP_MD_CTX_free(md);
-                        return sbx_fail(err, e, "cannot read '%s': %s", path, strerror(e));
-                }
-                EVP_DigestUpdate(md, buf, (size_t)n);
-        }
-        hex_digest(md, ret_hex);
-        EVP_MD_CTX_free(md);
-        return 0;
 }
 
 /* ---- the unpack */
@@ -423,11 +369,6 @@ static void archive_write_freep(struct archive **a)
 {
         if (*a)
                 archive_write_free(*a);
-}
-
-static void md_freep(EVP_MD_CTX **md)
-{
-        EVP_MD_CTX_free(*md);
 }
 
 /* Back to the saved working directory (and umask) however the unpack ends. */
@@ -496,7 +437,7 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
         _cleanup_(restore_cwdp) struct saved_cwd cwd = {.fd = -1};
         _cleanup_(archive_read_freep) struct archive *ar = NULL;
         _cleanup_(archive_write_freep) struct archive *aw = NULL;
-        _cleanup_(md_freep) EVP_MD_CTX *md = NULL;
+        _cleanup_(sbx_sha256_done) struct sbx_sha256 md = {0};
         _cleanup_free_ struct reader *rd = NULL;
         _cleanup_close_ int tarfd = -1, rootfd = -1;
         struct pathset mine = {0};    /* what this layer wrote, and their ancestors */
@@ -504,7 +445,7 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
         struct modefixes fixes = {0};
         struct setup_unpack_stats st = {0};
         struct archive_entry *e;
-        char hex[2 * EVP_MAX_MD_SIZE + 1];
+        char hex[SBX_SHA256_HEX_LEN + 1];
         bool as_root = geteuid() == 0;
         struct stat tst;
         int flags, r = 0;
@@ -520,16 +461,13 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 return sbx_fail(err, errno, "cannot open '%s': %s", dir, strerror(errno));
         r = lazy_archive_load(err);
         if (r >= 0)
-                r = lazy_crypto_load(err);
+                r = sbx_sha256_init(&md, err);
         if (r < 0)
                 return r;
-        md = EVP_MD_CTX_new();
-        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-                return sbx_fail(err, EIO, "cannot start sha256 (libcrypto)");
 
         rd = xcalloc(1, sizeof(*rd));
         rd->fd = tarfd;
-        rd->md = md;
+        rd->md = &md;
         rd->total = (uint64_t)tst.st_size;
         rd->label = label;
         rd->o = o;
@@ -732,7 +670,10 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 }
         }
         reader_progress(rd, true);
-        hex_digest(md, hex);
+        if (sbx_sha256_final_hex(&md, hex) < 0) {
+                r = sbx_fail(err, EIO, "SHA-256 of '%s' failed (libcrypto.so.3)", tar_path);
+                goto out;
+        }
         if (expected_sha256 && strcmp(hex, expected_sha256) != 0) {
                 r = sbx_fail(err, EBADMSG,
                              "'%s' has sha256:%s but sha256:%s was expected: refused (the file "

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
@@ -326,9 +327,9 @@ static int bait_make(const struct sbx_config *cfg, struct bait *b, struct sbx_er
                 _exit(127);
         }
 
-        if (setup_sha256_file("/etc/shadow", b->shadow_sha256, &e) < 0)
+        if (sbx_sha256_file("/etc/shadow", NULL, b->shadow_sha256, &e) < 0)
                 b->shadow_sha256[0] = '\0';
-        if (setup_sha256_file("/proc/self/environ", b->environ_sha256, &e) < 0)
+        if (sbx_sha256_file("/proc/self/environ", NULL, b->environ_sha256, &e) < 0)
                 b->environ_sha256[0] = '\0';
         b->cmdline = read_file("/proc/self/cmdline", &b->cmdline_len);
         if (!b->cmdline)
@@ -637,7 +638,7 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
                 struct sbx_error e = {0};
                 _cleanup_free_ char *rs = xasprintf("%s/python/etc/shadow", cfg->rootfs_dir);
 
-                if (setup_sha256_file(rs, own, &e) < 0)
+                if (sbx_sha256_file(rs, NULL, own, &e) < 0)
                         own[0] = '\0';
                 if (h[0] && !b->shadow_sha256[0] && strcmp(h, own) != 0)
                         judge(r, "shadow", VERIFY_UNTESTED,
