@@ -10,6 +10,7 @@
 
 #include "lazy/curl.h"
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 
@@ -83,27 +84,12 @@ int engine_unreachable_error(const struct engine_endpoint *ep, int os_errno, con
                         where, curl_msg && *curl_msg ? curl_msg : strerror(os_errno), ep->origin);
 }
 
-struct buf {
-        char *p;
-        size_t len, cap;
-        size_t limit;
-};
-
 static size_t buf_write(char *data, size_t size, size_t nmemb, void *ud)
 {
-        struct buf *b = ud;
         size_t n = size * nmemb;
 
-        if (b->len + n > b->limit)
-                return 0; /* an answer bigger than we would ever parse: abort the transfer */
-        if (b->len + n + 1 > b->cap) {
-                b->cap = (b->len + n + 1) * 2;
-                b->p = xrealloc(b->p, b->cap);
-        }
-        memcpy(b->p + b->len, data, n);
-        b->len += n;
-        b->p[b->len] = '\0';
-        return n;
+        /* over the cap: an answer bigger than we would ever parse, abort the transfer */
+        return sbx_buf_add(ud, data, n) < 0 ? 0 : n;
 }
 
 static void header_value(const char *line, size_t n, const char *name, char *ret, size_t size)
@@ -136,7 +122,7 @@ int engine_request(const struct engine_conn *c, const char *method, const char *
 {
         CURL *h = engine_easy_new(c, path, versioned);
         struct curl_slist *hdrs = NULL;
-        struct buf b = {.limit = 64u << 20};
+        struct sbx_buf b = {.max = 64u << 20};
         struct engine_response r = {0};
         CURLcode rc;
         long os_errno = 0;
@@ -166,13 +152,13 @@ int engine_request(const struct engine_conn *c, const char *method, const char *
         curl_slist_free_all(hdrs);
 
         if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) {
-                free(b.p);
+                sbx_buf_done(&b);
                 return engine_unreachable_error(&c->ep, (int)os_errno, curl_easy_strerror(rc), err);
         }
         if (rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
             rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CACERT_BADFILE ||
             rc == CURLE_SSL_ISSUER_ERROR || rc == CURLE_SSL_CIPHER) {
-                free(b.p);
+                sbx_buf_done(&b);
                 return sbx_fail(err, EPROTO,
                                 "the TLS handshake with the container engine at '%s' failed "
                                 "(%s): check that DOCKER_CERT_PATH ('%s') holds the ca.pem that "
@@ -181,7 +167,7 @@ int engine_request(const struct engine_conn *c, const char *method, const char *
                                 c->ep.base_url, curl_easy_strerror(rc), c->ep.cert_dir);
         }
         if (rc != CURLE_OK) {
-                free(b.p);
+                sbx_buf_done(&b);
                 if (rc == CURLE_OPERATION_TIMEDOUT)
                         return sbx_fail(err, ETIMEDOUT,
                                         "the container engine at '%s' did not answer %s %s within "
@@ -192,8 +178,7 @@ int engine_request(const struct engine_conn *c, const char *method, const char *
                                 "that it still runs",
                                 c->ep.host, method, path, curl_easy_strerror(rc));
         }
-        r.body = b.p ? b.p : xstrdup("");
-        r.len = b.len;
+        r.body = sbx_buf_steal(&b, &r.len);
         *ret = r;
         return 0;
 }

@@ -13,6 +13,7 @@
 #include "lazy/curl.h"
 #include "lazy/crypto.h"
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "lazy/sha256.h"
 #include "common/xalloc.h"
@@ -54,27 +55,19 @@ int engine_image_label(const struct engine_conn *c, const char *ref, const char 
 }
 
 struct import_ctx {
-        char *body;
-        size_t len, cap;
+        struct sbx_buf body; /* max 1 MiB */
 };
 
 static size_t import_write(char *data, size_t size, size_t nmemb, void *ud)
 {
         struct import_ctx *x = ud;
         size_t n = size * nmemb;
+
         /* Keep the tail only: a progress stream; the error, if any, is in the last lines. */
-        if (x->len + n + 1 > x->cap) {
-                if (x->len + n + 1 > (1u << 20)) {
-                        x->len = 0;
-                        if (n + 1 > (1u << 20))
-                                return n;
-                }
-                x->cap = x->len + n + 1 > x->cap * 2 ? x->len + n + 1 : x->cap * 2;
-                x->body = xrealloc(x->body, x->cap);
+        if (sbx_buf_add(&x->body, data, n) < 0) {
+                x->body.len = 0;
+                (void)sbx_buf_add(&x->body, data, n); /* a piece over the cap is dropped */
         }
-        memcpy(x->body + x->len, data, n);
-        x->len += n;
-        x->body[x->len] = '\0';
         return n;
 }
 
@@ -82,7 +75,7 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
                         const char *sha256, struct sbx_error *err)
 {
         _cleanup_fclose_ FILE *f = fopen(tar, "rbe");
-        struct import_ctx x = {0};
+        struct import_ctx x = {.body = {.max = 1u << 20}};
         struct curl_slist *hdrs = NULL;
         struct stat st;
         long status = 0, os_errno = 0;
@@ -137,12 +130,12 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
                 r = sbx_fail(err, EIO,
                              "the container engine refused to import '%s' as '%s' "
                              "(HTTP %ld): %.300s",
-                             tar, ref, status, x.body ? x.body : "");
-        else if (x.body && strstr(x.body, "\"error"))
+                             tar, ref, status, x.body.data ? x.body.data : "");
+        else if (x.body.data && strstr(x.body.data, "\"error"))
                 /* 200 with a progress stream that ends in {"errorDetail":..,"error":".."} */
                 r = sbx_fail(err, EIO, "importing '%s' as '%s' failed: %.300s", tar, ref,
-                             strstr(x.body, "\"error"));
-        free(x.body);
+                             strstr(x.body.data, "\"error"));
+        sbx_buf_done(&x.body);
         return r;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
@@ -145,55 +146,7 @@ void run_result_note(struct run_result *r, const char *fmt, ...)
         r->notes[used] = '\0';
 }
 
-/* --- UTF-8 ----------------------------------------------------------------------------- */
-
-/* A growing string. */
-struct sbuf {
-        char *p;
-        size_t len, size;
-};
-
-static void sbuf_grow(struct sbuf *b, size_t more)
-{
-        if (b->len + more + 1 <= b->size)
-                return;
-        size_t size = b->size ? b->size : 256;
-        while (size < b->len + more + 1)
-                size *= 2;
-        b->p = xrealloc(b->p, size);
-        b->size = size;
-}
-
-static void sbuf_add(struct sbuf *b, const char *s, size_t n)
-{
-        sbuf_grow(b, n);
-        memcpy(b->p + b->len, s, n);
-        b->len += n;
-        b->p[b->len] = '\0';
-}
-
-static void sbuf_puts(struct sbuf *b, const char *s)
-{
-        sbuf_add(b, s, strlen(s));
-}
-
-static void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sbuf_printf(struct sbuf *b, const char *fmt, ...)
-{
-        va_list ap;
-        int n;
-
-        va_start(ap, fmt);
-        n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        if (n <= 0)
-                return;
-        sbuf_grow(b, (size_t)n);
-        va_start(ap, fmt);
-        vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        b->len += (size_t)n;
-}
+/* --- text made safe to show (UTF-8 checked by common/utf8.h, grown in common/buf.h) ------ */
 
 /* Characters that are valid UTF-8 and printable to a terminal, yet hide, join or reorder the
  * text around them, so a reader (or a model) sees something else than what is there:
@@ -210,12 +163,12 @@ static bool invisible(uint32_t cp)
 }
 
 /* @oneline: '\t' and '\n' are escaped too (notes, reasons, file names). */
-static void sanitize_into_mode(struct sbuf *b, const char *s, size_t n, bool oneline)
+static void sanitize_into_mode(struct sbx_buf *b, const char *s, size_t n, bool oneline)
 {
         const unsigned char *u = (const unsigned char *)s;
         size_t i = 0;
 
-        sbuf_grow(b, n);
+        (void)sbx_buf_reserve(b, n);
         while (i < n) {
                 uint32_t cp = 0;
                 size_t len = sbx_utf8_whole(u + i, n - i, &cp);
@@ -223,23 +176,23 @@ static void sanitize_into_mode(struct sbuf *b, const char *s, size_t n, bool one
 
                 if (len == 0) {
                         snprintf(esc, sizeof(esc), "\\x%02x", u[i]);
-                        sbuf_add(b, esc, 4);
+                        (void)sbx_buf_add(b, esc, 4);
                         i++;
                 } else if ((cp == '\t' || cp == '\n') && !oneline) {
-                        sbuf_add(b, s + i, 1);
+                        (void)sbx_buf_add(b, s + i, 1);
                         i++;
                 } else if (cp < 0x20 || cp == 0x7f) {
                         snprintf(esc, sizeof(esc), "\\x%02x", (unsigned)cp);
-                        sbuf_add(b, esc, 4);
+                        (void)sbx_buf_add(b, esc, 4);
                         i++;
                 } else if ((cp >= 0x80 && cp <= 0x9f) || invisible(cp)) {
                         /* C1 controls (CSI is U+009B) are valid UTF-8 but still drive
                          * terminals. */
                         snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
-                        sbuf_add(b, esc, 6);
+                        (void)sbx_buf_add(b, esc, 6);
                         i += len;
                 } else {
-                        sbuf_add(b, s + i, len);
+                        (void)sbx_buf_add(b, s + i, len);
                         i += len;
                 }
         }
@@ -247,13 +200,13 @@ static void sanitize_into_mode(struct sbuf *b, const char *s, size_t n, bool one
 
 static char *sanitize_mode(const char *s, size_t n, bool oneline)
 {
-        struct sbuf b = {0};
+        struct sbx_buf b = {0};
 
-        sbuf_grow(&b, 0);
-        b.p[0] = '\0';
+        (void)sbx_buf_reserve(&b, 0);
+        b.data[0] = '\0';
         if (s)
                 sanitize_into_mode(&b, s, n, oneline);
-        return b.p;
+        return b.data;
 }
 
 char *sbx_text_sanitize(const char *s, size_t n)
@@ -415,10 +368,10 @@ static char *usage_text(const struct run_usage *u, char *const *why)
             {"pids_peak", &u->pids_peak},
         };
         bool done[ELEMENTSOF(items)] = {false};
-        struct sbuf b = {0};
+        struct sbx_buf b = {0};
         char v[64];
 
-        sbuf_printf(&b, "wall %llu ms", (unsigned long long)u->wall_ms);
+        (void)sbx_buf_printf(&b, "wall %llu ms", (unsigned long long)u->wall_ms);
         for (size_t i = 0; i < ELEMENTSOF(items); i++) {
                 const struct run_measure *m = items[i].m;
 
@@ -434,7 +387,7 @@ static char *usage_text(const struct run_usage *u, char *const *why)
                         format_bytes(v, sizeof(v), m->value);
                 else
                         snprintf(v, sizeof(v), "%llu", (unsigned long long)m->value);
-                sbuf_printf(&b, ", %s %s", items[i].name, v);
+                (void)sbx_buf_printf(&b, ", %s %s", items[i].name, v);
         }
         /* Group the unmeasured figures by reason: "cpu, mem_peak and pids_peak not measured:
          * not readable from outside a container". */
@@ -449,16 +402,16 @@ static char *usage_text(const struct run_usage *u, char *const *why)
                                 names[k++] = items[j].name;
                                 done[j] = true;
                         }
-                sbuf_puts(&b, "; ");
+                (void)sbx_buf_puts(&b, "; ");
                 for (size_t j = 0; j < k; j++) {
                         if (j > 0)
-                                sbuf_puts(&b, j + 1 == k ? " and " : ", ");
-                        sbuf_puts(&b, names[j]);
+                                (void)sbx_buf_puts(&b, j + 1 == k ? " and " : ", ");
+                        (void)sbx_buf_puts(&b, names[j]);
                 }
-                sbuf_puts(&b, " not measured: ");
-                sbuf_puts(&b, why[i]);
+                (void)sbx_buf_puts(&b, " not measured: ");
+                (void)sbx_buf_puts(&b, why[i]);
         }
-        return b.p;
+        return b.data;
 }
 
 static char *oom_text(const struct run_result *r)
@@ -519,7 +472,7 @@ static void pick_fence(char fence[17], const struct run_view *v)
  * name escaped to one line, so a file name can never start a line of its own. */
 static char *files_line(const struct run_result *r)
 {
-        struct sbuf b = {0};
+        struct sbx_buf b = {0};
 
         if (r->n_files == 0 && r->files_more == 0)
                 return NULL;
@@ -529,17 +482,17 @@ static char *files_line(const struct run_result *r)
                 char v[64];
 
                 format_bytes(v, sizeof(v), f->bytes);
-                sbuf_printf(&b, "%s%s (%s, %s", i > 0 ? ", " : "", name,
-                            f->created ? "new" : "changed", v);
+                (void)sbx_buf_printf(&b, "%s%s (%s, %s", i > 0 ? ", " : "", name,
+                                     f->created ? "new" : "changed", v);
                 if (f->attached)
-                        sbuf_puts(&b, ", image attached");
+                        (void)sbx_buf_puts(&b, ", image attached");
                 else if (f->mime && f->not_why)
-                        sbuf_printf(&b, ", image not attached: %s", f->not_why);
-                sbuf_puts(&b, ")");
+                        (void)sbx_buf_printf(&b, ", image not attached: %s", f->not_why);
+                (void)sbx_buf_puts(&b, ")");
         }
         if (r->files_more > 0)
-                sbuf_printf(&b, "%sand %zu more", r->n_files ? ", " : "", r->files_more);
-        return b.p;
+                (void)sbx_buf_printf(&b, "%sand %zu more", r->n_files ? ", " : "", r->files_more);
+        return b.data;
 }
 
 void run_view_build(struct run_view *v, const struct run_result *r, unsigned timeout_s, size_t cap)
@@ -633,69 +586,70 @@ void run_view_done(struct run_view *v)
 
 /* --- the result text ------------------------------------------------------------------- */
 
-static void text_part(struct sbuf *b, const char *s)
+static void text_part(struct sbx_buf *b, const char *s)
 {
-        sbuf_puts(b, s);
+        (void)sbx_buf_puts(b, s);
         if (s[0] && s[strlen(s) - 1] != '\n')
-                sbuf_puts(b, "\n");
+                (void)sbx_buf_puts(b, "\n");
 }
 
-static void text_stream(struct sbuf *b, const char *label, const struct run_view_stream *vs,
+static void text_stream(struct sbx_buf *b, const char *label, const struct run_view_stream *vs,
                         const char *fence)
 {
         if (vs->bytes == 0) {
-                sbuf_printf(b, "%s: (empty)\n", label);
+                (void)sbx_buf_printf(b, "%s: (empty)\n", label);
                 return;
         }
         if (vs->truncated && vs->tail)
-                sbuf_printf(b, "%s (%llu bytes, first %zu and last %zu shown) ---%s---\n", label,
-                            (unsigned long long)vs->bytes, vs->head_raw, vs->tail_raw, fence);
+                (void)sbx_buf_printf(b, "%s (%llu bytes, first %zu and last %zu shown) ---%s---\n",
+                                     label, (unsigned long long)vs->bytes, vs->head_raw,
+                                     vs->tail_raw, fence);
         else if (vs->truncated)
-                sbuf_printf(b, "%s (%llu bytes, first %zu shown) ---%s---\n", label,
-                            (unsigned long long)vs->bytes, vs->head_raw, fence);
+                (void)sbx_buf_printf(b, "%s (%llu bytes, first %zu shown) ---%s---\n", label,
+                                     (unsigned long long)vs->bytes, vs->head_raw, fence);
         else
-                sbuf_printf(b, "%s (%llu bytes) ---%s---\n", label, (unsigned long long)vs->bytes,
-                            fence);
+                (void)sbx_buf_printf(b, "%s (%llu bytes) ---%s---\n", label,
+                                     (unsigned long long)vs->bytes, fence);
         text_part(b, vs->head);
         if (vs->tail) {
-                sbuf_printf(b, "---%s--- %llu bytes not shown\n", fence,
-                            (unsigned long long)(vs->bytes - vs->shown));
+                (void)sbx_buf_printf(b, "---%s--- %llu bytes not shown\n", fence,
+                                     (unsigned long long)(vs->bytes - vs->shown));
                 text_part(b, vs->tail);
         }
-        sbuf_printf(b, "---%s--- end of %s\n", fence, label);
+        (void)sbx_buf_printf(b, "---%s--- end of %s\n", fence, label);
         if (vs->truncated)
-                sbuf_printf(b, "[%s truncated: %s]\n", label, vs->truncated);
+                (void)sbx_buf_printf(b, "[%s truncated: %s]\n", label, vs->truncated);
 }
 
 char *run_view_text(const struct run_view *v)
 {
-        struct sbuf b = {0};
+        struct sbx_buf b = {0};
 
         text_stream(&b, "stdout", &v->out, v->fence);
         text_stream(&b, "stderr", &v->err, v->fence);
-        sbuf_printf(&b, "%s\n", v->outcome_text);
-        sbuf_printf(&b, "usage: %s\n", v->usage_text);
+        (void)sbx_buf_printf(&b, "%s\n", v->outcome_text);
+        (void)sbx_buf_printf(&b, "usage: %s\n", v->usage_text);
         if (v->limits_hit)
-                sbuf_printf(&b, "limits hit: %s\n", v->limits_hit);
+                (void)sbx_buf_printf(&b, "limits hit: %s\n", v->limits_hit);
         if (v->out_of_memory)
-                sbuf_printf(&b, "out of memory: %s\n", v->out_of_memory);
+                (void)sbx_buf_printf(&b, "out of memory: %s\n", v->out_of_memory);
         if (v->blocked_syscalls && v->blocked_syscalls_unlisted)
-                sbuf_printf(&b, "blocked syscalls: %s (+%u more calls not listed)\n",
-                            v->blocked_syscalls, v->blocked_syscalls_unlisted);
+                (void)sbx_buf_printf(&b, "blocked syscalls: %s (+%u more calls not listed)\n",
+                                     v->blocked_syscalls, v->blocked_syscalls_unlisted);
         else if (v->blocked_syscalls)
-                sbuf_printf(&b, "blocked syscalls: %s\n", v->blocked_syscalls);
+                (void)sbx_buf_printf(&b, "blocked syscalls: %s\n", v->blocked_syscalls);
         if (v->blocked_reporting_stopped)
-                sbuf_printf(&b, "blocked syscalls: %s\n", v->blocked_reporting_stopped);
+                (void)sbx_buf_printf(&b, "blocked syscalls: %s\n", v->blocked_reporting_stopped);
         if (v->files)
-                sbuf_printf(&b, "files: %s\n", v->files);
+                (void)sbx_buf_printf(&b, "files: %s\n", v->files);
         if (v->files_note)
-                sbuf_printf(&b, "files: %s\n", v->files_note);
+                (void)sbx_buf_printf(&b, "files: %s\n", v->files_note);
         if (v->audit)
-                sbuf_printf(&b, "audit: %s\n", v->audit);
+                (void)sbx_buf_printf(&b, "audit: %s\n", v->audit);
         for (size_t i = 0; i < v->n_notes; i++)
-                sbuf_printf(&b, "note: %s\n", v->notes[i]);
-        sbuf_printf(&b, "isolation: %s", v->isolation);
-        return b.p;
+                (void)sbx_buf_printf(&b, "note: %s\n", v->notes[i]);
+        (void)sbx_buf_printf(&b, "isolation: %s", v->isolation);
+        return b.data;
 }
 
 char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t cap)

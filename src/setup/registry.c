@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -125,8 +126,7 @@ struct http {
 };
 
 struct body {
-        char *data;
-        size_t len;
+        struct sbx_buf buf; /* max MAX_SMALL_BODY */
         bool too_big;
 };
 
@@ -177,14 +177,10 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ud)
         struct body *b = ud;
         size_t len = size * n;
 
-        if (b->len + len > MAX_SMALL_BODY) {
+        if (sbx_buf_add(&b->buf, buf, len) < 0) {
                 b->too_big = true;
                 return 0;
         }
-        b->data = xrealloc(b->data, b->len + len + 1);
-        memcpy(b->data + b->len, buf, len);
-        b->len += len;
-        b->data[b->len] = '\0';
         return len;
 }
 
@@ -322,7 +318,7 @@ static int fetch_token(struct http *h, struct sbx_error *err)
 {
         _cleanup_free_ char *realm = NULL, *service = NULL, *scope = NULL, *url = NULL;
         _cleanup_free_ char *esc_service = NULL, *esc_scope = NULL;
-        struct body b = {0};
+        struct body b = {.buf = {.max = MAX_SMALL_BODY}};
         json_object *j, *t = NULL;
         int r;
 
@@ -346,16 +342,16 @@ static int fetch_token(struct http *h, struct sbx_error *err)
         h->bearer = NULL;
         r = http_get(h, url, NULL, &b, NULL, err);
         if (r < 0) {
-                free(b.data);
+                sbx_buf_done(&b.buf);
                 return r;
         }
         if (h->status != 200) {
-                free(b.data);
+                sbx_buf_done(&b.buf);
                 return sbx_fail(err, EACCES, "the token service '%s' answered HTTP %ld", realm,
                                 h->status);
         }
-        j = json_tokener_parse(b.data ? b.data : "");
-        free(b.data);
+        j = json_tokener_parse(b.buf.data ? b.buf.data : "");
+        sbx_buf_done(&b.buf);
         if (j && !json_object_object_get_ex(j, "token", &t))
                 json_object_object_get_ex(j, "access_token", &t);
         if (!t || !json_object_is_type(t, json_type_string)) {
@@ -378,9 +374,7 @@ static int registry_get(struct http *h, const char *path, const char *accept, st
 
         for (attempt = 0; attempt < 2; attempt++) {
                 if (b) {
-                        free(b->data);
-                        b->data = NULL;
-                        b->len = 0;
+                        sbx_buf_done(&b->buf);
                 }
                 if (s) {
                         rewind(s->f);
@@ -417,30 +411,30 @@ static int get_manifest(struct http *h, const char *digest, json_object **ret,
                         struct sbx_error *err)
 {
         _cleanup_free_ char *path = xasprintf("manifests/%s", digest);
-        struct body b = {0};
+        struct body b = {.buf = {.max = MAX_SMALL_BODY}};
         char hex[65];
         json_object *j;
         int r;
 
         r = registry_get(h, path, accept_manifests, &b, NULL, err);
         if (r < 0) {
-                free(b.data);
+                sbx_buf_done(&b.buf);
                 return r;
         }
-        r = sbx_sha256_hex(b.data, b.len, hex, err);
+        r = sbx_sha256_hex(b.buf.data, b.buf.len, hex, err);
         if (r < 0) {
-                free(b.data);
+                sbx_buf_done(&b.buf);
                 return r;
         }
         if (strcmp(hex, digest + 7) != 0) {
-                free(b.data);
+                sbx_buf_done(&b.buf);
                 return sbx_fail(err, EBADMSG,
                                 "manifest %s of '%s/%s' arrived with sha256:%s: refused (tampered "
                                 "or corrupted)",
                                 digest, h->ref->host, h->ref->repository, hex);
         }
-        j = json_tokener_parse(b.data ? b.data : "");
-        free(b.data);
+        j = json_tokener_parse(b.buf.data ? b.buf.data : "");
+        sbx_buf_done(&b.buf);
         if (!j || !json_object_is_type(j, json_type_object)) {
                 json_object_put(j);
                 return sbx_fail(err, EBADMSG, "manifest %s is not JSON", digest);

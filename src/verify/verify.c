@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "lazy/sha256.h"
 #include "common/log.h"
@@ -186,24 +187,12 @@ static int random_hex(char *buf, size_t nbytes)
 static char *read_file(const char *path, size_t *ret_len)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        size_t len = 0, size = 4096;
-        char *buf;
-        ssize_t n;
+        struct sbx_buf b = {0};
 
         if (fd < 0)
                 return NULL;
-        buf = xmalloc(size + 1);
-        while ((n = read(fd, buf + len, size - len)) > 0) {
-                len += (size_t)n;
-                if (len == size) {
-                        size *= 2;
-                        buf = xrealloc(buf, size + 1);
-                }
-        }
-        buf[len] = '\0';
-        if (ret_len)
-                *ret_len = len;
-        return buf;
+        (void)sbx_buf_read_fd(&b, fd); /* what was read before an error is kept, as before */
+        return sbx_buf_steal(&b, ret_len);
 }
 
 static bool mem_has(const char *hay, size_t n, const char *needle)
