@@ -20,12 +20,7 @@ static int root = -1;
 
 static void put(const char *rel, const char *text)
 {
-        _cleanup_free_ char *p = xasprintf("%s/%s", top, rel);
-        FILE *f = fopen(p, "we");
-
-        ck_assert_ptr_nonnull(f);
-        fputs(text, f);
-        fclose(f);
+        sbx_test_write_file(top, rel, text);
 }
 
 static void dir(const char *rel)

@@ -28,14 +28,9 @@ static void teardown(void)
         free(dir);
 }
 
-static void put(const char *name, const char *text)
+static void put(const char *rel, const char *text)
 {
-        _cleanup_free_ char *p = xasprintf("%s/%s", dir, name);
-        FILE *f = fopen(p, "we");
-
-        ck_assert_ptr_nonnull(f);
-        fputs(text, f);
-        fclose(f);
+        sbx_test_write_file(dir, rel, text);
 }
 
 START_TEST(reads_proc)
