@@ -1,10 +1,14 @@
 /* fileio.c - see fileio.h. */
 #include "common/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
 
 ssize_t sbx_read_small_file(int dir_fd, const char *path, unsigned flags, char *buf, size_t size)
 {
@@ -54,4 +58,45 @@ ssize_t sbx_read_small_file(int dir_fd, const char *path, unsigned flags, char *
                 buf[len] = '\0';
         }
         return (ssize_t)len;
+}
+
+ssize_t sbx_dir_names(int dir_fd, const char *prefix, char ***ret_names)
+{
+        _cleanup_strv_free_ char **names = NULL;
+        size_t n = 0, cap = 0, plen = prefix ? strlen(prefix) : 0;
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+        if (!d) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return -e;
+        }
+        names = xcalloc(1, sizeof(char *));
+        for (;;) {
+                struct dirent *de;
+
+                errno = 0;
+                de = readdir(d);
+                if (!de) {
+                        int e = errno;
+                        closedir(d);
+                        if (e)
+                                return -e;
+                        break;
+                }
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (prefix && strncmp(de->d_name, prefix, plen) != 0)
+                        continue;
+                if (n + 2 > cap) {
+                        cap = cap ? cap * 2 : 16;
+                        names = xrealloc(names, cap * sizeof(char *));
+                }
+                names[n++] = xstrdup(de->d_name);
+                names[n] = NULL;
+        }
+        *ret_names = TAKE_PTR(names);
+        return (ssize_t)n;
 }

@@ -1,7 +1,8 @@
-/* fileio.h - reading a small file whole into the caller's buffer: the one-line values of
+/* fileio.h - listing a directory's names, and reading a small file whole into the caller's
+ * buffer: the one-line values of
  * procfs, sysfs and cgroupfs (proc(5), cgroups(7)) and markers such
- * as a rootfs's /etc/vestibule/variant. Only open(2), read(2) and close(2): no allocation, so
- * it is safe between fork and exec too. */
+ * as a rootfs's /etc/vestibule/variant. sbx_read_small_file() calls only open(2), read(2) and
+ * close(2): no allocation, so it is safe between fork and exec too. */
 #pragma once
 
 #include <stddef.h>
@@ -27,3 +28,15 @@ enum {
  * (proc(5): seq_file); EINTR is retried.
  */
 ssize_t sbx_read_small_file(int dir_fd, const char *path, unsigned flags, char *buf, size_t size);
+
+/**
+ * sbx_dir_names() - the names in the directory @dir_fd, "." and ".." left out, in readdir(3)
+ * order, read in full before the caller changes anything (removing while reading may hide
+ * entries from readdir).
+ * @dir_fd:     an open directory (O_PATH is enough: it is reopened); borrowed.
+ * @prefix:     NULL, or keep only names that start with it.
+ * @ret_names:  on success a NULL-terminated array (free with strv_freep(), common/cleanup.h);
+ *              untouched on error.
+ * Return: the number of names, or a negative errno from openat(2)/fdopendir(3)/readdir(3).
+ */
+ssize_t sbx_dir_names(int dir_fd, const char *prefix, char ***ret_names);

@@ -17,6 +17,7 @@
 
 #include "common/chase.h"
 #include "common/cleanup.h"
+#include "common/fileio.h"
 #include "lazy/sha256.h"
 #include "common/xalloc.h"
 #include "setup/setup.h"
@@ -224,31 +225,12 @@ static void modefixes_restore(int rootfd, struct modefixes *fx, const struct pat
 static int opaque_clean(int dfd, const char *rel, const struct pathset *mine)
 {
         _cleanup_strv_free_ char **names = NULL;
-        size_t n = 0, cap = 0, i;
-        DIR *d;
-        int fd, r = 0;
+        ssize_t n = sbx_dir_names(dfd, NULL, &names);
+        int r = 0;
 
-        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                r = -errno;
-                close(fd);
-                return r;
-        }
-        for (struct dirent *de; (de = readdir(d));) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (n + 2 > cap) {
-                        cap = cap ? cap * 2 : 16;
-                        names = xrealloc(names, cap * sizeof(char *));
-                }
-                names[n++] = xstrdup(de->d_name);
-                names[n] = NULL;
-        }
-        closedir(d);
-        for (i = 0; i < n && r == 0; i++) {
+        if (n < 0)
+                return (int)n;
+        for (ssize_t i = 0; i < n && r == 0; i++) {
                 _cleanup_free_ char *child =
                     rel[0] ? xasprintf("%s/%s", rel, names[i]) : xstrdup(names[i]);
 

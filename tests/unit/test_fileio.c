@@ -93,6 +93,24 @@ START_TEST(nofollow)
 }
 END_TEST
 
+START_TEST(dir_names)
+{
+        _cleanup_close_ int d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_strv_free_ char **all = NULL, **dotted = NULL;
+        char **untouched = (char **)&d;
+
+        put("a", "");
+        put(".old-1", "");
+        ck_assert_int_eq(mkdirat(d, "sub", 0700), 0);
+        ck_assert_int_eq(sbx_dir_names(d, NULL, &all), 3); /* ".", ".." left out */
+        ck_assert_ptr_null(all[3]);
+        ck_assert_int_eq(sbx_dir_names(d, ".", &dotted), 1);
+        ck_assert_str_eq(dotted[0], ".old-1");
+        ck_assert_int_eq(sbx_dir_names(-1, NULL, &untouched), -EBADF);
+        ck_assert_ptr_eq(untouched, (char **)&d);
+}
+END_TEST
+
 static Suite *fileio_suite(void)
 {
         Suite *s = suite_create("fileio");
@@ -103,6 +121,7 @@ static Suite *fileio_suite(void)
         tcase_add_test(tc, cap_and_prefix);
         tcase_add_test(tc, first_line);
         tcase_add_test(tc, nofollow);
+        tcase_add_test(tc, dir_names);
         suite_add_tcase(s, tc);
         return s;
 }
