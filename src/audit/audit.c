@@ -52,68 +52,24 @@
 #include <unistd.h>
 
 #include "audit/audit-internal.h"
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "lazy/sha256.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
 
-/* --- a growable string ------------------------------------------------------------------- */
-
-struct sb {
-        char *buf;
-        size_t len, cap;
-};
-
-static void sb_add(struct sb *b, const void *s, size_t n)
-{
-        if (b->len + n + 1 > b->cap) {
-                size_t cap = b->cap ? b->cap : 256;
-                while (cap < b->len + n + 1)
-                        cap *= 2;
-                b->buf = xrealloc(b->buf, cap);
-                b->cap = cap;
-        }
-        memcpy(b->buf + b->len, s, n);
-        b->len += n;
-        b->buf[b->len] = '\0';
-}
-
-static void sb_adds(struct sb *b, const char *s)
-{
-        sb_add(b, s, strlen(s));
-}
-
-static void __attribute__((format(printf, 2, 3))) sb_printf(struct sb *b, const char *fmt, ...)
-{
-        _cleanup_free_ char *s = NULL;
-        va_list ap;
-        int n;
-
-        va_start(ap, fmt);
-        n = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-                abort();
-        sb_add(b, s, (size_t)n);
-}
-
-static void sb_done(struct sb *b)
-{
-        free(b->buf);
-        b->buf = NULL;
-        b->len = b->cap = 0;
-}
-
-/* JSON string body for a record: valid UTF-8 kept, control characters / DEL / C1 as \uXXXX,
- * each invalid byte as the text \xNN. Returns false when some byte was invalid. */
-static bool sb_json_str(struct sb *b, const char *s, size_t n)
+/* A JSON string. Each invalid UTF-8 byte becomes the text \xNN (returns false then). With
+ * @ascii the output is ASCII only: every other character as \uXXXX (a surrogate pair above
+ * U+FFFF), so it is safe on any terminal; without, valid UTF-8 is kept as it is and control
+ * characters, DEL and C1 become \uXXXX (the record's form). */
+static bool sb_json_str_mode(struct sbx_buf *b, const char *s, size_t n, bool ascii)
 {
         static const char hex[] = "0123456789abcdef";
         bool utf8 = true;
         size_t i = 0;
 
-        sb_add(b, "\"", 1);
+        (void)sbx_buf_add(b, "\"", 1);
         while (i < n) {
                 unsigned char ch = (unsigned char)s[i];
                 uint32_t cp = 0;
@@ -121,35 +77,47 @@ static bool sb_json_str(struct sb *b, const char *s, size_t n)
 
                 if (l <= 0) {
                         char e[6] = {'\\', '\\', 'x', hex[ch >> 4], hex[ch & 15], 0};
-                        sb_add(b, e, 5);
+                        (void)sbx_buf_add(b, e, 5);
                         utf8 = false;
                         i++;
                         continue;
                 }
                 if (cp == '"')
-                        sb_add(b, "\\\"", 2);
+                        (void)sbx_buf_add(b, "\\\"", 2);
                 else if (cp == '\\')
-                        sb_add(b, "\\\\", 2);
+                        (void)sbx_buf_add(b, "\\\\", 2);
                 else if (cp == '\n')
-                        sb_add(b, "\\n", 2);
+                        (void)sbx_buf_add(b, "\\n", 2);
                 else if (cp == '\t')
-                        sb_add(b, "\\t", 2);
-                else if (cp == '\r')
-                        sb_add(b, "\\r", 2);
-                else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
-                        sb_printf(b, "\\u%04x", (unsigned)cp);
-                else
-                        sb_add(b, s + i, (size_t)l);
+                        (void)sbx_buf_add(b, "\\t", 2);
+                else if (cp == '\r' && !ascii)
+                        (void)sbx_buf_add(b, "\\r", 2);
+                else if (cp >= 0x20 && cp < 0x7f)
+                        (void)sbx_buf_add(b, s + i, 1);
+                else if (!ascii && cp > 0x9f)
+                        (void)sbx_buf_add(b, s + i, (size_t)l);
+                else if (cp < 0x10000)
+                        (void)sbx_buf_printf(b, "\\u%04x", (unsigned)cp);
+                else {
+                        uint32_t v = cp - 0x10000;
+                        (void)sbx_buf_printf(b, "\\u%04x\\u%04x", (unsigned)(0xd800 + (v >> 10)),
+                                             (unsigned)(0xdc00 + (v & 0x3ff)));
+                }
                 i += (size_t)l;
         }
-        sb_add(b, "\"", 1);
+        (void)sbx_buf_add(b, "\"", 1);
         return utf8;
 }
 
-static void sb_json_cstr(struct sb *b, const char *s)
+static bool sb_json_str(struct sbx_buf *b, const char *s, size_t n)
+{
+        return sb_json_str_mode(b, s, n, false);
+}
+
+static void sb_json_cstr(struct sbx_buf *b, const char *s)
 {
         if (!s)
-                sb_adds(b, "null");
+                (void)sbx_buf_puts(b, "null");
         else
                 sb_json_str(b, s, strlen(s));
 }
@@ -743,18 +711,18 @@ static void rfc3339_now(char buf[32])
         snprintf(buf, 32, "%.20s.%03uZ", base, (unsigned)(now.tv_nsec / 1000000L) % 1000u);
 }
 
-static void record_head(struct sb *b, const char *kind, const char *id)
+static void record_head(struct sbx_buf *b, const char *kind, const char *id)
 {
         char t[32];
 
         rfc3339_now(t);
-        sb_printf(b, "{\"v\":1,\"kind\":\"%s\",\"id\":", kind);
+        (void)sbx_buf_printf(b, "{\"v\":1,\"kind\":\"%s\",\"id\":", kind);
         sb_json_cstr(b, id);
-        sb_printf(b, ",\"time\":\"%s\",\"pid\":%d", t, (int)getpid());
+        (void)sbx_buf_printf(b, ",\"time\":\"%s\",\"pid\":%d", t, (int)getpid());
 }
 
 /* The first 4 KiB of the code, cut on a character boundary, its SHA-256 and its size. */
-static void record_code(struct sb *b, const char *code, size_t code_len)
+static void record_code(struct sbx_buf *b, const char *code, size_t code_len)
 {
         char hex[SBX_SHA256_HEX_LEN + 1];
         size_t keep = code_len < AUDIT_CODE_MAX_BYTES ? code_len : AUDIT_CODE_MAX_BYTES;
@@ -771,17 +739,17 @@ static void record_code(struct sb *b, const char *code, size_t code_len)
                 if (l > 0 && start + (size_t)l > keep)
                         keep = start;
         }
-        sb_adds(b, ",\"code\":");
+        (void)sbx_buf_puts(b, ",\"code\":");
         utf8 = sb_json_str(b, code ? code : "", keep);
-        sb_printf(b, ",\"code_utf8\":%s,\"code_truncated\":%s,\"code_bytes\":%zu",
-                  utf8 ? "true" : "false", keep < code_len ? "true" : "false", code_len);
+        (void)sbx_buf_printf(b, ",\"code_utf8\":%s,\"code_truncated\":%s,\"code_bytes\":%zu",
+                             utf8 ? "true" : "false", keep < code_len ? "true" : "false", code_len);
         struct sbx_error herr = {0};
         if (sbx_sha256_hex(code ? code : "", code_len, hex, &herr) == 0) {
-                sb_printf(b, ",\"code_sha256\":\"%s\"", hex);
+                (void)sbx_buf_printf(b, ",\"code_sha256\":\"%s\"", hex);
         } else {
                 /* the record still says what ran (the code itself, its size) and why no hash */
                 log_warning("audit: %s", herr.msg);
-                sb_adds(b, ",\"code_sha256\":null,\"code_sha256_error\":");
+                (void)sbx_buf_puts(b, ",\"code_sha256\":null,\"code_sha256_error\":");
                 sb_json_cstr(b, herr.msg);
         }
 }
@@ -792,17 +760,17 @@ struct audit_pending *audit_start_async(struct audit_log *log, enum sbx_language
                                         unsigned timeout_s, const char *backend, const char *code,
                                         size_t code_len, char ret_id[33])
 {
-        struct sb b = {0};
+        struct sbx_buf b = {0};
 
         new_id(ret_id);
         record_head(&b, "start", ret_id);
-        sb_adds(&b, ",\"language\":");
+        (void)sbx_buf_puts(&b, ",\"language\":");
         sb_json_cstr(&b, (size_t)lang < ELEMENTSOF(lang_names) ? lang_names[lang] : "unknown");
-        sb_printf(&b, ",\"timeout_s\":%u,\"backend\":", timeout_s);
+        (void)sbx_buf_printf(&b, ",\"timeout_s\":%u,\"backend\":", timeout_s);
         sb_json_cstr(&b, backend);
         record_code(&b, code, code_len);
-        sb_adds(&b, "}\n");
-        return submit_queue(log, b.buf, b.len);
+        (void)sbx_buf_puts(&b, "}\n");
+        return submit_queue(log, b.data, b.len);
 }
 
 void audit_start(struct audit_log *log, enum sbx_language lang, unsigned timeout_s,
@@ -832,44 +800,44 @@ static const char *outcome_name(enum run_outcome o)
         return "unknown";
 }
 
-static void record_measure(struct sb *b, const char *name, const struct run_measure *m)
+static void record_measure(struct sbx_buf *b, const char *name, const struct run_measure *m)
 {
         if (m->measured)
-                sb_printf(b, ",\"%s\":%llu", name, (unsigned long long)m->value);
+                (void)sbx_buf_printf(b, ",\"%s\":%llu", name, (unsigned long long)m->value);
         else
-                sb_printf(b, ",\"%s\":null", name);
+                (void)sbx_buf_printf(b, ",\"%s\":null", name);
 }
 
 /* A fixed-size char array from struct run_result, NUL-terminated or not. */
-static void record_field(struct sb *b, const char *name, const char *s, size_t size)
+static void record_field(struct sbx_buf *b, const char *name, const char *s, size_t size)
 {
-        sb_printf(b, ",\"%s\":", name);
+        (void)sbx_buf_printf(b, ",\"%s\":", name);
         sb_json_str(b, s, strnlen(s, size));
 }
 
 void audit_end(struct audit_log *log, const char *id, const struct run_result *res, char *note,
                size_t note_size)
 {
-        struct sb b = {0};
+        struct sbx_buf b = {0};
         const struct run_usage *u = &res->usage;
         bool any_unmeasured;
 
         record_head(&b, "end", id ? id : "");
-        sb_printf(&b, ",\"outcome\":\"%s\"", outcome_name(res->outcome));
+        (void)sbx_buf_printf(&b, ",\"outcome\":\"%s\"", outcome_name(res->outcome));
         if (res->outcome == RUN_OUTCOME_EXITED)
-                sb_printf(&b, ",\"exit_code\":%d", res->exit_code);
+                (void)sbx_buf_printf(&b, ",\"exit_code\":%d", res->exit_code);
         else
-                sb_adds(&b, ",\"exit_code\":null");
+                (void)sbx_buf_puts(&b, ",\"exit_code\":null");
         if (res->outcome == RUN_OUTCOME_SIGNALED) {
                 const char *abbrev = sigabbrev_np(res->term_signal);
-                sb_printf(&b, ",\"signal\":%d,\"signal_name\":", res->term_signal);
+                (void)sbx_buf_printf(&b, ",\"signal\":%d,\"signal_name\":", res->term_signal);
                 if (abbrev)
-                        sb_printf(&b, "\"SIG%s\"", abbrev);
+                        (void)sbx_buf_printf(&b, "\"SIG%s\"", abbrev);
                 else
-                        sb_adds(&b, "null");
+                        (void)sbx_buf_puts(&b, "null");
         } else
-                sb_adds(&b, ",\"signal\":null");
-        sb_printf(&b, ",\"wall_ms\":%llu", (unsigned long long)u->wall_ms);
+                (void)sbx_buf_puts(&b, ",\"signal\":null");
+        (void)sbx_buf_printf(&b, ",\"wall_ms\":%llu", (unsigned long long)u->wall_ms);
         record_measure(&b, "cpu_us", &u->cpu_us);
         record_measure(&b, "mem_peak_bytes", &u->mem_peak_bytes);
         record_measure(&b, "pids_peak", &u->pids_peak);
@@ -877,36 +845,37 @@ void audit_end(struct audit_log *log, const char *id, const struct run_result *r
             !u->cpu_us.measured || !u->mem_peak_bytes.measured || !u->pids_peak.measured;
         if (any_unmeasured) {
                 const char *sep = "";
-                sb_adds(&b, ",\"not_measured\":{");
+                (void)sbx_buf_puts(&b, ",\"not_measured\":{");
                 if (!u->cpu_us.measured) {
-                        sb_adds(&b, "\"cpu_us\":");
+                        (void)sbx_buf_puts(&b, "\"cpu_us\":");
                         sb_json_str(&b, u->cpu_us.why,
                                     strnlen(u->cpu_us.why, sizeof(u->cpu_us.why)));
                         sep = ",";
                 }
                 if (!u->mem_peak_bytes.measured) {
-                        sb_printf(&b, "%s\"mem_peak_bytes\":", sep);
+                        (void)sbx_buf_printf(&b, "%s\"mem_peak_bytes\":", sep);
                         sb_json_str(&b, u->mem_peak_bytes.why,
                                     strnlen(u->mem_peak_bytes.why, sizeof(u->mem_peak_bytes.why)));
                         sep = ",";
                 }
                 if (!u->pids_peak.measured) {
-                        sb_printf(&b, "%s\"pids_peak\":", sep);
+                        (void)sbx_buf_printf(&b, "%s\"pids_peak\":", sep);
                         sb_json_str(&b, u->pids_peak.why,
                                     strnlen(u->pids_peak.why, sizeof(u->pids_peak.why)));
                 }
-                sb_adds(&b, "}");
+                (void)sbx_buf_puts(&b, "}");
         }
         /* Output: its sizes only, never its content. */
-        sb_printf(&b, ",\"stdout_bytes\":%llu,\"stderr_bytes\":%llu",
-                  (unsigned long long)res->out.total, (unsigned long long)res->err.total);
+        (void)sbx_buf_printf(&b, ",\"stdout_bytes\":%llu,\"stderr_bytes\":%llu",
+                             (unsigned long long)res->out.total,
+                             (unsigned long long)res->err.total);
         record_field(&b, "blocked_syscalls", res->blocked_syscalls, sizeof(res->blocked_syscalls));
-        sb_printf(&b, ",\"blocked_reporting_stopped\":%s,\"oom\":%s",
-                  res->blocked_reporting_stopped ? "true" : "false",
-                  res->oom_killed ? "true" : "false");
+        (void)sbx_buf_printf(&b, ",\"blocked_reporting_stopped\":%s,\"oom\":%s",
+                             res->blocked_reporting_stopped ? "true" : "false",
+                             res->oom_killed ? "true" : "false");
         if (res->oom_killed)
-                sb_printf(&b, ",\"mem_limit_bytes\":%llu",
-                          (unsigned long long)res->mem_limit_bytes);
+                (void)sbx_buf_printf(&b, ",\"mem_limit_bytes\":%llu",
+                                     (unsigned long long)res->mem_limit_bytes);
         record_field(&b, "limits_hit", res->limits_hit, sizeof(res->limits_hit));
         record_field(&b, "image", res->image, sizeof(res->image));
         record_field(&b, "backend", res->backend, sizeof(res->backend));
@@ -914,114 +883,80 @@ void audit_end(struct audit_log *log, const char *id, const struct run_result *r
         if (res->egress.on) {
                 /* every decision of the egress proxy, folded by host:port and verdict */
                 const struct run_egress *g = &res->egress;
-                sb_adds(&b, ",\"egress\":{\"policy\":\"allowlist\",\"decisions\":[");
+                (void)sbx_buf_puts(&b, ",\"egress\":{\"policy\":\"allowlist\",\"decisions\":[");
                 for (size_t i = 0; i < g->n_entries; i++) {
                         const struct run_egress_entry *e = &g->entries[i];
-                        sb_adds(&b, i ? ",{\"host\":" : "{\"host\":");
+                        (void)sbx_buf_puts(&b, i ? ",{\"host\":" : "{\"host\":");
                         sb_json_str(&b, e->host, strnlen(e->host, sizeof(e->host)));
-                        sb_printf(&b, ",\"port\":%u,\"verdict\":\"%s\",\"reason\":", e->port,
+                        (void)sbx_buf_printf(&b, ",\"port\":%u,\"verdict\":\"%s\",\"reason\":", e->port,
                                   e->allowed ? "allowed" : "denied");
                         if (e->reason)
                                 sb_json_cstr(&b, e->reason);
                         else
-                                sb_adds(&b, "null");
-                        sb_printf(&b, ",\"connections\":%u,\"bytes_up\":%llu,\"bytes_down\":%llu}",
+                                (void)sbx_buf_puts(&b, "null");
+                        (void)sbx_buf_printf(&b, ",\"connections\":%u,\"bytes_up\":%llu,\"bytes_down\":%llu}",
                                   e->connections, (unsigned long long)e->bytes_up,
                                   (unsigned long long)e->bytes_down);
                 }
-                sb_printf(&b, "],\"unlisted\":%llu", (unsigned long long)g->records_dropped);
+                (void)sbx_buf_printf(&b, "],\"unlisted\":%llu", (unsigned long long)g->records_dropped);
                 record_field(&b, "note", g->note, sizeof(g->note));
-                sb_adds(&b, "}");
+                (void)sbx_buf_puts(&b, "}");
         }
-        sb_adds(&b, "}\n");
-        submit(log, b.buf, b.len, note, note_size);
+        (void)sbx_buf_puts(&b, "}\n");
+        submit(log, b.data, b.len, note, note_size);
 }
 
 void audit_blocked(struct audit_log *log, const char *language, const char *code, size_t code_len,
                    const char *reason, char *note, size_t note_size)
 {
-        struct sb b = {0};
+        struct sbx_buf b = {0};
         char id[33];
 
         new_id(id);
         record_head(&b, "blocked", id);
-        sb_adds(&b, ",\"language\":");
+        (void)sbx_buf_puts(&b, ",\"language\":");
         sb_json_cstr(&b, language);
         record_code(&b, code, code_len);
-        sb_adds(&b, ",\"reason\":");
+        (void)sbx_buf_puts(&b, ",\"reason\":");
         sb_json_cstr(&b, reason ? reason : "");
-        sb_adds(&b, "}\n");
-        submit(log, b.buf, b.len, note, note_size);
+        (void)sbx_buf_puts(&b, "}\n");
+        submit(log, b.data, b.len, note, note_size);
 }
 
 /* --- reading: `vestibule-mcp audit` ------------------------------------------------------ */
 
 /* Append @s escaped for a terminal (sbx_term_escape(): the one escaper every console
  * printer of untrusted text uses). */
-static void sb_term(struct sb *b, const char *s, size_t n)
+static void sb_term(struct sbx_buf *b, const char *s, size_t n)
 {
         _cleanup_free_ char *e = sbx_term_escape(s, n, false);
 
-        sb_adds(b, e);
+        (void)sbx_buf_puts(b, e);
 }
 
 /* ASCII-only JSON: non-ASCII as \uXXXX, so the output is safe on any terminal. */
-static void sb_json_ascii_str(struct sb *b, const char *s, size_t n)
+static void sb_json_ascii_str(struct sbx_buf *b, const char *s, size_t n)
 {
-        static const char hex[] = "0123456789abcdef";
-        size_t i = 0;
-
-        sb_add(b, "\"", 1);
-        while (i < n) {
-                unsigned char ch = (unsigned char)s[i];
-                uint32_t cp = 0;
-                int l = sbx_utf8_decode(s + i, n - i, &cp);
-
-                if (l <= 0) {
-                        char e[5] = {'\\', '\\', 'x', hex[ch >> 4], hex[ch & 15]};
-                        sb_add(b, e, 5);
-                        i++;
-                        continue;
-                }
-                i += (size_t)l;
-                if (cp == '"')
-                        sb_add(b, "\\\"", 2);
-                else if (cp == '\\')
-                        sb_add(b, "\\\\", 2);
-                else if (cp == '\n')
-                        sb_add(b, "\\n", 2);
-                else if (cp == '\t')
-                        sb_add(b, "\\t", 2);
-                else if (cp >= 0x20 && cp < 0x7f)
-                        sb_add(b, (const char *)&ch, 1);
-                else if (cp < 0x10000)
-                        sb_printf(b, "\\u%04x", (unsigned)cp);
-                else {
-                        uint32_t v = cp - 0x10000;
-                        sb_printf(b, "\\u%04x\\u%04x", (unsigned)(0xd800 + (v >> 10)),
-                                  (unsigned)(0xdc00 + (v & 0x3ff)));
-                }
-        }
-        sb_add(b, "\"", 1);
+        (void)sb_json_str_mode(b, s, n, true);
 }
 
-static void sb_json_ascii(struct sb *b, json_object *o)
+static void sb_json_ascii(struct sbx_buf *b, json_object *o)
 {
         switch (json_object_get_type(o)) {
         case json_type_null:
-                sb_adds(b, "null");
+                (void)sbx_buf_puts(b, "null");
                 return;
         case json_type_boolean:
-                sb_adds(b, json_object_get_boolean(o) ? "true" : "false");
+                (void)sbx_buf_puts(b, json_object_get_boolean(o) ? "true" : "false");
                 return;
         case json_type_int:
-                sb_printf(b, "%lld", (long long)json_object_get_int64(o));
+                (void)sbx_buf_printf(b, "%lld", (long long)json_object_get_int64(o));
                 return;
         case json_type_double:
                 if (isfinite(json_object_get_double(o)))
-                        sb_printf(b, "%.17g", json_object_get_double(o));
+                        (void)sbx_buf_printf(b, "%.17g", json_object_get_double(o));
                 else
-                        sb_adds(b, "null");
+                        (void)sbx_buf_puts(b, "null");
                 return;
         case json_type_string:
                 sb_json_ascii_str(b, json_object_get_string(o),
@@ -1029,28 +964,28 @@ static void sb_json_ascii(struct sb *b, json_object *o)
                 return;
         case json_type_array: {
                 size_t n = json_object_array_length(o);
-                sb_adds(b, "[");
+                (void)sbx_buf_puts(b, "[");
                 for (size_t i = 0; i < n; i++) {
                         if (i)
-                                sb_adds(b, ",");
+                                (void)sbx_buf_puts(b, ",");
                         sb_json_ascii(b, json_object_array_get_idx(o, i));
                 }
-                sb_adds(b, "]");
+                (void)sbx_buf_puts(b, "]");
                 return;
         }
         case json_type_object: {
                 bool first = true;
-                sb_adds(b, "{");
+                (void)sbx_buf_puts(b, "{");
                 json_object_object_foreach(o, key, val)
                 {
                         if (!first)
-                                sb_adds(b, ",");
+                                (void)sbx_buf_puts(b, ",");
                         first = false;
                         sb_json_ascii_str(b, key, strlen(key));
-                        sb_adds(b, ":");
+                        (void)sbx_buf_puts(b, ":");
                         sb_json_ascii(b, val);
                 }
-                sb_adds(b, "}");
+                (void)sbx_buf_puts(b, "}");
                 return;
         }
         }
@@ -1176,29 +1111,29 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* "wall 118 ms, cpu 30 ms, mem_peak 14.2 MiB, pids_peak 3" */
-static void print_usage(struct sb *b, json_object *end)
+static void print_usage(struct sbx_buf *b, json_object *end)
 {
         int64_t v;
 
         if (jint(end, "wall_ms", &v))
-                sb_printf(b, "wall %lld ms", (long long)v);
+                (void)sbx_buf_printf(b, "wall %lld ms", (long long)v);
         if (jint(end, "cpu_us", &v))
-                sb_printf(b, ", cpu %lld ms", (long long)(v / 1000));
+                (void)sbx_buf_printf(b, ", cpu %lld ms", (long long)(v / 1000));
         if (jint(end, "mem_peak_bytes", &v))
-                sb_printf(b, ", mem_peak %.1f MiB", (double)v / (1024.0 * 1024.0));
+                (void)sbx_buf_printf(b, ", mem_peak %.1f MiB", (double)v / (1024.0 * 1024.0));
         if (jint(end, "pids_peak", &v))
-                sb_printf(b, ", pids_peak %lld", (long long)v);
+                (void)sbx_buf_printf(b, ", pids_peak %lld", (long long)v);
 }
 
 /* The first line of the code, at most 60 characters, escaped. */
-static void print_first_line(struct sb *b, json_object *rec)
+static void print_first_line(struct sbx_buf *b, json_object *rec)
 {
         size_t len = 0, i = 0, chars = 0;
         const char *code = jstr(rec, "code", &len);
         bool more;
 
         if (!code) {
-                sb_adds(b, "(no code)");
+                (void)sbx_buf_puts(b, "(no code)");
                 return;
         }
         while (i < len && code[i] == '\n')
@@ -1212,10 +1147,10 @@ static void print_first_line(struct sb *b, json_object *rec)
         more = i < len;
         sb_term(b, code + start, i - start);
         if (more)
-                sb_adds(b, " ...");
+                (void)sbx_buf_puts(b, " ...");
 }
 
-static void print_call(struct sb *b, const struct audit_call *c)
+static void print_call(struct sbx_buf *b, const struct audit_call *c)
 {
         json_object *first = c->start ? c->start : c->blocked ? c->blocked : c->end;
         const char *s;
@@ -1224,74 +1159,74 @@ static void print_call(struct sb *b, const struct audit_call *c)
 
         s = jstr(first, "time", &len);
         sb_term(b, s ? s : "?", s ? len : 1);
-        sb_adds(b, "  ");
+        (void)sbx_buf_puts(b, "  ");
         s = jstr(c->start ? c->start : c->blocked, "language", &len);
         sb_term(b, s ? s : "?", s ? len : 1);
-        sb_adds(b, "  ");
+        (void)sbx_buf_puts(b, "  ");
         if (c->blocked) {
-                sb_adds(b, "blocked: ");
+                (void)sbx_buf_puts(b, "blocked: ");
                 s = jstr(c->blocked, "reason", &len);
                 sb_term(b, s ? s : "", s ? (len > 100 ? 100 : len) : 0);
                 if (s && len > 100)
-                        sb_adds(b, " ...");
+                        (void)sbx_buf_puts(b, " ...");
         } else if (!c->end) {
-                sb_adds(b, "no end");
+                (void)sbx_buf_puts(b, "no end");
         } else {
                 s = jstr(c->end, "outcome", &len);
                 sb_term(b, s ? s : "?", s ? len : 1);
                 if (jint(c->end, "exit_code", &v))
-                        sb_printf(b, " (exit code %lld)", (long long)v);
+                        (void)sbx_buf_printf(b, " (exit code %lld)", (long long)v);
                 else if ((s = jstr(c->end, "signal_name", &len))) {
-                        sb_adds(b, " (");
+                        (void)sbx_buf_puts(b, " (");
                         sb_term(b, s, len);
-                        sb_adds(b, ")");
+                        (void)sbx_buf_puts(b, ")");
                 }
                 if (!c->start)
-                        sb_adds(b, ", start record missing");
-                sb_adds(b, "  ");
+                        (void)sbx_buf_puts(b, ", start record missing");
+                (void)sbx_buf_puts(b, "  ");
                 print_usage(b, c->end);
                 s = jstr(c->end, "isolation", &len);
-                sb_adds(b, "  isolation: ");
+                (void)sbx_buf_puts(b, "  isolation: ");
                 sb_term(b, s ? s : "?", s ? len : 1);
                 s = jstr(c->end, "blocked_syscalls", &len);
                 if (s && len) {
-                        sb_adds(b, "  blocked syscalls: ");
+                        (void)sbx_buf_puts(b, "  blocked syscalls: ");
                         sb_term(b, s, len);
                 }
         }
         if (c->start || c->blocked) {
-                sb_adds(b, "  | ");
+                (void)sbx_buf_puts(b, "  | ");
                 print_first_line(b, c->start ? c->start : c->blocked);
         }
-        sb_adds(b, "\n");
+        (void)sbx_buf_puts(b, "\n");
 }
 
-static void print_call_json(struct sb *b, const struct audit_call *c)
+static void print_call_json(struct sbx_buf *b, const struct audit_call *c)
 {
         json_object *first = c->start ? c->start : c->blocked ? c->blocked : c->end;
         size_t len = 0;
         const char *id = jstr(first, "id", &len);
 
-        sb_adds(b, "{\"id\":");
+        (void)sbx_buf_puts(b, "{\"id\":");
         sb_json_ascii_str(b, id ? id : "", id ? len : 0);
-        sb_adds(b, ",\"status\":");
-        sb_adds(b, c->blocked  ? "\"blocked\""
-                   : !c->end   ? "\"no end\""
-                   : !c->start ? "\"no start\""
-                               : "\"ended\"");
+        (void)sbx_buf_puts(b, ",\"status\":");
+        (void)sbx_buf_puts(b, c->blocked  ? "\"blocked\""
+                              : !c->end   ? "\"no end\""
+                              : !c->start ? "\"no start\""
+                                          : "\"ended\"");
         if (c->start) {
-                sb_adds(b, ",\"start\":");
+                (void)sbx_buf_puts(b, ",\"start\":");
                 sb_json_ascii(b, c->start);
         }
         if (c->end) {
-                sb_adds(b, ",\"end\":");
+                (void)sbx_buf_puts(b, ",\"end\":");
                 sb_json_ascii(b, c->end);
         }
         if (c->blocked) {
-                sb_adds(b, ",\"blocked\":");
+                (void)sbx_buf_puts(b, ",\"blocked\":");
                 sb_json_ascii(b, c->blocked);
         }
-        sb_adds(b, "}\n");
+        (void)sbx_buf_puts(b, "}\n");
 }
 
 static int write_all(int fd, const char *s, size_t n, struct sbx_error *err)
@@ -1319,7 +1254,7 @@ int audit_print(const char *dir, unsigned n, bool json, int out_fd, struct sbx_e
 {
         _cleanup_(closedirp) DIR *d = NULL;
         struct audit_reader rd = {0};
-        struct sb b = {0}, shown = {0};
+        struct sbx_buf b = {0}, shown = {0};
         char **names = NULL;
         size_t n_names = 0, cap_names = 0, unreadable = 0, from;
         struct dirent *de;
@@ -1331,18 +1266,18 @@ int audit_print(const char *dir, unsigned n, bool json, int out_fd, struct sbx_e
                 int e = errno;
                 if (e == ENOENT) {
                         if (!json)
-                                sb_printf(&b,
-                                          "no audit records yet: '%s' does not exist "
-                                          "(VESTIBULE_AUDIT_DIR)\n",
-                                          shown.buf);
-                        r = write_all(out_fd, b.buf ? b.buf : "", b.len, err);
-                        sb_done(&b);
-                        sb_done(&shown);
+                                (void)sbx_buf_printf(&b,
+                                                     "no audit records yet: '%s' does not exist "
+                                                     "(VESTIBULE_AUDIT_DIR)\n",
+                                                     shown.data);
+                        r = write_all(out_fd, b.data ? b.data : "", b.len, err);
+                        sbx_buf_done(&b);
+                        sbx_buf_done(&shown);
                         return r;
                 }
-                r = sbx_fail(err, e, "cannot read the audit folder '%s': %s", shown.buf,
+                r = sbx_fail(err, e, "cannot read the audit folder '%s': %s", shown.data,
                              strerror(e));
-                sb_done(&shown);
+                sbx_buf_done(&shown);
                 return r;
         }
         while ((de = readdir(d))) {
@@ -1376,20 +1311,21 @@ int audit_print(const char *dir, unsigned n, bool json, int out_fd, struct sbx_e
         }
         if (!json) {
                 if (rd.n_calls == 0)
-                        sb_printf(&b, "no audit records yet in '%s'\n", shown.buf);
+                        (void)sbx_buf_printf(&b, "no audit records yet in '%s'\n", shown.data);
                 if (rd.corrupt || unreadable)
-                        sb_printf(&b,
-                                  "(skipped %zu unreadable line%s and %zu unreadable file%s "
-                                  "in '%s')\n",
-                                  rd.corrupt, rd.corrupt == 1 ? "" : "s", unreadable,
-                                  unreadable == 1 ? "" : "s", shown.buf);
+                        (void)sbx_buf_printf(
+                            &b,
+                            "(skipped %zu unreadable line%s and %zu unreadable file%s "
+                            "in '%s')\n",
+                            rd.corrupt, rd.corrupt == 1 ? "" : "s", unreadable,
+                            unreadable == 1 ? "" : "s", shown.data);
         } else if (rd.corrupt || unreadable)
                 log_warning("skipped %zu unreadable lines and %zu unreadable files in '%s'",
-                            rd.corrupt, unreadable, shown.buf);
+                            rd.corrupt, unreadable, shown.data);
 
-        r = write_all(out_fd, b.buf ? b.buf : "", b.len, err);
-        sb_done(&b);
-        sb_done(&shown);
+        r = write_all(out_fd, b.data ? b.data : "", b.len, err);
+        sbx_buf_done(&b);
+        sbx_buf_done(&shown);
         free(rd.calls);
         json_object_put(rd.records);
         json_object_put(rd.by_id);

@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "cli/commands.h"
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -53,34 +54,14 @@ static int usage_error(const char *fmt, const char *arg)
 
 static int read_all(int fd, char **ret, size_t *ret_len)
 {
-        size_t len = 0, size = 65536;
-        char *buf = xmalloc(size);
+        struct sbx_buf b = {.max = RUN_READ_MAX};
+        int r = sbx_buf_read_fd(&b, fd);
 
-        for (;;) {
-                ssize_t n;
-
-                if (len == size) {
-                        if (size >= RUN_READ_MAX) {
-                                free(buf);
-                                return -EFBIG;
-                        }
-                        size *= 2;
-                        buf = xrealloc(buf, size);
-                }
-                n = read(fd, buf + len, size - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        int e = errno;
-                        free(buf);
-                        return -e;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t)n;
+        if (r < 0) {
+                sbx_buf_done(&b);
+                return r;
         }
-        *ret = buf;
-        *ret_len = len;
+        *ret = sbx_buf_steal(&b, ret_len);
         return 0;
 }
 

@@ -57,6 +57,39 @@ int sbx_utf8_decode(const void *s, size_t n, uint32_t *ret_cp)
         return len;
 }
 
+size_t sbx_utf8_whole(const void *s, size_t n, uint32_t *ret_cp)
+{
+        int l = n > 0 ? sbx_utf8_decode(s, n, ret_cp) : -1;
+
+        return l > 0 ? (size_t)l : 0;
+}
+
+size_t sbx_utf8_cut(const char *s, size_t n)
+{
+        const unsigned char *u = (const unsigned char *)s;
+        size_t i = n, back = 0;
+
+        /* Walk back over at most 3 continuation bytes to the lead byte of the last sequence;
+         * if that sequence is incomplete, cut before it. Invalid bytes are kept: they are shown
+         * escaped anyway, and dropping them would hide output. */
+        while (i > 0 && back < 3 && (u[i - 1] & 0xc0) == 0x80) {
+                i--;
+                back++;
+        }
+        if (i == 0)
+                return n;
+        {
+                unsigned char c = u[i - 1];
+                size_t need = c >= 0xf0 && c <= 0xf4   ? 4
+                              : c >= 0xe0 && c <= 0xef ? 3
+                              : c >= 0xc2 && c <= 0xdf ? 2
+                                                       : 0;
+                if (need > 1 && back + 1 < need)
+                        return i - 1;
+        }
+        return n;
+}
+
 char *sbx_term_escape(const char *s, size_t n, bool keep_newline)
 {
         static const char hex[] = "0123456789abcdef";

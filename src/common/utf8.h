@@ -16,6 +16,23 @@
 int sbx_utf8_decode(const void *s, size_t n, uint32_t *ret_cp);
 
 /**
+ * sbx_utf8_whole() - sbx_utf8_decode() for a caller that has all the bytes: a sequence @n
+ * cuts short counts as invalid.
+ * @n:      bytes available at @s (0 gives 0).
+ * @ret_cp: on success the code point; may be NULL.
+ * Return: the length 1..4 of the valid sequence at @s, or 0 (RFC 3629: no overlong form, no
+ * surrogate, nothing above U+10FFFF, no sequence cut short).
+ */
+size_t sbx_utf8_whole(const void *s, size_t n, uint32_t *ret_cp);
+
+/**
+ * sbx_utf8_cut() - where to cut the first @n bytes of @s so that no UTF-8 sequence is split:
+ * @n, or less when the last sequence is incomplete (at most 3 bytes less). Invalid bytes are
+ * kept (a caller shows them escaped).
+ */
+size_t sbx_utf8_cut(const char *s, size_t n);
+
+/**
  * sbx_term_escape() - @s (@n bytes) made safe to print on a terminal, as `vestibule-mcp audit`
  * prints recorded strings: tab, newline and every other C0 byte, DEL and each byte of invalid
  * UTF-8 as \xNN; C1 controls and bidirectional overrides/isolates/marks (U+202A-202E,

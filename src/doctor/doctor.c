@@ -19,6 +19,7 @@
 #include "lazy/sdbus.h"
 
 #include "common/cleanup.h"
+#include "common/fileio.h"
 #include "common/rundir.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
@@ -52,17 +53,10 @@ __attribute__((format(printf, 5, 6))) static void add(struct doctor_check *list,
 /* The first line of a small file, without its newline; -errno when unreadable. */
 static int read_line(const char *path, char *buf, size_t size)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t n;
+        ssize_t n =
+            sbx_read_small_file(AT_FDCWD, path, SBX_READ_FIRST_LINE | SBX_READ_PREFIX, buf, size);
 
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, size - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        return 0;
+        return n < 0 ? (int)n : 0;
 }
 
 /* ---- native ----------------------------------------------------------------------------- */
@@ -266,17 +260,11 @@ static void check_user_bus(const struct sbx_config *cfg, struct doctor_backend *
 static void rootfs_variant(const char *dir, char *buf, size_t size)
 {
         _cleanup_free_ char *p = xasprintf("%s/etc/vestibule/variant", dir);
-        _cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-        ssize_t n;
 
-        buf[0] = '\0';
-        if (fd < 0)
+        if (sbx_read_small_file(AT_FDCWD, p,
+                                SBX_READ_NOFOLLOW | SBX_READ_FIRST_LINE | SBX_READ_PREFIX, buf,
+                                size) <= 0)
                 return;
-        n = read(fd, buf, size - 1);
-        if (n <= 0)
-                return;
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
         for (char *c = buf; *c; c++)
                 if (!((*c >= 'a' && *c <= 'z') || *c == '-')) {
                         buf[0] = '\0';

@@ -14,6 +14,7 @@
 #include "lazy/curl.h"
 
 #include "common/cleanup.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -25,17 +26,10 @@ static unsigned long long proc_start_time(pid_t pid)
 {
         char path[64], buf[1024];
         unsigned long long st = 0;
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
 
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        if (sbx_read_small_file(AT_FDCWD, path, SBX_READ_PREFIX, buf, sizeof(buf)) <= 0)
                 return 0;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
         char *p = strrchr(buf, ')'); /* comm may hold spaces and ')' */
         if (!p)
                 return 0;

@@ -494,9 +494,6 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
 int engine_image_label(const struct engine_conn *c, const char *ref, const char *key, char *ret,
                        size_t size, struct sbx_error *err);
 
-/** engine_file_sha256() - lower-case hex sha256 of file @path. Return 0 or -errno. */
-int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err);
-
 /* The names a Debian-built rootfs (images/build.sh) is imported under, as images/pins says
  * (python.debian, node.debian; tests/unit/test_setup_engine.c fails when they differ). */
 #define ENGINE_DEBIAN_IMAGE_PYTHON SBX_DEBIAN_IMAGE_PYTHON /* config/pins.h */
@@ -602,10 +599,6 @@ int engine_handin_tar(int fd, enum engine_handin_part part, const char *script_n
                       const char *code, size_t code_len, const char *workspace_dir, uid_t uid,
                       gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
                       struct sbx_error *err);
-
-/** engine_tar_name_clean() - an archive member name as a clean relative path ("" = the root);
- * -EPERM with *@ret_why for an absolute name or a '..' component. */
-int engine_tar_name_clean(const char *name, char **ret, const char **ret_why);
 
 /**
  * engine_workspace_unpack() - unpack the tar on @tar_fd (GET .../archive?path=/workspace/.)

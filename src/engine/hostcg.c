@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "run/run.h"
@@ -122,17 +123,12 @@ void engine_hostcg_name(const char *owner, unsigned long seq, char *ret, size_t 
 static int read_u64(const char *mnt, const char *rel, const char *file, uint64_t *ret)
 {
         char path[512], buf[64];
-        _cleanup_close_ int fd = -1;
         ssize_t n;
 
         snprintf(path, sizeof(path), "%s%s/%s", mnt, rel, file);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, sizeof(buf) - 1);
+        n = sbx_read_small_file(AT_FDCWD, path, SBX_READ_PREFIX, buf, sizeof(buf));
         if (n <= 0)
-                return n < 0 ? -errno : -ENODATA;
-        buf[n] = '\0';
+                return n < 0 ? (int)n : -ENODATA;
         char *end;
         errno = 0;
         unsigned long long v = strtoull(buf, &end, 10);

@@ -9,6 +9,7 @@
 
 #include "lazy/curl.h"
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 

@@ -12,43 +12,11 @@
 
 #include "lazy/crypto.h"
 
+#include "common/buf.h"
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 #include "config/pins.h"
-
-int engine_file_sha256(const char *path, char ret[65], struct sbx_error *err)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned int md_len = 0;
-        _cleanup_free_ char *buf = xmalloc(1 << 16);
-        EVP_MD_CTX *ctx;
-        ssize_t n;
-        int r;
-
-        if (fd < 0)
-                return sbx_fail(err, errno, "cannot open '%s': %m", path);
-        r = lazy_crypto_load(err);
-        if (r < 0)
-                return r;
-        ctx = EVP_MD_CTX_new();
-        if (!ctx)
-                abort();
-        EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-        while ((n = read(fd, buf, 1 << 16)) > 0)
-                EVP_DigestUpdate(ctx, buf, (size_t)n);
-        if (n < 0) {
-                int e = errno;
-                EVP_MD_CTX_free(ctx);
-                return sbx_fail(err, e, "cannot read '%s': %s", path, strerror(e));
-        }
-        EVP_DigestFinal_ex(ctx, md, &md_len);
-        EVP_MD_CTX_free(ctx);
-        for (unsigned i = 0; i < md_len && i < 32; i++)
-                snprintf(ret + (size_t)2 * i, 3, "%02x", md[i]);
-        ret[64] = '\0';
-        return 0;
-}
 
 int engine_image_label(const struct engine_conn *c, const char *ref, const char *key, char *ret,
                        size_t size, struct sbx_error *err)
@@ -82,26 +50,17 @@ int engine_image_label(const struct engine_conn *c, const char *ref, const char 
 }
 
 struct import_ctx {
-        char *body;
-        size_t len, cap;
+        struct sbx_buf body; /* max 1 MiB */
 };
 
 static size_t import_write(void *ud, const char *data, size_t n)
 {
         struct import_ctx *x = ud;
         /* Keep the tail only: a progress stream; the error, if any, is in the last lines. */
-        if (x->len + n + 1 > x->cap) {
-                if (x->len + n + 1 > (1u << 20)) {
-                        x->len = 0;
-                        if (n + 1 > (1u << 20))
-                                return n;
-                }
-                x->cap = x->len + n + 1 > x->cap * 2 ? x->len + n + 1 : x->cap * 2;
-                x->body = xrealloc(x->body, x->cap);
+        if (sbx_buf_add(&x->body, data, n) < 0) {
+                x->body.len = 0;
+                (void)sbx_buf_add(&x->body, data, n); /* a piece over the cap is dropped */
         }
-        memcpy(x->body + x->len, data, n);
-        x->len += n;
-        x->body[x->len] = '\0';
         return n;
 }
 
@@ -112,7 +71,7 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
         _cleanup_free_ char *label = xasprintf("LABEL vestibule.tar-sha256=%s", sha256);
         _cleanup_free_ char *what = xasprintf("import '%s' as '%s'", tar, ref);
         _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        struct import_ctx x = {0};
+        struct import_ctx x = {.body = {.max = 1u << 20}};
         int r;
 
         if (fd < 0)
@@ -138,11 +97,11 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
                                   .timeout_ms = 600000,
                                   .what = what},
             &rep, err);
-        if (r == 0 && x.body && strstr(x.body, "\"error"))
+        if (r == 0 && x.body.data && strstr(x.body.data, "\"error"))
                 /* 200 with a progress stream that ends in {"errorDetail":..,"error":".."} */
                 r = sbx_fail(err, EIO, "importing '%s' as '%s' failed: %.300s", tar, ref,
-                             strstr(x.body, "\"error"));
-        free(x.body);
+                             strstr(x.body.data, "\"error"));
+        sbx_buf_done(&x.body);
         return r;
 }
 
@@ -162,7 +121,7 @@ int engine_setup_import_with_env(const struct sbx_config *cfg, engine_getenv_fn 
         r = engine_connect(cfg, getenv_fn, &c, err);
         if (r < 0)
                 return r;
-        r = engine_file_sha256(tar, sha, err);
+        r = sbx_sha256_file(tar, NULL, sha, err);
         if (r < 0)
                 return r;
         r = engine_image_label(&c, ref, "vestibule.tar-sha256", have, sizeof(have), err);

@@ -356,7 +356,7 @@ static bool existing_ok(const char *path, const char *sha)
         if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
             (st.st_mode & 022) || (st.st_mode & 0444) != 0444)
                 return false;
-        if (engine_file_sha256(path, have, &e) < 0)
+        if (sbx_sha256_file(path, NULL, have, &e) < 0)
                 return false;
         return strcmp(have, sha) == 0;
 }

@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "lazy/archive.h"
+#include "rootfs/tree.h"
 
+#include "common/chase.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -44,12 +46,6 @@ static void archive_entry_freep(struct archive_entry **e)
 {
         if (*e)
                 archive_entry_free(*e);
-}
-
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -386,100 +382,18 @@ static int handin_tar(int fd, enum engine_handin_part part, const char *script_n
 /* ---------------------------------------------------------------------------------------- */
 /* Unpacking the run's workspace back into the host folder                                  */
 
-/* @name from the engine's tar as a clean relative path ("" = the root); -EPERM with @why for
- * an absolute name or a '..' component. */
-int engine_tar_name_clean(const char *name, char **ret, const char **ret_why)
-{
-        _cleanup_free_ char *out = xmalloc(strlen(name) + 1);
-        const char *p = name;
-        size_t o = 0;
-
-        if (name[0] == '/') {
-                *ret_why = "an absolute name";
-                return -EPERM;
-        }
-        while (*p) {
-                size_t len = strcspn(p, "/");
-                if (len == 2 && p[0] == '.' && p[1] == '.') {
-                        *ret_why = "a '..' component";
-                        return -EPERM;
-                }
-                if (len > 0 && !(len == 1 && p[0] == '.')) {
-                        if (o > 0)
-                                out[o++] = '/';
-                        memcpy(out + o, p, len);
-                        o += len;
-                }
-                p += len;
-                while (*p == '/')
-                        p++;
-        }
-        out[o] = '\0';
-        *ret = TAKE_PTR(out);
-        return 0;
-}
-
 /* Open (creating missing ones, 0755) the directories of @rel's parent beneath @rootfd, never
- * following a symlink: a component that is a symlink or a file is refused (-ELOOP). Sets
- * *@ret_base to @rel's last component. Return an fd or -errno. */
-static int open_parent_beneath(int rootfd, char *rel, const char **ret_base, uid_t uid, gid_t gid,
-                               bool chown_new)
+ * following a symlink (sbx_chase_parent()): a component that is a symlink or a file is
+ * refused (-ELOOP). Sets *@ret_base to @rel's last component. Return an fd or -errno. */
+static int open_parent_beneath(int rootfd, const char *rel, const char **ret_base, uid_t uid,
+                               gid_t gid, bool create, bool chown_new)
 {
-        _cleanup_close_ int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        char *slash = strrchr(rel, '/'), *save = NULL, *comp;
+        const struct sbx_chase_mkdir mk = {
+            .mode = 0755, .uid = uid, .gid = gid, .chown = chown_new};
+        int fd = sbx_chase_parent(
+            rootfd, rel, SBX_CHASE_NO_SYMLINKS | (create ? SBX_CHASE_MKDIR : 0), &mk, ret_base);
 
-        *ret_base = rel; /* on every path: callers use it only on success */
-        if (fd < 0)
-                return -errno;
-        if (!slash)
-                return TAKE_FD(fd);
-        *slash = '\0';
-        *ret_base = slash + 1;
-        for (comp = strtok_r(rel, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
-                int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (next < 0 && errno == ENOENT) {
-                        if (mkdirat(fd, comp, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        if (chown_new)
-                                (void)fchownat(fd, comp, uid, gid, AT_SYMLINK_NOFOLLOW);
-                        next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                }
-                if (next < 0)
-                        return errno == ENOTDIR ? -ELOOP : -errno;
-                close(fd);
-                fd = next;
-        }
-        return TAKE_FD(fd);
-}
-
-/* Remove @name in @dfd whatever it is (a directory with all it holds), never following a
- * symlink. */
-static int remove_at(int dfd, const char *name, unsigned depth)
-{
-        struct stat st;
-
-        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISDIR(st.st_mode))
-                return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-        if (depth > VOLUME_MAX_DEPTH)
-                return -ELOOP;
-        int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub < 0)
-                return -errno;
-        _cleanup_(closedirp) DIR *d = fdopendir(sub);
-        if (!d) {
-                close(sub);
-                return -errno;
-        }
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
-                        int r = remove_at(dirfd(d), de->d_name, depth + 1);
-                        if (r < 0)
-                                return r;
-                }
-        return unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+        return fd == -ENOTDIR ? -ELOOP : fd;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -597,7 +511,7 @@ static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, t
         (void)futimens(fd, ts);
         struct stat st;
         if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-                r = remove_at(pfd, base, 0);
+                r = setup_remove_tree(pfd, base);
                 if (r < 0)
                         goto fail;
         }
@@ -635,7 +549,7 @@ static int put_symlink(int pfd, const char *base, const char *target, uid_t uid,
                 (void)fchownat(pfd, tmp, uid, gid, AT_SYMLINK_NOFOLLOW);
         struct stat st;
         if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-                r = remove_at(pfd, base, 0);
+                r = setup_remove_tree(pfd, base);
                 if (r < 0) {
                         unlinkat(pfd, tmp, 0);
                         return r;
@@ -674,9 +588,9 @@ static int put_dir(int pfd, const char *base, mode_t perm, uid_t uid, gid_t gid,
 /* Hardlink @base to @target (an earlier entry of the same tar, beneath the root). */
 static int put_hardlink(int rootfd, int pfd, const char *base, const char *target_rel)
 {
-        _cleanup_free_ char *t = xstrdup(target_rel);
         const char *tbase = NULL;
-        _cleanup_close_ int tfd = open_parent_beneath(rootfd, t, &tbase, 0, 0, false);
+        _cleanup_close_ int tfd =
+            open_parent_beneath(rootfd, target_rel, &tbase, 0, 0, false, false);
         char tmp[64];
         struct stat st;
 
@@ -709,13 +623,12 @@ static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, co
                       uint64_t *data_left, uid_t uid, gid_t gid, bool do_chown,
                       struct engine_copyback *cb)
 {
-        _cleanup_free_ char *copy = xstrdup(rel);
         const char *base = NULL;
         mode_t mode = archive_entry_mode(e);
         const char *hl = archive_entry_hardlink(e);
         int r;
 
-        _cleanup_close_ int pfd = open_parent_beneath(rootfd, copy, &base, uid, gid, do_chown);
+        _cleanup_close_ int pfd = open_parent_beneath(rootfd, rel, &base, uid, gid, true, do_chown);
         if (pfd < 0) {
                 refusal(cb, rel,
                         pfd == -ELOOP ? "its folder is a symlink or a file on this machine"
@@ -725,7 +638,7 @@ static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, co
         if (hl) {
                 _cleanup_free_ char *t = NULL;
                 const char *why = NULL;
-                if (engine_tar_name_clean(hl, &t, &why) < 0 || !*t) {
+                if (sbx_path_clean(hl, &t, &why) < 0 || !*t) {
                         refusal(cb, rel, why ? why : "a hardlink to the root");
                         return 0;
                 }
@@ -768,10 +681,11 @@ static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, co
         return 0;
 }
 
-static bool manifest_unchanged(int rootfd, const struct engine_manifest_entry *me)
+/* Whether @base in @pfd (me->rel's folder, opened beneath the workspace) is as it went in. */
+static bool manifest_unchanged(int pfd, const char *base, const struct engine_manifest_entry *me)
 {
         struct stat st;
-        if (fstatat(rootfd, me->rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return false;
         if ((st.st_mode & S_IFMT) != (me->mode & S_IFMT))
                 return false;
@@ -818,7 +732,7 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                 _cleanup_free_ char *rel = NULL;
                 const char *why = NULL;
                 const char *name = archive_entry_pathname(e);
-                if (!name || engine_tar_name_clean(name, &rel, &why) < 0) {
+                if (!name || sbx_path_clean(name, &rel, &why) < 0) {
                         refusal(&cb, name ? name : "(no name)", why ? why : "no name");
                         continue;
                 }
@@ -880,12 +794,10 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                 const char *key = me->rel;
                 if (seen.n > 0 && bsearch(&key, seen.v, seen.n, sizeof(char *), cmp_str))
                         continue;
-                if (!manifest_unchanged(rootfd, me))
-                        continue;
-                _cleanup_free_ char *copy = xstrdup(me->rel);
                 const char *base = NULL;
-                _cleanup_close_ int pfd = open_parent_beneath(rootfd, copy, &base, 0, 0, false);
-                if (pfd < 0)
+                _cleanup_close_ int pfd =
+                    open_parent_beneath(rootfd, me->rel, &base, 0, 0, false, false);
+                if (pfd < 0 || !manifest_unchanged(pfd, base, me))
                         continue;
                 if (unlinkat(pfd, base, S_ISDIR(me->mode) ? AT_REMOVEDIR : 0) == 0)
                         cb.deleted++;

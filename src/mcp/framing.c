@@ -12,6 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 
 #define READ_CHUNK ((size_t)64 << 10)
@@ -130,43 +131,13 @@ enum mcp_read_status mcp_reader_next(struct mcp_reader *r, char **ret_line, size
         return MCP_READ_LINE;
 }
 
-/* Length of the valid UTF-8 sequence at @s (at most @n bytes), or 0 if it is invalid
- * (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-        uint32_t cp;
-        size_t len;
-
-        if (s[0] < 0x80)
-                return 1;
-        if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                len = 2, cp = s[0] & 0x1f;
-        else if (s[0] >= 0xe0 && s[0] <= 0xef)
-                len = 3, cp = s[0] & 0x0f;
-        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-                len = 4, cp = s[0] & 0x07;
-        else
-                return 0;
-        if (n < len)
-                return 0;
-        for (size_t i = 1; i < len; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = (cp << 6) | (s[i] & 0x3f);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-                return 0;
-        return len;
-}
-
 char *mcp_utf8_sanitize(const char *s, size_t len, size_t *ret_len)
 {
         const unsigned char *u = (const unsigned char *)s;
         size_t i = 0, o = 0, k;
         char *out;
 
-        while (i < len && (k = utf8_seq_len(u + i, len - i)) > 0)
+        while (i < len && (k = sbx_utf8_whole(u + i, len - i, NULL)) > 0)
                 i += k;
         if (i == len)
                 return NULL;
@@ -174,7 +145,7 @@ char *mcp_utf8_sanitize(const char *s, size_t len, size_t *ret_len)
         memcpy(out, s, i);
         o = i;
         while (i < len) {
-                k = utf8_seq_len(u + i, len - i);
+                k = sbx_utf8_whole(u + i, len - i, NULL);
                 if (k == 0) {
                         memcpy(out + o, "\xef\xbf\xbd", 3);
                         o += 3;

@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "run/backend.h"
+#include "rootfs/tree.h"
 #include "run/warden.h"
 #include "workspace/workspace.h"
 
@@ -173,45 +174,23 @@ static char *find_interpreter(const char *const *names)
         return NULL;
 }
 
-/* rm -rf of a tree the run may have left unfriendly (mode 000 dirs, symlinks): never follows
- * a symlink, makes directories it cannot read readable first. */
-static void remove_tree_at(int dfd, const char *name, int depth)
-{
-        int fd;
-        DIR *d;
-        struct dirent *de;
-
-        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-                return;
-        if (depth > 64)
-                return;
-        fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 && errno == EACCES) {
-                (void)fchmodat(dfd, name, 0700, 0);
-                fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        }
-        if (fd < 0)
-                return;
-        (void)fchmod(fd, 0700);
-        d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return;
-        }
-        while ((de = readdir(d))) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                remove_tree_at(dirfd(d), de->d_name, depth + 1);
-        }
-        closedir(d);
-        if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                log_warning("cannot remove the naive run's temp dir entry '%s': %s, ignoring", name,
-                            strerror(errno));
-}
-
+/* rm -rf of a tree the run may have left unfriendly (mode 000 dirs, symlinks), through
+ * rootfs/tree.c: never follows a symlink, makes directories it cannot read readable first. */
 static void remove_tree(const char *path)
 {
-        remove_tree_at(AT_FDCWD, path, 0);
+        _cleanup_free_ char *parent = xstrdup(path);
+        char *slash = strrchr(parent, '/');
+        _cleanup_close_ int dfd = -1;
+        int r;
+
+        if (!slash)
+                return;
+        *slash = '\0';
+        dfd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = dfd < 0 ? -errno : setup_remove_tree(dfd, slash + 1);
+        if (r < 0)
+                log_warning("cannot remove the naive run's temp dir '%s': %s, ignoring", path,
+                            strerror(-r));
 }
 
 /* --- the supervisor S and the code C (after fork: no allocation) ------------------------ */

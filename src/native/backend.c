@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
@@ -88,15 +89,12 @@ static bool kernel_at_least(int major, int minor)
 static int read_int(const char *path, long *ret)
 {
         char buf[32];
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t n;
+        ssize_t n = sbx_read_small_file(AT_FDCWD, path, SBX_READ_PREFIX, buf, sizeof(buf));
 
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
+        if (n < 0)
+                return (int)n;
+        if (n == 0)
                 return -EIO;
-        buf[n] = '\0';
         *ret = strtol(buf, NULL, 10);
         return 0;
 }

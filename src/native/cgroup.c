@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/rundir.h"
 #include "common/xalloc.h"
@@ -32,18 +33,10 @@
 
 static const char *const wanted[] = {"memory", "cpu", "pids"};
 
+/* A cgroupfs or procfs file into @buf: its length or -errno (sbx_read_small_file()). */
 static int read_small(const char *path, char *buf, size_t size)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t n;
-
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, size - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = '\0';
-        return (int)n;
+        return (int)sbx_read_small_file(AT_FDCWD, path, SBX_READ_PREFIX, buf, size);
 }
 
 static int write_small(const char *path, const char *data)

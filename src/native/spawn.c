@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fileio.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
 
@@ -704,17 +705,10 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
 static long read_user_sysctl(const char *file)
 {
         char path[96], buf[32];
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
 
         snprintf(path, sizeof(path), "/proc/sys/user/%s", file);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        if (sbx_read_small_file(AT_FDCWD, path, SBX_READ_PREFIX, buf, sizeof(buf)) <= 0)
                 return -1;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
         return strtol(buf, NULL, 10);
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "rootfs/tree.h"
@@ -103,9 +104,7 @@ int setup_rootfs_collect(const char *rootfs_dir)
         _cleanup_close_ int dfd = open(rootfs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_close_ int lockfd = -1;
         _cleanup_strv_free_ char **names = NULL;
-        size_t n = 0, i;
-        int removed = 0, fd;
-        DIR *d;
+        int removed = 0;
 
         if (dfd < 0)
                 return -errno;
@@ -113,24 +112,15 @@ int setup_rootfs_collect(const char *rootfs_dir)
         lockfd = openat(dfd, ".setup.lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (lockfd >= 0 && flock(lockfd, LOCK_EX | LOCK_NB) < 0)
                 return 0;
-        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
-                return -errno;
-        }
-        for (struct dirent *de; (de = readdir(d));) {
-                if (de->d_name[0] == '.' && strstr(de->d_name, ".old-")) {
-                        names = xrealloc(names, (n + 2) * sizeof(char *));
-                        names[n++] = xstrdup(de->d_name);
-                        names[n] = NULL;
-                }
-        }
-        closedir(d);
-        for (i = 0; i < n; i++) {
-                int r = setup_remove_unheld(dfd, names[i]);
+        ssize_t n = sbx_dir_names(dfd, ".", &names);
+        if (n < 0)
+                return (int)n;
+        for (ssize_t i = 0; i < n; i++) {
+                int r;
 
+                if (!strstr(names[i], ".old-"))
+                        continue;
+                r = setup_remove_unheld(dfd, names[i]);
                 if (r == 0)
                         removed++;
                 else if (r != -EBUSY)

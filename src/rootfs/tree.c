@@ -29,7 +29,11 @@ static int chmod_dir_nofollow(int dfd, const char *name, mode_t mode)
         return r;
 }
 
-int setup_remove_tree(int dfd, const char *name)
+/* Folders nested deeper than this are left in place (-ELOOP): each level is a stack frame and
+ * an fd, and a tree a run wrote can be as deep as its paths are long. */
+#define REMOVE_MAX_DEPTH 256
+
+static int remove_tree(int dfd, const char *name, unsigned depth)
 {
         struct stat st, parent;
         DIR *d;
@@ -43,6 +47,8 @@ int setup_remove_tree(int dfd, const char *name)
                         return -errno;
                 return 0;
         }
+        if (depth > REMOVE_MAX_DEPTH)
+                return -ELOOP;
         if (fstat(dfd, &parent) < 0)
                 return -errno;
         if (parent.st_dev != st.st_dev)
@@ -70,7 +76,7 @@ int setup_remove_tree(int dfd, const char *name)
                 while ((de = readdir(d))) {
                         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                                 continue;
-                        r = setup_remove_tree(dirfd(d), de->d_name);
+                        r = remove_tree(dirfd(d), de->d_name, depth + 1);
                         if (r < 0)
                                 break;
                         again = true;
@@ -82,4 +88,9 @@ int setup_remove_tree(int dfd, const char *name)
         if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
                 return -errno;
         return 0;
+}
+
+int setup_remove_tree(int dfd, const char *name)
+{
+        return remove_tree(dfd, name, 0);
 }

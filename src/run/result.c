@@ -12,7 +12,9 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 
 static const char *const language_names[] = {
@@ -147,121 +149,7 @@ void run_result_note(struct run_result *r, const char *fmt, ...)
         r->notes[used] = '\0';
 }
 
-/* --- UTF-8 ----------------------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at @s (at most @n bytes), or 0 when the bytes there are
- * not one (invalid lead byte, bad continuation, overlong form, surrogate, > U+10FFFF, or cut
- * short by @n). @ret_cp gets the code point. */
-static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *ret_cp)
-{
-        unsigned char c = s[0];
-        size_t len;
-        uint32_t cp, min;
-
-        if (c < 0x80) {
-                *ret_cp = c;
-                return 1;
-        }
-        if (c >= 0xc2 && c <= 0xdf) {
-                len = 2;
-                cp = c & 0x1f;
-                min = 0x80;
-        } else if (c >= 0xe0 && c <= 0xef) {
-                len = 3;
-                cp = c & 0x0f;
-                min = 0x800;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-                len = 4;
-                cp = c & 0x07;
-                min = 0x10000;
-        } else
-                return 0;
-        if (n < len)
-                return 0;
-        for (size_t i = 1; i < len; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = (cp << 6) | (s[i] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                return 0;
-        *ret_cp = cp;
-        return len;
-}
-
-size_t sbx_utf8_cut(const char *s, size_t n)
-{
-        const unsigned char *u = (const unsigned char *)s;
-        size_t i = n, back = 0;
-
-        /* Walk back over at most 3 continuation bytes to the lead byte of the last sequence;
-         * if that sequence is incomplete, cut before it. Invalid bytes are kept: they are shown
-         * escaped anyway, and dropping them would hide output. */
-        while (i > 0 && back < 3 && (u[i - 1] & 0xc0) == 0x80) {
-                i--;
-                back++;
-        }
-        if (i == 0)
-                return n;
-        {
-                unsigned char c = u[i - 1];
-                size_t need = c >= 0xf0 && c <= 0xf4   ? 4
-                              : c >= 0xe0 && c <= 0xef ? 3
-                              : c >= 0xc2 && c <= 0xdf ? 2
-                                                       : 0;
-                if (need > 1 && back + 1 < need)
-                        return i - 1;
-        }
-        return n;
-}
-
-/* A growing string. */
-struct sbuf {
-        char *p;
-        size_t len, size;
-};
-
-static void sbuf_grow(struct sbuf *b, size_t more)
-{
-        if (b->len + more + 1 <= b->size)
-                return;
-        size_t size = b->size ? b->size : 256;
-        while (size < b->len + more + 1)
-                size *= 2;
-        b->p = xrealloc(b->p, size);
-        b->size = size;
-}
-
-static void sbuf_add(struct sbuf *b, const char *s, size_t n)
-{
-        sbuf_grow(b, n);
-        memcpy(b->p + b->len, s, n);
-        b->len += n;
-        b->p[b->len] = '\0';
-}
-
-static void sbuf_puts(struct sbuf *b, const char *s)
-{
-        sbuf_add(b, s, strlen(s));
-}
-
-static void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sbuf_printf(struct sbuf *b, const char *fmt, ...)
-{
-        va_list ap;
-        int n;
-
-        va_start(ap, fmt);
-        n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        if (n <= 0)
-                return;
-        sbuf_grow(b, (size_t)n);
-        va_start(ap, fmt);
-        vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        b->len += (size_t)n;
-}
+/* --- text made safe to show (UTF-8 checked by common/utf8.h, grown in common/buf.h) ------ */
 
 /* Characters that are valid UTF-8 and printable to a terminal, yet hide, join or reorder the
  * text around them, so a reader (or a model) sees something else than what is there:
@@ -278,36 +166,36 @@ static bool invisible(uint32_t cp)
 }
 
 /* @oneline: '\t' and '\n' are escaped too (notes, reasons, file names). */
-static void sanitize_into_mode(struct sbuf *b, const char *s, size_t n, bool oneline)
+static void sanitize_into_mode(struct sbx_buf *b, const char *s, size_t n, bool oneline)
 {
         const unsigned char *u = (const unsigned char *)s;
         size_t i = 0;
 
-        sbuf_grow(b, n);
+        (void)sbx_buf_reserve(b, n);
         while (i < n) {
                 uint32_t cp = 0;
-                size_t len = utf8_seq(u + i, n - i, &cp);
-                char esc[8];
+                size_t len = sbx_utf8_whole(u + i, n - i, &cp);
+                char esc[16];
 
                 if (len == 0) {
                         snprintf(esc, sizeof(esc), "\\x%02x", u[i]);
-                        sbuf_add(b, esc, 4);
+                        (void)sbx_buf_add(b, esc, 4);
                         i++;
                 } else if ((cp == '\t' || cp == '\n') && !oneline) {
-                        sbuf_add(b, s + i, 1);
+                        (void)sbx_buf_add(b, s + i, 1);
                         i++;
                 } else if (cp < 0x20 || cp == 0x7f) {
                         snprintf(esc, sizeof(esc), "\\x%02x", (unsigned)cp);
-                        sbuf_add(b, esc, 4);
+                        (void)sbx_buf_add(b, esc, 4);
                         i++;
                 } else if ((cp >= 0x80 && cp <= 0x9f) || invisible(cp)) {
                         /* C1 controls (CSI is U+009B) are valid UTF-8 but still drive
                          * terminals. */
                         snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
-                        sbuf_add(b, esc, 6);
+                        (void)sbx_buf_add(b, esc, 6);
                         i += len;
                 } else {
-                        sbuf_add(b, s + i, len);
+                        (void)sbx_buf_add(b, s + i, len);
                         i += len;
                 }
         }
@@ -315,13 +203,13 @@ static void sanitize_into_mode(struct sbuf *b, const char *s, size_t n, bool one
 
 static char *sanitize_mode(const char *s, size_t n, bool oneline)
 {
-        struct sbuf b = {0};
+        struct sbx_buf b = {0};
 
-        sbuf_grow(&b, 0);
-        b.p[0] = '\0';
+        (void)sbx_buf_reserve(&b, 0);
+        b.data[0] = '\0';
         if (s)
                 sanitize_into_mode(&b, s, n, oneline);
-        return b.p;
+        return b.data;
 }
 
 char *sbx_text_sanitize(const char *s, size_t n)
@@ -483,10 +371,10 @@ static char *usage_text(const struct run_usage *u, char *const *why)
             {"pids_peak", &u->pids_peak},
         };
         bool done[ELEMENTSOF(items)] = {false};
-        struct sbuf b = {0};
+        struct sbx_buf b = {0};
         char v[64];
 
-        sbuf_printf(&b, "wall %llu ms", (unsigned long long)u->wall_ms);
+        (void)sbx_buf_printf(&b, "wall %llu ms", (unsigned long long)u->wall_ms);
         for (size_t i = 0; i < ELEMENTSOF(items); i++) {
                 const struct run_measure *m = items[i].m;
 
@@ -502,7 +390,7 @@ static char *usage_text(const struct run_usage *u, char *const *why)
                         format_bytes(v, sizeof(v), m->value);
                 else
                         snprintf(v, sizeof(v), "%llu", (unsigned long long)m->value);
-                sbuf_printf(&b, ", %s %s", items[i].name, v);
+                (void)sbx_buf_printf(&b, ", %s %s", items[i].name, v);
         }
         /* Group the unmeasured figures by reason: "cpu, mem_peak and pids_peak not measured:
          * not readable from outside a container". */
@@ -517,16 +405,16 @@ static char *usage_text(const struct run_usage *u, char *const *why)
                                 names[k++] = items[j].name;
                                 done[j] = true;
                         }
-                sbuf_puts(&b, "; ");
+                (void)sbx_buf_puts(&b, "; ");
                 for (size_t j = 0; j < k; j++) {
                         if (j > 0)
-                                sbuf_puts(&b, j + 1 == k ? " and " : ", ");
-                        sbuf_puts(&b, names[j]);
+                                (void)sbx_buf_puts(&b, j + 1 == k ? " and " : ", ");
+                        (void)sbx_buf_puts(&b, names[j]);
                 }
-                sbuf_puts(&b, " not measured: ");
-                sbuf_puts(&b, why[i]);
+                (void)sbx_buf_puts(&b, " not measured: ");
+                (void)sbx_buf_puts(&b, why[i]);
         }
-        return b.p;
+        return b.data;
 }
 
 static char *oom_text(const struct run_result *r)
@@ -587,7 +475,7 @@ static void pick_fence(char fence[17], const struct run_view *v)
  * name escaped to one line, so a file name can never start a line of its own. */
 static char *files_line(const struct run_result *r)
 {
-        struct sbuf b = {0};
+        struct sbx_buf b = {0};
 
         if (r->n_files == 0 && r->files_more == 0)
                 return NULL;
@@ -597,17 +485,17 @@ static char *files_line(const struct run_result *r)
                 char v[64];
 
                 format_bytes(v, sizeof(v), f->bytes);
-                sbuf_printf(&b, "%s%s (%s, %s", i > 0 ? ", " : "", name,
-                            f->created ? "new" : "changed", v);
+                (void)sbx_buf_printf(&b, "%s%s (%s, %s", i > 0 ? ", " : "", name,
+                                     f->created ? "new" : "changed", v);
                 if (f->attached)
-                        sbuf_puts(&b, ", image attached");
+                        (void)sbx_buf_puts(&b, ", image attached");
                 else if (f->mime && f->not_why)
-                        sbuf_printf(&b, ", image not attached: %s", f->not_why);
-                sbuf_puts(&b, ")");
+                        (void)sbx_buf_printf(&b, ", image not attached: %s", f->not_why);
+                (void)sbx_buf_puts(&b, ")");
         }
         if (r->files_more > 0)
-                sbuf_printf(&b, "%sand %zu more", r->n_files ? ", " : "", r->files_more);
-        return b.p;
+                (void)sbx_buf_printf(&b, "%sand %zu more", r->n_files ? ", " : "", r->files_more);
+        return b.data;
 }
 
 /* The "egress: " line (docs/design/egress.md): the policy, then each host:port tried with its
@@ -615,15 +503,15 @@ static char *files_line(const struct run_result *r)
 static void egress_view(struct run_view *v, const struct run_result *r)
 {
         const struct run_egress *g = &r->egress;
-        struct sbuf b = {0};
+        struct sbx_buf b = {0};
 
         if (!g->on)
                 return;
         v->egress_on = true;
         v->egress_hosts = xcalloc(g->n_entries + 1, sizeof(char *));
-        sbuf_puts(&b, "allowlist");
+        (void)sbx_buf_puts(&b, "allowlist");
         if (g->n_entries == 0)
-                sbuf_puts(&b, "; no connection was asked for");
+                (void)sbx_buf_puts(&b, "; no connection was asked for");
         for (size_t i = 0; i < g->n_entries; i++) {
                 const struct run_egress_entry *e = &g->entries[i];
                 char up[32], down[32];
@@ -634,18 +522,18 @@ static void egress_view(struct run_view *v, const struct run_result *r)
                 format_bytes(up, sizeof(up), e->bytes_up);
                 format_bytes(down, sizeof(down), e->bytes_down);
                 if (e->allowed)
-                        sbuf_printf(&b, "; %s%s%s:%u allowed (%u connection%s, %s up, %s down)",
+                        (void)sbx_buf_printf(&b, "; %s%s%s:%u allowed (%u connection%s, %s up, %s down)",
                                     v6 ? "[" : "", h, v6 ? "]" : "", e->port, e->connections,
                                     e->connections == 1 ? "" : "s", up, down);
                 else
-                        sbuf_printf(&b, "; %s%s%s:%u denied: %s (%u connection%s)", v6 ? "[" : "",
+                        (void)sbx_buf_printf(&b, "; %s%s%s:%u denied: %s (%u connection%s)", v6 ? "[" : "",
                                     h, v6 ? "]" : "", e->port, e->reason ? e->reason : "refused",
                                     e->connections, e->connections == 1 ? "" : "s");
         }
         if (g->records_dropped)
-                sbuf_printf(&b, "; and %llu more connections not listed",
+                (void)sbx_buf_printf(&b, "; and %llu more connections not listed",
                             (unsigned long long)g->records_dropped);
-        v->egress = b.p;
+        v->egress = b.data;
         v->egress_note = field_line(g->note, sizeof(g->note));
 }
 
@@ -746,73 +634,74 @@ void run_view_done(struct run_view *v)
 
 /* --- the result text ------------------------------------------------------------------- */
 
-static void text_part(struct sbuf *b, const char *s)
+static void text_part(struct sbx_buf *b, const char *s)
 {
-        sbuf_puts(b, s);
+        (void)sbx_buf_puts(b, s);
         if (s[0] && s[strlen(s) - 1] != '\n')
-                sbuf_puts(b, "\n");
+                (void)sbx_buf_puts(b, "\n");
 }
 
-static void text_stream(struct sbuf *b, const char *label, const struct run_view_stream *vs,
+static void text_stream(struct sbx_buf *b, const char *label, const struct run_view_stream *vs,
                         const char *fence)
 {
         if (vs->bytes == 0) {
-                sbuf_printf(b, "%s: (empty)\n", label);
+                (void)sbx_buf_printf(b, "%s: (empty)\n", label);
                 return;
         }
         if (vs->truncated && vs->tail)
-                sbuf_printf(b, "%s (%llu bytes, first %zu and last %zu shown) ---%s---\n", label,
-                            (unsigned long long)vs->bytes, vs->head_raw, vs->tail_raw, fence);
+                (void)sbx_buf_printf(b, "%s (%llu bytes, first %zu and last %zu shown) ---%s---\n",
+                                     label, (unsigned long long)vs->bytes, vs->head_raw,
+                                     vs->tail_raw, fence);
         else if (vs->truncated)
-                sbuf_printf(b, "%s (%llu bytes, first %zu shown) ---%s---\n", label,
-                            (unsigned long long)vs->bytes, vs->head_raw, fence);
+                (void)sbx_buf_printf(b, "%s (%llu bytes, first %zu shown) ---%s---\n", label,
+                                     (unsigned long long)vs->bytes, vs->head_raw, fence);
         else
-                sbuf_printf(b, "%s (%llu bytes) ---%s---\n", label, (unsigned long long)vs->bytes,
-                            fence);
+                (void)sbx_buf_printf(b, "%s (%llu bytes) ---%s---\n", label,
+                                     (unsigned long long)vs->bytes, fence);
         text_part(b, vs->head);
         if (vs->tail) {
-                sbuf_printf(b, "---%s--- %llu bytes not shown\n", fence,
-                            (unsigned long long)(vs->bytes - vs->shown));
+                (void)sbx_buf_printf(b, "---%s--- %llu bytes not shown\n", fence,
+                                     (unsigned long long)(vs->bytes - vs->shown));
                 text_part(b, vs->tail);
         }
-        sbuf_printf(b, "---%s--- end of %s\n", fence, label);
+        (void)sbx_buf_printf(b, "---%s--- end of %s\n", fence, label);
         if (vs->truncated)
-                sbuf_printf(b, "[%s truncated: %s]\n", label, vs->truncated);
+                (void)sbx_buf_printf(b, "[%s truncated: %s]\n", label, vs->truncated);
 }
 
 char *run_view_text(const struct run_view *v)
 {
-        struct sbuf b = {0};
+        struct sbx_buf b = {0};
 
         text_stream(&b, "stdout", &v->out, v->fence);
         text_stream(&b, "stderr", &v->err, v->fence);
-        sbuf_printf(&b, "%s\n", v->outcome_text);
-        sbuf_printf(&b, "usage: %s\n", v->usage_text);
+        (void)sbx_buf_printf(&b, "%s\n", v->outcome_text);
+        (void)sbx_buf_printf(&b, "usage: %s\n", v->usage_text);
         if (v->limits_hit)
-                sbuf_printf(&b, "limits hit: %s\n", v->limits_hit);
+                (void)sbx_buf_printf(&b, "limits hit: %s\n", v->limits_hit);
         if (v->out_of_memory)
-                sbuf_printf(&b, "out of memory: %s\n", v->out_of_memory);
+                (void)sbx_buf_printf(&b, "out of memory: %s\n", v->out_of_memory);
         if (v->blocked_syscalls && v->blocked_syscalls_unlisted)
-                sbuf_printf(&b, "blocked syscalls: %s (+%u more calls not listed)\n",
-                            v->blocked_syscalls, v->blocked_syscalls_unlisted);
+                (void)sbx_buf_printf(&b, "blocked syscalls: %s (+%u more calls not listed)\n",
+                                     v->blocked_syscalls, v->blocked_syscalls_unlisted);
         else if (v->blocked_syscalls)
-                sbuf_printf(&b, "blocked syscalls: %s\n", v->blocked_syscalls);
+                (void)sbx_buf_printf(&b, "blocked syscalls: %s\n", v->blocked_syscalls);
         if (v->blocked_reporting_stopped)
-                sbuf_printf(&b, "blocked syscalls: %s\n", v->blocked_reporting_stopped);
+                (void)sbx_buf_printf(&b, "blocked syscalls: %s\n", v->blocked_reporting_stopped);
         if (v->files)
-                sbuf_printf(&b, "files: %s\n", v->files);
+                (void)sbx_buf_printf(&b, "files: %s\n", v->files);
         if (v->files_note)
-                sbuf_printf(&b, "files: %s\n", v->files_note);
+                (void)sbx_buf_printf(&b, "files: %s\n", v->files_note);
         if (v->egress)
-                sbuf_printf(&b, "egress: %s\n", v->egress);
+                (void)sbx_buf_printf(&b, "egress: %s\n", v->egress);
         if (v->egress_note)
-                sbuf_printf(&b, "egress: %s\n", v->egress_note);
+                (void)sbx_buf_printf(&b, "egress: %s\n", v->egress_note);
         if (v->audit)
-                sbuf_printf(&b, "audit: %s\n", v->audit);
+                (void)sbx_buf_printf(&b, "audit: %s\n", v->audit);
         for (size_t i = 0; i < v->n_notes; i++)
-                sbuf_printf(&b, "note: %s\n", v->notes[i]);
-        sbuf_printf(&b, "isolation: %s", v->isolation);
-        return b.p;
+                (void)sbx_buf_printf(&b, "note: %s\n", v->notes[i]);
+        (void)sbx_buf_printf(&b, "isolation: %s", v->isolation);
+        return b.data;
 }
 
 char *run_result_format(const struct run_result *r, unsigned timeout_s, size_t cap)

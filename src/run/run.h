@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/utf8.h" /* sbx_utf8_cut() */
 #include "config/config.h"
 
 enum sbx_language {
@@ -260,9 +261,3 @@ char *sbx_text_sanitize(const char *s, size_t n);
  * "\x0a"): the result is one line. For notes, reasons, file names. Caller frees.
  */
 char *sbx_text_sanitize_line(const char *s, size_t n);
-
-/**
- * sbx_utf8_cut() - where to cut the first @n bytes of @s so that no UTF-8 sequence is split:
- * @n, or less when the last sequence is incomplete (at most 3 bytes less).
- */
-size_t sbx_utf8_cut(const char *s, size_t n);

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fileio.h"
+#include "lazy/sha256.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "rootfs/hold.h"
@@ -87,25 +89,12 @@ static void sweep_leftovers(int dfd, const char *language)
         _cleanup_free_ char *old = xasprintf(".%s.old-", language);
         _cleanup_free_ char *rec = xasprintf(".%s.json.tmp", language);
         _cleanup_strv_free_ char **names = NULL;
-        size_t n = 0, i;
-        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        ssize_t n = sbx_dir_names(dfd, ".", &names);
 
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
-                return;
-        }
-        for (struct dirent *de; (de = readdir(d));) {
-                if (strncmp(de->d_name, partial, strlen(partial)) == 0 ||
-                    strncmp(de->d_name, old, strlen(old)) == 0 || strcmp(de->d_name, rec) == 0) {
-                        names = xrealloc(names, (n + 2) * sizeof(char *));
-                        names[n++] = xstrdup(de->d_name);
-                        names[n] = NULL;
-                }
-        }
-        closedir(d);
-        for (i = 0; i < n; i++) {
+        for (ssize_t i = 0; i < n; i++) {
+                if (strncmp(names[i], partial, strlen(partial)) != 0 &&
+                    strncmp(names[i], old, strlen(old)) != 0 && strcmp(names[i], rec) != 0)
+                        continue;
                 /* an old tree (or, after a kill between the swap and its rename, a .partial-
                  * one) may still be a live run's /: only what no run holds goes */
                 int r = setup_remove_unheld(dfd, names[i]);
@@ -358,7 +347,7 @@ int setup_install(const char *rootfs_dir, const struct setup_source *src,
                 if (o && o->progress)
                         fprintf(o->progress, "%s: checking sha256 of '%s'\n", src->language,
                                 src->layers[0]);
-                r = setup_sha256_file_cancel(src->layers[0], hex, o ? o->cancel : NULL, err);
+                r = sbx_sha256_file(src->layers[0], o ? o->cancel : NULL, hex, err);
                 if (r < 0)
                         return r;
                 identity = xasprintf("sha256:%s", hex);

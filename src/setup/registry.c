@@ -17,9 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "lazy/sha256.h"
 #include "setup/setup_internal.h"
 
 #define MAX_SMALL_BODY ((size_t)4 * 1024 * 1024) /* manifests, indexes, token replies */
@@ -124,14 +126,13 @@ struct http {
 };
 
 struct body {
-        char *data;
-        size_t len;
+        struct sbx_buf buf; /* max MAX_SMALL_BODY */
         bool too_big;
 };
 
 struct sink {
         FILE *f;
-        EVP_MD_CTX *md;
+        struct sbx_sha256 md;
         uint64_t done, limit;
         bool too_big;
         const char *label;
@@ -176,14 +177,10 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ud)
         struct body *b = ud;
         size_t len = size * n;
 
-        if (b->len + len > MAX_SMALL_BODY) {
+        if (sbx_buf_add(&b->buf, buf, len) < 0) {
                 b->too_big = true;
                 return 0;
         }
-        b->data = xrealloc(b->data, b->len + len + 1);
-        memcpy(b->data + b->len, buf, len);
-        b->len += len;
-        b->data[b->len] = '\0';
         return len;
 }
 
@@ -199,7 +196,8 @@ static size_t on_blob(char *buf, size_t size, size_t n, void *ud)
         }
         if (fwrite(buf, 1, len, s->f) != len)
                 return 0;
-        EVP_DigestUpdate(s->md, buf, len);
+        if (sbx_sha256_update(&s->md, buf, len) < 0)
+                return 0;
         s->done += len;
         if (s->o && s->o->progress) {
                 clock_gettime(CLOCK_MONOTONIC, &now);
@@ -320,7 +318,7 @@ static int fetch_token(struct http *h, struct sbx_error *err)
 {
         _cleanup_free_ char *realm = NULL, *service = NULL, *scope = NULL, *url = NULL;
         _cleanup_free_ char *esc_service = NULL, *esc_scope = NULL;
-        struct body b = {0};
+        struct body b = {.buf = {.max = MAX_SMALL_BODY}};
         json_object *j, *t = NULL;
         int r;
 
@@ -344,16 +342,16 @@ static int fetch_token(struct http *h, struct sbx_error *err)
         h->bearer = NULL;
         r = http_get(h, url, NULL, &b, NULL, err);
         if (r < 0) {
-                free(b.data);
+                sbx_buf_done(&b.buf);
                 return r;
         }
         if (h->status != 200) {
-                free(b.data);
+                sbx_buf_done(&b.buf);
                 return sbx_fail(err, EACCES, "the token service '%s' answered HTTP %ld", realm,
                                 h->status);
         }
-        j = json_tokener_parse(b.data ? b.data : "");
-        free(b.data);
+        j = json_tokener_parse(b.buf.data ? b.buf.data : "");
+        sbx_buf_done(&b.buf);
         if (j && !json_object_object_get_ex(j, "token", &t))
                 json_object_object_get_ex(j, "access_token", &t);
         if (!t || !json_object_is_type(t, json_type_string)) {
@@ -376,15 +374,15 @@ static int registry_get(struct http *h, const char *path, const char *accept, st
 
         for (attempt = 0; attempt < 2; attempt++) {
                 if (b) {
-                        free(b->data);
-                        b->data = NULL;
-                        b->len = 0;
+                        sbx_buf_done(&b->buf);
                 }
                 if (s) {
                         rewind(s->f);
                         if (ftruncate(fileno(s->f), 0) < 0)
                                 return sbx_fail(err, errno, "cannot truncate a download");
-                        EVP_DigestInit_ex(s->md, EVP_sha256(), NULL);
+                        r = sbx_sha256_init(&s->md, err);
+                        if (r < 0)
+                                return r;
                         s->done = 0;
                 }
                 r = http_get(h, url, accept, b, s, err);
@@ -408,49 +406,35 @@ static int registry_get(struct http *h, const char *path, const char *accept, st
         return sbx_fail(err, EIO, "registry answered HTTP %ld for '%s'", h->status, url);
 }
 
-static void hex_of(const unsigned char *d, unsigned len, char *out)
-{
-        unsigned i;
-
-        for (i = 0; i < len; i++)
-                sprintf(out + (size_t)2 * i, "%02x", d[i]);
-        out[(size_t)2 * len] = '\0';
-}
-
-static void sha256_hex(const void *data, size_t len, char *out)
-{
-        unsigned char d[EVP_MAX_MD_SIZE];
-        unsigned dlen = 0;
-
-        EVP_Digest(data, len, d, &dlen, EVP_sha256(), NULL);
-        hex_of(d, dlen, out);
-}
-
 /* Fetch the manifest @digest, check its bytes, parse it. */
 static int get_manifest(struct http *h, const char *digest, json_object **ret,
                         struct sbx_error *err)
 {
         _cleanup_free_ char *path = xasprintf("manifests/%s", digest);
-        struct body b = {0};
+        struct body b = {.buf = {.max = MAX_SMALL_BODY}};
         char hex[65];
         json_object *j;
         int r;
 
         r = registry_get(h, path, accept_manifests, &b, NULL, err);
         if (r < 0) {
-                free(b.data);
+                sbx_buf_done(&b.buf);
                 return r;
         }
-        sha256_hex(b.data ? b.data : "", b.len, hex);
+        r = sbx_sha256_hex(b.buf.data, b.buf.len, hex, err);
+        if (r < 0) {
+                sbx_buf_done(&b.buf);
+                return r;
+        }
         if (strcmp(hex, digest + 7) != 0) {
-                free(b.data);
+                sbx_buf_done(&b.buf);
                 return sbx_fail(err, EBADMSG,
                                 "manifest %s of '%s/%s' arrived with sha256:%s: refused (tampered "
                                 "or corrupted)",
                                 digest, h->ref->host, h->ref->repository, hex);
         }
-        j = json_tokener_parse(b.data ? b.data : "");
-        free(b.data);
+        j = json_tokener_parse(b.buf.data ? b.buf.data : "");
+        sbx_buf_done(&b.buf);
         if (!j || !json_object_is_type(j, json_type_object)) {
                 json_object_put(j);
                 return sbx_fail(err, EBADMSG, "manifest %s is not JSON", digest);
@@ -550,23 +534,24 @@ static int fetch_blob(struct http *h, const char *digest, uint64_t size, const c
 {
         _cleanup_free_ char *p = xasprintf("blobs/%s", digest);
         struct sink s = {.limit = size, .label = label, .o = h->o};
-        char hex[65];
-        unsigned char d[EVP_MAX_MD_SIZE];
-        unsigned dlen = 0;
+        char hex[SBX_SHA256_HEX_LEN + 1];
         int fd, r;
 
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return sbx_fail(err, errno, "cannot create '%s': %s", path, strerror(errno));
         s.f = fdopen(fd, "w");
-        s.md = EVP_MD_CTX_new();
-        if (!s.f || !s.md) {
-                if (s.f)
-                        fclose(s.f);
-                else
-                        close(fd);
-                EVP_MD_CTX_free(s.md);
+        if (!s.f) {
+                close(fd);
+                unlink(path);
                 return sbx_fail(err, ENOMEM, "out of memory");
+        }
+        r = sbx_sha256_init(&s.md, err);
+        if (r < 0) {
+                fclose(s.f);
+                unlink(path);
+                sbx_sha256_done(&s.md);
+                return r;
         }
         clock_gettime(CLOCK_MONOTONIC, &s.start);
         s.last = s.start;
@@ -575,9 +560,8 @@ static int fetch_blob(struct http *h, const char *digest, uint64_t size, const c
         if (r == 0 && fflush(s.f) != 0)
                 r = sbx_fail(err, errno, "cannot write '%s': %s", path, strerror(errno));
         if (r == 0) {
-                EVP_DigestFinal_ex(s.md, d, &dlen);
-                hex_of(d, dlen, hex);
-                if (strcmp(hex, digest + 7) != 0 || s.done != size)
+                if (sbx_sha256_final_hex(&s.md, hex) < 0 || strcmp(hex, digest + 7) != 0 ||
+                    s.done != size)
                         r = sbx_fail(err, EBADMSG,
                                      "blob %s of '%s/%s' arrived as sha256:%s (%llu of %llu "
                                      "bytes): refused (tampered or corrupted)",
@@ -595,7 +579,7 @@ static int fetch_blob(struct http *h, const char *digest, uint64_t size, const c
                                     true);
         }
         fclose(s.f);
-        EVP_MD_CTX_free(s.md);
+        sbx_sha256_done(&s.md);
         if (r < 0)
                 unlink(path);
         return r;

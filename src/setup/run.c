@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "setup/pins.h"
@@ -66,7 +67,7 @@ static bool saved_tar_current(const struct setup_run_args *a, const char *langua
         char hex[65];
 
         if (setup_installed_identity(a->rootfs_dir, language, &id, NULL, NULL) < 0 ||
-            setup_sha256_file_cancel(tar, hex, a->cancel, NULL) < 0)
+            sbx_sha256_file(tar, a->cancel, hex, NULL) < 0)
                 return false;
         want = xasprintf("sha256:%s", hex);
         return strcmp(id, want) == 0;
@@ -148,7 +149,7 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
         if (r < 0)
                 return r;
         script = xasprintf("%s/build.sh", dir);
-        r = setup_sha256_file(script, hex, err);
+        r = sbx_sha256_file(script, NULL, hex, err);
         if (r < 0)
                 return r;
         recipe = xasprintf("sha256:%s", hex);

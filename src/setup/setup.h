@@ -147,12 +147,6 @@ int setup_installed_identity(const char *rootfs_dir, const char *language, char 
                              char **ret_recipe, struct sbx_error *err);
 
 /**
- * setup_sha256_file() - sha256 of a file's bytes as 64 lowercase hex digits into @ret_hex
- * (65 bytes). Return: 0 or -errno with @err.
- */
-int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err);
-
-/**
  * setup_readiness_hook - the readiness check setup ends with: print "ready in this terminal's
  * environment: isolation <grade>" or the exact "Blocked:" fix to @out and return 0 (ready) or 1
  * (blocked). The `setup` command sets it to doctor_readiness_print() (src/cli/cmd_setup.c):

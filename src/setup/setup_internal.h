@@ -8,20 +8,6 @@
 
 #include "common/error.h"
 
-/**
- * setup_normalize_name() - an archive member name as a clean relative path: "./", empty and
- * "." components dropped, trailing '/' removed; "" for the root itself.
- * @ret:     a new string on success.
- * @ret_why: on -EPERM, says why ("an absolute name", "a '..' component").
- * Return: 0 or -EPERM.
- */
-int setup_normalize_name(const char *name, char **ret, const char **ret_why);
-
 /** setup_progress_line() - one progress report: "<label>: <verb> X of Y MB (P%), R MB/s". */
 void setup_progress_line(FILE *out, bool tty, const char *label, const char *verb, uint64_t done,
                          uint64_t total, double seconds, bool final);
-
-/** setup_sha256_file_cancel() - setup_sha256_file() that stops with -EINTR once *@cancel is set
- * (@cancel may be NULL). */
-int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig_atomic_t *cancel,
-                             struct sbx_error *err);

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include "lazy/crypto.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/chase.h"
 #include "common/cleanup.h"
+#include "common/fileio.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 #include "setup/setup.h"
 #include "setup/setup_internal.h"
@@ -108,61 +110,15 @@ static void pathset_done(struct pathset *set)
         memset(set, 0, sizeof(*set));
 }
 
-/* ---- names */
-
-int setup_normalize_name(const char *name, char **ret, const char **ret_why)
-{
-        _cleanup_free_ char *out = xmalloc(strlen(name) + 1);
-        size_t o = 0;
-        const char *p = name;
-
-        if (name[0] == '/') {
-                *ret_why = "an absolute name";
-                return -EPERM;
-        }
-        while (*p) {
-                size_t len = strcspn(p, "/");
-
-                if (len == 2 && p[0] == '.' && p[1] == '.') {
-                        *ret_why = "a '..' component";
-                        return -EPERM;
-                }
-                if (len > 0 && !(len == 1 && p[0] == '.')) {
-                        if (o > 0)
-                                out[o++] = '/';
-                        memcpy(out + o, p, len);
-                        o += len;
-                }
-                p += len;
-                while (*p == '/')
-                        p++;
-        }
-        out[o] = '\0';
-        *ret = TAKE_PTR(out);
-        return 0;
-}
-
 /* Open the directory @rel (relative, normalized; "" = @rootfd itself) under @rootfd without
  * following any symlink. Return: an fd, -ENOENT when a component is missing, -ELOOP when a
  * component is a symlink or not a directory, or another -errno. */
 static int open_dir_beneath(int rootfd, const char *rel)
 {
-        _cleanup_free_ char *copy = xstrdup(rel);
-        _cleanup_close_ int fd = -1;
-        char *save = NULL, *comp;
+        int fd = sbx_chase(rootfd, rel[0] ? rel : ".", SBX_CHASE_NO_SYMLINKS, O_PATH | O_DIRECTORY,
+                           NULL);
 
-        fd = openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        for (comp = strtok_r(copy, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
-                int next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-                if (next < 0)
-                        return errno == ENOTDIR ? -ELOOP : -errno;
-                close(fd);
-                fd = next;
-        }
-        return TAKE_FD(fd);
+        return fd == -ENOTDIR ? -ELOOP : fd;
 }
 
 /* The parent directories of @rel must be real directories (or not exist yet). */
@@ -228,9 +184,14 @@ static int lend_parent_write(int rootfd, const char *rel, struct modefixes *fx)
         if (!slash)
                 return 0; /* the tree's root: our own temporary directory */
         *slash = '\0';
-        if (fstatat(rootfd, parent, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISDIR(st.st_mode) || (st.st_mode & S_IWUSR))
+        _cleanup_close_ int pfd = open_dir_beneath(rootfd, parent);
+        if (pfd == -ENOENT || pfd == -ELOOP)
+                return 0; /* nothing to lend: the entry is refused or its folder made later */
+        if (pfd < 0)
+                return pfd;
+        if (fstat(pfd, &st) < 0)
+                return -errno;
+        if (st.st_mode & S_IWUSR)
                 return 0;
         r = chmod_dir_beneath(rootfd, parent, (st.st_mode | S_IWUSR) & 07777);
         if (r < 0)
@@ -264,31 +225,12 @@ static void modefixes_restore(int rootfd, struct modefixes *fx, const struct pat
 static int opaque_clean(int dfd, const char *rel, const struct pathset *mine)
 {
         _cleanup_strv_free_ char **names = NULL;
-        size_t n = 0, cap = 0, i;
-        DIR *d;
-        int fd, r = 0;
+        ssize_t n = sbx_dir_names(dfd, NULL, &names);
+        int r = 0;
 
-        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                r = -errno;
-                close(fd);
-                return r;
-        }
-        for (struct dirent *de; (de = readdir(d));) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (n + 2 > cap) {
-                        cap = cap ? cap * 2 : 16;
-                        names = xrealloc(names, cap * sizeof(char *));
-                }
-                names[n++] = xstrdup(de->d_name);
-                names[n] = NULL;
-        }
-        closedir(d);
-        for (i = 0; i < n && r == 0; i++) {
+        if (n < 0)
+                return (int)n;
+        for (ssize_t i = 0; i < n && r == 0; i++) {
                 _cleanup_free_ char *child =
                     rel[0] ? xasprintf("%s/%s", rel, names[i]) : xstrdup(names[i]);
 
@@ -310,7 +252,7 @@ static int opaque_clean(int dfd, const char *rel, const struct pathset *mine)
 
 struct reader {
         int fd;
-        EVP_MD_CTX *md;
+        struct sbx_sha256 *md;
         uint64_t done, total;
         const char *label;
         const struct setup_opts *o;
@@ -386,7 +328,7 @@ static la_ssize_t reader_read(struct archive *a, void *ud, const void **buf)
                 archive_set_error(a, errno, "read: %s", strerror(errno));
                 return -1;
         }
-        if (n > 0 && EVP_DigestUpdate(rd->md, rd->buf, (size_t)n) != 1) {
+        if (n > 0 && sbx_sha256_update(rd->md, rd->buf, (size_t)n) < 0) {
                 archive_set_error(a, EIO, "sha256 failed");
                 return -1;
         }
@@ -395,60 +337,6 @@ static la_ssize_t reader_read(struct archive *a, void *ud, const void **buf)
                 reader_progress(rd, false);
         *buf = rd->buf;
         return n;
-}
-
-static void hex_digest(EVP_MD_CTX *md, char *out)
-{
-        unsigned char d[EVP_MAX_MD_SIZE];
-        unsigned len = 0, i;
-
-        EVP_DigestFinal_ex(md, d, &len);
-        for (i = 0; i < len; i++)
-                sprintf(out + (size_t)2 * i, "%02x", d[i]);
-        out[(size_t)2 * len] = '\0';
-}
-
-int setup_sha256_file(const char *path, char *ret_hex, struct sbx_error *err)
-{
-        return setup_sha256_file_cancel(path, ret_hex, NULL, err);
-}
-
-int setup_sha256_file_cancel(const char *path, char *ret_hex, const volatile sig_atomic_t *cancel,
-                             struct sbx_error *err)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        _cleanup_free_ unsigned char *buf = NULL;
-        EVP_MD_CTX *md;
-        ssize_t n;
-
-        if (fd < 0)
-                return sbx_fail(err, errno, "cannot open '%s': %s", path, strerror(errno));
-        n = lazy_crypto_load(err);
-        if (n < 0)
-                return (int)n;
-        md = EVP_MD_CTX_new();
-        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-                EVP_MD_CTX_free(md);
-                return sbx_fail(err, EIO, "cannot start sha256 (libcrypto)");
-        }
-        buf = xmalloc(READ_CHUNK);
-        while ((n = read(fd, buf, READ_CHUNK)) != 0) {
-                if (cancel && *cancel) {
-                        EVP_MD_CTX_free(md);
-                        return sbx_fail(err, EINTR, "hashing '%s' was cancelled", path);
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        int e = errno;
-                        EVP_MD_CTX_free(md);
-                        return sbx_fail(err, e, "cannot read '%s': %s", path, strerror(e));
-                }
-                EVP_DigestUpdate(md, buf, (size_t)n);
-        }
-        hex_digest(md, ret_hex);
-        EVP_MD_CTX_free(md);
-        return 0;
 }
 
 /* ---- the unpack */
@@ -463,11 +351,6 @@ static void archive_write_freep(struct archive **a)
 {
         if (*a)
                 archive_write_free(*a);
-}
-
-static void md_freep(EVP_MD_CTX **md)
-{
-        EVP_MD_CTX_free(*md);
 }
 
 /* Back to the saved working directory (and umask) however the unpack ends. */
@@ -536,7 +419,7 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
         _cleanup_(restore_cwdp) struct saved_cwd cwd = {.fd = -1};
         _cleanup_(archive_read_freep) struct archive *ar = NULL;
         _cleanup_(archive_write_freep) struct archive *aw = NULL;
-        _cleanup_(md_freep) EVP_MD_CTX *md = NULL;
+        _cleanup_(sbx_sha256_done) struct sbx_sha256 md = {0};
         _cleanup_free_ struct reader *rd = NULL;
         _cleanup_close_ int tarfd = -1, rootfd = -1;
         struct pathset mine = {0};    /* what this layer wrote, and their ancestors */
@@ -544,7 +427,7 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
         struct modefixes fixes = {0};
         struct setup_unpack_stats st = {0};
         struct archive_entry *e;
-        char hex[2 * EVP_MAX_MD_SIZE + 1];
+        char hex[SBX_SHA256_HEX_LEN + 1];
         bool as_root = geteuid() == 0;
         struct stat tst;
         int flags, r = 0;
@@ -560,16 +443,13 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 return sbx_fail(err, errno, "cannot open '%s': %s", dir, strerror(errno));
         r = lazy_archive_load(err);
         if (r >= 0)
-                r = lazy_crypto_load(err);
+                r = sbx_sha256_init(&md, err);
         if (r < 0)
                 return r;
-        md = EVP_MD_CTX_new();
-        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-                return sbx_fail(err, EIO, "cannot start sha256 (libcrypto)");
 
         rd = xcalloc(1, sizeof(*rd));
         rd->fd = tarfd;
-        rd->md = md;
+        rd->md = &md;
         rd->total = (uint64_t)tst.st_size;
         rd->label = label;
         rd->o = o;
@@ -637,7 +517,7 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                                      st.entries, tar_path);
                         goto out;
                 }
-                if (setup_normalize_name(name, &rel, &why) < 0) {
+                if (sbx_path_clean(name, &rel, &why) < 0) {
                         r = sbx_fail(err, EPERM,
                                      "refused '%s': entry '%s' has %s, which would leave the "
                                      "rootfs",
@@ -672,7 +552,7 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 if (hl) {
                         struct stat ls;
 
-                        if (setup_normalize_name(hl, &link, &why) < 0 || !link[0]) {
+                        if (sbx_path_clean(hl, &link, &why) < 0 || !link[0]) {
                                 r = sbx_fail(err, EPERM,
                                              "refused '%s': hardlink '%s' -> '%s' has %s, "
                                              "which would leave the rootfs",
@@ -772,7 +652,10 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
                 }
         }
         reader_progress(rd, true);
-        hex_digest(md, hex);
+        if (sbx_sha256_final_hex(&md, hex) < 0) {
+                r = sbx_fail(err, EIO, "SHA-256 of '%s' failed (libcrypto.so.3)", tar_path);
+                goto out;
+        }
         if (expected_sha256 && strcmp(hex, expected_sha256) != 0) {
                 r = sbx_fail(err, EBADMSG,
                              "'%s' has sha256:%s but sha256:%s was expected: refused (the file "

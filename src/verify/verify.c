@@ -25,7 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
@@ -200,24 +202,12 @@ static int random_hex(char *buf, size_t nbytes)
 static char *read_file(const char *path, size_t *ret_len)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        size_t len = 0, size = 4096;
-        char *buf;
-        ssize_t n;
+        struct sbx_buf b = {0};
 
         if (fd < 0)
                 return NULL;
-        buf = xmalloc(size + 1);
-        while ((n = read(fd, buf + len, size - len)) > 0) {
-                len += (size_t)n;
-                if (len == size) {
-                        size *= 2;
-                        buf = xrealloc(buf, size + 1);
-                }
-        }
-        buf[len] = '\0';
-        if (ret_len)
-                *ret_len = len;
-        return buf;
+        (void)sbx_buf_read_fd(&b, fd); /* what was read before an error is kept, as before */
+        return sbx_buf_steal(&b, ret_len);
 }
 
 static bool mem_has(const char *hay, size_t n, const char *needle)
@@ -341,9 +331,9 @@ static int bait_make(const struct sbx_config *cfg, struct bait *b, struct sbx_er
                 _exit(127);
         }
 
-        if (setup_sha256_file("/etc/shadow", b->shadow_sha256, &e) < 0)
+        if (sbx_sha256_file("/etc/shadow", NULL, b->shadow_sha256, &e) < 0)
                 b->shadow_sha256[0] = '\0';
-        if (setup_sha256_file("/proc/self/environ", b->environ_sha256, &e) < 0)
+        if (sbx_sha256_file("/proc/self/environ", NULL, b->environ_sha256, &e) < 0)
                 b->environ_sha256[0] = '\0';
         b->cmdline = read_file("/proc/self/cmdline", &b->cmdline_len);
         if (!b->cmdline)
@@ -660,7 +650,7 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
                 struct sbx_error e = {0};
                 _cleanup_free_ char *rs = xasprintf("%s/python/etc/shadow", cfg->rootfs_dir);
 
-                if (setup_sha256_file(rs, own, &e) < 0)
+                if (sbx_sha256_file(rs, NULL, own, &e) < 0)
                         own[0] = '\0';
                 if (h[0] && !b->shadow_sha256[0] && strcmp(h, own) != 0)
                         judge(r, "shadow", VERIFY_UNTESTED,

@@ -271,9 +271,7 @@ static int open_file_beneath(const char *dir, const char *rel, uint64_t *size,
         if (root < 0)
                 return sbx_fail(err, errno, "cannot open the workspace folder '%s': %s", dir,
                                 strerror(errno));
-        r = workspace_open_openat2(root, rel, err);
-        if (r == -ENOSYS)
-                r = workspace_open_walk(root, rel, err);
+        r = workspace_open(root, rel, 0, err);
         if (r < 0)
                 return r;
         fd = r;

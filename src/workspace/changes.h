@@ -7,7 +7,7 @@
  * walk makes that folder unreadable, never the walk leave the workspace. It does not recurse
  * on the stack, stops at a depth and an entry cap, and says so. Images are told from their
  * first bytes (PNG, JPEG, GIF, WebP signatures), never from their names, and read through
- * workspace_open_openat2()/workspace_open_walk() (openat2(2) RESOLVE_BENEATH|NO_SYMLINKS).
+ * workspace_open() (sbx_chase(), common/chase.h, with no symlink followed).
  *
  * Two runs in flight at once share the workspace: a file one of them wrote can show up in
  * the other's list. The list says "changed in the workspace during this run", nothing more.

@@ -5,10 +5,10 @@
  * crafted to climb out. A read therefore:
  *  - refuses an empty or absolute path, and one whose ".." components climb above the
  *    workspace (checked lexically first, so the message is the same on every kernel);
- *  - opens it with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) from
- *    an fd of the workspace, so no component, the last included, may be a symlink, even one
- *    pointing back inside; where openat2 is missing (ENOSYS: Linux < 5.6, or a seccomp profile
- *    that hides it) it walks the path one component at a time with O_NOFOLLOW instead;
+ *  - opens it through sbx_chase() (common/chase.h: openat2(RESOLVE_BENEATH |
+ *    RESOLVE_NO_MAGICLINKS), or its walker where openat2 is missing) with SBX_CHASE_NO_SYMLINKS
+ *    from an fd of the workspace, so no component, the last included, may be a symlink, even
+ *    one pointing back inside;
  *  - opens the file O_NONBLOCK (a fifo opens at once instead of waiting for a writer) and
  *    checks with fstat() on that fd that it is a regular file before reading a byte;
  *  - reads at most @cap bytes, reports the full size, and says "binary" for a NUL byte or
@@ -17,13 +17,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/chase.h"
 #include "common/cleanup.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
@@ -143,39 +142,11 @@ static int open_error(int e, const char *shown, struct sbx_error *err)
         }
 }
 
-int workspace_open_openat2(int root_fd, const char *rel, struct sbx_error *err)
+int workspace_open(int root_fd, const char *rel, unsigned chase_flags, struct sbx_error *err)
 {
-        struct open_how how = {
-            .flags = OPEN_FILE_FLAGS,
-            .mode = 0,
-            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
         char shown[160];
-        long fd;
-
-        /* EAGAIN: a rename or mount raced the lookup; the kernel asks to retry. */
-        for (int attempt = 0;; attempt++) {
-                fd = syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
-                if (fd >= 0)
-                        return (int)fd;
-                if (errno != EAGAIN || attempt >= 16)
-                        break;
-        }
-        if (errno == ENOSYS)
-                return -ENOSYS;
-        show_path(rel, shown, sizeof(shown));
-        return open_error(errno, shown, err);
-}
-
-int workspace_open_walk(int root_fd, const char *rel, struct sbx_error *err)
-{
-        _cleanup_free_ char *copy = xstrdup(rel);
-        _cleanup_free_ int *stack = NULL;
-        size_t depth = 0, n_parts = 1;
-        char shown[160];
-        char *save = NULL, *part, *next;
-        bool trailing_slash;
-        int r = 0, fd = -1;
+        struct stat st, root_st;
+        int fd;
 
         show_path(rel, shown, sizeof(shown));
         if (rel[0] == '/')
@@ -183,78 +154,19 @@ int workspace_open_walk(int root_fd, const char *rel, struct sbx_error *err)
                                 "cannot read '%s': absolute paths are refused; use a "
                                 "path relative to the workspace",
                                 shown);
-        for (const char *s = rel; *s; s++)
-                n_parts += *s == '/';
-        stack = xcalloc(n_parts + 1, sizeof(*stack));
-        stack[0] = root_fd; /* borrowed: never closed here */
-        trailing_slash = rel[0] && rel[strlen(rel) - 1] == '/';
-
-        part = strtok_r(copy, "/", &save);
-        while (part) {
-                next = strtok_r(NULL, "/", &save);
-                bool last = next == NULL;
-
-                if (strcmp(part, ".") == 0) {
-                        if (last) {
-                                r = sbx_fail(err, EISDIR,
-                                             "cannot read '%s': it is a folder, not a file; give "
-                                             "a file's path relative to the workspace",
-                                             shown);
-                                goto out;
-                        }
-                } else if (strcmp(part, "..") == 0) {
-                        if (depth == 0) {
-                                r = open_error(EXDEV, shown, err);
-                                goto out;
-                        }
-                        close(stack[depth--]);
-                        if (last) {
-                                r = sbx_fail(err, EISDIR,
-                                             "cannot read '%s': it is a folder, not a file; give "
-                                             "a file's path relative to the workspace",
-                                             shown);
-                                goto out;
-                        }
-                } else if (!last || trailing_slash) {
-                        fd = openat(stack[depth], part,
-                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (fd < 0) {
-                                int e = errno;
-                                struct stat st;
-                                /* O_NOFOLLOW|O_DIRECTORY on a symlink may say ENOTDIR: ask. */
-                                if (e == ENOTDIR &&
-                                    fstatat(stack[depth], part, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                                    S_ISLNK(st.st_mode))
-                                        e = ELOOP;
-                                r = open_error(e, shown, err);
-                                goto out;
-                        }
-                        if (last) {
-                                /* "dir/": a folder; the caller's fstat says so. */
-                                r = fd;
-                                goto out;
-                        }
-                        stack[++depth] = fd;
-                } else {
-                        fd = openat(stack[depth], part, OPEN_FILE_FLAGS);
-                        if (fd < 0) {
-                                r = open_error(errno, shown, err);
-                                goto out;
-                        }
-                        r = fd;
-                        goto out;
-                }
-                part = next;
+        fd = sbx_chase(root_fd, rel, chase_flags | SBX_CHASE_NO_SYMLINKS, OPEN_FILE_FLAGS, NULL);
+        if (fd < 0)
+                return open_error(-fd, shown, err);
+        /* "." or "sub/..": the workspace itself is no file to read */
+        if (fstat(fd, &st) == 0 && fstat(root_fd, &root_st) == 0 && st.st_dev == root_st.st_dev &&
+            st.st_ino == root_st.st_ino) {
+                close(fd);
+                return sbx_fail(err, EISDIR,
+                                "cannot read '%s': it is the workspace folder itself; give a "
+                                "file's path relative to the workspace",
+                                shown);
         }
-        /* Only "." and ".." parts that ended up at the workspace itself, or an empty path. */
-        r = sbx_fail(err, EISDIR,
-                     "cannot read '%s': it is the workspace folder itself; give a file's path "
-                     "relative to the workspace",
-                     shown);
-out:
-        while (depth > 0)
-                close(stack[depth--]);
-        return r;
+        return fd;
 }
 
 /* Climbing above the start through "..", judged on the text alone. */
@@ -364,9 +276,7 @@ int workspace_read(const char *dir, const char *rel, size_t cap, char **ret_data
                                 strerror(errno));
         }
 
-        fd = workspace_open_openat2(root_fd, rel, err);
-        if (fd == -ENOSYS)
-                fd = workspace_open_walk(root_fd, rel, err);
+        fd = workspace_open(root_fd, rel, 0, err);
         if (fd < 0)
                 return fd;
 

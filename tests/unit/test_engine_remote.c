@@ -21,6 +21,7 @@
 #include <check.h>
 #include "lazy/curl.h"
 
+#include "common/chase.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -732,13 +733,13 @@ START_TEST(tar_names)
         for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
                 _cleanup_free_ char *r = NULL;
                 const char *why = NULL;
-                ck_assert_int_eq(engine_tar_name_clean(ok[i].in, &r, &why), 0);
+                ck_assert_int_eq(sbx_path_clean(ok[i].in, &r, &why), 0);
                 ck_assert_str_eq(r, ok[i].out);
         }
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 char *r = NULL;
                 const char *why = NULL;
-                ck_assert_int_eq(engine_tar_name_clean(bad[i], &r, &why), -EPERM);
+                ck_assert_int_eq(sbx_path_clean(bad[i], &r, &why), -EPERM);
                 ck_assert_ptr_nonnull(why);
         }
 }

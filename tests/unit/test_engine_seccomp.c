@@ -17,6 +17,7 @@
 #include "lazy/curl.h"
 
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
@@ -250,7 +251,7 @@ START_TEST(prepare_writes_once_by_hash)
         ck_assert_int_eq(stat(dir, &st2), 0);
         ck_assert_uint_eq(st2.st_mode & 07777, 0755);
         /* named by the SHA-256 of its content */
-        ck_assert_int_eq(engine_file_sha256(path, sha, &err), 0);
+        ck_assert_int_eq(sbx_sha256_file(path, NULL, sha, &err), 0);
         _cleanup_free_ char *want = xasprintf("%s/%s.json", dir, sha);
         ck_assert_str_eq(path, want);
         /* its content is the derived profile */
@@ -265,7 +266,7 @@ START_TEST(prepare_writes_once_by_hash)
         /* a file of that name with other content (an allow-all profile) is replaced */
         write_file(path, "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[]}");
         ck_assert_int_eq(engine_seccomp_profile_prepare(def, dir, path2, sizeof(path2), &err), 0);
-        ck_assert_int_eq(engine_file_sha256(path2, sha, &err), 0);
+        ck_assert_int_eq(sbx_sha256_file(path2, NULL, sha, &err), 0);
         ck_assert_ptr_nonnull(strstr(path2, sha));
         /* a dir others can write to is refused */
         ck_assert_int_eq(chmod(dir, 0777), 0);

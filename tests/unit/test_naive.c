@@ -231,16 +231,28 @@ START_TEST(home_is_private_and_removed)
         struct stat st;
         char home[256] = "";
 
+        char *outside = sbx_test_tmpdir(), *keep = xasprintf("%s/keep", outside);
+        char *code =
+            xasprintf("import os\nh = os.environ['HOME']\nopen(h + '/junk', 'w').write('x')\n"
+                      "os.mkdir(h + '/d')\nos.chmod(h + '/d', 0)\n"
+                      "os.symlink('%s', h + '/out')\nprint(h)\n"
+                      "print(oct(os.stat(h).st_mode & 0o777))",
+                      outside);
+
         need("python3");
-        run_ok(SBX_LANG_PYTHON,
-               "import os\nh = os.environ['HOME']\nopen(h + '/junk', 'w').write('x')\n"
-               "os.mkdir(h + '/d')\nos.chmod(h + '/d', 0)\nprint(h)\n"
-               "print(oct(os.stat(h).st_mode & 0o777))",
-               10, &res);
+        sbx_test_write_file(outside, "keep", "kept");
+        run_ok(SBX_LANG_PYTHON, code, 10, &res);
         ck_assert_int_eq(sscanf(out(&res), "%255s", home), 1);
         ck_assert_ptr_nonnull(strstr(out(&res), "0o700"));
         ck_assert_int_eq(stat(home, &st), -1); /* removed after the run, junk included */
         ck_assert_int_eq(errno, ENOENT);
+        /* the removal never followed the run's symlink out of its home */
+        ck_assert_int_eq(stat(keep, &st), 0);
+        unlink(keep);
+        rmdir(outside);
+        free(keep);
+        free(outside);
+        free(code);
         run_result_done(&res);
 }
 END_TEST

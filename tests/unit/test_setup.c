@@ -24,7 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/chase.h"
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "run/backend.h"
@@ -198,7 +200,7 @@ START_TEST(pins_file_parses_and_recipe_matches_build_sh)
         ck_assert_str_eq(p.node_debian, "vestibule/node:bookworm");
         ck_assert_int_eq(setup_images_dir(&dir, &err), 0);
         script = xasprintf("%s/build.sh", dir);
-        ck_assert_int_eq(setup_sha256_file(script, hex, &err), 0);
+        ck_assert_int_eq(sbx_sha256_file(script, NULL, hex, &err), 0);
         ck_assert_msg(strcmp(p.debian_recipe + strlen("sha256:"), hex) == 0,
                       "images/pins debian.recipe is %s but images/build.sh is sha256:%s: re-pin it",
                       p.debian_recipe, hex);
@@ -261,13 +263,13 @@ START_TEST(names_normalize_or_refuse)
         for (i = 0; i < ELEMENTSOF(ok); i++) {
                 _cleanup_free_ char *out = NULL;
 
-                ck_assert_int_eq(setup_normalize_name(ok[i].in, &out, &why), 0);
+                ck_assert_int_eq(sbx_path_clean(ok[i].in, &out, &why), 0);
                 ck_assert_str_eq(out, ok[i].out);
         }
         for (i = 0; i < ELEMENTSOF(bad); i++) {
                 char *out = NULL;
 
-                ck_assert_msg(setup_normalize_name(bad[i], &out, &why) == -EPERM, "%s", bad[i]);
+                ck_assert_msg(sbx_path_clean(bad[i], &out, &why) == -EPERM, "%s", bad[i]);
                 ck_assert_ptr_null(out);
         }
 }
@@ -591,7 +593,7 @@ START_TEST(unpack_checks_sha256)
 
         tb_file(a, "f", 0644, "x");
         tb_close(a);
-        ck_assert_int_eq(setup_sha256_file(tar, hex, &err), 0);
+        ck_assert_int_eq(sbx_sha256_file(tar, NULL, hex, &err), 0);
         ck_assert_int_eq(setup_unpack_layer(tree, tar, "t", hex, NULL, NULL, NULL, &err), 0);
         memcpy(wrong, hex, sizeof(wrong));
         wrong[0] = wrong[0] == '0' ? '1' : '0';
@@ -722,7 +724,7 @@ START_TEST(install_then_skip_then_force)
                 ck_assert_msg(lstat(mp, &st) == 0 && S_ISDIR(st.st_mode), "%s", *p);
         }
         /* the record names the tarball's sha256 */
-        ck_assert_int_eq(setup_sha256_file(tar, hex, &err), 0);
+        ck_assert_int_eq(sbx_sha256_file(tar, NULL, hex, &err), 0);
         j = json_object_from_file(rec);
         ck_assert_ptr_nonnull(j);
         ck_assert(json_object_object_get_ex(j, "identity", &v));
@@ -1192,7 +1194,7 @@ START_TEST(run_from_debian_skips_the_build_when_installed_from_this_recipe)
         tb_close(a);
         ck_assert_int_eq(setup_images_dir(&dir, &err), 0);
         script = xasprintf("%s/build.sh", dir);
-        ck_assert_int_eq(setup_sha256_file(script, hex, &err), 0);
+        ck_assert_int_eq(sbx_sha256_file(script, NULL, hex, &err), 0);
         recipe = xasprintf("sha256:%s", hex);
         src.recipe = recipe;
         src.language = "python";

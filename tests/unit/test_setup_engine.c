@@ -19,6 +19,7 @@
 #include "lazy/curl.h"
 
 #include "common/cleanup.h"
+#include "lazy/sha256.h"
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "config/pins.h"
@@ -169,7 +170,7 @@ START_TEST(from_tar_imports_into_engine_then_present)
         ck_assert_msg(strstr(out1, want_img), "no import line in:\n%s", out1);
 
         /* The engine really holds it, carrying the tarball's sha256. */
-        ck_assert(engine_file_sha256(TAR_PY, sha, &err) == 0);
+        ck_assert(sbx_sha256_file(TAR_PY, NULL, sha, &err) == 0);
         ck_assert_msg(
             engine_image_label(&conn, ref, "vestibule.tar-sha256", label, sizeof(label), &err) == 0,
             "%s", err.msg);
@@ -356,7 +357,7 @@ START_TEST(registry_mode_pulls_into_engine_by_digest)
                         "tar -C %s/t -cf %s etc",
                         tmp, tmp, tmp, tar);
         ck_assert_int_eq(system(cmd), 0);
-        ck_assert(engine_file_sha256(tar, sha, &err) == 0);
+        ck_assert(sbx_sha256_file(tar, NULL, sha, &err) == 0);
         name = xasprintf("127.0.0.1:%d/vestibule/tiny", port);
         tagged = xasprintf("%s:t%d", name, (int)getpid());
         ck_assert_msg(engine_image_import(&conn, tar, tagged, sha, &err) == 0, "%s", err.msg);
@@ -519,7 +520,7 @@ static char *import_and_push(struct engine_conn *conn, const struct sbx_config *
         char sha[65];
         long status = 0;
 
-        ck_assert(engine_file_sha256(tar, sha, &err) == 0);
+        ck_assert(sbx_sha256_file(tar, NULL, sha, &err) == 0);
         ck_assert_msg(engine_image_import(conn, tar, tagged, sha, &err) == 0, "%s", err.msg);
         body = engine_post_auth(conn, push, &status);
         ck_assert_msg(status == 200 && !strstr(body, "\"error"), "push failed: %s", body);

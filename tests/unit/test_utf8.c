@@ -72,12 +72,44 @@ START_TEST(decode_table)
 }
 END_TEST
 
+/* The whole-buffer form the result text and the MCP framing use: a cut-short sequence is
+ * invalid there (0), where sbx_utf8_decode() says -1. */
+START_TEST(whole_table)
+{
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                uint32_t cp = 0xdeadbeef;
+                size_t r = sbx_utf8_whole(cases[i].bytes, cases[i].n, &cp);
+                size_t want = cases[i].want > 0 ? (size_t)cases[i].want : 0;
+                ck_assert_msg(r == want, "case %zu: want %zu got %zu", i, want, r);
+                if (r > 0)
+                        ck_assert_msg(cp == cases[i].cp, "case %zu: cp %x", i, cp);
+        }
+        ck_assert_uint_eq(sbx_utf8_whole("", 0, NULL), 0);
+        ck_assert_uint_eq(sbx_utf8_whole("\xc3", 1, NULL), 0);         /* truncated */
+        ck_assert_uint_eq(sbx_utf8_whole("\xc3\xa9", 2, NULL), 2);     /* control: whole */
+        ck_assert_uint_eq(sbx_utf8_whole("\xc0\x80", 2, NULL), 0);     /* overlong NUL */
+        ck_assert_uint_eq(sbx_utf8_whole("\xed\xb0\x80", 3, NULL), 0); /* low surrogate */
+}
+END_TEST
+
+START_TEST(cut_table)
+{
+        ck_assert_uint_eq(sbx_utf8_cut("ab\xe2\x82", 4), 2);     /* cut inside a char */
+        ck_assert_uint_eq(sbx_utf8_cut("ab\xe2\x82\xac", 5), 5); /* control: whole */
+        ck_assert_uint_eq(sbx_utf8_cut("\xf0\x9f\x98", 3), 0);
+        ck_assert_uint_eq(sbx_utf8_cut("a\x80\x80\x80\x80", 5), 5); /* invalid bytes kept */
+        ck_assert_uint_eq(sbx_utf8_cut("", 0), 0);
+}
+END_TEST
+
 static Suite *utf8_suite(void)
 {
         Suite *s = suite_create("utf8");
         TCase *tc = tcase_create("decode");
 
         tcase_add_test(tc, decode_table);
+        tcase_add_test(tc, whole_table);
+        tcase_add_test(tc, cut_table);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -47,6 +47,17 @@ char *sbx_test_tmpdir(void)
         return t;
 }
 
+void sbx_test_write_file(const char *dir, const char *rel, const char *text)
+{
+        char *p = xasprintf("%s/%s", dir, rel);
+        FILE *f = fopen(p, "we");
+
+        ck_assert_msg(f != NULL, "cannot create '%s'", p);
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+        free(p);
+}
+
 #define FAKE_ENV_MAX 64
 
 static struct {

@@ -18,6 +18,10 @@ int sbx_test_run(Suite *s);
  */
 char *sbx_test_tmpdir(void);
 
+/** sbx_test_write_file() - create (or truncate) @dir/@rel holding @text; fails the test when it
+ * cannot. */
+void sbx_test_write_file(const char *dir, const char *rel, const char *text);
+
 /* ---- a fake environment ------------------------------------------------------------------
  * For the code that reads settings through a getenv-shaped function (config_load_from(),
  * engine_endpoints_resolve(), engine_backend_new_with_env()): hand it fake_getenv and set the
