@@ -888,17 +888,20 @@ void audit_end(struct audit_log *log, const char *id, const struct run_result *r
                         const struct run_egress_entry *e = &g->entries[i];
                         (void)sbx_buf_puts(&b, i ? ",{\"host\":" : "{\"host\":");
                         sb_json_str(&b, e->host, strnlen(e->host, sizeof(e->host)));
-                        (void)sbx_buf_printf(&b, ",\"port\":%u,\"verdict\":\"%s\",\"reason\":", e->port,
-                                  e->allowed ? "allowed" : "denied");
+                        (void)sbx_buf_printf(&b,
+                                             ",\"port\":%u,\"verdict\":\"%s\",\"reason\":", e->port,
+                                             e->allowed ? "allowed" : "denied");
                         if (e->reason)
                                 sb_json_cstr(&b, e->reason);
                         else
                                 (void)sbx_buf_puts(&b, "null");
-                        (void)sbx_buf_printf(&b, ",\"connections\":%u,\"bytes_up\":%llu,\"bytes_down\":%llu}",
-                                  e->connections, (unsigned long long)e->bytes_up,
-                                  (unsigned long long)e->bytes_down);
+                        (void)sbx_buf_printf(
+                            &b, ",\"connections\":%u,\"bytes_up\":%llu,\"bytes_down\":%llu}",
+                            e->connections, (unsigned long long)e->bytes_up,
+                            (unsigned long long)e->bytes_down);
                 }
-                (void)sbx_buf_printf(&b, "],\"unlisted\":%llu", (unsigned long long)g->records_dropped);
+                (void)sbx_buf_printf(&b, "],\"unlisted\":%llu",
+                                     (unsigned long long)g->records_dropped);
                 record_field(&b, "note", g->note, sizeof(g->note));
                 (void)sbx_buf_puts(&b, "}");
         }

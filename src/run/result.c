@@ -522,17 +522,19 @@ static void egress_view(struct run_view *v, const struct run_result *r)
                 format_bytes(up, sizeof(up), e->bytes_up);
                 format_bytes(down, sizeof(down), e->bytes_down);
                 if (e->allowed)
-                        (void)sbx_buf_printf(&b, "; %s%s%s:%u allowed (%u connection%s, %s up, %s down)",
-                                    v6 ? "[" : "", h, v6 ? "]" : "", e->port, e->connections,
-                                    e->connections == 1 ? "" : "s", up, down);
+                        (void)sbx_buf_printf(
+                            &b, "; %s%s%s:%u allowed (%u connection%s, %s up, %s down)",
+                            v6 ? "[" : "", h, v6 ? "]" : "", e->port, e->connections,
+                            e->connections == 1 ? "" : "s", up, down);
                 else
-                        (void)sbx_buf_printf(&b, "; %s%s%s:%u denied: %s (%u connection%s)", v6 ? "[" : "",
-                                    h, v6 ? "]" : "", e->port, e->reason ? e->reason : "refused",
-                                    e->connections, e->connections == 1 ? "" : "s");
+                        (void)sbx_buf_printf(&b, "; %s%s%s:%u denied: %s (%u connection%s)",
+                                             v6 ? "[" : "", h, v6 ? "]" : "", e->port,
+                                             e->reason ? e->reason : "refused", e->connections,
+                                             e->connections == 1 ? "" : "s");
         }
         if (g->records_dropped)
                 (void)sbx_buf_printf(&b, "; and %llu more connections not listed",
-                            (unsigned long long)g->records_dropped);
+                                     (unsigned long long)g->records_dropped);
         v->egress = b.data;
         v->egress_note = field_line(g->note, sizeof(g->note));
 }
