@@ -71,6 +71,8 @@ struct sbx_config {
         unsigned max_concurrent;    /* VESTIBULE_MAX_CONCURRENT, default 4 */
         unsigned max_images;        /* VESTIBULE_MAX_IMAGES attached per result, default 4 */
         size_t max_image_bytes;     /* VESTIBULE_MAX_IMAGE_BYTES each, default 1 MiB */
+        unsigned max_sessions;      /* VESTIBULE_MAX_SESSIONS live at once, default 4 (0: none) */
+        unsigned session_idle_s;    /* VESTIBULE_SESSION_IDLE_S until an idle session ends, 900 */
 
         /* VESTIBULE_RUN_AS=uid:gid: the unprivileged id a server started as root runs code as. */
         bool run_as_set;

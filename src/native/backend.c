@@ -999,6 +999,7 @@ static const struct backend_ops native_ops = {
     .name = "native",
     .probe = native_probe,
     .run = native_run,
+    .cells = &native_cells_ops,
     .shutdown = native_shutdown,
     .destroy = native_destroy,
 };
@@ -1023,4 +1024,18 @@ int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
         b->state = s;
         *ret = b;
         return 0;
+}
+
+/* ---- facts for the session sandbox (cells.c) -------------------------------------------- */
+
+void native_backend_facts(struct backend *b, const struct native_filter **ret_filter,
+                          struct native_limits_info *ret_limits)
+{
+        struct native_state *s = b->state;
+
+        pthread_mutex_lock(&s->lock);
+        *ret_filter = &s->filter;
+        *ret_limits = s->limits;
+        s->ran = true;
+        pthread_mutex_unlock(&s->lock);
 }
