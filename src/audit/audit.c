@@ -911,6 +911,36 @@ void audit_end(struct audit_log *log, const char *id, const struct run_result *r
         record_field(&b, "image", res->image, sizeof(res->image));
         record_field(&b, "backend", res->backend, sizeof(res->backend));
         record_field(&b, "isolation", res->isolation, sizeof(res->isolation));
+        if (res->session[0]) {
+                record_field(&b, "session", res->session, sizeof(res->session));
+                sb_printf(&b, ",\"session_call\":%llu", (unsigned long long)res->session_call);
+        }
+        sb_adds(&b, "}\n");
+        submit(log, b.buf, b.len, note, note_size);
+}
+
+void audit_session(struct audit_log *log, bool start, const char *session, const char *language,
+                   const char *backend, const char *isolation, const char *reason,
+                   unsigned long long calls, char *note, size_t note_size)
+{
+        struct sb b = {0};
+        char id[33];
+
+        new_id(id);
+        record_head(&b, start ? "session_start" : "session_end", id);
+        sb_adds(&b, ",\"session\":");
+        sb_json_cstr(&b, session);
+        sb_adds(&b, ",\"language\":");
+        sb_json_cstr(&b, language);
+        sb_adds(&b, ",\"backend\":");
+        sb_json_cstr(&b, backend ? backend : "");
+        if (start) {
+                sb_adds(&b, ",\"isolation\":");
+                sb_json_cstr(&b, isolation ? isolation : "");
+        } else {
+                sb_printf(&b, ",\"calls\":%llu,\"reason\":", calls);
+                sb_json_cstr(&b, reason ? reason : "");
+        }
         sb_adds(&b, "}\n");
         submit(log, b.buf, b.len, note, note_size);
 }
