@@ -661,9 +661,9 @@ void run_view_build(struct run_view *v, const struct run_result *r, unsigned tim
         split_grade(v->isolation, &v->isolation_grade, &v->isolation_reason);
         if (r->session[0]) {
                 _cleanup_free_ char *id = field_line(r->session, sizeof(r->session));
-                v->session = xasprintf("%s, call %llu, age %llu s", id,
-                                       (unsigned long long)r->session_call,
-                                       (unsigned long long)(r->session_age_ms / 1000u));
+                v->session =
+                    xasprintf("%s, call %llu, age %llu s", id, (unsigned long long)r->session_call,
+                              (unsigned long long)(r->session_age_ms / 1000u));
                 v->session_ended = field_line(r->session_ended, sizeof(r->session_ended));
         }
         pick_fence(v->fence, v);
