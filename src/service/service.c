@@ -627,7 +627,9 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         r = admit(s, call, &c, err);
         if (r == 0 && call->session) {
                 r = session_call(s, call, &c, res, err);
-        } else if (r == 0)
+                goto done;
+        }
+        if (r == 0)
                 r = sandbox_registry_acquire(s->registry, call->cancel_fd, SLOT_WAIT_MS, &c.slot,
                                              err);
         if (r == 0) {
@@ -636,6 +638,7 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                         r = run_call(s, &c, res, err);
                 sandbox_registry_release(s->registry, c.slot);
         }
+done:
         free(c.bash_lf);
         /* a call refused before it ran gets a record of its own */
         if (r < 0 && !c.ran)
