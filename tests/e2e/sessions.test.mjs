@@ -170,11 +170,13 @@ test('two sessions cannot see each other\'s /tmp, processes or variables', { ski
     const m = uniqueMarker('peer');
     const a = await start(conn, 'bash');
     const b = await start(conn, 'bash');
-    let c = await cell(conn, a, 'bash', `SECRET=a1\necho a > /tmp/mine\n(exec -a ${m} sleep 300) &\nsleep 0.2; pgrep -f ${m} | wc -l`);
+    // the processes whose argv[0] is the marker, as this sandbox's /proc shows them
+    const count = `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^${m} '`;
+    let c = await cell(conn, a, 'bash', `SECRET=a1\necho a > /tmp/mine\n(exec -a ${m} sleep 300) &\nsleep 0.2; ${count}`);
     assert.equal(seen(c, a).stdout, '1\n', `control: the session sees its own process:\n${c.text}`);
     c = await cell(conn, a, 'bash', 'cat /tmp/mine; echo "[$SECRET]"');
     assert.equal(seen(c, a).stdout, 'a\n[a1]\n', 'control: its own /tmp and variable');
-    c = await cell(conn, b, 'bash', `cat /tmp/mine 2>&1; echo "[$SECRET]"; pgrep -f ${m} | wc -l`);
+    c = await cell(conn, b, 'bash', `cat /tmp/mine 2>&1; echo "[$SECRET]"; ${count}`);
     assert.match(c.s.stdout, /No such file or directory\n\[\]\n0\n$/, `the other session sees nothing:\n${c.text}`);
 });
 
@@ -192,6 +194,7 @@ test('killing the server leaves no process of its sessions behind', { skip: !HAS
     process.kill(pid, 'SIGKILL');
     assert.ok(await serverGone(pid, 3000), 'the server died');
     assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `left behind: ${pidsWithMarker(m)}`);
+    assert.ok(await waitFor(() => runners().length === 0, GONE_WITHIN_MS), `shell left behind: ${runners()}`);
     assert.ok(!alive(pid));
 });
 
