@@ -105,7 +105,7 @@ static const struct setting settings[] = {
      "a whole number of images, e.g. 4 (0: attach none)"},
     {"max_sessions", KIND_COUNT, "4", F(max_sessions), 64,
      "a whole number of sessions, e.g. 4 (0: no sessions)"},
-    {"session_idle_s", KIND_UINT, "900", F(session_idle_s), 86400 * 7,
+    {"session_idle_s", KIND_UINT, "900", F(session_idle_s), 86400ULL * 7,
      "a positive whole number of seconds, e.g. 900"},
     {"max_image_bytes", KIND_SIZE, "1048576", F(max_image_bytes), 16ULL * 1024 * 1024,
      "a positive whole number of bytes, e.g. 1048576"},

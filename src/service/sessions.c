@@ -339,14 +339,14 @@ int sessions_begin_call(struct run_sessions *t, const char *id, struct session_i
 
         pthread_mutex_lock(&t->lock);
         x = find(t, id);
-        if (!x)
+        if (!x) {
                 r = unknown(t, id, err);
-        else if (x->busy)
+        } else if (x->busy) {
                 r = sbx_fail(err, EBUSY,
                              "a call is running in session '%s' (a session runs one call at a "
                              "time): wait for its result, or cancel it, then retry",
                              id);
-        if (r == 0) {
+        } else {
                 x->busy = true;
                 x->info.calls++;
                 *ret = x->info;
