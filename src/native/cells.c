@@ -152,9 +152,12 @@ static pid_t find_runner(pid_t init)
         long pid = 0;
 
         native_strf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f || fscanf(f, "%ld", &pid) != 1)
+        FILE *f = fopen(path, "re");
+        if (!f)
                 return -1;
+        if (fscanf(f, "%ld", &pid) != 1)
+                pid = -1;
+        fclose(f);
         return (pid_t)pid;
 }
 

@@ -15,30 +15,33 @@
                 ".balign 16\n"                                                                     \
                 ".global " #sym "\n" #sym ":\n"                                                    \
                 ".incbin \"" VESTIBULE_RUNNERS_DIR "/" file "\"\n"                                 \
-                ".global " #sym "_end\n" #sym "_end:\n"                                            \
+                "1:\n"                                                                             \
                 ".byte 0\n"                                                                        \
+                ".balign 8\n"                                                                      \
+                ".global " #sym "_len\n" #sym "_len:\n"                                            \
+                ".quad 1b - " #sym "\n"                                                            \
                 ".previous\n")
 
 RUNNER_BLOB(sbx_runner_python, "python.py");
 RUNNER_BLOB(sbx_runner_node, "node.js");
 RUNNER_BLOB(sbx_runner_bash, "bash.sh");
 
-extern const char sbx_runner_python[], sbx_runner_python_end[];
-extern const char sbx_runner_node[], sbx_runner_node_end[];
-extern const char sbx_runner_bash[], sbx_runner_bash_end[];
+/* each source, NUL-terminated, and its length without the NUL (computed by the assembler) */
+extern const char sbx_runner_python[], sbx_runner_node[], sbx_runner_bash[];
+extern const unsigned long long sbx_runner_python_len, sbx_runner_node_len, sbx_runner_bash_len;
 
 const char *sbx_runner_source(enum sbx_language l, size_t *ret_len)
 {
         switch (l) {
         case SBX_LANG_NODE:
-                *ret_len = (size_t)(sbx_runner_node_end - sbx_runner_node);
+                *ret_len = (size_t)sbx_runner_node_len;
                 return sbx_runner_node;
         case SBX_LANG_BASH:
-                *ret_len = (size_t)(sbx_runner_bash_end - sbx_runner_bash);
+                *ret_len = (size_t)sbx_runner_bash_len;
                 return sbx_runner_bash;
         case SBX_LANG_PYTHON:
         default:
-                *ret_len = (size_t)(sbx_runner_python_end - sbx_runner_python);
+                *ret_len = (size_t)sbx_runner_python_len;
                 return sbx_runner_python;
         }
 }

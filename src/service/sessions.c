@@ -34,7 +34,7 @@ struct job {
         int (*fn)(void *arg);
         void *arg;
         int r;
-        bool done;
+        bool running, done;
 };
 
 struct run_sessions {
@@ -126,8 +126,9 @@ static void *thread_main(void *arg)
                 struct session *x;
                 struct timespec ts;
 
-                if (t->job && !t->job->done) {
+                if (t->job && !t->job->running) {
                         struct job *j = t->job;
+                        j->running = true;
                         pthread_mutex_unlock(&t->lock);
                         j->r = j->fn(j->arg);
                         pthread_mutex_lock(&t->lock);
@@ -228,26 +229,29 @@ struct run_sessions *sessions_free(struct run_sessions *t)
 
 int sessions_on_thread(struct run_sessions *t, int (*fn)(void *arg), void *arg)
 {
-        struct job j = {.fn = fn, .arg = arg};
+        struct job *j = xcalloc(1, sizeof(*j));
         int r;
 
+        j->fn = fn;
+        j->arg = arg;
         pthread_mutex_lock(&t->lock);
         r = ensure_thread(t);
         while (r == 0 && t->job && !t->stop) /* one job at a time */
                 pthread_cond_wait(&t->done, &t->lock);
         if (r == 0 && !t->stop) {
-                t->job = &j;
+                t->job = j;
                 pthread_cond_broadcast(&t->wake);
-                while (!j.done && !t->stop)
+                /* a job the thread took runs to its end, even when a stop comes meanwhile */
+                while (!j->done && !(t->stop && !j->running))
                         pthread_cond_wait(&t->done, &t->lock);
-                /* stopped while the job waited: it never ran */
-                r = j.done ? j.r : -ESHUTDOWN;
-                if (!j.done && t->job == &j)
+                r = j->done ? j->r : -ESHUTDOWN;
+                if (t->job == j)
                         t->job = NULL;
         } else if (r == 0) {
                 r = -ESHUTDOWN;
         }
         pthread_mutex_unlock(&t->lock);
+        free(j);
         return r;
 }
 
