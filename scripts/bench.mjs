@@ -149,9 +149,9 @@ class Server {
         this.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n');
     }
     // run_code; returns {ms, text}; throws unless @expect matches the stdout part.
-    async run(language, code, expect = OUT_1, timeoutS = 30, allowError = false) {
+    async run(language, code, expect = OUT_1, timeoutS = 30, allowError = false, session = undefined) {
         const t0 = performance.now();
-        const r = await this.request('tools/call', { name: 'run_code', arguments: { language, code, timeout_seconds: timeoutS } });
+        const r = await this.request('tools/call', { name: 'run_code', arguments: { language, code, timeout_seconds: timeoutS, ...(session ? { session } : {}) } });
         const ms = performance.now() - t0;
         const text = (r.result?.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
         if (r.error || (r.result?.isError && !allowError) || (expect && !expect.test(text))) throw new Error(`${this.name}: run_code ${language} did not run cleanly:\n${r.error ? JSON.stringify(r.error) : text.slice(0, 200) + ' ... ' + text.slice(-400)}`);
@@ -251,6 +251,15 @@ async function addServerCases() {
             servers.native.idle = servers.native.status();
             servers.native.cpu0 = servers.native.cpuTicks();
             for (const l of langs) cases.push({ key: `ours_native_${l}`, label: `ours: native run_code ${l}`, server: 'native', fn: async () => (await servers.native.run(l, CODE[l])).ms });
+            // issue 14: print(1) as a cell of a live session, against the fresh-sandbox call
+            // above, in the same interleaved rounds (ratio native_session_python_vs_fresh)
+            const st = await servers.native.request('tools/call', { name: 'session_start', arguments: { language: 'python' } });
+            const sid = st.result?.structuredContent?.session;
+            if (sid) {
+                cases.push({ key: 'ours_native_session_python', label: 'ours: native run_code in a session', server: 'native', fn: async () => (await servers.native.run('python', 'print(1)', OUT_1, 30, false, sid)).ms });
+            } else {
+                skipped.native_session = `session_start: ${JSON.stringify(st.error ?? st.result?.content)}`.slice(0, 400);
+            }
         } catch (e) { skipped.native = String(e.message).slice(0, 400); }
         if (!skipped.native) cases.push({ key: 'ours_native_run_process', label: 'ours: vestibule-mcp run (process)', fn: async () => runProc(isRoot ? asUser([BIN, 'run', '--language', 'python', '-c', 'print(1)']) : [BIN, 'run', '--language', 'python', '-c', 'print(1)'], OUT_1, serverEnv('native', { VESTIBULE_TRACE: 'off' })) });
     }
@@ -338,6 +347,7 @@ for (const l of langs) {
 report.ratios.container_docker_vs_docker_cli = ratio('ours_container_docker_python', 'peer_docker_cli_python');
 report.ratios.container_podman_vs_podman_cli = ratio('ours_container_podman_python', 'peer_podman_cli_python');
 report.ratios.run_process_vs_native_run_code = ratio('ours_native_run_process', 'ours_native_python');
+report.ratios.native_session_python_vs_fresh = ratio('ours_native_session_python', 'ours_native_python');
 for (const l of langs) {
     report.ratios[`native_${l}_vs_baseline`] = ratio(`ours_native_${l}`, `baseline_native_${l}`);
     if (L[`ours_native_${l}`] && L[`baseline_native_${l}`]) report.ratios[`native_${l}_minus_baseline_p50_ms`] = +(L[`ours_native_${l}`].p50_ms - L[`baseline_native_${l}`].p50_ms).toFixed(2);

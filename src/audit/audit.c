@@ -905,6 +905,37 @@ void audit_end(struct audit_log *log, const char *id, const struct run_result *r
                 record_field(&b, "note", g->note, sizeof(g->note));
                 (void)sbx_buf_puts(&b, "}");
         }
+        if (res->session[0]) {
+                record_field(&b, "session", res->session, sizeof(res->session));
+                (void)sbx_buf_printf(&b, ",\"session_call\":%llu",
+                                     (unsigned long long)res->session_call);
+        }
+        (void)sbx_buf_puts(&b, "}\n");
+        submit(log, b.data, b.len, note, note_size);
+}
+
+void audit_session(struct audit_log *log, bool start, const char *session, const char *language,
+                   const char *backend, const char *isolation, const char *reason,
+                   unsigned long long calls, char *note, size_t note_size)
+{
+        struct sbx_buf b = {0};
+        char id[33];
+
+        new_id(id);
+        record_head(&b, start ? "session_start" : "session_end", id);
+        (void)sbx_buf_puts(&b, ",\"session\":");
+        sb_json_cstr(&b, session);
+        (void)sbx_buf_puts(&b, ",\"language\":");
+        sb_json_cstr(&b, language);
+        (void)sbx_buf_puts(&b, ",\"backend\":");
+        sb_json_cstr(&b, backend ? backend : "");
+        if (start) {
+                (void)sbx_buf_puts(&b, ",\"isolation\":");
+                sb_json_cstr(&b, isolation ? isolation : "");
+        } else {
+                (void)sbx_buf_printf(&b, ",\"calls\":%llu,\"reason\":", calls);
+                sb_json_cstr(&b, reason ? reason : "");
+        }
         (void)sbx_buf_puts(&b, "}\n");
         submit(log, b.data, b.len, note, note_size);
 }

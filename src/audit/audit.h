@@ -77,6 +77,16 @@ void audit_pending_wait(struct audit_pending *p, char *note, size_t note_size);
 void audit_end(struct audit_log *log, const char *id, const struct run_result *res, char *note,
                size_t note_size);
 
+/**
+ * audit_session() - a session's start record (@start: its handle @session, @language, @backend
+ * and @isolation grade) or end record (@reason: "session_end", "idle for 900 s", "the cell did
+ * not stop on interrupt", "server exit"; @calls made). Each call in the session is tied to it
+ * by the "session" field of its end record. Failure -> @note as for audit_start().
+ */
+void audit_session(struct audit_log *log, bool start, const char *session, const char *language,
+                   const char *backend, const char *isolation, const char *reason,
+                   unsigned long long calls, char *note, size_t note_size);
+
 /** audit_blocked() - one record for a call refused before it reached a backend. */
 void audit_blocked(struct audit_log *log, const char *language, const char *code, size_t code_len,
                    const char *reason, char *note, size_t note_size);

@@ -92,6 +92,8 @@ struct sbx_config {
         unsigned max_concurrent;    /* VESTIBULE_MAX_CONCURRENT, default 4 */
         unsigned max_images;        /* VESTIBULE_MAX_IMAGES attached per result, default 4 */
         size_t max_image_bytes;     /* VESTIBULE_MAX_IMAGE_BYTES each, default 1 MiB */
+        unsigned max_sessions;      /* VESTIBULE_MAX_SESSIONS live at once, default 4 (0: none) */
+        unsigned session_idle_s;    /* VESTIBULE_SESSION_IDLE_S until an idle session ends, 900 */
 
         struct sbx_egress egress; /* VESTIBULE_EGRESS_ALLOW, _PORTS, _PIN */
 

@@ -1158,6 +1158,7 @@ static const struct backend_ops native_ops = {
     .probe = native_probe,
     .run = sandbox_run_once,
     .sandbox = &native_sandbox_ops,
+    .cells = &native_cells_ops,
     .shutdown = native_shutdown,
     .destroy = native_destroy,
 };
@@ -1180,4 +1181,18 @@ int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
         b->state = s;
         *ret = b;
         return 0;
+}
+
+/* ---- facts for the session sandbox (cells.c) -------------------------------------------- */
+
+void native_backend_facts(struct backend *b, const struct native_filter **ret_filter,
+                          struct native_limits_info *ret_limits)
+{
+        struct native_state *s = b->state;
+
+        pthread_mutex_lock(&s->lock);
+        *ret_filter = &s->filter;
+        *ret_limits = s->limits;
+        s->ran = true;
+        pthread_mutex_unlock(&s->lock);
 }

@@ -211,6 +211,23 @@ void native_backend_force_limits(struct backend *b, const struct native_limits_i
  */
 void native_backend_settle(struct backend *b);
 
+/**
+ * native_backend_facts() - what a sandbox of @b is built with, for the session sandbox
+ * (cells.c): the compiled seccomp filter (borrowed; lives as long as @b) and how runs get their
+ * cgroup (as found by the last probe, which the caller ran first).
+ */
+struct native_filter;
+void native_backend_facts(struct backend *b, const struct native_filter **ret_filter,
+                          struct native_limits_info *ret_limits);
+
+/* ---- cells.c: a session's live sandbox (SANDBOX_MODE_CELLS) --------------------------- */
+
+struct sandbox_ops;
+/* The sandbox ops of a native session: prepare starts the language's runner
+ * (src/run/runners/) as the program under init, with the cell and status pipes on fds 4 and 5;
+ * each start feeds it one cell. See docs/design/sessions.md. */
+extern const struct sandbox_ops native_cells_ops;
+
 /* ---- spawn.c -------------------------------------------------------------------------- */
 
 /* One per-user-namespace quota the child sets in its own user namespace (user_namespaces(7),
@@ -258,9 +275,15 @@ struct native_spawn {
         const char *const *envp; /* the program's environment; NULL = the fixed default */
         bool egress; /* network "allowlist": init listens on 127.0.0.1:EGRESS_PORT inside the
                         run's netns and passes that listener out (docs/design/egress.md) */
+        /* A session's interpreter (SANDBOX_MODE_CELLS): @cell_in_fd (read end of the cell
+         * pipe) and @status_out_fd (write end of the status pipe) become the program's fds 4
+         * and 5, the program leads a process group of its own (setsid: an interrupt reaches
+         * its foreground job), and init keeps neither. Both unused unless @cells. */
+        bool cells;
+        int cell_in_fd, status_out_fd;
 };
 
-/* The program's default environment (PATH first), NULL-ended; native_run() adds the egress
+/* The program's default environment (PATH first), NULL-ended; backend.c and cells.c add the egress
  * entries to a copy (src/egress/egress.h). */
 extern const char *const native_sandbox_env[];
 

@@ -70,6 +70,8 @@ static const char *safe_strerror(int e)
 
 /* Fixed fds in the child once its setup begins. */
 #define FD_SYNC 3
+#define FD_CELL_IN 4    /* a session's interpreter: cells in (native_spawn.cells) */
+#define FD_STATUS_OUT 5 /* ...and one status record per cell out */
 
 enum msg_type {
         MSG_ERROR = 1, /* setup failed: err says what and how to fix it */
@@ -447,6 +449,8 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
 
         if (fcntl(FD_SYNC, F_SETFD, FD_CLOEXEC) < 0)
                 _exit(126);
+        if (sp->cells)
+                (void)setsid(); /* pid 2 leads no group yet: cannot fail */
         for (size_t i = 0; i < ELEMENTSOF(path); i++) {
                 snprintf(exe, sizeof(exe), "%s/%s", path[i], sp->argv[0]);
                 execve(exe, (char *const *)sp->argv,
@@ -467,7 +471,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         struct native_msg msg = {0};
         char opts[96], go;
         ssize_t n;
-        int fds[4], null_fd, listener, egress = -1, r;
+        int fds[6], null_fd, listener, egress = -1, r;
 
         /* 1. A killed server leaves nothing: we die with it (the sync read below also sees EOF
          *    if it died before this point). */
@@ -494,7 +498,9 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         fds[1] = out_w;
         fds[2] = err_w;
         fds[3] = sync_fd;
-        child_place_fds(fds, 4);
+        fds[4] = sp->cells ? sp->cell_in_fd : -1;
+        fds[5] = sp->cells ? sp->status_out_fd : -1;
+        child_place_fds(fds, sp->cells ? 6 : 4);
         msg.info.mark_us[NATIVE_MARK_ENTRY] = entry_us;
 
         /* 3. Wait for the parent to write the id maps (and place us in our cgroup). */
@@ -653,6 +659,10 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         if (prog == 0)
                 program_main(sp);
         /* init writes nothing there: the pipes end with the run's other processes */
+        if (sp->cells) {
+                close(FD_CELL_IN);
+                close(FD_STATUS_OUT);
+        }
         close(STDIN_FILENO);
         close(STDOUT_FILENO);
         close(STDERR_FILENO);

@@ -55,6 +55,11 @@ struct backend_ops {
          * run() otherwise. A backend with sandbox ops may set run = sandbox_run_once.
          */
         const struct sandbox_ops *sandbox;
+        /**
+         * cells - the sandbox ops of a session (SANDBOX_MODE_CELLS: one live interpreter fed
+         * cells, docs/design/sessions.md), or NULL when the backend has no sessions.
+         */
+        const struct sandbox_ops *cells;
 
         /**
          * shutdown() - server exit: refuse new runs from now on, and kill the runs in flight

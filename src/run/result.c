@@ -592,6 +592,13 @@ void run_view_build(struct run_view *v, const struct run_result *r, unsigned tim
         if (!v->isolation)
                 v->isolation = xstrdup("none (not reported by the backend)");
         split_grade(v->isolation, &v->isolation_grade, &v->isolation_reason);
+        if (r->session[0]) {
+                _cleanup_free_ char *id = field_line(r->session, sizeof(r->session));
+                v->session =
+                    xasprintf("%s, call %llu, age %llu s", id, (unsigned long long)r->session_call,
+                              (unsigned long long)(r->session_age_ms / 1000u));
+                v->session_ended = field_line(r->session_ended, sizeof(r->session_ended));
+        }
         pick_fence(v->fence, v);
 }
 
@@ -629,6 +636,8 @@ void run_view_done(struct run_view *v)
         free(v->egress);
         free(v->egress_note);
         free(v->isolation);
+        free(v->session);
+        free(v->session_ended);
         free(v->isolation_grade);
         free(v->isolation_reason);
         memset(v, 0, sizeof(*v));
@@ -702,6 +711,10 @@ char *run_view_text(const struct run_view *v)
                 (void)sbx_buf_printf(&b, "audit: %s\n", v->audit);
         for (size_t i = 0; i < v->n_notes; i++)
                 (void)sbx_buf_printf(&b, "note: %s\n", v->notes[i]);
+        if (v->session)
+                (void)sbx_buf_printf(&b, "session: %s\n", v->session);
+        if (v->session_ended)
+                (void)sbx_buf_printf(&b, "session ended: %s\n", v->session_ended);
         (void)sbx_buf_printf(&b, "isolation: %s", v->isolation);
         return b.data;
 }

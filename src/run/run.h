@@ -162,6 +162,15 @@ struct run_result {
         struct run_image *images;
         size_t n_images;
         struct run_egress egress; /* filled by the backend when the call asked for network */
+
+        /* A call in a session (run_code with session, docs/design/sessions.md), filled by the
+         * service: the handle, this call's number (1 = the first), the session's age when the
+         * call ended; and why this call ended the session ("" = the session lives on).
+         * session[0] == '\0': not a session call. */
+        char session[64];
+        uint64_t session_call;
+        uint64_t session_age_ms;
+        char session_ended[256];
 };
 
 /* The most files a result lists by name; the rest are counted. */
@@ -219,6 +228,8 @@ struct run_view {
         char *isolation;        /* the full grade line after "isolation: " */
         char *isolation_grade;  /* "native", "container", "native-degraded", ..., "none" */
         char *isolation_reason; /* inside the grade's parentheses; NULL when none */
+        char *session;          /* the "session: " line without its label; NULL = no session */
+        char *session_ended;    /* why the call ended its session; NULL = it lives on */
 };
 
 /**

@@ -108,6 +108,10 @@ struct sandbox_watch {
         enum run_outcome forced; /* RUN_OUTCOME_TIMED_OUT/_CANCELLED/_FLOODED, or _NONE */
         bool ended;              /* the end was seen (not an internal failure of the warden) */
         bool by_ended_fd;        /* ...through @ended_fd (then @pid is not exited yet) */
+        /* A cell (SANDBOX_IO_CELL) the warden stopped: interrupt() was called, and the cell
+         * ended within the grace (@interrupted, the session lives on), or did not and kill()
+         * ended the session (@interrupted false, @forced set). */
+        bool interrupted;
 };
 
 struct sandbox_ops {
@@ -179,6 +183,21 @@ struct sandbox_ops {
          * calling thread). @sb is invalid afterwards.
          */
         void (*destroy)(struct sandbox *sb);
+
+        /**
+         * interrupt() - optional (NULL: kill() only), for SANDBOX_MODE_CELLS: ask the running
+         * cell to stop and leave the interpreter alive (SIGINT: python's KeyboardInterrupt,
+         * the shell's foreground job, node's breakOnSigint). The warden calls it on the
+         * deadline, cancel and flood of a cell, waits WARDEN_CELL_GRACE_MS for the cell's end,
+         * and only then calls kill(). Same threading rules as kill().
+         */
+        void (*interrupt)(struct sandbox *sb);
+
+        /**
+         * alive() - optional (NULL: never reused), for sessions: after collect, can the
+         * sandbox take another start()? False once the interpreter died or kill() was called.
+         */
+        bool (*alive)(struct sandbox *sb);
 };
 
 /**

@@ -21,6 +21,9 @@
 #define WARDEN_DRAIN_MS 200
 /* After a flood stopped the run, read and count at most this much more of the stream. */
 #define WARDEN_FLOOD_AFTER_BYTES (16u << 20)
+/* A cell that was interrupted (sandbox_ops.interrupt) has this long to end before kill()
+ * ends its session. */
+#define WARDEN_CELL_GRACE_MS 2000
 /* Without a pidfd, check the child this often. */
 #define WARDEN_WAITPID_POLL_MS 20
 
@@ -38,6 +41,11 @@ struct warden {
         size_t cap;
         void (*kill)(void *userdata); /* the backend's kill, called for every reason */
         void *kill_userdata;
+        /* a cell's interrupt (NULL: none): the first reason to stop calls it instead of kill,
+         * and kill follows only when the cell has not ended by @grace_until */
+        void (*interrupt)(void *userdata);
+        bool interrupting;
+        uint64_t grace_until;
         bool killed;
         enum run_outcome forced; /* TIMED_OUT / CANCELLED / FLOODED, or NONE */
 };
@@ -46,6 +54,14 @@ static void warden_kill(struct warden *w, enum run_outcome why)
 {
         if (w->forced == RUN_OUTCOME_NONE && why != RUN_OUTCOME_NONE)
                 w->forced = why;
+        if (w->interrupt && why != RUN_OUTCOME_NONE && !w->interrupting && !w->killed) {
+                w->interrupting = true;
+                w->grace_until = sbx_now_ms() + WARDEN_CELL_GRACE_MS;
+                w->interrupt(w->kill_userdata);
+                return;
+        }
+        if (w->interrupting && why != RUN_OUTCOME_NONE && w->kill && !w->killed)
+                return; /* the grace of the interrupt decides (watch_clock) */
         if (w->kill)
                 w->kill(w->kill_userdata);
         w->killed = true;
@@ -145,6 +161,14 @@ static void watch_clock(struct watch *x, uint64_t now)
 
         if (x->ended || x->w.killed)
                 return;
+        if (x->w.interrupting) {
+                if (now >= x->w.grace_until) {
+                        log_debug("cell: not ended %d ms after the interrupt, ending the session",
+                                  WARDEN_CELL_GRACE_MS);
+                        warden_kill(&x->w, RUN_OUTCOME_NONE);
+                }
+                return;
+        }
         if (now >= x->deadline) {
                 log_debug("run %d: deadline of %u s reached, killing it", (int)x->io->pid,
                           req->timeout_s);
@@ -174,13 +198,15 @@ static int watch_arm(struct watch *x, uint64_t now)
                 watch_add(x, &x->i_pid, io->pidfd);
         if (!x->ended && io->ended_fd >= 0)
                 watch_add(x, &x->i_ended, io->ended_fd);
-        if (!x->ended && !x->w.killed && x->w.req->cancel_fd >= 0)
+        if (!x->ended && !x->w.killed && !x->w.interrupting && x->w.req->cancel_fd >= 0)
                 watch_add(x, &x->i_cancel, x->w.req->cancel_fd);
 
         if (x->ended)
                 wake = x->drain_until;
         else if (x->w.killed)
                 wake = now + 100; /* SIGKILL was sent; the exit is near */
+        else if (x->w.interrupting)
+                wake = x->w.grace_until;
         else {
                 wake = x->deadline;
                 if (x->w.req->progress && x->next_progress < wake)
@@ -301,6 +327,13 @@ static void ops_kill(void *userdata)
         k->ops->kill(k->sb);
 }
 
+static void ops_interrupt(void *userdata)
+{
+        struct ops_kill *k = userdata;
+
+        k->ops->interrupt(k->sb);
+}
+
 int warden_watch(const struct run_request *req, const struct sandbox_ops *ops, struct sandbox *sb,
                  const struct sandbox_io *io, uint64_t start_ms, struct run_result *res,
                  struct sandbox_watch *ret_watch, struct sbx_error *err)
@@ -312,6 +345,8 @@ int warden_watch(const struct run_request *req, const struct sandbox_ops *ops, s
         watch_init(&x, req, io, start_ms, res);
         x.w.kill = ops_kill;
         x.w.kill_userdata = &k;
+        if ((io->flags & SANDBOX_IO_CELL) && ops->interrupt)
+                x.w.interrupt = ops_interrupt;
         r = watch_loop(&x);
         if (r < 0) {
                 warden_kill(&x.w, RUN_OUTCOME_NONE);
@@ -323,6 +358,7 @@ int warden_watch(const struct run_request *req, const struct sandbox_ops *ops, s
             .forced = x.w.forced,
             .ended = x.ended,
             .by_ended_fd = x.by_ended_fd,
+            .interrupted = x.w.interrupting && !x.w.killed && x.by_ended_fd,
         };
         return r;
 }

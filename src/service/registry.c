@@ -19,8 +19,9 @@
 struct sandbox_entry {
         struct sandbox_entry *next;
         enum sandbox_state state;
-        struct backend *b;  /* NULL while PREPARING */
-        struct sandbox *sb; /* NULL while PREPARING */
+        struct backend *b;             /* NULL while PREPARING */
+        struct sandbox *sb;            /* NULL while PREPARING */
+        const struct sandbox_ops *ops; /* @sb's ops: b->ops->sandbox, or b->ops->cells */
         enum sbx_language language;
         char session_id[64]; /* IDLE, and RUNNING after a resume; "" = none */
 };
@@ -79,14 +80,14 @@ static void link_entry(struct sandbox_registry *r, struct sandbox_entry *e)
 static void kill_entry(struct sandbox_entry *e)
 {
         if (e->sb)
-                e->b->ops->sandbox->kill(e->sb);
+                e->ops->kill(e->sb);
 }
 
 /* Outside the lock: an entry already unlinked. */
 static void destroy_entry(struct sandbox_entry *e)
 {
         if (e->sb)
-                e->b->ops->sandbox->destroy(e->sb);
+                e->ops->destroy(e->sb);
         free(e);
 }
 
@@ -168,9 +169,17 @@ int sandbox_registry_acquire(struct sandbox_registry *r, int cancel_fd, unsigned
 void sandbox_registry_attach(struct sandbox_registry *r, struct sandbox_entry *e, struct backend *b,
                              struct sandbox *sb)
 {
+        sandbox_registry_attach_ops(r, e, b, b->ops->sandbox, sb);
+}
+
+void sandbox_registry_attach_ops(struct sandbox_registry *r, struct sandbox_entry *e,
+                                 struct backend *b, const struct sandbox_ops *ops,
+                                 struct sandbox *sb)
+{
         pthread_mutex_lock(&r->lock);
         e->b = b;
         e->sb = sb;
+        e->ops = ops;
         e->state = SANDBOX_STATE_RUNNING;
         if (r->shutting_down)
                 kill_entry(e);
@@ -194,6 +203,7 @@ struct sandbox *sandbox_registry_take_spare(struct sandbox_registry *r, struct s
                 sb = spare->sb;
                 e->b = b;
                 e->sb = sb;
+                e->ops = spare->ops;
                 e->language = language;
                 e->state = SANDBOX_STATE_RUNNING;
                 free(spare);
@@ -207,8 +217,11 @@ int sandbox_registry_add_spare(struct sandbox_registry *r, struct backend *b, st
 {
         struct sandbox_entry *e = xcalloc(1, sizeof(*e));
 
-        *e = (struct sandbox_entry){
-            .state = SANDBOX_STATE_SPARE, .b = b, .sb = sb, .language = language};
+        *e = (struct sandbox_entry){.state = SANDBOX_STATE_SPARE,
+                                    .b = b,
+                                    .sb = sb,
+                                    .ops = b->ops->sandbox,
+                                    .language = language};
         pthread_mutex_lock(&r->lock);
         if (!r->shutting_down) {
                 link_entry(r, e);
@@ -238,13 +251,14 @@ void sandbox_registry_discard(struct sandbox_registry *r, struct sandbox_entry *
         pthread_mutex_lock(&r->lock);
         gone.b = e->b;
         gone.sb = e->sb;
+        gone.ops = e->ops;
         e->b = NULL;
         e->sb = NULL;
         e->state = SANDBOX_STATE_PREPARING;
         e->session_id[0] = '\0';
         pthread_mutex_unlock(&r->lock);
         if (gone.sb)
-                gone.b->ops->sandbox->destroy(gone.sb);
+                gone.ops->destroy(gone.sb);
 }
 
 static bool session_id_ok(const char *id)
@@ -313,6 +327,25 @@ int sandbox_registry_resume(struct sandbox_registry *r, const char *session_id, 
                 }
         }
         pthread_mutex_unlock(&r->lock);
+        return rc;
+}
+
+int sandbox_registry_drop_session(struct sandbox_registry *r, const char *session_id)
+{
+        struct sandbox_entry *e;
+        int rc = -ENOENT;
+
+        pthread_mutex_lock(&r->lock);
+        e = session_id_ok(session_id) ? find_session(r, session_id) : NULL;
+        if (e && e->state == SANDBOX_STATE_IDLE) {
+                unlink_entry(r, e);
+                rc = 0;
+        } else if (e) {
+                rc = -EBUSY;
+        }
+        pthread_mutex_unlock(&r->lock);
+        if (rc == 0)
+                destroy_entry(e);
         return rc;
 }
 
@@ -403,4 +436,9 @@ struct sandbox *sandbox_entry_sandbox(const struct sandbox_entry *e)
 struct backend *sandbox_entry_backend(const struct sandbox_entry *e)
 {
         return e->b;
+}
+
+const struct sandbox_ops *sandbox_entry_ops(const struct sandbox_entry *e)
+{
+        return e->ops;
 }

@@ -60,6 +60,20 @@ void sandbox_registry_attach(struct sandbox_registry *r, struct sandbox_entry *e
                              struct sandbox *sb);
 
 /**
+ * sandbox_registry_attach_ops() - sandbox_registry_attach() for a sandbox made by other ops
+ * of @b than b->ops->sandbox (a session's b->ops->cells): kill and destroy go through @ops.
+ */
+void sandbox_registry_attach_ops(struct sandbox_registry *r, struct sandbox_entry *e,
+                                 struct backend *b, const struct sandbox_ops *ops,
+                                 struct sandbox *sb);
+
+/**
+ * sandbox_registry_drop_session() - destroy the IDLE session @session_id (session_end, idle
+ * expiry). Return: 0; -ENOENT (no such session); -EBUSY (a call is running in it: it stays).
+ */
+int sandbox_registry_drop_session(struct sandbox_registry *r, const char *session_id);
+
+/**
  * sandbox_registry_take_spare() - give @e (PREPARING) a SPARE sandbox of @b for @language,
  * if one is registered: @e becomes RUNNING with it, and the spare's entry is gone.
  * Return: the sandbox, or NULL (then prepare one).
@@ -133,3 +147,6 @@ struct sandbox *sandbox_entry_sandbox(const struct sandbox_entry *e);
 
 /** sandbox_entry_backend() - @e's backend, or NULL while PREPARING. */
 struct backend *sandbox_entry_backend(const struct sandbox_entry *e);
+
+/** sandbox_entry_ops() - the ops @e's sandbox was made by, or NULL while PREPARING. */
+const struct sandbox_ops *sandbox_entry_ops(const struct sandbox_entry *e);

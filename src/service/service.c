@@ -21,6 +21,7 @@
 #include "service/files.h"
 #include "service/ladder.h"
 #include "service/registry.h"
+#include "service/sessions.h"
 #include "workspace/workspace.h"
 
 /* A call waits this long for a free slot before it is Blocked:. */
@@ -33,7 +34,12 @@ struct run_service {
         struct ladder *ladder;
         /* every live sandbox, and the calls about to have one: the concurrency slots */
         struct sandbox_registry *registry;
+        /* sessions (docs/design/sessions.md): their table; their sandboxes are IDLE entries
+         * of the registry between calls */
+        struct run_sessions *sessions;
 };
+
+static void session_drop(void *ud, const char *id, const char *reason);
 
 int run_service_new(const struct sbx_config *cfg, struct run_service **ret, struct sbx_error *err)
 {
@@ -64,6 +70,7 @@ int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
         /* leftovers of a server killed mid-run: gone before the first tool call, not at it */
         engine_sweep_at_start(cfg);
         s->registry = sandbox_registry_new(cfg->max_concurrent);
+        s->sessions = sessions_new(cfg->max_sessions, cfg->session_idle_s, session_drop, s);
         *ret = s;
         return 0;
 }
@@ -72,6 +79,15 @@ void run_service_shutdown(struct run_service *s)
 {
         if (!s)
                 return;
+        /* no session starts or idles out from now on; each one's end is recorded */
+        sessions_stop(s->sessions);
+        {
+                char ids[64][SESSION_ID_MAX];
+                unsigned n = sessions_ids(s->sessions, ids, 64);
+
+                for (unsigned i = 0; i < n; i++)
+                        session_drop(s, ids[i], "the server exited");
+        }
         /* kill every registered sandbox, destroy those no call owns; the calls' own threads
          * destroy theirs as their wardens return */
         sandbox_registry_shutdown(s->registry);
@@ -86,6 +102,7 @@ struct run_service *run_service_free(struct run_service *s)
         run_service_shutdown(s);
         /* before the backends: destroying a sandbox calls into its backend */
         s->registry = sandbox_registry_free(s->registry);
+        s->sessions = sessions_free(s->sessions);
         s->ladder = ladder_free(s->ladder);
         s->audit = audit_close(s->audit);
         free(s);
@@ -195,6 +212,7 @@ struct call {
         char note[256];
         char *bash_lf; /* owned: bash code with LF line ends */
         bool ran;      /* past the start record: the end record tells the rest */
+        bool session;  /* a call in a session: a failure ends that session, not the backend */
         struct sbx_trace trace;
 };
 
@@ -347,9 +365,12 @@ static void finish(struct run_service *s, struct call *c, int r, struct run_file
         audit_pending_wait(c->started, c->note, sizeof(c->note));
         sbx_trace_lap(&c->trace, "audit_start_wait");
         if (r < 0) {
-                /* Nothing was shown to run: the backend's state may have changed under us. */
-                ladder_invalidate(s->ladder, c->b);
-                sandbox_registry_drop_backend(s->registry, c->b);
+                /* Nothing was shown to run: the backend's state may have changed under us (a
+                 * session's own failure ends only that session). */
+                if (!c->session) {
+                        ladder_invalidate(s->ladder, c->b);
+                        sandbox_registry_drop_backend(s->registry, c->b);
+                }
                 res->outcome = RUN_OUTCOME_NONE;
                 if (!res->backend[0])
                         snprintf(res->backend, sizeof(res->backend), "%s", c->b->ops->name);
@@ -391,6 +412,231 @@ static int run_call(struct run_service *s, struct call *c, struct run_result *re
         return r;
 }
 
+/* --- sessions (docs/design/sessions.md) ------------------------------------------------ */
+
+/* The end record of session @id, which is over (@reason). */
+static void session_audit_end(struct run_service *s, const struct session_info *info,
+                              const char *reason)
+{
+        char note[256] = "";
+
+        audit_session(s->audit, false, info->id, sbx_language_name(info->language), info->backend,
+                      NULL, reason, info->calls, note, sizeof(note));
+        if (note[0])
+                log_warning("audit: session end %s", note);
+}
+
+/* End session @id (its sandbox is IDLE in the registry): idle expiry, server exit. */
+static void session_drop(void *ud, const char *id, const char *reason)
+{
+        struct run_service *s = ud;
+        struct session_info info;
+
+        (void)sandbox_registry_drop_session(s->registry, id);
+        if (sessions_remove(s->sessions, id, reason, &info))
+                session_audit_end(s, &info, reason);
+}
+
+/* Prepared on the sessions' thread: a native init dies with the thread that cloned it. */
+struct session_prep {
+        struct backend *b;
+        const struct sandbox_ops *ops;
+        struct sandbox_spec spec;
+        struct sandbox *sb;
+        struct sbx_error err;
+};
+
+static int session_prepare(void *arg)
+{
+        struct session_prep *p = arg;
+
+        return p->ops->prepare(p->b, &p->spec, &p->sb, &p->err);
+}
+
+int run_service_session_start(struct run_service *s, const char *language,
+                              struct run_session_started *ret, struct sbx_error *err)
+{
+        const struct sbx_config *cfg = s->cfg;
+        struct session_prep p = {.spec = {.cfg = cfg, .mode = SANDBOX_MODE_CELLS}};
+        struct sandbox_entry *slot = NULL;
+        struct backend_probe probe;
+        struct session_info info = {0};
+        char note[256] = "";
+        int r;
+
+        if (cfg->invalid)
+                return sbx_fail(err, ENOTRECOVERABLE, "%s", cfg->invalid_msg);
+        if (!s->audit)
+                return sbx_fail(err, s->audit_err.code ? s->audit_err.code : EINVAL, "%s",
+                                s->audit_err.msg);
+        if (sbx_language_parse(language, &p.spec.language) < 0)
+                return sbx_fail(err, EINVAL, "language must be one of python, node, bash");
+        if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0))
+                return sbx_fail(err, EPERM, "%s", RUN_SERVICE_ROOT_BLOCKED);
+        r = sessions_reserve(s->sessions, info.id, err);
+        if (r < 0)
+                return r;
+        r = sandbox_registry_acquire(s->registry, -1, SLOT_WAIT_MS, &slot, err);
+        if (r < 0) {
+                sessions_unreserve(s->sessions);
+                return r;
+        }
+        r = ladder_pick(s->ladder, &p.b, &probe, err);
+        if (r == 0 && !p.b->ops->cells)
+                r = sbx_fail(err, EOPNOTSUPP,
+                             "the %s backend has no sessions yet (the native backend has): "
+                             "call run_code without session, or set VESTIBULE_BACKEND=native "
+                             "and restart",
+                             p.b->ops->name);
+        if (r == 0) {
+                p.ops = p.b->ops->cells;
+                r = sessions_on_thread(s->sessions, session_prepare, &p);
+                if (r < 0 && p.err.msg[0])
+                        *err = p.err;
+                else if (r < 0)
+                        sbx_fail(err, -r, "the server is shutting down: retry after restart");
+        }
+        if (r == 0) {
+                sandbox_registry_attach_ops(s->registry, slot, p.b, p.ops, p.sb);
+                r = sandbox_registry_park(s->registry, slot, info.id, err);
+        }
+        if (r < 0) {
+                sandbox_registry_release(s->registry, slot);
+                sessions_unreserve(s->sessions);
+                return r;
+        }
+        info.language = p.spec.language;
+        info.created_ms = sbx_now_ms();
+        snprintf(info.backend, sizeof(info.backend), "%s", p.b->ops->name);
+        snprintf(info.grade, sizeof(info.grade), "%s", probe.grade);
+        sessions_add(s->sessions, &info);
+        audit_session(s->audit, true, info.id, sbx_language_name(info.language), info.backend,
+                      info.grade, NULL, 0, note, sizeof(note));
+        *ret = (struct run_session_started){0};
+        snprintf(ret->id, sizeof(ret->id), "%s", info.id);
+        snprintf(ret->isolation, sizeof(ret->isolation), "%s", info.grade);
+        snprintf(ret->audit_note, sizeof(ret->audit_note), "%s", note);
+        return 0;
+}
+
+int run_service_session_end(struct run_service *s, const char *id, unsigned long long *ret_calls,
+                            struct sbx_error *err)
+{
+        static const char reason[] = "it was ended by session_end";
+        struct session_info info;
+        int r;
+
+        if (!id || !id[0])
+                return sbx_fail(err, EINVAL,
+                                "session is empty: pass the handle session_start "
+                                "returned");
+        r = sessions_check(s->sessions, id, err);
+        if (r < 0)
+                return r;
+        r = sandbox_registry_drop_session(s->registry, id);
+        if (r == -EBUSY)
+                return sbx_fail(err, EBUSY,
+                                "a call is running in session '%s': wait for its result or "
+                                "cancel it, then call session_end again",
+                                id);
+        if (!sessions_remove(s->sessions, id, reason, &info))
+                return sessions_check(s->sessions, id, err);
+        session_audit_end(s, &info, reason);
+        *ret_calls = info.calls;
+        return 0;
+}
+
+/* Why a call ended its session, from what the call's result says. */
+static void session_ended_why(const struct run_result *res, char *buf, size_t size)
+{
+        if (res->outcome == RUN_OUTCOME_TIMED_OUT || res->outcome == RUN_OUTCOME_CANCELLED ||
+            res->outcome == RUN_OUTCOME_FLOODED)
+                snprintf(buf, size,
+                         "the cell did not stop within 2 s of its interrupt (SIGINT), so its "
+                         "sandbox was killed; start another with session_start");
+        else if (res->oom_killed)
+                snprintf(buf, size,
+                         "the interpreter was killed at the memory limit (VESTIBULE_MEM_MB, for "
+                         "the whole session); start another with session_start");
+        else
+                snprintf(buf, size,
+                         "the session's interpreter exited; start another with session_start");
+}
+
+/* A session's call after admit(): its sandbox from the registry, one cell, then the sandbox
+ * goes back (IDLE) or, when the call ended it, away. */
+static int session_call(struct run_service *s, const struct run_call *rc, struct call *c,
+                        struct run_result *res, struct sbx_error *err)
+{
+        struct run_files_before files = {0};
+        struct session_info info;
+        const struct sandbox_ops *ops;
+        bool alive;
+        int r;
+
+        r = sessions_begin_call(s->sessions, rc->session, &info, err);
+        if (r < 0)
+                return r;
+        if (info.language != c->req.language) {
+                sessions_end_call(s->sessions, info.id);
+                return sbx_fail(
+                    err, EINVAL,
+                    "session '%s' runs %s, not %s: pass language '%s', or start a "
+                    "%s session with session_start",
+                    info.id, sbx_language_name(info.language), sbx_language_name(c->req.language),
+                    sbx_language_name(info.language), sbx_language_name(c->req.language));
+        }
+        r = sandbox_registry_resume(s->registry, info.id, rc->cancel_fd, SLOT_WAIT_MS, &c->slot,
+                                    err);
+        if (r == -ENOENT) {
+                static const char why[] = "its sandbox was ended by the server (its backend was "
+                                          "reset)";
+                if (sessions_remove(s->sessions, info.id, why, &info))
+                        session_audit_end(s, &info, why);
+                return sbx_fail(err, ENOENT,
+                                "session '%s' has ended: %s; start another with session_start",
+                                info.id, why);
+        }
+        if (r < 0) {
+                sessions_end_call(s->sessions, info.id);
+                return r;
+        }
+        c->session = true;
+        c->b = sandbox_entry_backend(c->slot);
+        snprintf(c->probe.grade, sizeof(c->probe.grade), "%s", info.grade);
+        ops = sandbox_entry_ops(c->slot);
+        sbx_trace_begin(&c->trace, s->cfg->trace_timing, "service");
+        r = audit_begin(s, c, err);
+        if (r == 0) {
+                c->ran = true;
+                if (!s->cfg->workspace_ro)
+                        run_files_before(s->cfg, &files);
+                r = sandbox_run_program(ops, sandbox_entry_sandbox(c->slot), &c->req, res, err);
+        }
+        alive = ops->alive && ops->alive(sandbox_entry_sandbox(c->slot));
+        snprintf(res->session, sizeof(res->session), "%s", info.id);
+        res->session_call = info.calls;
+        res->session_age_ms = sbx_now_ms() - info.created_ms;
+        if (!alive)
+                session_ended_why(res, res->session_ended, sizeof(res->session_ended));
+        else if (r == 0 && res->outcome != RUN_OUTCOME_EXITED)
+                run_result_note(res, "the cell was interrupted (SIGINT) and stopped; the session "
+                                     "lives on with its state");
+        if (c->ran)
+                finish(s, c, r, &files, res, err);
+        run_files_before_done(&files);
+        if (alive && sandbox_registry_park(s->registry, c->slot, info.id, err) == 0) {
+                sessions_end_call(s->sessions, info.id);
+                return r;
+        }
+        sandbox_registry_release(s->registry, c->slot);
+        if (!alive && sessions_remove(s->sessions, info.id, res->session_ended, &info))
+                session_audit_end(s, &info, res->session_ended);
+        else if (sessions_remove(s->sessions, info.id, "the server is shutting down", &info))
+                session_audit_end(s, &info, "the server exited");
+        return r;
+}
+
 int run_service_execute(struct run_service *s, const struct run_call *call, struct run_result *res,
                         struct sbx_error *err)
 {
@@ -406,6 +652,16 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                 return sbx_fail(err, s->audit_err.code ? s->audit_err.code : EINVAL, "%s",
                                 s->audit_err.msg);
         r = admit(s, call, &c, err);
+        /* a session's sandbox is built once, without an egress listener: fail closed */
+        if (r == 0 && call->session && c.req.network != RUN_NETWORK_NONE)
+                r = sbx_fail(err, EINVAL,
+                             "network \"allowlist\" is not available in a session (its sandbox "
+                             "has no network); call run_code without session for an allowlist "
+                             "run");
+        if (r == 0 && call->session) {
+                r = session_call(s, call, &c, res, err);
+                goto done;
+        }
         if (r == 0)
                 r = sandbox_registry_acquire(s->registry, call->cancel_fd, SLOT_WAIT_MS, &c.slot,
                                              err);
@@ -417,6 +673,7 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
                         r = run_call(s, &c, res, err);
                 sandbox_registry_release(s->registry, c.slot);
         }
+done:
         free(c.bash_lf);
         /* a call refused before it ran gets a record of its own */
         if (r < 0 && !c.ran)

@@ -50,6 +50,8 @@ struct run_call {
         run_progress_fn progress;
         void *progress_userdata;
         const char *network; /* "none" (default, also NULL) or "allowlist"; validated here */
+        const char *session; /* a handle from run_service_session_start(), or NULL: a fresh
+                                sandbox for this call */
 };
 
 /**
@@ -61,6 +63,32 @@ struct run_call {
  */
 int run_service_execute(struct run_service *s, const struct run_call *call, struct run_result *res,
                         struct sbx_error *err);
+
+/* A started session, as session_start shows it. */
+struct run_session_started {
+        char id[48];          /* the handle: opaque, unguessable, valid in this process only */
+        char isolation[320];  /* the grade its sandbox has */
+        char audit_note[256]; /* "" = recorded */
+};
+
+/**
+ * run_service_session_start() - a new session (docs/design/sessions.md): one live sandbox of
+ * @language ("python"|"node"|"bash") whose interpreter keeps its state across calls, kept
+ * until run_service_session_end(), VESTIBULE_SESSION_IDLE_S without a call, or server exit.
+ * Return: 0 with @ret; or -errno with @err holding the Blocked: text: -EUSERS at
+ * VESTIBULE_MAX_SESSIONS, -EOPNOTSUPP on a backend without sessions, or what preparing the
+ * sandbox said.
+ */
+int run_service_session_start(struct run_service *s, const char *language,
+                              struct run_session_started *ret, struct sbx_error *err);
+
+/**
+ * run_service_session_end() - end session @id now; *@ret_calls gets how many calls it ran.
+ * Return: 0, -ENOENT (@err says why: ended, expired, another server's, not a handle), -EBUSY
+ * (a call runs in it).
+ */
+int run_service_session_end(struct run_service *s, const char *id, unsigned long long *ret_calls,
+                            struct sbx_error *err);
 
 /* A workspace file as read_workspace shows it (docs/design/results.md). Strings owned. */
 struct run_ws_file {

@@ -238,6 +238,12 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
                 json_object_object_add(p, "enum", strings(nets));
                 json_object_object_add(props, "network", p);
         }
+        json_object_object_add(props, "session",
+                               prop("string", "A handle from session_start: run the code as the "
+                                              "next cell of that live session (its variables, "
+                                              "imports, functions and shell folder persist; "
+                                              "the value of a last bare expression is "
+                                              "printed). Leave out for a fresh sandbox."));
         json_object_object_add(in, "type", jstr("object"));
         json_object_object_add(in, "properties", props);
         json_object_object_add(in, "required", strings(required_in));
@@ -306,6 +312,16 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
         json_object_object_add(usage, "properties", uprops);
         json_object_object_add(usage, "required", strings(required_usage));
         json_object_object_add(oprops, "usage", usage);
+        json_object_object_add(oprops, "session",
+                               prop("string", "The session the call ran in; absent without "
+                                              "one."));
+        json_object_object_add(oprops, "session_call",
+                               prop("integer", "This call's number in its session (1 = first)."));
+        json_object_object_add(oprops, "session_age_ms",
+                               prop("integer", "The session's age when the call ended."));
+        json_object_object_add(oprops, "session_ended",
+                               prop("string", "Present when this call ended its session: why, "
+                                              "and how to start another."));
         tools_files_schema(oprops);
         json_object_object_add(out, "type", jstr("object"));
         json_object_object_add(out, "properties", oprops);
@@ -365,12 +381,78 @@ static json_object *read_workspace_tool(const struct sbx_config *cfg)
         return t;
 }
 
+static json_object *session_start_tool(const struct sbx_config *cfg)
+{
+        static const char *const langs[] = {"python", "node", "bash", NULL};
+        static const char *const required_in[] = {"language", NULL};
+        static const char *const required_out[] = {"session", "language", "isolation", NULL};
+        json_object *t = json_object_new_object();
+        json_object *in = json_object_new_object(), *props = json_object_new_object();
+        json_object *out = json_object_new_object(), *oprops = json_object_new_object();
+        json_object *p;
+        _cleanup_free_ char *desc = xasprintf(
+            "Start a session: one live sandbox with a python interpreter, a node context or a "
+            "bash shell that keeps its state across run_code calls (pass the returned handle "
+            "as run_code's session). Like notebook cells: variables, imports, functions and "
+            "the shell's folder persist; a call that times out is interrupted and the session "
+            "lives on. At most %u sessions at once; one without a call for %u s ends. End it "
+            "with session_end when done.",
+            cfg ? cfg->max_sessions : 4, cfg ? cfg->session_idle_s : 900);
+
+        json_object_object_add(t, "name", jstr("session_start"));
+        json_object_object_add(t, "title", jstr("Start a live session"));
+        json_object_object_add(t, "description", jstr(desc));
+        p = prop("string", "The session's language: python, node or bash.");
+        json_object_object_add(p, "enum", strings(langs));
+        json_object_object_add(props, "language", p);
+        json_object_object_add(in, "type", jstr("object"));
+        json_object_object_add(in, "properties", props);
+        json_object_object_add(in, "required", strings(required_in));
+        json_object_object_add(t, "inputSchema", in);
+        json_object_object_add(oprops, "session",
+                               prop("string", "The handle to pass to run_code and session_end."));
+        json_object_object_add(oprops, "language", prop("string", NULL));
+        json_object_object_add(oprops, "isolation",
+                               prop("string", "What protects the session's sandbox."));
+        json_object_object_add(out, "type", jstr("object"));
+        json_object_object_add(out, "properties", oprops);
+        json_object_object_add(out, "required", strings(required_out));
+        json_object_object_add(t, "outputSchema", out);
+        json_object_object_add(t, "annotations",
+                               annotations("Start a live session", false, false, false, false));
+        return t;
+}
+
+static json_object *session_end_tool(void)
+{
+        static const char *const required_in[] = {"session", NULL};
+        json_object *t = json_object_new_object();
+        json_object *in = json_object_new_object(), *props = json_object_new_object();
+
+        json_object_object_add(t, "name", jstr("session_end"));
+        json_object_object_add(t, "title", jstr("End a session"));
+        json_object_object_add(t, "description",
+                               jstr("End a session started with session_start: its sandbox "
+                                    "and everything in it (variables, files in its /tmp, "
+                                    "processes) are gone."));
+        json_object_object_add(props, "session", prop("string", "The handle to end."));
+        json_object_object_add(in, "type", jstr("object"));
+        json_object_object_add(in, "properties", props);
+        json_object_object_add(in, "required", strings(required_in));
+        json_object_object_add(t, "inputSchema", in);
+        json_object_object_add(t, "annotations",
+                               annotations("End a session", false, true, true, false));
+        return t;
+}
+
 json_object *tools_list_json_for(const struct sbx_config *cfg)
 {
         json_object *a = json_object_new_array();
 
         json_object_array_add(a, run_code_tool(cfg));
         json_object_array_add(a, read_workspace_tool(cfg));
+        json_object_array_add(a, session_start_tool(cfg));
+        json_object_array_add(a, session_end_tool());
         return a;
 }
 
@@ -563,6 +645,12 @@ static json_object *structured_result(const struct run_result *r, const struct r
                 add_str(g, "text", v->egress);
                 json_object_object_add(o, "egress", g);
         }
+        if (r->session[0]) {
+                add_str(o, "session", r->session);
+                add_int(o, "session_call", r->session_call);
+                add_int(o, "session_age_ms", r->session_age_ms);
+                add_str(o, "session_ended", v->session_ended);
+        }
         if (v->n_notes > 0) {
                 json_object *a = json_object_new_array();
 
@@ -679,6 +767,12 @@ static void call_run_code(struct run_service *svc, json_object *args, const stru
                 if (!call.network)
                         return;
         }
+        if (json_object_object_get_ex(args, "session", &v) && v &&
+            !json_object_is_type(v, json_type_null)) {
+                call.session = string_arg(args, "session", NULL, ret);
+                if (!call.session)
+                        return;
+        }
         if (ctx) {
                 call.progress = ctx->progress;
                 call.progress_userdata = ctx->progress_userdata;
@@ -762,6 +856,53 @@ static void call_read_workspace(struct run_service *svc, json_object *args, stru
         run_ws_file_done(&f);
 }
 
+static void call_session_start(struct run_service *svc, json_object *args, struct tool_result *ret)
+{
+        struct run_session_started st;
+        struct sbx_error err = {0};
+        const char *language = string_arg(args, "language", NULL, ret);
+        json_object *o;
+
+        if (!language)
+                return;
+        if (run_service_session_start(svc, language, &st, &err) < 0) {
+                result_error(ret, "Blocked: %s", err.msg[0] ? err.msg : "no session was started");
+                return;
+        }
+        ret->text = xasprintf("session: %s\nPass it as run_code's session; end it with "
+                              "session_end.\n%s%s%sisolation: %s",
+                              st.id, st.audit_note[0] ? "audit: " : "", st.audit_note,
+                              st.audit_note[0] ? "\n" : "", st.isolation);
+        ret->is_error = false;
+        o = json_object_new_object();
+        add_str(o, "session", st.id);
+        add_str(o, "language", language);
+        add_str(o, "isolation", st.isolation);
+        ret->structured = o;
+}
+
+static void call_session_end(struct run_service *svc, json_object *args, struct tool_result *ret)
+{
+        struct sbx_error err = {0};
+        unsigned long long calls = 0;
+        const char *id = string_arg(args, "session", NULL, ret);
+        json_object *o;
+
+        if (!id)
+                return;
+        if (run_service_session_end(svc, id, &calls, &err) < 0) {
+                result_error(ret, "Blocked: %s",
+                             err.msg[0] ? err.msg : "the session was not ended");
+                return;
+        }
+        ret->text = xasprintf("session %s ended after %llu calls", id, calls);
+        ret->is_error = false;
+        o = json_object_new_object();
+        add_str(o, "session", id);
+        add_int(o, "calls", calls);
+        ret->structured = o;
+}
+
 int tools_call(struct run_service *svc, const char *name, json_object *args,
                const struct tool_ctx *ctx, struct tool_result *ret, struct sbx_error *err)
 {
@@ -769,10 +910,11 @@ int tools_call(struct run_service *svc, const char *name, json_object *args,
         int r = 0;
 
         memset(ret, 0, sizeof(*ret));
-        if (!name || (strcmp(name, "run_code") != 0 && strcmp(name, "read_workspace") != 0))
+        if (!name || (strcmp(name, "run_code") != 0 && strcmp(name, "read_workspace") != 0 &&
+                      strcmp(name, "session_start") != 0 && strcmp(name, "session_end") != 0))
                 return sbx_fail(err, ENOENT,
-                                "unknown tool '%s': the tools are run_code and "
-                                "read_workspace",
+                                "unknown tool '%s': the tools are run_code, read_workspace, "
+                                "session_start and session_end",
                                 name ? name : "");
         if (args && !json_object_is_type(args, json_type_object))
                 return sbx_fail(err, EINVAL, "arguments of '%s' must be an object", name);
@@ -781,6 +923,10 @@ int tools_call(struct run_service *svc, const char *name, json_object *args,
 
         if (strcmp(name, "run_code") == 0)
                 call_run_code(svc, args, ctx, ret);
+        else if (strcmp(name, "session_start") == 0)
+                call_session_start(svc, args, ret);
+        else if (strcmp(name, "session_end") == 0)
+                call_session_end(svc, args, ret);
         else
                 call_read_workspace(svc, args, ret);
         if (empty)

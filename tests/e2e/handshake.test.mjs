@@ -22,7 +22,7 @@ const expectedEcho = (v) => (v === '2024-10-07' ? ['2024-10-07', '2024-11-05'] :
 
 async function smoke(conn) {
     const tools = await conn.client.listTools();
-    assert.deepEqual(tools.tools.map((t) => t.name).sort(), ['read_workspace', 'run_code']);
+    assert.deepEqual(tools.tools.map((t) => t.name).sort(), ['read_workspace', 'run_code', 'session_end', 'session_start']);
     const { result, text } = await runCode(conn, 'python', 'print(6*7)');
     assert.equal(result.isError ?? false, false, text);
     assert.match(text, /42/);

@@ -19,7 +19,7 @@ for (const [name, env, mustName] of [
         const w = makeWorld(t, env);
         const conn = await connect(w);
         // The server still starts and lists its tools.
-        assert.equal((await conn.client.listTools()).tools.length, 2);
+        assert.equal((await conn.client.listTools()).tools.length, 4);
         for (const lang of ['python', 'bash']) {
             const { result } = await runCode(conn, lang, lang === 'python' ? TOUCH : 'touch ran');
             const text = assertBlocked(result, ...mustName);

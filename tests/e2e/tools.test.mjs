@@ -15,7 +15,7 @@ function assertPortable(schema, where) {
 }
 
 function checkTools(tools, { annotations = true, outputSchemas = true } = {}) {
-    assert.deepEqual(tools.map((t) => t.name).sort(), ['read_workspace', 'run_code']);
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['read_workspace', 'run_code', 'session_end', 'session_start']);
     for (const t of tools) {
         // Claude Desktop hides every tool of a server when one name breaks this.
         assert.match(t.name, /^[a-zA-Z0-9_-]{1,64}$/);

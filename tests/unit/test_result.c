@@ -8,6 +8,7 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "run/run.h"
+#include "run/runners.h"
 #include "testutil.h"
 
 static void set_stream(struct run_stream *s, const char *text, size_t cap)
@@ -573,10 +574,44 @@ START_TEST(usage_grouping_by_reason)
 }
 END_TEST
 
+/* --- session runners (docs/design/sessions.md) --- */
+
+START_TEST(runner_records)
+{
+        struct sbx_runner_status st;
+        static const char *const bad[] = {"",       "1 ok",   "1 ok 0 extra", "-1 ok 0",
+                                          "x ok 0", "1 OK 0", "1 ok 0\n",     "1  ok 0x"};
+        size_t len = 0;
+
+        ck_assert_int_eq(sbx_runner_status_parse("0 ready 0", 9, &st), 0);
+        ck_assert_int_eq(st.seq, 0);
+        ck_assert_str_eq(st.kind, "ready");
+        ck_assert_int_eq(sbx_runner_status_parse("12 interrupted 130", 18, &st), 0);
+        ck_assert_int_eq(st.seq, 12);
+        ck_assert_str_eq(st.kind, "interrupted");
+        ck_assert_int_eq(st.code, 130);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ck_assert_msg(sbx_runner_status_parse(bad[i], strlen(bad[i]), &st) == -EBADMSG,
+                              "'%s' parsed", bad[i]);
+        /* each runner is built in, whole: its first line is our comment */
+        for (int l = SBX_LANG_PYTHON; l <= SBX_LANG_BASH; l++) {
+                const char *src = sbx_runner_source((enum sbx_language)l, &len);
+                ck_assert_uint_gt(len, 500);
+                ck_assert_uint_eq(strlen(src), len);
+                ck_assert_ptr_nonnull(strstr(src, "Vestibule session runner"));
+                ck_assert_ptr_nonnull(sbx_runner_argv((enum sbx_language)l)[0]);
+        }
+}
+END_TEST
+
 static Suite *result_suite(void)
 {
         Suite *s = suite_create("result");
         TCase *tc;
+
+        tc = tcase_create("runners");
+        tcase_add_test(tc, runner_records);
+        suite_add_tcase(s, tc);
 
         tc = tcase_create("language");
         tcase_add_test(tc, language_parse_names);

@@ -246,11 +246,20 @@ START_TEST(list_shapes)
         json_object *list = tools_list_json(), *rc, *rw, *v;
         const char *desc;
 
-        ck_assert_int_eq(json_object_array_length(list), 2);
+        ck_assert_int_eq(json_object_array_length(list), 4);
         rc = tool(list, "run_code");
         rw = tool(list, "read_workspace");
         ck_assert_ptr_nonnull(rc);
         ck_assert_ptr_nonnull(rw);
+        /* sessions (issue 14): session_start's handle is in its outputSchema, and run_code
+         * takes it as an optional argument */
+        v = tool(list, "session_start");
+        ck_assert_ptr_nonnull(v);
+        ck_assert_ptr_nonnull(get(v, "outputSchema.properties.session"));
+        check_portable(get(v, "outputSchema"), "session_start");
+        ck_assert_ptr_nonnull(tool(list, "session_end"));
+        ck_assert_ptr_nonnull(get(rc, "inputSchema.properties.session"));
+        ck_assert_ptr_nonnull(get(rc, "outputSchema.properties.session_ended"));
 
         ck_assert_str_eq(json_object_get_string(get(rc, "inputSchema.type")), "object");
         ck_assert_str_eq(json_object_to_json_string(get(rc, "inputSchema.required")),

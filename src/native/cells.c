@@ -1,0 +1,516 @@
+/* cells.c - a native session's live sandbox (SANDBOX_MODE_CELLS, src/run/sandbox.h): the same
+ * namespaces, mounts, seccomp filter, Landlock and cgroup or scope as a one-shot run
+ * (spawn.c's two step lists), but the program under init is the language's runner
+ * (src/run/runners/), fed one cell per start() over a pipe on its fd 4; it answers with one
+ * status record per cell on fd 5. The user's stdout and stderr stay the sandbox's own pipes,
+ * so no output can end a cell. See docs/design/sessions.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "egress/egress.h"
+#include "native/native.h"
+#include "rootfs/hold.h"
+#include "run/backend.h"
+#include "run/runners.h"
+#include "run/sandbox.h"
+#include "run/warden.h"
+#include "workspace/workspace.h"
+
+/* The runner's "ready" record must come within this long after the sandbox is set up. */
+#define CELLS_READY_MS 15000
+/* A cell must be handed in within this long (the runner reads it at once between cells). */
+#define CELLS_WRITE_MS 5000
+
+struct sandbox {
+        struct backend *b;
+        const struct sbx_config *cfg;
+        enum sbx_language lang;
+        char grade[320];
+        char image[256];
+        struct native_sandbox ns; /* init: pid, pidfd, out_fd, err_fd, sync_fd, listener_fd */
+        struct native_notify *notify;
+        struct native_cgroup cg;
+        bool has_cg;
+        struct setup_rootfs_hold hold;
+        int cell_w;   /* write end of the runner's fd 4 */
+        int status_r; /* read end of its fd 5 */
+        pid_t runner_pid;
+        int runner_pidfd;
+        long long seq;
+        char rec[128]; /* a status record being read */
+        size_t rec_len;
+        uint64_t cpu_us_seen; /* the cgroup's CPU time at the last collect */
+        size_t names_seen;    /* blocked syscall names already reported */
+        bool oom_seen;
+        pthread_mutex_t lock;
+        bool dead; /* killed, or the runner is gone */
+};
+
+static const char *rootfs_tree(enum sbx_language l)
+{
+        return l == SBX_LANG_NODE ? "node" : "python";
+}
+
+static int scope_place(void *ud, pid_t pid, struct sbx_error *err)
+{
+        struct sandbox *sb = ud;
+
+        return native_scope_start(sb->cfg, pid, &sb->cg, err);
+}
+
+static void cells_kill(struct sandbox *sb)
+{
+        pthread_mutex_lock(&sb->lock);
+        sb->dead = true;
+        if (sb->ns.pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, sb->ns.pidfd, SIGKILL, NULL, 0);
+        pthread_mutex_unlock(&sb->lock);
+        if (sb->has_cg)
+                native_cgroup_kill(&sb->cg);
+}
+
+static bool runner_alive(struct sandbox *sb)
+{
+        struct pollfd p = {.fd = sb->runner_pidfd, .events = POLLIN};
+
+        return sb->runner_pidfd >= 0 && poll(&p, 1, 0) == 0;
+}
+
+/* SIGINT to the runner's process group (it called setsid as pid 2, spawn.c): python's
+ * KeyboardInterrupt, bash's foreground job and its trap, node's breakOnSigint. */
+static void cells_interrupt(struct sandbox *sb)
+{
+        pthread_mutex_lock(&sb->lock);
+        /* the pidfd still pollable-not-readable: the runner lives, its pid is not reused */
+        if (!sb->dead && runner_alive(sb))
+                (void)kill(-sb->runner_pid, SIGINT);
+        pthread_mutex_unlock(&sb->lock);
+}
+
+static bool cells_alive(struct sandbox *sb)
+{
+        bool dead;
+
+        pthread_mutex_lock(&sb->lock);
+        dead = sb->dead;
+        pthread_mutex_unlock(&sb->lock);
+        return !dead && runner_alive(sb);
+}
+
+/* One status record from the runner, waiting up to @timeout_ms. Return 0, -ETIMEDOUT, or
+ * -EPIPE (EOF: the runner is gone) / -EBADMSG. */
+static int read_record(struct sandbox *sb, int timeout_ms, struct sbx_runner_status *ret)
+{
+        uint64_t until = sbx_now_ms() + (uint64_t)timeout_ms;
+
+        for (;;) {
+                char *nl = memchr(sb->rec, '\n', sb->rec_len);
+                if (nl) {
+                        size_t n = (size_t)(nl - sb->rec);
+                        int r = sbx_runner_status_parse(sb->rec, n, ret);
+                        memmove(sb->rec, nl + 1, sb->rec_len - n - 1);
+                        sb->rec_len -= n + 1;
+                        return r;
+                }
+                if (sb->rec_len == sizeof(sb->rec))
+                        return -EBADMSG;
+                ssize_t k =
+                    read(sb->status_r, sb->rec + sb->rec_len, sizeof(sb->rec) - sb->rec_len);
+                if (k > 0) {
+                        sb->rec_len += (size_t)k;
+                        continue;
+                }
+                if (k == 0)
+                        return -EPIPE;
+                if (errno == EINTR)
+                        continue;
+                if (errno != EAGAIN)
+                        return -errno;
+                uint64_t now = sbx_now_ms();
+                if (now >= until)
+                        return -ETIMEDOUT;
+                struct pollfd p = {.fd = sb->status_r, .events = POLLIN};
+                (void)poll(&p, 1, (int)(until - now));
+        }
+}
+
+/* The runner is init's only child when it announced itself: its host pid. */
+static pid_t find_runner(pid_t init)
+{
+        char path[64];
+        long pid = 0;
+
+        native_strf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -1;
+        if (fscanf(f, "%ld", &pid) != 1)
+                pid = -1;
+        fclose(f);
+        return (pid_t)pid;
+}
+
+static int give_workspace(const struct sbx_config *cfg, struct sbx_error *err)
+{
+        struct stat st;
+        int r = workspace_ensure(cfg->workspace_dir, err);
+
+        if (r < 0)
+                return r;
+        if (geteuid() == 0 && stat(cfg->workspace_dir, &st) == 0 && st.st_uid == 0 &&
+            chown(cfg->workspace_dir, cfg->run_as_uid, cfg->run_as_gid) < 0)
+                return sbx_fail(err, errno, "cannot give the workspace '%s' to uid %u: %m",
+                                cfg->workspace_dir, (unsigned)cfg->run_as_uid);
+        return 0;
+}
+
+static void cells_destroy(struct sandbox *sb)
+{
+        struct run_result scratch = {0};
+
+        if (!sb)
+                return;
+        cells_kill(sb);
+        if (sb->ns.pid > 0)
+                while (waitpid(sb->ns.pid, NULL, __WALL) < 0 && errno == EINTR)
+                        ;
+        if (sb->notify) {
+                native_notify_finish(sb->notify, &scratch);
+                free(sb->notify);
+        }
+        int fds[] = {sb->ns.pidfd, sb->ns.out_fd, sb->ns.err_fd,   sb->ns.sync_fd,
+                     sb->cell_w,   sb->status_r,  sb->runner_pidfd};
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        if (sb->has_cg)
+                native_cgroup_remove(&sb->cg);
+        setup_rootfs_release(&sb->hold);
+        pthread_mutex_destroy(&sb->lock);
+        free(sb);
+}
+
+/* The runner's start: spawn with the pipes, the supervisor, and its "ready". */
+static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
+                       const struct native_limits_info *li, struct sbx_error *err)
+{
+        const struct sbx_config *cfg = sb->cfg;
+        _cleanup_free_ char *rootfs = xasprintf("%s/%s", cfg->rootfs_dir, rootfs_tree(sb->lang));
+        _cleanup_close_ int cell_r = -1, status_w = -1;
+        struct native_userns_limit quotas[NATIVE_USERNS_LIMITS];
+        struct sbx_runner_status st;
+        bool host_root = geteuid() == 0;
+        size_t code_len;
+        int p[2], r;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sbx_fail(err, errno, "cannot create the session's cell pipe: %m");
+        cell_r = p[0];
+        sb->cell_w = p[1];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sbx_fail(err, errno, "cannot create the session's status pipe: %m");
+        sb->status_r = p[0];
+        status_w = p[1];
+        fcntl(sb->status_r, F_SETFL, O_NONBLOCK);
+
+        const char *code = sbx_runner_source(sb->lang, &code_len);
+        /* a one-shot run's environment with network "none": pip's and npm's persistence */
+        const char *envp[32];
+        size_t n_env = 0;
+        for (const char *const *e = native_sandbox_env; *e && n_env < 16; e++)
+                envp[n_env++] = strncmp(*e, "PATH=", 5) == 0 ? EGRESS_SANDBOX_PATH : *e;
+        for (const char *const *e = egress_sandbox_env(RUN_NETWORK_NONE); *e && n_env < 31; e++)
+                envp[n_env++] = *e;
+        envp[n_env] = NULL;
+        struct native_spawn sp = {
+            .rootfs = rootfs,
+            .workspace = cfg->workspace_dir,
+            .workspace_ro = cfg->workspace_ro,
+            .tmpfs_mb = cfg->tmpfs_mb,
+            /* as a one-shot run's: the cgroup is the cap where there is one, the rlimit a
+             * backstop a few tasks above it (backend.c, nproc_limit) */
+            .pids_max =
+                cfg->pids_max == 0 || li->path == NATIVE_LIMITS_NONE || strstr(li->missing, "pids")
+                    ? cfg->pids_max
+                    : cfg->pids_max + 4,
+            .userns_limits = quotas,
+            .n_userns_limits = native_userns_limits(cfg->max_concurrent, quotas),
+            .code = code,
+            .code_len = code_len,
+            .script = sbx_language_script(sb->lang),
+            .argv = sbx_runner_argv(sb->lang),
+            .filter = filter,
+            .host_uid = host_root ? cfg->run_as_uid : getuid(),
+            .host_gid = host_root ? cfg->run_as_gid : getgid(),
+            .host_root = host_root,
+            .cgroup_fd = -1,
+            .envp = envp,
+            .cells = true,
+            .cell_in_fd = cell_r,
+            .status_out_fd = status_w,
+        };
+        native_strf(sb->image, sizeof(sb->image), "%s", rootfs);
+        if (li->path == NATIVE_LIMITS_DELEGATED) {
+                r = native_cgroup_create(li, cfg, &sb->cg, err);
+                if (r < 0)
+                        return r;
+                sb->has_cg = true;
+                sp.cgroup_fd = sb->cg.dir_fd;
+        } else if (li->path == NATIVE_LIMITS_SCOPE) {
+                sp.after_clone = scope_place;
+                sp.after_clone_ud = sb;
+                sb->has_cg = true;
+        }
+        r = setup_rootfs_hold(cfg->rootfs_dir, rootfs_tree(sb->lang), &sb->hold, err);
+        if (r < 0)
+                return r;
+        r = native_spawn(&sp, &sb->ns, err);
+        setup_rootfs_settled(&sb->hold);
+        if (r < 0) {
+                sb->ns = (struct native_sandbox){.pidfd = -1,
+                                                 .out_fd = -1,
+                                                 .err_fd = -1,
+                                                 .sync_fd = -1,
+                                                 .listener_fd = -1,
+                                                 .egress_fd = -1};
+                return r;
+        }
+        sb->notify = xcalloc(1, sizeof(*sb->notify));
+        r = native_notify_start(sb->notify, sb->ns.listener_fd, sb->ns.sync_fd, NULL, NULL, err);
+        if (r < 0)
+                return r;
+        /* the runner keeps the only write end: EOF here means it is gone */
+        close(TAKE_FD(status_w));
+        close(TAKE_FD(cell_r));
+
+        r = read_record(sb, CELLS_READY_MS, &st);
+        if (r < 0 || strcmp(st.kind, "ready") != 0) {
+                char out[512] = "";
+                ssize_t n;
+                fcntl(sb->ns.err_fd, F_SETFL, O_NONBLOCK);
+                n = read(sb->ns.err_fd, out, sizeof(out) - 1);
+                out[n > 0 ? n : 0] = '\0';
+                return sbx_fail(err, EIO,
+                                "the session's %s interpreter did not start%s%s: run "
+                                "`vestibule-mcp doctor`, then retry session_start",
+                                sbx_language_name(sb->lang), out[0] ? ": " : "", out);
+        }
+        sb->runner_pid = find_runner(sb->ns.pid);
+        if (sb->runner_pid > 0)
+                sb->runner_pidfd = (int)syscall(SYS_pidfd_open, sb->runner_pid, 0);
+        if (sb->runner_pidfd < 0)
+                return sbx_fail(err, ESRCH,
+                                "cannot find the session's interpreter under its init (pid %d): "
+                                "/proc/PID/task/PID/children needs CONFIG_PROC_CHILDREN",
+                                (int)sb->ns.pid);
+        return 0;
+}
+
+static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
+                         struct sbx_error *err)
+{
+        const struct sbx_config *cfg = spec->cfg ? spec->cfg : b->cfg;
+        const struct native_filter *filter = NULL;
+        struct native_limits_info li;
+        struct backend_probe probe;
+        struct sandbox *sb;
+        int r;
+
+        if (spec->mode != SANDBOX_MODE_CELLS)
+                return sbx_fail(err, EOPNOTSUPP, "native cells ops serve sessions only");
+        /* fail closed: a session's sandbox has no egress listener */
+        if (spec->network != RUN_NETWORK_NONE)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "network \"allowlist\" is not available in a session");
+        r = b->ops->probe(b, &probe, err);
+        if (r < 0)
+                return r;
+        if (!probe.usable)
+                return sbx_fail(err, EPERM, "%s", probe.blocked);
+        r = give_workspace(cfg, err);
+        if (r < 0)
+                return r;
+        native_backend_facts(b, &filter, &li);
+
+        sb = xcalloc(1, sizeof(*sb));
+        sb->b = b;
+        sb->cfg = cfg;
+        sb->lang = spec->language;
+        sb->cg.dir_fd = -1;
+        sb->cell_w = sb->status_r = sb->runner_pidfd = -1;
+        sb->ns = (struct native_sandbox){.pidfd = -1,
+                                         .out_fd = -1,
+                                         .err_fd = -1,
+                                         .sync_fd = -1,
+                                         .listener_fd = -1,
+                                         .egress_fd = -1};
+        pthread_mutex_init(&sb->lock, NULL);
+        native_strf(sb->grade, sizeof(sb->grade), "%s", probe.grade);
+        r = cells_spawn(sb, filter, &li, err);
+        if (r < 0) {
+                cells_destroy(sb);
+                return r;
+        }
+        *ret = sb;
+        return 0;
+}
+
+/* Write all of @buf to the cell pipe, waiting at most until @until. */
+static int write_all(int fd, const char *buf, size_t len, uint64_t until)
+{
+        while (len > 0) {
+                ssize_t n = write(fd, buf, len);
+                if (n > 0) {
+                        buf += n;
+                        len -= (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno != EAGAIN)
+                        return -errno;
+                uint64_t now = sbx_now_ms();
+                if (now >= until)
+                        return -ETIMEDOUT;
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                (void)poll(&p, 1, (int)(until - now));
+        }
+        return 0;
+}
+
+static int cells_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
+                       struct sbx_error *err)
+{
+        char head[48];
+        int r;
+
+        if (!cells_alive(sb))
+                return sbx_fail(err, ESRCH, "the session's interpreter is gone");
+        if (req->network != RUN_NETWORK_NONE)
+                return sbx_fail(err, EINVAL,
+                                "network \"allowlist\" is not available in a session (its "
+                                "sandbox has no network)");
+        if (memchr(req->code, '\0', req->code_len) && sb->lang == SBX_LANG_BASH)
+                return sbx_fail(err, EINVAL,
+                                "bash code with a NUL byte cannot run in a session (the shell "
+                                "cannot hold it): remove it");
+        sb->seq++;
+        int n = snprintf(head, sizeof(head), "%lld %zu\n", sb->seq, req->code_len);
+        fcntl(sb->cell_w, F_SETFL, O_NONBLOCK);
+        uint64_t until = sbx_now_ms() + CELLS_WRITE_MS;
+        r = write_all(sb->cell_w, head, (size_t)n, until);
+        if (r == 0)
+                r = write_all(sb->cell_w, req->code, req->code_len, until);
+        if (r < 0) {
+                cells_kill(sb);
+                return sbx_fail(err, ESRCH, "cannot hand the cell to the session's interpreter: %s",
+                                strerror(-r));
+        }
+        *ret_io = (struct sandbox_io){
+            .out_fd = sb->ns.out_fd,
+            .err_fd = sb->ns.err_fd,
+            .pid = sb->ns.pid,
+            .pidfd = sb->ns.pidfd,
+            .ended_fd = sb->status_r,
+            .flags = SANDBOX_IO_CELL,
+        };
+        return 0;
+}
+
+static void not_measured(struct run_measure *m, const char *why)
+{
+        m->measured = false;
+        native_strf(m->why, sizeof(m->why), "%s", why);
+}
+
+/* Usage of this call: CPU as the cgroup's delta since the last call; memory and tasks as the
+ * session's peaks so far. */
+static void cells_usage(struct sandbox *sb, struct run_result *res)
+{
+        struct run_result now = {0};
+
+        if (!sb->has_cg || !native_cgroup_read(&sb->cg, sb->cfg, &now)) {
+                const char *why = sb->has_cg ? "the session's cgroup could not be read"
+                                             : "no cgroup of its own on this host";
+                not_measured(&res->usage.cpu_us, why);
+                not_measured(&res->usage.mem_peak_bytes, why);
+                not_measured(&res->usage.pids_peak, why);
+                return;
+        }
+        res->usage.cpu_us = now.usage.cpu_us;
+        if (now.usage.cpu_us.measured) {
+                uint64_t total = now.usage.cpu_us.value;
+                res->usage.cpu_us.value = total > sb->cpu_us_seen ? total - sb->cpu_us_seen : 0;
+                sb->cpu_us_seen = total;
+        }
+        res->usage.mem_peak_bytes = now.usage.mem_peak_bytes;
+        res->usage.pids_peak = now.usage.pids_peak;
+        memcpy(res->limits_hit, now.limits_hit, sizeof(res->limits_hit));
+        res->mem_limit_bytes = now.mem_limit_bytes;
+        res->oom_killed = now.oom_killed && !sb->oom_seen;
+        sb->oom_seen = now.oom_killed;
+}
+
+static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, struct run_result *res,
+                         struct sbx_error *err)
+{
+        struct sbx_runner_status st = {0};
+        int r = -EPIPE;
+
+        (void)err;
+        native_strf(res->backend, sizeof(res->backend), "native");
+        native_strf(res->image, sizeof(res->image), "%s", sb->image);
+        native_strf(res->isolation, sizeof(res->isolation), "%s", sb->grade);
+        /* the record of this cell (an earlier one cannot be pending: each start waits for its
+         * cell's end or ends the session) */
+        if (w->by_ended_fd)
+                while ((r = read_record(sb, 0, &st)) == 0 && st.seq != sb->seq)
+                        ;
+        if (r < 0)
+                cells_kill(sb); /* no record: the runner is gone or spoke nonsense */
+        if (w->forced == RUN_OUTCOME_NONE) {
+                res->outcome = RUN_OUTCOME_EXITED;
+                res->exit_code = r == 0 ? st.code : 1;
+        }
+        if (r == 0 && strcmp(st.kind, "interrupted") == 0 && w->forced == RUN_OUTCOME_NONE)
+                run_result_note(res, "the cell was interrupted (SIGINT from inside the session)");
+        cells_usage(sb, res);
+        if (sb->notify) {
+                pthread_mutex_lock(&sb->notify->lock);
+                const char *names = sb->notify->names;
+                size_t len = strlen(names);
+                if (len > sb->names_seen) {
+                        const char *fresh = names + sb->names_seen;
+                        if (*fresh == ',')
+                                fresh += 2;
+                        native_strf(res->blocked_syscalls, sizeof(res->blocked_syscalls), "%s",
+                                    fresh);
+                        sb->names_seen = len;
+                }
+                res->blocked_reporting_stopped = sb->notify->stopped_reporting;
+                pthread_mutex_unlock(&sb->notify->lock);
+        }
+        return 0;
+}
+
+const struct sandbox_ops native_cells_ops = {
+    .prepare = cells_prepare,
+    .start = cells_start,
+    .kill = cells_kill,
+    .collect = cells_collect,
+    .destroy = cells_destroy,
+    .interrupt = cells_interrupt,
+    .alive = cells_alive,
+};

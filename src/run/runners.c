@@ -1,0 +1,83 @@
+/* runners.c - the session runners' sources, built into the binary with .incbin (their text
+ * is in src/run/runners/, readable and linted as what it is), and their status records. */
+#include "run/runners.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef VESTIBULE_RUNNERS_DIR
+#error "VESTIBULE_RUNNERS_DIR must name src/run/runners (CMakeLists.txt)"
+#endif
+
+#define RUNNER_BLOB(sym, file)                                                                     \
+        __asm__(".section .rodata\n"                                                               \
+                ".balign 16\n"                                                                     \
+                ".global " #sym "\n" #sym ":\n"                                                    \
+                ".incbin \"" VESTIBULE_RUNNERS_DIR "/" file "\"\n"                                 \
+                "1:\n"                                                                             \
+                ".byte 0\n"                                                                        \
+                ".balign 8\n"                                                                      \
+                ".global " #sym "_len\n" #sym "_len:\n"                                            \
+                ".quad 1b - " #sym "\n"                                                            \
+                ".previous\n")
+
+RUNNER_BLOB(sbx_runner_python, "python.py");
+RUNNER_BLOB(sbx_runner_node, "node.js");
+RUNNER_BLOB(sbx_runner_bash, "bash.sh");
+
+/* each source, NUL-terminated, and its length without the NUL (computed by the assembler) */
+extern const char sbx_runner_python[], sbx_runner_node[], sbx_runner_bash[];
+extern const unsigned long long sbx_runner_python_len, sbx_runner_node_len, sbx_runner_bash_len;
+
+const char *sbx_runner_source(enum sbx_language l, size_t *ret_len)
+{
+        switch (l) {
+        case SBX_LANG_NODE:
+                *ret_len = (size_t)sbx_runner_node_len;
+                return sbx_runner_node;
+        case SBX_LANG_BASH:
+                *ret_len = (size_t)sbx_runner_bash_len;
+                return sbx_runner_bash;
+        case SBX_LANG_PYTHON:
+        default:
+                *ret_len = (size_t)sbx_runner_python_len;
+                return sbx_runner_python;
+        }
+}
+
+const char *const *sbx_runner_argv(enum sbx_language l)
+{
+        static const char *const python[] = {"python3", "/sandbox/main.py", NULL};
+        static const char *const node[] = {"node", "--expose-internals", "/sandbox/main.js", NULL};
+        static const char *const bash[] = {"bash", "/sandbox/main.sh", NULL};
+
+        switch (l) {
+        case SBX_LANG_NODE:
+                return node;
+        case SBX_LANG_BASH:
+                return bash;
+        case SBX_LANG_PYTHON:
+        default:
+                return python;
+        }
+}
+
+int sbx_runner_status_parse(const char *line, size_t len, struct sbx_runner_status *ret)
+{
+        char buf[96], kind[16];
+        long long seq;
+        int code, used = 0;
+
+        if (len == 0 || len >= sizeof(buf))
+                return -EBADMSG;
+        memcpy(buf, line, len);
+        buf[len] = '\0';
+        if (sscanf(buf, "%lld %15[a-z] %d%n", &seq, kind, &code, &used) != 3 ||
+            (size_t)used != len || seq < 0)
+                return -EBADMSG;
+        ret->seq = seq;
+        memcpy(ret->kind, kind, sizeof(kind));
+        ret->code = code;
+        return 0;
+}

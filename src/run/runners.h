@@ -1,0 +1,38 @@
+/* runners.h - the session runners: small programs the server hands into a session's sandbox
+ * as its program (src/run/runners/: python.py, node.js, bash.sh), which then run the cells
+ * they are fed. The framing they speak is described in docs/design/sessions.md. */
+#pragma once
+
+#include <stddef.h>
+
+#include "run/run.h"
+
+/* The fds a runner reads cells from and writes one status record per cell to. */
+#define SBX_RUNNER_CELL_FD 4
+#define SBX_RUNNER_STATUS_FD 5
+
+/**
+ * sbx_runner_source() - the runner of @l, as it is written to /sandbox/<script> (the file
+ * sbx_language_script() names): static bytes, *@ret_len of them.
+ */
+const char *sbx_runner_source(enum sbx_language l, size_t *ret_len);
+
+/**
+ * sbx_runner_argv() - the command line that runs the runner of @l inside the sandbox
+ * ("python3 /sandbox/main.py"; node adds --expose-internals for its REPL's rewriting of
+ * top-level await): a static NULL-terminated array.
+ */
+const char *const *sbx_runner_argv(enum sbx_language l);
+
+/* One status record of a runner: "<seq> <kind> <code>\n". */
+struct sbx_runner_status {
+        long long seq; /* the cell it ends; 0 for "ready" */
+        char kind[16]; /* "ready", "ok", "error", "exit", "interrupted" */
+        int code;      /* ok/exit: the cell's status; error 1; interrupted 130 */
+};
+
+/**
+ * sbx_runner_status_parse() - parse one record @line (@len bytes, without the newline).
+ * Return: 0, or -EBADMSG when it is not a record.
+ */
+int sbx_runner_status_parse(const char *line, size_t len, struct sbx_runner_status *ret);

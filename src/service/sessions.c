@@ -1,0 +1,414 @@
+/* sessions.c - the session table and its thread. See sessions.h. */
+#include "service/sessions.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "run/warden.h"
+
+/* At most this many sessions (VESTIBULE_MAX_SESSIONS is capped at 64 by config). */
+#define SESSIONS_MAX 64
+/* Handles that ended, remembered so a late call is told why. */
+#define SESSIONS_GONE 64
+
+struct session {
+        struct session_info info;
+        uint64_t last_ms; /* end of the last call (or the start) */
+        bool used;
+        bool busy;
+};
+
+struct gone {
+        char id[SESSION_ID_MAX];
+        char reason[160];
+};
+
+struct job {
+        int (*fn)(void *arg);
+        void *arg;
+        int r;
+        bool running, done;
+};
+
+struct run_sessions {
+        pthread_mutex_t lock;
+        pthread_cond_t wake; /* the thread: a job, a stop, or a change of the idle clocks */
+        pthread_cond_t done; /* a job finished */
+        pthread_t thread;
+        bool started, stop;
+        unsigned max, reserved;
+        uint64_t idle_ms;
+        char key[9]; /* this server process's part of every handle */
+        struct session s[SESSIONS_MAX];
+        struct gone gone[SESSIONS_GONE];
+        unsigned gone_next;
+        struct job *job;
+        void (*drop)(void *ud, const char *id, const char *reason);
+        void *drop_ud;
+};
+
+static void random_hex(char *buf, size_t bytes)
+{
+        unsigned char raw[32];
+        size_t got = 0;
+
+        while (got < bytes) {
+                ssize_t n = getrandom(raw + got, bytes - got, 0);
+                if (n > 0)
+                        got += (size_t)n;
+                else if (errno != EINTR)
+                        abort(); /* getrandom(2) does not fail on Linux 3.17+ once seeded */
+        }
+        for (size_t i = 0; i < bytes; i++)
+                snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+}
+
+static struct session *find(struct run_sessions *t, const char *id)
+{
+        for (unsigned i = 0; i < SESSIONS_MAX; i++)
+                if (t->s[i].used && strcmp(t->s[i].info.id, id) == 0)
+                        return &t->s[i];
+        return NULL;
+}
+
+static void abs_time(struct timespec *ts, uint64_t ms)
+{
+        clock_gettime(CLOCK_MONOTONIC, ts);
+        ts->tv_sec += (time_t)(ms / 1000u);
+        ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
+        if (ts->tv_nsec >= 1000000000L) {
+                ts->tv_sec++;
+                ts->tv_nsec -= 1000000000L;
+        }
+}
+
+/* Under the lock: the first idle session past its idle time, or NULL; *@ret_wait_ms until the
+ * next one is due otherwise. */
+static struct session *next_expired(struct run_sessions *t, uint64_t *ret_wait_ms)
+{
+        uint64_t now = sbx_now_ms(), wait = 60000;
+
+        for (unsigned i = 0; i < SESSIONS_MAX; i++) {
+                struct session *x = &t->s[i];
+                if (!x->used || x->busy)
+                        continue;
+                if (now >= x->last_ms + t->idle_ms)
+                        return x;
+                if (x->last_ms + t->idle_ms - now < wait)
+                        wait = x->last_ms + t->idle_ms - now;
+        }
+        *ret_wait_ms = wait;
+        return NULL;
+}
+
+static void remember_gone(struct run_sessions *t, const char *id, const char *reason)
+{
+        struct gone *g = &t->gone[t->gone_next++ % SESSIONS_GONE];
+
+        snprintf(g->id, sizeof(g->id), "%s", id);
+        snprintf(g->reason, sizeof(g->reason), "%s", reason);
+}
+
+static void *thread_main(void *arg)
+{
+        struct run_sessions *t = arg;
+
+        pthread_mutex_lock(&t->lock);
+        while (!t->stop) {
+                uint64_t wait_ms = 0;
+                struct session *x;
+                struct timespec ts;
+
+                if (t->job && !t->job->running) {
+                        struct job *j = t->job;
+                        j->running = true;
+                        pthread_mutex_unlock(&t->lock);
+                        j->r = j->fn(j->arg);
+                        pthread_mutex_lock(&t->lock);
+                        j->done = true;
+                        t->job = NULL;
+                        pthread_cond_broadcast(&t->done);
+                        continue;
+                }
+                x = next_expired(t, &wait_ms);
+                if (x) {
+                        char id[SESSION_ID_MAX], reason[96];
+                        snprintf(id, sizeof(id), "%s", x->info.id);
+                        snprintf(reason, sizeof(reason),
+                                 "it expired after %llu s without a call "
+                                 "(VESTIBULE_SESSION_IDLE_S)",
+                                 (unsigned long long)(t->idle_ms / 1000u));
+                        x->busy = true; /* no call may take it while it is dropped */
+                        pthread_mutex_unlock(&t->lock);
+                        log_info("session '%s': idle for %llu s, ending it", id,
+                                 (unsigned long long)(t->idle_ms / 1000u));
+                        t->drop(t->drop_ud, id, reason);
+                        pthread_mutex_lock(&t->lock);
+                        x = find(t, id);
+                        if (x) {
+                                x->used = false;
+                                remember_gone(t, id, reason);
+                        }
+                        continue;
+                }
+                abs_time(&ts, wait_ms);
+                (void)pthread_cond_timedwait(&t->wake, &t->lock, &ts);
+        }
+        pthread_mutex_unlock(&t->lock);
+        return NULL;
+}
+
+struct run_sessions *sessions_new(unsigned max_sessions, unsigned idle_s,
+                                  void (*drop)(void *ud, const char *id, const char *reason),
+                                  void *ud)
+{
+        struct run_sessions *t = xcalloc(1, sizeof(*t));
+        pthread_condattr_t ca;
+
+        pthread_mutex_init(&t->lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&t->wake, &ca);
+        pthread_cond_init(&t->done, &ca);
+        pthread_condattr_destroy(&ca);
+        t->max = max_sessions < SESSIONS_MAX ? max_sessions : SESSIONS_MAX;
+        t->idle_ms = (uint64_t)(idle_s ? idle_s : 1) * 1000u;
+        t->drop = drop;
+        t->drop_ud = ud;
+        random_hex(t->key, 4);
+        return t;
+}
+
+/* The thread starts with the first session, so a server that never has one never has it. */
+static int ensure_thread(struct run_sessions *t)
+{
+        int r = 0;
+
+        if (!t->started && !t->stop) {
+                r = -pthread_create(&t->thread, NULL, thread_main, t);
+                t->started = r == 0;
+        }
+        return t->stop ? -ESHUTDOWN : r;
+}
+
+void sessions_stop(struct run_sessions *t)
+{
+        bool join;
+
+        if (!t)
+                return;
+        pthread_mutex_lock(&t->lock);
+        t->stop = true;
+        join = t->started;
+        t->started = false;
+        pthread_cond_broadcast(&t->wake);
+        pthread_cond_broadcast(&t->done);
+        pthread_mutex_unlock(&t->lock);
+        if (join)
+                pthread_join(t->thread, NULL);
+}
+
+struct run_sessions *sessions_free(struct run_sessions *t)
+{
+        if (!t)
+                return NULL;
+        sessions_stop(t);
+        pthread_cond_destroy(&t->wake);
+        pthread_cond_destroy(&t->done);
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+        return NULL;
+}
+
+int sessions_on_thread(struct run_sessions *t, int (*fn)(void *arg), void *arg)
+{
+        struct job *j = xcalloc(1, sizeof(*j));
+        int r;
+
+        j->fn = fn;
+        j->arg = arg;
+        pthread_mutex_lock(&t->lock);
+        r = ensure_thread(t);
+        while (r == 0 && t->job && !t->stop) /* one job at a time */
+                pthread_cond_wait(&t->done, &t->lock);
+        if (r == 0 && !t->stop) {
+                t->job = j;
+                pthread_cond_broadcast(&t->wake);
+                /* a job the thread took runs to its end, even when a stop comes meanwhile */
+                while (!j->done && !(t->stop && !j->running))
+                        pthread_cond_wait(&t->done, &t->lock);
+                r = j->done ? j->r : -ESHUTDOWN;
+                if (t->job == j)
+                        t->job = NULL;
+        } else if (r == 0) {
+                r = -ESHUTDOWN;
+        }
+        pthread_mutex_unlock(&t->lock);
+        free(j);
+        return r;
+}
+
+int sessions_reserve(struct run_sessions *t, char ret_id[SESSION_ID_MAX], struct sbx_error *err)
+{
+        unsigned used = 0;
+        char rnd[33];
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        for (unsigned i = 0; i < SESSIONS_MAX; i++)
+                used += t->s[i].used;
+        if (t->stop)
+                r = sbx_fail(err, ESHUTDOWN, "the server is shutting down: retry after restart");
+        else if (t->max == 0)
+                r = sbx_fail(err, EUSERS,
+                             "sessions are off on this server (VESTIBULE_MAX_SESSIONS=0): call "
+                             "run_code without session, or set VESTIBULE_MAX_SESSIONS and "
+                             "restart");
+        else if (used + t->reserved >= t->max)
+                r = sbx_fail(err, EUSERS,
+                             "%u sessions are open, the most this server allows "
+                             "(VESTIBULE_MAX_SESSIONS=%u): end one with session_end, or let one "
+                             "idle out (VESTIBULE_SESSION_IDLE_S=%llu), then retry; or raise "
+                             "VESTIBULE_MAX_SESSIONS and restart",
+                             used + t->reserved, t->max, (unsigned long long)(t->idle_ms / 1000u));
+        if (r == 0) {
+                t->reserved++;
+                random_hex(rnd, 16);
+                snprintf(ret_id, SESSION_ID_MAX, "vs-%s-%s", t->key, rnd);
+        }
+        pthread_mutex_unlock(&t->lock);
+        return r;
+}
+
+void sessions_unreserve(struct run_sessions *t)
+{
+        pthread_mutex_lock(&t->lock);
+        if (t->reserved > 0)
+                t->reserved--;
+        pthread_mutex_unlock(&t->lock);
+}
+
+void sessions_add(struct run_sessions *t, const struct session_info *info)
+{
+        pthread_mutex_lock(&t->lock);
+        if (t->reserved > 0)
+                t->reserved--;
+        for (unsigned i = 0; i < SESSIONS_MAX; i++)
+                if (!t->s[i].used) {
+                        t->s[i] =
+                            (struct session){.info = *info, .last_ms = sbx_now_ms(), .used = true};
+                        break;
+                }
+        pthread_cond_broadcast(&t->wake);
+        pthread_mutex_unlock(&t->lock);
+}
+
+/* Why @id names no session of this table. */
+static int unknown(struct run_sessions *t, const char *id, struct sbx_error *err)
+{
+        static const char start[] = "start one with session_start and pass its handle";
+        size_t n = strlen(id);
+
+        for (unsigned i = 0; i < SESSIONS_GONE; i++)
+                if (t->gone[i].id[0] && strcmp(t->gone[i].id, id) == 0)
+                        return sbx_fail(err, ENOENT, "session '%s' has ended: %s; %s", id,
+                                        t->gone[i].reason, start);
+        /* "vs-" + 8 + "-" + 32 */
+        if (n != 44 || strncmp(id, "vs-", 3) != 0 || id[11] != '-' ||
+            strspn(id + 3, "0123456789abcdef") != 8 || strspn(id + 12, "0123456789abcdef") != 32)
+                return sbx_fail(err, ENOENT,
+                                "'%.60s' is not a session handle (session_start returns one, "
+                                "such as 'vs-0a1b2c3d-...'): %s",
+                                id, start);
+        if (strncmp(id + 3, t->key, 8) != 0)
+                return sbx_fail(err, ENOENT,
+                                "session '%s' belongs to another server process (sessions end "
+                                "with the server that started them): %s",
+                                id, start);
+        return sbx_fail(err, ENOENT, "no session '%s' on this server: %s", id, start);
+}
+
+int sessions_begin_call(struct run_sessions *t, const char *id, struct session_info *ret,
+                        struct sbx_error *err)
+{
+        struct session *x;
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        x = find(t, id);
+        if (!x) {
+                r = unknown(t, id, err);
+        } else if (x->busy) {
+                r = sbx_fail(err, EBUSY,
+                             "a call is running in session '%s' (a session runs one call at a "
+                             "time): wait for its result, or cancel it, then retry",
+                             id);
+        } else {
+                x->busy = true;
+                x->info.calls++;
+                *ret = x->info;
+        }
+        pthread_mutex_unlock(&t->lock);
+        return r;
+}
+
+int sessions_check(struct run_sessions *t, const char *id, struct sbx_error *err)
+{
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        if (!find(t, id))
+                r = unknown(t, id, err);
+        pthread_mutex_unlock(&t->lock);
+        return r;
+}
+
+void sessions_end_call(struct run_sessions *t, const char *id)
+{
+        struct session *x;
+
+        pthread_mutex_lock(&t->lock);
+        x = find(t, id);
+        if (x) {
+                x->busy = false;
+                x->last_ms = sbx_now_ms();
+        }
+        pthread_cond_broadcast(&t->wake);
+        pthread_mutex_unlock(&t->lock);
+}
+
+bool sessions_remove(struct run_sessions *t, const char *id, const char *reason,
+                     struct session_info *ret_info)
+{
+        struct session *x;
+
+        pthread_mutex_lock(&t->lock);
+        x = find(t, id);
+        if (x) {
+                if (ret_info)
+                        *ret_info = x->info;
+                x->used = false;
+                remember_gone(t, id, reason);
+        }
+        pthread_mutex_unlock(&t->lock);
+        return x != NULL;
+}
+
+unsigned sessions_ids(struct run_sessions *t, char (*ret)[SESSION_ID_MAX], unsigned max)
+{
+        unsigned n = 0;
+
+        pthread_mutex_lock(&t->lock);
+        for (unsigned i = 0; i < SESSIONS_MAX && n < max; i++)
+                if (t->s[i].used)
+                        snprintf(ret[n++], SESSION_ID_MAX, "%s", t->s[i].info.id);
+        pthread_mutex_unlock(&t->lock);
+        return n;
+}
