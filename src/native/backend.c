@@ -681,7 +681,7 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
         const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
         struct backend_probe probe;
         struct native_cgroup cg = {.dir_fd = -1};
-        struct native_sandbox sb = {0};
+        struct native_sandbox sb = {.code_fd = -1, .sdir_fd = -1, .stage_fd = -1, .go_fd = -1};
         struct native_notify *notify = NULL;
         struct sbx_error exec_err = {0};
         bool have_status = false, exec_failed = false;
@@ -750,8 +750,8 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
             .pids_max = nproc_limit(&s->limits, cfg->pids_max),
             .userns_limits = quotas,
             .n_userns_limits = n_quotas,
-            .code = req->code,
-            .code_len = req->code_len,
+            .code_max = cfg->max_code_bytes,
+            .fifo = req->language != SBX_LANG_BASH,
             .script = sbx_language_script(req->language),
             .argv = argv,
             .filter = &s->filter,
@@ -811,6 +811,15 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 goto finish;
         }
         sbx_trace_lap(&trace, "notify_start");
+        r = native_handover(&sb, req->code, req->code_len, notify->ended_fd,
+                            sbx_now_ms() + (uint64_t)req->timeout_s * 1000, err);
+        if (r < 0) {
+                kill_tree(&ctx);
+                while (waitpid(sb.pid, NULL, __WALL) < 0 && errno == EINTR)
+                        ;
+                goto finish;
+        }
+        sbx_trace_lap(&trace, "handover");
 
         child = (struct warden_child){
             .pid = sb.pid,
@@ -868,6 +877,7 @@ finish:
         } else {
                 native_notify_finish(notify, res);
         }
+        native_sandbox_hand_close(&sb);
         int owned[] = {sb.pidfd, sb.out_fd, sb.err_fd, sb.sync_fd};
         for (size_t i = 0; i < ELEMENTSOF(owned); i++)
                 if (owned[i] >= 0)

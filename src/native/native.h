@@ -243,9 +243,11 @@ struct native_spawn {
         const struct native_userns_limit *userns_limits; /* written in the run's user namespace */
         bool count_tasks; /* init counts the run's tasks when the program ends (no cgroup) */
         unsigned n_userns_limits;
-        const char *code;
-        size_t code_len;
-        const char *script;      /* "main.py" */
+        size_t code_max;    /* the largest program (VESTIBULE_MAX_CODE_BYTES): /sandbox's size */
+        bool fifo;          /* the interpreter starts now and reads the program from a FIFO
+                             * at /sandbox/<script> (python, node); else the program waits
+                             * on the go pipe and execs at the hand-over (bash) */
+        const char *script; /* "main.py" */
         const char *const *argv; /* interpreter name (searched on PATH inside) and args */
         const struct native_filter *filter;
         uid_t host_uid; /* the host ids the inner ids map to */
@@ -288,8 +290,18 @@ struct native_sandbox {
         int out_fd, err_fd; /* read ends */
         int sync_fd;        /* the program's wait status arrives here */
         int listener_fd;    /* seccomp user-notification fd */
+        /* The hand-over (native_handover()), -1 once done: the program's file in /sandbox's
+         * stage folder (O_WRONLY), the folder seen as /sandbox and the stage folder (O_PATH,
+         * on /sandbox's writable tmpfs, which nothing inside can reach), the go pipe's write
+         * end (bash only). */
+        int code_fd, sdir_fd, stage_fd, go_fd;
+        bool fifo;
+        char script[16];
         struct native_child_info info;
 };
+
+/* The fds READY carries: the listener and the four of the hand-over. */
+#define NATIVE_PASS_FDS 5
 
 /**
  * native_spawn() - the parent's ordered list: pipes and sync socket, clone3 into new
@@ -299,6 +311,24 @@ struct native_sandbox {
  * the child's own error when it failed during setup (nothing is left running then).
  */
 int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, struct sbx_error *err);
+
+/**
+ * native_handover() - give a spawned sandbox its program, once: write @code into the stage
+ * file, wait (bounded by @deadline_ms, sbx_now_ms() clock) until the interpreter holds the
+ * FIFO open (it has started), rename the file over the FIFO, and stream @code through the
+ * FIFO (python, node); or rename it in place and send the go byte (bash, which execs then).
+ * The program sees /sandbox/<script> as a regular read-only file with @code, as argv names
+ * it. @ended_fd (or -1): readable when init reported the program's end (native_notify), which
+ * ends the wait. Closes the hand-over fds whatever happens.
+ * Return: 0; -EALREADY when @sb was handed a program before (a sandbox is never reused);
+ * -ESRCH (the interpreter ended first), -ETIMEDOUT, -errno, each with @err.
+ */
+int native_handover(struct native_sandbox *sb, const char *code, size_t code_len, int ended_fd,
+                    uint64_t deadline_ms, struct sbx_error *err);
+
+/** native_sandbox_hand_close() - close the hand-over fds of a sandbox never handed a
+ * program (a spare destroyed unused: a blocked interpreter sees EOF, bash's go pipe EOF). */
+void native_sandbox_hand_close(struct native_sandbox *sb);
 
 /**
  * native_sandbox_read() - read one report of init from @sync_fd.
