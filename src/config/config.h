@@ -71,6 +71,10 @@ struct sbx_config {
         unsigned max_concurrent;    /* VESTIBULE_MAX_CONCURRENT, default 4 */
         unsigned max_images;        /* VESTIBULE_MAX_IMAGES attached per result, default 4 */
         size_t max_image_bytes;     /* VESTIBULE_MAX_IMAGE_BYTES each, default 1 MiB */
+        bool warm;                  /* VESTIBULE_WARM: keep a spare sandbox per language ready
+                                       (docs/native.md, "Warm spares"), default on */
+        unsigned warm_idle_s;       /* VESTIBULE_WARM_IDLE_S: a spare unused this long is
+                                       dropped, default 300 */
 
         /* VESTIBULE_RUN_AS=uid:gid: the unprivileged id a server started as root runs code as. */
         bool run_as_set;
