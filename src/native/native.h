@@ -340,3 +340,34 @@ int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, struct sbx
 
 /** native_sandbox_release() - let init exit (it waits after reporting the program's end). */
 void native_sandbox_release(int sync_fd);
+
+/* ---- stamp.c -------------------------------------------------------------------------- */
+
+/* What a sandbox prepared ahead (a warm spare) was built from, to refuse it at start() when
+ * any of it changed since: the settings it used, the workspace folder it bound, the rootfs
+ * tree it mounted (setup swaps a new one in under the same name, rootfs/hold.h), and the
+ * probe's answer (its grade and the backend's probe generation). */
+struct native_stamp {
+        char settings[1024]; /* the settings a sandbox is built from, as text */
+        dev_t ws_dev, tree_dev;
+        ino_t ws_ino, tree_ino;
+        unsigned probe_gen;
+        char grade[320];
+};
+
+/**
+ * native_stamp_take() - fill @ret for a sandbox of @cfg (borrowed) mounting the rootfs tree
+ * @tree_fd (the hold's fd, rootfs/hold.h), under the probe answer @grade of generation @gen.
+ * Return: 0, or -errno with @err when the workspace cannot be stat'ed.
+ */
+int native_stamp_take(const struct sbx_config *cfg, int tree_fd, const char *grade, unsigned gen,
+                      struct native_stamp *ret, struct sbx_error *err);
+
+/**
+ * native_stamp_check() - is @st still what a sandbox for @cfg and rootfs tree path @tree_path
+ * would be built from now, with the probe answer @grade of generation @gen?
+ * Return: 0 when it is, else -ESTALE with @err saying what changed.
+ */
+int native_stamp_check(const struct native_stamp *st, const struct sbx_config *cfg,
+                       const char *tree_path, const char *grade, unsigned gen,
+                       struct sbx_error *err);
