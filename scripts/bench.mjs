@@ -181,6 +181,33 @@ class Server {
         const maps = fs.readFileSync(`/proc/${this.pid}/maps`, 'utf8');
         return ['libcurl.so', 'libarchive.so', 'libyaml-0.so', 'libsystemd.so', 'libcrypto.so'].filter((l) => maps.includes(l));
     }
+    // The server's descendants (its sandboxes: warm spares when idle), apart from the server:
+    // processes, and their Rss and Pss summed from /proc/PID/smaps_rollup, in KiB.
+    descendants() {
+        const kids = (pid) => {
+            let out = [];
+            try {
+                for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+                    const c = fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim();
+                    if (c) out.push(...c.split(/\s+/).map(Number));
+                }
+            } catch { /* gone */ }
+            return out;
+        };
+        const all = [];
+        const todo = kids(this.pid);
+        while (todo.length) { const p = todo.pop(); all.push(p); todo.push(...kids(p)); }
+        let rss = 0, pss = 0, procs = 0;
+        for (const p of all) {
+            try {
+                const r = fs.readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
+                rss += Number(/^Rss:\s+(\d+)/m.exec(r)?.[1] ?? 0);
+                pss += Number(/^Pss:\s+(\d+)/m.exec(r)?.[1] ?? 0);
+                procs++;
+            } catch { /* gone, or no access */ }
+        }
+        return { procs, rss_kib: rss, pss_kib: pss };
+    }
     cpuTicks() {
         const st = fs.readFileSync(`/proc/${this.pid}/stat`, 'utf8');
         const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
@@ -313,6 +340,9 @@ const traceMark = Object.fromEntries(Object.entries(servers).map(([k, s]) => [k,
 const cpuMark = Object.fromEntries(Object.entries(servers).map(([k, s]) => [k, s.cpuTicks()]));
 for (let i = 0; i < RUNS; i++) for (const c of cases) { const ms = await sample(c); if (ms !== null) samples[c.key].push(ms); }
 for (const c of cases) if (!c.dead) report.latency[c.key] = { label: c.label, ...stats(samples[c.key]) };
+// warm spares: let the last call's spare be built, then read the servers' descendants
+await new Promise((r) => setTimeout(r, 1500));
+for (const s of Object.values(servers)) s.spares = s.descendants();
 
 // breakdown: median µs per phase over the measured runs, from the trace lines
 const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
@@ -324,6 +354,8 @@ for (const [k, s] of Object.entries(servers)) {
     const runs = samples[cases.filter((c) => c.server === k).map((c) => c.key)[0]]?.length ?? 0;
     const nCases = cases.filter((c) => c.server === k).length;
     report.footprint[k] = { cpu_ms_per_run: +(((s.cpuTicks() - cpuMark[k]) / HZ) * 1000 / Math.max(1, runs * nCases)).toFixed(2), rss_kib_after_latency: s.status().rss_kib, hwm_kib: s.status().hwm_kib };
+    // the server's own memory and its sandboxes' apart: between calls, those are warm spares
+    if (s.spares) report.footprint[k].spares_after_latency = s.spares;
 }
 if (servers.native) report.footprint.native.rss_kib_idle_before_first_run = servers.native.idle.rss_kib;
 
