@@ -177,6 +177,17 @@ struct sandbox_ops {
 };
 
 /**
+ * sandbox_run_program() - one program in the prepared sandbox @sb: start, supervise
+ * (warden_watch(), wall time from just before start), collect. The caller prepared @sb and
+ * destroys it (the service, with the sandbox in its registry; a session, once per call).
+ * Return: as backend_ops.run() (src/run/backend.h): 0 with @res to show, or -errno with @err
+ * (start's, the warden's, or collect's). collect() ran whenever start() succeeded.
+ */
+int sandbox_run_program(const struct sandbox_ops *ops, struct sandbox *sb,
+                        const struct run_request *req, struct run_result *res,
+                        struct sbx_error *err);
+
+/**
  * sandbox_run_once() - one request in a fresh sandbox of @b: prepare (mode ONE_SHOT), start,
  * supervise (warden_watch()), collect, destroy. No registry: for backend_ops.run() of a
  * backend that has sandbox ops (so `vestibule-mcp run` and tests that call run() keep their

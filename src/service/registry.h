@@ -104,6 +104,13 @@ int sandbox_registry_resume(struct sandbox_registry *r, const char *session_id, 
                             unsigned wait_ms, struct sandbox_entry **ret, struct sbx_error *err);
 
 /**
+ * sandbox_registry_discard() - destroy @e's sandbox (outside the registry's lock) and take
+ * @e back to PREPARING, its running slot kept: for a call that goes on with another sandbox
+ * (a start that answered -ESTALE, picked again). No-op while PREPARING.
+ */
+void sandbox_registry_discard(struct sandbox_registry *r, struct sandbox_entry *e);
+
+/**
  * sandbox_registry_drop_backend() - destroy every SPARE and IDLE sandbox of @b (its probe
  * was invalidated, or the settings changed). RUNNING ones are left to their calls.
  * Return: how many were destroyed.
