@@ -60,6 +60,8 @@ struct sandbox_spec {
         enum sbx_language language;
         const struct sbx_config *cfg; /* borrowed; must outlive the sandbox */
         enum sandbox_mode mode;
+        bool spare; /* prepared ahead of any request (a warm spare, src/service/warm.h): its
+                       setup is off the request path (the timing trace says so) */
 };
 
 /* Flags of struct sandbox_io. */

@@ -70,7 +70,7 @@ static void build_one(struct warm_keeper *w, struct warm_slot *sl)
 {
         struct backend *b = sl->b;
         struct sandbox_spec spec = {
-            .language = sl->language, .cfg = w->cfg, .mode = SANDBOX_MODE_ONE_SHOT};
+            .language = sl->language, .cfg = w->cfg, .mode = SANDBOX_MODE_ONE_SHOT, .spare = true};
         struct sandbox *sb = NULL;
         struct sbx_error err = {0};
         unsigned gen = sl->gen;
@@ -168,15 +168,22 @@ struct warm_keeper *warm_keeper_new(const struct sbx_config *cfg, struct sandbox
         return w;
 }
 
-struct warm_keeper *warm_keeper_free(struct warm_keeper *w)
+void warm_keeper_stop(struct warm_keeper *w)
 {
         if (!w)
-                return NULL;
+                return;
         pthread_mutex_lock(&w->lock);
         w->stop = true;
         pthread_cond_broadcast(&w->work);
         pthread_cond_broadcast(&w->built);
         pthread_mutex_unlock(&w->lock);
+}
+
+struct warm_keeper *warm_keeper_free(struct warm_keeper *w)
+{
+        if (!w)
+                return NULL;
+        warm_keeper_stop(w);
         if (w->started)
                 pthread_join(w->thread, NULL);
         pthread_cond_destroy(&w->work);

@@ -37,6 +37,9 @@ struct warm_keeper;
  */
 struct warm_keeper *warm_keeper_new(const struct sbx_config *cfg, struct sandbox_registry *reg);
 
+/** warm_keeper_stop() - no spare is built from now on (server shutdown); does not wait. */
+void warm_keeper_stop(struct warm_keeper *w);
+
 /**
  * warm_keeper_free() - stop the thread (a prepare in progress finishes and its spare is
  * destroyed when the registry is shutting down, see sandbox_registry_add_spare()). Spares
