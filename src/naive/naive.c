@@ -85,9 +85,10 @@ struct naive_sandbox {
         /* the program started last (start() to collect()) */
         pthread_mutex_t lock; /* kill() may come from any thread */
         bool started;
-        pid_t pid; /* S, until collect() reaped it */
-        int pidfd; /* pidfd of S, or -1 */
-        int out_r; /* read ends of C's stdout and stderr */
+        bool kill_asked; /* kill() came: a program started after it is killed at once */
+        pid_t pid;       /* S, until collect() reaped it */
+        int pidfd;       /* pidfd of S, or -1 */
+        int out_r;       /* read ends of C's stdout and stderr */
         int err_r;
         int ctl;       /* the server's end of the control socket to S */
         pid_t c_pgid;  /* C's process group (C's pid), 0 until S reported it */
@@ -128,6 +129,7 @@ static void naive_kill(struct sandbox *sb)
         char k = 'k';
 
         pthread_mutex_lock(&nb->lock);
+        nb->kill_asked = true;
         naive_poll_done(nb);
         if (!nb->started || nb->s_done || nb->ctl < 0)
                 goto out; /* nothing runs, or S killed and reaped everything and reported */
@@ -809,8 +811,9 @@ static int naive_start(struct sandbox *sb, const struct run_request *req, struct
         close_fdp_locked(&f.ctl[1]);
         read_reports(nb, f.rep[0]);
         nb->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        if (nb->failed_setup)
-                naive_kill(sb); /* collect() names the failed stage */
+        /* a failed setup: collect() names the stage; a kill that came during start */
+        if (nb->failed_setup || nb->kill_asked)
+                naive_kill(sb);
         *ret_io = (struct sandbox_io){.out_fd = nb->out_r,
                                       .err_fd = nb->err_r,
                                       .pid = pid,
@@ -843,6 +846,7 @@ static int naive_reap(struct naive_sandbox *nb, struct rusage *ru)
         pthread_mutex_lock(&nb->lock);
         naive_poll_done(nb);
         nb->started = false;
+        nb->kill_asked = false; /* the program's end was the last kill; a session goes on */
         nb->pid = 0;
         close_fdp_locked(&nb->ctl);
         close_fdp_locked(&nb->out_r);
