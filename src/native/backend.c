@@ -668,6 +668,7 @@ struct native_box {
         bool spare;                /* prepared ahead (a warm spare): checked again at start() */
         bool handed;               /* start() handed it a program: it never takes another */
         struct native_stamp stamp; /* what a spare was built from (stamp.c) */
+        uint64_t cpu_before_us;    /* a spare's cgroup CPU at the hand-over (its start-up) */
         bool started;              /* init was spawned */
         bool reaped;               /* init was reaped (or never spawned) */
         bool collected; /* the supervisor was stopped and joined (native_notify_finish) */
@@ -925,6 +926,9 @@ static int native_start(struct sandbox *sandbox, const struct run_request *req,
                 if (r < 0)
                         return r;
                 sbx_trace_lap(&x->trace, "spare_check");
+                /* the run's CPU counts from the hand-over: the interpreter's start-up is not its */
+                if (!native_cgroup_cpu_us(x->ctx.cg, &x->cpu_before_us))
+                        x->cpu_before_us = 0;
         }
         r = native_handover(&x->sb, req->code, req->code_len, x->notify->ended_fd,
                             sbx_now_ms() + (uint64_t)req->timeout_s * 1000, err);
@@ -1002,6 +1006,10 @@ static void box_usage(struct native_box *x, struct run_result *res, int tasks_at
         }
         if (ctx->cg && ctx->read_ok) {
                 res->usage.cpu_us = ctx->usage.usage.cpu_us;
+                if (res->usage.cpu_us.measured)
+                        res->usage.cpu_us.value = res->usage.cpu_us.value > x->cpu_before_us
+                                                      ? res->usage.cpu_us.value - x->cpu_before_us
+                                                      : 0;
                 res->usage.mem_peak_bytes = ctx->usage.usage.mem_peak_bytes;
                 res->usage.pids_peak = ctx->usage.usage.pids_peak;
                 memcpy(res->limits_hit, ctx->usage.limits_hit, sizeof(res->limits_hit));

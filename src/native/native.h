@@ -194,6 +194,10 @@ void native_cgroup_kill(struct native_cgroup *cg);
 bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config *cfg,
                         struct run_result *res);
 
+/** native_cgroup_cpu_us() - the CPU the run's cgroup used so far (cpu.stat usage_usec, µs):
+ * a warm spare's start-up, taken away from its run's figure. Return: false when unreadable. */
+bool native_cgroup_cpu_us(const struct native_cgroup *cg, uint64_t *ret);
+
 /** native_cgroup_remove() - close and (when we created it) remove the run's cgroup. */
 void native_cgroup_remove(struct native_cgroup *cg);
 
