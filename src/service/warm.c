@@ -17,7 +17,7 @@
  * fits; a pair beyond this is simply not kept warm. */
 #define WARM_SLOTS 8
 /* The keeper's thread stack: it only calls prepare() (the native clone has its own). */
-#define WARM_STACK_BYTES (256 * 1024)
+#define WARM_STACK_BYTES ((size_t)256 * 1024)
 
 enum warm_state {
         WARM_NONE = 0, /* no spare and none wanted */
