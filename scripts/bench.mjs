@@ -150,6 +150,7 @@ class Server {
     }
     // run_code; returns {ms, text}; throws unless @expect matches the stdout part.
     async run(language, code, expect = OUT_1, timeoutS = 30, allowError = false) {
+        (this.calls ??= []).push(language); // the k-th call's language, for the breakdown
         const t0 = performance.now();
         const r = await this.request('tools/call', { name: 'run_code', arguments: { language, code, timeout_seconds: timeoutS } });
         const ms = performance.now() - t0;
@@ -349,8 +350,21 @@ const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout
 for (const [k, s] of Object.entries(servers)) {
     const lines = s.trace.slice(traceMark[k]);
     const phases = {};
-    for (const t of lines) (phases[t.backend === 'service' ? `service.${t.phase}` : t.phase] ??= []).push(t.us);
+    // a warm spare's setup is traced apart (backend "native-spare"): off the request path
+    const label = (t) => (t.backend === 'service' ? `service.${t.phase}` : t.backend.endsWith('-spare') ? `spare.${t.phase}` : t.phase);
+    for (const t of lines) (phases[label(t)] ??= []).push(t.us);
     report.breakdown[k] = { isolation: s.isolation, runs: phases.total?.length ?? 0, median_us: Object.fromEntries(Object.entries(phases).map(([p, v]) => [p, median(v)])) };
+    // by language: the k-th service trace is the k-th call; a backend's lines belong to the
+    // call whose service trace began last before them (calls on one server are sequential)
+    const svc = [...new Set(s.trace.filter((t) => t.backend === 'service').map((t) => t.run))];
+    const langOf = (run) => { let i = -1; for (let j = 0; j < svc.length && svc[j] <= run; j++) i = j; return i >= 0 ? s.calls?.[i] : undefined; };
+    const byLang = {};
+    for (const t of lines) {
+        if (t.backend.endsWith('-spare')) continue;
+        const l = langOf(t.run);
+        if (l) ((byLang[l] ??= {})[label(t)] ??= []).push(t.us);
+    }
+    report.breakdown[k].by_language_median_us = Object.fromEntries(Object.entries(byLang).map(([l, ph]) => [l, Object.fromEntries(Object.entries(ph).map(([p, v]) => [p, median(v)]))]));
     const runs = samples[cases.filter((c) => c.server === k).map((c) => c.key)[0]]?.length ?? 0;
     const nCases = cases.filter((c) => c.server === k).length;
     report.footprint[k] = { cpu_ms_per_run: +(((s.cpuTicks() - cpuMark[k]) / HZ) * 1000 / Math.max(1, runs * nCases)).toFixed(2), rss_kib_after_latency: s.status().rss_kib, hwm_kib: s.status().hwm_kib };
@@ -480,6 +494,13 @@ for (const [k, v] of Object.entries(report.ratios)) if (v !== null && v !== unde
 for (const [k, b] of Object.entries(report.breakdown)) {
     console.log(`\nbreakdown ${k} (median us over ${b.runs} runs; isolation: ${b.isolation})`);
     for (const [p, us] of Object.entries(b.median_us)) console.log(`  ${pad(p, 40)}${lpad(us, 10)}`);
+    const bl = b.by_language_median_us ?? {};
+    const ls = Object.keys(bl);
+    if (ls.length > 1) {
+        console.log(`  by language (request path)               ${ls.map((l) => lpad(l, 10)).join('')}`);
+        const ph = [...new Set(ls.flatMap((l) => Object.keys(bl[l])))];
+        for (const p of ph) console.log(`  ${pad(p, 40)}${ls.map((l) => lpad(bl[l][p], 10)).join('')}`);
+    }
 }
 if (report.scaling.concurrency) {
     console.log('\nconcurrency (native)        runs/s    p50 ms    p95 ms');
@@ -490,7 +511,7 @@ if (report.scaling.concurrency) {
     for (const [k, v] of Object.entries(report.scaling.code)) console.log(`  ${pad(k, 24)}${lpad(v.p50_ms, 10)}`);
 }
 console.log('\nfootprint');
-for (const [k, v] of Object.entries(report.footprint)) if (k !== 'fresh') console.log(`  ${pad(k, 24)}${Object.entries(v).map(([a, b]) => `${a}=${b}`).join(' ')}`);
+for (const [k, v] of Object.entries(report.footprint)) if (k !== 'fresh') console.log(`  ${pad(k, 24)}${Object.entries(v).map(([a, b]) => `${a}=${typeof b === 'object' ? JSON.stringify(b) : b}`).join(' ')}`);
 if (report.footprint.fresh) {
     const f = report.footprint.fresh;
     console.log('fresh servers               VmRSS   anon   file  VmHWM  thr  lazily loaded libraries mapped');
