@@ -52,7 +52,10 @@ struct backend_ops {
          */
         const struct sandbox_ops *sandbox;
 
-        /** shutdown() - kill every run in flight now (server exit). May be NULL. */
+        /**
+         * shutdown() - server exit: refuse new runs from now on, and kill the runs in flight
+         * that the service's registry does not hold (a backend with run() only). May be NULL.
+         */
         void (*shutdown)(struct backend *b);
 
         /** destroy() - free @b->state. May be NULL. */
