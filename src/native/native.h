@@ -320,7 +320,8 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
  * native_handover() - give a spawned sandbox its program, once: write @code into the stage
  * file, wait (bounded by @deadline_ms, sbx_now_ms() clock) until the interpreter holds the
  * FIFO open (it has started), rename the file over the FIFO, and stream @code through the
- * FIFO (python, node); or rename it in place and send the go byte (bash, which execs then).
+ * FIFO (python, node); or write it into /sandbox/main.sh and send the go byte (bash, which
+ * execs then).
  * The program sees /sandbox/<script> as a regular read-only file with @code, as argv names
  * it. @ended_fd (or -1): readable when init reported the program's end (native_notify), which
  * ends the wait. Closes the hand-over fds whatever happens.

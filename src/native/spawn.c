@@ -257,7 +257,8 @@ static void child_cover_tmp(void)
  * interpreter is blocked opening (@fifo), or absent (the program waits on the go pipe before
  * it execs, bash). T's own root is covered by the bind of s, like the scratch tmpfs's: the
  * only ways into stage/ and into a writable s/ are the fds in @ret, which go to the server
- * and are closed here. @ret: the stage file (O_WRONLY), s/ and stage/ (O_PATH). */
+ * and are closed here. @ret: the program file (O_WRONLY; in stage/, or s/ for bash), s/ and
+ * stage/ (O_PATH). */
 static void child_make_sandbox(const struct native_spawn *sp, int ret[3])
 {
         char opts[96], path[80];
@@ -267,7 +268,10 @@ static void child_make_sandbox(const struct native_spawn *sp, int ret[3])
                     "the rootfs needs a /sandbox directory: run `vestibule-mcp setup` again");
         if (mkdir("sandbox/s", 0755) < 0 || mkdir("sandbox/stage", 0700) < 0)
                 child_fail(errno, "cannot make the folders of /sandbox: %s", safe_strerror(errno));
-        snprintf(path, sizeof(path), "sandbox/stage/%s", sp->script);
+        /* bash execs only at the hand-over, so its file may wait in /sandbox itself: the
+         * server then writes it and renames nothing (a root server could not create a name
+         * on this tmpfs, whose user namespace does not map it: EOVERFLOW) */
+        snprintf(path, sizeof(path), "sandbox/%s/%s", sp->fifo ? "stage" : "s", sp->script);
         ret[0] = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (ret[0] < 0)
                 child_fail(errno, "cannot create the program's file in /sandbox: %s",
@@ -1215,9 +1219,10 @@ int native_handover(struct native_sandbox *sb, const char *code, size_t code_len
                 if (r < 0)
                         goto fail_wait;
         }
-        /* 3. The file takes the FIFO's name (or its place, bash): what the program finds at
-         *    /sandbox/<script> is the code, as a regular read-only file. */
-        if (renameat(sb->stage_fd, sb->script, sb->sdir_fd, sb->script) < 0) {
+        /* 3. The file takes the FIFO's name (bash's is in place already): what the program
+         *    finds at /sandbox/<script> is the code, as a regular read-only file. Replacing a
+         *    name creates none, which a root server may do here too. */
+        if (sb->fifo && renameat(sb->stage_fd, sb->script, sb->sdir_fd, sb->script) < 0) {
                 r = sbx_fail(err, errno, "cannot put the program in place in /sandbox: %m");
                 goto out;
         }
