@@ -85,9 +85,10 @@ test('the server\'s exit leaves no spare behind', { skip }, async (t) => {
     await runCode(conn, 'python', 'print(1)');
     await runCode(conn, 'bash', 'echo 1');
     // control: the spares exist while the server runs (the check below can fail)
-    assert.ok(await waitFor(() => descendants(conn.pid).length >= 4, START_WITHIN_MS), `spares: ${descendants(conn.pid)}`);
-    const spares = descendants(conn.pid);
-    assert.equal(stillThere(spares).length, spares.length);
+    // (alive ones only: the last call's init may still wait for the reaper, a zombie)
+    assert.ok(await waitFor(() => stillThere(descendants(conn.pid)).length >= 4, START_WITHIN_MS), `spares: ${descendants(conn.pid)}`);
+    const spares = stillThere(descendants(conn.pid));
+    assert.ok(spares.length >= 4, `two spares (init and interpreter each) alive: ${spares}`);
     const pid = conn.pid;
     await conn.close();
     assert.ok(await serverGone(pid, 3000 + GONE_WITHIN_MS), 'the server exited');
