@@ -150,6 +150,7 @@ class Server {
     }
     // run_code; returns {ms, text}; throws unless @expect matches the stdout part.
     async run(language, code, expect = OUT_1, timeoutS = 30, allowError = false, session = undefined) {
+        (this.calls ??= []).push(language); // the k-th call's language, for the breakdown
         const t0 = performance.now();
         const r = await this.request('tools/call', { name: 'run_code', arguments: { language, code, timeout_seconds: timeoutS, ...(session ? { session } : {}) } });
         const ms = performance.now() - t0;
@@ -180,6 +181,33 @@ class Server {
     lazyMapped() {
         const maps = fs.readFileSync(`/proc/${this.pid}/maps`, 'utf8');
         return ['libcurl.so', 'libarchive.so', 'libyaml-0.so', 'libsystemd.so', 'libcrypto.so'].filter((l) => maps.includes(l));
+    }
+    // The server's descendants (its sandboxes: warm spares when idle), apart from the server:
+    // processes, and their Rss and Pss summed from /proc/PID/smaps_rollup, in KiB.
+    descendants() {
+        const kids = (pid) => {
+            let out = [];
+            try {
+                for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+                    const c = fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim();
+                    if (c) out.push(...c.split(/\s+/).map(Number));
+                }
+            } catch { /* gone */ }
+            return out;
+        };
+        const all = [];
+        const todo = kids(this.pid);
+        while (todo.length) { const p = todo.pop(); all.push(p); todo.push(...kids(p)); }
+        let rss = 0, pss = 0, procs = 0;
+        for (const p of all) {
+            try {
+                const r = fs.readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
+                rss += Number(/^Rss:\s+(\d+)/m.exec(r)?.[1] ?? 0);
+                pss += Number(/^Pss:\s+(\d+)/m.exec(r)?.[1] ?? 0);
+                procs++;
+            } catch { /* gone, or no access */ }
+        }
+        return { procs, rss_kib: rss, pss_kib: pss };
     }
     cpuTicks() {
         const st = fs.readFileSync(`/proc/${this.pid}/stat`, 'utf8');
@@ -322,17 +350,35 @@ const traceMark = Object.fromEntries(Object.entries(servers).map(([k, s]) => [k,
 const cpuMark = Object.fromEntries(Object.entries(servers).map(([k, s]) => [k, s.cpuTicks()]));
 for (let i = 0; i < RUNS; i++) for (const c of cases) { const ms = await sample(c); if (ms !== null) samples[c.key].push(ms); }
 for (const c of cases) if (!c.dead) report.latency[c.key] = { label: c.label, ...stats(samples[c.key]) };
+// warm spares: let the last call's spare be built, then read the servers' descendants
+await new Promise((r) => setTimeout(r, 1500));
+for (const s of Object.values(servers)) s.spares = s.descendants();
 
 // breakdown: median µs per phase over the measured runs, from the trace lines
 const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
 for (const [k, s] of Object.entries(servers)) {
     const lines = s.trace.slice(traceMark[k]);
     const phases = {};
-    for (const t of lines) (phases[t.backend === 'service' ? `service.${t.phase}` : t.phase] ??= []).push(t.us);
+    // a warm spare's setup is traced apart (backend "native-spare"): off the request path
+    const label = (t) => (t.backend === 'service' ? `service.${t.phase}` : t.backend.endsWith('-spare') ? `spare.${t.phase}` : t.phase);
+    for (const t of lines) (phases[label(t)] ??= []).push(t.us);
     report.breakdown[k] = { isolation: s.isolation, runs: phases.total?.length ?? 0, median_us: Object.fromEntries(Object.entries(phases).map(([p, v]) => [p, median(v)])) };
+    // by language: the k-th service trace is the k-th call; a backend's lines belong to the
+    // call whose service trace began last before them (calls on one server are sequential)
+    const svc = [...new Set(s.trace.filter((t) => t.backend === 'service').map((t) => t.run))];
+    const langOf = (run) => { let i = -1; for (let j = 0; j < svc.length && svc[j] <= run; j++) i = j; return i >= 0 ? s.calls?.[i] : undefined; };
+    const byLang = {};
+    for (const t of lines) {
+        if (t.backend.endsWith('-spare')) continue;
+        const l = langOf(t.run);
+        if (l) ((byLang[l] ??= {})[label(t)] ??= []).push(t.us);
+    }
+    report.breakdown[k].by_language_median_us = Object.fromEntries(Object.entries(byLang).map(([l, ph]) => [l, Object.fromEntries(Object.entries(ph).map(([p, v]) => [p, median(v)]))]));
     const runs = samples[cases.filter((c) => c.server === k).map((c) => c.key)[0]]?.length ?? 0;
     const nCases = cases.filter((c) => c.server === k).length;
     report.footprint[k] = { cpu_ms_per_run: +(((s.cpuTicks() - cpuMark[k]) / HZ) * 1000 / Math.max(1, runs * nCases)).toFixed(2), rss_kib_after_latency: s.status().rss_kib, hwm_kib: s.status().hwm_kib };
+    // the server's own memory and its sandboxes' apart: between calls, those are warm spares
+    if (s.spares) report.footprint[k].spares_after_latency = s.spares;
 }
 if (servers.native) report.footprint.native.rss_kib_idle_before_first_run = servers.native.idle.rss_kib;
 
@@ -468,6 +514,13 @@ for (const [k, v] of Object.entries(report.ratios)) if (v !== null && v !== unde
 for (const [k, b] of Object.entries(report.breakdown)) {
     console.log(`\nbreakdown ${k} (median us over ${b.runs} runs; isolation: ${b.isolation})`);
     for (const [p, us] of Object.entries(b.median_us)) console.log(`  ${pad(p, 40)}${lpad(us, 10)}`);
+    const bl = b.by_language_median_us ?? {};
+    const ls = Object.keys(bl);
+    if (ls.length > 1) {
+        console.log(`  by language (request path)               ${ls.map((l) => lpad(l, 10)).join('')}`);
+        const ph = [...new Set(ls.flatMap((l) => Object.keys(bl[l])))];
+        for (const p of ph) console.log(`  ${pad(p, 40)}${ls.map((l) => lpad(bl[l][p], 10)).join('')}`);
+    }
 }
 if (report.scaling.concurrency) {
     console.log('\nconcurrency (native)        runs/s    p50 ms    p95 ms');
@@ -483,7 +536,7 @@ if (report.egress) {
     for (const [k, v] of Object.entries(report.egress.ratio_p50)) console.log(`  ${pad(`${k} / direct (p50; paired median ${report.egress.ratio_paired_median[k]})`, 56)}${lpad(v, 8)}`);
 }
 console.log('\nfootprint');
-for (const [k, v] of Object.entries(report.footprint)) if (k !== 'fresh') console.log(`  ${pad(k, 24)}${Object.entries(v).map(([a, b]) => `${a}=${b}`).join(' ')}`);
+for (const [k, v] of Object.entries(report.footprint)) if (k !== 'fresh') console.log(`  ${pad(k, 24)}${Object.entries(v).map(([a, b]) => `${a}=${typeof b === 'object' ? JSON.stringify(b) : b}`).join(' ')}`);
 if (report.footprint.fresh) {
     const f = report.footprint.fresh;
     console.log('fresh servers               VmRSS   anon   file  VmHWM  thr  lazily loaded libraries mapped');

@@ -193,6 +193,7 @@ int cmd_run(int argc, char **argv)
                 return 1;
         }
         sbx_log_set_level((enum sbx_log_level)cfg->log_level);
+        cfg->warm = false; /* one run and exit: a spare would be built only to be destroyed */
         r = run_service_new(cfg, &svc, &err);
         if (r < 0) {
                 log_error("%s", err.msg);

@@ -94,6 +94,10 @@ struct sbx_config {
         size_t max_image_bytes;     /* VESTIBULE_MAX_IMAGE_BYTES each, default 1 MiB */
         unsigned max_sessions;      /* VESTIBULE_MAX_SESSIONS live at once, default 4 (0: none) */
         unsigned session_idle_s;    /* VESTIBULE_SESSION_IDLE_S until an idle session ends, 900 */
+        bool warm;                  /* VESTIBULE_WARM: keep a spare sandbox per language ready
+                                       (docs/native.md, "Warm spares"), default on */
+        unsigned warm_idle_s;       /* VESTIBULE_WARM_IDLE_S: a spare unused this long is
+                                       dropped, default 300 */
 
         struct sbx_egress egress; /* VESTIBULE_EGRESS_ALLOW, _PORTS, _PIN */
 

@@ -45,6 +45,7 @@ struct native_state {
         int landlock_abi;
         char kernel[65];
         bool shutting_down; /* shutdown(): no new sandbox */
+        unsigned probe_gen; /* bumped whenever the cached probe is dropped (stamp.c) */
 
         /* The reaper: inits whose run is over (the program and every other process of the
          * run are gone, init was sent SIGKILL) are reaped, and their cgroups removed, here,
@@ -543,6 +544,7 @@ static int limits_broke(struct native_state *s, struct sbx_error *err)
         pthread_mutex_lock(&s->lock);
         native_strf(s->limits_broken, sizeof(s->limits_broken), "%s", err->msg);
         s->probed = false;
+        s->probe_gen++; /* spares built under the old answer are refused */
         pthread_mutex_unlock(&s->lock);
         log_debug("native: no cgroup for this run (%s); runs go without one from now on", err->msg);
         err->code = ESTALE;
@@ -664,8 +666,12 @@ struct native_box {
         struct run_ctx ctx;       /* kill_tree's, shared with the supervisor thread */
         struct native_sandbox sb; /* from native_spawn: init, its pipes and sync socket */
         struct native_notify *notify;
-        bool started;   /* init was spawned */
-        bool reaped;    /* init was reaped (or never spawned) */
+        bool spare;                /* prepared ahead (a warm spare): checked again at start() */
+        bool handed;               /* start() handed it a program: it never takes another */
+        struct native_stamp stamp; /* what a spare was built from (stamp.c) */
+        uint64_t cpu_before_us;    /* a spare's cgroup CPU at the hand-over (its start-up) */
+        bool started;              /* init was spawned */
+        bool reaped;               /* init was reaped (or never spawned) */
         bool collected; /* the supervisor was stopped and joined (native_notify_finish) */
         struct sbx_trace trace;
 };
@@ -689,6 +695,7 @@ static int box_check(struct native_box *x, struct sbx_error *err)
                 /* the rootfs went away since the probe: the next probe must look again */
                 pthread_mutex_lock(&s->lock);
                 s->probed = false;
+                s->probe_gen++; /* spares built under the old answer are refused */
                 pthread_mutex_unlock(&s->lock);
                 return r;
         }
@@ -738,6 +745,7 @@ static int box_limits_and_hold(struct native_box *x, struct sbx_error *err)
 }
 
 static void box_free(struct native_box *x);
+static int box_launch(struct native_box *x, struct sbx_error *err);
 
 static void box_freep(struct native_box **x)
 {
@@ -777,20 +785,33 @@ static int native_prepare(struct backend *b, const struct sandbox_spec *spec, st
                                         .listener_fd = -1,
                                         .egress_fd = -1};
         x->reaped = true; /* nothing to reap until start */
-        sbx_trace_begin(&x->trace, x->cfg->trace_timing, "native");
+        x->spare = spec->spare;
+        x->sb.code_fd = x->sb.sdir_fd = x->sb.stage_fd = x->sb.go_fd = -1;
+        sbx_trace_begin(&x->trace, x->cfg->trace_timing, x->spare ? "native-spare" : "native");
         r = box_check(x, err);
         if (r == 0)
                 r = box_workspace(x, err);
         if (r == 0)
                 r = box_limits_and_hold(x, err);
+        if (r == 0 && x->spare) {
+                unsigned gen;
+                pthread_mutex_lock(&s->lock);
+                gen = s->probe_gen;
+                pthread_mutex_unlock(&s->lock);
+                r = native_stamp_take(x->cfg, x->hold.tree_fd, x->grade, gen, &x->stamp, err);
+        }
+        if (r == 0)
+                r = box_launch(x, err);
         if (r < 0)
                 return r;
         *ret = (struct sandbox *)TAKE_PTR(x);
         return 0;
 }
 
-/* start, part 1: clone into the namespaces with the code (spawn.c's ordered list). */
-static int box_spawn(struct native_box *x, const struct run_request *req, struct sbx_error *err)
+/* prepare, part 4: clone into the namespaces (spawn.c's ordered list), the interpreter
+ * started and waiting for its program (python, node) or the program's exec waiting for it
+ * (bash). */
+static int box_spawn(struct native_box *x, struct sbx_error *err)
 {
         struct native_state *s = x->s;
         const struct sbx_config *cfg = x->cfg;
@@ -819,8 +840,8 @@ static int box_spawn(struct native_box *x, const struct run_request *req, struct
             .pids_max = nproc_limit(&s->limits, cfg->pids_max),
             .userns_limits = quotas,
             .n_userns_limits = native_userns_limits(cfg->max_concurrent, quotas),
-            .code = req->code,
-            .code_len = req->code_len,
+            .code_max = cfg->max_code_bytes,
+            .fifo = x->language != SBX_LANG_BASH,
             .script = sbx_language_script(x->language),
             .argv = argv,
             .filter = &s->filter,
@@ -849,24 +870,14 @@ static int box_spawn(struct native_box *x, const struct run_request *req, struct
         return 0;
 }
 
-static int native_start(struct sandbox *sandbox, const struct run_request *req,
-                        struct sandbox_io *ret_io, struct sbx_error *err)
+/* prepare, part 5: init's supervisor (the seccomp listener, init's reports) runs from now on,
+ * also while the sandbox waits as a spare. */
+static int box_launch(struct native_box *x, struct sbx_error *err)
 {
-        struct native_box *x = (struct native_box *)sandbox;
         bool killed;
         int r;
 
-        if (x->started || req->language != x->language)
-                return sbx_fail(err, EINVAL, "native sandbox: start() out of order");
-        /* Fail closed: the network is the sandbox's (its listener is made at spawn), never
-         * another than the call asked for. */
-        if (req->network != x->network)
-                return sbx_fail(err, EINVAL,
-                                "native sandbox: prepared for network \"%s\", the call asks for "
-                                "\"%s\"",
-                                x->network == RUN_NETWORK_ALLOWLIST ? "allowlist" : "none",
-                                req->network == RUN_NETWORK_ALLOWLIST ? "allowlist" : "none");
-        r = box_spawn(x, req, err);
+        r = box_spawn(x, err);
         if (r < 0)
                 return r;
         x->started = true;
@@ -890,20 +901,78 @@ static int native_start(struct sandbox *sandbox, const struct run_request *req,
                 return r;
         }
         sbx_trace_lap(&x->trace, "notify_start");
+        return 0;
+}
+
+/* start, part 1: a spare is used only if everything it was built from is still so now. */
+static int box_still_fresh(struct native_box *x, struct sbx_error *err)
+{
+        struct backend_probe probe;
+        unsigned gen;
+        int r;
+
+        r = native_probe(x->b, &probe, err);
+        if (r < 0)
+                return r;
+        if (!probe.usable)
+                return sbx_fail(err, ESTALE, "%s", probe.blocked);
+        pthread_mutex_lock(&x->s->lock);
+        gen = x->s->probe_gen;
+        pthread_mutex_unlock(&x->s->lock);
+        return native_stamp_check(&x->stamp, x->cfg, x->rootfs, probe.grade, gen, err);
+}
+
+static int native_start(struct sandbox *sandbox, const struct run_request *req,
+                        struct sandbox_io *ret_io, struct sbx_error *err)
+{
+        struct native_box *x = (struct native_box *)sandbox;
+        int r;
+
+        if (x->handed)
+                return sbx_fail(err, EALREADY,
+                                "this sandbox ran a program already; a sandbox runs one program "
+                                "and is never handed a second");
+        if (!x->started || req->language != x->language)
+                return sbx_fail(err, EINVAL, "native sandbox: start() out of order");
+        /* Fail closed: the network is the sandbox's (its listener was made at spawn, in
+         * prepare), never another than the call asked for: a spare (network "none") never
+         * serves an allowlist call, nor an allowlist sandbox a call without network. */
+        if (req->network != x->network)
+                return sbx_fail(err, EINVAL,
+                                "native sandbox: prepared for network \"%s\", the call asks for "
+                                "\"%s\"",
+                                x->network == RUN_NETWORK_ALLOWLIST ? "allowlist" : "none",
+                                req->network == RUN_NETWORK_ALLOWLIST ? "allowlist" : "none");
+        x->handed = true;
+        if (x->spare) {
+                /* the request path's trace starts here; the spare's setup was traced apart */
+                sbx_trace_end(&x->trace);
+                sbx_trace_begin(&x->trace, x->cfg->trace_timing, "native");
+                r = box_still_fresh(x, err);
+                if (r < 0)
+                        return r;
+                sbx_trace_lap(&x->trace, "spare_check");
+                /* the run's CPU counts from the hand-over: the interpreter's start-up is not its */
+                if (!native_cgroup_cpu_us(x->ctx.cg, &x->cpu_before_us))
+                        x->cpu_before_us = 0;
+        }
         if (x->network == RUN_NETWORK_ALLOWLIST) {
-                /* Fail closed: without its proxy the run is stopped and Blocked. Until the
-                 * proxy accepts, the program's connections wait in the listener's backlog. */
+                /* Fail closed: without its proxy the program is never handed its code (destroy
+                 * kills init). Started here, in the call's thread, which also finishes it
+                 * (egress_session_start()); the program's connections wait in the listener's
+                 * backlog until the proxy accepts. */
                 r = egress_session_start(x->cfg, TAKE_FD(x->sb.egress_fd), &x->egress, err);
                 if (r < 0) {
                         sbx_wrap(err, "network \"allowlist\" refused");
-                        kill_tree(&x->ctx);
-                        while (waitpid(x->sb.pid, NULL, __WALL) < 0 && errno == EINTR)
-                                ;
-                        x->reaped = true;
                         return r;
                 }
                 sbx_trace_lap(&x->trace, "egress_start");
         }
+        r = native_handover(&x->sb, req->code, req->code_len, x->notify->ended_fd,
+                            sbx_now_ms() + (uint64_t)req->timeout_s * 1000, err);
+        if (r < 0)
+                return r;
+        sbx_trace_lap(&x->trace, "handover");
         *ret_io = (struct sandbox_io){
             .out_fd = x->sb.out_fd,
             .err_fd = x->sb.err_fd,
@@ -975,6 +1044,10 @@ static void box_usage(struct native_box *x, struct run_result *res, int tasks_at
         }
         if (ctx->cg && ctx->read_ok) {
                 res->usage.cpu_us = ctx->usage.usage.cpu_us;
+                if (res->usage.cpu_us.measured)
+                        res->usage.cpu_us.value = res->usage.cpu_us.value > x->cpu_before_us
+                                                      ? res->usage.cpu_us.value - x->cpu_before_us
+                                                      : 0;
                 res->usage.mem_peak_bytes = ctx->usage.usage.mem_peak_bytes;
                 res->usage.pids_peak = ctx->usage.usage.pids_peak;
                 memcpy(res->limits_hit, ctx->usage.limits_hit, sizeof(res->limits_hit));
@@ -1081,6 +1154,7 @@ static void box_free(struct native_box *x)
                 egress_session_finish(TAKE_PTR(x->egress), &dropped.egress);
                 run_result_done(&dropped);
         }
+        native_sandbox_hand_close(&x->sb); /* a spare never handed its program */
         if (x->notify && !x->collected)
                 native_notify_finish(x->notify, NULL);
         free(x->notify);
@@ -1114,6 +1188,7 @@ void native_backend_force_limits(struct backend *b, const struct native_limits_i
         s->limits = *li;
         s->limits_forced = true;
         s->probed = false;
+        s->probe_gen++; /* spares built under the old answer are refused */
         pthread_mutex_unlock(&s->lock);
 }
 

@@ -186,6 +186,7 @@ static void cells_destroy(struct sandbox *sb)
         if (sb->ns.pid > 0)
                 while (waitpid(sb->ns.pid, NULL, __WALL) < 0 && errno == EINTR)
                         ;
+        native_sandbox_hand_close(&sb->ns); /* never handed its runner */
         if (sb->notify) {
                 native_notify_finish(sb->notify, &scratch);
                 free(sb->notify);
@@ -247,8 +248,9 @@ static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
                     : cfg->pids_max + 4,
             .userns_limits = quotas,
             .n_userns_limits = native_userns_limits(cfg->max_concurrent, quotas),
-            .code = code,
-            .code_len = code_len,
+            /* the runner's source is the program, handed over once the sandbox is up */
+            .code_max = code_len > cfg->max_code_bytes ? code_len : cfg->max_code_bytes,
+            .fifo = sb->lang != SBX_LANG_BASH,
             .script = sbx_language_script(sb->lang),
             .argv = sbx_runner_argv(sb->lang),
             .filter = filter,
@@ -284,11 +286,20 @@ static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
                                                  .err_fd = -1,
                                                  .sync_fd = -1,
                                                  .listener_fd = -1,
-                                                 .egress_fd = -1};
+                                                 .egress_fd = -1,
+                                                 .code_fd = -1,
+                                                 .sdir_fd = -1,
+                                                 .stage_fd = -1,
+                                                 .go_fd = -1};
                 return r;
         }
         sb->notify = xcalloc(1, sizeof(*sb->notify));
         r = native_notify_start(sb->notify, sb->ns.listener_fd, sb->ns.sync_fd, NULL, NULL, err);
+        if (r < 0)
+                return r;
+        /* the runner is the program: handed over like a one-shot run's code (spawn.c) */
+        r = native_handover(&sb->ns, code, code_len, sb->notify->ended_fd,
+                            sbx_now_ms() + CELLS_READY_MS, err);
         if (r < 0)
                 return r;
         /* the runner keeps the only write end: EOF here means it is gone */
@@ -355,7 +366,11 @@ static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, str
                                          .err_fd = -1,
                                          .sync_fd = -1,
                                          .listener_fd = -1,
-                                         .egress_fd = -1};
+                                         .egress_fd = -1,
+                                         .code_fd = -1,
+                                         .sdir_fd = -1,
+                                         .stage_fd = -1,
+                                         .go_fd = -1};
         pthread_mutex_init(&sb->lock, NULL);
         native_strf(sb->grade, sizeof(sb->grade), "%s", probe.grade);
         r = cells_spawn(sb, filter, &li, err);

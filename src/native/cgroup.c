@@ -568,6 +568,11 @@ static const char *peak_why(const struct native_cgroup *cg, const char *max_file
         return access(file, F_OK) < 0 ? no_controller : too_old;
 }
 
+bool native_cgroup_cpu_us(const struct native_cgroup *cg, uint64_t *ret)
+{
+        return cg && cg->path[0] && read_key(cg->path, "cpu.stat", "usage_usec", ret);
+}
+
 bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config *cfg,
                         struct run_result *res)
 {

@@ -194,6 +194,10 @@ void native_cgroup_kill(struct native_cgroup *cg);
 bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config *cfg,
                         struct run_result *res);
 
+/** native_cgroup_cpu_us() - the CPU the run's cgroup used so far (cpu.stat usage_usec, µs):
+ * a warm spare's start-up, taken away from its run's figure. Return: false when unreadable. */
+bool native_cgroup_cpu_us(const struct native_cgroup *cg, uint64_t *ret);
+
 /** native_cgroup_remove() - close and (when we created it) remove the run's cgroup. */
 void native_cgroup_remove(struct native_cgroup *cg);
 
@@ -260,9 +264,11 @@ struct native_spawn {
         const struct native_userns_limit *userns_limits; /* written in the run's user namespace */
         bool count_tasks; /* init counts the run's tasks when the program ends (no cgroup) */
         unsigned n_userns_limits;
-        const char *code;
-        size_t code_len;
-        const char *script;      /* "main.py" */
+        size_t code_max;    /* the largest program (VESTIBULE_MAX_CODE_BYTES): /sandbox's size */
+        bool fifo;          /* the interpreter starts now and reads the program from a FIFO
+                             * at /sandbox/<script> (python, node); else the program waits
+                             * on the go pipe and execs at the hand-over (bash) */
+        const char *script; /* "main.py" */
         const char *const *argv; /* interpreter name (searched on PATH inside) and args */
         const struct native_filter *filter;
         uid_t host_uid; /* the host ids the inner ids map to */
@@ -319,8 +325,18 @@ struct native_sandbox {
         int sync_fd;        /* the program's wait status arrives here */
         int listener_fd;    /* seccomp user-notification fd */
         int egress_fd;      /* @sp->egress: the listener inside the run's netns; else -1 */
+        /* The hand-over (native_handover()), -1 once done: the program's file in /sandbox's
+         * stage folder (O_WRONLY), the folder seen as /sandbox and the stage folder (O_PATH,
+         * on /sandbox's writable tmpfs, which nothing inside can reach), the go pipe's write
+         * end (bash only). */
+        int code_fd, sdir_fd, stage_fd, go_fd;
+        bool fifo;
+        char script[16];
         struct native_child_info info;
 };
+
+/* The fds READY carries: the listener, the four of the hand-over, the egress listener. */
+#define NATIVE_PASS_FDS 6
 
 /**
  * native_spawn() - the parent's ordered list: pipes and sync socket, clone3 into new
@@ -332,6 +348,25 @@ struct native_sandbox {
 int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, struct sbx_error *err);
 
 /**
+ * native_handover() - give a spawned sandbox its program, once: write @code into the stage
+ * file, wait (bounded by @deadline_ms, sbx_now_ms() clock) until the interpreter holds the
+ * FIFO open (it has started), rename the file over the FIFO, and stream @code through the
+ * FIFO (python, node); or write it into /sandbox/main.sh and send the go byte (bash, which
+ * execs then).
+ * The program sees /sandbox/<script> as a regular read-only file with @code, as argv names
+ * it. @ended_fd (or -1): readable when init reported the program's end (native_notify), which
+ * ends the wait. Closes the hand-over fds whatever happens.
+ * Return: 0; -EALREADY when @sb was handed a program before (a sandbox is never reused);
+ * -ESRCH (the interpreter ended first), -ETIMEDOUT, -errno, each with @err.
+ */
+int native_handover(struct native_sandbox *sb, const char *code, size_t code_len, int ended_fd,
+                    uint64_t deadline_ms, struct sbx_error *err);
+
+/** native_sandbox_hand_close() - close the hand-over fds of a sandbox never handed a
+ * program (a spare destroyed unused: a blocked interpreter sees EOF, bash's go pipe EOF). */
+void native_sandbox_hand_close(struct native_sandbox *sb);
+
+/**
  * native_sandbox_read() - read one report of init from @sync_fd.
  * Return: 0 with *@ret_status (the program's wait status) and *@ret_tasks (the run's tasks
  * init counted before its final kill, -1 when it did not count: native_spawn.count_tasks), -ENOEXEC
@@ -341,3 +376,34 @@ int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, struct sbx
 
 /** native_sandbox_release() - let init exit (it waits after reporting the program's end). */
 void native_sandbox_release(int sync_fd);
+
+/* ---- stamp.c -------------------------------------------------------------------------- */
+
+/* What a sandbox prepared ahead (a warm spare) was built from, to refuse it at start() when
+ * any of it changed since: the settings it used, the workspace folder it bound, the rootfs
+ * tree it mounted (setup swaps a new one in under the same name, rootfs/hold.h), and the
+ * probe's answer (its grade and the backend's probe generation). */
+struct native_stamp {
+        char settings[1024]; /* the settings a sandbox is built from, as text */
+        dev_t ws_dev, tree_dev;
+        ino_t ws_ino, tree_ino;
+        unsigned probe_gen;
+        char grade[320];
+};
+
+/**
+ * native_stamp_take() - fill @ret for a sandbox of @cfg (borrowed) mounting the rootfs tree
+ * @tree_fd (the hold's fd, rootfs/hold.h), under the probe answer @grade of generation @gen.
+ * Return: 0, or -errno with @err when the workspace cannot be stat'ed.
+ */
+int native_stamp_take(const struct sbx_config *cfg, int tree_fd, const char *grade, unsigned gen,
+                      struct native_stamp *ret, struct sbx_error *err);
+
+/**
+ * native_stamp_check() - is @st still what a sandbox for @cfg and rootfs tree path @tree_path
+ * would be built from now, with the probe answer @grade of generation @gen?
+ * Return: 0 when it is, else -ESTALE with @err saying what changed.
+ */
+int native_stamp_check(const struct native_stamp *st, const struct sbx_config *cfg,
+                       const char *tree_path, const char *grade, unsigned gen,
+                       struct sbx_error *err);

@@ -40,6 +40,7 @@
 #include "common/fileio.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
+#include "run/warden.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -102,27 +103,25 @@ const char *const native_sandbox_env[] = {
 
 /* ---- the child ------------------------------------------------------------------------ */
 
-/* Send @m with up to two fds (-1 = none; @pass_fd2 only with @pass_fd). */
-static void child_send2(int fd, const struct native_msg *m, int pass_fd, int pass_fd2)
+/* Send @m with @n_fds fds (SCM_RIGHTS; at most NATIVE_PASS_FDS) over the sync socket. */
+static void child_send_fds(int fd, const struct native_msg *m, const int *fds, int n_fds)
 {
         struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof(*m)};
         union {
-                char buf[CMSG_SPACE(2 * sizeof(int))];
+                char buf[CMSG_SPACE(NATIVE_PASS_FDS * sizeof(int))];
                 struct cmsghdr align;
         } u;
         struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
-        if (pass_fd >= 0) {
-                int fds[2] = {pass_fd, pass_fd2};
-                size_t n = pass_fd2 >= 0 ? 2 : 1;
+        if (n_fds > 0) {
                 memset(&u, 0, sizeof(u));
                 mh.msg_control = u.buf;
-                mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+                mh.msg_controllen = CMSG_SPACE((size_t)n_fds * sizeof(int));
                 struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
                 c->cmsg_level = SOL_SOCKET;
                 c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(n * sizeof(int));
-                memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+                c->cmsg_len = CMSG_LEN((size_t)n_fds * sizeof(int));
+                memcpy(CMSG_DATA(c), fds, (size_t)n_fds * sizeof(int));
         }
         while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
                 ;
@@ -130,7 +129,7 @@ static void child_send2(int fd, const struct native_msg *m, int pass_fd, int pas
 
 static void child_send(int fd, const struct native_msg *m, int pass_fd)
 {
-        child_send2(fd, m, pass_fd, -1);
+        child_send_fds(fd, m, &pass_fd, pass_fd >= 0 ? 1 : 0);
 }
 
 __attribute__((noreturn, format(printf, 2, 3))) static void child_fail(int code, const char *fmt,
@@ -185,28 +184,6 @@ static void child_setattr(const char *path, uint64_t attrs, unsigned long fallba
                            safe_strerror(errno));
         child_mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | fallback_flags, NULL,
                     "remount of a bind mount");
-}
-
-static void child_write_file(const char *path, const char *data, size_t len)
-{
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-
-        if (fd < 0)
-                child_fail(errno, "cannot create '%s' in the sandbox: %s", path,
-                           safe_strerror(errno));
-        while (len > 0) {
-                ssize_t w = write(fd, data, len);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        child_fail(errno ? errno : EIO,
-                                   "cannot write the script to '%s': %s (VESTIBULE_MAX_CODE_BYTES "
-                                   "larger than the sandbox can hold?)",
-                                   path, safe_strerror(errno));
-                data += w;
-                len -= (size_t)w;
-        }
-        close(fd);
 }
 
 /* /dev: a small tmpfs holding the five harmless device nodes (bound from the host: a user
@@ -275,6 +252,49 @@ static void child_cover_tmp(void)
         child_mount("tmp/tmp", "tmp", NULL, MS_BIND, NULL,
                     "bind of the scratch tmpfs's tmp folder");
         child_setattr("tmp", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MS_NOSUID | MS_NODEV);
+}
+
+/* /sandbox, where the program's file will be, made before the code exists (a warm spare,
+ * docs/native.md "Warm spares"): its own tmpfs T (sized for VESTIBULE_MAX_CODE_BYTES), with two
+ * folders: "s", which becomes /sandbox (read-only, noexec), and "stage", which nothing inside
+ * can reach. The program's file is written into stage/<script> through @ret[0] at the
+ * hand-over and renamed into s/ (native_handover()); until then s/<script> is a FIFO the
+ * interpreter is blocked opening (@fifo), or absent (the program waits on the go pipe before
+ * it execs, bash). T's own root is covered by the bind of s, like the scratch tmpfs's: the
+ * only ways into stage/ and into a writable s/ are the fds in @ret, which go to the server
+ * and are closed here. @ret: the program file (O_WRONLY; in stage/, or s/ for bash), s/ and
+ * stage/ (O_PATH). */
+static void child_make_sandbox(const struct native_spawn *sp, int ret[3])
+{
+        char opts[96], path[80];
+
+        snprintf(opts, sizeof(opts), "size=%zu,mode=0755", (sp->code_max | 4095) + 4097);
+        child_mount("tmpfs", "sandbox", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
+                    "the rootfs needs a /sandbox directory: run `vestibule-mcp setup` again");
+        if (mkdir("sandbox/s", 0755) < 0 || mkdir("sandbox/stage", 0700) < 0)
+                child_fail(errno, "cannot make the folders of /sandbox: %s", safe_strerror(errno));
+        /* bash execs only at the hand-over, so its file may wait in /sandbox itself: the
+         * server then writes it and renames nothing (a root server could not create a name
+         * on this tmpfs, whose user namespace does not map it: EOVERFLOW) */
+        snprintf(path, sizeof(path), "sandbox/%s/%s", sp->fifo ? "stage" : "s", sp->script);
+        ret[0] = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (ret[0] < 0)
+                child_fail(errno, "cannot create the program's file in /sandbox: %s",
+                           safe_strerror(errno));
+        if (sp->fifo) {
+                snprintf(path, sizeof(path), "sandbox/s/%s", sp->script);
+                if (mknod(path, S_IFIFO | 0644, 0) < 0)
+                        child_fail(errno, "cannot create the program's FIFO in /sandbox: %s",
+                                   safe_strerror(errno));
+        }
+        ret[1] = open("sandbox/s", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        ret[2] = open("sandbox/stage", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (ret[1] < 0 || ret[2] < 0)
+                child_fail(errno, "cannot open the folders of /sandbox: %s", safe_strerror(errno));
+        child_mount("sandbox/s", "sandbox", NULL, MS_BIND, NULL, "bind of /sandbox's own folder");
+        child_setattr("sandbox",
+                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                      MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
 /* Host facts the run has no use for, hidden the way container runtimes mask /proc paths: an
@@ -440,7 +460,7 @@ static int init_count_tasks(void)
 
 /* The program: pid 2 of the namespace. It keeps the sync socket (close-on-exec) only to say
  * why an exec failed. */
-__attribute__((noreturn)) static void program_main(const struct native_spawn *sp)
+__attribute__((noreturn)) static void program_main(const struct native_spawn *sp, int go_r)
 {
         static const char *const path[] = {"/usr/local/bin",  "/usr/bin",  "/bin",
                                            "/usr/local/sbin", "/usr/sbin", "/sbin"};
@@ -451,6 +471,18 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
                 _exit(126);
         if (sp->cells)
                 (void)setsid(); /* pid 2 leads no group yet: cannot fail */
+        if (go_r >= 0) {
+                /* the program's file is in place once the go byte is here (native_handover);
+                 * EOF: the sandbox is being destroyed unused */
+                char go;
+                ssize_t n;
+                do
+                        n = read(go_r, &go, 1);
+                while (n < 0 && errno == EINTR);
+                if (n != 1)
+                        _exit(125);
+                close(go_r);
+        }
         for (size_t i = 0; i < ELEMENTSOF(path); i++) {
                 snprintf(exe, sizeof(exe), "%s/%s", path[i], sp->argv[0]);
                 execve(exe, (char *const *)sp->argv,
@@ -469,9 +501,9 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
 {
         uint64_t entry_us = sbx_trace_now_us(); /* vDSO clock_gettime: async-signal-safe */
         struct native_msg msg = {0};
-        char opts[96], go;
+        char go;
         ssize_t n;
-        int fds[6], null_fd, listener, egress = -1, r;
+        int fds[6], null_fd, listener, egress = -1, r, hand[4] = {-1, -1, -1, -1}, go_r = -1;
 
         /* 1. A killed server leaves nothing: we die with it (the sync read below also sees EOF
          *    if it died before this point). */
@@ -558,17 +590,16 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         child_make_dev();
         child_cover_tmp();
         child_mask_proc();
-        snprintf(opts, sizeof(opts), "size=%zu,mode=0755", (sp->code_len | 4095) + 4097);
-        child_mount("tmpfs", "sandbox", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
-                    "the rootfs needs a /sandbox directory: run `vestibule-mcp setup` again");
-        {
-                char script[64];
-                snprintf(script, sizeof(script), "sandbox/%s", sp->script);
-                child_write_file(script, sp->code, sp->code_len);
+        child_make_sandbox(sp, hand);
+        /* The go pipe: the program reads one byte from it before it execs (bash, which
+         * starts in a millisecond and reads a FIFO a byte at a time) */
+        if (!sp->fifo) {
+                int gp[2];
+                if (pipe2(gp, O_CLOEXEC) < 0)
+                        child_fail(errno, "cannot create the go pipe: %s", safe_strerror(errno));
+                go_r = gp[0];
+                hand[3] = gp[1];
         }
-        child_mount(NULL, "sandbox", NULL,
-                    MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
-                    "making /sandbox read-only");
 
         msg.info.mark_us[NATIVE_MARK_MOUNTS] = sbx_trace_now_us();
 
@@ -646,10 +677,20 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                            safe_strerror(errno));
         msg.info.mark_us[NATIVE_MARK_SECCOMP] = sbx_trace_now_us();
         msg.type = MSG_READY;
-        child_send2(FD_SYNC, &msg, listener, egress);
-        close(listener);
-        if (egress >= 0)
-                close(egress); /* the server's proxy holds the only copy now */
+        {
+                /* the listener, the hand-over fds (the go pipe's only without a FIFO) and the
+                 * egress listener (network "allowlist"); init keeps none of them, the
+                 * server's proxy holds the egress listener's only copy */
+                int pass[NATIVE_PASS_FDS] = {listener, hand[0], hand[1], hand[2]};
+                int n_pass = 4;
+                if (hand[3] >= 0)
+                        pass[n_pass++] = hand[3];
+                if (egress >= 0)
+                        pass[n_pass++] = egress;
+                child_send_fds(FD_SYNC, &msg, pass, n_pass);
+                for (int i = 0; i < n_pass; i++)
+                        close(pass[i]);
+        }
 
         /* 11. Init: fork the program (raw clone: glibc's fork() would take locks another
          *     server thread may have held at our clone), reap everything, pass its status. */
@@ -657,7 +698,9 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         if (prog < 0)
                 child_fail(errno, "cannot start the program: %s", safe_strerror(errno));
         if (prog == 0)
-                program_main(sp);
+                program_main(sp, go_r);
+        if (go_r >= 0)
+                close(go_r);
         /* init writes nothing there: the pipes end with the run's other processes */
         if (sp->cells) {
                 close(FD_CELL_IN);
@@ -832,11 +875,13 @@ static pid_t do_clone(const struct native_spawn *sp, int *ret_pidfd)
         return (pid_t)pid;
 }
 
-static int recv_msg2(int fd, struct native_msg *m, int *ret_fd, int *ret_fd2)
+/* One message; its SCM_RIGHTS fds (close-on-exec) into @ret_fds[0..@n_fds), the rest -1.
+ * Fds beyond @n_fds are closed. */
+static int recv_msg_fds(int fd, struct native_msg *m, int *ret_fds, int n_fds)
 {
         struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
         union {
-                char buf[CMSG_SPACE(2 * sizeof(int))];
+                char buf[CMSG_SPACE(NATIVE_PASS_FDS * sizeof(int))];
                 struct cmsghdr align;
         } u;
         struct msghdr mh = {.msg_iov = &iov,
@@ -845,36 +890,39 @@ static int recv_msg2(int fd, struct native_msg *m, int *ret_fd, int *ret_fd2)
                             .msg_controllen = sizeof(u.buf)};
         ssize_t n;
 
+        for (int i = 0; i < n_fds; i++)
+                ret_fds[i] = -1;
         do
                 n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
         while (n < 0 && errno == EINTR);
         if (n < 0)
                 return -errno;
-        if (n != sizeof(*m))
-                return -ENODATA;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-                int got[2] = {-1, -1};
-                size_t nfd;
                 if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
                         continue;
-                nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                memcpy(got, CMSG_DATA(c), (nfd > 2 ? 2 : nfd) * sizeof(int));
-                /* an fd nobody asked for is closed, never leaked */
-                if (ret_fd)
-                        *ret_fd = got[0];
-                else if (got[0] >= 0)
-                        close(got[0]);
-                if (ret_fd2)
-                        *ret_fd2 = got[1];
-                else if (got[1] >= 0)
-                        close(got[1]);
+                int got = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)), f;
+                for (int i = 0; i < got; i++) {
+                        memcpy(&f, CMSG_DATA(c) + (size_t)i * sizeof(int), sizeof(int));
+                        if (i < n_fds)
+                                ret_fds[i] = f;
+                        else
+                                close(f);
+                }
         }
+        if (n != sizeof(*m))
+                return -ENODATA;
         return 0;
 }
 
 static int recv_msg(int fd, struct native_msg *m, int *ret_fd)
 {
-        return recv_msg2(fd, m, ret_fd, NULL);
+        int f = -1, r = recv_msg_fds(fd, m, &f, 1);
+
+        if (ret_fd)
+                *ret_fd = f;
+        else if (f >= 0)
+                close(f);
+        return r;
 }
 
 /* 0 when @fd is readable (or hung up) within @timeout_ms, else -ETIMEDOUT / -errno. */
@@ -934,6 +982,7 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         _cleanup_close_ int out_r = -1, out_w = -1, err_r = -1, err_w = -1, sync_p = -1,
                             sync_c = -1, pidfd = -1;
         int p[2], sv[2], listener = -1, egress = -1, r;
+        int got[NATIVE_PASS_FDS] = {-1, -1, -1, -1, -1, -1};
         struct native_msg m;
         pid_t pid;
 
@@ -1018,7 +1067,15 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         memset(&m, 0, sizeof(m));
         r = wait_readable(sync_p, NATIVE_SETUP_TIMEOUT_MS);
         if (r == 0)
-                r = recv_msg2(sync_p, &m, &listener, &egress);
+                r = recv_msg_fds(sync_p, &m, got, NATIVE_PASS_FDS);
+        listener = got[0];
+        /* after the hand-over fds (the go pipe's at [4] only without a FIFO) the egress
+         * listener, when asked for */
+        if (sp->egress)
+                egress = got[sp->fifo ? 4 : 5];
+        if (r == 0 && m.type == MSG_READY &&
+            (got[1] < 0 || got[2] < 0 || got[3] < 0 || (!sp->fifo && got[4] < 0)))
+                r = -EBADMSG; /* the hand-over fds must all be there */
         if (r == -ETIMEDOUT) {
                 kill_and_reap(pid, pidfd);
                 return sbx_fail(err, ETIMEDOUT,
@@ -1027,10 +1084,9 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
                                 NATIVE_SETUP_TIMEOUT_MS);
         }
         if (r < 0 || m.type != MSG_READY || listener < 0 || (sp->egress && egress < 0)) {
-                if (listener >= 0)
-                        close(listener);
-                if (egress >= 0)
-                        close(egress);
+                for (int i = 0; i < NATIVE_PASS_FDS; i++)
+                        if (got[i] >= 0)
+                                close(got[i]);
                 if (r == 0 && m.type == MSG_ERROR) {
                         m.err.msg[sizeof(m.err.msg) - 1] = '\0';
                         r = sbx_fail(err, m.err.code, "sandbox setup failed: %s", m.err.msg);
@@ -1051,6 +1107,12 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         ret->sync_fd = TAKE_FD(sync_p);
         ret->listener_fd = listener;
         ret->egress_fd = egress;
+        ret->code_fd = got[1];
+        ret->sdir_fd = got[2];
+        ret->stage_fd = got[3];
+        ret->go_fd = sp->fifo ? -1 : got[4];
+        ret->fifo = sp->fifo;
+        native_strf(ret->script, sizeof(ret->script), "%s", sp->script);
         ret->info = m.info;
         return 0;
 }
@@ -1080,4 +1142,157 @@ void native_sandbox_release(int sync_fd)
         if (send(sync_fd, "X", 1, MSG_NOSIGNAL) < 0) {
                 /* init is gone already: nothing to release */
         }
+}
+
+/* Poll @fd for @events until @deadline_ms (sbx_now_ms() clock), also watching @ended_fd (or
+ * -1). Return 0 when ready, -ESRCH when @ended_fd turned readable first, -ETIMEDOUT, -errno. */
+static int wait_fd_or_end(int fd, short events, int ended_fd, uint64_t deadline_ms, int cap_ms)
+{
+        for (;;) {
+                struct pollfd p[2] = {{.fd = fd, .events = events},
+                                      {.fd = ended_fd, .events = POLLIN}};
+                uint64_t now = sbx_now_ms();
+                int r, wait_ms;
+
+                if (now >= deadline_ms)
+                        return -ETIMEDOUT;
+                wait_ms = (int)(deadline_ms - now < 1000 ? deadline_ms - now : 1000);
+                if (cap_ms >= 0 && wait_ms > cap_ms)
+                        wait_ms = cap_ms;
+                r = poll(p, ended_fd >= 0 ? 2 : 1, wait_ms);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -errno;
+                if (ended_fd >= 0 && p[1].revents)
+                        return -ESRCH;
+                if (fd < 0 ? r == 0 : p[0].revents != 0)
+                        return 0;
+        }
+}
+
+/* Write all of @buf into the FIFO @fd (O_NONBLOCK) as the interpreter reads it. SIGPIPE is
+ * held in this thread and a pending one taken away, so a reader that died is -EPIPE here
+ * and never a signal to the server. */
+static int write_fifo(int fd, const char *buf, size_t len, int ended_fd, uint64_t deadline_ms)
+{
+        sigset_t pipe_set, old;
+        int r = 0;
+
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+        while (len > 0) {
+                ssize_t w = write(fd, buf, len);
+                if (w > 0) {
+                        buf += w;
+                        len -= (size_t)w;
+                        continue;
+                }
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0 && errno != EAGAIN) {
+                        r = -errno;
+                        break;
+                }
+                r = wait_fd_or_end(fd, POLLOUT, ended_fd, deadline_ms, -1);
+                if (r < 0)
+                        break;
+        }
+        if (r == -EPIPE && !sigismember(&old, SIGPIPE)) {
+                struct timespec zero = {0};
+                while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+                        ;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return r;
+}
+
+static void close_hand(struct native_sandbox *sb)
+{
+        int *fds[] = {&sb->code_fd, &sb->sdir_fd, &sb->stage_fd, &sb->go_fd};
+
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (*fds[i] >= 0) {
+                        close(*fds[i]);
+                        *fds[i] = -1;
+                }
+}
+
+int native_handover(struct native_sandbox *sb, const char *code, size_t code_len, int ended_fd,
+                    uint64_t deadline_ms, struct sbx_error *err)
+{
+        _cleanup_close_ int fifo = -1;
+        size_t off = 0;
+        int r;
+
+        if (sb->code_fd < 0)
+                return sbx_fail(err, EALREADY,
+                                "this sandbox was handed its program already; a sandbox runs "
+                                "one program and is never reused");
+        /* 1. The program's file, in the stage folder nothing inside can reach. */
+        while (off < code_len) {
+                ssize_t w = pwrite(sb->code_fd, code + off, code_len - off, (off_t)off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) {
+                        r = sbx_fail(err, errno ? errno : EIO,
+                                     "cannot write the program into the sandbox's /sandbox: %m");
+                        goto out;
+                }
+                off += (size_t)w;
+        }
+        close(sb->code_fd);
+        sb->code_fd = -1;
+        /* 2. The interpreter holds the FIFO open for reading once it has started: until then
+         *    a non-blocking open for writing fails with ENXIO (fifo(7)). */
+        while (sb->fifo) {
+                fifo =
+                    openat(sb->sdir_fd, sb->script, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+                if (fifo >= 0)
+                        break;
+                if (errno != ENXIO) {
+                        r = sbx_fail(err, errno, "cannot open the sandbox's program FIFO: %m");
+                        goto out;
+                }
+                r = wait_fd_or_end(-1, 0, ended_fd, deadline_ms, 1);
+                if (r < 0)
+                        goto fail_wait;
+        }
+        /* 3. The file takes the FIFO's name (bash's is in place already): what the program
+         *    finds at /sandbox/<script> is the code, as a regular read-only file. Replacing a
+         *    name creates none, which a root server may do here too. */
+        if (sb->fifo && renameat(sb->stage_fd, sb->script, sb->sdir_fd, sb->script) < 0) {
+                r = sbx_fail(err, errno, "cannot put the program in place in /sandbox: %m");
+                goto out;
+        }
+        /* 4. Go: the code through the FIFO, or the go byte (the program execs bash). */
+        if (sb->fifo) {
+                r = write_fifo(fifo, code, code_len, ended_fd, deadline_ms);
+                if (r < 0)
+                        goto fail_wait;
+        } else if (write(sb->go_fd, "G", 1) != 1) {
+                r = sbx_fail(err, EPIPE, "the sandbox's program is gone before its start");
+                goto out;
+        }
+        r = 0;
+        goto out;
+fail_wait:
+        if (r == -ESRCH)
+                r = sbx_fail(err, ESRCH, "the sandbox's interpreter ended before it took the code");
+        else if (r == -ETIMEDOUT)
+                r = sbx_fail(err, ETIMEDOUT,
+                             "the sandbox's interpreter did not take the code before the run's "
+                             "deadline (is the host overloaded?); retry");
+        else
+                r = sbx_fail(err, -r, "cannot hand the code to the sandbox's interpreter: %s",
+                             strerror(-r));
+out:
+        close_hand(sb);
+        return r;
+}
+
+void native_sandbox_hand_close(struct native_sandbox *sb)
+{
+        close_hand(sb);
 }

@@ -375,6 +375,9 @@ static char *usage_text(const struct run_usage *u, char *const *why)
         char v[64];
 
         (void)sbx_buf_printf(&b, "wall %llu ms", (unsigned long long)u->wall_ms);
+        if (u->from_handover)
+                (void)sbx_buf_puts(
+                    &b, " (counted from the code's hand-over: the sandbox was started ahead)");
         for (size_t i = 0; i < ELEMENTSOF(items); i++) {
                 const struct run_measure *m = items[i].m;
 

@@ -80,6 +80,8 @@ struct run_measure {
 
 struct run_usage {
         uint64_t wall_ms;          /* always measured, by the server's monotonic clock */
+        bool from_handover;        /* the sandbox and its interpreter were started ahead (a warm
+                                      spare): wall and cpu count from the code's hand-over */
         struct run_measure cpu_us; /* user+system CPU time, microseconds */
         struct run_measure mem_peak_bytes;
         struct run_measure pids_peak;

@@ -65,6 +65,8 @@ struct sandbox_spec {
          * it; RUN_NETWORK_NONE: lo only, and only a call with network "none" may start in it
          * (docs/design/egress.md). A backend without backend_ops.egress refuses ALLOWLIST. */
         enum run_network network;
+        bool spare; /* prepared ahead of any request (a warm spare, src/service/warm.h): its
+                       setup is off the request path (the timing trace says so) */
 };
 
 /* Flags of struct sandbox_io. */

@@ -372,6 +372,30 @@ unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backen
         return n;
 }
 
+unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend *b,
+                                     enum sbx_language language)
+{
+        struct sandbox_entry *drop = NULL, **p;
+        unsigned n = 0;
+
+        pthread_mutex_lock(&r->lock);
+        for (p = &r->head; *p;) {
+                struct sandbox_entry *e = *p;
+
+                if (e->b == b && e->state == SANDBOX_STATE_SPARE && e->language == language) {
+                        *p = e->next;
+                        e->next = drop;
+                        drop = e;
+                        n++;
+                } else {
+                        p = &e->next;
+                }
+        }
+        pthread_mutex_unlock(&r->lock);
+        destroy_list(drop);
+        return n;
+}
+
 void sandbox_registry_shutdown(struct sandbox_registry *r)
 {
         struct sandbox_entry *drop = NULL, **p;

@@ -132,6 +132,13 @@ void sandbox_registry_discard(struct sandbox_registry *r, struct sandbox_entry *
 unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backend *b);
 
 /**
+ * sandbox_registry_drop_spare() - destroy the SPARE sandboxes of @b for @language (a warm
+ * spare that idled out, src/service/warm.h). Return: how many were destroyed.
+ */
+unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend *b,
+                                     enum sbx_language language);
+
+/**
  * sandbox_registry_shutdown() - server exit: refuse new entries and spares from now on
  * (-ESHUTDOWN), kill every registered sandbox, destroy every SPARE and IDLE one, and wake
  * every call waiting for a slot. A RUNNING sandbox is destroyed by its own call's release

@@ -22,8 +22,11 @@
 #include "service/ladder.h"
 #include "service/registry.h"
 #include "service/sessions.h"
+#include "service/warm.h"
 #include "workspace/workspace.h"
 
+/* A call whose language's spare is being built waits this long for it, then prepares its own. */
+#define WARM_WAIT_MS 1000
 /* A call waits this long for a free slot before it is Blocked:. */
 #define SLOT_WAIT_MS 5000
 
@@ -37,6 +40,7 @@ struct run_service {
         /* sessions (docs/design/sessions.md): their table; their sandboxes are IDLE entries
          * of the registry between calls */
         struct run_sessions *sessions;
+        struct warm_keeper *warm; /* the warm spares (warm.h) */
 };
 
 static void session_drop(void *ud, const char *id, const char *reason);
@@ -71,6 +75,7 @@ int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
         engine_sweep_at_start(cfg);
         s->registry = sandbox_registry_new(cfg->max_concurrent);
         s->sessions = sessions_new(cfg->max_sessions, cfg->session_idle_s, session_drop, s);
+        s->warm = warm_keeper_new(cfg, s->registry);
         *ret = s;
         return 0;
 }
@@ -90,6 +95,7 @@ void run_service_shutdown(struct run_service *s)
         }
         /* kill every registered sandbox, destroy those no call owns; the calls' own threads
          * destroy theirs as their wardens return */
+        warm_keeper_stop(s->warm); /* no spare is built from now on */
         sandbox_registry_shutdown(s->registry);
         /* backends without sandbox ops (run() only) kill their own runs in flight */
         ladder_shutdown(s->ladder);
@@ -100,6 +106,7 @@ struct run_service *run_service_free(struct run_service *s)
         if (!s)
                 return NULL;
         run_service_shutdown(s);
+        s->warm = warm_keeper_free(s->warm); /* joins a prepare in progress */
         /* before the backends: destroying a sandbox calls into its backend */
         s->registry = sandbox_registry_free(s->registry);
         s->sessions = sessions_free(s->sessions);
@@ -210,9 +217,10 @@ struct call {
         struct audit_pending *started;
         char id[33];
         char note[256];
-        char *bash_lf; /* owned: bash code with LF line ends */
-        bool ran;      /* past the start record: the end record tells the rest */
-        bool session;  /* a call in a session: a failure ends that session, not the backend */
+        char *bash_lf;   /* owned: bash code with LF line ends */
+        bool ran;        /* past the start record: the end record tells the rest */
+        bool session;    /* a call in a session: a failure ends that session, not the backend */
+        bool warm_taken; /* its sandbox was a warm spare */
         struct sbx_trace trace;
 };
 
@@ -312,21 +320,28 @@ static int dispatch(struct run_service *s, struct call *c, struct run_result *re
 
         if (!ops)
                 return c->b->ops->run(c->b, &c->req, res, err);
-        /* a spare is built for network "none": an allowlist call builds its own sandbox,
-         * with its own egress listener */
+        /* a spare is built for network "none" (warm.c): an allowlist call never takes one
+         * and builds its own sandbox, with its own egress listener */
         sb = c->req.network == RUN_NETWORK_NONE
-                 ? sandbox_registry_take_spare(s->registry, c->slot, c->b, c->req.language)
+                 ? warm_take(s->warm, c->slot, c->b, c->req.language, WARM_WAIT_MS)
                  : NULL;
-        if (!sb) {
+        if (sb) {
+                /* a warm spare: started ahead, so the run's figures count from the hand-over */
+                res->usage.from_handover = true;
+                c->warm_taken = true;
+        } else {
                 r = ops->prepare(c->b, &spec, &sb, err);
                 if (r < 0)
                         return r;
                 sandbox_registry_attach(s->registry, c->slot, c->b, sb);
         }
-        sbx_trace_lap(&c->trace, "prepare");
+        sbx_trace_lap(&c->trace, c->warm_taken ? "take_spare" : "prepare");
         r = sandbox_run_program(ops, sb, &c->req, res, err);
         /* destroyed now (its slot kept): the files step and the audit follow */
         sandbox_registry_discard(s->registry, c->slot);
+        /* the next call of this language finds a spare (built in the background) */
+        if (r == 0)
+                warm_want(s->warm, c->b, c->req.language);
         return r;
 }
 
@@ -342,6 +357,7 @@ static int run_on_ladder(struct run_service *s, struct call *c, struct run_resul
                 return r;
         log_debug("%s: %s; picking again", c->b->ops->name, err->msg);
         ladder_invalidate(s->ladder, c->b);
+        warm_drop(s->warm, c->b);
         sandbox_registry_drop_backend(s->registry, c->b);
         run_result_done(res);
         sbx_error_clear(err);
@@ -369,6 +385,7 @@ static void finish(struct run_service *s, struct call *c, int r, struct run_file
                  * session's own failure ends only that session). */
                 if (!c->session) {
                         ladder_invalidate(s->ladder, c->b);
+                        warm_drop(s->warm, c->b);
                         sandbox_registry_drop_backend(s->registry, c->b);
                 }
                 res->outcome = RUN_OUTCOME_NONE;

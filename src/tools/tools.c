@@ -305,6 +305,9 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
                            "the proxy ended early, text (the result's egress: line)."));
 
         json_object_object_add(uprops, "wall_ms", prop("integer", "Wall-clock time."));
+        json_object_object_add(uprops, "from_handover",
+                               prop("boolean", "The sandbox was started ahead (a warm spare): "
+                                               "wall and cpu count from the code's hand-over."));
         add_measure_props(uprops, "cpu_ms", "CPU time (user + system), ms.");
         add_measure_props(uprops, "mem_peak_bytes", "Peak memory.");
         add_measure_props(uprops, "pids_peak", "Most processes at once.");
@@ -610,6 +613,8 @@ static json_object *structured_result(const struct run_result *r, const struct r
         stream_json(o, "stderr", &v->err);
 
         add_int(u, "wall_ms", r->usage.wall_ms);
+        if (r->usage.from_handover)
+                json_object_object_add(u, "from_handover", json_object_new_boolean(true));
         measure_json(u, "cpu_ms", &r->usage.cpu_us, v->not_measured[0], 1000);
         measure_json(u, "mem_peak_bytes", &r->usage.mem_peak_bytes, v->not_measured[1], 1);
         measure_json(u, "pids_peak", &r->usage.pids_peak, v->not_measured[2], 1);

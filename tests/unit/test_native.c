@@ -1889,7 +1889,8 @@ START_TEST(failed_start_releases_hold_and_cgroup)
 {
         struct native_limits_info li = {.path = NATIVE_LIMITS_DELEGATED};
         const struct sandbox_ops *ops = be->ops->sandbox;
-        struct sandbox_spec spec = {.language = SBX_LANG_BASH, .cfg = &cfg};
+        /* a spare: its start checks that the workspace it bound is still the one */
+        struct sandbox_spec spec = {.language = SBX_LANG_BASH, .cfg = &cfg, .spare = true};
         struct run_request req = {.language = SBX_LANG_BASH,
                                   .code = "echo hi",
                                   .code_len = 7,
@@ -1914,7 +1915,7 @@ START_TEST(failed_start_releases_hold_and_cgroup)
         ck_assert(holds_flock_on(tree));
         ck_assert_int_eq(count_run_cgroups(), 1);
 
-        /* the workspace is gone when the program starts: the sandbox cannot mount it */
+        /* the workspace is another folder when the program starts: the spare is refused */
         ck_assert_int_eq(rename(workspace, moved), 0);
         ck_assert_int_lt(ops->start(sb, &req, &io, &err), 0);
         ck_assert_int_eq(rename(moved, workspace), 0);

@@ -1,0 +1,109 @@
+// Warm spares (issue 17) through the real server: a call after the first takes a spare
+// (usage.from_handover in what the model sees), a run from a spare shows nothing of the run
+// before it, the server's exit leaves no spare behind, VESTIBULE_WARM=0 keeps none, and an
+// idle spare is dropped after VESTIBULE_WARM_IDLE_S. Each claim has its control.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { test } from 'node:test';
+
+import { BACKEND, GONE_WITHIN_MS, START_WITHIN_MS, connect, makeWorld, runCode, serverGone, uniqueMarker, waitFor } from './lib.mjs';
+
+// Spares are the native backend's (the container backend keeps none yet; naive's /tmp is the host's).
+const skip = BACKEND !== 'native' ? 'warm spares are kept by the native backend' : false;
+
+/** The server's descendants (its sandboxes), each as "pid:starttime" so a reused pid is not the same. */
+function descendants(pid) {
+    const out = [];
+    const todo = [pid];
+    while (todo.length) {
+        const p = todo.pop();
+        let tasks = [];
+        try { tasks = fs.readdirSync(`/proc/${p}/task`); } catch { continue; }
+        for (const t of tasks) {
+            let kids = '';
+            try { kids = fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim(); } catch { continue; }
+            for (const k of kids ? kids.split(/\s+/).map(Number) : []) {
+                todo.push(k);
+                try {
+                    const st = fs.readFileSync(`/proc/${k}/stat`, 'latin1');
+                    out.push(`${k}:${st.slice(st.lastIndexOf(')') + 2).split(' ')[19]}`);
+                } catch { /* gone */ }
+            }
+        }
+    }
+    return out;
+}
+
+const stillThere = (ids) => ids.filter((id) => {
+    const [pid, start] = id.split(':');
+    try {
+        const st = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+        return st.slice(st.lastIndexOf(')') + 2).split(' ')[19] === start && !/^\d+ \(.*\) Z /.test(st);
+    } catch { return false; }
+});
+
+// What a program sees of its sandbox, the same code for every run.
+const VIEW = `import os, sys, json
+print(json.dumps({"argv": sys.argv, "file": __file__, "cwd": os.getcwd(), "env": dict(os.environ),
+  "fds": sorted(os.listdir("/proc/self/fd")), "pids": sorted(p for p in os.listdir("/proc") if p.isdigit()),
+  "tmp": sorted(os.listdir("/tmp")), "shm": sorted(os.listdir("/dev/shm")), "sandbox": os.listdir("/sandbox")}))`;
+
+test('a run from a warm spare sees nothing of the run before it, and what a cold run sees', { skip }, async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const m = uniqueMarker('warm');
+    // run 1 (cold: the server's first call) leaves files in /tmp and /dev/shm and a process
+    const leave = `import os, subprocess\nopen("/tmp/${m}", "w").write("x")\nopen("/dev/shm/${m}", "w").write("x")\n` +
+        `subprocess.Popen(["bash", "-c", "exec -a ${m} sleep 30"], start_new_session=True)\n` +
+        `print(sorted(os.listdir("/tmp")), sorted(os.listdir("/dev/shm")))`;
+    const first = await runCode(conn, 'python', leave);
+    // control: the probe sees what a run leaves, inside that run
+    assert.match(first.text, new RegExp(`\\['${m}'\\] \\['${m}'\\]`), first.text);
+    assert.equal(first.result.structuredContent.usage.from_handover, undefined, 'the first call prepared its own sandbox');
+    const cold = await runCode(conn, 'python', VIEW);
+    // the spare of the next call is built in the background
+    assert.ok(await waitFor(() => descendants(conn.pid).length >= 2, START_WITHIN_MS), 'a spare was built');
+    await new Promise((r) => setTimeout(r, 300));
+    const warm = await runCode(conn, 'python', VIEW);
+    assert.equal(warm.result.structuredContent.usage.from_handover, true, `the call took a spare:\n${warm.text}`);
+    assert.match(warm.text, /usage: wall \d+ ms \(counted from the code's hand-over: the sandbox was started ahead\)/);
+    const view = (r) => JSON.parse(r.result.structuredContent.stdout);
+    const a = view(cold), b = view(warm);
+    assert.deepEqual(b, a, 'a spare shows its program what a sandbox built for it shows');
+    assert.deepEqual(b.tmp, [], 'nothing of the earlier run in /tmp');
+    assert.deepEqual(b.shm, [], 'nothing in /dev/shm');
+    assert.deepEqual(b.fds, ['0', '1', '2', '3'], 'no leftover fds (3 is listdir\'s own)');
+    assert.equal(b.pids.length, 1, `only the program itself in /proc: ${b.pids}`);
+    assert.deepEqual(b.argv, ['/sandbox/main.py']);
+    assert.equal(b.env.HOME, '/tmp');
+    assert.equal(warm.result.structuredContent.isolation, cold.result.structuredContent.isolation);
+});
+
+test('the server\'s exit leaves no spare behind', { skip }, async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    await runCode(conn, 'python', 'print(1)');
+    await runCode(conn, 'bash', 'echo 1');
+    // control: the spares exist while the server runs (the check below can fail)
+    // (alive ones only: the last call's init may still wait for the reaper, a zombie)
+    assert.ok(await waitFor(() => stillThere(descendants(conn.pid)).length >= 4, START_WITHIN_MS), `spares: ${descendants(conn.pid)}`);
+    const spares = stillThere(descendants(conn.pid));
+    assert.ok(spares.length >= 4, `two spares (init and interpreter each) alive: ${spares}`);
+    const pid = conn.pid;
+    await conn.close();
+    assert.ok(await serverGone(pid, 3000 + GONE_WITHIN_MS), 'the server exited');
+    assert.ok(await waitFor(() => stillThere(spares).length === 0, GONE_WITHIN_MS), `left behind: ${stillThere(spares)}`);
+});
+
+test('VESTIBULE_WARM=0 keeps no spare; VESTIBULE_WARM_IDLE_S drops an idle one', { skip }, async (t) => {
+    const off = await connect(makeWorld(t, { VESTIBULE_WARM: '0' }));
+    const idle = await connect(makeWorld(t, { VESTIBULE_WARM_IDLE_S: '1' }));
+    await runCode(off, 'bash', 'echo 1');
+    await runCode(idle, 'bash', 'echo 1');
+    // control: the idle server builds its spare (so "none" below is not a broken probe)
+    assert.ok(await waitFor(() => descendants(idle.pid).length >= 2, START_WITHIN_MS), 'a spare was built');
+    const r = await runCode(off, 'bash', 'echo 2');
+    assert.equal(r.result.structuredContent.usage.from_handover, undefined, 'no spare when off');
+    assert.ok(await waitFor(() => descendants(off.pid).length === 0, GONE_WITHIN_MS), `no sandbox between calls when off: ${descendants(off.pid)}`);
+    assert.ok(await waitFor(() => descendants(idle.pid).length === 0, 1000 + GONE_WITHIN_MS), `idle spare kept: ${descendants(idle.pid)}`);
+});
