@@ -389,6 +389,7 @@ struct native_stamp {
         ino_t ws_ino, tree_ino;
         unsigned probe_gen;
         char grade[320];
+        bool user_site; /* a Python user site existed in the workspace (stamp.c) */
 };
 
 /**

@@ -324,3 +324,58 @@ print("deny:", ask("CONNECT deny-${i}.example:443 HTTP/1.1"))
             `run ${i} lists only its own verdicts: ${JSON.stringify(hosts)}`);
     });
 });
+
+/** The server's descendants (its sandboxes and proxies), as pids. */
+function descendantPids(pid) {
+    const out = [];
+    const todo = [pid];
+    while (todo.length) {
+        const p = todo.pop();
+        let tasks = [];
+        try { tasks = fs.readdirSync(`/proc/${p}/task`); } catch { continue; }
+        for (const t of tasks) {
+            let kids = '';
+            try { kids = fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim(); } catch { continue; }
+            for (const k of kids ? kids.split(/\s+/).map(Number) : []) { todo.push(k); out.push(k); }
+        }
+    }
+    return out;
+}
+
+// A warm spare (network "none", built in the background after a call) must never serve an
+// allowlist call: that call builds its own sandbox with its own egress listener and proxy.
+test('with a warm spare ready, an allowlist call builds its own sandbox: its egress works and its verdicts are its own', { skip: !NATIVE && `backend ${BACKEND}: warm spares are native's` }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const conn = await connect(w);
+    const code = `
+import os, urllib.request
+print("proxy", os.environ.get("HTTPS_PROXY"))
+try:
+    print(urllib.request.urlopen("http://${MIRROR}/hello-own", timeout=10).read().decode().strip())
+except Exception as e:
+    print("FAILED", type(e).__name__, e)
+`;
+    const first = await run(conn, 'print(1)');
+    assertExitCode(first.text, 0);
+    assert.ok(await waitFor(() => descendantPids(conn.pid).length >= 2, 20000), 'a python spare was built');
+    const spare = descendantPids(conn.pid);
+
+    const on = await callNet(conn, code);
+    assertExitCode(on.text, 0);
+    assert.equal(on.result.structuredContent.usage.from_handover, undefined, `the allowlist call took the spare:\n${on.text}`);
+    assert.match(on.text, /^hello from the mirror \/hello-own$/m, on.text);
+    assert.match(on.text, /^proxy http:\/\/127\.0\.0\.1:3128$/m);
+    const hosts = hostsOf(on.result);
+    assert.deepEqual(hosts.map((h) => [h.host, h.port, h.verdict, h.connections]), [[MIRROR, 80, 'allowed', 1]], JSON.stringify(hosts));
+    assert.ok(spare.every((p) => fs.existsSync(`/proc/${p}`)), 'the spare is still there, untouched');
+
+    // control: a call without network takes that spare (so one was there to be taken), and it
+    // has no proxy, no route and no egress line
+    const off = await run(conn, code);
+    assert.equal(off.result.structuredContent.usage.from_handover, true, `no spare taken:\n${off.text}`);
+    assert.match(off.text, /^proxy None$/m);
+    assert.match(off.text, /^FAILED URLError/m, off.text);
+    assert.doesNotMatch(off.text, /^egress:/m);
+    assert.equal(m.hits.filter((h) => h === '/hello-own').length, 1, `the mirror saw one request: ${m.hits}`);
+});
