@@ -215,3 +215,20 @@ test('the memory cap holds across cells that each allocate a step more', { skip:
     assert.ok(ended, 'some cell went over 64 MiB and the session ended');
     assert.match(ended.text, /memory/i, ended.text);
 });
+
+// A session's sandbox is built once, with no egress listener: a cell asking for network
+// "allowlist" is refused before it runs, and the session lives on with its state.
+test('a session call with network "allowlist" is Blocked, never run without its network; the session lives on', { skip: !HAS_SESSIONS && `backend ${BACKEND}` }, async (t) => {
+    const w = makeWorld(t, { VESTIBULE_EGRESS_ALLOW: 'localhost' });
+    const conn = await connect(w);
+    const id = await start(conn, 'python');
+    const a = await cell(conn, id, 'python', 'x = 41');
+    assertExitCode(a.text, 0);
+    const refused = await cell(conn, id, 'python', 'x += 1\nprint(x)', { network: 'allowlist' });
+    assertBlocked(refused.result, 'session', 'allowlist');
+    // control: the same cell without network runs, and x was not touched by the refused one
+    const b = await cell(conn, id, 'python', 'x += 1\nprint(x)');
+    assertExitCode(b.text, 0);
+    assert.match(b.text, /^42$/m, b.text);
+    seen(b, id);
+});
