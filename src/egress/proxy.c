@@ -222,8 +222,9 @@ char *egress_upstream_head(const char *buf, const struct egress_request *rq, siz
                 }
                 i = end + 1;
         }
-        memcpy(out + o, "Connection: close\r\n\r\n", 21);
-        o += 21;
+        static const char conn_close[] = "Connection: close\r\n\r\n";
+        memcpy(out + o, conn_close, sizeof(conn_close)); /* with its NUL, which is not sent */
+        o += sizeof(conn_close) - 1;
         *ret_len = o;
         return out;
 }
@@ -286,7 +287,7 @@ static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_
         for (int d = 0; d < 2; d++) {
                 if (pipe2(h[d].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
                         goto out;
-                (void)fcntl(h[d].pipe[1], F_SETPIPE_SZ, EGRESS_BUF_BYTES);
+                (void)fcntl(h[d].pipe[1], F_SETPIPE_SZ, (int)EGRESS_BUF_BYTES);
         }
         for (;;) {
                 struct pollfd pfd[3] = {
@@ -509,7 +510,7 @@ int egress_proxy_main(int argc, char **argv)
         set_nonblock(PROXY_FD_LISTEN);
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, 512 * 1024); /* getaddrinfo, and ASan builds */
+        pthread_attr_setstacksize(&attr, (size_t)512 * 1024); /* getaddrinfo, and ASan builds */
         /* ready: the server stops waiting and lets the run go on */
         if (write(PROXY_FD_READY, "R", 1) != 1)
                 return 1;
