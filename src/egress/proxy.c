@@ -185,7 +185,10 @@ char *egress_upstream_head(const char *buf, const struct egress_request *rq, siz
 {
         static const char *const drop[] = {
             "proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:"};
-        size_t cap = rq->head_len + 64, o = 0, i;
+        /* Each line out is at most its line in plus one byte (a bare "\n" becomes "\r\n"), and
+         * every line in is at least one byte: twice the head bounds it (a fuzzer found a head of
+         * bare-LF lines that overflowed head_len + 64). */
+        size_t cap = 2 * rq->head_len + 64, o = 0, i;
         char *out = xmalloc(cap);
 
         memcpy(out + o, buf, rq->method_len);
