@@ -26,7 +26,7 @@
 /* Bounds of one run's proxy: connections open at once, bytes buffered per direction of one
  * connection, bytes of one request head, and verdict records kept (the rest are counted). */
 #define EGRESS_MAX_CONNS 32
-#define EGRESS_BUF_BYTES (128 * 1024)
+#define EGRESS_BUF_BYTES ((size_t)128 * 1024)
 #define EGRESS_MAX_HEAD_BYTES 8192
 #define EGRESS_MAX_RECORDS 1024
 

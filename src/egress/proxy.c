@@ -185,7 +185,10 @@ char *egress_upstream_head(const char *buf, const struct egress_request *rq, siz
 {
         static const char *const drop[] = {
             "proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:"};
-        size_t cap = rq->head_len + 64, o = 0, i;
+        /* Each line out is at most its line in plus one byte (a bare "\n" becomes "\r\n"), and
+         * every line in is at least one byte: twice the head bounds it (a fuzzer found a head of
+         * bare-LF lines that overflowed head_len + 64). */
+        size_t cap = 2 * rq->head_len + 64, o = 0, i;
         char *out = xmalloc(cap);
 
         memcpy(out + o, buf, rq->method_len);
@@ -222,8 +225,9 @@ char *egress_upstream_head(const char *buf, const struct egress_request *rq, siz
                 }
                 i = end + 1;
         }
-        memcpy(out + o, "Connection: close\r\n\r\n", 21);
-        o += 21;
+        static const char conn_close[] = "Connection: close\r\n\r\n";
+        memcpy(out + o, conn_close, sizeof(conn_close)); /* with its NUL, which is not sent */
+        o += sizeof(conn_close) - 1;
         *ret_len = o;
         return out;
 }
@@ -286,7 +290,7 @@ static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_
         for (int d = 0; d < 2; d++) {
                 if (pipe2(h[d].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
                         goto out;
-                (void)fcntl(h[d].pipe[1], F_SETPIPE_SZ, EGRESS_BUF_BYTES);
+                (void)fcntl(h[d].pipe[1], F_SETPIPE_SZ, (int)EGRESS_BUF_BYTES);
         }
         for (;;) {
                 struct pollfd pfd[3] = {
@@ -509,7 +513,7 @@ int egress_proxy_main(int argc, char **argv)
         set_nonblock(PROXY_FD_LISTEN);
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, 512 * 1024); /* getaddrinfo, and ASan builds */
+        pthread_attr_setstacksize(&attr, (size_t)512 * 1024); /* getaddrinfo, and ASan builds */
         /* ready: the server stops waiting and lets the run go on */
         if (write(PROXY_FD_READY, "R", 1) != 1)
                 return 1;
