@@ -1345,17 +1345,18 @@ START_TEST(docker_output_cannot_forge_refusal)
         run_result_done(&o.res);
 
         /* control: an image that really lacks the interpreter is still refused, before
-         * anything runs (the node image has no python3) */
-        test_cfg.image_python = (char *)IMG_NODE;
-        o = run_code(SBX_LANG_PYTHON, "open('/workspace/should-not.txt', 'w').write('x')\n", 10,
-                     -1);
+         * anything runs (the python image has no node; the node image has python3 since npm,
+         * through node-gyp, depends on it) */
+        test_cfg.image_node = (char *)IMG_PY;
+        o = run_code(SBX_LANG_NODE,
+                     "require('fs').writeFileSync('/workspace/should-not.txt', 'x')\n", 10, -1);
         ck_assert_int_eq(o.rc, -ENOENT);
-        ck_assert_msg(strstr(o.err.msg, "has no 'python3'") && strstr(o.err.msg, IMG_NODE), "%s",
+        ck_assert_msg(strstr(o.err.msg, "has no 'node'") && strstr(o.err.msg, IMG_PY), "%s",
                       o.err.msg);
         _cleanup_free_ char *sn = xasprintf("%s/should-not.txt", ws_dir);
         ck_assert_int_ne(access(sn, F_OK), 0);
         run_result_done(&o.res);
-        test_cfg.image_python = (char *)IMG_PY;
+        test_cfg.image_node = (char *)IMG_NODE;
         check_nothing_left(DOCKER_SOCK);
 }
 END_TEST
