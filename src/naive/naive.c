@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "run/backend.h"
+#include "run/sandbox.h"
 #include "run/warden.h"
 #include "workspace/workspace.h"
 
@@ -48,22 +49,6 @@
 /* S kills the run itself this long after the deadline if the server never asked it to (the
  * server hung or its warden is gone): a last line of defence, not the timeout. */
 #define NAIVE_SUPERVISOR_GRACE_MS 5000
-
-/* One run in flight, shared by the warden's kill_tree and shutdown. */
-struct naive_run {
-        int ctl;       /* the server's end of the control socket to S */
-        pid_t c_pgid;  /* C's process group (C's pid), 0 until S reported it */
-        bool s_done;   /* S reported C's status after killing everything */
-        int c_status;  /* that status */
-        bool killed_s; /* S was gone before it reported: the run may have killed it */
-};
-
-struct naive_state {
-        pthread_mutex_t lock;
-        bool shutting_down;
-        struct naive_run **runs; /* runs in flight */
-        size_t n_runs, size_runs;
-};
 
 /* Records S and C send to the server. */
 enum naive_rec_kind {
@@ -86,74 +71,78 @@ struct naive_rec {
         int value; /* REC_PID: pid; REC_DONE: wait status */
 };
 
-/* --- in-flight registry (for shutdown) ----------------------------------------------- */
+/* One naive sandbox: a temporary folder (the run's $HOME and the script) and the host's
+ * interpreter, then per program the supervisor S and its pipes. */
+struct naive_sandbox {
+        struct backend *b;
+        const struct sbx_config *cfg;
+        enum sbx_language language;
+        enum sandbox_mode mode;
+        bool drop; /* the server is root: C drops to VESTIBULE_RUN_AS */
+        char *interp;
+        char *tmpdir;
 
-static bool naive_register(struct naive_state *st, struct naive_run *run)
-{
-        bool ok;
+        /* the program started last (start() to collect()) */
+        pthread_mutex_t lock; /* kill() may come from any thread */
+        bool started;
+        bool kill_asked; /* kill() came: a program started after it is killed at once */
+        pid_t pid;       /* S, until collect() reaped it */
+        int pidfd;       /* pidfd of S, or -1 */
+        int out_r;       /* read ends of C's stdout and stderr */
+        int err_r;
+        int ctl;       /* the server's end of the control socket to S */
+        pid_t c_pgid;  /* C's process group (C's pid), 0 until S reported it */
+        bool s_done;   /* S reported C's status after killing everything */
+        int c_status;  /* that status */
+        bool killed_s; /* S was gone before it reported: the run may have killed it */
+        bool failed_setup;
+        struct naive_rec fail; /* the first REC_ERR */
+};
 
-        pthread_mutex_lock(&st->lock);
-        ok = !st->shutting_down;
-        if (st->n_runs == st->size_runs) {
-                st->size_runs = st->size_runs ? st->size_runs * 2 : 8;
-                st->runs = xrealloc(st->runs, st->size_runs * sizeof(struct naive_run *));
-        }
-        st->runs[st->n_runs++] = run;
-        pthread_mutex_unlock(&st->lock);
-        return ok;
-}
+struct naive_state {
+        pthread_mutex_t lock;
+        bool shutting_down; /* shutdown(): no new sandbox */
+};
 
-static void naive_unregister(struct naive_state *st, struct naive_run *run)
-{
-        pthread_mutex_lock(&st->lock);
-        for (size_t i = 0; i < st->n_runs; i++)
-                if (st->runs[i] == run) {
-                        st->runs[i] = st->runs[--st->n_runs];
-                        break;
-                }
-        pthread_mutex_unlock(&st->lock);
-}
+/* --- kill (any thread) ------------------------------------------------------------------ */
 
-/* Ask S to kill the whole run. Safe from any thread. */
-static void naive_request_kill(struct naive_run *run)
-{
-        char k = 'k';
-
-        (void)send(run->ctl, &k, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-/* S's final report, if it has arrived. */
-static void naive_poll_done(struct naive_run *run)
+/* S's final report, if it has arrived. Under nb->lock. */
+static void naive_poll_done(struct naive_sandbox *nb)
 {
         struct naive_rec rec;
 
-        if (run->s_done)
+        if (nb->s_done || nb->ctl < 0)
                 return;
-        if (recv(run->ctl, &rec, sizeof(rec), MSG_DONTWAIT) == (ssize_t)sizeof(rec) &&
+        if (recv(nb->ctl, &rec, sizeof(rec), MSG_DONTWAIT) == (ssize_t)sizeof(rec) &&
             rec.kind == REC_DONE) {
-                run->s_done = true;
-                run->c_status = rec.value;
+                nb->s_done = true;
+                nb->c_status = rec.value;
         }
 }
 
-/* The warden's kill_tree: called on timeout, cancel, flood, and when S exited (before it is
- * reaped). */
-static void naive_kill_tree(void *userdata)
+/* The kill op: on timeout, cancel, flood, shutdown, and when S exited (before it is reaped).
+ * Asks S to kill the whole run; when S is gone without reporting, kills what is left of C's
+ * process group itself. */
+static void naive_kill(struct sandbox *sb)
 {
-        struct naive_run *run = userdata;
+        struct naive_sandbox *nb = (struct naive_sandbox *)sb;
         char k = 'k';
 
-        naive_poll_done(run);
-        if (run->s_done)
-                return; /* S killed and reaped everything before it reported */
-        if (send(run->ctl, &k, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
-                return; /* S is alive and will do it */
+        pthread_mutex_lock(&nb->lock);
+        nb->kill_asked = true;
+        naive_poll_done(nb);
+        if (!nb->started || nb->s_done || nb->ctl < 0)
+                goto out; /* nothing runs, or S killed and reaped everything and reported */
+        if (send(nb->ctl, &k, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+                goto out; /* S is alive and will do it */
         /* S is gone without reporting: the run killed it. C died with it (PDEATHSIG); kill
          * what is left of C's process group. C is reaped by now, so its group id is only
          * still ours if a member is left, which is exactly the case that matters. */
-        run->killed_s = true;
-        if (run->c_pgid > 0)
-                (void)kill(-run->c_pgid, SIGKILL);
+        nb->killed_s = true;
+        if (nb->c_pgid > 0)
+                (void)kill(-nb->c_pgid, SIGKILL);
+out:
+        pthread_mutex_unlock(&nb->lock);
 }
 
 /* --- helpers (server side) --------------------------------------------------------------- */
@@ -518,17 +507,6 @@ static int naive_probe(struct backend *b, struct backend_probe *ret, struct sbx_
         return 0;
 }
 
-static void set_not_measured(struct run_measure *m, const char *why)
-{
-        m->measured = false;
-        snprintf(m->why, sizeof(m->why), "%s", why);
-}
-
-static void add_note(struct run_result *res, const char *note)
-{
-        run_result_note(res, "%s", note);
-}
-
 static int stage_error(const struct sbx_config *cfg, bool drop, const char *interp,
                        const struct naive_rec *rec, struct sbx_error *err)
 {
@@ -554,32 +532,337 @@ static int stage_error(const struct sbx_config *cfg, bool drop, const char *inte
         }
 }
 
-static int naive_run(struct backend *b, const struct run_request *req, struct run_result *res,
-                     struct sbx_error *err)
+/* --- the sandbox ops ------------------------------------------------------------------- */
+
+static void close_fdp_locked(int *fd)
+{
+        if (*fd >= 0) {
+                close(*fd);
+                *fd = -1;
+        }
+}
+
+static struct naive_sandbox *naive_sandbox_free(struct naive_sandbox *nb)
+{
+        if (!nb)
+                return NULL;
+        if (nb->tmpdir)
+                remove_tree(nb->tmpdir);
+        free(nb->tmpdir);
+        free(nb->interp);
+        pthread_mutex_destroy(&nb->lock);
+        free(nb);
+        return NULL;
+}
+
+static void naive_sandbox_freep(struct naive_sandbox **p)
+{
+        *p = naive_sandbox_free(*p);
+}
+
+/* The host's interpreter for @language, in *@ret (caller frees). */
+static int naive_interpreter(enum sbx_language language, char **ret, struct sbx_error *err)
 {
         static const char *const py[] = {"python3", NULL};
         static const char *const js[] = {"node", "nodejs", NULL};
         static const char *const sh[] = {"bash", NULL};
+        static const char *const *const names[] = {
+            [SBX_LANG_PYTHON] = py, [SBX_LANG_NODE] = js, [SBX_LANG_BASH] = sh};
         static const char *const pkg[] = {
             [SBX_LANG_PYTHON] = "python3", [SBX_LANG_NODE] = "nodejs", [SBX_LANG_BASH] = "bash"};
-        struct naive_state *st = b->state;
-        const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
-        const char *const *names;
-        _cleanup_free_ char *interp = NULL, *tmpdir = NULL, *script = NULL;
-        _cleanup_close_ int devnull = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
-        _cleanup_close_ int rep_r = -1, rep_w = -1, ctl = -1, ctl_s = -1, fd = -1;
-        char *env[10] = {NULL};
-        char *argv[3] = {NULL};
-        bool drop = false, failed_setup = false;
-        struct naive_run run = {.ctl = -1};
-        struct naive_rec rec, fail = {0};
-        struct spawn_args sa;
-        struct warden_child wc;
-        struct rusage ru;
-        uint64_t start_ms;
-        pid_t pid;
-        ssize_t n;
+
+        if ((unsigned)language >= ELEMENTSOF(names))
+                return sbx_fail(err, EINVAL, "unknown language");
+        *ret = find_interpreter(names[language]);
+        if (!*ret)
+                return sbx_fail(err, ENOENT,
+                                "%s is not installed on this host (looked in %s): the naive "
+                                "backend runs code with the host's interpreters; install it "
+                                "(apt-get install %s) and retry",
+                                names[language][0], NAIVE_PATH, pkg[language]);
+        return 0;
+}
+
+/* May code run at all, and as whom (@ret_drop: drop to VESTIBULE_RUN_AS)? */
+static int naive_may_run(struct naive_state *st, const struct sbx_config *cfg, bool *ret_drop,
+                         struct sbx_error *err)
+{
+        bool down;
+
+        pthread_mutex_lock(&st->lock);
+        down = st->shutting_down;
+        pthread_mutex_unlock(&st->lock);
+        if (down)
+                return sbx_fail(err, ESHUTDOWN, "the server is shutting down: retry after restart");
+        *ret_drop = geteuid() == 0;
+        if (*ret_drop && (!cfg->run_as_set || cfg->run_as_uid == 0 || cfg->run_as_gid == 0))
+                return sbx_fail(err, EPERM,
+                                "the server runs as root, so code would run as root: start "
+                                "vestibule-mcp as your own user, or set VESTIBULE_RUN_AS=uid:gid "
+                                "to an unprivileged id (retry after restart)");
+        return 0;
+}
+
+/* prepare: the interpreter, the workspace, the temporary folder ($HOME, the script's). */
+static int naive_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
+                         struct sbx_error *err)
+{
+        const struct sbx_config *cfg = spec->cfg ? spec->cfg : b->cfg;
+        _cleanup_(naive_sandbox_freep) struct naive_sandbox *nb = NULL;
+        bool drop = false;
         int r;
+
+        if (spec->mode == SANDBOX_MODE_CELLS)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "the naive backend keeps no interpreter between calls");
+        r = naive_may_run(b->state, cfg, &drop, err);
+        if (r < 0)
+                return r;
+        nb = xcalloc(1, sizeof(*nb));
+        pthread_mutex_init(&nb->lock, NULL);
+        nb->b = b;
+        nb->cfg = cfg;
+        nb->language = spec->language;
+        nb->mode = spec->mode;
+        nb->drop = drop;
+        nb->pidfd = nb->out_r = nb->err_r = nb->ctl = -1;
+        r = naive_interpreter(spec->language, &nb->interp, err);
+        if (r < 0)
+                return r;
+        r = workspace_ensure(cfg->workspace_dir, err);
+        if (r < 0)
+                return r;
+        nb->tmpdir = xstrdup("/tmp/vestibule-naive-XXXXXX");
+        if (!mkdtemp(nb->tmpdir)) {
+                r = errno;
+                free(nb->tmpdir);
+                nb->tmpdir = NULL;
+                return sbx_fail(err, r,
+                                "cannot create a temp dir under /tmp: %s; check that /tmp "
+                                "is writable and retry",
+                                strerror(r));
+        }
+        if (drop && chown(nb->tmpdir, cfg->run_as_uid, cfg->run_as_gid) < 0)
+                return sbx_fail(err, errno, "cannot hand the temp dir '%s' to uid %u: %s",
+                                nb->tmpdir, (unsigned)cfg->run_as_uid, strerror(errno));
+        *ret = (struct sandbox *)TAKE_PTR(nb);
+        return 0;
+}
+
+/* The program's text into @script (a new file: a session's earlier one is replaced). */
+static int write_script(const struct naive_sandbox *nb, const char *script,
+                        const struct run_request *req, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        (void)unlink(script);
+        fd = open(script, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return sbx_fail(err, errno, "cannot write the script '%s': %s", script,
+                                strerror(errno));
+        for (size_t off = 0; off < req->code_len;) {
+                n = write(fd, req->code + off, req->code_len - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return sbx_fail(err, n < 0 ? errno : EIO,
+                                        "cannot write the script '%s': %s", script,
+                                        strerror(n < 0 ? errno : EIO));
+                off += (size_t)n;
+        }
+        if (nb->drop && fchown(fd, nb->cfg->run_as_uid, nb->cfg->run_as_gid) < 0)
+                return sbx_fail(err, errno, "cannot hand the script '%s' to uid %u: %s", script,
+                                (unsigned)nb->cfg->run_as_uid, strerror(errno));
+        return 0;
+}
+
+/* The fds of one program: [0] the server's end, [1] S's, of each pipe and the socket. */
+struct naive_fds {
+        int devnull;
+        int out[2], err[2], rep[2], ctl[2];
+};
+
+static void naive_fds_done(struct naive_fds *f)
+{
+        int *all[] = {&f->devnull, &f->out[0], &f->out[1], &f->err[0], &f->err[1],
+                      &f->rep[0],  &f->rep[1], &f->ctl[0], &f->ctl[1]};
+
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                close_fdp_locked(all[i]);
+}
+
+static int naive_fds_open(struct naive_fds *f, struct sbx_error *err)
+{
+        *f = (struct naive_fds){-1, {-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+        f->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (f->devnull < 0)
+                return sbx_fail(err, errno, "cannot open /dev/null: %s", strerror(errno));
+        if (pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->err, O_CLOEXEC) < 0 ||
+            pipe2(f->rep, O_CLOEXEC) < 0 ||
+            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->ctl) < 0)
+                return sbx_fail(err, errno, "cannot create the run's pipes: %s; retry",
+                                strerror(errno));
+        return 0;
+}
+
+/* Reports from S and C until C's execve closes the last copy of the report pipe. */
+static void read_reports(struct naive_sandbox *nb, int rep_r)
+{
+        struct naive_rec rec;
+        ssize_t n;
+
+        for (;;) {
+                n = read(rep_r, &rec, sizeof(rec));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n != (ssize_t)sizeof(rec))
+                        break;
+                pthread_mutex_lock(&nb->lock);
+                if (rec.kind == REC_PID)
+                        nb->c_pgid = rec.value;
+                else if (rec.kind == REC_ERR && !nb->failed_setup) {
+                        nb->failed_setup = true;
+                        nb->fail = rec;
+                }
+                pthread_mutex_unlock(&nb->lock);
+        }
+}
+
+/* Fork S (which forks C and execs the interpreter); everything S and C need is built before
+ * fork: no allocation after it. Return S's pid or -errno. */
+static pid_t naive_fork(struct naive_sandbox *nb, const struct naive_fds *f, const char *script,
+                        const struct run_request *req)
+{
+        char *argv[3] = {nb->interp, (char *)script, NULL};
+        char *env[10] = {NULL};
+        struct spawn_args sa;
+        pid_t pid;
+
+        env[0] = xstrdup("PATH=" NAIVE_PATH);
+        env[1] = xasprintf("HOME=%s", nb->tmpdir);
+        env[2] = xasprintf("TMPDIR=%s", nb->tmpdir);
+        env[3] = xstrdup("LANG=C.UTF-8");
+        env[4] = xstrdup("TZ=UTC");
+        env[5] = xstrdup("PYTHONUNBUFFERED=1");
+        env[6] = xstrdup("PYTHONDONTWRITEBYTECODE=1");
+        env[7] = xstrdup("NO_COLOR=1");
+        sa = (struct spawn_args){
+            .devnull = f->devnull,
+            .ctl = f->ctl[1],
+            .out_w = f->out[1],
+            .err_w = f->err[1],
+            .rep_w = f->rep[1],
+            .drop = nb->drop,
+            .uid = nb->cfg->run_as_uid,
+            .gid = nb->cfg->run_as_gid,
+            .cwd = nb->cfg->workspace_dir,
+            .interp = nb->interp,
+            .argv = argv,
+            .envp = env,
+            .kill_after_ms = (uint64_t)req->timeout_s * 1000u + NAIVE_SUPERVISOR_GRACE_MS,
+        };
+        pid = fork();
+        if (pid == 0)
+                supervisor_main(&sa);
+        if (pid < 0)
+                pid = -errno;
+        for (size_t i = 0; i < ELEMENTSOF(env); i++)
+                free(env[i]);
+        return pid;
+}
+
+/* start: the script, the pipes, S and C; the warden gets C's pipes and S's pidfd. */
+static int naive_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
+                       struct sbx_error *err)
+{
+        struct naive_sandbox *nb = (struct naive_sandbox *)sb;
+        _cleanup_free_ char *script = NULL;
+        struct naive_fds f;
+        pid_t pid;
+        int r;
+
+        if (nb->started || req->language != nb->language)
+                return sbx_fail(err, EINVAL, "naive sandbox: start() out of order");
+        script = xasprintf("%s/%s", nb->tmpdir, sbx_language_script(req->language));
+        r = write_script(nb, script, req, err);
+        if (r < 0)
+                return r;
+        r = naive_fds_open(&f, err);
+        if (r < 0)
+                goto out;
+        pid = naive_fork(nb, &f, script, req);
+        if (pid < 0) {
+                r = sbx_fail(err, -pid, "cannot start the run: fork: %s; retry", strerror(-pid));
+                goto out;
+        }
+        pthread_mutex_lock(&nb->lock);
+        nb->started = true;
+        nb->pid = pid;
+        nb->ctl = TAKE_FD(f.ctl[0]);
+        nb->out_r = TAKE_FD(f.out[0]);
+        nb->err_r = TAKE_FD(f.err[0]);
+        nb->s_done = nb->killed_s = nb->failed_setup = false;
+        nb->c_pgid = 0;
+        pthread_mutex_unlock(&nb->lock);
+        close_fdp_locked(&f.out[1]);
+        close_fdp_locked(&f.err[1]);
+        close_fdp_locked(&f.rep[1]);
+        close_fdp_locked(&f.ctl[1]);
+        read_reports(nb, f.rep[0]);
+        nb->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        /* a failed setup: collect() names the stage; a kill that came during start */
+        if (nb->failed_setup || nb->kill_asked)
+                naive_kill(sb);
+        *ret_io = (struct sandbox_io){.out_fd = nb->out_r,
+                                      .err_fd = nb->err_r,
+                                      .pid = pid,
+                                      .pidfd = nb->pidfd,
+                                      .ended_fd = -1};
+        r = 0;
+out:
+        naive_fds_done(&f);
+        return r;
+}
+
+static void set_not_measured(struct run_measure *m, const char *why)
+{
+        m->measured = false;
+        snprintf(m->why, sizeof(m->why), "%s", why);
+}
+
+/* Reap S (it reaps every process of the run, so its rusage covers all of them), and close
+ * the program's fds. Return S's wait status, or -errno. */
+static int naive_reap(struct naive_sandbox *nb, struct rusage *ru)
+{
+        int status = 0, r = 0;
+
+        memset(ru, 0, sizeof(*ru));
+        while (nb->pid > 0 && wait4(nb->pid, &status, 0, ru) < 0)
+                if (errno != EINTR) {
+                        r = -errno;
+                        break;
+                }
+        pthread_mutex_lock(&nb->lock);
+        naive_poll_done(nb);
+        nb->started = false;
+        nb->kill_asked = false; /* the program's end was the last kill; a session goes on */
+        nb->pid = 0;
+        close_fdp_locked(&nb->ctl);
+        close_fdp_locked(&nb->out_r);
+        close_fdp_locked(&nb->err_r);
+        close_fdp_locked(&nb->pidfd);
+        pthread_mutex_unlock(&nb->lock);
+        return r < 0 ? r : status;
+}
+
+/* collect: S's status (C's, mirrored), its CPU time, the labels and notes. */
+static int naive_collect(struct sandbox *sb, const struct sandbox_watch *w, struct run_result *res,
+                         struct sbx_error *err)
+{
+        struct naive_sandbox *nb = (struct naive_sandbox *)sb;
+        struct rusage ru;
+        int status = naive_reap(nb, &ru);
 
         snprintf(res->backend, sizeof(res->backend), "naive");
         snprintf(res->isolation, sizeof(res->isolation), "%s", NAIVE_GRADE);
@@ -587,220 +870,64 @@ static int naive_run(struct backend *b, const struct run_request *req, struct ru
         set_not_measured(&res->usage.cpu_us, "naive backend has no cgroup");
         set_not_measured(&res->usage.mem_peak_bytes, "naive backend has no cgroup");
         set_not_measured(&res->usage.pids_peak, "naive backend has no cgroup");
-        if (cfg->workspace_ro)
-                add_note(res, "workspace: read-write (VESTIBULE_WORKSPACE_RO is not enforced by "
-                              "the naive backend)");
-
-        pthread_mutex_lock(&st->lock);
-        r = st->shutting_down;
-        pthread_mutex_unlock(&st->lock);
-        if (r)
-                return sbx_fail(err, ESHUTDOWN, "the server is shutting down: retry after restart");
-
-        if (geteuid() == 0) {
-                if (!cfg->run_as_set || cfg->run_as_uid == 0 || cfg->run_as_gid == 0)
-                        return sbx_fail(err, EPERM,
-                                        "the server runs as root, so code would run as root: "
-                                        "start vestibule-mcp as your own user, or set "
-                                        "VESTIBULE_RUN_AS=uid:gid to an unprivileged id "
-                                        "(retry after restart)");
-                drop = true;
+        if (nb->cfg->workspace_ro)
+                run_result_note(res, "workspace: read-write (VESTIBULE_WORKSPACE_RO is not "
+                                     "enforced by the naive backend)");
+        if (status < 0)
+                return sbx_fail(err, -status, "cannot reap the naive run: %s", strerror(-status));
+        if (nb->failed_setup) {
+                res->outcome = RUN_OUTCOME_NONE;
+                return stage_error(nb->cfg, nb->drop, nb->interp, &nb->fail, err);
         }
-
-        switch (req->language) {
-        case SBX_LANG_PYTHON:
-                names = py;
-                break;
-        case SBX_LANG_NODE:
-                names = js;
-                break;
-        case SBX_LANG_BASH:
-                names = sh;
-                break;
-        default:
-                return sbx_fail(err, EINVAL, "unknown language");
+        if (w->forced == RUN_OUTCOME_NONE && WIFEXITED(status)) {
+                res->outcome = RUN_OUTCOME_EXITED;
+                res->exit_code = WEXITSTATUS(status);
+        } else if (w->forced == RUN_OUTCOME_NONE && WIFSIGNALED(status)) {
+                res->outcome = RUN_OUTCOME_SIGNALED;
+                res->term_signal = WTERMSIG(status);
         }
-        interp = find_interpreter(names);
-        if (!interp)
-                return sbx_fail(err, ENOENT,
-                                "%s is not installed on this host (looked in %s): the naive "
-                                "backend runs code with the host's interpreters; install it "
-                                "(apt-get install %s) and retry",
-                                names[0], NAIVE_PATH, pkg[req->language]);
-
-        r = workspace_ensure(cfg->workspace_dir, err);
-        if (r < 0)
-                return r;
-
-        tmpdir = xstrdup("/tmp/vestibule-naive-XXXXXX");
-        if (!mkdtemp(tmpdir)) {
-                r = errno;
-                return sbx_fail(err, r,
-                                "cannot create a temp dir under /tmp: %s; check that /tmp "
-                                "is writable and retry",
-                                strerror(r));
-        }
-        script = xasprintf("%s/%s", tmpdir, sbx_language_script(req->language));
-        fd = open(script, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0) {
-                r = sbx_fail(err, errno, "cannot write the script '%s': %s", script,
-                             strerror(errno));
-                goto out_rm;
-        }
-        for (size_t off = 0; off < req->code_len;) {
-                n = write(fd, req->code + off, req->code_len - off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        r = sbx_fail(err, n < 0 ? errno : EIO, "cannot write the script '%s': %s",
-                                     script, strerror(n < 0 ? errno : EIO));
-                        goto out_rm;
-                }
-                off += (size_t)n;
-        }
-        if (drop && (fchown(fd, cfg->run_as_uid, cfg->run_as_gid) < 0 ||
-                     chown(tmpdir, cfg->run_as_uid, cfg->run_as_gid) < 0)) {
-                r = sbx_fail(err, errno, "cannot hand the temp dir '%s' to uid %u: %s", tmpdir,
-                             (unsigned)cfg->run_as_uid, strerror(errno));
-                goto out_rm;
-        }
-        close(TAKE_FD(fd));
-
-        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull < 0) {
-                r = sbx_fail(err, errno, "cannot open /dev/null: %s", strerror(errno));
-                goto out_rm;
-        }
-        {
-                int p[2];
-
-                if (pipe2(p, O_CLOEXEC) < 0)
-                        goto out_pipe;
-                out_r = p[0], out_w = p[1];
-                if (pipe2(p, O_CLOEXEC) < 0)
-                        goto out_pipe;
-                err_r = p[0], err_w = p[1];
-                if (pipe2(p, O_CLOEXEC) < 0)
-                        goto out_pipe;
-                rep_r = p[0], rep_w = p[1];
-                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
-                        goto out_pipe;
-                ctl = p[0], ctl_s = p[1];
-        }
-
-        /* Everything S and C need is built before fork: no allocation after it. */
-        argv[0] = interp;
-        argv[1] = script;
-        env[0] = xstrdup("PATH=" NAIVE_PATH);
-        env[1] = xasprintf("HOME=%s", tmpdir);
-        env[2] = xasprintf("TMPDIR=%s", tmpdir);
-        env[3] = xstrdup("LANG=C.UTF-8");
-        env[4] = xstrdup("TZ=UTC");
-        env[5] = xstrdup("PYTHONUNBUFFERED=1");
-        env[6] = xstrdup("PYTHONDONTWRITEBYTECODE=1");
-        env[7] = xstrdup("NO_COLOR=1");
-
-        sa = (struct spawn_args){
-            .devnull = devnull,
-            .ctl = ctl_s,
-            .out_w = out_w,
-            .err_w = err_w,
-            .rep_w = rep_w,
-            .drop = drop,
-            .uid = cfg->run_as_uid,
-            .gid = cfg->run_as_gid,
-            .cwd = cfg->workspace_dir,
-            .interp = interp,
-            .argv = argv,
-            .envp = env,
-            .kill_after_ms = (uint64_t)req->timeout_s * 1000u + NAIVE_SUPERVISOR_GRACE_MS,
-        };
-
-        start_ms = sbx_now_ms();
-        pid = fork();
-        if (pid < 0) {
-                r = sbx_fail(err, errno, "cannot start the run: fork: %s; retry", strerror(errno));
-                goto out_env;
-        }
-        if (pid == 0)
-                supervisor_main(&sa);
-
-        run.ctl = ctl;
-        if (!naive_register(st, &run))
-                naive_request_kill(&run);
-        close(TAKE_FD(out_w));
-        close(TAKE_FD(err_w));
-        close(TAKE_FD(rep_w));
-        close(TAKE_FD(ctl_s));
-
-        /* Reports until C's execve closes the last copy of the report pipe. */
-        for (;;) {
-                n = read(rep_r, &rec, sizeof(rec));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n != (ssize_t)sizeof(rec))
-                        break;
-                if (rec.kind == REC_PID)
-                        run.c_pgid = rec.value;
-                else if (rec.kind == REC_ERR && !failed_setup) {
-                        failed_setup = true;
-                        fail = rec;
-                }
-        }
-        close(TAKE_FD(rep_r));
-
-        wc = (struct warden_child){
-            .pid = pid,
-            .pidfd = (int)syscall(SYS_pidfd_open, pid, 0),
-            .out_fd = TAKE_FD(out_r),
-            .err_fd = TAKE_FD(err_r),
-            .kill_tree = naive_kill_tree,
-            .kill_userdata = &run,
-        };
-        if (failed_setup)
-                naive_request_kill(&run);
-        r = warden_supervise(req, &wc, start_ms, res, &ru, err);
-        naive_poll_done(&run);
-        naive_unregister(st, &run);
-        if (r < 0)
-                goto out_env;
-        if (failed_setup) {
-                r = stage_error(cfg, drop, interp, &fail, err);
-                goto out_env;
-        }
-        if (run.s_done) {
-                /* S reaped every process of the run, so its rusage covers all of them. */
+        if (nb->s_done) {
                 res->usage.cpu_us.measured = true;
                 res->usage.cpu_us.value =
                     (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
                     (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
         } else {
                 set_not_measured(&res->usage.cpu_us, "the run killed its supervisor process");
-                add_note(res, "[the run killed its supervisor process: processes it moved out "
-                              "of its process group may still be running]");
+                run_result_note(res, "[the run killed its supervisor process: processes it "
+                                     "moved out of its process group may still be running]");
         }
-        r = 0;
-        goto out_env;
-
-out_pipe:
-        r = sbx_fail(err, errno, "cannot create the run's pipes: %s; retry", strerror(errno));
-        goto out_rm;
-out_env:
-        for (size_t i = 0; i < ELEMENTSOF(env); i++)
-                free(env[i]);
-out_rm:
-        remove_tree(tmpdir);
-        return r;
+        return 0;
 }
 
+/* destroy: a program never collected is killed and reaped (S ends at once on the kill);
+ * the temporary folder goes. */
+static void naive_sandbox_destroy(struct sandbox *sb)
+{
+        struct naive_sandbox *nb = (struct naive_sandbox *)sb;
+        struct rusage ru;
+
+        if (nb->started) {
+                naive_kill(sb);
+                (void)naive_reap(nb, &ru);
+        }
+        naive_sandbox_free(nb);
+}
+
+static const struct sandbox_ops naive_sandbox_ops = {
+    .prepare = naive_prepare,
+    .start = naive_start,
+    .kill = naive_kill,
+    .collect = naive_collect,
+    .destroy = naive_sandbox_destroy,
+};
+
+/* Server exit: no new sandbox (the service's registry kills those that live). */
 static void naive_shutdown(struct backend *b)
 {
         struct naive_state *st = b->state;
 
         pthread_mutex_lock(&st->lock);
         st->shutting_down = true;
-        for (size_t i = 0; i < st->n_runs; i++)
-                naive_request_kill(st->runs[i]);
         pthread_mutex_unlock(&st->lock);
 }
 
@@ -811,7 +938,6 @@ static void naive_destroy(struct backend *b)
         if (!st)
                 return;
         pthread_mutex_destroy(&st->lock);
-        free(st->runs);
         free(st);
         b->state = NULL;
 }
@@ -819,7 +945,8 @@ static void naive_destroy(struct backend *b)
 static const struct backend_ops naive_ops = {
     .name = "naive",
     .probe = naive_probe,
-    .run = naive_run,
+    .run = sandbox_run_once,
+    .sandbox = &naive_sandbox_ops,
     .shutdown = naive_shutdown,
     .destroy = naive_destroy,
 };

@@ -20,17 +20,10 @@
 #include "common/xalloc.h"
 #include "native/native.h"
 #include "run/backend.h"
+#include "run/sandbox.h"
 #include "run/warden.h"
 #include "rootfs/hold.h"
 #include "workspace/workspace.h"
-
-#define MAX_INFLIGHT 64
-
-#ifndef P_PIDFD
-#define P_PIDFD_ID 3 /* waitid() on a pidfd, Linux 5.4+ */
-#else
-#define P_PIDFD_ID P_PIDFD
-#endif
 
 struct native_state {
         struct native_filter filter;
@@ -49,7 +42,7 @@ struct native_state {
         char limits_broken[320];
         int landlock_abi;
         char kernel[65];
-        int inflight[MAX_INFLIGHT]; /* pidfds of running sandboxes' inits, -1 = free */
+        bool shutting_down; /* shutdown(): no new sandbox */
 
         /* The reaper: inits whose run is over (the program and every other process of the
          * run are gone, init was sent SIGKILL) are reaped, and their cgroups removed, here,
@@ -66,7 +59,6 @@ struct native_reap {
         struct native_reap *next;
         pid_t pid;
         int pidfd; /* owned */
-        int slot;  /* in inflight[], freed once reaped */
         bool has_cg;
         struct native_cgroup cg;
         struct native_notify *notify; /* the run's supervisor, stopped and joined here */
@@ -419,6 +411,7 @@ struct run_ctx {
         bool count_tasks;         /* no pids controller: RLIMIT_NPROC is the cap, counted by hand */
         int tasks_seen;           /* most tasks of the run counted before a kill, -1 = none */
         bool program_ended;       /* init reported the program's end */
+        bool killed;              /* kill_tree ran: a later spawned init is killed at once */
         struct native_cgroup *cg; /* NULL: no cgroup of its own */
         const struct sbx_config *cfg;
         pthread_mutex_t lock;
@@ -502,24 +495,29 @@ static void on_program_end(void *userdata)
 static void kill_tree(void *userdata)
 {
         struct run_ctx *c = userdata;
-        bool ended;
+        bool ended, count;
 
         read_usage_once(c);
         pthread_mutex_lock(&c->lock);
         ended = c->program_ended;
+        count = c->count_tasks && !ended && c->pidfd >= 0;
+        c->killed = true;
         pthread_mutex_unlock(&c->lock);
         /* a kill before the program's end (timeout, cancel, flood): count what is killed; after
          * it, init's own count stands and the host's /proc is not scanned */
-        if (c->count_tasks && !ended && c->pidfd >= 0) {
+        if (count) {
                 int n = count_ns_tasks(c->pidns_ino);
                 pthread_mutex_lock(&c->lock);
                 if (n > c->tasks_seen)
                         c->tasks_seen = n;
                 pthread_mutex_unlock(&c->lock);
         }
-        /* init's death makes the kernel kill every process of its pid namespace */
+        /* init's death makes the kernel kill every process of its pid namespace; under the
+         * lock, so the pidfd is not closed under us (kill() comes from any thread) */
+        pthread_mutex_lock(&c->lock);
         if (c->pidfd >= 0)
                 syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+        pthread_mutex_unlock(&c->lock);
         native_cgroup_kill(c->cg);
 }
 
@@ -552,30 +550,6 @@ static int limits_broke(struct native_state *s, struct sbx_error *err)
         return -ESTALE;
 }
 
-static int slot_add(struct native_state *s, int pidfd)
-{
-        int slot = -1;
-
-        pthread_mutex_lock(&s->lock);
-        for (int i = 0; i < MAX_INFLIGHT; i++)
-                if (s->inflight[i] < 0) {
-                        s->inflight[i] = pidfd;
-                        slot = i;
-                        break;
-                }
-        pthread_mutex_unlock(&s->lock);
-        return slot;
-}
-
-static void slot_del(struct native_state *s, int slot)
-{
-        if (slot < 0)
-                return;
-        pthread_mutex_lock(&s->lock);
-        s->inflight[slot] = -1;
-        pthread_mutex_unlock(&s->lock);
-}
-
 static void not_measured(struct run_measure *m, const char *why)
 {
         m->measured = false;
@@ -584,7 +558,7 @@ static void not_measured(struct run_measure *m, const char *why)
 
 /* Reap one finished init and remove its cgroup. init was sent SIGKILL (kill_tree) and has
  * nothing left to wait for; the kill is repeated should it still run after 500 ms. */
-static void reap_one(struct native_state *s, struct native_reap *it)
+static void reap_one(struct native_reap *it)
 {
         struct pollfd p = {.fd = it->pidfd, .events = POLLIN};
         int r;
@@ -602,7 +576,6 @@ static void reap_one(struct native_state *s, struct native_reap *it)
         }
         if (it->has_cg)
                 native_cgroup_remove(&it->cg);
-        slot_del(s, it->slot);
         close(it->pidfd);
 }
 
@@ -619,7 +592,7 @@ static void *reaper_main(void *arg)
                 struct native_reap *it = s->reap_head;
                 s->reap_head = it->next;
                 pthread_mutex_unlock(&s->lock);
-                reap_one(s, it);
+                reap_one(it);
                 free(it);
                 pthread_mutex_lock(&s->lock);
                 s->reap_pending--;
@@ -650,7 +623,7 @@ static void reap_later(struct native_state *s, struct native_reap *it)
         }
         if (!s->reaper_started) {
                 pthread_mutex_unlock(&s->lock);
-                reap_one(s, it);
+                reap_one(it);
                 free(it);
                 return;
         }
@@ -674,48 +647,43 @@ void native_backend_settle(struct backend *b)
         pthread_mutex_unlock(&s->lock);
 }
 
-static int native_run(struct backend *b, const struct run_request *req, struct run_result *res,
-                      struct sbx_error *err)
-{
-        struct native_state *s = b->state;
-        const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
-        struct backend_probe probe;
-        struct native_cgroup cg = {.dir_fd = -1};
-        struct native_sandbox sb = {0};
-        struct native_notify *notify = NULL;
-        struct sbx_error exec_err = {0};
-        bool have_status = false, exec_failed = false;
-        int status = 0, tasks_at_end = -1;
-        struct scope_ud sud = {.cfg = cfg, .cg = &cg};
-        struct run_ctx ctx = {.pidfd = -1,
-                              .cg = NULL,
-                              .cfg = cfg,
-                              .tasks_seen = -1,
-                              .lock = PTHREAD_MUTEX_INITIALIZER};
-        struct warden_child child;
-        _cleanup_free_ char *rootfs = NULL;
+/* One native sandbox (the ops' struct sandbox): what prepare made, then the init start()
+ * spawned and what its supervisor learnt. */
+struct native_box {
+        struct backend *b;
+        struct native_state *s;
+        const struct sbx_config *cfg;
+        enum sbx_language language;
+        char grade[320]; /* the probe's, for the result */
+        char *rootfs;
         /* setup must not delete this tree while the run has it as / (rootfs/hold.h) */
-        _cleanup_(setup_rootfs_release) struct setup_rootfs_hold hold = {0};
-        const char *argv[3];
-        char script[64];
-        bool host_root = geteuid() == 0;
-        uint64_t start_ms = sbx_now_ms();
+        struct setup_rootfs_hold hold;
+        struct native_cgroup cg;
+        struct scope_ud sud;
+        struct run_ctx ctx;       /* kill_tree's, shared with the supervisor thread */
+        struct native_sandbox sb; /* from native_spawn: init, its pipes and sync socket */
+        struct native_notify *notify;
+        bool started;   /* init was spawned */
+        bool reaped;    /* init was reaped (or never spawned) */
+        bool collected; /* the supervisor was stopped and joined (native_notify_finish) */
         struct sbx_trace trace;
-        bool defer_reap = false;
-        int r, slot = -1;
+};
 
-        sbx_trace_begin(&trace, cfg->trace_timing, "native");
+/* prepare, part 1: may this backend run now, and on which tree? */
+static int box_check(struct native_box *x, struct sbx_error *err)
+{
+        struct native_state *s = x->s;
+        struct backend_probe probe;
+        int r;
 
-        native_strf(res->backend, sizeof(res->backend), "native");
-        r = native_probe(b, &probe, err);
+        r = native_probe(x->b, &probe, err);
         if (r < 0)
                 return r;
         if (!probe.usable)
                 return sbx_fail(err, EPERM, "%s", probe.blocked);
-
-        rootfs = xasprintf("%s/%s", cfg->rootfs_dir, rootfs_name(req->language));
-        native_strf(res->image, sizeof(res->image), "%s", rootfs);
-        r = check_rootfs(rootfs, interpreter_of(req->language), err);
+        native_strf(x->grade, sizeof(x->grade), "%s", probe.grade);
+        x->rootfs = xasprintf("%s/%s", x->cfg->rootfs_dir, rootfs_name(x->language));
+        r = check_rootfs(x->rootfs, interpreter_of(x->language), err);
         if (r < 0) {
                 /* the rootfs went away since the probe: the next probe must look again */
                 pthread_mutex_lock(&s->lock);
@@ -723,230 +691,372 @@ static int native_run(struct backend *b, const struct run_request *req, struct r
                 pthread_mutex_unlock(&s->lock);
                 return r;
         }
+        return 0;
+}
+
+/* prepare, part 2: the workspace, owned by the user the code runs as. */
+static int box_workspace(struct native_box *x, struct sbx_error *err)
+{
+        const struct sbx_config *cfg = x->cfg;
+        struct stat st;
+        int r;
+
         r = workspace_ensure(cfg->workspace_dir, err);
+        if (r < 0 || geteuid() != 0)
+                return r;
+        /* the code runs as VESTIBULE_RUN_AS: hand it the workspace folder itself */
+        if (stat(cfg->workspace_dir, &st) == 0 && st.st_uid == 0 &&
+            chown(cfg->workspace_dir, cfg->run_as_uid, cfg->run_as_gid) < 0)
+                return sbx_fail(err, errno, "cannot give the workspace '%s' to uid %u: %m",
+                                cfg->workspace_dir, (unsigned)cfg->run_as_uid);
+        return 0;
+}
+
+/* prepare, part 3: the run's cgroup (delegated: made now; scope: at clone) and the hold. */
+static int box_limits_and_hold(struct native_box *x, struct sbx_error *err)
+{
+        struct native_state *s = x->s;
+        int r;
+
+        /* Without a pids controller of the run's own, RLIMIT_NPROC is the cap: count the
+         * run's tasks when it ends (init) or is killed (kill_tree), to say whether it was
+         * reached. */
+        x->ctx.count_tasks = x->cfg->pids_max > 0 && (s->limits.path == NATIVE_LIMITS_NONE ||
+                                                      strstr(s->limits.missing, "pids") != NULL);
+        sbx_trace_lap(&x->trace, "prepare");
+        if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
+                r = native_cgroup_create(&s->limits, x->cfg, &x->cg, err);
+                if (r < 0)
+                        return limits_broke(s, err);
+                x->ctx.cg = &x->cg;
+                sbx_trace_lap(&x->trace, "cgroup_create");
+        } else if (s->limits.path == NATIVE_LIMITS_SCOPE) {
+                x->ctx.cg = &x->cg;
+        }
+        return setup_rootfs_hold(x->cfg->rootfs_dir, rootfs_name(x->language), &x->hold, err);
+}
+
+static void box_free(struct native_box *x);
+
+static void box_freep(struct native_box **x)
+{
+        if (*x)
+                box_free(*x);
+}
+
+static int native_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
+                          struct sbx_error *err)
+{
+        struct native_state *s = b->state;
+        _cleanup_(box_freep) struct native_box *x = NULL;
+        bool down;
+        int r;
+
+        if (spec->mode != SANDBOX_MODE_ONE_SHOT)
+                return sbx_fail(err, EOPNOTSUPP, "native sandboxes run one program each");
+        pthread_mutex_lock(&s->lock);
+        down = s->shutting_down;
+        pthread_mutex_unlock(&s->lock);
+        if (down)
+                return sbx_fail(err, ESHUTDOWN, "the server is shutting down: retry after restart");
+        x = xcalloc(1, sizeof(*x));
+        x->b = b;
+        x->s = s;
+        x->cfg = spec->cfg ? spec->cfg : b->cfg;
+        x->language = spec->language;
+        x->cg.dir_fd = -1;
+        x->sud = (struct scope_ud){.cfg = x->cfg, .cg = &x->cg};
+        x->ctx = (struct run_ctx){.pidfd = -1, .cfg = x->cfg, .tasks_seen = -1};
+        pthread_mutex_init(&x->ctx.lock, NULL);
+        x->sb = (struct native_sandbox){
+            .pidfd = -1, .out_fd = -1, .err_fd = -1, .sync_fd = -1, .listener_fd = -1};
+        x->reaped = true; /* nothing to reap until start */
+        sbx_trace_begin(&x->trace, x->cfg->trace_timing, "native");
+        r = box_check(x, err);
+        if (r == 0)
+                r = box_workspace(x, err);
+        if (r == 0)
+                r = box_limits_and_hold(x, err);
         if (r < 0)
                 return r;
-        if (host_root) {
-                /* the code runs as VESTIBULE_RUN_AS: hand it the workspace folder itself */
-                struct stat st;
-                if (stat(cfg->workspace_dir, &st) == 0 && st.st_uid == 0 &&
-                    chown(cfg->workspace_dir, cfg->run_as_uid, cfg->run_as_gid) < 0)
-                        return sbx_fail(err, errno, "cannot give the workspace '%s' to uid %u: %m",
-                                        cfg->workspace_dir, (unsigned)cfg->run_as_uid);
-        }
+        *ret = (struct sandbox *)TAKE_PTR(x);
+        return 0;
+}
 
-        native_strf(script, sizeof(script), "/sandbox/%s", sbx_language_script(req->language));
-        argv[0] = interpreter_of(req->language);
-        argv[1] = script;
-        argv[2] = NULL;
-
+/* start, part 1: clone into the namespaces with the code (spawn.c's ordered list). */
+static int box_spawn(struct native_box *x, const struct run_request *req, struct sbx_error *err)
+{
+        struct native_state *s = x->s;
+        const struct sbx_config *cfg = x->cfg;
+        bool host_root = geteuid() == 0;
         struct native_userns_limit quotas[NATIVE_USERNS_LIMITS];
-        unsigned n_quotas = native_userns_limits(cfg->max_concurrent, quotas);
+        const char *argv[3] = {interpreter_of(x->language), NULL, NULL};
+        char script[64];
+        int r;
+
+        native_strf(script, sizeof(script), "/sandbox/%s", sbx_language_script(x->language));
+        argv[1] = script;
         struct native_spawn sp = {
-            .rootfs = rootfs,
+            .rootfs = x->rootfs,
             .workspace = cfg->workspace_dir,
             .workspace_ro = cfg->workspace_ro,
             .tmpfs_mb = cfg->tmpfs_mb,
             .pids_max = nproc_limit(&s->limits, cfg->pids_max),
             .userns_limits = quotas,
-            .n_userns_limits = n_quotas,
+            .n_userns_limits = native_userns_limits(cfg->max_concurrent, quotas),
             .code = req->code,
             .code_len = req->code_len,
-            .script = sbx_language_script(req->language),
+            .script = sbx_language_script(x->language),
             .argv = argv,
             .filter = &s->filter,
             .host_uid = host_root ? cfg->run_as_uid : getuid(),
             .host_gid = host_root ? cfg->run_as_gid : getgid(),
             .host_root = host_root,
-            .cgroup_fd = -1,
-            .trace = &trace,
+            .cgroup_fd = s->limits.path == NATIVE_LIMITS_DELEGATED ? x->cg.dir_fd : -1,
+            .count_tasks = x->ctx.count_tasks,
+            .trace = &x->trace,
         };
-        /* Without a pids controller of the run's own, RLIMIT_NPROC is the cap: count the
-         * run's tasks when it ends (init) or is killed (here), to say whether it was reached. */
-        ctx.count_tasks = cfg->pids_max > 0 && (s->limits.path == NATIVE_LIMITS_NONE ||
-                                                strstr(s->limits.missing, "pids") != NULL);
-        sp.count_tasks = ctx.count_tasks;
-        sbx_trace_lap(&trace, "prepare");
-        if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
-                r = native_cgroup_create(&s->limits, cfg, &cg, err);
-                if (r < 0)
-                        return limits_broke(s, err);
-                sp.cgroup_fd = cg.dir_fd;
-                ctx.cg = &cg;
-                sbx_trace_lap(&trace, "cgroup_create");
-        } else if (s->limits.path == NATIVE_LIMITS_SCOPE) {
+        if (s->limits.path == NATIVE_LIMITS_SCOPE) {
                 sp.after_clone = scope_place;
-                sp.after_clone_ud = &sud;
-                ctx.cg = &cg;
+                sp.after_clone_ud = &x->sud;
         }
-
-        r = setup_rootfs_hold(cfg->rootfs_dir, rootfs_name(req->language), &hold, err);
-        if (r < 0) {
-                native_cgroup_kill(ctx.cg);
-                native_cgroup_remove(&cg);
-                return r;
-        }
-        r = native_spawn(&sp, &sb, err);
-        setup_rootfs_settled(&hold); /* mounted (or failed): setup may swap again */
-        if (r < 0) {
-                native_cgroup_kill(ctx.cg);
-                native_cgroup_remove(&cg);
-                return sud.failed ? limits_broke(s, err) : r;
-        }
+        r = native_spawn(&sp, &x->sb, err);
+        setup_rootfs_settled(&x->hold); /* mounted (or failed): setup may swap again */
+        if (r < 0)
+                return x->sud.failed ? limits_broke(s, err) : r;
         pthread_mutex_lock(&s->lock);
         s->ran = true;
-        s->last_landlock_abi = sb.info.landlock_abi;
-        s->last_hidepid = sb.info.proc_hidepid;
+        s->last_landlock_abi = x->sb.info.landlock_abi;
+        s->last_hidepid = x->sb.info.proc_hidepid;
         pthread_mutex_unlock(&s->lock);
-        ctx.pidns_ino = sb.info.pidns_ino;
-        ctx.pidfd = fcntl(sb.pidfd, F_DUPFD_CLOEXEC, 3);
-        slot = slot_add(s, ctx.pidfd);
-        notify = xcalloc(1, sizeof(*notify));
-        r = native_notify_start(notify, sb.listener_fd, sb.sync_fd, on_program_end, &ctx, err);
+        return 0;
+}
+
+static int native_start(struct sandbox *sandbox, const struct run_request *req,
+                        struct sandbox_io *ret_io, struct sbx_error *err)
+{
+        struct native_box *x = (struct native_box *)sandbox;
+        bool killed;
+        int r;
+
+        if (x->started || req->language != x->language)
+                return sbx_fail(err, EINVAL, "native sandbox: start() out of order");
+        r = box_spawn(x, req, err);
+        if (r < 0)
+                return r;
+        x->started = true;
+        x->reaped = false;
+        pthread_mutex_lock(&x->ctx.lock);
+        x->ctx.pidns_ino = x->sb.info.pidns_ino;
+        x->ctx.pidfd = fcntl(x->sb.pidfd, F_DUPFD_CLOEXEC, 3);
+        killed = x->ctx.killed;
+        pthread_mutex_unlock(&x->ctx.lock);
+        if (killed)
+                kill_tree(&x->ctx); /* kill() came while init was being spawned */
+        x->notify = xcalloc(1, sizeof(*x->notify));
+        r = native_notify_start(x->notify, x->sb.listener_fd, x->sb.sync_fd, on_program_end,
+                                &x->ctx, err);
         if (r < 0) {
                 /* without the supervisor nobody answers the filter or releases init: stop */
-                kill_tree(&ctx);
-                while (waitpid(sb.pid, NULL, __WALL) < 0 && errno == EINTR)
+                kill_tree(&x->ctx);
+                while (waitpid(x->sb.pid, NULL, __WALL) < 0 && errno == EINTR)
                         ;
-                goto finish;
+                x->reaped = true;
+                return r;
         }
-        sbx_trace_lap(&trace, "notify_start");
-
-        child = (struct warden_child){
-            .pid = sb.pid,
-            .pidfd = sb.pidfd,
-            .out_fd = sb.out_fd,
-            .err_fd = sb.err_fd,
-            .kill_tree = kill_tree,
-            .kill_userdata = &ctx,
-            .watch_ended = true,
-            .ended_fd = notify->ended_fd,
+        sbx_trace_lap(&x->trace, "notify_start");
+        *ret_io = (struct sandbox_io){
+            .out_fd = x->sb.out_fd,
+            .err_fd = x->sb.err_fd,
+            .pid = x->sb.pid,
+            .pidfd = x->sb.pidfd,
+            .ended_fd = x->notify->ended_fd,
         };
-        sb.pidfd = sb.out_fd = sb.err_fd = -1; /* the warden closes them */
-        r = warden_supervise(req, &child, start_ms, res, NULL, err);
-        kill_tree(&ctx); /* idempotent; the namespace is already gone once init is reaped */
-        /* Did the warden return on init's report (init not reaped yet)? */
-        defer_reap = r >= 0 && ctx.pidfd >= 0 &&
-                     waitid((idtype_t)P_PIDFD_ID, (id_t)ctx.pidfd, &(siginfo_t){0},
-                            WEXITED | WNOHANG | WNOWAIT | __WALL) == 0;
-        if (trace.on) {
+        return 0;
+}
+
+static void native_kill(struct sandbox *sandbox)
+{
+        kill_tree(&((struct native_box *)sandbox)->ctx);
+}
+
+/* collect, part 1: init's own end. When it exited by itself (or was killed), reap it now and
+ * stop the supervisor, whose list is then final; when the warden returned on init's report
+ * of the program's end (@w->by_ended_fd), init dies on the kill and is reaped by destroy()'s
+ * reaper, after the result. Return init's wait status (0 when not reaped here). */
+static int box_reap_init(struct native_box *x, const struct sandbox_watch *w,
+                         struct run_result *res)
+{
+        int status = 0;
+
+        kill_tree(&x->ctx); /* idempotent; the namespace is already gone once init is reaped */
+        if (!w->by_ended_fd) {
+                while (waitpid(x->sb.pid, &status, __WALL) < 0 && errno == EINTR)
+                        ;
+                x->reaped = true;
+        }
+        if (x->trace.on) {
                 /* program: exec, the interpreter, init's reaping of the rest (and the cgroup
-                 * read); teardown: init's exit, the namespaces' teardown, the warden's reap */
+                 * read); teardown: init's exit, the namespaces' teardown, the warden's end */
                 uint64_t now = sbx_trace_now_us(), at;
-                pthread_mutex_lock(&notify->lock);
-                at = notify->have_status ? notify->status_us : now;
-                pthread_mutex_unlock(&notify->lock);
-                if (at < trace.last_us || at > now)
+                pthread_mutex_lock(&x->notify->lock);
+                at = x->notify->have_status ? x->notify->status_us : now;
+                pthread_mutex_unlock(&x->notify->lock);
+                if (at < x->trace.last_us || at > now)
                         at = now;
-                sbx_trace_span(&trace, "program", at - trace.last_us);
-                sbx_trace_span(&trace, "teardown_reap", now - at);
-                trace.last_us = now;
+                sbx_trace_span(&x->trace, "program", at - x->trace.last_us);
+                sbx_trace_span(&x->trace, "teardown_reap", now - at);
+                x->trace.last_us = now;
         }
-
-finish:
-        if (!defer_reap)
-                slot_del(s, slot);
-        /* What the supervisor learnt, read under its lock: on the deferred path its thread
-         * still runs (it only waits to be stopped). */
-        pthread_mutex_lock(&notify->lock);
-        have_status = notify->have_status;
-        status = notify->status;
-        tasks_at_end = notify->tasks_at_end;
-        exec_failed = notify->exec_failed;
-        exec_err = notify->exec_err;
-        pthread_mutex_unlock(&notify->lock);
-        if (defer_reap) {
+        if (x->reaped) {
+                native_notify_finish(x->notify, res);
+                x->collected = true;
+        } else {
                 /* Every process of the run is gone but init, which is filtered too and makes
-                 * no reported call: the list is final. The supervisor thread is stopped and
-                 * joined by the reaper. */
-                pthread_mutex_lock(&notify->lock);
+                 * no reported call: the list is final. */
+                pthread_mutex_lock(&x->notify->lock);
                 native_strf(res->blocked_syscalls, sizeof(res->blocked_syscalls), "%s",
-                            notify->names);
-                res->blocked_syscalls_unlisted = notify->unlisted;
-                res->blocked_reporting_stopped = notify->stopped_reporting;
-                pthread_mutex_unlock(&notify->lock);
-        } else {
-                native_notify_finish(notify, res);
+                            x->notify->names);
+                res->blocked_syscalls_unlisted = x->notify->unlisted;
+                res->blocked_reporting_stopped = x->notify->stopped_reporting;
+                pthread_mutex_unlock(&x->notify->lock);
         }
-        int owned[] = {sb.pidfd, sb.out_fd, sb.err_fd, sb.sync_fd};
-        for (size_t i = 0; i < ELEMENTSOF(owned); i++)
-                if (owned[i] >= 0)
-                        close(owned[i]);
-        if (ctx.pidfd >= 0 && !defer_reap)
-                close(ctx.pidfd);
+        return status;
+}
 
-        /* The program's own status, as init saw it (init exits 128+N for a signal). */
-        if (r >= 0 && have_status && res->outcome == RUN_OUTCOME_EXITED) {
-                if (WIFSIGNALED(status)) {
-                        res->outcome = RUN_OUTCOME_SIGNALED;
-                        res->term_signal = WTERMSIG(status);
-                } else {
-                        res->exit_code = WEXITSTATUS(status);
-                }
+/* collect, part 2: usage and limits from the run's cgroup (or why not). */
+static void box_usage(struct native_box *x, struct run_result *res, int tasks_at_end)
+{
+        struct run_ctx *ctx = &x->ctx;
+        const char *why = "no cgroup of its own on this host";
+
+        if (ctx->cg) {
+                read_usage_once(ctx); /* a delegated cgroup is still ours to read */
+                why = "the run's cgroup was gone before it could be read";
         }
-
-        if (ctx.cg) {
-                read_usage_once(&ctx); /* a delegated cgroup is still ours to read */
-                if (ctx.read_ok) {
-                        res->usage.cpu_us = ctx.usage.usage.cpu_us;
-                        res->usage.mem_peak_bytes = ctx.usage.usage.mem_peak_bytes;
-                        res->usage.pids_peak = ctx.usage.usage.pids_peak;
-                        memcpy(res->limits_hit, ctx.usage.limits_hit, sizeof(res->limits_hit));
-                        res->oom_killed = ctx.usage.oom_killed;
-                        res->mem_limit_bytes = ctx.usage.mem_limit_bytes;
-                } else {
-                        const char *why = "the run's cgroup was gone before it could be read";
-                        not_measured(&res->usage.cpu_us, why);
-                        not_measured(&res->usage.mem_peak_bytes, why);
-                        not_measured(&res->usage.pids_peak, why);
-                }
-                if (!defer_reap)
-                        native_cgroup_remove(&cg);
+        if (ctx->cg && ctx->read_ok) {
+                res->usage.cpu_us = ctx->usage.usage.cpu_us;
+                res->usage.mem_peak_bytes = ctx->usage.usage.mem_peak_bytes;
+                res->usage.pids_peak = ctx->usage.usage.pids_peak;
+                memcpy(res->limits_hit, ctx->usage.limits_hit, sizeof(res->limits_hit));
+                res->oom_killed = ctx->usage.oom_killed;
+                res->mem_limit_bytes = ctx->usage.mem_limit_bytes;
         } else {
-                const char *why = "no cgroup of its own on this host";
                 not_measured(&res->usage.cpu_us, why);
                 not_measured(&res->usage.mem_peak_bytes, why);
                 not_measured(&res->usage.pids_peak, why);
         }
-        if (ctx.count_tasks) {
+        if (ctx->count_tasks) {
                 /* fork() refuses the task over RLIMIT_NPROC: a count at the cap means the
                  * cap was reached (a bomb that shrank again before the end goes unseen:
                  * pids_peak says not measured) */
-                int most = ctx.tasks_seen > tasks_at_end ? ctx.tasks_seen : tasks_at_end;
+                int most = ctx->tasks_seen > tasks_at_end ? ctx->tasks_seen : tasks_at_end;
                 size_t len = strlen(res->limits_hit);
-                if (most >= (int)cfg->pids_max && !strstr(res->limits_hit, "pids"))
+                if (most >= (int)x->cfg->pids_max && !strstr(res->limits_hit, "pids"))
                         native_strf(res->limits_hit + len, sizeof(res->limits_hit) - len,
                                     "%spids (the cap of %u was reached)", len ? ", " : "",
-                                    cfg->pids_max);
+                                    x->cfg->pids_max);
         }
-        pthread_mutex_destroy(&ctx.lock);
-        native_strf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
-        if (ctx.read_done)
-                sbx_trace_span(&trace, "cgroup_read", ctx.read_us);
-        if (defer_reap) {
-                /* init is dying (SIGKILL): reaped, and its cgroup removed, after the result */
-                struct native_reap *it = xcalloc(1, sizeof(*it));
-                it->pid = sb.pid;
-                it->pidfd = ctx.pidfd;
-                it->slot = slot;
-                it->has_cg = ctx.cg != NULL;
-                it->cg = cg;
-                it->notify = TAKE_PTR(notify);
-                reap_later(s, it);
-        }
-        sbx_trace_lap(&trace, "finish");
-        sbx_trace_end(&trace);
-        free(notify); /* NULL when the reaper took it */
-
-        if (r < 0)
-                return r;
-        if (exec_failed) {
-                *err = exec_err;
-                res->outcome = RUN_OUTCOME_NONE;
-                return -ENOEXEC;
-        }
-        return 0;
+        if (ctx->read_done)
+                sbx_trace_span(&x->trace, "cgroup_read", ctx->read_us);
 }
+
+static int native_collect(struct sandbox *sandbox, const struct sandbox_watch *w,
+                          struct run_result *res, struct sbx_error *err)
+{
+        struct native_box *x = (struct native_box *)sandbox;
+        int init_status = box_reap_init(x, w, res);
+        bool have_status, exec_failed;
+        int status, tasks_at_end;
+
+        pthread_mutex_lock(&x->notify->lock);
+        have_status = x->notify->have_status;
+        status = x->notify->status;
+        tasks_at_end = x->notify->tasks_at_end;
+        exec_failed = x->notify->exec_failed;
+        if (exec_failed)
+                *err = x->notify->exec_err;
+        pthread_mutex_unlock(&x->notify->lock);
+
+        native_strf(res->backend, sizeof(res->backend), "native");
+        native_strf(res->image, sizeof(res->image), "%s", x->rootfs);
+        native_strf(res->isolation, sizeof(res->isolation), "%s", x->grade);
+        if (w->forced == RUN_OUTCOME_NONE) {
+                /* init's own status, then the program's, as init saw it (init exits 128+N
+                 * for a signal) */
+                res->outcome = WIFSIGNALED(init_status) ? RUN_OUTCOME_SIGNALED : RUN_OUTCOME_EXITED;
+                res->term_signal = WIFSIGNALED(init_status) ? WTERMSIG(init_status) : 0;
+                res->exit_code = WIFEXITED(init_status) ? WEXITSTATUS(init_status) : 0;
+                if (have_status && res->outcome == RUN_OUTCOME_EXITED && WIFSIGNALED(status)) {
+                        res->outcome = RUN_OUTCOME_SIGNALED;
+                        res->term_signal = WTERMSIG(status);
+                } else if (have_status && res->outcome == RUN_OUTCOME_EXITED) {
+                        res->exit_code = WEXITSTATUS(status);
+                }
+        }
+        box_usage(x, res, tasks_at_end);
+        sbx_trace_lap(&x->trace, "finish");
+        if (!exec_failed)
+                return 0;
+        res->outcome = RUN_OUTCOME_NONE;
+        return -ENOEXEC;
+}
+
+/* destroy: kill what runs; init reaped (or never spawned): remove the cgroup now; else the
+ * reaper thread reaps init, stops the supervisor and removes the cgroup, after the result. */
+static void native_sandbox_destroy(struct sandbox *sandbox)
+{
+        struct native_box *x = (struct native_box *)sandbox;
+
+        if (x->started)
+                kill_tree(&x->ctx);
+        if (!x->reaped) {
+                struct native_reap *it = xcalloc(1, sizeof(*it));
+                pthread_mutex_lock(&x->ctx.lock);
+                it->pidfd = TAKE_FD(x->ctx.pidfd);
+                pthread_mutex_unlock(&x->ctx.lock);
+                it->pid = x->sb.pid;
+                it->has_cg = x->ctx.cg != NULL;
+                it->cg = x->cg;
+                x->cg = (struct native_cgroup){.dir_fd = -1};
+                it->notify = TAKE_PTR(x->notify);
+                reap_later(x->s, it);
+        } else {
+                native_cgroup_kill(x->ctx.cg);
+                native_cgroup_remove(&x->cg);
+        }
+        sbx_trace_end(&x->trace);
+        box_free(x);
+}
+
+static void box_free(struct native_box *x)
+{
+        int owned[] = {x->sb.pidfd, x->sb.out_fd, x->sb.err_fd, x->sb.sync_fd};
+
+        if (x->notify && !x->collected)
+                native_notify_finish(x->notify, NULL);
+        free(x->notify);
+        for (size_t i = 0; i < ELEMENTSOF(owned); i++)
+                if (owned[i] >= 0)
+                        close(owned[i]);
+        pthread_mutex_lock(&x->ctx.lock);
+        if (x->ctx.pidfd >= 0)
+                close(TAKE_FD(x->ctx.pidfd));
+        pthread_mutex_unlock(&x->ctx.lock);
+        native_cgroup_remove(&x->cg); /* prepare failed after making it */
+        setup_rootfs_release(&x->hold);
+        pthread_mutex_destroy(&x->ctx.lock);
+        free(x->rootfs);
+        free(x);
+}
+
+static const struct sandbox_ops native_sandbox_ops = {
+    .prepare = native_prepare,
+    .start = native_start,
+    .kill = native_kill,
+    .collect = native_collect,
+    .destroy = native_sandbox_destroy,
+};
 
 void native_backend_force_limits(struct backend *b, const struct native_limits_info *li)
 {
@@ -961,6 +1071,7 @@ void native_backend_force_limits(struct backend *b, const struct native_limits_i
 
 /* ---- lifetime --------------------------------------------------------------------------- */
 
+/* Server exit: no new sandbox (the service's registry kills those that live). */
 static void native_shutdown(struct backend *b)
 {
         struct native_state *s = b->state;
@@ -968,9 +1079,7 @@ static void native_shutdown(struct backend *b)
         if (!s)
                 return;
         pthread_mutex_lock(&s->lock);
-        for (int i = 0; i < MAX_INFLIGHT; i++)
-                if (s->inflight[i] >= 0)
-                        syscall(SYS_pidfd_send_signal, s->inflight[i], SIGKILL, NULL, 0);
+        s->shutting_down = true;
         pthread_mutex_unlock(&s->lock);
 }
 
@@ -998,7 +1107,8 @@ static void native_destroy(struct backend *b)
 static const struct backend_ops native_ops = {
     .name = "native",
     .probe = native_probe,
-    .run = native_run,
+    .run = sandbox_run_once,
+    .sandbox = &native_sandbox_ops,
     .shutdown = native_shutdown,
     .destroy = native_destroy,
 };
@@ -1012,8 +1122,6 @@ int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->reap_work, NULL);
         pthread_cond_init(&s->reap_idle, NULL);
-        for (int i = 0; i < MAX_INFLIGHT; i++)
-                s->inflight[i] = -1;
         /* Built once, before any clone: every child only loads it. A failure is kept for the
          * probe, which turns it into a Blocked: reason. */
         if (native_filter_build(&s->filter, &s->filter_err) < 0)

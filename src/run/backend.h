@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "config/config.h"
 #include "run/run.h"
+#include "run/sandbox.h"
 
 struct backend;
 
@@ -44,7 +45,17 @@ struct backend_ops {
         int (*run)(struct backend *b, const struct run_request *req, struct run_result *res,
                    struct sbx_error *err);
 
-        /** shutdown() - kill every run in flight now (server exit). May be NULL. */
+        /**
+         * sandbox - the backend's sandbox lifecycle (src/run/sandbox.h), or NULL for a
+         * backend that only has run(). The service drives these ops when they are there, and
+         * run() otherwise. A backend with sandbox ops may set run = sandbox_run_once.
+         */
+        const struct sandbox_ops *sandbox;
+
+        /**
+         * shutdown() - server exit: refuse new runs from now on, and kill the runs in flight
+         * that the service's registry does not hold (a backend with run() only). May be NULL.
+         */
         void (*shutdown)(struct backend *b);
 
         /** destroy() - free @b->state. May be NULL. */

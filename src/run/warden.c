@@ -34,9 +34,10 @@ uint64_t sbx_now_ms(void)
 
 struct warden {
         const struct run_request *req;
-        struct warden_child *child;
         struct run_result *res;
         size_t cap;
+        void (*kill)(void *userdata); /* the backend's kill, called for every reason */
+        void *kill_userdata;
         bool killed;
         enum run_outcome forced; /* TIMED_OUT / CANCELLED / FLOODED, or NONE */
 };
@@ -45,8 +46,8 @@ static void warden_kill(struct warden *w, enum run_outcome why)
 {
         if (w->forced == RUN_OUTCOME_NONE && why != RUN_OUTCOME_NONE)
                 w->forced = why;
-        if (w->child->kill_tree)
-                w->child->kill_tree(w->child->kill_userdata);
+        if (w->kill)
+                w->kill(w->kill_userdata);
         w->killed = true;
 }
 
@@ -119,152 +120,256 @@ static int reap(pid_t pid, int *ret_status, struct rusage *ru)
         }
 }
 
-int warden_supervise(const struct run_request *req, struct warden_child *child, uint64_t start_ms,
-                     struct run_result *res, struct rusage *ret_rusage, struct sbx_error *err)
+/* One supervision: the sources, the state of the loop, and how the end was seen. */
+struct watch {
+        struct warden w;
+        const struct sandbox_io *io;
+        int out_fd, err_fd; /* the io's pipes while they are polled; -1 after EOF */
+        uint64_t start_ms, deadline, next_progress, drain_until;
+        bool ended, by_ended_fd;
+        /* the poll set of one round */
+        struct pollfd pfd[5];
+        int n, i_out, i_err, i_pid, i_cancel, i_ended;
+};
+
+static void watch_add(struct watch *x, int *slot, int fd)
 {
-        struct warden w = {
+        *slot = x->n;
+        x->pfd[x->n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+}
+
+/* The deadline and the progress callback, before each poll. */
+static void watch_clock(struct watch *x, uint64_t now)
+{
+        const struct run_request *req = x->w.req;
+
+        if (x->ended || x->w.killed)
+                return;
+        if (now >= x->deadline) {
+                log_debug("run %d: deadline of %u s reached, killing it", (int)x->io->pid,
+                          req->timeout_s);
+                warden_kill(&x->w, RUN_OUTCOME_TIMED_OUT);
+                return;
+        }
+        if (req->progress && now >= x->next_progress) {
+                req->progress(req->progress_userdata, now - x->start_ms,
+                              (uint64_t)req->timeout_s * 1000u);
+                x->next_progress = now + WARDEN_PROGRESS_MS;
+        }
+}
+
+/* This round's poll set and how long to wait, in ms. */
+static int watch_arm(struct watch *x, uint64_t now)
+{
+        const struct sandbox_io *io = x->io;
+        uint64_t wake;
+
+        x->n = 0;
+        x->i_out = x->i_err = x->i_pid = x->i_cancel = x->i_ended = -1;
+        if (x->out_fd >= 0)
+                watch_add(x, &x->i_out, x->out_fd);
+        if (x->err_fd >= 0)
+                watch_add(x, &x->i_err, x->err_fd);
+        if (!x->ended && io->pid > 0 && io->pidfd >= 0)
+                watch_add(x, &x->i_pid, io->pidfd);
+        if (!x->ended && io->ended_fd >= 0)
+                watch_add(x, &x->i_ended, io->ended_fd);
+        if (!x->ended && !x->w.killed && x->w.req->cancel_fd >= 0)
+                watch_add(x, &x->i_cancel, x->w.req->cancel_fd);
+
+        if (x->ended)
+                wake = x->drain_until;
+        else if (x->w.killed)
+                wake = now + 100; /* SIGKILL was sent; the exit is near */
+        else {
+                wake = x->deadline;
+                if (x->w.req->progress && x->next_progress < wake)
+                        wake = x->next_progress;
+        }
+        if (!x->ended && io->pid > 0 && io->pidfd < 0 && wake > now + WARDEN_WAITPID_POLL_MS)
+                wake = now + WARDEN_WAITPID_POLL_MS;
+        return wake > now ? (int)(wake - now) : 0;
+}
+
+static bool ready(const struct watch *x, int i, int r)
+{
+        return r > 0 && i >= 0 && x->pfd[i].revents;
+}
+
+/* The program is over: kill what it left (unless a cell ended), take the wall time, drain. */
+static void watch_end(struct watch *x, bool by_ended_fd)
+{
+        if (!(x->io->flags & SANDBOX_IO_CELL))
+                warden_kill(&x->w, RUN_OUTCOME_NONE);
+        x->ended = true;
+        x->by_ended_fd = by_ended_fd;
+        x->w.res->usage.wall_ms = sbx_now_ms() - x->start_ms;
+        x->drain_until = sbx_now_ms() + WARDEN_DRAIN_MS;
+}
+
+/* Read the pipes after one poll, and see the cancel and the end. */
+static void watch_handle(struct watch *x, int r)
+{
+        const struct sandbox_io *io = x->io;
+
+        if (ready(x, x->i_out, r) && !drain_fd(&x->w, &x->out_fd, &x->w.res->out))
+                x->out_fd = -1;
+        if (ready(x, x->i_err, r) && !drain_fd(&x->w, &x->err_fd, &x->w.res->err))
+                x->err_fd = -1;
+        if (ready(x, x->i_cancel, r)) {
+                log_debug("run %d: cancelled, killing it", (int)io->pid);
+                warden_kill(&x->w, RUN_OUTCOME_CANCELLED);
+        }
+        if (x->ended)
+                return;
+        if (ready(x, x->i_ended, r)) {
+                watch_end(x, true);
+                return;
+        }
+        /* The main process exited: left a zombie (WNOWAIT), so its pid and process group
+         * stay reserved for the kill in watch_end; collect() reaps it. */
+        if (io->pid > 0 && (io->pidfd < 0 || ready(x, x->i_pid, r) || x->w.killed) &&
+            child_exited(io->pid))
+                watch_end(x, false);
+}
+
+/* A cell ended: what it wrote is in the pipes; read it without waiting for EOF. */
+static void watch_cell_drain(struct watch *x)
+{
+        if (x->out_fd >= 0)
+                (void)drain_fd(&x->w, &x->out_fd, &x->w.res->out);
+        if (x->err_fd >= 0)
+                (void)drain_fd(&x->w, &x->err_fd, &x->w.res->err);
+}
+
+/* The loop: until the end was seen and the pipes are drained. Return 0 or -errno (poll). */
+static int watch_loop(struct watch *x)
+{
+        for (;;) {
+                uint64_t now = sbx_now_ms();
+                int wait_ms, r;
+
+                if (x->ended && (x->io->flags & SANDBOX_IO_CELL)) {
+                        watch_cell_drain(x);
+                        return 0;
+                }
+                if (x->ended && (now >= x->drain_until || (x->out_fd < 0 && x->err_fd < 0)))
+                        return 0;
+                watch_clock(x, now);
+                wait_ms = watch_arm(x, now);
+                r = poll(x->pfd, (nfds_t)x->n, wait_ms);
+                if (r < 0 && errno != EINTR)
+                        return -errno;
+                watch_handle(x, r);
+        }
+}
+
+static void watch_init(struct watch *x, const struct run_request *req, const struct sandbox_io *io,
+                       uint64_t start_ms, struct run_result *res)
+{
+        memset(x, 0, sizeof(*x));
+        x->w = (struct warden){
             .req = req,
-            .child = child,
             .res = res,
             .cap = req->cfg ? req->cfg->max_output_bytes : 20000,
             .forced = RUN_OUTCOME_NONE,
         };
-        uint64_t timeout_ms = (uint64_t)req->timeout_s * 1000u;
-        uint64_t deadline = start_ms + timeout_ms;
-        uint64_t next_progress = start_ms + WARDEN_PROGRESS_MS;
-        uint64_t drain_until = 0;
-        bool exited = false, cancel_watch = req->cancel_fd >= 0;
+        if (x->w.cap == 0)
+                x->w.cap = 1;
+        x->io = io;
+        x->out_fd = io->out_fd;
+        x->err_fd = io->err_fd;
+        x->start_ms = start_ms;
+        x->deadline = start_ms + (uint64_t)req->timeout_s * 1000u;
+        x->next_progress = start_ms + WARDEN_PROGRESS_MS;
+        if (x->out_fd >= 0)
+                fcntl(x->out_fd, F_SETFL, fcntl(x->out_fd, F_GETFL) | O_NONBLOCK);
+        if (x->err_fd >= 0)
+                fcntl(x->err_fd, F_SETFL, fcntl(x->err_fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Called through the warden's kill pointer. */
+struct ops_kill {
+        const struct sandbox_ops *ops;
+        struct sandbox *sb;
+};
+
+static void ops_kill(void *userdata)
+{
+        struct ops_kill *k = userdata;
+
+        k->ops->kill(k->sb);
+}
+
+int warden_watch(const struct run_request *req, const struct sandbox_ops *ops, struct sandbox *sb,
+                 const struct sandbox_io *io, uint64_t start_ms, struct run_result *res,
+                 struct sandbox_watch *ret_watch, struct sbx_error *err)
+{
+        struct ops_kill k = {.ops = ops, .sb = sb};
+        struct watch x;
+        int r;
+
+        watch_init(&x, req, io, start_ms, res);
+        x.w.kill = ops_kill;
+        x.w.kill_userdata = &k;
+        r = watch_loop(&x);
+        if (r < 0) {
+                warden_kill(&x.w, RUN_OUTCOME_NONE);
+                r = sbx_fail(err, -r, "cannot supervise the run: poll: %s", strerror(-r));
+        }
+        if (x.w.forced != RUN_OUTCOME_NONE)
+                res->outcome = x.w.forced;
+        *ret_watch = (struct sandbox_watch){
+            .forced = x.w.forced,
+            .ended = x.ended,
+            .by_ended_fd = x.by_ended_fd,
+        };
+        return r;
+}
+
+int warden_supervise(const struct run_request *req, struct warden_child *child, uint64_t start_ms,
+                     struct run_result *res, struct rusage *ret_rusage, struct sbx_error *err)
+{
+        struct sandbox_io io = {
+            .out_fd = child->out_fd,
+            .err_fd = child->err_fd,
+            .pid = child->pid,
+            .pidfd = child->pidfd,
+            .ended_fd = child->watch_ended ? child->ended_fd : -1,
+        };
         struct rusage ru;
+        struct watch x;
         int status = 0, r;
 
         memset(&ru, 0, sizeof(ru));
-        if (w.cap == 0)
-                w.cap = 1;
-        if (child->out_fd >= 0)
-                fcntl(child->out_fd, F_SETFL, fcntl(child->out_fd, F_GETFL) | O_NONBLOCK);
-        if (child->err_fd >= 0)
-                fcntl(child->err_fd, F_SETFL, fcntl(child->err_fd, F_GETFL) | O_NONBLOCK);
-
-        for (;;) {
-                struct pollfd pfd[5];
-                int n = 0, i_out = -1, i_err = -1, i_pid = -1, i_cancel = -1, i_ended = -1;
-                uint64_t now = sbx_now_ms(), wake;
-                int wait_ms;
-
-                if (exited && (now >= drain_until || (child->out_fd < 0 && child->err_fd < 0)))
-                        break;
-
-                if (!exited && !w.killed && now >= deadline) {
-                        log_debug("run %d: deadline of %u s reached, killing it", (int)child->pid,
-                                  req->timeout_s);
-                        warden_kill(&w, RUN_OUTCOME_TIMED_OUT);
-                }
-                if (!exited && !w.killed && req->progress && now >= next_progress) {
-                        req->progress(req->progress_userdata, now - start_ms, timeout_ms);
-                        next_progress = now + WARDEN_PROGRESS_MS;
-                }
-
-                if (child->out_fd >= 0) {
-                        i_out = n;
-                        pfd[n++] = (struct pollfd){.fd = child->out_fd, .events = POLLIN};
-                }
-                if (child->err_fd >= 0) {
-                        i_err = n;
-                        pfd[n++] = (struct pollfd){.fd = child->err_fd, .events = POLLIN};
-                }
-                if (!exited && child->pidfd >= 0) {
-                        i_pid = n;
-                        pfd[n++] = (struct pollfd){.fd = child->pidfd, .events = POLLIN};
-                }
-                if (!exited && child->watch_ended && child->ended_fd >= 0) {
-                        i_ended = n;
-                        pfd[n++] = (struct pollfd){.fd = child->ended_fd, .events = POLLIN};
-                }
-                if (!exited && !w.killed && cancel_watch) {
-                        i_cancel = n;
-                        pfd[n++] = (struct pollfd){.fd = req->cancel_fd, .events = POLLIN};
-                }
-
-                if (exited)
-                        wake = drain_until;
-                else if (w.killed)
-                        wake = now + 100; /* SIGKILL was sent; the exit is near */
-                else {
-                        wake = deadline;
-                        if (req->progress && next_progress < wake)
-                                wake = next_progress;
-                }
-                if (!exited && child->pidfd < 0 && wake > now + WARDEN_WAITPID_POLL_MS)
-                        wake = now + WARDEN_WAITPID_POLL_MS;
-                wait_ms = wake > now ? (int)(wake - now) : 0;
-
-                r = poll(pfd, (nfds_t)n, wait_ms);
-                if (r < 0 && errno != EINTR) {
-                        r = -errno;
-                        warden_kill(&w, RUN_OUTCOME_NONE);
-                        (void)reap(child->pid, &status, &ru);
-                        close_fd(&child->out_fd);
-                        close_fd(&child->err_fd);
-                        close_fd(&child->pidfd);
-                        return sbx_fail(err, -r, "cannot supervise the run: poll: %s",
-                                        strerror(-r));
-                }
-                if (r <= 0)
-                        goto check_exit;
-
-                if (i_out >= 0 && pfd[i_out].revents && !drain_fd(&w, &child->out_fd, &res->out))
-                        close_fd(&child->out_fd);
-                if (i_err >= 0 && pfd[i_err].revents && !drain_fd(&w, &child->err_fd, &res->err))
-                        close_fd(&child->err_fd);
-                if (i_cancel >= 0 && pfd[i_cancel].revents) {
-                        log_debug("run %d: cancelled, killing it", (int)child->pid);
-                        warden_kill(&w, RUN_OUTCOME_CANCELLED);
-                }
-
-        check_exit:
-                if (!exited && i_ended >= 0 && r > 0 && pfd[i_ended].revents) {
-                        /* The backend saw the program end and everything else of the run
-                         * die: the init left behind is killed now and reaped by the caller,
-                         * after the result. */
-                        warden_kill(&w, RUN_OUTCOME_NONE);
-                        exited = true;
-                        res->usage.wall_ms = sbx_now_ms() - start_ms;
-                        drain_until = sbx_now_ms() + WARDEN_DRAIN_MS;
-                        continue;
-                }
-                if (!exited &&
-                    (child->pidfd < 0 || (i_pid >= 0 && pfd[i_pid].revents) || w.killed) &&
-                    child_exited(child->pid)) {
-                        /* Kill what the main process left behind before reaping it, while
-                         * its pid (and so its process group id) is still reserved. */
-                        warden_kill(&w, RUN_OUTCOME_NONE);
-                        r = reap(child->pid, &status, &ru);
-                        if (r < 0) {
-                                close_fd(&child->out_fd);
-                                close_fd(&child->err_fd);
-                                close_fd(&child->pidfd);
-                                return sbx_fail(err, -r, "cannot reap run %d: %s", (int)child->pid,
-                                                strerror(-r));
-                        }
-                        exited = true;
-                        res->usage.wall_ms = sbx_now_ms() - start_ms;
-                        drain_until = sbx_now_ms() + WARDEN_DRAIN_MS;
-                }
+        watch_init(&x, req, &io, start_ms, res);
+        x.w.kill = child->kill_tree;
+        x.w.kill_userdata = child->kill_userdata;
+        r = watch_loop(&x);
+        if (r < 0) {
+                warden_kill(&x.w, RUN_OUTCOME_NONE);
+                (void)reap(child->pid, &status, &ru);
+                r = sbx_fail(err, -r, "cannot supervise the run: poll: %s", strerror(-r));
+        } else if (!x.by_ended_fd) {
+                r = reap(child->pid, &status, &ru);
+                if (r < 0)
+                        r = sbx_fail(err, -r, "cannot reap run %d: %s", (int)child->pid,
+                                     strerror(-r));
         }
-
         close_fd(&child->out_fd);
         close_fd(&child->err_fd);
         close_fd(&child->pidfd);
-
-        if (WIFEXITED(status)) {
+        if (r < 0)
+                return r;
+        if (WIFEXITED(status)) { /* status 0 when init is left to the caller */
                 res->exit_code = WEXITSTATUS(status);
                 res->outcome = RUN_OUTCOME_EXITED;
         } else if (WIFSIGNALED(status)) {
                 res->term_signal = WTERMSIG(status);
                 res->outcome = RUN_OUTCOME_SIGNALED;
         }
-        if (w.forced != RUN_OUTCOME_NONE)
-                res->outcome = w.forced;
+        if (x.w.forced != RUN_OUTCOME_NONE)
+                res->outcome = x.w.forced;
         if (ret_rusage)
                 *ret_rusage = ru;
         return 0;

@@ -16,26 +16,23 @@
 #include "common/log.h"
 #include "common/trace.h"
 #include "common/xalloc.h"
-#include "service/ladder.h"
+#include "run/sandbox.h"
 #include "run/warden.h"
 #include "service/files.h"
+#include "service/ladder.h"
+#include "service/registry.h"
 #include "workspace/workspace.h"
 
 /* A call waits this long for a free slot before it is Blocked:. */
 #define SLOT_WAIT_MS 5000
-/* While waiting, the cancel fd is checked this often. */
-#define SLOT_POLL_MS 100
 
 struct run_service {
         const struct sbx_config *cfg;
         struct audit_log *audit;
         struct sbx_error audit_err; /* audit_open() failed: every call is Blocked: with this */
         struct ladder *ladder;
-
-        pthread_mutex_t lock;
-        pthread_cond_t slot_freed;
-        unsigned slots_used;
-        bool shutting_down;
+        /* every live sandbox, and the calls about to have one: the concurrency slots */
+        struct sandbox_registry *registry;
 };
 
 int run_service_new(const struct sbx_config *cfg, struct run_service **ret, struct sbx_error *err)
@@ -47,7 +44,6 @@ int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
                          backend_ctor_fn container, struct run_service **ret, struct sbx_error *err)
 {
         struct run_service *s = xcalloc(1, sizeof(*s));
-        pthread_condattr_t ca;
 
         (void)err;
         s->cfg = cfg;
@@ -67,11 +63,7 @@ int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
         s->ladder = ladder_new(cfg, native, container);
         /* leftovers of a server killed mid-run: gone before the first tool call, not at it */
         engine_sweep_at_start(cfg);
-        pthread_mutex_init(&s->lock, NULL);
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&s->slot_freed, &ca);
-        pthread_condattr_destroy(&ca);
+        s->registry = sandbox_registry_new(cfg->max_concurrent);
         *ret = s;
         return 0;
 }
@@ -80,10 +72,10 @@ void run_service_shutdown(struct run_service *s)
 {
         if (!s)
                 return;
-        pthread_mutex_lock(&s->lock);
-        s->shutting_down = true;
-        pthread_cond_broadcast(&s->slot_freed);
-        pthread_mutex_unlock(&s->lock);
+        /* kill every registered sandbox, destroy those no call owns; the calls' own threads
+         * destroy theirs as their wardens return */
+        sandbox_registry_shutdown(s->registry);
+        /* backends without sandbox ops (run() only) kill their own runs in flight */
         ladder_shutdown(s->ladder);
 }
 
@@ -92,10 +84,10 @@ struct run_service *run_service_free(struct run_service *s)
         if (!s)
                 return NULL;
         run_service_shutdown(s);
+        /* before the backends: destroying a sandbox calls into its backend */
+        s->registry = sandbox_registry_free(s->registry);
         s->ladder = ladder_free(s->ladder);
         s->audit = audit_close(s->audit);
-        pthread_cond_destroy(&s->slot_freed);
-        pthread_mutex_destroy(&s->lock);
         free(s);
         return NULL;
 }
@@ -103,64 +95,6 @@ struct run_service *run_service_free(struct run_service *s)
 const struct sbx_config *run_service_config(struct run_service *s)
 {
         return s->cfg;
-}
-
-/* --- slots ----------------------------------------------------------------------------- */
-
-static bool fd_readable(int fd)
-{
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-
-        return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
-}
-
-static int slot_acquire(struct run_service *s, int cancel_fd, struct sbx_error *err)
-{
-        unsigned max = s->cfg->max_concurrent ? s->cfg->max_concurrent : 1;
-        uint64_t deadline = sbx_now_ms() + SLOT_WAIT_MS;
-        int r = 0;
-
-        pthread_mutex_lock(&s->lock);
-        while (!s->shutting_down && s->slots_used >= max) {
-                uint64_t now = sbx_now_ms(), wake;
-                struct timespec ts;
-
-                if (now >= deadline) {
-                        r = sbx_fail(err, EBUSY,
-                                     "all %u run slots are busy (VESTIBULE_MAX_CONCURRENT=%u) and "
-                                     "none came free within %d s: retry in a few seconds",
-                                     max, max, SLOT_WAIT_MS / 1000);
-                        break;
-                }
-                if (fd_readable(cancel_fd)) {
-                        r = sbx_fail(err, ECANCELED, "cancelled while waiting for a free run slot");
-                        break;
-                }
-                wake = now + SLOT_POLL_MS < deadline ? now + SLOT_POLL_MS : deadline;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_sec += (time_t)((wake - now) / 1000);
-                ts.tv_nsec += (long)((wake - now) % 1000) * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                        ts.tv_sec++;
-                        ts.tv_nsec -= 1000000000L;
-                }
-                (void)pthread_cond_timedwait(&s->slot_freed, &s->lock, &ts);
-        }
-        if (r == 0 && s->shutting_down)
-                r = sbx_fail(err, ESHUTDOWN, "the server is shutting down: retry after restart");
-        if (r == 0)
-                s->slots_used++;
-        pthread_mutex_unlock(&s->lock);
-        return r;
-}
-
-static void slot_release(struct run_service *s)
-{
-        pthread_mutex_lock(&s->lock);
-        if (s->slots_used > 0)
-                s->slots_used--;
-        pthread_cond_signal(&s->slot_freed);
-        pthread_mutex_unlock(&s->lock);
 }
 
 /* --- run_code -------------------------------------------------------------------------- */
@@ -250,19 +184,191 @@ static char *crlf_to_lf(const char *code, size_t len, size_t *ret_len)
         return out;
 }
 
+/* One call on its way through the service: what its steps share. */
+struct call {
+        struct run_request req;
+        struct backend *b;
+        struct backend_probe probe;
+        struct sandbox_entry *slot; /* its entry in the registry: the concurrency slot */
+        struct audit_pending *started;
+        char id[33];
+        char note[256];
+        char *bash_lf; /* owned: bash code with LF line ends */
+        bool ran;      /* past the start record: the end record tells the rest */
+        struct sbx_trace trace;
+};
+
+/* The checks before a call may take a slot: the arguments, and root. */
+static int admit(struct run_service *s, const struct run_call *rc, struct call *c,
+                 struct sbx_error *err)
+{
+        const struct sbx_config *cfg = s->cfg;
+        enum sbx_language lang = SBX_LANG_PYTHON;
+        unsigned timeout_s = 0;
+        const char *code = rc->code;
+        size_t code_len = rc->code_len;
+        int r;
+
+        r = validate(s, rc, &lang, &timeout_s, err);
+        if (r < 0)
+                return r;
+        if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0))
+                return sbx_fail(err, EPERM, "%s", RUN_SERVICE_ROOT_BLOCKED);
+        /* bash reads a CR before LF as part of the word ($'\r': command not found), and
+         * clients on Windows send CRLF: bash code gets LF line ends. python (universal
+         * newlines) and node (CR is a line terminator) take CRLF as it is, so their code
+         * stays byte for byte what was sent. The audit records the code that ran. */
+        if (lang == SBX_LANG_BASH && memmem(rc->code, rc->code_len, "\r\n", 2)) {
+                c->bash_lf = crlf_to_lf(rc->code, rc->code_len, &code_len);
+                code = c->bash_lf;
+        }
+        c->req = (struct run_request){
+            .language = lang,
+            .code = code,
+            .code_len = code_len,
+            .timeout_s = timeout_s,
+            .cfg = cfg,
+            .cancel_fd = rc->cancel_fd,
+            .progress = rc->progress,
+            .progress_userdata = rc->progress_userdata,
+        };
+        return 0;
+}
+
+/* The start record. It goes to the disk while the backend builds the sandbox and runs the
+ * code; the result waits for its confirmation (finish()). But when the log lost its last
+ * record (a full disk, a folder gone), this run starts only once its own start record is
+ * confirmed, so none runs unrecorded (issue 12). */
+static int audit_begin(struct run_service *s, struct call *c, struct sbx_error *err)
+{
+        char lost[256] = "";
+
+        c->started = audit_start_async(s->audit, c->req.language, c->req.timeout_s, c->b->ops->name,
+                                       c->req.code, c->req.code_len, c->id);
+        sbx_trace_lap(&c->trace, "audit_start");
+        if (!audit_failing(s->audit, lost, sizeof(lost)))
+                return 0;
+        audit_pending_wait(c->started, c->note, sizeof(c->note));
+        c->started = NULL;
+        if (!c->note[0])
+                return 0;
+        sbx_fail(err, EIO,
+                 "the audit log cannot record this run (%s), so it does not start; free space "
+                 "in '%s' or fix that folder, or point VESTIBULE_AUDIT_DIR at a filesystem of "
+                 "its own, then retry",
+                 c->note, s->cfg->audit_dir);
+        log_error("audit: %s", err->msg);
+        return -EIO;
+}
+
+/* One run on c->b: its sandbox ops when it has them (a spare of the registry, or prepared
+ * now; registered until the call releases its slot), else its run(). */
+static int dispatch(struct run_service *s, struct call *c, struct run_result *res,
+                    struct sbx_error *err)
+{
+        const struct sandbox_ops *ops = c->b->ops->sandbox;
+        struct sandbox_spec spec = {.language = c->req.language, .cfg = s->cfg};
+        struct sandbox *sb;
+        int r;
+
+        if (!ops)
+                return c->b->ops->run(c->b, &c->req, res, err);
+        sb = sandbox_registry_take_spare(s->registry, c->slot, c->b, c->req.language);
+        if (!sb) {
+                r = ops->prepare(c->b, &spec, &sb, err);
+                if (r < 0)
+                        return r;
+                sandbox_registry_attach(s->registry, c->slot, c->b, sb);
+        }
+        sbx_trace_lap(&c->trace, "prepare");
+        r = sandbox_run_program(ops, sb, &c->req, res, err);
+        /* destroyed now (its slot kept): the files step and the audit follow */
+        sandbox_registry_discard(s->registry, c->slot);
+        return r;
+}
+
+/* dispatch(), and once more on the ladder's next pick when the backend found, before any of
+ * the code ran, that the isolation its probe promised cannot be had (-ESTALE; native: no
+ * cgroup after all): an honest next grade instead of Blocked:. */
+static int run_on_ladder(struct run_service *s, struct call *c, struct run_result *res,
+                         struct sbx_error *err)
+{
+        int r = dispatch(s, c, res, err);
+
+        if (r != -ESTALE)
+                return r;
+        log_debug("%s: %s; picking again", c->b->ops->name, err->msg);
+        ladder_invalidate(s->ladder, c->b);
+        sandbox_registry_drop_backend(s->registry, c->b);
+        run_result_done(res);
+        sbx_error_clear(err);
+        r = ladder_pick(s->ladder, &c->b, &c->probe, err);
+        if (r == 0)
+                r = dispatch(s, c, res, err);
+        return r;
+}
+
+/* After the run: the files it changed, the audit's end record, the result's last facts. */
+static void finish(struct run_service *s, struct call *c, int r, struct run_files_before *files,
+                   struct run_result *res, const struct sbx_error *err)
+{
+        char end_note[256] = "";
+
+        if (r == 0 && !s->cfg->workspace_ro)
+                run_files_after(s->cfg, files, res);
+        sbx_trace_lap(&c->trace, "files_after");
+        audit_pending_wait(c->started, c->note, sizeof(c->note));
+        sbx_trace_lap(&c->trace, "audit_start_wait");
+        if (r < 0) {
+                /* Nothing was shown to run: the backend's state may have changed under us. */
+                ladder_invalidate(s->ladder, c->b);
+                sandbox_registry_drop_backend(s->registry, c->b);
+                res->outcome = RUN_OUTCOME_NONE;
+                if (!res->backend[0])
+                        snprintf(res->backend, sizeof(res->backend), "%s", c->b->ops->name);
+                res->notes[0] = '\0';
+                run_result_note(res, "%s", err->msg);
+        }
+        if (!res->isolation[0])
+                snprintf(res->isolation, sizeof(res->isolation), "%s", c->probe.grade);
+        audit_end(s->audit, c->id, res, end_note, sizeof(end_note));
+        join_note(c->note, sizeof(c->note), end_note);
+        sbx_trace_lap(&c->trace, "audit_end");
+        snprintf(res->audit_note, sizeof(res->audit_note), "%s", c->note);
+}
+
+/* A slot and a backend are had: record, run, list the files, record the end. */
+static int run_call(struct run_service *s, struct call *c, struct run_result *res,
+                    struct sbx_error *err)
+{
+        struct run_files_before files = {0};
+        int r;
+
+        /* The timing trace (VESTIBULE_TRACE=timing): the service's own share of a run. */
+        sbx_trace_begin(&c->trace, s->cfg->trace_timing, "service");
+        r = audit_begin(s, c, err);
+        if (r < 0)
+                return r;
+        c->ran = true;
+        /* What the run creates or changes in the workspace comes back listed, images attached
+         * (files.h); a read-only workspace cannot change. */
+        if (!s->cfg->workspace_ro)
+                run_files_before(s->cfg, &files);
+        sbx_trace_lap(&c->trace, "files_before");
+        r = run_on_ladder(s, c, res, err);
+        sbx_trace_lap(&c->trace, "backend_run");
+        finish(s, c, r, &files, res, err);
+        run_files_before_done(&files);
+        if (r < 0 && c->note[0])
+                log_warning("audit: %s", c->note);
+        return r;
+}
+
 int run_service_execute(struct run_service *s, const struct run_call *call, struct run_result *res,
                         struct sbx_error *err)
 {
         const struct sbx_config *cfg = s->cfg;
-        struct run_request req = {0};
-        struct backend_probe probe;
-        struct backend *b = NULL;
-        enum sbx_language lang = SBX_LANG_PYTHON;
-        unsigned timeout_s = 0;
-        char id[33] = "", note[256] = "";
-        _cleanup_free_ char *bash_lf = NULL;
-        const char *code = call->code;
-        size_t code_len = call->code_len;
+        struct call c = {0};
         int r;
 
         /* An invalid setting: nothing runs and nothing is recorded, since the audit
@@ -272,124 +378,20 @@ int run_service_execute(struct run_service *s, const struct run_call *call, stru
         if (!s->audit)
                 return sbx_fail(err, s->audit_err.code ? s->audit_err.code : EINVAL, "%s",
                                 s->audit_err.msg);
-
-        r = validate(s, call, &lang, &timeout_s, err);
-        if (r < 0)
-                goto blocked;
-
-        if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0)) {
-                r = sbx_fail(err, EPERM, "%s", RUN_SERVICE_ROOT_BLOCKED);
-                goto blocked;
-        }
-
-        r = slot_acquire(s, call->cancel_fd, err);
-        if (r < 0)
-                goto blocked;
-
-        r = ladder_pick(s->ladder, &b, &probe, err);
-        if (r < 0) {
-                slot_release(s);
-                goto blocked;
-        }
-
-        /* bash reads a CR before LF as part of the word ($'\r': command not found), and
-         * clients on Windows send CRLF: bash code gets LF line ends. python (universal
-         * newlines) and node (CR is a line terminator) take CRLF as it is, so their code
-         * stays byte for byte what was sent. The audit records the code that ran. */
-        if (lang == SBX_LANG_BASH && memmem(call->code, call->code_len, "\r\n", 2)) {
-                bash_lf = crlf_to_lf(call->code, call->code_len, &code_len);
-                code = bash_lf;
-        }
-
-        req = (struct run_request){
-            .language = lang,
-            .code = code,
-            .code_len = code_len,
-            .timeout_s = timeout_s,
-            .cfg = cfg,
-            .cancel_fd = call->cancel_fd,
-            .progress = call->progress,
-            .progress_userdata = call->progress_userdata,
-        };
-
-        /* The timing trace (VESTIBULE_TRACE=timing): the service's own share of a run. */
-        struct sbx_trace trace;
-        sbx_trace_begin(&trace, cfg->trace_timing, "service");
-        /* The start record goes to the disk while the backend builds the sandbox and runs
-         * the code; the result waits for its confirmation (at most 2 s from now) below,
-         * before the end record, so both are confirmed (or noted) before it is returned. */
-        struct audit_pending *started =
-            audit_start_async(s->audit, lang, timeout_s, b->ops->name, code, code_len, id);
-        sbx_trace_lap(&trace, "audit_start");
-        /* The log lost its last record (a full disk, a folder gone): this run starts only
-         * once its own start record is confirmed, so none runs unrecorded (issue 12). */
-        char lost[256] = "";
-        if (audit_failing(s->audit, lost, sizeof(lost))) {
-                audit_pending_wait(started, note, sizeof(note));
-                started = NULL;
-                if (note[0]) {
-                        r = sbx_fail(err, EIO,
-                                     "the audit log cannot record this run (%s), so it does not "
-                                     "start; free space in '%s' or fix that folder, or point "
-                                     "VESTIBULE_AUDIT_DIR at a filesystem of its own, then retry",
-                                     note, cfg->audit_dir);
-                        log_error("audit: %s", err->msg);
-                        slot_release(s);
-                        goto blocked;
-                }
-        }
-        /* What the run creates or changes in the workspace comes back listed, images attached
-         * (files.h); a read-only workspace cannot change. */
-        struct run_files_before files = {0};
-        if (!cfg->workspace_ro)
-                run_files_before(cfg, &files);
-        sbx_trace_lap(&trace, "files_before");
-        r = b->ops->run(b, &req, res, err);
-        if (r == -ESTALE) {
-                /* The backend found, before any of the code ran, that the isolation its probe
-                 * promised cannot be had (native: no cgroup after all). Probe again and run
-                 * once more on the ladder's honest next grade instead of answering Blocked. */
-                log_debug("%s: %s; picking again", b->ops->name, err->msg);
-                ladder_invalidate(s->ladder, b);
-                run_result_done(res);
-                sbx_error_clear(err);
-                r = ladder_pick(s->ladder, &b, &probe, err);
+        r = admit(s, call, &c, err);
+        if (r == 0)
+                r = sandbox_registry_acquire(s->registry, call->cancel_fd, SLOT_WAIT_MS, &c.slot,
+                                             err);
+        if (r == 0) {
+                r = ladder_pick(s->ladder, &c.b, &c.probe, err);
                 if (r == 0)
-                        r = b->ops->run(b, &req, res, err);
+                        r = run_call(s, &c, res, err);
+                sandbox_registry_release(s->registry, c.slot);
         }
-        sbx_trace_lap(&trace, "backend_run");
-        if (r == 0 && !cfg->workspace_ro)
-                run_files_after(cfg, &files, res);
-        run_files_before_done(&files);
-        sbx_trace_lap(&trace, "files_after");
-        audit_pending_wait(started, note, sizeof(note));
-        sbx_trace_lap(&trace, "audit_start_wait");
-        if (r < 0) {
-                /* Nothing was shown to run: the backend's state may have changed under us. */
-                ladder_invalidate(s->ladder, b);
-                res->outcome = RUN_OUTCOME_NONE;
-                if (!res->backend[0])
-                        snprintf(res->backend, sizeof(res->backend), "%s", b->ops->name);
-                res->notes[0] = '\0';
-                run_result_note(res, "%s", err->msg);
-        }
-        if (!res->isolation[0])
-                snprintf(res->isolation, sizeof(res->isolation), "%s", probe.grade);
-        {
-                char end_note[256] = "";
-
-                audit_end(s->audit, id, res, end_note, sizeof(end_note));
-                join_note(note, sizeof(note), end_note);
-        }
-        sbx_trace_lap(&trace, "audit_end");
-        snprintf(res->audit_note, sizeof(res->audit_note), "%s", note);
-        slot_release(s);
-        if (r < 0 && note[0])
-                log_warning("audit: %s", note);
-        return r;
-
-blocked:
-        record_blocked(s, call, err);
+        free(c.bash_lf);
+        /* a call refused before it ran gets a record of its own */
+        if (r < 0 && !c.ran)
+                record_blocked(s, call, err);
         return r;
 }
 

@@ -30,7 +30,9 @@
 #include "common/xalloc.h"
 #include "native/native.h"
 #include "run/backend.h"
+#include "run/sandbox.h"
 #include "run/warden.h"
+#include "service/registry.h"
 #include "testutil.h"
 #include "workspace/workspace.h"
 
@@ -1843,6 +1845,177 @@ START_TEST(vm_scopes_share_one_bus_connection)
 }
 END_TEST
 
+/* ---- the sandbox lifecycle and the service's registry ------------------------------------ */
+
+/* Does this process hold a flock(2) on @path's inode (/proc/locks: the rootfs hold)? */
+static bool holds_flock_on(const char *path)
+{
+        struct stat st;
+        char line[256];
+        bool found = false;
+        _cleanup_fclose_ FILE *f = fopen("/proc/locks", "re");
+
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof(line), f)) {
+                unsigned long long ino;
+                unsigned maj, min;
+                int pid;
+                if (!strstr(line, "FLOCK"))
+                        continue;
+                char *p = strstr(line, "FLOCK");
+                if (sscanf(p, "FLOCK %*s %*s %d %x:%x:%llu", &pid, &maj, &min, &ino) == 4 &&
+                    pid == (int)getpid() && ino == (unsigned long long)st.st_ino)
+                        found = true;
+        }
+        return found;
+}
+
+/* The runs' cgroups under the delegated node ("run-*"). */
+static int count_run_cgroups(void)
+{
+        DIR *d = opendir(delegated_base);
+        struct dirent *e;
+        int n = 0;
+
+        ck_assert_ptr_nonnull(d);
+        while ((e = readdir(d)))
+                n += strncmp(e->d_name, "run-", 4) == 0;
+        closedir(d);
+        return n;
+}
+
+START_TEST(failed_start_releases_hold_and_cgroup)
+{
+        struct native_limits_info li = {.path = NATIVE_LIMITS_DELEGATED};
+        const struct sandbox_ops *ops = be->ops->sandbox;
+        struct sandbox_spec spec = {.language = SBX_LANG_BASH, .cfg = &cfg};
+        struct run_request req = {.language = SBX_LANG_BASH,
+                                  .code = "echo hi",
+                                  .code_len = 7,
+                                  .timeout_s = 10,
+                                  .cfg = &cfg,
+                                  .cancel_fd = -1};
+        _cleanup_free_ char *tree = xasprintf("%s/python", rootfs_dir()); /* bash's tree */
+        _cleanup_free_ char *moved = xasprintf("%s.gone", workspace);
+        struct sandbox_registry *reg = sandbox_registry_new(2);
+        struct sandbox_entry *e = NULL;
+        struct sandbox *sb = NULL;
+        struct sandbox_io io;
+        struct sbx_error err = {0};
+
+        native_strf(li.base, sizeof(li.base), "%s", delegated_base);
+        native_strf(li.missing, sizeof(li.missing), "memory, cpu, pids");
+        native_backend_force_limits(be, &li);
+        ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &e, &err), 0);
+        ck_assert_msg(ops->prepare(be, &spec, &sb, &err) == 0, "%s", err.msg);
+        sandbox_registry_attach(reg, e, be, sb);
+        /* control: the prepared sandbox holds its tree and has its cgroup */
+        ck_assert(holds_flock_on(tree));
+        ck_assert_int_eq(count_run_cgroups(), 1);
+
+        /* the workspace is gone when the program starts: the sandbox cannot mount it */
+        ck_assert_int_eq(rename(workspace, moved), 0);
+        ck_assert_int_lt(ops->start(sb, &req, &io, &err), 0);
+        ck_assert_int_eq(rename(moved, workspace), 0);
+        sandbox_registry_release(reg, e);
+        native_backend_settle(be);
+        ck_assert(!holds_flock_on(tree));
+        ck_assert_int_eq(count_run_cgroups(), 0);
+        sandbox_registry_free(reg);
+}
+END_TEST
+
+START_TEST(spare_destroyed_at_shutdown_releases_everything)
+{
+        struct native_limits_info li = {.path = NATIVE_LIMITS_DELEGATED};
+        struct sandbox_spec spec = {.language = SBX_LANG_PYTHON, .cfg = &cfg};
+        _cleanup_free_ char *tree = xasprintf("%s/python", rootfs_dir());
+        struct sandbox_registry *reg = sandbox_registry_new(2);
+        struct sandbox *sb = NULL;
+        struct sbx_error err = {0};
+
+        native_strf(li.base, sizeof(li.base), "%s", delegated_base);
+        native_strf(li.missing, sizeof(li.missing), "memory, cpu, pids");
+        native_backend_force_limits(be, &li);
+        ck_assert_msg(be->ops->sandbox->prepare(be, &spec, &sb, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(sandbox_registry_add_spare(reg, be, sb, SBX_LANG_PYTHON), 0);
+        ck_assert(holds_flock_on(tree)); /* control */
+        ck_assert_int_eq(count_run_cgroups(), 1);
+        sandbox_registry_shutdown(reg);
+        native_backend_settle(be);
+        ck_assert(!holds_flock_on(tree));
+        ck_assert_int_eq(count_run_cgroups(), 0);
+        sandbox_registry_free(reg);
+}
+END_TEST
+
+struct registry_call {
+        struct sandbox_registry *reg;
+        const char *code;
+        int r;
+        uint64_t ms;
+        struct run_result res;
+        struct sbx_error err;
+};
+
+static void *registry_call_main(void *arg)
+{
+        struct registry_call *c = arg;
+        struct sandbox_spec spec = {.language = SBX_LANG_BASH, .cfg = &cfg};
+        struct run_request req = {.language = SBX_LANG_BASH,
+                                  .code = c->code,
+                                  .code_len = strlen(c->code),
+                                  .timeout_s = 50,
+                                  .cfg = &cfg,
+                                  .cancel_fd = -1};
+        struct sandbox_entry *e = NULL;
+        struct sandbox *sb = NULL;
+        uint64_t t0 = sbx_now_ms();
+
+        c->r = sandbox_registry_acquire(c->reg, -1, 1000, &e, &c->err);
+        if (c->r == 0)
+                c->r = be->ops->sandbox->prepare(be, &spec, &sb, &c->err);
+        if (c->r == 0) {
+                sandbox_registry_attach(c->reg, e, be, sb);
+                c->r = sandbox_run_program(be->ops->sandbox, sb, &req, &c->res, &c->err);
+        }
+        sandbox_registry_release(c->reg, e);
+        c->ms = sbx_now_ms() - t0;
+        return NULL;
+}
+
+START_TEST(registry_shutdown_kills_native_runs)
+{
+        char marker[64];
+        struct registry_call c = {.reg = sandbox_registry_new(2)};
+        pthread_t th;
+        int n = 0;
+
+        snprintf(marker, sizeof(marker), "vestibule-reg-%d", (int)getpid());
+        _cleanup_free_ char *code = xasprintf("/workspace/probe daemon=%s\nsleep 60\n", marker);
+        c.code = code;
+        pthread_create(&th, NULL, registry_call_main, &c);
+        for (int i = 0; i < 2000 && (n = count_marked(marker)) == 0; i++)
+                usleep(10 * 1000);
+        /* control: the run's daemon lives while the sandbox is registered */
+        ck_assert_int_gt(n, 0);
+        usleep(300 * 1000);
+        ck_assert_int_gt(count_marked(marker), 0);
+
+        sandbox_registry_shutdown(c.reg);
+        pthread_join(th, NULL);
+        ck_assert_msg(c.r == 0, "%s", c.err.msg);
+        ck_assert_uint_lt(c.ms, 20000);
+        for (int i = 0; i < 200 && count_marked(marker) > 0; i++)
+                usleep(10 * 1000);
+        ck_assert_int_eq(count_marked(marker), 0);
+        ck_assert_uint_eq(sandbox_registry_count(c.reg, SANDBOX_STATE_RUNNING), 0);
+        run_result_done(&c.res);
+        sandbox_registry_free(c.reg);
+}
+END_TEST
+
 static Suite *native_suite(void)
 {
         Suite *s = suite_create("native");
@@ -1862,6 +2035,12 @@ static Suite *native_suite(void)
         tcase_add_test(tc, child_setup_error_comes_back);
         tcase_add_test(tc, concurrent_runs_stay_apart);
         tcase_add_test(tc, exec_failure_is_an_error);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("lifecycle");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, registry_shutdown_kills_native_runs);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("isolation");
@@ -1937,6 +2116,8 @@ static Suite *native_suite(void)
                 tcase_add_checked_fixture(tc, setup_delegated, teardown);
                 tcase_set_timeout(tc, 60);
                 tcase_add_test(tc, delegated_cgroup_per_run);
+                tcase_add_test(tc, failed_start_releases_hold_and_cgroup);
+                tcase_add_test(tc, spare_destroyed_at_shutdown_releases_everything);
                 suite_add_tcase(s, tc);
         }
 
