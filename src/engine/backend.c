@@ -114,31 +114,29 @@ static json_object *jget(json_object *o, const char *k)
         return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
-/* /info (+ libpod info): what this engine enforces. Fills st->grade. */
-static int probe_info(struct engine_state *st, struct sbx_error *err)
+/* Docker's /info: the OS, seccomp, rootless, cgroup driver and the limits it can apply. */
+static int probe_docker(struct engine_state *st, bool *seccomp, char *reasons, size_t size,
+                        struct sbx_error *err)
 {
-        _cleanup_(json_putp) json_object *info = NULL;
         _cleanup_(engine_reply_done) struct engine_reply inf = {0};
-        char reasons[280] = "", limits[64] = "";
+        char limits[64] = "";
+        bool rootless = false;
         int r;
 
-        /* Podman: its libpod info (below) says all we need; its compat /info is as slow again */
-        if (!st->conn.podman) {
-                r = engine_get(&st->conn,
-                               &(struct engine_call){.path = "/info",
-                                                     .ok = {200},
-                                                     .body = ENGINE_BODY_JSON,
-                                                     .timeout_ms = ENGINE_INFO_MS,
-                                                     .what = "say what it enforces (/info)"},
-                               &inf, err);
-                if (r < 0)
-                        return r;
-                info = TAKE_PTR(inf.json);
-                snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
-                         json_object_get_string(jget(info, "OperatingSystem")) ?: "");
-                snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
-                         json_object_get_string(jget(info, "Name")) ?: "");
-        }
+        r = engine_get(&st->conn,
+                       &(struct engine_call){.path = "/info",
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = ENGINE_INFO_MS,
+                                             .what = "say what it enforces (/info)"},
+                       &inf, err);
+        if (r < 0)
+                return r;
+        json_object *info = inf.json;
+        snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
+                 json_object_get_string(jget(info, "OperatingSystem")) ?: "");
+        snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
+                 json_object_get_string(jget(info, "Name")) ?: "");
         const char *os = json_object_get_string(jget(info, "OSType"));
         if (os && strcmp(os, "linux") != 0)
                 return sbx_fail(err, ENOTSUP,
@@ -146,137 +144,162 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
                                 "Linux containers",
                                 os);
         json_object *so = jget(info, "SecurityOptions");
-        bool seccomp = false, rootless = false;
         for (size_t i = 0; so && i < json_object_array_length(so); i++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(so, i));
                 if (s && strstr(s, "name=seccomp") && !strstr(s, "profile=unconfined"))
-                        seccomp = true;
+                        *seccomp = true;
                 if (s && strstr(s, "name=rootless"))
                         rootless = true;
         }
         const char *cgv = json_object_get_string(jget(info, "CgroupVersion"));
         snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
                  json_object_get_string(jget(info, "CgroupDriver")) ?: "");
-
-        if (st->conn.podman) {
-                _cleanup_(engine_reply_done) struct engine_reply lir = {0};
-                r = engine_get(&st->conn,
-                               &(struct engine_call){.path = "/v4.0.0/libpod/info",
-                                                     .unversioned = true,
-                                                     .ok = {200},
-                                                     .body = ENGINE_BODY_JSON,
-                                                     .timeout_ms = ENGINE_INFO_MS,
-                                                     .what = "say what it enforces (libpod info)"},
-                               &lir, err);
-                if (r < 0 && lir.status == 0)
-                        return r;
-                json_object *li = lir.json;
-                if (!li)
-                        return sbx_fail(err, EIO,
-                                        "Podman's libpod info failed: cannot tell whether it is "
-                                        "rootless and which limits it applies");
-                json_object *host = jget(li, "host"), *sec = jget(host, "security");
-                const char *pos = json_object_get_string(jget(host, "os"));
-                if (pos && strcmp(pos, "linux") != 0)
-                        return sbx_fail(err, ENOTSUP,
-                                        "the Podman service runs %s containers: use a Linux "
-                                        "Podman machine",
-                                        pos);
-                snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
-                         json_object_get_string(jget(host, "cgroupManager")) ?: "");
-                /* what the compat /info calls Name and OperatingSystem (the hand-in decision) */
-                snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
-                         json_object_get_string(jget(host, "hostname")) ?: "");
-                snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
-                         json_object_get_string(jget(jget(host, "distribution"), "distribution"))
-                             ?: "");
-                rootless = json_object_get_boolean(jget(sec, "rootless"));
-                seccomp = json_object_get_boolean(jget(sec, "seccompEnabled"));
-                const char *pv = json_object_get_string(jget(host, "cgroupVersion"));
-                json_object *ctrls = jget(host, "cgroupControllers");
-                bool has_mem = false, has_cpu = false, has_pids = false;
-                for (size_t i = 0; ctrls && i < json_object_array_length(ctrls); i++) {
-                        const char *c = json_object_get_string(json_object_array_get_idx(ctrls, i));
-                        has_mem |= c && strcmp(c, "memory") == 0;
-                        has_cpu |= c && strcmp(c, "cpu") == 0;
-                        has_pids |= c && strcmp(c, "pids") == 0;
-                }
-                st->rootless_podman = rootless;
-                /* Podman's default profile lets code create namespaces (unshare, clone with
-                 * CLONE_NEW*): hand it ours, derived from that default, or say it is missing. */
-                st->seccomp_profile[0] = '\0';
-                if (seccomp) {
-                        const char *def = json_object_get_string(jget(sec, "seccompProfilePath"));
-                        struct sbx_error se = {0};
-                        char dir[400], why[240];
-                        if (!st->conn.ep.local)
-                                r = sbx_fail(&se, ENOTSUP,
-                                             "the Podman engine is remote: its seccomp profile "
-                                             "files are not on this host");
-                        else
-                                r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir),
-                                                               &se);
-                        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s",
-                                 def ? def : "");
-                        if (r == 0)
-                                r = engine_seccomp_profile_prepare(def, dir, st->seccomp_profile,
-                                                                   sizeof(st->seccomp_profile),
-                                                                   &se);
-                        if (r < 0) {
-                                st->seccomp_profile[0] = '\0';
-                                snprintf(why, sizeof(why), "namespaces not blocked: %.200s",
-                                         se.msg);
-                                reason_add(reasons, sizeof(reasons), why);
-                        }
-                        r = 0;
-                }
-                if (rootless && pv && strcmp(pv, "v1") == 0) {
-                        reason_add(reasons, sizeof(reasons),
-                                   "limits not applied: memory, cpu, pids: rootless Podman on "
-                                   "cgroup v1");
-                } else if (rootless && !(has_mem && has_cpu && has_pids)) {
-                        char l[64] = "";
-                        if (!has_mem)
-                                reason_add(l, sizeof(l), "memory");
-                        if (!has_cpu)
-                                reason_add(l, sizeof(l), "cpu");
-                        if (!has_pids)
-                                reason_add(l, sizeof(l), "pids");
-                        for (char *p = l; *p; p++)
-                                if (*p == ';')
-                                        *p = ',';
-                        char t[160];
-                        snprintf(t, sizeof(t),
-                                 "limits not applied: %s: rootless Podman without those cgroup "
-                                 "controllers delegated",
-                                 l);
-                        reason_add(reasons, sizeof(reasons), t);
-                }
-        } else {
-                st->rootless_docker = rootless;
-                if (!json_object_get_boolean(jget(info, "MemoryLimit")) ||
-                    !json_object_get_boolean(jget(info, "SwapLimit")))
-                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s",
-                                 "memory");
-                if (!json_object_get_boolean(jget(info, "CpuCfsQuota")))
-                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s%s",
-                                 *limits ? ", " : "", "cpu");
-                if (!json_object_get_boolean(jget(info, "PidsLimit")))
-                        snprintf(limits + strlen(limits), sizeof(limits) - strlen(limits), "%s%s",
-                                 *limits ? ", " : "", "pids");
-                if (rootless && cgv && strcmp(cgv, "1") == 0) {
-                        reason_add(reasons, sizeof(reasons),
-                                   "limits not applied: memory, cpu, pids: rootless Docker on "
-                                   "cgroup v1");
-                } else if (*limits) {
-                        char t[160];
-                        snprintf(t, sizeof(t),
-                                 "limits not applied: %s: the Docker Engine reports no cgroup "
-                                 "support for them",
-                                 limits);
-                        reason_add(reasons, sizeof(reasons), t);
-                }
+        st->rootless_docker = rootless;
+        if (!json_object_get_boolean(jget(info, "MemoryLimit")) ||
+            !json_object_get_boolean(jget(info, "SwapLimit")))
+                reason_add(limits, sizeof(limits), "memory");
+        if (!json_object_get_boolean(jget(info, "CpuCfsQuota")))
+                reason_add(limits, sizeof(limits), "cpu");
+        if (!json_object_get_boolean(jget(info, "PidsLimit")))
+                reason_add(limits, sizeof(limits), "pids");
+        for (char *p = limits; *p; p++)
+                if (*p == ';')
+                        *p = ',';
+        if (rootless && cgv && strcmp(cgv, "1") == 0) {
+                reason_add(reasons, size,
+                           "limits not applied: memory, cpu, pids: rootless Docker on cgroup v1");
+        } else if (*limits) {
+                char t[160];
+                snprintf(t, sizeof(t),
+                         "limits not applied: %s: the Docker Engine reports no cgroup support for "
+                         "them",
+                         limits);
+                reason_add(reasons, size, t);
         }
+        return 0;
+}
+
+/* Podman's default profile lets code create namespaces (unshare, clone with CLONE_NEW*): hand
+ * it ours, derived from that default (@sec: libpod info's host.security), or say it is
+ * missing. */
+static void probe_podman_seccomp(struct engine_state *st, json_object *sec, char *reasons,
+                                 size_t size)
+{
+        const char *def = json_object_get_string(jget(sec, "seccompProfilePath"));
+        struct sbx_error se = {0};
+        char dir[400], why[240];
+        int r;
+
+        if (!st->conn.ep.local)
+                r = sbx_fail(&se, ENOTSUP,
+                             "the Podman engine is remote: its seccomp profile files are not on "
+                             "this host");
+        else
+                r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir), &se);
+        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s", def ? def : "");
+        if (r == 0)
+                r = engine_seccomp_profile_prepare(def, dir, st->seccomp_profile,
+                                                   sizeof(st->seccomp_profile), &se);
+        if (r < 0) {
+                st->seccomp_profile[0] = '\0';
+                snprintf(why, sizeof(why), "namespaces not blocked: %.200s", se.msg);
+                reason_add(reasons, size, why);
+        }
+}
+
+/* Rootless Podman's limits: none on cgroup v1, else those of the delegated controllers. */
+static void probe_podman_limits(json_object *host, char *reasons, size_t size)
+{
+        const char *pv = json_object_get_string(jget(host, "cgroupVersion"));
+        json_object *ctrls = jget(host, "cgroupControllers");
+        bool has_mem = false, has_cpu = false, has_pids = false;
+        char l[64] = "", t[160];
+
+        if (pv && strcmp(pv, "v1") == 0) {
+                reason_add(reasons, size,
+                           "limits not applied: memory, cpu, pids: rootless Podman on cgroup v1");
+                return;
+        }
+        for (size_t i = 0; ctrls && i < json_object_array_length(ctrls); i++) {
+                const char *c = json_object_get_string(json_object_array_get_idx(ctrls, i));
+                has_mem |= c && strcmp(c, "memory") == 0;
+                has_cpu |= c && strcmp(c, "cpu") == 0;
+                has_pids |= c && strcmp(c, "pids") == 0;
+        }
+        if (has_mem && has_cpu && has_pids)
+                return;
+        if (!has_mem)
+                reason_add(l, sizeof(l), "memory");
+        if (!has_cpu)
+                reason_add(l, sizeof(l), "cpu");
+        if (!has_pids)
+                reason_add(l, sizeof(l), "pids");
+        for (char *p = l; *p; p++)
+                if (*p == ';')
+                        *p = ',';
+        snprintf(t, sizeof(t),
+                 "limits not applied: %s: rootless Podman without those cgroup controllers "
+                 "delegated",
+                 l);
+        reason_add(reasons, size, t);
+}
+
+/* Podman's libpod info (its compat /info claims limits rootless cannot apply, and is as slow
+ * again): the OS, rootless, seccomp and our profile, the cgroup driver and controllers. */
+static int probe_podman(struct engine_state *st, bool *seccomp, char *reasons, size_t size,
+                        struct sbx_error *err)
+{
+        _cleanup_(engine_reply_done) struct engine_reply lir = {0};
+        int r;
+
+        r = engine_get(&st->conn,
+                       &(struct engine_call){.path = "/v4.0.0/libpod/info",
+                                             .unversioned = true,
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = ENGINE_INFO_MS,
+                                             .what = "say what it enforces (libpod info)"},
+                       &lir, err);
+        if (r < 0 && lir.status == 0)
+                return r;
+        if (!lir.json)
+                return sbx_fail(err, EIO,
+                                "Podman's libpod info failed: cannot tell whether it is rootless "
+                                "and which limits it applies");
+        json_object *host = jget(lir.json, "host"), *sec = jget(host, "security");
+        const char *pos = json_object_get_string(jget(host, "os"));
+        if (pos && strcmp(pos, "linux") != 0)
+                return sbx_fail(err, ENOTSUP,
+                                "the Podman service runs %s containers: use a Linux Podman machine",
+                                pos);
+        snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
+                 json_object_get_string(jget(host, "cgroupManager")) ?: "");
+        /* what the compat /info calls Name and OperatingSystem (the hand-in decision) */
+        snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
+                 json_object_get_string(jget(host, "hostname")) ?: "");
+        snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
+                 json_object_get_string(jget(jget(host, "distribution"), "distribution")) ?: "");
+        st->rootless_podman = json_object_get_boolean(jget(sec, "rootless"));
+        *seccomp = json_object_get_boolean(jget(sec, "seccompEnabled"));
+        st->seccomp_profile[0] = '\0';
+        if (*seccomp)
+                probe_podman_seccomp(st, sec, reasons, size);
+        if (st->rootless_podman)
+                probe_podman_limits(host, reasons, size);
+        return 0;
+}
+
+/* /info (or libpod info): what this engine enforces. Fills st->grade. */
+static int probe_info(struct engine_state *st, struct sbx_error *err)
+{
+        char reasons[280] = "";
+        bool seccomp = false;
+        int r;
+
+        r = st->conn.podman ? probe_podman(st, &seccomp, reasons, sizeof(reasons), err)
+                            : probe_docker(st, &seccomp, reasons, sizeof(reasons), err);
+        if (r < 0)
+                return r;
         if (!seccomp)
                 reason_add(reasons, sizeof(reasons),
                            "no seccomp filter: the engine runs containers without seccomp");
