@@ -1213,6 +1213,7 @@ struct sandbox {
         struct run_xfers rx;
         struct sandbox_stream stream;
         uint64_t t_kill;
+        struct sbx_trace trace; /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
 };
 
 /* The engine's state for one sandbox: ready, the run's ids, the grade and settings as of now. */
@@ -1326,6 +1327,7 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
         int r;
 
         r = container_create(sb->st, body, sb->image, "create the sandbox", &sb->id, err);
+        sbx_trace_lap(&sb->trace, "create");
         if (r < 0)
                 return r;
         r = container_inspect(sb->st, sb->id, spec.userns_keep_id, &inspect, err);
@@ -1337,6 +1339,7 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
                                          image_id && *image_id ? image_id : sb->image, sb->image,
                                          sb->interp, err);
         }
+        sbx_trace_lap(&sb->trace, "inspect_verify");
         return r;
 }
 
@@ -1366,16 +1369,20 @@ static int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec,
         sb->backstop_s =
             (sb->cfg->max_timeout_s ? sb->cfg->max_timeout_s : 60) + ENGINE_INNER_BACKSTOP_S;
         sb->memory_bytes = (uint64_t)sb->cfg->mem_mb << 20;
+        sbx_trace_begin(&sb->trace, sb->cfg->trace_timing, "container");
         snprintf(sb->image, sizeof(sb->image), "%s", image_for(sb->cfg, spec->language));
         r = sandbox_snapshot(sb, err);
+        sbx_trace_lap(&sb->trace, "prepare");
         if (r == 0)
                 r = sandbox_sweep(sb->st, err);
         if (r == 0)
                 r = workspace_ensure(sb->cfg->workspace_dir, err);
+        sbx_trace_lap(&sb->trace, "sweep");
         if (r == 0)
                 r = sb->volumes
                         ? handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
                         : code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir, err);
+        sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
         if (r == 0)
                 r = sandbox_create(sb, err);
         if (r < 0) {
@@ -1471,6 +1478,7 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
                                      &sb->code_file, err);
         if (r == 0 && sb->volumes)
                 r = handin_check(st, req, sb->id, &sb->hv, err);
+        sbx_trace_lap(&sb->trace, sb->volumes ? "handin" : "code");
         if (r < 0)
                 return r;
         /* Podman never reports OOM kills: the kernel's log will (hostcg.c). Opened before the
@@ -1483,8 +1491,10 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
                                   strerror(-sb->kmsg_fd));
         }
         r = run_xfers_arm(&sb->rx, &st->conn, sb->id, err);
+        sbx_trace_lap(&sb->trace, "arm_attach_wait");
         if (r == 0)
                 r = container_start(&st->conn, sb->id, sb->image, err);
+        sbx_trace_lap(&sb->trace, "start");
         if (r < 0)
                 return r;
         pthread_mutex_lock(&sb->lock);
@@ -1651,7 +1661,9 @@ static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
 
         snprintf(res->backend, sizeof(res->backend), "container");
         snprintf(res->image, sizeof(res->image), "%s", sb->image);
+        sbx_trace_lap(&sb->trace, "wait_stream");
         r = collect_exit(sb, w, &exit_code, &oom, &wait_ok, err);
+        sbx_trace_lap(&sb->trace, "collect_inspect");
         if (r < 0)
                 return r;
         /* Our deadline kill found the container no longer running (409), or the container
@@ -1674,6 +1686,7 @@ static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
         else
                 collect_outcome(sb, exit_code, oom, res);
         collect_finish(sb, res);
+        sbx_trace_lap(&sb->trace, "usage_copy_back");
         return 0;
 }
 
@@ -1686,6 +1699,7 @@ static void engine_sb_destroy(struct sandbox *sb)
         run_xfers_done(&sb->rx);
         if (sb->id || sb->hv.vols[0] || sb->hv.vols[1] || *sb->cgroup)
                 remove_in_background(sb->st, sb->id, sb->cgroup, sb->hv.vols);
+        sbx_trace_lap(&sb->trace, "remove_dispatch");
         engine_manifest_done(&sb->hv.manifest);
         if (sb->code_file)
                 unlink(sb->code_file);
@@ -1698,6 +1712,8 @@ static void engine_sb_destroy(struct sandbox *sb)
         free(sb->code_file);
         free(sb->code_dir);
         free(sb->id);
+        sbx_trace_lap(&sb->trace, "finish");
+        sbx_trace_end(&sb->trace);
         pthread_mutex_destroy(&sb->lock);
         free(sb);
 }

@@ -187,7 +187,7 @@ static int watch_arm(struct watch *x, uint64_t now)
         if (!x->ended && !x->w.killed && x->w.req->cancel_fd >= 0)
                 watch_add(x, &x->i_cancel, x->w.req->cancel_fd);
         int stream_wait_ms = -1;
-        if (io->stream && !x->stream_eof)
+        if (io->stream && !(x->ended && x->stream_eof))
                 x->n += (int)io->stream->fds(io->stream->userdata, x->pfd + x->n, WARDEN_STREAM_FDS,
                                              &stream_wait_ms);
 
@@ -236,8 +236,8 @@ static void watch_stream(struct watch *x)
         const struct sandbox_stream *st = x->io->stream;
         unsigned flags;
 
-        if (!st || x->stream_eof)
-                return;
+        if (!st || (x->ended && x->stream_eof))
+                return; /* an output that ended first still has the program's end to tell */
         flags = st->pump(st->userdata, stream_emit, x);
         if (flags & SANDBOX_STREAM_EOF)
                 x->stream_eof = true;
