@@ -1394,7 +1394,8 @@ static int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec,
 }
 
 /* The stream source's fds: curl's sockets, and a wake at least every 100 ms (a kill() from
- * another thread is carried out at the next pump). */
+ * another thread is carried out at the next pump; a socket past FD_SETSIZE, which
+ * curl_multi_fdset leaves out, is served at that pace too). */
 static unsigned engine_stream_fds(void *userdata, struct pollfd *fds, unsigned max, int *timeout_ms)
 {
         struct sandbox *sb = userdata;
@@ -1408,10 +1409,15 @@ static unsigned engine_stream_fds(void *userdata, struct pollfd *fds, unsigned m
         FD_ZERO(&ex);
         curl_multi_fdset(sb->rx.m, &rd, &wr, &ex, &maxfd);
         for (int fd = 0; fd <= maxfd && n < max; fd++) {
-                short ev =
-                    (short)((FD_ISSET(fd, &rd) ? POLLIN : 0) | (FD_ISSET(fd, &wr) ? POLLOUT : 0));
-                if (ev || FD_ISSET(fd, &ex))
-                        fds[n++] = (struct pollfd){.fd = fd, .events = ev ? ev : POLLPRI};
+                short ev = 0;
+                if (FD_ISSET(fd, &rd))
+                        ev |= POLLIN;
+                if (FD_ISSET(fd, &wr))
+                        ev |= POLLOUT;
+                if (FD_ISSET(fd, &ex))
+                        ev |= POLLPRI;
+                if (ev)
+                        fds[n++] = (struct pollfd){.fd = fd, .events = ev};
         }
         curl_multi_timeout(sb->rx.m, &curl_ms);
         *timeout_ms = curl_ms >= 0 && curl_ms < 100 ? (int)curl_ms : 100;
