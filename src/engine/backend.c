@@ -1,9 +1,12 @@
-/* backend.c - the container backend: one fresh locked-down container per run on Docker or
+/* backend.c - the container backend: one fresh locked-down container per sandbox on Docker or
  * Podman through the Engine API. Connect + probe once (version, seccomp, cgroups, rootless),
- * then per run: sweep leftovers, create, verify the engine's answer, arm attach + wait in one
- * curl_multi, start, stream (caps, deadline, cancel), collect exit/OOM, remove. */
+ * then the sandbox lifecycle (src/run/sandbox.h): prepare (sweep leftovers, create, verify the
+ * engine's answer), start (hand the code in, arm attach + wait in one curl_multi, start),
+ * supervise (the warden pumps that multi as its stream source), collect (exit, OOM, usage,
+ * copy-back), destroy (removal in the background). */
 #include "engine/engine.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,9 +30,11 @@
 #include "engine/conn.h"
 #include "run/backend.h"
 #include "run/run.h"
+#include "run/sandbox.h"
+#include "run/warden.h"
 #include "workspace/workspace.h"
 
-/* The server's own clock ends a run at its deadline (STOP_TIMEOUT). The in-container `timeout`
+/* The server's own clock ends a run at its deadline (the warden's). The in-container `timeout`
  * wrapper is only the backstop for a server that died mid-run: it fires this much later, so it
  * never decides an outcome the server is there to see (its exit statuses 124/137 are also ones
  * the code can choose), and stopping it (SIGSTOP) cannot stretch a run. */
@@ -42,7 +47,6 @@
 #define ENGINE_CREATE_RETRIES 2  /* Podman's transient keep-id create error */
 #define ENGINE_ARM_MS 10000      /* attach + wait must be armed within this */
 #define ENGINE_DRAIN_MS 2000     /* after exit, the attach stream must end within this */
-#define ENGINE_PROGRESS_MS 2000  /* progress callback period */
 /* /info: Podman builds it by running conmon, the runtime and more: 4-20 s measured under CI
  * load (load average 18 on 2 cores). Slow is not down: /_ping already said it is up. */
 #define ENGINE_INFO_MS 60000
@@ -76,8 +80,6 @@ struct engine_state {
         char *seccomp_json;        /* Docker: our profile, handed over as JSON text (static) */
         char grade[320];           /* "container" or "container-degraded (...)" */
         char owner[160];           /* our vestibule.owner label */
-        char **active;             /* ids of containers in flight */
-        size_t n_active;
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
         bool warned_unpinned;      /* the unpinned-image warning was logged */
@@ -490,26 +492,6 @@ static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx
 /* ---------------------------------------------------------------------------------------- */
 /* One run                                                                                  */
 
-static void active_add(struct engine_state *st, const char *id)
-{
-        pthread_mutex_lock(&st->lock);
-        st->active = xrealloc(st->active, (st->n_active + 1) * sizeof(char *));
-        st->active[st->n_active++] = xstrdup(id);
-        pthread_mutex_unlock(&st->lock);
-}
-
-static void active_del(struct engine_state *st, const char *id)
-{
-        pthread_mutex_lock(&st->lock);
-        for (size_t i = 0; i < st->n_active; i++)
-                if (strcmp(st->active[i], id) == 0) {
-                        free(st->active[i]);
-                        st->active[i] = st->active[--st->n_active];
-                        break;
-                }
-        pthread_mutex_unlock(&st->lock);
-}
-
 /* Next to each code folder, "<folder>.owner" (0600) holds this server's owner label: the
  * start-up sweep of a later server removes the folders of one killed mid-run. The label is
  * kept out of the folder's own name, which the run sees in its mountinfo. */
@@ -536,20 +518,35 @@ static void owner_file_remove(const char *dir)
  * as itself mapped by keep-id), so its own 0700 is already right. @shared (rootless Docker:
  * the container's uid is a subordinate id on this host, which no mode but "others" reaches):
  * 0755/0644 as before, see docs/design/engine.md. */
-static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, bool shared,
-                         char **ret_dir, char **ret_file, struct sbx_error *err)
+static int code_dir_make(uid_t uid, gid_t gid, bool shared, char **ret_dir, struct sbx_error *err)
 {
         _cleanup_free_ char *dir = xstrdup("/tmp/" ENGINE_CODE_DIR_PREFIX "XXXXXX");
-        _cleanup_free_ char *file = NULL;
+        bool give = geteuid() == 0 && uid != 0;
+
+        if (!mkdtemp(dir)) /* 0700 */
+                return sbx_fail(err, errno, "cannot create a temp dir for the code: %m");
+        owner_file_write(dir);
+        if ((give && chown(dir, uid, gid) < 0) || (shared && chmod(dir, 0755) < 0)) {
+                int e = errno;
+                rmdir(dir);
+                owner_file_remove(dir);
+                return sbx_fail(err, e, "cannot give the code folder '%s' to %u: %s", dir,
+                                (unsigned)uid, strerror(e));
+        }
+        *ret_dir = TAKE_PTR(dir);
+        return 0;
+}
+
+/* The script (0600, or 0644 @shared) of @req in @dir, owned by @uid:@gid: the code's file. */
+static int code_write(const char *dir, const struct run_request *req, uid_t uid, gid_t gid,
+                      bool shared, char **ret_file, struct sbx_error *err)
+{
+        _cleanup_free_ char *file = xasprintf("%s/%s", dir, sbx_language_script(req->language));
         _cleanup_close_ int fd = -1;
         bool give = geteuid() == 0 && uid != 0;
         size_t off = 0;
         int e;
 
-        if (!mkdtemp(dir)) /* 0700 */
-                return sbx_fail(err, errno, "cannot create a temp dir for the code: %m");
-        owner_file_write(dir);
-        file = xasprintf("%s/%s", dir, sbx_language_script(req->language));
         fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0 || fchmod(fd, shared ? 0644 : 0600) < 0 || (give && fchown(fd, uid, gid) < 0))
                 goto fail;
@@ -559,18 +556,12 @@ static int code_dir_make(const struct run_request *req, uid_t uid, gid_t gid, bo
                         goto fail;
                 off += (size_t)n;
         }
-        /* the folder last: once it is the run user's, it stays as written */
-        if ((give && chown(dir, uid, gid) < 0) || (shared && chmod(dir, 0755) < 0))
-                goto fail;
-        *ret_dir = TAKE_PTR(dir);
         *ret_file = TAKE_PTR(file);
         return 0;
 fail:
         e = errno;
         if (fd >= 0)
                 unlink(file);
-        rmdir(dir);
-        owner_file_remove(dir);
         return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
 }
 
@@ -592,21 +583,16 @@ static void leg_done(struct leg *l)
 
 struct attach_ctx {
         struct engine_demux dmx;
-        struct run_result *res;
-        size_t cap;
-        bool flooded;
+        sandbox_emit_fn emit; /* the warden's, set by each pump */
+        void *emit_userdata;
         bool proto_error;
 };
 
 static void attach_emit(void *ud, int stream, const char *buf, size_t n)
 {
         struct attach_ctx *a = ud;
-        struct run_stream *s = stream == 2 ? &a->res->err : &a->res->out;
-        uint64_t total = run_stream_append(s, buf, n, a->cap);
-        if (total > 2 * (uint64_t)a->cap && !a->flooded) {
-                a->flooded = true;
-                s->stopped_at = total; /* the result says where the run was stopped */
-        }
+        if (a->emit)
+                a->emit(a->emit_userdata, stream, buf, n);
 }
 
 static size_t attach_data(void *ud, const char *data, size_t n)
@@ -640,24 +626,6 @@ static void kill_container(const struct engine_conn *c, const char *id)
         if (engine_post(c, &call, &rep, &e) < 0)
                 log_debug("kill %.12s: %s", id, e.msg);
 }
-
-static bool fd_readable(int fd)
-{
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
-}
-
-enum stop_reason { STOP_NONE = 0, STOP_TIMEOUT, STOP_CANCEL, STOP_FLOOD, STOP_SHUTDOWN };
-
-struct stream_out {
-        bool wait_ok; /* the wait answered with a status code */
-        int status_code;
-        enum stop_reason stop;
-        uint64_t wall_ms;
-        bool proto_error;
-        bool engine_lost; /* a transfer failed (engine stopped mid-run?) */
-        char lost_msg[200];
-};
 
 /* The run's transfers: attach and wait armed before the start, the kill added on a stop. */
 struct run_xfers {
@@ -800,153 +768,6 @@ static int container_start(const struct engine_conn *c, const char *id, const ch
         return r;
 }
 
-/* Why the run must stop now, if it must. */
-static enum stop_reason stop_reason_now(struct engine_state *st, const struct run_request *req,
-                                        const struct attach_ctx *a, uint64_t elapsed_ms,
-                                        uint64_t timeout_ms)
-{
-        pthread_mutex_lock(&st->lock);
-        bool shutting = st->shutting_down;
-        pthread_mutex_unlock(&st->lock);
-        if (shutting)
-                return STOP_SHUTDOWN;
-        if (fd_readable(req->cancel_fd))
-                return STOP_CANCEL;
-        if (a->flooded)
-                return STOP_FLOOD;
-        if (elapsed_ms >= timeout_ms + ENGINE_DEADLINE_SLACK_MS)
-                return STOP_TIMEOUT;
-        return STOP_NONE;
-}
-
-/* The wait's answer (or its loss) into @out. */
-static void wait_result(struct run_xfers *rx, const char *id, struct stream_out *out)
-{
-        json_object *sc;
-
-        if (rx->wait.done && rx->wait.rc == 0) {
-                if (json_object_object_get_ex(rx->wait.rep.json, "StatusCode", &sc)) {
-                        out->wait_ok = true;
-                        out->status_code = json_object_get_int(sc);
-                }
-                /* Our deadline kill found the container no longer running (409), or the
-                 * container did not end by our SIGKILL (its status is not 128 + 9): the
-                 * program had ended by itself just before, its exit status stands. */
-                if (out->wait_ok && out->stop == STOP_TIMEOUT &&
-                    ((rx->kill.done && rx->kill.rep.status == 409) || out->status_code != 137)) {
-                        log_debug("run %.12s: ended by itself before the deadline kill", id);
-                        out->stop = STOP_NONE;
-                }
-        } else if (rx->wait.done) {
-                out->engine_lost = true;
-                snprintf(out->lost_msg, sizeof(out->lost_msg),
-                         "lost the container engine during the run (%.150s)", rx->wait.err.msg);
-        }
-}
-
-/* Arm attach + wait (next-exit) in one multi, start, drive to the end. */
-static int run_stream(struct backend *b, const struct run_request *req, const char *id,
-                      struct run_result *res, struct stream_out *out, struct sbx_trace *trace,
-                      struct egress_session **egress, struct sbx_error *err)
-{
-        struct engine_state *st = b->state;
-        const struct engine_conn *c = &st->conn;
-        struct run_xfers rx = {.a = {.res = res, .cap = b->cfg->max_output_bytes}};
-        uint64_t t_start = 0, t_exit = 0, t_kill = 0, t_progress;
-        uint64_t timeout_ms = (uint64_t)req->timeout_s * 1000;
-        int rv;
-
-        /* 1. arm: both response headers in (wait registered, attach streaming). */
-        rv = run_xfers_arm(&rx, c, id, err);
-        if (rv < 0)
-                goto out;
-        sbx_trace_lap(trace, "arm_attach_wait");
-
-        /* 2. start. */
-        rv = container_start(c, id, res->image, err);
-        if (rv < 0)
-                goto out;
-        sbx_trace_lap(trace, "start");
-        /* network "allowlist": the way out, made inside the started container (egress.c); its
-         * code waits for it. Fail closed: on error the container is removed unrun. */
-        if (egress) {
-                const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
-                rv = engine_egress_begin(c, id, cfg, egress, err);
-                if (rv < 0)
-                        goto out;
-                sbx_trace_lap(trace, "egress");
-        }
-        t_start = now_ms(); /* the deadline counts from here: the code starts now */
-        t_progress = t_start;
-
-        /* 3. drive until the wait answered and the stream ended. */
-        while (!(rx.wait.done && rx.attach.done)) {
-                uint64_t now = now_ms();
-
-                if (!t_kill && !rx.wait.done) {
-                        enum stop_reason why =
-                            stop_reason_now(st, req, &rx.a, now - t_start, timeout_ms);
-                        if (why != STOP_NONE) {
-                                /* The kill goes through the same multi: the stream keeps
-                                 * being drained meanwhile (Podman's kill blocks while the
-                                 * container is stuck writing to an unread attach). */
-                                struct engine_call kc = kill_call(id);
-                                struct sbx_error ke = {0};
-                                out->stop = why;
-                                if (leg_add(&rx, &rx.kill, c, &kc, &ke) < 0)
-                                        log_debug("kill %.12s: %s", id, ke.msg);
-                                t_kill = now_ms();
-                                log_debug("run %.12s: stopping (%d) after %llu ms", id, (int)why,
-                                          (unsigned long long)(now - t_start));
-                        }
-                }
-                if (rx.wait.done && !t_exit)
-                        t_exit = now;
-                /* exited, stream did not close: stop waiting for it (at once after our own
-                 * kill: output past a cancel, flood or deadline is not wanted) */
-                if (t_exit && (t_kill || now - t_exit > ENGINE_DRAIN_MS))
-                        break;
-                /* After our kill the stream's end says the container is gone: its exit status
-                 * is not needed (the outcome is the stop's), and Podman's compat wait can take
-                 * seconds to answer after a kill. Nothing waits on it past a short bound; the
-                 * forced removal in the background finishes the container in any case. */
-                if (t_kill && rx.attach.done &&
-                    (out->stop != STOP_TIMEOUT || (rx.wait.done && rx.kill.done)))
-                        break;
-                if (t_kill && now - t_kill > ENGINE_KILL_WAIT_MS) {
-                        log_debug("run %.12s: no end of stream %llu ms after the kill (kill %s); "
-                                  "going on, the removal forces it",
-                                  id, (unsigned long long)(now - t_kill),
-                                  rx.kill.done ? "answered" : "unanswered");
-                        break;
-                }
-                if (req->progress && now - t_progress >= ENGINE_PROGRESS_MS) {
-                        t_progress = now;
-                        req->progress(req->progress_userdata, now - t_start, timeout_ms);
-                }
-
-                run_xfers_pump(&rx);
-                if (rx.wait.done && !t_exit)
-                        t_exit = now_ms();
-                if (rx.wait.done && rx.attach.done)
-                        break;
-                struct curl_waitfd extra = {.fd = req->cancel_fd, .events = CURL_WAIT_POLLIN};
-                curl_multi_poll(rx.m, req->cancel_fd >= 0 && !t_kill ? &extra : NULL,
-                                req->cancel_fd >= 0 && !t_kill ? 1 : 0, 100, NULL);
-        }
-        sbx_trace_lap(trace, "wait_stream");
-        out->wall_ms = (t_exit ? t_exit : now_ms()) - t_start;
-        log_debug("run %.12s: exit after %llu ms, stream %s", id, (unsigned long long)out->wall_ms,
-                  rx.attach.done ? "ended" : "still open");
-        out->proto_error = rx.a.proto_error;
-        wait_result(&rx, id, out);
-out:
-        run_xfers_done(&rx);
-        if (rv == 0 && !t_start)
-                rv = -EIO;
-        return rv;
-}
-
 struct removal {
         struct engine_state *st;
         char *id;
@@ -969,7 +790,7 @@ static void *removal_thread(void *p)
         struct engine_state *st = rm->st;
         struct sbx_error e = {0};
 
-        if (container_remove(&st->conn, rm->id, &e) < 0)
+        if (rm->id && container_remove(&st->conn, rm->id, &e) < 0)
                 log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
         else
                 volumes_remove(&st->conn, (const char *const *)rm->volumes);
@@ -980,7 +801,6 @@ static void *removal_thread(void *p)
                         break;
                 usleep(100000);
         }
-        active_del(st, rm->id);
         free(rm->id);
         free(rm->cgroup);
         free(rm->volumes[0]);
@@ -1001,7 +821,7 @@ static void remove_in_background(struct engine_state *st, const char *id, const 
         pthread_t t;
 
         rm->st = st;
-        rm->id = xstrdup(id);
+        rm->id = id ? xstrdup(id) : NULL;
         rm->cgroup = *cgroup ? xstrdup(cgroup) : NULL;
         for (size_t i = 0; volumes && i < 2; i++)
                 rm->volumes[i] = volumes[i] ? xstrdup(volumes[i]) : NULL;
@@ -1213,13 +1033,9 @@ static int container_inspect(struct engine_state *st, const char *id, bool keep_
 /* Two labelled volumes, filled through a created-never-started helper container's archive API
  * (docs/design/engine-api.md §3: Docker refuses archive PUTs into a read-only rootfs or volume, so
  * the run container itself cannot take them), then the helper is removed. */
-static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
-                          const struct run_request *req, const char *image, uid_t uid, gid_t gid,
-                          const char *owner, struct handin *h, struct sbx_error *err)
+static int handin_volumes(struct engine_state *st, uid_t uid, gid_t gid, const char *owner,
+                          struct handin *h, struct sbx_error *err)
 {
-        _cleanup_close_ int fd = -1, wfd = -1;
-        _cleanup_(json_putp) json_object *body = NULL;
-        _cleanup_free_ char *helper = NULL;
         int r;
 
         if (engine_volume_name("code", h->code_vol, sizeof(h->code_vol)) < 0 ||
@@ -1238,6 +1054,18 @@ static int handin_volumes(struct engine_state *st, const struct sbx_config *cfg,
         if (r < 0)
                 return r;
         h->vols[1] = h->ws_vol;
+        return 0;
+}
+
+/* At start: the code and a copy of the workspace into the volumes, through a helper. */
+static int handin_fill(struct engine_state *st, const struct sbx_config *cfg,
+                       const struct run_request *req, const char *image, uid_t uid, gid_t gid,
+                       const char *owner, struct handin *h, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = -1, wfd = -1;
+        _cleanup_(json_putp) json_object *body = NULL;
+        _cleanup_free_ char *helper = NULL;
+        int r;
 
         fd = engine_tmpfile(err);
         if (fd < 0)
@@ -1356,265 +1184,497 @@ static void copy_back(struct engine_state *st, const struct sbx_config *cfg, con
                          cb.refused, cb.refused == 1 ? "y" : "ies", cb.first_refusal);
 }
 
-static int engine_run(struct backend *b, const struct run_request *req, struct run_result *res,
-                      struct sbx_error *err)
+/* ---------------------------------------------------------------------------------------- */
+/* The sandbox lifecycle (src/run/sandbox.h): one created, checked container per sandbox    */
+
+struct sandbox {
+        struct backend *b;
+        struct engine_state *st;
+        const struct sbx_config *cfg;
+        enum sbx_language language;
+        uid_t uid;
+        gid_t gid;
+        /* the engine's state when prepared (under st->lock, then ours) */
+        char owner[160], grade[320], cgroup[128], usage_why[160], seccomp_profile[512];
+        bool volumes, hostcg, podman, rootless_docker;
+        char image[256];
+        const char *interp;
+        /* the spec's network: RUN_NETWORK_ALLOWLIST = the code waits for its way out, which
+         * start() makes inside the started container (egress.c) */
+        enum run_network network;
+        char egress_tag[48];           /* the run's tag in its command (engine_egress_tag()) */
+        char wait_sh[192];             /* the wait script (engine_egress_wait_script()) */
+        struct egress_session *egress; /* the run's proxy, from start to collect (or destroy) */
+        unsigned backstop_s;           /* the in-container `timeout`'s, from the longest timeout */
+        char degraded[128];            /* limits the engine did not keep */
+        char *code_dir, *code_file;
+        struct handin hv;
+        char *id;            /* the run container, once created */
+        int kmsg_fd, kmsg_r; /* Podman: the kernel log, for its OOM kills */
+        uint64_t memory_bytes;
+        /* supervision: the warden's thread pumps; kill() may come from any thread */
+        pthread_mutex_t lock;
+        bool supervising; /* attach + wait armed, the container started */
+        bool exited;      /* the wait answered: nothing left to kill */
+        bool kill_wanted; /* kill() asked while it ran */
+        bool killed_sync; /* kill() killed it itself (not supervised) */
+        struct run_xfers rx;
+        struct sandbox_stream stream;
+        uint64_t t_kill;
+        struct sbx_trace trace; /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
+};
+
+/* The engine's state for one sandbox: ready, the run's ids, the grade and settings as of now. */
+static int sandbox_snapshot(struct sandbox *sb, struct sbx_error *err)
 {
-        struct engine_state *st = b->state;
-        const struct sbx_config *cfg = req->cfg ? req->cfg : b->cfg;
-        /* every cleanup variable up here: the gotos below must not jump over one */
-        _cleanup_free_ char *code_dir = NULL, *code_file = NULL, *id = NULL;
-        _cleanup_free_ char *script = NULL;
-        _cleanup_(json_putp) json_object *body = NULL, *inspect = NULL;
-        struct handin hv = {0};
-        struct egress_session *egress = NULL;
-        char owner[160], degraded[128] = "", grade[320], seccomp_profile[512];
-        char timeout_arg[16], cgroup[128] = "", usage_why[160];
-        _cleanup_close_ int kmsg_fd = -1;
-        int kmsg_r = -ENOENT;
-        struct stream_out so = {0};
-        uid_t uid = (uid_t)-1; /* set by run_ids() */
-        gid_t gid = (gid_t)-1;
-        struct sbx_trace trace;
+        struct engine_state *st = sb->st;
         int r;
 
-        sbx_trace_begin(&trace, cfg->trace_timing, "container");
-        snprintf(res->backend, sizeof(res->backend), "container");
-        r = ensure_ready(b, err);
-        if (r < 0)
-                return r;
-        r = run_ids(b, st, &uid, &gid, err);
+        r = ensure_ready(sb->b, err);
+        if (r == 0)
+                r = run_ids(sb->b, st, &sb->uid, &sb->gid, err);
         if (r < 0)
                 return r;
         pthread_mutex_lock(&st->lock);
         bool shutting = st->shutting_down;
-        bool volumes = st->volumes;
-        snprintf(grade, sizeof(grade), "%s", st->grade);
-        snprintf(owner, sizeof(owner), "%s", st->owner);
+        sb->volumes = st->volumes;
+        snprintf(sb->grade, sizeof(sb->grade), "%s", st->grade);
+        snprintf(sb->owner, sizeof(sb->owner), "%s", st->owner);
         if (st->hostcg)
-                engine_hostcg_name(st->owner, ++st->run_seq, cgroup, sizeof(cgroup));
-        bool hostcg = st->hostcg;
-        snprintf(usage_why, sizeof(usage_why), "%s", st->usage_why);
-        bool podman = st->conn.podman;
-        bool rootless_docker = st->rootless_docker;
-        snprintf(seccomp_profile, sizeof(seccomp_profile), "%s", st->seccomp_profile);
+                engine_hostcg_name(st->owner, ++st->run_seq, sb->cgroup, sizeof(sb->cgroup));
+        sb->hostcg = st->hostcg;
+        snprintf(sb->usage_why, sizeof(sb->usage_why), "%s", st->usage_why);
+        sb->podman = st->conn.podman;
+        sb->rootless_docker = st->rootless_docker;
+        snprintf(sb->seccomp_profile, sizeof(sb->seccomp_profile), "%s", st->seccomp_profile);
         pthread_mutex_unlock(&st->lock);
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
-        if (req->network == RUN_NETWORK_ALLOWLIST && volumes)
-                /* the way out is made inside the container's namespace from this machine
-                 * (egress.c): a remote engine's processes are not ours to see */
-                return sbx_fail(err, EOPNOTSUPP,
-                                "network \"allowlist\" needs a container engine on this machine "
-                                "(the server enters the sandbox's network namespace to make its "
-                                "only way out); this one is remote (%s): use network \"none\", or "
-                                "a local engine",
-                                st->conn.ep.host);
-
-        if (seccomp_profile[0] && access(seccomp_profile, R_OK) < 0) {
+        if (sb->seccomp_profile[0] && access(sb->seccomp_profile, R_OK) < 0) {
                 /* removed since the probe (a cleaned runtime dir): write it again, or refuse */
-                r = seccomp_profile_again(b, seccomp_profile, sizeof(seccomp_profile), err);
+                r = seccomp_profile_again(sb->b, sb->seccomp_profile, sizeof(sb->seccomp_profile),
+                                          err);
                 if (r < 0)
                         return r;
         }
         /* the runs' cgroups on the host: not readable by other local users (made 0700 at
          * every run: the engine recreates the top 0755 if it was removed meanwhile) */
-        if (hostcg)
+        if (sb->hostcg)
                 engine_hostcg_private_top();
-        sbx_trace_lap(&trace, "prepare");
+        return 0;
+}
+
+/* The sweep before each sandbox; an engine that is gone is said now rather than half-way. */
+static int sandbox_sweep(struct engine_state *st, struct sbx_error *err)
+{
         struct sbx_error e2 = {0};
-        if (engine_sweep(&st->conn, &e2) < 0) {
-                /* The engine is gone (or refuses): say so now rather than half-way. */
-                if (e2.code == ECONNREFUSED || e2.code == ENOENT || e2.code == EACCES) {
-                        /* connect and read /info again next time: it may come back changed */
-                        pthread_mutex_lock(&st->lock);
-                        st->ready = false;
-                        pthread_mutex_unlock(&st->lock);
-                        *err = e2;
-                        return -e2.code;
-                }
-                log_debug("%s, ignoring", e2.msg);
-        }
 
-        snprintf(res->image, sizeof(res->image), "%s", image_for(cfg, req->language));
-        r = workspace_ensure(cfg->workspace_dir, err);
-        if (r < 0)
-                return r;
-        sbx_trace_lap(&trace, "sweep");
-        if (volumes) {
-                r = handin_volumes(st, cfg, req, res->image, uid, gid, owner, &hv, err);
-                if (r < 0)
-                        goto out_code;
-                sbx_trace_lap(&trace, "handin_volumes");
-        } else {
-                r = code_dir_make(req, uid, gid, rootless_docker, &code_dir, &code_file, err);
-                if (r < 0)
-                        return r;
-                sbx_trace_lap(&trace, "code_dir");
+        if (engine_sweep(&st->conn, &e2) >= 0)
+                return 0;
+        if (e2.code == ECONNREFUSED || e2.code == ENOENT || e2.code == EACCES) {
+                /* connect and read /info again next time: it may come back changed */
+                pthread_mutex_lock(&st->lock);
+                st->ready = false;
+                pthread_mutex_unlock(&st->lock);
+                *err = e2;
+                return -e2.code;
         }
+        log_debug("%s, ignoring", e2.msg);
+        return 0;
+}
 
-        const char *interp = req->language == SBX_LANG_NODE   ? "node"
-                             : req->language == SBX_LANG_BASH ? "bash"
-                                                              : "python3";
-        script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
-        snprintf(timeout_arg, sizeof(timeout_arg), "%u", req->timeout_s + ENGINE_INNER_BACKSTOP_S);
-        const char *cmd_plain[] = {"timeout", "--kill-after=1", timeout_arg, interp, script, NULL};
+/* The longest command and environment of a run container (with their NULL). */
+#define SANDBOX_CMD_MAX 10
+#define SANDBOX_ENV_MAX 32
+
+/* The create body of @sb's run container. */
+static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spec,
+                                 const char *cmd[SANDBOX_CMD_MAX], const char *env[SANDBOX_ENV_MAX],
+                                 char timeout_arg[16], char script[64])
+{
+        struct engine_state *st = sb->st;
+        const struct sbx_config *cfg = sb->cfg;
+
+        snprintf(script, 64, "/sandbox/%s", sbx_language_script(sb->language));
+        snprintf(timeout_arg, 16, "%u", sb->backstop_s);
+        const char *plain[] = {"timeout", "--kill-after=1", timeout_arg, sb->interp, script, NULL};
         /* network "allowlist": the code starts once its way out listens (egress.c); the tag
          * (the script's $0) lets the server know the container's process when it sees it */
-        char wait_sh[192], egress_tag[48] = "";
-        const char *cmd_egress[] = {
-            "timeout",   "--kill-after=1",
-            timeout_arg, "bash",
-            "-c",        engine_egress_wait_script(EGRESS_PORT, wait_sh, sizeof(wait_sh)),
-            egress_tag,  interp,
-            script,      NULL};
-        bool egress_on = req->network == RUN_NETWORK_ALLOWLIST;
-        if (egress_on && engine_egress_tag(egress_tag, sizeof(egress_tag)) < 0) {
-                r = sbx_fail(err, EIO, "egress: no random bytes for the run's tag (getrandom)");
-                goto out_code;
-        }
+        const char *waiting[] = {
+            "timeout",
+            "--kill-after=1",
+            timeout_arg,
+            "bash",
+            "-c",
+            engine_egress_wait_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh)),
+            sb->egress_tag,
+            sb->interp,
+            script,
+            NULL};
+        static_assert(sizeof(waiting) <= SANDBOX_CMD_MAX * sizeof(char *), "cmd too short");
+        if (sb->network == RUN_NETWORK_ALLOWLIST)
+                memcpy(cmd, waiting, sizeof(waiting));
+        else
+                memcpy(cmd, plain, sizeof(plain));
         /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
          * (egress_sandbox_env()), PATH with pip's scripts */
-        const char *env[32];
         size_t n_env = 0;
-        for (const char *const *e = egress_sandbox_env(req->network);
-             *e && n_env < ELEMENTSOF(env) - 2; e++)
+        for (const char *const *e = egress_sandbox_env(sb->network);
+             *e && n_env < SANDBOX_ENV_MAX - 2; e++)
                 env[n_env++] = *e;
         env[n_env++] = EGRESS_SANDBOX_PATH;
         env[n_env] = NULL;
-        const char *const *cmd = egress_on ? cmd_egress : cmd_plain;
         /* Docker: our generated profile as JSON (the API takes the profile itself); Podman:
          * the path of the one derived from its default. None on an engine without seccomp
          * (the grade says so). */
-        const char *secprof = seccomp_profile[0] ? seccomp_profile : NULL;
-        if (!podman && !strstr(grade, "no seccomp filter"))
+        const char *secprof = sb->seccomp_profile[0] ? sb->seccomp_profile : NULL;
+        if (!sb->podman && !strstr(sb->grade, "no seccomp filter"))
                 secprof = st->seccomp_json;
-        struct engine_run_spec spec = {
-            .image = res->image,
+        *spec = (struct engine_run_spec){
+            .image = sb->image,
             .cmd = cmd,
-            .uid = uid,
-            .gid = gid,
+            .uid = sb->uid,
+            .gid = sb->gid,
             .workspace = cfg->workspace_dir,
             .workspace_ro = cfg->workspace_ro,
-            .code_dir = code_dir,
-            .workspace_volume = volumes ? hv.ws_vol : NULL,
-            .code_volume = volumes ? hv.code_vol : NULL,
-            .memory_bytes = (uint64_t)cfg->mem_mb << 20,
+            .code_dir = sb->code_dir,
+            .workspace_volume = sb->volumes ? sb->hv.ws_vol : NULL,
+            .code_volume = sb->volumes ? sb->hv.code_vol : NULL,
+            .memory_bytes = sb->memory_bytes,
             .nano_cpus = (uint64_t)cfg->cpu_pct * 10000000ull,
             .pids_max = cfg->pids_max,
             .tmpfs_mb = cfg->tmpfs_mb,
-            .owner = owner,
-            .podman = st->conn.podman,
+            .owner = sb->owner,
+            .podman = sb->podman,
             .userns_keep_id = st->rootless_podman,
             .init = true,
-            .cgroup_parent = *cgroup ? cgroup : NULL,
+            .cgroup_parent = *sb->cgroup ? sb->cgroup : NULL,
             .seccomp_profile = secprof,
-            .extra_env = (const char *const *)env,
+            .extra_env = env,
         };
-        body = engine_create_body(&spec);
-        r = container_create(st, body, res->image, "create the sandbox", &id, err);
-        if (r < 0)
-                goto out_code;
-        active_add(st, id);
-        sbx_trace_lap(&trace, "create");
+        return engine_create_body(spec);
+}
 
-        /* Verify: the engine's view of the container, option by option. */
-        r = container_inspect(st, id, spec.userns_keep_id, &inspect, err);
+/* Create the run container and check the engine's view of it, option by option. */
+static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
+{
+        struct engine_run_spec spec;
+        const char *cmd[SANDBOX_CMD_MAX], *env[SANDBOX_ENV_MAX];
+        char timeout_arg[16], script[64];
+        _cleanup_(json_putp) json_object *body =
+            sandbox_body(sb, &spec, cmd, env, timeout_arg, script);
+        _cleanup_(json_putp) json_object *inspect = NULL;
+        int r;
+
+        r = container_create(sb->st, body, sb->image, "create the sandbox", &sb->id, err);
+        sbx_trace_lap(&sb->trace, "create");
+        if (r < 0)
+                return r;
+        r = container_inspect(sb->st, sb->id, spec.userns_keep_id, &inspect, err);
         if (r == 0)
-                r = engine_verify_inspect(inspect, &spec, degraded, sizeof(degraded), err);
+                r = engine_verify_inspect(inspect, &spec, sb->degraded, sizeof(sb->degraded), err);
         if (r == 0) {
                 const char *image_id = json_object_get_string(jget(inspect, "Image"));
-                r = image_programs_check(st, id, image_id && *image_id ? image_id : res->image,
-                                         res->image, interp, err);
+                r = image_programs_check(sb->st, sb->id,
+                                         image_id && *image_id ? image_id : sb->image, sb->image,
+                                         sb->interp, err);
         }
-        if (r < 0)
-                goto out_remove;
-        json_object_put(TAKE_PTR(inspect));
+        sbx_trace_lap(&sb->trace, "inspect_verify");
+        return r;
+}
 
-        sbx_trace_lap(&trace, "inspect_verify");
-        if (volumes) {
-                r = handin_check(st, req, id, &hv, err);
-                if (r < 0)
-                        goto out_remove;
-                sbx_trace_lap(&trace, "handin_check");
+static void engine_sb_destroy(struct sandbox *sb);
+
+static int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec,
+                             struct sandbox **ret, struct sbx_error *err)
+{
+        struct sandbox *sb = xcalloc(1, sizeof(*sb));
+        int r;
+
+        if (spec->mode != SANDBOX_MODE_ONE_SHOT) {
+                free(sb);
+                return sbx_fail(err, EOPNOTSUPP,
+                                "the container backend runs one program per sandbox");
         }
+        sb->b = b;
+        sb->st = b->state;
+        sb->cfg = spec->cfg;
+        sb->language = spec->language;
+        sb->network = spec->network;
+        sb->kmsg_fd = -1;
+        sb->kmsg_r = -ENOENT;
+        pthread_mutex_init(&sb->lock, NULL);
+        sb->interp = spec->language == SBX_LANG_NODE   ? "node"
+                     : spec->language == SBX_LANG_BASH ? "bash"
+                                                       : "python3";
+        sb->backstop_s =
+            (sb->cfg->max_timeout_s ? sb->cfg->max_timeout_s : 60) + ENGINE_INNER_BACKSTOP_S;
+        sb->memory_bytes = (uint64_t)sb->cfg->mem_mb << 20;
+        sbx_trace_begin(&sb->trace, sb->cfg->trace_timing, "container");
+        snprintf(sb->image, sizeof(sb->image), "%s", image_for(sb->cfg, spec->language));
+        r = sandbox_snapshot(sb, err);
+        if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST && sb->volumes)
+                /* the way out is made inside the container's namespace from this machine
+                 * (egress.c): a remote engine's processes are not ours to see */
+                r = sbx_fail(err, EOPNOTSUPP,
+                             "network \"allowlist\" needs a container engine on this machine "
+                             "(the server enters the sandbox's network namespace to make its "
+                             "only way out); this one is remote (%s): use network \"none\", or "
+                             "a local engine",
+                             sb->st->conn.ep.host);
+        if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST &&
+            engine_egress_tag(sb->egress_tag, sizeof(sb->egress_tag)) < 0)
+                r = sbx_fail(err, EIO, "egress: no random bytes for the run's tag (getrandom)");
+        sbx_trace_lap(&sb->trace, "prepare");
+        if (r == 0)
+                r = sandbox_sweep(sb->st, err);
+        if (r == 0)
+                r = workspace_ensure(sb->cfg->workspace_dir, err);
+        sbx_trace_lap(&sb->trace, "sweep");
+        if (r == 0)
+                r = sb->volumes
+                        ? handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
+                        : code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir, err);
+        sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
+        if (r == 0)
+                r = sandbox_create(sb, err);
+        if (r < 0) {
+                engine_sb_destroy(sb);
+                return r;
+        }
+        *ret = sb;
+        return 0;
+}
+
+/* The stream source's fds: curl's sockets, and a wake at least every 100 ms (a kill() from
+ * another thread is carried out at the next pump; a socket past FD_SETSIZE, which
+ * curl_multi_fdset leaves out, is served at that pace too). */
+static unsigned engine_stream_fds(void *userdata, struct pollfd *fds, unsigned max, int *timeout_ms)
+{
+        struct sandbox *sb = userdata;
+        fd_set rd, wr, ex;
+        int maxfd = -1;
+        long curl_ms = -1;
+        unsigned n = 0;
+
+        FD_ZERO(&rd);
+        FD_ZERO(&wr);
+        FD_ZERO(&ex);
+        curl_multi_fdset(sb->rx.m, &rd, &wr, &ex, &maxfd);
+        for (int fd = 0; fd <= maxfd && n < max; fd++) {
+                short ev = 0;
+                if (FD_ISSET(fd, &rd))
+                        ev |= POLLIN;
+                if (FD_ISSET(fd, &wr))
+                        ev |= POLLOUT;
+                if (FD_ISSET(fd, &ex))
+                        ev |= POLLPRI;
+                if (ev)
+                        fds[n++] = (struct pollfd){.fd = fd, .events = ev};
+        }
+        curl_multi_timeout(sb->rx.m, &curl_ms);
+        *timeout_ms = curl_ms >= 0 && curl_ms < 100 ? (int)curl_ms : 100;
+        return n;
+}
+
+/* Perform the run's transfers: output to the warden, the kill when one was asked for, and
+ * whether the program and its output are over. */
+static unsigned engine_stream_pump(void *userdata, sandbox_emit_fn emit, void *emit_userdata)
+{
+        struct sandbox *sb = userdata;
+        struct run_xfers *rx = &sb->rx;
+        uint64_t now = now_ms();
+        unsigned flags = 0;
+
+        pthread_mutex_lock(&sb->lock);
+        bool kill = sb->kill_wanted;
+        pthread_mutex_unlock(&sb->lock);
+        pthread_mutex_lock(&sb->st->lock);
+        kill |= sb->st->shutting_down; /* a server without a registry (run once) stops too */
+        pthread_mutex_unlock(&sb->st->lock);
+        if (kill && !sb->t_kill && !rx->wait.done) {
+                /* The kill goes through the same multi: the stream keeps being drained
+                 * meanwhile (Podman's kill blocks while the container is stuck writing to an
+                 * unread attach). */
+                struct engine_call kc = kill_call(sb->id);
+                struct sbx_error ke = {0};
+                if (leg_add(rx, &rx->kill, &sb->st->conn, &kc, &ke) < 0)
+                        log_debug("kill %.12s: %s", sb->id, ke.msg);
+                sb->t_kill = now;
+                log_debug("run %.12s: stopping", sb->id);
+        }
+        rx->a.emit = emit;
+        rx->a.emit_userdata = emit_userdata;
+        run_xfers_pump(rx);
+        rx->a.emit = NULL;
+        if (rx->wait.done) {
+                pthread_mutex_lock(&sb->lock);
+                sb->exited = true;
+                pthread_mutex_unlock(&sb->lock);
+        }
+        /* After our kill the stream's end (or the kill's answer) says the container is gone;
+         * Podman's compat wait can take seconds to answer after a kill, and nothing waits on it
+         * past a short bound: the forced removal finishes the container in any case. */
+        bool kill_over = sb->t_kill && ((rx->attach.done && (rx->wait.done || rx->kill.done)) ||
+                                        now - sb->t_kill > ENGINE_KILL_WAIT_MS);
+        if (rx->wait.done || kill_over)
+                flags |= SANDBOX_STREAM_ENDED;
+        /* output past our kill is not wanted: no drain after it */
+        if (rx->attach.done || kill_over || (rx->wait.done && sb->t_kill))
+                flags |= SANDBOX_STREAM_EOF;
+        return flags;
+}
+
+static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
+                           struct sandbox_io *ret_io, struct sbx_error *err)
+{
+        struct engine_state *st = sb->st;
+        int r;
+
+        /* Fail closed: the network is the sandbox's (its command waits for a listener or
+         * not), never another than the call asked for. */
+        if (req->network != sb->network)
+                return sbx_fail(err, EINVAL,
+                                "container sandbox: prepared for network \"%s\", the call asks "
+                                "for \"%s\"",
+                                sb->network == RUN_NETWORK_ALLOWLIST ? "allowlist" : "none",
+                                req->network == RUN_NETWORK_ALLOWLIST ? "allowlist" : "none");
+        r = sb->volumes ? handin_fill(st, sb->cfg, req, sb->image, sb->uid, sb->gid, sb->owner,
+                                      &sb->hv, err)
+                        : code_write(sb->code_dir, req, sb->uid, sb->gid, sb->rootless_docker,
+                                     &sb->code_file, err);
+        if (r == 0 && sb->volumes)
+                r = handin_check(st, req, sb->id, &sb->hv, err);
+        sbx_trace_lap(&sb->trace, sb->volumes ? "handin" : "code");
+        if (r < 0)
+                return r;
         /* Podman never reports OOM kills: the kernel's log will (hostcg.c). Opened before the
          * start, positioned at its end. */
-        if (podman) {
-                kmsg_fd = engine_kmsg_open();
-                if (kmsg_fd < 0)
+        if (sb->podman) {
+                sb->kmsg_fd = engine_kmsg_open();
+                if (sb->kmsg_fd < 0)
                         log_debug("cannot read the kernel log (%s): Podman's OOM kills are "
                                   "reported as likely only",
-                                  strerror(-kmsg_fd));
+                                  strerror(-sb->kmsg_fd));
         }
-        r = run_stream(b, req, id, res, &so, &trace, egress_on ? &egress : NULL, err);
-        if (egress) /* the container has exited or been killed: its last connections are done */
-                egress_session_finish(TAKE_PTR(egress), &res->egress);
+        r = run_xfers_arm(&sb->rx, &st->conn, sb->id, err);
+        sbx_trace_lap(&sb->trace, "arm_attach_wait");
+        if (r == 0)
+                r = container_start(&st->conn, sb->id, sb->image, err);
+        sbx_trace_lap(&sb->trace, "start");
+        if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST) {
+                /* the way out, made inside the started container (egress.c); its code waits
+                 * for it. Fail closed: on error destroy() removes the container unrun. */
+                r = engine_egress_begin(&st->conn, sb->id, sb->cfg, &sb->egress, err);
+                sbx_trace_lap(&sb->trace, "egress");
+        }
         if (r < 0)
-                goto out_remove;
+                return r;
+        pthread_mutex_lock(&sb->lock);
+        sb->supervising = true;
+        pthread_mutex_unlock(&sb->lock);
+        sb->stream = (struct sandbox_stream){
+            .fds = engine_stream_fds, .pump = engine_stream_pump, .userdata = sb};
+        *ret_io = (struct sandbox_io){
+            .out_fd = -1,
+            .err_fd = -1,
+            .pidfd = -1,
+            .ended_fd = -1,
+            .stream = &sb->stream,
+            .start_ms = sbx_now_ms(),
+            .grace_ms = ENGINE_DEADLINE_SLACK_MS,
+            .drain_ms = ENGINE_DRAIN_MS,
+        };
+        return 0;
+}
 
-        /* Collect: exit code (wait, else inspect) and the engine's OOM verdict. */
-        bool oom = false;
-        int exit_code = so.status_code;
+/* kill(): while the warden pumps, the kill leg goes into its multi at the next pump; before
+ * the start (a spare) or after it, a request of its own. Nothing once the wait answered. */
+static void engine_sb_kill(struct sandbox *sb)
+{
+        pthread_mutex_lock(&sb->lock);
+        bool now = !sb->exited && !sb->supervising && sb->id && !sb->killed_sync;
+        if (!sb->exited)
+                sb->kill_wanted = true;
+        if (now)
+                sb->killed_sync = true;
+        pthread_mutex_unlock(&sb->lock);
+        if (now)
+                kill_container(&sb->st->conn, sb->id);
+}
+
+/* The exit status: the wait's answer, else (a run not stopped) the inspect's; and the engine's
+ * OOM verdict. Return 0, or -EIO when the result is unknown. */
+static int collect_exit(struct sandbox *sb, const struct sandbox_watch *w, int *ret_exit,
+                        bool *ret_oom, bool *ret_wait_ok, struct sbx_error *err)
+{
+        struct run_xfers *rx = &sb->rx;
+        _cleanup_(json_putp) json_object *inspect = NULL;
         struct sbx_error e3 = {0};
-        /* A run we stopped (cancel, flood, deadline) has its outcome already: no inspect, which
-         * on Podman can block while the kill is carried out. */
-        int ri =
-            so.stop != STOP_NONE ? -ECANCELED : container_inspect(st, id, false, &inspect, &e3);
-        sbx_trace_lap(&trace, "collect_inspect");
-        if (ri == 0) {
+        json_object *sc;
+        bool wait_ok = false;
+
+        *ret_oom = false;
+        *ret_exit = 0;
+        if (rx->wait.done && rx->wait.rc == 0 &&
+            json_object_object_get_ex(rx->wait.rep.json, "StatusCode", &sc)) {
+                wait_ok = true;
+                *ret_exit = json_object_get_int(sc);
+        }
+        /* A run we stopped has its outcome already: no inspect, which on Podman can block
+         * while the kill is carried out. */
+        if (w->forced == RUN_OUTCOME_NONE && !sb->t_kill &&
+            container_inspect(sb->st, sb->id, false, &inspect, &e3) == 0) {
                 json_object *state = jget(inspect, "State");
-                oom = json_object_get_boolean(jget(state, "OOMKilled"));
-                if (!so.wait_ok && jget(state, "ExitCode") &&
+                *ret_oom = json_object_get_boolean(jget(state, "OOMKilled"));
+                if (!wait_ok && jget(state, "ExitCode") &&
                     !json_object_get_boolean(jget(state, "Running"))) {
-                        exit_code = json_object_get_int(jget(state, "ExitCode"));
-                        so.wait_ok = true;
+                        *ret_exit = json_object_get_int(jget(state, "ExitCode"));
+                        wait_ok = true;
                 }
         }
-        if (!so.wait_ok && so.stop == STOP_NONE) {
-                r = sbx_fail(err, EIO,
-                             "%s: the run's result is unknown; check the container "
-                             "engine (it may have stopped) and retry",
-                             so.engine_lost ? so.lost_msg : "the engine gave no exit status");
-                goto out_remove;
-        }
+        *ret_wait_ok = wait_ok;
+        if (!wait_ok && w->forced == RUN_OUTCOME_NONE && !sb->t_kill)
+                return sbx_fail(err, EIO,
+                                "%s: the run's result is unknown; check the container engine (it "
+                                "may have stopped) and retry",
+                                rx->wait.done ? rx->wait.err.msg
+                                              : "the engine gave no exit status");
+        return 0;
+}
 
-        res->usage.wall_ms = so.wall_ms;
-        if (*cgroup) {
-                engine_hostcg_read(cgroup, podman, &res->usage);
+/* Usage from the run's parent cgroup, and Podman's OOM kills from the kernel's log. */
+static void collect_usage(struct sandbox *sb, bool stopped, bool *oom, struct run_result *res)
+{
+        const struct sbx_config *cfg = sb->cfg;
+
+        if (*sb->cgroup) {
+                engine_hostcg_read(sb->cgroup, sb->podman, &res->usage);
                 /* the parent holds the container only (Docker): a peak at the cap means a
                  * fork was refused there */
                 if (res->usage.pids_peak.measured && cfg->pids_max &&
                     res->usage.pids_peak.value >= cfg->pids_max)
                         snprintf(res->limits_hit, sizeof(res->limits_hit),
                                  "pids (the cap of %u was reached)", cfg->pids_max);
-                sbx_trace_lap(&trace, "usage_read");
         } else {
-                set_not_measured(&res->usage.cpu_us, usage_why);
-                set_not_measured(&res->usage.mem_peak_bytes, usage_why);
-                set_not_measured(&res->usage.pids_peak, usage_why);
+                set_not_measured(&res->usage.cpu_us, sb->usage_why);
+                set_not_measured(&res->usage.mem_peak_bytes, sb->usage_why);
+                set_not_measured(&res->usage.pids_peak, sb->usage_why);
         }
         /* Podman never says: did the kernel OOM-kill something of this container? (Any exit
          * status: a child may have been killed while the program went on.) */
-        if (!oom && podman && so.stop == STOP_NONE && kmsg_fd >= 0) {
-                kmsg_r = engine_kmsg_find_oom(kmsg_fd, id);
-                oom = kmsg_r == 1;
+        if (!*oom && sb->podman && !stopped && sb->kmsg_fd >= 0) {
+                sb->kmsg_r = engine_kmsg_find_oom(sb->kmsg_fd, sb->id);
+                *oom = sb->kmsg_r == 1;
         }
-        res->mem_limit_bytes = spec.memory_bytes;
-        if (so.proto_error)
-                snprintf(res->notes, sizeof(res->notes),
-                         "output cut: the engine's output stream lost its framing");
+}
 
-        bool limits_applied = !strstr(grade, "memory") && !strstr(degraded, "memory");
-        uint64_t timeout_ms = (uint64_t)req->timeout_s * 1000;
-        if (so.stop == STOP_CANCEL || so.stop == STOP_SHUTDOWN) {
-                res->outcome = RUN_OUTCOME_CANCELLED;
-        } else if (so.stop == STOP_FLOOD) {
-                res->outcome = RUN_OUTCOME_FLOODED;
-                /* the OOM verdict must come between the two timeout checks: */
-                /* NOLINTNEXTLINE(bugprone-branch-clone) */
-        } else if (so.stop == STOP_TIMEOUT) {
-                res->outcome = RUN_OUTCOME_TIMED_OUT;
-        } else if (oom && exit_code == 137) {
+/* The outcome of a run the warden did not stop (or whose deadline kill came too late). */
+static void collect_outcome(struct sandbox *sb, int exit_code, bool oom, struct run_result *res)
+{
+        bool limits_applied = !strstr(sb->grade, "memory") && !strstr(sb->degraded, "memory");
+
+        if (oom && exit_code == 137) {
                 /* the main program was the one killed (timeout exits 128 + SIGKILL) */
                 res->outcome = RUN_OUTCOME_SIGNALED;
                 res->term_signal = SIGKILL;
@@ -1625,11 +1685,11 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 res->exit_code = exit_code;
                 res->oom_killed = true;
         } else if ((exit_code == 124 || exit_code == 137) &&
-                   so.wall_ms >= timeout_ms + ENGINE_INNER_BACKSTOP_S * 1000ull) {
+                   res->usage.wall_ms >= (uint64_t)sb->backstop_s * 1000u) {
                 /* the backstop wrapper fired: only possible when the server's own kill at the
                  * deadline did not land (the code cannot run that long otherwise) */
                 res->outcome = RUN_OUTCOME_TIMED_OUT;
-        } else if (exit_code == 137 && podman && limits_applied && kmsg_r < 0) {
+        } else if (exit_code == 137 && sb->podman && limits_applied && sb->kmsg_r < 0) {
                 /* Podman never reports OOM kills (docs/design/engine-api.md §7) and the kernel's
                  * log could not be read (or lost records): say what we know. */
                 res->outcome = RUN_OUTCOME_SIGNALED;
@@ -1637,83 +1697,128 @@ static int engine_run(struct backend *b, const struct run_request *req, struct r
                 snprintf(res->notes, sizeof(res->notes),
                          "killed by SIGKILL before its deadline; Podman does not report "
                          "out-of-memory kills, and the %u MiB memory cap is the likely cause",
-                         cfg->mem_mb);
+                         sb->cfg->mem_mb);
         } else {
                 res->outcome = RUN_OUTCOME_EXITED;
                 res->exit_code = exit_code;
         }
+}
 
-        if (volumes && !cfg->workspace_ro) {
-                copy_back(st, cfg, id, &hv, uid, gid, res);
-                sbx_trace_lap(&trace, "copy_back");
-        }
-        if (volumes && hv.skipped)
+/* The workspace back (volumes), the notes, and the grade the run had. */
+static void collect_finish(struct sandbox *sb, struct run_result *res)
+{
+        if (sb->volumes && !sb->cfg->workspace_ro)
+                copy_back(sb->st, sb->cfg, sb->id, &sb->hv, sb->uid, sb->gid, res);
+        if (sb->volumes && sb->hv.skipped)
                 note_add(res,
                          "workspace: %u socket%s, fifo%s or device%s not copied to the remote "
                          "engine",
-                         hv.skipped, hv.skipped == 1 ? "" : "s", hv.skipped == 1 ? "" : "s",
-                         hv.skipped == 1 ? "" : "s");
-
-        if (*degraded && strcmp(grade, "container") == 0)
+                         sb->hv.skipped, sb->hv.skipped == 1 ? "" : "s",
+                         sb->hv.skipped == 1 ? "" : "s", sb->hv.skipped == 1 ? "" : "s");
+        if (*sb->degraded && strcmp(sb->grade, "container") == 0)
                 snprintf(res->isolation, sizeof(res->isolation),
                          "container-degraded (limits not applied: %s: the engine did not keep "
                          "them)",
-                         degraded);
+                         sb->degraded);
         else
-                snprintf(res->isolation, sizeof(res->isolation), "%s", grade);
-        r = 0;
-
-out_remove:
-        if (id && r == 0) {
-                /* The result is complete: remove in the background (shutdown waits for it). */
-                remove_in_background(st, id, cgroup, hv.vols);
-                hv.vols[0] = hv.vols[1] = NULL; /* the removal thread's now */
-                sbx_trace_lap(&trace, "remove_dispatch");
-        } else if (id) {
-                struct sbx_error e4 = {0};
-                if (container_remove(&st->conn, id, &e4) < 0) {
-                        log_warning("%s (the next start's sweep removes it), ignoring", e4.msg);
-                        hv.vols[0] = hv.vols[1] = NULL; /* in use: the sweep's */
-                }
-                active_del(st, id);
-                if (*cgroup)
-                        engine_hostcg_remove(cgroup);
-                sbx_trace_lap(&trace, "remove");
-        }
-out_code:
-        volumes_remove(&st->conn, hv.vols);
-        engine_manifest_done(&hv.manifest);
-        if (code_file)
-                unlink(code_file);
-        if (code_dir) {
-                rmdir(code_dir);
-                owner_file_remove(code_dir);
-        }
-        sbx_trace_lap(&trace, "finish");
-        sbx_trace_end(&trace);
-        return r;
+                snprintf(res->isolation, sizeof(res->isolation), "%s", sb->grade);
 }
+
+static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
+                             struct run_result *res, struct sbx_error *err)
+{
+        struct run_xfers *rx = &sb->rx;
+        int exit_code = 0, r;
+        bool oom = false, wait_ok = false;
+        enum run_outcome forced = w->forced;
+
+        snprintf(res->backend, sizeof(res->backend), "container");
+        snprintf(res->image, sizeof(res->image), "%s", sb->image);
+        sbx_trace_lap(&sb->trace, "wait_stream");
+        if (sb->egress) /* the container has exited or been killed: its connections are done */
+                egress_session_finish(TAKE_PTR(sb->egress), &res->egress);
+        r = collect_exit(sb, w, &exit_code, &oom, &wait_ok, err);
+        sbx_trace_lap(&sb->trace, "collect_inspect");
+        if (r < 0)
+                return r;
+        /* Our deadline kill found the container no longer running (409), or the container
+         * did not end by our SIGKILL (its status is not 128 + 9): the program had ended by
+         * itself just before, its exit status stands. */
+        if (forced == RUN_OUTCOME_TIMED_OUT && wait_ok &&
+            ((rx->kill.done && rx->kill.rep.status == 409) || exit_code != 137)) {
+                log_debug("run %.12s: ended by itself before the deadline kill", sb->id);
+                forced = RUN_OUTCOME_NONE;
+        }
+        collect_usage(sb, forced != RUN_OUTCOME_NONE || sb->t_kill, &oom, res);
+        res->mem_limit_bytes = sb->memory_bytes;
+        if (rx->a.proto_error)
+                snprintf(res->notes, sizeof(res->notes),
+                         "output cut: the engine's output stream lost its framing");
+        if (forced != RUN_OUTCOME_NONE)
+                res->outcome = forced;
+        else if (sb->t_kill) /* killed from outside the warden: the server shuts down */
+                res->outcome = RUN_OUTCOME_CANCELLED;
+        else
+                collect_outcome(sb, exit_code, oom, res);
+        collect_finish(sb, res);
+        sbx_trace_lap(&sb->trace, "usage_copy_back");
+        return 0;
+}
+
+/* destroy(): the container, its volumes and parent cgroup go in the background (shutdown waits
+ * for them); the code folder here. */
+static void engine_sb_destroy(struct sandbox *sb)
+{
+        if (!sb)
+                return;
+        if (sb->egress) {
+                /* started but never collected: kill the container first (its connections
+                 * end with it), then the proxy; its decisions go nowhere */
+                struct run_result dropped = {0};
+                engine_sb_kill(sb);
+                egress_session_finish(TAKE_PTR(sb->egress), &dropped.egress);
+                run_result_done(&dropped);
+        }
+        run_xfers_done(&sb->rx);
+        if (sb->id || sb->hv.vols[0] || sb->hv.vols[1] || *sb->cgroup)
+                remove_in_background(sb->st, sb->id, sb->cgroup, sb->hv.vols);
+        sbx_trace_lap(&sb->trace, "remove_dispatch");
+        engine_manifest_done(&sb->hv.manifest);
+        if (sb->code_file)
+                unlink(sb->code_file);
+        if (sb->code_dir) {
+                rmdir(sb->code_dir);
+                owner_file_remove(sb->code_dir);
+        }
+        if (sb->kmsg_fd >= 0)
+                close(sb->kmsg_fd);
+        free(sb->code_file);
+        free(sb->code_dir);
+        free(sb->id);
+        sbx_trace_lap(&sb->trace, "finish");
+        sbx_trace_end(&sb->trace);
+        pthread_mutex_destroy(&sb->lock);
+        free(sb);
+}
+
+static const struct sandbox_ops engine_sandbox_ops = {
+    .prepare = engine_sb_prepare,
+    .start = engine_sb_start,
+    .kill = engine_sb_kill,
+    .collect = engine_sb_collect,
+    .destroy = engine_sb_destroy,
+};
 
 static void engine_shutdown(struct backend *b)
 {
         struct engine_state *st = b->state;
-        char **ids;
-        size_t n;
 
+        /* The live sandboxes are the service's registry's, which killed them already; a run
+         * without a registry (run once) sees this flag at its next pump and stops. */
         pthread_mutex_lock(&st->lock);
         st->shutting_down = true;
-        n = st->n_active;
-        ids = xcalloc(n + 1, sizeof(char *));
-        for (size_t i = 0; i < n; i++)
-                ids[i] = xstrdup(st->active[i]);
         bool ready = st->ready;
         pthread_mutex_unlock(&st->lock);
-
-        for (size_t i = 0; i < n; i++) {
-                kill_container(&st->conn, ids[i]);
-                free(ids[i]);
-        }
-        free(ids);
         removals_wait(st, 30);
         if (!ready)
                 return;
@@ -1746,9 +1851,6 @@ static void engine_destroy(struct backend *b)
                 b->state = NULL; /* leak it rather than free under a running thread */
                 return;
         }
-        for (size_t i = 0; i < st->n_active; i++)
-                free(st->active[i]);
-        free(st->active);
         for (size_t i = 0; i < st->n_programs_ok; i++)
                 free(st->programs_ok[i]);
         free(st->programs_ok);
@@ -1764,7 +1866,8 @@ static const struct backend_ops engine_ops = {
     .name = "container",
     .egress = true,
     .probe = engine_probe,
-    .run = engine_run,
+    .run = sandbox_run_once,
+    .sandbox = &engine_sandbox_ops,
     .shutdown = engine_shutdown,
     .destroy = engine_destroy,
 };

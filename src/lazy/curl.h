@@ -29,11 +29,14 @@
         X(curl_global_init)                                                                        \
         X(curl_multi_add_handle)                                                                   \
         X(curl_multi_cleanup)                                                                      \
+        X(curl_multi_fdset)                                                                        \
         X(curl_multi_info_read)                                                                    \
         X(curl_multi_init)                                                                         \
         X(curl_multi_perform)                                                                      \
         X(curl_multi_poll)                                                                         \
         X(curl_multi_remove_handle)                                                                \
+        X(curl_multi_timeout)                                                                      \
+        X(curl_multi_wakeup)                                                                       \
         X(curl_slist_append)                                                                       \
         X(curl_slist_free_all)
 
@@ -72,11 +75,14 @@ const struct lazy_curl_table *lazy_curl(void);
 #define curl_global_init (lazy_curl()->curl_global_init)
 #define curl_multi_add_handle (lazy_curl()->curl_multi_add_handle)
 #define curl_multi_cleanup (lazy_curl()->curl_multi_cleanup)
+#define curl_multi_fdset (lazy_curl()->curl_multi_fdset)
 #define curl_multi_info_read (lazy_curl()->curl_multi_info_read)
 #define curl_multi_init (lazy_curl()->curl_multi_init)
 #define curl_multi_perform (lazy_curl()->curl_multi_perform)
 #define curl_multi_poll (lazy_curl()->curl_multi_poll)
 #define curl_multi_remove_handle (lazy_curl()->curl_multi_remove_handle)
+#define curl_multi_timeout (lazy_curl()->curl_multi_timeout)
+#define curl_multi_wakeup (lazy_curl()->curl_multi_wakeup)
 #define curl_slist_append (lazy_curl()->curl_slist_append)
 #define curl_slist_free_all (lazy_curl()->curl_slist_free_all)
 #endif

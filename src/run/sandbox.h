@@ -25,7 +25,9 @@
  * come from any other thread at any time between a successful prepare and destroy. */
 #pragma once
 
+#include <poll.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -91,10 +93,32 @@ enum {
  * After the end the warden reads the pipes until EOF, for at most a short drain time
  * (200 ms), or (SANDBOX_IO_CELL) only what they hold at once.
  *
- * The container backend's source (the fd set of its curl_multi and a callback that performs
- * it and hands demultiplexed bytes over) is added here, additively, when that backend
- * implements these ops (docs/design/lifecycle.md, "Steps").
+ * A source that is no pipe (the container backend: the fds of its curl_multi, and a callback
+ * that performs it and hands the demultiplexed bytes over) is @stream: the warden polls the fds
+ * it names and pumps it every round; its bytes go through the same cap and flood rule as the
+ * pipes', and it says when the program is over (SANDBOX_STREAM_ENDED, the @pid/@ended_fd of a
+ * stream source) and when no more output will come (SANDBOX_STREAM_EOF).
  */
+
+/* What a stream source's pump reports, or-ed. */
+enum {
+        SANDBOX_STREAM_ENDED = 1u << 0, /* the program is over (its exit status is known) */
+        SANDBOX_STREAM_EOF = 1u << 1,   /* the output is over: nothing more to read */
+};
+
+/* Hands @n bytes of the program's @stream (1 stdout, 2 stderr) to the warden. */
+typedef void (*sandbox_emit_fn)(void *emit_userdata, int stream, const char *buf, size_t n);
+
+struct sandbox_stream {
+        /* Fill at most @max entries of @fds with what to wait on (events POLLIN/POLLOUT), and
+         * lower *@timeout_ms (-1 = no wish) to when it wants a pump anyway. Return the count. */
+        unsigned (*fds)(void *userdata, struct pollfd *fds, unsigned max, int *timeout_ms);
+        /* Do what is ready now, without blocking; bytes through @emit. Return SANDBOX_STREAM_*
+         * flags (sticky: once reported, reported again). */
+        unsigned (*pump)(void *userdata, sandbox_emit_fn emit, void *emit_userdata);
+        void *userdata;
+};
+
 struct sandbox_io {
         int out_fd;     /* read end of the program's stdout, or -1 */
         int err_fd;     /* read end of its stderr, or -1 */
@@ -103,6 +127,13 @@ struct sandbox_io {
         int pidfd;      /* pidfd_open(@pid), or -1 (then the warden polls waitid every 20 ms) */
         int ended_fd;   /* readable once the program (or cell) is over, or -1 */
         unsigned flags; /* SANDBOX_IO_* */
+        /* Optional (additive; zero = as before): */
+        const struct sandbox_stream *stream; /* a stream source (see above), or NULL */
+        uint64_t start_ms; /* when the program really started (sbx_now_ms()): the clock of
+                            * the deadline and the wall time; 0 = when start() was called */
+        unsigned grace_ms; /* the deadline is timeout_s plus this much (the engine's answer
+                            * to an exit may still be on its way at the deadline) */
+        unsigned drain_ms; /* after the end, read what is left this long at most; 0 = 200 */
 };
 
 /* The outcome of supervision, for collect: why the warden stopped the program, if it did. */

@@ -24,6 +24,8 @@
 /* A cell that was interrupted (sandbox_ops.interrupt) has this long to end before kill()
  * ends its session. */
 #define WARDEN_CELL_GRACE_MS 2000
+/* At most this many fds of a stream source (sandbox_stream) in one poll. */
+#define WARDEN_STREAM_FDS 8
 /* Without a pidfd, check the child this often. */
 #define WARDEN_WAITPID_POLL_MS 20
 
@@ -75,6 +77,25 @@ static void close_fd(int *fd)
         }
 }
 
+/* Take @n bytes of output into @s. Returns false once no more is wanted (past a flood). */
+static bool take_output(struct warden *w, struct run_stream *s, const char *buf, size_t n)
+{
+        if (s->stopped_at && s->total > s->stopped_at + WARDEN_FLOOD_AFTER_BYTES)
+                return false;
+        uint64_t total = run_stream_append(s, buf, n, w->cap);
+
+        /* A run printing more than twice the cap is stopped: what is beyond the cap is only
+         * counted (and its tail kept), and an endless printer would otherwise keep the warden
+         * reading until its deadline. What it wrote until every process of it was dead is
+         * still read and counted, so the result says how much it wrote, not only how much was
+         * read when it was stopped; WARDEN_FLOOD_AFTER_BYTES bounds that. */
+        if (total > 2 * (uint64_t)w->cap && !s->stopped_at && w->forced == RUN_OUTCOME_NONE) {
+                s->stopped_at = total;
+                warden_kill(w, RUN_OUTCOME_FLOODED);
+        }
+        return !(s->stopped_at && total > s->stopped_at + WARDEN_FLOOD_AFTER_BYTES);
+}
+
 /* Read what @fd has now into @s. Returns false once the fd should be closed (EOF, error). */
 static bool drain_fd(struct warden *w, int *fd, struct run_stream *s)
 {
@@ -84,20 +105,7 @@ static bool drain_fd(struct warden *w, int *fd, struct run_stream *s)
                 ssize_t n = read(*fd, buf, sizeof(buf));
 
                 if (n > 0) {
-                        uint64_t total = run_stream_append(s, buf, (size_t)n, w->cap);
-
-                        /* A run printing more than twice the cap is stopped: what is beyond
-                         * the cap is only counted (and its tail kept), and an endless printer
-                         * would otherwise keep the warden reading until its deadline. What it
-                         * wrote until every process of it was dead is still read and counted,
-                         * so the result says how much it wrote, not only how much was read when
-                         * it was stopped; WARDEN_FLOOD_AFTER_BYTES bounds that. */
-                        if (total > 2 * (uint64_t)w->cap && !s->stopped_at &&
-                            w->forced == RUN_OUTCOME_NONE) {
-                                s->stopped_at = total;
-                                warden_kill(w, RUN_OUTCOME_FLOODED);
-                        }
-                        if (s->stopped_at && total > s->stopped_at + WARDEN_FLOOD_AFTER_BYTES)
+                        if (!take_output(w, s, buf, (size_t)n))
                                 return false;
                         continue;
                 }
@@ -142,9 +150,11 @@ struct watch {
         const struct sandbox_io *io;
         int out_fd, err_fd; /* the io's pipes while they are polled; -1 after EOF */
         uint64_t start_ms, deadline, next_progress, drain_until;
+        unsigned drain_ms;
         bool ended, by_ended_fd;
-        /* the poll set of one round */
-        struct pollfd pfd[5];
+        bool stream_eof; /* the stream source said no more output comes */
+        /* the poll set of one round: the pipes, pidfd, ended_fd, cancel, then the stream's */
+        struct pollfd pfd[5 + WARDEN_STREAM_FDS];
         int n, i_out, i_err, i_pid, i_cancel, i_ended;
 };
 
@@ -200,6 +210,10 @@ static int watch_arm(struct watch *x, uint64_t now)
                 watch_add(x, &x->i_ended, io->ended_fd);
         if (!x->ended && !x->w.killed && !x->w.interrupting && x->w.req->cancel_fd >= 0)
                 watch_add(x, &x->i_cancel, x->w.req->cancel_fd);
+        int stream_wait_ms = -1;
+        if (io->stream && !(x->ended && x->stream_eof))
+                x->n += (int)io->stream->fds(io->stream->userdata, x->pfd + x->n, WARDEN_STREAM_FDS,
+                                             &stream_wait_ms);
 
         if (x->ended)
                 wake = x->drain_until;
@@ -214,6 +228,8 @@ static int watch_arm(struct watch *x, uint64_t now)
         }
         if (!x->ended && io->pid > 0 && io->pidfd < 0 && wake > now + WARDEN_WAITPID_POLL_MS)
                 wake = now + WARDEN_WAITPID_POLL_MS;
+        if (stream_wait_ms >= 0 && wake > now + (uint64_t)stream_wait_ms)
+                wake = now + (uint64_t)stream_wait_ms;
         return wake > now ? (int)(wake - now) : 0;
 }
 
@@ -230,7 +246,29 @@ static void watch_end(struct watch *x, bool by_ended_fd)
         x->ended = true;
         x->by_ended_fd = by_ended_fd;
         x->w.res->usage.wall_ms = sbx_now_ms() - x->start_ms;
-        x->drain_until = sbx_now_ms() + WARDEN_DRAIN_MS;
+        x->drain_until = sbx_now_ms() + x->drain_ms;
+}
+
+static void stream_emit(void *userdata, int stream, const char *buf, size_t n)
+{
+        struct watch *x = userdata;
+
+        (void)take_output(&x->w, stream == 2 ? &x->w.res->err : &x->w.res->out, buf, n);
+}
+
+/* Pump the stream source: its output, and whether the program or its output is over. */
+static void watch_stream(struct watch *x)
+{
+        const struct sandbox_stream *st = x->io->stream;
+        unsigned flags;
+
+        if (!st || (x->ended && x->stream_eof))
+                return; /* an output that ended first still has the program's end to tell */
+        flags = st->pump(st->userdata, stream_emit, x);
+        if (flags & SANDBOX_STREAM_EOF)
+                x->stream_eof = true;
+        if ((flags & SANDBOX_STREAM_ENDED) && !x->ended)
+                watch_end(x, false);
 }
 
 /* Read the pipes after one poll, and see the cancel and the end. */
@@ -246,6 +284,7 @@ static void watch_handle(struct watch *x, int r)
                 log_debug("run %d: cancelled, killing it", (int)io->pid);
                 warden_kill(&x->w, RUN_OUTCOME_CANCELLED);
         }
+        watch_stream(x);
         if (x->ended)
                 return;
         if (ready(x, x->i_ended, r)) {
@@ -279,7 +318,8 @@ static int watch_loop(struct watch *x)
                         watch_cell_drain(x);
                         return 0;
                 }
-                if (x->ended && (now >= x->drain_until || (x->out_fd < 0 && x->err_fd < 0)))
+                if (x->ended && (now >= x->drain_until || (x->out_fd < 0 && x->err_fd < 0 &&
+                                                           (!x->io->stream || x->stream_eof))))
                         return 0;
                 watch_clock(x, now);
                 wait_ms = watch_arm(x, now);
@@ -305,9 +345,12 @@ static void watch_init(struct watch *x, const struct run_request *req, const str
         x->io = io;
         x->out_fd = io->out_fd;
         x->err_fd = io->err_fd;
-        x->start_ms = start_ms;
-        x->deadline = start_ms + (uint64_t)req->timeout_s * 1000u;
-        x->next_progress = start_ms + WARDEN_PROGRESS_MS;
+        /* a backend whose program starts well after start() was called (the engine: arming
+         * attach and wait, then its start) gives the real start */
+        x->start_ms = io->start_ms ? io->start_ms : start_ms;
+        x->deadline = x->start_ms + (uint64_t)req->timeout_s * 1000u + io->grace_ms;
+        x->next_progress = x->start_ms + WARDEN_PROGRESS_MS;
+        x->drain_ms = io->drain_ms ? io->drain_ms : WARDEN_DRAIN_MS;
         if (x->out_fd >= 0)
                 fcntl(x->out_fd, F_SETFL, fcntl(x->out_fd, F_GETFL) | O_NONBLOCK);
         if (x->err_fd >= 0)
