@@ -358,8 +358,15 @@ except Exception as e:
 `;
     const first = await run(conn, 'print(1)');
     assertExitCode(first.text, 0);
-    assert.ok(await waitFor(() => descendantPids(conn.pid).length >= 2, 20000), 'a python spare was built');
-    const spare = descendantPids(conn.pid);
+    // the spare: the server's descendants once they stop changing (the first run's init and
+    // its reaping may still be on their way out when the spare's processes appear)
+    let spare = [];
+    const settled = await waitFor(() => {
+        const before = spare.join(' ');
+        spare = descendantPids(conn.pid);
+        return spare.length >= 2 && spare.join(' ') === before;
+    }, 20000, 300);
+    assert.ok(settled, `a python spare was built: ${spare}`);
 
     const on = await callNet(conn, code);
     assertExitCode(on.text, 0);
