@@ -442,6 +442,85 @@ START_TEST(proxy_that_cannot_start_blocks)
 }
 END_TEST
 
+/* Adversarial (tests/adversarial/server.md): a head of bare-LF header lines. Each line grows
+ * by one byte on the way upstream ("\n" -> "\r\n"); the old buffer (head + 64 bytes)
+ * overflowed on the heap once enough of them came (the fuzz stage found it). The Debug
+ * (ASan) run of this suite aborts on any write past the buffer; both runs check every byte. */
+START_TEST(upstream_head_of_bare_lf_lines_stays_in_bounds)
+{
+        /* 2,600 lines of "a:\n" fill most of EGRESS_MAX_HEAD_BYTES (8 KiB) */
+        enum { LINES = 2600 };
+        size_t cap = 64 + LINES * 3 + 2, n = 0, out_len = 0;
+        _cleanup_free_ char *head = xmalloc(cap);
+        struct egress_request r = {0};
+
+        n += (size_t)snprintf(head, cap, "GET http://mirror.test/x HTTP/1.1\n");
+        for (int i = 0; i < LINES; i++) {
+                memcpy(head + n, "a:\n", 3);
+                n += 3;
+        }
+        head[n++] = '\n';
+        ck_assert_int_le(n, EGRESS_MAX_HEAD_BYTES);
+        ck_assert_int_eq(egress_parse_request(head, n, &r), 1);
+        ck_assert_uint_eq(r.head_len, n);
+
+        _cleanup_free_ char *out = egress_upstream_head(head, &r, &out_len);
+        static const char first[] = "GET /x HTTP/1.1\r\n", last[] = "Connection: close\r\n\r\n";
+        ck_assert_uint_eq(out_len, strlen(first) + LINES * 4 + strlen(last));
+        ck_assert(memcmp(out, first, strlen(first)) == 0);
+        for (size_t i = 0; i < LINES; i++)
+                ck_assert(memcmp(out + strlen(first) + i * 4, "a:\r\n", 4) == 0);
+        ck_assert(memcmp(out + out_len - strlen(last), last, strlen(last)) == 0);
+}
+END_TEST
+
+/* The same head through the real proxy process: it forwards and relays the answer, and lives
+ * on for the next client (before the fix, an ASan build of the proxy died on it). */
+START_TEST(proxy_survives_a_head_of_bare_lf_lines)
+{
+        struct sbx_config *c = NULL;
+        struct sbx_error err = {0};
+        struct egress_session *s = NULL;
+        struct run_egress g = {0};
+        uint16_t up_port, px_port;
+        int up_ls = listen_loopback(&up_port), px_ls = listen_loopback(&px_port);
+        pthread_t t;
+        char pin[64], buf[2048];
+        size_t cap = 8192, n = 0;
+        _cleanup_free_ char *req = xmalloc(cap);
+
+        pthread_create(&t, NULL, upstream_main, &up_ls);
+        snprintf(pin, sizeof(pin), "mirror.test=127.0.0.1:%u", up_port);
+        const char *const env[][2] = {{"VESTIBULE_EGRESS_ALLOW", "mirror.test"},
+                                      {"VESTIBULE_EGRESS_PORTS", "80,443"},
+                                      {"VESTIBULE_EGRESS_PIN", pin},
+                                      {NULL, NULL}};
+        ck_assert_int_eq(sbx_test_config_with(env, &c, &err), 0);
+        ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
+        ck_assert_msg(egress_session_start(c, px_ls, &s, &err) == 0, "%s", err.msg);
+
+        n += (size_t)snprintf(req, cap, "GET http://mirror.test/x HTTP/1.1\n");
+        while (n + 4 < cap - 64) {
+                memcpy(req + n, "a:\n", 3);
+                n += 3;
+        }
+        req[n++] = '\n';
+        req[n] = '\0';
+        ck_assert_int_gt(ask(px_port, req, buf, sizeof(buf)), 0);
+        ck_assert_msg(strstr(buf, "pong"), "%s", buf);
+        /* control: the proxy still answers, and refuses what it must */
+        ck_assert_int_gt(ask(px_port, "CONNECT other.test:443 HTTP/1.1\r\n\r\n", buf, sizeof(buf)),
+                         0);
+        ck_assert_msg(strstr(buf, "403"), "%s", buf);
+        egress_session_finish(s, &g);
+        ck_assert_msg(!strstr(g.note, "signal"), "%s", g.note);
+        ck_assert_uint_eq(g.n_entries, 2);
+        ck_assert(g.entries[0].allowed);
+        free(g.entries);
+        config_free(c);
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("egress");
@@ -453,6 +532,7 @@ static Suite *egress_suite(void)
         tc = tcase_create("classify");
         tcase_add_test(tc, address_classes);
         tcase_add_test(tc, request_parser);
+        tcase_add_test(tc, upstream_head_of_bare_lf_lines_stays_in_bounds);
         tcase_add_test(tc, decide);
         tcase_add_test(tc, records_fold);
         suite_add_tcase(s, tc);
@@ -460,6 +540,7 @@ static Suite *egress_suite(void)
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, proxy_allows_refuses_and_fails_closed);
         tcase_add_test(tc, proxy_that_cannot_start_blocks);
+        tcase_add_test(tc, proxy_survives_a_head_of_bare_lf_lines);
         suite_add_tcase(s, tc);
         return s;
 }
