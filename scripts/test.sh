@@ -856,7 +856,7 @@ fi
 # npm install. verdaccio's `npm ci` (327 packages; 150 s measured on the
 # loaded 2-core CI host) runs in the background while the other tests run; the npm test runs
 # on Docker once it is done.
-# stage: egress-container | build-release | pip/npm installs, refusals and no-route controls through the egress allowlist on Docker and rootless Podman (root)
+# stage: egress-container | build-release | pip/npm installs, refusals and no-route controls through the egress allowlist on native, Docker, rootful and rootless Podman (root)
 if ! want egress-container; then
         :
 elif [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ] || [ "$npm_ok" -ne 1 ]; then
@@ -874,7 +874,9 @@ else
                 while IFS='|' read -r builds backend grade extra; do
                         case ",$builds,|$backend|$extra" in
                         *,Release,*"|container|"*E2E_AS=root*VESTIBULE_RUNTIME=docker*) ;;
+                        *,Release,*"|container|"*E2E_AS=root*VESTIBULE_RUNTIME=podman*) [ "$npm" = 0 ] || continue ;;
                         *,Release,*"|container|"*DOCKER_HOST=unix:///run/user/*) [ "$npm" = 0 ] || continue ;;
+                        *,Release,*"|native|"*) ;;
                         *) continue ;;
                         esac
                         res=$(mktemp "$ci/e2e-results.XXXXXX")
@@ -888,7 +890,7 @@ else
                         for v in "${eg_vars[@]}"; do
                                 if [ "$v" = E2E_AS=root ]; then eg_as=root; else eg_pass+=("$v"); fi
                         done
-                        banner "e2e: egress allowlist, container, npm=$npm ($extra)"
+                        banner "e2e: egress allowlist, $backend, npm=$npm ($extra)"
                         rc=0
                         if [ "$eg_as" = root ]; then
                                 env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 TMPDIR="$ci" \
@@ -901,7 +903,7 @@ else
                                         E2E_BACKEND="$backend" E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
                                         timeout --kill-after=30 180 node "$e2e/run.mjs" egress-install.test.mjs || rc=$?
                         fi
-                        add_results "egress allowlist, container, npm=$npm ($extra)" "$res" "$rc"
+                        add_results "egress allowlist, $backend, npm=$npm ($extra)" "$res" "$rc"
                 done <<<"$E2E_RUNS"
         }
         eg_run 0
