@@ -65,6 +65,9 @@ struct native_reap {
         bool has_cg;
         struct native_cgroup cg;
         struct native_notify *notify; /* the run's supervisor, stopped and joined here */
+        int sync_fd; /* owned: init's sync socket, which @notify watches; closed only after
+                      * @notify is joined (closed earlier, its number could be a new sandbox's
+                      * sync socket by then, and this supervisor would read that one's READY) */
 };
 
 /* ---- probe ------------------------------------------------------------------------------ */
@@ -575,6 +578,8 @@ static void reap_one(struct native_reap *it)
                 native_notify_finish(it->notify, NULL);
                 free(it->notify);
         }
+        if (it->sync_fd >= 0)
+                close(it->sync_fd);
         if (it->has_cg)
                 native_cgroup_remove(&it->cg);
         close(it->pidfd);
@@ -1135,6 +1140,7 @@ static void native_sandbox_destroy(struct sandbox *sandbox)
                 it->cg = x->cg;
                 x->cg = (struct native_cgroup){.dir_fd = -1};
                 it->notify = TAKE_PTR(x->notify);
+                it->sync_fd = TAKE_FD(x->sb.sync_fd);
                 reap_later(x->s, it);
         } else {
                 native_cgroup_kill(x->ctx.cg);

@@ -321,6 +321,35 @@ START_TEST(spare_sees_the_cold_runs_view)
 }
 END_TEST
 
+/* A destroyed spare's seccomp supervisor lives on in the reaper until its init is reaped; the
+ * sync socket it watches must live as long. Closed at destroy, its number went to the next
+ * sandbox's sync socket, whose READY the old supervisor then read: that prepare waited 15 s
+ * and failed "the sandbox's setup did not finish" (1 in 5 e2e pip runs at load). */
+START_TEST(destroyed_spare_never_takes_the_next_sandboxs_setup)
+{
+        for (int i = 0; i < 12; i++) {
+                struct sandbox *old = spare_of(SBX_LANG_PYTHON);
+                struct sandbox_spec spec = {.language = SBX_LANG_PYTHON, .cfg = &cfg};
+                struct sandbox *sb = NULL;
+                struct run_result res;
+                struct sbx_error err = {0};
+                uint64_t t0;
+                int r;
+
+                be->ops->sandbox->destroy(old);
+                t0 = sbx_now_ms();
+                r = be->ops->sandbox->prepare(be, &spec, &sb, &err);
+                ck_assert_msg(r == 0, "round %d: prepare after a destroyed spare (%llu ms): %s", i,
+                              (unsigned long long)(sbx_now_ms() - t0), err.msg);
+                r = run_on(sb, SBX_LANG_PYTHON, "print(6*7)\n", &res, &err);
+                ck_assert_msg(r == 0, "round %d: %s", i, err.msg);
+                ck_assert_str_eq(res.out.data, "42\n");
+                run_result_done(&res);
+                be->ops->sandbox->destroy(sb);
+        }
+}
+END_TEST
+
 static Suite *warm_suite(void)
 {
         Suite *s = suite_create("warm");
@@ -332,6 +361,7 @@ static Suite *warm_suite(void)
         tcase_add_test(tc, spare_refused_after_a_settings_change);
         tcase_add_test(tc, spare_grade_is_the_probe_now);
         tcase_add_test(tc, spare_sees_the_cold_runs_view);
+        tcase_add_test(tc, destroyed_spare_never_takes_the_next_sandboxs_setup);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("setup");
