@@ -58,7 +58,10 @@ struct sandbox {
         size_t names_seen;    /* blocked syscall names already reported */
         bool oom_seen;
         pthread_mutex_t lock;
-        bool dead; /* killed, or the runner is gone */
+        bool dead;                 /* killed, or the runner is gone */
+        bool spare;                /* prepared ahead of any session (a warm spare, warm.h) */
+        unsigned probe_gen;        /* the backend's probe generation at prepare */
+        struct native_stamp stamp; /* a spare's: what it was built from (stamp.c) */
 };
 
 static const char *rootfs_tree(enum sbx_language l)
@@ -281,6 +284,12 @@ static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
         r = setup_rootfs_hold(cfg->rootfs_dir, rootfs_tree(sb->lang), &sb->hold, err);
         if (r < 0)
                 return r;
+        if (sb->spare) {
+                r = native_stamp_take(cfg, sb->hold.tree_fd, sb->grade, sb->probe_gen, &sb->stamp,
+                                      err);
+                if (r < 0)
+                        return r;
+        }
         r = native_spawn(&sp, &sb->ns, err);
         setup_rootfs_settled(&sb->hold);
         if (r < 0) {
@@ -362,6 +371,8 @@ static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, str
         native_backend_facts(b, &filter, &li);
 
         sb = xcalloc(1, sizeof(*sb));
+        sb->spare = spec->spare;
+        sb->probe_gen = native_backend_probe_gen(b);
         sb->b = b;
         sb->cfg = cfg;
         sb->lang = spec->language;
@@ -526,6 +537,33 @@ static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, stru
         return 0;
 }
 
+/* A session took this spare: used only if everything it was built from is still so now
+ * (as a one-shot spare's start(), backend.c); the session's CPU counts from here. */
+static int cells_claim(struct sandbox *sb, struct sbx_error *err)
+{
+        struct backend_probe probe;
+        uint64_t cpu_us;
+        int r;
+
+        if (!sb->spare)
+                return 0;
+        sb->spare = false; /* claimed once */
+        r = sb->b->ops->probe(sb->b, &probe, err);
+        if (r < 0)
+                return r;
+        if (!probe.usable)
+                return sbx_fail(err, ESTALE, "%s", probe.blocked);
+        r = native_stamp_check(&sb->stamp, sb->cfg, sb->image, probe.grade,
+                               native_backend_probe_gen(sb->b), err);
+        if (r < 0)
+                return r;
+        if (!cells_alive(sb))
+                return sbx_fail(err, ESTALE, "the spare session's interpreter is gone");
+        if (sb->has_cg && native_cgroup_cpu_us(&sb->cg, &cpu_us))
+                sb->cpu_us_seen = cpu_us;
+        return 0;
+}
+
 const struct sandbox_ops native_cells_ops = {
     .prepare = cells_prepare,
     .start = cells_start,
@@ -534,4 +572,5 @@ const struct sandbox_ops native_cells_ops = {
     .destroy = cells_destroy,
     .interrupt = cells_interrupt,
     .alive = cells_alive,
+    .claim = cells_claim,
 };

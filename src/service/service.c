@@ -507,15 +507,29 @@ int run_service_session_start(struct run_service *s, const char *language,
                              p.b->ops->name);
         if (r == 0) {
                 p.ops = p.b->ops->cells;
+                /* a session's spare (the runner started and ready, warm.c) when one is kept
+                 * and nothing it was built from changed since; else prepared now */
+                p.sb = warm_take_session(s->warm, slot, p.b, p.spec.language, WARM_WAIT_MS);
+                if (p.sb && p.ops->claim(p.sb, &p.err) < 0) {
+                        log_debug("session_start: spare refused: %s", p.err.msg);
+                        sandbox_registry_discard(s->registry, slot);
+                        p.sb = NULL;
+                        p.err = (struct sbx_error){0};
+                }
+        }
+        if (r == 0 && !p.sb) {
                 r = sessions_on_thread(s->sessions, session_prepare, &p);
                 if (r < 0 && p.err.msg[0])
                         *err = p.err;
                 else if (r < 0)
                         sbx_fail(err, -r, "the server is shutting down: retry after restart");
+                if (r == 0)
+                        sandbox_registry_attach_ops(s->registry, slot, p.b, p.ops, p.sb);
         }
         if (r == 0) {
-                sandbox_registry_attach_ops(s->registry, slot, p.b, p.ops, p.sb);
                 r = sandbox_registry_park(s->registry, slot, info.id, err);
+                /* the next session_start of this language finds one (built in the background) */
+                warm_want_session(s->warm, p.b, p.spec.language);
         }
         if (r < 0) {
                 sandbox_registry_release(s->registry, slot);
