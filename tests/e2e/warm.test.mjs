@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
 
-import { BACKEND, GONE_WITHIN_MS, START_WITHIN_MS, connect, makeWorld, runCode, serverGone, uniqueMarker, waitFor } from './lib.mjs';
+import { BACKEND, GONE_WITHIN_MS, START_WITHIN_MS, callTool, connect, makeWorld, runCode, serverGone, uniqueMarker, waitFor } from './lib.mjs';
 
 // Spares are the native backend's (the container backend keeps none yet; naive's /tmp is the host's).
 const skip = BACKEND !== 'native' ? 'warm spares are kept by the native backend' : false;
@@ -118,13 +118,17 @@ test('the server\'s exit leaves no spare behind', { skip }, async (t) => {
     const conn = await connect(w);
     await runCode(conn, 'python', 'print(1)');
     await runCode(conn, 'bash', 'echo 1');
-    // control: the two spares (python's, bash's) exist while the server runs, so the check
-    // below can fail. Counted by what they are (an init with a live child), not by how many
-    // processes the server has: a finished run's init, killed but not yet scheduled under
-    // load, looked alive for a moment and made "4 processes" true once, then false.
-    assert.ok(await waitFor(() => spares(conn.pid).length >= 2, START_WITHIN_MS), `spares: ${JSON.stringify(spares(conn.pid))} of ${descendants(conn.pid)}`);
+    // a session, after which a session's spare (its runner started) is kept too
+    const st = await callTool(conn, 'session_start', { language: 'bash' });
+    assert.equal(st.isError, false, JSON.stringify(st.content));
+    // control: the spares (python's, bash's, a bash session's) and the session exist while the
+    // server runs, so the check below can fail. Counted by what they are (an init with a live
+    // child), not by how many processes the server has: a finished run's init, killed but not
+    // yet scheduled under load, looked alive for a moment and made "4 processes" true once,
+    // then false.
+    assert.ok(await waitFor(() => spares(conn.pid).length >= 4, START_WITHIN_MS), `spares: ${JSON.stringify(spares(conn.pid))} of ${descendants(conn.pid)}`);
     const kept = spares(conn.pid).flat();
-    assert.ok(kept.length >= 4, `two spares (init and interpreter each) alive: ${kept}`);
+    assert.ok(kept.length >= 8, `three spares and a session (init and interpreter each) alive: ${kept}`);
     const pid = conn.pid;
     await conn.close();
     assert.ok(await serverGone(pid, 3000 + GONE_WITHIN_MS), 'the server exited');
