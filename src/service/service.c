@@ -522,7 +522,8 @@ int run_service_session_start(struct run_service *s, const char *language,
                 /* a session's spare (the runner started and ready, warm.c) when one is kept
                  * and nothing it was built from changed since; else prepared now */
                 p.sb = warm_take_session(s->warm, slot, p.b, p.spec.language, WARM_WAIT_MS);
-                if (p.sb && p.ops->claim(p.sb, &p.err) < 0) {
+                /* (warm_take_session() gives none of ops without claim()) */
+                if (p.sb && (!p.ops || !p.ops->claim || p.ops->claim(p.sb, &p.err) < 0)) {
                         log_debug("session_start: spare refused: %s", p.err.msg);
                         sandbox_registry_discard(s->registry, slot);
                         p.sb = NULL;
