@@ -9,7 +9,8 @@
 #   1b. the per-run scope timing (scope-timing.mjs: VESTIBULE_TRACE=timing's phase "scope"
 #      over sequential runs in one server; with VESTIBULE_VM_SCOPE_COMPARE a second binary);
 #   2. the end-to-end suite's isolation files (tests/e2e, node >= 20, the official SDK clients)
-#      against VESTIBULE_VM_E2E_BIN (default BUILD_DIR/vestibule-mcp) with
+#      (sessions and warm spares among them) against VESTIBULE_VM_E2E_BIN (default
+#      BUILD_DIR/vestibule-mcp) with
 #      VESTIBULE_BACKEND=native and the grade expected to be exactly "native"; counts in
 #      VESTIBULE_VM_E2E_RESULTS, each failed test named;
 #   3. the agreement check (tests/e2e/agreement.mjs, VESTIBULE_BACKEND=auto) as the user: the
@@ -132,8 +133,11 @@ e2e_bin=$(readlink -f "${VESTIBULE_VM_E2E_BIN:-$build/vestibule-mcp}" || true)
 # (naive, native, container) cover them: handshake and tools (protocol), settings (refused
 # before any sandbox), audit (the server's log), progress and concurrency (the server's
 # notifications and slot timing, with wall-clock bounds made for real hardware).
+# Sessions and warm spares are in: a session's sandbox keeps its scope (and its memory cap)
+# across calls, and a spare is built in a scope ahead of its call, both on the user manager.
 # VESTIBULE_VM_E2E_FILES=all runs every file.
 vm_e2e_default="run.test.mjs limits.test.mjs cancel.test.mjs lifecycle.test.mjs workspace.test.mjs"
+vm_e2e_default+=" sessions.test.mjs warm.test.mjs"
 # Claude Code (step 3a): its npm tree lives in the source tree, which the guest reads anyway.
 clients_dir=$src/tests/clients
 run_clients=0

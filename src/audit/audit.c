@@ -4,7 +4,9 @@
  * Writing. Each record is one line, built by the caller and queued for a single writer thread,
  * which creates the folder (0700, with any missing parents; an existing one keeps its mode)
  * and this process's file (0600, O_APPEND|O_NOFOLLOW|O_CLOEXEC) on the first record, appends
- * the line and fdatasync()s it. The caller waits at most 2 s for that confirmation, so a
+ * the line and fdatasync()s it (the records queued meanwhile go with it: one fdatasync
+ * confirms them all, see audit_start_async_batch()). The caller waits at most 2 s for that
+ * confirmation, so a
  * hanging disk (NFS gone, USB pulled) delays a run by 2 s at most and a failing one not at
  * all; either way the result gets an "audit:" note. fdatasync, not just write: a record the
  * kernel only has in its page cache is lost with the machine, and "confirmed" should mean on
@@ -127,6 +129,8 @@ static void sb_json_cstr(struct sbx_buf *b, const char *s)
 struct audit_item {
         char *line;
         size_t len;
+        unsigned batch_ms; /* the writer may wait this long for the next record, to confirm
+                            * both with one fdatasync (audit_start_async_batch()) */
         bool done;
         int refs;       /* the caller and the writer; the last one frees */
         char note[256]; /* "" = recorded and confirmed */
@@ -231,22 +235,40 @@ static void tell_operator(struct audit_log *log, const char *note)
 }
 
 /* Append one line. Writer thread only. @note: "" on success. */
-static void write_item_inner(struct audit_log *log, struct audit_item *it, unsigned delay_ms);
+static void write_item_inner(struct audit_log *log, struct audit_item *it, unsigned delay_ms,
+                             bool sync);
 
-static void write_item(struct audit_log *log, struct audit_item *it, unsigned delay_ms)
+/* Append the @n records of @batch in order and fdatasync() once after the last: one
+ * confirmation for all of them. A record whose write failed has its own note; when that
+ * closed the file, the records before it in the batch were written but never synced, and say
+ * so. */
+static void write_batch(struct audit_log *log, struct audit_item **batch, size_t n,
+                        unsigned delay_ms)
 {
-        write_item_inner(log, it, delay_ms);
-        if (it->note[0]) {
-                tell_operator(log, it->note);
-                return;
+        for (size_t i = 0; i < n; i++) {
+                write_item_inner(log, batch[i], delay_ms, i + 1 == n);
+                if (batch[i]->note[0] && log->fd < 0)
+                        for (size_t j = 0; j < i; j++)
+                                if (!batch[j]->note[0])
+                                        snprintf(batch[j]->note, sizeof(batch[j]->note),
+                                                 "not confirmed (a later record's write failed "
+                                                 "before the sync)");
         }
-        if (log->write_failed)
-                log_info("audit: records for '%s' are written again", log->path);
-        log->write_failed = false;
-        reserve_renew(log);
+        for (size_t i = 0; i < n; i++) {
+                if (batch[i]->note[0]) {
+                        tell_operator(log, batch[i]->note);
+                        continue;
+                }
+                if (log->write_failed)
+                        log_info("audit: records for '%s' are written again", log->path);
+                log->write_failed = false;
+        }
+        if (!batch[n - 1]->note[0])
+                reserve_renew(log);
 }
 
-static void write_item_inner(struct audit_log *log, struct audit_item *it, unsigned delay_ms)
+static void write_item_inner(struct audit_log *log, struct audit_item *it, unsigned delay_ms,
+                             bool sync)
 {
         struct stat st;
         size_t off = 0;
@@ -309,36 +331,68 @@ static void write_item_inner(struct audit_log *log, struct audit_item *it, unsig
                 }
                 off += (size_t)n;
         }
-        if (fdatasync(log->fd) < 0 && errno != EINVAL && errno != EROFS)
+        if (sync && fdatasync(log->fd) < 0 && errno != EINVAL && errno != EROFS)
                 snprintf(it->note, sizeof(it->note),
                          "not confirmed (the disk reported an error on sync: %s)", strerror(errno));
+}
+
+/* Under the lock: move the queued records (at most @max - *@n) into @batch. */
+static void take_queued(struct audit_log *log, struct audit_item **batch, size_t *n, size_t max)
+{
+        while (log->q_len > 0 && *n < max) {
+                batch[(*n)++] = log->queue[log->q_head];
+                log->q_head = (log->q_head + 1) % AUDIT_QUEUE_MAX;
+                log->q_len--;
+        }
 }
 
 static void *writer_main(void *arg)
 {
         struct audit_log *log = arg;
+        struct audit_item *batch[AUDIT_BATCH_MAX];
 
         pthread_mutex_lock(&log->mu);
         for (;;) {
+                size_t n = 0;
+
                 while (log->q_len == 0 && !log->stopping)
                         pthread_cond_wait(&log->work, &log->mu);
                 if (log->q_len == 0)
                         break;
-                struct audit_item *it = log->queue[log->q_head];
-                log->q_head = (log->q_head + 1) % AUDIT_QUEUE_MAX;
-                log->q_len--;
+                /* Group commit: every record queued by now goes to the disk with one
+                 * fdatasync. A record that asked for it (a session cell's start record: the
+                 * cell's end record usually follows within a millisecond) waits a little for
+                 * the next one first, unless the log is failing (a run then waits for its
+                 * start record before it starts, issue 12) or stopping. */
+                take_queued(log, batch, &n, AUDIT_BATCH_MAX);
+                if (n < AUDIT_BATCH_MAX && log->q_len == 0 && batch[n - 1]->batch_ms &&
+                    !log->failing && !log->stopping) {
+                        struct timespec until;
+                        clock_gettime(CLOCK_MONOTONIC, &until);
+                        until.tv_nsec += (long)batch[n - 1]->batch_ms * 1000000L;
+                        until.tv_sec += until.tv_nsec / 1000000000L;
+                        until.tv_nsec %= 1000000000L;
+                        while (log->q_len == 0 && !log->stopping)
+                                if (pthread_cond_timedwait(&log->work, &log->mu, &until) ==
+                                    ETIMEDOUT)
+                                        break;
+                        take_queued(log, batch, &n, AUDIT_BATCH_MAX);
+                }
                 unsigned delay_ms = log->delay_ms;
                 pthread_mutex_unlock(&log->mu);
 
-                write_item(log, it, delay_ms);
+                write_batch(log, batch, n, delay_ms);
 
                 pthread_mutex_lock(&log->mu);
-                log->failing = it->note[0] != '\0';
-                if (log->failing)
-                        snprintf(log->last_note, sizeof(log->last_note), "%s", it->note);
-                it->done = true;
+                for (size_t i = 0; i < n; i++) {
+                        struct audit_item *it = batch[i];
+                        log->failing = it->note[0] != '\0';
+                        if (log->failing)
+                                snprintf(log->last_note, sizeof(log->last_note), "%s", it->note);
+                        it->done = true;
+                        item_unref_locked(it);
+                }
                 pthread_cond_broadcast(&log->done);
-                item_unref_locked(it);
         }
         pthread_mutex_unlock(&log->mu);
         return NULL;
@@ -354,7 +408,8 @@ struct audit_pending {
 
 /* Queue @line (taken over) for the writer. The 2 s the caller may wait for the confirmation
  * run from now, so a caller that waits later (audit_start_async) never waits longer. */
-static struct audit_pending *submit_queue(struct audit_log *log, char *line, size_t len)
+static struct audit_pending *submit_queue_batch(struct audit_log *log, char *line, size_t len,
+                                                unsigned batch_ms)
 {
         struct audit_pending *p = xcalloc(1, sizeof(*p));
         struct audit_item *it;
@@ -369,6 +424,7 @@ static struct audit_pending *submit_queue(struct audit_log *log, char *line, siz
         it = xcalloc(1, sizeof(*it));
         it->line = line;
         it->len = len;
+        it->batch_ms = batch_ms;
         it->refs = 2;
 
         pthread_mutex_lock(&log->mu);
@@ -417,6 +473,11 @@ static struct audit_pending *submit_queue(struct audit_log *log, char *line, siz
         }
         p->it = it;
         return p;
+}
+
+static struct audit_pending *submit_queue(struct audit_log *log, char *line, size_t len)
+{
+        return submit_queue_batch(log, line, len, 0);
 }
 
 void audit_pending_wait(struct audit_pending *p, char *note, size_t note_size)
@@ -589,9 +650,9 @@ int audit_open(const struct sbx_config *cfg, struct audit_log **ret, struct sbx_
         log->fd = -1;
         log->queue = xcalloc(AUDIT_QUEUE_MAX, sizeof(struct audit_item *));
         pthread_mutex_init(&log->mu, NULL);
-        pthread_cond_init(&log->work, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&log->work, &ca);
         pthread_cond_init(&log->done, &ca);
         pthread_condattr_destroy(&ca);
         *ret = log;
@@ -760,6 +821,15 @@ struct audit_pending *audit_start_async(struct audit_log *log, enum sbx_language
                                         unsigned timeout_s, const char *backend, const char *code,
                                         size_t code_len, char ret_id[33])
 {
+        return audit_start_async_batch(log, lang, timeout_s, backend, code, code_len, 0, ret_id);
+}
+
+struct audit_pending *audit_start_async_batch(struct audit_log *log, enum sbx_language lang,
+                                              unsigned timeout_s, const char *backend,
+                                              const char *code, size_t code_len, unsigned batch_ms,
+                                              char ret_id[33])
+{
+        struct audit_pending *p;
         struct sbx_buf b = {0};
 
         new_id(ret_id);
@@ -770,7 +840,8 @@ struct audit_pending *audit_start_async(struct audit_log *log, enum sbx_language
         sb_json_cstr(&b, backend);
         record_code(&b, code, code_len);
         (void)sbx_buf_puts(&b, "}\n");
-        return submit_queue(log, b.data, b.len);
+        p = submit_queue_batch(log, b.data, b.len, batch_ms);
+        return p;
 }
 
 void audit_start(struct audit_log *log, enum sbx_language lang, unsigned timeout_s,
@@ -817,6 +888,12 @@ static void record_field(struct sbx_buf *b, const char *name, const char *s, siz
 
 void audit_end(struct audit_log *log, const char *id, const struct run_result *res, char *note,
                size_t note_size)
+{
+        audit_pending_wait(audit_end_async(log, id, res), note, note_size);
+}
+
+struct audit_pending *audit_end_async(struct audit_log *log, const char *id,
+                                      const struct run_result *res)
 {
         struct sbx_buf b = {0};
         const struct run_usage *u = &res->usage;
@@ -911,7 +988,7 @@ void audit_end(struct audit_log *log, const char *id, const struct run_result *r
                                      (unsigned long long)res->session_call);
         }
         (void)sbx_buf_puts(&b, "}\n");
-        submit(log, b.data, b.len, note, note_size);
+        return submit_queue(log, b.data, b.len);
 }
 
 void audit_session(struct audit_log *log, bool start, const char *session, const char *language,

@@ -66,6 +66,18 @@ struct audit_pending *audit_start_async(struct audit_log *log, enum sbx_language
                                         size_t code_len, char ret_id[33]);
 
 /**
+ * audit_start_async_batch() - audit_start_async() for a record whose end record usually
+ * follows within @batch_ms (a session's cell): the writer waits up to @batch_ms for the next
+ * record and confirms both with one fdatasync(2) (group commit). The start record is then on
+ * the disk at most @batch_ms later than with audit_start_async(), still before the run's
+ * result; with the log failing, there is no wait. @batch_ms 0 is audit_start_async().
+ */
+struct audit_pending *audit_start_async_batch(struct audit_log *log, enum sbx_language lang,
+                                              unsigned timeout_s, const char *backend,
+                                              const char *code, size_t code_len, unsigned batch_ms,
+                                              char ret_id[33]);
+
+/**
  * audit_pending_wait() - wait for the disk's confirmation of @p, at most until 2 s after it
  * was queued (a late wait never adds to that), and free @p. @note as for audit_start(). NULL
  * @p ok (nothing to wait for, @note "").
@@ -76,6 +88,14 @@ void audit_pending_wait(struct audit_pending *p, char *note, size_t note_size);
  * blocked syscalls, image, isolation. Failure -> @note as for audit_start(). */
 void audit_end(struct audit_log *log, const char *id, const struct run_result *res, char *note,
                size_t note_size);
+
+/**
+ * audit_end_async() - audit_end() without the wait, like audit_start_async(): the record is
+ * queued after every record queued before it; pass the result to audit_pending_wait() before
+ * the run's result is returned. Never NULL.
+ */
+struct audit_pending *audit_end_async(struct audit_log *log, const char *id,
+                                      const struct run_result *res);
 
 /**
  * audit_session() - a session's start record (@start: its handle @session, @language, @backend

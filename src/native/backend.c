@@ -1266,6 +1266,17 @@ int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
 
 /* ---- facts for the session sandbox (cells.c) -------------------------------------------- */
 
+unsigned native_backend_probe_gen(struct backend *b)
+{
+        struct native_state *s = b->state;
+        unsigned gen;
+
+        pthread_mutex_lock(&s->lock);
+        gen = s->probe_gen;
+        pthread_mutex_unlock(&s->lock);
+        return gen;
+}
+
 void native_backend_facts(struct backend *b, const struct native_filter **ret_filter,
                           struct native_limits_info *ret_limits)
 {

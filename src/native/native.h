@@ -224,6 +224,12 @@ struct native_filter;
 void native_backend_facts(struct backend *b, const struct native_filter **ret_filter,
                           struct native_limits_info *ret_limits);
 
+/**
+ * native_backend_probe_gen() - @b's probe generation (bumped whenever its cached probe is
+ * dropped): what a spare records when it is built and compares before use (stamp.c).
+ */
+unsigned native_backend_probe_gen(struct backend *b);
+
 /* ---- cells.c: a session's live sandbox (SANDBOX_MODE_CELLS) --------------------------- */
 
 struct sandbox_ops;

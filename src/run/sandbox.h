@@ -231,6 +231,17 @@ struct sandbox_ops {
          * sandbox take another start()? False once the interpreter died or kill() was called.
          */
         bool (*alive)(struct sandbox *sb);
+
+        /**
+         * claim() - optional (NULL: a spare of these ops is never taken), for a spare of
+         * SANDBOX_MODE_CELLS that a session is about to take (one-shot spares check in
+         * start()): is everything it was built from (settings, workspace, rootfs tree, the
+         * probe's answer) still so now? Also makes the session's usage count from here, not
+         * from the interpreter's start-up. Called once, before the first start().
+         * Return: 0; -ESTALE (@err says what changed: the caller destroys it and prepares a
+         * new one), or another -errno.
+         */
+        int (*claim)(struct sandbox *sb, struct sbx_error *err);
 };
 
 /**

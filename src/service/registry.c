@@ -189,12 +189,20 @@ void sandbox_registry_attach_ops(struct sandbox_registry *r, struct sandbox_entr
 struct sandbox *sandbox_registry_take_spare(struct sandbox_registry *r, struct sandbox_entry *e,
                                             struct backend *b, enum sbx_language language)
 {
+        return sandbox_registry_take_spare_of(r, e, b, b->ops->sandbox, language);
+}
+
+struct sandbox *sandbox_registry_take_spare_of(struct sandbox_registry *r, struct sandbox_entry *e,
+                                               struct backend *b, const struct sandbox_ops *ops,
+                                               enum sbx_language language)
+{
         struct sandbox_entry *spare = NULL;
         struct sandbox *sb = NULL;
 
         pthread_mutex_lock(&r->lock);
         for (struct sandbox_entry *it = r->head; it && !r->shutting_down; it = it->next)
-                if (it->state == SANDBOX_STATE_SPARE && it->b == b && it->language == language) {
+                if (it->state == SANDBOX_STATE_SPARE && it->b == b && it->ops == ops &&
+                    it->language == language) {
                         spare = it;
                         break;
                 }
@@ -215,13 +223,17 @@ struct sandbox *sandbox_registry_take_spare(struct sandbox_registry *r, struct s
 int sandbox_registry_add_spare(struct sandbox_registry *r, struct backend *b, struct sandbox *sb,
                                enum sbx_language language)
 {
+        return sandbox_registry_add_spare_of(r, b, b->ops->sandbox, sb, language);
+}
+
+int sandbox_registry_add_spare_of(struct sandbox_registry *r, struct backend *b,
+                                  const struct sandbox_ops *ops, struct sandbox *sb,
+                                  enum sbx_language language)
+{
         struct sandbox_entry *e = xcalloc(1, sizeof(*e));
 
-        *e = (struct sandbox_entry){.state = SANDBOX_STATE_SPARE,
-                                    .b = b,
-                                    .sb = sb,
-                                    .ops = b->ops->sandbox,
-                                    .language = language};
+        *e = (struct sandbox_entry){
+            .state = SANDBOX_STATE_SPARE, .b = b, .sb = sb, .ops = ops, .language = language};
         pthread_mutex_lock(&r->lock);
         if (!r->shutting_down) {
                 link_entry(r, e);
@@ -375,6 +387,12 @@ unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backen
 unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend *b,
                                      enum sbx_language language)
 {
+        return sandbox_registry_drop_spare_of(r, b, b->ops->sandbox, language);
+}
+
+unsigned sandbox_registry_drop_spare_of(struct sandbox_registry *r, struct backend *b,
+                                        const struct sandbox_ops *ops, enum sbx_language language)
+{
         struct sandbox_entry *drop = NULL, **p;
         unsigned n = 0;
 
@@ -382,7 +400,8 @@ unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend 
         for (p = &r->head; *p;) {
                 struct sandbox_entry *e = *p;
 
-                if (e->b == b && e->state == SANDBOX_STATE_SPARE && e->language == language) {
+                if (e->b == b && e->state == SANDBOX_STATE_SPARE && e->ops == ops &&
+                    e->language == language) {
                         *p = e->next;
                         e->next = drop;
                         drop = e;

@@ -82,12 +82,26 @@ struct sandbox *sandbox_registry_take_spare(struct sandbox_registry *r, struct s
                                             struct backend *b, enum sbx_language language);
 
 /**
+ * sandbox_registry_take_spare_of() - sandbox_registry_take_spare() for a spare made by other
+ * ops of @b than b->ops->sandbox (a session's spare, made by b->ops->cells in
+ * SANDBOX_MODE_CELLS): only a spare of @ops is taken.
+ */
+struct sandbox *sandbox_registry_take_spare_of(struct sandbox_registry *r, struct sandbox_entry *e,
+                                               struct backend *b, const struct sandbox_ops *ops,
+                                               enum sbx_language language);
+
+/**
  * sandbox_registry_add_spare() - register @sb, prepared ahead by @b for @language, as a
  * SPARE the registry owns from now on.
  * Return: 0; -ESHUTDOWN when the registry is shutting down (then @sb was destroyed).
  */
 int sandbox_registry_add_spare(struct sandbox_registry *r, struct backend *b, struct sandbox *sb,
                                enum sbx_language language);
+
+/** sandbox_registry_add_spare_of() - sandbox_registry_add_spare() for @sb made by @ops of @b. */
+int sandbox_registry_add_spare_of(struct sandbox_registry *r, struct backend *b,
+                                  const struct sandbox_ops *ops, struct sandbox *sb,
+                                  enum sbx_language language);
 
 /**
  * sandbox_registry_release() - the end of a call's hold on @e: destroy its sandbox (if one
@@ -137,6 +151,10 @@ unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backen
  */
 unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend *b,
                                      enum sbx_language language);
+
+/** sandbox_registry_drop_spare_of() - sandbox_registry_drop_spare() for spares made by @ops. */
+unsigned sandbox_registry_drop_spare_of(struct sandbox_registry *r, struct backend *b,
+                                        const struct sandbox_ops *ops, enum sbx_language language);
 
 /**
  * sandbox_registry_shutdown() - server exit: refuse new entries and spares from now on

@@ -281,6 +281,10 @@ static int check_network(const struct call *c, struct sbx_error *err)
                         c->b->ops->name);
 }
 
+/* How long a session cell's start record waits for the cell's end record to share one
+ * fdatasync (docs/design/sessions.md, "Measured"). */
+#define AUDIT_SESSION_BATCH_MS 5u
+
 /* The start record. It goes to the disk while the backend builds the sandbox and runs the
  * code; the result waits for its confirmation (finish()). But when the log lost its last
  * record (a full disk, a folder gone), this run starts only once its own start record is
@@ -289,8 +293,11 @@ static int audit_begin(struct run_service *s, struct call *c, struct sbx_error *
 {
         char lost[256] = "";
 
-        c->started = audit_start_async(s->audit, c->req.language, c->req.timeout_s, c->b->ops->name,
-                                       c->req.code, c->req.code_len, c->id);
+        /* a session's cell usually ends within a millisecond: its end record then shares the
+         * start record's fdatasync (the start record waits AUDIT_SESSION_BATCH_MS for it) */
+        c->started = audit_start_async_batch(s->audit, c->req.language, c->req.timeout_s,
+                                             c->b->ops->name, c->req.code, c->req.code_len,
+                                             c->session ? AUDIT_SESSION_BATCH_MS : 0, c->id);
         sbx_trace_lap(&c->trace, "audit_start");
         if (!audit_failing(s->audit, lost, sizeof(lost)))
                 return 0;
@@ -373,13 +380,12 @@ static int run_on_ladder(struct run_service *s, struct call *c, struct run_resul
 static void finish(struct run_service *s, struct call *c, int r, struct run_files_before *files,
                    struct run_result *res, const struct sbx_error *err)
 {
+        struct audit_pending *ended;
         char end_note[256] = "";
 
         if (r == 0 && !s->cfg->workspace_ro)
                 run_files_after(s->cfg, files, res);
         sbx_trace_lap(&c->trace, "files_after");
-        audit_pending_wait(c->started, c->note, sizeof(c->note));
-        sbx_trace_lap(&c->trace, "audit_start_wait");
         if (r < 0) {
                 /* Nothing was shown to run: the backend's state may have changed under us (a
                  * session's own failure ends only that session). */
@@ -396,7 +402,13 @@ static void finish(struct run_service *s, struct call *c, int r, struct run_file
         }
         if (!res->isolation[0])
                 snprintf(res->isolation, sizeof(res->isolation), "%s", c->probe.grade);
-        audit_end(s->audit, c->id, res, end_note, sizeof(end_note));
+        /* the end record is queued before the start record's confirmation is waited for: the
+         * writer may then confirm both with one fdatasync (a session's cell); both are
+         * confirmed, or noted, before the result */
+        ended = audit_end_async(s->audit, c->id, res);
+        audit_pending_wait(c->started, c->note, sizeof(c->note));
+        sbx_trace_lap(&c->trace, "audit_start_wait");
+        audit_pending_wait(ended, end_note, sizeof(end_note));
         join_note(c->note, sizeof(c->note), end_note);
         sbx_trace_lap(&c->trace, "audit_end");
         snprintf(res->audit_note, sizeof(res->audit_note), "%s", c->note);
@@ -507,15 +519,30 @@ int run_service_session_start(struct run_service *s, const char *language,
                              p.b->ops->name);
         if (r == 0) {
                 p.ops = p.b->ops->cells;
+                /* a session's spare (the runner started and ready, warm.c) when one is kept
+                 * and nothing it was built from changed since; else prepared now */
+                p.sb = warm_take_session(s->warm, slot, p.b, p.spec.language, WARM_WAIT_MS);
+                /* (warm_take_session() gives none of ops without claim()) */
+                if (p.sb && (!p.ops || !p.ops->claim || p.ops->claim(p.sb, &p.err) < 0)) {
+                        log_debug("session_start: spare refused: %s", p.err.msg);
+                        sandbox_registry_discard(s->registry, slot);
+                        p.sb = NULL;
+                        p.err = (struct sbx_error){0};
+                }
+        }
+        if (r == 0 && !p.sb) {
                 r = sessions_on_thread(s->sessions, session_prepare, &p);
                 if (r < 0 && p.err.msg[0])
                         *err = p.err;
                 else if (r < 0)
                         sbx_fail(err, -r, "the server is shutting down: retry after restart");
+                if (r == 0)
+                        sandbox_registry_attach_ops(s->registry, slot, p.b, p.ops, p.sb);
         }
         if (r == 0) {
-                sandbox_registry_attach_ops(s->registry, slot, p.b, p.ops, p.sb);
                 r = sandbox_registry_park(s->registry, slot, info.id, err);
+                /* the next session_start of this language finds one (built in the background) */
+                warm_want_session(s->warm, p.b, p.spec.language);
         }
         if (r < 0) {
                 sandbox_registry_release(s->registry, slot);
@@ -591,6 +618,7 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         bool alive;
         int r;
 
+        sbx_trace_begin(&c->trace, s->cfg->trace_timing, "service");
         r = sessions_begin_call(s->sessions, rc->session, &info, err);
         if (r < 0)
                 return r;
@@ -622,13 +650,15 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         c->b = sandbox_entry_backend(c->slot);
         snprintf(c->probe.grade, sizeof(c->probe.grade), "%s", info.grade);
         ops = sandbox_entry_ops(c->slot);
-        sbx_trace_begin(&c->trace, s->cfg->trace_timing, "service");
+        sbx_trace_lap(&c->trace, "session_resume");
         r = audit_begin(s, c, err);
         if (r == 0) {
                 c->ran = true;
                 if (!s->cfg->workspace_ro)
                         run_files_before(s->cfg, &files);
+                sbx_trace_lap(&c->trace, "files_before");
                 r = sandbox_run_program(ops, sandbox_entry_sandbox(c->slot), &c->req, res, err);
+                sbx_trace_lap(&c->trace, "cell");
         }
         alive = ops->alive && ops->alive(sandbox_entry_sandbox(c->slot));
         snprintf(res->session, sizeof(res->session), "%s", info.id);
@@ -644,6 +674,7 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         run_files_before_done(&files);
         if (alive && sandbox_registry_park(s->registry, c->slot, info.id, err) == 0) {
                 sessions_end_call(s->sessions, info.id);
+                sbx_trace_lap(&c->trace, "session_park");
                 return r;
         }
         sandbox_registry_release(s->registry, c->slot);

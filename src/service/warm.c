@@ -13,9 +13,9 @@
 #include "common/xalloc.h"
 #include "run/warden.h"
 
-/* (backend, language) pairs kept: 3 languages x at most 2 backends in use (native, container)
- * fits; a pair beyond this is simply not kept warm. */
-#define WARM_SLOTS 8
+/* (backend, ops, language) kept: 3 languages x at most 2 backends in use (native, container),
+ * plus native's session spares, fits; one beyond this is simply not kept warm. */
+#define WARM_SLOTS 12
 /* The keeper's thread stack: it only calls prepare() (the native clone has its own). */
 #define WARM_STACK_BYTES ((size_t)256 * 1024)
 
@@ -28,6 +28,8 @@ enum warm_state {
 
 struct warm_slot {
         struct backend *b;
+        const struct sandbox_ops *ops; /* b->ops->sandbox, or b->ops->cells (a session's) */
+        enum sandbox_mode mode;        /* ONE_SHOT, or CELLS for a session's */
         enum sbx_language language;
         enum warm_state state;
         uint64_t ready_ms; /* when it became READY (sbx_now_ms()) */
@@ -46,10 +48,11 @@ struct warm_keeper {
         unsigned n_slots;
 };
 
-static struct warm_slot *slot_find(struct warm_keeper *w, struct backend *b, enum sbx_language l)
+static struct warm_slot *slot_find(struct warm_keeper *w, struct backend *b,
+                                   const struct sandbox_ops *ops, enum sbx_language l)
 {
         for (unsigned i = 0; i < w->n_slots; i++)
-                if (w->slots[i].b == b && w->slots[i].language == l)
+                if (w->slots[i].b == b && w->slots[i].ops == ops && w->slots[i].language == l)
                         return &w->slots[i];
         return NULL;
 }
@@ -73,7 +76,7 @@ static void build_one(struct warm_keeper *w, struct warm_slot *sl)
          * and native's start() refuses a call of another network (fail closed) */
         struct sandbox_spec spec = {.language = sl->language,
                                     .cfg = w->cfg,
-                                    .mode = SANDBOX_MODE_ONE_SHOT,
+                                    .mode = sl->mode,
                                     .network = RUN_NETWORK_NONE,
                                     .spare = true};
         struct sandbox *sb = NULL;
@@ -82,20 +85,20 @@ static void build_one(struct warm_keeper *w, struct warm_slot *sl)
         int r;
 
         pthread_mutex_unlock(&w->lock);
-        r = b->ops->sandbox->prepare(b, &spec, &sb, &err);
+        r = sl->ops->prepare(b, &spec, &sb, &err);
         if (r < 0)
-                log_debug("warm: no %s spare for %s: %s", sbx_language_name(spec.language),
-                          b->ops->name, err.msg);
+                log_debug("warm: no %s%s spare for %s: %s", sbx_language_name(spec.language),
+                          sl->mode == SANDBOX_MODE_CELLS ? " session" : "", b->ops->name, err.msg);
         pthread_mutex_lock(&w->lock);
         if (r == 0 && (sl->gen != gen || w->stop)) {
                 /* dropped (probe invalidated) or stopping while it was built: never used */
                 pthread_mutex_unlock(&w->lock);
-                b->ops->sandbox->destroy(sb);
+                sl->ops->destroy(sb);
                 pthread_mutex_lock(&w->lock);
                 r = -ESTALE;
         } else if (r == 0) {
                 pthread_mutex_unlock(&w->lock);
-                r = sandbox_registry_add_spare(w->reg, b, sb, spec.language);
+                r = sandbox_registry_add_spare_of(w->reg, b, sl->ops, sb, spec.language);
                 pthread_mutex_lock(&w->lock);
         }
         if (sl->state == WARM_BUILDING) {
@@ -117,7 +120,7 @@ static uint64_t drop_idle(struct warm_keeper *w)
                 if (sbx_now_ms() - sl->ready_ms >= idle_ms) {
                         sl->state = WARM_NONE;
                         pthread_mutex_unlock(&w->lock);
-                        sandbox_registry_drop_spare(w->reg, sl->b, sl->language);
+                        sandbox_registry_drop_spare_of(w->reg, sl->b, sl->ops, sl->language);
                         pthread_mutex_lock(&w->lock);
                         continue;
                 }
@@ -198,17 +201,18 @@ struct warm_keeper *warm_keeper_free(struct warm_keeper *w)
         return NULL;
 }
 
-struct sandbox *warm_take(struct warm_keeper *w, struct sandbox_entry *e, struct backend *b,
-                          enum sbx_language language, unsigned wait_ms)
+static struct sandbox *take_of(struct warm_keeper *w, struct sandbox_entry *e, struct backend *b,
+                               const struct sandbox_ops *ops, enum sbx_language language,
+                               unsigned wait_ms)
 {
         struct sandbox *sb;
         struct warm_slot *sl;
 
-        if (!w || !w->cfg->warm || !b->ops->sandbox)
+        if (!w || !w->cfg->warm || !ops)
                 return NULL;
-        sb = sandbox_registry_take_spare(w->reg, e, b, language);
+        sb = sandbox_registry_take_spare_of(w->reg, e, b, ops, language);
         pthread_mutex_lock(&w->lock);
-        sl = slot_find(w, b, language);
+        sl = slot_find(w, b, ops, language);
         if (!sb && sl && (sl->state == WARM_BUILDING || sl->state == WARM_WANTED)) {
                 struct timespec ts;
                 deadline_ts(&ts, wait_ms);
@@ -216,7 +220,7 @@ struct sandbox *warm_take(struct warm_keeper *w, struct sandbox_entry *e, struct
                         if (pthread_cond_timedwait(&w->built, &w->lock, &ts) == ETIMEDOUT)
                                 break;
                 pthread_mutex_unlock(&w->lock);
-                sb = sandbox_registry_take_spare(w->reg, e, b, language);
+                sb = sandbox_registry_take_spare_of(w->reg, e, b, ops, language);
                 pthread_mutex_lock(&w->lock);
         }
         /* taken, or not there although we thought so (the registry dropped it) */
@@ -226,17 +230,32 @@ struct sandbox *warm_take(struct warm_keeper *w, struct sandbox_entry *e, struct
         return sb;
 }
 
-void warm_want(struct warm_keeper *w, struct backend *b, enum sbx_language language)
+struct sandbox *warm_take(struct warm_keeper *w, struct sandbox_entry *e, struct backend *b,
+                          enum sbx_language language, unsigned wait_ms)
+{
+        return take_of(w, e, b, b->ops->sandbox, language, wait_ms);
+}
+
+struct sandbox *warm_take_session(struct warm_keeper *w, struct sandbox_entry *e, struct backend *b,
+                                  enum sbx_language language, unsigned wait_ms)
+{
+        if (!b->ops->cells || !b->ops->cells->claim)
+                return NULL;
+        return take_of(w, e, b, b->ops->cells, language, wait_ms);
+}
+
+static void want_of(struct warm_keeper *w, struct backend *b, const struct sandbox_ops *ops,
+                    enum sandbox_mode mode, enum sbx_language language)
 {
         struct warm_slot *sl;
 
-        if (!w || !w->cfg->warm || !b->ops->sandbox)
+        if (!w || !w->cfg->warm || !ops)
                 return;
         pthread_mutex_lock(&w->lock);
-        sl = slot_find(w, b, language);
+        sl = slot_find(w, b, ops, language);
         if (!sl && w->n_slots < WARM_SLOTS) {
                 sl = &w->slots[w->n_slots++];
-                *sl = (struct warm_slot){.b = b, .language = language};
+                *sl = (struct warm_slot){.b = b, .ops = ops, .mode = mode, .language = language};
         }
         if (sl && sl->state == WARM_NONE && !w->stop) {
                 sl->state = WARM_WANTED;
@@ -256,9 +275,21 @@ void warm_want(struct warm_keeper *w, struct backend *b, enum sbx_language langu
         pthread_mutex_unlock(&w->lock);
 }
 
+void warm_want(struct warm_keeper *w, struct backend *b, enum sbx_language language)
+{
+        want_of(w, b, b->ops->sandbox, SANDBOX_MODE_ONE_SHOT, language);
+}
+
+void warm_want_session(struct warm_keeper *w, struct backend *b, enum sbx_language language)
+{
+        if (b->ops->cells && b->ops->cells->claim)
+                want_of(w, b, b->ops->cells, SANDBOX_MODE_CELLS, language);
+}
+
 void warm_drop(struct warm_keeper *w, struct backend *b)
 {
         enum sbx_language langs[WARM_SLOTS];
+        const struct sandbox_ops *ops[WARM_SLOTS];
         unsigned n = 0;
 
         if (!w)
@@ -269,14 +300,16 @@ void warm_drop(struct warm_keeper *w, struct backend *b)
                 if (sl->b != b)
                         continue;
                 sl->gen++;
-                if (sl->state == WARM_READY)
+                if (sl->state == WARM_READY) {
+                        ops[n] = sl->ops;
                         langs[n++] = sl->language;
+                }
                 sl->state = WARM_NONE;
         }
         pthread_cond_broadcast(&w->built);
         pthread_mutex_unlock(&w->lock);
         for (unsigned i = 0; i < n; i++)
-                sandbox_registry_drop_spare(w->reg, b, langs[i]);
+                sandbox_registry_drop_spare_of(w->reg, b, ops[i], langs[i]);
 }
 
 unsigned warm_count(struct warm_keeper *w)

@@ -9,7 +9,9 @@
  *
  *   - demand: a spare of (backend, language) is built after a call of that pair took one or
  *     prepared its own (warm_want()), so an idle server that never ran anything holds none;
- *   - bound: at most one spare per (backend, language): 3 languages x the backends in use;
+ *   - bound: at most one spare per (backend, language) for run_code, and one per (backend,
+ *     language) for session_start (a session's: the runner started, SANDBOX_MODE_CELLS),
+ *     kept only after a session of that pair started;
  *   - once: a spare is taken by exactly one call (the registry hands it over under its lock)
  *     and destroyed after that call; never shared, never forked;
  *   - dropped: after VESTIBULE_WARM_IDLE_S unused, when the backend's probe is invalidated
@@ -60,6 +62,20 @@ struct sandbox *warm_take(struct warm_keeper *w, struct sandbox_entry *e, struct
  * next. Only for backends with sandbox ops; returns at once.
  */
 void warm_want(struct warm_keeper *w, struct backend *b, enum sbx_language language);
+
+/**
+ * warm_take_session() - warm_take() for session_start: a spare prepared by b->ops->cells in
+ * SANDBOX_MODE_CELLS (the session's runner started and ready), or NULL (also when @b's cells
+ * ops have no claim()). The caller calls claim() on it before its first cell.
+ */
+struct sandbox *warm_take_session(struct warm_keeper *w, struct sandbox_entry *e, struct backend *b,
+                                  enum sbx_language language, unsigned wait_ms);
+
+/**
+ * warm_want_session() - a session of (@b, @language) started: have a session's spare (one
+ * per pair, as for one-shot spares) ready for the next session_start.
+ */
+void warm_want_session(struct warm_keeper *w, struct backend *b, enum sbx_language language);
 
 /**
  * warm_drop() - destroy every spare of @b and forget the demand for it (its probe was

@@ -791,6 +791,49 @@ START_TEST(async_start_late_wait_adds_nothing)
 }
 END_TEST
 
+/* Group commit (a session's cell): a start record that may wait for its end record is
+ * confirmed together with it as soon as the end record comes, not after its whole wait; both
+ * land in order. Control: alone, it is confirmed only once its wait is over. */
+START_TEST(batched_start_is_confirmed_with_its_end)
+{
+        struct audit_log *log = open_log();
+        struct audit_pending *p, *q;
+        char id[33], note[256] = "x", enote[256] = "x";
+        struct run_result res = {0};
+        json_object *s, *e;
+        double t0, dt;
+
+        /* control: nothing follows, so the writer waits the 400 ms before the sync */
+        t0 = now_s();
+        p = audit_start_async_batch(log, SBX_LANG_PYTHON, 10, "native", "a = 1", 5, 400, id);
+        audit_pending_wait(p, note, sizeof(note));
+        dt = now_s() - t0;
+        ck_assert_msg(note[0] == '\0', "note: %s", note);
+        ck_assert_msg(dt >= 0.35, "confirmed after %.3f s, before its wait was over", dt);
+        end(log, id);
+
+        /* the end record follows at once: both confirmed well before the 2 s wait is over */
+        res.outcome = RUN_OUTCOME_EXITED;
+        t0 = now_s();
+        p = audit_start_async_batch(log, SBX_LANG_PYTHON, 10, "native", "a", 1, 2000, id);
+        q = audit_end_async(log, id, &res);
+        audit_pending_wait(p, note, sizeof(note));
+        audit_pending_wait(q, enote, sizeof(enote));
+        dt = now_s() - t0;
+        ck_assert_msg(note[0] == '\0' && enote[0] == '\0', "notes: %s / %s", note, enote);
+        ck_assert_msg(dt < 1.0, "confirmed after %.3f s: the writer waited out its 2 s", dt);
+        s = record(audit_path(log), 2);
+        e = record(audit_path(log), 3);
+        ck_assert_str_eq(get_s(s, "kind"), "start");
+        ck_assert_str_eq(get_s(s, "id"), id);
+        ck_assert_str_eq(get_s(e, "kind"), "end");
+        ck_assert_str_eq(get_s(e, "id"), id);
+        json_object_put(s);
+        json_object_put(e);
+        audit_close(log);
+}
+END_TEST
+
 /* A closed log (NULL) and a NULL pending record: the note says so, nothing crashes. */
 START_TEST(async_start_without_a_log)
 {
@@ -1049,6 +1092,7 @@ static Suite *audit_suite(void)
         tcase_add_test(tc, async_start_lands_before_the_end);
         tcase_add_test(tc, async_start_late_wait_adds_nothing);
         tcase_add_test(tc, async_start_without_a_log);
+        tcase_add_test(tc, batched_start_is_confirmed_with_its_end);
         tcase_set_timeout(tc, 30);
         suite_add_tcase(s, tc);
 

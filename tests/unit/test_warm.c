@@ -223,6 +223,66 @@ START_TEST(spare_refused_after_a_settings_change)
 }
 END_TEST
 
+/* A session's spare (SANDBOX_MODE_CELLS, the runner started and ready): claimed, it runs
+ * cells with state; one built before a settings change is refused at claim, before any cell. */
+static struct sandbox *session_spare_of(enum sbx_language lang)
+{
+        struct sandbox_spec spec = {
+            .language = lang, .cfg = &cfg, .mode = SANDBOX_MODE_CELLS, .spare = true};
+        struct sandbox *sb = NULL;
+        struct sbx_error err = {0};
+        int r = be->ops->cells->prepare(be, &spec, &sb, &err);
+
+        ck_assert_msg(r == 0, "prepare: %s", err.msg);
+        return sb;
+}
+
+static int cell_on(struct sandbox *sb, const char *code, struct run_result *res,
+                   struct sbx_error *err)
+{
+        struct run_request req = {.language = SBX_LANG_BASH,
+                                  .code = code,
+                                  .code_len = strlen(code),
+                                  .timeout_s = 10,
+                                  .cfg = &cfg,
+                                  .cancel_fd = -1};
+
+        memset(res, 0, sizeof(*res));
+        memset(err, 0, sizeof(*err));
+        return sandbox_run_program(be->ops->cells, sb, &req, res, err);
+}
+
+START_TEST(session_spare_refused_after_a_settings_change)
+{
+        struct sandbox *fresh = session_spare_of(SBX_LANG_BASH);
+        struct sandbox *old = session_spare_of(SBX_LANG_BASH);
+        struct run_result res;
+        struct sbx_error err = {0};
+        int r;
+
+        ck_assert_ptr_nonnull(be->ops->cells->claim);
+        /* control: a spare nothing changed under is claimed and keeps state across cells */
+        ck_assert_msg(be->ops->cells->claim(fresh, &err) == 0, "claim: %s", err.msg);
+        r = cell_on(fresh, "X=41; touch /workspace/fresh\n", &res, &err);
+        ck_assert_msg(r == 0, "%s", err.msg);
+        run_result_done(&res);
+        r = cell_on(fresh, "echo $((X + 1)); df -m /tmp | tail -1\n", &res, &err);
+        ck_assert_msg(r == 0, "%s", err.msg);
+        ck_assert_msg(strncmp(res.out.data, "42\n", 3) == 0 && strstr(res.out.data, " 16 "), "%s",
+                      res.out.data);
+        ck_assert(in_workspace("fresh"));
+        run_result_done(&res);
+        be->ops->cells->destroy(fresh);
+
+        cfg.tmpfs_mb = 32; /* the setting changed after @old was built with 16 */
+        memset(&err, 0, sizeof(err));
+        r = be->ops->cells->claim(old, &err);
+        ck_assert_int_eq(r, -ESTALE);
+        ck_assert_msg(strstr(err.msg, "settings changed"), "%s", err.msg);
+        be->ops->cells->destroy(old);
+}
+END_TEST
+
 START_TEST(spare_refused_after_a_setup)
 {
         struct sandbox *old;
@@ -362,6 +422,7 @@ static Suite *warm_suite(void)
         tcase_add_test(tc, spare_grade_is_the_probe_now);
         tcase_add_test(tc, spare_sees_the_cold_runs_view);
         tcase_add_test(tc, destroyed_spare_never_takes_the_next_sandboxs_setup);
+        tcase_add_test(tc, session_spare_refused_after_a_settings_change);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("setup");

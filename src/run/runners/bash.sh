@@ -3,11 +3,14 @@
 # fd 4 as "<seq> <length>\n" + code; after each, one record "<seq> <kind> <status>\n" goes to
 # fd 5. The cell runs with fds 4 and 5 closed, so no command it starts holds them.
 __vst_int=0
-# An interrupt ends the cell: return leaves __vst_cell when the trap runs at its level (a
-# function the cell defined and called is left instead, and the cell goes on until the server's
-# grace ends the session).
+# An interrupt ends the cell. The trap runs at the level of whatever function is executing, so
+# its return leaves only that one (a function the cell, or an earlier cell, defined); it also
+# arms a DEBUG trap that, with extdebug (which makes functions inherit it), turns the next
+# command at every function level into a return (bash(1), "extdebug": a DEBUG trap returning 2
+# simulates a return), until the runner's own level. The main loop disarms both after an
+# interrupt (only then: a cell's own DEBUG trap or extdebug persists like the rest of its state).
 __vst_trap() {
-        trap '__vst_int=1; return 130 2>/dev/null' INT
+        trap '__vst_int=1; shopt -s extdebug; trap "[ \"\${FUNCNAME[0]:-main}\" = main ] || return 2" DEBUG; return 130 2>/dev/null' INT
 }
 __vst_cell() {
         eval "$__vst_code"
@@ -23,7 +26,9 @@ while IFS=' ' read -r __vst_seq __vst_len <&4; do
         __vst_cell 4<&- 5>&-
         __vst_rc=$?
         if [ "$__vst_int" = 1 ]; then
-                printf '%s interrupted %d\n' "$__vst_seq" "$__vst_rc" >&5
+                trap - DEBUG
+                shopt -u extdebug
+                printf '%s interrupted %d\n' "$__vst_seq" 130 >&5
         else
                 printf '%s ok %d\n' "$__vst_seq" "$__vst_rc" >&5
         fi
