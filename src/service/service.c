@@ -346,6 +346,25 @@ static int dispatch(struct run_service *s, struct call *c, struct run_result *re
         r = sandbox_run_program(ops, sb, &c->req, res, err);
         /* destroyed now (its slot kept): the files step and the audit follow */
         sandbox_registry_discard(s->registry, c->slot);
+        if (r == -ESTALE && c->warm_taken) {
+                /* The spare no longer matched what it was built from (settings, workspace, its
+                 * Python user site, rootfs, probe answer) and ran nothing: that is the spare's
+                 * staleness, not yet the backend's. A sandbox prepared now; only when that one
+                 * says -ESTALE too is the probe asked again (run_on_ladder). The spares and the
+                 * sessions of the backend are left alone. */
+                log_debug("%s: spare not used: %s; preparing one now", c->b->ops->name, err->msg);
+                run_result_done(res);
+                sbx_error_clear(err);
+                res->usage.from_handover = false;
+                c->warm_taken = false;
+                r = ops->prepare(c->b, &spec, &sb, err);
+                if (r < 0)
+                        return r;
+                sandbox_registry_attach(s->registry, c->slot, c->b, sb);
+                sbx_trace_lap(&c->trace, "prepare");
+                r = sandbox_run_program(ops, sb, &c->req, res, err);
+                sandbox_registry_discard(s->registry, c->slot);
+        }
         /* the next call of this language finds a spare (built in the background) */
         if (r == 0)
                 warm_want(s->warm, c->b, c->req.language);
