@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "common/clock.h" /* sbx_now_ms(), for the warden's callers */
 #include "common/error.h"
 #include "run/run.h"
 #include "run/sandbox.h"
@@ -41,9 +42,6 @@ struct warden_child {
  */
 int warden_supervise(const struct run_request *req, struct warden_child *child, uint64_t start_ms,
                      struct run_result *res, struct rusage *ret_rusage, struct sbx_error *err);
-
-/** sbx_now_ms() - CLOCK_MONOTONIC in milliseconds. */
-uint64_t sbx_now_ms(void);
 
 /**
  * warden_watch() - the supervise step of the sandbox lifecycle (src/run/sandbox.h): watch the
