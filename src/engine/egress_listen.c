@@ -1,4 +1,4 @@
-/* egress.c - the container backend's end of the egress allowlist (docs/design/egress.md,
+/* egress_listen.c - the container backend's end of the egress allowlist (docs/design/egress.md,
  * "container backend"): the sandbox container keeps NetworkMode none (its own network
  * namespace with only lo), and the server makes the one way out itself: a TCP listener on
  * 127.0.0.1 created INSIDE the running container's network namespace by a short-lived child
