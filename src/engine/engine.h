@@ -488,6 +488,17 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
                         const char *sha256, struct sbx_error *err);
 
 /**
+ * engine_image_inspect() - GET /images/{@ref}/json (Docker Engine API "ImageInspect";
+ * https://docs.docker.com/reference/api/engine/version/v1.41/#tag/Image/operation/ImageInspect):
+ * the one place an image is looked up by name, id or name@digest.
+ * @ret_info: on success the parsed answer (an object), for the caller to json_object_put();
+ * untouched on error.
+ * Return: 0, -ENOENT (no such image; @err says so), or -errno (the engine could not answer).
+ */
+int engine_image_inspect(const struct engine_conn *c, const char *ref, json_object **ret_info,
+                         struct sbx_error *err);
+
+/**
  * engine_image_label() - the value of label @key on image @ref into @ret ("" when absent).
  * Return: 0, -ENOENT (no such image), or -errno.
  */
