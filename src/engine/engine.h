@@ -182,6 +182,14 @@ struct engine_reply {
 /** engine_reply_done() - free what @r holds (json, raw); @r may be NULL. */
 void engine_reply_done(struct engine_reply *r);
 
+/** engine_unreserved() - whether byte @ch is RFC 3986 §2.3 "unreserved" (A-Z a-z 0-9 - . _ ~),
+ * the bytes engine_escape() leaves as they are. */
+bool engine_unreserved(unsigned char ch);
+
+/** engine_dot_piece() - whether one of the '/'-separated pieces of the @n bytes at @s is "." or
+ * ".." (RFC 3986 §3.3 dot-segments), which engine_escape() refuses in a path part. */
+bool engine_dot_piece(const char *s, size_t n);
+
 /**
  * engine_escape() - percent-encode @n bytes of @s (RFC 3986 §2: every byte but the unreserved
  * A-Z a-z 0-9 - . _ ~ becomes %XX) into a new string *@ret (free() it).
