@@ -81,6 +81,25 @@ void run_result_done(struct run_result *r)
         r->egress.n_entries = 0;
 }
 
+const char *run_outcome_name(enum run_outcome o)
+{
+        switch (o) {
+        case RUN_OUTCOME_EXITED:
+                return "exited";
+        case RUN_OUTCOME_SIGNALED:
+                return "signaled";
+        case RUN_OUTCOME_TIMED_OUT:
+                return "timed_out";
+        case RUN_OUTCOME_CANCELLED:
+                return "cancelled";
+        case RUN_OUTCOME_FLOODED:
+                return "flooded";
+        case RUN_OUTCOME_NONE:
+        default:
+                return "not_run";
+        }
+}
+
 uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size_t cap)
 {
         const char *b = buf;

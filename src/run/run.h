@@ -191,6 +191,13 @@ _Static_assert(offsetof(struct run_stream, data) == offsetof(struct sbx_buf, dat
                    offsetof(struct run_stream, len) == offsetof(struct sbx_buf, len),
                "run_stream's data and len must be its head sbx_buf's");
 
+/**
+ * run_outcome_name() - the outcome's name in results and records: "exited", "signaled",
+ * "timed_out", "cancelled", "flooded", or "not_run" (RUN_OUTCOME_NONE, or out of range).
+ * A static string. docs/design/results.md.
+ */
+const char *run_outcome_name(enum run_outcome o);
+
 /** run_result_done() - free what @r holds (the stream buffers); @r itself is not freed. */
 void run_result_done(struct run_result *r);
 
