@@ -710,7 +710,7 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
                                 struct backend **ret, struct sbx_error *err);
 
 /* ---------------------------------------------------------------------------------------- */
-/* The egress allowlist's way out of a network-none container (egress_listen.c,            */
+/* The egress allowlist's way out of a network-none container (egress_listen.c,               */
 /* docs/design/egress.md "container backend")                                                 */
 
 /**
