@@ -1,7 +1,9 @@
-/* warden.h - supervises one locally spawned run (naive and native backends): reads stdout and
- * stderr with the output cap, enforces the deadline by the server's own monotonic clock,
- * watches the cancel fd, kills the whole process tree, reaps, and fills the outcome and output
- * of a struct run_result. The container backend has its own loop over the engine's stream. */
+/* warden.h - supervises one run: reads its output (stdout and stderr pipes, or a stream
+ * source such as the container backend's) with the output cap, enforces the deadline by the
+ * server's own monotonic clock, watches the cancel fd, kills, and fills the outcome and output
+ * of a struct run_result. warden_watch() is the supervise step of every backend's sandbox
+ * lifecycle (src/run/sandbox.h); warden_supervise() is the older whole-run form, which only
+ * test_naive still calls. */
 #pragma once
 
 #include <sys/resource.h>
