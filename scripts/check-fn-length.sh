@@ -30,7 +30,6 @@ KNOWN = {
     "src/egress/proxy.c:egress_proxy_main": 108,
     "src/egress/session.c:egress_session_start": 91,
     "src/engine/body.c:engine_create_body": 103,
-    "src/engine/egress_listen.c:engine_egress_listen": 97,
     "src/engine/endpoint.c:engine_endpoints_resolve_env": 84,
     "src/engine/endpoint.c:engine_endpoint_parse": 87,
     "src/engine/volume.c:walk_tree": 110,
