@@ -28,7 +28,6 @@ KNOWN = {
     "src/doctor/doctor.c:doctor_collect": 95,
     "src/egress/proxy.c:serve": 114,
     "src/egress/proxy.c:egress_proxy_main": 108,
-    "src/egress/session.c:egress_session_start": 91,
     "src/engine/body.c:engine_create_body": 103,
     "src/engine/endpoint.c:engine_endpoints_resolve_env": 84,
     "src/engine/endpoint.c:engine_endpoint_parse": 87,
