@@ -852,23 +852,10 @@ void audit_start(struct audit_log *log, enum sbx_language lang, unsigned timeout
                            note, note_size);
 }
 
+/* The record's outcome: the result's name, except that a call that never ran "failed". */
 static const char *outcome_name(enum run_outcome o)
 {
-        switch (o) {
-        case RUN_OUTCOME_NONE:
-                return "failed";
-        case RUN_OUTCOME_EXITED:
-                return "exited";
-        case RUN_OUTCOME_SIGNALED:
-                return "signaled";
-        case RUN_OUTCOME_TIMED_OUT:
-                return "timed_out";
-        case RUN_OUTCOME_CANCELLED:
-                return "cancelled";
-        case RUN_OUTCOME_FLOODED:
-                return "flooded";
-        }
-        return "unknown";
+        return o == RUN_OUTCOME_NONE ? "failed" : run_outcome_name(o);
 }
 
 static void record_measure(struct sbx_buf *b, const char *name, const struct run_measure *m)

@@ -34,6 +34,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "egress/egress-internal.h"
@@ -53,17 +54,10 @@ struct proxy {
         atomic_uint_fast64_t next_id, recorded, dropped;
 };
 
-struct conn {
+struct proxy_client {
         struct proxy *p;
         int fd;
 };
-
-static int64_t now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void __attribute__((format(printf, 2, 3)))
 record(struct proxy *p __attribute__((unused)), const char *fmt, ...)
@@ -141,7 +135,7 @@ static int wait_fd(struct proxy *p, int fd, short events, int64_t deadline_ms)
         for (;;) {
                 struct pollfd pfd[2] = {{.fd = fd, .events = events},
                                         {.fd = p->stop_fd, .events = POLLIN}};
-                int64_t left = deadline_ms - now_ms();
+                int64_t left = deadline_ms - (int64_t)sbx_now_ms();
                 int r;
 
                 if (left <= 0)
@@ -161,7 +155,7 @@ static int wait_fd(struct proxy *p, int fd, short events, int64_t deadline_ms)
 /* Connect to one of @ai within the deadline; the socket, or -1. */
 static int connect_any(struct proxy *p, const struct addrinfo *ai)
 {
-        int64_t deadline = now_ms() + PROXY_CONNECT_TIMEOUT_MS;
+        int64_t deadline = (int64_t)sbx_now_ms() + PROXY_CONNECT_TIMEOUT_MS;
 
         for (; ai; ai = ai->ai_next) {
                 int s = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e;
@@ -340,7 +334,7 @@ static void serve(struct proxy *p, int fd)
         struct egress_request rq = {0};
         struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
         const struct sbx_egress_pin *pin;
-        int64_t deadline = now_ms() + PROXY_HEAD_TIMEOUT_MS;
+        int64_t deadline = (int64_t)sbx_now_ms() + PROXY_HEAD_TIMEOUT_MS;
         enum egress_reason why;
         char port_s[8], detail[160] = "";
         uint64_t id, bytes_up = 0, bytes_down = 0;
@@ -451,7 +445,7 @@ done:
 
 static void *conn_main(void *arg)
 {
-        struct conn *c = arg;
+        struct proxy_client *c = arg;
         struct proxy *p = c->p;
 
         serve(p, c->fd);
@@ -545,7 +539,7 @@ int egress_proxy_main(int argc, char **argv)
                                 poll(NULL, 0, 50);
                         continue;
                 }
-                struct conn *cn = xmalloc(sizeof(*cn));
+                struct proxy_client *cn = xmalloc(sizeof(*cn));
                 pthread_t t;
                 cn->p = &p;
                 cn->fd = c;

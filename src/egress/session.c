@@ -93,76 +93,46 @@ int egress_listen_unix(const char *path, int *ret_fd, struct sbx_error *err)
         return 0;
 }
 
-int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egress_session **ret,
-                         struct sbx_error *err)
+/* The proxy's child side, from the clone to execve: the child of a multi-threaded server,
+ * so only async-signal-safe calls. It dies with the thread that started it (@parent); fds 3,
+ * 4, 5 become @lfd, @rec, @wr; with @drop it becomes @uid:@gid without supplementary groups. */
+__attribute__((noreturn)) static void proxy_child(int lfd, int rec, int wr, pid_t parent, bool drop,
+                                                  uid_t uid, gid_t gid, const char *const *argv)
 {
-        _cleanup_close_ int lfd = listen_fd, rec = -1, rd = -1, wr = -1, pidfd = -1;
-        const struct sbx_egress *e = &cfg->egress;
-        const char *exe = proxy_exe;
-        const char *argv[] = {"vestibule-mcp",
-                              "egress-proxy",
-                              "--allow",
-                              e->allow_raw ? e->allow_raw : "",
-                              "--ports",
-                              e->ports_raw ? e->ports_raw : "",
-                              "--pin",
-                              e->pin_raw ? e->pin_raw : "",
-                              NULL};
         static const char *const envp[] = {"LANG=C.UTF-8", NULL};
-        bool drop = geteuid() == 0 && cfg->run_as_set;
-        uid_t uid = cfg->run_as_uid;
-        gid_t gid = cfg->run_as_gid;
-        struct egress_session *s;
-        pid_t parent = getpid(), pid;
-        char go = 0;
-        int p[2], r;
 
-        if (lfd < 0)
-                return sbx_fail(err, EBADF, "no egress listener to serve");
-        rec = memfd_create("vst-egress-records", MFD_CLOEXEC);
-        if (rec < 0)
-                return sbx_fail(err, errno, "cannot create the egress record file: %m");
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return sbx_fail(err, errno, "cannot create the egress proxy's ready pipe: %m");
-        rd = p[0];
-        wr = p[1];
-
-        pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_PIDFD, NULL, &pidfd, NULL, 0);
-        if (pid < 0)
-                return sbx_fail(err, errno, "cannot start the egress proxy: %m");
-        if (pid == 0) {
-                /* The child of a multi-threaded server: only async-signal-safe calls until
-                 * execve. It dies with the thread that started it. */
-                prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-                if (getppid() != parent)
-                        _exit(127);
-                /* fds 3, 4, 5 = listener, records, ready: moved high first so no dup2
-                 * clobbers another (dup2 clears close-on-exec on the copies) */
-                int fl = fcntl(lfd, F_DUPFD_CLOEXEC, 10), fr = fcntl(rec, F_DUPFD_CLOEXEC, 10),
-                    fw = fcntl(wr, F_DUPFD_CLOEXEC, 10);
-                if (fl < 0 || fr < 0 || fw < 0 || dup2(fl, 3) < 0 || dup2(fr, 4) < 0 ||
-                    dup2(fw, 5) < 0)
-                        _exit(127);
-                if (drop && (syscall(SYS_setgroups, 0, NULL) < 0 ||
-                             syscall(SYS_setresgid, gid, gid, gid) < 0 ||
-                             syscall(SYS_setresuid, uid, uid, uid) < 0))
-                        _exit(126);
-                if (drop)
-                        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-                execve(exe, (char *const *)argv, (char *const *)envp);
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != parent)
                 _exit(127);
-        }
-        close(TAKE_FD(lfd)); /* the proxy holds the only copy: its death refuses the run */
-        close(TAKE_FD(wr));
+        /* fds 3, 4, 5 = listener, records, ready: moved high first so no dup2
+         * clobbers another (dup2 clears close-on-exec on the copies) */
+        int fl = fcntl(lfd, F_DUPFD_CLOEXEC, 10), fr = fcntl(rec, F_DUPFD_CLOEXEC, 10),
+            fw = fcntl(wr, F_DUPFD_CLOEXEC, 10);
+        if (fl < 0 || fr < 0 || fw < 0 || dup2(fl, 3) < 0 || dup2(fr, 4) < 0 || dup2(fw, 5) < 0)
+                _exit(127);
+        if (drop &&
+            (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+             syscall(SYS_setresuid, uid, uid, uid) < 0))
+                _exit(126);
+        if (drop)
+                prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        execve(proxy_exe, (char *const *)argv, (char *const *)envp);
+        _exit(127);
+}
 
-        {
-                struct pollfd pfd = {.fd = rd, .events = POLLIN};
-                do
-                        r = poll(&pfd, 1, EGRESS_START_TIMEOUT_MS);
-                while (r < 0 && errno == EINTR);
-                if (r > 0 && read(rd, &go, 1) != 1)
-                        go = 0;
-        }
+/* Wait (at most EGRESS_START_TIMEOUT_MS) for the proxy @pid to say it is ready ('R' on @rd);
+ * else kill it through @pidfd, reap it, and say why. */
+static int wait_proxy_ready(int rd, pid_t pid, int pidfd, struct sbx_error *err)
+{
+        struct pollfd pfd = {.fd = rd, .events = POLLIN};
+        char go = 0;
+        int r;
+
+        do
+                r = poll(&pfd, 1, EGRESS_START_TIMEOUT_MS);
+        while (r < 0 && errno == EINTR);
+        if (r > 0 && read(rd, &go, 1) != 1)
+                go = 0;
         if (go != 'R') {
                 int st = 0;
                 syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
@@ -179,6 +149,51 @@ int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egr
                                 WIFSIGNALED(st) ? "killed by signal" : "exit status",
                                 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
         }
+        return 0;
+}
+
+int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egress_session **ret,
+                         struct sbx_error *err)
+{
+        _cleanup_close_ int lfd = listen_fd, rec = -1, rd = -1, wr = -1, pidfd = -1;
+        const struct sbx_egress *e = &cfg->egress;
+        const char *argv[] = {"vestibule-mcp",
+                              "egress-proxy",
+                              "--allow",
+                              e->allow_raw ? e->allow_raw : "",
+                              "--ports",
+                              e->ports_raw ? e->ports_raw : "",
+                              "--pin",
+                              e->pin_raw ? e->pin_raw : "",
+                              NULL};
+        bool drop = geteuid() == 0 && cfg->run_as_set;
+        uid_t uid = cfg->run_as_uid;
+        gid_t gid = cfg->run_as_gid;
+        struct egress_session *s;
+        pid_t parent = getpid(), pid;
+        int p[2], r;
+
+        if (lfd < 0)
+                return sbx_fail(err, EBADF, "no egress listener to serve");
+        rec = memfd_create("vst-egress-records", MFD_CLOEXEC);
+        if (rec < 0)
+                return sbx_fail(err, errno, "cannot create the egress record file: %m");
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sbx_fail(err, errno, "cannot create the egress proxy's ready pipe: %m");
+        rd = p[0];
+        wr = p[1];
+
+        pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_PIDFD, NULL, &pidfd, NULL, 0);
+        if (pid < 0)
+                return sbx_fail(err, errno, "cannot start the egress proxy: %m");
+        if (pid == 0)
+                proxy_child(lfd, rec, wr, parent, drop, uid, gid, argv);
+        close(TAKE_FD(lfd)); /* the proxy holds the only copy: its death refuses the run */
+        close(TAKE_FD(wr));
+
+        r = wait_proxy_ready(rd, pid, pidfd, err);
+        if (r < 0)
+                return r;
         s = xcalloc(1, sizeof(*s));
         s->pid = pid;
         s->pidfd = TAKE_FD(pidfd);

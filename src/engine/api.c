@@ -13,6 +13,7 @@
 
 #include "lazy/curl.h"
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 
@@ -23,14 +24,13 @@
 /* ---------------------------------------------------------------------------------------- */
 /* The request target                                                                       */
 
-static bool unreserved(unsigned char ch)
+bool engine_unreserved(unsigned char ch)
 {
         return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
                ch == '-' || ch == '.' || ch == '_' || ch == '~';
 }
 
-/* Whether a '/'-separated piece of a path part is "." or "..". */
-static bool dot_piece(const char *s, size_t n)
+bool engine_dot_piece(const char *s, size_t n)
 {
         size_t start = 0;
 
@@ -61,7 +61,7 @@ static int escape_check(const char *s, size_t n, bool query, struct sbx_error *e
                                 "refusing an Engine API %s holding a NUL byte ('%.80s'): no id, "
                                 "name or path of the engine holds one",
                                 kind, s);
-        if (!query && (n == 0 || dot_piece(s, n)))
+        if (!query && (n == 0 || engine_dot_piece(s, n)))
                 return sbx_fail(err, EINVAL,
                                 "refusing the Engine API path part '%.*s': it is empty or holds a "
                                 "'.' or '..' piece, which the engine would resolve to another "
@@ -82,7 +82,7 @@ int engine_escape(const char *s, size_t n, bool query, char **ret, struct sbx_er
         out = p = xmalloc(n * 3 + 1);
         for (size_t i = 0; i < n; i++) {
                 unsigned char ch = (unsigned char)s[i];
-                if (unreserved(ch)) {
+                if (engine_unreserved(ch)) {
                         *p++ = (char)ch;
                 } else {
                         *p++ = '%';
@@ -95,28 +95,18 @@ int engine_escape(const char *s, size_t n, bool query, char **ret, struct sbx_er
         return 0;
 }
 
-/* Append @s to the growing string *@buf (length *@len). */
-static void append(char **buf, size_t *len, const char *s)
-{
-        size_t n = strlen(s);
-        *buf = xrealloc(*buf, *len + n + 1);
-        memcpy(*buf + *len, s, n + 1);
-        *len += n;
-}
-
 int engine_call_target(const struct engine_call *call, char **ret, struct sbx_error *err)
 {
-        _cleanup_free_ char *out = NULL;
-        size_t len = 0, used = 0;
+        _cleanup_(sbx_buf_done) struct sbx_buf out = {0}; /* no cap: parts are bounded */
+        size_t used = 0;
         const char *t = call->path ? call->path : "";
         int r;
 
-        append(&out, &len, "");
         while (*t) {
                 const char *hole = strstr(t, "{}");
                 size_t lit = hole ? (size_t)(hole - t) : strlen(t);
-                _cleanup_free_ char *chunk = xstrndup(t, lit), *enc = NULL;
-                append(&out, &len, chunk);
+                _cleanup_free_ char *enc = NULL;
+                (void)sbx_buf_add(&out, t, lit);
                 if (!hole)
                         break;
                 if (used >= ENGINE_CALL_MAX_PARTS || !call->parts[used])
@@ -128,7 +118,7 @@ int engine_call_target(const struct engine_call *call, char **ret, struct sbx_er
                 r = engine_escape(part, strlen(part), false, &enc, err);
                 if (r < 0)
                         return r;
-                append(&out, &len, enc);
+                (void)sbx_buf_puts(&out, enc);
                 t = hole + 2;
         }
         if (used < ENGINE_CALL_MAX_PARTS && call->parts[used])
@@ -145,14 +135,10 @@ int engine_call_target(const struct engine_call *call, char **ret, struct sbx_er
                 r = engine_escape(q->value, strlen(q->value), true, &enc, err);
                 if (r < 0)
                         return r;
-                char head[2] = {sep, '\0'};
-                append(&out, &len, head);
-                append(&out, &len, q->name);
-                append(&out, &len, "=");
-                append(&out, &len, enc);
+                (void)sbx_buf_printf(&out, "%c%s=%s", sep, q->name, enc);
                 sep = '&';
         }
-        *ret = TAKE_PTR(out);
+        *ret = sbx_buf_steal(&out, NULL);
         return 0;
 }
 
@@ -168,9 +154,8 @@ struct engine_xfer {
         struct curl_slist *hdrs;
         struct engine_reply *reply;
         bool headers_done;
-        bool too_big; /* a JSON/raw answer past ENGINE_REPLY_MAX_BYTES */
-        char *body;   /* JSON/raw answer */
-        size_t len, cap;
+        bool too_big;                     /* a JSON/raw answer past ENGINE_REPLY_MAX_BYTES */
+        struct sbx_buf body;              /* JSON/raw answer, at most ENGINE_REPLY_MAX_BYTES */
         char errbody[ENGINE_ERRBODY_MAX]; /* the start of a refused answer */
         size_t errlen;
 };
@@ -250,17 +235,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
                         x->reply->stopped = true;
                 return took == n ? n : 0;
         }
-        if (x->len + n > ENGINE_REPLY_MAX_BYTES) {
+        if (sbx_buf_add(&x->body, data, n) < 0) {
                 x->too_big = true;
                 return 0;
         }
-        if (x->len + n + 1 > x->cap) {
-                x->cap = (x->len + n + 1) * 2;
-                x->body = xrealloc(x->body, x->cap);
-        }
-        memcpy(x->body + x->len, data, n);
-        x->len += n;
-        x->body[x->len] = '\0';
         return n;
 }
 
@@ -306,6 +284,7 @@ int engine_xfer_new(const struct engine_conn *c, const char *method, const struc
         int r;
 
         x->c = c;
+        x->body.max = ENGINE_REPLY_MAX_BYTES;
         snprintf(x->method, sizeof(x->method), "%s", method);
         x->call = *call;
         x->reply = ret;
@@ -370,7 +349,7 @@ void engine_xfer_free(struct engine_xfer *x)
                 curl_easy_cleanup(x->h);
         curl_slist_free_all(x->hdrs);
         free(x->target);
-        free(x->body);
+        sbx_buf_done(&x->body);
         free(x);
 }
 
@@ -483,23 +462,22 @@ int engine_xfer_finish(struct engine_xfer *x, int curl_result, struct sbx_error 
         if (x->call.any_status && (r->status < 200 || r->status > 299)) {
                 /* the caller judges the status: the message, and JSON only when it is JSON */
                 if (x->call.body != ENGINE_BODY_NONE)
-                        refusal_message(x->body, r->msg, sizeof(r->msg));
-                if (x->call.body == ENGINE_BODY_JSON && x->len > 0)
-                        r->json = json_tokener_parse(x->body);
+                        refusal_message(x->body.data, r->msg, sizeof(r->msg));
+                if (x->call.body == ENGINE_BODY_JSON && x->body.len > 0)
+                        r->json = json_tokener_parse(x->body.data);
                 if (x->call.body != ENGINE_BODY_RAW)
                         return 0;
         }
         if (x->call.body == ENGINE_BODY_RAW) {
-                r->raw = x->body ? TAKE_PTR(x->body) : xstrdup("");
-                r->len = x->len;
-        } else if (x->call.body == ENGINE_BODY_JSON && x->len > 0) {
-                r->json = json_tokener_parse(x->body);
+                r->raw = sbx_buf_steal(&x->body, &r->len);
+        } else if (x->call.body == ENGINE_BODY_JSON && x->body.len > 0) {
+                r->json = json_tokener_parse(x->body.data);
                 if (!r->json)
                         return sbx_fail(err, EPROTO,
                                         "the container engine at '%s' answered %s %s with "
                                         "something that is not JSON ('%.80s'): is this a Docker "
                                         "Engine or Podman socket?",
-                                        x->c->ep.host, x->method, x->target, x->body);
+                                        x->c->ep.host, x->method, x->target, x->body.data);
         }
         return 0;
 }

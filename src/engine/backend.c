@@ -1200,7 +1200,7 @@ struct sandbox {
         char image[256];
         const char *interp;
         /* the spec's network: RUN_NETWORK_ALLOWLIST = the code waits for its way out, which
-         * start() makes inside the started container (egress.c) */
+         * start() makes inside the started container (egress_listen.c) */
         enum run_network network;
         char egress_tag[48];           /* the run's tag in its command (engine_egress_tag()) */
         char wait_sh[192];             /* the wait script (engine_egress_wait_script()) */
@@ -1298,7 +1298,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
         snprintf(script, 64, "/sandbox/%s", sbx_language_script(sb->language));
         snprintf(timeout_arg, 16, "%u", sb->backstop_s);
         const char *plain[] = {"timeout", "--kill-after=1", timeout_arg, sb->interp, script, NULL};
-        /* network "allowlist": the code starts once its way out listens (egress.c); the tag
+        /* network "allowlist": the code starts once its way out listens (egress_listen.c); the tag
          * (the script's $0) lets the server know the container's process when it sees it */
         const char *waiting[] = {
             "timeout",
@@ -1415,7 +1415,7 @@ static int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec,
         r = sandbox_snapshot(sb, err);
         if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST && sb->volumes)
                 /* the way out is made inside the container's namespace from this machine
-                 * (egress.c): a remote engine's processes are not ours to see */
+                 * (egress_listen.c): a remote engine's processes are not ours to see */
                 r = sbx_fail(err, EOPNOTSUPP,
                              "network \"allowlist\" needs a container engine on this machine "
                              "(the server enters the sandbox's network namespace to make its "
@@ -1563,7 +1563,7 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
                 r = container_start(&st->conn, sb->id, sb->image, err);
         sbx_trace_lap(&sb->trace, "start");
         if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST) {
-                /* the way out, made inside the started container (egress.c); its code waits
+                /* the way out, made inside the started container (egress_listen.c); its code waits
                  * for it. Fail closed: on error destroy() removes the container unrun. */
                 r = engine_egress_begin(&st->conn, sb->id, sb->cfg, &sb->egress, err);
                 sbx_trace_lap(&sb->trace, "egress");

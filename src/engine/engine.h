@@ -182,6 +182,14 @@ struct engine_reply {
 /** engine_reply_done() - free what @r holds (json, raw); @r may be NULL. */
 void engine_reply_done(struct engine_reply *r);
 
+/** engine_unreserved() - whether byte @ch is RFC 3986 §2.3 "unreserved" (A-Z a-z 0-9 - . _ ~),
+ * the bytes engine_escape() leaves as they are. */
+bool engine_unreserved(unsigned char ch);
+
+/** engine_dot_piece() - whether one of the '/'-separated pieces of the @n bytes at @s is "." or
+ * ".." (RFC 3986 §3.3 dot-segments), which engine_escape() refuses in a path part. */
+bool engine_dot_piece(const char *s, size_t n);
+
 /**
  * engine_escape() - percent-encode @n bytes of @s (RFC 3986 §2: every byte but the unreserved
  * A-Z a-z 0-9 - . _ ~ becomes %XX) into a new string *@ret (free() it).
@@ -488,6 +496,17 @@ int engine_image_import(const struct engine_conn *c, const char *tar, const char
                         const char *sha256, struct sbx_error *err);
 
 /**
+ * engine_image_inspect() - GET /images/{@ref}/json (Docker Engine API "ImageInspect";
+ * https://docs.docker.com/reference/api/engine/version/v1.41/#tag/Image/operation/ImageInspect):
+ * the one place an image is looked up by name, id or name@digest.
+ * @ret_info: on success the parsed answer (an object), for the caller to json_object_put();
+ * untouched on error.
+ * Return: 0, -ENOENT (no such image; @err says so), or -errno (the engine could not answer).
+ */
+int engine_image_inspect(const struct engine_conn *c, const char *ref, json_object **ret_info,
+                         struct sbx_error *err);
+
+/**
  * engine_image_label() - the value of label @key on image @ref into @ret ("" when absent).
  * Return: 0, -ENOENT (no such image), or -errno.
  */
@@ -691,7 +710,7 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
                                 struct backend **ret, struct sbx_error *err);
 
 /* ---------------------------------------------------------------------------------------- */
-/* The egress allowlist's way out of a network-none container (egress.c,                     */
+/* The egress allowlist's way out of a network-none container (egress_listen.c,               */
 /* docs/design/egress.md "container backend")                                                 */
 
 /**

@@ -18,14 +18,12 @@
 #include "common/xalloc.h"
 #include "config/pins.h"
 
-int engine_image_label(const struct engine_conn *c, const char *ref, const char *key, char *ret,
-                       size_t size, struct sbx_error *err)
+int engine_image_inspect(const struct engine_conn *c, const char *ref, json_object **ret_info,
+                         struct sbx_error *err)
 {
         _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        json_object *cfg, *labels, *v;
         int r;
 
-        ret[0] = '\0';
         r = engine_get(c,
                        &(struct engine_call){.path = "/images/{}/json",
                                              .parts = {ref},
@@ -34,6 +32,27 @@ int engine_image_label(const struct engine_conn *c, const char *ref, const char 
                                              .timeout_ms = 10000,
                                              .what = "inspect a sandbox image"},
                        &rep, err);
+        if (r < 0)
+                return r;
+        if (!json_object_is_type(rep.json, json_type_object))
+                return sbx_fail(err, EPROTO,
+                                "the container engine answered the inspect of image '%s' with "
+                                "no JSON object: check that DOCKER_HOST points at a Docker or "
+                                "Podman Engine API",
+                                ref);
+        *ret_info = TAKE_PTR(rep.json);
+        return 0;
+}
+
+int engine_image_label(const struct engine_conn *c, const char *ref, const char *key, char *ret,
+                       size_t size, struct sbx_error *err)
+{
+        _cleanup_(json_putp) json_object *info = NULL;
+        json_object *cfg, *labels, *v;
+        int r;
+
+        ret[0] = '\0';
+        r = engine_image_inspect(c, ref, &info, err);
         if (r == -ENOENT)
                 return sbx_fail(err, ENOENT,
                                 "the sandbox image '%s' is missing from the container engine: run "
@@ -42,7 +61,7 @@ int engine_image_label(const struct engine_conn *c, const char *ref, const char 
                                 ref);
         if (r < 0)
                 return r;
-        if (json_object_object_get_ex(rep.json, "Config", &cfg) &&
+        if (json_object_object_get_ex(info, "Config", &cfg) &&
             json_object_object_get_ex(cfg, "Labels", &labels) &&
             json_object_object_get_ex(labels, key, &v))
                 snprintf(ret, size, "%s", json_object_get_string(v));
@@ -228,26 +247,19 @@ static int image_has_digest(const struct engine_conn *c, const char *name, const
                             struct sbx_error *err)
 {
         _cleanup_free_ char *ref = xasprintf("%s@%s", name, digest);
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        _cleanup_(json_putp) json_object *info = NULL;
         json_object *rd;
         const char *at;
         int r;
 
-        r = engine_get(c,
-                       &(struct engine_call){.path = "/images/{}/json",
-                                             .parts = {ref},
-                                             .ok = {200},
-                                             .body = ENGINE_BODY_JSON,
-                                             .timeout_ms = 10000,
-                                             .what = "inspect a sandbox image"},
-                       &rep, err);
+        r = engine_image_inspect(c, ref, &info, err);
         if (r == -ENOENT) {
                 sbx_error_clear(err);
                 return 0;
         }
         if (r < 0)
                 return r;
-        if (!json_object_object_get_ex(rep.json, "RepoDigests", &rd) ||
+        if (!json_object_object_get_ex(info, "RepoDigests", &rd) ||
             !json_object_is_type(rd, json_type_array))
                 return 0;
         for (size_t i = 0; i < json_object_array_length(rd); i++) {

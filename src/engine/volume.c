@@ -30,24 +30,6 @@
 #define VOLUME_XFER_TIMEOUT_MS 300000L /* one archive PUT/GET: large workspaces take a while */
 #define VOLUME_MAX_DEPTH 128           /* deeper host workspace trees are refused */
 
-static void archive_write_freep(struct archive **a)
-{
-        if (*a)
-                archive_write_free(*a);
-}
-
-static void archive_read_freep(struct archive **a)
-{
-        if (*a)
-                archive_read_free(*a);
-}
-
-static void archive_entry_freep(struct archive_entry **e)
-{
-        if (*e)
-                archive_entry_free(*e);
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* The manifest: what went in, to tell deletions made by the run from files added meanwhile */
 

@@ -155,4 +155,23 @@ const struct lazy_archive_table *lazy_archive(void);
 #define archive_write_open_fd (lazy_archive()->archive_write_open_fd)
 #define archive_write_set_bytes_in_last_block                                                      \
         (lazy_archive()->archive_write_set_bytes_in_last_block)
+
+/* Cleanup helpers for _cleanup_() (src/common/cleanup.h): free the handle unless NULL. */
+static inline void archive_read_freep(struct archive **a)
+{
+        if (*a)
+                archive_read_free(*a);
+}
+
+static inline void archive_write_freep(struct archive **a)
+{
+        if (*a)
+                archive_write_free(*a);
+}
+
+static inline void archive_entry_freep(struct archive_entry **e)
+{
+        if (*e)
+                archive_entry_free(*e);
+}
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/utf8.h"
@@ -26,17 +27,14 @@ void mcp_reader_init(struct mcp_reader *r, int fd, size_t max_line_bytes)
 
 void mcp_reader_done(struct mcp_reader *r)
 {
-        free(r->buf);
-        r->buf = NULL;
-        r->start = r->len = r->cap = r->scan = 0;
+        sbx_buf_done(&r->buf);
+        r->start = r->scan = 0;
 }
 
 /* Give the buffer back (nothing unconsumed is in it) and return freed heap to the kernel. */
 static void reader_release(struct mcp_reader *r)
 {
-        free(r->buf);
-        r->buf = NULL;
-        r->start = r->len = r->cap = r->scan = 0;
+        mcp_reader_done(r);
         (void)malloc_trim(0);
 }
 
@@ -46,24 +44,20 @@ ssize_t mcp_reader_fill(struct mcp_reader *r)
 
         /* A buffer grown for one long line goes back once that line is consumed, and the heap
          * is trimmed: a 60 MB message must not leave 60 MB resident for the server's life. */
-        if (r->start == r->len && r->cap > READ_CHUNK * 8)
+        if (r->start == r->buf.len && r->buf.cap > READ_CHUNK * 8)
                 reader_release(r);
         /* Move the unconsumed tail to the front so the buffer only grows for one long line. */
         if (r->start > 0) {
-                memmove(r->buf, r->buf + r->start, r->len - r->start);
-                r->len -= r->start;
+                memmove(r->buf.data, r->buf.data + r->start, r->buf.len - r->start);
+                r->buf.len -= r->start;
                 r->scan -= r->start;
                 r->start = 0;
         }
-        if (r->cap - r->len < READ_CHUNK + 1) {
-                size_t cap = r->cap ? r->cap : READ_CHUNK * 2;
-                while (cap - r->len < READ_CHUNK + 1)
-                        cap *= 2;
-                r->buf = xrealloc(r->buf, cap);
-                r->cap = cap;
-        }
+        /* Room for one chunk and the NUL mcp_reader_next() writes; no cap (the line limit is
+         * enforced there), so this cannot fail short of running out of memory. */
+        (void)sbx_buf_reserve(&r->buf, READ_CHUNK);
         do
-                n = read(r->fd, r->buf + r->len, r->cap - r->len - 1);
+                n = read(r->fd, r->buf.data + r->buf.len, r->buf.cap - r->buf.len - 1);
         while (n < 0 && errno == EINTR);
         if (n < 0) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -74,7 +68,8 @@ ssize_t mcp_reader_fill(struct mcp_reader *r)
                 r->eof = true;
                 return 0;
         }
-        r->len += (size_t)n;
+        r->buf.len += (size_t)n;
+        r->buf.data[r->buf.len] = '\0';
         return n;
 }
 
@@ -83,22 +78,22 @@ enum mcp_read_status mcp_reader_next(struct mcp_reader *r, char **ret_line, size
         char *nl;
         size_t end;
 
-        if (r->len == r->start)
+        if (r->buf.len == r->start)
                 return r->eof && r->discarding ? (r->discarding = false, MCP_READ_TOO_LONG)
                                                : MCP_READ_NONE;
-        nl = memchr(r->buf + r->scan, '\n', r->len - r->scan);
+        nl = memchr(r->buf.data + r->scan, '\n', r->buf.len - r->scan);
         if (!nl) {
-                r->scan = r->len;
+                r->scan = r->buf.len;
                 if (r->discarding) {
                         /* Keep nothing of a line we already gave up on. */
-                        r->start = r->len = r->scan = 0;
+                        r->start = r->buf.len = r->scan = 0;
                         if (r->eof) {
                                 r->discarding = false;
                                 return MCP_READ_TOO_LONG;
                         }
                         return MCP_READ_NONE;
                 }
-                if (r->len - r->start > r->max_line_bytes) {
+                if (r->buf.len - r->start > r->max_line_bytes) {
                         log_warning("a message line is over %zu bytes; discarding it",
                                     r->max_line_bytes);
                         r->discarding = true;
@@ -112,22 +107,22 @@ enum mcp_read_status mcp_reader_next(struct mcp_reader *r, char **ret_line, size
                 if (!r->eof)
                         return MCP_READ_NONE;
                 /* EOF: a last line without '\n' still counts. */
-                end = r->len;
+                end = r->buf.len;
         } else {
-                end = (size_t)(nl - r->buf);
+                end = (size_t)(nl - r->buf.data);
         }
 
         if (r->discarding || end - r->start > r->max_line_bytes) {
                 r->discarding = false;
-                r->start = r->scan = end < r->len ? end + 1 : end;
+                r->start = r->scan = end < r->buf.len ? end + 1 : end;
                 return MCP_READ_TOO_LONG;
         }
-        *ret_line = r->buf + r->start;
-        r->buf[end] = '\0'; /* there is always room: reads leave one byte spare */
+        *ret_line = r->buf.data + r->start;
+        r->buf.data[end] = '\0'; /* there is always room: sbx_buf keeps one byte spare */
         *ret_len = end - r->start;
         if (*ret_len > 0 && (*ret_line)[*ret_len - 1] == '\r')
                 (*ret_line)[--*ret_len] = '\0';
-        r->start = r->scan = end < r->len ? end + 1 : end;
+        r->start = r->scan = end < r->buf.len ? end + 1 : end;
         return MCP_READ_LINE;
 }
 

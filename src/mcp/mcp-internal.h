@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "common/error.h"
 #include "mcp/mcp.h"
 
@@ -21,8 +22,8 @@
 /* Reads @fd into a growable buffer and hands out whole lines. */
 struct mcp_reader {
         int fd;
-        char *buf; /* owned; [start, len) not yet handed out */
-        size_t start, len, cap;
+        struct sbx_buf buf; /* owned, no cap of its own; [start, buf.len) not yet handed out */
+        size_t start;
         size_t scan; /* [start, scan) holds no '\n' */
         size_t max_line_bytes;
         bool discarding; /* dropping the rest of an over-long line */

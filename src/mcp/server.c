@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -97,14 +98,6 @@ struct mcp_server {
         unsigned running;   /* CALL_TOOL workers not yet finished */
         unsigned listening; /* CALL_LISTEN streams not yet finished */
 };
-
-static uint64_t now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void wake(struct mcp_server *s)
 {
@@ -273,7 +266,7 @@ static void call_progress(void *userdata, uint64_t elapsed_ms, uint64_t timeout_
         struct mcp_server *s = c->srv;
         json_object *params, *msg;
         double progress = (double)elapsed_ms / 1000.0;
-        uint64_t now = now_ms();
+        uint64_t now = sbx_now_ms();
         bool cancelled;
 
         pthread_mutex_lock(&c->pmu);

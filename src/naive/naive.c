@@ -395,14 +395,6 @@ static int s_arrange_fds(const struct spawn_args *a)
         return 0;
 }
 
-static uint64_t s_now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void __attribute__((noreturn)) supervisor_main(const struct spawn_args *a)
 {
         struct rlimit no_core = {0, 0};
@@ -417,7 +409,7 @@ static void __attribute__((noreturn)) supervisor_main(const struct spawn_args *a
         (void)sigprocmask(SIG_SETMASK, &all, NULL);
         if (s_arrange_fds(a) < 0)
                 fail_rec(a->rep_w, STAGE_SETUP);
-        deadline = s_now_ms() + a->kill_after_ms;
+        deadline = sbx_now_ms() + a->kill_after_ms;
         if (setpgid(0, 0) < 0 || setrlimit(RLIMIT_CORE, &no_core) < 0 ||
             prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
                 fail_rec(S_FD_REP, STAGE_SETUP);
@@ -443,7 +435,7 @@ static void __attribute__((noreturn)) supervisor_main(const struct spawn_args *a
                     {.fd = S_FD_CTL, .events = POLLIN},
                     {.fd = sfd, .events = POLLIN},
                 };
-                uint64_t now = s_now_ms();
+                uint64_t now = sbx_now_ms();
                 struct signalfd_siginfo si;
                 int r, st;
                 pid_t w;

@@ -496,58 +496,13 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
                    sp->argv[0], safe_strerror(err));
 }
 
-__attribute__((noreturn)) static void child_main(const struct native_spawn *sp, int out_w,
-                                                 int err_w, int sync_fd)
+/* Step 4 of child_main(): the sandbox's filesystem under the rootfs, before pivot_root: the
+ * rootfs and workspace binds, /tmp, /proc, /dev, the masks, the hand-over folders (@hand) and,
+ * without a FIFO, the go pipe (its read end into *@ret_go_r, its write end into @hand[3]).
+ * Nothing mounted here propagates back to the host. */
+static void child_build_fs(const struct native_spawn *sp, struct native_child_info *info,
+                           int hand[4], int *ret_go_r)
 {
-        uint64_t entry_us = sbx_trace_now_us(); /* vDSO clock_gettime: async-signal-safe */
-        struct native_msg msg = {0};
-        char go;
-        ssize_t n;
-        int fds[6], null_fd, listener, egress = -1, r, hand[4] = {-1, -1, -1, -1}, go_r = -1;
-
-        /* 1. A killed server leaves nothing: we die with it (the sync read below also sees EOF
-         *    if it died before this point). */
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        /* A server that changed its ids (setresuid from root) is not dumpable, which makes our
-         * /proc/PID files root's: the parent could not write our id maps. Become dumpable and
-         * say so (the parent, seeing itself not dumpable, waits for this). */
-        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) {
-                struct native_msg hello = {.type = MSG_HELLO};
-                prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-                child_send(sync_fd, &hello, -1);
-        }
-
-        /* Signal state is inherited from the server: an ignored SIGCHLD would make init's
-         * children vanish unreaped, an ignored SIGPIPE would survive into the program. */
-        child_reset_signals();
-
-        /* 2. Standard fds: stdin /dev/null, stdout/stderr the pipes, 3 the sync socket; every
-         *    other inherited fd (the server's sockets, the audit log...) is closed. */
-        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null_fd < 0)
-                _exit(126);
-        fds[0] = null_fd;
-        fds[1] = out_w;
-        fds[2] = err_w;
-        fds[3] = sync_fd;
-        fds[4] = sp->cells ? sp->cell_in_fd : -1;
-        fds[5] = sp->cells ? sp->status_out_fd : -1;
-        child_place_fds(fds, sp->cells ? 6 : 4);
-        msg.info.mark_us[NATIVE_MARK_ENTRY] = entry_us;
-
-        /* 3. Wait for the parent to write the id maps (and place us in our cgroup). */
-        do
-                n = read(FD_SYNC, &go, 1);
-        while (n < 0 && errno == EINTR);
-        if (n != 1 || go != 'G')
-                _exit(125);
-        /* Placed into a systemd scope after the clone: the cgroup namespace is created now,
-         * so it is rooted at the run's own cgroup, as with CLONE_INTO_CGROUP. */
-        if (sp->after_clone && unshare(CLONE_NEWCGROUP) < 0)
-                child_fail(errno, "cannot create the cgroup namespace: %s", safe_strerror(errno));
-        msg.info.mark_us[NATIVE_MARK_GO] = sbx_trace_now_us();
-
-        /* 4. Filesystem: nothing we mount propagates back to the host. */
         child_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, "making the mount tree private");
         child_mount(sp->rootfs, sp->rootfs, NULL, MS_BIND | MS_REC, NULL,
                     "the rootfs must exist: run `vestibule-mcp setup`");
@@ -564,7 +519,7 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                           (sp->workspace_ro ? MOUNT_ATTR_RDONLY : 0),
                       MS_NOSUID | MS_NODEV | (sp->workspace_ro ? MS_RDONLY : 0));
-        msg.info.mark_us[NATIVE_MARK_ROOTFS] = sbx_trace_now_us();
+        info->mark_us[NATIVE_MARK_ROOTFS] = sbx_trace_now_us();
         /* Files we create from here on (the /dev entries, the script) belong to the sandbox
          * user: a root server's own uid is not mapped in here, and a tmpfs of this user
          * namespace refuses files owned by an unmapped id (EOVERFLOW). */
@@ -573,14 +528,14 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         child_make_tmp(sp->tmpfs_mb);
         if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") ==
             0)
-                msg.info.proc_hidepid = true;
+                info->proc_hidepid = true;
         else
                 child_mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
                             "proc needs a pid namespace and a fully visible /proc on the host");
         {
                 struct stat st;
                 if (stat("proc/self/ns/pid", &st) == 0)
-                        msg.info.pidns_ino = st.st_ino;
+                        info->pidns_ino = st.st_ino;
         }
         /* The per-user quotas of the run's own user namespace (written through the fresh
          * /proc, while we still hold CAP_SYS_RESOURCE in it): the sandbox's uid is the
@@ -597,44 +552,16 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 int gp[2];
                 if (pipe2(gp, O_CLOEXEC) < 0)
                         child_fail(errno, "cannot create the go pipe: %s", safe_strerror(errno));
-                go_r = gp[0];
+                *ret_go_r = gp[0];
                 hand[3] = gp[1];
         }
+}
 
-        msg.info.mark_us[NATIVE_MARK_MOUNTS] = sbx_trace_now_us();
-
-        /* 5. pivot_root into it and drop the host's tree entirely. */
-        if (syscall(SYS_pivot_root, ".", ".") < 0)
-                child_fail(errno, "cannot pivot_root into '%s': %s", sp->rootfs,
-                           safe_strerror(errno));
-        if (umount2(".", MNT_DETACH) < 0)
-                child_fail(errno, "cannot detach the host's root: %s", safe_strerror(errno));
-        if (chdir("/workspace") < 0)
-                child_fail(errno, "cannot enter /workspace: %s", safe_strerror(errno));
-
-        msg.info.mark_us[NATIVE_MARK_PIVOT] = sbx_trace_now_us();
-
-        /* 6. uts and net namespaces. */
-        if (sethostname("vestibule", 9) < 0)
-                child_fail(errno, "cannot set the hostname: %s", safe_strerror(errno));
-        child_lo_up();
-        if (sp->egress)
-                egress = child_egress_listener();
-
-        msg.info.mark_us[NATIVE_MARK_UTS_NET] = sbx_trace_now_us();
-
-        /* 7. Limits that rlimits can honestly give. RLIMIT_NPROC counts per user in the run's
-         *    own user namespace (5.14+), so it caps this run's processes and threads. */
-        child_set_rlimit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE");
-        child_set_rlimit(RLIMIT_NOFILE, 1024, 1024, "RLIMIT_NOFILE");
-        if (sp->pids_max > 0)
-                child_set_rlimit(RLIMIT_NPROC, sp->pids_max, sp->pids_max, "RLIMIT_NPROC");
-        umask(022);
-
-        /* 8. Become the sandbox user, then drop every capability. A root server's supplementary
-         *    groups are cleared (its parent allowed setgroups for this user namespace). */
-        /*    Raw syscalls: glibc's wrappers broadcast the change to every thread it knows of,
-         *    under a lock another server thread may have held at our clone (a deadlock). */
+/* Step 8 of child_main(): the sandbox user, no capabilities, no_new_privs, not dumpable.
+ * Raw syscalls: glibc's wrappers broadcast the change to every thread it knows of, under a
+ * lock another server thread may have held at our clone (a deadlock). */
+static void child_become_user(const struct native_spawn *sp)
+{
         if (sp->host_root && syscall(SYS_setgroups, 0, NULL) < 0)
                 child_fail(errno, "cannot clear the supplementary groups: %s",
                            safe_strerror(errno));
@@ -657,50 +584,16 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 child_fail(errno, "cannot set no_new_privs: %s", safe_strerror(errno));
         /* init is not dumpable: the program (same uid) cannot ptrace it to escape its filter */
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
 
-        msg.info.mark_us[NATIVE_MARK_CREDS] = sbx_trace_now_us();
+/* Step 11 of child_main(), as init: hold none of the run's pipes, reap every process of the
+ * namespace, and when @prog ends kill and reap the rest, pass its status (and, with
+ * count_tasks, the run's task count) to the parent, wait to be released, and exit. */
+__attribute__((noreturn)) static void child_init(const struct native_spawn *sp, pid_t prog)
+{
+        char go;
+        ssize_t n;
 
-        /* 9. Landlock, the second layer over the filesystem. */
-        r = native_landlock_apply(sp->workspace_ro);
-        if (r < 0)
-                child_fail(-r, "cannot apply Landlock: %s", safe_strerror(-r));
-        msg.info.landlock_abi = r;
-        msg.info.mark_us[NATIVE_MARK_LANDLOCK] = sbx_trace_now_us();
-
-        /* 10. Last: the seccomp filter (built before clone), with a listener for reports. */
-        listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                SECCOMP_FILTER_FLAG_NEW_LISTENER, &sp->filter->prog);
-        if (listener < 0)
-                child_fail(errno,
-                           "cannot load the seccomp filter: %s; the kernel needs seccomp "
-                           "user notification (5.0+)",
-                           safe_strerror(errno));
-        msg.info.mark_us[NATIVE_MARK_SECCOMP] = sbx_trace_now_us();
-        msg.type = MSG_READY;
-        {
-                /* the listener, the hand-over fds (the go pipe's only without a FIFO) and the
-                 * egress listener (network "allowlist"); init keeps none of them, the
-                 * server's proxy holds the egress listener's only copy */
-                int pass[NATIVE_PASS_FDS] = {listener, hand[0], hand[1], hand[2]};
-                int n_pass = 4;
-                if (hand[3] >= 0)
-                        pass[n_pass++] = hand[3];
-                if (egress >= 0)
-                        pass[n_pass++] = egress;
-                child_send_fds(FD_SYNC, &msg, pass, n_pass);
-                for (int i = 0; i < n_pass; i++)
-                        close(pass[i]);
-        }
-
-        /* 11. Init: fork the program (raw clone: glibc's fork() would take locks another
-         *     server thread may have held at our clone), reap everything, pass its status. */
-        pid_t prog = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
-        if (prog < 0)
-                child_fail(errno, "cannot start the program: %s", safe_strerror(errno));
-        if (prog == 0)
-                program_main(sp, go_r);
-        if (go_r >= 0)
-                close(go_r);
         /* init writes nothing there: the pipes end with the run's other processes */
         if (sp->cells) {
                 close(FD_CELL_IN);
@@ -751,6 +644,155 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                 while (n < 0 && errno == EINTR);
                 _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
         }
+}
+
+/* Steps 1 to 3 of child_main(): die with the server, take a clean signal state, place the fds
+ * (0 /dev/null, 1 and 2 the output pipes, 3 the sync socket, 4 and 5 a cell session's
+ * pipes; no other), then wait for the parent's go (id maps written, cgroup placed). */
+static void child_enter(const struct native_spawn *sp, int out_w, int err_w, int sync_fd,
+                        uint64_t entry_us, struct native_child_info *info)
+{
+        char go;
+        ssize_t n;
+        int fds[6], null_fd;
+
+        /* 1. A killed server leaves nothing: we die with it (the sync read below also sees EOF
+         *    if it died before this point). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        /* A server that changed its ids (setresuid from root) is not dumpable, which makes our
+         * /proc/PID files root's: the parent could not write our id maps. Become dumpable and
+         * say so (the parent, seeing itself not dumpable, waits for this). */
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) {
+                struct native_msg hello = {.type = MSG_HELLO};
+                prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+                child_send(sync_fd, &hello, -1);
+        }
+
+        /* Signal state is inherited from the server: an ignored SIGCHLD would make init's
+         * children vanish unreaped, an ignored SIGPIPE would survive into the program. */
+        child_reset_signals();
+
+        /* 2. Standard fds: stdin /dev/null, stdout/stderr the pipes, 3 the sync socket; every
+         *    other inherited fd (the server's sockets, the audit log...) is closed. */
+        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0)
+                _exit(126);
+        fds[0] = null_fd;
+        fds[1] = out_w;
+        fds[2] = err_w;
+        fds[3] = sync_fd;
+        fds[4] = sp->cells ? sp->cell_in_fd : -1;
+        fds[5] = sp->cells ? sp->status_out_fd : -1;
+        child_place_fds(fds, sp->cells ? 6 : 4);
+        info->mark_us[NATIVE_MARK_ENTRY] = entry_us;
+
+        /* 3. Wait for the parent to write the id maps (and place us in our cgroup). */
+        do
+                n = read(FD_SYNC, &go, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1 || go != 'G')
+                _exit(125);
+        /* Placed into a systemd scope after the clone: the cgroup namespace is created now,
+         * so it is rooted at the run's own cgroup, as with CLONE_INTO_CGROUP. */
+        if (sp->after_clone && unshare(CLONE_NEWCGROUP) < 0)
+                child_fail(errno, "cannot create the cgroup namespace: %s", safe_strerror(errno));
+        info->mark_us[NATIVE_MARK_GO] = sbx_trace_now_us();
+}
+
+/* The end of step 10 of child_main(): READY to the parent with the seccomp @listener, the
+ * hand-over fds @hand (the go pipe's [3] only without a FIFO) and the @egress listener (network
+ * "allowlist", else -1); init keeps none of them, the server's proxy holds the egress
+ * listener's only copy. */
+static void child_report_ready(struct native_msg *msg, int listener, const int hand[4], int egress)
+{
+        int pass[NATIVE_PASS_FDS] = {listener, hand[0], hand[1], hand[2]};
+        int n_pass = 4;
+
+        msg->type = MSG_READY;
+        if (hand[3] >= 0)
+                pass[n_pass++] = hand[3];
+        if (egress >= 0)
+                pass[n_pass++] = egress;
+        child_send_fds(FD_SYNC, msg, pass, n_pass);
+        for (int i = 0; i < n_pass; i++)
+                close(pass[i]);
+}
+
+__attribute__((noreturn)) static void child_main(const struct native_spawn *sp, int out_w,
+                                                 int err_w, int sync_fd)
+{
+        uint64_t entry_us = sbx_trace_now_us(); /* vDSO clock_gettime: async-signal-safe */
+        struct native_msg msg = {0};
+        int listener, egress = -1, r, hand[4] = {-1, -1, -1, -1}, go_r = -1;
+
+        child_enter(sp, out_w, err_w, sync_fd, entry_us, &msg.info);
+
+        /* 4. Filesystem: nothing we mount propagates back to the host. */
+        child_build_fs(sp, &msg.info, hand, &go_r);
+        msg.info.mark_us[NATIVE_MARK_MOUNTS] = sbx_trace_now_us();
+
+        /* 5. pivot_root into it and drop the host's tree entirely. */
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                child_fail(errno, "cannot pivot_root into '%s': %s", sp->rootfs,
+                           safe_strerror(errno));
+        if (umount2(".", MNT_DETACH) < 0)
+                child_fail(errno, "cannot detach the host's root: %s", safe_strerror(errno));
+        if (chdir("/workspace") < 0)
+                child_fail(errno, "cannot enter /workspace: %s", safe_strerror(errno));
+
+        msg.info.mark_us[NATIVE_MARK_PIVOT] = sbx_trace_now_us();
+
+        /* 6. uts and net namespaces. */
+        if (sethostname("vestibule", 9) < 0)
+                child_fail(errno, "cannot set the hostname: %s", safe_strerror(errno));
+        child_lo_up();
+        if (sp->egress)
+                egress = child_egress_listener();
+
+        msg.info.mark_us[NATIVE_MARK_UTS_NET] = sbx_trace_now_us();
+
+        /* 7. Limits that rlimits can honestly give. RLIMIT_NPROC counts per user in the run's
+         *    own user namespace (5.14+), so it caps this run's processes and threads. */
+        child_set_rlimit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE");
+        child_set_rlimit(RLIMIT_NOFILE, 1024, 1024, "RLIMIT_NOFILE");
+        if (sp->pids_max > 0)
+                child_set_rlimit(RLIMIT_NPROC, sp->pids_max, sp->pids_max, "RLIMIT_NPROC");
+        umask(022);
+
+        /* 8. Become the sandbox user, then drop every capability. A root server's supplementary
+         *    groups are cleared (its parent allowed setgroups for this user namespace). */
+        child_become_user(sp);
+
+        msg.info.mark_us[NATIVE_MARK_CREDS] = sbx_trace_now_us();
+
+        /* 9. Landlock, the second layer over the filesystem. */
+        r = native_landlock_apply(sp->workspace_ro);
+        if (r < 0)
+                child_fail(-r, "cannot apply Landlock: %s", safe_strerror(-r));
+        msg.info.landlock_abi = r;
+        msg.info.mark_us[NATIVE_MARK_LANDLOCK] = sbx_trace_now_us();
+
+        /* 10. Last: the seccomp filter (built before clone), with a listener for reports. */
+        listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                SECCOMP_FILTER_FLAG_NEW_LISTENER, &sp->filter->prog);
+        if (listener < 0)
+                child_fail(errno,
+                           "cannot load the seccomp filter: %s; the kernel needs seccomp "
+                           "user notification (5.0+)",
+                           safe_strerror(errno));
+        msg.info.mark_us[NATIVE_MARK_SECCOMP] = sbx_trace_now_us();
+        child_report_ready(&msg, listener, hand, egress);
+
+        /* 11. Init: fork the program (raw clone: glibc's fork() would take locks another
+         *     server thread may have held at our clone), reap everything, pass its status. */
+        pid_t prog = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+        if (prog < 0)
+                child_fail(errno, "cannot start the program: %s", safe_strerror(errno));
+        if (prog == 0)
+                program_main(sp, go_r);
+        if (go_r >= 0)
+                close(go_r);
+        child_init(sp, prog);
 }
 
 /* ---- the parent ----------------------------------------------------------------------- */
@@ -977,11 +1019,102 @@ static void trace_child(struct sbx_trace *t, const struct native_child_info *inf
         t->last_us = now;
 }
 
+/* Step 4 of native_spawn(): the child's id maps (after its hello when the server is not
+ * dumpable), then its cgroup placement where clone3 did not do it (@sp->after_clone). On
+ * failure the child is killed and reaped. */
+static int parent_map_ids(const struct native_spawn *sp, pid_t pid, int pidfd, int sync_p,
+                          struct sbx_error *err)
+{
+        struct native_msg m;
+        int r;
+
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) {
+                memset(&m, 0, sizeof(m));
+                r = wait_readable(sync_p, NATIVE_SETUP_TIMEOUT_MS);
+                if (r == 0)
+                        r = recv_msg(sync_p, &m, NULL);
+                if (r < 0 || m.type != MSG_HELLO) {
+                        kill_and_reap(pid, pidfd);
+                        return sbx_fail(err, EIO,
+                                        "the sandbox died before its id maps were "
+                                        "written");
+                }
+        }
+        r = write_id_maps(sp, pid, err);
+        if (r < 0) {
+                sbx_wrap(err, "cannot map the sandbox user to uid %u", (unsigned)sp->host_uid);
+                kill_and_reap(pid, pidfd);
+                return r;
+        }
+        if (sp->trace)
+                sbx_trace_lap(sp->trace, "idmap");
+        if (sp->after_clone && sp->after_clone(sp->after_clone_ud, pid, err) < 0) {
+                kill_and_reap(pid, pidfd);
+                return -err->code;
+        }
+        if (sp->after_clone && sp->trace)
+                sbx_trace_lap(sp->trace, "scope");
+        return 0;
+}
+
+/* Step 5 of native_spawn(): go, then READY with its fds into @got (-1 where none came) and
+ * the child's checkpoints into *@ret_m, or the child's own error. On failure every fd that
+ * came is closed and the child is killed and reaped. */
+static int parent_await_ready(const struct native_spawn *sp, pid_t pid, int pidfd, int sync_p,
+                              struct native_msg *ret_m, int got[NATIVE_PASS_FDS],
+                              struct sbx_error *err)
+{
+        struct native_msg m;
+        int listener, egress = -1, r;
+
+        if (send(sync_p, "G", 1, MSG_NOSIGNAL) != 1) { /* no SIGPIPE into the server */
+                r = sbx_fail(err, errno ? errno : EPIPE,
+                             "the sandbox died before its setup began: %m");
+                kill_and_reap(pid, pidfd);
+                return r;
+        }
+        memset(&m, 0, sizeof(m));
+        r = wait_readable(sync_p, NATIVE_SETUP_TIMEOUT_MS);
+        if (r == 0)
+                r = recv_msg_fds(sync_p, &m, got, NATIVE_PASS_FDS);
+        listener = got[0];
+        /* after the hand-over fds (the go pipe's at [4] only without a FIFO) the egress
+         * listener, when asked for */
+        if (sp->egress)
+                egress = got[sp->fifo ? 4 : 5];
+        if (r == 0 && m.type == MSG_READY &&
+            (got[1] < 0 || got[2] < 0 || got[3] < 0 || (!sp->fifo && got[4] < 0)))
+                r = -EBADMSG; /* the hand-over fds must all be there */
+        if (r == -ETIMEDOUT) {
+                kill_and_reap(pid, pidfd);
+                return sbx_fail(err, ETIMEDOUT,
+                                "the sandbox's setup did not finish within %d ms (is the host "
+                                "overloaded?); retry",
+                                NATIVE_SETUP_TIMEOUT_MS);
+        }
+        if (r < 0 || m.type != MSG_READY || listener < 0 || (sp->egress && egress < 0)) {
+                for (int i = 0; i < NATIVE_PASS_FDS; i++)
+                        if (got[i] >= 0)
+                                close(got[i]);
+                if (r == 0 && m.type == MSG_ERROR) {
+                        m.err.msg[sizeof(m.err.msg) - 1] = '\0';
+                        r = sbx_fail(err, m.err.code, "sandbox setup failed: %s", m.err.msg);
+                } else {
+                        r = sbx_fail(err, EIO,
+                                     "the sandbox died during its setup without saying why");
+                }
+                kill_and_reap(pid, pidfd);
+                return r;
+        }
+        *ret_m = m;
+        return 0;
+}
+
 int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, struct sbx_error *err)
 {
         _cleanup_close_ int out_r = -1, out_w = -1, err_r = -1, err_w = -1, sync_p = -1,
                             sync_c = -1, pidfd = -1;
-        int p[2], sv[2], listener = -1, egress = -1, r;
+        int p[2], sv[2], r;
         int got[NATIVE_PASS_FDS] = {-1, -1, -1, -1, -1, -1};
         struct native_msg m;
         pid_t pid;
@@ -1030,73 +1163,14 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
                 sbx_trace_lap(sp->trace, "clone");
 
         /* 4. Id maps, then cgroup placement where it is not done by clone3 itself. */
-        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) {
-                memset(&m, 0, sizeof(m));
-                r = wait_readable(sync_p, NATIVE_SETUP_TIMEOUT_MS);
-                if (r == 0)
-                        r = recv_msg(sync_p, &m, NULL);
-                if (r < 0 || m.type != MSG_HELLO) {
-                        kill_and_reap(pid, pidfd);
-                        return sbx_fail(err, EIO,
-                                        "the sandbox died before its id maps were "
-                                        "written");
-                }
-        }
-        r = write_id_maps(sp, pid, err);
-        if (r < 0) {
-                sbx_wrap(err, "cannot map the sandbox user to uid %u", (unsigned)sp->host_uid);
-                kill_and_reap(pid, pidfd);
+        r = parent_map_ids(sp, pid, pidfd, sync_p, err);
+        if (r < 0)
                 return r;
-        }
-        if (sp->trace)
-                sbx_trace_lap(sp->trace, "idmap");
-        if (sp->after_clone && sp->after_clone(sp->after_clone_ud, pid, err) < 0) {
-                kill_and_reap(pid, pidfd);
-                return -err->code;
-        }
-        if (sp->after_clone && sp->trace)
-                sbx_trace_lap(sp->trace, "scope");
 
         /* 5. Go, and wait for READY (listener fd) or the child's own error. */
-        if (send(sync_p, "G", 1, MSG_NOSIGNAL) != 1) { /* no SIGPIPE into the server */
-                r = sbx_fail(err, errno ? errno : EPIPE,
-                             "the sandbox died before its setup began: %m");
-                kill_and_reap(pid, pidfd);
+        r = parent_await_ready(sp, pid, pidfd, sync_p, &m, got, err);
+        if (r < 0)
                 return r;
-        }
-        memset(&m, 0, sizeof(m));
-        r = wait_readable(sync_p, NATIVE_SETUP_TIMEOUT_MS);
-        if (r == 0)
-                r = recv_msg_fds(sync_p, &m, got, NATIVE_PASS_FDS);
-        listener = got[0];
-        /* after the hand-over fds (the go pipe's at [4] only without a FIFO) the egress
-         * listener, when asked for */
-        if (sp->egress)
-                egress = got[sp->fifo ? 4 : 5];
-        if (r == 0 && m.type == MSG_READY &&
-            (got[1] < 0 || got[2] < 0 || got[3] < 0 || (!sp->fifo && got[4] < 0)))
-                r = -EBADMSG; /* the hand-over fds must all be there */
-        if (r == -ETIMEDOUT) {
-                kill_and_reap(pid, pidfd);
-                return sbx_fail(err, ETIMEDOUT,
-                                "the sandbox's setup did not finish within %d ms (is the host "
-                                "overloaded?); retry",
-                                NATIVE_SETUP_TIMEOUT_MS);
-        }
-        if (r < 0 || m.type != MSG_READY || listener < 0 || (sp->egress && egress < 0)) {
-                for (int i = 0; i < NATIVE_PASS_FDS; i++)
-                        if (got[i] >= 0)
-                                close(got[i]);
-                if (r == 0 && m.type == MSG_ERROR) {
-                        m.err.msg[sizeof(m.err.msg) - 1] = '\0';
-                        r = sbx_fail(err, m.err.code, "sandbox setup failed: %s", m.err.msg);
-                } else {
-                        r = sbx_fail(err, EIO,
-                                     "the sandbox died during its setup without saying why");
-                }
-                kill_and_reap(pid, pidfd);
-                return r;
-        }
 
         if (sp->trace)
                 trace_child(sp->trace, &m.info);
@@ -1105,8 +1179,8 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         ret->out_fd = TAKE_FD(out_r);
         ret->err_fd = TAKE_FD(err_r);
         ret->sync_fd = TAKE_FD(sync_p);
-        ret->listener_fd = listener;
-        ret->egress_fd = egress;
+        ret->listener_fd = got[0];
+        ret->egress_fd = sp->egress ? got[sp->fifo ? 4 : 5] : -1;
         ret->code_fd = got[1];
         ret->sdir_fd = got[2];
         ret->stage_fd = got[3];

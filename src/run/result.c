@@ -60,12 +60,11 @@ void run_result_done(struct run_result *r)
 {
         if (!r)
                 return;
-        free(r->out.data);
-        free(r->err.data);
+        sbx_buf_done(&r->out.head);
+        sbx_buf_done(&r->err.head);
         free(r->out.ring);
         free(r->err.ring);
-        r->out.data = r->err.data = r->out.ring = r->err.ring = NULL;
-        r->out.len = r->err.len = 0;
+        r->out.ring = r->err.ring = NULL;
         r->out.ring_len = r->err.ring_len = r->out.ring_size = r->err.ring_size = 0;
         for (size_t i = 0; i < r->n_files; i++)
                 free(r->files[i].path);
@@ -82,6 +81,25 @@ void run_result_done(struct run_result *r)
         r->egress.n_entries = 0;
 }
 
+const char *run_outcome_name(enum run_outcome o)
+{
+        switch (o) {
+        case RUN_OUTCOME_EXITED:
+                return "exited";
+        case RUN_OUTCOME_SIGNALED:
+                return "signaled";
+        case RUN_OUTCOME_TIMED_OUT:
+                return "timed_out";
+        case RUN_OUTCOME_CANCELLED:
+                return "cancelled";
+        case RUN_OUTCOME_FLOODED:
+                return "flooded";
+        case RUN_OUTCOME_NONE:
+        default:
+                return "not_run";
+        }
+}
+
 uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size_t cap)
 {
         const char *b = buf;
@@ -89,10 +107,8 @@ uint64_t run_stream_append(struct run_stream *s, const void *buf, size_t n, size
         if (s->len < cap && n > 0) {
                 size_t take = cap - s->len < n ? cap - s->len : n;
 
-                s->data = xrealloc(s->data, s->len + take + 1);
-                memcpy(s->data + s->len, buf, take);
-                s->len += take;
-                s->data[s->len] = '\0';
+                s->head.max = cap;
+                (void)sbx_buf_add(&s->head, buf, take); /* fits: take <= cap - len */
         }
         /* The tail: a ring of the last cap/2 bytes, so a flood's or a long log's end (where the
          * traceback is) is shown too. Only its last ring_size bytes of @buf matter. */

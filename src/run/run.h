@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "common/error.h"
 #include "common/utf8.h" /* sbx_utf8_cut() */
 #include "config/config.h"
@@ -51,8 +52,16 @@ struct run_request {
  * cap/2 bytes), and how much the program wrote. The result shows all of it when it fits the
  * cap, else the first cap - cap/2 bytes and the last cap/2 (docs/design/results.md). */
 struct run_stream {
-        char *data; /* owned; the first (at most cfg->max_output_bytes) bytes; any bytes */
-        size_t len;
+        /* The head: the first (at most cfg->max_output_bytes) bytes, any bytes, NUL-terminated.
+         * Grown as an sbx_buf by run_stream_append(); read as @data and @len, the names
+         * every reader of a result uses (an sbx_buf starts with the same two fields). */
+        union {
+                struct sbx_buf head; /* owned */
+                struct {
+                        char *data;
+                        size_t len;
+                };
+        };
         char *ring;       /* owned; the last ring_len bytes written, circular from ring_pos */
         size_t ring_size; /* cap/2, fixed at the first append */
         size_t ring_len, ring_pos;
@@ -177,6 +186,17 @@ struct run_result {
 
 /* The most files a result lists by name; the rest are counted. */
 #define RUN_FILES_MAX 50
+
+_Static_assert(offsetof(struct run_stream, data) == offsetof(struct sbx_buf, data) &&
+                   offsetof(struct run_stream, len) == offsetof(struct sbx_buf, len),
+               "run_stream's data and len must be its head sbx_buf's");
+
+/**
+ * run_outcome_name() - the outcome's name in results and records: "exited", "signaled",
+ * "timed_out", "cancelled", "flooded", or "not_run" (RUN_OUTCOME_NONE, or out of range).
+ * A static string. docs/design/results.md.
+ */
+const char *run_outcome_name(enum run_outcome o);
 
 /** run_result_done() - free what @r holds (the stream buffers); @r itself is not freed. */
 void run_result_done(struct run_result *r);

@@ -29,14 +29,6 @@
 /* Without a pidfd, check the child this often. */
 #define WARDEN_WAITPID_POLL_MS 20
 
-uint64_t sbx_now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 struct warden {
         const struct run_request *req;
         struct run_result *res;

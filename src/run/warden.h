@@ -1,12 +1,15 @@
-/* warden.h - supervises one locally spawned run (naive and native backends): reads stdout and
- * stderr with the output cap, enforces the deadline by the server's own monotonic clock,
- * watches the cancel fd, kills the whole process tree, reaps, and fills the outcome and output
- * of a struct run_result. The container backend has its own loop over the engine's stream. */
+/* warden.h - supervises one run: reads its output (stdout and stderr pipes, or a stream
+ * source such as the container backend's) with the output cap, enforces the deadline by the
+ * server's own monotonic clock, watches the cancel fd, kills, and fills the outcome and output
+ * of a struct run_result. warden_watch() is the supervise step of every backend's sandbox
+ * lifecycle (src/run/sandbox.h); warden_supervise() is the older whole-run form, which only
+ * test_naive still calls. */
 #pragma once
 
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "common/clock.h" /* sbx_now_ms(), for the warden's callers */
 #include "common/error.h"
 #include "run/run.h"
 #include "run/sandbox.h"
@@ -41,9 +44,6 @@ struct warden_child {
  */
 int warden_supervise(const struct run_request *req, struct warden_child *child, uint64_t start_ms,
                      struct run_result *res, struct rusage *ret_rusage, struct sbx_error *err);
-
-/** sbx_now_ms() - CLOCK_MONOTONIC in milliseconds. */
-uint64_t sbx_now_ms(void);
 
 /**
  * warden_watch() - the supervise step of the sandbox lifecycle (src/run/sandbox.h): watch the

@@ -361,7 +361,11 @@ int sandbox_registry_drop_session(struct sandbox_registry *r, const char *sessio
         return rc;
 }
 
-unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backend *b)
+/* Unlink every entry of @b that @match accepts (under the lock), then destroy them outside
+ * it; how many. @match NULL: every entry of @b not counted as running. */
+static unsigned drop_where(struct sandbox_registry *r, struct backend *b,
+                           bool (*match)(const struct sandbox_entry *e, const void *arg),
+                           const void *arg)
 {
         struct sandbox_entry *drop = NULL, **p;
         unsigned n = 0;
@@ -370,7 +374,7 @@ unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backen
         for (p = &r->head; *p;) {
                 struct sandbox_entry *e = *p;
 
-                if (e->b == b && !counts_running(e->state)) {
+                if (e->b == b && (match ? match(e, arg) : !counts_running(e->state))) {
                         *p = e->next;
                         e->next = drop;
                         drop = e;
@@ -382,6 +386,11 @@ unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backen
         pthread_mutex_unlock(&r->lock);
         destroy_list(drop);
         return n;
+}
+
+unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backend *b)
+{
+        return drop_where(r, b, NULL, NULL);
 }
 
 unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend *b,
@@ -390,29 +399,23 @@ unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend 
         return sandbox_registry_drop_spare_of(r, b, b->ops->sandbox, language);
 }
 
+struct spare_key {
+        const struct sandbox_ops *ops;
+        enum sbx_language language;
+};
+
+static bool spare_of_ops(const struct sandbox_entry *e, const void *arg)
+{
+        const struct spare_key *k = arg;
+        return e->state == SANDBOX_STATE_SPARE && e->ops == k->ops && e->language == k->language;
+}
+
 unsigned sandbox_registry_drop_spare_of(struct sandbox_registry *r, struct backend *b,
                                         const struct sandbox_ops *ops, enum sbx_language language)
 {
-        struct sandbox_entry *drop = NULL, **p;
-        unsigned n = 0;
+        struct spare_key k = {.ops = ops, .language = language};
 
-        pthread_mutex_lock(&r->lock);
-        for (p = &r->head; *p;) {
-                struct sandbox_entry *e = *p;
-
-                if (e->b == b && e->state == SANDBOX_STATE_SPARE && e->ops == ops &&
-                    e->language == language) {
-                        *p = e->next;
-                        e->next = drop;
-                        drop = e;
-                        n++;
-                } else {
-                        p = &e->next;
-                }
-        }
-        pthread_mutex_unlock(&r->lock);
-        destroy_list(drop);
-        return n;
+        return drop_where(r, b, spare_of_ops, &k);
 }
 
 void sandbox_registry_shutdown(struct sandbox_registry *r)

@@ -208,6 +208,27 @@ static char *crlf_to_lf(const char *code, size_t len, size_t *ret_len)
         return out;
 }
 
+/* What every call and every session start passes first: valid settings and an open audit log.
+ * An invalid setting runs and records nothing, since the audit directory itself may be the
+ * bad setting. */
+static int service_ready(const struct run_service *s, struct sbx_error *err)
+{
+        if (s->cfg->invalid)
+                return sbx_fail(err, ENOTRECOVERABLE, "%s", s->cfg->invalid_msg);
+        if (!s->audit)
+                return sbx_fail(err, s->audit_err.code ? s->audit_err.code : EINVAL, "%s",
+                                s->audit_err.msg);
+        return 0;
+}
+
+/* Code never runs as root: a server running as root needs VESTIBULE_RUN_AS, not uid 0. */
+static int refuse_root(const struct sbx_config *cfg, struct sbx_error *err)
+{
+        if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0))
+                return sbx_fail(err, EPERM, "%s", RUN_SERVICE_ROOT_BLOCKED);
+        return 0;
+}
+
 /* One call on its way through the service: what its steps share. */
 struct call {
         struct run_request req;
@@ -245,8 +266,9 @@ static int admit(struct run_service *s, const struct run_call *rc, struct call *
                                 "\"allowlist\" (only the hosts in VESTIBULE_EGRESS_ALLOW, through "
                                 "the egress proxy); got '%.40s'",
                                 rc->network);
-        if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0))
-                return sbx_fail(err, EPERM, "%s", RUN_SERVICE_ROOT_BLOCKED);
+        r = refuse_root(cfg, err);
+        if (r < 0)
+                return r;
         /* bash reads a CR before LF as part of the word ($'\r': command not found), and
          * clients on Windows send CRLF: bash code gets LF line ends. python (universal
          * newlines) and node (CR is a line terminator) take CRLF as it is, so their code
@@ -512,15 +534,14 @@ int run_service_session_start(struct run_service *s, const char *language,
         char note[256] = "";
         int r;
 
-        if (cfg->invalid)
-                return sbx_fail(err, ENOTRECOVERABLE, "%s", cfg->invalid_msg);
-        if (!s->audit)
-                return sbx_fail(err, s->audit_err.code ? s->audit_err.code : EINVAL, "%s",
-                                s->audit_err.msg);
+        r = service_ready(s, err);
+        if (r < 0)
+                return r;
         if (sbx_language_parse(language, &p.spec.language) < 0)
                 return sbx_fail(err, EINVAL, "language must be one of python, node, bash");
-        if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0))
-                return sbx_fail(err, EPERM, "%s", RUN_SERVICE_ROOT_BLOCKED);
+        r = refuse_root(cfg, err);
+        if (r < 0)
+                return r;
         r = sessions_reserve(s->sessions, info.id, err);
         if (r < 0)
                 return r;
@@ -707,17 +728,12 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
 int run_service_execute(struct run_service *s, const struct run_call *call, struct run_result *res,
                         struct sbx_error *err)
 {
-        const struct sbx_config *cfg = s->cfg;
         struct call c = {0};
         int r;
 
-        /* An invalid setting: nothing runs and nothing is recorded, since the audit
-         * directory itself may be the bad setting. */
-        if (cfg->invalid)
-                return sbx_fail(err, ENOTRECOVERABLE, "%s", cfg->invalid_msg);
-        if (!s->audit)
-                return sbx_fail(err, s->audit_err.code ? s->audit_err.code : EINVAL, "%s",
-                                s->audit_err.msg);
+        r = service_ready(s, err);
+        if (r < 0)
+                return r;
         r = admit(s, call, &c, err);
         /* a session's sandbox is built once, without an egress listener: fail closed */
         if (r == 0 && call->session && c.req.network != RUN_NETWORK_NONE)

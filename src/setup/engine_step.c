@@ -55,22 +55,15 @@ static int engine_has(const struct setup_run_args *a, const char *ref, struct sb
 /* The engine's image ID ("sha256:...") of @ref into @ret, "" when it cannot say. */
 static void image_id(const struct setup_run_args *a, const char *ref, char *ret, size_t size)
 {
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        _cleanup_(json_putp) json_object *info = NULL;
         struct engine_conn c;
         struct sbx_error e = {0};
         json_object *id;
 
         ret[0] = '\0';
         if (engine_connect(a->cfg, engine_env_getenv, &c, &e) < 0 ||
-            engine_get(&c,
-                       &(struct engine_call){.path = "/images/{}/json",
-                                             .parts = {ref},
-                                             .ok = {200},
-                                             .body = ENGINE_BODY_JSON,
-                                             .timeout_ms = 10000,
-                                             .what = "inspect a sandbox image"},
-                       &rep, &e) < 0 ||
-            !json_object_object_get_ex(rep.json, "Id", &id))
+            engine_image_inspect(&c, ref, &info, &e) < 0 ||
+            !json_object_object_get_ex(info, "Id", &id))
                 return;
         snprintf(ret, size, "%s", json_object_get_string(id));
 }

@@ -341,18 +341,6 @@ static la_ssize_t reader_read(struct archive *a, void *ud, const void **buf)
 
 /* ---- the unpack */
 
-static void archive_read_freep(struct archive **a)
-{
-        if (*a)
-                archive_read_free(*a);
-}
-
-static void archive_write_freep(struct archive **a)
-{
-        if (*a)
-                archive_write_free(*a);
-}
-
 /* Back to the saved working directory (and umask) however the unpack ends. */
 struct saved_cwd {
         int fd;

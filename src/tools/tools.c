@@ -527,25 +527,6 @@ static int coerce_seconds(json_object *v, long long *ret)
         return 0;
 }
 
-static const char *outcome_name(enum run_outcome o)
-{
-        switch (o) {
-        case RUN_OUTCOME_EXITED:
-                return "exited";
-        case RUN_OUTCOME_SIGNALED:
-                return "signaled";
-        case RUN_OUTCOME_TIMED_OUT:
-                return "timed_out";
-        case RUN_OUTCOME_CANCELLED:
-                return "cancelled";
-        case RUN_OUTCOME_FLOODED:
-                return "flooded";
-        case RUN_OUTCOME_NONE:
-        default:
-                return "not_run";
-        }
-}
-
 static void add_str(json_object *o, const char *key, const char *v)
 {
         if (v)
@@ -594,7 +575,7 @@ static json_object *structured_result(const struct run_result *r, const struct r
         add_str(o, "isolation", v->isolation);
         add_str(o, "isolation_grade", v->isolation_grade);
         add_str(o, "isolation_reason", v->isolation_reason);
-        add_str(o, "outcome", outcome_name(r->outcome));
+        add_str(o, "outcome", run_outcome_name(r->outcome));
         add_str(o, "outcome_text", v->outcome_text);
         if (r->outcome == RUN_OUTCOME_EXITED)
                 json_object_object_add(o, "exit_code", json_object_new_int(r->exit_code));

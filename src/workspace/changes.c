@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "workspace/workspace-internal.h"
@@ -54,21 +55,36 @@ static void mark_incomplete(struct ws_snapshot *s, const char *why)
         snprintf(s->why, sizeof(s->why), "%s", why);
 }
 
-/* Append @name to the path buffer at @len (growing it), with a '/' after when @dir. */
-static size_t path_put(char **buf, size_t *cap, size_t len, const char *name, bool dir)
+/* Cut the path in @b back to @len bytes and append @name, with a '/' after when @dir; the new
+ * length. @b has no max, so the appends cannot fail. */
+static size_t path_put(struct sbx_buf *b, size_t len, const char *name, bool dir)
 {
-        size_t n = strlen(name), need = len + n + 2;
-
-        if (need > *cap) {
-                *cap = need * 2;
-                *buf = xrealloc(*buf, *cap);
-        }
-        memcpy(*buf + len, name, n);
-        len += n;
+        b->len = len;
+        (void)sbx_buf_puts(b, name);
         if (dir)
-                (*buf)[len++] = '/';
-        (*buf)[len] = '\0';
-        return len;
+                (void)sbx_buf_puts(b, "/");
+        return b->len;
+}
+
+/* Open the folder @name beneath @parent for the walk; NULL (and @s marked incomplete unless
+ * it is simply gone) when it cannot be: O_NOFOLLOW refuses a symlink swapped in. */
+static DIR *open_child(DIR *parent, const char *name, struct ws_snapshot *s)
+{
+        int cfd = openat(dirfd(parent), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *cd;
+
+        if (cfd < 0) {
+                /* a symlink swapped in (ELOOP/ENOTDIR) or no permission */
+                if (errno != ENOENT)
+                        mark_incomplete(s, "a folder could not be opened");
+                return NULL;
+        }
+        cd = fdopendir(cfd);
+        if (!cd) {
+                close(cfd);
+                mark_incomplete(s, "a folder could not be opened");
+        }
+        return cd;
 }
 
 int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *ret,
@@ -76,8 +92,8 @@ int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *re
 {
         struct walk_level stack[WS_SNAPSHOT_MAX_DEPTH + 1];
         struct entries e = {0};
-        _cleanup_free_ char *path = NULL;
-        size_t cap = 256, depth = 0, seen = 0;
+        _cleanup_(sbx_buf_done) struct sbx_buf path = {0};
+        size_t depth = 0, seen = 0;
         int fd;
 
         *ret = (struct ws_snapshot){0};
@@ -95,8 +111,6 @@ int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *re
                                 strerror(e0));
         }
         stack[0].prefix_len = 0;
-        path = xmalloc(cap);
-        path[0] = '\0';
 
         for (;;) {
                 struct walk_level *top = &stack[depth];
@@ -121,22 +135,17 @@ int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *re
                         snprintf(why, sizeof(why), "the workspace has more than %zu entries",
                                  max_entries);
                         mark_incomplete(ret, why);
-                        /* close every open level and stop */
-                        for (;;) {
-                                closedir(stack[depth].d);
-                                if (depth == 0)
-                                        break;
-                                depth--;
-                        }
+                        while (depth > 0) /* close every open level and stop */
+                                closedir(stack[depth--].d);
+                        closedir(stack[0].d);
                         break;
                 }
                 if (fstatat(dirfd(top->d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue; /* gone since readdir: nothing to list */
                 if (S_ISREG(st.st_mode)) {
-                        path_put(&path, &cap, top->prefix_len, de->d_name, false);
-                        entries_add(&e, path, &st);
+                        path_put(&path, top->prefix_len, de->d_name, false);
+                        entries_add(&e, path.data, &st);
                 } else if (S_ISDIR(st.st_mode)) {
-                        int cfd;
                         DIR *cd;
 
                         if (depth + 1 > WS_SNAPSHOT_MAX_DEPTH) {
@@ -144,24 +153,13 @@ int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *re
                                                      "were not looked into");
                                 continue;
                         }
-                        cfd = openat(dirfd(top->d), de->d_name,
-                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (cfd < 0) {
-                                /* a symlink swapped in (ELOOP/ENOTDIR) or no permission */
-                                if (errno != ENOENT)
-                                        mark_incomplete(ret, "a folder could not be opened");
+                        cd = open_child(top->d, de->d_name, ret);
+                        if (!cd)
                                 continue;
-                        }
-                        cd = fdopendir(cfd);
-                        if (!cd) {
-                                close(cfd);
-                                mark_incomplete(ret, "a folder could not be opened");
-                                continue;
-                        }
                         depth++;
                         stack[depth].d = cd;
                         stack[depth].prefix_len =
-                            path_put(&path, &cap, top->prefix_len, de->d_name, true);
+                            path_put(&path, top->prefix_len, de->d_name, true);
                 }
                 /* symlinks, fifos, sockets, devices: never listed, never opened */
         }

@@ -36,27 +36,6 @@ static int hexval(char c)
         return -1; /* lower case is not what we write */
 }
 
-static bool unreserved(unsigned char c)
-{
-        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-               c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-static bool dot_piece(const char *s, size_t n)
-{
-        size_t start = 0;
-        for (size_t i = 0; i <= n; i++) {
-                if (i < n && s[i] != '/')
-                        continue;
-                size_t len = i - start;
-                if ((len == 1 && s[start] == '.') ||
-                    (len == 2 && s[start] == '.' && s[start + 1] == '.'))
-                        return true;
-                start = i + 1;
-        }
-        return false;
-}
-
 /* Decode @enc, checking its alphabet; it must give back @in (@n bytes). */
 static void check_encoding(const char *enc, const char *in, size_t n)
 {
@@ -70,11 +49,11 @@ static void check_encoding(const char *enc, const char *in, size_t n)
                         if (lo < 0)
                                 abort();
                         if ((unsigned char)in[o] != (unsigned char)(hi * 16 + lo) ||
-                            unreserved((unsigned char)in[o]))
+                            engine_unreserved((unsigned char)in[o]))
                                 abort(); /* wrong byte, or an unreserved byte encoded */
                         p += 3;
                 } else {
-                        if (!unreserved(c) || in[o] != *p)
+                        if (!engine_unreserved(c) || in[o] != *p)
                                 abort();
                         p++;
                 }
@@ -96,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int r = engine_escape(in, n, query, &enc, &err);
         bool has_nul = memchr(in, '\0', n) != NULL;
         bool must_refuse =
-            has_nul || n > ENGINE_PART_MAX_BYTES || (!query && (n == 0 || dot_piece(in, n)));
+            has_nul || n > ENGINE_PART_MAX_BYTES || (!query && (n == 0 || engine_dot_piece(in, n)));
         if (must_refuse != (r < 0))
                 abort();
         if (r < 0) {
@@ -116,7 +95,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         r = engine_call_target(&call, &t, &err);
         size_t plen = strlen(part); /* cut at the first NUL, as a C string is */
-        bool target_refused = plen == 0 || plen > ENGINE_PART_MAX_BYTES || dot_piece(part, plen);
+        bool target_refused =
+            plen == 0 || plen > ENGINE_PART_MAX_BYTES || engine_dot_piece(part, plen);
         if (target_refused != (r < 0))
                 abort();
         if (r == 0) {

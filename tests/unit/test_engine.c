@@ -2557,6 +2557,26 @@ static int esc_refused(const char *in, size_t n, bool query)
         return r;
 }
 
+/* The unreserved set the escaping and the fuzz target's oracle share, held against RFC 3986
+ * §2.3 written out here as a list: every one of the 256 bytes. */
+START_TEST(unreserved_is_rfc3986_set)
+{
+        static const char rfc[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~";
+        unsigned n = 0;
+
+        for (unsigned c = 0; c < 256; c++) {
+                bool want = c != 0 && strchr(rfc, (int)c) != NULL;
+
+                ck_assert_msg(engine_unreserved((unsigned char)c) == want, "byte 0x%02x", c);
+                n += want;
+        }
+        ck_assert_uint_eq(n, sizeof(rfc) - 1);
+        ck_assert(engine_dot_piece("a/../b", 6) && engine_dot_piece(".", 1));
+        ck_assert(!engine_dot_piece("...", 3) && !engine_dot_piece("a.b/c..", 7));
+}
+END_TEST
+
 START_TEST(escape_path_parts_and_query_values)
 {
         static const struct {
@@ -2717,6 +2737,7 @@ static Suite *engine_suite(void)
         suite_add_tcase(s, tc);
 
         tc = tcase_create("api");
+        tcase_add_test(tc, unreserved_is_rfc3986_set);
         tcase_add_test(tc, escape_path_parts_and_query_values);
         tcase_add_test(tc, call_target_escapes_every_part);
         suite_add_tcase(s, tc);

@@ -1,5 +1,5 @@
-/* test_engine_egress.c - engine_egress_listen() (src/engine/egress.c) on the real kernel: the
- * listener it returns lives in the target process's network namespace (a process there
+/* test_engine_egress.c - engine_egress_listen() (src/engine/egress_listen.c) on the real kernel:
+ * the listener it returns lives in the target process's network namespace (a process there
  * connects; the same port on the host's loopback refuses), both as root (a namespace of the
  * initial user namespace, as rootful Docker makes) and as the unprivileged test user (a
  * namespace inside a user namespace of its own, as rootless Podman makes); with a control

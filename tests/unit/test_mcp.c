@@ -469,7 +469,7 @@ START_TEST(reader_drops_overlong_line)
                 enum mcp_read_status st;
                 while ((st = mcp_reader_next(&r, &line, &len)) != MCP_READ_NONE)
                         too_long += st == MCP_READ_TOO_LONG;
-                ck_assert_uint_le(r.cap, (size_t)100000 * 2 + (256 << 10));
+                ck_assert_uint_le(r.buf.cap, (size_t)100000 * 2 + (256 << 10));
         }
         ck_assert_int_eq(write(p[1], "\nok\n", 4), 4);
         close(p[1]);

@@ -22,9 +22,6 @@
 #include "run/warden.h"
 #include "testutil.h"
 
-#define TEST_UID 2000
-#define TEST_GID 2000
-
 static struct sbx_config cfg;
 static char *workspace;
 static struct backend *backend;
@@ -34,21 +31,10 @@ static void setup(void)
         struct sbx_error err = {0};
 
         workspace = sbx_test_tmpdir();
-        memset(&cfg, 0, sizeof(cfg));
-        cfg.workspace_dir = workspace;
+        sbx_test_config(&cfg, workspace);
         cfg.backend = SBX_BACKEND_NAIVE;
-        cfg.default_timeout_s = 10;
-        cfg.max_timeout_s = 60;
-        cfg.max_code_bytes = 262144;
         cfg.max_output_bytes = 1000;
-        cfg.max_concurrent = 4;
-        if (geteuid() == 0) {
-                /* A root test run exercises the drop to VESTIBULE_RUN_AS. */
-                cfg.run_as_set = true;
-                cfg.run_as_uid = TEST_UID;
-                cfg.run_as_gid = TEST_GID;
-                ck_assert_int_eq(chown(workspace, TEST_UID, TEST_GID), 0);
-        }
+        sbx_test_config_run_as(&cfg, workspace);
         ck_assert_int_eq(naive_backend_new(&cfg, &backend, &err), 0);
 }
 
@@ -181,7 +167,8 @@ START_TEST(cwd_is_workspace_and_uid_unprivileged)
         need("python3");
         run_ok(SBX_LANG_PYTHON, "import os\nprint(os.getcwd())\nprint(os.getuid(), os.getgid())",
                10, &res);
-        want = geteuid() == 0 ? xasprintf("%s\n%d %d\n", workspace, TEST_UID, TEST_GID)
+        want = geteuid() == 0 ? xasprintf("%s\n%u %u\n", workspace, (unsigned)cfg.run_as_uid,
+                                          (unsigned)cfg.run_as_gid)
                               : xasprintf("%s\n%d %d\n", workspace, (int)getuid(), (int)getgid());
         ck_assert_str_eq(out(&res), want);
         free(want);

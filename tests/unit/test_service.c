@@ -21,9 +21,6 @@
 #include "run/warden.h"
 #include "testutil.h"
 
-#define TEST_UID 2000
-#define TEST_GID 2000
-
 static struct sbx_config cfg;
 static char *base, *workspace, *audit_dir, *rootfs_dir;
 static struct run_service *svc;
@@ -35,25 +32,17 @@ static void make_cfg(void)
         audit_dir = xasprintf("%s/audit", base);
         rootfs_dir = xasprintf("%s/rootfs", base);
         ck_assert_int_eq(mkdir(workspace, 0700), 0);
-        memset(&cfg, 0, sizeof(cfg));
-        cfg.workspace_dir = workspace;
+        sbx_test_config(&cfg, workspace);
         cfg.audit_dir = audit_dir;
         cfg.rootfs_dir = rootfs_dir;
         cfg.backend = SBX_BACKEND_NAIVE;
-        cfg.default_timeout_s = 10;
-        cfg.max_timeout_s = 60;
         cfg.max_code_bytes = 1000;
         cfg.max_output_bytes = 100;
         cfg.max_images = 4;
         cfg.max_image_bytes = (size_t)1024 * 1024;
-        cfg.max_concurrent = 4;
-        if (geteuid() == 0) {
-                cfg.run_as_set = true;
-                cfg.run_as_uid = TEST_UID;
-                cfg.run_as_gid = TEST_GID;
-                ck_assert_int_eq(chown(workspace, TEST_UID, TEST_GID), 0);
+        sbx_test_config_run_as(&cfg, workspace);
+        if (geteuid() == 0)
                 ck_assert_int_eq(chmod(base, 0755), 0);
-        }
 }
 
 static void setup(void)

@@ -31,33 +31,14 @@
 
 #define TAR_PY "/var/tmp/vestibule-images/python.tar"
 
-static const char *env_kv[16][2];
-
-static void env_set(const char *k, const char *v)
-{
-        for (size_t i = 0; i < 16; i++)
-                if (!env_kv[i][0] || strcmp(env_kv[i][0], k) == 0) {
-                        env_kv[i][0] = k;
-                        env_kv[i][1] = v;
-                        return;
-                }
-        ck_abort_msg("too many test settings");
-}
-
-static const char *test_getenv(const char *k)
-{
-        for (size_t i = 0; i < 16 && env_kv[i][0]; i++)
-                if (strcmp(env_kv[i][0], k) == 0)
-                        return env_kv[i][1];
-        return strcmp(k, "HOME") == 0 ? getenv("HOME") : NULL;
-}
-
 static struct sbx_config *load_cfg(void)
 {
         struct sbx_config *c = NULL;
         struct sbx_error err = {0};
 
-        ck_assert_msg(config_load_from(test_getenv, NULL, &c, &err) == 0, "%s", err.msg);
+        if (!fake_getenv("HOME"))
+                fake_env_set("HOME", getenv("HOME")); /* the one real variable it reads */
+        ck_assert_msg(config_load_from(fake_getenv, NULL, &c, &err) == 0, "%s", err.msg);
         ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
         return c;
 }
@@ -73,7 +54,7 @@ START_TEST(image_for_follows_image_source)
         ck_assert_str_eq(engine_image_for(c, "node"), SBX_PIN_IMAGE_NODE);
         config_free(c);
 
-        env_set("VESTIBULE_IMAGE_SOURCE", "debian");
+        fake_env_set("VESTIBULE_IMAGE_SOURCE", "debian");
         c = load_cfg();
         ck_assert_str_eq(engine_image_for(c, "python"), "vestibule/python:bookworm");
         ck_assert_str_eq(engine_image_for(c, "bash"), "vestibule/python:bookworm");
@@ -81,7 +62,7 @@ START_TEST(image_for_follows_image_source)
         config_free(c);
 
         /* An explicit name wins over the source. */
-        env_set("VESTIBULE_IMAGE_PYTHON", "example.org/mine:1");
+        fake_env_set("VESTIBULE_IMAGE_PYTHON", "example.org/mine:1");
         c = load_cfg();
         ck_assert_str_eq(engine_image_for(c, "python"), "example.org/mine:1");
         ck_assert_str_eq(engine_image_for(c, "node"), "vestibule/node:bookworm");
@@ -152,7 +133,7 @@ START_TEST(from_tar_imports_into_engine_then_present)
 
         if (access(TAR_PY, R_OK) != 0)
                 sbx_test_skip(TAR_PY " is missing (images/build.sh -o /var/tmp/vestibule-images)");
-        env_set("VESTIBULE_IMAGE_PYTHON", ref);
+        fake_env_set("VESTIBULE_IMAGE_PYTHON", ref);
         c = load_cfg();
         if (engine_connect(c, engine_env_getenv, &conn, &err) < 0)
                 sbx_test_skip("no container engine answers");
@@ -213,7 +194,7 @@ START_TEST(from_tar_without_engine_says_so_and_installs)
         if (access(TAR_PY, R_OK) != 0)
                 sbx_test_skip(TAR_PY " is missing (images/build.sh -o /var/tmp/vestibule-images)");
         /* through the config, as the server reads DOCKER_HOST (struct sbx_engine_env) */
-        env_set("DOCKER_HOST", "unix:///nonexistent/docker.sock");
+        fake_env_set("DOCKER_HOST", "unix:///nonexistent/docker.sock");
         c = load_cfg();
         setup_readiness_hook = NULL;
         struct setup_run_args a = {

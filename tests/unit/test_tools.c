@@ -30,29 +30,19 @@ static void setup(void)
         audit_dir = xasprintf("%s/audit", base);
         rootfs_dir = xasprintf("%s/rootfs", base);
         ck_assert_int_eq(mkdir(workspace, 0700), 0);
-        memset(&cfg, 0, sizeof(cfg));
-        cfg.workspace_dir = workspace;
+        sbx_test_config(&cfg, workspace);
         cfg.audit_dir = audit_dir;
         cfg.rootfs_dir = rootfs_dir;
         cfg.backend = SBX_BACKEND_NAIVE;
-        cfg.default_timeout_s = 10;
-        cfg.max_timeout_s = 60;
         cfg.max_code_bytes = 10000;
         cfg.max_output_bytes = 1000;
         cfg.max_images = 4;
         cfg.max_image_bytes = (size_t)1024 * 1024;
         cfg.max_concurrent = 2;
-        cfg.mem_mb = 256;
-        cfg.cpu_pct = 75;
         cfg.pids_max = 128;
-        cfg.tmpfs_mb = 64;
-        if (geteuid() == 0) {
-                cfg.run_as_set = true;
-                cfg.run_as_uid = 2000;
-                cfg.run_as_gid = 2000;
-                ck_assert_int_eq(chown(workspace, 2000, 2000), 0);
+        sbx_test_config_run_as(&cfg, workspace);
+        if (geteuid() == 0)
                 ck_assert_int_eq(chmod(base, 0755), 0);
-        }
         ck_assert_int_eq(run_service_new(&cfg, &svc, &err), 0);
 }
 

@@ -119,22 +119,46 @@ const char *fake_getenv(const char *name)
         return NULL;
 }
 
-void sbx_test_become_user(void)
+/* The test user's passwd entry: SBX_TEST_USER, default vestibule-test; fails the test when
+ * it does not exist. */
+static struct passwd *test_user(void)
 {
         const char *name = getenv("SBX_TEST_USER");
         struct passwd *pw;
 
-        if (geteuid() != 0)
-                return;
         if (!name || !*name)
                 name = "vestibule-test";
         pw = getpwnam(name);
         ck_assert_msg(pw != NULL, "no test user '%s' (scripts/ci-user.sh creates it)", name);
+        return pw;
+}
+
+void sbx_test_become_user(void)
+{
+        struct passwd *pw;
+
+        if (geteuid() != 0)
+                return;
+        pw = test_user();
         ck_assert_int_eq(setgroups(0, NULL), 0);
         ck_assert_int_eq(setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid), 0);
         ck_assert_int_eq(setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid), 0);
         setenv("HOME", pw->pw_dir, 1);
         setenv("TMPDIR", "/tmp", 1); /* root's may not be writable by the user */
+}
+
+void sbx_test_config_run_as(struct sbx_config *c, const char *owned)
+{
+        struct passwd *pw;
+
+        if (geteuid() != 0)
+                return;
+        pw = test_user();
+        c->run_as_set = true;
+        c->run_as_uid = pw->pw_uid;
+        c->run_as_gid = pw->pw_gid;
+        if (owned)
+                ck_assert_int_eq(chown(owned, pw->pw_uid, pw->pw_gid), 0);
 }
 
 void sbx_test_config(struct sbx_config *c, const char *workspace)

@@ -64,6 +64,13 @@ void sbx_test_become_user(void);
  */
 void sbx_test_config(struct sbx_config *c, const char *workspace);
 
+/**
+ * sbx_test_config_run_as() - when root, make @c run code as the test user (VESTIBULE_RUN_AS,
+ * as sbx_test_become_user() finds it) and hand the folder @owned (NULL: none) to that user.
+ * A root test run so exercises the drop to VESTIBULE_RUN_AS. Not root: nothing to do.
+ */
+void sbx_test_config_run_as(struct sbx_config *c, const char *owned);
+
 struct engine_conn;
 struct engine_reply;
 struct sbx_error;

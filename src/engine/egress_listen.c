@@ -1,4 +1,4 @@
-/* egress.c - the container backend's end of the egress allowlist (docs/design/egress.md,
+/* egress_listen.c - the container backend's end of the egress allowlist (docs/design/egress.md,
  * "container backend"): the sandbox container keeps NetworkMode none (its own network
  * namespace with only lo), and the server makes the one way out itself: a TCP listener on
  * 127.0.0.1 created INSIDE the running container's network namespace by a short-lived child
@@ -145,11 +145,13 @@ fail:
         _exit(2);
 }
 
-int engine_egress_listen(int pidfd, pid_t pid, uint16_t port, int *ret_fd, struct sbx_error *err)
+/* The network namespace of the sandbox container's process @pid (@pidfd: the same process),
+ * opened into *@ret_fd: refused when that process has ended (its pid may be another's now)
+ * and when it is the server's own namespace (a listener there would be the host's). */
+static int open_sandbox_netns(int pidfd, pid_t pid, int *ret_fd, struct sbx_error *err)
 {
         char path[64];
         _cleanup_close_ int netns_fd = -1, self_fd = -1;
-        int sp[2];
         struct stat st_ns, st_self;
 
         snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
@@ -188,7 +190,18 @@ int engine_egress_listen(int pidfd, pid_t pid, uint16_t port, int *ret_fd, struc
                                 "egress: the sandbox container shares the server's network "
                                 "namespace (its network mode is not none): refusing to open a "
                                 "listener there; nothing was run");
+        *ret_fd = TAKE_FD(netns_fd);
+        return 0;
+}
 
+int engine_egress_listen(int pidfd, pid_t pid, uint16_t port, int *ret_fd, struct sbx_error *err)
+{
+        _cleanup_close_ int netns_fd = -1;
+        int sp[2], r;
+
+        r = open_sandbox_netns(pidfd, pid, &netns_fd, err);
+        if (r < 0)
+                return r;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return sbx_fail(err, errno, "egress: socketpair: %s", strerror(errno));
         pid_t child = fork();
