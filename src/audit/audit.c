@@ -879,12 +879,64 @@ void audit_end(struct audit_log *log, const char *id, const struct run_result *r
         audit_pending_wait(audit_end_async(log, id, res), note, note_size);
 }
 
+/* The end record's usage: wall time, the measures, and why any was not measured. */
+static void record_usage(struct sbx_buf *b, const struct run_usage *u)
+{
+        (void)sbx_buf_printf(b, ",\"wall_ms\":%llu", (unsigned long long)u->wall_ms);
+        record_measure(b, "cpu_us", &u->cpu_us);
+        record_measure(b, "mem_peak_bytes", &u->mem_peak_bytes);
+        record_measure(b, "pids_peak", &u->pids_peak);
+        if (!u->cpu_us.measured || !u->mem_peak_bytes.measured || !u->pids_peak.measured) {
+                const char *sep = "";
+                (void)sbx_buf_puts(b, ",\"not_measured\":{");
+                if (!u->cpu_us.measured) {
+                        (void)sbx_buf_puts(b, "\"cpu_us\":");
+                        sb_json_str(b, u->cpu_us.why,
+                                    strnlen(u->cpu_us.why, sizeof(u->cpu_us.why)));
+                        sep = ",";
+                }
+                if (!u->mem_peak_bytes.measured) {
+                        (void)sbx_buf_printf(b, "%s\"mem_peak_bytes\":", sep);
+                        sb_json_str(b, u->mem_peak_bytes.why,
+                                    strnlen(u->mem_peak_bytes.why, sizeof(u->mem_peak_bytes.why)));
+                        sep = ",";
+                }
+                if (!u->pids_peak.measured) {
+                        (void)sbx_buf_printf(b, "%s\"pids_peak\":", sep);
+                        sb_json_str(b, u->pids_peak.why,
+                                    strnlen(u->pids_peak.why, sizeof(u->pids_peak.why)));
+                }
+                (void)sbx_buf_puts(b, "}");
+        }
+}
+
+/* Every decision of the egress proxy, folded by host:port and verdict. */
+static void record_egress(struct sbx_buf *b, const struct run_egress *g)
+{
+        (void)sbx_buf_puts(b, ",\"egress\":{\"policy\":\"allowlist\",\"decisions\":[");
+        for (size_t i = 0; i < g->n_entries; i++) {
+                const struct run_egress_entry *e = &g->entries[i];
+                (void)sbx_buf_puts(b, i ? ",{\"host\":" : "{\"host\":");
+                sb_json_str(b, e->host, strnlen(e->host, sizeof(e->host)));
+                (void)sbx_buf_printf(b, ",\"port\":%u,\"verdict\":\"%s\",\"reason\":", e->port,
+                                     e->allowed ? "allowed" : "denied");
+                if (e->reason)
+                        sb_json_cstr(b, e->reason);
+                else
+                        (void)sbx_buf_puts(b, "null");
+                (void)sbx_buf_printf(
+                    b, ",\"connections\":%u,\"bytes_up\":%llu,\"bytes_down\":%llu}", e->connections,
+                    (unsigned long long)e->bytes_up, (unsigned long long)e->bytes_down);
+        }
+        (void)sbx_buf_printf(b, "],\"unlisted\":%llu", (unsigned long long)g->records_dropped);
+        record_field(b, "note", g->note, sizeof(g->note));
+        (void)sbx_buf_puts(b, "}");
+}
+
 struct audit_pending *audit_end_async(struct audit_log *log, const char *id,
                                       const struct run_result *res)
 {
         struct sbx_buf b = {0};
-        const struct run_usage *u = &res->usage;
-        bool any_unmeasured;
 
         record_head(&b, "end", id ? id : "");
         (void)sbx_buf_printf(&b, ",\"outcome\":\"%s\"", outcome_name(res->outcome));
@@ -901,34 +953,7 @@ struct audit_pending *audit_end_async(struct audit_log *log, const char *id,
                         (void)sbx_buf_puts(&b, "null");
         } else
                 (void)sbx_buf_puts(&b, ",\"signal\":null");
-        (void)sbx_buf_printf(&b, ",\"wall_ms\":%llu", (unsigned long long)u->wall_ms);
-        record_measure(&b, "cpu_us", &u->cpu_us);
-        record_measure(&b, "mem_peak_bytes", &u->mem_peak_bytes);
-        record_measure(&b, "pids_peak", &u->pids_peak);
-        any_unmeasured =
-            !u->cpu_us.measured || !u->mem_peak_bytes.measured || !u->pids_peak.measured;
-        if (any_unmeasured) {
-                const char *sep = "";
-                (void)sbx_buf_puts(&b, ",\"not_measured\":{");
-                if (!u->cpu_us.measured) {
-                        (void)sbx_buf_puts(&b, "\"cpu_us\":");
-                        sb_json_str(&b, u->cpu_us.why,
-                                    strnlen(u->cpu_us.why, sizeof(u->cpu_us.why)));
-                        sep = ",";
-                }
-                if (!u->mem_peak_bytes.measured) {
-                        (void)sbx_buf_printf(&b, "%s\"mem_peak_bytes\":", sep);
-                        sb_json_str(&b, u->mem_peak_bytes.why,
-                                    strnlen(u->mem_peak_bytes.why, sizeof(u->mem_peak_bytes.why)));
-                        sep = ",";
-                }
-                if (!u->pids_peak.measured) {
-                        (void)sbx_buf_printf(&b, "%s\"pids_peak\":", sep);
-                        sb_json_str(&b, u->pids_peak.why,
-                                    strnlen(u->pids_peak.why, sizeof(u->pids_peak.why)));
-                }
-                (void)sbx_buf_puts(&b, "}");
-        }
+        record_usage(&b, &res->usage);
         /* Output: its sizes only, never its content. */
         (void)sbx_buf_printf(&b, ",\"stdout_bytes\":%llu,\"stderr_bytes\":%llu",
                              (unsigned long long)res->out.total,
@@ -944,31 +969,8 @@ struct audit_pending *audit_end_async(struct audit_log *log, const char *id,
         record_field(&b, "image", res->image, sizeof(res->image));
         record_field(&b, "backend", res->backend, sizeof(res->backend));
         record_field(&b, "isolation", res->isolation, sizeof(res->isolation));
-        if (res->egress.on) {
-                /* every decision of the egress proxy, folded by host:port and verdict */
-                const struct run_egress *g = &res->egress;
-                (void)sbx_buf_puts(&b, ",\"egress\":{\"policy\":\"allowlist\",\"decisions\":[");
-                for (size_t i = 0; i < g->n_entries; i++) {
-                        const struct run_egress_entry *e = &g->entries[i];
-                        (void)sbx_buf_puts(&b, i ? ",{\"host\":" : "{\"host\":");
-                        sb_json_str(&b, e->host, strnlen(e->host, sizeof(e->host)));
-                        (void)sbx_buf_printf(&b,
-                                             ",\"port\":%u,\"verdict\":\"%s\",\"reason\":", e->port,
-                                             e->allowed ? "allowed" : "denied");
-                        if (e->reason)
-                                sb_json_cstr(&b, e->reason);
-                        else
-                                (void)sbx_buf_puts(&b, "null");
-                        (void)sbx_buf_printf(
-                            &b, ",\"connections\":%u,\"bytes_up\":%llu,\"bytes_down\":%llu}",
-                            e->connections, (unsigned long long)e->bytes_up,
-                            (unsigned long long)e->bytes_down);
-                }
-                (void)sbx_buf_printf(&b, "],\"unlisted\":%llu",
-                                     (unsigned long long)g->records_dropped);
-                record_field(&b, "note", g->note, sizeof(g->note));
-                (void)sbx_buf_puts(&b, "}");
-        }
+        if (res->egress.on)
+                record_egress(&b, &res->egress);
         if (res->session[0]) {
                 record_field(&b, "session", res->session, sizeof(res->session));
                 (void)sbx_buf_printf(&b, ",\"session_call\":%llu",
