@@ -17,7 +17,6 @@ import glob, re, sys
 LIMIT = 80
 # file:function -> its length when this check came; it may shrink, not grow
 KNOWN = {
-    "src/audit/audit.c:audit_end": 96,
     "src/cli/cmd_install_client.c:cmd_install_client": 149,
     "src/cli/cmd_run.c:cmd_run": 121,
     "src/clients/clients.c:merge_toml": 121,
@@ -36,7 +35,7 @@ KNOWN = {
     "src/engine/volume.c:workspace_unpack": 98,
     "src/mcp/server.c:do_tools_call": 95,
     "src/mcp/server.c:mcp_serve_opts": 133,
-    "src/native/cells.c:cells_spawn": 122,
+    "src/native/cells.c:cells_spawn": 101,
     "src/native/seccomp.c:native_filter_build": 87,
     "src/setup/install.c:setup_install": 165,
     "src/setup/pins.c:setup_pins_parse": 92,

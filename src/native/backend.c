@@ -783,15 +783,9 @@ static int native_prepare(struct backend *b, const struct sandbox_spec *spec, st
         x->sud = (struct scope_ud){.cfg = x->cfg, .cg = &x->cg};
         x->ctx = (struct run_ctx){.pidfd = -1, .cfg = x->cfg, .tasks_seen = -1};
         pthread_mutex_init(&x->ctx.lock, NULL);
-        x->sb = (struct native_sandbox){.pidfd = -1,
-                                        .out_fd = -1,
-                                        .err_fd = -1,
-                                        .sync_fd = -1,
-                                        .listener_fd = -1,
-                                        .egress_fd = -1};
+        x->sb = NATIVE_SANDBOX_NONE;
         x->reaped = true; /* nothing to reap until start */
         x->spare = spec->spare;
-        x->sb.code_fd = x->sb.sdir_fd = x->sb.stage_fd = x->sb.go_fd = -1;
         sbx_trace_begin(&x->trace, x->cfg->trace_timing, x->spare ? "native-spare" : "native");
         r = box_check(x, err);
         if (r == 0)

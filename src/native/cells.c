@@ -209,6 +209,36 @@ static void cells_destroy(struct sandbox *sb)
         free(sb);
 }
 
+/* cells_spawn, last step: the runner's "ready" record, and its pid under init (for the
+ * interrupt). */
+static int cells_await_ready(struct sandbox *sb, uint64_t ready_ms, struct sbx_error *err)
+{
+        struct sbx_runner_status st;
+        int r;
+
+        r = read_record(sb, (int)ready_ms, &st);
+        if (r < 0 || strcmp(st.kind, "ready") != 0) {
+                char out[512] = "";
+                ssize_t n;
+                fcntl(sb->ns.err_fd, F_SETFL, O_NONBLOCK);
+                n = read(sb->ns.err_fd, out, sizeof(out) - 1);
+                out[n > 0 ? n : 0] = '\0';
+                return sbx_fail(err, EIO,
+                                "the session's %s interpreter did not start%s%s: run "
+                                "`vestibule-mcp doctor`, then retry session_start",
+                                sbx_language_name(sb->lang), out[0] ? ": " : "", out);
+        }
+        sb->runner_pid = find_runner(sb->ns.pid);
+        if (sb->runner_pid > 0)
+                sb->runner_pidfd = (int)syscall(SYS_pidfd_open, sb->runner_pid, 0);
+        if (sb->runner_pidfd < 0)
+                return sbx_fail(err, ESRCH,
+                                "cannot find the session's interpreter under its init (pid %d): "
+                                "/proc/PID/task/PID/children needs CONFIG_PROC_CHILDREN",
+                                (int)sb->ns.pid);
+        return 0;
+}
+
 /* The runner's start: spawn with the pipes, the supervisor, and its "ready". */
 static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
                        const struct native_limits_info *li, struct sbx_error *err)
@@ -217,7 +247,6 @@ static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
         _cleanup_free_ char *rootfs = xasprintf("%s/%s", cfg->rootfs_dir, rootfs_tree(sb->lang));
         _cleanup_close_ int cell_r = -1, status_w = -1;
         struct native_userns_limit quotas[NATIVE_USERNS_LIMITS];
-        struct sbx_runner_status st;
         bool host_root = geteuid() == 0;
         size_t code_len;
         int p[2], r;
@@ -293,16 +322,7 @@ static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
         r = native_spawn(&sp, &sb->ns, err);
         setup_rootfs_settled(&sb->hold);
         if (r < 0) {
-                sb->ns = (struct native_sandbox){.pidfd = -1,
-                                                 .out_fd = -1,
-                                                 .err_fd = -1,
-                                                 .sync_fd = -1,
-                                                 .listener_fd = -1,
-                                                 .egress_fd = -1,
-                                                 .code_fd = -1,
-                                                 .sdir_fd = -1,
-                                                 .stage_fd = -1,
-                                                 .go_fd = -1};
+                sb->ns = NATIVE_SANDBOX_NONE;
                 return r;
         }
         sb->notify = xcalloc(1, sizeof(*sb->notify));
@@ -321,27 +341,7 @@ static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
         close(TAKE_FD(status_w));
         close(TAKE_FD(cell_r));
 
-        r = read_record(sb, (int)ready_ms, &st);
-        if (r < 0 || strcmp(st.kind, "ready") != 0) {
-                char out[512] = "";
-                ssize_t n;
-                fcntl(sb->ns.err_fd, F_SETFL, O_NONBLOCK);
-                n = read(sb->ns.err_fd, out, sizeof(out) - 1);
-                out[n > 0 ? n : 0] = '\0';
-                return sbx_fail(err, EIO,
-                                "the session's %s interpreter did not start%s%s: run "
-                                "`vestibule-mcp doctor`, then retry session_start",
-                                sbx_language_name(sb->lang), out[0] ? ": " : "", out);
-        }
-        sb->runner_pid = find_runner(sb->ns.pid);
-        if (sb->runner_pid > 0)
-                sb->runner_pidfd = (int)syscall(SYS_pidfd_open, sb->runner_pid, 0);
-        if (sb->runner_pidfd < 0)
-                return sbx_fail(err, ESRCH,
-                                "cannot find the session's interpreter under its init (pid %d): "
-                                "/proc/PID/task/PID/children needs CONFIG_PROC_CHILDREN",
-                                (int)sb->ns.pid);
-        return 0;
+        return cells_await_ready(sb, ready_ms, err);
 }
 
 static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
@@ -378,16 +378,7 @@ static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, str
         sb->lang = spec->language;
         sb->cg.dir_fd = -1;
         sb->cell_w = sb->status_r = sb->runner_pidfd = -1;
-        sb->ns = (struct native_sandbox){.pidfd = -1,
-                                         .out_fd = -1,
-                                         .err_fd = -1,
-                                         .sync_fd = -1,
-                                         .listener_fd = -1,
-                                         .egress_fd = -1,
-                                         .code_fd = -1,
-                                         .sdir_fd = -1,
-                                         .stage_fd = -1,
-                                         .go_fd = -1};
+        sb->ns = NATIVE_SANDBOX_NONE;
         pthread_mutex_init(&sb->lock, NULL);
         native_strf(sb->grade, sizeof(sb->grade), "%s", probe.grade);
         r = cells_spawn(sb, filter, &li, err);

@@ -341,6 +341,20 @@ struct native_sandbox {
         struct native_child_info info;
 };
 
+/* A native_sandbox holding nothing: every fd -1 (what native_spawn() leaves after a failure
+ * and what a sandbox not yet spawned holds, so that its cleanup closes nothing). */
+#define NATIVE_SANDBOX_NONE                                                                        \
+        ((struct native_sandbox){.pidfd = -1,                                                      \
+                                 .out_fd = -1,                                                     \
+                                 .err_fd = -1,                                                     \
+                                 .sync_fd = -1,                                                    \
+                                 .listener_fd = -1,                                                \
+                                 .egress_fd = -1,                                                  \
+                                 .code_fd = -1,                                                    \
+                                 .sdir_fd = -1,                                                    \
+                                 .stage_fd = -1,                                                   \
+                                 .go_fd = -1})
+
 /* The fds READY carries: the listener, the four of the hand-over, the egress listener. */
 #define NATIVE_PASS_FDS 6
 
