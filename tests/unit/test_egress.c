@@ -442,6 +442,9 @@ START_TEST(proxy_that_cannot_start_blocks)
 }
 END_TEST
 
+/* One header line ending in a bare LF (no NUL: copied by its size). */
+static const char bare_lf_line[3] = {'a', ':', '\n'};
+
 /* Adversarial (tests/adversarial/server.md): a head of bare-LF header lines. Each line grows
  * by one byte on the way upstream ("\n" -> "\r\n"); the old buffer (head + 64 bytes)
  * overflowed on the heap once enough of them came (the fuzz stage found it). The Debug
@@ -450,14 +453,14 @@ START_TEST(upstream_head_of_bare_lf_lines_stays_in_bounds)
 {
         /* 2,600 lines of "a:\n" fill most of EGRESS_MAX_HEAD_BYTES (8 KiB) */
         enum { LINES = 2600 };
-        size_t cap = 64 + LINES * 3 + 2, n = 0, out_len = 0;
+        size_t cap = 64 + (size_t)LINES * 3 + 2, n = 0, out_len = 0;
         _cleanup_free_ char *head = xmalloc(cap);
         struct egress_request r = {0};
 
         n += (size_t)snprintf(head, cap, "GET http://mirror.test/x HTTP/1.1\n");
         for (int i = 0; i < LINES; i++) {
-                memcpy(head + n, "a:\n", 3);
-                n += 3;
+                memcpy(head + n, bare_lf_line, sizeof(bare_lf_line));
+                n += sizeof(bare_lf_line);
         }
         head[n++] = '\n';
         ck_assert_int_le(n, EGRESS_MAX_HEAD_BYTES);
@@ -466,7 +469,7 @@ START_TEST(upstream_head_of_bare_lf_lines_stays_in_bounds)
 
         _cleanup_free_ char *out = egress_upstream_head(head, &r, &out_len);
         static const char first[] = "GET /x HTTP/1.1\r\n", last[] = "Connection: close\r\n\r\n";
-        ck_assert_uint_eq(out_len, strlen(first) + LINES * 4 + strlen(last));
+        ck_assert_uint_eq(out_len, strlen(first) + (size_t)LINES * 4 + strlen(last));
         ck_assert(memcmp(out, first, strlen(first)) == 0);
         for (size_t i = 0; i < LINES; i++)
                 ck_assert(memcmp(out + strlen(first) + i * 4, "a:\r\n", 4) == 0);
@@ -501,8 +504,8 @@ START_TEST(proxy_survives_a_head_of_bare_lf_lines)
 
         n += (size_t)snprintf(req, cap, "GET http://mirror.test/x HTTP/1.1\n");
         while (n + 4 < cap - 64) {
-                memcpy(req + n, "a:\n", 3);
-                n += 3;
+                memcpy(req + n, bare_lf_line, sizeof(bare_lf_line));
+                n += sizeof(bare_lf_line);
         }
         req[n++] = '\n';
         req[n] = '\0';
