@@ -38,13 +38,19 @@
 /* A runner that died: how long the engine may take to say the container was OOM-killed. */
 #define CELLS_OOM_WAIT_MS 1000
 
-enum { F_CELLS, F_STATUS, F_OUT, F_ERR, F_N };
-static const char *const fifo_names[F_N] = {"cells", "status", "out", "err"};
+enum { F_CELLS, F_STATUS, F_OUT, F_ERR, F_LIFE, F_N };
+static const char *const fifo_names[F_N] = {"cells", "status", "out", "err", "life"};
 
-/* Opens the FIFOs as the runner's fds, then becomes the runner ("$@"). bash -c's $0 names it
- * in ps. A FIFO that cannot be opened ends the container, which the "ready" wait reports. */
-static const char cells_wrapper[] = "exec 4</sandbox/cells 5>/sandbox/status 1>/sandbox/out "
-                                    "2>/sandbox/err || exit 127; exec \"$@\"";
+/* Opens the FIFOs as the runner's fds, then becomes the runner ("$@"); bash -c's $0 names it
+ * in ps. A FIFO that cannot be opened ends the container, which the "ready" wait reports.
+ * Before that it leaves a lifeline behind: a subshell reading "life", of which only the server
+ * holds a write end; when the server dies (even SIGKILL) the read ends, and it kills every
+ * other process of the container's pid namespace (kill(2) with -1 spares init and itself), so
+ * the runner, the init and the container end even when a cell was busy and read nothing. An
+ * idle runner ends by itself: its read of the cells FIFO ends too. */
+static const char cells_wrapper[] =
+    "exec 4</sandbox/cells 5>/sandbox/status 1>/sandbox/out 2>/sandbox/err || exit 127; "
+    "{ read -r _ </sandbox/life; kill -KILL -1; } 4<&- 5>&- >/dev/null 2>&1 & exec \"$@\"";
 
 struct engine_cells {
         char *script;    /* the runner's source in the code folder */
@@ -52,6 +58,7 @@ struct engine_cells {
         /* our ends: the cells' write end (O_RDWR until the runner opened its end, so that
          * neither side's open blocks), the others' read ends */
         int cell_w, status_r, out_r, err_r;
+        int life_rw; /* "life" opened for both (so no open blocks): the lifeline's only writer */
         pid_t runner_pid;   /* its host pid, or 0 when not seen from here */
         int runner_pidfd;   /* pidfd_open(runner_pid), or -1 */
         bool runner_leader; /* it leads its process group (tini and catatonit put it there) */
@@ -96,7 +103,8 @@ void engine_cells_free(struct engine_cells *c)
 {
         if (!c)
                 return;
-        int fds[] = {c->cell_w, c->status_r, c->out_r, c->err_r, c->runner_pidfd, c->kmsg_fd};
+        int fds[] = {c->cell_w,       c->status_r, c->out_r,  c->err_r,
+                     c->runner_pidfd, c->kmsg_fd,  c->life_rw};
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
@@ -122,6 +130,7 @@ int engine_cells_new(struct sandbox *sb, struct engine_cells **ret, struct sbx_e
 
         engine_sb_view(sb, &v);
         c->cell_w = c->status_r = c->out_r = c->err_r = c->runner_pidfd = c->kmsg_fd = -1;
+        c->life_rw = -1;
         pthread_mutex_init(&c->lock, NULL);
         /* the runner is the program: written like a one-shot run's code */
         struct run_request req = {.language = v.language};
@@ -278,6 +287,8 @@ int engine_cells_launch(struct sandbox *sb, struct sbx_error *err)
                 r = open_fifo(c->fifo[F_ERR], O_RDONLY, &c->err_r, err);
         if (r == 0)
                 r = open_fifo(c->fifo[F_CELLS], O_RDWR, &c->cell_w, err);
+        if (r == 0)
+                r = open_fifo(c->fifo[F_LIFE], O_RDWR, &c->life_rw, err);
         if (r < 0)
                 return r;
         c->kmsg_fd = engine_kmsg_open();
