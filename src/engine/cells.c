@@ -216,6 +216,20 @@ static int open_fifo(const char *path, int flags, int *ret, struct sbx_error *er
         return 0;
 }
 
+/* The first line of @path into @buf (NUL-terminated). Return 0 or -errno. */
+static int proc_line(const char *path, char *buf, size_t size)
+{
+        FILE *f = fopen(path, "re");
+        int r = 0;
+
+        if (!f)
+                return -errno;
+        if (!fgets(buf, (int)size, f))
+                r = -EIO;
+        fclose(f);
+        return r;
+}
+
 /* The runner's host pid: the only child of the container's init (State.Pid). 0 when this
  * server cannot see it (the engine's processes are in another pid namespace). */
 static void find_runner(const struct engine_sb_view *v, struct engine_cells *c)
@@ -241,12 +255,10 @@ static void find_runner(const struct engine_sb_view *v, struct engine_cells *c)
         }
         int init = json_object_get_int(pidj);
         snprintf(path, sizeof(path), "/proc/%d/task/%d/children", init, init);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f || fscanf(f, "%ld", &pid) != 1 || pid <= 0)
+        if (proc_line(path, stat, sizeof(stat)) < 0 || sscanf(stat, "%ld", &pid) != 1 || pid <= 0)
                 return;
         snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-        _cleanup_fclose_ FILE *s = fopen(path, "re");
-        if (s && fgets(stat, sizeof(stat), s)) {
+        if (proc_line(path, stat, sizeof(stat)) == 0) {
                 const char *rp = strrchr(stat, ')'); /* after the command's name */
                 if (!rp || sscanf(rp + 2, "%*c %*d %ld", &pgrp) != 1)
                         pgrp = 0;
