@@ -9,7 +9,7 @@ import { test } from 'node:test';
 
 import {
     BACKEND, EXPECT_GRADE, GONE_WITHIN_MS, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
-    callTool, connect, makeWorld, pidsWithMarker, serverGone, textOf, uniqueMarker, waitFor,
+    callTool, connect, makeWorld, pidsWithMarker, serverGone, sleep, textOf, uniqueMarker, waitFor,
 } from './lib.mjs';
 
 // Sessions exist on native and on a container engine of this machine (the session's pipes
@@ -246,6 +246,22 @@ async function noContainerLeft(w, pid, before) {
     assert.ok(await waitFor(async () => (await containersOf(pid)).length === 0, GONE_WITHIN_MS),
         `the start-up sweep left: ${JSON.stringify(await containersOf(pid))}`);
 }
+
+// A server that exits cleanly (its client closed stdin) removes its session containers itself,
+// idle and busy alike, before it is gone.
+test('a clean server exit removes its sessions\' containers', { skip: !HAS_SESSIONS || BACKEND !== 'container' }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const pid = conn.pid;
+    await start(conn, 'python');
+    const busy = await start(conn, 'bash');
+    assert.equal((await containersOf(pid)).filter((c) => c.running).length, 2, 'control: two session containers run');
+    const pending = cell(conn, busy, 'bash', 'while :; do :; done', { timeout_seconds: 60 }).catch(() => null);
+    await sleep(300);
+    await conn.close();
+    await pending;
+    assert.ok(await serverGone(pid, 15_000), 'the server exited');
+    assert.deepEqual(await containersOf(pid), [], 'no container left');
+});
 
 test('killing the server during a busy cell leaves no process behind', { skip: !HAS_SESSIONS }, async (t) => {
     const w = makeWorld(t);
