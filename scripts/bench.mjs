@@ -334,6 +334,14 @@ async function addServerCases() {
             servers[eng] = await startServer(`container-${eng}`, 'container', { DOCKER_HOST: host, VESTIBULE_RUNTIME: runtime });
             servers[eng].cpu0 = servers[eng].cpuTicks();
             cases.push({ key: `ours_container_${eng}_python`, label: `ours: container (${eng}) run_code`, server: eng, fn: async () => (await servers[eng].run('python', CODE.python)).ms });
+            // issue 14 on the container backend: print(1) as a cell of a live session's
+            // container, against the fresh-container call above (container_<eng>_session_vs_fresh)
+            const st = await servers[eng].request('tools/call', { name: 'session_start', arguments: { language: 'python' } });
+            const sid = st.result?.structuredContent?.session;
+            if (sid)
+                cases.push({ key: `ours_container_${eng}_session_python`, label: `ours: container (${eng}) run_code in a session`, server: eng, fn: async () => (await servers[eng].run('python', 'print(1)', OUT_1, 30, false, sid)).ms });
+            else
+                skipped[`container_${eng}_session`] = `session_start: ${JSON.stringify(st.error ?? st.result?.content)}`.slice(0, 400);
         } catch (e) { skipped[`ours_container_${eng}`] = String(e.message).slice(0, 400); }
         if (have(eng)) {
             const env = { ...baseEnv, HOME: tmp };
@@ -416,8 +424,13 @@ report.ratios.container_docker_vs_docker_cli = ratio('ours_container_docker_pyth
 report.ratios.container_podman_vs_podman_cli = ratio('ours_container_podman_python', 'peer_podman_cli_python');
 report.ratios.run_process_vs_native_run_code = ratio('ours_native_run_process', 'ours_native_python');
 report.ratios.native_session_python_vs_fresh = ratio('ours_native_session_python', 'ours_native_python');
+<<<<<<< HEAD
 report.ratios.native_session_start_vs_baseline = ratio('ours_native_session_start_python', 'baseline_native_session_start_python');
 report.ratios.native_session_python_vs_baseline = ratio('ours_native_session_python', 'baseline_native_session_python');
+=======
+for (const eng of ['docker', 'podman'])
+    report.ratios[`container_${eng}_session_python_vs_fresh`] = ratio(`ours_container_${eng}_session_python`, `ours_container_${eng}_python`);
+>>>>>>> ctrsess
 for (const l of langs) {
     report.ratios[`native_${l}_vs_baseline`] = ratio(`ours_native_${l}`, `baseline_native_${l}`);
     if (L[`ours_native_${l}`] && L[`baseline_native_${l}`]) report.ratios[`native_${l}_minus_baseline_p50_ms`] = +(L[`ours_native_${l}`].p50_ms - L[`baseline_native_${l}`].p50_ms).toFixed(2);

@@ -28,6 +28,7 @@
 #include "common/xalloc.h"
 #include "egress/egress.h"
 #include "engine/conn.h"
+#include "engine/sandbox_int.h"
 #include "run/backend.h"
 #include "run/run.h"
 #include "run/sandbox.h"
@@ -538,8 +539,8 @@ static int code_dir_make(uid_t uid, gid_t gid, bool shared, char **ret_dir, stru
 }
 
 /* The script (0600, or 0644 @shared) of @req in @dir, owned by @uid:@gid: the code's file. */
-static int code_write(const char *dir, const struct run_request *req, uid_t uid, gid_t gid,
-                      bool shared, char **ret_file, struct sbx_error *err)
+int code_write(const char *dir, const struct run_request *req, uid_t uid, gid_t gid, bool shared,
+               char **ret_file, struct sbx_error *err)
 {
         _cleanup_free_ char *file = xasprintf("%s/%s", dir, sbx_language_script(req->language));
         _cleanup_close_ int fd = -1;
@@ -732,8 +733,8 @@ static int run_xfers_arm(struct run_xfers *rx, const struct engine_conn *c, cons
 }
 
 /* POST /containers/{id}/start, with the refusals that have a known cause told apart. */
-static int container_start(const struct engine_conn *c, const char *id, const char *image,
-                           struct sbx_error *err)
+int container_start(const struct engine_conn *c, const char *id, const char *image,
+                    struct sbx_error *err)
 {
         _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         int r;
@@ -1221,8 +1222,28 @@ struct sandbox {
         struct run_xfers rx;
         struct sandbox_stream stream;
         uint64_t t_kill;
-        struct sbx_trace trace; /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
+        struct sbx_trace trace;     /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
+        struct engine_cells *cells; /* SANDBOX_MODE_CELLS: the session's runner (cells.c) */
 };
+
+void engine_sb_view(struct sandbox *sb, struct engine_sb_view *ret)
+{
+        *ret = (struct engine_sb_view){.conn = &sb->st->conn,
+                                       .cfg = sb->cfg,
+                                       .language = sb->language,
+                                       .id = sb->id,
+                                       .code_dir = sb->code_dir,
+                                       .cgroup = sb->cgroup,
+                                       .usage_why = sb->usage_why,
+                                       .image = sb->image,
+                                       .uid = sb->uid,
+                                       .gid = sb->gid,
+                                       .podman = sb->podman,
+                                       .volumes = sb->volumes,
+                                       .rootless_docker = sb->rootless_docker,
+                                       .memory_bytes = sb->memory_bytes,
+                                       .cells = sb->cells};
+}
 
 /* The engine's state for one sandbox: ready, the run's ids, the grade and settings as of now. */
 static int sandbox_snapshot(struct sandbox *sb, struct sbx_error *err)
@@ -1316,6 +1337,8 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
                 memcpy(cmd, waiting, sizeof(waiting));
         else
                 memcpy(cmd, plain, sizeof(plain));
+        if (sb->cells) /* a session: the runner, no backstop (it lives across calls) */
+                engine_cells_cmd(sb->cells, sb->language, cmd, SANDBOX_CMD_MAX);
         /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
          * (egress_sandbox_env()), PATH with pip's scripts */
         size_t n_env = 0;
@@ -1383,15 +1406,13 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
         return r;
 }
 
-static void engine_sb_destroy(struct sandbox *sb);
-
-static int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec,
-                             struct sandbox **ret, struct sbx_error *err)
+int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
+                      struct sbx_error *err)
 {
         struct sandbox *sb = xcalloc(1, sizeof(*sb));
         int r;
 
-        if (spec->mode != SANDBOX_MODE_ONE_SHOT) {
+        if (spec->mode != SANDBOX_MODE_ONE_SHOT && spec->mode != SANDBOX_MODE_CELLS) {
                 free(sb);
                 return sbx_fail(err, EOPNOTSUPP,
                                 "the container backend runs one program per sandbox");
@@ -1413,6 +1434,8 @@ static int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec,
         sbx_trace_begin(&sb->trace, sb->cfg->trace_timing, "container");
         snprintf(sb->image, sizeof(sb->image), "%s", image_for(sb->cfg, spec->language));
         r = sandbox_snapshot(sb, err);
+        if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
+                r = engine_cells_check(sb, err);
         if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST && sb->volumes)
                 /* the way out is made inside the container's namespace from this machine
                  * (egress_listen.c): a remote engine's processes are not ours to see */
@@ -1436,8 +1459,12 @@ static int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec,
                         ? handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
                         : code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
+        if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
+                r = engine_cells_new(sb, &sb->cells, err);
         if (r == 0)
                 r = sandbox_create(sb, err);
+        if (r == 0 && sb->cells)
+                r = engine_cells_launch(sb, err);
         if (r < 0) {
                 engine_sb_destroy(sb);
                 return r;
@@ -1590,7 +1617,7 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
 
 /* kill(): while the warden pumps, the kill leg goes into its multi at the next pump; before
  * the start (a spare) or after it, a request of its own. Nothing once the wait answered. */
-static void engine_sb_kill(struct sandbox *sb)
+void engine_sb_kill(struct sandbox *sb)
 {
         pthread_mutex_lock(&sb->lock);
         bool now = !sb->exited && !sb->supervising && sb->id && !sb->killed_sync;
@@ -1705,7 +1732,7 @@ static void collect_outcome(struct sandbox *sb, int exit_code, bool oom, struct 
 }
 
 /* The workspace back (volumes), the notes, and the grade the run had. */
-static void collect_finish(struct sandbox *sb, struct run_result *res)
+void collect_finish(struct sandbox *sb, struct run_result *res)
 {
         if (sb->volumes && !sb->cfg->workspace_ro)
                 copy_back(sb->st, sb->cfg, sb->id, &sb->hv, sb->uid, sb->gid, res);
@@ -1767,10 +1794,11 @@ static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
 
 /* destroy(): the container, its volumes and parent cgroup go in the background (shutdown waits
  * for them); the code folder here. */
-static void engine_sb_destroy(struct sandbox *sb)
+void engine_sb_destroy(struct sandbox *sb)
 {
         if (!sb)
                 return;
+        engine_cells_free(TAKE_PTR(sb->cells)); /* its files out of the code folder */
         if (sb->egress) {
                 /* started but never collected: kill the container first (its connections
                  * end with it), then the proxy; its decisions go nowhere */
@@ -1868,6 +1896,7 @@ static const struct backend_ops engine_ops = {
     .probe = engine_probe,
     .run = sandbox_run_once,
     .sandbox = &engine_sandbox_ops,
+    .cells = &engine_cells_ops,
     .shutdown = engine_shutdown,
     .destroy = engine_destroy,
 };

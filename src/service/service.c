@@ -553,9 +553,9 @@ int run_service_session_start(struct run_service *s, const char *language,
         r = ladder_pick(s->ladder, &p.b, &probe, err);
         if (r == 0 && !p.b->ops->cells)
                 r = sbx_fail(err, EOPNOTSUPP,
-                             "the %s backend has no sessions yet (the native backend has): "
-                             "call run_code without session, or set VESTIBULE_BACKEND=native "
-                             "and restart",
+                             "the %s backend has no sessions (the native and container "
+                             "backends have): call run_code without session, or set "
+                             "VESTIBULE_BACKEND=native or container and restart",
                              p.b->ops->name);
         if (r == 0) {
                 p.ops = p.b->ops->cells;

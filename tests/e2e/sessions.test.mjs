@@ -4,14 +4,43 @@
 // backend under test; a backend without sessions must say so (Blocked:, naming the fix).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import { test } from 'node:test';
 
 import {
     BACKEND, EXPECT_GRADE, GONE_WITHIN_MS, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
-    callTool, connect, makeWorld, pidsWithMarker, serverGone, textOf, uniqueMarker, waitFor,
+    callTool, connect, makeWorld, pidsWithMarker, serverGone, sleep, textOf, uniqueMarker, waitFor,
 } from './lib.mjs';
 
-const HAS_SESSIONS = BACKEND === 'native';
+// Sessions exist on native and on a container engine of this machine (the session's pipes
+// live in a folder the engine mounts); a remote engine refuses them with the fix.
+const REMOTE_ENGINE = /^(tcp|ssh|http|https):/.test(process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '');
+const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !REMOTE_ENGINE);
+
+// The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
+function engineSocket() {
+    const h = process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '';
+    if (h.startsWith('unix://')) return h.slice('unix://'.length);
+    return process.env.VESTIBULE_RUNTIME === 'podman' ? '/run/podman/podman.sock' : '/var/run/docker.sock';
+}
+
+// The containers (all states) labelled as the sandboxes of server process @pid, asked of the
+// engine itself: [{ id, running }].
+function containersOf(pid) {
+    const filters = encodeURIComponent(JSON.stringify({ label: ['vestibule.run=1'] }));
+    return new Promise((resolve, reject) => {
+        http.get({ socketPath: engineSocket(), path: `/containers/json?all=1&filters=${filters}` }, (res) => {
+            let body = '';
+            res.on('data', (d) => { body += d; });
+            res.on('end', () => {
+                try {
+                    const mine = JSON.parse(body).filter((c) => (c.Labels?.['vestibule.owner'] || '').split(':')[1] === String(pid));
+                    resolve(mine.map((c) => ({ id: c.Id, running: c.State === 'running' })));
+                } catch (e) { reject(new Error(`engine answered ${res.statusCode}: ${body.slice(0, 200)}`)); }
+            });
+        }).on('error', reject);
+    });
+}
 
 async function start(conn, language) {
     const r = await callTool(conn, 'session_start', { language });
@@ -41,7 +70,9 @@ function seen(c, session) {
 
 test('a backend without sessions refuses session_start with the fix', { skip: HAS_SESSIONS }, async (t) => {
     const conn = await connect(makeWorld(t));
-    assertBlocked(await callTool(conn, 'session_start', { language: 'python' }), 'session');
+    // a remote engine: the fix is a local engine or native
+    assertBlocked(await callTool(conn, 'session_start', { language: 'python' }), 'session',
+        ...(REMOTE_ENGINE ? ['remote', 'local engine', 'VESTIBULE_BACKEND=native'] : []));
 });
 
 test('python: variables, imports and functions persist; the last expression is printed', { skip: !HAS_SESSIONS }, async (t) => {
@@ -100,6 +131,9 @@ test('a timed-out cell that can be interrupted leaves the session usable', { ski
     for (const [lang, keep, loop, after] of [
         ['python', 'y = 5', 'import time\nwhile True:\n    time.sleep(0.1)', 'y'],
         ['bash', 'Y=5', 'while :; do :; done', 'echo $Y'],
+        // a job the shell waits for: SIGINT must reach the runner's process group, not only the
+        // runner (a container's init passes the engine's signal to its child alone)
+        ['bash', 'Y=5', 'sleep 30; echo not-interrupted', 'echo $Y'],
         ['node', 'var y = 5', 'while (true) {}', 'y'],
     ]) {
         const id = await start(conn, lang);
@@ -207,6 +241,7 @@ test('killing the server leaves no process of its sessions behind', { skip: !HAS
     const conn = await connect(w);
     const m = uniqueMarker('sesskill');
     const id = await start(conn, 'bash');
+    const ctrBefore = BACKEND === 'container' ? await containersOf(conn.pid) : [];
     const c = await cell(conn, id, 'bash', `(exec -a ${m} sleep 300) &\nsleep 0.1; echo started`);
     assert.equal(c.s.stdout, 'started\n');
     assert.equal(pidsWithMarker(m).length, 1, 'control: the session\'s process runs');
@@ -218,6 +253,53 @@ test('killing the server leaves no process of its sessions behind', { skip: !HAS
     assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `left behind: ${pidsWithMarker(m)}`);
     assert.ok(await waitFor(() => runners().length === 0, GONE_WITHIN_MS), `shell left behind: ${runners()}`);
     assert.ok(!alive(pid));
+    if (BACKEND === 'container') await noContainerLeft(w, pid, ctrBefore);
+});
+
+// Container backend: the dead server's session container stops by itself (its runner reads
+// EOF where the server held the pipes' other ends), and the next server's start-up sweep
+// removes it.
+async function noContainerLeft(w, pid, before) {
+    assert.deepEqual(before.map((c) => c.running), [true], 'control: the session\'s container runs, labelled as this server\'s');
+    assert.ok(await waitFor(async () => (await containersOf(pid)).every((c) => !c.running), GONE_WITHIN_MS),
+        `a container of the killed server still runs: ${JSON.stringify(await containersOf(pid))}`);
+    const next = await connect(w);
+    await callTool(next, 'run_code', { language: 'bash', code: 'true' });
+    assert.ok(await waitFor(async () => (await containersOf(pid)).length === 0, GONE_WITHIN_MS),
+        `the start-up sweep left: ${JSON.stringify(await containersOf(pid))}`);
+}
+
+// A server that exits cleanly (its client closed stdin) removes its session containers itself,
+// idle and busy alike, before it is gone.
+test('a clean server exit removes its sessions\' containers', { skip: !HAS_SESSIONS || BACKEND !== 'container' }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const pid = conn.pid;
+    await start(conn, 'python');
+    const busy = await start(conn, 'bash');
+    assert.equal((await containersOf(pid)).filter((c) => c.running).length, 2, 'control: two session containers run');
+    const pending = cell(conn, busy, 'bash', 'while :; do :; done', { timeout_seconds: 60 }).catch(() => null);
+    await sleep(300);
+    await conn.close();
+    await pending;
+    assert.ok(await serverGone(pid, 15_000), 'the server exited');
+    assert.deepEqual(await containersOf(pid), [], 'no container left');
+});
+
+test('killing the server during a busy cell leaves no process behind', { skip: !HAS_SESSIONS }, async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const m = uniqueMarker('sessbusy');
+    const id = await start(conn, 'bash');
+    const ctrBefore = BACKEND === 'container' ? await containersOf(conn.pid) : [];
+    // the cell never ends and never prints: nothing in it notices the server's death
+    const pending = cell(conn, id, 'bash', `(exec -a ${m} sleep 300) &\nwhile :; do :; done`, { timeout_seconds: 60 }).catch(() => null);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 1, 10_000), 'control: the busy cell\'s process runs');
+    const pid = conn.pid;
+    process.kill(pid, 'SIGKILL');
+    await pending;
+    assert.ok(await serverGone(pid, 3000), 'the server died');
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `left behind: ${pidsWithMarker(m)}`);
+    if (BACKEND === 'container') await noContainerLeft(w, pid, ctrBefore);
 });
 
 test('the memory cap holds across cells that each allocate a step more', { skip: !HAS_SESSIONS }, async (t) => {
@@ -280,4 +362,28 @@ test('a fresh call whose warm spare went stale leaves the sessions alive', { ski
         const r = await callTool(conn, 'run_code', { language: 'python', code: 'print(3)' });
         return r.structuredContent.usage.from_handover === true;
     }, 10000, 500), 'a spare built after the change is taken');
+
+// A cell ends when its status record arrives, on a pipe of its own: everything the cell wrote
+// to stdout and stderr before must be in the result, however much (the runner flushes both
+// before the record; on the container backend every stream is a FIFO of this kernel, so
+// nothing is still on its way through the engine). Many cells, each ending right after a lot
+// of output, on both streams.
+test('a cell that prints a lot and ends at once has all its output, every time', { skip: !HAS_SESSIONS }, async (t) => {
+    const conn = await connect(makeWorld(t, { VESTIBULE_MAX_OUTPUT_BYTES: '1000000' }));
+    const N = 200_000;
+    for (const [lang, code] of [
+        ['python', (i) => `import sys\n_ = sys.stdout.write("o" * ${N} + "END${i}\\n")\n_ = sys.stderr.write("e" * ${N} + "ERR${i}\\n")`],
+        ['node', (i) => `void process.stdout.write("o".repeat(${N}) + "END${i}\\n"); void process.stderr.write("e".repeat(${N}) + "ERR${i}\\n")`],
+        ['bash', (i) => `head -c ${N} /dev/zero | tr '\\0' o; echo END${i}; head -c ${N} /dev/zero | tr '\\0' e >&2; echo ERR${i} >&2`],
+    ]) {
+        const id = await start(conn, lang);
+        for (let i = 0; i < 8; i++) {
+            const c = await cell(conn, id, lang, code(i));
+            const s = seen(c, id);
+            assert.equal(s.stdout.length, N + `END${i}\n`.length, `${lang} cell ${i}: all of stdout (${s.stdout.length} bytes, ends ${JSON.stringify(s.stdout.slice(-12))})`);
+            assert.ok(s.stdout.endsWith(`END${i}\n`), `${lang} cell ${i}: stdout's last line`);
+            assert.equal(s.stderr.length, N + `ERR${i}\n`.length, `${lang} cell ${i}: all of stderr (${s.stderr.length} bytes)`);
+            assert.ok(s.stderr.endsWith(`ERR${i}\n`), `${lang} cell ${i}: stderr's last line`);
+        }
+    }
 });

@@ -21,8 +21,15 @@ let onInterrupt = null;
 process.on('SIGINT', () => { if (onInterrupt) onInterrupt(); });
 
 function status(seq, kind, code) {
-  // stdout and stderr are pipes, which node writes synchronously: nothing is left unflushed
+  // the cell's stdout and stderr were flushed before (flushed())
   fs.writeSync(STATUS_OUT, `${seq} ${kind} ${code}\n`);
+}
+
+// Once a pipe is full node queues the rest of a write and finishes it later (libuv), so a
+// record written at once could overtake the cell's last output: wait until every write to
+// @stream so far went to the kernel (an empty write's callback runs after the ones before).
+function flushed(stream) {
+  return new Promise((resolve) => stream.write('', () => resolve()));
 }
 
 // The user's frames only: the runner's and node's own are cut from a stack.
@@ -77,6 +84,8 @@ async function runNext() {
     rc = interrupted ? 130 : 1;
     process.stderr.write((interrupted ? 'Interrupted' : userStack(err)) + '\n');
   }
+  await flushed(process.stdout);
+  await flushed(process.stderr);
   status(seq, kind, rc);
   busy = false;
   setImmediate(runNext);

@@ -1,0 +1,573 @@
+/* cells.c - the container backend's sessions (SANDBOX_MODE_CELLS, src/run/sandbox.h): one
+ * container per session, created and checked like a one-shot run's (backend.c) but running the
+ * language's runner (src/run/runners/, the same ones as native) under the container's init,
+ * kept running between calls. The runner's fds 4 (cells in), 5 (status records out), 1 and 2
+ * (the user's stdout and stderr) are FIFOs the server makes in the code folder that the
+ * container sees at /sandbox; a bash wrapper opens them before it execs the runner. Because
+ * every byte travels through a pipe of this kernel, the runner's flush of stdout and stderr
+ * before its status record orders them as on native: a cell's output is in the pipes when its
+ * record arrives. Only engines that see our files can do this (a remote engine is refused).
+ * See docs/design/sessions.md, "The container backend". */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lazy/curl.h"
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "engine/sandbox_int.h"
+#include "run/runners.h"
+#include "run/sandbox.h"
+#include "run/warden.h"
+
+/* The runner's "ready" record must come within this long after the container's start (a cold
+ * node under CI load takes seconds). */
+#define CELLS_READY_MS 30000
+/* A cell must be handed in within this long (the runner reads it at once between cells). */
+#define CELLS_WRITE_MS 5000
+/* A runner that died: how long the engine may take to say the container was OOM-killed. */
+#define CELLS_OOM_WAIT_MS 1000
+
+enum { F_CELLS, F_STATUS, F_OUT, F_ERR, F_LIFE, F_N };
+static const char *const fifo_names[F_N] = {"cells", "status", "out", "err", "life"};
+
+/* Opens the FIFOs as the runner's fds, then becomes the runner ("$@"); bash -c's $0 names it
+ * in ps. A FIFO that cannot be opened ends the container, which the "ready" wait reports.
+ * Before that it leaves a lifeline behind: a subshell reading "life", of which only the server
+ * holds a write end; when the server dies (even SIGKILL) the read ends, and it kills every
+ * other process of the container's pid namespace (kill(2) with -1 spares init and itself), so
+ * the runner, the init and the container end even when a cell was busy and read nothing. An
+ * idle runner ends by itself: its read of the cells FIFO ends too. */
+static const char cells_wrapper[] =
+    "exec 4</sandbox/cells 5>/sandbox/status 1>/sandbox/out 2>/sandbox/err || exit 127; "
+    "{ read -r _ </sandbox/life; kill -KILL -1; } 4<&- 5>&- >/dev/null 2>&1 & exec \"$@\"";
+
+struct engine_cells {
+        char *script;    /* the runner's source in the code folder */
+        char *fifo[F_N]; /* the FIFOs' host paths */
+        /* our ends: the cells' write end (O_RDWR until the runner opened its end, so that
+         * neither side's open blocks), the others' read ends */
+        int cell_w, status_r, out_r, err_r;
+        int life_rw; /* "life" opened for both (so no open blocks): the lifeline's only writer */
+        pid_t runner_pid;   /* its host pid, or 0 when not seen from here */
+        int runner_pidfd;   /* pidfd_open(runner_pid), or -1 */
+        bool runner_leader; /* it leads its process group (tini and catatonit put it there) */
+        int kmsg_fd;        /* the kernel's log, for OOM kills, or -1 */
+        long long seq;
+        char rec[128]; /* a status record being read */
+        size_t rec_len;
+        uint64_t cpu_us_seen; /* the run cgroup's CPU time at the last collect */
+        pthread_mutex_t lock;
+        bool dead; /* killed, or the runner is gone */
+};
+
+static struct engine_cells *cells_of(struct sandbox *sb, struct engine_sb_view *v)
+{
+        engine_sb_view(sb, v);
+        return v->cells;
+}
+
+int engine_cells_check(struct sandbox *sb, struct sbx_error *err)
+{
+        struct engine_sb_view v;
+
+        engine_sb_view(sb, &v);
+        if (v.volumes)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "sessions on the container backend need a container engine on "
+                                "this machine (the session's pipes live in a folder the engine "
+                                "mounts); this one is remote (%s): use a local engine "
+                                "(DOCKER_HOST=unix://...), or VESTIBULE_BACKEND=native, or "
+                                "run_code without a session",
+                                v.conn->ep.host);
+        if (v.rootless_docker)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "sessions are not available on rootless Docker (its container "
+                                "user is a subordinate id that cannot own the session's pipes): "
+                                "use rootful Docker, Podman, or VESTIBULE_BACKEND=native, or "
+                                "run_code without a session");
+        return 0;
+}
+
+void engine_cells_free(struct engine_cells *c)
+{
+        if (!c)
+                return;
+        int fds[] = {c->cell_w,       c->status_r, c->out_r,  c->err_r,
+                     c->runner_pidfd, c->kmsg_fd,  c->life_rw};
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        for (size_t i = 0; i < F_N; i++) {
+                if (c->fifo[i])
+                        unlink(c->fifo[i]);
+                free(c->fifo[i]);
+        }
+        if (c->script)
+                unlink(c->script);
+        free(c->script);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+}
+
+int engine_cells_new(struct sandbox *sb, struct engine_cells **ret, struct sbx_error *err)
+{
+        struct engine_sb_view v;
+        struct engine_cells *c = xcalloc(1, sizeof(*c));
+        bool give;
+        size_t len;
+        int r;
+
+        engine_sb_view(sb, &v);
+        c->cell_w = c->status_r = c->out_r = c->err_r = c->runner_pidfd = c->kmsg_fd = -1;
+        c->life_rw = -1;
+        pthread_mutex_init(&c->lock, NULL);
+        /* the runner is the program: written like a one-shot run's code */
+        struct run_request req = {.language = v.language};
+        req.code = sbx_runner_source(v.language, &len);
+        req.code_len = len;
+        r = code_write(v.code_dir, &req, v.uid, v.gid, false, &c->script, err);
+        give = geteuid() == 0 && v.uid != 0;
+        for (size_t i = 0; r == 0 && i < F_N; i++) {
+                c->fifo[i] = xasprintf("%s/%s", v.code_dir, fifo_names[i]);
+                if (mkfifo(c->fifo[i], 0600) < 0 || (give && chown(c->fifo[i], v.uid, v.gid) < 0))
+                        r = sbx_fail(err, errno, "cannot make the session's pipe '%s': %m",
+                                     c->fifo[i]);
+        }
+        if (r < 0) {
+                engine_cells_free(c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char **cmd,
+                      size_t max)
+{
+        const char *const *argv = sbx_runner_argv(l);
+        size_t n = 0;
+
+        (void)c;
+        cmd[n++] = "bash";
+        cmd[n++] = "-c";
+        cmd[n++] = cells_wrapper;
+        cmd[n++] = "vestibule-cells";
+        for (; *argv && n < max - 1; argv++)
+                cmd[n++] = *argv;
+        cmd[n] = NULL;
+}
+
+/* One status record from the runner, waiting up to @timeout_ms. Before any writer opened the
+ * FIFO a read gives 0 as if at EOF; poll(2) says POLLHUP only once a writer came and went
+ * (fifo(7), pipe_poll), which is how the runner's end is told apart. Return 0, -ETIMEDOUT,
+ * -EPIPE (the runner is gone) or -EBADMSG. */
+static int read_record(struct engine_cells *c, int timeout_ms, struct sbx_runner_status *ret)
+{
+        uint64_t until = sbx_now_ms() + (uint64_t)timeout_ms;
+
+        for (;;) {
+                char *nl = memchr(c->rec, '\n', c->rec_len);
+                if (nl) {
+                        size_t n = (size_t)(nl - c->rec);
+                        int r = sbx_runner_status_parse(c->rec, n, ret);
+                        memmove(c->rec, nl + 1, c->rec_len - n - 1);
+                        c->rec_len -= n + 1;
+                        return r;
+                }
+                if (c->rec_len == sizeof(c->rec))
+                        return -EBADMSG;
+                ssize_t k = read(c->status_r, c->rec + c->rec_len, sizeof(c->rec) - c->rec_len);
+                if (k > 0) {
+                        c->rec_len += (size_t)k;
+                        continue;
+                }
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && errno != EAGAIN)
+                        return -errno;
+                uint64_t now = sbx_now_ms();
+                struct pollfd p = {.fd = c->status_r, .events = POLLIN};
+                int pr = poll(&p, 1, now >= until ? 0 : (int)(until - now));
+                if (pr > 0 && (p.revents & POLLHUP) && !(p.revents & POLLIN))
+                        return -EPIPE;
+                if (pr == 0 && sbx_now_ms() >= until)
+                        return -ETIMEDOUT;
+        }
+}
+
+static int open_fifo(const char *path, int flags, int *ret, struct sbx_error *err)
+{
+        int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+
+        if (fd < 0)
+                return sbx_fail(err, errno, "cannot open the session's pipe '%s': %m", path);
+        *ret = fd;
+        return 0;
+}
+
+/* The first line of @path into @buf (NUL-terminated). Return 0 or -errno. */
+static int proc_line(const char *path, char *buf, size_t size)
+{
+        FILE *f = fopen(path, "re");
+        int r = 0;
+
+        if (!f)
+                return -errno;
+        if (!fgets(buf, (int)size, f))
+                r = -EIO;
+        fclose(f);
+        return r;
+}
+
+/* The runner's host pid: the only child of the container's init (State.Pid). 0 when this
+ * server cannot see it (the engine's processes are in another pid namespace). */
+static void find_runner(const struct engine_sb_view *v, struct engine_cells *c)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        struct sbx_error e = {0};
+        json_object *state, *pidj;
+        char path[96], stat[512];
+        long pid = 0, pgrp = 0;
+
+        if (engine_get(v->conn,
+                       &(struct engine_call){.path = "/containers/{}/json",
+                                             .parts = {v->id},
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "inspect the session's container"},
+                       &rep, &e) < 0 ||
+            !json_object_object_get_ex(rep.json, "State", &state) ||
+            !json_object_object_get_ex(state, "Pid", &pidj) || json_object_get_int(pidj) <= 0) {
+                log_debug("session %.12s: no init pid (%s)", v->id, e.msg);
+                return;
+        }
+        int init = json_object_get_int(pidj);
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", init, init);
+        if (proc_line(path, stat, sizeof(stat)) < 0 || sscanf(stat, "%ld", &pid) != 1 || pid <= 0)
+                return;
+        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+        if (proc_line(path, stat, sizeof(stat)) == 0) {
+                const char *rp = strrchr(stat, ')'); /* after the command's name */
+                if (!rp || sscanf(rp + 2, "%*c %*d %ld", &pgrp) != 1)
+                        pgrp = 0;
+        }
+        c->runner_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+        if (c->runner_pidfd < 0)
+                return;
+        c->runner_pid = (pid_t)pid;
+        c->runner_leader = pgrp == pid;
+        log_debug("session %.12s: runner pid %ld%s", v->id, pid,
+                  c->runner_leader ? ", its process group's leader" : "");
+}
+
+/* The run cgroup's CPU time so far, or 0. */
+static uint64_t cgroup_cpu_us(const struct engine_sb_view *v)
+{
+        struct run_usage u = {0};
+
+        if (!v->cgroup || !*v->cgroup)
+                return 0;
+        engine_hostcg_read(v->cgroup, v->podman, &u);
+        return u.cpu_us.measured ? u.cpu_us.value : 0;
+}
+
+int engine_cells_launch(struct sandbox *sb, struct sbx_error *err)
+{
+        struct engine_sb_view v;
+        struct engine_cells *c = cells_of(sb, &v);
+        struct sbx_runner_status st;
+        int r;
+
+        /* ours first, so the wrapper's opens do not block: read ends, and the cells' O_RDWR
+         * (a FIFO opened for both never blocks on Linux, fifo(7)) */
+        r = open_fifo(c->fifo[F_STATUS], O_RDONLY, &c->status_r, err);
+        if (r == 0)
+                r = open_fifo(c->fifo[F_OUT], O_RDONLY, &c->out_r, err);
+        if (r == 0)
+                r = open_fifo(c->fifo[F_ERR], O_RDONLY, &c->err_r, err);
+        if (r == 0)
+                r = open_fifo(c->fifo[F_CELLS], O_RDWR, &c->cell_w, err);
+        if (r == 0)
+                r = open_fifo(c->fifo[F_LIFE], O_RDWR, &c->life_rw, err);
+        if (r < 0)
+                return r;
+        c->kmsg_fd = engine_kmsg_open();
+        r = container_start(v.conn, v.id, v.image, err);
+        if (r < 0)
+                return r;
+        r = read_record(c, CELLS_READY_MS, &st);
+        if (r < 0 || strcmp(st.kind, "ready") != 0) {
+                char out[512] = "";
+                ssize_t n = read(c->err_r, out, sizeof(out) - 1);
+                out[n > 0 ? n : 0] = '\0';
+                return sbx_fail(err, EIO,
+                                "the session's %s interpreter did not start in the container%s%s "
+                                "(%s): run `vestibule-mcp doctor`, then retry session_start",
+                                sbx_language_name(v.language), out[0] ? ": " : "", out,
+                                r == -ETIMEDOUT ? "no word from it" : "it ended");
+        }
+        /* the runner holds the read end now: a write-only end, so a runner that died is
+         * EPIPE at the next cell rather than a pipe that fills */
+        int w = -1;
+        r = open_fifo(c->fifo[F_CELLS], O_WRONLY, &w, err);
+        if (r < 0)
+                return r;
+        close(c->cell_w);
+        c->cell_w = w;
+        find_runner(&v, c);
+        c->cpu_us_seen = cgroup_cpu_us(&v);
+        return 0;
+}
+
+static bool runner_alive(struct engine_cells *c)
+{
+        struct pollfd p = {.fd = c->runner_pidfd >= 0 ? c->runner_pidfd : c->status_r,
+                           .events = c->runner_pidfd >= 0 ? POLLIN : 0};
+
+        /* pidfd: readable once it exited; else the status FIFO: POLLHUP once it closed */
+        return poll(&p, 1, 0) == 0;
+}
+
+static void cells_kill(struct sandbox *sb)
+{
+        struct engine_sb_view v;
+        struct engine_cells *c = cells_of(sb, &v);
+
+        pthread_mutex_lock(&c->lock);
+        c->dead = true;
+        pthread_mutex_unlock(&c->lock);
+        engine_sb_kill(sb);
+}
+
+static bool cells_alive(struct sandbox *sb)
+{
+        struct engine_sb_view v;
+        struct engine_cells *c = cells_of(sb, &v);
+        bool dead;
+
+        pthread_mutex_lock(&c->lock);
+        dead = c->dead;
+        pthread_mutex_unlock(&c->lock);
+        return !dead && runner_alive(c);
+}
+
+/* SIGINT to the runner's process group, from this host: python's KeyboardInterrupt, bash's
+ * foreground job and its trap, node's breakOnSigint. The engine's kill API would signal the
+ * container's init, which passes it to its child (the runner) only, not to a job the shell
+ * waits for; it is the way when the runner is not seen from here. */
+static void cells_interrupt(struct sandbox *sb)
+{
+        struct engine_sb_view v;
+        struct engine_cells *c = cells_of(sb, &v);
+
+        pthread_mutex_lock(&c->lock);
+        bool dead = c->dead;
+        /* the pidfd still not readable: the runner lives, its pid is not reused */
+        if (!dead && c->runner_pidfd >= 0 && runner_alive(c))
+                (void)kill(c->runner_leader ? -c->runner_pid : c->runner_pid, SIGINT);
+        pthread_mutex_unlock(&c->lock);
+        if (dead || c->runner_pidfd >= 0)
+                return;
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        struct sbx_error e = {0};
+        if (engine_post(v.conn,
+                        &(struct engine_call){.path = "/containers/{}/kill",
+                                              .parts = {v.id},
+                                              .query = {{"signal", "INT"}},
+                                              .ok = {204, 404, 409},
+                                              .timeout_ms = 5000,
+                                              .what = "interrupt the session's cell"},
+                        &rep, &e) < 0)
+                log_debug("interrupt %.12s: %s", v.id, e.msg);
+}
+
+static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
+                         struct sbx_error *err)
+{
+        if (spec->mode != SANDBOX_MODE_CELLS)
+                return sbx_fail(err, EOPNOTSUPP, "container cells ops serve sessions only");
+        /* fail closed: a session's container has no egress listener */
+        if (spec->network != RUN_NETWORK_NONE)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "network \"allowlist\" is not available in a session");
+        return engine_sb_prepare(b, spec, ret, err);
+}
+
+/* Write all of @buf to the cell FIFO, waiting at most until @until. */
+static int write_all(int fd, const char *buf, size_t len, uint64_t until)
+{
+        while (len > 0) {
+                ssize_t n = write(fd, buf, len);
+                if (n > 0) {
+                        buf += n;
+                        len -= (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno != EAGAIN)
+                        return -errno;
+                uint64_t now = sbx_now_ms();
+                if (now >= until)
+                        return -ETIMEDOUT;
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                (void)poll(&p, 1, (int)(until - now));
+        }
+        return 0;
+}
+
+static int cells_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
+                       struct sbx_error *err)
+{
+        struct engine_sb_view v;
+        struct engine_cells *c = cells_of(sb, &v);
+        char head[48];
+        int r;
+
+        if (!cells_alive(sb))
+                return sbx_fail(err, ESRCH, "the session's interpreter is gone");
+        if (req->network != RUN_NETWORK_NONE)
+                return sbx_fail(err, EINVAL,
+                                "network \"allowlist\" is not available in a session (its "
+                                "sandbox has no network)");
+        if (memchr(req->code, '\0', req->code_len) && v.language == SBX_LANG_BASH)
+                return sbx_fail(err, EINVAL,
+                                "bash code with a NUL byte cannot run in a session (the shell "
+                                "cannot hold it): remove it");
+        c->seq++;
+        int n = snprintf(head, sizeof(head), "%lld %zu\n", c->seq, req->code_len);
+        uint64_t until = sbx_now_ms() + CELLS_WRITE_MS;
+        r = write_all(c->cell_w, head, (size_t)n, until);
+        if (r == 0)
+                r = write_all(c->cell_w, req->code, req->code_len, until);
+        if (r < 0) {
+                cells_kill(sb);
+                return sbx_fail(err, ESRCH, "cannot hand the cell to the session's interpreter: %s",
+                                strerror(-r));
+        }
+        *ret_io = (struct sandbox_io){
+            .out_fd = c->out_r,
+            .err_fd = c->err_r,
+            .pid = 0,
+            .pidfd = -1,
+            .ended_fd = c->status_r,
+            .flags = SANDBOX_IO_CELL,
+        };
+        return 0;
+}
+
+/* The runner died: was it the memory cap? The kernel's log names the container's memcg
+ * (hostcg.c); else Docker's State.OOMKilled once the container stopped (its init follows the
+ * runner). */
+static bool runner_oom(const struct engine_sb_view *v, struct engine_cells *c)
+{
+        if (c->kmsg_fd >= 0 && engine_kmsg_find_oom(c->kmsg_fd, v->id) == 1)
+                return true;
+        for (uint64_t until = sbx_now_ms() + CELLS_OOM_WAIT_MS; !v->podman;) {
+                _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+                struct sbx_error e = {0};
+                json_object *state, *j;
+                if (engine_get(v->conn,
+                               &(struct engine_call){.path = "/containers/{}/json",
+                                                     .parts = {v->id},
+                                                     .ok = {200},
+                                                     .body = ENGINE_BODY_JSON,
+                                                     .timeout_ms = 5000,
+                                                     .what = "inspect the session's container"},
+                               &rep, &e) < 0 ||
+                    !json_object_object_get_ex(rep.json, "State", &state))
+                        return false;
+                if (json_object_object_get_ex(state, "OOMKilled", &j) && json_object_get_boolean(j))
+                        return true;
+                if (json_object_object_get_ex(state, "Running", &j) && !json_object_get_boolean(j))
+                        return false;
+                if (sbx_now_ms() >= until)
+                        return false;
+                usleep(50000);
+        }
+        return false;
+}
+
+static void not_measured(struct run_measure *m, const char *why)
+{
+        m->measured = false;
+        snprintf(m->why, sizeof(m->why), "%s", why);
+}
+
+/* Usage of this call: CPU as the run cgroup's delta since the last call; memory and tasks as
+ * the session's peaks so far. */
+static void cells_usage(const struct engine_sb_view *v, struct engine_cells *c,
+                        struct run_result *res)
+{
+        if (!*v->cgroup) {
+                not_measured(&res->usage.cpu_us, v->usage_why);
+                not_measured(&res->usage.mem_peak_bytes, v->usage_why);
+                not_measured(&res->usage.pids_peak, v->usage_why);
+                return;
+        }
+        engine_hostcg_read(v->cgroup, v->podman, &res->usage);
+        if (res->usage.cpu_us.measured) {
+                uint64_t total = res->usage.cpu_us.value;
+                res->usage.cpu_us.value = total > c->cpu_us_seen ? total - c->cpu_us_seen : 0;
+                c->cpu_us_seen = total;
+        }
+        if (res->usage.pids_peak.measured && v->cfg->pids_max &&
+            res->usage.pids_peak.value >= v->cfg->pids_max)
+                snprintf(res->limits_hit, sizeof(res->limits_hit),
+                         "pids (the cap of %u was reached)", v->cfg->pids_max);
+}
+
+static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, struct run_result *res,
+                         struct sbx_error *err)
+{
+        struct engine_sb_view v;
+        struct engine_cells *c = cells_of(sb, &v);
+        struct sbx_runner_status st = {0};
+        int r = -EPIPE;
+
+        (void)err;
+        snprintf(res->backend, sizeof(res->backend), "container");
+        snprintf(res->image, sizeof(res->image), "%s", v.image);
+        /* the record of this cell (an earlier one cannot be pending: each start waits for its
+         * cell's end or ends the session) */
+        if (w->by_ended_fd)
+                while ((r = read_record(c, 0, &st)) == 0 && st.seq != c->seq)
+                        ;
+        if (r < 0) {
+                /* no record: the runner is gone or spoke nonsense; the session ends */
+                res->oom_killed = r == -EPIPE && w->forced == RUN_OUTCOME_NONE && runner_oom(&v, c);
+                cells_kill(sb);
+        }
+        if (w->forced == RUN_OUTCOME_NONE) {
+                res->outcome = RUN_OUTCOME_EXITED;
+                res->exit_code = r == 0 ? st.code : 1;
+        }
+        if (r == 0 && strcmp(st.kind, "interrupted") == 0 && w->forced == RUN_OUTCOME_NONE)
+                run_result_note(res, "the cell was interrupted (SIGINT from inside the session)");
+        cells_usage(&v, c, res);
+        res->mem_limit_bytes = v.memory_bytes;
+        collect_finish(sb, res);
+        return 0;
+}
+
+const struct sandbox_ops engine_cells_ops = {
+    .prepare = cells_prepare,
+    .start = cells_start,
+    .kill = cells_kill,
+    .collect = cells_collect,
+    .destroy = engine_sb_destroy,
+    .interrupt = cells_interrupt,
+    .alive = cells_alive,
+};
