@@ -362,6 +362,7 @@ test('a fresh call whose warm spare went stale leaves the sessions alive', { ski
         const r = await callTool(conn, 'run_code', { language: 'python', code: 'print(3)' });
         return r.structuredContent.usage.from_handover === true;
     }, 10000, 500), 'a spare built after the change is taken');
+});
 
 // A cell ends when its status record arrives, on a pipe of its own: everything the cell wrote
 // to stdout and stderr before must be in the result, however much (the runner flushes both
