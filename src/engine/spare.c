@@ -207,7 +207,7 @@ int engine_spare_handover(const char *fifo, const char *code, size_t len, uid_t 
                 fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
                 if (fd >= 0 || errno != ENXIO || sbx_now_ms() >= until)
                         break;
-                (void)nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);
+                (void)nanosleep(&(struct timespec){.tv_nsec = 2000000L}, NULL);
         }
         if (fd < 0 && errno == ENXIO)
                 return sbx_fail(err, ENXIO,
