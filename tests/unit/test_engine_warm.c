@@ -98,8 +98,9 @@ static void teardown(void)
         }
 }
 
-/* Containers labelled as this process's (vestibule.owner "<host>:<pid>:<start>"). */
-static unsigned containers_of_ours(bool running_only)
+/* Containers labelled as this process's (vestibule.owner "<host>:<pid>:<start>"); the id of
+ * the last one into @ret_id when not NULL. */
+static unsigned containers_of_ours_id(bool running_only, char *ret_id, size_t size)
 {
         _cleanup_(engine_reply_done) struct engine_reply r = {0};
         struct sbx_error err = {0};
@@ -116,10 +117,19 @@ static unsigned containers_of_ours(bool running_only)
                 json_object *ctr = json_object_array_get_idx(r.json, i), *labels, *o;
                 if (json_object_object_get_ex(ctr, "Labels", &labels) &&
                     json_object_object_get_ex(labels, "vestibule.owner", &o) &&
-                    strstr(json_object_get_string(o), needle))
+                    strstr(json_object_get_string(o), needle)) {
+                        json_object *idj;
+                        if (ret_id && json_object_object_get_ex(ctr, "Id", &idj))
+                                snprintf(ret_id, size, "%s", json_object_get_string(idj));
                         n++;
+                }
         }
         return n;
+}
+
+static unsigned containers_of_ours(bool running_only)
+{
+        return containers_of_ours_id(running_only, NULL, 0);
 }
 
 static int prepare(bool spare, struct sandbox **ret, struct sbx_error *err)
@@ -307,6 +317,36 @@ START_TEST(deadline_from_handover)
 }
 END_TEST
 
+/* A spare whose container ended before its call (killed from outside: an engine restart, an
+ * operator) is refused at the hand-over (-ESTALE: the service builds a sandbox of its own), at
+ * once rather than after a wait; the control is spare_started_ahead_runs_once (a spare that
+ * still waits runs). */
+START_TEST(dead_spare_refused)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        struct sbx_error err = {0};
+        struct sandbox_io io;
+        char id[80] = "";
+        struct sandbox *sb;
+        int r;
+
+        engine_up(_i);
+        sb = spare_or_fail();
+        ck_assert_uint_eq(containers_of_ours_id(true, id, sizeof(id)), 1);
+        _cleanup_free_ char *path = xasprintf("/containers/{}/kill?signal=KILL");
+        ck_assert_int_eq(sbx_test_engine(&conn, "POST", path, id, NULL, &rep, &err), 204);
+        for (int i = 0; i < 100 && containers_of_ours(true) > 0; i++)
+                usleep(100000);
+        struct run_request req = request("print('ran')\n", 10);
+        uint64_t t0 = (uint64_t)time(NULL);
+        r = be->ops->sandbox->start(sb, &req, &io, &err);
+        ck_assert_msg(r == -ESTALE, "%s: %d %s", eng_name[_i], r, err.msg);
+        ck_assert_msg((uint64_t)time(NULL) - t0 <= 3, "the refusal took %llu s",
+                      (unsigned long long)((uint64_t)time(NULL) - t0));
+        be->ops->sandbox->destroy(sb);
+}
+END_TEST
+
 /* An unused spare, killed and destroyed as the registry does at shutdown, then the backend's
  * shutdown: no container of ours is left (the control: the spare's container was there). */
 START_TEST(unused_spare_leaves_nothing)
@@ -371,6 +411,7 @@ static Suite *engine_warm_suite(void)
                 tcase_add_loop_test(tc, spare_started_ahead_runs_once, eng, eng + 1);
                 tcase_add_loop_test(tc, stale_spare_never_runs, eng, eng + 1);
                 tcase_add_loop_test(tc, deadline_from_handover, eng, eng + 1);
+                tcase_add_loop_test(tc, dead_spare_refused, eng, eng + 1);
                 tcase_add_loop_test(tc, unused_spare_leaves_nothing, eng, eng + 1);
                 suite_add_tcase(s, tc);
         }
