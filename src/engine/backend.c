@@ -1613,7 +1613,10 @@ static void supervise_from(struct sandbox *sb, uint64_t start_ms, struct sandbox
 static int spare_fresh(struct sandbox *sb, struct sbx_error *err)
 {
         struct engine_state *st = sb->st;
-        uint64_t max_age_ms = ((uint64_t)sb->cfg->warm_idle_s + sb->cfg->warm_idle_s / 2) * 1000u;
+        /* + 1 s: VESTIBULE_WARM_IDLE_S=0 still lets a spare the keeper has not dropped yet
+         * run (its backstop has ENGINE_SPARE_MARGIN_S more) */
+        uint64_t max_age_ms =
+            ((uint64_t)sb->cfg->warm_idle_s + sb->cfg->warm_idle_s / 2 + 1) * 1000u;
         char grade[sizeof(st->grade)], image_id[sizeof(sb->stamp.image_id)];
         bool ready, shutting;
         int r;
