@@ -343,6 +343,14 @@ async function addServerCases() {
             else
                 skipped[`container_${eng}_session`] = `session_start: ${JSON.stringify(st.error ?? st.result?.content)}`.slice(0, 400);
         } catch (e) { skipped[`ours_container_${eng}`] = String(e.message).slice(0, 400); }
+        // issue 17: the same server without warm spares (each call creates and starts its own
+        // container), in the same interleaved rounds: what the spare takes off the call
+        try {
+            const k = `${eng}_cold`;
+            servers[k] = await startServer(`container-${eng}-cold`, 'container', { DOCKER_HOST: host, VESTIBULE_RUNTIME: runtime, VESTIBULE_WARM: '0' });
+            servers[k].cpu0 = servers[k].cpuTicks();
+            cases.push({ key: `ours_container_${eng}_cold_python`, label: `ours: container (${eng}) cold, no spare`, server: k, fn: async () => (await servers[k].run('python', CODE.python)).ms });
+        } catch (e) { skipped[`ours_container_${eng}_cold`] = String(e.message).slice(0, 400); }
         if (have(eng)) {
             const env = { ...baseEnv, HOME: tmp };
             if (eng === 'docker') env.DOCKER_HOST = host;
@@ -422,15 +430,16 @@ for (const l of langs) {
 }
 report.ratios.container_docker_vs_docker_cli = ratio('ours_container_docker_python', 'peer_docker_cli_python');
 report.ratios.container_podman_vs_podman_cli = ratio('ours_container_podman_python', 'peer_podman_cli_python');
+report.ratios.container_docker_cold_vs_docker_cli = ratio('ours_container_docker_cold_python', 'peer_docker_cli_python');
+report.ratios.container_podman_cold_vs_podman_cli = ratio('ours_container_podman_cold_python', 'peer_podman_cli_python');
+report.ratios.container_docker_warm_vs_cold = ratio('ours_container_docker_python', 'ours_container_docker_cold_python');
+report.ratios.container_podman_warm_vs_cold = ratio('ours_container_podman_python', 'ours_container_podman_cold_python');
 report.ratios.run_process_vs_native_run_code = ratio('ours_native_run_process', 'ours_native_python');
 report.ratios.native_session_python_vs_fresh = ratio('ours_native_session_python', 'ours_native_python');
-<<<<<<< HEAD
 report.ratios.native_session_start_vs_baseline = ratio('ours_native_session_start_python', 'baseline_native_session_start_python');
 report.ratios.native_session_python_vs_baseline = ratio('ours_native_session_python', 'baseline_native_session_python');
-=======
 for (const eng of ['docker', 'podman'])
     report.ratios[`container_${eng}_session_python_vs_fresh`] = ratio(`ours_container_${eng}_session_python`, `ours_container_${eng}_python`);
->>>>>>> ctrsess
 for (const l of langs) {
     report.ratios[`native_${l}_vs_baseline`] = ratio(`ours_native_${l}`, `baseline_native_${l}`);
     if (L[`ours_native_${l}`] && L[`baseline_native_${l}`]) report.ratios[`native_${l}_minus_baseline_p50_ms`] = +(L[`ours_native_${l}`].p50_ms - L[`baseline_native_${l}`].p50_ms).toFixed(2);

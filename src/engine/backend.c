@@ -29,6 +29,7 @@
 #include "egress/egress.h"
 #include "engine/conn.h"
 #include "engine/sandbox_int.h"
+#include "engine/spare.h"
 #include "run/backend.h"
 #include "run/run.h"
 #include "run/sandbox.h"
@@ -58,6 +59,11 @@
 #define ENGINE_COPYBACK_GROWTH_BYTES (1ull << 30)
 #define ENGINE_COPYBACK_TAR_GROWTH_BYTES (4ull << 30)
 #define ENGINE_COPYBACK_GROWTH_ENTRIES 100000
+/* A warm spare (spare.h): its in-container backstop counts from the container's start, so it
+ * gets VESTIBULE_WARM_IDLE_S more, plus this margin; start() refuses a spare older than the
+ * idle time plus half of it, so the backstop left at the hand-over is never under a run's. */
+#define ENGINE_SPARE_MARGIN_S 10
+#define ENGINE_SPARE_READY_MS 5000 /* at the hand-over: the interpreter's open() of its FIFO */
 
 struct engine_state {
         pthread_mutex_t lock;
@@ -1224,6 +1230,12 @@ struct sandbox {
         uint64_t t_kill;
         struct sbx_trace trace;     /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
         struct engine_cells *cells; /* SANDBOX_MODE_CELLS: the session's runner (cells.c) */
+        /* a warm spare (spare.h): started in prepare, its interpreter blocked on @fifo */
+        bool spare;
+        bool handed; /* start() was called: a second hand-over is refused */
+        char *fifo;
+        struct engine_spare_stamp stamp;
+        uint64_t cpu_before_us; /* the run's cgroup CPU at the hand-over (the start-up's) */
 };
 
 void engine_sb_view(struct sandbox *sb, struct engine_sb_view *ret)
@@ -1398,12 +1410,60 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
                 r = engine_verify_inspect(inspect, &spec, sb->degraded, sizeof(sb->degraded), err);
         if (r == 0) {
                 const char *image_id = json_object_get_string(jget(inspect, "Image"));
+                if (image_id && sb->spare)
+                        snprintf(sb->stamp.image_id, sizeof(sb->stamp.image_id), "%s",
+                                 strncmp(image_id, "sha256:", 7) == 0 ? image_id + 7 : image_id);
                 r = image_programs_check(sb->st, sb->id,
                                          image_id && *image_id ? image_id : sb->image, sb->image,
                                          sb->interp, err);
         }
         sbx_trace_lap(&sb->trace, "inspect_verify");
         return r;
+}
+
+/* A spare, after its create: attach + wait armed, the container started (its interpreter
+ * starts and blocks in open() of the FIFO), and what it was built from stamped. */
+static int spare_start(struct sandbox *sb, struct sbx_error *err)
+{
+        int r;
+
+        engine_spare_settings(sb->cfg, sb->image, sb->stamp.settings, sizeof(sb->stamp.settings));
+        snprintf(sb->stamp.grade, sizeof(sb->stamp.grade), "%s", sb->grade);
+        r = run_xfers_arm(&sb->rx, &sb->st->conn, sb->id, err);
+        sbx_trace_lap(&sb->trace, "arm_attach_wait");
+        if (r == 0)
+                r = container_start(&sb->st->conn, sb->id, sb->image, err);
+        sb->stamp.started_ms = sbx_now_ms();
+        sbx_trace_lap(&sb->trace, "start");
+        return r;
+}
+
+/* What a sandbox of @sb's spec cannot be here, said before anything is made: an allowlist or
+ * a spare on a remote engine, a spare with a network; and the allowlist's tag. */
+static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
+{
+        if (sb->network == RUN_NETWORK_ALLOWLIST && sb->volumes)
+                /* the way out is made inside the container's namespace from this machine
+                 * (egress_listen.c): a remote engine's processes are not ours to see */
+                return sbx_fail(err, EOPNOTSUPP,
+                                "network \"allowlist\" needs a container engine on this machine "
+                                "(the server enters the sandbox's network namespace to make its "
+                                "only way out); this one is remote (%s): use network \"none\", or "
+                                "a local engine",
+                                sb->st->conn.ep.host);
+        if (sb->spare && sb->volumes)
+                /* the FIFO lives in the bind-mounted code folder: a remote engine's container
+                 * gets its code through a volume, filled at the call (volume.c) */
+                return sbx_fail(err, EOPNOTSUPP,
+                                "no warm spare on a remote container engine (%s): each call "
+                                "creates and starts its own container",
+                                sb->st->conn.ep.host);
+        if (sb->spare && sb->network != RUN_NETWORK_NONE)
+                return sbx_fail(err, EINVAL, "a warm spare is built for network \"none\" only");
+        if (sb->network == RUN_NETWORK_ALLOWLIST &&
+            engine_egress_tag(sb->egress_tag, sizeof(sb->egress_tag)) < 0)
+                return sbx_fail(err, EIO, "egress: no random bytes for the run's tag (getrandom)");
+        return 0;
 }
 
 int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
@@ -1422,6 +1482,7 @@ int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct
         sb->cfg = spec->cfg;
         sb->language = spec->language;
         sb->network = spec->network;
+        sb->spare = spec->spare;
         sb->kmsg_fd = -1;
         sb->kmsg_r = -ENOENT;
         pthread_mutex_init(&sb->lock, NULL);
@@ -1430,24 +1491,18 @@ int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct
                                                        : "python3";
         sb->backstop_s =
             (sb->cfg->max_timeout_s ? sb->cfg->max_timeout_s : 60) + ENGINE_INNER_BACKSTOP_S;
+        if (sb->spare) /* it waits for its call under the same backstop (spare.h) */
+                sb->backstop_s +=
+                    sb->cfg->warm_idle_s + sb->cfg->warm_idle_s / 2 + ENGINE_SPARE_MARGIN_S;
         sb->memory_bytes = (uint64_t)sb->cfg->mem_mb << 20;
-        sbx_trace_begin(&sb->trace, sb->cfg->trace_timing, "container");
+        sbx_trace_begin(&sb->trace, sb->cfg->trace_timing,
+                        sb->spare ? "container-spare" : "container");
         snprintf(sb->image, sizeof(sb->image), "%s", image_for(sb->cfg, spec->language));
         r = sandbox_snapshot(sb, err);
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
                 r = engine_cells_check(sb, err);
-        if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST && sb->volumes)
-                /* the way out is made inside the container's namespace from this machine
-                 * (egress_listen.c): a remote engine's processes are not ours to see */
-                r = sbx_fail(err, EOPNOTSUPP,
-                             "network \"allowlist\" needs a container engine on this machine "
-                             "(the server enters the sandbox's network namespace to make its "
-                             "only way out); this one is remote (%s): use network \"none\", or "
-                             "a local engine",
-                             sb->st->conn.ep.host);
-        if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST &&
-            engine_egress_tag(sb->egress_tag, sizeof(sb->egress_tag)) < 0)
-                r = sbx_fail(err, EIO, "egress: no random bytes for the run's tag (getrandom)");
+        if (r == 0)
+                r = prepare_refusals(sb, err);
         sbx_trace_lap(&sb->trace, "prepare");
         if (r == 0)
                 r = sandbox_sweep(sb->st, err);
@@ -1458,6 +1513,9 @@ int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct
                 r = sb->volumes
                         ? handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
                         : code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir, err);
+        if (r == 0 && sb->spare)
+                r = engine_spare_fifo_make(sb->code_dir, sbx_language_script(sb->language), sb->uid,
+                                           sb->gid, sb->rootless_docker, &sb->fifo, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
                 r = engine_cells_new(sb, &sb->cells, err);
@@ -1465,6 +1523,8 @@ int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct
                 r = sandbox_create(sb, err);
         if (r == 0 && sb->cells)
                 r = engine_cells_launch(sb, err);
+        if (r == 0 && sb->spare)
+                r = spare_start(sb, err);
         if (r < 0) {
                 engine_sb_destroy(sb);
                 return r;
@@ -1552,11 +1612,124 @@ static unsigned engine_stream_pump(void *userdata, sandbox_emit_fn emit, void *e
         return flags;
 }
 
+/* Podman never reports OOM kills: the kernel's log will (hostcg.c). Opened before the
+ * program's start, positioned at its end. */
+static void kmsg_open(struct sandbox *sb)
+{
+        if (!sb->podman)
+                return;
+        sb->kmsg_fd = engine_kmsg_open();
+        if (sb->kmsg_fd < 0)
+                log_debug("cannot read the kernel log (%s): Podman's OOM kills are reported as "
+                          "likely only",
+                          strerror(-sb->kmsg_fd));
+}
+
+/* The program runs: the warden pumps the run's multi from now on, its clock from @start_ms. */
+static void supervise_from(struct sandbox *sb, uint64_t start_ms, struct sandbox_io *ret_io)
+{
+        pthread_mutex_lock(&sb->lock);
+        sb->supervising = true;
+        pthread_mutex_unlock(&sb->lock);
+        sb->stream = (struct sandbox_stream){
+            .fds = engine_stream_fds, .pump = engine_stream_pump, .userdata = sb};
+        *ret_io = (struct sandbox_io){
+            .out_fd = -1,
+            .err_fd = -1,
+            .pidfd = -1,
+            .ended_fd = -1,
+            .stream = &sb->stream,
+            .start_ms = start_ms,
+            .grace_ms = ENGINE_DEADLINE_SLACK_MS,
+            .drain_ms = ENGINE_DRAIN_MS,
+        };
+}
+
+/* A spare is used only if everything it was built from is so now, and it still waits. */
+static int spare_fresh(struct sandbox *sb, struct sbx_error *err)
+{
+        struct engine_state *st = sb->st;
+        /* + 1 s: VESTIBULE_WARM_IDLE_S=0 still lets a spare the keeper has not dropped yet
+         * run (its backstop has ENGINE_SPARE_MARGIN_S more) */
+        uint64_t max_age_ms =
+            ((uint64_t)sb->cfg->warm_idle_s + sb->cfg->warm_idle_s / 2 + 1) * 1000u;
+        char grade[sizeof(st->grade)], image_id[sizeof(sb->stamp.image_id)];
+        bool ready, shutting;
+        int r;
+
+        pthread_mutex_lock(&st->lock);
+        ready = st->ready;
+        shutting = st->shutting_down;
+        snprintf(grade, sizeof(grade), "%s", st->grade);
+        pthread_mutex_unlock(&st->lock);
+        if (shutting)
+                return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
+        if (!ready)
+                return sbx_fail(err, ESTALE,
+                                "the container engine is probed again since the spare was built");
+        /* a setup may have re-tagged the image: one inspect of it per hand-over */
+        r = engine_spare_image_id(&st->conn, sb->image, image_id, sizeof(image_id), err);
+        if (r == -ENOENT)
+                return sbx_fail(err, ESTALE, "the image '%s' is gone since the spare was built",
+                                sb->image);
+        if (r == 0)
+                r = engine_spare_check(&sb->stamp, sb->cfg, sb->image, image_id, grade, max_age_ms,
+                                       err);
+        if (r < 0)
+                return r;
+        run_xfers_pump(&sb->rx); /* what it printed while it waited is no run's: dropped */
+        if (sb->rx.attach.done || sb->rx.wait.done)
+                return sbx_fail(err, ESTALE, "the spare container ended before its hand-over");
+        return 0;
+}
+
+/* start() of a spare: check it, then hand the code over through its FIFO (spare.h). */
+static int spare_handover(struct sandbox *sb, const struct run_request *req,
+                          struct sandbox_io *ret_io, struct sbx_error *err)
+{
+        struct run_usage before = {0};
+        uint64_t t0;
+        int r;
+
+        /* the request path's trace starts here; the spare's setup was traced apart */
+        sbx_trace_end(&sb->trace);
+        sbx_trace_begin(&sb->trace, sb->cfg->trace_timing, "container");
+        r = spare_fresh(sb, err);
+        sbx_trace_lap(&sb->trace, "spare_check");
+        if (r < 0)
+                return r;
+        kmsg_open(sb);
+        /* the run's CPU counts from the hand-over: the interpreter's start-up is not its */
+        if (*sb->cgroup) {
+                engine_hostcg_read(sb->cgroup, sb->podman, &before);
+                sb->cpu_before_us = before.cpu_us.measured ? before.cpu_us.value : 0;
+        }
+        t0 = sbx_now_ms();
+        r = engine_spare_handover(sb->fifo, req->code, req->code_len, sb->uid, sb->gid,
+                                  sb->rootless_docker, ENGINE_SPARE_READY_MS,
+                                  t0 + (uint64_t)req->timeout_s * 1000u, err);
+        sbx_trace_lap(&sb->trace, "handover");
+        if (r == -ENXIO) { /* nothing of the code ran: the service builds its own sandbox */
+                char why[sizeof(err->msg)];
+                snprintf(why, sizeof(why), "%s", err->msg);
+                return sbx_fail(err, ESTALE, "%s", why);
+        }
+        if (r < 0)
+                return r;
+        supervise_from(sb, t0, ret_io);
+        return 0;
+}
+
 static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
                            struct sandbox_io *ret_io, struct sbx_error *err)
 {
         struct engine_state *st = sb->st;
         int r;
+
+        if (sb->handed)
+                return sbx_fail(err, EALREADY,
+                                "this sandbox ran a program already; a sandbox runs one program "
+                                "and is never handed a second");
 
         /* Fail closed: the network is the sandbox's (its command waits for a listener or
          * not), never another than the call asked for. */
@@ -1566,6 +1739,11 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
                                 "for \"%s\"",
                                 sb->network == RUN_NETWORK_ALLOWLIST ? "allowlist" : "none",
                                 req->network == RUN_NETWORK_ALLOWLIST ? "allowlist" : "none");
+        if (req->language != sb->language)
+                return sbx_fail(err, EINVAL, "container sandbox: start() of another language");
+        sb->handed = true;
+        if (sb->spare)
+                return spare_handover(sb, req, ret_io, err);
         r = sb->volumes ? handin_fill(st, sb->cfg, req, sb->image, sb->uid, sb->gid, sb->owner,
                                       &sb->hv, err)
                         : code_write(sb->code_dir, req, sb->uid, sb->gid, sb->rootless_docker,
@@ -1575,15 +1753,7 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin" : "code");
         if (r < 0)
                 return r;
-        /* Podman never reports OOM kills: the kernel's log will (hostcg.c). Opened before the
-         * start, positioned at its end. */
-        if (sb->podman) {
-                sb->kmsg_fd = engine_kmsg_open();
-                if (sb->kmsg_fd < 0)
-                        log_debug("cannot read the kernel log (%s): Podman's OOM kills are "
-                                  "reported as likely only",
-                                  strerror(-sb->kmsg_fd));
-        }
+        kmsg_open(sb);
         r = run_xfers_arm(&sb->rx, &st->conn, sb->id, err);
         sbx_trace_lap(&sb->trace, "arm_attach_wait");
         if (r == 0)
@@ -1597,21 +1767,7 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
         }
         if (r < 0)
                 return r;
-        pthread_mutex_lock(&sb->lock);
-        sb->supervising = true;
-        pthread_mutex_unlock(&sb->lock);
-        sb->stream = (struct sandbox_stream){
-            .fds = engine_stream_fds, .pump = engine_stream_pump, .userdata = sb};
-        *ret_io = (struct sandbox_io){
-            .out_fd = -1,
-            .err_fd = -1,
-            .pidfd = -1,
-            .ended_fd = -1,
-            .stream = &sb->stream,
-            .start_ms = sbx_now_ms(),
-            .grace_ms = ENGINE_DEADLINE_SLACK_MS,
-            .drain_ms = ENGINE_DRAIN_MS,
-        };
+        supervise_from(sb, sbx_now_ms(), ret_io);
         return 0;
 }
 
@@ -1677,6 +1833,11 @@ static void collect_usage(struct sandbox *sb, bool stopped, bool *oom, struct ru
 
         if (*sb->cgroup) {
                 engine_hostcg_read(sb->cgroup, sb->podman, &res->usage);
+                /* a spare: its interpreter's start-up, before the hand-over, is not the run's */
+                if (res->usage.cpu_us.measured)
+                        res->usage.cpu_us.value = res->usage.cpu_us.value > sb->cpu_before_us
+                                                      ? res->usage.cpu_us.value - sb->cpu_before_us
+                                                      : 0;
                 /* the parent holds the container only (Docker): a peak at the cap means a
                  * fork was refused there */
                 if (res->usage.pids_peak.measured && cfg->pids_max &&
@@ -1814,6 +1975,8 @@ void engine_sb_destroy(struct sandbox *sb)
         engine_manifest_done(&sb->hv.manifest);
         if (sb->code_file)
                 unlink(sb->code_file);
+        if (sb->fifo) /* the FIFO, or the code in its place after the hand-over */
+                unlink(sb->fifo);
         if (sb->code_dir) {
                 rmdir(sb->code_dir);
                 owner_file_remove(sb->code_dir);
@@ -1821,6 +1984,7 @@ void engine_sb_destroy(struct sandbox *sb)
         if (sb->kmsg_fd >= 0)
                 close(sb->kmsg_fd);
         free(sb->code_file);
+        free(sb->fifo);
         free(sb->code_dir);
         free(sb->id);
         sbx_trace_lap(&sb->trace, "finish");

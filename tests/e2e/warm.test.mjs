@@ -1,15 +1,50 @@
 // Warm spares (issue 17) through the real server: a call after the first takes a spare
 // (usage.from_handover in what the model sees), a run from a spare shows nothing of the run
 // before it, the server's exit leaves no spare behind, VESTIBULE_WARM=0 keeps none, and an
-// idle spare is dropped after VESTIBULE_WARM_IDLE_S. Each claim has its control.
+// idle spare is dropped after VESTIBULE_WARM_IDLE_S. Each claim has its control. On the
+// native backend a spare is a process tree of the server; on the container backend a running
+// container labelled with the server's owner label (vestibule.owner "<host>:<pid>:<start>"),
+// counted through the engine's socket (docs/design/lifecycle.md, "Container spares").
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import { test } from 'node:test';
 
 import { BACKEND, GONE_WITHIN_MS, START_WITHIN_MS, callTool, connect, makeWorld, runCode, serverGone, uniqueMarker, waitFor } from './lib.mjs';
 
-// Spares are the native backend's (the container backend keeps none yet; naive's /tmp is the host's).
-const skip = BACKEND !== 'native' ? 'warm spares are kept by the native backend' : false;
+// Spares are the native and the container backends' (naive has none: its /tmp is the host's).
+const skip = BACKEND !== 'native' && BACKEND !== 'container' ? 'warm spares are kept by the native and container backends' : false;
+const CONTAINER = BACKEND === 'container';
+
+/** The engine's socket the server talks to (the same resolution as the CI's e2e lines). */
+function engineSocket() {
+    const h = process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '';
+    if (h.startsWith('unix://')) return h.slice('unix://'.length);
+    return process.env.VESTIBULE_RUNTIME === 'podman' ? '/run/podman/podman.sock' : '/var/run/docker.sock';
+}
+
+/** Containers whose owner label names server @pid (all of them, or the running ones). */
+function containersOf(pid, { all = false } = {}) {
+    return new Promise((resolve, reject) => {
+        const req = http.get({ socketPath: engineSocket(), path: `/containers/json${all ? '?all=1' : ''}` }, (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (d) => { body += d; });
+            res.on('end', () => {
+                try {
+                    const list = JSON.parse(body);
+                    resolve(list.filter((c) => (c.Labels?.['vestibule.owner'] || '').includes(`:${pid}:`)).map((c) => c.Id));
+                } catch (e) { reject(new Error(`engine answered ${res.statusCode}: ${body.slice(0, 200)}`)); }
+            });
+        });
+        req.on('error', reject);
+    });
+}
+
+/** The server's sandboxes alive now: native, its descendants; container, its running containers. */
+async function sandboxesOf(pid) {
+    return CONTAINER ? containersOf(pid) : stillThere(descendants(pid));
+}
 
 /** The server's descendants (its sandboxes), each as "pid:starttime" so a reused pid is not the same. */
 function descendants(pid) {
@@ -80,34 +115,45 @@ const stillThere = (ids) => ids.filter((id) => {
 const VIEW = `import os, sys, json
 print(json.dumps({"argv": sys.argv, "file": __file__, "cwd": os.getcwd(), "env": dict(os.environ),
   "fds": sorted(os.listdir("/proc/self/fd")), "pids": sorted(p for p in os.listdir("/proc") if p.isdigit()),
-  "tmp": sorted(os.listdir("/tmp")), "shm": sorted(os.listdir("/dev/shm")), "sandbox": os.listdir("/sandbox")}))`;
+  "tmp": sorted(os.listdir("/tmp")), "shm": sorted(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else None, "sandbox": os.listdir("/sandbox")}))`;
 
 test('a run from a warm spare sees nothing of the run before it, and what a cold run sees', { skip }, async (t) => {
     const w = makeWorld(t);
     const conn = await connect(w);
     const m = uniqueMarker('warm');
     // run 1 (cold: the server's first call) leaves files in /tmp and /dev/shm and a process
-    const leave = `import os, subprocess\nopen("/tmp/${m}", "w").write("x")\nopen("/dev/shm/${m}", "w").write("x")\n` +
+    // (/dev/shm: the container backend's sandboxes have none, ipc "none": /tmp twice there)
+    const shm = CONTAINER ? '/tmp/shm-' : '/dev/shm/';
+    const leave = `import os, subprocess\nopen("/tmp/${m}", "w").write("x")\nopen("${shm}${m}", "w").write("x")\n` +
         `subprocess.Popen(["bash", "-c", "exec -a ${m} sleep 30"], start_new_session=True)\n` +
-        `print(sorted(os.listdir("/tmp")), sorted(os.listdir("/dev/shm")))`;
+        `print(sorted(os.listdir("/tmp")), sorted(os.listdir("${CONTAINER ? '/tmp' : '/dev/shm'}")))`;
     const first = await runCode(conn, 'python', leave);
     // control: the probe sees what a run leaves, inside that run
-    assert.match(first.text, new RegExp(`\\['${m}'\\] \\['${m}'\\]`), first.text);
+    assert.match(first.text, CONTAINER ? new RegExp(`\\['shm-${m}', '${m}'\\]`) : new RegExp(`\\['${m}'\\] \\['${m}'\\]`), first.text);
     assert.equal(first.result.structuredContent.usage.from_handover, undefined, 'the first call prepared its own sandbox');
     const cold = await runCode(conn, 'python', VIEW);
     // the spare of the next call is built in the background
-    assert.ok(await waitFor(() => descendants(conn.pid).length >= 2, START_WITHIN_MS), 'a spare was built');
+    assert.ok(await waitFor(async () => (await sandboxesOf(conn.pid)).length >= (CONTAINER ? 1 : 2), START_WITHIN_MS), 'a spare was built');
     await new Promise((r) => setTimeout(r, 300));
     const warm = await runCode(conn, 'python', VIEW);
     assert.equal(warm.result.structuredContent.usage.from_handover, true, `the call took a spare:\n${warm.text}`);
     assert.match(warm.text, /usage: wall \d+ ms \(counted from the code's hand-over: the sandbox was started ahead\)/);
     const view = (r) => JSON.parse(r.result.structuredContent.stdout);
     const a = view(cold), b = view(warm);
+    if (CONTAINER) {
+        // each sandbox is a container of its own: its host name (the container id) and the pids
+        // the engine's init and `timeout` got differ; the number of processes does not
+        assert.notEqual(b.env.HOSTNAME, a.env.HOSTNAME, 'the spare is another container');
+        assert.equal(b.pids.length, a.pids.length, `the same processes: ${a.pids} / ${b.pids}`);
+        for (const v of [a, b]) { delete v.env.HOSTNAME; delete v.pids; }
+    }
     assert.deepEqual(b, a, 'a spare shows its program what a sandbox built for it shows');
     assert.deepEqual(b.tmp, [], 'nothing of the earlier run in /tmp');
-    assert.deepEqual(b.shm, [], 'nothing in /dev/shm');
+    assert.deepEqual(b.shm, CONTAINER ? null : [], 'nothing in /dev/shm');
     assert.deepEqual(b.fds, ['0', '1', '2', '3'], 'no leftover fds (3 is listdir\'s own)');
-    assert.equal(b.pids.length, 1, `only the program itself in /proc: ${b.pids}`);
+    // native: the program alone; container: the engine's init and `timeout` too, as cold
+    if (!CONTAINER) assert.equal(b.pids.length, 1, `only the program itself in /proc: ${b.pids}`);
+    assert.ok(!JSON.stringify(b).includes(m), 'nothing of the first run (its marker) anywhere in the view');
     assert.deepEqual(b.argv, ['/sandbox/main.py']);
     assert.equal(b.env.HOME, '/tmp');
     assert.equal(warm.result.structuredContent.isolation, cold.result.structuredContent.isolation);
@@ -118,9 +164,21 @@ test('the server\'s exit leaves no spare behind', { skip }, async (t) => {
     const conn = await connect(w);
     await runCode(conn, 'python', 'print(1)');
     await runCode(conn, 'bash', 'echo 1');
-    // a session, after which a session's spare (its runner started) is kept too
+    // a session, after which (native) a session's spare, its runner started, is kept too
     const st = await callTool(conn, 'session_start', { language: 'bash' });
     assert.equal(st.isError, false, JSON.stringify(st.content));
+    if (CONTAINER) {
+        // control: the spares exist while the server runs (the check below can fail)
+        const want = 2; // two spares, a container each (and the session's container)
+        assert.ok(await waitFor(async () => (await sandboxesOf(conn.pid)).length >= want, START_WITHIN_MS), `spares: ${await sandboxesOf(conn.pid)}`);
+        const pid = conn.pid;
+        await conn.close();
+        assert.ok(await serverGone(pid, 3000 + GONE_WITHIN_MS), 'the server exited');
+        // every container with its owner label, running or not: none left
+        const left = await containersOf(pid, { all: true });
+        assert.deepEqual(left, [], `containers of the server left behind: ${left}`);
+        return;
+    }
     // control: the spares (python's, bash's, a bash session's) and the session exist while the
     // server runs, so the check below can fail. Counted by what they are (an init with a live
     // child), not by how many processes the server has: a finished run's init, killed but not
@@ -141,9 +199,9 @@ test('VESTIBULE_WARM=0 keeps no spare; VESTIBULE_WARM_IDLE_S drops an idle one',
     await runCode(off, 'bash', 'echo 1');
     await runCode(idle, 'bash', 'echo 1');
     // control: the idle server builds its spare (so "none" below is not a broken probe)
-    assert.ok(await waitFor(() => descendants(idle.pid).length >= 2, START_WITHIN_MS), 'a spare was built');
+    assert.ok(await waitFor(async () => (await sandboxesOf(idle.pid)).length >= (CONTAINER ? 1 : 2), START_WITHIN_MS), 'a spare was built');
     const r = await runCode(off, 'bash', 'echo 2');
     assert.equal(r.result.structuredContent.usage.from_handover, undefined, 'no spare when off');
-    assert.ok(await waitFor(() => descendants(off.pid).length === 0, GONE_WITHIN_MS), `no sandbox between calls when off: ${descendants(off.pid)}`);
-    assert.ok(await waitFor(() => descendants(idle.pid).length === 0, 1000 + GONE_WITHIN_MS), `idle spare kept: ${descendants(idle.pid)}`);
+    assert.ok(await waitFor(async () => (await sandboxesOf(off.pid)).length === 0, GONE_WITHIN_MS), `no sandbox between calls when off: ${await sandboxesOf(off.pid)}`);
+    assert.ok(await waitFor(async () => (await sandboxesOf(idle.pid)).length === 0, 1000 + GONE_WITHIN_MS), `idle spare kept: ${await sandboxesOf(idle.pid)}`);
 });
