@@ -51,32 +51,15 @@ static json_object *mount(const char *type, const char *src, const char *dst, bo
 #define ENGINE_NPROC 4096
 #define ENGINE_NOFILE 1024
 
-json_object *engine_create_body(const struct engine_run_spec *s)
+/* The container's environment: ours, then @s->extra_env (whose PATH, if any, replaces ours). */
+static json_object *body_env(const struct engine_run_spec *s)
 {
-        json_object *b = json_object_new_object();
-        json_object *hc = json_object_new_object();
-        json_object *labels = json_object_new_object();
-        json_object *tmpfs = json_object_new_object();
-        json_object *ul = json_object_new_array();
-        json_object *mounts = json_object_new_array();
-        json_object *secopt = json_object_new_array();
-        json_object *capdrop = json_object_new_array();
-        json_object *lc = json_object_new_object(), *lcc = json_object_new_object();
         static const char *const env[] = {
             "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TZ=UTC",
             "PYTHONDONTWRITEBYTECODE=1",         NULL};
-        _cleanup_free_ char *user = xasprintf("%u:%u", (unsigned)s->uid, (unsigned)s->gid);
-        _cleanup_free_ char *tmp =
-            xasprintf("rw,noexec,nosuid,nodev,size=%um,mode=1777", s->tmpfs_mb);
-
-        json_object_object_add(b, "Image", json_object_new_string(s->image));
-        json_object_object_add(b, "Cmd", strv(s->cmd));
-        /* The image's entrypoint must not wrap our command. */
-        json_object_object_add(b, "Entrypoint", json_object_new_array());
-        json_object_object_add(b, "User", json_object_new_string(user));
-        json_object_object_add(b, "WorkingDir", json_object_new_string("/workspace"));
         json_object *envj = json_object_new_array();
         bool own_path = false;
+
         for (const char *const *e = s->extra_env; e && *e; e++)
                 own_path |= strncmp(*e, "PATH=", 5) == 0;
         for (const char *const *e = env; *e; e++)
@@ -84,19 +67,19 @@ json_object *engine_create_body(const struct engine_run_spec *s)
                         json_object_array_add(envj, json_object_new_string(*e));
         for (const char *const *e = s->extra_env; e && *e; e++)
                 json_object_array_add(envj, json_object_new_string(*e));
-        json_object_object_add(b, "Env", envj);
-        json_object_object_add(labels, "vestibule.run", json_object_new_string("1"));
-        json_object_object_add(labels, "vestibule.owner", json_object_new_string(s->owner));
-        json_object_object_add(b, "Labels", labels);
-        json_object_object_add(b, "AttachStdin", json_object_new_boolean(false));
-        json_object_object_add(b, "AttachStdout", json_object_new_boolean(true));
-        json_object_object_add(b, "AttachStderr", json_object_new_boolean(true));
-        json_object_object_add(b, "OpenStdin", json_object_new_boolean(false));
-        json_object_object_add(b, "Tty", json_object_new_boolean(false));
-        /* Docker: no libnetwork sandbox at all (~100 ms faster start). Podman ignores it, so
-         * NetworkMode none below is what isolates there. */
-        json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(true));
-        json_object_object_add(b, "StopTimeout", json_object_new_int(1));
+        return envj;
+}
+
+/* HostConfig, part 1: no network, no capabilities, no-new-privileges and the seccomp profile,
+ * a read-only rootfs with its tmpfs mounts, no IPC, a cgroup namespace, the limits. */
+static void host_confinement(json_object *hc, const struct engine_run_spec *s)
+{
+        json_object *tmpfs = json_object_new_object();
+        json_object *ul = json_object_new_array();
+        json_object *secopt = json_object_new_array();
+        json_object *capdrop = json_object_new_array();
+        _cleanup_free_ char *tmp =
+            xasprintf("rw,noexec,nosuid,nodev,size=%um,mode=1777", s->tmpfs_mb);
 
         json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
         json_object_array_add(capdrop, json_object_new_string("ALL"));
@@ -129,6 +112,15 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_array_add(ul, ulimit("nproc", ENGINE_NPROC));
         json_object_array_add(ul, ulimit("core", 0));
         json_object_object_add(hc, "Ulimits", ul);
+}
+
+/* HostConfig, part 2: the workspace and /sandbox (bind mounts, or a remote engine's volumes),
+ * init, the log's bounds, the user namespace and the parent cgroup. */
+static void host_mounts_and_rest(json_object *hc, const struct engine_run_spec *s)
+{
+        json_object *mounts = json_object_new_array();
+        json_object *lc = json_object_new_object(), *lcc = json_object_new_object();
+
         if (s->code_volume && s->workspace_volume) {
                 json_object_array_add(
                     mounts, mount("volume", s->workspace_volume, "/workspace", s->workspace_ro));
@@ -152,6 +144,36 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         if (s->cgroup_parent)
                 json_object_object_add(hc, "CgroupParent",
                                        json_object_new_string(s->cgroup_parent));
+}
+
+json_object *engine_create_body(const struct engine_run_spec *s)
+{
+        json_object *b = json_object_new_object();
+        json_object *hc = json_object_new_object();
+        json_object *labels = json_object_new_object();
+        _cleanup_free_ char *user = xasprintf("%u:%u", (unsigned)s->uid, (unsigned)s->gid);
+
+        json_object_object_add(b, "Image", json_object_new_string(s->image));
+        json_object_object_add(b, "Cmd", strv(s->cmd));
+        /* The image's entrypoint must not wrap our command. */
+        json_object_object_add(b, "Entrypoint", json_object_new_array());
+        json_object_object_add(b, "User", json_object_new_string(user));
+        json_object_object_add(b, "WorkingDir", json_object_new_string("/workspace"));
+        json_object_object_add(b, "Env", body_env(s));
+        json_object_object_add(labels, "vestibule.run", json_object_new_string("1"));
+        json_object_object_add(labels, "vestibule.owner", json_object_new_string(s->owner));
+        json_object_object_add(b, "Labels", labels);
+        json_object_object_add(b, "AttachStdin", json_object_new_boolean(false));
+        json_object_object_add(b, "AttachStdout", json_object_new_boolean(true));
+        json_object_object_add(b, "AttachStderr", json_object_new_boolean(true));
+        json_object_object_add(b, "OpenStdin", json_object_new_boolean(false));
+        json_object_object_add(b, "Tty", json_object_new_boolean(false));
+        /* Docker: no libnetwork sandbox at all (~100 ms faster start). Podman ignores it, so
+         * NetworkMode none below is what isolates there. */
+        json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(true));
+        json_object_object_add(b, "StopTimeout", json_object_new_int(1));
+        host_confinement(hc, s);
+        host_mounts_and_rest(hc, s);
         json_object_object_add(b, "HostConfig", hc);
         return b;
 }
