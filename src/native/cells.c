@@ -239,6 +239,66 @@ static int cells_await_ready(struct sandbox *sb, uint64_t ready_ms, struct sbx_e
         return 0;
 }
 
+/* The session's two pipes: cells in (the runner's fd 4; @sb keeps the write end) and status
+ * records out (its fd 5; @sb keeps the read end, non-blocking). */
+static int cells_pipes(struct sandbox *sb, int *ret_cell_r, int *ret_status_w,
+                       struct sbx_error *err)
+{
+        int p[2];
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sbx_fail(err, errno, "cannot create the session's cell pipe: %m");
+        *ret_cell_r = p[0];
+        sb->cell_w = p[1];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sbx_fail(err, errno, "cannot create the session's status pipe: %m");
+        sb->status_r = p[0];
+        *ret_status_w = p[1];
+        fcntl(sb->status_r, F_SETFL, O_NONBLOCK);
+        return 0;
+}
+
+/* A one-shot run's environment with network "none" (pip's and npm's persistence) into @envp
+ * (32 entries, NULL-terminated). */
+static void cells_env(const char *envp[32])
+{
+        size_t n_env = 0;
+
+        for (const char *const *e = native_sandbox_env; *e && n_env < 16; e++)
+                envp[n_env++] = strncmp(*e, "PATH=", 5) == 0 ? EGRESS_SANDBOX_PATH : *e;
+        for (const char *const *e = egress_sandbox_env(RUN_NETWORK_NONE); *e && n_env < 31; e++)
+                envp[n_env++] = *e;
+        envp[n_env] = NULL;
+}
+
+/* Where the session's processes are counted (a delegated cgroup made now, or a scope placed
+ * after the clone), its rootfs held, and (a spare) what it was built from stamped. */
+static int cells_place_and_hold(struct sandbox *sb, const struct native_limits_info *li,
+                                struct native_spawn *sp, struct sbx_error *err)
+{
+        const struct sbx_config *cfg = sb->cfg;
+        int r;
+
+        if (li->path == NATIVE_LIMITS_DELEGATED) {
+                r = native_cgroup_create(li, cfg, &sb->cg, err);
+                if (r < 0)
+                        return r;
+                sb->has_cg = true;
+                sp->cgroup_fd = sb->cg.dir_fd;
+        } else if (li->path == NATIVE_LIMITS_SCOPE) {
+                sp->after_clone = scope_place;
+                sp->after_clone_ud = sb;
+                sb->has_cg = true;
+        }
+        r = setup_rootfs_hold(cfg->rootfs_dir, rootfs_tree(sb->lang), &sb->hold, err);
+        if (r < 0)
+                return r;
+        if (sb->spare)
+                return native_stamp_take(cfg, sb->hold.tree_fd, sb->grade, sb->probe_gen,
+                                         &sb->stamp, err);
+        return 0;
+}
+
 /* The runner's start: spawn with the pipes, the supervisor, and its "ready". */
 static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
                        const struct native_limits_info *li, struct sbx_error *err)
@@ -249,27 +309,14 @@ static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
         struct native_userns_limit quotas[NATIVE_USERNS_LIMITS];
         bool host_root = geteuid() == 0;
         size_t code_len;
-        int p[2], r;
+        int r;
 
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return sbx_fail(err, errno, "cannot create the session's cell pipe: %m");
-        cell_r = p[0];
-        sb->cell_w = p[1];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return sbx_fail(err, errno, "cannot create the session's status pipe: %m");
-        sb->status_r = p[0];
-        status_w = p[1];
-        fcntl(sb->status_r, F_SETFL, O_NONBLOCK);
-
+        r = cells_pipes(sb, &cell_r, &status_w, err);
+        if (r < 0)
+                return r;
         const char *code = sbx_runner_source(sb->lang, &code_len);
-        /* a one-shot run's environment with network "none": pip's and npm's persistence */
         const char *envp[32];
-        size_t n_env = 0;
-        for (const char *const *e = native_sandbox_env; *e && n_env < 16; e++)
-                envp[n_env++] = strncmp(*e, "PATH=", 5) == 0 ? EGRESS_SANDBOX_PATH : *e;
-        for (const char *const *e = egress_sandbox_env(RUN_NETWORK_NONE); *e && n_env < 31; e++)
-                envp[n_env++] = *e;
-        envp[n_env] = NULL;
+        cells_env(envp);
         struct native_spawn sp = {
             .rootfs = rootfs,
             .workspace = cfg->workspace_dir,
@@ -299,26 +346,9 @@ static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
             .status_out_fd = status_w,
         };
         native_strf(sb->image, sizeof(sb->image), "%s", rootfs);
-        if (li->path == NATIVE_LIMITS_DELEGATED) {
-                r = native_cgroup_create(li, cfg, &sb->cg, err);
-                if (r < 0)
-                        return r;
-                sb->has_cg = true;
-                sp.cgroup_fd = sb->cg.dir_fd;
-        } else if (li->path == NATIVE_LIMITS_SCOPE) {
-                sp.after_clone = scope_place;
-                sp.after_clone_ud = sb;
-                sb->has_cg = true;
-        }
-        r = setup_rootfs_hold(cfg->rootfs_dir, rootfs_tree(sb->lang), &sb->hold, err);
+        r = cells_place_and_hold(sb, li, &sp, err);
         if (r < 0)
                 return r;
-        if (sb->spare) {
-                r = native_stamp_take(cfg, sb->hold.tree_fd, sb->grade, sb->probe_gen, &sb->stamp,
-                                      err);
-                if (r < 0)
-                        return r;
-        }
         r = native_spawn(&sp, &sb->ns, err);
         setup_rootfs_settled(&sb->hold);
         if (r < 0) {
