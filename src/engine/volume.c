@@ -162,6 +162,58 @@ static int walk_file(struct walk *w, int dfd, const char *base, const char *name
         return 0;
 }
 
+/* walk_tree, a folder: refused past VOLUME_MAX_DEPTH (@depth: the frames open), opened
+ * without following a symlink, its header written and listed. *@ret: the open folder, which
+ * the caller pushes. */
+static int walk_enter_dir(struct walk *w, int dfd, const char *dname, const char *name,
+                          const char *crel, const struct stat *st, size_t depth, DIR **ret,
+                          struct sbx_error *err)
+{
+        int r;
+
+        if (depth > VOLUME_MAX_DEPTH)
+                return sbx_fail(err, ELOOP,
+                                "the workspace is nested deeper than %d folders at '%.200s': the "
+                                "remote engine gets a copy of it, which stops there; flatten it",
+                                VOLUME_MAX_DEPTH, crel);
+        int sub = openat(dfd, dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
+        if (!sd) {
+                r = sbx_fail(err, errno, "cannot open workspace folder '%s': %m", crel);
+                if (sub >= 0)
+                        close(sub);
+                return r;
+        }
+        /* never set-id bits into the sandbox */
+        r = tar_header(w->a, name, S_IFDIR | (st->st_mode & 0777), 0, w->uid, w->gid, NULL,
+                       st->st_mtim.tv_sec, err);
+        if (r < 0) {
+                closedir(sd);
+                return r;
+        }
+        manifest_add(w->m, crel, st);
+        *ret = sd;
+        return 0;
+}
+
+/* walk_tree, a symlink: it goes in as a symlink (inside the container it resolves in the
+ * container's tree, as it would through a bind mount), and is listed. */
+static int walk_symlink(struct walk *w, int dfd, const char *dname, const char *name,
+                        const char *crel, const struct stat *st, struct sbx_error *err)
+{
+        ssize_t tn = readlinkat(dfd, dname, w->target, PATH_MAX - 1);
+        int r;
+
+        if (tn < 0)
+                return sbx_fail(err, errno, "cannot read workspace symlink '%s': %m", crel);
+        w->target[tn] = '\0';
+        r = tar_header(w->a, name, S_IFLNK | 0777, 0, w->uid, w->gid, w->target, st->st_mtim.tv_sec,
+                       err);
+        if (r == 0)
+                manifest_add(w->m, crel, st);
+        return r;
+}
+
 /* Add the content of folder @root_fd (tar name @root_prefix) to the tar, depth first, never
  * following a symlink. Folders deeper than VOLUME_MAX_DEPTH are an error (-ELOOP). */
 static int walk_tree(struct walk *w, int root_fd, const char *root_prefix, struct sbx_error *err)
@@ -214,31 +266,10 @@ static int walk_tree(struct walk *w, int root_fd, const char *root_prefix, struc
                 }
                 mode_t perm = st.st_mode & 0777; /* never set-id bits into the sandbox */
                 if (S_ISDIR(st.st_mode)) {
-                        if (n > VOLUME_MAX_DEPTH) {
-                                r = sbx_fail(err, ELOOP,
-                                             "the workspace is nested deeper than %d folders at "
-                                             "'%.200s': the remote engine gets a copy of it, "
-                                             "which stops there; flatten it",
-                                             VOLUME_MAX_DEPTH, crel);
+                        DIR *sd = NULL;
+                        r = walk_enter_dir(w, dfd, de->d_name, name, crel, &st, n, &sd, err);
+                        if (r < 0)
                                 goto out;
-                        }
-                        int sub = openat(dfd, de->d_name,
-                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
-                        if (!sd) {
-                                r = sbx_fail(err, errno, "cannot open workspace folder '%s': %m",
-                                             crel);
-                                if (sub >= 0)
-                                        close(sub);
-                                goto out;
-                        }
-                        r = tar_header(w->a, name, S_IFDIR | perm, 0, w->uid, w->gid, NULL,
-                                       st.st_mtim.tv_sec, err);
-                        if (r < 0) {
-                                closedir(sd);
-                                goto out;
-                        }
-                        manifest_add(w->m, crel, &st);
                         if (n == cap) {
                                 cap *= 2;
                                 stack = xrealloc(stack, cap * sizeof(*stack));
@@ -249,20 +280,9 @@ static int walk_tree(struct walk *w, int root_fd, const char *root_prefix, struc
                         if (r < 0)
                                 goto out;
                 } else if (S_ISLNK(st.st_mode)) {
-                        ssize_t tn = readlinkat(dfd, de->d_name, w->target, PATH_MAX - 1);
-                        if (tn < 0) {
-                                r = sbx_fail(err, errno, "cannot read workspace symlink '%s': %m",
-                                             crel);
-                                goto out;
-                        }
-                        w->target[tn] = '\0';
-                        /* a symlink goes in as a symlink: inside the container it resolves
-                         * in the container's tree, as it would through a bind mount */
-                        r = tar_header(w->a, name, S_IFLNK | 0777, 0, w->uid, w->gid, w->target,
-                                       st.st_mtim.tv_sec, err);
+                        r = walk_symlink(w, dfd, de->d_name, name, crel, &st, err);
                         if (r < 0)
                                 goto out;
-                        manifest_add(w->m, crel, &st);
                 } else {
                         w->skipped++;
                 }
@@ -411,6 +431,53 @@ static bool all_zero(const char *p, size_t n)
 
 #define HOLE_CHUNK 4096 /* zero runs this long (aligned) become holes */
 
+/* A new file for the copy-back under a random name in @pfd (O_EXCL, never through a
+ * symlink), its name into @tmp. Return the fd, or -errno. */
+static int temp_open(int pfd, char *tmp, size_t size)
+{
+        for (unsigned i = 0; i < 100; i++) {
+                uint32_t rnd = 0;
+                if (getrandom(&rnd, sizeof(rnd), 0) < 0)
+                        rnd = (uint32_t)random();
+                snprintf(tmp, size, ".vestibule-copyback-%08x", rnd);
+                int fd =
+                    openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd >= 0)
+                        return fd;
+                if (errno != EEXIST)
+                        return -errno;
+        }
+        return -EEXIST;
+}
+
+/* @len bytes of @buf at file offset @off into @fd, chunk by chunk aligned to the file: runs of
+ * zeros are skipped (holes), the rest written and taken from *@data_left (-EFBIG when it would
+ * go below 0). Return 0 or -errno. */
+static int write_sparse(int fd, const void *buf, size_t len, uint64_t off, uint64_t *data_left)
+{
+        for (size_t done = 0; done < len;) {
+                uint64_t pos = off + done;
+                size_t n = HOLE_CHUNK - (size_t)(pos % HOLE_CHUNK);
+                if (n > len - done)
+                        n = len - done;
+                const char *p = (const char *)buf + done;
+                if (!all_zero(p, n)) {
+                        if (n > *data_left)
+                                return -EFBIG;
+                        *data_left -= n;
+                        for (size_t w_done = 0; w_done < n;) {
+                                ssize_t w =
+                                    pwrite(fd, p + w_done, n - w_done, (off_t)(pos + w_done));
+                                if (w < 0)
+                                        return -errno;
+                                w_done += (size_t)w;
+                        }
+                }
+                done += n;
+        }
+        return 0;
+}
+
 /* Write a regular file entry of @size bytes: a new temp name in the parent, then rename over
  * @base, so an existing symlink at @base is replaced, never followed. Runs of zeros are not
  * written but left as holes (Docker's archive has no sparse entries: a truncate()d file comes
@@ -427,17 +494,9 @@ static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, t
         int64_t end = 0;
         int r = 0;
 
-        for (unsigned i = 0; i < 100 && fd < 0; i++) {
-                uint32_t rnd = 0;
-                if (getrandom(&rnd, sizeof(rnd), 0) < 0)
-                        rnd = (uint32_t)random();
-                snprintf(tmp, sizeof(tmp), ".vestibule-copyback-%08x", rnd);
-                fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd < 0 && errno != EEXIST)
-                        return -errno;
-        }
+        fd = temp_open(pfd, tmp, sizeof(tmp));
         if (fd < 0)
-                return -EEXIST;
+                return fd;
         for (;;) {
                 int ar = archive_read_data_block(a, &buf, &len, &off);
                 if (ar == ARCHIVE_EOF)
@@ -446,31 +505,9 @@ static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, t
                         r = -EIO;
                         goto fail;
                 }
-                /* chunk by chunk, aligned to the file: zeros are skipped, the rest written */
-                for (size_t done = 0; done < len;) {
-                        uint64_t pos = (uint64_t)off + done;
-                        size_t n = HOLE_CHUNK - (size_t)(pos % HOLE_CHUNK);
-                        if (n > len - done)
-                                n = len - done;
-                        const char *p = (const char *)buf + done;
-                        if (!all_zero(p, n)) {
-                                if (n > *data_left) {
-                                        r = -EFBIG;
-                                        goto fail;
-                                }
-                                *data_left -= n;
-                                for (size_t w_done = 0; w_done < n;) {
-                                        ssize_t w = pwrite(fd, p + w_done, n - w_done,
-                                                           (off_t)(pos + w_done));
-                                        if (w < 0) {
-                                                r = -errno;
-                                                goto fail;
-                                        }
-                                        w_done += (size_t)w;
-                                }
-                        }
-                        done += n;
-                }
+                r = write_sparse(fd, buf, len, (uint64_t)off, data_left);
+                if (r < 0)
+                        goto fail;
                 if ((int64_t)off + (int64_t)len > end)
                         end = (int64_t)off + (int64_t)len;
         }
@@ -688,6 +725,39 @@ static void cap_note(struct engine_copyback *cb, const char *fmt, ...)
         va_end(ap);
 }
 
+/* A name the copy-back's temporary files take (temp_open()): never one from the engine. */
+static bool copyback_reserved(const char *rel)
+{
+        return strncmp(rel, ".vestibule-copyback-", 20) == 0 ||
+               strstr(rel, "/.vestibule-copyback-") != NULL;
+}
+
+/* The copy-back's deletions: what went in (@m), is no longer in the run's workspace (not in
+ * @seen, sorted here), and is unchanged on this machine since (another run or tool may have
+ * written it meanwhile: kept). Deepest first, so a removed folder is empty by the time it is
+ * removed. Return how many were removed. */
+static unsigned unpack_deletions(int rootfd, const struct engine_manifest *m, struct names *seen)
+{
+        unsigned deleted = 0;
+
+        if (seen->n > 0)
+                qsort(seen->v, seen->n, sizeof(char *), cmp_str);
+        for (size_t i = m ? m->n : 0; i-- > 0;) {
+                const struct engine_manifest_entry *me = &m->v[i];
+                const char *key = me->rel;
+                if (seen->n > 0 && bsearch(&key, seen->v, seen->n, sizeof(char *), cmp_str))
+                        continue;
+                const char *base = NULL;
+                _cleanup_close_ int pfd =
+                    open_parent_beneath(rootfd, me->rel, &base, 0, 0, false, false);
+                if (pfd < 0 || !manifest_unchanged(pfd, base, me))
+                        continue;
+                if (unlinkat(pfd, base, S_ISDIR(me->mode) ? AT_REMOVEDIR : 0) == 0)
+                        deleted++;
+        }
+        return deleted;
+}
+
 static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct engine_manifest *m,
                             uid_t uid, gid_t gid, bool do_chown,
                             const struct engine_copyback_caps *caps, struct engine_copyback *ret,
@@ -720,8 +790,7 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                 }
                 if (!*rel)
                         continue; /* the root: the host folder stays as it is */
-                if (strncmp(rel, ".vestibule-copyback-", 20) == 0 ||
-                    strstr(rel, "/.vestibule-copyback-")) {
+                if (copyback_reserved(rel)) {
                         refusal(&cb, rel, "a name reserved for the copy-back's temporary files");
                         continue;
                 }
@@ -766,24 +835,7 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                 goto out;
         }
 
-        /* Deletions: what went in, is no longer in the run's workspace, and is unchanged on
-         * this machine since (another run or tool may have written it meanwhile: kept).
-         * Deepest first, so a removed folder is empty by the time it is removed. */
-        if (seen.n > 0)
-                qsort(seen.v, seen.n, sizeof(char *), cmp_str);
-        for (size_t i = m ? m->n : 0; i-- > 0;) {
-                const struct engine_manifest_entry *me = &m->v[i];
-                const char *key = me->rel;
-                if (seen.n > 0 && bsearch(&key, seen.v, seen.n, sizeof(char *), cmp_str))
-                        continue;
-                const char *base = NULL;
-                _cleanup_close_ int pfd =
-                    open_parent_beneath(rootfd, me->rel, &base, 0, 0, false, false);
-                if (pfd < 0 || !manifest_unchanged(pfd, base, me))
-                        continue;
-                if (unlinkat(pfd, base, S_ISDIR(me->mode) ? AT_REMOVEDIR : 0) == 0)
-                        cb.deleted++;
-        }
+        cb.deleted += unpack_deletions(rootfd, m, &seen);
 out:
         names_done(&seen);
         if (ret)
