@@ -163,37 +163,35 @@ static int walk_file(struct walk *w, int dfd, const char *base, const char *name
 }
 
 /* walk_tree, a folder: refused past VOLUME_MAX_DEPTH (@depth: the frames open), opened
- * without following a symlink, its header written and listed. *@ret: the open folder, which
- * the caller pushes. */
-static int walk_enter_dir(struct walk *w, int dfd, const char *dname, const char *name,
-                          const char *crel, const struct stat *st, size_t depth, DIR **ret,
-                          struct sbx_error *err)
+ * without following a symlink, its header written and listed. Return the open folder, which
+ * the caller pushes, or NULL with @err set. */
+static DIR *walk_enter_dir(struct walk *w, int dfd, const char *dname, const char *name,
+                           const char *crel, const struct stat *st, size_t depth,
+                           struct sbx_error *err)
 {
-        int r;
-
-        if (depth > VOLUME_MAX_DEPTH)
-                return sbx_fail(err, ELOOP,
-                                "the workspace is nested deeper than %d folders at '%.200s': the "
-                                "remote engine gets a copy of it, which stops there; flatten it",
-                                VOLUME_MAX_DEPTH, crel);
+        if (depth > VOLUME_MAX_DEPTH) {
+                sbx_fail(err, ELOOP,
+                         "the workspace is nested deeper than %d folders at '%.200s': the "
+                         "remote engine gets a copy of it, which stops there; flatten it",
+                         VOLUME_MAX_DEPTH, crel);
+                return NULL;
+        }
         int sub = openat(dfd, dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
         if (!sd) {
-                r = sbx_fail(err, errno, "cannot open workspace folder '%s': %m", crel);
+                sbx_fail(err, errno, "cannot open workspace folder '%s': %m", crel);
                 if (sub >= 0)
                         close(sub);
-                return r;
+                return NULL;
         }
         /* never set-id bits into the sandbox */
-        r = tar_header(w->a, name, S_IFDIR | (st->st_mode & 0777), 0, w->uid, w->gid, NULL,
-                       st->st_mtim.tv_sec, err);
-        if (r < 0) {
+        if (tar_header(w->a, name, S_IFDIR | (st->st_mode & 0777), 0, w->uid, w->gid, NULL,
+                       st->st_mtim.tv_sec, err) < 0) {
                 closedir(sd);
-                return r;
+                return NULL;
         }
         manifest_add(w->m, crel, st);
-        *ret = sd;
-        return 0;
+        return sd;
 }
 
 /* walk_tree, a symlink: it goes in as a symlink (inside the container it resolves in the
@@ -266,10 +264,11 @@ static int walk_tree(struct walk *w, int root_fd, const char *root_prefix, struc
                 }
                 mode_t perm = st.st_mode & 0777; /* never set-id bits into the sandbox */
                 if (S_ISDIR(st.st_mode)) {
-                        DIR *sd = NULL;
-                        r = walk_enter_dir(w, dfd, de->d_name, name, crel, &st, n, &sd, err);
-                        if (r < 0)
+                        DIR *sd = walk_enter_dir(w, dfd, de->d_name, name, crel, &st, n, err);
+                        if (!sd) {
+                                r = -err->code;
                                 goto out;
+                        }
                         if (n == cap) {
                                 cap *= 2;
                                 stack = xrealloc(stack, cap * sizeof(*stack));
