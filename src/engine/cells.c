@@ -405,53 +405,20 @@ static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, str
         return engine_sb_prepare(b, spec, ret, err);
 }
 
-/* Write all of @buf to the cell FIFO, waiting at most until @until. */
-static int write_all(int fd, const char *buf, size_t len, uint64_t until)
-{
-        while (len > 0) {
-                ssize_t n = write(fd, buf, len);
-                if (n > 0) {
-                        buf += n;
-                        len -= (size_t)n;
-                        continue;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno != EAGAIN)
-                        return -errno;
-                uint64_t now = sbx_now_ms();
-                if (now >= until)
-                        return -ETIMEDOUT;
-                struct pollfd p = {.fd = fd, .events = POLLOUT};
-                (void)poll(&p, 1, (int)(until - now));
-        }
-        return 0;
-}
-
 static int cells_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
                        struct sbx_error *err)
 {
         struct engine_sb_view v;
         struct engine_cells *c = cells_of(sb, &v);
-        char head[48];
         int r;
 
         if (!cells_alive(sb))
                 return sbx_fail(err, ESRCH, "the session's interpreter is gone");
-        if (req->network != RUN_NETWORK_NONE)
-                return sbx_fail(err, EINVAL,
-                                "network \"allowlist\" is not available in a session (its "
-                                "sandbox has no network)");
-        if (memchr(req->code, '\0', req->code_len) && v.language == SBX_LANG_BASH)
-                return sbx_fail(err, EINVAL,
-                                "bash code with a NUL byte cannot run in a session (the shell "
-                                "cannot hold it): remove it");
-        c->seq++;
-        int n = snprintf(head, sizeof(head), "%lld %zu\n", c->seq, req->code_len);
-        uint64_t until = sbx_now_ms() + CELLS_WRITE_MS;
-        r = write_all(c->cell_w, head, (size_t)n, until);
-        if (r == 0)
-                r = write_all(c->cell_w, req->code, req->code_len, until);
+        r = sbx_runner_check_cell(req, v.language, err);
+        if (r < 0)
+                return r;
+        r = sbx_runner_send_cell(c->cell_w, ++c->seq, req->code, req->code_len,
+                                 sbx_now_ms() + CELLS_WRITE_MS);
         if (r < 0) {
                 cells_kill(sb);
                 return sbx_fail(err, ESRCH, "cannot hand the cell to the session's interpreter: %s",

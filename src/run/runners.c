@@ -3,8 +3,13 @@
 #include "run/runners.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
 
 #ifndef VESTIBULE_RUNNERS_DIR
 #error "VESTIBULE_RUNNERS_DIR must name src/run/runners (CMakeLists.txt)"
@@ -79,5 +84,54 @@ int sbx_runner_status_parse(const char *line, size_t len, struct sbx_runner_stat
         ret->seq = seq;
         memcpy(ret->kind, kind, sizeof(kind));
         ret->code = code;
+        return 0;
+}
+
+/* Write all of @buf to @fd (non-blocking), waiting for room at most until @until. */
+static int write_all(int fd, const char *buf, size_t len, uint64_t until)
+{
+        while (len > 0) {
+                ssize_t n = write(fd, buf, len);
+                if (n > 0) {
+                        buf += n;
+                        len -= (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno != EAGAIN)
+                        return -errno;
+                uint64_t now = sbx_now_ms();
+                if (now >= until)
+                        return -ETIMEDOUT;
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                (void)poll(&p, 1, (int)(until - now));
+        }
+        return 0;
+}
+
+int sbx_runner_send_cell(int fd, long long seq, const char *code, size_t len, uint64_t until_ms)
+{
+        char head[48];
+        int n = snprintf(head, sizeof(head), "%lld %zu\n", seq, len), r;
+
+        if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
+        r = write_all(fd, head, (size_t)n, until_ms);
+        if (r == 0)
+                r = write_all(fd, code, len, until_ms);
+        return r;
+}
+
+int sbx_runner_check_cell(const struct run_request *req, enum sbx_language l, struct sbx_error *err)
+{
+        if (req->network != RUN_NETWORK_NONE)
+                return sbx_fail(err, EINVAL,
+                                "network \"allowlist\" is not available in a session (its "
+                                "sandbox has no network)");
+        if (l == SBX_LANG_BASH && memchr(req->code, '\0', req->code_len))
+                return sbx_fail(err, EINVAL,
+                                "bash code with a NUL byte cannot run in a session (the shell "
+                                "cannot hold it): remove it");
         return 0;
 }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "common/error.h"
 #include "run/run.h"
 
 /* The fds a runner reads cells from and writes one status record per cell to. */
@@ -36,3 +38,22 @@ struct sbx_runner_status {
  * Return: 0, or -EBADMSG when it is not a record.
  */
 int sbx_runner_status_parse(const char *line, size_t len, struct sbx_runner_status *ret);
+
+/**
+ * sbx_runner_send_cell() - hand one cell to a runner: the header "<seq> <len>\n", then the
+ * @len bytes of @code, written whole into @fd (the runner's cell pipe or FIFO, made
+ * non-blocking here), waiting for room at most until @until_ms (sbx_now_ms() clock).
+ * The framing: docs/design/sessions.md. Return: 0, -ETIMEDOUT when the runner did not take
+ * it in time, or another -errno of write(2) (-EPIPE: the runner is gone; SIGPIPE must be
+ * ignored or blocked by the caller).
+ */
+int sbx_runner_send_cell(int fd, long long seq, const char *code, size_t len, uint64_t until_ms);
+
+/**
+ * sbx_runner_check_cell() - what no session of @l can take, said before anything is sent:
+ * network "allowlist" (a session's sandbox has no network), and a NUL byte in bash code (the
+ * shell cannot hold it). @req: borrowed.
+ * Return: 0, or -EINVAL with @err holding the Blocked: text that names the fix.
+ */
+int sbx_runner_check_cell(const struct run_request *req, enum sbx_language l,
+                          struct sbx_error *err);
