@@ -74,23 +74,16 @@ int engine_spare_fifo_make(const char *dir, const char *script, uid_t uid, gid_t
 int engine_spare_image_id(const struct engine_conn *c, const char *ref, char *ret, size_t size,
                           struct sbx_error *err)
 {
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        _cleanup_(json_putp) json_object *info = NULL;
         json_object *idj = NULL;
         const char *id;
         int r;
 
-        r = engine_get(c,
-                       &(struct engine_call){.path = "/images/{}/json",
-                                             .parts = {ref},
-                                             .ok = {200},
-                                             .body = ENGINE_BODY_JSON,
-                                             .timeout_ms = 10000,
-                                             .what = "inspect the sandbox image"},
-                       &rep, err);
+        r = engine_image_inspect(c, ref, &info, err);
         if (r < 0)
                 return r;
-        if (!json_object_object_get_ex(rep.json, "Id", &idj) ||
-            !(id = json_object_get_string(idj)) || !*id)
+        if (!json_object_object_get_ex(info, "Id", &idj) || !(id = json_object_get_string(idj)) ||
+            !*id)
                 return sbx_fail(err, EPROTO,
                                 "the container engine inspected image '%s' without "
                                 "its Id",
