@@ -38,7 +38,6 @@ KNOWN = {
     "src/setup/run.c:from_debian": 88,
     "src/setup/setup.c:setup_main": 124,
     "src/setup/unpack.c:setup_unpack_layer": 274,
-    "src/tools/tools.c:run_code_tool": 152,
     "src/verify/verify.c:judge_main": 158,
     "src/verify/verify.c:verify_run": 111,
     "src/workspace/changes.c:ws_snapshot_take": 81,

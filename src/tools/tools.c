@@ -181,41 +181,15 @@ static void add_measure_props(json_object *props, const char *name, const char *
         json_object_object_add(props, k_why, prop("string", d_why));
 }
 
-static json_object *run_code_tool(const struct sbx_config *cfg)
+/* run_code's input properties (inputSchema.properties). */
+static json_object *run_code_input(const struct sbx_config *cfg)
 {
         static const char *const langs[] = {"python", "node", "bash", NULL};
-        static const char *const outcomes[] = {"exited",  "signaled", "timed_out", "cancelled",
-                                               "flooded", "not_run",  NULL};
-        static const char *const required_in[] = {"language", "code", NULL};
-        static const char *const required_out[] = {"isolation",
-                                                   "isolation_grade",
-                                                   "outcome",
-                                                   "outcome_text",
-                                                   "timed_out",
-                                                   "stdout",
-                                                   "stderr",
-                                                   "stdout_bytes",
-                                                   "stdout_bytes_shown",
-                                                   "stderr_bytes",
-                                                   "stderr_bytes_shown",
-                                                   "usage",
-                                                   NULL};
-        static const char *const required_usage[] = {"wall_ms", NULL};
-        static const char *const grades[] = {
-            "native", "container", "native-degraded", "container-degraded", "none", NULL};
         unsigned def = cfg ? cfg->default_timeout_s : 10, max = cfg ? cfg->max_timeout_s : 60;
-        json_object *t = json_object_new_object();
-        json_object *in = json_object_new_object(), *props = json_object_new_object();
-        json_object *out = json_object_new_object(), *oprops = json_object_new_object();
-        json_object *usage = json_object_new_object(), *uprops = json_object_new_object();
+        json_object *props = json_object_new_object();
         json_object *p;
-        _cleanup_free_ char *desc = run_code_description(cfg);
         _cleanup_free_ char *tdesc =
             xasprintf("Seconds before the run is killed; default %u, at most %u.", def, max);
-
-        json_object_object_add(t, "name", jstr("run_code"));
-        json_object_object_add(t, "title", jstr("Run code in a sandbox"));
-        json_object_object_add(t, "description", jstr(desc));
 
         p = prop("string", "Language of the program: python (python3), node (JavaScript) or "
                            "bash.");
@@ -244,10 +218,37 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
                                               "imports, functions and shell folder persist; "
                                               "the value of a last bare expression is "
                                               "printed). Leave out for a fresh sandbox."));
-        json_object_object_add(in, "type", jstr("object"));
-        json_object_object_add(in, "properties", props);
-        json_object_object_add(in, "required", strings(required_in));
-        json_object_object_add(t, "inputSchema", in);
+        return props;
+}
+
+/* run_code's outputSchema.properties.usage. */
+static json_object *run_code_usage(void)
+{
+        static const char *const required_usage[] = {"wall_ms", NULL};
+        json_object *usage = json_object_new_object(), *uprops = json_object_new_object();
+
+        json_object_object_add(uprops, "wall_ms", prop("integer", "Wall-clock time."));
+        json_object_object_add(uprops, "from_handover",
+                               prop("boolean", "The sandbox was started ahead (a warm spare): "
+                                               "wall and cpu count from the code's hand-over."));
+        add_measure_props(uprops, "cpu_ms", "CPU time (user + system), ms.");
+        add_measure_props(uprops, "mem_peak_bytes", "Peak memory.");
+        add_measure_props(uprops, "pids_peak", "Most processes at once.");
+        json_object_object_add(usage, "type", jstr("object"));
+        json_object_object_add(usage, "properties", uprops);
+        json_object_object_add(usage, "required", strings(required_usage));
+        return usage;
+}
+
+/* run_code's output properties (outputSchema.properties). */
+static json_object *run_code_output(void)
+{
+        static const char *const outcomes[] = {"exited",  "signaled", "timed_out", "cancelled",
+                                               "flooded", "not_run",  NULL};
+        static const char *const grades[] = {
+            "native", "container", "native-degraded", "container-degraded", "none", NULL};
+        json_object *oprops = json_object_new_object();
+        json_object *p;
 
         add_stream_props(oprops, "stdout");
         add_stream_props(oprops, "stderr");
@@ -304,17 +305,7 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
                            "reason for a denial, connections, bytes_up, bytes_down), note when "
                            "the proxy ended early, text (the result's egress: line)."));
 
-        json_object_object_add(uprops, "wall_ms", prop("integer", "Wall-clock time."));
-        json_object_object_add(uprops, "from_handover",
-                               prop("boolean", "The sandbox was started ahead (a warm spare): "
-                                               "wall and cpu count from the code's hand-over."));
-        add_measure_props(uprops, "cpu_ms", "CPU time (user + system), ms.");
-        add_measure_props(uprops, "mem_peak_bytes", "Peak memory.");
-        add_measure_props(uprops, "pids_peak", "Most processes at once.");
-        json_object_object_add(usage, "type", jstr("object"));
-        json_object_object_add(usage, "properties", uprops);
-        json_object_object_add(usage, "required", strings(required_usage));
-        json_object_object_add(oprops, "usage", usage);
+        json_object_object_add(oprops, "usage", run_code_usage());
         json_object_object_add(oprops, "session",
                                prop("string", "The session the call ran in; absent without "
                                               "one."));
@@ -326,11 +317,41 @@ static json_object *run_code_tool(const struct sbx_config *cfg)
                                prop("string", "Present when this call ended its session: why, "
                                               "and how to start another."));
         tools_files_schema(oprops);
+        return oprops;
+}
+
+static json_object *run_code_tool(const struct sbx_config *cfg)
+{
+        static const char *const required_in[] = {"language", "code", NULL};
+        static const char *const required_out[] = {"isolation",
+                                                   "isolation_grade",
+                                                   "outcome",
+                                                   "outcome_text",
+                                                   "timed_out",
+                                                   "stdout",
+                                                   "stderr",
+                                                   "stdout_bytes",
+                                                   "stdout_bytes_shown",
+                                                   "stderr_bytes",
+                                                   "stderr_bytes_shown",
+                                                   "usage",
+                                                   NULL};
+        json_object *t = json_object_new_object();
+        json_object *in = json_object_new_object();
+        json_object *out = json_object_new_object();
+        _cleanup_free_ char *desc = run_code_description(cfg);
+
+        json_object_object_add(t, "name", jstr("run_code"));
+        json_object_object_add(t, "title", jstr("Run code in a sandbox"));
+        json_object_object_add(t, "description", jstr(desc));
+        json_object_object_add(in, "type", jstr("object"));
+        json_object_object_add(in, "properties", run_code_input(cfg));
+        json_object_object_add(in, "required", strings(required_in));
+        json_object_object_add(t, "inputSchema", in);
         json_object_object_add(out, "type", jstr("object"));
-        json_object_object_add(out, "properties", oprops);
+        json_object_object_add(out, "properties", run_code_output());
         json_object_object_add(out, "required", strings(required_out));
         json_object_object_add(t, "outputSchema", out);
-
         json_object_object_add(t, "annotations", run_code_annotations(cfg));
         return t;
 }
