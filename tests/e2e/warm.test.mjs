@@ -10,11 +10,12 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { test } from 'node:test';
 
-import { BACKEND, GONE_WITHIN_MS, START_WITHIN_MS, callTool, connect, makeWorld, runCode, serverGone, uniqueMarker, waitFor } from './lib.mjs';
+import { BACKEND, GONE_WITHIN_MS, START_WITHIN_MS, assertExitCode, callTool, connect, makeWorld, runCode, serverGone, textOf, uniqueMarker, waitFor } from './lib.mjs';
 
 // Spares are the native and the container backends' (naive has none: its /tmp is the host's).
 const skip = BACKEND !== 'native' && BACKEND !== 'container' ? 'warm spares are kept by the native and container backends' : false;
 const CONTAINER = BACKEND === 'container';
+const REMOTE_ENGINE = /^(tcp|ssh|http|https):/.test(process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '');
 
 /** The engine's socket the server talks to (the same resolution as the CI's e2e lines). */
 function engineSocket() {
@@ -204,4 +205,40 @@ test('VESTIBULE_WARM=0 keeps no spare; VESTIBULE_WARM_IDLE_S drops an idle one',
     assert.equal(r.result.structuredContent.usage.from_handover, undefined, 'no spare when off');
     assert.ok(await waitFor(async () => (await sandboxesOf(off.pid)).length === 0, GONE_WITHIN_MS), `no sandbox between calls when off: ${await sandboxesOf(off.pid)}`);
     assert.ok(await waitFor(async () => (await sandboxesOf(idle.pid)).length === 0, 1000 + GONE_WITHIN_MS), `idle spare kept: ${await sandboxesOf(idle.pid)}`);
+});
+
+// A spare found stale at its hand-over (here: a Python user site appeared in the workspace, as
+// after a pip install) is that spare's staleness: the call prepares its own sandbox and the
+// backend's sessions live on. (It was taken for a stale probe: every idle session was ended,
+// and the re-run's usage line said it was counted from a hand-over.)
+test('a call whose spare went stale prepares its own sandbox, and the sessions live on', { skip: skip || (REMOTE_ENGINE && 'no spares or sessions on a remote engine') }, async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const st = await callTool(conn, 'session_start', { language: 'python' });
+    assert.equal(st.isError, false, textOf(st));
+    const id = st.structuredContent.session;
+    assertExitCode(textOf(await callTool(conn, 'run_code', { language: 'python', code: 'x = 41', session: id })), 0);
+    assertExitCode((await runCode(conn, 'python', 'print(1)')).text, 0);
+    // the spare that call leaves (native: and the session's spare) is built before the change:
+    // the server's sandboxes (the session's included) stop changing
+    const want = CONTAINER ? 2 : 3;
+    let seen = '';
+    const settled = await waitFor(async () => {
+        const now = (CONTAINER ? await containersOf(conn.pid) : spares(conn.pid).map((s) => s[0])).sort().join(' ');
+        const ok = now === seen && now.split(' ').length >= want;
+        seen = now;
+        return ok;
+    }, START_WITHIN_MS, 500);
+    assert.ok(settled, `the spares were built: ${seen}`);
+    fs.mkdirSync(`${w.ws}/.local/lib/python3.11/site-packages`, { recursive: true });
+    const fresh = await runCode(conn, 'python', 'print(2)');
+    assertExitCode(fresh.text, 0);
+    const b = await callTool(conn, 'run_code', { language: 'python', code: 'x += 1\nprint(x)', session: id });
+    assertExitCode(textOf(b), 0);
+    assert.match(textOf(b), /^42$/m, `the session lives on:\n${textOf(b)}`);
+    // the call ran in a sandbox of its own, and its usage line claims no hand-over
+    assert.notEqual(fresh.result.structuredContent.usage.from_handover, true, `the stale spare ran nothing:\n${fresh.text}`);
+    // control: with the user site still there, a later call takes a spare built since
+    assert.ok(await waitFor(async () => (await runCode(conn, 'python', 'print(3)')).result.structuredContent.usage.from_handover === true, START_WITHIN_MS, 500),
+        'a spare built after the change is taken');
 });
