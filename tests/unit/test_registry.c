@@ -252,8 +252,8 @@ START_TEST(spare_taken_by_backend_and_language)
         ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &e, &err), 0);
         /* control: no spare for another language, nor for another backend */
         ck_assert_ptr_null(sandbox_registry_take_spare(reg, e, backend, SBX_LANG_BASH));
-        ck_assert_ptr_null(
-            sandbox_registry_take_spare(reg, e, (struct backend *)&cfg, SBX_LANG_PYTHON));
+        struct backend other = *backend; /* another backend: the same ops, not the same one */
+        ck_assert_ptr_null(sandbox_registry_take_spare(reg, e, &other, SBX_LANG_PYTHON));
         ck_assert_ptr_eq(sandbox_registry_take_spare(reg, e, backend, SBX_LANG_PYTHON), spare);
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_SPARE), 0);
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_RUNNING), 1);
