@@ -451,7 +451,7 @@ static const char *image_for(const struct sbx_config *cfg, enum sbx_language l)
         return engine_image_for(cfg, sbx_language_name(l));
 }
 
-static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
+int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
 {
         struct engine_state *st = b->state;
         struct sbx_error e = {0};
@@ -1228,8 +1228,11 @@ struct sandbox {
         struct run_xfers rx;
         struct sandbox_stream stream;
         uint64_t t_kill;
-        struct sbx_trace trace;     /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
-        struct engine_cells *cells; /* SANDBOX_MODE_CELLS: the session's runner (cells.c) */
+        struct sbx_trace trace; /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
+        /* SANDBOX_MODE_CELLS: the session's runner and the steps that make it (cells.c,
+         * through engine_sb_prepare_cells()) */
+        void *cells;
+        const struct engine_cells_hooks *hooks;
         /* a warm spare (spare.h): started in prepare, its interpreter blocked on @fifo */
         bool spare;
         bool handed; /* start() was called: a second hand-over is refused */
@@ -1350,7 +1353,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
         else
                 memcpy(cmd, plain, sizeof(plain));
         if (sb->cells) /* a session: the runner, no backstop (it lives across calls) */
-                engine_cells_cmd(sb->cells, sb->language, cmd, SANDBOX_CMD_MAX);
+                sb->hooks->cmd(sb->cells, sb->language, cmd, SANDBOX_CMD_MAX);
         /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
          * (egress_sandbox_env()), PATH with pip's scripts */
         size_t n_env = 0;
@@ -1469,8 +1472,17 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
 int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
                       struct sbx_error *err)
 {
+        return engine_sb_prepare_cells(b, spec, NULL, ret, err);
+}
+
+int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
+                            const struct engine_cells_hooks *hooks, struct sandbox **ret,
+                            struct sbx_error *err)
+{
         struct sandbox *sb = xcalloc(1, sizeof(*sb));
         int r;
+
+        sb->hooks = hooks;
 
         if (spec->mode != SANDBOX_MODE_ONE_SHOT && spec->mode != SANDBOX_MODE_CELLS) {
                 free(sb);
@@ -1500,7 +1512,9 @@ int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct
         snprintf(sb->image, sizeof(sb->image), "%s", image_for(sb->cfg, spec->language));
         r = sandbox_snapshot(sb, err);
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
-                r = engine_cells_check(sb, err);
+                r = sb->hooks
+                        ? sb->hooks->check(sb, err)
+                        : sbx_fail(err, EOPNOTSUPP, "container sandbox: cells without their steps");
         if (r == 0)
                 r = prepare_refusals(sb, err);
         sbx_trace_lap(&sb->trace, "prepare");
@@ -1518,11 +1532,11 @@ int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct
                                            sb->gid, sb->rootless_docker, &sb->fifo, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
-                r = engine_cells_new(sb, &sb->cells, err);
+                r = sb->hooks->make(sb, &sb->cells, err);
         if (r == 0)
                 r = sandbox_create(sb, err);
         if (r == 0 && sb->cells)
-                r = engine_cells_launch(sb, err);
+                r = sb->hooks->launch(sb, err);
         if (r == 0 && sb->spare)
                 r = spare_start(sb, err);
         if (r < 0) {
@@ -1959,7 +1973,8 @@ void engine_sb_destroy(struct sandbox *sb)
 {
         if (!sb)
                 return;
-        engine_cells_free(TAKE_PTR(sb->cells)); /* its files out of the code folder */
+        if (sb->hooks) /* its files out of the code folder */
+                sb->hooks->free(TAKE_PTR(sb->cells));
         if (sb->egress) {
                 /* started but never collected: kill the container first (its connections
                  * end with it), then the proxy; its decisions go nowhere */
@@ -1993,7 +2008,7 @@ void engine_sb_destroy(struct sandbox *sb)
         free(sb);
 }
 
-static const struct sandbox_ops engine_sandbox_ops = {
+const struct sandbox_ops engine_sandbox_ops = {
     .prepare = engine_sb_prepare,
     .start = engine_sb_start,
     .kill = engine_sb_kill,
@@ -2001,7 +2016,7 @@ static const struct sandbox_ops engine_sandbox_ops = {
     .destroy = engine_sb_destroy,
 };
 
-static void engine_shutdown(struct backend *b)
+void engine_shutdown(struct backend *b)
 {
         struct engine_state *st = b->state;
 
@@ -2029,7 +2044,7 @@ static void engine_shutdown(struct backend *b)
                 log_debug("%s, ignoring", e.msg);
 }
 
-static void engine_destroy(struct backend *b)
+void engine_destroy(struct backend *b)
 {
         struct engine_state *st = b->state;
         if (!st)
@@ -2054,19 +2069,8 @@ static void engine_destroy(struct backend *b)
         b->state = NULL;
 }
 
-static const struct backend_ops engine_ops = {
-    .name = "container",
-    .egress = true,
-    .probe = engine_probe,
-    .run = sandbox_run_once,
-    .sandbox = &engine_sandbox_ops,
-    .cells = &engine_cells_ops,
-    .shutdown = engine_shutdown,
-    .destroy = engine_destroy,
-};
-
-int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
-                                struct backend **ret, struct sbx_error *err)
+int engine_backend_make(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
+                        const struct backend_ops *ops, struct backend **ret, struct sbx_error *err)
 {
         struct engine_state *st;
         struct backend *b;
@@ -2091,14 +2095,9 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
                                 "mount /proc");
         }
         st->seccomp_json = engine_seccomp_profile_docker();
-        b->ops = &engine_ops;
+        b->ops = ops;
         b->cfg = cfg;
         b->state = st;
         *ret = b;
         return 0;
-}
-
-int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err)
-{
-        return engine_backend_new_with_env(cfg, NULL, ret, err); /* cfg->engine_env */
 }

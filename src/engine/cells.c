@@ -393,6 +393,34 @@ static void cells_interrupt(struct sandbox *sb)
                 log_debug("interrupt %.12s: %s", v.id, e.msg);
 }
 
+/* The steps backend.c takes for a session's sandbox (sandbox_int.h), in its void * terms. */
+static int hook_make(struct sandbox *sb, void **ret_c, struct sbx_error *err)
+{
+        struct engine_cells *c = NULL;
+        int r = engine_cells_new(sb, &c, err);
+
+        *ret_c = c;
+        return r;
+}
+
+static void hook_cmd(const void *c, enum sbx_language l, const char **cmd, size_t max)
+{
+        engine_cells_cmd(c, l, cmd, max);
+}
+
+static void hook_free(void *c)
+{
+        engine_cells_free(c);
+}
+
+static const struct engine_cells_hooks cells_hooks = {
+    .check = engine_cells_check,
+    .make = hook_make,
+    .cmd = hook_cmd,
+    .launch = engine_cells_launch,
+    .free = hook_free,
+};
+
 static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
                          struct sbx_error *err)
 {
@@ -402,7 +430,7 @@ static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, str
         if (spec->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EOPNOTSUPP,
                                 "network \"allowlist\" is not available in a session");
-        return engine_sb_prepare(b, spec, ret, err);
+        return engine_sb_prepare_cells(b, spec, &cells_hooks, ret, err);
 }
 
 static int cells_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,

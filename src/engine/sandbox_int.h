@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "engine/engine.h"
+#include "run/backend.h"
 #include "run/run.h"
 #include "run/sandbox.h"
 
@@ -32,16 +33,45 @@ struct engine_sb_view {
         bool volumes;         /* the engine cannot see our files (hand-in volumes) */
         bool rootless_docker; /* the container's uid is a subordinate id of this host */
         uint64_t memory_bytes;
-        struct engine_cells *cells; /* SANDBOX_MODE_CELLS, else NULL */
+        void *cells; /* SANDBOX_MODE_CELLS: cells.c's struct engine_cells, else NULL */
 };
 
 /** engine_sb_view() - fill @ret with @sb's facts (see struct engine_sb_view). */
 void engine_sb_view(struct sandbox *sb, struct engine_sb_view *ret);
 
+/* The steps that make a SANDBOX_MODE_CELLS sandbox's runner, handed to backend.c by cells.c
+ * (so that backend.c names nothing of cells.c); @c is cells.c's struct engine_cells. See the
+ * engine_cells_* functions below for what each does. */
+struct engine_cells_hooks {
+        int (*check)(struct sandbox *sb, struct sbx_error *err);
+        int (*make)(struct sandbox *sb, void **ret_c, struct sbx_error *err);
+        void (*cmd)(const void *c, enum sbx_language l, const char **cmd, size_t max);
+        int (*launch)(struct sandbox *sb, struct sbx_error *err);
+        void (*free)(void *c);
+};
+
 /* backend.c's sandbox steps (src/run/sandbox.h for shapes and errors), reused by the cells
- * ops: prepare builds a CELLS sandbox when spec->mode says so (calling the hooks below). */
+ * ops. engine_sb_prepare() builds one-program sandboxes (a CELLS spec is refused);
+ * engine_sb_prepare_cells() builds a CELLS sandbox with @hooks (borrowed; static). */
 int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
                       struct sbx_error *err);
+int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
+                            const struct engine_cells_hooks *hooks, struct sandbox **ret,
+                            struct sbx_error *err);
+
+/* backend.c's backend ops (src/run/backend.h), put into the ops table by ops.c. */
+int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err);
+void engine_shutdown(struct backend *b);
+void engine_destroy(struct backend *b);
+extern const struct sandbox_ops engine_sandbox_ops;
+
+/**
+ * engine_backend_make() - a container backend of @ops (ops.c's table) over @cfg (borrowed)
+ * with @getenv_fn (NULL: getenv) for the engine's environment. Return 0 with *@ret (free with
+ * its ops' destroy), or -errno with @err (libcurl cannot be loaded; no /proc).
+ */
+int engine_backend_make(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
+                        const struct backend_ops *ops, struct backend **ret, struct sbx_error *err);
 void engine_sb_kill(struct sandbox *sb);
 void engine_sb_destroy(struct sandbox *sb);
 
@@ -57,7 +87,7 @@ int code_write(const char *dir, const struct run_request *req, uid_t uid, gid_t 
 /* backend.c: the result's isolation grade (with the limits the engine did not keep), notes. */
 void collect_finish(struct sandbox *sb, struct run_result *res);
 
-/* ---- cells.c, called by backend.c for a sandbox of mode SANDBOX_MODE_CELLS ---- */
+/* ---- cells.c: the steps of a SANDBOX_MODE_CELLS sandbox (handed to backend.c as hooks) ---- */
 
 /**
  * engine_cells_check() - right after the engine's state is known: can this engine serve a
@@ -91,5 +121,5 @@ int engine_cells_launch(struct sandbox *sb, struct sbx_error *err);
 /** engine_cells_free() - close our FIFO ends and remove the files; NULL is fine. */
 void engine_cells_free(struct engine_cells *c);
 
-/* The container backend's session ops (backend_ops.cells). */
+/* The container backend's session ops (backend_ops.cells, in ops.c's table). */
 extern const struct sandbox_ops engine_cells_ops;
