@@ -64,9 +64,8 @@ struct engine_cells {
         bool runner_leader; /* it leads its process group (tini and catatonit put it there) */
         int kmsg_fd;        /* the kernel's log, for OOM kills, or -1 */
         long long seq;
-        char rec[128]; /* a status record being read */
-        size_t rec_len;
-        uint64_t cpu_us_seen; /* the run cgroup's CPU time at the last collect */
+        struct sbx_runner_records rec; /* status records being read */
+        uint64_t cpu_us_seen;          /* the run cgroup's CPU time at the last collect */
         pthread_mutex_t lock;
         bool dead; /* killed, or the runner is gone */
 };
@@ -177,19 +176,13 @@ static int read_record(struct engine_cells *c, int timeout_ms, struct sbx_runner
         uint64_t until = sbx_now_ms() + (uint64_t)timeout_ms;
 
         for (;;) {
-                char *nl = memchr(c->rec, '\n', c->rec_len);
-                if (nl) {
-                        size_t n = (size_t)(nl - c->rec);
-                        int r = sbx_runner_status_parse(c->rec, n, ret);
-                        memmove(c->rec, nl + 1, c->rec_len - n - 1);
-                        c->rec_len -= n + 1;
-                        return r;
-                }
-                if (c->rec_len == sizeof(c->rec))
-                        return -EBADMSG;
-                ssize_t k = read(c->status_r, c->rec + c->rec_len, sizeof(c->rec) - c->rec_len);
+                int t = sbx_runner_take_record(&c->rec, ret);
+                if (t != 0)
+                        return t < 0 ? t : 0;
+                ssize_t k =
+                    read(c->status_r, c->rec.buf + c->rec.len, sizeof(c->rec.buf) - c->rec.len);
                 if (k > 0) {
-                        c->rec_len += (size_t)k;
+                        c->rec.len += (size_t)k;
                         continue;
                 }
                 if (k < 0 && errno == EINTR)

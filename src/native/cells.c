@@ -52,10 +52,9 @@ struct sandbox {
         pid_t runner_pid;
         int runner_pidfd;
         long long seq;
-        char rec[128]; /* a status record being read */
-        size_t rec_len;
-        uint64_t cpu_us_seen; /* the cgroup's CPU time at the last collect */
-        size_t names_seen;    /* blocked syscall names already reported */
+        struct sbx_runner_records rec; /* status records being read */
+        uint64_t cpu_us_seen;          /* the cgroup's CPU time at the last collect */
+        size_t names_seen;             /* blocked syscall names already reported */
         bool oom_seen;
         pthread_mutex_t lock;
         bool dead;                 /* killed, or the runner is gone */
@@ -122,20 +121,13 @@ static int read_record(struct sandbox *sb, int timeout_ms, struct sbx_runner_sta
         uint64_t until = sbx_now_ms() + (uint64_t)timeout_ms;
 
         for (;;) {
-                char *nl = memchr(sb->rec, '\n', sb->rec_len);
-                if (nl) {
-                        size_t n = (size_t)(nl - sb->rec);
-                        int r = sbx_runner_status_parse(sb->rec, n, ret);
-                        memmove(sb->rec, nl + 1, sb->rec_len - n - 1);
-                        sb->rec_len -= n + 1;
-                        return r;
-                }
-                if (sb->rec_len == sizeof(sb->rec))
-                        return -EBADMSG;
-                ssize_t k =
-                    read(sb->status_r, sb->rec + sb->rec_len, sizeof(sb->rec) - sb->rec_len);
+                int t = sbx_runner_take_record(&sb->rec, ret);
+                if (t != 0)
+                        return t < 0 ? t : 0;
+                ssize_t k = read(sb->status_r, sb->rec.buf + sb->rec.len,
+                                 sizeof(sb->rec.buf) - sb->rec.len);
                 if (k > 0) {
-                        sb->rec_len += (size_t)k;
+                        sb->rec.len += (size_t)k;
                         continue;
                 }
                 if (k == 0)

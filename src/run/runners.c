@@ -135,3 +135,16 @@ int sbx_runner_check_cell(const struct run_request *req, enum sbx_language l, st
                                 "cannot hold it): remove it");
         return 0;
 }
+
+int sbx_runner_take_record(struct sbx_runner_records *rs, struct sbx_runner_status *ret)
+{
+        char *nl = memchr(rs->buf, '\n', rs->len);
+
+        if (!nl)
+                return rs->len == sizeof(rs->buf) ? -EBADMSG : 0;
+        size_t n = (size_t)(nl - rs->buf);
+        int r = sbx_runner_status_parse(rs->buf, n, ret);
+        memmove(rs->buf, nl + 1, rs->len - n - 1);
+        rs->len -= n + 1;
+        return r < 0 ? r : 1;
+}

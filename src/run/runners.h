@@ -57,3 +57,20 @@ int sbx_runner_send_cell(int fd, long long seq, const char *code, size_t len, ui
  */
 int sbx_runner_check_cell(const struct run_request *req, enum sbx_language l,
                           struct sbx_error *err);
+
+/* The status records a runner has written and the server has not yet taken: bytes read from
+ * the status fd, at most one record's worth beyond what was taken. */
+struct sbx_runner_records {
+        char buf[128];
+        size_t len;
+};
+
+/**
+ * sbx_runner_take_record() - the next whole record of @rs (untrusted bytes from the sandbox):
+ * parsed into @ret and removed from @rs.
+ * Return: 1 with @ret filled; 0 when no whole record is there yet (read more into
+ * @rs->buf + @rs->len, at most sizeof(@rs->buf) - @rs->len bytes); -EBADMSG for a record that
+ * does not parse (it is dropped) or for a buffer full without a newline (nothing more fits:
+ * the session must end).
+ */
+int sbx_runner_take_record(struct sbx_runner_records *rs, struct sbx_runner_status *ret);

@@ -604,6 +604,36 @@ START_TEST(runner_records)
 }
 END_TEST
 
+/* The record framing both backends' sessions read the runner's untrusted status bytes with:
+ * whole records only, a bad one dropped, a full buffer without a newline refused. */
+START_TEST(runner_records_framed)
+{
+        struct sbx_runner_records rs = {0};
+        struct sbx_runner_status st;
+        static const char two[] = "1 ok 0\n2 exit 3\n3 o";
+
+        memcpy(rs.buf, two, sizeof(two) - 1);
+        rs.len = sizeof(two) - 1;
+        ck_assert_int_eq(sbx_runner_take_record(&rs, &st), 1);
+        ck_assert_int_eq(st.seq, 1);
+        ck_assert_int_eq(sbx_runner_take_record(&rs, &st), 1);
+        ck_assert_int_eq(st.code, 3);
+        /* control: a part of a record waits for the rest */
+        ck_assert_int_eq(sbx_runner_take_record(&rs, &st), 0);
+        ck_assert_uint_eq(rs.len, 3);
+        static const char rest[] = "k 0\nnot a record\n";
+        memcpy(rs.buf + rs.len, rest, sizeof(rest) - 1);
+        rs.len += sizeof(rest) - 1;
+        ck_assert_int_eq(sbx_runner_take_record(&rs, &st), 1);
+        ck_assert_int_eq(st.seq, 3);
+        ck_assert_int_eq(sbx_runner_take_record(&rs, &st), -EBADMSG);
+        ck_assert_uint_eq(rs.len, 0);
+        memset(rs.buf, 'x', sizeof(rs.buf));
+        rs.len = sizeof(rs.buf);
+        ck_assert_int_eq(sbx_runner_take_record(&rs, &st), -EBADMSG);
+}
+END_TEST
+
 static Suite *result_suite(void)
 {
         Suite *s = suite_create("result");
@@ -644,6 +674,7 @@ static Suite *result_suite(void)
 
         tc = tcase_create("usage");
         tcase_add_test(tc, usage_grouping_by_reason);
+        tcase_add_test(tc, runner_records_framed);
         suite_add_tcase(s, tc);
         return s;
 }
