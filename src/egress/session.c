@@ -115,7 +115,9 @@ static void close_from(int first)
  * @lfd, @rec, @wr, and every other fd of the server is closed before execve (an Engine API
  * socket or a sandbox's sync socket left open would be the proxy's to use, and any process of
  * the proxy's uid could take it with pidfd_getfd(2): tests/adversarial/server.md). With @drop
- * it becomes @uid:@gid without supplementary groups. */
+ * it becomes @uid:@gid without supplementary groups; without, it drops them where the kernel
+ * lets it (CAP_SETGID: a root server), and an unprivileged server's proxy keeps its user's
+ * (setgroups(2) needs the capability; its seccomp filter then refuses unix sockets). */
 __attribute__((noreturn)) static void proxy_child(int lfd, int rec, int wr, int null, pid_t parent,
                                                   bool drop, uid_t uid, gid_t gid,
                                                   const char *const *argv)
@@ -139,6 +141,8 @@ __attribute__((noreturn)) static void proxy_child(int lfd, int rec, int wr, int 
                 _exit(126);
         if (drop)
                 prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        else /* a root server without VESTIBULE_RUN_AS; an unprivileged one may not (EPERM) */
+                (void)syscall(SYS_setgroups, 0, NULL);
         /* nothing the proxy execs may gain privileges (it execs nothing after this) */
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 _exit(126);
