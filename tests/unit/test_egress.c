@@ -853,6 +853,41 @@ START_TEST(bytes_of_unended_connections_are_unknown)
 }
 END_TEST
 
+/* The egress line says "bytes unknown", never "0 B", for connections the proxy never ended,
+ * and counts only refusals as not listed. */
+START_TEST(egress_line_says_unknown_bytes_and_unlisted_refusals)
+{
+        struct run_egress_entry e[2] = {
+            {.host = "a.example",
+             .port = 80,
+             .allowed = true,
+             .connections = 1,
+             .bytes_unknown = 1},
+            {.host = "b.example",
+             .port = 80,
+             .allowed = true,
+             .connections = 2,
+             .bytes_unknown = 1,
+             .bytes_up = 10,
+             .bytes_down = 20},
+        };
+        struct run_result r = {.outcome = RUN_OUTCOME_EXITED};
+        _cleanup_free_ char *t = NULL;
+
+        r.egress.on = true;
+        r.egress.entries = e;
+        r.egress.n_entries = 2;
+        r.egress.records_dropped = 5;
+        t = run_result_format(&r, 10, 100);
+        ck_assert_msg(strstr(t, "a.example:80 allowed (1 connection, bytes unknown)"), "%s", t);
+        ck_assert_msg(strstr(t, "b.example:80 allowed (2 connections, at least 10 B up, 20 B down; "
+                                "bytes of the rest unknown)"),
+                      "%s", t);
+        ck_assert_msg(strstr(t, "and 5 more refused connections not listed"), "%s", t);
+        ck_assert_ptr_null(strstr(t, ", 0 B up")); /* what a.example said before */
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("egress");
@@ -870,6 +905,7 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, upstream_host_is_the_decided_authority);
         tcase_add_test(tc, allowed_entries_survive_many_refusals);
         tcase_add_test(tc, bytes_of_unended_connections_are_unknown);
+        tcase_add_test(tc, egress_line_says_unknown_bytes_and_unlisted_refusals);
         suite_add_tcase(s, tc);
         tc = tcase_create("proxy");
         tcase_set_timeout(tc, 30);
