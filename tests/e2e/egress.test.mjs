@@ -359,6 +359,26 @@ print("done")
         assert.deepEqual(shared, [], `fds the proxy shares with the server: ${JSON.stringify(shared)}\nproxy: ${JSON.stringify(mine)}`);
         const sockets = mine.filter(([fd, l]) => fd !== '2' && l.startsWith('socket:'));
         assert.equal(sockets.length, 1, `only its listener (and stderr) while no connection is open: ${JSON.stringify(mine)}`);
+        // and every connection the server opened (libcurl's to the engine included) is
+        // close-on-exec (O_CLOEXEC, 02000000 in fdinfo's octal flags): no later child inherits
+        // it. libcurl 7.88's multi handle keeps a socketpair of its own without the flag (its
+        // wakeup; no option reaches it): a pair whose both ends are the server's leaves nothing
+        // of the engine, and close_range keeps it out of the proxy (checked above).
+        const inodes = new Set(server.map(([, l]) => /^socket:\[(\d+)\]$/.exec(l)?.[1]).filter(Boolean));
+        const peer = new Map();
+        const ss = spawnSync('ss', ['-xn'], { encoding: 'utf8' });
+        for (const line of (ss.stdout || '').split('\n')) {
+            const f = line.trim().split(/\s+/);
+            if (f.length >= 8) peer.set(f[5], f[7]);
+        }
+        const internal = (l) => { const i = /^socket:\[(\d+)\]$/.exec(l)?.[1]; return i && inodes.has(peer.get(i)); };
+        const open = server.filter(([fd, l]) => Number(fd) > 2 && l.startsWith('socket:') && !internal(l)).filter(([fd]) => {
+            try {
+                const f = /^flags:\s+([0-7]+)$/m.exec(fs.readFileSync(`/proc/${conn.pid}/fdinfo/${fd}`, 'latin1'));
+                return f && (parseInt(f[1], 8) & 0o2000000) === 0;
+            } catch { return false; }
+        });
+        assert.deepEqual(open, [], `server sockets without close-on-exec: ${JSON.stringify(open)}`);
         assert.equal(mine.find(([fd]) => fd === '0')?.[1], '/dev/null', JSON.stringify(mine));
         assert.equal(mine.find(([fd]) => fd === '1')?.[1], '/dev/null', JSON.stringify(mine));
     } finally {
