@@ -793,6 +793,23 @@ START_TEST(incomplete_head_is_recorded)
         ck_assert_str_eq(g.entries[0].reason, "request head never completed");
         ck_assert_uint_eq(g.entries[0].connections, 2);
         free(g.entries);
+
+        /* the report's case: 40 slow heads (32 served at once, the rest in the backlog) */
+        int fds[40];
+        px_start(&x, upstream_main, NULL);
+        for (int i = 0; i < 40; i++) {
+                fds[i] = px_connect(&x);
+                ck_assert_int_eq(write(fds[i], "CONNECT mirr", 12), 12);
+        }
+        usleep(300 * 1000);
+        memset(&g, 0, sizeof(g));
+        px_finish(&x, &g);
+        for (int i = 0; i < 40; i++)
+                close(fds[i]);
+        ck_assert_uint_eq(g.n_entries, 1);
+        ck_assert_str_eq(g.entries[0].reason, "request head never completed");
+        ck_assert_uint_ge(g.entries[0].connections, EGRESS_MAX_CONNS);
+        free(g.entries);
 }
 END_TEST
 
