@@ -35,10 +35,7 @@ static void dir_stack_done(struct dir_stack *s)
 
 static void dir_stack_push(struct dir_stack *s, int fd)
 {
-        if (s->n == s->cap) {
-                s->cap = s->cap ? s->cap * 2 : 16;
-                s->fd = xrealloc(s->fd, s->cap * sizeof(*s->fd));
-        }
+        GREEDY_REALLOC(s->fd, s->cap, s->n + 1);
         s->fd[s->n++] = fd;
 }
 

@@ -28,10 +28,7 @@ struct entries {
 
 static void entries_add(struct entries *e, const char *path, const struct stat *st)
 {
-        if (e->n == e->cap) {
-                e->cap = e->cap ? e->cap * 2 : 64;
-                e->v = xrealloc(e->v, e->cap * sizeof(*e->v));
-        }
+        GREEDY_REALLOC(e->v, e->cap, e->n + 1);
         e->v[e->n++] = (struct ws_entry){
             .path = xstrdup(path),
             .size = (uint64_t)st->st_size,
@@ -212,10 +209,7 @@ void ws_changes_diff(const struct ws_snapshot *before, const struct ws_snapshot 
                         ret->more++;
                         continue;
                 }
-                if (ret->n == cap) {
-                        cap = cap ? cap * 2 : 16;
-                        ret->v = xrealloc(ret->v, cap * sizeof(*ret->v));
-                }
+                GREEDY_REALLOC(ret->v, cap, ret->n + 1);
                 ret->v[ret->n++] = (struct ws_change){
                     .path = xstrdup(a->path),
                     .bytes = a->size,
