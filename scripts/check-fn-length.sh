@@ -40,7 +40,6 @@ KNOWN = {
     "src/setup/unpack.c:setup_unpack_layer": 274,
     "src/verify/verify.c:judge_main": 158,
     "src/verify/verify.c:verify_run": 111,
-    "src/workspace/changes.c:ws_snapshot_take": 81,
     "src/workspace/workspace.c:workspace_read": 86,
 }
 
