@@ -20,7 +20,6 @@ KNOWN = {
     "src/cli/cmd_install_client.c:cmd_install_client": 149,
     "src/cli/cmd_run.c:cmd_run": 121,
     "src/clients/clients.c:merge_toml": 121,
-    "src/common/chase.c:walk": 100,
     "src/config/config.c:apply": 125,
     "src/config/config.c:parse_file": 155,
     "src/config/config.c:load": 97,
