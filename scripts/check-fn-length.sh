@@ -28,7 +28,6 @@ KNOWN = {
     "src/egress/proxy.c:egress_proxy_main": 108,
     "src/engine/endpoint.c:engine_endpoints_resolve_env": 84,
     "src/engine/endpoint.c:engine_endpoint_parse": 87,
-    "src/mcp/server.c:do_tools_call": 95,
     "src/mcp/server.c:mcp_serve_opts": 133,
     "src/native/seccomp.c:native_filter_build": 87,
     "src/setup/install.c:setup_install": 165,
