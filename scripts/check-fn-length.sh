@@ -35,7 +35,6 @@ KNOWN = {
     "src/setup/registry.c:registry_pull": 96,
     "src/setup/run.c:from_debian": 88,
     "src/setup/setup.c:setup_main": 124,
-    "src/setup/unpack.c:setup_unpack_layer": 274,
     "src/verify/verify.c:judge_main": 158,
     "src/verify/verify.c:verify_run": 111,
     "src/workspace/workspace.c:workspace_read": 86,
