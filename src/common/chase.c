@@ -35,10 +35,7 @@ static void dir_stack_done(struct dir_stack *s)
 
 static void dir_stack_push(struct dir_stack *s, int fd)
 {
-        if (s->n == s->cap) {
-                s->cap = s->cap ? s->cap * 2 : 16;
-                s->fd = xrealloc(s->fd, s->cap * sizeof(*s->fd));
-        }
+        GREEDY_REALLOC(s->fd, s->cap, s->n + 1);
         s->fd[s->n++] = fd;
 }
 
@@ -62,112 +59,184 @@ static int make_dir(int dir_fd, const char *name, const struct sbx_chase_mkdir *
         return 0;
 }
 
-/* Replace the walk's remaining text: @target, then @rest (which starts at a '/' or is ""). */
-static char *splice_rest(const char *target, const char *rest)
+/* One walk of the path, component by component, from the root down. */
+struct walker {
+        struct dir_stack st; /* the directories walked into; st.fd[0] is the root (borrowed) */
+        char *todo;          /* the path still to walk (owned; replaced when a link is followed) */
+        char *p;             /* where the walk is in @todo */
+        unsigned links;      /* symlinks followed so far */
+        unsigned flags;      /* SBX_CHASE_* */
+        int open_flags;
+        const struct sbx_chase_mkdir *mk;
+};
+
+static void walker_done(struct walker *w)
 {
-        return xasprintf("%s%s", target, rest);
+        dir_stack_done(&w->st);
+        free(w->todo);
 }
 
+/* One component of the path: its text at @name (@len bytes, not NUL-terminated in @todo). */
+struct component {
+        char *name;
+        size_t len;
+        bool must_be_dir; /* a '/' follows it */
+        bool last;        /* nothing but '/'s follows it */
+};
+
+/* Take the next component of the path: skip '/'s, then up to the next '/' or the end; the walk
+ * moves past it (to the '/' or the NUL after it). False at the end of the path. */
+static bool next_component(struct walker *w, struct component *ret)
+{
+        char *after;
+
+        while (*w->p == '/')
+                w->p++;
+        if (!*w->p)
+                return false;
+        ret->name = w->p;
+        ret->len = strcspn(w->p, "/");
+        w->p += ret->len;
+        ret->must_be_dir = *w->p == '/';
+        for (after = w->p; *after == '/'; after++)
+                ;
+        ret->last = *after == '\0';
+        return true;
+}
+
+/* Look up @c (NUL-terminated) in @cur without following it: an O_PATH fd, or -errno. A missing
+ * directory is created first with SBX_CHASE_MKDIR (a missing last component only when a
+ * directory is wanted: O_DIRECTORY or a trailing '/'). */
+static int lookup(const struct walker *w, int cur, const struct component *c)
+{
+        int fd = openat(cur, c->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0 && errno == ENOENT && (w->flags & SBX_CHASE_MKDIR) &&
+            (!c->last || (w->open_flags & O_DIRECTORY) || c->must_be_dir)) {
+                int r = make_dir(cur, c->name, w->mk);
+                if (r < 0)
+                        return r;
+                fd = openat(cur, c->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        }
+        return fd < 0 ? -errno : fd;
+}
+
+/* Follow the symlink @link_fd found in @cur: its target replaces the component, and the walk
+ * goes on from the directory it was found in. 0, or -ELOOP (symlinks refused, a link in procfs
+ * (magic links), more than SBX_CHASE_MAX_LINKS), -EXDEV (an absolute target), -ENOENT (an
+ * empty target) or readlinkat's -errno. */
+static int follow_link(struct walker *w, int cur, int link_fd)
+{
+        char target[PATH_MAX];
+        ssize_t tn;
+        char *next;
+
+        if (w->flags & SBX_CHASE_NO_SYMLINKS)
+                return -ELOOP;
+        if (in_procfs(cur) || ++w->links > SBX_CHASE_MAX_LINKS)
+                return -ELOOP;
+        tn = readlinkat(link_fd, "", target, sizeof(target) - 1);
+        if (tn < 0)
+                return -errno;
+        target[tn] = '\0';
+        if (tn == 0)
+                return -ENOENT;
+        if (target[0] == '/')
+                return -EXDEV;
+        next = xasprintf("%s%s", target, w->p); /* the target, then the rest of the path */
+        free(w->todo);
+        w->todo = w->p = next;
+        return 0;
+}
+
+/* Open the last component @c of the walk, in @cur, for real (@fd: its O_PATH fd, which
+ * O_PATH returns as it is). Not a directory nor a symlink when it was looked at: a swap to a
+ * symlink since then meets O_NOFOLLOW (-ELOOP). The new fd, or -errno. */
+static int open_last(const struct walker *w, int cur, const struct component *c, int *fd)
+{
+        int out;
+
+        if (w->open_flags & O_PATH)
+                return TAKE_FD(*fd);
+        out = openat(cur, c->name, w->open_flags | O_NOFOLLOW | O_CLOEXEC);
+        return out < 0 ? -errno : out;
+}
+
+/* Walk one component @c (NUL-terminated) of the path in @cur: a directory is walked into, a
+ * symlink handed back in *@ret_link_fd (-1 otherwise) for the caller to follow once the path is
+ * whole again (*@ret_done false for both), the last component opened (*@ret_done true). The fd
+ * to return when done, 0 to go on, or -errno (done). */
+static int walk_component(struct walker *w, int cur, const struct component *c, bool *ret_done,
+                          int *ret_link_fd)
+{
+        _cleanup_close_ int fd = lookup(w, cur, c);
+        struct stat sb;
+
+        *ret_done = true;
+        *ret_link_fd = -1;
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &sb) < 0)
+                return -errno;
+        if (S_ISLNK(sb.st_mode)) {
+                /* openat2(2): O_PATH | O_NOFOLLOW gives the link itself, even under
+                 * RESOLVE_NO_SYMLINKS; without O_PATH, O_NOFOLLOW says ELOOP */
+                if (c->last && !c->must_be_dir && (w->open_flags & O_NOFOLLOW))
+                        return (w->open_flags & O_PATH) ? TAKE_FD(fd) : -ELOOP;
+                *ret_done = false;
+                *ret_link_fd = TAKE_FD(fd);
+                return 0;
+        }
+        if (S_ISDIR(sb.st_mode)) {
+                dir_stack_push(&w->st, TAKE_FD(fd));
+                *ret_done = false;
+                return 0;
+        }
+        if (c->must_be_dir)
+                return -ENOTDIR;
+        return open_last(w, cur, c, &fd);
+}
+
+/* The walk, one component at a time: '.' stays, '..' goes back up (never above the root:
+ * -EXDEV), anything else is walk_component()'s. The fd, or -errno. */
 static int walk(int root_fd, const char *path, unsigned flags, int open_flags,
                 const struct sbx_chase_mkdir *mk)
 {
-        _cleanup_(dir_stack_done) struct dir_stack st = {0};
-        _cleanup_free_ char *todo = xstrdup(path);
-        char *p = todo;
-        unsigned links = 0;
+        _cleanup_(walker_done) struct walker w = {
+            .flags = flags, .open_flags = open_flags, .mk = mk};
+        struct component c;
 
-        dir_stack_push(&st, root_fd);
+        w.todo = w.p = xstrdup(path);
+        dir_stack_push(&w.st, root_fd);
         for (;;) {
-                int cur = st.fd[st.n - 1];
+                int cur = w.st.fd[w.st.n - 1], link_fd, r;
+                bool done;
+                char saved;
 
-                while (*p == '/')
-                        p++;
-                if (!*p) { /* the path named the directory we are in */
-                        int out = openat(cur, ".", (open_flags & ~O_NOFOLLOW) | O_CLOEXEC);
-                        return out < 0 ? -errno : out;
+                if (!next_component(&w, &c)) { /* the path named the directory we are in */
+                        r = openat(cur, ".", (open_flags & ~O_NOFOLLOW) | O_CLOEXEC);
+                        return r < 0 ? -errno : r;
                 }
-
-                char *comp = p;
-                size_t len = strcspn(p, "/");
-                p += len;
-                bool must_be_dir = *p == '/';
-                char *after = p;
-                while (*after == '/')
-                        after++;
-                bool last = *after == '\0';
-                char saved = *p;
-
-                if (len == 1 && comp[0] == '.')
+                if (c.len == 1 && c.name[0] == '.')
                         continue;
-                if (len == 2 && comp[0] == '.' && comp[1] == '.') {
-                        if (st.n == 1)
+                if (c.len == 2 && c.name[0] == '.' && c.name[1] == '.') {
+                        if (w.st.n == 1)
                                 return -EXDEV;
-                        close(st.fd[--st.n]);
+                        close(w.st.fd[--w.st.n]);
                         continue;
                 }
-                *p = '\0';
-                _cleanup_close_ int fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-                if (fd < 0 && errno == ENOENT && (flags & SBX_CHASE_MKDIR) &&
-                    (!last || (open_flags & O_DIRECTORY) || must_be_dir)) {
-                        int r = make_dir(cur, comp, mk);
-                        if (r < 0) {
-                                *p = saved;
+                saved = *w.p;
+                *w.p = '\0';
+                r = walk_component(&w, cur, &c, &done, &link_fd);
+                *w.p = saved;
+                if (done)
+                        return r;
+                if (link_fd >= 0) {
+                        r = follow_link(&w, cur, link_fd);
+                        close(link_fd);
+                        if (r < 0)
                                 return r;
-                        }
-                        fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 }
-                if (fd < 0) {
-                        *p = saved;
-                        return -errno;
-                }
-                struct stat sb;
-                if (fstat(fd, &sb) < 0) {
-                        *p = saved;
-                        return -errno;
-                }
-                if (S_ISLNK(sb.st_mode)) {
-                        char target[PATH_MAX];
-                        ssize_t tn;
-
-                        *p = saved;
-                        /* openat2(2): O_PATH | O_NOFOLLOW gives the link itself, even under
-                         * RESOLVE_NO_SYMLINKS; without O_PATH, O_NOFOLLOW says ELOOP */
-                        if (last && !must_be_dir && (open_flags & O_NOFOLLOW))
-                                return (open_flags & O_PATH) ? TAKE_FD(fd) : -ELOOP;
-                        if (flags & SBX_CHASE_NO_SYMLINKS)
-                                return -ELOOP;
-                        if (in_procfs(cur) || ++links > SBX_CHASE_MAX_LINKS)
-                                return -ELOOP;
-                        tn = readlinkat(fd, "", target, sizeof(target) - 1);
-                        if (tn < 0)
-                                return -errno;
-                        target[tn] = '\0';
-                        if (tn == 0)
-                                return -ENOENT;
-                        if (target[0] == '/')
-                                return -EXDEV;
-                        char *next = splice_rest(target, p);
-                        free(todo);
-                        todo = next;
-                        p = todo;
-                        continue;
-                }
-                if (S_ISDIR(sb.st_mode)) {
-                        *p = saved;
-                        dir_stack_push(&st, TAKE_FD(fd));
-                        continue;
-                }
-                if (must_be_dir) {
-                        *p = saved;
-                        return -ENOTDIR;
-                }
-                /* the last component, not a directory nor a symlink: open it for real. A
-                 * swap to a symlink since the look above meets O_NOFOLLOW (-ELOOP). */
-                if (open_flags & O_PATH)
-                        return TAKE_FD(fd);
-                int out = openat(cur, comp, open_flags | O_NOFOLLOW | O_CLOEXEC);
-                *p = saved;
-                return out < 0 ? -errno : out;
         }
 }
 

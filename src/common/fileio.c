@@ -90,10 +90,7 @@ ssize_t sbx_dir_names(int dir_fd, const char *prefix, char ***ret_names)
                         continue;
                 if (prefix && strncmp(de->d_name, prefix, plen) != 0)
                         continue;
-                if (n + 2 > cap) {
-                        cap = cap ? cap * 2 : 16;
-                        names = xrealloc(names, cap * sizeof(char *));
-                }
+                GREEDY_REALLOC(names, cap, n + 2);
                 names[n++] = xstrdup(de->d_name);
                 names[n] = NULL;
         }

@@ -90,6 +90,19 @@ size_t sbx_utf8_cut(const char *s, size_t n)
         return n;
 }
 
+/* Code points a terminal shows as nothing, or that move or break the text around them: C1
+ * controls; bidi marks, overrides and isolates (U+061C, U+200E/F, U+202A-202E, U+2066-2069);
+ * zero-width space, word joiner and invisible operators (U+200B, U+2060-2064); line and
+ * paragraph separators (U+2028/9); the soft hyphen (U+00AD), Mongolian vowel separator
+ * (U+180E) and BOM (U+FEFF) (issue 24). Zero-width (non-)joiners U+200C/D stay: scripts and
+ * emoji need them, and they hide nothing on their own. */
+static bool term_hidden(uint32_t cp)
+{
+        return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x061c || cp == 0x180e ||
+               cp == 0x200b || cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+               (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+}
+
 char *sbx_term_escape(const char *s, size_t n, bool keep_newline)
 {
         static const char hex[] = "0123456789abcdef";
@@ -114,8 +127,7 @@ char *sbx_term_escape(const char *s, size_t n, bool keep_newline)
                         i++;
                         continue;
                 }
-                if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-                    (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c)
+                if (term_hidden(cp))
                         o += (size_t)sprintf(out + o, "\\u%04x", (unsigned)cp);
                 else {
                         memcpy(out + o, s + i, (size_t)l);

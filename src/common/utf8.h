@@ -35,9 +35,11 @@ size_t sbx_utf8_cut(const char *s, size_t n);
 /**
  * sbx_term_escape() - @s (@n bytes) made safe to print on a terminal, as `vestibule-mcp audit`
  * prints recorded strings: tab, newline and every other C0 byte, DEL and each byte of invalid
- * UTF-8 as \xNN; C1 controls and bidirectional overrides/isolates/marks (U+202A-202E,
- * U+2066-2069, U+200E/F, U+061C) as \uXXXX; everything else as it is. With @keep_newline a
- * '\n' stays a line break (for a multi-line block such as a sandbox's stderr).
+ * UTF-8 as \xNN; C1 controls, bidirectional overrides/isolates/marks (U+202A-202E,
+ * U+2066-2069, U+200E/F, U+061C) and the invisible or line-breaking characters (U+00AD,
+ * U+180E, U+200B, U+2028/9, U+2060-2064, U+FEFF) as \uXXXX; everything else as it is
+ * (Unicode TR #9 and the General Category Cf, https://www.unicode.org/reports/tr9/). With
+ * @keep_newline a '\n' stays a line break (for a multi-line block such as a sandbox's stderr).
  * Return: a new NUL-terminated string (free()); never NULL (out of memory aborts). NULL @s
  * gives "".
  */

@@ -2,6 +2,7 @@
 #include "common/xalloc.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,24 @@ void *xrealloc(void *p, size_t n)
         if (!p)
                 oom();
         return p;
+}
+
+void *sbx_greedy_realloc(void **p, size_t *cap, size_t need, size_t size)
+{
+        size_t max = SIZE_MAX / (size ? size : 1), n;
+
+        if (need <= *cap)
+                return *p;
+        if (need > max)
+                oom();
+        n = *cap > max / 2 ? max : *cap * 2;
+        if (n < need)
+                n = need;
+        if (n < 16 && max >= 16)
+                n = 16;
+        *p = xrealloc(*p, n * size);
+        *cap = n;
+        return *p;
 }
 
 char *xstrdup(const char *s)

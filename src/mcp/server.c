@@ -519,76 +519,82 @@ static void reply_start_failure(struct mcp_server *s, struct mcp_batch *b, const
         call_free(c);
 }
 
-static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m,
-                          enum mcp_rev rev, bool modern)
+/* The untrusted part of a tools/call: params.name must be a known tool's name, and
+ * params.arguments an object, absent, or a JSON string holding an object (some clients send
+ * it so, anthropics/claude-code#59227; then *@ret_parsed owns the parsed object). *@ret_args
+ * is the arguments object or NULL (absent). False when the call was answered with an error
+ * (-32602) and goes no further. */
+static bool tools_call_params(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m,
+                              json_object **ret_args, json_object **ret_parsed)
 {
         json_object *name = obj_get(m->params, "name"), *args = obj_get(m->params, "arguments");
-        json_object *token = obj_get(obj_get(m->params, "_meta"), "progressToken");
-        _cleanup_(json_putp) json_object *parsed = NULL;
-        struct mcp_call *c;
         const char *why;
-        unsigned running;
-        int r;
 
         if (!name || !json_object_is_type(name, json_type_string)) {
                 send_error(s, b, &m->id, MCP_ERR_INVALID_PARAMS,
                            "tools/call needs params.name (a string) and params.arguments "
                            "(an object)",
                            NULL);
-                return;
+                return false;
         }
         if (json_object_is_type(args, json_type_string)) {
-                /* Some clients send the arguments object as a JSON string
-                 * (anthropics/claude-code#59227): accept it when it holds an object. */
                 if (mcp_json_parse(json_object_get_string(args),
-                                   (size_t)json_object_get_string_len(args), &parsed, &why) == 0 &&
-                    json_object_is_type(parsed, json_type_object))
-                        args = parsed;
+                                   (size_t)json_object_get_string_len(args), ret_parsed,
+                                   &why) == 0 &&
+                    json_object_is_type(*ret_parsed, json_type_object))
+                        args = *ret_parsed;
         }
         if (args && !json_object_is_type(args, json_type_object)) {
                 send_error(s, b, &m->id, MCP_ERR_INVALID_PARAMS,
                            "tools/call params.arguments must be an object", NULL);
-                return;
+                return false;
         }
         if (!tool_known(s, json_object_get_string(name))) {
                 _cleanup_free_ char *msg =
                     xasprintf("Unknown tool: '%s'", json_object_get_string(name));
                 send_error(s, b, &m->id, MCP_ERR_INVALID_PARAMS, msg, NULL);
-                return;
+                return false;
         }
+        *ret_args = args;
+        return true;
+}
+
+/* When max_workers calls are in flight, answer the call @name with a Blocked: tool result
+ * (isError) and return true; false when there is room. */
+static bool tools_call_busy(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m,
+                            const char *name, enum mcp_rev rev, bool modern)
+{
+        unsigned running;
+        char safe[96];
 
         pthread_mutex_lock(&s->mu);
         running = s->running;
         pthread_mutex_unlock(&s->mu);
-        if (running >= s->max_workers) {
-                char safe[96];
-                struct tool_result res = {
-                    .text = xasprintf("Blocked: %u tool calls are already in flight, the most "
-                                      "this server runs or queues at once. Retry this call when "
-                                      "one of them has finished.",
-                                      running),
-                    .is_error = true,
-                };
-                log_warning("tools/call '%s' refused: %u calls in flight",
-                            mcp_log_safe(json_object_get_string(name), safe, sizeof(safe)),
-                            running);
-                send_msg(s, b,
-                         mcp_make_result(&m->id, mcp_rev_finish_tool_result(
-                                                     tool_result_json(&res, rev), modern)));
-                free(res.text);
-                return;
-        }
+        if (running < s->max_workers)
+                return false;
+        struct tool_result res = {
+            .text = xasprintf("Blocked: %u tool calls are already in flight, the most "
+                              "this server runs or queues at once. Retry this call when "
+                              "one of them has finished.",
+                              running),
+            .is_error = true,
+        };
+        log_warning("tools/call '%s' refused: %u calls in flight",
+                    mcp_log_safe(name, safe, sizeof(safe)), running);
+        send_msg(s, b,
+                 mcp_make_result(&m->id,
+                                 mcp_rev_finish_tool_result(tool_result_json(&res, rev), modern)));
+        free(res.text);
+        return true;
+}
 
-        c = call_new(s, CALL_TOOL, &m->id, rev, modern);
-        c->name = xstrdup(json_object_get_string(name));
-        if (args) {
-                if (json_object_deep_copy(args, &c->args, NULL) < 0)
-                        abort();
-        } else {
-                c->args = json_object_new_object();
-        }
-        if (token)
-                (void)mcp_id_from_json(token, &c->token); /* not a string/int: no progress */
+/* Put @c on the server's list and start its worker; a call that cannot start is answered
+ * (reply_start_failure()). */
+static void tools_call_start(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m,
+                             struct mcp_call *c)
+{
+        int r;
+
         c->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (c->cancel_fd < 0) {
                 reply_start_failure(s, b, m, c, -errno);
@@ -615,6 +621,34 @@ static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struc
                         batch_unref(b); /* the dispatcher still holds its own reference */
                 reply_start_failure(s, b, m, c, r);
         }
+}
+
+static void do_tools_call(struct mcp_server *s, struct mcp_batch *b, const struct mcp_msg *m,
+                          enum mcp_rev rev, bool modern)
+{
+        json_object *token = obj_get(obj_get(m->params, "_meta"), "progressToken");
+        _cleanup_(json_putp) json_object *parsed = NULL;
+        json_object *args = NULL;
+        const char *name;
+        struct mcp_call *c;
+
+        if (!tools_call_params(s, b, m, &args, &parsed))
+                return;
+        name = json_object_get_string(obj_get(m->params, "name"));
+        if (tools_call_busy(s, b, m, name, rev, modern))
+                return;
+
+        c = call_new(s, CALL_TOOL, &m->id, rev, modern);
+        c->name = xstrdup(name);
+        if (args) {
+                if (json_object_deep_copy(args, &c->args, NULL) < 0)
+                        abort();
+        } else {
+                c->args = json_object_new_object();
+        }
+        if (token)
+                (void)mcp_id_from_json(token, &c->token); /* not a string/int: no progress */
+        tools_call_start(s, b, m, c);
 }
 
 static json_object *listen_meta(const struct mcp_id *id)

@@ -83,8 +83,9 @@ typedef int (*backend_ctor_fn)(const struct sbx_config *cfg, struct backend **re
 
 /* Constructors: each returns a new backend in *@ret (free with backend_free()); @cfg is
  * borrowed and must outlive it. They only allocate: host checks happen in probe(). Return 0,
- * or -errno with @err. The naive backend is
- * src/naive/naive.c, native src/native/backend.c, engine src/engine/backend.c. */
+ * or -errno with @err. They are defined in the backends' own files, a layer above this one:
+ * naive in src/naive/naive.c, native in src/native/backend.c, the container engine in
+ * src/engine/ops.c. */
 int naive_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
 int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
 int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
@@ -95,7 +96,7 @@ int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
  * (info). Only for VESTIBULE_BACKEND=container (under auto the container backend's first
  * probe sweeps, so a host where native wins never maps libcurl); an unreachable engine is a
  * debug line. Never blocks, never removes a live server's containers
- * (src/engine/backend.c). */
+ * (src/engine/sweep.c). */
 void engine_sweep_at_start(const struct sbx_config *cfg);
 
 /** backend_free() - shutdown() and destroy(), then free. Accepts NULL; returns NULL. */

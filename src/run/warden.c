@@ -1,6 +1,7 @@
-/* warden.c - supervises one locally spawned run: output caps, the deadline, cancel, kill,
- * reap. The deadline is the server's own monotonic clock and the kill is SIGKILL through the
- * backend's kill_tree, so code that ignores or blocks signals still ends on time. */
+/* warden.c - supervises one run: output caps, the deadline, cancel, kill; the backend's
+ * collect() reaps. The deadline is the server's own monotonic clock and the kill is the
+ * backend's kill() (SIGKILL to the whole tree), so code that ignores or blocks signals still
+ * ends on time. */
 #include "run/warden.h"
 
 #include <errno.h>
@@ -61,14 +62,6 @@ static void warden_kill(struct warden *w, enum run_outcome why)
         w->killed = true;
 }
 
-static void close_fd(int *fd)
-{
-        if (*fd >= 0) {
-                close(*fd);
-                *fd = -1;
-        }
-}
-
 /* Take @n bytes of output into @s. Returns false once no more is wanted (past a flood). */
 static bool take_output(struct warden *w, struct run_stream *s, const char *buf, size_t n)
 {
@@ -112,7 +105,7 @@ static bool drain_fd(struct warden *w, int *fd, struct run_stream *s)
 }
 
 /* Has the main process exited? Leaves it a zombie (WNOWAIT), so its pid and process group id
- * stay reserved until kill_tree ran and we reap it. */
+ * stay reserved until the backend's kill() ran and its collect() reaps it. */
 static bool child_exited(pid_t pid)
 {
         siginfo_t si;
@@ -121,19 +114,6 @@ static bool child_exited(pid_t pid)
         if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
                 return errno == ECHILD;
         return si.si_pid == pid;
-}
-
-static int reap(pid_t pid, int *ret_status, struct rusage *ru)
-{
-        for (;;) {
-                pid_t r = wait4(pid, ret_status, 0, ru);
-
-                if (r == pid)
-                        return 0;
-                if (r < 0 && errno == EINTR)
-                        continue;
-                return -errno;
-        }
 }
 
 /* One supervision: the sources, the state of the loop, and how the end was seen. */
@@ -396,52 +376,4 @@ int warden_watch(const struct run_request *req, const struct sandbox_ops *ops, s
             .interrupted = x.w.interrupting && !x.w.killed && x.by_ended_fd,
         };
         return r;
-}
-
-int warden_supervise(const struct run_request *req, struct warden_child *child, uint64_t start_ms,
-                     struct run_result *res, struct rusage *ret_rusage, struct sbx_error *err)
-{
-        struct sandbox_io io = {
-            .out_fd = child->out_fd,
-            .err_fd = child->err_fd,
-            .pid = child->pid,
-            .pidfd = child->pidfd,
-            .ended_fd = child->watch_ended ? child->ended_fd : -1,
-        };
-        struct rusage ru;
-        struct watch x;
-        int status = 0, r;
-
-        memset(&ru, 0, sizeof(ru));
-        watch_init(&x, req, &io, start_ms, res);
-        x.w.kill = child->kill_tree;
-        x.w.kill_userdata = child->kill_userdata;
-        r = watch_loop(&x);
-        if (r < 0) {
-                warden_kill(&x.w, RUN_OUTCOME_NONE);
-                (void)reap(child->pid, &status, &ru);
-                r = sbx_fail(err, -r, "cannot supervise the run: poll: %s", strerror(-r));
-        } else if (!x.by_ended_fd) {
-                r = reap(child->pid, &status, &ru);
-                if (r < 0)
-                        r = sbx_fail(err, -r, "cannot reap run %d: %s", (int)child->pid,
-                                     strerror(-r));
-        }
-        close_fd(&child->out_fd);
-        close_fd(&child->err_fd);
-        close_fd(&child->pidfd);
-        if (r < 0)
-                return r;
-        if (WIFEXITED(status)) { /* status 0 when init is left to the caller */
-                res->exit_code = WEXITSTATUS(status);
-                res->outcome = RUN_OUTCOME_EXITED;
-        } else if (WIFSIGNALED(status)) {
-                res->term_signal = WTERMSIG(status);
-                res->outcome = RUN_OUTCOME_SIGNALED;
-        }
-        if (x.w.forced != RUN_OUTCOME_NONE)
-                res->outcome = x.w.forced;
-        if (ret_rusage)
-                *ret_rusage = ru;
-        return 0;
 }

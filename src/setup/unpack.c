@@ -398,65 +398,90 @@ static int apply_whiteout(int rootfd, const char *rel, const struct pathset *min
         return 1;
 }
 
-int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
-                       const char *expected_sha256, const struct setup_opts *o,
-                       struct setup_unpack_stats *stats, char *ret_sha256, struct sbx_error *err)
-{
-        /* cwd first: cleanups run in reverse, and libarchive applies deferred directory modes
-         * by relative name when aw is freed, which must happen before we leave @dir. */
-        _cleanup_(restore_cwdp) struct saved_cwd cwd = {.fd = -1};
-        _cleanup_(archive_read_freep) struct archive *ar = NULL;
-        _cleanup_(archive_write_freep) struct archive *aw = NULL;
-        _cleanup_(sbx_sha256_done) struct sbx_sha256 md = {0};
-        _cleanup_free_ struct reader *rd = NULL;
-        _cleanup_close_ int tarfd = -1, rootfd = -1;
-        struct pathset mine = {0};    /* what this layer wrote, and their ancestors */
-        struct pathset entries = {0}; /* exactly the entries this layer wrote */
-        struct modefixes fixes = {0};
-        struct setup_unpack_stats st = {0};
-        struct archive_entry *e;
-        char hex[SBX_SHA256_HEX_LEN + 1];
-        bool as_root = geteuid() == 0;
-        struct stat tst;
-        int flags, r = 0;
+/* One unpack: the tarball and its reader, the tree, libarchive's two ends, and what this layer
+ * wrote so far. */
+struct unpack {
+        const char *dir, *tar_path;
+        int tarfd, rootfd;
+        bool as_root;
+        struct archive *ar, *aw;
+        struct sbx_sha256 md;
+        struct reader *rd;
+        struct pathset mine;    /* what this layer wrote, and their ancestors */
+        struct pathset entries; /* exactly the entries this layer wrote */
+        struct modefixes fixes;
+        struct setup_unpack_stats st;
+        struct sbx_error *err;
+};
 
-        tarfd = open(tar_path, O_RDONLY | O_CLOEXEC);
-        if (tarfd < 0 || fstat(tarfd, &tst) < 0)
-                return sbx_fail(err, errno, "cannot open tarball '%s': %s", tar_path,
+/* Free what @u holds. libarchive's write end is freed first (it applies deferred directory
+ * modes by relative name, so before the caller leaves @dir); lent modes are given back. */
+static void unpack_done(struct unpack *u)
+{
+        archive_write_freep(&u->aw);
+        archive_read_freep(&u->ar);
+        if (u->rootfd >= 0)
+                modefixes_restore(u->rootfd, &u->fixes, &u->entries); /* no-op when restored */
+        pathset_done(&u->mine);
+        pathset_done(&u->entries);
+        sbx_sha256_done(&u->md);
+        free(u->rd);
+        if (u->tarfd >= 0)
+                close(u->tarfd);
+        if (u->rootfd >= 0)
+                close(u->rootfd);
+}
+
+/* Open the tarball (a regular file) and the tree, load libarchive, and set up the reader that
+ * hashes every byte read. 0, or -errno with u->err. */
+static int unpack_open(struct unpack *u, const char *label, const struct setup_opts *o)
+{
+        struct stat tst;
+        int r;
+
+        u->tarfd = open(u->tar_path, O_RDONLY | O_CLOEXEC);
+        if (u->tarfd < 0 || fstat(u->tarfd, &tst) < 0)
+                return sbx_fail(u->err, errno, "cannot open tarball '%s': %s", u->tar_path,
                                 strerror(errno));
         if (!S_ISREG(tst.st_mode))
-                return sbx_fail(err, EINVAL, "'%s' is not a regular file", tar_path);
-        rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (rootfd < 0)
-                return sbx_fail(err, errno, "cannot open '%s': %s", dir, strerror(errno));
-        r = lazy_archive_load(err);
+                return sbx_fail(u->err, EINVAL, "'%s' is not a regular file", u->tar_path);
+        u->rootfd = open(u->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (u->rootfd < 0)
+                return sbx_fail(u->err, errno, "cannot open '%s': %s", u->dir, strerror(errno));
+        r = lazy_archive_load(u->err);
         if (r >= 0)
-                r = sbx_sha256_init(&md, err);
+                r = sbx_sha256_init(&u->md, u->err);
         if (r < 0)
                 return r;
+        u->rd = xcalloc(1, sizeof(*u->rd));
+        u->rd->fd = u->tarfd;
+        u->rd->md = &u->md;
+        u->rd->total = (uint64_t)tst.st_size;
+        u->rd->label = label;
+        u->rd->o = o;
+        u->rd->last_step = -1;
+        clock_gettime(CLOCK_MONOTONIC, &u->rd->start);
+        u->rd->last = u->rd->start;
+        return 0;
+}
 
-        rd = xcalloc(1, sizeof(*rd));
-        rd->fd = tarfd;
-        rd->md = &md;
-        rd->total = (uint64_t)tst.st_size;
-        rd->label = label;
-        rd->o = o;
-        rd->last_step = -1;
-        clock_gettime(CLOCK_MONOTONIC, &rd->start);
-        rd->last = rd->start;
+/* libarchive's read end (tar only, the usual compressions) and write end (secure flags). */
+static int unpack_archives(struct unpack *u)
+{
+        int flags;
 
-        ar = archive_read_new();
-        aw = archive_write_disk_new();
-        if (!ar || !aw)
-                return sbx_fail(err, ENOMEM, "libarchive: out of memory");
+        u->ar = archive_read_new();
+        u->aw = archive_write_disk_new();
+        if (!u->ar || !u->aw)
+                return sbx_fail(u->err, ENOMEM, "libarchive: out of memory");
         /* the compressions registries and mmdebstrap use; no others (libarchive would run
          * external programs for some) */
-        archive_read_support_filter_none(ar);
-        archive_read_support_filter_gzip(ar);
-        archive_read_support_filter_xz(ar);
-        archive_read_support_filter_zstd(ar);
-        archive_read_support_filter_bzip2(ar);
-        archive_read_support_format_tar(ar); /* tar only: no cpio, zip, iso surprises */
+        archive_read_support_filter_none(u->ar);
+        archive_read_support_filter_gzip(u->ar);
+        archive_read_support_filter_xz(u->ar);
+        archive_read_support_filter_zstd(u->ar);
+        archive_read_support_filter_bzip2(u->ar);
+        archive_read_support_format_tar(u->ar); /* tar only: no cpio, zip, iso surprises */
         /* SECURE_*: libarchive's own refusal of '..', absolute names and writing through
          * symlinks, behind our checks below. UNLINK: an existing final component (a symlink
          * from an earlier entry or layer) is replaced, never written through. No XATTR, ACL or
@@ -464,214 +489,290 @@ int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
         flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_UNLINK |
                 ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                 ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS;
-        if (as_root)
+        if (u->as_root)
                 flags |= ARCHIVE_EXTRACT_OWNER;
-        archive_write_disk_set_options(aw, flags);
+        archive_write_disk_set_options(u->aw, flags);
+        return 0;
+}
 
-        cwd.fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (cwd.fd < 0)
-                return sbx_fail(err, errno, "cannot open the working directory: %s",
+/* Enter the tree (libarchive's secure-path checks work on relative names) with umask 022,
+ * saving the working directory and umask in @cwd. 0, or -errno with u->err. */
+static int unpack_enter(struct unpack *u, struct saved_cwd *cwd)
+{
+        int r;
+
+        cwd->fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cwd->fd < 0)
+                return sbx_fail(u->err, errno, "cannot open the working directory: %s",
                                 strerror(errno));
-        if (fchdir(rootfd) < 0) {
-                r = sbx_fail(err, errno, "cannot enter '%s': %s", dir, strerror(errno));
-                close(TAKE_FD(cwd.fd));
+        if (fchdir(u->rootfd) < 0) {
+                r = sbx_fail(u->err, errno, "cannot enter '%s': %s", u->dir, strerror(errno));
+                close(TAKE_FD(cwd->fd));
                 return r;
         }
-        cwd.umask = umask(022);
+        cwd->umask = umask(022);
+        return 0;
+}
 
-        if (archive_read_open(ar, rd, NULL, reader_read, NULL) != ARCHIVE_OK) {
-                r = sbx_fail(err, EBADMSG, "cannot read '%s' as a tarball: %s", tar_path,
-                             archive_error_string(ar));
-                goto out;
-        }
-        for (;;) {
-                _cleanup_free_ char *rel = NULL, *link = NULL;
-                const char *name, *hl, *why = NULL;
-                mode_t perm, type;
+/* The entry's name, cleaned into *@ret_rel (the caller frees it): refused when it has none or
+ * would leave the tree ('..', absolute) or be written through a symlink or a non-directory.
+ * As non-root, its folder is lent u+w. 0, 1 for the root itself (skipped: its mode is ours),
+ * or -errno with u->err. */
+static int entry_name(struct unpack *u, struct archive_entry *e, char **ret_rel)
+{
+        const char *name = archive_entry_pathname(e), *why = NULL;
+        _cleanup_free_ char *rel = NULL;
+        int r;
 
-                r = archive_read_next_header(ar, &e);
-                if (r == ARCHIVE_EOF)
-                        break;
-                if (r < ARCHIVE_WARN) {
-                        r = sbx_fail(err, EBADMSG,
-                                     "'%s' is corrupt or truncated after %" PRIu64 " entries: %s",
-                                     tar_path, st.entries, archive_error_string(ar));
-                        goto out;
-                }
-                st.entries++;
-                name = archive_entry_pathname(e);
-                if (!name) {
-                        r = sbx_fail(err, EPERM, "refused entry %" PRIu64 " of '%s': no name",
-                                     st.entries, tar_path);
-                        goto out;
-                }
-                if (sbx_path_clean(name, &rel, &why) < 0) {
-                        r = sbx_fail(err, EPERM,
-                                     "refused '%s': entry '%s' has %s, which would leave the "
-                                     "rootfs",
-                                     tar_path, name, why);
-                        goto out;
-                }
-                if (rel[0] == '\0')
-                        continue; /* the root itself: its mode is ours to set */
-                if (check_parents(rootfd, rel) < 0) {
-                        r = sbx_fail(err, EPERM,
-                                     "refused '%s': entry '%s' would be written through a "
-                                     "symlink or a non-directory",
-                                     tar_path, name);
-                        goto out;
-                }
-                if (!as_root) {
-                        r = lend_parent_write(rootfd, rel, &fixes);
-                        if (r < 0) {
-                                r = sbx_fail(err, -r, "cannot make the folder of '%s' writable: %s",
-                                             rel, strerror(-r));
-                                goto out;
-                        }
-                }
-                r = apply_whiteout(rootfd, rel, &mine, &st, err);
+        if (!name)
+                return sbx_fail(u->err, EPERM, "refused entry %" PRIu64 " of '%s': no name",
+                                u->st.entries, u->tar_path);
+        if (sbx_path_clean(name, &rel, &why) < 0)
+                return sbx_fail(u->err, EPERM,
+                                "refused '%s': entry '%s' has %s, which would leave the rootfs",
+                                u->tar_path, name, why);
+        if (rel[0] == '\0')
+                return 1;
+        if (check_parents(u->rootfd, rel) < 0)
+                return sbx_fail(u->err, EPERM,
+                                "refused '%s': entry '%s' would be written through a symlink or "
+                                "a non-directory",
+                                u->tar_path, name);
+        if (!u->as_root) {
+                r = lend_parent_write(u->rootfd, rel, &u->fixes);
                 if (r < 0)
-                        goto out;
-                if (r > 0)
-                        continue;
-
-                hl = archive_entry_hardlink(e);
-                type = archive_entry_filetype(e);
-                if (hl) {
-                        struct stat ls;
-
-                        if (sbx_path_clean(hl, &link, &why) < 0 || !link[0]) {
-                                r = sbx_fail(err, EPERM,
-                                             "refused '%s': hardlink '%s' -> '%s' has %s, "
-                                             "which would leave the rootfs",
-                                             tar_path, name, hl, why ? why : "an empty target");
-                                goto out;
-                        }
-                        if (check_parents(rootfd, link) < 0 ||
-                            fstatat(rootfd, link, &ls, AT_SYMLINK_NOFOLLOW) < 0 ||
-                            S_ISDIR(ls.st_mode)) {
-                                r = sbx_fail(err, EPERM,
-                                             "refused '%s': hardlink '%s' -> '%s' does not name "
-                                             "a file already unpacked (reached without a "
-                                             "symlink)",
-                                             tar_path, name, hl);
-                                goto out;
-                        }
-                        archive_entry_copy_hardlink(e, link);
-                        st.hardlinks++;
-                } else if (type == AE_IFREG) {
-                        st.files++;
-                        st.file_bytes += (uint64_t)archive_entry_size(e);
-                } else if (type == AE_IFDIR) {
-                        st.dirs++;
-                } else if (type == AE_IFLNK) {
-                        st.symlinks++;
-                } else {
-                        st.skipped_special++; /* devices, fifos, sockets, unknown types */
-                        continue;
-                }
-                archive_entry_copy_pathname(e, rel);
-                perm = archive_entry_perm(e);
-                if (perm & (S_ISUID | S_ISGID)) {
-                        perm &= (mode_t) ~(S_ISUID | S_ISGID);
-                        st.stripped_setid++;
-                }
-                if (!as_root && type == AE_IFDIR)
-                        perm |= S_IRUSR | S_IXUSR;
-                else if (!as_root && type == AE_IFREG)
-                        perm |= S_IRUSR;
-                archive_entry_set_perm(e, perm);
-                /* never let libarchive set xattrs or file flags from the archive */
-                archive_entry_xattr_clear(e);
-                archive_entry_set_fflags(e, 0, 0);
-                pathset_put(&mine, rel);
-                pathset_put1(&entries, rel);
-
-                r = archive_write_header(aw, e);
-                if (r < ARCHIVE_WARN) {
-                        r = sbx_fail(err, EPERM, "cannot unpack '%s' from '%s': %s", rel, tar_path,
-                                     archive_error_string(aw));
-                        goto out;
-                }
-                if (!hl && type == AE_IFREG && archive_entry_size(e) > 0) {
-                        const void *buf;
-                        size_t size;
-                        la_int64_t off;
-
-                        while ((r = archive_read_data_block(ar, &buf, &size, &off)) == ARCHIVE_OK) {
-                                if (archive_write_data_block(aw, buf, size, off) < ARCHIVE_OK) {
-                                        r = sbx_fail(err, EIO, "cannot write '%s': %s", rel,
-                                                     archive_error_string(aw));
-                                        goto out;
-                                }
-                        }
-                        if (r != ARCHIVE_EOF) {
-                                r = sbx_fail(err, EBADMSG,
-                                             "'%s' is corrupt or truncated in '%s': %s", tar_path,
-                                             rel, archive_error_string(ar));
-                                goto out;
-                        }
-                }
-                if (archive_write_finish_entry(aw) < ARCHIVE_WARN) {
-                        r = sbx_fail(err, EIO, "cannot finish '%s': %s", rel,
-                                     archive_error_string(aw));
-                        goto out;
-                }
+                        return sbx_fail(u->err, -r, "cannot make the folder of '%s' writable: %s",
+                                        rel, strerror(-r));
         }
-        /* directory modes and times are applied here, deepest first */
-        r = archive_write_close(aw);
-        modefixes_restore(rootfd, &fixes, &entries);
-        if (r < ARCHIVE_WARN) {
-                r = sbx_fail(err, EIO, "cannot finish unpacking '%s': %s", tar_path,
-                             archive_error_string(aw));
-                goto out;
+        *ret_rel = TAKE_PTR(rel);
+        return 0;
+}
+
+/* A hardlink entry: its target, cleaned, must name a file (not a folder) this tree already
+ * holds, reached without a symlink; the entry is pointed at the cleaned name. 0, or -EPERM
+ * with u->err. */
+static int entry_hardlink(struct unpack *u, struct archive_entry *e, const char *hl)
+{
+        const char *name = archive_entry_pathname(e), *why = NULL;
+        _cleanup_free_ char *link = NULL;
+        struct stat ls;
+
+        if (sbx_path_clean(hl, &link, &why) < 0 || !link[0])
+                return sbx_fail(u->err, EPERM,
+                                "refused '%s': hardlink '%s' -> '%s' has %s, which would leave "
+                                "the rootfs",
+                                u->tar_path, name, hl, why ? why : "an empty target");
+        if (check_parents(u->rootfd, link) < 0 ||
+            fstatat(u->rootfd, link, &ls, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(ls.st_mode))
+                return sbx_fail(u->err, EPERM,
+                                "refused '%s': hardlink '%s' -> '%s' does not name a file "
+                                "already unpacked (reached without a symlink)",
+                                u->tar_path, name, hl);
+        archive_entry_copy_hardlink(e, link);
+        u->st.hardlinks++;
+        return 0;
+}
+
+/* Count the entry by its kind; 1 for a kind never unpacked (devices, fifos, sockets, unknown
+ * types), else 0 (or a refused hardlink's -errno). */
+static int entry_kind(struct unpack *u, struct archive_entry *e)
+{
+        const char *hl = archive_entry_hardlink(e);
+        mode_t type = archive_entry_filetype(e);
+
+        if (hl)
+                return entry_hardlink(u, e, hl);
+        if (type == AE_IFREG) {
+                u->st.files++;
+                u->st.file_bytes += (uint64_t)archive_entry_size(e);
+        } else if (type == AE_IFDIR) {
+                u->st.dirs++;
+        } else if (type == AE_IFLNK) {
+                u->st.symlinks++;
+        } else {
+                u->st.skipped_special++;
+                return 1;
         }
-        /* hash what libarchive left unread (the end-of-archive padding) */
+        return 0;
+}
+
+/* What the entry @rel may carry: no setuid/setgid, no xattrs or file flags; as non-root the
+ * owner can always read it (and enter a folder). Recorded as this layer's. */
+static void entry_sanitise(struct unpack *u, struct archive_entry *e, const char *rel)
+{
+        mode_t perm = archive_entry_perm(e), type = archive_entry_filetype(e);
+
+        archive_entry_copy_pathname(e, rel);
+        if (perm & (S_ISUID | S_ISGID)) {
+                perm &= (mode_t) ~(S_ISUID | S_ISGID);
+                u->st.stripped_setid++;
+        }
+        if (!u->as_root && type == AE_IFDIR)
+                perm |= S_IRUSR | S_IXUSR;
+        else if (!u->as_root && type == AE_IFREG)
+                perm |= S_IRUSR;
+        archive_entry_set_perm(e, perm);
+        /* never let libarchive set xattrs or file flags from the archive */
+        archive_entry_xattr_clear(e);
+        archive_entry_set_fflags(e, 0, 0);
+        pathset_put(&u->mine, rel);
+        pathset_put1(&u->entries, rel);
+}
+
+/* Write the entry @rel and, for a regular file with data, its data. 0, or -errno with u->err. */
+static int entry_write(struct unpack *u, struct archive_entry *e, const char *rel)
+{
+        const void *buf;
+        size_t size;
+        la_int64_t off;
+        int r;
+
+        if (archive_write_header(u->aw, e) < ARCHIVE_WARN)
+                return sbx_fail(u->err, EPERM, "cannot unpack '%s' from '%s': %s", rel, u->tar_path,
+                                archive_error_string(u->aw));
+        if (!archive_entry_hardlink(e) && archive_entry_filetype(e) == AE_IFREG &&
+            archive_entry_size(e) > 0) {
+                while ((r = archive_read_data_block(u->ar, &buf, &size, &off)) == ARCHIVE_OK)
+                        if (archive_write_data_block(u->aw, buf, size, off) < ARCHIVE_OK)
+                                return sbx_fail(u->err, EIO, "cannot write '%s': %s", rel,
+                                                archive_error_string(u->aw));
+                if (r != ARCHIVE_EOF)
+                        return sbx_fail(u->err, EBADMSG, "'%s' is corrupt or truncated in '%s': %s",
+                                        u->tar_path, rel, archive_error_string(u->ar));
+        }
+        if (archive_write_finish_entry(u->aw) < ARCHIVE_WARN)
+                return sbx_fail(u->err, EIO, "cannot finish '%s': %s", rel,
+                                archive_error_string(u->aw));
+        return 0;
+}
+
+/* One entry of the tarball, by the rules in setup.h: its name, a whiteout, its kind, what it
+ * may carry, then written. 0 (written or skipped), or -errno with u->err. */
+static int unpack_entry(struct unpack *u, struct archive_entry *e)
+{
+        _cleanup_free_ char *rel = NULL;
+        int r;
+
+        u->st.entries++;
+        r = entry_name(u, e, &rel);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = apply_whiteout(u->rootfd, rel, &u->mine, &u->st, u->err);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = entry_kind(u, e);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        entry_sanitise(u, e, rel);
+        return entry_write(u, e, rel);
+}
+
+/* Every entry, to the end of the tarball. 0, or -errno with u->err. */
+static int unpack_entries(struct unpack *u)
+{
+        struct archive_entry *e;
+        int r;
+
+        if (archive_read_open(u->ar, u->rd, NULL, reader_read, NULL) != ARCHIVE_OK)
+                return sbx_fail(u->err, EBADMSG, "cannot read '%s' as a tarball: %s", u->tar_path,
+                                archive_error_string(u->ar));
         for (;;) {
-                const void *b;
-                la_ssize_t n = reader_read(ar, rd, &b);
+                r = archive_read_next_header(u->ar, &e);
+                if (r == ARCHIVE_EOF)
+                        return 0;
+                if (r < ARCHIVE_WARN)
+                        return sbx_fail(u->err, EBADMSG,
+                                        "'%s' is corrupt or truncated after %" PRIu64
+                                        " entries: %s",
+                                        u->tar_path, u->st.entries, archive_error_string(u->ar));
+                r = unpack_entry(u, e);
+                if (r < 0)
+                        return r;
+        }
+}
 
-                if (n == 0)
-                        break;
-                if (n < 0) {
-                        r = sbx_fail(err, rd->cancelled ? EINTR : EIO, "cannot read '%s': %s",
-                                     tar_path, archive_error_string(ar));
-                        goto out;
-                }
-        }
-        reader_progress(rd, true);
-        if (sbx_sha256_final_hex(&md, hex) < 0) {
-                r = sbx_fail(err, EIO, "SHA-256 of '%s' failed (libcrypto.so.3)", tar_path);
-                goto out;
-        }
-        if (expected_sha256 && strcmp(hex, expected_sha256) != 0) {
-                r = sbx_fail(err, EBADMSG,
-                             "'%s' has sha256:%s but sha256:%s was expected: refused (the file "
-                             "changed or was tampered with)",
-                             tar_path, hex, expected_sha256);
-                goto out;
-        }
+/* After the last entry: folder modes and times set (deepest first), lent modes given back, the
+ * rest of the tarball hashed, its SHA-256 checked against @expected_sha256 (or NULL) and put
+ * in @ret_sha256 (or NULL). 0, or -errno with u->err. */
+static int unpack_finish(struct unpack *u, const char *expected_sha256, char *ret_sha256)
+{
+        char hex[SBX_SHA256_HEX_LEN + 1];
+        const void *b;
+        la_ssize_t n;
+        int r = archive_write_close(u->aw);
+
+        modefixes_restore(u->rootfd, &u->fixes, &u->entries);
+        if (r < ARCHIVE_WARN)
+                return sbx_fail(u->err, EIO, "cannot finish unpacking '%s': %s", u->tar_path,
+                                archive_error_string(u->aw));
+        /* hash what libarchive left unread (the end-of-archive padding) */
+        while ((n = reader_read(u->ar, u->rd, &b)) != 0)
+                if (n < 0)
+                        return sbx_fail(u->err, u->rd->cancelled ? EINTR : EIO,
+                                        "cannot read '%s': %s", u->tar_path,
+                                        archive_error_string(u->ar));
+        reader_progress(u->rd, true);
+        if (sbx_sha256_final_hex(&u->md, hex) < 0)
+                return sbx_fail(u->err, EIO, "SHA-256 of '%s' failed (libcrypto.so.3)",
+                                u->tar_path);
+        if (expected_sha256 && strcmp(hex, expected_sha256) != 0)
+                return sbx_fail(u->err, EBADMSG,
+                                "'%s' has sha256:%s but sha256:%s was expected: refused (the "
+                                "file changed or was tampered with)",
+                                u->tar_path, hex, expected_sha256);
         if (ret_sha256)
                 memcpy(ret_sha256, hex, 65);
-        r = 0;
-out:
-        if (r < 0 && rd->cancelled)
+        return 0;
+}
+
+static void stats_add(struct setup_unpack_stats *to, const struct setup_unpack_stats *st)
+{
+        to->entries += st->entries;
+        to->files += st->files;
+        to->dirs += st->dirs;
+        to->symlinks += st->symlinks;
+        to->hardlinks += st->hardlinks;
+        to->skipped_special += st->skipped_special;
+        to->stripped_setid += st->stripped_setid;
+        to->whiteouts += st->whiteouts;
+        to->file_bytes += st->file_bytes;
+}
+
+int setup_unpack_layer(const char *dir, const char *tar_path, const char *label,
+                       const char *expected_sha256, const struct setup_opts *o,
+                       struct setup_unpack_stats *stats, char *ret_sha256, struct sbx_error *err)
+{
+        /* cwd first: cleanups run in reverse, and libarchive applies deferred directory modes
+         * by relative name when aw is freed (unpack_done), which must happen before we leave
+         * @dir. */
+        _cleanup_(restore_cwdp) struct saved_cwd cwd = {.fd = -1};
+        _cleanup_(unpack_done) struct unpack u = {
+            .dir = dir,
+            .tar_path = tar_path,
+            .tarfd = -1,
+            .rootfd = -1,
+            .as_root = geteuid() == 0,
+            .err = err,
+        };
+        int r;
+
+        r = unpack_open(&u, label, o);
+        if (r >= 0)
+                r = unpack_archives(&u);
+        if (r >= 0)
+                r = unpack_enter(&u, &cwd);
+        if (r < 0)
+                return r;
+        r = unpack_entries(&u);
+        if (r >= 0)
+                r = unpack_finish(&u, expected_sha256, ret_sha256);
+        if (r < 0 && u.rd->cancelled)
                 r = sbx_fail(err, EINTR, "unpacking '%s' was cancelled", tar_path);
         if (r < 0 && o && o->progress && o->progress_tty)
                 fputc('\n', o->progress);
-        modefixes_restore(rootfd, &fixes, &entries); /* no-op when already restored */
-        pathset_done(&mine);
-        pathset_done(&entries);
-        if (stats) {
-                stats->entries += st.entries;
-                stats->files += st.files;
-                stats->dirs += st.dirs;
-                stats->symlinks += st.symlinks;
-                stats->hardlinks += st.hardlinks;
-                stats->skipped_special += st.skipped_special;
-                stats->stripped_setid += st.stripped_setid;
-                stats->whiteouts += st.whiteouts;
-                stats->file_bytes += st.file_bytes;
-        }
+        if (r < 0)
+                modefixes_restore(u.rootfd, &u.fixes, &u.entries);
+        if (stats)
+                stats_add(stats, &u.st);
         return r;
 }

@@ -28,10 +28,7 @@ struct entries {
 
 static void entries_add(struct entries *e, const char *path, const struct stat *st)
 {
-        if (e->n == e->cap) {
-                e->cap = e->cap ? e->cap * 2 : 64;
-                e->v = xrealloc(e->v, e->cap * sizeof(*e->v));
-        }
+        GREEDY_REALLOC(e->v, e->cap, e->n + 1);
         e->v[e->n++] = (struct ws_entry){
             .path = xstrdup(path),
             .size = (uint64_t)st->st_size,
@@ -87,88 +84,123 @@ static DIR *open_child(DIR *parent, const char *name, struct ws_snapshot *s)
         return cd;
 }
 
-int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *ret,
-                     struct sbx_error *err)
-{
+/* One walk of ws_snapshot_take(): the stack of open folders, the files found, the path of
+ * the entry at hand. */
+struct snapshot_walk {
         struct walk_level stack[WS_SNAPSHOT_MAX_DEPTH + 1];
-        struct entries e = {0};
-        _cleanup_(sbx_buf_done) struct sbx_buf path = {0};
-        size_t depth = 0, seen = 0;
-        int fd;
+        size_t depth, seen, max_entries;
+        struct entries e;
+        struct sbx_buf path;
+        struct ws_snapshot *ret;
+};
 
-        *ret = (struct ws_snapshot){0};
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+/* Open the workspace folder @dir as the walk's first level (O_NOFOLLOW: a workspace that is
+ * a symlink is refused). 0, or -errno with @err. */
+static int walk_open_root(struct snapshot_walk *w, const char *dir, struct sbx_error *err)
+{
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
         if (fd < 0)
                 return sbx_fail(err, errno,
                                 "cannot open the workspace folder '%s' to list what a run "
                                 "changed: %s",
                                 dir, strerror(errno));
-        stack[0].d = fdopendir(fd);
-        if (!stack[0].d) {
+        w->stack[0].d = fdopendir(fd);
+        if (!w->stack[0].d) {
                 int e0 = errno;
                 close(fd);
                 return sbx_fail(err, e0, "cannot read the workspace folder '%s': %s", dir,
                                 strerror(e0));
         }
-        stack[0].prefix_len = 0;
-
-        for (;;) {
-                struct walk_level *top = &stack[depth];
-                struct dirent *de;
-                struct stat st;
-
-                errno = 0;
-                de = readdir(top->d);
-                if (!de) {
-                        if (errno != 0)
-                                mark_incomplete(ret, "a folder could not be read to the end");
-                        closedir(top->d);
-                        if (depth == 0)
-                                break;
-                        depth--;
-                        continue;
-                }
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (++seen > max_entries) {
-                        char why[96];
-                        snprintf(why, sizeof(why), "the workspace has more than %zu entries",
-                                 max_entries);
-                        mark_incomplete(ret, why);
-                        while (depth > 0) /* close every open level and stop */
-                                closedir(stack[depth--].d);
-                        closedir(stack[0].d);
-                        break;
-                }
-                if (fstatat(dirfd(top->d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue; /* gone since readdir: nothing to list */
-                if (S_ISREG(st.st_mode)) {
-                        path_put(&path, top->prefix_len, de->d_name, false);
-                        entries_add(&e, path.data, &st);
-                } else if (S_ISDIR(st.st_mode)) {
-                        DIR *cd;
-
-                        if (depth + 1 > WS_SNAPSHOT_MAX_DEPTH) {
-                                mark_incomplete(ret, "folders nested deeper than 32 levels "
-                                                     "were not looked into");
-                                continue;
-                        }
-                        cd = open_child(top->d, de->d_name, ret);
-                        if (!cd)
-                                continue;
-                        depth++;
-                        stack[depth].d = cd;
-                        stack[depth].prefix_len =
-                            path_put(&path, top->prefix_len, de->d_name, true);
-                }
-                /* symlinks, fifos, sockets, devices: never listed, never opened */
-        }
-
-        if (e.n > 1)
-                qsort(e.v, e.n, sizeof(*e.v), entry_cmp);
-        ret->v = e.v;
-        ret->n = e.n;
+        w->stack[0].prefix_len = 0;
         return 0;
+}
+
+/* One entry @name of the folder on top of the stack: a regular file is recorded, a folder is
+ * pushed (up to WS_SNAPSHOT_MAX_DEPTH deep), anything else (symlinks, fifos, sockets,
+ * devices) is never listed and never opened. */
+static void walk_entry(struct snapshot_walk *w, const char *name)
+{
+        struct walk_level *top = &w->stack[w->depth];
+        struct stat st;
+        DIR *cd;
+
+        if (fstatat(dirfd(top->d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return; /* gone since readdir: nothing to list */
+        if (S_ISREG(st.st_mode)) {
+                path_put(&w->path, top->prefix_len, name, false);
+                entries_add(&w->e, w->path.data, &st);
+                return;
+        }
+        if (!S_ISDIR(st.st_mode))
+                return;
+        if (w->depth + 1 > WS_SNAPSHOT_MAX_DEPTH) {
+                mark_incomplete(w->ret, "folders nested deeper than 32 levels were not looked "
+                                        "into");
+                return;
+        }
+        cd = open_child(top->d, name, w->ret);
+        if (!cd)
+                return;
+        w->depth++;
+        w->stack[w->depth].d = cd;
+        w->stack[w->depth].prefix_len = path_put(&w->path, top->prefix_len, name, true);
+}
+
+/* Read the next entry of the folder on top of the stack and take it (walk_entry()); a folder
+ * read to its end is closed and popped. False once the walk is over: the first folder is
+ * done, or the entry cap was passed (then every open folder is closed). */
+static bool walk_step(struct snapshot_walk *w)
+{
+        struct dirent *de;
+
+        errno = 0;
+        de = readdir(w->stack[w->depth].d);
+        if (!de) {
+                if (errno != 0)
+                        mark_incomplete(w->ret, "a folder could not be read to the end");
+                closedir(w->stack[w->depth].d);
+                if (w->depth == 0)
+                        return false;
+                w->depth--;
+                return true;
+        }
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                return true;
+        if (++w->seen > w->max_entries) {
+                char why[96];
+                snprintf(why, sizeof(why), "the workspace has more than %zu entries",
+                         w->max_entries);
+                mark_incomplete(w->ret, why);
+                for (size_t i = 0; i <= w->depth; i++) /* close every open level and stop */
+                        closedir(w->stack[i].d);
+                return false;
+        }
+        walk_entry(w, de->d_name);
+        return true;
+}
+
+int ws_snapshot_take(const char *dir, size_t max_entries, struct ws_snapshot *ret,
+                     struct sbx_error *err)
+{
+        struct snapshot_walk *w = xcalloc(1, sizeof(*w));
+        int r;
+
+        *ret = (struct ws_snapshot){0};
+        w->max_entries = max_entries;
+        w->ret = ret;
+        r = walk_open_root(w, dir, err);
+        if (r == 0) {
+                while (walk_step(w))
+                        ;
+                if (w->e.n > 1)
+                        qsort(w->e.v, w->e.n, sizeof(*w->e.v), entry_cmp);
+                ret->v = w->e.v;
+                ret->n = w->e.n;
+        }
+        sbx_buf_done(&w->path);
+        free(w);
+        return r;
 }
 
 void ws_snapshot_done(struct ws_snapshot *s)
@@ -212,10 +244,7 @@ void ws_changes_diff(const struct ws_snapshot *before, const struct ws_snapshot 
                         ret->more++;
                         continue;
                 }
-                if (ret->n == cap) {
-                        cap = cap ? cap * 2 : 16;
-                        ret->v = xrealloc(ret->v, cap * sizeof(*ret->v));
-                }
+                GREEDY_REALLOC(ret->v, cap, ret->n + 1);
                 ret->v[ret->n++] = (struct ws_change){
                     .path = xstrdup(a->path),
                     .bytes = a->size,

@@ -963,6 +963,30 @@ START_TEST(print_escapes_everything)
 }
 END_TEST
 
+/* Issue 24: line and paragraph separators, zero-width space, BOM and soft hyphen are invisible or
+ * break a line on a terminal; they are printed as \uXXXX like the bidi controls. */
+START_TEST(print_escapes_invisible_characters)
+{
+        struct audit_log *log = open_log();
+        _cleanup_free_ char *out = NULL;
+        static const char code[] = "a\xe2\x80\xa8"
+                                   "b\xe2\x80\xa9"
+                                   "c\xe2\x80\x8b"
+                                   "d\xef\xbb\xbf"
+                                   "e\xc2\xad"
+                                   "f\xc3\xa9";
+        char id[33], note[256];
+
+        audit_start(log, SBX_LANG_BASH, 10, "naive", code, sizeof(code) - 1, id, note,
+                    sizeof(note));
+        ck_assert_str_eq(note, "");
+        audit_close(log);
+        out = print(cfg.audit_dir, 0, false);
+        ck_assert_msg(strstr(out, "| a\\u2028b\\u2029c\\u200bd\\ufeffe\\u00adf\xc3\xa9\n"), "%s",
+                      out);
+}
+END_TEST
+
 START_TEST(print_json_joined)
 {
         struct audit_log *log = open_log();
@@ -1101,6 +1125,7 @@ static Suite *audit_suite(void)
         tcase_add_test(tc, print_joins_and_shows_no_end);
         tcase_add_test(tc, print_last_n);
         tcase_add_test(tc, print_escapes_everything);
+        tcase_add_test(tc, print_escapes_invisible_characters);
         tcase_add_test(tc, print_json_joined);
         tcase_add_test(tc, print_across_files_and_corrupt_lines);
         tcase_add_test(tc, print_missing_or_empty_folder);

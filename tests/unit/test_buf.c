@@ -1,14 +1,20 @@
 /* test_buf.c - the one growable buffer (common/buf.h): growth, the cap and its error (nothing
- * appended, no allocation needed to report it), printf, reading an fd to its end. */
+ * appended, no allocation needed to report it), printf, reading an fd to its end. Also the
+ * other small helpers every module uses: array growth (GREEDY_REALLOC, common/xalloc.h) and
+ * deadlines on the monotonic clock (sbx_deadline_ts, common/clock.h). */
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/xalloc.h"
 #include "testutil.h"
 
 START_TEST(growth)
@@ -115,6 +121,57 @@ START_TEST(read_fd)
 }
 END_TEST
 
+START_TEST(greedy_realloc_grows_geometrically)
+{
+        _cleanup_free_ int *v = NULL;
+        size_t room = 0, grows = 0;
+
+        ck_assert_ptr_eq(GREEDY_REALLOC(v, room, 0), NULL); /* nothing needed: nothing done */
+        ck_assert_uint_eq(room, 0);
+        for (int i = 0; i < 100000; i++) {
+                size_t before = room;
+                GREEDY_REALLOC(v, room, (size_t)i + 1);
+                ck_assert_uint_ge(room, (size_t)i + 1);
+                if (room != before) {
+                        grows++;
+                        ck_assert_uint_ge(room, 2 * before); /* geometric */
+                }
+                v[i] = i;
+        }
+        ck_assert_uint_le(grows, 14); /* 16 * 2^13 > 100000 */
+        for (int i = 0; i < 100000; i++)
+                ck_assert_int_eq(v[i], i); /* the contents move with the array */
+        /* A need larger than twice the room is met at once. */
+        GREEDY_REALLOC(v, room, 1000000);
+        ck_assert_uint_eq(room, 1000000);
+}
+END_TEST
+
+/* A need whose bytes overflow size_t aborts (as out-of-memory does) instead of wrapping round
+ * to a small allocation. */
+START_TEST(greedy_realloc_overflow_aborts)
+{
+        _cleanup_free_ uint64_t *v = NULL;
+        size_t room = 0;
+
+        GREEDY_REALLOC(v, room, SIZE_MAX / 4);
+}
+END_TEST
+
+START_TEST(deadline_ts_is_normalised)
+{
+        for (uint64_t ms = 0; ms < 3000; ms += 7) {
+                struct timespec now, ts = sbx_deadline_ts(ms);
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                ck_assert(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
+                int64_t d =
+                    ((int64_t)ts.tv_sec - now.tv_sec) * 1000 + (ts.tv_nsec - now.tv_nsec) / 1000000;
+                ck_assert_int_le(d, (int64_t)ms);
+                ck_assert_int_ge(d, (int64_t)ms - 50);
+        }
+}
+END_TEST
+
 static Suite *buf_suite(void)
 {
         Suite *s = suite_create("buf");
@@ -124,6 +181,9 @@ static Suite *buf_suite(void)
         tcase_add_test(tc, cap);
         tcase_add_test(tc, printf_and_steal);
         tcase_add_test(tc, read_fd);
+        tcase_add_test(tc, greedy_realloc_grows_geometrically);
+        tcase_add_test_raise_signal(tc, greedy_realloc_overflow_aborts, SIGABRT);
+        tcase_add_test(tc, deadline_ts_is_normalised);
         suite_add_tcase(s, tc);
         return s;
 }

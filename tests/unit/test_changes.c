@@ -146,6 +146,39 @@ START_TEST(snapshot_never_follows_symlinks)
 }
 END_TEST
 
+/* The walk's parts on their own: the first folder (a workspace that is a symlink is refused
+ * by name, a missing one too), and each kind of entry (a file is listed with its path beneath
+ * the workspace, a folder is walked, a fifo is neither listed nor opened). */
+START_TEST(snapshot_root_and_entry_kinds)
+{
+        _cleanup_free_ char *d = sbx_test_tmpdir(), *link = NULL, *fifo = NULL, *gone = NULL;
+        struct ws_snapshot s;
+        struct sbx_error err = {0};
+
+        mkd(d, "sub");
+        put(d, "sub/inner.txt", "i", 1);
+        put(d, "top.txt", "t", 1);
+        fifo = xasprintf("%s/sub/pipe", d);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        ck_assert_int_eq(ws_snapshot_take(d, 100, &s, &err), 0); /* a fifo open would block */
+        ck_assert(!s.incomplete);
+        ck_assert_uint_eq(s.n, 2);
+        ck_assert_str_eq(s.v[0].path, "sub/inner.txt");
+        ck_assert_str_eq(s.v[1].path, "top.txt");
+        ck_assert_uint_eq(s.v[1].size, 1);
+        ws_snapshot_done(&s);
+
+        link = xasprintf("%s.link", d);
+        ck_assert_int_eq(symlink(d, link), 0);
+        ck_assert_int_lt(ws_snapshot_take(link, 100, &s, &err), 0);
+        ck_assert_msg(strstr(err.msg, "cannot open the workspace folder"), "%s", err.msg);
+        ck_assert_uint_eq(s.n, 0);
+        gone = xasprintf("%s/nothing-here", d);
+        ck_assert_int_eq(ws_snapshot_take(gone, 100, &s, &err), -ENOENT);
+        unlink(link);
+}
+END_TEST
+
 START_TEST(snapshot_caps_entries_and_depth)
 {
         _cleanup_free_ char *d = sbx_test_tmpdir();
@@ -232,6 +265,7 @@ static Suite *changes_suite(void)
         tcase_add_test(tc, diff_sees_same_size_replacement);
         tcase_add_test(tc, snapshot_never_follows_symlinks);
         tcase_add_test(tc, snapshot_caps_entries_and_depth);
+        tcase_add_test(tc, snapshot_root_and_entry_kinds);
         tcase_add_test(tc, read_file_refuses_too_large_and_non_regular);
         tcase_add_test(tc, sniff_by_bytes_not_name);
         suite_add_tcase(s, tc);

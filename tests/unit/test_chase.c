@@ -134,6 +134,12 @@ static const struct chase_case cases[] = {
     {"file/x", 0, -ENOTDIR, NULL},
     {"file/", 0, -ENOTDIR, NULL},
     {"", 0, -ENOENT, NULL},
+    /* the components: runs of '/', '.' anywhere, a trailing '/' wants a directory */
+    {"./dir///./f", 0, 0, "IN dir/f"},
+    {"dir/./", 0, 0, NULL},
+    {"dir/f//", 0, -ENOTDIR, NULL},
+    {"dir/f/.", 0, -ENOTDIR, NULL},
+    {"dir/..//dir/f", 0, 0, "IN dir/f"},
 };
 
 static void run_table(unsigned extra)
@@ -218,6 +224,32 @@ START_TEST(nofollow_last)
                 close(fd);
                 ck_assert_int_eq(sbx_chase(root, "file", modes[i], O_RDONLY | O_CREAT, NULL),
                                  -EINVAL);
+        }
+}
+END_TEST
+
+/* The link budget: a chain of SBX_CHASE_MAX_LINKS symlinks (each to the next, the last to a
+ * file) is followed to its end; one more link makes it -ELOOP, on both paths (openat2 counts
+ * the same 40, the kernel's MAXSYMLINKS). A followed link's target replaces only its own
+ * component: the rest of the path goes on after it. */
+START_TEST(walker_link_budget)
+{
+        static const unsigned modes[] = {0, SBX_CHASE_WALK};
+        char buf[64];
+
+        dir("root/chain");
+        link_("../dir", "root/chain/l0");
+        for (int i = 1; i <= SBX_CHASE_MAX_LINKS; i++) {
+                _cleanup_free_ char *target = xasprintf("l%d", i - 1);
+                _cleanup_free_ char *rel = xasprintf("root/chain/l%d", i);
+                link_(target, rel);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
+                _cleanup_free_ char *ok = xasprintf("chain/l%d/f", SBX_CHASE_MAX_LINKS - 1);
+                _cleanup_free_ char *over = xasprintf("chain/l%d/f", SBX_CHASE_MAX_LINKS);
+                ck_assert_int_eq(chase_read(ok, modes[i], buf, sizeof(buf)), 0);
+                ck_assert_str_eq(buf, "IN dir/f");
+                ck_assert_int_eq(chase_read(over, modes[i], buf, sizeof(buf)), -ELOOP);
         }
 }
 END_TEST
@@ -319,6 +351,7 @@ static Suite *chase_suite(void)
         tcase_add_test(tc, magic_link_refused);
         tcase_add_test(tc, nofollow_last);
         tcase_add_test(tc, parent_mkdir);
+        tcase_add_test(tc, walker_link_budget);
         tcase_add_test(tc, no_fd_leak);
         suite_add_tcase(s, tc);
         tc = tcase_create("names");

@@ -1207,6 +1207,27 @@ START_TEST(tools_call_params)
         expect_error(m, "11", -32603);
         ck_assert_ptr_nonnull(strstr(jstr(m, "error.message"), "the fake backend broke"));
         json_object_put(m);
+
+        /* Each refusal of the params, word for word (do_tools_call's parts keep them). */
+        static const char *const refusals[][2] = {
+            {"{\"name\":[]}", "tools/call needs params.name (a string) and params.arguments "
+                              "(an object)"},
+            {"{\"name\":\"echo\",\"arguments\":\"{1\"}",
+             "tools/call params.arguments must be an object"},
+            {"{\"name\":\"no\\u0000such\"}", "Unknown tool: 'no'"},
+        };
+        int calls_before = atomic_load(&H->fake.calls);
+        for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+                char id[16];
+                snprintf(id, sizeof(id), "%zu", 20 + i);
+                h_send("{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/call\",\"params\":%s}",
+                       id, refusals[i][0]);
+                m = h_recv();
+                expect_error(m, id, -32602);
+                ck_assert_str_eq(jstr(m, "error.message"), refusals[i][1]);
+                json_object_put(m);
+        }
+        ck_assert_int_eq(atomic_load(&H->fake.calls), calls_before); /* none reached the tool */
 }
 END_TEST
 

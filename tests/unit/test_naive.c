@@ -19,6 +19,7 @@
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "run/backend.h"
+#include "run/sandbox.h"
 #include "run/warden.h"
 #include "testutil.h"
 
@@ -615,21 +616,29 @@ END_TEST
 
 /* --- the warden alone, on plain forked children, without a pidfd (waitpid polling) --- */
 
-static void kill_group(void *userdata)
-{
-        pid_t pgid = (pid_t)(intptr_t)userdata;
+/* The test's sandbox: the child's process group, which kill() ends. */
+struct group_box {
+        pid_t pgid;
+};
 
-        (void)kill(-pgid, SIGKILL);
+static void group_kill(struct sandbox *sb)
+{
+        (void)kill(-((struct group_box *)(void *)sb)->pgid, SIGKILL);
 }
 
-/* Fork a child in its own group running @fn with stdout/stderr on pipes; supervise it. */
+/* Fork a child in its own group running @fn with stdout/stderr on pipes; watch it with
+ * warden_watch() (the supervise step every backend uses), then reap it here as a backend's
+ * collect() would, and fill the outcome the warden did not force. */
 static int supervise_fork(void (*fn)(void), unsigned timeout_s, bool use_pidfd,
                           struct run_result *res)
 {
+        static const struct sandbox_ops ops = {.kill = group_kill};
         struct sbx_error err = {0};
         struct run_request req = {.timeout_s = timeout_s, .cfg = &cfg, .cancel_fd = -1};
-        int out[2], errp[2], r;
-        struct warden_child wc;
+        struct sandbox_watch watch;
+        struct group_box box;
+        struct sandbox_io io;
+        int out[2], errp[2], r, status = 0;
         pid_t pid;
 
         ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
@@ -646,17 +655,28 @@ static int supervise_fork(void (*fn)(void), unsigned timeout_s, bool use_pidfd,
         setpgid(pid, pid);
         close(out[1]);
         close(errp[1]);
-        wc = (struct warden_child){
+        box.pgid = pid;
+        io = (struct sandbox_io){
             .pid = pid,
             .pidfd = use_pidfd ? (int)syscall(SYS_pidfd_open, pid, 0) : -1,
             .out_fd = out[0],
             .err_fd = errp[0],
-            .kill_tree = kill_group,
-            .kill_userdata = (void *)(intptr_t)pid,
+            .ended_fd = -1,
         };
         memset(res, 0, sizeof(*res));
-        r = warden_supervise(&req, &wc, sbx_now_ms(), res, NULL, &err);
+        r = warden_watch(&req, &ops, (struct sandbox *)(void *)&box, &io, sbx_now_ms(), res, &watch,
+                         &err);
         ck_assert_msg(r == 0, "%s", err.msg);
+        ck_assert(watch.ended);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        if (watch.forced == RUN_OUTCOME_NONE && WIFEXITED(status)) {
+                res->exit_code = WEXITSTATUS(status);
+                res->outcome = RUN_OUTCOME_EXITED;
+        }
+        close(out[0]);
+        close(errp[0]);
+        if (io.pidfd >= 0)
+                close(io.pidfd);
         return r;
 }
 

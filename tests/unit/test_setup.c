@@ -449,6 +449,71 @@ START_TEST(unpack_refuses_hardlinks_out)
 }
 END_TEST
 
+/* setup_unpack_layer()'s parts, each on what only it refuses: the tarball must be a regular
+ * file (unpack_open); an entry's folder must be a folder (entry_name) and the root entry only
+ * counts; a hardlink must name a file, not a folder or nothing (entry_hardlink); a file cut
+ * short in its data is corrupt (entry_write); the counters add up over calls (stats_add).
+ * Controls: the same tarballs without the fault unpack. */
+START_TEST(unpack_parts_refuse_what_they_must)
+{
+        _cleanup_free_ char *tar = pathf("%s/parts.tar", T), *big = NULL;
+        _cleanup_free_ char *under = pathf("%s/tree/f/x", T);
+        struct setup_unpack_stats st = {0};
+        struct sbx_error err = {0};
+        struct archive *a;
+
+        ck_assert_int_eq(unpack(T, NULL, &err), -EINVAL); /* a folder, not a tarball */
+        ck_assert_ptr_nonnull(strstr(err.msg, "is not a regular file"));
+        ck_assert_int_eq(unpack(tar, NULL, &err), -ENOENT);
+
+        a = tb_open(tar);
+        tb_dir(a, "./");
+        tb_file(a, "f", 0644, "file");
+        tb_file(a, "f/x", 0644, "under a file");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, &st, &err), -EPERM);
+        ck_assert_msg(strstr(err.msg, "entry 'f/x' would be written through a symlink or a "
+                                      "non-directory"),
+                      "%s", err.msg);
+        ck_assert(!exists(under));
+        ck_assert_int_eq(st.entries, 3);
+        ck_assert_int_eq(st.files, 1);
+
+        a = tb_open(tar);
+        tb_dir(a, "d/");
+        tb_hardlink(a, "hd", "d");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert_msg(strstr(err.msg, "does not name a file already unpacked"), "%s", err.msg);
+        a = tb_open(tar);
+        tb_hardlink(a, "he", "./");
+        tb_close(a);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EPERM);
+        ck_assert_msg(strstr(err.msg, "an empty target"), "%s", err.msg);
+
+        /* a file whose data the tarball cuts short */
+        big = xmalloc(20000);
+        memset(big, 'b', 19999);
+        big[19999] = '\0';
+        a = tb_open(tar);
+        tb_file(a, "big", 0644, big);
+        tb_close(a);
+        ck_assert_int_eq(truncate(tar, 512 + 8192), 0);
+        ck_assert_int_eq(unpack(tar, NULL, &err), -EBADMSG);
+        ck_assert_msg(strstr(err.msg, "corrupt or truncated"), "%s", err.msg);
+
+        /* control: whole, it unpacks; the counters add to what the first call counted */
+        a = tb_open(tar);
+        tb_file(a, "big", 0644, big);
+        tb_close(a);
+        ck_assert_msg(unpack(tar, &st, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(st.entries, 4);
+        ck_assert_int_eq(st.files, 2);
+        ck_assert_int_eq(st.file_bytes, 4 + 19999);
+        assert_outside_untouched();
+}
+END_TEST
+
 START_TEST(unpack_hardlink_inside_works)
 {
         _cleanup_free_ char *tar = pathf("%s/hl2.tar", T);
@@ -2424,6 +2489,7 @@ static Suite *setup_suite(void)
         tcase_add_test(tc, unpack_keeps_absolute_symlinks_unfollowed);
         tcase_add_test(tc, unpack_refuses_hardlinks_out);
         tcase_add_test(tc, unpack_hardlink_inside_works);
+        tcase_add_test(tc, unpack_parts_refuse_what_they_must);
         tcase_add_test(tc, unpack_skips_devices_and_fifos);
         tcase_add_test(tc, unpack_strips_setuid_setgid);
         tcase_add_test(tc, unpack_applies_oci_whiteouts);
