@@ -132,7 +132,7 @@ int cli_main(int argc, char **argv)
                 const char *name;
                 int (*fn)(int argc, char **argv);
         } cmds[] = {
-            {"run", cmd_run},
+            {"run", cmd_run_any},
             {"audit", cmd_audit},
             {"doctor", cmd_doctor},
             {"setup", cmd_setup},

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 
 int cmd_run(int argc, char **argv);
+/* `run [options] -- CMD [ARGS...]`: a host command in the host view (cmd_run_cmd.c). */
+int cmd_run_command(int argc, char **argv);
+/* `run`: cmd_run_command() when the arguments hold a "--", else cmd_run(). */
+int cmd_run_any(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

@@ -254,33 +254,35 @@ static int check_rootfs(const char *rootfs, const char *exe, struct sbx_error *e
         return 0;
 }
 
-static void grade_from_limits(struct native_state *s, const struct sbx_config *cfg,
-                              struct backend_probe *p)
+bool native_grade_limits(const struct native_limits_info *li, char *grade, size_t size)
 {
-        const struct native_limits_info *li = &s->limits;
         bool nproc_ok = kernel_at_least(5, 14);
 
-        (void)cfg;
         if (li->path != NATIVE_LIMITS_NONE && !li->missing[0]) {
-                native_strf(p->grade, sizeof(p->grade), "native");
-                p->degraded = false;
-                return;
+                native_strf(grade, size, "native");
+                return false;
         }
-        p->degraded = true;
         if (li->path != NATIVE_LIMITS_NONE) {
-                native_strf(p->grade, sizeof(p->grade),
+                native_strf(grade, size,
                             "native-degraded (limits not applied: %s: the controllers are not "
                             "delegated to this user's cgroup)",
                             li->missing);
-                return;
+                return true;
         }
         /* No cgroup of our own: RLIMIT_NPROC still caps the run's processes (it counts per
          * user in the run's own user namespace since 5.14); memory and cpu have no honest
          * rlimit equivalent (RLIMIT_AS is per process and breaks V8; RLIMIT_CPU is not a
          * quota). */
-        native_strf(p->grade, sizeof(p->grade),
-                    "native-degraded (limits not applied: memory, cpu%s: %s)",
+        native_strf(grade, size, "native-degraded (limits not applied: memory, cpu%s: %s)",
                     nproc_ok ? "" : ", pids", li->why_none);
+        return true;
+}
+
+static void grade_from_limits(struct native_state *s, const struct sbx_config *cfg,
+                              struct backend_probe *p)
+{
+        (void)cfg;
+        p->degraded = native_grade_limits(&s->limits, p->grade, sizeof(p->grade));
 }
 
 /* RLIMIT_NPROC for a run. fork() checks it before the pids controller, so with the same

@@ -49,7 +49,7 @@ static int allow_path(int ruleset, const char *path, uint64_t access)
         return r < 0 ? -errno : 0;
 }
 
-int native_landlock_apply(bool workspace_ro)
+int native_landlock_apply(bool workspace_ro, const char *const *writable)
 {
         static const char *const devs[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
                                            "/dev/urandom"};
@@ -88,6 +88,8 @@ int native_landlock_apply(bool workspace_ro)
                 r = allow_path(ruleset, "/dev/shm", write_dir);
         if (r == 0 && !workspace_ro)
                 r = allow_path(ruleset, "/workspace", write_dir);
+        for (size_t i = 0; r == 0 && writable && writable[i]; i++)
+                r = allow_path(ruleset, writable[i], write_dir);
         for (size_t i = 0; r == 0 && i < sizeof(devs) / sizeof(devs[0]); i++)
                 r = allow_path(ruleset, devs[i], write_file);
         if (r == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/trace.h"
 #include "config/config.h"
+#include "native/hostrun.h"
 #include "run/run.h"
 
 /* The uid and gid the code runs as inside the sandbox, like the images' `sandbox` user. It is
@@ -113,11 +114,11 @@ int native_landlock_abi(void);
 
 /**
  * native_landlock_apply() - in the child, after pivot_root and no_new_privs: allow writes only
- * beneath /tmp, /dev/shm, /workspace (unless @workspace_ro) and to the /dev nodes; reads
- * everywhere. Async-signal-safe (raw syscalls only). Return: the ABI applied (>= 1), 0 when the
- * kernel has no Landlock, or -errno.
+ * beneath /tmp, /dev/shm, /workspace (unless @workspace_ro), each folder of @writable
+ * (NULL-ended; NULL = none) and to the /dev nodes; reads everywhere. Async-signal-safe (raw
+ * syscalls only). Return: the ABI applied (>= 1), 0 when the kernel has no Landlock, or -errno.
  */
-int native_landlock_apply(bool workspace_ro);
+int native_landlock_apply(bool workspace_ro, const char *const *writable);
 
 /* ---- cgroup.c ------------------------------------------------------------------------- */
 
@@ -142,6 +143,13 @@ struct native_limits_info {
  * Never fails: whatever is unavailable is described in @ret->why_none.
  */
 void native_limits_detect(const struct sbx_config *cfg, struct native_limits_info *ret);
+
+/**
+ * native_grade_limits() - the isolation grade given how runs get their limits (@li, from
+ * native_limits_detect()): "native", or "native-degraded (limits not applied: ...)" naming
+ * what is missing and why, into @grade (@size bytes). Return: true when degraded.
+ */
+bool native_grade_limits(const struct native_limits_info *li, char *grade, size_t size);
 
 /* One run's cgroup (a scope's or a child of the delegated subtree). */
 struct native_cgroup {
@@ -293,6 +301,10 @@ struct native_spawn {
          * its foreground job), and init keeps neither. Both unused unless @cells. */
         bool cells;
         int cell_in_fd, status_out_fd;
+        /* NULL: the rootfs tree and /workspace, as for run_code. Else the host view (above);
+         * the program then also gets the server's own stdin, stdout and stderr (fds 0-2) instead
+         * of /dev/null and the output pipes, and no /workspace exists. */
+        const struct native_host_view *host_view;
 };
 
 /* The program's default environment (PATH first), NULL-ended; backend.c and cells.c add the egress
@@ -390,7 +402,8 @@ void native_sandbox_hand_close(struct native_sandbox *sb);
  * native_sandbox_read() - read one report of init from @sync_fd.
  * Return: 0 with *@ret_status (the program's wait status) and *@ret_tasks (the run's tasks
  * init counted before its final kill, -1 when it did not count: native_spawn.count_tasks), -ENOEXEC
- * when the program could not be executed (@err says why), -ENODATA on EOF or anything else.
+ * when the program could not be executed (@err says why; @err->code is the exec's errno),
+ * -ENODATA on EOF or anything else.
  */
 int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, struct sbx_error *err);
 

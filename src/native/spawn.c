@@ -483,6 +483,11 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
                         _exit(125);
                 close(go_r);
         }
+        if (sp->host_view) {
+                execve(sp->host_view->exe, (char *const *)sp->argv, (char *const *)sp->envp);
+                child_fail(errno, "cannot execute '%s' in the sandbox: %s", sp->host_view->exe,
+                           safe_strerror(errno));
+        }
         for (size_t i = 0; i < ELEMENTSOF(path); i++) {
                 snprintf(exe, sizeof(exe), "%s/%s", path[i], sp->argv[0]);
                 execve(exe, (char *const *)sp->argv,
@@ -496,14 +501,143 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
                    sp->argv[0], safe_strerror(err));
 }
 
-/* Step 4 of child_main(): the sandbox's filesystem under the rootfs, before pivot_root: the
- * rootfs and workspace binds, /tmp, /proc, /dev, the masks, the hand-over folders (@hand) and,
- * without a FIFO, the go pipe (its read end into *@ret_go_r, its write end into @hand[3]).
- * Nothing mounted here propagates back to the host. */
-static void child_build_fs(const struct native_spawn *sp, struct native_child_info *info,
-                           int hand[4], int *ret_go_r)
+/* ---- the host view (native_spawn.host_view) ----------------------------------------- */
+
+/* mkdir -p of @rel (relative to the cwd, the root being built); the last part a folder, or an
+ * empty file when @file (a bind target for a file). Async-signal-safe: a stack copy. */
+static void child_mkdir_p(const char *rel, bool file)
 {
-        child_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, "making the mount tree private");
+        char buf[4096];
+        size_t len = strlen(rel);
+
+        if (len == 0)
+                return;
+        if (len >= sizeof(buf))
+                child_fail(ENAMETOOLONG, "path '/%s' is too long for the host view", rel);
+        memcpy(buf, rel, len + 1);
+        for (size_t i = 1; i <= len; i++) {
+                if (buf[i] != '/' && buf[i] != '\0')
+                        continue;
+                bool last = buf[i] == '\0';
+                buf[i] = '\0';
+                if (last && file) {
+                        int fd = open(buf, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+                        if (fd < 0)
+                                child_fail(errno, "cannot make the bind target '/%s': %s", buf,
+                                           safe_strerror(errno));
+                        close(fd);
+                } else if (mkdir(buf, 0755) < 0 && errno != EEXIST) {
+                        child_fail(errno,
+                                   "cannot make '/%s' in the host view: %s; a folder given to "
+                                   "--allow or --allow-read may not lie under a read-only "
+                                   "system folder",
+                                   buf, safe_strerror(errno));
+                }
+                if (!last)
+                        buf[i] = '/';
+        }
+}
+
+/* Bind the host's @path at the same path in the root being built (the cwd), recursively,
+ * read-only unless @rw, never suid nor devices. A host path that is absent is skipped when
+ * @optional; a host symlink (/bin -> usr/bin) is recreated as that symlink. */
+static void child_host_bind(const char *path, bool rw, bool optional)
+{
+        const char *rel = path + 1;
+        char link[256];
+        struct stat st;
+
+        if (lstat(path, &st) < 0) {
+                if (optional)
+                        return;
+                child_fail(errno, "cannot bind '%s' into the sandbox: %s", path,
+                           safe_strerror(errno));
+        }
+        if (S_ISLNK(st.st_mode)) {
+                ssize_t n = readlink(path, link, sizeof(link) - 1);
+                if (n < 0 || (size_t)n >= sizeof(link) - 1)
+                        child_fail(errno ? errno : ENAMETOOLONG, "cannot read the symlink '%s'",
+                                   path);
+                link[n] = '\0';
+                if (symlink(link, rel) < 0 && errno != EEXIST)
+                        child_fail(errno, "cannot copy the symlink '%s': %s", path,
+                                   safe_strerror(errno));
+                return;
+        }
+        child_mkdir_p(rel, !S_ISDIR(st.st_mode));
+        child_mount(path, rel, NULL, MS_BIND | MS_REC, NULL, "bind of a host folder");
+        child_setattr(rel, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY),
+                      MS_NOSUID | MS_NODEV | (rw ? 0 : MS_RDONLY));
+}
+
+/* First part, in place of the rootfs bind: a tmpfs on @sp->rootfs as the root, the system
+ * folders in it read-only, and the mount points the common steps need. */
+static void child_host_root(const struct native_spawn *sp)
+{
+        static const char *const points[] = {"tmp", "proc", "dev", "sandbox"};
+        const struct native_host_view *hv = sp->host_view;
+
+        child_mount("tmpfs", sp->rootfs, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755",
+                    "the host view's root");
+        if (chdir(sp->rootfs) < 0)
+                child_fail(errno, "cannot enter the host view's root '%s': %s", sp->rootfs,
+                           safe_strerror(errno));
+        for (size_t i = 0; i < ELEMENTSOF(points); i++)
+                if (mkdir(points[i], 0755) < 0)
+                        child_fail(errno, "cannot make '/%s' in the host view: %s", points[i],
+                                   safe_strerror(errno));
+        for (size_t i = 0; hv->system[i]; i++)
+                child_host_bind(hv->system[i], false, true);
+}
+
+/* Mask @path in the tree built so far, if it is there: the empty /dev/null over a file, an
+ * empty read-only tmpfs over a folder. A symlink is left alone (its target is masked if it
+ * is a secret itself, and it resolves only inside the sandbox's own tree). */
+static void child_host_mask(const char *path)
+{
+        const char *rel = path + 1;
+        struct stat st;
+
+        if (fstatat(AT_FDCWD, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(st.st_mode))
+                return;
+        if (S_ISDIR(st.st_mode))
+                child_mount("tmpfs", rel, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                            "size=4k,nr_inodes=1,mode=0555", "masking a secret folder");
+        else
+                child_mount("/dev/null", rel, NULL, MS_BIND, NULL, "masking a secret file");
+        /* not nodev: the mask over a file is the /dev/null node, which must stay openable */
+        child_setattr(rel, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                      MS_RDONLY | MS_NOSUID | MS_NOEXEC);
+}
+
+/* Second part, once the scratch tmpfs covers /tmp (so a project under the host's /tmp is
+ * bound on top of it): $HOME (a folder of the scratch tmpfs; first, so a project under it is
+ * bound on top), the project folders, the read-only extras, the masks; then the root tmpfs
+ * turns read-only. */
+static void child_host_finish(const struct native_spawn *sp)
+{
+        const struct native_host_view *hv = sp->host_view;
+
+        if (hv->home) {
+                child_mkdir_p(hv->home + 1, false);
+                if (mkdir("tmp/.home", 0700) < 0 && errno != EEXIST)
+                        child_fail(errno, "cannot make the private home: %s", safe_strerror(errno));
+                child_mount("tmp/.home", hv->home + 1, NULL, MS_BIND, NULL,
+                            "bind of the private, empty home");
+        }
+        for (size_t i = 0; hv->rw[i]; i++)
+                child_host_bind(hv->rw[i], true, false);
+        for (size_t i = 0; hv->ro[i]; i++)
+                child_host_bind(hv->ro[i], false, false);
+        for (size_t i = 0; hv->masks[i]; i++)
+                child_host_mask(hv->masks[i]);
+        child_mount(NULL, ".", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL,
+                    "making the host view's root read-only");
+}
+
+/* The rootfs tree read-only and the workspace (run_code's filesystem). */
+static void child_build_rootfs(const struct native_spawn *sp)
+{
         child_mount(sp->rootfs, sp->rootfs, NULL, MS_BIND | MS_REC, NULL,
                     "the rootfs must exist: run `vestibule-mcp setup`");
         child_setattr(sp->rootfs, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
@@ -519,13 +653,11 @@ static void child_build_fs(const struct native_spawn *sp, struct native_child_in
                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                           (sp->workspace_ro ? MOUNT_ATTR_RDONLY : 0),
                       MS_NOSUID | MS_NODEV | (sp->workspace_ro ? MS_RDONLY : 0));
-        info->mark_us[NATIVE_MARK_ROOTFS] = sbx_trace_now_us();
-        /* Files we create from here on (the /dev entries, the script) belong to the sandbox
-         * user: a root server's own uid is not mapped in here, and a tmpfs of this user
-         * namespace refuses files owned by an unmapped id (EOVERFLOW). */
-        syscall(SYS_setfsgid, NATIVE_INNER_GID);
-        syscall(SYS_setfsuid, NATIVE_INNER_UID);
-        child_make_tmp(sp->tmpfs_mb);
+}
+
+/* /proc of the run's pid namespace, and the per-user quotas of its user namespace. */
+static void child_mount_proc(const struct native_spawn *sp, struct native_child_info *info)
+{
         if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") ==
             0)
                 info->proc_hidepid = true;
@@ -542,8 +674,36 @@ static void child_build_fs(const struct native_spawn *sp, struct native_child_in
          * server's on the host, and these counts are charged to every ancestor namespace. */
         for (unsigned i = 0; i < sp->n_userns_limits; i++)
                 child_set_userns_limit(&sp->userns_limits[i]);
+}
+
+/* Step 4 of child_main(): the sandbox's filesystem under the rootfs, before pivot_root: the
+ * rootfs and workspace binds, /tmp, /proc, /dev, the masks, the hand-over folders (@hand) and,
+ * without a FIFO, the go pipe (its read end into *@ret_go_r, its write end into @hand[3]).
+ * Nothing mounted here propagates back to the host. */
+static void child_build_fs(const struct native_spawn *sp, struct native_child_info *info,
+                           int hand[4], int *ret_go_r)
+{
+        child_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, "making the mount tree private");
+        if (sp->host_view) {
+                /* the files made from here on belong to the sandbox user (see below) */
+                syscall(SYS_setfsgid, NATIVE_INNER_GID);
+                syscall(SYS_setfsuid, NATIVE_INNER_UID);
+                child_host_root(sp);
+        } else {
+                child_build_rootfs(sp);
+        }
+        info->mark_us[NATIVE_MARK_ROOTFS] = sbx_trace_now_us();
+        /* Files we create from here on (the /dev entries, the script) belong to the sandbox
+         * user: a root server's own uid is not mapped in here, and a tmpfs of this user
+         * namespace refuses files owned by an unmapped id (EOVERFLOW). */
+        syscall(SYS_setfsgid, NATIVE_INNER_GID);
+        syscall(SYS_setfsuid, NATIVE_INNER_UID);
+        child_make_tmp(sp->tmpfs_mb);
+        child_mount_proc(sp, info);
         child_make_dev();
         child_cover_tmp();
+        if (sp->host_view)
+                child_host_finish(sp);
         child_mask_proc();
         child_make_sandbox(sp, hand);
         /* The go pipe: the program reads one byte from it before it execs (bash, which
@@ -680,6 +840,10 @@ static void child_enter(const struct native_spawn *sp, int out_w, int err_w, int
         fds[0] = null_fd;
         fds[1] = out_w;
         fds[2] = err_w;
+        /* The host view runs a command for a person at a terminal: it gets our own 0-2 (a
+         * closed one stays /dev/null). */
+        for (int i = 0; sp->host_view && i < 3; i++)
+                fds[i] = fcntl(i, F_GETFD) >= 0 ? i : null_fd;
         fds[3] = sync_fd;
         fds[4] = sp->cells ? sp->cell_in_fd : -1;
         fds[5] = sp->cells ? sp->status_out_fd : -1;
@@ -737,8 +901,9 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
                            safe_strerror(errno));
         if (umount2(".", MNT_DETACH) < 0)
                 child_fail(errno, "cannot detach the host's root: %s", safe_strerror(errno));
-        if (chdir("/workspace") < 0)
-                child_fail(errno, "cannot enter /workspace: %s", safe_strerror(errno));
+        if (chdir(sp->host_view ? sp->host_view->cwd : "/workspace") < 0)
+                child_fail(errno, "cannot enter '%s': %s",
+                           sp->host_view ? sp->host_view->cwd : "/workspace", safe_strerror(errno));
 
         msg.info.mark_us[NATIVE_MARK_PIVOT] = sbx_trace_now_us();
 
@@ -766,7 +931,8 @@ __attribute__((noreturn)) static void child_main(const struct native_spawn *sp, 
         msg.info.mark_us[NATIVE_MARK_CREDS] = sbx_trace_now_us();
 
         /* 9. Landlock, the second layer over the filesystem. */
-        r = native_landlock_apply(sp->workspace_ro);
+        r = native_landlock_apply(sp->workspace_ro || sp->host_view,
+                                  sp->host_view ? sp->host_view->writable : NULL);
         if (r < 0)
                 child_fail(-r, "cannot apply Landlock: %s", safe_strerror(-r));
         msg.info.landlock_abi = r;
@@ -1201,8 +1367,10 @@ int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, struct sbx
         if (r < 0)
                 return -ENODATA;
         if (m.type == MSG_ERROR) {
+                /* @err keeps the child's errno (ENOENT: not found, EACCES: not executable) */
                 m.err.msg[sizeof(m.err.msg) - 1] = '\0';
-                return sbx_fail(err, ENOEXEC, "%s", m.err.msg);
+                sbx_fail(err, m.err.code > 0 ? m.err.code : ENOEXEC, "%s", m.err.msg);
+                return -ENOEXEC;
         }
         if (m.type != MSG_STATUS)
                 return -ENODATA;
@@ -1216,157 +1384,4 @@ void native_sandbox_release(int sync_fd)
         if (send(sync_fd, "X", 1, MSG_NOSIGNAL) < 0) {
                 /* init is gone already: nothing to release */
         }
-}
-
-/* Poll @fd for @events until @deadline_ms (sbx_now_ms() clock), also watching @ended_fd (or
- * -1). Return 0 when ready, -ESRCH when @ended_fd turned readable first, -ETIMEDOUT, -errno. */
-static int wait_fd_or_end(int fd, short events, int ended_fd, uint64_t deadline_ms, int cap_ms)
-{
-        for (;;) {
-                struct pollfd p[2] = {{.fd = fd, .events = events},
-                                      {.fd = ended_fd, .events = POLLIN}};
-                uint64_t now = sbx_now_ms();
-                int r, wait_ms;
-
-                if (now >= deadline_ms)
-                        return -ETIMEDOUT;
-                wait_ms = (int)(deadline_ms - now < 1000 ? deadline_ms - now : 1000);
-                if (cap_ms >= 0 && wait_ms > cap_ms)
-                        wait_ms = cap_ms;
-                r = poll(p, ended_fd >= 0 ? 2 : 1, wait_ms);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0)
-                        return -errno;
-                if (ended_fd >= 0 && p[1].revents)
-                        return -ESRCH;
-                if (fd < 0 ? r == 0 : p[0].revents != 0)
-                        return 0;
-        }
-}
-
-/* Write all of @buf into the FIFO @fd (O_NONBLOCK) as the interpreter reads it. SIGPIPE is
- * held in this thread and a pending one taken away, so a reader that died is -EPIPE here
- * and never a signal to the server. */
-static int write_fifo(int fd, const char *buf, size_t len, int ended_fd, uint64_t deadline_ms)
-{
-        sigset_t pipe_set, old;
-        int r = 0;
-
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-        while (len > 0) {
-                ssize_t w = write(fd, buf, len);
-                if (w > 0) {
-                        buf += w;
-                        len -= (size_t)w;
-                        continue;
-                }
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0 && errno != EAGAIN) {
-                        r = -errno;
-                        break;
-                }
-                r = wait_fd_or_end(fd, POLLOUT, ended_fd, deadline_ms, -1);
-                if (r < 0)
-                        break;
-        }
-        if (r == -EPIPE && !sigismember(&old, SIGPIPE)) {
-                struct timespec zero = {0};
-                while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
-                        ;
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        return r;
-}
-
-static void close_hand(struct native_sandbox *sb)
-{
-        int *fds[] = {&sb->code_fd, &sb->sdir_fd, &sb->stage_fd, &sb->go_fd};
-
-        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
-                if (*fds[i] >= 0) {
-                        close(*fds[i]);
-                        *fds[i] = -1;
-                }
-}
-
-int native_handover(struct native_sandbox *sb, const char *code, size_t code_len, int ended_fd,
-                    uint64_t deadline_ms, struct sbx_error *err)
-{
-        _cleanup_close_ int fifo = -1;
-        size_t off = 0;
-        int r;
-
-        if (sb->code_fd < 0)
-                return sbx_fail(err, EALREADY,
-                                "this sandbox was handed its program already; a sandbox runs "
-                                "one program and is never reused");
-        /* 1. The program's file, in the stage folder nothing inside can reach. */
-        while (off < code_len) {
-                ssize_t w = pwrite(sb->code_fd, code + off, code_len - off, (off_t)off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0) {
-                        r = sbx_fail(err, errno ? errno : EIO,
-                                     "cannot write the program into the sandbox's /sandbox: %m");
-                        goto out;
-                }
-                off += (size_t)w;
-        }
-        close(sb->code_fd);
-        sb->code_fd = -1;
-        /* 2. The interpreter holds the FIFO open for reading once it has started: until then
-         *    a non-blocking open for writing fails with ENXIO (fifo(7)). */
-        while (sb->fifo) {
-                fifo =
-                    openat(sb->sdir_fd, sb->script, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-                if (fifo >= 0)
-                        break;
-                if (errno != ENXIO) {
-                        r = sbx_fail(err, errno, "cannot open the sandbox's program FIFO: %m");
-                        goto out;
-                }
-                r = wait_fd_or_end(-1, 0, ended_fd, deadline_ms, 1);
-                if (r < 0)
-                        goto fail_wait;
-        }
-        /* 3. The file takes the FIFO's name (bash's is in place already): what the program
-         *    finds at /sandbox/<script> is the code, as a regular read-only file. Replacing a
-         *    name creates none, which a root server may do here too. */
-        if (sb->fifo && renameat(sb->stage_fd, sb->script, sb->sdir_fd, sb->script) < 0) {
-                r = sbx_fail(err, errno, "cannot put the program in place in /sandbox: %m");
-                goto out;
-        }
-        /* 4. Go: the code through the FIFO, or the go byte (the program execs bash). */
-        if (sb->fifo) {
-                r = write_fifo(fifo, code, code_len, ended_fd, deadline_ms);
-                if (r < 0)
-                        goto fail_wait;
-        } else if (write(sb->go_fd, "G", 1) != 1) {
-                r = sbx_fail(err, EPIPE, "the sandbox's program is gone before its start");
-                goto out;
-        }
-        r = 0;
-        goto out;
-fail_wait:
-        if (r == -ESRCH)
-                r = sbx_fail(err, ESRCH, "the sandbox's interpreter ended before it took the code");
-        else if (r == -ETIMEDOUT)
-                r = sbx_fail(err, ETIMEDOUT,
-                             "the sandbox's interpreter did not take the code before the run's "
-                             "deadline (is the host overloaded?); retry");
-        else
-                r = sbx_fail(err, -r, "cannot hand the code to the sandbox's interpreter: %s",
-                             strerror(-r));
-out:
-        close_hand(sb);
-        return r;
-}
-
-void native_sandbox_hand_close(struct native_sandbox *sb)
-{
-        close_hand(sb);
 }

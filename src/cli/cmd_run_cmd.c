@@ -1,0 +1,476 @@
+/* cmd_run_cmd.c - `vestibule-mcp run [options] -- CMD [ARGS...]`: one host command in a native
+ * sandbox that sees the host view (the host's system folders read-only, the project
+ * read-write, $HOME empty, the secrets of src/config/secrets.list masked), with this terminal's
+ * stdio, and the exit-code contract of run_help below. The sandbox is src/native/hostrun.c. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "config/config.h"
+#include "config/secrets.h"
+#include "egress/egress.h"
+#include "native/hostrun.h"
+
+/* Exit codes of the contract besides the command's own. */
+#define EXIT_TIMEOUT 124
+#define EXIT_NO_ISOLATION 125
+#define EXIT_CANNOT_RUN 126
+#define EXIT_NOT_FOUND 127
+
+/* The allowed folders are walked for secret names before the start; past this many entries
+ * the run is refused (a narrower --allow is the fix) rather than started half-checked. */
+#define RUN_CMD_WALK_MAX 200000
+
+static const char run_cmd_help[] =
+    "Usage: vestibule-mcp run [OPTIONS] -- CMD [ARGS...]\n"
+    "\n"
+    "Run any host command in a native sandbox (user, mount, pid, net, ipc and uts namespaces,\n"
+    "seccomp, Landlock, a cgroup where the host delegates one) that sees the host view:\n"
+    "/usr, /bin, /lib*, /etc and /opt read-only, the project folder read-write, /tmp private,\n"
+    "$HOME an empty private folder, and the secrets of the built-in list masked (~/.ssh,\n"
+    "~/.aws, ~/.gnupg, ~/.config/gcloud, ~/.docker, ~/.kube, ~/.netrc, .env*, *.pem, *.key in\n"
+    "the allowed folders; *_TOKEN, *_KEY, *_SECRET, AWS_* ... in the environment).\n"
+    "stdin, stdout and stderr are the command's own; the grade and usage follow on stderr.\n"
+    "\n"
+    "  --allow DIR          read-write at its own path (repeatable; default: the current\n"
+    "                       directory)\n"
+    "  --allow-read PATH    read-only at its own path (repeatable); naming a listed secret\n"
+    "                       exactly un-masks it\n"
+    "  --deny PATH          mask PATH too (repeatable)\n"
+    "  --net none|allowlist:HOST,...\n"
+    "                       no network (default), or HTTP(S) through the egress proxy to\n"
+    "                       these hosts only (HTTP_PROXY/HTTPS_PROXY are set)\n"
+    "  -t, --timeout S      kill the whole sandbox after S seconds\n"
+    "  --require GRADE      native: refuse to run (125) on a lower grade (native-degraded);\n"
+    "                       any (default): run on what the host gives, and say which\n"
+    "  -q, --quiet          no grade and usage lines on stderr\n"
+    "  --list-secrets       print the built-in secrets list, with why, and exit\n"
+    "\n"
+    "Exit status:\n"
+    "  N        the command's own exit code\n"
+    "  128+N    the command was killed by signal N\n"
+    "  124      --timeout passed (the sandbox was killed)\n"
+    "  125      the sandbox could not be set up, or only a grade lower than --require\n"
+    "           (the reason is on stderr); also a usage error\n"
+    "  126      the command was found but could not be executed\n"
+    "  127      the command was not found\n";
+
+/* The options, as given. */
+struct run_cmd_opts {
+        char **allow, **allow_read, **deny; /* NULL-ended, owned */
+        size_t n_allow, n_allow_read, n_deny;
+        const char *net, *timeout, *require;
+        bool quiet;
+        int cmd_at; /* argv index of CMD */
+};
+
+static void push(char ***v, size_t *n, char *s)
+{
+        *v = xrealloc(*v, (*n + 2) * sizeof(**v));
+        (*v)[(*n)++] = s;
+        (*v)[*n] = NULL;
+}
+
+static int fail(int code, const char *fmt, const char *arg)
+{
+        fputs("vestibule-mcp run: ", stderr);
+        fprintf(stderr, fmt, arg);
+        fputc('\n', stderr);
+        return code;
+}
+
+/* An option's value: "--opt VALUE" or "--opt=VALUE". 1 matched, 0 not it, -1 missing. */
+static int opt_value(int argc, char **argv, int *i, const char *lng, const char *shrt,
+                     const char **ret)
+{
+        const char *a = argv[*i];
+        size_t n = strlen(lng);
+
+        if (strncmp(a, lng, n) == 0 && a[n] == '=') {
+                *ret = a + n + 1;
+                return 1;
+        }
+        if (strcmp(a, lng) != 0 && (!shrt || strcmp(a, shrt) != 0))
+                return 0;
+        if (*i + 1 >= argc)
+                return -1;
+        *ret = argv[++*i];
+        return 1;
+}
+
+/* Parse up to "--". Return -1 to go on, else the exit status (help, usage error). */
+static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
+{
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i], *v = NULL;
+                int m;
+
+                if (strcmp(a, "--") == 0) {
+                        o->cmd_at = i + 1;
+                        return o->cmd_at < argc ? -1 : fail(125, "%s", "no command after '--'");
+                }
+                if (cli_is_help(a))
+                        return fputs(run_cmd_help, stdout), 0;
+                if (strcmp(a, "--list-secrets") == 0)
+                        return fputs(config_secrets_text(), stdout), 0;
+                if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+                        o->quiet = true;
+                        continue;
+                }
+                if ((m = opt_value(argc, argv, &i, "--allow", NULL, &v)) > 0)
+                        push(&o->allow, &o->n_allow, xstrdup(v));
+                else if (m == 0 && (m = opt_value(argc, argv, &i, "--allow-read", NULL, &v)) > 0)
+                        push(&o->allow_read, &o->n_allow_read, xstrdup(v));
+                else if (m == 0 && (m = opt_value(argc, argv, &i, "--deny", NULL, &v)) > 0)
+                        push(&o->deny, &o->n_deny, xstrdup(v));
+                else if (m == 0)
+                        if ((m = opt_value(argc, argv, &i, "--net", NULL, &o->net)) == 0 &&
+                            (m = opt_value(argc, argv, &i, "--timeout", "-t", &o->timeout)) == 0)
+                                m = opt_value(argc, argv, &i, "--require", NULL, &o->require);
+                if (m < 0)
+                        return fail(125, "%s needs a value; see 'vestibule-mcp run --help'", a);
+                if (m == 0)
+                        return fail(125, "unknown option '%s'; see 'vestibule-mcp run --help'", a);
+        }
+        return fail(125, "%s", "no '--' before the command");
+}
+
+/* Each path of @v made absolute and canonical (realpath). A path that does not exist is an
+ * error unless @may_miss (then it must be absolute already). Return 0 or -1 (said on stderr). */
+static int resolve_all(char **v, bool may_miss, const char *opt)
+{
+        for (size_t i = 0; v && v[i]; i++) {
+                char *r = realpath(v[i], NULL);
+
+                if (!r && (!may_miss || v[i][0] != '/')) {
+                        fprintf(stderr, "vestibule-mcp run: %s '%s': %s\n", opt, v[i],
+                                strerror(errno));
+                        return -1;
+                }
+                if (r) {
+                        free(v[i]);
+                        v[i] = r;
+                }
+        }
+        return 0;
+}
+
+/* The walk of the allowed folders for secret names (nftw keeps no user pointer). */
+static struct {
+        const struct config_secrets *secrets;
+        char **keep;     /* --allow-read paths: never masked */
+        char **explicit; /* --allow-read paths that are listed secrets: nothing under them is */
+        char ***masks;
+        size_t *n_masks, seen;
+} walk;
+
+static bool in_list(char **v, const char *s)
+{
+        for (size_t i = 0; v && v[i]; i++)
+                if (strcmp(v[i], s) == 0)
+                        return true;
+        return false;
+}
+
+/* @s is one of @v or lies beneath one. */
+static bool under_list(char **v, const char *s)
+{
+        for (size_t i = 0; v && v[i]; i++) {
+                size_t n = strlen(v[i]);
+                if (strncmp(v[i], s, n) == 0 && (s[n] == '\0' || s[n] == '/'))
+                        return true;
+        }
+        return false;
+}
+
+static int walk_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+        const char *name = path + f->base;
+
+        (void)st;
+        if (++walk.seen > RUN_CMD_WALK_MAX)
+                return 1;
+        if (flag == FTW_SL || f->level == 0)
+                return FTW_CONTINUE;
+        if (under_list(walk.explicit, path))
+                return flag == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+        for (size_t i = 0; walk.secrets->files[i]; i++) {
+                if (fnmatch(walk.secrets->files[i], name, 0) != 0 || in_list(walk.keep, path))
+                        continue;
+                push(walk.masks, walk.n_masks, xstrdup(path));
+                return flag == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+        }
+        return FTW_CONTINUE;
+}
+
+/* Every path to mask: the listed home and host paths, --deny, and the secret names found in
+ * the allowed folders; but an --allow-read path that is itself a listed home or host path is
+ * the user's explicit choice: neither it nor anything under it is masked. Return 0 or -1
+ * (said on stderr). */
+static int collect_masks(const struct run_cmd_opts *o, const struct config_secrets *sec,
+                         char ***masks, size_t *n)
+{
+        char **lists[] = {sec->home, sec->paths, o->deny};
+        static char **explicit;
+        size_t n_explicit = 0;
+
+        explicit = config_strv_free(explicit);
+        for (size_t i = 0; o->allow_read && o->allow_read[i]; i++)
+                if (in_list(sec->home, o->allow_read[i]) || in_list(sec->paths, o->allow_read[i]))
+                        push(&explicit, &n_explicit, xstrdup(o->allow_read[i]));
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+                for (size_t i = 0; lists[l] && lists[l][i]; i++)
+                        if (l == 2 || !under_list(explicit, lists[l][i]))
+                                push(masks, n, xstrdup(lists[l][i]));
+        walk.explicit = explicit;
+        walk.secrets = sec;
+        walk.keep = o->allow_read;
+        walk.masks = masks;
+        walk.n_masks = n;
+        walk.seen = 0;
+        for (size_t l = 0; l < 2; l++) {
+                char **dirs = l == 0 ? o->allow : o->allow_read;
+                for (size_t i = 0; dirs && dirs[i]; i++) {
+                        if (nftw(dirs[i], walk_one, 32, FTW_PHYS | FTW_ACTIONRETVAL) == 1) {
+                                fprintf(stderr,
+                                        "vestibule-mcp run: more than %d entries under '%s' to "
+                                        "check for secrets: give a narrower --allow\n",
+                                        RUN_CMD_WALK_MAX, dirs[i]);
+                                return -1;
+                        }
+                }
+        }
+        return 0;
+}
+
+/* @name on the host's $PATH (an executable regular file), or as given when it has a '/'. */
+static char *find_exe(const char *name)
+{
+        const char *path = config_host_var("PATH");
+        struct stat st;
+
+        if (strchr(name, '/'))
+                return xstrdup(name);
+        for (const char *p = path; p && *p;) {
+                const char *end = strchr(p, ':');
+                size_t len = end ? (size_t)(end - p) : strlen(p);
+                _cleanup_free_ char *c = xasprintf("%.*s/%s", (int)len, len ? p : ".", name);
+
+                if (stat(c, &st) == 0 && S_ISREG(st.st_mode) && access(c, X_OK) == 0)
+                        return TAKE_PTR(c);
+                p = end ? end + 1 : NULL;
+        }
+        return NULL;
+}
+
+/* The home the command sees, unless an allowed folder is it or holds it (then the real one
+ * is in view, its secrets masked). */
+static const char *private_home(const struct run_cmd_opts *o, const char *home)
+{
+        for (size_t i = 0; home && o->allow[i]; i++) {
+                size_t n = strlen(o->allow[i]);
+                if (strncmp(home, o->allow[i], n) == 0 &&
+                    (home[n] == '\0' || home[n] == '/' || strcmp(o->allow[i], "/") == 0))
+                        return NULL;
+        }
+        return home;
+}
+
+/* --net: none, or allowlist:HOSTS into @cfg's egress rules. Return 0 / 1 allowlist / -1. */
+static int parse_net(const char *net, struct sbx_config *cfg)
+{
+        struct sbx_error err = {0};
+
+        if (!net || strcmp(net, "none") == 0)
+                return 0;
+        if (strncmp(net, "allowlist:", 10) != 0 || !net[10])
+                return fail(-1, "--net '%s': use none or allowlist:HOST,...", net);
+        config_egress_done(&cfg->egress);
+        if (config_egress_parse(net + 10, NULL, NULL, &cfg->egress, &err) < 0)
+                return fail(-1, "--net: %s", err.msg);
+        return 1;
+}
+
+/* The environment: the host's minus the secrets, plus the proxy variables for an allowlist. */
+static char **build_env(const struct config_secrets *sec, bool egress)
+{
+        char **env = config_host_env(sec, NULL);
+        size_t n = 0;
+
+        while (env[n])
+                n++;
+        for (const char *const *e = egress_sandbox_env(RUN_NETWORK_ALLOWLIST); egress && *e; e++)
+                if (strcasestr(*e, "proxy"))
+                        push(&env, &n, xstrdup(*e));
+        return env;
+}
+
+static void print_summary(const struct native_host_result *res, int code)
+{
+        fprintf(stderr, "vestibule: isolation: %s\n", res->grade);
+        fprintf(stderr, "vestibule: exit %d%s; %.2f s wall, %.2f s cpu, %llu MiB peak memory%s%s\n",
+                code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0,
+                (double)res->cpu_us / 1e6, (unsigned long long)(res->maxrss_kb / 1024),
+                res->blocked[0] ? "; blocked: " : "", res->blocked);
+}
+
+/* The run itself, once the options are resolved. */
+static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, char **argv,
+                        const struct config_secrets *sec, int sfd)
+{
+        _cleanup_free_ char *exe = find_exe(argv[o->cmd_at]);
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        char **masks = NULL, **env = NULL, **writable = NULL;
+        size_t n_masks = 0, n_writable = 0;
+        struct native_host_result res = {0};
+        struct sbx_error err = {0};
+        static const char *const none[] = {NULL};
+        int net, code, r;
+
+        if (!exe)
+                return fail(EXIT_NOT_FOUND, "%s: command not found on PATH", argv[o->cmd_at]);
+        net = parse_net(o->net, cfg);
+        if (net < 0 || collect_masks(o, sec, &masks, &n_masks) < 0)
+                return EXIT_NO_ISOLATION;
+        const char *home = private_home(o, config_host_var("HOME"));
+        for (size_t i = 0; o->allow[i]; i++)
+                push(&writable, &n_writable, xstrdup(o->allow[i]));
+        if (home)
+                push(&writable, &n_writable, xstrdup(home));
+        env = build_env(sec, net == 1);
+        struct native_host_req req = {
+            .view = {.system = native_host_system_dirs,
+                     .rw = (const char *const *)o->allow,
+                     .ro = o->allow_read ? (const char *const *)o->allow_read : none,
+                     .masks = masks ? (const char *const *)masks : none,
+                     .home = home,
+                     .cwd = cwd ? cwd : o->allow[0],
+                     .exe = exe,
+                     .writable = (const char *const *)writable},
+            .argv = (const char *const *)argv + o->cmd_at,
+            .envp = (const char *const *)env,
+            .timeout_ms = o->timeout ? strtoull(o->timeout, NULL, 10) * 1000 : 0,
+            .egress = net == 1,
+            .cancel_fd = sfd,
+        };
+        r = native_host_run(cfg, &req, &res, &err);
+        if (r == -ENOEXEC) {
+                code = res.exit_code;
+                fprintf(stderr, "vestibule-mcp run: %s\n", err.msg);
+        } else if (r < 0) {
+                code = EXIT_NO_ISOLATION;
+                fprintf(stderr, "vestibule-mcp run: isolation could not be set up: %s\n", err.msg);
+        } else {
+                code = res.exit_code;
+        }
+        if (!o->quiet && r != -ENOEXEC && r >= 0)
+                print_summary(&res, code);
+        config_strv_free(masks);
+        config_strv_free(env);
+        config_strv_free(writable);
+        return code;
+}
+
+/* Refuse what cannot be honoured before anything runs. Return -1 to go on, else the exit. */
+static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts *o)
+{
+        struct native_host_result g = {0};
+
+        if (o->timeout &&
+            (strspn(o->timeout, "0123456789") != strlen(o->timeout) || atoi(o->timeout) <= 0))
+                return fail(EXIT_NO_ISOLATION, "--timeout '%s': a whole number of seconds > 0",
+                            o->timeout);
+        if (o->require && strcmp(o->require, "native") != 0 && strcmp(o->require, "any") != 0)
+                return fail(EXIT_NO_ISOLATION, "--require '%s': use native or any", o->require);
+        if (cfg->backend == SBX_BACKEND_CONTAINER || cfg->backend == SBX_BACKEND_NAIVE)
+                return fail(EXIT_NO_ISOLATION,
+                            "run -- CMD runs on the native backend only; VESTIBULE_BACKEND=%s "
+                            "asks for another: unset it",
+                            config_backend_name(cfg->backend));
+        if (o->require && strcmp(o->require, "native") == 0) {
+                native_host_grade(cfg, &g);
+                if (g.degraded)
+                        return fail(EXIT_NO_ISOLATION,
+                                    "isolation here is %s, lower than --require native; run "
+                                    "`vestibule-mcp doctor` for the fix, or drop --require",
+                                    g.grade);
+        }
+        return -1;
+}
+
+int cmd_run_command(int argc, char **argv)
+{
+        struct run_cmd_opts o = {0};
+        struct config_secrets sec = {0};
+        struct sbx_config *cfg = NULL;
+        struct sbx_error err = {0};
+        _cleanup_close_ int sfd = -1;
+        sigset_t set;
+        int code;
+
+        code = parse_opts(argc, argv, &o);
+        if (code >= 0)
+                goto out;
+        if (!o.allow) {
+                char *cwd = getcwd(NULL, 0);
+                if (!cwd) {
+                        code = fail(EXIT_NO_ISOLATION, "cannot read the current directory: %s",
+                                    strerror(errno));
+                        goto out;
+                }
+                push(&o.allow, &o.n_allow, cwd);
+        }
+        code = EXIT_NO_ISOLATION;
+        if (resolve_all(o.allow, false, "--allow") < 0 ||
+            resolve_all(o.allow_read, false, "--allow-read") < 0 ||
+            resolve_all(o.deny, true, "--deny") < 0)
+                goto out;
+        /* SIGINT/SIGTERM/SIGHUP stop the run (the sandbox is killed after a grace); blocked
+         * before any thread starts, the sandbox's init resets its own mask. */
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (config_load(&cfg, &err) < 0 || cfg->invalid) {
+                fail(EXIT_NO_ISOLATION, "cannot load the settings: %s",
+                     cfg && cfg->invalid ? cfg->invalid_msg : err.msg);
+                goto out;
+        }
+        code = check_request(cfg, &o);
+        if (code >= 0)
+                goto out;
+        if (config_secrets_load(config_host_var("HOME"), &sec, &err) < 0) {
+                code = fail(EXIT_NO_ISOLATION, "%s", err.msg);
+                goto out;
+        }
+        code = run_resolved(cfg, &o, argv, &sec, sfd);
+out:
+        config_secrets_done(&sec);
+        config_free(cfg);
+        config_strv_free(o.allow);
+        config_strv_free(o.allow_read);
+        config_strv_free(o.deny);
+        return code;
+}
+
+int cmd_run_any(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "--") == 0)
+                        return cmd_run_command(argc, argv);
+        return cmd_run(argc, argv);
+}

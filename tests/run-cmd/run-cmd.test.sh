@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# run-cmd.test.sh - `vestibule-mcp run [options] -- CMD` against the real kernel, as the
+# unprivileged test user: real programs (python3's doctest over its own stdlib modules, GNU make
+# driving cc, python3 -m unittest, node --test) pass inside the host view; planted secrets
+# (~/.ssh/id_ed25519, a project .env and server.key, $AWS_SECRET_ACCESS_KEY) that a control run
+# outside shows exist read as nothing inside; each code of the exit-code contract; writes
+# outside the project, the loopback of the host and stdin passthrough.
+#
+# Usage (as root, which runs every command as the test user):
+#   VESTIBULE_BIN=build-rel/vestibule-mcp tests/run-cmd/run-cmd.test.sh
+# Env: RUN_CMD_USER (default vestibule-test), RUN_CMD_DIR (default a fresh /var/tmp folder).
+# Exit 0 all passed, 1 a check failed, 77 skipped (not root, or no such user).
+set -uo pipefail
+
+user=${RUN_CMD_USER:-vestibule-test}
+bin=$(realpath "${VESTIBULE_BIN:?set VESTIBULE_BIN to the vestibule-mcp binary}")
+[ "$(id -u)" = 0 ] || { echo "skip: run as root (each command runs as $user)"; exit 77; }
+id "$user" >/dev/null 2>&1 || { echo "skip: no user $user"; exit 77; }
+
+base=${RUN_CMD_DIR:-$(mktemp -d /var/tmp/run-cmd.XXXXXX)}
+home=$base/home
+proj=$base/proj
+pass=0
+failed=0
+
+# The test user's own copy of the binary (the build tree may be unreadable for it).
+install -m 0755 "$bin" "$base/vestibule-mcp"
+vm=$base/vestibule-mcp
+mkdir -p "$home/.ssh" "$home/.aws" "$proj/tests"
+echo "PLANTED-SSH-KEY-d41d8cd9" >"$home/.ssh/id_ed25519"
+echo "[default]
+aws_secret_access_key = PLANTED-AWS-FILE-77aa" >"$home/.aws/credentials"
+echo "API_KEY=PLANTED-DOTENV-5e3f" >"$proj/.env"
+echo "PLANTED-TLS-KEY-9c01" >"$proj/server.key"
+cat >"$proj/hello.c" <<'C'
+#include <stdio.h>
+int main(void) { puts("built and ran inside"); return 0; }
+C
+printf 'all: hello\n\t./hello\nhello: hello.c\n\tcc -O2 -o hello hello.c\n' >"$proj/Makefile"
+cat >"$proj/tests/test_calc.py" <<'PY'
+import unittest
+class Calc(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(sum([1, 2, 3]), 6)
+    def test_tmp_is_writable(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(b"x")
+PY
+touch "$proj/tests/__init__.py"
+cat >"$proj/calc.test.mjs" <<'JS'
+import test from 'node:test';
+import assert from 'node:assert';
+test('adds', () => assert.strictEqual(1 + 2, 3));
+JS
+printf '#!/bin/sh\necho never\n' >"$proj/noexec.sh"
+chmod 0644 "$proj/noexec.sh"
+chown -R "$user" "$base"
+chmod 0755 "$base"
+
+# as_user CMD...: CMD as the test user in the project, with a clean environment plus the
+# planted secret variables.
+as_user() {
+        (cd "$proj" && runuser -u "$user" -- env -i HOME="$home" PATH=/usr/local/bin:/usr/bin:/bin \
+                LANG=C.UTF-8 AWS_SECRET_ACCESS_KEY=PLANTED-AWS-ENV-31c4 GITHUB_TOKEN=PLANTED-GH-88 \
+                ANTHROPIC_API_KEY=PLANTED-ANT-12 HARMLESS_SETTING=kept "$@")
+}
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+# expect_code WANT NAME CMD...: CMD's exit status is WANT.
+expect_code() {
+        local want=$1 name=$2 got
+        shift 2
+        "$@" >"$base/out" 2>"$base/err" </dev/null
+        got=$?
+        if [ "$got" = "$want" ]; then ok "$name (exit $got)"; else
+                bad "$name: exit $got, want $want"; sed 's/^/     | /' "$base/out" "$base/err" | head -20; fi
+}
+# expect_out NAME PATTERN: the last run's stdout matches PATTERN (grep -E).
+expect_out() { if grep -qE -- "$2" "$base/out"; then ok "$1"; else bad "$1: stdout lacks /$2/"; sed 's/^/     | /' "$base/out" "$base/err" | head -20; fi; }
+# expect_no NAME PATTERN: neither output of the last run matches PATTERN.
+expect_no() { if grep -qE -- "$2" "$base/out" "$base/err"; then bad "$1: /$2/ is there"; sed 's/^/     | /' "$base/out" | head; else ok "$1"; fi; }
+
+echo "# controls: outside the sandbox the planted secrets are there"
+expect_code 0 "control: reads ~/.ssh/id_ed25519" as_user cat "$home/.ssh/id_ed25519"
+expect_out "control: the key's text" "PLANTED-SSH-KEY"
+expect_code 0 "control: reads .env and server.key" as_user cat .env server.key
+expect_out "control: the .env's text" "PLANTED-DOTENV"
+expect_code 0 "control: the environment has the key" as_user sh -c 'echo "$AWS_SECRET_ACCESS_KEY $GITHUB_TOKEN"'
+expect_out "control: the variable's value" "PLANTED-AWS-ENV"
+
+echo "# inside: the same reads get nothing"
+expect_code 1 "~/.ssh/id_ed25519 is not there" as_user "$vm" run -- cat "$home/.ssh/id_ed25519"
+expect_no "no key text" "PLANTED-SSH-KEY"
+expect_code 0 ".env and server.key read empty" as_user "$vm" run -- cat .env server.key
+expect_no "no .env or key text" "PLANTED-(DOTENV|TLS)"
+expect_code 0 "the secret variables are gone" as_user "$vm" run -- sh -c 'env; echo "[$AWS_SECRET_ACCESS_KEY]"'
+expect_no "no secret variable" "PLANTED-(AWS|GH|ANT)"
+expect_out "other variables pass" "^HARMLESS_SETTING=kept$"
+expect_code 0 "with the home readable, its secrets are masked" \
+        as_user "$vm" run --allow-read "$home" -- sh -c 'ls -a ~/.ssh ~/.aws; cat ~/.ssh/id_ed25519 ~/.aws/credentials 2>&1; true'
+expect_no "no key text under --allow-read ~" "PLANTED-(SSH|AWS)"
+expect_code 0 "--allow-read of the exact path un-masks it" \
+        as_user "$vm" run --allow-read "$home/.ssh" -- cat "$home/.ssh/id_ed25519"
+expect_out "the un-masked key reads" "PLANTED-SSH-KEY"
+expect_code 0 "--deny masks a chosen file" as_user "$vm" run --deny "$proj/hello.c" -- cat hello.c
+expect_no "the denied file reads empty" "built and ran"
+
+echo "# real programs no one here wrote pass inside"
+expect_code 0 "python3 -m doctest over the stdlib's statistics.py" \
+        as_user "$vm" run -- python3 -m doctest /usr/lib/python3.11/statistics.py
+expect_code 0 "GNU make drives cc in the project" as_user "$vm" run -- make
+expect_out "the program make built ran" "built and ran inside"
+[ -x "$proj/hello" ] && ok "the build landed in the project" || bad "no ./hello in the project"
+expect_code 0 "python3 -m unittest discovers and passes" as_user "$vm" run -- python3 -m unittest -v
+if command -v node >/dev/null; then
+        expect_code 0 "node --test passes" as_user "$vm" run -- node --test calc.test.mjs
+fi
+
+echo "# the walls"
+expect_code 1 "no write outside the project" as_user "$vm" run -q -- touch "$base/outside"
+[ ! -e "$base/outside" ] && ok "nothing written outside" || bad "$base/outside exists"
+expect_code 1 "no write to /usr" as_user "$vm" run -q -- touch /usr/local/planted
+expect_code 0 "home is empty and private" as_user "$vm" run -q -- sh -c 'ls -A ~ | wc -l; touch ~/x'
+expect_out "home has nothing" "^0$"
+[ ! -e "$home/x" ] && ok "the private home wrote nothing to the real one" || bad "$home/x exists"
+python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1 &
+srv=$!
+sleep 1
+expect_code 0 "control: the host's loopback listener answers outside" \
+        as_user python3 -c 'import socket; socket.create_connection(("127.0.0.1", 38517), 2)'
+expect_code 1 "--net none: the host's loopback is not reachable" \
+        as_user "$vm" run -q -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 38517), 2)'
+kill "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+if echo "piped in" | as_user "$vm" run -q -- cat >"$base/out" 2>"$base/err"; then
+        expect_out "stdin passes through" "^piped in$"
+else bad "stdin passthrough run failed"; fi
+
+echo "# the exit-code contract"
+expect_code 0 "the command's own 0" as_user "$vm" run -q -- true
+expect_code 3 "the command's own 3" as_user "$vm" run -q -- sh -c 'exit 3'
+expect_code 143 "128+15 for SIGTERM" as_user "$vm" run -q -- sh -c 'kill -TERM $$'
+expect_code 137 "128+9 for SIGKILL" as_user "$vm" run -q -- sh -c 'kill -KILL $$'
+expect_code 124 "124 for the timeout" as_user "$vm" run -q --timeout 1 -- sleep 30
+expect_code 127 "127 not found (host PATH)" as_user "$vm" run -q -- no-such-command-x1
+expect_code 127 "127 not found (a path)" as_user "$vm" run -q -- ./no-such-file
+expect_code 126 "126 found but not executable" as_user "$vm" run -q -- ./noexec.sh
+expect_code 125 "125 for a usage error" as_user "$vm" run --no-such-option -- true
+grade=$(as_user "$vm" run -- true 2>&1 >/dev/null | sed -n 's/^vestibule: isolation: //p')
+echo "     grade here: $grade"
+case $grade in
+native-degraded*)
+        expect_code 125 "125 for --require native on a degraded host" \
+                as_user "$vm" run --require native -- true
+        grep -q "lower than --require native" "$base/err" && ok "the reason is on stderr" ||
+                bad "no reason on stderr"
+        ;;
+native)
+        expect_code 0 "--require native on a native host runs" as_user "$vm" run --require native -- true
+        ;;
+*) bad "no grade line on stderr" ;;
+esac
+expect_code 0 "control: --require any runs on the same host" as_user "$vm" run --require any -q -- true
+expect_code 125 "125 when the sandbox cannot be set up (an --allow that does not exist)" \
+        as_user "$vm" run --allow "$base/nope" -- true
+
+leftovers=$(find /tmp -maxdepth 1 -name 'vestibule-hostroot-*' -user "$user" | wc -l)
+[ "$leftovers" = 0 ] && ok "no mount-point folders left in /tmp" || bad "$leftovers left in /tmp"
+
+echo "# $pass passed, $failed failed"
+[ -n "${RUN_CMD_DIR:-}" ] || rm -rf "$base"
+[ "$failed" = 0 ]
