@@ -32,6 +32,8 @@
 /* The allowed folders are walked for secret names before the start; past this many entries
  * the run is refused (a narrower --allow is the fix) rather than started half-checked. */
 #define RUN_CMD_WALK_MAX 200000
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 
 static const char run_cmd_help[] =
     "Usage: vestibule-mcp run [OPTIONS] -- CMD [ARGS...]\n"
@@ -167,13 +169,14 @@ static int resolve_all(char **v, bool may_miss, const char *opt)
         return 0;
 }
 
-/* The walk of the allowed folders for secret names (nftw keeps no user pointer). */
+/* The walk of the allowed folders for secret and kept names (nftw keeps no user pointer). */
 static struct {
         const struct config_secrets *secrets;
-        char **keep;     /* --allow-read paths: never masked */
-        char **explicit; /* --allow-read paths that are listed secrets: nothing under them is */
-        char ***masks;
-        size_t *n_masks, seen;
+        char **allow_read; /* --allow-read paths: never masked */
+        char **allow;      /* --allow paths: never kept read-only */
+        char **explicit;   /* --allow-read paths that are listed secrets: nothing under them is */
+        char ***masks, ***kept;
+        size_t *n_masks, *n_kept, seen;
 } walk;
 
 static bool in_list(char **v, const char *s)
@@ -207,52 +210,63 @@ static int walk_one(const char *path, const struct stat *st, int flag, struct FT
         if (under_list(walk.explicit, path))
                 return flag == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
         for (size_t i = 0; walk.secrets->files[i]; i++) {
-                if (fnmatch(walk.secrets->files[i], name, 0) != 0 || in_list(walk.keep, path))
+                if (fnmatch(walk.secrets->files[i], name, 0) != 0 || in_list(walk.allow_read, path))
                         continue;
                 push(walk.masks, walk.n_masks, xstrdup(path));
                 return flag == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+        }
+        for (size_t i = 0; walk.kept && walk.secrets->keep[i]; i++) {
+                if (fnmatch(walk.secrets->keep[i], name, 0) != 0 || in_list(walk.allow, path))
+                        continue;
+                push(walk.kept, walk.n_kept, xstrdup(path));
+                break; /* the secrets below it are still looked for */
         }
         return FTW_CONTINUE;
 }
 
 /* Every path to mask: the listed home and host paths, --deny, and the secret names found in
  * the allowed folders; but an --allow-read path that is itself a listed home or host path is
- * the user's explicit choice: neither it nor anything under it is masked. Return 0 or -1
- * (said on stderr). */
+ * the user's explicit choice: neither it nor anything under it is masked. Into @kept: the
+ * --allow-read paths, then the "keep" names found in the --allow folders (bound read-only on
+ * top). Return 0 or -1 (said on stderr). */
 static int collect_masks(const struct run_cmd_opts *o, const struct config_secrets *sec,
-                         char ***masks, size_t *n)
+                         char ***masks, size_t *n, char ***kept, size_t *n_kept)
 {
         char **lists[] = {sec->home, sec->paths, o->deny};
-        static char **explicit;
+        _cleanup_(config_strv_freep) char **explicit = NULL;
         size_t n_explicit = 0;
+        int r = 0;
 
-        explicit = config_strv_free(explicit);
-        for (size_t i = 0; o->allow_read && o->allow_read[i]; i++)
+        for (size_t i = 0; o->allow_read && o->allow_read[i]; i++) {
+                push(kept, n_kept, xstrdup(o->allow_read[i]));
                 if (in_list(sec->home, o->allow_read[i]) || in_list(sec->paths, o->allow_read[i]))
                         push(&explicit, &n_explicit, xstrdup(o->allow_read[i]));
+        }
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                 for (size_t i = 0; lists[l] && lists[l][i]; i++)
                         if (l == 2 || !under_list(explicit, lists[l][i]))
                                 push(masks, n, xstrdup(lists[l][i]));
-        walk.explicit = explicit;
+        memset(&walk, 0, sizeof(walk));
         walk.secrets = sec;
-        walk.keep = o->allow_read;
+        walk.allow_read = o->allow_read;
+        walk.allow = o->allow;
+        walk.explicit = explicit;
         walk.masks = masks;
         walk.n_masks = n;
-        walk.seen = 0;
-        for (size_t l = 0; l < 2; l++) {
+        walk.n_kept = n_kept;
+        for (size_t l = 0; l < 2 && r == 0; l++) {
                 char **dirs = l == 0 ? o->allow : o->allow_read;
-                for (size_t i = 0; dirs && dirs[i]; i++) {
-                        if (nftw(dirs[i], walk_one, 32, FTW_PHYS | FTW_ACTIONRETVAL) == 1) {
-                                fprintf(stderr,
-                                        "vestibule-mcp run: more than %d entries under '%s' to "
-                                        "check for secrets: give a narrower --allow\n",
-                                        RUN_CMD_WALK_MAX, dirs[i]);
-                                return -1;
-                        }
-                }
+                walk.kept = l == 0 ? kept : NULL; /* "keep" applies to writable folders only */
+                for (size_t i = 0; dirs && dirs[i] && r == 0; i++)
+                        if (nftw(dirs[i], walk_one, 32, FTW_PHYS | FTW_ACTIONRETVAL) == 1)
+                                r = fail(-1,
+                                         "more than " STRINGIFY(
+                                             RUN_CMD_WALK_MAX) " entries under "
+                                                               "'%s' to check for secrets: give a "
+                                                               "narrower --allow",
+                                         dirs[i]);
         }
-        return 0;
+        return r;
 }
 
 /* @name on the host's $PATH (an executable regular file), or as given when it has a '/'. */
@@ -288,18 +302,21 @@ static const char *private_home(const struct run_cmd_opts *o, const char *home)
         return home;
 }
 
-/* --net: none, or allowlist:HOSTS into @cfg's egress rules. Return 0 / 1 allowlist / -1. */
+/* --net: none, or allowlist:HOSTS as @cfg's egress allowlist (VESTIBULE_EGRESS_PORTS and
+ * _PIN still apply, as for run_code). Return 0 none, 1 allowlist, -1 (said on stderr). */
 static int parse_net(const char *net, struct sbx_config *cfg)
 {
+        struct sbx_egress e = {0};
         struct sbx_error err = {0};
 
         if (!net || strcmp(net, "none") == 0)
                 return 0;
         if (strncmp(net, "allowlist:", 10) != 0 || !net[10])
                 return fail(-1, "--net '%s': use none or allowlist:HOST,...", net);
-        config_egress_done(&cfg->egress);
-        if (config_egress_parse(net + 10, NULL, NULL, &cfg->egress, &err) < 0)
+        if (config_egress_parse(net + 10, cfg->egress.ports_raw, cfg->egress.pin_raw, &e, &err) < 0)
                 return fail(-1, "--net: %s", err.msg);
+        config_egress_done(&cfg->egress);
+        cfg->egress = e;
         return 1;
 }
 
@@ -332,8 +349,8 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
 {
         _cleanup_free_ char *exe = find_exe(argv[o->cmd_at]);
         _cleanup_free_ char *cwd = getcwd(NULL, 0);
-        char **masks = NULL, **env = NULL, **writable = NULL;
-        size_t n_masks = 0, n_writable = 0;
+        char **masks = NULL, **env = NULL, **writable = NULL, **ro = NULL;
+        size_t n_masks = 0, n_writable = 0, n_ro = 0;
         struct native_host_result res = {0};
         struct sbx_error err = {0};
         static const char *const none[] = {NULL};
@@ -342,8 +359,11 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         if (!exe)
                 return fail(EXIT_NOT_FOUND, "%s: command not found on PATH", argv[o->cmd_at]);
         net = parse_net(o->net, cfg);
-        if (net < 0 || collect_masks(o, sec, &masks, &n_masks) < 0)
+        if (net < 0 || collect_masks(o, sec, &masks, &n_masks, &ro, &n_ro) < 0) {
+                config_strv_free(masks);
+                config_strv_free(ro);
                 return EXIT_NO_ISOLATION;
+        }
         const char *home = private_home(o, config_host_var("HOME"));
         for (size_t i = 0; o->allow[i]; i++)
                 push(&writable, &n_writable, xstrdup(o->allow[i]));
@@ -353,7 +373,7 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         struct native_host_req req = {
             .view = {.system = native_host_system_dirs,
                      .rw = (const char *const *)o->allow,
-                     .ro = o->allow_read ? (const char *const *)o->allow_read : none,
+                     .ro = ro ? (const char *const *)ro : none,
                      .masks = masks ? (const char *const *)masks : none,
                      .home = home,
                      .cwd = cwd ? cwd : o->allow[0],
@@ -378,6 +398,7 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         if (!o->quiet && r != -ENOEXEC && r >= 0)
                 print_summary(&res, code);
         config_strv_free(masks);
+        config_strv_free(ro);
         config_strv_free(env);
         config_strv_free(writable);
         return code;
@@ -437,6 +458,11 @@ int cmd_run_command(int argc, char **argv)
             resolve_all(o.allow_read, false, "--allow-read") < 0 ||
             resolve_all(o.deny, true, "--deny") < 0)
                 goto out;
+        if (in_list(o.allow, "/")) {
+                fail(code, "%s",
+                     "--allow / would give the command the whole host: name the project's folder");
+                goto out;
+        }
         /* SIGINT/SIGTERM/SIGHUP stop the run (the sandbox is killed after a grace); blocked
          * before any thread starts, the sandbox's init resets its own mask. */
         sigemptyset(&set);

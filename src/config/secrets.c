@@ -47,14 +47,15 @@ void config_secrets_done(struct config_secrets *s)
         s->paths = config_strv_free(s->paths);
         s->files = config_strv_free(s->files);
         s->env = config_strv_free(s->env);
+        s->keep = config_strv_free(s->keep);
 }
 
 /* One line "KIND PATTERN WHY" (leading blanks skipped) into @s; comments and blank lines are
  * nothing. Return 0 or -EINVAL. */
 static int parse_line(const char *line, size_t len, const char *home, struct config_secrets *s,
-                      size_t n[4])
+                      size_t n[5])
 {
-        static const char *const kinds[] = {"home", "path", "file", "env"};
+        static const char *const kinds[] = {"home", "path", "file", "env", "keep"};
         char kind[8], pat[256];
         size_t i = 0, k, p;
 
@@ -72,10 +73,10 @@ static int parse_line(const char *line, size_t len, const char *home, struct con
         pat[p] = '\0';
         if (p == 0)
                 return -EINVAL;
-        for (size_t j = 0; j < 4; j++) {
+        for (size_t j = 0; j < ELEMENTSOF(kinds); j++) {
                 if (strcmp(kind, kinds[j]) != 0)
                         continue;
-                char ***v[] = {&s->home, &s->paths, &s->files, &s->env};
+                char ***v[] = {&s->home, &s->paths, &s->files, &s->env, &s->keep};
                 if (j == 0 && !home)
                         return 0;
                 if (j == 1 && pat[0] != '/')
@@ -89,7 +90,7 @@ static int parse_line(const char *line, size_t len, const char *home, struct con
 int config_secrets_load(const char *home, struct config_secrets *ret, struct sbx_error *err)
 {
         struct config_secrets s = {0};
-        size_t n[4] = {0}, lineno = 0;
+        size_t n[5] = {0}, lineno = 0;
         const char *t = sbx_secrets_list;
 
         /* every array exists, even empty */
@@ -97,7 +98,8 @@ int config_secrets_load(const char *home, struct config_secrets *ret, struct sbx
         strv_push(&s.paths, &n[1], NULL);
         strv_push(&s.files, &n[2], NULL);
         strv_push(&s.env, &n[3], NULL);
-        n[0] = n[1] = n[2] = n[3] = 0;
+        strv_push(&s.keep, &n[4], NULL);
+        n[0] = n[1] = n[2] = n[3] = n[4] = 0;
         while (*t) {
                 const char *nl = strchr(t, '\n');
                 size_t len = nl ? (size_t)(nl - t) : strlen(t);
@@ -107,8 +109,8 @@ int config_secrets_load(const char *home, struct config_secrets *ret, struct sbx
                         config_secrets_done(&s);
                         return sbx_fail(err, EINVAL,
                                         "src/config/secrets.list line %zu: not 'KIND PATTERN WHY' "
-                                        "with KIND home, path (absolute), file or env; fix the "
-                                        "list and rebuild",
+                                        "with KIND home, path (absolute), file, env or keep; fix "
+                                        "the list and rebuild",
                                         lineno);
                 }
                 t += len + (nl ? 1 : 0);

@@ -15,6 +15,7 @@ struct config_secrets {
         char **paths; /* absolute host paths ("path" entries) */
         char **files; /* fnmatch(3) globs of names inside allowed folders ("file") */
         char **env;   /* fnmatch(3) globs of environment variable names ("env") */
+        char **keep;  /* fnmatch(3) globs of names kept read-only in allowed folders ("keep") */
 };
 
 /**
@@ -46,3 +47,9 @@ const char *config_host_var(const char *name);
 
 /** config_strv_free() - free a NULL-ended array of strings and the strings. Returns NULL. */
 char **config_strv_free(char **v);
+
+/* For _cleanup_(config_strv_freep). */
+static inline void config_strv_freep(char ***v)
+{
+        config_strv_free(*v);
+}

@@ -54,6 +54,8 @@ import assert from 'node:assert';
 test('adds', () => assert.strictEqual(1 + 2, 3));
 JS
 printf '#!/bin/sh\necho never\n' >"$proj/noexec.sh"
+mkdir -p "$proj/.git/hooks"
+echo "[core]" >"$proj/.git/config"
 chmod 0644 "$proj/noexec.sh"
 chown -R "$user" "$base"
 chmod 0755 "$base"
@@ -124,6 +126,13 @@ expect_code 1 "no write to /usr" as_user "$vm" run -q -- touch /usr/local/plante
 expect_code 0 "home is empty and private" as_user "$vm" run -q -- sh -c 'ls -A ~ | wc -l; touch ~/x'
 expect_out "home has nothing" "^0$"
 [ ! -e "$home/x" ] && ok "the private home wrote nothing to the real one" || bad "$home/x exists"
+expect_code 2 ".git is kept read-only (a hook would run on the host; sh: 2)" \
+        as_user "$vm" run -q -- sh -c 'echo evil >.git/hooks/pre-commit'
+[ ! -e "$proj/.git/hooks/pre-commit" ] && ok "no hook planted" || bad "a hook was planted"
+expect_code 0 "control: --allow of .git itself makes it writable" \
+        as_user "$vm" run -q --allow . --allow "$proj/.git" -- sh -c 'echo ok >.git/hooks/x'
+[ -e "$proj/.git/hooks/x" ] && ok "the explicit write landed" || bad "no .git/hooks/x"
+expect_code 125 "--allow / is refused" as_user "$vm" run -q --allow / -- true
 python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1 &
 srv=$!
 sleep 1
@@ -131,6 +140,23 @@ expect_code 0 "control: the host's loopback listener answers outside" \
         as_user python3 -c 'import socket; socket.create_connection(("127.0.0.1", 38517), 2)'
 expect_code 1 "--net none: the host's loopback is not reachable" \
         as_user "$vm" run -q -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 38517), 2)'
+echo "served through the proxy" >"$base/index.html"
+chmod a+r "$base/index.html"
+fetch='import urllib.request,sys; print(urllib.request.urlopen("http://pinned.test/index.html", timeout=5).read().decode())'
+(cd "$base" && kill "$srv" && wait "$srv" 2>/dev/null
+        python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1) &
+srv=$!
+sleep 1
+expect_code 0 "--net allowlist: a listed host answers through the proxy" \
+        as_user env VESTIBULE_EGRESS_ALLOW=pinned.test VESTIBULE_EGRESS_PIN=pinned.test=127.0.0.1:38517 "$vm" run -q \
+        --net allowlist:pinned.test -- python3 -c "$fetch"
+expect_out "the page came through" "served through the proxy"
+expect_code 1 "control: the same fetch with --net none fails" \
+        as_user env VESTIBULE_EGRESS_ALLOW=pinned.test VESTIBULE_EGRESS_PIN=pinned.test=127.0.0.1:38517 "$vm" run -q -- python3 -c "$fetch"
+expect_code 1 "control: a host not on the list is refused" \
+        as_user env VESTIBULE_EGRESS_ALLOW=pinned.test VESTIBULE_EGRESS_PIN=pinned.test=127.0.0.1:38517 "$vm" run -q \
+        --net allowlist:pinned.test -- python3 -c "${fetch/pinned.test/other.test}"
+pkill -P "$srv" 2>/dev/null
 kill "$srv" 2>/dev/null
 wait "$srv" 2>/dev/null
 if echo "piped in" | as_user "$vm" run -q -- cat >"$base/out" 2>"$base/err"; then
@@ -143,6 +169,16 @@ expect_code 3 "the command's own 3" as_user "$vm" run -q -- sh -c 'exit 3'
 expect_code 143 "128+15 for SIGTERM" as_user "$vm" run -q -- sh -c 'kill -TERM $$'
 expect_code 137 "128+9 for SIGKILL" as_user "$vm" run -q -- sh -c 'kill -KILL $$'
 expect_code 124 "124 for the timeout" as_user "$vm" run -q --timeout 1 -- sleep 30
+# SIGTERM to vestibule itself (not the command): the sandbox goes after the grace, 128+15
+as_user "$vm" run -q -- sleep 30 >/dev/null 2>&1 &
+runner=$!
+sleep 1
+pkill -TERM -u "$user" -x vestibule-mcp
+wait "$runner"
+got=$?
+[ "$got" = 143 ] && ok "128+15 when vestibule itself is stopped (exit 143)" || bad "stopped: exit $got, want 143"
+sleep 0.5
+pgrep -u "$user" -x sleep >/dev/null && bad "the sandboxed sleep outlived the run" || ok "nothing of the run is left"
 expect_code 127 "127 not found (host PATH)" as_user "$vm" run -q -- no-such-command-x1
 expect_code 127 "127 not found (a path)" as_user "$vm" run -q -- ./no-such-file
 expect_code 126 "126 found but not executable" as_user "$vm" run -q -- ./noexec.sh
