@@ -29,6 +29,8 @@
 static const char run_help[] =
     "Usage: vestibule-mcp run --language LANG (-c CODE | FILE | -) [--timeout S]\n"
     "                        [--network none|allowlist] [--json]\n"
+    "       vestibule-mcp run [OPTIONS] -- CMD [ARGS...]\n"
+    "                        (any host command, sandboxed: see 'vestibule-mcp run --help --')\n"
     "\n"
     "Run one program through the same path as a run_code tool call and print the same\n"
     "result text (ending with its isolation: line).\n"
