@@ -293,6 +293,8 @@ static char *find_exe(const char *name)
  * is in view, its secrets masked). */
 static const char *private_home(const struct run_cmd_opts *o, const char *home)
 {
+        if (!home || home[0] != '/' || strcmp(home, "/") == 0)
+                return NULL; /* no usable $HOME: none is made */
         for (size_t i = 0; home && o->allow[i]; i++) {
                 size_t n = strlen(o->allow[i]);
                 if (strncmp(home, o->allow[i], n) == 0 &&
@@ -300,6 +302,16 @@ static const char *private_home(const struct run_cmd_opts *o, const char *home)
                         return NULL;
         }
         return home;
+}
+
+/* Where the command starts: the current directory when the view has it, else the first
+ * --allow folder. */
+static const char *start_dir(const struct run_cmd_opts *o, const char *cwd, const char *home)
+{
+        if (cwd && (under_list(o->allow, cwd) || under_list(o->allow_read, cwd) ||
+                    (home && strcmp(cwd, home) == 0)))
+                return cwd;
+        return o->allow[0];
 }
 
 /* --net: none, or allowlist:HOSTS as @cfg's egress allowlist (VESTIBULE_EGRESS_PORTS and
@@ -376,7 +388,7 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
                      .ro = ro ? (const char *const *)ro : none,
                      .masks = masks ? (const char *const *)masks : none,
                      .home = home,
-                     .cwd = cwd ? cwd : o->allow[0],
+                     .cwd = start_dir(o, cwd, home),
                      .exe = exe,
                      .writable = (const char *const *)writable},
             .argv = (const char *const *)argv + o->cmd_at,

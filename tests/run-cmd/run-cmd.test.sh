@@ -132,6 +132,9 @@ expect_code 2 ".git is kept read-only (a hook would run on the host; sh: 2)" \
 expect_code 0 "control: --allow of .git itself makes it writable" \
         as_user "$vm" run -q --allow . --allow "$proj/.git" -- sh -c 'echo ok >.git/hooks/x'
 [ -e "$proj/.git/hooks/x" ] && ok "the explicit write landed" || bad "no .git/hooks/x"
+expect_code 0 "started outside the view, the command starts in the first --allow folder" \
+        as_user sh -c "cd $base && $vm run -q --allow $proj -- pwd"
+expect_out "pwd is the project" "^$proj\$"
 expect_code 125 "--allow / is refused" as_user "$vm" run -q --allow / -- true
 python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1 &
 srv=$!
@@ -170,15 +173,17 @@ expect_code 143 "128+15 for SIGTERM" as_user "$vm" run -q -- sh -c 'kill -TERM $
 expect_code 137 "128+9 for SIGKILL" as_user "$vm" run -q -- sh -c 'kill -KILL $$'
 expect_code 124 "124 for the timeout" as_user "$vm" run -q --timeout 1 -- sleep 30
 # SIGTERM to vestibule itself (not the command): the sandbox goes after the grace, 128+15
-as_user "$vm" run -q -- sleep 30 >/dev/null 2>&1 &
+marker=run-cmd-sleeper-$$
+as_user "$vm" run -q -- bash -c "exec -a $marker sleep 30" >/dev/null 2>&1 &
 runner=$!
 sleep 1
-pkill -TERM -u "$user" -x vestibule-mcp
+pgrep -u "$user" -f "^$marker" >/dev/null && ok "control: the sandboxed sleeper is seen" || bad "no sleeper seen"
+pkill -TERM -u "$user" -f "^$vm run -q -- bash -c exec -a $marker"
 wait "$runner"
 got=$?
 [ "$got" = 143 ] && ok "128+15 when vestibule itself is stopped (exit 143)" || bad "stopped: exit $got, want 143"
 sleep 0.5
-pgrep -u "$user" -x sleep >/dev/null && bad "the sandboxed sleep outlived the run" || ok "nothing of the run is left"
+pgrep -u "$user" -f "^$marker" >/dev/null && bad "the sandboxed sleep outlived the run" || ok "nothing of the run is left"
 expect_code 127 "127 not found (host PATH)" as_user "$vm" run -q -- no-such-command-x1
 expect_code 127 "127 not found (a path)" as_user "$vm" run -q -- ./no-such-file
 expect_code 126 "126 found but not executable" as_user "$vm" run -q -- ./noexec.sh
