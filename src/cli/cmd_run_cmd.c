@@ -475,12 +475,14 @@ int cmd_run_command(int argc, char **argv)
                      "--allow / would give the command the whole host: name the project's folder");
                 goto out;
         }
-        /* SIGINT/SIGTERM/SIGHUP stop the run (the sandbox is killed after a grace); blocked
-         * before any thread starts, the sandbox's init resets its own mask. */
+        /* SIGINT/SIGTERM/SIGHUP are forwarded to the command, which has a grace to end before
+         * the sandbox is killed; SIGWINCH is forwarded. Blocked before any thread starts; the
+         * sandbox's init resets its own mask. */
         sigemptyset(&set);
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGHUP);
+        sigaddset(&set, SIGWINCH);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         if (config_load(&cfg, &err) < 0 || cfg->invalid) {

@@ -5,6 +5,7 @@
 #include "native/native.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/fileio.h"
 #include "egress/egress.h"
 
 const char *const native_host_system_dirs[] = {
@@ -169,7 +171,25 @@ static int host_spawn(const struct sbx_config *cfg, const struct native_host_req
         return native_handover(&h->sb, "", 0, h->notify.ended_fd, sbx_now_ms() + 15000, err);
 }
 
-/* Wait until the command ended (init reported, or init is gone), its timeout, or a cancel.
+/* Send @sig to the command's process group: the command leads a session of its own (spawn.c,
+ * program_main), so the terminal's signals reach us, not it. Its pid on the host is init's
+ * only child (proc(5), /proc/PID/task/TID/children). */
+static void host_forward(const struct host_run *h, int sig)
+{
+        char path[64], buf[32];
+        long prog;
+
+        native_strf(path, sizeof(path), "/proc/%d/task/%d/children", (int)h->sb.pid,
+                    (int)h->sb.pid);
+        if (sbx_read_small_file(AT_FDCWD, path, SBX_READ_PREFIX, buf, sizeof(buf)) <= 0)
+                return;
+        prog = strtol(buf, NULL, 10);
+        if (prog > 1)
+                (void)kill(-(pid_t)prog, sig);
+}
+
+/* Wait until the command ended (init reported, or init is gone), its timeout, or a cancel
+ * (SIGINT, SIGTERM, SIGHUP: forwarded to the command first). SIGWINCH is forwarded only.
  * Return: 0 ended, -ETIMEDOUT, or -EINTR with *@ret_sig the cancelling signal. */
 static int host_wait(const struct native_host_req *req, struct host_run *h, uint64_t start_ms,
                      int *ret_sig)
@@ -195,6 +215,9 @@ static int host_wait(const struct native_host_req *req, struct host_run *h, uint
                 if (p[2].revents) {
                         struct signalfd_siginfo si;
                         if (read(req->cancel_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                                host_forward(h, (int)si.ssi_signo);
+                                if (si.ssi_signo == SIGWINCH)
+                                        continue;
                                 *ret_sig = (int)si.ssi_signo;
                                 return -EINTR;
                         }

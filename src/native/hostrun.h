@@ -41,7 +41,9 @@ struct native_host_req {
         const char *const *envp; /* its environment (the secrets already taken out) */
         uint64_t timeout_ms;     /* 0 = none */
         bool egress;             /* network through the allowlist proxy (cfg->egress) */
-        int cancel_fd;           /* readable = stop (a signalfd of SIGINT/SIGTERM/SIGHUP), or -1 */
+        int cancel_fd; /* a signalfd of SIGINT/SIGTERM/SIGHUP (forwarded to the command, which
+                        * has 2 s to end, then the sandbox is killed) and SIGWINCH (forwarded),
+                        * or -1 */
 };
 
 /* What happened. */

@@ -469,7 +469,12 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
 
         if (fcntl(FD_SYNC, F_SETFD, FD_CLOEXEC) < 0)
                 _exit(126);
-        if (sp->cells)
+        /* A session's interpreter leads its own group (an interrupt reaches its foreground job).
+         * A host view command gets the terminal as fds 0-2 but a session of its own, so the
+         * terminal is not its controlling one: TIOCSTI (pushing keystrokes into the user's
+         * shell, CVE-2017-5226 for bubblewrap) fails with EPERM. The caller forwards the
+         * terminal's signals instead (hostrun.c). */
+        if (sp->cells || sp->host_view)
                 (void)setsid(); /* pid 2 leads no group yet: cannot fail */
         if (go_r >= 0) {
                 /* the program's file is in place once the go byte is here (native_handover);

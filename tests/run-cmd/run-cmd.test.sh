@@ -166,6 +166,28 @@ if echo "piped in" | as_user "$vm" run -q -- cat >"$base/out" 2>"$base/err"; the
         expect_out "stdin passes through" "^piped in$"
 else bad "stdin passthrough run failed"; fi
 
+# The terminal: a command given this terminal as its stdin cannot push keystrokes into it
+# (TIOCSTI; they would run in the user's shell after the sandbox ends).
+probe='import fcntl, termios
+try:
+    fcntl.ioctl(0, termios.TIOCSTI, b"#")
+    print("INJECTED")
+except OSError as e:
+    print("refused errno", e.errno)'
+tiocsti=$(dirname "$(realpath "$0")")/tiocsti.py
+install -m 0644 "$tiocsti" "$base/tiocsti.py"
+if [ "$(cat /proc/sys/dev/tty/legacy_tiocsti 2>/dev/null || echo 1)" = 1 ]; then
+        expect_code 0 "control: outside, TIOCSTI on the controlling terminal works" \
+                as_user python3 "$base/tiocsti.py" python3 -c "$probe"
+        expect_out "control: the keystroke went in" "INJECTED"
+        expect_code 0 "inside, TIOCSTI on the same terminal" \
+                as_user python3 "$base/tiocsti.py" "$vm" run -q -- python3 -c "$probe"
+        expect_out "TIOCSTI is refused inside" "refused errno"
+        expect_no "no keystroke went in" "INJECTED"
+else
+        echo "     (dev.tty.legacy_tiocsti=0: the kernel refuses TIOCSTI to everyone; not probed)"
+fi
+
 echo "# the exit-code contract"
 expect_code 0 "the command's own 0" as_user "$vm" run -q -- true
 expect_code 3 "the command's own 3" as_user "$vm" run -q -- sh -c 'exit 3'
@@ -184,6 +206,18 @@ got=$?
 [ "$got" = 143 ] && ok "128+15 when vestibule itself is stopped (exit 143)" || bad "stopped: exit $got, want 143"
 sleep 0.5
 pgrep -u "$user" -f "^$marker" >/dev/null && bad "the sandboxed sleep outlived the run" || ok "nothing of the run is left"
+# SIGINT to vestibule (a Ctrl-C at the terminal reaches only it: the command has a session of
+# its own) is forwarded to the command, which may handle it and choose its own exit code
+as_user "$vm" run -q -- bash -c "trap 'echo got-int; exit 5' INT; exec -a $marker-int sleep 30 & wait" \
+        >"$base/out" 2>&1 &
+runner=$!
+sleep 1
+pkill -INT -u "$user" -f "^$vm run -q -- bash -c trap"
+wait "$runner"
+got=$?
+[ "$got" = 5 ] && ok "SIGINT forwarded: the command's own handler chose exit 5" ||
+        bad "SIGINT: exit $got, want 5"
+expect_out "the command's handler ran" "^got-int"
 expect_code 127 "127 not found (host PATH)" as_user "$vm" run -q -- no-such-command-x1
 expect_code 127 "127 not found (a path)" as_user "$vm" run -q -- ./no-such-file
 expect_code 126 "126 found but not executable" as_user "$vm" run -q -- ./noexec.sh
