@@ -68,6 +68,13 @@ as_user() {
                 ANTHROPIC_API_KEY=PLANTED-ANT-12 HARMLESS_SETTING=kept "$@")
 }
 ok() { pass=$((pass + 1)); echo "ok   $1"; }
+# wait_for CMD...: until CMD succeeds, at most 15 s (this host may be loaded).
+wait_for() {
+        local i
+        for i in $(seq 150); do "$@" && return 0; sleep 0.1; done
+        return 1
+}
+listening() { python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $1), 1)" 2>/dev/null; }
 bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 # expect_code WANT NAME CMD...: CMD's exit status is WANT.
 expect_code() {
@@ -138,7 +145,7 @@ expect_out "pwd is the project" "^$proj\$"
 expect_code 125 "--allow / is refused" as_user "$vm" run -q --allow / -- true
 python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1 &
 srv=$!
-sleep 1
+wait_for listening 38517
 expect_code 0 "control: the host's loopback listener answers outside" \
         as_user python3 -c 'import socket; socket.create_connection(("127.0.0.1", 38517), 2)'
 expect_code 1 "--net none: the host's loopback is not reachable" \
@@ -146,10 +153,11 @@ expect_code 1 "--net none: the host's loopback is not reachable" \
 echo "served through the proxy" >"$base/index.html"
 chmod a+r "$base/index.html"
 fetch='import urllib.request,sys; print(urllib.request.urlopen("http://pinned.test/index.html", timeout=5).read().decode())'
-(cd "$base" && kill "$srv" && wait "$srv" 2>/dev/null
-        python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1) &
+kill "$srv"
+wait "$srv" 2>/dev/null
+(cd "$base" && exec python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1) &
 srv=$!
-sleep 1
+wait_for listening 38517
 expect_code 0 "--net allowlist: a listed host answers through the proxy" \
         as_user env VESTIBULE_EGRESS_ALLOW=pinned.test VESTIBULE_EGRESS_PIN=pinned.test=127.0.0.1:38517 "$vm" run -q \
         --net allowlist:pinned.test -- python3 -c "$fetch"
@@ -159,7 +167,6 @@ expect_code 1 "control: the same fetch with --net none fails" \
 expect_code 1 "control: a host not on the list is refused" \
         as_user env VESTIBULE_EGRESS_ALLOW=pinned.test VESTIBULE_EGRESS_PIN=pinned.test=127.0.0.1:38517 "$vm" run -q \
         --net allowlist:pinned.test -- python3 -c "${fetch/pinned.test/other.test}"
-pkill -P "$srv" 2>/dev/null
 kill "$srv" 2>/dev/null
 wait "$srv" 2>/dev/null
 if echo "piped in" | as_user "$vm" run -q -- cat >"$base/out" 2>"$base/err"; then
@@ -198,7 +205,7 @@ expect_code 124 "124 for the timeout" as_user "$vm" run -q --timeout 1 -- sleep 
 marker=run-cmd-sleeper-$$
 as_user "$vm" run -q -- bash -c "exec -a $marker sleep 30" >/dev/null 2>&1 &
 runner=$!
-sleep 1
+wait_for pgrep -u "$user" -f "^$marker" >/dev/null
 pgrep -u "$user" -f "^$marker" >/dev/null && ok "control: the sandboxed sleeper is seen" || bad "no sleeper seen"
 pkill -TERM -u "$user" -f "^$vm run -q -- bash -c exec -a $marker"
 wait "$runner"
@@ -211,7 +218,7 @@ pgrep -u "$user" -f "^$marker" >/dev/null && bad "the sandboxed sleep outlived t
 as_user "$vm" run -q -- bash -c "trap 'echo got-int; exit 5' INT; exec -a $marker-int sleep 30 & wait" \
         >"$base/out" 2>&1 &
 runner=$!
-sleep 1
+wait_for pgrep -u "$user" -f "^$marker-int" >/dev/null
 pkill -INT -u "$user" -f "^$vm run -q -- bash -c trap"
 wait "$runner"
 got=$?
