@@ -141,10 +141,16 @@ START_TEST(derive_denies_namespaces_keeps_the_rest)
         ck_assert_uint_eq(count_rules(p, "bpf", "SCMP_ACT_ALLOW", false), 0);
         ck_assert_int_eq(rule_errno(p, "bpf"), EPERM);
         ck_assert_int_eq(rule_errno(p, "io_uring_setup"), EPERM);
-        /* socket: allowed but for AF_VSOCK, which is EPERM */
-        ck_assert_uint_eq(count_rules(p, "socket", "SCMP_ACT_ALLOW", true), 1);
+        /* socket: allowed but for AF_VSOCK, fcntl but for F_SETLEASE, each EPERM, compared on
+         * the low 32 bits the kernel reads (one allow rule per bit) */
+        ck_assert_uint_eq(count_rules(p, "socket", "SCMP_ACT_ALLOW", true), 32);
         ck_assert_uint_eq(count_rules(p, "socket", "SCMP_ACT_ERRNO", true), 1);
         ck_assert_uint_eq(count_rules(p, "socket", NULL, false), 0);
+        ck_assert_uint_eq(count_rules(p, "fcntl", "SCMP_ACT_ALLOW", true), 32);
+        ck_assert_uint_eq(count_rules(p, "fcntl", "SCMP_ACT_ERRNO", true), 1);
+        ck_assert_uint_eq(count_rules(p, "fcntl", NULL, false), 0);
+        ck_assert_ptr_nonnull(strstr(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN),
+                                     "\"index\":1,\"value\":4294967295,\"valueTwo\":1024,"));
         /* the dangerous names: no allow rule anywhere, one EPERM rule */
         for (size_t i = 0; i < ELEMENTSOF(gone); i++) {
                 ck_assert_msg(count_rules(p, gone[i], "SCMP_ACT_ALLOW", false) == 0, "%s", gone[i]);
@@ -815,13 +821,26 @@ static const char danger_probe_py[] =
     "print('keyctl=' + res(libc.syscall(250, 0, ctypes.c_long(0xfffffffd), 0)))\n"
     "print('userfaultfd=' + res(libc.syscall(323, 0)))\n"
     "print('perf_event_open=' + res(libc.syscall(298, None, 0, -1, -1, 0)))\n"
-    "print('pidfd_getfd=' + res(libc.syscall(438, -1, 0, 0)))\n";
+    "print('pidfd_getfd=' + res(libc.syscall(438, -1, 0, 0)))\n"
+    /* a write lease (F_SETLEASE 1024, F_WRLCK 1) on a file of our own, then the same and
+     * socket(AF_VSOCK) with high bits set in the 64-bit argument (the kernel reads 32) */
+    "lp = '/tmp/lease-probe-%d' % os.getpid()\n"
+    "open(lp, 'w').close()\n"
+    "fd = os.open(lp, os.O_RDONLY)\n"
+    "print('lease=' + res(libc.syscall(72, fd, 1024, 1)))\n"
+    "os.close(fd)\n"
+    "fd = os.open(lp, os.O_RDONLY)\n"
+    "print('lease_hi=' + res(libc.syscall(72, fd, ctypes.c_ulong(0x100000400), 1)))\n"
+    "os.close(fd)\n"
+    "os.unlink(lp)\n"
+    "print('vsock_hi=' + res(libc.syscall(41, ctypes.c_ulong(0x100000028), 1, 0)))\n";
 
 static void check_danger_refused(const char *text)
 {
         static const char *const keys[] = {
             "vsock",  "io_uring_setup", "io_uring_enter",  "io_uring_register",
-            "keyctl", "userfaultfd",    "perf_event_open", "pidfd_getfd"};
+            "keyctl", "userfaultfd",    "perf_event_open", "pidfd_getfd",
+            "lease",  "lease_hi",       "vsock_hi"};
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
                 ck_kv(text, keys[i], "EPERM");
 }
@@ -872,11 +891,15 @@ START_TEST(docker_profile_refuses_vsock_and_io_uring)
         _cleanup_free_ char *host = host_danger_probe();
         ck_kv(host, "vsock", "ok");
         ck_kv(host, "io_uring_setup", "ok");
+        ck_kv(host, "lease", "ok");
+        ck_kv(host, "lease_hi", "ok");
+        ck_kv(host, "vsock_hi", "ok");
         ck_assert_int_eq(engine_connect(&cfg, fake_getenv, &c, &err), 0);
         _cleanup_free_ char *so_ctl = NULL, *so = NULL;
         _cleanup_free_ char *ctl = raw_run(&c, danger_probe_py, NULL, &so_ctl);
         ck_kv(ctl, "vsock", "ok");
         ck_kv(ctl, "io_uring_setup", "ok");
+        ck_kv(ctl, "lease", "ok");
         /* our profile, straight through the API: kept in the container's SecurityOpt */
         _cleanup_free_ char *prof = engine_seccomp_profile_docker();
         _cleanup_free_ char *ours = raw_run(&c, danger_probe_py, prof, &so);
