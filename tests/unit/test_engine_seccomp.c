@@ -352,12 +352,23 @@ START_TEST(body_passes_the_profile_path)
         struct engine_run_spec s = body_spec("/run/vestibule/seccomp/ab.json");
         _cleanup_(json_putp) json_object *b = engine_create_body(&s);
         const char *t = json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN);
-        ck_assert_ptr_nonnull(strstr(t, "\"SecurityOpt\":[\"no-new-privileges\","
-                                        "\"seccomp=\\/run\\/vestibule\\/seccomp\\/ab.json\"]"));
+        /* and Podman masks the host's facts the native sandbox masks (issue 24) */
+        ck_assert_ptr_nonnull(strstr(t,
+                                     "\"SecurityOpt\":[\"no-new-privileges\","
+                                     "\"seccomp=\\/run\\/vestibule\\/seccomp\\/ab.json\","
+                                     "\"mask=\\/proc\\/cmdline:\\/proc\\/sys\\/kernel\\/random\\/"
+                                     "boot_id:\\/proc\\/key-users\"]"));
         s = body_spec(NULL);
         _cleanup_(json_putp) json_object *b2 = engine_create_body(&s);
         t = json_object_to_json_string_ext(b2, JSON_C_TO_STRING_PLAIN);
-        ck_assert_ptr_nonnull(strstr(t, "\"SecurityOpt\":[\"no-new-privileges\"]"));
+        ck_assert_ptr_nonnull(strstr(t, "\"SecurityOpt\":[\"no-new-privileges\",\"mask="));
+        /* Docker: its own masked paths named again, and ours */
+        s.podman = false;
+        _cleanup_(json_putp) json_object *b3 = engine_create_body(&s);
+        t = json_object_to_json_string_ext(b3, JSON_C_TO_STRING_PLAIN);
+        ck_assert_ptr_nonnull(strstr(t, "\"MaskedPaths\":[\"\\/proc\\/asound\""));
+        ck_assert_ptr_nonnull(strstr(t, "\"\\/proc\\/cmdline\",\"\\/proc\\/sys\\/kernel\\/random\\/"
+                                        "boot_id\""));
 }
 END_TEST
 
@@ -924,6 +935,53 @@ START_TEST(podman_profile_refuses_vsock_and_io_uring)
 }
 END_TEST
 
+/* Issue 24: the host's kernel command line and boot id, which the native sandbox masks, were
+ * readable in a container. Inside: an empty command line and another boot id (the masked file
+ * reads empty); control: the host's own, read here. */
+static void check_host_facts_masked(void)
+{
+        static const char code[] =
+            "def rd(p):\n"
+            "    try:\n"
+            "        return open(p).read()\n"
+            "    except OSError as e:\n"
+            "        return 'err%d' % e.errno\n"
+            "print('cmdline=%d' % len(rd('/proc/cmdline')))\n"
+            "print('boot_id=' + rd('/proc/sys/kernel/random/boot_id').strip())\n";
+        char host_boot[64] = "";
+        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(host_boot, sizeof(host_boot), f));
+        fclose(f);
+        host_boot[strcspn(host_boot, "\n")] = '\0';
+        ck_assert_int_gt(strlen(host_boot), 30);
+        f = fopen("/proc/cmdline", "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_ne(fgetc(f), EOF);
+        fclose(f);
+        struct out o = run(SBX_LANG_PYTHON, code);
+        expect_ok(&o);
+        ck_kv(o.text, "cmdline", "0");
+        _cleanup_free_ char *boot = kv(o.text, "boot_id");
+        ck_assert_msg(strcmp(boot, host_boot) != 0, "the host's boot id inside: %s", o.text);
+        run_result_done(&o.res);
+}
+
+START_TEST(docker_masks_host_facts)
+{
+        engine_up(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        check_host_facts_masked();
+}
+END_TEST
+
+START_TEST(podman_masks_host_facts)
+{
+        engine_up(PODMAN_SOCK, SBX_RUNTIME_PODMAN);
+        check_host_facts_masked();
+}
+END_TEST
+
 static bool answers(const char *host, enum sbx_runtime_choice rt)
 {
         struct engine_conn c;
@@ -973,6 +1031,7 @@ static Suite *seccomp_suite(void)
                         tcase_set_timeout(tc, 240);
                         tcase_add_test(tc, podman_rootful_no_namespaces);
                         tcase_add_test(tc, podman_profile_refuses_vsock_and_io_uring);
+                        tcase_add_test(tc, podman_masks_host_facts);
                         suite_add_tcase(s, tc);
                 } else {
                         note_missing("no rootful Podman at /run/podman/podman.sock");
@@ -993,6 +1052,7 @@ static Suite *seccomp_suite(void)
                         tcase_set_timeout(tc, 180);
                         tcase_add_test(tc, docker_default_holds);
                         tcase_add_test(tc, docker_profile_refuses_vsock_and_io_uring);
+                        tcase_add_test(tc, docker_masks_host_facts);
                         suite_add_tcase(s, tc);
                 } else {
                         note_missing("no Docker Engine at /var/run/docker.sock");
