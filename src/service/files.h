@@ -32,12 +32,16 @@ void run_files_before(const struct sbx_config *cfg, struct run_files_before *ret
 /** run_files_before_done() - free what @b holds. NULL-safe. */
 void run_files_before_done(struct run_files_before *b);
 
+/* The widest and tallest image attached, in pixels (Claude's API refuses larger ones). */
+#define RUN_IMAGE_MAX_SIDE 8000
+
 /**
  * run_files_after() - fill @res->files (at most RUN_FILES_MAX, in path order, the rest
  * counted in files_more), @res->files_note, and @res->images: the image files among them
  * (PNG, JPEG, GIF, WebP by their bytes; symlinks are never listed nor followed), in path
- * order, at most @cfg->max_images of at most @cfg->max_image_bytes each; the others stay
- * listed with why they were not attached.
+ * order, at most @cfg->max_images of at most @cfg->max_image_bytes each, none over
+ * RUN_IMAGE_MAX_SIDE pixels a side by its header, and no more than fit in the reply's 10 MiB
+ * line beside the output; the others stay listed with why they were not attached.
  */
 void run_files_after(const struct sbx_config *cfg, const struct run_files_before *before,
                      struct run_result *res);
