@@ -137,3 +137,25 @@ print('planted')`);
     for (const r of [py, sh, js]) assert.doesNotMatch(r.text, /PLANTED/);
     assert.match(ctl.text, /PATH=\/usr\/local\/sbin:.*:\/bin:\/workspace\/\.local\/bin$/m);
 });
+
+// Issue 24 #3: what Python runs at its start from the workspace persists (pip's user site must
+// stay importable, and Python processes its .pth files and a sitecustomize.py there), so the
+// description the model reads says exactly that instead of an unqualified "starts from
+// scratch". This holds the description to the behaviour: if one changes, this fails.
+test('the description says what persists at a Python start, and it is so', async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const run = (await conn.client.listTools()).tools.find((x) => x.name === 'run_code');
+    assert.match(run.description, /a \.pth file or sitecustomize\.py there runs before every later Python program/);
+    assert.match(run.description, /\/workspace\/\.local\/bin comes after the image's folders in PATH/);
+    const plant = await runCode(conn, 'python', `
+import os, sys
+site = os.environ['PYTHONUSERBASE'] + '/lib/python%d.%d/site-packages' % sys.version_info[:2]
+os.makedirs(site, exist_ok=True)
+open(site + '/zz-note.pth', 'w').write('import sys; sys.stderr.write("PTH-RAN\\\\n")\\n')
+print('planted')`);
+    assertExitCode(plant.text, 0);
+    const later = await runCode(conn, 'bash', 'python3 -c "print(1)"');
+    assertExitCode(later.text, 0);
+    assert.match(later.text, /PTH-RAN/);
+});
