@@ -205,6 +205,30 @@ static int walk_symlink(struct walk *w, int dfd, const char *dname, const char *
         return r;
 }
 
+/* walk_tree, a folder deeper than VOLUME_MAX_DEPTH: left out, not refused (a run can make
+ * such a tree, and refusing it blocked every later run until the user removed it), counted,
+ * and logged once with its place. Not in the manifest, so the copy-back never deletes it. */
+static void walk_skip_deep(struct walk *w, const char *crel)
+{
+        if (w->skipped_deep++ == 0)
+                log_warning("workspace folder '%.200s' is nested deeper than %d folders: left out "
+                            "of the remote engine's copy",
+                            crel, VOLUME_MAX_DEPTH);
+        w->skipped++;
+}
+
+/* Push @f on the walk's stack @stack (*@n frames of *@cap), grown as needed. The stack. */
+static struct walk_frame *walk_push(struct walk_frame *stack, size_t *n, size_t *cap,
+                                    struct walk_frame f)
+{
+        if (*n == *cap) {
+                *cap *= 2;
+                stack = xrealloc(stack, *cap * sizeof(*stack));
+        }
+        stack[(*n)++] = f;
+        return stack;
+}
+
 /* Add the content of folder @root_fd (tar name @root_prefix) to the tar, depth first, never
  * following a symlink. Folders deeper than VOLUME_MAX_DEPTH are left out (counted in
  * w->skipped). */
@@ -258,25 +282,15 @@ static int walk_tree(struct walk *w, int root_fd, const char *root_prefix, struc
                 }
                 mode_t perm = st.st_mode & 0777; /* never set-id bits into the sandbox */
                 if (S_ISDIR(st.st_mode) && n > VOLUME_MAX_DEPTH) {
-                        /* left out, not refused: a run can make such a tree, and refusing it
-                         * blocked every later run until the user removed it. Not in the
-                         * manifest, so the copy-back never deletes it. */
-                        if (w->skipped_deep++ == 0)
-                                log_warning("workspace folder '%.200s' is nested deeper than %d "
-                                            "folders: left out of the remote engine's copy",
-                                            crel, VOLUME_MAX_DEPTH);
-                        w->skipped++;
+                        walk_skip_deep(w, crel);
                 } else if (S_ISDIR(st.st_mode)) {
                         DIR *sd = walk_enter_dir(w, dfd, de->d_name, name, crel, &st, err);
                         if (!sd) {
                                 r = -err->code;
                                 goto out;
                         }
-                        if (n == cap) {
-                                cap *= 2;
-                                stack = xrealloc(stack, cap * sizeof(*stack));
-                        }
-                        stack[n++] = (struct walk_frame){sd, TAKE_PTR(name), TAKE_PTR(crel)};
+                        stack = walk_push(stack, &n, &cap,
+                                          (struct walk_frame){sd, TAKE_PTR(name), TAKE_PTR(crel)});
                 } else if (S_ISREG(st.st_mode)) {
                         r = walk_file(w, dfd, de->d_name, name, crel, perm, err);
                         if (r < 0)
