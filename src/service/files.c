@@ -38,16 +38,12 @@ void run_files_before_done(struct run_files_before *b)
         ws_snapshot_done(&b->snap);
 }
 
-/* What the images of one result may take of its reply: the reply is one line of JSON, and an MCP
- * client drops a line over 10 MiB (the TS SDK's stdio transport; src/mcp/mcp-internal.h,
- * MCP_MAX_FRAME_BYTES_DEFAULT). Their base64 text must leave room for the rest: 1 MiB for the
- * fixed parts, and 12 bytes for each byte of output and listed path (each is in the text and
- * in structuredContent, and JSON writes a control byte as 6). */
+/* What the images of one result may take of its reply (RUN_REPLY_MAX_BYTES, files.h): room for
+ * the rest, RUN_REPLY_FIXED_BYTES for the fixed parts, and 12 bytes for each byte of output and
+ * listed path (each is in the text and in structuredContent, and JSON writes a control byte as
+ * 6). */
 #define FILES_STR_(x) #x
 #define FILES_STR(x) FILES_STR_(x)
-
-#define RUN_REPLY_MAX_BYTES ((uint64_t)10 << 20)
-#define RUN_REPLY_FIXED_BYTES ((uint64_t)1 << 20)
 
 static uint64_t images_budget(const struct run_result *res)
 {
@@ -58,11 +54,7 @@ static uint64_t images_budget(const struct run_result *res)
         return rest >= RUN_REPLY_MAX_BYTES ? 0 : RUN_REPLY_MAX_BYTES - rest;
 }
 
-/* Why the image @data (@len bytes) cannot go into the reply, or NULL (then its base64 size is
- * taken from *@budget): a side over RUN_IMAGE_MAX_SIDE pixels by its header (a small file can
- * declare 100000x100000 and make a client decode gigabytes), a header that does not say, or
- * no room left in the reply. */
-static const char *image_refusal(const unsigned char *data, size_t len, uint64_t *budget)
+const char *run_image_refusal(const unsigned char *data, size_t len, uint64_t *budget)
 {
         uint32_t w = 0, h = 0;
         uint64_t b64 = 4 * (((uint64_t)len + 2) / 3);
@@ -115,7 +107,7 @@ static void attach_image(const struct sbx_config *cfg, struct run_result *res, s
                 f->not_why = "it changed while it was read";
                 return;
         }
-        f->not_why = image_refusal(data, len, budget);
+        f->not_why = run_image_refusal(data, len, budget);
         if (f->not_why) {
                 free(data);
                 return;

@@ -200,3 +200,28 @@ test('read_workspace returns an image as image content and another binary as a r
     assert.equal(res[0].resource.uri, 'file:///workspace/blob.bin');
     assert.deepEqual([...Buffer.from(res[0].resource.blob, 'base64')], [...Array(256).keys()]);
 });
+
+// Issue 24 #9 and the header bomb, through read_workspace: a binary over what one reply can
+// carry (VESTIBULE_MAX_IMAGE_BYTES goes up to 16 MiB) and an image declaring 100000x100000 are
+// not returned, with a note that says why; the reply itself comes back. Control: a small PNG is.
+test('read_workspace returns no image too large to decode and nothing over the reply', async (t) => {
+    const w = makeWorld(t, { VESTIBULE_MAX_IMAGE_BYTES: '16777216' });
+    const conn = await connect(w);
+    const mk = await runCode(conn, 'python', `${PNG_FN}
+import struct, zlib
+def chunk(t, d):
+    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+open('bomb.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 100000, 100000, 8, 2, 0, 0, 0))
+    + chunk(b'IEND', b''))
+open('huge.bin', 'wb').write(b'\\x00\\xff' * (9 << 19))
+png('ok.png', 4, 4)`);
+    assertExitCode(mk.text, 0);
+    const bomb = await readWorkspace(conn, 'bomb.png');
+    assert.equal(images(bomb.result).length, 0);
+    assert.match(bomb.text, /over 8000 pixels a side, not returned/);
+    const huge = await readWorkspace(conn, 'huge.bin');
+    assert.equal(huge.result.content.filter((c) => c.type === 'resource').length, 0);
+    assert.match(huge.text, /over the reply's size, not returned/);
+    const ok = await readWorkspace(conn, 'ok.png');
+    assert.deepEqual(pngSize(images(ok.result)[0].data), { w: 4, h: 4 });
+});
