@@ -196,12 +196,10 @@ static char *oversized_reply(json_object *msg, size_t len, size_t max, size_t *r
                           max);
                 return NULL;
         }
-        m = xasprintf(
-            "Internal error: the reply is %zu bytes, over the %zu bytes an MCP client "
-            "accepts on one line; lower VESTIBULE_MAX_OUTPUT_BYTES (or VESTIBULE_MAX_IMAGES "
-            "and VESTIBULE_MAX_IMAGE_BYTES for a read_workspace image), or use a short "
-            "request id",
-            len, max);
+        m = xasprintf("Internal error: the reply is %zu bytes, over the %zu bytes an MCP client "
+                      "accepts on one line; lower VESTIBULE_MAX_OUTPUT_BYTES, or use a short "
+                      "request id",
+                      len, max);
         log_error("%s", m);
         for (int with_id = 1; with_id >= 0 && !out; with_id--) {
                 e = mcp_make_error(NULL, MCP_ERR_INTERNAL, m, NULL);
