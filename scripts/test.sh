@@ -421,7 +421,7 @@ fi
 if ! want fuzz; then
         :
 elif command -v clang >/dev/null; then
-        for t in mcp config unpack workspace egress engine_path; do
+        for t in mcp config unpack workspace egress engine_path runner; do
                 secs=50
                 case $t in
                 egress) secs=30 ;;      # one request head per input

@@ -1913,10 +1913,11 @@ void collect_finish(struct sandbox *sb, struct run_result *res)
                 copy_back(sb->st, sb->cfg, sb->id, &sb->hv, sb->uid, sb->gid, res);
         if (sb->volumes && sb->hv.skipped)
                 note_add(res,
-                         "workspace: %u socket%s, fifo%s or device%s not copied to the remote "
-                         "engine",
+                         "workspace: %u socket%s, fifo%s, device%s or folder%s nested deeper "
+                         "than 128 not copied to the remote engine",
                          sb->hv.skipped, sb->hv.skipped == 1 ? "" : "s",
-                         sb->hv.skipped == 1 ? "" : "s", sb->hv.skipped == 1 ? "" : "s");
+                         sb->hv.skipped == 1 ? "" : "s", sb->hv.skipped == 1 ? "" : "s",
+                         sb->hv.skipped == 1 ? "" : "s");
         if (*sb->degraded && strcmp(sb->grade, "container") == 0)
                 snprintf(res->isolation, sizeof(res->isolation),
                          "container-degraded (limits not applied: %s: the engine did not keep "

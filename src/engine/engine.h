@@ -610,7 +610,8 @@ enum engine_handin_part {
  * holding @script_name (root 0644, @code), and when @workspace_dir is set, a copy of that
  * folder, every entry owned by @uid:@gid (so the volume root is the run user's, as the host
  * folder is behind a bind mount). Symlinks go in as symlinks and are never followed; set-id
- * bits are dropped; sockets, fifos and devices are left out (*@ret_skipped counts them).
+ * bits are dropped; sockets, fifos, devices and folders nested deeper than 128 are left out
+ * (*@ret_skipped counts them; the copy-back never deletes them).
  * @ret_manifest: what went in (for engine_workspace_unpack()'s deletions); may be NULL.
  * Return: 0 or -errno with @err.
  */

@@ -785,6 +785,20 @@ static char *read_blob(const struct sbx_config *cfg, const char *path, size_t to
         if (r < 0)
                 return xasprintf("binary file, %zu bytes: not shown (%s)", total, err.msg);
         ret->mime = ws_sniff_image(ret->blob, ret->blob_len);
+        /* the bytes go back as base64 in a reply of one line (files.h): what cannot fit, or
+         * an image too large to decode, is not returned */
+        uint64_t budget = RUN_REPLY_MAX_BYTES - RUN_REPLY_FIXED_BYTES;
+        const char *why = ret->mime ? run_image_refusal(ret->blob, ret->blob_len, &budget)
+                          : 4 * (((uint64_t)ret->blob_len + 2) / 3) > budget
+                              ? "over the reply's size"
+                              : NULL;
+        if (why) {
+                free(ret->blob);
+                ret->blob = NULL;
+                ret->blob_len = 0;
+                ret->mime = NULL;
+                return xasprintf("binary file, %zu bytes: %s, not returned", total, why);
+        }
         if (ret->mime)
                 return xasprintf("image (%s), %zu bytes: attached as image content", ret->mime,
                                  ret->blob_len);

@@ -107,7 +107,12 @@ static char *run_code_description(const struct sbx_config *cfg)
         return xasprintf(
             "Run a python, node or bash program in a fresh, throwaway sandbox and return its "
             "stdout, stderr, exit code and resource usage. Each call starts from scratch: "
-            "nothing but /workspace survives between runs. The sandbox has no network (unless "
+            "nothing but /workspace survives between runs, but what is there runs too: Python "
+            "loads the user site pip installs into, /workspace/.local/lib/python3.*/"
+            "site-packages, at its start, so a .pth file or sitecustomize.py there runs before "
+            "every later Python program (sessions and python3 from bash included); "
+            "/workspace/.local/bin comes after the image's folders in PATH. The sandbox has no "
+            "network (unless "
             "network is \"allowlist\", see below), and none of the host's files except the "
             "/workspace folder (the only persistent "
             "place, %s; files there are shared with the user). The root filesystem is "
