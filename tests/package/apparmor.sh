@@ -1,0 +1,189 @@
+#!/bin/bash
+# tests/package/apparmor.sh - the AppArmor profile that grants vestibule-mcp user namespaces on
+# Ubuntu 23.10+ (packaging/apparmor/vestibule-mcp.in), checked as the packages ship it:
+#   1. AppArmor 4's apparmor_parser (Debian 13's; the profile says abi <abi/4.0> and `userns`,
+#      which AppArmor 3 does not know) compiles the .deb's profile and the one
+#      `vestibule-mcp setup --apparmor` writes for an npm binary's path; control: a profile with
+#      an unknown rule is refused, so the parser really checks;
+#   2. the .deb holds the profile as a conffile and the maintainer scripts;
+#   3. the postinst, in a private mount namespace: no AppArmor (no securityfs) -> the parser is
+#      not called; AppArmor there -> `apparmor_parser -r -T -W /etc/apparmor.d/vestibule-mcp`;
+#      the parser failing or missing -> the install still succeeds, and says how to load it.
+# Nothing is loaded into this kernel (its AppArmor, if any, is left alone).
+#
+#   tests/package/apparmor.sh [DEB]     (as root; DEB default dist/vestibule-mcp_*.deb)
+#
+# AppArmor 4: APPARMOR_PARSER (a command) if set; else apparmor_parser on PATH when it is 4.x;
+# else Debian 13's apparmor and libc6 packages fetched with apt-get download (a private apt
+# state under APPARMOR4_DIR, default /var/tmp/vestibule-apparmor4; the host's apt sources are
+# not changed) and run with their own dynamic loader, as this host's glibc is older.
+# The binary for check 1: VESTIBULE_BIN, else build-rel/vestibule-mcp.
+# Prints one line per check and "apparmor checks: N passed, N failed, N skipped"; exit 1 on any
+# failure.
+set -uo pipefail
+
+src=$(cd "$(dirname "$0")/../.." && pwd)
+deb=${1:-$(ls "$src"/dist/vestibule-mcp_*.deb 2>/dev/null | head -1)}
+bin=${VESTIBULE_BIN:-$src/build-rel/vestibule-mcp}
+aa4=${APPARMOR4_DIR:-/var/tmp/vestibule-apparmor4}
+passed=0 failed=0 skipped=0
+ok() { echo "ok      $*"; passed=$((passed + 1)); }
+bad() { echo "FAILED  $*"; failed=$((failed + 1)); }
+skip() { echo "skipped $*"; skipped=$((skipped + 1)); }
+tmp=$(mktemp -d /tmp/vst-apparmor.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# --- AppArmor 4's parser -------------------------------------------------------------------------
+# fetch_aa4: Debian 13's apparmor and libc6 unpacked under $aa4 (once).
+fetch_aa4() {
+        local apt
+        [ -x "$aa4/root/usr/sbin/apparmor_parser" ] && return 0
+        mkdir -p "$aa4/lists/partial" "$aa4/cache/archives/partial" "$aa4/debs"
+        echo "deb http://deb.debian.org/debian trixie main" >"$aa4/sources.list"
+        apt=(-o Dir::Etc::SourceList="$aa4/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+                -o Dir::State::Lists="$aa4/lists" -o Dir::Cache="$aa4/cache"
+                -o APT::Sandbox::User=root)
+        apt-get "${apt[@]}" -qq update >&2 &&
+                (cd "$aa4/debs" && apt-get "${apt[@]}" -qq download apparmor libc6 >&2) || return 1
+        for d in "$aa4"/debs/*.deb; do dpkg-deb -x "$d" "$aa4/root" || return 1; done
+}
+parser=()
+aa_root=
+if [ -n "${APPARMOR_PARSER:-}" ]; then
+        read -r -a parser <<<"$APPARMOR_PARSER"
+        aa_root=${APPARMOR_ROOT:-/}
+elif command -v apparmor_parser >/dev/null &&
+        apparmor_parser --version 2>/dev/null | grep -q 'version [4-9]'; then
+        parser=(apparmor_parser)
+        aa_root=/
+elif fetch_aa4; then
+        lib=$aa4/root/usr/lib/x86_64-linux-gnu
+        parser=("$lib/ld-linux-x86-64.so.2" --library-path "$lib"
+                "$aa4/root/usr/sbin/apparmor_parser")
+        aa_root=$aa4/root
+fi
+v=$("${parser[@]}" --version 2>/dev/null | head -1)
+if [ ${#parser[@]} = 0 ] || ! grep -q 'version [4-9]' <<<"$v"; then
+        bad "AppArmor 4's apparmor_parser: none (got '${v:-nothing}'); set APPARMOR_PARSER, or" \
+                "let apt-get reach Debian 13 (trixie)"
+        echo "apparmor checks: $passed passed, $failed failed, $skipped skipped"
+        exit 1
+fi
+ok "parser: $v (${parser[*]: -1})"
+# compile only (-Q: no kernel load, -K: no cache), against AppArmor 4.0's features, with the
+# abi/, tunables/ and abstractions of that apparmor package
+features=$aa_root/etc/apparmor.d/abi/4.0
+compile() {
+        "${parser[@]}" --config-file /dev/null -I "$aa_root/etc/apparmor.d" -M "$features" \
+                -Q -K -S "$1" 2>"$tmp/parser.err" >"$tmp/parser.out" &&
+                [ -s "$tmp/parser.out" ]
+}
+
+# --- 1. the profiles compile ---------------------------------------------------------------------
+deb_profile=$tmp/deb-profile
+if [ -n "$deb" ] && [ -f "$deb" ]; then
+        dpkg-deb -x "$deb" "$tmp/deb-root"
+        cp "$tmp/deb-root/etc/apparmor.d/vestibule-mcp" "$deb_profile" 2>/dev/null
+        dpkg-deb -e "$deb" "$tmp/deb-control"
+        from="the .deb's /etc/apparmor.d/vestibule-mcp ($(basename "$deb"))"
+else
+        sed -e 's/@NAME@/vestibule-mcp/g' -e 's|@PATH@|/usr/bin/vestibule-mcp|g' \
+                "$src/packaging/apparmor/vestibule-mcp.in" >"$deb_profile"
+        from="packaging/apparmor/vestibule-mcp.in for /usr/bin/vestibule-mcp (no .deb built)"
+fi
+if compile "$deb_profile"; then
+        ok "$from compiles ($(stat -c %s "$tmp/parser.out") bytes of policy)"
+else
+        bad "$from does not compile: $(cat "$tmp/parser.err")"
+fi
+grep -q '^profile vestibule-mcp "/usr/bin/vestibule-mcp" flags=(unconfined) {$' "$deb_profile" &&
+        grep -q '^  userns,$' "$deb_profile" &&
+        [ "$(grep -cvE '^\s*(#|$)' "$deb_profile")" = 6 ] &&
+        ok "it attaches to /usr/bin/vestibule-mcp, unconfined, and grants userns only" ||
+        bad "the .deb's profile is not 'unconfined + userns' for /usr/bin/vestibule-mcp"
+
+# control: the same profile with a rule AppArmor does not have is refused
+sed 's/^  userns,$/  userns_no_such_rule,/' "$deb_profile" >"$tmp/bad-profile"
+if compile "$tmp/bad-profile"; then
+        bad "control: a profile with an unknown rule compiled: the parser checks nothing"
+else
+        ok "control: a profile with an unknown rule is refused ($(grep -o 'syntax error' \
+                "$tmp/parser.err" | head -1))"
+fi
+
+# the npm install's profile, as the binary writes it (a private mount namespace over
+# /etc/apparmor.d; with no AppArmor running nothing is loaded)
+if [ -d /sys/kernel/security/apparmor ]; then
+        skip "setup --apparmor's profile: AppArmor runs here, and this check loads nothing"
+elif [ ! -x "$bin" ]; then
+        skip "setup --apparmor's profile: no binary at $bin (set VESTIBULE_BIN)"
+elif unshare -m sh -c 'mount --make-rprivate / && mount -t tmpfs tmpfs /etc/apparmor.d &&
+                "$1" setup --apparmor >"$2/setup.out" 2>&1 &&
+                cp /etc/apparmor.d/vestibule-mcp-npm "$2/npm-profile"' sh "$bin" "$tmp"; then
+        if compile "$tmp/npm-profile" &&
+                grep -qF "profile vestibule-mcp-npm \"$(readlink -f "$bin")\" flags=(unconfined)" \
+                        "$tmp/npm-profile"; then
+                ok "setup --apparmor's profile for $(readlink -f "$bin") compiles"
+        else
+                bad "setup --apparmor's profile: $(cat "$tmp/parser.err")"
+        fi
+else
+        bad "setup --apparmor: $(cat "$tmp/setup.out" 2>/dev/null)"
+fi
+
+# --- 2. the .deb ---------------------------------------------------------------------------------
+if [ -d "$tmp/deb-control" ]; then
+        grep -qx /etc/apparmor.d/vestibule-mcp "$tmp/deb-control/conffiles" &&
+                ok ".deb: /etc/apparmor.d/vestibule-mcp is a conffile" ||
+                bad ".deb: /etc/apparmor.d/vestibule-mcp is not in DEBIAN/conffiles"
+        for s in postinst prerm postrm; do
+                [ -x "$tmp/deb-control/$s" ] || bad ".deb: no executable $s"
+        done
+else
+        skip ".deb contents: no .deb (scripts/package.sh makes it)"
+fi
+
+# --- 3. the postinst -----------------------------------------------------------------------------
+postinst=$src/packaging/deb/postinst
+[ -d "$tmp/deb-control" ] && postinst=$tmp/deb-control/postinst
+mkdir -p "$tmp/fake-ok" "$tmp/fake-fail" "$tmp/nobin"
+printf '#!/bin/sh\necho "$*" >>%s/called\n' "$tmp" >"$tmp/fake-ok/apparmor_parser"
+printf '#!/bin/sh\necho "$*" >>%s/called\necho "parser: refused" >&2\nexit 1\n' "$tmp" \
+        >"$tmp/fake-fail/apparmor_parser"
+chmod 755 "$tmp/fake-ok/apparmor_parser" "$tmp/fake-fail/apparmor_parser"
+# run_postinst AA PATHDIR: the postinst `configure` with AppArmor's securityfs there (AA=1, a
+# tmpfs over /sys/kernel/security in a private mount namespace) or not, PATH=PATHDIR:/bin.
+run_postinst() {
+        rm -f "$tmp/called"
+        unshare -m sh -c 'mount --make-rprivate / &&
+                if [ "$1" = 1 ]; then mount -t tmpfs tmpfs /sys/kernel/security &&
+                        mkdir /sys/kernel/security/apparmor; else
+                        mount -t tmpfs tmpfs /sys/kernel/security; fi &&
+                PATH=$2:/bin:/usr/bin "$3" configure 2>"$4/postinst.err"' sh "$1" "$2" \
+                "$postinst" "$tmp"
+}
+if run_postinst 0 "$tmp/fake-ok" && [ ! -e "$tmp/called" ]; then
+        ok "postinst without AppArmor: exit 0, apparmor_parser not called"
+else
+        bad "postinst without AppArmor: $(cat "$tmp/postinst.err" "$tmp/called" 2>/dev/null)"
+fi
+if run_postinst 1 "$tmp/fake-ok" &&
+        [ "$(cat "$tmp/called" 2>/dev/null)" = "-r -T -W /etc/apparmor.d/vestibule-mcp" ]; then
+        ok "postinst with AppArmor: apparmor_parser -r -T -W /etc/apparmor.d/vestibule-mcp"
+else
+        bad "postinst with AppArmor did not load the profile: $(cat "$tmp/called" 2>/dev/null)"
+fi
+if run_postinst 1 "$tmp/fake-fail" && [ -e "$tmp/called" ] &&
+        grep -q 'sudo apparmor_parser -r /etc/apparmor.d/vestibule-mcp' "$tmp/postinst.err"; then
+        ok "postinst with the parser failing: exit 0, and it says how to load the profile"
+else
+        bad "postinst with the parser failing: rc or message wrong: $(cat "$tmp/postinst.err")"
+fi
+if run_postinst 1 "$tmp/nobin" && [ ! -e "$tmp/called" ]; then
+        ok "postinst without apparmor_parser installed: exit 0"
+else
+        bad "postinst without apparmor_parser: $(cat "$tmp/postinst.err")"
+fi
+
+echo "apparmor checks: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
