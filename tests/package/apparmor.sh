@@ -23,7 +23,7 @@
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
-deb=${1:-$(ls "$src"/dist/vestibule-mcp_*.deb 2>/dev/null | head -1)}
+deb=${1:-$(find "$src/dist" -maxdepth 1 -name 'vestibule-mcp_*.deb' 2>/dev/null | head -1)}
 bin=${VESTIBULE_BIN:-$src/build-rel/vestibule-mcp}
 aa4=${APPARMOR4_DIR:-/var/tmp/vestibule-apparmor4}
 passed=0 failed=0 skipped=0
@@ -96,11 +96,14 @@ if compile "$deb_profile"; then
 else
         bad "$from does not compile: $(cat "$tmp/parser.err")"
 fi
-grep -q '^profile vestibule-mcp "/usr/bin/vestibule-mcp" flags=(unconfined) {$' "$deb_profile" &&
+# six lines that are not comments: abi, include, profile, userns, the local include, '}'
+if grep -q '^profile vestibule-mcp "/usr/bin/vestibule-mcp" flags=(unconfined) {$' "$deb_profile" &&
         grep -q '^  userns,$' "$deb_profile" &&
-        [ "$(grep -cvE '^\s*(#|$)' "$deb_profile")" = 6 ] &&
-        ok "it attaches to /usr/bin/vestibule-mcp, unconfined, and grants userns only" ||
+        [ "$(grep -cvE '^\s*(#|$)' "$deb_profile")" = 6 ]; then
+        ok "it attaches to /usr/bin/vestibule-mcp, unconfined, and grants userns only"
+else
         bad "the .deb's profile is not 'unconfined + userns' for /usr/bin/vestibule-mcp"
+fi
 
 # control: the same profile with a rule AppArmor does not have is refused
 sed 's/^  userns,$/  userns_no_such_rule,/' "$deb_profile" >"$tmp/bad-profile"
@@ -133,9 +136,11 @@ fi
 
 # --- 2. the .deb ---------------------------------------------------------------------------------
 if [ -d "$tmp/deb-control" ]; then
-        grep -qx /etc/apparmor.d/vestibule-mcp "$tmp/deb-control/conffiles" &&
-                ok ".deb: /etc/apparmor.d/vestibule-mcp is a conffile" ||
+        if grep -qx /etc/apparmor.d/vestibule-mcp "$tmp/deb-control/conffiles"; then
+                ok ".deb: /etc/apparmor.d/vestibule-mcp is a conffile"
+        else
                 bad ".deb: /etc/apparmor.d/vestibule-mcp is not in DEBIAN/conffiles"
+        fi
         for s in postinst prerm postrm; do
                 [ -x "$tmp/deb-control/$s" ] || bad ".deb: no executable $s"
         done
