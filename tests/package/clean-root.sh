@@ -174,6 +174,19 @@ EOF
         [ "$out" = $'install-client\ncodex\nnode' ] ||
                 { echo "clean-root deb: FAIL: completion gave: $out" >&2; exit 1; }
         echo "clean-root deb: bash completion: install-client, codex, node"
+        # The AppArmor profile: a conffile; doctor names it for /usr/bin/vestibule-mcp (no
+        # AppArmor here: "not needed"); purge runs prerm and postrm and removes it.
+        in_root dpkg-query -W -f '${Conffiles}\n' vestibule-mcp |
+                grep -q '^ /etc/apparmor.d/vestibule-mcp ' ||
+                { echo "clean-root deb: FAIL: /etc/apparmor.d/vestibule-mcp is no conffile" >&2; exit 1; }
+        grep -q 'apparmor profile.*not needed here.*/etc/apparmor.d/vestibule-mcp is installed' \
+                "$work/doctor.txt" ||
+                { grep 'apparmor' "$work/doctor.txt" >&2; echo "clean-root deb: FAIL: doctor's apparmor profile line" >&2; exit 1; }
+        in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q vestibule-mcp >>"$work/install.log" ||
+                { echo "clean-root deb: FAIL: apt-get purge vestibule-mcp" >&2; exit 1; }
+        ! in_root test -e /etc/apparmor.d/vestibule-mcp ||
+                { echo "clean-root deb: FAIL: the profile outlived the purge" >&2; exit 1; }
+        echo "clean-root deb: the AppArmor profile: a conffile, doctor says not needed here, gone after purge"
 else
         if in_root bash -c 'command -v cc gcc clang tcc' >/dev/null; then
                 echo "clean-root npm: FAIL: a compiler is installed" >&2
