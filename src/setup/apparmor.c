@@ -88,9 +88,17 @@ int setup_apparmor(FILE *out, struct sbx_error *err)
                                 "--apparmor writes %s and loads it, which needs root: run "
                                 "sudo '%s' setup --apparmor",
                                 a->file, a->exe);
+        /* AppArmor 3 cannot read the profile (abi 4.0, `userns`), and one unreadable profile
+         * in /etc/apparmor.d fails apparmor.service at boot; its kernels have no restriction */
+        if (access("/etc/apparmor.d/abi/4.0", F_OK) < 0)
+                return sbx_fail(err, ENOENT,
+                                "AppArmor 4 is not installed (no /etc/apparmor.d/abi/4.0): the "
+                                "profile needs it, and an older AppArmor would fail to load it at "
+                                "boot. Where the restriction is (Ubuntu 23.10+) AppArmor 4 is: "
+                                "sudo apt-get install apparmor; elsewhere native needs no profile");
         if (strcmp(a->exe, SBX_APPARMOR_DEB_EXE) == 0 && a->file_exists) {
                 /* the .deb's own file (a conffile, maybe with the admin's changes): load it */
-                fprintf(out, "setup: %s is there (installed by the .deb)\n", a->file);
+                fprintf(out, "setup: %s is there (the .deb's)\n", a->file);
         } else {
                 r = sbx_apparmor_profile_text(a->name, a->exe, &text, err);
                 if (r < 0)

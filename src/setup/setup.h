@@ -149,12 +149,13 @@ int setup_installed_identity(const char *rootfs_dir, const char *language, char 
 /**
  * setup_apparmor() - `setup --apparmor`, as root: write the AppArmor profile that grants this
  * binary `userns` (sbx_apparmor_profile_text(); /etc/apparmor.d/vestibule-mcp for the .deb's
- * /usr/bin/vestibule-mcp, which the .deb already ships and is only loaded, else
+ * /usr/bin/vestibule-mcp, which the .deb's postinst puts there and is then only loaded, else
  * /etc/apparmor.d/vestibule-mcp-npm for the binary's real path), then load it with
  * `apparmor_parser -r -W` where AppArmor runs. Says what it did on @out.
+ * Needs AppArmor 4's userspace (/etc/apparmor.d/abi/4.0).
  * Return: 0; -EPERM when not root (@err holds the sudo command), -EINVAL for a path a profile
- * cannot attach to, -ENOENT without apparmor_parser, -EIO when loading failed, or the errno of
- * writing the file. See apparmor_parser(8).
+ * cannot attach to, -ENOENT without AppArmor 4 or apparmor_parser, -EIO when loading failed, or the
+ * errno of writing the file. See apparmor_parser(8).
  */
 int setup_apparmor(FILE *out, struct sbx_error *err);
 

@@ -9,7 +9,8 @@
  * - the profile's text is the template with this binary's name and path, and a path an
  *   attachment would read as a pattern is refused;
  * - `setup --apparmor` as root writes the profile (in a private mount namespace over
- *   /etc/apparmor.d) and, AppArmor not running on this kernel, says there is nothing to load;
+ *   /etc/apparmor.d) only where AppArmor 4's abi/4.0 is, and, AppArmor not running on this
+ *   kernel, says there is nothing to load;
  *   not root, it refuses with the sudo command.
  * The real kernel's AppArmor is not here (this kernel has none): tests/package/apparmor.sh
  * parses the profile with AppArmor 4's apparmor_parser. */
@@ -269,6 +270,11 @@ START_TEST(setup_writes_profile)
         ck_assert_int_eq(mount("tmpfs", "/etc/apparmor.d", "tmpfs", 0, "mode=0755"), 0);
         /* control: nothing there before */
         ck_assert_int_lt(stat("/etc/apparmor.d/vestibule-mcp-npm", &st), 0);
+        /* without AppArmor 4's userspace nothing is written: AppArmor 3 cannot read it */
+        ck_assert_int_eq(setup_apparmor(stderr, &err), -ENOENT);
+        ck_assert_msg(strstr(err.msg, "/etc/apparmor.d/abi/4.0"), "%s", err.msg);
+        ck_assert_int_lt(stat("/etc/apparmor.d/vestibule-mcp-npm", &st), 0);
+        put("/etc/apparmor.d", "abi/4.0", "# made up\n");
 
         out = open_memstream(&out_text, &out_len);
         ck_assert_int_eq(setup_apparmor(out, &err), 0);
