@@ -112,7 +112,8 @@ static void check_userns(struct doctor_backend *b)
         add(b->checks, &b->n_checks, st, "user namespaces",
             "user.max_user_namespaces=%s, kernel.apparmor_restrict_unprivileged_userns=%s%s%s%s",
             have_max ? max : "(absent)",
-            have_aa ? (atol(aa) ? "1 (this binary's AppArmor profile grants userns)" : aa)
+            have_aa ? (atol(aa) ? "1 (allowed here: this process's AppArmor profile grants userns)"
+                                : aa)
                     : "(absent: not an Ubuntu kernel)",
             have_clone ? ", kernel.unprivileged_userns_clone=" : "", have_clone ? clone_ : "", fix);
 }
