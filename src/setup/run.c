@@ -366,6 +366,7 @@ int setup_run(const struct setup_run_args *args, struct sbx_error *err)
                 fprintf(a->out, "setup: readiness check not run: "
                                 "run `vestibule-mcp doctor` to see the isolation this environment "
                                 "gets\n");
+        setup_apparmor_hint(a->out);
         setup_print_mcp_config(a);
         return ready;
 }
