@@ -28,8 +28,10 @@
 #include "common/xalloc.h"
 #include "egress/egress.h"
 #include "engine/conn.h"
+#include "engine/probe.h"
 #include "engine/sandbox_int.h"
 #include "engine/spare.h"
+#include "engine/state.h"
 #include "run/backend.h"
 #include "run/run.h"
 #include "run/sandbox.h"
@@ -45,13 +47,10 @@
  * deadline is not killed (and called timed out) only because the engine's answer to the wait
  * was still on its way (container teardown + wait: 50-150 ms measured on Docker 20.10). */
 #define ENGINE_DEADLINE_SLACK_MS 250
-#define ENGINE_KILL_WAIT_MS 2000 /* after our kill: the longest wait for the stream's end */
-#define ENGINE_CREATE_RETRIES 2  /* Podman's transient keep-id create error */
-#define ENGINE_ARM_MS 10000      /* attach + wait must be armed within this */
-#define ENGINE_DRAIN_MS 2000     /* after exit, the attach stream must end within this */
-/* /info: Podman builds it by running conmon, the runtime and more: 4-20 s measured under CI
- * load (load average 18 on 2 cores). Slow is not down: /_ping already said it is up. */
-#define ENGINE_INFO_MS 60000
+#define ENGINE_KILL_WAIT_MS 2000      /* after our kill: the longest wait for the stream's end */
+#define ENGINE_CREATE_RETRIES 2       /* Podman's transient keep-id create error */
+#define ENGINE_ARM_MS 10000           /* attach + wait must be armed within this */
+#define ENGINE_DRAIN_MS 2000          /* after exit, the attach stream must end within this */
 #define ENGINE_CGROUP_RMDIR_TRIES 100 /* x 100 ms: a run's parent cgroup, after the removal */
 /* Volume mode's copy-back (issue 12 #25): what went in, plus this much new. File data counts
  * what is written (holes are kept, not counted); the transfer counts the archive itself, in
@@ -65,363 +64,11 @@
 #define ENGINE_SPARE_MARGIN_S 10
 #define ENGINE_SPARE_READY_MS 5000 /* at the hand-over: the interpreter's open() of its FIFO */
 
-struct engine_state {
-        pthread_mutex_t lock;
-        /* Rootless Podman 4.3 reads the user's subordinate ids through libsubid for every
-         * keep-id create, and concurrent creates crash its service (SIGSEGV in
-         * subid_get_gid_ranges, seen in CI) or fail with "keep-id requires additional UIDs":
-         * creates on rootless Podman are made one at a time. */
-        pthread_mutex_t create_lock;
-        bool ready; /* connected and probed */
-        struct engine_conn conn;
-        engine_getenv_fn getenv_fn;
-        bool rootless_podman;
-        bool rootless_docker; /* SecurityOptions name=rootless: the run's uid is a subuid here */
-        /* The daemon cannot see our files (tcp://, Docker Desktop, a forwarded socket): code
-         * and workspace go through volumes (volume.c). */
-        bool volumes;
-        char daemon_os[128];       /* /info OperatingSystem */
-        char daemon_name[256];     /* /info Name: the daemon's host name */
-        char seccomp_profile[512]; /* Podman: our derived profile's host path; "" = none */
-        char seccomp_default[512]; /* Podman: the engine's default profile it came from */
-        char *seccomp_json;        /* Docker: our profile, handed over as JSON text (static) */
-        char grade[320];           /* "container" or "container-degraded (...)" */
-        char owner[160];           /* our vestibule.owner label */
-        bool shutting_down;
-        unsigned pending_removals; /* background removals still running */
-        bool warned_unpinned;      /* the unpinned-image warning was logged */
-        pthread_cond_t removed;    /* signalled when pending_removals drops */
-        char cgroup_driver[16];    /* the engine's: "cgroupfs", "systemd" */
-        bool hostcg;               /* each run gets a parent cgroup of ours (hostcg.c) */
-        char usage_why[160];       /* !hostcg: why usage is not measured */
-        unsigned long run_seq;     /* numbers the parent cgroups */
-        /* "<image id> <interpreter>" pairs whose image was seen to hold `timeout` and that
-         * interpreter (image_programs_check()): checked once per image id */
-        char **programs_ok;
-        size_t n_programs_ok;
-};
-
 static uint64_t now_ms(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Probe (the connection, owner labels and sweep: conn.c)                                   */
-
-static void reason_add(char *buf, size_t size, const char *s)
-{
-        size_t used = strlen(buf);
-        snprintf(buf + used, size > used ? size - used : 0, "%s%s", used ? "; " : "", s);
-}
-
-static json_object *jget(json_object *o, const char *k)
-{
-        json_object *v = NULL;
-        return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
-
-/* Docker's /info: the OS, seccomp, rootless, cgroup driver and the limits it can apply. */
-static int probe_docker(struct engine_state *st, bool *seccomp, char *reasons, size_t size,
-                        struct sbx_error *err)
-{
-        _cleanup_(engine_reply_done) struct engine_reply inf = {0};
-        char limits[64] = "";
-        bool rootless = false;
-        int r;
-
-        r = engine_get(&st->conn,
-                       &(struct engine_call){.path = "/info",
-                                             .ok = {200},
-                                             .body = ENGINE_BODY_JSON,
-                                             .timeout_ms = ENGINE_INFO_MS,
-                                             .what = "say what it enforces (/info)"},
-                       &inf, err);
-        if (r < 0)
-                return r;
-        json_object *info = inf.json;
-        snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
-                 json_object_get_string(jget(info, "OperatingSystem")) ?: "");
-        snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
-                 json_object_get_string(jget(info, "Name")) ?: "");
-        const char *os = json_object_get_string(jget(info, "OSType"));
-        if (os && strcmp(os, "linux") != 0)
-                return sbx_fail(err, ENOTSUP,
-                                "the Docker Engine runs %s containers: switch Docker Desktop to "
-                                "Linux containers",
-                                os);
-        json_object *so = jget(info, "SecurityOptions");
-        for (size_t i = 0; so && i < json_object_array_length(so); i++) {
-                const char *s = json_object_get_string(json_object_array_get_idx(so, i));
-                if (s && strstr(s, "name=seccomp") && !strstr(s, "profile=unconfined"))
-                        *seccomp = true;
-                if (s && strstr(s, "name=rootless"))
-                        rootless = true;
-        }
-        const char *cgv = json_object_get_string(jget(info, "CgroupVersion"));
-        snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
-                 json_object_get_string(jget(info, "CgroupDriver")) ?: "");
-        st->rootless_docker = rootless;
-        if (!json_object_get_boolean(jget(info, "MemoryLimit")) ||
-            !json_object_get_boolean(jget(info, "SwapLimit")))
-                reason_add(limits, sizeof(limits), "memory");
-        if (!json_object_get_boolean(jget(info, "CpuCfsQuota")))
-                reason_add(limits, sizeof(limits), "cpu");
-        if (!json_object_get_boolean(jget(info, "PidsLimit")))
-                reason_add(limits, sizeof(limits), "pids");
-        for (char *p = limits; *p; p++)
-                if (*p == ';')
-                        *p = ',';
-        if (rootless && cgv && strcmp(cgv, "1") == 0) {
-                reason_add(reasons, size,
-                           "limits not applied: memory, cpu, pids: rootless Docker on cgroup v1");
-        } else if (*limits) {
-                char t[160];
-                snprintf(t, sizeof(t),
-                         "limits not applied: %s: the Docker Engine reports no cgroup support for "
-                         "them",
-                         limits);
-                reason_add(reasons, size, t);
-        }
-        return 0;
-}
-
-/* Podman's default profile lets code create namespaces (unshare, clone with CLONE_NEW*): hand
- * it ours, derived from that default (@sec: libpod info's host.security), or say it is
- * missing. */
-static void probe_podman_seccomp(struct engine_state *st, json_object *sec, char *reasons,
-                                 size_t size)
-{
-        const char *def = json_object_get_string(jget(sec, "seccompProfilePath"));
-        struct sbx_error se = {0};
-        char dir[400], why[240];
-        int r;
-
-        if (!st->conn.ep.local)
-                r = sbx_fail(&se, ENOTSUP,
-                             "the Podman engine is remote: its seccomp profile files are not on "
-                             "this host");
-        else
-                r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir), &se);
-        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s", def ? def : "");
-        if (r == 0)
-                r = engine_seccomp_profile_prepare(def, dir, st->seccomp_profile,
-                                                   sizeof(st->seccomp_profile), &se);
-        if (r < 0) {
-                st->seccomp_profile[0] = '\0';
-                snprintf(why, sizeof(why), "namespaces not blocked: %.200s", se.msg);
-                reason_add(reasons, size, why);
-        }
-}
-
-/* Rootless Podman's limits: none on cgroup v1, else those of the delegated controllers. */
-static void probe_podman_limits(json_object *host, char *reasons, size_t size)
-{
-        const char *pv = json_object_get_string(jget(host, "cgroupVersion"));
-        json_object *ctrls = jget(host, "cgroupControllers");
-        bool has_mem = false, has_cpu = false, has_pids = false;
-        char l[64] = "", t[160];
-
-        if (pv && strcmp(pv, "v1") == 0) {
-                reason_add(reasons, size,
-                           "limits not applied: memory, cpu, pids: rootless Podman on cgroup v1");
-                return;
-        }
-        for (size_t i = 0; ctrls && i < json_object_array_length(ctrls); i++) {
-                const char *c = json_object_get_string(json_object_array_get_idx(ctrls, i));
-                has_mem |= c && strcmp(c, "memory") == 0;
-                has_cpu |= c && strcmp(c, "cpu") == 0;
-                has_pids |= c && strcmp(c, "pids") == 0;
-        }
-        if (has_mem && has_cpu && has_pids)
-                return;
-        if (!has_mem)
-                reason_add(l, sizeof(l), "memory");
-        if (!has_cpu)
-                reason_add(l, sizeof(l), "cpu");
-        if (!has_pids)
-                reason_add(l, sizeof(l), "pids");
-        for (char *p = l; *p; p++)
-                if (*p == ';')
-                        *p = ',';
-        snprintf(t, sizeof(t),
-                 "limits not applied: %s: rootless Podman without those cgroup controllers "
-                 "delegated",
-                 l);
-        reason_add(reasons, size, t);
-}
-
-/* Podman's libpod info (its compat /info claims limits rootless cannot apply, and is as slow
- * again): the OS, rootless, seccomp and our profile, the cgroup driver and controllers. */
-static int probe_podman(struct engine_state *st, bool *seccomp, char *reasons, size_t size,
-                        struct sbx_error *err)
-{
-        _cleanup_(engine_reply_done) struct engine_reply lir = {0};
-        int r;
-
-        r = engine_get(&st->conn,
-                       &(struct engine_call){.path = "/v4.0.0/libpod/info",
-                                             .unversioned = true,
-                                             .ok = {200},
-                                             .body = ENGINE_BODY_JSON,
-                                             .timeout_ms = ENGINE_INFO_MS,
-                                             .what = "say what it enforces (libpod info)"},
-                       &lir, err);
-        if (r < 0 && lir.status == 0)
-                return r;
-        if (!lir.json)
-                return sbx_fail(err, EIO,
-                                "Podman's libpod info failed: cannot tell whether it is rootless "
-                                "and which limits it applies");
-        json_object *host = jget(lir.json, "host"), *sec = jget(host, "security");
-        const char *pos = json_object_get_string(jget(host, "os"));
-        if (pos && strcmp(pos, "linux") != 0)
-                return sbx_fail(err, ENOTSUP,
-                                "the Podman service runs %s containers: use a Linux Podman machine",
-                                pos);
-        snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
-                 json_object_get_string(jget(host, "cgroupManager")) ?: "");
-        /* what the compat /info calls Name and OperatingSystem (the hand-in decision) */
-        snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
-                 json_object_get_string(jget(host, "hostname")) ?: "");
-        snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
-                 json_object_get_string(jget(jget(host, "distribution"), "distribution")) ?: "");
-        st->rootless_podman = json_object_get_boolean(jget(sec, "rootless"));
-        *seccomp = json_object_get_boolean(jget(sec, "seccompEnabled"));
-        st->seccomp_profile[0] = '\0';
-        if (*seccomp)
-                probe_podman_seccomp(st, sec, reasons, size);
-        if (st->rootless_podman)
-                probe_podman_limits(host, reasons, size);
-        return 0;
-}
-
-/* /info (or libpod info): what this engine enforces. Fills st->grade. */
-static int probe_info(struct engine_state *st, struct sbx_error *err)
-{
-        char reasons[280] = "";
-        bool seccomp = false;
-        int r;
-
-        r = st->conn.podman ? probe_podman(st, &seccomp, reasons, sizeof(reasons), err)
-                            : probe_docker(st, &seccomp, reasons, sizeof(reasons), err);
-        if (r < 0)
-                return r;
-        if (!seccomp)
-                reason_add(reasons, sizeof(reasons),
-                           "no seccomp filter: the engine runs containers without seccomp");
-        if (*reasons)
-                snprintf(st->grade, sizeof(st->grade), "container-degraded (%s)", reasons);
-        else
-                snprintf(st->grade, sizeof(st->grade), "container");
-        return 0;
-}
-
-static int ensure_ready(struct backend *b, struct sbx_error *err)
-{
-        struct engine_state *st = b->state;
-        struct engine_state fresh = {0};
-        int r;
-
-        pthread_mutex_lock(&st->lock);
-        bool ready = st->ready;
-        pthread_mutex_unlock(&st->lock);
-        if (ready)
-                return 0;
-
-        fresh.getenv_fn = st->getenv_fn;
-        r = engine_connect(b->cfg, st->getenv_fn, &fresh.conn, err);
-        if (r < 0)
-                return r;
-        r = probe_info(&fresh, err);
-        if (r < 0)
-                return r;
-        char host[256] = "", vol_why[300] = "";
-        gethostname(host, sizeof(host) - 1);
-        fresh.volumes = !engine_daemon_shares_files(
-            &fresh.conn.ep, fresh.daemon_os, fresh.daemon_name, host, vol_why, sizeof(vol_why));
-        if (fresh.volumes)
-                log_info("container engine at '%s': %s, so code and workspace go through "
-                         "volumes (the workspace is copied in before and back after each run)",
-                         fresh.conn.ep.host, vol_why);
-        struct sbx_error e2 = {0};
-        int n = engine_sweep(&fresh.conn, &e2);
-        if (n > 0)
-                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that "
-                         "are gone",
-                         n);
-        else if (n < 0)
-                log_debug("%s, ignoring", e2.msg);
-
-        /* Usage and OOM from the host's own cgroups: only for a rootful engine on this
-         * host using cgroupfs paths, and a server that may manage them (hostcg.c). */
-        char why[160] = "";
-        bool rootless = fresh.rootless_podman || strstr(fresh.grade, "rootless");
-        if (fresh.volumes)
-                snprintf(why, sizeof(why),
-                         "the engine does not share this machine's filesystem, so its cgroups "
-                         "are not readable here");
-        else if (rootless && strstr(fresh.grade, "cgroup v1"))
-                snprintf(why, sizeof(why),
-                         "a rootless engine on cgroup v1 gives its containers "
-                         "no cgroup of their own");
-        else if (rootless)
-                snprintf(why, sizeof(why),
-                         "reading a rootless engine's cgroups is not "
-                         "implemented");
-        else if (strcmp(fresh.cgroup_driver, "cgroupfs") != 0)
-                snprintf(why, sizeof(why),
-                         "the engine's cgroup driver is '%s'; reading its cgroups is implemented "
-                         "for cgroupfs only",
-                         fresh.cgroup_driver[0] ? fresh.cgroup_driver : "unknown");
-        else if (engine_hostcg_available(why, sizeof(why)) == 0)
-                engine_hostcg_sweep();
-
-        pthread_mutex_lock(&st->lock);
-        st->conn = fresh.conn;
-        st->rootless_podman = fresh.rootless_podman;
-        st->rootless_docker = fresh.rootless_docker;
-        snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s", fresh.cgroup_driver);
-        st->hostcg = !*why;
-        snprintf(st->usage_why, sizeof(st->usage_why), "%s", why);
-        st->volumes = fresh.volumes;
-        snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", fresh.seccomp_profile);
-        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s", fresh.seccomp_default);
-        snprintf(st->grade, sizeof(st->grade), "%s", fresh.grade);
-        st->ready = true;
-        pthread_mutex_unlock(&st->lock);
-        log_debug("container engine: %s at '%s' (%s), API %s, grade %s", st->conn.server,
-                  st->conn.ep.host, st->conn.ep.origin, st->conn.api, st->grade);
-        return 0;
-}
-
-/* Our seccomp profile file went away after the probe: derive and write it again from the same
- * default. A failure refuses the run (the grade promised the profile). */
-static int seccomp_profile_again(struct backend *b, char *ret, size_t size, struct sbx_error *err)
-{
-        struct engine_state *st = b->state;
-        char def[512], dir[400], path[512];
-        int r;
-
-        pthread_mutex_lock(&st->lock);
-        snprintf(def, sizeof(def), "%s", st->seccomp_default);
-        pthread_mutex_unlock(&st->lock);
-        r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir), err);
-        if (r == 0)
-                r = engine_seccomp_profile_prepare(def, dir, path, sizeof(path), err);
-        if (r < 0)
-                return sbx_wrap(err,
-                                "the seccomp profile '%s' that blocks namespaces in Podman "
-                                "sandboxes is gone and cannot be written again, nothing was "
-                                "run",
-                                ret);
-        pthread_mutex_lock(&st->lock);
-        snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", path);
-        pthread_mutex_unlock(&st->lock);
-        snprintf(ret, size, "%s", path);
-        return 0;
 }
 
 /* The uid:gid code runs as. Never root. */
@@ -461,7 +108,7 @@ int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error 
         int r;
 
         memset(ret, 0, sizeof(*ret));
-        r = ensure_ready(b, &e);
+        r = engine_probe_ready(st, b->cfg, &e);
         if (r == 0)
                 r = run_ids(b, st, &uid, &gid, &e);
         if (r == 0)
@@ -1266,7 +913,7 @@ static int sandbox_snapshot(struct sandbox *sb, struct sbx_error *err)
         struct engine_state *st = sb->st;
         int r;
 
-        r = ensure_ready(sb->b, err);
+        r = engine_probe_ready(st, sb->b->cfg, err);
         if (r == 0)
                 r = run_ids(sb->b, st, &sb->uid, &sb->gid, err);
         if (r < 0)
@@ -1288,8 +935,8 @@ static int sandbox_snapshot(struct sandbox *sb, struct sbx_error *err)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
         if (sb->seccomp_profile[0] && access(sb->seccomp_profile, R_OK) < 0) {
                 /* removed since the probe (a cleaned runtime dir): write it again, or refuse */
-                r = seccomp_profile_again(sb->b, sb->seccomp_profile, sizeof(sb->seccomp_profile),
-                                          err);
+                r = engine_seccomp_profile_again(st, sb->seccomp_profile,
+                                                 sizeof(sb->seccomp_profile), err);
                 if (r < 0)
                         return r;
         }
@@ -1412,7 +1059,7 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, sb->degraded, sizeof(sb->degraded), err);
         if (r == 0) {
-                const char *image_id = json_object_get_string(jget(inspect, "Image"));
+                const char *image_id = json_object_get_string(engine_jget(inspect, "Image"));
                 if (image_id && sb->spare)
                         snprintf(sb->stamp.image_id, sizeof(sb->stamp.image_id), "%s",
                                  strncmp(image_id, "sha256:", 7) == 0 ? image_id + 7 : image_id);
@@ -1822,11 +1469,11 @@ static int collect_exit(struct sandbox *sb, const struct sandbox_watch *w, int *
          * while the kill is carried out. */
         if (w->forced == RUN_OUTCOME_NONE && !sb->t_kill &&
             container_inspect(sb->st, sb->id, false, &inspect, &e3) == 0) {
-                json_object *state = jget(inspect, "State");
-                *ret_oom = json_object_get_boolean(jget(state, "OOMKilled"));
-                if (!wait_ok && jget(state, "ExitCode") &&
-                    !json_object_get_boolean(jget(state, "Running"))) {
-                        *ret_exit = json_object_get_int(jget(state, "ExitCode"));
+                json_object *state = engine_jget(inspect, "State");
+                *ret_oom = json_object_get_boolean(engine_jget(state, "OOMKilled"));
+                if (!wait_ok && engine_jget(state, "ExitCode") &&
+                    !json_object_get_boolean(engine_jget(state, "Running"))) {
+                        *ret_exit = json_object_get_int(engine_jget(state, "ExitCode"));
                         wait_ok = true;
                 }
         }
