@@ -28,6 +28,7 @@
 #include "common/xalloc.h"
 #include "egress/egress.h"
 #include "engine/conn.h"
+#include "engine/container.h"
 #include "engine/probe.h"
 #include "engine/sandbox_int.h"
 #include "engine/spare.h"
@@ -47,11 +48,8 @@
  * deadline is not killed (and called timed out) only because the engine's answer to the wait
  * was still on its way (container teardown + wait: 50-150 ms measured on Docker 20.10). */
 #define ENGINE_DEADLINE_SLACK_MS 250
-#define ENGINE_KILL_WAIT_MS 2000      /* after our kill: the longest wait for the stream's end */
-#define ENGINE_CREATE_RETRIES 2       /* Podman's transient keep-id create error */
-#define ENGINE_ARM_MS 10000           /* attach + wait must be armed within this */
-#define ENGINE_DRAIN_MS 2000          /* after exit, the attach stream must end within this */
-#define ENGINE_CGROUP_RMDIR_TRIES 100 /* x 100 ms: a run's parent cgroup, after the removal */
+#define ENGINE_KILL_WAIT_MS 2000 /* after our kill: the longest wait for the stream's end */
+#define ENGINE_DRAIN_MS 2000     /* after exit, the attach stream must end within this */
 /* Volume mode's copy-back (issue 12 #25): what went in, plus this much new. File data counts
  * what is written (holes are kept, not counted); the transfer counts the archive itself, in
  * which Docker sends a hole as zeros. */
@@ -63,13 +61,6 @@
  * idle time plus half of it, so the backstop left at the hand-over is never under a run's. */
 #define ENGINE_SPARE_MARGIN_S 10
 #define ENGINE_SPARE_READY_MS 5000 /* at the hand-over: the interpreter's open() of its FIFO */
-
-static uint64_t now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* The uid:gid code runs as. Never root. */
 static int run_ids(const struct backend *b, const struct engine_state *st, uid_t *uid, gid_t *gid,
@@ -219,349 +210,6 @@ fail:
         return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
 }
 
-/* One of the run's transfers on its curl_multi (attach, wait, kill). */
-struct leg {
-        struct engine_xfer *x;
-        struct engine_reply rep;
-        bool done;
-        int rc; /* engine_xfer_finish()'s, once done */
-        struct sbx_error err;
-};
-
-static void leg_done(struct leg *l)
-{
-        engine_xfer_free(l->x);
-        l->x = NULL;
-        engine_reply_done(&l->rep);
-}
-
-struct attach_ctx {
-        struct engine_demux dmx;
-        sandbox_emit_fn emit; /* the warden's, set by each pump */
-        void *emit_userdata;
-        bool proto_error;
-};
-
-static void attach_emit(void *ud, int stream, const char *buf, size_t n)
-{
-        struct attach_ctx *a = ud;
-        if (a->emit)
-                a->emit(a->emit_userdata, stream, buf, n);
-}
-
-static size_t attach_data(void *ud, const char *data, size_t n)
-{
-        struct attach_ctx *a = ud;
-        if (engine_demux_feed(&a->dmx, data, n, attach_emit, a) < 0) {
-                a->proto_error = true;
-                return 0;
-        }
-        return n;
-}
-
-/* POST /containers/{id}/kill?signal=KILL; 409: it is not running (any more). */
-static struct engine_call kill_call(const char *id)
-{
-        return (struct engine_call){.path = "/containers/{}/kill",
-                                    .parts = {id},
-                                    .query = {{"signal", "KILL"}},
-                                    .ok = {204, 404, 409},
-                                    .timeout_ms = 15000,
-                                    .what = "kill the sandbox container"};
-}
-
-static void kill_container(const struct engine_conn *c, const char *id)
-{
-        struct engine_call call = kill_call(id);
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        struct sbx_error e = {0};
-
-        call.timeout_ms = 10000;
-        if (engine_post(c, &call, &rep, &e) < 0)
-                log_debug("kill %.12s: %s", id, e.msg);
-}
-
-/* The run's transfers: attach and wait armed before the start, the kill added on a stop. */
-struct run_xfers {
-        CURLM *m;
-        struct leg attach, wait, kill;
-        struct attach_ctx a;
-};
-
-static int leg_add(struct run_xfers *rx, struct leg *l, const struct engine_conn *c,
-                   const struct engine_call *call, struct sbx_error *err)
-{
-        int r = engine_xfer_new(c, "POST", call, &l->rep, &l->x, err);
-        if (r < 0)
-                return r;
-        curl_multi_add_handle(rx->m, engine_xfer_handle(l->x));
-        return 0;
-}
-
-/* Drive the multi once; mark the legs that ended, with their checked result. */
-static void run_xfers_pump(struct run_xfers *rx)
-{
-        struct leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
-        CURLMsg *msg;
-        int running = 0, q;
-
-        curl_multi_perform(rx->m, &running);
-        while ((msg = curl_multi_info_read(rx->m, &q))) {
-                if (msg->msg != CURLMSG_DONE)
-                        continue;
-                for (size_t i = 0; i < ELEMENTSOF(legs); i++)
-                        if (legs[i]->x && engine_xfer_handle(legs[i]->x) == msg->easy_handle &&
-                            !legs[i]->done) {
-                                legs[i]->done = true;
-                                legs[i]->rc =
-                                    engine_xfer_finish(legs[i]->x, msg->data.result, &legs[i]->err);
-                        }
-        }
-}
-
-static void run_xfers_done(struct run_xfers *rx)
-{
-        struct leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
-        for (size_t i = 0; i < ELEMENTSOF(legs); i++) {
-                if (legs[i]->x)
-                        curl_multi_remove_handle(rx->m, engine_xfer_handle(legs[i]->x));
-                leg_done(legs[i]);
-        }
-        if (rx->m)
-                curl_multi_cleanup(rx->m);
-}
-
-/* Arm attach + wait (next-exit) in one multi: both answers' headers in, both 200. */
-static int run_xfers_arm(struct run_xfers *rx, const struct engine_conn *c, const char *id,
-                         struct sbx_error *err)
-{
-        struct engine_call attach = {.path = "/containers/{}/attach",
-                                     .parts = {id},
-                                     .query = {{"stream", "1"}, {"stdout", "1"}, {"stderr", "1"}},
-                                     .ok = {200},
-                                     .body = ENGINE_BODY_STREAM,
-                                     .on_data = attach_data,
-                                     .userdata = &rx->a,
-                                     .what = "attach to the sandbox container"};
-        struct engine_call wait = {.path = "/containers/{}/wait",
-                                   .parts = {id},
-                                   .query = {{"condition", "next-exit"}},
-                                   .ok = {200},
-                                   .body = ENGINE_BODY_JSON,
-                                   .what = "wait for the sandbox container"};
-        uint64_t t_arm = now_ms();
-        int r;
-
-        rx->m = curl_multi_init();
-        if (!rx->m)
-                abort();
-        r = leg_add(rx, &rx->attach, c, &attach, err);
-        if (r == 0)
-                r = leg_add(rx, &rx->wait, c, &wait, err);
-        if (r < 0)
-                return r;
-        for (;;) {
-                run_xfers_pump(rx);
-                struct leg *ended = rx->attach.done ? &rx->attach
-                                    : rx->wait.done ? &rx->wait
-                                                    : NULL;
-                if (ended && ended->rc < 0) {
-                        *err = ended->err;
-                        return ended->rc;
-                }
-                if (engine_xfer_headers_done(rx->attach.x) &&
-                    engine_xfer_headers_done(rx->wait.x) &&
-                    engine_xfer_status(rx->attach.x) == 200 &&
-                    engine_xfer_status(rx->wait.x) == 200)
-                        return 0;
-                if (ended || now_ms() - t_arm > ENGINE_ARM_MS)
-                        return sbx_fail(err, EIO,
-                                        "the container engine did not accept attach/wait for the "
-                                        "new container (attach HTTP %ld, wait HTTP %ld): check "
-                                        "that it is healthy",
-                                        engine_xfer_status(rx->attach.x),
-                                        engine_xfer_status(rx->wait.x));
-                curl_multi_poll(rx->m, NULL, 0, 50, NULL);
-        }
-}
-
-/* POST /containers/{id}/start, with the refusals that have a known cause told apart. */
-int container_start(const struct engine_conn *c, const char *id, const char *image,
-                    struct sbx_error *err)
-{
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        int r;
-
-        r = engine_post(c,
-                        &(struct engine_call){.path = "/containers/{}/start",
-                                              .parts = {id},
-                                              .ok = {204, 304},
-                                              .timeout_ms = 60000,
-                                              .what = "start the sandbox"},
-                        &rep, err);
-        if (r == 0 || rep.status == 0)
-                return r;
-        if (strstr(rep.msg, "\"timeout\"") &&
-            (strstr(rep.msg, "not found") || strstr(rep.msg, "no such file")))
-                return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' has no coreutils `timeout`, which every "
-                                "run needs: use an image that provides bash, timeout and the "
-                                "interpreter, or run `vestibule-mcp setup`",
-                                image);
-        if (strcasestr(rep.msg, "no new privileges") || strcasestr(rep.msg, "no_new_privs") ||
-            (strcasestr(rep.msg, "apparmor") && strcasestr(rep.msg, "snap")))
-                /* The Docker snap's own confinement refuses the no-new-privileges every sandbox
-                 * is started with; Vestibule does not drop it. */
-                return sbx_fail(err, EPERM,
-                                "the container engine refused no-new-privileges, which every "
-                                "sandbox needs; the Docker snap does this: install Docker Engine "
-                                "from your distribution (apt install docker.io) or docker.com "
-                                "instead of the snap (sudo snap remove docker), then restart the "
-                                "server (engine said: %.160s)",
-                                rep.msg);
-        return r;
-}
-
-struct removal {
-        struct engine_state *st;
-        char *id;
-        char *cgroup;     /* the run's parent cgroup (hostcg.c), or NULL */
-        char *volumes[2]; /* the run's hand-in volumes, removed after the container; may be NULL */
-};
-
-static void volumes_remove(const struct engine_conn *c, const char *const volumes[2])
-{
-        for (size_t i = 0; i < 2; i++) {
-                struct sbx_error e = {0};
-                if (volumes[i] && engine_volume_remove(c, volumes[i], &e) < 0)
-                        log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
-        }
-}
-
-static void *removal_thread(void *p)
-{
-        struct removal *rm = p;
-        struct engine_state *st = rm->st;
-        struct sbx_error e = {0};
-
-        if (rm->id && container_remove(&st->conn, rm->id, &e) < 0)
-                log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
-        else
-                volumes_remove(&st->conn, (const char *const *)rm->volumes);
-        /* Podman's conmon and its `container cleanup` can outlive the DELETE by a moment:
-         * retry (this thread is off the result's path); the next start's sweep is the rest */
-        for (unsigned i = 0; rm->cgroup && i < ENGINE_CGROUP_RMDIR_TRIES; i++) {
-                if (engine_hostcg_remove(rm->cgroup) == 0)
-                        break;
-                usleep(100000);
-        }
-        free(rm->id);
-        free(rm->cgroup);
-        free(rm->volumes[0]);
-        free(rm->volumes[1]);
-        free(rm);
-        pthread_mutex_lock(&st->lock);
-        st->pending_removals--;
-        pthread_cond_broadcast(&st->removed);
-        pthread_mutex_unlock(&st->lock);
-        return NULL;
-}
-
-static void remove_in_background(struct engine_state *st, const char *id, const char *cgroup,
-                                 const char *const volumes[2])
-{
-        struct removal *rm = xcalloc(1, sizeof(*rm));
-        pthread_attr_t attr;
-        pthread_t t;
-
-        rm->st = st;
-        rm->id = id ? xstrdup(id) : NULL;
-        rm->cgroup = *cgroup ? xstrdup(cgroup) : NULL;
-        for (size_t i = 0; volumes && i < 2; i++)
-                rm->volumes[i] = volumes[i] ? xstrdup(volumes[i]) : NULL;
-        pthread_mutex_lock(&st->lock);
-        st->pending_removals++;
-        pthread_mutex_unlock(&st->lock);
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &attr, removal_thread, rm) != 0)
-                removal_thread(rm); /* no thread: do it here */
-        pthread_attr_destroy(&attr);
-}
-
-/* Wait (bounded) until every background removal has finished. */
-static void removals_wait(struct engine_state *st, unsigned timeout_s)
-{
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += timeout_s;
-        pthread_mutex_lock(&st->lock);
-        while (st->pending_removals > 0)
-                if (pthread_cond_timedwait(&st->removed, &st->lock, &dl) != 0)
-                        break;
-        if (st->pending_removals > 0)
-                log_warning("%u sandbox container(s) still being removed at exit; the next "
-                            "start's sweep removes them",
-                            st->pending_removals);
-        pthread_mutex_unlock(&st->lock);
-}
-
-/* Where the run's PATH (body.c's Env) looks for `timeout` and the interpreter. */
-static const char *const run_path_dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
-
-/* Before the start: the image of the created container @id (image id @image_id) holds
- * coreutils `timeout` and @interp in the run's PATH. Checked through the archive API (a stat in
- * the container's filesystem, nothing runs), once per image id and interpreter. This is what
- * tells "the image lacks the interpreter" apart from a run: the run's own output and exit
- * status never decide a refusal (a program can print the wrapper's words and exit 127). */
-static int image_programs_check(struct engine_state *st, const char *id, const char *image_id,
-                                const char *image, const char *interp, struct sbx_error *err)
-{
-        _cleanup_free_ char *key = xasprintf("%s %s", image_id, interp);
-        const char *progs[] = {"timeout", interp};
-        bool cached = false;
-        int r;
-
-        pthread_mutex_lock(&st->lock);
-        for (size_t i = 0; i < st->n_programs_ok && !cached; i++)
-                cached = strcmp(st->programs_ok[i], key) == 0;
-        pthread_mutex_unlock(&st->lock);
-        if (cached)
-                return 0;
-        for (size_t p = 0; p < ELEMENTSOF(progs); p++) {
-                bool found = false;
-                for (size_t d = 0; d < ELEMENTSOF(run_path_dirs) && !found; d++) {
-                        _cleanup_free_ char *path = xasprintf("%s/%s", run_path_dirs[d], progs[p]);
-                        struct sbx_error e = {0};
-                        r = engine_archive_stat(&st->conn, id, path, &e);
-                        if (r == 0)
-                                found = true;
-                        else if (r != -ENOENT) {
-                                *err = e;
-                                return r;
-                        }
-                }
-                if (found)
-                        continue;
-                if (p == 0)
-                        return sbx_fail(err, ENOENT,
-                                        "the sandbox image '%s' has no coreutils `timeout`, which "
-                                        "every run needs: use an image that provides bash, "
-                                        "timeout and the interpreter, or run `vestibule-mcp setup`",
-                                        image);
-                return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' has no '%s': use an image that provides "
-                                "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
-                                image, interp);
-        }
-        pthread_mutex_lock(&st->lock);
-        st->programs_ok =
-            xrealloc(st->programs_ok, (st->n_programs_ok + 1) * sizeof(*st->programs_ok));
-        st->programs_ok[st->n_programs_ok++] = TAKE_PTR(key);
-        pthread_mutex_unlock(&st->lock);
-        return 0;
-}
-
 static void set_not_measured(struct run_measure *m, const char *why)
 {
         m->measured = false;
@@ -588,100 +236,6 @@ static void note_add(struct run_result *res, const char *fmt, ...)
         va_end(ap);
         /* one note, one line: a workspace file name holding '\n' is stored escaped */
         run_result_note(res, "%s", note);
-}
-
-/* POST /containers/create with @body; the new id into *@ret_id. Creates on rootless Podman
- * go one at a time (create_lock). Rootless Podman 4.3 sometimes answers a keep-id create under
- * parallel runs with a 500 though the same body works a moment later (its user-namespace setup
- * for the request is transient, docs/design/engine-api.md §7): that exact answer is retried,
- * briefly. */
-static int container_create(struct engine_state *st, json_object *body, const char *image,
-                            const char *what, char **ret_id, struct sbx_error *err)
-{
-        const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        json_object *idj = NULL;
-        int r;
-
-        for (unsigned attempt = 0;; attempt++) {
-                engine_reply_done(&rep);
-                if (st->rootless_podman)
-                        pthread_mutex_lock(&st->create_lock);
-                r = engine_post(&st->conn,
-                                &(struct engine_call){.path = "/containers/create",
-                                                      .json = json,
-                                                      .ok = {201},
-                                                      .body = ENGINE_BODY_JSON,
-                                                      .timeout_ms = 30000,
-                                                      .what = what},
-                                &rep, err);
-                if (st->rootless_podman)
-                        pthread_mutex_unlock(&st->create_lock);
-                if (r == 0 || attempt >= ENGINE_CREATE_RETRIES || rep.status != 500 ||
-                    !strstr(rep.msg, "keep-id requires additional UIDs or GIDs"))
-                        break;
-                log_debug("create: Podman's transient keep-id error (%s); retry %u of %u", rep.msg,
-                          attempt + 1, ENGINE_CREATE_RETRIES);
-                usleep(150000u * (attempt + 1));
-        }
-        if (r < 0 &&
-            (rep.status == 404 || (rep.status >= 400 && strcasestr(rep.msg, "no such image"))))
-                return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' is missing from the container engine: "
-                                "run `vestibule-mcp setup`",
-                                image);
-        if (r < 0)
-                return r;
-        if (!json_object_object_get_ex(rep.json, "Id", &idj) || !json_object_get_string(idj))
-                return sbx_fail(err, EPROTO,
-                                "the container engine at '%s' created a container without "
-                                "saying its Id: is this a Docker Engine or Podman socket?",
-                                st->conn.ep.host);
-        *ret_id = xstrdup(json_object_get_string(idj));
-        return 0;
-}
-
-/* GET /containers/{id}/json (and, for keep-id, libpod's IDMappings, which the compat inspect
- * does not show) into *@ret. */
-static int container_inspect(struct engine_state *st, const char *id, bool keep_id,
-                             json_object **ret, struct sbx_error *err)
-{
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0}, lp = {0};
-        json_object *hcj, *idm;
-        int r;
-
-        r = engine_get(&st->conn,
-                       &(struct engine_call){.path = "/containers/{}/json",
-                                             .parts = {id},
-                                             .ok = {200},
-                                             .body = ENGINE_BODY_JSON,
-                                             .timeout_ms = 10000,
-                                             .what = "inspect the sandbox container"},
-                       &rep, err);
-        if (r == 0 && !rep.json)
-                r = sbx_fail(err, EPROTO,
-                             "the container engine inspected the sandbox container "
-                             "with an empty answer");
-        if (r < 0)
-                return r;
-        if (keep_id) {
-                struct sbx_error e = {0};
-                if (engine_get(&st->conn,
-                               &(struct engine_call){.path = "/v4.0.0/libpod/containers/{}/json",
-                                                     .parts = {id},
-                                                     .unversioned = true,
-                                                     .ok = {200},
-                                                     .body = ENGINE_BODY_JSON,
-                                                     .timeout_ms = 10000,
-                                                     .what = "inspect the sandbox container "
-                                                             "(libpod)"},
-                               &lp, &e) == 0 &&
-                    json_object_object_get_ex(lp.json, "HostConfig", &hcj) &&
-                    json_object_object_get_ex(hcj, "IDMappings", &idm))
-                        json_object_object_add(rep.json, "IDMappings", json_object_get(idm));
-        }
-        *ret = TAKE_PTR(rep.json);
-        return 0;
 }
 
 /* Two labelled volumes, filled through a created-never-started helper container's archive API
@@ -741,7 +295,8 @@ static int handin_fill(struct engine_state *st, const struct sbx_config *cfg,
         }
 
         body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
-        r = container_create(st, body, image, "create the hand-in helper container", &helper, err);
+        r = engine_container_create(st, body, image, "create the hand-in helper container", &helper,
+                                    err);
         if (r < 0)
                 return r;
         if (st->conn.podman) {
@@ -872,7 +427,7 @@ struct sandbox {
         bool exited;      /* the wait answered: nothing left to kill */
         bool kill_wanted; /* kill() asked while it ran */
         bool killed_sync; /* kill() killed it itself (not supervised) */
-        struct run_xfers rx;
+        struct engine_xfers rx;
         struct sandbox_stream stream;
         uint64_t t_kill;
         struct sbx_trace trace; /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
@@ -1051,11 +606,11 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
         _cleanup_(json_putp) json_object *inspect = NULL;
         int r;
 
-        r = container_create(sb->st, body, sb->image, "create the sandbox", &sb->id, err);
+        r = engine_container_create(sb->st, body, sb->image, "create the sandbox", &sb->id, err);
         sbx_trace_lap(&sb->trace, "create");
         if (r < 0)
                 return r;
-        r = container_inspect(sb->st, sb->id, spec.userns_keep_id, &inspect, err);
+        r = engine_container_inspect(sb->st, sb->id, spec.userns_keep_id, &inspect, err);
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, sb->degraded, sizeof(sb->degraded), err);
         if (r == 0) {
@@ -1063,9 +618,9 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
                 if (image_id && sb->spare)
                         snprintf(sb->stamp.image_id, sizeof(sb->stamp.image_id), "%s",
                                  strncmp(image_id, "sha256:", 7) == 0 ? image_id + 7 : image_id);
-                r = image_programs_check(sb->st, sb->id,
-                                         image_id && *image_id ? image_id : sb->image, sb->image,
-                                         sb->interp, err);
+                r = engine_container_programs_check(sb->st, sb->id,
+                                                    image_id && *image_id ? image_id : sb->image,
+                                                    sb->image, sb->interp, err);
         }
         sbx_trace_lap(&sb->trace, "inspect_verify");
         return r;
@@ -1079,10 +634,10 @@ static int spare_start(struct sandbox *sb, struct sbx_error *err)
 
         engine_spare_settings(sb->cfg, sb->image, sb->stamp.settings, sizeof(sb->stamp.settings));
         snprintf(sb->stamp.grade, sizeof(sb->stamp.grade), "%s", sb->grade);
-        r = run_xfers_arm(&sb->rx, &sb->st->conn, sb->id, err);
+        r = engine_xfers_arm(&sb->rx, &sb->st->conn, sb->id, err);
         sbx_trace_lap(&sb->trace, "arm_attach_wait");
         if (r == 0)
-                r = container_start(&sb->st->conn, sb->id, sb->image, err);
+                r = engine_container_start(&sb->st->conn, sb->id, sb->image, err);
         sb->stamp.started_ms = sbx_now_ms();
         sbx_trace_lap(&sb->trace, "start");
         return r;
@@ -1200,29 +755,8 @@ int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
 static unsigned engine_stream_fds(void *userdata, struct pollfd *fds, unsigned max, int *timeout_ms)
 {
         struct sandbox *sb = userdata;
-        fd_set rd, wr, ex;
-        int maxfd = -1;
-        long curl_ms = -1;
-        unsigned n = 0;
 
-        FD_ZERO(&rd);
-        FD_ZERO(&wr);
-        FD_ZERO(&ex);
-        curl_multi_fdset(sb->rx.m, &rd, &wr, &ex, &maxfd);
-        for (int fd = 0; fd <= maxfd && n < max; fd++) {
-                short ev = 0;
-                if (FD_ISSET(fd, &rd))
-                        ev |= POLLIN;
-                if (FD_ISSET(fd, &wr))
-                        ev |= POLLOUT;
-                if (FD_ISSET(fd, &ex))
-                        ev |= POLLPRI;
-                if (ev)
-                        fds[n++] = (struct pollfd){.fd = fd, .events = ev};
-        }
-        curl_multi_timeout(sb->rx.m, &curl_ms);
-        *timeout_ms = curl_ms >= 0 && curl_ms < 100 ? (int)curl_ms : 100;
-        return n;
+        return engine_xfers_fds(&sb->rx, fds, max, timeout_ms);
 }
 
 /* Perform the run's transfers: output to the warden, the kill when one was asked for, and
@@ -1230,8 +764,8 @@ static unsigned engine_stream_fds(void *userdata, struct pollfd *fds, unsigned m
 static unsigned engine_stream_pump(void *userdata, sandbox_emit_fn emit, void *emit_userdata)
 {
         struct sandbox *sb = userdata;
-        struct run_xfers *rx = &sb->rx;
-        uint64_t now = now_ms();
+        struct engine_xfers *rx = &sb->rx;
+        uint64_t now = sbx_now_ms();
         unsigned flags = 0;
 
         pthread_mutex_lock(&sb->lock);
@@ -1244,16 +778,15 @@ static unsigned engine_stream_pump(void *userdata, sandbox_emit_fn emit, void *e
                 /* The kill goes through the same multi: the stream keeps being drained
                  * meanwhile (Podman's kill blocks while the container is stuck writing to an
                  * unread attach). */
-                struct engine_call kc = kill_call(sb->id);
                 struct sbx_error ke = {0};
-                if (leg_add(rx, &rx->kill, &sb->st->conn, &kc, &ke) < 0)
+                if (engine_xfers_kill(rx, &sb->st->conn, sb->id, &ke) < 0)
                         log_debug("kill %.12s: %s", sb->id, ke.msg);
                 sb->t_kill = now;
                 log_debug("run %.12s: stopping", sb->id);
         }
         rx->a.emit = emit;
         rx->a.emit_userdata = emit_userdata;
-        run_xfers_pump(rx);
+        engine_xfers_pump(rx);
         rx->a.emit = NULL;
         if (rx->wait.done) {
                 pthread_mutex_lock(&sb->lock);
@@ -1338,7 +871,7 @@ static int spare_fresh(struct sandbox *sb, struct sbx_error *err)
                                        err);
         if (r < 0)
                 return r;
-        run_xfers_pump(&sb->rx); /* what it printed while it waited is no run's: dropped */
+        engine_xfers_pump(&sb->rx); /* what it printed while it waited is no run's: dropped */
         if (sb->rx.attach.done || sb->rx.wait.done)
                 return sbx_fail(err, ESTALE, "the spare container ended before its hand-over");
         return 0;
@@ -1415,10 +948,10 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
         if (r < 0)
                 return r;
         kmsg_open(sb);
-        r = run_xfers_arm(&sb->rx, &st->conn, sb->id, err);
+        r = engine_xfers_arm(&sb->rx, &st->conn, sb->id, err);
         sbx_trace_lap(&sb->trace, "arm_attach_wait");
         if (r == 0)
-                r = container_start(&st->conn, sb->id, sb->image, err);
+                r = engine_container_start(&st->conn, sb->id, sb->image, err);
         sbx_trace_lap(&sb->trace, "start");
         if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST) {
                 /* the way out, made inside the started container (egress_listen.c); its code waits
@@ -1444,7 +977,7 @@ void engine_sb_kill(struct sandbox *sb)
                 sb->killed_sync = true;
         pthread_mutex_unlock(&sb->lock);
         if (now)
-                kill_container(&sb->st->conn, sb->id);
+                engine_container_kill(&sb->st->conn, sb->id);
 }
 
 /* The exit status: the wait's answer, else (a run not stopped) the inspect's; and the engine's
@@ -1452,7 +985,7 @@ void engine_sb_kill(struct sandbox *sb)
 static int collect_exit(struct sandbox *sb, const struct sandbox_watch *w, int *ret_exit,
                         bool *ret_oom, bool *ret_wait_ok, struct sbx_error *err)
 {
-        struct run_xfers *rx = &sb->rx;
+        struct engine_xfers *rx = &sb->rx;
         _cleanup_(json_putp) json_object *inspect = NULL;
         struct sbx_error e3 = {0};
         json_object *sc;
@@ -1468,7 +1001,7 @@ static int collect_exit(struct sandbox *sb, const struct sandbox_watch *w, int *
         /* A run we stopped has its outcome already: no inspect, which on Podman can block
          * while the kill is carried out. */
         if (w->forced == RUN_OUTCOME_NONE && !sb->t_kill &&
-            container_inspect(sb->st, sb->id, false, &inspect, &e3) == 0) {
+            engine_container_inspect(sb->st, sb->id, false, &inspect, &e3) == 0) {
                 json_object *state = engine_jget(inspect, "State");
                 *ret_oom = json_object_get_boolean(engine_jget(state, "OOMKilled"));
                 if (!wait_ok && engine_jget(state, "ExitCode") &&
@@ -1576,7 +1109,7 @@ void collect_finish(struct sandbox *sb, struct run_result *res)
 static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
                              struct run_result *res, struct sbx_error *err)
 {
-        struct run_xfers *rx = &sb->rx;
+        struct engine_xfers *rx = &sb->rx;
         int exit_code = 0, r;
         bool oom = false, wait_ok = false;
         enum run_outcome forced = w->forced;
@@ -1630,9 +1163,9 @@ void engine_sb_destroy(struct sandbox *sb)
                 egress_session_finish(TAKE_PTR(sb->egress), &dropped.egress);
                 run_result_done(&dropped);
         }
-        run_xfers_done(&sb->rx);
+        engine_xfers_done(&sb->rx);
         if (sb->id || sb->hv.vols[0] || sb->hv.vols[1] || *sb->cgroup)
-                remove_in_background(sb->st, sb->id, sb->cgroup, sb->hv.vols);
+                engine_container_remove_later(sb->st, sb->id, sb->cgroup, sb->hv.vols);
         sbx_trace_lap(&sb->trace, "remove_dispatch");
         engine_manifest_done(&sb->hv.manifest);
         if (sb->code_file)
@@ -1673,7 +1206,7 @@ void engine_shutdown(struct backend *b)
         st->shutting_down = true;
         bool ready = st->ready;
         pthread_mutex_unlock(&st->lock);
-        removals_wait(st, 30);
+        engine_removals_wait(st, 30);
         if (!ready)
                 return;
         /* Everything else labelled as ours (a run between create and registration). */
@@ -1697,7 +1230,7 @@ void engine_destroy(struct backend *b)
         if (!st)
                 return;
         /* a detached removal thread still uses @st: wait for it, a while at least */
-        removals_wait(st, 60);
+        engine_removals_wait(st, 60);
         pthread_mutex_lock(&st->lock);
         unsigned left = st->pending_removals;
         pthread_mutex_unlock(&st->lock);

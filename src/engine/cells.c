@@ -25,6 +25,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "engine/container.h"
 #include "engine/sandbox_int.h"
 #include "run/runners.h"
 #include "run/sandbox.h"
@@ -297,7 +298,7 @@ int engine_cells_launch(struct sandbox *sb, struct sbx_error *err)
         if (r < 0)
                 return r;
         c->kmsg_fd = engine_kmsg_open();
-        r = container_start(v.conn, v.id, v.image, err);
+        r = engine_container_start(v.conn, v.id, v.image, err);
         if (r < 0)
                 return r;
         r = read_record(c, CELLS_READY_MS, &st);
