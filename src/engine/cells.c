@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "engine/container.h"
+#include "engine/handin.h"
 #include "engine/sandbox_int.h"
 #include "run/runners.h"
 #include "run/sandbox.h"
@@ -136,7 +137,7 @@ int engine_cells_new(struct sandbox *sb, struct engine_cells **ret, struct sbx_e
         struct run_request req = {.language = v.language};
         req.code = sbx_runner_source(v.language, &len);
         req.code_len = len;
-        r = code_write(v.code_dir, &req, v.uid, v.gid, false, &c->script, err);
+        r = engine_code_write(v.code_dir, &req, v.uid, v.gid, false, &c->script, err);
         give = geteuid() == 0 && v.uid != 0;
         for (size_t i = 0; r == 0 && i < F_N; i++) {
                 c->fifo[i] = xasprintf("%s/%s", v.code_dir, fifo_names[i]);

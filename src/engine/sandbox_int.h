@@ -75,11 +75,6 @@ int engine_backend_make(const struct sbx_config *cfg, engine_getenv_fn getenv_fn
 void engine_sb_kill(struct sandbox *sb);
 void engine_sb_destroy(struct sandbox *sb);
 
-/* backend.c: @req's code written to @dir/<script> (0600, @uid:@gid; 0644 when @shared); the
- * new path into *@ret_file (free()). Return 0 or -errno with @err. */
-int code_write(const char *dir, const struct run_request *req, uid_t uid, gid_t gid, bool shared,
-               char **ret_file, struct sbx_error *err);
-
 /* backend.c: the result's isolation grade (with the limits the engine did not keep), notes. */
 void collect_finish(struct sandbox *sb, struct run_result *res);
 
