@@ -31,7 +31,7 @@
 #include "engine/container.h"
 #include "engine/handin.h"
 #include "engine/probe.h"
-#include "engine/sandbox_int.h"
+#include "engine/cells.h"
 #include "engine/spare.h"
 #include "engine/state.h"
 #include "run/backend.h"
@@ -84,7 +84,7 @@ static const char *image_for(const struct sbx_config *cfg, enum sbx_language l)
         return engine_image_for(cfg, sbx_language_name(l));
 }
 
-int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
+static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
 {
         struct engine_state *st = b->state;
         struct sbx_error e = {0};
@@ -173,10 +173,9 @@ struct sandbox {
         struct sandbox_stream stream;
         uint64_t t_kill;
         struct sbx_trace trace; /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
-        /* SANDBOX_MODE_CELLS: the session's runner and the steps that make it (cells.c,
-         * through engine_sb_prepare_cells()) */
-        void *cells;
-        const struct engine_cells_hooks *hooks;
+        /* SANDBOX_MODE_CELLS through the cells ops: the session's runner (cells.c) */
+        bool session;
+        struct engine_cells *cells;
         /* a warm spare (spare.h): started in prepare, its interpreter blocked on @fifo */
         bool spare;
         bool handed; /* start() was called: a second hand-over is refused */
@@ -185,9 +184,12 @@ struct sandbox {
         uint64_t cpu_before_us; /* the run's cgroup CPU at the hand-over (the start-up's) */
 };
 
-void engine_sb_view(struct sandbox *sb, struct engine_sb_view *ret)
+static void sandbox_destroy(struct sandbox *sb);
+
+/* What cells.c reads of @sb now (cells.h); the pointers are @sb's. */
+static struct engine_sb_view sb_view(struct sandbox *sb)
 {
-        *ret = (struct engine_sb_view){.conn = &sb->st->conn,
+        return (struct engine_sb_view){.conn = &sb->st->conn,
                                        .cfg = sb->cfg,
                                        .language = sb->language,
                                        .id = sb->id,
@@ -200,8 +202,7 @@ void engine_sb_view(struct sandbox *sb, struct engine_sb_view *ret)
                                        .podman = sb->podman,
                                        .volumes = sb->volumes,
                                        .rootless_docker = sb->rootless_docker,
-                                       .memory_bytes = sb->memory_bytes,
-                                       .cells = sb->cells};
+                                       .memory_bytes = sb->memory_bytes};
 }
 
 /* The engine's state for one sandbox: ready, the run's ids, the grade and settings as of now. */
@@ -297,7 +298,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
         else
                 memcpy(cmd, plain, sizeof(plain));
         if (sb->cells) /* a session: the runner, no backstop (it lives across calls) */
-                sb->hooks->cmd(sb->cells, sb->language, cmd, SANDBOX_CMD_MAX);
+                engine_cells_cmd(sb->cells, sb->language, cmd, SANDBOX_CMD_MAX);
         /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
          * (egress_sandbox_env()), PATH with pip's scripts */
         size_t n_env = 0;
@@ -413,20 +414,16 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
         return 0;
 }
 
-int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
-                      struct sbx_error *err)
-{
-        return engine_sb_prepare_cells(b, spec, NULL, ret, err);
-}
-
-int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
-                            const struct engine_cells_hooks *hooks, struct sandbox **ret,
-                            struct sbx_error *err)
+/* prepare() of both ops tables: @session when through the cells ops (a CELLS spec through the
+ * one-program ops is refused). */
+static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, bool session,
+                           struct sandbox **ret, struct sbx_error *err)
 {
         struct sandbox *sb = xcalloc(1, sizeof(*sb));
+        struct engine_sb_view v;
         int r;
 
-        sb->hooks = hooks;
+        sb->session = session;
 
         if (spec->mode != SANDBOX_MODE_ONE_SHOT && spec->mode != SANDBOX_MODE_CELLS) {
                 free(sb);
@@ -456,8 +453,8 @@ int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
         snprintf(sb->image, sizeof(sb->image), "%s", image_for(sb->cfg, spec->language));
         r = sandbox_snapshot(sb, err);
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
-                r = sb->hooks
-                        ? sb->hooks->check(sb, err)
+                r = sb->session
+                        ? engine_cells_check((v = sb_view(sb), &v), err)
                         : sbx_fail(err, EOPNOTSUPP, "container sandbox: cells without their steps");
         if (r == 0)
                 r = prepare_refusals(sb, err);
@@ -477,15 +474,15 @@ int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
                                            sb->gid, sb->rootless_docker, &sb->fifo, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
-                r = sb->hooks->make(sb, &sb->cells, err);
+                r = engine_cells_new((v = sb_view(sb), &v), &sb->cells, err);
         if (r == 0)
                 r = sandbox_create(sb, err);
         if (r == 0 && sb->cells)
-                r = sb->hooks->launch(sb, err);
+                r = engine_cells_launch((v = sb_view(sb), &v), sb->cells, err);
         if (r == 0 && sb->spare)
                 r = spare_start(sb, err);
         if (r < 0) {
-                engine_sb_destroy(sb);
+                sandbox_destroy(sb);
                 return r;
         }
         *ret = sb;
@@ -657,8 +654,8 @@ static int spare_handover(struct sandbox *sb, const struct run_request *req,
         return 0;
 }
 
-static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
-                           struct sandbox_io *ret_io, struct sbx_error *err)
+static int sandbox_start(struct sandbox *sb, const struct run_request *req,
+                         struct sandbox_io *ret_io, struct sbx_error *err)
 {
         struct engine_state *st = sb->st;
         int r;
@@ -710,7 +707,7 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
 
 /* kill(): while the warden pumps, the kill leg goes into its multi at the next pump; before
  * the start (a spare) or after it, a request of its own. Nothing once the wait answered. */
-void engine_sb_kill(struct sandbox *sb)
+static void sandbox_kill(struct sandbox *sb)
 {
         pthread_mutex_lock(&sb->lock);
         bool now = !sb->exited && !sb->supervising && sb->id && !sb->killed_sync;
@@ -830,7 +827,7 @@ static void collect_outcome(struct sandbox *sb, int exit_code, bool oom, struct 
 }
 
 /* The workspace back (volumes), the notes, and the grade the run had. */
-void collect_finish(struct sandbox *sb, struct run_result *res)
+static void collect_finish(struct sandbox *sb, struct run_result *res)
 {
         if (sb->volumes)
                 engine_handin_collect(sb->st, sb->cfg, sb->id, &sb->hv, sb->uid, sb->gid, res);
@@ -843,8 +840,8 @@ void collect_finish(struct sandbox *sb, struct run_result *res)
                 snprintf(res->isolation, sizeof(res->isolation), "%s", sb->grade);
 }
 
-static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
-                             struct run_result *res, struct sbx_error *err)
+static int sandbox_collect(struct sandbox *sb, const struct sandbox_watch *w,
+                           struct run_result *res, struct sbx_error *err)
 {
         struct engine_xfers *rx = &sb->rx;
         int exit_code = 0, r;
@@ -886,17 +883,16 @@ static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
 
 /* destroy(): the container, its volumes and parent cgroup go in the background (shutdown waits
  * for them); the code folder here. */
-void engine_sb_destroy(struct sandbox *sb)
+static void sandbox_destroy(struct sandbox *sb)
 {
         if (!sb)
                 return;
-        if (sb->hooks) /* its files out of the code folder */
-                sb->hooks->free(TAKE_PTR(sb->cells));
+        engine_cells_free(TAKE_PTR(sb->cells)); /* its files out of the code folder */
         if (sb->egress) {
                 /* started but never collected: kill the container first (its connections
                  * end with it), then the proxy; its decisions go nowhere */
                 struct run_result dropped = {0};
-                engine_sb_kill(sb);
+                sandbox_kill(sb);
                 egress_session_finish(TAKE_PTR(sb->egress), &dropped.egress);
                 run_result_done(&dropped);
         }
@@ -923,15 +919,87 @@ void engine_sb_destroy(struct sandbox *sb)
         free(sb);
 }
 
-const struct sandbox_ops engine_sandbox_ops = {
-    .prepare = engine_sb_prepare,
-    .start = engine_sb_start,
-    .kill = engine_sb_kill,
-    .collect = engine_sb_collect,
-    .destroy = engine_sb_destroy,
+static int sandbox_prepare_one(struct backend *b, const struct sandbox_spec *spec,
+                               struct sandbox **ret, struct sbx_error *err)
+{
+        return sandbox_prepare(b, spec, false, ret, err);
+}
+
+static const struct sandbox_ops sandbox_ops = {
+    .prepare = sandbox_prepare_one,
+    .start = sandbox_start,
+    .kill = sandbox_kill,
+    .collect = sandbox_collect,
+    .destroy = sandbox_destroy,
 };
 
-void engine_shutdown(struct backend *b)
+/* ---------------------------------------------------------------------------------------- */
+/* Sessions (SANDBOX_MODE_CELLS): the same sandbox, running cells.c's runner between calls     */
+
+static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
+                         struct sbx_error *err)
+{
+        if (spec->mode != SANDBOX_MODE_CELLS)
+                return sbx_fail(err, EOPNOTSUPP, "container cells ops serve sessions only");
+        /* fail closed: a session's container has no egress listener */
+        if (spec->network != RUN_NETWORK_NONE)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "network \"allowlist\" is not available in a session");
+        return sandbox_prepare(b, spec, true, ret, err);
+}
+
+static int cells_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
+                       struct sbx_error *err)
+{
+        struct engine_sb_view v = sb_view(sb);
+
+        return engine_cells_start(&v, sb->cells, req, ret_io, err);
+}
+
+static void cells_kill(struct sandbox *sb)
+{
+        struct engine_sb_view v = sb_view(sb);
+
+        engine_cells_kill(&v, sb->cells);
+}
+
+static bool cells_alive(struct sandbox *sb)
+{
+        return engine_cells_alive(sb->cells);
+}
+
+static void cells_interrupt(struct sandbox *sb)
+{
+        struct engine_sb_view v = sb_view(sb);
+
+        engine_cells_interrupt(&v, sb->cells);
+}
+
+static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, struct run_result *res,
+                         struct sbx_error *err)
+{
+        struct engine_sb_view v = sb_view(sb);
+
+        (void)err;
+        engine_cells_collect(&v, sb->cells, w, res);
+        collect_finish(sb, res);
+        return 0;
+}
+
+static const struct sandbox_ops cells_ops = {
+    .prepare = cells_prepare,
+    .start = cells_start,
+    .kill = cells_kill,
+    .collect = cells_collect,
+    .destroy = sandbox_destroy,
+    .interrupt = cells_interrupt,
+    .alive = cells_alive,
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* The backend                                                                              */
+
+static void engine_shutdown(struct backend *b)
 {
         struct engine_state *st = b->state;
 
@@ -959,7 +1027,7 @@ void engine_shutdown(struct backend *b)
                 log_debug("%s, ignoring", e.msg);
 }
 
-void engine_destroy(struct backend *b)
+static void engine_destroy(struct backend *b)
 {
         struct engine_state *st = b->state;
         if (!st)
@@ -984,8 +1052,19 @@ void engine_destroy(struct backend *b)
         b->state = NULL;
 }
 
-int engine_backend_make(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
-                        const struct backend_ops *ops, struct backend **ret, struct sbx_error *err)
+static const struct backend_ops engine_ops = {
+    .name = "container",
+    .egress = true,
+    .probe = engine_probe,
+    .run = sandbox_run_once,
+    .sandbox = &sandbox_ops,
+    .cells = &cells_ops,
+    .shutdown = engine_shutdown,
+    .destroy = engine_destroy,
+};
+
+int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
+                                struct backend **ret, struct sbx_error *err)
 {
         struct engine_state *st;
         struct backend *b;
@@ -1010,9 +1089,14 @@ int engine_backend_make(const struct sbx_config *cfg, engine_getenv_fn getenv_fn
                                 "mount /proc");
         }
         st->seccomp_json = engine_seccomp_profile_docker();
-        b->ops = ops;
+        b->ops = &engine_ops;
         b->cfg = cfg;
         b->state = st;
         *ret = b;
         return 0;
+}
+
+int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err)
+{
+        return engine_backend_new_with_env(cfg, NULL, ret, err); /* cfg->engine_env */
 }

@@ -79,13 +79,11 @@ int setup_main(int argc, char **argv, setup_readiness_fn readiness)
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
-        struct setup_run_args a = {
-            .readiness = readiness,
-            .out = stdout,
-            .progress = stderr,
-            .progress_tty = isatty(STDERR_FILENO) == 1,
-            .cancel = &cancel_requested,
-        };
+        struct setup_run_args a = {.readiness = readiness,
+                                   .out = stdout,
+                                   .progress = stderr,
+                                   .progress_tty = isatty(STDERR_FILENO) == 1,
+                                   .cancel = &cancel_requested};
         struct sbx_config *cfg = NULL;
         struct sbx_error err = {0};
         struct sigaction sa = {.sa_handler = on_cancel_signal}; /* no SA_RESTART: reads stop */
