@@ -369,23 +369,6 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
         return r;
 }
 
-/* A spare, after its create: attach + wait armed, the container started (its interpreter
- * starts and blocks in open() of the FIFO), and what it was built from stamped. */
-static int spare_start(struct sandbox *sb, struct sbx_error *err)
-{
-        int r;
-
-        engine_spare_settings(sb->cfg, sb->image, sb->stamp.settings, sizeof(sb->stamp.settings));
-        snprintf(sb->stamp.grade, sizeof(sb->stamp.grade), "%s", sb->grade);
-        r = engine_xfers_arm(&sb->rx, &sb->st->conn, sb->id, err);
-        sbx_trace_lap(&sb->trace, "arm_attach_wait");
-        if (r == 0)
-                r = engine_container_start(&sb->st->conn, sb->id, sb->image, err);
-        sb->stamp.started_ms = sbx_now_ms();
-        sbx_trace_lap(&sb->trace, "start");
-        return r;
-}
-
 /* What a sandbox of @sb's spec cannot be here, said before anything is made: an allowlist or
  * a spare on a remote engine, a spare with a network; and the allowlist's tag. */
 static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
@@ -480,7 +463,8 @@ static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, b
         if (r == 0 && sb->cells)
                 r = engine_cells_launch((v = sb_view(sb), &v), sb->cells, err);
         if (r == 0 && sb->spare)
-                r = spare_start(sb, err);
+                r = engine_spare_start(&sb->st->conn, sb->id, sb->cfg, sb->image, sb->grade,
+                                       &sb->rx, &sb->stamp, &sb->trace, err);
         if (r < 0) {
                 sandbox_destroy(sb);
                 return r;
@@ -611,10 +595,7 @@ static int spare_fresh(struct sandbox *sb, struct sbx_error *err)
                                        err);
         if (r < 0)
                 return r;
-        engine_xfers_pump(&sb->rx); /* what it printed while it waited is no run's: dropped */
-        if (sb->rx.attach.done || sb->rx.wait.done)
-                return sbx_fail(err, ESTALE, "the spare container ended before its hand-over");
-        return 0;
+        return engine_spare_waiting(&sb->rx, err);
 }
 
 /* start() of a spare: check it, then hand the code over through its FIFO (spare.h). */
