@@ -186,10 +186,10 @@ struct sandbox {
 
 static void sandbox_destroy(struct sandbox *sb);
 
-/* What cells.c reads of @sb now (cells.h); the pointers are @sb's. */
-static struct engine_sb_view sb_view(struct sandbox *sb)
+/* What cells.c reads of @sb now (cells.h), into @ret; the pointers are @sb's. Return @ret. */
+static const struct engine_sb_view *sb_view(struct sandbox *sb, struct engine_sb_view *ret)
 {
-        return (struct engine_sb_view){.conn = &sb->st->conn,
+        *ret = (struct engine_sb_view){.conn = &sb->st->conn,
                                        .cfg = sb->cfg,
                                        .language = sb->language,
                                        .id = sb->id,
@@ -203,6 +203,7 @@ static struct engine_sb_view sb_view(struct sandbox *sb)
                                        .volumes = sb->volumes,
                                        .rootless_docker = sb->rootless_docker,
                                        .memory_bytes = sb->memory_bytes};
+        return ret;
 }
 
 /* The engine's state for one sandbox: ready, the run's ids, the grade and settings as of now. */
@@ -437,7 +438,7 @@ static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, b
         r = sandbox_snapshot(sb, err);
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
                 r = sb->session
-                        ? engine_cells_check((v = sb_view(sb), &v), err)
+                        ? engine_cells_check(sb_view(sb, &v), err)
                         : sbx_fail(err, EOPNOTSUPP, "container sandbox: cells without their steps");
         if (r == 0)
                 r = prepare_refusals(sb, err);
@@ -457,11 +458,11 @@ static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, b
                                            sb->gid, sb->rootless_docker, &sb->fifo, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
-                r = engine_cells_new((v = sb_view(sb), &v), &sb->cells, err);
+                r = engine_cells_new(sb_view(sb, &v), &sb->cells, err);
         if (r == 0)
                 r = sandbox_create(sb, err);
         if (r == 0 && sb->cells)
-                r = engine_cells_launch((v = sb_view(sb), &v), sb->cells, err);
+                r = engine_cells_launch(sb_view(sb, &v), sb->cells, err);
         if (r == 0 && sb->spare)
                 r = engine_spare_start(&sb->st->conn, sb->id, sb->cfg, sb->image, sb->grade,
                                        &sb->rx, &sb->stamp, &sb->trace, err);
@@ -932,16 +933,16 @@ static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, str
 static int cells_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
                        struct sbx_error *err)
 {
-        struct engine_sb_view v = sb_view(sb);
+        struct engine_sb_view v;
 
-        return engine_cells_start(&v, sb->cells, req, ret_io, err);
+        return engine_cells_start(sb_view(sb, &v), sb->cells, req, ret_io, err);
 }
 
 static void cells_kill(struct sandbox *sb)
 {
-        struct engine_sb_view v = sb_view(sb);
+        struct engine_sb_view v;
 
-        engine_cells_kill(&v, sb->cells);
+        engine_cells_kill(sb_view(sb, &v), sb->cells);
 }
 
 static bool cells_alive(struct sandbox *sb)
@@ -951,18 +952,18 @@ static bool cells_alive(struct sandbox *sb)
 
 static void cells_interrupt(struct sandbox *sb)
 {
-        struct engine_sb_view v = sb_view(sb);
+        struct engine_sb_view v;
 
-        engine_cells_interrupt(&v, sb->cells);
+        engine_cells_interrupt(sb_view(sb, &v), sb->cells);
 }
 
 static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, struct run_result *res,
                          struct sbx_error *err)
 {
-        struct engine_sb_view v = sb_view(sb);
+        struct engine_sb_view v;
 
         (void)err;
-        engine_cells_collect(&v, sb->cells, w, res);
+        engine_cells_collect(sb_view(sb, &v), sb->cells, w, res);
         collect_finish(sb, res);
         return 0;
 }
