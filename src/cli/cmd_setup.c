@@ -1,6 +1,6 @@
 /* cmd_setup.c - `vestibule-mcp setup`: src/setup does the work (setup_main(), or
- * setup_apparmor() for `setup --apparmor`), and ends with doctor's readiness line (handed in
- * here: doctor sits above setup). */
+ * setup_apparmor() for `setup --apparmor`), and ends with doctor's readiness line (passed down
+ * from here: doctor sits above setup). */
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +25,5 @@ int cmd_setup(int argc, char **argv)
                 }
                 return 0;
         }
-        setup_readiness_hook = doctor_readiness_print;
-        return setup_main(argc, argv);
+        return setup_main(argc, argv, doctor_readiness_print);
 }

@@ -69,7 +69,7 @@ static const char usage_text[] =
     "VESTIBULE_IMAGE_SOURCE=debian (vestibule/python:bookworm, vestibule/node:bookworm, or\n"
     "your VESTIBULE_IMAGE_PYTHON / _NODE name). At the end setup prints the MCP config to add.\n";
 
-int setup_main(int argc, char **argv)
+int setup_main(int argc, char **argv, setup_readiness_fn readiness)
 {
         static const struct option longopts[] = {
             {"from-debian", no_argument, NULL, 'd'},
@@ -82,12 +82,11 @@ int setup_main(int argc, char **argv)
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
-        struct setup_run_args a = {
-            .out = stdout,
-            .progress = stderr,
-            .progress_tty = isatty(STDERR_FILENO) == 1,
-            .cancel = &cancel_requested,
-        };
+        struct setup_run_args a = {.readiness = readiness,
+                                   .out = stdout,
+                                   .progress = stderr,
+                                   .progress_tty = isatty(STDERR_FILENO) == 1,
+                                   .cancel = &cancel_requested};
         struct sbx_config *cfg = NULL;
         struct sbx_error err = {0};
         struct sigaction sa = {.sa_handler = on_cancel_signal}; /* no SA_RESTART: reads stop */

@@ -167,18 +167,19 @@ int setup_apparmor(FILE *out, struct sbx_error *err);
 void setup_apparmor_hint(FILE *out);
 
 /**
- * setup_readiness_hook - the readiness check setup ends with: print "ready in this terminal's
+ * setup_readiness_fn - the readiness check setup ends with: print "ready in this terminal's
  * environment: isolation <grade>" or the exact "Blocked:" fix to @out and return 0 (ready) or 1
- * (blocked). The `setup` command sets it to doctor_readiness_print() (src/cli/cmd_setup.c):
- * setup sits below doctor, which reads setup's pins. NULL: setup says the check did not run.
+ * (blocked). The `setup` command passes doctor_readiness_print() (src/cli/cmd_setup.c): setup
+ * sits below doctor, which reads setup's pins, so the check is handed down as a parameter.
  */
-extern int (*setup_readiness_hook)(FILE *out);
+typedef int (*setup_readiness_fn)(FILE *out);
 
 /**
  * setup_main() - `vestibule-mcp setup [--from-tar FILE --language python|node | --from-debian]
  * [--force] [--rootfs-dir DIR]`; without a source option it pulls the pinned images. --help
  * prints the usage. Reads the settings through config_load() (VESTIBULE_ROOTFS_DIR,
  * VESTIBULE_IMAGE_SOURCE, VESTIBULE_IMAGE_PYTHON/NODE). SIGINT/SIGTERM cancel cleanly.
- * Return: the process exit code: 0 done, 1 failed, 2 usage error, 130 interrupted.
+ * @readiness: the check it ends with (see setup_readiness_fn); NULL: it says the check did not
+ * run. Return: the process exit code: 0 done, 1 failed, 2 usage error, 130 interrupted.
  */
-int setup_main(int argc, char **argv);
+int setup_main(int argc, char **argv, setup_readiness_fn readiness);

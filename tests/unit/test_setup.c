@@ -1219,21 +1219,22 @@ static int fake_ready(FILE *out)
         return 1; /* pretend Blocked: */
 }
 
-START_TEST(run_uses_readiness_hook_and_its_verdict)
+START_TEST(run_uses_the_readiness_check_and_its_verdict)
 {
         _cleanup_free_ char *tar = pathf("%s/py.tar", T), *outbuf = NULL;
         size_t outlen = 0;
         FILE *out = open_memstream(&outbuf, &outlen);
-        struct setup_run_args args = {
-            .rootfs_dir = rootfs, .from_tar = tar, .language = "python", .out = out};
+        struct setup_run_args args = {.rootfs_dir = rootfs,
+                                      .from_tar = tar,
+                                      .language = "python",
+                                      .out = out,
+                                      .readiness = fake_ready};
         struct sbx_error err = {0};
         struct archive *a = tb_open(tar);
 
         tb_minimal_rootfs(a, "x");
         tb_close(a);
-        setup_readiness_hook = fake_ready;
         ck_assert_int_eq(setup_run(&args, &err), 1);
-        setup_readiness_hook = NULL;
         fflush(out);
         ck_assert_ptr_nonnull(strstr(outbuf, "isolation test"));
         fclose(out);
@@ -2541,7 +2542,7 @@ static Suite *setup_suite(void)
         tc = tcase_create("run");
         tcase_add_checked_fixture(tc, fx_install_setup, fx_install_teardown);
         tcase_add_test(tc, run_from_tar_prints_result_and_honest_readiness);
-        tcase_add_test(tc, run_uses_readiness_hook_and_its_verdict);
+        tcase_add_test(tc, run_uses_the_readiness_check_and_its_verdict);
         tcase_add_test(tc, run_from_debian_skips_the_build_when_installed_from_this_recipe);
         tcase_add_test(tc, run_registry_unreachable_names_the_fix);
         suite_add_tcase(s, tc);
@@ -2596,7 +2597,6 @@ static Suite *setup_suite(void)
 int main(void)
 {
         /* These suites test setup itself; the readiness check (doctor) is tested by test_verify
-         * and test_ladder against the real host, so it is disconnected here. */
-        setup_readiness_hook = NULL;
+         * and test_ladder against the real host: setup_run_args.readiness stays NULL here. */
         return sbx_test_run(setup_suite());
 }
