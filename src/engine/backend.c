@@ -1,37 +1,33 @@
 /* backend.c - the container backend: one fresh locked-down container per sandbox on Docker or
- * Podman through the Engine API. Connect + probe once (version, seccomp, cgroups, rootless),
- * then the sandbox lifecycle (src/run/sandbox.h): prepare (sweep leftovers, create, verify the
- * engine's answer), start (hand the code in, arm attach + wait in one curl_multi, start),
+ * Podman through the Engine API. This file holds the sandbox lifecycle only (src/run/sandbox.h):
+ * prepare (the engine ready: probe.c; sweep leftovers; the code folder or volumes: handin.c;
+ * create and verify the engine's answer: container.c; a session's runner: cells.c; a spare
+ * started: spare.c), start (hand the code in, arm attach + wait in one curl_multi, start),
  * supervise (the warden pumps that multi as its stream source), collect (exit, OOM, usage,
- * copy-back), destroy (removal in the background). */
+ * copy-back), destroy (removal in the background); both ops tables (one program, sessions) and
+ * the constructor. */
 #include "engine/engine.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-#include "lazy/curl.h"
 
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/trace.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
+#include "engine/cells.h"
 #include "engine/conn.h"
 #include "engine/container.h"
 #include "engine/handin.h"
 #include "engine/probe.h"
-#include "engine/cells.h"
 #include "engine/spare.h"
 #include "engine/state.h"
 #include "run/backend.h"
