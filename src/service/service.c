@@ -37,13 +37,14 @@ struct run_service {
         struct ladder *ladder;
         /* every live sandbox, and the calls about to have one: the concurrency slots */
         struct sandbox_registry *registry;
-        /* sessions (docs/design/sessions.md): their table; their sandboxes are IDLE entries
-         * of the registry between calls */
+        /* sessions (docs/design/sessions.md): one record each, holding its registry entry
+         * (IDLE between calls) */
         struct run_sessions *sessions;
         struct warm_keeper *warm; /* the warm spares (warm.h) */
 };
 
-static void session_drop(void *ud, const char *id, const char *reason);
+static void session_drop(void *ud, const struct session_info *info, struct sandbox_entry *entry,
+                         const char *reason);
 
 int run_service_new(const struct sbx_config *cfg, struct run_service **ret, struct sbx_error *err)
 {
@@ -89,9 +90,14 @@ void run_service_shutdown(struct run_service *s)
         {
                 char ids[64][SESSION_ID_MAX];
                 unsigned n = sessions_ids(s->sessions, ids, 64);
+                struct sandbox_entry *entry;
+                struct session_info info;
 
+                /* a session a call runs in: that call releases its entry */
                 for (unsigned i = 0; i < n; i++)
-                        session_drop(s, ids[i], "the server exited");
+                        if (sessions_remove(s->sessions, ids[i], "the server exited", &info,
+                                            &entry))
+                                session_drop(s, &info, entry, "the server exited");
         }
         /* kill every registered sandbox, destroy those no call owns; the calls' own threads
          * destroy theirs as their wardens return */
@@ -362,7 +368,7 @@ static int dispatch(struct run_service *s, struct call *c, struct run_result *re
                 r = ops->prepare(c->b, &spec, &sb, err);
                 if (r < 0)
                         return r;
-                sandbox_registry_attach(s->registry, c->slot, c->b, sb);
+                sandbox_registry_attach(s->registry, c->slot, c->b, ops, sb);
         }
         sbx_trace_lap(&c->trace, c->warm_taken ? "take_spare" : "prepare");
         r = sandbox_run_program(ops, sb, &c->req, res, err);
@@ -382,7 +388,7 @@ static int dispatch(struct run_service *s, struct call *c, struct run_result *re
                 r = ops->prepare(c->b, &spec, &sb, err);
                 if (r < 0)
                         return r;
-                sandbox_registry_attach(s->registry, c->slot, c->b, sb);
+                sandbox_registry_attach(s->registry, c->slot, c->b, ops, sb);
                 sbx_trace_lap(&c->trace, "prepare");
                 r = sandbox_run_program(ops, sb, &c->req, res, err);
                 sandbox_registry_discard(s->registry, c->slot);
@@ -496,15 +502,15 @@ static void session_audit_end(struct run_service *s, const struct session_info *
                 log_warning("audit: session end %s", note);
 }
 
-/* End session @id (its sandbox is IDLE in the registry): idle expiry, server exit. */
-static void session_drop(void *ud, const char *id, const char *reason)
+/* Session @info is out of the table (idle expiry, server exit): release its @entry (NULL: a
+ * call holds it and releases it) and record its end. */
+static void session_drop(void *ud, const struct session_info *info, struct sandbox_entry *entry,
+                         const char *reason)
 {
         struct run_service *s = ud;
-        struct session_info info;
 
-        (void)sandbox_registry_drop_session(s->registry, id);
-        if (sessions_remove(s->sessions, id, reason, &info))
-                session_audit_end(s, &info, reason);
+        sandbox_registry_release(s->registry, entry);
+        session_audit_end(s, info, reason);
 }
 
 /* Prepared on the sessions' thread: a native init dies with the thread that cloned it. */
@@ -577,10 +583,10 @@ int run_service_session_start(struct run_service *s, const char *language,
                 else if (r < 0)
                         sbx_fail(err, -r, "the server is shutting down: retry after restart");
                 if (r == 0)
-                        sandbox_registry_attach_ops(s->registry, slot, p.b, p.ops, p.sb);
+                        sandbox_registry_attach(s->registry, slot, p.b, p.ops, p.sb);
         }
         if (r == 0) {
-                r = sandbox_registry_park(s->registry, slot, info.id, err);
+                r = sandbox_registry_park(s->registry, slot, err);
                 /* the next session_start of this language finds one (built in the background) */
                 warm_want_session(s->warm, p.b, p.spec.language);
         }
@@ -593,7 +599,7 @@ int run_service_session_start(struct run_service *s, const char *language,
         info.created_ms = sbx_now_ms();
         snprintf(info.backend, sizeof(info.backend), "%s", p.b->ops->name);
         snprintf(info.grade, sizeof(info.grade), "%s", probe.grade);
-        sessions_add(s->sessions, &info);
+        sessions_add(s->sessions, &info, slot);
         audit_session(s->audit, true, info.id, sbx_language_name(info.language), info.backend,
                       info.grade, NULL, 0, note, sizeof(note));
         *ret = (struct run_session_started){0};
@@ -607,6 +613,7 @@ int run_service_session_end(struct run_service *s, const char *id, unsigned long
                             struct sbx_error *err)
 {
         static const char reason[] = "it was ended by session_end";
+        struct sandbox_entry *entry = NULL;
         struct session_info info;
         int r;
 
@@ -614,18 +621,10 @@ int run_service_session_end(struct run_service *s, const char *id, unsigned long
                 return sbx_fail(err, EINVAL,
                                 "session is empty: pass the handle session_start "
                                 "returned");
-        r = sessions_check(s->sessions, id, err);
+        r = sessions_end(s->sessions, id, reason, &info, &entry, err);
         if (r < 0)
                 return r;
-        r = sandbox_registry_drop_session(s->registry, id);
-        if (r == -EBUSY)
-                return sbx_fail(err, EBUSY,
-                                "a call is running in session '%s': wait for its result or "
-                                "cancel it, then call session_end again",
-                                id);
-        if (!sessions_remove(s->sessions, id, reason, &info))
-                return sessions_check(s->sessions, id, err);
-        session_audit_end(s, &info, reason);
+        session_drop(s, &info, entry, reason);
         *ret_calls = info.calls;
         return 0;
 }
@@ -659,7 +658,7 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         int r;
 
         sbx_trace_begin(&c->trace, s->cfg->trace_timing, "service");
-        r = sessions_begin_call(s->sessions, rc->session, &info, err);
+        r = sessions_begin_call(s->sessions, rc->session, &info, &c->slot, err);
         if (r < 0)
                 return r;
         if (info.language != c->req.language) {
@@ -671,12 +670,13 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
                     info.id, sbx_language_name(info.language), sbx_language_name(c->req.language),
                     sbx_language_name(info.language), sbx_language_name(c->req.language));
         }
-        r = sandbox_registry_resume(s->registry, info.id, rc->cancel_fd, SLOT_WAIT_MS, &c->slot,
-                                    err);
+        r = sandbox_registry_resume(s->registry, c->slot, rc->cancel_fd, SLOT_WAIT_MS, err);
         if (r == -ENOENT) {
                 static const char why[] = "its sandbox was ended by the server (its backend was "
                                           "reset)";
-                if (sessions_remove(s->sessions, info.id, why, &info))
+                /* GONE: this call holds the entry, so it releases it */
+                sandbox_registry_release(s->registry, c->slot);
+                if (sessions_remove(s->sessions, info.id, why, &info, NULL))
                         session_audit_end(s, &info, why);
                 return sbx_fail(err, ENOENT,
                                 "session '%s' has ended: %s; start another with session_start",
@@ -712,15 +712,15 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         if (c->ran)
                 finish(s, c, r, &files, res, err);
         run_files_before_done(&files);
-        if (alive && sandbox_registry_park(s->registry, c->slot, info.id, err) == 0) {
+        if (alive && sandbox_registry_park(s->registry, c->slot, err) == 0) {
                 sessions_end_call(s->sessions, info.id);
                 sbx_trace_lap(&c->trace, "session_park");
                 return r;
         }
         sandbox_registry_release(s->registry, c->slot);
-        if (!alive && sessions_remove(s->sessions, info.id, res->session_ended, &info))
+        if (!alive && sessions_remove(s->sessions, info.id, res->session_ended, &info, NULL))
                 session_audit_end(s, &info, res->session_ended);
-        else if (sessions_remove(s->sessions, info.id, "the server is shutting down", &info))
+        else if (sessions_remove(s->sessions, info.id, "the server is shutting down", &info, NULL))
                 session_audit_end(s, &info, "the server exited");
         return r;
 }

@@ -18,11 +18,13 @@
 /* Handles that ended, remembered so a late call is told why. */
 #define SESSIONS_GONE 64
 
+/* The one record of a session. */
 struct session {
         struct session_info info;
-        uint64_t last_ms; /* end of the last call (or the start) */
+        struct sandbox_entry *entry; /* its sandbox and ops, in the registry; held here */
+        uint64_t last_ms;            /* end of the last call (or the start) */
         bool used;
-        bool busy;
+        bool busy; /* a call holds @entry */
 };
 
 struct gone {
@@ -50,7 +52,7 @@ struct run_sessions {
         struct gone gone[SESSIONS_GONE];
         unsigned gone_next;
         struct job *job;
-        void (*drop)(void *ud, const char *id, const char *reason);
+        sessions_drop_fn drop;
         void *drop_ud;
 };
 
@@ -139,23 +141,21 @@ static void *thread_main(void *arg)
                 }
                 x = next_expired(t, &wait_ms);
                 if (x) {
-                        char id[SESSION_ID_MAX], reason[96];
-                        snprintf(id, sizeof(id), "%s", x->info.id);
+                        struct session gone = *x;
+                        char reason[96];
+
                         snprintf(reason, sizeof(reason),
                                  "it expired after %llu s without a call "
                                  "(VESTIBULE_SESSION_IDLE_S)",
                                  (unsigned long long)(t->idle_ms / 1000u));
-                        x->busy = true; /* no call may take it while it is dropped */
+                        /* out of the table first: no call may take it while it is dropped */
+                        x->used = false;
+                        remember_gone(t, gone.info.id, reason);
                         pthread_mutex_unlock(&t->lock);
-                        log_info("session '%s': idle for %llu s, ending it", id,
+                        log_info("session '%s': idle for %llu s, ending it", gone.info.id,
                                  (unsigned long long)(t->idle_ms / 1000u));
-                        t->drop(t->drop_ud, id, reason);
+                        t->drop(t->drop_ud, &gone.info, gone.entry, reason);
                         pthread_mutex_lock(&t->lock);
-                        x = find(t, id);
-                        if (x) {
-                                x->used = false;
-                                remember_gone(t, id, reason);
-                        }
                         continue;
                 }
                 abs_time(&ts, wait_ms);
@@ -165,8 +165,7 @@ static void *thread_main(void *arg)
         return NULL;
 }
 
-struct run_sessions *sessions_new(unsigned max_sessions, unsigned idle_s,
-                                  void (*drop)(void *ud, const char *id, const char *reason),
+struct run_sessions *sessions_new(unsigned max_sessions, unsigned idle_s, sessions_drop_fn drop,
                                   void *ud)
 {
         struct run_sessions *t = xcalloc(1, sizeof(*t));
@@ -295,15 +294,16 @@ void sessions_unreserve(struct run_sessions *t)
         pthread_mutex_unlock(&t->lock);
 }
 
-void sessions_add(struct run_sessions *t, const struct session_info *info)
+void sessions_add(struct run_sessions *t, const struct session_info *info,
+                  struct sandbox_entry *entry)
 {
         pthread_mutex_lock(&t->lock);
         if (t->reserved > 0)
                 t->reserved--;
         for (unsigned i = 0; i < SESSIONS_MAX; i++)
                 if (!t->s[i].used) {
-                        t->s[i] =
-                            (struct session){.info = *info, .last_ms = sbx_now_ms(), .used = true};
+                        t->s[i] = (struct session){
+                            .info = *info, .entry = entry, .last_ms = sbx_now_ms(), .used = true};
                         break;
                 }
         pthread_cond_broadcast(&t->wake);
@@ -336,7 +336,7 @@ static int unknown(struct run_sessions *t, const char *id, struct sbx_error *err
 }
 
 int sessions_begin_call(struct run_sessions *t, const char *id, struct session_info *ret,
-                        struct sbx_error *err)
+                        struct sandbox_entry **ret_entry, struct sbx_error *err)
 {
         struct session *x;
         int r = 0;
@@ -354,18 +354,8 @@ int sessions_begin_call(struct run_sessions *t, const char *id, struct session_i
                 x->busy = true;
                 x->info.calls++;
                 *ret = x->info;
+                *ret_entry = x->entry;
         }
-        pthread_mutex_unlock(&t->lock);
-        return r;
-}
-
-int sessions_check(struct run_sessions *t, const char *id, struct sbx_error *err)
-{
-        int r = 0;
-
-        pthread_mutex_lock(&t->lock);
-        if (!find(t, id))
-                r = unknown(t, id, err);
         pthread_mutex_unlock(&t->lock);
         return r;
 }
@@ -384,21 +374,53 @@ void sessions_end_call(struct run_sessions *t, const char *id)
         pthread_mutex_unlock(&t->lock);
 }
 
+/* Under the lock: @x leaves the table (@reason remembered). */
+static void take_out(struct run_sessions *t, struct session *x, const char *reason,
+                     struct session_info *ret_info, struct sandbox_entry **ret_entry)
+{
+        if (ret_info)
+                *ret_info = x->info;
+        if (ret_entry)
+                *ret_entry = x->busy ? NULL : x->entry;
+        x->used = false;
+        remember_gone(t, x->info.id, reason);
+}
+
 bool sessions_remove(struct run_sessions *t, const char *id, const char *reason,
-                     struct session_info *ret_info)
+                     struct session_info *ret_info, struct sandbox_entry **ret_entry)
 {
         struct session *x;
 
+        if (ret_entry)
+                *ret_entry = NULL;
         pthread_mutex_lock(&t->lock);
         x = find(t, id);
-        if (x) {
-                if (ret_info)
-                        *ret_info = x->info;
-                x->used = false;
-                remember_gone(t, id, reason);
-        }
+        if (x)
+                take_out(t, x, reason, ret_info, ret_entry);
         pthread_mutex_unlock(&t->lock);
         return x != NULL;
+}
+
+int sessions_end(struct run_sessions *t, const char *id, const char *reason,
+                 struct session_info *ret_info, struct sandbox_entry **ret_entry,
+                 struct sbx_error *err)
+{
+        struct session *x;
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        x = find(t, id);
+        if (!x)
+                r = unknown(t, id, err);
+        else if (x->busy)
+                r = sbx_fail(err, EBUSY,
+                             "a call is running in session '%s': wait for its result or cancel "
+                             "it, then call session_end again",
+                             id);
+        else
+                take_out(t, x, reason, ret_info, ret_entry);
+        pthread_mutex_unlock(&t->lock);
+        return r;
 }
 
 unsigned sessions_ids(struct run_sessions *t, char (*ret)[SESSION_ID_MAX], unsigned max)
