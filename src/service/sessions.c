@@ -300,6 +300,10 @@ void sessions_add(struct run_sessions *t, const struct session_info *info,
         pthread_mutex_lock(&t->lock);
         if (t->reserved > 0)
                 t->reserved--;
+        /* its idle clock needs the thread, also when its sandbox was a spare (no job ran) */
+        if (ensure_thread(t) < 0 && !t->stop)
+                log_warning("sessions: cannot start the sessions' thread: idle sessions will "
+                            "not expire, ignoring");
         for (unsigned i = 0; i < SESSIONS_MAX; i++)
                 if (!t->s[i].used) {
                         t->s[i] = (struct session){
