@@ -103,7 +103,7 @@ void run_service_shutdown(struct run_service *s)
          * destroy theirs as their wardens return */
         warm_keeper_stop(s->warm); /* no spare is built from now on */
         sandbox_registry_shutdown(s->registry);
-        /* backends without sandbox ops (run() only) kill their own runs in flight */
+        /* no backend starts a sandbox from now on */
         ladder_shutdown(s->ladder);
 }
 
@@ -342,8 +342,8 @@ static int audit_begin(struct run_service *s, struct call *c, struct sbx_error *
         return -EIO;
 }
 
-/* One run on c->b: its sandbox ops when it has them (a spare of the registry, or prepared
- * now; registered until the call releases its slot), else its run(). */
+/* One run on c->b through its sandbox ops (every backend has them): a spare of the registry,
+ * or a sandbox prepared now; registered until the call releases its slot. */
 static int dispatch(struct run_service *s, struct call *c, struct run_result *res,
                     struct sbx_error *err)
 {
@@ -353,8 +353,6 @@ static int dispatch(struct run_service *s, struct call *c, struct run_result *re
         struct sandbox *sb;
         int r;
 
-        if (!ops)
-                return c->b->ops->run(c->b, &c->req, res, err);
         /* a spare is built for network "none" (warm.c): an allowlist call never takes one
          * and builds its own sandbox, with its own egress listener */
         sb = c->req.network == RUN_NETWORK_NONE
