@@ -43,8 +43,7 @@ struct run_service {
         struct warm_keeper *warm; /* the warm spares (warm.h) */
 };
 
-static void session_drop(void *ud, const struct session_info *info, struct sandbox_entry *entry,
-                         const char *reason);
+static void session_ended(void *ud, const struct session_info *info, const char *reason);
 
 int run_service_new(const struct sbx_config *cfg, struct run_service **ret, struct sbx_error *err)
 {
@@ -75,7 +74,8 @@ int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
         /* leftovers of a server killed mid-run: gone before the first tool call, not at it */
         engine_sweep_at_start(cfg);
         s->registry = sandbox_registry_new(cfg->max_concurrent);
-        s->sessions = sessions_new(cfg->max_sessions, cfg->session_idle_s, session_drop, s);
+        s->sessions =
+            sessions_new(s->registry, cfg->max_sessions, cfg->session_idle_s, session_ended, s);
         s->warm = warm_keeper_new(cfg, s->registry);
         *ret = s;
         return 0;
@@ -87,18 +87,7 @@ void run_service_shutdown(struct run_service *s)
                 return;
         /* no session starts or idles out from now on; each one's end is recorded */
         sessions_stop(s->sessions);
-        {
-                char ids[64][SESSION_ID_MAX];
-                unsigned n = sessions_ids(s->sessions, ids, 64);
-                struct sandbox_entry *entry;
-                struct session_info info;
-
-                /* a session a call runs in: that call releases its entry */
-                for (unsigned i = 0; i < n; i++)
-                        if (sessions_remove(s->sessions, ids[i], "the server exited", &info,
-                                            &entry))
-                                session_drop(s, &info, entry, "the server exited");
-        }
+        sessions_end_all(s->sessions, "the server exited");
         /* kill every registered sandbox, destroy those no call owns; the calls' own threads
          * destroy theirs as their wardens return */
         warm_keeper_stop(s->warm); /* no spare is built from now on */
@@ -488,27 +477,17 @@ static int run_call(struct run_service *s, struct call *c, struct run_result *re
 
 /* --- sessions (docs/design/sessions.md) ------------------------------------------------ */
 
-/* The end record of session @id, which is over (@reason). */
-static void session_audit_end(struct run_service *s, const struct session_info *info,
-                              const char *reason)
+/* The end record of session @info, which is over (@reason): the session table's
+ * sessions_ended_fn. */
+static void session_ended(void *ud, const struct session_info *info, const char *reason)
 {
+        struct run_service *s = ud;
         char note[256] = "";
 
         audit_session(s->audit, false, info->id, sbx_language_name(info->language), info->backend,
                       NULL, reason, info->calls, note, sizeof(note));
         if (note[0])
                 log_warning("audit: session end %s", note);
-}
-
-/* Session @info is out of the table (idle expiry, server exit): release its @entry (NULL: a
- * call holds it and releases it) and record its end. */
-static void session_drop(void *ud, const struct session_info *info, struct sandbox_entry *entry,
-                         const char *reason)
-{
-        struct run_service *s = ud;
-
-        sandbox_registry_release(s->registry, entry);
-        session_audit_end(s, info, reason);
 }
 
 /* Prepared on the sessions' thread: a native init dies with the thread that cloned it. */
@@ -583,21 +562,23 @@ int run_service_session_start(struct run_service *s, const char *language,
                 if (r == 0)
                         sandbox_registry_attach(s->registry, slot, p.b, p.ops, p.sb);
         }
-        if (r == 0) {
-                r = sandbox_registry_park(s->registry, slot, err);
-                /* the next session_start of this language finds one (built in the background) */
-                warm_want_session(s->warm, p.b, p.spec.language);
-        }
         if (r < 0) {
                 sandbox_registry_release(s->registry, slot);
                 sessions_unreserve(s->sessions);
                 return r;
         }
+        /* the next session_start of this language finds one (built in the background) */
+        warm_want_session(s->warm, p.b, p.spec.language);
         info.language = p.spec.language;
         info.created_ms = sbx_now_ms();
         snprintf(info.backend, sizeof(info.backend), "%s", p.b->ops->name);
         snprintf(info.grade, sizeof(info.grade), "%s", probe.grade);
-        sessions_add(s->sessions, &info, slot);
+        /* the record holds the entry (parked) from now on */
+        r = sessions_add(s->sessions, &info, slot, err);
+        if (r < 0) {
+                sandbox_registry_release(s->registry, slot);
+                return r;
+        }
         audit_session(s->audit, true, info.id, sbx_language_name(info.language), info.backend,
                       info.grade, NULL, 0, note, sizeof(note));
         *ret = (struct run_session_started){0};
@@ -610,8 +591,6 @@ int run_service_session_start(struct run_service *s, const char *language,
 int run_service_session_end(struct run_service *s, const char *id, unsigned long long *ret_calls,
                             struct sbx_error *err)
 {
-        static const char reason[] = "it was ended by session_end";
-        struct sandbox_entry *entry = NULL;
         struct session_info info;
         int r;
 
@@ -619,10 +598,9 @@ int run_service_session_end(struct run_service *s, const char *id, unsigned long
                 return sbx_fail(err, EINVAL,
                                 "session is empty: pass the handle session_start "
                                 "returned");
-        r = sessions_end(s->sessions, id, reason, &info, &entry, err);
+        r = sessions_end(s->sessions, id, "it was ended by session_end", &info, err);
         if (r < 0)
                 return r;
-        session_drop(s, &info, entry, reason);
         *ret_calls = info.calls;
         return 0;
 }
@@ -644,8 +622,8 @@ static void session_ended_why(const struct run_result *res, char *buf, size_t si
                          "the session's interpreter exited; start another with session_start");
 }
 
-/* A session's call after admit(): its sandbox from the registry, one cell, then the sandbox
- * goes back (IDLE) or, when the call ended it, away. */
+/* A session's call after admit(): its record's entry resumed (sessions.c), one cell, then the
+ * entry goes back to the record (parked) or, when the call ended the session, away. */
 static int session_call(struct run_service *s, const struct run_call *rc, struct call *c,
                         struct run_result *res, struct sbx_error *err)
 {
@@ -656,34 +634,10 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         int r;
 
         sbx_trace_begin(&c->trace, s->cfg->trace_timing, "service");
-        r = sessions_begin_call(s->sessions, rc->session, &info, &c->slot, err);
+        r = sessions_begin_call(s->sessions, rc->session, c->req.language, rc->cancel_fd,
+                                SLOT_WAIT_MS, &info, &c->slot, err);
         if (r < 0)
                 return r;
-        if (info.language != c->req.language) {
-                sessions_end_call(s->sessions, info.id);
-                return sbx_fail(
-                    err, EINVAL,
-                    "session '%s' runs %s, not %s: pass language '%s', or start a "
-                    "%s session with session_start",
-                    info.id, sbx_language_name(info.language), sbx_language_name(c->req.language),
-                    sbx_language_name(info.language), sbx_language_name(c->req.language));
-        }
-        r = sandbox_registry_resume(s->registry, c->slot, rc->cancel_fd, SLOT_WAIT_MS, err);
-        if (r == -ENOENT) {
-                static const char why[] = "its sandbox was ended by the server (its backend was "
-                                          "reset)";
-                /* GONE: this call holds the entry, so it releases it */
-                sandbox_registry_release(s->registry, c->slot);
-                if (sessions_remove(s->sessions, info.id, why, &info, NULL))
-                        session_audit_end(s, &info, why);
-                return sbx_fail(err, ENOENT,
-                                "session '%s' has ended: %s; start another with session_start",
-                                info.id, why);
-        }
-        if (r < 0) {
-                sessions_end_call(s->sessions, info.id);
-                return r;
-        }
         c->session = true;
         c->b = sandbox_entry_backend(c->slot);
         snprintf(c->probe.grade, sizeof(c->probe.grade), "%s", info.grade);
@@ -710,16 +664,8 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         if (c->ran)
                 finish(s, c, r, &files, res, err);
         run_files_before_done(&files);
-        if (alive && sandbox_registry_park(s->registry, c->slot, err) == 0) {
-                sessions_end_call(s->sessions, info.id);
-                sbx_trace_lap(&c->trace, "session_park");
-                return r;
-        }
-        sandbox_registry_release(s->registry, c->slot);
-        if (!alive && sessions_remove(s->sessions, info.id, res->session_ended, &info, NULL))
-                session_audit_end(s, &info, res->session_ended);
-        else if (sessions_remove(s->sessions, info.id, "the server is shutting down", &info, NULL))
-                session_audit_end(s, &info, "the server exited");
+        sessions_end_call(s->sessions, info.id, c->slot, alive ? NULL : res->session_ended);
+        sbx_trace_lap(&c->trace, "session_park");
         return r;
 }
 

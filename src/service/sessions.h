@@ -14,7 +14,8 @@
 #include "run/run.h"
 
 struct run_sessions;
-struct sandbox_entry; /* registry.h */
+struct sandbox_entry;    /* registry.h */
+struct sandbox_registry; /* registry.h */
 
 /* A handle: "vs-" + 8 hex of this server process's key + "-" + 32 hex from getrandom(2). */
 #define SESSION_ID_MAX 48
@@ -30,20 +31,20 @@ struct session_info {
 };
 
 /**
- * sessions_drop_fn - what ends a session that idled out: called from the table's thread, its
- * record already out of the table, with what the record held (@entry: IDLE or GONE, now the
- * callee's: it releases it) and the reason. It writes the audit record.
+ * sessions_ended_fn - told when a session has left the table, for its audit record: @info is
+ * what its record knew, @reason why it ended. Its sandbox is released already (or will be by
+ * the call that holds it). Called without the table's lock, from the thread that ended it.
  */
-typedef void (*sessions_drop_fn)(void *ud, const struct session_info *info,
-                                 struct sandbox_entry *entry, const char *reason);
+typedef void (*sessions_ended_fn)(void *ud, const struct session_info *info, const char *reason);
 
 /**
  * sessions_new() - an empty table of at most @max_sessions (capped at 64; 0: sessions are
- * off) whose idle sessions end after @idle_s seconds (0 is taken as 1) through @drop (with
- * @ud). Free with sessions_free().
+ * off) whose records keep their entries in @reg (borrowed; must outlive the table), and whose
+ * idle sessions end after @idle_s seconds (0 is taken as 1). @ended (with @ud) hears of every
+ * session's end. Free with sessions_free().
  */
-struct run_sessions *sessions_new(unsigned max_sessions, unsigned idle_s, sessions_drop_fn drop,
-                                  void *ud);
+struct run_sessions *sessions_new(struct sandbox_registry *reg, unsigned max_sessions,
+                                  unsigned idle_s, sessions_ended_fn ended, void *ud);
 
 /** sessions_stop() - stop the thread (server exit); the table refuses new sessions. */
 void sessions_stop(struct run_sessions *t);
@@ -66,45 +67,50 @@ int sessions_reserve(struct run_sessions *t, char ret_id[SESSION_ID_MAX], struct
 void sessions_unreserve(struct run_sessions *t);
 
 /**
- * sessions_add() - the reserved place becomes session @info (copied), whose sandbox is @entry
- * (parked: IDLE); the record holds @entry from now on. Its idle clock starts now.
+ * sessions_add() - the reserved place (used up, whatever the answer) becomes session @info
+ * (copied), whose sandbox is @entry (RUNNING, the caller's): @entry is parked (IDLE) and the
+ * record holds it from now on. Its idle clock starts now.
+ * Return: 0; or sandbox_registry_park()'s error with @err: then @entry stays the caller's
+ * (release it).
  */
-void sessions_add(struct run_sessions *t, const struct session_info *info,
-                  struct sandbox_entry *entry);
+int sessions_add(struct run_sessions *t, const struct session_info *info,
+                 struct sandbox_entry *entry, struct sbx_error *err);
 
 /**
- * sessions_begin_call() - a call in session @id: count it, mark the session busy (the idle
- * clock stops), copy what is known into @ret and its entry into *@ret_entry (the record
- * keeps it; the call resumes it, sandbox_registry_resume()).
+ * sessions_begin_call() - a call of @language in session @id: count it, mark the session busy
+ * (the idle clock stops), copy what is known into @ret, and resume its entry
+ * (sandbox_registry_resume(), waiting up to @wait_ms for a running slot, @cancel_fd or -1):
+ * *@ret_entry is then RUNNING, the call's until sessions_end_call().
  * Return: 0; -ENOENT with @err saying why: a malformed handle, a handle of another server
  * process, one that ended (and how: expired after N s idle, session_end, its cell ignored an
- * interrupt...), each with how to start another; -EBUSY when a call runs in it already.
+ * interrupt, its backend was reset...), each with how to start another; -EBUSY when a call
+ * runs in it already; -EINVAL for another language; the slot's errors (-EBUSY, -ECANCELED,
+ * -ESHUTDOWN).
  */
-int sessions_begin_call(struct run_sessions *t, const char *id, struct session_info *ret,
+int sessions_begin_call(struct run_sessions *t, const char *id, enum sbx_language language,
+                        int cancel_fd, unsigned wait_ms, struct session_info *ret,
                         struct sandbox_entry **ret_entry, struct sbx_error *err);
 
-/** sessions_end_call() - the call is over, its entry parked again; the idle clock restarts. */
-void sessions_end_call(struct run_sessions *t, const char *id);
-
 /**
- * sessions_remove() - session @id is over (@reason: "the server exited", ...): its record
- * leaves the table and later calls with its handle are told @reason. @ret_info (or NULL) gets
- * what the record knew; *@ret_entry its entry when no call holds it (the caller releases it
- * now), NULL when a call does (that call releases it).
- * Return: false if it was not in the table.
+ * sessions_end_call() - the call in session @id is over: @why_ended NULL, its @entry is parked
+ * again and the idle clock restarts; else (the interpreter is gone: @why_ended says how), or
+ * when the park is refused (shutdown), the session ends: @entry is released (its sandbox
+ * destroyed) and the session leaves the table.
  */
-bool sessions_remove(struct run_sessions *t, const char *id, const char *reason,
-                     struct session_info *ret_info, struct sandbox_entry **ret_entry);
+void sessions_end_call(struct run_sessions *t, const char *id, struct sandbox_entry *entry,
+                       const char *why_ended);
 
 /**
- * sessions_end() - session_end: session @id leaves the table as sessions_remove() says, but
- * only when no call runs in it; *@ret_entry is its entry (the caller releases it).
+ * sessions_end() - session_end: session @id leaves the table (later calls are told @reason)
+ * and its entry is released, which destroys its sandbox; @ret_info gets what the record knew.
  * Return: 0; -ENOENT (as sessions_begin_call() says it) or -EBUSY (a call runs in it; it
  * stays), with @err.
  */
 int sessions_end(struct run_sessions *t, const char *id, const char *reason,
-                 struct session_info *ret_info, struct sandbox_entry **ret_entry,
-                 struct sbx_error *err);
+                 struct session_info *ret_info, struct sbx_error *err);
 
-/** sessions_ids() - the handles of every session now (server exit): up to @max into @ret. */
-unsigned sessions_ids(struct run_sessions *t, char (*ret)[SESSION_ID_MAX], unsigned max);
+/**
+ * sessions_end_all() - server exit: every session leaves the table for @reason; the entries
+ * no call holds are released now (a call that holds one releases it as it ends).
+ */
+void sessions_end_all(struct run_sessions *t, const char *reason);

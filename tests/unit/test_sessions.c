@@ -1,10 +1,10 @@
 /* test_sessions.c - the session record (src/service/sessions.h): the VESTIBULE_MAX_SESSIONS
  * bound, forged and ended handles refused (each with its control: the real handle works),
- * one call at a time, idle expiry, and the record's sandbox: a session that idles out or is
- * ended gives its registry entry back and the sandbox is destroyed. The sandboxes are real
- * naive ones (SANDBOX_MODE_PROGRAMS) in a real registry; a destroyed sandbox is seen from
- * outside: its private $HOME is gone (control: it was there just before). The bookkeeping
- * tests (bound, handles, busy) hold no sandbox: their entry is NULL. */
+ * one call at a time, and the record's sandbox: a session that idles out, is ended, is ended
+ * by its call, or whose backend is reset, or the server's exit, releases its registry entry
+ * and the sandbox is destroyed. The sandboxes are real naive ones (SANDBOX_MODE_PROGRAMS) in
+ * a real registry; a destroyed sandbox is seen from outside: its private $HOME is gone
+ * (control: it was there just before). */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -32,17 +32,15 @@ static char *workspace;
 static struct backend *backend;
 static struct sandbox_registry *reg;
 
-/* What the drop callback saw (it runs on the table's thread). */
+/* What the ended callback saw (it may run on the table's thread). */
 static pthread_mutex_t dropped_lock = PTHREAD_MUTEX_INITIALIZER;
 static char dropped_id[SESSION_ID_MAX];
 static char dropped_reason[160];
 static unsigned dropped_n;
 
-static void drop_cb(void *ud, const struct session_info *info, struct sandbox_entry *entry,
-                    const char *reason)
+static void ended_cb(void *ud, const struct session_info *info, const char *reason)
 {
         (void)ud;
-        sandbox_registry_release(reg, entry);
         pthread_mutex_lock(&dropped_lock);
         snprintf(dropped_id, sizeof(dropped_id), "%s", info->id);
         snprintf(dropped_reason, sizeof(dropped_reason), "%s", reason);
@@ -89,8 +87,8 @@ static void teardown(void)
 }
 
 /* A session as run_service_session_start() makes one: a reserved place, a sandbox prepared,
- * one program run in it (it writes its $HOME to @home_file in the workspace), parked, added.
- * Returns the entry; @ret_home gets the sandbox's $HOME (caller frees). */
+ * one program run in it (it writes its $HOME to @home_file in the workspace), added (parked).
+ * Returns the entry; @ret_home (or NULL) gets the sandbox's $HOME (caller frees). */
 static struct sandbox_entry *open_session(struct run_sessions *t, struct session_info *info,
                                           const char *home_file, char **ret_home)
 {
@@ -121,17 +119,18 @@ static struct sandbox_entry *open_session(struct run_sessions *t, struct session
                       err.msg);
         ck_assert_int_eq(res.exit_code, 0);
         run_result_done(&res);
-        ck_assert_int_eq(sandbox_registry_park(reg, e, &err), 0);
         info->language = SBX_LANG_BASH;
         info->created_ms = sbx_now_ms();
-        sessions_add(t, info, e);
+        ck_assert_msg(sessions_add(t, info, e, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_RUNNING), 0);
         f = fopen(path, "re");
         ck_assert_ptr_nonnull(f);
         ck_assert_ptr_nonnull(fgets(home, sizeof(home), f));
         fclose(f);
         home[strcspn(home, "\n")] = '\0';
         ck_assert_msg(home[0] == '/', "no $HOME from the program: '%s'", home);
-        *ret_home = xstrdup(home);
+        if (ret_home)
+                *ret_home = xstrdup(home);
         return e;
 }
 
@@ -142,17 +141,23 @@ static bool dir_exists(const char *p)
         return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* ---- the bound and the handles (no sandbox) ---------------------------------------------- */
+/* A call's begin, as session_call() makes it (a bash call, 1 s for a slot). */
+static int begin(struct run_sessions *t, const char *id, struct session_info *seen,
+                 struct sandbox_entry **got, struct sbx_error *err)
+{
+        return sessions_begin_call(t, id, SBX_LANG_BASH, -1, 1000, seen, got, err);
+}
+
+/* ---- the bound and the handles ----------------------------------------------------------- */
 
 START_TEST(max_sessions_plus_one_refused)
 {
-        struct run_sessions *t = sessions_new(2, 60, drop_cb, NULL);
+        struct run_sessions *t = sessions_new(reg, 2, 60, ended_cb, NULL);
         struct session_info a = {0}, b = {0};
         char c[SESSION_ID_MAX];
         struct sbx_error err = {0};
 
-        ck_assert_int_eq(sessions_reserve(t, a.id, &err), 0);
-        sessions_add(t, &a, NULL);
+        (void)open_session(t, &a, "home-a", NULL);
         ck_assert_int_eq(sessions_reserve(t, b.id, &err), 0); /* reserved, not yet added */
         ck_assert_str_ne(a.id, b.id);
         /* the third: refused, naming the setting and the fix */
@@ -165,7 +170,7 @@ START_TEST(max_sessions_plus_one_refused)
         sessions_free(t);
 
         /* 0: sessions are off */
-        t = sessions_new(0, 60, drop_cb, NULL);
+        t = sessions_new(reg, 0, 60, ended_cb, NULL);
         ck_assert_int_eq(sessions_reserve(t, c, &err), -EUSERS);
         ck_assert_ptr_nonnull(strstr(err.msg, "sessions are off"));
         sessions_free(t);
@@ -174,72 +179,68 @@ END_TEST
 
 START_TEST(forged_handles_refused)
 {
-        struct run_sessions *t = sessions_new(4, 60, drop_cb, NULL);
-        struct sandbox_entry *got = NULL;
+        struct run_sessions *t = sessions_new(reg, 4, 60, ended_cb, NULL);
+        struct sandbox_entry *e, *got = NULL;
         struct session_info a = {0}, seen;
         struct sbx_error err = {0};
         char forged[SESSION_ID_MAX];
 
-        ck_assert_int_eq(sessions_reserve(t, a.id, &err), 0);
+        e = open_session(t, &a, "home-a", NULL);
         ck_assert_uint_eq(strlen(a.id), 44);
-        sessions_add(t, &a, NULL);
-        /* control: the real handle works */
-        ck_assert_msg(sessions_begin_call(t, a.id, &seen, &got, &err) == 0, "%s", err.msg);
+        /* control: the real handle works, and gives the record's entry, resumed */
+        ck_assert_msg(begin(t, a.id, &seen, &got, &err) == 0, "%s", err.msg);
+        ck_assert_ptr_eq(got, e);
         ck_assert_uint_eq(seen.calls, 1);
-        sessions_end_call(t, a.id);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_RUNNING), 1);
+        sessions_end_call(t, a.id, got, NULL);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 1);
 
         /* not a handle at all */
-        ck_assert_int_eq(sessions_begin_call(t, "../../etc/passwd", &seen, &got, &err), -ENOENT);
+        ck_assert_int_eq(begin(t, "../../etc/passwd", &seen, &got, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "is not a session handle"));
         /* the right shape, another process's key */
         snprintf(forged, sizeof(forged), "%s", a.id);
         forged[3] = forged[3] == 'a' ? 'b' : 'a';
-        ck_assert_int_eq(sessions_begin_call(t, forged, &seen, &got, &err), -ENOENT);
+        ck_assert_int_eq(begin(t, forged, &seen, &got, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "another server process"));
         /* this process's key, a guessed random part */
         snprintf(forged, sizeof(forged), "%s", a.id);
         forged[20] = forged[20] == '0' ? '1' : '0';
-        ck_assert_int_eq(sessions_begin_call(t, forged, &seen, &got, &err), -ENOENT);
+        ck_assert_int_eq(begin(t, forged, &seen, &got, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "no session"));
-        /* upper-case hex is not this server's handle either */
-        snprintf(forged, sizeof(forged), "%s", a.id);
-        for (char *p = forged + 12; *p; p++)
-                if (*p >= 'a' && *p <= 'f')
-                        *p = (char)(*p - 'a' + 'A');
-        if (strcmp(forged, a.id) != 0)
-                ck_assert_int_eq(sessions_begin_call(t, forged, &seen, &got, &err), -ENOENT);
+        /* none of them took a slot or the entry */
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_RUNNING), 0);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 1);
+        /* another language: refused, the session stays */
+        ck_assert_int_eq(sessions_begin_call(t, a.id, SBX_LANG_PYTHON, -1, 1000, &seen, &got, &err),
+                         -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "runs bash, not python"));
         /* the real one, ended: told how it ended */
-        ck_assert_int_eq(sessions_end(t, a.id, "it was ended by session_end", &seen, &got, &err),
-                         0);
-        ck_assert_int_eq(sessions_begin_call(t, a.id, &seen, &got, &err), -ENOENT);
+        ck_assert_int_eq(sessions_end(t, a.id, "it was ended by session_end", &seen, &err), 0);
+        ck_assert_int_eq(begin(t, a.id, &seen, &got, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "has ended: it was ended by session_end"));
-        ck_assert_int_eq(sessions_end(t, a.id, "again", &seen, &got, &err), -ENOENT);
+        ck_assert_int_eq(sessions_end(t, a.id, "again", &seen, &err), -ENOENT);
         sessions_free(t);
 }
 END_TEST
 
 START_TEST(one_call_at_a_time)
 {
-        struct run_sessions *t = sessions_new(4, 60, drop_cb, NULL);
-        struct sandbox_entry *got = NULL;
+        struct run_sessions *t = sessions_new(reg, 4, 60, ended_cb, NULL);
+        struct sandbox_entry *got = NULL, *again = NULL;
         struct session_info a = {0}, seen;
         struct sbx_error err = {0};
 
-        ck_assert_int_eq(sessions_reserve(t, a.id, &err), 0);
-        sessions_add(t, &a, NULL);
-        ck_assert_int_eq(sessions_begin_call(t, a.id, &seen, &got, &err), 0);
-        ck_assert_int_eq(sessions_begin_call(t, a.id, &seen, &got, &err), -EBUSY);
+        (void)open_session(t, &a, "home-a", NULL);
+        ck_assert_int_eq(begin(t, a.id, &seen, &got, &err), 0);
+        ck_assert_int_eq(begin(t, a.id, &seen, &again, &err), -EBUSY);
         ck_assert_ptr_nonnull(strstr(err.msg, "one call at a time"));
         /* session_end while the call runs: refused, the session stays */
-        ck_assert_int_eq(sessions_end(t, a.id, "x", &seen, &got, &err), -EBUSY);
-        sessions_end_call(t, a.id);
-        ck_assert_int_eq(sessions_begin_call(t, a.id, &seen, &got, &err), 0);
+        ck_assert_int_eq(sessions_end(t, a.id, "x", &seen, &err), -EBUSY);
+        sessions_end_call(t, a.id, got, NULL);
+        ck_assert_int_eq(begin(t, a.id, &seen, &got, &err), 0);
         ck_assert_uint_eq(seen.calls, 2);
-        /* removed while a call holds it (server exit): the call keeps the entry */
-        got = (struct sandbox_entry *)&got;
-        ck_assert(sessions_remove(t, a.id, "the server exited", &seen, &got));
-        ck_assert_ptr_null(got);
-        ck_assert(!sessions_remove(t, a.id, "again", &seen, &got));
+        sessions_end_call(t, a.id, got, NULL);
         sessions_free(t);
 }
 END_TEST
@@ -252,7 +253,7 @@ static int record_thread(void *arg)
 
 START_TEST(on_thread_runs_on_the_tables_thread)
 {
-        struct run_sessions *t = sessions_new(4, 60, drop_cb, NULL);
+        struct run_sessions *t = sessions_new(reg, 4, 60, ended_cb, NULL);
         pthread_t first = pthread_self(), second = pthread_self();
         struct sbx_error err = {0};
         char id[SESSION_ID_MAX];
@@ -273,7 +274,7 @@ END_TEST
 
 START_TEST(ending_a_session_destroys_its_sandbox)
 {
-        struct run_sessions *t = sessions_new(4, 60, drop_cb, NULL);
+        struct run_sessions *t = sessions_new(reg, 4, 60, ended_cb, NULL);
         struct session_info a = {0}, seen;
         struct sandbox_entry *e, *got = NULL;
         _cleanup_free_ char *home = NULL;
@@ -283,36 +284,108 @@ START_TEST(ending_a_session_destroys_its_sandbox)
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 1);
         ck_assert_msg(dir_exists(home), "control: the session's $HOME '%s' is there", home);
         /* a call holds it: session_end refused, the sandbox lives */
-        ck_assert_int_eq(sessions_begin_call(t, a.id, &seen, &got, &err), 0);
+        ck_assert_int_eq(begin(t, a.id, &seen, &got, &err), 0);
         ck_assert_ptr_eq(got, e);
-        ck_assert_int_eq(sessions_end(t, a.id, "x", &seen, &got, &err), -EBUSY);
-        sessions_end_call(t, a.id);
+        ck_assert_int_eq(sessions_end(t, a.id, "x", &seen, &err), -EBUSY);
+        sessions_end_call(t, a.id, got, NULL);
         ck_assert(dir_exists(home));
-        /* session_end: the record gives its entry back, released, the sandbox destroyed */
-        got = NULL;
-        ck_assert_int_eq(sessions_end(t, a.id, "it was ended by session_end", &seen, &got, &err),
-                         0);
-        ck_assert_ptr_eq(got, e);
-        sandbox_registry_release(reg, got);
+        ck_assert_uint_eq(dropped_count(), 0);
+        /* session_end: the record releases its entry, the sandbox is destroyed */
+        ck_assert_int_eq(sessions_end(t, a.id, "it was ended by session_end", &seen, &err), 0);
+        ck_assert_uint_eq(seen.calls, 1);
         ck_assert_msg(!dir_exists(home), "the ended session's $HOME '%s' is still there", home);
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 0);
+        ck_assert_uint_eq(dropped_count(), 1);
+        ck_assert_str_eq(dropped_reason, "it was ended by session_end");
+        sessions_free(t);
+}
+END_TEST
+
+START_TEST(a_call_that_ends_its_session_destroys_its_sandbox)
+{
+        struct run_sessions *t = sessions_new(reg, 4, 60, ended_cb, NULL);
+        struct session_info a = {0}, seen;
+        struct sandbox_entry *got = NULL;
+        _cleanup_free_ char *home = NULL;
+        struct sbx_error err = {0};
+
+        (void)open_session(t, &a, "home-a", &home);
+        ck_assert_int_eq(begin(t, a.id, &seen, &got, &err), 0);
+        ck_assert(dir_exists(home));
+        sessions_end_call(t, a.id, got, "the session's interpreter exited");
+        ck_assert_msg(!dir_exists(home), "the ended session's $HOME is still there");
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_RUNNING), 0);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 0);
+        ck_assert_uint_eq(dropped_count(), 1);
+        ck_assert_int_eq(begin(t, a.id, &seen, &got, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "has ended: the session's interpreter exited"));
+        sessions_free(t);
+}
+END_TEST
+
+START_TEST(a_backend_reset_ends_the_session_at_its_next_call)
+{
+        struct run_sessions *t = sessions_new(reg, 4, 60, ended_cb, NULL);
+        struct session_info a = {0}, seen;
+        struct sandbox_entry *got = NULL;
+        _cleanup_free_ char *home = NULL;
+        struct sbx_error err = {0};
+
+        (void)open_session(t, &a, "home-a", &home);
+        ck_assert(dir_exists(home));
+        ck_assert_uint_eq(sandbox_registry_drop_backend(reg, backend), 1);
+        ck_assert_msg(!dir_exists(home), "the reset did not destroy the idle session's sandbox");
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_GONE), 1);
+        /* its next call is told, the entry is freed, the end is recorded */
+        ck_assert_int_eq(begin(t, a.id, &seen, &got, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "its backend was reset"));
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_GONE), 0);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_RUNNING), 0);
+        ck_assert_uint_eq(dropped_count(), 1);
+        ck_assert_int_eq(begin(t, a.id, &seen, &got, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "has ended"));
+        sessions_free(t);
+}
+END_TEST
+
+START_TEST(server_exit_ends_every_session)
+{
+        struct run_sessions *t = sessions_new(reg, 4, 60, ended_cb, NULL);
+        struct session_info idle = {0}, held = {0}, seen;
+        _cleanup_free_ char *idle_home = NULL, *held_home = NULL;
+        struct sandbox_entry *got = NULL;
+        struct sbx_error err = {0};
+
+        (void)open_session(t, &idle, "home-idle", &idle_home);
+        (void)open_session(t, &held, "home-held", &held_home);
+        ck_assert_int_eq(begin(t, held.id, &seen, &got, &err), 0);
+        sessions_stop(t);
+        sessions_end_all(t, "the server exited");
+        ck_assert_uint_eq(dropped_count(), 2);
+        ck_assert_msg(!dir_exists(idle_home), "the idle session's $HOME is still there");
+        /* the held one is its call's: it lives until that call ends, which releases it */
+        ck_assert(dir_exists(held_home));
+        sessions_end_call(t, held.id, got, NULL);
+        ck_assert_msg(!dir_exists(held_home), "the held session's $HOME is still there");
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 0);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_RUNNING), 0);
         sessions_free(t);
 }
 END_TEST
 
 START_TEST(idle_session_expires_and_its_sandbox_goes)
 {
-        struct run_sessions *t = sessions_new(4, 1, drop_cb, NULL);
+        struct run_sessions *t = sessions_new(reg, 4, 1, ended_cb, NULL);
         struct session_info idle = {0}, held = {0}, seen;
         _cleanup_free_ char *idle_home = NULL, *held_home = NULL;
-        struct sandbox_entry *got = NULL;
+        struct sandbox_entry *got = NULL, *held_entry = NULL;
         struct sbx_error err = {0};
         uint64_t t0;
 
         (void)open_session(t, &idle, "home-idle", &idle_home);
         (void)open_session(t, &held, "home-held", &held_home);
         /* the held one has a call running: its idle clock is stopped */
-        ck_assert_int_eq(sessions_begin_call(t, held.id, &seen, &got, &err), 0);
+        ck_assert_int_eq(begin(t, held.id, &seen, &held_entry, &err), 0);
         ck_assert(dir_exists(idle_home));
         t0 = sbx_now_ms();
         while (dropped_count() == 0 && sbx_now_ms() - t0 < 5000)
@@ -324,14 +397,14 @@ START_TEST(idle_session_expires_and_its_sandbox_goes)
         ck_assert_ptr_nonnull(strstr(dropped_reason, "expired after 1 s without a call"));
         pthread_mutex_unlock(&dropped_lock);
         ck_assert_msg(!dir_exists(idle_home), "the expired session's $HOME is still there");
-        ck_assert_int_eq(sessions_begin_call(t, idle.id, &seen, &got, &err), -ENOENT);
+        ck_assert_int_eq(begin(t, idle.id, &seen, &got, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(err.msg, "has ended: it expired"));
         /* control: the busy one, past its idle time too, lives */
         usleep(1200 * 1000);
         ck_assert_uint_eq(dropped_count(), 1);
         ck_assert(dir_exists(held_home));
         /* once its call is over, its clock runs again and it expires in turn */
-        sessions_end_call(t, held.id);
+        sessions_end_call(t, held.id, held_entry, NULL);
         t0 = sbx_now_ms();
         while (dropped_count() == 1 && sbx_now_ms() - t0 < 5000)
                 usleep(20 * 1000);
@@ -354,6 +427,9 @@ static Suite *sessions_suite(void)
         tcase_add_test(tc, one_call_at_a_time);
         tcase_add_test(tc, on_thread_runs_on_the_tables_thread);
         tcase_add_test(tc, ending_a_session_destroys_its_sandbox);
+        tcase_add_test(tc, a_call_that_ends_its_session_destroys_its_sandbox);
+        tcase_add_test(tc, a_backend_reset_ends_the_session_at_its_next_call);
+        tcase_add_test(tc, server_exit_ends_every_session);
         tcase_add_test(tc, idle_session_expires_and_its_sandbox_goes);
         suite_add_tcase(s, tc);
         return s;
