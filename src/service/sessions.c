@@ -355,9 +355,11 @@ static int unknown(struct run_sessions *t, const char *id, struct sbx_error *err
         return sbx_fail(err, ENOENT, "no session '%s' on this server: %s", id, start);
 }
 
-/* Under the lock: find @id for a call of @language, mark it busy and count the call. */
+/* Under the lock: find @id for a call of @language, mark it busy and count the call; its
+ * record into @ret, its entry into *@ret_entry. */
 static int claim_call(struct run_sessions *t, const char *id, enum sbx_language language,
-                      struct session_info *ret, struct sbx_error *err)
+                      struct session_info *ret, struct sandbox_entry **ret_entry,
+                      struct sbx_error *err)
 {
         struct session *x = find(t, id);
 
@@ -371,8 +373,10 @@ static int claim_call(struct run_sessions *t, const char *id, enum sbx_language 
         x->busy = true;
         x->info.calls++;
         *ret = x->info;
-        if (language == x->info.language)
+        if (language == x->info.language) {
+                *ret_entry = x->entry;
                 return 0;
+        }
         x->busy = false;
         x->last_ms = sbx_now_ms();
         return sbx_fail(err, EINVAL,
@@ -426,9 +430,7 @@ int sessions_begin_call(struct run_sessions *t, const char *id, enum sbx_languag
         int r;
 
         pthread_mutex_lock(&t->lock);
-        r = claim_call(t, id, language, ret, err);
-        if (r == 0)
-                e = find(t, id)->entry;
+        r = claim_call(t, id, language, ret, &e, err);
         pthread_mutex_unlock(&t->lock);
         if (r < 0)
                 return r;
