@@ -472,7 +472,7 @@ void sessions_end_call(struct run_sessions *t, const char *id, struct sandbox_en
 int sessions_end(struct run_sessions *t, const char *id, const char *reason,
                  struct session_info *ret_info, struct sbx_error *err)
 {
-        struct session *x, gone;
+        struct session *x, gone = {0};
         int r = 0;
 
         pthread_mutex_lock(&t->lock);
@@ -490,8 +490,8 @@ int sessions_end(struct run_sessions *t, const char *id, const char *reason,
                 remember_gone(t, id, reason);
         }
         pthread_mutex_unlock(&t->lock);
-        if (r < 0)
-                return r;
+        if (r < 0 || !gone.used) /* (unknown() always fails) */
+                return r < 0 ? r : -ENOENT;
         session_over(t, &gone, reason);
         *ret_info = gone.info;
         return 0;
