@@ -450,6 +450,13 @@ static bool key_is_ours(const struct toml_key *table, const struct toml_key *key
         return n >= 2 && strcmp(path[0], "mcp_servers") == 0 && strcmp(path[1], name) == 0;
 }
 
+/* The key/value at @key in @table is mcp_servers itself (an inline table, or any value), which
+ * no [mcp_servers.NAME] header may then extend. */
+static bool key_is_servers(const struct toml_key *table, const struct toml_key *key)
+{
+        return table->n == 0 && key->n == 1 && strcmp(key->part[0], "mcp_servers") == 0;
+}
+
 /* The byte ranges of our tables: [start, end) each, end after the table's last key line. */
 struct toml_span {
         size_t start, end;
@@ -523,6 +530,14 @@ static int merge_toml(const char *old_text, const struct client_server *s, char 
                                                 "line %zu: a key/value line this editor cannot "
                                                 "read",
                                                 line);
+                        if (!table_is_array && key_is_servers(&table, &key))
+                                return sbx_fail(err, EINVAL,
+                                                "line %zu: mcp_servers is written as an inline "
+                                                "table (mcp_servers = { ... }), and TOML allows "
+                                                "no [mcp_servers.%s] table beside it; write each "
+                                                "server as its own [mcp_servers.NAME] table, or "
+                                                "add the entry below inside the braces by hand",
+                                                line, s->name);
                         if (!in_ours && !table_is_array && key_is_ours(&table, &key, s->name))
                                 return sbx_fail(err, EINVAL,
                                                 "line %zu: server '%s' is defined there with "

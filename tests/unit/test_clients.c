@@ -299,6 +299,19 @@ END_TEST
 
 /* --- Codex TOML ---------------------------------------------------------------------------- */
 
+/* @path parses as TOML by a real parser (python3's tomllib); skips when python3 is missing. */
+static bool toml_parses(const char *path)
+{
+        _cleanup_free_ char *cmd = NULL;
+
+        if (access("/usr/bin/python3", X_OK) != 0)
+                sbx_test_skip("no /usr/bin/python3 to check TOML with tomllib");
+        cmd = xasprintf("/usr/bin/python3 -c 'import sys, tomllib; "
+                        "tomllib.load(open(sys.argv[1], \"rb\"))' '%s' 2>/dev/null",
+                        path);
+        return system(cmd) == 0;
+}
+
 static const char codex_old[] = "model = \"o4\"  # a comment\n"
                                 "notes = \"\"\"\n"
                                 "[mcp_servers.vestibule]\n"
@@ -405,6 +418,54 @@ START_TEST(toml_unsafe_refused_untouched)
 }
 END_TEST
 
+/* issue 24 #7: `mcp_servers = { other = {...} }` (an inline table) took an appended
+ * [mcp_servers.vestibule] header, which TOML forbids (a table defined twice); the file no longer
+ * parsed and the run said it wrote the entry. Now refused, the file untouched, the error naming
+ * the fix; a file with mcp_servers as [tables] or dotted keys still takes the entry and parses. */
+START_TEST(toml_inline_mcp_servers_refused)
+{
+        static const char *const inl[] = {
+            "mcp_servers = { other = { command = \"x\" } }\n",
+            "model = \"o4\"\nmcp_servers = {}\n[profiles.a]\nmodel = \"y\"\n",
+            "\"mcp_servers\" = { other = { command = \"x\" } }\n",
+        };
+        static const char *const fine[] = {
+            "[mcp_servers]\nother = { command = \"x\" }\n",
+            "mcp_servers.other.command = \"x\"\n",
+            "[mcp_servers.other]\ncommand = \"x\"\n[[profiles]]\nname = \"p\"\n",
+        };
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(inl); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, inl[i]);
+                ck_assert_msg(toml_parses(path), "case %zu: the input is not TOML", i);
+                r = clients_install(c, path, &server, NULL, &err);
+                ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
+                ck_assert_msg(strstr(err.msg, "inline table") &&
+                                  strstr(err.msg, "[mcp_servers.NAME]"),
+                              "case %zu: %s", i, err.msg);
+                text = read_text(path);
+                ck_assert_str_eq(text, inl[i]);
+                ck_assert_int_eq(count_files(".vestibule-"), 0);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(fine); i++) {
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, fine[i]);
+                ck_assert_msg(toml_parses(path), "case %zu: the input is not TOML", i);
+                r = clients_install(c, path, &server, NULL, &err);
+                ck_assert_msg(r == 1, "fine case %zu: %d %s", i, r, err.msg);
+                ck_assert_msg(toml_parses(path), "fine case %zu: the result is not TOML", i);
+        }
+}
+END_TEST
+
 START_TEST(toml_string_escaping)
 {
         const struct client_info *c = clients_find("codex");
@@ -438,6 +499,7 @@ static Suite *clients_suite(void)
         tcase_add_test(toml, toml_our_tables_replaced);
         tcase_add_test(toml, toml_unsafe_refused_untouched);
         tcase_add_test(toml, toml_string_escaping);
+        tcase_add_test(toml, toml_inline_mcp_servers_refused);
         suite_add_tcase(s, toml);
         return s;
 }
