@@ -138,7 +138,7 @@ START_TEST(json_merge_keeps_others_backs_up_and_is_idempotent)
                 ck_assert_ptr_nonnull(c);
                 write_text(path, old);
                 ck_assert_int_eq(chmod(path, 0640), 0);
-                r = clients_install(c, path, &server, &backup, &err);
+                r = clients_install(c, path, &server, dir, &backup, NULL, &err);
                 ck_assert_msg(r == 1, "%s: %d %s", ids[i], r, err.msg);
 
                 /* the backup holds the old bytes, exactly */
@@ -180,7 +180,7 @@ START_TEST(json_merge_keeps_others_backs_up_and_is_idempotent)
                 /* a second identical run: nothing written, no second backup */
                 free(backup);
                 backup = NULL;
-                r = clients_install(c, path, &server, &backup, &err);
+                r = clients_install(c, path, &server, dir, &backup, NULL, &err);
                 ck_assert_msg(r == 0, "%s second run: %d %s", ids[i], r, err.msg);
                 ck_assert_ptr_null(backup);
                 again = read_text(path);
@@ -206,7 +206,7 @@ START_TEST(json_existing_entry_updated_in_place)
 
         write_text(path, "{\"mcpServers\": {\"a\": {\"command\": \"a\"}, \"vestibule\": "
                          "{\"command\": \"/old/vestibule-mcp\"}, \"z\": {\"command\": \"z\"}}}");
-        r = clients_install(c, path, &server, NULL, &err);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
         ck_assert_msg(r == 1, "%d %s", r, err.msg);
         text = read_text(path);
         o = parse(text);
@@ -221,6 +221,58 @@ START_TEST(json_existing_entry_updated_in_place)
 }
 END_TEST
 
+/* issue 24 #8: a second install-client replaced the whole entry, dropping the user's env
+ * (workspace, allowlist, secrets) and client options such as timeouts. Now the old entry's other
+ * keys stay, env values we do not set stay (ours win on the same name), what was kept is named,
+ * and a third run changes nothing. */
+START_TEST(json_rerun_keeps_user_settings)
+{
+        static const char *const ids[] = {"claude-code", "claude-desktop", "cursor",
+                                          "vscode",      "gemini",         "opencode"};
+
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                const struct client_info *c = clients_find(ids[i]);
+                bool oc = strcmp(ids[i], "opencode") == 0;
+                const char *key = strcmp(ids[i], "vscode") == 0 ? "servers"
+                                  : oc                          ? "mcp"
+                                                                : "mcpServers";
+                const char *envk = oc ? "environment" : "env";
+                _cleanup_free_ char *path = xasprintf("%s/%s.json", dir, ids[i]);
+                _cleanup_free_ char *old = xasprintf(
+                    "{\"%s\": {\"vestibule\": {\"command\": \"/old\", \"args\": [\"x\"], "
+                    "\"%s\": {\"VESTIBULE_WORKSPACE\": \"/w\", \"VESTIBULE_BACKEND\": \"naive\"}, "
+                    "\"timeout\": 30000, \"trust\": true}}}\n",
+                    key, envk);
+                _cleanup_free_ char *text = NULL, *kept = NULL, *cmd = NULL;
+                struct sbx_error err = {0};
+                json_object *o, *mine, *env;
+                int r;
+
+                write_text(path, old);
+                r = clients_install(c, path, &server, dir, NULL, &kept, &err);
+                ck_assert_msg(r == 1, "%s: %d %s", ids[i], r, err.msg);
+                text = read_text(path);
+                o = parse(text);
+                mine = at(at(o, key), "vestibule");
+                env = at(mine, envk);
+                ck_assert_str_eq(json_object_get_string(at(env, "VESTIBULE_WORKSPACE")), "/w");
+                ck_assert_str_eq(json_object_get_string(at(env, "VESTIBULE_BACKEND")), "native");
+                ck_assert_str_eq(json_object_get_string(at(env, "PATH")), "/opt/x/bin:/usr/bin");
+                ck_assert_int_eq(json_object_get_int(at(mine, "timeout")), 30000);
+                ck_assert(json_object_get_boolean(at(mine, "trust")));
+                ck_assert_msg(kept && strstr(kept, "VESTIBULE_WORKSPACE") &&
+                                  strstr(kept, "timeout") && strstr(kept, "trust") &&
+                                  !strstr(kept, "VESTIBULE_BACKEND"),
+                              "%s: kept '%s'", ids[i], kept ? kept : "(null)");
+                json_object_put(o);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 0, "%s third run: %d %s", ids[i], r, err.msg);
+                cmd = xasprintf("rm -f '%s'/*", dir);
+                ck_assert_int_eq(system(cmd), 0);
+        }
+}
+END_TEST
+
 START_TEST(json_new_file_and_folders_created_private)
 {
         const struct client_info *c = clients_find("vscode");
@@ -230,7 +282,7 @@ START_TEST(json_new_file_and_folders_created_private)
         json_object *o;
         int r;
 
-        r = clients_install(c, path, &server, NULL, &err);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
         ck_assert_msg(r == 1, "%d %s", r, err.msg);
         ck_assert_int_eq(stat(path, &st), 0);
         ck_assert_int_eq(st.st_mode & 07777, 0600);
@@ -256,7 +308,7 @@ START_TEST(json_symlink_target_edited)
 
         write_text(real, "{\"mcpServers\": {}}\n");
         ck_assert_int_eq(symlink(real, link), 0);
-        ck_assert_int_eq(clients_install(c, link, &server, NULL, &err), 1);
+        ck_assert_int_eq(clients_install(c, link, &server, dir, NULL, NULL, &err), 1);
         ck_assert_int_eq(lstat(link, &st), 0);
         ck_assert(S_ISLNK(st.st_mode));
         text = read_text(real);
@@ -285,7 +337,7 @@ START_TEST(json_malformed_refused_untouched)
                 int r;
 
                 write_text(path, bad[i]);
-                r = clients_install(c, path, &server, &backup, &err);
+                r = clients_install(c, path, &server, dir, &backup, NULL, &err);
                 ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
                 ck_assert_msg(strstr(err.msg, "cannot edit") && strstr(err.msg, path), "%s",
                               err.msg);
@@ -339,7 +391,7 @@ START_TEST(toml_appended_others_byte_identical)
         int r;
 
         write_text(path, codex_old);
-        r = clients_install(c, path, &server, NULL, &err);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
         ck_assert_msg(r == 1, "%d %s", r, err.msg);
         text = read_text(path);
         /* everything that was there is still there, unchanged, before our table */
@@ -353,7 +405,7 @@ START_TEST(toml_appended_others_byte_identical)
         btext = read_text(bak);
         ck_assert_str_eq(btext, codex_old);
 
-        r = clients_install(c, path, &server, NULL, &err);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
         ck_assert_msg(r == 0, "second run: %d %s", r, err.msg);
         again = read_text(path);
         ck_assert_str_eq(again, text);
@@ -374,12 +426,12 @@ START_TEST(toml_our_tables_replaced)
                          "[mcp_servers.vestibule]\ncommand = \"/old\"\n\n"
                          "# about b\n[mcp_servers.b]\ncommand = \"b\"\n\n"
                          "[mcp_servers.vestibule.env]\nX = \"1\"\n");
-        r = clients_install(c, path, &npx, NULL, &err);
+        r = clients_install(c, path, &npx, dir, NULL, NULL, &err);
         ck_assert_msg(r == 1, "%d %s", r, err.msg);
         text = read_text(path);
         ck_assert_str_eq(text, "[mcp_servers.a]\ncommand = \"a\"\n\n"
                                "[mcp_servers.vestibule]\ncommand = \"npx\"\n"
-                               "args = [\"-y\", \"vestibule-mcp\"]\n\n"
+                               "args = [\"-y\", \"vestibule-mcp\"]\nenv = { X = \"1\" }\n\n"
                                "# about b\n[mcp_servers.b]\ncommand = \"b\"\n\n");
 }
 END_TEST
@@ -408,7 +460,7 @@ START_TEST(toml_unsafe_refused_untouched)
                 int r;
 
                 write_text(path, bad[i]);
-                r = clients_install(c, path, &server, NULL, &err);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
                 ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
                 ck_assert_msg(strstr(err.msg, "line "), "case %zu: %s", i, err.msg);
                 text = read_text(path);
@@ -444,7 +496,7 @@ START_TEST(toml_inline_mcp_servers_refused)
 
                 write_text(path, inl[i]);
                 ck_assert_msg(toml_parses(path), "case %zu: the input is not TOML", i);
-                r = clients_install(c, path, &server, NULL, &err);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
                 ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
                 ck_assert_msg(strstr(err.msg, "inline table") &&
                                   strstr(err.msg, "[mcp_servers.NAME]"),
@@ -459,9 +511,66 @@ START_TEST(toml_inline_mcp_servers_refused)
 
                 write_text(path, fine[i]);
                 ck_assert_msg(toml_parses(path), "case %zu: the input is not TOML", i);
-                r = clients_install(c, path, &server, NULL, &err);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
                 ck_assert_msg(r == 1, "fine case %zu: %d %s", i, r, err.msg);
                 ck_assert_msg(toml_parses(path), "fine case %zu: the result is not TOML", i);
+        }
+}
+END_TEST
+
+/* issue 24 #8 for Codex: the old table's env (inline, a [.env] sub-table, or env.K dotted keys)
+ * and its other keys (timeouts, with their comments) stay; other sub-tables stay where they are. */
+START_TEST(toml_rerun_keeps_user_settings)
+{
+        static const char *const old[] = {
+            "[mcp_servers.vestibule]\ncommand = \"/old\"\nargs = [\"a\"]\n"
+            "startup_timeout_sec = 30 # slow disk\n"
+            "env = { VESTIBULE_WORKSPACE = '/w', \"VESTIBULE_BACKEND\" = \"naive\" }\n"
+            "tool_timeout_sec = 600\n\n"
+            "[mcp_servers.vestibule.tools.run_code]\napproval = \"never\"\n",
+            "[mcp_servers.vestibule]\ncommand = \"/old\"\n"
+            "startup_timeout_sec = 30 # slow disk\nenv.VESTIBULE_WORKSPACE = '/w'\n"
+            "tool_timeout_sec = 600\nenv.VESTIBULE_BACKEND = \"naive\"\n\n"
+            "[mcp_servers.vestibule.tools.run_code]\napproval = \"never\"\n",
+            "[mcp_servers.vestibule.tools.run_code]\napproval = \"never\"\n\n"
+            "[mcp_servers.vestibule]\ncommand = \"/old\"\n"
+            "startup_timeout_sec = 30 # slow disk\ntool_timeout_sec = 600\n\n"
+            "[mcp_servers.vestibule.env]\nVESTIBULE_BACKEND = \"naive\"\n"
+            "VESTIBULE_WORKSPACE = '/w'  # the project\n",
+        };
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(old); i++) {
+                _cleanup_free_ char *text = NULL, *kept = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, old[i]);
+                ck_assert_msg(toml_parses(path), "case %zu: the input is not TOML", i);
+                r = clients_install(c, path, &server, dir, NULL, &kept, &err);
+                ck_assert_msg(r == 1, "case %zu: %d %s", i, r, err.msg);
+                text = read_text(path);
+                ck_assert_msg(toml_parses(path), "case %zu: not TOML:\n%s", i, text);
+                ck_assert_msg(strstr(text, "[mcp_servers.vestibule]\n"
+                                           "command = \"/usr/bin/vestibule-mcp\"\nargs = []\n"
+                                           "env = { VESTIBULE_BACKEND = \"native\", PATH = "
+                                           "\"/opt/x/bin:/usr/bin\", VESTIBULE_WORKSPACE = '/w' }\n"
+                                           "startup_timeout_sec = 30 # slow disk\n"
+                                           "tool_timeout_sec = 600\n") &&
+                                  strstr(text, "VESTIBULE_WORKSPACE = '/w' }\n"
+                                               "startup_timeout_sec = 30 # slow disk\n"
+                                               "tool_timeout_sec = 600\n") &&
+                                  strstr(text, "[mcp_servers.vestibule.tools.run_code]\n"
+                                               "approval = \"never\"\n") &&
+                                  !strstr(text, "naive") && !strstr(text, "/old"),
+                              "case %zu:\n%s", i, text);
+                ck_assert_msg(kept && strstr(kept, "VESTIBULE_WORKSPACE") &&
+                                  strstr(kept, "startup_timeout_sec") &&
+                                  !strstr(kept, "VESTIBULE_BACKEND"),
+                              "case %zu: kept '%s'", i, kept ? kept : "(null)");
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 0, "case %zu third run: %d %s", i, r, err.msg);
         }
 }
 END_TEST
@@ -474,11 +583,11 @@ START_TEST(toml_string_escaping)
         _cleanup_free_ char *out = NULL;
         struct sbx_error err = {0};
 
-        ck_assert_int_eq(clients_merge(c, "", &s, &out, &err), 0);
+        ck_assert_int_eq(clients_merge(c, "", &s, &out, NULL, &err), 0);
         ck_assert_str_eq(out, "[mcp_servers.v-1]\ncommand = \"/x\"\nargs = []\n"
                               "env = { VESTIBULE_WORKSPACE = \"/tmp/a \\\"b\\\"\\\\c\\n\" }\n");
         s.name = "bad name";
-        ck_assert_int_eq(clients_merge(c, "", &s, &out, &err), -EINVAL);
+        ck_assert_int_eq(clients_merge(c, "", &s, &out, NULL, &err), -EINVAL);
 }
 END_TEST
 
@@ -490,6 +599,7 @@ static Suite *clients_suite(void)
         tcase_add_checked_fixture(json, setup, teardown);
         tcase_add_test(json, json_merge_keeps_others_backs_up_and_is_idempotent);
         tcase_add_test(json, json_existing_entry_updated_in_place);
+        tcase_add_test(json, json_rerun_keeps_user_settings);
         tcase_add_test(json, json_new_file_and_folders_created_private);
         tcase_add_test(json, json_symlink_target_edited);
         tcase_add_test(json, json_malformed_refused_untouched);
@@ -500,6 +610,7 @@ static Suite *clients_suite(void)
         tcase_add_test(toml, toml_unsafe_refused_untouched);
         tcase_add_test(toml, toml_string_escaping);
         tcase_add_test(toml, toml_inline_mcp_servers_refused);
+        tcase_add_test(toml, toml_rerun_keeps_user_settings);
         suite_add_tcase(s, toml);
         return s;
 }
