@@ -178,6 +178,46 @@ static char *backup_folder(const char *home)
         return NULL;
 }
 
+/* The whole file @path as a string, or NULL when it cannot be read. */
+static char *read_all(const char *path)
+{
+        FILE *f = fopen(path, "re");
+        char *text = NULL;
+        size_t len = 0;
+
+        if (!f)
+                return NULL;
+        if (getdelim(&text, &len, '\0', f) < 0) {
+                free(text);
+                text = NULL;
+        }
+        fclose(f);
+        return text;
+}
+
+/* --print: the entry and where it goes. */
+static void print_entry(const struct client_info *c, const struct client_server *s,
+                        const char *file)
+{
+        _cleanup_free_ char *entry = clients_render(c, s);
+
+        if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE) {
+                printf("# %s: run\nclaude mcp add --scope user %s", c->title, s->name);
+                for (size_t i = 0; i < s->n_env; i++)
+                        printf(" -e '%s'", s->env[i]);
+                printf(" -- %s", s->command);
+                for (size_t i = 0; i < s->n_args; i++)
+                        printf(" %s", s->args[i]);
+                printf("\n# or add to '%s':\n", file);
+        } else {
+                printf("# %s: add to '%s'%s\n", c->title, file,
+                       c->format == CLIENT_FORMAT_TOML_CODEX
+                           ? ""
+                           : " (inside its existing object, next to other servers)");
+        }
+        fputs(entry, stdout);
+}
+
 /* Claude Code through its own CLI: `claude mcp add --scope user NAME -e K=V ... -- CMD ARGS`. */
 static int claude_cli(const char *claude, const char *home, const char *backup_dir,
                       const struct client_server *s)
@@ -188,22 +228,10 @@ static int claude_cli(const char *claude, const char *home, const char *backup_d
         _cleanup_free_ char **argv = NULL, *other = NULL;
         char **env = NULL;
         struct sbx_error err = {0};
-        FILE *f;
         size_t n = 0;
         int r, n_env;
 
-        f = fopen(file, "re");
-        if (f) {
-                size_t len = 0;
-                ssize_t got;
-                text = NULL;
-                got = getdelim(&text, &len, '\0', f);
-                fclose(f);
-                if (got < 0) {
-                        free(text);
-                        text = NULL;
-                }
-        }
+        text = read_all(file);
         if (text && clients_entry_equal_json(c, text, s)) {
                 printf("install-client: Claude Code already has this '%s' entry (user scope, "
                        "'%s'); nothing changed\n",
@@ -371,23 +399,7 @@ int cmd_install_client(int argc, char **argv)
                       : clients_default_path(c, home, config_process_getenv("XDG_CONFIG_HOME"));
 
         if (print) {
-                _cleanup_free_ char *entry = clients_render(c, &s);
-
-                if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE) {
-                        printf("# %s: run\nclaude mcp add --scope user %s", c->title, s.name);
-                        for (size_t i = 0; i < s.n_env; i++)
-                                printf(" -e '%s'", s.env[i]);
-                        printf(" -- %s", s.command);
-                        for (size_t i = 0; i < s.n_args; i++)
-                                printf(" %s", s.args[i]);
-                        printf("\n# or add to '%s':\n", file);
-                } else {
-                        printf("# %s: add to '%s'%s\n", c->title, file,
-                               c->format == CLIENT_FORMAT_TOML_CODEX
-                                   ? ""
-                                   : " (inside its existing object, next to other servers)");
-                }
-                fputs(entry, stdout);
+                print_entry(c, &s, file);
                 return 0;
         }
 
