@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -238,6 +240,74 @@ static int parse_strict(const char *text, json_object **ret, struct sbx_error *e
                         line, json_tokener_error_desc(jerr));
 }
 
+/* @digits (no sign, no leading zeros) is above @max (the same), both decimal. */
+static bool digits_above(const char *digits, size_t n, const char *max)
+{
+        size_t m = strlen(max);
+
+        return n > m || (n == m && strncmp(digits, max, n) > 0);
+}
+
+/* The 4 hex digits at @p as a number, or -1. */
+static long hex4(const char *p)
+{
+        char buf[5] = {0};
+        char *end;
+        long v;
+
+        memcpy(buf, p, 4);
+        v = strtol(buf, &end, 16);
+        return end == buf + 4 && buf[0] != '-' && buf[0] != '+' ? v : -1;
+}
+
+/* Refuse strict JSON @text that json-c would not write back as it reads: an integer outside
+ * [INT64_MIN, UINT64_MAX] (json-c clamps it) or a lone UTF-16 surrogate escape (json-c replaces
+ * it). RFC 8259 sections 6 and 7. Return: 0 or -EINVAL naming the line. */
+static int json_lossless(const char *text, struct sbx_error *err)
+{
+        size_t line = 1;
+        bool in_str = false;
+
+        for (const char *p = text; *p; p++) {
+                line += *p == '\n';
+                if (in_str && *p == '\\' && p[1] == 'u') {
+                        long u = hex4(p + 2), next = p[6] == '\\' && p[7] == 'u' ? hex4(p + 8) : -1;
+
+                        if ((u >= 0xdc00 && u <= 0xdfff) ||
+                            (u >= 0xd800 && u <= 0xdbff && !(next >= 0xdc00 && next <= 0xdfff)))
+                                return sbx_fail(err, EINVAL,
+                                                "line %zu: a lone UTF-16 surrogate (\\u%04lx), "
+                                                "which rewriting the file would replace",
+                                                line, u);
+                        p += (u >= 0xd800 && u <= 0xdbff) ? 11 : 5;
+                } else if (in_str && *p == '\\') {
+                        p++;
+                } else if (*p == '"') {
+                        in_str = !in_str;
+                } else if (!in_str && (*p == '-' || (*p >= '0' && *p <= '9'))) {
+                        const char *d = p + (*p == '-'), *e = d;
+                        size_t n;
+
+                        while (*e >= '0' && *e <= '9')
+                                e++;
+                        n = (size_t)(e - d);
+                        if (*e != '.' && *e != 'e' && *e != 'E' &&
+                            digits_above(
+                                d, n, *p == '-' ? "9223372036854775808" : "18446744073709551615"))
+                                return sbx_fail(err, EINVAL,
+                                                "line %zu: the integer %.*s%s is beyond 64 bits, "
+                                                "and rewriting the file would change it",
+                                                line, n > 40 ? 40 : (int)(e - p), p,
+                                                n > 40 ? "..." : "");
+                        while (*e == '.' || *e == 'e' || *e == 'E' || *e == '+' || *e == '-' ||
+                               (*e >= '0' && *e <= '9'))
+                                e++;
+                        p = e - 1;
+                }
+        }
+        return 0;
+}
+
 static bool blank(const char *text)
 {
         return !text || text[strspn(text, " \t\r\n")] == '\0';
@@ -261,6 +331,8 @@ static int merge_json(const struct client_info *c, const char *old_text,
                             json_object_new_string("https://opencode.ai/config.json"));
         } else {
                 r = parse_strict(old_text, &root, err);
+                if (r == 0)
+                        r = json_lossless(old_text, err);
                 if (r < 0)
                         return r;
                 if (!json_object_is_type(root, json_type_object))
@@ -981,7 +1053,8 @@ int clients_merge(const struct client_info *c, const char *old_text, const struc
 /* Read the whole regular file @path; a missing file gives NULL text and 0. */
 static int read_file(const char *path, char **ret, struct stat *ret_st, struct sbx_error *err)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO must not hang the open; it is refused below */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
 
@@ -994,7 +1067,10 @@ static int read_file(const char *path, char **ret, struct stat *ret_st, struct s
         if (fstat(fd, ret_st) < 0)
                 return sbx_fail(err, errno, "cannot stat '%s': %s", path, strerror(errno));
         if (!S_ISREG(ret_st->st_mode))
-                return sbx_fail(err, EINVAL, "'%s' is not a regular file", path);
+                return sbx_fail(err, EINVAL,
+                                "'%s' is not a regular file (a FIFO, a device or a folder): give "
+                                "the client's real config file with --config",
+                                path);
         if ((size_t)ret_st->st_size > CLIENTS_FILE_MAX_BYTES)
                 return sbx_fail(err, EFBIG, "'%s' is larger than 16 MiB: not a client config",
                                 path);
@@ -1099,26 +1175,100 @@ int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
         return 0;
 }
 
+/* Follow @path's symlinks, a dangling last one included, to the file they name (at most 40,
+ * as path_resolution(7)); @ret is that path, which may not exist yet. */
+static int resolve_target(const char *path, char **ret, struct sbx_error *err)
+{
+        _cleanup_free_ char *cur = xstrdup(path);
+
+        for (int i = 0; i < 40; i++) {
+                char buf[PATH_MAX];
+                const char *slash;
+                struct stat st;
+                ssize_t n;
+                char *next;
+
+                bool missing = lstat(cur, &st) < 0;
+
+                if (missing && errno != ENOENT)
+                        return sbx_fail(err, errno, "cannot stat '%s': %s", cur, strerror(errno));
+                if (missing || !S_ISLNK(st.st_mode)) {
+                        *ret = TAKE_PTR(cur);
+                        return 0;
+                }
+                n = readlink(cur, buf, sizeof(buf) - 1);
+                if (n < 0)
+                        return sbx_fail(err, errno, "cannot read the symlink '%s': %s", cur,
+                                        strerror(errno));
+                buf[n] = '\0';
+                slash = strrchr(cur, '/');
+                next = buf[0] == '/' || !slash ? xstrdup(buf)
+                                               : xasprintf("%.*s/%s", (int)(slash - cur), cur, buf);
+                free(cur);
+                cur = next;
+        }
+        return sbx_fail(err, ELOOP, "'%s': more than 40 symlinks", path);
+}
+
+/* An flock(2) on @target's folder, held while the caller's fd is open: concurrent runs edit
+ * one after the other. The folder, not a lock file, so nothing is left behind. */
+static int lock_folder(const char *target, int *ret_fd, struct sbx_error *err)
+{
+        const char *slash = strrchr(target, '/');
+        _cleanup_free_ char *folder =
+            slash ? xasprintf("%.*s", (int)(slash - target), target) : xstrdup(".");
+        int fd = open(folder[0] ? folder : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return sbx_fail(err, errno, "cannot open the folder '%s': %s", folder,
+                                strerror(errno));
+        while (flock(fd, LOCK_EX) < 0)
+                if (errno != EINTR) {
+                        int e = errno;
+                        close(fd);
+                        return sbx_fail(err, e, "cannot lock the folder '%s': %s", folder,
+                                        strerror(e));
+                }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* What rename() into place would break: more hard links, or a file the user made read-only. */
+static int check_replaceable(const char *target, const struct stat *st, struct sbx_error *err)
+{
+        if (st->st_nlink > 1)
+                return sbx_fail(err, EMLINK,
+                                "'%s' has %ju hard links, which replacing it would split: add the "
+                                "entry by hand, or make it one file first (cp FILE FILE.new && mv "
+                                "FILE.new FILE)",
+                                target, (uintmax_t)st->st_nlink);
+        if (!(st->st_mode & S_IWUSR))
+                return sbx_fail(err, EACCES,
+                                "'%s' is read-only (mode %04o): install-client leaves it so; to "
+                                "let it write, chmod u+w the file first",
+                                target, (unsigned)(st->st_mode & 07777));
+        return 0;
+}
+
 int clients_install(const struct client_info *c, const char *path, const struct client_server *s,
                     const char *backup_dir, char **ret_backup, char **ret_kept,
                     struct sbx_error *err)
 {
         _cleanup_free_ char *target = NULL, *old = NULL, *text = NULL, *backup = NULL, *tmp = NULL;
-        struct stat st = {.st_mode = S_IFREG | 0600};
-        mode_t mode;
+        _cleanup_close_ int lock_fd = -1;
+        struct stat st = {.st_mode = S_IFREG | 0600, .st_nlink = 1};
         int r;
 
         if (ret_backup)
                 *ret_backup = NULL;
         /* A symlinked config (a dotfiles repository) is edited where it lives. */
-        target = realpath(path, NULL);
-        if (!target) {
-                if (errno != ENOENT)
-                        return sbx_fail(err, errno, "cannot resolve '%s': %s", path,
-                                        strerror(errno));
-                target = xstrdup(path);
-        }
-        r = read_file(target, &old, &st, err);
+        r = resolve_target(path, &target, err);
+        if (r == 0)
+                r = mkdir_parents(target, false, err);
+        if (r == 0)
+                r = lock_folder(target, &lock_fd, err);
+        if (r == 0)
+                r = read_file(target, &old, &st, err);
         if (r < 0)
                 return r;
         r = clients_merge(c, old, s, &text, ret_kept, err);
@@ -1126,18 +1276,16 @@ int clients_install(const struct client_info *c, const char *path, const struct 
                 return sbx_wrap(err, "cannot edit '%s'", target);
         if (!text)
                 return 0;
-        mode = st.st_mode & 07777;
-        r = mkdir_parents(target, false, err);
-        if (r < 0)
-                return r;
         if (old) {
-                r = clients_backup(target, backup_dir, &backup, err);
+                r = check_replaceable(target, &st, err);
+                if (r == 0)
+                        r = clients_backup(target, backup_dir, &backup, err);
                 if (r < 0)
-                        return sbx_wrap(err, "no backup, so nothing changed");
+                        return sbx_wrap(err, "nothing changed");
         }
         tmp = xasprintf("%s.vestibule-new-%ld", target, (long)getpid());
         unlink(tmp);
-        r = write_new(tmp, text, strlen(text), mode, err);
+        r = write_new(tmp, text, strlen(text), st.st_mode & 07777, err);
         if (r == 0 && rename(tmp, target) < 0)
                 r = sbx_fail(err, errno, "cannot rename '%s' to '%s': %s", tmp, target,
                              strerror(errno));

@@ -19,7 +19,8 @@
  *                   (github.com/openai/codex docs/config.md)
  *
  * JSON files are parsed strictly (json-c JSON_TOKENER_STRICT): a file with comments or trailing
- * commas is refused, since rewriting it would silently drop them. TOML is not parsed in full: a
+ * commas is refused, since rewriting it would silently drop them; so is one json-c would not
+ * write back as it reads (an integer beyond 64 bits, a lone UTF-16 surrogate escape). TOML is not parsed in full: a
  * line scanner that follows strings, multi-line strings and multi-line arrays finds the table
  * headers, replaces only the [mcp_servers.NAME] tables (and their sub-tables), and refuses a
  * file where NAME is defined any other way (dotted keys, an inline table) or that it cannot
@@ -104,8 +105,8 @@ int clients_merge(const struct client_info *c, const char *old_text, const struc
  * when that changes anything first back up the old file (clients_backup() into @backup_dir),
  * then write the new contents to a temporary file in the target's folder with the old file's
  * mode (0600 for a new one) and rename() it into place, creating missing parent folders 0700.
- * Runs hold an flock(2) on "<target>.vestibule-lock" from the read to the rename, so concurrent
- * runs each see the other's entry. Refused, file untouched: a target that is not a regular file
+ * Runs hold an flock(2) on the target's folder from the read to the rename, so concurrent runs
+ * each see the other's entry. Refused, file untouched: a target that is not a regular file
  * (a FIFO, a device, a folder), one with no owner write bit (0400: the user made it read-only),
  * one with more than one hard link (rename() would split them).
  * @backup_dir: the folder for backups (created 0700), or NULL for beside @path.

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clients/clients.h"
@@ -349,6 +350,189 @@ START_TEST(json_malformed_refused_untouched)
 }
 END_TEST
 
+/* issue 24, install-client (Low): 8 runs at once on one file, each adding its own server, lost
+ * entries (7 of 10 rounds), all exiting 0. Runs now take an flock on "<file>.vestibule-lock"
+ * from the read to the rename. */
+START_TEST(concurrent_installs_keep_every_entry)
+{
+        const struct client_info *c = clients_find("gemini");
+        _cleanup_free_ char *path = xasprintf("%s/settings.json", dir);
+
+        for (int round = 0; round < 6; round++) {
+                _cleanup_free_ char *text = NULL;
+                int go[2];
+                pid_t pids[8];
+
+                write_text(path, "{\"mcpServers\": {}}\n");
+                ck_assert_int_eq(pipe(go), 0);
+                for (int i = 0; i < 8; i++) {
+                        pids[i] = fork();
+                        ck_assert_int_ge(pids[i], 0);
+                        if (pids[i] == 0) {
+                                char name[16], b;
+                                struct client_server one = server;
+                                struct sbx_error err = {0};
+
+                                close(go[1]);
+                                (void)!read(go[0], &b, 1);
+                                snprintf(name, sizeof(name), "s%d", i);
+                                one.name = name;
+                                _exit(clients_install(c, path, &one, dir, NULL, NULL, &err) == 1
+                                          ? 0
+                                          : 1);
+                        }
+                }
+                close(go[0]);
+                close(go[1]); /* all start now */
+                for (int i = 0; i < 8; i++) {
+                        int st;
+                        ck_assert_int_eq(waitpid(pids[i], &st, 0), pids[i]);
+                        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "run %d failed", i);
+                }
+                text = read_text(path);
+                for (int i = 0; i < 8; i++) {
+                        char key[16];
+                        snprintf(key, sizeof(key), "\"s%d\"", i);
+                        ck_assert_msg(strstr(text, key), "round %d lost %s:\n%s", round, key, text);
+                }
+        }
+}
+END_TEST
+
+/* A FIFO as the config hung install-client; now refused at once, naming what it is. */
+START_TEST(fifo_config_refused_without_hanging)
+{
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir);
+        struct sbx_error err = {0};
+        int r;
+
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+        alarm(5);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        alarm(0);
+        ck_assert_msg(r == -EINVAL && strstr(err.msg, "not a regular file"), "%d %s", r, err.msg);
+}
+END_TEST
+
+/* A dangling symlink was replaced by a plain file; now its target is created and the link
+ * stays. The backup of a symlinked config lands in the backup folder, never beside the target
+ * (a dotfiles repository), mode 0600. */
+START_TEST(symlinks_followed_backup_kept_out_of_the_target_folder)
+{
+        const struct client_info *c = clients_find("gemini");
+        _cleanup_free_ char *repo = xasprintf("%s/dotfiles", dir),
+                            *real = xasprintf("%s/dotfiles/settings.json", dir),
+                            *link = xasprintf("%s/link.json", dir),
+                            *state = xasprintf("%s/state", dir), *text = NULL, *backup = NULL,
+                            *cmd = NULL;
+        struct sbx_error err = {0};
+        struct stat st;
+        int r;
+
+        ck_assert_int_eq(mkdir(repo, 0700), 0);
+        ck_assert_int_eq(symlink("dotfiles/settings.json", link), 0);
+        r = clients_install(c, link, &server, state, &backup, NULL, &err);
+        ck_assert_msg(r == 1, "dangling: %d %s", r, err.msg);
+        ck_assert_int_eq(lstat(link, &st), 0);
+        ck_assert_msg(S_ISLNK(st.st_mode), "the dangling link was replaced by a plain file");
+        text = read_text(real);
+        ck_assert_ptr_nonnull(strstr(text, "vestibule-mcp"));
+
+        write_text(real, "{\"mcpServers\": {}, \"apiKey\": \"secret\"}\n");
+        r = clients_install(c, link, &server, state, &backup, NULL, &err);
+        ck_assert_msg(r == 1, "%d %s", r, err.msg);
+        ck_assert_msg(backup && strncmp(backup, state, strlen(state)) == 0, "backup at %s",
+                      backup ? backup : "(none)");
+        ck_assert_int_eq(stat(backup, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        cmd = xasprintf("test \"$(ls -A '%s' | grep -v '^settings.json$' | grep -v "
+                        "'vestibule-lock$')\" = ''",
+                        repo);
+        ck_assert_msg(system(cmd) == 0, "something beside the target in %s", repo);
+}
+END_TEST
+
+/* A hard-linked config (rename() would split the links) and a read-only one (0400: the user
+ * said no) were rewritten; now both are refused naming why, the bytes untouched. */
+START_TEST(hard_linked_and_read_only_configs_refused)
+{
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir),
+                            *other = xasprintf("%s/other.json", dir), *text = NULL;
+        const char *old = "{\"mcpServers\": {}}\n";
+        struct sbx_error err = {0};
+        struct stat st;
+        int r;
+
+        write_text(path, old);
+        ck_assert_int_eq(link(path, other), 0);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == -EMLINK && strstr(err.msg, "hard link"), "%d %s", r, err.msg);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_int_eq(st.st_nlink, 2);
+        text = read_text(other);
+        ck_assert_str_eq(text, old);
+        ck_assert_int_eq(unlink(other), 0);
+
+        ck_assert_int_eq(chmod(path, 0400), 0);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == -EACCES && strstr(err.msg, "read-only") && strstr(err.msg, "chmod"),
+                      "%d %s", r, err.msg);
+        free(text);
+        text = read_text(path);
+        ck_assert_str_eq(text, old);
+        ck_assert_int_eq(count_files(".vestibule-backup-"), 0);
+}
+END_TEST
+
+/* Integers beyond 64 bits and lone surrogates elsewhere in the file were rewritten (json-c
+ * clamps the one and replaces the other); now such a file is refused, untouched. */
+START_TEST(json_lossy_values_refused)
+{
+        static const char *const bad[] = {
+            "{\"n\": 123456789012345678901234567890, \"mcpServers\": {}}\n",
+            "{\"n\": 18446744073709551616, \"mcpServers\": {}}\n",
+            "{\"n\": [-9223372036854775809], \"mcpServers\": {}}\n",
+            "{\"s\": \"\\ud800x\", \"mcpServers\": {}}\n",
+            "{\"s\": \"a\\udc00\", \"mcpServers\": {}}\n",
+        };
+        static const char *const fine[] = {
+            "{\"n\": 18446744073709551615, \"m\": -9223372036854775808, \"d\": 1e400, "
+            "\"s\": \"\\ud83d\\ude00 \\\\ud800\", \"k\": \"123456789012345678901234567890\", "
+            "\"mcpServers\": {}}\n",
+        };
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, bad[i]);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == -EINVAL && strstr(err.msg, "line 1"), "case %zu: %d %s", i, r,
+                              err.msg);
+                text = read_text(path);
+                ck_assert_str_eq(text, bad[i]);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(fine); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, fine[i]);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 1, "fine %zu: %d %s", i, r, err.msg);
+                text = read_text(path);
+                ck_assert_msg(strstr(text, "18446744073709551615") &&
+                                  strstr(text, "-9223372036854775808"),
+                              "%s", text);
+        }
+}
+END_TEST
+
 /* --- Codex TOML ---------------------------------------------------------------------------- */
 
 /* @path parses as TOML by a real parser (python3's tomllib); skips when python3 is missing. */
@@ -603,6 +787,11 @@ static Suite *clients_suite(void)
         tcase_add_test(json, json_new_file_and_folders_created_private);
         tcase_add_test(json, json_symlink_target_edited);
         tcase_add_test(json, json_malformed_refused_untouched);
+        tcase_add_test(json, concurrent_installs_keep_every_entry);
+        tcase_add_test(json, fifo_config_refused_without_hanging);
+        tcase_add_test(json, symlinks_followed_backup_kept_out_of_the_target_folder);
+        tcase_add_test(json, hard_linked_and_read_only_configs_refused);
+        tcase_add_test(json, json_lossy_values_refused);
         suite_add_tcase(s, json);
         tcase_add_checked_fixture(toml, setup, teardown);
         tcase_add_test(toml, toml_appended_others_byte_identical);
