@@ -20,11 +20,12 @@
  *
  * JSON files are parsed strictly (json-c JSON_TOKENER_STRICT): a file with comments or trailing
  * commas is refused, since rewriting it would silently drop them; so is one json-c would not
- * write back as it reads (an integer beyond 64 bits, a lone UTF-16 surrogate escape). TOML is not parsed in full: a
- * line scanner that follows strings, multi-line strings and multi-line arrays finds the table
- * headers, replaces only the [mcp_servers.NAME] tables (and their sub-tables), and refuses a
- * file where NAME is defined any other way (dotted keys, an inline table) or that it cannot
- * follow (an unterminated string, a header it cannot read). */
+ * write back as it reads (an integer beyond 64 bits, a lone UTF-16 surrogate escape).
+ * TOML is not parsed in full: a line scanner that follows strings, multi-line strings and
+ * multi-line arrays finds the table headers, rewrites only the [mcp_servers.NAME] table (and
+ * its [.env] sub-table, merged into it), and refuses a file where NAME is defined any other
+ * way (dotted keys, an inline table), where mcp_servers itself is an inline table, or that it
+ * cannot follow (an unterminated string, a header it cannot read). */
 #pragma once
 
 #include <stdbool.h>
