@@ -96,12 +96,14 @@ enabled = false
 
 const gemini = {
     name: 'gemini-cli',
+    images: true, // the plot reaches its model as an inlineData part after the functionResponse (issue 24)
     what: '@google/gemini-cli: gemini -p, server in ~/.gemini/settings.json, GOOGLE_GEMINI_BASE_URL',
     async run(ctx, { trustFolder = true, trustServer = true } = {}) {
         const dir = path.join(ctx.home, '.gemini');
         fs.mkdirSync(dir, { recursive: true });
         fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({
-            security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: true } },
+            // no folderTrust setting: it is on by default (0.61.0: `folderTrust?.enabled ?? true`)
+            security: { auth: { selectedType: 'gemini-api-key' } },
             privacy: { usageStatisticsEnabled: false },
             general: { disableAutoUpdate: true, disableUpdateNag: true },
             telemetry: { enabled: false },
@@ -217,10 +219,10 @@ const controls = [
         });
         return { extraFailures: f, shape: 'run_code refused: "MCP tool call requires approval, but approval policy is never"' };
     }),
-    control('gemini-cli:untrusted-folder', 'gemini -p in a folder not trusted: refuses to start', async (ctx) => {
+    control('gemini-cli:untrusted-folder', 'gemini -p in a folder not trusted, with no folderTrust setting: refuses to start (exit 55)', async (ctx) => {
         const { result: r } = await gemini.run(ctx, { trustFolder: false });
         const f = ranNothing(ctx);
-        if (r.code === 0 || !/not running in a trusted directory/.test(r.stdout + r.stderr)) f.push(`gemini did not refuse the untrusted folder (exit ${r.code})`);
+        if (r.code !== 55 || !/not running in a trusted directory/.test(r.stdout + r.stderr)) f.push(`gemini did not refuse the untrusted folder with exit 55 (exit ${r.code})`);
         if (ctx.api.results.length) f.push('a tool result reached the model');
         return { extraFailures: f, shape: 'no run: "Gemini CLI is not running in a trusted directory"' };
     }),
@@ -236,7 +238,8 @@ const controls = [
 
 export const CLIENTS = [
     claudeCode, codex, gemini, opencode,
-    library('ai-sdk', 'ai-sdk', '@ai-sdk/mcp: createMCPClient + Experimental_StdioMCPTransport, tools() -> execute, toModelOutput', 'toModelOutput() value'),
+    // images: toModelOutput() carries the plot as {type: "file", mediaType: "image/png"} (issue 24)
+    { ...library('ai-sdk', 'ai-sdk', '@ai-sdk/mcp: createMCPClient + Experimental_StdioMCPTransport, tools() -> execute, toModelOutput', 'toModelOutput() value'), images: true },
     { ...library('langchain', 'langchain', '@langchain/mcp-adapters: MultiServerMCPClient (stdio), getTools() -> invoke(tool_call)', 'ToolMessage content'), images: true },
     library('mastra', 'mastra', '@mastra/mcp: MCPClient, listTools() -> execute, toModelOutput', 'toModelOutput() value, else the result as JSON'),
     inspector,

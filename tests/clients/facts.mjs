@@ -54,14 +54,16 @@ const PNG_B64 = 'iVBORw0KGgo';
 /**
  * Whether @seen (what the API request carried for the image step, as the client sent it)
  * holds the PNG as an image block of that API: Anthropic {type: "image"}, OpenAI Responses
- * {type: "input_image"}, Chat Completions {type: "image_url"}, Gemini {inlineData}; base64 text
- * inside a text block does not count.
+ * {type: "input_image"}, Chat Completions {type: "image_url"}, Gemini {inlineData}, the AI SDK's
+ * tool output {type: "file", mediaType: "image/..."} (which its providers send as an image);
+ * base64 text inside a text block does not count.
  */
 export function imageReached(seen) {
     const walk = (v) => {
         if (!v || typeof v !== 'object') return false;
         if (Array.isArray(v)) return v.some(walk);
-        const isImage = v.type === 'image' || v.type === 'input_image' || v.type === 'image_url' || v.inlineData;
+        const isImage = v.type === 'image' || v.type === 'input_image' || v.type === 'image_url' || v.inlineData ||
+            (v.type === 'file' && /^image\//.test(v.mediaType || ''));
         if (isImage && JSON.stringify(v).includes(PNG_B64)) return true;
         return Object.values(v).some(walk);
     };

@@ -203,9 +203,19 @@ export async function startModelApi({ script, log = () => {} }) {
         const tools = [];
         for (const t of body.tools || []) for (const f of t.functionDeclarations || []) tools.push(f.name);
         const items = [];
-        for (const c of body.contents || [])
-            for (const part of c.parts || [])
-                if (part.functionResponse) items.push({ id: part.functionResponse.id ?? `#${items.length}`, name: part.functionResponse.name, seen: part.functionResponse.response });
+        for (const c of body.contents || []) {
+            let last = null;
+            for (const part of c.parts || []) {
+                if (part.functionResponse) {
+                    last = { id: part.functionResponse.id ?? `#${items.length}`, name: part.functionResponse.name, seen: part.functionResponse.response };
+                    items.push(last);
+                } else if (part.inlineData && last) {
+                    // Gemini CLI sends a tool's image as an inlineData part after the
+                    // functionResponse, in the same turn: it belongs to that result
+                    last.seen = { ...last.seen, inlineParts: [...(last.seen.inlineParts || []), part] };
+                }
+            }
+        }
         const gc = body.generationConfig || body.config || {};
         let act;
         if (offersOurs(tools)) {
