@@ -56,7 +56,7 @@ const claudeCode = {
         // emulated guest (--timeout 1200) needs minutes for the 400 MB binary's start-up
         ranOk(await ctx.exec(claude, add, { env, timeoutMs: ctx.timeoutMs / 3 }), 'claude mcp add');
         const r = await ctx.exec(claude, ['-p', ctx.prompt, '--output-format', 'json',
-            ...(allow ? ['--allowedTools', 'mcp__vestibule__run_code,mcp__vestibule__read_workspace'] : [])], { env });
+            ...(allow ? ['--allowedTools', 'mcp__vestibule__run_code,mcp__vestibule__read_workspace,mcp__vestibule__session_start,mcp__vestibule__session_end'] : [])], { env });
         ranOk(r, 'claude -p');
         return { shape: 'tool_result content (Anthropic Messages)' };
     },
@@ -165,6 +165,9 @@ function library(name, lib, what, shape) {
 // script step through `--method tools/call` must print the facts (its reader is a person).
 const inspector = {
     name: 'inspector',
+    // each --cli call starts its own server, so no session outlives the call that started it:
+    // the session steps are left out (facts.mjs checkViews, sessions: false)
+    noSessions: true,
     what: '@modelcontextprotocol/inspector --cli --strict, server in a --config file',
     async run(ctx) {
         const launcher = path.join(ctx.modules, '@modelcontextprotocol/inspector/clients/launcher/build/index.js');
@@ -182,6 +185,10 @@ const inspector = {
         if (problems.length) extraFailures.push(`--strict tools/list: ${problems.slice(-1)[0].trim()} (first: ${problems[0].trim()}: ${list.stderr.split('\n').find((l) => /Path:/.test(l))?.trim()})`);
         const seen = [];
         for (const s of SCRIPT) {
+            if (s.kind.startsWith('session_')) {
+                seen.push(undefined);
+                continue;
+            }
             const args = ['--method', 'tools/call', '--tool-name', s.kind];
             for (const [k, v] of Object.entries(s.args)) args.push('--tool-arg', `${k}=${v}`);
             const r = await ctx.exec(process.execPath, [launcher, ...base, ...args], { timeoutMs: 60_000, env });

@@ -19,6 +19,7 @@
 // A request that does not offer our tools (a title or a quota probe, a "next speaker" check)
 // gets a short text answer (or a JSON object when the request asks for JSON).
 import http from 'node:http';
+import { fillArgs, modelText } from './facts.mjs';
 
 /**
  * Start the stand-in API.
@@ -51,7 +52,9 @@ export async function startModelApi({ script, log = () => {} }) {
         const s = script[done];
         const name = tools.find((t) => t === s.kind || t.endsWith(`_${s.kind}`) || t.endsWith(`__${s.kind}`) || t.endsWith(`.${s.kind}`));
         if (!name) return { text: `No tool named like ${s.kind} was offered (${tools.join(', ') || 'none'}).` };
-        return { tool: name, args: s.args, id: `call_vst_${done}_${Math.random().toString(36).slice(2, 8)}` };
+        const prev = results.filter((r) => r.step === done - 1).at(-1);
+        const args = fillArgs(s.args, prev ? modelText(prev.seen) : '');
+        return { tool: name, args, id: `call_vst_${done}_${Math.random().toString(36).slice(2, 8)}` };
     }
     const offersOurs = (tools) => tools.some((t) => /run_code$/.test(t));
 
