@@ -66,6 +66,12 @@ if [ -x "$cdir/claude" ]; then
                 'vestibule: .*Connected' 'other: '
         out=$(run timeout 60 claude mcp get vestibule 2>&1)
         check "claude-code: claude mcp get shows our env" "$out" 'VESTIBULE_MEM_MB=300'
+        # issue 24 #8: a re-run through `claude mcp add` keeps the env the entry had
+        out=$(run "$bin" install-client claude-code --env VESTIBULE_BACKEND=native 2>&1)
+        check "claude-code: a re-run through the CLI uses claude mcp add" "$out" 'claude mcp add'
+        out=$(run timeout 60 claude mcp get vestibule 2>&1)
+        check "claude-code: after a re-run claude mcp get shows the kept env and ours" "$out" \
+                'VESTIBULE_MEM_MB=300' 'VESTIBULE_BACKEND=native'
 else
         skip "claude-code: no claude CLI in $cdir"
 fi
