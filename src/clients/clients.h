@@ -145,6 +145,8 @@ bool clients_entry_equal_json(const struct client_info *c, const char *text,
  * @ret_env: a NULL-terminated array of new "NAME=VALUE" strings (caller frees each and it).
  * @ret_other: the old entry's other settings, which `claude mcp add` cannot carry
  *             ("timeout, trust"), or NULL (caller frees).
+ * Source: `claude mcp add --help` (-e NAME=VALUE, repeatable), and
+ * docs.claude.com/en/docs/claude-code/mcp.
  * Return: the number of strings in @ret_env.
  */
 int clients_merged_env(const struct client_info *c, const char *old_text,
