@@ -1278,10 +1278,11 @@ int clients_install(const struct client_info *c, const char *path, const struct 
                 return 0;
         if (old) {
                 r = check_replaceable(target, &st, err);
-                if (r == 0)
-                        r = clients_backup(target, backup_dir, &backup, err);
                 if (r < 0)
-                        return sbx_wrap(err, "nothing changed");
+                        return r;
+                r = clients_backup(target, backup_dir, &backup, err);
+                if (r < 0)
+                        return sbx_wrap(err, "no backup, so nothing changed");
         }
         tmp = xasprintf("%s.vestibule-new-%ld", target, (long)getpid());
         unlink(tmp);
