@@ -631,9 +631,11 @@ static void tools_call_start(struct mcp_server *s, struct mcp_batch *b, const st
         }
         pthread_mutex_unlock(&s->mu);
         if (r < 0) {
-                if (b)
-                        batch_unref(b); /* the dispatcher still holds its own reference */
+                /* answered while this call still holds its reference, then let it go (the
+                 * dispatcher holds its own) */
                 reply_start_failure(s, b, m, c, r);
+                if (b)
+                        batch_unref(b);
         }
 }
 
