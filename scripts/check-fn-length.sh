@@ -25,8 +25,6 @@ KNOWN = {
     "src/config/config.c:parse_file": 155,
     "src/config/config.c:load": 97,
     "src/doctor/doctor.c:doctor_collect": 95,
-    "src/egress/proxy.c:serve": 114,
-    "src/egress/proxy.c:egress_proxy_main": 108,
     "src/engine/endpoint.c:engine_endpoints_resolve_env": 84,
     "src/engine/endpoint.c:engine_endpoint_parse": 87,
     "src/mcp/server.c:do_tools_call": 95,

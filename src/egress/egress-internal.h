@@ -20,6 +20,7 @@ enum egress_reason {
         EGRESS_WHY_NO_RESOLVE,  /* "name does not resolve" */
         EGRESS_WHY_CONNECT,     /* "connection failed" */
         EGRESS_WHY_BAD_REQUEST, /* "not an HTTP proxy request" */
+        EGRESS_WHY_NO_HEAD,     /* "request head never completed" (slow or silent) */
         EGRESS_WHY_COUNT,
 };
 
@@ -52,9 +53,10 @@ int egress_parse_request(const char *buf, size_t len, struct egress_request *ret
 
 /**
  * egress_upstream_head() - the head an absolute-URI request @rq (parsed from @buf) is sent
- * upstream with: the origin-form target, hop-by-hop and Proxy-* headers dropped, and
- * "Connection: close". Return: a new buffer of *@ret_len bytes (not NUL-terminated); freed by
- * the caller.
+ * upstream with: the origin-form target, "Host:" the authority the request was decided on
+ * (the code's own Host lines dropped: RFC 9112 section 3.2.2 makes the absolute-form's
+ * authority win), hop-by-hop and Proxy-* headers dropped, and "Connection: close". Return: a new
+ * buffer of *@ret_len bytes (not NUL-terminated); freed by the caller.
  */
 char *egress_upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len);
 
@@ -86,3 +88,15 @@ enum egress_reason egress_decide_name(const struct sbx_egress *pol,
 struct run_egress;
 /** egress_records_parse() - fold the record text @buf (@len bytes) into @ret's entries. */
 void egress_records_parse(const char *buf, size_t len, struct run_egress *ret);
+
+/**
+ * egress_proxy_confine() - confine the calling proxy process (src/egress/confine.c): not
+ * dumpable (prctl(2) PR_SET_DUMPABLE: no process of its uid can ptrace it, read its
+ * /proc/PID/fd or take its fds with pidfd_getfd(2)), no_new_privs, and a seccomp filter
+ * (seccomp_init(3)) that refuses exec, ptrace and the cross-process calls, namespaces, mounts,
+ * BPF, keys, uid/gid changes, socketpair, and socket(2) of any family but AF_INET, AF_INET6
+ * and AF_NETLINK (getaddrinfo(3)'s). Call once, before the first byte from the sandbox; it
+ * applies to every thread started after it.
+ * Return: 0, or -errno (the proxy then refuses to start: fail closed).
+ */
+int egress_proxy_confine(void);

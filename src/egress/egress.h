@@ -30,6 +30,10 @@
 #define EGRESS_MAX_HEAD_BYTES 8192
 #define EGRESS_MAX_RECORDS 1024
 
+/* A relayed connection with no byte moved either way for this long is closed (a stalled or
+ * forgotten tunnel holds one of EGRESS_MAX_CONNS no longer). */
+#define EGRESS_IDLE_TIMEOUT_MS 60000
+
 /* The name the proxy process takes (prctl PR_SET_NAME; `ps -o comm`): tests find it by it. */
 #define EGRESS_PROC_NAME "vst-egress"
 
@@ -69,6 +73,13 @@ void egress_session_finish(struct egress_session *s, struct run_egress *ret);
  * life of the process.
  */
 void egress_set_proxy_exe(const char *path);
+
+/**
+ * egress_set_idle_timeout_ms() - the idle timeout the proxies started after this call get
+ * (default EGRESS_IDLE_TIMEOUT_MS; passed as `--idle-ms`). Only for the unit test suites,
+ * which cannot wait a minute; call it before a session starts.
+ */
+void egress_set_idle_timeout_ms(unsigned ms);
 
 /**
  * egress_listen_unix() - a listening AF_UNIX stream socket at @path (removed first when it is

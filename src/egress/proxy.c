@@ -47,7 +47,8 @@
 
 struct proxy {
         struct sbx_egress pol;
-        int stop_fd; /* eventfd: readable once the proxy is told to stop */
+        int stop_fd;      /* eventfd: readable once the proxy is told to stop */
+        unsigned idle_ms; /* a relay with no byte moved either way this long ends */
         pthread_mutex_t lock;
         pthread_cond_t changed;
         unsigned active;
@@ -77,11 +78,12 @@ record(struct proxy *p __attribute__((unused)), const char *fmt, ...)
         }
 }
 
-/* A decision: recorded unless past the cap, then only counted. */
+/* A decision: always recorded when allowed (its bytes follow in a "C" line); a refusal past
+ * EGRESS_MAX_RECORDS refusals is only counted. */
 static void record_decision(struct proxy *p, uint64_t id, bool allowed, uint16_t port,
                             enum egress_reason why, const char *host)
 {
-        if (atomic_fetch_add(&p->recorded, 1) >= EGRESS_MAX_RECORDS) {
+        if (!allowed && atomic_fetch_add(&p->recorded, 1) >= EGRESS_MAX_RECORDS) {
                 atomic_fetch_add(&p->dropped, 1);
                 return;
         }
@@ -173,16 +175,17 @@ static int connect_any(struct proxy *p, const struct addrinfo *ai)
         return -1;
 }
 
-/* The upstream head of an absolute-URI request: origin-form target, hop-by-hop and Proxy-*
- * headers dropped, "Connection: close" (one request per upstream connection). */
+/* The upstream head of an absolute-URI request: origin-form target, "Host:" the URI's
+ * authority (the code's own Host lines dropped), hop-by-hop and Proxy-* headers dropped,
+ * "Connection: close" (one request per upstream connection). */
 char *egress_upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len)
 {
         static const char *const drop[] = {
-            "proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:"};
+            "proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:", "host:"};
         /* Each line out is at most its line in plus one byte (a bare "\n" becomes "\r\n"), and
          * every line in is at least one byte: twice the head bounds it (a fuzzer found a head of
-         * bare-LF lines that overflowed head_len + 64). */
-        size_t cap = 2 * rq->head_len + 64, o = 0, i;
+         * bare-LF lines that overflowed head_len + 64); the Host line adds at most 280. */
+        size_t cap = 2 * rq->head_len + 64 + 280, o = 0, i;
         char *out = xmalloc(cap);
 
         memcpy(out + o, buf, rq->method_len);
@@ -197,6 +200,14 @@ char *egress_upstream_head(const char *buf, const struct egress_request *rq, siz
         out[o++] = ' ';
         memcpy(out + o, buf + rq->version_off, rq->version_len);
         o += rq->version_len;
+        out[o++] = '\r';
+        out[o++] = '\n';
+        /* the authority the decision was made on, never the code's own Host (domain fronting:
+         * tests/adversarial/server.md) */
+        o += (size_t)snprintf(out + o, 280, "Host: %s%s%s", strchr(rq->host, ':') ? "[" : "",
+                              rq->host, strchr(rq->host, ':') ? "]" : "");
+        if (rq->port != 80)
+                o += (size_t)snprintf(out + o, 16, ":%u", rq->port);
         out[o++] = '\r';
         out[o++] = '\n';
         i = (size_t)((const char *)memchr(buf, '\n', rq->head_len) - buf) + 1;
@@ -275,11 +286,32 @@ static bool half_step(struct half *h)
         return true;
 }
 
-/* Relay both ways until both sides are done, an error, or the stop signal. */
+/* The poll set of one relay round: each socket asks only for what a live half needs from it.
+ * A socket that no half needs is left out (fd -1): poll(2) reports POLLHUP and POLLERR
+ * whatever was asked, so a finished half's socket, polled on, would wake every round (a
+ * busy loop: tests/adversarial/server.md). */
+static void relay_events(const struct half h[2], struct pollfd pfd[2])
+{
+        for (int d = 0; d < 2; d++) {
+                struct pollfd *src = d == 0 ? &pfd[0] : &pfd[1];
+                struct pollfd *dst = d == 0 ? &pfd[1] : &pfd[0];
+                if (!h[d].eof && h[d].in_pipe < EGRESS_BUF_BYTES)
+                        src->events |= POLLIN;
+                if (h[d].in_pipe > 0)
+                        dst->events |= POLLOUT;
+        }
+        for (int i = 0; i < 2; i++)
+                if (!pfd[i].events)
+                        pfd[i].fd = -1;
+}
+
+/* Relay both ways until both sides are done, an error, the stop signal, or @idle_ms with no
+ * byte moved either way. */
 static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_t *ret_down)
 {
         struct half h[2] = {{.from = client, .to = up, .pipe = {-1, -1}},
                             {.from = up, .to = client, .pipe = {-1, -1}}};
+        int64_t last_move = (int64_t)sbx_now_ms();
 
         for (int d = 0; d < 2; d++) {
                 if (pipe2(h[d].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -289,20 +321,22 @@ static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_
         for (;;) {
                 struct pollfd pfd[3] = {
                     {.fd = client}, {.fd = up}, {.fd = p->stop_fd, .events = POLLIN}};
+                uint64_t before = h[0].bytes + h[1].bytes;
+                int64_t left;
+                int r;
 
                 if (!half_step(&h[0]) || !half_step(&h[1]))
                         break;
                 if (h[0].shut && h[1].shut)
                         break;
-                for (int d = 0; d < 2; d++) {
-                        struct pollfd *src = d == 0 ? &pfd[0] : &pfd[1];
-                        struct pollfd *dst = d == 0 ? &pfd[1] : &pfd[0];
-                        if (!h[d].eof && h[d].in_pipe < EGRESS_BUF_BYTES)
-                                src->events |= POLLIN;
-                        if (h[d].in_pipe > 0)
-                                dst->events |= POLLOUT;
-                }
-                if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+                if (h[0].bytes + h[1].bytes != before)
+                        last_move = (int64_t)sbx_now_ms();
+                left = last_move + (int64_t)p->idle_ms - (int64_t)sbx_now_ms();
+                if (left <= 0)
+                        break; /* idle: nothing moved either way for idle_ms */
+                relay_events(h, pfd);
+                r = poll(pfd, 3, (int)left);
+                if (r < 0 && errno != EINTR)
                         break;
                 if (pfd[2].revents)
                         break;
@@ -327,118 +361,167 @@ static void set_nonblock(int fd)
                 (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-static void serve(struct proxy *p, int fd)
+/* One connection's state, from its head to its end. */
+struct conn {
+        struct proxy *p;
+        int fd, up;
+        char *head; /* EGRESS_MAX_HEAD_BYTES */
+        size_t len; /* bytes of @head read */
+        struct egress_request rq;
+        char detail[160]; /* why a private address was refused, for the 403 body */
+};
+
+/* Read the request head into @c within PROXY_HEAD_TIMEOUT_MS. Return 1 with @c->rq parsed, a
+ * negative egress_parse_request() error, 0 when the client closed before sending a byte, or
+ * -ETIMEDOUT when the head never completed (a silent or slow client, a client that closed
+ * mid-head, or the stop signal): every connection that sent something leaves a record. */
+static int conn_read_head(struct conn *c)
 {
-        _cleanup_free_ char *head = xmalloc(EGRESS_MAX_HEAD_BYTES);
-        _cleanup_close_ int up = -1;
-        struct egress_request rq = {0};
-        struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-        const struct sbx_egress_pin *pin;
         int64_t deadline = (int64_t)sbx_now_ms() + PROXY_HEAD_TIMEOUT_MS;
-        enum egress_reason why;
-        char port_s[8], detail[160] = "";
-        uint64_t id, bytes_up = 0, bytes_down = 0;
-        size_t len = 0;
         int r = 0;
 
-        set_nonblock(fd);
+        set_nonblock(c->fd);
         while (r == 0) {
                 ssize_t n;
-                if (wait_fd(p, fd, POLLIN, deadline) != 1)
-                        return; /* silent client or stop: nothing was asked */
-                n = read(fd, head + len, EGRESS_MAX_HEAD_BYTES - len);
+                int w = wait_fd(c->p, c->fd, POLLIN, deadline);
+                if (w != 1)
+                        return w == 0 || c->len > 0 ? -ETIMEDOUT : 0;
+                n = read(c->fd, c->head + c->len, EGRESS_MAX_HEAD_BYTES - c->len);
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         continue;
                 if (n <= 0)
-                        return;
-                len += (size_t)n;
-                r = egress_parse_request(head, len, &rq);
+                        return c->len > 0 ? -ETIMEDOUT : 0;
+                c->len += (size_t)n;
+                r = egress_parse_request(c->head, c->len, &c->rq);
         }
+        return r;
+}
+
+/* The first address of @ai (resolved for @c's name, not pinned) that is not public, named in
+ * @c->detail; EGRESS_WHY_PRIVATE then, else EGRESS_WHY_OK. */
+static enum egress_reason judge_addresses(struct conn *c, const struct addrinfo *ai)
+{
+        for (const struct addrinfo *a = ai; a; a = a->ai_next) {
+                const char *cls = egress_addr_class(a->ai_addr);
+                char txt[INET6_ADDRSTRLEN] = "?";
+                if (!cls)
+                        continue;
+                if (a->ai_family == AF_INET)
+                        inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr, txt,
+                                  sizeof(txt));
+                else if (a->ai_family == AF_INET6)
+                        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr, txt,
+                                  sizeof(txt));
+                snprintf(c->detail, sizeof(c->detail),
+                         " (%s, %s; pin the name with VESTIBULE_EGRESS_PIN if you mean it)", txt,
+                         cls);
+                return EGRESS_WHY_PRIVATE;
+        }
+        return EGRESS_WHY_OK;
+}
+
+/* Decide on @c's request and, when allowed, connect upstream (@c->up). */
+static enum egress_reason conn_decide(struct conn *c)
+{
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+        const struct sbx_egress_pin *pin;
+        enum egress_reason why = egress_decide_name(&c->p->pol, &c->rq);
+        char port_s[8];
+
+        if (why != EGRESS_WHY_OK)
+                return why;
+        pin = config_egress_pin(&c->p->pol, c->rq.host);
+        snprintf(port_s, sizeof(port_s), "%u", pin && pin->port ? pin->port : c->rq.port);
+        hints.ai_flags = AI_NUMERICSERV | (pin || c->rq.host_is_ip ? AI_NUMERICHOST : 0);
+        if (getaddrinfo(pin ? pin->addr : c->rq.host, port_s, &hints, &ai) != 0 || !ai)
+                return EGRESS_WHY_NO_RESOLVE;
+        if (!pin)
+                why = judge_addresses(c, ai);
+        if (why == EGRESS_WHY_OK) {
+                /* the very addresses judged above: nothing is resolved twice */
+                c->up = connect_any(c->p, ai);
+                if (c->up < 0)
+                        why = EGRESS_WHY_CONNECT;
+        }
+        freeaddrinfo(ai);
+        return why;
+}
+
+/* The answer to a refused request: 403 for the policy, 502 for the network. */
+static void conn_refuse(struct conn *c, enum egress_reason why)
+{
+        bool policy = why != EGRESS_WHY_NO_RESOLVE && why != EGRESS_WHY_CONNECT;
+        bool v6 = strchr(c->rq.host, ':') != NULL;
+
+        reply(c->fd, policy ? 403 : 502, policy ? "Forbidden" : "Bad Gateway",
+              "vestibule egress: refused %s%s%s:%u: %s%s\n", v6 ? "[" : "", c->rq.host,
+              v6 ? "]" : "", c->rq.port, egress_reason_text(why), c->detail);
+}
+
+/* An allowed request: the tunnel's answer or the rewritten head, what came after the head,
+ * then the relay. Adds the bytes moved to @ret_up and @ret_down. */
+static void conn_forward(struct conn *c, uint64_t *ret_up, uint64_t *ret_down)
+{
+        uint64_t u = 0, d = 0;
+        int one = 1;
+
+        if (c->rq.connect) {
+                static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+                if (!write_all(c->fd, ok, sizeof(ok) - 1))
+                        return;
+        } else {
+                size_t hl;
+                _cleanup_free_ char *h = egress_upstream_head(c->head, &c->rq, &hl);
+                if (!write_all(c->up, h, hl))
+                        return;
+                *ret_up += hl;
+        }
+        if (c->len > c->rq.head_len) {
+                if (!write_all(c->up, c->head + c->rq.head_len, c->len - c->rq.head_len))
+                        return;
+                *ret_up += c->len - c->rq.head_len;
+        }
+        (void)setsockopt(c->up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        relay(c->p, c->fd, c->up, &u, &d);
+        *ret_up += u;
+        *ret_down += d;
+}
+
+/* One connection: its head, the decision (recorded the moment it is made), then a refusal or
+ * the relay, and the bytes it moved. */
+static void serve(struct proxy *p, int fd)
+{
+        _cleanup_free_ char *head = xmalloc(EGRESS_MAX_HEAD_BYTES);
+        struct conn c = {.p = p, .fd = fd, .up = -1, .head = head};
+        enum egress_reason why;
+        uint64_t id, bytes_up = 0, bytes_down = 0;
+        int r = conn_read_head(&c);
+
+        if (r == 0)
+                return; /* closed without a byte: nothing was asked */
         id = atomic_fetch_add(&p->next_id, 1) + 1;
         if (r < 0) {
-                record_decision(p, id, false, 0, EGRESS_WHY_BAD_REQUEST, NULL);
+                record_decision(p, id, false, 0,
+                                r == -ETIMEDOUT ? EGRESS_WHY_NO_HEAD : EGRESS_WHY_BAD_REQUEST,
+                                NULL);
                 if (r == -EPROTONOSUPPORT)
                         reply(fd, 400, "Bad Request",
                               "vestibule egress: refused: an https:// URL must be sent with "
                               "CONNECT (set HTTPS_PROXY, the sandbox sets it)\n");
-                else
+                else if (r != -ETIMEDOUT)
                         reply(fd, 400, "Bad Request",
                               "vestibule egress: refused: not an HTTP proxy request (CONNECT "
                               "host:port, or an absolute http:// URL)\n");
                 return;
         }
-
-        why = egress_decide_name(&p->pol, &rq);
-        if (why == EGRESS_WHY_OK) {
-                pin = config_egress_pin(&p->pol, rq.host);
-                snprintf(port_s, sizeof(port_s), "%u", pin && pin->port ? pin->port : rq.port);
-                hints.ai_flags = AI_NUMERICSERV | (pin || rq.host_is_ip ? AI_NUMERICHOST : 0);
-                if (getaddrinfo(pin ? pin->addr : rq.host, port_s, &hints, &ai) != 0 || !ai) {
-                        why = EGRESS_WHY_NO_RESOLVE;
-                        ai = NULL;
-                }
-                for (struct addrinfo *a = ai; a && !pin; a = a->ai_next) {
-                        const char *cls = egress_addr_class(a->ai_addr);
-                        char txt[INET6_ADDRSTRLEN] = "?";
-                        if (!cls)
-                                continue;
-                        if (a->ai_family == AF_INET)
-                                inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr,
-                                          txt, sizeof(txt));
-                        else if (a->ai_family == AF_INET6)
-                                inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr,
-                                          txt, sizeof(txt));
-                        snprintf(detail, sizeof(detail),
-                                 " (%s, %s; pin the name with "
-                                 "VESTIBULE_EGRESS_PIN if you mean it)",
-                                 txt, cls);
-                        why = EGRESS_WHY_PRIVATE;
-                        break;
-                }
-                if (why == EGRESS_WHY_OK) {
-                        /* the very addresses judged above: nothing is resolved twice */
-                        up = connect_any(p, ai);
-                        if (up < 0)
-                                why = EGRESS_WHY_CONNECT;
-                }
-                if (ai)
-                        freeaddrinfo(ai);
-        }
-        record_decision(p, id, why == EGRESS_WHY_OK, rq.port, why, rq.host);
+        why = conn_decide(&c);
+        record_decision(p, id, why == EGRESS_WHY_OK, c.rq.port, why, c.rq.host);
         if (why != EGRESS_WHY_OK) {
-                bool policy = why != EGRESS_WHY_NO_RESOLVE && why != EGRESS_WHY_CONNECT;
-                reply(fd, policy ? 403 : 502, policy ? "Forbidden" : "Bad Gateway",
-                      "vestibule egress: refused %s%s%s:%u: %s%s\n",
-                      strchr(rq.host, ':') ? "[" : "", rq.host, strchr(rq.host, ':') ? "]" : "",
-                      rq.port, egress_reason_text(why), detail);
+                conn_refuse(&c, why);
                 return;
         }
-
-        if (rq.connect) {
-                static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-                if (!write_all(fd, ok, sizeof(ok) - 1))
-                        goto done;
-        } else {
-                size_t hl;
-                _cleanup_free_ char *h = egress_upstream_head(head, &rq, &hl);
-                if (!write_all(up, h, hl))
-                        goto done;
-                bytes_up += hl;
-        }
-        if (len > rq.head_len) {
-                if (!write_all(up, head + rq.head_len, len - rq.head_len))
-                        goto done;
-                bytes_up += len - rq.head_len;
-        }
-        {
-                uint64_t u = 0, d = 0;
-                int one = 1;
-                (void)setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-                relay(p, fd, up, &u, &d);
-                bytes_up += u;
-                bytes_down += d;
-        }
-done:
+        conn_forward(&c, &bytes_up, &bytes_down);
+        close(c.up);
         record(p, "C %llu %llu %llu\n", (unsigned long long)id, (unsigned long long)bytes_up,
                (unsigned long long)bytes_down);
 }
@@ -466,44 +549,129 @@ static const char *arg_value(int argc, char **argv, const char *name)
         return "";
 }
 
-int egress_proxy_main(int argc, char **argv)
+/* Accept clients until the stop signal on @sig_fd or a broken listener; one detached thread
+ * (@attr) each, at most EGRESS_MAX_CONNS at once. */
+static void accept_loop(struct proxy *p, int sig_fd, const pthread_attr_t *attr)
 {
-        static struct proxy p = {.lock = PTHREAD_MUTEX_INITIALIZER,
-                                 .changed = PTHREAD_COND_INITIALIZER};
-        struct sbx_error err = {0};
-        sigset_t mask;
-        pthread_attr_t attr;
-        int sig_fd, fl;
+        for (;;) {
+                struct pollfd pfd[2] = {{.fd = sig_fd, .events = POLLIN},
+                                        {.fd = PROXY_FD_LISTEN, .events = POLLIN}};
+                struct proxy_client *cn;
+                pthread_t t;
+                bool full;
+                int r, c;
 
-        {
-                int acc = 0;
-                socklen_t al = sizeof(acc);
-                if (getsockopt(PROXY_FD_LISTEN, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
-                    fcntl(PROXY_FD_RECORDS, F_GETFD) < 0) {
-                        fprintf(stderr, "vestibule-mcp egress-proxy: an internal command: the "
-                                        "server starts it for a run with network \"allowlist\"\n");
-                        return 2;
+                pthread_mutex_lock(&p->lock);
+                full = p->active >= EGRESS_MAX_CONNS;
+                pthread_mutex_unlock(&p->lock);
+                /* all busy: leave new clients in the backlog, look again in a moment */
+                r = poll(pfd, full ? 1 : 2, full ? 50 : -1);
+                if (r < 0 && errno != EINTR)
+                        return;
+                if (r <= 0)
+                        continue;
+                if (pfd[0].revents || (pfd[1].revents & (POLLERR | POLLNVAL)))
+                        return;
+                c = accept4(PROXY_FD_LISTEN, NULL, NULL, SOCK_CLOEXEC);
+                if (c < 0) {
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                            errno == ENOMEM)
+                                poll(NULL, 0, 50);
+                        continue;
+                }
+                cn = xmalloc(sizeof(*cn));
+                cn->p = p;
+                cn->fd = c;
+                pthread_mutex_lock(&p->lock);
+                p->active++;
+                pthread_mutex_unlock(&p->lock);
+                if (pthread_create(&t, attr, conn_main, cn) != 0) {
+                        close(c);
+                        free(cn);
+                        pthread_mutex_lock(&p->lock);
+                        p->active--;
+                        pthread_mutex_unlock(&p->lock);
                 }
         }
-        prctl(PR_SET_NAME, EGRESS_PROC_NAME, 0, 0, 0);
-        if (config_egress_parse(arg_value(argc, argv, "--allow"), arg_value(argc, argv, "--ports"),
-                                arg_value(argc, argv, "--pin"), &p.pol, &err) < 0) {
-                fprintf(stderr, "vestibule egress-proxy: %s\n", err.msg);
-                return 2;
+}
+
+/* Stop: no new connection; the open ones record their bytes and end (1 s at most). */
+static void stop_all(struct proxy *p)
+{
+        uint64_t one = 1;
+        struct timespec until;
+
+        close(PROXY_FD_LISTEN);
+        if (write(p->stop_fd, &one, sizeof(one)) != sizeof(one)) {
+                /* the threads end with the process below anyway */
         }
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_mutex_lock(&p->lock);
+        while (p->active > 0 && pthread_cond_timedwait(&p->changed, &p->lock, &until) != ETIMEDOUT)
+                ;
+        pthread_mutex_unlock(&p->lock);
+        if (atomic_load(&p->dropped))
+                record(p, "M %llu\n", (unsigned long long)atomic_load(&p->dropped));
+}
+
+/* The settings from @argv into @p, then the signal fd (returned), the stop eventfd, O_APPEND
+ * records, and the confinement. Return the signalfd, or -1 with the reason on stderr. */
+static int proxy_setup(struct proxy *p, int argc, char **argv)
+{
+        struct sbx_error err = {0};
+        const char *idle = arg_value(argc, argv, "--idle-ms");
+        sigset_t mask;
+        int sig_fd, fl, r;
+
+        if (config_egress_parse(arg_value(argc, argv, "--allow"), arg_value(argc, argv, "--ports"),
+                                arg_value(argc, argv, "--pin"), &p->pol, &err) < 0) {
+                fprintf(stderr, "vestibule egress-proxy: %s\n", err.msg);
+                return -1;
+        }
+        p->idle_ms = *idle ? (unsigned)strtoul(idle, NULL, 10) : EGRESS_IDLE_TIMEOUT_MS;
+        if (p->idle_ms == 0)
+                p->idle_ms = EGRESS_IDLE_TIMEOUT_MS;
         signal(SIGPIPE, SIG_IGN);
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every connection thread */
         sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-        p.stop_fd = eventfd(0, EFD_CLOEXEC);
+        p->stop_fd = eventfd(0, EFD_CLOEXEC);
         fl = fcntl(PROXY_FD_RECORDS, F_GETFL);
-        if (sig_fd < 0 || p.stop_fd < 0 || fl < 0 ||
+        if (sig_fd < 0 || p->stop_fd < 0 || fl < 0 ||
             fcntl(PROXY_FD_RECORDS, F_SETFL, fl | O_APPEND) < 0) {
                 fprintf(stderr, "vestibule egress-proxy: cannot set up: %s\n", strerror(errno));
-                return 1;
+                return -1;
         }
+        r = egress_proxy_confine();
+        if (r < 0) {
+                fprintf(stderr, "vestibule egress-proxy: cannot confine itself: %s\n",
+                        strerror(-r));
+                return -1;
+        }
+        return sig_fd;
+}
+
+int egress_proxy_main(int argc, char **argv)
+{
+        static struct proxy p = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                 .changed = PTHREAD_COND_INITIALIZER};
+        pthread_attr_t attr;
+        int acc = 0, sig_fd;
+        socklen_t al = sizeof(acc);
+
+        if (getsockopt(PROXY_FD_LISTEN, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
+            fcntl(PROXY_FD_RECORDS, F_GETFD) < 0) {
+                fprintf(stderr, "vestibule-mcp egress-proxy: an internal command: the "
+                                "server starts it for a run with network \"allowlist\"\n");
+                return 2;
+        }
+        prctl(PR_SET_NAME, EGRESS_PROC_NAME, 0, 0, 0);
+        sig_fd = proxy_setup(&p, argc, argv);
+        if (sig_fd < 0)
+                return 2;
         set_nonblock(PROXY_FD_LISTEN);
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -512,66 +680,7 @@ int egress_proxy_main(int argc, char **argv)
         if (write(PROXY_FD_READY, "R", 1) != 1)
                 return 1;
         close(PROXY_FD_READY);
-
-        for (;;) {
-                struct pollfd pfd[2] = {{.fd = sig_fd, .events = POLLIN},
-                                        {.fd = PROXY_FD_LISTEN, .events = POLLIN}};
-                bool full;
-                int r, c;
-
-                pthread_mutex_lock(&p.lock);
-                full = p.active >= EGRESS_MAX_CONNS;
-                pthread_mutex_unlock(&p.lock);
-                /* all busy: leave new clients in the backlog, look again in a moment */
-                r = poll(pfd, full ? 1 : 2, full ? 50 : -1);
-                if (r < 0 && errno != EINTR)
-                        break;
-                if (r <= 0)
-                        continue;
-                if (pfd[0].revents)
-                        break;
-                if (pfd[1].revents & (POLLERR | POLLNVAL))
-                        break;
-                c = accept4(PROXY_FD_LISTEN, NULL, NULL, SOCK_CLOEXEC);
-                if (c < 0) {
-                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-                            errno == ENOMEM)
-                                poll(NULL, 0, 50);
-                        continue;
-                }
-                struct proxy_client *cn = xmalloc(sizeof(*cn));
-                pthread_t t;
-                cn->p = &p;
-                cn->fd = c;
-                pthread_mutex_lock(&p.lock);
-                p.active++;
-                pthread_mutex_unlock(&p.lock);
-                if (pthread_create(&t, &attr, conn_main, cn) != 0) {
-                        close(c);
-                        free(cn);
-                        pthread_mutex_lock(&p.lock);
-                        p.active--;
-                        pthread_mutex_unlock(&p.lock);
-                }
-        }
-
-        /* Stop: no new connection; the open ones record their bytes and end. */
-        close(PROXY_FD_LISTEN);
-        {
-                uint64_t one = 1;
-                struct timespec until;
-                if (write(p.stop_fd, &one, sizeof(one)) != sizeof(one)) {
-                        /* the threads end with the process below anyway */
-                }
-                clock_gettime(CLOCK_REALTIME, &until);
-                until.tv_sec += 1;
-                pthread_mutex_lock(&p.lock);
-                while (p.active > 0 &&
-                       pthread_cond_timedwait(&p.changed, &p.lock, &until) != ETIMEDOUT)
-                        ;
-                pthread_mutex_unlock(&p.lock);
-        }
-        if (atomic_load(&p.dropped))
-                record(&p, "M %llu\n", (unsigned long long)atomic_load(&p.dropped));
+        accept_loop(&p, sig_fd, &attr);
+        stop_all(&p);
         _exit(0);
 }

@@ -170,6 +170,7 @@ const char *egress_reason_text(enum egress_reason r)
             [EGRESS_WHY_NO_RESOLVE] = "name does not resolve",
             [EGRESS_WHY_CONNECT] = "connection failed",
             [EGRESS_WHY_BAD_REQUEST] = "not an HTTP proxy request",
+            [EGRESS_WHY_NO_HEAD] = "request head never completed",
         };
         if ((unsigned)r >= EGRESS_WHY_COUNT)
                 return NULL;

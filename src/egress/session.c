@@ -28,13 +28,19 @@
 
 #define EGRESS_START_TIMEOUT_MS 5000
 #define EGRESS_STOP_GRACE_MS 1500
-#define EGRESS_RECORDS_MAX_BYTES ((size_t)1 << 20)
+#define EGRESS_RECORDS_MAX_BYTES ((size_t)64 << 20)
 
 static const char *proxy_exe = "/proc/self/exe";
+static unsigned idle_timeout_ms = EGRESS_IDLE_TIMEOUT_MS;
 
 void egress_set_proxy_exe(const char *path)
 {
         proxy_exe = path;
+}
+
+void egress_set_idle_timeout_ms(unsigned ms)
+{
+        idle_timeout_ms = ms;
 }
 
 struct egress_session {
@@ -93,11 +99,28 @@ int egress_listen_unix(const char *path, int *ret_fd, struct sbx_error *err)
         return 0;
 }
 
+/* Close every fd from @first up, in a child that may call only async-signal-safe functions:
+ * close_range(2) (Linux 5.9), else one close(2) per possible fd below the fd limit. */
+static void close_from(int first)
+{
+        if (syscall(SYS_close_range, (unsigned)first, ~0U, 0U) == 0)
+                return;
+        for (long fd = first, max = sysconf(_SC_OPEN_MAX); fd < (max > 0 ? max : 65536); fd++)
+                (void)close((int)fd);
+}
+
 /* The proxy's child side, from the clone to execve: the child of a multi-threaded server,
- * so only async-signal-safe calls. It dies with the thread that started it (@parent); fds 3,
- * 4, 5 become @lfd, @rec, @wr; with @drop it becomes @uid:@gid without supplementary groups. */
-__attribute__((noreturn)) static void proxy_child(int lfd, int rec, int wr, pid_t parent, bool drop,
-                                                  uid_t uid, gid_t gid, const char *const *argv)
+ * so only async-signal-safe calls. It dies with the thread that started it (@parent); fds 0
+ * and 1 become @null (the server's stdin and stdout are the MCP channel), 3, 4, 5 become
+ * @lfd, @rec, @wr, and every other fd of the server is closed before execve (an Engine API
+ * socket or a sandbox's sync socket left open would be the proxy's to use, and any process of
+ * the proxy's uid could take it with pidfd_getfd(2): tests/adversarial/server.md). With @drop
+ * it becomes @uid:@gid without supplementary groups; without, it drops them where the kernel
+ * lets it (CAP_SETGID: a root server), and an unprivileged server's proxy keeps its user's
+ * (setgroups(2) needs the capability; its seccomp filter then refuses unix sockets). */
+__attribute__((noreturn)) static void proxy_child(int lfd, int rec, int wr, int null, pid_t parent,
+                                                  bool drop, uid_t uid, gid_t gid,
+                                                  const char *const *argv)
 {
         static const char *const envp[] = {"LANG=C.UTF-8", NULL};
 
@@ -108,14 +131,21 @@ __attribute__((noreturn)) static void proxy_child(int lfd, int rec, int wr, pid_
          * clobbers another (dup2 clears close-on-exec on the copies) */
         int fl = fcntl(lfd, F_DUPFD_CLOEXEC, 10), fr = fcntl(rec, F_DUPFD_CLOEXEC, 10),
             fw = fcntl(wr, F_DUPFD_CLOEXEC, 10);
-        if (fl < 0 || fr < 0 || fw < 0 || dup2(fl, 3) < 0 || dup2(fr, 4) < 0 || dup2(fw, 5) < 0)
+        if (fl < 0 || fr < 0 || fw < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+            dup2(fl, 3) < 0 || dup2(fr, 4) < 0 || dup2(fw, 5) < 0)
                 _exit(127);
+        close_from(6);
         if (drop &&
             (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
              syscall(SYS_setresuid, uid, uid, uid) < 0))
                 _exit(126);
         if (drop)
                 prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        else /* a root server without VESTIBULE_RUN_AS; an unprivileged one may not (EPERM) */
+                (void)syscall(SYS_setgroups, 0, NULL);
+        /* nothing the proxy execs may gain privileges (it execs nothing after this) */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                _exit(126);
         execve(proxy_exe, (char *const *)argv, (char *const *)envp);
         _exit(127);
 }
@@ -155,8 +185,9 @@ static int wait_proxy_ready(int rd, pid_t pid, int pidfd, struct sbx_error *err)
 int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egress_session **ret,
                          struct sbx_error *err)
 {
-        _cleanup_close_ int lfd = listen_fd, rec = -1, rd = -1, wr = -1, pidfd = -1;
+        _cleanup_close_ int lfd = listen_fd, rec = -1, rd = -1, wr = -1, pidfd = -1, null = -1;
         const struct sbx_egress *e = &cfg->egress;
+        char idle_s[16];
         const char *argv[] = {"vestibule-mcp",
                               "egress-proxy",
                               "--allow",
@@ -165,6 +196,8 @@ int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egr
                               e->ports_raw ? e->ports_raw : "",
                               "--pin",
                               e->pin_raw ? e->pin_raw : "",
+                              "--idle-ms",
+                              idle_s,
                               NULL};
         bool drop = geteuid() == 0 && cfg->run_as_set;
         uid_t uid = cfg->run_as_uid;
@@ -175,6 +208,7 @@ int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egr
 
         if (lfd < 0)
                 return sbx_fail(err, EBADF, "no egress listener to serve");
+        snprintf(idle_s, sizeof(idle_s), "%u", idle_timeout_ms);
         rec = memfd_create("vst-egress-records", MFD_CLOEXEC);
         if (rec < 0)
                 return sbx_fail(err, errno, "cannot create the egress record file: %m");
@@ -182,12 +216,15 @@ int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egr
                 return sbx_fail(err, errno, "cannot create the egress proxy's ready pipe: %m");
         rd = p[0];
         wr = p[1];
+        null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0)
+                return sbx_fail(err, errno, "cannot open /dev/null for the egress proxy: %m");
 
         pid = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_PIDFD, NULL, &pidfd, NULL, 0);
         if (pid < 0)
                 return sbx_fail(err, errno, "cannot start the egress proxy: %m");
         if (pid == 0)
-                proxy_child(lfd, rec, wr, parent, drop, uid, gid, argv);
+                proxy_child(lfd, rec, wr, null, parent, drop, uid, gid, argv);
         close(TAKE_FD(lfd)); /* the proxy holds the only copy: its death refuses the run */
         close(TAKE_FD(wr));
 
@@ -202,16 +239,24 @@ int egress_session_start(const struct sbx_config *cfg, int listen_fd, struct egr
         return 0;
 }
 
+/* The refused entries kept apart (each host, port and reason); later refusals are counted in
+ * records_dropped. Allowed entries are always kept: their hosts are the allowlist's, and their
+ * bytes are what left the machine. */
+#define EGRESS_REFUSED_ENTRIES 64
+
 static struct run_egress_entry *entry_for(struct run_egress *g, const char *host, uint16_t port,
                                           bool allowed, const char *reason)
 {
+        size_t refused = 0;
+
         for (size_t i = 0; i < g->n_entries; i++) {
                 struct run_egress_entry *x = &g->entries[i];
                 if (x->port == port && x->allowed == allowed && x->reason == reason &&
                     strcmp(x->host, host) == 0)
                         return x;
+                refused += !x->allowed;
         }
-        if (g->n_entries >= 64)
+        if (!allowed && refused >= EGRESS_REFUSED_ENTRIES)
                 return NULL;
         g->entries = xrealloc(g->entries, (g->n_entries + 1) * sizeof(*g->entries));
         struct run_egress_entry *x = &g->entries[g->n_entries++];
@@ -223,23 +268,68 @@ static struct run_egress_entry *entry_for(struct run_egress *g, const char *host
         return x;
 }
 
-void egress_records_parse(const char *buf, size_t len, struct run_egress *ret)
-{
-        /* connection id -> entry index, for the "C" lines */
-        size_t cap = 0, n = 0;
+/* The allowed connections seen in "D" lines, by id, until their "C" line. */
+struct open_conns {
         struct {
                 unsigned long long id;
                 size_t entry;
-        } *ids = NULL;
+                bool ended;
+        } * v;
+        size_t n, cap;
+};
+
+/* Fold one record line @line into @ret, with @open. */
+static void fold_line(const char *line, struct run_egress *ret, struct open_conns *open)
+{
+        char host[256];
+        unsigned long long id, a, b;
+        int allowed, reason;
+        unsigned port;
+
+        if (sscanf(line, "D %llu %d %u %d %255s", &id, &allowed, &port, &reason, host) == 5 &&
+            port <= 65535 && reason >= 0 && reason < EGRESS_WHY_COUNT) {
+                struct run_egress_entry *x =
+                    entry_for(ret, host, (uint16_t)port, allowed == 1,
+                              allowed == 1 ? NULL : egress_reason_text((enum egress_reason)reason));
+                if (!x) {
+                        ret->records_dropped++;
+                        return;
+                }
+                x->connections++;
+                if (!x->allowed)
+                        return;
+                x->bytes_unknown++; /* until its "C" line comes */
+                if (open->n == open->cap) {
+                        open->cap = open->cap ? open->cap * 2 : 16;
+                        open->v = xrealloc(open->v, open->cap * sizeof(*open->v));
+                }
+                open->v[open->n].id = id;
+                open->v[open->n].entry = (size_t)(x - ret->entries);
+                open->v[open->n++].ended = false;
+        } else if (sscanf(line, "C %llu %llu %llu", &id, &a, &b) == 3) {
+                for (size_t k = open->n; k-- > 0;)
+                        if (open->v[k].id == id && !open->v[k].ended) {
+                                struct run_egress_entry *x = &ret->entries[open->v[k].entry];
+                                x->bytes_up += a;
+                                x->bytes_down += b;
+                                x->bytes_unknown--;
+                                open->v[k].ended = true;
+                                break;
+                        }
+        } else if (sscanf(line, "M %llu", &a) == 1) {
+                ret->records_dropped += a;
+        }
+}
+
+void egress_records_parse(const char *buf, size_t len, struct run_egress *ret)
+{
+        struct open_conns open = {0};
         size_t i = 0;
 
         while (i < len) {
                 const char *nl = memchr(buf + i, '\n', len - i);
-                char line[400], host[256];
+                char line[400];
                 size_t ll;
-                unsigned long long id, a, b;
-                int allowed, reason;
-                unsigned port;
 
                 if (!nl)
                         break; /* a torn last line (the proxy was killed mid-write) */
@@ -247,44 +337,18 @@ void egress_records_parse(const char *buf, size_t len, struct run_egress *ret)
                 if (ll < sizeof(line)) {
                         memcpy(line, buf + i, ll);
                         line[ll] = '\0';
-                        if (sscanf(line, "D %llu %d %u %d %255s", &id, &allowed, &port, &reason,
-                                   host) == 5 &&
-                            port <= 65535 && reason >= 0 && reason < EGRESS_WHY_COUNT) {
-                                struct run_egress_entry *x = entry_for(
-                                    ret, host, (uint16_t)port, allowed == 1,
-                                    allowed == 1 ? NULL
-                                                 : egress_reason_text((enum egress_reason)reason));
-                                if (x) {
-                                        x->connections++;
-                                        if (n == cap) {
-                                                cap = cap ? cap * 2 : 16;
-                                                ids = xrealloc(ids, cap * sizeof(*ids));
-                                        }
-                                        ids[n].id = id;
-                                        ids[n].entry = (size_t)(x - ret->entries);
-                                        n++;
-                                } else {
-                                        ret->records_dropped++;
-                                }
-                        } else if (sscanf(line, "C %llu %llu %llu", &id, &a, &b) == 3) {
-                                for (size_t k = n; k-- > 0;)
-                                        if (ids[k].id == id) {
-                                                ret->entries[ids[k].entry].bytes_up += a;
-                                                ret->entries[ids[k].entry].bytes_down += b;
-                                                break;
-                                        }
-                        } else if (sscanf(line, "M %llu", &a) == 1) {
-                                ret->records_dropped += a;
-                        }
+                        fold_line(line, ret, &open);
                 }
                 i += ll + 1;
         }
-        free(ids);
+        free(open.v);
 }
 
 void egress_session_finish(struct egress_session *s, struct run_egress *ret)
 {
         _cleanup_free_ char *buf = NULL;
+        struct stat st_rec;
+        size_t cap = 1;
         int st = 0;
         bool died_early = false;
         size_t len = 0;
@@ -315,10 +379,13 @@ void egress_session_finish(struct egress_session *s, struct run_egress *ret)
                          WIFSIGNALED(st) ? "killed by signal" : "exit status",
                          WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 
-        buf = xmalloc(EGRESS_RECORDS_MAX_BYTES);
-        while (len < EGRESS_RECORDS_MAX_BYTES) {
-                ssize_t n =
-                    pread(s->records_fd, buf + len, EGRESS_RECORDS_MAX_BYTES - len, (off_t)len);
+        /* all of it (allowed connections are never dropped), up to a bound no run reaches */
+        if (fstat(s->records_fd, &st_rec) == 0 && st_rec.st_size > 0)
+                cap = (size_t)st_rec.st_size < EGRESS_RECORDS_MAX_BYTES ? (size_t)st_rec.st_size
+                                                                        : EGRESS_RECORDS_MAX_BYTES;
+        buf = xmalloc(cap);
+        while (len < cap) {
+                ssize_t n = pread(s->records_fd, buf + len, cap - len, (off_t)len);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)

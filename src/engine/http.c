@@ -6,12 +6,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "lazy/curl.h"
 
 #include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
+
+/* libcurl's socket for the Engine API, opened close-on-exec in the same call (libcurl 7.88
+ * opens its own without SOCK_CLOEXEC): a process the server starts (the egress proxy, running
+ * as VESTIBULE_RUN_AS) must never inherit a connection to the engine. CURLOPT_OPENSOCKETFUNCTION
+ * (https://curl.se/libcurl/c/CURLOPT_OPENSOCKETFUNCTION.html); tests/adversarial/server.md. */
+static curl_socket_t open_cloexec(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+        (void)clientp;
+        (void)purpose;
+        return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
 
 void *engine_easy_new(const struct engine_conn *c, const char *target, bool versioned)
 {
@@ -29,6 +41,7 @@ void *engine_easy_new(const struct engine_conn *c, const char *target, bool vers
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(h, CURLOPT_PROXY, ""); /* never through an HTTP proxy from the env */
         curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+        curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_cloexec);
         if (c->ep.is_unix)
                 curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->ep.sock_path);
         if (c->ep.tls) {

@@ -540,11 +540,17 @@ static void egress_view(struct run_view *v, const struct run_result *r)
                 v->egress_hosts[i] = h;
                 format_bytes(up, sizeof(up), e->bytes_up);
                 format_bytes(down, sizeof(down), e->bytes_down);
-                if (e->allowed)
+                if (e->allowed && e->bytes_unknown >= e->connections)
+                        (void)sbx_buf_printf(&b,
+                                             "; %s%s%s:%u allowed (%u connection%s, bytes unknown)",
+                                             v6 ? "[" : "", h, v6 ? "]" : "", e->port,
+                                             e->connections, e->connections == 1 ? "" : "s");
+                else if (e->allowed)
                         (void)sbx_buf_printf(
-                            &b, "; %s%s%s:%u allowed (%u connection%s, %s up, %s down)",
+                            &b, "; %s%s%s:%u allowed (%u connection%s, %s%s up, %s down%s)",
                             v6 ? "[" : "", h, v6 ? "]" : "", e->port, e->connections,
-                            e->connections == 1 ? "" : "s", up, down);
+                            e->connections == 1 ? "" : "s", e->bytes_unknown ? "at least " : "", up,
+                            down, e->bytes_unknown ? "; bytes of the rest unknown" : "");
                 else
                         (void)sbx_buf_printf(&b, "; %s%s%s:%u denied: %s (%u connection%s)",
                                              v6 ? "[" : "", h, v6 ? "]" : "", e->port,
@@ -552,7 +558,7 @@ static void egress_view(struct run_view *v, const struct run_result *r)
                                              e->connections == 1 ? "" : "s");
         }
         if (g->records_dropped)
-                (void)sbx_buf_printf(&b, "; and %llu more connections not listed",
+                (void)sbx_buf_printf(&b, "; and %llu more refused connections not listed",
                                      (unsigned long long)g->records_dropped);
         v->egress = b.data;
         v->egress_note = field_line(g->note, sizeof(g->note));

@@ -128,6 +128,9 @@ struct run_egress_entry {
                                when allowed */
         unsigned connections;
         uint64_t bytes_up, bytes_down; /* relayed to / from the host */
+        unsigned bytes_unknown;        /* allowed connections whose bytes were never recorded
+                                          (open when the proxy died): bytes_up and bytes_down
+                                          leave them out */
 };
 
 /* The network policy a run had, and what it did with it. */
@@ -135,7 +138,9 @@ struct run_egress {
         bool on;                          /* network "allowlist": a proxy served the run */
         struct run_egress_entry *entries; /* owned; in the order first tried */
         size_t n_entries;
-        uint64_t records_dropped; /* decisions past EGRESS_MAX_RECORDS: made, not listed */
+        uint64_t records_dropped; /* refusals made but not listed (past the proxy's
+                                     EGRESS_MAX_RECORDS, or past 64 refused entries); an
+                                     allowed connection is always listed */
         char note[256];           /* "the proxy exited during the run (...)"; "" = none */
 };
 

@@ -304,6 +304,90 @@ except Exception as e:
     assert.equal(s.egress.hosts.find((h) => h.host === MIRROR)?.verdict, 'allowed', 'the verdict made before the kill is kept');
 });
 
+// Issue 24, High 1 (tests/adversarial/server.md): the proxy inherited every fd of the server
+// that was not close-on-exec: on Docker (server as root, proxy as VESTIBULE_RUN_AS) its
+// connections to dockerd, which any process of that uid could take with pidfd_getfd(2); on
+// every backend the server's stdin and stdout. The proxy may share with the server only its
+// record file, its stderr and /dev/null. Where /proc/PID/fd cannot be read (the test user: the
+// proxy is not dumpable), that refusal is itself the check; the seccomp filter and no_new_privs
+// are read from /proc/PID/status on both.
+function linksOf(pid) {
+    return fs.readdirSync(`/proc/${pid}/fd`).map((fd) => {
+        try { return [fd, fs.readlinkSync(`/proc/${pid}/fd/${fd}`)]; } catch { return [fd, '']; }
+    });
+}
+test('the proxy holds no fd of the server (no Engine API socket, not its stdin/stdout)', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const conn = await connect(w);
+    // a first run, so the server has opened what a run opens (on Docker its Engine API
+    // connections); the second run holds its proxy while the test looks
+    assertExitCode((await callNet(conn, 'print(1)')).text, 0);
+    const code = `
+import os, time
+open("/workspace/ready", "w").close()
+for _ in range(400):
+    if os.path.exists("/workspace/go"): break
+    time.sleep(0.05)
+print("done")
+`;
+    const pending = callNet(conn, code);
+    assert.ok(await waitFor(() => fs.existsSync(path.join(w.ws, 'ready')), 20_000), 'the run got going');
+    const proxies = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+        try {
+            const m2 = /^\d+ \((.*)\) \S (\d+) /.exec(fs.readFileSync(`/proc/${p}/stat`, 'latin1'));
+            return m2 && m2[1] === 'vst-egress' && Number(m2[2]) === conn.pid;
+        } catch { return false; }
+    }).map(Number);
+    try {
+        assert.equal(proxies.length, 1, `one proxy, a child of this server (${conn.pid}): ${proxies}`);
+        const px = proxies[0];
+        const status = fs.readFileSync(`/proc/${px}/status`, 'latin1');
+        assert.match(status, /^NoNewPrivs:\s+1$/m, status);
+        assert.match(status, /^Seccomp:\s+2$/m, status);
+        let mine;
+        try { mine = linksOf(px); } catch (e) {
+            assert.equal(e.code, 'EACCES', `the proxy's fds: ${e}`);
+            assert.notEqual(process.getuid(), 0, 'root reads any /proc/PID/fd');
+            return; // not dumpable: no process of its uid reads its fds or takes them
+        }
+        const server = linksOf(conn.pid);
+        const serverErr = server.find(([fd]) => fd === '2')?.[1];
+        const shared = mine.filter(([, l]) => l && server.some(([, s]) => s === l))
+            // anon_inode links name a kind, not an object (every eventfd reads the same)
+            .filter(([, l]) => l !== '/dev/null' && l !== serverErr && !l.startsWith('anon_inode:') && !l.startsWith('/memfd:vst-egress-records'));
+        assert.deepEqual(shared, [], `fds the proxy shares with the server: ${JSON.stringify(shared)}\nproxy: ${JSON.stringify(mine)}`);
+        const sockets = mine.filter(([fd, l]) => fd !== '2' && l.startsWith('socket:'));
+        assert.equal(sockets.length, 1, `only its listener (and stderr) while no connection is open: ${JSON.stringify(mine)}`);
+        // and every connection the server opened (libcurl's to the engine included) is
+        // close-on-exec (O_CLOEXEC, 02000000 in fdinfo's octal flags): no later child inherits
+        // it. libcurl 7.88's multi handle keeps a socketpair of its own without the flag (its
+        // wakeup; no option reaches it): a pair whose both ends are the server's leaves nothing
+        // of the engine, and close_range keeps it out of the proxy (checked above).
+        const inodes = new Set(server.map(([, l]) => /^socket:\[(\d+)\]$/.exec(l)?.[1]).filter(Boolean));
+        const peer = new Map();
+        const ss = spawnSync('ss', ['-xn'], { encoding: 'utf8' });
+        for (const line of (ss.stdout || '').split('\n')) {
+            const f = line.trim().split(/\s+/);
+            if (f.length >= 8) peer.set(f[5], f[7]);
+        }
+        const internal = (l) => { const i = /^socket:\[(\d+)\]$/.exec(l)?.[1]; return i && inodes.has(peer.get(i)); };
+        const open = server.filter(([fd, l]) => Number(fd) > 2 && l.startsWith('socket:') && !internal(l)).filter(([fd]) => {
+            try {
+                const f = /^flags:\s+([0-7]+)$/m.exec(fs.readFileSync(`/proc/${conn.pid}/fdinfo/${fd}`, 'latin1'));
+                return f && (parseInt(f[1], 8) & 0o2000000) === 0;
+            } catch { return false; }
+        });
+        assert.deepEqual(open, [], `server sockets without close-on-exec: ${JSON.stringify(open)}`);
+        assert.equal(mine.find(([fd]) => fd === '0')?.[1], '/dev/null', JSON.stringify(mine));
+        assert.equal(mine.find(([fd]) => fd === '1')?.[1], '/dev/null', JSON.stringify(mine));
+    } finally {
+        fs.writeFileSync(path.join(w.ws, 'go'), '');
+        const r = await pending;
+        assert.match(r.text, /^done$/m, r.text);
+    }
+});
+
 test('four runs at once, each with its own proxy and its own verdicts', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));

@@ -7,15 +7,20 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
@@ -401,7 +406,9 @@ START_TEST(proxy_allows_refuses_and_fails_closed)
                          0);
         ck_assert_msg(strstr(buf, "resolves to a private address"), "%s", buf);
 
-        /* kill the proxy: the listener dies with it, so the next client is refused */
+        /* kill the proxy: the listener dies with it, so the next client is refused (after a
+         * moment: the first connection's relay records its bytes once it sees our close) */
+        usleep(300 * 1000);
         {
                 pid_t px = proxy_child();
                 ck_assert_int_gt(px, 0);
@@ -468,7 +475,8 @@ START_TEST(upstream_head_of_bare_lf_lines_stays_in_bounds)
         ck_assert_uint_eq(r.head_len, n);
 
         _cleanup_free_ char *out = egress_upstream_head(head, &r, &out_len);
-        static const char first[] = "GET /x HTTP/1.1\r\n", last[] = "Connection: close\r\n\r\n";
+        static const char first[] = "GET /x HTTP/1.1\r\nHost: mirror.test\r\n",
+                          last[] = "Connection: close\r\n\r\n";
         ck_assert_uint_eq(out_len, strlen(first) + (size_t)LINES * 4 + strlen(last));
         ck_assert(memcmp(out, first, strlen(first)) == 0);
         for (size_t i = 0; i < LINES; i++)
@@ -524,6 +532,379 @@ START_TEST(proxy_survives_a_head_of_bare_lf_lines)
 }
 END_TEST
 
+/* ---- hardening round 3 (issue 24; tests/adversarial/server.md) ---------------------------- */
+
+/* A proxy on a fresh loopback listener with @extra settings (name, value pairs, NULL-ended),
+ * the upstream of upstream_main() pinned as mirror.test. */
+struct px {
+        struct sbx_config *c;
+        struct egress_session *s;
+        uint16_t port;
+        pid_t pid;
+};
+
+static void px_start(struct px *x, void *(*up_main)(void *), const char *const extra[][2])
+{
+        static int up_ls;
+        struct sbx_error err = {0};
+        uint16_t up_port;
+        pthread_t t;
+        static char pin[64];
+        const char *env[16][2] = {{"VESTIBULE_EGRESS_ALLOW", "mirror.test"},
+                                  {"VESTIBULE_EGRESS_PORTS", "80,443"},
+                                  {"VESTIBULE_EGRESS_PIN", pin}};
+        size_t n = 3;
+        int ls;
+
+        up_ls = listen_loopback(&up_port);
+        pthread_create(&t, NULL, up_main, &up_ls);
+        pthread_detach(t);
+        snprintf(pin, sizeof(pin), "mirror.test=127.0.0.1:%u", up_port);
+        for (size_t i = 0; extra && extra[i][0]; i++, n++) {
+                env[n][0] = extra[i][0];
+                env[n][1] = extra[i][1];
+        }
+        env[n][0] = env[n][1] = NULL;
+        ck_assert_int_eq(sbx_test_config_with((const char *const(*)[2])env, &x->c, &err), 0);
+        ck_assert_msg(!x->c->invalid, "%s", x->c->invalid_msg);
+        ls = listen_loopback(&x->port);
+        ck_assert_msg(egress_session_start(x->c, ls, &x->s, &err) == 0, "%s", err.msg);
+        x->pid = proxy_child();
+        ck_assert_int_gt(x->pid, 0);
+}
+
+static void px_finish(struct px *x, struct run_egress *g)
+{
+        egress_session_finish(x->s, g);
+        config_free(x->c);
+}
+
+static int px_connect(const struct px *x)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(x->port)};
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ck_assert_int_eq(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+        return s;
+}
+
+/* The inode text ("socket:[123]") of fd @fd of process @pid, or "" when it cannot be read. */
+static void fd_link(pid_t pid, int fd, char *buf, size_t size)
+{
+        char path[64];
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+        n = readlink(path, buf, size - 1);
+        buf[n > 0 ? n : 0] = '\0';
+}
+
+/* One line of /proc/@pid/status starting with @key, its value in @buf. */
+static void status_of(pid_t pid, const char *key, char *buf, size_t size)
+{
+        char path[64], line[512];
+        FILE *f;
+
+        buf[0] = '\0';
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "re");
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, key, strlen(key)) == 0) {
+                        snprintf(buf, size, "%s", line + strlen(key));
+                        buf[strcspn(buf, "\n")] = '\0';
+                }
+        fclose(f);
+}
+
+/* High 1: the proxy held every fd of the server that was not close-on-exec (on Docker its
+ * connections to dockerd, which any process of VESTIBULE_RUN_AS's uid could take with
+ * pidfd_getfd(2)), and the server's stdin and stdout. A socketpair left without
+ * SOCK_CLOEXEC stands in for libcurl's. As root the proxy runs as VESTIBULE_RUN_AS 2000:2000
+ * and a process of that uid tries pidfd_getfd on it; as another user the test process tries. */
+START_TEST(proxy_holds_no_fd_of_the_server)
+{
+        static const char *const run_as[][2] = {{"VESTIBULE_RUN_AS", "2000:2000"}, {NULL, NULL}};
+        struct px x = {0};
+        struct run_egress g = {0};
+        char self0[128], link[128], v[256];
+        int sp[2];
+
+        /* no SOCK_CLOEXEC, and above the fds the proxy is given (3, 4, 5), as libcurl's are */
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+        for (int i = 0; i < 2; i++) {
+                int hi = fcntl(sp[i], F_DUPFD, 40 + i);
+                ck_assert_int_ge(hi, 40);
+                close(sp[i]);
+                sp[i] = hi;
+        }
+        px_start(&x, upstream_main, geteuid() == 0 ? run_as : NULL);
+        fd_link(getpid(), 0, self0, sizeof(self0));
+        if (geteuid() == 0) {
+                /* root reads any /proc/PID/fd: none of the proxy's is the leaked socket, and
+                 * fd 0 is /dev/null, not the server's stdin */
+                char leaked[2][128];
+                fd_link(getpid(), sp[0], leaked[0], sizeof(leaked[0]));
+                fd_link(getpid(), sp[1], leaked[1], sizeof(leaked[1]));
+                for (int fd = 0; fd < 64; fd++) {
+                        fd_link(x.pid, fd, link, sizeof(link));
+                        ck_assert_msg(strcmp(link, leaked[0]) && strcmp(link, leaked[1]),
+                                      "the proxy holds the server's socket as fd %d (%s)", fd,
+                                      link);
+                }
+                fd_link(x.pid, 0, link, sizeof(link));
+                ck_assert_str_eq(link, "/dev/null");
+                fd_link(x.pid, 1, link, sizeof(link));
+                ck_assert_str_eq(link, "/dev/null");
+                status_of(x.pid, "Uid:\t", v, sizeof(v));
+                ck_assert_msg(strncmp(v, "2000", 4) == 0, "Uid %s", v);
+        }
+        /* the attack itself: pidfd_getfd(2) from a process of the proxy's uid */
+        pid_t k = fork();
+        if (k == 0) {
+                int pfd = (int)syscall(SYS_pidfd_open, x.pid, 0);
+                if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(2000, 2000, 2000) < 0 ||
+                                       setresuid(2000, 2000, 2000) < 0))
+                        _exit(3);
+                if (pfd < 0)
+                        _exit(4);
+                _exit(syscall(SYS_pidfd_getfd, pfd, 3, 0) < 0 && errno == EPERM ? 0 : 1);
+        }
+        int st = 0;
+        ck_assert_int_eq(waitpid(k, &st, 0), k);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                      "pidfd_getfd on the proxy as its own uid was not refused (status %d)",
+                      WEXITSTATUS(st));
+        /* confined: no_new_privs, a seccomp filter, no supplementary group (as root) */
+        status_of(x.pid, "NoNewPrivs:\t", v, sizeof(v));
+        ck_assert_str_eq(v, "1");
+        status_of(x.pid, "Seccomp:\t", v, sizeof(v));
+        ck_assert_str_eq(v, "2");
+        if (geteuid() == 0) {
+                status_of(x.pid, "Groups:\t", v, sizeof(v));
+                ck_assert_msg(v[strspn(v, " ")] == '\0', "supplementary groups: %s", v);
+        }
+        close(sp[0]);
+        close(sp[1]);
+        px_finish(&x, &g);
+        free(g.entries);
+}
+END_TEST
+
+/* The upstream of the busy-loop case: "pong", then its half-close, then a reset. */
+static void *upstream_fin_then_rst(void *arg)
+{
+        int ls = *(int *)arg;
+        for (;;) {
+                struct linger lg = {.l_onoff = 1, .l_linger = 0};
+                int c = accept(ls, NULL, NULL);
+                if (c < 0)
+                        return NULL;
+                if (write(c, "pong", 4) != 4) {
+                        /* the client went away */
+                }
+                shutdown(c, SHUT_WR);
+                usleep(200 * 1000);
+                setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+                close(c); /* RST */
+        }
+}
+
+/* The proxy's CPU time (user + system) in clock ticks. */
+static unsigned long long cpu_ticks(pid_t pid)
+{
+        char path[64], st[1024] = "";
+        unsigned long long ut = 0, stt = 0;
+        const char *p;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        f = fopen(path, "re");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(st, sizeof(st), f));
+        fclose(f);
+        p = strrchr(st, ')');
+        ck_assert(
+            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stt) == 2);
+        return ut + stt;
+}
+
+/* Medium 4: after the upstream's half-close then reset, relay() polled the reset socket for a
+ * half that was done: 4.8 s of CPU in 5 s. Now it sleeps, and the idle timeout (2 s here)
+ * ends the connection the client leaves open. */
+START_TEST(relay_after_half_close_and_reset_sleeps_and_idles_out)
+{
+        struct px x = {0};
+        struct run_egress g = {0};
+        char buf[256];
+        size_t n = 0;
+
+        egress_set_idle_timeout_ms(2000);
+        px_start(&x, upstream_fin_then_rst, NULL);
+        int s = px_connect(&x);
+        static const char req[] = "CONNECT mirror.test:443 HTTP/1.1\r\n\r\n";
+        ck_assert_int_eq(write(s, req, strlen(req)), (ssize_t)strlen(req));
+        while (n < sizeof(buf) - 1 && !strstr(buf, "pong")) {
+                ssize_t r = read(s, buf + n, sizeof(buf) - 1 - n);
+                ck_assert_int_gt(r, 0);
+                n += (size_t)r;
+                buf[n] = '\0';
+        }
+        usleep(400 * 1000); /* the reset has come */
+        unsigned long long t0 = cpu_ticks(x.pid);
+        usleep(1000 * 1000);
+        unsigned long long used = cpu_ticks(x.pid) - t0;
+        ck_assert_msg(used < 10, "the proxy used %llu ticks of CPU in 1 s with nothing to move",
+                      used);
+        /* the client keeps its side open and silent: the idle timeout closes it */
+        {
+                struct pollfd pfd = {.fd = s, .events = POLLIN};
+                char c;
+                ck_assert_int_eq(poll(&pfd, 1, 4000), 1);
+                ck_assert_int_le(read(s, &c, 1), 0);
+        }
+        close(s);
+        egress_set_idle_timeout_ms(EGRESS_IDLE_TIMEOUT_MS);
+        px_finish(&x, &g);
+        ck_assert_uint_eq(g.n_entries, 1);
+        ck_assert_uint_eq(g.entries[0].bytes_down, 4);
+        ck_assert_uint_eq(g.entries[0].bytes_unknown, 0);
+        free(g.entries);
+}
+END_TEST
+
+/* Low: a connection whose head never completes (slowloris) left no record at all. */
+START_TEST(incomplete_head_is_recorded)
+{
+        struct px x = {0};
+        struct run_egress g = {0};
+
+        px_start(&x, upstream_main, NULL);
+        int s = px_connect(&x);
+        ck_assert_int_eq(write(s, "CONNECT mirr", 12), 12);
+        int quiet = px_connect(&x); /* connected, never a byte: also asked nothing complete */
+        usleep(200 * 1000);
+        px_finish(&x, &g); /* the stop ends both heads */
+        close(s);
+        close(quiet);
+        ck_assert_uint_eq(g.n_entries, 1);
+        ck_assert(!g.entries[0].allowed);
+        ck_assert_str_eq(g.entries[0].reason, "request head never completed");
+        ck_assert_uint_eq(g.entries[0].connections, 2);
+        free(g.entries);
+
+        /* the report's case: 40 slow heads (32 served at once, the rest in the backlog) */
+        int fds[40];
+        px_start(&x, upstream_main, NULL);
+        for (int i = 0; i < 40; i++) {
+                fds[i] = px_connect(&x);
+                ck_assert_int_eq(write(fds[i], "CONNECT mirr", 12), 12);
+        }
+        usleep(300 * 1000);
+        memset(&g, 0, sizeof(g));
+        px_finish(&x, &g);
+        for (int i = 0; i < 40; i++)
+                close(fds[i]);
+        ck_assert_uint_eq(g.n_entries, 1);
+        ck_assert_str_eq(g.entries[0].reason, "request head never completed");
+        ck_assert_uint_ge(g.entries[0].connections, EGRESS_MAX_CONNS);
+        free(g.entries);
+}
+END_TEST
+
+/* Low: a plain-HTTP request's own Host went upstream (domain fronting past the allowlist). */
+START_TEST(upstream_host_is_the_decided_authority)
+{
+        static const char req[] = "GET http://a.example:8080/x HTTP/1.1\r\nHost: evil.example\r\n"
+                                  "hOsT: evil2.example\r\nAccept: */*\r\n\r\n";
+        struct egress_request r = {0};
+        size_t n = 0;
+
+        ck_assert_int_eq(egress_parse_request(req, strlen(req), &r), 1);
+        _cleanup_free_ char *out = egress_upstream_head(req, &r, &n);
+        _cleanup_free_ char *z = xstrndup(out, n);
+        ck_assert_msg(strstr(z, "\r\nHost: a.example:8080\r\n") && !strstr(z, "evil") &&
+                          strstr(z, "\r\nAccept: */*\r\n"),
+                      "%s", z);
+        ck_assert_int_eq(parse("GET http://[::1]/ HTTP/1.1\r\n\r\n", &r), 1);
+        _cleanup_free_ char *o6 =
+            egress_upstream_head("GET http://[::1]/ HTTP/1.1\r\n\r\n", &r, &n);
+        ck_assert(memmem(o6, n, "\r\nHost: [::1]\r\n", 15));
+}
+END_TEST
+
+/* Medium 5: after 64 refused entries, an allowed connection and its bytes vanished. */
+START_TEST(allowed_entries_survive_many_refusals)
+{
+        struct sbx_buf b = {0};
+        struct run_egress g = {0};
+
+        for (int i = 0; i < 70; i++)
+                (void)sbx_buf_printf(&b, "D %d 0 443 1 deny-%d.example\n", i + 1, i);
+        (void)sbx_buf_puts(&b, "D 100 1 80 0 mirror.test\nC 100 7 9\nM 3\n");
+        egress_records_parse(b.data, b.len, &g);
+        ck_assert_uint_eq(g.n_entries, 65);
+        ck_assert(g.entries[64].allowed);
+        ck_assert_str_eq(g.entries[64].host, "mirror.test");
+        ck_assert_uint_eq(g.entries[64].bytes_up, 7);
+        ck_assert_uint_eq(g.entries[64].bytes_down, 9);
+        ck_assert_uint_eq(g.records_dropped, 6 + 3); /* refusals only */
+        free(g.entries);
+        free(b.data);
+}
+END_TEST
+
+/* Low: a connection still open when the proxy died showed "0 B": its bytes are unknown. */
+START_TEST(bytes_of_unended_connections_are_unknown)
+{
+        static const char rec[] = "D 1 1 80 0 a.example\nD 2 1 80 0 a.example\nC 1 10 100\n";
+        struct run_egress g = {0};
+
+        egress_records_parse(rec, sizeof(rec) - 1, &g);
+        ck_assert_uint_eq(g.n_entries, 1);
+        ck_assert_uint_eq(g.entries[0].connections, 2);
+        ck_assert_uint_eq(g.entries[0].bytes_unknown, 1);
+        ck_assert_uint_eq(g.entries[0].bytes_up, 10);
+        free(g.entries);
+}
+END_TEST
+
+/* The egress line says "bytes unknown", never "0 B", for connections the proxy never ended,
+ * and counts only refusals as not listed. */
+START_TEST(egress_line_says_unknown_bytes_and_unlisted_refusals)
+{
+        struct run_egress_entry e[2] = {
+            {.host = "a.example",
+             .port = 80,
+             .allowed = true,
+             .connections = 1,
+             .bytes_unknown = 1},
+            {.host = "b.example",
+             .port = 80,
+             .allowed = true,
+             .connections = 2,
+             .bytes_unknown = 1,
+             .bytes_up = 10,
+             .bytes_down = 20},
+        };
+        struct run_result r = {.outcome = RUN_OUTCOME_EXITED};
+        _cleanup_free_ char *t = NULL;
+
+        r.egress.on = true;
+        r.egress.entries = e;
+        r.egress.n_entries = 2;
+        r.egress.records_dropped = 5;
+        t = run_result_format(&r, 10, 100);
+        ck_assert_msg(strstr(t, "a.example:80 allowed (1 connection, bytes unknown)"), "%s", t);
+        ck_assert_msg(strstr(t, "b.example:80 allowed (2 connections, at least 10 B up, 20 B down; "
+                                "bytes of the rest unknown)"),
+                      "%s", t);
+        ck_assert_msg(strstr(t, "and 5 more refused connections not listed"), "%s", t);
+        ck_assert_ptr_null(strstr(t, ", 0 B up")); /* what a.example said before */
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("egress");
@@ -538,12 +919,19 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, upstream_head_of_bare_lf_lines_stays_in_bounds);
         tcase_add_test(tc, decide);
         tcase_add_test(tc, records_fold);
+        tcase_add_test(tc, upstream_host_is_the_decided_authority);
+        tcase_add_test(tc, allowed_entries_survive_many_refusals);
+        tcase_add_test(tc, bytes_of_unended_connections_are_unknown);
+        tcase_add_test(tc, egress_line_says_unknown_bytes_and_unlisted_refusals);
         suite_add_tcase(s, tc);
         tc = tcase_create("proxy");
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, proxy_allows_refuses_and_fails_closed);
         tcase_add_test(tc, proxy_that_cannot_start_blocks);
         tcase_add_test(tc, proxy_survives_a_head_of_bare_lf_lines);
+        tcase_add_test(tc, proxy_holds_no_fd_of_the_server);
+        tcase_add_test(tc, relay_after_half_close_and_reset_sleeps_and_idles_out);
+        tcase_add_test(tc, incomplete_head_is_recorded);
         suite_add_tcase(s, tc);
         return s;
 }
