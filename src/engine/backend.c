@@ -149,9 +149,8 @@ struct sandbox {
         /* the spec's network: RUN_NETWORK_ALLOWLIST = the code waits for its relay to the
          * proxy's socket, which start() makes in the code folder (egress_listen.c) */
         enum run_network network;
-        const char *relay;             /* the relay's interpreter: "python3" or "node" */
-        char relay_src[1024];          /* its source (engine_egress_relay()) */
-        char wait_sh[512];             /* the wait script (engine_egress_wait_script()) */
+        char relay_py[1024], relay_js[1024]; /* the relay's sources (engine_egress_relay()) */
+        char wait_sh[640];                   /* the wait script (engine_egress_wait_script()) */
         struct egress_session *egress; /* the run's proxy, from start to collect (or destroy) */
         unsigned backstop_s;           /* the in-container `timeout`'s, from the longest timeout */
         char degraded[128];            /* limits the engine did not keep */
@@ -287,8 +286,8 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
             "-c",
             engine_egress_wait_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh)),
             "vestibule-egress",
-            sb->relay,
-            sb->relay_src,
+            sb->relay_py,
+            sb->relay_js,
             sb->interp,
             script,
             NULL};
@@ -391,12 +390,13 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
                                 sb->st->conn.ep.host);
         if (sb->spare && sb->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EINVAL, "a warm spare is built for network \"none\" only");
-        /* the relay in the image's own interpreter: node's image has node, python's (which
-         * bash runs use too) python3 */
-        sb->relay = sb->language == SBX_LANG_NODE ? "node" : "python3";
+        /* the relay in the image's own interpreter: python3 where there is one (both our
+         * images), else node (engine_egress_wait_script() picks) */
         if (sb->network == RUN_NETWORK_ALLOWLIST &&
-            engine_egress_relay(sb->relay, ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_src,
-                                sizeof(sb->relay_src)) < 0)
+            (engine_egress_relay("python3", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_py,
+                                 sizeof(sb->relay_py)) < 0 ||
+             engine_egress_relay("node", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_js,
+                                 sizeof(sb->relay_js)) < 0))
                 return sbx_fail(err, ENOSPC, "egress: the relay's source does not fit");
         return 0;
 }

@@ -89,19 +89,22 @@ int engine_egress_relay(const char *relay, const char *sock_path, uint16_t port,
 
 const char *engine_egress_wait_script(uint16_t port, char *buf, size_t size)
 {
-        /* $1 the relay's interpreter, $2 its source, then the code's command. The relay is
-         * started in a subshell that ends at once, so the container's init (docker-init,
-         * catatonit) is its parent, never the code (a `wait` of the code cannot hang on it).
+        /* $1 the relay in Python, $2 in Node, then the code's command. python3 when the
+         * image has it (both of ours do; it starts faster than node), else node. The relay is
+         * started in the background of a command substitution's subshell, which ends at once:
+         * the container's init (docker-init, catatonit) becomes its parent, never the code (a
+         * `wait` of the code cannot hang on it).
          * /proc/net/tcp: "sl local rem st ...", IPv4 in host byte order as hex (x86 and arm64:
          * little-endian, 127.0.0.1 = 0100007F), state 0A = LISTEN (proc(5), "/proc/net/tcp").
          * A relay that ended (no interpreter, the port taken) stops the run before its code:
          * exit 125 with the reason on stderr. Bash only, but sleep. */
         snprintf(buf, size,
-                 "i=$1; r=$(if [[ $1 == node ]]; then f=-e; else f=-Ic; fi; "
-                 "\"$1\" $f \"$2\" </dev/null >/dev/null 2>&1 & echo $!); shift 2; "
+                 "if command -v python3 >/dev/null; then i=python3; else i=node; fi; "
+                 "r=$({ if [[ $i == node ]]; then exec node -e \"$2\"; else exec python3 -Ic "
+                 "\"$1\"; fi; } </dev/null >/dev/null 2>&1 & echo $!); shift 2; "
                  "until [[ \"$(</proc/net/tcp)\" == *\" 0100007F:%04X 00000000:0000 0A \"* ]]; do "
                  "kill -0 \"$r\" 2>/dev/null || { echo \"vestibule: the egress relay ($i) ended "
-                 "before it listened: network allowlist needs python3 (or node) in this image; "
+                 "before it listened: network allowlist needs python3 or node in this image; "
                  "the code did not run\" >&2; exit 125; }; sleep 0.01; done; exec \"$@\"",
                  (unsigned)port);
         return buf;

@@ -729,13 +729,13 @@ int engine_egress_relay(const char *relay, const char *sock_path, uint16_t port,
                         size_t size);
 
 /**
- * engine_egress_wait_script() - a bash script, for `bash -c SCRIPT NAME RELAY SOURCE ARGV...`,
- * that starts RELAY ("python3" or "node") on SOURCE (engine_egress_relay()) in the background,
- * detached from ARGV (its parent becomes the container's init), waits until 127.0.0.1:@port
- * listens in its own network namespace (read from /proc/net/tcp, proc(5)) and then execs
- * ARGV: the run's code starts only once its way out exists. A relay that ends first ends the
- * script with status 125 and a line on stderr, before ARGV runs. Written into @buf (@size
- * bytes; 512 suffice). Return: @buf.
+ * engine_egress_wait_script() - a bash script, for `bash -c SCRIPT NAME PY JS ARGV...`, that
+ * starts the relay (engine_egress_relay()) in the background, detached from ARGV (its parent
+ * becomes the container's init): source PY under `python3 -I` when the image has python3,
+ * else source JS under node; waits until 127.0.0.1:@port listens in its own network namespace
+ * (read from /proc/net/tcp, proc(5)) and then execs ARGV: the run's code starts only once its
+ * way out exists. A relay that ends first ends the script with status 125 and a line on
+ * stderr, before ARGV runs. Written into @buf (@size bytes; 640 suffice). Return: @buf.
  */
 const char *engine_egress_wait_script(uint16_t port, char *buf, size_t size);
 

@@ -1,12 +1,12 @@
 /* test_engine_egress.c - the container backend's way out for network "allowlist"
  * (src/engine/egress_listen.c) on the real kernel, without an engine: the wait script and the
- * relay run as a container's command would (bash, then the relay in python3 or node, then the
- * code), in a network namespace of their own holding only lo (with a user namespace of its own
- * when not root); the code connects to 127.0.0.1:3128 there and its bytes arrive at a unix
- * socket outside, and the answer comes back. The controls: with no socket listening the code
- * connects to the relay but gets nothing through; a relay that ends before it listens stops
- * the run with status 125 before the code runs. And the relay's source refuses a path it
- * could not quote. */
+ * relay run as a container's command would (bash, then the relay in python3, or in node when
+ * there is no python3, then the code), in a network namespace of their own holding only lo (with a
+ * user namespace of its own when not root); the code connects to 127.0.0.1:3128 there and its bytes
+ * arrive at a unix socket outside, and the answer comes back. The controls: with no socket
+ * listening the code connects to the relay but gets nothing through; a relay that ends before it
+ * listens stops the run with status 125 before the code runs. And the relay's source refuses a path
+ * it could not quote. */
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -48,11 +48,11 @@ static void lo_up(void)
 }
 
 /* In a child: a network namespace of its own (and a user namespace mapping our uid to
- * itself when not root), lo up, stdout to @out_w; then bash -c WAIT vestibule-egress @relay
- * @src bash -c client_sh. */
-static _Noreturn void run_child(const char *relay, const char *src, int out_w)
+ * itself when not root), lo up, stdout to @out_w; then bash -c WAIT vestibule-egress @py @js
+ * bash -c client_sh, with @path as PATH. */
+static _Noreturn void run_child(const char *py, const char *js, const char *path, int out_w)
 {
-        char wait_sh[512], map[64];
+        char wait_sh[640], map[64], path_env[256];
         uid_t uid = geteuid();
 
         if (unshare(CLONE_NEWNET | (uid != 0 ? CLONE_NEWUSER : 0)) < 0)
@@ -67,37 +67,47 @@ static _Noreturn void run_child(const char *relay, const char *src, int out_w)
         lo_up();
         if (dup2(out_w, 1) < 0)
                 _exit(14);
+        snprintf(path_env, sizeof(path_env), "PATH=%s", path);
         const char *argv[] = {"bash",
                               "-c",
                               engine_egress_wait_script(RELAY_PORT, wait_sh, sizeof(wait_sh)),
                               "vestibule-egress",
-                              relay,
-                              src,
-                              "bash",
+                              py,
+                              js,
+                              "/bin/bash",
                               "-c",
                               client_sh,
                               NULL};
-        const char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL};
+        const char *envp[] = {path_env, "LANG=C.UTF-8", NULL};
         execve("/bin/bash", (char *const *)argv, (char *const *)envp);
         _exit(15);
 }
 
-/* Run the relay @relay toward @sock_path; with @serve, a unix listener there answers "pong"
- * to "ping" (what it read into @got). The code's output into @out; return its exit status. */
-static int run_relay(const char *relay, const char *src_override, bool serve, char got[8],
+/* Run the wait script with the relay @relay ("python3": the PATH has both; "node": a PATH
+ * with node and sleep only, as an image without python3) toward a unix socket; @py_override
+ * replaces the Python relay's source. With @serve, a unix listener there answers "pong" to
+ * "ping" (what it read into @got). The code's output into @out; return its exit status. */
+static int run_relay(const char *relay, const char *py_override, bool serve, char got[8],
                      char out[64])
 {
-        char dir[] = "/tmp/vst-egress-test-XXXXXX", path[96], src[1024];
+        char dir[] = "/tmp/vst-egress-test-XXXXXX", path[96], bin[64], ln_node[80], ln_sleep[80];
+        char py[1024], js[1024];
         int p[2], lfd = -1, st = 0;
         struct sockaddr_un a = {.sun_family = AF_UNIX};
 
         ck_assert_ptr_nonnull(mkdtemp(dir));
         ck_assert_int_eq(chmod(dir, 0755), 0);
         snprintf(path, sizeof(path), "%s/%s", dir, ENGINE_EGRESS_SOCK);
-        if (src_override)
-                snprintf(src, sizeof(src), "%s", src_override);
-        else
-                ck_assert_int_eq(engine_egress_relay(relay, path, RELAY_PORT, src, sizeof(src)), 0);
+        snprintf(bin, sizeof(bin), "%s/bin", dir);
+        ck_assert_int_eq(mkdir(bin, 0755), 0);
+        snprintf(ln_node, sizeof(ln_node), "%s/node", bin);
+        snprintf(ln_sleep, sizeof(ln_sleep), "%s/sleep", bin);
+        ck_assert_int_eq(symlink("/usr/bin/node", ln_node), 0);
+        ck_assert_int_eq(symlink("/bin/sleep", ln_sleep), 0);
+        ck_assert_int_eq(engine_egress_relay("python3", path, RELAY_PORT, py, sizeof(py)), 0);
+        ck_assert_int_eq(engine_egress_relay("node", path, RELAY_PORT, js, sizeof(js)), 0);
+        if (py_override)
+                snprintf(py, sizeof(py), "%s", py_override);
         if (serve) {
                 lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
                 snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
@@ -109,7 +119,7 @@ static int run_relay(const char *relay, const char *src_override, bool serve, ch
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0)
-                run_child(relay, src, p[1]);
+                run_child(py, js, strcmp(relay, "node") == 0 ? bin : "/usr/bin:/bin", p[1]);
         close(p[1]);
         memset(got, 0, 8);
         if (serve) {
@@ -132,6 +142,9 @@ static int run_relay(const char *relay, const char *src_override, bool serve, ch
         if (lfd >= 0)
                 close(lfd);
         unlink(path);
+        unlink(ln_node);
+        unlink(ln_sleep);
+        rmdir(bin);
         rmdir(dir);
         ck_assert(WIFEXITED(st));
         return WEXITSTATUS(st);
@@ -151,7 +164,7 @@ START_TEST(relay_node_carries_bytes)
 {
         char got[8], out[64];
         int rc = run_relay("node", NULL, true, got, out);
-        ck_assert_str_eq(got, "ping");
+        ck_assert_msg(strcmp(got, "ping") == 0, "got '%s', out '%s', status %d", got, out, rc);
         ck_assert_str_eq(out, "ranpong");
         ck_assert_int_eq(rc, 0);
 }
