@@ -9,7 +9,8 @@
 #   BIN: a built vestibule-mcp the test user can read and run;
 #   FILEs: default egress.test.mjs egress-install.test.mjs.
 # env: SBX_TEST_USER (vestibule-test), E2E_EGRESS_NPM (passed on: 0 leaves the npm test out),
-#      VESTIBULE_IMAGE_SOURCE (debian: the images imported from /var/tmp/vestibule-images).
+#      VESTIBULE_IMAGE_SOURCE (debian: the images imported from /var/tmp/vestibule-images),
+#      E2E_RESULTS (passed on: the runner's results file, writable by the user).
 # tests/e2e and tests/egress must have their packages (npm ci) and be readable by the user.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +32,6 @@ trap 'rm -rf "$tmp"' EXIT
 exec runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" \
         LOGNAME="$user" SHELL=/bin/bash TERM=xterm LANG=C.UTF-8 TMPDIR="$tmp" \
         E2E_BACKEND=container E2E_EXPECT_GRADE=container E2E_EGRESS=1 \
-        E2E_EGRESS_NPM="${E2E_EGRESS_NPM:-1}" VESTIBULE_BIN="$bin" \
+        E2E_EGRESS_NPM="${E2E_EGRESS_NPM:-1}" VESTIBULE_BIN="$bin" ${E2E_RESULTS:+E2E_RESULTS="$E2E_RESULTS"} \
         VESTIBULE_IMAGE_SOURCE="${VESTIBULE_IMAGE_SOURCE:-debian}" \
         timeout --kill-after=30 600 node "$src/tests/e2e/run.mjs" "${files[@]}"
