@@ -146,11 +146,11 @@ struct sandbox {
         bool volumes, hostcg, podman, rootless_docker;
         char image[256];
         const char *interp;
-        /* the spec's network: RUN_NETWORK_ALLOWLIST = the code waits for its way out, which
-         * start() makes inside the started container (egress_listen.c) */
+        /* the spec's network: RUN_NETWORK_ALLOWLIST = the code waits for its relay to the
+         * proxy's socket, which start() makes in the code folder (egress_listen.c) */
         enum run_network network;
-        char egress_tag[48];           /* the run's tag in its command (engine_egress_tag()) */
-        char wait_sh[192];             /* the wait script (engine_egress_wait_script()) */
+        char relay_py[1024], relay_js[1024]; /* the relay's sources (engine_egress_relay()) */
+        char wait_sh[640];                   /* the wait script (engine_egress_wait_script()) */
         struct egress_session *egress; /* the run's proxy, from start to collect (or destroy) */
         unsigned backstop_s;           /* the in-container `timeout`'s, from the longest timeout */
         char degraded[128];            /* limits the engine did not keep */
@@ -262,7 +262,7 @@ static int sandbox_sweep(struct engine_state *st, struct sbx_error *err)
 }
 
 /* The longest command and environment of a run container (with their NULL). */
-#define SANDBOX_CMD_MAX 10
+#define SANDBOX_CMD_MAX 12
 #define SANDBOX_ENV_MAX 32
 
 /* The create body of @sb's run container. */
@@ -276,8 +276,8 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
         snprintf(script, 64, "/sandbox/%s", sbx_language_script(sb->language));
         snprintf(timeout_arg, 16, "%u", sb->backstop_s);
         const char *plain[] = {"timeout", "--kill-after=1", timeout_arg, sb->interp, script, NULL};
-        /* network "allowlist": the code starts once its way out listens (egress_listen.c); the tag
-         * (the script's $0) lets the server know the container's process when it sees it */
+        /* network "allowlist": the relay starts, and the code once the relay listens
+         * (egress_listen.c) */
         const char *waiting[] = {
             "timeout",
             "--kill-after=1",
@@ -285,7 +285,9 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
             "bash",
             "-c",
             engine_egress_wait_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh)),
-            sb->egress_tag,
+            "vestibule-egress",
+            sb->relay_py,
+            sb->relay_js,
             sb->interp,
             script,
             NULL};
@@ -367,17 +369,17 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
 }
 
 /* What a sandbox of @sb's spec cannot be here, said before anything is made: an allowlist or
- * a spare on a remote engine, a spare with a network; and the allowlist's tag. */
+ * a spare on a remote engine, a spare with a network; and the allowlist's relay. */
 static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
 {
         if (sb->network == RUN_NETWORK_ALLOWLIST && sb->volumes)
-                /* the way out is made inside the container's namespace from this machine
-                 * (egress_listen.c): a remote engine's processes are not ours to see */
+                /* the way out is the proxy's socket in the bind-mounted code folder
+                 * (egress_listen.c): a remote engine does not see this machine's files */
                 return sbx_fail(err, EOPNOTSUPP,
                                 "network \"allowlist\" needs a container engine on this machine "
-                                "(the server enters the sandbox's network namespace to make its "
-                                "only way out); this one is remote (%s): use network \"none\", or "
-                                "a local engine",
+                                "(the sandbox reaches the proxy through a socket in its "
+                                "bind-mounted code folder); this one is remote (%s): use network "
+                                "\"none\", or a local engine",
                                 sb->st->conn.ep.host);
         if (sb->spare && sb->volumes)
                 /* the FIFO lives in the bind-mounted code folder: a remote engine's container
@@ -388,9 +390,14 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
                                 sb->st->conn.ep.host);
         if (sb->spare && sb->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EINVAL, "a warm spare is built for network \"none\" only");
+        /* the relay in the image's own interpreter: python3 where there is one (both our
+         * images), else node (engine_egress_wait_script() picks) */
         if (sb->network == RUN_NETWORK_ALLOWLIST &&
-            engine_egress_tag(sb->egress_tag, sizeof(sb->egress_tag)) < 0)
-                return sbx_fail(err, EIO, "egress: no random bytes for the run's tag (getrandom)");
+            (engine_egress_relay("python3", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_py,
+                                 sizeof(sb->relay_py)) < 0 ||
+             engine_egress_relay("node", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_js,
+                                 sizeof(sb->relay_js)) < 0))
+                return sbx_fail(err, ENOSPC, "egress: the relay's source does not fit");
         return 0;
 }
 
@@ -663,6 +670,13 @@ static int sandbox_start(struct sandbox *sb, const struct run_request *req,
         if (r == 0 && sb->volumes)
                 r = engine_handin_check(st, req, sb->id, &sb->hv, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin" : "code");
+        if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST) {
+                /* the proxy on its socket in the code folder, before the container starts: its
+                 * relay connects there (egress_listen.c). Fail closed: on error destroy()
+                 * removes the container unrun. */
+                r = engine_egress_begin(sb->code_dir, sb->cfg, &sb->egress, err);
+                sbx_trace_lap(&sb->trace, "egress");
+        }
         if (r < 0)
                 return r;
         kmsg_open(sb);
@@ -671,12 +685,6 @@ static int sandbox_start(struct sandbox *sb, const struct run_request *req,
         if (r == 0)
                 r = engine_container_start(&st->conn, sb->id, sb->image, err);
         sbx_trace_lap(&sb->trace, "start");
-        if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST) {
-                /* the way out, made inside the started container (egress_listen.c); its code waits
-                 * for it. Fail closed: on error destroy() removes the container unrun. */
-                r = engine_egress_begin(&st->conn, sb->id, sb->cfg, &sb->egress, err);
-                sbx_trace_lap(&sb->trace, "egress");
-        }
         if (r < 0)
                 return r;
         supervise_from(sb, sbx_now_ms(), ret_io);
@@ -829,8 +837,10 @@ static int sandbox_collect(struct sandbox *sb, const struct sandbox_watch *w,
         snprintf(res->backend, sizeof(res->backend), "container");
         snprintf(res->image, sizeof(res->image), "%s", sb->image);
         sbx_trace_lap(&sb->trace, "wait_stream");
-        if (sb->egress) /* the container has exited or been killed: its connections are done */
+        if (sb->egress) { /* the container has exited or been killed: its connections are done */
                 egress_session_finish(TAKE_PTR(sb->egress), &res->egress);
+                engine_egress_end(sb->code_dir);
+        }
         r = collect_exit(sb, w, &exit_code, &oom, &wait_ok, err);
         sbx_trace_lap(&sb->trace, "collect_inspect");
         if (r < 0)
@@ -874,6 +884,8 @@ static void sandbox_destroy(struct sandbox *sb)
                 egress_session_finish(TAKE_PTR(sb->egress), &dropped.egress);
                 run_result_done(&dropped);
         }
+        if (sb->network == RUN_NETWORK_ALLOWLIST)
+                engine_egress_end(sb->code_dir); /* a socket left by a failed start */
         engine_xfers_done(&sb->rx);
         if (sb->id || sb->hv.vols[0] || sb->hv.vols[1] || *sb->cgroup)
                 engine_container_remove_later(sb->st, sb->id, sb->cgroup, sb->hv.vols);
