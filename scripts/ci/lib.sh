@@ -366,12 +366,22 @@ stage_join() {
         fi
 }
 
+# stage_has_work NAME: false for an e2e stage of no E2E_RUNS line (e2e-container-other, usually).
+stage_has_work() {
+        local backend extra
+        case $1 in e2e-naive | e2e-native | e2e-container-*) ;; *) return 0 ;; esac
+        while IFS='|' read -r _ backend _ extra; do
+                [ -z "$backend" ] || [ "$(e2e_stage "$backend" "$extra")" != "$1" ] || return 0
+        done <<<"$E2E_RUNS"
+        return 1
+}
+
 # run_group NAME...: the wanted stages among NAME..., side by side when there are several and
 # VESTIBULE_CI_PARALLEL is not 0 (each then in its own subshell: stage_spawn), else one after
 # the other in this shell. Only stages that need nothing from each other share a group.
 run_group() {
         local n todo=()
-        for n in "$@"; do want "$n" && todo+=("$n"); done
+        for n in "$@"; do want "$n" && stage_has_work "$n" && todo+=("$n"); done
         if [ "${#todo[@]}" -lt 2 ] || [ "$parallel" = 0 ]; then
                 for n in ${todo[@]+"${todo[@]}"}; do run_stage "$n"; done
                 return 0
