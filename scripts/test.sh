@@ -158,7 +158,7 @@ SCHEDULE=(
         e2e-native
         "e2e-container-rootless e2e-container-docker e2e-container-podman e2e-container-other"
         "e2e-root e2e-remote e2e-data clients"
-        "egress-container agreement namespaces native-in-docker"
+        "egress-container agreement native-in-docker namespaces"
         packaging
         vm
 )
