@@ -80,8 +80,8 @@
 #                           --quick: Release)
 #   VESTIBULE_CI_LINT_BASE  --quick lints the C files changed since this (default main)
 #   SBX_TEST_USER           the unprivileged test user (default vestibule-test)
-#   VESTIBULE_CI_UNIT_TMPFS 1 (default, as root): the unit suites' TMPDIR on a tmpfs of its own
-#                           (as /tmp is on Debian 13, Fedora, Arch); 0: TMPDIR as it is
+#   VESTIBULE_CI_UNIT_TMPFS 1 (default, as root): the unit suites' TMPDIR on a tmpfs (a folder in
+#                           /dev/shm), as /tmp is on Debian 13, Fedora, Arch; 0: TMPDIR as it is
 #   VESTIBULE_CI_PARALLEL   1 (default): the stages of one SCHEDULE entry side by side and the
 #                           VM stage in the background; 0: one stage at a time
 set -euo pipefail

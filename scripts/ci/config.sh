@@ -69,5 +69,5 @@ QUICK_UNITS='^test_(audit|blocked|cli|config|ladder|lazy|mcp|result|service|tool
 QUICK_E2E='run.test.mjs limits.test.mjs cancel.test.mjs lifecycle.test.mjs workspace.test.mjs'
 QUICK_E2E_SIDE='tools.test.mjs settings.test.mjs audit.test.mjs files.test.mjs grade.test.mjs'
 parallel=${VESTIBULE_CI_PARALLEL:-1}
-# The unit suites' $TMPDIR on a tmpfs of its own (run_ctest in lib.sh; as root): 1 (default) or 0
+# The unit suites' $TMPDIR on a tmpfs, /dev/shm (run_ctest in lib.sh; as root): 1 (default) or 0
 unit_tmpfs=${VESTIBULE_CI_UNIT_TMPFS:-1}
