@@ -13,7 +13,7 @@
 # stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (50 s each), the egress request parser (30 s) and the Engine API escaping (20 s)
 stage_fuzz() {
         if command -v clang >/dev/null; then
-                for t in mcp config unpack workspace egress engine_path; do
+                for t in mcp config unpack workspace egress engine_path runner; do
                         secs=50
                         case $t in
                         egress) secs=30 ;;      # one request head per input
