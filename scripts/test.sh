@@ -164,7 +164,7 @@ SCHEDULE=(
         "e2e-container-rootless e2e-container-docker e2e-container-podman e2e-container-other"
         "e2e-root e2e-remote e2e-data clients"
         "egress-container agreement native-in-docker namespaces"
-        packaging
+        "packaging e2e-docker-group"
         vm
 )
 

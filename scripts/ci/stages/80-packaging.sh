@@ -26,7 +26,7 @@ stage_packaging() {
                                 record_fail "packaging: the client CLIs in tests/clients/node_modules"
                         fi
                 fi
-                if step 600 "packaging (tests/package/ci.sh)" bash "$src/tests/package/ci.sh" "$user" \
+                if step 840 "packaging (tests/package/ci.sh)" bash "$src/tests/package/ci.sh" "$user" \
                         "$images/rootfs" ${pkg_clients:+"$pkg_clients"}; then
                         passed=$((passed + 1))
                 else
