@@ -1,7 +1,9 @@
 #!/bin/bash
 # scripts/package.sh - build the release packages from clean builds, into dist/:
 #
-#   dist/vestibule-mcp_<version>_<arch>.deb       Debian/Ubuntu package (dpkg-deb)
+#   dist/vestibule-mcp_<version>_<arch>.deb       Debian/Ubuntu package (dpkg-deb), with the
+#                                                 AppArmor profile (packaging/apparmor/) its
+#                                                 postinst installs and loads with AppArmor 4
 #   dist/vestibule-mcp-<version>.tgz              npm launcher package `vestibule-mcp`
 #   dist/vestibule-mcp-linux-x64-<version>.tgz    npm @vestibule-mcp/linux-x64 (the binary)
 #   dist/vestibule-mcp-linux-arm64-<version>.tgz  npm @vestibule-mcp/linux-arm64 (cross-built;
@@ -120,6 +122,15 @@ printf 'vestibule-mcp (%s) unstable; urgency=medium\n\n  * Release %s.\n\n -- %s
 install -d "$stage/usr/share/lintian/overrides"
 install -m 0644 "$src/packaging/deb/lintian-overrides" \
         "$stage/usr/share/lintian/overrides/vestibule-mcp"
+# The AppArmor profile that grants /usr/bin/vestibule-mcp user namespaces on Ubuntu 23.10+
+# (packaging/apparmor/vestibule-mcp.in, the same template the binary writes with `setup
+# --apparmor`). Shipped in /usr/share: the postinst copies it into /etc/apparmor.d and loads it
+# only where AppArmor 4's userspace is (AppArmor 3 cannot read it, and would fail
+# apparmor.service at boot on Debian 12).
+install -d "$stage/usr/share/vestibule/apparmor"
+sed -e 's/@NAME@/vestibule-mcp/g' -e 's|@PATH@|/usr/bin/vestibule-mcp|g' \
+        "$src/packaging/apparmor/vestibule-mcp.in" >"$stage/usr/share/vestibule/apparmor/vestibule-mcp"
+chmod 0644 "$stage/usr/share/vestibule/apparmor/vestibule-mcp"
 # Depends: exactly the libraries the binary links (DT_NEEDED), with the versions its symbols
 # need, as dpkg-shlibdeps computes them for any Debian package.
 # (it finds the package's root by its DEBIAN folder)
@@ -132,6 +143,8 @@ size=$(du -sk --apparent-size "$stage/usr" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" \
         -e "s/@DEPENDS@/$depends/" "$src/packaging/deb/control.in" >"$stage/DEBIAN/control"
 (cd "$stage" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$stage/DEBIAN/md5sums"
+install -m 0755 "$src/packaging/deb/postinst" "$src/packaging/deb/prerm" \
+        "$src/packaging/deb/postrm" "$stage/DEBIAN/"
 chmod -R u+rwX,go+rX,go-w "$stage"
 deb=$dist/vestibule-mcp_${version}_${arch}.deb
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null

@@ -48,7 +48,7 @@ _vestibule_mcp()
             return ;;
         esac
         COMPREPLY=($(compgen -W "--from-debian --from-tar --language --rootfs-dir --save-tars
-            --force --help" -- "$cur")) ;;
+            --force --apparmor --help" -- "$cur")) ;;
     install-client)
         case $prev in
         --env)

@@ -26,8 +26,10 @@ static const char usage_text[] =
     "claude-desktop, cursor, vscode, codex, gemini, opencode.\n"
     "\n"
     "The client's file is merged, never replaced: other servers and settings stay, an entry\n"
-    "of the same name is updated, and the old file is first copied to\n"
-    "FILE.vestibule-backup-<time>. A second identical run changes nothing. A file that is\n"
+    "of the same name is updated (its own env values and settings such as timeouts stay;\n"
+    "--env values win), and the old file is first copied (mode 0600) to\n"
+    "~/.local/state/vestibule/backups/NAME.vestibule-backup-<time>. A second identical run\n"
+    "changes nothing. A file that is\n"
     "not strict JSON (comments, trailing commas), or TOML this editor cannot follow, is left\n"
     "untouched and the entry to add by hand is printed. For claude-code the `claude mcp add\n"
     "--scope user` command is used when `claude` is on PATH. GUI clients (claude-desktop,\n"
@@ -156,37 +158,96 @@ static int run_argv(char *const *argv)
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+static void strv_free(char **v)
+{
+        for (size_t i = 0; v && v[i]; i++)
+                free(v[i]);
+        free(v);
+}
+
+/* Where backups go: $XDG_STATE_HOME/vestibule/backups, else ~/.local/state/vestibule/backups
+ * (XDG Base Directory spec), never beside a config that may sit in a dotfiles repository. */
+static char *backup_folder(const char *home)
+{
+        const char *state = config_process_getenv("XDG_STATE_HOME");
+
+        if (state && state[0] == '/')
+                return xasprintf("%s/vestibule/backups", state);
+        if (home && home[0] == '/')
+                return xasprintf("%s/.local/state/vestibule/backups", home);
+        return NULL;
+}
+
+/* The whole file @path as a string, or NULL when it cannot be read. */
+static char *read_all(const char *path)
+{
+        FILE *f = fopen(path, "re");
+        char *text = NULL;
+        size_t len = 0;
+
+        if (!f)
+                return NULL;
+        if (getdelim(&text, &len, '\0', f) < 0) {
+                free(text);
+                text = NULL;
+        }
+        fclose(f);
+        return text;
+}
+
+/* --print: the entry and where it goes. */
+static void print_entry(const struct client_info *c, const struct client_server *s,
+                        const char *file)
+{
+        _cleanup_free_ char *entry = clients_render(c, s);
+
+        if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE) {
+                printf("# %s: run\nclaude mcp add --scope user %s", c->title, s->name);
+                for (size_t i = 0; i < s->n_env; i++)
+                        printf(" -e '%s'", s->env[i]);
+                printf(" -- %s", s->command);
+                for (size_t i = 0; i < s->n_args; i++)
+                        printf(" %s", s->args[i]);
+                printf("\n# or add to '%s':\n", file);
+        } else {
+                printf("# %s: add to '%s'%s\n", c->title, file,
+                       c->format == CLIENT_FORMAT_TOML_CODEX
+                           ? ""
+                           : " (inside its existing object, next to other servers)");
+        }
+        fputs(entry, stdout);
+}
+
 /* Claude Code through its own CLI: `claude mcp add --scope user NAME -e K=V ... -- CMD ARGS`. */
-static int claude_cli(const char *claude, const char *home, const struct client_server *s)
+static int claude_cli(const char *claude, const char *home, const char *backup_dir,
+                      const struct client_server *s)
 {
         const struct client_info *c = clients_find("claude-code");
         _cleanup_free_ char *file = clients_default_path(c, home, NULL), *text = NULL,
                             *backup = NULL;
-        _cleanup_free_ char **argv = xcalloc(16 + 2 * s->n_env + s->n_args, sizeof(char *));
+        _cleanup_free_ char **argv = NULL, *other = NULL;
+        char **env = NULL;
         struct sbx_error err = {0};
-        FILE *f;
         size_t n = 0;
-        int r;
+        int r, n_env;
 
-        f = fopen(file, "re");
-        if (f) {
-                size_t len = 0;
-                ssize_t got;
-                text = NULL;
-                got = getdelim(&text, &len, '\0', f);
-                fclose(f);
-                if (got < 0) {
-                        free(text);
-                        text = NULL;
-                }
-        }
+        text = read_all(file);
         if (text && clients_entry_equal_json(c, text, s)) {
                 printf("install-client: Claude Code already has this '%s' entry (user scope, "
                        "'%s'); nothing changed\n",
                        s->name, file);
                 return 0;
         }
-        if (clients_backup(file, &backup, &err) < 0) {
+        /* the old entry's env values we do not set go back in with -e */
+        n_env = clients_merged_env(c, text, s, &env, &other);
+        argv = xcalloc(16 + 2 * (size_t)n_env + s->n_args, sizeof(char *));
+        if (other)
+                printf("install-client: `claude mcp add` cannot carry the old entry's %s: "
+                       "dropped; add them back with `claude mcp add-json`\n",
+                       other);
+        r = clients_backup(file, backup_dir, &backup, &err);
+        if (r < 0) {
+                strv_free(env);
                 fprintf(stderr, "vestibule-mcp install-client: %s; nothing changed\n", err.msg);
                 return 1;
         }
@@ -209,9 +270,9 @@ static int claude_cli(const char *claude, const char *home, const struct client_
         argv[n++] = (char *)"--scope";
         argv[n++] = (char *)"user";
         argv[n++] = (char *)s->name;
-        for (size_t i = 0; i < s->n_env; i++) {
+        for (int i = 0; i < n_env; i++) {
                 argv[n++] = (char *)"-e";
-                argv[n++] = (char *)s->env[i];
+                argv[n++] = env[i];
         }
         argv[n++] = (char *)"--";
         argv[n++] = (char *)s->command;
@@ -220,6 +281,7 @@ static int claude_cli(const char *claude, const char *home, const struct client_
         argv[n] = NULL;
         fflush(stdout);
         r = run_argv(argv);
+        strv_free(env);
         if (r != 0) {
                 fprintf(stderr,
                         "vestibule-mcp install-client: '%s mcp add' failed (exit %d); the old "
@@ -242,7 +304,7 @@ int cmd_install_client(int argc, char **argv)
         };
         _cleanup_free_ const char **env = xcalloc((size_t)argc + 2, sizeof(char *));
         _cleanup_free_ char *path_env = NULL, *file = NULL, *text = NULL, *backup = NULL,
-                            *claude = NULL;
+                            *claude = NULL, *bdir = NULL, *kept = NULL;
         const char *config = NULL, *name = "vestibule", *home, *exe_args[2];
         const struct client_info *c;
         struct client_server s = {0};
@@ -337,32 +399,17 @@ int cmd_install_client(int argc, char **argv)
                       : clients_default_path(c, home, config_process_getenv("XDG_CONFIG_HOME"));
 
         if (print) {
-                _cleanup_free_ char *entry = clients_render(c, &s);
-
-                if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE) {
-                        printf("# %s: run\nclaude mcp add --scope user %s", c->title, s.name);
-                        for (size_t i = 0; i < s.n_env; i++)
-                                printf(" -e '%s'", s.env[i]);
-                        printf(" -- %s", s.command);
-                        for (size_t i = 0; i < s.n_args; i++)
-                                printf(" %s", s.args[i]);
-                        printf("\n# or add to '%s':\n", file);
-                } else {
-                        printf("# %s: add to '%s'%s\n", c->title, file,
-                               c->format == CLIENT_FORMAT_TOML_CODEX
-                                   ? ""
-                                   : " (inside its existing object, next to other servers)");
-                }
-                fputs(entry, stdout);
+                print_entry(c, &s, file);
                 return 0;
         }
 
+        bdir = backup_folder(home);
         if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE && !config) {
                 claude = which("claude");
                 if (claude)
-                        return claude_cli(claude, home, &s);
+                        return claude_cli(claude, home, bdir, &s);
         }
-        r = clients_install(c, file, &s, &backup, &err);
+        r = clients_install(c, file, &s, bdir, &backup, &kept, &err);
         if (r < 0) {
                 _cleanup_free_ char *entry = clients_render(c, &s);
 
@@ -378,7 +425,9 @@ int cmd_install_client(int argc, char **argv)
                 return 0;
         }
         if (backup)
-                printf("install-client: saved the old '%s' as '%s'\n", file, backup);
+                printf("install-client: saved the old '%s' as '%s' (mode 0600)\n", file, backup);
+        if (kept)
+                printf("install-client: kept the old entry's %s\n", kept);
         printf("install-client: wrote the '%s' entry for %s into '%s'; restart %s to load it\n",
                s.name, c->title, file, c->title);
         return 0;

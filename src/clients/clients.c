@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,6 +138,66 @@ static json_object *json_entry(enum client_format f, const struct client_server 
         return e;
 }
 
+/* Add ", @name" (or "@name" first) to the list @b. */
+static void list_add(FILE *b, const char *name)
+{
+        fprintf(b, "%s%s", ftell(b) ? ", " : "", name);
+}
+
+/* "env A, B; settings c, d" from the two lists, or NULL when both are empty. */
+static char *kept_text(char *env, char *keys)
+{
+        char *r = NULL;
+
+        if (env[0] || keys[0])
+                r = xasprintf("%s%s%s%s%s", env[0] ? "env " : "", env,
+                              env[0] && keys[0] ? "; " : "", keys[0] ? "settings " : "", keys);
+        free(env);
+        free(keys);
+        return r;
+}
+
+/* Keep what the user set on the old entry @have in the new @entry: its keys other than the ones
+ * we write (type, command, args; opencode's enabled), and the env values @entry does not set.
+ * Return: what was kept (kept_text()). */
+static char *json_keep_old(enum client_format f, json_object *entry, json_object *have)
+{
+        const char *env_key = f == CLIENT_FORMAT_JSON_OPENCODE ? "environment" : "env";
+        char *env_names = NULL, *key_names = NULL;
+        size_t env_len = 0, key_len = 0;
+        FILE *eb = open_memstream(&env_names, &env_len), *kb = open_memstream(&key_names, &key_len);
+
+        if (!eb || !kb)
+                abort();
+        json_object_object_foreach(have, k, v)
+        {
+                json_object *env = NULL;
+
+                if (strcmp(k, "type") == 0 || strcmp(k, "command") == 0 || strcmp(k, "args") == 0 ||
+                    (f == CLIENT_FORMAT_JSON_OPENCODE && strcmp(k, "enabled") == 0))
+                        continue;
+                if (strcmp(k, env_key) != 0 || !json_object_is_type(v, json_type_object)) {
+                        json_object_object_add(entry, k, json_object_get(v));
+                        list_add(kb, k);
+                        continue;
+                }
+                if (!json_object_object_get_ex(entry, env_key, &env)) {
+                        env = json_object_new_object();
+                        json_object_object_add(entry, env_key, env);
+                }
+                json_object_object_foreach(v, ek, ev)
+                {
+                        if (json_object_object_get_ex(env, ek, NULL))
+                                continue;
+                        json_object_object_add(env, ek, json_object_get(ev));
+                        list_add(eb, ek);
+                }
+        }
+        fclose(eb);
+        fclose(kb);
+        return kept_text(env_names, key_names);
+}
+
 static char *json_text(json_object *o)
 {
         const char *t = json_object_to_json_string_ext(
@@ -178,18 +240,87 @@ static int parse_strict(const char *text, json_object **ret, struct sbx_error *e
                         line, json_tokener_error_desc(jerr));
 }
 
+/* @digits (no sign, no leading zeros) is above @max (the same), both decimal. */
+static bool digits_above(const char *digits, size_t n, const char *max)
+{
+        size_t m = strlen(max);
+
+        return n > m || (n == m && strncmp(digits, max, n) > 0);
+}
+
+/* The 4 hex digits at @p as a number, or -1. */
+static long hex4(const char *p)
+{
+        char buf[5] = {0};
+        char *end;
+        long v;
+
+        memcpy(buf, p, 4);
+        v = strtol(buf, &end, 16);
+        return end == buf + 4 && buf[0] != '-' && buf[0] != '+' ? v : -1;
+}
+
+/* Refuse strict JSON @text that json-c would not write back as it reads: an integer outside
+ * [INT64_MIN, UINT64_MAX] (json-c clamps it) or a lone UTF-16 surrogate escape (json-c replaces
+ * it). RFC 8259 sections 6 and 7. Return: 0 or -EINVAL naming the line. */
+static int json_lossless(const char *text, struct sbx_error *err)
+{
+        size_t line = 1;
+        bool in_str = false;
+
+        for (const char *p = text; *p; p++) {
+                line += *p == '\n';
+                if (in_str && *p == '\\' && p[1] == 'u') {
+                        long u = hex4(p + 2), next = p[6] == '\\' && p[7] == 'u' ? hex4(p + 8) : -1;
+
+                        if ((u >= 0xdc00 && u <= 0xdfff) ||
+                            (u >= 0xd800 && u <= 0xdbff && !(next >= 0xdc00 && next <= 0xdfff)))
+                                return sbx_fail(err, EINVAL,
+                                                "line %zu: a lone UTF-16 surrogate (\\u%04lx), "
+                                                "which rewriting the file would replace",
+                                                line, u);
+                        p += (u >= 0xd800 && u <= 0xdbff) ? 11 : 5;
+                } else if (in_str && *p == '\\') {
+                        p++;
+                } else if (*p == '"') {
+                        in_str = !in_str;
+                } else if (!in_str && (*p == '-' || (*p >= '0' && *p <= '9'))) {
+                        const char *d = p + (*p == '-'), *e = d;
+                        size_t n;
+
+                        while (*e >= '0' && *e <= '9')
+                                e++;
+                        n = (size_t)(e - d);
+                        if (*e != '.' && *e != 'e' && *e != 'E' &&
+                            digits_above(
+                                d, n, *p == '-' ? "9223372036854775808" : "18446744073709551615"))
+                                return sbx_fail(err, EINVAL,
+                                                "line %zu: the integer %.*s%s is beyond 64 bits, "
+                                                "and rewriting the file would change it",
+                                                line, n > 40 ? 40 : (int)(e - p), p,
+                                                n > 40 ? "..." : "");
+                        while (*e == '.' || *e == 'e' || *e == 'E' || *e == '+' || *e == '-' ||
+                               (*e >= '0' && *e <= '9'))
+                                e++;
+                        p = e - 1;
+                }
+        }
+        return 0;
+}
+
 static bool blank(const char *text)
 {
         return !text || text[strspn(text, " \t\r\n")] == '\0';
 }
 
 static int merge_json(const struct client_info *c, const char *old_text,
-                      const struct client_server *s, char **ret_text, struct sbx_error *err)
+                      const struct client_server *s, char **ret_text, char **ret_kept,
+                      struct sbx_error *err)
 {
         _cleanup_json_ json_object *root = NULL, *check = NULL;
         json_object *servers = NULL, *have = NULL, *entry;
         const char *key = servers_key(c->format);
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *text = NULL, *kept = NULL;
         int r;
 
         if (blank(old_text)) {
@@ -200,6 +331,8 @@ static int merge_json(const struct client_info *c, const char *old_text,
                             json_object_new_string("https://opencode.ai/config.json"));
         } else {
                 r = parse_strict(old_text, &root, err);
+                if (r == 0)
+                        r = json_lossless(old_text, err);
                 if (r < 0)
                         return r;
                 if (!json_object_is_type(root, json_type_object))
@@ -215,7 +348,10 @@ static int merge_json(const struct client_info *c, const char *old_text,
                 json_object_object_add(root, key, servers);
         }
         entry = json_entry(c->format, s);
-        if (json_object_object_get_ex(servers, s->name, &have) && json_object_equal(have, entry)) {
+        if (json_object_object_get_ex(servers, s->name, &have) &&
+            json_object_is_type(have, json_type_object))
+                kept = json_keep_old(c->format, entry, have);
+        if (have && json_object_equal(have, entry)) {
                 json_object_put(entry);
                 *ret_text = NULL;
                 return 0;
@@ -230,6 +366,8 @@ static int merge_json(const struct client_info *c, const char *old_text,
                                 "the merged JSON does not read back the same (a bug): "
                                 "nothing written");
         *ret_text = TAKE_PTR(text);
+        if (ret_kept)
+                *ret_kept = TAKE_PTR(kept);
         return 0;
 }
 
@@ -247,7 +385,51 @@ bool clients_entry_equal_json(const struct client_info *c, const char *text,
             !json_object_object_get_ex(servers, s->name, &have))
                 return false;
         entry = json_entry(c->format, s);
+        if (json_object_is_type(have, json_type_object))
+                free(json_keep_old(c->format, entry, have));
         return json_object_equal(have, entry);
+}
+
+int clients_merged_env(const struct client_info *c, const char *old_text,
+                       const struct client_server *s, char ***ret_env, char **ret_other)
+{
+        _cleanup_json_ json_object *root = NULL, *entry = json_entry(c->format, s);
+        json_object *servers, *have, *env = NULL;
+        char **out, *other = NULL;
+        size_t n = 0, len = 0;
+        FILE *ob = open_memstream(&other, &len);
+
+        if (!ob)
+                abort();
+        if (c->format != CLIENT_FORMAT_TOML_CODEX && !blank(old_text) &&
+            parse_strict(old_text, &root, NULL) == 0 &&
+            json_object_is_type(root, json_type_object) &&
+            json_object_object_get_ex(root, servers_key(c->format), &servers) &&
+            json_object_is_type(servers, json_type_object) &&
+            json_object_object_get_ex(servers, s->name, &have) &&
+            json_object_is_type(have, json_type_object))
+                free(json_keep_old(c->format, entry, have));
+        json_object_object_get_ex(entry, "env", &env);
+        out = xcalloc((env ? json_object_object_length(env) : 0) + 1, sizeof(char *));
+        if (env) {
+                json_object_object_foreach(env, ek, ev) out[n++] =
+                    xasprintf("%s=%s", ek, json_object_get_string(ev));
+        }
+        json_object_object_foreach(entry, k, v)
+        {
+                (void)v;
+                if (strcmp(k, "type") && strcmp(k, "command") && strcmp(k, "args") &&
+                    strcmp(k, "env"))
+                        list_add(ob, k);
+        }
+        fclose(ob);
+        if (!other[0]) {
+                free(other);
+                other = NULL;
+        }
+        *ret_env = out;
+        *ret_other = other;
+        return (int)n;
 }
 
 /* --- TOML (Codex) ------------------------------------------------------------------------- */
@@ -283,11 +465,35 @@ static void toml_string(FILE *b, const char *v)
         fputc('"', b);
 }
 
-static char *toml_table(const struct client_server *s)
+/* One env value of the old table: its name, and its value's source text (kept as written). */
+struct toml_member {
+        char name[128];
+        const char *value;
+        size_t value_len;
+};
+
+/* Append @name to @b as a key: bare when it can be, else a basic string. */
+static void toml_key_out(FILE *b, const char *name)
+{
+        bool bare = name[0] != '\0';
+
+        for (const char *p = name; *p && bare; p++)
+                bare = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                       (*p >= '0' && *p <= '9') || *p == '_' || *p == '-';
+        if (bare)
+                fputs(name, b);
+        else
+                toml_string(b, name);
+}
+
+/* Our table: command, args, env = { @s's values, then @kept's }, then @tail (raw key lines). */
+static char *toml_table(const struct client_server *s, const struct toml_member *kept,
+                        size_t n_kept, const char *tail)
 {
         char *out = NULL;
         size_t len = 0;
         FILE *b = open_memstream(&out, &len);
+        bool first = true;
 
         if (!b)
                 abort();
@@ -300,7 +506,7 @@ static char *toml_table(const struct client_server *s)
                 toml_string(b, s->args[i]);
         }
         fputs("]\n", b);
-        if (s->n_env) {
+        if (s->n_env || n_kept) {
                 fputs("env = { ", b);
                 for (size_t i = 0; i < s->n_env; i++) {
                         const char *eq = strchr(s->env[i], '=');
@@ -308,11 +514,22 @@ static char *toml_table(const struct client_server *s)
                         if (!eq)
                                 continue;
                         /* names are [A-Z0-9_]: bare keys */
-                        fprintf(b, "%s%.*s = ", i ? ", " : "", (int)(eq - s->env[i]), s->env[i]);
+                        fprintf(b, "%s%.*s = ", first ? "" : ", ", (int)(eq - s->env[i]),
+                                s->env[i]);
                         toml_string(b, eq + 1);
+                        first = false;
+                }
+                for (size_t i = 0; i < n_kept; i++) {
+                        fputs(first ? "" : ", ", b);
+                        toml_key_out(b, kept[i].name);
+                        fputs(" = ", b);
+                        fwrite(kept[i].value, 1, kept[i].value_len, b);
+                        first = false;
                 }
                 fputs(" }\n", b);
         }
+        if (tail)
+                fputs(tail, b);
         fclose(b);
         return out;
 }
@@ -408,9 +625,11 @@ static const char *toml_skip_string(const char *p)
         return NULL;
 }
 
-/* Skip a value from @p to the end of its (possibly multi-line) extent; NULL if malformed. */
-static const char *toml_skip_value(const char *p)
+/* Skip a value from @p to the end of its (possibly multi-line) extent, a comment after it
+ * included; NULL if malformed. @ret_end: where the value itself ends (before the comment). */
+static const char *toml_skip_value(const char *p, const char **ret_end)
 {
+        const char *hash = NULL;
         int depth = 0;
 
         for (; *p; p++) {
@@ -420,22 +639,30 @@ static const char *toml_skip_value(const char *p)
                                 return NULL;
                         p--;
                 } else if (*p == '#') {
+                        if (depth == 0 && !hash)
+                                hash = p;
                         while (*p && *p != '\n')
                                 p++;
                         if (!*p)
                                 break;
-                        if (depth == 0)
+                        if (depth == 0) {
+                                *ret_end = hash;
                                 return p;
+                        }
                 } else if (*p == '[' || *p == '{') {
                         depth++;
                 } else if (*p == ']' || *p == '}') {
                         if (--depth < 0)
                                 return NULL;
                 } else if (*p == '\n' && depth == 0) {
+                        *ret_end = p;
                         return p;
                 }
         }
-        return depth == 0 ? p : NULL;
+        if (depth != 0)
+                return NULL;
+        *ret_end = hash ? hash : p;
+        return p;
 }
 
 static bool key_is_ours(const struct toml_key *table, const struct toml_key *key, const char *name)
@@ -450,26 +677,149 @@ static bool key_is_ours(const struct toml_key *table, const struct toml_key *key
         return n >= 2 && strcmp(path[0], "mcp_servers") == 0 && strcmp(path[1], name) == 0;
 }
 
-/* The byte ranges of our tables: [start, end) each, end after the table's last key line. */
+/* The key/value at @key in @table is mcp_servers itself (an inline table, or any value), which
+ * no [mcp_servers.NAME] header may then extend. */
+static bool key_is_servers(const struct toml_key *table, const struct toml_key *key)
+{
+        return table->n == 0 && key->n == 1 && strcmp(key->part[0], "mcp_servers") == 0;
+}
+
+/* Our tables in the old file ([mcp_servers.NAME], its [.env], any other sub-table) and the key
+ * lines in them; byte offsets into the old text. */
+enum toml_span_kind { TOML_SPAN_MAIN, TOML_SPAN_ENV, TOML_SPAN_OTHER };
+
 struct toml_span {
-        size_t start, end;
+        size_t start, end; /* [start, end): the header through its last key line's newline */
+        enum toml_span_kind kind;
 };
 
-static int merge_toml(const char *old_text, const struct client_server *s, char **ret_text,
-                      struct sbx_error *err)
-{
-        const char *text = old_text ? old_text : "";
-        const char *p = text;
-        struct toml_key table = {.n = 0}, key;
+struct toml_line {
+        size_t span;           /* its table, an index into toml_scan.spans */
+        char k0[128], k1[128]; /* the key's first two parts ("env", "K" for env.K) */
+        size_t n;              /* the key's number of parts */
+        size_t ks, vs, ve, ce; /* key start, value start, value end, line end (at '\n') */
+};
+
+struct toml_scan {
         struct toml_span spans[16];
-        size_t n_spans = 0, line = 1;
-        bool in_ours = false, table_is_array = false;
-        _cleanup_free_ char *mine = toml_table(s), *out = NULL;
-        size_t out_len = 0;
-        FILE *b;
+        size_t n_spans;
+        struct toml_line lines[128];
+        size_t n_lines;
+        struct toml_member env[64]; /* the old env values we keep */
+        size_t n_env;
+};
+
+/* Where the scanner is: the current table, whether it is ours, the line number. */
+struct toml_state {
+        struct toml_key table;
+        bool in_ours, table_is_array;
+        size_t line;
+};
+
+static int toml_scan_header(const char *text, const char *ls, const char **pp, const char *name,
+                            struct toml_state *st, struct toml_scan *sc, struct sbx_error *err)
+{
+        const char *q = *pp;
+        bool array = q[1] == '[';
+        struct toml_span *sp = &sc->spans[sc->n_spans];
+
+        st->in_ours = false;
+        q += array ? 2 : 1;
+        if (toml_parse_key(&q, ']', &st->table) < 0 || (array && *q++ != ']'))
+                return sbx_fail(err, EINVAL, "line %zu: a table header this editor cannot read",
+                                st->line);
+        st->table_is_array = array;
+        if (key_is_ours(&st->table, NULL, name)) {
+                if (array)
+                        return sbx_fail(err, EINVAL,
+                                        "line %zu: [[mcp_servers.%s]] is an array of tables, not "
+                                        "a server",
+                                        st->line, name);
+                if (sc->n_spans == ELEMENTSOF(sc->spans))
+                        return sbx_fail(err, EINVAL, "too many [mcp_servers.%s] tables", name);
+                sp->start = (size_t)(ls - text);
+                sp->kind = st->table.n == 2 ? TOML_SPAN_MAIN
+                           : st->table.n == 3 && strcmp(st->table.part[2], "env") == 0
+                               ? TOML_SPAN_ENV
+                               : TOML_SPAN_OTHER;
+                st->in_ours = true;
+        }
+        while (*q == ' ' || *q == '\t')
+                q++;
+        if (*q == '#')
+                while (*q && *q != '\n')
+                        q++;
+        if (*q && *q != '\n' && *q != '\r')
+                return sbx_fail(err, EINVAL, "line %zu: text after a table header", st->line);
+        if (st->in_ours)
+                sc->spans[sc->n_spans++].end = (size_t)(q - text) + (*q == '\n');
+        *pp = q;
+        return 0;
+}
+
+static int toml_scan_keyline(const char *text, const char **pp, const char *name,
+                             struct toml_state *st, struct toml_scan *sc, struct sbx_error *err)
+{
+        const char *p = *pp, *q = p, *vs, *ve = NULL;
+        struct toml_key key;
+        struct toml_line *l;
+
+        if (toml_parse_key(&q, '=', &key) < 0)
+                return sbx_fail(err, EINVAL, "line %zu: a key/value line this editor cannot read",
+                                st->line);
+        if (!st->table_is_array && key_is_servers(&st->table, &key))
+                return sbx_fail(err, EINVAL,
+                                "line %zu: mcp_servers is written as an inline table (mcp_servers "
+                                "= { ... }), and TOML allows no [mcp_servers.%s] table beside it; "
+                                "write each server as its own [mcp_servers.NAME] table, or add "
+                                "the entry below inside the braces by hand",
+                                st->line, name);
+        if (!st->in_ours && !st->table_is_array && key_is_ours(&st->table, &key, name))
+                return sbx_fail(err, EINVAL,
+                                "line %zu: server '%s' is defined there with dotted keys or an "
+                                "inline table, which this editor does not rewrite",
+                                st->line, name);
+        while (*q == ' ' || *q == '\t')
+                q++;
+        vs = q;
+        q = toml_skip_value(q, &ve);
+        if (!q)
+                return sbx_fail(err, EINVAL,
+                                "line %zu: a value that does not end (an unterminated string or "
+                                "array)",
+                                st->line);
+        while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'))
+                ve--;
+        if (st->in_ours) {
+                if (sc->n_lines == ELEMENTSOF(sc->lines))
+                        return sbx_fail(err, EINVAL, "line %zu: over 128 keys in [mcp_servers.%s]",
+                                        st->line, name);
+                l = &sc->lines[sc->n_lines++];
+                *l = (struct toml_line){.span = sc->n_spans - 1, .n = key.n};
+                snprintf(l->k0, sizeof(l->k0), "%s", key.part[0]);
+                snprintf(l->k1, sizeof(l->k1), "%s", key.n > 1 ? key.part[1] : "");
+                l->ks = (size_t)(p - text);
+                l->vs = (size_t)(vs - text);
+                l->ve = (size_t)(ve - text);
+                l->ce = (size_t)(q - text);
+                sc->spans[sc->n_spans - 1].end = (size_t)(q - text) + (*q == '\n');
+        }
+        for (const char *c = p; c < q; c++)
+                st->line += *c == '\n';
+        *pp = q;
+        return 0;
+}
+
+/* Find our tables in @text and the key lines in them; refuse what this editor cannot follow. */
+static int toml_scan_text(const char *text, const char *name, struct toml_scan *sc,
+                          struct sbx_error *err)
+{
+        struct toml_state st = {.table.n = 0, .line = 1};
+        const char *p = text;
+        int r = 0;
 
         while (*p) {
-                const char *ls = p, *q;
+                const char *ls = p;
 
                 while (*p == ' ' || *p == '\t')
                         p++;
@@ -478,104 +828,195 @@ static int merge_toml(const char *old_text, const struct client_server *s, char 
                         while (*p && *p != '\n')
                                 p++;
                 } else if (*p == '[') {
-                        bool array = p[1] == '[';
-
-                        if (in_ours)
-                                in_ours = false;
-                        q = p + (array ? 2 : 1);
-                        if (toml_parse_key(&q, ']', &table) < 0 || (array && *q++ != ']'))
-                                return sbx_fail(err, EINVAL,
-                                                "line %zu: a table header this editor cannot "
-                                                "read",
-                                                line);
-                        table_is_array = array;
-                        if (key_is_ours(&table, NULL, s->name)) {
-                                if (array)
-                                        return sbx_fail(err, EINVAL,
-                                                        "line %zu: [[mcp_servers.%s]] is an "
-                                                        "array of tables, not a server",
-                                                        line, s->name);
-                                if (n_spans == ELEMENTSOF(spans))
-                                        return sbx_fail(err, EINVAL,
-                                                        "too many [mcp_servers.%s] "
-                                                        "tables",
-                                                        s->name);
-                                spans[n_spans].start = (size_t)(ls - text);
-                                in_ours = true;
-                        }
-                        while (*q == ' ' || *q == '\t')
-                                q++;
-                        if (*q == '#')
-                                while (*q && *q != '\n')
-                                        q++;
-                        if (*q && *q != '\n' && *q != '\r')
-                                return sbx_fail(err, EINVAL, "line %zu: text after a table header",
-                                                line);
-                        p = q;
-                        if (in_ours) {
-                                spans[n_spans].end = (size_t)(p - text) + (*p == '\n');
-                                n_spans++;
-                        }
+                        r = toml_scan_header(text, ls, &p, name, &st, sc, err);
                 } else {
-                        q = p;
-                        if (toml_parse_key(&q, '=', &key) < 0)
-                                return sbx_fail(err, EINVAL,
-                                                "line %zu: a key/value line this editor cannot "
-                                                "read",
-                                                line);
-                        if (!in_ours && !table_is_array && key_is_ours(&table, &key, s->name))
-                                return sbx_fail(err, EINVAL,
-                                                "line %zu: server '%s' is defined there with "
-                                                "dotted keys or an inline table, which this "
-                                                "editor does not rewrite",
-                                                line, s->name);
-                        q = toml_skip_value(q);
-                        if (!q)
-                                return sbx_fail(err, EINVAL,
-                                                "line %zu: a value that does not end (an "
-                                                "unterminated string or array)",
-                                                line);
-                        for (const char *c = p; c < q; c++)
-                                line += *c == '\n';
-                        p = q;
-                        if (in_ours)
-                                spans[n_spans - 1].end = (size_t)(p - text) + (*p == '\n');
+                        r = toml_scan_keyline(text, &p, name, &st, sc, err);
                 }
+                if (r < 0)
+                        return r;
                 if (*p == '\n') {
                         p++;
-                        line++;
+                        st.line++;
                 }
         }
+        return 0;
+}
 
-        b = open_memstream(&out, &out_len);
+static int toml_add_member(struct toml_scan *sc, const char *name, const char *v, size_t len)
+{
+        if (sc->n_env == ELEMENTSOF(sc->env))
+                return -1;
+        snprintf(sc->env[sc->n_env].name, sizeof(sc->env[0].name), "%s", name);
+        sc->env[sc->n_env].value = v;
+        sc->env[sc->n_env++].value_len = len;
+        return 0;
+}
+
+/* The members of the inline table from @p ('{') to @end (after its '}'), into @sc->env. */
+static int toml_inline_members(const char *p, const char *end, struct toml_scan *sc)
+{
+        struct toml_key k;
+
+        for (p++;;) {
+                const char *vs, *ve;
+                int depth = 0;
+
+                while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+                        p++;
+                if (p >= end)
+                        return -1;
+                if (*p == '}')
+                        return 0;
+                if (toml_parse_key(&p, '=', &k) < 0 || k.n != 1)
+                        return -1;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                for (vs = p; p < end; p++) {
+                        if (*p == '"' || *p == '\'') {
+                                p = toml_skip_string(p);
+                                if (!p || p > end)
+                                        return -1;
+                                p--;
+                        } else if ((*p == ',' || *p == '}') && depth == 0) {
+                                break;
+                        } else if (*p == '[' || *p == '{') {
+                                depth++;
+                        } else if (*p == ']' || *p == '}') {
+                                depth--;
+                        }
+                }
+                if (p >= end)
+                        return -1;
+                for (ve = p; ve > vs && (ve[-1] == ' ' || ve[-1] == '\t');)
+                        ve--;
+                if (toml_add_member(sc, k.part[0], vs, (size_t)(ve - vs)) < 0)
+                        return -1;
+                if (*p == ',')
+                        p++;
+        }
+}
+
+/* @s sets the env value @name. */
+static bool env_sets(const struct client_server *s, const char *name)
+{
+        size_t n = strlen(name);
+
+        for (size_t i = 0; i < s->n_env; i++)
+                if (strncmp(s->env[i], name, n) == 0 && s->env[i][n] == '=')
+                        return true;
+        return false;
+}
+
+/* From our old tables: the env values into @sc->env (those @s does not set) and the main table's
+ * other key lines, raw, into @tail; @kb and @eb get the kept names. */
+static int toml_collect(const char *text, struct toml_scan *sc, const struct client_server *s,
+                        FILE *tail, FILE *kb, FILE *eb)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < sc->n_lines; i++) {
+                const struct toml_line *l = &sc->lines[i];
+                enum toml_span_kind kind = sc->spans[l->span].kind;
+                int r = 0;
+
+                if (kind == TOML_SPAN_ENV)
+                        r = l->n == 1 ? toml_add_member(sc, l->k0, text + l->vs, l->ve - l->vs)
+                                      : -1;
+                else if (kind == TOML_SPAN_MAIN && strcmp(l->k0, "env") == 0)
+                        r = l->n == 1 && text[l->vs] == '{'
+                                ? toml_inline_members(text + l->vs, text + l->ve, sc)
+                            : l->n == 2 ? toml_add_member(sc, l->k1, text + l->vs, l->ve - l->vs)
+                                        : -1;
+                else if (kind == TOML_SPAN_MAIN && strcmp(l->k0, "command") &&
+                         strcmp(l->k0, "args")) {
+                        fwrite(text + l->ks, 1, l->ce - l->ks, tail);
+                        fputc('\n', tail);
+                        list_add(kb, l->k0);
+                }
+                if (r < 0)
+                        return -1;
+        }
+        for (size_t i = 0; i < sc->n_env; i++) {
+                if (env_sets(s, sc->env[i].name))
+                        continue;
+                list_add(eb, sc->env[i].name);
+                sc->env[n++] = sc->env[i];
+        }
+        sc->n_env = n;
+        return 0;
+}
+
+/* @text with @mine in place of our main and env tables (at the first), or appended. */
+static char *toml_write(const char *text, const struct toml_scan *sc, const char *mine)
+{
+        char *out = NULL;
+        size_t out_len = 0, at = 0, len = strlen(text);
+        bool placed = false;
+        FILE *b = open_memstream(&out, &out_len);
+
         if (!b)
                 abort();
-        if (n_spans == 0) {
-                size_t len = strlen(text);
-
+        for (size_t i = 0; i < sc->n_spans; i++) {
+                if (sc->spans[i].kind == TOML_SPAN_OTHER)
+                        continue;
+                fwrite(text + at, 1, sc->spans[i].start - at, b);
+                if (!placed)
+                        fputs(mine, b);
+                placed = true;
+                at = sc->spans[i].end;
+        }
+        if (placed) {
+                fputs(text + at, b);
+        } else {
                 fputs(text, b);
                 if (len && text[len - 1] != '\n')
                         fputs("\n\n", b);
                 else if (len && !(len >= 2 && text[len - 2] == '\n'))
                         fputc('\n', b);
                 fputs(mine, b);
-        } else {
-                size_t at = 0;
-
-                for (size_t i = 0; i < n_spans; i++) {
-                        fwrite(text + at, 1, spans[i].start - at, b);
-                        if (i == 0)
-                                fputs(mine, b);
-                        at = spans[i].end;
-                }
-                fputs(text + at, b);
         }
         fclose(b);
-        if (strcmp(out, text) == 0) {
-                *ret_text = NULL;
-                return 0;
+        return out;
+}
+
+static int merge_toml(const char *old_text, const struct client_server *s, char **ret_text,
+                      char **ret_kept, struct sbx_error *err)
+{
+        const char *text = old_text ? old_text : "";
+        _cleanup_free_ struct toml_scan *sc = xcalloc(1, sizeof(*sc));
+        _cleanup_free_ char *mine = NULL, *out = NULL, *tail = NULL;
+        char *envs = NULL, *keys = NULL, *kept;
+        size_t tail_len = 0, envs_len = 0, keys_len = 0;
+        FILE *tb, *eb, *kb;
+        int r;
+
+        r = toml_scan_text(text, s->name, sc, err);
+        if (r < 0)
+                return r;
+        tb = open_memstream(&tail, &tail_len);
+        eb = open_memstream(&envs, &envs_len);
+        kb = open_memstream(&keys, &keys_len);
+        if (!tb || !eb || !kb)
+                abort();
+        r = toml_collect(text, sc, s, tb, kb, eb);
+        fclose(tb);
+        fclose(eb);
+        fclose(kb);
+        kept = kept_text(envs, keys);
+        if (r < 0) {
+                free(kept);
+                return sbx_fail(err, EINVAL,
+                                "the env of [mcp_servers.%s] is written in a way this editor "
+                                "cannot merge (over 64 values, or not NAME = value pairs)",
+                                s->name);
         }
-        *ret_text = TAKE_PTR(out);
+        mine = toml_table(s, sc->env, sc->n_env, tail);
+        out = toml_write(text, sc, mine);
+        *ret_text = strcmp(out, text) == 0 ? NULL : TAKE_PTR(out);
+        if (ret_kept)
+                *ret_kept = kept;
+        else
+                free(kept);
         return 0;
 }
 
@@ -587,7 +1028,7 @@ char *clients_render(const struct client_info *c, const struct client_server *s)
         json_object *servers;
 
         if (c->format == CLIENT_FORMAT_TOML_CODEX)
-                return toml_table(s);
+                return toml_table(s, NULL, 0, NULL);
         root = json_object_new_object();
         servers = json_object_new_object();
         json_object_object_add(servers, s->name, json_entry(c->format, s));
@@ -596,21 +1037,24 @@ char *clients_render(const struct client_info *c, const struct client_server *s)
 }
 
 int clients_merge(const struct client_info *c, const char *old_text, const struct client_server *s,
-                  char **ret_text, struct sbx_error *err)
+                  char **ret_text, char **ret_kept, struct sbx_error *err)
 {
+        if (ret_kept)
+                *ret_kept = NULL;
         if (!clients_name_valid(s->name))
                 return sbx_fail(err, EINVAL,
                                 "server name '%s' is not 1 to 64 letters, digits, '_' or '-'",
                                 s->name);
         if (c->format == CLIENT_FORMAT_TOML_CODEX)
-                return merge_toml(old_text, s, ret_text, err);
-        return merge_json(c, old_text, s, ret_text, err);
+                return merge_toml(old_text, s, ret_text, ret_kept, err);
+        return merge_json(c, old_text, s, ret_text, ret_kept, err);
 }
 
 /* Read the whole regular file @path; a missing file gives NULL text and 0. */
 static int read_file(const char *path, char **ret, struct stat *ret_st, struct sbx_error *err)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO must not hang the open; it is refused below */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
 
@@ -623,7 +1067,10 @@ static int read_file(const char *path, char **ret, struct stat *ret_st, struct s
         if (fstat(fd, ret_st) < 0)
                 return sbx_fail(err, errno, "cannot stat '%s': %s", path, strerror(errno));
         if (!S_ISREG(ret_st->st_mode))
-                return sbx_fail(err, EINVAL, "'%s' is not a regular file", path);
+                return sbx_fail(err, EINVAL,
+                                "'%s' is not a regular file (a FIFO, a device or a folder): give "
+                                "the client's real config file with --config",
+                                path);
         if ((size_t)ret_st->st_size > CLIENTS_FILE_MAX_BYTES)
                 return sbx_fail(err, EFBIG, "'%s' is larger than 16 MiB: not a client config",
                                 path);
@@ -670,9 +1117,10 @@ static int write_new(const char *path, const char *data, size_t len, mode_t mode
         return 0;
 }
 
-static int mkdir_parents(const char *path, struct sbx_error *err)
+/* Create the folders above @path (and @path itself when @self), mode 0700. */
+static int mkdir_parents(const char *path, bool self, struct sbx_error *err)
 {
-        _cleanup_free_ char *dir = xstrdup(path);
+        _cleanup_free_ char *dir = xasprintf("%s%s", path, self ? "/" : "");
 
         for (char *s = dir + 1; *s; s++) {
                 if (*s != '/')
@@ -686,9 +1134,10 @@ static int mkdir_parents(const char *path, struct sbx_error *err)
         return 0;
 }
 
-int clients_backup(const char *path, char **ret_backup, struct sbx_error *err)
+int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
+                   struct sbx_error *err)
 {
-        _cleanup_free_ char *old = NULL, *backup = NULL;
+        _cleanup_free_ char *old = NULL, *backup = NULL, *base = NULL;
         struct stat st;
         char stamp[32];
         struct tm tm;
@@ -701,13 +1150,23 @@ int clients_backup(const char *path, char **ret_backup, struct sbx_error *err)
                 return r;
         gmtime_r(&now, &tm);
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-        backup = xasprintf("%s.vestibule-backup-%s", path, stamp);
+        if (backup_dir) {
+                const char *slash = strrchr(path, '/');
+
+                r = mkdir_parents(backup_dir, true, err);
+                if (r < 0)
+                        return r;
+                base = xasprintf("%s/%s", backup_dir, slash ? slash + 1 : path);
+        } else {
+                base = xstrdup(path);
+        }
+        backup = xasprintf("%s.vestibule-backup-%s", base, stamp);
         for (int i = 1; access(backup, F_OK) == 0; i++) {
                 if (i == 100)
                         return sbx_fail(err, EEXIST, "'%s' exists, and 99 more backups like it",
                                         backup);
                 free(backup);
-                backup = xasprintf("%s.vestibule-backup-%s.%d", path, stamp, i);
+                backup = xasprintf("%s.vestibule-backup-%s.%d", base, stamp, i);
         }
         r = write_new(backup, old, strlen(old), 0600, err);
         if (r < 0)
@@ -716,44 +1175,118 @@ int clients_backup(const char *path, char **ret_backup, struct sbx_error *err)
         return 0;
 }
 
+/* Follow @path's symlinks, a dangling last one included, to the file they name (at most 40,
+ * as path_resolution(7)); @ret is that path, which may not exist yet. */
+static int resolve_target(const char *path, char **ret, struct sbx_error *err)
+{
+        _cleanup_free_ char *cur = xstrdup(path);
+
+        for (int i = 0; i < 40; i++) {
+                char buf[PATH_MAX];
+                const char *slash;
+                struct stat st;
+                ssize_t n;
+                char *next;
+
+                bool missing = lstat(cur, &st) < 0;
+
+                if (missing && errno != ENOENT)
+                        return sbx_fail(err, errno, "cannot stat '%s': %s", cur, strerror(errno));
+                if (missing || !S_ISLNK(st.st_mode)) {
+                        *ret = TAKE_PTR(cur);
+                        return 0;
+                }
+                n = readlink(cur, buf, sizeof(buf) - 1);
+                if (n < 0)
+                        return sbx_fail(err, errno, "cannot read the symlink '%s': %s", cur,
+                                        strerror(errno));
+                buf[n] = '\0';
+                slash = strrchr(cur, '/');
+                next = buf[0] == '/' || !slash ? xstrdup(buf)
+                                               : xasprintf("%.*s/%s", (int)(slash - cur), cur, buf);
+                free(cur);
+                cur = next;
+        }
+        return sbx_fail(err, ELOOP, "'%s': more than 40 symlinks", path);
+}
+
+/* An flock(2) on @target's folder, held while the caller's fd is open: concurrent runs edit
+ * one after the other. The folder, not a lock file, so nothing is left behind. */
+static int lock_folder(const char *target, int *ret_fd, struct sbx_error *err)
+{
+        const char *slash = strrchr(target, '/');
+        _cleanup_free_ char *folder =
+            slash ? xasprintf("%.*s", (int)(slash - target), target) : xstrdup(".");
+        int fd = open(folder[0] ? folder : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return sbx_fail(err, errno, "cannot open the folder '%s': %s", folder,
+                                strerror(errno));
+        while (flock(fd, LOCK_EX) < 0)
+                if (errno != EINTR) {
+                        int e = errno;
+                        close(fd);
+                        return sbx_fail(err, e, "cannot lock the folder '%s': %s", folder,
+                                        strerror(e));
+                }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* What rename() into place would break: more hard links, or a file the user made read-only. */
+static int check_replaceable(const char *target, const struct stat *st, struct sbx_error *err)
+{
+        if (st->st_nlink > 1)
+                return sbx_fail(err, EMLINK,
+                                "'%s' has %ju hard links, which replacing it would split: add the "
+                                "entry by hand, or make it one file first (cp FILE FILE.new && mv "
+                                "FILE.new FILE)",
+                                target, (uintmax_t)st->st_nlink);
+        if (!(st->st_mode & S_IWUSR))
+                return sbx_fail(err, EACCES,
+                                "'%s' is read-only (mode %04o): install-client leaves it so; to "
+                                "let it write, chmod u+w the file first",
+                                target, (unsigned)(st->st_mode & 07777));
+        return 0;
+}
+
 int clients_install(const struct client_info *c, const char *path, const struct client_server *s,
-                    char **ret_backup, struct sbx_error *err)
+                    const char *backup_dir, char **ret_backup, char **ret_kept,
+                    struct sbx_error *err)
 {
         _cleanup_free_ char *target = NULL, *old = NULL, *text = NULL, *backup = NULL, *tmp = NULL;
-        struct stat st = {.st_mode = S_IFREG | 0600};
-        mode_t mode;
+        _cleanup_close_ int lock_fd = -1;
+        struct stat st = {.st_mode = S_IFREG | 0600, .st_nlink = 1};
         int r;
 
         if (ret_backup)
                 *ret_backup = NULL;
         /* A symlinked config (a dotfiles repository) is edited where it lives. */
-        target = realpath(path, NULL);
-        if (!target) {
-                if (errno != ENOENT)
-                        return sbx_fail(err, errno, "cannot resolve '%s': %s", path,
-                                        strerror(errno));
-                target = xstrdup(path);
-        }
-        r = read_file(target, &old, &st, err);
+        r = resolve_target(path, &target, err);
+        if (r == 0)
+                r = mkdir_parents(target, false, err);
+        if (r == 0)
+                r = lock_folder(target, &lock_fd, err);
+        if (r == 0)
+                r = read_file(target, &old, &st, err);
         if (r < 0)
                 return r;
-        r = clients_merge(c, old, s, &text, err);
+        r = clients_merge(c, old, s, &text, ret_kept, err);
         if (r < 0)
                 return sbx_wrap(err, "cannot edit '%s'", target);
         if (!text)
                 return 0;
-        mode = st.st_mode & 07777;
-        r = mkdir_parents(target, err);
-        if (r < 0)
-                return r;
         if (old) {
-                r = clients_backup(target, &backup, err);
+                r = check_replaceable(target, &st, err);
+                if (r < 0)
+                        return r;
+                r = clients_backup(target, backup_dir, &backup, err);
                 if (r < 0)
                         return sbx_wrap(err, "no backup, so nothing changed");
         }
         tmp = xasprintf("%s.vestibule-new-%ld", target, (long)getpid());
         unlink(tmp);
-        r = write_new(tmp, text, strlen(text), mode, err);
+        r = write_new(tmp, text, strlen(text), st.st_mode & 07777, err);
         if (r == 0 && rename(tmp, target) < 0)
                 r = sbx_fail(err, errno, "cannot rename '%s' to '%s': %s", tmp, target,
                              strerror(errno));

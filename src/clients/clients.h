@@ -19,11 +19,13 @@
  *                   (github.com/openai/codex docs/config.md)
  *
  * JSON files are parsed strictly (json-c JSON_TOKENER_STRICT): a file with comments or trailing
- * commas is refused, since rewriting it would silently drop them. TOML is not parsed in full: a
- * line scanner that follows strings, multi-line strings and multi-line arrays finds the table
- * headers, replaces only the [mcp_servers.NAME] tables (and their sub-tables), and refuses a
- * file where NAME is defined any other way (dotted keys, an inline table) or that it cannot
- * follow (an unterminated string, a header it cannot read). */
+ * commas is refused, since rewriting it would silently drop them; so is one json-c would not
+ * write back as it reads (an integer beyond 64 bits, a lone UTF-16 surrogate escape).
+ * TOML is not parsed in full: a line scanner that follows strings, multi-line strings and
+ * multi-line arrays finds the table headers, rewrites only the [mcp_servers.NAME] table (and
+ * its [.env] sub-table, merged into it), and refuses a file where NAME is defined any other
+ * way (dotted keys, an inline table), where mcp_servers itself is an inline table, or that it
+ * cannot follow (an unterminated string, a header it cannot read). */
 #pragma once
 
 #include <stdbool.h>
@@ -83,36 +85,50 @@ char *clients_default_path(const struct client_info *c, const char *home,
 char *clients_render(const struct client_info *c, const struct client_server *s);
 
 /**
- * clients_merge() - @old_text with @s's entry added, or replaced when one of that name exists.
+ * clients_merge() - @old_text with @s's entry added, or merged into one of that name: the old
+ * entry's own settings stay (its env values @s does not set, and keys other than the command,
+ * its args and "type"/"enabled"), @s's values win on the same name.
  * @old_text: the file's contents; NULL or only white space = no file yet.
  * @ret_text: on success with a change, the new contents (caller frees); NULL when the entry is
- *            already there exactly as @s says (nothing to write).
+ *            already there exactly as it would be written (nothing to write).
+ * @ret_kept: may be NULL; on success what was kept from the old entry, for the user
+ *            ("env VESTIBULE_WORKSPACE, VESTIBULE_SECRETS; settings timeout"), or NULL for
+ *            nothing (caller frees).
  * Return: 0, or -EINVAL when @old_text cannot be edited safely (not strict JSON, not an object,
  * the servers key not an object, TOML it cannot follow); @err says what and where.
  */
 int clients_merge(const struct client_info *c, const char *old_text, const struct client_server *s,
-                  char **ret_text, struct sbx_error *err);
+                  char **ret_text, char **ret_kept, struct sbx_error *err);
 
 /**
- * clients_install() - merge @s into the file at @path: read it (a missing file is empty; a
- * symlink is followed and its target edited), merge, and when that changes anything first
- * copy the old file to "<path>.vestibule-backup-<UTC YYYYmmddTHHMMSS>" (mode 0600), then write
- * the new contents to a temporary file in the same folder with the old file's mode (0600 for a
- * new one) and rename() it into place, creating missing parent folders 0700.
+ * clients_install() - merge @s into the file at @path (see clients_merge()): read it (a missing
+ * file is empty; a symlink, even a dangling one, is followed and its target edited), merge, and
+ * when that changes anything first back up the old file (clients_backup() into @backup_dir),
+ * then write the new contents to a temporary file in the target's folder with the old file's
+ * mode (0600 for a new one) and rename() it into place, creating missing parent folders 0700.
+ * Runs hold an flock(2) on the target's folder from the read to the rename, so concurrent runs
+ * each see the other's entry. Refused, file untouched: a target that is not a regular file
+ * (a FIFO, a device, a folder), one with no owner write bit (0400: the user made it read-only),
+ * one with more than one hard link (rename() would split them).
+ * @backup_dir: the folder for backups (created 0700), or NULL for beside @path.
  * @ret_backup: the backup's path when one was written (caller frees), else NULL. May be NULL.
+ * @ret_kept: as for clients_merge(). May be NULL.
  * Return: 1 written, 0 already up to date (nothing touched), or -errno with @err; on any error
  * the file is untouched.
  */
 int clients_install(const struct client_info *c, const char *path, const struct client_server *s,
-                    char **ret_backup, struct sbx_error *err);
+                    const char *backup_dir, char **ret_backup, char **ret_kept,
+                    struct sbx_error *err);
 
 /**
- * clients_backup() - copy the file @path to "<path>.vestibule-backup-<UTC YYYYmmddTHHMMSS>"
- * (".1", ".2"... when that exists), mode 0600.
+ * clients_backup() - copy the file @path to "<folder>/<name>.vestibule-backup-<UTC
+ * YYYYmmddTHHMMSS>" (".1", ".2"... when that exists), mode 0600, where <folder> is @backup_dir
+ * (created 0700 with its parents) or, for NULL, @path's own folder.
  * @ret_backup: the copy's path (caller frees), or NULL when @path does not exist.
  * Return: 0 or -errno with @err.
  */
-int clients_backup(const char *path, char **ret_backup, struct sbx_error *err);
+int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
+                   struct sbx_error *err);
 
 /**
  * clients_entry_equal_json() - the JSON file @text already holds @s for a client of @format.
@@ -121,3 +137,17 @@ int clients_backup(const char *path, char **ret_backup, struct sbx_error *err);
  */
 bool clients_entry_equal_json(const struct client_info *c, const char *text,
                               const struct client_server *s);
+
+/**
+ * clients_merged_env() - for Claude Code's CLI (`claude mcp add -e NAME=VALUE`): the env the
+ * entry @s gets once merged into the JSON @old_text (see clients_merge()): @s's values, then the
+ * old entry's values @s does not set.
+ * @ret_env: a NULL-terminated array of new "NAME=VALUE" strings (caller frees each and it).
+ * @ret_other: the old entry's other settings, which `claude mcp add` cannot carry
+ *             ("timeout, trust"), or NULL (caller frees).
+ * Source: `claude mcp add --help` (-e NAME=VALUE, repeatable), and
+ * docs.claude.com/en/docs/claude-code/mcp.
+ * Return: the number of strings in @ret_env.
+ */
+int clients_merged_env(const struct client_info *c, const char *old_text,
+                       const struct client_server *s, char ***ret_env, char **ret_other);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <seccomp.h>
 #include "lazy/sdbus.h"
 
+#include "common/apparmor.h"
 #include "common/cleanup.h"
 #include "common/fileio.h"
 #include "common/rundir.h"
@@ -89,10 +91,11 @@ static void check_userns(struct doctor_backend *b)
             read_line("/proc/sys/kernel/unprivileged_userns_clone", clone_, sizeof(clone_)) == 0;
         bool have_max = read_line("/proc/sys/user/max_user_namespaces", max, sizeof(max)) == 0;
         enum doctor_status st = DOCTOR_OK;
-        char fix[200] = "", why[512];
+        char fix[200] = "", why[sizeof(b->probe.blocked)];
 
         /* The same check a run makes (a real clone into new namespaces), so doctor and runs
-         * agree: a container's seccomp profile refuses them while the sysctls allow them. */
+         * agree: a container's seccomp profile refuses them while the sysctls allow them, and
+         * under Ubuntu's restriction our AppArmor profile allows them (check "apparmor"). */
         if (native_userns_check(why, sizeof(why)) < 0) {
                 add(b->checks, &b->n_checks, DOCTOR_FAIL, "user namespaces", "%s", why);
                 return;
@@ -102,19 +105,74 @@ static void check_userns(struct doctor_backend *b)
                 snprintf(fix, sizeof(fix),
                          ": user namespaces are disabled: sudo sysctl "
                          "user.max_user_namespaces=15000");
-        } else if (have_aa && atol(aa) != 0) {
-                st = DOCTOR_FAIL;
-                snprintf(fix, sizeof(fix),
-                         ": Ubuntu's AppArmor restricts them: sudo sysctl "
-                         "kernel.apparmor_restrict_unprivileged_userns=0");
         } else if (have_clone && atol(clone_) == 0) {
                 st = DOCTOR_FAIL;
                 snprintf(fix, sizeof(fix), ": sudo sysctl kernel.unprivileged_userns_clone=1");
         }
         add(b->checks, &b->n_checks, st, "user namespaces",
             "user.max_user_namespaces=%s, kernel.apparmor_restrict_unprivileged_userns=%s%s%s%s",
-            have_max ? max : "(absent)", have_aa ? aa : "(absent: not an Ubuntu kernel)",
+            have_max ? max : "(absent)",
+            have_aa ? (atol(aa) ? "1 (allowed here: this process's AppArmor profile grants userns)"
+                                : aa)
+                    : "(absent: not an Ubuntu kernel)",
             have_clone ? ", kernel.unprivileged_userns_clone=" : "", have_clone ? clone_ : "", fix);
+}
+
+/* @c's value, cut at its size (a path may be long). */
+__attribute__((format(printf, 2, 3))) static void set_value(struct doctor_check *c, const char *fmt,
+                                                            ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(c->value, sizeof(c->value), fmt, ap);
+        va_end(ap);
+}
+
+void doctor_apparmor_check(const struct sbx_apparmor *a, struct doctor_check *ret)
+{
+        char fix[PATH_MAX + 64];
+
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->name, sizeof(ret->name), "apparmor profile");
+        sbx_apparmor_fix(a, fix, sizeof(fix));
+        if (a->attached) {
+                ret->status = DOCTOR_OK;
+                set_value(ret, "loaded: this process runs as '%s' (%s grants userns only)",
+                          a->label, a->file);
+        } else if (a->restrict_userns != 1) {
+                ret->status = DOCTOR_INFO;
+                set_value(ret, "not needed here: %s; %s %s%s",
+                          a->running
+                              ? "AppArmor runs, but kernel.apparmor_restrict_unprivileged_userns "
+                                "is absent or 0"
+                              : "AppArmor is not running",
+                          a->file, a->file_exists ? "is installed" : "is not installed",
+                          a->loaded == 1 ? " and loaded" : "");
+        } else {
+                ret->status = DOCTOR_FAIL;
+                set_value(ret,
+                          "kernel.apparmor_restrict_unprivileged_userns=1 and this process runs "
+                          "as '%s', not under %s (%s%s%s): %s, then restart the server",
+                          a->label[0] ? a->label : "unconfined", a->name,
+                          a->file_exists ? "installed at " : "not installed at ", a->file,
+                          a->loaded == 1 ? ", loaded, but not applied to this process: it started "
+                                           "before the profile was loaded, or the profile names "
+                                           "another path"
+                          : a->loaded == 0 ? ", not loaded"
+                                           : "",
+                          fix);
+        }
+}
+
+static void check_apparmor(struct doctor_backend *b)
+{
+        _cleanup_free_ struct sbx_apparmor *a = xmalloc(sizeof(*a));
+
+        if (b->n_checks >= DOCTOR_MAX_CHECKS)
+                return;
+        sbx_apparmor_read("", a);
+        doctor_apparmor_check(a, &b->checks[b->n_checks++]);
 }
 
 static void check_landlock(struct doctor_backend *b)
@@ -342,6 +400,7 @@ static void native_checks(const struct sbx_config *cfg, const struct setup_pins 
 
         check_kernel(b);
         check_userns(b);
+        check_apparmor(b);
         check_landlock(b);
         check_seccomp(b);
         check_cgroup(b, &unified);

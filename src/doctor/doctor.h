@@ -10,6 +10,7 @@
 
 #include <json-c/json.h>
 
+#include "common/apparmor.h"
 #include "config/config.h"
 #include "run/backend.h"
 
@@ -21,8 +22,9 @@ enum doctor_status {
 };
 
 struct doctor_check {
-        char name[48];   /* "kernel", "cgroup v2", "landlock" */
-        char value[400]; /* what was found, with the fix when it is not OK */
+        char name[48];    /* "kernel", "cgroup v2", "landlock" */
+        char value[1024]; /* what was found, with the fix when it is not OK (1024: a path
+                           * and the command naming it again) */
         enum doctor_status status;
 };
 
@@ -71,3 +73,12 @@ int doctor_readiness_line(char *buf, size_t size);
 
 /** doctor_readiness_print() - doctor_readiness_line() printed to @out; setup's last step. */
 int doctor_readiness_print(FILE *out);
+
+/**
+ * doctor_apparmor_check() - the "apparmor profile" check for the facts in @a (from
+ * sbx_apparmor_read()): OK when this process runs under its profile, INFO "not needed here"
+ * where AppArmor or kernel.apparmor_restrict_unprivileged_userns (Ubuntu's) is absent or 0,
+ * FAIL naming the one command that loads the profile (sbx_apparmor_fix()) otherwise.
+ * @ret: filled whole.
+ */
+void doctor_apparmor_check(const struct sbx_apparmor *a, struct doctor_check *ret);

@@ -102,9 +102,12 @@ int egress_listen_unix(const char *path, int *ret_fd, struct sbx_error *err);
  */
 const char *const *egress_sandbox_env(enum run_network network);
 
-/* PATH inside a sandbox: pip's user scripts (PYTHONUSERBASE/bin) first. */
+/* PATH inside a sandbox: the image's folders first, pip's user scripts (PYTHONUSERBASE/bin, in
+ * the workspace, so writable by every run) last, so no run can put a `timeout`, `python3`, `ls`
+ * or `pytest` of its own before the image's for the launcher and every later run
+ * (tests/adversarial/server.md, "a run replaces timeout and the interpreter"). */
 #define EGRESS_SANDBOX_PATH                                                                        \
-        "PATH=/workspace/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/workspace/.local/bin"
 
 /**
  * egress_proxy_main() - the proxy process itself (`vestibule-mcp egress-proxy`, started only by

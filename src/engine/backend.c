@@ -1,35 +1,35 @@
 /* backend.c - the container backend: one fresh locked-down container per sandbox on Docker or
- * Podman through the Engine API. Connect + probe once (version, seccomp, cgroups, rootless),
- * then the sandbox lifecycle (src/run/sandbox.h): prepare (sweep leftovers, create, verify the
- * engine's answer), start (hand the code in, arm attach + wait in one curl_multi, start),
+ * Podman through the Engine API. This file holds the sandbox lifecycle only (src/run/sandbox.h):
+ * prepare (the engine ready: probe.c; sweep leftovers; the code folder or volumes: handin.c;
+ * create and verify the engine's answer: container.c; a session's runner: cells.c; a spare
+ * started: spare.c), start (hand the code in, arm attach + wait in one curl_multi, start),
  * supervise (the warden pumps that multi as its stream source), collect (exit, OOM, usage,
- * copy-back), destroy (removal in the background). */
+ * copy-back), destroy (removal in the background); both ops tables (one program, sessions) and
+ * the constructor. */
 #include "engine/engine.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-#include "lazy/curl.h"
 
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/trace.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
+#include "engine/cells.h"
 #include "engine/conn.h"
-#include "engine/sandbox_int.h"
+#include "engine/container.h"
+#include "engine/handin.h"
+#include "engine/probe.h"
 #include "engine/spare.h"
+#include "engine/state.h"
 #include "run/backend.h"
 #include "run/run.h"
 #include "run/sandbox.h"
@@ -46,383 +46,12 @@
  * was still on its way (container teardown + wait: 50-150 ms measured on Docker 20.10). */
 #define ENGINE_DEADLINE_SLACK_MS 250
 #define ENGINE_KILL_WAIT_MS 2000 /* after our kill: the longest wait for the stream's end */
-#define ENGINE_CREATE_RETRIES 2  /* Podman's transient keep-id create error */
-#define ENGINE_ARM_MS 10000      /* attach + wait must be armed within this */
 #define ENGINE_DRAIN_MS 2000     /* after exit, the attach stream must end within this */
-/* /info: Podman builds it by running conmon, the runtime and more: 4-20 s measured under CI
- * load (load average 18 on 2 cores). Slow is not down: /_ping already said it is up. */
-#define ENGINE_INFO_MS 60000
-#define ENGINE_CGROUP_RMDIR_TRIES 100 /* x 100 ms: a run's parent cgroup, after the removal */
-/* Volume mode's copy-back (issue 12 #25): what went in, plus this much new. File data counts
- * what is written (holes are kept, not counted); the transfer counts the archive itself, in
- * which Docker sends a hole as zeros. */
-#define ENGINE_COPYBACK_GROWTH_BYTES (1ull << 30)
-#define ENGINE_COPYBACK_TAR_GROWTH_BYTES (4ull << 30)
-#define ENGINE_COPYBACK_GROWTH_ENTRIES 100000
 /* A warm spare (spare.h): its in-container backstop counts from the container's start, so it
  * gets VESTIBULE_WARM_IDLE_S more, plus this margin; start() refuses a spare older than the
  * idle time plus half of it, so the backstop left at the hand-over is never under a run's. */
 #define ENGINE_SPARE_MARGIN_S 10
 #define ENGINE_SPARE_READY_MS 5000 /* at the hand-over: the interpreter's open() of its FIFO */
-
-struct engine_state {
-        pthread_mutex_t lock;
-        /* Rootless Podman 4.3 reads the user's subordinate ids through libsubid for every
-         * keep-id create, and concurrent creates crash its service (SIGSEGV in
-         * subid_get_gid_ranges, seen in CI) or fail with "keep-id requires additional UIDs":
-         * creates on rootless Podman are made one at a time. */
-        pthread_mutex_t create_lock;
-        bool ready; /* connected and probed */
-        struct engine_conn conn;
-        engine_getenv_fn getenv_fn;
-        bool rootless_podman;
-        bool rootless_docker; /* SecurityOptions name=rootless: the run's uid is a subuid here */
-        /* The daemon cannot see our files (tcp://, Docker Desktop, a forwarded socket): code
-         * and workspace go through volumes (volume.c). */
-        bool volumes;
-        char daemon_os[128];       /* /info OperatingSystem */
-        char daemon_name[256];     /* /info Name: the daemon's host name */
-        char seccomp_profile[512]; /* Podman: our derived profile's host path; "" = none */
-        char seccomp_default[512]; /* Podman: the engine's default profile it came from */
-        char *seccomp_json;        /* Docker: our profile, handed over as JSON text (static) */
-        char grade[320];           /* "container" or "container-degraded (...)" */
-        char owner[160];           /* our vestibule.owner label */
-        bool shutting_down;
-        unsigned pending_removals; /* background removals still running */
-        bool warned_unpinned;      /* the unpinned-image warning was logged */
-        pthread_cond_t removed;    /* signalled when pending_removals drops */
-        char cgroup_driver[16];    /* the engine's: "cgroupfs", "systemd" */
-        bool hostcg;               /* each run gets a parent cgroup of ours (hostcg.c) */
-        char usage_why[160];       /* !hostcg: why usage is not measured */
-        unsigned long run_seq;     /* numbers the parent cgroups */
-        /* "<image id> <interpreter>" pairs whose image was seen to hold `timeout` and that
-         * interpreter (image_programs_check()): checked once per image id */
-        char **programs_ok;
-        size_t n_programs_ok;
-};
-
-static uint64_t now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Probe (the connection, owner labels and sweep: conn.c)                                   */
-
-static void reason_add(char *buf, size_t size, const char *s)
-{
-        size_t used = strlen(buf);
-        snprintf(buf + used, size > used ? size - used : 0, "%s%s", used ? "; " : "", s);
-}
-
-static json_object *jget(json_object *o, const char *k)
-{
-        json_object *v = NULL;
-        return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
-
-/* Docker's /info: the OS, seccomp, rootless, cgroup driver and the limits it can apply. */
-static int probe_docker(struct engine_state *st, bool *seccomp, char *reasons, size_t size,
-                        struct sbx_error *err)
-{
-        _cleanup_(engine_reply_done) struct engine_reply inf = {0};
-        char limits[64] = "";
-        bool rootless = false;
-        int r;
-
-        r = engine_get(&st->conn,
-                       &(struct engine_call){.path = "/info",
-                                             .ok = {200},
-                                             .body = ENGINE_BODY_JSON,
-                                             .timeout_ms = ENGINE_INFO_MS,
-                                             .what = "say what it enforces (/info)"},
-                       &inf, err);
-        if (r < 0)
-                return r;
-        json_object *info = inf.json;
-        snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
-                 json_object_get_string(jget(info, "OperatingSystem")) ?: "");
-        snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
-                 json_object_get_string(jget(info, "Name")) ?: "");
-        const char *os = json_object_get_string(jget(info, "OSType"));
-        if (os && strcmp(os, "linux") != 0)
-                return sbx_fail(err, ENOTSUP,
-                                "the Docker Engine runs %s containers: switch Docker Desktop to "
-                                "Linux containers",
-                                os);
-        json_object *so = jget(info, "SecurityOptions");
-        for (size_t i = 0; so && i < json_object_array_length(so); i++) {
-                const char *s = json_object_get_string(json_object_array_get_idx(so, i));
-                if (s && strstr(s, "name=seccomp") && !strstr(s, "profile=unconfined"))
-                        *seccomp = true;
-                if (s && strstr(s, "name=rootless"))
-                        rootless = true;
-        }
-        const char *cgv = json_object_get_string(jget(info, "CgroupVersion"));
-        snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
-                 json_object_get_string(jget(info, "CgroupDriver")) ?: "");
-        st->rootless_docker = rootless;
-        if (!json_object_get_boolean(jget(info, "MemoryLimit")) ||
-            !json_object_get_boolean(jget(info, "SwapLimit")))
-                reason_add(limits, sizeof(limits), "memory");
-        if (!json_object_get_boolean(jget(info, "CpuCfsQuota")))
-                reason_add(limits, sizeof(limits), "cpu");
-        if (!json_object_get_boolean(jget(info, "PidsLimit")))
-                reason_add(limits, sizeof(limits), "pids");
-        for (char *p = limits; *p; p++)
-                if (*p == ';')
-                        *p = ',';
-        if (rootless && cgv && strcmp(cgv, "1") == 0) {
-                reason_add(reasons, size,
-                           "limits not applied: memory, cpu, pids: rootless Docker on cgroup v1");
-        } else if (*limits) {
-                char t[160];
-                snprintf(t, sizeof(t),
-                         "limits not applied: %s: the Docker Engine reports no cgroup support for "
-                         "them",
-                         limits);
-                reason_add(reasons, size, t);
-        }
-        return 0;
-}
-
-/* Podman's default profile lets code create namespaces (unshare, clone with CLONE_NEW*): hand
- * it ours, derived from that default (@sec: libpod info's host.security), or say it is
- * missing. */
-static void probe_podman_seccomp(struct engine_state *st, json_object *sec, char *reasons,
-                                 size_t size)
-{
-        const char *def = json_object_get_string(jget(sec, "seccompProfilePath"));
-        struct sbx_error se = {0};
-        char dir[400], why[240];
-        int r;
-
-        if (!st->conn.ep.local)
-                r = sbx_fail(&se, ENOTSUP,
-                             "the Podman engine is remote: its seccomp profile files are not on "
-                             "this host");
-        else
-                r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir), &se);
-        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s", def ? def : "");
-        if (r == 0)
-                r = engine_seccomp_profile_prepare(def, dir, st->seccomp_profile,
-                                                   sizeof(st->seccomp_profile), &se);
-        if (r < 0) {
-                st->seccomp_profile[0] = '\0';
-                snprintf(why, sizeof(why), "namespaces not blocked: %.200s", se.msg);
-                reason_add(reasons, size, why);
-        }
-}
-
-/* Rootless Podman's limits: none on cgroup v1, else those of the delegated controllers. */
-static void probe_podman_limits(json_object *host, char *reasons, size_t size)
-{
-        const char *pv = json_object_get_string(jget(host, "cgroupVersion"));
-        json_object *ctrls = jget(host, "cgroupControllers");
-        bool has_mem = false, has_cpu = false, has_pids = false;
-        char l[64] = "", t[160];
-
-        if (pv && strcmp(pv, "v1") == 0) {
-                reason_add(reasons, size,
-                           "limits not applied: memory, cpu, pids: rootless Podman on cgroup v1");
-                return;
-        }
-        for (size_t i = 0; ctrls && i < json_object_array_length(ctrls); i++) {
-                const char *c = json_object_get_string(json_object_array_get_idx(ctrls, i));
-                has_mem |= c && strcmp(c, "memory") == 0;
-                has_cpu |= c && strcmp(c, "cpu") == 0;
-                has_pids |= c && strcmp(c, "pids") == 0;
-        }
-        if (has_mem && has_cpu && has_pids)
-                return;
-        if (!has_mem)
-                reason_add(l, sizeof(l), "memory");
-        if (!has_cpu)
-                reason_add(l, sizeof(l), "cpu");
-        if (!has_pids)
-                reason_add(l, sizeof(l), "pids");
-        for (char *p = l; *p; p++)
-                if (*p == ';')
-                        *p = ',';
-        snprintf(t, sizeof(t),
-                 "limits not applied: %s: rootless Podman without those cgroup controllers "
-                 "delegated",
-                 l);
-        reason_add(reasons, size, t);
-}
-
-/* Podman's libpod info (its compat /info claims limits rootless cannot apply, and is as slow
- * again): the OS, rootless, seccomp and our profile, the cgroup driver and controllers. */
-static int probe_podman(struct engine_state *st, bool *seccomp, char *reasons, size_t size,
-                        struct sbx_error *err)
-{
-        _cleanup_(engine_reply_done) struct engine_reply lir = {0};
-        int r;
-
-        r = engine_get(&st->conn,
-                       &(struct engine_call){.path = "/v4.0.0/libpod/info",
-                                             .unversioned = true,
-                                             .ok = {200},
-                                             .body = ENGINE_BODY_JSON,
-                                             .timeout_ms = ENGINE_INFO_MS,
-                                             .what = "say what it enforces (libpod info)"},
-                       &lir, err);
-        if (r < 0 && lir.status == 0)
-                return r;
-        if (!lir.json)
-                return sbx_fail(err, EIO,
-                                "Podman's libpod info failed: cannot tell whether it is rootless "
-                                "and which limits it applies");
-        json_object *host = jget(lir.json, "host"), *sec = jget(host, "security");
-        const char *pos = json_object_get_string(jget(host, "os"));
-        if (pos && strcmp(pos, "linux") != 0)
-                return sbx_fail(err, ENOTSUP,
-                                "the Podman service runs %s containers: use a Linux Podman machine",
-                                pos);
-        snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
-                 json_object_get_string(jget(host, "cgroupManager")) ?: "");
-        /* what the compat /info calls Name and OperatingSystem (the hand-in decision) */
-        snprintf(st->daemon_name, sizeof(st->daemon_name), "%s",
-                 json_object_get_string(jget(host, "hostname")) ?: "");
-        snprintf(st->daemon_os, sizeof(st->daemon_os), "%s",
-                 json_object_get_string(jget(jget(host, "distribution"), "distribution")) ?: "");
-        st->rootless_podman = json_object_get_boolean(jget(sec, "rootless"));
-        *seccomp = json_object_get_boolean(jget(sec, "seccompEnabled"));
-        st->seccomp_profile[0] = '\0';
-        if (*seccomp)
-                probe_podman_seccomp(st, sec, reasons, size);
-        if (st->rootless_podman)
-                probe_podman_limits(host, reasons, size);
-        return 0;
-}
-
-/* /info (or libpod info): what this engine enforces. Fills st->grade. */
-static int probe_info(struct engine_state *st, struct sbx_error *err)
-{
-        char reasons[280] = "";
-        bool seccomp = false;
-        int r;
-
-        r = st->conn.podman ? probe_podman(st, &seccomp, reasons, sizeof(reasons), err)
-                            : probe_docker(st, &seccomp, reasons, sizeof(reasons), err);
-        if (r < 0)
-                return r;
-        if (!seccomp)
-                reason_add(reasons, sizeof(reasons),
-                           "no seccomp filter: the engine runs containers without seccomp");
-        if (*reasons)
-                snprintf(st->grade, sizeof(st->grade), "container-degraded (%s)", reasons);
-        else
-                snprintf(st->grade, sizeof(st->grade), "container");
-        return 0;
-}
-
-static int ensure_ready(struct backend *b, struct sbx_error *err)
-{
-        struct engine_state *st = b->state;
-        struct engine_state fresh = {0};
-        int r;
-
-        pthread_mutex_lock(&st->lock);
-        bool ready = st->ready;
-        pthread_mutex_unlock(&st->lock);
-        if (ready)
-                return 0;
-
-        fresh.getenv_fn = st->getenv_fn;
-        r = engine_connect(b->cfg, st->getenv_fn, &fresh.conn, err);
-        if (r < 0)
-                return r;
-        r = probe_info(&fresh, err);
-        if (r < 0)
-                return r;
-        char host[256] = "", vol_why[300] = "";
-        gethostname(host, sizeof(host) - 1);
-        fresh.volumes = !engine_daemon_shares_files(
-            &fresh.conn.ep, fresh.daemon_os, fresh.daemon_name, host, vol_why, sizeof(vol_why));
-        if (fresh.volumes)
-                log_info("container engine at '%s': %s, so code and workspace go through "
-                         "volumes (the workspace is copied in before and back after each run)",
-                         fresh.conn.ep.host, vol_why);
-        struct sbx_error e2 = {0};
-        int n = engine_sweep(&fresh.conn, &e2);
-        if (n > 0)
-                log_info("removed %d leftover sandbox container(s) and volume(s) of servers that "
-                         "are gone",
-                         n);
-        else if (n < 0)
-                log_debug("%s, ignoring", e2.msg);
-
-        /* Usage and OOM from the host's own cgroups: only for a rootful engine on this
-         * host using cgroupfs paths, and a server that may manage them (hostcg.c). */
-        char why[160] = "";
-        bool rootless = fresh.rootless_podman || strstr(fresh.grade, "rootless");
-        if (fresh.volumes)
-                snprintf(why, sizeof(why),
-                         "the engine does not share this machine's filesystem, so its cgroups "
-                         "are not readable here");
-        else if (rootless && strstr(fresh.grade, "cgroup v1"))
-                snprintf(why, sizeof(why),
-                         "a rootless engine on cgroup v1 gives its containers "
-                         "no cgroup of their own");
-        else if (rootless)
-                snprintf(why, sizeof(why),
-                         "reading a rootless engine's cgroups is not "
-                         "implemented");
-        else if (strcmp(fresh.cgroup_driver, "cgroupfs") != 0)
-                snprintf(why, sizeof(why),
-                         "the engine's cgroup driver is '%s'; reading its cgroups is implemented "
-                         "for cgroupfs only",
-                         fresh.cgroup_driver[0] ? fresh.cgroup_driver : "unknown");
-        else if (engine_hostcg_available(why, sizeof(why)) == 0)
-                engine_hostcg_sweep();
-
-        pthread_mutex_lock(&st->lock);
-        st->conn = fresh.conn;
-        st->rootless_podman = fresh.rootless_podman;
-        st->rootless_docker = fresh.rootless_docker;
-        snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s", fresh.cgroup_driver);
-        st->hostcg = !*why;
-        snprintf(st->usage_why, sizeof(st->usage_why), "%s", why);
-        st->volumes = fresh.volumes;
-        snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", fresh.seccomp_profile);
-        snprintf(st->seccomp_default, sizeof(st->seccomp_default), "%s", fresh.seccomp_default);
-        snprintf(st->grade, sizeof(st->grade), "%s", fresh.grade);
-        st->ready = true;
-        pthread_mutex_unlock(&st->lock);
-        log_debug("container engine: %s at '%s' (%s), API %s, grade %s", st->conn.server,
-                  st->conn.ep.host, st->conn.ep.origin, st->conn.api, st->grade);
-        return 0;
-}
-
-/* Our seccomp profile file went away after the probe: derive and write it again from the same
- * default. A failure refuses the run (the grade promised the profile). */
-static int seccomp_profile_again(struct backend *b, char *ret, size_t size, struct sbx_error *err)
-{
-        struct engine_state *st = b->state;
-        char def[512], dir[400], path[512];
-        int r;
-
-        pthread_mutex_lock(&st->lock);
-        snprintf(def, sizeof(def), "%s", st->seccomp_default);
-        pthread_mutex_unlock(&st->lock);
-        r = engine_seccomp_profile_dir(st->getenv_fn, dir, sizeof(dir), err);
-        if (r == 0)
-                r = engine_seccomp_profile_prepare(def, dir, path, sizeof(path), err);
-        if (r < 0)
-                return sbx_wrap(err,
-                                "the seccomp profile '%s' that blocks namespaces in Podman "
-                                "sandboxes is gone and cannot be written again, nothing was "
-                                "run",
-                                ret);
-        pthread_mutex_lock(&st->lock);
-        snprintf(st->seccomp_profile, sizeof(st->seccomp_profile), "%s", path);
-        pthread_mutex_unlock(&st->lock);
-        snprintf(ret, size, "%s", path);
-        return 0;
-}
 
 /* The uid:gid code runs as. Never root. */
 static int run_ids(const struct backend *b, const struct engine_state *st, uid_t *uid, gid_t *gid,
@@ -451,7 +80,7 @@ static const char *image_for(const struct sbx_config *cfg, enum sbx_language l)
         return engine_image_for(cfg, sbx_language_name(l));
 }
 
-int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
+static int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
 {
         struct engine_state *st = b->state;
         struct sbx_error e = {0};
@@ -461,7 +90,7 @@ int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error 
         int r;
 
         memset(ret, 0, sizeof(*ret));
-        r = ensure_ready(b, &e);
+        r = engine_probe_ready(st, b->cfg, &e);
         if (r == 0)
                 r = run_ids(b, st, &uid, &gid, &e);
         if (r == 0)
@@ -496,699 +125,10 @@ int engine_probe(struct backend *b, struct backend_probe *ret, struct sbx_error 
         return 0;
 }
 
-/* ---------------------------------------------------------------------------------------- */
-/* One run                                                                                  */
-
-/* Next to each code folder, "<folder>.owner" (0600) holds this server's owner label: the
- * start-up sweep of a later server removes the folders of one killed mid-run. The label is
- * kept out of the folder's own name, which the run sees in its mountinfo. */
-static void owner_file_write(const char *dir)
-{
-        char label[160];
-        _cleanup_free_ char *path = xasprintf("%s.owner", dir);
-        _cleanup_close_ int fd =
-            open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 || engine_owner_label(getpid(), label, sizeof(label)) < 0)
-                return;
-        (void)!write(fd, label, strlen(label));
-}
-
-static void owner_file_remove(const char *dir)
-{
-        _cleanup_free_ char *path = xasprintf("%s.owner", dir);
-        (void)unlink(path);
-}
-
-/* A private host dir holding the code (0700, the script 0600), owned by the uid the code runs
- * as (@uid:@gid), who alone reads it through the bind mount: no other local user can read the
- * code during the run. A server that is not root runs code as itself (or, on rootless Podman,
- * as itself mapped by keep-id), so its own 0700 is already right. @shared (rootless Docker:
- * the container's uid is a subordinate id on this host, which no mode but "others" reaches):
- * 0755/0644 as before, see docs/design/engine.md. */
-static int code_dir_make(uid_t uid, gid_t gid, bool shared, char **ret_dir, struct sbx_error *err)
-{
-        _cleanup_free_ char *dir = xstrdup("/tmp/" ENGINE_CODE_DIR_PREFIX "XXXXXX");
-        bool give = geteuid() == 0 && uid != 0;
-
-        if (!mkdtemp(dir)) /* 0700 */
-                return sbx_fail(err, errno, "cannot create a temp dir for the code: %m");
-        owner_file_write(dir);
-        if ((give && chown(dir, uid, gid) < 0) || (shared && chmod(dir, 0755) < 0)) {
-                int e = errno;
-                rmdir(dir);
-                owner_file_remove(dir);
-                return sbx_fail(err, e, "cannot give the code folder '%s' to %u: %s", dir,
-                                (unsigned)uid, strerror(e));
-        }
-        *ret_dir = TAKE_PTR(dir);
-        return 0;
-}
-
-/* The script (0600, or 0644 @shared) of @req in @dir, owned by @uid:@gid: the code's file. */
-int code_write(const char *dir, const struct run_request *req, uid_t uid, gid_t gid, bool shared,
-               char **ret_file, struct sbx_error *err)
-{
-        _cleanup_free_ char *file = xasprintf("%s/%s", dir, sbx_language_script(req->language));
-        _cleanup_close_ int fd = -1;
-        bool give = geteuid() == 0 && uid != 0;
-        size_t off = 0;
-        int e;
-
-        fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || fchmod(fd, shared ? 0644 : 0600) < 0 || (give && fchown(fd, uid, gid) < 0))
-                goto fail;
-        while (off < req->code_len) {
-                ssize_t n = write(fd, req->code + off, req->code_len - off);
-                if (n < 0)
-                        goto fail;
-                off += (size_t)n;
-        }
-        *ret_file = TAKE_PTR(file);
-        return 0;
-fail:
-        e = errno;
-        if (fd >= 0)
-                unlink(file);
-        return sbx_fail(err, e, "cannot write the code to '%s': %s", file, strerror(e));
-}
-
-/* One of the run's transfers on its curl_multi (attach, wait, kill). */
-struct leg {
-        struct engine_xfer *x;
-        struct engine_reply rep;
-        bool done;
-        int rc; /* engine_xfer_finish()'s, once done */
-        struct sbx_error err;
-};
-
-static void leg_done(struct leg *l)
-{
-        engine_xfer_free(l->x);
-        l->x = NULL;
-        engine_reply_done(&l->rep);
-}
-
-struct attach_ctx {
-        struct engine_demux dmx;
-        sandbox_emit_fn emit; /* the warden's, set by each pump */
-        void *emit_userdata;
-        bool proto_error;
-};
-
-static void attach_emit(void *ud, int stream, const char *buf, size_t n)
-{
-        struct attach_ctx *a = ud;
-        if (a->emit)
-                a->emit(a->emit_userdata, stream, buf, n);
-}
-
-static size_t attach_data(void *ud, const char *data, size_t n)
-{
-        struct attach_ctx *a = ud;
-        if (engine_demux_feed(&a->dmx, data, n, attach_emit, a) < 0) {
-                a->proto_error = true;
-                return 0;
-        }
-        return n;
-}
-
-/* POST /containers/{id}/kill?signal=KILL; 409: it is not running (any more). */
-static struct engine_call kill_call(const char *id)
-{
-        return (struct engine_call){.path = "/containers/{}/kill",
-                                    .parts = {id},
-                                    .query = {{"signal", "KILL"}},
-                                    .ok = {204, 404, 409},
-                                    .timeout_ms = 15000,
-                                    .what = "kill the sandbox container"};
-}
-
-static void kill_container(const struct engine_conn *c, const char *id)
-{
-        struct engine_call call = kill_call(id);
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        struct sbx_error e = {0};
-
-        call.timeout_ms = 10000;
-        if (engine_post(c, &call, &rep, &e) < 0)
-                log_debug("kill %.12s: %s", id, e.msg);
-}
-
-/* The run's transfers: attach and wait armed before the start, the kill added on a stop. */
-struct run_xfers {
-        CURLM *m;
-        struct leg attach, wait, kill;
-        struct attach_ctx a;
-};
-
-static int leg_add(struct run_xfers *rx, struct leg *l, const struct engine_conn *c,
-                   const struct engine_call *call, struct sbx_error *err)
-{
-        int r = engine_xfer_new(c, "POST", call, &l->rep, &l->x, err);
-        if (r < 0)
-                return r;
-        curl_multi_add_handle(rx->m, engine_xfer_handle(l->x));
-        return 0;
-}
-
-/* Drive the multi once; mark the legs that ended, with their checked result. */
-static void run_xfers_pump(struct run_xfers *rx)
-{
-        struct leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
-        CURLMsg *msg;
-        int running = 0, q;
-
-        curl_multi_perform(rx->m, &running);
-        while ((msg = curl_multi_info_read(rx->m, &q))) {
-                if (msg->msg != CURLMSG_DONE)
-                        continue;
-                for (size_t i = 0; i < ELEMENTSOF(legs); i++)
-                        if (legs[i]->x && engine_xfer_handle(legs[i]->x) == msg->easy_handle &&
-                            !legs[i]->done) {
-                                legs[i]->done = true;
-                                legs[i]->rc =
-                                    engine_xfer_finish(legs[i]->x, msg->data.result, &legs[i]->err);
-                        }
-        }
-}
-
-static void run_xfers_done(struct run_xfers *rx)
-{
-        struct leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
-        for (size_t i = 0; i < ELEMENTSOF(legs); i++) {
-                if (legs[i]->x)
-                        curl_multi_remove_handle(rx->m, engine_xfer_handle(legs[i]->x));
-                leg_done(legs[i]);
-        }
-        if (rx->m)
-                curl_multi_cleanup(rx->m);
-}
-
-/* Arm attach + wait (next-exit) in one multi: both answers' headers in, both 200. */
-static int run_xfers_arm(struct run_xfers *rx, const struct engine_conn *c, const char *id,
-                         struct sbx_error *err)
-{
-        struct engine_call attach = {.path = "/containers/{}/attach",
-                                     .parts = {id},
-                                     .query = {{"stream", "1"}, {"stdout", "1"}, {"stderr", "1"}},
-                                     .ok = {200},
-                                     .body = ENGINE_BODY_STREAM,
-                                     .on_data = attach_data,
-                                     .userdata = &rx->a,
-                                     .what = "attach to the sandbox container"};
-        struct engine_call wait = {.path = "/containers/{}/wait",
-                                   .parts = {id},
-                                   .query = {{"condition", "next-exit"}},
-                                   .ok = {200},
-                                   .body = ENGINE_BODY_JSON,
-                                   .what = "wait for the sandbox container"};
-        uint64_t t_arm = now_ms();
-        int r;
-
-        rx->m = curl_multi_init();
-        if (!rx->m)
-                abort();
-        r = leg_add(rx, &rx->attach, c, &attach, err);
-        if (r == 0)
-                r = leg_add(rx, &rx->wait, c, &wait, err);
-        if (r < 0)
-                return r;
-        for (;;) {
-                run_xfers_pump(rx);
-                struct leg *ended = rx->attach.done ? &rx->attach
-                                    : rx->wait.done ? &rx->wait
-                                                    : NULL;
-                if (ended && ended->rc < 0) {
-                        *err = ended->err;
-                        return ended->rc;
-                }
-                if (engine_xfer_headers_done(rx->attach.x) &&
-                    engine_xfer_headers_done(rx->wait.x) &&
-                    engine_xfer_status(rx->attach.x) == 200 &&
-                    engine_xfer_status(rx->wait.x) == 200)
-                        return 0;
-                if (ended || now_ms() - t_arm > ENGINE_ARM_MS)
-                        return sbx_fail(err, EIO,
-                                        "the container engine did not accept attach/wait for the "
-                                        "new container (attach HTTP %ld, wait HTTP %ld): check "
-                                        "that it is healthy",
-                                        engine_xfer_status(rx->attach.x),
-                                        engine_xfer_status(rx->wait.x));
-                curl_multi_poll(rx->m, NULL, 0, 50, NULL);
-        }
-}
-
-/* POST /containers/{id}/start, with the refusals that have a known cause told apart. */
-int container_start(const struct engine_conn *c, const char *id, const char *image,
-                    struct sbx_error *err)
-{
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        int r;
-
-        r = engine_post(c,
-                        &(struct engine_call){.path = "/containers/{}/start",
-                                              .parts = {id},
-                                              .ok = {204, 304},
-                                              .timeout_ms = 60000,
-                                              .what = "start the sandbox"},
-                        &rep, err);
-        if (r == 0 || rep.status == 0)
-                return r;
-        if (strstr(rep.msg, "\"timeout\"") &&
-            (strstr(rep.msg, "not found") || strstr(rep.msg, "no such file")))
-                return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' has no coreutils `timeout`, which every "
-                                "run needs: use an image that provides bash, timeout and the "
-                                "interpreter, or run `vestibule-mcp setup`",
-                                image);
-        if (strcasestr(rep.msg, "no new privileges") || strcasestr(rep.msg, "no_new_privs") ||
-            (strcasestr(rep.msg, "apparmor") && strcasestr(rep.msg, "snap")))
-                /* The Docker snap's own confinement refuses the no-new-privileges every sandbox
-                 * is started with; Vestibule does not drop it. */
-                return sbx_fail(err, EPERM,
-                                "the container engine refused no-new-privileges, which every "
-                                "sandbox needs; the Docker snap does this: install Docker Engine "
-                                "from your distribution (apt install docker.io) or docker.com "
-                                "instead of the snap (sudo snap remove docker), then restart the "
-                                "server (engine said: %.160s)",
-                                rep.msg);
-        return r;
-}
-
-struct removal {
-        struct engine_state *st;
-        char *id;
-        char *cgroup;     /* the run's parent cgroup (hostcg.c), or NULL */
-        char *volumes[2]; /* the run's hand-in volumes, removed after the container; may be NULL */
-};
-
-static void volumes_remove(const struct engine_conn *c, const char *const volumes[2])
-{
-        for (size_t i = 0; i < 2; i++) {
-                struct sbx_error e = {0};
-                if (volumes[i] && engine_volume_remove(c, volumes[i], &e) < 0)
-                        log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
-        }
-}
-
-static void *removal_thread(void *p)
-{
-        struct removal *rm = p;
-        struct engine_state *st = rm->st;
-        struct sbx_error e = {0};
-
-        if (rm->id && container_remove(&st->conn, rm->id, &e) < 0)
-                log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
-        else
-                volumes_remove(&st->conn, (const char *const *)rm->volumes);
-        /* Podman's conmon and its `container cleanup` can outlive the DELETE by a moment:
-         * retry (this thread is off the result's path); the next start's sweep is the rest */
-        for (unsigned i = 0; rm->cgroup && i < ENGINE_CGROUP_RMDIR_TRIES; i++) {
-                if (engine_hostcg_remove(rm->cgroup) == 0)
-                        break;
-                usleep(100000);
-        }
-        free(rm->id);
-        free(rm->cgroup);
-        free(rm->volumes[0]);
-        free(rm->volumes[1]);
-        free(rm);
-        pthread_mutex_lock(&st->lock);
-        st->pending_removals--;
-        pthread_cond_broadcast(&st->removed);
-        pthread_mutex_unlock(&st->lock);
-        return NULL;
-}
-
-static void remove_in_background(struct engine_state *st, const char *id, const char *cgroup,
-                                 const char *const volumes[2])
-{
-        struct removal *rm = xcalloc(1, sizeof(*rm));
-        pthread_attr_t attr;
-        pthread_t t;
-
-        rm->st = st;
-        rm->id = id ? xstrdup(id) : NULL;
-        rm->cgroup = *cgroup ? xstrdup(cgroup) : NULL;
-        for (size_t i = 0; volumes && i < 2; i++)
-                rm->volumes[i] = volumes[i] ? xstrdup(volumes[i]) : NULL;
-        pthread_mutex_lock(&st->lock);
-        st->pending_removals++;
-        pthread_mutex_unlock(&st->lock);
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &attr, removal_thread, rm) != 0)
-                removal_thread(rm); /* no thread: do it here */
-        pthread_attr_destroy(&attr);
-}
-
-/* Wait (bounded) until every background removal has finished. */
-static void removals_wait(struct engine_state *st, unsigned timeout_s)
-{
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += timeout_s;
-        pthread_mutex_lock(&st->lock);
-        while (st->pending_removals > 0)
-                if (pthread_cond_timedwait(&st->removed, &st->lock, &dl) != 0)
-                        break;
-        if (st->pending_removals > 0)
-                log_warning("%u sandbox container(s) still being removed at exit; the next "
-                            "start's sweep removes them",
-                            st->pending_removals);
-        pthread_mutex_unlock(&st->lock);
-}
-
-/* Where the run's PATH (body.c's Env) looks for `timeout` and the interpreter. */
-static const char *const run_path_dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
-
-/* Before the start: the image of the created container @id (image id @image_id) holds
- * coreutils `timeout` and @interp in the run's PATH. Checked through the archive API (a stat in
- * the container's filesystem, nothing runs), once per image id and interpreter. This is what
- * tells "the image lacks the interpreter" apart from a run: the run's own output and exit
- * status never decide a refusal (a program can print the wrapper's words and exit 127). */
-static int image_programs_check(struct engine_state *st, const char *id, const char *image_id,
-                                const char *image, const char *interp, struct sbx_error *err)
-{
-        _cleanup_free_ char *key = xasprintf("%s %s", image_id, interp);
-        const char *progs[] = {"timeout", interp};
-        bool cached = false;
-        int r;
-
-        pthread_mutex_lock(&st->lock);
-        for (size_t i = 0; i < st->n_programs_ok && !cached; i++)
-                cached = strcmp(st->programs_ok[i], key) == 0;
-        pthread_mutex_unlock(&st->lock);
-        if (cached)
-                return 0;
-        for (size_t p = 0; p < ELEMENTSOF(progs); p++) {
-                bool found = false;
-                for (size_t d = 0; d < ELEMENTSOF(run_path_dirs) && !found; d++) {
-                        _cleanup_free_ char *path = xasprintf("%s/%s", run_path_dirs[d], progs[p]);
-                        struct sbx_error e = {0};
-                        r = engine_archive_stat(&st->conn, id, path, &e);
-                        if (r == 0)
-                                found = true;
-                        else if (r != -ENOENT) {
-                                *err = e;
-                                return r;
-                        }
-                }
-                if (found)
-                        continue;
-                if (p == 0)
-                        return sbx_fail(err, ENOENT,
-                                        "the sandbox image '%s' has no coreutils `timeout`, which "
-                                        "every run needs: use an image that provides bash, "
-                                        "timeout and the interpreter, or run `vestibule-mcp setup`",
-                                        image);
-                return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' has no '%s': use an image that provides "
-                                "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
-                                image, interp);
-        }
-        pthread_mutex_lock(&st->lock);
-        st->programs_ok =
-            xrealloc(st->programs_ok, (st->n_programs_ok + 1) * sizeof(*st->programs_ok));
-        st->programs_ok[st->n_programs_ok++] = TAKE_PTR(key);
-        pthread_mutex_unlock(&st->lock);
-        return 0;
-}
-
 static void set_not_measured(struct run_measure *m, const char *why)
 {
         m->measured = false;
         snprintf(m->why, sizeof(m->why), "%s", why);
-}
-
-/* The volume hand-in of one run (a daemon that cannot see our files). */
-struct handin {
-        char code_vol[64], ws_vol[64];
-        const char *vols[2]; /* the ones created, for removal; NULL = none */
-        struct engine_manifest manifest;
-        unsigned skipped; /* sockets, fifos, devices of the workspace not copied in */
-};
-
-static void note_add(struct run_result *res, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void note_add(struct run_result *res, const char *fmt, ...)
-{
-        char note[sizeof(res->notes)];
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(note, sizeof(note), fmt, ap);
-        va_end(ap);
-        /* one note, one line: a workspace file name holding '\n' is stored escaped */
-        run_result_note(res, "%s", note);
-}
-
-/* POST /containers/create with @body; the new id into *@ret_id. Creates on rootless Podman
- * go one at a time (create_lock). Rootless Podman 4.3 sometimes answers a keep-id create under
- * parallel runs with a 500 though the same body works a moment later (its user-namespace setup
- * for the request is transient, docs/design/engine-api.md §7): that exact answer is retried,
- * briefly. */
-static int container_create(struct engine_state *st, json_object *body, const char *image,
-                            const char *what, char **ret_id, struct sbx_error *err)
-{
-        const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        json_object *idj = NULL;
-        int r;
-
-        for (unsigned attempt = 0;; attempt++) {
-                engine_reply_done(&rep);
-                if (st->rootless_podman)
-                        pthread_mutex_lock(&st->create_lock);
-                r = engine_post(&st->conn,
-                                &(struct engine_call){.path = "/containers/create",
-                                                      .json = json,
-                                                      .ok = {201},
-                                                      .body = ENGINE_BODY_JSON,
-                                                      .timeout_ms = 30000,
-                                                      .what = what},
-                                &rep, err);
-                if (st->rootless_podman)
-                        pthread_mutex_unlock(&st->create_lock);
-                if (r == 0 || attempt >= ENGINE_CREATE_RETRIES || rep.status != 500 ||
-                    !strstr(rep.msg, "keep-id requires additional UIDs or GIDs"))
-                        break;
-                log_debug("create: Podman's transient keep-id error (%s); retry %u of %u", rep.msg,
-                          attempt + 1, ENGINE_CREATE_RETRIES);
-                usleep(150000u * (attempt + 1));
-        }
-        if (r < 0 &&
-            (rep.status == 404 || (rep.status >= 400 && strcasestr(rep.msg, "no such image"))))
-                return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' is missing from the container engine: "
-                                "run `vestibule-mcp setup`",
-                                image);
-        if (r < 0)
-                return r;
-        if (!json_object_object_get_ex(rep.json, "Id", &idj) || !json_object_get_string(idj))
-                return sbx_fail(err, EPROTO,
-                                "the container engine at '%s' created a container without "
-                                "saying its Id: is this a Docker Engine or Podman socket?",
-                                st->conn.ep.host);
-        *ret_id = xstrdup(json_object_get_string(idj));
-        return 0;
-}
-
-/* GET /containers/{id}/json (and, for keep-id, libpod's IDMappings, which the compat inspect
- * does not show) into *@ret. */
-static int container_inspect(struct engine_state *st, const char *id, bool keep_id,
-                             json_object **ret, struct sbx_error *err)
-{
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0}, lp = {0};
-        json_object *hcj, *idm;
-        int r;
-
-        r = engine_get(&st->conn,
-                       &(struct engine_call){.path = "/containers/{}/json",
-                                             .parts = {id},
-                                             .ok = {200},
-                                             .body = ENGINE_BODY_JSON,
-                                             .timeout_ms = 10000,
-                                             .what = "inspect the sandbox container"},
-                       &rep, err);
-        if (r == 0 && !rep.json)
-                r = sbx_fail(err, EPROTO,
-                             "the container engine inspected the sandbox container "
-                             "with an empty answer");
-        if (r < 0)
-                return r;
-        if (keep_id) {
-                struct sbx_error e = {0};
-                if (engine_get(&st->conn,
-                               &(struct engine_call){.path = "/v4.0.0/libpod/containers/{}/json",
-                                                     .parts = {id},
-                                                     .unversioned = true,
-                                                     .ok = {200},
-                                                     .body = ENGINE_BODY_JSON,
-                                                     .timeout_ms = 10000,
-                                                     .what = "inspect the sandbox container "
-                                                             "(libpod)"},
-                               &lp, &e) == 0 &&
-                    json_object_object_get_ex(lp.json, "HostConfig", &hcj) &&
-                    json_object_object_get_ex(hcj, "IDMappings", &idm))
-                        json_object_object_add(rep.json, "IDMappings", json_object_get(idm));
-        }
-        *ret = TAKE_PTR(rep.json);
-        return 0;
-}
-
-/* Two labelled volumes, filled through a created-never-started helper container's archive API
- * (docs/design/engine-api.md §3: Docker refuses archive PUTs into a read-only rootfs or volume, so
- * the run container itself cannot take them), then the helper is removed. */
-static int handin_volumes(struct engine_state *st, uid_t uid, gid_t gid, const char *owner,
-                          struct handin *h, struct sbx_error *err)
-{
-        int r;
-
-        if (engine_volume_name("code", h->code_vol, sizeof(h->code_vol)) < 0 ||
-            engine_volume_name("ws", h->ws_vol, sizeof(h->ws_vol)) < 0)
-                return sbx_fail(err, EIO, "cannot draw random volume names: getrandom failed");
-        r = engine_volume_create(&st->conn, h->code_vol, owner, NULL, err);
-        if (r < 0)
-                return r;
-        h->vols[0] = h->code_vol;
-        /* Podman takes the workspace root's owner from the driver option (its archive
-         * extraction keeps a "./" entry's owner off the mount point; Docker's gets it from the
-         * tar's workspace/ entry) */
-        _cleanup_free_ char *ws_owner =
-            st->conn.podman ? xasprintf("uid=%u,gid=%u", (unsigned)uid, (unsigned)gid) : NULL;
-        r = engine_volume_create(&st->conn, h->ws_vol, owner, ws_owner, err);
-        if (r < 0)
-                return r;
-        h->vols[1] = h->ws_vol;
-        return 0;
-}
-
-/* At start: the code and a copy of the workspace into the volumes, through a helper. */
-static int handin_fill(struct engine_state *st, const struct sbx_config *cfg,
-                       const struct run_request *req, const char *image, uid_t uid, gid_t gid,
-                       const char *owner, struct handin *h, struct sbx_error *err)
-{
-        _cleanup_close_ int fd = -1, wfd = -1;
-        _cleanup_(json_putp) json_object *body = NULL;
-        _cleanup_free_ char *helper = NULL;
-        int r;
-
-        fd = engine_tmpfile(err);
-        if (fd < 0)
-                return fd;
-        r = engine_handin_tar(fd, st->conn.podman ? ENGINE_HANDIN_CODE : ENGINE_HANDIN_BOTH,
-                              sbx_language_script(req->language), req->code, req->code_len,
-                              cfg->workspace_dir, uid, gid, &h->manifest, &h->skipped, err);
-        if (r < 0)
-                return sbx_wrap(err, "copying the workspace for the engine");
-        if (st->conn.podman) {
-                wfd = engine_tmpfile(err);
-                if (wfd < 0)
-                        return wfd;
-                r = engine_handin_tar(wfd, ENGINE_HANDIN_WORKSPACE,
-                                      sbx_language_script(req->language), req->code, req->code_len,
-                                      cfg->workspace_dir, uid, gid, &h->manifest, &h->skipped, err);
-                if (r < 0)
-                        return sbx_wrap(err, "copying the workspace for the engine");
-        }
-
-        body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
-        r = container_create(st, body, image, "create the hand-in helper container", &helper, err);
-        if (r < 0)
-                return r;
-        if (st->conn.podman) {
-                r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
-                if (r == 0)
-                        r = engine_archive_put(&st->conn, helper, "/workspace", wfd, err);
-        } else {
-                r = engine_archive_put(&st->conn, helper, "/", fd, err);
-        }
-        struct sbx_error e2 = {0};
-        if (container_remove(&st->conn, helper, &e2) < 0)
-                log_warning("%s (the next start's sweep removes it), ignoring", e2.msg);
-        return r;
-}
-
-/* Before start: the run container sees the hand-in through its own mounts (the script, and a
- * top-level entry of the workspace copy). Without this check an engine that put the archive
- * elsewhere would run nothing useful, and the copy-back would take the empty workspace for
- * deletions. */
-static int handin_check(struct engine_state *st, const struct run_request *req, const char *id,
-                        const struct handin *h, struct sbx_error *err)
-{
-        _cleanup_free_ char *script = xasprintf("/sandbox/%s", sbx_language_script(req->language));
-        int r = engine_archive_stat(&st->conn, id, script, err);
-
-        for (size_t i = 0; r == 0 && i < h->manifest.n; i++) {
-                if (strchr(h->manifest.v[i].rel, '/'))
-                        continue;
-                _cleanup_free_ char *p = xasprintf("/workspace/%s", h->manifest.v[i].rel);
-                r = engine_archive_stat(&st->conn, id, p, err);
-                break;
-        }
-        if (r == -ENOENT) {
-                char what[200];
-                snprintf(what, sizeof(what), "%.199s", err->msg);
-                return sbx_fail(err, EIO,
-                                "the container engine at '%s' did not hand the code and workspace "
-                                "volumes to the sandbox container (%s), so nothing was run: "
-                                "report this with the engine's version",
-                                st->conn.ep.host, what);
-        }
-        return r;
-}
-
-/* After the run: the run container's /workspace back into the host folder. */
-static void copy_back(struct engine_state *st, const struct sbx_config *cfg, const char *id,
-                      const struct handin *h, uid_t uid, gid_t gid, struct run_result *res)
-{
-        _cleanup_close_ int fd = -1;
-        struct sbx_error e = {0};
-        struct engine_copyback cb = {0};
-        int r;
-
-        /* Bounded: what went in, plus ENGINE_COPYBACK_GROWTH_BYTES of new data (the run can
-         * write without limit into its volume, and Docker's archive sends holes as zeros). */
-        uint64_t in_bytes = 0;
-        for (size_t i = 0; i < h->manifest.n; i++)
-                if (S_ISREG(h->manifest.v[i].mode))
-                        in_bytes += (uint64_t)h->manifest.v[i].size;
-        struct engine_copyback_caps caps = {
-            .max_entries = h->manifest.n + ENGINE_COPYBACK_GROWTH_ENTRIES,
-            .max_data_bytes = in_bytes + ENGINE_COPYBACK_GROWTH_BYTES,
-            .max_tar_bytes = in_bytes + ENGINE_COPYBACK_TAR_GROWTH_BYTES,
-        };
-        fd = engine_tmpfile(&e);
-        r = fd < 0 ? fd
-                   : engine_archive_get_max(&st->conn, id, "/workspace/.", fd, caps.max_tar_bytes,
-                                            &caps.input_cut, &e);
-        if (r == 0)
-                r = engine_workspace_unpack_capped(fd, cfg->workspace_dir, &h->manifest, uid, gid,
-                                                   geteuid() == 0, &caps, &cb, &e);
-        if (r < 0) {
-                log_warning("workspace copy-back: %s", e.msg);
-                note_add(res,
-                         "workspace: the run's changes were NOT all copied back from the "
-                         "engine (%.300s)",
-                         e.msg);
-                return;
-        }
-        log_debug("workspace copy-back: %u files, %u folders, %u symlinks, %u deleted, %u "
-                  "refused",
-                  cb.files, cb.dirs, cb.symlinks, cb.deleted, cb.refused);
-        if (cb.capped) {
-                log_warning("workspace copy-back: %s", cb.cap_note);
-                note_add(res,
-                         "workspace: NOT all of the run's changes were copied back: %s; nothing "
-                         "was deleted",
-                         cb.cap_note);
-        }
-        if (cb.refused)
-                note_add(res,
-                         "workspace: %u entr%s of the run's workspace not copied back (first: "
-                         "%.200s)",
-                         cb.refused, cb.refused == 1 ? "y" : "ies", cb.first_refusal);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1206,16 +146,16 @@ struct sandbox {
         bool volumes, hostcg, podman, rootless_docker;
         char image[256];
         const char *interp;
-        /* the spec's network: RUN_NETWORK_ALLOWLIST = the code waits for its way out, which
-         * start() makes inside the started container (egress_listen.c) */
+        /* the spec's network: RUN_NETWORK_ALLOWLIST = the code waits for its relay to the
+         * proxy's socket, which start() makes in the code folder (egress_listen.c) */
         enum run_network network;
-        char egress_tag[48];           /* the run's tag in its command (engine_egress_tag()) */
-        char wait_sh[192];             /* the wait script (engine_egress_wait_script()) */
+        char relay_py[1024], relay_js[1024]; /* the relay's sources (engine_egress_relay()) */
+        char wait_sh[640];                   /* the wait script (engine_egress_wait_script()) */
         struct egress_session *egress; /* the run's proxy, from start to collect (or destroy) */
         unsigned backstop_s;           /* the in-container `timeout`'s, from the longest timeout */
         char degraded[128];            /* limits the engine did not keep */
         char *code_dir, *code_file;
-        struct handin hv;
+        struct engine_handin hv;
         char *id;            /* the run container, once created */
         int kmsg_fd, kmsg_r; /* Podman: the kernel log, for its OOM kills */
         uint64_t memory_bytes;
@@ -1225,14 +165,13 @@ struct sandbox {
         bool exited;      /* the wait answered: nothing left to kill */
         bool kill_wanted; /* kill() asked while it ran */
         bool killed_sync; /* kill() killed it itself (not supervised) */
-        struct run_xfers rx;
+        struct engine_xfers rx;
         struct sandbox_stream stream;
         uint64_t t_kill;
         struct sbx_trace trace; /* the phases' times (VESTIBULE_TRACE), prepare to destroy */
-        /* SANDBOX_MODE_CELLS: the session's runner and the steps that make it (cells.c,
-         * through engine_sb_prepare_cells()) */
-        void *cells;
-        const struct engine_cells_hooks *hooks;
+        /* SANDBOX_MODE_CELLS through the cells ops: the session's runner (cells.c) */
+        bool session;
+        struct engine_cells *cells;
         /* a warm spare (spare.h): started in prepare, its interpreter blocked on @fifo */
         bool spare;
         bool handed; /* start() was called: a second hand-over is refused */
@@ -1241,7 +180,10 @@ struct sandbox {
         uint64_t cpu_before_us; /* the run's cgroup CPU at the hand-over (the start-up's) */
 };
 
-void engine_sb_view(struct sandbox *sb, struct engine_sb_view *ret)
+static void sandbox_destroy(struct sandbox *sb);
+
+/* What cells.c reads of @sb now (cells.h), into @ret; the pointers are @sb's. Return @ret. */
+static const struct engine_sb_view *sb_view(struct sandbox *sb, struct engine_sb_view *ret)
 {
         *ret = (struct engine_sb_view){.conn = &sb->st->conn,
                                        .cfg = sb->cfg,
@@ -1256,8 +198,8 @@ void engine_sb_view(struct sandbox *sb, struct engine_sb_view *ret)
                                        .podman = sb->podman,
                                        .volumes = sb->volumes,
                                        .rootless_docker = sb->rootless_docker,
-                                       .memory_bytes = sb->memory_bytes,
-                                       .cells = sb->cells};
+                                       .memory_bytes = sb->memory_bytes};
+        return ret;
 }
 
 /* The engine's state for one sandbox: ready, the run's ids, the grade and settings as of now. */
@@ -1266,7 +208,7 @@ static int sandbox_snapshot(struct sandbox *sb, struct sbx_error *err)
         struct engine_state *st = sb->st;
         int r;
 
-        r = ensure_ready(sb->b, err);
+        r = engine_probe_ready(st, sb->b->cfg, err);
         if (r == 0)
                 r = run_ids(sb->b, st, &sb->uid, &sb->gid, err);
         if (r < 0)
@@ -1288,8 +230,8 @@ static int sandbox_snapshot(struct sandbox *sb, struct sbx_error *err)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
         if (sb->seccomp_profile[0] && access(sb->seccomp_profile, R_OK) < 0) {
                 /* removed since the probe (a cleaned runtime dir): write it again, or refuse */
-                r = seccomp_profile_again(sb->b, sb->seccomp_profile, sizeof(sb->seccomp_profile),
-                                          err);
+                r = engine_seccomp_profile_again(st, sb->seccomp_profile,
+                                                 sizeof(sb->seccomp_profile), err);
                 if (r < 0)
                         return r;
         }
@@ -1320,7 +262,7 @@ static int sandbox_sweep(struct engine_state *st, struct sbx_error *err)
 }
 
 /* The longest command and environment of a run container (with their NULL). */
-#define SANDBOX_CMD_MAX 10
+#define SANDBOX_CMD_MAX 12
 #define SANDBOX_ENV_MAX 32
 
 /* The create body of @sb's run container. */
@@ -1334,8 +276,8 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
         snprintf(script, 64, "/sandbox/%s", sbx_language_script(sb->language));
         snprintf(timeout_arg, 16, "%u", sb->backstop_s);
         const char *plain[] = {"timeout", "--kill-after=1", timeout_arg, sb->interp, script, NULL};
-        /* network "allowlist": the code starts once its way out listens (egress_listen.c); the tag
-         * (the script's $0) lets the server know the container's process when it sees it */
+        /* network "allowlist": the relay starts, and the code once the relay listens
+         * (egress_listen.c) */
         const char *waiting[] = {
             "timeout",
             "--kill-after=1",
@@ -1343,7 +285,9 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
             "bash",
             "-c",
             engine_egress_wait_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh)),
-            sb->egress_tag,
+            "vestibule-egress",
+            sb->relay_py,
+            sb->relay_js,
             sb->interp,
             script,
             NULL};
@@ -1353,7 +297,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
         else
                 memcpy(cmd, plain, sizeof(plain));
         if (sb->cells) /* a session: the runner, no backstop (it lives across calls) */
-                sb->hooks->cmd(sb->cells, sb->language, cmd, SANDBOX_CMD_MAX);
+                engine_cells_cmd(sb->cells, sb->language, cmd, SANDBOX_CMD_MAX);
         /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
          * (egress_sandbox_env()), PATH with pip's scripts */
         size_t n_env = 0;
@@ -1404,55 +348,38 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
         _cleanup_(json_putp) json_object *inspect = NULL;
         int r;
 
-        r = container_create(sb->st, body, sb->image, "create the sandbox", &sb->id, err);
+        r = engine_container_create(sb->st, body, sb->image, "create the sandbox", &sb->id, err);
         sbx_trace_lap(&sb->trace, "create");
         if (r < 0)
                 return r;
-        r = container_inspect(sb->st, sb->id, spec.userns_keep_id, &inspect, err);
+        r = engine_container_inspect(sb->st, sb->id, spec.userns_keep_id, &inspect, err);
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, sb->degraded, sizeof(sb->degraded), err);
         if (r == 0) {
-                const char *image_id = json_object_get_string(jget(inspect, "Image"));
+                const char *image_id = json_object_get_string(engine_jget(inspect, "Image"));
                 if (image_id && sb->spare)
                         snprintf(sb->stamp.image_id, sizeof(sb->stamp.image_id), "%s",
                                  strncmp(image_id, "sha256:", 7) == 0 ? image_id + 7 : image_id);
-                r = image_programs_check(sb->st, sb->id,
-                                         image_id && *image_id ? image_id : sb->image, sb->image,
-                                         sb->interp, err);
+                r = engine_container_programs_check(sb->st, sb->id,
+                                                    image_id && *image_id ? image_id : sb->image,
+                                                    sb->image, sb->interp, err);
         }
         sbx_trace_lap(&sb->trace, "inspect_verify");
         return r;
 }
 
-/* A spare, after its create: attach + wait armed, the container started (its interpreter
- * starts and blocks in open() of the FIFO), and what it was built from stamped. */
-static int spare_start(struct sandbox *sb, struct sbx_error *err)
-{
-        int r;
-
-        engine_spare_settings(sb->cfg, sb->image, sb->stamp.settings, sizeof(sb->stamp.settings));
-        snprintf(sb->stamp.grade, sizeof(sb->stamp.grade), "%s", sb->grade);
-        r = run_xfers_arm(&sb->rx, &sb->st->conn, sb->id, err);
-        sbx_trace_lap(&sb->trace, "arm_attach_wait");
-        if (r == 0)
-                r = container_start(&sb->st->conn, sb->id, sb->image, err);
-        sb->stamp.started_ms = sbx_now_ms();
-        sbx_trace_lap(&sb->trace, "start");
-        return r;
-}
-
 /* What a sandbox of @sb's spec cannot be here, said before anything is made: an allowlist or
- * a spare on a remote engine, a spare with a network; and the allowlist's tag. */
+ * a spare on a remote engine, a spare with a network; and the allowlist's relay. */
 static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
 {
         if (sb->network == RUN_NETWORK_ALLOWLIST && sb->volumes)
-                /* the way out is made inside the container's namespace from this machine
-                 * (egress_listen.c): a remote engine's processes are not ours to see */
+                /* the way out is the proxy's socket in the bind-mounted code folder
+                 * (egress_listen.c): a remote engine does not see this machine's files */
                 return sbx_fail(err, EOPNOTSUPP,
                                 "network \"allowlist\" needs a container engine on this machine "
-                                "(the server enters the sandbox's network namespace to make its "
-                                "only way out); this one is remote (%s): use network \"none\", or "
-                                "a local engine",
+                                "(the sandbox reaches the proxy through a socket in its "
+                                "bind-mounted code folder); this one is remote (%s): use network "
+                                "\"none\", or a local engine",
                                 sb->st->conn.ep.host);
         if (sb->spare && sb->volumes)
                 /* the FIFO lives in the bind-mounted code folder: a remote engine's container
@@ -1463,26 +390,27 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
                                 sb->st->conn.ep.host);
         if (sb->spare && sb->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EINVAL, "a warm spare is built for network \"none\" only");
+        /* the relay in the image's own interpreter: python3 where there is one (both our
+         * images), else node (engine_egress_wait_script() picks) */
         if (sb->network == RUN_NETWORK_ALLOWLIST &&
-            engine_egress_tag(sb->egress_tag, sizeof(sb->egress_tag)) < 0)
-                return sbx_fail(err, EIO, "egress: no random bytes for the run's tag (getrandom)");
+            (engine_egress_relay("python3", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_py,
+                                 sizeof(sb->relay_py)) < 0 ||
+             engine_egress_relay("node", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_js,
+                                 sizeof(sb->relay_js)) < 0))
+                return sbx_fail(err, ENOSPC, "egress: the relay's source does not fit");
         return 0;
 }
 
-int engine_sb_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
-                      struct sbx_error *err)
-{
-        return engine_sb_prepare_cells(b, spec, NULL, ret, err);
-}
-
-int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
-                            const struct engine_cells_hooks *hooks, struct sandbox **ret,
-                            struct sbx_error *err)
+/* prepare() of both ops tables: @session when through the cells ops (a CELLS spec through the
+ * one-program ops is refused). */
+static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, bool session,
+                           struct sandbox **ret, struct sbx_error *err)
 {
         struct sandbox *sb = xcalloc(1, sizeof(*sb));
+        struct engine_sb_view v;
         int r;
 
-        sb->hooks = hooks;
+        sb->session = session;
 
         if (spec->mode != SANDBOX_MODE_ONE_SHOT && spec->mode != SANDBOX_MODE_CELLS) {
                 free(sb);
@@ -1512,8 +440,8 @@ int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
         snprintf(sb->image, sizeof(sb->image), "%s", image_for(sb->cfg, spec->language));
         r = sandbox_snapshot(sb, err);
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
-                r = sb->hooks
-                        ? sb->hooks->check(sb, err)
+                r = sb->session
+                        ? engine_cells_check(sb_view(sb, &v), err)
                         : sbx_fail(err, EOPNOTSUPP, "container sandbox: cells without their steps");
         if (r == 0)
                 r = prepare_refusals(sb, err);
@@ -1525,22 +453,24 @@ int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
         sbx_trace_lap(&sb->trace, "sweep");
         if (r == 0)
                 r = sb->volumes
-                        ? handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
-                        : code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir, err);
+                        ? engine_handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
+                        : engine_code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir,
+                                               err);
         if (r == 0 && sb->spare)
                 r = engine_spare_fifo_make(sb->code_dir, sbx_language_script(sb->language), sb->uid,
                                            sb->gid, sb->rootless_docker, &sb->fifo, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
-                r = sb->hooks->make(sb, &sb->cells, err);
+                r = engine_cells_new(sb_view(sb, &v), &sb->cells, err);
         if (r == 0)
                 r = sandbox_create(sb, err);
         if (r == 0 && sb->cells)
-                r = sb->hooks->launch(sb, err);
+                r = engine_cells_launch(sb_view(sb, &v), sb->cells, err);
         if (r == 0 && sb->spare)
-                r = spare_start(sb, err);
+                r = engine_spare_start(&sb->st->conn, sb->id, sb->cfg, sb->image, sb->grade,
+                                       &sb->rx, &sb->stamp, &sb->trace, err);
         if (r < 0) {
-                engine_sb_destroy(sb);
+                sandbox_destroy(sb);
                 return r;
         }
         *ret = sb;
@@ -1553,29 +483,8 @@ int engine_sb_prepare_cells(struct backend *b, const struct sandbox_spec *spec,
 static unsigned engine_stream_fds(void *userdata, struct pollfd *fds, unsigned max, int *timeout_ms)
 {
         struct sandbox *sb = userdata;
-        fd_set rd, wr, ex;
-        int maxfd = -1;
-        long curl_ms = -1;
-        unsigned n = 0;
 
-        FD_ZERO(&rd);
-        FD_ZERO(&wr);
-        FD_ZERO(&ex);
-        curl_multi_fdset(sb->rx.m, &rd, &wr, &ex, &maxfd);
-        for (int fd = 0; fd <= maxfd && n < max; fd++) {
-                short ev = 0;
-                if (FD_ISSET(fd, &rd))
-                        ev |= POLLIN;
-                if (FD_ISSET(fd, &wr))
-                        ev |= POLLOUT;
-                if (FD_ISSET(fd, &ex))
-                        ev |= POLLPRI;
-                if (ev)
-                        fds[n++] = (struct pollfd){.fd = fd, .events = ev};
-        }
-        curl_multi_timeout(sb->rx.m, &curl_ms);
-        *timeout_ms = curl_ms >= 0 && curl_ms < 100 ? (int)curl_ms : 100;
-        return n;
+        return engine_xfers_fds(&sb->rx, fds, max, timeout_ms);
 }
 
 /* Perform the run's transfers: output to the warden, the kill when one was asked for, and
@@ -1583,8 +492,8 @@ static unsigned engine_stream_fds(void *userdata, struct pollfd *fds, unsigned m
 static unsigned engine_stream_pump(void *userdata, sandbox_emit_fn emit, void *emit_userdata)
 {
         struct sandbox *sb = userdata;
-        struct run_xfers *rx = &sb->rx;
-        uint64_t now = now_ms();
+        struct engine_xfers *rx = &sb->rx;
+        uint64_t now = sbx_now_ms();
         unsigned flags = 0;
 
         pthread_mutex_lock(&sb->lock);
@@ -1597,16 +506,15 @@ static unsigned engine_stream_pump(void *userdata, sandbox_emit_fn emit, void *e
                 /* The kill goes through the same multi: the stream keeps being drained
                  * meanwhile (Podman's kill blocks while the container is stuck writing to an
                  * unread attach). */
-                struct engine_call kc = kill_call(sb->id);
                 struct sbx_error ke = {0};
-                if (leg_add(rx, &rx->kill, &sb->st->conn, &kc, &ke) < 0)
+                if (engine_xfers_kill(rx, &sb->st->conn, sb->id, &ke) < 0)
                         log_debug("kill %.12s: %s", sb->id, ke.msg);
                 sb->t_kill = now;
                 log_debug("run %.12s: stopping", sb->id);
         }
         rx->a.emit = emit;
         rx->a.emit_userdata = emit_userdata;
-        run_xfers_pump(rx);
+        engine_xfers_pump(rx);
         rx->a.emit = NULL;
         if (rx->wait.done) {
                 pthread_mutex_lock(&sb->lock);
@@ -1691,10 +599,7 @@ static int spare_fresh(struct sandbox *sb, struct sbx_error *err)
                                        err);
         if (r < 0)
                 return r;
-        run_xfers_pump(&sb->rx); /* what it printed while it waited is no run's: dropped */
-        if (sb->rx.attach.done || sb->rx.wait.done)
-                return sbx_fail(err, ESTALE, "the spare container ended before its hand-over");
-        return 0;
+        return engine_spare_waiting(&sb->rx, err);
 }
 
 /* start() of a spare: check it, then hand the code over through its FIFO (spare.h). */
@@ -1734,8 +639,8 @@ static int spare_handover(struct sandbox *sb, const struct run_request *req,
         return 0;
 }
 
-static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
-                           struct sandbox_io *ret_io, struct sbx_error *err)
+static int sandbox_start(struct sandbox *sb, const struct run_request *req,
+                         struct sandbox_io *ret_io, struct sbx_error *err)
 {
         struct engine_state *st = sb->st;
         int r;
@@ -1758,27 +663,28 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
         sb->handed = true;
         if (sb->spare)
                 return spare_handover(sb, req, ret_io, err);
-        r = sb->volumes ? handin_fill(st, sb->cfg, req, sb->image, sb->uid, sb->gid, sb->owner,
-                                      &sb->hv, err)
-                        : code_write(sb->code_dir, req, sb->uid, sb->gid, sb->rootless_docker,
-                                     &sb->code_file, err);
+        r = sb->volumes ? engine_handin_fill(st, sb->cfg, req, sb->image, sb->uid, sb->gid,
+                                             sb->owner, &sb->hv, err)
+                        : engine_code_write(sb->code_dir, req, sb->uid, sb->gid,
+                                            sb->rootless_docker, &sb->code_file, err);
         if (r == 0 && sb->volumes)
-                r = handin_check(st, req, sb->id, &sb->hv, err);
+                r = engine_handin_check(st, req, sb->id, &sb->hv, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin" : "code");
+        if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST) {
+                /* the proxy on its socket in the code folder, before the container starts: its
+                 * relay connects there (egress_listen.c). Fail closed: on error destroy()
+                 * removes the container unrun. */
+                r = engine_egress_begin(sb->code_dir, sb->cfg, &sb->egress, err);
+                sbx_trace_lap(&sb->trace, "egress");
+        }
         if (r < 0)
                 return r;
         kmsg_open(sb);
-        r = run_xfers_arm(&sb->rx, &st->conn, sb->id, err);
+        r = engine_xfers_arm(&sb->rx, &st->conn, sb->id, err);
         sbx_trace_lap(&sb->trace, "arm_attach_wait");
         if (r == 0)
-                r = container_start(&st->conn, sb->id, sb->image, err);
+                r = engine_container_start(&st->conn, sb->id, sb->image, err);
         sbx_trace_lap(&sb->trace, "start");
-        if (r == 0 && sb->network == RUN_NETWORK_ALLOWLIST) {
-                /* the way out, made inside the started container (egress_listen.c); its code waits
-                 * for it. Fail closed: on error destroy() removes the container unrun. */
-                r = engine_egress_begin(&st->conn, sb->id, sb->cfg, &sb->egress, err);
-                sbx_trace_lap(&sb->trace, "egress");
-        }
         if (r < 0)
                 return r;
         supervise_from(sb, sbx_now_ms(), ret_io);
@@ -1787,7 +693,7 @@ static int engine_sb_start(struct sandbox *sb, const struct run_request *req,
 
 /* kill(): while the warden pumps, the kill leg goes into its multi at the next pump; before
  * the start (a spare) or after it, a request of its own. Nothing once the wait answered. */
-void engine_sb_kill(struct sandbox *sb)
+static void sandbox_kill(struct sandbox *sb)
 {
         pthread_mutex_lock(&sb->lock);
         bool now = !sb->exited && !sb->supervising && sb->id && !sb->killed_sync;
@@ -1797,7 +703,7 @@ void engine_sb_kill(struct sandbox *sb)
                 sb->killed_sync = true;
         pthread_mutex_unlock(&sb->lock);
         if (now)
-                kill_container(&sb->st->conn, sb->id);
+                engine_container_kill(&sb->st->conn, sb->id);
 }
 
 /* The exit status: the wait's answer, else (a run not stopped) the inspect's; and the engine's
@@ -1805,7 +711,7 @@ void engine_sb_kill(struct sandbox *sb)
 static int collect_exit(struct sandbox *sb, const struct sandbox_watch *w, int *ret_exit,
                         bool *ret_oom, bool *ret_wait_ok, struct sbx_error *err)
 {
-        struct run_xfers *rx = &sb->rx;
+        struct engine_xfers *rx = &sb->rx;
         _cleanup_(json_putp) json_object *inspect = NULL;
         struct sbx_error e3 = {0};
         json_object *sc;
@@ -1821,12 +727,12 @@ static int collect_exit(struct sandbox *sb, const struct sandbox_watch *w, int *
         /* A run we stopped has its outcome already: no inspect, which on Podman can block
          * while the kill is carried out. */
         if (w->forced == RUN_OUTCOME_NONE && !sb->t_kill &&
-            container_inspect(sb->st, sb->id, false, &inspect, &e3) == 0) {
-                json_object *state = jget(inspect, "State");
-                *ret_oom = json_object_get_boolean(jget(state, "OOMKilled"));
-                if (!wait_ok && jget(state, "ExitCode") &&
-                    !json_object_get_boolean(jget(state, "Running"))) {
-                        *ret_exit = json_object_get_int(jget(state, "ExitCode"));
+            engine_container_inspect(sb->st, sb->id, false, &inspect, &e3) == 0) {
+                json_object *state = engine_jget(inspect, "State");
+                *ret_oom = json_object_get_boolean(engine_jget(state, "OOMKilled"));
+                if (!wait_ok && engine_jget(state, "ExitCode") &&
+                    !json_object_get_boolean(engine_jget(state, "Running"))) {
+                        *ret_exit = json_object_get_int(engine_jget(state, "ExitCode"));
                         wait_ok = true;
                 }
         }
@@ -1907,16 +813,10 @@ static void collect_outcome(struct sandbox *sb, int exit_code, bool oom, struct 
 }
 
 /* The workspace back (volumes), the notes, and the grade the run had. */
-void collect_finish(struct sandbox *sb, struct run_result *res)
+static void collect_finish(struct sandbox *sb, struct run_result *res)
 {
-        if (sb->volumes && !sb->cfg->workspace_ro)
-                copy_back(sb->st, sb->cfg, sb->id, &sb->hv, sb->uid, sb->gid, res);
-        if (sb->volumes && sb->hv.skipped)
-                note_add(res,
-                         "workspace: %u socket%s, fifo%s or device%s not copied to the remote "
-                         "engine",
-                         sb->hv.skipped, sb->hv.skipped == 1 ? "" : "s",
-                         sb->hv.skipped == 1 ? "" : "s", sb->hv.skipped == 1 ? "" : "s");
+        if (sb->volumes)
+                engine_handin_collect(sb->st, sb->cfg, sb->id, &sb->hv, sb->uid, sb->gid, res);
         if (*sb->degraded && strcmp(sb->grade, "container") == 0)
                 snprintf(res->isolation, sizeof(res->isolation),
                          "container-degraded (limits not applied: %s: the engine did not keep "
@@ -1926,10 +826,10 @@ void collect_finish(struct sandbox *sb, struct run_result *res)
                 snprintf(res->isolation, sizeof(res->isolation), "%s", sb->grade);
 }
 
-static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
-                             struct run_result *res, struct sbx_error *err)
+static int sandbox_collect(struct sandbox *sb, const struct sandbox_watch *w,
+                           struct run_result *res, struct sbx_error *err)
 {
-        struct run_xfers *rx = &sb->rx;
+        struct engine_xfers *rx = &sb->rx;
         int exit_code = 0, r;
         bool oom = false, wait_ok = false;
         enum run_outcome forced = w->forced;
@@ -1937,8 +837,10 @@ static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
         snprintf(res->backend, sizeof(res->backend), "container");
         snprintf(res->image, sizeof(res->image), "%s", sb->image);
         sbx_trace_lap(&sb->trace, "wait_stream");
-        if (sb->egress) /* the container has exited or been killed: its connections are done */
+        if (sb->egress) { /* the container has exited or been killed: its connections are done */
                 egress_session_finish(TAKE_PTR(sb->egress), &res->egress);
+                engine_egress_end(sb->code_dir);
+        }
         r = collect_exit(sb, w, &exit_code, &oom, &wait_ok, err);
         sbx_trace_lap(&sb->trace, "collect_inspect");
         if (r < 0)
@@ -1969,33 +871,32 @@ static int engine_sb_collect(struct sandbox *sb, const struct sandbox_watch *w,
 
 /* destroy(): the container, its volumes and parent cgroup go in the background (shutdown waits
  * for them); the code folder here. */
-void engine_sb_destroy(struct sandbox *sb)
+static void sandbox_destroy(struct sandbox *sb)
 {
         if (!sb)
                 return;
-        if (sb->hooks) /* its files out of the code folder */
-                sb->hooks->free(TAKE_PTR(sb->cells));
+        engine_cells_free(TAKE_PTR(sb->cells)); /* its files out of the code folder */
         if (sb->egress) {
                 /* started but never collected: kill the container first (its connections
                  * end with it), then the proxy; its decisions go nowhere */
                 struct run_result dropped = {0};
-                engine_sb_kill(sb);
+                sandbox_kill(sb);
                 egress_session_finish(TAKE_PTR(sb->egress), &dropped.egress);
                 run_result_done(&dropped);
         }
-        run_xfers_done(&sb->rx);
+        if (sb->network == RUN_NETWORK_ALLOWLIST)
+                engine_egress_end(sb->code_dir); /* a socket left by a failed start */
+        engine_xfers_done(&sb->rx);
         if (sb->id || sb->hv.vols[0] || sb->hv.vols[1] || *sb->cgroup)
-                remove_in_background(sb->st, sb->id, sb->cgroup, sb->hv.vols);
+                engine_container_remove_later(sb->st, sb->id, sb->cgroup, sb->hv.vols);
         sbx_trace_lap(&sb->trace, "remove_dispatch");
         engine_manifest_done(&sb->hv.manifest);
         if (sb->code_file)
                 unlink(sb->code_file);
         if (sb->fifo) /* the FIFO, or the code in its place after the hand-over */
                 unlink(sb->fifo);
-        if (sb->code_dir) {
-                rmdir(sb->code_dir);
-                owner_file_remove(sb->code_dir);
-        }
+        if (sb->code_dir)
+                engine_code_dir_remove(sb->code_dir);
         if (sb->kmsg_fd >= 0)
                 close(sb->kmsg_fd);
         free(sb->code_file);
@@ -2008,15 +909,87 @@ void engine_sb_destroy(struct sandbox *sb)
         free(sb);
 }
 
-const struct sandbox_ops engine_sandbox_ops = {
-    .prepare = engine_sb_prepare,
-    .start = engine_sb_start,
-    .kill = engine_sb_kill,
-    .collect = engine_sb_collect,
-    .destroy = engine_sb_destroy,
+static int sandbox_prepare_one(struct backend *b, const struct sandbox_spec *spec,
+                               struct sandbox **ret, struct sbx_error *err)
+{
+        return sandbox_prepare(b, spec, false, ret, err);
+}
+
+static const struct sandbox_ops sandbox_ops = {
+    .prepare = sandbox_prepare_one,
+    .start = sandbox_start,
+    .kill = sandbox_kill,
+    .collect = sandbox_collect,
+    .destroy = sandbox_destroy,
 };
 
-void engine_shutdown(struct backend *b)
+/* ---------------------------------------------------------------------------------------- */
+/* Sessions (SANDBOX_MODE_CELLS): the same sandbox, running cells.c's runner between calls     */
+
+static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
+                         struct sbx_error *err)
+{
+        if (spec->mode != SANDBOX_MODE_CELLS)
+                return sbx_fail(err, EOPNOTSUPP, "container cells ops serve sessions only");
+        /* fail closed: a session's container has no egress listener */
+        if (spec->network != RUN_NETWORK_NONE)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "network \"allowlist\" is not available in a session");
+        return sandbox_prepare(b, spec, true, ret, err);
+}
+
+static int cells_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
+                       struct sbx_error *err)
+{
+        struct engine_sb_view v;
+
+        return engine_cells_start(sb_view(sb, &v), sb->cells, req, ret_io, err);
+}
+
+static void cells_kill(struct sandbox *sb)
+{
+        struct engine_sb_view v;
+
+        engine_cells_kill(sb_view(sb, &v), sb->cells);
+}
+
+static bool cells_alive(struct sandbox *sb)
+{
+        return engine_cells_alive(sb->cells);
+}
+
+static void cells_interrupt(struct sandbox *sb)
+{
+        struct engine_sb_view v;
+
+        engine_cells_interrupt(sb_view(sb, &v), sb->cells);
+}
+
+static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, struct run_result *res,
+                         struct sbx_error *err)
+{
+        struct engine_sb_view v;
+
+        (void)err;
+        engine_cells_collect(sb_view(sb, &v), sb->cells, w, res);
+        collect_finish(sb, res);
+        return 0;
+}
+
+static const struct sandbox_ops cells_ops = {
+    .prepare = cells_prepare,
+    .start = cells_start,
+    .kill = cells_kill,
+    .collect = cells_collect,
+    .destroy = sandbox_destroy,
+    .interrupt = cells_interrupt,
+    .alive = cells_alive,
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* The backend                                                                              */
+
+static void engine_shutdown(struct backend *b)
 {
         struct engine_state *st = b->state;
 
@@ -2026,7 +999,7 @@ void engine_shutdown(struct backend *b)
         st->shutting_down = true;
         bool ready = st->ready;
         pthread_mutex_unlock(&st->lock);
-        removals_wait(st, 30);
+        engine_removals_wait(st, 30);
         if (!ready)
                 return;
         /* Everything else labelled as ours (a run between create and registration). */
@@ -2044,13 +1017,13 @@ void engine_shutdown(struct backend *b)
                 log_debug("%s, ignoring", e.msg);
 }
 
-void engine_destroy(struct backend *b)
+static void engine_destroy(struct backend *b)
 {
         struct engine_state *st = b->state;
         if (!st)
                 return;
         /* a detached removal thread still uses @st: wait for it, a while at least */
-        removals_wait(st, 60);
+        engine_removals_wait(st, 60);
         pthread_mutex_lock(&st->lock);
         unsigned left = st->pending_removals;
         pthread_mutex_unlock(&st->lock);
@@ -2069,8 +1042,19 @@ void engine_destroy(struct backend *b)
         b->state = NULL;
 }
 
-int engine_backend_make(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
-                        const struct backend_ops *ops, struct backend **ret, struct sbx_error *err)
+static const struct backend_ops engine_ops = {
+    .name = "container",
+    .egress = true,
+    .probe = engine_probe,
+    .run = sandbox_run_once,
+    .sandbox = &sandbox_ops,
+    .cells = &cells_ops,
+    .shutdown = engine_shutdown,
+    .destroy = engine_destroy,
+};
+
+int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn getenv_fn,
+                                struct backend **ret, struct sbx_error *err)
 {
         struct engine_state *st;
         struct backend *b;
@@ -2095,9 +1079,14 @@ int engine_backend_make(const struct sbx_config *cfg, engine_getenv_fn getenv_fn
                                 "mount /proc");
         }
         st->seccomp_json = engine_seccomp_profile_docker();
-        b->ops = ops;
+        b->ops = &engine_ops;
         b->cfg = cfg;
         b->state = st;
         *ret = b;
         return 0;
+}
+
+int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err)
+{
+        return engine_backend_new_with_env(cfg, NULL, ret, err); /* cfg->engine_env */
 }

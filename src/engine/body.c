@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -70,6 +71,48 @@ static json_object *body_env(const struct engine_run_spec *s)
         return envj;
 }
 
+/* /proc files masked (an empty, read-only file over each) beyond the engine's own list, as the
+ * native sandbox masks them (src/native/spawn.c, child_mask_proc): the host's kernel command
+ * line and boot id, and the keys of the sandbox's uid. */
+static const char *const masked_ours[] = {"/proc/cmdline", "/proc/sys/kernel/random/boot_id",
+                                          "/proc/key-users", NULL};
+
+/* Docker's own list (moby, oci/defaults.go, DefaultLinuxSpec): HostConfig.MaskedPaths replaces
+ * it, so it is named again. */
+static const char *const masked_docker[] = {"/proc/asound",
+                                            "/proc/acpi",
+                                            "/proc/interrupts",
+                                            "/proc/kcore",
+                                            "/proc/keys",
+                                            "/proc/latency_stats",
+                                            "/proc/timer_list",
+                                            "/proc/timer_stats",
+                                            "/proc/sched_debug",
+                                            "/proc/scsi",
+                                            "/sys/firmware",
+                                            "/sys/devices/virtual/powercap",
+                                            NULL};
+
+/* Mask masked_ours: Docker takes HostConfig.MaskedPaths (its defaults and ours); Podman adds
+ * "mask=a:b" of SecurityOpt to its own (podman-run(1), --security-opt mask=). */
+static void host_masks(json_object *hc, json_object *secopt, bool podman)
+{
+        if (podman) {
+                _cleanup_free_ char *m = xstrdup("mask=");
+                for (const char *const *p = masked_ours; *p; p++) {
+                        char *n = xasprintf("%s%s%s", m, p == masked_ours ? "" : ":", *p);
+                        free(m);
+                        m = n;
+                }
+                json_object_array_add(secopt, json_object_new_string(m));
+                return;
+        }
+        json_object *a = strv(masked_docker);
+        for (const char *const *p = masked_ours; *p; p++)
+                json_object_array_add(a, json_object_new_string(*p));
+        json_object_object_add(hc, "MaskedPaths", a);
+}
+
 /* HostConfig, part 1: no network, no capabilities, no-new-privileges and the seccomp profile,
  * a read-only rootfs with its tmpfs mounts, no IPC, a cgroup namespace, the limits. */
 static void host_confinement(json_object *hc, const struct engine_run_spec *s)
@@ -91,6 +134,7 @@ static void host_confinement(json_object *hc, const struct engine_run_spec *s)
                 _cleanup_free_ char *sc = xasprintf("seccomp=%s", s->seccomp_profile);
                 json_object_array_add(secopt, json_object_new_string(sc));
         }
+        host_masks(hc, secopt, s->podman);
         json_object_object_add(hc, "SecurityOpt", secopt);
         json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(true));
         /* /tmp: noexec said explicitly (Docker adds it by default, Podman does not): the

@@ -22,10 +22,13 @@
 
 #include "lazy/curl.h"
 
+#include "engine/cells.h"
+
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
-#include "engine/sandbox_int.h"
+#include "engine/container.h"
+#include "engine/handin.h"
 #include "run/runners.h"
 #include "run/sandbox.h"
 #include "run/warden.h"
@@ -70,26 +73,17 @@ struct engine_cells {
         bool dead; /* killed, or the runner is gone */
 };
 
-static struct engine_cells *cells_of(struct sandbox *sb, struct engine_sb_view *v)
+int engine_cells_check(const struct engine_sb_view *v, struct sbx_error *err)
 {
-        engine_sb_view(sb, v);
-        return v->cells;
-}
-
-int engine_cells_check(struct sandbox *sb, struct sbx_error *err)
-{
-        struct engine_sb_view v;
-
-        engine_sb_view(sb, &v);
-        if (v.volumes)
+        if (v->volumes)
                 return sbx_fail(err, EOPNOTSUPP,
                                 "sessions on the container backend need a container engine on "
                                 "this machine (the session's pipes live in a folder the engine "
                                 "mounts); this one is remote (%s): use a local engine "
                                 "(DOCKER_HOST=unix://...), or VESTIBULE_BACKEND=native, or "
                                 "run_code without a session",
-                                v.conn->ep.host);
-        if (v.rootless_docker)
+                                v->conn->ep.host);
+        if (v->rootless_docker)
                 return sbx_fail(err, EOPNOTSUPP,
                                 "sessions are not available on rootless Docker (its container "
                                 "user is a subordinate id that cannot own the session's pipes): "
@@ -119,27 +113,26 @@ void engine_cells_free(struct engine_cells *c)
         free(c);
 }
 
-int engine_cells_new(struct sandbox *sb, struct engine_cells **ret, struct sbx_error *err)
+int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
+                     struct sbx_error *err)
 {
-        struct engine_sb_view v;
         struct engine_cells *c = xcalloc(1, sizeof(*c));
         bool give;
         size_t len;
         int r;
 
-        engine_sb_view(sb, &v);
         c->cell_w = c->status_r = c->out_r = c->err_r = c->runner_pidfd = c->kmsg_fd = -1;
         c->life_rw = -1;
         pthread_mutex_init(&c->lock, NULL);
         /* the runner is the program: written like a one-shot run's code */
-        struct run_request req = {.language = v.language};
-        req.code = sbx_runner_source(v.language, &len);
+        struct run_request req = {.language = v->language};
+        req.code = sbx_runner_source(v->language, &len);
         req.code_len = len;
-        r = code_write(v.code_dir, &req, v.uid, v.gid, false, &c->script, err);
-        give = geteuid() == 0 && v.uid != 0;
+        r = engine_code_write(v->code_dir, &req, v->uid, v->gid, false, &c->script, err);
+        give = geteuid() == 0 && v->uid != 0;
         for (size_t i = 0; r == 0 && i < F_N; i++) {
-                c->fifo[i] = xasprintf("%s/%s", v.code_dir, fifo_names[i]);
-                if (mkfifo(c->fifo[i], 0600) < 0 || (give && chown(c->fifo[i], v.uid, v.gid) < 0))
+                c->fifo[i] = xasprintf("%s/%s", v->code_dir, fifo_names[i]);
+                if (mkfifo(c->fifo[i], 0600) < 0 || (give && chown(c->fifo[i], v->uid, v->gid) < 0))
                         r = sbx_fail(err, errno, "cannot make the session's pipe '%s': %m",
                                      c->fifo[i]);
         }
@@ -276,10 +269,9 @@ static uint64_t cgroup_cpu_us(const struct engine_sb_view *v)
         return u.cpu_us.measured ? u.cpu_us.value : 0;
 }
 
-int engine_cells_launch(struct sandbox *sb, struct sbx_error *err)
+int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
+                        struct sbx_error *err)
 {
-        struct engine_sb_view v;
-        struct engine_cells *c = cells_of(sb, &v);
         struct sbx_runner_status st;
         int r;
 
@@ -297,7 +289,7 @@ int engine_cells_launch(struct sandbox *sb, struct sbx_error *err)
         if (r < 0)
                 return r;
         c->kmsg_fd = engine_kmsg_open();
-        r = container_start(v.conn, v.id, v.image, err);
+        r = engine_container_start(v->conn, v->id, v->image, err);
         if (r < 0)
                 return r;
         r = read_record(c, CELLS_READY_MS, &st);
@@ -308,7 +300,7 @@ int engine_cells_launch(struct sandbox *sb, struct sbx_error *err)
                 return sbx_fail(err, EIO,
                                 "the session's %s interpreter did not start in the container%s%s "
                                 "(%s): run `vestibule-mcp doctor`, then retry session_start",
-                                sbx_language_name(v.language), out[0] ? ": " : "", out,
+                                sbx_language_name(v->language), out[0] ? ": " : "", out,
                                 r == -ETIMEDOUT ? "no word from it" : "it ended");
         }
         /* the runner holds the read end now: a write-only end, so a runner that died is
@@ -319,8 +311,8 @@ int engine_cells_launch(struct sandbox *sb, struct sbx_error *err)
                 return r;
         close(c->cell_w);
         c->cell_w = w;
-        find_runner(&v, c);
-        c->cpu_us_seen = cgroup_cpu_us(&v);
+        find_runner(v, c);
+        c->cpu_us_seen = cgroup_cpu_us(v);
         return 0;
 }
 
@@ -333,21 +325,18 @@ static bool runner_alive(struct engine_cells *c)
         return poll(&p, 1, 0) == 0;
 }
 
-static void cells_kill(struct sandbox *sb)
+void engine_cells_kill(const struct engine_sb_view *v, struct engine_cells *c)
 {
-        struct engine_sb_view v;
-        struct engine_cells *c = cells_of(sb, &v);
-
         pthread_mutex_lock(&c->lock);
+        bool first = !c->dead;
         c->dead = true;
         pthread_mutex_unlock(&c->lock);
-        engine_sb_kill(sb);
+        if (first && v->id)
+                engine_container_kill(v->conn, v->id);
 }
 
-static bool cells_alive(struct sandbox *sb)
+bool engine_cells_alive(struct engine_cells *c)
 {
-        struct engine_sb_view v;
-        struct engine_cells *c = cells_of(sb, &v);
         bool dead;
 
         pthread_mutex_lock(&c->lock);
@@ -360,10 +349,8 @@ static bool cells_alive(struct sandbox *sb)
  * foreground job and its trap, node's breakOnSigint. The engine's kill API would signal the
  * container's init, which passes it to its child (the runner) only, not to a job the shell
  * waits for; it is the way when the runner is not seen from here. */
-static void cells_interrupt(struct sandbox *sb)
+void engine_cells_interrupt(const struct engine_sb_view *v, struct engine_cells *c)
 {
-        struct engine_sb_view v;
-        struct engine_cells *c = cells_of(sb, &v);
 
         pthread_mutex_lock(&c->lock);
         bool dead = c->dead;
@@ -375,73 +362,32 @@ static void cells_interrupt(struct sandbox *sb)
                 return;
         _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         struct sbx_error e = {0};
-        if (engine_post(v.conn,
+        if (engine_post(v->conn,
                         &(struct engine_call){.path = "/containers/{}/kill",
-                                              .parts = {v.id},
+                                              .parts = {v->id},
                                               .query = {{"signal", "INT"}},
                                               .ok = {204, 404, 409},
                                               .timeout_ms = 5000,
                                               .what = "interrupt the session's cell"},
                         &rep, &e) < 0)
-                log_debug("interrupt %.12s: %s", v.id, e.msg);
+                log_debug("interrupt %.12s: %s", v->id, e.msg);
 }
 
-/* The steps backend.c takes for a session's sandbox (sandbox_int.h), in its void * terms. */
-static int hook_make(struct sandbox *sb, void **ret_c, struct sbx_error *err)
-{
-        struct engine_cells *c = NULL;
-        int r = engine_cells_new(sb, &c, err);
-
-        *ret_c = c;
-        return r;
-}
-
-static void hook_cmd(const void *c, enum sbx_language l, const char **cmd, size_t max)
-{
-        engine_cells_cmd(c, l, cmd, max);
-}
-
-static void hook_free(void *c)
-{
-        engine_cells_free(c);
-}
-
-static const struct engine_cells_hooks cells_hooks = {
-    .check = engine_cells_check,
-    .make = hook_make,
-    .cmd = hook_cmd,
-    .launch = engine_cells_launch,
-    .free = hook_free,
-};
-
-static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
-                         struct sbx_error *err)
-{
-        if (spec->mode != SANDBOX_MODE_CELLS)
-                return sbx_fail(err, EOPNOTSUPP, "container cells ops serve sessions only");
-        /* fail closed: a session's container has no egress listener */
-        if (spec->network != RUN_NETWORK_NONE)
-                return sbx_fail(err, EOPNOTSUPP,
-                                "network \"allowlist\" is not available in a session");
-        return engine_sb_prepare_cells(b, spec, &cells_hooks, ret, err);
-}
-
-static int cells_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
+int engine_cells_start(const struct engine_sb_view *v, struct engine_cells *c,
+                       const struct run_request *req, struct sandbox_io *ret_io,
                        struct sbx_error *err)
 {
-        struct engine_sb_view v;
-        struct engine_cells *c = cells_of(sb, &v);
         int r;
 
-        if (!cells_alive(sb))
+        if (!engine_cells_alive(c))
                 return sbx_fail(err, ESRCH, "the session's interpreter is gone");
-        r = sbx_runner_check_cell(req, v.language, err);
+        r = sbx_runner_check_cell(req, v->language, err);
         if (r < 0)
                 return r;
         r = sbx_runner_send_cell(c->cell_w, ++c->seq, req->code, req->code_len,
                                  sbx_now_ms() + CELLS_WRITE_MS);
         if (r < 0) {
-                cells_kill(sb);
+                engine_cells_kill(v, c);
                 return sbx_fail(err, ESRCH, "cannot hand the cell to the session's interpreter: %s",
                                 strerror(-r));
         }
@@ -517,17 +463,14 @@ static void cells_usage(const struct engine_sb_view *v, struct engine_cells *c,
                          "pids (the cap of %u was reached)", v->cfg->pids_max);
 }
 
-static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, struct run_result *res,
-                         struct sbx_error *err)
+void engine_cells_collect(const struct engine_sb_view *v, struct engine_cells *c,
+                          const struct sandbox_watch *w, struct run_result *res)
 {
-        struct engine_sb_view v;
-        struct engine_cells *c = cells_of(sb, &v);
         struct sbx_runner_status st = {0};
         int r = -EPIPE;
 
-        (void)err;
         snprintf(res->backend, sizeof(res->backend), "container");
-        snprintf(res->image, sizeof(res->image), "%s", v.image);
+        snprintf(res->image, sizeof(res->image), "%s", v->image);
         /* the record of this cell (an earlier one cannot be pending: each start waits for its
          * cell's end or ends the session) */
         if (w->by_ended_fd)
@@ -535,8 +478,8 @@ static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, stru
                         ;
         if (r < 0) {
                 /* no record: the runner is gone or spoke nonsense; the session ends */
-                res->oom_killed = r == -EPIPE && w->forced == RUN_OUTCOME_NONE && runner_oom(&v, c);
-                cells_kill(sb);
+                res->oom_killed = r == -EPIPE && w->forced == RUN_OUTCOME_NONE && runner_oom(v, c);
+                engine_cells_kill(v, c);
         }
         if (w->forced == RUN_OUTCOME_NONE) {
                 res->outcome = RUN_OUTCOME_EXITED;
@@ -544,18 +487,6 @@ static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, stru
         }
         if (r == 0 && strcmp(st.kind, "interrupted") == 0 && w->forced == RUN_OUTCOME_NONE)
                 run_result_note(res, "the cell was interrupted (SIGINT from inside the session)");
-        cells_usage(&v, c, res);
-        res->mem_limit_bytes = v.memory_bytes;
-        collect_finish(sb, res);
-        return 0;
+        cells_usage(v, c, res);
+        res->mem_limit_bytes = v->memory_bytes;
 }
-
-const struct sandbox_ops engine_cells_ops = {
-    .prepare = cells_prepare,
-    .start = cells_start,
-    .kill = cells_kill,
-    .collect = cells_collect,
-    .destroy = engine_sb_destroy,
-    .interrupt = cells_interrupt,
-    .alive = cells_alive,
-};

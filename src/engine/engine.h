@@ -610,7 +610,8 @@ enum engine_handin_part {
  * holding @script_name (root 0644, @code), and when @workspace_dir is set, a copy of that
  * folder, every entry owned by @uid:@gid (so the volume root is the run user's, as the host
  * folder is behind a bind mount). Symlinks go in as symlinks and are never followed; set-id
- * bits are dropped; sockets, fifos and devices are left out (*@ret_skipped counts them).
+ * bits are dropped; sockets, fifos, devices and folders nested deeper than 128 are left out
+ * (*@ret_skipped counts them; the copy-back never deletes them).
  * @ret_manifest: what went in (for engine_workspace_unpack()'s deletions); may be NULL.
  * Return: 0 or -errno with @err.
  */
@@ -713,53 +714,48 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
 /* The egress allowlist's way out of a network-none container (egress_listen.c,               */
 /* docs/design/egress.md "container backend")                                                 */
 
-/**
- * engine_egress_listen() - make a listening TCP socket on 127.0.0.1:@port inside the network
- * namespace of process @pid, held by @pidfd (pidfd_open(2); the caller has made sure it is the
- * sandbox container's process). A forked child enters the namespace with setns(2) (first the
- * user namespace that owns it when the server is not privileged over it: rootless engines,
- * user_namespaces(7)), makes the socket and hands it back (SCM_RIGHTS, unix(7)). The socket
- * stays in the container's namespace; accept(2) on it from the server. A process that ended
- * (its pidfd readable) and a namespace equal to the server's own are refused.
- * Return: 0 and *@ret_fd (the caller's, close-on-exec), or -errno with @err naming the step
- * and the fix (EACCES/EPERM: the server may not enter the namespace: root for a rootful
- * engine, the engine's own user for a rootless one). Never leaves a child behind.
- */
-int engine_egress_listen(int pidfd, pid_t pid, uint16_t port, int *ret_fd, struct sbx_error *err);
-
-/* The first characters of the run's tag: the `bash -c` $0 of an egress run's command. */
-#define ENGINE_EGRESS_TAG_PREFIX "vestibule-egress-"
+/* The proxy's unix socket in the run's code folder (so /sandbox/ENGINE_EGRESS_SOCK inside). */
+#define ENGINE_EGRESS_SOCK ".egress.sock"
+#define ENGINE_EGRESS_SOCK_IN "/sandbox/" ENGINE_EGRESS_SOCK
 
 /**
- * engine_egress_tag() - a new random tag for one run, ENGINE_EGRESS_TAG_PREFIX and 16 hex
- * digits (getrandom(2)), into @buf (@size bytes; 40 suffice): put it in the container's
- * command as the wait script's $0; engine_egress_begin() finds the container's process by it.
- * Return: 0, or -EIO when no random bytes could be had.
+ * engine_egress_relay() - the source of the relay that runs inside an allowlist container
+ * before its code: it listens on 127.0.0.1:@port and copies each connection both ways to the
+ * unix socket @sock_path (unix(7)), deciding nothing. @relay: "python3" (Python 3 standard
+ * library, for `python3 -I -c`) or "node" (for `node -e`). Written into @buf (@size bytes;
+ * 1024 suffice). Return: 0; -EINVAL for another @relay or a @sock_path with a quote, backslash
+ * or newline; -ENOSPC when @buf is too small.
  */
-int engine_egress_tag(char *buf, size_t size);
+int engine_egress_relay(const char *relay, const char *sock_path, uint16_t port, char *buf,
+                        size_t size);
+
+/**
+ * engine_egress_wait_script() - a bash script, for `bash -c SCRIPT NAME PY JS ARGV...`, that
+ * starts the relay (engine_egress_relay()) in the background, detached from ARGV (its parent
+ * becomes the container's init): source PY under `python3 -I` when the image has python3,
+ * else source JS under node; waits until 127.0.0.1:@port listens in its own network namespace
+ * (read from /proc/net/tcp, proc(5)) and then execs ARGV: the run's code starts only once its
+ * way out exists. A relay that ends first ends the script with status 125 and a line on
+ * stderr, before ARGV runs. Written into @buf (@size bytes; 640 suffice). Return: @buf.
+ */
+const char *engine_egress_wait_script(uint16_t port, char *buf, size_t size);
 
 struct egress_session;
 /**
- * engine_egress_begin() - the egress allowlist for the started container @id: inspect it for
- * its process (State.Pid), hold it (pidfd_open(2)), check with a second inspect that the
- * container still runs as that pid and that the process carries the run's tag
- * (engine_egress_tag(), in Config.Cmd) in its command line, make the listener inside its network
- * namespace on EGRESS_PORT (engine_egress_listen()) and start the run's proxy on it
- * (egress_session_start(), same thread as the egress_session_finish() that ends it). The
- * container's code waits for the listener (engine_egress_wait_script()) and must not start
- * otherwise: on error the caller removes the container and the run is Blocked: with @err. Return: 0
- * and *@ret, or -errno with @err naming what failed.
+ * engine_egress_begin() - the egress allowlist of one run on a local engine: a listening unix
+ * socket at "@code_dir/ENGINE_EGRESS_SOCK" (egress_listen_unix(): mode 0666 inside the run's
+ * private folder) and the run's proxy on it (egress_session_start(), same thread as the
+ * egress_session_finish() that ends it). Call it before the container starts; its relay
+ * reaches the socket at ENGINE_EGRESS_SOCK_IN. Nothing enters the container's namespaces.
+ * Return: 0 and *@ret, or -errno with @err naming what failed (the socket is removed again;
+ * the caller removes the container unrun and the run is Blocked:).
  */
-int engine_egress_begin(const struct engine_conn *c, const char *id, const struct sbx_config *cfg,
+int engine_egress_begin(const char *code_dir, const struct sbx_config *cfg,
                         struct egress_session **ret, struct sbx_error *err);
 
-/**
- * engine_egress_wait_script() - a bash script, for `bash -c SCRIPT NAME ARGV...`, that waits
- * until 127.0.0.1:@port listens in its own network namespace (read from /proc/net/tcp,
- * proc(5)) and then execs ARGV: the run's code starts only once its way out exists. Written
- * into @buf (@size bytes; 160 suffice). Return: @buf.
- */
-const char *engine_egress_wait_script(uint16_t port, char *buf, size_t size);
+/** engine_egress_end() - remove the socket engine_egress_begin() made in @code_dir (NULL: none);
+ * errors are ignored. Call it after egress_session_finish(). */
+void engine_egress_end(const char *code_dir);
 
 /* json-c cleanup helper (docs/design/style.md: library helpers live in the module using the
  * library). */

@@ -27,7 +27,7 @@
 static bool is_managed(const char *name)
 {
         if (strcmp(name, "clone") == 0 || strcmp(name, "clone3") == 0 ||
-            strcmp(name, "socket") == 0)
+            strcmp(name, "socket") == 0 || strcmp(name, "fcntl") == 0)
                 return true;
         for (size_t i = 0; i < sbx_denied_syscalls_n; i++)
                 if (strcmp(name, sbx_denied_syscalls[i]) == 0)
@@ -61,26 +61,70 @@ static json_object *rule_errno(const char *const *names, size_t n, int errno_ret
         return r;
 }
 
-/* socket with arg 0 @op AF_VSOCK: @action (errno @errno_ret for SCMP_ACT_ERRNO). */
-static json_object *rule_socket(const char *op, const char *action, int errno_ret)
+/* @name with argument @index whose low 32 bits are not @value: allowed. The kernel reads
+ * socket()'s family and fcntl()'s command as 32-bit ints, so a 64-bit "!=" would let
+ * 0x1_0000_0000 + @value through: one rule per bit instead, each allowing the values whose bit
+ * differs from @value's (as the native filter's add_low32_split, src/native/seccomp.c). */
+static void rules_low32_ne(json_object *out, const char *name, int index, uint32_t value,
+                           const char *comment)
 {
-        static const char *const sock[] = {"socket"};
+        for (unsigned bit = 0; bit < 32; bit++) {
+                uint64_t m = (uint64_t)1 << bit;
+                json_object *r = json_object_new_object(), *args = json_object_new_array();
+                json_object *a = json_object_new_object();
+
+                json_object_object_add(r, "names", str_array(&name, 1));
+                json_object_object_add(r, "action", json_object_new_string("SCMP_ACT_ALLOW"));
+                json_object_object_add(a, "index", json_object_new_int(index));
+                json_object_object_add(a, "value", json_object_new_uint64(m));
+                json_object_object_add(a, "valueTwo", json_object_new_uint64(~value & m));
+                json_object_object_add(a, "op", json_object_new_string("SCMP_CMP_MASKED_EQ"));
+                json_object_array_add(args, a);
+                json_object_object_add(r, "args", args);
+                json_object_object_add(r, "comment", json_object_new_string(comment));
+                json_object_array_add(out, r);
+        }
+}
+
+/* @name with argument @index whose low 32 bits are @value: EPERM. */
+static json_object *rule_low32_eq_eperm(const char *name, int index, uint32_t value,
+                                        const char *comment)
+{
         json_object *r = json_object_new_object(), *args = json_object_new_array();
         json_object *a = json_object_new_object();
 
-        json_object_object_add(r, "names", str_array(sock, 1));
-        json_object_object_add(r, "action", json_object_new_string(action));
-        if (strcmp(action, "SCMP_ACT_ERRNO") == 0)
-                json_object_object_add(r, "errnoRet", json_object_new_int(errno_ret));
-        json_object_object_add(a, "index", json_object_new_int(0));
-        json_object_object_add(a, "value", json_object_new_uint64(ENGINE_AF_VSOCK));
-        json_object_object_add(a, "valueTwo", json_object_new_uint64(0));
-        json_object_object_add(a, "op", json_object_new_string(op));
+        json_object_object_add(r, "names", str_array(&name, 1));
+        json_object_object_add(r, "action", json_object_new_string("SCMP_ACT_ERRNO"));
+        json_object_object_add(r, "errnoRet", json_object_new_int(ERRNO_EPERM));
+        json_object_object_add(a, "index", json_object_new_int(index));
+        json_object_object_add(a, "value", json_object_new_uint64(0xffffffffULL));
+        json_object_object_add(a, "valueTwo", json_object_new_uint64(value));
+        json_object_object_add(a, "op", json_object_new_string("SCMP_CMP_MASKED_EQ"));
         json_object_array_add(args, a);
         json_object_object_add(r, "args", args);
-        json_object_object_add(r, "comment",
-                               json_object_new_string("vestibule: no AF_VSOCK sockets"));
+        json_object_object_add(r, "comment", json_object_new_string(comment));
         return r;
+}
+
+/* What no container may ask for by argument: socket(AF_VSOCK), which reaches the VM host of a
+ * VM-based engine and no network namespace isolates; fcntl(F_SETLEASE), a lease on a workspace
+ * file, which makes every host process that opens it wait up to
+ * /proc/sys/fs/lease-break-time (45 s by default). Everything else of both is allowed (when
+ * @allow: the default action does not allow already), and these two get EPERM (when @deny: the
+ * default action is not EPERM already). */
+static void rules_by_argument(json_object *out, bool allow, bool deny)
+{
+        static const char vs[] = "vestibule: no AF_VSOCK sockets";
+        static const char fl[] = "vestibule: no file leases (F_SETLEASE)";
+
+        if (allow) {
+                rules_low32_ne(out, "socket", 0, ENGINE_AF_VSOCK, vs);
+                rules_low32_ne(out, "fcntl", 1, F_SETLEASE, fl);
+        }
+        if (deny) {
+                json_object_array_add(out, rule_low32_eq_eperm("socket", 0, ENGINE_AF_VSOCK, vs));
+                json_object_array_add(out, rule_low32_eq_eperm("fcntl", 1, F_SETLEASE, fl));
+        }
 }
 
 /* Restrict rule @r to the s390 arches (@s390) or to every other arch: clone's flags are its
@@ -183,12 +227,8 @@ int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sb
                 static const char *const clone3[] = {"clone3"};
                 json_object_array_add(out_rules, rule_errno(clone3, 1, ERRNO_ENOSYS));
         }
-        /* socket: every family but AF_VSOCK */
-        if (!def_allows)
-                json_object_array_add(out_rules, rule_socket("SCMP_CMP_NE", "SCMP_ACT_ALLOW", 0));
-        if (!(def_is_errno && def_errno == ERRNO_EPERM))
-                json_object_array_add(out_rules,
-                                      rule_socket("SCMP_CMP_EQ", "SCMP_ACT_ERRNO", ERRNO_EPERM));
+        /* socket: every family but AF_VSOCK; fcntl: every command but F_SETLEASE */
+        rules_by_argument(out_rules, !def_allows, !(def_is_errno && def_errno == ERRNO_EPERM));
         for (int s390 = 0; s390 <= 1; s390++) {
                 if (!def_allows)
                         json_object_array_add(out_rules, rule_clone(s390, ENGINE_CLONE_NS_MASK, 0,
@@ -209,15 +249,13 @@ int engine_seccomp_profile_derive(json_object *def, json_object **ret, struct sb
         return 0;
 }
 
-/* What a container may call: the sandbox's list (common/syscalls.h, the one the native filter
- * allows) and fcntl, which the profile allows whole. Names the engine's libseccomp does not
- * know are skipped by the runtime (runc ignores unknown names). A new JSON array. */
+/* What a container may call whatever its arguments: the sandbox's list (common/syscalls.h, the
+ * one the native filter allows; fcntl is not in it, rules_by_argument() allows it). Names the
+ * engine's libseccomp does not know are skipped by the runtime (runc ignores unknown names). A
+ * new JSON array. */
 static json_object *container_allowed(void)
 {
-        json_object *a = str_array(sbx_sandbox_syscalls, sbx_sandbox_syscalls_n);
-
-        json_object_array_add(a, json_object_new_string("fcntl"));
-        return a;
+        return str_array(sbx_sandbox_syscalls, sbx_sandbox_syscalls_n);
 }
 
 char *engine_seccomp_profile_docker(void)
@@ -240,7 +278,8 @@ char *engine_seccomp_profile_docker(void)
         for (int s390 = 0; s390 <= 1; s390++)
                 json_object_array_add(
                     rules, rule_clone(s390, ENGINE_CLONE_NS_MASK, 0, "SCMP_ACT_ALLOW", 0));
-        json_object_array_add(rules, rule_socket("SCMP_CMP_NE", "SCMP_ACT_ALLOW", 0));
+        /* socket but AF_VSOCK, fcntl but F_SETLEASE (the default EPERM refuses those two) */
+        rules_by_argument(rules, true, false);
         /* personality: only the values Docker allows (PER_LINUX, its 32-bit flavours, query) */
         for (size_t i = 0; i < ELEMENTSOF(personas); i++) {
                 static const char *const pers[] = {"personality"};

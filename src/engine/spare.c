@@ -15,7 +15,10 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/trace.h"
 #include "common/xalloc.h"
+#include "engine/container.h"
 #include "engine/engine.h"
 #include "run/warden.h"
 
@@ -227,4 +230,30 @@ int engine_spare_handover(const char *fifo, const char *code, size_t len, uid_t 
         }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         return r;
+}
+
+int engine_spare_start(const struct engine_conn *c, const char *id, const struct sbx_config *cfg,
+                       const char *image, const char *grade, struct engine_xfers *rx,
+                       struct engine_spare_stamp *stamp, struct sbx_trace *trace,
+                       struct sbx_error *err)
+{
+        int r;
+
+        engine_spare_settings(cfg, image, stamp->settings, sizeof(stamp->settings));
+        snprintf(stamp->grade, sizeof(stamp->grade), "%s", grade);
+        r = engine_xfers_arm(rx, c, id, err);
+        sbx_trace_lap(trace, "arm_attach_wait");
+        if (r == 0)
+                r = engine_container_start(c, id, image, err);
+        stamp->started_ms = sbx_now_ms();
+        sbx_trace_lap(trace, "start");
+        return r;
+}
+
+int engine_spare_waiting(struct engine_xfers *rx, struct sbx_error *err)
+{
+        engine_xfers_pump(rx); /* what it printed while it waited is no run's: dropped */
+        if (rx->attach.done || rx->wait.done)
+                return sbx_fail(err, ESTALE, "the spare container ended before its hand-over");
+        return 0;
 }

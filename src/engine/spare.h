@@ -20,6 +20,8 @@
 #include "config/config.h"
 
 struct engine_conn;
+struct engine_xfers;
+struct sbx_trace;
 
 /* What a container spare was built from; every field must be the same at the hand-over. */
 struct engine_spare_stamp {
@@ -78,3 +80,23 @@ int engine_spare_check(const struct engine_spare_stamp *st, const struct sbx_con
 int engine_spare_handover(const char *fifo, const char *code, size_t len, uid_t uid, gid_t gid,
                           bool shared, unsigned ready_ms, uint64_t deadline_ms,
                           struct sbx_error *err);
+
+/**
+ * engine_spare_start() - right after a spare's create: stamp what it is built from (@cfg's
+ * settings for @image, the engine's @grade) into @stamp, arm attach + wait on @rx (zeroed;
+ * engine_xfers_arm(), container.c), start container @id (engine_container_start()): its
+ * interpreter starts and blocks in open() of the FIFO. stamp->started_ms is the start's time
+ * (sbx_now_ms()). Laps "arm_attach_wait" and "start" on @trace. Return: 0 or -errno with @err
+ * (the caller destroys the spare).
+ */
+int engine_spare_start(const struct engine_conn *c, const char *id, const struct sbx_config *cfg,
+                       const char *image, const char *grade, struct engine_xfers *rx,
+                       struct engine_spare_stamp *stamp, struct sbx_trace *trace,
+                       struct sbx_error *err);
+
+/**
+ * engine_spare_waiting() - at the hand-over: drive @rx once (what the spare printed while it
+ * waited is no run's: dropped) and check its container still runs (neither attach nor wait
+ * ended). Return: 0, or -ESTALE with @err (the caller destroys it unused).
+ */
+int engine_spare_waiting(struct engine_xfers *rx, struct sbx_error *err);

@@ -28,7 +28,7 @@
 #include "common/xalloc.h"
 
 #define VOLUME_XFER_TIMEOUT_MS 300000L /* one archive PUT/GET: large workspaces take a while */
-#define VOLUME_MAX_DEPTH 128           /* deeper host workspace trees are refused */
+#define VOLUME_MAX_DEPTH 128           /* deeper host workspace folders are left out */
 
 /* ---------------------------------------------------------------------------------------- */
 /* The manifest: what went in, to tell deletions made by the run from files added meanwhile */
@@ -101,9 +101,11 @@ struct walk {
         uid_t uid;
         gid_t gid;
         struct engine_manifest *m;
-        unsigned skipped; /* sockets, fifos, devices: nothing a bind mount would show usefully */
-        char *buf;        /* VOLUME_COPY_BUF bytes: file data on its way into the tar */
-        char *target;     /* PATH_MAX bytes: a symlink's target */
+        unsigned skipped;      /* sockets, fifos, devices: nothing a bind mount would show usefully;
+                                  and folders deeper than VOLUME_MAX_DEPTH */
+        unsigned skipped_deep; /* of those, the folders */
+        char *buf;             /* VOLUME_COPY_BUF bytes: file data on its way into the tar */
+        char *target;          /* PATH_MAX bytes: a symlink's target */
 };
 
 /* One open folder of the walk: an explicit stack of these, on the heap, replaces recursion
@@ -162,20 +164,11 @@ static int walk_file(struct walk *w, int dfd, const char *base, const char *name
         return 0;
 }
 
-/* walk_tree, a folder: refused past VOLUME_MAX_DEPTH (@depth: the frames open), opened
- * without following a symlink, its header written and listed. Return the open folder, which
- * the caller pushes, or NULL with @err set. */
+/* walk_tree, a folder: opened without following a symlink, its header written and listed.
+ * Return the open folder, which the caller pushes, or NULL with @err set. */
 static DIR *walk_enter_dir(struct walk *w, int dfd, const char *dname, const char *name,
-                           const char *crel, const struct stat *st, size_t depth,
-                           struct sbx_error *err)
+                           const char *crel, const struct stat *st, struct sbx_error *err)
 {
-        if (depth > VOLUME_MAX_DEPTH) {
-                sbx_fail(err, ELOOP,
-                         "the workspace is nested deeper than %d folders at '%.200s': the "
-                         "remote engine gets a copy of it, which stops there; flatten it",
-                         VOLUME_MAX_DEPTH, crel);
-                return NULL;
-        }
         int sub = openat(dfd, dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
         if (!sd) {
@@ -212,8 +205,33 @@ static int walk_symlink(struct walk *w, int dfd, const char *dname, const char *
         return r;
 }
 
+/* walk_tree, a folder deeper than VOLUME_MAX_DEPTH: left out, not refused (a run can make
+ * such a tree, and refusing it blocked every later run until the user removed it), counted,
+ * and logged once with its place. Not in the manifest, so the copy-back never deletes it. */
+static void walk_skip_deep(struct walk *w, const char *crel)
+{
+        if (w->skipped_deep++ == 0)
+                log_warning("workspace folder '%.200s' is nested deeper than %d folders: left out "
+                            "of the remote engine's copy",
+                            crel, VOLUME_MAX_DEPTH);
+        w->skipped++;
+}
+
+/* Push @f on the walk's stack @stack (*@n frames of *@cap), grown as needed. The stack. */
+static struct walk_frame *walk_push(struct walk_frame *stack, size_t *n, size_t *cap,
+                                    struct walk_frame f)
+{
+        if (*n == *cap) {
+                *cap *= 2;
+                stack = xrealloc(stack, *cap * sizeof(*stack));
+        }
+        stack[(*n)++] = f;
+        return stack;
+}
+
 /* Add the content of folder @root_fd (tar name @root_prefix) to the tar, depth first, never
- * following a symlink. Folders deeper than VOLUME_MAX_DEPTH are an error (-ELOOP). */
+ * following a symlink. Folders deeper than VOLUME_MAX_DEPTH are left out (counted in
+ * w->skipped). */
 static int walk_tree(struct walk *w, int root_fd, const char *root_prefix, struct sbx_error *err)
 {
         _cleanup_free_ struct walk_frame *stack = NULL;
@@ -263,17 +281,16 @@ static int walk_tree(struct walk *w, int root_fd, const char *root_prefix, struc
                         goto out;
                 }
                 mode_t perm = st.st_mode & 0777; /* never set-id bits into the sandbox */
-                if (S_ISDIR(st.st_mode)) {
-                        DIR *sd = walk_enter_dir(w, dfd, de->d_name, name, crel, &st, n, err);
+                if (S_ISDIR(st.st_mode) && n > VOLUME_MAX_DEPTH) {
+                        walk_skip_deep(w, crel);
+                } else if (S_ISDIR(st.st_mode)) {
+                        DIR *sd = walk_enter_dir(w, dfd, de->d_name, name, crel, &st, err);
                         if (!sd) {
                                 r = -err->code;
                                 goto out;
                         }
-                        if (n == cap) {
-                                cap *= 2;
-                                stack = xrealloc(stack, cap * sizeof(*stack));
-                        }
-                        stack[n++] = (struct walk_frame){sd, TAKE_PTR(name), TAKE_PTR(crel)};
+                        stack = walk_push(stack, &n, &cap,
+                                          (struct walk_frame){sd, TAKE_PTR(name), TAKE_PTR(crel)});
                 } else if (S_ISREG(st.st_mode)) {
                         r = walk_file(w, dfd, de->d_name, name, crel, perm, err);
                         if (r < 0)

@@ -99,6 +99,20 @@ struct mcp_server {
         unsigned listening; /* CALL_LISTEN streams not yet finished */
 };
 
+/* How much of a client's name (a method, a tool) an error quotes back: a 10 MiB name must
+ * not make the reply itself too long for one line. */
+#define ECHO_MAX_BYTES 100
+
+/* "@what: '@name'@tail", the name cut at ECHO_MAX_BYTES with "..." after it. */
+static char *quote_name(const char *what, const char *name, const char *tail)
+{
+        const char *mark;
+
+        name = name ? name : "";
+        mark = strnlen(name, ECHO_MAX_BYTES + 1) > ECHO_MAX_BYTES ? "..." : "";
+        return xasprintf("%s: '%.*s%s'%s", what, ECHO_MAX_BYTES, name, mark, tail);
+}
+
 static void wake(struct mcp_server *s)
 {
         uint64_t one = 1;
@@ -551,7 +565,7 @@ static bool tools_call_params(struct mcp_server *s, struct mcp_batch *b, const s
         }
         if (!tool_known(s, json_object_get_string(name))) {
                 _cleanup_free_ char *msg =
-                    xasprintf("Unknown tool: '%s'", json_object_get_string(name));
+                    quote_name("Unknown tool", json_object_get_string(name), "");
                 send_error(s, b, &m->id, MCP_ERR_INVALID_PARAMS, msg, NULL);
                 return false;
         }
@@ -617,9 +631,11 @@ static void tools_call_start(struct mcp_server *s, struct mcp_batch *b, const st
         }
         pthread_mutex_unlock(&s->mu);
         if (r < 0) {
-                if (b)
-                        batch_unref(b); /* the dispatcher still holds its own reference */
+                /* answered while this call still holds its reference, then let it go (the
+                 * dispatcher holds its own) */
                 reply_start_failure(s, b, m, c, r);
+                if (b)
+                        batch_unref(b);
         }
 }
 
@@ -771,7 +787,7 @@ static void handle_request(struct mcp_server *s, struct mcp_batch *b, const stru
                         do_listen(s, m);
                 else {
                         _cleanup_free_ char *nf =
-                            xasprintf("Method not found: '%s' (protocol 2026-07-28)", method);
+                            quote_name("Method not found", method, " (protocol 2026-07-28)");
                         send_error(s, b, &m->id, MCP_ERR_METHOD_NOT_FOUND, nf, NULL);
                 }
                 return;
@@ -787,7 +803,7 @@ static void handle_request(struct mcp_server *s, struct mcp_batch *b, const stru
         else if (strcmp(method, "logging/setLevel") == 0)
                 do_set_level(s, b, m);
         else {
-                _cleanup_free_ char *nf = xasprintf("Method not found: '%s'", method);
+                _cleanup_free_ char *nf = quote_name("Method not found", method, "");
                 send_error(s, b, &m->id, MCP_ERR_METHOD_NOT_FOUND, nf, NULL);
         }
 }

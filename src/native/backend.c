@@ -9,12 +9,14 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/apparmor.h"
 #include "common/cleanup.h"
 #include "common/fileio.h"
 #include "common/log.h"
@@ -147,20 +149,68 @@ static int try_unshare_noop(void)
         return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
 }
 
+/* Under Ubuntu's restriction a new user namespace may still be made, but without capabilities
+ * in it unless this process's AppArmor profile grants `userns` (the kernel moves it into the
+ * unprivileged_userns profile, which denies every capability). So: a child in new user and
+ * mount namespaces makes its mounts private, which needs CAP_SYS_ADMIN there, as a sandbox's
+ * set-up does. 0, or -errno of the clone or the mount. */
+static int try_userns_caps(void)
+{
+        long pid = syscall(SYS_clone, (unsigned long)(CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD), NULL,
+                           NULL, NULL, 0);
+        int st = 0;
+
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                _exit(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 ? 0 : errno & 0x7f);
+        while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+/* kernel.apparmor_restrict_unprivileged_userns=1: usable only under a profile granting
+ * `userns` (ours, packaging/apparmor/vestibule-mcp.in). The fix names that profile first,
+ * then the machine-wide sysctl. */
+static int apparmor_userns_check(char *why, size_t size)
+{
+        struct sbx_apparmor *a = xmalloc(sizeof(*a));
+        char fix[PATH_MAX + 64];
+        int r = 0;
+
+        sbx_apparmor_read("", a);
+        if (a->restrict_userns != 1)
+                goto out;
+        /* unconfined (or no label at all) is exactly what the restriction is about */
+        if (!a->attached && (!a->label[0] || strcmp(a->label, "unconfined") == 0))
+                r = -EPERM;
+        else
+                r = try_userns_caps();
+        if (r < 0) {
+                sbx_apparmor_fix(a, fix, sizeof(fix));
+                native_strf(why, size,
+                            "Ubuntu restricts unprivileged user namespaces "
+                            "(kernel.apparmor_restrict_unprivileged_userns=1) and no AppArmor "
+                            "profile grants them to %s (it runs as '%s'): load the profile %s, "
+                            "which grants only that: %s; or lift the restriction for the whole "
+                            "machine (sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0), "
+                            "or use the container backend with Docker Engine; then restart the "
+                            "server",
+                            a->exe, a->label[0] ? a->label : "unconfined", a->file, fix);
+                r = -EPERM;
+        }
+out:
+        free(a);
+        return r;
+}
+
 int native_userns_check(char *why, size_t size)
 {
-        long v = 0, max = -1;
+        long max = -1;
         int r, mode, filters;
 
-        if (read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", &v) == 0 && v != 0) {
-                native_strf(
-                    why, size,
-                    "Ubuntu restricts unprivileged user namespaces "
-                    "(kernel.apparmor_restrict_unprivileged_userns=1); lifting that needs "
-                    "root (sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0), or "
-                    "use the container backend with Docker Engine; then restart the server");
+        if (apparmor_userns_check(why, size) < 0)
                 return -EPERM;
-        }
         if (read_int("/proc/sys/user/max_user_namespaces", &max) == 0 && max == 0) {
                 native_strf(why, size,
                             "user namespaces are disabled (user.max_user_namespaces=0): sudo "

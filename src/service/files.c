@@ -38,8 +38,43 @@ void run_files_before_done(struct run_files_before *b)
         ws_snapshot_done(&b->snap);
 }
 
-/* Attach the image file @i of @res when the caps allow; else say why not. */
-static void attach_image(const struct sbx_config *cfg, struct run_result *res, size_t i)
+/* What the images of one result may take of its reply (RUN_REPLY_MAX_BYTES, files.h): room for
+ * the rest, RUN_REPLY_FIXED_BYTES for the fixed parts, and 12 bytes for each byte of output and
+ * listed path (each is in the text and in structuredContent, and JSON writes a control byte as
+ * 6). */
+#define FILES_STR_(x) #x
+#define FILES_STR(x) FILES_STR_(x)
+
+static uint64_t images_budget(const struct run_result *res)
+{
+        uint64_t rest = RUN_REPLY_FIXED_BYTES + 12 * ((uint64_t)res->out.len + res->err.len);
+
+        for (size_t i = 0; i < res->n_files; i++)
+                rest += 12 * (uint64_t)strlen(res->files[i].path) + 64;
+        return rest >= RUN_REPLY_MAX_BYTES ? 0 : RUN_REPLY_MAX_BYTES - rest;
+}
+
+const char *run_image_refusal(const unsigned char *data, size_t len, uint64_t *budget)
+{
+        uint32_t w = 0, h = 0;
+        uint64_t b64 = 4 * (((uint64_t)len + 2) / 3);
+
+        if (ws_image_size(data, len, &w, &h) < 0)
+                return "its size in pixels could not be read from its header";
+        if (w == 0 || h == 0)
+                return "its header says it has no pixels";
+        if (w > RUN_IMAGE_MAX_SIDE || h > RUN_IMAGE_MAX_SIDE)
+                return "over " FILES_STR(RUN_IMAGE_MAX_SIDE) " pixels a side";
+        if (b64 > *budget)
+                return "over the reply's size";
+        *budget -= b64;
+        return NULL;
+}
+
+/* Attach the image file @i of @res when the caps allow and its base64 text fits in what is left
+ * of *@budget (bytes, lowered by what it takes); else say why not. */
+static void attach_image(const struct sbx_config *cfg, struct run_result *res, size_t i,
+                         uint64_t *budget)
 {
         struct run_file *f = &res->files[i];
         struct sbx_error err = {0};
@@ -70,6 +105,11 @@ static void attach_image(const struct sbx_config *cfg, struct run_result *res, s
         if (!ws_sniff_image(data, len) || strcmp(ws_sniff_image(data, len), f->mime) != 0) {
                 free(data);
                 f->not_why = "it changed while it was read";
+                return;
+        }
+        f->not_why = run_image_refusal(data, len, budget);
+        if (f->not_why) {
+                free(data);
                 return;
         }
         res->images = xrealloc(res->images, (res->n_images + 1) * sizeof(*res->images));
@@ -122,9 +162,10 @@ void run_files_after(const struct sbx_config *cfg, const struct run_files_before
         }
         res->n_files = ch.n;
         res->files_more = ch.more;
+        uint64_t budget = images_budget(res);
         for (size_t i = 0; i < res->n_files; i++)
                 if (res->files[i].mime)
-                        attach_image(cfg, res, i);
+                        attach_image(cfg, res, i, &budget);
         ws_changes_done(&ch);
         ws_snapshot_done(&after);
 }

@@ -32,12 +32,31 @@ void run_files_before(const struct sbx_config *cfg, struct run_files_before *ret
 /** run_files_before_done() - free what @b holds. NULL-safe. */
 void run_files_before_done(struct run_files_before *b);
 
+/* The widest and tallest image attached, in pixels (Claude's API refuses larger ones). */
+#define RUN_IMAGE_MAX_SIDE 8000
+
+/* One reply is one line of JSON, and an MCP client drops a line over 10 MiB (the TS SDK's stdio
+ * transport; src/mcp/mcp-internal.h, MCP_MAX_FRAME_BYTES_DEFAULT). Images get what is left
+ * after RUN_REPLY_FIXED_BYTES for the reply's fixed parts and room for its text. */
+#define RUN_REPLY_MAX_BYTES ((uint64_t)10 << 20)
+#define RUN_REPLY_FIXED_BYTES ((uint64_t)1 << 20)
+
+/**
+ * run_image_refusal() - why the image @data (@len bytes, told an image by ws_sniff_image())
+ * cannot go into a reply, or NULL: then its base64 size is taken from *@budget (bytes). Refused:
+ * a side over RUN_IMAGE_MAX_SIDE pixels by its header (a small file can declare 100000x100000
+ * and make a client decode gigabytes: ws_image_size()), a header that says no size or none, and
+ * base64 text over *@budget ("over the reply's size"). A static string.
+ */
+const char *run_image_refusal(const unsigned char *data, size_t len, uint64_t *budget);
+
 /**
  * run_files_after() - fill @res->files (at most RUN_FILES_MAX, in path order, the rest
  * counted in files_more), @res->files_note, and @res->images: the image files among them
  * (PNG, JPEG, GIF, WebP by their bytes; symlinks are never listed nor followed), in path
- * order, at most @cfg->max_images of at most @cfg->max_image_bytes each; the others stay
- * listed with why they were not attached.
+ * order, at most @cfg->max_images of at most @cfg->max_image_bytes each, none over
+ * RUN_IMAGE_MAX_SIDE pixels a side by its header, and no more than fit in the reply's 10 MiB
+ * line beside the output; the others stay listed with why they were not attached.
  */
 void run_files_after(const struct sbx_config *cfg, const struct run_files_before *before,
                      struct run_result *res);

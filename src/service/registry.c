@@ -22,8 +22,8 @@ struct sandbox_entry {
         struct backend *b;             /* NULL while PREPARING */
         struct sandbox *sb;            /* NULL while PREPARING */
         const struct sandbox_ops *ops; /* @sb's ops: b->ops->sandbox, or b->ops->cells */
-        enum sbx_language language;
-        char session_id[64]; /* IDLE, and RUNNING after a resume; "" = none */
+        enum sbx_language language;    /* a SPARE's */
+        uint64_t spare_since_ms;       /* a SPARE's: when it was added (sbx_now_ms()) */
 };
 
 struct sandbox_registry {
@@ -167,14 +167,7 @@ int sandbox_registry_acquire(struct sandbox_registry *r, int cancel_fd, unsigned
 }
 
 void sandbox_registry_attach(struct sandbox_registry *r, struct sandbox_entry *e, struct backend *b,
-                             struct sandbox *sb)
-{
-        sandbox_registry_attach_ops(r, e, b, b->ops->sandbox, sb);
-}
-
-void sandbox_registry_attach_ops(struct sandbox_registry *r, struct sandbox_entry *e,
-                                 struct backend *b, const struct sandbox_ops *ops,
-                                 struct sandbox *sb)
+                             const struct sandbox_ops *ops, struct sandbox *sb)
 {
         pthread_mutex_lock(&r->lock);
         e->b = b;
@@ -186,26 +179,26 @@ void sandbox_registry_attach_ops(struct sandbox_registry *r, struct sandbox_entr
         pthread_mutex_unlock(&r->lock);
 }
 
-struct sandbox *sandbox_registry_take_spare(struct sandbox_registry *r, struct sandbox_entry *e,
-                                            struct backend *b, enum sbx_language language)
+/* Under the lock: the first SPARE of (@b, @ops, @language). */
+static struct sandbox_entry *find_spare(struct sandbox_registry *r, struct backend *b,
+                                        const struct sandbox_ops *ops, enum sbx_language language)
 {
-        return sandbox_registry_take_spare_of(r, e, b, b->ops->sandbox, language);
+        for (struct sandbox_entry *it = r->head; it; it = it->next)
+                if (it->state == SANDBOX_STATE_SPARE && it->b == b && it->ops == ops &&
+                    it->language == language)
+                        return it;
+        return NULL;
 }
 
-struct sandbox *sandbox_registry_take_spare_of(struct sandbox_registry *r, struct sandbox_entry *e,
-                                               struct backend *b, const struct sandbox_ops *ops,
-                                               enum sbx_language language)
+struct sandbox *sandbox_registry_take_spare(struct sandbox_registry *r, struct sandbox_entry *e,
+                                            struct backend *b, const struct sandbox_ops *ops,
+                                            enum sbx_language language)
 {
-        struct sandbox_entry *spare = NULL;
+        struct sandbox_entry *spare;
         struct sandbox *sb = NULL;
 
         pthread_mutex_lock(&r->lock);
-        for (struct sandbox_entry *it = r->head; it && !r->shutting_down; it = it->next)
-                if (it->state == SANDBOX_STATE_SPARE && it->b == b && it->ops == ops &&
-                    it->language == language) {
-                        spare = it;
-                        break;
-                }
+        spare = r->shutting_down ? NULL : find_spare(r, b, ops, language);
         if (spare) {
                 unlink_entry(r, spare);
                 sb = spare->sb;
@@ -220,20 +213,29 @@ struct sandbox *sandbox_registry_take_spare_of(struct sandbox_registry *r, struc
         return sb;
 }
 
-int sandbox_registry_add_spare(struct sandbox_registry *r, struct backend *b, struct sandbox *sb,
-                               enum sbx_language language)
+bool sandbox_registry_has_spare(struct sandbox_registry *r, struct backend *b,
+                                const struct sandbox_ops *ops, enum sbx_language language)
 {
-        return sandbox_registry_add_spare_of(r, b, b->ops->sandbox, sb, language);
+        bool has;
+
+        pthread_mutex_lock(&r->lock);
+        has = find_spare(r, b, ops, language) != NULL;
+        pthread_mutex_unlock(&r->lock);
+        return has;
 }
 
-int sandbox_registry_add_spare_of(struct sandbox_registry *r, struct backend *b,
-                                  const struct sandbox_ops *ops, struct sandbox *sb,
-                                  enum sbx_language language)
+int sandbox_registry_add_spare(struct sandbox_registry *r, struct backend *b,
+                               const struct sandbox_ops *ops, struct sandbox *sb,
+                               enum sbx_language language)
 {
         struct sandbox_entry *e = xcalloc(1, sizeof(*e));
 
-        *e = (struct sandbox_entry){
-            .state = SANDBOX_STATE_SPARE, .b = b, .sb = sb, .ops = ops, .language = language};
+        *e = (struct sandbox_entry){.state = SANDBOX_STATE_SPARE,
+                                    .b = b,
+                                    .sb = sb,
+                                    .ops = ops,
+                                    .language = language,
+                                    .spare_since_ms = sbx_now_ms()};
         pthread_mutex_lock(&r->lock);
         if (!r->shutting_down) {
                 link_entry(r, e);
@@ -267,46 +269,22 @@ void sandbox_registry_discard(struct sandbox_registry *r, struct sandbox_entry *
         e->b = NULL;
         e->sb = NULL;
         e->state = SANDBOX_STATE_PREPARING;
-        e->session_id[0] = '\0';
         pthread_mutex_unlock(&r->lock);
         if (gone.sb)
                 gone.ops->destroy(gone.sb);
 }
 
-static bool session_id_ok(const char *id)
-{
-        size_t n = id ? strlen(id) : 0;
-
-        return n > 0 && n < sizeof(((struct sandbox_entry *)0)->session_id);
-}
-
-/* Under the lock: the entry holding session @id, in any state. */
-static struct sandbox_entry *find_session(struct sandbox_registry *r, const char *id)
-{
-        for (struct sandbox_entry *it = r->head; it; it = it->next)
-                if (it->session_id[0] && strcmp(it->session_id, id) == 0)
-                        return it;
-        return NULL;
-}
-
 int sandbox_registry_park(struct sandbox_registry *r, struct sandbox_entry *e,
-                          const char *session_id, struct sbx_error *err)
+                          struct sbx_error *err)
 {
-        struct sandbox_entry *other;
         int rc = 0;
 
-        if (!session_id_ok(session_id))
-                return sbx_fail(err, EINVAL, "a session id is 1 to 63 bytes");
         pthread_mutex_lock(&r->lock);
-        other = find_session(r, session_id);
         if (r->shutting_down)
                 rc = sbx_fail(err, ESHUTDOWN, "the server is shutting down: retry after restart");
-        else if (other && other != e)
-                rc = sbx_fail(err, EEXIST, "session '%s' exists already", session_id);
         else if (e->state != SANDBOX_STATE_RUNNING)
                 rc = sbx_fail(err, EINVAL, "only a running sandbox can be parked");
         if (rc == 0) {
-                memcpy(e->session_id, session_id, strlen(session_id) + 1);
                 e->state = SANDBOX_STATE_IDLE;
                 r->running--;
                 pthread_cond_signal(&r->freed);
@@ -315,55 +293,42 @@ int sandbox_registry_park(struct sandbox_registry *r, struct sandbox_entry *e,
         return rc;
 }
 
-int sandbox_registry_resume(struct sandbox_registry *r, const char *session_id, int cancel_fd,
-                            unsigned wait_ms, struct sandbox_entry **ret, struct sbx_error *err)
+int sandbox_registry_resume(struct sandbox_registry *r, struct sandbox_entry *e, int cancel_fd,
+                            unsigned wait_ms, struct sbx_error *err)
 {
-        struct sandbox_entry *e;
         int rc;
 
-        if (!session_id_ok(session_id))
-                return sbx_fail(err, EINVAL, "a session id is 1 to 63 bytes");
         pthread_mutex_lock(&r->lock);
         rc = wait_slot(r, cancel_fd, wait_ms, err);
-        if (rc == 0) {
-                e = find_session(r, session_id);
-                if (e && e->state == SANDBOX_STATE_IDLE) {
-                        e->state = SANDBOX_STATE_RUNNING; /* counted by wait_slot */
-                        *ret = e;
-                } else {
-                        r->running--;
-                        pthread_cond_signal(&r->freed);
-                        rc = sbx_fail(err, ENOENT,
-                                      "no idle session '%s': it ended, or another call uses it",
-                                      session_id);
-                }
+        if (rc == 0 && e->state == SANDBOX_STATE_IDLE) {
+                e->state = SANDBOX_STATE_RUNNING; /* counted by wait_slot */
+        } else if (rc == 0) {
+                r->running--;
+                pthread_cond_signal(&r->freed);
+                rc = sbx_fail(err, ENOENT, "the session's sandbox %s",
+                              e->state == SANDBOX_STATE_GONE ? "was destroyed by the server"
+                                                             : "is not idle");
         }
         pthread_mutex_unlock(&r->lock);
         return rc;
 }
 
-int sandbox_registry_drop_session(struct sandbox_registry *r, const char *session_id)
+/* Under the lock: an IDLE @e gives up its sandbox and becomes GONE; its sandbox is moved to a
+ * new unlinked entry, pushed on *@drop to be destroyed outside the lock. */
+static void idle_to_gone(struct sandbox_entry *e, struct sandbox_entry **drop)
 {
-        struct sandbox_entry *e;
-        int rc = -ENOENT;
+        struct sandbox_entry *husk = xcalloc(1, sizeof(*husk));
 
-        pthread_mutex_lock(&r->lock);
-        e = session_id_ok(session_id) ? find_session(r, session_id) : NULL;
-        if (e && e->state == SANDBOX_STATE_IDLE) {
-                unlink_entry(r, e);
-                rc = 0;
-        } else if (e) {
-                rc = -EBUSY;
-        }
-        pthread_mutex_unlock(&r->lock);
-        if (rc == 0)
-                destroy_entry(e);
-        return rc;
+        *husk = (struct sandbox_entry){.b = e->b, .sb = e->sb, .ops = e->ops, .next = *drop};
+        *drop = husk;
+        e->sb = NULL;
+        e->state = SANDBOX_STATE_GONE;
 }
 
-/* Unlink every entry of @b that @match accepts (under the lock), then destroy them outside
- * it; how many. @match NULL: every entry of @b not counted as running. */
-static unsigned drop_where(struct sandbox_registry *r, struct backend *b,
+/* Destroy every sandbox that @match accepts (under the lock): a SPARE's entry is unlinked, an
+ * IDLE one becomes GONE (idle_to_gone()); the sandboxes are destroyed outside the lock.
+ * Return: how many. */
+static unsigned drop_where(struct sandbox_registry *r,
                            bool (*match)(const struct sandbox_entry *e, const void *arg),
                            const void *arg)
 {
@@ -374,48 +339,76 @@ static unsigned drop_where(struct sandbox_registry *r, struct backend *b,
         for (p = &r->head; *p;) {
                 struct sandbox_entry *e = *p;
 
-                if (e->b == b && (match ? match(e, arg) : !counts_running(e->state))) {
-                        *p = e->next;
-                        e->next = drop;
-                        drop = e;
-                        n++;
-                } else {
+                if (!match(e, arg)) {
                         p = &e->next;
+                        continue;
                 }
+                n++;
+                if (e->state == SANDBOX_STATE_IDLE) {
+                        idle_to_gone(e, &drop);
+                        p = &e->next;
+                        continue;
+                }
+                *p = e->next;
+                e->next = drop;
+                drop = e;
         }
         pthread_mutex_unlock(&r->lock);
         destroy_list(drop);
         return n;
 }
 
-unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backend *b)
+static bool idle_or_spare_of(const struct sandbox_entry *e, const void *arg)
 {
-        return drop_where(r, b, NULL, NULL);
+        return e->b == arg && (e->state == SANDBOX_STATE_SPARE || e->state == SANDBOX_STATE_IDLE);
 }
 
-unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend *b,
-                                     enum sbx_language language)
+unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backend *b)
 {
-        return sandbox_registry_drop_spare_of(r, b, b->ops->sandbox, language);
+        return drop_where(r, idle_or_spare_of, b);
 }
 
 struct spare_key {
-        const struct sandbox_ops *ops;
+        struct backend *b;
+        const struct sandbox_ops *ops; /* NULL: any */
         enum sbx_language language;
+        uint64_t before_ms; /* 0: any age; else added before this */
 };
 
-static bool spare_of_ops(const struct sandbox_entry *e, const void *arg)
+static bool spare_matches(const struct sandbox_entry *e, const void *arg)
 {
         const struct spare_key *k = arg;
-        return e->state == SANDBOX_STATE_SPARE && e->ops == k->ops && e->language == k->language;
+
+        if (e->state != SANDBOX_STATE_SPARE)
+                return false;
+        if (k->before_ms)
+                return e->spare_since_ms < k->before_ms;
+        return e->b == k->b && (!k->ops || (e->ops == k->ops && e->language == k->language));
 }
 
-unsigned sandbox_registry_drop_spare_of(struct sandbox_registry *r, struct backend *b,
-                                        const struct sandbox_ops *ops, enum sbx_language language)
+unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend *b,
+                                     const struct sandbox_ops *ops, enum sbx_language language)
 {
-        struct spare_key k = {.ops = ops, .language = language};
+        struct spare_key k = {.b = b, .ops = ops, .language = language};
 
-        return drop_where(r, b, spare_of_ops, &k);
+        return drop_where(r, spare_matches, &k);
+}
+
+unsigned sandbox_registry_drop_idle_spares(struct sandbox_registry *r, uint64_t idle_ms,
+                                           uint64_t *ret_next_due_ms)
+{
+        uint64_t now = sbx_now_ms(), next = UINT64_MAX;
+        struct spare_key k = {.before_ms = now >= idle_ms ? now - idle_ms + 1 : 0};
+        unsigned n = k.before_ms ? drop_where(r, spare_matches, &k) : 0;
+
+        pthread_mutex_lock(&r->lock);
+        for (struct sandbox_entry *it = r->head; it; it = it->next)
+                if (it->state == SANDBOX_STATE_SPARE && it->spare_since_ms + idle_ms < next)
+                        next = it->spare_since_ms + idle_ms;
+        pthread_mutex_unlock(&r->lock);
+        if (ret_next_due_ms)
+                *ret_next_due_ms = next;
+        return n;
 }
 
 void sandbox_registry_shutdown(struct sandbox_registry *r)
@@ -430,13 +423,15 @@ void sandbox_registry_shutdown(struct sandbox_registry *r)
                 struct sandbox_entry *e = *p;
 
                 kill_entry(e);
-                if (!counts_running(e->state)) {
+                if (e->state == SANDBOX_STATE_SPARE) {
                         *p = e->next;
                         e->next = drop;
                         drop = e;
-                } else {
-                        p = &e->next;
+                        continue;
                 }
+                if (e->state == SANDBOX_STATE_IDLE)
+                        idle_to_gone(e, &drop);
+                p = &e->next;
         }
         pthread_cond_broadcast(&r->freed);
         pthread_mutex_unlock(&r->lock);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/error.h"
 #include "run/backend.h"
@@ -21,9 +22,14 @@ enum sandbox_state {
         /* Prepared ahead of any request (a warm spare, issue 17); the registry owns it until a
          * call of its backend and language takes it. Does not count as running. */
         SANDBOX_STATE_SPARE,
-        /* A session between calls (issue 14); the registry owns it, under its id, until a
-         * call resumes it or it is dropped. Does not count as running. */
+        /* A session between calls (issue 14): its session record (sessions.h) holds the
+         * entry until a call resumes it or the session ends (a release). Does not count as
+         * running. */
         SANDBOX_STATE_IDLE,
+        /* An IDLE entry whose sandbox the registry destroyed (its backend was reset, or the
+         * server is shutting down): the session record still holds it; resume answers
+         * -ENOENT, and a release frees it. Does not count as running. */
+        SANDBOX_STATE_GONE,
 };
 
 struct sandbox_registry;
@@ -52,84 +58,64 @@ int sandbox_registry_acquire(struct sandbox_registry *r, int cancel_fd, unsigned
                              struct sandbox_entry **ret, struct sbx_error *err);
 
 /**
- * sandbox_registry_attach() - @e (PREPARING) gets the sandbox @sb of @b that prepare() just
- * returned, and becomes RUNNING. When the registry is shutting down, @sb is killed at once
- * (the call's own thread still goes on to collect and release it).
+ * sandbox_registry_attach() - @e (PREPARING) gets the sandbox @sb that @ops of @b just
+ * prepared (b->ops->sandbox, or a session's b->ops->cells: kill and destroy go through @ops),
+ * and becomes RUNNING. When the registry is shutting down, @sb is killed at once (the call's
+ * own thread still goes on to collect and release it).
  */
 void sandbox_registry_attach(struct sandbox_registry *r, struct sandbox_entry *e, struct backend *b,
-                             struct sandbox *sb);
+                             const struct sandbox_ops *ops, struct sandbox *sb);
 
 /**
- * sandbox_registry_attach_ops() - sandbox_registry_attach() for a sandbox made by other ops
- * of @b than b->ops->sandbox (a session's b->ops->cells): kill and destroy go through @ops.
- */
-void sandbox_registry_attach_ops(struct sandbox_registry *r, struct sandbox_entry *e,
-                                 struct backend *b, const struct sandbox_ops *ops,
-                                 struct sandbox *sb);
-
-/**
- * sandbox_registry_drop_session() - destroy the IDLE session @session_id (session_end, idle
- * expiry). Return: 0; -ENOENT (no such session); -EBUSY (a call is running in it: it stays).
- */
-int sandbox_registry_drop_session(struct sandbox_registry *r, const char *session_id);
-
-/**
- * sandbox_registry_take_spare() - give @e (PREPARING) a SPARE sandbox of @b for @language,
- * if one is registered: @e becomes RUNNING with it, and the spare's entry is gone.
+ * sandbox_registry_take_spare() - give @e (PREPARING) a SPARE sandbox made by @ops of @b for
+ * @language, if one is registered: @e becomes RUNNING with it, and the spare's entry is gone.
  * Return: the sandbox, or NULL (then prepare one).
  */
 struct sandbox *sandbox_registry_take_spare(struct sandbox_registry *r, struct sandbox_entry *e,
-                                            struct backend *b, enum sbx_language language);
+                                            struct backend *b, const struct sandbox_ops *ops,
+                                            enum sbx_language language);
 
 /**
- * sandbox_registry_take_spare_of() - sandbox_registry_take_spare() for a spare made by other
- * ops of @b than b->ops->sandbox (a session's spare, made by b->ops->cells in
- * SANDBOX_MODE_CELLS): only a spare of @ops is taken.
- */
-struct sandbox *sandbox_registry_take_spare_of(struct sandbox_registry *r, struct sandbox_entry *e,
-                                               struct backend *b, const struct sandbox_ops *ops,
-                                               enum sbx_language language);
-
-/**
- * sandbox_registry_add_spare() - register @sb, prepared ahead by @b for @language, as a
- * SPARE the registry owns from now on.
+ * sandbox_registry_add_spare() - register @sb, prepared ahead by @ops of @b for @language, as
+ * a SPARE the registry owns from now on (its clock for sandbox_registry_drop_idle_spares()
+ * starts now).
  * Return: 0; -ESHUTDOWN when the registry is shutting down (then @sb was destroyed).
  */
-int sandbox_registry_add_spare(struct sandbox_registry *r, struct backend *b, struct sandbox *sb,
+int sandbox_registry_add_spare(struct sandbox_registry *r, struct backend *b,
+                               const struct sandbox_ops *ops, struct sandbox *sb,
                                enum sbx_language language);
 
-/** sandbox_registry_add_spare_of() - sandbox_registry_add_spare() for @sb made by @ops of @b. */
-int sandbox_registry_add_spare_of(struct sandbox_registry *r, struct backend *b,
-                                  const struct sandbox_ops *ops, struct sandbox *sb,
-                                  enum sbx_language language);
+/** sandbox_registry_has_spare() - is a SPARE of (@b, @ops, @language) registered now? */
+bool sandbox_registry_has_spare(struct sandbox_registry *r, struct backend *b,
+                                const struct sandbox_ops *ops, enum sbx_language language);
 
 /**
- * sandbox_registry_release() - the end of a call's hold on @e: destroy its sandbox (if one
- * was attached; outside the registry's lock), remove @e and free its slot. @e is invalid
- * afterwards.
+ * sandbox_registry_release() - the end of a hold on @e: a call's (PREPARING, RUNNING), or a
+ * session record's (IDLE, GONE: the session ended). Destroys its sandbox (if one is attached;
+ * outside the registry's lock), removes @e and frees its slot. @e is invalid afterwards.
+ * NULL ok.
  */
 void sandbox_registry_release(struct sandbox_registry *r, struct sandbox_entry *e);
 
 /**
  * sandbox_registry_park() - a session's call is over (its collect returned): @e (RUNNING)
- * becomes IDLE under @session_id (copied; 1..63 bytes), its running slot is freed, and the
- * registry owns the sandbox until sandbox_registry_resume() or a drop. The caller no longer
- * holds @e.
- * Return: 0; -EEXIST when another entry has that id, -EINVAL for a bad id, -ESHUTDOWN: then
- * @e stays the caller's (release it).
+ * becomes IDLE, its running slot is freed, and the sandbox waits for the session's next call.
+ * The session record (sessions.h) keeps @e; nothing here names the session.
+ * Return: 0; -EINVAL (@e is not RUNNING) or -ESHUTDOWN, with @err: then @e stays the
+ * caller's, RUNNING (release it).
  */
 int sandbox_registry_park(struct sandbox_registry *r, struct sandbox_entry *e,
-                          const char *session_id, struct sbx_error *err);
+                          struct sbx_error *err);
 
 /**
- * sandbox_registry_resume() - a call on session @session_id: waits for a running slot as
- * sandbox_registry_acquire() does, then the IDLE entry becomes RUNNING, the caller's (its
- * sandbox attached: go on with start()).
- * Return: 0 and *@ret; -ENOENT (no idle session of that id: gone, or in use by another call),
- * or acquire's errors, each with @err.
+ * sandbox_registry_resume() - a call on the session whose record holds @e: waits for a
+ * running slot as sandbox_registry_acquire() does, then @e (IDLE) becomes RUNNING, the
+ * caller's (go on with start()).
+ * Return: 0; -ENOENT when @e's sandbox is GONE (destroyed by sandbox_registry_drop_backend()
+ * or the shutdown: release @e) or @e is not IDLE; or acquire's errors; each with @err.
  */
-int sandbox_registry_resume(struct sandbox_registry *r, const char *session_id, int cancel_fd,
-                            unsigned wait_ms, struct sandbox_entry **ret, struct sbx_error *err);
+int sandbox_registry_resume(struct sandbox_registry *r, struct sandbox_entry *e, int cancel_fd,
+                            unsigned wait_ms, struct sbx_error *err);
 
 /**
  * sandbox_registry_discard() - destroy @e's sandbox (outside the registry's lock) and take
@@ -140,25 +126,34 @@ void sandbox_registry_discard(struct sandbox_registry *r, struct sandbox_entry *
 
 /**
  * sandbox_registry_drop_backend() - destroy every SPARE and IDLE sandbox of @b (its probe
- * was invalidated, or the settings changed). RUNNING ones are left to their calls.
- * Return: how many were destroyed.
+ * was invalidated, or the settings changed): a SPARE's entry goes, an IDLE one becomes GONE
+ * (its session record still holds it). RUNNING ones are left to their calls.
+ * Return: how many sandboxes were destroyed.
  */
 unsigned sandbox_registry_drop_backend(struct sandbox_registry *r, struct backend *b);
 
 /**
- * sandbox_registry_drop_spare() - destroy the SPARE sandboxes of @b for @language (a warm
- * spare that idled out, src/service/warm.h). Return: how many were destroyed.
+ * sandbox_registry_drop_spare() - destroy the SPARE sandboxes made by @ops of @b for
+ * @language; @ops NULL: every SPARE of @b, of any ops and language (warm_drop()).
+ * Return: how many were destroyed.
  */
 unsigned sandbox_registry_drop_spare(struct sandbox_registry *r, struct backend *b,
-                                     enum sbx_language language);
+                                     const struct sandbox_ops *ops, enum sbx_language language);
 
-/** sandbox_registry_drop_spare_of() - sandbox_registry_drop_spare() for spares made by @ops. */
-unsigned sandbox_registry_drop_spare_of(struct sandbox_registry *r, struct backend *b,
-                                        const struct sandbox_ops *ops, enum sbx_language language);
+/**
+ * sandbox_registry_drop_idle_spares() - destroy every SPARE registered @idle_ms or longer
+ * ago (sbx_now_ms(), from sandbox_registry_add_spare()): warm spares that idled out
+ * (VESTIBULE_WARM_IDLE_S, src/service/warm.h).
+ * Return: how many were destroyed; *@ret_next_due_ms (or NULL) gets when the next one left is
+ * due (sbx_now_ms() time), or UINT64_MAX when none is left.
+ */
+unsigned sandbox_registry_drop_idle_spares(struct sandbox_registry *r, uint64_t idle_ms,
+                                           uint64_t *ret_next_due_ms);
 
 /**
  * sandbox_registry_shutdown() - server exit: refuse new entries and spares from now on
- * (-ESHUTDOWN), kill every registered sandbox, destroy every SPARE and IDLE one, and wake
+ * (-ESHUTDOWN), kill every registered sandbox, destroy every SPARE one (its entry goes) and
+ * every IDLE one (its entry becomes GONE, for its session record to release), and wake
  * every call waiting for a slot. A RUNNING sandbox is destroyed by its own call's release
  * (its warden sees the kill at once). Idempotent.
  */

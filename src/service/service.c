@@ -37,13 +37,13 @@ struct run_service {
         struct ladder *ladder;
         /* every live sandbox, and the calls about to have one: the concurrency slots */
         struct sandbox_registry *registry;
-        /* sessions (docs/design/sessions.md): their table; their sandboxes are IDLE entries
-         * of the registry between calls */
+        /* sessions (docs/design/sessions.md): one record each, holding its registry entry
+         * (IDLE between calls) */
         struct run_sessions *sessions;
         struct warm_keeper *warm; /* the warm spares (warm.h) */
 };
 
-static void session_drop(void *ud, const char *id, const char *reason);
+static void session_ended(void *ud, const struct session_info *info, const char *reason);
 
 int run_service_new(const struct sbx_config *cfg, struct run_service **ret, struct sbx_error *err)
 {
@@ -74,7 +74,8 @@ int run_service_new_with(const struct sbx_config *cfg, backend_ctor_fn native,
         /* leftovers of a server killed mid-run: gone before the first tool call, not at it */
         engine_sweep_at_start(cfg);
         s->registry = sandbox_registry_new(cfg->max_concurrent);
-        s->sessions = sessions_new(cfg->max_sessions, cfg->session_idle_s, session_drop, s);
+        s->sessions =
+            sessions_new(s->registry, cfg->max_sessions, cfg->session_idle_s, session_ended, s);
         s->warm = warm_keeper_new(cfg, s->registry);
         *ret = s;
         return 0;
@@ -86,18 +87,12 @@ void run_service_shutdown(struct run_service *s)
                 return;
         /* no session starts or idles out from now on; each one's end is recorded */
         sessions_stop(s->sessions);
-        {
-                char ids[64][SESSION_ID_MAX];
-                unsigned n = sessions_ids(s->sessions, ids, 64);
-
-                for (unsigned i = 0; i < n; i++)
-                        session_drop(s, ids[i], "the server exited");
-        }
+        sessions_end_all(s->sessions, "the server exited");
         /* kill every registered sandbox, destroy those no call owns; the calls' own threads
          * destroy theirs as their wardens return */
         warm_keeper_stop(s->warm); /* no spare is built from now on */
         sandbox_registry_shutdown(s->registry);
-        /* backends without sandbox ops (run() only) kill their own runs in flight */
+        /* no backend starts a sandbox from now on */
         ladder_shutdown(s->ladder);
 }
 
@@ -336,8 +331,8 @@ static int audit_begin(struct run_service *s, struct call *c, struct sbx_error *
         return -EIO;
 }
 
-/* One run on c->b: its sandbox ops when it has them (a spare of the registry, or prepared
- * now; registered until the call releases its slot), else its run(). */
+/* One run on c->b through its sandbox ops (every backend has them): a spare of the registry,
+ * or a sandbox prepared now; registered until the call releases its slot. */
 static int dispatch(struct run_service *s, struct call *c, struct run_result *res,
                     struct sbx_error *err)
 {
@@ -347,8 +342,6 @@ static int dispatch(struct run_service *s, struct call *c, struct run_result *re
         struct sandbox *sb;
         int r;
 
-        if (!ops)
-                return c->b->ops->run(c->b, &c->req, res, err);
         /* a spare is built for network "none" (warm.c): an allowlist call never takes one
          * and builds its own sandbox, with its own egress listener */
         sb = c->req.network == RUN_NETWORK_NONE
@@ -362,7 +355,7 @@ static int dispatch(struct run_service *s, struct call *c, struct run_result *re
                 r = ops->prepare(c->b, &spec, &sb, err);
                 if (r < 0)
                         return r;
-                sandbox_registry_attach(s->registry, c->slot, c->b, sb);
+                sandbox_registry_attach(s->registry, c->slot, c->b, ops, sb);
         }
         sbx_trace_lap(&c->trace, c->warm_taken ? "take_spare" : "prepare");
         r = sandbox_run_program(ops, sb, &c->req, res, err);
@@ -382,7 +375,7 @@ static int dispatch(struct run_service *s, struct call *c, struct run_result *re
                 r = ops->prepare(c->b, &spec, &sb, err);
                 if (r < 0)
                         return r;
-                sandbox_registry_attach(s->registry, c->slot, c->b, sb);
+                sandbox_registry_attach(s->registry, c->slot, c->b, ops, sb);
                 sbx_trace_lap(&c->trace, "prepare");
                 r = sandbox_run_program(ops, sb, &c->req, res, err);
                 sandbox_registry_discard(s->registry, c->slot);
@@ -484,27 +477,17 @@ static int run_call(struct run_service *s, struct call *c, struct run_result *re
 
 /* --- sessions (docs/design/sessions.md) ------------------------------------------------ */
 
-/* The end record of session @id, which is over (@reason). */
-static void session_audit_end(struct run_service *s, const struct session_info *info,
-                              const char *reason)
+/* The end record of session @info, which is over (@reason): the session table's
+ * sessions_ended_fn. */
+static void session_ended(void *ud, const struct session_info *info, const char *reason)
 {
+        struct run_service *s = ud;
         char note[256] = "";
 
         audit_session(s->audit, false, info->id, sbx_language_name(info->language), info->backend,
                       NULL, reason, info->calls, note, sizeof(note));
         if (note[0])
                 log_warning("audit: session end %s", note);
-}
-
-/* End session @id (its sandbox is IDLE in the registry): idle expiry, server exit. */
-static void session_drop(void *ud, const char *id, const char *reason)
-{
-        struct run_service *s = ud;
-        struct session_info info;
-
-        (void)sandbox_registry_drop_session(s->registry, id);
-        if (sessions_remove(s->sessions, id, reason, &info))
-                session_audit_end(s, &info, reason);
 }
 
 /* Prepared on the sessions' thread: a native init dies with the thread that cloned it. */
@@ -577,23 +560,25 @@ int run_service_session_start(struct run_service *s, const char *language,
                 else if (r < 0)
                         sbx_fail(err, -r, "the server is shutting down: retry after restart");
                 if (r == 0)
-                        sandbox_registry_attach_ops(s->registry, slot, p.b, p.ops, p.sb);
-        }
-        if (r == 0) {
-                r = sandbox_registry_park(s->registry, slot, info.id, err);
-                /* the next session_start of this language finds one (built in the background) */
-                warm_want_session(s->warm, p.b, p.spec.language);
+                        sandbox_registry_attach(s->registry, slot, p.b, p.ops, p.sb);
         }
         if (r < 0) {
                 sandbox_registry_release(s->registry, slot);
                 sessions_unreserve(s->sessions);
                 return r;
         }
+        /* the next session_start of this language finds one (built in the background) */
+        warm_want_session(s->warm, p.b, p.spec.language);
         info.language = p.spec.language;
         info.created_ms = sbx_now_ms();
         snprintf(info.backend, sizeof(info.backend), "%s", p.b->ops->name);
         snprintf(info.grade, sizeof(info.grade), "%s", probe.grade);
-        sessions_add(s->sessions, &info);
+        /* the record holds the entry (parked) from now on */
+        r = sessions_add(s->sessions, &info, slot, err);
+        if (r < 0) {
+                sandbox_registry_release(s->registry, slot);
+                return r;
+        }
         audit_session(s->audit, true, info.id, sbx_language_name(info.language), info.backend,
                       info.grade, NULL, 0, note, sizeof(note));
         *ret = (struct run_session_started){0};
@@ -606,7 +591,6 @@ int run_service_session_start(struct run_service *s, const char *language,
 int run_service_session_end(struct run_service *s, const char *id, unsigned long long *ret_calls,
                             struct sbx_error *err)
 {
-        static const char reason[] = "it was ended by session_end";
         struct session_info info;
         int r;
 
@@ -614,18 +598,9 @@ int run_service_session_end(struct run_service *s, const char *id, unsigned long
                 return sbx_fail(err, EINVAL,
                                 "session is empty: pass the handle session_start "
                                 "returned");
-        r = sessions_check(s->sessions, id, err);
+        r = sessions_end(s->sessions, id, "it was ended by session_end", &info, err);
         if (r < 0)
                 return r;
-        r = sandbox_registry_drop_session(s->registry, id);
-        if (r == -EBUSY)
-                return sbx_fail(err, EBUSY,
-                                "a call is running in session '%s': wait for its result or "
-                                "cancel it, then call session_end again",
-                                id);
-        if (!sessions_remove(s->sessions, id, reason, &info))
-                return sessions_check(s->sessions, id, err);
-        session_audit_end(s, &info, reason);
         *ret_calls = info.calls;
         return 0;
 }
@@ -647,8 +622,8 @@ static void session_ended_why(const struct run_result *res, char *buf, size_t si
                          "the session's interpreter exited; start another with session_start");
 }
 
-/* A session's call after admit(): its sandbox from the registry, one cell, then the sandbox
- * goes back (IDLE) or, when the call ended it, away. */
+/* A session's call after admit(): its record's entry resumed (sessions.c), one cell, then the
+ * entry goes back to the record (parked) or, when the call ended the session, away. */
 static int session_call(struct run_service *s, const struct run_call *rc, struct call *c,
                         struct run_result *res, struct sbx_error *err)
 {
@@ -659,33 +634,10 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         int r;
 
         sbx_trace_begin(&c->trace, s->cfg->trace_timing, "service");
-        r = sessions_begin_call(s->sessions, rc->session, &info, err);
+        r = sessions_begin_call(s->sessions, rc->session, c->req.language, rc->cancel_fd,
+                                SLOT_WAIT_MS, &info, &c->slot, err);
         if (r < 0)
                 return r;
-        if (info.language != c->req.language) {
-                sessions_end_call(s->sessions, info.id);
-                return sbx_fail(
-                    err, EINVAL,
-                    "session '%s' runs %s, not %s: pass language '%s', or start a "
-                    "%s session with session_start",
-                    info.id, sbx_language_name(info.language), sbx_language_name(c->req.language),
-                    sbx_language_name(info.language), sbx_language_name(c->req.language));
-        }
-        r = sandbox_registry_resume(s->registry, info.id, rc->cancel_fd, SLOT_WAIT_MS, &c->slot,
-                                    err);
-        if (r == -ENOENT) {
-                static const char why[] = "its sandbox was ended by the server (its backend was "
-                                          "reset)";
-                if (sessions_remove(s->sessions, info.id, why, &info))
-                        session_audit_end(s, &info, why);
-                return sbx_fail(err, ENOENT,
-                                "session '%s' has ended: %s; start another with session_start",
-                                info.id, why);
-        }
-        if (r < 0) {
-                sessions_end_call(s->sessions, info.id);
-                return r;
-        }
         c->session = true;
         c->b = sandbox_entry_backend(c->slot);
         snprintf(c->probe.grade, sizeof(c->probe.grade), "%s", info.grade);
@@ -712,16 +664,8 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         if (c->ran)
                 finish(s, c, r, &files, res, err);
         run_files_before_done(&files);
-        if (alive && sandbox_registry_park(s->registry, c->slot, info.id, err) == 0) {
-                sessions_end_call(s->sessions, info.id);
-                sbx_trace_lap(&c->trace, "session_park");
-                return r;
-        }
-        sandbox_registry_release(s->registry, c->slot);
-        if (!alive && sessions_remove(s->sessions, info.id, res->session_ended, &info))
-                session_audit_end(s, &info, res->session_ended);
-        else if (sessions_remove(s->sessions, info.id, "the server is shutting down", &info))
-                session_audit_end(s, &info, "the server exited");
+        sessions_end_call(s->sessions, info.id, c->slot, alive ? NULL : res->session_ended);
+        sbx_trace_lap(&c->trace, "session_park");
         return r;
 }
 
@@ -785,6 +729,20 @@ static char *read_blob(const struct sbx_config *cfg, const char *path, size_t to
         if (r < 0)
                 return xasprintf("binary file, %zu bytes: not shown (%s)", total, err.msg);
         ret->mime = ws_sniff_image(ret->blob, ret->blob_len);
+        /* the bytes go back as base64 in a reply of one line (files.h): what cannot fit, or
+         * an image too large to decode, is not returned */
+        uint64_t budget = RUN_REPLY_MAX_BYTES - RUN_REPLY_FIXED_BYTES;
+        const char *why = ret->mime ? run_image_refusal(ret->blob, ret->blob_len, &budget)
+                          : 4 * (((uint64_t)ret->blob_len + 2) / 3) > budget
+                              ? "over the reply's size"
+                              : NULL;
+        if (why) {
+                free(ret->blob);
+                ret->blob = NULL;
+                ret->blob_len = 0;
+                ret->mime = NULL;
+                return xasprintf("binary file, %zu bytes: %s, not returned", total, why);
+        }
         if (ret->mime)
                 return xasprintf("image (%s), %zu bytes: attached as image content", ret->mime,
                                  ret->blob_len);

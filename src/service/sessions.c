@@ -12,17 +12,20 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "run/warden.h"
+#include "service/registry.h"
 
 /* At most this many sessions (VESTIBULE_MAX_SESSIONS is capped at 64 by config). */
 #define SESSIONS_MAX 64
 /* Handles that ended, remembered so a late call is told why. */
 #define SESSIONS_GONE 64
 
+/* The one record of a session. */
 struct session {
         struct session_info info;
-        uint64_t last_ms; /* end of the last call (or the start) */
+        struct sandbox_entry *entry; /* its sandbox and ops, in the registry; held here */
+        uint64_t last_ms;            /* end of the last call (or the start) */
         bool used;
-        bool busy;
+        bool busy; /* a call holds @entry (resumed: RUNNING) */
 };
 
 struct gone {
@@ -50,8 +53,9 @@ struct run_sessions {
         struct gone gone[SESSIONS_GONE];
         unsigned gone_next;
         struct job *job;
-        void (*drop)(void *ud, const char *id, const char *reason);
-        void *drop_ud;
+        struct sandbox_registry *reg; /* where every record's entry is */
+        sessions_ended_fn ended;
+        void *ended_ud;
 };
 
 static void random_hex(char *buf, size_t bytes)
@@ -116,6 +120,16 @@ static void remember_gone(struct run_sessions *t, const char *id, const char *re
         snprintf(g->reason, sizeof(g->reason), "%s", reason);
 }
 
+/* Session @gone (a copy of its record) left the table: release its entry, which destroys its
+ * sandbox, unless a call holds it (that call releases it), and tell the service. Outside the
+ * lock. */
+static void session_over(struct run_sessions *t, const struct session *gone, const char *reason)
+{
+        if (!gone->busy)
+                sandbox_registry_release(t->reg, gone->entry);
+        t->ended(t->ended_ud, &gone->info, reason);
+}
+
 static void *thread_main(void *arg)
 {
         struct run_sessions *t = arg;
@@ -139,23 +153,21 @@ static void *thread_main(void *arg)
                 }
                 x = next_expired(t, &wait_ms);
                 if (x) {
-                        char id[SESSION_ID_MAX], reason[96];
-                        snprintf(id, sizeof(id), "%s", x->info.id);
+                        struct session gone = *x;
+                        char reason[96];
+
                         snprintf(reason, sizeof(reason),
                                  "it expired after %llu s without a call "
                                  "(VESTIBULE_SESSION_IDLE_S)",
                                  (unsigned long long)(t->idle_ms / 1000u));
-                        x->busy = true; /* no call may take it while it is dropped */
+                        /* out of the table first: no call may take it while it ends */
+                        x->used = false;
+                        remember_gone(t, gone.info.id, reason);
                         pthread_mutex_unlock(&t->lock);
-                        log_info("session '%s': idle for %llu s, ending it", id,
+                        log_info("session '%s': idle for %llu s, ending it", gone.info.id,
                                  (unsigned long long)(t->idle_ms / 1000u));
-                        t->drop(t->drop_ud, id, reason);
+                        session_over(t, &gone, reason);
                         pthread_mutex_lock(&t->lock);
-                        x = find(t, id);
-                        if (x) {
-                                x->used = false;
-                                remember_gone(t, id, reason);
-                        }
                         continue;
                 }
                 abs_time(&ts, wait_ms);
@@ -165,9 +177,8 @@ static void *thread_main(void *arg)
         return NULL;
 }
 
-struct run_sessions *sessions_new(unsigned max_sessions, unsigned idle_s,
-                                  void (*drop)(void *ud, const char *id, const char *reason),
-                                  void *ud)
+struct run_sessions *sessions_new(struct sandbox_registry *reg, unsigned max_sessions,
+                                  unsigned idle_s, sessions_ended_fn ended, void *ud)
 {
         struct run_sessions *t = xcalloc(1, sizeof(*t));
         pthread_condattr_t ca;
@@ -180,8 +191,9 @@ struct run_sessions *sessions_new(unsigned max_sessions, unsigned idle_s,
         pthread_condattr_destroy(&ca);
         t->max = max_sessions < SESSIONS_MAX ? max_sessions : SESSIONS_MAX;
         t->idle_ms = (uint64_t)(idle_s ? idle_s : 1) * 1000u;
-        t->drop = drop;
-        t->drop_ud = ud;
+        t->reg = reg;
+        t->ended = ended;
+        t->ended_ud = ud;
         random_hex(t->key, 4);
         return t;
 }
@@ -295,19 +307,27 @@ void sessions_unreserve(struct run_sessions *t)
         pthread_mutex_unlock(&t->lock);
 }
 
-void sessions_add(struct run_sessions *t, const struct session_info *info)
+int sessions_add(struct run_sessions *t, const struct session_info *info,
+                 struct sandbox_entry *entry, struct sbx_error *err)
 {
+        int r = sandbox_registry_park(t->reg, entry, err);
+
         pthread_mutex_lock(&t->lock);
         if (t->reserved > 0)
                 t->reserved--;
-        for (unsigned i = 0; i < SESSIONS_MAX; i++)
+        /* its idle clock needs the thread, also when its sandbox was a spare (no job ran) */
+        if (r == 0 && ensure_thread(t) < 0 && !t->stop)
+                log_warning("sessions: cannot start the sessions' thread: idle sessions will "
+                            "not expire, ignoring");
+        for (unsigned i = 0; r == 0 && i < SESSIONS_MAX; i++)
                 if (!t->s[i].used) {
-                        t->s[i] =
-                            (struct session){.info = *info, .last_ms = sbx_now_ms(), .used = true};
+                        t->s[i] = (struct session){
+                            .info = *info, .entry = entry, .last_ms = sbx_now_ms(), .used = true};
                         break;
                 }
         pthread_cond_broadcast(&t->wake);
         pthread_mutex_unlock(&t->lock);
+        return r;
 }
 
 /* Why @id names no session of this table. */
@@ -335,42 +355,40 @@ static int unknown(struct run_sessions *t, const char *id, struct sbx_error *err
         return sbx_fail(err, ENOENT, "no session '%s' on this server: %s", id, start);
 }
 
-int sessions_begin_call(struct run_sessions *t, const char *id, struct session_info *ret,
-                        struct sbx_error *err)
+/* Under the lock: find @id for a call of @language, mark it busy and count the call; its
+ * record into @ret, its entry into *@ret_entry. */
+static int claim_call(struct run_sessions *t, const char *id, enum sbx_language language,
+                      struct session_info *ret, struct sandbox_entry **ret_entry,
+                      struct sbx_error *err)
 {
-        struct session *x;
-        int r = 0;
+        struct session *x = find(t, id);
 
-        pthread_mutex_lock(&t->lock);
-        x = find(t, id);
-        if (!x) {
-                r = unknown(t, id, err);
-        } else if (x->busy) {
-                r = sbx_fail(err, EBUSY,
-                             "a call is running in session '%s' (a session runs one call at a "
-                             "time): wait for its result, or cancel it, then retry",
-                             id);
-        } else {
-                x->busy = true;
-                x->info.calls++;
-                *ret = x->info;
+        if (!x)
+                return unknown(t, id, err);
+        if (x->busy)
+                return sbx_fail(err, EBUSY,
+                                "a call is running in session '%s' (a session runs one call at a "
+                                "time): wait for its result, or cancel it, then retry",
+                                id);
+        x->busy = true;
+        x->info.calls++;
+        *ret = x->info;
+        if (language == x->info.language) {
+                *ret_entry = x->entry;
+                return 0;
         }
-        pthread_mutex_unlock(&t->lock);
-        return r;
+        x->busy = false;
+        x->last_ms = sbx_now_ms();
+        return sbx_fail(err, EINVAL,
+                        "session '%s' runs %s, not %s: pass language '%s', or start a %s session "
+                        "with session_start",
+                        id, sbx_language_name(x->info.language), sbx_language_name(language),
+                        sbx_language_name(x->info.language), sbx_language_name(language));
 }
 
-int sessions_check(struct run_sessions *t, const char *id, struct sbx_error *err)
-{
-        int r = 0;
-
-        pthread_mutex_lock(&t->lock);
-        if (!find(t, id))
-                r = unknown(t, id, err);
-        pthread_mutex_unlock(&t->lock);
-        return r;
-}
-
-void sessions_end_call(struct run_sessions *t, const char *id)
+/* The call in @id is over, its entry parked again: the idle clock restarts. Return: false when
+ * the session left the table meanwhile (server exit): then the call still holds the entry. */
+static bool call_over(struct run_sessions *t, const char *id)
 {
         struct session *x;
 
@@ -382,18 +400,19 @@ void sessions_end_call(struct run_sessions *t, const char *id)
         }
         pthread_cond_broadcast(&t->wake);
         pthread_mutex_unlock(&t->lock);
+        return x != NULL;
 }
 
-bool sessions_remove(struct run_sessions *t, const char *id, const char *reason,
-                     struct session_info *ret_info)
+/* Session @id leaves the table (@reason remembered); *@ret gets its record as it was. */
+static bool take_out(struct run_sessions *t, const char *id, const char *reason,
+                     struct session *ret)
 {
         struct session *x;
 
         pthread_mutex_lock(&t->lock);
         x = find(t, id);
         if (x) {
-                if (ret_info)
-                        *ret_info = x->info;
+                *ret = *x;
                 x->used = false;
                 remember_gone(t, id, reason);
         }
@@ -401,14 +420,97 @@ bool sessions_remove(struct run_sessions *t, const char *id, const char *reason,
         return x != NULL;
 }
 
-unsigned sessions_ids(struct run_sessions *t, char (*ret)[SESSION_ID_MAX], unsigned max)
+int sessions_begin_call(struct run_sessions *t, const char *id, enum sbx_language language,
+                        int cancel_fd, unsigned wait_ms, struct session_info *ret,
+                        struct sandbox_entry **ret_entry, struct sbx_error *err)
 {
+        static const char why[] = "its sandbox was ended by the server (its backend was reset)";
+        struct sandbox_entry *e = NULL;
+        struct session gone;
+        int r;
+
+        pthread_mutex_lock(&t->lock);
+        r = claim_call(t, id, language, ret, &e, err);
+        pthread_mutex_unlock(&t->lock);
+        if (r < 0)
+                return r;
+        r = sandbox_registry_resume(t->reg, e, cancel_fd, wait_ms, err);
+        if (r == 0) {
+                *ret_entry = e;
+                return 0;
+        }
+        if (r != -ENOENT) {
+                if (!call_over(t, id))
+                        sandbox_registry_release(t->reg, e); /* no record holds it now */
+                return r;
+        }
+        /* GONE: the registry destroyed its sandbox; this call holds the entry and frees it */
+        sandbox_registry_release(t->reg, e);
+        if (take_out(t, id, why, &gone))
+                t->ended(t->ended_ud, &gone.info, why);
+        return sbx_fail(err, ENOENT, "session '%s' has ended: %s; start another with session_start",
+                        id, why);
+}
+
+void sessions_end_call(struct run_sessions *t, const char *id, struct sandbox_entry *entry,
+                       const char *why_ended)
+{
+        struct sbx_error err = {0};
+        struct session gone;
+
+        if (!why_ended && sandbox_registry_park(t->reg, entry, &err) == 0) {
+                if (!call_over(t, id))
+                        sandbox_registry_release(t->reg, entry); /* no record holds it now */
+                return;
+        }
+        /* over, or the park refused (the server is shutting down): this call releases it */
+        sandbox_registry_release(t->reg, entry);
+        if (take_out(t, id, why_ended ? why_ended : "the server is shutting down", &gone))
+                t->ended(t->ended_ud, &gone.info, why_ended ? why_ended : "the server exited");
+}
+
+int sessions_end(struct run_sessions *t, const char *id, const char *reason,
+                 struct session_info *ret_info, struct sbx_error *err)
+{
+        struct session *x, gone = {0};
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        x = find(t, id);
+        if (!x) {
+                r = unknown(t, id, err);
+        } else if (x->busy) {
+                r = sbx_fail(err, EBUSY,
+                             "a call is running in session '%s': wait for its result or cancel "
+                             "it, then call session_end again",
+                             id);
+        } else {
+                gone = *x;
+                x->used = false;
+                remember_gone(t, id, reason);
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (r < 0 || !gone.used) /* (unknown() always fails) */
+                return r < 0 ? r : -ENOENT;
+        session_over(t, &gone, reason);
+        *ret_info = gone.info;
+        return 0;
+}
+
+void sessions_end_all(struct run_sessions *t, const char *reason)
+{
+        struct session *gone = xcalloc(SESSIONS_MAX, sizeof(*gone));
         unsigned n = 0;
 
         pthread_mutex_lock(&t->lock);
-        for (unsigned i = 0; i < SESSIONS_MAX && n < max; i++)
-                if (t->s[i].used)
-                        snprintf(ret[n++], SESSION_ID_MAX, "%s", t->s[i].info.id);
+        for (unsigned i = 0; i < SESSIONS_MAX; i++)
+                if (t->s[i].used) {
+                        gone[n++] = t->s[i];
+                        t->s[i].used = false;
+                        remember_gone(t, t->s[i].info.id, reason);
+                }
         pthread_mutex_unlock(&t->lock);
-        return n;
+        for (unsigned i = 0; i < n; i++)
+                session_over(t, &gone[i], reason);
+        free(gone);
 }

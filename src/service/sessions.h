@@ -1,9 +1,10 @@
-/* sessions.h - the session table of the run service (docs/design/sessions.md): handles,
- * their language, age, call count and idle clock, the handles that ended (so a late call is
- * told why), and one thread that lives as long as the server, on which every session's
- * sandbox is prepared (a native init dies with the thread that cloned it: PR_SET_PDEATHSIG)
- * and idle sessions are ended. The sandboxes themselves are in the registry (registry.h) as
- * IDLE entries under their handle. Thread-safe. */
+/* sessions.h - the one record of every session of the run service (docs/design/sessions.md):
+ * its handle, language, age, call count and idle clock, and its sandbox: the registry entry
+ * (registry.h) that holds the sandbox and the ops it was made by, IDLE between calls. Also
+ * the handles that ended (so a late call is told why), and one thread that lives as long as
+ * the server, on which every session's sandbox is prepared (a native init dies with the
+ * thread that cloned it: PR_SET_PDEATHSIG) and idle sessions are ended. The registry knows no
+ * handle: a session's entry is found through its record here. Thread-safe. */
 #pragma once
 
 #include <stdbool.h>
@@ -13,6 +14,8 @@
 #include "run/run.h"
 
 struct run_sessions;
+struct sandbox_entry;    /* registry.h */
+struct sandbox_registry; /* registry.h */
 
 /* A handle: "vs-" + 8 hex of this server process's key + "-" + 32 hex from getrandom(2). */
 #define SESSION_ID_MAX 48
@@ -28,13 +31,20 @@ struct session_info {
 };
 
 /**
- * sessions_new() - an empty table whose idle sessions end after @idle_s seconds: @drop is
- * called (from the table's thread, with @ud) for each, with the reason; it ends the sandbox
- * and writes the audit record. Free with sessions_free().
+ * sessions_ended_fn - told when a session has left the table, for its audit record: @info is
+ * what its record knew, @reason why it ended. Its sandbox is released already (or will be by
+ * the call that holds it). Called without the table's lock, from the thread that ended it.
  */
-struct run_sessions *sessions_new(unsigned max_sessions, unsigned idle_s,
-                                  void (*drop)(void *ud, const char *id, const char *reason),
-                                  void *ud);
+typedef void (*sessions_ended_fn)(void *ud, const struct session_info *info, const char *reason);
+
+/**
+ * sessions_new() - an empty table of at most @max_sessions (capped at 64; 0: sessions are
+ * off) whose records keep their entries in @reg (borrowed; must outlive the table), and whose
+ * idle sessions end after @idle_s seconds (0 is taken as 1). @ended (with @ud) hears of every
+ * session's end. Free with sessions_free().
+ */
+struct run_sessions *sessions_new(struct sandbox_registry *reg, unsigned max_sessions,
+                                  unsigned idle_s, sessions_ended_fn ended, void *ud);
 
 /** sessions_stop() - stop the thread (server exit); the table refuses new sessions. */
 void sessions_stop(struct run_sessions *t);
@@ -56,35 +66,51 @@ int sessions_on_thread(struct run_sessions *t, int (*fn)(void *arg), void *arg);
 int sessions_reserve(struct run_sessions *t, char ret_id[SESSION_ID_MAX], struct sbx_error *err);
 void sessions_unreserve(struct run_sessions *t);
 
-/** sessions_add() - the reserved place becomes session @info (copied). */
-void sessions_add(struct run_sessions *t, const struct session_info *info);
+/**
+ * sessions_add() - the reserved place (used up, whatever the answer) becomes session @info
+ * (copied), whose sandbox is @entry (RUNNING, the caller's): @entry is parked (IDLE) and the
+ * record holds it from now on. Its idle clock starts now.
+ * Return: 0; or sandbox_registry_park()'s error with @err: then @entry stays the caller's
+ * (release it).
+ */
+int sessions_add(struct run_sessions *t, const struct session_info *info,
+                 struct sandbox_entry *entry, struct sbx_error *err);
 
 /**
- * sessions_begin_call() - a call in session @id: count it, mark the session busy (the idle
- * clock stops) and copy what is known into @ret.
+ * sessions_begin_call() - a call of @language in session @id: count it, mark the session busy
+ * (the idle clock stops), copy what is known into @ret, and resume its entry
+ * (sandbox_registry_resume(), waiting up to @wait_ms for a running slot, @cancel_fd or -1):
+ * *@ret_entry is then RUNNING, the call's until sessions_end_call().
  * Return: 0; -ENOENT with @err saying why: a malformed handle, a handle of another server
  * process, one that ended (and how: expired after N s idle, session_end, its cell ignored an
- * interrupt...), each with how to start another; -EBUSY when a call runs in it already.
+ * interrupt, its backend was reset...), each with how to start another; -EBUSY when a call
+ * runs in it already; -EINVAL for another language; the slot's errors (-EBUSY, -ECANCELED,
+ * -ESHUTDOWN).
  */
-int sessions_begin_call(struct run_sessions *t, const char *id, struct session_info *ret,
-                        struct sbx_error *err);
-
-/** sessions_end_call() - the call is over; the idle clock starts again. */
-void sessions_end_call(struct run_sessions *t, const char *id);
+int sessions_begin_call(struct run_sessions *t, const char *id, enum sbx_language language,
+                        int cancel_fd, unsigned wait_ms, struct session_info *ret,
+                        struct sandbox_entry **ret_entry, struct sbx_error *err);
 
 /**
- * sessions_remove() - session @id is over (@reason: "ended by session_end", ...): it leaves
- * the table and later calls with its handle are told @reason; @ret_info (or NULL) gets what
- * the table knew of it. Return: false if it was not in the table.
+ * sessions_end_call() - the call in session @id is over: @why_ended NULL, its @entry is parked
+ * again and the idle clock restarts; else (the interpreter is gone: @why_ended says how), or
+ * when the park is refused (shutdown), the session ends: @entry is released (its sandbox
+ * destroyed) and the session leaves the table.
  */
-bool sessions_remove(struct run_sessions *t, const char *id, const char *reason,
-                     struct session_info *ret_info);
+void sessions_end_call(struct run_sessions *t, const char *id, struct sandbox_entry *entry,
+                       const char *why_ended);
 
 /**
- * sessions_check() - is @id a session of this table now? Return 0, or -ENOENT with @err as
- * sessions_begin_call() says it.
+ * sessions_end() - session_end: session @id leaves the table (later calls are told @reason)
+ * and its entry is released, which destroys its sandbox; @ret_info gets what the record knew.
+ * Return: 0; -ENOENT (as sessions_begin_call() says it) or -EBUSY (a call runs in it; it
+ * stays), with @err.
  */
-int sessions_check(struct run_sessions *t, const char *id, struct sbx_error *err);
+int sessions_end(struct run_sessions *t, const char *id, const char *reason,
+                 struct session_info *ret_info, struct sbx_error *err);
 
-/** sessions_ids() - the handles of every session now (server exit): up to @max into @ret. */
-unsigned sessions_ids(struct run_sessions *t, char (*ret)[SESSION_ID_MAX], unsigned max);
+/**
+ * sessions_end_all() - server exit: every session leaves the table for @reason; the entries
+ * no call holds are released now (a call that holds one releases it as it ends).
+ */
+void sessions_end_all(struct run_sessions *t, const char *reason);

@@ -19,11 +19,12 @@
 /* The keeper's thread stack: it only calls prepare() (the native clone has its own). */
 #define WARM_STACK_BYTES ((size_t)256 * 1024)
 
+/* The demand for one (backend, ops, language). Whether a spare of it exists is the
+ * registry's to say (its SPARE entries are the one record of a spare, with their age). */
 enum warm_state {
-        WARM_NONE = 0, /* no spare and none wanted */
+        WARM_NONE = 0, /* nothing to do: a spare is registered, or none is wanted */
         WARM_WANTED,   /* a call asked for one: the thread builds it */
         WARM_BUILDING, /* the thread is in prepare() for it */
-        WARM_READY,    /* registered in the registry as a SPARE (as far as we know) */
 };
 
 struct warm_slot {
@@ -32,8 +33,7 @@ struct warm_slot {
         enum sandbox_mode mode;        /* ONE_SHOT, or CELLS for a session's */
         enum sbx_language language;
         enum warm_state state;
-        uint64_t ready_ms; /* when it became READY (sbx_now_ms()) */
-        unsigned gen;      /* bumped by warm_drop(): a spare prepared before is not kept */
+        unsigned gen; /* bumped by warm_drop(): a spare prepared before is not kept */
 };
 
 struct warm_keeper {
@@ -98,35 +98,23 @@ static void build_one(struct warm_keeper *w, struct warm_slot *sl)
                 r = -ESTALE;
         } else if (r == 0) {
                 pthread_mutex_unlock(&w->lock);
-                r = sandbox_registry_add_spare_of(w->reg, b, sl->ops, sb, spec.language);
+                (void)sandbox_registry_add_spare(w->reg, b, sl->ops, sb, spec.language);
                 pthread_mutex_lock(&w->lock);
         }
-        if (sl->state == WARM_BUILDING) {
-                sl->state = r == 0 ? WARM_READY : WARM_NONE;
-                sl->ready_ms = sbx_now_ms();
-        }
+        if (sl->state == WARM_BUILDING)
+                sl->state = WARM_NONE;
         pthread_cond_broadcast(&w->built);
 }
 
-/* Drop the READY spares idle for VESTIBULE_WARM_IDLE_S; return when the next one is due. */
+/* Drop the spares unused for VESTIBULE_WARM_IDLE_S (the registry knows their age); return when
+ * the next one is due (UINT64_MAX: none left). */
 static uint64_t drop_idle(struct warm_keeper *w)
 {
-        uint64_t idle_ms = (uint64_t)w->cfg->warm_idle_s * 1000, next = UINT64_MAX;
+        uint64_t next = UINT64_MAX;
 
-        for (unsigned i = 0; i < w->n_slots; i++) {
-                struct warm_slot *sl = &w->slots[i];
-                if (sl->state != WARM_READY)
-                        continue;
-                if (sbx_now_ms() - sl->ready_ms >= idle_ms) {
-                        sl->state = WARM_NONE;
-                        pthread_mutex_unlock(&w->lock);
-                        sandbox_registry_drop_spare_of(w->reg, sl->b, sl->ops, sl->language);
-                        pthread_mutex_lock(&w->lock);
-                        continue;
-                }
-                if (sl->ready_ms + idle_ms < next)
-                        next = sl->ready_ms + idle_ms;
-        }
+        pthread_mutex_unlock(&w->lock);
+        sandbox_registry_drop_idle_spares(w->reg, (uint64_t)w->cfg->warm_idle_s * 1000, &next);
+        pthread_mutex_lock(&w->lock);
         return next;
 }
 
@@ -207,27 +195,25 @@ static struct sandbox *take_of(struct warm_keeper *w, struct sandbox_entry *e, s
 {
         struct sandbox *sb;
         struct warm_slot *sl;
+        struct timespec ts;
 
         if (!w || !w->cfg->warm || !ops)
                 return NULL;
-        sb = sandbox_registry_take_spare_of(w->reg, e, b, ops, language);
+        sb = sandbox_registry_take_spare(w->reg, e, b, ops, language);
+        if (sb)
+                return sb;
         pthread_mutex_lock(&w->lock);
         sl = slot_find(w, b, ops, language);
-        if (!sb && sl && (sl->state == WARM_BUILDING || sl->state == WARM_WANTED)) {
-                struct timespec ts;
-                deadline_ts(&ts, wait_ms);
-                while (!w->stop && (sl->state == WARM_BUILDING || sl->state == WARM_WANTED))
-                        if (pthread_cond_timedwait(&w->built, &w->lock, &ts) == ETIMEDOUT)
-                                break;
+        if (!sl || (sl->state != WARM_BUILDING && sl->state != WARM_WANTED)) {
                 pthread_mutex_unlock(&w->lock);
-                sb = sandbox_registry_take_spare_of(w->reg, e, b, ops, language);
-                pthread_mutex_lock(&w->lock);
+                return NULL;
         }
-        /* taken, or not there although we thought so (the registry dropped it) */
-        if (sl && sl->state == WARM_READY)
-                sl->state = WARM_NONE;
+        deadline_ts(&ts, wait_ms);
+        while (!w->stop && (sl->state == WARM_BUILDING || sl->state == WARM_WANTED))
+                if (pthread_cond_timedwait(&w->built, &w->lock, &ts) == ETIMEDOUT)
+                        break;
         pthread_mutex_unlock(&w->lock);
-        return sb;
+        return sandbox_registry_take_spare(w->reg, e, b, ops, language);
 }
 
 struct sandbox *warm_take(struct warm_keeper *w, struct sandbox_entry *e, struct backend *b,
@@ -257,7 +243,9 @@ static void want_of(struct warm_keeper *w, struct backend *b, const struct sandb
                 sl = &w->slots[w->n_slots++];
                 *sl = (struct warm_slot){.b = b, .ops = ops, .mode = mode, .language = language};
         }
-        if (sl && sl->state == WARM_NONE && !w->stop) {
+        /* at most one per key: none is wanted while one is registered */
+        if (sl && sl->state == WARM_NONE && !w->stop &&
+            !sandbox_registry_has_spare(w->reg, b, ops, language)) {
                 sl->state = WARM_WANTED;
                 if (!w->started) {
                         pthread_attr_t a;
@@ -288,10 +276,6 @@ void warm_want_session(struct warm_keeper *w, struct backend *b, enum sbx_langua
 
 void warm_drop(struct warm_keeper *w, struct backend *b)
 {
-        enum sbx_language langs[WARM_SLOTS];
-        const struct sandbox_ops *ops[WARM_SLOTS];
-        unsigned n = 0;
-
         if (!w)
                 return;
         pthread_mutex_lock(&w->lock);
@@ -300,27 +284,9 @@ void warm_drop(struct warm_keeper *w, struct backend *b)
                 if (sl->b != b)
                         continue;
                 sl->gen++;
-                if (sl->state == WARM_READY) {
-                        ops[n] = sl->ops;
-                        langs[n++] = sl->language;
-                }
                 sl->state = WARM_NONE;
         }
         pthread_cond_broadcast(&w->built);
         pthread_mutex_unlock(&w->lock);
-        for (unsigned i = 0; i < n; i++)
-                sandbox_registry_drop_spare_of(w->reg, b, ops[i], langs[i]);
-}
-
-unsigned warm_count(struct warm_keeper *w)
-{
-        unsigned n = 0;
-
-        if (!w)
-                return 0;
-        pthread_mutex_lock(&w->lock);
-        for (unsigned i = 0; i < w->n_slots; i++)
-                n += w->slots[i].state == WARM_READY;
-        pthread_mutex_unlock(&w->lock);
-        return n;
+        sandbox_registry_drop_spare(w->reg, b, NULL, SBX_LANG_PYTHON);
 }

@@ -1,6 +1,7 @@
 /* warm.h - warm spares (issue 17; docs/design/lifecycle.md, "What builds on it"): one sandbox
  * per backend and language prepared ahead of the next call, in a background thread, and kept
- * in the registry (src/service/registry.h) as a SPARE until a call takes it.
+ * in the registry (src/service/registry.h) as a SPARE until a call takes it. The registry's
+ * SPARE entry is the one record of a spare (with its age); the keeper holds only the demand.
  *
  * What a spare is, is the backend's: prepare() goes as far as it can without the code (native:
  * namespaces, mounts, pivot_root, Landlock, the seccomp filter, and the interpreter started and
@@ -83,6 +84,3 @@ void warm_want_session(struct warm_keeper *w, struct backend *b, enum sbx_langua
  * its own sandbox and asks for spares again.
  */
 void warm_drop(struct warm_keeper *w, struct backend *b);
-
-/** warm_count() - spares the keeper believes are registered now (for tests and doctor). */
-unsigned warm_count(struct warm_keeper *w);

@@ -21,8 +21,6 @@
 #include "setup/setup.h"
 #include "setup/setup_internal.h"
 
-int (*setup_readiness_hook)(FILE *out);
-
 /* Run images/build.sh -o @outdir all; its output goes to stderr. */
 static int run_build_script(const char *script, const char *outdir, const char *python_target,
                             const volatile sig_atomic_t *cancel, struct sbx_error *err)
@@ -359,13 +357,14 @@ int setup_run(const struct setup_run_args *args, struct sbx_error *err)
         if (r < 0)
                 return r;
         ready = 0;
-        if (setup_readiness_hook)
-                ready = setup_readiness_hook(a->out) == 0 ? 0 : 1;
+        if (a->readiness)
+                ready = a->readiness(a->out) == 0 ? 0 : 1;
         else
                 /* no check was set (a caller other than the CLI): say it did not run */
                 fprintf(a->out, "setup: readiness check not run: "
                                 "run `vestibule-mcp doctor` to see the isolation this environment "
                                 "gets\n");
+        setup_apparmor_hint(a->out);
         setup_print_mcp_config(a);
         return ready;
 }

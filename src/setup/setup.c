@@ -51,6 +51,9 @@ static const char usage_text[] =
     "  --save-tars DIR        with --from-debian: also keep the built python.tar and\n"
     "                         node.tar in DIR (to install elsewhere with --from-tar)\n"
     "  --force                install even when the same bytes are already installed\n"
+    "  --apparmor             as root, only this: write the AppArmor profile that grants\n"
+    "                         this binary user namespaces (Ubuntu 23.10+ restricts them)\n"
+    "                         to /etc/apparmor.d and load it; nothing else changes\n"
     "  -h, --help             this text\n"
     "\n"
     "Without --from-debian or --from-tar, setup pulls the pinned images (images/pins, or\n"
@@ -66,7 +69,7 @@ static const char usage_text[] =
     "VESTIBULE_IMAGE_SOURCE=debian (vestibule/python:bookworm, vestibule/node:bookworm, or\n"
     "your VESTIBULE_IMAGE_PYTHON / _NODE name). At the end setup prints the MCP config to add.\n";
 
-int setup_main(int argc, char **argv)
+int setup_main(int argc, char **argv, setup_readiness_fn readiness)
 {
         static const struct option longopts[] = {
             {"from-debian", no_argument, NULL, 'd'},
@@ -79,12 +82,11 @@ int setup_main(int argc, char **argv)
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
-        struct setup_run_args a = {
-            .out = stdout,
-            .progress = stderr,
-            .progress_tty = isatty(STDERR_FILENO) == 1,
-            .cancel = &cancel_requested,
-        };
+        struct setup_run_args a = {.readiness = readiness,
+                                   .out = stdout,
+                                   .progress = stderr,
+                                   .progress_tty = isatty(STDERR_FILENO) == 1,
+                                   .cancel = &cancel_requested};
         struct sbx_config *cfg = NULL;
         struct sbx_error err = {0};
         struct sigaction sa = {.sa_handler = on_cancel_signal}; /* no SA_RESTART: reads stop */

@@ -147,18 +147,39 @@ int setup_installed_identity(const char *rootfs_dir, const char *language, char 
                              char **ret_recipe, struct sbx_error *err);
 
 /**
- * setup_readiness_hook - the readiness check setup ends with: print "ready in this terminal's
- * environment: isolation <grade>" or the exact "Blocked:" fix to @out and return 0 (ready) or 1
- * (blocked). The `setup` command sets it to doctor_readiness_print() (src/cli/cmd_setup.c):
- * setup sits below doctor, which reads setup's pins. NULL: setup says the check did not run.
+ * setup_apparmor() - `setup --apparmor`, as root: write the AppArmor profile that grants this
+ * binary `userns` (sbx_apparmor_profile_text(); /etc/apparmor.d/vestibule-mcp for the .deb's
+ * /usr/bin/vestibule-mcp, which the .deb's postinst puts there and is then only loaded, else
+ * /etc/apparmor.d/vestibule-mcp-npm for the binary's real path), then load it with
+ * `apparmor_parser -r -W` where AppArmor runs. Says what it did on @out.
+ * Needs AppArmor 4's userspace (/etc/apparmor.d/abi/4.0).
+ * Return: 0; -EPERM when not root (@err holds the sudo command), -EINVAL for a path a profile
+ * cannot attach to, -ENOENT without AppArmor 4 or apparmor_parser, -EIO when loading failed, or the
+ * errno of writing the file. See apparmor_parser(8).
  */
-extern int (*setup_readiness_hook)(FILE *out);
+int setup_apparmor(FILE *out, struct sbx_error *err);
+
+/**
+ * setup_apparmor_hint() - where kernel.apparmor_restrict_unprivileged_userns=1 and this process
+ * does not run under its profile, print the one command that installs it (sbx_apparmor_fix())
+ * to @out; elsewhere nothing.
+ */
+void setup_apparmor_hint(FILE *out);
+
+/**
+ * setup_readiness_fn - the readiness check setup ends with: print "ready in this terminal's
+ * environment: isolation <grade>" or the exact "Blocked:" fix to @out and return 0 (ready) or 1
+ * (blocked). The `setup` command passes doctor_readiness_print() (src/cli/cmd_setup.c): setup
+ * sits below doctor, which reads setup's pins, so the check is handed down as a parameter.
+ */
+typedef int (*setup_readiness_fn)(FILE *out);
 
 /**
  * setup_main() - `vestibule-mcp setup [--from-tar FILE --language python|node | --from-debian]
  * [--force] [--rootfs-dir DIR]`; without a source option it pulls the pinned images. --help
  * prints the usage. Reads the settings through config_load() (VESTIBULE_ROOTFS_DIR,
  * VESTIBULE_IMAGE_SOURCE, VESTIBULE_IMAGE_PYTHON/NODE). SIGINT/SIGTERM cancel cleanly.
- * Return: the process exit code: 0 done, 1 failed, 2 usage error, 130 interrupted.
+ * @readiness: the check it ends with (see setup_readiness_fn); NULL: it says the check did not
+ * run. Return: the process exit code: 0 done, 1 failed, 2 usage error, 130 interrupted.
  */
-int setup_main(int argc, char **argv);
+int setup_main(int argc, char **argv, setup_readiness_fn readiness);

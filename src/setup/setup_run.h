@@ -44,11 +44,14 @@ struct setup_run_args {
         bool native_only; /* do not touch the engine even when one answers */
         const char *exe;  /* the vestibule-mcp path for the MCP config; NULL = this process */
         struct setup_run_state *state; /* set by setup_run() */
+        /* the readiness check setup ends with (setup.h, setup_readiness_fn); NULL: setup says
+         * the check did not run */
+        setup_readiness_fn readiness;
 };
 
 /**
- * setup_run() - do what @a asks, then the readiness check (setup_readiness_hook; when none is
- * set, say it did not run).
+ * setup_run() - do what @a asks, then the readiness check (@a->readiness; when none is
+ * given, say it did not run).
  * Return: 0 ready/done, 1 installed but the readiness check says Blocked:, or -errno with @err.
  */
 int setup_run(const struct setup_run_args *a, struct sbx_error *err);

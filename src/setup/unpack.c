@@ -439,6 +439,8 @@ static int unpack_open(struct unpack *u, const char *label, const struct setup_o
         struct stat tst;
         int r;
 
+        /* the reader first: whatever this returns, the steps after it and the cleanup find one */
+        u->rd = xcalloc(1, sizeof(*u->rd));
         u->tarfd = open(u->tar_path, O_RDONLY | O_CLOEXEC);
         if (u->tarfd < 0 || fstat(u->tarfd, &tst) < 0)
                 return sbx_fail(u->err, errno, "cannot open tarball '%s': %s", u->tar_path,
@@ -453,7 +455,6 @@ static int unpack_open(struct unpack *u, const char *label, const struct setup_o
                 r = sbx_sha256_init(&u->md, u->err);
         if (r < 0)
                 return r;
-        u->rd = xcalloc(1, sizeof(*u->rd));
         u->rd->fd = u->tarfd;
         u->rd->md = &u->md;
         u->rd->total = (uint64_t)tst.st_size;
@@ -655,7 +656,7 @@ static int unpack_entry(struct unpack *u, struct archive_entry *e)
 
         u->st.entries++;
         r = entry_name(u, e, &rel);
-        if (r != 0)
+        if (r != 0 || !rel) /* 1: nothing to write (the root itself) */
                 return r < 0 ? r : 0;
         r = apply_whiteout(u->rootfd, rel, &u->mine, &u->st, u->err);
         if (r != 0)

@@ -89,7 +89,7 @@ json_object *tools_files_json(const struct run_result *r)
 
         for (size_t i = 0; i < r->n_files; i++) {
                 const struct run_file *f = &r->files[i];
-                _cleanup_free_ char *p = sbx_text_sanitize(f->path, strlen(f->path));
+                _cleanup_free_ char *p = sbx_text_sanitize_line(f->path, strlen(f->path));
                 json_object *o = json_object_new_object();
 
                 json_object_object_add(o, "path", json_object_new_string(p));

@@ -36,8 +36,9 @@ json_object *tools_blob_content(const char *rel, const unsigned char *data, size
 /**
  * tools_files_json() - structuredContent's "files": a new array of {path, bytes, change
  * ("new"|"changed"), image (mime, only for images), attached (images only), not_attached
- * (why, images not attached only)} for @r's listed files. Paths are sanitised like output
- * (valid UTF-8, control bytes as \xNN text). Caller puts it.
+ * (why, images not attached only)} for @r's listed files. Paths are escaped as the text's
+ * "files:" line escapes them (sbx_text_sanitize_line: valid UTF-8, every control byte, '\t'
+ * and '\n' included, as \xNN text). Caller puts it.
  */
 json_object *tools_files_json(const struct run_result *r);
 

@@ -107,7 +107,12 @@ static char *run_code_description(const struct sbx_config *cfg)
         return xasprintf(
             "Run a python, node or bash program in a fresh, throwaway sandbox and return its "
             "stdout, stderr, exit code and resource usage. Each call starts from scratch: "
-            "nothing but /workspace survives between runs. The sandbox has no network (unless "
+            "nothing but /workspace survives between runs, but what is there runs too: Python "
+            "loads the user site pip installs into, /workspace/.local/lib/python3.*/"
+            "site-packages, at its start, so a .pth file or sitecustomize.py there runs before "
+            "every later Python program (sessions and python3 from bash included); "
+            "/workspace/.local/bin comes after the image's folders in PATH. The sandbox has no "
+            "network (unless "
             "network is \"allowlist\", see below), and none of the host's files except the "
             "/workspace folder (the only persistent "
             "place, %s; files there are shared with the user). The root filesystem is "
@@ -118,8 +123,9 @@ static char *run_code_description(const struct sbx_config *cfg)
             "input can be given), the environment is minimal, and the working directory is "
             "/workspace. Timeout: %u s by default; set timeout_seconds up to %u. Output shown "
             "is capped at %zu bytes per stream (longer output keeps its start and its end, and "
-            "a run printing more than twice that is stopped). A non-zero exit, a timeout or a "
-            "cancel comes back as an error result. The result ends with an 'isolation:' line "
+            "a run printing more than twice that is stopped). A non-zero exit or a timeout "
+            "comes back as an error result; a cancelled call gets no reply at all (MCP: a "
+            "cancelled request is not answered). The result ends with an 'isolation:' line "
             "saying what protected the run. Files the run creates or changes in /workspace are "
             "listed in the result; images among them (PNG, JPEG, GIF, WebP) come back as "
             "images, at most %u of at most %zu bytes each. Where the python image has "
@@ -450,8 +456,10 @@ static json_object *session_start_tool(const struct sbx_config *cfg)
 static json_object *session_end_tool(void)
 {
         static const char *const required_in[] = {"session", NULL};
+        static const char *const required_out[] = {"session", "ended", "calls", "message", NULL};
         json_object *t = json_object_new_object();
         json_object *in = json_object_new_object(), *props = json_object_new_object();
+        json_object *out = json_object_new_object(), *oprops = json_object_new_object();
 
         json_object_object_add(t, "name", jstr("session_end"));
         json_object_object_add(t, "title", jstr("End a session"));
@@ -464,6 +472,19 @@ static json_object *session_end_tool(void)
         json_object_object_add(in, "properties", props);
         json_object_object_add(in, "required", strings(required_in));
         json_object_object_add(t, "inputSchema", in);
+        /* An outputSchema, so clients that hand the model only the structured content (Claude
+         * Code, Codex, Mastra) hand it one that says the session ended. */
+        json_object_object_add(oprops, "session",
+                               prop("string", "The session that ended; its handle no longer "
+                                              "works."));
+        json_object_object_add(oprops, "ended", prop("boolean", "Always true: the session ended."));
+        json_object_object_add(oprops, "calls",
+                               prop("integer", "How many run_code calls the session served."));
+        json_object_object_add(oprops, "message", prop("string", "The same, in words."));
+        json_object_object_add(out, "type", jstr("object"));
+        json_object_object_add(out, "properties", oprops);
+        json_object_object_add(out, "required", strings(required_out));
+        json_object_object_add(t, "outputSchema", out);
         json_object_object_add(t, "annotations",
                                annotations("End a session", false, true, true, false));
         return t;
@@ -902,11 +923,15 @@ static void call_session_end(struct run_service *svc, json_object *args, struct 
                              err.msg[0] ? err.msg : "the session was not ended");
                 return;
         }
-        ret->text = xasprintf("session %s ended after %llu calls", id, calls);
+        ret->text = xasprintf("session %s ended after %llu calls; its handle no longer works "
+                              "(session_start starts a new one)",
+                              id, calls);
         ret->is_error = false;
         o = json_object_new_object();
         add_str(o, "session", id);
+        json_object_object_add(o, "ended", json_object_new_boolean(1));
         add_int(o, "calls", calls);
+        add_str(o, "message", ret->text);
         ret->structured = o;
 }
 

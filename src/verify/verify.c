@@ -248,8 +248,13 @@ static void bait_done(struct bait *b)
         if (b->listen_fd >= 0)
                 close(b->listen_fd);
         if (b->base) {
-                _cleanup_close_ int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (setup_remove_tree(fd, b->base + 1) < 0)
+                /* from /tmp itself, not from /: the removal never crosses a mount, and /tmp is
+                 * often one (a tmpfs) */
+                const char *slash = strrchr(b->base, '/');
+                _cleanup_free_ char *parent = xasprintf("%.*s", (int)(slash - b->base), b->base);
+                _cleanup_close_ int fd =
+                    open(parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0 || setup_remove_tree(fd, slash + 1) < 0)
                         log_warning("cannot remove '%s', ignoring", b->base);
         }
         free(b->base);

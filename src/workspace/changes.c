@@ -283,6 +283,104 @@ const char *ws_sniff_image(const unsigned char *buf, size_t n)
         return NULL;
 }
 
+static uint32_t be16(const unsigned char *p)
+{
+        return (uint32_t)p[0] << 8 | p[1];
+}
+
+static uint32_t le16(const unsigned char *p)
+{
+        return (uint32_t)p[1] << 8 | p[0];
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* JPEG: the first start-of-frame segment (SOF0..SOF15 but DHT C4, JPG C8, DAC CC) after the
+ * SOI, walking segment lengths (ITU T.81, B.1.1). */
+static int jpeg_size(const unsigned char *b, size_t n, uint32_t *w, uint32_t *h)
+{
+        size_t i = 2;
+
+        while (i + 4 <= n) {
+                if (b[i] != 0xff)
+                        return -EBADMSG;
+                unsigned char m = b[i + 1];
+                if (m == 0xff) { /* fill byte */
+                        i++;
+                        continue;
+                }
+                if (m == 0x01 || (m >= 0xd0 && m <= 0xd8)) { /* no length */
+                        i += 2;
+                        continue;
+                }
+                if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc) {
+                        if (i + 9 > n)
+                                return -EBADMSG;
+                        *h = be16(b + i + 5);
+                        *w = be16(b + i + 7);
+                        return 0;
+                }
+                if (m == 0xd9 || m == 0xda) /* end of image, or scan data before any frame */
+                        return -EBADMSG;
+                i += 2 + be16(b + i + 2);
+        }
+        return -EBADMSG;
+}
+
+/* WebP: the simple lossy ("VP8 "), lossless ("VP8L") or extended ("VP8X") header (RFC 9649). */
+static int webp_size(const unsigned char *b, size_t n, uint32_t *w, uint32_t *h)
+{
+        if (n >= 30 && memcmp(b + 12, "VP8 ", 4) == 0 && b[23] == 0x9d && b[24] == 0x01 &&
+            b[25] == 0x2a) {
+                *w = le16(b + 26) & 0x3fff;
+                *h = le16(b + 28) & 0x3fff;
+                return 0;
+        }
+        if (n >= 25 && memcmp(b + 12, "VP8L", 4) == 0 && b[20] == 0x2f) {
+                uint32_t bits = le16(b + 21) | le16(b + 23) << 16;
+                *w = (bits & 0x3fff) + 1;
+                *h = ((bits >> 14) & 0x3fff) + 1;
+                return 0;
+        }
+        if (n >= 30 && memcmp(b + 12, "VP8X", 4) == 0) {
+                *w = (b[24] | (uint32_t)b[25] << 8 | (uint32_t)b[26] << 16) + 1;
+                *h = (b[27] | (uint32_t)b[28] << 8 | (uint32_t)b[29] << 16) + 1;
+                return 0;
+        }
+        return -EBADMSG;
+}
+
+int ws_image_size(const unsigned char *buf, size_t n, uint32_t *ret_w, uint32_t *ret_h)
+{
+        const char *mime = ws_sniff_image(buf, n);
+        uint32_t w = 0, h = 0;
+        int r = -EBADMSG;
+
+        if (!mime)
+                return -EBADMSG;
+        if (strcmp(mime, "image/png") == 0 && n >= 24 && memcmp(buf + 12, "IHDR", 4) == 0) {
+                w = be32(buf + 16);
+                h = be32(buf + 20);
+                r = 0;
+        } else if (strcmp(mime, "image/gif") == 0 && n >= 10) {
+                w = le16(buf + 6);
+                h = le16(buf + 8);
+                r = 0;
+        } else if (strcmp(mime, "image/jpeg") == 0) {
+                r = jpeg_size(buf, n, &w, &h);
+        } else if (strcmp(mime, "image/webp") == 0) {
+                r = webp_size(buf, n, &w, &h);
+        }
+        if (r < 0)
+                return r;
+        *ret_w = w;
+        *ret_h = h;
+        return 0;
+}
+
 /* Open the regular file @rel beneath @dir, never through a symlink. Return an fd (with its
  * size in *@size) or -errno with @err. */
 static int open_file_beneath(const char *dir, const char *rel, uint64_t *size,

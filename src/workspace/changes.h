@@ -92,6 +92,16 @@ const char *ws_change_kind_name(enum ws_change_kind k);
 const char *ws_sniff_image(const unsigned char *buf, size_t n);
 
 /**
+ * ws_image_size() - the width and height in pixels an image declares in its header, from @n
+ * bytes of it at @buf (a PNG's IHDR, PNG spec 11.2.2; a GIF's logical screen, GIF89a 18; a
+ * JPEG's first start-of-frame segment, ITU T.81 B.2.2, anywhere in @buf; a WebP's VP8, VP8L
+ * or VP8X header, RFC 9649). What decoding would make of the rest is not checked.
+ * Return: 0 with *@ret_w and *@ret_h set, or -EBADMSG when @buf is none of these or its header
+ * is cut short or malformed.
+ */
+int ws_image_size(const unsigned char *buf, size_t n, uint32_t *ret_w, uint32_t *ret_h);
+
+/**
  * ws_sniff_file() - ws_sniff_image() over the first bytes of the regular file @rel beneath
  * @dir, opened as ws_read_file() does (no symlink followed).
  * @ret_size: the file's size (0 when it cannot be opened).

@@ -56,7 +56,7 @@ const claudeCode = {
         // emulated guest (--timeout 1200) needs minutes for the 400 MB binary's start-up
         ranOk(await ctx.exec(claude, add, { env, timeoutMs: ctx.timeoutMs / 3 }), 'claude mcp add');
         const r = await ctx.exec(claude, ['-p', ctx.prompt, '--output-format', 'json',
-            ...(allow ? ['--allowedTools', 'mcp__vestibule__run_code,mcp__vestibule__read_workspace'] : [])], { env });
+            ...(allow ? ['--allowedTools', 'mcp__vestibule__run_code,mcp__vestibule__read_workspace,mcp__vestibule__session_start,mcp__vestibule__session_end'] : [])], { env });
         ranOk(r, 'claude -p');
         return { shape: 'tool_result content (Anthropic Messages)' };
     },
@@ -96,12 +96,14 @@ enabled = false
 
 const gemini = {
     name: 'gemini-cli',
+    images: true, // the plot reaches its model as an inlineData part after the functionResponse (issue 24)
     what: '@google/gemini-cli: gemini -p, server in ~/.gemini/settings.json, GOOGLE_GEMINI_BASE_URL',
     async run(ctx, { trustFolder = true, trustServer = true } = {}) {
         const dir = path.join(ctx.home, '.gemini');
         fs.mkdirSync(dir, { recursive: true });
         fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({
-            security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: true } },
+            // no folderTrust setting: it is on by default (0.61.0: `folderTrust?.enabled ?? true`)
+            security: { auth: { selectedType: 'gemini-api-key' } },
             privacy: { usageStatisticsEnabled: false },
             general: { disableAutoUpdate: true, disableUpdateNag: true },
             telemetry: { enabled: false },
@@ -163,6 +165,9 @@ function library(name, lib, what, shape) {
 // script step through `--method tools/call` must print the facts (its reader is a person).
 const inspector = {
     name: 'inspector',
+    // each --cli call starts its own server, so no session outlives the call that started it:
+    // the session steps are left out (facts.mjs checkViews, sessions: false)
+    noSessions: true,
     what: '@modelcontextprotocol/inspector --cli --strict, server in a --config file',
     async run(ctx) {
         const launcher = path.join(ctx.modules, '@modelcontextprotocol/inspector/clients/launcher/build/index.js');
@@ -180,6 +185,10 @@ const inspector = {
         if (problems.length) extraFailures.push(`--strict tools/list: ${problems.slice(-1)[0].trim()} (first: ${problems[0].trim()}: ${list.stderr.split('\n').find((l) => /Path:/.test(l))?.trim()})`);
         const seen = [];
         for (const s of SCRIPT) {
+            if (s.kind.startsWith('session_')) {
+                seen.push(undefined);
+                continue;
+            }
             const args = ['--method', 'tools/call', '--tool-name', s.kind];
             for (const [k, v] of Object.entries(s.args)) args.push('--tool-arg', `${k}=${v}`);
             const r = await ctx.exec(process.execPath, [launcher, ...base, ...args], { timeoutMs: 60_000, env });
@@ -217,10 +226,10 @@ const controls = [
         });
         return { extraFailures: f, shape: 'run_code refused: "MCP tool call requires approval, but approval policy is never"' };
     }),
-    control('gemini-cli:untrusted-folder', 'gemini -p in a folder not trusted: refuses to start', async (ctx) => {
+    control('gemini-cli:untrusted-folder', 'gemini -p in a folder not trusted, with no folderTrust setting: refuses to start (exit 55)', async (ctx) => {
         const { result: r } = await gemini.run(ctx, { trustFolder: false });
         const f = ranNothing(ctx);
-        if (r.code === 0 || !/not running in a trusted directory/.test(r.stdout + r.stderr)) f.push(`gemini did not refuse the untrusted folder (exit ${r.code})`);
+        if (r.code !== 55 || !/not running in a trusted directory/.test(r.stdout + r.stderr)) f.push(`gemini did not refuse the untrusted folder with exit 55 (exit ${r.code})`);
         if (ctx.api.results.length) f.push('a tool result reached the model');
         return { extraFailures: f, shape: 'no run: "Gemini CLI is not running in a trusted directory"' };
     }),
@@ -236,7 +245,8 @@ const controls = [
 
 export const CLIENTS = [
     claudeCode, codex, gemini, opencode,
-    library('ai-sdk', 'ai-sdk', '@ai-sdk/mcp: createMCPClient + Experimental_StdioMCPTransport, tools() -> execute, toModelOutput', 'toModelOutput() value'),
+    // images: toModelOutput() carries the plot as {type: "file", mediaType: "image/png"} (issue 24)
+    { ...library('ai-sdk', 'ai-sdk', '@ai-sdk/mcp: createMCPClient + Experimental_StdioMCPTransport, tools() -> execute, toModelOutput', 'toModelOutput() value'), images: true },
     { ...library('langchain', 'langchain', '@langchain/mcp-adapters: MultiServerMCPClient (stdio), getTools() -> invoke(tool_call)', 'ToolMessage content'), images: true },
     library('mastra', 'mastra', '@mastra/mcp: MCPClient, listTools() -> execute, toModelOutput', 'toModelOutput() value, else the result as JSON'),
     inspector,

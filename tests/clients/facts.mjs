@@ -45,23 +45,42 @@ export const SCRIPT = [
             ].join('\n'),
         },
     },
+    // issue 24: session_end's result must tell the model the session ended (before, clients
+    // that hand over structuredContent alone showed {"session":…,"calls":0}). The handle is the
+    // one the model saw in session_start's result ($SESSION, see fillArgs). On a backend without
+    // sessions (naive) both are refused, and their facts are not checked.
+    { label: 'session start', kind: 'session_start', args: { language: 'bash' } },
+    { label: 'session end', kind: 'session_end', args: { session: '$SESSION' } },
 ];
 
 /** The step that writes an image, and the first bytes of any PNG in base64. */
-export const IMAGE_STEP = SCRIPT.length - 1;
+export const IMAGE_STEP = SCRIPT.findIndex((s) => s.label === 'plot run (an image)');
+const SESSION_START = SCRIPT.findIndex((s) => s.kind === 'session_start');
+const SESSION_END = SCRIPT.findIndex((s) => s.kind === 'session_end');
+
+/**
+ * A step's arguments with '$SESSION' replaced by the session handle the model saw in @prev (the
+ * previous step's model text), as a model would copy it; "none" when there is none.
+ */
+export function fillArgs(args, prev) {
+    const m = /session\\?"?\s*[:=]\s*\\?"?([A-Za-z0-9_.:-]{4,})/.exec(prev || '');
+    return JSON.parse(JSON.stringify(args).replaceAll('$SESSION', m ? m[1] : 'none'));
+}
 const PNG_B64 = 'iVBORw0KGgo';
 
 /**
  * Whether @seen (what the API request carried for the image step, as the client sent it)
  * holds the PNG as an image block of that API: Anthropic {type: "image"}, OpenAI Responses
- * {type: "input_image"}, Chat Completions {type: "image_url"}, Gemini {inlineData}; base64 text
- * inside a text block does not count.
+ * {type: "input_image"}, Chat Completions {type: "image_url"}, Gemini {inlineData}, the AI SDK's
+ * tool output {type: "file", mediaType: "image/..."} (which its providers send as an image);
+ * base64 text inside a text block does not count.
  */
 export function imageReached(seen) {
     const walk = (v) => {
         if (!v || typeof v !== 'object') return false;
         if (Array.isArray(v)) return v.some(walk);
-        const isImage = v.type === 'image' || v.type === 'input_image' || v.type === 'image_url' || v.inlineData;
+        const isImage = v.type === 'image' || v.type === 'input_image' || v.type === 'image_url' || v.inlineData ||
+            (v.type === 'file' && /^image\//.test(v.mediaType || ''));
         if (isImage && JSON.stringify(v).includes(PNG_B64)) return true;
         return Object.values(v).some(walk);
     };
@@ -103,11 +122,12 @@ function usageFacts(t) {
  * Check what the model saw for each step. `views[i]` is the model text for step i (undefined
  * if the client never sent one). Returns a list of failures (empty: every fact held).
  */
-export function checkViews(views, grade) {
+export function checkViews(views, grade, { sessions = true } = {}) {
     const fails = [];
     const need = (i, ok, what) => { if (!ok) fails.push(`${SCRIPT[i].label}: ${what}`); };
     SCRIPT.forEach((s, i) => {
         const t = views[i];
+        if (!sessions && s.kind.startsWith('session_')) return;
         if (t === undefined) { fails.push(`${s.label}: no tool result reached the model`); return; }
         if (s.kind === 'run_code') {
             // exactly: "native" must not match "native-degraded (...)"
@@ -126,6 +146,10 @@ export function checkViews(views, grade) {
     const cut = DEGRADED_BYTES - OUTPUT_CAP;
     has(4, new RegExp(`truncated[^\\n]{0,40}\\b${cut}\\b|\\b${cut}\\b[^\\n]{0,40}not shown`),
         `no note that the output was cut (${cut} of ${DEGRADED_BYTES} bytes not shown)`);
+    if (sessions && !/^none\b/.test(grade)) {
+        has(SESSION_START, /session\\?"?\s*[:=]\s*\\?"?[A-Za-z0-9_.:-]{4,}/, 'no session handle');
+        has(SESSION_END, /\bended\b/, 'the model is not told the session ended');
+    }
     // Only the revision's required _meta may be in a result (issue 11): none of ours.
     views.forEach((t, i) => t !== undefined && need(i, !/io\.modelcontextprotocol\/serverInfo/.test(t), 'the server\'s _meta reached the model'));
     return fails;

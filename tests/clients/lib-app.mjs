@@ -15,6 +15,7 @@
 //   CONFIG: { command, env, script: [{kind, args}] }  (env: the MCP config's env block)
 //   OUT:    { seen: [...], tools: [names] }
 import fs from 'node:fs';
+import { fillArgs, modelText } from './facts.mjs';
 
 const [lib, cfgPath, outPath] = process.argv.slice(2);
 const cfg = JSON.parse(fs.readFileSync(cfgPath, 'utf8'));
@@ -37,8 +38,9 @@ if (lib === 'ai-sdk') {
         for (const [i, s] of cfg.script.entries()) {
             const t = pick(tools, s.kind);
             const opts = { toolCallId: `call_${i}`, messages: [] };
-            const output = await t.execute(s.args, opts);
-            const mo = t.toModelOutput ? await t.toModelOutput({ toolCallId: opts.toolCallId, input: s.args, output }) : { type: 'json', value: output };
+            const args = fillArgs(s.args, seen.length ? modelText(seen.at(-1)) : '');
+            const output = await t.execute(args, opts);
+            const mo = t.toModelOutput ? await t.toModelOutput({ toolCallId: opts.toolCallId, input: args, output }) : { type: 'json', value: output };
             seen.push(mo.value);
         }
     } finally {
@@ -56,7 +58,8 @@ if (lib === 'ai-sdk') {
         const node = new ToolNode(list);
         for (const [i, s] of cfg.script.entries()) {
             const name = pick(tools, s.kind).name;
-            const ai = new AIMessage({ content: '', tool_calls: [{ name, args: s.args, id: `call_${i}`, type: 'tool_call' }] });
+            const args = fillArgs(s.args, seen.length ? modelText(seen.at(-1)) : '');
+            const ai = new AIMessage({ content: '', tool_calls: [{ name, args, id: `call_${i}`, type: 'tool_call' }] });
             const out = await node.invoke({ messages: [ai] });
             seen.push(out.messages[0].content);
         }
@@ -73,7 +76,7 @@ if (lib === 'ai-sdk') {
             const t = pick(tools, s.kind);
             let out;
             try {
-                out = await t.execute(s.args, {});
+                out = await t.execute(fillArgs(s.args, seen.length ? modelText(seen.at(-1)) : ''), {});
             } catch (e) {
                 // an isError result is thrown (onToolError "throw", the default); the agent
                 // hands the model the error's message

@@ -19,6 +19,7 @@
 // A request that does not offer our tools (a title or a quota probe, a "next speaker" check)
 // gets a short text answer (or a JSON object when the request asks for JSON).
 import http from 'node:http';
+import { fillArgs, modelText } from './facts.mjs';
 
 /**
  * Start the stand-in API.
@@ -51,7 +52,9 @@ export async function startModelApi({ script, log = () => {} }) {
         const s = script[done];
         const name = tools.find((t) => t === s.kind || t.endsWith(`_${s.kind}`) || t.endsWith(`__${s.kind}`) || t.endsWith(`.${s.kind}`));
         if (!name) return { text: `No tool named like ${s.kind} was offered (${tools.join(', ') || 'none'}).` };
-        return { tool: name, args: s.args, id: `call_vst_${done}_${Math.random().toString(36).slice(2, 8)}` };
+        const prev = results.filter((r) => r.step === done - 1).at(-1);
+        const args = fillArgs(s.args, prev ? modelText(prev.seen) : '');
+        return { tool: name, args, id: `call_vst_${done}_${Math.random().toString(36).slice(2, 8)}` };
     }
     const offersOurs = (tools) => tools.some((t) => /run_code$/.test(t));
 
@@ -203,9 +206,19 @@ export async function startModelApi({ script, log = () => {} }) {
         const tools = [];
         for (const t of body.tools || []) for (const f of t.functionDeclarations || []) tools.push(f.name);
         const items = [];
-        for (const c of body.contents || [])
-            for (const part of c.parts || [])
-                if (part.functionResponse) items.push({ id: part.functionResponse.id ?? `#${items.length}`, name: part.functionResponse.name, seen: part.functionResponse.response });
+        for (const c of body.contents || []) {
+            let last = null;
+            for (const part of c.parts || []) {
+                if (part.functionResponse) {
+                    last = { id: part.functionResponse.id ?? `#${items.length}`, name: part.functionResponse.name, seen: part.functionResponse.response };
+                    items.push(last);
+                } else if (part.inlineData && last) {
+                    // Gemini CLI sends a tool's image as an inlineData part after the
+                    // functionResponse, in the same turn: it belongs to that result
+                    last.seen = { ...last.seen, inlineParts: [...(last.seen.inlineParts || []), part] };
+                }
+            }
+        }
         const gc = body.generationConfig || body.config || {};
         let act;
         if (offersOurs(tools)) {

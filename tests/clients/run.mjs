@@ -184,7 +184,7 @@ async function runClient(client) {
     if (error) fails.push(`${client.name}: ${error.message}`);
     fails.push(...leftovers);
     if (out?.extraFailures) fails.push(...out.extraFailures);
-    if (!out?.skipViews) fails.push(...checkViews(views, opts.grade));
+    if (!out?.skipViews) fails.push(...checkViews(views, opts.grade, { sessions: !client.noSessions }));
     // issue 15: the plot's PNG reached the model as an image block of its API (not as text);
     // required of the clients known to pass images on (client.images), reported for the rest
     const image = seen[IMAGE_STEP] !== undefined && imageReached(seen[IMAGE_STEP]);

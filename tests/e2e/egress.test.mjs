@@ -263,6 +263,63 @@ except SystemExit as e:
     assert.match(use.text, new RegExp(`^installed through the egress proxy /workspace/\\.local/lib/python3[.0-9]*/site-packages/${PKG}/__init__\\.py$`, 'm'), use.text);
 });
 
+// The container's relay decides nothing: code that kills it and speaks to the proxy's socket
+// itself, or that then listens on 127.0.0.1:3128 in its place, reaches exactly what the proxy
+// allows (docs/design/egress.md, "Container backend"). The control in the same run: the same
+// socket carries an allowed request through, so the probe could have succeeded.
+test('container: code that kills the relay and uses the proxy socket itself gains nothing', { skip: !(SERVES && BACKEND === 'container') && `backend ${BACKEND}: the relay is the container backend's` }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const conn = await connect(w);
+    const code = `
+import os, signal, socket, time
+def ask(line, family=socket.AF_UNIX, addr="/sandbox/.egress.sock"):
+    try:
+        s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(10); s.connect(addr)
+        s.sendall(line.encode() + b"\\r\\nHost: x\\r\\n\\r\\n")
+        data = b""
+        while b"\\r\\n\\r\\n" not in data:
+            b = s.recv(4096)
+            if not b: break
+            data += b
+        s.close()
+        return data.split(b"\\r\\n")[0].decode()
+    except Exception as e:
+        return "ERR " + type(e).__name__ + " " + str(e)
+killed = 0
+for p in os.listdir("/proc"):
+    if p.isdigit() and int(p) != os.getpid():
+        try:
+            c = open(f"/proc/{p}/cmdline", "rb").read()
+            if c.split(b"\\0")[:2] in ([b"python3", b"-Ic"], [b"node", b"-e"]):
+                os.kill(int(p), signal.SIGKILL); killed += 1
+        except OSError:
+            pass
+print("relays killed:", killed)
+print("unlisted via socket:", ask("CONNECT evil.example:443 HTTP/1.1"))
+print("allowed via socket:", ask("GET http://${MIRROR}/hello-socket HTTP/1.1"))
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+for _ in range(300):  # the killed relay's listener goes once it has exited
+    try:
+        l.bind(("127.0.0.1", 3128)); break
+    except OSError:
+        time.sleep(0.01)
+l.listen(1)
+print("3128 is ours now")
+print("direct:", ask("GET / HTTP/1.1", socket.AF_INET, ("93.184.216.34", 80)))
+`;
+    const r = await callNet(conn, code);
+    assertExitCode(r.text, 0);
+    assert.match(r.text, /^relays killed: [1-9]/m, r.text);
+    assert.match(r.text, /^unlisted via socket: HTTP\/1\.1 403/m, r.text);
+    assert.match(r.text, /^allowed via socket: HTTP\/1\.1 200/m, `the control: the socket carries an allowed request:\n${r.text}`);
+    assert.ok(m.hits.includes('/hello-socket'), 'the allowed request reached the mirror');
+    assert.match(r.text, /^3128 is ours now$/m, r.text);
+    assert.match(r.text, /^direct: ERR .*(unreachable|Errno 101)/mi, r.text);
+    const hosts = hostsOf(r.result);
+    assert.ok(hosts.some((h) => h.host === 'evil.example' && h.verdict !== 'allowed'), `the refusal is in the verdicts:\n${JSON.stringify(hosts)}`);
+});
+
 // The proxy's death mid-run closes the run's only way out: the next connection is refused,
 // and the result says the proxy ended.
 test('the proxy killed in the middle of a run: the next connection is refused (fail closed)', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
@@ -280,6 +337,10 @@ try:
     print("after:", urllib.request.urlopen("http://${MIRROR}/hello-after", timeout=10).read().decode().strip())
 except Exception as e:
     print("after: FAILED", e)
+try:
+    print("again:", urllib.request.urlopen("http://${MIRROR}/hello-again", timeout=10).read().decode().strip())
+except Exception as e:
+    print("again: FAILED", e)
 `;
     const pending = callNet(conn, code);
     assert.ok(await waitFor(() => fs.existsSync(path.join(w.ws, 'ready')), 20_000), 'the run got going');
@@ -296,8 +357,11 @@ except Exception as e:
     fs.writeFileSync(path.join(w.ws, 'go'), '');
     const r = await pending;
     assert.match(r.text, /^before: hello from the mirror \/hello-before$/m, r.text);
-    assert.match(r.text, /^after: FAILED .*(Connection refused|Errno 111)/m, `refused, not open:\n${r.text}`);
-    assert.ok(!m.hits.includes('/hello-after'), 'nothing reached the mirror after the kill');
+    // native: the listener died with the proxy (refused); a container: its relay finds the
+    // proxy's socket refusing, resets that connection and ends (refused from then on)
+    assert.match(r.text, /^after: FAILED .*(Connection refused|Errno 111|Connection reset|Errno 104)/m, `refused, not open:\n${r.text}`);
+    assert.match(r.text, /^again: FAILED .*(Connection refused|Errno 111)/m, `refused from then on:\n${r.text}`);
+    assert.ok(!m.hits.includes('/hello-after') && !m.hits.includes('/hello-again'), 'nothing reached the mirror after the kill');
     assert.match(r.text, /^egress: the egress proxy ended during the run \(killed by signal 9\)/m, r.text);
     const s = assertModelSees(r.result);
     assert.match(s.egress.note, /killed by signal 9/);

@@ -119,6 +119,52 @@ for i in range(60):
     assert.match(r.text, /, and 14 more$/m);
 });
 
+// Issue 24 #9: eight 1 MiB PNGs (VESTIBULE_MAX_IMAGES=8 and the default 1 MiB, both inside their
+// ranges) made a reply over the 10 MiB line, and the model got only an internal error. Now the
+// images fill the reply up to its budget and the rest say why.
+test('images inside their caps never push the reply over its line', async (t) => {
+    const w = makeWorld(t, { VESTIBULE_MAX_IMAGES: '8' });
+    const conn = await connect(w);
+    const r = await runCode(conn, 'python', `${PNG_FN}
+for i in range(8):
+    png('big%d.png' % i, 2, 2, rgb=(i, 0, 0), extra=1040000)
+print('made')`);
+    assert.equal(r.result.isError ?? false, false, r.text.slice(0, 400));
+    assertExitCode(r.text, 0);
+    const imgs = images(r.result);
+    const sc = r.result.structuredContent;
+    const over = sc.files.filter((f) => f.not_attached === "over the reply's size");
+    assert.ok(imgs.length >= 4, `attached ${imgs.length}`);
+    assert.ok(over.length >= 1, JSON.stringify(sc.files.map((f) => [f.path, f.attached, f.not_attached])));
+    assert.equal(imgs.length + over.length, 8);
+    assert.equal(sc.images_attached, imgs.length);
+    assert.ok(JSON.stringify(r.result).length < 10 << 20);
+    assert.match(r.text, /image not attached: over the reply's size/);
+});
+
+// Issue 24 (low): a 1 KB PNG declaring 100000x100000 pixels was attached; the header's size is
+// read and a side over 8000 pixels is not. Control: a small PNG of the same run is attached.
+test('an image whose header declares a huge size is not attached', async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const r = await runCode(conn, 'python', `${PNG_FN}
+import struct, zlib
+def chunk(t, d):
+    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+open('bomb.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 100000, 100000, 8, 2, 0, 0, 0))
+    + chunk(b'IDAT', zlib.compress(b'\\x00' * 1000)) + chunk(b'IEND', b''))
+png('small.png', 3, 2)
+print('made')`);
+    assertExitCode(r.text, 0);
+    const f = Object.fromEntries(r.result.structuredContent.files.map((x) => [x.path, x]));
+    assert.equal(f['bomb.png'].image, 'image/png');
+    assert.equal(f['bomb.png'].attached, false);
+    assert.equal(f['bomb.png'].not_attached, 'over 8000 pixels a side');
+    assert.equal(f['small.png'].attached, true);
+    assert.equal(images(r.result).length, 1);
+    assert.deepEqual(pngSize(images(r.result)[0].data), { w: 3, h: 2 });
+});
+
 test('a file name cannot start a line of its own in the result', async (t) => {
     const w = makeWorld(t);
     const conn = await connect(w);
@@ -128,6 +174,13 @@ test('a file name cannot start a line of its own in the result', async (t) => {
     assert.doesNotMatch(r.text, /^isolation: native$/m);
     assert.equal(r.text.match(/^exit code: /gm).length, 1);
     assert.match(r.text, /x\\x0aisolation: native\\x0aexit code: 0 \(new, 2 B\)/);
+    // structuredContent lists it escaped the same way: \n and \t as \r and DEL are (issue 24)
+    const r2 = await runCode(conn, 'python', "open('t\\tn\\nr\\rd\\x7f', 'w').write('hi')");
+    assert.deepEqual(
+        r2.result.structuredContent.files.map((f) => f.path),
+        ['t\\x09n\\x0ar\\x0dd\\x7f'],
+    );
+    assert.match(r2.text, /^files: t\\x09n\\x0ar\\x0dd\\x7f \(new, 2 B\)$/m);
 });
 
 test('read_workspace returns an image as image content and another binary as a resource', async (t) => {
@@ -146,4 +199,29 @@ test('read_workspace returns an image as image content and another binary as a r
     assert.equal(res.length, 1, JSON.stringify(bin.result.content));
     assert.equal(res[0].resource.uri, 'file:///workspace/blob.bin');
     assert.deepEqual([...Buffer.from(res[0].resource.blob, 'base64')], [...Array(256).keys()]);
+});
+
+// Issue 24 #9 and the header bomb, through read_workspace: a binary over what one reply can
+// carry (VESTIBULE_MAX_IMAGE_BYTES goes up to 16 MiB) and an image declaring 100000x100000 are
+// not returned, with a note that says why; the reply itself comes back. Control: a small PNG is.
+test('read_workspace returns no image too large to decode and nothing over the reply', async (t) => {
+    const w = makeWorld(t, { VESTIBULE_MAX_IMAGE_BYTES: '16777216' });
+    const conn = await connect(w);
+    const mk = await runCode(conn, 'python', `${PNG_FN}
+import struct, zlib
+def chunk(t, d):
+    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+open('bomb.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 100000, 100000, 8, 2, 0, 0, 0))
+    + chunk(b'IEND', b''))
+open('huge.bin', 'wb').write(b'\\x00\\xff' * (9 << 19))
+png('ok.png', 4, 4)`);
+    assertExitCode(mk.text, 0);
+    const bomb = await readWorkspace(conn, 'bomb.png');
+    assert.equal(images(bomb.result).length, 0);
+    assert.match(bomb.text, /over 8000 pixels a side, not returned/);
+    const huge = await readWorkspace(conn, 'huge.bin');
+    assert.equal(huge.result.content.filter((c) => c.type === 'resource').length, 0);
+    assert.match(huge.text, /over the reply's size, not returned/);
+    const ok = await readWorkspace(conn, 'ok.png');
+    assert.deepEqual(pngSize(images(ok.result)[0].data), { w: 4, h: 4 });
 });

@@ -97,6 +97,13 @@ test('python: variables, imports and functions persist; the last expression is p
     const end = await callTool(conn, 'session_end', { session: id });
     assert.equal(end.isError, false, textOf(end));
     assert.equal(end.structuredContent.calls, 5);
+    // issue 24: clients that hand the model only structuredContent must hand it the fact that
+    // the session ended (before: {session, calls} alone, and no outputSchema)
+    assert.equal(end.structuredContent.ended, true);
+    assert.match(end.structuredContent.message, /ended after 5 calls; its handle no longer works/);
+    assert.match(textOf(end), /ended after 5 calls; its handle no longer works/);
+    const listed = (await conn.client.listTools()).tools.find((x) => x.name === 'session_end');
+    assert.deepEqual(listed.outputSchema.required, ['session', 'ended', 'calls', 'message']);
     // its handle is refused now, saying why
     assertBlocked((await cell(conn, id, 'python', 'x')).result, 'session_end', 'session_start');
 });

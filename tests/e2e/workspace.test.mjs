@@ -90,3 +90,72 @@ test('a big file is size-capped with a note', async (t) => {
     assert.equal(s.path, 'big.txt');
     assert.equal(r.result._meta, undefined, 'no _meta in a tool result');
 });
+
+// Issue 24 #2 and #3: /workspace/.local/bin came first in PATH, so a run that wrote python3,
+// timeout, ls and bash there made every later run, spare and session print what it liked and
+// exit 0. The image's folders now come first; .local/bin stays last, so a pip-installed program
+// the image lacks still runs, and a package in the user site still imports.
+test('programs a run plants in .local/bin do not replace the image\'s in later runs', async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const plant = await runCode(conn, 'python', `
+import os, sys
+base = os.environ['PYTHONUSERBASE']
+site = base + '/lib/python%d.%d/site-packages' % sys.version_info[:2]
+os.makedirs(site + '/mypkg', exist_ok=True)
+open(site + '/mypkg/__init__.py', 'w').write('X = 42\\n')
+os.makedirs(base + '/bin', exist_ok=True)
+for name in ('python3', 'timeout', 'ls', 'bash', 'node', 'sh', 'env', 'mytool'):
+    p = base + '/bin/' + name
+    open(p, 'w').write('#!/bin/sh\\necho PLANTED-' + name + '\\nexit 0\\n')
+    os.chmod(p, 0o755)
+print('planted')`);
+    assertExitCode(plant.text, 0);
+    assert.match(plant.text, /planted/);
+
+    // control: the planted programs run when named by path, and one the image lacks is
+    // found through PATH (pip's scripts keep working)
+    const ctl = await runCode(conn, 'bash', '/workspace/.local/bin/ls; mytool; echo "PATH=$PATH"');
+    assert.match(ctl.text, /PLANTED-ls/);
+    assert.match(ctl.text, /PLANTED-mytool/);
+
+    const py = await runCode(conn, 'python', 'import mypkg\nprint("py", mypkg.X)\nraise SystemExit(5)');
+    assertExitCode(py.text, 5);
+    assert.match(py.text, /^py 42$/m);
+    const sh = await runCode(
+        conn,
+        'bash',
+        'ls -d /sandbox\npython3 -c "import mypkg; print(6 * 7, mypkg.X)"\ntimeout 5 true && echo timeout-ok\nexit 4',
+    );
+    assertExitCode(sh.text, 4);
+    assert.match(sh.text, /^\/sandbox$/m);
+    assert.match(sh.text, /^42 42$/m);
+    assert.match(sh.text, /^timeout-ok$/m);
+    const js = await runCode(conn, 'node', 'console.log("node", 1 + 1); process.exitCode = 3');
+    assertExitCode(js.text, 3);
+    assert.match(js.text, /^node 2$/m);
+    for (const r of [py, sh, js]) assert.doesNotMatch(r.text, /PLANTED/);
+    assert.match(ctl.text, /PATH=\/usr\/local\/sbin:.*:\/bin:\/workspace\/\.local\/bin$/m);
+});
+
+// Issue 24 #3: what Python runs at its start from the workspace persists (pip's user site must
+// stay importable, and Python processes its .pth files and a sitecustomize.py there), so the
+// description the model reads says exactly that instead of an unqualified "starts from
+// scratch". This holds the description to the behaviour: if one changes, this fails.
+test('the description says what persists at a Python start, and it is so', async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const run = (await conn.client.listTools()).tools.find((x) => x.name === 'run_code');
+    assert.match(run.description, /a \.pth file or sitecustomize\.py there runs before every later Python program/);
+    assert.match(run.description, /\/workspace\/\.local\/bin comes after the image's folders in PATH/);
+    const plant = await runCode(conn, 'python', `
+import os, sys
+site = os.environ['PYTHONUSERBASE'] + '/lib/python%d.%d/site-packages' % sys.version_info[:2]
+os.makedirs(site, exist_ok=True)
+open(site + '/zz-note.pth', 'w').write('import sys; sys.stderr.write("PTH-RAN\\\\n")\\n')
+print('planted')`);
+    assertExitCode(plant.text, 0);
+    const later = await runCode(conn, 'bash', 'python3 -c "print(1)"');
+    assertExitCode(later.text, 0);
+    assert.match(later.text, /PTH-RAN/);
+});

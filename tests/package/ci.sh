@@ -43,6 +43,16 @@ else
 fi
 ls -l "$src/dist"
 
+# The AppArmor profile (issue 25): AppArmor 4's parser (Debian 13's, fetched with apt-get download
+# into a private apt state) compiles the .deb's and setup --apparmor's profiles; the postinst's
+# guards in a private mount namespace.
+if VESTIBULE_BIN="$src/build-pkg/npm-x64-build/vestibule-mcp" \
+        APPARMOR4_DIR="${VESTIBULE_CI_DIR:-/var/tmp}/apparmor4" bash "$src/tests/package/apparmor.sh"; then
+        ok "apparmor profile checks"
+else
+        bad "apparmor profile checks"
+fi
+
 # --- npm: a clean prefix, as the user -----------------------------------------------------------
 prefix=$(mktemp -d /tmp/vst-npm-prefix.XXXXXX)
 chown "$user" "$prefix"

@@ -174,6 +174,31 @@ EOF
         [ "$out" = $'install-client\ncodex\nnode' ] ||
                 { echo "clean-root deb: FAIL: completion gave: $out" >&2; exit 1; }
         echo "clean-root deb: bash completion: install-client, codex, node"
+        # The AppArmor profile (README, "Ubuntu 24.04"): shipped in /usr/share; Debian 12 has
+        # AppArmor 3, which cannot read it, so the postinst leaves /etc/apparmor.d alone, and
+        # doctor (the installed /usr/bin binary) says it is not needed here. With Debian 12's
+        # apparmor package installed and the postinst run again, its parser still reads all of
+        # /etc/apparmor.d, as apparmor.service does at boot; control: that parser refuses our
+        # profile. Purge (prerm, postrm) removes it.
+        cr_fail() { echo "clean-root deb: FAIL: $*" >&2; exit 1; }
+        in_root test -f /usr/share/vestibule/apparmor/vestibule-mcp -a \
+                ! -e /etc/apparmor.d/vestibule-mcp || cr_fail "the AppArmor profile's places"
+        grep -q 'apparmor profile.*not needed here.*/etc/apparmor.d/vestibule-mcp is not installed' \
+                "$work/doctor.txt" || { grep apparmor "$work/doctor.txt" >&2; cr_fail "doctor's apparmor line"; }
+        in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+                apparmor >>"$work/install.log" 2>&1 || cr_fail "apt-get install apparmor"
+        in_root /var/lib/dpkg/info/vestibule-mcp.postinst configure || cr_fail "postinst configure"
+        in_root test ! -e /etc/apparmor.d/vestibule-mcp || cr_fail "the postinst put the profile in AppArmor 3's /etc/apparmor.d"
+        in_root apparmor_parser -Q -K /etc/apparmor.d/ >"$work/aa3.log" 2>&1 ||
+                { cat "$work/aa3.log" >&2; cr_fail "AppArmor 3 cannot read /etc/apparmor.d"; }
+        ! in_root apparmor_parser -Q -K /usr/share/vestibule/apparmor/vestibule-mcp >"$work/aa3.log" 2>&1 ||
+                cr_fail "control: AppArmor 3 read the profile"
+        aa3=$(in_root apparmor_parser --version | head -1)
+        in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q vestibule-mcp >>"$work/install.log" ||
+                cr_fail "apt-get purge vestibule-mcp"
+        ! in_root test -e /usr/share/vestibule/apparmor/vestibule-mcp || cr_fail "the profile outlived the purge"
+        echo "clean-root deb: the AppArmor profile: not put in /etc/apparmor.d where $aa3 is" \
+                "(which reads the rest, and refuses it: $(grep -o "Could not open 'abi/4.0'" "$work/aa3.log")); gone after purge"
 else
         if in_root bash -c 'command -v cc gcc clang tcc' >/dev/null; then
                 echo "clean-root npm: FAIL: a compiler is installed" >&2

@@ -66,6 +66,12 @@ if [ -x "$cdir/claude" ]; then
                 'vestibule: .*Connected' 'other: '
         out=$(run timeout 60 claude mcp get vestibule 2>&1)
         check "claude-code: claude mcp get shows our env" "$out" 'VESTIBULE_MEM_MB=300'
+        # issue 24 #8: a re-run through `claude mcp add` keeps the env the entry had
+        out=$(run "$bin" install-client claude-code --env VESTIBULE_BACKEND=native 2>&1)
+        check "claude-code: a re-run through the CLI uses claude mcp add" "$out" 'claude mcp add'
+        out=$(run timeout 60 claude mcp get vestibule 2>&1)
+        check "claude-code: after a re-run claude mcp get shows the kept env and ours" "$out" \
+                'VESTIBULE_MEM_MB=300' 'VESTIBULE_BACKEND=native'
 else
         skip "claude-code: no claude CLI in $cdir"
 fi
@@ -82,6 +88,29 @@ if [ -x "$cdir/codex" ]; then
                 "vestibule +$bin .*VESTIBULE_BACKEND=.*enabled" '^other +/bin/false'
         out=$(run timeout 60 codex mcp get vestibule 2>&1)
         check "codex: codex mcp get reads it" "$out" "command: $bin"
+        # issue 24 #8: a re-run keeps the entry's own env and timeouts
+        printf 'startup_timeout_sec = 45\n\n[mcp_servers.vestibule.env]\nVESTIBULE_MEM_MB = "300"\n' \
+                >>"$h/.codex/config.toml"
+        sed -i 's/^\[mcp_servers.vestibule\]$/&\ntool_timeout_sec = 600/' "$h/.codex/config.toml"
+        out=$(run "$bin" install-client codex --env VESTIBULE_BACKEND=native 2>&1)
+        check "codex: a re-run says what it kept" "$out" 'kept the old entry.s env VESTIBULE_MEM_MB'
+        out=$(run timeout 60 codex mcp get vestibule 2>&1)
+        check "codex: after a re-run codex mcp get shows the kept env and timeout" "$out" \
+                'VESTIBULE_BACKEND=.*VESTIBULE_MEM_MB=' 'tool_timeout_sec: 600'
+        # issue 24 #7: an inline-table mcp_servers is refused, the file untouched and still read
+        fresh codex-inline
+        mkdir -p "$h/.codex"
+        printf 'mcp_servers = { other = { command = "/bin/false" } }\n' >"$h/.codex/config.toml"
+        before=$(cat "$h/.codex/config.toml")
+        if run "$bin" install-client codex >/dev/null 2>&1; then
+                bad "codex: an inline-table mcp_servers was not refused"
+        elif [ "$(cat "$h/.codex/config.toml")" != "$before" ]; then
+                bad "codex: the refused inline-table file was changed"
+        else
+                out=$(run timeout 60 codex mcp list 2>&1)
+                check "codex: an inline-table mcp_servers is refused and still reads" "$out" \
+                        '^other +/bin/false'
+        fi
 else
         skip "codex: no codex CLI in $cdir"
 fi

@@ -332,6 +332,50 @@ START_TEST(huge_request_id_gets_one_bounded_reply)
 }
 END_TEST
 
+/* issue 24 (protocol, Low): a 10 MiB method or tool name with a small id got -32603 "the reply is
+ * over the line limit" (the error echoed the whole name), which blamed the output setting or the
+ * id. Want: the right error (-32601 for the method, a tool error for the tool) with the id, in a
+ * short reply that quotes only the start of the name. */
+START_TEST(huge_method_and_tool_names_get_their_own_error)
+{
+        const size_t name_len = (size_t)10 << 20;
+        _cleanup_free_ char *req = xmalloc(name_len + 256);
+        struct srv s;
+        json_object *v, *e;
+        size_t n;
+
+        srv_start(&s, NULL);
+        ck_assert_uint_eq(srv_exchange(&s, INIT, strlen(INIT), 1, 10000, 512 << 10), 1);
+        n = (size_t)sprintf(req, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"");
+        memset(req + n, 'm', name_len);
+        n += name_len;
+        n += (size_t)sprintf(req + n, "\"}\n");
+        ck_assert_uint_eq(srv_exchange(&s, req, n, 2, 30000, 512 << 10), 2);
+        v = srv_line(&s, 1);
+        ck_assert_int_eq(error_code(v), -32601);
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(v, "id")), 5);
+        ck_assert_uint_lt(strlen(json_object_to_json_string(v)), 4096);
+        json_object_put(v);
+
+        n = (size_t)sprintf(req, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\","
+                                 "\"params\":{\"arguments\":{},\"name\":\"");
+        memset(req + n, 't', name_len);
+        n += name_len;
+        n += (size_t)sprintf(req + n, "\"}}\n");
+        ck_assert_uint_eq(srv_exchange(&s, req, n, 3, 30000, 512 << 10), 3);
+        v = srv_line(&s, 2);
+        ck_assert_int_eq(json_object_get_int(json_object_object_get(v, "id")), 6);
+        ck_assert_uint_lt(strlen(json_object_to_json_string(v)), 4096);
+        ck_assert_msg(json_object_object_get_ex(v, "error", &e) ||
+                          json_object_object_get_ex(v, "result", &e),
+                      "%s", json_object_to_json_string(v));
+        ck_assert_msg(strstr(json_object_to_json_string(v), "nknown tool"), "%.300s",
+                      json_object_to_json_string(v));
+        json_object_put(v);
+        ck_assert_int_eq(srv_stop(&s), 0);
+}
+END_TEST
+
 /* Finding 18: after a 300 MB line was refused the server kept ~70 MB resident (2.4 MB
  * before). Want: the memory given back. */
 START_TEST(refused_huge_line_gives_memory_back)
@@ -839,6 +883,7 @@ static Suite *adversarial_suite(void)
         tcase_add_checked_fixture(tc, fx_setup, fx_teardown);
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, huge_request_id_gets_one_bounded_reply);
+        tcase_add_test(tc, huge_method_and_tool_names_get_their_own_error);
         tcase_add_test(tc, refused_huge_line_gives_memory_back);
         tcase_add_test(tc, listen_streams_are_capped_and_cheap);
         tcase_add_test(tc, read_workspace_refuses_a_path_with_nul);

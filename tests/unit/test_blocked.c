@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <regex.h>
 #include <sched.h>
@@ -187,6 +188,8 @@ START_TEST(apparmor_restricts_userns_injected)
         const char *aa = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
         struct stat st;
         FILE *f;
+        _cleanup_free_ char *profile_fix = NULL;
+        char exe[PATH_MAX];
 
         if (geteuid() != 0)
                 sbx_test_skip("needs root: a private mount namespace over /proc/sys/kernel");
@@ -207,16 +210,27 @@ START_TEST(apparmor_restricts_userns_injected)
         fclose(f);
 
         text = run_blocked();
+        ck_assert(realpath("/proc/self/exe", exe));
+        profile_fix = xasprintf("sudo '%s' setup --apparmor", exe);
         assert_names_fix(text, "kernel.apparmor_restrict_unprivileged_userns=1",
+                         "/etc/apparmor.d/vestibule-mcp-npm", profile_fix,
                          "sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0",
                          "container backend", "restart the server", NULL);
+        /* the profile (this binary only) comes before the machine-wide sysctl */
+        ck_assert_msg(strstr(text, profile_fix) <
+                          strstr(text, "sudo sysctl kernel.apparmor_restrict_unprivileged_userns"),
+                      "%s", text);
         assert_doctor_says(text);
         d = doctor();
         const struct doctor_check *c = find_check(&d->native, "user namespaces");
         ck_assert_int_eq(c->status, DOCTOR_FAIL);
+        ck_assert_msg(strstr(c->value, profile_fix), "%s", c->value);
         ck_assert_msg(
             strstr(c->value, "sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0"), "%s",
             c->value);
+        c = find_check(&d->native, "apparmor profile");
+        ck_assert_int_eq(c->status, DOCTOR_FAIL);
+        ck_assert_msg(strstr(c->value, profile_fix), "%s", c->value);
 }
 END_TEST
 

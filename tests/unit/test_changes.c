@@ -256,6 +256,62 @@ START_TEST(sniff_by_bytes_not_name)
 }
 END_TEST
 
+/* Issue 24: a 1 KB PNG declaring 100000x100000 pixels was attached. The header's size is read
+ * for each format; cut or malformed headers say so. */
+START_TEST(image_size_from_the_header)
+{
+        /* PNG: signature, IHDR length 13, "IHDR", 100000 x 100000 */
+        unsigned char png[33] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0,    13,
+                                 'I',  'H', 'D', 'R', 0,    0x01, 0x86, 0xa0, 0, 1, 0x86, 0xa0};
+        /* JPEG: SOI, APP0 (length 16), SOF0 (length 17): precision 8, 45 high, 123 wide */
+        static const unsigned char jpg[] = {0xff, 0xd8, 0xff, 0xe0, 0,  16,   'J', 'F', 'I',  'F',
+                                            0,    1,    1,    0,    0,  1,    0,   1,   0,    0,
+                                            0xff, 0xff, 0xc0, 0,    17, 8,    0,   45,  0,    123,
+                                            3,    1,    0x22, 0,    2,  0x11, 1,   3,   0x11, 1};
+        static const unsigned char jpg_no_sof[] = {0xff, 0xd8, 0xff, 0xe0, 0,    16,  'J', 'F',
+                                                   'I',  'F',  0,    1,    1,    0,   0,   1,
+                                                   0,    1,    0,    0,    0xff, 0xd9};
+        /* WebP lossless 1x1 (the smallest WebP), lossy 300x200, extended 4000x9000 */
+        static const unsigned char webp_l[] = {
+            'R', 'I',  'F', 'F', 0x1a, 0,    0, 0, 'W', 'E',  'B', 'P',  'V',  'P',  '8',
+            'L', 0x0d, 0,   0,   0,    0x2f, 0, 0, 0,   0x10, 7,   0x10, 0x11, 0x11, 0x88};
+        static const unsigned char webp_vp8[] = {
+            'R', 'I', 'F', 'F', 0, 0, 0, 0, 'W',  'E',  'B',  'P',  'V',  'P',  '8',
+            ' ', 0,   0,   0,   0, 0, 0, 0, 0x9d, 0x01, 0x2a, 0x2c, 0x01, 0xc8, 0x00};
+        static const unsigned char webp_x[] = {'R', 'I', 'F', 'F', 0,    0,    0,  0,    'W',  'E',
+                                               'B', 'P', 'V', 'P', '8',  'X',  10, 0,    0,    0,
+                                               0,   0,   0,   0,   0x9f, 0x0f, 0,  0x27, 0x23, 0};
+        uint32_t w = 0, h = 0;
+
+        ck_assert_int_eq(ws_image_size(png, 24, &w, &h), 0);
+        ck_assert_uint_eq(w, 100000);
+        ck_assert_uint_eq(h, 100000);
+        ck_assert_int_eq(ws_image_size(png, 23, &w, &h), -EBADMSG); /* cut short */
+        png[12] = 'X';
+        ck_assert_int_eq(ws_image_size(png, 24, &w, &h), -EBADMSG); /* no IHDR first */
+        ck_assert_int_eq(ws_image_size((const unsigned char *)"GIF89a\x10\x27\x02\x01", 10, &w, &h),
+                         0);
+        ck_assert_uint_eq(w, 10000);
+        ck_assert_uint_eq(h, 258);
+        ck_assert_int_eq(ws_image_size(jpg, sizeof(jpg), &w, &h), 0);
+        ck_assert_uint_eq(w, 123);
+        ck_assert_uint_eq(h, 45);
+        ck_assert_int_eq(ws_image_size(jpg, 26, &w, &h), -EBADMSG);
+        ck_assert_int_eq(ws_image_size(jpg_no_sof, sizeof(jpg_no_sof), &w, &h), -EBADMSG);
+        ck_assert_int_eq(ws_image_size(webp_l, sizeof(webp_l), &w, &h), 0);
+        ck_assert_uint_eq(w, 1);
+        ck_assert_uint_eq(h, 1);
+        ck_assert_int_eq(ws_image_size(webp_vp8, sizeof(webp_vp8), &w, &h), 0);
+        ck_assert_uint_eq(w, 300);
+        ck_assert_uint_eq(h, 200);
+        ck_assert_int_eq(ws_image_size(webp_x, sizeof(webp_x), &w, &h), 0);
+        ck_assert_uint_eq(w, 4000);
+        ck_assert_uint_eq(h, 9000);
+        ck_assert_int_eq(ws_image_size((const unsigned char *)"not an image at all", 19, &w, &h),
+                         -EBADMSG);
+}
+END_TEST
+
 static Suite *changes_suite(void)
 {
         Suite *s = suite_create("changes");
@@ -268,6 +324,7 @@ static Suite *changes_suite(void)
         tcase_add_test(tc, snapshot_root_and_entry_kinds);
         tcase_add_test(tc, read_file_refuses_too_large_and_non_regular);
         tcase_add_test(tc, sniff_by_bytes_not_name);
+        tcase_add_test(tc, image_size_from_the_header);
         suite_add_tcase(s, tc);
         return s;
 }

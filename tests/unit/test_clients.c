@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clients/clients.h"
@@ -138,7 +139,7 @@ START_TEST(json_merge_keeps_others_backs_up_and_is_idempotent)
                 ck_assert_ptr_nonnull(c);
                 write_text(path, old);
                 ck_assert_int_eq(chmod(path, 0640), 0);
-                r = clients_install(c, path, &server, &backup, &err);
+                r = clients_install(c, path, &server, dir, &backup, NULL, &err);
                 ck_assert_msg(r == 1, "%s: %d %s", ids[i], r, err.msg);
 
                 /* the backup holds the old bytes, exactly */
@@ -180,7 +181,7 @@ START_TEST(json_merge_keeps_others_backs_up_and_is_idempotent)
                 /* a second identical run: nothing written, no second backup */
                 free(backup);
                 backup = NULL;
-                r = clients_install(c, path, &server, &backup, &err);
+                r = clients_install(c, path, &server, dir, &backup, NULL, &err);
                 ck_assert_msg(r == 0, "%s second run: %d %s", ids[i], r, err.msg);
                 ck_assert_ptr_null(backup);
                 again = read_text(path);
@@ -206,7 +207,7 @@ START_TEST(json_existing_entry_updated_in_place)
 
         write_text(path, "{\"mcpServers\": {\"a\": {\"command\": \"a\"}, \"vestibule\": "
                          "{\"command\": \"/old/vestibule-mcp\"}, \"z\": {\"command\": \"z\"}}}");
-        r = clients_install(c, path, &server, NULL, &err);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
         ck_assert_msg(r == 1, "%d %s", r, err.msg);
         text = read_text(path);
         o = parse(text);
@@ -221,6 +222,58 @@ START_TEST(json_existing_entry_updated_in_place)
 }
 END_TEST
 
+/* issue 24 #8: a second install-client replaced the whole entry, dropping the user's env
+ * (workspace, allowlist, secrets) and client options such as timeouts. Now the old entry's other
+ * keys stay, env values we do not set stay (ours win on the same name), what was kept is named,
+ * and a third run changes nothing. */
+START_TEST(json_rerun_keeps_user_settings)
+{
+        static const char *const ids[] = {"claude-code", "claude-desktop", "cursor",
+                                          "vscode",      "gemini",         "opencode"};
+
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                const struct client_info *c = clients_find(ids[i]);
+                bool oc = strcmp(ids[i], "opencode") == 0;
+                const char *key = strcmp(ids[i], "vscode") == 0 ? "servers"
+                                  : oc                          ? "mcp"
+                                                                : "mcpServers";
+                const char *envk = oc ? "environment" : "env";
+                _cleanup_free_ char *path = xasprintf("%s/%s.json", dir, ids[i]);
+                _cleanup_free_ char *old = xasprintf(
+                    "{\"%s\": {\"vestibule\": {\"command\": \"/old\", \"args\": [\"x\"], "
+                    "\"%s\": {\"VESTIBULE_WORKSPACE\": \"/w\", \"VESTIBULE_BACKEND\": \"naive\"}, "
+                    "\"timeout\": 30000, \"trust\": true}}}\n",
+                    key, envk);
+                _cleanup_free_ char *text = NULL, *kept = NULL, *cmd = NULL;
+                struct sbx_error err = {0};
+                json_object *o, *mine, *env;
+                int r;
+
+                write_text(path, old);
+                r = clients_install(c, path, &server, dir, NULL, &kept, &err);
+                ck_assert_msg(r == 1, "%s: %d %s", ids[i], r, err.msg);
+                text = read_text(path);
+                o = parse(text);
+                mine = at(at(o, key), "vestibule");
+                env = at(mine, envk);
+                ck_assert_str_eq(json_object_get_string(at(env, "VESTIBULE_WORKSPACE")), "/w");
+                ck_assert_str_eq(json_object_get_string(at(env, "VESTIBULE_BACKEND")), "native");
+                ck_assert_str_eq(json_object_get_string(at(env, "PATH")), "/opt/x/bin:/usr/bin");
+                ck_assert_int_eq(json_object_get_int(at(mine, "timeout")), 30000);
+                ck_assert(json_object_get_boolean(at(mine, "trust")));
+                ck_assert_msg(kept && strstr(kept, "VESTIBULE_WORKSPACE") &&
+                                  strstr(kept, "timeout") && strstr(kept, "trust") &&
+                                  !strstr(kept, "VESTIBULE_BACKEND"),
+                              "%s: kept '%s'", ids[i], kept ? kept : "(null)");
+                json_object_put(o);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 0, "%s third run: %d %s", ids[i], r, err.msg);
+                cmd = xasprintf("rm -f '%s'/*", dir);
+                ck_assert_int_eq(system(cmd), 0);
+        }
+}
+END_TEST
+
 START_TEST(json_new_file_and_folders_created_private)
 {
         const struct client_info *c = clients_find("vscode");
@@ -230,7 +283,7 @@ START_TEST(json_new_file_and_folders_created_private)
         json_object *o;
         int r;
 
-        r = clients_install(c, path, &server, NULL, &err);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
         ck_assert_msg(r == 1, "%d %s", r, err.msg);
         ck_assert_int_eq(stat(path, &st), 0);
         ck_assert_int_eq(st.st_mode & 07777, 0600);
@@ -256,7 +309,7 @@ START_TEST(json_symlink_target_edited)
 
         write_text(real, "{\"mcpServers\": {}}\n");
         ck_assert_int_eq(symlink(real, link), 0);
-        ck_assert_int_eq(clients_install(c, link, &server, NULL, &err), 1);
+        ck_assert_int_eq(clients_install(c, link, &server, dir, NULL, NULL, &err), 1);
         ck_assert_int_eq(lstat(link, &st), 0);
         ck_assert(S_ISLNK(st.st_mode));
         text = read_text(real);
@@ -285,7 +338,7 @@ START_TEST(json_malformed_refused_untouched)
                 int r;
 
                 write_text(path, bad[i]);
-                r = clients_install(c, path, &server, &backup, &err);
+                r = clients_install(c, path, &server, dir, &backup, NULL, &err);
                 ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
                 ck_assert_msg(strstr(err.msg, "cannot edit") && strstr(err.msg, path), "%s",
                               err.msg);
@@ -297,7 +350,203 @@ START_TEST(json_malformed_refused_untouched)
 }
 END_TEST
 
+/* issue 24, install-client (Low): 8 runs at once on one file, each adding its own server, lost
+ * entries (7 of 10 rounds), all exiting 0. Runs now take an flock on "<file>.vestibule-lock"
+ * from the read to the rename. */
+START_TEST(concurrent_installs_keep_every_entry)
+{
+        const struct client_info *c = clients_find("gemini");
+        _cleanup_free_ char *path = xasprintf("%s/settings.json", dir);
+
+        for (int round = 0; round < 6; round++) {
+                _cleanup_free_ char *text = NULL;
+                int go[2];
+                pid_t pids[8];
+
+                write_text(path, "{\"mcpServers\": {}}\n");
+                ck_assert_int_eq(pipe(go), 0);
+                for (int i = 0; i < 8; i++) {
+                        pids[i] = fork();
+                        ck_assert_int_ge(pids[i], 0);
+                        if (pids[i] == 0) {
+                                char name[16], b;
+                                struct client_server one = server;
+                                struct sbx_error err = {0};
+
+                                close(go[1]);
+                                (void)!read(go[0], &b, 1);
+                                snprintf(name, sizeof(name), "s%d", i);
+                                one.name = name;
+                                _exit(clients_install(c, path, &one, dir, NULL, NULL, &err) == 1
+                                          ? 0
+                                          : 1);
+                        }
+                }
+                close(go[0]);
+                close(go[1]); /* all start now */
+                for (int i = 0; i < 8; i++) {
+                        int st;
+                        ck_assert_int_eq(waitpid(pids[i], &st, 0), pids[i]);
+                        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "run %d failed", i);
+                }
+                text = read_text(path);
+                for (int i = 0; i < 8; i++) {
+                        char key[16];
+                        snprintf(key, sizeof(key), "\"s%d\"", i);
+                        ck_assert_msg(strstr(text, key), "round %d lost %s:\n%s", round, key, text);
+                }
+        }
+}
+END_TEST
+
+/* A FIFO as the config hung install-client; now refused at once, naming what it is. */
+START_TEST(fifo_config_refused_without_hanging)
+{
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir);
+        struct sbx_error err = {0};
+        int r;
+
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+        alarm(5);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        alarm(0);
+        ck_assert_msg(r == -EINVAL && strstr(err.msg, "not a regular file"), "%d %s", r, err.msg);
+}
+END_TEST
+
+/* A dangling symlink was replaced by a plain file; now its target is created and the link
+ * stays. The backup of a symlinked config lands in the backup folder, never beside the target
+ * (a dotfiles repository), mode 0600. */
+START_TEST(symlinks_followed_backup_kept_out_of_the_target_folder)
+{
+        const struct client_info *c = clients_find("gemini");
+        _cleanup_free_ char *repo = xasprintf("%s/dotfiles", dir),
+                            *real = xasprintf("%s/dotfiles/settings.json", dir),
+                            *link = xasprintf("%s/link.json", dir),
+                            *state = xasprintf("%s/state", dir), *text = NULL, *backup = NULL,
+                            *cmd = NULL;
+        struct sbx_error err = {0};
+        struct stat st;
+        int r;
+
+        ck_assert_int_eq(mkdir(repo, 0700), 0);
+        ck_assert_int_eq(symlink("dotfiles/settings.json", link), 0);
+        r = clients_install(c, link, &server, state, &backup, NULL, &err);
+        ck_assert_msg(r == 1, "dangling: %d %s", r, err.msg);
+        ck_assert_int_eq(lstat(link, &st), 0);
+        ck_assert_msg(S_ISLNK(st.st_mode), "the dangling link was replaced by a plain file");
+        text = read_text(real);
+        ck_assert_ptr_nonnull(strstr(text, "vestibule-mcp"));
+
+        write_text(real, "{\"mcpServers\": {}, \"apiKey\": \"secret\"}\n");
+        r = clients_install(c, link, &server, state, &backup, NULL, &err);
+        ck_assert_msg(r == 1, "%d %s", r, err.msg);
+        ck_assert_msg(backup && strncmp(backup, state, strlen(state)) == 0, "backup at %s",
+                      backup ? backup : "(none)");
+        ck_assert_int_eq(stat(backup, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        cmd = xasprintf("test \"$(ls -A '%s' | grep -v '^settings.json$' | grep -v "
+                        "'vestibule-lock$')\" = ''",
+                        repo);
+        ck_assert_msg(system(cmd) == 0, "something beside the target in %s", repo);
+}
+END_TEST
+
+/* A hard-linked config (rename() would split the links) and a read-only one (0400: the user
+ * said no) were rewritten; now both are refused naming why, the bytes untouched. */
+START_TEST(hard_linked_and_read_only_configs_refused)
+{
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir),
+                            *other = xasprintf("%s/other.json", dir), *text = NULL;
+        const char *old = "{\"mcpServers\": {}}\n";
+        struct sbx_error err = {0};
+        struct stat st;
+        int r;
+
+        write_text(path, old);
+        ck_assert_int_eq(link(path, other), 0);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == -EMLINK && strstr(err.msg, "hard link"), "%d %s", r, err.msg);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_int_eq(st.st_nlink, 2);
+        text = read_text(other);
+        ck_assert_str_eq(text, old);
+        ck_assert_int_eq(unlink(other), 0);
+
+        ck_assert_int_eq(chmod(path, 0400), 0);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == -EACCES && strstr(err.msg, "read-only") && strstr(err.msg, "chmod"),
+                      "%d %s", r, err.msg);
+        free(text);
+        text = read_text(path);
+        ck_assert_str_eq(text, old);
+        ck_assert_int_eq(count_files(".vestibule-backup-"), 0);
+}
+END_TEST
+
+/* Integers beyond 64 bits and lone surrogates elsewhere in the file were rewritten (json-c
+ * clamps the one and replaces the other); now such a file is refused, untouched. */
+START_TEST(json_lossy_values_refused)
+{
+        static const char *const bad[] = {
+            "{\"n\": 123456789012345678901234567890, \"mcpServers\": {}}\n",
+            "{\"n\": 18446744073709551616, \"mcpServers\": {}}\n",
+            "{\"n\": [-9223372036854775809], \"mcpServers\": {}}\n",
+            "{\"s\": \"\\ud800x\", \"mcpServers\": {}}\n",
+            "{\"s\": \"a\\udc00\", \"mcpServers\": {}}\n",
+        };
+        static const char *const fine[] = {
+            "{\"n\": 18446744073709551615, \"m\": -9223372036854775808, \"d\": 1e400, "
+            "\"s\": \"\\ud83d\\ude00 \\\\ud800\", \"k\": \"123456789012345678901234567890\", "
+            "\"mcpServers\": {}}\n",
+        };
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, bad[i]);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == -EINVAL && strstr(err.msg, "line 1"), "case %zu: %d %s", i, r,
+                              err.msg);
+                text = read_text(path);
+                ck_assert_str_eq(text, bad[i]);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(fine); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, fine[i]);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 1, "fine %zu: %d %s", i, r, err.msg);
+                text = read_text(path);
+                ck_assert_msg(strstr(text, "18446744073709551615") &&
+                                  strstr(text, "-9223372036854775808"),
+                              "%s", text);
+        }
+}
+END_TEST
+
 /* --- Codex TOML ---------------------------------------------------------------------------- */
+
+/* @path parses as TOML by a real parser (python3's tomllib); skips when python3 is missing. */
+static bool toml_parses(const char *path)
+{
+        _cleanup_free_ char *cmd = NULL;
+
+        if (access("/usr/bin/python3", X_OK) != 0)
+                sbx_test_skip("no /usr/bin/python3 to check TOML with tomllib");
+        cmd = xasprintf("/usr/bin/python3 -c 'import sys, tomllib; "
+                        "tomllib.load(open(sys.argv[1], \"rb\"))' '%s' 2>/dev/null",
+                        path);
+        return system(cmd) == 0;
+}
 
 static const char codex_old[] = "model = \"o4\"  # a comment\n"
                                 "notes = \"\"\"\n"
@@ -326,7 +575,7 @@ START_TEST(toml_appended_others_byte_identical)
         int r;
 
         write_text(path, codex_old);
-        r = clients_install(c, path, &server, NULL, &err);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
         ck_assert_msg(r == 1, "%d %s", r, err.msg);
         text = read_text(path);
         /* everything that was there is still there, unchanged, before our table */
@@ -340,7 +589,7 @@ START_TEST(toml_appended_others_byte_identical)
         btext = read_text(bak);
         ck_assert_str_eq(btext, codex_old);
 
-        r = clients_install(c, path, &server, NULL, &err);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
         ck_assert_msg(r == 0, "second run: %d %s", r, err.msg);
         again = read_text(path);
         ck_assert_str_eq(again, text);
@@ -361,12 +610,12 @@ START_TEST(toml_our_tables_replaced)
                          "[mcp_servers.vestibule]\ncommand = \"/old\"\n\n"
                          "# about b\n[mcp_servers.b]\ncommand = \"b\"\n\n"
                          "[mcp_servers.vestibule.env]\nX = \"1\"\n");
-        r = clients_install(c, path, &npx, NULL, &err);
+        r = clients_install(c, path, &npx, dir, NULL, NULL, &err);
         ck_assert_msg(r == 1, "%d %s", r, err.msg);
         text = read_text(path);
         ck_assert_str_eq(text, "[mcp_servers.a]\ncommand = \"a\"\n\n"
                                "[mcp_servers.vestibule]\ncommand = \"npx\"\n"
-                               "args = [\"-y\", \"vestibule-mcp\"]\n\n"
+                               "args = [\"-y\", \"vestibule-mcp\"]\nenv = { X = \"1\" }\n\n"
                                "# about b\n[mcp_servers.b]\ncommand = \"b\"\n\n");
 }
 END_TEST
@@ -395,12 +644,117 @@ START_TEST(toml_unsafe_refused_untouched)
                 int r;
 
                 write_text(path, bad[i]);
-                r = clients_install(c, path, &server, NULL, &err);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
                 ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
                 ck_assert_msg(strstr(err.msg, "line "), "case %zu: %s", i, err.msg);
                 text = read_text(path);
                 ck_assert_str_eq(text, bad[i]);
                 ck_assert_int_eq(count_files(".vestibule-"), 0);
+        }
+}
+END_TEST
+
+/* issue 24 #7: `mcp_servers = { other = {...} }` (an inline table) took an appended
+ * [mcp_servers.vestibule] header, which TOML forbids (a table defined twice); the file no longer
+ * parsed and the run said it wrote the entry. Now refused, the file untouched, the error naming
+ * the fix; a file with mcp_servers as [tables] or dotted keys still takes the entry and parses. */
+START_TEST(toml_inline_mcp_servers_refused)
+{
+        static const char *const inl[] = {
+            "mcp_servers = { other = { command = \"x\" } }\n",
+            "model = \"o4\"\nmcp_servers = {}\n[profiles.a]\nmodel = \"y\"\n",
+            "\"mcp_servers\" = { other = { command = \"x\" } }\n",
+        };
+        static const char *const fine[] = {
+            "[mcp_servers]\nother = { command = \"x\" }\n",
+            "mcp_servers.other.command = \"x\"\n",
+            "[mcp_servers.other]\ncommand = \"x\"\n[[profiles]]\nname = \"p\"\n",
+        };
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(inl); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, inl[i]);
+                ck_assert_msg(toml_parses(path), "case %zu: the input is not TOML", i);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
+                ck_assert_msg(strstr(err.msg, "inline table") &&
+                                  strstr(err.msg, "[mcp_servers.NAME]"),
+                              "case %zu: %s", i, err.msg);
+                text = read_text(path);
+                ck_assert_str_eq(text, inl[i]);
+                ck_assert_int_eq(count_files(".vestibule-"), 0);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(fine); i++) {
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, fine[i]);
+                ck_assert_msg(toml_parses(path), "case %zu: the input is not TOML", i);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 1, "fine case %zu: %d %s", i, r, err.msg);
+                ck_assert_msg(toml_parses(path), "fine case %zu: the result is not TOML", i);
+        }
+}
+END_TEST
+
+/* issue 24 #8 for Codex: the old table's env (inline, a [.env] sub-table, or env.K dotted keys)
+ * and its other keys (timeouts, with their comments) stay; other sub-tables stay where they are. */
+START_TEST(toml_rerun_keeps_user_settings)
+{
+        static const char *const old[] = {
+            "[mcp_servers.vestibule]\ncommand = \"/old\"\nargs = [\"a\"]\n"
+            "startup_timeout_sec = 30 # slow disk\n"
+            "env = { VESTIBULE_WORKSPACE = '/w', \"VESTIBULE_BACKEND\" = \"naive\" }\n"
+            "tool_timeout_sec = 600\n\n"
+            "[mcp_servers.vestibule.tools.run_code]\napproval = \"never\"\n",
+            "[mcp_servers.vestibule]\ncommand = \"/old\"\n"
+            "startup_timeout_sec = 30 # slow disk\nenv.VESTIBULE_WORKSPACE = '/w'\n"
+            "tool_timeout_sec = 600\nenv.VESTIBULE_BACKEND = \"naive\"\n\n"
+            "[mcp_servers.vestibule.tools.run_code]\napproval = \"never\"\n",
+            "[mcp_servers.vestibule.tools.run_code]\napproval = \"never\"\n\n"
+            "[mcp_servers.vestibule]\ncommand = \"/old\"\n"
+            "startup_timeout_sec = 30 # slow disk\ntool_timeout_sec = 600\n\n"
+            "[mcp_servers.vestibule.env]\nVESTIBULE_BACKEND = \"naive\"\n"
+            "VESTIBULE_WORKSPACE = '/w'  # the project\n",
+        };
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(old); i++) {
+                _cleanup_free_ char *text = NULL, *kept = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, old[i]);
+                ck_assert_msg(toml_parses(path), "case %zu: the input is not TOML", i);
+                r = clients_install(c, path, &server, dir, NULL, &kept, &err);
+                ck_assert_msg(r == 1, "case %zu: %d %s", i, r, err.msg);
+                text = read_text(path);
+                ck_assert_msg(toml_parses(path), "case %zu: not TOML:\n%s", i, text);
+                ck_assert_msg(strstr(text, "[mcp_servers.vestibule]\n"
+                                           "command = \"/usr/bin/vestibule-mcp\"\nargs = []\n"
+                                           "env = { VESTIBULE_BACKEND = \"native\", PATH = "
+                                           "\"/opt/x/bin:/usr/bin\", VESTIBULE_WORKSPACE = '/w' }\n"
+                                           "startup_timeout_sec = 30 # slow disk\n"
+                                           "tool_timeout_sec = 600\n") &&
+                                  strstr(text, "VESTIBULE_WORKSPACE = '/w' }\n"
+                                               "startup_timeout_sec = 30 # slow disk\n"
+                                               "tool_timeout_sec = 600\n") &&
+                                  strstr(text, "[mcp_servers.vestibule.tools.run_code]\n"
+                                               "approval = \"never\"\n") &&
+                                  !strstr(text, "naive") && !strstr(text, "/old"),
+                              "case %zu:\n%s", i, text);
+                ck_assert_msg(kept && strstr(kept, "VESTIBULE_WORKSPACE") &&
+                                  strstr(kept, "startup_timeout_sec") &&
+                                  !strstr(kept, "VESTIBULE_BACKEND"),
+                              "case %zu: kept '%s'", i, kept ? kept : "(null)");
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 0, "case %zu third run: %d %s", i, r, err.msg);
         }
 }
 END_TEST
@@ -413,11 +767,11 @@ START_TEST(toml_string_escaping)
         _cleanup_free_ char *out = NULL;
         struct sbx_error err = {0};
 
-        ck_assert_int_eq(clients_merge(c, "", &s, &out, &err), 0);
+        ck_assert_int_eq(clients_merge(c, "", &s, &out, NULL, &err), 0);
         ck_assert_str_eq(out, "[mcp_servers.v-1]\ncommand = \"/x\"\nargs = []\n"
                               "env = { VESTIBULE_WORKSPACE = \"/tmp/a \\\"b\\\"\\\\c\\n\" }\n");
         s.name = "bad name";
-        ck_assert_int_eq(clients_merge(c, "", &s, &out, &err), -EINVAL);
+        ck_assert_int_eq(clients_merge(c, "", &s, &out, NULL, &err), -EINVAL);
 }
 END_TEST
 
@@ -429,15 +783,23 @@ static Suite *clients_suite(void)
         tcase_add_checked_fixture(json, setup, teardown);
         tcase_add_test(json, json_merge_keeps_others_backs_up_and_is_idempotent);
         tcase_add_test(json, json_existing_entry_updated_in_place);
+        tcase_add_test(json, json_rerun_keeps_user_settings);
         tcase_add_test(json, json_new_file_and_folders_created_private);
         tcase_add_test(json, json_symlink_target_edited);
         tcase_add_test(json, json_malformed_refused_untouched);
+        tcase_add_test(json, concurrent_installs_keep_every_entry);
+        tcase_add_test(json, fifo_config_refused_without_hanging);
+        tcase_add_test(json, symlinks_followed_backup_kept_out_of_the_target_folder);
+        tcase_add_test(json, hard_linked_and_read_only_configs_refused);
+        tcase_add_test(json, json_lossy_values_refused);
         suite_add_tcase(s, json);
         tcase_add_checked_fixture(toml, setup, teardown);
         tcase_add_test(toml, toml_appended_others_byte_identical);
         tcase_add_test(toml, toml_our_tables_replaced);
         tcase_add_test(toml, toml_unsafe_refused_untouched);
         tcase_add_test(toml, toml_string_escaping);
+        tcase_add_test(toml, toml_inline_mcp_servers_refused);
+        tcase_add_test(toml, toml_rerun_keeps_user_settings);
         suite_add_tcase(s, toml);
         return s;
 }

@@ -649,7 +649,7 @@ START_TEST(proxy_holds_no_fd_of_the_server)
                 fd_link(getpid(), sp[1], leaked[1], sizeof(leaked[1]));
                 for (int fd = 0; fd < 64; fd++) {
                         fd_link(x.pid, fd, link, sizeof(link));
-                        ck_assert_msg(strcmp(link, leaked[0]) && strcmp(link, leaked[1]),
+                        ck_assert_msg(strcmp(link, leaked[0]) != 0 && strcmp(link, leaked[1]) != 0,
                                       "the proxy holds the server's socket as fd %d (%s)", fd,
                                       link);
                 }
@@ -737,7 +737,7 @@ START_TEST(relay_after_half_close_and_reset_sleeps_and_idles_out)
 {
         struct px x = {0};
         struct run_egress g = {0};
-        char buf[256];
+        char buf[256] = "";
         size_t n = 0;
 
         egress_set_idle_timeout_ms(2000);

@@ -141,10 +141,16 @@ START_TEST(derive_denies_namespaces_keeps_the_rest)
         ck_assert_uint_eq(count_rules(p, "bpf", "SCMP_ACT_ALLOW", false), 0);
         ck_assert_int_eq(rule_errno(p, "bpf"), EPERM);
         ck_assert_int_eq(rule_errno(p, "io_uring_setup"), EPERM);
-        /* socket: allowed but for AF_VSOCK, which is EPERM */
-        ck_assert_uint_eq(count_rules(p, "socket", "SCMP_ACT_ALLOW", true), 1);
+        /* socket: allowed but for AF_VSOCK, fcntl but for F_SETLEASE, each EPERM, compared on
+         * the low 32 bits the kernel reads (one allow rule per bit) */
+        ck_assert_uint_eq(count_rules(p, "socket", "SCMP_ACT_ALLOW", true), 32);
         ck_assert_uint_eq(count_rules(p, "socket", "SCMP_ACT_ERRNO", true), 1);
         ck_assert_uint_eq(count_rules(p, "socket", NULL, false), 0);
+        ck_assert_uint_eq(count_rules(p, "fcntl", "SCMP_ACT_ALLOW", true), 32);
+        ck_assert_uint_eq(count_rules(p, "fcntl", "SCMP_ACT_ERRNO", true), 1);
+        ck_assert_uint_eq(count_rules(p, "fcntl", NULL, false), 0);
+        ck_assert_ptr_nonnull(strstr(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN),
+                                     "\"index\":1,\"value\":4294967295,\"valueTwo\":1024,"));
         /* the dangerous names: no allow rule anywhere, one EPERM rule */
         for (size_t i = 0; i < ELEMENTSOF(gone); i++) {
                 ck_assert_msg(count_rules(p, gone[i], "SCMP_ACT_ALLOW", false) == 0, "%s", gone[i]);
@@ -346,12 +352,23 @@ START_TEST(body_passes_the_profile_path)
         struct engine_run_spec s = body_spec("/run/vestibule/seccomp/ab.json");
         _cleanup_(json_putp) json_object *b = engine_create_body(&s);
         const char *t = json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN);
-        ck_assert_ptr_nonnull(strstr(t, "\"SecurityOpt\":[\"no-new-privileges\","
-                                        "\"seccomp=\\/run\\/vestibule\\/seccomp\\/ab.json\"]"));
+        /* and Podman masks the host's facts the native sandbox masks (issue 24) */
+        ck_assert_ptr_nonnull(strstr(t,
+                                     "\"SecurityOpt\":[\"no-new-privileges\","
+                                     "\"seccomp=\\/run\\/vestibule\\/seccomp\\/ab.json\","
+                                     "\"mask=\\/proc\\/cmdline:\\/proc\\/sys\\/kernel\\/random\\/"
+                                     "boot_id:\\/proc\\/key-users\"]"));
         s = body_spec(NULL);
         _cleanup_(json_putp) json_object *b2 = engine_create_body(&s);
         t = json_object_to_json_string_ext(b2, JSON_C_TO_STRING_PLAIN);
-        ck_assert_ptr_nonnull(strstr(t, "\"SecurityOpt\":[\"no-new-privileges\"]"));
+        ck_assert_ptr_nonnull(strstr(t, "\"SecurityOpt\":[\"no-new-privileges\",\"mask="));
+        /* Docker: its own masked paths named again, and ours */
+        s.podman = false;
+        _cleanup_(json_putp) json_object *b3 = engine_create_body(&s);
+        t = json_object_to_json_string_ext(b3, JSON_C_TO_STRING_PLAIN);
+        ck_assert_ptr_nonnull(strstr(t, "\"MaskedPaths\":[\"\\/proc\\/asound\""));
+        ck_assert_ptr_nonnull(strstr(t, "\"\\/proc\\/cmdline\",\"\\/proc\\/sys\\/kernel\\/random\\/"
+                                        "boot_id\""));
 }
 END_TEST
 
@@ -815,13 +832,26 @@ static const char danger_probe_py[] =
     "print('keyctl=' + res(libc.syscall(250, 0, ctypes.c_long(0xfffffffd), 0)))\n"
     "print('userfaultfd=' + res(libc.syscall(323, 0)))\n"
     "print('perf_event_open=' + res(libc.syscall(298, None, 0, -1, -1, 0)))\n"
-    "print('pidfd_getfd=' + res(libc.syscall(438, -1, 0, 0)))\n";
+    "print('pidfd_getfd=' + res(libc.syscall(438, -1, 0, 0)))\n"
+    /* a write lease (F_SETLEASE 1024, F_WRLCK 1) on a file of our own, then the same and
+     * socket(AF_VSOCK) with high bits set in the 64-bit argument (the kernel reads 32) */
+    "lp = '/tmp/lease-probe-%d' % os.getpid()\n"
+    "open(lp, 'w').close()\n"
+    "fd = os.open(lp, os.O_RDONLY)\n"
+    "print('lease=' + res(libc.syscall(72, fd, 1024, 1)))\n"
+    "os.close(fd)\n"
+    "fd = os.open(lp, os.O_RDONLY)\n"
+    "print('lease_hi=' + res(libc.syscall(72, fd, ctypes.c_ulong(0x100000400), 1)))\n"
+    "os.close(fd)\n"
+    "os.unlink(lp)\n"
+    "print('vsock_hi=' + res(libc.syscall(41, ctypes.c_ulong(0x100000028), 1, 0)))\n";
 
 static void check_danger_refused(const char *text)
 {
         static const char *const keys[] = {
             "vsock",  "io_uring_setup", "io_uring_enter",  "io_uring_register",
-            "keyctl", "userfaultfd",    "perf_event_open", "pidfd_getfd"};
+            "keyctl", "userfaultfd",    "perf_event_open", "pidfd_getfd",
+            "lease",  "lease_hi",       "vsock_hi"};
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
                 ck_kv(text, keys[i], "EPERM");
 }
@@ -872,11 +902,15 @@ START_TEST(docker_profile_refuses_vsock_and_io_uring)
         _cleanup_free_ char *host = host_danger_probe();
         ck_kv(host, "vsock", "ok");
         ck_kv(host, "io_uring_setup", "ok");
+        ck_kv(host, "lease", "ok");
+        ck_kv(host, "lease_hi", "ok");
+        ck_kv(host, "vsock_hi", "ok");
         ck_assert_int_eq(engine_connect(&cfg, fake_getenv, &c, &err), 0);
         _cleanup_free_ char *so_ctl = NULL, *so = NULL;
         _cleanup_free_ char *ctl = raw_run(&c, danger_probe_py, NULL, &so_ctl);
         ck_kv(ctl, "vsock", "ok");
         ck_kv(ctl, "io_uring_setup", "ok");
+        ck_kv(ctl, "lease", "ok");
         /* our profile, straight through the API: kept in the container's SecurityOpt */
         _cleanup_free_ char *prof = engine_seccomp_profile_docker();
         _cleanup_free_ char *ours = raw_run(&c, danger_probe_py, prof, &so);
@@ -898,6 +932,53 @@ START_TEST(podman_profile_refuses_vsock_and_io_uring)
         expect_ok(&o);
         check_danger_refused(o.text);
         run_result_done(&o.res);
+}
+END_TEST
+
+/* Issue 24: the host's kernel command line and boot id, which the native sandbox masks, were
+ * readable in a container. Inside: an empty command line and another boot id (the masked file
+ * reads empty); control: the host's own, read here. */
+static void check_host_facts_masked(void)
+{
+        static const char code[] =
+            "def rd(p):\n"
+            "    try:\n"
+            "        return open(p).read()\n"
+            "    except OSError as e:\n"
+            "        return 'err%d' % e.errno\n"
+            "print('cmdline=%d' % len(rd('/proc/cmdline')))\n"
+            "print('boot_id=' + rd('/proc/sys/kernel/random/boot_id').strip())\n";
+        char host_boot[64] = "";
+        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(host_boot, sizeof(host_boot), f));
+        fclose(f);
+        host_boot[strcspn(host_boot, "\n")] = '\0';
+        ck_assert_int_gt(strlen(host_boot), 30);
+        f = fopen("/proc/cmdline", "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_ne(fgetc(f), EOF);
+        fclose(f);
+        struct out o = run(SBX_LANG_PYTHON, code);
+        expect_ok(&o);
+        ck_kv(o.text, "cmdline", "0");
+        _cleanup_free_ char *boot = kv(o.text, "boot_id");
+        ck_assert_msg(strcmp(boot, host_boot) != 0, "the host's boot id inside: %s", o.text);
+        run_result_done(&o.res);
+}
+
+START_TEST(docker_masks_host_facts)
+{
+        engine_up(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
+        check_host_facts_masked();
+}
+END_TEST
+
+START_TEST(podman_masks_host_facts)
+{
+        engine_up(PODMAN_SOCK, SBX_RUNTIME_PODMAN);
+        check_host_facts_masked();
 }
 END_TEST
 
@@ -950,6 +1031,7 @@ static Suite *seccomp_suite(void)
                         tcase_set_timeout(tc, 240);
                         tcase_add_test(tc, podman_rootful_no_namespaces);
                         tcase_add_test(tc, podman_profile_refuses_vsock_and_io_uring);
+                        tcase_add_test(tc, podman_masks_host_facts);
                         suite_add_tcase(s, tc);
                 } else {
                         note_missing("no rootful Podman at /run/podman/podman.sock");
@@ -970,6 +1052,7 @@ static Suite *seccomp_suite(void)
                         tcase_set_timeout(tc, 180);
                         tcase_add_test(tc, docker_default_holds);
                         tcase_add_test(tc, docker_profile_refuses_vsock_and_io_uring);
+                        tcase_add_test(tc, docker_masks_host_facts);
                         suite_add_tcase(s, tc);
                 } else {
                         note_missing("no Docker Engine at /var/run/docker.sock");

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
+#include "run/sandbox.h"
 #include "service/ladder.h"
 #include "run/run.h"
 #include "service/service.h"
@@ -378,14 +380,22 @@ static const char *native_missing(void)
 static unsigned run_calls[2];
 static bool stale_once;
 
-/* A run: the native double says -ESTALE once (its cgroup could not be had before the code ran)
- * and from then on probes native-degraded; otherwise the code "exits 0". */
-static int fake_run_fn(struct backend *b, const struct run_request *req, struct run_result *res,
-                       struct sbx_error *err)
+/* A run, as the service drives one, through the doubles' sandbox ops: the native double's
+ * prepare says -ESTALE once (its cgroup could not be had before the code ran) and from then on
+ * it probes native-degraded; otherwise the code "exits 0" (start hands the warden an ended_fd
+ * that is readable at once, collect fills the result). Bookkeeping only: nothing is isolated. */
+struct fake_sb {
+        struct backend *b;
+        int ended_fd;
+};
+
+static int fake_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
+                        struct sbx_error *err)
 {
         int which = (int)(intptr_t)b->state;
+        struct fake_sb *f;
 
-        (void)req;
+        (void)spec;
         run_calls[which]++;
         if (which == 0 && stale_once) {
                 stale_once = false;
@@ -396,15 +406,62 @@ static int fake_run_fn(struct backend *b, const struct run_request *req, struct 
                 snprintf(err->msg, sizeof(err->msg), "systemd refused the run's scope");
                 return -ESTALE;
         }
-        res->outcome = RUN_OUTCOME_EXITED;
-        res->exit_code = 0;
-        snprintf(res->backend, sizeof(res->backend), "%s", b->ops->name);
+        f = xcalloc(1, sizeof(*f));
+        f->b = b;
+        f->ended_fd = eventfd(1, EFD_CLOEXEC);
+        ck_assert_int_ge(f->ended_fd, 0);
+        *ret = (struct sandbox *)f;
         return 0;
 }
 
+static int fake_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
+                      struct sbx_error *err)
+{
+        (void)req;
+        (void)err;
+        ret_io->ended_fd = ((struct fake_sb *)sb)->ended_fd;
+        return 0;
+}
+
+static void fake_kill(struct sandbox *sb)
+{
+        (void)sb;
+}
+
+static int fake_collect(struct sandbox *sb, const struct sandbox_watch *w, struct run_result *res,
+                        struct sbx_error *err)
+{
+        (void)w;
+        (void)err;
+        res->outcome = RUN_OUTCOME_EXITED;
+        res->exit_code = 0;
+        snprintf(res->backend, sizeof(res->backend), "%s", ((struct fake_sb *)sb)->b->ops->name);
+        return 0;
+}
+
+static void fake_destroy(struct sandbox *sb)
+{
+        struct fake_sb *f = (struct fake_sb *)sb;
+
+        close(f->ended_fd);
+        free(f);
+}
+
+static const struct sandbox_ops fake_sandbox_ops = {.prepare = fake_prepare,
+                                                    .start = fake_start,
+                                                    .kill = fake_kill,
+                                                    .collect = fake_collect,
+                                                    .destroy = fake_destroy};
+
 static const struct backend_ops run_ops[2] = {
-    {.name = "native", .probe = fake_probe_fn, .run = fake_run_fn},
-    {.name = "container", .probe = fake_probe_fn, .run = fake_run_fn},
+    {.name = "native",
+     .probe = fake_probe_fn,
+     .run = sandbox_run_once,
+     .sandbox = &fake_sandbox_ops},
+    {.name = "container",
+     .probe = fake_probe_fn,
+     .run = sandbox_run_once,
+     .sandbox = &fake_sandbox_ops},
 };
 
 static int run_new(int which, const struct sbx_config *c, struct backend **ret)

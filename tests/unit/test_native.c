@@ -1924,7 +1924,7 @@ START_TEST(failed_start_releases_hold_and_cgroup)
         native_backend_force_limits(be, &li);
         ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &e, &err), 0);
         ck_assert_msg(ops->prepare(be, &spec, &sb, &err) == 0, "%s", err.msg);
-        sandbox_registry_attach(reg, e, be, sb);
+        sandbox_registry_attach(reg, e, be, be->ops->sandbox, sb);
         /* control: the prepared sandbox holds its tree and has its cgroup */
         ck_assert(holds_flock_on(tree));
         ck_assert_int_eq(count_run_cgroups(), 1);
@@ -1954,7 +1954,8 @@ START_TEST(spare_destroyed_at_shutdown_releases_everything)
         native_strf(li.missing, sizeof(li.missing), "memory, cpu, pids");
         native_backend_force_limits(be, &li);
         ck_assert_msg(be->ops->sandbox->prepare(be, &spec, &sb, &err) == 0, "%s", err.msg);
-        ck_assert_int_eq(sandbox_registry_add_spare(reg, be, sb, SBX_LANG_PYTHON), 0);
+        ck_assert_int_eq(sandbox_registry_add_spare(reg, be, be->ops->sandbox, sb, SBX_LANG_PYTHON),
+                         0);
         ck_assert(holds_flock_on(tree)); /* control */
         ck_assert_int_eq(count_run_cgroups(), 1);
         sandbox_registry_shutdown(reg);
@@ -1992,7 +1993,7 @@ static void *registry_call_main(void *arg)
         if (c->r == 0)
                 c->r = be->ops->sandbox->prepare(be, &spec, &sb, &c->err);
         if (c->r == 0) {
-                sandbox_registry_attach(c->reg, e, be, sb);
+                sandbox_registry_attach(c->reg, e, be, be->ops->sandbox, sb);
                 c->r = sandbox_run_program(be->ops->sandbox, sb, &req, &c->res, &c->err);
         }
         sandbox_registry_release(c->reg, e);

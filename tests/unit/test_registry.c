@@ -94,7 +94,8 @@ static void *bg_call_main(void *arg)
         c->r = sandbox_registry_acquire(reg, -1, 1000, &e, &c->err);
         if (c->r < 0)
                 return NULL;
-        sandbox_registry_attach(reg, e, backend, prepare(SBX_LANG_BASH, SANDBOX_MODE_ONE_SHOT));
+        sandbox_registry_attach(reg, e, backend, backend->ops->sandbox,
+                                prepare(SBX_LANG_BASH, SANDBOX_MODE_ONE_SHOT));
         c->r = sandbox_run_program(backend->ops->sandbox, sandbox_entry_sandbox(e), &req, &c->res,
                                    &c->err);
         sandbox_registry_release(reg, e);
@@ -197,7 +198,7 @@ START_TEST(shutdown_refuses_new_calls_and_spares)
         sandbox_registry_shutdown(reg);
         ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &e, &err), -ESHUTDOWN);
         ck_assert_ptr_nonnull(strstr(err.msg, "shutting down"));
-        ck_assert_int_eq(sandbox_registry_add_spare(reg, backend,
+        ck_assert_int_eq(sandbox_registry_add_spare(reg, backend, backend->ops->sandbox,
                                                     prepare(SBX_LANG_BASH, SANDBOX_MODE_ONE_SHOT),
                                                     SBX_LANG_BASH),
                          -ESHUTDOWN);
@@ -214,7 +215,7 @@ START_TEST(running_slots_are_the_limit)
         ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &a, &err), 0);
         ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &b, &err), 0);
         /* spares do not count: a third one waits, then is busy */
-        ck_assert_int_eq(sandbox_registry_add_spare(reg, backend,
+        ck_assert_int_eq(sandbox_registry_add_spare(reg, backend, backend->ops->sandbox,
                                                     prepare(SBX_LANG_BASH, SANDBOX_MODE_ONE_SHOT),
                                                     SBX_LANG_BASH),
                          0);
@@ -248,13 +249,19 @@ START_TEST(spare_taken_by_backend_and_language)
                                   .cfg = &cfg,
                                   .cancel_fd = -1};
 
-        ck_assert_int_eq(sandbox_registry_add_spare(reg, backend, spare, SBX_LANG_PYTHON), 0);
+        ck_assert_int_eq(
+            sandbox_registry_add_spare(reg, backend, backend->ops->sandbox, spare, SBX_LANG_PYTHON),
+            0);
         ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &e, &err), 0);
         /* control: no spare for another language, nor for another backend */
-        ck_assert_ptr_null(sandbox_registry_take_spare(reg, e, backend, SBX_LANG_BASH));
+        ck_assert_ptr_null(
+            sandbox_registry_take_spare(reg, e, backend, backend->ops->sandbox, SBX_LANG_BASH));
         struct backend other = *backend; /* another backend: the same ops, not the same one */
-        ck_assert_ptr_null(sandbox_registry_take_spare(reg, e, &other, SBX_LANG_PYTHON));
-        ck_assert_ptr_eq(sandbox_registry_take_spare(reg, e, backend, SBX_LANG_PYTHON), spare);
+        ck_assert_ptr_null(
+            sandbox_registry_take_spare(reg, e, &other, other.ops->sandbox, SBX_LANG_PYTHON));
+        ck_assert_ptr_eq(
+            sandbox_registry_take_spare(reg, e, backend, backend->ops->sandbox, SBX_LANG_PYTHON),
+            spare);
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_SPARE), 0);
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_RUNNING), 1);
         /* the spare, prepared before any request, runs the program handed in later */
@@ -280,23 +287,26 @@ START_TEST(session_parks_and_resumes)
         const struct sandbox_ops *ops = backend->ops->sandbox;
 
         ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &e, &err), 0);
-        sandbox_registry_attach(reg, e, backend, prepare(SBX_LANG_BASH, SANDBOX_MODE_PROGRAMS));
+        sandbox_registry_attach(reg, e, backend, backend->ops->sandbox,
+                                prepare(SBX_LANG_BASH, SANDBOX_MODE_PROGRAMS));
         req.code = "echo one > \"$HOME/state\"";
         req.code_len = strlen(req.code);
         ck_assert_msg(sandbox_run_program(ops, sandbox_entry_sandbox(e), &req, &res, &err) == 0,
                       "%s", err.msg);
         run_result_done(&res);
         memset(&res, 0, sizeof(res));
-        ck_assert_int_eq(sandbox_registry_park(reg, e, "s1", &err), 0);
+        ck_assert_int_eq(sandbox_registry_park(reg, e, &err), 0);
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 1);
         /* its slot is free: with max 2, two more calls get one */
         ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &other, &err), 0);
-        ck_assert_int_eq(sandbox_registry_resume(reg, "nope", -1, 100, &again, &err), -ENOENT);
-        ck_assert_int_eq(sandbox_registry_resume(reg, "s1", -1, 100, &again, &err), 0);
-        ck_assert_ptr_eq(again, e);
-        /* a second call on the same session while it runs: not idle */
+        ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &again, &err), 0);
+        /* control: with both slots taken, a resume waits and is busy */
+        ck_assert_int_eq(sandbox_registry_resume(reg, e, -1, 100, &err), -EBUSY);
+        sandbox_registry_release(reg, again);
+        ck_assert_int_eq(sandbox_registry_resume(reg, e, -1, 100, &err), 0);
+        /* a second resume while it runs: not idle */
         sandbox_registry_release(reg, other);
-        ck_assert_int_eq(sandbox_registry_resume(reg, "s1", -1, 100, &other, &err), -ENOENT);
+        ck_assert_int_eq(sandbox_registry_resume(reg, e, -1, 100, &err), -ENOENT);
         /* the next program in the same sandbox sees what the first left in $HOME */
         req.code = "cat \"$HOME/state\"";
         req.code_len = strlen(req.code);
@@ -316,9 +326,10 @@ START_TEST(shutdown_destroys_idle_sessions)
         struct sbx_error err = {0};
 
         ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &e, &err), 0);
-        sandbox_registry_attach(reg, e, backend, prepare(SBX_LANG_BASH, SANDBOX_MODE_PROGRAMS));
-        ck_assert_int_eq(sandbox_registry_park(reg, e, "s2", &err), 0);
-        ck_assert_int_eq(sandbox_registry_add_spare(reg, backend,
+        sandbox_registry_attach(reg, e, backend, backend->ops->sandbox,
+                                prepare(SBX_LANG_BASH, SANDBOX_MODE_PROGRAMS));
+        ck_assert_int_eq(sandbox_registry_park(reg, e, &err), 0);
+        ck_assert_int_eq(sandbox_registry_add_spare(reg, backend, backend->ops->sandbox,
                                                     prepare(SBX_LANG_BASH, SANDBOX_MODE_ONE_SHOT),
                                                     SBX_LANG_BASH),
                          0);
@@ -326,6 +337,67 @@ START_TEST(shutdown_destroys_idle_sessions)
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_SPARE), 1);
         sandbox_registry_shutdown(reg);
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 0);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_SPARE), 0);
+        /* the session's entry stays, GONE, for its record to release; a resume is refused */
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_GONE), 1);
+        ck_assert_ptr_null(sandbox_entry_sandbox(e));
+        ck_assert_int_eq(sandbox_registry_resume(reg, e, -1, 100, &err), -ESHUTDOWN);
+        sandbox_registry_release(reg, e);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_GONE), 0);
+}
+END_TEST
+
+START_TEST(backend_reset_leaves_a_gone_session_entry)
+{
+        struct sandbox_entry *e = NULL;
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(sandbox_registry_acquire(reg, -1, 100, &e, &err), 0);
+        sandbox_registry_attach(reg, e, backend, backend->ops->sandbox,
+                                prepare(SBX_LANG_BASH, SANDBOX_MODE_PROGRAMS));
+        ck_assert_int_eq(sandbox_registry_park(reg, e, &err), 0);
+        ck_assert_int_eq(sandbox_registry_add_spare(reg, backend, backend->ops->sandbox,
+                                                    prepare(SBX_LANG_BASH, SANDBOX_MODE_ONE_SHOT),
+                                                    SBX_LANG_BASH),
+                         0);
+        /* control: another backend's reset leaves both alone */
+        struct backend other = *backend;
+        ck_assert_uint_eq(sandbox_registry_drop_backend(reg, &other), 0);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 1);
+        ck_assert_ptr_nonnull(sandbox_entry_sandbox(e));
+        /* the reset destroys both sandboxes; the session's entry stays, GONE */
+        ck_assert_uint_eq(sandbox_registry_drop_backend(reg, backend), 2);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_SPARE), 0);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_IDLE), 0);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_GONE), 1);
+        ck_assert_ptr_null(sandbox_entry_sandbox(e));
+        ck_assert_int_eq(sandbox_registry_resume(reg, e, -1, 100, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "destroyed by the server"));
+        /* the failed resume gave its slot back: both are free */
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_RUNNING), 0);
+        sandbox_registry_release(reg, e);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_GONE), 0);
+}
+END_TEST
+
+START_TEST(idle_spares_dropped_by_age)
+{
+        uint64_t next = 0;
+
+        ck_assert_int_eq(sandbox_registry_add_spare(reg, backend, backend->ops->sandbox,
+                                                    prepare(SBX_LANG_BASH, SANDBOX_MODE_ONE_SHOT),
+                                                    SBX_LANG_BASH),
+                         0);
+        ck_assert(sandbox_registry_has_spare(reg, backend, backend->ops->sandbox, SBX_LANG_BASH));
+        ck_assert(
+            !sandbox_registry_has_spare(reg, backend, backend->ops->sandbox, SBX_LANG_PYTHON));
+        /* control: younger than the idle time, it stays, and its due time is named */
+        ck_assert_uint_eq(sandbox_registry_drop_idle_spares(reg, 60000, &next), 0);
+        ck_assert_uint_gt(next, sbx_now_ms() + 50000);
+        ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_SPARE), 1);
+        usleep(300 * 1000);
+        ck_assert_uint_eq(sandbox_registry_drop_idle_spares(reg, 200, &next), 1);
+        ck_assert_uint_eq(next, UINT64_MAX);
         ck_assert_uint_eq(sandbox_registry_count(reg, SANDBOX_STATE_SPARE), 0);
 }
 END_TEST
@@ -362,6 +434,8 @@ static Suite *registry_suite(void)
         tcase_add_test(tc, spare_taken_by_backend_and_language);
         tcase_add_test(tc, session_parks_and_resumes);
         tcase_add_test(tc, cells_mode_refused_by_naive);
+        tcase_add_test(tc, backend_reset_leaves_a_gone_session_entry);
+        tcase_add_test(tc, idle_spares_dropped_by_age);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -113,9 +113,10 @@ static void tb_minimal_rootfs(struct archive *a, const char *marker)
 
 static char *T, *tree, *outside;
 
-static void fx_setup(void)
+/* fx_setup_in: the fixture in the new folder @t (taken). */
+static void fx_setup_in(char *t)
 {
-        T = sbx_test_tmpdir();
+        T = t;
         tree = xasprintf("%s/tree", T);
         outside = xasprintf("%s/outside", T);
         ck_assert_int_eq(mkdir(tree, 0755), 0);
@@ -128,6 +129,11 @@ static void fx_setup(void)
                 fputs("original\n", f);
                 fclose(f);
         }
+}
+
+static void fx_setup(void)
+{
+        fx_setup_in(sbx_test_tmpdir());
 }
 
 static void fx_teardown(void)
@@ -1219,21 +1225,22 @@ static int fake_ready(FILE *out)
         return 1; /* pretend Blocked: */
 }
 
-START_TEST(run_uses_readiness_hook_and_its_verdict)
+START_TEST(run_uses_the_readiness_check_and_its_verdict)
 {
         _cleanup_free_ char *tar = pathf("%s/py.tar", T), *outbuf = NULL;
         size_t outlen = 0;
         FILE *out = open_memstream(&outbuf, &outlen);
-        struct setup_run_args args = {
-            .rootfs_dir = rootfs, .from_tar = tar, .language = "python", .out = out};
+        struct setup_run_args args = {.rootfs_dir = rootfs,
+                                      .from_tar = tar,
+                                      .language = "python",
+                                      .out = out,
+                                      .readiness = fake_ready};
         struct sbx_error err = {0};
         struct archive *a = tb_open(tar);
 
         tb_minimal_rootfs(a, "x");
         tb_close(a);
-        setup_readiness_hook = fake_ready;
         ck_assert_int_eq(setup_run(&args, &err), 1);
-        setup_readiness_hook = NULL;
         fflush(out);
         ck_assert_ptr_nonnull(strstr(outbuf, "isolation test"));
         fclose(out);
@@ -1495,19 +1502,70 @@ static void *hold_run_thread(void *ud)
         return NULL;
 }
 
+/* new_dir_in() - mkdtemp(3) of DIR/NAMEXXXXXX; NULL when it cannot be made. Caller frees. */
+static char *new_dir_in(const char *dir, const char *name)
+{
+        char *n = xasprintf("%s/%sXXXXXX", dir, name);
+
+        if (mkdtemp(n))
+                return n;
+        free(n);
+        return NULL;
+}
+
+/* scratch_near() - a new private scratch folder on the filesystem of @src, so that `cp -al`
+ * can hard-link @src's trees into it (link(2) fails with EXDEV across filesystems, and /tmp is a
+ * tmpfs of its own on Debian 13, Fedora and Arch): sbx_test_tmpdir() ($TMPDIR or /tmp) when that
+ * is @src's filesystem; else a new folder in the nearest sticky world-writable ancestor of @src
+ * on its filesystem (/var/tmp for /var/tmp/vestibule-images/rootfs), else in @src's parent.
+ * *same_fs: whether @src can be hard-linked into the folder (false: copy it, cp -a). Caller
+ * frees. Aborts when no folder can be made at all (sbx_test_tmpdir). */
+static char *scratch_near(const char *src, bool *same_fs)
+{
+        char *t = sbx_test_tmpdir(), *n = NULL, *slash;
+        _cleanup_free_ char *p = xstrdup(src), *parent = NULL;
+        struct stat st_t, st_s, st_p;
+
+        *same_fs = true;
+        if (stat(src, &st_s) < 0 || stat(t, &st_t) < 0 || st_t.st_dev == st_s.st_dev)
+                return t;
+        while (!n && (slash = strrchr(p, '/')) && slash != p) {
+                *slash = '\0';
+                if (stat(p, &st_p) < 0 || st_p.st_dev != st_s.st_dev)
+                        break;
+                if (!parent)
+                        parent = xstrdup(p);
+                if ((st_p.st_mode & 01777) == 01777)
+                        n = new_dir_in(p, "vestibule-test-");
+        }
+        if (!n && parent)
+                n = new_dir_in(parent, ".vestibule-test-");
+        if (!n) {
+                *same_fs = false;
+                return t;
+        }
+        rmdir(t);
+        free(t);
+        return n;
+}
+
 static void fx_hold_setup(void)
 {
         _cleanup_free_ char *cmd = NULL, *ws = NULL;
         struct sbx_error err = {0};
+        bool same_fs;
 
-        fx_install_setup();
+        /* T on the real trees' filesystem (not /tmp when that is a tmpfs of its own) */
+        fx_setup_in(scratch_near(REAL_ROOTFS, &same_fs));
+        rootfs = xasprintf("%s/rootfs", T);
+        memset(&quiet, 0, sizeof(quiet));
         chmod(T, 0755);
         ck_assert_int_eq(mkdir(rootfs, 0755), 0);
         /* hardlinked copies of the real trees (same filesystem): cheap, and deleting them
-         * unlinks only the copies */
-        cmd = xasprintf("cp -al '" REAL_ROOTFS "/python' '%s/python' && "
-                        "cp -al '" REAL_ROOTFS "/node' '%s/node'",
-                        rootfs, rootfs);
+         * unlinks only the copies; copies where no folder there could be made */
+        cmd = xasprintf("%s '" REAL_ROOTFS "/python' '%s/python' && "
+                        "%s '" REAL_ROOTFS "/node' '%s/node'",
+                        same_fs ? "cp -al" : "cp -a", rootfs, same_fs ? "cp -al" : "cp -a", rootfs);
         ck_assert_int_eq(system(cmd), 0);
         ws = xasprintf("%s/ws", T);
         sbx_test_config(&hold_cfg, xstrdup(ws));
@@ -2541,7 +2599,7 @@ static Suite *setup_suite(void)
         tc = tcase_create("run");
         tcase_add_checked_fixture(tc, fx_install_setup, fx_install_teardown);
         tcase_add_test(tc, run_from_tar_prints_result_and_honest_readiness);
-        tcase_add_test(tc, run_uses_readiness_hook_and_its_verdict);
+        tcase_add_test(tc, run_uses_the_readiness_check_and_its_verdict);
         tcase_add_test(tc, run_from_debian_skips_the_build_when_installed_from_this_recipe);
         tcase_add_test(tc, run_registry_unreachable_names_the_fix);
         suite_add_tcase(s, tc);
@@ -2596,7 +2654,6 @@ static Suite *setup_suite(void)
 int main(void)
 {
         /* These suites test setup itself; the readiness check (doctor) is tested by test_verify
-         * and test_ladder against the real host, so it is disconnected here. */
-        setup_readiness_hook = NULL;
+         * and test_ladder against the real host: setup_run_args.readiness stays NULL here. */
         return sbx_test_run(setup_suite());
 }

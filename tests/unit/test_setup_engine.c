@@ -138,7 +138,6 @@ START_TEST(from_tar_imports_into_engine_then_present)
         if (engine_connect(c, engine_env_getenv, &conn, &err) < 0)
                 sbx_test_skip("no container engine answers");
         image_delete(c, ref);
-        setup_readiness_hook = NULL;
 
         struct setup_run_args a = {.rootfs_dir = rootfs,
                                    .from_tar = TAR_PY,
@@ -196,7 +195,6 @@ START_TEST(from_tar_without_engine_says_so_and_installs)
         /* through the config, as the server reads DOCKER_HOST (struct sbx_engine_env) */
         fake_env_set("DOCKER_HOST", "unix:///nonexistent/docker.sock");
         c = load_cfg();
-        setup_readiness_hook = NULL;
         struct setup_run_args a = {
             .rootfs_dir = rootfs, .from_tar = TAR_PY, .language = "python", .cfg = c};
         out = run_capture(&a, &r, &err);

@@ -338,6 +338,29 @@ START_TEST(list_naive_is_honest)
 }
 END_TEST
 
+/* issue 24 (clients, Low): session_end sent structuredContent without an outputSchema, so Claude
+ * Code, Codex and Mastra handed the model only {"session":...,"calls":2}: it was never told the
+ * session ended. Now session_end has a portable outputSchema (its result, which needs a backend
+ * with sessions, is checked in tests/e2e/sessions.test.mjs). run_code's description said a
+ * cancel comes back as an error result, but a cancelled request gets no reply (MCP). */
+START_TEST(session_end_tells_the_model)
+{
+        struct sbx_config sandboxed = cfg;
+        json_object *list = tools_list_json_for(&cfg), *se = tool(list, "session_end"), *list2;
+        const char *desc;
+
+        ck_assert_ptr_nonnull(get(se, "outputSchema"));
+        check_portable(get(se, "outputSchema"), "session_end");
+        sandboxed.backend = SBX_BACKEND_AUTO;
+        list2 = tools_list_json_for(&sandboxed);
+        desc = json_object_get_string(get(tool(list2, "run_code"), "description"));
+        ck_assert_ptr_null(strstr(desc, "cancel comes back as an error"));
+        ck_assert_ptr_nonnull(strstr(desc, "no reply"));
+        json_object_put(list2);
+        json_object_put(list);
+}
+END_TEST
+
 /* --- arguments --- */
 
 START_TEST(protocol_errors)
@@ -665,6 +688,7 @@ static Suite *tools_suite(void)
         tcase_add_test(tc, list_shapes);
         tcase_add_test(tc, list_naive_is_honest);
         tcase_add_test(tc, list_annotations_follow_the_workspace);
+        tcase_add_test(tc, session_end_tells_the_model);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("arguments");

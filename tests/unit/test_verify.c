@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -226,6 +228,38 @@ START_TEST(naive_leaks_are_seen)
 }
 END_TEST
 
+/* issue 24: verify left /tmp/vestibule-verify-* (its fake key and a symlink) behind when /tmp
+ * is a filesystem of its own (tmpfs: Debian 13, Fedora, Arch), because its cleanup began at /
+ * and would not cross the mount. Run here with a private tmpfs on /tmp. */
+START_TEST(naive_on_a_tmp_of_its_own_leaves_nothing)
+{
+        _cleanup_free_ struct verify_report *r = xcalloc(1, sizeof(*r));
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct sbx_config *c;
+        struct sbx_error err = {0};
+        struct dirent *de;
+        int left = 0;
+
+        if (geteuid() != 0)
+                sbx_test_skip("a private tmpfs on /tmp needs root");
+        ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+        ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        ck_assert_int_eq(mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777"), 0);
+        sbx_test_become_user();
+        c = load("naive");
+        ck_assert_msg(verify_run(c, r, &err) == 0, "%s", err.msg);
+        d = opendir("/tmp");
+        ck_assert_ptr_nonnull(d);
+        while ((de = readdir(d)))
+                if (strncmp(de->d_name, "vestibule-verify-", 17) == 0) {
+                        fprintf(stderr, "left behind: /tmp/%s\n", de->d_name);
+                        left++;
+                }
+        ck_assert_int_eq(left, 0);
+        config_free(c);
+}
+END_TEST
+
 static const char *native_missing(void)
 {
         struct stat st;
@@ -307,6 +341,7 @@ int main(void)
                         tc = tcase_create("naive_control");
                         tcase_set_timeout(tc, 120);
                         tcase_add_test(tc, naive_leaks_are_seen);
+                        tcase_add_test(tc, naive_on_a_tmp_of_its_own_leaves_nothing);
                         suite_add_tcase(s, tc);
                 }
         } else {

@@ -1,0 +1,33 @@
+# shellcheck shell=bash disable=SC2154,SC2034,SC2030,SC2031 # (the variables of scripts/test.sh, which sources this)
+# stages/15-fuzz.sh - libFuzzer over the parsers.
+# Sourced by scripts/test.sh, which calls stage_fuzz when the stage runs (scripts/ci/lib.sh: run_stage).
+
+# libFuzzer with ASan+UBSan and leak checks (scripts/fuzz.sh, tests/fuzz): the JSON-RPC serve
+# loop, the settings parser (env + YAML), setup's tar unpack (an escape aborts) and
+# read_workspace's path jail (reading the planted secret aborts), 50 s each; the egress proxy's
+# request parser (its head rewrite, the record folding), 30 s; and the Engine API layer's escaping
+# of ids and paths (src/engine/api.c), 20 s; from the seed corpus in the repository; one count per
+# target, passed when nothing crashed, leaked or hung.
+# Measured with 60 s each on a 2-core host at load average ~20: 521 s, of which ~250 s the
+# clang ASan build; on an idle host the build takes a fraction of that.
+# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (50 s each), the egress request parser (30 s) and the Engine API escaping (20 s)
+stage_fuzz() {
+        if command -v clang >/dev/null; then
+                for t in mcp config unpack workspace egress engine_path runner; do
+                        secs=50
+                        case $t in
+                        egress) secs=30 ;;      # one request head per input
+                        engine_path) secs=20 ;; # the Engine API escaping: a small input space
+                        esac
+                        if step 600 "fuzz $t ($secs s, scripts/fuzz.sh)" env VESTIBULE_FUZZ_BUILD="$ci/build-fuzz" \
+                                VESTIBULE_FUZZ_WORK="$ci/fuzz" VESTIBULE_FUZZ_JOBS="$jobs" \
+                                bash "$src/scripts/fuzz.sh" "$t" "$secs"; then
+                                passed=$((passed + 1))
+                        else
+                                record_fail "fuzz $t (scripts/fuzz.sh; the input is in $ci/fuzz/$t/artifacts)"
+                        fi
+                done
+        else
+                record_fail "fuzz: clang is missing (VST_FUZZ_DEPS in scripts/setup-lib.sh)"
+        fi
+}
