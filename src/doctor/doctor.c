@@ -453,6 +453,25 @@ static void check_image(struct doctor_backend *b, const struct engine_conn *c, c
                     tar[0] ? ", imported from tar sha256 " : "", tar);
 }
 
+/* A unix socket whose daemon cannot see this machine's files (Docker Desktop, podman machine,
+ * a daemon of another host name) takes the volume path as a tcp:// endpoint does; say so, with
+ * the server's own rule (engine_daemon_shares_files(), src/engine/volume.c). */
+static void check_files_shared(struct doctor_backend *b, const struct engine_conn *c,
+                               json_object *info)
+{
+        char host[256] = "", why[300] = "";
+
+        gethostname(host, sizeof(host) - 1);
+        if (!c->ep.is_unix ||
+            engine_daemon_shares_files(&c->ep, jstr(info, "OperatingSystem"), jstr(info, "Name"),
+                                       host, why, sizeof(why)))
+                return;
+        add(b->checks, &b->n_checks, DOCTOR_INFO, "engine files",
+            "%s: code and workspace go through volumes (the workspace is copied in and back each "
+            "run; docs/remote-engines.md)",
+            why);
+}
+
 static void container_checks(const struct sbx_config *cfg, const struct setup_pins *pins,
                              bool have_pins, struct doctor_backend *b)
 {
@@ -520,6 +539,7 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
                         add(b->checks, &b->n_checks, DOCTOR_WARN, "engine access",
                             "this user can open a rootful Docker socket: that is root-equivalent "
                             "on this machine (rootless Docker or Podman avoid it)");
+                check_files_shared(b, &c, infr.json);
         }
         check_image(b, &c, "python", engine_image_for(cfg, "python"),
                     have_pins ? pins->python_registry : NULL,

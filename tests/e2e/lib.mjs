@@ -21,6 +21,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -42,6 +43,39 @@ if (!EXPECT_GRADE) throw new Error(`E2E_EXPECT_GRADE must name the isolation gra
 // under software emulation, ~50x slower CPU) stretches the set-up allowances below by N. It
 // never stretches GONE_WITHIN_MS: how soon a killed run's processes are gone is the isolation
 // claim, the same everywhere.
+/**
+ * Whether the container engine the servers use cannot see this machine's files, so the server
+ * hands code and workspace in through volumes (docs/remote-engines.md): the same rule as the
+ * server's engine_daemon_shares_files() (src/engine/volume.c), judged here on its own: a
+ * tcp:// (or ssh://, http(s)://) endpoint; else a unix socket whose daemon's /info says
+ * "Docker Desktop", or names another host than this one (a forwarded socket, or
+ * scripts/desktop-standin.sh's daemon in its own UTS namespace). False for the other backends,
+ * and when the socket does not answer (the server would then refuse every call anyway).
+ */
+async function engineIsRemote() {
+    const host = process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '';
+    if (BACKEND !== 'container') return false;
+    if (/^(tcp|ssh|http|https):/.test(host)) return true;
+    if (!host.startsWith('unix://')) return false;
+    const socketPath = host.slice('unix://'.length);
+    if (socketPath.includes('/.local/share/containers/podman/machine/')) return true;
+    const info = await new Promise((resolve) => {
+        const req = http.get({ socketPath, path: '/info', timeout: 15_000 }, (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (d) => { body += d; });
+            res.on('end', () => { try { resolve(JSON.parse(body)); } catch { resolve(null); } });
+        });
+        req.on('timeout', () => req.destroy());
+        req.on('error', () => resolve(null));
+    });
+    if (!info) return false;
+    if (/Docker Desktop|podman machine/i.test(info.OperatingSystem || '')) return true;
+    return typeof info.Name === 'string' && info.Name !== os.hostname();
+}
+/** True when the servers' container engine is on the volume path (engineIsRemote above). */
+export const REMOTE_ENGINE = await engineIsRemote();
+
 export const SLOW = Number(process.env.E2E_SLOW_FACTOR || 1);
 if (!(SLOW >= 1 && SLOW <= 20)) throw new Error(`E2E_SLOW_FACTOR must be between 1 and 20, got ${process.env.E2E_SLOW_FACTOR}`);
 // How long a killed run's processes may linger after the result came back. A container

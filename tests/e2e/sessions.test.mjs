@@ -8,13 +8,12 @@ import http from 'node:http';
 import { test } from 'node:test';
 
 import {
-    BACKEND, EXPECT_GRADE, GONE_WITHIN_MS, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
+    BACKEND, EXPECT_GRADE, REMOTE_ENGINE, GONE_WITHIN_MS, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
     callTool, connect, makeWorld, pidsWithMarker, serverGone, sleep, textOf, uniqueMarker, waitFor,
 } from './lib.mjs';
 
 // Sessions exist on native and on a container engine of this machine (the session's pipes
 // live in a folder the engine mounts); a remote engine refuses them with the fix.
-const REMOTE_ENGINE = /^(tcp|ssh|http|https):/.test(process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '');
 const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !REMOTE_ENGINE);
 
 // The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
