@@ -299,10 +299,7 @@ static void fold_line(const char *line, struct run_egress *ret, struct open_conn
                 if (!x->allowed)
                         return;
                 x->bytes_unknown++; /* until its "C" line comes */
-                if (open->n == open->cap) {
-                        open->cap = open->cap ? open->cap * 2 : 16;
-                        open->v = xrealloc(open->v, open->cap * sizeof(*open->v));
-                }
+                GREEDY_REALLOC(open->v, open->cap, open->n + 1);
                 open->v[open->n].id = id;
                 open->v[open->n].entry = (size_t)(x - ret->entries);
                 open->v[open->n++].ended = false;

@@ -221,10 +221,7 @@ static void walk_skip_deep(struct walk *w, const char *crel)
 static struct walk_frame *walk_push(struct walk_frame *stack, size_t *n, size_t *cap,
                                     struct walk_frame f)
 {
-        if (*n == *cap) {
-                *cap *= 2;
-                stack = xrealloc(stack, *cap * sizeof(*stack));
-        }
+        GREEDY_REALLOC(stack, *cap, *n + 1);
         stack[(*n)++] = f;
         return stack;
 }
