@@ -572,7 +572,7 @@ struct engine_manifest_entry {
 
 struct engine_manifest {
         struct engine_manifest_entry *v;
-        size_t n;
+        size_t n, cap; /* entries used, room for (GREEDY_REALLOC) */
 };
 
 /** engine_manifest_done() - free what @m holds. */
