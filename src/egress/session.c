@@ -258,7 +258,7 @@ static struct run_egress_entry *entry_for(struct run_egress *g, const char *host
         }
         if (!allowed && refused >= EGRESS_REFUSED_ENTRIES)
                 return NULL;
-        g->entries = xrealloc(g->entries, (g->n_entries + 1) * sizeof(*g->entries));
+        GREEDY_REALLOC(g->entries, g->cap_entries, g->n_entries + 1);
         struct run_egress_entry *x = &g->entries[g->n_entries++];
         memset(x, 0, sizeof(*x));
         memcpy(x->host, host, strnlen(host, sizeof(x->host) - 1));
