@@ -258,7 +258,7 @@ static struct run_egress_entry *entry_for(struct run_egress *g, const char *host
         }
         if (!allowed && refused >= EGRESS_REFUSED_ENTRIES)
                 return NULL;
-        g->entries = xrealloc(g->entries, (g->n_entries + 1) * sizeof(*g->entries));
+        GREEDY_REALLOC(g->entries, g->cap_entries, g->n_entries + 1);
         struct run_egress_entry *x = &g->entries[g->n_entries++];
         memset(x, 0, sizeof(*x));
         memcpy(x->host, host, strnlen(host, sizeof(x->host) - 1));
@@ -299,10 +299,7 @@ static void fold_line(const char *line, struct run_egress *ret, struct open_conn
                 if (!x->allowed)
                         return;
                 x->bytes_unknown++; /* until its "C" line comes */
-                if (open->n == open->cap) {
-                        open->cap = open->cap ? open->cap * 2 : 16;
-                        open->v = xrealloc(open->v, open->cap * sizeof(*open->v));
-                }
+                GREEDY_REALLOC(open->v, open->cap, open->n + 1);
                 open->v[open->n].id = id;
                 open->v[open->n].entry = (size_t)(x - ret->entries);
                 open->v[open->n++].ended = false;

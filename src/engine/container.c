@@ -376,8 +376,7 @@ int engine_container_programs_check(struct engine_state *st, const char *id, con
                                 image, interp);
         }
         pthread_mutex_lock(&st->lock);
-        st->programs_ok =
-            xrealloc(st->programs_ok, (st->n_programs_ok + 1) * sizeof(*st->programs_ok));
+        GREEDY_REALLOC(st->programs_ok, st->cap_programs_ok, st->n_programs_ok + 1);
         st->programs_ok[st->n_programs_ok++] = TAKE_PTR(key);
         pthread_mutex_unlock(&st->lock);
         return 0;

@@ -41,12 +41,12 @@ void engine_manifest_done(struct engine_manifest *m)
                 free(m->v[i].rel);
         free(m->v);
         m->v = NULL;
-        m->n = 0;
+        m->n = m->cap = 0;
 }
 
 static void manifest_add(struct engine_manifest *m, const char *rel, const struct stat *st)
 {
-        m->v = xrealloc(m->v, (m->n + 1) * sizeof(*m->v));
+        GREEDY_REALLOC(m->v, m->cap, m->n + 1);
         m->v[m->n].rel = xstrdup(rel);
         m->v[m->n].mode = st->st_mode;
         m->v[m->n].size = st->st_size;
@@ -221,10 +221,7 @@ static void walk_skip_deep(struct walk *w, const char *crel)
 static struct walk_frame *walk_push(struct walk_frame *stack, size_t *n, size_t *cap,
                                     struct walk_frame f)
 {
-        if (*n == *cap) {
-                *cap *= 2;
-                stack = xrealloc(stack, *cap * sizeof(*stack));
-        }
+        GREEDY_REALLOC(stack, *cap, *n + 1);
         stack[(*n)++] = f;
         return stack;
 }
@@ -421,7 +418,7 @@ static int cmp_str(const void *a, const void *b)
 
 struct names {
         char **v;
-        size_t n;
+        size_t n, cap;
 };
 
 static void names_done(struct names *s)
@@ -816,7 +813,7 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                                  (unsigned long long)caps->max_entries, rel);
                         goto out;
                 }
-                seen.v = xrealloc(seen.v, (seen.n + 1) * sizeof(char *));
+                GREEDY_REALLOC(seen.v, seen.cap, seen.n + 1);
                 seen.v[seen.n++] = xstrdup(rel);
                 r = unpack_one(a, e, rootfd, rel, &data_left, uid, gid, do_chown, &cb);
                 if (r == -EFBIG) {

@@ -75,10 +75,10 @@ void run_result_done(struct run_result *r)
                 free(r->images[i].data);
         free(r->images);
         r->images = NULL;
-        r->n_images = 0;
+        r->n_images = r->cap_images = 0;
         free(r->egress.entries);
         r->egress.entries = NULL;
-        r->egress.n_entries = 0;
+        r->egress.n_entries = r->egress.cap_entries = 0;
 }
 
 const char *run_outcome_name(enum run_outcome o)
@@ -604,7 +604,7 @@ void run_view_build(struct run_view *v, const struct run_result *r, unsigned tim
                         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
                         if (len > 0) {
-                                v->notes = xrealloc(v->notes, (v->n_notes + 1) * sizeof(char *));
+                                GREEDY_REALLOC(v->notes, v->cap_notes, v->n_notes + 1);
                                 v->notes[v->n_notes++] = sbx_text_sanitize_line(p, len);
                         }
                         p += len + 1;

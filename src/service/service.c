@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/trace.h"
 #include "common/xalloc.h"
+#include "engine/engine.h"
 #include "run/sandbox.h"
 #include "run/warden.h"
 #include "service/files.h"

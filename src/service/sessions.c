@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "run/warden.h"
@@ -80,17 +81,6 @@ static struct session *find(struct run_sessions *t, const char *id)
                 if (t->s[i].used && strcmp(t->s[i].info.id, id) == 0)
                         return &t->s[i];
         return NULL;
-}
-
-static void abs_time(struct timespec *ts, uint64_t ms)
-{
-        clock_gettime(CLOCK_MONOTONIC, ts);
-        ts->tv_sec += (time_t)(ms / 1000u);
-        ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
-        if (ts->tv_nsec >= 1000000000L) {
-                ts->tv_sec++;
-                ts->tv_nsec -= 1000000000L;
-        }
 }
 
 /* Under the lock: the first idle session past its idle time, or NULL; *@ret_wait_ms until the
@@ -170,7 +160,7 @@ static void *thread_main(void *arg)
                         pthread_mutex_lock(&t->lock);
                         continue;
                 }
-                abs_time(&ts, wait_ms);
+                ts = sbx_deadline_ts(wait_ms);
                 (void)pthread_cond_timedwait(&t->wake, &t->lock, &ts);
         }
         pthread_mutex_unlock(&t->lock);

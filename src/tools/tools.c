@@ -308,8 +308,10 @@ static json_object *run_code_output(void)
             oprops, "egress",
             prop("object", "Present when the call asked for network \"allowlist\": policy, "
                            "hosts (each host:port tried: host, port, verdict allowed|denied, "
-                           "reason for a denial, connections, bytes_up, bytes_down), note when "
-                           "the proxy ended early, text (the result's egress: line)."));
+                           "reason for a denial, connections, bytes_up, bytes_down, and "
+                           "bytes_unknown: connections whose bytes were never recorded, left "
+                           "out of the two), note when the proxy ended early, text (the "
+                           "result's egress: line)."));
 
         json_object_object_add(oprops, "usage", run_code_usage());
         json_object_object_add(oprops, "session",
@@ -608,6 +610,33 @@ static void measure_json(json_object *u, const char *name, const struct run_meas
         }
 }
 
+json_object *tools_egress_json(const struct run_egress *g, const struct run_view *v)
+{
+        json_object *o = json_object_new_object(), *hosts = json_object_new_array();
+
+        add_str(o, "policy", "allowlist");
+        for (size_t i = 0; i < g->n_entries; i++) {
+                const struct run_egress_entry *e = &g->entries[i];
+                json_object *h = json_object_new_object();
+                add_str(h, "host", v->egress_hosts[i]);
+                add_int(h, "port", e->port);
+                add_str(h, "verdict", e->allowed ? "allowed" : "denied");
+                add_str(h, "reason", e->reason);
+                add_int(h, "connections", e->connections);
+                add_int(h, "bytes_up", e->bytes_up);
+                add_int(h, "bytes_down", e->bytes_down);
+                if (e->bytes_unknown) /* their bytes are left out of bytes_up and bytes_down */
+                        add_int(h, "bytes_unknown", e->bytes_unknown);
+                json_object_array_add(hosts, h);
+        }
+        json_object_object_add(o, "hosts", hosts);
+        if (g->records_dropped)
+                add_int(o, "unlisted", g->records_dropped);
+        add_str(o, "note", v->egress_note);
+        add_str(o, "text", v->egress);
+        return o;
+}
+
 /* structuredContent of a run: docs/design/results.md. Every string comes from @v, the same
  * strings the text block is made of. No nulls: a fact that does not apply is left out. */
 static json_object *structured_result(const struct run_result *r, const struct run_view *v)
@@ -650,29 +679,8 @@ static json_object *structured_result(const struct run_result *r, const struct r
                 add_int(o, "blocked_syscalls_unlisted", v->blocked_syscalls_unlisted);
         add_str(o, "blocked_reporting_stopped", v->blocked_reporting_stopped);
         add_str(o, "audit", v->audit);
-        if (v->egress_on) {
-                json_object *g = json_object_new_object(), *hosts = json_object_new_array();
-
-                add_str(g, "policy", "allowlist");
-                for (size_t i = 0; i < r->egress.n_entries; i++) {
-                        const struct run_egress_entry *e = &r->egress.entries[i];
-                        json_object *h = json_object_new_object();
-                        add_str(h, "host", v->egress_hosts[i]);
-                        add_int(h, "port", e->port);
-                        add_str(h, "verdict", e->allowed ? "allowed" : "denied");
-                        add_str(h, "reason", e->reason);
-                        add_int(h, "connections", e->connections);
-                        add_int(h, "bytes_up", e->bytes_up);
-                        add_int(h, "bytes_down", e->bytes_down);
-                        json_object_array_add(hosts, h);
-                }
-                json_object_object_add(g, "hosts", hosts);
-                if (r->egress.records_dropped)
-                        add_int(g, "unlisted", r->egress.records_dropped);
-                add_str(g, "note", v->egress_note);
-                add_str(g, "text", v->egress);
-                json_object_object_add(o, "egress", g);
-        }
+        if (v->egress_on)
+                json_object_object_add(o, "egress", tools_egress_json(&r->egress, v));
         if (r->session[0]) {
                 add_str(o, "session", r->session);
                 add_int(o, "session_call", r->session_call);

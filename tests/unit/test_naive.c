@@ -22,6 +22,7 @@
 #include "run/sandbox.h"
 #include "run/warden.h"
 #include "testutil.h"
+#include "naive/naive.h"
 
 static struct sbx_config cfg;
 static char *workspace;

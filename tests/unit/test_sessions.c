@@ -23,6 +23,7 @@
 #include "service/registry.h"
 #include "service/sessions.h"
 #include "testutil.h"
+#include "naive/naive.h"
 
 #define TEST_UID 2000
 #define TEST_GID 2000
