@@ -581,6 +581,7 @@ void engine_manifest_done(struct engine_manifest *m);
 /* What the copy-back did. */
 struct engine_copyback {
         unsigned files, dirs, symlinks, deleted;
+        unsigned kept;           /* of files: the host's was the same, left as it was */
         unsigned refused;        /* entries not written (see first_refusal) */
         char first_refusal[200]; /* "'name': why" of the first refused entry */
         bool capped;             /* a cap stopped it: the workspace holds part of the changes,

@@ -260,9 +260,9 @@ static void copy_back(struct engine_state *st, const struct sbx_config *cfg, con
                          e.msg);
                 return;
         }
-        log_debug("workspace copy-back: %u files, %u folders, %u symlinks, %u deleted, %u "
-                  "refused",
-                  cb.files, cb.dirs, cb.symlinks, cb.deleted, cb.refused);
+        log_debug("workspace copy-back: %u files (%u unchanged, kept), %u folders, %u "
+                  "symlinks, %u deleted, %u refused",
+                  cb.files, cb.kept, cb.dirs, cb.symlinks, cb.deleted, cb.refused);
         if (cb.capped) {
                 log_warning("workspace copy-back: %s", cb.cap_note);
                 note_add(res,
