@@ -302,6 +302,55 @@ test('killing the server during a busy cell leaves no process behind', { skip: !
     if (BACKEND === 'container') await noContainerLeft(w, pid, ctrBefore);
 });
 
+// Container backend (tests/adversarial/server.md, "session outlives a SIGKILLed server"): the
+// session's pid 1 ends the container when the lifeline FIFO (/sandbox/life) has no writer left.
+// A cell that opens it for writing itself must not keep the container alive: with a server as
+// root the FIFO is not writable by the code's uid; anywhere else the backstop (the session's
+// idle time + the longest call + 10 s without a cell) ends it. The bound here is that backstop
+// (5 + 5 + 10 s) and a margin; before the fix the container ran on for good.
+const BACKSTOP_ENV = { VESTIBULE_SESSION_IDLE_S: '5', VESTIBULE_MAX_TIMEOUT_S: '5', VESTIBULE_DEFAULT_TIMEOUT_S: '5' };
+const BACKSTOP_MS = (5 + 5 + 10) * 1000 + GONE_WITHIN_MS;
+
+test('a cell holding the session\'s lifeline open does not outlive a SIGKILLed server', { skip: !HAS_SESSIONS || BACKEND !== 'container' }, async (t) => {
+    const conn = await connect(makeWorld(t, BACKSTOP_ENV));
+    const m = uniqueMarker('holdlife');
+    const id = await start(conn, 'bash');
+    const before = await containersOf(conn.pid);
+    assert.deepEqual(before.map((c) => c.running), [true], 'control: the session\'s container runs');
+    // the cell's shell holds "life" for writing if the code may open it (the supervisor reads
+    // it, so the open does not block), and never ends: its runner never reads the cells' EOF
+    const code = `exec 9>/sandbox/life 2>/dev/null; (exec -a ${m} sleep 300) &\nwhile :; do sleep 1; done`;
+    const pending = cell(conn, id, 'bash', code, { timeout_seconds: 5 }).catch(() => null);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 1, 10_000), 'control: the cell runs');
+    const pid = conn.pid;
+    process.kill(pid, 'SIGKILL');
+    assert.ok(await serverGone(pid, 3000), 'the server died');
+    // a server as root: the lifeline itself ends it; else the backstop
+    const bound = process.getuid() === 0 ? GONE_WITHIN_MS : BACKSTOP_MS;
+    assert.ok(await waitFor(async () => (await containersOf(pid)).every((x) => !x.running), bound),
+        `the container still runs ${bound} ms after the server died`);
+    await pending;
+});
+
+// The backstop alone: a server that is there but stopped (SIGSTOP) holds the lifeline open and
+// sends no cell; the container ends by itself once the backstop passes.
+test('a session\'s container ends by itself when no cell comes within its backstop', { skip: !HAS_SESSIONS || BACKEND !== 'container' }, async (t) => {
+    const conn = await connect(makeWorld(t, BACKSTOP_ENV));
+    const id = await start(conn, 'bash');
+    const c = await cell(conn, id, 'bash', 'echo ok');
+    assert.equal(c.s.stdout, 'ok\n');
+    const pid = conn.pid;
+    assert.deepEqual((await containersOf(pid)).map((x) => x.running), [true], 'control: the session\'s container runs');
+    process.kill(pid, 'SIGSTOP');
+    try {
+        assert.ok(await waitFor(async () => (await containersOf(pid)).every((x) => !x.running), BACKSTOP_MS),
+            `the container still runs ${BACKSTOP_MS} ms after its last cell`);
+    } finally {
+        process.kill(pid, 'SIGKILL');
+        process.kill(pid, 'SIGCONT');
+    }
+});
+
 test('the memory cap holds across cells that each allocate a step more', { skip: !HAS_SESSIONS }, async (t) => {
     const conn = await connect(makeWorld(t, { VESTIBULE_MEM_MB: '64' }));
     const id = await start(conn, 'python');
