@@ -495,6 +495,8 @@ static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, stru
                 res->outcome = RUN_OUTCOME_EXITED;
                 res->exit_code = r == 0 ? st.code : 1;
         }
+        if (w->by_ended_fd && w->forced == RUN_OUTCOME_NONE)
+                (void)sbx_runner_channel_broken(r, res); /* not the runner's words */
         if (r == 0 && strcmp(st.kind, "interrupted") == 0 && w->forced == RUN_OUTCOME_NONE)
                 run_result_note(res, "the cell was interrupted (SIGINT from inside the session)");
         cells_usage(sb, res);

@@ -351,6 +351,24 @@ test('a session\'s container ends by itself when no cell comes within its backst
     }
 });
 
+// Code in a session can reach its runner's status channel (python's fd 5; docs/design/
+// sessions.md). A line there that is not a record, or a forged record of another cell, ends the
+// session, and the result says the channel was corrupted, not "the interpreter exited" with a
+// made-up exit status (tests/adversarial/server.md).
+test('a cell that corrupts its status channel ends its session, which says so', { skip: !HAS_SESSIONS }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    for (const [what, line] of [['garbage', 'not a record\\n'], ['forged', '99 ok 0\\n']]) {
+        const id = await start(conn, 'python');
+        const ok = await cell(conn, id, 'python', 'print("before")');
+        assert.equal(seen(ok, id).stdout, 'before\n', 'control: the session runs');
+        const c = await cell(conn, id, 'python', `import os, time\n_ = os.write(5, b"${line}")\ntime.sleep(0.5)`);
+        assert.match(c.s.session_ended ?? '', /status channel .*was corrupted/, `${what}:\n${c.text}`);
+        assert.doesNotMatch(c.text, /interpreter exited|exit code: 1$/m, `${what}:\n${c.text}`);
+        const next = await callTool(conn, 'run_code', { language: 'python', code: 'print(1)', session: id });
+        assert.match(textOf(next), /has ended/, `${what}: the session is over`);
+    }
+});
+
 test('the memory cap holds across cells that each allocate a step more', { skip: !HAS_SESSIONS }, async (t) => {
     const conn = await connect(makeWorld(t, { VESTIBULE_MEM_MB: '64' }));
     const id = await start(conn, 'python');
