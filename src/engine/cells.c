@@ -328,6 +328,12 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                                 sbx_language_name(v->language), out[0] ? ": " : "", out,
                                 r == -ETIMEDOUT ? "no word from it" : "it ended");
         }
+        /* what it printed while it started is no cell's output (runners.h) */
+        size_t dropped = sbx_runner_drop_startup(c->out_r) + sbx_runner_drop_startup(c->err_r);
+        if (dropped)
+                log_info("session %.12s: %zu bytes the interpreter printed as it started were "
+                         "dropped (a .pth file or sitecustomize.py in the workspace?)",
+                         v->id, dropped);
         /* the runner holds the read end now: a write-only end, so a runner that died is
          * EPIPE at the next cell rather than a pipe that fills */
         int w = -1;

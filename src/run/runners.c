@@ -165,3 +165,25 @@ bool sbx_runner_channel_broken(int r, struct run_result *res)
                                : "no status record of this cell");
         return true;
 }
+
+size_t sbx_runner_drop_startup(int fd)
+{
+        char buf[16384];
+        size_t dropped = 0;
+
+        while (dropped < (1u << 20)) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                int pr = poll(&p, 1, 0);
+                if (pr < 0 && errno == EINTR)
+                        continue;
+                if (pr <= 0 || !(p.revents & POLLIN))
+                        break;
+                ssize_t k = read(fd, buf, sizeof(buf));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                dropped += (size_t)k;
+        }
+        return dropped;
+}

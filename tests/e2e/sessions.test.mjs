@@ -369,6 +369,25 @@ test('a cell that corrupts its status channel ends its session, which says so', 
     }
 });
 
+// What the interpreter prints as it starts (here a .pth file in the workspace's user site, which
+// python runs at every start) is no cell's output: the first cell's result has only its own.
+test('output printed while the interpreter starts is not in the first cell', { skip: !HAS_SESSIONS }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const plant = await callTool(conn, 'run_code', { language: 'python', code: `import os, sys, site
+d = site.getusersitepackages()
+os.makedirs(d, exist_ok=True)
+open(d + '/zz-startup.pth', 'w').write('import sys; sys.stdout.write("STARTUP-OUT\\\\n"); sys.stderr.write("STARTUP-ERR\\\\n")\\n')
+print("planted")` });
+    assert.match(textOf(plant), /^planted$/m, textOf(plant));
+    const control = await callTool(conn, 'run_code', { language: 'python', code: 'print("x")' });
+    assert.match(textOf(control), /STARTUP-OUT/, 'control: the .pth runs at a python start');
+    const id = await start(conn, 'python');
+    const c = await cell(conn, id, 'python', 'print("first")');
+    const s = seen(c, id);
+    assert.equal(s.stdout, 'first\n', c.text);
+    assert.doesNotMatch(c.text, /STARTUP-(OUT|ERR)/, c.text);
+});
+
 test('the memory cap holds across cells that each allocate a step more', { skip: !HAS_SESSIONS }, async (t) => {
     const conn = await connect(makeWorld(t, { VESTIBULE_MEM_MB: '64' }));
     const id = await start(conn, 'python');
