@@ -388,6 +388,22 @@ print("planted")` });
     assert.doesNotMatch(c.text, /STARTUP-(OUT|ERR)/, c.text);
 });
 
+// Background work between calls has no time bound of its own (only the session's end stops
+// it): session_start's description says so, and it is so (tests/adversarial/server.md).
+test('session_start says background work runs on between calls, and it does', { skip: !HAS_SESSIONS }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const tool = (await conn.client.listTools()).tools.find((x) => x.name === 'session_start');
+    assert.match(tool.description, /Processes a cell starts in the background keep running between calls, with no time limit of their own, until the session ends\./);
+    const id = await start(conn, 'bash');
+    const a = await cell(conn, id, 'bash', '(while :; do echo . >> /tmp/ticks; sleep 0.1; done) >/dev/null 2>&1 &\necho started');
+    assert.equal(seen(a, id).stdout, 'started\n');
+    const b = await cell(conn, id, 'bash', 'wc -l < /tmp/ticks');
+    await sleep(1500);
+    const c = await cell(conn, id, 'bash', 'wc -l < /tmp/ticks');
+    const n1 = Number(seen(b, id).stdout), n2 = Number(seen(c, id).stdout);
+    assert.ok(n2 >= n1 + 5, `the background loop ran between the calls (${n1} then ${n2} ticks)`);
+});
+
 test('the memory cap holds across cells that each allocate a step more', { skip: !HAS_SESSIONS }, async (t) => {
     const conn = await connect(makeWorld(t, { VESTIBULE_MEM_MB: '64' }));
     const id = await start(conn, 'python');
