@@ -329,7 +329,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
             .owner = sb->owner,
             .podman = sb->podman,
             .userns_keep_id = st->rootless_podman,
-            .init = true,
+            .init = !sb->cells, /* a session's command is its own pid 1 (cells.c) */
             .cgroup_parent = *sb->cgroup ? sb->cgroup : NULL,
             .seccomp_profile = secprof,
             .extra_env = env,

@@ -364,6 +364,15 @@ static char *outcome_text(const struct run_result *r, unsigned timeout_s, size_t
                 const char *name = NULL;
                 uint64_t at = flood_stop(r, &name);
 
+                /* what was read of that stream until the program was dead (its truncation
+                 * note's count) is said too, so the two numbers agree */
+                uint64_t all = strcmp(name, "stdout") == 0 ? r->out.total : r->err.total;
+                if (at > 0 && all > at)
+                        return xasprintf("stopped at %llu bytes of %s: more than twice the "
+                                         "%zu-byte output cap (%llu bytes of it were read in all, "
+                                         "until the program was dead)",
+                                         (unsigned long long)at, name, cap,
+                                         (unsigned long long)all);
                 if (at > 0)
                         return xasprintf("stopped at %llu bytes of %s: more than twice the "
                                          "%zu-byte output cap",

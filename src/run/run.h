@@ -181,7 +181,8 @@ struct run_result {
 
         /* A call in a session (run_code with session, docs/design/sessions.md), filled by the
          * service: the handle, this call's number (1 = the first), the session's age when the
-         * call ended; and why this call ended the session ("" = the session lives on).
+         * call ended; and why this call ended the session ("" = the session lives on; a backend
+         * that ended it for a cause only it knows says so first, sbx_runner_channel_broken()).
          * session[0] == '\0': not a session call. */
         char session[64];
         uint64_t session_call;

@@ -345,8 +345,8 @@ static int unknown(struct run_sessions *t, const char *id, struct sbx_error *err
         return sbx_fail(err, ENOENT, "no session '%s' on this server: %s", id, start);
 }
 
-/* Under the lock: find @id for a call of @language, mark it busy and count the call; its
- * record into @ret, its entry into *@ret_entry. */
+/* Under the lock: find @id for a call of @language, mark it busy and count the call (a call
+ * refused for its language is not one); its record into @ret, its entry into *@ret_entry. */
 static int claim_call(struct run_sessions *t, const char *id, enum sbx_language language,
                       struct session_info *ret, struct sandbox_entry **ret_entry,
                       struct sbx_error *err)
@@ -360,14 +360,14 @@ static int claim_call(struct run_sessions *t, const char *id, enum sbx_language 
                                 "a call is running in session '%s' (a session runs one call at a "
                                 "time): wait for its result, or cancel it, then retry",
                                 id);
-        x->busy = true;
-        x->info.calls++;
-        *ret = x->info;
         if (language == x->info.language) {
+                x->busy = true;
+                x->info.calls++;
+                *ret = x->info;
                 *ret_entry = x->entry;
                 return 0;
         }
-        x->busy = false;
+        *ret = x->info;
         x->last_ms = sbx_now_ms();
         return sbx_fail(err, EINVAL,
                         "session '%s' runs %s, not %s: pass language '%s', or start a %s session "

@@ -427,8 +427,9 @@ static json_object *session_start_tool(const struct sbx_config *cfg)
             "bash shell that keeps its state across run_code calls (pass the returned handle "
             "as run_code's session). Like notebook cells: variables, imports, functions and "
             "the shell's folder persist; a call that times out is interrupted and the session "
-            "lives on. At most %u sessions at once; one without a call for %u s ends. End it "
-            "with session_end when done.",
+            "lives on. Processes a cell starts in the background keep running between calls, "
+            "with no time limit of their own, until the session ends. At most %u sessions at "
+            "once; one without a call for %u s ends. End it with session_end when done.",
             cfg ? cfg->max_sessions : 4, cfg ? cfg->session_idle_s : 900);
 
         json_object_object_add(t, "name", jstr("session_start"));
