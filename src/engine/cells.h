@@ -54,11 +54,13 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
 
 /**
  * engine_cells_cmd() - the container's command for a session: a bash wrapper that opens the
- * FIFOs as the runner's fds 4, 5, 1 and 2, then execs the runner (sbx_runner_argv()). Fills
- * @cmd (NULL-terminated, at most @max entries with the NULL); the strings are static or @c's.
+ * FIFOs as the runner's fds 4, 5, 1 and 2, then execs the runner (sbx_runner_argv(), its
+ * interpreter named @interp: engine_interp_for()), both by absolute path (ENGINE_BASH_PATH).
+ * Fills @cmd (NULL-terminated, at most @max entries with the NULL); the strings are static,
+ * @interp or @c's.
  */
-void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char **cmd,
-                      size_t max);
+void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char *interp,
+                      const char **cmd, size_t max);
 
 /**
  * engine_cells_launch() - after the container is created and checked: open our ends of the

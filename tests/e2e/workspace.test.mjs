@@ -230,3 +230,34 @@ raise SystemExit(4)'; echo "rc=$?"; exit 5`);
         }
     }
 });
+
+// Issue 24 #2, the rest: the container's command named `timeout`, `python3`, `node` and `bash`
+// by bare name, so only PATH's order kept a run's /workspace/.local/bin copies from standing in
+// for them. The launcher now names them by absolute path (engine_interp_for()): what each
+// program sees as its own argv[0], and its parent `timeout`'s, says so.
+test('the container launcher starts timeout and the interpreter by absolute path', { skip: BACKEND !== 'container' && 'the container backend\'s command' }, async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const argv = (pid) => `open("/proc/${pid}/cmdline").read().split("\\0")[:-1]`;
+    const py = await runCode(conn, 'python', `import os\nprint("self", ${argv('self')})\nprint("parent", ${argv('" + str(os.getppid()) + "')})`);
+    assertExitCode(py.text, 0);
+    assert.match(py.text, /^self \['\/usr\/(local\/)?bin\/python3', '\/sandbox\/main\.py'\]$/m, py.text);
+    assert.match(py.text, /^parent \['\/usr\/bin\/timeout', '--kill-after=1', '\d+', '\/usr\/(local\/)?bin\/python3', '\/sandbox\/main\.py'\]$/m, py.text);
+    // control: a program started by bare name shows the bare name
+    const sh = await runCode(conn, 'bash', 'tr "\\0" " " </proc/$$/cmdline; echo; tr "\\0" " " </proc/$PPID/cmdline; echo; python3 -c \'print(open("/proc/self/cmdline").read().split("\\0")[0])\'');
+    assertExitCode(sh.text, 0);
+    assert.match(sh.text, /^\/bin\/bash \/sandbox\/main\.sh $/m, sh.text);
+    assert.match(sh.text, /^\/usr\/bin\/timeout --kill-after=1 \d+ \/bin\/bash \/sandbox\/main\.sh $/m, sh.text);
+    assert.match(sh.text, /^python3$/m, sh.text);
+    const js = await runCode(conn, 'node', 'console.log("self", require("fs").readFileSync("/proc/self/cmdline", "utf8").split("\\0")[0])');
+    assertExitCode(js.text, 0);
+    assert.match(js.text, /^self \/usr\/(local\/)?bin\/node$/m, js.text);
+    if (!REMOTE_ENGINE) {
+        const s = await callTool(conn, 'session_start', { language: 'python' });
+        assert.equal(s.isError, false, textOf(s));
+        const session = s.structuredContent.session;
+        const c = await callTool(conn, 'run_code', { language: 'python', session, code: 'print("cell", open("/proc/self/cmdline").read().split("\\0")[0])' });
+        assert.match(textOf(c), /^cell \/usr\/(local\/)?bin\/python3$/m, textOf(c));
+        await callTool(conn, 'session_end', { session });
+    }
+});
