@@ -399,10 +399,13 @@ int engine_container_programs_check(struct engine_state *st, const char *id, con
                                         "bash, timeout and the interpreter, or run `vestibule-mcp "
                                         "setup`",
                                         image, ENGINE_TIMEOUT_PATH);
+                const char *base = strrchr(interp, '/');
                 return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' has no '%s': use an image that provides "
-                                "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
-                                image, interp);
+                                "the sandbox image '%s' has no '%s'%s%s: use an image that "
+                                "provides bash, timeout and the interpreter, or run "
+                                "`vestibule-mcp setup`",
+                                image, base ? base + 1 : interp, base ? " at " : "",
+                                base ? interp : "");
         }
         pthread_mutex_lock(&st->lock);
         st->programs_ok =
