@@ -169,18 +169,19 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
         return 0;
 }
 
-void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char **cmd,
-                      size_t max)
+void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char *interp,
+                      const char **cmd, size_t max)
 {
         const char *const *argv = sbx_runner_argv(l);
         size_t n = 0;
 
-        cmd[n++] = "bash";
+        cmd[n++] = ENGINE_BASH_PATH;
         cmd[n++] = "-c";
         cmd[n++] = cells_wrapper;
         cmd[n++] = "vestibule-cells";
         cmd[n++] = c->backstop_arg;
-        for (; *argv && n < max - 1; argv++)
+        cmd[n++] = interp; /* in place of the runner's bare argv[0] */
+        for (argv++; *argv && n < max - 1; argv++)
                 cmd[n++] = *argv;
         cmd[n] = NULL;
 }

@@ -56,13 +56,14 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
 
 /**
  * engine_cells_cmd() - the container's command for a session, run as its pid 1 (no init): a bash
- * supervisor that opens the FIFOs as the runner's fds 4, 5, 1 and 2, starts the runner
- * (sbx_runner_argv()) and ends the container when the lifeline ends or no cell came within the
- * backstop (cells.c, cells_wrapper). Fills
- * @cmd (NULL-terminated, at most @max entries with the NULL); the strings are static or @c's.
+ * supervisor (by absolute path, ENGINE_BASH_PATH) that opens the FIFOs as the runner's fds 4, 5,
+ * 1 and 2, starts the runner (sbx_runner_argv(), its interpreter named @interp:
+ * engine_interp_for()) and ends the container when the lifeline ends or no cell came within the
+ * backstop (cells.c, cells_wrapper). Fills @cmd (NULL-terminated, at most @max entries with the
+ * NULL); the strings are static, @interp or @c's.
  */
-void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char **cmd,
-                      size_t max);
+void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char *interp,
+                      const char **cmd, size_t max);
 
 /**
  * engine_cells_launch() - after the container is created and checked: open our ends of the

@@ -26,6 +26,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "egress/egress.h"
 
 #define VOLUME_XFER_TIMEOUT_MS 300000L /* one archive PUT/GET: large workspaces take a while */
 #define VOLUME_MAX_DEPTH 128           /* deeper host workspace folders are left out */
@@ -328,6 +329,17 @@ static ssize_t fd_write_cb(struct archive *a, void *ud, const void *buf, size_t 
         return (ssize_t)n;
 }
 
+/* "<@code_root>/sitecustomize.py" (egress.h, egress_sitecustomize), root's, 0444. */
+static int tar_sitecustomize(struct archive *a, const char *code_root, time_t now,
+                             struct sbx_error *err)
+{
+        _cleanup_free_ char *name = xasprintf("%s/%s", code_root, EGRESS_SITECUSTOMIZE_NAME);
+        size_t len = strlen(egress_sitecustomize);
+        int r = tar_header(a, name, S_IFREG | 0444, (int64_t)len, 0, 0, NULL, now, err);
+
+        return r < 0 ? r : tar_data(a, name, egress_sitecustomize, len, err);
+}
+
 static int handin_tar(int fd, enum engine_handin_part part, const char *script_name,
                       const char *code, size_t code_len, const char *workspace_dir, uid_t uid,
                       gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
@@ -356,6 +368,8 @@ static int handin_tar(int fd, enum engine_handin_part part, const char *script_n
                                        now, err);
                 if (r == 0)
                         r = tar_data(a, script, code, code_len, err);
+                if (r == 0)
+                        r = tar_sitecustomize(a, code_root, now, err);
                 if (r < 0)
                         return r;
         }
