@@ -125,6 +125,10 @@ static void *keeper_main(void *userdata)
                         build_one(w, todo);
                         continue;
                 }
+                /* drop_idle() let the lock go: a warm_keeper_free() in that window set stop
+                 * and broadcast to no one, and a wait now would never end */
+                if (w->stop)
+                        break;
                 now = sbx_now_ms();
                 if (next == UINT64_MAX) {
                         pthread_cond_wait(&w->work, &w->lock);
