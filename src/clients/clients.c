@@ -1134,6 +1134,40 @@ static int mkdir_parents(const char *path, bool self, struct sbx_error *err)
         return 0;
 }
 
+/* Refuse to write at @path (a file, or when it does not exist yet the nearest folder above it
+ * that does) when another uid than the effective one owns it: root's run on a user's HOME
+ * (sudo -E) left the user's config and backup folder root's, and the user's next runs failed.
+ * A sticky folder (/tmp) is shared: new files there are ours. stat(2), credentials(7).
+ * @what names @path in the error. Return: 0 or -EPERM naming the fix. */
+static int check_owner(const char *path, const char *what, struct sbx_error *err)
+{
+        _cleanup_free_ char *p = xstrdup(path), *named = NULL;
+        struct stat st;
+
+        while (stat(p, &st) < 0) {
+                char *slash = strrchr(p, '/');
+
+                if (errno != ENOENT || strcmp(p, ".") == 0)
+                        return 0; /* the write itself says what is wrong */
+                if (!slash) {
+                        free(p);
+                        p = xstrdup(".");
+                } else {
+                        slash[slash == p] = '\0';
+                }
+        }
+        if (st.st_uid == geteuid() || (S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)))
+                return 0;
+        named = strcmp(p, path) == 0 ? xasprintf("%s '%s'", what, p)
+                                     : xasprintf("'%s' (the folder above %s '%s')", p, what, path);
+        return sbx_fail(err, EPERM,
+                        "%s belongs to uid %ju, not to the uid running install-client (%ju), and "
+                        "writing there would leave files that user cannot change: run it as the "
+                        "user who owns '%s', without sudo (what an earlier sudo run left root's: "
+                        "chown it back to its user)",
+                        named, (uintmax_t)st.st_uid, (uintmax_t)geteuid(), p);
+}
+
 int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
                    struct sbx_error *err)
 {
@@ -1145,7 +1179,9 @@ int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
         int r;
 
         *ret_backup = NULL;
-        r = read_file(path, &old, &st, err);
+        r = check_owner(path, "the config", err);
+        if (r == 0)
+                r = read_file(path, &old, &st, err);
         if (r < 0 || !old)
                 return r;
         gmtime_r(&now, &tm);
@@ -1153,7 +1189,9 @@ int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
         if (backup_dir) {
                 const char *slash = strrchr(path, '/');
 
-                r = mkdir_parents(backup_dir, true, err);
+                r = check_owner(backup_dir, "the backup folder", err);
+                if (r == 0)
+                        r = mkdir_parents(backup_dir, true, err);
                 if (r < 0)
                         return r;
                 base = xasprintf("%s/%s", backup_dir, slash ? slash + 1 : path);
@@ -1263,6 +1301,8 @@ int clients_install(const struct client_info *c, const char *path, const struct 
                 *ret_backup = NULL;
         /* A symlinked config (a dotfiles repository) is edited where it lives. */
         r = resolve_target(path, &target, err);
+        if (r == 0)
+                r = check_owner(target, "the config", err);
         if (r == 0)
                 r = mkdir_parents(target, false, err);
         if (r == 0)
