@@ -157,12 +157,36 @@ static char *kept_text(char *env, char *keys)
         return r;
 }
 
+/* The entry's key for its environment: opencode's "environment", everyone else's "env". */
+static const char *json_env_key(enum client_format f)
+{
+        return f == CLIENT_FORMAT_JSON_OPENCODE ? "environment" : "env";
+}
+
+/* Refuse an old entry @have whose env is not an object: json_keep_old() would keep it as it
+ * is and so drop the --env values and PATH. Return: 0 or -EINVAL naming the fix. */
+static int json_env_usable(enum client_format f, const char *name, json_object *have,
+                           struct sbx_error *err)
+{
+        const char *env_key = json_env_key(f);
+        json_object *env;
+
+        if (!json_object_object_get_ex(have, env_key, &env) ||
+            json_object_is_type(env, json_type_object))
+                return 0;
+        return sbx_fail(err, EINVAL,
+                        "the entry \"%s\" has an \"%s\" that is a JSON %s, not an object, so "
+                        "the --env values and PATH cannot be added to it: make it an object "
+                        "({\"NAME\": \"VALUE\", ...}) or delete it, then run install-client again",
+                        name, env_key, json_type_to_name(json_object_get_type(env)));
+}
+
 /* Keep what the user set on the old entry @have in the new @entry: its keys other than the ones
  * we write (type, command, args; opencode's enabled), and the env values @entry does not set.
  * Return: what was kept (kept_text()). */
 static char *json_keep_old(enum client_format f, json_object *entry, json_object *have)
 {
-        const char *env_key = f == CLIENT_FORMAT_JSON_OPENCODE ? "environment" : "env";
+        const char *env_key = json_env_key(f);
         char *env_names = NULL, *key_names = NULL;
         size_t env_len = 0, key_len = 0;
         FILE *eb = open_memstream(&env_names, &env_len), *kb = open_memstream(&key_names, &key_len);
@@ -347,9 +371,14 @@ static int merge_json(const struct client_info *c, const char *old_text,
                 servers = json_object_new_object();
                 json_object_object_add(root, key, servers);
         }
-        entry = json_entry(c->format, s);
         if (json_object_object_get_ex(servers, s->name, &have) &&
-            json_object_is_type(have, json_type_object))
+            json_object_is_type(have, json_type_object)) {
+                r = json_env_usable(c->format, s->name, have, err);
+                if (r < 0)
+                        return r;
+        }
+        entry = json_entry(c->format, s);
+        if (have && json_object_is_type(have, json_type_object))
                 kept = json_keep_old(c->format, entry, have);
         if (have && json_object_equal(have, entry)) {
                 json_object_put(entry);

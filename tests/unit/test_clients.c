@@ -602,6 +602,44 @@ START_TEST(others_files_refused)
 }
 END_TEST
 
+/* `--env` and PATH were silently lost when the old entry's env was not an object (it was kept
+ * as it was, exit 0); now refused naming the fix, the file untouched. */
+START_TEST(json_env_not_an_object_refused)
+{
+        static const char *const bad[] = {
+            "{\"mcpServers\": {\"vestibule\": {\"command\": \"x\", \"env\": [\"A=1\"]}}}\n",
+            "{\"mcpServers\": {\"vestibule\": {\"command\": \"x\", \"env\": \"A=1\"}}}\n",
+            "{\"mcpServers\": {\"vestibule\": {\"command\": \"x\", \"env\": null}}}\n",
+        };
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir), *text = NULL;
+        const char *fine = "{\"mcpServers\": {\"vestibule\": {\"command\": \"x\", \"env\": {\"A\": "
+                           "\"1\"}}}}\n";
+        struct sbx_error err = {0};
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                write_text(path, bad[i]);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == -EINVAL && strstr(err.msg, "\"env\"") &&
+                                  strstr(err.msg, "not an object"),
+                              "case %zu: %d %s", i, r, err.msg);
+                free(text);
+                text = read_text(path);
+                ck_assert_str_eq(text, bad[i]);
+        }
+        ck_assert_int_eq(count_files(".vestibule-backup-"), 0);
+        /* control: an object env takes --env and keeps A */
+        write_text(path, fine);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == 1, "control: %d %s", r, err.msg);
+        free(text);
+        text = read_text(path);
+        ck_assert_msg(strstr(text, "\"A\": \"1\"") && strstr(text, "VESTIBULE_BACKEND"), "%s",
+                      text);
+}
+END_TEST
+
 /* --- Codex TOML ---------------------------------------------------------------------------- */
 
 /* @path parses as TOML by a real parser (python3's tomllib); skips when python3 is missing. */
@@ -862,6 +900,7 @@ static Suite *clients_suite(void)
         tcase_add_test(json, hard_linked_and_read_only_configs_refused);
         tcase_add_test(json, json_lossy_values_refused);
         tcase_add_test(json, others_files_refused);
+        tcase_add_test(json, json_env_not_an_object_refused);
         suite_add_tcase(s, json);
         tcase_add_checked_fixture(toml, setup, teardown);
         tcase_add_test(toml, toml_appended_others_byte_identical);
