@@ -285,17 +285,20 @@ static long hex4(const char *p)
 }
 
 /* Refuse strict JSON @text that json-c would not write back as it reads: an integer outside
- * [INT64_MIN, UINT64_MAX] (json-c clamps it) or a lone UTF-16 surrogate escape (json-c replaces
- * it). RFC 8259 sections 6 and 7. Return: 0 or -EINVAL naming the line. */
+ * [INT64_MIN, UINT64_MAX] (json-c clamps it), a lone UTF-16 surrogate escape (json-c replaces
+ * it) or an object key holding \u0000 (json-c keeps keys as C strings, so cuts it there). RFC 8259
+ * sections 6 and 7. Return: 0 or -EINVAL naming the line. */
 static int json_lossless(const char *text, struct sbx_error *err)
 {
         size_t line = 1;
-        bool in_str = false;
+        bool in_str = false, nul = false;
 
         for (const char *p = text; *p; p++) {
                 line += *p == '\n';
                 if (in_str && *p == '\\' && p[1] == 'u') {
                         long u = hex4(p + 2), next = p[6] == '\\' && p[7] == 'u' ? hex4(p + 8) : -1;
+
+                        nul |= u == 0;
 
                         if ((u >= 0xdc00 && u <= 0xdfff) ||
                             (u >= 0xd800 && u <= 0xdbff && !(next >= 0xdc00 && next <= 0xdfff)))
@@ -307,7 +310,13 @@ static int json_lossless(const char *text, struct sbx_error *err)
                 } else if (in_str && *p == '\\') {
                         p++;
                 } else if (*p == '"') {
+                        if (in_str && nul && p[1 + strspn(p + 1, " \t\r\n")] == ':')
+                                return sbx_fail(err, EINVAL,
+                                                "line %zu: a key holding \\u0000, which "
+                                                "rewriting the file would cut short",
+                                                line);
                         in_str = !in_str;
+                        nul = false;
                 } else if (!in_str && (*p == '-' || (*p >= '0' && *p <= '9'))) {
                         const char *d = p + (*p == '-'), *e = d;
                         size_t n;

@@ -640,6 +640,32 @@ START_TEST(json_env_not_an_object_refused)
 }
 END_TEST
 
+/* json-c cuts an object key at an escaped NUL, so {"a\u0000b": 1, "a": 2} lost a key on
+ * rewrite; now refused, the file untouched. Control: \u0000 in a value is kept. */
+START_TEST(json_nul_in_key_refused)
+{
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir), *text = NULL;
+        const char *bad = "{\"a\\u0000b\": 1, \"a\": 2, \"mcpServers\": {}}\n";
+        const char *fine = "{\"k\": \"a\\u0000b\", \"mcpServers\": {}}\n";
+        struct sbx_error err = {0};
+        int r;
+
+        write_text(path, bad);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == -EINVAL && strstr(err.msg, "line 1") && strstr(err.msg, "\\u0000"),
+                      "%d %s", r, err.msg);
+        text = read_text(path);
+        ck_assert_str_eq(text, bad);
+        write_text(path, fine);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == 1, "control: %d %s", r, err.msg);
+        free(text);
+        text = read_text(path);
+        ck_assert_msg(strstr(text, "\"k\": \"a\\u0000b\""), "%s", text);
+}
+END_TEST
+
 /* --- Codex TOML ---------------------------------------------------------------------------- */
 
 /* @path parses as TOML by a real parser (python3's tomllib); skips when python3 is missing. */
@@ -901,6 +927,7 @@ static Suite *clients_suite(void)
         tcase_add_test(json, json_lossy_values_refused);
         tcase_add_test(json, others_files_refused);
         tcase_add_test(json, json_env_not_an_object_refused);
+        tcase_add_test(json, json_nul_in_key_refused);
         suite_add_tcase(s, json);
         tcase_add_checked_fixture(toml, setup, teardown);
         tcase_add_test(toml, toml_appended_others_byte_identical);
