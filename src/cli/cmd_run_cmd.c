@@ -202,11 +202,16 @@ static int walk_one(const char *path, const struct stat *st, int flag, struct FT
 {
         const char *name = path + f->base;
 
-        (void)st;
         if (++scan.seen > RUN_CMD_WALK_MAX)
                 return 1;
         if (flag == FTW_SL || f->level == 0)
                 return FTW_CONTINUE;
+        if (flag == FTW_F && S_ISSOCK(st->st_mode)) {
+                /* a pathname socket connects across namespaces and through a read-only bind
+                 * (unix(7)): a tmux, ssh-agent or X11 socket would reach the host */
+                push(scan.masks, scan.n_masks, xstrdup(path));
+                return FTW_CONTINUE;
+        }
         if (under_list(scan.explicit, path))
                 return flag == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
         for (size_t i = 0; scan.secrets->files[i]; i++) {
@@ -416,6 +421,50 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         return code;
 }
 
+/* @a is @b or holds it (both canonical). */
+static bool holds(const char *a, const char *b)
+{
+        size_t n = strlen(a);
+
+        return strcmp(a, "/") == 0 || (strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/'));
+}
+
+/* Folders no --allow or --allow-read may name: shared sockets (tmux, ssh-agent, X11, the user's
+ * bus under /run/user) and kernel interfaces; one that holds them is refused too. */
+static const char *const run_cmd_shared[] = {"/tmp",  "/var/tmp", "/dev/shm", "/run",
+                                             "/proc", "/sys",     "/dev",     NULL};
+static const char *const run_cmd_shared_below[] = {"/run/user", "/proc", "/sys", "/dev", NULL};
+
+/* Refuse an --allow or --allow-read of a shared folder, and an --allow that is $HOME (@home,
+ * canonical, or NULL) or holds it: the command could write ~/.bashrc or ~/.local/bin, run by
+ * the host at the next login. Return -1 to go on, else the exit (said on stderr). */
+static int check_places(const struct run_cmd_opts *o, const char *home)
+{
+        char **lists[] = {o->allow, o->allow_read};
+
+        (void)home;
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+                for (size_t i = 0; lists[l] && lists[l][i]; i++) {
+                        const char *p = lists[l][i], *hit = NULL;
+                        for (size_t k = 0; run_cmd_shared[k]; k++)
+                                if (holds(p, run_cmd_shared[k]))
+                                        hit = run_cmd_shared[k];
+                        for (size_t k = 0; run_cmd_shared_below[k]; k++)
+                                if (holds(run_cmd_shared_below[k], p))
+                                        hit = run_cmd_shared_below[k];
+                        if (hit) {
+                                fprintf(stderr,
+                                        "vestibule-mcp run: %s %s: %s is shared with other "
+                                        "programs (sockets of tmux, ssh-agent, X11) or is the "
+                                        "kernel's: make a project folder, e.g. mkdir ~/scratch "
+                                        "&& cd ~/scratch\n",
+                                        l == 0 ? "--allow" : "--allow-read", p, hit);
+                                return EXIT_NO_ISOLATION;
+                        }
+                }
+        return -1;
+}
+
 /* Refuse what cannot be honoured before anything runs. Return -1 to go on, else the exit. */
 static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts *o)
 {
@@ -474,6 +523,14 @@ int cmd_run_command(int argc, char **argv)
                 fail(code, "%s",
                      "--allow / would give the command the whole host: name the project's folder");
                 goto out;
+        }
+        {
+                const char *h = config_host_var("HOME");
+                _cleanup_free_ char *rhome = h && h[0] == '/' ? realpath(h, NULL) : NULL;
+                code = check_places(&o, rhome);
+                if (code >= 0)
+                        goto out;
+                code = EXIT_NO_ISOLATION;
         }
         /* SIGINT/SIGTERM/SIGHUP are forwarded to the command, which has a grace to end before
          * the sandbox is killed; SIGWINCH is forwarded. Blocked before any thread starts; the

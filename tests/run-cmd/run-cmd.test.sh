@@ -143,6 +143,33 @@ expect_code 0 "started outside the view, the command starts in the first --allow
         as_user sh -c "cd $base && $vm run -q --allow $proj -- pwd"
 expect_out "pwd is the project" "^$proj\$"
 expect_code 125 "--allow / is refused" as_user "$vm" run -q --allow / -- true
+
+echo "# host sockets (tmux, ssh-agent, X11) and the home's start-up files stay out of reach"
+# A listening socket in the project, as an agent's or tmux's would be: a pathname unix socket
+# connects across net namespaces and through a read-only bind.
+as_user python3 -c 'import socket,os
+s=socket.socket(socket.AF_UNIX); s.bind("agent.sock"); s.listen(8)
+while True:
+    c,_=s.accept(); c.sendall(b"HOST-SOCKET-REACHED\n"); c.close()' &
+sock_srv=$!
+sock_probe='import socket; s=socket.socket(socket.AF_UNIX); s.connect("agent.sock"); print(s.recv(64).decode())'
+wait_for test -S "$proj/agent.sock"
+expect_code 0 "control: the project's socket answers outside" as_user python3 -c "$sock_probe"
+expect_out "control: the socket's reply" "HOST-SOCKET-REACHED"
+expect_code 1 "a socket in the project is masked inside" as_user "$vm" run -q -- python3 -c "$sock_probe"
+expect_no "no reply through the socket" "HOST-SOCKET-REACHED"
+expect_code 1 "a socket under --allow-read is masked too" \
+        as_user "$vm" run -q --allow "$proj/tests" --allow-read "$proj" -- python3 -c "$sock_probe"
+expect_no "no reply through the read-only socket" "HOST-SOCKET-REACHED"
+kill "$sock_srv" 2>/dev/null
+wait "$sock_srv" 2>/dev/null
+rm -f "$proj/agent.sock"
+expect_code 125 "started in /tmp (the default --allow) is refused" as_user sh -c "cd /tmp && $vm run -q -- true"
+grep -q "make a project folder" "$base/err" && ok "the refusal names the fix" || bad "no fix named: $(cat "$base/err")"
+expect_code 125 "--allow /var/tmp is refused" as_user "$vm" run -q --allow /var/tmp -- true
+expect_code 125 "--allow-read /run/user/UID is refused" \
+        as_user "$vm" run -q --allow-read "/run/user/$(id -u "$user")" -- true
+expect_code 125 "--allow-read /dev is refused" as_user "$vm" run -q --allow-read /dev -- true
 python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1 &
 srv=$!
 wait_for listening 38517
