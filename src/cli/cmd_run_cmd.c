@@ -442,7 +442,6 @@ static int check_places(const struct run_cmd_opts *o, const char *home)
 {
         char **lists[] = {o->allow, o->allow_read};
 
-        (void)home;
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                 for (size_t i = 0; lists[l] && lists[l][i]; i++) {
                         const char *p = lists[l][i], *hit = NULL;
@@ -459,6 +458,15 @@ static int check_places(const struct run_cmd_opts *o, const char *home)
                                         "kernel's: make a project folder, e.g. mkdir ~/scratch "
                                         "&& cd ~/scratch\n",
                                         l == 0 ? "--allow" : "--allow-read", p, hit);
+                                return EXIT_NO_ISOLATION;
+                        }
+                        if (l == 0 && home && holds(p, home)) {
+                                fprintf(stderr,
+                                        "vestibule-mcp run: --allow %s: it is or holds your home "
+                                        "%s, whose ~/.bashrc and ~/.local/bin the host runs: "
+                                        "name a project folder inside your home (cd into it, or "
+                                        "--allow ~/PROJECT); --allow-read ~ is fine\n",
+                                        p, home);
                                 return EXIT_NO_ISOLATION;
                         }
                 }

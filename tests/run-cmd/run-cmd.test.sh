@@ -170,6 +170,16 @@ expect_code 125 "--allow /var/tmp is refused" as_user "$vm" run -q --allow /var/
 expect_code 125 "--allow-read /run/user/UID is refused" \
         as_user "$vm" run -q --allow-read "/run/user/$(id -u "$user")" -- true
 expect_code 125 "--allow-read /dev is refused" as_user "$vm" run -q --allow-read /dev -- true
+mkdir -p "$home/code"
+chown "$user" "$home/code"
+expect_code 125 "--allow of the home is refused" as_user "$vm" run -q --allow "$home" -- touch "$home/.bashrc"
+[ ! -e "$home/.bashrc" ] && ok "no ~/.bashrc written" || { bad "~/.bashrc written"; rm -f "$home/.bashrc"; }
+grep -q "name a project folder inside your home" "$base/err" && ok "the refusal names the fix" || bad "no fix named: $(cat "$base/err")"
+expect_code 125 "started in the home (the default --allow) is refused" as_user sh -c "cd $home && $vm run -q -- true"
+expect_code 125 "--allow of a folder holding the home is refused" as_user "$vm" run -q --allow "$base" -- true
+expect_code 0 "control: --allow of a project inside the home runs" \
+        as_user "$vm" run -q --allow "$home/code" -- touch "$home/code/made"
+[ -e "$home/code/made" ] && ok "control: the write in the home's project landed" || bad "no $home/code/made"
 python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1 &
 srv=$!
 wait_for listening 38517
