@@ -229,6 +229,44 @@ static int walk_one(const char *path, const struct stat *st, int flag, struct FT
         return FTW_CONTINUE;
 }
 
+/* @a is @b or holds it (both canonical). */
+static bool holds(const char *a, const char *b)
+{
+        size_t n = strlen(a);
+
+        return strcmp(a, "/") == 0 || (strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/'));
+}
+
+/* Keep of @masks (NULL-terminated, @n entries) the paths the view shows: those that exist on
+ * the host (lstat) beneath a system folder, an --allow or an --allow-read path, and not beneath
+ * another mask (a masked folder hides them) nor already listed. Each one kept must then be
+ * there in the view, or the run fails (spawn.c's child_host_mask): fail closed. */
+static void prune_masks(const struct run_cmd_opts *o, char **masks, size_t *n)
+{
+        char **sys = (char **)native_host_system_dirs;
+        _cleanup_free_ bool *drop = xcalloc(*n + 1, sizeof(*drop));
+        size_t k = 0;
+        struct stat st;
+
+        for (size_t i = 0; i < *n; i++) {
+                drop[i] = lstat(masks[i], &st) < 0 ||
+                          !(under_list(sys, masks[i]) || under_list(o->allow, masks[i]) ||
+                            under_list(o->allow_read, masks[i]));
+                for (size_t j = 0; j < *n && !drop[i]; j++)
+                        drop[i] = j != i && holds(masks[j], masks[i]) &&
+                                  (strcmp(masks[j], masks[i]) != 0 || j < i);
+        }
+        for (size_t i = 0; i < *n; i++) {
+                if (drop[i])
+                        free(masks[i]);
+                else
+                        masks[k++] = masks[i];
+        }
+        for (size_t i = k; i < *n; i++)
+                masks[i] = NULL;
+        *n = k;
+}
+
 /* Every path to mask: the listed home and host paths, --deny, and the secret names found in
  * the allowed folders; but an --allow-read path that is itself a listed home or host path is
  * the user's explicit choice: neither it nor anything under it is masked. Into @kept: the
@@ -271,6 +309,8 @@ static int collect_masks(const struct run_cmd_opts *o, const struct config_secre
                                                                "narrower --allow",
                                          dirs[i]);
         }
+        if (r == 0 && *masks)
+                prune_masks(o, *masks, n);
         return r;
 }
 
@@ -421,14 +461,6 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         return code;
 }
 
-/* @a is @b or holds it (both canonical). */
-static bool holds(const char *a, const char *b)
-{
-        size_t n = strlen(a);
-
-        return strcmp(a, "/") == 0 || (strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/'));
-}
-
 /* Folders no --allow or --allow-read may name: shared sockets (tmux, ssh-agent, X11, the user's
  * bus under /run/user) and kernel interfaces; one that holds them is refused too. */
 static const char *const run_cmd_shared[] = {"/tmp",  "/var/tmp", "/dev/shm", "/run",
@@ -507,6 +539,8 @@ int cmd_run_command(int argc, char **argv)
         struct sbx_config *cfg = NULL;
         struct sbx_error err = {0};
         _cleanup_close_ int sfd = -1;
+        _cleanup_free_ char *rhome = NULL;
+        const char *h;
         sigset_t set;
         int code;
 
@@ -532,14 +566,12 @@ int cmd_run_command(int argc, char **argv)
                      "--allow / would give the command the whole host: name the project's folder");
                 goto out;
         }
-        {
-                const char *h = config_host_var("HOME");
-                _cleanup_free_ char *rhome = h && h[0] == '/' ? realpath(h, NULL) : NULL;
-                code = check_places(&o, rhome);
-                if (code >= 0)
-                        goto out;
-                code = EXIT_NO_ISOLATION;
-        }
+        h = config_host_var("HOME");
+        rhome = h && h[0] == '/' ? realpath(h, NULL) : NULL;
+        code = check_places(&o, rhome);
+        if (code >= 0)
+                goto out;
+        code = EXIT_NO_ISOLATION;
         /* SIGINT/SIGTERM/SIGHUP are forwarded to the command, which has a grace to end before
          * the sandbox is killed; SIGWINCH is forwarded. Blocked before any thread starts; the
          * sandbox's init resets its own mask. */
@@ -558,7 +590,9 @@ int cmd_run_command(int argc, char **argv)
         code = check_request(cfg, &o);
         if (code >= 0)
                 goto out;
-        if (config_secrets_load(config_host_var("HOME"), &sec, &err) < 0) {
+        /* the home's masks at its real path: --allow/--allow-read are realpath'd, and with
+         * /home -> var/home (Fedora Silverblue) the literal $HOME's masks would miss */
+        if (config_secrets_load(rhome ? rhome : config_host_var("HOME"), &sec, &err) < 0) {
                 code = fail(EXIT_NO_ISOLATION, "%s", err.msg);
                 goto out;
         }

@@ -180,6 +180,17 @@ expect_code 125 "--allow of a folder holding the home is refused" as_user "$vm" 
 expect_code 0 "control: --allow of a project inside the home runs" \
         as_user "$vm" run -q --allow "$home/code" -- touch "$home/code/made"
 [ -e "$home/code/made" ] && ok "control: the write in the home's project landed" || bad "no $home/code/made"
+# $HOME through a symlink (Fedora Silverblue: /home -> var/home): the masks follow the real path
+ln -sfn "$home" "$base/homelink"
+expect_code 0 "control: the key reads through the symlinked home outside" \
+        as_user env HOME="$base/homelink" cat "$base/homelink/.ssh/id_ed25519"
+expect_out "control: the key's text through the link" "PLANTED-SSH-KEY"
+expect_code 0 "with a symlinked \$HOME, --allow-read ~ still masks its secrets" \
+        as_user env HOME="$base/homelink" "$vm" run -q --allow-read "$base/homelink" -- \
+        sh -c "cat '$home/.ssh/id_ed25519' '$home/.aws/credentials' 2>&1; true"
+expect_no "no key text through the symlinked home" "PLANTED-(SSH|AWS)"
+expect_code 125 "--allow of a symlinked home is refused (its real path)" \
+        as_user env HOME="$base/homelink" "$vm" run -q --allow "$home" -- true
 python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1 &
 srv=$!
 wait_for listening 38517
