@@ -106,6 +106,14 @@ expect_no "no .env or key text" "PLANTED-(DOTENV|TLS)"
 expect_code 0 "the secret variables are gone" as_user "$vm" run -- sh -c 'env; echo "[$AWS_SECRET_ACCESS_KEY]"'
 expect_no "no secret variable" "PLANTED-(AWS|GH|ANT)"
 expect_out "other variables pass" "^HARMLESS_SETTING=kept$"
+expect_code 0 "password-manager and Kerberos variables are gone (red team #8)" \
+        as_user env OP_SESSION_abc=PLANTED-OP-1 BW_SESSION=PLANTED-BW-2 KRB5CCNAME=FILE:/tmp/PLANTED-KRB-3 \
+        TF_VAR_db_password=PLANTED-TF-4 "$vm" run -q -- env
+expect_no "no password-manager or Kerberos value" "PLANTED-(OP|BW|KRB|TF)"
+expect_code 0 "control: outside, those variables are there" \
+        as_user env OP_SESSION_abc=PLANTED-OP-1 BW_SESSION=PLANTED-BW-2 KRB5CCNAME=FILE:/tmp/PLANTED-KRB-3 \
+        TF_VAR_db_password=PLANTED-TF-4 env
+expect_out "control: the 1Password value" "PLANTED-OP-1"
 expect_code 0 "with the home readable, its secrets are masked" \
         as_user "$vm" run --allow-read "$home" -- sh -c 'ls -a ~/.ssh ~/.aws; cat ~/.ssh/id_ed25519 ~/.aws/credentials 2>&1; true'
 expect_no "no key text under --allow-read ~" "PLANTED-(SSH|AWS)"
