@@ -72,7 +72,8 @@ static const char run_cmd_help[] =
 /* The options, as given. */
 struct run_cmd_opts {
         char **allow, **allow_read, **deny; /* NULL-ended, owned */
-        size_t n_allow, n_allow_read, n_deny;
+        char **read_literal; /* each --allow-read made absolute, links not followed; owned */
+        size_t n_allow, n_allow_read, n_deny, n_literal;
         const char *net, *timeout, *require;
         bool quiet;
         int cmd_at; /* argv index of CMD */
@@ -147,6 +148,31 @@ static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
                         return fail(125, "unknown option '%s'; see 'vestibule-mcp run --help'", a);
         }
         return fail(125, "%s", "no '--' before the command");
+}
+
+/* @arg made absolute against @cwd with "." and ".." dropped by name, no link followed (so
+ * "docs" stays docs even when it is a link to ~/.ssh). Returns a new string. */
+static char *lexical_abs(const char *arg, const char *cwd)
+{
+        _cleanup_free_ char *all = arg[0] == '/' ? xstrdup(arg) : xasprintf("%s/%s", cwd, arg);
+        char *out = xcalloc(strlen(all) + 2, 1), *save = NULL;
+        size_t n = 0;
+
+        for (char *c = strtok_r(all, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (strcmp(c, ".") == 0)
+                        continue;
+                if (strcmp(c, "..") == 0) {
+                        while (n > 0 && out[n - 1] != '/')
+                                n--;
+                        n = n > 0 ? n - 1 : 0;
+                        out[n] = '\0';
+                        continue;
+                }
+                n += (size_t)sprintf(out + n, "/%s", c);
+        }
+        if (n == 0)
+                strcpy(out, "/");
+        return out;
 }
 
 /* Each path of @v made absolute and canonical (realpath). A path that does not exist is an
@@ -267,6 +293,24 @@ static void prune_masks(const struct run_cmd_opts *o, char **masks, size_t *n)
         *n = k;
 }
 
+/* The user named @real (a listed secret, canonical) as @literal (lexical_abs): the same path,
+ * or the same below $HOME when $HOME's own path has a link in it. A link planted in the project
+ * (docs -> ~/.ssh) is not the user naming the secret (red team #6). */
+static bool named_as_is(const char *literal, const char *real)
+{
+        const char *h = config_host_var("HOME");
+        _cleanup_free_ char *rh = h && h[0] == '/' ? realpath(h, NULL) : NULL;
+        _cleanup_free_ char *lh = h && h[0] == '/' ? lexical_abs(h, "/") : NULL;
+        size_t n = rh ? strlen(rh) : 0;
+
+        if (strcmp(literal, real) == 0)
+                return true;
+        if (!rh || !lh || strncmp(real, rh, n) != 0 || real[n] != '/')
+                return false;
+        size_t m = strlen(lh);
+        return strncmp(literal, lh, m) == 0 && strcmp(literal + m, real + n) == 0;
+}
+
 /* Every path to mask: the listed home and host paths, --deny, and the secret names found in
  * the allowed folders; but an --allow-read path that is itself a listed home or host path is
  * the user's explicit choice: neither it nor anything under it is masked. Into @kept: the
@@ -282,7 +326,9 @@ static int collect_masks(const struct run_cmd_opts *o, const struct config_secre
 
         for (size_t i = 0; o->allow_read && o->allow_read[i]; i++) {
                 push(kept, n_kept, xstrdup(o->allow_read[i]));
-                if (in_list(sec->home, o->allow_read[i]) || in_list(sec->paths, o->allow_read[i]))
+                if ((in_list(sec->home, o->allow_read[i]) ||
+                     in_list(sec->paths, o->allow_read[i])) &&
+                    named_as_is(o->read_literal[i], o->allow_read[i]))
                         push(&explicit, &n_explicit, xstrdup(o->allow_read[i]));
         }
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
@@ -557,6 +603,12 @@ int cmd_run_command(int argc, char **argv)
                 push(&o.allow, &o.n_allow, cwd);
         }
         code = EXIT_NO_ISOLATION;
+        {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+                for (size_t i = 0; o.allow_read && o.allow_read[i]; i++)
+                        push(&o.read_literal, &o.n_literal,
+                             lexical_abs(o.allow_read[i], cwd ? cwd : "/"));
+        }
         if (resolve_all(o.allow, false, "--allow") < 0 ||
             resolve_all(o.allow_read, false, "--allow-read") < 0 ||
             resolve_all(o.deny, true, "--deny") < 0)
@@ -602,6 +654,7 @@ out:
         config_free(cfg);
         config_strv_free(o.allow);
         config_strv_free(o.allow_read);
+        config_strv_free(o.read_literal);
         config_strv_free(o.deny);
         return code;
 }

@@ -120,6 +120,15 @@ expect_no "no key text under --allow-read ~" "PLANTED-(SSH|AWS)"
 expect_code 0 "--allow-read of the exact path un-masks it" \
         as_user "$vm" run --allow-read "$home/.ssh" -- cat "$home/.ssh/id_ed25519"
 expect_out "the un-masked key reads" "PLANTED-SSH-KEY"
+# a link an earlier run planted (docs -> ~/.ssh) is not the user naming ~/.ssh (red team #6)
+ln -sfn "$home/.ssh" "$proj/docs"
+chown -h "$user" "$proj/docs"
+expect_code 0 "control: through the planted link the key reads outside" as_user cat docs/id_ed25519
+expect_out "control: the key's text through docs" "PLANTED-SSH-KEY"
+expect_code 0 "--allow-read of a link to ~/.ssh keeps ~/.ssh masked" \
+        as_user "$vm" run -q --allow-read docs -- sh -c "cat docs/id_ed25519 '$home/.ssh/id_ed25519' 2>&1; true"
+expect_no "no key text through the planted link" "PLANTED-SSH-KEY"
+rm -f "$proj/docs"
 expect_code 0 "--deny masks a chosen file" as_user "$vm" run --deny "$proj/hello.c" -- cat hello.c
 expect_no "the denied file reads empty" "built and ran"
 
