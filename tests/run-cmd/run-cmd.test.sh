@@ -129,6 +129,16 @@ expect_code 0 "--allow-read of a link to ~/.ssh keeps ~/.ssh masked" \
         as_user "$vm" run -q --allow-read docs -- sh -c "cat docs/id_ed25519 '$home/.ssh/id_ed25519' 2>&1; true"
 expect_no "no key text through the planted link" "PLANTED-SSH-KEY"
 rm -f "$proj/docs"
+# a secret-named link to a file of an innocent name (red team #7)
+mkdir -p "$proj/config"
+echo "DB_PASSWORD=PLANTED-VARS-6b2" >"$proj/config/dev.vars"
+ln -sfn config/dev.vars "$proj/.env.local"
+chown -R -h "$user" "$proj/config" "$proj/.env.local"
+expect_code 0 "control: the link reads outside" as_user cat .env.local
+expect_out "control: the linked file's text" "PLANTED-VARS"
+expect_code 0 "a secret-named link's target is masked" as_user "$vm" run -q -- sh -c 'cat .env.local config/dev.vars; true'
+expect_no "no text through the secret-named link" "PLANTED-VARS"
+rm -rf "$proj/config" "$proj/.env.local"
 expect_code 0 "--deny masks a chosen file" as_user "$vm" run --deny "$proj/hello.c" -- cat hello.c
 expect_no "the denied file reads empty" "built and ran"
 
