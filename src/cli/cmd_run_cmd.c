@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -509,7 +510,13 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
             .egress = net == 1,
             .cancel_fd = sfd,
         };
+        /* the command may change the terminal's settings (stty -echo, raw mode) and be killed
+         * before it puts them back: they are restored after it (red team #9) */
+        struct termios tio;
+        bool tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &tio) == 0;
         r = native_host_run(cfg, &req, &res, &err);
+        if (tty)
+                (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &tio);
         if (r == -ENOEXEC) {
                 code = res.exit_code;
                 fprintf(stderr, "vestibule-mcp run: %s\n", err.msg);

@@ -270,6 +270,17 @@ else
         echo "     (dev.tty.legacy_tiocsti=0: the kernel refuses TIOCSTI to everyone; not probed)"
 fi
 
+# the terminal's settings the command changed are put back after it (red team #9)
+tty_probe='import os, pty, subprocess, sys, termios
+m, s = pty.openpty()
+subprocess.run(sys.argv[1:], stdin=s, stdout=s, stderr=subprocess.DEVNULL)
+print("echo", "on" if termios.tcgetattr(s)[3] & termios.ECHO else "off")'
+expect_code 0 "control: outside, stty -echo leaves echo off" as_user python3 -c "$tty_probe" stty -echo
+expect_out "control: echo is off after it" "^echo off$"
+expect_code 0 "inside, stty -echo on the same kind of terminal" \
+        as_user python3 -c "$tty_probe" "$vm" run -q -- stty -echo
+expect_out "the terminal's echo is back on after the run" "^echo on$"
+
 echo "# the exit-code contract"
 expect_code 0 "the command's own 0" as_user "$vm" run -q -- true
 expect_code 3 "the command's own 3" as_user "$vm" run -q -- sh -c 'exit 3'
