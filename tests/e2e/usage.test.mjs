@@ -6,9 +6,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { BACKEND, assertIsolation, assertModelSees, connect, makeWorld, runCode } from './lib.mjs';
+import { BACKEND, EXPECT_GRADE, assertIsolation, assertModelSees, connect, makeWorld, runCode } from './lib.mjs';
 
-const skip = BACKEND !== 'container' && 'the engine\'s figures: the container backend';
+const skip = (BACKEND !== 'container' && 'the engine\'s figures: the container backend') ||
+    (/limits not applied/.test(EXPECT_GRADE) && `no caps to hit: ${EXPECT_GRADE}`);
 const MiB = 1024 * 1024;
 
 // the text's figure and the structured one agree on "at least"
@@ -67,4 +68,16 @@ test('a shell fork bomb names the pids cap', { skip }, async (t) => {
     const { text } = await runCode(conn, 'bash', code, { timeout_seconds: 4 });
     t.diagnostic(text.split('\n').filter((l) => /^(usage|limits hit|exit code|timed)/.test(l)).join(' | '));
     assert.match(text, /pids \(the cap of \d+ was reached\)/, `the cap named:\n${text}`);
+});
+
+// Control: where the engine keeps no cgroup of the container's own (rootless Podman on cgroup
+// v1), its stats are the host's (2.5 GiB, cpu 0 were seen): they must not be reported.
+test('no caps held (limits not applied): the engine\'s host-wide figures are not reported', {
+    skip: BACKEND !== 'container' || !/limits not applied: memory/.test(EXPECT_GRADE) ? 'a grade with memory limits not applied' : false,
+}, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const { result, text } = await runCode(conn, 'python', 'import time\ntime.sleep(2)\nprint("ok")\n', { timeout_seconds: 20 });
+    const s = assertModelSees(result);
+    assert.equal(typeof s.usage.mem_peak_bytes_not_measured, 'string', `mem_peak not measured:\n${text}`);
+    assert.equal(s.usage.mem_peak_bytes_at_least, undefined, text);
 });
