@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # check-fn-length.sh - no function under src/ grows past 80 lines (from the '{' that opens its
-# body at column 0 to the '}' that closes it at column 0, as clang-format lays them out).
+# body at column 0 to the '}' that closes it at column 0, as clang-format lays them out), and
+# no file under src/ (.c or .h) is over 1,500 lines (split it by concern, as issue 22 did
+# with src/engine/backend.c and src/audit/audit.c).
 # The functions that were longer when this check came are listed below with their length
 # then: each may not grow; split one and take it off the list. Prints each finding with its
 # file, line and length; exits 1 when there is one, 0 otherwise.
@@ -15,6 +17,7 @@ python3 - <<'PY'
 import glob, re, sys
 
 LIMIT = 80
+FILE_LIMIT = 1500  # lines in one file under src/
 # file:function -> its length when this check came; it may shrink, not grow
 KNOWN = {
     "src/cli/cmd_install_client.c:cmd_install_client": 149,
@@ -39,6 +42,12 @@ KNOWN = {
 }
 
 bad = 0
+for path in sorted(glob.glob("src/**/*.[ch]", recursive=True)):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        n = sum(1 for _ in f)
+    if n > FILE_LIMIT:
+        print("%s: %d lines; at most %d in one file: split it by concern" % (path, n, FILE_LIMIT))
+        bad = 1
 for path in sorted(glob.glob("src/**/*.c", recursive=True)):
     lines = open(path, encoding="utf-8", errors="replace").read().split("\n")
     start = None

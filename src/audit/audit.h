@@ -30,11 +30,12 @@ struct audit_log *audit_close(struct audit_log *log);
 
 /**
  * audit_failing() - was the last record the writer finished lost (not written, or its sync
- * failed), or has the disk stopped answering (AUDIT_QUEUE_MAX records queued)? Then *@why
+ * failed), has no record been written yet (a folder already full or unwritable when the server
+ * started), or has the disk stopped answering (AUDIT_QUEUE_MAX records queued)? Then *@why
  * (@why_size bytes) gets the reason. The run service then makes the next
  * run wait for its start record's confirmation and refuses the run without it (issue 12,
- * finding 24), so no run goes unrecorded while the log is known to fail; a healthy log costs
- * no wait. NULL @log: false.
+ * finding 24; issue 24), so no run goes unrecorded while the log is known to fail or not yet
+ * known to work; a healthy log costs no wait after its first record. NULL @log: false.
  */
 bool audit_failing(struct audit_log *log, char *why, size_t why_size);
 

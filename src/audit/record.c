@@ -273,9 +273,13 @@ static void record_egress(struct sbx_buf *b, const struct run_egress *g)
                         sb_json_cstr(b, e->reason);
                 else
                         (void)sbx_buf_puts(b, "null");
-                (void)sbx_buf_printf(
-                    b, ",\"connections\":%u,\"bytes_up\":%llu,\"bytes_down\":%llu}", e->connections,
-                    (unsigned long long)e->bytes_up, (unsigned long long)e->bytes_down);
+                /* bytes_unknown: connections whose bytes were never recorded (open when the
+                 * proxy died), left out of bytes_up and bytes_down */
+                (void)sbx_buf_printf(b,
+                                     ",\"connections\":%u,\"bytes_up\":%llu,\"bytes_down\":%llu,"
+                                     "\"bytes_unknown\":%u}",
+                                     e->connections, (unsigned long long)e->bytes_up,
+                                     (unsigned long long)e->bytes_down, e->bytes_unknown);
         }
         (void)sbx_buf_printf(b, "],\"unlisted\":%llu", (unsigned long long)g->records_dropped);
         record_field(b, "note", g->note, sizeof(g->note));

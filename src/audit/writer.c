@@ -66,6 +66,8 @@ struct audit_log {
         size_t q_head, q_len;
         bool thread_started, stopping;
         bool failing; /* the last record written was lost (its note is last_note) */
+        bool proven;  /* a record was written and confirmed: until then, audit_failing() says
+                       * the log is unproven (a folder full or unwritable at start-up) */
         char last_note[256];
         pthread_t thread;
         unsigned delay_ms; /* tests */
@@ -302,6 +304,7 @@ static void *writer_main(void *arg)
                 for (size_t i = 0; i < n; i++) {
                         struct audit_item *it = batch[i];
                         log->failing = it->note[0] != '\0';
+                        log->proven |= !log->failing;
                         if (log->failing)
                                 snprintf(log->last_note, sizeof(log->last_note), "%s", it->note);
                         it->done = true;
@@ -610,6 +613,12 @@ bool audit_failing(struct audit_log *log, char *why, size_t why_size)
         f = log->failing;
         if (f && why && why_size)
                 snprintf(why, why_size, "%s", log->last_note);
+        /* no record written yet: the first run waits for its own (a full disk at start-up) */
+        if (!f && !log->proven) {
+                f = true;
+                if (why && why_size)
+                        snprintf(why, why_size, "no record has been written yet");
+        }
         /* a disk that stopped answering: the queue is full and new records are refused */
         if (!f && log->q_len >= AUDIT_QUEUE_MAX) {
                 f = true;

@@ -177,7 +177,7 @@ static struct {
         char **explicit;   /* --allow-read paths that are listed secrets: nothing under them is */
         char ***masks, ***kept;
         size_t *n_masks, *n_kept, seen;
-} walk;
+} scan;
 
 static bool in_list(char **v, const char *s)
 {
@@ -203,22 +203,22 @@ static int walk_one(const char *path, const struct stat *st, int flag, struct FT
         const char *name = path + f->base;
 
         (void)st;
-        if (++walk.seen > RUN_CMD_WALK_MAX)
+        if (++scan.seen > RUN_CMD_WALK_MAX)
                 return 1;
         if (flag == FTW_SL || f->level == 0)
                 return FTW_CONTINUE;
-        if (under_list(walk.explicit, path))
+        if (under_list(scan.explicit, path))
                 return flag == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
-        for (size_t i = 0; walk.secrets->files[i]; i++) {
-                if (fnmatch(walk.secrets->files[i], name, 0) != 0 || in_list(walk.allow_read, path))
+        for (size_t i = 0; scan.secrets->files[i]; i++) {
+                if (fnmatch(scan.secrets->files[i], name, 0) != 0 || in_list(scan.allow_read, path))
                         continue;
-                push(walk.masks, walk.n_masks, xstrdup(path));
+                push(scan.masks, scan.n_masks, xstrdup(path));
                 return flag == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
         }
-        for (size_t i = 0; walk.kept && walk.secrets->keep[i]; i++) {
-                if (fnmatch(walk.secrets->keep[i], name, 0) != 0 || in_list(walk.allow, path))
+        for (size_t i = 0; scan.kept && scan.secrets->keep[i]; i++) {
+                if (fnmatch(scan.secrets->keep[i], name, 0) != 0 || in_list(scan.allow, path))
                         continue;
-                push(walk.kept, walk.n_kept, xstrdup(path));
+                push(scan.kept, scan.n_kept, xstrdup(path));
                 break; /* the secrets below it are still looked for */
         }
         return FTW_CONTINUE;
@@ -246,17 +246,17 @@ static int collect_masks(const struct run_cmd_opts *o, const struct config_secre
                 for (size_t i = 0; lists[l] && lists[l][i]; i++)
                         if (l == 2 || !under_list(explicit, lists[l][i]))
                                 push(masks, n, xstrdup(lists[l][i]));
-        memset(&walk, 0, sizeof(walk));
-        walk.secrets = sec;
-        walk.allow_read = o->allow_read;
-        walk.allow = o->allow;
-        walk.explicit = explicit;
-        walk.masks = masks;
-        walk.n_masks = n;
-        walk.n_kept = n_kept;
+        memset(&scan, 0, sizeof(scan));
+        scan.secrets = sec;
+        scan.allow_read = o->allow_read;
+        scan.allow = o->allow;
+        scan.explicit = explicit;
+        scan.masks = masks;
+        scan.n_masks = n;
+        scan.n_kept = n_kept;
         for (size_t l = 0; l < 2 && r == 0; l++) {
                 char **dirs = l == 0 ? o->allow : o->allow_read;
-                walk.kept = l == 0 ? kept : NULL; /* "keep" applies to writable folders only */
+                scan.kept = l == 0 ? kept : NULL; /* "keep" applies to writable folders only */
                 for (size_t i = 0; dirs && dirs[i] && r == 0; i++)
                         if (nftw(dirs[i], walk_one, 32, FTW_PHYS | FTW_ACTIONRETVAL) == 1)
                                 r = fail(-1,

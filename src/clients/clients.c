@@ -418,8 +418,8 @@ int clients_merged_env(const struct client_info *c, const char *old_text,
         json_object_object_foreach(entry, k, v)
         {
                 (void)v;
-                if (strcmp(k, "type") && strcmp(k, "command") && strcmp(k, "args") &&
-                    strcmp(k, "env"))
+                if (strcmp(k, "type") != 0 && strcmp(k, "command") != 0 && strcmp(k, "args") != 0 &&
+                    strcmp(k, "env") != 0)
                         list_add(ob, k);
         }
         fclose(ob);
@@ -927,8 +927,8 @@ static int toml_collect(const char *text, struct toml_scan *sc, const struct cli
                                 ? toml_inline_members(text + l->vs, text + l->ve, sc)
                             : l->n == 2 ? toml_add_member(sc, l->k1, text + l->vs, l->ve - l->vs)
                                         : -1;
-                else if (kind == TOML_SPAN_MAIN && strcmp(l->k0, "command") &&
-                         strcmp(l->k0, "args")) {
+                else if (kind == TOML_SPAN_MAIN && strcmp(l->k0, "command") != 0 &&
+                         strcmp(l->k0, "args") != 0) {
                         fwrite(text + l->ks, 1, l->ce - l->ks, tail);
                         fputc('\n', tail);
                         list_add(kb, l->k0);

@@ -58,11 +58,11 @@ struct sbx_egress_pin {
 };
 struct sbx_egress {
         struct sbx_egress_rule *rules; /* VESTIBULE_EGRESS_ALLOW; owned; empty = no network */
-        size_t n_rules;
-        uint16_t *ports; /* VESTIBULE_EGRESS_PORTS, default 443,80; owned */
-        size_t n_ports;
+        size_t n_rules, cap_rules;     /* used, room for (GREEDY_REALLOC); the same below */
+        uint16_t *ports;               /* VESTIBULE_EGRESS_PORTS, default 443,80; owned */
+        size_t n_ports, cap_ports;
         struct sbx_egress_pin *pins; /* VESTIBULE_EGRESS_PIN host=addr[:port],...; owned */
-        size_t n_pins;
+        size_t n_pins, cap_pins;
         /* The raw values as given ("" when unset), for the proxy process's argv. Owned. */
         char *allow_raw, *ports_raw, *pin_raw;
 };

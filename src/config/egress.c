@@ -138,7 +138,7 @@ static int parse_allow(const char *v, struct sbx_egress *e, struct sbx_error *er
                                         "VESTIBULE_EGRESS_ALLOW: more than %d entries; use "
                                         "'.suffix' patterns",
                                         EGRESS_MAX_ITEMS);
-                e->rules = xrealloc(e->rules, (e->n_rules + 1) * sizeof(*e->rules));
+                GREEDY_REALLOC(e->rules, e->cap_rules, e->n_rules + 1);
                 e->rules[e->n_rules].name = xstrdup(h);
                 e->rules[e->n_rules].suffix = suffix;
                 e->n_rules++;
@@ -179,7 +179,7 @@ static int parse_ports(const char *v, struct sbx_egress *e, struct sbx_error *er
                                         item);
                 if (e->n_ports >= 64)
                         return sbx_fail(err, EINVAL, "VESTIBULE_EGRESS_PORTS: more than 64 ports");
-                e->ports = xrealloc(e->ports, (e->n_ports + 1) * sizeof(*e->ports));
+                GREEDY_REALLOC(e->ports, e->cap_ports, e->n_ports + 1);
                 e->ports[e->n_ports++] = port;
         }
         if (e->n_ports == 0)
@@ -249,7 +249,7 @@ static int parse_pins(const char *v, struct sbx_egress *e, struct sbx_error *err
                                         EGRESS_MAX_ITEMS);
                 pin.host = xstrdup(item);
                 snprintf(pin.addr, sizeof(pin.addr), "%s", addr);
-                e->pins = xrealloc(e->pins, (e->n_pins + 1) * sizeof(*e->pins));
+                GREEDY_REALLOC(e->pins, e->cap_pins, e->n_pins + 1);
                 e->pins[e->n_pins++] = pin;
         }
         return 0;

@@ -26,6 +26,7 @@
 #include "common/utf8.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
+#include "native/backend.h"
 #include "service/ladder.h"
 #include "service/service.h"
 #include "setup/pins.h"

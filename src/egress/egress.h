@@ -96,11 +96,33 @@ int egress_listen_unix(const char *path, int *ret_fd, struct sbx_error *err);
  * HTTPS_PROXY, http_proxy, https_proxy, NO_PROXY, no_proxy, npm_config_proxy,
  * npm_config_https_proxy) pointing at EGRESS_PROXY_URL; always pip's persistence
  * (PYTHONUSERBASE=/workspace/.local, PIP_USER=1, PIP_BREAK_SYSTEM_PACKAGES=1 for PEP 668,
+ * PYTHONNOUSERSITE=1 and PYTHONPATH=EGRESS_PYTHON_DIR: see egress_sitecustomize,
  * PIP_NO_CACHE_DIR=1, PIP_DISABLE_PIP_VERSION_CHECK=1) and npm's
  * (NODE_PATH=/workspace/node_modules), so an install of one call is imported by the next whatever
  * its network. PATH is not among them: use EGRESS_SANDBOX_PATH.
  */
 const char *const *egress_sandbox_env(enum run_network network);
+
+/* The sandbox's folder on PYTHONPATH: /sandbox, the code's own read-only folder, which each
+ * backend fills anew for every run (and spare, and session) with the program and
+ * EGRESS_SITECUSTOMIZE_NAME. PYTHONPATH comes before the standard library on sys.path, so a
+ * sitecustomize.py a run leaves in the workspace never shadows it
+ * (docs.python.org/3/library/site.html, docs.python.org/3/using/cmdline.html#envvar-PYTHONPATH). */
+#define EGRESS_PYTHON_DIR "/sandbox"
+#define EGRESS_SITECUSTOMIZE_NAME "sitecustomize.py"
+
+/*
+ * egress_sitecustomize - the text of EGRESS_PYTHON_DIR/EGRESS_SITECUSTOMIZE_NAME (a
+ * NUL-ended static string; write it without the NUL, 0444): python's site module imports it
+ * at every start. With PYTHONNOUSERSITE=1 (egress_sandbox_env) the site module neither adds
+ * the user site (/workspace/.local/lib/pythonX.Y/site-packages) nor runs its .pth files or a
+ * usercustomize (Lib/site.py, main(): ENABLE_USER_SITE); this file then inserts the user site
+ * into sys.path after the standard library and before the system site-packages, with
+ * list.insert, not site.addsitedir() (which runs .pth lines): pip --user installs of one run
+ * are imported by the next, and no file a run leaves there runs at a later start
+ * (tests/adversarial/server.md, "planted start-up code runs before every later run").
+ */
+extern const char egress_sitecustomize[];
 
 /* PATH inside a sandbox: the image's folders first, pip's user scripts (PYTHONUSERBASE/bin, in
  * the workspace, so writable by every run) last, so no run can put a `timeout`, `python3`, `ls`

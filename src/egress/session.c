@@ -59,6 +59,10 @@ static const char *const env_proxy[] = {
     "npm_config_proxy=" EGRESS_PROXY_URL,
     "npm_config_https_proxy=" EGRESS_PROXY_URL,
     "PYTHONUSERBASE=/workspace/.local",
+    /* the user site is put on sys.path by our /sandbox/sitecustomize.py, without its .pth files
+     * and its usercustomize (EGRESS_SITECUSTOMIZE) */
+    "PYTHONNOUSERSITE=1",
+    "PYTHONPATH=" EGRESS_PYTHON_DIR,
     "PIP_USER=1",
     "PIP_BREAK_SYSTEM_PACKAGES=1",
     "PIP_NO_CACHE_DIR=1",
@@ -68,6 +72,19 @@ static const char *const env_proxy[] = {
     "NODE_PATH=/workspace/node_modules",
     NULL,
 };
+
+const char egress_sitecustomize[] =
+    "# Vestibule's: the workspace's python user site (PYTHONUSERBASE, where pip --user installs)\n"
+    "# on sys.path where python's site module puts it, after the standard library and before\n"
+    "# the system site-packages, but with no .pth file and no usercustomize run: python starts\n"
+    "# with PYTHONNOUSERSITE=1, so nothing a run leaves there runs in a later one.\n"
+    "import site as _site, sys as _sys\n"
+    "_p = _site.getusersitepackages()\n"
+    "if _p and _p not in _sys.path:\n"
+    "    _s = set(_site.getsitepackages())\n"
+    "    _i = next((i for i, e in enumerate(_sys.path) if e in _s), len(_sys.path))\n"
+    "    _sys.path.insert(_i, _p)\n"
+    "del _site, _sys, _p\n";
 
 const char *const *egress_sandbox_env(enum run_network network)
 {
@@ -258,7 +275,7 @@ static struct run_egress_entry *entry_for(struct run_egress *g, const char *host
         }
         if (!allowed && refused >= EGRESS_REFUSED_ENTRIES)
                 return NULL;
-        g->entries = xrealloc(g->entries, (g->n_entries + 1) * sizeof(*g->entries));
+        GREEDY_REALLOC(g->entries, g->cap_entries, g->n_entries + 1);
         struct run_egress_entry *x = &g->entries[g->n_entries++];
         memset(x, 0, sizeof(*x));
         memcpy(x->host, host, strnlen(host, sizeof(x->host) - 1));
@@ -299,10 +316,7 @@ static void fold_line(const char *line, struct run_egress *ret, struct open_conn
                 if (!x->allowed)
                         return;
                 x->bytes_unknown++; /* until its "C" line comes */
-                if (open->n == open->cap) {
-                        open->cap = open->cap ? open->cap * 2 : 16;
-                        open->v = xrealloc(open->v, open->cap * sizeof(*open->v));
-                }
+                GREEDY_REALLOC(open->v, open->cap, open->n + 1);
                 open->v[open->n].id = id;
                 open->v[open->n].entry = (size_t)(x - ret->entries);
                 open->v[open->n++].ended = false;

@@ -275,14 +275,15 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
 
         snprintf(script, 64, "/sandbox/%s", sbx_language_script(sb->language));
         snprintf(timeout_arg, 16, "%u", sb->backstop_s);
-        const char *plain[] = {"timeout", "--kill-after=1", timeout_arg, sb->interp, script, NULL};
+        const char *plain[] = {ENGINE_TIMEOUT_PATH, "--kill-after=1", timeout_arg,
+                               sb->interp,          script,           NULL};
         /* network "allowlist": the relay starts, and the code once the relay listens
          * (egress_listen.c) */
         const char *waiting[] = {
-            "timeout",
+            ENGINE_TIMEOUT_PATH,
             "--kill-after=1",
             timeout_arg,
-            "bash",
+            ENGINE_BASH_PATH,
             "-c",
             engine_egress_wait_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh)),
             "vestibule-egress",
@@ -297,7 +298,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
         else
                 memcpy(cmd, plain, sizeof(plain));
         if (sb->cells) /* a session: the runner, no backstop (it lives across calls) */
-                engine_cells_cmd(sb->cells, sb->language, cmd, SANDBOX_CMD_MAX);
+                engine_cells_cmd(sb->cells, sb->language, sb->interp, cmd, SANDBOX_CMD_MAX);
         /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
          * (egress_sandbox_env()), PATH with pip's scripts */
         size_t n_env = 0;
@@ -329,7 +330,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
             .owner = sb->owner,
             .podman = sb->podman,
             .userns_keep_id = st->rootless_podman,
-            .init = true,
+            .init = !sb->cells, /* a session's command is its own pid 1 (cells.c) */
             .cgroup_parent = *sb->cgroup ? sb->cgroup : NULL,
             .seccomp_profile = secprof,
             .extra_env = env,
@@ -426,9 +427,6 @@ static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, b
         sb->kmsg_fd = -1;
         sb->kmsg_r = -ENOENT;
         pthread_mutex_init(&sb->lock, NULL);
-        sb->interp = spec->language == SBX_LANG_NODE   ? "node"
-                     : spec->language == SBX_LANG_BASH ? "bash"
-                                                       : "python3";
         sb->backstop_s =
             (sb->cfg->max_timeout_s ? sb->cfg->max_timeout_s : 60) + ENGINE_INNER_BACKSTOP_S;
         if (sb->spare) /* it waits for its call under the same backstop (spare.h) */
@@ -438,6 +436,7 @@ static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, b
         sbx_trace_begin(&sb->trace, sb->cfg->trace_timing,
                         sb->spare ? "container-spare" : "container");
         snprintf(sb->image, sizeof(sb->image), "%s", image_for(sb->cfg, spec->language));
+        sb->interp = engine_interp_for(sb->image, spec->language);
         r = sandbox_snapshot(sb, err);
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
                 r = sb->session

@@ -40,20 +40,36 @@
 #define CELLS_WRITE_MS 5000
 /* A runner that died: how long the engine may take to say the container was OOM-killed. */
 #define CELLS_OOM_WAIT_MS 1000
+/* The in-container backstop fires this long after the longest a session may go without a cell
+ * (its idle time plus the longest call): never while the server is there to end it. */
+#define CELLS_BACKSTOP_MARGIN_S 10
 
 enum { F_CELLS, F_STATUS, F_OUT, F_ERR, F_LIFE, F_N };
 static const char *const fifo_names[F_N] = {"cells", "status", "out", "err", "life"};
 
-/* Opens the FIFOs as the runner's fds, then becomes the runner ("$@"); bash -c's $0 names it
- * in ps. A FIFO that cannot be opened ends the container, which the "ready" wait reports.
- * Before that it leaves a lifeline behind: a subshell reading "life", of which only the server
- * holds a write end; when the server dies (even SIGKILL) the read ends, and it kills every
- * other process of the container's pid namespace (kill(2) with -1 spares init and itself), so
- * the runner, the init and the container end even when a cell was busy and read nothing. An
- * idle runner ends by itself: its read of the cells FIFO ends too. */
+/* The container's command, and its pid 1 (no init process: the kernel delivers no signal to a
+ * pid namespace's init from inside unless it set a handler, and never SIGKILL or SIGSTOP, so the
+ * code can neither kill nor stop it; and when it exits, the kernel kills every other process of
+ * the namespace, pid_namespaces(7)). It opens the FIFOs, starts the runner ("$@") in a process
+ * group of its own (set -m) with the runner's fds, and stays as the session's supervisor:
+ *  - the lifeline: "life", which the runner's uid may read but not write (engine_cells_new()),
+ *    so only the server holds a write end; when the server dies (even SIGKILL) the read ends;
+ *  - the backstop: the server writes a line at each cell's start; with none for $1 seconds
+ *    (the session's idle time, the longest call, and a margin) it ends too, whoever holds the
+ *    FIFO open. The deadline is absolute ($SECONDS): a signal the code sends cannot stretch it;
+ *  - SIGINT (the engine's kill API when the runner is not seen from the host) goes on to the
+ *    runner's process group; the runner's end (SIGCHLD) ends the wait too.
+ * Then it kills every other process (kill(2) with -1 spares itself) and exits, which ends the
+ * container. A bash pid 1 reaps adopted children as it waits (waitpid(-1), bash's jobs.c). */
 static const char cells_wrapper[] =
-    "exec 4</sandbox/cells 5>/sandbox/status 1>/sandbox/out 2>/sandbox/err || exit 127; "
-    "{ read -r _ </sandbox/life; kill -KILL -1; } 4<&- 5>&- >/dev/null 2>&1 & exec \"$@\"";
+    "exec 4</sandbox/cells 5>/sandbox/status 1>/sandbox/out 2>/sandbox/err 3</sandbox/life "
+    "|| exit 127; "
+    "t=$1; shift; set -m; \"$@\" 3<&- & r=$!; exec 4<&- 5>&- >/dev/null 2>&1 </dev/null; "
+    "trap 'kill -INT -- -$r' INT; trap : CHLD; end=$((SECONDS + t)); "
+    "while [ $SECONDS -lt $end ] && kill -0 $r; do "
+    "read -r -t $((end - SECONDS)) _ <&3; s=$?; "
+    "if [ $s = 0 ]; then end=$((SECONDS + t)); elif [ $s -le 128 ]; then break; fi; "
+    "done; kill -KILL -1; exit 0";
 
 struct engine_cells {
         char *script;    /* the runner's source in the code folder */
@@ -62,9 +78,10 @@ struct engine_cells {
          * neither side's open blocks), the others' read ends */
         int cell_w, status_r, out_r, err_r;
         int life_rw; /* "life" opened for both (so no open blocks): the lifeline's only writer */
-        pid_t runner_pid;   /* its host pid, or 0 when not seen from here */
-        int runner_pidfd;   /* pidfd_open(runner_pid), or -1 */
-        bool runner_leader; /* it leads its process group (tini and catatonit put it there) */
+        char backstop_arg[16]; /* the supervisor's $1: seconds without a cell before it ends */
+        pid_t runner_pid;      /* its host pid, or 0 when not seen from here */
+        int runner_pidfd;      /* pidfd_open(runner_pid), or -1 */
+        bool runner_leader; /* it leads its process group (the supervisor's set -m puts it there) */
         int kmsg_fd;        /* the kernel's log, for OOM kills, or -1 */
         long long seq;
         struct sbx_runner_records rec; /* status records being read */
@@ -132,10 +149,18 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
         give = geteuid() == 0 && v->uid != 0;
         for (size_t i = 0; r == 0 && i < F_N; i++) {
                 c->fifo[i] = xasprintf("%s/%s", v->code_dir, fifo_names[i]);
-                if (mkfifo(c->fifo[i], 0600) < 0 || (give && chown(c->fifo[i], v->uid, v->gid) < 0))
+                /* "life" stays ours, readable by all: the runner's uid cannot open it for writing
+                 * (nor chmod it) to keep the lifeline from ending; root bypasses the mode */
+                bool life = i == F_LIFE && give;
+                if (mkfifo(c->fifo[i], 0600) < 0 ||
+                    (life ? chmod(c->fifo[i], 0444) < 0
+                          : give && chown(c->fifo[i], v->uid, v->gid) < 0))
                         r = sbx_fail(err, errno, "cannot make the session's pipe '%s': %m",
                                      c->fifo[i]);
         }
+        unsigned max_call_s = v->cfg->max_timeout_s ? v->cfg->max_timeout_s : 60;
+        snprintf(c->backstop_arg, sizeof(c->backstop_arg), "%u",
+                 v->cfg->session_idle_s + max_call_s + CELLS_BACKSTOP_MARGIN_S);
         if (r < 0) {
                 engine_cells_free(c);
                 return r;
@@ -144,18 +169,19 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
         return 0;
 }
 
-void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char **cmd,
-                      size_t max)
+void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char *interp,
+                      const char **cmd, size_t max)
 {
         const char *const *argv = sbx_runner_argv(l);
         size_t n = 0;
 
-        (void)c;
-        cmd[n++] = "bash";
+        cmd[n++] = ENGINE_BASH_PATH;
         cmd[n++] = "-c";
         cmd[n++] = cells_wrapper;
         cmd[n++] = "vestibule-cells";
-        for (; *argv && n < max - 1; argv++)
+        cmd[n++] = c->backstop_arg;
+        cmd[n++] = interp; /* in place of the runner's bare argv[0] */
+        for (argv++; *argv && n < max - 1; argv++)
                 cmd[n++] = *argv;
         cmd[n] = NULL;
 }
@@ -303,6 +329,12 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                                 sbx_language_name(v->language), out[0] ? ": " : "", out,
                                 r == -ETIMEDOUT ? "no word from it" : "it ended");
         }
+        /* what it printed while it started is no cell's output (runners.h) */
+        size_t dropped = sbx_runner_drop_startup(c->out_r) + sbx_runner_drop_startup(c->err_r);
+        if (dropped)
+                log_info("session %.12s: %zu bytes the interpreter printed as it started were "
+                         "dropped (a .pth file or sitecustomize.py in the workspace?)",
+                         v->id, dropped);
         /* the runner holds the read end now: a write-only end, so a runner that died is
          * EPIPE at the next cell rather than a pipe that fills */
         int w = -1;
@@ -384,6 +416,9 @@ int engine_cells_start(const struct engine_sb_view *v, struct engine_cells *c,
         r = sbx_runner_check_cell(req, v->language, err);
         if (r < 0)
                 return r;
+        /* the supervisor's backstop starts again (a full FIFO, never read: it ends anyway) */
+        if (write(c->life_rw, "\n", 1) < 0)
+                log_debug("session %.12s: lifeline: %m", v->id);
         r = sbx_runner_send_cell(c->cell_w, ++c->seq, req->code, req->code_len,
                                  sbx_now_ms() + CELLS_WRITE_MS);
         if (r < 0) {
@@ -485,6 +520,8 @@ void engine_cells_collect(const struct engine_sb_view *v, struct engine_cells *c
                 res->outcome = RUN_OUTCOME_EXITED;
                 res->exit_code = r == 0 ? st.code : 1;
         }
+        if (w->by_ended_fd && w->forced == RUN_OUTCOME_NONE)
+                (void)sbx_runner_channel_broken(r, res); /* not the runner's words */
         if (r == 0 && strcmp(st.kind, "interrupted") == 0 && w->forced == RUN_OUTCOME_NONE)
                 run_result_note(res, "the cell was interrupted (SIGINT from inside the session)");
         cells_usage(v, c, res);

@@ -46,19 +46,24 @@ int engine_cells_check(const struct engine_sb_view *v, struct sbx_error *err);
 
 /**
  * engine_cells_new() - after the code folder exists: the runner's source and the five FIFOs
- * (cells, status, out, err, life) in @v's code folder, owned by the run's ids. *@ret freed by
+ * (cells, status, out, err, life) in @v's code folder, owned by the run's ids ("life" stays the
+ * server's, read-only to others, when the server is root: the code cannot write it); the
+ * backstop (VESTIBULE_SESSION_IDLE_S + VESTIBULE_MAX_TIMEOUT_S + 10 s) from @v->cfg. *@ret freed by
  * engine_cells_free(). Return 0 or -errno with @err.
  */
 int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
                      struct sbx_error *err);
 
 /**
- * engine_cells_cmd() - the container's command for a session: a bash wrapper that opens the
- * FIFOs as the runner's fds 4, 5, 1 and 2, then execs the runner (sbx_runner_argv()). Fills
- * @cmd (NULL-terminated, at most @max entries with the NULL); the strings are static or @c's.
+ * engine_cells_cmd() - the container's command for a session, run as its pid 1 (no init): a bash
+ * supervisor (by absolute path, ENGINE_BASH_PATH) that opens the FIFOs as the runner's fds 4, 5,
+ * 1 and 2, starts the runner (sbx_runner_argv(), its interpreter named @interp:
+ * engine_interp_for()) and ends the container when the lifeline ends or no cell came within the
+ * backstop (cells.c, cells_wrapper). Fills @cmd (NULL-terminated, at most @max entries with the
+ * NULL); the strings are static, @interp or @c's.
  */
-void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char **cmd,
-                      size_t max);
+void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const char *interp,
+                      const char **cmd, size_t max);
 
 /**
  * engine_cells_launch() - after the container is created and checked: open our ends of the

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "config/pins.h"
 #include "engine/conn.h"
 #include "engine/state.h"
 
@@ -354,11 +355,47 @@ static const char *const run_path_dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"
  * the container's filesystem, nothing runs), once per image id and interpreter. This is what
  * tells "the image lacks the interpreter" apart from a run: the run's own output and exit
  * status never decide a refusal (a program can print the wrapper's words and exit 127). */
+const char *engine_interp_for(const char *image, enum sbx_language l)
+{
+        bool debian = image && (strcmp(image, SBX_DEBIAN_IMAGE_PYTHON) == 0 ||
+                                strcmp(image, SBX_DEBIAN_IMAGE_NODE) == 0);
+        bool pinned = image && (strcmp(image, SBX_PIN_IMAGE_PYTHON) == 0 ||
+                                strcmp(image, SBX_PIN_IMAGE_NODE) == 0);
+
+        if (l == SBX_LANG_BASH)
+                return ENGINE_BASH_PATH;
+        if (l == SBX_LANG_NODE)
+                return debian ? "/usr/bin/node" : pinned ? "/usr/local/bin/node" : "node";
+        return debian ? "/usr/bin/python3" : pinned ? "/usr/local/bin/python3" : "python3";
+}
+
+/* Whether @prog is in the created container @id: at its path when absolute, else in one of
+ * run_path_dirs. Return 1 (found), 0 (not), or -errno with @err. */
+static int program_present(struct engine_state *st, const char *id, const char *prog,
+                           struct sbx_error *err)
+{
+        size_t n = prog[0] == '/' ? 1 : ELEMENTSOF(run_path_dirs);
+
+        for (size_t d = 0; d < n; d++) {
+                _cleanup_free_ char *path =
+                    prog[0] == '/' ? xstrdup(prog) : xasprintf("%s/%s", run_path_dirs[d], prog);
+                struct sbx_error e = {0};
+                int r = engine_archive_stat(&st->conn, id, path, &e);
+                if (r == 0)
+                        return 1;
+                if (r != -ENOENT) {
+                        *err = e;
+                        return r;
+                }
+        }
+        return 0;
+}
+
 int engine_container_programs_check(struct engine_state *st, const char *id, const char *image_id,
                                     const char *image, const char *interp, struct sbx_error *err)
 {
         _cleanup_free_ char *key = xasprintf("%s %s", image_id, interp);
-        const char *progs[] = {"timeout", interp};
+        const char *progs[] = {ENGINE_TIMEOUT_PATH, interp};
         bool cached = false;
         int r;
 
@@ -369,34 +406,28 @@ int engine_container_programs_check(struct engine_state *st, const char *id, con
         if (cached)
                 return 0;
         for (size_t p = 0; p < ELEMENTSOF(progs); p++) {
-                bool found = false;
-                for (size_t d = 0; d < ELEMENTSOF(run_path_dirs) && !found; d++) {
-                        _cleanup_free_ char *path = xasprintf("%s/%s", run_path_dirs[d], progs[p]);
-                        struct sbx_error e = {0};
-                        r = engine_archive_stat(&st->conn, id, path, &e);
-                        if (r == 0)
-                                found = true;
-                        else if (r != -ENOENT) {
-                                *err = e;
-                                return r;
-                        }
-                }
-                if (found)
+                r = program_present(st, id, progs[p], err);
+                if (r < 0)
+                        return r;
+                if (r > 0)
                         continue;
                 if (p == 0)
                         return sbx_fail(err, ENOENT,
-                                        "the sandbox image '%s' has no coreutils `timeout`, which "
-                                        "every run needs: use an image that provides bash, "
-                                        "timeout and the interpreter, or run `vestibule-mcp setup`",
-                                        image);
+                                        "the sandbox image '%s' has no coreutils `timeout` at "
+                                        "%s, which every run needs: use an image that provides "
+                                        "bash, timeout and the interpreter, or run `vestibule-mcp "
+                                        "setup`",
+                                        image, ENGINE_TIMEOUT_PATH);
+                const char *base = strrchr(interp, '/');
                 return sbx_fail(err, ENOENT,
-                                "the sandbox image '%s' has no '%s': use an image that provides "
-                                "bash, timeout and the interpreter, or run `vestibule-mcp setup`",
-                                image, interp);
+                                "the sandbox image '%s' has no '%s'%s%s: use an image that "
+                                "provides bash, timeout and the interpreter, or run "
+                                "`vestibule-mcp setup`",
+                                image, base ? base + 1 : interp, base ? " at " : "",
+                                base ? interp : "");
         }
         pthread_mutex_lock(&st->lock);
-        st->programs_ok =
-            xrealloc(st->programs_ok, (st->n_programs_ok + 1) * sizeof(*st->programs_ok));
+        GREEDY_REALLOC(st->programs_ok, st->cap_programs_ok, st->n_programs_ok + 1);
         st->programs_ok[st->n_programs_ok++] = TAKE_PTR(key);
         pthread_mutex_unlock(&st->lock);
         return 0;

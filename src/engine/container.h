@@ -98,10 +98,27 @@ int engine_container_create(struct engine_state *st, json_object *body, const ch
 int engine_container_inspect(struct engine_state *st, const char *id, bool keep_id,
                              json_object **ret, struct sbx_error *err);
 
+/* The in-container launcher's programs, by absolute path, so nothing a run leaves in
+ * /workspace/.local/bin (on PATH, last: egress.h EGRESS_SANDBOX_PATH) can stand in for them
+ * (tests/adversarial/server.md, "a run replaces timeout and the interpreter"): coreutils'
+ * `timeout` and bash are there in every Debian-based image, ours included (images/build.sh). */
+#define ENGINE_TIMEOUT_PATH "/usr/bin/timeout"
+#define ENGINE_BASH_PATH "/bin/bash"
+
+/**
+ * engine_interp_for() - the interpreter of @l in @image, as the container's command names it: an
+ * absolute path for the images we pin or build (the registry's python:3.12-slim and node:22-slim
+ * install into /usr/local/bin; the Debian-built ones, images/build.sh, use Debian's /usr/bin),
+ * ENGINE_BASH_PATH for bash, and the bare name for any other image (found through the run's PATH,
+ * the image's folders first, and checked there by engine_container_programs_check()). A static
+ * string.
+ */
+const char *engine_interp_for(const char *image, enum sbx_language l);
+
 /**
  * engine_container_programs_check() - before the start: the image of created container @id
- * (image id @image_id, name @image for errors) holds coreutils `timeout` and @interp in the
- * run's PATH (/usr/local/bin, /usr/bin, /bin), seen through the archive API (HEAD
+ * (image id @image_id, name @image for errors) holds ENGINE_TIMEOUT_PATH and @interp (at that
+ * path when absolute, else in /usr/local/bin, /usr/bin or /bin), seen through the archive API (HEAD
  * /containers/{id}/archive: nothing runs); once per image id and interpreter (cached in @st).
  * Return: 0, -ENOENT with @err naming the missing program and the fix, or another -errno.
  */

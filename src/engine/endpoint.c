@@ -257,7 +257,7 @@ static char *current_context(const struct sbx_engine_env *env, const char *cfgdi
 
 struct endpoint_list {
         struct engine_endpoint *v;
-        size_t n;
+        size_t n, cap;
 };
 
 static void list_push(struct endpoint_list *l, const struct engine_endpoint *ep)
@@ -265,7 +265,7 @@ static void list_push(struct endpoint_list *l, const struct engine_endpoint *ep)
         for (size_t i = 0; i < l->n; i++)
                 if (strcmp(l->v[i].host, ep->host) == 0)
                         return;
-        l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+        GREEDY_REALLOC(l->v, l->cap, l->n + 1);
         l->v[l->n++] = *ep;
 }
 

@@ -1,8 +1,9 @@
 /* engine.h - the container backend's own pieces: finding the engine (Docker or Podman) like
  * the docker CLI does, talking its HTTP API over libcurl (unix socket or tcp), negotiating the
  * API version, the create body and the check of the engine's answer, the attach stream
- * demultiplexer, and image import. Only src/engine and its tests include this header; the
- * rest of the server sees the engine through backend.h. */
+ * demultiplexer, and image import; and the backend's constructor and start-up sweep, for the
+ * service (src/service/ladder.c, service.c) and doctor. Besides those, only src/engine and its
+ * tests include this header; the rest of the server sees the engine through run/backend.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -571,7 +572,7 @@ struct engine_manifest_entry {
 
 struct engine_manifest {
         struct engine_manifest_entry *v;
-        size_t n;
+        size_t n, cap; /* entries used, room for (GREEDY_REALLOC) */
 };
 
 /** engine_manifest_done() - free what @m holds. */
@@ -580,6 +581,7 @@ void engine_manifest_done(struct engine_manifest *m);
 /* What the copy-back did. */
 struct engine_copyback {
         unsigned files, dirs, symlinks, deleted;
+        unsigned kept;           /* of files: the host's was the same, left as it was */
         unsigned refused;        /* entries not written (see first_refusal) */
         char first_refusal[200]; /* "'name': why" of the first refused entry */
         bool capped;             /* a cap stopped it: the workspace holds part of the changes,
@@ -702,6 +704,23 @@ bool engine_daemon_shares_files(const struct engine_endpoint *ep, const char *os
 int engine_tmpfile(struct sbx_error *err);
 
 struct backend;
+/**
+ * engine_backend_new() - a new container backend in *@ret (free with backend_free(),
+ * run/backend.h); @cfg is borrowed and must outlive it. Only allocates: finding and probing the
+ * engine happen in its probe() (src/engine/backend.c). Return: 0, or -errno with @err.
+ */
+int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
+
+/**
+ * engine_sweep_at_start() - at server start, in a background thread: remove the sandbox
+ * containers and volumes left on the container engine by servers that are gone (killed with
+ * a run in flight; vestibule.owner label names a dead process of this host), log how many
+ * (info). Only for VESTIBULE_BACKEND=container (under auto the container backend's first
+ * probe sweeps, so a host where native wins never maps libcurl); an unreachable engine is a
+ * debug line. Never blocks, never removes a live server's containers (src/engine/sweep.c).
+ */
+void engine_sweep_at_start(const struct sbx_config *cfg);
+
 /**
  * engine_backend_new_with_env() - engine_backend_new() reading DOCKER_* and friends through
  * @getenv_fn (tests inject an environment; NULL: from @cfg->engine_env, as

@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "egress/egress.h"
 #include "engine/conn.h"
 #include "engine/container.h"
 #include "engine/state.h"
@@ -49,6 +50,25 @@ static void owner_file_remove(const char *dir)
         (void)unlink(path);
 }
 
+/* "<@dir>/sitecustomize.py" (egress.h, egress_sitecustomize), 0444, owned by this server: the
+ * workspace's user site on sys.path without its start-up files. Return 0, or -1 with errno. */
+static int sitecustomize_write(const char *dir)
+{
+        _cleanup_free_ char *path = xasprintf("%s/%s", dir, EGRESS_SITECUSTOMIZE_NAME);
+        _cleanup_close_ int fd =
+            open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+        size_t len = strlen(egress_sitecustomize);
+
+        if (fd < 0)
+                return -1;
+        if (fchmod(fd, 0444) < 0 || write(fd, egress_sitecustomize, len) != (ssize_t)len) {
+                if (errno == 0)
+                        errno = EIO;
+                return -1;
+        }
+        return 0;
+}
+
 /* A private host dir holding the code (0700, the script 0600), owned by the uid the code runs
  * as (@uid:@gid), who alone reads it through the bind mount: no other local user can read the
  * code during the run. A server that is not root runs code as itself (or, on rootless Podman,
@@ -63,10 +83,10 @@ int engine_code_dir_make(uid_t uid, gid_t gid, bool shared, char **ret_dir, stru
         if (!mkdtemp(dir)) /* 0700 */
                 return sbx_fail(err, errno, "cannot create a temp dir for the code: %m");
         owner_file_write(dir);
-        if ((give && chown(dir, uid, gid) < 0) || (shared && chmod(dir, 0755) < 0)) {
+        if ((give && chown(dir, uid, gid) < 0) || (shared && chmod(dir, 0755) < 0) ||
+            sitecustomize_write(dir) < 0) {
                 int e = errno;
-                rmdir(dir);
-                owner_file_remove(dir);
+                engine_code_dir_remove(dir);
                 return sbx_fail(err, e, "cannot give the code folder '%s' to %u: %s", dir,
                                 (unsigned)uid, strerror(e));
         }
@@ -104,6 +124,9 @@ fail:
 
 void engine_code_dir_remove(const char *dir)
 {
+        _cleanup_free_ char *sc = xasprintf("%s/%s", dir, EGRESS_SITECUSTOMIZE_NAME);
+
+        (void)unlink(sc);
         rmdir(dir);
         owner_file_remove(dir);
 }
@@ -260,9 +283,9 @@ static void copy_back(struct engine_state *st, const struct sbx_config *cfg, con
                          e.msg);
                 return;
         }
-        log_debug("workspace copy-back: %u files, %u folders, %u symlinks, %u deleted, %u "
-                  "refused",
-                  cb.files, cb.dirs, cb.symlinks, cb.deleted, cb.refused);
+        log_debug("workspace copy-back: %u files (%u unchanged, kept), %u folders, %u "
+                  "symlinks, %u deleted, %u refused",
+                  cb.files, cb.kept, cb.dirs, cb.symlinks, cb.deleted, cb.refused);
         if (cb.capped) {
                 log_warning("workspace copy-back: %s", cb.cap_note);
                 note_add(res,

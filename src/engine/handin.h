@@ -26,13 +26,15 @@ struct engine_handin {
  * "/tmp/<ENGINE_CODE_DIR_PREFIX>XXXXXX" (mkdtemp(3), 0700), owned by @uid:@gid when this
  * process is root (the uid the code runs as alone reads it through the bind mount); 0755 when
  * @shared (rootless Docker: the container's uid is a subordinate id here,
- * docs/design/engine.md). "<folder>.owner" beside it holds this server's owner label for a
+ * docs/design/engine.md). It holds EGRESS_SITECUSTOMIZE_NAME (egress.h), 0444, from the start.
+ * "<folder>.owner" beside it holds this server's owner label for a
  * later server's sweep. Return: 0 with the path in *@ret_dir (free(); remove with
  * engine_code_dir_remove()), or -errno with @err.
  */
 int engine_code_dir_make(uid_t uid, gid_t gid, bool shared, char **ret_dir, struct sbx_error *err);
 
-/** engine_code_dir_remove() - rmdir(2) the (emptied) code folder @dir and unlink its
+/** engine_code_dir_remove() - unlink our sitecustomize.py and rmdir(2) the (otherwise emptied)
+ * code folder @dir and unlink its
  * "<dir>.owner"; errors are ignored (the next start's sweep). */
 void engine_code_dir_remove(const char *dir);
 

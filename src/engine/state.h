@@ -45,7 +45,7 @@ struct engine_state {
         /* "<image id> <interpreter>" pairs whose image was seen to hold `timeout` and that
          * interpreter (image_programs_check()): checked once per image id */
         char **programs_ok;
-        size_t n_programs_ok;
+        size_t n_programs_ok, cap_programs_ok; /* used, room for (GREEDY_REALLOC) */
 };
 
 /* engine_jget() - member @k of JSON object @o, or NULL (also when @o is NULL); borrowed from @o

@@ -3,6 +3,7 @@
  * host left when they were killed mid-run (docs/design/engine-api.md §5). Apart from conn.c
  * because it uses hostcg.c, which uses conn.c's owner labels. */
 #include "engine/conn.h"
+#include "engine/engine.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -26,6 +26,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "egress/egress.h"
 
 #define VOLUME_XFER_TIMEOUT_MS 300000L /* one archive PUT/GET: large workspaces take a while */
 #define VOLUME_MAX_DEPTH 128           /* deeper host workspace folders are left out */
@@ -41,12 +42,12 @@ void engine_manifest_done(struct engine_manifest *m)
                 free(m->v[i].rel);
         free(m->v);
         m->v = NULL;
-        m->n = 0;
+        m->n = m->cap = 0;
 }
 
 static void manifest_add(struct engine_manifest *m, const char *rel, const struct stat *st)
 {
-        m->v = xrealloc(m->v, (m->n + 1) * sizeof(*m->v));
+        GREEDY_REALLOC(m->v, m->cap, m->n + 1);
         m->v[m->n].rel = xstrdup(rel);
         m->v[m->n].mode = st->st_mode;
         m->v[m->n].size = st->st_size;
@@ -221,10 +222,7 @@ static void walk_skip_deep(struct walk *w, const char *crel)
 static struct walk_frame *walk_push(struct walk_frame *stack, size_t *n, size_t *cap,
                                     struct walk_frame f)
 {
-        if (*n == *cap) {
-                *cap *= 2;
-                stack = xrealloc(stack, *cap * sizeof(*stack));
-        }
+        GREEDY_REALLOC(stack, *cap, *n + 1);
         stack[(*n)++] = f;
         return stack;
 }
@@ -331,6 +329,17 @@ static ssize_t fd_write_cb(struct archive *a, void *ud, const void *buf, size_t 
         return (ssize_t)n;
 }
 
+/* "<@code_root>/sitecustomize.py" (egress.h, egress_sitecustomize), root's, 0444. */
+static int tar_sitecustomize(struct archive *a, const char *code_root, time_t now,
+                             struct sbx_error *err)
+{
+        _cleanup_free_ char *name = xasprintf("%s/%s", code_root, EGRESS_SITECUSTOMIZE_NAME);
+        size_t len = strlen(egress_sitecustomize);
+        int r = tar_header(a, name, S_IFREG | 0444, (int64_t)len, 0, 0, NULL, now, err);
+
+        return r < 0 ? r : tar_data(a, name, egress_sitecustomize, len, err);
+}
+
 static int handin_tar(int fd, enum engine_handin_part part, const char *script_name,
                       const char *code, size_t code_len, const char *workspace_dir, uid_t uid,
                       gid_t gid, struct engine_manifest *ret_manifest, unsigned *ret_skipped,
@@ -359,6 +368,8 @@ static int handin_tar(int fd, enum engine_handin_part part, const char *script_n
                                        now, err);
                 if (r == 0)
                         r = tar_data(a, script, code, code_len, err);
+                if (r == 0)
+                        r = tar_sitecustomize(a, code_root, now, err);
                 if (r < 0)
                         return r;
         }
@@ -421,7 +432,7 @@ static int cmp_str(const void *a, const void *b)
 
 struct names {
         char **v;
-        size_t n;
+        size_t n, cap;
 };
 
 static void names_done(struct names *s)
@@ -498,7 +509,44 @@ static int write_sparse(int fd, const void *buf, size_t len, uint64_t off, uint6
  * @base, so an existing symlink at @base is replaced, never followed. Runs of zeros are not
  * written but left as holes (Docker's archive has no sparse entries: a truncate()d file comes
  * as zeros), and the size is set at the end. *@data_left is the copy-back's remaining byte
- * budget for what is written: -EFBIG (nothing of this file kept) when it would go below 0. */
+ * budget for what is written: -EFBIG (nothing of this file kept) when it would go below 0.
+ * Return 0 when written, 1 when the host's file was the same (same_as_host()) and is kept. */
+/* Whether the host's @base in @pfd is a regular file with @tmp's content (both in @pfd), the
+ * permission bits @perm and (with @do_chown) the owner @uid:@gid: the run left it as it was,
+ * so the copy-back keeps the host's file (its inode and mtime), and the changes snapshot
+ * (src/workspace/changes.c) does not take it for one the run wrote. Docker's archive carries
+ * mtimes in whole seconds, so they are not compared: the bytes are. */
+#define SAME_CHUNK ((size_t)65536)
+static bool same_as_host(int pfd, const char *base, const char *tmp, mode_t perm, uid_t uid,
+                         gid_t gid, bool do_chown)
+{
+        struct stat hs, ts;
+
+        /* only a regular file is opened (O_NONBLOCK: a fifo put there meanwhile never blocks) */
+        if (fstatat(pfd, base, &hs, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(hs.st_mode))
+                return false;
+        _cleanup_close_ int hfd =
+            openat(pfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        _cleanup_close_ int tfd = openat(pfd, tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (hfd < 0 || tfd < 0 || fstat(hfd, &hs) < 0 || fstat(tfd, &ts) < 0)
+                return false;
+        _cleanup_free_ char *hb = xmalloc(2 * SAME_CHUNK);
+        char *tb = hb + SAME_CHUNK;
+        if (!S_ISREG(hs.st_mode) || hs.st_size != ts.st_size ||
+            (hs.st_mode & 07777) != (perm & 0777) ||
+            (do_chown && (hs.st_uid != uid || hs.st_gid != gid)))
+                return false;
+        for (off_t off = 0; off < hs.st_size;) {
+                size_t n = (uint64_t)(hs.st_size - off) < SAME_CHUNK ? (size_t)(hs.st_size - off)
+                                                                     : SAME_CHUNK;
+                if (pread(hfd, hb, n, off) != (ssize_t)n || pread(tfd, tb, n, off) != (ssize_t)n ||
+                    memcmp(hb, tb, n) != 0)
+                        return false;
+                off += (off_t)n;
+        }
+        return true;
+}
+
 static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, time_t mtime,
                     int64_t size, uint64_t *data_left, uid_t uid, gid_t gid, bool do_chown)
 {
@@ -541,6 +589,10 @@ static int put_file(struct archive *a, int pfd, const char *base, mode_t perm, t
         if (fchmod(fd, perm & 0777) < 0) {
                 r = -errno;
                 goto fail;
+        }
+        if (same_as_host(pfd, base, tmp, perm, uid, gid, do_chown)) {
+                unlinkat(pfd, tmp, 0);
+                return 1; /* kept as it was */
         }
         struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = mtime}};
         (void)futimens(fd, ts);
@@ -695,8 +747,12 @@ static int unpack_one(struct archive *a, struct archive_entry *e, int rootfd, co
                              data_left, uid, gid, do_chown);
                 if (r == -EFBIG)
                         return r; /* the byte cap: the caller stops and says so */
-                if (r == 0)
+                if (r == 1)
+                        cb->kept++;
+                if (r >= 0)
                         cb->files++;
+                if (r > 0)
+                        r = 0;
                 break;
         case S_IFLNK:
                 r = put_symlink(pfd, base, archive_entry_symlink(e) ? archive_entry_symlink(e) : "",
@@ -816,7 +872,7 @@ static int workspace_unpack(int tar_fd, const char *workspace_dir, const struct 
                                  (unsigned long long)caps->max_entries, rel);
                         goto out;
                 }
-                seen.v = xrealloc(seen.v, (seen.n + 1) * sizeof(char *));
+                GREEDY_REALLOC(seen.v, seen.cap, seen.n + 1);
                 seen.v[seen.n++] = xstrdup(rel);
                 r = unpack_one(a, e, rootfd, rel, &data_left, uid, gid, do_chown, &cb);
                 if (r == -EFBIG) {

@@ -39,6 +39,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "naive/naive.h"
 #include "run/backend.h"
 #include "rootfs/tree.h"
 #include "run/sandbox.h"

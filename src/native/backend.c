@@ -23,6 +23,7 @@
 #include "common/xalloc.h"
 #include "egress/egress.h"
 #include "native/native.h"
+#include "native/backend.h"
 #include "run/backend.h"
 #include "run/sandbox.h"
 #include "run/warden.h"

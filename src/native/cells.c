@@ -220,6 +220,13 @@ static int cells_await_ready(struct sandbox *sb, uint64_t ready_ms, struct sbx_e
                                 "`vestibule-mcp doctor`, then retry session_start",
                                 sbx_language_name(sb->lang), out[0] ? ": " : "", out);
         }
+        /* what it printed while it started is no cell's output (runners.h) */
+        size_t dropped =
+            sbx_runner_drop_startup(sb->ns.out_fd) + sbx_runner_drop_startup(sb->ns.err_fd);
+        if (dropped)
+                log_info("session: %zu bytes the interpreter printed as it started were dropped "
+                         "(a .pth file or sitecustomize.py in the workspace?)",
+                         dropped);
         sb->runner_pid = find_runner(sb->ns.pid);
         if (sb->runner_pid > 0)
                 sb->runner_pidfd = (int)syscall(SYS_pidfd_open, sb->runner_pid, 0);
@@ -495,6 +502,8 @@ static int cells_collect(struct sandbox *sb, const struct sandbox_watch *w, stru
                 res->outcome = RUN_OUTCOME_EXITED;
                 res->exit_code = r == 0 ? st.code : 1;
         }
+        if (w->by_ended_fd && w->forced == RUN_OUTCOME_NONE)
+                (void)sbx_runner_channel_broken(r, res); /* not the runner's words */
         if (r == 0 && strcmp(st.kind, "interrupted") == 0 && w->forced == RUN_OUTCOME_NONE)
                 run_result_note(res, "the cell was interrupted (SIGINT from inside the session)");
         cells_usage(sb, res);

@@ -264,11 +264,26 @@ static void child_cover_tmp(void)
  * only ways into stage/ and into a writable s/ are the fds in @ret, which go to the server
  * and are closed here. @ret: the program file (O_WRONLY; in stage/, or s/ for bash), s/ and
  * stage/ (O_PATH). */
+/* /sandbox/sitecustomize.py (egress.h, egress_sitecustomize): the user site on sys.path
+ * without its start-up files; read-only with the rest of /sandbox. */
+static void child_write_sitecustomize(void)
+{
+        int fd = open("sandbox/s/" EGRESS_SITECUSTOMIZE_NAME,
+                      O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+        size_t len = strlen(egress_sitecustomize);
+
+        if (fd < 0 || write(fd, egress_sitecustomize, len) != (ssize_t)len)
+                child_fail(errno, "cannot write /sandbox/" EGRESS_SITECUSTOMIZE_NAME ": %s",
+                           safe_strerror(errno));
+        close(fd);
+}
+
 static void child_make_sandbox(const struct native_spawn *sp, int ret[3])
 {
         char opts[96], path[80];
 
-        snprintf(opts, sizeof(opts), "size=%zu,mode=0755", (sp->code_max | 4095) + 4097);
+        /* the program, one page of ours (sitecustomize.py), and a spare page */
+        snprintf(opts, sizeof(opts), "size=%zu,mode=0755", (sp->code_max | 4095) + 4097 + 4096);
         child_mount("tmpfs", "sandbox", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts,
                     "the rootfs needs a /sandbox directory: run `vestibule-mcp setup` again");
         if (mkdir("sandbox/s", 0755) < 0 || mkdir("sandbox/stage", 0700) < 0)
@@ -287,6 +302,7 @@ static void child_make_sandbox(const struct native_spawn *sp, int ret[3])
                         child_fail(errno, "cannot create the program's FIFO in /sandbox: %s",
                                    safe_strerror(errno));
         }
+        child_write_sitecustomize();
         ret[1] = open("sandbox/s", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         ret[2] = open("sandbox/stage", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (ret[1] < 0 || ret[2] < 0)

@@ -1,6 +1,8 @@
-/* backend.h - the seam every isolation backend plugs into. The MCP layer and the run service
- * include this header, never a backend's own. A backend is a singleton object created for the
- * server's life; its ops must be safe to call from several run threads at once. */
+/* backend.h - the seam every isolation backend plugs into (backend_free() is in
+ * src/run/backend.c). The run service and the MCP layer drive a backend through this header
+ * only; a backend's own header is included just for its constructor (the service's ladder,
+ * doctor). A backend is a singleton object created for the server's life; its ops must be safe
+ * to call from several run threads at once. */
 #pragma once
 
 #include <stdbool.h>
@@ -77,40 +79,14 @@ struct backend {
         void *state;                  /* the backend's own */
 };
 
-/* A backend's constructor, as the ladder calls it (tests pass doubles). */
+/* A backend's constructor, as the ladder calls it (tests pass doubles): a new backend in
+ * *@ret (free with backend_free()); @cfg is borrowed and must outlive it. A constructor only
+ * allocates: host checks happen in probe(). Return 0, or -errno with @err. The backends'
+ * constructors live a layer above this header and are declared in their own headers:
+ * naive_backend_new() in src/naive/naive.h, native_backend_new() in src/native/backend.h,
+ * engine_backend_new() in src/engine/engine.h. */
 typedef int (*backend_ctor_fn)(const struct sbx_config *cfg, struct backend **ret,
                                struct sbx_error *err);
 
-/* Constructors: each returns a new backend in *@ret (free with backend_free()); @cfg is
- * borrowed and must outlive it. They only allocate: host checks happen in probe(). Return 0,
- * or -errno with @err. They are defined in the backends' own files, a layer above this one:
- * naive in src/naive/naive.c, native in src/native/backend.c, the container engine in
- * src/engine/ops.c. */
-int naive_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
-int native_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
-int engine_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
-
-/** engine_sweep_at_start() - at server start, in a background thread: remove the sandbox
- * containers and volumes left on the container engine by servers that are gone (killed with
- * a run in flight; vestibule.owner label names a dead process of this host), log how many
- * (info). Only for VESTIBULE_BACKEND=container (under auto the container backend's first
- * probe sweeps, so a host where native wins never maps libcurl); an unreachable engine is a
- * debug line. Never blocks, never removes a live server's containers
- * (src/engine/sweep.c). */
-void engine_sweep_at_start(const struct sbx_config *cfg);
-
 /** backend_free() - shutdown() and destroy(), then free. Accepts NULL; returns NULL. */
 struct backend *backend_free(struct backend *b);
-
-/**
- * native_userns_check() - can this process create the user namespaces a native sandbox needs?
- * Tries it for real (a child in new user, pid, mount, net, uts, ipc and cgroup namespaces),
- * and when that fails names the cause: the sysctls (user.max_user_namespaces,
- * kernel.apparmor_restrict_unprivileged_userns, kernel.unprivileged_userns_clone) or a seccomp
- * filter on the server itself (Seccomp: 2 in /proc/self/status and unshare(0), a no-op the
- * kernel always allows, refused: a container's default profile). The native probe and doctor
- * both use it, so they agree. See user_namespaces(7), seccomp(2), proc_pid_status(5).
- * @why: on failure, the cause and its fix (NUL-terminated, cut at @size).
- * Return: 0 when usable, else -errno (EPERM, ENOSPC, ...) with @why filled.
- */
-int native_userns_check(char *why, size_t size);

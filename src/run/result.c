@@ -75,10 +75,10 @@ void run_result_done(struct run_result *r)
                 free(r->images[i].data);
         free(r->images);
         r->images = NULL;
-        r->n_images = 0;
+        r->n_images = r->cap_images = 0;
         free(r->egress.entries);
         r->egress.entries = NULL;
-        r->egress.n_entries = 0;
+        r->egress.n_entries = r->egress.cap_entries = 0;
 }
 
 const char *run_outcome_name(enum run_outcome o)
@@ -364,6 +364,15 @@ static char *outcome_text(const struct run_result *r, unsigned timeout_s, size_t
                 const char *name = NULL;
                 uint64_t at = flood_stop(r, &name);
 
+                /* what was read of that stream until the program was dead (its truncation
+                 * note's count) is said too, so the two numbers agree */
+                uint64_t all = strcmp(name, "stdout") == 0 ? r->out.total : r->err.total;
+                if (at > 0 && all > at)
+                        return xasprintf("stopped at %llu bytes of %s: more than twice the "
+                                         "%zu-byte output cap (%llu bytes of it were read in all, "
+                                         "until the program was dead)",
+                                         (unsigned long long)at, name, cap,
+                                         (unsigned long long)all);
                 if (at > 0)
                         return xasprintf("stopped at %llu bytes of %s: more than twice the "
                                          "%zu-byte output cap",
@@ -605,7 +614,7 @@ void run_view_build(struct run_view *v, const struct run_result *r, unsigned tim
                         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
                         if (len > 0) {
-                                v->notes = xrealloc(v->notes, (v->n_notes + 1) * sizeof(char *));
+                                GREEDY_REALLOC(v->notes, v->cap_notes, v->n_notes + 1);
                                 v->notes[v->n_notes++] = sbx_text_sanitize_line(p, len);
                         }
                         p += len + 1;

@@ -138,7 +138,7 @@ struct run_egress_entry {
 struct run_egress {
         bool on;                          /* network "allowlist": a proxy served the run */
         struct run_egress_entry *entries; /* owned; in the order first tried */
-        size_t n_entries;
+        size_t n_entries, cap_entries;
         uint64_t records_dropped; /* refusals made but not listed (past the proxy's
                                      EGRESS_MAX_RECORDS, or past 64 refused entries); an
                                      allowed connection is always listed */
@@ -177,12 +177,13 @@ struct run_result {
         size_t files_more;
         char files_note[192];
         struct run_image *images;
-        size_t n_images;
+        size_t n_images, cap_images;
         struct run_egress egress; /* filled by the backend when the call asked for network */
 
         /* A call in a session (run_code with session, docs/design/sessions.md), filled by the
          * service: the handle, this call's number (1 = the first), the session's age when the
-         * call ended; and why this call ended the session ("" = the session lives on).
+         * call ended; and why this call ended the session ("" = the session lives on; a backend
+         * that ended it for a cause only it knows says so first, sbx_runner_channel_broken()).
          * session[0] == '\0': not a session call. */
         char session[64];
         uint64_t session_call;
@@ -244,8 +245,8 @@ struct run_view {
         uint64_t stopped_at;   /* a flood: the stream's count when stopped; 0 = not flooded */
         char *limits_hit, *out_of_memory, *blocked_syscalls, *blocked_reporting_stopped, *audit;
         unsigned blocked_syscalls_unlisted;
-        char **notes; /* n_notes one-line strings */
-        size_t n_notes;
+        char **notes; /* n_notes one-line strings (cap_notes: room for, GREEDY_REALLOC) */
+        size_t n_notes, cap_notes;
         char *files;            /* the "files: " line without its label (names escaped to one line);
                                    NULL when the run changed no file */
         char *files_note;       /* why that list may be incomplete; NULL when complete */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -147,4 +148,42 @@ int sbx_runner_take_record(struct sbx_runner_records *rs, struct sbx_runner_stat
         memmove(rs->buf, nl + 1, rs->len - n - 1);
         rs->len -= n + 1;
         return r < 0 ? r : 1;
+}
+
+bool sbx_runner_channel_broken(int r, struct run_result *res)
+{
+        if (r == 0 || r == -EPIPE)
+                return false;
+        res->outcome = RUN_OUTCOME_SIGNALED;
+        res->term_signal = SIGKILL;
+        res->exit_code = 0;
+        snprintf(res->session_ended, sizeof(res->session_ended),
+                 "the session's status channel from its interpreter was corrupted (%s: code in "
+                 "the session wrote to it), so the server could not tell how the cell ended and "
+                 "ended the session; start another with session_start",
+                 r == -EBADMSG ? "a line that is not a status record"
+                               : "no status record of this cell");
+        return true;
+}
+
+size_t sbx_runner_drop_startup(int fd)
+{
+        char buf[16384];
+        size_t dropped = 0;
+
+        while (dropped < (1u << 20)) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                int pr = poll(&p, 1, 0);
+                if (pr < 0 && errno == EINTR)
+                        continue;
+                if (pr <= 0 || !(p.revents & POLLIN))
+                        break;
+                ssize_t k = read(fd, buf, sizeof(buf));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                dropped += (size_t)k;
+        }
+        return dropped;
 }

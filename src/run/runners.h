@@ -74,3 +74,23 @@ struct sbx_runner_records {
  * the session must end).
  */
 int sbx_runner_take_record(struct sbx_runner_records *rs, struct sbx_runner_status *ret);
+
+/**
+ * sbx_runner_channel_broken() - after a cell's status channel was readable, a backend's
+ * collect read @r (0, or its read_record()'s -errno: -EBADMSG a line that is not a record,
+ * -ETIMEDOUT none of this cell's sequence number) there: anything but 0 and -EPIPE (the runner
+ * gone) means something other than the runner wrote to the channel (code in the session can
+ * reach it, docs/design/sessions.md). The backend has then ended the session; this says so in
+ * @res: the cell killed (SIGKILL, as the session was) and res->session_ended naming the cause,
+ * in place of "the interpreter exited" with a made-up exit status. Return: true when it was so.
+ */
+bool sbx_runner_channel_broken(int r, struct run_result *res);
+
+/**
+ * sbx_runner_drop_startup() - read and drop what the interpreter printed on @fd (a session's
+ * stdout or stderr pipe, blocking or not) before its "ready" record: output of its start-up (a
+ * .pth file or sitecustomize.py in the workspace's user site, docs/design/sessions.md), which
+ * is no cell's. The runners flush both streams before the record, so it is all in the pipe by
+ * then. Reads what is there now (poll(2) with no wait), at most 1 MiB. Return: bytes dropped.
+ */
+size_t sbx_runner_drop_startup(int fd);

@@ -112,7 +112,7 @@ static void attach_image(const struct sbx_config *cfg, struct run_result *res, s
                 free(data);
                 return;
         }
-        res->images = xrealloc(res->images, (res->n_images + 1) * sizeof(*res->images));
+        GREEDY_REALLOC(res->images, res->cap_images, res->n_images + 1);
         res->images[res->n_images++] = (struct run_image){
             .mime = f->mime,
             .data = data,

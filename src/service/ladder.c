@@ -9,6 +9,9 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "engine/engine.h"
+#include "naive/naive.h"
+#include "native/backend.h"
 #include "run/warden.h"
 
 /* An unusable probe (or a constructor failure) is retried after this long. */

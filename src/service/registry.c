@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "run/warden.h"
@@ -110,15 +111,8 @@ static bool fd_readable(int fd)
 
 static void timed_wait(struct sandbox_registry *r, uint64_t ms)
 {
-        struct timespec ts;
+        struct timespec ts = sbx_deadline_ts(ms);
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)(ms / 1000);
-        ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-        }
         (void)pthread_cond_timedwait(&r->freed, &r->lock, &ts);
 }
 

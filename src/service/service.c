@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/trace.h"
 #include "common/xalloc.h"
+#include "engine/engine.h"
 #include "run/sandbox.h"
 #include "run/warden.h"
 #include "service/files.h"
@@ -656,7 +657,7 @@ static int session_call(struct run_service *s, const struct run_call *rc, struct
         snprintf(res->session, sizeof(res->session), "%s", info.id);
         res->session_call = info.calls;
         res->session_age_ms = sbx_now_ms() - info.created_ms;
-        if (!alive)
+        if (!alive && !res->session_ended[0]) /* the backend may have said why already */
                 session_ended_why(res, res->session_ended, sizeof(res->session_ended));
         else if (r == 0 && res->outcome != RUN_OUTCOME_EXITED)
                 run_result_note(res, "the cell was interrupted (SIGINT) and stopped; the session "

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "run/warden.h"
@@ -80,17 +81,6 @@ static struct session *find(struct run_sessions *t, const char *id)
                 if (t->s[i].used && strcmp(t->s[i].info.id, id) == 0)
                         return &t->s[i];
         return NULL;
-}
-
-static void abs_time(struct timespec *ts, uint64_t ms)
-{
-        clock_gettime(CLOCK_MONOTONIC, ts);
-        ts->tv_sec += (time_t)(ms / 1000u);
-        ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
-        if (ts->tv_nsec >= 1000000000L) {
-                ts->tv_sec++;
-                ts->tv_nsec -= 1000000000L;
-        }
 }
 
 /* Under the lock: the first idle session past its idle time, or NULL; *@ret_wait_ms until the
@@ -170,7 +160,7 @@ static void *thread_main(void *arg)
                         pthread_mutex_lock(&t->lock);
                         continue;
                 }
-                abs_time(&ts, wait_ms);
+                ts = sbx_deadline_ts(wait_ms);
                 (void)pthread_cond_timedwait(&t->wake, &t->lock, &ts);
         }
         pthread_mutex_unlock(&t->lock);
@@ -355,8 +345,8 @@ static int unknown(struct run_sessions *t, const char *id, struct sbx_error *err
         return sbx_fail(err, ENOENT, "no session '%s' on this server: %s", id, start);
 }
 
-/* Under the lock: find @id for a call of @language, mark it busy and count the call; its
- * record into @ret, its entry into *@ret_entry. */
+/* Under the lock: find @id for a call of @language, mark it busy and count the call (a call
+ * refused for its language is not one); its record into @ret, its entry into *@ret_entry. */
 static int claim_call(struct run_sessions *t, const char *id, enum sbx_language language,
                       struct session_info *ret, struct sandbox_entry **ret_entry,
                       struct sbx_error *err)
@@ -370,14 +360,14 @@ static int claim_call(struct run_sessions *t, const char *id, enum sbx_language 
                                 "a call is running in session '%s' (a session runs one call at a "
                                 "time): wait for its result, or cancel it, then retry",
                                 id);
-        x->busy = true;
-        x->info.calls++;
-        *ret = x->info;
         if (language == x->info.language) {
+                x->busy = true;
+                x->info.calls++;
+                *ret = x->info;
                 *ret_entry = x->entry;
                 return 0;
         }
-        x->busy = false;
+        *ret = x->info;
         x->last_ms = sbx_now_ms();
         return sbx_fail(err, EINVAL,
                         "session '%s' runs %s, not %s: pass language '%s', or start a %s session "

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "run/warden.h"
@@ -55,17 +56,6 @@ static struct warm_slot *slot_find(struct warm_keeper *w, struct backend *b,
                 if (w->slots[i].b == b && w->slots[i].ops == ops && w->slots[i].language == l)
                         return &w->slots[i];
         return NULL;
-}
-
-static void deadline_ts(struct timespec *ts, uint64_t ms_from_now)
-{
-        clock_gettime(CLOCK_MONOTONIC, ts);
-        ts->tv_sec += (time_t)(ms_from_now / 1000);
-        ts->tv_nsec += (long)(ms_from_now % 1000) * 1000000L;
-        if (ts->tv_nsec >= 1000000000L) {
-                ts->tv_sec++;
-                ts->tv_nsec -= 1000000000L;
-        }
 }
 
 /* Build the spare of @sl (BUILDING; the lock is dropped during prepare). */
@@ -135,12 +125,15 @@ static void *keeper_main(void *userdata)
                         build_one(w, todo);
                         continue;
                 }
+                /* drop_idle() let the lock go: a warm_keeper_free() in that window set stop
+                 * and broadcast to no one, and a wait now would never end */
+                if (w->stop)
+                        break;
                 now = sbx_now_ms();
                 if (next == UINT64_MAX) {
                         pthread_cond_wait(&w->work, &w->lock);
                 } else if (next > now) {
-                        struct timespec ts;
-                        deadline_ts(&ts, next - now);
+                        struct timespec ts = sbx_deadline_ts(next - now);
                         (void)pthread_cond_timedwait(&w->work, &w->lock, &ts);
                 }
         }
@@ -208,7 +201,7 @@ static struct sandbox *take_of(struct warm_keeper *w, struct sandbox_entry *e, s
                 pthread_mutex_unlock(&w->lock);
                 return NULL;
         }
-        deadline_ts(&ts, wait_ms);
+        ts = sbx_deadline_ts(wait_ms);
         while (!w->stop && (sl->state == WARM_BUILDING || sl->state == WARM_WANTED))
                 if (pthread_cond_timedwait(&w->built, &w->lock, &ts) == ETIMEDOUT)
                         break;

@@ -169,7 +169,7 @@ struct modefix {
 
 struct modefixes {
         struct modefix *v;
-        size_t n;
+        size_t n, cap;
 };
 
 /* As non-root, a directory an earlier layer left without u+w cannot take new entries or lose
@@ -196,7 +196,7 @@ static int lend_parent_write(int rootfd, const char *rel, struct modefixes *fx)
         r = chmod_dir_beneath(rootfd, parent, (st.st_mode | S_IWUSR) & 07777);
         if (r < 0)
                 return r;
-        fx->v = xrealloc(fx->v, (fx->n + 1) * sizeof(*fx->v));
+        GREEDY_REALLOC(fx->v, fx->cap, fx->n + 1);
         fx->v[fx->n].rel = TAKE_PTR(parent);
         fx->v[fx->n].mode = st.st_mode & 07777;
         fx->n++;
@@ -217,7 +217,7 @@ static void modefixes_restore(int rootfd, struct modefixes *fx, const struct pat
         }
         free(fx->v);
         fx->v = NULL;
-        fx->n = 0;
+        fx->n = fx->cap = 0;
 }
 
 /* Opaque whiteout: remove from @dfd (the directory @rel) everything the current layer did not

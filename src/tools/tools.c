@@ -107,11 +107,13 @@ static char *run_code_description(const struct sbx_config *cfg)
         return xasprintf(
             "Run a python, node or bash program in a fresh, throwaway sandbox and return its "
             "stdout, stderr, exit code and resource usage. Each call starts from scratch: "
-            "nothing but /workspace survives between runs, but what is there runs too: Python "
-            "loads the user site pip installs into, /workspace/.local/lib/python3.*/"
-            "site-packages, at its start, so a .pth file or sitecustomize.py there runs before "
-            "every later Python program (sessions and python3 from bash included); "
-            "/workspace/.local/bin comes after the image's folders in PATH. The sandbox has no "
+            "nothing but /workspace survives between runs, and nothing there runs at a start: "
+            "packages pip installs into /workspace/.local/lib/python3.*/site-packages are "
+            "importable by later runs (after the standard library, before the image's "
+            "packages), but Python runs no .pth file, sitecustomize or usercustomize from "
+            "there (sessions and python3 from bash included; `python3 -c` and `-m` import "
+            "from the working directory first, as Python does); /workspace/.local/bin comes "
+            "after the image's folders in PATH. The sandbox has no "
             "network (unless "
             "network is \"allowlist\", see below), and none of the host's files except the "
             "/workspace folder (the only persistent "
@@ -314,8 +316,10 @@ static json_object *run_code_output(void)
             oprops, "egress",
             prop("object", "Present when the call asked for network \"allowlist\": policy, "
                            "hosts (each host:port tried: host, port, verdict allowed|denied, "
-                           "reason for a denial, connections, bytes_up, bytes_down), note when "
-                           "the proxy ended early, text (the result's egress: line)."));
+                           "reason for a denial, connections, bytes_up, bytes_down, and "
+                           "bytes_unknown: connections whose bytes were never recorded, left "
+                           "out of the two), note when the proxy ended early, text (the "
+                           "result's egress: line)."));
 
         json_object_object_add(oprops, "usage", run_code_usage());
         json_object_object_add(oprops, "session",
@@ -431,8 +435,9 @@ static json_object *session_start_tool(const struct sbx_config *cfg)
             "bash shell that keeps its state across run_code calls (pass the returned handle "
             "as run_code's session). Like notebook cells: variables, imports, functions and "
             "the shell's folder persist; a call that times out is interrupted and the session "
-            "lives on. At most %u sessions at once; one without a call for %u s ends. End it "
-            "with session_end when done.",
+            "lives on. Processes a cell starts in the background keep running between calls, "
+            "with no time limit of their own, until the session ends. At most %u sessions at "
+            "once; one without a call for %u s ends. End it with session_end when done.",
             cfg ? cfg->max_sessions : 4, cfg ? cfg->session_idle_s : 900);
 
         json_object_object_add(t, "name", jstr("session_start"));
@@ -619,6 +624,33 @@ static void measure_json(json_object *u, const char *name, const struct run_meas
         }
 }
 
+json_object *tools_egress_json(const struct run_egress *g, const struct run_view *v)
+{
+        json_object *o = json_object_new_object(), *hosts = json_object_new_array();
+
+        add_str(o, "policy", "allowlist");
+        for (size_t i = 0; i < g->n_entries; i++) {
+                const struct run_egress_entry *e = &g->entries[i];
+                json_object *h = json_object_new_object();
+                add_str(h, "host", v->egress_hosts[i]);
+                add_int(h, "port", e->port);
+                add_str(h, "verdict", e->allowed ? "allowed" : "denied");
+                add_str(h, "reason", e->reason);
+                add_int(h, "connections", e->connections);
+                add_int(h, "bytes_up", e->bytes_up);
+                add_int(h, "bytes_down", e->bytes_down);
+                if (e->bytes_unknown) /* their bytes are left out of bytes_up and bytes_down */
+                        add_int(h, "bytes_unknown", e->bytes_unknown);
+                json_object_array_add(hosts, h);
+        }
+        json_object_object_add(o, "hosts", hosts);
+        if (g->records_dropped)
+                add_int(o, "unlisted", g->records_dropped);
+        add_str(o, "note", v->egress_note);
+        add_str(o, "text", v->egress);
+        return o;
+}
+
 /* structuredContent of a run: docs/design/results.md. Every string comes from @v, the same
  * strings the text block is made of. No nulls: a fact that does not apply is left out. */
 static json_object *structured_result(const struct run_result *r, const struct run_view *v)
@@ -661,29 +693,8 @@ static json_object *structured_result(const struct run_result *r, const struct r
                 add_int(o, "blocked_syscalls_unlisted", v->blocked_syscalls_unlisted);
         add_str(o, "blocked_reporting_stopped", v->blocked_reporting_stopped);
         add_str(o, "audit", v->audit);
-        if (v->egress_on) {
-                json_object *g = json_object_new_object(), *hosts = json_object_new_array();
-
-                add_str(g, "policy", "allowlist");
-                for (size_t i = 0; i < r->egress.n_entries; i++) {
-                        const struct run_egress_entry *e = &r->egress.entries[i];
-                        json_object *h = json_object_new_object();
-                        add_str(h, "host", v->egress_hosts[i]);
-                        add_int(h, "port", e->port);
-                        add_str(h, "verdict", e->allowed ? "allowed" : "denied");
-                        add_str(h, "reason", e->reason);
-                        add_int(h, "connections", e->connections);
-                        add_int(h, "bytes_up", e->bytes_up);
-                        add_int(h, "bytes_down", e->bytes_down);
-                        json_object_array_add(hosts, h);
-                }
-                json_object_object_add(g, "hosts", hosts);
-                if (r->egress.records_dropped)
-                        add_int(g, "unlisted", r->egress.records_dropped);
-                add_str(g, "note", v->egress_note);
-                add_str(g, "text", v->egress);
-                json_object_object_add(o, "egress", g);
-        }
+        if (v->egress_on)
+                json_object_object_add(o, "egress", tools_egress_json(&r->egress, v));
         if (r->session[0]) {
                 add_str(o, "session", r->session);
                 add_int(o, "session_call", r->session_call);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "common/error.h"
+#include "run/run.h"
 #include "service/service.h"
 
 struct tool_result {
@@ -49,3 +50,13 @@ struct tool_ctx {
  */
 int tools_call(struct run_service *svc, const char *name, json_object *args,
                const struct tool_ctx *ctx, struct tool_result *ret, struct sbx_error *err);
+
+/**
+ * tools_egress_json() - run_code's structuredContent "egress" object for a run that had network
+ * "allowlist" (docs/design/results.md): policy, hosts (one object per entry of @g: host as
+ * escaped in @v->egress_hosts, port, verdict, reason, connections, bytes_up, bytes_down, and
+ * bytes_unknown when some of its connections' bytes were never recorded, e.g. open when the
+ * proxy died: src/egress/session.c), unlisted, note and text from @v. @v is run_view_build()'s
+ * view of the same result. Return: a new object; the caller puts it.
+ */
+json_object *tools_egress_json(const struct run_egress *g, const struct run_view *v);

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import zlib from 'node:zlib';
 
 import { assertExitCode, assertIsolation, connect, makeWorld, readWorkspace, runCode } from './lib.mjs';
 
@@ -91,6 +92,70 @@ print('done')`);
     assert.equal(imgs.length, 1);
     assert.deepEqual(pngSize(imgs[0].data), { w: 3, h: 3 });
     assert.equal(sc.files.find((f) => f.path === 'fake.png').image, undefined);
+});
+
+// A WxH PNG made here, not by a run (the CRC by the PNG spec's table-free loop).
+function hostPng(w, h) {
+    const crc = (b) => {
+        let c = ~0;
+        for (const x of b) {
+            c ^= x;
+            for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+        }
+        return ~c >>> 0;
+    };
+    const chunk = (type, data) => {
+        const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+        const len = Buffer.alloc(4);
+        len.writeUInt32BE(data.length);
+        const sum = Buffer.alloc(4);
+        sum.writeUInt32BE(crc(td));
+        return Buffer.concat([len, td, sum]);
+    };
+    const ihdr = Buffer.alloc(13);
+    ihdr.writeUInt32BE(w, 0);
+    ihdr.writeUInt32BE(h, 4);
+    ihdr.set([8, 2, 0, 0, 0], 8);
+    const raw = Buffer.concat(Array.from({ length: h }, () => Buffer.from([0, ...Array(w).fill([0, 0, 255]).flat()])));
+    return Buffer.concat([
+        Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+        chunk('IHDR', ihdr),
+        chunk('IDAT', zlib.deflateSync(raw)),
+        chunk('IEND', Buffer.alloc(0)),
+    ]);
+}
+
+// Issue 23 #4: on the volume path (an engine whose files the server cannot see: Docker Desktop,
+// a TCP or TLS engine) the copy-back rewrote every file of the workspace, so an image the run
+// did not touch was listed and attached as changed. A file the run left as it was keeps its
+// inode and mtime; the image the run wrote is the only one listed and attached (the control).
+test('an image in the workspace before the run is not listed or attached; the new one is', async (t) => {
+    const w = makeWorld(t);
+    const before = path.join(w.ws, 'before.png');
+    fs.writeFileSync(before, hostPng(5, 3), { mode: 0o644 });
+    const runAs = /^(\d+):(\d+)$/.exec(w.env.VESTIBULE_RUN_AS || '');
+    if (process.getuid() === 0 && runAs) fs.chownSync(before, Number(runAs[1]), Number(runAs[2]));
+    const st0 = fs.statSync(before, { bigint: true });
+    const conn = await connect(w);
+
+    const r = await runCode(conn, 'python', `${PNG_FN}\npng('new.png', 4, 6)\nprint(len(open('before.png','rb').read()) > 0)`);
+    assertExitCode(r.text, 0);
+    assert.match(r.text, /^True$/m, 'the run saw the image that was there');
+    const sc = r.result.structuredContent;
+    assert.deepEqual(sc.files.map((f) => [f.path, f.change]), [['new.png', 'new']], r.text);
+    const imgs = images(r.result);
+    assert.equal(imgs.length, 1);
+    assert.deepEqual(pngSize(imgs[0].data), { w: 4, h: 6 });
+    assert.equal(sc.images_attached, 1);
+    const st1 = fs.statSync(before, { bigint: true });
+    assert.deepEqual([st1.ino, st1.mtimeNs, st1.size], [st0.ino, st0.mtimeNs, st0.size], 'before.png kept as it was');
+
+    // a run that touches nothing lists and attaches nothing
+    const r2 = await runCode(conn, 'python', 'print(1)');
+    assertExitCode(r2.text, 0);
+    assert.deepEqual(r2.result.structuredContent.files, [], r2.text);
+    assert.equal(images(r2.result).length, 0);
+    assert.doesNotMatch(r2.text, /^files:/m);
 });
 
 test('the caps hold: VESTIBULE_MAX_IMAGES and VESTIBULE_MAX_IMAGE_BYTES, and the list of 50', async (t) => {

@@ -95,8 +95,12 @@ for (const [lang, code] of [['bash', 'yes flood'], ['python', 'while True:\n    
         const { result, text, ms } = await runCode(conn, lang, code, { timeout_seconds: 30 });
         assert.ok(ms < 9000 + SLACK_MS, `stopped by the flood rule, not the 30 s timeout (${ms} ms)`);
         assert.doesNotMatch(text, /timed out/, text.slice(-600));
-        assert.match(text, /\[stdout truncated: \d+ of \d+ bytes not shown/);
-        assert.match(text, /^stopped at \d+ bytes of stdout: more than twice the 20000-byte output cap$/m, 'the result says at how many bytes the run was stopped');
+        const note = text.match(/\[stdout truncated: \d+ of (\d+) bytes not shown/);
+        assert.ok(note, text.slice(-600));
+        const stop = text.match(/^stopped at (\d+) bytes of stdout: more than twice the 20000-byte output cap(?: \((\d+) bytes of it were read in all, until the program was dead\))?$/m);
+        assert.ok(stop, `the result says at how many bytes the run was stopped:\n${text.slice(-600)}`);
+        // the outcome and the truncation note agree on how much was read (issue 24)
+        assert.equal(stop[2] ?? stop[1], note[1], 'the outcome line names the note\'s byte count');
         assert.ok(text.length < 20000 * 2 + 8192, `the result stays bounded (${text.length} chars)`);
         assert.equal(result.isError, true);
         assertIsolation(text);

@@ -308,6 +308,108 @@ test('killing the server during a busy cell leaves no process behind', { skip: !
     if (BACKEND === 'container') await noContainerLeft(w, pid, ctrBefore);
 });
 
+// Container backend (tests/adversarial/server.md, "session outlives a SIGKILLed server"): the
+// session's pid 1 ends the container when the lifeline FIFO (/sandbox/life) has no writer left.
+// A cell that opens it for writing itself must not keep the container alive: with a server as
+// root the FIFO is not writable by the code's uid; anywhere else the backstop (the session's
+// idle time + the longest call + 10 s without a cell) ends it. The bound here is that backstop
+// (5 + 5 + 10 s) and a margin; before the fix the container ran on for good.
+const BACKSTOP_ENV = { VESTIBULE_SESSION_IDLE_S: '5', VESTIBULE_MAX_TIMEOUT_S: '5', VESTIBULE_DEFAULT_TIMEOUT_S: '5' };
+const BACKSTOP_MS = (5 + 5 + 10) * 1000 + GONE_WITHIN_MS;
+
+test('a cell holding the session\'s lifeline open does not outlive a SIGKILLed server', { skip: !HAS_SESSIONS || BACKEND !== 'container' }, async (t) => {
+    const conn = await connect(makeWorld(t, BACKSTOP_ENV));
+    const m = uniqueMarker('holdlife');
+    const id = await start(conn, 'bash');
+    const before = await containersOf(conn.pid);
+    assert.deepEqual(before.map((c) => c.running), [true], 'control: the session\'s container runs');
+    // the cell's shell holds "life" for writing if the code may open it (the supervisor reads
+    // it, so the open does not block), and never ends: its runner never reads the cells' EOF
+    const code = `exec 9>/sandbox/life 2>/dev/null; (exec -a ${m} sleep 300) &\nwhile :; do sleep 1; done`;
+    const pending = cell(conn, id, 'bash', code, { timeout_seconds: 5 }).catch(() => null);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 1, 10_000), 'control: the cell runs');
+    const pid = conn.pid;
+    process.kill(pid, 'SIGKILL');
+    assert.ok(await serverGone(pid, 3000), 'the server died');
+    // a server as root: the lifeline itself ends it; else the backstop
+    const bound = process.getuid() === 0 ? GONE_WITHIN_MS : BACKSTOP_MS;
+    assert.ok(await waitFor(async () => (await containersOf(pid)).every((x) => !x.running), bound),
+        `the container still runs ${bound} ms after the server died`);
+    await pending;
+});
+
+// The backstop alone: a server that is there but stopped (SIGSTOP) holds the lifeline open and
+// sends no cell; the container ends by itself once the backstop passes.
+test('a session\'s container ends by itself when no cell comes within its backstop', { skip: !HAS_SESSIONS || BACKEND !== 'container' }, async (t) => {
+    const conn = await connect(makeWorld(t, BACKSTOP_ENV));
+    const id = await start(conn, 'bash');
+    const c = await cell(conn, id, 'bash', 'echo ok');
+    assert.equal(c.s.stdout, 'ok\n');
+    const pid = conn.pid;
+    assert.deepEqual((await containersOf(pid)).map((x) => x.running), [true], 'control: the session\'s container runs');
+    process.kill(pid, 'SIGSTOP');
+    try {
+        assert.ok(await waitFor(async () => (await containersOf(pid)).every((x) => !x.running), BACKSTOP_MS),
+            `the container still runs ${BACKSTOP_MS} ms after its last cell`);
+    } finally {
+        process.kill(pid, 'SIGKILL');
+        process.kill(pid, 'SIGCONT');
+    }
+});
+
+// Code in a session can reach its runner's status channel (python's fd 5; docs/design/
+// sessions.md). A line there that is not a record, or a forged record of another cell, ends the
+// session, and the result says the channel was corrupted, not "the interpreter exited" with a
+// made-up exit status (tests/adversarial/server.md).
+test('a cell that corrupts its status channel ends its session, which says so', { skip: !HAS_SESSIONS }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    for (const [what, line] of [['garbage', 'not a record\\n'], ['forged', '99 ok 0\\n']]) {
+        const id = await start(conn, 'python');
+        const ok = await cell(conn, id, 'python', 'print("before")');
+        assert.equal(seen(ok, id).stdout, 'before\n', 'control: the session runs');
+        const c = await cell(conn, id, 'python', `import os, time\n_ = os.write(5, b"${line}")\ntime.sleep(0.5)`);
+        assert.match(c.s.session_ended ?? '', /status channel .*was corrupted/, `${what}:\n${c.text}`);
+        assert.doesNotMatch(c.text, /interpreter exited|exit code: 1$/m, `${what}:\n${c.text}`);
+        const next = await callTool(conn, 'run_code', { language: 'python', code: 'print(1)', session: id });
+        assert.match(textOf(next), /has ended/, `${what}: the session is over`);
+    }
+});
+
+// What the interpreter prints as it starts (here a .pth file in the workspace's user site, which
+// python runs at every start) is no cell's output: the first cell's result has only its own.
+test('output printed while the interpreter starts is not in the first cell', { skip: !HAS_SESSIONS }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const plant = await callTool(conn, 'run_code', { language: 'python', code: `import os, sys, site
+d = site.getusersitepackages()
+os.makedirs(d, exist_ok=True)
+open(d + '/zz-startup.pth', 'w').write('import sys; sys.stdout.write("STARTUP-OUT\\\\n"); sys.stderr.write("STARTUP-ERR\\\\n")\\n')
+print("planted")` });
+    assert.match(textOf(plant), /^planted$/m, textOf(plant));
+    const control = await callTool(conn, 'run_code', { language: 'python', code: 'print("x")' });
+    assert.match(textOf(control), /STARTUP-OUT/, 'control: the .pth runs at a python start');
+    const id = await start(conn, 'python');
+    const c = await cell(conn, id, 'python', 'print("first")');
+    const s = seen(c, id);
+    assert.equal(s.stdout, 'first\n', c.text);
+    assert.doesNotMatch(c.text, /STARTUP-(OUT|ERR)/, c.text);
+});
+
+// Background work between calls has no time bound of its own (only the session's end stops
+// it): session_start's description says so, and it is so (tests/adversarial/server.md).
+test('session_start says background work runs on between calls, and it does', { skip: !HAS_SESSIONS }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const tool = (await conn.client.listTools()).tools.find((x) => x.name === 'session_start');
+    assert.match(tool.description, /Processes a cell starts in the background keep running between calls, with no time limit of their own, until the session ends\./);
+    const id = await start(conn, 'bash');
+    const a = await cell(conn, id, 'bash', '(while :; do echo . >> /tmp/ticks; sleep 0.1; done) >/dev/null 2>&1 &\necho started');
+    assert.equal(seen(a, id).stdout, 'started\n');
+    const b = await cell(conn, id, 'bash', 'wc -l < /tmp/ticks');
+    await sleep(1500);
+    const c = await cell(conn, id, 'bash', 'wc -l < /tmp/ticks');
+    const n1 = Number(seen(b, id).stdout), n2 = Number(seen(c, id).stdout);
+    assert.ok(n2 >= n1 + 5, `the background loop ran between the calls (${n1} then ${n2} ticks)`);
+});
+
 test('the memory cap holds across cells that each allocate a step more', { skip: !HAS_SESSIONS }, async (t) => {
     const conn = await connect(makeWorld(t, { VESTIBULE_MEM_MB: '64' }));
     const id = await start(conn, 'python');

@@ -5,7 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { assertExitCode, connect, makeWorld, readWorkspace, runCode } from './lib.mjs';
+import {
+    assertExitCode, BACKEND, callTool, connect, makeWorld, readWorkspace, runCode, sleep, textOf,
+} from './lib.mjs';
 
 async function setup(t) {
     const w = makeWorld(t);
@@ -138,24 +140,124 @@ print('planted')`);
     assert.match(ctl.text, /PATH=\/usr\/local\/sbin:.*:\/bin:\/workspace\/\.local\/bin$/m);
 });
 
-// Issue 24 #3: what Python runs at its start from the workspace persists (pip's user site must
-// stay importable, and Python processes its .pth files and a sitecustomize.py there), so the
-// description the model reads says exactly that instead of an unqualified "starts from
-// scratch". This holds the description to the behaviour: if one changes, this fails.
-test('the description says what persists at a Python start, and it is so', async (t) => {
+// Issue 24 #3: Python processed the user site pip installs into (/workspace/.local/lib/
+// python3.*/site-packages) at every start, so a .pth file, usercustomize.py or sitecustomize.py a
+// run left there ran before every later Python program: `print("real"); raise SystemExit(3)`
+// came back as what the planted file printed, exit 0. Python now starts with PYTHONNOUSERSITE=1
+// and PYTHONPATH=/sandbox, where the server's own read-only sitecustomize.py puts the user site
+// on sys.path without its start-up files: a fresh run, one from a warm spare, session cells and
+// python3 called from bash print their real output and exit code, and a package in the user site
+// (written by hand, as pip --user lays it out) still imports.
+const REMOTE_ENGINE = /^(tcp|ssh|http|https):/.test(process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '');
+const PLANT = `
+import os, sys
+base = os.environ['PYTHONUSERBASE']
+site = base + '/lib/python%d.%d/site-packages' % sys.version_info[:2]
+os.makedirs(site + '/plantpkg', exist_ok=True)
+open(site + '/plantpkg/__init__.py', 'w').write('X = 41 + 1\\n')
+evil = 'import os, sys; sys.stdout.write("PLANTED-%s\\\\n"); sys.stdout.flush(); os._exit(0)'
+open(site + '/zz-evil.pth', 'w').write(evil % 'pth' + '\\n')
+open(site + '/usercustomize.py', 'w').write(evil.replace('; ', '\\n') % 'usercustomize' + '\\n')
+open(site + '/sitecustomize.py', 'w').write(evil.replace('; ', '\\n') % 'sitecustomize' + '\\n')
+open('/workspace/sitecustomize.py', 'w').write(evil.replace('; ', '\\n') % 'cwd-sitecustomize' + '\\n')
+print('planted', sorted(os.listdir(site)))`;
+
+// What a later Python program prints: its own line, the package, where sitecustomize came from,
+// and whether the user site comes after the standard library.
+const PROBE = `import os, sys, plantpkg, sitecustomize
+site = [p for p in sys.path if p.startswith('/workspace/.local/')]
+print("real", plantpkg.X, sitecustomize.__file__, site, sys.path.index(site[0]) > sys.path.index(os.path.dirname(os.__file__)))`;
+
+function real(text, tag) {
+    assert.doesNotMatch(text, /PLANTED/, text);
+    assert.match(text, new RegExp(`^${tag} 42 /sandbox/sitecustomize\\.py \\['/workspace/\\.local/lib/python3\\.\\d+/site-packages'\\] True$`, 'm'), text);
+}
+
+test('start-up files a run plants in the python user site do not run in later runs', async (t) => {
     const w = makeWorld(t);
     const conn = await connect(w);
     const run = (await conn.client.listTools()).tools.find((x) => x.name === 'run_code');
-    assert.match(run.description, /a \.pth file or sitecustomize\.py there runs before every later Python program/);
+    assert.match(run.description, /Python runs no \.pth file, sitecustomize or usercustomize from there/);
     assert.match(run.description, /\/workspace\/\.local\/bin comes after the image's folders in PATH/);
-    const plant = await runCode(conn, 'python', `
-import os, sys
-site = os.environ['PYTHONUSERBASE'] + '/lib/python%d.%d/site-packages' % sys.version_info[:2]
-os.makedirs(site, exist_ok=True)
-open(site + '/zz-note.pth', 'w').write('import sys; sys.stderr.write("PTH-RAN\\\\n")\\n')
-print('planted')`);
+    const plant = await runCode(conn, 'python', PLANT);
     assertExitCode(plant.text, 0);
-    const later = await runCode(conn, 'bash', 'python3 -c "print(1)"');
-    assertExitCode(later.text, 0);
-    assert.match(later.text, /PTH-RAN/);
+    assert.match(plant.text, /planted \['plantpkg', 'sitecustomize.py', 'usercustomize.py', 'zz-evil.pth'\]/);
+
+    // control: the planted files are there, and run as soon as the user site is processed
+    const ctl = await runCode(conn, 'bash', 'env -u PYTHONNOUSERSITE python3 -c \'print("real"); raise SystemExit(3)\'; echo "rc=$?"');
+    assert.match(ctl.text, /^PLANTED-pth$/m, ctl.text);
+    assert.match(ctl.text, /^rc=0$/m, ctl.text);
+    // (with the .pth gone, the usercustomize; the sitecustomize files run as they are)
+    const ctl2 = await runCode(conn, 'bash', 's=$(echo /workspace/.local/lib/python3.*/site-packages)\n' +
+        'rm "$s/zz-evil.pth"; env -u PYTHONNOUSERSITE python3 -c \'print("real"); raise SystemExit(3)\'; echo "rc=$?"\n' +
+        'python3 -s "$s/sitecustomize.py"; python3 -s /workspace/sitecustomize.py');
+    assert.match(ctl2.text, /^PLANTED-usercustomize\nrc=0\nPLANTED-sitecustomize\nPLANTED-cwd-sitecustomize$/m, ctl2.text);
+    const again = await runCode(conn, 'python', PLANT);
+    assertExitCode(again.text, 0);
+
+    const py = await runCode(conn, 'python', `${PROBE}\nraise SystemExit(3)`);
+    assertExitCode(py.text, 3);
+    real(py.text, 'real');
+    const sh = await runCode(conn, 'bash', `python3 -c '${PROBE.replace(/'/g, '"').replace('"real"', '"real-bash"')}
+raise SystemExit(4)'; echo "rc=$?"; exit 5`);
+    assertExitCode(sh.text, 5);
+    real(sh.text, 'real-bash');
+    assert.match(sh.text, /^rc=4$/m);
+
+    if (BACKEND === 'native' || (BACKEND === 'container' && !REMOTE_ENGINE)) {
+        // a warm spare's interpreter started before its call: take one (none on a remote engine)
+        let warm = null;
+        for (let i = 0; i < 20 && !warm; i++) {
+            await sleep(500);
+            const r = await runCode(conn, 'python', `${PROBE.replace('"real"', '"real-warm"')}\nraise SystemExit(6)`);
+            if (r.result.structuredContent.usage.from_handover) warm = r;
+        }
+        assert.ok(warm, 'a call took a warm spare');
+        assertExitCode(warm.text, 6);
+        real(warm.text, 'real-warm');
+    }
+    if (BACKEND === 'native' || (BACKEND === 'container' && !REMOTE_ENGINE)) {
+        for (const [language, code, tag] of [
+            ['python', PROBE.replace('"real"', '"real-cell"'), 'real-cell'],
+            ['bash', `python3 -c '${PROBE.replace(/'/g, '"').replace('"real"', '"real-bcell"')}'`, 'real-bcell'],
+        ]) {
+            const s = await callTool(conn, 'session_start', { language });
+            assert.equal(s.isError, false, textOf(s));
+            const session = s.structuredContent.session;
+            const c = await callTool(conn, 'run_code', { language, code, session });
+            real(textOf(c), tag);
+            await callTool(conn, 'session_end', { session });
+        }
+    }
+});
+
+// Issue 24 #2, the rest: the container's command named `timeout`, `python3`, `node` and `bash`
+// by bare name, so only PATH's order kept a run's /workspace/.local/bin copies from standing in
+// for them. The launcher now names them by absolute path (engine_interp_for()): what each
+// program sees as its own argv[0], and its parent `timeout`'s, says so.
+test('the container launcher starts timeout and the interpreter by absolute path', { skip: BACKEND !== 'container' && 'the container backend\'s command' }, async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const argv = (pid) => `open("/proc/${pid}/cmdline").read().split("\\0")[:-1]`;
+    const py = await runCode(conn, 'python', `import os\nprint("self", ${argv('self')})\nprint("parent", ${argv('" + str(os.getppid()) + "')})`);
+    assertExitCode(py.text, 0);
+    assert.match(py.text, /^self \['\/usr\/(local\/)?bin\/python3', '\/sandbox\/main\.py'\]$/m, py.text);
+    assert.match(py.text, /^parent \['\/usr\/bin\/timeout', '--kill-after=1', '\d+', '\/usr\/(local\/)?bin\/python3', '\/sandbox\/main\.py'\]$/m, py.text);
+    // control: a program started by bare name shows the bare name
+    const sh = await runCode(conn, 'bash', 'tr "\\0" " " </proc/$$/cmdline; echo; tr "\\0" " " </proc/$PPID/cmdline; echo; python3 -c \'print(open("/proc/self/cmdline").read().split("\\0")[0])\'');
+    assertExitCode(sh.text, 0);
+    assert.match(sh.text, /^\/bin\/bash \/sandbox\/main\.sh $/m, sh.text);
+    assert.match(sh.text, /^\/usr\/bin\/timeout --kill-after=1 \d+ \/bin\/bash \/sandbox\/main\.sh $/m, sh.text);
+    assert.match(sh.text, /^python3$/m, sh.text);
+    const js = await runCode(conn, 'node', 'console.log("self", require("fs").readFileSync("/proc/self/cmdline", "utf8").split("\\0")[0])');
+    assertExitCode(js.text, 0);
+    assert.match(js.text, /^self \/usr\/(local\/)?bin\/node$/m, js.text);
+    if (!REMOTE_ENGINE) {
+        const s = await callTool(conn, 'session_start', { language: 'python' });
+        assert.equal(s.isError, false, textOf(s));
+        const session = s.structuredContent.session;
+        const c = await callTool(conn, 'run_code', { language: 'python', session, code: 'print("cell", open("/proc/self/cmdline").read().split("\\0")[0])' });
+        assert.match(textOf(c), /^cell \/usr\/(local\/)?bin\/python3$/m, textOf(c));
+        await callTool(conn, 'session_end', { session });
+    }
 });

@@ -741,6 +741,52 @@ START_TEST(lost_audit_record_blocks_the_next_run)
 }
 END_TEST
 
+/* Issue 24 (Low): the audit filesystem was already full when the server started; the log had
+ * lost no record yet, so the first run started before its start record was confirmed, and ran
+ * unrecorded. Want: it is Blocked: and its code does not run; once there is space again, runs
+ * go on, recorded. On a 1 MiB tmpfs of our own, filled before the server starts. */
+START_TEST(full_audit_disk_at_start_blocks_the_first_run)
+{
+        _cleanup_free_ char *fs = xasprintf("%s/afs", T), *faudit = xasprintf("%s/afs/audit", T);
+        _cleanup_free_ char *fill = xasprintf("%s/afs/fill", T);
+        _cleanup_free_ char *e_audit = xasprintf("VESTIBULE_AUDIT_DIR=%s", faudit);
+        _cleanup_free_ char *ran1 = xasprintf("%s/ran-1", ws), *ran2 = xasprintf("%s/ran-2", ws);
+        _cleanup_free_ char *t1 = NULL, *t2 = NULL;
+        const char *extra[] = {e_audit, geteuid() == 0 ? "VESTIBULE_RUN_AS=2000:2000" : NULL, NULL};
+        char block[4096];
+        struct srv s;
+        struct stat st;
+        int fd;
+
+        private_mounts();
+        ck_assert_int_eq(chmod(T, 0755), 0);
+        ck_assert_int_eq(chmod(home, 0755), 0);
+        ck_assert_int_eq(chmod(ws, 0777), 0);
+        ck_assert_int_eq(mkdir(fs, 0755), 0);
+        ck_assert_int_eq(mount("tmpfs", fs, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755"), 0);
+        ck_assert_int_eq(mkdir(faudit, 0700), 0);
+        /* full before the server starts */
+        memset(block, 'f', sizeof(block));
+        fd = open(fill, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        while (write(fd, block, sizeof(block)) > 0)
+                ;
+        ck_assert_int_eq(errno, ENOSPC); /* control: it is full */
+        close(fd);
+        srv_start(&s, extra);
+        ck_assert_uint_eq(srv_exchange(&s, INIT, strlen(INIT), 1, 10000, 512 << 10), 1);
+        t1 = run_bash(&s, 1, "touch ran-1; echo one");
+        ck_assert_msg(strstr(t1, "Blocked") && strstr(t1, "does not start"), "%s", t1);
+        ck_assert_msg(stat(ran1, &st) != 0, "the first run ran unrecorded:\n%s", t1);
+        ck_assert_int_eq(unlink(fill), 0); /* space again */
+        t2 = run_bash(&s, 2, "touch ran-2; echo two");
+        ck_assert_msg(strstr(t2, "two") && !strstr(t2, "Blocked"), "%s", t2);
+        ck_assert_int_eq(stat(ran2, &st), 0);
+        ck_assert_int_eq(srv_stop(&s), 0);
+        ck_assert_int_eq(umount2(fs, MNT_DETACH), 0);
+}
+END_TEST
+
 /* Run the binary with @args (NULL-terminated, without argv[0]) and the client-like
  * environment plus @extra; stdout and stderr together into a new string. */
 static char *run_cli(const char *const *args, const char *const *extra)
@@ -890,6 +936,7 @@ static Suite *adversarial_suite(void)
         tcase_add_test(tc, workspace_at_home_or_above_is_refused);
         tcase_add_test(tc, full_disk_cannot_cut_the_next_start_record);
         tcase_add_test(tc, lost_audit_record_blocks_the_next_run);
+        tcase_add_test(tc, full_audit_disk_at_start_blocks_the_first_run);
         tcase_add_test(tc, console_output_carries_no_terminal_escapes);
         tcase_add_test(tc, verify_result_needs_the_runs_nonce);
         suite_add_tcase(s, tc);

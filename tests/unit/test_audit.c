@@ -388,6 +388,46 @@ START_TEST(end_record_outcomes)
 }
 END_TEST
 
+/* Issue 22 item 5 (leftover of issue 24's Low): the egress decisions in the end record carry
+ * bytes_unknown, the allowed connections whose bytes were never recorded (open when the proxy
+ * died); a connection that ended has 0 (the control). */
+START_TEST(end_record_egress_bytes_unknown)
+{
+        struct audit_log *log = open_log();
+        struct run_egress_entry ents[2] = {
+            {.host = "pypi.vst.test",
+             .port = 80,
+             .allowed = true,
+             .connections = 2,
+             .bytes_up = 10,
+             .bytes_down = 20,
+             .bytes_unknown = 1},
+            {.host = "files.vst.test", .port = 80, .allowed = true, .connections = 1},
+        };
+        struct run_result r;
+        char note[256];
+        json_object *e, *g, *d;
+
+        fake_result(&r);
+        r.egress.on = true;
+        r.egress.entries = ents;
+        r.egress.n_entries = 2;
+        audit_end(log, "someid", &r, note, sizeof(note));
+        ck_assert_str_eq(note, "");
+        e = record(audit_path(log), 0);
+        ck_assert(json_object_object_get_ex(e, "egress", &g));
+        ck_assert(json_object_object_get_ex(g, "decisions", &d));
+        ck_assert_uint_eq(json_object_array_length(d), 2);
+        ck_assert_str_eq(get_s(json_object_array_get_idx(d, 0), "host"), "pypi.vst.test");
+        ck_assert_int_eq(get_i(json_object_array_get_idx(d, 0), "connections"), 2);
+        ck_assert_int_eq(get_i(json_object_array_get_idx(d, 0), "bytes_up"), 10);
+        ck_assert_int_eq(get_i(json_object_array_get_idx(d, 0), "bytes_unknown"), 1);
+        ck_assert_int_eq(get_i(json_object_array_get_idx(d, 1), "bytes_unknown"), 0);
+        json_object_put(e);
+        audit_close(log);
+}
+END_TEST
+
 START_TEST(code_cut_at_4k_on_a_character)
 {
         struct audit_log *log = open_log();
@@ -1094,6 +1134,7 @@ static Suite *audit_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, start_and_end_records);
         tcase_add_test(tc, end_record_outcomes);
+        tcase_add_test(tc, end_record_egress_bytes_unknown);
         tcase_add_test(tc, code_cut_at_4k_on_a_character);
         tcase_add_test(tc, code_not_utf8_is_escaped);
         tcase_add_test(tc, blocked_record);

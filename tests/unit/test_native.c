@@ -34,6 +34,7 @@
 #include "run/warden.h"
 #include "service/registry.h"
 #include "testutil.h"
+#include "native/backend.h"
 #include "workspace/workspace.h"
 
 /* ---- fixture ------------------------------------------------------------------------- */

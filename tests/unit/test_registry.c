@@ -22,6 +22,7 @@
 #include "run/warden.h"
 #include "service/registry.h"
 #include "testutil.h"
+#include "naive/naive.h"
 
 #define TEST_UID 2000
 #define TEST_GID 2000

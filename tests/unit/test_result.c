@@ -341,6 +341,13 @@ START_TEST(format_outcomes)
         r.err.total = 300;
         r.err.stopped_at = 256;
         t = run_result_format(&r, 7, 100);
+        pos(t, "\nstopped at 256 bytes of stderr: more than twice the 100-byte output cap (300 "
+               "bytes of it were read in all, until the program was dead)\n");
+        free(t);
+
+        /* nothing read past the stop: the one number */
+        r.err.total = 256;
+        t = run_result_format(&r, 7, 100);
         pos(t, "\nstopped at 256 bytes of stderr: more than twice the 100-byte output cap\n");
         free(t);
 }

@@ -382,7 +382,9 @@ START_TEST(busy_after_five_seconds)
         t0 = sbx_now_ms();
         ck_assert_int_eq(execute("bash", "echo second", 0, -1, &res, &err), -EBUSY);
         dt = sbx_now_ms() - t0;
-        ck_assert_msg(dt >= 4900 && dt < 6500, "waited %llu ms", (unsigned long long)dt);
+        /* about the 5 s slot wait, not at once and not for ever (the upper bound leaves room for
+         * a loaded 2-core host: 6.6 s was seen at load 60-190) */
+        ck_assert_msg(dt >= 4900 && dt < 9000, "waited %llu ms", (unsigned long long)dt);
         ck_assert_ptr_nonnull(strstr(err.msg, "all 1 run slots are busy"));
         ck_assert_ptr_nonnull(strstr(err.msg, "retry in a few seconds"));
 

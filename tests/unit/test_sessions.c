@@ -23,6 +23,7 @@
 #include "service/registry.h"
 #include "service/sessions.h"
 #include "testutil.h"
+#include "naive/naive.h"
 
 #define TEST_UID 2000
 #define TEST_GID 2000
@@ -215,6 +216,10 @@ START_TEST(forged_handles_refused)
         ck_assert_int_eq(sessions_begin_call(t, a.id, SBX_LANG_PYTHON, -1, 1000, &seen, &got, &err),
                          -EINVAL);
         ck_assert_ptr_nonnull(strstr(err.msg, "runs bash, not python"));
+        /* ... and is not one of its calls (issue 24): the next real call is its second */
+        ck_assert_msg(begin(t, a.id, &seen, &got, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(seen.calls, 2);
+        sessions_end_call(t, a.id, got, NULL);
         /* the real one, ended: told how it ended */
         ck_assert_int_eq(sessions_end(t, a.id, "it was ended by session_end", &seen, &err), 0);
         ck_assert_int_eq(begin(t, a.id, &seen, &got, &err), -ENOENT);

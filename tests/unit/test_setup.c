@@ -38,6 +38,7 @@
 #include "setup/setup_internal.h"
 #include "setup/setup_run.h"
 #include "testutil.h"
+#include "native/backend.h"
 
 #define REAL_PYTHON_TAR "/var/tmp/vestibule-images/python.tar"
 

@@ -590,6 +590,53 @@ START_TEST(result_cut_flood_and_forgery)
 }
 END_TEST
 
+/* Issue 22 item 5 (leftover of issue 24's Low): structuredContent's egress hosts carry
+ * bytes_unknown when some allowed connections' bytes were never recorded (open when the proxy
+ * died), as the text's "bytes unknown" does; an entry whose connections all ended has none
+ * (the control: its shape is as before). */
+START_TEST(egress_bytes_unknown_in_structured)
+{
+        struct run_egress_entry ents[2] = {
+            {.host = "pypi.vst.test",
+             .port = 80,
+             .allowed = true,
+             .connections = 2,
+             .bytes_up = 10,
+             .bytes_down = 20,
+             .bytes_unknown = 1},
+            {.host = "files.vst.test",
+             .port = 80,
+             .allowed = true,
+             .connections = 1,
+             .bytes_up = 3,
+             .bytes_down = 4},
+        };
+        struct run_result r = {0};
+        struct run_view v;
+        json_object *g, *h0, *h1;
+
+        r.outcome = RUN_OUTCOME_EXITED;
+        snprintf(r.isolation, sizeof(r.isolation), "native");
+        r.egress.on = true;
+        r.egress.entries = ents;
+        r.egress.n_entries = 2;
+        run_view_build(&v, &r, 10, 1000);
+        g = tools_egress_json(&r.egress, &v);
+        ck_assert_str_eq(json_object_get_string(get(g, "policy")), "allowlist");
+        h0 = json_object_array_get_idx(get(g, "hosts"), 0);
+        h1 = json_object_array_get_idx(get(g, "hosts"), 1);
+        ck_assert_str_eq(json_object_get_string(get(h0, "host")), "pypi.vst.test");
+        ck_assert_int_eq(json_object_get_int(get(h0, "connections")), 2);
+        ck_assert_int_eq(json_object_get_int(get(h0, "bytes_up")), 10);
+        ck_assert_int_eq(json_object_get_int(get(h0, "bytes_unknown")), 1);
+        ck_assert_ptr_nonnull(strstr(json_object_get_string(get(g, "text")), "unknown"));
+        ck_assert_int_eq(json_object_get_int(get(h1, "bytes_down")), 4);
+        ck_assert(!json_object_object_get_ex(h1, "bytes_unknown", NULL));
+        json_object_put(g);
+        run_view_done(&v);
+}
+END_TEST
+
 START_TEST(read_workspace_result)
 {
         struct tool_result r;
@@ -706,6 +753,7 @@ static Suite *tools_suite(void)
         tcase_add_test(tc, result_success);
         tcase_add_test(tc, result_failures_are_errors);
         tcase_add_test(tc, result_cut_flood_and_forgery);
+        tcase_add_test(tc, egress_bytes_unknown_in_structured);
         tcase_add_test(tc, read_workspace_result);
         tcase_add_test(tc, invalid_config_blocks_both_tools);
         suite_add_tcase(s, tc);

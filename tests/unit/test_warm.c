@@ -21,6 +21,7 @@
 #include "run/sandbox.h"
 #include "run/warden.h"
 #include "testutil.h"
+#include "native/backend.h"
 #include "workspace/workspace.h"
 
 static char *tmpdir, *workspace, *rootfs; /* rootfs: the test's own trees (root) or shared */

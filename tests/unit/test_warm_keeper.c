@@ -24,6 +24,7 @@
 #include "service/registry.h"
 #include "service/warm.h"
 #include "testutil.h"
+#include "naive/naive.h"
 
 #define TEST_UID 2000
 #define TEST_GID 2000

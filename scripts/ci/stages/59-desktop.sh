@@ -10,7 +10,7 @@
 # source) from the client config; the grade is doctor's, checked against the facts. Sessions,
 # the allowlist and spares refuse there with their reasons (issue 23 items 1-3 on the volume
 # path are not built yet), which the e2e files assert.
-# stage: e2e-desktop | build-release | run, workspace, sessions and warm against a Docker Desktop stand-in (dockerd in its own namespaces; root)
+# stage: e2e-desktop | build-release | run, workspace, files, sessions and warm against a Docker Desktop stand-in (dockerd in its own namespaces; root)
 stage_e2e_desktop() {
         local res rc=0 grade envs
         if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ] || [ "$npm_ok" -ne 1 ]; then
@@ -37,7 +37,7 @@ stage_e2e_desktop() {
                 (cd "$e2e" && as_user "$envs" VESTIBULE_IMAGE_SOURCE=debian VESTIBULE_BIN="$rel/vestibule-mcp" \
                         E2E_BACKEND=container E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
                         timeout --kill-after=30 900 node run.mjs run.test.mjs workspace.test.mjs \
-                        sessions.test.mjs warm.test.mjs) || rc=$?
+                        sessions.test.mjs warm.test.mjs files.test.mjs) || rc=$?
                 add_results "Docker Desktop stand-in" "$res" "$rc"
         fi
         bash "$src/scripts/desktop-standin.sh" stop >/dev/null 2>&1 || record_fail "e2e-desktop: the stand-in did not stop"
