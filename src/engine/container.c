@@ -77,7 +77,7 @@ void engine_container_kill(const struct engine_conn *c, const char *id)
 static int leg_add(struct engine_xfers *rx, struct engine_leg *l, const struct engine_conn *c,
                    const struct engine_call *call, struct sbx_error *err)
 {
-        int r = engine_xfer_new(c, "POST", call, &l->rep, &l->x, err);
+        int r = engine_xfer_new(c, l == &rx->stats ? "GET" : "POST", call, &l->rep, &l->x, err);
         if (r < 0)
                 return r;
         curl_multi_add_handle(rx->m, engine_xfer_handle(l->x));
@@ -87,7 +87,7 @@ static int leg_add(struct engine_xfers *rx, struct engine_leg *l, const struct e
 /* Drive the multi once; mark the legs that ended, with their checked result. */
 void engine_xfers_pump(struct engine_xfers *rx)
 {
-        struct engine_leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
+        struct engine_leg *legs[] = {&rx->attach, &rx->wait, &rx->kill, &rx->stats};
         CURLMsg *msg;
         int running = 0, q;
 
@@ -107,7 +107,7 @@ void engine_xfers_pump(struct engine_xfers *rx)
 
 void engine_xfers_done(struct engine_xfers *rx)
 {
-        struct engine_leg *legs[] = {&rx->attach, &rx->wait, &rx->kill};
+        struct engine_leg *legs[] = {&rx->attach, &rx->wait, &rx->kill, &rx->stats};
         for (size_t i = 0; i < ELEMENTSOF(legs); i++) {
                 if (legs[i]->x)
                         curl_multi_remove_handle(rx->m, engine_xfer_handle(legs[i]->x));
@@ -115,6 +115,8 @@ void engine_xfers_done(struct engine_xfers *rx)
         }
         if (rx->m)
                 curl_multi_cleanup(rx->m);
+        rx->m = NULL;
+        engine_stats_done(&rx->st);
 }
 
 /* Arm attach + wait (next-exit) in one multi: both answers' headers in, both 200. */
@@ -177,6 +179,23 @@ int engine_xfers_kill(struct engine_xfers *rx, const struct engine_conn *c, cons
         struct engine_call kc = kill_call(id);
 
         return leg_add(rx, &rx->kill, c, &kc, err);
+}
+
+int engine_xfers_stats(struct engine_xfers *rx, const struct engine_conn *c, const char *id,
+                       struct sbx_error *err)
+{
+        struct engine_call call = {.path = "/containers/{}/stats",
+                                   .parts = {id},
+                                   .query = {{"stream", "1"}},
+                                   .ok = {200},
+                                   .body = ENGINE_BODY_STREAM,
+                                   .on_data = engine_stats_feed,
+                                   .userdata = &rx->st,
+                                   .what = "read the sandbox container's usage"};
+
+        if (!rx->m || rx->stats.x)
+                return sbx_fail(err, EINVAL, "the run's transfers are not armed");
+        return leg_add(rx, &rx->stats, c, &call, err);
 }
 
 unsigned engine_xfers_fds(struct engine_xfers *rx, struct pollfd *fds, unsigned max,

@@ -14,11 +14,12 @@
 
 #include "common/error.h"
 #include "engine/engine.h"
+#include "engine/stats.h"
 #include "run/sandbox.h"
 
 struct engine_state;
 
-/* One of the run's transfers on its curl_multi (attach, wait, kill). */
+/* One of the run's transfers on its curl_multi (attach, wait, kill, stats). */
 struct engine_leg {
         struct engine_xfer *x;
         struct engine_reply rep;
@@ -34,11 +35,14 @@ struct engine_attach {
         bool proto_error;
 };
 
-/* The run's transfers: attach and wait armed before the start, the kill added on a stop. */
+/* The run's transfers: attach and wait armed before the start, the kill added on a stop, the
+ * engine's stats stream (engine_xfers_stats()) added after the start when the host's cgroups
+ * cannot be read. */
 struct engine_xfers {
         CURLM *m;
-        struct engine_leg attach, wait, kill;
+        struct engine_leg attach, wait, kill, stats;
         struct engine_attach a;
+        struct engine_stats st; /* the stats leg's samples */
 };
 
 /**
@@ -61,6 +65,12 @@ void engine_xfers_pump(struct engine_xfers *rx);
  * -errno with @err. */
 int engine_xfers_kill(struct engine_xfers *rx, const struct engine_conn *c, const char *id,
                       struct sbx_error *err);
+
+/** engine_xfers_stats() - add the stats leg (GET /containers/{@id}/stats?stream=1, its
+ * samples into rx->st by engine_stats_feed()) to @rx's armed multi. Call once the container
+ * runs. Its end (the container stopped) is not waited for. Return 0 or -errno with @err. */
+int engine_xfers_stats(struct engine_xfers *rx, const struct engine_conn *c, const char *id,
+                       struct sbx_error *err);
 
 /** engine_xfers_fds() - @rx's sockets as at most @max pollfds in @fds (curl_multi_fdset(3));
  * *@timeout_ms = curl's timeout, at most 100 ms. Return the number filled. */

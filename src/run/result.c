@@ -418,7 +418,8 @@ static char *usage_text(const struct run_usage *u, char *const *why)
                         format_bytes(v, sizeof(v), m->value);
                 else
                         snprintf(v, sizeof(v), "%llu", (unsigned long long)m->value);
-                (void)sbx_buf_printf(&b, ", %s %s", items[i].name, v);
+                (void)sbx_buf_printf(&b, ", %s %s%s", items[i].name, m->at_least ? "at least " : "",
+                                     v);
         }
         /* Group the unmeasured figures by reason: "cpu, mem_peak and pids_peak not measured:
          * not readable from outside a container". */

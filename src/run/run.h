@@ -82,6 +82,7 @@ enum run_outcome {
  * write: a cgroup read after exit, the engine, wait4() rusage; never the code's output. */
 struct run_measure {
         bool measured;
+        bool at_least; /* sampled (the engine's stats): the true figure is at least @value */
         uint64_t value;
         char why[160]; /* when !measured: "Linux 5.19+ needed", "not readable from outside a
                           container" */

@@ -184,9 +184,15 @@ static void add_measure_props(json_object *props, const char *name, const char *
         _cleanup_free_ char *d = xasprintf("%s Absent when not measured.", desc);
         _cleanup_free_ char *d_why =
             xasprintf("Why %s was not measured; absent when it was.", name);
+        _cleanup_free_ char *k_least = xasprintf("%s_at_least", name);
+        _cleanup_free_ char *d_least = xasprintf(
+            "Present (true) when %s was sampled by the container engine about once a second: the "
+            "true figure is at least this.",
+            name);
 
         json_object_object_add(props, name, prop("integer", d));
         json_object_object_add(props, k_why, prop("string", d_why));
+        json_object_object_add(props, k_least, prop("boolean", d_least));
 }
 
 /* run_code's input properties (inputSchema.properties). */
@@ -604,9 +610,14 @@ static void stream_json(json_object *o, const char *name, const struct run_view_
 static void measure_json(json_object *u, const char *name, const struct run_measure *m,
                          const char *why, uint64_t div)
 {
-        if (m->measured)
+        if (m->measured) {
                 add_int(u, name, (m->value + div / 2) / div);
-        else {
+                if (m->at_least) { /* sampled by the engine: the text says "at least" */
+                        _cleanup_free_ char *k = xasprintf("%s_at_least", name);
+
+                        json_object_object_add(u, k, json_object_new_boolean(true));
+                }
+        } else {
                 _cleanup_free_ char *k = xasprintf("%s_not_measured", name);
 
                 add_str(u, k, why);

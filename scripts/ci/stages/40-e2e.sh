@@ -155,7 +155,7 @@ stage_e2e_remote() {
                                 DOCKER_HOST="tcp://127.0.0.1:$port" VESTIBULE_BIN="$rel/vestibule-mcp" \
                                 E2E_BACKEND=container E2E_EXPECT_GRADE=container E2E_RESULTS="$res" \
                                 timeout --kill-after=30 900 node "$e2e/run.mjs" run.test.mjs \
-                                workspace.test.mjs sessions.test.mjs files.test.mjs || rc=$?
+                                workspace.test.mjs sessions.test.mjs files.test.mjs usage.test.mjs || rc=$?
                         add_results "remote engine" "$res" "$rc"
                         # the runs went through the front, not a socket found on the side
                         grep -q '^conn$' "$fwd_log" 2>/dev/null ||

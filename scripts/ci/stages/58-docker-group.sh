@@ -23,6 +23,7 @@ stage_e2e_docker_group() {
         chmod 0666 "$res"
         banner "e2e: a docker-group user on rootful Docker, no RUN_AS (npm=$npm)"
         E2E_RESULTS="$res" E2E_EGRESS_NPM="$npm" bash "$src/scripts/e2e-docker-group.sh" "$rel/vestibule-mcp" \
-                run.test.mjs sessions.test.mjs warm.test.mjs egress.test.mjs egress-install.test.mjs || rc=$?
+                run.test.mjs sessions.test.mjs warm.test.mjs files.test.mjs usage.test.mjs egress.test.mjs \
+                egress-install.test.mjs || rc=$?
         add_results "docker-group user, rootful Docker" "$res" "$rc"
 }

@@ -1,0 +1,83 @@
+// Usage and the limits hit, on whatever server this is (issue 23 item 6): a root server reads
+// the host's cgroup (src/engine/hostcg.c, exact figures); a docker-group user or an engine on
+// the volume path gets the engine's stats, sampled about once a second (src/engine/stats.c:
+// "at least" figures, usage.X_at_least in structuredContent). Either way a run that holds
+// 100 MiB for 2 s says so, and a fork bomb names the pids cap.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { BACKEND, EXPECT_GRADE, assertIsolation, assertModelSees, connect, makeWorld, runCode } from './lib.mjs';
+
+const skip = (BACKEND !== 'container' && 'the engine\'s figures: the container backend') ||
+    (/limits not applied/.test(EXPECT_GRADE) && `no caps to hit: ${EXPECT_GRADE}`);
+const MiB = 1024 * 1024;
+
+// the text's figure and the structured one agree on "at least"
+function checkAtLeast(s, text, field, name) {
+    const sampled = s.usage[`${field}_at_least`] === true;
+    assert.equal(new RegExp(`${name} at least `).test(text), sampled, `"${name} at least" iff ${field}_at_least:\n${text}`);
+    return sampled;
+}
+
+test('100 MiB held for 2 s: mem_peak is measured and at least 100 MiB', { skip }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const code = 'import time\nb = b"x" * (100 << 20)\ntime.sleep(2)\nprint(len(b))\n';
+    const { result, text } = await runCode(conn, 'python', code, { timeout_seconds: 20 });
+    assert.match(text, /^104857600$/m, text);
+    const s = assertModelSees(result);
+    assert.equal(s.usage.mem_peak_bytes_not_measured, undefined, `mem_peak measured:\n${text}`);
+    assert.ok(s.usage.mem_peak_bytes >= 100 * MiB, `mem_peak ${s.usage.mem_peak_bytes} >= 100 MiB:\n${text}`);
+    assert.ok(s.usage.pids_peak >= 1, `pids_peak:\n${text}`);
+    assert.ok(s.usage.cpu_ms >= 1, `cpu:\n${text}`);
+    const sampled = checkAtLeast(s, text, 'mem_peak_bytes', 'mem_peak');
+    checkAtLeast(s, text, 'pids_peak', 'pids_peak');
+    t.diagnostic(`figures ${sampled ? 'sampled by the engine' : 'from the host cgroup'}: mem_peak ${s.usage.mem_peak_bytes}`);
+    assertIsolation(text);
+});
+
+test('a fork bomb: the result names the pids cap it reached', { skip }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    // forks until refused and keeps trying for 3 s, so the engine's samples see it at the cap
+    const code = [
+        'import os, time',
+        'kids, refused, t0 = 0, 0, time.time()',
+        'while time.time() - t0 < 3:',
+        '    try:',
+        '        if os.fork() == 0:',
+        '            time.sleep(4)',
+        '            os._exit(0)',
+        '        kids += 1',
+        '    except OSError:',
+        '        refused += 1',
+        '        time.sleep(0.01)',
+        'print("forked", kids, "refused", refused > 0)',
+    ].join('\n');
+    const { result, text } = await runCode(conn, 'python', code, { timeout_seconds: 20 });
+    t.diagnostic(text.split('\n').filter((l) => /^(usage|limits hit|exit code)/.test(l)).join(' | '));
+    assert.match(text, /refused True/, `forks were refused at the cap:\n${text}`);
+    const s = assertModelSees(result);
+    assert.match(text, /pids \(the cap of \d+ was reached\)/, `the cap named:\n${text}`);
+    assert.match(s.limits_hit ?? '', /pids/, `limits_hit in structuredContent:\n${text}`);
+    checkAtLeast(s, text, 'pids_peak', 'pids_peak');
+});
+
+test('a shell fork bomb names the pids cap', { skip }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    // the main shell spins on a builtin (no fork) so the run lives past the engine's samples
+    const code = 'b() { b | b & }; b\nwhile ((SECONDS < 3)); do :; done\necho held\n';
+    const { text } = await runCode(conn, 'bash', code, { timeout_seconds: 4 });
+    t.diagnostic(text.split('\n').filter((l) => /^(usage|limits hit|exit code|timed)/.test(l)).join(' | '));
+    assert.match(text, /pids \(the cap of \d+ was reached\)/, `the cap named:\n${text}`);
+});
+
+// Control: where the engine keeps no cgroup of the container's own (rootless Podman on cgroup
+// v1), its stats are the host's (2.5 GiB, cpu 0 were seen): they must not be reported.
+test('no caps held (limits not applied): the engine\'s host-wide figures are not reported', {
+    skip: BACKEND !== 'container' || !/limits not applied: memory/.test(EXPECT_GRADE) ? 'a grade with memory limits not applied' : false,
+}, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const { result, text } = await runCode(conn, 'python', 'import time\ntime.sleep(2)\nprint("ok")\n', { timeout_seconds: 20 });
+    const s = assertModelSees(result);
+    assert.equal(typeof s.usage.mem_peak_bytes_not_measured, 'string', `mem_peak not measured:\n${text}`);
+    assert.equal(s.usage.mem_peak_bytes_at_least, undefined, text);
+});
