@@ -8,8 +8,13 @@ import { test } from 'node:test';
 
 import { BACKEND, EXPECT_GRADE, assertIsolation, assertModelSees, connect, makeWorld, runCode } from './lib.mjs';
 
+// A root server on rootful Podman reads only cpu from the run's cgroup (Podman's per-container
+// monitor shares it, README "Status"), and uses no stats stream while it has that cgroup: its
+// mem_peak and pids_peak say "not measured", which the last test checks.
+const rootPodman = process.env.E2E_AS === 'root' && process.env.VESTIBULE_RUNTIME === 'podman';
 const skip = (BACKEND !== 'container' && 'the engine\'s figures: the container backend') ||
-    (/limits not applied/.test(EXPECT_GRADE) && `no caps to hit: ${EXPECT_GRADE}`);
+    (/limits not applied/.test(EXPECT_GRADE) && `no caps to hit: ${EXPECT_GRADE}`) ||
+    (rootPodman && 'a root server on rootful Podman measures cpu only (the last test)');
 const MiB = 1024 * 1024;
 
 // the text's figure and the structured one agree on "at least"
@@ -80,4 +85,18 @@ test('no caps held (limits not applied): the engine\'s host-wide figures are not
     const s = assertModelSees(result);
     assert.equal(typeof s.usage.mem_peak_bytes_not_measured, 'string', `mem_peak not measured:\n${text}`);
     assert.equal(s.usage.mem_peak_bytes_at_least, undefined, text);
+});
+
+test('a root server on rootful Podman: cpu measured, mem_peak and pids_peak honestly not measured', {
+    skip: (BACKEND !== 'container' || !rootPodman) && 'a root server on rootful Podman only',
+}, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const code = 'import time\nb = b"x" * (100 << 20)\ntime.sleep(2)\nprint(len(b))\n';
+    const { result, text } = await runCode(conn, 'python', code, { timeout_seconds: 20 });
+    assert.match(text, /^104857600$/m, text);
+    const s = assertModelSees(result);
+    assert.ok(s.usage.cpu_ms >= 1, `cpu measured:\n${text}`);
+    assert.equal(s.usage.mem_peak_bytes, undefined, `no mem_peak figure is claimed:\n${text}`);
+    assert.match(text, /mem_peak and pids_peak not measured: /, text);
+    assertIsolation(text);
 });
