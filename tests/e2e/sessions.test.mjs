@@ -375,8 +375,12 @@ test('a cell that corrupts its status channel ends its session, which says so', 
     }
 });
 
-// What the interpreter prints as it starts (here a .pth file in the workspace's user site, which
-// python runs at every start) is no cell's output: the first cell's result has only its own.
+// What the interpreter prints as it starts is no cell's output: the first cell's result has only
+// its own. A .pth planted in the workspace's user site was the way to print at a start; since
+// python starts without processing the user site (PYTHONNOUSERSITE and our sitecustomize,
+// workspace.test.mjs) it no longer runs at all, so the control shows it would print when the
+// site is processed, and the first cell must show nothing of it. The runners still drop what
+// an interpreter prints before its ready record (sbx_runner, issue 24).
 test('output printed while the interpreter starts is not in the first cell', { skip: !HAS_SESSIONS }, async (t) => {
     const conn = await connect(makeWorld(t));
     const plant = await callTool(conn, 'run_code', { language: 'python', code: `import os, sys, site
@@ -385,8 +389,8 @@ os.makedirs(d, exist_ok=True)
 open(d + '/zz-startup.pth', 'w').write('import sys; sys.stdout.write("STARTUP-OUT\\\\n"); sys.stderr.write("STARTUP-ERR\\\\n")\\n')
 print("planted")` });
     assert.match(textOf(plant), /^planted$/m, textOf(plant));
-    const control = await callTool(conn, 'run_code', { language: 'python', code: 'print("x")' });
-    assert.match(textOf(control), /STARTUP-OUT/, 'control: the .pth runs at a python start');
+    const control = await callTool(conn, 'run_code', { language: 'python', code: 'import site; site.addsitedir(site.getusersitepackages()); print("x")' });
+    assert.match(textOf(control), /STARTUP-OUT/, 'control: the planted .pth prints when the user site is processed');
     const id = await start(conn, 'python');
     const c = await cell(conn, id, 'python', 'print("first")');
     const s = seen(c, id);
