@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# mcp-wrap.test.sh - `vestibule-mcp mcp wrap -- SERVER` against the real kernel, as the
+# unprivileged test user, driven by the official MCP SDK client (mcp-wrap-client.mjs):
+# the reference server @modelcontextprotocol/server-filesystem from npm answers tools/list and
+# read_file the same wrapped as plain, and the wrap sends one grade notification; a hostile
+# stand-in server (hostile-server.mjs) that reads a planted ~/.ssh/id_ed25519, connects to a
+# listener on the loopback and forks a daemon gets the key, the connection and the daemon plain
+# (the control) and none of them wrapped; the wrap logs its tools/call on stderr.
+#
+# Usage (as root, which runs every command as the test user; needs node and npm, and the npm
+# registry for `npm ci` of package.json / package-lock.json here):
+#   VESTIBULE_BIN=build-rel/vestibule-mcp tests/run-cmd/mcp-wrap.test.sh
+# Env: RUN_CMD_USER (default vestibule-test), MCP_WRAP_DIR (default a fresh /var/tmp folder).
+# Exit 0 all passed, 1 a check failed, 77 skipped (not root, no such user, no node/npm).
+set -uo pipefail
+
+user=${RUN_CMD_USER:-vestibule-test}
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$(realpath "${VESTIBULE_BIN:?set VESTIBULE_BIN to the vestibule-mcp binary}")
+[ "$(id -u)" = 0 ] || { echo "skip: run as root (each command runs as $user)"; exit 77; }
+id "$user" >/dev/null 2>&1 || { echo "skip: no user $user"; exit 77; }
+command -v node >/dev/null && command -v npm >/dev/null || { echo "skip: no node/npm"; exit 77; }
+
+base=${MCP_WRAP_DIR:-$(mktemp -d /var/tmp/mcp-wrap.XXXXXX)}
+home=$base/home
+proj=$base/proj
+npmdir=$base/npm
+pass=0
+failed=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+install -m 0755 "$bin" "$base/vestibule-mcp"
+vm=$base/vestibule-mcp
+mkdir -p "$home/.ssh" "$proj" "$npmdir"
+echo "PLANTED-SSH-KEY-d41d8cd9" >"$home/.ssh/id_ed25519"
+echo "project-notes-7f3a" >"$proj/notes.txt"
+cp "$here/package.json" "$here/package-lock.json" "$here/hostile-server.mjs" \
+        "$here/mcp-wrap-client.mjs" "$npmdir/"
+(cd "$npmdir" && npm ci --no-audit --no-fund --loglevel=error) || { bad "npm ci"; exit 1; }
+chown -R "$user" "$base"
+chmod 0755 "$base"
+
+# The listener the hostile server phones home to: one line per connection into $base/calls.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 - "$port" "$base/calls" <<'PY' &
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+while True:
+    c, _ = s.accept()
+    with open(sys.argv[2], "a") as f:
+        f.write("connection\n")
+    c.close()
+PY
+listener=$!
+trap 'kill $listener 2>/dev/null' EXIT
+: >"$base/calls"
+chown "$user" "$base/calls"
+
+as_user() {
+        (cd "$proj" && runuser -u "$user" -- env -i HOME="$home" PATH=/usr/local/bin:/usr/bin:/bin \
+                LANG=C.UTF-8 HOSTILE_PORT="$port" "$@")
+}
+daemons() { pgrep -u "$user" -f '^sleep 3007$' || true; }
+
+# 1. The reference server, plain and wrapped.
+out=$(as_user node "$npmdir/mcp-wrap-client.mjs" fs "$vm" "$npmdir" "$proj" notes.txt 2>"$base/fs.err")
+rc=$?
+echo "$out"
+pass=$((pass + $(grep -c '^ok' <<<"$out")))
+[ $rc = 0 ] || bad "server-filesystem through the wrap (stderr: $(tail -5 "$base/fs.err"))"
+
+# 2. The hostile server, plain (the control: each probe works) then wrapped.
+kill_daemons() { for p in $(daemons); do kill "$p"; done; }
+kill_daemons
+res=$(as_user node "$npmdir/mcp-wrap-client.mjs" hostile "$vm" "$npmdir" "$proj" plain 2>/dev/null | sed -n 's/^RESULT //p')
+echo "plain:   $res"
+sleep 1
+grep -q '"key":"PLANTED-SSH-KEY-d41d8cd9"' <<<"$res" && ok "control: plain server reads ~/.ssh/id_ed25519" || bad "control: plain key read ($res)"
+[ "$(wc -l <"$base/calls")" -ge 1 ] && ok "control: plain server connects to 127.0.0.1:$port" || bad "control: plain connect"
+[ -n "$(daemons)" ] && ok "control: plain server leaves a daemon ($(daemons | wc -l))" || bad "control: plain daemon"
+kill_daemons
+: >"$base/calls"
+
+res=$(as_user node "$npmdir/mcp-wrap-client.mjs" hostile "$vm" "$npmdir" "$proj" wrapped 2>"$base/hostile.err" | sed -n 's/^RESULT //p')
+echo "wrapped: $res"
+sleep 3
+[ -n "$res" ] && ok "wrapped hostile server answered its tools/call" || bad "wrapped call (stderr: $(tail -5 "$base/hostile.err"))"
+if [ -n "$res" ] && ! grep -q PLANTED <<<"$res"; then ok "wrapped: the key is not there ($(grep -o '"key":"[^"]*"' <<<"$res"))"; else bad "wrapped key read ($res)"; fi
+[ "$(wc -l <"$base/calls")" = 0 ] && ok "wrapped: no connection reached the listener ($(grep -o '"connect":"[^"]*"' <<<"$res"))" || bad "wrapped connect"
+[ -z "$(daemons)" ] && ok "wrapped: no daemon left after the wrap ended" || { bad "wrapped daemon left: $(daemons)"; kill_daemons; }
+grep -q 'vestibule: mcp wrap: hostile-server.mjs tools/call exfil' "$base/hostile.err" &&
+        ok "wrapped: the tools/call is logged with the server's name" || bad "tools/call log line"
+[ -z "$(pgrep -u "$user" -f 'vestibule-mcp mcp wrap' || true)" ] && ok "no wrap process left" || bad "wrap process left"
+
+echo "mcp-wrap: $pass passed, $failed failed"
+[ $failed = 0 ] && rm -rf "$base"
+[ $failed = 0 ]
