@@ -94,6 +94,30 @@ grep -q 'vestibule: mcp wrap: hostile-server.mjs tools/call exfil' "$base/hostil
         ok "wrapped: the tools/call is logged with the server's name" || bad "tools/call log line"
 [ -z "$(pgrep -u "$user" -f 'vestibule-mcp mcp wrap' || true)" ] && ok "no wrap process left" || bad "wrap process left"
 
+# 3. The exit-code contract and the ends of the relay, with sh as the server.
+expect_code() {
+        local want=$1 name=$2 got
+        shift 2
+        "$@"
+        got=$?
+        [ "$got" = "$want" ] && ok "$name (exit $got)" || bad "$name: exit $got, want $want"
+}
+expect_code 7 "the server's own exit code" \
+        as_user sh -c "printf x | $vm mcp wrap --allow $proj -- sh -c 'cat >/dev/null; exit 7' 2>/dev/null"
+start=$(date +%s)
+expect_code 3 "a server that exits while the client stays" \
+        as_user bash -c "exec $vm mcp wrap --allow $proj -- sh -c 'exit 3' < <(sleep 20) 2>/dev/null"
+[ $(($(date +%s) - start)) -lt 15 ] && ok "  ... without waiting for the client" || bad "waited for the client"
+start=$(date +%s)
+as_user sh -c "$vm mcp wrap --allow $proj -- sh -c 'trap \"\" TERM HUP; exec 0<&-; sleep 3008' </dev/null 2>/dev/null"
+took=$(($(date +%s) - start))
+[ $took -ge 4 ] && [ $took -lt 20 ] && ok "client gone: a server that ignores stdin's end and SIGTERM is killed after the grace (${took} s)" ||
+        bad "client gone: took $took s"
+[ -z "$(pgrep -u "$user" -f '^sleep 3008$' || true)" ] && ok "  ... and nothing of it is left" || bad "sleep 3008 left"
+head -c 17000000 /dev/zero | tr '\0' a >"$base/big"
+expect_code 1 "a message over 16 MiB" as_user sh -c "$vm mcp wrap --allow $proj -- cat <$base/big >/dev/null 2>$base/big.err"
+grep -q 'longer than 16 MiB' "$base/big.err" && ok "  ... said on stderr" || bad "16 MiB message: $(cat "$base/big.err")"
+
 echo "mcp-wrap: $pass passed, $failed failed"
 [ $failed = 0 ] && rm -rf "$base"
 [ $failed = 0 ]
