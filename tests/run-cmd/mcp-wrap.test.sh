@@ -64,6 +64,9 @@ as_user() {
 }
 daemons() { pgrep -u "$user" -f '^sleep 3007$' || true; }
 
+roots() { find /tmp -maxdepth 1 -name 'vestibule-hostroot-*' -user "$user" | sort; }
+roots >"$base/roots.before"
+
 # 1. The reference server, plain and wrapped.
 out=$(as_user node "$npmdir/mcp-wrap-client.mjs" fs "$vm" "$npmdir" "$proj" notes.txt 2>"$base/fs.err")
 rc=$?
@@ -117,6 +120,9 @@ took=$(($(date +%s) - start))
 head -c 17000000 /dev/zero | tr '\0' a >"$base/big"
 expect_code 1 "a message over 16 MiB" as_user sh -c "$vm mcp wrap --allow $proj -- cat <$base/big >/dev/null 2>$base/big.err"
 grep -q 'longer than 16 MiB' "$base/big.err" && ok "  ... said on stderr" || bad "16 MiB message: $(cat "$base/big.err")"
+
+new_roots=$(roots | comm -13 "$base/roots.before" - | wc -l)
+[ "$new_roots" = 0 ] && ok "no mount-point folders left in /tmp" || bad "$new_roots mount-point folders left in /tmp"
 
 echo "mcp-wrap: $pass passed, $failed failed"
 [ $failed = 0 ] && rm -rf "$base"

@@ -106,6 +106,9 @@ expect_no "no .env or key text" "PLANTED-(DOTENV|TLS)"
 expect_code 0 "the secret variables are gone" as_user "$vm" run -- sh -c 'env; echo "[$AWS_SECRET_ACCESS_KEY]"'
 expect_no "no secret variable" "PLANTED-(AWS|GH|ANT)"
 expect_out "other variables pass" "^HARMLESS_SETTING=kept$"
+expect_code 0 "--env NAME passes one dropped variable on" \
+        as_user "$vm" run -q --env GITHUB_TOKEN -- sh -c 'echo "[$GITHUB_TOKEN] [$AWS_SECRET_ACCESS_KEY]"'
+expect_out "only that one" "^\[PLANTED-GH-88\] \[\]$"
 expect_code 0 "with the home readable, its secrets are masked" \
         as_user "$vm" run --allow-read "$home" -- sh -c 'ls -a ~/.ssh ~/.aws; cat ~/.ssh/id_ed25519 ~/.aws/credentials 2>&1; true'
 expect_no "no key text under --allow-read ~" "PLANTED-(SSH|AWS)"
