@@ -9,10 +9,13 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -60,12 +63,17 @@ static const char mcp_wrap_help[] =
     "closes our stdin, the server's stdin is closed; a server still running 5 s later is\n"
     "stopped with its whole sandbox.\n";
 
-/* One direction of the relay: bytes read from @in, written to @out one whole line at a time. */
+/* One direction of the relay, one thread each (so a side that stops reading never stalls the
+ * other): bytes read from @in (blocking), written to @out one whole line at a time. */
 struct wrap_dir {
         int in, out;
         char *buf;
         size_t len, cap;
+        size_t scanned; /* bytes at the start of buf known to hold no newline */
         bool eof;
+        int end; /* why it stopped: 0 EOF, -EPIPE the reader is gone, -EMSGSIZE too long */
+        struct wrap *w;
+        pthread_t thread;
 };
 
 /* The relay's state. */
@@ -73,9 +81,10 @@ struct wrap {
         struct wrap_dir c2s, s2c; /* client -> server, server -> client */
         const char *name;         /* the server's name for the log lines */
         const char *grade;        /* the grade for the start-up notification */
-        bool told;                /* the grade notification was sent */
+        bool told;                /* the grade notification was sent (s2c's thread only) */
         pid_t child;              /* the `run -- SERVER` process */
         int pidfd;
+        int done_fd; /* an eventfd each thread bumps when its direction ends */
 };
 
 static int wrap_fail(int code, const char *fmt, const char *arg)
@@ -173,7 +182,8 @@ static int flush_lines(struct wrap *w, struct wrap_dir *d)
         int r = 0;
 
         while (r == 0 && done < d->len) {
-                char *nl = memchr(d->buf + done, '\n', d->len - done);
+                size_t from = done + (done == 0 ? d->scanned : 0);
+                char *nl = memchr(d->buf + from, '\n', d->len - from);
                 size_t n = nl ? (size_t)(nl - (d->buf + done)) + 1 : d->len - done;
 
                 if (!nl && !d->eof)
@@ -188,6 +198,7 @@ static int flush_lines(struct wrap *w, struct wrap_dir *d)
         }
         memmove(d->buf, d->buf + done, d->len - done);
         d->len -= done;
+        d->scanned = d->len; /* what is left has no newline */
         return r;
 }
 
@@ -204,19 +215,27 @@ static int fill(struct wrap_dir *d)
         }
         ssize_t n = read(d->in, d->buf + d->len, d->cap - d->len);
         if (n < 0)
-                return errno == EINTR || errno == EAGAIN ? 0 : 1;
+                return errno == EINTR ? 0 : 1;
         if (n == 0)
                 return 1;
         d->len += (size_t)n;
-        if (d->len > WRAP_LINE_MAX && !memchr(d->buf, '\n', d->len))
+        /* flush_lines() left no newline before the new bytes */
+        if (d->len > WRAP_LINE_MAX && !memchr(d->buf + d->len - (size_t)n, '\n', (size_t)n))
                 return -EMSGSIZE;
         return 0;
 }
 
-/* The code of the ended `run -- SERVER` process, per the contract. */
+/* The code of the ended `run -- SERVER` process, per the contract, once the server's last
+ * lines went to the client (its stdout ends with the sandbox; 2 s at most). */
 static int reap(struct wrap *w)
 {
+        struct timespec until;
         int st;
+
+        if (w->s2c.thread && clock_gettime(CLOCK_REALTIME, &until) == 0) {
+                until.tv_sec += 2;
+                (void)pthread_timedjoin_np(w->s2c.thread, NULL, &until);
+        }
 
         while (waitpid(w->child, &st, 0) < 0)
                 if (errno != EINTR)
@@ -224,44 +243,45 @@ static int reap(struct wrap *w)
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Relay what the server wrote, for up to @ms (until its stdout ends). */
-static void drain(struct wrap *w, int ms)
+/* One direction's thread: read, pass whole lines, until EOF, a write error or a line too
+ * long; then (client -> server) close the server's stdin, and tell the main thread. */
+static void *pump(void *arg)
 {
-        struct pollfd q = {.fd = w->s2c.in, .events = POLLIN};
+        struct wrap_dir *d = arg;
+        uint64_t one = 1;
+        int r = 0;
 
-        if (!w->s2c.eof && poll(&q, 1, ms) > 0 && fill(&w->s2c) != 0)
-                w->s2c.eof = true;
-        if (flush_lines(w, &w->s2c) < 0)
-                w->s2c.eof = true; /* the client is gone: nothing more to pass */
+        while (r == 0) {
+                r = fill(d);
+                if (r == 1)
+                        d->eof = true;
+                if (r >= 0 && flush_lines(d->w, d) < 0)
+                        r = -EPIPE;
+        }
+        d->end = r < 0 ? r : 0;
+        if (d == &d->w->c2s)
+                close(TAKE_FD(d->out)); /* the server sees its stdin end */
+        (void)!write(d->w->done_fd, &one, sizeof(one));
+        return NULL;
 }
 
-/* Wait up to @ms for the run to end, relaying the server's lines; once it ended, its last
- * lines (its stdout ends with the sandbox; 2 s at most). true = it ended. */
+/* Wait up to @ms for the run to end. true = it ended. */
 static bool wait_end(struct wrap *w, int ms)
 {
         struct pollfd p = {.fd = w->pidfd, .events = POLLIN};
+        int r;
 
-        for (int left = ms; left > 0; left -= 100) {
-                if (poll(&p, 1, w->s2c.eof ? 100 : 0) > 0) {
-                        for (int i = 0; i < 200 && !w->s2c.eof; i++)
-                                drain(w, 10);
-                        return true;
-                }
-                drain(w, 100);
-        }
-        return false;
+        while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
+                ;
+        return r > 0;
 }
 
-/* The client is gone (or a message was too long): close the server's stdin, give it
- * WRAP_STDIN_GRACE_MS, then stop the sandbox (SIGTERM to the run: cmd_run_cmd.c forwards it,
- * waits 2 s, kills the sandbox), and at worst kill the run itself. */
-static int stop_server(struct wrap *w)
+/* Stop the server: @grace_ms for it to end on its own (its stdin is closed), then SIGTERM to
+ * the run (cmd_run_cmd.c forwards it, waits 2 s, kills the whole sandbox), and at worst
+ * SIGKILL to the run itself. Return the run's exit code. */
+static int stop_server(struct wrap *w, int grace_ms)
 {
-        if (w->c2s.out >= 0) {
-                close(w->c2s.out);
-                w->c2s.out = -1;
-        }
-        if (!wait_end(w, WRAP_STDIN_GRACE_MS)) {
+        if (!wait_end(w, grace_ms)) {
                 (void)kill(w->child, SIGTERM);
                 if (!wait_end(w, WRAP_STOP_MS))
                         (void)kill(w->child, SIGKILL);
@@ -269,41 +289,32 @@ static int stop_server(struct wrap *w)
         return reap(w);
 }
 
-/* The relay loop until the run ends or the client leaves. Return the exit code. */
+/* Until the run ends or a direction stops. Return the exit code. */
 static int relay(struct wrap *w)
 {
-        for (;;) {
-                struct pollfd p[3] = {{.fd = w->c2s.eof ? -1 : w->c2s.in, .events = POLLIN},
-                                      {.fd = w->s2c.eof ? -1 : w->s2c.in, .events = POLLIN},
-                                      {.fd = w->pidfd, .events = POLLIN}};
-                int r;
+        struct pollfd p[2] = {{.fd = w->pidfd, .events = POLLIN},
+                              {.fd = w->done_fd, .events = POLLIN}};
+        uint64_t n;
 
-                if (poll(p, 3, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return stop_server(w);
-                }
-                for (int i = 0; i < 2; i++) {
-                        struct wrap_dir *d = i == 0 ? &w->c2s : &w->s2c;
-                        if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                                continue;
-                        r = fill(d);
-                        if (r == -EMSGSIZE) {
-                                wrap_fail(0,
-                                          "a message from the %s is longer than 16 MiB: "
-                                          "stopping the server",
-                                          i == 0 ? "client" : "server");
-                                (void)stop_server(w);
-                                return 1;
-                        }
-                        d->eof = r == 1;
-                        if (flush_lines(w, d) < 0 || (i == 0 && d->eof))
-                                return stop_server(w); /* the client is gone */
-                }
-                if (p[2].revents & POLLIN) {
-                        (void)wait_end(w, 100); /* the server's last lines */
+        for (;;) {
+                if (poll(p, 2, -1) < 0 && errno != EINTR)
+                        return stop_server(w, 0);
+                if (p[0].revents & POLLIN)
                         return reap(w);
+                if (!(p[1].revents & POLLIN) || read(w->done_fd, &n, sizeof(n)) < 0)
+                        continue;
+                if (w->c2s.end == -EMSGSIZE || w->s2c.end == -EMSGSIZE) {
+                        wrap_fail(0,
+                                  "a message from the %s is longer than 16 MiB: stopping "
+                                  "the server",
+                                  w->c2s.end == -EMSGSIZE ? "client" : "server");
+                        (void)stop_server(w, 0);
+                        return 1;
                 }
+                if (w->s2c.end == -EPIPE) /* the client is gone */
+                        return stop_server(w, 0);
+                if (w->c2s.eof || w->c2s.end == -EPIPE) /* the client closed, or the server */
+                        return stop_server(w, WRAP_STDIN_GRACE_MS);
         }
 }
 
@@ -382,16 +393,17 @@ static int wrap_start(int argc, char **argv, const char *name)
                 return wrap_fail(125, "pidfd_open: %s (Linux 5.3 or later is needed)",
                                  strerror(errno));
         }
-        w.c2s = (struct wrap_dir){.in = STDIN_FILENO, .out = in[1]};
-        w.s2c = (struct wrap_dir){.in = out[0], .out = STDOUT_FILENO};
-        int code = relay(&w);
-        if (w.c2s.out >= 0)
-                close(w.c2s.out);
-        close(w.s2c.in);
-        close(w.pidfd);
-        free(w.c2s.buf);
-        free(w.s2c.buf);
-        return code;
+        w.c2s = (struct wrap_dir){.in = STDIN_FILENO, .out = in[1], .w = &w};
+        w.s2c = (struct wrap_dir){.in = out[0], .out = STDOUT_FILENO, .w = &w};
+        w.done_fd = eventfd(0, EFD_CLOEXEC);
+        if (w.done_fd < 0 || pthread_create(&w.c2s.thread, NULL, pump, &w.c2s) != 0 ||
+            pthread_create(&w.s2c.thread, NULL, pump, &w.s2c) != 0) {
+                (void)kill(w.child, SIGTERM);
+                (void)reap(&w);
+                return wrap_fail(125, "%s", "cannot start the relay's threads");
+        }
+        /* The exit ends the threads, which may still wait on a pipe (the client's stdin). */
+        return relay(&w);
 }
 
 /* `mcp wrap ...`: @argv[0] is "wrap". */

@@ -117,6 +117,10 @@ took=$(($(date +%s) - start))
 [ $took -ge 4 ] && [ $took -lt 20 ] && ok "client gone: a server that ignores stdin's end and SIGTERM is killed after the grace (${took} s)" ||
         bad "client gone: took $took s"
 [ -z "$(pgrep -u "$user" -f '^sleep 3008$' || true)" ] && ok "  ... and nothing of it is left" || bad "sleep 3008 left"
+{ head -c 15000000 /dev/zero | tr '\0' b; echo; } >"$base/big15"
+expect_code 0 "a 15 MB line echoed by a server that writes while it reads" \
+        as_user sh -c "timeout 60 $vm mcp wrap --allow $proj -- cat <$base/big15 >$base/out15 2>/dev/null"
+cmp -s "$base/big15" "$base/out15" && ok "  ... arrives whole" || bad "15 MB line: $(wc -c <"$base/out15") bytes came back"
 head -c 17000000 /dev/zero | tr '\0' a >"$base/big"
 expect_code 1 "a message over 16 MiB" as_user sh -c "$vm mcp wrap --allow $proj -- cat <$base/big >/dev/null 2>$base/big.err"
 grep -q 'longer than 16 MiB' "$base/big.err" && ok "  ... said on stderr" || bad "16 MiB message: $(cat "$base/big.err")"
