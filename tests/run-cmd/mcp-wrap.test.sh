@@ -117,6 +117,16 @@ took=$(($(date +%s) - start))
 [ $took -ge 4 ] && [ $took -lt 20 ] && ok "client gone: a server that ignores stdin's end and SIGTERM is killed after the grace (${took} s)" ||
         bad "client gone: took $took s"
 [ -z "$(pgrep -u "$user" -f '^sleep 3008$' || true)" ] && ok "  ... and nothing of it is left" || bad "sleep 3008 left"
+# The client kills the wrap (as a client that quits does): the run gets PDEATHSIG SIGTERM.
+as_user bash -c "exec $vm mcp wrap --allow $proj -- sleep 3009 < <(sleep 30) 2>/dev/null" &
+wrap_pid=$!
+for _ in $(seq 100); do [ -n "$(pgrep -u "$user" -f '^sleep 3009$' || true)" ] && break; sleep 0.1; done
+[ -n "$(pgrep -u "$user" -f '^sleep 3009$' || true)" ] && ok "control: the wrapped sleep 3009 runs" || bad "sleep 3009 never started"
+kill -TERM "$(pgrep -u "$user" -f "^$vm mcp wrap --allow $proj -- sleep 3009$" | sort -n | head -1)"
+wait "$wrap_pid"
+sleep 4
+[ -z "$(pgrep -u "$user" -f '^sleep 3009$' || true)" ] && ok "the wrap killed by its client: nothing of the server is left" ||
+        bad "sleep 3009 left after the wrap was killed"
 { head -c 15000000 /dev/zero | tr '\0' b; echo; } >"$base/big15"
 expect_code 0 "a 15 MB line echoed by a server that writes while it reads" \
         as_user sh -c "timeout 60 $vm mcp wrap --allow $proj -- cat <$base/big15 >$base/out15 2>/dev/null"
