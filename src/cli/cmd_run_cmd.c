@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -74,7 +75,8 @@ static const char run_cmd_help[] =
 /* The options, as given. */
 struct run_cmd_opts {
         char **allow, **allow_read, **deny, **env; /* NULL-ended, owned */
-        size_t n_allow, n_allow_read, n_deny, n_env;
+        char **read_literal; /* each --allow-read made absolute, links not followed; owned */
+        size_t n_allow, n_allow_read, n_deny, n_literal, n_env;
         const char *net, *timeout, *require;
         bool quiet;
         int cmd_at; /* argv index of CMD */
@@ -153,6 +155,31 @@ static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
         return fail(125, "%s", "no '--' before the command");
 }
 
+/* @arg made absolute against @cwd with "." and ".." dropped by name, no link followed (so
+ * "docs" stays docs even when it is a link to ~/.ssh). Returns a new string. */
+static char *lexical_abs(const char *arg, const char *cwd)
+{
+        _cleanup_free_ char *all = arg[0] == '/' ? xstrdup(arg) : xasprintf("%s/%s", cwd, arg);
+        char *out = xcalloc(strlen(all) + 2, 1), *save = NULL;
+        size_t n = 0;
+
+        for (char *c = strtok_r(all, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (strcmp(c, ".") == 0)
+                        continue;
+                if (strcmp(c, "..") == 0) {
+                        while (n > 0 && out[n - 1] != '/')
+                                n--;
+                        n = n > 0 ? n - 1 : 0;
+                        out[n] = '\0';
+                        continue;
+                }
+                n += (size_t)sprintf(out + n, "/%s", c);
+        }
+        if (n == 0)
+                strcpy(out, "/");
+        return out;
+}
+
 /* Each path of @v made absolute and canonical (realpath). A path that does not exist is an
  * error unless @may_miss (then it must be absolute already). Return 0 or -1 (said on stderr). */
 static int resolve_all(char **v, bool may_miss, const char *opt)
@@ -202,15 +229,41 @@ static bool under_list(char **v, const char *s)
         return false;
 }
 
+/* A link whose name is a secret's (.env.local -> config/dev.vars): its target is masked when
+ * it lies in the view (red team #7); the link itself stays (a mask does not follow it). */
+static int mask_link_target(const char *path, const char *name)
+{
+        _cleanup_free_ char *target = NULL;
+
+        for (size_t i = 0; scan.secrets->files[i]; i++) {
+                if (fnmatch(scan.secrets->files[i], name, 0) != 0)
+                        continue;
+                target = realpath(path, NULL);
+                if (target &&
+                    (under_list(scan.allow, target) || under_list(scan.allow_read, target)) &&
+                    !in_list(scan.allow_read, target) && !under_list(scan.explicit, target))
+                        push(scan.masks, scan.n_masks, TAKE_PTR(target));
+                break;
+        }
+        return FTW_CONTINUE;
+}
+
 static int walk_one(const char *path, const struct stat *st, int flag, struct FTW *f)
 {
         const char *name = path + f->base;
 
-        (void)st;
         if (++scan.seen > RUN_CMD_WALK_MAX)
                 return 1;
+        if (flag == FTW_SL && f->level > 0)
+                return mask_link_target(path, name);
         if (flag == FTW_SL || f->level == 0)
                 return FTW_CONTINUE;
+        if (flag == FTW_F && S_ISSOCK(st->st_mode)) {
+                /* a pathname socket connects across namespaces and through a read-only bind
+                 * (unix(7)): a tmux, ssh-agent or X11 socket would reach the host */
+                push(scan.masks, scan.n_masks, xstrdup(path));
+                return FTW_CONTINUE;
+        }
         if (under_list(scan.explicit, path))
                 return flag == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
         for (size_t i = 0; scan.secrets->files[i]; i++) {
@@ -228,6 +281,62 @@ static int walk_one(const char *path, const struct stat *st, int flag, struct FT
         return FTW_CONTINUE;
 }
 
+/* @a is @b or holds it (both canonical). */
+static bool holds(const char *a, const char *b)
+{
+        size_t n = strlen(a);
+
+        return strcmp(a, "/") == 0 || (strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/'));
+}
+
+/* Keep of @masks (NULL-terminated, @n entries) the paths the view shows: those that exist on
+ * the host (lstat) beneath a system folder, an --allow or an --allow-read path, and not beneath
+ * another mask (a masked folder hides them) nor already listed. Each one kept must then be
+ * there in the view, or the run fails (spawn.c's child_host_mask): fail closed. */
+static void prune_masks(const struct run_cmd_opts *o, char **masks, size_t *n)
+{
+        char **sys = (char **)native_host_system_dirs;
+        _cleanup_free_ bool *drop = xcalloc(*n + 1, sizeof(*drop));
+        size_t k = 0;
+        struct stat st;
+
+        for (size_t i = 0; i < *n; i++) {
+                drop[i] = lstat(masks[i], &st) < 0 ||
+                          !(under_list(sys, masks[i]) || under_list(o->allow, masks[i]) ||
+                            under_list(o->allow_read, masks[i]));
+                for (size_t j = 0; j < *n && !drop[i]; j++)
+                        drop[i] = j != i && holds(masks[j], masks[i]) &&
+                                  (strcmp(masks[j], masks[i]) != 0 || j < i);
+        }
+        for (size_t i = 0; i < *n; i++) {
+                if (drop[i])
+                        free(masks[i]);
+                else
+                        masks[k++] = masks[i];
+        }
+        for (size_t i = k; i < *n; i++)
+                masks[i] = NULL;
+        *n = k;
+}
+
+/* The user named @real (a listed secret, canonical) as @literal (lexical_abs): the same path,
+ * or the same below $HOME when $HOME's own path has a link in it. A link planted in the project
+ * (docs -> ~/.ssh) is not the user naming the secret (red team #6). */
+static bool named_as_is(const char *literal, const char *real)
+{
+        const char *h = config_host_var("HOME");
+        _cleanup_free_ char *rh = h && h[0] == '/' ? realpath(h, NULL) : NULL;
+        _cleanup_free_ char *lh = h && h[0] == '/' ? lexical_abs(h, "/") : NULL;
+        size_t n = rh ? strlen(rh) : 0;
+
+        if (strcmp(literal, real) == 0)
+                return true;
+        if (!rh || !lh || strncmp(real, rh, n) != 0 || real[n] != '/')
+                return false;
+        size_t m = strlen(lh);
+        return strncmp(literal, lh, m) == 0 && strcmp(literal + m, real + n) == 0;
+}
+
 /* Every path to mask: the listed home and host paths, --deny, and the secret names found in
  * the allowed folders; but an --allow-read path that is itself a listed home or host path is
  * the user's explicit choice: neither it nor anything under it is masked. Into @kept: the
@@ -243,7 +352,9 @@ static int collect_masks(const struct run_cmd_opts *o, const struct config_secre
 
         for (size_t i = 0; o->allow_read && o->allow_read[i]; i++) {
                 push(kept, n_kept, xstrdup(o->allow_read[i]));
-                if (in_list(sec->home, o->allow_read[i]) || in_list(sec->paths, o->allow_read[i]))
+                if ((in_list(sec->home, o->allow_read[i]) ||
+                     in_list(sec->paths, o->allow_read[i])) &&
+                    named_as_is(o->read_literal[i], o->allow_read[i]))
                         push(&explicit, &n_explicit, xstrdup(o->allow_read[i]));
         }
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
@@ -270,6 +381,8 @@ static int collect_masks(const struct run_cmd_opts *o, const struct config_secre
                                                                "narrower --allow",
                                          dirs[i]);
         }
+        if (r == 0 && *masks)
+                prune_masks(o, *masks, n);
         return r;
 }
 
@@ -412,7 +525,13 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
             .egress = net == 1,
             .cancel_fd = sfd,
         };
+        /* the command may change the terminal's settings (stty -echo, raw mode) and be killed
+         * before it puts them back: they are restored after it (red team #9) */
+        struct termios tio;
+        bool tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &tio) == 0;
         r = native_host_run(cfg, &req, &res, &err);
+        if (tty)
+                (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &tio);
         if (r == -ENOEXEC) {
                 code = res.exit_code;
                 fprintf(stderr, "vestibule-mcp run: %s\n", err.msg);
@@ -429,6 +548,50 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         config_strv_free(env);
         config_strv_free(writable);
         return code;
+}
+
+/* Folders no --allow or --allow-read may name: shared sockets (tmux, ssh-agent, X11, the user's
+ * bus under /run/user) and kernel interfaces; one that holds them is refused too. */
+static const char *const run_cmd_shared[] = {"/tmp",  "/var/tmp", "/dev/shm", "/run",
+                                             "/proc", "/sys",     "/dev",     NULL};
+static const char *const run_cmd_shared_below[] = {"/run/user", "/proc", "/sys", "/dev", NULL};
+
+/* Refuse an --allow or --allow-read of a shared folder, and an --allow that is $HOME (@home,
+ * canonical, or NULL) or holds it: the command could write ~/.bashrc or ~/.local/bin, run by
+ * the host at the next login. Return -1 to go on, else the exit (said on stderr). */
+static int check_places(const struct run_cmd_opts *o, const char *home)
+{
+        char **lists[] = {o->allow, o->allow_read};
+
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+                for (size_t i = 0; lists[l] && lists[l][i]; i++) {
+                        const char *p = lists[l][i], *hit = NULL;
+                        for (size_t k = 0; run_cmd_shared[k]; k++)
+                                if (holds(p, run_cmd_shared[k]))
+                                        hit = run_cmd_shared[k];
+                        for (size_t k = 0; run_cmd_shared_below[k]; k++)
+                                if (holds(run_cmd_shared_below[k], p))
+                                        hit = run_cmd_shared_below[k];
+                        if (hit) {
+                                fprintf(stderr,
+                                        "vestibule-mcp run: %s %s: %s is shared with other "
+                                        "programs (sockets of tmux, ssh-agent, X11) or is the "
+                                        "kernel's: make a project folder, e.g. mkdir ~/scratch "
+                                        "&& cd ~/scratch\n",
+                                        l == 0 ? "--allow" : "--allow-read", p, hit);
+                                return EXIT_NO_ISOLATION;
+                        }
+                        if (l == 0 && home && holds(p, home)) {
+                                fprintf(stderr,
+                                        "vestibule-mcp run: --allow %s: it is or holds your home "
+                                        "%s, whose ~/.bashrc and ~/.local/bin the host runs: "
+                                        "name a project folder inside your home (cd into it, or "
+                                        "--allow ~/PROJECT); --allow-read ~ is fine\n",
+                                        p, home);
+                                return EXIT_NO_ISOLATION;
+                        }
+                }
+        return -1;
 }
 
 /* Refuse what cannot be honoured before anything runs. Return -1 to go on, else the exit. */
@@ -465,6 +628,8 @@ int cmd_run_command(int argc, char **argv)
         struct sbx_config *cfg = NULL;
         struct sbx_error err = {0};
         _cleanup_close_ int sfd = -1;
+        _cleanup_free_ char *rhome = NULL;
+        const char *h;
         sigset_t set;
         int code;
 
@@ -481,6 +646,12 @@ int cmd_run_command(int argc, char **argv)
                 push(&o.allow, &o.n_allow, cwd);
         }
         code = EXIT_NO_ISOLATION;
+        {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+                for (size_t i = 0; o.allow_read && o.allow_read[i]; i++)
+                        push(&o.read_literal, &o.n_literal,
+                             lexical_abs(o.allow_read[i], cwd ? cwd : "/"));
+        }
         if (resolve_all(o.allow, false, "--allow") < 0 ||
             resolve_all(o.allow_read, false, "--allow-read") < 0 ||
             resolve_all(o.deny, true, "--deny") < 0)
@@ -490,6 +661,12 @@ int cmd_run_command(int argc, char **argv)
                      "--allow / would give the command the whole host: name the project's folder");
                 goto out;
         }
+        h = config_host_var("HOME");
+        rhome = h && h[0] == '/' ? realpath(h, NULL) : NULL;
+        code = check_places(&o, rhome);
+        if (code >= 0)
+                goto out;
+        code = EXIT_NO_ISOLATION;
         /* SIGINT/SIGTERM/SIGHUP are forwarded to the command, which has a grace to end before
          * the sandbox is killed; SIGWINCH is forwarded. Blocked before any thread starts; the
          * sandbox's init resets its own mask. */
@@ -508,7 +685,9 @@ int cmd_run_command(int argc, char **argv)
         code = check_request(cfg, &o);
         if (code >= 0)
                 goto out;
-        if (config_secrets_load(config_host_var("HOME"), &sec, &err) < 0) {
+        /* the home's masks at its real path: --allow/--allow-read are realpath'd, and with
+         * /home -> var/home (Fedora Silverblue) the literal $HOME's masks would miss */
+        if (config_secrets_load(rhome ? rhome : config_host_var("HOME"), &sec, &err) < 0) {
                 code = fail(EXIT_NO_ISOLATION, "%s", err.msg);
                 goto out;
         }
@@ -518,6 +697,7 @@ out:
         config_free(cfg);
         config_strv_free(o.allow);
         config_strv_free(o.allow_read);
+        config_strv_free(o.read_literal);
         config_strv_free(o.deny);
         config_strv_free(o.env);
         return code;

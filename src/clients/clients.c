@@ -157,12 +157,36 @@ static char *kept_text(char *env, char *keys)
         return r;
 }
 
+/* The entry's key for its environment: opencode's "environment", everyone else's "env". */
+static const char *json_env_key(enum client_format f)
+{
+        return f == CLIENT_FORMAT_JSON_OPENCODE ? "environment" : "env";
+}
+
+/* Refuse an old entry @have whose env is not an object: json_keep_old() would keep it as it
+ * is and so drop the --env values and PATH. Return: 0 or -EINVAL naming the fix. */
+static int json_env_usable(enum client_format f, const char *name, json_object *have,
+                           struct sbx_error *err)
+{
+        const char *env_key = json_env_key(f);
+        json_object *env;
+
+        if (!json_object_object_get_ex(have, env_key, &env) ||
+            json_object_is_type(env, json_type_object))
+                return 0;
+        return sbx_fail(err, EINVAL,
+                        "the entry \"%s\" has an \"%s\" that is a JSON %s, not an object, so "
+                        "the --env values and PATH cannot be added to it: make it an object "
+                        "({\"NAME\": \"VALUE\", ...}) or delete it, then run install-client again",
+                        name, env_key, json_type_to_name(json_object_get_type(env)));
+}
+
 /* Keep what the user set on the old entry @have in the new @entry: its keys other than the ones
  * we write (type, command, args; opencode's enabled), and the env values @entry does not set.
  * Return: what was kept (kept_text()). */
 static char *json_keep_old(enum client_format f, json_object *entry, json_object *have)
 {
-        const char *env_key = f == CLIENT_FORMAT_JSON_OPENCODE ? "environment" : "env";
+        const char *env_key = json_env_key(f);
         char *env_names = NULL, *key_names = NULL;
         size_t env_len = 0, key_len = 0;
         FILE *eb = open_memstream(&env_names, &env_len), *kb = open_memstream(&key_names, &key_len);
@@ -261,17 +285,20 @@ static long hex4(const char *p)
 }
 
 /* Refuse strict JSON @text that json-c would not write back as it reads: an integer outside
- * [INT64_MIN, UINT64_MAX] (json-c clamps it) or a lone UTF-16 surrogate escape (json-c replaces
- * it). RFC 8259 sections 6 and 7. Return: 0 or -EINVAL naming the line. */
+ * [INT64_MIN, UINT64_MAX] (json-c clamps it), a lone UTF-16 surrogate escape (json-c replaces
+ * it) or an object key holding \u0000 (json-c keeps keys as C strings, so cuts it there). RFC 8259
+ * sections 6 and 7. Return: 0 or -EINVAL naming the line. */
 static int json_lossless(const char *text, struct sbx_error *err)
 {
         size_t line = 1;
-        bool in_str = false;
+        bool in_str = false, nul = false;
 
         for (const char *p = text; *p; p++) {
                 line += *p == '\n';
                 if (in_str && *p == '\\' && p[1] == 'u') {
                         long u = hex4(p + 2), next = p[6] == '\\' && p[7] == 'u' ? hex4(p + 8) : -1;
+
+                        nul |= u == 0;
 
                         if ((u >= 0xdc00 && u <= 0xdfff) ||
                             (u >= 0xd800 && u <= 0xdbff && !(next >= 0xdc00 && next <= 0xdfff)))
@@ -283,7 +310,13 @@ static int json_lossless(const char *text, struct sbx_error *err)
                 } else if (in_str && *p == '\\') {
                         p++;
                 } else if (*p == '"') {
+                        if (in_str && nul && p[1 + strspn(p + 1, " \t\r\n")] == ':')
+                                return sbx_fail(err, EINVAL,
+                                                "line %zu: a key holding \\u0000, which "
+                                                "rewriting the file would cut short",
+                                                line);
                         in_str = !in_str;
+                        nul = false;
                 } else if (!in_str && (*p == '-' || (*p >= '0' && *p <= '9'))) {
                         const char *d = p + (*p == '-'), *e = d;
                         size_t n;
@@ -347,9 +380,14 @@ static int merge_json(const struct client_info *c, const char *old_text,
                 servers = json_object_new_object();
                 json_object_object_add(root, key, servers);
         }
-        entry = json_entry(c->format, s);
         if (json_object_object_get_ex(servers, s->name, &have) &&
-            json_object_is_type(have, json_type_object))
+            json_object_is_type(have, json_type_object)) {
+                r = json_env_usable(c->format, s->name, have, err);
+                if (r < 0)
+                        return r;
+        }
+        entry = json_entry(c->format, s);
+        if (have && json_object_is_type(have, json_type_object))
                 kept = json_keep_old(c->format, entry, have);
         if (have && json_object_equal(have, entry)) {
                 json_object_put(entry);
@@ -1134,6 +1172,40 @@ static int mkdir_parents(const char *path, bool self, struct sbx_error *err)
         return 0;
 }
 
+/* Refuse to write at @path (a file, or when it does not exist yet the nearest folder above it
+ * that does) when another uid than the effective one owns it: root's run on a user's HOME
+ * (sudo -E) left the user's config and backup folder root's, and the user's next runs failed.
+ * A sticky folder (/tmp) is shared: new files there are ours. stat(2), credentials(7).
+ * @what names @path in the error. Return: 0 or -EPERM naming the fix. */
+static int check_owner(const char *path, const char *what, struct sbx_error *err)
+{
+        _cleanup_free_ char *p = xstrdup(path), *named = NULL;
+        struct stat st;
+
+        while (stat(p, &st) < 0) {
+                char *slash = strrchr(p, '/');
+
+                if (errno != ENOENT || strcmp(p, ".") == 0)
+                        return 0; /* the write itself says what is wrong */
+                if (!slash) {
+                        free(p);
+                        p = xstrdup(".");
+                } else {
+                        slash[slash == p] = '\0';
+                }
+        }
+        if (st.st_uid == geteuid() || (S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)))
+                return 0;
+        named = strcmp(p, path) == 0 ? xasprintf("%s '%s'", what, p)
+                                     : xasprintf("'%s' (the folder above %s '%s')", p, what, path);
+        return sbx_fail(err, EPERM,
+                        "%s belongs to uid %ju, not to the uid running install-client (%ju), and "
+                        "writing there would leave files that user cannot change: run it as the "
+                        "user who owns '%s', without sudo (what an earlier sudo run left root's: "
+                        "chown it back to its user)",
+                        named, (uintmax_t)st.st_uid, (uintmax_t)geteuid(), p);
+}
+
 int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
                    struct sbx_error *err)
 {
@@ -1145,7 +1217,9 @@ int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
         int r;
 
         *ret_backup = NULL;
-        r = read_file(path, &old, &st, err);
+        r = check_owner(path, "the config", err);
+        if (r == 0)
+                r = read_file(path, &old, &st, err);
         if (r < 0 || !old)
                 return r;
         gmtime_r(&now, &tm);
@@ -1153,7 +1227,9 @@ int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
         if (backup_dir) {
                 const char *slash = strrchr(path, '/');
 
-                r = mkdir_parents(backup_dir, true, err);
+                r = check_owner(backup_dir, "the backup folder", err);
+                if (r == 0)
+                        r = mkdir_parents(backup_dir, true, err);
                 if (r < 0)
                         return r;
                 base = xasprintf("%s/%s", backup_dir, slash ? slash + 1 : path);
@@ -1263,6 +1339,8 @@ int clients_install(const struct client_info *c, const char *path, const struct 
                 *ret_backup = NULL;
         /* A symlinked config (a dotfiles repository) is edited where it lives. */
         r = resolve_target(path, &target, err);
+        if (r == 0)
+                r = check_owner(target, "the config", err);
         if (r == 0)
                 r = mkdir_parents(target, false, err);
         if (r == 0)

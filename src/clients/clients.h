@@ -109,7 +109,10 @@ int clients_merge(const struct client_info *c, const char *old_text, const struc
  * Runs hold an flock(2) on the target's folder from the read to the rename, so concurrent runs
  * each see the other's entry. Refused, file untouched: a target that is not a regular file
  * (a FIFO, a device, a folder), one with no owner write bit (0400: the user made it read-only),
- * one with more than one hard link (rename() would split them).
+ * one with more than one hard link (rename() would split them), and -EPERM when another uid
+ * than the effective one owns the target (or, when it does not exist yet, the nearest folder
+ * above it that does) or the backup folder: root's run on a user's HOME (sudo -E) would leave
+ * them root's. A sticky folder (/tmp) counts as ours.
  * @backup_dir: the folder for backups (created 0700), or NULL for beside @path.
  * @ret_backup: the backup's path when one was written (caller frees), else NULL. May be NULL.
  * @ret_kept: as for clients_merge(). May be NULL.
@@ -125,7 +128,8 @@ int clients_install(const struct client_info *c, const char *path, const struct 
  * YYYYmmddTHHMMSS>" (".1", ".2"... when that exists), mode 0600, where <folder> is @backup_dir
  * (created 0700 with its parents) or, for NULL, @path's own folder.
  * @ret_backup: the copy's path (caller frees), or NULL when @path does not exist.
- * Return: 0 or -errno with @err.
+ * Return: 0 or -errno with @err; -EPERM when another uid owns @path or @backup_dir (see
+ * clients_install()).
  */
 int clients_backup(const char *path, const char *backup_dir, char **ret_backup,
                    struct sbx_error *err);

@@ -611,7 +611,8 @@ static void child_host_root(const struct native_spawn *sp)
                 child_host_bind(hv->system[i], false, true);
 }
 
-/* Mask @path in the tree built so far, if it is there: the empty /dev/null over a file, an
+/* Mask @path in the tree built so far (the caller lists only paths the view shows; one that is
+ * not there fails the run, closed): the empty /dev/null over a file, an
  * empty read-only tmpfs over a folder. A symlink is left alone (its target is masked if it
  * is a secret itself, and it resolves only inside the sandbox's own tree). */
 static void child_host_mask(const char *path)
@@ -619,7 +620,10 @@ static void child_host_mask(const char *path)
         const char *rel = path + 1;
         struct stat st;
 
-        if (fstatat(AT_FDCWD, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(st.st_mode))
+        if (fstatat(AT_FDCWD, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                child_fail(errno, "cannot mask '%s': it is on the host but not in the view: %s",
+                           path, safe_strerror(errno));
+        if (S_ISLNK(st.st_mode))
                 return;
         if (S_ISDIR(st.st_mode))
                 child_mount("tmpfs", rel, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,

@@ -106,6 +106,14 @@ expect_no "no .env or key text" "PLANTED-(DOTENV|TLS)"
 expect_code 0 "the secret variables are gone" as_user "$vm" run -- sh -c 'env; echo "[$AWS_SECRET_ACCESS_KEY]"'
 expect_no "no secret variable" "PLANTED-(AWS|GH|ANT)"
 expect_out "other variables pass" "^HARMLESS_SETTING=kept$"
+expect_code 0 "password-manager and Kerberos variables are gone (red team #8)" \
+        as_user env OP_SESSION_abc=PLANTED-OP-1 BW_SESSION=PLANTED-BW-2 KRB5CCNAME=FILE:/tmp/PLANTED-KRB-3 \
+        TF_VAR_db_password=PLANTED-TF-4 "$vm" run -q -- env
+expect_no "no password-manager or Kerberos value" "PLANTED-(OP|BW|KRB|TF)"
+expect_code 0 "control: outside, those variables are there" \
+        as_user env OP_SESSION_abc=PLANTED-OP-1 BW_SESSION=PLANTED-BW-2 KRB5CCNAME=FILE:/tmp/PLANTED-KRB-3 \
+        TF_VAR_db_password=PLANTED-TF-4 env
+expect_out "control: the 1Password value" "PLANTED-OP-1"
 expect_code 0 "--env NAME passes one dropped variable on" \
         as_user "$vm" run -q --env GITHUB_TOKEN -- sh -c 'echo "[$GITHUB_TOKEN] [$AWS_SECRET_ACCESS_KEY]"'
 expect_out "only that one" "^\[PLANTED-GH-88\] \[\]$"
@@ -115,6 +123,25 @@ expect_no "no key text under --allow-read ~" "PLANTED-(SSH|AWS)"
 expect_code 0 "--allow-read of the exact path un-masks it" \
         as_user "$vm" run --allow-read "$home/.ssh" -- cat "$home/.ssh/id_ed25519"
 expect_out "the un-masked key reads" "PLANTED-SSH-KEY"
+# a link an earlier run planted (docs -> ~/.ssh) is not the user naming ~/.ssh (red team #6)
+ln -sfn "$home/.ssh" "$proj/docs"
+chown -h "$user" "$proj/docs"
+expect_code 0 "control: through the planted link the key reads outside" as_user cat docs/id_ed25519
+expect_out "control: the key's text through docs" "PLANTED-SSH-KEY"
+expect_code 0 "--allow-read of a link to ~/.ssh keeps ~/.ssh masked" \
+        as_user "$vm" run -q --allow-read docs -- sh -c "cat docs/id_ed25519 '$home/.ssh/id_ed25519' 2>&1; true"
+expect_no "no key text through the planted link" "PLANTED-SSH-KEY"
+rm -f "$proj/docs"
+# a secret-named link to a file of an innocent name (red team #7)
+mkdir -p "$proj/config"
+echo "DB_PASSWORD=PLANTED-VARS-6b2" >"$proj/config/dev.vars"
+ln -sfn config/dev.vars "$proj/.env.local"
+chown -R -h "$user" "$proj/config" "$proj/.env.local"
+expect_code 0 "control: the link reads outside" as_user cat .env.local
+expect_out "control: the linked file's text" "PLANTED-VARS"
+expect_code 0 "a secret-named link's target is masked" as_user "$vm" run -q -- sh -c 'cat .env.local config/dev.vars; true'
+expect_no "no text through the secret-named link" "PLANTED-VARS"
+rm -rf "$proj/config" "$proj/.env.local"
 expect_code 0 "--deny masks a chosen file" as_user "$vm" run --deny "$proj/hello.c" -- cat hello.c
 expect_no "the denied file reads empty" "built and ran"
 
@@ -146,6 +173,54 @@ expect_code 0 "started outside the view, the command starts in the first --allow
         as_user sh -c "cd $base && $vm run -q --allow $proj -- pwd"
 expect_out "pwd is the project" "^$proj\$"
 expect_code 125 "--allow / is refused" as_user "$vm" run -q --allow / -- true
+
+echo "# host sockets (tmux, ssh-agent, X11) and the home's start-up files stay out of reach"
+# A listening socket in the project, as an agent's or tmux's would be: a pathname unix socket
+# connects across net namespaces and through a read-only bind.
+as_user python3 -c 'import socket,os
+s=socket.socket(socket.AF_UNIX); s.bind("agent.sock"); s.listen(8)
+while True:
+    c,_=s.accept(); c.sendall(b"HOST-SOCKET-REACHED\n"); c.close()' &
+sock_srv=$!
+sock_probe='import socket; s=socket.socket(socket.AF_UNIX); s.connect("agent.sock"); print(s.recv(64).decode())'
+wait_for test -S "$proj/agent.sock"
+expect_code 0 "control: the project's socket answers outside" as_user python3 -c "$sock_probe"
+expect_out "control: the socket's reply" "HOST-SOCKET-REACHED"
+expect_code 1 "a socket in the project is masked inside" as_user "$vm" run -q -- python3 -c "$sock_probe"
+expect_no "no reply through the socket" "HOST-SOCKET-REACHED"
+expect_code 1 "a socket under --allow-read is masked too" \
+        as_user "$vm" run -q --allow "$proj/tests" --allow-read "$proj" -- python3 -c "$sock_probe"
+expect_no "no reply through the read-only socket" "HOST-SOCKET-REACHED"
+kill "$sock_srv" 2>/dev/null
+wait "$sock_srv" 2>/dev/null
+rm -f "$proj/agent.sock"
+expect_code 125 "started in /tmp (the default --allow) is refused" as_user sh -c "cd /tmp && $vm run -q -- true"
+grep -q "make a project folder" "$base/err" && ok "the refusal names the fix" || bad "no fix named: $(cat "$base/err")"
+expect_code 125 "--allow /var/tmp is refused" as_user "$vm" run -q --allow /var/tmp -- true
+expect_code 125 "--allow-read /run/user/UID is refused" \
+        as_user "$vm" run -q --allow-read "/run/user/$(id -u "$user")" -- true
+expect_code 125 "--allow-read /dev is refused" as_user "$vm" run -q --allow-read /dev -- true
+mkdir -p "$home/code"
+chown "$user" "$home/code"
+expect_code 125 "--allow of the home is refused" as_user "$vm" run -q --allow "$home" -- touch "$home/.bashrc"
+[ ! -e "$home/.bashrc" ] && ok "no ~/.bashrc written" || { bad "~/.bashrc written"; rm -f "$home/.bashrc"; }
+grep -q "name a project folder inside your home" "$base/err" && ok "the refusal names the fix" || bad "no fix named: $(cat "$base/err")"
+expect_code 125 "started in the home (the default --allow) is refused" as_user sh -c "cd $home && $vm run -q -- true"
+expect_code 125 "--allow of a folder holding the home is refused" as_user "$vm" run -q --allow "$base" -- true
+expect_code 0 "control: --allow of a project inside the home runs" \
+        as_user "$vm" run -q --allow "$home/code" -- touch "$home/code/made"
+[ -e "$home/code/made" ] && ok "control: the write in the home's project landed" || bad "no $home/code/made"
+# $HOME through a symlink (Fedora Silverblue: /home -> var/home): the masks follow the real path
+ln -sfn "$home" "$base/homelink"
+expect_code 0 "control: the key reads through the symlinked home outside" \
+        as_user env HOME="$base/homelink" cat "$base/homelink/.ssh/id_ed25519"
+expect_out "control: the key's text through the link" "PLANTED-SSH-KEY"
+expect_code 0 "with a symlinked \$HOME, --allow-read ~ still masks its secrets" \
+        as_user env HOME="$base/homelink" "$vm" run -q --allow-read "$base/homelink" -- \
+        sh -c "cat '$home/.ssh/id_ed25519' '$home/.aws/credentials' 2>&1; true"
+expect_no "no key text through the symlinked home" "PLANTED-(SSH|AWS)"
+expect_code 125 "--allow of a symlinked home is refused (its real path)" \
+        as_user env HOME="$base/homelink" "$vm" run -q --allow "$home" -- true
 python3 -m http.server --bind 127.0.0.1 38517 >/dev/null 2>&1 &
 srv=$!
 wait_for listening 38517
@@ -197,6 +272,17 @@ if [ "$(cat /proc/sys/dev/tty/legacy_tiocsti 2>/dev/null || echo 1)" = 1 ]; then
 else
         echo "     (dev.tty.legacy_tiocsti=0: the kernel refuses TIOCSTI to everyone; not probed)"
 fi
+
+# the terminal's settings the command changed are put back after it (red team #9)
+tty_probe='import os, pty, subprocess, sys, termios
+m, s = pty.openpty()
+subprocess.run(sys.argv[1:], stdin=s, stdout=s, stderr=subprocess.DEVNULL)
+print("echo", "on" if termios.tcgetattr(s)[3] & termios.ECHO else "off")'
+expect_code 0 "control: outside, stty -echo leaves echo off" as_user python3 -c "$tty_probe" stty -echo
+expect_out "control: echo is off after it" "^echo off$"
+expect_code 0 "inside, stty -echo on the same kind of terminal" \
+        as_user python3 -c "$tty_probe" "$vm" run -q -- stty -echo
+expect_out "the terminal's echo is back on after the run" "^echo on$"
 
 echo "# the exit-code contract"
 expect_code 0 "the command's own 0" as_user "$vm" run -q -- true

@@ -533,6 +533,139 @@ START_TEST(json_lossy_values_refused)
 }
 END_TEST
 
+/* A run as root on a user's HOME (sudo -E) rewrote the user's config as root's and made the
+ * backup folder root's 0700, so the user's later runs failed at the backup. Now a config, its
+ * folder (when it does not exist yet) or the backup folder another uid owns is refused, nothing
+ * written. Control: the same tree owned by the running uid takes the entry. */
+START_TEST(others_files_refused)
+{
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *home = xasprintf("%s/home", dir),
+                            *cdir = xasprintf("%s/.cursor", home),
+                            *path = xasprintf("%s/mcp.json", cdir),
+                            *bdir = xasprintf("%s/.local/state/vestibule/backups", home),
+                            *text = NULL;
+        const char *old = "{\"mcpServers\": {}}\n";
+        struct sbx_error err = {0};
+        struct stat st;
+        uid_t me = geteuid(), other = me == 2000 ? 2001 : 2000;
+        int r;
+
+        if (me != 0) {
+                /* not root: a folder root owns stands in for another user's */
+                r = clients_install(c, "/var/lib/vestibule-no-such/mcp.json", &server, dir, NULL,
+                                    NULL, &err);
+                ck_assert_msg(r == -EPERM && strstr(err.msg, "without sudo"), "%d %s", r, err.msg);
+                return;
+        }
+        ck_assert_int_eq(mkdir(home, 0755), 0);
+        ck_assert_int_eq(mkdir(cdir, 0755), 0);
+        write_text(path, old);
+        ck_assert_int_eq(chown(home, other, other), 0);
+        ck_assert_int_eq(chown(cdir, other, other), 0);
+        ck_assert_int_eq(chown(path, other, other), 0);
+        r = clients_install(c, path, &server, bdir, NULL, NULL, &err);
+        ck_assert_msg(r == -EPERM && strstr(err.msg, path) && strstr(err.msg, "without sudo"),
+                      "the config: %d %s", r, err.msg);
+        text = read_text(path);
+        ck_assert_str_eq(text, old);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_int_eq(st.st_uid, other);
+        ck_assert_int_eq(stat(bdir, &st) < 0 && errno == ENOENT, 1);
+
+        /* no file yet: its folder's owner decides */
+        ck_assert_int_eq(unlink(path), 0);
+        r = clients_install(c, path, &server, bdir, NULL, NULL, &err);
+        ck_assert_msg(r == -EPERM && strstr(err.msg, "without sudo"), "the folder: %d %s", r,
+                      err.msg);
+        ck_assert_int_eq(access(path, F_OK) < 0 && errno == ENOENT, 1);
+
+        /* the config is ours, the backup folder (left by a sudo run the other way) is not */
+        write_text(path, old);
+        ck_assert_int_eq(chown(home, me, me), 0);
+        ck_assert_int_eq(chown(cdir, me, me), 0);
+        free(text);
+        text = xasprintf("mkdir -p '%s'", bdir);
+        ck_assert_int_eq(system(text), 0);
+        ck_assert_int_eq(chown(bdir, other, other), 0);
+        r = clients_install(c, path, &server, bdir, NULL, NULL, &err);
+        ck_assert_msg(r == -EPERM && strstr(err.msg, bdir) && strstr(err.msg, "without sudo"),
+                      "the backup folder: %d %s", r, err.msg);
+        free(text);
+        text = read_text(path);
+        ck_assert_str_eq(text, old);
+
+        /* control: all of it the running uid's */
+        ck_assert_int_eq(chown(bdir, me, me), 0);
+        r = clients_install(c, path, &server, bdir, NULL, NULL, &err);
+        ck_assert_msg(r == 1, "control: %d %s", r, err.msg);
+}
+END_TEST
+
+/* `--env` and PATH were silently lost when the old entry's env was not an object (it was kept
+ * as it was, exit 0); now refused naming the fix, the file untouched. */
+START_TEST(json_env_not_an_object_refused)
+{
+        static const char *const bad[] = {
+            "{\"mcpServers\": {\"vestibule\": {\"command\": \"x\", \"env\": [\"A=1\"]}}}\n",
+            "{\"mcpServers\": {\"vestibule\": {\"command\": \"x\", \"env\": \"A=1\"}}}\n",
+            "{\"mcpServers\": {\"vestibule\": {\"command\": \"x\", \"env\": null}}}\n",
+        };
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir), *text = NULL;
+        const char *fine = "{\"mcpServers\": {\"vestibule\": {\"command\": \"x\", \"env\": {\"A\": "
+                           "\"1\"}}}}\n";
+        struct sbx_error err = {0};
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                write_text(path, bad[i]);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == -EINVAL && strstr(err.msg, "\"env\"") &&
+                                  strstr(err.msg, "not an object"),
+                              "case %zu: %d %s", i, r, err.msg);
+                free(text);
+                text = read_text(path);
+                ck_assert_str_eq(text, bad[i]);
+        }
+        ck_assert_int_eq(count_files(".vestibule-backup-"), 0);
+        /* control: an object env takes --env and keeps A */
+        write_text(path, fine);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == 1, "control: %d %s", r, err.msg);
+        free(text);
+        text = read_text(path);
+        ck_assert_msg(strstr(text, "\"A\": \"1\"") && strstr(text, "VESTIBULE_BACKEND"), "%s",
+                      text);
+}
+END_TEST
+
+/* json-c cuts an object key at an escaped NUL, so {"a\u0000b": 1, "a": 2} lost a key on
+ * rewrite; now refused, the file untouched. Control: \u0000 in a value is kept. */
+START_TEST(json_nul_in_key_refused)
+{
+        const struct client_info *c = clients_find("cursor");
+        _cleanup_free_ char *path = xasprintf("%s/mcp.json", dir), *text = NULL;
+        const char *bad = "{\"a\\u0000b\": 1, \"a\": 2, \"mcpServers\": {}}\n";
+        const char *fine = "{\"k\": \"a\\u0000b\", \"mcpServers\": {}}\n";
+        struct sbx_error err = {0};
+        int r;
+
+        write_text(path, bad);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == -EINVAL && strstr(err.msg, "line 1") && strstr(err.msg, "\\u0000"),
+                      "%d %s", r, err.msg);
+        text = read_text(path);
+        ck_assert_str_eq(text, bad);
+        write_text(path, fine);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == 1, "control: %d %s", r, err.msg);
+        free(text);
+        text = read_text(path);
+        ck_assert_msg(strstr(text, "\"k\": \"a\\u0000b\""), "%s", text);
+}
+END_TEST
+
 /* --- Codex TOML ---------------------------------------------------------------------------- */
 
 /* @path parses as TOML by a real parser (python3's tomllib); skips when python3 is missing. */
@@ -792,6 +925,9 @@ static Suite *clients_suite(void)
         tcase_add_test(json, symlinks_followed_backup_kept_out_of_the_target_folder);
         tcase_add_test(json, hard_linked_and_read_only_configs_refused);
         tcase_add_test(json, json_lossy_values_refused);
+        tcase_add_test(json, others_files_refused);
+        tcase_add_test(json, json_env_not_an_object_refused);
+        tcase_add_test(json, json_nul_in_key_refused);
         suite_add_tcase(s, json);
         tcase_add_checked_fixture(toml, setup, teardown);
         tcase_add_test(toml, toml_appended_others_byte_identical);
