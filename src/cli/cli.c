@@ -26,6 +26,7 @@ static const char top_help[] =
     "\n"
     "Commands:\n"
     "  run      run one snippet through the same path as a run_code tool call\n"
+    "  mcp wrap run a stdio MCP server in the sandbox of run --, relaying its messages\n"
     "  audit    print the last calls from the audit log\n"
     "  doctor   say what each backend would give on this host, and why\n"
     "  setup    get what this machine needs to run sandboxes\n"
@@ -132,13 +133,10 @@ int cli_main(int argc, char **argv)
                 const char *name;
                 int (*fn)(int argc, char **argv);
         } cmds[] = {
-            {"run", cmd_run_any},
-            {"audit", cmd_audit},
-            {"doctor", cmd_doctor},
-            {"setup", cmd_setup},
-            {"verify", cmd_verify},
-            {"version", cmd_version},
-            {"install-client", cmd_install_client},
+            {"run", cmd_run_any},     {"mcp", cmd_mcp},
+            {"audit", cmd_audit},     {"doctor", cmd_doctor},
+            {"setup", cmd_setup},     {"verify", cmd_verify},
+            {"version", cmd_version}, {"install-client", cmd_install_client},
         };
 
         if (argc < 2)

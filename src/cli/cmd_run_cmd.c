@@ -52,6 +52,8 @@ static const char run_cmd_help[] =
     "  --allow-read PATH    read-only at its own path (repeatable); naming a listed secret\n"
     "                       exactly un-masks it\n"
     "  --deny PATH          mask PATH too (repeatable)\n"
+    "  --env NAME           pass the host's variable NAME on even when the secrets list\n"
+    "                       would drop it (repeatable)\n"
     "  --net none|allowlist:HOST,...\n"
     "                       no network (default), or HTTP(S) through the egress proxy to\n"
     "                       these hosts only (HTTP_PROXY/HTTPS_PROXY are set)\n"
@@ -72,9 +74,9 @@ static const char run_cmd_help[] =
 
 /* The options, as given. */
 struct run_cmd_opts {
-        char **allow, **allow_read, **deny; /* NULL-ended, owned */
+        char **allow, **allow_read, **deny, **env; /* NULL-ended, owned */
         char **read_literal; /* each --allow-read made absolute, links not followed; owned */
-        size_t n_allow, n_allow_read, n_deny, n_literal;
+        size_t n_allow, n_allow_read, n_deny, n_literal, n_env;
         const char *net, *timeout, *require;
         bool quiet;
         int cmd_at; /* argv index of CMD */
@@ -139,6 +141,8 @@ static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
                         push(&o->allow_read, &o->n_allow_read, xstrdup(v));
                 else if (m == 0 && (m = opt_value(argc, argv, &i, "--deny", NULL, &v)) > 0)
                         push(&o->deny, &o->n_deny, xstrdup(v));
+                else if (m == 0 && (m = opt_value(argc, argv, &i, "--env", NULL, &v)) > 0)
+                        push(&o->env, &o->n_env, xstrdup(v));
                 else if (m == 0)
                         if ((m = opt_value(argc, argv, &i, "--net", NULL, &o->net)) == 0 &&
                             (m = opt_value(argc, argv, &i, "--timeout", "-t", &o->timeout)) == 0)
@@ -445,14 +449,25 @@ static int parse_net(const char *net, struct sbx_config *cfg)
         return 1;
 }
 
-/* The environment: the host's minus the secrets, plus the proxy variables for an allowlist. */
-static char **build_env(const struct config_secrets *sec, bool egress)
+/* The environment: the host's minus the secrets, plus the --env names the user passes on
+ * (when the host has them), plus the proxy variables for an allowlist. */
+static char **build_env(const struct config_secrets *sec, char **pass, bool egress)
 {
         char **env = config_host_env(sec, NULL);
         size_t n = 0;
 
         while (env[n])
                 n++;
+        for (size_t i = 0; pass && pass[i]; i++) {
+                const char *v = config_host_var(pass[i]);
+                size_t len = strlen(pass[i]);
+                bool have = false;
+
+                for (size_t j = 0; j < n && !have; j++)
+                        have = strncmp(env[j], pass[i], len) == 0 && env[j][len] == '=';
+                if (v && !have)
+                        push(&env, &n, xasprintf("%s=%s", pass[i], v));
+        }
         for (const char *const *e = egress_sandbox_env(RUN_NETWORK_ALLOWLIST); egress && *e; e++)
                 if (strcasestr(*e, "proxy"))
                         push(&env, &n, xstrdup(*e));
@@ -494,7 +509,7 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
                 push(&writable, &n_writable, xstrdup(o->allow[i]));
         if (home)
                 push(&writable, &n_writable, xstrdup(home));
-        env = build_env(sec, net == 1);
+        env = build_env(sec, o->env, net == 1);
         struct native_host_req req = {
             .view = {.system = native_host_system_dirs,
                      .rw = (const char *const *)o->allow,
@@ -684,6 +699,7 @@ out:
         config_strv_free(o.allow_read);
         config_strv_free(o.read_literal);
         config_strv_free(o.deny);
+        config_strv_free(o.env);
         return code;
 }
 

@@ -10,6 +10,8 @@ int cmd_run(int argc, char **argv);
 int cmd_run_command(int argc, char **argv);
 /* `run`: cmd_run_command() when the arguments hold a "--", else cmd_run(). */
 int cmd_run_any(int argc, char **argv);
+/* `mcp wrap [options] -- SERVER`: a stdio MCP server in the run -- sandbox (cmd_mcp.c). */
+int cmd_mcp(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

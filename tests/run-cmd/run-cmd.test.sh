@@ -114,6 +114,9 @@ expect_code 0 "control: outside, those variables are there" \
         as_user env OP_SESSION_abc=PLANTED-OP-1 BW_SESSION=PLANTED-BW-2 KRB5CCNAME=FILE:/tmp/PLANTED-KRB-3 \
         TF_VAR_db_password=PLANTED-TF-4 env
 expect_out "control: the 1Password value" "PLANTED-OP-1"
+expect_code 0 "--env NAME passes one dropped variable on" \
+        as_user "$vm" run -q --env GITHUB_TOKEN -- sh -c 'echo "[$GITHUB_TOKEN] [$AWS_SECRET_ACCESS_KEY]"'
+expect_out "only that one" "^\[PLANTED-GH-88\] \[\]$"
 expect_code 0 "with the home readable, its secrets are masked" \
         as_user "$vm" run --allow-read "$home" -- sh -c 'ls -a ~/.ssh ~/.aws; cat ~/.ssh/id_ed25519 ~/.aws/credentials 2>&1; true'
 expect_no "no key text under --allow-read ~" "PLANTED-(SSH|AWS)"

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# mcp-wrap.test.sh - `vestibule-mcp mcp wrap -- SERVER` against the real kernel, as the
+# unprivileged test user, driven by the official MCP SDK client (mcp-wrap-client.mjs):
+# the reference server @modelcontextprotocol/server-filesystem from npm answers tools/list and
+# read_file the same wrapped as plain, and the wrap sends one grade notification; a hostile
+# stand-in server (hostile-server.mjs) that reads a planted ~/.ssh/id_ed25519, connects to a
+# listener on the loopback and forks a daemon gets the key, the connection and the daemon plain
+# (the control) and none of them wrapped; the wrap logs its tools/call on stderr.
+#
+# Usage (as root, which runs every command as the test user; needs node and npm, and the npm
+# registry for `npm ci` of package.json / package-lock.json here):
+#   VESTIBULE_BIN=build-rel/vestibule-mcp tests/run-cmd/mcp-wrap.test.sh
+# Env: RUN_CMD_USER (default vestibule-test), MCP_WRAP_DIR (default a fresh /var/tmp folder).
+# Exit 0 all passed, 1 a check failed, 77 skipped (not root, no such user, no node/npm).
+set -uo pipefail
+
+user=${RUN_CMD_USER:-vestibule-test}
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$(realpath "${VESTIBULE_BIN:?set VESTIBULE_BIN to the vestibule-mcp binary}")
+[ "$(id -u)" = 0 ] || { echo "skip: run as root (each command runs as $user)"; exit 77; }
+id "$user" >/dev/null 2>&1 || { echo "skip: no user $user"; exit 77; }
+command -v node >/dev/null && command -v npm >/dev/null || { echo "skip: no node/npm"; exit 77; }
+
+base=${MCP_WRAP_DIR:-$(mktemp -d /var/tmp/mcp-wrap.XXXXXX)}
+home=$base/home
+proj=$base/proj
+npmdir=$base/npm
+pass=0
+failed=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; }
+
+install -m 0755 "$bin" "$base/vestibule-mcp"
+vm=$base/vestibule-mcp
+mkdir -p "$home/.ssh" "$proj" "$npmdir"
+echo "PLANTED-SSH-KEY-d41d8cd9" >"$home/.ssh/id_ed25519"
+echo "project-notes-7f3a" >"$proj/notes.txt"
+cp "$here/package.json" "$here/package-lock.json" "$here/hostile-server.mjs" \
+        "$here/mcp-wrap-client.mjs" "$npmdir/"
+(cd "$npmdir" && npm ci --no-audit --no-fund --loglevel=error) || { bad "npm ci"; exit 1; }
+chown -R "$user" "$base"
+chmod 0755 "$base"
+
+# The listener the hostile server phones home to: one line per connection into $base/calls.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 - "$port" "$base/calls" <<'PY' &
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+while True:
+    c, _ = s.accept()
+    with open(sys.argv[2], "a") as f:
+        f.write("connection\n")
+    c.close()
+PY
+listener=$!
+trap 'kill $listener 2>/dev/null' EXIT
+: >"$base/calls"
+chown "$user" "$base/calls"
+
+as_user() {
+        (cd "$proj" && runuser -u "$user" -- env -i HOME="$home" PATH=/usr/local/bin:/usr/bin:/bin \
+                LANG=C.UTF-8 HOSTILE_PORT="$port" "$@")
+}
+daemons() { pgrep -u "$user" -f '^sleep 3007$' || true; }
+
+roots() { find /tmp -maxdepth 1 -name 'vestibule-hostroot-*' -user "$user" | sort; }
+roots >"$base/roots.before"
+
+# 1. The reference server, plain and wrapped.
+out=$(as_user node "$npmdir/mcp-wrap-client.mjs" fs "$vm" "$npmdir" "$proj" notes.txt 2>"$base/fs.err")
+rc=$?
+echo "$out"
+pass=$((pass + $(grep -c '^ok' <<<"$out")))
+[ $rc = 0 ] || bad "server-filesystem through the wrap (stderr: $(tail -5 "$base/fs.err"))"
+
+# 2. The hostile server, plain (the control: each probe works) then wrapped.
+kill_daemons() { for p in $(daemons); do kill "$p"; done; }
+kill_daemons
+res=$(as_user node "$npmdir/mcp-wrap-client.mjs" hostile "$vm" "$npmdir" "$proj" plain 2>/dev/null | sed -n 's/^RESULT //p')
+echo "plain:   $res"
+sleep 1
+grep -q '"key":"PLANTED-SSH-KEY-d41d8cd9"' <<<"$res" && ok "control: plain server reads ~/.ssh/id_ed25519" || bad "control: plain key read ($res)"
+[ "$(wc -l <"$base/calls")" -ge 1 ] && ok "control: plain server connects to 127.0.0.1:$port" || bad "control: plain connect"
+[ -n "$(daemons)" ] && ok "control: plain server leaves a daemon ($(daemons | wc -l))" || bad "control: plain daemon"
+kill_daemons
+: >"$base/calls"
+
+res=$(as_user node "$npmdir/mcp-wrap-client.mjs" hostile "$vm" "$npmdir" "$proj" wrapped 2>"$base/hostile.err" | sed -n 's/^RESULT //p')
+echo "wrapped: $res"
+sleep 3
+[ -n "$res" ] && ok "wrapped hostile server answered its tools/call" || bad "wrapped call (stderr: $(tail -5 "$base/hostile.err"))"
+if [ -n "$res" ] && ! grep -q PLANTED <<<"$res"; then ok "wrapped: the key is not there ($(grep -o '"key":"[^"]*"' <<<"$res"))"; else bad "wrapped key read ($res)"; fi
+[ "$(wc -l <"$base/calls")" = 0 ] && ok "wrapped: no connection reached the listener ($(grep -o '"connect":"[^"]*"' <<<"$res"))" || bad "wrapped connect"
+[ -z "$(daemons)" ] && ok "wrapped: no daemon left after the wrap ended" || { bad "wrapped daemon left: $(daemons)"; kill_daemons; }
+grep -q 'vestibule: mcp wrap: hostile-server.mjs tools/call exfil' "$base/hostile.err" &&
+        ok "wrapped: the tools/call is logged with the server's name" || bad "tools/call log line"
+[ -z "$(pgrep -u "$user" -f 'vestibule-mcp mcp wrap' || true)" ] && ok "no wrap process left" || bad "wrap process left"
+
+# 3. The exit-code contract and the ends of the relay, with sh as the server.
+expect_code() {
+        local want=$1 name=$2 got
+        shift 2
+        "$@"
+        got=$?
+        [ "$got" = "$want" ] && ok "$name (exit $got)" || bad "$name: exit $got, want $want"
+}
+expect_code 7 "the server's own exit code" \
+        as_user sh -c "printf x | $vm mcp wrap --allow $proj -- sh -c 'cat >/dev/null; exit 7' 2>/dev/null"
+start=$(date +%s)
+expect_code 3 "a server that exits while the client stays" \
+        as_user bash -c "exec $vm mcp wrap --allow $proj -- sh -c 'exit 3' < <(sleep 20) 2>/dev/null"
+[ $(($(date +%s) - start)) -lt 15 ] && ok "  ... without waiting for the client" || bad "waited for the client"
+start=$(date +%s)
+as_user sh -c "$vm mcp wrap --allow $proj -- sh -c 'trap \"\" TERM HUP; exec 0<&-; sleep 3008' </dev/null 2>/dev/null"
+took=$(($(date +%s) - start))
+[ $took -ge 4 ] && [ $took -lt 20 ] && ok "client gone: a server that ignores stdin's end and SIGTERM is killed after the grace (${took} s)" ||
+        bad "client gone: took $took s"
+[ -z "$(pgrep -u "$user" -f '^sleep 3008$' || true)" ] && ok "  ... and nothing of it is left" || bad "sleep 3008 left"
+# The client kills the wrap (as a client that quits does): the run gets PDEATHSIG SIGTERM.
+as_user bash -c "exec $vm mcp wrap --allow $proj -- sleep 3009 < <(sleep 30) 2>/dev/null" &
+wrap_pid=$!
+for _ in $(seq 100); do [ -n "$(pgrep -u "$user" -f '^sleep 3009$' || true)" ] && break; sleep 0.1; done
+[ -n "$(pgrep -u "$user" -f '^sleep 3009$' || true)" ] && ok "control: the wrapped sleep 3009 runs" || bad "sleep 3009 never started"
+kill -TERM "$(pgrep -u "$user" -f "^$vm mcp wrap --allow $proj -- sleep 3009$" | sort -n | head -1)"
+wait "$wrap_pid"
+sleep 4
+[ -z "$(pgrep -u "$user" -f '^sleep 3009$' || true)" ] && ok "the wrap killed by its client: nothing of the server is left" ||
+        bad "sleep 3009 left after the wrap was killed"
+{ head -c 15000000 /dev/zero | tr '\0' b; echo; } >"$base/big15"
+expect_code 0 "a 15 MB line echoed by a server that writes while it reads" \
+        as_user sh -c "timeout 60 $vm mcp wrap --allow $proj -- cat <$base/big15 >$base/out15 2>/dev/null"
+cmp -s "$base/big15" "$base/out15" && ok "  ... arrives whole" || bad "15 MB line: $(wc -c <"$base/out15") bytes came back"
+head -c 17000000 /dev/zero | tr '\0' a >"$base/big"
+expect_code 1 "a message over 16 MiB" as_user sh -c "$vm mcp wrap --allow $proj -- cat <$base/big >/dev/null 2>$base/big.err"
+grep -q 'longer than 16 MiB' "$base/big.err" && ok "  ... said on stderr" || bad "16 MiB message: $(cat "$base/big.err")"
+
+new_roots=$(roots | comm -13 "$base/roots.before" - | wc -l)
+[ "$new_roots" = 0 ] && ok "no mount-point folders left in /tmp" || bad "$new_roots mount-point folders left in /tmp"
+
+echo "mcp-wrap: $pass passed, $failed failed"
+[ $failed = 0 ] && rm -rf "$base"
+[ $failed = 0 ]
