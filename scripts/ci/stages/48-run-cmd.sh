@@ -21,3 +21,25 @@ stage_run_cmd() {
         *) record_fail "run-cmd: tests/run-cmd/run-cmd.test.sh exited $rc" ;;
         esac
 }
+
+# tests/run-cmd/mcp-wrap.test.sh, as root (the clients and servers run as the test user): the
+# official SDK client against @modelcontextprotocol/server-filesystem (pinned in
+# tests/run-cmd/package-lock.json) wrapped and unwrapped, tools/list and a call identical, the
+# grade notification; a hostile stand-in server that reads a planted key, connects out and leaves
+# a daemon, which each work unwrapped (the controls) and fail wrapped; the exit codes and ends.
+# stage: mcp-wrap | build-release | mcp wrap -- SERVER: an MCP server from npm and a hostile stand-in through the SDK client (root)
+stage_mcp_wrap() {
+        local rc=0
+        if [ ! -x "$rel/vestibule-mcp" ]; then
+                record_fail "mcp-wrap: no Release build"
+                return 0
+        fi
+        step 300 "mcp wrap -- SERVER (tests/run-cmd/mcp-wrap.test.sh)" env VESTIBULE_BIN="$rel/vestibule-mcp" \
+                RUN_CMD_USER="$user" bash "$src/tests/run-cmd/mcp-wrap.test.sh" || rc=$?
+        case $rc in
+        0) passed=$((passed + 1)) ;;
+        77) if [ "$must_run" = 1 ]; then record_fail "mcp-wrap: skipped (needs root, the test user and node)"
+            else skipped=$((skipped + 1)); fi ;;
+        *) record_fail "mcp-wrap: tests/run-cmd/mcp-wrap.test.sh exited $rc" ;;
+        esac
+}
