@@ -39,6 +39,12 @@ struct audit_log *audit_close(struct audit_log *log);
  */
 bool audit_failing(struct audit_log *log, char *why, size_t why_size);
 
+/* audit_failing()'s reason when no record has been written yet (the log is not known to fail,
+ * only not yet known to work), and audit_pending_wait()'s note when a record was not confirmed
+ * in time (a slow disk, not a failed write). */
+#define AUDIT_WHY_UNPROVEN "no record has been written yet"
+#define AUDIT_NOTE_UNCONFIRMED "not confirmed (the disk did not answer within 2 s)"
+
 /** audit_path() - the file this process writes (may not exist yet). Borrowed. */
 const char *audit_path(const struct audit_log *log);
 

@@ -411,8 +411,7 @@ void audit_pending_wait(struct audit_pending *p, char *note, size_t note_size)
                 if (it->done)
                         snprintf(note, note_size, "%s", it->note);
                 else
-                        snprintf(note, note_size,
-                                 "not confirmed (the disk did not answer within 2 s)");
+                        snprintf(note, note_size, "%s", AUDIT_NOTE_UNCONFIRMED);
         }
         item_unref_locked(it);
         pthread_mutex_unlock(&log->mu);
@@ -617,7 +616,7 @@ bool audit_failing(struct audit_log *log, char *why, size_t why_size)
         if (!f && !log->proven) {
                 f = true;
                 if (why && why_size)
-                        snprintf(why, why_size, "no record has been written yet");
+                        snprintf(why, why_size, "%s", AUDIT_WHY_UNPROVEN);
         }
         /* a disk that stopped answering: the queue is full and new records are refused */
         if (!f && log->q_len >= AUDIT_QUEUE_MAX) {
