@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import {
-    assertExitCode, BACKEND, callTool, connect, makeWorld, readWorkspace, runCode, sleep, textOf,
+    assertExitCode, BACKEND, callTool, connect, makeWorld, readWorkspace, REMOTE_ENGINE, runCode, sleep, textOf,
 } from './lib.mjs';
 
 // the naive backend is no sandbox: a sandbox's PATH and python start-up do not apply to it
@@ -151,7 +151,6 @@ print('planted')`);
 // on sys.path without its start-up files: a fresh run, one from a warm spare, session cells and
 // python3 called from bash print their real output and exit code, and a package in the user site
 // (written by hand, as pip --user lays it out) still imports.
-const REMOTE_ENGINE = /^(tcp|ssh|http|https):/.test(process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '');
 const PLANT = `
 import os, sys
 base = os.environ['PYTHONUSERBASE']
