@@ -334,7 +334,7 @@ static void child_main(int argc, char **argv, int in_r, int out_w, pid_t parent)
         signal(SIGPIPE, SIG_DFL);
         a[n++] = (char *)"run";
         a[n++] = (char *)"--quiet";
-        for (int i = 1, past = 0; i < argc; i++) {
+        for (int i = 1, past = 0; i < argc && argv[i]; i++) {
                 past |= strcmp(argv[i], "--") == 0;
                 if (!past && strcmp(argv[i], "--name") == 0 && i + 1 < argc)
                         i++; /* ours only */

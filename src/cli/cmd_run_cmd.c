@@ -175,8 +175,10 @@ static char *lexical_abs(const char *arg, const char *cwd)
                 }
                 n += (size_t)sprintf(out + n, "/%s", c);
         }
-        if (n == 0)
-                strcpy(out, "/");
+        if (n == 0) {
+                out[0] = '/';
+                out[1] = '\0';
+        }
         return out;
 }
 

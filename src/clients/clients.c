@@ -1179,9 +1179,12 @@ static int mkdir_parents(const char *path, bool self, struct sbx_error *err)
  * @what names @path in the error. Return: 0 or -EPERM naming the fix. */
 static int check_owner(const char *path, const char *what, struct sbx_error *err)
 {
-        _cleanup_free_ char *p = xstrdup(path), *named = NULL;
+        _cleanup_free_ char *p = NULL, *named = NULL;
         struct stat st;
 
+        if (!path)
+                return 0; /* no file to write: nothing to check */
+        p = xstrdup(path);
         while (stat(p, &st) < 0) {
                 char *slash = strrchr(p, '/');
 

@@ -74,9 +74,7 @@ int engine_stats_sample(struct engine_stats *s, const char *json, size_t n)
 /* The line in s->line ended: take it (blank lines are keep-alives). */
 static void line_end(struct engine_stats *s)
 {
-        if (s->overlong)
-                s->bad++;
-        else if (s->len > 0 && engine_stats_sample(s, s->line, s->len) < 0)
+        if (s->overlong || (s->len > 0 && engine_stats_sample(s, s->line, s->len) < 0))
                 s->bad++;
         s->len = 0;
         s->overlong = false;
