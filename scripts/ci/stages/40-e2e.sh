@@ -68,7 +68,26 @@ e2e_grades() {
 # Rootful Docker got its images from the setup stage. The container backend as the test
 # user talks to its rootless Podman: `vestibule-mcp setup --from-tar` as that user imports the
 # same tarballs there (its native half goes into a scratch folder, removed after).
+# Side by side, Docker's run waits for the two Podman imports (each stage marks its own done,
+# "$ci/.images-STAGE.$$"; at most 600 s): their disk writes once made a Docker create miss its
+# 30 s bound at the group's start, and Docker's is the group's shortest run, so the wait costs
+# the group nothing.
 e2e_images() {
+        local s waited=0
+        if [ "$1" = e2e-container-docker ] && [ "$parallel" = 1 ]; then
+                for s in e2e-container-rootless e2e-container-podman; do
+                        want "$s" && stage_has_work "$s" || continue
+                        while [ ! -e "$ci/.images-$s.$$" ] && [ "$waited" -lt 600 ]; do
+                                sleep 2
+                                waited=$((waited + 2))
+                        done
+                done
+                [ "$waited" -eq 0 ] || banner "e2e Docker: started after the Podman image imports (${waited} s)"
+        fi
+        e2e_images_import "$1"
+        : >"$ci/.images-$1.$$"
+}
+e2e_images_import() {
         if [ "$1" = e2e-container-rootless ] && [ "$is_root" -eq 1 ] &&
                 grep -q '|container|.*DOCKER_HOST=unix:///run/user/' <<<"$E2E_RUNS" && [ -f "$images/python.tar" ]; then
                 step 900 "images into the test user's rootless Podman (setup --from-tar)" \
