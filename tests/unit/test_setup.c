@@ -1503,53 +1503,6 @@ static void *hold_run_thread(void *ud)
         return NULL;
 }
 
-/* new_dir_in() - mkdtemp(3) of DIR/NAMEXXXXXX; NULL when it cannot be made. Caller frees. */
-static char *new_dir_in(const char *dir, const char *name)
-{
-        char *n = xasprintf("%s/%sXXXXXX", dir, name);
-
-        if (mkdtemp(n))
-                return n;
-        free(n);
-        return NULL;
-}
-
-/* scratch_near() - a new private scratch folder on the filesystem of @src, so that `cp -al`
- * can hard-link @src's trees into it (link(2) fails with EXDEV across filesystems, and /tmp is a
- * tmpfs of its own on Debian 13, Fedora and Arch): sbx_test_tmpdir() ($TMPDIR or /tmp) when that
- * is @src's filesystem; else a new folder in the nearest sticky world-writable ancestor of @src
- * on its filesystem (/var/tmp for /var/tmp/vestibule-images/rootfs), else in @src's parent.
- * *same_fs: whether @src can be hard-linked into the folder (false: copy it, cp -a). Caller
- * frees. Aborts when no folder can be made at all (sbx_test_tmpdir). */
-static char *scratch_near(const char *src, bool *same_fs)
-{
-        char *t = sbx_test_tmpdir(), *n = NULL, *slash;
-        _cleanup_free_ char *p = xstrdup(src), *parent = NULL;
-        struct stat st_t, st_s, st_p;
-
-        *same_fs = true;
-        if (stat(src, &st_s) < 0 || stat(t, &st_t) < 0 || st_t.st_dev == st_s.st_dev)
-                return t;
-        while (!n && (slash = strrchr(p, '/')) && slash != p) {
-                *slash = '\0';
-                if (stat(p, &st_p) < 0 || st_p.st_dev != st_s.st_dev)
-                        break;
-                if (!parent)
-                        parent = xstrdup(p);
-                if ((st_p.st_mode & 01777) == 01777)
-                        n = new_dir_in(p, "vestibule-test-");
-        }
-        if (!n && parent)
-                n = new_dir_in(parent, ".vestibule-test-");
-        if (!n) {
-                *same_fs = false;
-                return t;
-        }
-        rmdir(t);
-        free(t);
-        return n;
-}
-
 static void fx_hold_setup(void)
 {
         _cleanup_free_ char *cmd = NULL, *ws = NULL;
@@ -1557,7 +1510,7 @@ static void fx_hold_setup(void)
         bool same_fs;
 
         /* T on the real trees' filesystem (not /tmp when that is a tmpfs of its own) */
-        fx_setup_in(scratch_near(REAL_ROOTFS, &same_fs));
+        fx_setup_in(sbx_test_scratch_near(REAL_ROOTFS, &same_fs));
         rootfs = xasprintf("%s/rootfs", T);
         memset(&quiet, 0, sizeof(quiet));
         chmod(T, 0755);

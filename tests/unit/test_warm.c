@@ -63,56 +63,9 @@ static void run_cmd(const char *cmd)
         ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
 }
 
-/* new_dir_in() - mkdtemp(3) of DIR/NAMEXXXXXX; NULL when it cannot be made. Caller frees. */
-static char *new_dir_in(const char *dir, const char *name)
-{
-        char *n = xasprintf("%s/%sXXXXXX", dir, name);
-
-        if (mkdtemp(n))
-                return n;
-        free(n);
-        return NULL;
-}
-
-/* scratch_near() - a new private scratch folder on the filesystem of @src, so that `cp -al`
- * can hard-link @src's trees into it (link(2) fails with EXDEV across filesystems, and /tmp is a
- * tmpfs of its own on Debian 13, Fedora and Arch): sbx_test_tmpdir() ($TMPDIR or /tmp) when that
- * is @src's filesystem; else a new folder in the nearest sticky world-writable ancestor of @src
- * on its filesystem (/var/tmp for /var/tmp/vestibule-images/rootfs), else in @src's parent.
- * *same_fs: whether @src can be hard-linked into the folder (false: copy it, cp -a). Caller
- * frees. Aborts when no folder can be made at all (sbx_test_tmpdir). */
-static char *scratch_near(const char *src, bool *same_fs)
-{
-        char *t = sbx_test_tmpdir(), *n = NULL, *slash;
-        _cleanup_free_ char *p = xstrdup(src), *parent = NULL;
-        struct stat st_t, st_s, st_p;
-
-        *same_fs = true;
-        if (stat(src, &st_s) < 0 || stat(t, &st_t) < 0 || st_t.st_dev == st_s.st_dev)
-                return t;
-        while (!n && (slash = strrchr(p, '/')) && slash != p) {
-                *slash = '\0';
-                if (stat(p, &st_p) < 0 || st_p.st_dev != st_s.st_dev)
-                        break;
-                if (!parent)
-                        parent = xstrdup(p);
-                if ((st_p.st_mode & 01777) == 01777)
-                        n = new_dir_in(p, "vestibule-test-");
-        }
-        if (!n && parent)
-                n = new_dir_in(parent, ".vestibule-test-");
-        if (!n) {
-                *same_fs = false;
-                return t;
-        }
-        rmdir(t);
-        free(t);
-        return n;
-}
-
 /* As root: the test's rootfs folder, with python and node as hard-linked copies of the shared
- * trees (no data copied; tmpdir is on their filesystem: scratch_near) and a second python tree
- * for the swap; its folders (only: a file is the shared tree's inode) owned by the test user,
+ * trees (no data copied; tmpdir is on their filesystem: sbx_test_scratch_near) and a second python
+ * tree for the swap; its folders (only: a file is the shared tree's inode) owned by the test user,
  * who renames and removes them. @same_fs false: plain copies (cp -a), where no folder on the
  * shared trees' filesystem could be made. */
 static void make_own_rootfs(bool same_fs)
@@ -139,7 +92,7 @@ static void setup_as(bool own)
         bool same_fs = true;
 
         own = own && geteuid() == 0;
-        tmpdir = own ? scratch_near(shared_rootfs(), &same_fs) : sbx_test_tmpdir();
+        tmpdir = own ? sbx_test_scratch_near(shared_rootfs(), &same_fs) : sbx_test_tmpdir();
         chmod(tmpdir, 0755);
         if (geteuid() == 0 && pw && chown(tmpdir, pw->pw_uid, pw->pw_gid) < 0)
                 perror(tmpdir);

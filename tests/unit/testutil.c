@@ -2,12 +2,15 @@
 #include "testutil.h"
 
 #include <grp.h>
+#include <stdbool.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
 
@@ -193,4 +196,51 @@ long sbx_test_engine(const struct engine_conn *c, const char *method, const char
         if (ret->len > 0)
                 ret->json = json_tokener_parse(ret->raw);
         return ret->status;
+}
+
+/* new_dir_in() - mkdtemp(3) of DIR/NAMEXXXXXX; NULL when it cannot be made. Caller frees. */
+static char *new_dir_in(const char *dir, const char *name)
+{
+        char *n = xasprintf("%s/%sXXXXXX", dir, name);
+
+        if (mkdtemp(n))
+                return n;
+        free(n);
+        return NULL;
+}
+
+/* sbx_test_scratch_near() (testutil.h) - a new private scratch folder on the filesystem of @src, so
+ * that `cp -al` can hard-link @src's trees into it (link(2) fails with EXDEV across filesystems,
+ * and /tmp is a tmpfs of its own on Debian 13, Fedora and Arch): sbx_test_tmpdir() ($TMPDIR or
+ * /tmp) when that is @src's filesystem; else a new folder in the nearest sticky world-writable
+ * ancestor of @src on its filesystem (/var/tmp for /var/tmp/vestibule-images/rootfs), else in
+ * @src's parent. *same_fs: whether @src can be hard-linked into the folder (false: copy it, cp -a).
+ * Caller frees. Aborts when no folder can be made at all (sbx_test_tmpdir). */
+char *sbx_test_scratch_near(const char *src, bool *same_fs)
+{
+        char *t = sbx_test_tmpdir(), *n = NULL, *slash;
+        _cleanup_free_ char *p = xstrdup(src), *parent = NULL;
+        struct stat st_t, st_s, st_p;
+
+        *same_fs = true;
+        if (stat(src, &st_s) < 0 || stat(t, &st_t) < 0 || st_t.st_dev == st_s.st_dev)
+                return t;
+        while (!n && (slash = strrchr(p, '/')) && slash != p) {
+                *slash = '\0';
+                if (stat(p, &st_p) < 0 || st_p.st_dev != st_s.st_dev)
+                        break;
+                if (!parent)
+                        parent = xstrdup(p);
+                if ((st_p.st_mode & 01777) == 01777)
+                        n = new_dir_in(p, "vestibule-test-");
+        }
+        if (!n && parent)
+                n = new_dir_in(parent, ".vestibule-test-");
+        if (!n) {
+                *same_fs = false;
+                return t;
+        }
+        rmdir(t);
+        free(t);
+        return n;
 }

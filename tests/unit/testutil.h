@@ -1,6 +1,8 @@
 /* testutil.h - shared helpers for the Check suites. */
 #pragma once
 
+#include <stdbool.h>
+
 #include <check.h>
 
 #include "config/config.h"
@@ -17,6 +19,16 @@ int sbx_test_run(Suite *s);
 /** sbx_test_tmpdir() - a new private temp directory (mkdtemp under $TMPDIR or /tmp). Caller frees.
  */
 char *sbx_test_tmpdir(void);
+
+/**
+ * sbx_test_scratch_near() - a new private scratch folder on the filesystem of @src, so that
+ * `cp -al` can hard-link @src's trees into it (link(2) fails with EXDEV across filesystems, and
+ * /tmp is a tmpfs of its own on Debian 13, Fedora and Arch): sbx_test_tmpdir() when that is
+ * @src's filesystem, else a new folder in the nearest sticky world-writable ancestor of @src on
+ * its filesystem, else in @src's parent. *@same_fs: whether @src can be hard-linked into it
+ * (false: copy it with cp -a). Caller frees. Aborts when no folder can be made at all.
+ */
+char *sbx_test_scratch_near(const char *src, bool *same_fs);
 
 /** sbx_test_write_file() - create (or truncate) @dir/@rel holding @text; fails the test when it
  * cannot. */
