@@ -7,19 +7,7 @@
 # check, the walls, the allowlist, and every code of the exit-code contract.
 # stage: run-cmd | build-release | run -- CMD: host view, masked secrets, exit codes, TIOCSTI (root)
 stage_run_cmd() {
-        local rc=0
-        if [ ! -x "$rel/vestibule-mcp" ]; then
-                record_fail "run-cmd: no Release build"
-                return 0
-        fi
-        step 300 "run -- CMD (tests/run-cmd/run-cmd.test.sh)" env VESTIBULE_BIN="$rel/vestibule-mcp" \
-                RUN_CMD_USER="$user" bash "$src/tests/run-cmd/run-cmd.test.sh" || rc=$?
-        case $rc in
-        0) passed=$((passed + 1)) ;;
-        77) if [ "$must_run" = 1 ]; then record_fail "run-cmd: skipped (needs root and the test user)"
-            else skipped=$((skipped + 1)); fi ;;
-        *) record_fail "run-cmd: tests/run-cmd/run-cmd.test.sh exited $rc" ;;
-        esac
+        run_cmd_script run-cmd "run -- CMD" run-cmd.test.sh "the test user"
 }
 
 # tests/run-cmd/mcp-wrap.test.sh, as root (the clients and servers run as the test user): the
@@ -29,17 +17,24 @@ stage_run_cmd() {
 # a daemon, which each work unwrapped (the controls) and fail wrapped; the exit codes and ends.
 # stage: mcp-wrap | build-release | mcp wrap -- SERVER: an MCP server from npm and a hostile stand-in through the SDK client (root)
 stage_mcp_wrap() {
+        run_cmd_script mcp-wrap "mcp wrap -- SERVER" mcp-wrap.test.sh "the test user and node"
+}
+
+# run_cmd_script STAGE WHAT SCRIPT NEEDS: tests/run-cmd/SCRIPT as root with the Release build
+# (each command runs as the test user); its exit 77 (a prerequisite missing) fails the run
+# under VESTIBULE_CI_MUST_RUN.
+run_cmd_script() {
         local rc=0
         if [ ! -x "$rel/vestibule-mcp" ]; then
-                record_fail "mcp-wrap: no Release build"
+                record_fail "$1: no Release build"
                 return 0
         fi
-        step 300 "mcp wrap -- SERVER (tests/run-cmd/mcp-wrap.test.sh)" env VESTIBULE_BIN="$rel/vestibule-mcp" \
-                RUN_CMD_USER="$user" bash "$src/tests/run-cmd/mcp-wrap.test.sh" || rc=$?
+        step 300 "$2 (tests/run-cmd/$3)" env VESTIBULE_BIN="$rel/vestibule-mcp" RUN_CMD_USER="$user" \
+                bash "$src/tests/run-cmd/$3" || rc=$?
         case $rc in
         0) passed=$((passed + 1)) ;;
-        77) if [ "$must_run" = 1 ]; then record_fail "mcp-wrap: skipped (needs root, the test user and node)"
+        77) if [ "$must_run" = 1 ]; then record_fail "$1: skipped (needs root, $4)"
             else skipped=$((skipped + 1)); fi ;;
-        *) record_fail "mcp-wrap: tests/run-cmd/mcp-wrap.test.sh exited $rc" ;;
+        *) record_fail "$1: tests/run-cmd/$3 exited $rc" ;;
         esac
 }
