@@ -62,8 +62,8 @@ static int make_dir(int dir_fd, const char *name, const struct sbx_chase_mkdir *
 /* One walk of the path, component by component, from the root down. */
 struct walker {
         struct dir_stack st; /* the directories walked into; st.fd[0] is the root (borrowed) */
-        char *todo;          /* the path still to walk (owned; replaced when a link is followed) */
-        char *p;             /* where the walk is in @todo */
+        char *rest;          /* the path still to walk (owned; replaced when a link is followed) */
+        char *p;             /* where the walk is in @rest */
         unsigned links;      /* symlinks followed so far */
         unsigned flags;      /* SBX_CHASE_* */
         int open_flags;
@@ -73,10 +73,10 @@ struct walker {
 static void walker_done(struct walker *w)
 {
         dir_stack_done(&w->st);
-        free(w->todo);
+        free(w->rest);
 }
 
-/* One component of the path: its text at @name (@len bytes, not NUL-terminated in @todo). */
+/* One component of the path: its text at @name (@len bytes, not NUL-terminated in @rest). */
 struct component {
         char *name;
         size_t len;
@@ -144,8 +144,8 @@ static int follow_link(struct walker *w, int cur, int link_fd)
         if (target[0] == '/')
                 return -EXDEV;
         next = xasprintf("%s%s", target, w->p); /* the target, then the rest of the path */
-        free(w->todo);
-        w->todo = w->p = next;
+        free(w->rest);
+        w->rest = w->p = next;
         return 0;
 }
 
@@ -206,7 +206,7 @@ static int walk(int root_fd, const char *path, unsigned flags, int open_flags,
             .flags = flags, .open_flags = open_flags, .mk = mk};
         struct component c;
 
-        w.todo = w.p = xstrdup(path);
+        w.rest = w.p = xstrdup(path);
         dir_stack_push(&w.st, root_fd);
         for (;;) {
                 int cur = w.st.fd[w.st.n - 1], link_fd, r;
