@@ -52,7 +52,9 @@
  * user site or PYTHON* variable can put another module in its way). %u: the port. One thread
  * accepts, one per connection reads; the main thread reads frames from stdin. stdin's end (the
  * server ended the stream: the run ends, or the proxy is gone) stops the listener, resets every
- * connection (SO_LINGER 0) and exits: fail closed. */
+ * connection (SO_LINGER 0) and exits: fail closed. A connection idle for 60 s either way (the
+ * proxy's own idle bound, EGRESS_IDLE_TIMEOUT_MS) is reset, so a client that stops reading
+ * holds the bridge's other connections for at most that long. */
 static const char bridge_py[] =
     "import os,socket as S,struct,threading as T\n"
     "L=T.Lock();C={};H={}\n"
@@ -81,7 +83,8 @@ static const char bridge_py[] =
     "def acc():\n"
     " k=0\n"
     " while 1:\n"
-    "  c=l.accept()[0];k+=1;C[k]=c;w(b'O',k);T.Thread(target=rd,args=(k,c),daemon=1).start()\n"
+    "  c=l.accept()[0];c.settimeout(60);k+=1;C[k]=c;w(b'O',k)\n"
+    "  T.Thread(target=rd,args=(k,c),daemon=1).start()\n"
     "def rx(n):\n"
     " b=b''\n"
     " while len(b)<n:\n"
