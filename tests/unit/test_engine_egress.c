@@ -6,7 +6,9 @@
  * arrive at a unix socket outside, and the answer comes back. The controls: with no socket
  * listening the code connects to the relay but gets nothing through; a relay that ends before it
  * listens stops the run with status 125 before the code runs. And the relay's source refuses a path
- * it could not quote. */
+ * it could not quote. The remote engine's wait (no relay of its own: the server's exec starts the
+ * bridge, egress_stream.c) runs the code once something listens, and stops with 125 when nothing
+ * does. */
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -15,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -244,6 +248,91 @@ START_TEST(create_body_extra_env)
 }
 END_TEST
 
+/* The remote engine's wait (engine_egress_wait_bridge_script()): run as the container's command
+ * is, `bash -c WAIT vestibule-egress "" "" ARGV`, in a network namespace of its own. With
+ * @listen, a child binds 127.0.0.1:3128 there after 200 ms (as the server's exec starts the
+ * bridge after the container); ARGV prints "ran". The output into @out; return the status. */
+static int run_bridge_wait(bool listen_late, char out[64])
+{
+        char wait_sh[640];
+        int p[2], st = 0;
+
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                uid_t uid = geteuid();
+                char map[64];
+                if (unshare(CLONE_NEWNET | (uid != 0 ? CLONE_NEWUSER : 0)) < 0)
+                        _exit(12);
+                if (uid != 0) {
+                        int fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
+                        int n =
+                            snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+                        if (fd < 0 || write(fd, map, (size_t)n) != n)
+                                _exit(13);
+                        close(fd);
+                }
+                lo_up();
+                if (listen_late && fork() == 0) {
+                        struct sockaddr_in a = {.sin_family = AF_INET,
+                                                .sin_port = htons(RELAY_PORT),
+                                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                        int l = socket(AF_INET, SOCK_STREAM, 0);
+                        close(p[1]);
+                        usleep(200000);
+                        if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+                            listen(l, 1) < 0)
+                                _exit(16);
+                        sleep(3);
+                        _exit(0);
+                }
+                if (dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
+                        _exit(14);
+                const char *argv[] = {
+                    "bash",
+                    "-c",
+                    engine_egress_wait_bridge_script(RELAY_PORT, wait_sh, sizeof(wait_sh)),
+                    "vestibule-egress",
+                    "",
+                    "",
+                    "/bin/bash",
+                    "-c",
+                    "printf ran",
+                    NULL};
+                const char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL};
+                execve("/bin/bash", (char *const *)argv, (char *const *)envp);
+                _exit(15);
+        }
+        close(p[1]);
+        size_t len = 0;
+        ssize_t n;
+        while (len < 63 && (n = read(p[0], out + len, 63 - len)) > 0)
+                len += (size_t)n;
+        out[len] = '\0';
+        close(p[0]);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st));
+        return WEXITSTATUS(st);
+}
+
+START_TEST(bridge_wait_runs_the_code_once_the_bridge_listens)
+{
+        char out[64];
+        ck_assert_int_eq(run_bridge_wait(true, out), 0);
+        ck_assert_str_eq(out, "ran");
+}
+END_TEST
+
+START_TEST(control_bridge_wait_no_listener_code_never_runs)
+{
+        char out[64];
+        ck_assert_int_eq(run_bridge_wait(false, out), 125);
+        ck_assert_ptr_null(strstr(out, "ran"));
+        ck_assert_ptr_nonnull(strstr(out, "did not listen within 10 s"));
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("engine_egress");
@@ -257,6 +346,8 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, control_relay_ends_code_never_runs);
         tcase_add_test(tc, relay_source_refuses_bad_paths);
         tcase_add_test(tc, create_body_extra_env);
+        tcase_add_test(tc, bridge_wait_runs_the_code_once_the_bridge_listens);
+        tcase_add_test(tc, control_bridge_wait_no_listener_code_never_runs);
         suite_add_tcase(s, tc);
         return s;
 }
