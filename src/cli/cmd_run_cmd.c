@@ -23,6 +23,7 @@
 #include "config/secrets.h"
 #include "egress/egress.h"
 #include "native/hostrun.h"
+#include "cli/run_overlay.h"
 
 /* Exit codes of the contract besides the command's own. */
 #define EXIT_TIMEOUT 124
@@ -60,6 +61,13 @@ static const char run_cmd_help[] =
     "  -t, --timeout S      kill the whole sandbox after S seconds\n"
     "  --require GRADE      native: refuse to run (125) on a lower grade (native-degraded);\n"
     "                       any (default): run on what the host gives, and say which\n"
+    "  --overlay            the --allow folders read-only, with a writable layer on top;\n"
+    "                       what the command added, changed or deleted is listed on\n"
+    "                       stderr at the end, and dropped\n"
+    "  --apply              with --overlay: apply the listed changes to the real folders\n"
+    "                       when the command exits 0 (symlinks leaving the folder, fifos,\n"
+    "                       devices and .git/.envrc/.vscode are refused; files are copied,\n"
+    "                       never linked, setuid bits dropped)\n"
     "  -q, --quiet          no grade and usage lines on stderr\n"
     "  --list-secrets       print the built-in secrets list, with why, and exit\n"
     "\n"
@@ -68,7 +76,8 @@ static const char run_cmd_help[] =
     "  128+N    the command was killed by signal N\n"
     "  124      --timeout passed (the sandbox was killed)\n"
     "  125      the sandbox could not be set up, or only a grade lower than --require\n"
-    "           (the reason is on stderr); also a usage error\n"
+    "           (the reason is on stderr); also a usage error, and an --apply that could\n"
+    "           not apply every change\n"
     "  126      the command was found but could not be executed\n"
     "  127      the command was not found\n";
 
@@ -78,8 +87,9 @@ struct run_cmd_opts {
         char **read_literal; /* each --allow-read made absolute, links not followed; owned */
         size_t n_allow, n_allow_read, n_deny, n_literal, n_env;
         const char *net, *timeout, *require;
-        bool quiet;
-        int cmd_at; /* argv index of CMD */
+        bool quiet, overlay, apply;
+        char *overlay_dir; /* --overlay: run_overlay_make()'s folder; owned */
+        int cmd_at;        /* argv index of CMD */
 };
 
 static void push(char ***v, size_t *n, char *s)
@@ -125,14 +135,17 @@ static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
 
                 if (strcmp(a, "--") == 0) {
                         o->cmd_at = i + 1;
+                        if (o->apply && !o->overlay)
+                                return fail(125, "%s", "--apply needs --overlay");
                         return o->cmd_at < argc ? -1 : fail(125, "%s", "no command after '--'");
                 }
                 if (cli_is_help(a))
                         return fputs(run_cmd_help, stdout), 0;
                 if (strcmp(a, "--list-secrets") == 0)
                         return fputs(config_secrets_text(), stdout), 0;
-                if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-                        o->quiet = true;
+                if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0 ||
+                    strcmp(a, "--overlay") == 0 || strcmp(a, "--apply") == 0) {
+                        *(a[2] == 'o' ? &o->overlay : a[2] == 'a' ? &o->apply : &o->quiet) = true;
                         continue;
                 }
                 if ((m = opt_value(argc, argv, &i, "--allow", NULL, &v)) > 0)
@@ -520,7 +533,8 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
                      .home = home,
                      .cwd = start_dir(o, cwd, home),
                      .exe = exe,
-                     .writable = (const char *const *)writable},
+                     .writable = (const char *const *)writable,
+                     .overlay = o->overlay_dir},
             .argv = (const char *const *)argv + o->cmd_at,
             .envp = (const char *const *)env,
             .timeout_ms = o->timeout ? strtoull(o->timeout, NULL, 10) * 1000 : 0,
@@ -623,6 +637,23 @@ static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts
         return -1;
 }
 
+/* run_resolved() inside --overlay's layers when asked: made before, listed, applied (--apply)
+ * and removed after (run_overlay.h). */
+static int run_layered(struct sbx_config *cfg, struct run_cmd_opts *o, char **argv,
+                       const struct config_secrets *sec, int sfd)
+{
+        int code;
+
+        if (o->overlay && run_overlay_make(o->n_allow, &o->overlay_dir) < 0)
+                return EXIT_NO_ISOLATION;
+        code = run_resolved(cfg, o, argv, sec, sfd);
+        if (o->overlay_dir)
+                code = run_overlay_finish(o->overlay_dir, o->allow, (const char *const *)sec->keep,
+                                          o->apply, code);
+        free(TAKE_PTR(o->overlay_dir));
+        return code;
+}
+
 int cmd_run_command(int argc, char **argv)
 {
         struct run_cmd_opts o = {0};
@@ -693,7 +724,7 @@ int cmd_run_command(int argc, char **argv)
                 code = fail(EXIT_NO_ISOLATION, "%s", err.msg);
                 goto out;
         }
-        code = run_resolved(cfg, &o, argv, &sec, sfd);
+        code = run_layered(cfg, &o, argv, &sec, sfd);
 out:
         config_secrets_done(&sec);
         config_free(cfg);

@@ -29,6 +29,9 @@ struct native_host_view {
         const char *cwd;             /* the program's working directory */
         const char *exe;             /* executed as given (absolute); argv[0] is only its name */
         const char *const *writable; /* Landlock: writes allowed beneath these (@rw, @home) */
+        const char *overlay;         /* NULL, or --overlay: each @rw[i] is the lower layer of an
+                                      * overlayfs whose upper and work folders are @overlay/i/u and
+                                      * @overlay/i/w (host folders the caller made and reads after) */
 };
 
 /* The host's system folders the view binds read-only, NULL-ended. */

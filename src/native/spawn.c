@@ -635,6 +635,43 @@ static void child_host_mask(const char *path)
                       MS_RDONLY | MS_NOSUID | MS_NOEXEC);
 }
 
+/* @src into @dst (@cap bytes) with ',', ':' and '\\' escaped as overlayfs's option parser wants
+ * them (Documentation/filesystems/overlayfs.rst). Fails the run when it does not fit. */
+static void child_escape_opt(char *dst, size_t cap, const char *src)
+{
+        size_t n = 0;
+
+        for (; *src; src++) {
+                if (n + 3 >= cap)
+                        child_fail(ENAMETOOLONG, "path too long for an overlay mount");
+                if (*src == ',' || *src == ':' || *src == '\\')
+                        dst[n++] = '\\';
+                dst[n++] = *src;
+        }
+        dst[n] = '\0';
+}
+
+/* --overlay: the host's @path read-only as the lower layer of an overlayfs at the same path,
+ * its upper and work folders @dir/@i/u and @dir/@i/w (made by the caller, on the host), so
+ * what the command writes lands there. userxattr: the user namespace's own overlay (Linux
+ * 5.11), which also creates no redirect: a folder renamed is copied (EXDEV to rename(2)). */
+static void child_host_overlay(const char *path, const char *dir, size_t i)
+{
+        char lower[1400], base[1400], opts[4096];
+        int n;
+
+        child_escape_opt(lower, sizeof(lower), path);
+        child_escape_opt(base, sizeof(base), dir);
+        n = snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s/%zu/u,workdir=%s/%zu/w,userxattr",
+                     lower, base, i, base, i);
+        if (n < 0 || (size_t)n >= sizeof(opts))
+                child_fail(ENAMETOOLONG, "the overlay options for '%s' are too long", path);
+        child_mkdir_p(path + 1, false);
+        child_mount("overlay", path + 1, "overlay", MS_NOSUID | MS_NODEV, opts,
+                    "the overlay needs Linux 5.11+ (unprivileged overlayfs) and an upper folder "
+                    "with user xattrs (/var/tmp)");
+}
+
 /* Second part, once the scratch tmpfs covers /tmp (so a project under the host's /tmp is
  * bound on top of it): $HOME (a folder of the scratch tmpfs; first, so a project under it is
  * bound on top), the project folders, the read-only extras, the masks; then the root tmpfs
@@ -651,7 +688,10 @@ static void child_host_finish(const struct native_spawn *sp)
                             "bind of the private, empty home");
         }
         for (size_t i = 0; hv->rw[i]; i++)
-                child_host_bind(hv->rw[i], true, false);
+                if (hv->overlay)
+                        child_host_overlay(hv->rw[i], hv->overlay, i);
+                else
+                        child_host_bind(hv->rw[i], true, false);
         for (size_t i = 0; hv->ro[i]; i++)
                 child_host_bind(hv->ro[i], false, false);
         for (size_t i = 0; hv->masks[i]; i++)
