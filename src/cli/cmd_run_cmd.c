@@ -23,6 +23,7 @@
 #include "config/secrets.h"
 #include "egress/egress.h"
 #include "native/hostrun.h"
+#include "cli/run_keep.h"
 #include "cli/run_overlay.h"
 
 /* Exit codes of the contract besides the command's own. */
@@ -498,6 +499,24 @@ static void print_summary(const struct native_host_result *res, int code)
                 res->blocked[0] ? "; blocked: " : "", res->blocked);
 }
 
+/* The exit code of a native_host_run() that returned @r, the errors and (unless @quiet) the
+ * summary said on stderr. */
+static int run_code_of(int r, const struct native_host_result *res, const struct sbx_error *err,
+                       bool quiet)
+{
+        if (r == -ENOEXEC) {
+                fprintf(stderr, "vestibule-mcp run: %s\n", err->msg);
+                return res->exit_code;
+        }
+        if (r < 0) {
+                fprintf(stderr, "vestibule-mcp run: isolation could not be set up: %s\n", err->msg);
+                return EXIT_NO_ISOLATION;
+        }
+        if (!quiet)
+                print_summary(res, res->exit_code);
+        return res->exit_code;
+}
+
 /* The run itself, once the options are resolved. */
 static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, char **argv,
                         const struct config_secrets *sec, int sfd)
@@ -548,17 +567,9 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         r = native_host_run(cfg, &req, &res, &err);
         if (tty)
                 (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &tio);
-        if (r == -ENOEXEC) {
-                code = res.exit_code;
-                fprintf(stderr, "vestibule-mcp run: %s\n", err.msg);
-        } else if (r < 0) {
-                code = EXIT_NO_ISOLATION;
-                fprintf(stderr, "vestibule-mcp run: isolation could not be set up: %s\n", err.msg);
-        } else {
-                code = res.exit_code;
-        }
-        if (!o->quiet && r != -ENOEXEC && r >= 0)
-                print_summary(&res, code);
+        code = run_code_of(r, &res, &err, o->quiet);
+        if (!o->overlay)
+                (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro);
         config_strv_free(masks);
         config_strv_free(ro);
         config_strv_free(env);

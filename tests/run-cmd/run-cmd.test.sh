@@ -169,6 +169,22 @@ expect_code 2 ".git is kept read-only (a hook would run on the host; sh: 2)" \
 expect_code 0 "control: --allow of .git itself makes it writable" \
         as_user "$vm" run -q --allow . --allow "$proj/.git" -- sh -c 'echo ok >.git/hooks/x'
 [ -e "$proj/.git/hooks/x" ] && ok "the explicit write landed" || bad "no .git/hooks/x"
+# red team #4: keep names the command creates during the run (none there at the start)
+expect_code 0 "control: outside, .envrc, .vscode/ and sub/.git/ can be made" \
+        as_user sh -c 'mkdir -p kn-ctl/.git kn-ctl/.vscode && echo x >kn-ctl/.envrc'
+[ -e "$proj/kn-ctl/.envrc" ] && ok "control: the .envrc is there" || bad "control: no .envrc"
+rm -rf "$proj/kn-ctl"
+expect_code 0 "the command makes .envrc, .vscode/tasks.json, sub/.git/hooks/pre-commit (red team #4)" \
+        as_user "$vm" run -q -- sh -c 'echo "echo pwned" >.envrc; mkdir -p .vscode sub/.git/hooks &&
+                echo "{}" >.vscode/tasks.json && echo evil >sub/.git/hooks/pre-commit &&
+                ln -s ../.envrc sub/.envrc'
+[ ! -e "$proj/.envrc" ] && [ ! -e "$proj/.vscode" ] && [ ! -e "$proj/sub/.git" ] && [ ! -L "$proj/sub/.envrc" ] &&
+        ok "after the run, none of them is under its name" || bad "a keep name made during the run stayed"
+grep -q "moved aside: .*sub/.git" "$base/err" && ok "stderr names what was moved aside" ||
+        { bad "no note on stderr"; sed 's/^/     | /' "$base/err"; }
+ls -a "$proj" | grep -q '^\.envrc\.vestibule-moved' && ok "the .envrc is kept, renamed, for the user to look at" ||
+        bad "no renamed .envrc"
+rm -rf "$proj/.envrc"* "$proj/.vscode"* "$proj/sub"
 expect_code 0 "started outside the view, the command starts in the first --allow folder" \
         as_user sh -c "cd $base && $vm run -q --allow $proj -- pwd"
 expect_out "pwd is the project" "^$proj\$"
