@@ -25,6 +25,7 @@
 #include "native/hostrun.h"
 #include "cli/run_keep.h"
 #include "cli/run_overlay.h"
+#include "cli/run_pty.h"
 
 /* Exit codes of the contract besides the command's own. */
 #define EXIT_TIMEOUT 124
@@ -560,13 +561,16 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
             .egress = net == 1,
             .cancel_fd = sfd,
         };
-        /* the command may change the terminal's settings (stty -echo, raw mode) and be killed
-         * before it puts them back: they are restored after it (red team #9) */
-        struct termios tio;
-        bool tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &tio) == 0;
-        r = native_host_run(cfg, &req, &res, &err);
-        if (tty)
-                (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &tio);
+        /* a terminal: the command gets a pty of its own, relayed, never the user's (red team
+         * #5); the real one's settings are put back after it (red team #9) */
+        struct run_pty pty;
+        r = run_pty_start(&pty);
+        req.view.pty_slave = pty.slave > 0 ? pty.slave : 0;
+        if (r >= 0)
+                r = native_host_run(cfg, &req, &res, &err);
+        else
+                sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
+        run_pty_stop(&pty);
         code = run_code_of(r, &res, &err, o->quiet);
         if (!o->overlay)
                 (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro);

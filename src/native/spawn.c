@@ -492,6 +492,11 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
          * terminal's signals instead (hostrun.c). */
         if (sp->cells || sp->host_view)
                 (void)setsid(); /* pid 2 leads no group yet: cannot fail */
+        /* with a pty of its own (hostrun.h pty_slave), that one is its controlling terminal
+         * (job control and ^C inside); the user's terminal it never holds */
+        for (int i = 0; sp->host_view && sp->host_view->pty_slave > 0 && i < 3; i++)
+                if (isatty(i) && ioctl(i, TIOCSCTTY, 0) == 0)
+                        break;
         if (go_r >= 0) {
                 /* the program's file is in place once the go byte is here (native_handover);
                  * EOF: the sandbox is being destroyed unused */
@@ -908,7 +913,9 @@ static void child_enter(const struct native_spawn *sp, int out_w, int err_w, int
         /* The host view runs a command for a person at a terminal: it gets our own 0-2 (a
          * closed one stays /dev/null). */
         for (int i = 0; sp->host_view && i < 3; i++)
-                fds[i] = fcntl(i, F_GETFD) >= 0 ? i : null_fd;
+                fds[i] = sp->host_view->pty_slave > 0 && isatty(i) ? sp->host_view->pty_slave
+                         : fcntl(i, F_GETFD) >= 0                  ? i
+                                                                   : null_fd;
         fds[3] = sync_fd;
         fds[4] = sp->cells ? sp->cell_in_fd : -1;
         fds[5] = sp->cells ? sp->status_out_fd : -1;
