@@ -23,6 +23,7 @@
 #include "config/secrets.h"
 #include "egress/egress.h"
 #include "native/hostrun.h"
+#include "cli/run_audit.h"
 #include "cli/run_keep.h"
 #include "cli/run_overlay.h"
 #include "cli/run_pty.h"
@@ -520,13 +521,12 @@ static int run_code_of(int r, const struct native_host_result *res, const struct
 
 /* The run itself, once the options are resolved. */
 static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, char **argv,
-                        const struct config_secrets *sec, int sfd)
+                        const struct config_secrets *sec, int sfd, struct native_host_result *res)
 {
         _cleanup_free_ char *exe = find_exe(argv[o->cmd_at]);
         _cleanup_free_ char *cwd = getcwd(NULL, 0);
         char **masks = NULL, **env = NULL, **writable = NULL, **ro = NULL;
         size_t n_masks = 0, n_writable = 0, n_ro = 0;
-        struct native_host_result res = {0};
         struct sbx_error err = {0};
         static const char *const none[] = {NULL};
         int net, code, r;
@@ -567,11 +567,11 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         r = run_pty_start(&pty);
         req.view.pty_slave = pty.slave > 0 ? pty.slave : 0;
         if (r >= 0)
-                r = native_host_run(cfg, &req, &res, &err);
+                r = native_host_run(cfg, &req, res, &err);
         else
                 sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
         run_pty_stop(&pty);
-        code = run_code_of(r, &res, &err, o->quiet);
+        code = run_code_of(r, res, &err, o->quiet);
         if (!o->overlay)
                 (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro);
         config_strv_free(masks);
@@ -657,15 +657,21 @@ static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts
 static int run_layered(struct sbx_config *cfg, struct run_cmd_opts *o, char **argv,
                        const struct config_secrets *sec, int sfd)
 {
-        int code;
+        struct native_host_result res = {0};
+        struct run_audit au;
+        int code = EXIT_NO_ISOLATION;
 
-        if (o->overlay && run_overlay_make(o->n_allow, &o->overlay_dir) < 0)
+        /* as run_code: no run goes unrecorded (run_audit.h) */
+        if (run_audit_begin(cfg, "run --", argv + o->cmd_at,
+                            o->timeout ? (unsigned)strtoul(o->timeout, NULL, 10) : 0, &au) < 0)
                 return EXIT_NO_ISOLATION;
-        code = run_resolved(cfg, o, argv, sec, sfd);
+        if (!o->overlay || run_overlay_make(o->n_allow, &o->overlay_dir) == 0)
+                code = run_resolved(cfg, o, argv, sec, sfd, &res);
         if (o->overlay_dir)
                 code = run_overlay_finish(o->overlay_dir, o->allow, (const char *const *)sec->keep,
                                           o->apply, code);
         free(TAKE_PTR(o->overlay_dir));
+        run_audit_end(&au, code, res.grade[0] ? &res : NULL);
         return code;
 }
 

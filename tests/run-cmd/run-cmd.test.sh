@@ -360,6 +360,11 @@ got=$?
 expect_out "the command's handler ran" "^got-int"
 expect_code 127 "127 not found (host PATH)" as_user "$vm" run -q -- no-such-command-x1
 expect_code 127 "127 not found (a path)" as_user "$vm" run -q -- ./no-such-file
+# each run -- leaves an audit record pair, read back by `vestibule-mcp audit` (as run_code's)
+expect_code 0 "vestibule-mcp audit reads the log" as_user "$vm" audit 500
+expect_out "the run's audit line: command, exit, usage, grade" \
+        "run --  error \(exit code 3\)  wall [0-9]+ ms.*isolation: native.*\| sh -c 'exit 3'$"
+expect_out "a 127 is recorded too" "run --  failed \(exit code 127\).*\| no-such-command-x1$"
 expect_code 126 "126 found but not executable" as_user "$vm" run -q -- ./noexec.sh
 expect_code 125 "125 for a usage error" as_user "$vm" run --no-such-option -- true
 grade=$(as_user "$vm" run -- true 2>&1 >/dev/null | sed -n 's/^vestibule: isolation: //p')
