@@ -17,8 +17,11 @@ struct run_audit {
 /**
  * run_audit_begin() - open the audit log of @cfg (VESTIBULE_AUDIT_DIR) and write the start
  * record of @what ("run --", "mcp wrap NAME") for the command @argv (NULL-ended; recorded
- * shell-quoted, the first 4 KiB), waiting for the disk's confirmation. As run_code does, a
- * run whose start record is not confirmed does not run: the caller exits 125.
+ * shell-quoted, the first 4 KiB), waiting for the disk's confirmation (<= 2 s). A record that
+ * could not be written (a full disk, an unwritable folder) stops the run: the caller exits 125,
+ * as run_code refuses a run its failing log cannot record. One the disk did not confirm within
+ * 2 s (a busy disk) is said on stderr and the run goes on; audit_close() at the end waits for
+ * it.
  * Return: 0, or -1 with the reason on stderr (@a closed).
  */
 int run_audit_begin(const struct sbx_config *cfg, const char *what, char *const *argv,
