@@ -182,7 +182,7 @@ expect_code 0 "the command makes .envrc, .vscode/tasks.json, sub/.git/hooks/pre-
         ok "after the run, none of them is under its name" || bad "a keep name made during the run stayed"
 grep -q "moved aside: .*sub/.git" "$base/err" && ok "stderr names what was moved aside" ||
         { bad "no note on stderr"; sed 's/^/     | /' "$base/err"; }
-ls -a "$proj" | grep -q '^\.envrc\.vestibule-moved' && ok "the .envrc is kept, renamed, for the user to look at" ||
+compgen -G "$proj/.envrc.vestibule-moved*" >/dev/null && ok "the .envrc is kept, renamed, for the user to look at" ||
         bad "no renamed .envrc"
 rm -rf "$proj/.envrc"* "$proj/.vscode"* "$proj/sub"
 expect_code 0 "started outside the view, the command starts in the first --allow folder" \
