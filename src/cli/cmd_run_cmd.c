@@ -372,7 +372,7 @@ static int collect_masks(const struct run_cmd_opts *o, const struct config_secre
                 push(kept, n_kept, xstrdup(o->allow_read[i]));
                 if ((in_list(sec->home, o->allow_read[i]) ||
                      in_list(sec->paths, o->allow_read[i])) &&
-                    named_as_is(o->read_literal[i], o->allow_read[i]))
+                    o->read_literal && named_as_is(o->read_literal[i], o->allow_read[i]))
                         push(&explicit, &n_explicit, xstrdup(o->allow_read[i]));
         }
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
