@@ -100,12 +100,6 @@ int engine_cells_check(const struct engine_sb_view *v, struct sbx_error *err)
                                 "(DOCKER_HOST=unix://...), or VESTIBULE_BACKEND=native, or "
                                 "run_code without a session",
                                 v->conn->ep.host);
-        if (v->rootless_docker)
-                return sbx_fail(err, EOPNOTSUPP,
-                                "sessions are not available on rootless Docker (its container "
-                                "user is a subordinate id that cannot own the session's pipes): "
-                                "use rootful Docker, Podman, or VESTIBULE_BACKEND=native, or "
-                                "run_code without a session");
         return 0;
 }
 
