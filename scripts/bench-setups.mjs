@@ -113,6 +113,8 @@ const dockerRun = (s) => {
 };
 
 const st = {};
+// the scratch folders go on every exit, a failed call's too (the servers die with their stdin)
+process.on('exit', () => { for (const x of Object.values(st)) fs.rmSync(x.tmp, { recursive: true, force: true }); });
 for (const n of names) {
     const s = SETUPS[n];
     if (!s) throw new Error(`unknown set-up ${n}`);
