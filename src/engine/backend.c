@@ -66,6 +66,15 @@ static int run_ids(const struct backend *b, const struct engine_state *st, uid_t
                                         "then restart the server");
                 *uid = b->cfg->run_as_uid;
                 *gid = b->cfg->run_as_gid;
+        } else if (st->rootless_docker) {
+                /* Rootless Docker maps the container's uid 0 to the user running it (us) and
+                 * every other uid to a subordinate id here that cannot reach our 0700 folders
+                 * and pipes: 0:0 inside is our own uid, as keep-id is on Podman. CapDrop ALL and
+                 * no-new-privileges (checked in inspect) leave it no capability in the engine's
+                 * user namespace. https://docs.docker.com/engine/security/rootless/ */
+                *uid = 0;
+                *gid = 0;
+                return 0;
         } else {
                 *uid = geteuid();
                 *gid = getegid();
