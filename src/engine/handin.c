@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -172,14 +173,54 @@ int engine_handin_volumes(struct engine_state *st, uid_t uid, gid_t gid, const c
         return 0;
 }
 
-/* At start: the code and a copy of the workspace into the volumes, through a helper. */
+/* One ustar header (POSIX.1-2008, pax(1), "ustar Interchange Format") for an empty regular
+ * file @name, root's, 0644, then the two zero blocks that end the archive. */
+static void go_tar(char buf[1536], const char *name)
+{
+        unsigned sum = 0;
+
+        memset(buf, 0, 1536);
+        snprintf(buf, 100, "%s", name);
+        memcpy(buf + 100, "0000644", 8); /* mode */
+        memcpy(buf + 108, "0000000", 8); /* uid */
+        memcpy(buf + 116, "0000000", 8); /* gid */
+        memcpy(buf + 124, "00000000000", 12);
+        snprintf(buf + 136, 12, "%011llo", (unsigned long long)time(NULL));
+        buf[156] = '0';
+        memcpy(buf + 257, "ustar", 6);
+        memcpy(buf + 263, "00", 2);
+        memset(buf + 148, ' ', 8); /* the checksum counts its own field as spaces */
+        for (size_t i = 0; i < 512; i++)
+                sum += (unsigned char)buf[i];
+        snprintf(buf + 148, 8, "%06o", sum);
+        buf[155] = ' ';
+}
+
+/* The empty /sandbox/ENGINE_HANDIN_GO into the code volume through @helper: one PUT. */
+static int put_go(struct engine_state *st, const char *helper, struct sbx_error *err)
+{
+        _cleanup_close_ int fd = -1;
+        char tar[1536];
+
+        fd = engine_tmpfile(err);
+        if (fd < 0)
+                return fd;
+        go_tar(tar, ENGINE_HANDIN_GO);
+        if (write(fd, tar, sizeof(tar)) != (ssize_t)sizeof(tar))
+                return sbx_fail(err, errno ? errno : EIO, "cannot write the temporary archive: %m");
+        return engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
+}
+
+/* At start: the code and a copy of the workspace into the volumes, through a helper (the
+ * spare's kept one, else one made and removed here). */
 int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
                        const struct run_request *req, const char *image, uid_t uid, gid_t gid,
                        const char *owner, struct engine_handin *h, struct sbx_error *err)
 {
         _cleanup_close_ int fd = -1, wfd = -1;
         _cleanup_(json_putp) json_object *body = NULL;
-        _cleanup_free_ char *helper = NULL;
+        _cleanup_free_ char *made = NULL;
+        const char *helper = h->helper;
         int r;
 
         fd = engine_tmpfile(err);
@@ -201,11 +242,15 @@ int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
                         return sbx_wrap(err, "copying the workspace for the engine");
         }
 
-        body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
-        r = engine_container_create(st, body, image, "create the hand-in helper container", &helper,
-                                    err);
-        if (r < 0)
-                return r;
+        if (!helper) {
+                body =
+                    engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
+                r = engine_container_create(st, body, image, "create the hand-in helper container",
+                                            &made, err);
+                if (r < 0)
+                        return r;
+                helper = made;
+        }
         if (st->conn.podman) {
                 r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
                 if (r == 0)
@@ -213,10 +258,33 @@ int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
         } else {
                 r = engine_archive_put(&st->conn, helper, "/", fd, err);
         }
+        if (r == 0) /* last: a spare starts nothing before it (cold runs get it too: the same
+                     * /sandbox for both) */
+                r = put_go(st, helper, err);
         struct sbx_error e2 = {0};
-        if (container_remove(&st->conn, helper, &e2) < 0)
+        if (made && container_remove(&st->conn, made, &e2) < 0)
                 log_warning("%s (the next start's sweep removes it), ignoring", e2.msg);
         return r;
+}
+
+int engine_handin_helper_make(struct engine_state *st, const char *image, const char *owner,
+                              struct engine_handin *h, struct sbx_error *err)
+{
+        _cleanup_(json_putp) json_object *body =
+            engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
+
+        return engine_container_create(st, body, image, "create the spare's hand-in helper",
+                                       &h->helper, err);
+}
+
+void engine_handin_helper_remove(struct engine_state *st, struct engine_handin *h)
+{
+        struct sbx_error e = {0};
+
+        if (h->helper && container_remove(&st->conn, h->helper, &e) < 0)
+                log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
+        free(h->helper);
+        h->helper = NULL;
 }
 
 /* Before start: the run container sees the hand-in through its own mounts (the script, and a
