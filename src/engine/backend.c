@@ -968,9 +968,9 @@ static void sandbox_destroy(struct sandbox *sb)
         if (sb->network == RUN_NETWORK_ALLOWLIST)
                 engine_egress_end(sb->code_dir); /* a socket left by a failed start */
         engine_xfers_done(&sb->rx);
-        engine_handin_helper_remove(sb->st, &sb->hv); /* before its volumes */
-        if (sb->id || sb->hv.vols[0] || sb->hv.vols[1] || *sb->cgroup)
-                engine_container_remove_later(sb->st, sb->id, sb->cgroup, sb->hv.vols);
+        if (sb->id || sb->hv.helper || sb->hv.vols[0] || sb->hv.vols[1] || *sb->cgroup)
+                engine_container_remove_later(sb->st, sb->id, sb->hv.helper, sb->cgroup,
+                                              sb->hv.vols);
         sbx_trace_lap(&sb->trace, "remove_dispatch");
         engine_manifest_done(&sb->hv.manifest);
         if (sb->code_file)
@@ -985,6 +985,7 @@ static void sandbox_destroy(struct sandbox *sb)
         free(sb->fifo);
         free(sb->code_dir);
         free(sb->id);
+        free(sb->hv.helper);
         sbx_trace_lap(&sb->trace, "finish");
         sbx_trace_end(&sb->trace);
         pthread_mutex_destroy(&sb->lock);

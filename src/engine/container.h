@@ -138,14 +138,15 @@ int engine_container_start(const struct engine_conn *c, const char *id, const ch
 void engine_container_kill(const struct engine_conn *c, const char *id);
 
 /**
- * engine_container_remove_later() - remove container @id (may be NULL), then the volumes
+ * engine_container_remove_later() - remove container @id and the hand-in helper @helper
+ * (either may be NULL), then the volumes
  * @volumes (either may be NULL; @volumes may be NULL), then the parent cgroup @cgroup ("" =
  * none) in a detached thread (inline when no thread can be made), counted in
  * st->pending_removals; failures are logged (the next start's sweep removes what is left).
  * The strings are copied.
  */
-void engine_container_remove_later(struct engine_state *st, const char *id, const char *cgroup,
-                                   const char *const volumes[2]);
+void engine_container_remove_later(struct engine_state *st, const char *id, const char *helper,
+                                   const char *cgroup, const char *const volumes[2]);
 
 /** engine_removals_wait() - wait up to @timeout_s seconds until @st has no background removal
  * running; a warning names those left. */

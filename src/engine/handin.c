@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -173,44 +172,6 @@ int engine_handin_volumes(struct engine_state *st, uid_t uid, gid_t gid, const c
         return 0;
 }
 
-/* One ustar header (POSIX.1-2008, pax(1), "ustar Interchange Format") for an empty regular
- * file @name, root's, 0644, then the two zero blocks that end the archive. */
-static void go_tar(char buf[1536], const char *name)
-{
-        unsigned sum = 0;
-
-        memset(buf, 0, 1536);
-        snprintf(buf, 100, "%s", name);
-        memcpy(buf + 100, "0000644", 8); /* mode */
-        memcpy(buf + 108, "0000000", 8); /* uid */
-        memcpy(buf + 116, "0000000", 8); /* gid */
-        memcpy(buf + 124, "00000000000", 12);
-        snprintf(buf + 136, 12, "%011llo", (unsigned long long)time(NULL));
-        buf[156] = '0';
-        memcpy(buf + 257, "ustar", 6);
-        memcpy(buf + 263, "00", 2);
-        memset(buf + 148, ' ', 8); /* the checksum counts its own field as spaces */
-        for (size_t i = 0; i < 512; i++)
-                sum += (unsigned char)buf[i];
-        snprintf(buf + 148, 8, "%06o", sum);
-        buf[155] = ' ';
-}
-
-/* The empty /sandbox/ENGINE_HANDIN_GO into the code volume through @helper: one PUT. */
-static int put_go(struct engine_state *st, const char *helper, struct sbx_error *err)
-{
-        _cleanup_close_ int fd = -1;
-        char tar[1536];
-
-        fd = engine_tmpfile(err);
-        if (fd < 0)
-                return fd;
-        go_tar(tar, ENGINE_HANDIN_GO);
-        if (write(fd, tar, sizeof(tar)) != (ssize_t)sizeof(tar))
-                return sbx_fail(err, errno ? errno : EIO, "cannot write the temporary archive: %m");
-        return engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
-}
-
 /* At start: the code and a copy of the workspace into the volumes, through a helper (the
  * spare's kept one, else one made and removed here). */
 int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
@@ -251,16 +212,13 @@ int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
                         return r;
                 helper = made;
         }
-        if (st->conn.podman) {
-                r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
+        if (st->conn.podman) { /* the code last: its tar ends with ENGINE_HANDIN_GO */
+                r = engine_archive_put(&st->conn, helper, "/workspace", wfd, err);
                 if (r == 0)
-                        r = engine_archive_put(&st->conn, helper, "/workspace", wfd, err);
+                        r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
         } else {
                 r = engine_archive_put(&st->conn, helper, "/", fd, err);
         }
-        if (r == 0) /* last: a spare starts nothing before it (cold runs get it too: the same
-                     * /sandbox for both) */
-                r = put_go(st, helper, err);
         struct sbx_error e2 = {0};
         if (made && container_remove(&st->conn, made, &e2) < 0)
                 log_warning("%s (the next start's sweep removes it), ignoring", e2.msg);
@@ -275,16 +233,6 @@ int engine_handin_helper_make(struct engine_state *st, const char *image, const 
 
         return engine_container_create(st, body, image, "create the spare's hand-in helper",
                                        &h->helper, err);
-}
-
-void engine_handin_helper_remove(struct engine_state *st, struct engine_handin *h)
-{
-        struct sbx_error e = {0};
-
-        if (h->helper && container_remove(&st->conn, h->helper, &e) < 0)
-                log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
-        free(h->helper);
-        h->helper = NULL;
 }
 
 /* Before start: the run container sees the hand-in through its own mounts (the script, and a

@@ -22,11 +22,6 @@ struct engine_handin {
         char *helper;     /* a warm spare's hand-in helper, made at prepare and kept; else NULL */
 };
 
-/* The name, in the code volume, of the empty file a volume-path spare waits for: put there
- * by engine_handin_fill() after the code and the workspace copy are complete, in one PUT of a
- * one-entry ustar archive (POSIX.1-2008, pax(1), "ustar Interchange Format"). */
-#define ENGINE_HANDIN_GO "vestibule-go"
-
 /**
  * engine_code_dir_make() - a private host folder for the code,
  * "/tmp/<ENGINE_CODE_DIR_PREFIX>XXXXXX" (mkdtemp(3), 0700), owned by @uid:@gid when this
@@ -67,7 +62,7 @@ int engine_handin_volumes(struct engine_state *st, uid_t uid, gid_t gid, const c
  * the skipped count into @h) into @h's volumes, through a created-never-started helper
  * container of @image (PUT /containers/{id}/archive; Docker refuses archive PUTs into a
  * read-only rootfs or volume, so the run container cannot take them), removed after (h->helper,
- * a spare's, is used and kept); last, the empty /sandbox/ENGINE_HANDIN_GO. Return: 0
+ * a spare's, is used and kept); /sandbox/ENGINE_HANDIN_GO (engine.h) goes in last. Return: 0
  * or -errno with @err.
  */
 int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
@@ -83,10 +78,6 @@ int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
  */
 int engine_handin_helper_make(struct engine_state *st, const char *image, const char *owner,
                               struct engine_handin *h, struct sbx_error *err);
-
-/** engine_handin_helper_remove() - remove h->helper, if any (DELETE, forced), and forget it;
- * a failure is logged (the next start's sweep removes it). */
-void engine_handin_helper_remove(struct engine_state *st, struct engine_handin *h);
 
 /**
  * engine_handin_check() - before the start: run container @id sees the hand-in through its own
