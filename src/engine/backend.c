@@ -447,9 +447,11 @@ static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, b
                         ? engine_handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
                         : engine_code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir,
                                                err);
-        if (r == 0 && sb->spare && sb->volumes)
-                r = engine_handin_helper_make(sb->st, sb->image, sb->owner, &sb->hv, err);
-        else if (r == 0 && sb->spare)
+        if (r == 0 && sb->spare && sb->volumes) {
+                char wait_s[16]; /* the helper goes with its spare, under the same backstop */
+                snprintf(wait_s, sizeof(wait_s), "%u", sb->backstop_s);
+                r = engine_handin_helper_make(sb->st, sb->image, sb->owner, wait_s, &sb->hv, err);
+        } else if (r == 0 && sb->spare)
                 r = engine_spare_fifo_make(sb->code_dir, sbx_language_script(sb->language), sb->uid,
                                            sb->gid, sb->rootless_docker, &sb->fifo, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
@@ -618,16 +620,17 @@ static int spare_fresh(struct sandbox *sb, struct sbx_error *err)
 }
 
 /* A spare on the volume path: the code and the workspace copy into its volumes through the
- * kept helper (the marker last: the spare starts nothing before it), checked from the spare,
- * then the wake-up (spare.h, engine_spare_wait_cmd()). */
+ * kept helper (the marker last: the spare starts nothing before it sees it), the wake-up
+ * (spare.h, engine_spare_wait_cmd()), then the check that the spare sees its volumes, while its
+ * program starts. A spare that does not see them never sees the marker either: it ran nothing
+ * when the check finds them missing (the caller's destroy removes it, as after any failed
+ * start). */
 static int spare_handin(struct sandbox *sb, const struct run_request *req, struct sbx_error *err)
 {
         struct engine_state *st = sb->st;
         int r = engine_handin_fill(st, sb->cfg, req, sb->image, sb->uid, sb->gid, sb->owner,
                                    &sb->hv, err);
 
-        if (r == 0)
-                r = engine_handin_check(st, req, sb->id, &sb->hv, err);
         sbx_trace_lap(&sb->trace, "handin");
         if (r == 0 && engine_spare_nudge(&st->conn, sb->id, err) < 0) {
                 char why[sizeof(err->msg)]; /* it no longer runs: the service makes its own */
@@ -635,6 +638,9 @@ static int spare_handin(struct sandbox *sb, const struct run_request *req, struc
                 r = sbx_fail(err, ESTALE, "%s", why);
         }
         sbx_trace_lap(&sb->trace, "handover");
+        if (r == 0)
+                r = engine_handin_check(st, req, sb->id, &sb->hv, err);
+        sbx_trace_lap(&sb->trace, "handin_check");
         return r;
 }
 

@@ -104,6 +104,7 @@ int engine_container_inspect(struct engine_state *st, const char *id, bool keep_
  * `timeout` and bash are there in every Debian-based image, ours included (images/build.sh). */
 #define ENGINE_TIMEOUT_PATH "/usr/bin/timeout"
 #define ENGINE_BASH_PATH "/bin/bash"
+#define ENGINE_SLEEP_PATH "/usr/bin/sleep"
 
 /**
  * engine_interp_for() - the interpreter of @l in @image, as the container's command names it: an

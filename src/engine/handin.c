@@ -226,13 +226,20 @@ int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
 }
 
 int engine_handin_helper_make(struct engine_state *st, const char *image, const char *owner,
-                              struct engine_handin *h, struct sbx_error *err)
+                              const char *wait_s, struct engine_handin *h, struct sbx_error *err)
 {
         _cleanup_(json_putp) json_object *body =
             engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
+        json_object *cmd = json_object_new_array();
+        int r;
 
-        return engine_container_create(st, body, image, "create the spare's hand-in helper",
-                                       &h->helper, err);
+        /* started, so that the engine's archive calls find its file system mounted */
+        json_object_array_add(cmd, json_object_new_string(ENGINE_SLEEP_PATH));
+        json_object_array_add(cmd, json_object_new_string(wait_s));
+        json_object_object_add(body, "Cmd", cmd);
+        r = engine_container_create(st, body, image, "create the spare's hand-in helper",
+                                    &h->helper, err);
+        return r < 0 ? r : engine_container_start(&st->conn, h->helper, image, err);
 }
 
 /* Before start: the run container sees the hand-in through its own mounts (the script, and a
@@ -286,8 +293,8 @@ static void copy_back(struct engine_state *st, const struct sbx_config *cfg, con
         };
         fd = engine_tmpfile(&e);
         r = fd < 0 ? fd
-                   : engine_archive_get_max(&st->conn, id, "/workspace/.", fd, caps.max_tar_bytes,
-                                            &caps.input_cut, &e);
+                   : engine_archive_get_max(&st->conn, h->helper ? h->helper : id, "/workspace/.",
+                                            fd, caps.max_tar_bytes, &caps.input_cut, &e);
         if (r == 0)
                 r = engine_workspace_unpack_capped(fd, cfg->workspace_dir, &h->manifest, uid, gid,
                                                    geteuid() == 0, &caps, &cb, &e);

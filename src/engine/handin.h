@@ -70,14 +70,16 @@ int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
                        const char *owner, struct engine_handin *h, struct sbx_error *err);
 
 /**
- * engine_handin_helper_make() - for a warm spare on the volume path, at prepare: the
- * created-never-started helper container of @image with @h's volumes (engine_helper_body(),
- * labelled @owner), kept in h->helper (free with engine_handin_helper_remove()) so that the
+ * engine_handin_helper_make() - for a warm spare on the volume path, at prepare: the helper
+ * container of @image with @h's volumes (engine_helper_body(), labelled @owner), STARTED with
+ * `sleep @wait_s` as its command (nothing else runs in it; the engine's archive calls into a
+ * running container skip mounting its file system: the call's PUT and the copy-back's GET go
+ * through it), kept in h->helper (free with engine_handin_helper_remove()) so that the
  * call's engine_handin_fill() puts the archives into it without creating one. Return: 0 or
  * -errno with @err.
  */
 int engine_handin_helper_make(struct engine_state *st, const char *image, const char *owner,
-                              struct engine_handin *h, struct sbx_error *err);
+                              const char *wait_s, struct engine_handin *h, struct sbx_error *err);
 
 /**
  * engine_handin_check() - before the start: run container @id sees the hand-in through its own
