@@ -244,3 +244,28 @@ test('a call whose spare went stale prepares its own sandbox, and the sessions l
     assert.ok(await waitFor(async () => (await runCode(conn, 'python', 'print(3)')).result.structuredContent.usage.from_handover === true, START_WITHIN_MS, 500),
         'a spare built after the change is taken');
 });
+
+// Issue 23 #3 on the volume path (an engine that cannot see our files: Docker Desktop, a TCP
+// engine): a spare there is a started container whose bash waits for its hand-in's marker, and
+// a started helper (`sleep`) that holds its volumes. Neither has a lifeline to the server, so a
+// SIGKILLed server's spare must still end by itself: the spare's wait and the helper's sleep
+// both end at the spare's backstop (VESTIBULE_MAX_TIMEOUT_S + 2 + 1.5 x VESTIBULE_WARM_IDLE_S +
+// 10 s: here 5 + 2 + 7 + 10 = 24 s), and the next server's start-up sweep removes them.
+// Control: both containers are seen running, with the killed server's label, before the kill.
+test('a SIGKILLed server\'s spare and its helper end by themselves on the volume path', { skip: skip || (!(CONTAINER && REMOTE_ENGINE) && 'the volume path only (a local spare reads its FIFO under `timeout`)') }, async (t) => {
+    const w = makeWorld(t, { VESTIBULE_WARM_IDLE_S: '5', VESTIBULE_MAX_TIMEOUT_S: '5', VESTIBULE_DEFAULT_TIMEOUT_S: '5' });
+    const conn = await connect(w);
+    assertExitCode((await runCode(conn, 'python', 'print(1)')).text, 0);
+    // control: the spare and its helper run, labelled with this server's owner label
+    assert.ok(await waitFor(async () => (await containersOf(conn.pid)).length >= 2, START_WITHIN_MS), `spare and helper: ${await containersOf(conn.pid)}`);
+    const pid = conn.pid;
+    const t0 = Date.now();
+    process.kill(pid, 'SIGKILL');
+    assert.ok(await serverGone(pid, 3000), 'the server died');
+    assert.ok(await waitFor(async () => (await containersOf(pid)).length === 0, 24000 + GONE_WITHIN_MS, 500),
+        `still running ${Date.now() - t0} ms after the kill: ${await containersOf(pid)}`);
+    const next = await connect(w);
+    await runCode(next, 'bash', 'true');
+    assert.ok(await waitFor(async () => (await containersOf(pid, { all: true })).length === 0, GONE_WITHIN_MS),
+        `the start-up sweep left: ${await containersOf(pid, { all: true })}`);
+});
