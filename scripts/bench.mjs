@@ -41,6 +41,7 @@ const { values: opt } = parseArgs({
         'image-node': { type: 'string', default: 'vestibule/node:bookworm' },
         'docker-host': { type: 'string', default: 'unix:///var/run/docker.sock' },
         'podman-host': { type: 'string', default: 'unix:///run/podman/podman.sock' },
+        'desktop-host': { type: 'string', default: 'unix:///run/vestibule-desktop/docker.sock' },
         'podman-global': { type: 'string' },
     },
 });
@@ -327,7 +328,9 @@ async function addServerCases() {
         skipped.containers = 'the engines\' sockets are root\'s here: run scripts/bench as root for docker/podman';
         return;
     }
-    for (const [eng, host, runtime] of [['docker', opt['docker-host'], 'docker'], ['podman', opt['podman-host'], 'podman']]) {
+    // desktop: the Docker Desktop stand-in (scripts/desktop-standin.sh), the volume path: an
+    // engine that sees neither this machine's files nor its processes (issue 23 #8)
+    for (const [eng, host, runtime] of [['docker', opt['docker-host'], 'docker'], ['podman', opt['podman-host'], 'podman'], ['desktop', opt['desktop-host'], 'docker']]) {
         if (!want(eng)) continue;
         if (!engineUp(host)) { skipped[eng] = `no engine answering at ${host} (scripts/start-engines.sh)`; continue; }
         try {
@@ -351,14 +354,15 @@ async function addServerCases() {
             servers[k].cpu0 = servers[k].cpuTicks();
             cases.push({ key: `ours_container_${eng}_cold_python`, label: `ours: container (${eng}) cold, no spare`, server: k, fn: async () => (await servers[k].run('python', CODE.python)).ms });
         } catch (e) { skipped[`ours_container_${eng}_cold`] = String(e.message).slice(0, 400); }
-        if (have(eng)) {
+        const cli = eng === 'desktop' ? 'docker' : eng;
+        if (have(cli)) {
             const env = { ...baseEnv, HOME: tmp };
-            if (eng === 'docker') env.DOCKER_HOST = host;
+            if (cli === 'docker') env.DOCKER_HOST = host;
             // podman: the CLI on the rootful service's storage, with the service's own global
             // flags (scripts/start-engines.sh), so both run the same runtime the same way.
             const glob = eng === 'podman' ? (opt['podman-global'] || '--cgroup-manager=cgroupfs --events-backend=file --runtime runc').split(' ').filter(Boolean) : [];
-            cases.push({ key: `peer_${eng}_cli_python`, label: `${eng} run --rm (CLI)`, fn: async () => runProc([eng, ...glob, ...DOCKER_FLAGS(opt['image-python'], eng)], one, env) });
-        } else skipped[`peer_${eng}_cli`] = `no ${eng} CLI`;
+            cases.push({ key: `peer_${eng}_cli_python`, label: `${cli} run --rm (CLI${eng === 'desktop' ? ', Desktop stand-in' : ''})`, fn: async () => runProc([cli, ...glob, ...DOCKER_FLAGS(opt['image-python'], cli)], one, env) });
+        } else skipped[`peer_${eng}_cli`] = `no ${cli} CLI`;
     }
 }
 
@@ -434,11 +438,13 @@ report.ratios.container_docker_cold_vs_docker_cli = ratio('ours_container_docker
 report.ratios.container_podman_cold_vs_podman_cli = ratio('ours_container_podman_cold_python', 'peer_podman_cli_python');
 report.ratios.container_docker_warm_vs_cold = ratio('ours_container_docker_python', 'ours_container_docker_cold_python');
 report.ratios.container_podman_warm_vs_cold = ratio('ours_container_podman_python', 'ours_container_podman_cold_python');
+report.ratios.container_desktop_warm_vs_cold = ratio('ours_container_desktop_python', 'ours_container_desktop_cold_python');
+report.ratios.container_desktop_cold_vs_docker_cli = ratio('ours_container_desktop_cold_python', 'peer_desktop_cli_python');
 report.ratios.run_process_vs_native_run_code = ratio('ours_native_run_process', 'ours_native_python');
 report.ratios.native_session_python_vs_fresh = ratio('ours_native_session_python', 'ours_native_python');
 report.ratios.native_session_start_vs_baseline = ratio('ours_native_session_start_python', 'baseline_native_session_start_python');
 report.ratios.native_session_python_vs_baseline = ratio('ours_native_session_python', 'baseline_native_session_python');
-for (const eng of ['docker', 'podman'])
+for (const eng of ['docker', 'podman', 'desktop'])
     report.ratios[`container_${eng}_session_python_vs_fresh`] = ratio(`ours_container_${eng}_session_python`, `ours_container_${eng}_python`);
 for (const l of langs) {
     report.ratios[`native_${l}_vs_baseline`] = ratio(`ours_native_${l}`, `baseline_native_${l}`);

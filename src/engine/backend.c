@@ -182,7 +182,8 @@ struct sandbox {
         /* SANDBOX_MODE_CELLS through the cells ops: the session's runner (cells.c) */
         bool session;
         struct engine_cells *cells;
-        /* a warm spare (spare.h): started in prepare, its interpreter blocked on @fifo */
+        /* a warm spare (spare.h): started in prepare, its interpreter blocked on @fifo (on
+         * the volume path: a bash waiting for its hand-in, hv.helper kept for it) */
         bool spare;
         bool handed; /* start() was called: a second hand-over is refused */
         char *fifo;
@@ -312,6 +313,8 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
                 memcpy(cmd, plain, sizeof(plain));
         if (sb->cells) /* a session: the runner, no backstop (it lives across calls) */
                 engine_cells_cmd(sb->cells, sb->language, sb->interp, cmd, SANDBOX_CMD_MAX);
+        else if (sb->spare && sb->volumes) /* it waits for its hand-in's marker (spare.h) */
+                (void)engine_spare_wait_cmd(cmd, SANDBOX_CMD_MAX, timeout_arg);
         /* after ours: the proxy variables (allowlist only), pip's and npm's persistence
          * (egress_sandbox_env()), PATH with pip's scripts */
         size_t n_env = 0;
@@ -382,18 +385,11 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
         return r;
 }
 
-/* What a sandbox of @sb's spec cannot be here, said before anything is made: a spare on a
- * remote engine, a spare with a network; and the allowlist's relay (a local engine: a remote
- * one gets the bridge by exec, egress_stream.c). */
+/* What a sandbox of @sb's spec cannot be here, said before anything is made: a spare with a
+ * network; and the allowlist's relay (a local engine: a remote one gets the bridge by exec,
+ * egress_stream.c). */
 static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
 {
-        if (sb->spare && sb->volumes)
-                /* the FIFO lives in the bind-mounted code folder: a remote engine's container
-                 * gets its code through a volume, filled at the call (volume.c) */
-                return sbx_fail(err, EOPNOTSUPP,
-                                "no warm spare on a remote container engine (%s): each call "
-                                "creates and starts its own container",
-                                sb->st->conn.ep.host);
         if (sb->spare && sb->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EINVAL, "a warm spare is built for network \"none\" only");
         /* the relay in the image's own interpreter: python3 where there is one (both our
@@ -460,7 +456,11 @@ static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, b
                         ? engine_handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
                         : engine_code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir,
                                                err);
-        if (r == 0 && sb->spare)
+        if (r == 0 && sb->spare && sb->volumes) {
+                char wait_s[16]; /* the helper goes with its spare, under the same backstop */
+                snprintf(wait_s, sizeof(wait_s), "%u", sb->backstop_s);
+                r = engine_handin_helper_make(sb->st, sb->image, sb->owner, wait_s, &sb->hv, err);
+        } else if (r == 0 && sb->spare)
                 r = engine_spare_fifo_make(sb->code_dir, sbx_language_script(sb->language), sb->uid,
                                            sb->gid, sb->rootless_docker, &sb->fifo, err);
         sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
@@ -628,7 +628,33 @@ static int spare_fresh(struct sandbox *sb, struct sbx_error *err)
         return engine_spare_waiting(&sb->rx, err);
 }
 
-/* start() of a spare: check it, then hand the code over through its FIFO (spare.h). */
+/* A spare on the volume path: the code and the workspace copy into its volumes through the
+ * kept helper (the marker last: the spare starts nothing before it sees it), the wake-up
+ * (spare.h, engine_spare_wait_cmd()), then the check that the spare sees its volumes, while its
+ * program starts. A spare that does not see them never sees the marker either: it ran nothing
+ * when the check finds them missing (the caller's destroy removes it, as after any failed
+ * start). */
+static int spare_handin(struct sandbox *sb, const struct run_request *req, struct sbx_error *err)
+{
+        struct engine_state *st = sb->st;
+        int r = engine_handin_fill(st, sb->cfg, req, sb->image, sb->uid, sb->gid, sb->owner,
+                                   &sb->hv, err);
+
+        sbx_trace_lap(&sb->trace, "handin");
+        if (r == 0 && engine_spare_nudge(&st->conn, sb->id, err) < 0) {
+                char why[sizeof(err->msg)]; /* it no longer runs: the service makes its own */
+                snprintf(why, sizeof(why), "%s", err->msg);
+                r = sbx_fail(err, ESTALE, "%s", why);
+        }
+        sbx_trace_lap(&sb->trace, "handover");
+        if (r == 0)
+                r = engine_handin_check(st, req, sb->id, &sb->hv, err);
+        sbx_trace_lap(&sb->trace, "handin_check");
+        return r;
+}
+
+/* start() of a spare: check it, then hand the code over through its FIFO (spare.h), or on the
+ * volume path through its volumes. */
 static int spare_handover(struct sandbox *sb, const struct run_request *req,
                           struct sandbox_io *ret_io, struct sbx_error *err)
 {
@@ -650,6 +676,13 @@ static int spare_handover(struct sandbox *sb, const struct run_request *req,
                 sb->cpu_before_us = before.cpu_us.measured ? before.cpu_us.value : 0;
         }
         t0 = sbx_now_ms();
+        if (sb->volumes) {
+                r = spare_handin(sb, req, err);
+                if (r < 0) /* nothing of the code ran (no marker, or no wake-up) */
+                        return r;
+                supervise_from(sb, t0, ret_io);
+                return 0;
+        }
         r = engine_spare_handover(sb->fifo, req->code, req->code_len, sb->uid, sb->gid,
                                   sb->rootless_docker, ENGINE_SPARE_READY_MS,
                                   t0 + (uint64_t)req->timeout_s * 1000u, err);
@@ -950,8 +983,9 @@ static void sandbox_destroy(struct sandbox *sb)
         if (sb->network == RUN_NETWORK_ALLOWLIST)
                 engine_egress_end(sb->code_dir); /* a socket left by a failed start */
         engine_xfers_done(&sb->rx);
-        if (sb->id || sb->hv.vols[0] || sb->hv.vols[1] || *sb->cgroup)
-                engine_container_remove_later(sb->st, sb->id, sb->cgroup, sb->hv.vols);
+        if (sb->id || sb->hv.helper || sb->hv.vols[0] || sb->hv.vols[1] || *sb->cgroup)
+                engine_container_remove_later(sb->st, sb->id, sb->hv.helper, sb->cgroup,
+                                              sb->hv.vols);
         sbx_trace_lap(&sb->trace, "remove_dispatch");
         engine_manifest_done(&sb->hv.manifest);
         if (sb->code_file)
@@ -966,6 +1000,7 @@ static void sandbox_destroy(struct sandbox *sb)
         free(sb->fifo);
         free(sb->code_dir);
         free(sb->id);
+        free(sb->hv.helper);
         sbx_trace_lap(&sb->trace, "finish");
         sbx_trace_end(&sb->trace);
         pthread_mutex_destroy(&sb->lock);

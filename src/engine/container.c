@@ -265,7 +265,8 @@ int engine_container_start(const struct engine_conn *c, const char *id, const ch
 
 struct removal {
         struct engine_state *st;
-        char *id;
+        char
+            *id[2]; /* the run container, the hand-in helper kept for a spare; either may be NULL */
         char *cgroup;     /* the run's parent cgroup (hostcg.c), or NULL */
         char *volumes[2]; /* the run's hand-in volumes, removed after the container; may be NULL */
 };
@@ -283,11 +284,16 @@ static void *removal_thread(void *p)
 {
         struct removal *rm = p;
         struct engine_state *st = rm->st;
-        struct sbx_error e = {0};
+        bool left = false;
 
-        if (rm->id && container_remove(&st->conn, rm->id, &e) < 0)
-                log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
-        else
+        for (size_t i = 0; i < 2; i++) { /* the volumes only once no container holds them */
+                struct sbx_error e = {0};
+                if (rm->id[i] && container_remove(&st->conn, rm->id[i], &e) < 0) {
+                        log_warning("%s (the next start's sweep removes it), ignoring", e.msg);
+                        left = true;
+                }
+        }
+        if (!left)
                 volumes_remove(&st->conn, (const char *const *)rm->volumes);
         /* Podman's conmon and its `container cleanup` can outlive the DELETE by a moment:
          * retry (this thread is off the result's path); the next start's sweep is the rest */
@@ -296,7 +302,8 @@ static void *removal_thread(void *p)
                         break;
                 usleep(100000);
         }
-        free(rm->id);
+        free(rm->id[0]);
+        free(rm->id[1]);
         free(rm->cgroup);
         free(rm->volumes[0]);
         free(rm->volumes[1]);
@@ -308,15 +315,16 @@ static void *removal_thread(void *p)
         return NULL;
 }
 
-void engine_container_remove_later(struct engine_state *st, const char *id, const char *cgroup,
-                                   const char *const volumes[2])
+void engine_container_remove_later(struct engine_state *st, const char *id, const char *helper,
+                                   const char *cgroup, const char *const volumes[2])
 {
         struct removal *rm = xcalloc(1, sizeof(*rm));
         pthread_attr_t attr;
         pthread_t t;
 
         rm->st = st;
-        rm->id = id ? xstrdup(id) : NULL;
+        rm->id[0] = id ? xstrdup(id) : NULL;
+        rm->id[1] = helper ? xstrdup(helper) : NULL;
         rm->cgroup = *cgroup ? xstrdup(cgroup) : NULL;
         for (size_t i = 0; volumes && i < 2; i++)
                 rm->volumes[i] = volumes[i] ? xstrdup(volumes[i]) : NULL;

@@ -104,6 +104,7 @@ int engine_container_inspect(struct engine_state *st, const char *id, bool keep_
  * `timeout` and bash are there in every Debian-based image, ours included (images/build.sh). */
 #define ENGINE_TIMEOUT_PATH "/usr/bin/timeout"
 #define ENGINE_BASH_PATH "/bin/bash"
+#define ENGINE_SLEEP_PATH "/usr/bin/sleep"
 
 /**
  * engine_interp_for() - the interpreter of @l in @image, as the container's command names it: an
@@ -138,14 +139,15 @@ int engine_container_start(const struct engine_conn *c, const char *id, const ch
 void engine_container_kill(const struct engine_conn *c, const char *id);
 
 /**
- * engine_container_remove_later() - remove container @id (may be NULL), then the volumes
+ * engine_container_remove_later() - remove container @id and the hand-in helper @helper
+ * (either may be NULL), then the volumes
  * @volumes (either may be NULL; @volumes may be NULL), then the parent cgroup @cgroup ("" =
  * none) in a detached thread (inline when no thread can be made), counted in
  * st->pending_removals; failures are logged (the next start's sweep removes what is left).
  * The strings are copied.
  */
-void engine_container_remove_later(struct engine_state *st, const char *id, const char *cgroup,
-                                   const char *const volumes[2]);
+void engine_container_remove_later(struct engine_state *st, const char *id, const char *helper,
+                                   const char *cgroup, const char *const volumes[2]);
 
 /** engine_removals_wait() - wait up to @timeout_s seconds until @st has no background removal
  * running; a warning names those left. */

@@ -609,13 +609,19 @@ enum engine_handin_part {
         ENGINE_HANDIN_WORKSPACE, /* ./ and the workspace, PUT at /workspace (Podman) */
 };
 
+/* The empty file that ends every code hand-in, /sandbox/ENGINE_HANDIN_GO: a warm spare on the
+ * volume path starts its program once it is there (spare.h), so it is the tar's last entry and
+ * Podman's code tar goes in after its workspace tar. */
+#define ENGINE_HANDIN_GO "vestibule-go"
+
 /**
  * engine_handin_tar() - write to @fd the hand-in tar (@part): the code directory (root 0755)
  * holding @script_name (root 0644, @code), and when @workspace_dir is set, a copy of that
  * folder, every entry owned by @uid:@gid (so the volume root is the run user's, as the host
  * folder is behind a bind mount). Symlinks go in as symlinks and are never followed; set-id
  * bits are dropped; sockets, fifos, devices and folders nested deeper than 128 are left out
- * (*@ret_skipped counts them; the copy-back never deletes them).
+ * (*@ret_skipped counts them; the copy-back never deletes them). With the code, the last entry
+ * is the empty ENGINE_HANDIN_GO in the code directory (root 0644).
  * @ret_manifest: what went in (for engine_workspace_unpack()'s deletions); may be NULL.
  * Return: 0 or -errno with @err.
  */

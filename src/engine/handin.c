@@ -172,14 +172,16 @@ int engine_handin_volumes(struct engine_state *st, uid_t uid, gid_t gid, const c
         return 0;
 }
 
-/* At start: the code and a copy of the workspace into the volumes, through a helper. */
+/* At start: the code and a copy of the workspace into the volumes, through a helper (the
+ * spare's kept one, else one made and removed here). */
 int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
                        const struct run_request *req, const char *image, uid_t uid, gid_t gid,
                        const char *owner, struct engine_handin *h, struct sbx_error *err)
 {
         _cleanup_close_ int fd = -1, wfd = -1;
         _cleanup_(json_putp) json_object *body = NULL;
-        _cleanup_free_ char *helper = NULL;
+        _cleanup_free_ char *made = NULL;
+        const char *helper = h->helper;
         int r;
 
         fd = engine_tmpfile(err);
@@ -201,22 +203,43 @@ int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
                         return sbx_wrap(err, "copying the workspace for the engine");
         }
 
-        body = engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
-        r = engine_container_create(st, body, image, "create the hand-in helper container", &helper,
-                                    err);
-        if (r < 0)
-                return r;
-        if (st->conn.podman) {
-                r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
+        if (!helper) {
+                body =
+                    engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
+                r = engine_container_create(st, body, image, "create the hand-in helper container",
+                                            &made, err);
+                if (r < 0)
+                        return r;
+                helper = made;
+        }
+        if (st->conn.podman) { /* the code last: its tar ends with ENGINE_HANDIN_GO */
+                r = engine_archive_put(&st->conn, helper, "/workspace", wfd, err);
                 if (r == 0)
-                        r = engine_archive_put(&st->conn, helper, "/workspace", wfd, err);
+                        r = engine_archive_put(&st->conn, helper, "/sandbox", fd, err);
         } else {
                 r = engine_archive_put(&st->conn, helper, "/", fd, err);
         }
         struct sbx_error e2 = {0};
-        if (container_remove(&st->conn, helper, &e2) < 0)
+        if (made && container_remove(&st->conn, made, &e2) < 0)
                 log_warning("%s (the next start's sweep removes it), ignoring", e2.msg);
         return r;
+}
+
+int engine_handin_helper_make(struct engine_state *st, const char *image, const char *owner,
+                              const char *wait_s, struct engine_handin *h, struct sbx_error *err)
+{
+        _cleanup_(json_putp) json_object *body =
+            engine_helper_body(image, h->code_vol, h->ws_vol, owner, st->rootless_podman);
+        json_object *cmd = json_object_new_array();
+        int r;
+
+        /* started, so that the engine's archive calls find its file system mounted */
+        json_object_array_add(cmd, json_object_new_string(ENGINE_SLEEP_PATH));
+        json_object_array_add(cmd, json_object_new_string(wait_s));
+        json_object_object_add(body, "Cmd", cmd);
+        r = engine_container_create(st, body, image, "create the spare's hand-in helper",
+                                    &h->helper, err);
+        return r < 0 ? r : engine_container_start(&st->conn, h->helper, image, err);
 }
 
 /* Before start: the run container sees the hand-in through its own mounts (the script, and a
@@ -270,8 +293,8 @@ static void copy_back(struct engine_state *st, const struct sbx_config *cfg, con
         };
         fd = engine_tmpfile(&e);
         r = fd < 0 ? fd
-                   : engine_archive_get_max(&st->conn, id, "/workspace/.", fd, caps.max_tar_bytes,
-                                            &caps.input_cut, &e);
+                   : engine_archive_get_max(&st->conn, h->helper ? h->helper : id, "/workspace/.",
+                                            fd, caps.max_tar_bytes, &caps.input_cut, &e);
         if (r == 0)
                 r = engine_workspace_unpack_capped(fd, cfg->workspace_dir, &h->manifest, uid, gid,
                                                    geteuid() == 0, &caps, &cb, &e);

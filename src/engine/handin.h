@@ -19,6 +19,7 @@ struct engine_handin {
         const char *vols[2]; /* the ones created, for removal; NULL = none */
         struct engine_manifest manifest;
         unsigned skipped; /* sockets, fifos, devices of the workspace not copied in */
+        char *helper;     /* a warm spare's hand-in helper, made at prepare and kept; else NULL */
 };
 
 /**
@@ -60,12 +61,25 @@ int engine_handin_volumes(struct engine_state *st, uid_t uid, gid_t gid, const c
  * engine_handin_fill() - at start: @req's code and a copy of @cfg's workspace (the manifest and
  * the skipped count into @h) into @h's volumes, through a created-never-started helper
  * container of @image (PUT /containers/{id}/archive; Docker refuses archive PUTs into a
- * read-only rootfs or volume, so the run container cannot take them), removed after. Return: 0
+ * read-only rootfs or volume, so the run container cannot take them), removed after (h->helper,
+ * a spare's, is used and kept); /sandbox/ENGINE_HANDIN_GO (engine.h) goes in last. Return: 0
  * or -errno with @err.
  */
 int engine_handin_fill(struct engine_state *st, const struct sbx_config *cfg,
                        const struct run_request *req, const char *image, uid_t uid, gid_t gid,
                        const char *owner, struct engine_handin *h, struct sbx_error *err);
+
+/**
+ * engine_handin_helper_make() - for a warm spare on the volume path, at prepare: the helper
+ * container of @image with @h's volumes (engine_helper_body(), labelled @owner), STARTED with
+ * `sleep @wait_s` as its command (nothing else runs in it; the engine's archive calls into a
+ * running container skip mounting its file system: the call's PUT and the copy-back's GET go
+ * through it), kept in h->helper (free with engine_handin_helper_remove()) so that the
+ * call's engine_handin_fill() puts the archives into it without creating one. Return: 0 or
+ * -errno with @err.
+ */
+int engine_handin_helper_make(struct engine_state *st, const char *image, const char *owner,
+                              const char *wait_s, struct engine_handin *h, struct sbx_error *err);
 
 /**
  * engine_handin_check() - before the start: run container @id sees the hand-in through its own

@@ -20,6 +20,7 @@
 #include "common/xalloc.h"
 #include "engine/container.h"
 #include "engine/engine.h"
+#include "engine/handin.h"
 #include "run/warden.h"
 
 /* A Python user site in the workspace (PYTHONUSERBASE=/workspace/.local: where pip installs,
@@ -256,4 +257,42 @@ int engine_spare_waiting(struct engine_xfers *rx, struct sbx_error *err)
         if (rx->attach.done || rx->wait.done)
                 return sbx_fail(err, ESTALE, "the spare container ended before its hand-over");
         return 0;
+}
+
+/* The spare's wait on the volume path (spare.h, engine_spare_wait_cmd()). `sleep 1 & wait`:
+ * bash's wait returns at once on a trapped signal (bash(1), SIGNALS); the sleep is then ended
+ * and reaped (no zombie in the run's /proc). env(1) drops what bash adds to the environment
+ * (_, SHLVL, PWD, OLDPWD): the program sees the environment a cold run's sees. */
+static const char spare_wait_sh[] =
+    "trap : WINCH; e=$((SECONDS + $1)); shift; "
+    "while [ ! -e /sandbox/" ENGINE_HANDIN_GO " ]; do [ $SECONDS -lt $e ] || exit 124; "
+    "sleep 1 & s=$!; wait $s; kill $s 2>/dev/null; wait $s; done; "
+    "exec /usr/bin/env -u _ -u SHLVL -u PWD -u OLDPWD \"$@\"";
+
+int engine_spare_wait_cmd(const char **cmd, size_t max, const char *wait_s)
+{
+        const char *head[] = {ENGINE_BASH_PATH, "-c", spare_wait_sh, "vestibule-spare", wait_s};
+        size_t n = 0, k = ELEMENTSOF(head);
+
+        while (cmd[n])
+                n++;
+        if (n + k + 1 > max)
+                return -E2BIG;
+        memmove(cmd + k, cmd, (n + 1) * sizeof(*cmd));
+        memcpy(cmd, head, sizeof(head));
+        return 0;
+}
+
+int engine_spare_nudge(const struct engine_conn *c, const char *id, struct sbx_error *err)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+
+        return engine_post(c,
+                           &(struct engine_call){.path = "/containers/{}/kill",
+                                                 .parts = {id},
+                                                 .query = {{"signal", "WINCH"}},
+                                                 .ok = {204},
+                                                 .timeout_ms = 10000,
+                                                 .what = "wake the spare container"},
+                           &rep, err);
 }

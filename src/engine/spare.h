@@ -7,8 +7,10 @@
  * /sandbox/<script>, which is a FIFO the server made. A call hands the code over: the FIFO's
  * name is replaced by a regular file holding the same code (so a traceback, `__file__` or a
  * second read sees the code, not a FIFO with no writer), then the code goes through the FIFO
- * the interpreter already holds, which is closed: EOF ends its program text. Only for engines
- * on this machine (the bind-mounted code folder); a remote engine (volumes) keeps no spare. */
+ * the interpreter already holds, which is closed: EOF ends its program text. On an engine that
+ * cannot see our files (the volume path) the spare is a bash waiting for a marker in its code
+ * volume instead (engine_spare_wait_cmd()); its code and workspace go in at the call through a
+ * helper made with the spare (handin.h). */
 #pragma once
 
 #include <stdbool.h>
@@ -100,3 +102,23 @@ int engine_spare_start(const struct engine_conn *c, const char *id, const struct
  * ended). Return: 0, or -ESTALE with @err (the caller destroys it unused).
  */
 int engine_spare_waiting(struct engine_xfers *rx, struct sbx_error *err);
+
+/**
+ * engine_spare_wait_cmd() - a spare on the volume path (no FIFO: the engine cannot see our
+ * files): the run's command @cmd (NULL-terminated, e.g. `timeout ... python3 /sandbox/main.py`)
+ * is moved 5 places on, and in front goes a bash (ENGINE_BASH_PATH) that waits, up to @wait_s
+ * seconds (a decimal string, borrowed), for /sandbox/ENGINE_HANDIN_GO (handin.h), then execs
+ * the run's command through env(1), with the environment a cold run's program gets. A SIGWINCH
+ * (engine_spare_nudge()) ends its wait at once, and it looks at least once a second in any
+ * case (a signal that came before its trap was set is not lost for good). Waited too long:
+ * exit 124, as timeout(1) does. @max is @cmd's room with the NULL.
+ * Return: 0, or -E2BIG when the command does not fit (@cmd unchanged).
+ */
+int engine_spare_wait_cmd(const char **cmd, size_t max, const char *wait_s);
+
+/**
+ * engine_spare_nudge() - POST /containers/{@id}/kill?signal=WINCH (Engine API, ContainerKill):
+ * the container's init (docker-init, catatonit) passes it on to the waiting bash. Return: 0,
+ * or -errno with @err (409: the container does not run).
+ */
+int engine_spare_nudge(const struct engine_conn *c, const char *id, struct sbx_error *err);

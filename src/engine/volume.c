@@ -397,9 +397,14 @@ static int handin_tar(int fd, enum engine_handin_part part, const char *script_n
                 if (ret_skipped)
                         *ret_skipped = w.skipped;
         }
-        if (archive_write_close(a) != ARCHIVE_OK) {
+        /* last: a spare waits for it (engine.h, ENGINE_HANDIN_GO) */
+        if (part != ENGINE_HANDIN_WORKSPACE) {
+                _cleanup_free_ char *go = xasprintf("%s/%s", code_root, ENGINE_HANDIN_GO);
+                r = tar_header(a, go, S_IFREG | 0644, 0, 0, 0, NULL, now, err);
+        }
+        if (r < 0 || archive_write_close(a) != ARCHIVE_OK) {
                 engine_manifest_done(&m);
-                return tar_fail(a, "close", err);
+                return r < 0 ? r : tar_fail(a, "close", err);
         }
         if (ret_manifest)
                 *ret_manifest = m;

@@ -284,10 +284,45 @@ START_TEST(handin_tar_copies_workspace_without_following_links)
         /* the fifo is left out and counted */
         ck_assert_ptr_null(tar_find(v, n, "workspace/pipe"));
         ck_assert_uint_eq(skipped, 1);
+        /* last, after the workspace: the empty marker a volume-path spare waits for */
+        ck_assert_uint_gt(n, 0);
+        ck_assert_str_eq(v[n - 1].name, "sandbox/" ENGINE_HANDIN_GO);
+        ck_assert(S_ISREG(v[n - 1].mode));
+        ck_assert_str_eq(v[n - 1].data, "");
         /* the manifest: a.txt, sub, sub/deeper, sub/deeper/d.txt, pw */
         ck_assert_uint_eq(m.n, 5);
         engine_manifest_done(&m);
         close(fd);
+        sh("rm -rf '%s'", ws);
+}
+END_TEST
+
+/* Podman's two tars: the code's ends with the marker too; the workspace's holds none. */
+START_TEST(handin_tar_code_part_ends_with_the_marker)
+{
+        _cleanup_free_ char *ws = sbx_test_tmpdir();
+        struct sbx_error err = {0};
+        struct tar_entry v[8];
+        int fd = engine_tmpfile(&err), wfd = engine_tmpfile(&err);
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_ge(wfd, 0);
+        sh("cd '%s' && echo hello >a.txt", ws);
+        ck_assert_int_eq(engine_handin_tar(fd, ENGINE_HANDIN_CODE, "main.py", "print(1)\n", 9, ws,
+                                           2000, 2001, NULL, NULL, &err),
+                         0);
+        size_t n = tar_list(fd, v, 8);
+        ck_assert_uint_gt(n, 1);
+        ck_assert_str_eq(v[n - 1].name, "./" ENGINE_HANDIN_GO);
+        ck_assert_ptr_nonnull(tar_find(v, n, "./main.py"));
+        ck_assert_int_eq(engine_handin_tar(wfd, ENGINE_HANDIN_WORKSPACE, "main.py", "print(1)\n", 9,
+                                           ws, 2000, 2001, NULL, NULL, &err),
+                         0);
+        n = tar_list(wfd, v, 8);
+        ck_assert_ptr_nonnull(tar_find(v, n, "./a.txt"));
+        ck_assert_ptr_null(tar_find(v, n, "./" ENGINE_HANDIN_GO));
+        close(fd);
+        close(wfd);
         sh("rm -rf '%s'", ws);
 }
 END_TEST
@@ -1475,6 +1510,7 @@ static Suite *remote_suite(bool *ret_engine)
         tc = tcase_create("archive");
         tcase_add_test(tc, tar_names);
         tcase_add_test(tc, handin_tar_copies_workspace_without_following_links);
+        tcase_add_test(tc, handin_tar_code_part_ends_with_the_marker);
         tcase_add_test(tc, copyback_refuses_escapes);
         tcase_add_test(tc, copyback_deletes_only_what_the_run_deleted);
         tcase_add_test(tc, copyback_broken_archive_is_an_error);
