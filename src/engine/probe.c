@@ -244,8 +244,19 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, st
                 return r;
         char host[256] = "", vol_why[300] = "";
         gethostname(host, sizeof(host) - 1);
-        fresh.volumes = !engine_daemon_shares_files(
-            &fresh.conn.ep, fresh.daemon_os, fresh.daemon_name, host, vol_why, sizeof(vol_why));
+        /* A server in a container (the OCI image with the engine's socket mounted) never
+         * shares the engine's filesystem: its /workspace is a bind the engine made from a host
+         * path, which the engine would resolve on its own side. */
+        if (cfg->in_container) {
+                fresh.volumes = true;
+                snprintf(vol_why, sizeof(vol_why),
+                         "this server runs inside a container (%.60s), whose filesystem is not "
+                         "the engine's",
+                         cfg->in_container_marker);
+        } else
+                fresh.volumes = !engine_daemon_shares_files(&fresh.conn.ep, fresh.daemon_os,
+                                                            fresh.daemon_name, host, vol_why,
+                                                            sizeof(vol_why));
         if (fresh.volumes)
                 log_info("container engine at '%s': %s, so code and workspace go through "
                          "volumes (the workspace is copied in before and back after each run)",
