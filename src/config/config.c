@@ -1132,9 +1132,8 @@ int config_load(struct sbx_config **ret, struct sbx_error *err)
         /* secure_getenv, as the engine read these before they moved here */
         if (r == 0) {
                 config_engine_env_fill(config_process_getenv, &(*ret)->engine_env);
-                (*ret)->in_container =
-                    config_in_container("/", (*ret)->in_container_marker,
-                                        sizeof((*ret)->in_container_marker));
+                (*ret)->in_container = config_in_container("/", (*ret)->in_container_marker,
+                                                           sizeof((*ret)->in_container_marker));
         }
         return r;
 }
