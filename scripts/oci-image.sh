@@ -3,8 +3,10 @@
 # Docker Engine, built from our own .deb and Debian's packages, without any container registry:
 #
 #   scripts/oci-image.sh DEB OUT.tar [IMAGES_DIR]
+#   scripts/oci-image.sh --from-build BUILD_DIR OUT.tar [IMAGES_DIR]
 #
-# DEB: the vestibule-mcp .deb scripts/package.sh built. OUT.tar: an image archive that
+# DEB: the vestibule-mcp .deb scripts/package.sh built. --from-build: a CMake build folder
+# instead (CI's Release build), installed with `cmake --install --prefix /usr --strip`. OUT.tar: an image archive that
 # `docker load` (and `podman load`) reads: the OCI image layout (oci-layout, index.json,
 # blobs/sha256/) plus Docker's manifest.json, as `docker save` writes since Docker 25.
 # IMAGES_DIR (optional): a folder with python.tar and node.tar (images/build.sh); they go into
@@ -31,8 +33,13 @@
 # manifest.md), https://github.com/moby/moby/blob/master/image/spec/v1.2.md (manifest.json).
 set -euo pipefail
 
+from_build=
+if [ "${1:-}" = --from-build ]; then
+        from_build=$(readlink -f "${2:?--from-build needs a build folder}")
+        shift
+fi
 deb=$(readlink -f "${1:?usage: oci-image.sh DEB OUT.tar [IMAGES_DIR]}")
-out=${2:?usage: oci-image.sh DEB OUT.tar [IMAGES_DIR]}
+out=$(readlink -f "${2:?usage: oci-image.sh DEB OUT.tar [IMAGES_DIR]}")
 images=${3:-}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1794182400}
 say() { printf 'oci-image: %s\n' "$*" >&2; }
@@ -42,15 +49,20 @@ die() {
 }
 [ "$(id -u)" -eq 0 ] || die "run as root (mmdebstrap --mode=root; the layer's files owned by root)"
 command -v mmdebstrap >/dev/null || die "mmdebstrap not found: apt-get install mmdebstrap"
-[ -f "$deb" ] || die "no such .deb: $deb"
+[ -n "$from_build" ] || [ -f "$deb" ] || die "no such .deb: $deb"
 if [ -n "$images" ]; then
         for l in python node; do
                 [ -f "$images/$l.tar" ] || die "$images/$l.tar missing (images/build.sh -o $images)"
         done
 fi
 
-version=$(dpkg-deb -f "$deb" Version)
-arch=$(dpkg-deb -f "$deb" Architecture)
+if [ -n "$from_build" ]; then
+        version=$("$from_build/vestibule-mcp" --version | sed -n 's/^vestibule-mcp //p')
+        arch=$(dpkg --print-architecture)
+else
+        version=$(dpkg-deb -f "$deb" Version)
+        arch=$(dpkg-deb -f "$deb" Architecture)
+fi
 case $arch in
 amd64 | arm64) ;;
 *) die "architecture $arch: only amd64 and arm64 images are made" ;;
@@ -69,14 +81,18 @@ work=$(mktemp -d /var/tmp/vestibule-oci.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 root=$work/root
 pkgs=libc6,libjson-c5,libseccomp2,libcurl4,libarchive13,libyaml-0-2,libssl3
-say "root filesystem: $pkgs from $mirror $suite (mmdebstrap --variant=extract), and $(basename "$deb")"
+say "root filesystem: $pkgs from $mirror $suite (mmdebstrap --variant=extract), and ${from_build:-$(basename "$deb")}"
 mmdebstrap --quiet --mode=root --variant=extract --format=directory --include="$pkgs" \
         --aptopt='APT::Install-Recommends "false"' \
         --dpkgopt='path-exclude=/usr/share/doc/*' \
         --dpkgopt='path-include=/usr/share/doc/*/copyright' \
         "$suite" "$root" "deb $mirror $suite main" "deb $mirror $suite-updates main" \
         "deb $secmirror $suite-security main" >&2
-dpkg-deb -x "$deb" "$root"
+if [ -n "$from_build" ]; then
+        DESTDIR=$root cmake --install "$from_build" --prefix /usr --strip >/dev/null
+else
+        dpkg-deb -x "$deb" "$root"
+fi
 # extract unpacks whole packages: what a server in a container never reads goes.
 rm -rf "$root"/usr/share/man "$root"/usr/share/info "$root"/usr/share/locale "$root"/usr/share/lintian \
         "$root"/usr/share/vestibule/apparmor "$root"/usr/share/bash-completion "$root"/usr/lib/*/gconv \

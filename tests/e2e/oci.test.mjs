@@ -12,7 +12,9 @@
 // Environment: E2E_OCI_IMAGE (required: the loaded image, vestibule-mcp:<version>[-images]),
 // E2E_OCI_SOCKET (the engine's socket as the engine sees it; default /var/run/docker.sock),
 // DOCKER_HOST (for the docker CLI; the stand-in's socket), E2E_OCI_ENV (comma-separated
-// NAME=VALUE settings handed to the server with -e, e.g. VESTIBULE_IMAGE_SOURCE=debian).
+// NAME=VALUE settings handed to the server with -e, e.g. VESTIBULE_IMAGE_SOURCE=debian),
+// E2E_OCI_DOCKER_ARGS (space-separated extra `docker run` options: the Desktop stand-in has no
+// bridge network, so `--network none` there; the server needs only the socket).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -34,6 +36,7 @@ async function start(t) {
     fs.chmodSync(ws, 0o777); // the code's uid (1000) writes back into it through the server
     const args = ['run', '-i', '--rm', '-v', `${SOCK}:/var/run/docker.sock`, '-v', `${ws}:/workspace`];
     for (const s of SETTINGS) args.push('-e', s);
+    args.push(...(process.env.E2E_OCI_DOCKER_ARGS || '').split(' ').filter(Boolean));
     args.push(IMAGE);
     // what a client gives: its default environment, plus DOCKER_HOST for the docker CLI
     const env = { ...getDefaultEnvironment() };
