@@ -481,6 +481,46 @@ struct opts {
         struct mode mode;
 };
 
+/* The mode options go with their mode: 0, or 2 with a message. */
+static int mode_args_ok(const struct mode *m)
+{
+        if ((m->image || m->workspace || m->os != CLIENT_OS_LINUX) && m->kind != MODE_DOCKER) {
+                fprintf(stderr, "vestibule-mcp install-client: --image, --workspace and --os go "
+                                "with --docker\n");
+                return 2;
+        }
+        if (m->win_home && m->kind != MODE_WSL) {
+                fprintf(stderr, "vestibule-mcp install-client: --windows-home goes with --wsl\n");
+                return 2;
+        }
+        return 0;
+}
+
+/* The one client named after the options, a valid --name, the mode's options: 0, or 2. */
+static int check_client(int argc, char **argv, const struct opts *o,
+                        const struct client_info **ret_c)
+{
+        if (optind + 1 != argc) {
+                fprintf(stderr, "vestibule-mcp install-client: name one client: %s\n\n%s",
+                        clients_ids(), usage_text);
+                return 2;
+        }
+        *ret_c = clients_find(argv[optind]);
+        if (!*ret_c) {
+                fprintf(stderr, "vestibule-mcp install-client: unknown client '%s': one of %s\n",
+                        argv[optind], clients_ids());
+                return 2;
+        }
+        if (!clients_name_valid(o->name)) {
+                fprintf(stderr,
+                        "vestibule-mcp install-client: --name '%s': use 1 to 64 letters, "
+                        "digits, '_' or '-'\n",
+                        o->name);
+                return 2;
+        }
+        return mode_args_ok(&o->mode);
+}
+
 static int parse_args(int argc, char **argv, struct opts *o, const struct client_info **ret_c)
 {
         static const struct option opts[] = {
@@ -546,35 +586,7 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct client
                         return 2;
                 }
         }
-        if (optind + 1 != argc) {
-                fprintf(stderr, "vestibule-mcp install-client: name one client: %s\n\n%s",
-                        clients_ids(), usage_text);
-                return 2;
-        }
-        *ret_c = clients_find(argv[optind]);
-        if (!*ret_c) {
-                fprintf(stderr, "vestibule-mcp install-client: unknown client '%s': one of %s\n",
-                        argv[optind], clients_ids());
-                return 2;
-        }
-        if (!clients_name_valid(o->name)) {
-                fprintf(stderr,
-                        "vestibule-mcp install-client: --name '%s': use 1 to 64 letters, "
-                        "digits, '_' or '-'\n",
-                        o->name);
-                return 2;
-        }
-        if ((o->mode.image || o->mode.workspace || o->mode.os != CLIENT_OS_LINUX) &&
-            o->mode.kind != MODE_DOCKER) {
-                fprintf(stderr, "vestibule-mcp install-client: --image, --workspace and --os go "
-                                "with --docker\n");
-                return 2;
-        }
-        if (o->mode.win_home && o->mode.kind != MODE_WSL) {
-                fprintf(stderr, "vestibule-mcp install-client: --windows-home goes with --wsl\n");
-                return 2;
-        }
-        return 0;
+        return check_client(argc, argv, o, ret_c);
 }
 
 /* The entry @s for mode @o (and this binary @exe): 0 or 2. */
