@@ -78,11 +78,14 @@ fi
 # 3. setup inside the image loads a tarball through the Engine API; a run uses it
 t0=$(date +%s)
 ref=vestibule-oci-ci/python:$run_id
-if out=$(docker run --rm -v /var/run/docker.sock:/var/run/docker.sock \
+# (setup's exit status also says whether the server is ready to run: node's image is not
+# imported here, so it is not; the import is what this checks)
+out=$(docker run --rm -v /var/run/docker.sock:/var/run/docker.sock \
         -v "$images/python.tar:/usr/share/vestibule/images/tar/python.tar:ro" \
         -e VESTIBULE_IMAGE_PYTHON="$ref" "$image" setup \
-        --from-tar /usr/share/vestibule/images/tar/python.tar --language python 2>&1) &&
-        grep -q "python image imported in the container engine as '$ref'" <<<"$out"; then
+        --from-tar /usr/share/vestibule/images/tar/python.tar --language python 2>&1)
+if grep -q "python image imported in the container engine as '$ref'" <<<"$out" &&
+        docker image inspect "$ref" >/dev/null 2>&1; then
         ok "setup --from-tar inside the image imported '$ref' through the Engine API ($(($(date +%s) - t0)) s)"
 else
         bad "setup --from-tar inside the image: $out"
@@ -90,7 +93,8 @@ fi
 mkdir -m 0777 "$work/ws"
 if out=$(as "$dg" VESTIBULE_IMAGE_PYTHON="$ref" timeout 180 node "$src/tests/package/mcp-call.mjs" container \
         docker run -i --rm -v /var/run/docker.sock:/var/run/docker.sock -v "$work/ws:/workspace" \
-        -e VESTIBULE_IMAGE_PYTHON="$ref" "$image" 2>&1) && grep -q '^isolation: container$' <<<"$out"; then
+        -e VESTIBULE_IMAGE_SOURCE=debian -e VESTIBULE_IMAGE_PYTHON="$ref" "$image" 2>&1) &&
+        grep -q '^isolation: container$' <<<"$out"; then
         ok "run_code through the image on the image setup imported: isolation: container"
 else
         bad "run_code on the imported image: $out"
