@@ -33,8 +33,13 @@ work=$(mktemp -d /var/tmp/vst-oci.XXXXXX)
 chmod 0755 "$work"
 run_id=oci$$
 standin_started=0
+image=
 cleanup() {
         docker rmi "vestibule-oci-ci/python:$run_id" >/dev/null 2>&1 || true
+        if [ -n "$image" ]; then
+                docker rmi "$image" >/dev/null 2>&1 || true
+                docker -H unix:///run/vestibule-desktop/docker.sock rmi "$image" >/dev/null 2>&1 || true
+        fi
         if [ "$standin_started" = 1 ]; then
                 bash "$src/scripts/desktop-standin.sh" stop >/dev/null 2>&1 || true
         fi
