@@ -5,9 +5,9 @@
 // docker-group user, or the Docker Desktop stand-in through DOCKER_HOST). What reaches the
 // model is asserted: the run's output and its isolation grade, files written by the code in
 // the user's folder, read_workspace of a file the user put there, a figure as image content.
-// Sessions and the allowlist on the volume path are being built (issue 25's other helpers,
-// volsess and volegress): until they land, their Blocked: text naming the volume path is
-// accepted, and the test says so in its diagnostic.
+// Sessions on the volume path are being built (issue 25's other helper, volsess): until they
+// land, their Blocked: text naming the volume path is accepted, and the test says so in its
+// diagnostic. The allowlist there (volegress) has landed and must run.
 //
 // Environment: E2E_OCI_IMAGE (required: the loaded image, vestibule-mcp:<version>[-images]),
 // E2E_OCI_SOCKET (the engine's socket as the engine sees it; default /var/run/docker.sock),
@@ -108,7 +108,7 @@ test('a PNG the code writes comes back as image content', async (t) => {
     assert.equal(img.data, png);
 });
 
-test('sessions and the allowlist on the volume path: work, or (until volsess/volegress land) Blocked: naming why', async (t) => {
+test('the allowlist on the volume path runs; sessions run or (until volsess lands) are Blocked: naming why', async (t) => {
     const c = await start(t);
     const s = await call(c, 'session_start', { language: 'python' });
     if (s.isError) {
@@ -117,11 +117,9 @@ test('sessions and the allowlist on the volume path: work, or (until volsess/vol
     } else {
         assert.equal(s.structuredContent?.isolation ?? grade(s), 'container');
     }
+    // the allowlist on the volume path landed (volegress, merged): no Blocked: accepted
     const a = await call(c, 'run_code', { language: 'python', code: 'print(1)', network: 'allowlist' });
-    if (a.isError) {
-        t.diagnostic(`network allowlist Blocked on the volume path (accepted until volegress lands): ${text(a).slice(0, 300)}`);
-        assert.match(text(a), /Blocked:.*(remote|volume|allowlist)/s);
-    } else {
-        assert.equal(grade(a), 'container');
-    }
+    assert.notEqual(a.isError, true, text(a));
+    assert.match(text(a), /^1$/m);
+    assert.equal(grade(a), 'container', text(a));
 });
