@@ -8,8 +8,12 @@
 #   dist/vestibule-mcp-linux-x64-<version>.tgz    npm @vestibule-mcp/linux-x64 (the binary)
 #   dist/vestibule-mcp-linux-arm64-<version>.tgz  npm @vestibule-mcp/linux-arm64 (cross-built;
 #                                                 skipped with a note when the toolchain is absent)
+#   dist/vestibule-mcp-oci-<version>-<arch>.tar   the server as an OCI image (`docker load`), for
+#                                                 Docker Desktop: scripts/oci-image.sh from the .deb
+#   dist/vestibule-mcp-oci-images-<version>-<arch>.tar  the same with the sandbox images' tarballs
+#                                                 (only with --oci-images DIR: python.tar, node.tar)
 #
-# Usage: scripts/package.sh [--no-arm64] [--no-lintian]
+# Usage: scripts/package.sh [--no-arm64] [--no-lintian] [--no-oci] [--oci-images DIR]
 #
 # The .deb links json-c and libseccomp dynamically and depends on their packages (dpkg-shlibdeps);
 # the npm binaries link both statically (VESTIBULE_STATIC_DEPS) so they run with neither
@@ -28,12 +32,21 @@ dist=$src/dist
 work=$src/build-pkg
 arm64=1
 lintian=1
-for a in "$@"; do
+oci=1
+oci_images=
+while [ $# -gt 0 ]; do
+        a=$1
+        shift
         case $a in
+        --no-oci) oci=0 ;;
+        --oci-images)
+                oci_images=$(readlink -f "${1:?--oci-images needs a folder}")
+                shift
+                ;;
         --no-arm64) arm64=0 ;;
         --no-lintian) lintian=0 ;;
         -h | --help)
-                sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+                sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
                 exit 0
                 ;;
         *)
@@ -214,4 +227,12 @@ sed "s/@VERSION@/$version/g" "$src/packaging/npm/vestibule-mcp/package.json.in" 
 cp "$src/packaging/npm/vestibule-mcp/README.md" "$src/LICENSE" "$l/"
 (cd "$l" && npm pack --silent --pack-destination "$dist" >/dev/null)
 say "vestibule-mcp-$version.tgz: $(stat -c %s "$dist/vestibule-mcp-$version.tgz") bytes"
+# --- the OCI image (as root: mmdebstrap --mode=root) ------------------------------------------
+if [ "$oci" = 1 ] && [ "$(id -u)" -eq 0 ]; then
+        "$src/scripts/oci-image.sh" "$deb" "$dist/vestibule-mcp-oci-$version-$arch.tar"
+        [ -z "$oci_images" ] || "$src/scripts/oci-image.sh" "$deb" \
+                "$dist/vestibule-mcp-oci-images-$version-$arch.tar" "$oci_images"
+elif [ "$oci" = 1 ]; then
+        say "not root: the OCI image was not built (scripts/oci-image.sh needs mmdebstrap --mode=root)"
+fi
 ls -l "$dist" >&2

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,9 @@ extern char **environ;
 static const char usage_text[] =
     "Usage: vestibule-mcp install-client CLIENT [--print] [--env NAME=VALUE]...\n"
     "                                    [--config FILE] [--name NAME]\n"
+    "       vestibule-mcp install-client --docker CLIENT [--image IMAGE] [--workspace DIR]\n"
+    "                                    [--os linux|macos|windows] [OPTIONS]\n"
+    "       vestibule-mcp install-client --wsl CLIENT [--windows-home DIR] [OPTIONS]\n"
     "\n"
     "Add vestibule-mcp to an MCP client's configuration. CLIENT is one of claude-code,\n"
     "claude-desktop, cursor, vscode, codex, gemini, opencode.\n"
@@ -42,6 +46,23 @@ static const char usage_text[] =
     "                      DOCKER_CONTEXT, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, CONTAINER_HOST\n"
     "  --config FILE       edit FILE instead of the client's default file\n"
     "  --name NAME         the server's name in the client (default vestibule)\n"
+    "  --docker            start the server image instead (claude-desktop, cursor, vscode,\n"
+    "                      claude-code): `docker run -i --rm -v /var/run/docker.sock:/var/run/\n"
+    "                      docker.sock -v DIR:/workspace [-e VESTIBULE_*=...] IMAGE`; the\n"
+    "                      server's settings go into -e, the client's env keeps PATH and\n"
+    "                      DOCKER_*; for Docker Desktop (macOS, Windows) and Docker Engine\n"
+    "  --image IMAGE       with --docker: the image (default vestibule-mcp:" VESTIBULE_VERSION ")\n"
+    "  --workspace DIR     with --docker: the folder the code sees as /workspace, as the\n"
+    "                      client's system writes it (default ~/.vestibule/workspace on\n"
+    "                      Linux, made 0700; required with --os macos|windows)\n"
+    "  --os OS             with --docker: the client's system (default linux); for macos\n"
+    "                      and windows the entry and that system's file are printed (write\n"
+    "                      it with --config FILE)\n"
+    "  --wsl               inside WSL 2: the Windows side's Claude Desktop or Cursor starts\n"
+    "                      `wsl.exe [-d DISTRO] -e vestibule-mcp` (settings through env(1));\n"
+    "                      when the Windows folder is not reachable the entry is printed\n"
+    "  --windows-home DIR  with --wsl: the Windows user folder as WSL mounts it (default\n"
+    "                      /mnt/c/Users/$USER)\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 written or already there (or printed), 1 failed, 2 usage error.\n";
@@ -163,6 +184,162 @@ static void strv_free(char **v)
         for (size_t i = 0; v && v[i]; i++)
                 free(v[i]);
         free(v);
+}
+
+/* How the entry starts the server: this binary, the OCI image (--docker), or this binary in
+ * WSL from the Windows side (--wsl). */
+struct mode {
+        enum { MODE_HOST, MODE_DOCKER, MODE_WSL } kind;
+        const char *image;     /* --image */
+        const char *workspace; /* --workspace */
+        const char *win_home;  /* --windows-home */
+        enum client_os os;     /* --os */
+        char **args;           /* the entry's args (owned, NULL-terminated) */
+        size_t n_args;
+        const char **env; /* the entry's env (borrowed strings) */
+        size_t n_env;
+        char *owned_ws; /* a default workspace path (owned) */
+};
+
+static void push(struct mode *m, const char *arg)
+{
+        m->args = xrealloc(m->args, (m->n_args + 2) * sizeof(char *));
+        m->args[m->n_args++] = xstrdup(arg);
+        m->args[m->n_args] = NULL;
+}
+
+static void mode_done(struct mode *m)
+{
+        strv_free(m->args);
+        free(m->env);
+        free(m->owned_ws);
+}
+
+/* The server's settings (VESTIBULE_*) ride on the command line (`-e NAME=VALUE` for docker
+ * run, env(1) for wsl.exe): neither passes the client's env on to the server. The client's env
+ * keeps what the docker CLI itself reads (PATH, DOCKER_*). */
+static void split_env(struct mode *m, const char *const *env, size_t n_env, bool docker)
+{
+        m->env = xcalloc(n_env + 1, sizeof(char *));
+        for (size_t i = 0; i < n_env; i++) {
+                if (strncmp(env[i], "VESTIBULE_", 10) == 0) {
+                        if (docker)
+                                push(m, "-e");
+                        push(m, env[i]);
+                } else if (docker) {
+                        m->env[m->n_env++] = env[i];
+                }
+        }
+}
+
+/* --docker: `docker run -i --rm -v SOCK:SOCK -v DIR:/workspace [-e ...] IMAGE`. 0, or 2 with a
+ * usage message. */
+static int docker_entry(const struct client_info *c, struct mode *m, const char *const *env,
+                        size_t n_env, const char *home, struct client_server *s)
+{
+        _cleanup_free_ char *ws = NULL;
+
+        if (!clients_os_path(c, CLIENT_OS_MACOS, NULL)) {
+                fprintf(stderr,
+                        "vestibule-mcp install-client: --docker is for claude-desktop, cursor, "
+                        "vscode and claude-code\n");
+                return 2;
+        }
+        if (!m->workspace && m->os != CLIENT_OS_LINUX) {
+                fprintf(stderr,
+                        "vestibule-mcp install-client: --docker --os %s: name the folder "
+                        "the code works in with --workspace DIR, as that system writes "
+                        "it (e.g. /Users/you/work, C:\\Users\\you\\work)\n",
+                        m->os == CLIENT_OS_MACOS ? "macos" : "windows");
+                return 2;
+        }
+        if (!m->workspace && home)
+                m->workspace = m->owned_ws = xasprintf("%s/.vestibule/workspace", home);
+        ws = xasprintf("%s:/workspace", m->workspace);
+        push(m, "run");
+        push(m, "-i");
+        push(m, "--rm");
+        push(m, "-v");
+        push(m, "/var/run/docker.sock:/var/run/docker.sock");
+        push(m, "-v");
+        push(m, ws);
+        split_env(m, env, n_env, true);
+        push(m, m->image ? m->image : "vestibule-mcp:" VESTIBULE_VERSION);
+        s->command = "docker";
+        return 0;
+}
+
+/* --wsl: `wsl.exe [-d DISTRO] -e [/usr/bin/env VESTIBULE_...=...] EXE`. 0, or 2. */
+static int wsl_entry(const struct client_info *c, struct mode *m, const char *const *env,
+                     size_t n_env, const char *exe, struct client_server *s)
+{
+        const char *distro = config_process_getenv("WSL_DISTRO_NAME");
+        bool npx = strstr(exe, "/node_modules/") != NULL;
+        bool has_settings = false;
+
+        if (strcmp(c->id, "claude-desktop") != 0 && strcmp(c->id, "cursor") != 0) {
+                fprintf(stderr, "vestibule-mcp install-client: --wsl is for claude-desktop and "
+                                "cursor (their Windows apps)\n");
+                return 2;
+        }
+        if (distro && *distro) {
+                push(m, "-d");
+                push(m, distro);
+        }
+        push(m, "-e");
+        for (size_t i = 0; i < n_env; i++)
+                has_settings = has_settings || strncmp(env[i], "VESTIBULE_", 10) == 0;
+        if (has_settings)
+                push(m, "/usr/bin/env");
+        split_env(m, env, n_env, false);
+        if (npx) {
+                push(m, "npx");
+                push(m, "-y");
+                push(m, "vestibule-mcp");
+        } else {
+                push(m, exe);
+        }
+        s->command = "wsl.exe";
+        return 0;
+}
+
+/* --wsl: the Windows side's file into *@ret_file; 1 when its folder is not reachable from here
+ * (then the entry is to be printed), 0 when it is. */
+static int wsl_file(const struct client_info *c, const struct mode *m, char **ret_file)
+{
+        _cleanup_free_ char *folder = NULL, *dflt = NULL;
+        const char *user = config_process_getenv("USER");
+        const char *win_home = m->win_home;
+        struct stat st;
+
+        if (!win_home) {
+                dflt = xasprintf("/mnt/c/Users/%s", user && *user ? user : "unknown");
+                win_home = dflt;
+        }
+        clients_wsl_path(c, win_home, ret_file, &folder);
+        if (stat(folder, &st) == 0 && S_ISDIR(st.st_mode))
+                return 0;
+        printf("install-client: the Windows folder '%s' is not reachable from here (give the "
+               "Windows user folder with --windows-home /mnt/c/Users/NAME); add this entry to "
+               "%s's file by hand:\n",
+               folder, c->title);
+        return 1;
+}
+
+static int parse_os(const char *v, enum client_os *ret)
+{
+        if (strcmp(v, "linux") == 0)
+                *ret = CLIENT_OS_LINUX;
+        else if (strcmp(v, "macos") == 0)
+                *ret = CLIENT_OS_MACOS;
+        else if (strcmp(v, "windows") == 0)
+                *ret = CLIENT_OS_WINDOWS;
+        else {
+                fprintf(stderr,
+                        "vestibule-mcp install-client: --os '%s': linux, macos or windows\n", v);
+                return 2;
+        }
+        return 0;
 }
 
 /* Where backups go: $XDG_STATE_HOME/vestibule/backups, else ~/.local/state/vestibule/backups
@@ -295,123 +472,241 @@ static int claude_cli(const char *claude, const char *home, const char *backup_d
         return 0;
 }
 
-int cmd_install_client(int argc, char **argv)
-{
-        static const struct option opts[] = {
-            {"print", no_argument, NULL, 'p'},        {"env", required_argument, NULL, 'e'},
-            {"config", required_argument, NULL, 'c'}, {"name", required_argument, NULL, 'n'},
-            {"help", no_argument, NULL, 'h'},         {0},
-        };
-        _cleanup_free_ const char **env = xcalloc((size_t)argc + 2, sizeof(char *));
-        _cleanup_free_ char *path_env = NULL, *file = NULL, *text = NULL, *backup = NULL,
-                            *claude = NULL, *bdir = NULL, *kept = NULL;
-        const char *config = NULL, *name = "vestibule", *home, *exe_args[2];
-        const struct client_info *c;
-        struct client_server s = {0};
-        struct sbx_error err = {0};
-        bool print = false, has_path = false;
-        char exe[PATH_MAX];
-        ssize_t len;
-        size_t n_env = 0;
-        int opt, r;
+/* The command line: options into @o, the client into *@ret_c. 0, 1 (help printed), or 2. */
+struct opts {
+        const char **env;
+        size_t n_env;
+        const char *config, *name;
+        bool print, has_path;
+        struct mode mode;
+};
 
-        optind = 1;
-        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-                switch (opt) {
-                case 'p':
-                        print = true;
-                        break;
-                case 'e':
-                        env[n_env++] = optarg;
-                        has_path = has_path || strncmp(optarg, "PATH=", 5) == 0;
-                        break;
-                case 'c':
-                        config = optarg;
-                        break;
-                case 'n':
-                        name = optarg;
-                        break;
-                case 'h':
-                        fputs(usage_text, stdout);
-                        return 0;
-                default:
-                        fputs(usage_text, stderr);
-                        return 2;
-                }
+/* The mode options go with their mode: 0, or 2 with a message. */
+static int mode_args_ok(const struct mode *m)
+{
+        if ((m->image || m->workspace || m->os != CLIENT_OS_LINUX) && m->kind != MODE_DOCKER) {
+                fprintf(stderr, "vestibule-mcp install-client: --image, --workspace and --os go "
+                                "with --docker\n");
+                return 2;
         }
+        if (m->win_home && m->kind != MODE_WSL) {
+                fprintf(stderr, "vestibule-mcp install-client: --windows-home goes with --wsl\n");
+                return 2;
+        }
+        return 0;
+}
+
+/* The one client named after the options, a valid --name, the mode's options: 0, or 2. */
+static int check_client(int argc, char **argv, const struct opts *o,
+                        const struct client_info **ret_c)
+{
         if (optind + 1 != argc) {
                 fprintf(stderr, "vestibule-mcp install-client: name one client: %s\n\n%s",
                         clients_ids(), usage_text);
                 return 2;
         }
-        c = clients_find(argv[optind]);
-        if (!c) {
+        *ret_c = clients_find(argv[optind]);
+        if (!*ret_c) {
                 fprintf(stderr, "vestibule-mcp install-client: unknown client '%s': one of %s\n",
                         argv[optind], clients_ids());
                 return 2;
         }
-        if (!clients_name_valid(name)) {
+        if (!clients_name_valid(o->name)) {
                 fprintf(stderr,
                         "vestibule-mcp install-client: --name '%s': use 1 to 64 letters, "
                         "digits, '_' or '-'\n",
-                        name);
+                        o->name);
                 return 2;
         }
-        r = check_env(env, n_env);
+        return mode_args_ok(&o->mode);
+}
+
+static int parse_args(int argc, char **argv, struct opts *o, const struct client_info **ret_c)
+{
+        static const struct option opts[] = {
+            {"print", no_argument, NULL, 'p'},
+            {"env", required_argument, NULL, 'e'},
+            {"config", required_argument, NULL, 'c'},
+            {"name", required_argument, NULL, 'n'},
+            {"help", no_argument, NULL, 'h'},
+            {"docker", no_argument, NULL, 'D'},
+            {"wsl", no_argument, NULL, 'W'},
+            {"image", required_argument, NULL, 'i'},
+            {"os", required_argument, NULL, 'o'},
+            {"workspace", required_argument, NULL, 'w'},
+            {"windows-home", required_argument, NULL, 'H'},
+            {0},
+        };
+        int opt;
+
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'p':
+                        o->print = true;
+                        break;
+                case 'e':
+                        o->env[o->n_env++] = optarg;
+                        o->has_path = o->has_path || strncmp(optarg, "PATH=", 5) == 0;
+                        break;
+                case 'c':
+                        o->config = optarg;
+                        break;
+                case 'n':
+                        o->name = optarg;
+                        break;
+                case 'D':
+                case 'W':
+                        if (o->mode.kind != MODE_HOST &&
+                            o->mode.kind != (opt == 'D' ? MODE_DOCKER : MODE_WSL)) {
+                                fprintf(stderr, "vestibule-mcp install-client: --docker or "
+                                                "--wsl, not both\n");
+                                return 2;
+                        }
+                        o->mode.kind = opt == 'D' ? MODE_DOCKER : MODE_WSL;
+                        break;
+                case 'i':
+                        o->mode.image = optarg;
+                        break;
+                case 'w':
+                        o->mode.workspace = optarg;
+                        break;
+                case 'H':
+                        o->mode.win_home = optarg;
+                        break;
+                case 'o':
+                        if (parse_os(optarg, &o->mode.os) != 0)
+                                return 2;
+                        break;
+                case 'h':
+                        fputs(usage_text, stdout);
+                        return 1;
+                default:
+                        fputs(usage_text, stderr);
+                        return 2;
+                }
+        }
+        return check_client(argc, argv, o, ret_c);
+}
+
+/* The entry @s for mode @o (and this binary @exe): 0 or 2. */
+static int build_entry(const struct client_info *c, struct opts *o, const char *exe,
+                       const char *home, const char **exe_args, struct client_server *s)
+{
+        int r = 0;
+
+        s->name = o->name;
+        if (o->mode.kind == MODE_DOCKER)
+                r = docker_entry(c, &o->mode, o->env, o->n_env, home, s);
+        else if (o->mode.kind == MODE_WSL)
+                r = wsl_entry(c, &o->mode, o->env, o->n_env, exe, s);
         if (r != 0)
                 return r;
-        /* A client started from the desktop does not read the shell's profile: give it this
-         * PATH, so the server (and npx, node) are found as they are here. */
-        if (c->gui && !has_path && config_process_getenv("PATH")) {
-                path_env = xasprintf("PATH=%s", config_process_getenv("PATH"));
-                env[n_env++] = path_env;
-        }
-
-        /* How the client starts us: from an npm package through npx (the binary's path there
-         * is in npm's cache and changes with each version), otherwise by absolute path. */
-        len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        if (len <= 0) {
-                fprintf(stderr, "vestibule-mcp install-client: cannot read /proc/self/exe: %s\n",
-                        strerror(errno));
-                return 1;
-        }
-        exe[len] = '\0';
-        s.name = name;
-        if (strstr(exe, "/node_modules/")) {
-                s.command = "npx";
-                exe_args[0] = "-y";
-                exe_args[1] = "vestibule-mcp";
-                s.args = exe_args;
-                s.n_args = 2;
-        } else {
-                s.command = exe;
-        }
-        s.env = env;
-        s.n_env = n_env;
-
-        home = config_process_getenv("HOME");
-        if (!config && (!home || home[0] != '/')) {
-                fprintf(stderr, "vestibule-mcp install-client: HOME is not set: give the file "
-                                "with --config FILE\n");
-                return 1;
-        }
-        file = config ? xstrdup(config)
-                      : clients_default_path(c, home, config_process_getenv("XDG_CONFIG_HOME"));
-
-        if (print) {
-                print_entry(c, &s, file);
+        if (o->mode.kind != MODE_HOST) {
+                s->args = (const char *const *)o->mode.args;
+                s->n_args = o->mode.n_args;
+                s->env = o->mode.env;
+                s->n_env = o->mode.n_env;
                 return 0;
         }
+        /* How the client starts us: from an npm package through npx (the binary's path there
+         * is in npm's cache and changes with each version), otherwise by absolute path. */
+        if (strstr(exe, "/node_modules/")) {
+                s->command = "npx";
+                exe_args[0] = "-y";
+                exe_args[1] = "vestibule-mcp";
+                s->args = exe_args;
+                s->n_args = 2;
+        } else {
+                s->command = exe;
+        }
+        s->env = o->env;
+        s->n_env = o->n_env;
+        return 0;
+}
 
+/* Where the entry goes into *@ret_file; 1 when it is only to be printed (another system, an
+ * unreachable Windows side), 0 to write it, -1 on error (printed). */
+static int target_file(const struct client_info *c, const struct opts *o, const char *home,
+                       char **ret_file)
+{
+        if (o->config) {
+                *ret_file = xstrdup(o->config);
+                return 0;
+        }
+        if (o->mode.kind == MODE_WSL)
+                return wsl_file(c, &o->mode, ret_file);
+        if (o->mode.kind == MODE_DOCKER && o->mode.os != CLIENT_OS_LINUX) {
+                *ret_file = clients_os_path(c, o->mode.os, NULL);
+                return 1;
+        }
+        if (!home || home[0] != '/') {
+                fprintf(stderr, "vestibule-mcp install-client: HOME is not set: give the file "
+                                "with --config FILE\n");
+                return -1;
+        }
+        *ret_file = clients_default_path(c, home, config_process_getenv("XDG_CONFIG_HOME"));
+        return 0;
+}
+
+/* --docker on Linux: the workspace folder exists before docker run (which would make it
+ * root's). 0, or 1 with a message. */
+static int docker_workspace(const struct mode *m)
+{
+        _cleanup_free_ char *cmd = NULL;
+        struct stat st;
+
+        if (m->kind != MODE_DOCKER || m->os != CLIENT_OS_LINUX || !m->workspace ||
+            stat(m->workspace, &st) == 0)
+                return 0;
+        if (m->workspace[0] != '/') {
+                fprintf(stderr,
+                        "vestibule-mcp install-client: --workspace '%s': give an absolute "
+                        "path\n",
+                        m->workspace);
+                return 1;
+        }
+        for (char *p = cmd = xstrdup(m->workspace); (p = strchr(p + 1, '/'));) {
+                *p = '\0';
+                (void)mkdir(cmd, 0700);
+                *p = '/';
+        }
+        if (mkdir(m->workspace, 0700) < 0 && errno != EEXIST) {
+                fprintf(stderr, "vestibule-mcp install-client: cannot create '%s': %s\n",
+                        m->workspace, strerror(errno));
+                return 1;
+        }
+        printf("install-client: created the workspace folder '%s' (0700)\n", m->workspace);
+        return 0;
+}
+
+/* Print or write the entry @s for @c: the exit status. */
+static int install(const struct client_info *c, struct opts *o, const char *home,
+                   const struct client_server *s)
+{
+        _cleanup_free_ char *file = NULL, *backup = NULL, *claude = NULL, *bdir = NULL,
+                            *kept = NULL;
+        struct sbx_error err = {0};
+        int r;
+
+        r = target_file(c, o, home, &file);
+        if (r < 0)
+                return 1;
+        if (o->print || r == 1) {
+                print_entry(c, s, file);
+                return 0;
+        }
+        if (docker_workspace(&o->mode) != 0)
+                return 1;
         bdir = backup_folder(home);
-        if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE && !config) {
+        if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE && !o->config) {
                 claude = which("claude");
                 if (claude)
-                        return claude_cli(claude, home, bdir, &s);
+                        return claude_cli(claude, home, bdir, s);
         }
-        r = clients_install(c, file, &s, bdir, &backup, &kept, &err);
+        r = clients_install(c, file, s, bdir, &backup, &kept, &err);
         if (r < 0) {
-                _cleanup_free_ char *entry = clients_render(c, &s);
+                _cleanup_free_ char *entry = clients_render(c, s);
 
                 fprintf(stderr,
                         "vestibule-mcp install-client: %s\nNothing was changed. Fix the file, "
@@ -421,7 +716,7 @@ int cmd_install_client(int argc, char **argv)
         }
         if (r == 0) {
                 printf("install-client: '%s' already has this '%s' entry; nothing changed\n", file,
-                       s.name);
+                       s->name);
                 return 0;
         }
         if (backup)
@@ -429,6 +724,46 @@ int cmd_install_client(int argc, char **argv)
         if (kept)
                 printf("install-client: kept the old entry's %s\n", kept);
         printf("install-client: wrote the '%s' entry for %s into '%s'; restart %s to load it\n",
-               s.name, c->title, file, c->title);
+               s->name, c->title, file, c->title);
         return 0;
+}
+
+int cmd_install_client(int argc, char **argv)
+{
+        _cleanup_free_ const char **env = xcalloc((size_t)argc + 2, sizeof(char *));
+        _cleanup_free_ char *path_env = NULL;
+        struct opts o = {.env = env, .name = "vestibule"};
+        const char *home = config_process_getenv("HOME"), *exe_args[2];
+        const struct client_info *c = NULL;
+        struct client_server s = {0};
+        char exe[PATH_MAX];
+        ssize_t len;
+        int r;
+
+        r = parse_args(argc, argv, &o, &c);
+        if (r != 0)
+                return r == 1 ? 0 : r;
+        r = check_env(env, o.n_env);
+        if (r != 0)
+                return r;
+        /* A client started from the desktop does not read the shell's profile: give it this
+         * PATH, so the server (and npx, node, docker) are found as they are here; not for
+         * another system's client, nor for wsl.exe (Windows finds it). */
+        if (c->gui && !o.has_path && config_process_getenv("PATH") && o.mode.kind != MODE_WSL &&
+            o.mode.os == CLIENT_OS_LINUX) {
+                path_env = xasprintf("PATH=%s", config_process_getenv("PATH"));
+                env[o.n_env++] = path_env;
+        }
+        len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (len <= 0) {
+                fprintf(stderr, "vestibule-mcp install-client: cannot read /proc/self/exe: %s\n",
+                        strerror(errno));
+                return 1;
+        }
+        exe[len] = '\0';
+        r = build_entry(c, &o, exe, home, exe_args, &s);
+        if (r == 0)
+                r = install(c, &o, home, &s);
+        mode_done(&o.mode);
+        return r;
 }

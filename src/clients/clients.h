@@ -155,3 +155,28 @@ bool clients_entry_equal_json(const struct client_info *c, const char *text,
  */
 int clients_merged_env(const struct client_info *c, const char *old_text,
                        const struct client_server *s, char ***ret_env, char **ret_other);
+
+/* The system whose client an entry is for (install-client --os). */
+enum client_os { CLIENT_OS_LINUX, CLIENT_OS_MACOS, CLIENT_OS_WINDOWS };
+
+/**
+ * clients_os_path() - @c's configuration file on @os (paths.c): Linux as
+ * clients_default_path() (@home, ~/.config); macOS below @home ("~" when NULL), e.g.
+ * "<home>/Library/Application Support/Claude/claude_desktop_config.json"; Windows as the user
+ * would type it, e.g. "%APPDATA%\Claude\claude_desktop_config.json" (not a path here).
+ * Return: a new string the caller frees; NULL for a client with no known path on @os (only
+ * claude-desktop, cursor, vscode and claude-code have macOS and Windows paths).
+ */
+char *clients_os_path(const struct client_info *c, enum client_os os, const char *home);
+
+/**
+ * clients_wsl_path() - from inside WSL, @c's configuration file on the Windows side, whose user
+ * profile folder is @win_home as WSL mounts it ("/mnt/c/Users/<name>"): Claude Desktop's
+ * "<win_home>/AppData/Roaming/Claude/claude_desktop_config.json", Cursor's
+ * "<win_home>/.cursor/mcp.json".
+ * @ret_path: the file (caller frees). @ret_folder: the folder that must already exist for the
+ * Windows side to be reachable ("<win_home>/AppData/Roaming", or @win_home; caller frees).
+ * Return: 0, or -1 (nothing set) for a client other than claude-desktop and cursor.
+ */
+int clients_wsl_path(const struct client_info *c, const char *win_home, char **ret_path,
+                     char **ret_folder);

@@ -1106,12 +1106,35 @@ void config_engine_env_done(struct sbx_engine_env *e)
         memset(e, 0, sizeof(*e));
 }
 
+bool config_in_container(const char *root, char *ret_marker, size_t marker_size)
+{
+        static const char *const markers[] = {"/.dockerenv", "/run/.containerenv"};
+        const char *base = root && strcmp(root, "/") != 0 ? root : "";
+        char path[PATH_MAX];
+        struct stat st;
+
+        if (ret_marker && marker_size)
+                ret_marker[0] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(markers); i++) {
+                snprintf(path, sizeof(path), "%s%s", base, markers[i]);
+                if (lstat(path, &st) == 0) {
+                        if (ret_marker && marker_size)
+                                snprintf(ret_marker, marker_size, "%s", markers[i]);
+                        return true;
+                }
+        }
+        return false;
+}
+
 int config_load(struct sbx_config **ret, struct sbx_error *err)
 {
         int r = load(process_getenv, true, NULL, ret, err);
         /* secure_getenv, as the engine read these before they moved here */
-        if (r == 0)
+        if (r == 0) {
                 config_engine_env_fill(config_process_getenv, &(*ret)->engine_env);
+                (*ret)->in_container = config_in_container("/", (*ret)->in_container_marker,
+                                                           sizeof((*ret)->in_container_marker));
+        }
         return r;
 }
 

@@ -224,6 +224,26 @@ static int probe_info(struct engine_state *st, struct sbx_error *err)
         return 0;
 }
 
+/* Whether code and workspace go through volumes for the engine in @st, and why (@why). A
+ * server in a container (the OCI image with the engine's socket mounted) never shares the
+ * engine's filesystem: its /workspace is a bind the engine made from a path of its own side. */
+static bool needs_volumes(const struct engine_state *st, const struct sbx_config *cfg, char *why,
+                          size_t why_size)
+{
+        char host[256] = "";
+
+        if (cfg->in_container) {
+                snprintf(why, why_size,
+                         "this server runs inside a container (%.60s), whose filesystem is not "
+                         "the engine's",
+                         cfg->in_container_marker);
+                return true;
+        }
+        gethostname(host, sizeof(host) - 1);
+        return !engine_daemon_shares_files(&st->conn.ep, st->daemon_os, st->daemon_name, host, why,
+                                           why_size);
+}
+
 int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, struct sbx_error *err)
 {
         struct engine_state fresh = {0};
@@ -242,10 +262,8 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, st
         r = probe_info(&fresh, err);
         if (r < 0)
                 return r;
-        char host[256] = "", vol_why[300] = "";
-        gethostname(host, sizeof(host) - 1);
-        fresh.volumes = !engine_daemon_shares_files(
-            &fresh.conn.ep, fresh.daemon_os, fresh.daemon_name, host, vol_why, sizeof(vol_why));
+        char vol_why[300] = "";
+        fresh.volumes = needs_volumes(&fresh, cfg, vol_why, sizeof(vol_why));
         if (fresh.volumes)
                 log_info("container engine at '%s': %s, so code and workspace go through "
                          "volumes (the workspace is copied in before and back after each run)",

@@ -135,6 +135,19 @@ static void rung_probe(struct ladder *l, struct rung *r)
                   r->probe.usable ? r->probe.grade : r->probe.blocked);
 }
 
+/* The native rung inside a container: not probed, its Blocked: text says why (@marker: the
+ * file that showed it, config_in_container()). */
+static void native_skip(struct rung *r, const char *marker)
+{
+        memset(&r->probe, 0, sizeof(r->probe));
+        r->have_probe = true;
+        r->probed_ms = sbx_now_ms();
+        snprintf(r->probe.blocked, sizeof(r->probe.blocked),
+                 "not used: this server runs inside a container (%.60s), where the container "
+                 "engine is the sandbox; set VESTIBULE_BACKEND=native to try it anyway",
+                 marker && *marker ? marker : "a container marker");
+}
+
 static int take(struct rung *r, struct backend **ret_b, struct backend_probe *ret_probe)
 {
         *ret_b = r->b;
@@ -164,8 +177,12 @@ int ladder_pick(struct ladder *l, struct backend **ret_b, struct backend_probe *
                 enum ladder_choice c;
 
                 /* Each rung is probed only when the ones above it did not win: a host with
-                 * native never touches the container engine. */
-                if (ladder_native_supported()) {
+                 * native never touches the container engine. Inside a container native is
+                 * never tried: its namespaces would nest in the engine's, under a seccomp
+                 * filter and an AppArmor profile this server did not choose. */
+                if (ladder_native_supported() && l->cfg->in_container)
+                        native_skip(nat, l->cfg->in_container_marker);
+                else if (ladder_native_supported()) {
                         rung_probe(l, nat);
                         if (nat->probe.usable && !nat->probe.degraded) {
                                 ret = take(nat, ret_b, ret_probe);

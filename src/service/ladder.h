@@ -24,6 +24,8 @@ struct ladder *ladder_free(struct ladder *l);
 
 /**
  * ladder_pick() - the backend for the next run and what its probe said. Thread-safe.
+ * Auto (VESTIBULE_BACKEND unset) never picks native when @cfg->in_container (the native rung
+ * is not probed; its Blocked: text says so); a forced VESTIBULE_BACKEND=native still tries it.
  * Return: 0 with *@ret_b (borrowed; lives as long as the ladder) and *@ret_probe, or -errno
  * with @err holding the Blocked: text.
  */

@@ -3,6 +3,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,34 @@ START_TEST(defaults_match_the_seed)
         ck_assert(!c->run_as_set);
         ck_assert_int_eq(c->log_level, 2 /* SBX_LOG_INFO */);
         config_free(c);
+}
+END_TEST
+
+/* config_in_container(): Docker's /.dockerenv or Podman's /run/.containerenv in a faked root;
+ * the control is the same root without either. */
+START_TEST(container_markers)
+{
+        _cleanup_free_ char *root = sbx_test_tmpdir();
+        char marker[64] = "x", path[PATH_MAX];
+
+        ck_assert(!config_in_container(root, marker, sizeof(marker)));
+        ck_assert_str_eq(marker, "");
+        snprintf(path, sizeof(path), "%s/run", root);
+        ck_assert_int_eq(mkdir(path, 0755), 0);
+        snprintf(path, sizeof(path), "%s/run/.containerenv", root);
+        ck_assert_int_ge(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
+        ck_assert(config_in_container(root, marker, sizeof(marker)));
+        ck_assert_str_eq(marker, "/run/.containerenv");
+        snprintf(path, sizeof(path), "%s/.dockerenv", root);
+        ck_assert_int_ge(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
+        ck_assert(config_in_container(root, marker, sizeof(marker)));
+        ck_assert_str_eq(marker, "/.dockerenv");
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/run/.containerenv", root);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/run", root);
+        rmdir(path);
+        rmdir(root);
 }
 END_TEST
 
@@ -839,6 +868,7 @@ static Suite *config_suite(void)
         tcase_add_checked_fixture(tc, setup, NULL);
         tcase_add_test(tc, defaults_match_the_seed);
         tcase_add_test(tc, names);
+        tcase_add_test(tc, container_markers);
         tcase_add_test(tc, home_falls_back_to_passwd);
         tcase_add_test(tc, client_environment_fallbacks);
         suite_add_tcase(s, tc);

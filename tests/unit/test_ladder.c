@@ -188,6 +188,56 @@ START_TEST(pick_order_and_laziness)
 }
 END_TEST
 
+/* Inside a container (issue 25: the OCI image) auto never picks native, even a full native
+ * probe, and does not probe it; the control is the same doubles with in_container unset. */
+START_TEST(in_container_never_native)
+{
+        struct sbx_config c = {.backend = SBX_BACKEND_AUTO, .in_container = true};
+        struct backend *b = NULL;
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        struct ladder *l;
+
+        snprintf(c.in_container_marker, sizeof(c.in_container_marker), "/.dockerenv");
+        fake_probe[0] = mk(true, false, "native");
+        fake_probe[1] = mk(true, false, "container");
+        probe_calls[0] = probe_calls[1] = 0;
+        l = ladder_new(&c, fake_native_new, fake_container_new);
+        ck_assert_str_eq(pick_name(l, &p), "container");
+        ck_assert_uint_eq(probe_calls[0], 0);
+        ladder_free(l);
+
+        /* a degraded container still beats a full native inside a container */
+        fake_probe[1] = mk(true, true, "container-degraded (no seccomp filter: x)");
+        l = ladder_new(&c, fake_native_new, fake_container_new);
+        ck_assert_str_eq(pick_name(l, &p), "container");
+        ladder_free(l);
+
+        /* no engine: Blocked: says why native was not tried */
+        fake_probe[1] = mk(false, false, "cannot reach Docker Engine");
+        l = ladder_new(&c, fake_native_new, fake_container_new);
+        ck_assert_int_eq(ladder_pick(l, &b, &p, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err.msg, "inside a container (/.dockerenv)"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "cannot reach Docker Engine"));
+        ck_assert_uint_eq(probe_calls[0], 0);
+        ladder_free(l);
+
+        /* control: the same doubles outside a container pick native */
+        c.in_container = false;
+        fake_probe[1] = mk(true, false, "container");
+        l = ladder_new(&c, fake_native_new, fake_container_new);
+        ck_assert_str_eq(pick_name(l, &p), "native");
+        ladder_free(l);
+
+        /* a forced native is still tried inside a container (scripts/native-in-docker.sh) */
+        c.in_container = true;
+        c.backend = SBX_BACKEND_NATIVE;
+        l = ladder_new(&c, fake_native_new, fake_container_new);
+        ck_assert_str_eq(pick_name(l, &p), "native");
+        ladder_free(l);
+}
+END_TEST
+
 START_TEST(usable_probe_cached_until_a_run_fails)
 {
         struct sbx_config c = {.backend = SBX_BACKEND_AUTO};
@@ -568,6 +618,7 @@ static Suite *ladder_suite(void)
         tcase_add_test(tc, decide_order);
         tcase_add_test(tc, blocked_names_both_fixes);
         tcase_add_test(tc, pick_order_and_laziness);
+        tcase_add_test(tc, in_container_never_native);
         tcase_add_test(tc, forced_backend_never_falls_back);
         suite_add_tcase(s, tc);
 
