@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <stddef.h>
@@ -22,12 +23,16 @@
 
 static const char *const runsc_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
 
-/* In the child: fds 0-2, then close the rest and exec; never returns. */
-static void child_exec(const char *const *argv, int out_fd, int err_fd)
+/* In the child: dies with the thread that forked it (the run's: a server that dies takes its
+ * sandboxes along; runsc's gofer and sandbox die with runsc), fds 0-2, then close the rest and
+ * exec; never returns. */
+static void child_exec(const char *const *argv, int out_fd, int err_fd, pid_t parent)
 {
         int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-        if (null_fd < 0 || setsid() < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 ||
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(127);
+        if (null_fd < 0 || setpgid(0, 0) < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 ||
             dup2(err_fd, 2) < 0)
                 _exit(127);
         closefrom(3);
@@ -50,6 +55,7 @@ static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, in
                 }
                 return sbx_fail(err, e, "cannot make runsc's output pipes: %s", strerror(e));
         }
+        pid_t parent = getpid();
         pid = fork();
         if (pid < 0) {
                 int e = errno;
@@ -60,7 +66,10 @@ static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, in
                 return sbx_fail(err, e, "cannot fork for runsc: %s; retry", strerror(e));
         }
         if (pid == 0)
-                child_exec(argv, out[1], errp[1]);
+                child_exec(argv, out[1], errp[1], parent);
+        /* the group exists before fork returns here too: a kill right after it reaches the
+         * child even before the child ran (setpgid(2): both sides, against the race) */
+        (void)setpgid(pid, pid);
         close(out[1]);
         close(errp[1]);
         *ret_pid = pid;

@@ -16,13 +16,13 @@ struct gvisor_runsc_run {
         const char *log;    /* runsc's --log file (its own errors, not the program's) */
         const char *id;     /* the container id, unique in @root */
         pid_t pid;          /* set by gvisor_runsc_start(): the runsc process, leader of its own
-                               session and process group */
+                               process group (set on both sides of the fork) */
         int out_fd, err_fd; /* read ends of the program's stdout and stderr (-1 once closed) */
 };
 
 /**
  * gvisor_runsc_start() - fork and exec `@runsc --rootless --network=none --ignore-cgroups
- * --root @root --log @log run --bundle @bundle @id` in a new session (setsid: one process group
+ * --root @root --log @log run --bundle @bundle @id` in a new process group (setpgid: one group
  * holds runsc, its user-namespace child and its gofer; the sandbox process runsc starts in a
  * session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin /dev/null,
  * stdout and stderr to new pipes, no other fd, environment PATH only.

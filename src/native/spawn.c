@@ -89,7 +89,6 @@ struct native_msg {
         struct sbx_error err;
 };
 
-
 /* ---- the child ------------------------------------------------------------------------ */
 
 /* Send @m with @n_fds fds (SCM_RIGHTS; at most NATIVE_PASS_FDS) over the sync socket. */
