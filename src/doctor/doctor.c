@@ -26,6 +26,7 @@
 #include "common/utf8.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
+#include "gvisor/gvisor.h"
 #include "native/backend.h"
 #include "service/ladder.h"
 #include "service/service.h"
@@ -549,6 +550,31 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
                     have_pins ? pins->node_registry : NULL, have_pins ? pins->node_debian : NULL);
 }
 
+/* ---- gvisor --------------------------------------------------------------------------- */
+
+/* runsc found (and its version), the platform, and the probe's real rootless run. */
+static void gvisor_checks(struct doctor_backend *b)
+{
+        struct gvisor_runsc_facts f;
+        struct sbx_error err = {0};
+        const char *line, *probe_line;
+
+        if (gvisor_runsc_facts(&f, &err) < 0) {
+                add(b->checks, &b->n_checks, f.found ? DOCTOR_FAIL : DOCTOR_WARN, "runsc", "%s",
+                    err.msg);
+                return;
+        }
+        add(b->checks, &b->n_checks, DOCTOR_OK, "runsc", "%s, version %s", f.path, f.version);
+        add(b->checks, &b->n_checks, DOCTOR_INFO, "runsc platform", "%s", f.platform);
+        /* the probe's own line (gvisor_probe() fills it): a real `runsc run` of uname -r */
+        line = strstr(b->probe.details, "runsc rootless probe: ");
+        if (!line)
+                return;
+        probe_line = line + strlen("runsc rootless probe: ");
+        add(b->checks, &b->n_checks, b->probe.usable ? DOCTOR_OK : DOCTOR_FAIL,
+            "runsc rootless probe", "%.*s", (int)strcspn(probe_line, "\n"), probe_line);
+}
+
 /* ---- probes and the pick ---------------------------------------------------------------- */
 
 static void probe_backend(const struct sbx_config *cfg, backend_ctor_fn ctor,
@@ -580,6 +606,7 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
         memset(r, 0, sizeof(*r));
         r->native.name = "native";
         r->container.name = "container";
+        r->gvisor.name = "gvisor";
         r->backend_setting = config_backend_name(cfg->backend);
 
         if (cfg->invalid)
@@ -611,6 +638,13 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
         }
         container_checks(cfg, &pins, have_pins, &r->container);
         probe_backend(cfg, engine_backend_new, &r->container);
+        if (ladder_native_supported()) {
+                probe_backend(cfg, gvisor_backend_new, &r->gvisor);
+                gvisor_checks(&r->gvisor);
+        } else {
+                snprintf(r->gvisor.probe.blocked, sizeof(r->gvisor.probe.blocked),
+                         "not tried: gVisor runs only on Linux");
+        }
         if (have_pins)
                 setup_pins_done(&pins);
 
@@ -622,6 +656,9 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
         case SBX_BACKEND_CONTAINER:
                 pick = &r->container;
                 break;
+        case SBX_BACKEND_GVISOR:
+                pick = &r->gvisor;
+                break;
         case SBX_BACKEND_NAIVE:
                 r->usable = !cfg->invalid;
                 r->picked = "naive";
@@ -630,8 +667,12 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
                 break;
         case SBX_BACKEND_AUTO:
         default:
-                switch (
-                    ladder_decide(r->native.tried ? &r->native.probe : NULL, &r->container.probe)) {
+                switch (ladder_decide_all(r->gvisor.tried ? &r->gvisor.probe : NULL,
+                                          r->native.tried ? &r->native.probe : NULL,
+                                          &r->container.probe)) {
+                case LADDER_CHOICE_GVISOR:
+                        pick = &r->gvisor;
+                        break;
                 case LADDER_CHOICE_NATIVE:
                         pick = &r->native;
                         break;
@@ -721,6 +762,7 @@ void doctor_print(const struct doctor_report *r, FILE *out)
         print_checks(r->host, r->n_host, out);
         print_backend(&r->native, out);
         print_backend(&r->container, out);
+        print_backend(&r->gvisor, out);
         put_safe(out, "\nVESTIBULE_BACKEND=", r->backend_setting, " picks: ");
         if (r->usable) {
                 put_safe(out, "", r->picked, ", ");
@@ -769,6 +811,7 @@ json_object *doctor_json(const struct doctor_report *r)
         json_object_object_add(o, "host", checks_json(r->host, r->n_host));
         json_object_object_add(bs, "native", backend_json(&r->native));
         json_object_object_add(bs, "container", backend_json(&r->container));
+        json_object_object_add(bs, "gvisor", backend_json(&r->gvisor));
         json_object_object_add(o, "backends", bs);
         json_object_object_add(pick, "setting", json_object_new_string(r->backend_setting));
         json_object_object_add(pick, "usable", json_object_new_boolean(r->usable));

@@ -84,6 +84,7 @@ int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err)
                               "--rootless",
                               "--network=none",
                               "--ignore-cgroups",
+                              "--oci-seccomp",
                               "--root",
                               r->root,
                               "--log",

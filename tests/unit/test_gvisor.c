@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -127,6 +128,12 @@ START_TEST(spec_has_what_the_sandbox_needs)
         ck_assert_str_eq(json_object_get_string(at(at(s, "process"), "cwd")), "/workspace");
         ck_assert(json_object_get_boolean(at(at(s, "process"), "noNewPrivileges")));
         ck_assert_int_eq(json_object_array_length(at(at(s, "process"), "rlimits")), 3);
+        /* no capability, and the syscall rules for runsc --oci-seccomp */
+        ck_assert_int_eq(
+            json_object_array_length(at(at(at(s, "process"), "capabilities"), "bounding")), 0);
+        ck_assert_str_eq(json_object_get_string(at(at(l, "seccomp"), "defaultAction")),
+                         "SCMP_ACT_ALLOW");
+        ck_assert_int_ge(json_object_array_length(at(at(l, "seccomp"), "syscalls")), 3);
         ck_assert_str_eq(
             json_object_get_string(json_object_array_get_idx(at(at(s, "process"), "env"), 0)),
             "PATH=/usr/bin:/bin");
@@ -333,6 +340,39 @@ START_TEST(rootfs_read_only_workspace_shared_tmp_capped_no_network)
 }
 END_TEST
 
+/* Inside the Sentry the sandbox's uid 0 holds no capability and the OCI seccomp rules refuse
+ * namespaces, device nodes and io_uring (runsc --oci-seccomp). Each call's answer is printed;
+ * the control is the unprivileged user namespace this test's own user can make outside. */
+START_TEST(privileged_calls_refused_inside)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        const char *code =
+            "import os, ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "def tell(name, r):\n"
+            "    print(name, 'ok' if r >= 0 else os.strerror(ctypes.get_errno()))\n"
+            "tell('unshare', libc.unshare(0x10000000))\n"
+            "try:\n    os.mknod('/tmp/n', 0o20666, os.makedev(1, 3)); print('mknod ok')\n"
+            "except OSError as e: print('mknod', e.strerror)\n"
+            "buf = ctypes.create_string_buffer(120)\n"
+            "tell('io_uring', libc.syscall(425, 1, buf))\n";
+        pid_t pid = fork();
+        int st;
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+        waitpid(pid, &st, 0);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                      "control: this user cannot unshare a user namespace outside");
+        ck_assert_msg(run(code, 20, -1, &res, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(out(&res), "unshare Operation not permitted\nmknod Operation not "
+                                    "permitted\nio_uring Operation not permitted\n");
+        run_result_done(&res);
+}
+END_TEST
+
 /* Processes of this user whose command line names a gvisor sandbox folder. */
 static int sandbox_processes(void)
 {
@@ -483,6 +523,7 @@ static Suite *gvisor_suite(void)
         tcase_add_test(tc, probe_verifies_and_python_runs);
         tcase_add_test(tc, a_kernel_is_in_between);
         tcase_add_test(tc, rootfs_read_only_workspace_shared_tmp_capped_no_network);
+        tcase_add_test(tc, privileged_calls_refused_inside);
         tcase_add_test(tc, timeout_kills_every_process);
         tcase_add_test(tc, cancel_kills_every_process);
         tcase_add_test(tc, server_death_kills_the_run);
