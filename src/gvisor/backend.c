@@ -413,7 +413,8 @@ static int gvisor_start(struct sandbox *sandbox, const struct run_request *req,
         if (x->started || req->language != x->language)
                 return sbx_fail(err, EINVAL, "gvisor sandbox: start() out of order");
         r = write_new(x->code, script, req->code, req->code_len, err);
-        if (r == 0 && x->language == SBX_LANG_PYTHON)
+        /* every language: bash's and node's python3 children read it from PYTHONPATH too */
+        if (r == 0)
                 r = write_new(x->code, EGRESS_SITECUSTOMIZE_NAME, egress_sitecustomize,
                               strlen(egress_sitecustomize), err);
         if (r == 0)

@@ -373,6 +373,47 @@ START_TEST(privileged_calls_refused_inside)
 }
 END_TEST
 
+/* Threads start (clone3 is ENOSYS in the Sentry, so glibc falls back to clone, which the syscall
+ * rules allow without namespace flags), node starts (its platform makes threads at once), and
+ * python3 from bash has /sandbox (where sitecustomize.py now is for every language) on its path. */
+START_TEST(python_threads_and_node_start)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        char *node = xasprintf("%s/node/usr/bin/node", rootfs_dir());
+        struct run_request req = {.language = SBX_LANG_NODE,
+                                  .code = "console.log(6 * 7)\n",
+                                  .code_len = 19,
+                                  .timeout_s = 20,
+                                  .cfg = &cfg,
+                                  .cancel_fd = -1};
+
+        ck_assert_msg(run("import threading\nt = threading.Thread(target=print, args=('thr',))\n"
+                          "t.start(); t.join()\n",
+                          20, -1, &res, &err) == 0,
+                      "%s", err.msg);
+        ck_assert_str_eq(out(&res), "thr\n");
+        run_result_done(&res);
+        req.language = SBX_LANG_BASH;
+        req.code = "python3 -c 'import sys; print(\"/sandbox\" in sys.path)'\n";
+        req.code_len = strlen(req.code);
+        memset(&res, 0, sizeof(res));
+        ck_assert_msg(backend->ops->run(backend, &req, &res, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(out(&res), "True\n");
+        run_result_done(&res);
+        if (access(node, X_OK) == 0) {
+                req.language = SBX_LANG_NODE;
+                req.code = "console.log(6 * 7)\n";
+                req.code_len = strlen(req.code);
+                memset(&res, 0, sizeof(res));
+                ck_assert_msg(backend->ops->run(backend, &req, &res, &err) == 0, "%s", err.msg);
+                ck_assert_str_eq(out(&res), "42\n");
+                run_result_done(&res);
+        }
+        free(node);
+}
+END_TEST
+
 /* Processes of this user whose command line names a gvisor sandbox folder. */
 static int sandbox_processes(void)
 {
@@ -524,6 +565,7 @@ static Suite *gvisor_suite(void)
         tcase_add_test(tc, a_kernel_is_in_between);
         tcase_add_test(tc, rootfs_read_only_workspace_shared_tmp_capped_no_network);
         tcase_add_test(tc, privileged_calls_refused_inside);
+        tcase_add_test(tc, python_threads_and_node_start);
         tcase_add_test(tc, timeout_kills_every_process);
         tcase_add_test(tc, cancel_kills_every_process);
         tcase_add_test(tc, server_death_kills_the_run);
