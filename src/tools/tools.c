@@ -259,8 +259,14 @@ static json_object *run_code_output(void)
 {
         static const char *const outcomes[] = {"exited",  "signaled", "timed_out", "cancelled",
                                                "flooded", "not_run",  NULL};
-        static const char *const grades[] = {
-            "native", "container", "native-degraded", "container-degraded", "none", NULL};
+        static const char *const grades[] = {"gvisor",
+                                             "native",
+                                             "container",
+                                             "gvisor-degraded",
+                                             "native-degraded",
+                                             "container-degraded",
+                                             "none",
+                                             NULL};
         json_object *oprops = json_object_new_object();
         json_object *p;
 
@@ -284,8 +290,8 @@ static json_object *run_code_output(void)
                                prop("integer", "A flooded run: the stream's byte count when the "
                                                "server stopped it."));
         json_object_object_add(oprops, "isolation",
-                               prop("string", "What protected the run: native, container, "
-                                              "...-degraded (why), or none (why)."));
+                               prop("string", "What protected the run: gvisor, native, "
+                                              "container, ...-degraded (why), or none (why)."));
         p = prop("string", "The isolation grade alone.");
         json_object_object_add(p, "enum", strings(grades));
         json_object_object_add(oprops, "isolation_grade", p);
