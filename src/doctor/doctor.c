@@ -596,6 +596,26 @@ static void probe_backend(const struct sbx_config *cfg, backend_ctor_fn ctor,
         backend_free(be);
 }
 
+/* What auto picks (ladder_decide_all(), the ladder's own rule) from the three probes; NULL
+ * with r->blocked filled when none is usable. */
+static const struct doctor_backend *auto_pick(struct doctor_report *r)
+{
+        switch (ladder_decide_all(r->gvisor.tried ? &r->gvisor.probe : NULL,
+                                  r->native.tried ? &r->native.probe : NULL, &r->container.probe)) {
+        case LADDER_CHOICE_GVISOR:
+                return &r->gvisor;
+        case LADDER_CHOICE_NATIVE:
+                return &r->native;
+        case LADDER_CHOICE_CONTAINER:
+                return &r->container;
+        case LADDER_CHOICE_NONE:
+        default:
+                ladder_blocked_text(r->blocked, sizeof(r->blocked),
+                                    r->native.tried ? &r->native.probe : NULL, &r->container.probe);
+                return NULL;
+        }
+}
+
 int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
 {
         struct doctor_report *r = ret;
@@ -667,25 +687,7 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
                 break;
         case SBX_BACKEND_AUTO:
         default:
-                switch (ladder_decide_all(r->gvisor.tried ? &r->gvisor.probe : NULL,
-                                          r->native.tried ? &r->native.probe : NULL,
-                                          &r->container.probe)) {
-                case LADDER_CHOICE_GVISOR:
-                        pick = &r->gvisor;
-                        break;
-                case LADDER_CHOICE_NATIVE:
-                        pick = &r->native;
-                        break;
-                case LADDER_CHOICE_CONTAINER:
-                        pick = &r->container;
-                        break;
-                case LADDER_CHOICE_NONE:
-                default:
-                        ladder_blocked_text(r->blocked, sizeof(r->blocked),
-                                            r->native.tried ? &r->native.probe : NULL,
-                                            &r->container.probe);
-                        break;
-                }
+                pick = auto_pick(r);
                 break;
         }
         if (pick && pick->probe.usable) {

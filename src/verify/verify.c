@@ -777,8 +777,6 @@ static void judge_main(struct verify_report *r, struct run_service *svc,
                 judge_simple(r, o, "io_uring", c2);
         }
 
-        judge_kernel(r, o);
-
         child_seen = false;
         size_t n = host_find(b->proc_marker, found, ELEMENTSOF(found));
         for (size_t i = 0; i < n; i++)
@@ -1032,8 +1030,8 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
         snprintf(r->backend, sizeof(r->backend), "%s", main_o.res.backend);
         snprintf(r->grade, sizeof(r->grade), "%s", main_o.res.isolation);
         judge_main(r, svc, &c, &b, &main_o, key_seen);
+        judge_kernel(r, &main_o);
         outcome_done(&main_o);
-
         run_script(svc, &b, &c, verify_script_daemon, 20, &o);
         judge_daemon(r, &b, &o);
         outcome_done(&o);
