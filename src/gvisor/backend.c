@@ -327,7 +327,7 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
         if (r == 0 && geteuid() == 0)
                 r = sbx_fail(&e, EPERM,
                              "the gvisor backend runs runsc rootless, as the server's own "
-                             "unprivileged user; this server runs as root: start it as a user "
+                             "unprivileged user; this server runs as root: restart it as a user "
                              "(or use VESTIBULE_BACKEND=native with VESTIBULE_RUN_AS)");
         if (r == 0)
                 r = probe_run(b, release, sizeof(release), &e);
