@@ -240,7 +240,7 @@ function serverEnv(backend, extra = {}) {
     const dir = path.join(tmp, `srv${nServers++}`);
     fs.mkdirSync(dir, { mode: 0o755 });
     const env = { ...baseEnv, HOME: dir, VESTIBULE_BACKEND: backend, VESTIBULE_WORKSPACE: ws, VESTIBULE_AUDIT_DIR: path.join(dir, 'audit'), VESTIBULE_ROOTFS_DIR: ROOTFS, VESTIBULE_IMAGE_PYTHON: opt['image-python'], VESTIBULE_IMAGE_NODE: opt['image-node'], XDG_CONFIG_HOME: path.join(dir, 'xdg'), ...extra };
-    if (isRoot && backend === 'native') fs.chownSync(dir, UID, GID);
+    if (isRoot && (backend === 'native' || backend === 'gvisor')) fs.chownSync(dir, UID, GID);
     return env;
 }
 // The native server runs as the unprivileged user (how it is deployed); a root server would
@@ -249,7 +249,7 @@ function serverEnv(backend, extra = {}) {
 async function startServer(name, backend, extra = {}) {
     const env = serverEnv(backend, extra);
     let argv = [BIN];
-    if (backend === 'native' && isRoot) argv = asUser(argv);
+    if ((backend === 'native' || backend === 'gvisor') && isRoot) argv = asUser(argv); // runsc runs rootless
     else if (isRoot) env.VESTIBULE_RUN_AS = `${UID}:${GID}`;
     const s = new Server(name, argv, env);
     await s.init();
@@ -285,6 +285,19 @@ const DOCKER_FLAGS = (img, cli) => ['run', '--rm', '--network', 'none', '--ipc',
 const engineUp = (host) => spawnSync('curl', ['-sf', '--max-time', '5', '--unix-socket', host.replace('unix://', ''), 'http://x/_ping']).status === 0;
 
 async function addServerCases() {
+    // issue 26: the gvisor backend (runsc rootless, as the unprivileged user like native), a
+    // fresh sandbox per call, in the same interleaved rounds as native and bwrap
+    if (want('gvisor')) {
+        if (!fs.existsSync('/usr/bin/runsc')) skipped.gvisor = 'runsc not installed (apt-get install runsc)';
+        else {
+            try {
+                servers.gvisor = await startServer('gvisor', 'gvisor');
+                for (const l of langs) cases.push({ key: `ours_gvisor_${l}`, label: `ours: gvisor run_code ${l}`, server: 'gvisor', fn: async () => (await servers.gvisor.run(l, CODE[l])).ms });
+            } catch (e) {
+                skipped.gvisor = `gvisor server: ${e.message}`;
+            }
+        }
+    }
     // `--only session`: the native servers with only their session cells (no fresh-sandbox
     // case whose next spare is built in the background while the cell runs)
     const fresh = want('native');
@@ -431,6 +444,8 @@ for (const l of langs) {
     report.ratios[`native_${l}_vs_floor`] = ratio(`ours_native_${l}`, `floor_${l}`);
     if (L[`ours_native_${l}`] && L[`floor_${l}`]) report.ratios[`native_${l}_overhead_over_floor_p50_ms`] = +(L[`ours_native_${l}`].p50_ms - L[`floor_${l}`].p50_ms).toFixed(2);
     report.ratios[`bwrap_${l}_vs_floor`] = ratio(`bwrap_${l}`, `floor_${l}`);
+    report.ratios[`gvisor_${l}_vs_bwrap`] = ratio(`ours_gvisor_${l}`, `bwrap_${l}`);
+    report.ratios[`gvisor_${l}_vs_native`] = ratio(`ours_gvisor_${l}`, `ours_native_${l}`);
 }
 report.ratios.container_docker_vs_docker_cli = ratio('ours_container_docker_python', 'peer_docker_cli_python');
 report.ratios.container_podman_vs_podman_cli = ratio('ours_container_podman_python', 'peer_podman_cli_python');

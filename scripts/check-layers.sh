@@ -16,7 +16,7 @@ declare -A rank=(
         [mcp]=8 [doctor]=8 [verify]=8
         [tools]=7
         [service]=6 [setup]=6
-        [naive]=5 [native]=5 [engine]=5
+        [naive]=5 [native]=5 [engine]=5 [gvisor]=5
         [audit]=4 [egress]=4
         [run]=3
         [config]=2 [workspace]=2 [rootfs]=2 [clients]=2

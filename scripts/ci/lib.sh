@@ -222,6 +222,8 @@ run_e2e() {
         local side=() res2 log2 pid2="" rc2=0
         read -r -a extra <<<"$5"
         [ "$quick" -eq 0 ] || read -r -a files <<<"$QUICK_E2E"
+        # the gvisor run: its isolation files only (config.sh, E2E_GVISOR_FILES)
+        [ "$backend" != gvisor ] || read -r -a files <<<"$E2E_GVISOR_FILES"
         for v in "${extra[@]}"; do
                 if [ "$v" = E2E_AS=root ]; then as=root; else env+=("$v"); fi
         done
@@ -323,7 +325,7 @@ run_stage() {
         t0=$(date +%s)
         fn=stage_${name//-/_}
         case $name in
-        e2e-naive | e2e-native | e2e-container-*) e2e_lines "$name" ;;
+        e2e-naive | e2e-native | e2e-gvisor | e2e-container-*) e2e_lines "$name" ;;
         *) "$fn" ;;
         esac
         stage_times+=("$name=$(($(date +%s) - t0))")

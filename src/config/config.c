@@ -318,7 +318,7 @@ static int parse_word(const char *v, const char *const *words, size_t n)
         return -1;
 }
 
-static const char *const backend_words[] = {"auto", "native", "container", "naive"};
+static const char *const backend_words[] = {"auto", "native", "container", "naive", "gvisor"};
 static const char *const runtime_words[] = {"auto", "docker", "podman"};
 static const char *const image_source_words[] = {"registry", "debian"};
 static const char *const log_level_words[] = {"error", "warning", "info", "debug"};
@@ -448,8 +448,8 @@ static void apply(struct load_ctx *x, const struct setting *s, enum value_source
                 w = parse_word(v, backend_words, ELEMENTSOF(backend_words));
                 if (w < 0) {
                         mark_invalid(x, s, src, v,
-                                     "must be auto, native, container or naive (naive: no "
-                                     "isolation, development only)");
+                                     "must be auto, gvisor, native, container or naive (naive: "
+                                     "no isolation, development only)");
                         return;
                 }
                 c->backend = (enum sbx_backend_choice)w;

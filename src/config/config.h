@@ -17,7 +17,8 @@ enum sbx_backend_choice {
         SBX_BACKEND_AUTO = 0,
         SBX_BACKEND_NATIVE,
         SBX_BACKEND_CONTAINER,
-        SBX_BACKEND_NAIVE, /* development only: no isolation, reported as isolation: none */
+        SBX_BACKEND_NAIVE,  /* development only: no isolation, reported as isolation: none */
+        SBX_BACKEND_GVISOR, /* runsc, rootless: gVisor's Sentry between the code and the kernel */
 };
 
 enum sbx_runtime_choice {
@@ -75,8 +76,8 @@ struct sbx_config {
         char *config_file;   /* the YAML file read, or NULL when there was none */
         bool workspace_ro;   /* VESTIBULE_WORKSPACE_RO, default off */
 
-        enum sbx_backend_choice backend;    /* VESTIBULE_BACKEND auto|native|container|naive */
-        enum sbx_runtime_choice runtime;    /* VESTIBULE_RUNTIME auto|docker|podman */
+        enum sbx_backend_choice backend; /* VESTIBULE_BACKEND auto|gvisor|native|container|naive */
+        enum sbx_runtime_choice runtime; /* VESTIBULE_RUNTIME auto|docker|podman */
         enum sbx_image_source image_source; /* VESTIBULE_IMAGE_SOURCE registry|debian */
         char *image_python;                 /* VESTIBULE_IMAGE_PYTHON, default: the pinned digest */
         char *image_node;                   /* VESTIBULE_IMAGE_NODE, default: the pinned digest */

@@ -26,6 +26,7 @@
 #include "common/utf8.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
+#include "gvisor/gvisor.h"
 #include "native/backend.h"
 #include "service/ladder.h"
 #include "service/service.h"
@@ -549,6 +550,31 @@ static void container_checks(const struct sbx_config *cfg, const struct setup_pi
                     have_pins ? pins->node_registry : NULL, have_pins ? pins->node_debian : NULL);
 }
 
+/* ---- gvisor --------------------------------------------------------------------------- */
+
+/* runsc found (and its version), the platform, and the probe's real rootless run. */
+static void gvisor_checks(struct doctor_backend *b)
+{
+        struct gvisor_runsc_facts f;
+        struct sbx_error err = {0};
+        const char *line, *probe_line;
+
+        if (gvisor_runsc_facts(&f, &err) < 0) {
+                add(b->checks, &b->n_checks, f.found ? DOCTOR_FAIL : DOCTOR_WARN, "runsc", "%s",
+                    err.msg);
+                return;
+        }
+        add(b->checks, &b->n_checks, DOCTOR_OK, "runsc", "%s, version %s", f.path, f.version);
+        add(b->checks, &b->n_checks, DOCTOR_INFO, "runsc platform", "%s", f.platform);
+        /* the probe's own line (gvisor_probe() fills it): a real `runsc run` of uname -r */
+        line = strstr(b->probe.details, "runsc rootless probe: ");
+        if (!line)
+                return;
+        probe_line = line + strlen("runsc rootless probe: ");
+        add(b->checks, &b->n_checks, b->probe.usable ? DOCTOR_OK : DOCTOR_FAIL,
+            "runsc rootless probe", "%.*s", (int)strcspn(probe_line, "\n"), probe_line);
+}
+
 /* ---- probes and the pick ---------------------------------------------------------------- */
 
 static void probe_backend(const struct sbx_config *cfg, backend_ctor_fn ctor,
@@ -570,6 +596,26 @@ static void probe_backend(const struct sbx_config *cfg, backend_ctor_fn ctor,
         backend_free(be);
 }
 
+/* What auto picks (ladder_decide_all(), the ladder's own rule) from the three probes; NULL
+ * with r->blocked filled when none is usable. */
+static const struct doctor_backend *auto_pick(struct doctor_report *r)
+{
+        switch (ladder_decide_all(r->gvisor.tried ? &r->gvisor.probe : NULL,
+                                  r->native.tried ? &r->native.probe : NULL, &r->container.probe)) {
+        case LADDER_CHOICE_GVISOR:
+                return &r->gvisor;
+        case LADDER_CHOICE_NATIVE:
+                return &r->native;
+        case LADDER_CHOICE_CONTAINER:
+                return &r->container;
+        case LADDER_CHOICE_NONE:
+        default:
+                ladder_blocked_text(r->blocked, sizeof(r->blocked),
+                                    r->native.tried ? &r->native.probe : NULL, &r->container.probe);
+                return NULL;
+        }
+}
+
 int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
 {
         struct doctor_report *r = ret;
@@ -580,6 +626,7 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
         memset(r, 0, sizeof(*r));
         r->native.name = "native";
         r->container.name = "container";
+        r->gvisor.name = "gvisor";
         r->backend_setting = config_backend_name(cfg->backend);
 
         if (cfg->invalid)
@@ -611,6 +658,13 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
         }
         container_checks(cfg, &pins, have_pins, &r->container);
         probe_backend(cfg, engine_backend_new, &r->container);
+        if (ladder_native_supported()) {
+                probe_backend(cfg, gvisor_backend_new, &r->gvisor);
+                gvisor_checks(&r->gvisor);
+        } else {
+                snprintf(r->gvisor.probe.blocked, sizeof(r->gvisor.probe.blocked),
+                         "not tried: gVisor runs only on Linux");
+        }
         if (have_pins)
                 setup_pins_done(&pins);
 
@@ -622,6 +676,9 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
         case SBX_BACKEND_CONTAINER:
                 pick = &r->container;
                 break;
+        case SBX_BACKEND_GVISOR:
+                pick = &r->gvisor;
+                break;
         case SBX_BACKEND_NAIVE:
                 r->usable = !cfg->invalid;
                 r->picked = "naive";
@@ -630,21 +687,7 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
                 break;
         case SBX_BACKEND_AUTO:
         default:
-                switch (
-                    ladder_decide(r->native.tried ? &r->native.probe : NULL, &r->container.probe)) {
-                case LADDER_CHOICE_NATIVE:
-                        pick = &r->native;
-                        break;
-                case LADDER_CHOICE_CONTAINER:
-                        pick = &r->container;
-                        break;
-                case LADDER_CHOICE_NONE:
-                default:
-                        ladder_blocked_text(r->blocked, sizeof(r->blocked),
-                                            r->native.tried ? &r->native.probe : NULL,
-                                            &r->container.probe);
-                        break;
-                }
+                pick = auto_pick(r);
                 break;
         }
         if (pick && pick->probe.usable) {
@@ -721,6 +764,7 @@ void doctor_print(const struct doctor_report *r, FILE *out)
         print_checks(r->host, r->n_host, out);
         print_backend(&r->native, out);
         print_backend(&r->container, out);
+        print_backend(&r->gvisor, out);
         put_safe(out, "\nVESTIBULE_BACKEND=", r->backend_setting, " picks: ");
         if (r->usable) {
                 put_safe(out, "", r->picked, ", ");
@@ -769,6 +813,7 @@ json_object *doctor_json(const struct doctor_report *r)
         json_object_object_add(o, "host", checks_json(r->host, r->n_host));
         json_object_object_add(bs, "native", backend_json(&r->native));
         json_object_object_add(bs, "container", backend_json(&r->container));
+        json_object_object_add(bs, "gvisor", backend_json(&r->gvisor));
         json_object_object_add(o, "backends", bs);
         json_object_object_add(pick, "setting", json_object_new_string(r->backend_setting));
         json_object_object_add(pick, "usable", json_object_new_boolean(r->usable));

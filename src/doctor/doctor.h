@@ -32,7 +32,7 @@ struct doctor_check {
 
 /* One backend's prerequisites and the probe's verdict. */
 struct doctor_backend {
-        const char *name; /* "native", "container" */
+        const char *name; /* "gvisor", "native", "container" */
         bool tried;       /* false: not tried on this build (native off Linux) */
         struct backend_probe probe;
         struct doctor_check checks[DOCTOR_MAX_CHECKS];
@@ -43,11 +43,14 @@ struct doctor_report {
         struct doctor_check host[DOCTOR_MAX_CHECKS]; /* settings and the user running this */
         size_t n_host;
         struct doctor_backend native, container;
-        const char *backend_setting; /* VESTIBULE_BACKEND as set: auto|native|container|naive */
-        bool usable;                 /* a run would execute (with @grade) */
-        const char *picked;          /* "native", "container", "naive" or NULL */
-        char grade[320];             /* the isolation line a run would get */
-        char blocked[1024];          /* when !usable: the Blocked: text */
+        struct doctor_backend gvisor; /* runsc (src/gvisor/gvisor.h): found, version, platform,
+                                         the rootless probe's run */
+        const char
+            *backend_setting; /* VESTIBULE_BACKEND as set: auto|gvisor|native|container|naive */
+        bool usable;          /* a run would execute (with @grade) */
+        const char *picked;   /* "gvisor", "native", "container", "naive" or NULL */
+        char grade[320];      /* the isolation line a run would get */
+        char blocked[1024];   /* when !usable: the Blocked: text */
 };
 
 /**

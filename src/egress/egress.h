@@ -103,6 +103,12 @@ int egress_listen_unix(const char *path, int *ret_fd, struct sbx_error *err);
  */
 const char *const *egress_sandbox_env(enum run_network network);
 
+/* The program's fixed environment in every sandbox of every backend that builds its own
+ * (native, gvisor): NULL-ended, PATH first (replace it with EGRESS_SANDBOX_PATH), then HOME=/tmp,
+ * LANG, TZ, python's unbuffered output and USER; nothing of the server's own leaks in. The
+ * backends add egress_sandbox_env()'s entries to a copy. */
+extern const char *const egress_base_env[];
+
 /* The sandbox's folder on PYTHONPATH: /sandbox, the code's own read-only folder, which each
  * backend fills anew for every run (and spare, and session) with the program and
  * EGRESS_SITECUSTOMIZE_NAME. PYTHONPATH comes before the standard library on sys.path, so a

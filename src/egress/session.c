@@ -86,6 +86,18 @@ const char egress_sitecustomize[] =
     "    _sys.path.insert(_i, _p)\n"
     "del _site, _sys, _p\n";
 
+/* The environment is fixed: nothing of the server's own leaks in. */
+const char *const egress_base_env[] = {
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME=/tmp",
+    "LANG=C.UTF-8",
+    "TZ=UTC",
+    "PYTHONUNBUFFERED=1",
+    "PYTHONDONTWRITEBYTECODE=1",
+    "USER=sandbox",
+    NULL,
+};
+
 const char *const *egress_sandbox_env(enum run_network network)
 {
         /* the pip entries are the tail of the same list */

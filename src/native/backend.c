@@ -879,7 +879,7 @@ static int box_spawn(struct native_box *x, struct sbx_error *err)
          * when the sandbox is for the allowlist (egress_sandbox_env). */
         const char *envp[32];
         size_t n_env = 0;
-        for (const char *const *e = native_sandbox_env; *e && n_env < 16; e++)
+        for (const char *const *e = egress_base_env; *e && n_env < 16; e++)
                 envp[n_env++] = strncmp(*e, "PATH=", 5) == 0 ? EGRESS_SANDBOX_PATH : *e;
         for (const char *const *e = egress_sandbox_env(x->network); *e && n_env < 31; e++)
                 envp[n_env++] = *e;

@@ -263,7 +263,7 @@ static void cells_env(const char *envp[32])
 {
         size_t n_env = 0;
 
-        for (const char *const *e = native_sandbox_env; *e && n_env < 16; e++)
+        for (const char *const *e = egress_base_env; *e && n_env < 16; e++)
                 envp[n_env++] = strncmp(*e, "PATH=", 5) == 0 ? EGRESS_SANDBOX_PATH : *e;
         for (const char *const *e = egress_sandbox_env(RUN_NETWORK_NONE); *e && n_env < 31; e++)
                 envp[n_env++] = *e;

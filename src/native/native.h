@@ -307,10 +307,6 @@ struct native_spawn {
         const struct native_host_view *host_view;
 };
 
-/* The program's default environment (PATH first), NULL-ended; backend.c and cells.c add the egress
- * entries to a copy (src/egress/egress.h). */
-extern const char *const native_sandbox_env[];
-
 /* Checkpoints of the child's setup (CLOCK_MONOTONIC µs, sbx_trace_now_us()), for the timing
  * trace: each phase is the time from the previous checkpoint. */
 enum native_child_mark {

@@ -89,18 +89,6 @@ struct native_msg {
         struct sbx_error err;
 };
 
-/* The environment is fixed: nothing of the server's own leaks in. */
-const char *const native_sandbox_env[] = {
-    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME=/tmp",
-    "LANG=C.UTF-8",
-    "TZ=UTC",
-    "PYTHONUNBUFFERED=1",
-    "PYTHONDONTWRITEBYTECODE=1",
-    "USER=sandbox",
-    NULL,
-};
-
 /* ---- the child ------------------------------------------------------------------------ */
 
 /* Send @m with @n_fds fds (SCM_RIGHTS; at most NATIVE_PASS_FDS) over the sync socket. */
@@ -517,7 +505,7 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
         for (size_t i = 0; i < ELEMENTSOF(path); i++) {
                 snprintf(exe, sizeof(exe), "%s/%s", path[i], sp->argv[0]);
                 execve(exe, (char *const *)sp->argv,
-                       (char *const *)(sp->envp ? sp->envp : native_sandbox_env));
+                       (char *const *)(sp->envp ? sp->envp : egress_base_env));
                 if (errno != ENOENT)
                         err = errno;
         }

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
+#include "gvisor/gvisor.h"
 #include "naive/naive.h"
 #include "native/backend.h"
 #include "run/warden.h"
@@ -17,7 +18,7 @@
 /* An unusable probe (or a constructor failure) is retried after this long. */
 #define LADDER_RETRY_MS 5000
 
-enum { RUNG_NAIVE, RUNG_NATIVE, RUNG_CONTAINER, RUNG_N };
+enum { RUNG_NAIVE, RUNG_NATIVE, RUNG_CONTAINER, RUNG_GVISOR, RUNG_N };
 
 struct rung {
         const char *name;
@@ -32,6 +33,7 @@ struct ladder {
         const struct sbx_config *cfg;
         pthread_mutex_t lock;
         struct rung rungs[RUNG_N];
+        bool gvisor_in_auto; /* auto tries the gvisor rung (not with test doubles) */
 };
 
 bool ladder_native_supported(void)
@@ -45,13 +47,27 @@ bool ladder_native_supported(void)
 
 enum ladder_choice ladder_decide(const struct backend_probe *nat, const struct backend_probe *con)
 {
-        bool n_ok = nat && nat->usable, c_ok = con && con->usable;
+        return ladder_decide_all(NULL, nat, con);
+}
 
+enum ladder_choice ladder_decide_all(const struct backend_probe *gv,
+                                     const struct backend_probe *nat,
+                                     const struct backend_probe *con)
+{
+        bool g_ok = gv && gv->usable, n_ok = nat && nat->usable, c_ok = con && con->usable;
+
+        /* A kernel in between beats the host's kernel, grade for grade: full gvisor first,
+         * gvisor-degraded first among the degraded. A full native or container beats a
+         * degraded gvisor: their limits protect the host from what the code spends. */
+        if (g_ok && !gv->degraded)
+                return LADDER_CHOICE_GVISOR;
         if (n_ok && !nat->degraded)
                 return LADDER_CHOICE_NATIVE;
         /* A full container beats degraded native: its limits protect the host. */
         if (c_ok && !con->degraded)
                 return LADDER_CHOICE_CONTAINER;
+        if (g_ok)
+                return LADDER_CHOICE_GVISOR;
         if (n_ok)
                 return LADDER_CHOICE_NATIVE;
         if (c_ok)
@@ -88,6 +104,9 @@ struct ladder *ladder_new(const struct sbx_config *cfg, backend_ctor_fn native,
             (struct rung){.name = "native", .ctor = native ? native : native_backend_new};
         l->rungs[RUNG_CONTAINER] =
             (struct rung){.name = "container", .ctor = container ? container : engine_backend_new};
+        /* tests that pass doubles for the two never get a real gvisor rung in auto */
+        l->rungs[RUNG_GVISOR] = (struct rung){.name = "gvisor", .ctor = gvisor_backend_new};
+        l->gvisor_in_auto = !native && !container;
         return l;
 }
 
@@ -159,6 +178,8 @@ int ladder_pick(struct ladder *l, struct backend **ret_b, struct backend_probe *
                 struct sbx_error *err)
 {
         struct rung *nat = &l->rungs[RUNG_NATIVE], *con = &l->rungs[RUNG_CONTAINER], *r = NULL;
+        struct rung *gv = &l->rungs[RUNG_GVISOR];
+        bool gv_on = l->gvisor_in_auto && ladder_native_supported() && !l->cfg->in_container;
         int ret;
 
         pthread_mutex_lock(&l->lock);
@@ -172,14 +193,24 @@ int ladder_pick(struct ladder *l, struct backend **ret_b, struct backend_probe *
         case SBX_BACKEND_CONTAINER:
                 r = con;
                 break;
+        case SBX_BACKEND_GVISOR:
+                r = gv;
+                break;
         case SBX_BACKEND_AUTO:
         default: {
                 enum ladder_choice c;
 
                 /* Each rung is probed only when the ones above it did not win: a host with
-                 * native never touches the container engine. Inside a container native is
-                 * never tried: its namespaces would nest in the engine's, under a seccomp
-                 * filter and an AppArmor profile this server did not choose. */
+                 * native never touches the container engine. Inside a container neither gvisor
+                 * nor native is tried: their namespaces would nest in the engine's, under a
+                 * seccomp filter and an AppArmor profile this server did not choose. */
+                if (gv_on) {
+                        rung_probe(l, gv);
+                        if (gv->probe.usable && !gv->probe.degraded) {
+                                ret = take(gv, ret_b, ret_probe);
+                                goto out;
+                        }
+                }
                 if (ladder_native_supported() && l->cfg->in_container)
                         native_skip(nat, l->cfg->in_container_marker);
                 else if (ladder_native_supported()) {
@@ -190,8 +221,11 @@ int ladder_pick(struct ladder *l, struct backend **ret_b, struct backend_probe *
                         }
                 }
                 rung_probe(l, con);
-                c = ladder_decide(ladder_native_supported() ? &nat->probe : NULL, &con->probe);
-                if (c == LADDER_CHOICE_NATIVE) {
+                c = ladder_decide_all(gv_on ? &gv->probe : NULL,
+                                      ladder_native_supported() ? &nat->probe : NULL, &con->probe);
+                if (c == LADDER_CHOICE_GVISOR) {
+                        ret = take(gv, ret_b, ret_probe);
+                } else if (c == LADDER_CHOICE_NATIVE) {
                         ret = take(nat, ret_b, ret_probe);
                 } else if (c == LADDER_CHOICE_CONTAINER) {
                         ret = take(con, ret_b, ret_probe);

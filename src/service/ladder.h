@@ -1,8 +1,9 @@
 /* ladder.h - which backend runs a call (private to src/run): VESTIBULE_BACKEND forces one;
- * auto takes the strongest that verifies: native, then a full container, then native-degraded,
- * then container-degraded, else Blocked: with both reasons. Backends are created on first use
- * and their probes cached: a usable probe for the server's life (until a run fails), an
- * unusable one for a few seconds, so a fix (setup, starting Docker) is seen on retry. */
+ * auto takes the strongest that verifies: gvisor, native, then a full container, then
+ * gvisor-degraded, native-degraded, then container-degraded, else Blocked: with the reasons.
+ * Backends are created on first use and their probes cached: a usable probe for the server's life
+ * (until a run fails), an unusable one for a few seconds, so a fix (setup, starting Docker) is seen
+ * on retry. */
 #pragma once
 
 #include <stdbool.h>
@@ -40,6 +41,7 @@ enum ladder_choice {
         LADDER_CHOICE_NONE = 0, /* Blocked: both reasons */
         LADDER_CHOICE_NATIVE,
         LADDER_CHOICE_CONTAINER,
+        LADDER_CHOICE_GVISOR,
 };
 
 /**
@@ -48,6 +50,15 @@ enum ladder_choice {
  * non-Linux build, where native is never tried). Pure; doctor uses it to say what auto picks.
  */
 enum ladder_choice ladder_decide(const struct backend_probe *nat, const struct backend_probe *con);
+
+/**
+ * ladder_decide_all() - the auto rule with the gvisor rung (src/gvisor/gvisor.h) too: gvisor,
+ * native, a full container, then gvisor-degraded, native-degraded, container-degraded, else
+ * none. @gv may be NULL (not tried: the rung is left out). Pure.
+ */
+enum ladder_choice ladder_decide_all(const struct backend_probe *gv,
+                                     const struct backend_probe *nat,
+                                     const struct backend_probe *con);
 
 /**
  * ladder_blocked_text() - the Blocked: text (without the prefix) when ladder_decide() said

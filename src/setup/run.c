@@ -16,10 +16,25 @@
 #include "lazy/sha256.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "gvisor/gvisor.h"
 #include "setup/pins.h"
 #include "setup/registry.h"
 #include "setup/setup.h"
 #include "setup/setup_internal.h"
+
+/* The gvisor backend (src/gvisor/gvisor.h) needs runsc, from the package sources only: say so
+ * when it is missing (nothing is downloaded here). */
+static void setup_gvisor_hint(FILE *out)
+{
+        struct gvisor_runsc_facts f;
+        struct sbx_error err = {0};
+
+        if (gvisor_runsc_facts(&f, &err) == -ENOENT)
+                fprintf(out, "setup: the gvisor backend (gVisor's kernel between the code and "
+                             "yours, rootless) needs runsc, which is not installed: sudo apt "
+                             "install runsc (Debian 12 and later), then restart the "
+                             "server\n");
+}
 
 /* Run images/build.sh -o @outdir all; its output goes to stderr. */
 static int run_build_script(const char *script, const char *outdir, const char *python_target,
@@ -365,6 +380,7 @@ int setup_run(const struct setup_run_args *args, struct sbx_error *err)
                                 "run `vestibule-mcp doctor` to see the isolation this environment "
                                 "gets\n");
         setup_apparmor_hint(a->out);
+        setup_gvisor_hint(a->out);
         setup_print_mcp_config(a);
         return ready;
 }

@@ -254,13 +254,16 @@ static json_object *run_code_usage(void)
         return usage;
 }
 
+/* The isolation grades alone (run_code's isolation_grade enum). */
+static const char *const run_grades[] = {
+    "gvisor", "native", "container", "gvisor-degraded", "native-degraded", "container-degraded",
+    "none",   NULL};
+
 /* run_code's output properties (outputSchema.properties). */
 static json_object *run_code_output(void)
 {
         static const char *const outcomes[] = {"exited",  "signaled", "timed_out", "cancelled",
                                                "flooded", "not_run",  NULL};
-        static const char *const grades[] = {
-            "native", "container", "native-degraded", "container-degraded", "none", NULL};
         json_object *oprops = json_object_new_object();
         json_object *p;
 
@@ -284,10 +287,10 @@ static json_object *run_code_output(void)
                                prop("integer", "A flooded run: the stream's byte count when the "
                                                "server stopped it."));
         json_object_object_add(oprops, "isolation",
-                               prop("string", "What protected the run: native, container, "
-                                              "...-degraded (why), or none (why)."));
+                               prop("string", "What protected the run: gvisor, native, "
+                                              "container, ...-degraded (why), or none (why)."));
         p = prop("string", "The isolation grade alone.");
-        json_object_object_add(p, "enum", strings(grades));
+        json_object_object_add(p, "enum", strings(run_grades));
         json_object_object_add(oprops, "isolation_grade", p);
         json_object_object_add(oprops, "isolation_reason",
                                prop("string", "Why the grade is degraded or none; absent for a "

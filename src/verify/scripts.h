@@ -159,6 +159,8 @@ static const char verify_script_main[] =
     "    os.close(r)\n"
     "rec('io_uring', r >= 0, 'io_uring_setup: ' + ('fd %d' % r if r >= 0 else cerr()))\n"
     "# --- end of issue 12 #3 probes ---\n"
+    "# issue 26: which kernel answers uname (judged outside against the host's release)\n"
+    "rec('kernel', False, os.uname().release)\n"
     "# host processes\n"
     "pids = [x for x in os.listdir('/proc') if x.isdigit()]\n"
     "seen = []\n"

@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +70,8 @@ static const struct {
     {"hostproc", "see host processes", VERIFY_CLAIM_ISOLATION},
     {"symlink", "escape via a workspace symlink read by read_workspace", VERIFY_CLAIM_ISOLATION},
     {"daemon", "leave a setsid daemon behind", VERIFY_CLAIM_ISOLATION},
+    /* issue 26: uname(2) answered by the host's kernel, not gVisor's Sentry */
+    {"kernel", "reach the host's kernel (uname -r answered by it)", VERIFY_CLAIM_KERNEL},
     {"pids", "fork beyond the pids cap", VERIFY_CLAIM_PIDS},
     {"memory", "allocate beyond the memory cap", VERIFY_CLAIM_MEMORY},
     {"cpu", "burn CPU beyond the quota", VERIFY_CLAIM_CPU},
@@ -100,6 +103,8 @@ bool verify_claimed(const char *grade, enum verify_claim c)
                 return true;
         case VERIFY_CLAIM_SECCOMP:
                 return !strstr(grade, "no seccomp");
+        case VERIFY_CLAIM_KERNEL:
+                return strncmp(grade, "gvisor", 6) == 0;
         case VERIFY_CLAIM_EGRESS:
                 /* the backends with backend_ops.egress (src/egress/egress.h): native and
                  * container (docs/design/egress.md, "Container backend") */
@@ -139,6 +144,8 @@ const char *verify_claim_none_text(enum verify_claim c)
                 return "grade claims no process limit";
         case VERIFY_CLAIM_EGRESS:
                 return "this backend serves no network allowlist";
+        case VERIFY_CLAIM_KERNEL:
+                return "grade claims no kernel in between";
         case VERIFY_CLAIM_ISOLATION:
         default:
                 return "grade claims no isolation";
@@ -536,6 +543,26 @@ static void judge_simple(struct verify_report *r, const struct outcome *o, const
                 if (n + 1 < sizeof(p->detail))
                         snprintf(p->detail + n, sizeof(p->detail) - n, ")");
         }
+}
+
+/* issue 26: the release uname(2) gave inside against this process's own (the control: the
+ * host's kernel, which native and container runs share and so report alike). */
+static void judge_kernel(struct verify_report *r, const struct outcome *o)
+{
+        json_object *j = got(o, "kernel");
+        struct utsname host;
+        const char *inside;
+
+        if (!j || uname(&host) < 0) {
+                judge(r, "kernel", VERIFY_UNTESTED, "%s", o->why[0] ? o->why : "no result");
+                return;
+        }
+        inside = jtext(j, "detail");
+        judge(r, "kernel", strcmp(inside, host.release) == 0 ? VERIFY_NOT_HELD : VERIFY_HELD,
+              "uname -r inside: '%.100s' (control: the host's kernel is '%.100s'%s)", inside,
+              host.release,
+              strcmp(inside, host.release) == 0 ? ", the same: no kernel in between"
+                                                : ", another: a kernel in between");
 }
 
 static bool control_unshare(void)
@@ -1003,8 +1030,8 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
         snprintf(r->backend, sizeof(r->backend), "%s", main_o.res.backend);
         snprintf(r->grade, sizeof(r->grade), "%s", main_o.res.isolation);
         judge_main(r, svc, &c, &b, &main_o, key_seen);
+        judge_kernel(r, &main_o);
         outcome_done(&main_o);
-
         run_script(svc, &b, &c, verify_script_daemon, 20, &o);
         judge_daemon(r, &b, &o);
         outcome_done(&o);

@@ -34,6 +34,8 @@ enum verify_claim {
         VERIFY_CLAIM_PIDS,          /* a process count cap */
         VERIFY_CLAIM_EGRESS,        /* network "allowlist" through the egress proxy: the
                                        backends whose runs serve it (native) */
+        VERIFY_CLAIM_KERNEL,        /* a kernel between the code and the host's: gVisor's
+                                       Sentry ("gvisor" grades, src/gvisor/gvisor.h) */
 };
 
 #define VERIFY_MAX_PROBES 32

@@ -15,7 +15,7 @@
 // Environment (besides lib.mjs's VESTIBULE_BIN, E2E_BACKEND and the variables it passes on):
 //   E2E_EXPECT_GRADE   the exact grade this environment must give, or "Blocked: TEXT" when
 //                      every run must be refused with a message containing TEXT
-//   AGREE_EXPECT_PICK  native|container: the backend that must be picked (with a grade)
+//   AGREE_EXPECT_PICK  gvisor|native|container: the backend that must be picked (with a grade)
 //   AGREE_LABEL        the environment's name, for the report
 //   AGREE_KNOWN_NOT_HELD  probe ids known NOT HELD under this grade (comma-separated): left out
 //                      of the strict check and each shown as a todo test (a known gap) whose
@@ -34,15 +34,18 @@ const BLOCKED = EXPECT_GRADE.startsWith('Blocked: ') ? EXPECT_GRADE.slice('Block
 const PICK = process.env.AGREE_EXPECT_PICK || null;
 const KNOWN_GAPS = (process.env.AGREE_KNOWN_NOT_HELD || '').split(',').filter(Boolean);
 const VERIFY_TRIES = Number(process.env.AGREE_VERIFY_TRIES || 3);
-if (!BLOCKED && !['native', 'container'].includes(PICK)) {
-    throw new Error('AGREE_EXPECT_PICK must be native or container when a grade is expected');
+if (!BLOCKED && !['gvisor', 'native', 'container'].includes(PICK)) {
+    throw new Error('AGREE_EXPECT_PICK must be gvisor, native or container when a grade is expected');
 }
 
 // The ladder's rule (issue 6), written here again so a fault in ladder_decide() cannot hide:
-// native, then a full container, then native-degraded, then container-degraded, else none.
-function ladderRule(nat, con) {
+// gvisor, native, then a full container, then gvisor-degraded, native-degraded, then
+// container-degraded, else none (issue 26 put the gvisor rung first, grade for grade).
+function ladderRule(nat, con, gv) {
+    if (gv?.usable && !gv.degraded) return 'gvisor';
     if (nat?.usable && !nat.degraded) return 'native';
     if (con?.usable && !con.degraded) return 'container';
+    if (gv?.usable) return 'gvisor';
     if (nat?.usable) return 'native';
     if (con?.usable) return 'container';
     return null;
@@ -71,7 +74,7 @@ test(BLOCKED ? `${LABEL}: doctor --json is Blocked, naming the fix`
     const world = makeWorld(t);
     const d = cli(world, ['doctor', '--json'], 120_000);
     const pick = d.json.pick;
-    const nat = d.json.backends.native, con = d.json.backends.container;
+    const nat = d.json.backends.native, con = d.json.backends.container, gv = d.json.backends.gvisor;
     doctor = pick;
 
     assert.equal(pick.setting, BACKEND, 'doctor reports the VESTIBULE_BACKEND it was given');
@@ -91,7 +94,7 @@ test(BLOCKED ? `${LABEL}: doctor --json is Blocked, naming the fix`
                 `${name}: a failed prerequisite explains the block: ${JSON.stringify(b.checks)}`);
         }
     }
-    const expectPick = BACKEND === 'auto' ? ladderRule(nat, con) : BACKEND;
+    const expectPick = BACKEND === 'auto' ? ladderRule(nat, con, gv?.tried ? gv : null) : BACKEND;
     if (BLOCKED) {
         assert.equal(pick.usable, false, `expected Blocked, doctor picks ${pick.backend}: ${pick.grade}`);
         assert.ok(pick.blocked.includes(BLOCKED), `doctor's Blocked text names the fix "${BLOCKED}": ${pick.blocked}`);

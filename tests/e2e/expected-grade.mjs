@@ -3,7 +3,7 @@
 // `vestibule-mcp doctor --json` and checked against kernel facts read here, independently of
 // the server's code, so a wrong doctor cannot make a wrong e2e run pass.
 //
-// Usage: node expected-grade.mjs BACKEND      (native or container)
+// Usage: node expected-grade.mjs BACKEND      (native, container or gvisor)
 // Environment: VESTIBULE_BIN, and the settings lib.mjs hands to a server (VESTIBULE_ROOTFS_DIR,
 // DOCKER_HOST, VESTIBULE_RUN_AS, ...): doctor runs with exactly the environment the e2e
 // servers get (lib.mjs makeWorld: the SDK's default environment plus those settings).
@@ -27,6 +27,8 @@
 //              ENGINE on cgroup v1)" (ENGINE Podman or Docker, from the socket's path).
 //              Rootless on cgroup v2: "container" when memory, cpu and pids are delegated,
 //              else degraded naming exactly the missing ones.
+//   gvisor     always "gvisor-degraded (limits not applied: memory, cpu, pids: ...)" naming
+//              --ignore-cgroups: src/gvisor gives runsc no cgroup of its own on any host yet.
 // Anything else (naive: always "none (naive: development only)") is not derived. The facts and
 // the rules are in grade-facts.mjs (tests/e2e/grade.test.mjs checks that they refuse a wrong
 // doctor).
@@ -36,8 +38,8 @@ import fs from 'node:fs';
 import { hostFacts, judge } from './grade-facts.mjs';
 
 const backend = process.argv[2];
-if (!['native', 'container'].includes(backend) || process.argv.length !== 3) {
-    console.error('usage: node expected-grade.mjs native|container');
+if (!['native', 'container', 'gvisor'].includes(backend) || process.argv.length !== 3) {
+    console.error('usage: node expected-grade.mjs native|container|gvisor');
     process.exit(2);
 }
 process.env.E2E_BACKEND = backend;

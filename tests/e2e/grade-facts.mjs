@@ -48,6 +48,14 @@ export function judge(backend, grade, f, engine = '') {
         if (!f.cgroup2 && !m[2].includes('cgroup v2')) return `there is no cgroup v2, and the reason does not say 'cgroup v2'`;
         return null;
     }
+    if (backend === 'gvisor') {
+        // src/gvisor gives runsc no cgroup of its own on any host yet (--ignore-cgroups): every
+        // limit is missing whatever the facts, and the grade must say which and why.
+        const m = degraded('gvisor');
+        if (!m) return `the gvisor backend applies no cgroup limit, so the grade must be 'gvisor-degraded (limits not applied: memory, cpu, pids: WHY)', not '${grade}'`;
+        if (!sameList(m[1], ['memory', 'cpu', 'pids'])) return `the limits not applied must be exactly 'memory, cpu, pids', not '${m[1]}'`;
+        return m[2].includes('--ignore-cgroups') ? null : `the reason does not say runsc runs with --ignore-cgroups ('${m[2]}')`;
+    }
     if (backend !== 'container') return `no rule for backend ${backend}`;
     const rootless = /^unix:\/\/\/run\/user\//.test(engine);
     if (!rootless || (f.cgroup2 && undelegated.length === 0))

@@ -69,3 +69,12 @@ test('expected-grade.mjs: a wrong doctor fails it, the right one passes (the con
     assert.equal(good.status, 0, good.stderr);
     assert.equal(good.stdout.trim(), right);
 });
+
+test('the gvisor rule: every limit missing, --ignore-cgroups named; anything else refused', () => {
+    const f = { cgroup2: true, bus: true, delegated: ['memory', 'cpu', 'pids'], nprocOk: true, release: '6.1.0' };
+    const good = 'gvisor-degraded (limits not applied: memory, cpu, pids: runsc runs with --ignore-cgroups and this backend gives it no cgroup of its own)';
+    assert.equal(judge('gvisor', good, f), null);
+    assert.notEqual(judge('gvisor', 'gvisor', f), null, 'a full gvisor grade is refused: no cgroup is given');
+    assert.notEqual(judge('gvisor', good.replace('memory, cpu, pids', 'memory, cpu'), f), null);
+    assert.notEqual(judge('gvisor', good.replace('--ignore-cgroups', 'no cgroup'), f), null);
+});

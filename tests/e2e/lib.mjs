@@ -339,14 +339,21 @@ export function assertBlocked(result, ...mustName) {
     return text;
 }
 
-/** pids of host processes whose command line contains @marker (any pid namespace). */
+/**
+ * pids of host processes whose command line contains @marker (any pid namespace). On the gvisor
+ * backend the run's processes are tasks of gVisor's Sentry, which the host never sees: there the
+ * sandbox's own host processes (runsc, its user-namespace child, the gofer and the sandbox, each
+ * naming the run's /tmp/vestibule-gvisor-* folder) stand for them, since every task dies with
+ * the sandbox process (the files run one test at a time: run.mjs --test-concurrency=1).
+ */
 export function pidsWithMarker(marker) {
     const found = [];
+    const want = BACKEND === 'gvisor' ? '/tmp/vestibule-gvisor-' : marker;
     for (const e of fs.readdirSync('/proc')) {
         if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
         let cmd;
         try { cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'latin1'); } catch { continue; }
-        if (cmd.includes(marker)) found.push(Number(e));
+        if (cmd.includes(want)) found.push(Number(e));
     }
     return found;
 }

@@ -131,6 +131,7 @@ START_TEST(names)
         ck_assert_str_eq(config_backend_name(SBX_BACKEND_NATIVE), "native");
         ck_assert_str_eq(config_backend_name(SBX_BACKEND_CONTAINER), "container");
         ck_assert_str_eq(config_backend_name(SBX_BACKEND_NAIVE), "naive");
+        ck_assert_str_eq(config_backend_name(SBX_BACKEND_GVISOR), "gvisor");
         ck_assert_str_eq(config_runtime_name(SBX_RUNTIME_AUTO), "auto");
         ck_assert_str_eq(config_runtime_name(SBX_RUNTIME_DOCKER), "docker");
         ck_assert_str_eq(config_runtime_name(SBX_RUNTIME_PODMAN), "podman");
@@ -411,7 +412,7 @@ END_TEST
 
 START_TEST(enum_words)
 {
-        expect_invalid("VESTIBULE_BACKEND=vm", "auto, native, container or naive");
+        expect_invalid("VESTIBULE_BACKEND=vm", "auto, gvisor, native, container or naive");
         expect_invalid("VESTIBULE_RUNTIME=lxc", "auto, docker or podman");
         expect_invalid("VESTIBULE_IMAGE_SOURCE=pypi", "registry or debian");
         expect_invalid("VESTIBULE_LOG_LEVEL=loud", "error, warning, info or debug");

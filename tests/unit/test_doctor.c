@@ -96,8 +96,20 @@ START_TEST(native_checks_have_values)
         /* the container rung has its endpoint check, whatever the answer */
         find(r->container.checks, r->container.n_checks, "engine endpoint");
 
-        /* the pick is the ladder's own rule on the two probes */
-        switch (ladder_decide(&r->native.probe, &r->container.probe)) {
+        /* the pick is the ladder's own rule on the three probes */
+        switch (ladder_decide_all(r->gvisor.tried ? &r->gvisor.probe : NULL, &r->native.probe,
+                                  &r->container.probe)) {
+        case LADDER_CHOICE_GVISOR:
+                ck_assert(r->usable);
+                ck_assert_str_eq(r->picked, "gvisor");
+                ck_assert_str_eq(r->grade, r->gvisor.probe.grade);
+                /* runsc's facts are reported: found, and the rootless probe's run */
+                ck_assert_int_eq(find(r->gvisor.checks, r->gvisor.n_checks, "runsc")->status,
+                                 DOCTOR_OK);
+                ck_assert_ptr_nonnull(strstr(
+                    find(r->gvisor.checks, r->gvisor.n_checks, "runsc rootless probe")->value,
+                    "ok (uname -r in the sandbox: "));
+                break;
         case LADDER_CHOICE_NATIVE:
                 ck_assert(r->usable);
                 ck_assert_str_eq(r->picked, "native");

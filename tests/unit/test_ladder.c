@@ -103,6 +103,31 @@ START_TEST(decide_order)
 }
 END_TEST
 
+/* issue 26: gvisor first grade for grade; a full native or container beats gvisor-degraded */
+START_TEST(decide_order_with_gvisor)
+{
+        struct backend_probe gv = mk(true, false, "gvisor");
+        struct backend_probe gvd = mk(true, true, "gvisor-degraded (limits not applied: memory)");
+        struct backend_probe gb = mk(false, false, "runsc is not installed: apt install runsc");
+        struct backend_probe nat = mk(true, false, "native");
+        struct backend_probe natd = mk(true, true, "native-degraded (limits not applied: cpu)");
+        struct backend_probe con = mk(true, false, "container");
+        struct backend_probe cond = mk(true, true, "container-degraded (no seccomp filter)");
+        struct backend_probe nb = mk(false, false, "user namespaces are disabled: sysctl ...");
+        struct backend_probe cb = mk(false, false, "cannot reach Docker Engine: start it");
+
+        ck_assert_int_eq(ladder_decide_all(&gv, &nat, &con), LADDER_CHOICE_GVISOR);
+        ck_assert_int_eq(ladder_decide_all(&gvd, &nat, &con), LADDER_CHOICE_NATIVE);
+        ck_assert_int_eq(ladder_decide_all(&gvd, &natd, &con), LADDER_CHOICE_CONTAINER);
+        ck_assert_int_eq(ladder_decide_all(&gvd, &natd, &cond), LADDER_CHOICE_GVISOR);
+        ck_assert_int_eq(ladder_decide_all(&gvd, &nb, &cb), LADDER_CHOICE_GVISOR);
+        ck_assert_int_eq(ladder_decide_all(&gb, &natd, &cond), LADDER_CHOICE_NATIVE);
+        ck_assert_int_eq(ladder_decide_all(&gb, &nb, &cb), LADDER_CHOICE_NONE);
+        /* without the gvisor rung the rule is ladder_decide()'s */
+        ck_assert_int_eq(ladder_decide_all(NULL, &natd, &cond), ladder_decide(&natd, &cond));
+}
+END_TEST
+
 START_TEST(blocked_names_both_fixes)
 {
         struct backend_probe nb = mk(false, false,
@@ -616,6 +641,7 @@ static Suite *ladder_suite(void)
 
         tc = tcase_create("order");
         tcase_add_test(tc, decide_order);
+        tcase_add_test(tc, decide_order_with_gvisor);
         tcase_add_test(tc, blocked_names_both_fixes);
         tcase_add_test(tc, pick_order_and_laziness);
         tcase_add_test(tc, in_container_never_native);

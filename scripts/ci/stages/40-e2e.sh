@@ -8,6 +8,7 @@
 # One stage per E2E_RUNS line (e2e_stage names it), each on the builds its line lists:
 # stage: e2e-naive | build-release,build-debug | the e2e suite on the naive backend (grade none)
 # stage: e2e-native | build-release,build-debug | the e2e suite on the native backend (needs the images)
+# stage: e2e-gvisor | build-release | the e2e suite's isolation files on the gvisor backend (runsc rootless, as the test user)
 # stage: e2e-container-rootless | build-release | the e2e suite on the test user's rootless Podman (root)
 # stage: e2e-container-docker | build-release | the e2e suite on rootful Docker, sandboxes as the test user (root)
 # stage: e2e-container-podman | build-release | the e2e suite on rootful Podman, sandboxes as the test user (root)

@@ -1,0 +1,285 @@
+/* runsc.c - starting runsc and ending what it started. See runsc.h and gvisor.h. */
+#include "gvisor/runsc.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/fileio.h"
+#include "gvisor/gvisor.h"
+
+static const char *const runsc_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+
+/* In the child: dies with the thread that forked it (the run's: a server that dies takes its
+ * sandboxes along; runsc's gofer and sandbox die with runsc), fds 0-2, then close the rest and
+ * exec; never returns. */
+static void child_exec(const char *const *argv, int out_fd, int err_fd, pid_t parent)
+{
+        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(127);
+        if (null_fd < 0 || setpgid(0, 0) < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 ||
+            dup2(err_fd, 2) < 0)
+                _exit(127);
+        closefrom(3);
+        execve(argv[0], (char *const *)argv, (char *const *)runsc_env);
+        _exit(127);
+}
+
+/* fork @argv with stdout and stderr to two new pipes (read ends in @ret_out, @ret_err). */
+static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, int *ret_err,
+                       struct sbx_error *err)
+{
+        int out[2] = {-1, -1}, errp[2] = {-1, -1};
+        pid_t pid;
+
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+                int e = errno;
+                if (out[0] >= 0) {
+                        close(out[0]);
+                        close(out[1]);
+                }
+                return sbx_fail(err, e, "cannot make runsc's output pipes: %s", strerror(e));
+        }
+        pid_t parent = getpid();
+        pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(out[0]);
+                close(out[1]);
+                close(errp[0]);
+                close(errp[1]);
+                return sbx_fail(err, e, "cannot fork for runsc: %s; retry", strerror(e));
+        }
+        if (pid == 0)
+                child_exec(argv, out[1], errp[1], parent);
+        /* the group exists before fork returns here too: a kill right after it reaches the
+         * child even before the child ran (setpgid(2): both sides, against the race) */
+        (void)setpgid(pid, pid);
+        close(out[1]);
+        close(errp[1]);
+        *ret_pid = pid;
+        *ret_out = out[0];
+        *ret_err = errp[0];
+        return 0;
+}
+
+int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err)
+{
+        const char *argv[] = {r->runsc,
+                              "--rootless",
+                              "--network=none",
+                              "--ignore-cgroups",
+                              "--oci-seccomp",
+                              "--root",
+                              r->root,
+                              "--log",
+                              r->log,
+                              "--log-format",
+                              "text",
+                              "run",
+                              "--bundle",
+                              r->bundle,
+                              r->id,
+                              NULL};
+
+        return spawn_piped(argv, &r->pid, &r->out_fd, &r->err_fd, err);
+}
+
+/* Does /proc/@pid/cmdline name "--root=@root" or "--root\0@root"? Zombies have none. */
+static bool names_root(int proc_fd, const char *pid, const char *root)
+{
+        char path[64], buf[4096];
+        char want[512];
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "%s/cmdline", pid);
+        n = sbx_read_small_file(proc_fd, path, SBX_READ_PREFIX, buf, sizeof(buf));
+        if (n <= 0)
+                return false;
+        snprintf(want, sizeof(want), "--root=%s", root);
+        for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+                if (strcmp(buf + i, want) == 0)
+                        return true;
+                if (strcmp(buf + i, "--root") == 0 && i + 7 < n && strcmp(buf + i + 7, root) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Walk /proc; signal (@sig > 0) or count the processes naming @root. */
+static int walk_root(const char *root, int sig)
+{
+        _cleanup_close_ int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+        struct dirent *de;
+        int n = 0;
+
+        if (proc_fd < 0 || !root || !root[0])
+                return 0;
+        d = fdopendir(fcntl(proc_fd, F_DUPFD_CLOEXEC, 3));
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                if (!isdigit((unsigned char)de->d_name[0]) ||
+                    !names_root(proc_fd, de->d_name, root))
+                        continue;
+                if (sig > 0)
+                        kill((pid_t)atoi(de->d_name), sig);
+                n++;
+        }
+        closedir(d);
+        return n;
+}
+
+int gvisor_runsc_kill(pid_t pid, const char *root)
+{
+        if (pid > 0)
+                kill(-pid, SIGKILL);
+        return walk_root(root, SIGKILL);
+}
+
+int gvisor_runsc_left(const char *root)
+{
+        return walk_root(root, 0);
+}
+
+bool gvisor_runsc_fatal(const char *log, char *ret, size_t size)
+{
+        char buf[16384];
+        ssize_t n = sbx_read_small_file(AT_FDCWD, log, SBX_READ_PREFIX, buf, sizeof(buf));
+        const char *p, *end;
+
+        if (n <= 0)
+                return false;
+        p = strstr(buf, "FATAL ERROR: ");
+        if (!p)
+                return false;
+        p += strlen("FATAL ERROR: ");
+        end = strchr(p, '\n');
+        snprintf(ret, size, "%.*s", (int)(end ? end - p : (ptrdiff_t)strlen(p)), p);
+        return true;
+}
+
+/* Read @fd into @ret (cut at @size) until EOF or @deadline_ms. Return false past the bound. */
+static bool read_bounded(int fd, uint64_t deadline_ms, char *ret, size_t size, size_t *len)
+{
+        for (;;) {
+                uint64_t now = sbx_now_ms();
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                char tmp[1024];
+                ssize_t n;
+
+                if (now >= deadline_ms)
+                        return false;
+                if (poll(&p, 1, (int)(deadline_ms - now)) <= 0)
+                        continue;
+                n = read(fd, tmp, sizeof(tmp));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return true;
+                if (*len + 1 < size) {
+                        size_t k = (size_t)n < size - 1 - *len ? (size_t)n : size - 1 - *len;
+                        memcpy(ret + *len, tmp, k);
+                        *len += k;
+                        ret[*len] = '\0';
+                }
+        }
+}
+
+int gvisor_runsc_capture(const char *const *argv, unsigned timeout_ms, char *ret, size_t size,
+                         struct sbx_error *err)
+{
+        pid_t pid = -1;
+        int out_fd = -1, err_fd = -1, status = 0;
+        size_t len = 0;
+        bool in_time;
+        int r;
+
+        ret[0] = '\0';
+        r = spawn_piped(argv, &pid, &out_fd, &err_fd, err);
+        if (r < 0)
+                return r;
+        /* both streams into one buffer: the child's stderr is read after its stdout's EOF */
+        in_time = read_bounded(out_fd, sbx_now_ms() + timeout_ms, ret, size, &len);
+        if (in_time)
+                in_time = read_bounded(err_fd, sbx_now_ms() + timeout_ms, ret, size, &len);
+        close(out_fd);
+        close(err_fd);
+        if (!in_time)
+                kill(-pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (!in_time)
+                return sbx_fail(err, ETIMEDOUT, "'%s' did not answer within %u ms", argv[0],
+                                timeout_ms);
+        return status;
+}
+
+int gvisor_parse_version(const char *out, size_t len, char *ret, size_t size)
+{
+        static const char prefix[] = "runsc version ";
+        size_t n = 0;
+
+        if (size == 0 || len < sizeof(prefix) - 1 || memcmp(out, prefix, sizeof(prefix) - 1) != 0)
+                return -EINVAL;
+        for (size_t i = sizeof(prefix) - 1; i < len && n + 1 < size; i++) {
+                char c = out[i];
+                if (c == '\n' || c == ' ' || c == '\0')
+                        break;
+                if (isalnum((unsigned char)c) || strchr(".~+_-", c))
+                        ret[n++] = c;
+        }
+        ret[n] = '\0';
+        return n ? 0 : -EINVAL;
+}
+
+int gvisor_runsc_facts(struct gvisor_runsc_facts *ret, struct sbx_error *err)
+{
+        static const char *const dirs[] = {"/usr/bin", "/usr/sbin", "/usr/local/bin",
+                                           "/usr/local/sbin"};
+        char out[512];
+        int r;
+
+        *ret = (struct gvisor_runsc_facts){0};
+        for (size_t i = 0; i < ELEMENTSOF(dirs) && !ret->found; i++) {
+                snprintf(ret->path, sizeof(ret->path), "%s/runsc", dirs[i]);
+                ret->found = access(ret->path, X_OK) == 0;
+        }
+        if (!ret->found) {
+                ret->path[0] = '\0';
+                return sbx_fail(err, ENOENT,
+                                "runsc (gVisor) is not installed: install it from your package "
+                                "sources (apt install runsc), then retry");
+        }
+        /* No --platform flag is passed: runsc's default. This version (20221219) knows ptrace
+         * (default) and kvm; kvm needs /dev/kvm, which is root's on most hosts. */
+        snprintf(ret->platform, sizeof(ret->platform),
+                 "ptrace (runsc's default; no --platform "
+                 "given)");
+        const char *argv[] = {ret->path, "--version", NULL};
+        r = gvisor_runsc_capture(argv, 5000, out, sizeof(out), err);
+        if (r < 0)
+                return r;
+        if (gvisor_parse_version(out, strlen(out), ret->version, sizeof(ret->version)) < 0)
+                return sbx_fail(err, EPROTO,
+                                "'%s --version' answered '%.80s', not 'runsc version ...': "
+                                "reinstall it (apt install --reinstall runsc)",
+                                ret->path, out);
+        return 0;
+}

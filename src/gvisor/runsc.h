@@ -1,0 +1,59 @@
+/* runsc.h - starting runsc and ending what it started (src/gvisor/runsc.c); internal to
+ * src/gvisor. runsc's command line: `runsc help run`, `runsc flags` (gVisor 20221219). */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+/* One `runsc run` of a bundle, as the server's own user. */
+struct gvisor_runsc_run {
+        const char *runsc;  /* absolute path (gvisor_runsc_facts) */
+        const char *root;   /* runsc's --root state folder, private to this sandbox */
+        const char *bundle; /* the folder holding config.json */
+        const char *log;    /* runsc's --log file (its own errors, not the program's) */
+        const char *id;     /* the container id, unique in @root */
+        pid_t pid;          /* set by gvisor_runsc_start(): the runsc process, leader of its own
+                               process group (set on both sides of the fork) */
+        int out_fd, err_fd; /* read ends of the program's stdout and stderr (-1 once closed) */
+};
+
+/**
+ * gvisor_runsc_start() - fork and exec `@runsc --rootless --network=none --ignore-cgroups
+ * --root @root --log @log run --bundle @bundle @id` in a new process group (setpgid: one group
+ * holds runsc, its user-namespace child and its gofer; the sandbox process runsc starts in a
+ * session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin /dev/null,
+ * stdout and stderr to new pipes, no other fd, environment PATH only.
+ * Return: 0 with @r->pid, @r->out_fd, @r->err_fd set; -errno with @err.
+ */
+int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err);
+
+/**
+ * gvisor_runsc_kill() - SIGKILL @pid's process group, then every process whose command line
+ * names the state folder @root (runsc's gofer and sandbox, "--root=@root"), found in /proc.
+ * Idempotent; async-thread-safe; bounded by one /proc walk. Return: processes signalled in the
+ * walk (0 when the group's kill took everything).
+ */
+int gvisor_runsc_kill(pid_t pid, const char *root);
+
+/**
+ * gvisor_runsc_left() - how many processes still name @root on their command line (zombies
+ * not counted): 0 after a clean end. For tests and destroy's check.
+ */
+int gvisor_runsc_left(const char *root);
+
+/**
+ * gvisor_runsc_fatal() - runsc's own fatal error in its --log file @log ("FATAL ERROR: ..."),
+ * copied into @ret (NUL-ended, cut at @size). Return: true when there was one.
+ */
+bool gvisor_runsc_fatal(const char *log, char *ret, size_t size);
+
+/**
+ * gvisor_runsc_capture() - run `@argv` (argv[0] absolute) with stdout and stderr into @ret
+ * (NUL-ended, cut at @size), for at most @timeout_ms; killed (its group) past it.
+ * Return: the wait status (>= 0), or -errno with @err (-ETIMEDOUT past the bound).
+ */
+int gvisor_runsc_capture(const char *const *argv, unsigned timeout_ms, char *ret, size_t size,
+                         struct sbx_error *err);

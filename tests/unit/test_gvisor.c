@@ -1,0 +1,580 @@
+/* test_gvisor.c - the gvisor backend (src/gvisor/): the OCI spec it writes (json-c read back),
+ * runsc's version line (and a fuzz loop over it), and real runs in runsc as the test user: the
+ * output and grade, a kernel in between (the Sentry's release, with this process's own uname as
+ * the control that gives the other answer), the rootfs read-only and the workspace shared, the
+ * /tmp cap, no network but lo, and the timeout and cancel killing every process of the
+ * sandbox (with the control that counts them while the program runs). */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/fileio.h"
+#include "common/xalloc.h"
+#include "config/config.h"
+#include "gvisor/gvisor.h"
+#include "gvisor/spec.h"
+#include "run/backend.h"
+#include "run/sandbox.h"
+#include "testutil.h"
+
+static struct sbx_config cfg;
+static char *workspace;
+static struct backend *backend;
+
+static const char *rootfs_dir(void)
+{
+        const char *d = getenv("VESTIBULE_ROOTFS_DIR");
+        return d && *d ? d : "/var/tmp/vestibule-images/rootfs";
+}
+
+/* ---- the spec ----------------------------------------------------------------------------- */
+
+static const char *const test_argv[] = {"python3", "/sandbox/main.py", NULL};
+static const char *const test_env[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", NULL};
+
+static struct gvisor_spec_in spec_in(void)
+{
+        return (struct gvisor_spec_in){.rootfs = "/r/python",
+                                       .workspace = "/w",
+                                       .code_dir = "/c",
+                                       .tmpfs_mb = 64,
+                                       .host_uid = 0,
+                                       .host_gid = 0,
+                                       .argv = test_argv,
+                                       .envp = test_env,
+                                       .nofile_max = 1024,
+                                       .fsize_max_bytes = 1u << 20};
+}
+
+static json_object *spec_of(const struct gvisor_spec_in *in)
+{
+        struct sbx_error err = {0};
+        _cleanup_free_ char *text = NULL;
+        json_object *o;
+
+        ck_assert_msg(gvisor_spec_json(in, &text, &err) == 0, "%s", err.msg);
+        o = json_tokener_parse(text);
+        ck_assert_ptr_nonnull(o);
+        return o;
+}
+
+static json_object *at(json_object *o, const char *key)
+{
+        json_object *v = NULL;
+
+        ck_assert_msg(json_object_object_get_ex(o, key, &v), "no '%s'", key);
+        return v;
+}
+
+/* The mount at @dest, or NULL. */
+static json_object *mount_at(json_object *spec, const char *dest)
+{
+        json_object *m = at(spec, "mounts");
+
+        for (size_t i = 0; i < json_object_array_length(m); i++) {
+                json_object *e = json_object_array_get_idx(m, i);
+                if (strcmp(json_object_get_string(at(e, "destination")), dest) == 0)
+                        return e;
+        }
+        return NULL;
+}
+
+static bool has_option(json_object *mount, const char *opt)
+{
+        json_object *o = at(mount, "options");
+
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+                if (strcmp(json_object_get_string(json_object_array_get_idx(o, i)), opt) == 0)
+                        return true;
+        return false;
+}
+
+START_TEST(spec_has_what_the_sandbox_needs)
+{
+        struct gvisor_spec_in in = spec_in();
+        json_object *s = spec_of(&in), *l = at(s, "linux"), *map, *ns;
+        bool user = false, net = false;
+
+        ck_assert(json_object_get_boolean(at(at(s, "root"), "readonly")));
+        ck_assert_str_eq(json_object_get_string(at(at(s, "root"), "path")), "/r/python");
+        map = at(l, "uidMappings");
+        ck_assert_int_eq(json_object_array_length(map), 1);
+        ck_assert_int_eq(json_object_get_int(at(json_object_array_get_idx(map, 0), "size")), 1);
+        ck_assert_int_eq(json_object_array_length(at(l, "gidMappings")), 1);
+        ns = at(l, "namespaces");
+        for (size_t i = 0; i < json_object_array_length(ns); i++) {
+                const char *t =
+                    json_object_get_string(at(json_object_array_get_idx(ns, i), "type"));
+                user |= strcmp(t, "user") == 0;
+                net |= strcmp(t, "network") == 0;
+        }
+        ck_assert(user && net);
+        ck_assert(has_option(mount_at(s, "/workspace"), "rw"));
+        ck_assert(has_option(mount_at(s, "/sandbox"), "ro"));
+        ck_assert(has_option(mount_at(s, "/tmp"), "size=64m"));
+        ck_assert_str_eq(json_object_get_string(at(at(s, "process"), "cwd")), "/workspace");
+        ck_assert(json_object_get_boolean(at(at(s, "process"), "noNewPrivileges")));
+        ck_assert_int_eq(json_object_array_length(at(at(s, "process"), "rlimits")), 3);
+        /* no capability, and the syscall rules for runsc --oci-seccomp */
+        ck_assert_int_eq(
+            json_object_array_length(at(at(at(s, "process"), "capabilities"), "bounding")), 0);
+        ck_assert_str_eq(json_object_get_string(at(at(l, "seccomp"), "defaultAction")),
+                         "SCMP_ACT_ALLOW");
+        ck_assert_int_ge(json_object_array_length(at(at(l, "seccomp"), "syscalls")), 3);
+        ck_assert_str_eq(
+            json_object_get_string(json_object_array_get_idx(at(at(s, "process"), "env"), 0)),
+            "PATH=/usr/bin:/bin");
+        json_object_put(s);
+}
+END_TEST
+
+START_TEST(spec_workspace_read_only_when_set)
+{
+        struct gvisor_spec_in in = spec_in();
+        json_object *s;
+
+        in.workspace_ro = 1;
+        in.fsize_max_bytes = 0;
+        s = spec_of(&in);
+        ck_assert(has_option(mount_at(s, "/workspace"), "ro"));
+        ck_assert(!has_option(mount_at(s, "/workspace"), "rw"));
+        ck_assert_int_eq(json_object_array_length(at(at(s, "process"), "rlimits")), 2);
+        json_object_put(s);
+}
+END_TEST
+
+START_TEST(spec_refuses_relative_paths_and_no_program)
+{
+        struct gvisor_spec_in in = spec_in();
+        struct sbx_error err = {0};
+        char *text = NULL;
+        static const char *const empty[] = {NULL};
+
+        in.workspace = "w";
+        ck_assert_int_eq(gvisor_spec_json(&in, &text, &err), -EINVAL);
+        ck_assert_ptr_null(text);
+        ck_assert_ptr_nonnull(strstr(err.msg, "workspace"));
+        in = spec_in();
+        in.argv = empty;
+        ck_assert_int_eq(gvisor_spec_json(&in, &text, &err), -EINVAL);
+        in = spec_in();
+        in.tmpfs_mb = 0;
+        ck_assert_int_eq(gvisor_spec_json(&in, &text, &err), -EINVAL);
+        ck_assert_ptr_null(text);
+}
+END_TEST
+
+START_TEST(version_line_parsed)
+{
+        char v[32];
+        const char *out = "runsc version 0.0~20221219.0\nspec: 1.0.2-dev\n";
+
+        ck_assert_int_eq(gvisor_parse_version(out, strlen(out), v, sizeof(v)), 0);
+        ck_assert_str_eq(v, "0.0~20221219.0");
+        ck_assert_int_eq(gvisor_parse_version("runsc version \n", 15, v, sizeof(v)), -EINVAL);
+        ck_assert_int_eq(gvisor_parse_version("runc version 1", 14, v, sizeof(v)), -EINVAL);
+        /* control chars and quotes are dropped, the cut holds */
+        out = "runsc version 1\"2;3$(x)456789012345678901234567890123456789";
+        ck_assert_int_eq(gvisor_parse_version(out, strlen(out), v, 8), 0);
+        ck_assert_str_eq(v, "123x456");
+}
+END_TEST
+
+/* A fuzz loop: random bytes after the prefix never write past the buffer, and what is kept
+ * is only [A-Za-z0-9.~+_-]. */
+START_TEST(version_fuzz)
+{
+        char in[80], v[16];
+        unsigned seed = 26;
+
+        memcpy(in, "runsc version ", 14);
+        for (int round = 0; round < 20000; round++) {
+                size_t len = 14 + (size_t)(rand_r(&seed) % 60);
+                for (size_t i = 14; i < len; i++)
+                        in[i] = (char)(rand_r(&seed) & 0xff);
+                memset(v, 'Z', sizeof(v));
+                if (gvisor_parse_version(in, len, v, sizeof(v)) == 0) {
+                        ck_assert(strlen(v) < sizeof(v));
+                        ck_assert_uint_eq(strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQR"
+                                                    "STUVWXYZ0123456789.~+_-"),
+                                          strlen(v));
+                }
+        }
+}
+END_TEST
+
+/* ---- real runs ---------------------------------------------------------------------------- */
+
+static void run_setup(void)
+{
+        struct sbx_error err = {0};
+        struct gvisor_runsc_facts f;
+        char *tree = xasprintf("%s/python/usr/bin/python3", rootfs_dir());
+        bool have_tree = access(tree, X_OK) == 0;
+
+        free(tree);
+        if (gvisor_runsc_facts(&f, &err) < 0)
+                sbx_test_skip(err.msg);
+        if (!have_tree)
+                sbx_test_skip("no python rootfs: run vestibule-mcp setup (VESTIBULE_ROOTFS_DIR)");
+        sbx_test_become_user(); /* runsc runs rootless, as the server's own user */
+        workspace = sbx_test_tmpdir();
+        sbx_test_config(&cfg, workspace);
+        cfg.backend = SBX_BACKEND_GVISOR;
+        cfg.rootfs_dir = (char *)rootfs_dir();
+        ck_assert_int_eq(gvisor_backend_new(&cfg, &backend, &err), 0);
+}
+
+static void run_teardown(void)
+{
+        backend = backend_free(backend);
+        if (workspace) {
+                char *cmd = xasprintf("rm -rf '%s'", workspace);
+                (void)!system(cmd);
+                free(cmd);
+        }
+        free(workspace);
+        workspace = NULL;
+}
+
+static int run(const char *code, unsigned timeout_s, int cancel_fd, struct run_result *res,
+               struct sbx_error *err)
+{
+        struct run_request req = {.language = SBX_LANG_PYTHON,
+                                  .code = code,
+                                  .code_len = strlen(code),
+                                  .timeout_s = timeout_s,
+                                  .cfg = &cfg,
+                                  .cancel_fd = cancel_fd};
+
+        memset(res, 0, sizeof(*res));
+        return backend->ops->run(backend, &req, res, err);
+}
+
+static const char *out(const struct run_result *r)
+{
+        return r->out.data ? r->out.data : "";
+}
+
+START_TEST(probe_verifies_and_python_runs)
+{
+        struct backend_probe p;
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        ck_assert_int_eq(backend->ops->probe(backend, &p, &err), 0);
+        ck_assert_msg(p.usable, "%s", p.blocked);
+        ck_assert_ptr_nonnull(strstr(p.details, "runsc rootless probe: ok"));
+        ck_assert_msg(run("print(1)\n", 20, -1, &res, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_EXITED);
+        ck_assert_int_eq(res.exit_code, 0);
+        ck_assert_str_eq(out(&res), "1\n");
+        ck_assert_str_eq(res.backend, "gvisor");
+        ck_assert_msg(strncmp(res.isolation,
+                              "gvisor-degraded (limits not applied: memory, cpu, "
+                              "pids",
+                              48) == 0,
+                      "%s", res.isolation);
+        ck_assert(res.usage.cpu_us.measured);
+        ck_assert(!res.usage.mem_peak_bytes.measured);
+        run_result_done(&res);
+        ck_assert_msg(run("import sys; sys.exit(7)\n", 20, -1, &res, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(res.exit_code, 7);
+        run_result_done(&res);
+}
+END_TEST
+
+/* The Sentry answers uname, not the host's kernel; this process's uname is the control. */
+START_TEST(a_kernel_is_in_between)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        struct utsname host;
+        char *want_not;
+
+        ck_assert_int_eq(uname(&host), 0);
+        ck_assert_msg(run("import os; print(os.uname().release)\n", 20, -1, &res, &err) == 0, "%s",
+                      err.msg);
+        want_not = xasprintf("%s\n", host.release);
+        ck_assert_str_ne(out(&res), want_not);
+        ck_assert_str_ne(out(&res), "");
+        free(want_not);
+        run_result_done(&res);
+}
+END_TEST
+
+START_TEST(rootfs_read_only_workspace_shared_tmp_capped_no_network)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        char buf[16];
+        _cleanup_free_ char *f = NULL;
+        const char *code =
+            "import os, socket\n"
+            "open('/workspace/made', 'w').write('yes')\n"
+            "try:\n    open('/usr/x', 'w'); print('usr writable')\n"
+            "except OSError as e: print('usr', e.errno in (13, 30))\n"
+            "try:\n    open('/tmp/big', 'wb').write(b'x' * (70 << 20)); print('tmp uncapped')\n"
+            "except OSError as e: print('tmp', e.errno in (27, 28))\n"
+            "print(sorted(l.split(':')[0].strip() for l in open('/proc/net/dev') if ':' in l))\n";
+
+        ck_assert_msg(run(code, 30, -1, &res, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(out(&res), "usr True\ntmp True\n['lo']\n");
+        f = xasprintf("%s/made", workspace);
+        ck_assert_int_eq(sbx_read_small_file(AT_FDCWD, f, 0, buf, sizeof(buf)), 3);
+        ck_assert_str_eq(buf, "yes");
+        run_result_done(&res);
+}
+END_TEST
+
+/* Inside the Sentry the sandbox's uid 0 holds no capability and the OCI seccomp rules refuse
+ * namespaces, device nodes and io_uring (runsc --oci-seccomp). Each call's answer is printed;
+ * the control is the unprivileged user namespace this test's own user can make outside. */
+START_TEST(privileged_calls_refused_inside)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        const char *code =
+            "import os, ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "def tell(name, r):\n"
+            "    print(name, 'ok' if r >= 0 else os.strerror(ctypes.get_errno()))\n"
+            "tell('unshare', libc.unshare(0x10000000))\n"
+            "try:\n    os.mknod('/tmp/n', 0o20666, os.makedev(1, 3)); print('mknod ok')\n"
+            "except OSError as e: print('mknod', e.strerror)\n"
+            "buf = ctypes.create_string_buffer(120)\n"
+            "tell('io_uring', libc.syscall(425, 1, buf))\n";
+        pid_t pid = fork();
+        int st;
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+        waitpid(pid, &st, 0);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                      "control: this user cannot unshare a user namespace outside");
+        ck_assert_msg(run(code, 20, -1, &res, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(out(&res), "unshare Operation not permitted\nmknod Operation not "
+                                    "permitted\nio_uring Operation not permitted\n");
+        run_result_done(&res);
+}
+END_TEST
+
+/* Threads start (clone3 is ENOSYS in the Sentry, so glibc falls back to clone, which the syscall
+ * rules allow without namespace flags), node starts (its platform makes threads at once), and
+ * python3 from bash has /sandbox (where sitecustomize.py now is for every language) on its path. */
+START_TEST(python_threads_and_node_start)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        char *node = xasprintf("%s/node/usr/bin/node", rootfs_dir());
+        struct run_request req = {.language = SBX_LANG_NODE,
+                                  .code = "console.log(6 * 7)\n",
+                                  .code_len = 19,
+                                  .timeout_s = 20,
+                                  .cfg = &cfg,
+                                  .cancel_fd = -1};
+
+        ck_assert_msg(run("import threading\nt = threading.Thread(target=print, args=('thr',))\n"
+                          "t.start(); t.join()\n",
+                          20, -1, &res, &err) == 0,
+                      "%s", err.msg);
+        ck_assert_str_eq(out(&res), "thr\n");
+        run_result_done(&res);
+        req.language = SBX_LANG_BASH;
+        req.code = "python3 -c 'import sys; print(\"/sandbox\" in sys.path)'\n";
+        req.code_len = strlen(req.code);
+        memset(&res, 0, sizeof(res));
+        ck_assert_msg(backend->ops->run(backend, &req, &res, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(out(&res), "True\n");
+        run_result_done(&res);
+        if (access(node, X_OK) == 0) {
+                req.language = SBX_LANG_NODE;
+                req.code = "console.log(6 * 7)\n";
+                req.code_len = strlen(req.code);
+                memset(&res, 0, sizeof(res));
+                ck_assert_msg(backend->ops->run(backend, &req, &res, &err) == 0, "%s", err.msg);
+                ck_assert_str_eq(out(&res), "42\n");
+                run_result_done(&res);
+        }
+        free(node);
+}
+END_TEST
+
+/* Processes of this user whose command line names a gvisor sandbox folder. */
+static int sandbox_processes(void)
+{
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        int n = 0;
+
+        ck_assert_ptr_nonnull(d);
+        while ((de = readdir(d))) {
+                char path[300], buf[4096];
+                ssize_t len;
+                if (de->d_name[0] < '0' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+                len = sbx_read_small_file(AT_FDCWD, path, SBX_READ_PREFIX, buf, sizeof(buf));
+                for (ssize_t i = 0; i + 1 < len; i++)
+                        if (buf[i] == '\0')
+                                buf[i] = ' ';
+                if (len > 0 && strstr(buf, "/tmp/vestibule-gvisor-"))
+                        n++;
+        }
+        closedir(d);
+        return n;
+}
+
+struct watcher {
+        int seen;      /* processes counted while the program ran (the control) */
+        int cancel_fd; /* -1: let the timeout end it */
+};
+
+static void *watch(void *arg)
+{
+        struct watcher *w = arg;
+
+        /* the most seen at once: runsc, its user-namespace child, the gofer, the sandbox */
+        for (int i = 0; i < 100 && w->seen < 4; i++) {
+                int n;
+                usleep(50000);
+                n = sandbox_processes();
+                w->seen = n > w->seen ? n : w->seen;
+        }
+        if (w->cancel_fd >= 0) {
+                uint64_t one = 1;
+                (void)!write(w->cancel_fd, &one, sizeof(one));
+        }
+        return NULL;
+}
+
+static void kill_everything(bool by_cancel)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        struct watcher w = {.cancel_fd = by_cancel ? eventfd(0, EFD_CLOEXEC) : -1};
+        pthread_t t;
+        const char *code = "import os, time\nos.fork(); os.fork()\nos.setsid() if os.fork() == 0 "
+                           "else None\nprint('up', flush=True)\ntime.sleep(100)\n";
+
+        ck_assert_int_eq(sandbox_processes(), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, watch, &w), 0);
+        ck_assert_msg(run(code, by_cancel ? 30 : 3, w.cancel_fd, &res, &err) == 0, "%s", err.msg);
+        pthread_join(t, NULL);
+        ck_assert_int_eq(res.outcome, by_cancel ? RUN_OUTCOME_CANCELLED : RUN_OUTCOME_TIMED_OUT);
+        ck_assert_msg(w.seen >= 2, "control: only %d sandbox processes seen while it ran", w.seen);
+        ck_assert_int_eq(sandbox_processes(), 0);
+        ck_assert(res.usage.cpu_us.at_least);
+        if (w.cancel_fd >= 0)
+                close(w.cancel_fd);
+        run_result_done(&res);
+}
+
+START_TEST(timeout_kills_every_process)
+{
+        kill_everything(false);
+}
+END_TEST
+
+START_TEST(cancel_kills_every_process)
+{
+        kill_everything(true);
+}
+END_TEST
+
+/* A server that dies (SIGKILL: no destroy) takes its sandbox along: runsc has the fork's
+ * death signal, its gofer and sandbox are attached to it. Control: the processes were there. */
+START_TEST(server_death_kills_the_run)
+{
+        pid_t server = fork();
+        int seen = 0, left = -1;
+
+        ck_assert_int_ge(server, 0);
+        if (server == 0) {
+                struct run_result res;
+                struct sbx_error err = {0};
+                run("import time\nprint('up', flush=True)\ntime.sleep(100)\n", 60, -1, &res, &err);
+                _exit(0);
+        }
+        for (int i = 0; i < 200 && seen < 4; i++) {
+                usleep(50000);
+                seen = sandbox_processes();
+        }
+        ck_assert_msg(seen >= 4, "control: only %d sandbox processes seen while it ran", seen);
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+        for (int i = 0; i < 40 && left != 0; i++) {
+                usleep(50000);
+                left = sandbox_processes();
+        }
+        ck_assert_int_eq(left, 0);
+        /* the folder the dead server left is for the next start's sweep; remove it here */
+        (void)!system("rm -rf /tmp/vestibule-gvisor-*");
+}
+END_TEST
+
+/* A cancel that came before the sandbox started (the eventfd already readable). */
+START_TEST(cancel_before_start)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+        int efd = eventfd(0, EFD_CLOEXEC);
+        uint64_t one = 1;
+
+        ck_assert_int_eq(write(efd, &one, sizeof(one)), 8);
+        ck_assert_msg(run("import time\ntime.sleep(100)\n", 30, efd, &res, &err) == 0, "%s",
+                      err.msg);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_CANCELLED);
+        ck_assert_int_eq(sandbox_processes(), 0);
+        close(efd);
+        run_result_done(&res);
+}
+END_TEST
+
+static Suite *gvisor_suite(void)
+{
+        Suite *s = suite_create("gvisor");
+        TCase *tc;
+
+        tc = tcase_create("spec");
+        tcase_add_test(tc, spec_has_what_the_sandbox_needs);
+        tcase_add_test(tc, spec_workspace_read_only_when_set);
+        tcase_add_test(tc, spec_refuses_relative_paths_and_no_program);
+        tcase_add_test(tc, version_line_parsed);
+        tcase_add_test(tc, version_fuzz);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("runs");
+        tcase_add_checked_fixture(tc, run_setup, run_teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, probe_verifies_and_python_runs);
+        tcase_add_test(tc, a_kernel_is_in_between);
+        tcase_add_test(tc, rootfs_read_only_workspace_shared_tmp_capped_no_network);
+        tcase_add_test(tc, privileged_calls_refused_inside);
+        tcase_add_test(tc, python_threads_and_node_start);
+        tcase_add_test(tc, timeout_kills_every_process);
+        tcase_add_test(tc, cancel_kills_every_process);
+        tcase_add_test(tc, server_death_kills_the_run);
+        tcase_add_test(tc, cancel_before_start);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return sbx_test_run(gvisor_suite());
+}
