@@ -55,6 +55,7 @@ enum setting_kind {
         KIND_SIZE,  /* size_t field */
         KIND_BACKEND,
         KIND_RUNTIME,
+        KIND_ENGINE_RUNTIME, /* an OCI runtime name the engine has registered, e.g. runsc */
         KIND_IMAGE_SOURCE,
         KIND_IMAGE,
         KIND_RUN_AS,
@@ -78,6 +79,7 @@ static const struct setting settings[] = {
     {"workspace", KIND_PATH, "~/.vestibule/workspace", F(workspace_dir), 0, NULL},
     {"workspace_ro", KIND_BOOL, "off", F(workspace_ro), 0, NULL},
     {"runtime", KIND_RUNTIME, "auto", F(runtime), 0, NULL},
+    {"container_runtime", KIND_ENGINE_RUNTIME, NULL, F(container_runtime), 0, NULL},
     {"backend", KIND_BACKEND, "auto", F(backend), 0, NULL},
     {"image_python", KIND_IMAGE, SBX_PIN_IMAGE_PYTHON, F(image_python), 0, NULL},
     {"image_node", KIND_IMAGE, SBX_PIN_IMAGE_NODE, F(image_node), 0, NULL},
@@ -270,6 +272,20 @@ mark_invalid_text(struct load_ctx *x, const char *name, const char *fmt, ...)
 
 /* --- value parsers: return 0, or -EINVAL after mark_invalid() ----------------------------- */
 
+/* A runtime name as dockerd(8) --add-runtime takes it: what goes into HostConfig.Runtime and
+ * the grade, so nothing that could break a JSON string or the grade's text. */
+static bool engine_runtime_name_ok(const char *v)
+{
+        size_t n = strlen(v);
+
+        if (n == 0 || n > 64 || !isalnum((unsigned char)v[0]))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)v[i]) && !strchr("._-", v[i]))
+                        return false;
+        return true;
+}
+
 /* Plain decimal digits only, 1..max. */
 static bool parse_positive(const char *v, unsigned long long max, unsigned long long *ret)
 {
@@ -461,6 +477,17 @@ static void apply(struct load_ctx *x, const struct setting *s, enum value_source
                         return;
                 }
                 c->runtime = (enum sbx_runtime_choice)w;
+                return;
+        case KIND_ENGINE_RUNTIME:
+                if (!engine_runtime_name_ok(v)) {
+                        mark_invalid(x, s, src, v,
+                                     "must be the name of an OCI runtime registered with the "
+                                     "engine (letters, digits, '.', '_', '-'; at most 64), "
+                                     "e.g. runsc");
+                        return;
+                }
+                free(*(char **)field);
+                *(char **)field = xstrdup(v);
                 return;
         case KIND_IMAGE_SOURCE:
                 w = parse_word(v, image_source_words, ELEMENTSOF(image_source_words));
@@ -1135,6 +1162,7 @@ struct sbx_config *config_free(struct sbx_config *c)
         free(c->config_file);
         free(c->image_python);
         free(c->image_node);
+        free(c->container_runtime);
         config_egress_done(&c->egress);
         free(c);
         return NULL;

@@ -34,6 +34,11 @@ struct engine_state {
         char *seccomp_json;        /* Docker: our profile, handed over as JSON text (static) */
         char grade[320];           /* "container" or "container-degraded (...)" */
         char owner[160];           /* our vestibule.owner label */
+        /* VESTIBULE_CONTAINER_RUNTIME ("" = the engine's default) and what the probe saw of it
+         * (runtime.c): listed in /info Runtimes, and the grade's words for it */
+        char runtime[72];
+        bool runtime_listed;
+        char runtime_note[128]; /* "runtime runsc: gVisor's kernel in between"; "" = none */
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
         bool warned_unpinned;      /* the unpinned-image warning was logged */
