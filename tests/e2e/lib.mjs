@@ -95,8 +95,8 @@ export const MODERN_VERSION = '2026-07-28';
 // for the docker CLI), plus the sanitizer runtimes' options of a Debug build (read by the
 // sanitizer, never by the server's code).
 const PASS_ENV = [
-    'VESTIBULE_ROOTFS_DIR', 'VESTIBULE_RUN_AS', 'VESTIBULE_RUNTIME', 'VESTIBULE_IMAGE_PYTHON',
-    'VESTIBULE_IMAGE_NODE', 'VESTIBULE_IMAGE_SOURCE', 'VESTIBULE_LOG_LEVEL', 'DOCKER_HOST',
+    'VESTIBULE_ROOTFS_DIR', 'VESTIBULE_RUN_AS', 'VESTIBULE_RUNTIME', 'VESTIBULE_CONTAINER_RUNTIME',
+    'VESTIBULE_IMAGE_PYTHON', 'VESTIBULE_IMAGE_NODE', 'VESTIBULE_IMAGE_SOURCE', 'VESTIBULE_LOG_LEVEL', 'DOCKER_HOST',
     'CONTAINER_HOST', 'ASAN_OPTIONS', 'UBSAN_OPTIONS',
     ...(process.env.E2E_PASS_ENV || '').split(',').filter(Boolean),
 ];
