@@ -51,9 +51,11 @@ start() {
                 # runsc's own network stack would need a network namespace from the engine, and
                 # Docker gives a NetworkMode none container none runsc accepts ("cannot run with
                 # network enabled in root network namespace"): --network=none, loopback only
-                # runsc-netns: registered without it, the control for the server's refusal
-                printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}, "runsc-netns": {"path": "%s"}}}\n' \
-                        "$runsc" "$runsc" >"$dir/daemon.json"
+                # --host-fifo=open, --host-uds=open: the sessions' and spares' FIFOs and the
+                # egress relay's socket in the code folder (runsc flags); runsc-plain without
+                # them and runsc-netns without --network=none: the controls for the refusals
+                printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--host-fifo=open", "--host-uds=open"]}, "runsc-plain": {"path": "%s", "runtimeArgs": ["--network=none"]}, "runsc-netns": {"path": "%s"}}}\n' \
+                        "$runsc" "$runsc" "$runsc" >"$dir/daemon.json"
                 # setsid: the daemon outlives this shell; its own containerd namespace keeps its
                 # containers apart from the host daemon's even if they shared a containerd
                 setsid /usr/sbin/dockerd --host "unix://$sock" --group "$group" \

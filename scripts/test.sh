@@ -164,7 +164,7 @@ SCHEDULE=(
         "e2e-container-rootless e2e-container-docker e2e-container-podman e2e-container-other"
         "e2e-root e2e-remote e2e-data clients run-cmd mcp-wrap"
         "egress-container agreement native-in-docker namespaces"
-        "packaging e2e-docker-group e2e-desktop"
+        "packaging e2e-docker-group e2e-desktop e2e-runsc"
         vm
 )
 

@@ -144,6 +144,7 @@ struct sandbox {
         /* the engine's state when prepared (under st->lock, then ours) */
         char owner[160], grade[320], cgroup[128], usage_why[160], seccomp_profile[512];
         char runtime[72]; /* VESTIBULE_CONTAINER_RUNTIME as probed; "" = the engine's */
+        char runtime_fifo_why[200], runtime_uds_why[200]; /* what it refuses (state.h) */
         bool volumes, hostcg, podman, rootless_docker;
         char image[256];
         const char *interp;
@@ -219,6 +220,8 @@ static int sandbox_snapshot(struct sandbox *sb, struct sbx_error *err)
         sb->volumes = st->volumes;
         snprintf(sb->grade, sizeof(sb->grade), "%s", st->grade);
         snprintf(sb->runtime, sizeof(sb->runtime), "%s", st->runtime);
+        snprintf(sb->runtime_fifo_why, sizeof(sb->runtime_fifo_why), "%s", st->runtime_fifo_why);
+        snprintf(sb->runtime_uds_why, sizeof(sb->runtime_uds_why), "%s", st->runtime_uds_why);
         snprintf(sb->owner, sizeof(sb->owner), "%s", st->owner);
         if (st->hostcg)
                 engine_hostcg_name(st->owner, ++st->run_seq, sb->cgroup, sizeof(sb->cgroup));
@@ -394,6 +397,15 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
                                 sb->st->conn.ep.host);
         if (sb->spare && sb->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EINVAL, "a warm spare is built for network \"none\" only");
+        if ((sb->session || sb->spare) && *sb->runtime_fifo_why)
+                return sbx_fail(err, EOPNOTSUPP, "%s on the container runtime '%s': %s",
+                                sb->session ? "no sessions" : "no warm spare", sb->runtime,
+                                sb->runtime_fifo_why);
+        if (sb->network == RUN_NETWORK_ALLOWLIST && *sb->runtime_uds_why)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "network \"allowlist\" on the container runtime '%s': %s; or use "
+                                "network \"none\"",
+                                sb->runtime, sb->runtime_uds_why);
         /* the relay in the image's own interpreter: python3 where there is one (both our
          * images), else node (engine_egress_wait_script() picks) */
         if (sb->network == RUN_NETWORK_ALLOWLIST &&

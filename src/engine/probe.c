@@ -65,6 +65,8 @@ static int probe_docker(struct engine_state *st, bool *seccomp, char *reasons, s
         }
         st->runtime_listed =
             *st->runtime && engine_jget(engine_jget(info, "Runtimes"), st->runtime);
+        if (st->runtime_listed)
+                engine_runtime_args(st, engine_jget(engine_jget(info, "Runtimes"), st->runtime));
         const char *cgv = json_object_get_string(engine_jget(info, "CgroupVersion"));
         snprintf(st->cgroup_driver, sizeof(st->cgroup_driver), "%s",
                  json_object_get_string(engine_jget(info, "CgroupDriver")) ?: "");
@@ -309,6 +311,8 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, st
         snprintf(st->grade, sizeof(st->grade), "%s", fresh.grade);
         snprintf(st->runtime, sizeof(st->runtime), "%s", fresh.runtime);
         st->runtime_listed = fresh.runtime_listed;
+        snprintf(st->runtime_fifo_why, sizeof(st->runtime_fifo_why), "%s", fresh.runtime_fifo_why);
+        snprintf(st->runtime_uds_why, sizeof(st->runtime_uds_why), "%s", fresh.runtime_uds_why);
         snprintf(st->runtime_note, sizeof(st->runtime_note), "%s", fresh.runtime_note);
         st->ready = true;
         pthread_mutex_unlock(&st->lock);

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include <json-c/json.h>
+
 #include "common/error.h"
 #include "config/config.h"
 
@@ -22,6 +24,15 @@ struct engine_state;
  */
 int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg,
                        struct sbx_error *err);
+
+/**
+ * engine_runtime_args() - what runtime @rt (its /info Runtimes entry: {"path", "runtimeArgs"},
+ * borrowed) lets a sandbox do through the host's files: for runsc (its path's last part), the
+ * FIFOs and unix sockets in the code folder need runtimeArgs --host-fifo=open and
+ * --host-uds=open (or all); without them st->runtime_fifo_why / runtime_uds_why say the fix.
+ * Other runtimes: both "" (allowed). runtime.c; `runsc flags`.
+ */
+void engine_runtime_args(struct engine_state *st, json_object *rt);
 
 /**
  * engine_runtime_check() - VESTIBULE_CONTAINER_RUNTIME (st->runtime, not ""): refuse unless the

@@ -8,6 +8,7 @@
 #include "engine/probe.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +26,48 @@
         "\"runtimes\": {\"runsc\": {\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": "               \
         "[\"--network=none\"]}} in /etc/docker/daemon.json, then restart Docker "                  \
         "(systemctl restart docker)"
+
+/* Whether runtime args @args (a JSON array of strings) hold "--@flag=<one of @values>" (runsc
+ * takes -flag too). */
+static bool args_have(json_object *args, const char *flag, const char *const *values)
+{
+        for (size_t i = 0; args && i < json_object_array_length(args); i++) {
+                const char *a = json_object_get_string(json_object_array_get_idx(args, i));
+                if (!a || a[0] != '-')
+                        continue;
+                a += a[1] == '-' ? 2 : 1;
+                size_t n = strlen(flag);
+                if (strncmp(a, flag, n) != 0 || a[n] != '=')
+                        continue;
+                for (const char *const *v = values; *v; v++)
+                        if (strcmp(a + n + 1, *v) == 0)
+                                return true;
+        }
+        return false;
+}
+
+void engine_runtime_args(struct engine_state *st, json_object *rt)
+{
+        static const char *const fifo_ok[] = {"open", NULL};
+        static const char *const uds_ok[] = {"open", "all", NULL};
+        const char *path = json_object_get_string(engine_jget(rt, "path")) ?: "";
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        json_object *args = engine_jget(rt, "runtimeArgs");
+
+        st->runtime_fifo_why[0] = st->runtime_uds_why[0] = '\0';
+        if (strcmp(base, "runsc") != 0)
+                return;
+        if (!args_have(args, "host-fifo", fifo_ok))
+                snprintf(st->runtime_fifo_why, sizeof(st->runtime_fifo_why),
+                         "runsc does not open the host's FIFOs that carry them unless told to: "
+                         "add \"--host-fifo=open\" to the runtime's runtimeArgs in daemon.json "
+                         "and restart Docker");
+        if (!args_have(args, "host-uds", uds_ok))
+                snprintf(st->runtime_uds_why, sizeof(st->runtime_uds_why),
+                         "runsc does not connect to the host's unix socket that carries it unless "
+                         "told to: add \"--host-uds=open\" to the runtime's runtimeArgs in "
+                         "daemon.json and restart Docker");
+}
 
 /* The tiny container: its kernel's name and first message, as the probe of the engine's
  * Sentry reads them. */
