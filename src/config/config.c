@@ -55,7 +55,6 @@ enum setting_kind {
         KIND_SIZE,  /* size_t field */
         KIND_BACKEND,
         KIND_RUNTIME,
-        KIND_ENGINE_RUNTIME, /* an OCI runtime name the engine has registered, e.g. runsc */
         KIND_IMAGE_SOURCE,
         KIND_IMAGE,
         KIND_RUN_AS,
@@ -79,7 +78,7 @@ static const struct setting settings[] = {
     {"workspace", KIND_PATH, "~/.vestibule/workspace", F(workspace_dir), 0, NULL},
     {"workspace_ro", KIND_BOOL, "off", F(workspace_ro), 0, NULL},
     {"runtime", KIND_RUNTIME, "auto", F(runtime), 0, NULL},
-    {"container_runtime", KIND_ENGINE_RUNTIME, NULL, F(container_runtime), 0, NULL},
+    {"container_runtime", KIND_RAW, NULL, F(container_runtime), 0, NULL},
     {"backend", KIND_BACKEND, "auto", F(backend), 0, NULL},
     {"image_python", KIND_IMAGE, SBX_PIN_IMAGE_PYTHON, F(image_python), 0, NULL},
     {"image_node", KIND_IMAGE, SBX_PIN_IMAGE_NODE, F(image_node), 0, NULL},
@@ -478,17 +477,6 @@ static void apply(struct load_ctx *x, const struct setting *s, enum value_source
                 }
                 c->runtime = (enum sbx_runtime_choice)w;
                 return;
-        case KIND_ENGINE_RUNTIME:
-                if (!engine_runtime_name_ok(v)) {
-                        mark_invalid(x, s, src, v,
-                                     "must be the name of an OCI runtime registered with the "
-                                     "engine (letters, digits, '.', '_', '-'; at most 64), "
-                                     "e.g. runsc");
-                        return;
-                }
-                free(*(char **)field);
-                *(char **)field = xstrdup(v);
-                return;
         case KIND_IMAGE_SOURCE:
                 w = parse_word(v, image_source_words, ELEMENTSOF(image_source_words));
                 if (w < 0) {
@@ -839,6 +827,14 @@ static void cross_checks(struct load_ctx *x)
         struct sbx_config *c = x->c;
 
         check_not_home(x);
+        if (c->container_runtime && !engine_runtime_name_ok(c->container_runtime))
+                mark_invalid_text(x, "VESTIBULE_CONTAINER_RUNTIME",
+                                  "invalid setting VESTIBULE_CONTAINER_RUNTIME='%.80s': must be "
+                                  "the name of an OCI runtime registered with the engine "
+                                  "(letters, digits, '.', '_', '-'; at most 64), e.g. runsc; fix "
+                                  "it in the MCP client's env for vestibule (or the config file) "
+                                  "and restart the server",
+                                  c->container_runtime);
 
         if (c->default_timeout_s > c->max_timeout_s)
                 mark_invalid_text(x, "VESTIBULE_DEFAULT_TIMEOUT_S",

@@ -144,7 +144,7 @@ struct sandbox {
         /* the engine's state when prepared (under st->lock, then ours) */
         char owner[160], grade[320], cgroup[128], usage_why[160], seccomp_profile[512];
         char runtime[72]; /* VESTIBULE_CONTAINER_RUNTIME as probed; "" = the engine's */
-        char runtime_fifo_why[200], runtime_uds_why[200]; /* what it refuses (state.h) */
+        char runtime_fifo_why[240], runtime_uds_why[240]; /* what it refuses (state.h) */
         bool volumes, hostcg, podman, rootless_docker;
         char image[256];
         const char *interp;

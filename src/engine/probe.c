@@ -214,6 +214,8 @@ static int probe_info(struct engine_state *st, const struct sbx_config *cfg, str
         bool seccomp = false;
         int r;
 
+        snprintf(st->runtime, sizeof(st->runtime), "%s",
+                 cfg->container_runtime ? cfg->container_runtime : "");
         r = st->conn.podman ? probe_podman(st, &seccomp, reasons, sizeof(reasons), err)
                             : probe_docker(st, &seccomp, reasons, sizeof(reasons), err);
         if (r == 0 && *st->runtime)
@@ -252,8 +254,6 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, st
         r = engine_connect(cfg, st->getenv_fn, &fresh.conn, err);
         if (r < 0)
                 return r;
-        snprintf(fresh.runtime, sizeof(fresh.runtime), "%s",
-                 cfg->container_runtime ? cfg->container_runtime : "");
         r = probe_info(&fresh, cfg, err);
         if (r < 0)
                 return r;

@@ -27,10 +27,11 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg,
 
 /**
  * engine_runtime_args() - what runtime @rt (its /info Runtimes entry: {"path", "runtimeArgs"},
- * borrowed) lets a sandbox do through the host's files: for runsc (its path's last part), the
- * FIFOs and unix sockets in the code folder need runtimeArgs --host-fifo=open and
- * --host-uds=open (or all); without them st->runtime_fifo_why / runtime_uds_why say the fix.
- * Other runtimes: both "" (allowed). runtime.c; `runsc flags`.
+ * borrowed) lets a sandbox do through the host's files. For runsc (its path's last part):
+ * sessions and warm spares (FIFOs in the code folder) and the allowlist's relay (a unix socket
+ * there) are refused, st->runtime_fifo_why / runtime_uds_why saying why (runsc's
+ * --host-fifo / --host-uds flags, `runsc flags`; measured in runtime.c). Other runtimes: both ""
+ * (allowed). runtime.c.
  */
 void engine_runtime_args(struct engine_state *st, json_object *rt);
 

@@ -42,7 +42,7 @@ struct engine_state {
         /* runsc opens the host's FIFOs (sessions' and spares' pipes in the code folder) and
          * connects to its unix sockets (the egress relay's) only when told to: runtimeArgs
          * --host-fifo=open, --host-uds=open (runsc flags). "" = allowed; else the fix. */
-        char runtime_fifo_why[200], runtime_uds_why[200];
+        char runtime_fifo_why[240], runtime_uds_why[240];
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
         bool warned_unpinned;      /* the unpinned-image warning was logged */
