@@ -51,11 +51,9 @@ start() {
                 # runsc's own network stack would need a network namespace from the engine, and
                 # Docker gives a NetworkMode none container none runsc accepts ("cannot run with
                 # network enabled in root network namespace"): --network=none, loopback only
-                # --host-fifo=open, --host-uds=open: the sessions' and spares' FIFOs and the
-                # egress relay's socket in the code folder (runsc flags); runsc-plain without
-                # them and runsc-netns without --network=none: the controls for the refusals
-                printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--host-fifo=open", "--host-uds=open"]}, "runsc-plain": {"path": "%s", "runtimeArgs": ["--network=none"]}, "runsc-netns": {"path": "%s"}}}\n' \
-                        "$runsc" "$runsc" "$runsc" >"$dir/daemon.json"
+                # runsc-netns, registered without it: the control for the server's refusal
+                printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}, "runsc-netns": {"path": "%s"}}}\n' \
+                        "$runsc" "$runsc" >"$dir/daemon.json"
                 # setsid: the daemon outlives this shell; its own containerd namespace keeps its
                 # containers apart from the host daemon's even if they shared a containerd
                 setsid /usr/sbin/dockerd --host "unix://$sock" --group "$group" \
@@ -65,8 +63,7 @@ start() {
                         --bridge=none --iptables=false --ip6tables=false --ip-masq=false \
                         --storage-driver overlay2 --userland-proxy=false \
                         --config-file "$dir/daemon.json" >"$dir/dockerd.log" 2>&1 </dev/null &
-                local i
-                for i in $(seq 300); do
+                for _ in $(seq 300); do
                         alive && break
                         sleep 0.1
                 done
@@ -80,6 +77,7 @@ start() {
                 echo "runsc-engine: loading $img from the host's Docker"
                 docker save "$img" | dk load -q >/dev/null || die "could not load $img"
         done
+        # shellcheck disable=SC2016 # a Go template for docker, not a shell expansion
         echo "runsc-engine: up at unix://$sock, runtimes: $(dk info --format '{{range $k, $v := .Runtimes}}{{$k}} {{end}}')"
 }
 
@@ -118,6 +116,7 @@ stop() {
 # host's kernel needs CAP_SYSLOG and fails).
 probe() {
         local img=${images%% *}
+        # shellcheck disable=SC2016 # expanded by the container's shell
         dk run --rm --network none --runtime "$1" "$img" \
                 sh -c 'echo "uname: $(uname -r)"; echo "dmesg: $(dmesg 2>&1 | head -n1)"'
 }
