@@ -162,9 +162,9 @@ SCHEDULE=(
         e2e-naive
         e2e-native
         "e2e-container-rootless e2e-container-docker e2e-container-podman e2e-container-other"
-        "e2e-root e2e-remote e2e-data clients run-cmd mcp-wrap"
-        "egress-container agreement native-in-docker namespaces"
-        "packaging e2e-docker-group e2e-desktop e2e-runsc"
+        "e2e-root e2e-remote e2e-data clients run-cmd mcp-wrap run-overlay"
+        "egress-container agreement native-in-docker namespaces e2e-runsc"
+        "packaging e2e-docker-group e2e-desktop e2e-rootless-docker"
         vm
 )
 

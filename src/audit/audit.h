@@ -114,6 +114,33 @@ void audit_session(struct audit_log *log, bool start, const char *session, const
                    const char *backend, const char *isolation, const char *reason,
                    unsigned long long calls, char *note, size_t note_size);
 
+/**
+ * audit_host_start() - the start record of something run on the host's behalf outside
+ * run_code: a `vestibule-mcp run -- CMD` (@what "run --", @text the command line) or a
+ * tools/call relayed by `mcp wrap` (@what "mcp wrap NAME", @text the tool's name and arguments).
+ * Same fields as audit_start()'s record, @what in "language" (so `vestibule-mcp audit` shows it
+ * in that column), @text as the code (<= 4 KiB kept, its SHA-256 and size). *@ret_id as for
+ * audit_start(). Failure -> @note as for audit_start(); waits for the disk (<= 2 s).
+ */
+void audit_host_start(struct audit_log *log, const char *what, unsigned timeout_s,
+                      const char *backend, const char *text, size_t text_len, char ret_id[33],
+                      char *note, size_t note_size);
+
+/* What an audit_host_end() record says; a 0 or NULL field is left out. */
+struct audit_host_end {
+        const char *outcome; /* "ok" (exit 0 or a tool result), "error", "timeout", "failed" */
+        bool have_exit;
+        int exit_code; /* the exit-code contract of `run --` (128+N for a signal) */
+        uint64_t wall_ms, cpu_us, mem_peak_bytes;
+        const char *isolation, *blocked; /* the grade; the calls the filter refused */
+};
+
+/** audit_host_end() - the end record for @id (from audit_host_start()): the same field names
+ * as audit_end()'s (outcome, exit_code, wall_ms, cpu_us, mem_peak_bytes, isolation,
+ * blocked_syscalls). Failure -> @note as for audit_start(). */
+void audit_host_end(struct audit_log *log, const char *id, const struct audit_host_end *e,
+                    char *note, size_t note_size);
+
 /** audit_blocked() - one record for a call refused before it reached a backend. */
 void audit_blocked(struct audit_log *log, const char *language, const char *code, size_t code_len,
                    const char *reason, char *note, size_t note_size);

@@ -375,3 +375,49 @@ void audit_blocked(struct audit_log *log, const char *language, const char *code
         (void)sbx_buf_puts(&b, "}\n");
         audit_submit(log, b.data, b.len, note, note_size);
 }
+
+void audit_host_start(struct audit_log *log, const char *what, unsigned timeout_s,
+                      const char *backend, const char *text, size_t text_len, char ret_id[33],
+                      char *note, size_t note_size)
+{
+        struct sbx_buf b = {0};
+
+        new_id(ret_id);
+        record_head(&b, "start", ret_id);
+        (void)sbx_buf_puts(&b, ",\"language\":");
+        sb_json_cstr(&b, what);
+        (void)sbx_buf_printf(&b, ",\"timeout_s\":%u,\"backend\":", timeout_s);
+        sb_json_cstr(&b, backend ? backend : "");
+        record_code(&b, text, text_len);
+        (void)sbx_buf_puts(&b, "}\n");
+        audit_submit(log, b.data, b.len, note, note_size);
+}
+
+void audit_host_end(struct audit_log *log, const char *id, const struct audit_host_end *e,
+                    char *note, size_t note_size)
+{
+        struct sbx_buf b = {0};
+
+        record_head(&b, "end", id);
+        (void)sbx_buf_puts(&b, ",\"outcome\":");
+        sb_json_cstr(&b, e->outcome ? e->outcome : "failed");
+        if (e->have_exit)
+                (void)sbx_buf_printf(&b, ",\"exit_code\":%d", e->exit_code);
+        if (e->wall_ms)
+                (void)sbx_buf_printf(&b, ",\"wall_ms\":%llu", (unsigned long long)e->wall_ms);
+        if (e->cpu_us)
+                (void)sbx_buf_printf(&b, ",\"cpu_us\":%llu", (unsigned long long)e->cpu_us);
+        if (e->mem_peak_bytes)
+                (void)sbx_buf_printf(&b, ",\"mem_peak_bytes\":%llu",
+                                     (unsigned long long)e->mem_peak_bytes);
+        if (e->isolation) {
+                (void)sbx_buf_puts(&b, ",\"isolation\":");
+                sb_json_cstr(&b, e->isolation);
+        }
+        if (e->blocked && e->blocked[0]) {
+                (void)sbx_buf_puts(&b, ",\"blocked_syscalls\":");
+                sb_json_cstr(&b, e->blocked);
+        }
+        (void)sbx_buf_puts(&b, "}\n");
+        audit_submit(log, b.data, b.len, note, note_size);
+}

@@ -2,7 +2,8 @@
  * inside the sandbox of `run -- CMD` (cmd_run_cmd.c, src/native/hostrun.c), with the
  * newline-delimited JSON-RPC messages relayed unchanged both ways between our stdin/stdout (the
  * client) and the server's. Additions: one notifications/message with the grade right after the
- * server's initialize result, and one stderr line per tools/call the client sends. Transport:
+ * server's initialize result, and one stderr line and audit record pair per tools/call the
+ * client sends (wrap_audit.c). Transport:
  * https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#stdio ; the log
  * notification: .../server/utilities/logging. docs/run-command.md. */
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/wrap_audit.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
@@ -45,7 +47,9 @@ static const char mcp_wrap_help[] =
     "command instead of the server's.\n"
     "Added: right after the server's initialize result, one notifications/message (level info,\n"
     "logger \"vestibule\") with the isolation grade; each tools/call the client sends is logged\n"
-    "on stderr as \"vestibule: mcp wrap: NAME tools/call TOOL\".\n"
+    "on stderr as \"vestibule: mcp wrap: NAME tools/call TOOL\" and recorded in the audit log\n"
+    "(`vestibule-mcp audit`: \"mcp wrap NAME\", the tool, its arguments and the answer's\n"
+    "outcome; the server's own run as \"run --\").\n"
     "\n"
     "  --allow DIR          read-write for the server (repeatable; default: the current dir)\n"
     "  --allow-read PATH    read-only for the server (repeatable)\n"
@@ -84,7 +88,8 @@ struct wrap {
         bool told;                /* the grade notification was sent (s2c's thread only) */
         pid_t child;              /* the `run -- SERVER` process */
         int pidfd;
-        int done_fd; /* an eventfd each thread bumps when its direction ends */
+        int done_fd;              /* an eventfd each thread bumps when its direction ends */
+        struct wrap_audit *audit; /* tools/call into the audit log (wrap_audit.h) */
 };
 
 static int wrap_fail(int code, const char *fmt, const char *arg)
@@ -108,30 +113,6 @@ static int write_all(int fd, const char *p, size_t len)
                 len -= (size_t)n;
         }
         return 0;
-}
-
-/* @line is a JSON-RPC request with method tools/call: log its params.name. Only lines that
- * mention tools/call are parsed at all; one that does not parse is left alone. */
-static void peek_client(const struct wrap *w, const char *line, size_t len)
-{
-        json_object *o, *m, *p, *n;
-        json_tokener *tok;
-
-        if (!memmem(line, len, "tools/call", 10))
-                return;
-        tok = json_tokener_new();
-        o = json_tokener_parse_ex(tok, line, (int)len);
-        json_tokener_free(tok);
-        if (o && json_object_object_get_ex(o, "method", &m) &&
-            strcmp(json_object_get_string(m) ?: "", "tools/call") == 0) {
-                const char *tool = "?";
-                if (json_object_object_get_ex(o, "params", &p) &&
-                    json_object_object_get_ex(p, "name", &n) &&
-                    json_object_is_type(n, json_type_string))
-                        tool = json_object_get_string(n);
-                fprintf(stderr, "vestibule: mcp wrap: %s tools/call %s\n", w->name, tool);
-        }
-        json_object_put(o);
 }
 
 /* @line is the server's initialize result (a response whose result holds protocolVersion). */
@@ -189,7 +170,9 @@ static int flush_lines(struct wrap *w, struct wrap_dir *d)
                 if (!nl && !d->eof)
                         break;
                 if (d == &w->c2s)
-                        peek_client(w, d->buf + done, n);
+                        wrap_audit_request(w->audit, d->buf + done, n);
+                else
+                        wrap_audit_response(w->audit, d->buf + done, n);
                 bool init = d == &w->s2c && !w->told && is_init_result(d->buf + done, n);
                 r = write_all(d->out, d->buf + done, n);
                 if (r == 0 && init)
@@ -370,6 +353,7 @@ static int wrap_start(int argc, char **argv, const char *name)
         struct wrap w = {.name = name, .grade = grade};
 
         wrap_grade(grade, sizeof(grade));
+        w.audit = wrap_audit_open(name, grade); /* lives until the process exits with the threads */
         if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
                 return wrap_fail(125, "cannot make the pipes: %s", strerror(errno));
         pid_t parent = getpid();

@@ -23,6 +23,10 @@
 #include "config/secrets.h"
 #include "egress/egress.h"
 #include "native/hostrun.h"
+#include "cli/run_audit.h"
+#include "cli/run_keep.h"
+#include "cli/run_overlay.h"
+#include "cli/run_pty.h"
 
 /* Exit codes of the contract besides the command's own. */
 #define EXIT_TIMEOUT 124
@@ -60,6 +64,13 @@ static const char run_cmd_help[] =
     "  -t, --timeout S      kill the whole sandbox after S seconds\n"
     "  --require GRADE      native: refuse to run (125) on a lower grade (native-degraded);\n"
     "                       any (default): run on what the host gives, and say which\n"
+    "  --overlay            the --allow folders read-only, with a writable layer on top;\n"
+    "                       what the command added, changed or deleted is listed on\n"
+    "                       stderr at the end, and dropped\n"
+    "  --apply              with --overlay: apply the listed changes to the real folders\n"
+    "                       when the command exits 0 (symlinks leaving the folder, fifos,\n"
+    "                       devices and .git/.envrc/.vscode are refused; files are copied,\n"
+    "                       never linked, setuid bits dropped)\n"
     "  -q, --quiet          no grade and usage lines on stderr\n"
     "  --list-secrets       print the built-in secrets list, with why, and exit\n"
     "\n"
@@ -68,7 +79,8 @@ static const char run_cmd_help[] =
     "  128+N    the command was killed by signal N\n"
     "  124      --timeout passed (the sandbox was killed)\n"
     "  125      the sandbox could not be set up, or only a grade lower than --require\n"
-    "           (the reason is on stderr); also a usage error\n"
+    "           (the reason is on stderr); also a usage error, and an --apply that could\n"
+    "           not apply every change\n"
     "  126      the command was found but could not be executed\n"
     "  127      the command was not found\n";
 
@@ -78,8 +90,9 @@ struct run_cmd_opts {
         char **read_literal; /* each --allow-read made absolute, links not followed; owned */
         size_t n_allow, n_allow_read, n_deny, n_literal, n_env;
         const char *net, *timeout, *require;
-        bool quiet;
-        int cmd_at; /* argv index of CMD */
+        bool quiet, overlay, apply;
+        char *overlay_dir; /* --overlay: run_overlay_make()'s folder; owned */
+        int cmd_at;        /* argv index of CMD */
 };
 
 static void push(char ***v, size_t *n, char *s)
@@ -125,14 +138,17 @@ static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
 
                 if (strcmp(a, "--") == 0) {
                         o->cmd_at = i + 1;
+                        if (o->apply && !o->overlay)
+                                return fail(125, "%s", "--apply needs --overlay");
                         return o->cmd_at < argc ? -1 : fail(125, "%s", "no command after '--'");
                 }
                 if (cli_is_help(a))
                         return fputs(run_cmd_help, stdout), 0;
                 if (strcmp(a, "--list-secrets") == 0)
                         return fputs(config_secrets_text(), stdout), 0;
-                if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-                        o->quiet = true;
+                if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0 ||
+                    strcmp(a, "--overlay") == 0 || strcmp(a, "--apply") == 0) {
+                        *(a[2] == 'o' ? &o->overlay : a[2] == 'a' ? &o->apply : &o->quiet) = true;
                         continue;
                 }
                 if ((m = opt_value(argc, argv, &i, "--allow", NULL, &v)) > 0)
@@ -356,7 +372,7 @@ static int collect_masks(const struct run_cmd_opts *o, const struct config_secre
                 push(kept, n_kept, xstrdup(o->allow_read[i]));
                 if ((in_list(sec->home, o->allow_read[i]) ||
                      in_list(sec->paths, o->allow_read[i])) &&
-                    named_as_is(o->read_literal[i], o->allow_read[i]))
+                    o->read_literal && named_as_is(o->read_literal[i], o->allow_read[i]))
                         push(&explicit, &n_explicit, xstrdup(o->allow_read[i]));
         }
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
@@ -485,15 +501,32 @@ static void print_summary(const struct native_host_result *res, int code)
                 res->blocked[0] ? "; blocked: " : "", res->blocked);
 }
 
+/* The exit code of a native_host_run() that returned @r, the errors and (unless @quiet) the
+ * summary said on stderr. */
+static int run_code_of(int r, const struct native_host_result *res, const struct sbx_error *err,
+                       bool quiet)
+{
+        if (r == -ENOEXEC) {
+                fprintf(stderr, "vestibule-mcp run: %s\n", err->msg);
+                return res->exit_code;
+        }
+        if (r < 0) {
+                fprintf(stderr, "vestibule-mcp run: isolation could not be set up: %s\n", err->msg);
+                return EXIT_NO_ISOLATION;
+        }
+        if (!quiet)
+                print_summary(res, res->exit_code);
+        return res->exit_code;
+}
+
 /* The run itself, once the options are resolved. */
 static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, char **argv,
-                        const struct config_secrets *sec, int sfd)
+                        const struct config_secrets *sec, int sfd, struct native_host_result *res)
 {
         _cleanup_free_ char *exe = find_exe(argv[o->cmd_at]);
         _cleanup_free_ char *cwd = getcwd(NULL, 0);
         char **masks = NULL, **env = NULL, **writable = NULL, **ro = NULL;
         size_t n_masks = 0, n_writable = 0, n_ro = 0;
-        struct native_host_result res = {0};
         struct sbx_error err = {0};
         static const char *const none[] = {NULL};
         int net, code, r;
@@ -520,31 +553,27 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
                      .home = home,
                      .cwd = start_dir(o, cwd, home),
                      .exe = exe,
-                     .writable = (const char *const *)writable},
+                     .writable = (const char *const *)writable,
+                     .overlay = o->overlay_dir},
             .argv = (const char *const *)argv + o->cmd_at,
             .envp = (const char *const *)env,
             .timeout_ms = o->timeout ? strtoull(o->timeout, NULL, 10) * 1000 : 0,
             .egress = net == 1,
             .cancel_fd = sfd,
         };
-        /* the command may change the terminal's settings (stty -echo, raw mode) and be killed
-         * before it puts them back: they are restored after it (red team #9) */
-        struct termios tio;
-        bool tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &tio) == 0;
-        r = native_host_run(cfg, &req, &res, &err);
-        if (tty)
-                (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &tio);
-        if (r == -ENOEXEC) {
-                code = res.exit_code;
-                fprintf(stderr, "vestibule-mcp run: %s\n", err.msg);
-        } else if (r < 0) {
-                code = EXIT_NO_ISOLATION;
-                fprintf(stderr, "vestibule-mcp run: isolation could not be set up: %s\n", err.msg);
-        } else {
-                code = res.exit_code;
-        }
-        if (!o->quiet && r != -ENOEXEC && r >= 0)
-                print_summary(&res, code);
+        /* a terminal: the command gets a pty of its own, relayed, never the user's (red team
+         * #5); the real one's settings are put back after it (red team #9) */
+        struct run_pty pty;
+        r = run_pty_start(&pty);
+        req.view.pty_slave = pty.slave > 0 ? pty.slave : 0;
+        if (r >= 0)
+                r = native_host_run(cfg, &req, res, &err);
+        else
+                sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
+        run_pty_stop(&pty);
+        code = run_code_of(r, res, &err, o->quiet);
+        if (!o->overlay)
+                (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro);
         config_strv_free(masks);
         config_strv_free(ro);
         config_strv_free(env);
@@ -623,6 +652,29 @@ static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts
         return -1;
 }
 
+/* run_resolved() inside --overlay's layers when asked: made before, listed, applied (--apply)
+ * and removed after (run_overlay.h). */
+static int run_layered(struct sbx_config *cfg, struct run_cmd_opts *o, char **argv,
+                       const struct config_secrets *sec, int sfd)
+{
+        struct native_host_result res = {0};
+        struct run_audit au;
+        int code = EXIT_NO_ISOLATION;
+
+        /* as run_code: no run goes unrecorded (run_audit.h) */
+        if (run_audit_begin(cfg, "run --", argv + o->cmd_at,
+                            o->timeout ? (unsigned)strtoul(o->timeout, NULL, 10) : 0, &au) < 0)
+                return EXIT_NO_ISOLATION;
+        if (!o->overlay || run_overlay_make(o->n_allow, &o->overlay_dir) == 0)
+                code = run_resolved(cfg, o, argv, sec, sfd, &res);
+        if (o->overlay_dir)
+                code = run_overlay_finish(o->overlay_dir, o->allow, (const char *const *)sec->keep,
+                                          o->apply, code);
+        free(TAKE_PTR(o->overlay_dir));
+        run_audit_end(&au, code, res.grade[0] ? &res : NULL);
+        return code;
+}
+
 int cmd_run_command(int argc, char **argv)
 {
         struct run_cmd_opts o = {0};
@@ -693,7 +745,7 @@ int cmd_run_command(int argc, char **argv)
                 code = fail(EXIT_NO_ISOLATION, "%s", err.msg);
                 goto out;
         }
-        code = run_resolved(cfg, &o, argv, &sec, sfd);
+        code = run_layered(cfg, &o, argv, &sec, sfd);
 out:
         config_secrets_done(&sec);
         config_free(cfg);

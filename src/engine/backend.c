@@ -66,6 +66,15 @@ static int run_ids(const struct backend *b, const struct engine_state *st, uid_t
                                         "then restart the server");
                 *uid = b->cfg->run_as_uid;
                 *gid = b->cfg->run_as_gid;
+        } else if (st->rootless_docker) {
+                /* Rootless Docker maps the container's uid 0 to the user running it (us) and
+                 * every other uid to a subordinate id here that cannot reach our 0700 folders
+                 * and pipes: 0:0 inside is our own uid, as keep-id is on Podman. CapDrop ALL and
+                 * no-new-privileges (checked in inspect) leave it no capability in the engine's
+                 * user namespace. https://docs.docker.com/engine/security/rootless/ */
+                *uid = 0;
+                *gid = 0;
+                return 0;
         } else {
                 *uid = geteuid();
                 *gid = getegid();
@@ -154,8 +163,9 @@ struct sandbox {
         char relay_py[1024], relay_js[1024]; /* the relay's sources (engine_egress_relay()) */
         char wait_sh[640];                   /* the wait script (engine_egress_wait_script()) */
         struct egress_session *egress; /* the run's proxy, from start to collect (or destroy) */
-        unsigned backstop_s;           /* the in-container `timeout`'s, from the longest timeout */
-        char degraded[128];            /* limits the engine did not keep */
+        struct engine_egress_stream *estream; /* remote engine: the bridge's exec stream */
+        unsigned backstop_s; /* the in-container `timeout`'s, from the longest timeout */
+        char degraded[128];  /* limits the engine did not keep */
         char *code_dir, *code_file;
         struct engine_handin hv;
         char *id;            /* the run container, once created */
@@ -283,14 +293,17 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
         const char *plain[] = {ENGINE_TIMEOUT_PATH, "--kill-after=1", timeout_arg,
                                sb->interp,          script,           NULL};
         /* network "allowlist": the relay starts, and the code once the relay listens
-         * (egress_listen.c) */
+         * (egress_listen.c); on a remote engine the server's exec starts the bridge, the code
+         * waits for it (egress_stream.c; the relays' sources are "" there) */
         const char *waiting[] = {
             ENGINE_TIMEOUT_PATH,
             "--kill-after=1",
             timeout_arg,
             ENGINE_BASH_PATH,
             "-c",
-            engine_egress_wait_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh)),
+            sb->volumes
+                ? engine_egress_wait_bridge_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh))
+                : engine_egress_wait_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh)),
             "vestibule-egress",
             sb->relay_py,
             sb->relay_js,
@@ -375,19 +388,11 @@ static int sandbox_create(struct sandbox *sb, struct sbx_error *err)
         return r;
 }
 
-/* What a sandbox of @sb's spec cannot be here, said before anything is made: an allowlist or
- * a spare on a remote engine, a spare with a network; and the allowlist's relay. */
+/* What a sandbox of @sb's spec cannot be here, said before anything is made: a spare on a
+ * remote engine, a spare with a network; and the allowlist's relay (a local engine: a remote
+ * one gets the bridge by exec, egress_stream.c). */
 static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
 {
-        if (sb->network == RUN_NETWORK_ALLOWLIST && sb->volumes)
-                /* the way out is the proxy's socket in the bind-mounted code folder
-                 * (egress_listen.c): a remote engine does not see this machine's files */
-                return sbx_fail(err, EOPNOTSUPP,
-                                "network \"allowlist\" needs a container engine on this machine "
-                                "(the sandbox reaches the proxy through a socket in its "
-                                "bind-mounted code folder); this one is remote (%s): use network "
-                                "\"none\", or a local engine",
-                                sb->st->conn.ep.host);
         if (sb->spare && sb->volumes)
                 /* the FIFO lives in the bind-mounted code folder: a remote engine's container
                  * gets its code through a volume, filled at the call (volume.c) */
@@ -408,7 +413,7 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
                                 sb->runtime, sb->runtime_uds_why);
         /* the relay in the image's own interpreter: python3 where there is one (both our
          * images), else node (engine_egress_wait_script() picks) */
-        if (sb->network == RUN_NETWORK_ALLOWLIST &&
+        if (sb->network == RUN_NETWORK_ALLOWLIST && !sb->volumes &&
             (engine_egress_relay("python3", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_py,
                                  sizeof(sb->relay_py)) < 0 ||
              engine_egress_relay("node", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_js,
@@ -710,7 +715,9 @@ static int sandbox_start(struct sandbox *sb, const struct run_request *req,
                 /* the proxy on its socket in the code folder, before the container starts: its
                  * relay connects there (egress_listen.c). Fail closed: on error destroy()
                  * removes the container unrun. */
-                r = engine_egress_begin(sb->code_dir, sb->cfg, &sb->egress, err);
+                r = sb->volumes
+                        ? engine_egress_stream_proxy(sb->cfg, &sb->estream, &sb->egress, err)
+                        : engine_egress_begin(sb->code_dir, sb->cfg, &sb->egress, err);
                 sbx_trace_lap(&sb->trace, "egress");
         }
         if (r < 0)
@@ -721,6 +728,12 @@ static int sandbox_start(struct sandbox *sb, const struct run_request *req,
         if (r == 0)
                 r = engine_container_start(&st->conn, sb->id, sb->image, err);
         sbx_trace_lap(&sb->trace, "start");
+        if (r == 0 && sb->estream) {
+                /* the bridge by exec, as another uid; its code waits for it. Fail closed: on
+                 * error destroy() kills the container before its code ran */
+                r = engine_egress_stream_attach(sb->estream, &st->conn, sb->id, sb->uid, err);
+                sbx_trace_lap(&sb->trace, "egress_bridge");
+        }
         if (r < 0)
                 return r;
         supervise_from(sb, sbx_now_ms(), ret_io);
@@ -905,6 +918,7 @@ static int sandbox_collect(struct sandbox *sb, const struct sandbox_watch *w,
         snprintf(res->image, sizeof(res->image), "%s", sb->image);
         sbx_trace_lap(&sb->trace, "wait_stream");
         if (sb->egress) { /* the container has exited or been killed: its connections are done */
+                sb->estream = engine_egress_stream_end(sb->estream);
                 egress_session_finish(TAKE_PTR(sb->egress), &res->egress);
                 engine_egress_end(sb->code_dir);
         }
@@ -948,6 +962,7 @@ static void sandbox_destroy(struct sandbox *sb)
                  * end with it), then the proxy; its decisions go nowhere */
                 struct run_result dropped = {0};
                 sandbox_kill(sb);
+                sb->estream = engine_egress_stream_end(sb->estream);
                 egress_session_finish(TAKE_PTR(sb->egress), &dropped.egress);
                 run_result_done(&dropped);
         }

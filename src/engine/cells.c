@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lazy/curl.h"
@@ -100,12 +101,6 @@ int engine_cells_check(const struct engine_sb_view *v, struct sbx_error *err)
                                 "(DOCKER_HOST=unix://...), or VESTIBULE_BACKEND=native, or "
                                 "run_code without a session",
                                 v->conn->ep.host);
-        if (v->rootless_docker)
-                return sbx_fail(err, EOPNOTSUPP,
-                                "sessions are not available on rootless Docker (its container "
-                                "user is a subordinate id that cannot own the session's pipes): "
-                                "use rootful Docker, Podman, or VESTIBULE_BACKEND=native, or "
-                                "run_code without a session");
         return 0;
 }
 
@@ -437,14 +432,46 @@ int engine_cells_start(const struct engine_sb_view *v, struct engine_cells *c,
         return 0;
 }
 
+/* Docker's event log up to now: did the engine report an "oom" event for the container? It
+ * does as the kernel's OOM killer acts in the container's cgroup, while the container still
+ * runs (State.OOMKilled only follows its exit), and it answers whoever may use the socket, so
+ * a server that is not root (cannot read the kernel's log) learns it too. A failed call is a
+ * "no". Source: Docker Engine API v1.41, GET /events (since, until, filters container, event),
+ * https://docs.docker.com/engine/api/v1.41/#tag/System/operation/SystemEvents */
+static bool oom_event(const struct engine_sb_view *v)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        _cleanup_free_ char *filters =
+            xasprintf("{\"container\":{\"%s\":true},\"event\":{\"oom\":true}}", v->id);
+        struct sbx_error e = {0};
+        struct timespec now;
+        char until[48];
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        snprintf(until, sizeof(until), "%lld.%09ld", (long long)now.tv_sec, now.tv_nsec);
+        if (engine_get(v->conn,
+                       &(struct engine_call){
+                           .path = "/events",
+                           .query = {{"since", "0"}, {"until", until}, {"filters", filters}},
+                           .ok = {200},
+                           .body = ENGINE_BODY_RAW,
+                           .timeout_ms = 5000,
+                           .what = "read the engine's events for the session"},
+                       &rep, &e) < 0)
+                return false;
+        return rep.raw && strstr(rep.raw, "\"oom\"");
+}
+
 /* The runner died: was it the memory cap? The kernel's log names the container's memcg
- * (hostcg.c); else Docker's State.OOMKilled once the container stopped (its init follows the
- * runner). */
+ * (hostcg.c, a root server); else Docker's "oom" event or State.OOMKilled once the container
+ * stopped (its init follows the runner). */
 static bool runner_oom(const struct engine_sb_view *v, struct engine_cells *c)
 {
         if (c->kmsg_fd >= 0 && engine_kmsg_find_oom(c->kmsg_fd, v->id) == 1)
                 return true;
         for (uint64_t until = sbx_now_ms() + CELLS_OOM_WAIT_MS; !v->podman;) {
+                if (oom_event(v))
+                        return true;
                 _cleanup_(engine_reply_done) struct engine_reply rep = {0};
                 struct sbx_error e = {0};
                 json_object *state, *j;

@@ -107,7 +107,9 @@ struct engine_conn {
  * engine_easy_new() - a curl easy handle set up for @c (unix socket or tcp+TLS) and the URL
  * of @target (a request target starting with '/', already escaped: engine_call_target()):
  * the versioned prefix "/v<api>" is added when @versioned and @c->api is set. Caller frees
- * with curl_easy_cleanup(). Only api.c calls it: everything else goes through engine_call().
+ * with curl_easy_cleanup(). Only api.c calls it, and egress_stream.c for the hijacked exec
+ * stream (CURLOPT_CONNECT_ONLY), which engine_call() cannot carry: everything else goes through
+ * engine_call().
  */
 void *engine_easy_new(const struct engine_conn *c, const char *target, bool versioned);
 
@@ -776,6 +778,45 @@ int engine_egress_begin(const char *code_dir, const struct sbx_config *cfg,
 /** engine_egress_end() - remove the socket engine_egress_begin() made in @code_dir (NULL: none);
  * errors are ignored. Call it after egress_session_finish(). */
 void engine_egress_end(const char *code_dir);
+
+/**
+ * engine_egress_wait_bridge_script() - a bash script, for `bash -c SCRIPT NAME _ _ ARGV...` (the
+ * two ignored arguments stand where engine_egress_wait_script() takes the relays), for an
+ * allowlist container on a remote engine (egress_stream.c): it starts no relay (the server's
+ * exec starts the bridge once the container runs) and waits until 127.0.0.1:@port listens in
+ * its own network namespace (/proc/net/tcp, proc(5)), then execs ARGV. Nothing listening
+ * within 10 s: status 125 and a line on stderr, before ARGV runs. Written into @buf (@size
+ * bytes; 640 suffice). Return: @buf.
+ */
+const char *engine_egress_wait_bridge_script(uint16_t port, char *buf, size_t size);
+
+struct engine_egress_stream;
+/**
+ * engine_egress_stream_proxy() - the egress allowlist of one run on a remote engine (the volume
+ * path; docs/design/egress.md "on a remote engine"), part 1, before the container starts: the
+ * run's proxy (egress_session_start(), same thread as the egress_session_finish() that ends
+ * it) on a unix socket in a new private folder of this machine (/tmp/vestibule-egress-XXXXXX,
+ * 0700). Return: 0 with *@ret (end it with engine_egress_stream_end()) and *@ret_proxy (the
+ * caller finishes it), or -errno with @err (nothing left over: the run is Blocked:).
+ */
+int engine_egress_stream_proxy(const struct sbx_config *cfg, struct engine_egress_stream **ret,
+                               struct egress_session **ret_proxy, struct sbx_error *err);
+
+/**
+ * engine_egress_stream_attach() - part 2, once container @id runs: one exec in it as another uid
+ * than @code_uid (65534, or 65533 when the code is 65534) running the bridge (the image's
+ * `python3 -I`), which listens on 127.0.0.1:EGRESS_PORT there, its stdin and stdout hijacked
+ * (Engine API POST /exec/{id}/start, Upgrade: tcp) and carried by a thread of @s that connects
+ * every connection the bridge announces to the run's proxy and nothing else. @c is borrowed
+ * for the call. Return: 0, or -errno with @err (the caller kills the run: fail closed).
+ */
+int engine_egress_stream_attach(struct engine_egress_stream *s, const struct engine_conn *c,
+                                const char *id, uid_t code_uid, struct sbx_error *err);
+
+/** engine_egress_stream_end() - stop the thread, close the stream (the bridge then stops
+ * listening and exits) and every connection, remove the private folder, free @s. Accepts
+ * NULL. Return: NULL. Call it before egress_session_finish() of the run's proxy. */
+struct engine_egress_stream *engine_egress_stream_end(struct engine_egress_stream *s);
 
 /* json-c cleanup helper (docs/design/style.md: library helpers live in the module using the
  * library). */

@@ -22,7 +22,9 @@
         X(curl_easy_getinfo)                                                                       \
         X(curl_easy_init)                                                                          \
         X(curl_easy_perform)                                                                       \
+        X(curl_easy_recv)                                                                          \
         X(curl_easy_reset)                                                                         \
+        X(curl_easy_send)                                                                          \
         X(curl_easy_setopt)                                                                        \
         X(curl_easy_strerror)                                                                      \
         X(curl_free)                                                                               \
@@ -68,7 +70,9 @@ const struct lazy_curl_table *lazy_curl(void);
 #define curl_easy_getinfo (lazy_curl()->curl_easy_getinfo)
 #define curl_easy_init (lazy_curl()->curl_easy_init)
 #define curl_easy_perform (lazy_curl()->curl_easy_perform)
+#define curl_easy_recv (lazy_curl()->curl_easy_recv)
 #define curl_easy_reset (lazy_curl()->curl_easy_reset)
+#define curl_easy_send (lazy_curl()->curl_easy_send)
 #define curl_easy_setopt (lazy_curl()->curl_easy_setopt)
 #define curl_easy_strerror (lazy_curl()->curl_easy_strerror)
 #define curl_free (lazy_curl()->curl_free)

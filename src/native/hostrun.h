@@ -29,6 +29,12 @@ struct native_host_view {
         const char *cwd;             /* the program's working directory */
         const char *exe;             /* executed as given (absolute); argv[0] is only its name */
         const char *const *writable; /* Landlock: writes allowed beneath these (@rw, @home) */
+        int pty_slave;       /* > 0: a pty slave the caller made (run_pty.h): it replaces each of
+                              * fds 0-2 that is a terminal and becomes the command's controlling
+                              * terminal; 0: none (the command gets the caller's fds 0-2 as they are) */
+        const char *overlay; /* NULL, or --overlay: each @rw[i] is the lower layer of an
+                              * overlayfs whose upper and work folders are @overlay/i/u and
+                              * @overlay/i/w (host folders the caller made and reads after) */
 };
 
 /* The host's system folders the view binds read-only, NULL-ended. */

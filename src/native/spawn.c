@@ -492,6 +492,11 @@ __attribute__((noreturn)) static void program_main(const struct native_spawn *sp
          * terminal's signals instead (hostrun.c). */
         if (sp->cells || sp->host_view)
                 (void)setsid(); /* pid 2 leads no group yet: cannot fail */
+        /* with a pty of its own (hostrun.h pty_slave), that one is its controlling terminal
+         * (job control and ^C inside); the user's terminal it never holds */
+        for (int i = 0; sp->host_view && sp->host_view->pty_slave > 0 && i < 3; i++)
+                if (isatty(i) && ioctl(i, TIOCSCTTY, 0) == 0)
+                        break;
         if (go_r >= 0) {
                 /* the program's file is in place once the go byte is here (native_handover);
                  * EOF: the sandbox is being destroyed unused */
@@ -635,6 +640,43 @@ static void child_host_mask(const char *path)
                       MS_RDONLY | MS_NOSUID | MS_NOEXEC);
 }
 
+/* @src into @dst (@cap bytes) with ',', ':' and '\\' escaped as overlayfs's option parser wants
+ * them (Documentation/filesystems/overlayfs.rst). Fails the run when it does not fit. */
+static void child_escape_opt(char *dst, size_t cap, const char *src)
+{
+        size_t n = 0;
+
+        for (; *src; src++) {
+                if (n + 3 >= cap)
+                        child_fail(ENAMETOOLONG, "path too long for an overlay mount");
+                if (*src == ',' || *src == ':' || *src == '\\')
+                        dst[n++] = '\\';
+                dst[n++] = *src;
+        }
+        dst[n] = '\0';
+}
+
+/* --overlay: the host's @path read-only as the lower layer of an overlayfs at the same path,
+ * its upper and work folders @dir/@i/u and @dir/@i/w (made by the caller, on the host), so
+ * what the command writes lands there. userxattr: the user namespace's own overlay (Linux
+ * 5.11), which also creates no redirect: a folder renamed is copied (EXDEV to rename(2)). */
+static void child_host_overlay(const char *path, const char *dir, size_t i)
+{
+        char lower[1400], base[1400], opts[4096];
+        int n;
+
+        child_escape_opt(lower, sizeof(lower), path);
+        child_escape_opt(base, sizeof(base), dir);
+        n = snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s/%zu/u,workdir=%s/%zu/w,userxattr",
+                     lower, base, i, base, i);
+        if (n < 0 || (size_t)n >= sizeof(opts))
+                child_fail(ENAMETOOLONG, "the overlay options for '%s' are too long", path);
+        child_mkdir_p(path + 1, false);
+        child_mount("overlay", path + 1, "overlay", MS_NOSUID | MS_NODEV, opts,
+                    "the overlay needs Linux 5.11+ (unprivileged overlayfs) and an upper folder "
+                    "with user xattrs (/var/tmp)");
+}
+
 /* Second part, once the scratch tmpfs covers /tmp (so a project under the host's /tmp is
  * bound on top of it): $HOME (a folder of the scratch tmpfs; first, so a project under it is
  * bound on top), the project folders, the read-only extras, the masks; then the root tmpfs
@@ -651,7 +693,10 @@ static void child_host_finish(const struct native_spawn *sp)
                             "bind of the private, empty home");
         }
         for (size_t i = 0; hv->rw[i]; i++)
-                child_host_bind(hv->rw[i], true, false);
+                if (hv->overlay)
+                        child_host_overlay(hv->rw[i], hv->overlay, i);
+                else
+                        child_host_bind(hv->rw[i], true, false);
         for (size_t i = 0; hv->ro[i]; i++)
                 child_host_bind(hv->ro[i], false, false);
         for (size_t i = 0; hv->masks[i]; i++)
@@ -868,7 +913,9 @@ static void child_enter(const struct native_spawn *sp, int out_w, int err_w, int
         /* The host view runs a command for a person at a terminal: it gets our own 0-2 (a
          * closed one stays /dev/null). */
         for (int i = 0; sp->host_view && i < 3; i++)
-                fds[i] = fcntl(i, F_GETFD) >= 0 ? i : null_fd;
+                fds[i] = sp->host_view->pty_slave > 0 && isatty(i) ? sp->host_view->pty_slave
+                         : fcntl(i, F_GETFD) >= 0                  ? i
+                                                                   : null_fd;
         fds[3] = sync_fd;
         fds[4] = sp->cells ? sp->cell_in_fd : -1;
         fds[5] = sp->cells ? sp->status_out_fd : -1;

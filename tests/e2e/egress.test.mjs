@@ -12,7 +12,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { BACKEND, assertBlocked, assertExitCode, assertIsolation, assertModelSees, callTool, connect, makeWorld, runCode, sleep, textOf, waitFor } from './lib.mjs';
+import { BACKEND, REMOTE_ENGINE, assertBlocked, assertExitCode, assertIsolation, assertModelSees, callTool, connect, makeWorld, runCode, sleep, textOf, waitFor } from './lib.mjs';
 
 const NATIVE = BACKEND === 'native';
 // The container backend serves the allowlist too; its runs of these tests come with the CI
@@ -51,9 +51,12 @@ async function startMirror(t) {
     const dir = fs.mkdtempSync('/tmp/vst-e2e-mirror-');
     const whl = buildWheel(dir);
     const hits = [];
+    const held = [];
     const server = http.createServer((req, res) => {
         hits.push(req.url);
-        if (req.url === `/simple/${PKG}/`) {
+        if (req.url === '/hold') { // answered by release(): a run that waits for the test
+            held.push(res);
+        } else if (req.url === `/simple/${PKG}/`) {
             res.writeHead(200, { 'content-type': 'text/html' });
             res.end(`<html><body><a href="/files/${path.basename(whl)}">${path.basename(whl)}</a></body></html>`);
         } else if (req.url === `/files/${path.basename(whl)}`) {
@@ -69,7 +72,9 @@ async function startMirror(t) {
     });
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
     t.after(() => { server.close(); fs.rmSync(dir, { recursive: true, force: true }); });
-    return { port: server.address().port, hits };
+    const release = () => held.splice(0).forEach((res) => { res.writeHead(200); res.end('go\n'); });
+    t.after(release);
+    return { port: server.address().port, hits, release };
 }
 
 // The settings a user would write into the client config's env.
@@ -267,7 +272,7 @@ except SystemExit as e:
 // itself, or that then listens on 127.0.0.1:3128 in its place, reaches exactly what the proxy
 // allows (docs/design/egress.md, "Container backend"). The control in the same run: the same
 // socket carries an allowed request through, so the probe could have succeeded.
-test('container: code that kills the relay and uses the proxy socket itself gains nothing', { skip: !(SERVES && BACKEND === 'container') && `backend ${BACKEND}: the relay is the container backend's` }, async (t) => {
+test('container: code that kills the relay and uses the proxy socket itself gains nothing', { skip: (!(SERVES && BACKEND === 'container') && `backend ${BACKEND}: the relay is the container backend's`) || (REMOTE_ENGINE && 'a remote engine has no proxy socket in the code folder (the bridge test below)') }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));
     const conn = await connect(w);
@@ -320,17 +325,93 @@ print("direct:", ask("GET / HTTP/1.1", socket.AF_INET, ("93.184.216.34", 80)))
     assert.ok(hosts.some((h) => h.host === 'evil.example' && h.verdict !== 'allowed'), `the refusal is in the verdicts:\n${JSON.stringify(hosts)}`);
 });
 
+// A remote engine (the volume path): the bridge is an exec of the server's, as another uid
+// than the code. The code can neither signal it nor open its stdin/stdout (controls: it kills a
+// child of its own; the bridge carries an allowed request); and when the bridge dies anyway (the
+// test kills it through the engine, as code that could would), the code takes 127.0.0.1:3128
+// itself and still has no way out: no route, no DNS, nothing listening for it.
+test('remote engine: code cannot kill the bridge, and with the bridge killed it gains nothing', { skip: !(SERVES && BACKEND === 'container' && REMOTE_ENGINE) && 'the bridge is the remote engine\'s' }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const conn = await connect(w);
+    const code = `${RAW}
+import os, signal, socket, subprocess, time, urllib.request
+me = os.getuid()
+bridges = []
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        try:
+            c = open(f"/proc/{p}/cmdline", "rb").read().split(b"\\0")
+            if c[:2] == [b"python3", b"-Ic"] and os.stat(f"/proc/{p}").st_uid != me: bridges.append(int(p))
+        except OSError:
+            pass
+print("bridges:", len(bridges))
+for b in bridges:
+    try: os.kill(b, signal.SIGKILL); print("kill bridge: done")
+    except OSError as e: print("kill bridge:", type(e).__name__)
+    for fd in (0, 1):
+        try: open(f"/proc/{b}/fd/{fd}", "wb"); print("open bridge fd: done")
+        except OSError as e: print("open bridge fd:", type(e).__name__)
+child = subprocess.Popen(["sleep", "30"])
+child.kill(); print("kill own child: rc", child.wait())
+print("unlisted:", ask("CONNECT evil.example:443 HTTP/1.1"))
+print("allowed:", ask("GET http://${MIRROR}/hello-bridge HTTP/1.1"))
+urllib.request.urlopen(f"http://${MIRROR}/hello-ready-{socket.gethostname()}-{bridges[0] if bridges else 0}", timeout=10).read()
+def listening():
+    return " 0100007F:0C38 00000000:0000 0A " in open("/proc/net/tcp").read()
+for _ in range(300):
+    if not listening(): break
+    time.sleep(0.05)
+print("bridge gone:", not listening())
+print("after:", ask("CONNECT ${MIRROR}:80 HTTP/1.1"))
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", 3128)); l.listen(1); print("3128 is ours now")
+for addr in (("93.184.216.34", 80), ("10.0.2.2", ${m.port}), ("172.17.0.1", ${m.port})):
+    try: socket.create_connection(addr, timeout=3); print("direct", addr[0], ": CONNECTED")
+    except OSError as e: print("direct", addr[0], ":", type(e).__name__, e.errno)
+try: socket.getaddrinfo("example.com", 80); print("dns: RESOLVED")
+except OSError as e: print("dns:", type(e).__name__)
+`;
+    const pending = callNet(conn, code, { timeout_seconds: 40 });
+    let ready;
+    assert.ok(await waitFor(() => (ready = m.hits.find((h) => h.startsWith('/hello-ready-'))), 30_000), `the run got going: ${m.hits}`);
+    const [, host, pid] = /^\/hello-ready-(.+)-(\d+)$/.exec(ready);
+    // the test kills the bridge through the engine as the bridge's own uid (the container's root
+    // has no capability to), as code that could would
+    const k = spawnSync('docker', ['exec', '-u', '65534:65534', host, 'bash', '-c', `kill -9 ${pid}`], { encoding: 'utf8', env: { ...process.env } });
+    assert.equal(k.status, 0, `docker exec kill: ${k.stderr}`);
+    const r = await pending;
+    assertExitCode(r.text, 0);
+    assert.match(r.text, /^bridges: 1$/m, r.text);
+    assert.match(r.text, /^kill bridge: PermissionError$/m, r.text);
+    assert.doesNotMatch(r.text, /^open bridge fd: done$/m, r.text);
+    assert.match(r.text, /^kill own child: rc -9$/m, `the control: the code may kill what is its own:\n${r.text}`);
+    assert.match(r.text, /^unlisted: HTTP\/1\.1 403/m, r.text);
+    assert.match(r.text, /^allowed: HTTP\/1\.1 200/m, `the control: the bridge carries an allowed request:\n${r.text}`);
+    assert.match(r.text, /^bridge gone: True$/m, r.text);
+    assert.match(r.text, /^after: ERR .*(ConnectionRefused|Errno 111)/m, r.text);
+    assert.match(r.text, /^3128 is ours now$/m, r.text);
+    assert.doesNotMatch(r.text, /CONNECTED|RESOLVED/, r.text);
+    assert.match(r.text, /^direct 93\.184\.216\.34 : OSError 101$/m, r.text);
+    assert.match(r.text, /^dns: gaierror$/m, r.text);
+    assert.ok(m.hits.includes('/hello-bridge'), 'the allowed request reached the mirror');
+    const hosts = hostsOf(r.result);
+    assert.ok(hosts.some((h) => h.host === 'evil.example' && h.verdict !== 'allowed'), `the refusal is in the verdicts:\n${JSON.stringify(hosts)}`);
+});
+
 // The proxy's death mid-run closes the run's only way out: the next connection is refused,
 // and the result says the proxy ended.
 test('the proxy killed in the middle of a run: the next connection is refused (fail closed)', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));
     const conn = await connect(w);
+    // a remote engine's workspace is a volume the test cannot see while the run lives: there
+    // the mirror's hit says "ready" and the run waits a fixed 4 s for the kill
     const code = `
 import os, time, urllib.request
 print("before:", urllib.request.urlopen("http://${MIRROR}/hello-before", timeout=10).read().decode().strip())
 open("/workspace/ready", "w").close()
-for _ in range(200):
+for _ in range(${REMOTE_ENGINE ? 80 : 200}):
     if os.path.exists("/workspace/go"): break
     time.sleep(0.05)
 try:
@@ -343,7 +424,7 @@ except Exception as e:
     print("again: FAILED", e)
 `;
     const pending = callNet(conn, code);
-    assert.ok(await waitFor(() => fs.existsSync(path.join(w.ws, 'ready')), 20_000), 'the run got going');
+    assert.ok(await waitFor(() => (REMOTE_ENGINE ? m.hits.includes('/hello-before') : fs.existsSync(path.join(w.ws, 'ready'))), 20_000), 'the run got going');
     const proxies = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
         try {
             const st = fs.readFileSync(`/proc/${p}/stat`, 'latin1');
@@ -387,7 +468,13 @@ test('the proxy holds no fd of the server (no Engine API socket, not its stdin/s
     // a first run, so the server has opened what a run opens (on Docker its Engine API
     // connections); the second run holds its proxy while the test looks
     assertExitCode((await callNet(conn, 'print(1)')).text, 0);
-    const code = `
+    // a remote engine: the workspace is a volume, so the run says "ready" to the mirror and
+    // waits on its /hold, which the test answers
+    const code = REMOTE_ENGINE ? `
+import urllib.request
+print("held:", urllib.request.urlopen("http://${MIRROR}/hold", timeout=25).read().decode().strip())
+print("done")
+` : `
 import os, time
 open("/workspace/ready", "w").close()
 for _ in range(400):
@@ -396,7 +483,7 @@ for _ in range(400):
 print("done")
 `;
     const pending = callNet(conn, code);
-    assert.ok(await waitFor(() => fs.existsSync(path.join(w.ws, 'ready')), 20_000), 'the run got going');
+    assert.ok(await waitFor(() => (REMOTE_ENGINE ? m.hits.includes('/hold') : fs.existsSync(path.join(w.ws, 'ready'))), 20_000), 'the run got going');
     const proxies = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
         try {
             const m2 = /^\d+ \((.*)\) \S (\d+) /.exec(fs.readFileSync(`/proc/${p}/stat`, 'latin1'));
@@ -422,7 +509,8 @@ print("done")
             .filter(([, l]) => l !== '/dev/null' && l !== serverErr && !l.startsWith('anon_inode:') && !l.startsWith('/memfd:vst-egress-records'));
         assert.deepEqual(shared, [], `fds the proxy shares with the server: ${JSON.stringify(shared)}\nproxy: ${JSON.stringify(mine)}`);
         const sockets = mine.filter(([fd, l]) => fd !== '2' && l.startsWith('socket:'));
-        assert.equal(sockets.length, 1, `only its listener (and stderr) while no connection is open: ${JSON.stringify(mine)}`);
+        // a remote engine's run holds its /hold connection open: that one's two ends as well
+        assert.equal(sockets.length, REMOTE_ENGINE ? 3 : 1, `only its listener (and stderr, and a held connection) : ${JSON.stringify(mine)}`);
         // and every connection the server opened (libcurl's to the engine included) is
         // close-on-exec (O_CLOEXEC, 02000000 in fdinfo's octal flags): no later child inherits
         // it. libcurl 7.88's multi handle keeps a socketpair of its own without the flag (its
@@ -447,6 +535,7 @@ print("done")
         assert.equal(mine.find(([fd]) => fd === '1')?.[1], '/dev/null', JSON.stringify(mine));
     } finally {
         fs.writeFileSync(path.join(w.ws, 'go'), '');
+        m.release();
         const r = await pending;
         assert.match(r.text, /^done$/m, r.text);
     }

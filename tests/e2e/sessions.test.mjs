@@ -430,13 +430,9 @@ test('the memory cap holds across cells that each allocate a step more', { skip:
         else assert.equal(c.s.stdout, `${i * 16}\n`, c.text);
     }
     assert.ok(ended, 'some cell went over 64 MiB and the session ended');
-    // a container session's OOM kill is named from the kernel's log or the run's cgroup, which
-    // only a root server reads; a server in the docker group sees the interpreter end (issue 23)
-    // (VESTIBULE_RUN_AS marks the root server: CI's stages keep E2E_AS=root for themselves)
-    if (BACKEND === 'container' && !process.env.VESTIBULE_RUN_AS) {
-        t.diagnostic(`the cap held; its name is not given to a server that is not root: ${ended.text.split('\n').find((l) => l.startsWith('session ended')) ?? ''}`);
-        return;
-    }
+    // a root server reads the OOM kill from the kernel's log or the run's cgroup; a server that
+    // is not root (the docker-group user) from the engine's inspect (State.OOMKilled): the cap
+    // is named either way (issue 23 item 6)
     assert.match(ended.text, /memory/i, ended.text);
 });
 

@@ -20,9 +20,9 @@
 #   tests/package/apparmor.sh [DEB]     (as root; DEB default dist/vestibule-mcp_*.deb)
 #
 # AppArmor 4: APPARMOR_PARSER (a command) if set; else apparmor_parser on PATH when it is 4.x;
-# else Debian 13's apparmor and libc6 packages fetched with apt-get download (a private apt
-# state under APPARMOR4_DIR, default /var/tmp/vestibule-apparmor4; the host's apt sources are
-# not changed) and run with their own dynamic loader, as this host's glibc is older.
+# else Debian 13's apparmor and libc6 packages, fetched by tests/package/apparmor4.sh into
+# APPARMOR4_DIR (default /var/tmp/vestibule-apparmor4; the host's apt sources are not changed)
+# and run with their own dynamic loader, as this host's glibc is older.
 # APPARMOR3_PARSER / APPARMOR3_ROOT: AppArmor 3's parser and the root of its /etc/apparmor.d,
 # for the control of check 2. The binary for check 1: VESTIBULE_BIN, else
 # build-rel/vestibule-mcp.
@@ -42,19 +42,6 @@ tmp=$(mktemp -d /tmp/vst-apparmor.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 # --- AppArmor 4's parser -------------------------------------------------------------------------
-# fetch_aa4: Debian 13's apparmor and libc6 unpacked under $aa4 (once).
-fetch_aa4() {
-        local apt
-        [ -x "$aa4/root/usr/sbin/apparmor_parser" ] && return 0
-        mkdir -p "$aa4/lists/partial" "$aa4/cache/archives/partial" "$aa4/debs"
-        echo "deb http://deb.debian.org/debian trixie main" >"$aa4/sources.list"
-        apt=(-o Dir::Etc::SourceList="$aa4/sources.list" -o Dir::Etc::SourceParts=/nonexistent
-                -o Dir::State::Lists="$aa4/lists" -o Dir::Cache="$aa4/cache"
-                -o APT::Sandbox::User=root)
-        apt-get "${apt[@]}" -qq update >&2 &&
-                (cd "$aa4/debs" && apt-get "${apt[@]}" -qq download apparmor libc6 >&2) || return 1
-        for d in "$aa4"/debs/*.deb; do dpkg-deb -x "$d" "$aa4/root" || return 1; done
-}
 parser=()
 aa_root=
 if [ -n "${APPARMOR_PARSER:-}" ]; then
@@ -64,11 +51,9 @@ elif command -v apparmor_parser >/dev/null &&
         apparmor_parser --version 2>/dev/null | grep -q 'version [4-9]'; then
         parser=(apparmor_parser)
         aa_root=/
-elif fetch_aa4; then
-        lib=$aa4/root/usr/lib/x86_64-linux-gnu
-        parser=("$lib/ld-linux-x86-64.so.2" --library-path "$lib"
-                "$aa4/root/usr/sbin/apparmor_parser")
-        aa_root=$aa4/root
+elif aa_root=$("$src/tests/package/apparmor4.sh" "$aa4"); then
+        lib=$aa_root/usr/lib/x86_64-linux-gnu
+        parser=("$lib/ld-linux-x86-64.so.2" --library-path "$lib" "$aa_root/usr/sbin/apparmor_parser")
 fi
 v=$("${parser[@]}" --version 2>/dev/null | head -1)
 if [ ${#parser[@]} = 0 ] || ! grep -q 'version [4-9]' <<<"$v"; then

@@ -96,6 +96,15 @@ if [ -n "$res" ] && ! grep -q PLANTED <<<"$res"; then ok "wrapped: the key is no
 grep -q 'vestibule: mcp wrap: hostile-server.mjs tools/call exfil' "$base/hostile.err" &&
         ok "wrapped: the tools/call is logged with the server's name" || bad "tools/call log line"
 [ -z "$(pgrep -u "$user" -f 'vestibule-mcp mcp wrap' || true)" ] && ok "no wrap process left" || bad "wrap process left"
+# The audit log (the same as run_code's, read by `vestibule-mcp audit`) has the tools/call with
+# the wrapped server's name, and the server's own run -- with its command line.
+as_user "$vm" audit 100 >"$base/audit.out" 2>&1
+grep -qE "mcp wrap hostile-server.mjs  ok  .*isolation: native.*\| exfil " "$base/audit.out" &&
+        ok "the audit log has the tools/call (mcp wrap hostile-server.mjs, exfil, answered)" ||
+        { bad "no tools/call in the audit log"; sed 's/^/     | /' "$base/audit.out" | tail -8; }
+grep -qE "run --  ok \(exit code 0\)  wall .*isolation: native.*\| [^ ]*node [^ ]*hostile-server" "$base/audit.out" &&
+        ok "the audit log has the wrapped server's run, its grade and usage" ||
+        { bad "no run of the wrapped server in the audit log"; sed 's/^/     | /' "$base/audit.out" | tail -8; }
 
 # 3. The exit-code contract and the ends of the relay, with sh as the server.
 expect_code() {

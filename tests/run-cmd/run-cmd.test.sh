@@ -169,6 +169,22 @@ expect_code 2 ".git is kept read-only (a hook would run on the host; sh: 2)" \
 expect_code 0 "control: --allow of .git itself makes it writable" \
         as_user "$vm" run -q --allow . --allow "$proj/.git" -- sh -c 'echo ok >.git/hooks/x'
 [ -e "$proj/.git/hooks/x" ] && ok "the explicit write landed" || bad "no .git/hooks/x"
+# red team #4: keep names the command creates during the run (none there at the start)
+expect_code 0 "control: outside, .envrc, .vscode/ and sub/.git/ can be made" \
+        as_user sh -c 'mkdir -p kn-ctl/.git kn-ctl/.vscode && echo x >kn-ctl/.envrc'
+[ -e "$proj/kn-ctl/.envrc" ] && ok "control: the .envrc is there" || bad "control: no .envrc"
+rm -rf "$proj/kn-ctl"
+expect_code 0 "the command makes .envrc, .vscode/tasks.json, sub/.git/hooks/pre-commit (red team #4)" \
+        as_user "$vm" run -q -- sh -c 'echo "echo pwned" >.envrc; mkdir -p .vscode sub/.git/hooks &&
+                echo "{}" >.vscode/tasks.json && echo evil >sub/.git/hooks/pre-commit &&
+                ln -s ../.envrc sub/.envrc'
+[ ! -e "$proj/.envrc" ] && [ ! -e "$proj/.vscode" ] && [ ! -e "$proj/sub/.git" ] && [ ! -L "$proj/sub/.envrc" ] &&
+        ok "after the run, none of them is under its name" || bad "a keep name made during the run stayed"
+grep -q "moved aside: .*sub/.git" "$base/err" && ok "stderr names what was moved aside" ||
+        { bad "no note on stderr"; sed 's/^/     | /' "$base/err"; }
+compgen -G "$proj/.envrc.vestibule-moved*" >/dev/null && ok "the .envrc is kept, renamed, for the user to look at" ||
+        bad "no renamed .envrc"
+rm -rf "$proj/.envrc"* "$proj/.vscode"* "$proj/sub"
 expect_code 0 "started outside the view, the command starts in the first --allow folder" \
         as_user sh -c "cd $base && $vm run -q --allow $proj -- pwd"
 expect_out "pwd is the project" "^$proj\$"
@@ -251,27 +267,55 @@ if echo "piped in" | as_user "$vm" run -q -- cat >"$base/out" 2>"$base/err"; the
         expect_out "stdin passes through" "^piped in$"
 else bad "stdin passthrough run failed"; fi
 
-# The terminal: a command given this terminal as its stdin cannot push keystrokes into it
-# (TIOCSTI; they would run in the user's shell after the sandbox ends).
+# The terminal: a command started from this terminal cannot push keystrokes into it (TIOCSTI;
+# they would run in the user's shell after the sandbox ends): it holds a pty of its own
+# (src/cli/run_pty.c), so an injection lands in its own input at most. A shell on a fresh pty
+# runs the probe, then reads what its terminal holds.
 probe='import fcntl, termios
 try:
-    fcntl.ioctl(0, termios.TIOCSTI, b"#")
-    print("INJECTED")
+    for c in b"echo pwned\n":
+        fcntl.ioctl(0, termios.TIOCSTI, bytes([c]))
+    print("ioctl ok")
 except OSError as e:
     print("refused errno", e.errno)'
 tiocsti=$(dirname "$(realpath "$0")")/tiocsti.py
 install -m 0644 "$tiocsti" "$base/tiocsti.py"
 if [ "$(cat /proc/sys/dev/tty/legacy_tiocsti 2>/dev/null || echo 1)" = 1 ]; then
         expect_code 0 "control: outside, TIOCSTI on the controlling terminal works" \
-                as_user python3 "$base/tiocsti.py" python3 -c "$probe"
-        expect_out "control: the keystroke went in" "INJECTED"
+                as_user env PROBE="$probe" python3 "$base/tiocsti.py" sh -c \
+                'python3 -c "$PROBE"; read -r l; echo "SHELL-READ:[$l]"'
+        expect_out "control: the shell read the injected line" "SHELL-READ:\[echo pwned"
         expect_code 0 "inside, TIOCSTI on the same terminal" \
-                as_user python3 "$base/tiocsti.py" "$vm" run -q -- python3 -c "$probe"
-        expect_out "TIOCSTI is refused inside" "refused errno"
-        expect_no "no keystroke went in" "INJECTED"
+                as_user env PROBE="$probe" VM="$vm" python3 "$base/tiocsti.py" sh -c \
+                '"$VM" run -q -- python3 -c "$PROBE"; read -t 2 -r l; echo "SHELL-READ:[$l]"'
+        expect_out "the shell read nothing" "SHELL-READ:\[\]"
+        expect_no "no keystroke went in" "SHELL-READ:\[echo pwned"
 else
         echo "     (dev.tty.legacy_tiocsti=0: the kernel refuses TIOCSTI to everyone; not probed)"
 fi
+# A backgrounded run cannot read what is typed for the shell (red team #5): under script(1), a
+# job-control shell starts RUNNER sh -c 'read x' in the background, then reads the line typed at
+# the terminal. bg_try RUNNER: the transcript (GOT: the job read it; SHELL: the shell did).
+bg_try() {
+        (cd "$proj" && runuser -u "$user" -- env -i HOME="$home" PATH=/usr/bin:/bin RUNNER="$1" \
+                script -qec "bash -c 'set -m; \$RUNNER sh -c \"read x; echo GOT:[\\\$x]\" & sleep 2
+                        read -t 3 y; echo SHELL:[\$y]; kill %1 2>/dev/null; fg >/dev/null 2>&1'" \
+                /dev/null <<<"typed-for-the-shell" 2>&1 | tr -d '\r')
+}
+if command -v script >/dev/null; then
+        got=$(bg_try "setsid -w")
+        echo "$got" | grep -q "GOT:\[typed-for-the-shell\]" &&
+                ok "control: a background command in a session of its own (setsid) reads the line" ||
+                { bad "control: setsid did not read the line"; echo "$got" | sed 's/^/     | /'; }
+        got=$(bg_try "$vm run -q --")
+        echo "$got" | grep -q "SHELL:\[typed-for-the-shell\]" &&
+                ok "a backgrounded run: the shell got the typed line" ||
+                { bad "the shell did not get the typed line"; echo "$got" | sed 's/^/     | /'; }
+        echo "$got" | grep -q "GOT:\[typed" && bad "the backgrounded command read the terminal" ||
+                ok "the backgrounded command did not read the terminal"
+fi
+expect_code 1 "the real terminal cannot be opened inside (/dev/tty)" \
+        as_user "$vm" run -q -- sh -c 'cat /dev/tty'
 
 # the terminal's settings the command changed are put back after it (red team #9)
 tty_probe='import os, pty, subprocess, sys, termios
@@ -316,6 +360,11 @@ got=$?
 expect_out "the command's handler ran" "^got-int"
 expect_code 127 "127 not found (host PATH)" as_user "$vm" run -q -- no-such-command-x1
 expect_code 127 "127 not found (a path)" as_user "$vm" run -q -- ./no-such-file
+# each run -- leaves an audit record pair, read back by `vestibule-mcp audit` (as run_code's)
+expect_code 0 "vestibule-mcp audit reads the log" as_user "$vm" audit 500
+expect_out "the run's audit line: command, exit, usage, grade" \
+        "run --  error \(exit code 3\)  wall [0-9]+ ms.*isolation: native.*\| sh -c 'exit 3'$"
+expect_out "a 127 is recorded too" "run --  failed \(exit code 127\).*\| no-such-command-x1$"
 expect_code 126 "126 found but not executable" as_user "$vm" run -q -- ./noexec.sh
 expect_code 125 "125 for a usage error" as_user "$vm" run --no-such-option -- true
 grade=$(as_user "$vm" run -- true 2>&1 >/dev/null | sed -n 's/^vestibule: isolation: //p')

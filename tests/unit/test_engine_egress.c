@@ -6,15 +6,20 @@
  * arrive at a unix socket outside, and the answer comes back. The controls: with no socket
  * listening the code connects to the relay but gets nothing through; a relay that ends before it
  * listens stops the run with status 125 before the code runs. And the relay's source refuses a path
- * it could not quote. */
+ * it could not quote. The remote engine's wait (no relay of its own: the server's exec starts the
+ * bridge, egress_stream.c) runs the code once something listens, and stops with 125 when nothing
+ * does. */
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,7 +29,10 @@
 
 #include <check.h>
 
+#include "config/config.h"
+#include "egress/egress.h"
 #include "engine/engine.h"
+#include "run/run.h"
 #include "testutil.h"
 
 #define RELAY_PORT 3128
@@ -244,6 +252,258 @@ START_TEST(create_body_extra_env)
 }
 END_TEST
 
+/* The remote engine's wait (engine_egress_wait_bridge_script()): run as the container's command
+ * is, `bash -c WAIT vestibule-egress "" "" ARGV`, in a network namespace of its own. With
+ * @listen, a child binds 127.0.0.1:3128 there after 200 ms (as the server's exec starts the
+ * bridge after the container); ARGV prints "ran". The output into @out; return the status. */
+static int run_bridge_wait(bool listen_late, char out[64])
+{
+        char wait_sh[640];
+        int p[2], st = 0;
+
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                uid_t uid = geteuid();
+                char map[64];
+                if (unshare(CLONE_NEWNET | (uid != 0 ? CLONE_NEWUSER : 0)) < 0)
+                        _exit(12);
+                if (uid != 0) {
+                        int fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
+                        int n =
+                            snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+                        if (fd < 0 || write(fd, map, (size_t)n) != n)
+                                _exit(13);
+                        close(fd);
+                }
+                lo_up();
+                if (listen_late && fork() == 0) {
+                        struct sockaddr_in a = {.sin_family = AF_INET,
+                                                .sin_port = htons(RELAY_PORT),
+                                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                        int l = socket(AF_INET, SOCK_STREAM, 0);
+                        close(p[1]);
+                        usleep(200000);
+                        if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+                            listen(l, 1) < 0)
+                                _exit(16);
+                        sleep(3);
+                        _exit(0);
+                }
+                if (dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
+                        _exit(14);
+                const char *argv[] = {
+                    "bash",
+                    "-c",
+                    engine_egress_wait_bridge_script(RELAY_PORT, wait_sh, sizeof(wait_sh)),
+                    "vestibule-egress",
+                    "",
+                    "",
+                    "/bin/bash",
+                    "-c",
+                    "printf ran",
+                    NULL};
+                const char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL};
+                execve("/bin/bash", (char *const *)argv, (char *const *)envp);
+                _exit(15);
+        }
+        close(p[1]);
+        size_t len = 0;
+        ssize_t n;
+        while (len < 63 && (n = read(p[0], out + len, 63 - len)) > 0)
+                len += (size_t)n;
+        out[len] = '\0';
+        close(p[0]);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFEXITED(st));
+        return WEXITSTATUS(st);
+}
+
+START_TEST(bridge_wait_runs_the_code_once_the_bridge_listens)
+{
+        char out[64];
+        ck_assert_int_eq(run_bridge_wait(true, out), 0);
+        ck_assert_str_eq(out, "ran");
+}
+END_TEST
+
+START_TEST(control_bridge_wait_no_listener_code_never_runs)
+{
+        char out[64];
+        ck_assert_int_eq(run_bridge_wait(false, out), 125);
+        ck_assert_ptr_null(strstr(out, "ran"));
+        ck_assert_ptr_nonnull(strstr(out, "did not listen within 10 s"));
+}
+END_TEST
+
+/* ---- the remote engine's stream (egress_stream.c) against a fake engine ------------------- */
+
+/* A fake Engine API on a unix socket: the first connection answers the exec create (201 with an
+ * id), the second the hijacked start (101) and then plays the bridge: it announces connection 7
+ * and sends a proxy request for an unlisted host through it, reads the proxy's answer as the
+ * server frames it, then (with @hostile) sends a frame of an unknown type and records whether the
+ * server ended the stream. */
+struct fake_engine {
+        char path[108];
+        int lfd;
+        bool hostile;
+        char answer[512]; /* what came back on connection 7 */
+        bool ended;       /* the server closed the stream after the hostile frame */
+};
+
+static void fake_read_head(int c)
+{
+        char buf[4096];
+        size_t n = 0;
+        long body = 0;
+        while (n < sizeof(buf) - 1) {
+                ssize_t r = read(c, buf + n, 1);
+                if (r <= 0)
+                        return;
+                n++;
+                buf[n] = '\0';
+                if (strstr(buf, "\r\n\r\n"))
+                        break;
+        }
+        char *cl = strcasestr(buf, "Content-Length:");
+        if (cl)
+                body = strtol(cl + 15, NULL, 10);
+        while (body-- > 0 && read(c, buf, 1) == 1)
+                ;
+}
+
+static void fake_send_frame(int c, char type, uint32_t id, const char *data)
+{
+        uint32_t n = data ? (uint32_t)strlen(data) : 0, m = 9 + n;
+        unsigned char f[9 + 256] = {1, 0, 0, 0, m >> 24, m >> 16, m >> 8, m};
+        unsigned char *p = f + 8;
+        p[0] = (unsigned char)type;
+        p[1] = id >> 24, p[2] = id >> 16, p[3] = id >> 8, p[4] = id;
+        p[5] = n >> 24, p[6] = n >> 16, p[7] = n >> 8, p[8] = n;
+        memcpy(p + 9, data ? data : "", n);
+        ck_assert_int_eq(write(c, f, 8 + m), 8 + m);
+}
+
+static void *fake_engine_main(void *arg)
+{
+        struct fake_engine *fe = arg;
+        static const char created[] = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+                                      "Content-Length: 13\r\n\r\n{\"Id\":\"beef\"}";
+        static const char upgraded[] = "HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\n"
+                                       "Upgrade: tcp\r\n\r\n";
+        int c = accept4(fe->lfd, NULL, NULL, SOCK_CLOEXEC);
+        fake_read_head(c);
+        ck_assert_int_eq(write(c, created, sizeof(created) - 1), (ssize_t)sizeof(created) - 1);
+        close(c);
+        c = accept4(fe->lfd, NULL, NULL, SOCK_CLOEXEC);
+        fake_read_head(c);
+        ck_assert_int_eq(write(c, upgraded, sizeof(upgraded) - 1), (ssize_t)sizeof(upgraded) - 1);
+        fake_send_frame(c, 'O', 7, NULL);
+        fake_send_frame(c, 'D', 7, "GET http://evil.example/ HTTP/1.1\r\nHost: x\r\n\r\n");
+        /* the answer: our frames, raw (the server writes no engine headers toward the exec) */
+        size_t n = 0;
+        struct pollfd pf = {.fd = c, .events = POLLIN};
+        while (n < sizeof(fe->answer) - 1 && !strstr(fe->answer, "evil.example") &&
+               poll(&pf, 1, 5000) == 1) {
+                ssize_t r = read(c, fe->answer + n, sizeof(fe->answer) - 1 - n);
+                if (r <= 0)
+                        break;
+                for (ssize_t i = 0; i < r; i++) /* frame headers hold NULs: keep it a string */
+                        if (!fe->answer[n + i])
+                                fe->answer[n + i] = '.';
+                n += (size_t)r;
+                fe->answer[n] = '\0';
+        }
+        if (fe->hostile) {
+                char junk[64];
+                fake_send_frame(c, 'Z', 7, "no such frame");
+                while (poll(&pf, 1, 5000) == 1) {
+                        ssize_t r = read(c, junk, sizeof(junk));
+                        if (r <= 0) {
+                                fe->ended = true;
+                                break;
+                        }
+                }
+        }
+        close(c);
+        return NULL;
+}
+
+/* Run the stream against the fake engine; the proxy's verdicts into @ret (entries counted). */
+static void run_fake_stream(struct fake_engine *fe, size_t *ret_entries, bool *ret_evil_denied)
+{
+        static const char *const env[][2] = {{"VESTIBULE_EGRESS_ALLOW", "allowed.test"}, {NULL}};
+        struct sbx_config *cfg = NULL;
+        struct sbx_error err = {0};
+        struct engine_conn conn = {0};
+        struct engine_egress_stream *s = NULL;
+        struct egress_session *proxy = NULL;
+        struct run_result res = {0};
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        char dir[] = "/tmp/vst-fake-engine-XXXXXX";
+        pthread_t th;
+
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(fe->path, sizeof(fe->path), "%s/e.sock", dir);
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", fe->path);
+        fe->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_eq(bind(fe->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(listen(fe->lfd, 4), 0);
+        ck_assert_int_eq(pthread_create(&th, NULL, fake_engine_main, fe), 0);
+        fake_env_reset();
+        fake_env_set("HOME", "/tmp");
+        for (size_t i = 0; env[i][0]; i++)
+                fake_env_set(env[i][0], env[i][1]);
+        ck_assert_int_eq(config_load_from(fake_getenv, NULL, &cfg, &err), 0);
+        char host[160];
+        snprintf(host, sizeof(host), "unix://%s", fe->path);
+        ck_assert_msg(engine_endpoint_parse(host, false, &conn.ep, &err) == 0, "%s", err.msg);
+        snprintf(conn.api, sizeof(conn.api), "1.41");
+        egress_set_proxy_exe(VESTIBULE_BIN);
+        ck_assert_msg(engine_egress_stream_proxy(cfg, &s, &proxy, &err) == 0, "%s", err.msg);
+        ck_assert_msg(engine_egress_stream_attach(s, &conn, "abc", 1000, &err) == 0, "%s", err.msg);
+        pthread_join(th, NULL);
+        s = engine_egress_stream_end(s);
+        egress_session_finish(proxy, &res.egress);
+        *ret_entries = res.egress.n_entries;
+        *ret_evil_denied = res.egress.n_entries == 1 &&
+                           strcmp(res.egress.entries[0].host, "evil.example") == 0 &&
+                           !res.egress.entries[0].allowed;
+        run_result_done(&res);
+        config_free(cfg);
+        close(fe->lfd);
+        unlink(fe->path);
+        rmdir(dir);
+}
+
+START_TEST(stream_carries_a_connection_to_the_proxy_only)
+{
+        struct fake_engine fe = {0};
+        size_t n = 0;
+        bool denied = false;
+
+        run_fake_stream(&fe, &n, &denied);
+        /* the bridge's request reached the run's proxy, which refused it and said why */
+        ck_assert_msg(strstr(fe.answer, "403") && strstr(fe.answer, "evil.example"), "%s",
+                      fe.answer);
+        ck_assert_msg(denied, "the proxy's verdicts: %zu entries", n);
+}
+END_TEST
+
+START_TEST(stream_ends_at_a_frame_of_an_unknown_type)
+{
+        struct fake_engine fe = {.hostile = true};
+        size_t n = 0;
+        bool denied = false;
+
+        run_fake_stream(&fe, &n, &denied);
+        ck_assert_msg(strstr(fe.answer, "403"), "the control: the stream carried before: %s",
+                      fe.answer);
+        ck_assert(fe.ended);
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("engine_egress");
@@ -257,6 +517,10 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, control_relay_ends_code_never_runs);
         tcase_add_test(tc, relay_source_refuses_bad_paths);
         tcase_add_test(tc, create_body_extra_env);
+        tcase_add_test(tc, bridge_wait_runs_the_code_once_the_bridge_listens);
+        tcase_add_test(tc, control_bridge_wait_no_listener_code_never_runs);
+        tcase_add_test(tc, stream_carries_a_connection_to_the_proxy_only);
+        tcase_add_test(tc, stream_ends_at_a_frame_of_an_unknown_type);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -20,6 +20,16 @@ stage_mcp_wrap() {
         run_cmd_script mcp-wrap "mcp wrap -- SERVER" mcp-wrap.test.sh "the test user and node"
 }
 
+# tests/run-cmd/overlay.test.sh, as root (each command runs as the test user): minimist's own tape
+# suite (npm, pinned in tests/run-cmd/overlay-npm/) and pyflakes's pytest suite (Debian) pass
+# with the project read-only under an overlay that lists what they wrote; --apply against the
+# command's tricks (symlinks out, fifos, sockets, a file for a folder, shared hard links, newline
+# names, setuid, planted .git/.envrc), each refused or applied safely.
+# stage: run-overlay | build-release | run --overlay/--apply: real test suites under an overlay, --apply against the command's tricks (root)
+stage_run_overlay() {
+        run_cmd_script run-overlay "run --overlay" overlay.test.sh "the test user, npm, python3-pytest and python3-pyflakes"
+}
+
 # run_cmd_script STAGE WHAT SCRIPT NEEDS: tests/run-cmd/SCRIPT as root with the Release build
 # (each command runs as the test user); its exit 77 (a prerequisite missing) fails the run
 # under VESTIBULE_CI_MUST_RUN.

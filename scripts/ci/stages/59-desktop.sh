@@ -7,12 +7,14 @@
 # The stand-in starts (its images loaded from the host's Docker), `check` proves the server's
 # machine cannot see its containers' pids or files (with the host's Docker as the control), and
 # the e2e files run through the SDK as the test user with only DOCKER_HOST (and the image
-# source) from the client config; the grade is doctor's, checked against the facts. Sessions,
-# the allowlist and spares refuse there with their reasons (issue 23 items 1-3 on the volume
-# path are not built yet), which the e2e files assert.
-# stage: e2e-desktop | build-release | run, workspace, files, sessions and warm against a Docker Desktop stand-in (dockerd in its own namespaces; root)
+# source) from the client config; the grade is doctor's, checked against the facts. The network
+# allowlist runs there too (the bridge over the Engine API, docs/design/egress.md "On a remote
+# engine"): egress.test.mjs and egress-install.test.mjs with pip, and npm when tests/egress has
+# its packages (the egress-container stage installs them). Sessions and spares refuse there
+# with their reasons (issue 23 items 2-3 on the volume path), which the e2e files assert.
+# stage: e2e-desktop | build-release | run, workspace, files, sessions, warm and the egress allowlist against a Docker Desktop stand-in (dockerd in its own namespaces; root)
 stage_e2e_desktop() {
-        local res rc=0 grade envs
+        local res rc=0 grade envs npm=0
         if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ] || [ "$npm_ok" -ne 1 ]; then
                 banner "e2e on a Docker Desktop stand-in: needs root, the Release build and the e2e packages, skipped"
                 skipped=$((skipped + 1))
@@ -33,11 +35,14 @@ stage_e2e_desktop() {
         else
                 res=$(mktemp "$ci/e2e-results.XXXXXX")
                 chmod 0666 "$res"
-                banner "e2e: Docker Desktop stand-in, grade '$grade'"
+                [ ! -d "$src/tests/egress/node_modules" ] || npm=1
+                banner "e2e: Docker Desktop stand-in, grade '$grade' (egress npm=$npm)"
                 (cd "$e2e" && as_user "$envs" VESTIBULE_IMAGE_SOURCE=debian VESTIBULE_BIN="$rel/vestibule-mcp" \
                         E2E_BACKEND=container E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
+                        E2E_EGRESS=1 E2E_EGRESS_NPM="$npm" \
                         timeout --kill-after=30 900 node run.mjs run.test.mjs workspace.test.mjs \
-                        sessions.test.mjs warm.test.mjs files.test.mjs) || rc=$?
+                        sessions.test.mjs warm.test.mjs files.test.mjs egress.test.mjs \
+                        egress-install.test.mjs) || rc=$?
                 add_results "Docker Desktop stand-in" "$res" "$rc"
         fi
         bash "$src/scripts/desktop-standin.sh" stop >/dev/null 2>&1 || record_fail "e2e-desktop: the stand-in did not stop"

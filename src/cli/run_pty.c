@@ -1,0 +1,151 @@
+/* run_pty.c - the command's own pty and its relay to the real terminal. See run_pty.h. */
+#include "cli/run_pty.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* How often the relay looks at the real terminal's size (SIGWINCH goes to the caller's
+ * signalfd, not to this thread), in ms. */
+#define RUN_PTY_WINSIZE_MS 200
+
+/* Write all of @n bytes, or give up on an error (the terminal went away). */
+static void write_all(int fd, const char *buf, size_t n)
+{
+        while (n > 0) {
+                ssize_t w = write(fd, buf, n);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return;
+                buf += w;
+                n -= (size_t)w;
+        }
+}
+
+/* Copy one read of @from to @to. Return the bytes copied, 0 at EOF/EIO, -1 nothing now. */
+static ssize_t pump(int from, int to)
+{
+        char buf[8192];
+        ssize_t n = read(from, buf, sizeof(buf));
+
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return -1;
+        if (n <= 0)
+                return 0;
+        write_all(to, buf, (size_t)n);
+        return n;
+}
+
+static void sync_winsize(struct run_pty *p, struct winsize *last)
+{
+        struct winsize ws;
+
+        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && memcmp(&ws, last, sizeof(ws)) != 0) {
+                *last = ws;
+                (void)ioctl(p->master, TIOCSWINSZ, &ws);
+        }
+}
+
+static void *relay(void *arg)
+{
+        struct run_pty *p = arg;
+        struct winsize last = {0};
+        bool in_open = true;
+
+        for (;;) {
+                struct pollfd f[3] = {{.fd = p->master, .events = POLLIN},
+                                      {.fd = p->stop[0], .events = POLLIN},
+                                      {.fd = in_open ? STDIN_FILENO : -1, .events = POLLIN}};
+                sync_winsize(p, &last);
+                if (poll(f, 3, RUN_PTY_WINSIZE_MS) < 0 && errno != EINTR)
+                        break;
+                if (f[0].revents && pump(p->master, p->out_fd) == 0)
+                        break; /* every copy of the slave closed: the command is gone */
+                if (f[1].revents)
+                        break;
+                /* a read of the real terminal from a background job stops this whole process
+                 * (SIGTTIN): the command's input waits with it */
+                if (f[2].revents && pump(STDIN_FILENO, p->master) == 0)
+                        in_open = false;
+        }
+        /* what the command wrote before it ended */
+        while (pump(p->master, p->out_fd) > 0)
+                ;
+        return NULL;
+}
+
+/* The pty: master non-blocking, the slave opened without becoming our controlling terminal. */
+static int open_pty(struct run_pty *p)
+{
+        char name[64];
+
+        p->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (p->master < 0 || grantpt(p->master) < 0 || unlockpt(p->master) < 0 ||
+            ptsname_r(p->master, name, sizeof(name)) != 0)
+                return -errno;
+        p->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (p->slave < 0)
+                return -errno;
+        (void)fcntl(p->master, F_SETFL, O_NONBLOCK);
+        return 0;
+}
+
+int run_pty_start(struct run_pty *p)
+{
+        struct termios raw;
+        struct winsize ws;
+        int r;
+
+        *p = (struct run_pty){.master = -1, .slave = -1, .stop = {-1, -1}};
+        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &p->saved) < 0)
+                return 0;
+        p->have_saved = true;
+        p->out_fd = isatty(STDOUT_FILENO) ? 1 : isatty(STDERR_FILENO) ? 2 : 0;
+        r = open_pty(p);
+        if (r == 0 && pipe2(p->stop, O_CLOEXEC) < 0)
+                r = -errno;
+        if (r < 0) {
+                fprintf(stderr, "vestibule-mcp run: cannot make the command's own terminal: %s\n",
+                        strerror(-r));
+                run_pty_stop(p);
+                return r;
+        }
+        (void)tcsetattr(p->slave, TCSANOW, &p->saved);
+        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+                (void)ioctl(p->slave, TIOCSWINSZ, &ws);
+        raw = p->saved;
+        cfmakeraw(&raw);
+        (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &raw);
+        if (pthread_create(&p->thread, NULL, relay, p) != 0) {
+                fprintf(stderr, "vestibule-mcp run: cannot start the terminal relay\n");
+                run_pty_stop(p);
+                return -EAGAIN;
+        }
+        p->thread_on = true;
+        return 1;
+}
+
+void run_pty_stop(struct run_pty *p)
+{
+        if (p->slave >= 0)
+                close(p->slave); /* the command's copies are gone: the master reads EIO */
+        p->slave = -1;
+        if (p->thread_on) {
+                (void)!write(p->stop[1], "x", 1);
+                pthread_join(p->thread, NULL);
+                p->thread_on = false;
+        }
+        if (p->have_saved)
+                (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &p->saved);
+        p->have_saved = false;
+        for (int *fd = (int[]){p->master, p->stop[0], p->stop[1]}, i = 0; i < 3; i++)
+                if (fd[i] >= 0)
+                        close(fd[i]);
+        p->master = p->stop[0] = p->stop[1] = -1;
+}

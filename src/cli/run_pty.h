@@ -1,0 +1,37 @@
+/* run_pty.h - the terminal of `vestibule-mcp run -- CMD`: when stdin is a terminal, the command
+ * gets a pty of our own (its controlling terminal, as fds 0-2 where ours are terminals) and a
+ * thread copies between it and the real terminal, which is put in raw mode for the run and
+ * restored after. So the command never holds the user's terminal: TIOCSTI reaches only its own
+ * pty, and a backgrounded or suspended run cannot read what is typed for the shell (the relay,
+ * in the user's job, is stopped by SIGTTIN/SIGTTOU as any job is). pty(7), termios(3),
+ * tests/adversarial/server.md (red team of `run --` #5). */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <termios.h>
+
+struct run_pty {
+        int master, slave; /* -1 when not open */
+        int stop[2];       /* the relay's stop pipe */
+        int out_fd;        /* where the pty's output goes: 1, 2 or 0, the first a terminal */
+        struct termios saved;
+        bool have_saved, thread_on;
+        pthread_t thread;
+};
+
+/**
+ * run_pty_start() - when fd 0 is a terminal: a new pty whose size and modes are fd 0's, fd 0 in
+ * raw mode, and the relay thread started. @p is filled; ->slave is the fd to hand the command
+ * (closed by run_pty_stop()).
+ * Return: 1 started, 0 fd 0 is no terminal (nothing done; ->slave -1), -errno when the pty
+ * could not be made (said on stderr; the run must not fall back to the real terminal).
+ */
+int run_pty_start(struct run_pty *p);
+
+/**
+ * run_pty_stop() - after the run: what the command wrote to its pty copied out, the relay
+ * stopped, the real terminal's modes put back (TCSADRAIN), every fd closed. Safe on a @p that
+ * run_pty_start() left unstarted.
+ */
+void run_pty_stop(struct run_pty *p);

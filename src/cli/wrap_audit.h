@@ -1,0 +1,28 @@
+/* wrap_audit.h - the audit records of the tools/call requests `vestibule-mcp mcp wrap` relays:
+ * a start record per request (the wrapped server's name, the tool and its arguments) before it
+ * reaches the server, and an end record when the server's response with the same JSON-RPC id
+ * passes back ("ok", "tool error" for a result with isError, "error" for a JSON-RPC error).
+ * The same log as run_code (src/audit/audit.h audit_host_start()/audit_host_end()), read by
+ * `vestibule-mcp audit`. Thread-safe: the two relay threads call in. MCP spec 2025-06-18,
+ * "Tools" (tools/call, isError). */
+#pragma once
+
+#include <stddef.h>
+
+struct wrap_audit;
+
+/**
+ * wrap_audit_open() - the audit log of the settings (VESTIBULE_AUDIT_DIR) for the server @name,
+ * whose end records carry the run's isolation @grade (both borrowed; must outlive the result).
+ * Never NULL: a log that cannot be opened is said on stderr once and each request is still logged
+ * on stderr.
+ */
+struct wrap_audit *wrap_audit_open(const char *name, const char *grade);
+
+/** wrap_audit_request() - @line (@len bytes, one JSON-RPC message from the client): when it is
+ * a tools/call request, one stderr line and its start record (waits for the disk, <= 2 s). */
+void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len);
+
+/** wrap_audit_response() - @line from the server: when it answers a recorded request, that
+ * request's end record. */
+void wrap_audit_response(struct wrap_audit *a, const char *line, size_t len);

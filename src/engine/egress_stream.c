@@ -1,0 +1,579 @@
+/* egress_stream.c - the egress allowlist on an engine that does not see this machine's files
+ * (the volume path: Docker Desktop, a podman machine, tcp:// with TLS; docs/design/egress.md,
+ * "Container backend on a remote engine"). The container keeps NetworkMode none. The run's
+ * proxy stays in the server, listening on a unix socket in a private folder of the server's
+ * machine. Once the container runs, the server starts one `exec` in it (Engine API
+ * POST /containers/{id}/exec, then POST /exec/{id}/start hijacked: the connection becomes the
+ * exec's stdin and its multiplexed stdout), as another uid than the code, running a bridge (a
+ * few lines of the image's python3 -I) that listens on 127.0.0.1:EGRESS_PORT in the
+ * container's own network namespace and carries every connection as frames over that one
+ * stream. The server's end (a thread per run) opens one connection to the proxy's socket per
+ * connection the bridge announces and copies bytes both ways.
+ *
+ * The bridge decides nothing: whatever frames arrive, the server only ever connects to the
+ * run's proxy, which applies the allowlist, ports, pins and the private-address rule as on
+ * every engine. A bridge killed or replaced by the code gains nothing. Frames (both ways):
+ * type (1 byte), connection id (u32 big-endian), length (u32 big-endian), payload:
+ *   'O' a new connection (bridge -> server), 'D' bytes, 'E' no more bytes this way,
+ *   'X' the connection is gone (reset).
+ * Fail closed: the proxy's socket refusing ends the stream; the bridge then stops listening
+ * and exits, so every later connection to 127.0.0.1:EGRESS_PORT is refused.
+ * The exec's stdout arrives in the Engine API's stream format (8-byte headers: stream, 0, 0, 0,
+ * u32 big-endian length; https://docs.docker.com/engine/api/v1.41/#operation/ContainerAttach). */
+#include "engine/engine.h"
+#include "engine/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "lazy/curl.h"
+
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "egress/egress.h"
+#include "run/run.h"
+
+#define BRIDGE_CONNS 64        /* connections at once (the proxy takes 32 at a time) */
+#define BRIDGE_FRAME_MAX 65536 /* the longest payload a frame may carry */
+#define BRIDGE_SEND_TIMEOUT_MS 10000
+
+/* The bridge in Python: run as `python3 -Ic SRC` by the exec (isolated: no working folder,
+ * user site or PYTHON* variable can put another module in its way). %u: the port. One thread
+ * accepts, one per connection reads; the main thread reads frames from stdin. stdin's end (the
+ * server ended the stream: the run ends, or the proxy is gone) stops the listener, resets every
+ * connection (SO_LINGER 0) and exits: fail closed. A connection idle for 60 s either way (the
+ * proxy's own idle bound, EGRESS_IDLE_TIMEOUT_MS) is reset, so a client that stops reading
+ * holds the bridge's other connections for at most that long. */
+static const char bridge_py[] =
+    "import os,socket as S,struct,threading as T\n"
+    "L=T.Lock();C={};H={}\n"
+    "def w(t,k,d=b''):\n"
+    " b=struct.pack('>cII',t,k,len(d))+d\n"
+    " with L:\n"
+    "  while b:b=b[os.write(1,b):]\n"
+    "def rst(k):\n"
+    " c=C.pop(k,None)\n"
+    " if c:\n"
+    "  try:c.setsockopt(S.SOL_SOCKET,S.SO_LINGER,struct.pack('ii',1,0));c.close()\n"
+    "  except OSError:pass\n"
+    "def half(k):\n"
+    " with L:H[k]=H.get(k,0)+1;n=H[k]\n"
+    " if n==2:\n"
+    "  c=C.pop(k,None)\n"
+    "  if c:c.close()\n"
+    "def rd(k,c):\n"
+    " try:\n"
+    "  while 1:\n"
+    "   d=c.recv(65536)\n"
+    "   if not d:break\n"
+    "   w(b'D',k,d)\n"
+    "  w(b'E',k);half(k)\n"
+    " except OSError:w(b'X',k)\n"
+    "def acc():\n"
+    " k=0\n"
+    " while 1:\n"
+    "  c=l.accept()[0];c.settimeout(60);k+=1;C[k]=c;w(b'O',k)\n"
+    "  T.Thread(target=rd,args=(k,c),daemon=1).start()\n"
+    "def rx(n):\n"
+    " b=b''\n"
+    " while len(b)<n:\n"
+    "  d=os.read(0,n-len(b))\n"
+    "  if not d:raise EOFError\n"
+    "  b+=d\n"
+    " return b\n"
+    "l=S.socket();l.setsockopt(S.SOL_SOCKET,S.SO_REUSEADDR,1)\n"
+    "l.bind(('127.0.0.1',%u));l.listen(128)\n"
+    "T.Thread(target=acc,daemon=1).start()\n"
+    "try:\n"
+    " while 1:\n"
+    "  t,k,n=struct.unpack('>cII',rx(9));d=rx(n) if n else b'';c=C.get(k)\n"
+    "  if c is None:continue\n"
+    "  try:\n"
+    "   if t==b'D':c.sendall(d)\n"
+    "   elif t==b'E':c.shutdown(S.SHUT_WR);half(k)\n"
+    "   else:rst(k)\n"
+    "  except OSError:rst(k);w(b'X',k)\n"
+    "except (EOFError,OSError):pass\n"
+    "l.shutdown(S.SHUT_RDWR)\n"
+    "for k in list(C):rst(k)\n"
+    "os._exit(3)\n";
+
+struct bridge_conn {
+        uint32_t id;
+        int fd; /* to the proxy's socket; -1 = free */
+        bool read_eof;
+};
+
+struct engine_egress_stream {
+        char dir[40], sock[64]; /* the proxy's private folder and socket */
+        struct egress_session *proxy;
+        CURL *h; /* the hijacked exec start */
+        int sock_fd;
+        int stop[2]; /* a byte: the pump ends */
+        pthread_t pump;
+        bool pumping;
+        /* the stream's parsers: the Engine API's 8-byte headers, then our frames */
+        unsigned char hdr[8];
+        size_t hdr_n;
+        uint32_t left; /* payload bytes of the current engine frame */
+        unsigned char *in;
+        size_t in_n;
+        bool ended;
+        struct bridge_conn conns[BRIDGE_CONNS];
+};
+
+/* Send all of @buf on the hijacked stream (curl_easy_send, https://curl.se/libcurl/c/
+ * curl_easy_send.html), waiting for room up to BRIDGE_SEND_TIMEOUT_MS. Return 0 or -EIO. */
+static int stream_send(struct engine_egress_stream *s, const void *buf, size_t n)
+{
+        const char *p = buf;
+
+        while (n > 0) {
+                size_t sent = 0;
+                CURLcode rc = curl_easy_send(s->h, p, n, &sent);
+                if (rc == CURLE_AGAIN) {
+                        struct pollfd pfd = {.fd = s->sock_fd, .events = POLLOUT};
+                        if (poll(&pfd, 1, BRIDGE_SEND_TIMEOUT_MS) <= 0)
+                                return -EIO;
+                        continue;
+                }
+                if (rc != CURLE_OK)
+                        return -EIO;
+                p += sent;
+                n -= sent;
+        }
+        return 0;
+}
+
+static int frame_send(struct engine_egress_stream *s, char type, uint32_t id, const void *data,
+                      uint32_t n)
+{
+        unsigned char h[9] = {
+            (unsigned char)type, id >> 24, id >> 16, id >> 8, id, n >> 24, n >> 16, n >> 8, n};
+        int r = stream_send(s, h, sizeof(h));
+        return r < 0 || n == 0 ? r : stream_send(s, data, n);
+}
+
+static struct bridge_conn *conn_find(struct engine_egress_stream *s, uint32_t id)
+{
+        for (size_t i = 0; i < BRIDGE_CONNS; i++)
+                if (s->conns[i].fd >= 0 && s->conns[i].id == id)
+                        return &s->conns[i];
+        return NULL;
+}
+
+static void conn_close(struct bridge_conn *c)
+{
+        if (c->fd >= 0)
+                close(c->fd);
+        c->fd = -1;
+}
+
+/* A connection to the proxy's socket for the bridge's connection @id. The proxy refusing (it
+ * ended): the whole stream ends (fail closed). A full table: that connection is reset. */
+static void conn_open(struct engine_egress_stream *s, uint32_t id)
+{
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        struct timeval tv = {.tv_sec = BRIDGE_SEND_TIMEOUT_MS / 1000};
+        struct bridge_conn *c = NULL;
+
+        for (size_t i = 0; i < BRIDGE_CONNS && !c; i++)
+                if (s->conns[i].fd < 0)
+                        c = &s->conns[i];
+        if (!c || conn_find(s, id)) {
+                (void)frame_send(s, 'X', id, NULL, 0);
+                return;
+        }
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", s->sock);
+        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+                log_debug("egress stream: the proxy's socket refused (%m): ending the stream");
+                conn_close(c);
+                s->ended = true;
+                return;
+        }
+        /* a proxy that stops reading cannot hold the pump (and every other connection) */
+        (void)setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        c->id = id;
+        c->read_eof = false;
+}
+
+/* One frame from the bridge. */
+static void frame_do(struct engine_egress_stream *s, char type, uint32_t id,
+                     const unsigned char *data, uint32_t n)
+{
+        struct bridge_conn *c;
+
+        if (type == 'O') {
+                conn_open(s, id);
+                return;
+        }
+        c = conn_find(s, id);
+        if (!c)
+                return;
+        if (type == 'D') {
+                for (uint32_t off = 0; off < n;) {
+                        ssize_t w = send(c->fd, data + off, n - off, MSG_NOSIGNAL);
+                        if (w <= 0) {
+                                conn_close(c);
+                                (void)frame_send(s, 'X', id, NULL, 0);
+                                return;
+                        }
+                        off += (uint32_t)w;
+                }
+        } else if (type == 'E') {
+                (void)shutdown(c->fd, SHUT_WR);
+        } else {
+                conn_close(c);
+        }
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Our frames out of @n more bytes of the exec's stdout. A frame longer than BRIDGE_FRAME_MAX
+ * or of an unknown type ends the stream. */
+static void frames_feed(struct engine_egress_stream *s, const unsigned char *p, size_t n)
+{
+        size_t off = 0;
+
+        s->in = xrealloc(s->in, s->in_n + n);
+        memcpy(s->in + s->in_n, p, n);
+        s->in_n += n;
+        while (!s->ended && s->in_n - off >= 9) {
+                const unsigned char *f = s->in + off;
+                uint32_t len = be32(f + 5);
+                if (len > BRIDGE_FRAME_MAX || !strchr("ODEX", f[0]) || !f[0]) {
+                        s->ended = true;
+                        break;
+                }
+                if (s->in_n - off < 9 + (size_t)len)
+                        break;
+                frame_do(s, (char)f[0], be32(f + 1), f + 9, len);
+                off += 9 + len;
+        }
+        memmove(s->in, s->in + off, s->in_n - off);
+        s->in_n -= off;
+}
+
+/* The Engine API's stream format around the exec's stdout: stream 1 only (stderr is not
+ * attached); anything else ends the stream. */
+static void engine_feed(struct engine_egress_stream *s, const unsigned char *p, size_t n)
+{
+        while (n > 0 && !s->ended) {
+                if (s->left == 0) {
+                        size_t take = sizeof(s->hdr) - s->hdr_n < n ? sizeof(s->hdr) - s->hdr_n : n;
+                        memcpy(s->hdr + s->hdr_n, p, take);
+                        s->hdr_n += take;
+                        p += take;
+                        n -= take;
+                        if (s->hdr_n < sizeof(s->hdr))
+                                return;
+                        s->hdr_n = 0;
+                        if (s->hdr[0] != 1) {
+                                s->ended = true;
+                                return;
+                        }
+                        s->left = be32(s->hdr + 4);
+                        continue;
+                }
+                size_t take = s->left < n ? s->left : n;
+                frames_feed(s, p, take);
+                s->left -= (uint32_t)take;
+                p += take;
+                n -= take;
+        }
+}
+
+/* Everything readable on the hijacked stream now; its end ends the pump. */
+static void stream_read(struct engine_egress_stream *s)
+{
+        unsigned char buf[65536];
+
+        for (;;) {
+                size_t got = 0;
+                CURLcode rc = curl_easy_recv(s->h, buf, sizeof(buf), &got);
+                if (rc == CURLE_AGAIN)
+                        return;
+                if (rc != CURLE_OK || got == 0) {
+                        s->ended = true;
+                        return;
+                }
+                engine_feed(s, buf, got);
+                if (s->ended)
+                        return;
+        }
+}
+
+/* Bytes from the proxy on connection @c, as one 'D' frame (or 'E' at its end, 'X' on error). */
+static void conn_read(struct engine_egress_stream *s, struct bridge_conn *c)
+{
+        unsigned char buf[32768];
+        ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n > 0) {
+                if (frame_send(s, 'D', c->id, buf, (uint32_t)n) < 0)
+                        s->ended = true;
+                return;
+        }
+        c->read_eof = true;
+        if (frame_send(s, n == 0 ? 'E' : 'X', c->id, NULL, 0) < 0)
+                s->ended = true;
+        if (n < 0)
+                conn_close(c);
+}
+
+static void *pump_main(void *arg)
+{
+        struct engine_egress_stream *s = arg;
+        struct pollfd pfd[2 + BRIDGE_CONNS];
+        struct bridge_conn *who[2 + BRIDGE_CONNS];
+
+        stream_read(s); /* bytes that came with the answer's head */
+        while (!s->ended) {
+                nfds_t n = 0;
+                pfd[n++] = (struct pollfd){.fd = s->stop[0], .events = POLLIN};
+                pfd[n++] = (struct pollfd){.fd = s->sock_fd, .events = POLLIN};
+                for (size_t i = 0; i < BRIDGE_CONNS; i++)
+                        if (s->conns[i].fd >= 0 && !s->conns[i].read_eof) {
+                                who[n] = &s->conns[i];
+                                pfd[n++] = (struct pollfd){.fd = s->conns[i].fd, .events = POLLIN};
+                        }
+                if (poll(pfd, n, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (pfd[0].revents)
+                        break;
+                if (pfd[1].revents)
+                        stream_read(s);
+                for (nfds_t i = 2; i < n && !s->ended; i++)
+                        if (pfd[i].revents && who[i]->fd >= 0)
+                                conn_read(s, who[i]);
+        }
+        for (size_t i = 0; i < BRIDGE_CONNS; i++)
+                conn_close(&s->conns[i]);
+        /* the stream's end is the bridge's stdin's end: it stops listening and exits */
+        curl_easy_cleanup(s->h);
+        s->h = NULL;
+        return NULL;
+}
+
+/* The exec that runs the bridge: as @uid (not the code's), stdin and stdout attached, no TTY
+ * (the Engine API's stream format then tells stdout apart). Its id into @ret (65 bytes). */
+static int exec_create(const struct engine_conn *c, const char *id, uid_t uid, char ret[72],
+                       struct sbx_error *err)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        _cleanup_(json_putp) json_object *b = json_object_new_object();
+        json_object *cmd = json_object_new_array();
+        char src[sizeof(bridge_py) + 16], user[32];
+        const char *eid;
+        int r;
+
+        snprintf(src, sizeof(src), bridge_py, (unsigned)EGRESS_PORT);
+        snprintf(user, sizeof(user), "%u:%u", (unsigned)uid, (unsigned)uid);
+        json_object_array_add(cmd, json_object_new_string("python3"));
+        json_object_array_add(cmd, json_object_new_string("-Ic"));
+        json_object_array_add(cmd, json_object_new_string(src));
+        json_object_object_add(b, "AttachStdin", json_object_new_boolean(true));
+        json_object_object_add(b, "AttachStdout", json_object_new_boolean(true));
+        json_object_object_add(b, "AttachStderr", json_object_new_boolean(false));
+        json_object_object_add(b, "Tty", json_object_new_boolean(false));
+        json_object_object_add(b, "User", json_object_new_string(user));
+        json_object_object_add(b, "Cmd", cmd);
+        r = engine_post(c,
+                        &(struct engine_call){.path = "/containers/{}/exec",
+                                              .parts = {id},
+                                              .json = json_object_to_json_string(b),
+                                              .ok = {201},
+                                              .body = ENGINE_BODY_JSON,
+                                              .timeout_ms = 30000,
+                                              .what = "create the egress bridge's exec"},
+                        &rep, err);
+        if (r < 0)
+                return r;
+        eid = json_object_get_string(engine_jget(rep.json, "Id"));
+        if (!eid || !*eid || strlen(eid) > 64 ||
+            strspn(eid, "0123456789abcdefABCDEF") != strlen(eid))
+                return sbx_fail(err, EPROTO, "the engine's exec id is not an id: '%.80s'",
+                                eid ? eid : "");
+        snprintf(ret, 72, "%s", eid);
+        return 0;
+}
+
+/* Read the answer's head to its blank line (at most 4 KiB, within 10 s); the bytes after it
+ * are the stream's first. Return 0 when the engine switched the connection to the exec's
+ * stream (101, or 200 from an engine that answers so), else -EPROTO. */
+static int hijack_head(struct engine_egress_stream *s, struct sbx_error *err)
+{
+        char head[4097];
+        size_t n = 0;
+        uint64_t until = sbx_now_ms() + 10000;
+        char *end = NULL;
+
+        while (!end) {
+                size_t got = 0;
+                CURLcode rc = curl_easy_recv(s->h, head + n, sizeof(head) - 1 - n, &got);
+                if (rc == CURLE_AGAIN) {
+                        struct pollfd pfd = {.fd = s->sock_fd, .events = POLLIN};
+                        uint64_t now = sbx_now_ms();
+                        if (now >= until || poll(&pfd, 1, (int)(until - now)) <= 0)
+                                return sbx_fail(err, ETIMEDOUT,
+                                                "egress: the engine did not start the bridge's "
+                                                "exec within 10 s; nothing was run");
+                        continue;
+                }
+                if (rc != CURLE_OK || got == 0)
+                        return sbx_fail(err, EPROTO,
+                                        "egress: the engine closed the bridge's exec "
+                                        "stream before answering; nothing was run");
+                n += got;
+                head[n] = '\0';
+                end = strstr(head, "\r\n\r\n");
+                if (!end && n >= sizeof(head) - 1)
+                        return sbx_fail(err, EPROTO,
+                                        "egress: the engine's answer to the exec "
+                                        "start is too long");
+        }
+        if (strncmp(head, "HTTP/1.1 101", 12) != 0 && strncmp(head, "HTTP/1.1 200", 12) != 0 &&
+            strncmp(head, "HTTP/1.0 200", 12) != 0)
+                return sbx_fail(err, EPROTO,
+                                "egress: the engine refused to start the bridge: %.200s", head);
+        end += 4;
+        engine_feed(s, (unsigned char *)end, (size_t)(head + n - end));
+        return 0;
+}
+
+/* Start exec @eid with its connection hijacked (docs: "Hijacking" in the Engine API,
+ * https://docs.docker.com/engine/api/v1.41/#tag/Exec); libcurl connects (unix socket or TLS)
+ * and then only carries bytes (CURLOPT_CONNECT_ONLY). */
+static int exec_hijack(struct engine_egress_stream *s, const struct engine_conn *c, const char *eid,
+                       struct sbx_error *err)
+{
+        static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+        _cleanup_free_ char *path = c->api[0] ? xasprintf("/v%s/exec/%s/start", c->api, eid)
+                                              : xasprintf("/exec/%s/start", eid);
+        _cleanup_free_ char *req = NULL;
+        curl_socket_t sock = CURL_SOCKET_BAD;
+        CURLcode rc;
+
+        s->h = engine_easy_new(c, path, false);
+        curl_easy_setopt(s->h, CURLOPT_CONNECT_ONLY, 1L);
+        rc = curl_easy_perform(s->h);
+        if (rc == CURLE_OK)
+                rc = curl_easy_getinfo(s->h, CURLINFO_ACTIVESOCKET, &sock);
+        if (rc != CURLE_OK || sock == CURL_SOCKET_BAD)
+                return sbx_fail(err, ECONNREFUSED,
+                                "egress: cannot reach the engine for the "
+                                "bridge's exec (%s); nothing was run",
+                                curl_easy_strerror(rc));
+        s->sock_fd = (int)sock;
+        req = xasprintf("POST %s HTTP/1.1\r\nHost: docker\r\nContent-Type: application/json\r\n"
+                        "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: %zu\r\n\r\n%s",
+                        path, sizeof(body) - 1, body);
+        if (stream_send(s, req, strlen(req)) < 0)
+                return sbx_fail(err, EIO, "egress: the bridge's exec start could not be sent");
+        return hijack_head(s, err);
+}
+
+int engine_egress_stream_proxy(const struct sbx_config *cfg, struct engine_egress_stream **ret,
+                               struct egress_session **ret_proxy, struct sbx_error *err)
+{
+        struct engine_egress_stream *s = xcalloc(1, sizeof(*s));
+        int fd = -1, r;
+
+        s->sock_fd = -1;
+        s->stop[0] = s->stop[1] = -1;
+        for (size_t i = 0; i < BRIDGE_CONNS; i++)
+                s->conns[i].fd = -1;
+        snprintf(s->dir, sizeof(s->dir), "/tmp/vestibule-egress-XXXXXX");
+        if (!mkdtemp(s->dir)) { /* 0700: no other local user reaches the proxy's socket */
+                r = sbx_fail(err, errno,
+                             "egress: a private folder for the proxy's socket in /tmp: "
+                             "%m; nothing was run");
+                free(s);
+                return r;
+        }
+        snprintf(s->sock, sizeof(s->sock), "%s/proxy.sock", s->dir);
+        r = egress_listen_unix(s->sock, &fd, err);
+        if (r == 0)
+                r = egress_session_start(cfg, fd, ret_proxy, err); /* takes fd */
+        if (r == 0 && pipe2(s->stop, O_CLOEXEC) < 0)
+                r = sbx_fail(err, errno, "egress: pipe: %m");
+        if (r < 0) {
+                if (*ret_proxy) {
+                        struct run_result dropped = {0};
+                        egress_session_finish(TAKE_PTR(*ret_proxy), &dropped.egress);
+                        run_result_done(&dropped);
+                }
+                engine_egress_stream_end(s);
+                return sbx_wrap(err, "egress: the proxy did not start; nothing was run");
+        }
+        *ret = s;
+        return 0;
+}
+
+int engine_egress_stream_attach(struct engine_egress_stream *s, const struct engine_conn *c,
+                                const char *id, uid_t code_uid, struct sbx_error *err)
+{
+        char eid[72];
+        int r;
+
+        /* the bridge as another uid than the code: the code can neither signal nor trace it,
+         * nor open its stdin and stdout through /proc (it gains nothing if it could) */
+        r = exec_create(c, id, code_uid == 65534 ? 65533 : 65534, eid, err);
+        if (r == 0)
+                r = exec_hijack(s, c, eid, err);
+        if (r == 0 && s->ended)
+                r = sbx_fail(err, EPROTO, "egress: the bridge's stream ended at once");
+        if (r == 0) {
+                r = -pthread_create(&s->pump, NULL, pump_main, s);
+                if (r < 0)
+                        sbx_fail(err, -r, "egress: the bridge's pump thread: %s", strerror(-r));
+        }
+        if (r < 0)
+                return r;
+        s->pumping = true;
+        return 0;
+}
+
+struct engine_egress_stream *engine_egress_stream_end(struct engine_egress_stream *s)
+{
+        if (!s)
+                return NULL;
+        if (s->pumping) {
+                (void)!write(s->stop[1], "x", 1);
+                pthread_join(s->pump, NULL);
+        } else if (s->h) {
+                curl_easy_cleanup(s->h);
+        }
+        for (size_t i = 0; i < BRIDGE_CONNS; i++)
+                conn_close(&s->conns[i]);
+        for (int i = 0; i < 2; i++)
+                if (s->stop[i] >= 0)
+                        close(s->stop[i]);
+        if (s->sock[0])
+                (void)unlink(s->sock);
+        if (s->dir[0])
+                (void)rmdir(s->dir);
+        free(s->in);
+        free(s);
+        return NULL;
+}
