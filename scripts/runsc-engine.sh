@@ -99,6 +99,16 @@ stop() {
                 dk ps -aq | xargs -r docker -H "unix://$sock" rm -f >/dev/null 2>&1 || true
         fi
         stop_daemon
+        # what outlives dockerd: containerd's shims and runsc's sandbox and gofer of this
+        # engine's containers (a start runsc refused leaves its sandbox running, seen with
+        # runsc-netns), found by this engine's containerd namespace and runsc root, by pid
+        local p c
+        for p in /proc/[0-9]*; do
+                c=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
+                case $c in
+                *"-namespace vestibule-runsc "* | *"--root=$run/"*) kill -KILL "${p#/proc/}" 2>/dev/null || true ;;
+                esac
+        done
         # the exec root holds the daemon's netns and overlay mounts: unmount what is left
         if [ -d "$run" ]; then
                 grep -o " $run/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
