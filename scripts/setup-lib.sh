@@ -6,9 +6,9 @@
 # The Debian packages Vestibule's build, tests, engines and images need.
 VST_BUILD_DEPS=(cmake gcc make pkg-config libcurl4-openssl-dev libjson-c-dev libseccomp-dev
         libsystemd-dev libyaml-dev check libarchive-dev libssl-dev)
-VST_ENGINE_DEPS=(docker.io podman runc uidmap slirp4netns fuse-overlayfs catatonit rootlesskit)
+VST_ENGINE_DEPS=(docker.io podman runc uidmap slirp4netns fuse-overlayfs catatonit rootlesskit runsc)
 VST_OTHER_DEPS=(mmdebstrap bubblewrap curl ca-certificates tar procps util-linux iproute2
-        docker-registry python3-pytest python3-pyflakes runsc)
+        docker-registry python3-pytest python3-pyflakes)
 # The systemd VM stage (scripts/vm): software-emulated qemu.
 VST_VM_DEPS=(qemu-system-x86 qemu-utils)
 # Packaging (scripts/package.sh, tests/package/ci.sh): dpkg-shlibdeps and lintian for the .deb;

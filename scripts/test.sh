@@ -163,7 +163,7 @@ SCHEDULE=(
         e2e-native
         "e2e-container-rootless e2e-container-docker e2e-container-podman e2e-container-other"
         "e2e-root e2e-remote e2e-data clients run-cmd mcp-wrap run-overlay"
-        "egress-container agreement native-in-docker namespaces oci e2e-gvisor"
+        "egress-container agreement native-in-docker namespaces oci e2e-gvisor e2e-runsc"
         "packaging e2e-docker-group e2e-desktop e2e-rootless-docker"
         vm
 )

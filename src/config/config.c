@@ -78,6 +78,7 @@ static const struct setting settings[] = {
     {"workspace", KIND_PATH, "~/.vestibule/workspace", F(workspace_dir), 0, NULL},
     {"workspace_ro", KIND_BOOL, "off", F(workspace_ro), 0, NULL},
     {"runtime", KIND_RUNTIME, "auto", F(runtime), 0, NULL},
+    {"container_runtime", KIND_RAW, NULL, F(container_runtime), 0, NULL},
     {"backend", KIND_BACKEND, "auto", F(backend), 0, NULL},
     {"image_python", KIND_IMAGE, SBX_PIN_IMAGE_PYTHON, F(image_python), 0, NULL},
     {"image_node", KIND_IMAGE, SBX_PIN_IMAGE_NODE, F(image_node), 0, NULL},
@@ -269,6 +270,20 @@ mark_invalid_text(struct load_ctx *x, const char *name, const char *fmt, ...)
 }
 
 /* --- value parsers: return 0, or -EINVAL after mark_invalid() ----------------------------- */
+
+/* A runtime name as dockerd(8) --add-runtime takes it: what goes into HostConfig.Runtime and
+ * the grade, so nothing that could break a JSON string or the grade's text. */
+static bool engine_runtime_name_ok(const char *v)
+{
+        size_t n = strlen(v);
+
+        if (n == 0 || n > 64 || !isalnum((unsigned char)v[0]))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)v[i]) && !strchr("._-", v[i]))
+                        return false;
+        return true;
+}
 
 /* Plain decimal digits only, 1..max. */
 static bool parse_positive(const char *v, unsigned long long max, unsigned long long *ret)
@@ -812,6 +827,14 @@ static void cross_checks(struct load_ctx *x)
         struct sbx_config *c = x->c;
 
         check_not_home(x);
+        if (c->container_runtime && !engine_runtime_name_ok(c->container_runtime))
+                mark_invalid_text(x, "VESTIBULE_CONTAINER_RUNTIME",
+                                  "invalid setting VESTIBULE_CONTAINER_RUNTIME='%.80s': must be "
+                                  "the name of an OCI runtime registered with the engine "
+                                  "(letters, digits, '.', '_', '-'; at most 64), e.g. runsc; fix "
+                                  "it in the MCP client's env for vestibule (or the config file) "
+                                  "and restart the server",
+                                  c->container_runtime);
 
         if (c->default_timeout_s > c->max_timeout_s)
                 mark_invalid_text(x, "VESTIBULE_DEFAULT_TIMEOUT_S",
@@ -1158,6 +1181,7 @@ struct sbx_config *config_free(struct sbx_config *c)
         free(c->config_file);
         free(c->image_python);
         free(c->image_node);
+        free(c->container_runtime);
         config_egress_done(&c->egress);
         free(c);
         return NULL;

@@ -81,6 +81,9 @@ struct sbx_config {
         enum sbx_image_source image_source; /* VESTIBULE_IMAGE_SOURCE registry|debian */
         char *image_python;                 /* VESTIBULE_IMAGE_PYTHON, default: the pinned digest */
         char *image_node;                   /* VESTIBULE_IMAGE_NODE, default: the pinned digest */
+        /* VESTIBULE_CONTAINER_RUNTIME: the engine's OCI runtime for every sandbox container
+         * (HostConfig.Runtime, e.g. runsc: gVisor); NULL = the engine's default. Owned. */
+        char *container_runtime;
 
         unsigned default_timeout_s; /* VESTIBULE_DEFAULT_TIMEOUT_S, default 10 */
         unsigned max_timeout_s;     /* VESTIBULE_MAX_TIMEOUT_S, default 60 */

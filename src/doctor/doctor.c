@@ -633,10 +633,10 @@ int doctor_collect(const struct sbx_config *cfg, struct doctor_report *ret)
                 add(r->host, &r->n_host, DOCTOR_FAIL, "settings", "%s", cfg->invalid_msg);
         else
                 add(r->host, &r->n_host, DOCTOR_OK, "settings",
-                    "valid: backend=%s, runtime=%s, rootfs '%s', workspace '%s'%s%s",
+                    "valid: backend=%s, runtime=%s/%s, rootfs '%s', workspace '%s'%s%s",
                     config_backend_name(cfg->backend), config_runtime_name(cfg->runtime),
-                    cfg->rootfs_dir, cfg->workspace_dir, cfg->config_file ? ", file " : "",
-                    cfg->config_file ? cfg->config_file : "");
+                    cfg->container_runtime ?: "default", cfg->rootfs_dir, cfg->workspace_dir,
+                    cfg->config_file ? ", file " : "", cfg->config_file ? cfg->config_file : "");
         if (geteuid() == 0 && (!cfg->run_as_set || cfg->run_as_uid == 0))
                 add(r->host, &r->n_host, DOCTOR_FAIL, "user", "%s", RUN_SERVICE_ROOT_BLOCKED);
         else if (geteuid() == 0)

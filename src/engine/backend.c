@@ -152,6 +152,8 @@ struct sandbox {
         gid_t gid;
         /* the engine's state when prepared (under st->lock, then ours) */
         char owner[160], grade[320], cgroup[128], usage_why[160], seccomp_profile[512];
+        char runtime[72]; /* VESTIBULE_CONTAINER_RUNTIME as probed; "" = the engine's */
+        char runtime_fifo_why[240], runtime_uds_why[240]; /* what it refuses (state.h) */
         bool volumes, hostcg, podman, rootless_docker;
         char image[256];
         const char *interp;
@@ -228,6 +230,9 @@ static int sandbox_snapshot(struct sandbox *sb, struct sbx_error *err)
         bool shutting = st->shutting_down;
         sb->volumes = st->volumes;
         snprintf(sb->grade, sizeof(sb->grade), "%s", st->grade);
+        snprintf(sb->runtime, sizeof(sb->runtime), "%s", st->runtime);
+        snprintf(sb->runtime_fifo_why, sizeof(sb->runtime_fifo_why), "%s", st->runtime_fifo_why);
+        snprintf(sb->runtime_uds_why, sizeof(sb->runtime_uds_why), "%s", st->runtime_uds_why);
         snprintf(sb->owner, sizeof(sb->owner), "%s", st->owner);
         if (st->hostcg)
                 engine_hostcg_name(st->owner, ++st->run_seq, sb->cgroup, sizeof(sb->cgroup));
@@ -348,6 +353,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
             .userns_keep_id = st->rootless_podman,
             .init = !sb->cells, /* a session's command is its own pid 1 (cells.c) */
             .cgroup_parent = *sb->cgroup ? sb->cgroup : NULL,
+            .runtime = *sb->runtime ? sb->runtime : NULL,
             .seccomp_profile = secprof,
             .extra_env = env,
         };
@@ -392,6 +398,15 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
 {
         if (sb->spare && sb->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EINVAL, "a warm spare is built for network \"none\" only");
+        if ((sb->session || sb->spare) && *sb->runtime_fifo_why)
+                return sbx_fail(err, EOPNOTSUPP, "%s on the container runtime '%s': %s",
+                                sb->session ? "no sessions" : "no warm spare", sb->runtime,
+                                sb->runtime_fifo_why);
+        if (sb->network == RUN_NETWORK_ALLOWLIST && *sb->runtime_uds_why)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "network \"allowlist\" on the container runtime '%s': %s; or use "
+                                "network \"none\"",
+                                sb->runtime, sb->runtime_uds_why);
         /* the relay in the image's own interpreter: python3 where there is one (both our
          * images), else node (engine_egress_wait_script() picks) */
         if (sb->network == RUN_NETWORK_ALLOWLIST && !sb->volumes &&
@@ -911,11 +926,15 @@ static void collect_finish(struct sandbox *sb, struct run_result *res)
 {
         if (sb->volumes)
                 engine_handin_collect(sb->st, sb->cfg, sb->id, &sb->hv, sb->uid, sb->gid, res);
-        if (*sb->degraded && strcmp(sb->grade, "container") == 0)
+        /* "container" or "container (runtime ...)": the limits the engine dropped, after the
+         * runtime's words */
+        size_t rt = strncmp(sb->grade, "container (", 11) == 0 ? strlen(sb->grade) - 12 : 0;
+        if (*sb->degraded &&
+            (strcmp(sb->grade, "container") == 0 || strncmp(sb->grade, "container (", 11) == 0))
                 snprintf(res->isolation, sizeof(res->isolation),
-                         "container-degraded (limits not applied: %s: the engine did not keep "
-                         "them)",
-                         sb->degraded);
+                         "container-degraded (%.*s%slimits not applied: %s: the engine did not "
+                         "keep them)",
+                         (int)rt, sb->grade + 11, rt ? "; " : "", sb->degraded);
         else
                 snprintf(res->isolation, sizeof(res->isolation), "%s", sb->grade);
 }

@@ -188,6 +188,9 @@ static void host_mounts_and_rest(json_object *hc, const struct engine_run_spec *
         if (s->cgroup_parent)
                 json_object_object_add(hc, "CgroupParent",
                                        json_object_new_string(s->cgroup_parent));
+        /* VESTIBULE_CONTAINER_RUNTIME, checked by the probe (runtime.c) */
+        if (s->runtime)
+                json_object_object_add(hc, "Runtime", json_object_new_string(s->runtime));
 }
 
 json_object *engine_create_body(const struct engine_run_spec *s)
@@ -374,6 +377,8 @@ int engine_verify_inspect(json_object *inspect, const struct engine_run_spec *s,
                 bad = "IpcMode none";
         else if (!s->podman && strcmp(get_str(hc, "CgroupnsMode"), "private") != 0)
                 bad = "CgroupnsMode private (its own cgroup namespace)";
+        else if (s->runtime && strcmp(get_str(hc, "Runtime"), s->runtime) != 0)
+                bad = "HostConfig.Runtime (VESTIBULE_CONTAINER_RUNTIME)";
         else if (strcmp(get_str(cfg, "User"), user) != 0)
                 bad = "User (the unprivileged uid:gid)";
         else if (!mount_as_asked(get(inspect, "Mounts"), "/sandbox", vol ? "volume" : "bind",

@@ -331,6 +331,7 @@ struct engine_run_spec {
         bool userns_keep_id;         /* rootless Podman: map our uid to itself */
         bool init;                   /* an init as PID 1 (docker-init / catatonit) */
         const char *cgroup_parent;   /* HostConfig.CgroupParent (hostcg.c); NULL = the engine's */
+        const char *runtime;         /* HostConfig.Runtime (runtime.c); NULL = the engine's */
         const char *seccomp_profile; /* SecurityOpt seccomp=<this>: Docker: our profile's JSON
                                       * text; Podman: host path of our derived profile; NULL =
                                       * the engine's default */

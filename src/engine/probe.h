@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include <json-c/json.h>
+
 #include "common/error.h"
 #include "config/config.h"
 
@@ -22,6 +24,30 @@ struct engine_state;
  */
 int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg,
                        struct sbx_error *err);
+
+/**
+ * engine_runtime_args() - what runtime @rt (its /info Runtimes entry: {"path", "runtimeArgs"},
+ * borrowed) lets a sandbox do through the host's files. For runsc (its path's last part):
+ * sessions and warm spares (FIFOs in the code folder) and the allowlist's relay (a unix socket
+ * there) are refused, st->runtime_fifo_why / runtime_uds_why saying why (runsc's
+ * --host-fifo / --host-uds flags, `runsc flags`; measured in runtime.c). Other runtimes: both ""
+ * (allowed). runtime.c.
+ */
+void engine_runtime_args(struct engine_state *st, json_object *rt);
+
+/**
+ * engine_runtime_check() - VESTIBULE_CONTAINER_RUNTIME (st->runtime, not ""): refuse unless the
+ * engine is Docker and listed it in /info Runtimes (st->runtime_listed, set by the probe), then
+ * run a tiny container of @image under it (`uname -r; dmesg | head -1`, no network, no
+ * capabilities, read-only) and remove it. Sets @ret_note (@size bytes) to the grade's words:
+ * "runtime runsc: gVisor's kernel in between" when the container's dmesg
+ * shows gVisor's Sentry banner, else "runtime <name>". runtime.c; Docker Engine API v1.41
+ * ContainerCreate HostConfig.Runtime. Return: 0, or -errno with @err naming the fix (-ENOENT:
+ * not registered, with the daemon.json lines; -EPERM: runsc registered without
+ * --network=none; -EIO: the container did not run or failed; -ENOTSUP: Podman).
+ */
+int engine_runtime_check(struct engine_state *st, const char *image, char *ret_note, size_t size,
+                         struct sbx_error *err);
 
 /**
  * engine_seccomp_profile_again() - Podman: our derived seccomp profile file (named by @ret, a

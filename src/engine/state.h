@@ -34,6 +34,15 @@ struct engine_state {
         char *seccomp_json;        /* Docker: our profile, handed over as JSON text (static) */
         char grade[320];           /* "container" or "container-degraded (...)" */
         char owner[160];           /* our vestibule.owner label */
+        /* VESTIBULE_CONTAINER_RUNTIME ("" = the engine's default) and what the probe saw of it
+         * (runtime.c): listed in /info Runtimes, and the grade's words for it */
+        char runtime[72];
+        bool runtime_listed;
+        char runtime_note[128]; /* "runtime runsc: gVisor's kernel in between"; "" = none */
+        /* runsc opens the host's FIFOs (sessions' and spares' pipes in the code folder) and
+         * connects to its unix sockets (the egress relay's) only when told to: runtimeArgs
+         * --host-fifo=open, --host-uds=open (runsc flags). "" = allowed; else the fix. */
+        char runtime_fifo_why[240], runtime_uds_why[240];
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
         bool warned_unpinned;      /* the unpinned-image warning was logged */

@@ -75,6 +75,9 @@ async function engineIsRemote() {
 }
 /** True when the servers' container engine is on the volume path (engineIsRemote above). */
 export const REMOTE_ENGINE = await engineIsRemote();
+// The container backend on gVisor's runsc (VESTIBULE_CONTAINER_RUNTIME): no sessions, spares or
+// allowlist there (their FIFOs and socket in the code folder; src/engine/runtime.c says why).
+export const RUNSC = BACKEND === 'container' && process.env.VESTIBULE_CONTAINER_RUNTIME === 'runsc';
 
 export const SLOW = Number(process.env.E2E_SLOW_FACTOR || 1);
 if (!(SLOW >= 1 && SLOW <= 20)) throw new Error(`E2E_SLOW_FACTOR must be between 1 and 20, got ${process.env.E2E_SLOW_FACTOR}`);
@@ -95,8 +98,8 @@ export const MODERN_VERSION = '2026-07-28';
 // for the docker CLI), plus the sanitizer runtimes' options of a Debug build (read by the
 // sanitizer, never by the server's code).
 const PASS_ENV = [
-    'VESTIBULE_ROOTFS_DIR', 'VESTIBULE_RUN_AS', 'VESTIBULE_RUNTIME', 'VESTIBULE_IMAGE_PYTHON',
-    'VESTIBULE_IMAGE_NODE', 'VESTIBULE_IMAGE_SOURCE', 'VESTIBULE_LOG_LEVEL', 'DOCKER_HOST',
+    'VESTIBULE_ROOTFS_DIR', 'VESTIBULE_RUN_AS', 'VESTIBULE_RUNTIME', 'VESTIBULE_CONTAINER_RUNTIME',
+    'VESTIBULE_IMAGE_PYTHON', 'VESTIBULE_IMAGE_NODE', 'VESTIBULE_IMAGE_SOURCE', 'VESTIBULE_LOG_LEVEL', 'DOCKER_HOST',
     'CONTAINER_HOST', 'ASAN_OPTIONS', 'UBSAN_OPTIONS',
     ...(process.env.E2E_PASS_ENV || '').split(',').filter(Boolean),
 ];

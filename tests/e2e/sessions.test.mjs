@@ -8,13 +8,13 @@ import http from 'node:http';
 import { test } from 'node:test';
 
 import {
-    BACKEND, EXPECT_GRADE, REMOTE_ENGINE, GONE_WITHIN_MS, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
+    BACKEND, EXPECT_GRADE, REMOTE_ENGINE, RUNSC, GONE_WITHIN_MS, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
     callTool, connect, makeWorld, pidsWithMarker, serverGone, sleep, textOf, uniqueMarker, waitFor,
 } from './lib.mjs';
 
 // Sessions exist on native and on a container engine of this machine (the session's pipes
 // live in a folder the engine mounts); a remote engine refuses them with the fix.
-const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !REMOTE_ENGINE);
+const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !REMOTE_ENGINE && !RUNSC);
 
 // The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
 function engineSocket() {
@@ -71,7 +71,8 @@ test('a backend without sessions refuses session_start with the fix', { skip: HA
     const conn = await connect(makeWorld(t));
     // a remote engine: the fix is a local engine or native
     assertBlocked(await callTool(conn, 'session_start', { language: 'python' }), 'session',
-        ...(REMOTE_ENGINE ? ['remote', 'local engine', 'VESTIBULE_BACKEND=native'] : []));
+        ...(REMOTE_ENGINE ? ['remote', 'local engine', 'VESTIBULE_BACKEND=native'] : []),
+        ...(RUNSC ? ["runtime 'runsc'", 'FIFOs', 'default runtime'] : []));
 });
 
 test('python: variables, imports and functions persist; the last expression is printed', { skip: !HAS_SESSIONS }, async (t) => {

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { test } from 'node:test';
 
-import { BACKEND, REMOTE_ENGINE, GONE_WITHIN_MS, START_WITHIN_MS, assertExitCode, callTool, connect, makeWorld, runCode, serverGone, textOf, uniqueMarker, waitFor } from './lib.mjs';
+import { BACKEND, REMOTE_ENGINE, RUNSC, GONE_WITHIN_MS, START_WITHIN_MS, assertExitCode, callTool, connect, makeWorld, runCode, serverGone, textOf, uniqueMarker, waitFor } from './lib.mjs';
 
 // Spares are the native and the container backends' (naive has none: its /tmp is the host's).
 const skip = BACKEND !== 'native' && BACKEND !== 'container' ? 'warm spares are kept by the native and container backends' : false;
@@ -117,7 +117,7 @@ print(json.dumps({"argv": sys.argv, "file": __file__, "cwd": os.getcwd(), "env":
   "fds": sorted(os.listdir("/proc/self/fd")), "pids": sorted(p for p in os.listdir("/proc") if p.isdigit()),
   "tmp": sorted(os.listdir("/tmp")), "shm": sorted(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else None, "sandbox": os.listdir("/sandbox")}))`;
 
-test('a run from a warm spare sees nothing of the run before it, and what a cold run sees', { skip: skip }, async (t) => {
+test('a run from a warm spare sees nothing of the run before it, and what a cold run sees', { skip: skip || (RUNSC && 'no warm spares under runsc (their FIFO in the code folder; src/engine/runtime.c)') }, async (t) => {
     const w = makeWorld(t);
     const conn = await connect(w);
     const m = uniqueMarker('warm');
@@ -159,7 +159,7 @@ test('a run from a warm spare sees nothing of the run before it, and what a cold
     assert.equal(warm.result.structuredContent.isolation, cold.result.structuredContent.isolation);
 });
 
-test('the server\'s exit leaves no spare behind', { skip: skip }, async (t) => {
+test('the server\'s exit leaves no spare behind', { skip: skip || (RUNSC && 'no warm spares under runsc (their FIFO in the code folder; src/engine/runtime.c)') }, async (t) => {
     const w = makeWorld(t);
     const conn = await connect(w);
     await runCode(conn, 'python', 'print(1)');
@@ -196,7 +196,7 @@ test('the server\'s exit leaves no spare behind', { skip: skip }, async (t) => {
     assert.ok(await waitFor(() => stillThere(kept).length === 0, GONE_WITHIN_MS), `left behind: ${stillThere(kept)}`);
 });
 
-test('VESTIBULE_WARM=0 keeps no spare; VESTIBULE_WARM_IDLE_S drops an idle one', { skip: skip }, async (t) => {
+test('VESTIBULE_WARM=0 keeps no spare; VESTIBULE_WARM_IDLE_S drops an idle one', { skip: skip || (RUNSC && 'no warm spares under runsc (their FIFO in the code folder; src/engine/runtime.c)') }, async (t) => {
     const off = await connect(makeWorld(t, { VESTIBULE_WARM: '0' }));
     const idle = await connect(makeWorld(t, { VESTIBULE_WARM_IDLE_S: '1' }));
     await runCode(off, 'bash', 'echo 1');
@@ -213,7 +213,7 @@ test('VESTIBULE_WARM=0 keeps no spare; VESTIBULE_WARM_IDLE_S drops an idle one',
 // after a pip install) is that spare's staleness: the call prepares its own sandbox and the
 // backend's sessions live on. (It was taken for a stale probe: every idle session was ended,
 // and the re-run's usage line said it was counted from a hand-over.)
-test('a call whose spare went stale prepares its own sandbox, and the sessions live on', { skip: skip || (REMOTE_ENGINE && 'no spares or sessions on a remote engine') }, async (t) => {
+test('a call whose spare went stale prepares its own sandbox, and the sessions live on', { skip: skip || (REMOTE_ENGINE && 'no spares or sessions on a remote engine') || (RUNSC && 'no spares or sessions under runsc (src/engine/runtime.c)') }, async (t) => {
     const w = makeWorld(t);
     const conn = await connect(w);
     const st = await callTool(conn, 'session_start', { language: 'python' });

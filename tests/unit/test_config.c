@@ -421,6 +421,35 @@ START_TEST(enum_words)
 }
 END_TEST
 
+/* VESTIBULE_CONTAINER_RUNTIME: unset by default; a runtime name kept as given; anything that
+ * could break the create body's JSON or the grade's text refused, naming the rule. */
+START_TEST(container_runtime_names)
+{
+        struct sbx_config *c = load_env();
+        ck_assert_ptr_null(c->container_runtime);
+        config_free(c);
+        env_reset();
+        fake_env_put("VESTIBULE_CONTAINER_RUNTIME= runsc ");
+        c = load_env();
+        ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
+        ck_assert_str_eq(c->container_runtime, "runsc");
+        config_free(c);
+        env_reset();
+        fake_env_put("VESTIBULE_CONTAINER_RUNTIME=io.containerd.runsc.v1");
+        c = load_env();
+        ck_assert_msg(!c->invalid, "%s", c->invalid_msg);
+        ck_assert_str_eq(c->container_runtime, "io.containerd.runsc.v1");
+        config_free(c);
+        expect_invalid("VESTIBULE_CONTAINER_RUNTIME=run sc", "registered with the engine");
+        expect_invalid("VESTIBULE_CONTAINER_RUNTIME=runsc\"}", "VESTIBULE_CONTAINER_RUNTIME");
+        expect_invalid("VESTIBULE_CONTAINER_RUNTIME=-runsc", "e.g. runsc");
+        expect_invalid("VESTIBULE_CONTAINER_RUNTIME=/usr/bin/runsc", "e.g. runsc");
+        expect_invalid("VESTIBULE_CONTAINER_RUNTIME="
+                       "r1234567890123456789012345678901234567890123456789012345678901234",
+                       "at most 64");
+}
+END_TEST
+
 START_TEST(run_as_rules)
 {
         static const char *const bad[] = {
@@ -896,6 +925,7 @@ static Suite *config_suite(void)
         tcase_add_checked_fixture(tc, setup, NULL);
         tcase_add_test(tc, on_off_words);
         tcase_add_test(tc, enum_words);
+        tcase_add_test(tc, container_runtime_names);
         tcase_add_test(tc, run_as_rules);
         suite_add_tcase(s, tc);
 

@@ -589,6 +589,30 @@ START_TEST(verify_inspect_catches_dropped_options)
                     json_tokener_parse("{\"UidMap\":[\"0:1:2000\",\"2000:0:1\"]}"));
                 ck_assert_int_eq(engine_verify_inspect(j, &k, deg, sizeof(deg), &e), 0);
         }
+        /* VESTIBULE_CONTAINER_RUNTIME: the body asks for it, and an engine that dropped it
+         * (HostConfig.Runtime "runc" or missing: the container would run on the host's
+         * kernel while the grade claims gVisor's) is refused */
+        {
+                struct engine_run_spec r = test_spec();
+                char deg[64] = "";
+                struct sbx_error e = {0};
+                _cleanup_(json_putp) json_object *none = engine_create_body(&r);
+                ck_assert(!json_object_object_get_ex(path_get(none, "HostConfig", NULL), "Runtime",
+                                                     NULL));
+                r.runtime = "runsc";
+                _cleanup_(json_putp) json_object *b = engine_create_body(&r);
+                ck_assert_str_eq(json_object_get_string(path_get(b, "HostConfig", "Runtime")),
+                                 "runsc");
+                _cleanup_(json_putp) json_object *j = fake_inspect(NULL);
+                ck_assert_int_eq(engine_verify_inspect(j, &r, deg, sizeof(deg), &e), -EPERM);
+                ck_assert_ptr_nonnull(strstr(e.msg, "HostConfig.Runtime"));
+                _cleanup_(json_putp) json_object *k =
+                    fake_inspect("\"IpcMode\"|\"Runtime\":\"runc\",\"IpcMode\"");
+                ck_assert_int_eq(engine_verify_inspect(k, &r, deg, sizeof(deg), &e), -EPERM);
+                _cleanup_(json_putp) json_object *ok =
+                    fake_inspect("\"IpcMode\"|\"Runtime\":\"runsc\",\"IpcMode\"");
+                ck_assert_int_eq(engine_verify_inspect(ok, &r, deg, sizeof(deg), &e), 0);
+        }
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
                 _cleanup_(json_putp) json_object *j = fake_inspect(t[i].mutate);
                 char degraded[128] = "";

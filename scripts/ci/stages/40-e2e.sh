@@ -35,7 +35,7 @@ e2e_npm() {
         while IFS='|' read -r _ backend _ extra; do
                 [ -z "$backend" ] || ! want "$(e2e_stage "$backend" "$extra")" || wanted=1
         done <<<"$E2E_RUNS"
-        for s in e2e-root e2e-remote agreement clients e2e-data egress-container e2e-docker-group e2e-desktop e2e-rootless-docker oci vm; do want "$s" && wanted=1; done
+        for s in e2e-root e2e-remote agreement clients e2e-data egress-container e2e-docker-group e2e-desktop e2e-rootless-docker oci e2e-runsc vm; do want "$s" && wanted=1; done
         [ "$wanted" -eq 1 ] || return 0
         if { [ "$npm_kept" -eq 1 ] && banner "e2e: npm ci skipped (--quick: the lock is unchanged)"; } ||
                 step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
