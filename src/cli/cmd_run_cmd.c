@@ -23,6 +23,7 @@
 #include "config/secrets.h"
 #include "egress/egress.h"
 #include "native/hostrun.h"
+#include "cli/run_agent.h"
 
 /* Exit codes of the contract besides the command's own. */
 #define EXIT_TIMEOUT 124
@@ -62,6 +63,11 @@ static const char run_cmd_help[] =
     "                       any (default): run on what the host gives, and say which\n"
     "  -q, --quiet          no grade and usage lines on stderr\n"
     "  --list-secrets       print the built-in secrets list, with why, and exit\n"
+    "  --agent NAME         run a coding agent itself sandboxed (claude, codex, gemini,\n"
+    "                       opencode): its own state under $HOME read-write, the API key\n"
+    "                       variables it needs passed on, the network only to its\n"
+    "                       provider's hosts (and the host of its *_BASE_URL) plus\n"
+    "                       --net allowlist:HOST,...; src/config/presets/NAME.preset\n"
     "\n"
     "Exit status:\n"
     "  N        the command's own exit code\n"
@@ -77,7 +83,8 @@ struct run_cmd_opts {
         char **allow, **allow_read, **deny, **env; /* NULL-ended, owned */
         char **read_literal; /* each --allow-read made absolute, links not followed; owned */
         size_t n_allow, n_allow_read, n_deny, n_literal, n_env;
-        const char *net, *timeout, *require;
+        const char *net, *timeout, *require, *agent;
+        struct run_agent preset; /* --agent's additions (run_agent.h) */
         bool quiet;
         int cmd_at; /* argv index of CMD */
 };
@@ -146,7 +153,9 @@ static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
                 else if (m == 0)
                         if ((m = opt_value(argc, argv, &i, "--net", NULL, &o->net)) == 0 &&
                             (m = opt_value(argc, argv, &i, "--timeout", "-t", &o->timeout)) == 0)
-                                m = opt_value(argc, argv, &i, "--require", NULL, &o->require);
+                                if ((m = opt_value(argc, argv, &i, "--require", NULL,
+                                                   &o->require)) == 0)
+                                        m = opt_value(argc, argv, &i, "--agent", NULL, &o->agent);
                 if (m < 0)
                         return fail(125, "%s needs a value; see 'vestibule-mcp run --help'", a);
                 if (m == 0)
@@ -359,6 +368,9 @@ static int collect_masks(const struct run_cmd_opts *o, const struct config_secre
                     named_as_is(o->read_literal[i], o->allow_read[i]))
                         push(&explicit, &n_explicit, xstrdup(o->allow_read[i]));
         }
+        /* an --agent's own state is its to write, secrets list or not */
+        for (size_t i = 0; o->preset.own && o->preset.own[i]; i++)
+                push(&explicit, &n_explicit, xstrdup(o->preset.own[i]));
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                 for (size_t i = 0; lists[l] && lists[l][i]; i++)
                         if (l == 2 || !under_list(explicit, lists[l][i]))
@@ -647,6 +659,17 @@ int cmd_run_command(int argc, char **argv)
                 }
                 push(&o.allow, &o.n_allow, cwd);
         }
+        if (o.agent) {
+                if (run_agent_resolve(o.agent, argv[o.cmd_at], o.net, &o.preset) < 0) {
+                        code = EXIT_NO_ISOLATION;
+                        goto out;
+                }
+                for (size_t i = 0; o.preset.own[i]; i++)
+                        push(&o.allow, &o.n_allow, xstrdup(o.preset.own[i]));
+                for (size_t i = 0; o.preset.env[i]; i++)
+                        push(&o.env, &o.n_env, xstrdup(o.preset.env[i]));
+                o.net = o.preset.net;
+        }
         code = EXIT_NO_ISOLATION;
         {
                 _cleanup_free_ char *cwd = getcwd(NULL, 0);
@@ -702,6 +725,7 @@ out:
         config_strv_free(o.read_literal);
         config_strv_free(o.deny);
         config_strv_free(o.env);
+        run_agent_done(&o.preset);
         return code;
 }
 
