@@ -635,6 +635,20 @@ static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts
         return -1;
 }
 
+/* --agent NAME: the preset's own state read-write (after the default project), its variables
+ * passed on, its allowlist as --net (run_agent.c). Return 0 or -1 (said on stderr). */
+static int apply_agent(struct run_cmd_opts *o, char **argv)
+{
+        if (run_agent_resolve(o->agent, argv[o->cmd_at], o->net, &o->preset) < 0)
+                return -1;
+        for (size_t i = 0; o->preset.own[i]; i++)
+                push(&o->allow, &o->n_allow, xstrdup(o->preset.own[i]));
+        for (size_t i = 0; o->preset.env[i]; i++)
+                push(&o->env, &o->n_env, xstrdup(o->preset.env[i]));
+        o->net = o->preset.net;
+        return 0;
+}
+
 int cmd_run_command(int argc, char **argv)
 {
         struct run_cmd_opts o = {0};
@@ -659,16 +673,9 @@ int cmd_run_command(int argc, char **argv)
                 }
                 push(&o.allow, &o.n_allow, cwd);
         }
-        if (o.agent) {
-                if (run_agent_resolve(o.agent, argv[o.cmd_at], o.net, &o.preset) < 0) {
-                        code = EXIT_NO_ISOLATION;
-                        goto out;
-                }
-                for (size_t i = 0; o.preset.own[i]; i++)
-                        push(&o.allow, &o.n_allow, xstrdup(o.preset.own[i]));
-                for (size_t i = 0; o.preset.env[i]; i++)
-                        push(&o.env, &o.n_env, xstrdup(o.preset.env[i]));
-                o.net = o.preset.net;
+        if (o.agent && apply_agent(&o, argv) < 0) {
+                code = EXIT_NO_ISOLATION;
+                goto out;
         }
         code = EXIT_NO_ISOLATION;
         {
