@@ -635,6 +635,20 @@ static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts
         return -1;
 }
 
+/* No --allow: the current directory. Return 0 or -1 (said on stderr). */
+static int default_allow(struct run_cmd_opts *o)
+{
+        char *cwd;
+
+        if (o->allow)
+                return 0;
+        cwd = getcwd(NULL, 0);
+        if (!cwd)
+                return fail(-1, "cannot read the current directory: %s", strerror(errno));
+        push(&o->allow, &o->n_allow, cwd);
+        return 0;
+}
+
 /* --agent NAME: the preset's own state read-write (after the default project), its variables
  * passed on, its allowlist as --net (run_agent.c). Return 0 or -1 (said on stderr). */
 static int apply_agent(struct run_cmd_opts *o, char **argv)
@@ -664,20 +678,9 @@ int cmd_run_command(int argc, char **argv)
         code = parse_opts(argc, argv, &o);
         if (code >= 0)
                 goto out;
-        if (!o.allow) {
-                char *cwd = getcwd(NULL, 0);
-                if (!cwd) {
-                        code = fail(EXIT_NO_ISOLATION, "cannot read the current directory: %s",
-                                    strerror(errno));
-                        goto out;
-                }
-                push(&o.allow, &o.n_allow, cwd);
-        }
-        if (o.agent && apply_agent(&o, argv) < 0) {
-                code = EXIT_NO_ISOLATION;
-                goto out;
-        }
         code = EXIT_NO_ISOLATION;
+        if (default_allow(&o) < 0 || (o.agent && apply_agent(&o, argv) < 0))
+                goto out;
         {
                 _cleanup_free_ char *cwd = getcwd(NULL, 0);
                 for (size_t i = 0; o.allow_read && o.allow_read[i]; i++)
