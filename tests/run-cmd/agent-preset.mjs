@@ -88,5 +88,15 @@ check(/other-host:(403|000)/.test(inside.seen[2]) && !inside.seen[2].includes('o
 check(inside.seen[3].includes('token=[]') && inside.seen[3].includes('key=[set]'), 'sandboxed: GITHUB_TOKEN dropped, the preset passed ANTHROPIC_API_KEY on', inside.seen[3]);
 check(!inside.bodies.includes('PLANTED-GITHUB-TOKEN'), 'sandboxed: the planted token never reached the model');
 check(fs.existsSync(path.join(home, '.claude', 'projects')), 'sandboxed: Claude Code wrote its own state to the real ~/.claude');
+// The user's --net list is added to the preset's: allowed, the proxy tries the name (no DNS in
+// this netns: 502), while a host on no list is refused by policy (403).
+{
+    const env = { HOME: home, PATH: process.env.PATH, ANTHROPIC_API_KEY: 'sk-stand-in' };
+    const curl = (h) => `curl -s -o /dev/null -w "${h}:%{http_code}\\n" http://${h}/`;
+    const r = await run(vm, ['run', '-q', '--agent', 'claude', '--net', 'allowlist:extra.vestibule.test', '--', 'sh', '-c',
+        `${curl('extra.vestibule.test')}; ${curl('api.anthropic.com')}; ${curl(OTHER_HOST)}`], env);
+    check(/extra\.vestibule\.test:502/.test(r.stdout) && /api\.anthropic\.com:502/.test(r.stdout) && new RegExp(`${OTHER_HOST}:403`).test(r.stdout),
+        '--net allowlist:HOST adds to the preset: its host and the provider\'s are tried (502, no DNS here), another is refused (403)', `${r.stdout} ${r.stderr}`.trim());
+}
 console.log(`agent-preset: ${pass} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -40,6 +40,23 @@ claude=$npmdir/node_modules/@anthropic-ai/claude-code-linux-x64/claude
 chown -R "$user" "$base"
 chmod 0711 "$base"
 
+# The refusals that name the fix, before anything runs (exit 125).
+as_user() { runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" "$@"; }
+out=$(cd "$proj" && as_user "$base/vestibule-mcp" run --agent aider -- true 2>&1)
+rc=$?
+if [ $rc = 125 ] && [[ $out == *"unknown agent 'aider'"*"claude, codex, gemini, opencode"* ]]; then
+        echo "ok: an unknown agent is refused (125), the known ones listed"
+else
+        echo "FAIL: unknown agent: exit $rc: $out"; exit 1
+fi
+out=$(cd "$proj" && as_user "$base/vestibule-mcp" run --agent claude --net none -- true 2>&1)
+rc=$?
+if [ $rc = 125 ] && [[ $out == *"--net allowlist:HOST"* ]]; then
+        echo "ok: --agent with --net none is refused (125), saying how to add hosts"
+else
+        echo "FAIL: --agent --net none: exit $rc: $out"; exit 1
+fi
+
 uid=$(id -u "$user")
 gid=$(id -g "$user")
 ipbin=$(command -v ip)
