@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/install_wrap.h"
 #include "clients/clients.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
@@ -21,6 +22,9 @@ extern char **environ;
 static const char usage_text[] =
     "Usage: vestibule-mcp install-client CLIENT [--print] [--env NAME=VALUE]...\n"
     "                                    [--config FILE] [--name NAME]\n"
+    "       vestibule-mcp install-client --wrap NAME [--allow DIR]... [--allow-read DIR]...\n"
+    "                                    [--net SPEC] [--config FILE] CLIENT\n"
+    "       vestibule-mcp install-client --unwrap NAME [--config FILE] CLIENT\n"
     "\n"
     "Add vestibule-mcp to an MCP client's configuration. CLIENT is one of claude-code,\n"
     "claude-desktop, cursor, vscode, codex, gemini, opencode.\n"
@@ -42,6 +46,13 @@ static const char usage_text[] =
     "                      DOCKER_CONTEXT, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, CONTAINER_HOST\n"
     "  --config FILE       edit FILE instead of the client's default file\n"
     "  --name NAME         the server's name in the client (default vestibule)\n"
+    "  --wrap NAME         rewrite the server NAME already in the client's file to start\n"
+    "                      through `vestibule-mcp mcp wrap [--allow ...] -- ITS COMMAND`\n"
+    "                      (its env kept and passed on; backup and checks as above; a\n"
+    "                      second run changes nothing); not for codex's TOML yet\n"
+    "  --allow DIR, --allow-read DIR, --net SPEC\n"
+    "                      with --wrap: the sandbox's options (see mcp wrap --help)\n"
+    "  --unwrap NAME       put NAME's original command back\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 written or already there (or printed), 1 failed, 2 usage error.\n";
@@ -298,10 +309,19 @@ static int claude_cli(const char *claude, const char *home, const char *backup_d
 int cmd_install_client(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"print", no_argument, NULL, 'p'},        {"env", required_argument, NULL, 'e'},
-            {"config", required_argument, NULL, 'c'}, {"name", required_argument, NULL, 'n'},
-            {"help", no_argument, NULL, 'h'},         {0},
+            {"print", no_argument, NULL, 'p'},
+            {"env", required_argument, NULL, 'e'},
+            {"config", required_argument, NULL, 'c'},
+            {"name", required_argument, NULL, 'n'},
+            {"help", no_argument, NULL, 'h'},
+            {"wrap", required_argument, NULL, 'w'},
+            {"unwrap", required_argument, NULL, 'u'},
+            {"allow", required_argument, NULL, 'a'},
+            {"allow-read", required_argument, NULL, 'r'},
+            {"net", required_argument, NULL, 'N'},
+            {0},
         };
+        struct install_wrap w = {0};
         _cleanup_free_ const char **env = xcalloc((size_t)argc + 2, sizeof(char *));
         _cleanup_free_ char *path_env = NULL, *file = NULL, *text = NULL, *backup = NULL,
                             *claude = NULL, *bdir = NULL, *kept = NULL;
@@ -335,6 +355,8 @@ int cmd_install_client(int argc, char **argv)
                         fputs(usage_text, stdout);
                         return 0;
                 default:
+                        if (install_wrap_opt(&w, opt, optarg))
+                                break;
                         fputs(usage_text, stderr);
                         return 2;
                 }
@@ -404,6 +426,8 @@ int cmd_install_client(int argc, char **argv)
         }
 
         bdir = backup_folder(home);
+        if (w.name)
+                return install_wrap_run(c, file, bdir, s.command, s.args, s.n_args, &w);
         if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE && !config) {
                 claude = which("claude");
                 if (claude)
