@@ -19,8 +19,8 @@ bin=$(realpath "${VESTIBULE_BIN:?set VESTIBULE_BIN to the vestibule-mcp binary}"
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" = 0 ] || { echo "skip: run as root (each command runs as $user)"; exit 77; }
 id "$user" >/dev/null 2>&1 || { echo "skip: no user $user"; exit 77; }
-command -v node >/dev/null && command -v npm >/dev/null || { echo "skip: no node/npm"; exit 77; }
-command -v unshare >/dev/null && command -v ip >/dev/null || { echo "skip: no unshare/ip"; exit 77; }
+{ command -v node && command -v npm; } >/dev/null || { echo "skip: no node/npm"; exit 77; }
+{ command -v unshare && command -v ip; } >/dev/null || { echo "skip: no unshare/ip"; exit 77; }
 
 base=${RUN_CMD_DIR:-$(mktemp -d /var/tmp/agent-preset.XXXXXX)}
 home=$base/home
