@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/install_wrap.h"
 #include "clients/clients.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
@@ -25,6 +26,9 @@ static const char usage_text[] =
     "       vestibule-mcp install-client --docker CLIENT [--image IMAGE] [--workspace DIR]\n"
     "                                    [--os linux|macos|windows] [OPTIONS]\n"
     "       vestibule-mcp install-client --wsl CLIENT [--windows-home DIR] [OPTIONS]\n"
+    "       vestibule-mcp install-client --wrap NAME [--allow DIR]... [--allow-read DIR]...\n"
+    "                                    [--net SPEC] [--config FILE] CLIENT\n"
+    "       vestibule-mcp install-client --unwrap NAME [--config FILE] CLIENT\n"
     "\n"
     "Add vestibule-mcp to an MCP client's configuration. CLIENT is one of claude-code,\n"
     "claude-desktop, cursor, vscode, codex, gemini, opencode.\n"
@@ -63,6 +67,13 @@ static const char usage_text[] =
     "                      when the Windows folder is not reachable the entry is printed\n"
     "  --windows-home DIR  with --wsl: the Windows user folder as WSL mounts it (default\n"
     "                      /mnt/c/Users/$USER)\n"
+    "  --wrap NAME         rewrite the server NAME already in the client's file to start\n"
+    "                      through `vestibule-mcp mcp wrap [--allow ...] -- ITS COMMAND`\n"
+    "                      (its env kept and passed on; backup and checks as above; a\n"
+    "                      second run changes nothing); not for codex's TOML yet\n"
+    "  --allow DIR, --allow-read DIR, --net SPEC\n"
+    "                      with --wrap: the sandbox's options (see mcp wrap --help)\n"
+    "  --unwrap NAME       put NAME's original command back\n"
     "  -h, --help          this text\n"
     "\n"
     "Exit status: 0 written or already there (or printed), 1 failed, 2 usage error.\n";
@@ -479,11 +490,22 @@ struct opts {
         const char *config, *name;
         bool print, has_path;
         struct mode mode;
+        struct install_wrap wrap; /* --wrap/--unwrap NAME and the sandbox's options */
 };
 
 /* The mode options go with their mode: 0, or 2 with a message. */
-static int mode_args_ok(const struct mode *m)
+static int mode_args_ok(const struct mode *m, const struct install_wrap *w)
 {
+        if (w->name && m->kind != MODE_HOST) {
+                fprintf(stderr, "vestibule-mcp install-client: --wrap and --unwrap edit an entry "
+                                "in place: not with --docker or --wsl\n");
+                return 2;
+        }
+        if (!w->name && w->n_opts) {
+                fprintf(stderr, "vestibule-mcp install-client: --allow, --allow-read and --net go "
+                                "with --wrap\n");
+                return 2;
+        }
         if ((m->image || m->workspace || m->os != CLIENT_OS_LINUX) && m->kind != MODE_DOCKER) {
                 fprintf(stderr, "vestibule-mcp install-client: --image, --workspace and --os go "
                                 "with --docker\n");
@@ -518,7 +540,7 @@ static int check_client(int argc, char **argv, const struct opts *o,
                         o->name);
                 return 2;
         }
-        return mode_args_ok(&o->mode);
+        return mode_args_ok(&o->mode, &o->wrap);
 }
 
 static int parse_args(int argc, char **argv, struct opts *o, const struct client_info **ret_c)
@@ -533,7 +555,12 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct client
             {"wsl", no_argument, NULL, 'W'},
             {"image", required_argument, NULL, 'i'},
             {"os", required_argument, NULL, 'o'},
-            {"workspace", required_argument, NULL, 'w'},
+            {"workspace", required_argument, NULL, 'k'},
+            {"wrap", required_argument, NULL, 'w'},
+            {"unwrap", required_argument, NULL, 'u'},
+            {"allow", required_argument, NULL, 'a'},
+            {"allow-read", required_argument, NULL, 'r'},
+            {"net", required_argument, NULL, 'N'},
             {"windows-home", required_argument, NULL, 'H'},
             {0},
         };
@@ -568,7 +595,7 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct client
                 case 'i':
                         o->mode.image = optarg;
                         break;
-                case 'w':
+                case 'k':
                         o->mode.workspace = optarg;
                         break;
                 case 'H':
@@ -582,6 +609,8 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct client
                         fputs(usage_text, stdout);
                         return 1;
                 default:
+                        if (install_wrap_opt(&o->wrap, opt, optarg))
+                                break;
                         fputs(usage_text, stderr);
                         return 2;
                 }
@@ -699,6 +728,8 @@ static int install(const struct client_info *c, struct opts *o, const char *home
         if (docker_workspace(&o->mode) != 0)
                 return 1;
         bdir = backup_folder(home);
+        if (o->wrap.name)
+                return install_wrap_run(c, file, bdir, s->command, s->args, s->n_args, &o->wrap);
         if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE && !o->config) {
                 claude = which("claude");
                 if (claude)

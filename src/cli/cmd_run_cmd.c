@@ -27,6 +27,7 @@
 #include "cli/run_keep.h"
 #include "cli/run_overlay.h"
 #include "cli/run_pty.h"
+#include "cli/run_agent.h"
 
 /* Exit codes of the contract besides the command's own. */
 #define EXIT_TIMEOUT 124
@@ -73,6 +74,11 @@ static const char run_cmd_help[] =
     "                       never linked, setuid bits dropped)\n"
     "  -q, --quiet          no grade and usage lines on stderr\n"
     "  --list-secrets       print the built-in secrets list, with why, and exit\n"
+    "  --agent NAME         run a coding agent itself sandboxed (claude, codex, gemini,\n"
+    "                       opencode): its own state under $HOME read-write, the API key\n"
+    "                       variables it needs passed on, the network only to its\n"
+    "                       provider's hosts (and the host of its *_BASE_URL) plus\n"
+    "                       --net allowlist:HOST,...; src/config/presets/NAME.preset\n"
     "\n"
     "Exit status:\n"
     "  N        the command's own exit code\n"
@@ -89,7 +95,8 @@ struct run_cmd_opts {
         char **allow, **allow_read, **deny, **env; /* NULL-ended, owned */
         char **read_literal; /* each --allow-read made absolute, links not followed; owned */
         size_t n_allow, n_allow_read, n_deny, n_literal, n_env;
-        const char *net, *timeout, *require;
+        const char *net, *timeout, *require, *agent;
+        struct run_agent preset; /* --agent's additions (run_agent.h) */
         bool quiet, overlay, apply;
         char *overlay_dir; /* --overlay: run_overlay_make()'s folder; owned */
         int cmd_at;        /* argv index of CMD */
@@ -162,7 +169,9 @@ static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
                 else if (m == 0)
                         if ((m = opt_value(argc, argv, &i, "--net", NULL, &o->net)) == 0 &&
                             (m = opt_value(argc, argv, &i, "--timeout", "-t", &o->timeout)) == 0)
-                                m = opt_value(argc, argv, &i, "--require", NULL, &o->require);
+                                if ((m = opt_value(argc, argv, &i, "--require", NULL,
+                                                   &o->require)) == 0)
+                                        m = opt_value(argc, argv, &i, "--agent", NULL, &o->agent);
                 if (m < 0)
                         return fail(125, "%s needs a value; see 'vestibule-mcp run --help'", a);
                 if (m == 0)
@@ -375,6 +384,9 @@ static int collect_masks(const struct run_cmd_opts *o, const struct config_secre
                     o->read_literal && named_as_is(o->read_literal[i], o->allow_read[i]))
                         push(&explicit, &n_explicit, xstrdup(o->allow_read[i]));
         }
+        /* an --agent's own state is its to write, secrets list or not */
+        for (size_t i = 0; o->preset.own && o->preset.own[i]; i++)
+                push(&explicit, &n_explicit, xstrdup(o->preset.own[i]));
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                 for (size_t i = 0; lists[l] && lists[l][i]; i++)
                         if (l == 2 || !under_list(explicit, lists[l][i]))
@@ -675,6 +687,34 @@ static int run_layered(struct sbx_config *cfg, struct run_cmd_opts *o, char **ar
         return code;
 }
 
+/* No --allow: the current directory. Return 0 or -1 (said on stderr). */
+static int default_allow(struct run_cmd_opts *o)
+{
+        char *cwd;
+
+        if (o->allow)
+                return 0;
+        cwd = getcwd(NULL, 0);
+        if (!cwd)
+                return fail(-1, "cannot read the current directory: %s", strerror(errno));
+        push(&o->allow, &o->n_allow, cwd);
+        return 0;
+}
+
+/* --agent NAME: the preset's own state read-write (after the default project), its variables
+ * passed on, its allowlist as --net (run_agent.c). Return 0 or -1 (said on stderr). */
+static int apply_agent(struct run_cmd_opts *o, char **argv)
+{
+        if (run_agent_resolve(o->agent, argv[o->cmd_at], o->net, &o->preset) < 0)
+                return -1;
+        for (size_t i = 0; o->preset.own[i]; i++)
+                push(&o->allow, &o->n_allow, xstrdup(o->preset.own[i]));
+        for (size_t i = 0; o->preset.env[i]; i++)
+                push(&o->env, &o->n_env, xstrdup(o->preset.env[i]));
+        o->net = o->preset.net;
+        return 0;
+}
+
 int cmd_run_command(int argc, char **argv)
 {
         struct run_cmd_opts o = {0};
@@ -690,16 +730,9 @@ int cmd_run_command(int argc, char **argv)
         code = parse_opts(argc, argv, &o);
         if (code >= 0)
                 goto out;
-        if (!o.allow) {
-                char *cwd = getcwd(NULL, 0);
-                if (!cwd) {
-                        code = fail(EXIT_NO_ISOLATION, "cannot read the current directory: %s",
-                                    strerror(errno));
-                        goto out;
-                }
-                push(&o.allow, &o.n_allow, cwd);
-        }
         code = EXIT_NO_ISOLATION;
+        if (default_allow(&o) < 0 || (o.agent && apply_agent(&o, argv) < 0))
+                goto out;
         {
                 _cleanup_free_ char *cwd = getcwd(NULL, 0);
                 for (size_t i = 0; o.allow_read && o.allow_read[i]; i++)
@@ -754,6 +787,7 @@ out:
         config_strv_free(o.read_literal);
         config_strv_free(o.deny);
         config_strv_free(o.env);
+        run_agent_done(&o.preset);
         return code;
 }
 

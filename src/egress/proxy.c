@@ -245,6 +245,8 @@ struct half {
         size_t in_pipe;
         bool eof, shut;
         uint64_t bytes;
+        bool capped;   /* read at most @left bytes from @from, then stop (no shutdown) */
+        uint64_t left; /* what @capped still lets through */
 };
 
 /* Move what can move now without blocking. Return false on a hard error. */
@@ -252,12 +254,17 @@ static bool half_step(struct half *h)
 {
         for (int rounds = 0; rounds < 64; rounds++) {
                 bool moved = false;
+                if (h->capped && h->left == 0 && !h->eof)
+                        h->eof = h->shut = true; /* the body has passed: read no further */
                 if (!h->eof && h->in_pipe < EGRESS_BUF_BYTES) {
-                        ssize_t n =
-                            splice(h->from, NULL, h->pipe[1], NULL, EGRESS_BUF_BYTES - h->in_pipe,
-                                   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                        size_t want = EGRESS_BUF_BYTES - h->in_pipe;
+                        if (h->capped && h->left < want)
+                                want = (size_t)h->left;
+                        ssize_t n = splice(h->from, NULL, h->pipe[1], NULL, want,
+                                           SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
                         if (n > 0) {
                                 h->in_pipe += (size_t)n;
+                                h->left -= h->capped ? (uint64_t)n : 0;
                                 moved = true;
                         } else if (n == 0) {
                                 h->eof = true;
@@ -306,10 +313,22 @@ static void relay_events(const struct half h[2], struct pollfd pfd[2])
 }
 
 /* Relay both ways until both sides are done, an error, the stop signal, or @idle_ms with no
- * byte moved either way. */
-static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_t *ret_down)
+ * byte moved either way; when @one_exchange (an absolute-URI request, sent upstream with
+ * "Connection: close"), also once the upstream's answer has ended and reached the client:
+ * a client that keeps the proxy connection alive (Bun's fetch in Claude Code) would send its
+ * next request on it, relayed raw to a server that has closed (HTTP 400) and never decided on.
+ * Closing makes it open a new connection, whose head is judged; and only the request's own
+ * body (@body_left bytes still to come, from its Content-Length; -1 = a CONNECT tunnel, no
+ * limit) is read from the client, so a next request already sent is never relayed. */
+static void relay(struct proxy *p, int client, int up, int64_t body_left, uint64_t *ret_up,
+                  uint64_t *ret_down)
 {
-        struct half h[2] = {{.from = client, .to = up, .pipe = {-1, -1}},
+        bool one_exchange = body_left >= 0;
+        struct half h[2] = {{.from = client,
+                             .to = up,
+                             .pipe = {-1, -1},
+                             .capped = one_exchange,
+                             .left = one_exchange ? (uint64_t)body_left : 0},
                             {.from = up, .to = client, .pipe = {-1, -1}}};
         int64_t last_move = (int64_t)sbx_now_ms();
 
@@ -327,7 +346,7 @@ static void relay(struct proxy *p, int client, int up, uint64_t *ret_up, uint64_
 
                 if (!half_step(&h[0]) || !half_step(&h[1]))
                         break;
-                if (h[0].shut && h[1].shut)
+                if ((h[0].shut && h[1].shut) || (one_exchange && h[1].shut))
                         break;
                 if (h[0].bytes + h[1].bytes != before)
                         last_move = (int64_t)sbx_now_ms();
@@ -458,12 +477,41 @@ static void conn_refuse(struct conn *c, enum egress_reason why)
               v6 ? "]" : "", c->rq.port, egress_reason_text(why), c->detail);
 }
 
+/* The body length an absolute-URI request's head announces: its Content-Length, 0 when it
+ * has none; -1 (relay without a limit, as before) for a chunked body (Transfer-Encoding) or a
+ * Content-Length that is not a number. RFC 9112 section 6.3. */
+static int64_t head_body_length(const char *head, size_t len)
+{
+        int64_t n = 0;
+
+        for (size_t i = 0; i < len;) {
+                const char *nl = memchr(head + i, '\n', len - i);
+                size_t end = nl ? (size_t)(nl - head) : len;
+
+                if (end - i > 18 && strncasecmp(head + i, "transfer-encoding:", 18) == 0)
+                        return -1;
+                if (end - i > 15 && strncasecmp(head + i, "content-length:", 15) == 0) {
+                        char *stop;
+                        const char *v = head + i + 15;
+                        while (*v == ' ' || *v == '\t')
+                                v++;
+                        long long x = strtoll(v, &stop, 10);
+                        if (stop == v || x < 0)
+                                return -1;
+                        n = x;
+                }
+                i = end + 1;
+        }
+        return n;
+}
+
 /* An allowed request: the tunnel's answer or the rewritten head, what came after the head,
  * then the relay. Adds the bytes moved to @ret_up and @ret_down. */
 static void conn_forward(struct conn *c, uint64_t *ret_up, uint64_t *ret_down)
 {
         uint64_t u = 0, d = 0;
         int one = 1;
+        int64_t body_left = c->rq.connect ? -1 : head_body_length(c->head, c->rq.head_len);
 
         if (c->rq.connect) {
                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -477,12 +525,16 @@ static void conn_forward(struct conn *c, uint64_t *ret_up, uint64_t *ret_down)
                 *ret_up += hl;
         }
         if (c->len > c->rq.head_len) {
-                if (!write_all(c->up, c->head + c->rq.head_len, c->len - c->rq.head_len))
+                size_t extra = c->len - c->rq.head_len;
+                if (!c->rq.connect && (uint64_t)extra > (uint64_t)body_left)
+                        extra = (size_t)body_left; /* a pipelined next request: not relayed */
+                if (!write_all(c->up, c->head + c->rq.head_len, extra))
                         return;
-                *ret_up += c->len - c->rq.head_len;
+                *ret_up += extra;
+                body_left -= (int64_t)extra;
         }
         (void)setsockopt(c->up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        relay(c->p, c->fd, c->up, &u, &d);
+        relay(c->p, c->fd, c->up, c->rq.connect ? -1 : body_left, &u, &d);
         *ret_up += u;
         *ret_down += d;
 }

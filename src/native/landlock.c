@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,10 +40,15 @@ static int allow_path(int ruleset, const char *path, uint64_t access)
 {
         struct landlock_path_beneath_attr pb = {.allowed_access = access};
         int fd = open(path, O_PATH | O_CLOEXEC);
+        struct stat st;
         long r;
 
         if (fd < 0)
                 return -errno;
+        /* a file (an agent's ~/.claude.json) takes the file rights only: the folder rights on
+         * a file are EINVAL (landlock_add_rule(2)) */
+        if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+                pb.allowed_access &= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
         pb.parent_fd = fd;
         r = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
         close(fd);

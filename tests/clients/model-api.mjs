@@ -26,11 +26,14 @@ import { fillArgs, modelText } from './facts.mjs';
  * @param {object} opts
  * @param {Array<{kind:'run_code'|'read_workspace', args:object}>} opts.script  the tool calls
  * @param {(line:string)=>void} [opts.log]  one line per request (for a debug log)
+ * @param {(tools:string[])=>boolean} [opts.offers]  whether a request's tool list is the
+ *   conversation the script is for (default: it offers run_code); tests/run-cmd's agent
+ *   preset test scripts the client's own Bash tool
  * @returns {Promise<{url:string, port:number, results:Array, requests:Array, close:()=>Promise<void>}>}
  *   results[i] = { step, api, name, id, seen } for the i-th tool result (first sighting);
  *   seen is what the request carried as the tool's output (string, array or object).
  */
-export async function startModelApi({ script, log = () => {} }) {
+export async function startModelApi({ script, log = () => {}, offers }) {
     const results = [];
     const requests = [];
     const seenIds = new Set();
@@ -56,7 +59,7 @@ export async function startModelApi({ script, log = () => {} }) {
         const args = fillArgs(s.args, prev ? modelText(prev.seen) : '');
         return { tool: name, args, id: `call_vst_${done}_${Math.random().toString(36).slice(2, 8)}` };
     }
-    const offersOurs = (tools) => tools.some((t) => /run_code$/.test(t));
+    const offersOurs = offers ?? ((tools) => tools.some((t) => /run_code$/.test(t)));
 
     const server = http.createServer((req, res) => {
         const chunks = [];
@@ -76,6 +79,12 @@ export async function startModelApi({ script, log = () => {} }) {
                 res.end(JSON.stringify({ error: { message: String(e) } }));
             }
         });
+    });
+
+    // a request node's parser refuses (400 with no body) is logged with what it was
+    server.on('clientError', (e, sock) => {
+        log(`client error ${e.code}: ${JSON.stringify(String(e.rawPacket ?? '').slice(0, 300))}`);
+        if (sock.writable) sock.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     });
 
     function route(req, res, url, body) {

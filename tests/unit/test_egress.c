@@ -905,6 +905,70 @@ START_TEST(egress_line_says_unknown_bytes_and_unlisted_refusals)
 }
 END_TEST
 
+/* What the pipelining upstream received, for keep_alive_next_request_is_not_relayed. */
+static char piped_seen[4096];
+
+/* An upstream that reads until 300 ms pass with nothing new, keeps it, answers one short
+ * response and closes. */
+static void *upstream_reads_all_main(void *arg)
+{
+        int ls = *(int *)arg;
+        for (;;) {
+                int c = accept(ls, NULL, NULL);
+                size_t n = 0;
+                struct pollfd pfd = {.fd = c, .events = POLLIN};
+                static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong";
+
+                if (c < 0)
+                        return NULL;
+                while (n + 1 < sizeof(piped_seen) && poll(&pfd, 1, 300) > 0) {
+                        ssize_t r = read(c, piped_seen + n, sizeof(piped_seen) - 1 - n);
+                        if (r <= 0)
+                                break;
+                        n += (size_t)r;
+                }
+                piped_seen[n] = '\0';
+                if (write(c, ok, sizeof(ok) - 1) < 0) {
+                        /* the proxy went away */
+                }
+                close(c);
+        }
+}
+
+/* A client that keeps the proxy connection alive and sends its next request on it (Bun's
+ * fetch in Claude Code does: tests/adversarial/server.md): only the first request's head and
+ * its Content-Length body reach the upstream, the connection ends after the answer, and the
+ * next request, never judged, is not relayed. */
+START_TEST(keep_alive_next_request_is_not_relayed)
+{
+        static const char req[] = "POST http://mirror.test/first HTTP/1.1\r\n"
+                                  "Proxy-Connection: Keep-Alive\r\nContent-Length: 5\r\n\r\n"
+                                  "BODY1"
+                                  "POST http://mirror.test/second HTTP/1.1\r\n"
+                                  "Content-Length: 5\r\n\r\nBODY2";
+        struct run_egress g = {0};
+        struct px x = {0};
+        char buf[512];
+        size_t n = 0;
+        ssize_t r;
+
+        px_start(&x, upstream_reads_all_main, NULL);
+        int s = px_connect(&x);
+        ck_assert_int_eq(write(s, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+        while (n + 1 < sizeof(buf) && (r = read(s, buf + n, sizeof(buf) - 1 - n)) > 0)
+                n += (size_t)r; /* to EOF: the proxy must end the connection */
+        buf[n] = '\0';
+        close(s);
+        ck_assert_msg(strstr(buf, "pong"), "%s", buf);
+        ck_assert_msg(strstr(piped_seen, "POST /first") && strstr(piped_seen, "BODY1"), "%s",
+                      piped_seen);
+        ck_assert_msg(!strstr(piped_seen, "second") && !strstr(piped_seen, "BODY2"),
+                      "the next request was relayed: %s", piped_seen);
+        px_finish(&x, &g);
+        free(g.entries);
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("egress");
@@ -932,6 +996,7 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, proxy_holds_no_fd_of_the_server);
         tcase_add_test(tc, relay_after_half_close_and_reset_sleeps_and_idles_out);
         tcase_add_test(tc, incomplete_head_is_recorded);
+        tcase_add_test(tc, keep_alive_next_request_is_not_relayed);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -15,9 +15,20 @@ stage_run_cmd() {
 # tests/run-cmd/package-lock.json) wrapped and unwrapped, tools/list and a call identical, the
 # grade notification; a hostile stand-in server that reads a planted key, connects out and leaves
 # a daemon, which each work unwrapped (the controls) and fail wrapped; the exit codes and ends.
-# stage: mcp-wrap | build-release | mcp wrap -- SERVER: an MCP server from npm and a hostile stand-in through the SDK client (root)
+# Then tests/run-cmd/agent-preset.test.sh: `run --agent claude -- claude -p` with the real
+# Claude Code (pinned in tests/run-cmd/agent-preset/package-lock.json) against the stand-in model
+# API in a loopback-only netns: the planted ~/.ssh key (readable in the control run outside) is
+# not there inside, the project edit lands, the base URL's host answers and another is refused.
+# Then tests/run-cmd/install-wrap.test.sh: `install-client --wrap fs CLIENT` on the files of
+# claude-code, claude-desktop, cursor and vscode, read back (and with `claude mcp get`/`list`),
+# the wrapped server-filesystem driven through the SDK client, `--unwrap` giving it back.
+# stage: mcp-wrap | build-release | mcp wrap -- SERVER, run --agent claude, install-client --wrap: an MCP server from npm, a hostile stand-in, Claude Code (root)
 stage_mcp_wrap() {
         run_cmd_script mcp-wrap "mcp wrap -- SERVER" mcp-wrap.test.sh "the test user and node"
+        run_cmd_script mcp-wrap "run --agent claude" agent-preset.test.sh \
+                "the test user, node and unshare"
+        run_cmd_script mcp-wrap "install-client --wrap" install-wrap.test.sh \
+                "the test user, node and unshare"
 }
 
 # tests/run-cmd/overlay.test.sh, as root (each command runs as the test user): minimist's own tape

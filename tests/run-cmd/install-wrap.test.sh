@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# install-wrap.test.sh - `vestibule-mcp install-client --wrap NAME CLIENT` and `--unwrap NAME`
+# on the files of claude-code, claude-desktop, cursor and vscode holding the official
+# @modelcontextprotocol/server-filesystem (pinned in tests/run-cmd/package-lock.json): the
+# rewritten JSON read back, Claude Code's own `claude mcp get`/`list` (the CLI pinned in
+# tests/run-cmd/agent-preset/package-lock.json), the wrapped entry driven through the SDK
+# client, wrapping twice a no-op, --unwrap the original; codex's TOML refused (install-wrap.mjs).
+# As the test user, in a loopback-only network namespace.
+#
+# Usage (as root; needs node, npm and the npm registry for `npm ci`):
+#   VESTIBULE_BIN=build-rel/vestibule-mcp tests/run-cmd/install-wrap.test.sh
+# Env: RUN_CMD_USER (default vestibule-test), RUN_CMD_DIR (default a fresh /var/tmp folder).
+# Exit 0 all passed, 1 a check failed, 77 skipped (not root, no such user, no node/npm/unshare).
+set -uo pipefail
+
+user=${RUN_CMD_USER:-vestibule-test}
+bin=$(realpath "${VESTIBULE_BIN:?set VESTIBULE_BIN to the vestibule-mcp binary}")
+here=$(cd "$(dirname "$0")" && pwd)
+[ "$(id -u)" = 0 ] || { echo "skip: run as root (each command runs as $user)"; exit 77; }
+id "$user" >/dev/null 2>&1 || { echo "skip: no user $user"; exit 77; }
+{ command -v node && command -v npm; } >/dev/null || { echo "skip: no node/npm"; exit 77; }
+{ command -v unshare && command -v ip; } >/dev/null || { echo "skip: no unshare/ip"; exit 77; }
+
+base=${RUN_CMD_DIR:-$(mktemp -d /var/tmp/install-wrap.XXXXXX)}
+home=$base/home
+proj=$base/proj
+mkdir -p "$home" "$proj" "$base/npm" "$base/claude"
+install -m 0755 "$bin" "$base/vestibule-mcp"
+echo "install-wrap-notes-41c7" >"$proj/notes.txt"
+cp "$here/package.json" "$here/package-lock.json" "$here/install-wrap.mjs" "$base/npm/"
+cp "$here/agent-preset/package.json" "$here/agent-preset/package-lock.json" "$base/claude/"
+for d in npm claude; do
+        (cd "$base/$d" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
+                { echo "FAIL: npm ci in $d"; exit 1; }
+done
+claude=$base/claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+chown -R "$user" "$base"
+chmod 0711 "$base"
+
+uid=$(id -u "$user")
+gid=$(id -g "$user")
+ipbin=$(command -v ip)
+runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
+        unshare --user --map-root-user --net -- /bin/sh -c \
+        "\"$ipbin\" link set lo up && exec unshare --user --map-user=$uid --map-group=$gid -- \"\$@\"" \
+        sh node "$base/npm/install-wrap.mjs" "$base/vestibule-mcp" "$base/npm" "$claude" "$home" "$proj"
+rc=$?
+[ $rc = 0 ] && [ -z "${RUN_CMD_DIR:-}" ] && rm -rf "$base"
+[ $rc = 0 ] || echo "install-wrap: files in $base"
+exit $rc
