@@ -19,8 +19,10 @@
  * Fail closed: the proxy's socket refusing ends the stream; the bridge then stops listening
  * and exits, so every later connection to 127.0.0.1:EGRESS_PORT is refused.
  * The exec's stdout arrives in the Engine API's stream format (8-byte headers: stream, 0, 0, 0,
- * u32 big-endian length; https://docs.docker.com/engine/api/v1.41/#operation/ContainerAttach). */
+ * u32 big-endian length; https://docs.docker.com/engine/api/v1.41/#operation/ContainerAttach);
+ * egress_frames.c parses both layers (no I/O there: tests/fuzz/fuzz_egress_stream.c runs it). */
 #include "engine/engine.h"
+#include "engine/egress_frames.h"
 #include "engine/state.h"
 
 #include <errno.h>
@@ -44,8 +46,7 @@
 #include "egress/egress.h"
 #include "run/run.h"
 
-#define BRIDGE_CONNS 64        /* connections at once (the proxy takes 32 at a time) */
-#define BRIDGE_FRAME_MAX 65536 /* the longest payload a frame may carry */
+#define BRIDGE_CONNS 64 /* connections at once (the proxy takes 32 at a time) */
 #define BRIDGE_SEND_TIMEOUT_MS 10000
 
 /* The bridge in Python: run as `python3 -Ic SRC` by the exec (isolated: no working folder,
@@ -123,13 +124,7 @@ struct engine_egress_stream {
         int stop[2]; /* a byte: the pump ends */
         pthread_t pump;
         bool pumping;
-        /* the stream's parsers: the Engine API's 8-byte headers, then our frames */
-        unsigned char hdr[8];
-        size_t hdr_n;
-        uint32_t left; /* payload bytes of the current engine frame */
-        unsigned char *in;
-        size_t in_n;
-        bool ended;
+        struct egress_frames fr; /* the stream's parser; fr.ended: the pump ends */
         struct bridge_conn conns[BRIDGE_CONNS];
 };
 
@@ -181,8 +176,8 @@ static void conn_close(struct bridge_conn *c)
 }
 
 /* A connection to the proxy's socket for the bridge's connection @id. The proxy refusing (it
- * ended): the whole stream ends (fail closed). A full table: that connection is reset. */
-static void conn_open(struct engine_egress_stream *s, uint32_t id)
+ * ended): false, the whole stream ends (fail closed). A full table: that connection is reset. */
+static bool conn_open(struct engine_egress_stream *s, uint32_t id)
 {
         struct sockaddr_un a = {.sun_family = AF_UNIX};
         struct timeval tv = {.tv_sec = BRIDGE_SEND_TIMEOUT_MS / 1000};
@@ -193,42 +188,40 @@ static void conn_open(struct engine_egress_stream *s, uint32_t id)
                         c = &s->conns[i];
         if (!c || conn_find(s, id)) {
                 (void)frame_send(s, 'X', id, NULL, 0);
-                return;
+                return true;
         }
         snprintf(a.sun_path, sizeof(a.sun_path), "%s", s->sock);
         c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
                 log_debug("egress stream: the proxy's socket refused (%m): ending the stream");
                 conn_close(c);
-                s->ended = true;
-                return;
+                return false;
         }
         /* a proxy that stops reading cannot hold the pump (and every other connection) */
         (void)setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         c->id = id;
         c->read_eof = false;
+        return true;
 }
 
-/* One frame from the bridge. */
-static void frame_do(struct engine_egress_stream *s, char type, uint32_t id,
-                     const unsigned char *data, uint32_t n)
+/* One frame from the bridge (egress_frame_fn: @ctx is the stream). False: the stream ends. */
+static bool frame_do(void *ctx, char type, uint32_t id, const unsigned char *data, uint32_t n)
 {
+        struct engine_egress_stream *s = ctx;
         struct bridge_conn *c;
 
-        if (type == 'O') {
-                conn_open(s, id);
-                return;
-        }
+        if (type == 'O')
+                return conn_open(s, id);
         c = conn_find(s, id);
         if (!c)
-                return;
+                return true;
         if (type == 'D') {
                 for (uint32_t off = 0; off < n;) {
                         ssize_t w = send(c->fd, data + off, n - off, MSG_NOSIGNAL);
                         if (w <= 0) {
                                 conn_close(c);
                                 (void)frame_send(s, 'X', id, NULL, 0);
-                                return;
+                                return true;
                         }
                         off += (uint32_t)w;
                 }
@@ -237,65 +230,7 @@ static void frame_do(struct engine_egress_stream *s, char type, uint32_t id,
         } else {
                 conn_close(c);
         }
-}
-
-static uint32_t be32(const unsigned char *p)
-{
-        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Our frames out of @n more bytes of the exec's stdout. A frame longer than BRIDGE_FRAME_MAX
- * or of an unknown type ends the stream. */
-static void frames_feed(struct engine_egress_stream *s, const unsigned char *p, size_t n)
-{
-        size_t off = 0;
-
-        s->in = xrealloc(s->in, s->in_n + n);
-        memcpy(s->in + s->in_n, p, n);
-        s->in_n += n;
-        while (!s->ended && s->in_n - off >= 9) {
-                const unsigned char *f = s->in + off;
-                uint32_t len = be32(f + 5);
-                if (len > BRIDGE_FRAME_MAX || !strchr("ODEX", f[0]) || !f[0]) {
-                        s->ended = true;
-                        break;
-                }
-                if (s->in_n - off < 9 + (size_t)len)
-                        break;
-                frame_do(s, (char)f[0], be32(f + 1), f + 9, len);
-                off += 9 + len;
-        }
-        memmove(s->in, s->in + off, s->in_n - off);
-        s->in_n -= off;
-}
-
-/* The Engine API's stream format around the exec's stdout: stream 1 only (stderr is not
- * attached); anything else ends the stream. */
-static void engine_feed(struct engine_egress_stream *s, const unsigned char *p, size_t n)
-{
-        while (n > 0 && !s->ended) {
-                if (s->left == 0) {
-                        size_t take = sizeof(s->hdr) - s->hdr_n < n ? sizeof(s->hdr) - s->hdr_n : n;
-                        memcpy(s->hdr + s->hdr_n, p, take);
-                        s->hdr_n += take;
-                        p += take;
-                        n -= take;
-                        if (s->hdr_n < sizeof(s->hdr))
-                                return;
-                        s->hdr_n = 0;
-                        if (s->hdr[0] != 1) {
-                                s->ended = true;
-                                return;
-                        }
-                        s->left = be32(s->hdr + 4);
-                        continue;
-                }
-                size_t take = s->left < n ? s->left : n;
-                frames_feed(s, p, take);
-                s->left -= (uint32_t)take;
-                p += take;
-                n -= take;
-        }
+        return true;
 }
 
 /* Everything readable on the hijacked stream now; its end ends the pump. */
@@ -309,11 +244,11 @@ static void stream_read(struct engine_egress_stream *s)
                 if (rc == CURLE_AGAIN)
                         return;
                 if (rc != CURLE_OK || got == 0) {
-                        s->ended = true;
+                        s->fr.ended = true;
                         return;
                 }
-                engine_feed(s, buf, got);
-                if (s->ended)
+                egress_frames_feed(&s->fr, buf, got, frame_do, s);
+                if (s->fr.ended)
                         return;
         }
 }
@@ -328,12 +263,12 @@ static void conn_read(struct engine_egress_stream *s, struct bridge_conn *c)
                 return;
         if (n > 0) {
                 if (frame_send(s, 'D', c->id, buf, (uint32_t)n) < 0)
-                        s->ended = true;
+                        s->fr.ended = true;
                 return;
         }
         c->read_eof = true;
         if (frame_send(s, n == 0 ? 'E' : 'X', c->id, NULL, 0) < 0)
-                s->ended = true;
+                s->fr.ended = true;
         if (n < 0)
                 conn_close(c);
 }
@@ -345,7 +280,7 @@ static void *pump_main(void *arg)
         struct bridge_conn *who[2 + BRIDGE_CONNS];
 
         stream_read(s); /* bytes that came with the answer's head */
-        while (!s->ended) {
+        while (!s->fr.ended) {
                 nfds_t n = 0;
                 pfd[n++] = (struct pollfd){.fd = s->stop[0], .events = POLLIN};
                 pfd[n++] = (struct pollfd){.fd = s->sock_fd, .events = POLLIN};
@@ -363,7 +298,7 @@ static void *pump_main(void *arg)
                         break;
                 if (pfd[1].revents)
                         stream_read(s);
-                for (nfds_t i = 2; i < n && !s->ended; i++)
+                for (nfds_t i = 2; i < n && !s->fr.ended; i++)
                         if (pfd[i].revents && who[i]->fd >= 0)
                                 conn_read(s, who[i]);
         }
@@ -457,7 +392,7 @@ static int hijack_head(struct engine_egress_stream *s, struct sbx_error *err)
                 return sbx_fail(err, EPROTO,
                                 "egress: the engine refused to start the bridge: %.200s", head);
         end += 4;
-        engine_feed(s, (unsigned char *)end, (size_t)(head + n - end));
+        egress_frames_feed(&s->fr, (unsigned char *)end, (size_t)(head + n - end), frame_do, s);
         return 0;
 }
 
@@ -541,7 +476,7 @@ int engine_egress_stream_attach(struct engine_egress_stream *s, const struct eng
         r = exec_create(c, id, code_uid == 65534 ? 65533 : 65534, eid, err);
         if (r == 0)
                 r = exec_hijack(s, c, eid, err);
-        if (r == 0 && s->ended)
+        if (r == 0 && s->fr.ended)
                 r = sbx_fail(err, EPROTO, "egress: the bridge's stream ended at once");
         if (r == 0) {
                 r = -pthread_create(&s->pump, NULL, pump_main, s);
@@ -573,7 +508,7 @@ struct engine_egress_stream *engine_egress_stream_end(struct engine_egress_strea
                 (void)unlink(s->sock);
         if (s->dir[0])
                 (void)rmdir(s->dir);
-        free(s->in);
+        egress_frames_done(&s->fr);
         free(s);
         return NULL;
 }

@@ -31,6 +31,7 @@
 
 #include "config/config.h"
 #include "egress/egress.h"
+#include "engine/egress_frames.h"
 #include "engine/engine.h"
 #include "run/run.h"
 #include "testutil.h"
@@ -504,6 +505,122 @@ START_TEST(stream_ends_at_a_frame_of_an_unknown_type)
 }
 END_TEST
 
+/* The stream's parser alone (egress_frames.c): frames seen by a handler. */
+struct frames_seen {
+        char types[16];
+        uint32_t ids[16], lens[16];
+        size_t n;
+        size_t stop_after; /* 0: never end */
+};
+
+static bool frames_record(void *ctx, char type, uint32_t id, const unsigned char *d, uint32_t n)
+{
+        struct frames_seen *v = ctx;
+
+        (void)d;
+        if (v->n < 16) {
+                v->types[v->n] = type;
+                v->ids[v->n] = id;
+                v->lens[v->n] = n;
+        }
+        v->n++;
+        return !v->stop_after || v->n < v->stop_after;
+}
+
+/* Append frame (@type, @id, @n bytes of @d) to @b at *@len. */
+static void put_frame(unsigned char *b, size_t *len, char type, uint32_t id, const char *d,
+                      uint32_t n)
+{
+        unsigned char h[9] = {
+            (unsigned char)type, id >> 24, id >> 16, id >> 8, id, n >> 24, n >> 16, n >> 8, n};
+        memcpy(b + *len, h, 9);
+        memcpy(b + *len + 9, d, n);
+        *len += 9 + n;
+}
+
+/* Wrap @n bytes of @p into an Engine API frame of stream @st at the end of @out. */
+static void put_engine(unsigned char *out, size_t *len, unsigned st, const unsigned char *p,
+                       uint32_t n)
+{
+        unsigned char h[8] = {(unsigned char)st, 0, 0, 0, n >> 24, n >> 16, n >> 8, n};
+        memcpy(out + *len, h, 8);
+        memcpy(out + *len + 8, p, n);
+        *len += 8 + n;
+}
+
+START_TEST(frames_across_engine_frames_and_reads)
+{
+        unsigned char f[256], in[512];
+        size_t fl = 0, il = 0;
+        struct egress_frames p = {0};
+        struct frames_seen v = {0};
+
+        put_frame(f, &fl, 'O', 1, "", 0);
+        put_frame(f, &fl, 'D', 1, "hello", 5);
+        put_frame(f, &fl, 'E', 1, "", 0);
+        /* a frame cut across two engine frames, fed one byte at a time */
+        put_engine(in, &il, 1, f, 12);
+        put_engine(in, &il, 1, f + 12, (uint32_t)(fl - 12));
+        for (size_t i = 0; i < il; i++)
+                egress_frames_feed(&p, in + i, 1, frames_record, &v);
+        ck_assert(!p.ended);
+        ck_assert_uint_eq(v.n, 3);
+        ck_assert(v.types[0] == 'O' && v.types[1] == 'D' && v.types[2] == 'E');
+        ck_assert_uint_eq(v.lens[1], 5);
+        ck_assert_uint_eq(v.ids[2], 1);
+        egress_frames_done(&p);
+}
+END_TEST
+
+START_TEST(frames_end_at_stderr_bad_type_too_long_or_handler)
+{
+        unsigned char f[64], in[128];
+        size_t fl = 0, il = 0;
+        struct egress_frames p = {0};
+        struct frames_seen v = {0};
+
+        put_frame(f, &fl, 'O', 1, "", 0);
+        put_engine(in, &il, 2, f, (uint32_t)fl); /* stream 2: not ours */
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(p.ended);
+        ck_assert_uint_eq(v.n, 0);
+        egress_frames_done(&p);
+
+        il = 0;
+        put_engine(in, &il, 1, f, (uint32_t)fl); /* the control: stream 1 carries it */
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(!p.ended);
+        ck_assert_uint_eq(v.n, 1);
+        egress_frames_done(&p);
+
+        fl = il = 0;
+        v.n = 0;
+        put_frame(f, &fl, 'Z', 1, "", 0);
+        put_engine(in, &il, 1, f, (uint32_t)fl);
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(p.ended && v.n == 0);
+        egress_frames_done(&p);
+
+        fl = il = 0;
+        put_frame(f, &fl, 'D', 1, "", 0);
+        f[5] = 0, f[6] = 1, f[7] = 0, f[8] = 1; /* 65537 bytes: over EGRESS_FRAME_MAX */
+        put_engine(in, &il, 1, f, (uint32_t)fl);
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(p.ended && v.n == 0);
+        egress_frames_done(&p);
+
+        fl = il = 0;
+        v.stop_after = 1;
+        put_frame(f, &fl, 'O', 1, "", 0);
+        put_frame(f, &fl, 'O', 2, "", 0);
+        put_engine(in, &il, 1, f, (uint32_t)fl);
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(p.ended);
+        ck_assert_uint_eq(v.n, 1);
+        egress_frames_done(&p);
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("engine_egress");
@@ -521,6 +638,8 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, control_bridge_wait_no_listener_code_never_runs);
         tcase_add_test(tc, stream_carries_a_connection_to_the_proxy_only);
         tcase_add_test(tc, stream_ends_at_a_frame_of_an_unknown_type);
+        tcase_add_test(tc, frames_across_engine_frames_and_reads);
+        tcase_add_test(tc, frames_end_at_stderr_bad_type_too_long_or_handler);
         suite_add_tcase(s, tc);
         return s;
 }
