@@ -5,10 +5,10 @@
  * machine. Once the container runs, the server starts one `exec` in it (Engine API
  * POST /containers/{id}/exec, then POST /exec/{id}/start hijacked: the connection becomes the
  * exec's stdin and its multiplexed stdout), as another uid than the code, running a bridge (a
- * few lines of the image's python3 -I) that listens on 127.0.0.1:EGRESS_PORT in the
- * container's own network namespace and carries every connection as frames over that one
- * stream. The server's end (a thread per run) opens one connection to the proxy's socket per
- * connection the bridge announces and copies bytes both ways.
+ * few lines of the image's python3 -I, or of its node when it has no python3) that listens on
+ * 127.0.0.1:EGRESS_PORT in the container's own network namespace and carries every connection as
+ * frames over that one stream. The server's end (a thread per run) opens one connection to the
+ * proxy's socket per connection the bridge announces and copies bytes both ways.
  *
  * The bridge decides nothing: whatever frames arrive, the server only ever connects to the
  * run's proxy, which applies the allowlist, ports, pins and the private-address rule as on
@@ -109,6 +109,51 @@ static const char bridge_py[] =
     "l.shutdown(S.SHUT_RDWR)\n"
     "for k in list(C):rst(k)\n"
     "os._exit(3)\n";
+
+/* The bridge in Node, for an image without python3 (`node -e SRC`; the exec's NODE_OPTIONS is
+ * emptied, 'node:net' is the built-in module whatever NODE_PATH holds): the same frames and the
+ * same ends as the Python one. %u: the port. A connection that cannot take a 'D' at once pauses
+ * stdin until it drains or closes (as the Python sendall holds the reader); stdout to a pipe is
+ * synchronous on Linux (https://nodejs.org/api/process.html#a-note-on-process-io). */
+static const char bridge_js[] =
+    "const n=require('node:net'),C=new Map(),H=new Map(),I=process.stdin,O=process.stdout;let k=0;"
+    "function w(t,i,d){const h=Buffer.alloc(9);h[0]=t.charCodeAt(0);h.writeUInt32BE(i,1);"
+    "h.writeUInt32BE(d?d.length:0,5);return O.write(d?Buffer.concat([h,d]):h);}"
+    "function x(i){const c=C.get(i);if(c){C.delete(i);c.resetAndDestroy();}}"
+    "function half(i){const m=(H.get(i)||0)+1;H.set(i,m);if(m==2){H.delete(i);"
+    "const c=C.get(i);C.delete(i);if(c)c.destroy();}}"
+    "const l=n.createServer({allowHalfOpen:true},c=>{const i=++k;C.set(i,c);c.setTimeout(60000);"
+    "w('O',i);c.on('data',d=>{if(!w('D',i,d)){c.pause();O.once('drain',()=>c.resume());}});"
+    "c.on('end',()=>{w('E',i);half(i);});"
+    "c.on('timeout',()=>{if(C.has(i)){x(i);w('X',i);}});"
+    "c.on('error',()=>{if(C.has(i)){C.delete(i);w('X',i);}});"
+    "c.on('close',()=>C.delete(i));});"
+    "l.listen(%u,'127.0.0.1');let b=Buffer.alloc(0);"
+    "function end(){l.close();for(const i of [...C.keys()])x(i);process.exit(3);}"
+    "I.on('end',end);I.on('error',end);I.on('data',d=>{b=Buffer.concat([b,d]);"
+    "while(b.length>=9){const m=b.readUInt32BE(5);if(b.length<9+m)break;"
+    "const t=String.fromCharCode(b[0]),i=b.readUInt32BE(1),p=b.subarray(9,9+m);b=b.subarray(9+m);"
+    "const c=C.get(i);if(!c)continue;"
+    "if(t=='D'){if(!c.write(p)){I.pause();const r=()=>I.resume();c.once('drain',r);"
+    "c.once('close',r);}}else if(t=='E'){c.end();half(i);}else x(i);}});";
+
+/* Which bridge runs: python3 when the image has it (it starts faster), else node, chosen as
+ * the local relay is (engine_egress_wait_script()). $1 the Python source, $2 the Node one. */
+static const char bridge_sh[] = "if command -v python3 >/dev/null; then exec python3 -Ic \"$1\"; "
+                                "else exec node -e \"$2\"; fi";
+
+int engine_egress_bridge(const char *lang, uint16_t port, char *buf, size_t size)
+{
+        int n;
+
+        if (strcmp(lang, "node") == 0)
+                n = snprintf(buf, size, bridge_js, (unsigned)port);
+        else if (strcmp(lang, "python3") == 0)
+                n = snprintf(buf, size, bridge_py, (unsigned)port);
+        else
+                return -EINVAL;
+        return n < 0 || (size_t)n >= size ? -ENOSPC : 0;
+}
 
 struct bridge_conn {
         uint32_t id;
@@ -318,15 +363,23 @@ static int exec_create(const struct engine_conn *c, const char *id, uid_t uid, c
         _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         _cleanup_(json_putp) json_object *b = json_object_new_object();
         json_object *cmd = json_object_new_array();
-        char src[sizeof(bridge_py) + 16], user[32];
+        json_object *env = json_object_new_array();
+        char py[sizeof(bridge_py) + 16], js[sizeof(bridge_js) + 16], user[32];
         const char *eid;
         int r;
 
-        snprintf(src, sizeof(src), bridge_py, (unsigned)EGRESS_PORT);
+        (void)engine_egress_bridge("python3", EGRESS_PORT, py, sizeof(py));
+        (void)engine_egress_bridge("node", EGRESS_PORT, js, sizeof(js));
         snprintf(user, sizeof(user), "%u:%u", (unsigned)uid, (unsigned)uid);
-        json_object_array_add(cmd, json_object_new_string("python3"));
-        json_object_array_add(cmd, json_object_new_string("-Ic"));
-        json_object_array_add(cmd, json_object_new_string(src));
+        json_object_array_add(cmd, json_object_new_string("sh"));
+        json_object_array_add(cmd, json_object_new_string("-c"));
+        json_object_array_add(cmd, json_object_new_string(bridge_sh));
+        json_object_array_add(cmd, json_object_new_string("vestibule-bridge"));
+        json_object_array_add(cmd, json_object_new_string(py));
+        json_object_array_add(cmd, json_object_new_string(js));
+        /* NODE_OPTIONS could --require a module into the node bridge */
+        json_object_array_add(env, json_object_new_string("NODE_OPTIONS="));
+        json_object_object_add(b, "Env", env);
         json_object_object_add(b, "AttachStdin", json_object_new_boolean(true));
         json_object_object_add(b, "AttachStdout", json_object_new_boolean(true));
         json_object_object_add(b, "AttachStderr", json_object_new_boolean(false));

@@ -621,6 +621,113 @@ START_TEST(frames_end_at_stderr_bad_type_too_long_or_handler)
 }
 END_TEST
 
+/* The bridge (engine_egress_bridge()) run as the exec runs it, with pipes for its stdin and
+ * stdout, on a free port of this machine's loopback. */
+struct bridge_run {
+        pid_t pid;
+        int to, from; /* its stdin, its stdout */
+        uint16_t port;
+};
+
+static void bridge_start(struct bridge_run *b, const char *lang)
+{
+        static char src[4096];
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof(a);
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), in[2], out[2];
+
+        ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &al), 0);
+        b->port = ntohs(a.sin_port);
+        close(l);
+        ck_assert_int_eq(engine_egress_bridge(lang, b->port, src, sizeof(src)), 0);
+        ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+        b->pid = fork();
+        ck_assert_int_ge(b->pid, 0);
+        if (b->pid == 0) {
+                dup2(in[0], 0);
+                dup2(out[1], 1);
+                if (strcmp(lang, "node") == 0)
+                        execlp("node", "node", "-e", src, (char *)NULL);
+                else
+                        execlp("python3", "python3", "-Ic", src, (char *)NULL);
+                _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        b->to = in[1];
+        b->from = out[0];
+}
+
+/* A client connected to the bridge's port (retried for 10 s while it starts), or -1. */
+static int bridge_connect(uint16_t port, int tries)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons(port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        for (int i = 0; i < tries; i++) {
+                int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (connect(c, (struct sockaddr *)&a, sizeof(a)) == 0)
+                        return c;
+                close(c);
+                usleep(10000);
+        }
+        return -1;
+}
+
+/* Exactly @n bytes from @fd within 5 s into @buf; false when they did not come. */
+static bool read_n(int fd, void *buf, size_t n)
+{
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        for (size_t got = 0; got < n;) {
+                ssize_t r;
+                if (poll(&pf, 1, 5000) != 1 || (r = read(fd, (char *)buf + got, n - got)) <= 0)
+                        return false;
+                got += (size_t)r;
+        }
+        return true;
+}
+
+static const char *const bridge_langs[] = {"python3", "node"};
+
+START_TEST(bridge_carries_frames_both_ways_and_ends_with_its_stdin)
+{
+        const char *lang = bridge_langs[_i];
+        struct bridge_run b = {0};
+        unsigned char h[9], f[64];
+        char got[8] = "";
+        size_t fl = 0;
+        int c, st = 0;
+
+        if (strcmp(lang, "node") == 0 && access("/usr/bin/node", X_OK) != 0)
+                return;
+        bridge_start(&b, lang);
+        c = bridge_connect(b.port, 1000);
+        ck_assert_msg(c >= 0, "%s: the bridge did not listen", lang);
+        ck_assert_int_eq(write(c, "ping", 4), 4);
+        /* 'O' 1, then 'D' 1 "ping" */
+        ck_assert_msg(read_n(b.from, h, 9) && h[0] == 'O' && h[4] == 1, "%s: no O frame", lang);
+        ck_assert_msg(read_n(b.from, h, 9) && h[0] == 'D' && h[4] == 1 && h[8] == 4, "%s: no D",
+                      lang);
+        ck_assert(read_n(b.from, got, 4));
+        ck_assert_str_eq(got, "ping");
+        put_frame(f, &fl, 'D', 1, "pong", 4);
+        ck_assert_int_eq(write(b.to, f, fl), (ssize_t)fl);
+        memset(got, 0, sizeof(got));
+        ck_assert_msg(read_n(c, got, 4), "%s: the answer did not come back", lang);
+        ck_assert_str_eq(got, "pong");
+        /* the stream's end: the connection is reset, the bridge exits 3, the port refuses */
+        close(b.to);
+        ck_assert(!read_n(c, got, 1));
+        ck_assert_int_eq(waitpid(b.pid, &st, 0), b.pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s: status %d", lang, st);
+        ck_assert_int_lt(bridge_connect(b.port, 1), 0);
+        close(c);
+        close(b.from);
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("engine_egress");
@@ -640,6 +747,7 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, stream_ends_at_a_frame_of_an_unknown_type);
         tcase_add_test(tc, frames_across_engine_frames_and_reads);
         tcase_add_test(tc, frames_end_at_stderr_bad_type_too_long_or_handler);
+        tcase_add_loop_test(tc, bridge_carries_frames_both_ways_and_ends_with_its_stdin, 0, 2);
         suite_add_tcase(s, tc);
         return s;
 }
