@@ -178,7 +178,7 @@ except Exception as e:
     assert.equal(off.result.structuredContent.egress, undefined);
 });
 
-test('node code (an image with no python3): an allowed host is reached, an unlisted one refused', { skip: !(SERVES && BACKEND === 'container') && `backend ${BACKEND}: the node image is the container backend's` }, async (t) => {
+test('node code (an image with no python3): an allowed host is reached, an unlisted one refused', { skip: !(SERVES && BACKEND === 'container' && REMOTE_ENGINE) && 'the bridge is the remote engine\'s (the local relay\'s node path: test_engine_egress relay_node_carries_bytes)' }, async (t) => {
     // our node image holds python3 (Debian's npm pulls it in): a copy without it, on the
     // run's engine, named for this test run and removed after it
     const tag = `vst-e2e-nopy-${process.pid}:test`;
