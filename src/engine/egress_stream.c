@@ -5,10 +5,10 @@
  * machine. Once the container runs, the server starts one `exec` in it (Engine API
  * POST /containers/{id}/exec, then POST /exec/{id}/start hijacked: the connection becomes the
  * exec's stdin and its multiplexed stdout), as another uid than the code, running a bridge (a
- * few lines of the image's python3 -I) that listens on 127.0.0.1:EGRESS_PORT in the
- * container's own network namespace and carries every connection as frames over that one
- * stream. The server's end (a thread per run) opens one connection to the proxy's socket per
- * connection the bridge announces and copies bytes both ways.
+ * few lines of the image's python3 -I, or of its node when it has no python3) that listens on
+ * 127.0.0.1:EGRESS_PORT in the container's own network namespace and carries every connection as
+ * frames over that one stream. The server's end (a thread per run) opens one connection to the
+ * proxy's socket per connection the bridge announces and copies bytes both ways.
  *
  * The bridge decides nothing: whatever frames arrive, the server only ever connects to the
  * run's proxy, which applies the allowlist, ports, pins and the private-address rule as on
@@ -19,8 +19,10 @@
  * Fail closed: the proxy's socket refusing ends the stream; the bridge then stops listening
  * and exits, so every later connection to 127.0.0.1:EGRESS_PORT is refused.
  * The exec's stdout arrives in the Engine API's stream format (8-byte headers: stream, 0, 0, 0,
- * u32 big-endian length; https://docs.docker.com/engine/api/v1.41/#operation/ContainerAttach). */
+ * u32 big-endian length; https://docs.docker.com/engine/api/v1.41/#operation/ContainerAttach);
+ * egress_frames.c parses both layers (no I/O there: tests/fuzz/fuzz_egress_stream.c runs it). */
 #include "engine/engine.h"
+#include "engine/egress_frames.h"
 #include "engine/state.h"
 
 #include <errno.h>
@@ -44,8 +46,7 @@
 #include "egress/egress.h"
 #include "run/run.h"
 
-#define BRIDGE_CONNS 64        /* connections at once (the proxy takes 32 at a time) */
-#define BRIDGE_FRAME_MAX 65536 /* the longest payload a frame may carry */
+#define BRIDGE_CONNS 64 /* connections at once (the proxy takes 32 at a time) */
 #define BRIDGE_SEND_TIMEOUT_MS 10000
 
 /* The bridge in Python: run as `python3 -Ic SRC` by the exec (isolated: no working folder,
@@ -109,6 +110,51 @@ static const char bridge_py[] =
     "for k in list(C):rst(k)\n"
     "os._exit(3)\n";
 
+/* The bridge in Node, for an image without python3 (`node -e SRC`; the exec's NODE_OPTIONS is
+ * emptied, 'node:net' is the built-in module whatever NODE_PATH holds): the same frames and the
+ * same ends as the Python one. %u: the port. A connection that cannot take a 'D' at once pauses
+ * stdin until it drains or closes (as the Python sendall holds the reader); stdout to a pipe is
+ * synchronous on Linux (https://nodejs.org/api/process.html#a-note-on-process-io). */
+static const char bridge_js[] =
+    "const n=require('node:net'),C=new Map(),H=new Map(),I=process.stdin,O=process.stdout;let k=0;"
+    "function w(t,i,d){const h=Buffer.alloc(9);h[0]=t.charCodeAt(0);h.writeUInt32BE(i,1);"
+    "h.writeUInt32BE(d?d.length:0,5);return O.write(d?Buffer.concat([h,d]):h);}"
+    "function x(i){const c=C.get(i);if(c){C.delete(i);c.resetAndDestroy();}}"
+    "function half(i){const m=(H.get(i)||0)+1;H.set(i,m);if(m==2){H.delete(i);"
+    "const c=C.get(i);C.delete(i);if(c)c.destroy();}}"
+    "const l=n.createServer({allowHalfOpen:true},c=>{const i=++k;C.set(i,c);c.setTimeout(60000);"
+    "w('O',i);c.on('data',d=>{if(!w('D',i,d)){c.pause();O.once('drain',()=>c.resume());}});"
+    "c.on('end',()=>{w('E',i);half(i);});"
+    "c.on('timeout',()=>{if(C.has(i)){x(i);w('X',i);}});"
+    "c.on('error',()=>{if(C.has(i)){C.delete(i);w('X',i);}});"
+    "c.on('close',()=>C.delete(i));});"
+    "l.listen(%u,'127.0.0.1');let b=Buffer.alloc(0);"
+    "function end(){l.close();for(const i of [...C.keys()])x(i);process.exit(3);}"
+    "I.on('end',end);I.on('error',end);I.on('data',d=>{b=Buffer.concat([b,d]);"
+    "while(b.length>=9){const m=b.readUInt32BE(5);if(b.length<9+m)break;"
+    "const t=String.fromCharCode(b[0]),i=b.readUInt32BE(1),p=b.subarray(9,9+m);b=b.subarray(9+m);"
+    "const c=C.get(i);if(!c)continue;"
+    "if(t=='D'){if(!c.write(p)){I.pause();const r=()=>I.resume();c.once('drain',r);"
+    "c.once('close',r);}}else if(t=='E'){c.end();half(i);}else x(i);}});";
+
+/* Which bridge runs: python3 when the image has it (it starts faster), else node, chosen as
+ * the local relay is (engine_egress_wait_script()). $1 the Python source, $2 the Node one. */
+static const char bridge_sh[] = "if command -v python3 >/dev/null; then exec python3 -Ic \"$1\"; "
+                                "else exec node -e \"$2\"; fi";
+
+int engine_egress_bridge(const char *lang, uint16_t port, char *buf, size_t size)
+{
+        int n;
+
+        if (strcmp(lang, "node") == 0)
+                n = snprintf(buf, size, bridge_js, (unsigned)port);
+        else if (strcmp(lang, "python3") == 0)
+                n = snprintf(buf, size, bridge_py, (unsigned)port);
+        else
+                return -EINVAL;
+        return n < 0 || (size_t)n >= size ? -ENOSPC : 0;
+}
+
 struct bridge_conn {
         uint32_t id;
         int fd; /* to the proxy's socket; -1 = free */
@@ -123,13 +169,7 @@ struct engine_egress_stream {
         int stop[2]; /* a byte: the pump ends */
         pthread_t pump;
         bool pumping;
-        /* the stream's parsers: the Engine API's 8-byte headers, then our frames */
-        unsigned char hdr[8];
-        size_t hdr_n;
-        uint32_t left; /* payload bytes of the current engine frame */
-        unsigned char *in;
-        size_t in_n;
-        bool ended;
+        struct egress_frames fr; /* the stream's parser; fr.ended: the pump ends */
         struct bridge_conn conns[BRIDGE_CONNS];
 };
 
@@ -181,8 +221,8 @@ static void conn_close(struct bridge_conn *c)
 }
 
 /* A connection to the proxy's socket for the bridge's connection @id. The proxy refusing (it
- * ended): the whole stream ends (fail closed). A full table: that connection is reset. */
-static void conn_open(struct engine_egress_stream *s, uint32_t id)
+ * ended): false, the whole stream ends (fail closed). A full table: that connection is reset. */
+static bool conn_open(struct engine_egress_stream *s, uint32_t id)
 {
         struct sockaddr_un a = {.sun_family = AF_UNIX};
         struct timeval tv = {.tv_sec = BRIDGE_SEND_TIMEOUT_MS / 1000};
@@ -193,42 +233,40 @@ static void conn_open(struct engine_egress_stream *s, uint32_t id)
                         c = &s->conns[i];
         if (!c || conn_find(s, id)) {
                 (void)frame_send(s, 'X', id, NULL, 0);
-                return;
+                return true;
         }
         snprintf(a.sun_path, sizeof(a.sun_path), "%s", s->sock);
         c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
                 log_debug("egress stream: the proxy's socket refused (%m): ending the stream");
                 conn_close(c);
-                s->ended = true;
-                return;
+                return false;
         }
         /* a proxy that stops reading cannot hold the pump (and every other connection) */
         (void)setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         c->id = id;
         c->read_eof = false;
+        return true;
 }
 
-/* One frame from the bridge. */
-static void frame_do(struct engine_egress_stream *s, char type, uint32_t id,
-                     const unsigned char *data, uint32_t n)
+/* One frame from the bridge (egress_frame_fn: @ctx is the stream). False: the stream ends. */
+static bool frame_do(void *ctx, char type, uint32_t id, const unsigned char *data, uint32_t n)
 {
+        struct engine_egress_stream *s = ctx;
         struct bridge_conn *c;
 
-        if (type == 'O') {
-                conn_open(s, id);
-                return;
-        }
+        if (type == 'O')
+                return conn_open(s, id);
         c = conn_find(s, id);
         if (!c)
-                return;
+                return true;
         if (type == 'D') {
                 for (uint32_t off = 0; off < n;) {
                         ssize_t w = send(c->fd, data + off, n - off, MSG_NOSIGNAL);
                         if (w <= 0) {
                                 conn_close(c);
                                 (void)frame_send(s, 'X', id, NULL, 0);
-                                return;
+                                return true;
                         }
                         off += (uint32_t)w;
                 }
@@ -237,65 +275,7 @@ static void frame_do(struct engine_egress_stream *s, char type, uint32_t id,
         } else {
                 conn_close(c);
         }
-}
-
-static uint32_t be32(const unsigned char *p)
-{
-        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Our frames out of @n more bytes of the exec's stdout. A frame longer than BRIDGE_FRAME_MAX
- * or of an unknown type ends the stream. */
-static void frames_feed(struct engine_egress_stream *s, const unsigned char *p, size_t n)
-{
-        size_t off = 0;
-
-        s->in = xrealloc(s->in, s->in_n + n);
-        memcpy(s->in + s->in_n, p, n);
-        s->in_n += n;
-        while (!s->ended && s->in_n - off >= 9) {
-                const unsigned char *f = s->in + off;
-                uint32_t len = be32(f + 5);
-                if (len > BRIDGE_FRAME_MAX || !strchr("ODEX", f[0]) || !f[0]) {
-                        s->ended = true;
-                        break;
-                }
-                if (s->in_n - off < 9 + (size_t)len)
-                        break;
-                frame_do(s, (char)f[0], be32(f + 1), f + 9, len);
-                off += 9 + len;
-        }
-        memmove(s->in, s->in + off, s->in_n - off);
-        s->in_n -= off;
-}
-
-/* The Engine API's stream format around the exec's stdout: stream 1 only (stderr is not
- * attached); anything else ends the stream. */
-static void engine_feed(struct engine_egress_stream *s, const unsigned char *p, size_t n)
-{
-        while (n > 0 && !s->ended) {
-                if (s->left == 0) {
-                        size_t take = sizeof(s->hdr) - s->hdr_n < n ? sizeof(s->hdr) - s->hdr_n : n;
-                        memcpy(s->hdr + s->hdr_n, p, take);
-                        s->hdr_n += take;
-                        p += take;
-                        n -= take;
-                        if (s->hdr_n < sizeof(s->hdr))
-                                return;
-                        s->hdr_n = 0;
-                        if (s->hdr[0] != 1) {
-                                s->ended = true;
-                                return;
-                        }
-                        s->left = be32(s->hdr + 4);
-                        continue;
-                }
-                size_t take = s->left < n ? s->left : n;
-                frames_feed(s, p, take);
-                s->left -= (uint32_t)take;
-                p += take;
-                n -= take;
-        }
+        return true;
 }
 
 /* Everything readable on the hijacked stream now; its end ends the pump. */
@@ -309,11 +289,11 @@ static void stream_read(struct engine_egress_stream *s)
                 if (rc == CURLE_AGAIN)
                         return;
                 if (rc != CURLE_OK || got == 0) {
-                        s->ended = true;
+                        s->fr.ended = true;
                         return;
                 }
-                engine_feed(s, buf, got);
-                if (s->ended)
+                egress_frames_feed(&s->fr, buf, got, frame_do, s);
+                if (s->fr.ended)
                         return;
         }
 }
@@ -328,12 +308,12 @@ static void conn_read(struct engine_egress_stream *s, struct bridge_conn *c)
                 return;
         if (n > 0) {
                 if (frame_send(s, 'D', c->id, buf, (uint32_t)n) < 0)
-                        s->ended = true;
+                        s->fr.ended = true;
                 return;
         }
         c->read_eof = true;
         if (frame_send(s, n == 0 ? 'E' : 'X', c->id, NULL, 0) < 0)
-                s->ended = true;
+                s->fr.ended = true;
         if (n < 0)
                 conn_close(c);
 }
@@ -345,7 +325,7 @@ static void *pump_main(void *arg)
         struct bridge_conn *who[2 + BRIDGE_CONNS];
 
         stream_read(s); /* bytes that came with the answer's head */
-        while (!s->ended) {
+        while (!s->fr.ended) {
                 nfds_t n = 0;
                 pfd[n++] = (struct pollfd){.fd = s->stop[0], .events = POLLIN};
                 pfd[n++] = (struct pollfd){.fd = s->sock_fd, .events = POLLIN};
@@ -363,7 +343,7 @@ static void *pump_main(void *arg)
                         break;
                 if (pfd[1].revents)
                         stream_read(s);
-                for (nfds_t i = 2; i < n && !s->ended; i++)
+                for (nfds_t i = 2; i < n && !s->fr.ended; i++)
                         if (pfd[i].revents && who[i]->fd >= 0)
                                 conn_read(s, who[i]);
         }
@@ -383,15 +363,23 @@ static int exec_create(const struct engine_conn *c, const char *id, uid_t uid, c
         _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         _cleanup_(json_putp) json_object *b = json_object_new_object();
         json_object *cmd = json_object_new_array();
-        char src[sizeof(bridge_py) + 16], user[32];
+        json_object *env = json_object_new_array();
+        char py[sizeof(bridge_py) + 16], js[sizeof(bridge_js) + 16], user[32];
         const char *eid;
         int r;
 
-        snprintf(src, sizeof(src), bridge_py, (unsigned)EGRESS_PORT);
+        (void)engine_egress_bridge("python3", EGRESS_PORT, py, sizeof(py));
+        (void)engine_egress_bridge("node", EGRESS_PORT, js, sizeof(js));
         snprintf(user, sizeof(user), "%u:%u", (unsigned)uid, (unsigned)uid);
-        json_object_array_add(cmd, json_object_new_string("python3"));
-        json_object_array_add(cmd, json_object_new_string("-Ic"));
-        json_object_array_add(cmd, json_object_new_string(src));
+        json_object_array_add(cmd, json_object_new_string("sh"));
+        json_object_array_add(cmd, json_object_new_string("-c"));
+        json_object_array_add(cmd, json_object_new_string(bridge_sh));
+        json_object_array_add(cmd, json_object_new_string("vestibule-bridge"));
+        json_object_array_add(cmd, json_object_new_string(py));
+        json_object_array_add(cmd, json_object_new_string(js));
+        /* NODE_OPTIONS could --require a module into the node bridge */
+        json_object_array_add(env, json_object_new_string("NODE_OPTIONS="));
+        json_object_object_add(b, "Env", env);
         json_object_object_add(b, "AttachStdin", json_object_new_boolean(true));
         json_object_object_add(b, "AttachStdout", json_object_new_boolean(true));
         json_object_object_add(b, "AttachStderr", json_object_new_boolean(false));
@@ -457,7 +445,7 @@ static int hijack_head(struct engine_egress_stream *s, struct sbx_error *err)
                 return sbx_fail(err, EPROTO,
                                 "egress: the engine refused to start the bridge: %.200s", head);
         end += 4;
-        engine_feed(s, (unsigned char *)end, (size_t)(head + n - end));
+        egress_frames_feed(&s->fr, (unsigned char *)end, (size_t)(head + n - end), frame_do, s);
         return 0;
 }
 
@@ -541,7 +529,7 @@ int engine_egress_stream_attach(struct engine_egress_stream *s, const struct eng
         r = exec_create(c, id, code_uid == 65534 ? 65533 : 65534, eid, err);
         if (r == 0)
                 r = exec_hijack(s, c, eid, err);
-        if (r == 0 && s->ended)
+        if (r == 0 && s->fr.ended)
                 r = sbx_fail(err, EPROTO, "egress: the bridge's stream ended at once");
         if (r == 0) {
                 r = -pthread_create(&s->pump, NULL, pump_main, s);
@@ -573,7 +561,7 @@ struct engine_egress_stream *engine_egress_stream_end(struct engine_egress_strea
                 (void)unlink(s->sock);
         if (s->dir[0])
                 (void)rmdir(s->dir);
-        free(s->in);
+        egress_frames_done(&s->fr);
         free(s);
         return NULL;
 }

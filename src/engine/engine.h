@@ -796,6 +796,17 @@ void engine_egress_end(const char *code_dir);
  */
 const char *engine_egress_wait_bridge_script(uint16_t port, char *buf, size_t size);
 
+/**
+ * engine_egress_bridge() - the source of the bridge that the server's exec runs inside an
+ * allowlist container on a remote engine (egress_stream.c): it listens on 127.0.0.1:@port and
+ * carries each connection as frames on its stdout and stdin (type, connection id and length as
+ * u32 big-endian, payload: egress_frames.h), deciding nothing; stdin's end resets every
+ * connection, stops the listener and exits 3. @lang: "python3" (for `python3 -I -c`) or "node"
+ * (for `node -e`). Written into @buf (@size bytes; 3072 suffice). Return: 0; -EINVAL for another
+ * @lang; -ENOSPC when @buf is too small.
+ */
+int engine_egress_bridge(const char *lang, uint16_t port, char *buf, size_t size);
+
 struct engine_egress_stream;
 /**
  * engine_egress_stream_proxy() - the egress allowlist of one run on a remote engine (the volume
@@ -811,10 +822,11 @@ int engine_egress_stream_proxy(const struct sbx_config *cfg, struct engine_egres
 /**
  * engine_egress_stream_attach() - part 2, once container @id runs: one exec in it as another uid
  * than @code_uid (65534, or 65533 when the code is 65534) running the bridge (the image's
- * `python3 -I`), which listens on 127.0.0.1:EGRESS_PORT there, its stdin and stdout hijacked
- * (Engine API POST /exec/{id}/start, Upgrade: tcp) and carried by a thread of @s that connects
- * every connection the bridge announces to the run's proxy and nothing else. @c is borrowed
- * for the call. Return: 0, or -errno with @err (the caller kills the run: fail closed).
+ * `python3 -I`, else its `node`: engine_egress_bridge()), which listens on 127.0.0.1:EGRESS_PORT
+ * there, its stdin and stdout hijacked (Engine API POST /exec/{id}/start, Upgrade: tcp) and carried
+ * by a thread of @s that connects every connection the bridge announces to the run's proxy and
+ * nothing else. @c is borrowed for the call. Return: 0, or -errno with @err (the caller kills the
+ * run: fail closed).
  */
 int engine_egress_stream_attach(struct engine_egress_stream *s, const struct engine_conn *c,
                                 const char *id, uid_t code_uid, struct sbx_error *err);

@@ -178,6 +178,42 @@ except Exception as e:
     assert.equal(off.result.structuredContent.egress, undefined);
 });
 
+test('node code (an image with no python3): an allowed host is reached, an unlisted one refused', { skip: !(SERVES && BACKEND === 'container' && REMOTE_ENGINE) && 'the bridge is the remote engine\'s (the local relay\'s node path: test_engine_egress relay_node_carries_bytes)' }, async (t) => {
+    // our node image holds python3 (Debian's npm pulls it in): a copy without it, on the
+    // run's engine, named for this test run and removed after it
+    const tag = `vst-e2e-nopy-${process.pid}:test`;
+    const df = 'FROM vestibule/node:bookworm\nUSER 0\nRUN rm -f /usr/bin/python3 /usr/bin/python3.*\nUSER 1000:1000\n';
+    const b = spawnSync('docker', ['build', '-q', '-t', tag, '-'], { input: df, encoding: 'utf8', timeout: 120000 });
+    if (b.error?.code === 'ENOENT') return t.skip('no docker CLI to derive the image');
+    assert.equal(b.status, 0, `docker build: ${b.stderr}`);
+    t.after(() => spawnSync('docker', ['rmi', '-f', tag]));
+    const m = await startMirror(t);
+    const w = makeWorld(t, { ...egressEnv(m.port), VESTIBULE_IMAGE_NODE: tag });
+    const conn = await connect(w);
+    // a raw proxy request from node: the status line and the body's first line
+    const ask = (host, p) => `await new Promise((ok) => { const r = require('node:http').request({ host: '127.0.0.1', port: 3128, path: 'http://${host}${p}', headers: { host: '${host}' }, timeout: 10000 }, (res) => { let b = ''; res.on('data', (d) => { b += d; }); res.on('end', () => { console.log(res.statusCode, b.split('\\n')[0]); ok(); }); }); r.on('error', (e) => { console.log('ERR', e.code); ok(); }); r.end(); });`;
+    const code = `(async () => {
+try { require('child_process').execFileSync('python3', ['-c', '1']); console.log('python3: yes'); } catch { console.log('python3: no'); }
+${ask(MIRROR, '/hello-node')}
+${ask('unlisted.vst.test', '/x')}
+})();`;
+    const on = await callTool(conn, 'run_code', { language: 'node', code, network: 'allowlist', timeout_seconds: 60 });
+    const text = textOf(on);
+    assertExitCode(text, 0);
+    assert.match(text, /^python3: no$/m, `the node image has no python3:\n${text}`);
+    assert.match(text, /^200 hello from the mirror \/hello-node$/m, text);
+    assert.match(text, /^403 .*unlisted\.vst\.test/m, text);
+    assert.ok(m.hits.includes('/hello-node'), 'the mirror saw the request');
+    assert.ok(!m.hits.includes('/x'), 'the refused request never reached the mirror');
+    const hosts = hostsOf(on);
+    assert.deepEqual(hosts.map((h) => [h.host, h.verdict]).sort(), [[MIRROR, 'allowed'], ['unlisted.vst.test', 'denied']].sort(), JSON.stringify(hosts));
+
+    // control: network none: no listener, the same requests fail
+    const off = await callTool(conn, 'run_code', { language: 'node', code, timeout_seconds: 60 });
+    assert.match(textOf(off), /^ERR ECONNREFUSED$/m, textOf(off));
+    assert.doesNotMatch(textOf(off), /hello from the mirror/);
+});
+
 test('refusals: an unlisted host, an IP literal, a listed host on an unlisted port, a private address behind an unpinned name; each with its reason in the result and the audit', { skip: !SERVES && `backend ${BACKEND}` }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));

@@ -31,6 +31,7 @@
 
 #include "config/config.h"
 #include "egress/egress.h"
+#include "engine/egress_frames.h"
 #include "engine/engine.h"
 #include "run/run.h"
 #include "testutil.h"
@@ -504,6 +505,229 @@ START_TEST(stream_ends_at_a_frame_of_an_unknown_type)
 }
 END_TEST
 
+/* The stream's parser alone (egress_frames.c): frames seen by a handler. */
+struct frames_seen {
+        char types[16];
+        uint32_t ids[16], lens[16];
+        size_t n;
+        size_t stop_after; /* 0: never end */
+};
+
+static bool frames_record(void *ctx, char type, uint32_t id, const unsigned char *d, uint32_t n)
+{
+        struct frames_seen *v = ctx;
+
+        (void)d;
+        if (v->n < 16) {
+                v->types[v->n] = type;
+                v->ids[v->n] = id;
+                v->lens[v->n] = n;
+        }
+        v->n++;
+        return !v->stop_after || v->n < v->stop_after;
+}
+
+/* Append frame (@type, @id, @n bytes of @d) to @b at *@len. */
+static void put_frame(unsigned char *b, size_t *len, char type, uint32_t id, const char *d,
+                      uint32_t n)
+{
+        unsigned char h[9] = {
+            (unsigned char)type, id >> 24, id >> 16, id >> 8, id, n >> 24, n >> 16, n >> 8, n};
+        memcpy(b + *len, h, 9);
+        memcpy(b + *len + 9, d, n);
+        *len += 9 + n;
+}
+
+/* Wrap @n bytes of @p into an Engine API frame of stream @st at the end of @out. */
+static void put_engine(unsigned char *out, size_t *len, unsigned st, const unsigned char *p,
+                       uint32_t n)
+{
+        unsigned char h[8] = {(unsigned char)st, 0, 0, 0, n >> 24, n >> 16, n >> 8, n};
+        memcpy(out + *len, h, 8);
+        memcpy(out + *len + 8, p, n);
+        *len += 8 + n;
+}
+
+START_TEST(frames_across_engine_frames_and_reads)
+{
+        unsigned char f[256], in[512];
+        size_t fl = 0, il = 0;
+        struct egress_frames p = {0};
+        struct frames_seen v = {0};
+
+        put_frame(f, &fl, 'O', 1, "", 0);
+        put_frame(f, &fl, 'D', 1, "hello", 5);
+        put_frame(f, &fl, 'E', 1, "", 0);
+        /* a frame cut across two engine frames, fed one byte at a time */
+        put_engine(in, &il, 1, f, 12);
+        put_engine(in, &il, 1, f + 12, (uint32_t)(fl - 12));
+        for (size_t i = 0; i < il; i++)
+                egress_frames_feed(&p, in + i, 1, frames_record, &v);
+        ck_assert(!p.ended);
+        ck_assert_uint_eq(v.n, 3);
+        ck_assert(v.types[0] == 'O' && v.types[1] == 'D' && v.types[2] == 'E');
+        ck_assert_uint_eq(v.lens[1], 5);
+        ck_assert_uint_eq(v.ids[2], 1);
+        egress_frames_done(&p);
+}
+END_TEST
+
+START_TEST(frames_end_at_stderr_bad_type_too_long_or_handler)
+{
+        unsigned char f[64], in[128];
+        size_t fl = 0, il = 0;
+        struct egress_frames p = {0};
+        struct frames_seen v = {0};
+
+        put_frame(f, &fl, 'O', 1, "", 0);
+        put_engine(in, &il, 2, f, (uint32_t)fl); /* stream 2: not ours */
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(p.ended);
+        ck_assert_uint_eq(v.n, 0);
+        egress_frames_done(&p);
+
+        il = 0;
+        put_engine(in, &il, 1, f, (uint32_t)fl); /* the control: stream 1 carries it */
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(!p.ended);
+        ck_assert_uint_eq(v.n, 1);
+        egress_frames_done(&p);
+
+        fl = il = 0;
+        v.n = 0;
+        put_frame(f, &fl, 'Z', 1, "", 0);
+        put_engine(in, &il, 1, f, (uint32_t)fl);
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(p.ended && v.n == 0);
+        egress_frames_done(&p);
+
+        fl = il = 0;
+        put_frame(f, &fl, 'D', 1, "", 0);
+        f[5] = 0, f[6] = 1, f[7] = 0, f[8] = 1; /* 65537 bytes: over EGRESS_FRAME_MAX */
+        put_engine(in, &il, 1, f, (uint32_t)fl);
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(p.ended && v.n == 0);
+        egress_frames_done(&p);
+
+        fl = il = 0;
+        v.stop_after = 1;
+        put_frame(f, &fl, 'O', 1, "", 0);
+        put_frame(f, &fl, 'O', 2, "", 0);
+        put_engine(in, &il, 1, f, (uint32_t)fl);
+        egress_frames_feed(&p, in, il, frames_record, &v);
+        ck_assert(p.ended);
+        ck_assert_uint_eq(v.n, 1);
+        egress_frames_done(&p);
+}
+END_TEST
+
+/* The bridge (engine_egress_bridge()) run as the exec runs it, with pipes for its stdin and
+ * stdout, on a free port of this machine's loopback. */
+struct bridge_run {
+        pid_t pid;
+        int to, from; /* its stdin, its stdout */
+        uint16_t port;
+};
+
+static void bridge_start(struct bridge_run *b, const char *lang)
+{
+        static char src[4096];
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof(a);
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), in[2], out[2];
+
+        ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &al), 0);
+        b->port = ntohs(a.sin_port);
+        close(l);
+        ck_assert_int_eq(engine_egress_bridge(lang, b->port, src, sizeof(src)), 0);
+        ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+        b->pid = fork();
+        ck_assert_int_ge(b->pid, 0);
+        if (b->pid == 0) {
+                dup2(in[0], 0);
+                dup2(out[1], 1);
+                if (strcmp(lang, "node") == 0)
+                        execlp("node", "node", "-e", src, (char *)NULL);
+                else
+                        execlp("python3", "python3", "-Ic", src, (char *)NULL);
+                _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        b->to = in[1];
+        b->from = out[0];
+}
+
+/* A client connected to the bridge's port (retried for 10 s while it starts), or -1. */
+static int bridge_connect(uint16_t port, int tries)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons(port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        for (int i = 0; i < tries; i++) {
+                int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (connect(c, (struct sockaddr *)&a, sizeof(a)) == 0)
+                        return c;
+                close(c);
+                usleep(10000);
+        }
+        return -1;
+}
+
+/* Exactly @n bytes from @fd within 5 s into @buf; false when they did not come. */
+static bool read_n(int fd, void *buf, size_t n)
+{
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        for (size_t got = 0; got < n;) {
+                ssize_t r;
+                if (poll(&pf, 1, 5000) != 1 || (r = read(fd, (char *)buf + got, n - got)) <= 0)
+                        return false;
+                got += (size_t)r;
+        }
+        return true;
+}
+
+static const char *const bridge_langs[] = {"python3", "node"};
+
+START_TEST(bridge_carries_frames_both_ways_and_ends_with_its_stdin)
+{
+        const char *lang = bridge_langs[_i];
+        struct bridge_run b = {0};
+        unsigned char h[9], f[64];
+        char got[8] = "";
+        size_t fl = 0;
+        int c, st = 0;
+
+        if (strcmp(lang, "node") == 0 && access("/usr/bin/node", X_OK) != 0)
+                return;
+        bridge_start(&b, lang);
+        c = bridge_connect(b.port, 1000);
+        ck_assert_msg(c >= 0, "%s: the bridge did not listen", lang);
+        ck_assert_int_eq(write(c, "ping", 4), 4);
+        /* 'O' 1, then 'D' 1 "ping" */
+        ck_assert_msg(read_n(b.from, h, 9) && h[0] == 'O' && h[4] == 1, "%s: no O frame", lang);
+        ck_assert_msg(read_n(b.from, h, 9) && h[0] == 'D' && h[4] == 1 && h[8] == 4, "%s: no D",
+                      lang);
+        ck_assert(read_n(b.from, got, 4));
+        ck_assert_str_eq(got, "ping");
+        put_frame(f, &fl, 'D', 1, "pong", 4);
+        ck_assert_int_eq(write(b.to, f, fl), (ssize_t)fl);
+        memset(got, 0, sizeof(got));
+        ck_assert_msg(read_n(c, got, 4), "%s: the answer did not come back", lang);
+        ck_assert_str_eq(got, "pong");
+        /* the stream's end: the connection is reset, the bridge exits 3, the port refuses */
+        close(b.to);
+        ck_assert(!read_n(c, got, 1));
+        ck_assert_int_eq(waitpid(b.pid, &st, 0), b.pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s: status %d", lang, st);
+        ck_assert_int_lt(bridge_connect(b.port, 1), 0);
+        close(c);
+        close(b.from);
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("engine_egress");
@@ -521,6 +745,9 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, control_bridge_wait_no_listener_code_never_runs);
         tcase_add_test(tc, stream_carries_a_connection_to_the_proxy_only);
         tcase_add_test(tc, stream_ends_at_a_frame_of_an_unknown_type);
+        tcase_add_test(tc, frames_across_engine_frames_and_reads);
+        tcase_add_test(tc, frames_end_at_stderr_bad_type_too_long_or_handler);
+        tcase_add_loop_test(tc, bridge_carries_frames_both_ways_and_ends_with_its_stdin, 0, 2);
         suite_add_tcase(s, tc);
         return s;
 }
