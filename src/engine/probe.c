@@ -229,10 +229,13 @@ static int probe_info(struct engine_state *st, const struct sbx_config *cfg, str
         /* the runtime first: a reader sees what kind of container it was before what it
          * lacks (grade form: docs/design/results.md, "GRADE (REASON)") */
         const char *rt = st->runtime_note;
-        if (*reasons)
-                snprintf(st->grade, sizeof(st->grade), "container-degraded (%s%s%s)", rt,
-                         *rt ? "; " : "", reasons);
-        else if (*rt)
+        if (*reasons) {
+                int n = snprintf(st->grade, sizeof(st->grade), "container-degraded (%s%s%s)", rt,
+                                 *rt ? "; " : "", reasons);
+                /* cut short, the grade still closes its bracket */
+                if (n >= (int)sizeof(st->grade))
+                        memcpy(st->grade + sizeof(st->grade) - 5, "...)", 5);
+        } else if (*rt)
                 snprintf(st->grade, sizeof(st->grade), "container (%s)", rt);
         else
                 snprintf(st->grade, sizeof(st->grade), "container");
