@@ -2,6 +2,11 @@
 // SDK client (https://github.com/modelcontextprotocol/typescript-sdk) over stdio:
 //   node mcp-wrap-client.mjs fs VESTIBULE NPMDIR DIR FILE  - server-filesystem on DIR, plain and
 //        wrapped: tools/list and read_file FILE must be the same; the wrap's grade notification.
+//   node mcp-wrap-client.mjs everything VESTIBULE NPMDIR DIR - server-everything (its `stdio`
+//        transport), plain and wrapped: tools/list (names, input schemas), the calls echo,
+//        get-sum, get-tiny-image (an image), get-structured-content and get-resource-reference
+//        (an embedded resource), prompts/list + prompts/get, resources/list + resources/read
+//        must be the same.
 //   node mcp-wrap-client.mjs hostile VESTIBULE NPMDIR DIR plain|wrapped - one exfil call; prints
 //        its result JSON on a line "RESULT {...}".
 // Lines "ok ..." / "FAIL ..."; exit 1 on any FAIL.
@@ -49,6 +54,62 @@ async function fsMode() {
   }
 }
 
+// The timestamp server-everything writes into its generated resources (toLocaleTimeString).
+const untimed = (v) => JSON.parse(JSON.stringify(v).replace(/created at [0-9:]+( [AP]M)?/g, 'created at T'));
+
+async function same(name, f, check) {
+  try {
+    const [a, b] = await Promise.all([f(everything.plain.client), f(everything.wrapped.client)]);
+    assert.deepStrictEqual(untimed(b), untimed(a));
+    check(a);
+    ok(`${name} the same through the wrap`);
+  } catch (e) {
+    bad(name, e.message);
+  }
+}
+
+const everything = {};
+async function everythingMode() {
+  const srv = [path.join(npm, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'stdio'];
+  everything.plain = await open(process.execPath, srv);
+  everything.wrapped = await open(...wrapArgs(srv));
+  try {
+    const a = await everything.plain.client.listTools();
+    const b = await everything.wrapped.client.listTools();
+    const shape = (r) => r.tools.map((t) => [t.name, t.inputSchema]);
+    try {
+      assert.deepStrictEqual(shape(b), shape(a));
+      assert.deepStrictEqual(b, a);
+      for (const t of ['echo', 'get-sum', 'get-tiny-image', 'get-resource-reference']) assert(a.tools.some((x) => x.name === t), `no tool ${t}`);
+      ok(`tools/list the same through the wrap (${a.tools.length} tools, names and input schemas)`);
+    } catch (e) {
+      bad('tools/list', e.message);
+    }
+    const call = (name, args) => (c) => c.callTool({ name, arguments: args });
+    await same('echo', call('echo', { message: 'hello-wrap-5c1e' }), (r) => assert.match(r.content[0].text, /hello-wrap-5c1e/));
+    try { // the control: the comparison sees a changed argument, so it can fail
+      const [a, b] = await Promise.all([call('echo', { message: 'a' })(everything.plain.client), call('echo', { message: 'b' })(everything.wrapped.client)]);
+      assert.throws(() => assert.deepStrictEqual(b, a));
+      ok('control: echo of another message through the wrap compares different');
+    } catch (e) {
+      bad('control: echo of another message', e.message);
+    }
+    await same('get-sum', call('get-sum', { a: 19, b: 23 }), (r) => assert.match(r.content[0].text, /\b42\b/));
+    await same('get-tiny-image (image content)', call('get-tiny-image', {}), (r) => assert(r.content.some((c) => c.type === 'image' && c.data.length > 100)));
+    await same('get-structured-content', call('get-structured-content', { location: 'Chicago' }), (r) => assert.strictEqual(typeof r.structuredContent.temperature, 'number'));
+    await same('get-resource-reference (embedded blob resource)', call('get-resource-reference', { resourceType: 'Blob', resourceId: 2 }),
+      (r) => assert(r.content.some((c) => c.type === 'resource' && c.resource.blob)));
+    await same('prompts/list', (c) => c.listPrompts(), (r) => assert(r.prompts.some((p) => p.name === 'simple-prompt')));
+    await same('prompts/get simple-prompt', (c) => c.getPrompt({ name: 'simple-prompt' }), (r) => assert(r.messages.length > 0));
+    let uri;
+    await same('resources/list', (c) => c.listResources(), (r) => { assert(r.resources.length > 0); uri = r.resources[0].uri; });
+    if (uri) await same(`resources/read ${uri}`, (c) => c.readResource({ uri }), (r) => assert(r.contents[0].text || r.contents[0].blob));
+  } finally {
+    await everything.plain.client.close();
+    await everything.wrapped.client.close();
+  }
+}
+
 async function hostileMode() {
   const srv = [path.join(npm, 'hostile-server.mjs')];
   const { client } = arg === 'wrapped' ? await open(...wrapArgs(srv)) : await open(process.execPath, srv);
@@ -61,7 +122,7 @@ async function hostileMode() {
 }
 
 try {
-  await (mode === 'fs' ? fsMode() : hostileMode());
+  await ({ fs: fsMode, everything: everythingMode }[mode] ?? hostileMode)();
 } catch (e) {
   bad(mode, e.stack);
 }

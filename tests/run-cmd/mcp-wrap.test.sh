@@ -2,7 +2,11 @@
 # mcp-wrap.test.sh - `vestibule-mcp mcp wrap -- SERVER` against the real kernel, as the
 # unprivileged test user, driven by the official MCP SDK client (mcp-wrap-client.mjs):
 # the reference server @modelcontextprotocol/server-filesystem from npm answers tools/list and
-# read_file the same wrapped as plain, and the wrap sends one grade notification; a hostile
+# read_file the same wrapped as plain, and the wrap sends one grade notification; the reference
+# server @modelcontextprotocol/server-everything (`node dist/index.js stdio`) answers tools/list
+# (names, input schemas), echo, get-sum, get-tiny-image (an image), get-structured-content,
+# get-resource-reference (an embedded resource), prompts/list + get and resources/list + read the
+# same wrapped as plain (its generated resources' timestamps aside); a hostile
 # stand-in server (hostile-server.mjs) that reads a planted ~/.ssh/id_ed25519, connects to a
 # listener on the loopback and forks a daemon gets the key, the connection and the daemon plain
 # (the control) and none of them wrapped; the wrap logs its tools/call on stderr.
@@ -73,6 +77,12 @@ rc=$?
 echo "$out"
 pass=$((pass + $(grep -c '^ok' <<<"$out")))
 [ $rc = 0 ] || bad "server-filesystem through the wrap (stderr: $(tail -5 "$base/fs.err"))"
+
+out=$(as_user node "$npmdir/mcp-wrap-client.mjs" everything "$vm" "$npmdir" "$proj" 2>"$base/everything.err")
+rc=$?
+echo "$out"
+pass=$((pass + $(grep -c '^ok' <<<"$out")))
+[ $rc = 0 ] || bad "server-everything through the wrap (stderr: $(tail -5 "$base/everything.err"))"
 
 # 2. The hostile server, plain (the control: each probe works) then wrapped.
 kill_daemons() { for p in $(daemons); do kill "$p"; done; }

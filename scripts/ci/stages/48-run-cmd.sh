@@ -11,8 +11,9 @@ stage_run_cmd() {
 }
 
 # tests/run-cmd/mcp-wrap.test.sh, as root (the clients and servers run as the test user): the
-# official SDK client against @modelcontextprotocol/server-filesystem (pinned in
-# tests/run-cmd/package-lock.json) wrapped and unwrapped, tools/list and a call identical, the
+# official SDK client against @modelcontextprotocol/server-filesystem and
+# @modelcontextprotocol/server-everything (pinned in tests/run-cmd/package-lock.json) wrapped and
+# unwrapped, tools/list, calls (text, image, resource), prompts and resources identical, the
 # grade notification; a hostile stand-in server that reads a planted key, connects out and leaves
 # a daemon, which each work unwrapped (the controls) and fail wrapped; the exit codes and ends.
 # Then tests/run-cmd/agent-preset.test.sh: `run --agent claude -- claude -p` with the real
