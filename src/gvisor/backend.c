@@ -307,6 +307,18 @@ static int probe_run(struct backend *b, char *ret, size_t size, struct sbx_error
         return 0;
 }
 
+/* The rootfs trees every language runs from, whole (as native's probe asks): 0 or -ENOENT. */
+static int probe_trees(const struct sbx_config *cfg, struct sbx_error *err)
+{
+        _cleanup_free_ char *py = xasprintf("%s/python", cfg->rootfs_dir);
+        _cleanup_free_ char *node = xasprintf("%s/node", cfg->rootfs_dir);
+
+        if (rootfs_check_tree(py, "python3", err) < 0 || rootfs_check_tree(py, "bash", err) < 0 ||
+            rootfs_check_tree(node, "node", err) < 0)
+                return -ENOENT;
+        return 0;
+}
+
 static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
 {
         struct gvisor_state *s = b->state;
@@ -329,6 +341,8 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
                              "the gvisor backend runs runsc rootless, as the server's own "
                              "unprivileged user; this server runs as root: restart it as a user "
                              "(or use VESTIBULE_BACKEND=native with VESTIBULE_RUN_AS)");
+        if (r == 0)
+                r = probe_trees(b->cfg, &e);
         if (r == 0)
                 r = probe_run(b, release, sizeof(release), &e);
         uname(&host);

@@ -253,7 +253,7 @@ int gvisor_runsc_facts(struct gvisor_runsc_facts *ret, struct sbx_error *err)
 {
         static const char *const dirs[] = {"/usr/bin", "/usr/sbin", "/usr/local/bin",
                                            "/usr/local/sbin"};
-        char out[512];
+        char out[512] = {0};
         int r;
 
         *ret = (struct gvisor_runsc_facts){0};

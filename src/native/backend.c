@@ -28,6 +28,7 @@
 #include "run/sandbox.h"
 #include "run/warden.h"
 #include "rootfs/hold.h"
+#include "rootfs/tree.h"
 #include "workspace/workspace.h"
 
 struct native_state {
@@ -272,39 +273,6 @@ static const char *rootfs_name(enum sbx_language l)
         return l == SBX_LANG_NODE ? "node" : "python";
 }
 
-/* Does @rootfs hold @exe on the sandbox's PATH and the mount points the sandbox needs? */
-static int check_rootfs(const char *rootfs, const char *exe, struct sbx_error *err)
-{
-        static const char *const dirs[] = {"tmp", "proc", "dev", "workspace", "sandbox"};
-        static const char *const bins[] = {"usr/local/bin", "usr/bin", "bin"};
-        _cleanup_close_ int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        struct stat st;
-        char rel[128];
-        bool found = false;
-
-        if (fd < 0)
-                return sbx_fail(err, ENOENT,
-                                "rootfs not set up: '%s' is missing; run `vestibule-mcp setup` "
-                                "(with the same VESTIBULE_ROOTFS_DIR), then retry",
-                                rootfs);
-        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
-                if (fstatat(fd, dirs[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-                        return sbx_fail(err, ENOENT,
-                                        "rootfs '%s' is incomplete: no /%s directory; run "
-                                        "`vestibule-mcp setup` again, then retry",
-                                        rootfs, dirs[i]);
-        for (size_t i = 0; i < ELEMENTSOF(bins) && !found; i++) {
-                native_strf(rel, sizeof(rel), "%s/%s", bins[i], exe);
-                found = fstatat(fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
-        }
-        if (!found)
-                return sbx_fail(err, ENOENT,
-                                "rootfs '%s' has no '%s'; run `vestibule-mcp setup` again, then "
-                                "retry",
-                                rootfs, exe);
-        return 0;
-}
-
 bool native_grade_limits(const struct native_limits_info *li, char *grade, size_t size)
 {
         bool nproc_ok = kernel_at_least(5, 14);
@@ -429,8 +397,8 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
         }
         py = xasprintf("%s/python", cfg->rootfs_dir);
         node = xasprintf("%s/node", cfg->rootfs_dir);
-        if (check_rootfs(py, "python3", &e) < 0 || check_rootfs(py, "bash", &e) < 0 ||
-            check_rootfs(node, "node", &e) < 0) {
+        if (rootfs_check_tree(py, "python3", &e) < 0 || rootfs_check_tree(py, "bash", &e) < 0 ||
+            rootfs_check_tree(node, "node", &e) < 0) {
                 native_strf(p.blocked, sizeof(p.blocked), "%s", e.msg);
                 goto done;
         }
@@ -748,7 +716,7 @@ static int box_check(struct native_box *x, struct sbx_error *err)
                 return sbx_fail(err, EPERM, "%s", probe.blocked);
         native_strf(x->grade, sizeof(x->grade), "%s", probe.grade);
         x->rootfs = xasprintf("%s/%s", x->cfg->rootfs_dir, rootfs_name(x->language));
-        r = check_rootfs(x->rootfs, interpreter_of(x->language), err);
+        r = rootfs_check_tree(x->rootfs, interpreter_of(x->language), err);
         if (r < 0) {
                 /* the rootfs went away since the probe: the next probe must look again */
                 pthread_mutex_lock(&s->lock);

@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
+#include "common/error.h"
+
 /* chmod the directory @name under @dfd, never through a symlink: it is opened
  * O_PATH|O_NOFOLLOW|O_DIRECTORY and changed through its /proc/self/fd link (fchmod(2) refuses
  * O_PATH fds; fchmodat(2) has no working AT_SYMLINK_NOFOLLOW before Linux 6.6's fchmodat2).
@@ -93,4 +96,37 @@ static int remove_tree(int dfd, const char *name, unsigned depth)
 int setup_remove_tree(int dfd, const char *name)
 {
         return remove_tree(dfd, name, 0);
+}
+
+int rootfs_check_tree(const char *rootfs, const char *exe, struct sbx_error *err)
+{
+        static const char *const dirs[] = {"tmp", "proc", "dev", "workspace", "sandbox"};
+        static const char *const bins[] = {"usr/local/bin", "usr/bin", "bin"};
+        _cleanup_close_ int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct stat st;
+        char rel[128];
+        bool found = false;
+
+        if (fd < 0)
+                return sbx_fail(err, ENOENT,
+                                "rootfs not set up: '%s' is missing; run `vestibule-mcp setup` "
+                                "(with the same VESTIBULE_ROOTFS_DIR), then retry",
+                                rootfs);
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                if (fstatat(fd, dirs[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        return sbx_fail(err, ENOENT,
+                                        "rootfs '%s' is incomplete: no /%s directory; run "
+                                        "`vestibule-mcp setup` again, then retry",
+                                        rootfs, dirs[i]);
+        for (size_t i = 0; i < ELEMENTSOF(bins) && !found; i++) {
+                if (snprintf(rel, sizeof(rel), "%s/%s", bins[i], exe) >= (int)sizeof(rel))
+                        continue; /* no such name in a tree */
+                found = fstatat(fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        }
+        if (!found)
+                return sbx_fail(err, ENOENT,
+                                "rootfs '%s' has no '%s'; run `vestibule-mcp setup` again, then "
+                                "retry",
+                                rootfs, exe);
+        return 0;
 }

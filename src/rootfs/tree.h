@@ -4,6 +4,8 @@
  * engine's copy-back (a folder the run replaced by a file). */
 #pragma once
 
+#include "common/error.h"
+
 /**
  * setup_remove_tree() - delete @name under @dirfd recursively without following symlinks and
  * without crossing into other filesystems, making directories writable first (sandboxed code
@@ -12,3 +14,14 @@
  * deeper is left in place).
  */
 int setup_remove_tree(int dirfd, const char *name);
+
+/**
+ * rootfs_check_tree() - whether the rootfs tree @rootfs (an absolute folder, e.g.
+ * VESTIBULE_ROOTFS_DIR/python) is whole enough to run @exe (a program name, e.g. "python3"):
+ * the folders a sandbox mounts over (tmp, proc, dev, workspace, sandbox) and @exe in
+ * usr/local/bin, usr/bin or bin. Nothing is followed or changed. Used by the native and the
+ * gvisor backends' probes and runs; the layout is what `vestibule-mcp setup` unpacks
+ * (docs/design/rootfs.md).
+ * Return: 0, or -ENOENT with @err naming the missing piece and `vestibule-mcp setup` as the fix.
+ */
+int rootfs_check_tree(const char *rootfs, const char *exe, struct sbx_error *err);
