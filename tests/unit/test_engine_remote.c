@@ -853,10 +853,14 @@ START_TEST(volume_mounts_in_body_and_verified)
 
         ck_assert_ptr_nonnull(strstr(text, "{\"Type\":\"volume\",\"Source\":\"vestibule-code-1\","
                                            "\"Target\":\"\\/sandbox\",\"ReadOnly\":true,"
-                                           "\"VolumeOptions\":{\"NoCopy\":true}}"));
+                                           "\"VolumeOptions\":{\"NoCopy\":true,\"Labels\":{"
+                                           "\"vestibule.run\":\"1\",\"vestibule.owner\":"
+                                           "\"h:1:1\"}}}"));
         ck_assert_ptr_nonnull(strstr(text, "{\"Type\":\"volume\",\"Source\":\"vestibule-ws-1\","
                                            "\"Target\":\"\\/workspace\",\"ReadOnly\":false,"
-                                           "\"VolumeOptions\":{\"NoCopy\":true}}"));
+                                           "\"VolumeOptions\":{\"NoCopy\":true,\"Labels\":{"
+                                           "\"vestibule.run\":\"1\",\"vestibule.owner\":"
+                                           "\"h:1:1\"}}}"));
         ck_assert_ptr_null(strstr(text, "/host/"));
         ck_assert_ptr_null(strstr(text, "\"bind\""));
 
@@ -1495,6 +1499,46 @@ START_TEST(sweep_removes_dead_owners_volumes)
 }
 END_TEST
 
+/* The exit sweep finds ours by label; a container created after it, mounting a volume it removed,
+ * makes Docker create that volume again. It must come back labelled as ours, or no sweep ever
+ * finds it (seen on the Docker Desktop stand-in: a server SIGKILLed by its client mid-exit left
+ * unlabelled vestibule-code-/ws- volumes). */
+START_TEST(volume_made_again_at_create_is_labelled)
+{
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        char host[256] = "", code[64], ws[64];
+
+        cfg_init();
+        fake_env_reset();
+        fake_env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+        gethostname(host, sizeof(host) - 1);
+        _cleanup_free_ char *dead = xasprintf("%s:999999999:1", host);
+        ck_assert_int_eq(engine_volume_name("code", code, sizeof(code)), 0);
+        ck_assert_int_eq(engine_volume_name("ws", ws, sizeof(ws)), 0);
+        _cleanup_(json_putp) json_object *hb = engine_helper_body(IMG_PY, code, ws, dead, false);
+        _cleanup_(engine_reply_done) struct engine_reply cr = {0};
+        ck_assert_int_eq(sbx_test_engine(&c, "POST", "/containers/create", NULL,
+                                         json_object_to_json_string(hb), &cr, &err),
+                         201);
+        /* control: the engine made both volumes at the create */
+        _cleanup_(engine_reply_done) struct engine_reply v1 = {0};
+        ck_assert_int_eq(sbx_test_engine(&c, "GET", "/volumes/{}", code, NULL, &v1, &err), 200);
+        ck_assert_int_ge(engine_sweep(&c, &err), 1);
+        _cleanup_(engine_reply_done) struct engine_reply v2 = {0};
+        _cleanup_(engine_reply_done) struct engine_reply v3 = {0};
+        long s_code = sbx_test_engine(&c, "GET", "/volumes/{}", code, NULL, &v2, &err);
+        long s_ws = sbx_test_engine(&c, "GET", "/volumes/{}", ws, NULL, &v3, &err);
+        if (s_code == 200)
+                (void)engine_volume_remove(&c, code, &err);
+        if (s_ws == 200)
+                (void)engine_volume_remove(&c, ws, &err);
+        ck_assert_msg(s_code == 404 && s_ws == 404, "the sweep left %s (%ld: %s), %s (%ld)", code,
+                      s_code, v2.raw ? v2.raw : "", ws, s_ws);
+}
+END_TEST
+
 static Suite *remote_suite(bool *ret_engine)
 {
         Suite *s = suite_create("engine_remote");
@@ -1534,6 +1578,7 @@ static Suite *remote_suite(bool *ret_engine)
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, tcp_loopback_runs_through_volumes);
                 tcase_add_test(tc, sweep_removes_dead_owners_volumes);
+                tcase_add_test(tc, volume_made_again_at_create_is_labelled);
                 tcase_add_test(tc, tcp_deep_tree_and_sparse_file);
                 suite_add_tcase(s, tc);
                 tc = tcase_create("docker_tls");
