@@ -28,6 +28,7 @@
 #include "engine/engine.h"
 #include "run/backend.h"
 #include "run/run.h"
+#include "run/sandbox.h"
 #include "testutil.h"
 
 #define IMG_PY "vestibule/python:bookworm"
@@ -1539,6 +1540,69 @@ START_TEST(volume_made_again_at_create_is_labelled)
 }
 END_TEST
 
+/* A spare's prepare() on the volume path, on its own thread (the warm keeper's). */
+struct spare_build {
+        struct backend *b;
+        struct sandbox *sb;
+        int rc;
+        struct sbx_error err;
+};
+
+static void *spare_build_thread(void *p)
+{
+        struct spare_build *w = p;
+        struct sandbox_spec spec = {.language = SBX_LANG_PYTHON,
+                                    .cfg = &test_cfg,
+                                    .mode = SANDBOX_MODE_ONE_SHOT,
+                                    .network = RUN_NETWORK_NONE,
+                                    .spare = true};
+        w->rc = w->b->ops->sandbox->prepare(w->b, &spec, &w->sb, &w->err);
+        return NULL;
+}
+
+/* The server's exit sweep (shutdown()) while a spare is built: once shutdown() returns, nothing
+ * of the server's is on the engine, and nothing comes after (a prepare() in progress made its
+ * containers after the sweep, mounting by name volumes the sweep had removed; seen on the Docker
+ * Desktop stand-in). The shutdown comes at 0..175 ms into the build (~200 ms here through the TCP
+ * front). */
+START_TEST(exit_sweep_comes_after_a_spare_in_progress)
+{
+        char grade[320];
+        unsigned late = 0, built = 0;
+
+        cfg_init();
+        images_or_fail(grade, sizeof(grade));
+        forwarder_start(NULL);
+        for (unsigned i = 0; i < 8; i++) {
+                struct spare_build w = {0};
+                pthread_t t;
+
+                env_for_tcp(NULL);
+                backend_up();
+                struct run_out o = run_code(SBX_LANG_PYTHON, "print(1)", 30); /* probed */
+                expect_exit0(&o);
+                run_result_done(&o.res);
+                w.b = test_backend;
+                ck_assert_int_eq(pthread_create(&t, NULL, spare_build_thread, &w), 0);
+                usleep(i * 25000);
+                test_backend->ops->shutdown(test_backend);
+                pthread_join(t, NULL);
+                built += w.rc == 0;
+                /* before destroy(): what the prepare made after the sweep is still there */
+                unsigned n = ours_left("containers/json?all=1") + ours_left("volumes");
+                late += n > 0;
+                fprintf(stderr, "round %u: shutdown at %u ms, prepare %d, left %u\n", i, i * 25,
+                        w.rc, n);
+                if (w.sb)
+                        test_backend->ops->sandbox->destroy(w.sb);
+                test_backend = backend_free(test_backend);
+        }
+        ck_assert_msg(late == 0, "%u of 8 rounds left the server's containers or volumes", late);
+        ck_assert_uint_eq(ours_left("containers/json?all=1"), 0);
+        ck_assert_uint_eq(ours_left("volumes"), 0);
+}
+END_TEST
+
 static Suite *remote_suite(bool *ret_engine)
 {
         Suite *s = suite_create("engine_remote");
@@ -1579,6 +1643,7 @@ static Suite *remote_suite(bool *ret_engine)
                 tcase_add_test(tc, tcp_loopback_runs_through_volumes);
                 tcase_add_test(tc, sweep_removes_dead_owners_volumes);
                 tcase_add_test(tc, volume_made_again_at_create_is_labelled);
+                tcase_add_test(tc, exit_sweep_comes_after_a_spare_in_progress);
                 tcase_add_test(tc, tcp_deep_tree_and_sparse_file);
                 suite_add_tcase(s, tc);
                 tc = tcase_create("docker_tls");
