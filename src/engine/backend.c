@@ -187,7 +187,8 @@ struct sandbox {
         /* a warm spare (spare.h): started in prepare, its interpreter blocked on @fifo (on
          * the volume path: a bash waiting for its hand-in, hv.helper kept for it) */
         bool spare;
-        bool handed; /* start() was called: a second hand-over is refused */
+        bool handed;   /* start() was called: a second hand-over is refused */
+        bool building; /* counted in st->building until prepare() returns (engine_shutdown()) */
         char *fifo;
         struct engine_spare_stamp stamp;
         uint64_t cpu_before_us; /* the run's cgroup CPU at the hand-over (the start-up's) */
@@ -241,6 +242,11 @@ static int sandbox_snapshot(struct sandbox *sb, struct sbx_error *err)
         sb->podman = st->conn.podman;
         sb->rootless_docker = st->rootless_docker;
         snprintf(sb->seccomp_profile, sizeof(sb->seccomp_profile), "%s", st->seccomp_profile);
+        if (!shutting) /* the exit sweep waits for this prepare() (engine_shutdown()) */
+        {
+                st->building++;
+                sb->building = true;
+        }
         pthread_mutex_unlock(&st->lock);
         if (shutting)
                 return sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run");
@@ -418,6 +424,66 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
         return 0;
 }
 
+/* Whether the server is shutting down, said as an error: nothing more is made for a sandbox
+ * then (the exit sweep comes after its prepare() returns, engine_shutdown()). */
+static int still_on(struct sandbox *sb, struct sbx_error *err)
+{
+        pthread_mutex_lock(&sb->st->lock);
+        bool shutting = sb->st->shutting_down;
+        pthread_mutex_unlock(&sb->st->lock);
+        return shutting ? sbx_fail(err, ESHUTDOWN, "the server is shutting down: nothing was run")
+                        : 0;
+}
+
+/* A prepare() counted by sandbox_snapshot() is over: the exit sweep may go on. */
+static void building_done(struct engine_state *st, bool counted)
+{
+        if (!counted)
+                return;
+        pthread_mutex_lock(&st->lock);
+        st->building--;
+        pthread_cond_broadcast(&st->removed);
+        pthread_mutex_unlock(&st->lock);
+}
+
+/* What prepare() makes on the engine, each step only while the server is not shutting down: a
+ * container made after the exit sweep would mount by name volumes the sweep removed, and Docker
+ * would make them again (engine_volume_options()). */
+static int sandbox_make(struct sandbox *sb, enum sandbox_mode mode, struct sbx_error *err)
+{
+        struct engine_sb_view v;
+        int r;
+
+        r = still_on(sb, err);
+        if (r == 0)
+                r = sb->volumes
+                        ? engine_handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
+                        : engine_code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir,
+                                               err);
+        if (r == 0)
+                r = still_on(sb, err);
+        if (r == 0 && sb->spare && sb->volumes) {
+                char wait_s[16]; /* the helper goes with its spare, under the same backstop */
+                snprintf(wait_s, sizeof(wait_s), "%u", sb->backstop_s);
+                r = engine_handin_helper_make(sb->st, sb->image, sb->owner, wait_s, &sb->hv, err);
+        } else if (r == 0 && sb->spare)
+                r = engine_spare_fifo_make(sb->code_dir, sbx_language_script(sb->language), sb->uid,
+                                           sb->gid, sb->rootless_docker, &sb->fifo, err);
+        sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
+        if (r == 0 && mode == SANDBOX_MODE_CELLS)
+                r = engine_cells_new(sb_view(sb, &v), &sb->cells, err);
+        if (r == 0)
+                r = still_on(sb, err);
+        if (r == 0)
+                r = sandbox_create(sb, err);
+        if (r == 0 && sb->cells)
+                r = engine_cells_launch(sb_view(sb, &v), sb->cells, err);
+        if (r == 0 && sb->spare)
+                r = engine_spare_start(&sb->st->conn, sb->id, sb->cfg, sb->image, sb->grade,
+                                       &sb->rx, &sb->stamp, &sb->trace, err);
+        return r;
+}
+
 /* prepare() of both ops tables: @session when through the cells ops (a CELLS spec through the
  * one-program ops is refused). */
 static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, bool session,
@@ -454,6 +520,8 @@ static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, b
         snprintf(sb->image, sizeof(sb->image), "%s", image_for(sb->cfg, spec->language));
         sb->interp = engine_interp_for(sb->image, spec->language);
         r = sandbox_snapshot(sb, err);
+        struct engine_state *st = sb->st; /* @sb may be gone below */
+        bool sb_building = sb->building;
         if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
                 r = sb->session
                         ? engine_cells_check(sb_view(sb, &v), err)
@@ -467,31 +535,12 @@ static int sandbox_prepare(struct backend *b, const struct sandbox_spec *spec, b
                 r = workspace_ensure(sb->cfg->workspace_dir, err);
         sbx_trace_lap(&sb->trace, "sweep");
         if (r == 0)
-                r = sb->volumes
-                        ? engine_handin_volumes(sb->st, sb->uid, sb->gid, sb->owner, &sb->hv, err)
-                        : engine_code_dir_make(sb->uid, sb->gid, sb->rootless_docker, &sb->code_dir,
-                                               err);
-        if (r == 0 && sb->spare && sb->volumes) {
-                char wait_s[16]; /* the helper goes with its spare, under the same backstop */
-                snprintf(wait_s, sizeof(wait_s), "%u", sb->backstop_s);
-                r = engine_handin_helper_make(sb->st, sb->image, sb->owner, wait_s, &sb->hv, err);
-        } else if (r == 0 && sb->spare)
-                r = engine_spare_fifo_make(sb->code_dir, sbx_language_script(sb->language), sb->uid,
-                                           sb->gid, sb->rootless_docker, &sb->fifo, err);
-        sbx_trace_lap(&sb->trace, sb->volumes ? "handin_volumes" : "code_dir");
-        if (r == 0 && spec->mode == SANDBOX_MODE_CELLS)
-                r = engine_cells_new(sb_view(sb, &v), &sb->cells, err);
-        if (r == 0)
-                r = sandbox_create(sb, err);
-        if (r == 0 && sb->cells)
-                r = engine_cells_launch(sb_view(sb, &v), sb->cells, err);
-        if (r == 0 && sb->spare)
-                r = engine_spare_start(&sb->st->conn, sb->id, sb->cfg, sb->image, sb->grade,
-                                       &sb->rx, &sb->stamp, &sb->trace, err);
-        if (r < 0) {
-                sandbox_destroy(sb);
+                r = sandbox_make(sb, spec->mode, err);
+        if (r < 0)
+                sandbox_destroy(sb); /* its removal is counted before building_done() */
+        building_done(st, sb_building);
+        if (r < 0)
                 return r;
-        }
         *ret = sb;
         return 0;
 }
@@ -1106,6 +1155,22 @@ static const struct sandbox_ops cells_ops = {
 /* ---------------------------------------------------------------------------------------- */
 /* The backend                                                                              */
 
+/* With st->lock held: wait (bounded) until no prepare() is past its snapshot (st->building). */
+static void builds_wait_locked(struct engine_state *st, unsigned timeout_s)
+{
+        struct timespec dl;
+
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += timeout_s;
+        while (st->building > 0)
+                if (pthread_cond_timedwait(&st->removed, &st->lock, &dl) != 0)
+                        break;
+        if (st->building > 0)
+                log_warning("%u sandbox(es) still being prepared at exit: the next start's sweep "
+                            "removes what they leave",
+                            st->building);
+}
+
 static void engine_shutdown(struct backend *b)
 {
         struct engine_state *st = b->state;
@@ -1115,6 +1180,9 @@ static void engine_shutdown(struct backend *b)
         pthread_mutex_lock(&st->lock);
         st->shutting_down = true;
         bool ready = st->ready;
+        /* a prepare() in progress makes nothing more now (still_on()); what it made is in
+         * st->pending_removals before it stops counting: no create comes after the sweep */
+        builds_wait_locked(st, 30);
         pthread_mutex_unlock(&st->lock);
         engine_removals_wait(st, 30);
         if (!ready)

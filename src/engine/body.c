@@ -28,21 +28,20 @@ static json_object *ulimit(const char *name, int64_t n)
         return o;
 }
 
-static json_object *mount(const char *type, const char *src, const char *dst, bool ro)
+/* @owner: a volume's labels, should the engine make it at the create (engine_volume_options()) */
+static json_object *mount(const char *type, const char *src, const char *dst, bool ro,
+                          const char *owner)
 {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "Type", json_object_new_string(type));
         json_object_object_add(o, "Source", json_object_new_string(src));
         json_object_object_add(o, "Target", json_object_new_string(dst));
         json_object_object_add(o, "ReadOnly", json_object_new_boolean(ro));
-        if (strcmp(type, "volume") == 0) {
-                /* NoCopy: an empty volume must stay as filled (an empty workspace's root owned
-                 * by the run's user), not take the image directory's content and owner when a
-                 * container mounting it is created */
-                json_object *vo = json_object_new_object();
-                json_object_object_add(vo, "NoCopy", json_object_new_boolean(true));
-                json_object_object_add(o, "VolumeOptions", vo);
-        }
+        /* NoCopy: an empty volume must stay as filled (an empty workspace's root owned by the
+         * run's user), not take the image directory's content and owner when a container
+         * mounting it is created */
+        if (strcmp(type, "volume") == 0)
+                json_object_object_add(o, "VolumeOptions", engine_volume_options(owner));
         return o;
 }
 
@@ -166,13 +165,14 @@ static void host_mounts_and_rest(json_object *hc, const struct engine_run_spec *
         json_object *lc = json_object_new_object(), *lcc = json_object_new_object();
 
         if (s->code_volume && s->workspace_volume) {
-                json_object_array_add(
-                    mounts, mount("volume", s->workspace_volume, "/workspace", s->workspace_ro));
-                json_object_array_add(mounts, mount("volume", s->code_volume, "/sandbox", true));
-        } else {
+                json_object_array_add(mounts, mount("volume", s->workspace_volume, "/workspace",
+                                                    s->workspace_ro, s->owner));
                 json_object_array_add(mounts,
-                                      mount("bind", s->workspace, "/workspace", s->workspace_ro));
-                json_object_array_add(mounts, mount("bind", s->code_dir, "/sandbox", true));
+                                      mount("volume", s->code_volume, "/sandbox", true, s->owner));
+        } else {
+                json_object_array_add(
+                    mounts, mount("bind", s->workspace, "/workspace", s->workspace_ro, NULL));
+                json_object_array_add(mounts, mount("bind", s->code_dir, "/sandbox", true, NULL));
         }
         json_object_object_add(hc, "Mounts", mounts);
         json_object_object_add(hc, "Init", json_object_new_boolean(s->init));

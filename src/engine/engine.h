@@ -673,6 +673,17 @@ int engine_volume_create(const struct engine_conn *c, const char *name, const ch
 /** engine_volume_remove() - DELETE /volumes/@name (force); a missing one is fine. */
 int engine_volume_remove(const struct engine_conn *c, const char *name, struct sbx_error *err);
 
+/**
+ * engine_volume_options() - a volume mount's VolumeOptions, new (the caller owns it): NoCopy (an
+ * empty volume stays as filled, not taking the image directory's content and owner) and Labels
+ * vestibule.run=1, vestibule.owner=@owner. Docker makes a mount's named volume that does not
+ * exist at the container's create, with these labels ("VolumeOptions" of a Mount,
+ * https://docs.docker.com/reference/api/engine/version/v1.41/#tag/Container/operation/ContainerCreate):
+ * a volume our exit sweep removed before a late create mounted it is still found by a sweep
+ * (tests/unit/test_engine_remote.c, volume_made_again_at_create_is_labelled).
+ */
+json_object *engine_volume_options(const char *owner);
+
 /** engine_helper_body() - the create body of the helper container: @image, never started
  * (Cmd true, no network, no capabilities), @code_volume at /sandbox and @workspace_volume
  * (NULL = none) at /workspace, both writable, labelled like a run (plus vestibule.helper=1);

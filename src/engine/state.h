@@ -45,8 +45,9 @@ struct engine_state {
         char runtime_fifo_why[240], runtime_uds_why[240];
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
+        unsigned building;         /* prepare()s past their snapshot, not returned yet */
         bool warned_unpinned;      /* the unpinned-image warning was logged */
-        pthread_cond_t removed;    /* signalled when pending_removals drops */
+        pthread_cond_t removed;    /* signalled when pending_removals or building drops */
         char cgroup_driver[16];    /* the engine's: "cgroupfs", "systemd" */
         bool hostcg;               /* each run gets a parent cgroup of ours (hostcg.c) */
         char usage_why[160];       /* !hostcg: why usage is not measured */

@@ -979,6 +979,17 @@ int engine_volume_name(const char *kind, char *ret, size_t size)
         return 0;
 }
 
+json_object *engine_volume_options(const char *owner)
+{
+        json_object *vo = json_object_new_object(), *labels = json_object_new_object();
+
+        json_object_object_add(vo, "NoCopy", json_object_new_boolean(true));
+        json_object_object_add(labels, "vestibule.run", json_object_new_string("1"));
+        json_object_object_add(labels, "vestibule.owner", json_object_new_string(owner));
+        json_object_object_add(vo, "Labels", labels);
+        return vo;
+}
+
 json_object *engine_helper_body(const char *image, const char *code_volume,
                                 const char *workspace_volume, const char *owner, bool keep_id)
 {
@@ -1009,10 +1020,9 @@ json_object *engine_helper_body(const char *image, const char *code_volume,
                 json_object_object_add(m, "Target", json_object_new_string(vols[i][1]));
                 json_object_object_add(m, "ReadOnly", json_object_new_boolean(false));
                 /* no copy of the image's directory into the new volume: its root takes the
-                 * owner and mode of the tar's entry (engine_create_body() does the same) */
-                json_object *vo = json_object_new_object();
-                json_object_object_add(vo, "NoCopy", json_object_new_boolean(true));
-                json_object_object_add(m, "VolumeOptions", vo);
+                 * owner and mode of the tar's entry (engine_create_body() does the same); our
+                 * labels on a volume the engine makes again here (engine_volume_options()) */
+                json_object_object_add(m, "VolumeOptions", engine_volume_options(owner));
                 json_object_array_add(mounts, m);
         }
         json_object_object_add(hc, "Mounts", mounts);

@@ -28,6 +28,7 @@
 #include "engine/engine.h"
 #include "run/backend.h"
 #include "run/run.h"
+#include "run/sandbox.h"
 #include "testutil.h"
 
 #define IMG_PY "vestibule/python:bookworm"
@@ -853,10 +854,14 @@ START_TEST(volume_mounts_in_body_and_verified)
 
         ck_assert_ptr_nonnull(strstr(text, "{\"Type\":\"volume\",\"Source\":\"vestibule-code-1\","
                                            "\"Target\":\"\\/sandbox\",\"ReadOnly\":true,"
-                                           "\"VolumeOptions\":{\"NoCopy\":true}}"));
+                                           "\"VolumeOptions\":{\"NoCopy\":true,\"Labels\":{"
+                                           "\"vestibule.run\":\"1\",\"vestibule.owner\":"
+                                           "\"h:1:1\"}}}"));
         ck_assert_ptr_nonnull(strstr(text, "{\"Type\":\"volume\",\"Source\":\"vestibule-ws-1\","
                                            "\"Target\":\"\\/workspace\",\"ReadOnly\":false,"
-                                           "\"VolumeOptions\":{\"NoCopy\":true}}"));
+                                           "\"VolumeOptions\":{\"NoCopy\":true,\"Labels\":{"
+                                           "\"vestibule.run\":\"1\",\"vestibule.owner\":"
+                                           "\"h:1:1\"}}}"));
         ck_assert_ptr_null(strstr(text, "/host/"));
         ck_assert_ptr_null(strstr(text, "\"bind\""));
 
@@ -1495,6 +1500,109 @@ START_TEST(sweep_removes_dead_owners_volumes)
 }
 END_TEST
 
+/* The exit sweep finds ours by label; a container created after it, mounting a volume it removed,
+ * makes Docker create that volume again. It must come back labelled as ours, or no sweep ever
+ * finds it (seen on the Docker Desktop stand-in: a server SIGKILLed by its client mid-exit left
+ * unlabelled vestibule-code-/ws- volumes). */
+START_TEST(volume_made_again_at_create_is_labelled)
+{
+        struct engine_conn c;
+        struct sbx_error err = {0};
+        char host[256] = "", code[64], ws[64];
+
+        cfg_init();
+        fake_env_reset();
+        fake_env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
+        ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
+        gethostname(host, sizeof(host) - 1);
+        _cleanup_free_ char *dead = xasprintf("%s:999999999:1", host);
+        ck_assert_int_eq(engine_volume_name("code", code, sizeof(code)), 0);
+        ck_assert_int_eq(engine_volume_name("ws", ws, sizeof(ws)), 0);
+        _cleanup_(json_putp) json_object *hb = engine_helper_body(IMG_PY, code, ws, dead, false);
+        _cleanup_(engine_reply_done) struct engine_reply cr = {0};
+        ck_assert_int_eq(sbx_test_engine(&c, "POST", "/containers/create", NULL,
+                                         json_object_to_json_string(hb), &cr, &err),
+                         201);
+        /* control: the engine made both volumes at the create */
+        _cleanup_(engine_reply_done) struct engine_reply v1 = {0};
+        ck_assert_int_eq(sbx_test_engine(&c, "GET", "/volumes/{}", code, NULL, &v1, &err), 200);
+        ck_assert_int_ge(engine_sweep(&c, &err), 1);
+        _cleanup_(engine_reply_done) struct engine_reply v2 = {0};
+        _cleanup_(engine_reply_done) struct engine_reply v3 = {0};
+        long s_code = sbx_test_engine(&c, "GET", "/volumes/{}", code, NULL, &v2, &err);
+        long s_ws = sbx_test_engine(&c, "GET", "/volumes/{}", ws, NULL, &v3, &err);
+        if (s_code == 200)
+                (void)engine_volume_remove(&c, code, &err);
+        if (s_ws == 200)
+                (void)engine_volume_remove(&c, ws, &err);
+        ck_assert_msg(s_code == 404 && s_ws == 404, "the sweep left %s (%ld: %s), %s (%ld)", code,
+                      s_code, v2.raw ? v2.raw : "", ws, s_ws);
+}
+END_TEST
+
+/* A spare's prepare() on the volume path, on its own thread (the warm keeper's). */
+struct spare_build {
+        struct backend *b;
+        struct sandbox *sb;
+        int rc;
+        struct sbx_error err;
+};
+
+static void *spare_build_thread(void *p)
+{
+        struct spare_build *w = p;
+        struct sandbox_spec spec = {.language = SBX_LANG_PYTHON,
+                                    .cfg = &test_cfg,
+                                    .mode = SANDBOX_MODE_ONE_SHOT,
+                                    .network = RUN_NETWORK_NONE,
+                                    .spare = true};
+        w->rc = w->b->ops->sandbox->prepare(w->b, &spec, &w->sb, &w->err);
+        return NULL;
+}
+
+/* The server's exit sweep (shutdown()) while a spare is built: once shutdown() returns, nothing
+ * of the server's is on the engine, and nothing comes after (a prepare() in progress made its
+ * containers after the sweep, mounting by name volumes the sweep had removed; seen on the Docker
+ * Desktop stand-in). The shutdown comes at 0..175 ms into the build (~200 ms here through the TCP
+ * front). */
+START_TEST(exit_sweep_comes_after_a_spare_in_progress)
+{
+        char grade[320];
+        unsigned late = 0, built = 0;
+
+        cfg_init();
+        images_or_fail(grade, sizeof(grade));
+        forwarder_start(NULL);
+        for (unsigned i = 0; i < 8; i++) {
+                struct spare_build w = {0};
+                pthread_t t;
+
+                env_for_tcp(NULL);
+                backend_up();
+                struct run_out o = run_code(SBX_LANG_PYTHON, "print(1)", 30); /* probed */
+                expect_exit0(&o);
+                run_result_done(&o.res);
+                w.b = test_backend;
+                ck_assert_int_eq(pthread_create(&t, NULL, spare_build_thread, &w), 0);
+                usleep(i * 25000);
+                test_backend->ops->shutdown(test_backend);
+                pthread_join(t, NULL);
+                built += w.rc == 0;
+                /* before destroy(): what the prepare made after the sweep is still there */
+                unsigned n = ours_left("containers/json?all=1") + ours_left("volumes");
+                late += n > 0;
+                fprintf(stderr, "round %u: shutdown at %u ms, prepare %d, left %u\n", i, i * 25,
+                        w.rc, n);
+                if (w.sb)
+                        test_backend->ops->sandbox->destroy(w.sb);
+                test_backend = backend_free(test_backend);
+        }
+        ck_assert_msg(late == 0, "%u of 8 rounds left the server's containers or volumes", late);
+        ck_assert_uint_eq(ours_left("containers/json?all=1"), 0);
+        ck_assert_uint_eq(ours_left("volumes"), 0);
+}
+END_TEST
+
 static Suite *remote_suite(bool *ret_engine)
 {
         Suite *s = suite_create("engine_remote");
@@ -1534,6 +1642,8 @@ static Suite *remote_suite(bool *ret_engine)
                 tcase_set_timeout(tc, 240);
                 tcase_add_test(tc, tcp_loopback_runs_through_volumes);
                 tcase_add_test(tc, sweep_removes_dead_owners_volumes);
+                tcase_add_test(tc, volume_made_again_at_create_is_labelled);
+                tcase_add_test(tc, exit_sweep_comes_after_a_spare_in_progress);
                 tcase_add_test(tc, tcp_deep_tree_and_sparse_file);
                 suite_add_tcase(s, tc);
                 tc = tcase_create("docker_tls");
