@@ -20,8 +20,9 @@
 #
 # The MCP client starts it with
 #   docker run -i --rm -v /var/run/docker.sock:/var/run/docker.sock -v <folder>:/workspace IMAGE
-# The server finds itself in a container (/.dockerenv), takes the volume path (the engine's
-# filesystem is not its own) and never the native backend; its workspace is /workspace
+# The server finds itself in this image (/usr/share/vestibule/oci-image, written below: a
+# /.dockerenv alone is any container, e.g. a privileged CI one where native works), takes the
+# volume path (the engine's filesystem is not its own) and never the native or gvisor backend; its workspace is /workspace
 # (VESTIBULE_WORKSPACE in the image's environment). It runs as root inside the container (the
 # engine's socket is root's there) and runs code as 1000:1000 (VESTIBULE_RUN_AS), never root.
 # Without IMAGES_DIR the container backend runs the pinned registry images (images/pins), which
@@ -109,6 +110,10 @@ install -d -m 1777 "$root/tmp" "$root/var/tmp"
 printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:1000:1000:sandbox:/tmp:/usr/sbin/nologin\n' >"$root/etc/passwd"
 printf 'root:x:0:\nsandbox:x:1000:\n' >"$root/etc/group"
 : >"$root/etc/hosts"
+# the marker by which the server knows it runs in this image (src/config/config.h,
+# SBX_OCI_IMAGE_MARKER)
+install -d -m 0755 "$root/usr/share/vestibule"
+printf 'vestibule-mcp OCI image (scripts/oci-image.sh)\n' >"$root/usr/share/vestibule/oci-image"
 chroot "$root" /usr/bin/vestibule-mcp --version >/dev/null ||
         die "the server does not start in its root filesystem (a library missing?)"
 

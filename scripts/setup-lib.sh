@@ -173,7 +173,8 @@ vst_import_images_podman() {
 
 # vst_check_setup_cli BIN IMAGES DIR USER: `vestibule-mcp setup --from-tar` through the real
 # CLI as USER (no engine reachable, so only the native half is set up): python then node into
-# DIR/rootfs; the node run must end with the readiness line and exit 0 (the python run alone
+# DIR/rootfs; the node run must end with the readiness line (native, or gvisor where runsc is
+# installed) and exit 0 (the python run alone
 # must not claim ready: node is still missing), a second python run must say "already
 # installed", and a print(1) must run on the installed trees.
 vst_check_setup_cli() {
@@ -196,7 +197,9 @@ vst_check_setup_cli() {
         out=$(vcli setup --from-tar "$images/node.tar" --language node 2>&1) ||
                 { printf '%s\nFAIL: setup of node failed\n' "$out"; return 1; }
         printf '%s\n' "$out" | tail -n 8
-        grep -q "^ready in this terminal's environment: isolation native" <<<"$out" ||
+        # native, or gvisor where runsc is installed (auto's first rung: src/service/ladder.c);
+        # both run from these trees
+        grep -Eq "^ready in this terminal's environment: isolation (native|gvisor)" <<<"$out" ||
                 { echo "FAIL: no readiness line"; return 1; }
         out=$(vcli setup --from-tar "$images/python.tar" --language python 2>&1) || true
         grep -q "already installed" <<<"$out" ||
@@ -204,7 +207,7 @@ vst_check_setup_cli() {
         out=$(vcli run --language python -c 'print(6*7)' 2>&1) ||
                 { printf '%s\nFAIL: run on the installed rootfs\n' "$out"; return 1; }
         printf '%s\n' "$out"
-        if ! grep -qx "42" <<<"$out" || ! grep -q "^isolation: native" <<<"$out"; then
+        if ! grep -qx "42" <<<"$out" || ! grep -Eq "^isolation: (native|gvisor)" <<<"$out"; then
                 echo "FAIL: print(6*7) on the installed rootfs"
                 return 1
         fi

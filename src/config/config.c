@@ -1131,7 +1131,7 @@ void config_engine_env_done(struct sbx_engine_env *e)
 
 bool config_in_container(const char *root, char *ret_marker, size_t marker_size)
 {
-        static const char *const markers[] = {"/.dockerenv", "/run/.containerenv"};
+        static const char *const markers[] = {SBX_OCI_IMAGE_MARKER};
         const char *base = root && strcmp(root, "/") != 0 ? root : "";
         char path[PATH_MAX];
         struct stat st;

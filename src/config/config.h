@@ -121,24 +121,29 @@ struct sbx_config {
          * folder and the user bus), read with the rest. */
         struct sbx_engine_env engine_env;
 
-        /* This server runs inside a container (config_in_container() found the marker its
-         * engine leaves, read by config_load() only): the auto ladder never picks native here,
-         * and the engine's filesystem is never taken for this process's own. */
+        /* This server runs in Vestibule's own server image (config_in_container() found the
+         * image's marker, read by config_load() only): the auto ladder never picks native or
+         * gvisor here, and the engine's filesystem is never taken for this process's own. */
         bool in_container;
-        char in_container_marker[64]; /* the file that said so, e.g. "/.dockerenv" */
+        char in_container_marker[64]; /* the file that said so: SBX_OCI_IMAGE_MARKER */
 
         /* Set when any setting was invalid; then every tool call is Blocked: with this text. */
         bool invalid;
         char invalid_msg[480];
 };
 
+/* The file scripts/oci-image.sh puts into the server's OCI image, and nowhere else. */
+#define SBX_OCI_IMAGE_MARKER "/usr/share/vestibule/oci-image"
+
 /**
- * config_in_container() - whether the root filesystem @root ("/" for this process) is a
- * container's: Docker creates "/.dockerenv" in every container it runs, Podman (and CRI-O)
- * "/run/.containerenv" (podman-run(1), "--env-host"/".containerenv"; moby
- * daemon/initlayer and container/container.go). A faked root for tests is any folder.
+ * config_in_container() - whether the root filesystem @root ("/" for this process) is
+ * Vestibule's own server image (issue 25: `docker run -i … vestibule-mcp` with the engine's
+ * socket mounted), told by SBX_OCI_IMAGE_MARKER, which scripts/oci-image.sh writes. Any other
+ * container is not meant: Docker's "/.dockerenv" and Podman's "/run/.containerenv" are in every
+ * container, also in a privileged dev or CI container where the native backend works (its own
+ * probe decides there), and CI's machine is one. A faked root for tests is any folder.
  * @ret_marker: @marker_size bytes for the path that matched ("" when none); may be NULL.
- * Return: true when a marker exists (any file type; lstat(2)).
+ * Return: true when the marker exists (any file type; lstat(2)).
  */
 bool config_in_container(const char *root, char *ret_marker, size_t marker_size);
 

@@ -252,8 +252,8 @@ static bool needs_volumes(const struct engine_state *st, const struct sbx_config
 
         if (cfg->in_container) {
                 snprintf(why, why_size,
-                         "this server runs inside a container (%.60s), whose filesystem is not "
-                         "the engine's",
+                         "this server runs in its OCI image (%.60s), inside a container whose "
+                         "filesystem is not the engine's",
                          cfg->in_container_marker);
                 return true;
         }

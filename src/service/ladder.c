@@ -162,8 +162,9 @@ static void native_skip(struct rung *r, const char *marker)
         r->have_probe = true;
         r->probed_ms = sbx_now_ms();
         snprintf(r->probe.blocked, sizeof(r->probe.blocked),
-                 "not used: this server runs inside a container (%.60s), where the container "
-                 "engine is the sandbox; set VESTIBULE_BACKEND=native to try it anyway",
+                 "not used: this server runs in its OCI image (%.60s), inside a container, "
+                 "where the container engine is the sandbox; set VESTIBULE_BACKEND=native to "
+                 "try it anyway",
                  marker && *marker ? marker : "a container marker");
 }
 

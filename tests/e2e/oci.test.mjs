@@ -71,7 +71,7 @@ test('run_code through docker run -i of the image: container grade, the volume p
     assert.equal(grade(r), 'container', text(r));
     assert.equal(fs.readFileSync(path.join(c.ws, 'out.txt'), 'utf8'), 'from the sandbox');
     // the server saw it runs in a container, so took the volume path
-    assert.match(c.stderr(), /inside a container \(\/\.dockerenv\), whose filesystem is not the engine's/);
+    assert.match(c.stderr(), /in its OCI image \(\/usr\/share\/vestibule\/oci-image\), inside a container whose filesystem is not the engine's/);
     const n = await call(c, 'run_code', { language: 'node', code: 'console.log(process.version.startsWith("v"))' });
     assert.match(text(n), /^true$/m, text(n));
     assert.equal(grade(n), 'container');

@@ -97,30 +97,41 @@ START_TEST(defaults_match_the_seed)
 }
 END_TEST
 
-/* config_in_container(): Docker's /.dockerenv or Podman's /run/.containerenv in a faked root;
- * the control is the same root without either. */
+/* config_in_container(): only our server image's marker counts. Docker's /.dockerenv and
+ * Podman's /run/.containerenv alone do not (a privileged dev or CI container, where native
+ * works: this project's CI machine is one); the control is the image's marker in the same
+ * faked root. */
 START_TEST(container_markers)
 {
         _cleanup_free_ char *root = sbx_test_tmpdir();
         char marker[64] = "x", path[PATH_MAX];
+        static const char *const dirs[] = {"run", "usr", "usr/share", "usr/share/vestibule"};
 
         ck_assert(!config_in_container(root, marker, sizeof(marker)));
         ck_assert_str_eq(marker, "");
-        snprintf(path, sizeof(path), "%s/run", root);
-        ck_assert_int_eq(mkdir(path, 0755), 0);
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+                ck_assert_int_eq(mkdir(path, 0755), 0);
+        }
         snprintf(path, sizeof(path), "%s/run/.containerenv", root);
         ck_assert_int_ge(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
-        ck_assert(config_in_container(root, marker, sizeof(marker)));
-        ck_assert_str_eq(marker, "/run/.containerenv");
         snprintf(path, sizeof(path), "%s/.dockerenv", root);
         ck_assert_int_ge(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
+        ck_assert(!config_in_container(root, marker, sizeof(marker)));
+        ck_assert_str_eq(marker, "");
+        snprintf(path, sizeof(path), "%s%s", root, SBX_OCI_IMAGE_MARKER);
+        ck_assert_int_ge(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
         ck_assert(config_in_container(root, marker, sizeof(marker)));
-        ck_assert_str_eq(marker, "/.dockerenv");
+        ck_assert_str_eq(marker, SBX_OCI_IMAGE_MARKER);
+        ck_assert_int_eq(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/.dockerenv", root);
         unlink(path);
         snprintf(path, sizeof(path), "%s/run/.containerenv", root);
         unlink(path);
-        snprintf(path, sizeof(path), "%s/run", root);
-        rmdir(path);
+        for (size_t i = ELEMENTSOF(dirs); i-- > 0;) {
+                snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+                rmdir(path);
+        }
         rmdir(root);
 }
 END_TEST

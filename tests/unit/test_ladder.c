@@ -223,7 +223,7 @@ START_TEST(in_container_never_native)
         struct sbx_error err = {0};
         struct ladder *l;
 
-        snprintf(c.in_container_marker, sizeof(c.in_container_marker), "/.dockerenv");
+        snprintf(c.in_container_marker, sizeof(c.in_container_marker), "%s", SBX_OCI_IMAGE_MARKER);
         fake_probe[0] = mk(true, false, "native");
         fake_probe[1] = mk(true, false, "container");
         probe_calls[0] = probe_calls[1] = 0;
@@ -242,7 +242,7 @@ START_TEST(in_container_never_native)
         fake_probe[1] = mk(false, false, "cannot reach Docker Engine");
         l = ladder_new(&c, fake_native_new, fake_container_new);
         ck_assert_int_eq(ladder_pick(l, &b, &p, &err), -ENOENT);
-        ck_assert_ptr_nonnull(strstr(err.msg, "inside a container (/.dockerenv)"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "in its OCI image (" SBX_OCI_IMAGE_MARKER ")"));
         ck_assert_ptr_nonnull(strstr(err.msg, "cannot reach Docker Engine"));
         ck_assert_uint_eq(probe_calls[0], 0);
         ladder_free(l);
