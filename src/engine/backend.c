@@ -1011,10 +1011,12 @@ static int sandbox_collect(struct sandbox *sb, const struct sandbox_watch *w,
         /* Our deadline kill found the container no longer running (409), or the container
          * did not end by our SIGKILL (its status is not 128 + 9): the program had ended by
          * itself just before, its exit status stands. */
+        bool ended_itself = false;
         if (forced == RUN_OUTCOME_TIMED_OUT && wait_ok &&
             ((rx->kill.done && rx->kill.rep.status == 409) || exit_code != 137)) {
                 log_debug("run %.12s: ended by itself before the deadline kill", sb->id);
                 forced = RUN_OUTCOME_NONE;
+                ended_itself = true;
         }
         collect_usage(sb, forced != RUN_OUTCOME_NONE || sb->t_kill, &oom, res);
         res->mem_limit_bytes = sb->memory_bytes;
@@ -1023,7 +1025,9 @@ static int sandbox_collect(struct sandbox *sb, const struct sandbox_watch *w,
                          "output cut: the engine's output stream lost its framing");
         if (forced != RUN_OUTCOME_NONE)
                 res->outcome = forced;
-        else if (sb->t_kill) /* killed from outside the warden: the server shuts down */
+        /* killed from outside the warden (the server shuts down); not our deadline kill that
+         * came after the program's own end (t_kill is set by that kill too) */
+        else if (sb->t_kill && !ended_itself)
                 res->outcome = RUN_OUTCOME_CANCELLED;
         else
                 collect_outcome(sb, exit_code, oom, res);
