@@ -8,7 +8,7 @@ import http from 'node:http';
 import { test } from 'node:test';
 
 import {
-    BACKEND, EXPECT_GRADE, REMOTE_ENGINE, RUNSC, GONE_WITHIN_MS, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
+    BACKEND, EXPECT_GRADE, REMOTE_ENGINE, RUNSC, GONE_WITHIN_MS, SLOW, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
     callTool, connect, makeWorld, pidsWithMarker, serverGone, sleep, textOf, uniqueMarker, waitFor,
 } from './lib.mjs';
 
@@ -409,7 +409,8 @@ test('session_start says background work runs on between calls, and it does', { 
     const a = await cell(conn, id, 'bash', '(while :; do echo . >> /tmp/ticks; sleep 0.1; done) >/dev/null 2>&1 &\necho started');
     assert.equal(seen(a, id).stdout, 'started\n');
     const b = await cell(conn, id, 'bash', 'wc -l < /tmp/ticks');
-    await sleep(1500);
+    // stretched on a slower machine (the systemd VM under emulation: 3 ticks in 1.5 s there)
+    await sleep(1500 * SLOW);
     const c = await cell(conn, id, 'bash', 'wc -l < /tmp/ticks');
     const n1 = Number(seen(b, id).stdout), n2 = Number(seen(c, id).stdout);
     assert.ok(n2 >= n1 + 5, `the background loop ran between the calls (${n1} then ${n2} ticks)`);
