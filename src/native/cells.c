@@ -467,6 +467,19 @@ static void cells_usage(struct sandbox *sb, struct run_result *res)
                 not_measured(&res->usage.pids_peak, why);
                 return;
         }
+        /* The kernel counts an OOM kill in memory.events after it sends the SIGKILL: a cell
+         * whose interpreter died at the cap can be read before the count (seen in the systemd
+         * VM under emulation: "the session's interpreter exited" at mem_peak 64.0 MiB). With
+         * the peak at the limit, read again for up to 500 ms. */
+        for (int i = 0; i < 25 && !now.oom_killed && now.mem_limit_bytes &&
+                        now.usage.mem_peak_bytes.measured &&
+                        now.usage.mem_peak_bytes.value + (1u << 20) >= now.mem_limit_bytes;
+             i++) {
+                struct run_result again = {0};
+                usleep(20000);
+                if (native_cgroup_read(&sb->cg, sb->cfg, &again) && again.oom_killed)
+                        now.oom_killed = true;
+        }
         res->usage.cpu_us = now.usage.cpu_us;
         if (now.usage.cpu_us.measured) {
                 uint64_t total = now.usage.cpu_us.value;
