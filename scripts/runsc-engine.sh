@@ -19,7 +19,9 @@
 # RUNSC_ENGINE_RUN (/run/vestibule-runsc: the socket's folder), RUNSC_ENGINE_GROUP (the
 # socket's group; default the test user's, vestibule-test), RUNSC_ENGINE_IMAGES (the host
 # Docker images to load; default vestibule/python:bookworm vestibule/node:bookworm),
-# RUNSC_BIN (/usr/bin/runsc: Debian's `apt-get install runsc`).
+# RUNSC_BIN (/usr/bin/runsc: Debian's `apt-get install runsc`), RUNSC_OLD (optional: a runsc
+# whose statx refuses AT_NO_AUTOMOUNT, Debian 12's, registered as runsc-old for the server's
+# refusal of it).
 # Sources: dockerd(8) (--add-runtime, --containerd-namespace), gvisor.dev/docs/user_guide/quick_start/docker/.
 set -euo pipefail
 dir=${RUNSC_ENGINE_DIR:-/var/tmp/vestibule-runsc}
@@ -52,8 +54,13 @@ start() {
                 # Docker gives a NetworkMode none container none runsc accepts ("cannot run with
                 # network enabled in root network namespace"): --network=none, loopback only
                 # runsc-netns, registered without it: the control for the server's refusal
-                printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}, "runsc-netns": {"path": "%s"}}}\n' \
-                        "$runsc" "$runsc" >"$dir/daemon.json"
+                # runsc-old (RUNSC_OLD): the control for the server's refusal of a runsc that
+                # breaks ls (statx), when the stage found one
+                local old=""
+                [ -z "${RUNSC_OLD:-}" ] || [ ! -x "$RUNSC_OLD" ] ||
+                        old=$(printf ', "runsc-old": {"path": "%s", "runtimeArgs": ["--network=none"]}' "$RUNSC_OLD")
+                printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}, "runsc-netns": {"path": "%s"}%s}}\n' \
+                        "$runsc" "$runsc" "$old" >"$dir/daemon.json"
                 # setsid: the daemon outlives this shell; its own containerd namespace keeps its
                 # containers apart from the host daemon's even if they shared a containerd
                 setsid /usr/sbin/dockerd --host "unix://$sock" --group "$group" \

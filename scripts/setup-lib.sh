@@ -60,6 +60,62 @@ vst_install_packages() {
         apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# vst_fetch_trixie DIR PKG...: download Debian 13 (trixie)'s PKG .debs into DIR/debs with a
+# private apt state under DIR (the host's apt sources are not changed), for hosts whose own
+# release ships a version too old (AppArmor 3, runsc 20221219). apt-get(8): download.
+# Returns apt-get's status; its messages go to stderr.
+vst_fetch_trixie() {
+        local dir=$1
+        shift
+        mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/debs" || return 1
+        echo "deb http://deb.debian.org/debian trixie main" >"$dir/sources.list"
+        local apt=(-o Dir::Etc::SourceList="$dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+                -o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir/cache"
+                -o APT::Sandbox::User=root)
+        apt-get "${apt[@]}" -qq update >&2 &&
+                (cd "$dir/debs" && apt-get "${apt[@]}" -qq download "$@" >&2)
+}
+
+# vst_runsc_date: the date part of the installed runsc's version (0.0~20221219.0 -> 20221219),
+# or 0 when runsc is not installed.
+vst_runsc_date() {
+        local v
+        v=$(runsc --version 2>/dev/null | sed -n 's/^runsc version [0-9.]*~\{0,1\}\([0-9]\{8\}\).*/\1/p')
+        echo "${v:-0}"
+}
+
+# vst_install_runsc_newer: as root, where the installed runsc is older than 2023 (Debian 12's
+# 0.0~20221219 answers statx with AT_NO_AUTOMOUNT with EINVAL, so coreutils' ls, stat and cp
+# fail in its sandboxes: src/gvisor/backend.c's probe refuses it), install Debian 13's runsc
+# package over it (one static binary, no dependencies). Prints what it did.
+vst_install_runsc_newer() {
+        local dir=${VST_RUNSC_DIR:-/var/tmp/vestibule-runsc-trixie}
+        if [ "$(vst_runsc_date)" -ge 20230101 ]; then
+                echo "runsc $(vst_runsc_date): new enough"
+                return 0
+        fi
+        rm -rf "$dir/debs"
+        vst_fetch_trixie "$dir" runsc || return 1
+        dpkg -i "$dir"/debs/runsc_*.deb >/dev/null || return 1
+        echo "runsc $(vst_runsc_date) installed from Debian 13 (the host's was older than 2023)"
+}
+
+# vst_runsc_old DIR: Debian 12's runsc (0.0~20221219, the one whose statx refuses
+# AT_NO_AUTOMOUNT), downloaded from the host's own apt sources and unpacked under DIR once, for
+# the tests that show such a runsc is refused (scripts/ci/stages/59-runsc.sh). Prints the
+# binary's path; status 1 when that version is not in the host's sources.
+vst_runsc_old() {
+        local dir=$1 v
+        if [ ! -x "$dir/root/usr/bin/runsc" ]; then
+                v=$(apt-cache madison runsc 2>/dev/null | awk -F' *[|] *' '$2 ~ /20221219/ {print $2; exit}')
+                [ -n "$v" ] || return 1
+                rm -rf "$dir" && mkdir -p "$dir" &&
+                        (cd "$dir" && apt-get -o APT::Sandbox::User=root -qq download "runsc=$v" >&2) &&
+                        dpkg-deb -x "$dir"/runsc_*.deb "$dir/root" || return 1
+        fi
+        echo "$dir/root/usr/bin/runsc"
+}
+
 # vst_node_ok: Node.js 20 or later is there (the MCP client SDK needs it).
 vst_node_ok() {
         local major

@@ -78,7 +78,12 @@ void engine_runtime_args(struct engine_state *st, json_object *rt)
 
 /* The tiny container: its kernel's name and first message, as the probe of the engine's
  * Sentry reads them. */
-static const char *const check_cmd[] = {"/bin/sh", "-c", "uname -r; dmesg 2>&1 | head -n 1", NULL};
+/* uname, the first kernel message (the Sentry's banner under runsc), and `ls -d /`: coreutils'
+ * ls calls statx(2) with AT_NO_AUTOMOUNT, which runsc 0.0~20221219 (Debian 12's) answers with
+ * EINVAL, so ls, stat and cp fail in every container it runs: such a runtime is refused. */
+static const char *const check_cmd[] = {
+    "/bin/sh", "-c",
+    "uname -r; dmesg 2>&1 | head -n 1; ls -d / >/dev/null 2>&1 || echo statx-broken", NULL};
 
 static json_object *check_body(const char *image, const char *runtime)
 {
@@ -207,6 +212,14 @@ int engine_runtime_check(struct engine_state *st, const char *image, char *ret_n
                 log_warning("%s (the next start's sweep removes it), ignoring", e2.msg);
         if (r < 0)
                 return r;
+        if (strstr(out, "statx-broken"))
+                return sbx_fail(err, ENOSYS,
+                                "the container runtime '%s' fails coreutils' ls in its "
+                                "containers (statx with AT_NO_AUTOMOUNT answered EINVAL, as "
+                                "runsc 0.0~20221219 does): install runsc 2023 or later (Debian "
+                                "13's package, or gVisor's own release), restart the engine, "
+                                "then retry",
+                                st->runtime);
         /* gVisor's Sentry: its banner is the first kernel message it shows; anything else is
          * named by the runtime alone (the grade claims no kernel it did not see) */
         if (strstr(out, "Starting gVisor"))

@@ -277,13 +277,18 @@ static void read_all(int fd, char *buf, size_t size)
         buf[len] = '\0';
 }
 
-/* One `uname -r` in a sandbox of @b: the Sentry's kernel release into @ret. The program's
- * stderr is read after its stdout: both are a line at most. */
+/* One `uname -r` in a sandbox of @b: the Sentry's kernel release into @ret; then `ls -d /`,
+ * which calls statx(2) with AT_NO_AUTOMOUNT as coreutils' ls, stat and cp all do. runsc
+ * 0.0~20221219 (Debian 12's) answers that flag with EINVAL, so those tools fail in every
+ * sandbox: such a runsc is refused, naming the version that fixed it (gVisor's statx accepts
+ * AT_NO_AUTOMOUNT since 2023: Debian 13 ships 0.0~20240729). The program's stderr is read
+ * after its stdout: both are a line or two at most. */
 static int probe_run(struct backend *b, char *ret, size_t size, struct sbx_error *err)
 {
         struct gvisor_state *s = b->state;
         _cleanup_(box_freep) struct gvisor_box *x = NULL;
-        static const char *const argv[] = {"/bin/uname", "-r", NULL};
+        static const char *const argv[] = {"/bin/sh", "-c", "uname -r && exec ls -d / >/dev/null",
+                                           NULL};
         char errbuf[512], fatal[400];
         int r, status;
 
@@ -300,6 +305,13 @@ static int probe_run(struct backend *b, char *ret, size_t size, struct sbx_error
         ret[strcspn(ret, "\n")] = '\0';
         if (gvisor_runsc_fatal(x->log, fatal, sizeof(fatal)))
                 return sbx_fail(err, EPERM, "runsc cannot run a rootless sandbox here: %s", fatal);
+        if (ret[0] && strstr(errbuf, "Invalid argument"))
+                return sbx_fail(
+                    err, ENOSYS,
+                    "this runsc (%s) answers statx(AT_NO_AUTOMOUNT) with EINVAL, so ls, "
+                    "stat and cp fail in its sandboxes: install runsc 2023 or later "
+                    "(Debian 13's package, or gVisor's own release), then retry",
+                    s->facts.version[0] ? s->facts.version : "unknown version");
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !ret[0])
                 return sbx_fail(err, EPERM,
                                 "runsc's test run (uname -r) failed (status 0x%x): %.200s",

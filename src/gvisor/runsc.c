@@ -267,11 +267,6 @@ int gvisor_runsc_facts(struct gvisor_runsc_facts *ret, struct sbx_error *err)
                                 "runsc (gVisor) is not installed: install it from your package "
                                 "sources (apt install runsc), then retry");
         }
-        /* No --platform flag is passed: runsc's default. This version (20221219) knows ptrace
-         * (default) and kvm; kvm needs /dev/kvm, which is root's on most hosts. */
-        snprintf(ret->platform, sizeof(ret->platform),
-                 "ptrace (runsc's default; no --platform "
-                 "given)");
         const char *argv[] = {ret->path, "--version", NULL};
         r = gvisor_runsc_capture(argv, 5000, out, sizeof(out), err);
         if (r < 0)
@@ -281,5 +276,14 @@ int gvisor_runsc_facts(struct gvisor_runsc_facts *ret, struct sbx_error *err)
                                 "'%s --version' answered '%.80s', not 'runsc version ...': "
                                 "reinstall it (apt install --reinstall runsc)",
                                 ret->path, out);
+        /* No --platform flag is passed: runsc's default, which was ptrace until gVisor made
+         * systrap the default in mid-2023 (gvisor.dev/docs/architecture_guide/platforms/);
+         * kvm needs /dev/kvm, root's on most hosts. The version's date tells which. */
+        const char *date = ret->version + strcspn(ret->version, "0123456789");
+        while (*date && strspn(date, "0123456789") < 8)
+                date += strspn(date, "0123456789"), date += strcspn(date, "0123456789");
+        bool systrap = strspn(date, "0123456789") >= 8 && strncmp(date, "20230601", 8) >= 0;
+        snprintf(ret->platform, sizeof(ret->platform), "%s (runsc's default; no --platform given)",
+                 systrap ? "systrap" : "ptrace");
         return 0;
 }

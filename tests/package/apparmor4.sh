@@ -23,13 +23,9 @@ exec 9>"$aa4/.lock"
 flock 9
 if [ ! -x "$aa4/root/usr/sbin/apparmor_parser" ]; then
         rm -rf "$aa4/root"
-        mkdir -p "$aa4/lists/partial" "$aa4/cache/archives/partial" "$aa4/debs" || exit 1
-        echo "deb http://deb.debian.org/debian trixie main" >"$aa4/sources.list"
-        apt=(-o Dir::Etc::SourceList="$aa4/sources.list" -o Dir::Etc::SourceParts=/nonexistent
-                -o Dir::State::Lists="$aa4/lists" -o Dir::Cache="$aa4/cache"
-                -o APT::Sandbox::User=root)
-        apt-get "${apt[@]}" -qq update >&2 &&
-                (cd "$aa4/debs" && apt-get "${apt[@]}" -qq download apparmor libc6 >&2) || exit 1
+        # shellcheck source=scripts/setup-lib.sh
+        . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/setup-lib.sh"
+        vst_fetch_trixie "$aa4" apparmor libc6 || exit 1
         # unpacked beside, then renamed: a half-unpacked root is never taken for a whole one
         rm -rf "$aa4/root.new"
         for d in "$aa4"/debs/*.deb; do dpkg-deb -x "$d" "$aa4/root.new" || exit 1; done

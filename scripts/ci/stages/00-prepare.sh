@@ -18,6 +18,10 @@ elif [ "$is_root" -eq 1 ]; then
                 record_fail "package installation"
                 finish
         }
+        # Debian 12's runsc breaks ls/stat/cp in its sandboxes (statx: setup-lib.sh); the gvisor
+        # stages need Debian 13's. Not fatal: without it those stages fail with the probe's reason.
+        step 300 "runsc from Debian 13 where the host's is older" vst_install_runsc_newer ||
+                record_fail "runsc: Debian 13's package could not be installed"
 else
         banner "packages: not root, using what is installed"
 fi

@@ -17,11 +17,12 @@
 # stage: e2e-runsc | build-release | run, sessions and warm on Docker with gVisor's runsc runtime (a second dockerd; root)
 RUNSC_GRADE="container (runtime runsc: gVisor's kernel in between)"
 
-# runsc_refusals BIN USER SOCK: a runtime the engine does not list, and runsc registered
-# without --network=none, are Blocked naming the fix; runsc itself runs (the control).
+# runsc_refusals BIN USER SOCK: a runtime the engine does not list, runsc registered without
+# --network=none, and Debian 12's runsc (runsc-old: statx breaks ls) are Blocked naming the
+# fix; runsc itself runs (the control).
 runsc_refusals() {
         local bin=$1 user=$2 sock=$3 rt out rc=0
-        for rt in nosuch runsc-netns runsc; do
+        for rt in nosuch runsc-netns runsc-old runsc; do
                 out=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME=/tmp/runsc-refusals \
                         DOCKER_HOST="unix://$sock" VESTIBULE_BACKEND=container VESTIBULE_IMAGE_SOURCE=debian \
                         VESTIBULE_CONTAINER_RUNTIME=$rt "$bin" run --language python -c 'print(6*7)' 2>&1 || true)
@@ -32,6 +33,10 @@ runsc_refusals() {
                 } ;;
                 runsc-netns) grep -q '^Blocked: .*--network=none.*daemon.json' <<<"$out" || {
                         echo "FAIL: runtime runsc-netns: $out"
+                        rc=1
+                } ;;
+                runsc-old) grep -q "^Blocked: .*runtime 'runsc-old' fails coreutils' ls.*statx.*2023 or later" <<<"$out" || {
+                        echo "FAIL: runtime runsc-old: $out"
                         rc=1
                 } ;;
                 runsc) if ! grep -q '^42$' <<<"$out" ||
@@ -74,6 +79,31 @@ runsc_bench() {
         done
 }
 
+# gvisor_old_runsc BIN USER OLD: the gvisor backend with Debian 12's runsc (OLD, bound over
+# /usr/bin/runsc in a mount namespace of this check's own) is Blocked naming statx and the
+# version to install; the installed runsc (the control) runs `ls -d /` with a gvisor grade.
+gvisor_old_runsc() {
+        local bin=$1 user=$2 old=$3 out rc=0
+        local run=(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME=/tmp TMPDIR=/tmp
+                VESTIBULE_BACKEND=gvisor VESTIBULE_ROOTFS_DIR="$images/rootfs"
+                "$bin" run --language bash -c 'ls -d /')
+        out=$(unshare -m sh -c 'mount --bind "$0" /usr/bin/runsc && exec "$@"' "$old" "${run[@]}" 2>&1 || true)
+        if grep -q '^Blocked: this runsc (0.0~20221219[^)]*) answers statx(AT_NO_AUTOMOUNT) with EINVAL.*2023 or later' <<<"$out"; then
+                echo "ok: Debian 12's runsc: $(grep '^Blocked' <<<"$out" | cut -c1-140)"
+        else
+                echo "FAIL: the gvisor backend with Debian 12's runsc: $out"
+                rc=1
+        fi
+        out=$("${run[@]}" 2>&1 || true)
+        if grep -qx / <<<"$out" && grep -q '^isolation: gvisor' <<<"$out"; then
+                echo "ok: the installed runsc ($(runsc --version | head -n 1)): ls -d / runs, $(grep '^isolation' <<<"$out" | cut -c1-60)"
+        else
+                echo "FAIL: the gvisor backend with the installed runsc: $out"
+                rc=1
+        fi
+        return "$rc"
+}
+
 stage_e2e_runsc() {
         local res rc=0 envs sock t0
         t0=$(date +%s)
@@ -86,7 +116,18 @@ stage_e2e_runsc() {
                 record_fail "e2e-runsc: no /usr/bin/runsc: run scripts/test.sh --only packages (apt-get install runsc)"
                 return 0
         fi
-        if ! step 600 "runsc engine: start" bash "$src/scripts/runsc-engine.sh" start ||
+        local old=""
+        old=$(vst_runsc_old /var/tmp/vestibule-runsc-old) ||
+                record_fail "e2e-runsc: Debian 12's runsc (0.0~20221219) could not be fetched from the host's apt sources"
+        if [ -n "$old" ]; then
+                if step 120 "gvisor backend: Debian 12's runsc refused (statx), the installed one runs ls (control)" \
+                        gvisor_old_runsc "$rel/vestibule-mcp" "$user" "$old"; then
+                        passed=$((passed + 1))
+                else
+                        record_fail "e2e-runsc: the gvisor backend's refusal of Debian 12's runsc, or its control"
+                fi
+        fi
+        if ! RUNSC_OLD=$old step 600 "runsc engine: start" bash "$src/scripts/runsc-engine.sh" start ||
                 ! step 120 "runsc engine: a kernel in between under runsc, the host's under runc (control)" \
                         bash "$src/scripts/runsc-engine.sh" check; then
                 record_fail "e2e-runsc: the engine did not start or its check failed"
