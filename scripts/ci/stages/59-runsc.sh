@@ -79,13 +79,13 @@ runsc_bench() {
         done
 }
 
-# gvisor_old_runsc BIN USER OLD: the gvisor backend with Debian 12's runsc (OLD, bound over
+# gvisor_old_runsc BIN USER OLD ROOTFS: the gvisor backend with Debian 12's runsc (OLD, bound over
 # /usr/bin/runsc in a mount namespace of this check's own) is Blocked naming statx and the
 # version to install; the installed runsc (the control) runs `ls -d /` with a gvisor grade.
 gvisor_old_runsc() {
-        local bin=$1 user=$2 old=$3 out rc=0
+        local bin=$1 user=$2 old=$3 rootfs=$4 out rc=0
         local run=(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME=/tmp TMPDIR=/tmp
-                VESTIBULE_BACKEND=gvisor VESTIBULE_ROOTFS_DIR="$images/rootfs"
+                VESTIBULE_BACKEND=gvisor VESTIBULE_ROOTFS_DIR="$rootfs"
                 "$bin" run --language bash -c 'ls -d /')
         out=$(unshare -m sh -c 'mount --bind "$0" /usr/bin/runsc && exec "$@"' "$old" "${run[@]}" 2>&1 || true)
         if grep -q '^Blocked: this runsc (0.0~20221219[^)]*) answers statx(AT_NO_AUTOMOUNT) with EINVAL.*2023 or later' <<<"$out"; then
@@ -121,7 +121,7 @@ stage_e2e_runsc() {
                 record_fail "e2e-runsc: Debian 12's runsc (0.0~20221219) could not be fetched from the host's apt sources"
         if [ -n "$old" ]; then
                 if step 120 "gvisor backend: Debian 12's runsc refused (statx), the installed one runs ls (control)" \
-                        gvisor_old_runsc "$rel/vestibule-mcp" "$user" "$old"; then
+                        gvisor_old_runsc "$rel/vestibule-mcp" "$user" "$old" "$images/rootfs"; then
                         passed=$((passed + 1))
                 else
                         record_fail "e2e-runsc: the gvisor backend's refusal of Debian 12's runsc, or its control"
