@@ -3,7 +3,8 @@
  * newline-delimited JSON-RPC messages relayed unchanged both ways between our stdin/stdout (the
  * client) and the server's. Additions: one notifications/message with the grade right after the
  * server's initialize result, and one stderr line and audit record pair per tools/call the
- * client sends (wrap_audit.c). Transport:
+ * client sends (wrap_audit.c); a tools/call whose record cannot be written is answered with a
+ * JSON-RPC error instead of relayed (fail closed). Transport:
  * https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#stdio ; the log
  * notification: .../server/utilities/logging. docs/run-command.md. */
 #include <errno.h>
@@ -49,7 +50,8 @@ static const char mcp_wrap_help[] =
     "logger \"vestibule\") with the isolation grade; each tools/call the client sends is logged\n"
     "on stderr as \"vestibule: mcp wrap: NAME tools/call TOOL\" and recorded in the audit log\n"
     "(`vestibule-mcp audit`: \"mcp wrap NAME\", the tool, its arguments and the answer's\n"
-    "outcome; the server's own run as \"run --\").\n"
+    "outcome; the server's own run as \"run --\"). A tools/call whose audit record cannot be\n"
+    "written is not relayed: the client gets a JSON-RPC error naming the fix.\n"
     "\n"
     "  --allow DIR          read-write for the server (repeatable; default: the current dir)\n"
     "  --allow-read PATH    read-only for the server (repeatable)\n"
@@ -90,6 +92,7 @@ struct wrap {
         int pidfd;
         int done_fd;              /* an eventfd each thread bumps when its direction ends */
         struct wrap_audit *audit; /* tools/call into the audit log (wrap_audit.h) */
+        pthread_mutex_t out_mu;   /* whole lines to the client: the server's, and our refusals */
 };
 
 static int wrap_fail(int code, const char *fmt, const char *arg)
@@ -151,7 +154,37 @@ static int tell_grade(struct wrap *w)
                                   o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
         w->told = true;
+        pthread_mutex_lock(&w->out_mu);
         r = write_all(w->s2c.out, msg, strlen(msg));
+        pthread_mutex_unlock(&w->out_mu);
+        return r;
+}
+
+/* One whole line of @d: to its reader, or (a tools/call whose audit record failed) answered
+ * to the client with wrap_audit_request()'s refusal in its place. Return 0 or -errno of the
+ * write to @d's reader. */
+static int pass_line(struct wrap *w, struct wrap_dir *d, const char *line, size_t n)
+{
+        _cleanup_free_ char *refusal = NULL;
+        bool init;
+        int r;
+
+        if (d == &w->c2s) {
+                wrap_audit_request(w->audit, line, n, &refusal);
+                if (!refusal)
+                        return write_all(d->out, line, n);
+                pthread_mutex_lock(&w->out_mu);
+                (void)write_all(w->s2c.out, refusal, strlen(refusal)); /* the client gone: EOF */
+                pthread_mutex_unlock(&w->out_mu);
+                return 0;
+        }
+        wrap_audit_response(w->audit, line, n);
+        init = !w->told && is_init_result(line, n);
+        pthread_mutex_lock(&w->out_mu);
+        r = write_all(d->out, line, n);
+        pthread_mutex_unlock(&w->out_mu);
+        if (r == 0 && init)
+                r = tell_grade(w);
         return r;
 }
 
@@ -169,14 +202,7 @@ static int flush_lines(struct wrap *w, struct wrap_dir *d)
 
                 if (!nl && !d->eof)
                         break;
-                if (d == &w->c2s)
-                        wrap_audit_request(w->audit, d->buf + done, n);
-                else
-                        wrap_audit_response(w->audit, d->buf + done, n);
-                bool init = d == &w->s2c && !w->told && is_init_result(d->buf + done, n);
-                r = write_all(d->out, d->buf + done, n);
-                if (r == 0 && init)
-                        r = tell_grade(w);
+                r = pass_line(w, d, d->buf + done, n);
                 done += n;
         }
         memmove(d->buf, d->buf + done, d->len - done);
@@ -350,7 +376,7 @@ static int wrap_start(int argc, char **argv, const char *name)
 {
         char grade[320];
         int in[2], out[2];
-        struct wrap w = {.name = name, .grade = grade};
+        struct wrap w = {.name = name, .grade = grade, .out_mu = PTHREAD_MUTEX_INITIALIZER};
 
         wrap_grade(grade, sizeof(grade));
         w.audit = wrap_audit_open(name, grade); /* lives until the process exits with the threads */

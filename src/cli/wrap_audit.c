@@ -43,8 +43,7 @@ struct wrap_audit *wrap_audit_open(const char *name, const char *grade)
         pthread_mutex_init(&a->mu, NULL);
         if (config_load(&cfg, &err) < 0 || cfg->invalid || audit_open(cfg, &a->log, &err) < 0)
                 fprintf(stderr,
-                        "vestibule: mcp wrap: no audit log (%s): tools/call is logged on "
-                        "stderr only\n",
+                        "vestibule: mcp wrap: no audit log (%s): every tools/call is refused\n",
                         cfg && cfg->invalid ? cfg->invalid_msg : err.msg);
         config_free(cfg);
         return a;
@@ -74,12 +73,37 @@ static void remember(struct wrap_audit *a, json_object *rpc_id, const char *audi
         pthread_mutex_unlock(&a->mu);
 }
 
-void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len)
+/* The JSON-RPC error line that answers the request @id in place of the server: its record
+ * could not be written (@why). */
+static char *refusal(const struct wrap_audit *a, json_object *id, const char *tool,
+                     const char *why)
 {
-        json_object *o, *m, *p = NULL, *n, *args = NULL, *id;
+        json_object *o = json_object_new_object(), *e = json_object_new_object();
+        _cleanup_free_ char *msg = xasprintf(
+            "vestibule: tools/call %s was not sent to %s: its audit record was %s (%s), and "
+            "nothing runs unrecorded; free the disk or fix VESTIBULE_AUDIT_DIR (it must be "
+            "writable), then call again",
+            tool, a->name, why, a->log ? audit_path(a->log) : "no audit log");
+        char *line;
+
+        json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(o, "id", json_object_get(id));
+        json_object_object_add(e, "code", json_object_new_int(-32603));
+        json_object_object_add(e, "message", json_object_new_string(msg));
+        json_object_object_add(o, "error", e);
+        line = xasprintf("%s\n", json_object_to_json_string_ext(
+                                     o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+        return line;
+}
+
+void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len, char **ret_refusal)
+{
+        json_object *o, *m, *p = NULL, *n, *args = NULL, *id = NULL;
         const char *tool = "?";
         char aid[33], note[256] = "";
 
+        *ret_refusal = NULL;
         if (!memmem(line, len, "tools/call", 10))
                 return;
         o = parse(line, len);
@@ -93,17 +117,29 @@ void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len)
                 tool = json_object_get_string(n);
         if (p)
                 json_object_object_get_ex(p, "arguments", &args);
+        (void)json_object_object_get_ex(o, "id", &id);
         fprintf(stderr, "vestibule: mcp wrap: %s tools/call %s\n", a->name, tool);
-        if (a->log) {
+        if (!a->log) {
+                snprintf(note, sizeof(note), "%s", "not recorded (the log could not be opened)");
+        } else {
                 _cleanup_free_ char *text = xasprintf(
                     "%s %s", tool,
                     args ? json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN) : "{}");
                 audit_host_start(a->log, a->what, 0, "native", text, strlen(text), aid, note,
                                  sizeof(note));
+        }
+        if (note[0] && strcmp(note, AUDIT_NOTE_UNCONFIRMED) != 0) {
+                /* fail closed: the call never reaches the server (tests/adversarial/server.md) */
+                fprintf(stderr,
+                        "vestibule: mcp wrap: the audit record of %s was %s: refused, not "
+                        "relayed\n",
+                        tool, note);
+                *ret_refusal = id ? refusal(a, id, tool, note) : xstrdup("");
+        } else {
                 if (note[0])
-                        fprintf(stderr, "vestibule: mcp wrap: the audit record of %s was %s\n",
+                        fprintf(stderr, "vestibule: mcp wrap: the audit record of %s is %s, relayed\n",
                                 tool, note);
-                else if (json_object_object_get_ex(o, "id", &id))
+                if (id)
                         remember(a, id, aid);
         }
         json_object_put(o);

@@ -19,9 +19,17 @@ struct wrap_audit;
  */
 struct wrap_audit *wrap_audit_open(const char *name, const char *grade);
 
-/** wrap_audit_request() - @line (@len bytes, one JSON-RPC message from the client): when it is
- * a tools/call request, one stderr line and its start record (waits for the disk, <= 2 s). */
-void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len);
+/**
+ * wrap_audit_request() - @line (@len bytes, one JSON-RPC message from the client): when it is
+ * a tools/call request, one stderr line and its start record (waits for the disk, <= 2 s).
+ * Fail closed: a tools/call whose start record could not be written (no log, a write that
+ * failed; a record the disk has only not confirmed within 2 s is queued and counts as written)
+ * must not reach the server.
+ * @ret_refusal: NULL when @line may be relayed; else a new JSON-RPC error response line (ending
+ * in a newline, the request's id, code -32603, a message naming the fix) to send to the client
+ * in its place, or "" for a tools/call without an id (nothing to answer); free() it.
+ */
+void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len, char **ret_refusal);
 
 /** wrap_audit_response() - @line from the server: when it answers a recorded request, that
  * request's end record. */

@@ -9,6 +9,10 @@
 //        must be the same.
 //   node mcp-wrap-client.mjs hostile VESTIBULE NPMDIR DIR plain|wrapped - one exfil call; prints
 //        its result JSON on a line "RESULT {...}".
+//   node mcp-wrap-client.mjs auditfail VESTIBULE NPMDIR DIR AUDITDIR - the hostile server wrapped:
+//        one exfil call answered (the control), then AUDITDIR's files removed and AUDITDIR made
+//        read-only (0500), and one more exfil call must be answered with a JSON-RPC error that
+//        names the fix (fail closed), not relayed; AUDITDIR is made 0700 again.
 // Lines "ok ..." / "FAIL ..."; exit 1 on any FAIL.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -121,8 +125,31 @@ async function hostileMode() {
   }
 }
 
+async function auditFailMode() {
+  const fs = await import('node:fs');
+  const srv = [path.join(npm, 'hostile-server.mjs')];
+  const { client } = await open(...wrapArgs(srv));
+  try {
+    const r = await client.callTool({ name: 'exfil', arguments: {} });
+    if (r.content?.[0]?.text?.includes('"key"')) ok('control: a tools/call with the audit log writable is relayed and answered');
+    else bad('control: first call', JSON.stringify(r));
+    for (const f of fs.readdirSync(arg)) fs.rmSync(path.join(arg, f), { force: true });
+    fs.chmodSync(arg, 0o500);
+    try {
+      const r2 = await client.callTool({ name: 'exfil', arguments: {} });
+      bad('a tools/call whose audit record fails', `relayed and answered: ${JSON.stringify(r2).slice(0, 200)}`);
+    } catch (e) {
+      if (e.code === -32603 && /audit record/.test(e.message) && /VESTIBULE_AUDIT_DIR/.test(e.message)) ok(`a tools/call whose audit record fails gets a JSON-RPC error naming the fix: ${e.message.slice(0, 150)}...`);
+      else bad('a tools/call whose audit record fails', `${e.code} ${e.message}`);
+    }
+  } finally {
+    fs.chmodSync(arg, 0o700);
+    await client.close();
+  }
+}
+
 try {
-  await ({ fs: fsMode, everything: everythingMode }[mode] ?? hostileMode)();
+  await ({ fs: fsMode, everything: everythingMode, auditfail: auditFailMode }[mode] ?? hostileMode)();
 } catch (e) {
   bad(mode, e.stack);
 }

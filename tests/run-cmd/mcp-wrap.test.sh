@@ -116,6 +116,19 @@ grep -qE "run --  ok \(exit code 0\)  wall .*isolation: native.*\| [^ ]*node [^ 
         ok "the audit log has the wrapped server's run, its grade and usage" ||
         { bad "no run of the wrapped server in the audit log"; sed 's/^/     | /' "$base/audit.out" | tail -8; }
 
+# 2b. Fail closed: a tools/call whose audit record cannot be written is answered with a JSON-RPC
+# error, never relayed (before: relayed, said on stderr only). The control call before it is
+# relayed; the server's own stderr line counts the calls that reached it.
+out=$(as_user node "$npmdir/mcp-wrap-client.mjs" auditfail "$vm" "$npmdir" "$proj" "$home/.vestibule/audit" 2>"$base/auditfail.err")
+rc=$?
+echo "$out"
+pass=$((pass + $(grep -c '^ok' <<<"$out")))
+[ $rc = 0 ] || bad "audit failure through the wrap (stderr: $(tail -5 "$base/auditfail.err"))"
+reached=$(grep -c 'hostile-server: exfil called' "$base/auditfail.err")
+[ "$reached" = 1 ] && ok "  ... the refused call never reached the server (1 call there: the control)" ||
+        bad "calls that reached the server: $reached, want 1"
+grep -q 'refused, not relayed' "$base/auditfail.err" && ok "  ... and the wrap says so on stderr" || bad "no stderr line for the refused call"
+
 # 3. The exit-code contract and the ends of the relay, with sh as the server.
 expect_code() {
         local want=$1 name=$2 got
