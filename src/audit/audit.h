@@ -133,11 +133,15 @@ struct audit_host_end {
         int exit_code; /* the exit-code contract of `run --` (128+N for a signal) */
         uint64_t wall_ms, cpu_us, mem_peak_bytes;
         const char *isolation, *blocked; /* the grade; the calls the filter refused */
+        const char *tried; /* what the command tried that the sandbox watches: "open PATH"
+                            * (a secret's path), "connect HOST:PORT", "proxy refused HOST:PORT
+                            * (reason)", "left N tasks, killed: NAMES" (src/native/hostrun.h);
+                            * `vestibule-mcp audit` shows it after "tried: " */
 };
 
 /** audit_host_end() - the end record for @id (from audit_host_start()): the same field names
  * as audit_end()'s (outcome, exit_code, wall_ms, cpu_us, mem_peak_bytes, isolation,
- * blocked_syscalls). Failure -> @note as for audit_start(). */
+ * blocked_syscalls), and "tried". Failure -> @note as for audit_start(). */
 void audit_host_end(struct audit_log *log, const char *id, const struct audit_host_end *e,
                     char *note, size_t note_size);
 

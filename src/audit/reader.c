@@ -291,6 +291,11 @@ static void print_call(struct sbx_buf *b, const struct audit_call *c)
                         (void)sbx_buf_puts(b, "  blocked syscalls: ");
                         sb_term(b, s, len);
                 }
+                s = jstr(c->end, "tried", &len);
+                if (s && len) {
+                        (void)sbx_buf_puts(b, "  tried: ");
+                        sb_term(b, s, len);
+                }
         }
         if (c->start || c->blocked) {
                 (void)sbx_buf_puts(b, "  | ");

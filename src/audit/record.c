@@ -418,6 +418,10 @@ void audit_host_end(struct audit_log *log, const char *id, const struct audit_ho
                 (void)sbx_buf_puts(&b, ",\"blocked_syscalls\":");
                 sb_json_cstr(&b, e->blocked);
         }
+        if (e->tried && e->tried[0]) {
+                (void)sbx_buf_puts(&b, ",\"tried\":");
+                sb_json_cstr(&b, e->tried);
+        }
         (void)sbx_buf_puts(&b, "}\n");
         audit_submit(log, b.data, b.len, note, note_size);
 }

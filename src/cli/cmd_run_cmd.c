@@ -511,6 +511,8 @@ static void print_summary(const struct native_host_result *res, int code)
                 code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0,
                 (double)res->cpu_us / 1e6, (unsigned long long)(res->maxrss_kb / 1024),
                 res->blocked[0] ? "; blocked: " : "", res->blocked);
+        if (res->tried[0])
+                fprintf(stderr, "vestibule: tried: %s\n", res->tried);
 }
 
 /* The exit code of a native_host_run() that returned @r, the errors and (unless @quiet) the
@@ -531,13 +533,31 @@ static int run_code_of(int r, const struct native_host_result *res, const struct
         return res->exit_code;
 }
 
+/* The paths whose opening the run's audit names (hostrun.h, native_host_req.watch): the masks,
+ * and the secrets list's home and system entries (the home is empty, so ~/.ssh/id_ed25519 is
+ * not there at all, but a read of it is still what a hostile program tries) unless an
+ * --allow-read or --allow opens them to the command. */
+static char **watch_list(const struct run_cmd_opts *o, const struct config_secrets *sec,
+                         char **masks)
+{
+        char **lists[] = {masks, sec->home, sec->paths}, **w = NULL;
+        size_t n = 0;
+
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+                for (size_t i = 0; lists[l] && lists[l][i]; i++)
+                        if (l == 0 || (!under_list(o->allow_read, lists[l][i]) &&
+                                       !under_list(o->allow, lists[l][i])))
+                                push(&w, &n, xstrdup(lists[l][i]));
+        return w;
+}
+
 /* The run itself, once the options are resolved. */
 static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, char **argv,
                         const struct config_secrets *sec, int sfd, struct native_host_result *res)
 {
         _cleanup_free_ char *exe = find_exe(argv[o->cmd_at]);
         _cleanup_free_ char *cwd = getcwd(NULL, 0);
-        char **masks = NULL, **env = NULL, **writable = NULL, **ro = NULL;
+        char **masks = NULL, **env = NULL, **writable = NULL, **ro = NULL, **watch = NULL;
         size_t n_masks = 0, n_writable = 0, n_ro = 0;
         struct sbx_error err = {0};
         static const char *const none[] = {NULL};
@@ -554,6 +574,7 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         const char *home = private_home(o, config_host_var("HOME"));
         for (size_t i = 0; o->allow[i]; i++)
                 push(&writable, &n_writable, xstrdup(o->allow[i]));
+        watch = watch_list(o, sec, masks);
         if (home)
                 push(&writable, &n_writable, xstrdup(home));
         env = build_env(sec, o->env, net == 1);
@@ -571,6 +592,7 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
             .envp = (const char *const *)env,
             .timeout_ms = o->timeout ? strtoull(o->timeout, NULL, 10) * 1000 : 0,
             .egress = net == 1,
+            .watch = (const char *const *)watch,
             .cancel_fd = sfd,
         };
         /* a terminal: the command gets a pty of its own, relayed, never the user's (red team
@@ -590,6 +612,7 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         config_strv_free(ro);
         config_strv_free(env);
         config_strv_free(writable);
+        config_strv_free(watch);
         return code;
 }
 

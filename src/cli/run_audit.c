@@ -81,6 +81,7 @@ void run_audit_end(struct run_audit *a, int code, const struct native_host_resul
                 e.mem_peak_bytes = res->maxrss_kb * 1024;
                 e.isolation = res->grade;
                 e.blocked = res->blocked;
+                e.tried = res->tried;
         }
         audit_host_end(a->log, a->id, &e, note, sizeof(note));
         if (note[0])

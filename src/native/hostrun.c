@@ -82,7 +82,7 @@ static int host_prepare(const struct sbx_config *cfg, struct host_run *h,
                         return r;
                 h->have_cg = true;
         }
-        r = native_filter_build(&h->filter, err);
+        r = native_filter_build_host(&h->filter, err);
         if (r < 0)
                 return r;
         h->have_filter = true;
@@ -96,7 +96,41 @@ static int host_prepare(const struct sbx_config *cfg, struct host_run *h,
         return 0;
 }
 
-static void host_done(struct host_run *h)
+/* The port of EGRESS_PROXY_URL ("http://127.0.0.1:PORT"): connects to it are the proxy's. */
+static uint16_t host_proxy_port(void)
+{
+        const char *colon = strrchr(EGRESS_PROXY_URL, ':');
+
+        return colon ? (uint16_t)atoi(colon + 1) : 0;
+}
+
+/* Append ", @what" (or @what) to @ret->tried when it fits. */
+static void tried_add(struct native_host_result *ret, const char *what)
+{
+        size_t len = strlen(ret->tried);
+
+        if (len + strlen(what) + 3 < sizeof(ret->tried))
+                native_strf(ret->tried + len, sizeof(ret->tried) - len, "%s%s", len ? ", " : "",
+                            what);
+}
+
+/* The proxy's refusals into @ret->tried. */
+static void tried_egress(const struct run_egress *eg, struct native_host_result *ret)
+{
+        char what[400];
+
+        for (size_t i = 0; ret && i < eg->n_entries; i++) {
+                const struct run_egress_entry *e = &eg->entries[i];
+                if (e->allowed)
+                        continue;
+                native_strf(what, sizeof(what), "proxy refused %.256s:%u (%s)", e->host,
+                            e->port, e->reason ? e->reason : "refused");
+                tried_add(ret, what);
+        }
+}
+
+/* Release what @h holds; @ret (NULL: a run that did not start) gets the proxy's refusals. */
+static void host_done(struct host_run *h, struct native_host_result *ret)
 {
         struct run_result res = {0};
 
@@ -104,6 +138,7 @@ static void host_done(struct host_run *h)
                 native_notify_finish(&h->notify, &res);
         if (h->egress) {
                 egress_session_finish(TAKE_PTR(h->egress), &res.egress);
+                tried_egress(&res.egress, ret);
                 run_result_done(&res);
         }
         native_sandbox_hand_close(&h->sb);
@@ -144,7 +179,7 @@ static int host_spawn(const struct sbx_config *cfg, const struct native_host_req
             .host_gid = root ? cfg->run_as_gid : getgid(),
             .host_root = root,
             .cgroup_fd = h->limits.path == NATIVE_LIMITS_DELEGATED ? h->cg.dir_fd : -1,
-            .count_tasks = h->limits.path == NATIVE_LIMITS_NONE,
+            .count_tasks = true, /* also names the processes left (the result's tried) */
             .envp = req->envp,
             .egress = req->egress,
             .host_view = &req->view,
@@ -163,8 +198,8 @@ static int host_spawn(const struct sbx_config *cfg, const struct native_host_req
                 if (r < 0)
                         return r;
         }
-        r = native_notify_start(&h->notify, TAKE_FD(h->sb.listener_fd), h->sb.sync_fd, NULL, NULL,
-                                err);
+        r = native_notify_start_watch(&h->notify, TAKE_FD(h->sb.listener_fd), h->sb.sync_fd,
+                                      req->watch, req->egress ? host_proxy_port() : 0, err);
         h->notify_on = r == 0 || h->notify.stop_fd >= 0;
         if (r < 0)
                 return r;
@@ -225,6 +260,25 @@ static int host_wait(const struct native_host_req *req, struct host_run *h, uint
         }
 }
 
+/* What the supervisor saw the command try, and the processes it left, into @ret->tried. */
+static void host_tried(const struct native_notify *n, struct native_host_result *ret)
+{
+        char what[200];
+
+        native_strf(ret->tried, sizeof(ret->tried), "%s", n->tried);
+        if (n->tried_unlisted) {
+                native_strf(what, sizeof(what), "+%u more", n->tried_unlisted);
+                tried_add(ret, what);
+        }
+        /* init and the program itself (a zombie then) are in the count */
+        if (n->tasks_at_end > 2) {
+                native_strf(what, sizeof(what), "left %d task%s, killed: %s",
+                            n->tasks_at_end - 2, n->tasks_at_end == 3 ? "" : "s",
+                            n->left[0] ? n->left : "threads of the command");
+                tried_add(ret, what);
+        }
+}
+
 /* The end: reap init (its rusage covers every process of the run) and read the command's
  * status as init reported it. */
 static int host_finish(struct host_run *h, int waited, int sig, struct native_host_result *ret,
@@ -248,6 +302,7 @@ static int host_finish(struct host_run *h, int waited, int sig, struct native_ho
         status = h->notify.status;
         exec_failed = h->notify.exec_failed;
         native_strf(ret->blocked, sizeof(ret->blocked), "%s", h->notify.names);
+        host_tried(&h->notify, ret);
         if (exec_failed) {
                 *err = h->notify.exec_err;
                 ret->exit_code = err->code == ENOENT ? 127 : 126;
@@ -287,7 +342,7 @@ int native_host_run(const struct sbx_config *cfg, const struct native_host_req *
                         while (waitpid(h.sb.pid, NULL, 0) < 0 && errno == EINTR)
                                 ;
                 }
-                host_done(&h);
+                host_done(&h, NULL);
                 return r;
         }
         r = host_wait(req, &h, start_ms, &sig);
@@ -301,6 +356,6 @@ int native_host_run(const struct sbx_config *cfg, const struct native_host_req *
         }
         r = host_finish(&h, r, sig, ret, err);
         ret->wall_ms = sbx_now_ms() - start_ms;
-        host_done(&h);
+        host_done(&h, ret);
         return r;
 }

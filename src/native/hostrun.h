@@ -47,6 +47,8 @@ struct native_host_req {
         const char *const *envp; /* its environment (the secrets already taken out) */
         uint64_t timeout_ms;     /* 0 = none */
         bool egress;             /* network through the allowlist proxy (cfg->egress) */
+        const char *const *watch; /* absolute paths (the secrets' and the masks'): an open of one
+                                   * or beneath it is named in the result's @tried; NULL = none */
         int cancel_fd; /* a signalfd of SIGINT/SIGTERM/SIGHUP (forwarded to the command, which
                         * has 2 s to end, then the sandbox is killed) and SIGWINCH (forwarded),
                         * or -1 */
@@ -63,6 +65,11 @@ struct native_host_result {
         uint64_t cpu_us;    /* user + system of the whole sandbox (init's children included) */
         uint64_t maxrss_kb; /* the largest resident set of any of its processes */
         char blocked[512];  /* calls the seccomp filter refused and reported, "" = none */
+        char tried[1536];   /* what the command tried, "" = nothing: "open PATH" (a watched path,
+                             * seen by the seccomp supervisor, native_notify_start_watch()),
+                             * "connect HOST:PORT" (any address but the proxy's), "proxy
+                             * refused HOST:PORT (reason)", "left N processes, killed: NAMES"
+                             * (alive when the command ended; init killed them) */
 };
 
 /**

@@ -58,6 +58,15 @@ struct native_filter {
  */
 int native_filter_build(struct native_filter *ret, struct sbx_error *err);
 
+/**
+ * native_filter_build_host() - native_filter_build() for `run -- CMD` (hostrun.c): the same
+ * profile, but open, openat, openat2 and connect go to the supervisor too, which records the
+ * ones that name a watched path or an address and lets each through unchanged
+ * (native_notify_start_watch()). Costs one round trip to the supervisor per open.
+ * Return: as native_filter_build().
+ */
+int native_filter_build_host(struct native_filter *ret, struct sbx_error *err);
+
 /** native_filter_done() - free what @f holds. */
 void native_filter_done(struct native_filter *f);
 
@@ -90,6 +99,15 @@ struct native_notify {
         uint64_t status_us; /* when that report arrived (sbx_trace_now_us()), for the trace */
         bool exec_failed;   /* the program could not be executed: exec_err says why */
         struct sbx_error exec_err;
+        /* native_notify_start_watch() only: */
+        bool watching;            /* open/openat/openat2/connect come here too (let through) */
+        const char *const *watch; /* absolute paths whose opening (or beneath) is recorded */
+        int watch_nr[4];          /* open, openat, openat2, connect here (-1: not on this arch) */
+        uint32_t watch_arch;      /* seccomp_arch_native(): the arch those numbers are of */
+        uint16_t skip_port;       /* a connect to 127.0.0.1:@skip_port (the proxy) not recorded */
+        char tried[1024];         /* "open /home/u/.ssh/id_ed25519, connect 10.0.0.1:443" */
+        unsigned tried_unlisted;  /* attempts whose text no longer fit in @tried */
+        char left[128];           /* names of the processes left when the program ended */
 };
 
 /**
@@ -100,6 +118,20 @@ struct native_notify {
  */
 int native_notify_start(struct native_notify *n, int listener_fd, int sync_fd,
                         void (*on_exit)(void *ud), void *on_exit_ud, struct sbx_error *err);
+
+/**
+ * native_notify_start_watch() - native_notify_start() for a filter of
+ * native_filter_build_host(): each open of a path in @watch (absolute, NULL-ended, borrowed
+ * until native_notify_finish(); NULL = none) or beneath it, and each connect's address (IPv4,
+ * IPv6, unix; 127.0.0.1:@skip_port left out, 0 = none), is recorded in @n->tried (unique,
+ * first-seen order) and let through unchanged. The supervisor never closes its listener at
+ * the reporting cap (every open would then fail with ENOSYS). Best effort by nature: the path
+ * is read from the caller's memory, which another of its threads may change after; a symlink
+ * is not followed. The masks keep secrets out; this only names what was tried.
+ * Return: as native_notify_start().
+ */
+int native_notify_start_watch(struct native_notify *n, int listener_fd, int sync_fd,
+                              const char *const *watch, uint16_t skip_port, struct sbx_error *err);
 
 /**
  * native_notify_finish() - stop the thread (after the sandbox is gone), copy the names into
@@ -397,11 +429,14 @@ void native_sandbox_hand_close(struct native_sandbox *sb);
 /**
  * native_sandbox_read() - read one report of init from @sync_fd.
  * Return: 0 with *@ret_status (the program's wait status) and *@ret_tasks (the run's tasks
- * init counted before its final kill, -1 when it did not count: native_spawn.count_tasks), -ENOEXEC
+ * init counted before its final kill, -1 when it did not count: native_spawn.count_tasks) and
+ * @ret_left (the names of the processes left then besides init and the program, ", " between,
+ * "" when none or not counted), -ENOEXEC
  * when the program could not be executed (@err says why; @err->code is the exec's errno),
  * -ENODATA on EOF or anything else.
  */
-int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, struct sbx_error *err);
+int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, char ret_left[128],
+                        struct sbx_error *err);
 
 /** native_sandbox_release() - let init exit (it waits after reporting the program's end). */
 void native_sandbox_release(int sync_fd);

@@ -24,6 +24,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 
 #include "common/cleanup.h"
 #include "common/syscalls.h"
@@ -91,7 +96,19 @@ static int add_low32_split(scmp_filter_ctx ctx, int nr, unsigned arg, uint32_t v
         return 0;
 }
 
-int native_filter_build(struct native_filter *ret, struct sbx_error *err)
+/* Calls a host run's supervisor watches (native_filter_build_host()): sent to it, recorded
+ * when they name a secret or an address, then let through unchanged. */
+static const char *const watched_calls[] = {"open", "openat", "openat2", "connect", NULL};
+
+static bool is_watched(const char *name)
+{
+        for (size_t i = 0; watched_calls[i]; i++)
+                if (strcmp(watched_calls[i], name) == 0)
+                        return true;
+        return false;
+}
+
+static int filter_build(struct native_filter *ret, bool watch, struct sbx_error *err)
 {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         _cleanup_close_ int mfd = -1;
@@ -113,7 +130,9 @@ int native_filter_build(struct native_filter *ret, struct sbx_error *err)
         (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 
         for (size_t i = 0; i < sbx_sandbox_syscalls_n; i++) {
-                r = add_named(ctx, SCMP_ACT_ALLOW, sbx_sandbox_syscalls[i], err);
+                bool w = watch && is_watched(sbx_sandbox_syscalls[i]);
+                r = add_named(ctx, w ? SCMP_ACT_NOTIFY : SCMP_ACT_ALLOW, sbx_sandbox_syscalls[i],
+                              err);
                 if (r < 0)
                         return r;
         }
@@ -180,6 +199,16 @@ int native_filter_build(struct native_filter *ret, struct sbx_error *err)
         return 0;
 }
 
+int native_filter_build(struct native_filter *ret, struct sbx_error *err)
+{
+        return filter_build(ret, false, err);
+}
+
+int native_filter_build_host(struct native_filter *ret, struct sbx_error *err)
+{
+        return filter_build(ret, true, err);
+}
+
 void native_filter_done(struct native_filter *f)
 {
         if (!f)
@@ -191,24 +220,31 @@ void native_filter_done(struct native_filter *f)
 
 /* ---- the supervisor ------------------------------------------------------------------- */
 
-static void record(struct native_notify *n, const char *name)
+/* Add @name to the ", "-separated list @list (@size bytes) unless it is there; a list too
+ * full counts it in *@unlisted. */
+static void record_in(char *list, size_t size, unsigned *unlisted, const char *name)
 {
-        size_t len = strlen(n->names), nlen = strlen(name);
-        const char *p = n->names;
+        size_t len = strlen(list), nlen = strlen(name);
+        const char *p = list;
 
         /* unique: look for ", name," boundaries */
         while ((p = strstr(p, name))) {
-                bool start = p == n->names || (p >= n->names + 2 && p[-1] == ' ' && p[-2] == ',');
+                bool start = p == list || (p >= list + 2 && p[-1] == ' ' && p[-2] == ',');
                 bool end = p[nlen] == '\0' || p[nlen] == ',';
                 if (start && end)
                         return;
                 p += nlen;
         }
-        if (len + (len ? 2 : 0) + nlen + 1 > sizeof(n->names)) {
-                n->unlisted++; /* the line is full: the result says "+N more" */
+        if (len + (len ? 2 : 0) + nlen + 1 > size) {
+                (*unlisted)++; /* the line is full: the result says "+N more" */
                 return;
         }
-        snprintf(n->names + len, sizeof(n->names) - len, "%s%s", len ? ", " : "", name);
+        snprintf(list + len, size - len, "%s%s", len ? ", " : "", name);
+}
+
+static void record(struct native_notify *n, const char *name)
+{
+        record_in(n->names, sizeof(n->names), &n->unlisted, name);
 }
 
 static void name_of(const struct seccomp_notif *req, char *buf, size_t size)
@@ -231,7 +267,8 @@ static void on_sync(struct native_notify *n)
 {
         struct sbx_error e = {0};
         int status = 0, tasks = -1;
-        int r = native_sandbox_read(n->sync_fd, &status, &tasks, &e);
+        char left[128] = "";
+        int r = native_sandbox_read(n->sync_fd, &status, &tasks, left, &e);
         uint64_t at_us = sbx_trace_now_us();
 
         if (r == -ENOEXEC) {
@@ -251,6 +288,7 @@ static void on_sync(struct native_notify *n)
         n->have_status = true;
         n->status = status;
         n->tasks_at_end = tasks;
+        memcpy(n->left, left, sizeof(left));
         n->status_us = at_us;
         pthread_mutex_unlock(&n->lock);
         native_sandbox_release(n->sync_fd);
@@ -263,6 +301,162 @@ static void on_sync(struct native_notify *n)
         }
 }
 
+/* Up to @size - 1 bytes of the caller's memory at @addr into @buf (NUL-ended); the bytes read,
+ * or -1. /proc/PID/mem reads page by page and stops at the first unmapped one. The id is
+ * checked after the open, so a recycled pid's memory is never read (seccomp_unotify(2)). */
+static ssize_t peek(const struct native_notify *n, const struct seccomp_notif *req, uint64_t addr,
+                    char *buf, size_t size)
+{
+        size_t got = 0;
+
+        /* process_vm_readv(2) stops at an unmapped page: read up to each page's end */
+        while (got < size - 1) {
+                size_t room = 4096 - (size_t)((addr + got) % 4096);
+                struct iovec l = {.iov_base = buf + got, .iov_len = room};
+                struct iovec r = {.iov_base = (void *)(uintptr_t)(addr + got)};
+                if (l.iov_len > size - 1 - got)
+                        l.iov_len = size - 1 - got;
+                r.iov_len = l.iov_len;
+                ssize_t k = process_vm_readv((pid_t)req->pid, &l, 1, &r, 1, 0);
+                if (k <= 0)
+                        break;
+                got += (size_t)k;
+                if (memchr(buf + got - k, '\0', (size_t)k))
+                        break;
+        }
+        /* the caller still waits for us: the memory was its (a recycled pid fails here) */
+        if (got == 0 || ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
+                return -1;
+        buf[got] = '\0';
+        return (ssize_t)got;
+}
+
+/* @p made absolute (the caller's directory @dirfd, or its cwd, as its /proc link names it)
+ * and lexically clean ("//", "/./", "/x/.." folded), into @out. Best effort: a symlink on the
+ * way is not followed, and the caller can change the path after it was read (the masks, not
+ * this record, keep the secret out). */
+static void absolute(const struct seccomp_notif *req, int dirfd, const char *p, char *out,
+                     size_t size)
+{
+        char link[64], base[PATH_MAX] = "/";
+        size_t o = 0;
+
+        if (p[0] != '/') {
+                if (dirfd == AT_FDCWD)
+                        native_strf(link, sizeof(link), "/proc/%u/cwd", req->pid);
+                else
+                        native_strf(link, sizeof(link), "/proc/%u/fd/%d", req->pid, dirfd);
+                ssize_t k = readlink(link, base, sizeof(base) - 1);
+                base[k > 0 ? k : 1] = '\0';
+        }
+        _cleanup_free_ char *all = xasprintf("%s/%s", base, p);
+        out[0] = '\0';
+        for (char *save = NULL, *c = strtok_r(all, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (strcmp(c, ".") == 0)
+                        continue;
+                if (strcmp(c, "..") == 0) {
+                        char *slash = strrchr(out, '/');
+                        o = slash ? (size_t)(slash - out) : 0;
+                        out[o] = '\0';
+                        continue;
+                }
+                if (o + 1 + strlen(c) + 1 > size)
+                        break;
+                o += (size_t)snprintf(out + o, size - o, "/%s", c);
+        }
+        if (!out[0])
+                native_strf(out, size, "/");
+}
+
+/* The native numbers of watched_calls, resolved once per run by notify_start(). */
+static int watched_nr(const struct native_notify *n, const char *name)
+{
+        for (size_t i = 0; watched_calls[i]; i++)
+                if (strcmp(watched_calls[i], name) == 0)
+                        return n->watch_nr[i];
+        return -1;
+}
+
+/* A watched open: recorded when the path is a watched one or beneath it. */
+static void watch_open(struct native_notify *n, const struct seccomp_notif *req)
+{
+        bool at = req->data.nr != watched_nr(n, "open");
+        char p[PATH_MAX], abs_path[PATH_MAX], what[PATH_MAX + 16];
+
+        if (!n->watch || peek(n, req, req->data.args[at ? 1 : 0], p, sizeof(p)) <= 0)
+                return;
+        absolute(req, at ? (int)req->data.args[0] : AT_FDCWD, p, abs_path, sizeof(abs_path));
+        for (size_t i = 0; n->watch[i]; i++) {
+                size_t len = strlen(n->watch[i]);
+                if (strncmp(abs_path, n->watch[i], len) != 0 ||
+                    (abs_path[len] != '\0' && abs_path[len] != '/'))
+                        continue;
+                native_strf(what, sizeof(what), "open %s", abs_path);
+                pthread_mutex_lock(&n->lock);
+                record_in(n->tried, sizeof(n->tried), &n->tried_unlisted, what);
+                pthread_mutex_unlock(&n->lock);
+                return;
+        }
+}
+
+/* A watched connect: the address, recorded (the egress proxy's own address aside). */
+static void watch_connect(struct native_notify *n, const struct seccomp_notif *req)
+{
+        char sa[sizeof(struct sockaddr_storage) + 1], host[INET6_ADDRSTRLEN], what[160];
+        uint64_t len = req->data.args[2] < sizeof(sa) - 1 ? req->data.args[2] : sizeof(sa) - 1;
+        sa_family_t fam;
+        uint16_t port;
+        ssize_t k = len >= sizeof(fam) ? peek(n, req, req->data.args[1], sa, (size_t)len + 1) : -1;
+
+        if (k < (ssize_t)sizeof(fam))
+                return;
+        memcpy(&fam, sa, sizeof(fam));
+        if (fam == AF_INET && k >= (ssize_t)sizeof(struct sockaddr_in)) {
+                struct sockaddr_in in;
+                memcpy(&in, sa, sizeof(in));
+                inet_ntop(AF_INET, &in.sin_addr, host, sizeof(host));
+                port = ntohs(in.sin_port);
+                if (n->skip_port && port == n->skip_port && strcmp(host, "127.0.0.1") == 0)
+                        return;
+                native_strf(what, sizeof(what), "connect %s:%u", host, port);
+        } else if (fam == AF_INET6 && k >= (ssize_t)sizeof(struct sockaddr_in6)) {
+                struct sockaddr_in6 in6;
+                memcpy(&in6, sa, sizeof(in6));
+                inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof(host));
+                native_strf(what, sizeof(what), "connect [%s]:%u", host, ntohs(in6.sin6_port));
+        } else if (fam == AF_UNIX && k > (ssize_t)sizeof(fam)) {
+                const char *path = sa + sizeof(fam);
+                native_strf(what, sizeof(what), "connect unix:%s%.100s", path[0] ? "" : "@",
+                            path[0] ? path : path + 1);
+        } else {
+                return;
+        }
+        pthread_mutex_lock(&n->lock);
+        record_in(n->tried, sizeof(n->tried), &n->tried_unlisted, what);
+        pthread_mutex_unlock(&n->lock);
+}
+
+/* A call of watched_calls: recorded if it names something watched, then let through as the
+ * call it is (SECCOMP_USER_NOTIF_FLAG_CONTINUE, Linux 5.5). Never counted as a refusal. */
+static bool on_watched(struct native_notify *n, const struct seccomp_notif *req)
+{
+        struct seccomp_notif_resp resp = {.id = req->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
+        bool hit = false;
+
+        for (size_t i = 0; n->watching && watched_calls[i]; i++)
+                hit |= n->watch_nr[i] >= 0 && req->data.nr == n->watch_nr[i];
+        if (!hit || req->data.arch != n->watch_arch)
+                return false;
+        if (req->data.nr == watched_nr(n, "connect"))
+                watch_connect(n, req);
+        else
+                watch_open(n, req);
+        if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0) {
+                /* ENOENT: the caller was killed meanwhile */
+        }
+        return true;
+}
+
 static void on_notification(struct native_notify *n)
 {
         struct seccomp_notif req;
@@ -272,6 +466,8 @@ static void on_notification(struct native_notify *n)
         memset(&req, 0, sizeof(req));
         if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
                 return; /* EINTR, or ENOENT: the caller died meanwhile */
+        if (on_watched(n, &req))
+                return;
         memset(&resp, 0, sizeof(resp));
         resp.id = req.id;
         pthread_mutex_lock(&n->lock);
@@ -285,8 +481,9 @@ static void on_notification(struct native_notify *n)
                 n->stopped_reporting = true;
                 resp.error = -ENOSYS;
         }
-        last = n->reports >= NATIVE_MAX_REPORTS;
-        if (last)
+        /* a watching supervisor keeps its listener: without it every open would fail */
+        last = n->reports >= NATIVE_MAX_REPORTS && !n->watching;
+        if (n->reports >= NATIVE_MAX_REPORTS)
                 n->stopped_reporting = true;
         pthread_mutex_unlock(&n->lock);
         if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0) {
@@ -332,12 +529,25 @@ static void *notify_main(void *arg)
         return NULL;
 }
 
-int native_notify_start(struct native_notify *n, int listener_fd, int sync_fd,
-                        void (*on_exit)(void *ud), void *on_exit_ud, struct sbx_error *err)
+static int notify_start(struct native_notify *n, int listener_fd, int sync_fd,
+                        void (*on_exit)(void *ud), void *on_exit_ud, const char *const *watch,
+                        uint16_t skip_port, struct sbx_error *err)
 {
         int r;
 
         memset(n, 0, sizeof(*n));
+        n->watching = watch != NULL;
+        n->watch = watch;
+        n->watch_arch = seccomp_arch_native(); /* the AUDIT_ARCH_ value seccomp_data has */
+        for (size_t i = 0; watched_calls[i]; i++)
+                n->watch_nr[i] = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE,
+                                                                   watched_calls[i]);
+        /* Linux 6.6: wake the supervisor on the caller's CPU, a round trip per open made
+         * cheaper (gVisor's use); older kernels say EINVAL, and it is only speed */
+        if (watch && listener_fd >= 0) /* SECCOMP_IOCTL_NOTIF_SET_FLAGS: the flags by value */
+                (void)ioctl(listener_fd, _IOW('!', 4, uint64_t),
+                            1UL /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP */);
+        n->skip_port = skip_port;
         n->listener_fd = listener_fd;
         n->sync_fd = sync_fd;
         n->on_exit = on_exit;
@@ -355,6 +565,21 @@ int native_notify_start(struct native_notify *n, int listener_fd, int sync_fd,
                                 strerror(r));
         n->started = true;
         return 0;
+}
+
+int native_notify_start(struct native_notify *n, int listener_fd, int sync_fd,
+                        void (*on_exit)(void *ud), void *on_exit_ud, struct sbx_error *err)
+{
+        return notify_start(n, listener_fd, sync_fd, on_exit, on_exit_ud, NULL, 0, err);
+}
+
+int native_notify_start_watch(struct native_notify *n, int listener_fd, int sync_fd,
+                              const char *const *watch, uint16_t skip_port, struct sbx_error *err)
+{
+        static const char *const none[] = {NULL};
+
+        return notify_start(n, listener_fd, sync_fd, NULL, NULL, watch ? watch : none, skip_port,
+                            err);
 }
 
 void native_notify_finish(struct native_notify *n, struct run_result *res)

@@ -85,6 +85,7 @@ struct native_msg {
         int type;
         int status;
         int tasks; /* MSG_STATUS: tasks of the run counted before init's final kill, or -1 */
+        char left[128]; /* MSG_STATUS: names of the processes other than init and the program */
         struct native_child_info info;
         struct sbx_error err;
 };
@@ -437,10 +438,13 @@ static int count_numeric_entries(const char *dir)
 }
 
 /* init, when the program ended: how many tasks (threads included, as RLIMIT_NPROC counts
- * them) the run still has, itself included. Its /proc shows only the run's pid namespace. */
-static int init_count_tasks(void)
+ * them) the run still has, itself included. Its /proc shows only the run's pid namespace.
+ * @left (@size bytes): the names (comm) of the processes other than init and @prog, ", "
+ * between them, as many as fit. */
+static int init_count_tasks(pid_t prog, char *left, size_t size)
 {
-        char buf[4096], path[64];
+        char buf[4096], path[64], comm[20];
+        size_t used = 0;
         int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
         long k;
 
@@ -457,6 +461,15 @@ static int init_count_tasks(void)
                         snprintf(path, sizeof(path), "/proc/%s/task", name);
                         int t = count_numeric_entries(path);
                         n += t > 0 ? t : 1;
+                        if (atoi(name) == 1 || atoi(name) == prog)
+                                continue;
+                        snprintf(path, sizeof(path), "/proc/%s/comm", name);
+                        if (sbx_read_small_file(AT_FDCWD, path, SBX_READ_PREFIX, comm,
+                                                sizeof(comm)) > 0 &&
+                            used + strlen(comm) + 3 < size)
+                                used += (size_t)snprintf(left + used, size - used, "%s%.*s",
+                                                         used ? ", " : "",
+                                                         (int)strcspn(comm, "\n"), comm);
                 }
         close(fd);
         return n;
@@ -822,6 +835,7 @@ __attribute__((noreturn)) static void child_init(const struct native_spawn *sp, 
         close(STDERR_FILENO);
         for (;;) {
                 int st, tasks = -1;
+                char left[128] = "";
                 pid_t p;
 
                 if (sp->count_tasks) {
@@ -836,7 +850,7 @@ __attribute__((noreturn)) static void child_init(const struct native_spawn *sp, 
                                 _exit(125);
                         }
                         if (si.si_pid == prog)
-                                tasks = init_count_tasks();
+                                tasks = init_count_tasks(prog, left, sizeof(left));
                         p = wait4(si.si_pid, &st, 0, NULL);
                 } else {
                         p = wait4(-1, &st, 0, NULL);
@@ -856,6 +870,7 @@ __attribute__((noreturn)) static void child_init(const struct native_spawn *sp, 
                                 break;
                 }
                 struct native_msg done = {.type = MSG_STATUS, .status = st, .tasks = tasks};
+                memcpy(done.left, left, sizeof(left));
                 child_send(FD_SYNC, &done, -1);
                 do
                         n = read(FD_SYNC, &go, 1);
@@ -1417,7 +1432,8 @@ int native_spawn(const struct native_spawn *sp, struct native_sandbox *ret, stru
         return 0;
 }
 
-int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, struct sbx_error *err)
+int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, char ret_left[128],
+                        struct sbx_error *err)
 {
         struct native_msg m;
         int r;
@@ -1436,6 +1452,8 @@ int native_sandbox_read(int sync_fd, int *ret_status, int *ret_tasks, struct sbx
                 return -ENODATA;
         *ret_status = m.status;
         *ret_tasks = m.tasks;
+        m.left[sizeof(m.left) - 1] = '\0';
+        memcpy(ret_left, m.left, sizeof(m.left));
         return 0;
 }
 

@@ -116,6 +116,20 @@ grep -qE "run --  ok \(exit code 0\)  wall .*isolation: native.*\| [^ ]*node [^ 
         ok "the audit log has the wrapped server's run, its grade and usage" ||
         { bad "no run of the wrapped server in the audit log"; sed 's/^/     | /' "$base/audit.out" | tail -8; }
 
+# The audit names what the hostile server tried (the seccomp supervisor watches open and
+# connect, init names what was left): the secret's path, the address it phoned, the daemon
+# killed. The control: the same line of server-filesystem's run has no "tried:" at all.
+hostile_line=$(grep -E "run --  ok .*\| [^ ]*node [^ ]*hostile-server" "$base/audit.out" | tail -1)
+for want in "open $home/.ssh/id_ed25519" "connect 127.0.0.1:$port" "left 1 task, killed: sleep"; do
+        grep -qF "$want" <<<"$hostile_line" && ok "the audit names what the wrapped server tried: $want" ||
+                bad "the audit line does not name '$want': $hostile_line"
+done
+# (the listing cuts the command line: the reference servers are the node_modules/@modelcontextprotocol ones)
+ref_lines=$(grep -E "run --  ok .*\| [^ ]*node [^ ]*/node_modules/@mo" "$base/audit.out")
+[ "$(grep -c . <<<"$ref_lines")" -ge 2 ] && ! grep -q "tried:" <<<"$ref_lines" &&
+        ok "control: the reference servers' run lines name nothing tried ($(grep -c . <<<"$ref_lines") runs)" ||
+        bad "control: the reference servers' audit lines: $ref_lines"
+
 # 2b. Fail closed: a tools/call whose audit record cannot be written is answered with a JSON-RPC
 # error, never relayed (before: relayed, said on stderr only). The control call before it is
 # relayed; the server's own stderr line counts the calls that reached it.

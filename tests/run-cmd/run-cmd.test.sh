@@ -365,6 +365,19 @@ expect_code 0 "vestibule-mcp audit reads the log" as_user "$vm" audit 500
 expect_out "the run's audit line: command, exit, usage, grade" \
         "run --  error \(exit code 3\)  wall [0-9]+ ms.*isolation: native.*\| sh -c 'exit 3'$"
 expect_out "a 127 is recorded too" "run --  failed \(exit code 127\).*\| no-such-command-x1$"
+# what each run tried that the sandbox watches (the seccomp supervisor's view of open and
+# connect, the proxy's refusals) is named in its end record; the control: a run that tried
+# nothing of it has no "tried:"
+expect_out "the audit names the secret's path a run opened" \
+        "run --  error \(exit code 1\).*  tried: open $home/\.ssh/id_ed25519.*\| cat $home/\.ssh/id_ed25519$"
+expect_out "the audit names the .env and server.key a run opened (masked)" \
+        "tried: open $proj/\.env, open $proj/server\.key.*\| cat \.env server\.key$"
+expect_out "the audit names the address a --net none run tried" \
+        "tried: connect 127\.0\.0\.1:38517.*\| python3 -c 'import socket; "
+expect_out "the audit names the host the proxy refused" "tried: proxy refused other\.test:80 "
+if grep -E "\| sh -c 'exit 3'$" "$base/out" | grep -q "tried:"; then bad "control: sh -c 'exit 3' has a tried: field"
+elif grep -qE "\| sh -c 'exit 3'$" "$base/out"; then ok "control: a run that tried nothing watched has no tried: field"
+else bad "control: no sh -c 'exit 3' line"; fi
 expect_code 126 "126 found but not executable" as_user "$vm" run -q -- ./noexec.sh
 expect_code 125 "125 for a usage error" as_user "$vm" run --no-such-option -- true
 grade=$(as_user "$vm" run -- true 2>&1 >/dev/null | sed -n 's/^vestibule: isolation: //p')
