@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/chase.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
@@ -180,33 +181,6 @@ static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
         return fail(125, "%s", "no '--' before the command");
 }
 
-/* @arg made absolute against @cwd with "." and ".." dropped by name, no link followed (so
- * "docs" stays docs even when it is a link to ~/.ssh). Returns a new string. */
-static char *lexical_abs(const char *arg, const char *cwd)
-{
-        _cleanup_free_ char *all = arg[0] == '/' ? xstrdup(arg) : xasprintf("%s/%s", cwd, arg);
-        char *out = xcalloc(strlen(all) + 2, 1), *save = NULL;
-        size_t n = 0;
-
-        for (char *c = strtok_r(all, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                if (strcmp(c, ".") == 0)
-                        continue;
-                if (strcmp(c, "..") == 0) {
-                        while (n > 0 && out[n - 1] != '/')
-                                n--;
-                        n = n > 0 ? n - 1 : 0;
-                        out[n] = '\0';
-                        continue;
-                }
-                n += (size_t)sprintf(out + n, "/%s", c);
-        }
-        if (n == 0) {
-                out[0] = '/';
-                out[1] = '\0';
-        }
-        return out;
-}
-
 /* Each path of @v made absolute and canonical (realpath). A path that does not exist is an
  * error unless @may_miss (then it must be absolute already). Return 0 or -1 (said on stderr). */
 static int resolve_all(char **v, bool may_miss, const char *opt)
@@ -353,7 +327,7 @@ static bool named_as_is(const char *literal, const char *real)
 {
         const char *h = config_host_var("HOME");
         _cleanup_free_ char *rh = h && h[0] == '/' ? realpath(h, NULL) : NULL;
-        _cleanup_free_ char *lh = h && h[0] == '/' ? lexical_abs(h, "/") : NULL;
+        _cleanup_free_ char *lh = h && h[0] == '/' ? sbx_path_lexical(h, "/") : NULL;
         size_t n = rh ? strlen(rh) : 0;
 
         if (strcmp(literal, real) == 0)
@@ -760,7 +734,7 @@ int cmd_run_command(int argc, char **argv)
                 _cleanup_free_ char *cwd = getcwd(NULL, 0);
                 for (size_t i = 0; o.allow_read && o.allow_read[i]; i++)
                         push(&o.read_literal, &o.n_literal,
-                             lexical_abs(o.allow_read[i], cwd ? cwd : "/"));
+                             sbx_path_lexical(o.allow_read[i], cwd ? cwd : "/"));
         }
         if (resolve_all(o.allow, false, "--allow") < 0 ||
             resolve_all(o.allow_read, false, "--allow-read") < 0 ||

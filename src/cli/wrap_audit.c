@@ -75,8 +75,7 @@ static void remember(struct wrap_audit *a, json_object *rpc_id, const char *audi
 
 /* The JSON-RPC error line that answers the request @id in place of the server: its record
  * could not be written (@why). */
-static char *refusal(const struct wrap_audit *a, json_object *id, const char *tool,
-                     const char *why)
+static char *refusal(const struct wrap_audit *a, json_object *id, const char *tool, const char *why)
 {
         json_object *o = json_object_new_object(), *e = json_object_new_object();
         _cleanup_free_ char *msg = xasprintf(
@@ -137,7 +136,8 @@ void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len, char
                 *ret_refusal = id ? refusal(a, id, tool, note) : xstrdup("");
         } else {
                 if (note[0])
-                        fprintf(stderr, "vestibule: mcp wrap: the audit record of %s is %s, relayed\n",
+                        fprintf(stderr,
+                                "vestibule: mcp wrap: the audit record of %s is %s, relayed\n",
                                 tool, note);
                 if (id)
                         remember(a, id, aid);

@@ -8,6 +8,7 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -329,4 +330,30 @@ int sbx_path_clean(const char *name, char **ret, const char **ret_why)
         out[o] = '\0';
         *ret = TAKE_PTR(out);
         return 0;
+}
+
+char *sbx_path_lexical(const char *path, const char *cwd)
+{
+        const char *base = cwd && cwd[0] == '/' ? cwd : "/";
+        _cleanup_free_ char *all = path[0] == '/' ? xstrdup(path) : xasprintf("%s/%s", base, path);
+        char *out = xcalloc(strlen(all) + 2, 1), *save = NULL;
+        size_t n = 0;
+
+        for (char *c = strtok_r(all, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (strcmp(c, ".") == 0)
+                        continue;
+                if (strcmp(c, "..") == 0) {
+                        while (n > 0 && out[n - 1] != '/')
+                                n--;
+                        n = n > 0 ? n - 1 : 0;
+                        out[n] = '\0';
+                        continue;
+                }
+                n += (size_t)sprintf(out + n, "/%s", c);
+        }
+        if (n == 0) {
+                out[0] = '/';
+                out[1] = '\0';
+        }
+        return out;
 }

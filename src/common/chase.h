@@ -84,3 +84,13 @@ int sbx_chase_parent(int root_fd, const char *path, unsigned flags,
  * ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS (archive_write_disk(3)).
  */
 int sbx_path_clean(const char *name, char **ret, const char **ret_why);
+
+/**
+ * sbx_path_lexical() - @path made absolute against @cwd (used when @path is relative; absolute
+ * itself, else "/" is taken), with empty and "." components dropped and ".." taking back the
+ * component before it (never above "/"), by name only: no symlink is looked at, so "docs/.."
+ * is "." even when docs is a link. For naming what a path says (a user's --allow-read as
+ * typed, a path a sandboxed program passed to open(2) for the audit), never to open it.
+ * Return: a new string (free()), "/" or "/a/b" with no trailing '/'. Any input is accepted.
+ */
+char *sbx_path_lexical(const char *path, const char *cwd);

@@ -123,8 +123,8 @@ static void tried_egress(const struct run_egress *eg, struct native_host_result 
                 const struct run_egress_entry *e = &eg->entries[i];
                 if (e->allowed)
                         continue;
-                native_strf(what, sizeof(what), "proxy refused %.256s:%u (%s)", e->host,
-                            e->port, e->reason ? e->reason : "refused");
+                native_strf(what, sizeof(what), "proxy refused %.256s:%u (%s)", e->host, e->port,
+                            e->reason ? e->reason : "refused");
                 tried_add(ret, what);
         }
 }
@@ -272,8 +272,8 @@ static void host_tried(const struct native_notify *n, struct native_host_result 
         }
         /* init and the program itself (a zombie then) are in the count */
         if (n->tasks_at_end > 2) {
-                native_strf(what, sizeof(what), "left %d task%s, killed: %s",
-                            n->tasks_at_end - 2, n->tasks_at_end == 3 ? "" : "s",
+                native_strf(what, sizeof(what), "left %d task%s, killed: %s", n->tasks_at_end - 2,
+                            n->tasks_at_end == 3 ? "" : "s",
                             n->left[0] ? n->left : "threads of the command");
                 tried_add(ret, what);
         }

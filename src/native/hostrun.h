@@ -43,10 +43,10 @@ extern const char *const native_host_system_dirs[];
 /* One command to run. */
 struct native_host_req {
         struct native_host_view view;
-        const char *const *argv; /* the command's argv (argv[0] its name) */
-        const char *const *envp; /* its environment (the secrets already taken out) */
-        uint64_t timeout_ms;     /* 0 = none */
-        bool egress;             /* network through the allowlist proxy (cfg->egress) */
+        const char *const *argv;  /* the command's argv (argv[0] its name) */
+        const char *const *envp;  /* its environment (the secrets already taken out) */
+        uint64_t timeout_ms;      /* 0 = none */
+        bool egress;              /* network through the allowlist proxy (cfg->egress) */
         const char *const *watch; /* absolute paths (the secrets' and the masks'): an open of one
                                    * or beneath it is named in the result's @tried; NULL = none */
         int cancel_fd; /* a signalfd of SIGINT/SIGTERM/SIGHUP (forwarded to the command, which

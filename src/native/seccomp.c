@@ -30,6 +30,7 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 
+#include "common/chase.h"
 #include "common/cleanup.h"
 #include "common/syscalls.h"
 #include "common/xalloc.h"
@@ -108,12 +109,39 @@ static bool is_watched(const char *name)
         return false;
 }
 
-static int filter_build(struct native_filter *ret, bool watch, struct sbx_error *err)
+/* @ctx compiled to classic BPF (seccomp_export_bpf() into a memfd, read back) into @ret. */
+static int filter_export(scmp_filter_ctx ctx, struct native_filter *ret, struct sbx_error *err)
 {
-        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         _cleanup_close_ int mfd = -1;
         struct stat st;
         struct sock_filter *insns;
+        int r;
+
+        mfd = memfd_create("vestibule-seccomp", MFD_CLOEXEC);
+        if (mfd < 0)
+                return sbx_fail(err, errno, "cannot create a memfd for the seccomp filter: %m");
+        r = seccomp_export_bpf(ctx, mfd);
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot compile the seccomp filter: %s", strerror(-r));
+        if (fstat(mfd, &st) < 0)
+                return sbx_fail(err, errno, "cannot stat the seccomp filter memfd: %m");
+        if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+            st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+                return sbx_fail(err, E2BIG, "the compiled seccomp filter has a bad size (%lld)",
+                                (long long)st.st_size);
+        insns = xmalloc(st.st_size);
+        if (pread(mfd, insns, st.st_size, 0) != st.st_size) {
+                free(insns);
+                return sbx_fail(err, EIO, "cannot read back the compiled seccomp filter");
+        }
+        ret->prog.len = (unsigned short)(st.st_size / sizeof(struct sock_filter));
+        ret->prog.filter = insns;
+        return 0;
+}
+
+static int filter_build(struct native_filter *ret, bool watch, struct sbx_error *err)
+{
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         int r;
 
         ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
@@ -177,26 +205,7 @@ static int filter_build(struct native_filter *ret, bool watch, struct sbx_error 
                                         strerror(-r));
         }
 
-        mfd = memfd_create("vestibule-seccomp", MFD_CLOEXEC);
-        if (mfd < 0)
-                return sbx_fail(err, errno, "cannot create a memfd for the seccomp filter: %m");
-        r = seccomp_export_bpf(ctx, mfd);
-        if (r < 0)
-                return sbx_fail(err, -r, "cannot compile the seccomp filter: %s", strerror(-r));
-        if (fstat(mfd, &st) < 0)
-                return sbx_fail(err, errno, "cannot stat the seccomp filter memfd: %m");
-        if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
-            st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
-                return sbx_fail(err, E2BIG, "the compiled seccomp filter has a bad size (%lld)",
-                                (long long)st.st_size);
-        insns = xmalloc(st.st_size);
-        if (pread(mfd, insns, st.st_size, 0) != st.st_size) {
-                free(insns);
-                return sbx_fail(err, EIO, "cannot read back the compiled seccomp filter");
-        }
-        ret->prog.len = (unsigned short)(st.st_size / sizeof(struct sock_filter));
-        ret->prog.filter = insns;
-        return 0;
+        return filter_export(ctx, ret, err);
 }
 
 int native_filter_build(struct native_filter *ret, struct sbx_error *err)
@@ -331,15 +340,13 @@ static ssize_t peek(const struct native_notify *n, const struct seccomp_notif *r
         return (ssize_t)got;
 }
 
-/* @p made absolute (the caller's directory @dirfd, or its cwd, as its /proc link names it)
- * and lexically clean ("//", "/./", "/x/.." folded), into @out. Best effort: a symlink on the
- * way is not followed, and the caller can change the path after it was read (the masks, not
- * this record, keep the secret out). */
-static void absolute(const struct seccomp_notif *req, int dirfd, const char *p, char *out,
-                     size_t size)
+/* @p made absolute against the caller's directory @dirfd, or its cwd, as its /proc link names
+ * it, and lexically clean (sbx_path_lexical()). Best effort: a symlink on the way is not
+ * followed, and the caller can change the path after it was read (the masks, not this record,
+ * keep the secret out). Returns a new string. */
+static char *absolute(const struct seccomp_notif *req, int dirfd, const char *p)
 {
         char link[64], base[PATH_MAX] = "/";
-        size_t o = 0;
 
         if (p[0] != '/') {
                 if (dirfd == AT_FDCWD)
@@ -349,23 +356,7 @@ static void absolute(const struct seccomp_notif *req, int dirfd, const char *p, 
                 ssize_t k = readlink(link, base, sizeof(base) - 1);
                 base[k > 0 ? k : 1] = '\0';
         }
-        _cleanup_free_ char *all = xasprintf("%s/%s", base, p);
-        out[0] = '\0';
-        for (char *save = NULL, *c = strtok_r(all, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                if (strcmp(c, ".") == 0)
-                        continue;
-                if (strcmp(c, "..") == 0) {
-                        char *slash = strrchr(out, '/');
-                        o = slash ? (size_t)(slash - out) : 0;
-                        out[o] = '\0';
-                        continue;
-                }
-                if (o + 1 + strlen(c) + 1 > size)
-                        break;
-                o += (size_t)snprintf(out + o, size - o, "/%s", c);
-        }
-        if (!out[0])
-                native_strf(out, size, "/");
+        return sbx_path_lexical(p, base);
 }
 
 /* The native numbers of watched_calls, resolved once per run by notify_start(). */
@@ -381,11 +372,12 @@ static int watched_nr(const struct native_notify *n, const char *name)
 static void watch_open(struct native_notify *n, const struct seccomp_notif *req)
 {
         bool at = req->data.nr != watched_nr(n, "open");
-        char p[PATH_MAX], abs_path[PATH_MAX], what[PATH_MAX + 16];
+        char p[PATH_MAX], what[PATH_MAX + 16];
+        _cleanup_free_ char *abs_path = NULL;
 
         if (!n->watch || peek(n, req, req->data.args[at ? 1 : 0], p, sizeof(p)) <= 0)
                 return;
-        absolute(req, at ? (int)req->data.args[0] : AT_FDCWD, p, abs_path, sizeof(abs_path));
+        abs_path = absolute(req, at ? (int)req->data.args[0] : AT_FDCWD, p);
         for (size_t i = 0; n->watch[i]; i++) {
                 size_t len = strlen(n->watch[i]);
                 if (strncmp(abs_path, n->watch[i], len) != 0 ||
@@ -540,8 +532,8 @@ static int notify_start(struct native_notify *n, int listener_fd, int sync_fd,
         n->watch = watch;
         n->watch_arch = seccomp_arch_native(); /* the AUDIT_ARCH_ value seccomp_data has */
         for (size_t i = 0; watched_calls[i]; i++)
-                n->watch_nr[i] = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE,
-                                                                   watched_calls[i]);
+                n->watch_nr[i] =
+                    seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, watched_calls[i]);
         /* Linux 6.6: wake the supervisor on the caller's CPU, a round trip per open made
          * cheaper (gVisor's use); older kernels say EINVAL, and it is only speed */
         if (watch && listener_fd >= 0) /* SECCOMP_IOCTL_NOTIF_SET_FLAGS: the flags by value */

@@ -84,7 +84,7 @@ enum msg_type {
 struct native_msg {
         int type;
         int status;
-        int tasks; /* MSG_STATUS: tasks of the run counted before init's final kill, or -1 */
+        int tasks;      /* MSG_STATUS: tasks of the run counted before init's final kill, or -1 */
         char left[128]; /* MSG_STATUS: names of the processes other than init and the program */
         struct native_child_info info;
         struct sbx_error err;
@@ -468,8 +468,8 @@ static int init_count_tasks(pid_t prog, char *left, size_t size)
                                                 sizeof(comm)) > 0 &&
                             used + strlen(comm) + 3 < size)
                                 used += (size_t)snprintf(left + used, size - used, "%s%.*s",
-                                                         used ? ", " : "",
-                                                         (int)strcspn(comm, "\n"), comm);
+                                                         used ? ", " : "", (int)strcspn(comm, "\n"),
+                                                         comm);
                 }
         close(fd);
         return n;

@@ -11,10 +11,10 @@
 # target, passed when nothing crashed, leaked or hung.
 # Measured with 60 s each on a 2-core host at load average ~20: 521 s, of which ~250 s the
 # clang ASan build; on an idle host the build takes a fraction of that.
-# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (50 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames and the Engine API escaping (20 s each) and the agent preset parser (10 s)
+# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (50 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames and the Engine API escaping (20 s each) the agent preset parser and the audit's path naming (10 s each)
 stage_fuzz() {
         if command -v clang >/dev/null; then
-                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream; do
+                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream path_lexical; do
                         secs=50
                         case $t in
                         egress) secs=30 ;;      # one request head per input
@@ -22,6 +22,7 @@ stage_fuzz() {
                         egress_stream) secs=20 ;; # the bridge's frames: a small state machine
                         runner | stats) secs=30 ;; # the status records, the engine's stats stream
                         preset) secs=10 ;; # the agent presets' line parser: a small input space
+                        path_lexical) secs=10 ;; # sbx_path_lexical(): one string walk
                         esac
                         if step 600 "fuzz $t ($secs s, scripts/fuzz.sh)" env VESTIBULE_FUZZ_BUILD="$ci/build-fuzz" \
                                 VESTIBULE_FUZZ_WORK="$ci/fuzz" VESTIBULE_FUZZ_JOBS="$jobs" \
