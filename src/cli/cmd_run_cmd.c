@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "common/chase.h"
 #include "common/cleanup.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "config/secrets.h"
@@ -485,8 +486,11 @@ static void print_summary(const struct native_host_result *res, int code)
                 code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0,
                 (double)res->cpu_us / 1e6, (unsigned long long)(res->maxrss_kb / 1024),
                 res->blocked[0] ? "; blocked: " : "", res->blocked);
-        if (res->tried[0])
-                fprintf(stderr, "vestibule: tried: %s\n", res->tried);
+        if (res->tried[0]) {
+                /* the names beneath a watched path and a unix address are the command's */
+                _cleanup_free_ char *t = sbx_term_escape(res->tried, strlen(res->tried), false);
+                fprintf(stderr, "vestibule: tried: %s\n", t);
+        }
 }
 
 /* The exit code of a native_host_run() that returned @r, the errors and (unless @quiet) the

@@ -60,7 +60,8 @@ int native_filter_build(struct native_filter *ret, struct sbx_error *err);
 
 /**
  * native_filter_build_host() - native_filter_build() for `run -- CMD` (hostrun.c): the same
- * profile, but open, openat, openat2 and connect go to the supervisor too, which records the
+ * profile, but open, openat, openat2, connect and a sendto with an address go to the
+ * supervisor too, which records the
  * ones that name a watched path or an address and lets each through unchanged
  * (native_notify_start_watch()). Costs one round trip to the supervisor per open.
  * Return: as native_filter_build().
@@ -102,12 +103,12 @@ struct native_notify {
         /* native_notify_start_watch() only: */
         bool watching;            /* open/openat/openat2/connect come here too (let through) */
         const char *const *watch; /* absolute paths whose opening (or beneath) is recorded */
-        int watch_nr[4];          /* open, openat, openat2, connect here (-1: not on this arch) */
-        uint32_t watch_arch;      /* seccomp_arch_native(): the arch those numbers are of */
-        uint16_t skip_port;       /* a connect to 127.0.0.1:@skip_port (the proxy) not recorded */
-        char tried[1024];         /* "open /home/u/.ssh/id_ed25519, connect 10.0.0.1:443" */
-        unsigned tried_unlisted;  /* attempts whose text no longer fit in @tried */
-        char left[128];           /* names of the processes left when the program ended */
+        int watch_nr[5]; /* open, openat, openat2, connect, sendto here (-1: not on this arch) */
+        uint32_t watch_arch;     /* seccomp_arch_native(): the arch those numbers are of */
+        uint16_t skip_port;      /* a connect to 127.0.0.1:@skip_port (the proxy) not recorded */
+        char tried[1024];        /* "open /home/u/.ssh/id_ed25519, connect 10.0.0.1:443" */
+        unsigned tried_unlisted; /* attempts whose text no longer fit in @tried */
+        char left[128];          /* names of the processes left when the program ended */
 };
 
 /**
@@ -122,13 +123,13 @@ int native_notify_start(struct native_notify *n, int listener_fd, int sync_fd,
 /**
  * native_notify_start_watch() - native_notify_start() for a filter of
  * native_filter_build_host(): each open of a path in @watch (absolute, NULL-ended, borrowed
- * until native_notify_finish(); NULL = none) or beneath it, and each connect's address (IPv4,
- * IPv6, unix; 127.0.0.1:@skip_port left out, 0 = none), is recorded in @n->tried (unique,
- * first-seen order) and let through unchanged. The supervisor never closes its listener at
- * the reporting cap (every open would then fail with ENOSYS). Best effort by nature: the path
- * is read from the caller's memory, which another of its threads may change after; a symlink
- * is not followed. The masks keep secrets out; this only names what was tried.
- * Return: as native_notify_start().
+ * until native_notify_finish(); NULL = none) or beneath it, and each connect's or addressed
+ * sendto's address (IPv4, IPv6, unix; 127.0.0.1:@skip_port left out, 0 = none), is recorded in
+ * @n->tried (unique, first-seen order) and let through unchanged. The supervisor never closes its
+ * listener at the reporting cap (every open would then fail with ENOSYS). Best effort by nature:
+ * the path is read from the caller's memory, which another of its threads may change after; a
+ * symlink is not followed. The masks keep secrets out; this only names what was tried. Return: as
+ * native_notify_start().
  */
 int native_notify_start_watch(struct native_notify *n, int listener_fd, int sync_fd,
                               const char *const *watch, uint16_t skip_port, struct sbx_error *err);

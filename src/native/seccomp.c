@@ -99,7 +99,7 @@ static int add_low32_split(scmp_filter_ctx ctx, int nr, unsigned arg, uint32_t v
 
 /* Calls a host run's supervisor watches (native_filter_build_host()): sent to it, recorded
  * when they name a secret or an address, then let through unchanged. */
-static const char *const watched_calls[] = {"open", "openat", "openat2", "connect", NULL};
+static const char *const watched_calls[] = {"open", "openat", "openat2", "connect", "sendto", NULL};
 
 static bool is_watched(const char *name)
 {
@@ -158,9 +158,22 @@ static int filter_build(struct native_filter *ret, bool watch, struct sbx_error 
         (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 
         for (size_t i = 0; i < sbx_sandbox_syscalls_n; i++) {
-                bool w = watch && is_watched(sbx_sandbox_syscalls[i]);
-                r = add_named(ctx, w ? SCMP_ACT_NOTIFY : SCMP_ACT_ALLOW, sbx_sandbox_syscalls[i],
-                              err);
+                const char *name = sbx_sandbox_syscalls[i];
+                bool w = watch && is_watched(name);
+                if (w && strcmp(name, "sendto") == 0) {
+                        /* only a sendto with an address (UDP, a DNS query): a connected
+                         * socket's data passes without the round trip */
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sendto), 1,
+                                             SCMP_A4(SCMP_CMP_EQ, 0));
+                        if (r == 0)
+                                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1,
+                                                     SCMP_A4(SCMP_CMP_NE, 0));
+                        if (r < 0)
+                                return sbx_fail(err, -r, "cannot add the rules for sendto: %s",
+                                                strerror(-r));
+                        continue;
+                }
+                r = add_named(ctx, w ? SCMP_ACT_NOTIFY : SCMP_ACT_ALLOW, name, err);
                 if (r < 0)
                         return r;
         }
@@ -391,14 +404,18 @@ static void watch_open(struct native_notify *n, const struct seccomp_notif *req)
         }
 }
 
-/* A watched connect: the address, recorded (the egress proxy's own address aside). */
-static void watch_connect(struct native_notify *n, const struct seccomp_notif *req)
+/* A watched connect, or a sendto with an address (@verb): the address (argument @arg, its
+ * length the next one), recorded (the egress proxy's own address aside). */
+static void watch_connect(struct native_notify *n, const struct seccomp_notif *req,
+                          const char *verb, unsigned arg)
 {
         char sa[sizeof(struct sockaddr_storage) + 1], host[INET6_ADDRSTRLEN], what[160];
-        uint64_t len = req->data.args[2] < sizeof(sa) - 1 ? req->data.args[2] : sizeof(sa) - 1;
+        uint64_t len =
+            req->data.args[arg + 1] < sizeof(sa) - 1 ? req->data.args[arg + 1] : sizeof(sa) - 1;
         sa_family_t fam;
         uint16_t port;
-        ssize_t k = len >= sizeof(fam) ? peek(n, req, req->data.args[1], sa, (size_t)len + 1) : -1;
+        ssize_t k =
+            len >= sizeof(fam) ? peek(n, req, req->data.args[arg], sa, (size_t)len + 1) : -1;
 
         if (k < (ssize_t)sizeof(fam))
                 return;
@@ -410,15 +427,15 @@ static void watch_connect(struct native_notify *n, const struct seccomp_notif *r
                 port = ntohs(in.sin_port);
                 if (n->skip_port && port == n->skip_port && strcmp(host, "127.0.0.1") == 0)
                         return;
-                native_strf(what, sizeof(what), "connect %s:%u", host, port);
+                native_strf(what, sizeof(what), "%s %s:%u", verb, host, port);
         } else if (fam == AF_INET6 && k >= (ssize_t)sizeof(struct sockaddr_in6)) {
                 struct sockaddr_in6 in6;
                 memcpy(&in6, sa, sizeof(in6));
                 inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof(host));
-                native_strf(what, sizeof(what), "connect [%s]:%u", host, ntohs(in6.sin6_port));
+                native_strf(what, sizeof(what), "%s [%s]:%u", verb, host, ntohs(in6.sin6_port));
         } else if (fam == AF_UNIX && k > (ssize_t)sizeof(fam)) {
                 const char *path = sa + sizeof(fam);
-                native_strf(what, sizeof(what), "connect unix:%s%.100s", path[0] ? "" : "@",
+                native_strf(what, sizeof(what), "%s unix:%s%.100s", verb, path[0] ? "" : "@",
                             path[0] ? path : path + 1);
         } else {
                 return;
@@ -440,7 +457,9 @@ static bool on_watched(struct native_notify *n, const struct seccomp_notif *req)
         if (!hit || req->data.arch != n->watch_arch)
                 return false;
         if (req->data.nr == watched_nr(n, "connect"))
-                watch_connect(n, req);
+                watch_connect(n, req, "connect", 1);
+        else if (req->data.nr == watched_nr(n, "sendto"))
+                watch_connect(n, req, "sendto", 4);
         else
                 watch_open(n, req);
         if (ioctl(n->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0) {

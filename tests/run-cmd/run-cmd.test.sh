@@ -244,6 +244,14 @@ expect_code 0 "control: the host's loopback listener answers outside" \
         as_user python3 -c 'import socket; socket.create_connection(("127.0.0.1", 38517), 2)'
 expect_code 1 "--net none: the host's loopback is not reachable" \
         as_user "$vm" run -q -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 38517), 2)'
+expect_code 0 "--net none: a UDP datagram out (a DNS query phoning home) finds no route" \
+        as_user "$vm" run -q -- python3 -c 'import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"q", ("192.0.2.53", 53)); print("sent")
+except OSError as e:
+    print("refused", e.errno)'
+expect_out "  ... ENETUNREACH" "^refused 101$"
 echo "served through the proxy" >"$base/index.html"
 chmod a+r "$base/index.html"
 fetch='import urllib.request,sys; print(urllib.request.urlopen("http://pinned.test/index.html", timeout=5).read().decode())'
@@ -375,6 +383,7 @@ expect_out "the audit names the .env and server.key a run opened (masked)" \
 expect_out "the audit names the address a --net none run tried" \
         "tried: connect 127\.0\.0\.1:38517.*\| python3 -c 'import socket; "
 expect_out "the audit names the host the proxy refused" "tried: proxy refused other\.test:80 "
+expect_out "the audit names the UDP address a run sent a datagram to" "tried: sendto 192\.0\.2\.53:53"
 if grep -E "\| sh -c 'exit 3'$" "$base/out" | grep -q "tried:"; then bad "control: sh -c 'exit 3' has a tried: field"
 elif grep -qE "\| sh -c 'exit 3'$" "$base/out"; then ok "control: a run that tried nothing watched has no tried: field"
 else bad "control: no sh -c 'exit 3' line"; fi
