@@ -298,6 +298,14 @@ static int stop_server(struct wrap *w, int grace_ms)
         return reap(w);
 }
 
+/* A message over WRAP_LINE_MAX ended the relay: said on stderr; the exit code 1. */
+static int too_long(const struct wrap *w)
+{
+        wrap_fail(0, "a message from the %s is longer than 16 MiB: stopping the server",
+                  w->c2s.end == -EMSGSIZE ? "client" : "server");
+        return 1;
+}
+
 /* Until the run ends or a direction stops. Return the exit code. */
 static int relay(struct wrap *w)
 {
@@ -308,17 +316,19 @@ static int relay(struct wrap *w)
         for (;;) {
                 if (poll(p, 2, -1) < 0 && errno != EINTR)
                         return stop_server(w, 0);
-                if (p[0].revents & POLLIN)
-                        return reap(w);
+                if (p[0].revents & POLLIN) {
+                        int code = reap(w);
+                        /* a server that ended because the too-long message closed its stdin
+                         * (the pump set end before that close): the message's 1, not its 0 */
+                        if (w->c2s.end == -EMSGSIZE || w->s2c.end == -EMSGSIZE)
+                                return too_long(w);
+                        return code;
+                }
                 if (!(p[1].revents & POLLIN) || read(w->done_fd, &n, sizeof(n)) < 0)
                         continue;
                 if (w->c2s.end == -EMSGSIZE || w->s2c.end == -EMSGSIZE) {
-                        wrap_fail(0,
-                                  "a message from the %s is longer than 16 MiB: stopping "
-                                  "the server",
-                                  w->c2s.end == -EMSGSIZE ? "client" : "server");
                         (void)stop_server(w, 0);
-                        return 1;
+                        return too_long(w);
                 }
                 if (w->s2c.end == -EPIPE) /* the client is gone */
                         return stop_server(w, 0);
