@@ -339,6 +339,31 @@ START_TEST(path_clean_table)
 }
 END_TEST
 
+START_TEST(path_lexical_table)
+{
+        static const struct {
+                const char *path, *cwd, *out;
+        } t[] = {
+            {"/home/u/.ssh/id_ed25519", "/x", "/home/u/.ssh/id_ed25519"},
+            {".ssh/id_ed25519", "/home/u", "/home/u/.ssh/id_ed25519"},
+            {"../u/./.ssh//id", "/home/u", "/home/u/.ssh/id"},
+            {"/home/u/proj/../.ssh", "/", "/home/u/.ssh"},
+            {"../../../../etc/shadow", "/a", "/etc/shadow"}, /* never above the root */
+            {"", "/a/b", "/a/b"},
+            {".", "/", "/"},
+            {"x", "not-absolute", "/x"}, /* a cwd that is no absolute path: "/" */
+            {"a/", "/", "/a"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                char *r = sbx_path_lexical(t[i].path, t[i].cwd);
+                ck_assert_msg(strcmp(r, t[i].out) == 0, "'%s' in '%s': '%s', want '%s'", t[i].path,
+                              t[i].cwd, r, t[i].out);
+                free(r);
+        }
+}
+END_TEST
+
 static Suite *chase_suite(void)
 {
         Suite *s = suite_create("chase");
@@ -356,6 +381,7 @@ static Suite *chase_suite(void)
         suite_add_tcase(s, tc);
         tc = tcase_create("names");
         tcase_add_test(tc, path_clean_table);
+        tcase_add_test(tc, path_lexical_table);
         suite_add_tcase(s, tc);
         return s;
 }
