@@ -384,9 +384,14 @@ static void wrap_grade(char *grade, size_t size)
 /* Start `run -- SERVER` with pipes for its stdin/stdout, and relay. */
 static int wrap_start(int argc, char **argv, const char *name)
 {
-        char grade[320];
+        static char grade[320];
         int in[2], out[2];
-        struct wrap w = {.name = name, .grade = grade, .out_mu = PTHREAD_MUTEX_INITIALIZER};
+        /* static: the relay's threads, its buffers and the audit log live until the process
+         * exits (a thread may still wait on the client's stdin then), reachable, not leaked */
+        static struct wrap w = {.out_mu = PTHREAD_MUTEX_INITIALIZER};
+
+        w.name = name;
+        w.grade = grade;
 
         wrap_grade(grade, sizeof(grade));
         w.audit = wrap_audit_open(name, grade); /* lives until the process exits with the threads */
