@@ -11,7 +11,7 @@
 # target, passed when nothing crashed, leaked or hung.
 # Measured with 60 s each on a 2-core host at load average ~20: 521 s, of which ~250 s the
 # clang ASan build; on an idle host the build takes a fraction of that.
-# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (50 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames and the Engine API escaping (20 s each) the agent preset parser and the audit's path naming (10 s each)
+# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (50 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames and the Engine API escaping (20 s each), the agent preset parser and the audit's path naming (10 s each)
 stage_fuzz() {
         if command -v clang >/dev/null; then
                 for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream path_lexical; do
