@@ -18,8 +18,9 @@
 # systemd scope in a container), from the Debian suite and mirror apt uses here, plus the .deb's
 # own files (dpkg-deb -x). No shell, no package manager, no docs but copyright files.
 #
-# The MCP client starts it with
-#   docker run -i --rm -v /var/run/docker.sock:/var/run/docker.sock -v <folder>:/workspace IMAGE
+# The MCP client starts it with (install-client --docker writes it)
+#   docker run -i --rm -v /var/run/docker.sock:/var/run/docker.sock \
+#       -v vestibule-state:/var/lib/vestibule -v <folder>:/workspace IMAGE
 # The server finds itself in this image (/usr/share/vestibule/oci-image, written below: a
 # /.dockerenv alone is any container, e.g. a privileged CI one where native works), takes the
 # volume path (the engine's filesystem is not its own) and never the native or gvisor backend; its workspace is /workspace
@@ -102,9 +103,11 @@ rm -rf "$root"/usr/share/man "$root"/usr/share/info "$root"/usr/share/locale "$r
         "$root"/etc/dpkg "$root"/var/lib/dpkg
 find "$root/usr/share/doc" -type f ! -name copyright -delete 2>/dev/null || true
 find "$root" -xdev -type d -empty -path "$root/usr/share/doc/*" -delete 2>/dev/null || true
-# The folders and accounts the server needs: root's home (the audit folder), /tmp and /var/tmp
+# The folders and accounts the server needs: root's home, /var/lib/vestibule (the audit
+# folder, VESTIBULE_AUDIT_DIR below: install-client --docker mounts the named volume
+# vestibule-state there, so the log outlives --rm; docs/packaging.md), /tmp and /var/tmp
 # (engine_tmpfile()), /workspace (the bind of the user's folder), the sandbox user 1000.
-install -d -m 0700 "$root/root"
+install -d -m 0700 "$root/root" "$root/var/lib/vestibule"
 install -d -m 0755 "$root/workspace" "$root/etc"
 install -d -m 1777 "$root/tmp" "$root/var/tmp"
 printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:1000:1000:sandbox:/tmp:/usr/sbin/nologin\n' >"$root/etc/passwd"
@@ -146,7 +149,7 @@ read -r d l < <(layer "$root" base)
 diffs+=("$d")
 layers+=("$l")
 tag=vestibule-mcp:$version
-env_json='"PATH=/usr/bin:/bin","HOME=/root","VESTIBULE_WORKSPACE=/workspace","VESTIBULE_RUN_AS=1000:1000"'
+env_json='"PATH=/usr/bin:/bin","HOME=/root","VESTIBULE_WORKSPACE=/workspace","VESTIBULE_RUN_AS=1000:1000","VESTIBULE_AUDIT_DIR=/var/lib/vestibule/audit"'
 if [ -n "$images" ]; then
         mkdir -p "$work/imgs/usr/share/vestibule/images/tar"
         cp "$images/python.tar" "$images/node.tar" "$work/imgs/usr/share/vestibule/images/tar/"

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/install_wrap.h"
+#include "cli/wsl_home.h"
 #include "clients/clients.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
@@ -24,7 +25,8 @@ static const char usage_text[] =
     "Usage: vestibule-mcp install-client CLIENT [--print] [--env NAME=VALUE]...\n"
     "                                    [--config FILE] [--name NAME]\n"
     "       vestibule-mcp install-client --docker CLIENT [--image IMAGE] [--workspace DIR]\n"
-    "                                    [--os linux|macos|windows] [OPTIONS]\n"
+    "                                    [--os linux|macos|windows] [--server-network none]\n"
+    "                                    [OPTIONS]\n"
     "       vestibule-mcp install-client --wsl CLIENT [--windows-home DIR] [OPTIONS]\n"
     "       vestibule-mcp install-client --wrap NAME [--allow DIR]... [--allow-read DIR]...\n"
     "                                    [--net SPEC] [--config FILE] CLIENT\n"
@@ -52,21 +54,30 @@ static const char usage_text[] =
     "  --name NAME         the server's name in the client (default vestibule)\n"
     "  --docker            start the server image instead (claude-desktop, cursor, vscode,\n"
     "                      claude-code): `docker run -i --rm -v /var/run/docker.sock:/var/run/\n"
-    "                      docker.sock -v DIR:/workspace [-e VESTIBULE_*=...] IMAGE`; the\n"
-    "                      server's settings go into -e, the client's env keeps PATH and\n"
-    "                      DOCKER_*; for Docker Desktop (macOS, Windows) and Docker Engine\n"
+    "                      docker.sock -v vestibule-state:/var/lib/vestibule -v DIR:/workspace\n"
+    "                      [-e VESTIBULE_*=...] IMAGE`; the server's settings go into -e, the\n"
+    "                      client's env keeps PATH and DOCKER_*; the named volume\n"
+    "                      vestibule-state keeps the audit log past --rm (read it with\n"
+    "                      `docker run --rm -v vestibule-state:/var/lib/vestibule IMAGE\n"
+    "                      audit`); for Docker Desktop (macOS, Windows) and Docker Engine\n"
     "  --image IMAGE       with --docker: the image (default vestibule-mcp:" VESTIBULE_VERSION ")\n"
     "  --workspace DIR     with --docker: the folder the code sees as /workspace, as the\n"
     "                      client's system writes it (default ~/.vestibule/workspace on\n"
     "                      Linux, made 0700; required with --os macos|windows)\n"
+    "  --server-network none\n"
+    "                      with --docker: start the server's container with --network none;\n"
+    "                      then network \"allowlist\" runs reach nothing (its proxy runs in\n"
+    "                      the server) and say so; the sandboxes' own network is none either\n"
+    "                      way\n"
     "  --os OS             with --docker: the client's system (default linux); for macos\n"
     "                      and windows the entry and that system's file are printed (write\n"
     "                      it with --config FILE)\n"
     "  --wsl               inside WSL 2: the Windows side's Claude Desktop or Cursor starts\n"
     "                      `wsl.exe [-d DISTRO] -e vestibule-mcp` (settings through env(1));\n"
     "                      when the Windows folder is not reachable the entry is printed\n"
-    "  --windows-home DIR  with --wsl: the Windows user folder as WSL mounts it (default\n"
-    "                      /mnt/c/Users/$USER)\n"
+    "  --windows-home DIR  with --wsl: the Windows user folder as WSL mounts it (default:\n"
+    "                      Windows's %USERPROFILE% through cmd.exe and wslpath, else\n"
+    "                      /mnt/c/Users/$USER, said)\n"
     "  --wrap NAME         rewrite the server NAME already in the client's file to start\n"
     "                      through `vestibule-mcp mcp wrap [--allow ...] -- ITS COMMAND`\n"
     "                      (its env kept and passed on; backup and checks as above; a\n"
@@ -204,6 +215,7 @@ struct mode {
         const char *image;     /* --image */
         const char *workspace; /* --workspace */
         const char *win_home;  /* --windows-home */
+        bool server_offline;   /* --server-network none */
         enum client_os os;     /* --os */
         char **args;           /* the entry's args (owned, NULL-terminated) */
         size_t n_args;
@@ -243,8 +255,13 @@ static void split_env(struct mode *m, const char *const *env, size_t n_env, bool
         }
 }
 
-/* --docker: `docker run -i --rm -v SOCK:SOCK -v DIR:/workspace [-e ...] IMAGE`. 0, or 2 with a
- * usage message. */
+/* The named volume the server image keeps its audit log in, and where: docs/packaging.md
+ * ("The server image"), scripts/oci-image.sh (VESTIBULE_AUDIT_DIR=/var/lib/vestibule/audit). */
+#define OCI_STATE_VOLUME "vestibule-state"
+#define OCI_STATE_DIR "/var/lib/vestibule"
+
+/* --docker: `docker run -i --rm -v SOCK:SOCK -v vestibule-state:/var/lib/vestibule
+ * [--network none] -v DIR:/workspace [-e ...] IMAGE`. 0, or 2 with a usage message. */
 static int docker_entry(const struct client_info *c, struct mode *m, const char *const *env,
                         size_t n_env, const char *home, struct client_server *s)
 {
@@ -272,6 +289,13 @@ static int docker_entry(const struct client_info *c, struct mode *m, const char 
         push(m, "--rm");
         push(m, "-v");
         push(m, "/var/run/docker.sock:/var/run/docker.sock");
+        /* the audit log outlives --rm there (scripts/oci-image.sh: VESTIBULE_AUDIT_DIR) */
+        push(m, "-v");
+        push(m, OCI_STATE_VOLUME ":" OCI_STATE_DIR);
+        if (m->server_offline) {
+                push(m, "--network");
+                push(m, "none");
+        }
         push(m, "-v");
         push(m, ws);
         split_env(m, env, n_env, true);
@@ -324,7 +348,15 @@ static int wsl_file(const struct client_info *c, const struct mode *m, char **re
         struct stat st;
 
         if (!win_home) {
-                dflt = xasprintf("/mnt/c/Users/%s", user && *user ? user : "unknown");
+                char why[300] = "";
+
+                if (wsl_windows_home(&dflt, why, sizeof(why)) < 0) {
+                        dflt = xasprintf("/mnt/c/Users/%s", user && *user ? user : "unknown");
+                        printf("install-client: Windows did not say its user folder (%s): "
+                               "guessed '%s' from $USER; give --windows-home /mnt/c/Users/NAME "
+                               "if yours is another\n",
+                               why, dflt);
+                }
                 win_home = dflt;
         }
         clients_wsl_path(c, win_home, ret_file, &folder);
@@ -506,9 +538,10 @@ static int mode_args_ok(const struct mode *m, const struct install_wrap *w)
                                 "with --wrap\n");
                 return 2;
         }
-        if ((m->image || m->workspace || m->os != CLIENT_OS_LINUX) && m->kind != MODE_DOCKER) {
-                fprintf(stderr, "vestibule-mcp install-client: --image, --workspace and --os go "
-                                "with --docker\n");
+        if ((m->image || m->workspace || m->os != CLIENT_OS_LINUX || m->server_offline) &&
+            m->kind != MODE_DOCKER) {
+                fprintf(stderr, "vestibule-mcp install-client: --image, --workspace, --os and "
+                                "--server-network go with --docker\n");
                 return 2;
         }
         if (m->win_home && m->kind != MODE_WSL) {
@@ -562,6 +595,7 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct client
             {"allow-read", required_argument, NULL, 'r'},
             {"net", required_argument, NULL, 'N'},
             {"windows-home", required_argument, NULL, 'H'},
+            {"server-network", required_argument, NULL, 'S'},
             {0},
         };
         int opt;
@@ -600,6 +634,17 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct client
                         break;
                 case 'H':
                         o->mode.win_home = optarg;
+                        break;
+                case 'S':
+                        if (strcmp(optarg, "none") != 0) {
+                                fprintf(stderr,
+                                        "vestibule-mcp install-client: --server-network '%s': "
+                                        "only none (leave it out for the engine's default "
+                                        "network, which the allowlist needs)\n",
+                                        optarg);
+                                return 2;
+                        }
+                        o->mode.server_offline = true;
                         break;
                 case 'o':
                         if (parse_os(optarg, &o->mode.os) != 0)

@@ -21,6 +21,7 @@ enum egress_reason {
         EGRESS_WHY_CONNECT,     /* "connection failed" */
         EGRESS_WHY_BAD_REQUEST, /* "not an HTTP proxy request" */
         EGRESS_WHY_NO_HEAD,     /* "request head never completed" (slow or silent) */
+        EGRESS_WHY_NO_NETWORK,  /* the server itself has no network (--network none) */
         EGRESS_WHY_COUNT,
 };
 

@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
@@ -439,6 +441,23 @@ static enum egress_reason judge_addresses(struct conn *c, const struct addrinfo 
         return EGRESS_WHY_OK;
 }
 
+/* Whether this process has no network interface but loopback: the server's own container
+ * started with `docker run --network none` (getifaddrs(3)), where every upstream fails. Asked
+ * only after a failure, so that the refusal says why instead of "connection failed". */
+static bool server_offline(void)
+{
+        struct ifaddrs *all = NULL;
+        bool offline = true;
+
+        if (getifaddrs(&all) < 0)
+                return false;
+        for (struct ifaddrs *i = all; i; i = i->ifa_next)
+                if (!(i->ifa_flags & IFF_LOOPBACK) && (i->ifa_flags & IFF_UP))
+                        offline = false;
+        freeifaddrs(all);
+        return offline;
+}
+
 /* Decide on @c's request and, when allowed, connect upstream (@c->up). */
 static enum egress_reason conn_decide(struct conn *c)
 {
@@ -453,14 +472,14 @@ static enum egress_reason conn_decide(struct conn *c)
         snprintf(port_s, sizeof(port_s), "%u", pin && pin->port ? pin->port : c->rq.port);
         hints.ai_flags = AI_NUMERICSERV | (pin || c->rq.host_is_ip ? AI_NUMERICHOST : 0);
         if (getaddrinfo(pin ? pin->addr : c->rq.host, port_s, &hints, &ai) != 0 || !ai)
-                return EGRESS_WHY_NO_RESOLVE;
+                return server_offline() ? EGRESS_WHY_NO_NETWORK : EGRESS_WHY_NO_RESOLVE;
         if (!pin)
                 why = judge_addresses(c, ai);
         if (why == EGRESS_WHY_OK) {
                 /* the very addresses judged above: nothing is resolved twice */
                 c->up = connect_any(c->p, ai);
                 if (c->up < 0)
-                        why = EGRESS_WHY_CONNECT;
+                        why = server_offline() ? EGRESS_WHY_NO_NETWORK : EGRESS_WHY_CONNECT;
         }
         freeaddrinfo(ai);
         return why;

@@ -171,6 +171,9 @@ const char *egress_reason_text(enum egress_reason r)
             [EGRESS_WHY_CONNECT] = "connection failed",
             [EGRESS_WHY_BAD_REQUEST] = "not an HTTP proxy request",
             [EGRESS_WHY_NO_HEAD] = "request head never completed",
+            [EGRESS_WHY_NO_NETWORK] = "this server has no network but loopback (its container "
+                                      "was started with --network none): the allowlist's proxy "
+                                      "runs in the server; start it with a network",
         };
         if ((unsigned)r >= EGRESS_WHY_COUNT)
                 return NULL;

@@ -86,6 +86,82 @@ bool engine_owner_alive(const char *label)
         return proc_start_time((pid_t)pid) == st;
 }
 
+int engine_self_container_id(const char *mountinfo, char *ret, size_t size)
+{
+        static const char key[] = "containers/";
+        _cleanup_fclose_ FILE *f = fopen(mountinfo, "re");
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+
+        if (!f || size < 65)
+                return -ENOENT;
+        /* Docker: /var/lib/docker/containers/<id>/hostname (also resolv.conf, hosts);
+         * Podman: .../overlay-containers/<id>/userdata/hostname */
+        while (getline(&line, &cap, f) > 0) {
+                for (const char *p = line; (p = strstr(p, key)); p++) {
+                        const char *id = p + strlen(key);
+
+                        if (strspn(id, "0123456789abcdef") == 64 && id[64] == '/') {
+                                snprintf(ret, size, "%.64s", id);
+                                return 0;
+                        }
+                }
+        }
+        return -ENOENT;
+}
+
+int engine_owner_in_container(char *owner, size_t size, const char *id)
+{
+        const char *c2 = strrchr(owner, ':'), *c1 = c2;
+
+        while (c1 && c1 > owner && c1[-1] != ':')
+                c1--;
+        if (!c2 || !c1 || c1 == owner || strlen(id) != 64)
+                return -EINVAL;
+        char tail[64];
+        snprintf(tail, sizeof(tail), "%s", c1); /* "<pid>:<start>" */
+        if ((size_t)snprintf(owner, size, "%s%s:%s", ENGINE_OWNER_CONTAINER, id, tail) >= size)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+/* Whether @owner's server is gone. A label of this host: its process (engine_owner_alive());
+ * a server in its OCI image ("container/<id>:<pid>:<start>", engine_owner_in_container()): its
+ * container, asked of the engine (gone: 404 or not running; any other answer: alive, not ours
+ * to judge); another host's label: alive. */
+static bool owner_gone(const struct engine_conn *c, const char *owner)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        struct sbx_error err = {0};
+        char id[65];
+        size_t pre = strlen(ENGINE_OWNER_CONTAINER);
+
+        if (!engine_owner_alive(owner))
+                return true;
+        if (strncmp(owner, ENGINE_OWNER_CONTAINER, pre) != 0 ||
+            strspn(owner + pre, "0123456789abcdef") != 64 || owner[pre + 64] != ':')
+                return false;
+        snprintf(id, sizeof(id), "%.64s", owner + pre);
+        if (engine_get(c,
+                       &(struct engine_call){.path = "/containers/{}/json",
+                                             .parts = {id},
+                                             .ok = {200, 404},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "inspect an owner's server container"},
+                       &rep, &err) < 0)
+                return false;
+        if (rep.status == 404)
+                return true;
+        json_object *state = NULL, *running = NULL;
+        if (rep.json)
+                json_object_object_get_ex(rep.json, "State", &state);
+        if (state)
+                json_object_object_get_ex(state, "Running", &running);
+        return running && json_object_is_type(running, json_type_boolean) &&
+               !json_object_get_boolean(running);
+}
+
 int container_remove(const struct engine_conn *c, const char *id, struct sbx_error *err)
 {
         struct engine_reply rep = {0};
@@ -167,7 +243,7 @@ int sweep_volumes(const struct engine_conn *c, const char *only_owner, struct sb
                 json_object *v = json_object_array_get_idx(vols, i), *nj;
                 const char *owner = labels_get(v, "vestibule.owner");
                 if (only_owner ? !owner || strcmp(owner, only_owner) != 0
-                               : engine_owner_alive(owner))
+                               : !owner_gone(c, owner))
                         continue;
                 if (!json_object_object_get_ex(v, "Name", &nj))
                         continue;
@@ -191,7 +267,7 @@ int engine_sweep(const struct engine_conn *c, struct sbx_error *err)
         for (size_t i = 0; i < json_object_array_length(list); i++) {
                 json_object *ctr = json_object_array_get_idx(list, i), *idj;
                 const char *owner = labels_get(ctr, "vestibule.owner");
-                if (engine_owner_alive(owner))
+                if (!owner_gone(c, owner))
                         continue;
                 if (!json_object_object_get_ex(ctr, "Id", &idj))
                         continue;

@@ -473,8 +473,37 @@ int engine_owner_label(pid_t pid, char *ret, size_t size);
  * of another host counts as alive: not ours to judge). */
 bool engine_owner_alive(const char *label);
 
+/* The "host" of the owner label of a server in its OCI image whose container the engine it
+ * talks to knows: "container/<64 hex id>:<pid>:<start>". A hostname holds no '/', so no host's
+ * label looks so. Any server on that engine (in the image or not) judges such an owner by its
+ * container: gone when the engine answers 404 or the container does not run (a `docker kill`
+ * of the server's container), which engine_owner_alive() cannot see from another host name. */
+#define ENGINE_OWNER_CONTAINER "container/"
+
 /**
- * engine_sweep() - remove containers labelled vestibule.run=1 whose owner process is gone.
+ * engine_self_container_id() - this process's container id, from the bind mounts the engine
+ * makes for /etc/hostname, /etc/hosts and /etc/resolv.conf (Docker:
+ * /var/lib/docker/containers/<id>/..., Podman: .../overlay-containers/<id>/userdata/...), in
+ * @mountinfo (proc(5): /proc/self/mountinfo). Only meaningful in the server's own image
+ * (config_in_container()): a CI machine that is itself a container has such mounts too, of an
+ * engine the server does not talk to; the caller also asks the engine whether it knows the id.
+ * @ret: @size >= 65 bytes for the 64 lowercase hex digits.
+ * Return: 0, or -ENOENT (no such mount, unreadable file).
+ */
+int engine_self_container_id(const char *mountinfo, char *ret, size_t size);
+
+/**
+ * engine_owner_in_container() - rewrite the owner label @owner ("<host>:<pid>:<start>", from
+ * engine_owner_label(); @size bytes) in place to ENGINE_OWNER_CONTAINER "<@id>:<pid>:<start>".
+ * Return: 0, -EINVAL (@owner not a label, @id not 64 characters), -ENAMETOOLONG (@owner is
+ * then cut).
+ */
+int engine_owner_in_container(char *owner, size_t size, const char *id);
+
+/**
+ * engine_sweep() - remove containers labelled vestibule.run=1 whose owner process is gone (a
+ * label of this host whose process is gone; an ENGINE_OWNER_CONTAINER label whose container
+ * the engine no longer runs), then such volumes.
  * Return: the number removed (>= 0), or -errno.
  */
 int engine_sweep(const struct engine_conn *c, struct sbx_error *err);

@@ -262,6 +262,48 @@ static bool needs_volumes(const struct engine_state *st, const struct sbx_config
                                            why_size);
 }
 
+/* A server in its OCI image labels what it makes with its container's id (ENGINE_OWNER_CONTAINER)
+ * when the engine it talks to runs that container: then a `docker kill` of the server's
+ * container leaves nothing the next server cannot judge (its host name is the dead container's
+ * own, which engine_owner_alive() takes for another host's). @owner (@size bytes) is rewritten
+ * in place, or left as it is with the reason logged. */
+static void owner_by_container(const struct engine_conn *c, const struct sbx_config *cfg,
+                               char *owner, size_t size)
+{
+        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
+        struct sbx_error err = {0};
+        json_object *running = NULL;
+        char id[65];
+
+        if (!cfg->in_container || strncmp(owner, ENGINE_OWNER_CONTAINER,
+                                          strlen(ENGINE_OWNER_CONTAINER)) == 0)
+                return;
+        if (engine_self_container_id("/proc/self/mountinfo", id, sizeof(id)) < 0) {
+                log_info("container engine: this server's container id is not in "
+                         "/proc/self/mountinfo: if its container is killed, what it made stays "
+                         "until a server of host '%.60s' sweeps it",
+                         owner);
+                return;
+        }
+        if (engine_get(c,
+                       &(struct engine_call){.path = "/containers/{}/json",
+                                             .parts = {id},
+                                             .ok = {200},
+                                             .body = ENGINE_BODY_JSON,
+                                             .timeout_ms = 10000,
+                                             .what = "inspect this server's own container"},
+                       &rep, &err) == 0)
+                running = engine_jget(engine_jget(rep.json, "State"), "Running");
+        if (!running || !json_object_get_boolean(running)) {
+                log_info("container engine at '%s' does not run this server's container %.12s "
+                         "(another engine?): its sandboxes are labelled by host name",
+                         c->ep.host, id);
+                return;
+        }
+        if (engine_owner_in_container(owner, size, id) == 0)
+                log_debug("container engine: sandboxes labelled with owner '%s'", owner);
+}
+
 int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, struct sbx_error *err)
 {
         struct engine_state fresh = {0};
@@ -280,7 +322,11 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, st
         r = probe_info(&fresh, cfg, err);
         if (r < 0)
                 return r;
-        char vol_why[300] = "";
+        char vol_why[300] = "", owner[sizeof(st->owner)];
+        pthread_mutex_lock(&st->lock);
+        snprintf(owner, sizeof(owner), "%s", st->owner);
+        pthread_mutex_unlock(&st->lock);
+        owner_by_container(&fresh.conn, cfg, owner, sizeof(owner));
         fresh.volumes = needs_volumes(&fresh, cfg, vol_why, sizeof(vol_why));
         if (fresh.volumes)
                 log_info("container engine at '%s': %s, so code and workspace go through "
@@ -335,6 +381,7 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, st
         snprintf(st->runtime_fifo_why, sizeof(st->runtime_fifo_why), "%s", fresh.runtime_fifo_why);
         snprintf(st->runtime_uds_why, sizeof(st->runtime_uds_why), "%s", fresh.runtime_uds_why);
         snprintf(st->runtime_note, sizeof(st->runtime_note), "%s", fresh.runtime_note);
+        snprintf(st->owner, sizeof(st->owner), "%s", owner);
         st->ready = true;
         pthread_mutex_unlock(&st->lock);
         log_debug("container engine: %s at '%s' (%s), API %s, grade %s", st->conn.server,

@@ -236,6 +236,14 @@ static int from_debian(const struct setup_run_args *a, struct sbx_error *err)
         return r;
 }
 
+/* In the server's OCI image (config_in_container()) the ladder never picks native: a native
+ * rootfs there is time and space for nothing (about 20 s per language), so none is unpacked
+ * and none is downloaded; the engine's image is imported or pulled as everywhere. */
+static bool native_never_runs(const struct setup_run_args *a)
+{
+        return a->cfg && a->cfg->in_container;
+}
+
 int setup_run_install(const struct setup_run_args *a, const struct setup_source *src,
                       struct sbx_error *err)
 {
@@ -248,6 +256,14 @@ int setup_run_install(const struct setup_run_args *a, const struct setup_source 
         bool skipped = false;
         int r;
 
+        if (native_never_runs(a)) {
+                fprintf(a->out,
+                        "setup: %s rootfs not unpacked: this server runs in its OCI image (%s), "
+                        "where the native backend never runs; the container engine's image is "
+                        "what it uses\n",
+                        src->language, a->cfg->in_container_marker);
+                return 0;
+        }
         r = setup_install(a->rootfs_dir, src, &o, &skipped, NULL, err);
         if (r < 0)
                 return r;
@@ -283,6 +299,14 @@ static int from_registry_one(const struct setup_run_args *a, const char *languag
         r = registry_ref_parse(image, &ref, err);
         if (r < 0)
                 return r;
+        if (native_never_runs(a)) {
+                fprintf(a->out,
+                        "setup: %s rootfs not downloaded: this server runs in its OCI image (%s), "
+                        "where the native backend never runs\n",
+                        language, a->cfg->in_container_marker);
+                registry_ref_done(&ref);
+                return 0;
+        }
         if (!a->force &&
             setup_installed_identity(a->rootfs_dir, language, &have, NULL, NULL) == 0 &&
             strcmp(have, ref.digest) == 0) {
