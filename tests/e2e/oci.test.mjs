@@ -14,8 +14,12 @@
 // DOCKER_HOST (for the docker CLI; the stand-in's socket), E2E_OCI_ENV (comma-separated
 // NAME=VALUE settings handed to the server with -e, e.g. VESTIBULE_IMAGE_SOURCE=debian),
 // E2E_OCI_DOCKER_ARGS (space-separated extra `docker run` options: the Desktop stand-in has no
-// bridge network, so `--network none` there; the server needs only the socket).
+// bridge network, so `--network none` there; the server needs only the socket),
+// E2E_OCI_NET_ARGS (the `docker run` options that give the server's container a network on
+// which the host's 127.0.0.1 is reachable, e.g. `--network host` on this project's CI host,
+// whose Docker has no bridge: the allowlist case with a network runs only with it).
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,6 +28,9 @@ import test from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 
+import { startPypi } from './egress-fixtures.mjs';
+import { sleep, waitFor } from './lib.mjs';
+
 const IMAGE = process.env.E2E_OCI_IMAGE;
 // The other e2e runs take every file: there this one skips, saying which stage runs it.
 const skip = !IMAGE && 'E2E_OCI_IMAGE is not set: the oci stage (tests/package/oci.sh) runs this file with the image it built';
@@ -31,13 +38,27 @@ const SOCK = process.env.E2E_OCI_SOCKET || '/var/run/docker.sock';
 const SETTINGS = (process.env.E2E_OCI_ENV || '').split(',').filter(Boolean);
 const CALL_MS = 180_000;
 
-/** A folder of the user's, and the SDK client connected to `docker run -i` of the image. */
-async function start(t) {
+const DOCKER_ARGS = (process.env.E2E_OCI_DOCKER_ARGS || '').split(' ').filter(Boolean);
+const NET_ARGS = (process.env.E2E_OCI_NET_ARGS || '').split(' ').filter(Boolean);
+
+/** The docker CLI, as the user (DOCKER_HOST for the stand-in); its stdout, trimmed. */
+function docker(...args) {
+    return execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 }).trim();
+}
+
+/**
+ * A folder of the user's, and the SDK client connected to `docker run -i` of the image.
+ * @extra: more `docker run` options (a name, a volume, a network); @env: more NAME=VALUE
+ * settings for the server (-e).
+ */
+async function start(t, { extra = [], env: settings = [] } = {}) {
     const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'vst-oci-'));
     fs.chmodSync(ws, 0o777); // the code's uid (1000) writes back into it through the server
     const args = ['run', '-i', '--rm', '-v', `${SOCK}:/var/run/docker.sock`, '-v', `${ws}:/workspace`];
-    for (const s of SETTINGS) args.push('-e', s);
-    args.push(...(process.env.E2E_OCI_DOCKER_ARGS || '').split(' ').filter(Boolean));
+    for (const s of [...SETTINGS, ...settings]) args.push('-e', s);
+    const netGiven = extra.includes('--network');
+    args.push(...(netGiven ? DOCKER_ARGS.filter((a, i, l) => a !== '--network' && l[i - 1] !== '--network') : DOCKER_ARGS));
+    args.push(...extra);
     args.push(IMAGE);
     // what a client gives: its default environment, plus DOCKER_HOST for the docker CLI
     const env = { ...getDefaultEnvironment() };
@@ -123,4 +144,105 @@ test('the allowlist on the volume path runs; sessions run or (until volsess land
     assert.notEqual(a.isError, true, text(a));
     assert.match(text(a), /^1$/m);
     assert.equal(grade(a), 'container', text(a));
+});
+
+test('the audit log outlives --rm in the named volume install-client mounts; `IMAGE audit` reads it', { skip }, async (t) => {
+    const vol = `vst-oci-state-${process.pid}-${Date.now()}`;
+    t.after(() => { try { docker('volume', 'rm', '-f', vol); } catch { /* gone */ } });
+    const mark = `audit-mark-${process.pid}-${Date.now()}`;
+    {
+        const c = await start(t, { extra: ['-v', `${vol}:/var/lib/vestibule`] });
+        const r = await call(c, 'run_code', { language: 'python', code: `print(${JSON.stringify(mark)})` });
+        assert.match(text(r), new RegExp(`^${mark}$`, 'm'), text(r));
+        await c.client.close();
+    }
+    // the server's container is gone (--rm); a later one reads the log from the volume, as
+    // docs/packaging.md tells the user to
+    const read = () => docker('run', '--rm', '-v', `${vol}:/var/lib/vestibule`, ...DOCKER_ARGS, IMAGE, 'audit', '--json');
+    const got = await waitFor(() => read().includes(mark) && read(), 20_000, 500);
+    assert.ok(got, `the run's record is in the volume's audit log:\n${read()}`);
+    // control: a server without the volume keeps its log in the container, gone with --rm
+    const none = docker('run', '--rm', ...DOCKER_ARGS, IMAGE, 'audit', '--json');
+    assert.ok(!none.includes(mark), `a container without the volume has no record of it:\n${none}`);
+});
+
+/** Our containers and volumes on the engine whose owner label is @prefix... (`docker ps -a`). */
+function leftovers(prefixes) {
+    const mine = (line) => prefixes.some((p) => line.split(' ')[1]?.startsWith(p));
+    const ctrs = docker('ps', '-a', '--filter', 'label=vestibule.run=1', '--format', '{{.ID}} {{.Label "vestibule.owner"}}')
+        .split('\n').filter(Boolean).filter(mine);
+    const vols = docker('volume', 'ls', '--filter', 'label=vestibule.run=1', '--format', '{{.Name}} {{.Label "vestibule.owner"}}')
+        .split('\n').filter(Boolean).filter(mine);
+    return { ctrs, vols, n: ctrs.length + vols.length };
+}
+
+/** The owner label prefixes of the server in container @name: by its id, or (an image without
+ * the fix) by its host name, the id's first 12 digits. */
+function ownerOf(name) {
+    const id = docker('inspect', '-f', '{{.Id}}', name);
+    return [`container/${id}:`, `${id.slice(0, 12)}:`];
+}
+
+test('a docker-killed server container\'s sandboxes and volumes are swept by the next server; a live one\'s stay', { skip }, async (t) => {
+    const tag = `${process.pid}-${Date.now()}`;
+    const long = { language: 'python', code: "import time\nprint('up', flush=True)\ntime.sleep(100)", timeout_seconds: 150 };
+    // A: mid-run when its container is killed
+    const a = await start(t, { extra: ['--name', `vst-oci-a-${tag}`] });
+    const aOwner = ownerOf(`vst-oci-a-${tag}`);
+    const aRun = call(a, 'run_code', long).catch((e) => e);
+    assert.ok(await waitFor(() => leftovers(aOwner).ctrs.length > 0, 90_000, 500), 'A started a sandbox container');
+    // B: a live server with a run in flight (the control)
+    const b = await start(t, { extra: ['--name', `vst-oci-b-${tag}`] });
+    const bOwner = ownerOf(`vst-oci-b-${tag}`);
+    const bRun = call(b, 'run_code', long).catch((e) => e);
+    assert.ok(await waitFor(() => leftovers(bOwner).ctrs.length > 0, 90_000, 500), 'B started a sandbox container');
+    const before = leftovers(aOwner);
+    docker('kill', `vst-oci-a-${tag}`);
+    await aRun;
+    // C: a new server; its first call probes the engine, which sweeps
+    const c = await start(t, { extra: ['--name', `vst-oci-c-${tag}`] });
+    const r = await call(c, 'run_code', { language: 'python', code: 'print(1)' });
+    assert.equal(grade(r), 'container', text(r));
+    const gone = await waitFor(() => leftovers(aOwner).n === 0, 30_000, 500);
+    assert.ok(gone, `A's leftovers (${before.ctrs.length} container(s), ${before.vols.length} volume(s) before the kill) are swept by C:\n${JSON.stringify(leftovers(aOwner))}\nC's log:\n${c.stderr().slice(-1500)}`);
+    // control: B is alive, so its run's container stays
+    assert.ok(leftovers(bOwner).ctrs.length > 0, `B's (live) sandbox container was not swept: ${JSON.stringify(leftovers(bOwner))}`);
+    await b.client.close();
+    await bRun;
+    await sleep(100);
+});
+
+test('network "allowlist" with the server\'s container on a network: pip installs from a local index through the proxy in the server', { skip: skip || (!NET_ARGS.length && 'E2E_OCI_NET_ARGS is not set (a network for the server container that reaches the host\'s 127.0.0.1)') }, async (t) => {
+    const mark = `oci-pip-${process.pid}-${Date.now()}`;
+    const pypi = await startPypi(t, { mark });
+    const c = await start(t, {
+        extra: NET_ARGS,
+        env: ['VESTIBULE_EGRESS_ALLOW=pypi.test', `VESTIBULE_EGRESS_PIN=pypi.test=127.0.0.1:${pypi.port}`],
+    });
+    const r = await call(c, 'run_code', {
+        language: 'bash', network: 'allowlist', timeout_seconds: 120,
+        code: 'pip install --index-url http://pypi.test/simple/ --trusted-host pypi.test vstprobe 2>&1 | tail -3; python3 -c "import vstprobe; print(vstprobe.MARK)"',
+    });
+    assert.equal(grade(r), 'container', text(r));
+    assert.ok(pypi.hits.includes('/simple/vstprobe/'), `the index was asked through the proxy in the server: ${pypi.hits}\n${text(r)}`);
+    assert.match(text(r), new RegExp(`^${mark}$`, 'm'), text(r));
+    assert.match(text(r), /^egress: .*pypi\.test:80 allowed/m, text(r));
+});
+
+test('network "allowlist" with the server\'s container on --network none: the refusal says the server has no network', { skip }, async (t) => {
+    const pypi = await startPypi(t, { mark: 'never' });
+    const c = await start(t, {
+        extra: ['--network', 'none'],
+        env: ['VESTIBULE_EGRESS_ALLOW=pypi.test', `VESTIBULE_EGRESS_PIN=pypi.test=127.0.0.1:${pypi.port}`],
+    });
+    const r = await call(c, 'run_code', {
+        language: 'bash', network: 'allowlist', timeout_seconds: 60,
+        code: 'pip install --retries 0 --timeout 10 --index-url http://pypi.test/simple/ --trusted-host pypi.test vstprobe 2>&1 | tail -2',
+    });
+    assert.equal(grade(r), 'container', text(r));
+    assert.equal(pypi.hits.length, 0, `nothing reached the index: ${pypi.hits}`);
+    // what the model reads: the verdict and why, in the egress line and structuredContent
+    assert.match(text(r), /^egress: .*pypi\.test:80 denied: this server has no network but loopback .*--network none/m, text(r));
+    const v = r.structuredContent?.egress?.hosts?.find((x) => x.host === 'pypi.test');
+    assert.match(JSON.stringify(v), /no network but loopback/, JSON.stringify(r.structuredContent?.egress));
 });
