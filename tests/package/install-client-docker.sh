@@ -53,7 +53,7 @@ entry() {
 expect() {
         if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: got $2, want $3"; fi
 }
-docker_args="[\"run\",\"-i\",\"--rm\",\"-v\",\"/var/run/docker.sock:/var/run/docker.sock\""
+docker_args="[\"run\",\"-i\",\"--rm\",\"-v\",\"/var/run/docker.sock:/var/run/docker.sock\",\"-v\",\"vestibule-state:/var/lib/vestibule\""
 
 # --- claude-code --docker: `claude mcp add`, then the file edited directly; `claude mcp list` -
 if [ -x "$claude" ] && docker image inspect "$image" >/dev/null 2>&1; then
@@ -63,7 +63,7 @@ if [ -x "$claude" ] && docker image inspect "$image" >/dev/null 2>&1; then
         check "claude-code --docker: through claude mcp add" "$out" 'claude mcp add'
         out=$(run timeout 120 claude mcp list 2>&1)
         check "claude-code --docker: claude mcp list starts docker run -i of the image and connects" \
-                "$out" "vestibule: docker run -i --rm -v /var/run/docker.sock:/var/run/docker.sock -v $h/.vestibule/workspace:/workspace -e VESTIBULE_IMAGE_SOURCE=debian $image - .*Connected" 'other: '
+                "$out" "vestibule: docker run -i --rm -v /var/run/docker.sock:/var/run/docker.sock -v vestibule-state:/var/lib/vestibule -v $h/.vestibule/workspace:/workspace -e VESTIBULE_IMAGE_SOURCE=debian $image - .*Connected" 'other: '
         fresh claude-file
         echo '{"mcpServers": {"other": {"type": "stdio", "command": "/bin/false", "args": [], "env": {}}}}' >"$h/.claude.json"
         out=$(env -i HOME="$h" PATH=/usr/bin:/bin "$bin" install-client --docker --image "$image" \
@@ -117,8 +117,20 @@ out=$(run "$bin" install-client --docker --os windows --workspace 'C:\Users\al\w
 check "claude-desktop --docker --os windows: the Windows file" "$out" \
         "^# Claude Desktop: add to '%APPDATA%\\\\Claude\\\\claude_desktop_config.json'"
 got=$(sed 1d <<<"$out" | node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
-        console.log(j.mcpServers.vestibule.args[6]);')
+        console.log(j.mcpServers.vestibule.args[8]);')
 expect "claude-desktop --docker --os windows: the folder as Windows writes it" "$got" 'C:\Users\al\work:/workspace'
+# --server-network none: the server's container without a network (the allowlist then reaches
+# nothing, said in each refusal: tests/e2e/oci.test.mjs); anything else is refused
+out=$(run "$bin" install-client --docker --os macos --workspace /w --server-network none --image "$image" cursor 2>&1)
+got=$(sed 1d <<<"$out" | node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+        console.log(JSON.stringify(j.mcpServers.vestibule.args));')
+expect "cursor --docker --server-network none: --network none before the image" "$got" \
+        "$docker_args,\"--network\",\"none\",\"-v\",\"/w:/workspace\",\"$image\"]"
+if run "$bin" install-client --docker --server-network host cursor >/dev/null 2>&1; then
+        bad "--server-network host was not refused"
+else
+        ok "--server-network host: refused (only none)"
+fi
 for id in cursor vscode claude-code; do
         out=$(run "$bin" install-client --docker --os windows --workspace 'C:\w' "$id" 2>&1)
         check "$id --docker --os windows: its Windows file" "$out" \
@@ -169,6 +181,36 @@ if run "$bin" install-client --wsl --windows-home "$win" cursor >/dev/null 2>&1;
 else
         expect "cursor --wsl: a read-only file is refused, untouched" "$(cat "$win/.cursor/mcp.json")" '{"mcpServers": {}}'
 fi
+# no --windows-home: Windows is asked (cmd.exe /c echo %USERPROFILE%, then wslpath -u), here
+# a fake of each on PATH; cmd.exe also writes the UNC warning it prints when started from a
+# Linux folder, on stderr
+fresh wsl-ask
+fake=$h/fakebin
+win="$h/mnt/c/Users/Al Win"
+mkdir -p "$fake" "$win/AppData/Roaming/Claude"
+cat >"$fake/cmd.exe" <<'FAKE'
+#!/bin/sh
+echo "'\\wsl.localhost\Ubuntu\tmp' CMD.EXE was started with the above path as the current directory." >&2
+[ "$*" = "/c echo %USERPROFILE%" ] || exit 3
+printf 'C:\\Users\\Al Win\r\n'
+FAKE
+cat >"$fake/wslpath" <<FAKE
+#!/bin/sh
+[ "\$1" = -u ] && [ "\$2" = 'C:\\Users\\Al Win' ] || exit 1
+echo "$win"
+FAKE
+chmod 0755 "$fake/cmd.exe" "$fake/wslpath"
+out=$(env -i HOME="$h" USER=al PATH="$fake:/usr/bin:/bin" "$bin" install-client --wsl claude-desktop 2>&1)
+check "claude-desktop --wsl: the profile folder Windows names (cmd.exe, wslpath), not \$USER's" "$out" \
+        "wrote the 'vestibule' entry for Claude Desktop into '$win/AppData/Roaming/Claude/claude_desktop_config.json'"
+# control: without them, the guess from $USER, said
+out=$(env -i HOME="$h" USER=al PATH=/usr/bin:/bin "$bin" install-client --wsl claude-desktop 2>&1)
+check "claude-desktop --wsl without interop: guessed from \$USER, said" "$out" \
+        "Windows did not say its user folder \(no cmd.exe on PATH" "guessed '/mnt/c/Users/al'"
+# control: a cmd.exe that echoes the variable unexpanded (it is not set) is not taken for a folder
+printf '#!/bin/sh\necho %%USERPROFILE%%\n' >"$fake/cmd.exe"
+out=$(env -i HOME="$h" USER=al PATH="$fake:/usr/bin:/bin" "$bin" install-client --wsl claude-desktop 2>&1)
+check "claude-desktop --wsl, %USERPROFILE% unset: guessed, said" "$out" "gave no folder" "guessed '/mnt/c/Users/al'"
 if run "$bin" install-client --wsl vscode >/dev/null 2>&1; then
         bad "--wsl vscode was not refused"
 else
