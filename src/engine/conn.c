@@ -242,8 +242,7 @@ int sweep_volumes(const struct engine_conn *c, const char *only_owner, struct sb
         for (size_t i = 0; vols && i < json_object_array_length(vols); i++) {
                 json_object *v = json_object_array_get_idx(vols, i), *nj;
                 const char *owner = labels_get(v, "vestibule.owner");
-                if (only_owner ? !owner || strcmp(owner, only_owner) != 0
-                               : !owner_gone(c, owner))
+                if (only_owner ? !owner || strcmp(owner, only_owner) != 0 : !owner_gone(c, owner))
                         continue;
                 if (!json_object_object_get_ex(v, "Name", &nj))
                         continue;

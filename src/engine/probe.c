@@ -275,8 +275,8 @@ static void owner_by_container(const struct engine_conn *c, const struct sbx_con
         json_object *running = NULL;
         char id[65];
 
-        if (!cfg->in_container || strncmp(owner, ENGINE_OWNER_CONTAINER,
-                                          strlen(ENGINE_OWNER_CONTAINER)) == 0)
+        if (!cfg->in_container ||
+            strncmp(owner, ENGINE_OWNER_CONTAINER, strlen(ENGINE_OWNER_CONTAINER)) == 0)
                 return;
         if (engine_self_container_id("/proc/self/mountinfo", id, sizeof(id)) < 0) {
                 log_info("container engine: this server's container id is not in "

@@ -660,6 +660,63 @@ START_TEST(owner_label_liveness)
 }
 END_TEST
 
+/* The server in its OCI image finds its container id in the engine's bind mounts, and the
+ * owner label takes it (ENGINE_OWNER_CONTAINER) with the pid and start time kept. */
+START_TEST(owner_container_id_and_label)
+{
+        static const char id[] = "6a656c56bd72462b16a1b3376ae20112baad7aafa2e2015b73094800a0992ae7";
+        _cleanup_free_ char *d = sbx_test_tmpdir();
+        _cleanup_free_ char *docker = xasprintf("%s/docker", d),
+                            *podman = xasprintf("%s/podman", d), *host = xasprintf("%s/host", d);
+        char got[65] = "", owner[160], tiny[40];
+        FILE *f;
+
+        f = fopen(docker, "w");
+        fprintf(f,
+                "130 1 0:50 / / rw - overlay overlay rw\n"
+                "147 130 254:0 /var/lib/docker/containers/%s/resolv.conf /etc/resolv.conf "
+                "rw - ext4 /dev/vda rw\n",
+                id);
+        fclose(f);
+        ck_assert_int_eq(engine_self_container_id(docker, got, sizeof(got)), 0);
+        ck_assert_str_eq(got, id);
+        f = fopen(podman, "w");
+        fprintf(f,
+                "1 0 0:5 /var/lib/containers/storage/overlay-containers/%s/userdata/hostname "
+                "/etc/hostname rw - tmpfs tmpfs rw\n",
+                id);
+        fclose(f);
+        ck_assert_int_eq(engine_self_container_id(podman, got, sizeof(got)), 0);
+        ck_assert_str_eq(got, id);
+        /* controls: a host's mounts, a short or upper-case id, a missing file */
+        f = fopen(host, "w");
+        fprintf(f,
+                "22 27 0:21 / /proc rw - proc proc rw\n"
+                "30 27 0:1 /srv/containers/abc123/x /x rw - ext4 /dev/vda rw\n"
+                "31 27 0:1 /srv/containers/%.63s/x /y rw - ext4 /dev/vda rw\n",
+                id);
+        fclose(f);
+        ck_assert_int_eq(engine_self_container_id(host, got, sizeof(got)), -ENOENT);
+        ck_assert_int_eq(engine_self_container_id("/nonexistent/mountinfo", got, sizeof(got)),
+                         -ENOENT);
+        ck_assert_int_eq(engine_self_container_id(docker, tiny, sizeof(tiny)), -ENOENT);
+
+        snprintf(owner, sizeof(owner), "6a656c56bd72:1:4242");
+        ck_assert_int_eq(engine_owner_in_container(owner, sizeof(owner), id), 0);
+        ck_assert_str_eq(owner, "container/"
+                                "6a656c56bd72462b16a1b3376ae20112baad7aafa2e2015b73094800a0992ae7"
+                                ":1:4242");
+        /* another host's form to engine_owner_alive(): never judged by pid here */
+        ck_assert(engine_owner_alive(owner));
+        snprintf(owner, sizeof(owner), "garbage");
+        ck_assert_int_eq(engine_owner_in_container(owner, sizeof(owner), id), -EINVAL);
+        snprintf(owner, sizeof(owner), "h:1:2");
+        ck_assert_int_eq(engine_owner_in_container(owner, sizeof(owner), "short"), -EINVAL);
+        snprintf(tiny, sizeof(tiny), "h:1:2");
+        ck_assert_int_eq(engine_owner_in_container(tiny, sizeof(tiny), id), -ENAMETOOLONG);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------- */
 /* Real engines                                                                              */
 
@@ -2778,6 +2835,7 @@ static Suite *engine_suite(void)
 
         tc = tcase_create("owner");
         tcase_add_test(tc, owner_label_liveness);
+        tcase_add_test(tc, owner_container_id_and_label);
         tcase_add_test(tc, kmsg_oom_record_matching);
         tcase_add_test(tc, unreachable_engine_blocked);
         suite_add_tcase(s, tc);
