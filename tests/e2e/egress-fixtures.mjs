@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { waitFor } from './lib.mjs';
+import { waitFor } from './wait.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const VERDACCIO = path.resolve(here, '../egress/node_modules/verdaccio/bin/verdaccio');

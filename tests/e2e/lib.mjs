@@ -30,6 +30,8 @@ import { StdioClientTransport as StdioV1, getDefaultEnvironment } from '@modelco
 import { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 
+import { sleep, waitFor } from './wait.mjs';
+
 export const BIN = process.env.VESTIBULE_BIN;
 if (!BIN) throw new Error('VESTIBULE_BIN is not set: point it at the vestibule-mcp binary to test');
 fs.accessSync(BIN, fs.constants.X_OK);
@@ -361,17 +363,7 @@ export function pidsWithMarker(marker) {
     return found;
 }
 
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Poll @fn until it returns a truthy value or @ms pass; returns the last value. */
-export async function waitFor(fn, ms, step = 50) {
-    const end = Date.now() + ms;
-    for (;;) {
-        const v = await fn();
-        if (v || Date.now() >= end) return v;
-        await sleep(step);
-    }
-}
+export { sleep, waitFor }; // (wait.mjs)
 
 const markers = new Set();
 

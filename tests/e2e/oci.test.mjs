@@ -29,7 +29,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 import { startPypi } from './egress-fixtures.mjs';
-import { sleep, waitFor } from './lib.mjs';
+import { sleep, waitFor } from './wait.mjs';
 
 const IMAGE = process.env.E2E_OCI_IMAGE;
 // The other e2e runs take every file: there this one skips, saying which stage runs it.
@@ -187,15 +187,18 @@ test('a docker-killed server container\'s sandboxes and volumes are swept by the
     const tag = `${process.pid}-${Date.now()}`;
     const long = { language: 'python', code: "import time\nprint('up', flush=True)\ntime.sleep(100)", timeout_seconds: 150 };
     // A: mid-run when its container is killed
-    const a = await start(t, { extra: ['--name', `vst-oci-a-${tag}`] });
+    const env = ['VESTIBULE_MAX_TIMEOUT_S=300']; // (the default cap is 60 s)
+    const a = await start(t, { extra: ['--name', `vst-oci-a-${tag}`], env });
     const aOwner = ownerOf(`vst-oci-a-${tag}`);
-    const aRun = call(a, 'run_code', long).catch((e) => e);
-    assert.ok(await waitFor(() => leftovers(aOwner).ctrs.length > 0, 90_000, 500), 'A started a sandbox container');
+    let aDone = null;
+    const aRun = call(a, 'run_code', long).then((r) => { aDone = text(r); }, (e) => e);
+    assert.ok(await waitFor(() => aDone || leftovers(aOwner).ctrs.length > 0, 90_000, 500) && !aDone, `A started a sandbox container: ${aDone}`);
     // B: a live server with a run in flight (the control)
-    const b = await start(t, { extra: ['--name', `vst-oci-b-${tag}`] });
+    const b = await start(t, { extra: ['--name', `vst-oci-b-${tag}`], env });
     const bOwner = ownerOf(`vst-oci-b-${tag}`);
-    const bRun = call(b, 'run_code', long).catch((e) => e);
-    assert.ok(await waitFor(() => leftovers(bOwner).ctrs.length > 0, 90_000, 500), 'B started a sandbox container');
+    let bDone = null;
+    const bRun = call(b, 'run_code', long).then((r) => { bDone = text(r); }, (e) => e);
+    assert.ok(await waitFor(() => bDone || leftovers(bOwner).ctrs.length > 0, 90_000, 500) && !bDone, `B started a sandbox container: ${bDone}`);
     const before = leftovers(aOwner);
     docker('kill', `vst-oci-a-${tag}`);
     await aRun;
