@@ -576,32 +576,33 @@ static int check_client(int argc, char **argv, const struct opts *o,
         return mode_args_ok(&o->mode, &o->wrap);
 }
 
+static const struct option long_opts[] = {
+    {"print", no_argument, NULL, 'p'},
+    {"env", required_argument, NULL, 'e'},
+    {"config", required_argument, NULL, 'c'},
+    {"name", required_argument, NULL, 'n'},
+    {"help", no_argument, NULL, 'h'},
+    {"docker", no_argument, NULL, 'D'},
+    {"wsl", no_argument, NULL, 'W'},
+    {"image", required_argument, NULL, 'i'},
+    {"os", required_argument, NULL, 'o'},
+    {"workspace", required_argument, NULL, 'k'},
+    {"wrap", required_argument, NULL, 'w'},
+    {"unwrap", required_argument, NULL, 'u'},
+    {"allow", required_argument, NULL, 'a'},
+    {"allow-read", required_argument, NULL, 'r'},
+    {"net", required_argument, NULL, 'N'},
+    {"windows-home", required_argument, NULL, 'H'},
+    {"server-network", required_argument, NULL, 'S'},
+    {0},
+};
+
 static int parse_args(int argc, char **argv, struct opts *o, const struct client_info **ret_c)
 {
-        static const struct option opts[] = {
-            {"print", no_argument, NULL, 'p'},
-            {"env", required_argument, NULL, 'e'},
-            {"config", required_argument, NULL, 'c'},
-            {"name", required_argument, NULL, 'n'},
-            {"help", no_argument, NULL, 'h'},
-            {"docker", no_argument, NULL, 'D'},
-            {"wsl", no_argument, NULL, 'W'},
-            {"image", required_argument, NULL, 'i'},
-            {"os", required_argument, NULL, 'o'},
-            {"workspace", required_argument, NULL, 'k'},
-            {"wrap", required_argument, NULL, 'w'},
-            {"unwrap", required_argument, NULL, 'u'},
-            {"allow", required_argument, NULL, 'a'},
-            {"allow-read", required_argument, NULL, 'r'},
-            {"net", required_argument, NULL, 'N'},
-            {"windows-home", required_argument, NULL, 'H'},
-            {"server-network", required_argument, NULL, 'S'},
-            {0},
-        };
         int opt;
 
         optind = 1;
-        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
                 switch (opt) {
                 case 'p':
                         o->print = true;

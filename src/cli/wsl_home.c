@@ -48,6 +48,7 @@ static int capture(char *const *argv, char *out, size_t size)
         pid_t pid;
         uint64_t end = sbx_now_ms() + WSL_ASK_TIMEOUT_MS;
 
+        out[0] = '\0';
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return -errno;
         posix_spawn_file_actions_init(&fa);
@@ -91,7 +92,7 @@ static int capture(char *const *argv, char *out, size_t size)
 int wsl_windows_home(char **ret, char *why, size_t why_size)
 {
         _cleanup_free_ char *cmd = on_path("cmd.exe"), *wslpath = NULL;
-        char win[1024], unix_path[1024];
+        char win[1024] = "", unix_path[1024] = "";
 
         if (!cmd) {
                 snprintf(why, why_size, "no cmd.exe on PATH (WSL's interop off?)");

@@ -160,6 +160,11 @@ int egress_parse_request(const char *buf, size_t len, struct egress_request *ret
         return 1;
 }
 
+/* the server image started with `docker run --network none` (docs/packaging.md) */
+static const char no_network[] = "this server has no network but loopback (its container was "
+                                 "started with --network none): the allowlist's proxy runs in "
+                                 "the server; start it with a network";
+
 const char *egress_reason_text(enum egress_reason r)
 {
         static const char *const text[EGRESS_WHY_COUNT] = {
@@ -171,9 +176,7 @@ const char *egress_reason_text(enum egress_reason r)
             [EGRESS_WHY_CONNECT] = "connection failed",
             [EGRESS_WHY_BAD_REQUEST] = "not an HTTP proxy request",
             [EGRESS_WHY_NO_HEAD] = "request head never completed",
-            [EGRESS_WHY_NO_NETWORK] = "this server has no network but loopback (its container "
-                                      "was started with --network none): the allowlist's proxy "
-                                      "runs in the server; start it with a network",
+            [EGRESS_WHY_NO_NETWORK] = no_network,
         };
         if ((unsigned)r >= EGRESS_WHY_COUNT)
                 return NULL;

@@ -265,16 +265,19 @@ static bool needs_volumes(const struct engine_state *st, const struct sbx_config
 /* A server in its OCI image labels what it makes with its container's id (ENGINE_OWNER_CONTAINER)
  * when the engine it talks to runs that container: then a `docker kill` of the server's
  * container leaves nothing the next server cannot judge (its host name is the dead container's
- * own, which engine_owner_alive() takes for another host's). @owner (@size bytes) is rewritten
- * in place, or left as it is with the reason logged. */
-static void owner_by_container(const struct engine_conn *c, const struct sbx_config *cfg,
-                               char *owner, size_t size)
+ * own, which engine_owner_alive() takes for another host's). @owner (@size bytes): @st's owner
+ * label, rewritten so, or as it is with the reason logged. */
+static void owner_by_container(struct engine_state *st, const struct engine_conn *c,
+                               const struct sbx_config *cfg, char *owner, size_t size)
 {
         _cleanup_(engine_reply_done) struct engine_reply rep = {0};
         struct sbx_error err = {0};
         json_object *running = NULL;
         char id[65];
 
+        pthread_mutex_lock(&st->lock);
+        snprintf(owner, size, "%s", st->owner);
+        pthread_mutex_unlock(&st->lock);
         if (!cfg->in_container ||
             strncmp(owner, ENGINE_OWNER_CONTAINER, strlen(ENGINE_OWNER_CONTAINER)) == 0)
                 return;
@@ -323,10 +326,7 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, st
         if (r < 0)
                 return r;
         char vol_why[300] = "", owner[sizeof(st->owner)];
-        pthread_mutex_lock(&st->lock);
-        snprintf(owner, sizeof(owner), "%s", st->owner);
-        pthread_mutex_unlock(&st->lock);
-        owner_by_container(&fresh.conn, cfg, owner, sizeof(owner));
+        owner_by_container(st, &fresh.conn, cfg, owner, sizeof(owner));
         fresh.volumes = needs_volumes(&fresh, cfg, vol_why, sizeof(vol_why));
         if (fresh.volumes)
                 log_info("container engine at '%s': %s, so code and workspace go through "
