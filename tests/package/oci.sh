@@ -3,12 +3,13 @@
 #   1. scripts/oci-image.sh --from-build BUILD_DIR: the image archive, under 40 MB;
 #   2. `docker load` into this host's Docker; tests/e2e/oci.test.mjs through `docker run -i`
 #      of it as the docker-group user (SBX_DG_USER, default vestibule-dg: no root, no
-#      VESTIBULE_RUN_AS of the client's);
+#      VESTIBULE_RUN_AS of the client's), the allowlist case with a network on --network host;
 #   3. `setup --from-tar` run inside the image loads a sandbox image through the Engine API
 #      (the tarball mounted where the -images variant ships it), under a name of this run's, and
 #      a run_code call through the image uses it (grade container);
 #   4. the same e2e file against the Docker Desktop stand-in (scripts/desktop-standin.sh), as the
-#      test user, the image loaded into it (the stand-in is stopped after only when this script
+#      test user, with --network none and E2E_OCI_LIGHT=1 (the audit and hard-kill cases ran in
+#      2), the image loaded into it (the stand-in is stopped after only when this script
 #      started it);
 #   5. tests/package/install-client-docker.sh (claude mcp list through the image) as the
 #      docker-group user.
@@ -117,7 +118,7 @@ if ! dk version >/dev/null 2>&1; then
 fi
 if dk version >/dev/null 2>&1 && dk load -i "$work/oci.tar" >/dev/null; then
         t0=$(date +%s)
-        if as "$tu" DOCKER_HOST="unix://$sock" E2E_OCI_SOCKET="$sock" E2E_OCI_DOCKER_ARGS="--network none" \
+        if as "$tu" DOCKER_HOST="unix://$sock" E2E_OCI_SOCKET="$sock" E2E_OCI_DOCKER_ARGS="--network none" E2E_OCI_LIGHT=1 \
                 E2E_OCI_IMAGE="$image" E2E_OCI_ENV=VESTIBULE_IMAGE_SOURCE=debian \
                 timeout 600 node --test --test-reporter=spec "$e2e/oci.test.mjs"; then
                 ok "e2e oci.test.mjs on the Docker Desktop stand-in as $tu ($(($(date +%s) - t0)) s)"
