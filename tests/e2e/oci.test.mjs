@@ -227,7 +227,8 @@ test('network "allowlist" with the server\'s container on a network: pip install
     });
     const r = await call(c, 'run_code', {
         language: 'bash', network: 'allowlist', timeout_seconds: 60,
-        code: 'pip install --index-url http://pypi.test/simple/ --trusted-host pypi.test vstprobe 2>&1 | tail -3; python3 -c "import vstprobe; print(vstprobe.MARK)"',
+        // (into the sandbox's /tmp: files pip would leave in the workspace are uid 1000's)
+        code: 'PIP_USER=0 pip install --target /tmp/pkgs --index-url http://pypi.test/simple/ --trusted-host pypi.test vstprobe 2>&1 | tail -3; PYTHONPATH=/tmp/pkgs python3 -c "import vstprobe; print(vstprobe.MARK)"',
     });
     assert.equal(grade(r), 'container', text(r));
     assert.ok(pypi.hits.includes('/simple/vstprobe/'), `the index was asked through the proxy in the server: ${pypi.hits}\n${text(r)}`);
