@@ -519,6 +519,28 @@ static int check_outside(const char *audit_dir, const char *other, const char *w
         return 0;
 }
 
+/* In the server's OCI image, an audit folder on the container's own root filesystem (no volume
+ * mounted there) goes with the container at `docker run --rm`: said once at start, naming the
+ * mount install-client --docker writes (docs/packaging.md, "The server image"). The folder
+ * may not exist yet: its nearest existing parent is compared with "/" (st_dev). */
+static void warn_if_in_container(const struct sbx_config *cfg)
+{
+        _cleanup_free_ char *p = xstrdup(cfg->audit_dir);
+        struct stat st, root;
+        char *slash;
+
+        if (!cfg->in_container || stat("/", &root) < 0)
+                return;
+        while (stat(p, &st) < 0 && (slash = strrchr(p, '/')) && slash != p)
+                *slash = '\0';
+        if (stat(p, &st) < 0 || st.st_dev != root.st_dev)
+                return;
+        log_warning("audit: the audit folder '%s' is inside this server's container and goes "
+                    "with it (docker run --rm): mount a volume there, as install-client "
+                    "--docker writes (-v vestibule-state:/var/lib/vestibule)",
+                    cfg->audit_dir);
+}
+
 int audit_open(const struct sbx_config *cfg, struct audit_log **ret, struct sbx_error *err)
 {
         struct audit_log *log;
@@ -542,6 +564,7 @@ int audit_open(const struct sbx_config *cfg, struct audit_log **ret, struct sbx_
                           "VESTIBULE_ROOTFS_DIR", err);
         if (r < 0)
                 return r;
+        warn_if_in_container(cfg);
 
         log = xcalloc(1, sizeof(*log));
         log->dir = path_normalise(cfg->audit_dir);

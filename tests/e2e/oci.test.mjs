@@ -157,6 +157,7 @@ test('the audit log outlives --rm in the named volume install-client mounts; `IM
         const c = await start(t, { extra: ['-v', `${vol}:/var/lib/vestibule`] });
         const r = await call(c, 'run_code', { language: 'python', code: `print(${JSON.stringify(mark)})` });
         assert.match(text(r), new RegExp(`^${mark}$`, 'm'), text(r));
+        assert.doesNotMatch(c.stderr(), /audit folder .* goes with it/, 'no warning with the volume mounted');
         await c.client.close();
     }
     // the server's container is gone (--rm); a later one reads the log from the volume, as
@@ -167,6 +168,10 @@ test('the audit log outlives --rm in the named volume install-client mounts; `IM
     // control: a server without the volume keeps its log in the container, gone with --rm
     const none = docker('run', '--rm', ...DOCKER_ARGS, IMAGE, 'audit', '--json');
     assert.ok(!none.includes(mark), `a container without the volume has no record of it:\n${none}`);
+    // and a server started without the volume says where its log goes, and the fix
+    const bare = await start(t);
+    await call(bare, 'run_code', { language: 'python', code: 'print(2)' });
+    assert.match(bare.stderr(), /audit folder '\/var\/lib\/vestibule\/audit' is inside this server's container and goes with it \(docker run --rm\): mount a volume there.*vestibule-state/, bare.stderr());
 });
 
 /** Our containers and volumes on the engine whose owner label is @prefix... (`docker ps -a`). */
