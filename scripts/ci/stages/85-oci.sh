@@ -7,7 +7,7 @@
 # file on the Docker Desktop stand-in as the test user, and install-client --docker/--wsl read
 # back by `claude mcp list` (tests/clients' pinned CLI, when its node_modules are there).
 # Sourced by scripts/test.sh, which calls stage_oci when the stage runs.
-# stage: oci | build-release | the server image: < 40 MB, e2e through docker run -i (docker group, Desktop stand-in), setup in it, install-client --docker/--wsl (root)
+# stage: oci | build-release | the server image: < 40 MB, e2e through docker run -i (docker group, Desktop stand-in; the audit volume, a docker-killed server swept, the allowlist with and without the server's network), setup in it (no rootfs), install-client --docker/--wsl (root)
 stage_oci() {
         local claude=
         if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ] || [ "$npm_ok" -ne 1 ] ||
