@@ -124,5 +124,6 @@ test('a slow memory hog: the memory cap named, mem_peak near it', { skip }, asyn
     assert.equal(s.out_of_memory, 'the kernel killed a process in the sandbox at its 64 MiB limit', text);
     assert.equal(s.usage.mem_peak_bytes_not_measured, undefined, `mem_peak measured:\n${text}`);
     assert.ok(s.usage.mem_peak_bytes >= 32 * MiB, `mem_peak ${s.usage.mem_peak_bytes} >= half the cap:\n${text}`);
-    assert.ok(s.usage.mem_peak_bytes <= 64 * MiB, `mem_peak ${s.usage.mem_peak_bytes} <= the cap:\n${text}`);
+    // (Docker's parent cgroup was seen 12 KiB over the container's cap: the kernel's own)
+    assert.ok(s.usage.mem_peak_bytes <= 65 * MiB, `mem_peak ${s.usage.mem_peak_bytes} about the cap:\n${text}`);
 });
