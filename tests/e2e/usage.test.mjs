@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { BACKEND, EXPECT_GRADE, assertIsolation, assertModelSees, connect, makeWorld, runCode } from './lib.mjs';
+import { BACKEND, EXPECT_GRADE, REMOTE_ENGINE, RUNSC, assertIsolation, assertModelSees, callTool, connect, makeWorld, runCode, textOf } from './lib.mjs';
 
 // A root server on rootful Podman reads cpu from the run's cgroup, and mem_peak and pids_peak
 // as lower bounds: the container's own cgroup polled while it lives (Podman's monitor shares
@@ -126,4 +126,68 @@ test('a slow memory hog: the memory cap named, mem_peak near it', { skip }, asyn
     assert.ok(s.usage.mem_peak_bytes >= 32 * MiB, `mem_peak ${s.usage.mem_peak_bytes} >= half the cap:\n${text}`);
     // (Docker's parent cgroup was seen 12 KiB over the container's cap: the kernel's own)
     assert.ok(s.usage.mem_peak_bytes <= 65 * MiB, `mem_peak ${s.usage.mem_peak_bytes} about the cap:\n${text}`);
+});
+
+// A session's cells (issue 23 item 6): each cell's usage comes from the container's own cgroup
+// on a local engine, root or not (src/engine/ctrcg.c, through the runner's host pid): cpu since
+// the previous cell, mem_peak and pids_peak as the session's peaks so far. A cell whose forks
+// were refused names the pids cap; the next cell, which forks nothing, must not (the session's
+// pids peak stays at the cap: a peak alone says nothing of that cell).
+test('session cells: figures per cell, the pids cap named only in the cell that hit it', {
+    skip: skip || (RUNSC && 'no sessions under runsc'),
+}, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const st = await callTool(conn, 'session_start', { language: 'python' });
+    if (st.isError) {
+        // an engine without sessions says why (sessions.test.mjs checks its words)
+        assert.match(textOf(st), /^Blocked: /m, textOf(st));
+        t.skip(`no sessions here: ${textOf(st).split('\n')[0]}`);
+        return;
+    }
+    const session = st.structuredContent.session;
+    const cellRun = async (code) => {
+        const result = await callTool(conn, 'run_code', { language: 'python', code, session, timeout_seconds: 30 });
+        return { result, text: textOf(result), s: assertModelSees(result) };
+    };
+    const bomb = [
+        'import os, time',
+        'kids, refused, t0 = [], 0, time.time()',
+        'while time.time() - t0 < 1.5:',
+        '    try:',
+        '        p = os.fork()',
+        '        if p == 0:',
+        '            time.sleep(2)',
+        '            os._exit(0)',
+        '        kids.append(p)',
+        '    except OSError:',
+        '        refused += 1',
+        '        time.sleep(0.01)',
+        'for p in kids:',
+        '    os.waitpid(p, 0)',
+        'print("refused", refused > 0)',
+    ].join('\n');
+    const a = await cellRun(bomb);
+    t.diagnostic(a.text.split('\n').filter((l) => /^(usage|limits hit)/.test(l)).join(' | '));
+    assert.match(a.text, /^refused True$/m, a.text);
+    const b = await cellRun('x = sum(range(3_000_000))\nprint("done")');
+    t.diagnostic(b.text.split('\n').filter((l) => /^(usage|limits hit)/.test(l)).join(' | '));
+    assert.match(b.text, /^done$/m, b.text);
+    if (REMOTE_ENGINE) {
+        // no cgroup of this host to read: the figures say why; no cap is claimed
+        assert.equal(b.s.limits_hit, undefined, `the second cell hit no cap:\n${b.text}`);
+        return;
+    }
+    assert.match(a.text, /pids \(the cap of \d+ was reached\)/, `the bomb's cell names the cap:\n${a.text}`);
+    for (const c of [a, b]) {
+        assert.equal(c.s.usage.cpu_ms_not_measured, undefined, `cpu measured:\n${c.text}`);
+        assert.equal(c.s.usage.mem_peak_bytes_not_measured, undefined, `mem_peak measured:\n${c.text}`);
+        assert.equal(c.s.usage.pids_peak_not_measured, undefined, `pids_peak measured:\n${c.text}`);
+    }
+    assert.ok(b.s.usage.cpu_ms >= 1, `the second cell's own CPU:\n${b.text}`);
+    assert.ok(b.s.usage.pids_peak >= a.s.usage.pids_peak, `the session's peak so far:\n${b.text}`);
+    // the control: the session's peak is at the cap, this cell forked nothing
+    assert.equal(b.s.limits_hit, undefined, `the second cell hit no cap:\n${b.text}`);
+    assert.doesNotMatch(b.text, /^limits hit:/m, b.text);
+    const end = await callTool(conn, 'session_end', { session });
+    assert.equal(end.isError, false, textOf(end));
 });
