@@ -101,6 +101,34 @@ START_TEST(stream_split_and_overlong)
 }
 END_TEST
 
+/* libpod's stream (Podman 4.3, stream=true&interval=1), trimmed from real lines of 2026-12-02:
+ * a live container's, then what it sends once the container is gone */
+START_TEST(libpod_samples)
+{
+        static const char live1[] = "{\"Error\":null,\"Stats\":[{\"ContainerID\":\"bb6d\","
+                                    "\"MemUsage\":24043520,\"PIDs\":1,\"CPUNano\":54732510}]}";
+        static const char live2[] = "{\"Error\":null,\"Stats\":[{\"MemUsage\":108126208,"
+                                    "\"PIDs\":3,\"CPUNano\":110356290}]}";
+        static const char gone[] = "{\"Error\":null,\"Stats\":[{\"MemUsage\":0,\"PIDs\":0,"
+                                   "\"CPUNano\":0}]}";
+        static const char hostile[] = "{\"Stats\":[{\"MemUsage\":-5,\"PIDs\":\"9\"}],"
+                                      "\"memory_stats\":{\"usage\":1}}";
+        struct engine_stats s = {0};
+
+        ck_assert_int_eq(engine_stats_sample(&s, live1, strlen(live1)), 1);
+        ck_assert_int_eq(engine_stats_sample(&s, live2, strlen(live2)), 1);
+        ck_assert_int_eq(engine_stats_sample(&s, gone, strlen(gone)), 0);
+        ck_assert_uint_eq(s.samples, 2);
+        ck_assert_uint_eq(s.mem_peak, 108126208);
+        ck_assert_uint_eq(s.pids_peak, 3);
+        ck_assert_uint_eq(s.cpu_ns, 110356290);
+        /* libpod's shape wins: its bad figures are not replaced by a compat one beside them */
+        ck_assert_int_eq(engine_stats_sample(&s, hostile, strlen(hostile)), 0);
+        ck_assert_uint_eq(s.mem_peak, 108126208);
+        engine_stats_done(&s);
+}
+END_TEST
+
 START_TEST(usage_lower_bounds_or_why)
 {
         struct engine_stats s = {0};
@@ -248,6 +276,7 @@ static Suite *stats_suite(void)
         tcase_add_test(tc, hostile_bytes);
         tcase_add_test(tc, stream_split_and_overlong);
         tcase_add_test(tc, usage_lower_bounds_or_why);
+        tcase_add_test(tc, libpod_samples);
         tcase_add_test(tc, own_cgroup_refuses_bad_names);
         suite_add_tcase(s, tc);
         /* the kernel's part: root, and the cgroup v1 hierarchies this host has */
