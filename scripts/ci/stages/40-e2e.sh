@@ -14,7 +14,7 @@
 # stage: e2e-container-podman | build-release | the e2e suite on rootful Podman, sandboxes as the test user (root)
 # stage: e2e-container-other | build-release | a container line of VESTIBULE_CI_E2E_RUNS naming no engine
 # stage: e2e-root | build-release | a server started as root without VESTIBULE_RUN_AS (root)
-# stage: e2e-remote | build-release | the container backend on Docker behind tcp://127.0.0.1 (root)
+# stage: e2e-remote | build-release | the container backend on Docker behind tcp://127.0.0.1 (plain and mutual TLS) and on rootful Podman's API on tcp://127.0.0.1 (root)
 # e2e_stage BACKEND EXTRA: the stage name of one E2E_RUNS line.
 e2e_stage() {
         case "$1:$2" in
