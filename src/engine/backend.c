@@ -169,8 +169,8 @@ struct sandbox {
         char degraded[128];  /* limits the engine did not keep */
         char *code_dir, *code_file;
         struct engine_handin hv;
-        char *id;            /* the run container, once created */
-        int kmsg_fd, kmsg_r; /* Podman: the kernel log, for its OOM kills */
+        char *id;                /* the run container, once created */
+        int kmsg_fd, kmsg_r;     /* Podman: the kernel log, for its OOM kills */
         struct engine_ctrcg ccg; /* Podman with a parent cgroup: the container's own, polled */
         uint64_t memory_bytes;
         /* supervision: the warden's thread pumps; kill() may come from any thread */

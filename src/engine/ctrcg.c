@@ -163,8 +163,8 @@ void engine_ctrcg_usage(const struct engine_ctrcg *g, unsigned pids_max, struct 
 {
         lower_bound(&u->mem_peak_bytes, g->has_mem, g->mem_peak);
         lower_bound(&u->pids_peak, g->has_pids, g->pids_peak);
-        if (pids_max && ((g->has_refused && g->pids_refused > 0) ||
-                         (g->has_pids && g->pids_peak >= pids_max)))
+        if (pids_max &&
+            ((g->has_refused && g->pids_refused > 0) || (g->has_pids && g->pids_peak >= pids_max)))
                 name_pids_cap(pids_max, limits_hit, size);
 }
 

@@ -65,8 +65,8 @@ void engine_ctrcg_usage(const struct engine_ctrcg *g, unsigned pids_max, struct 
 /* What a session's cells saw of the container's cgroup so far. */
 struct engine_ctrcg_cells {
         bool begun;
-        uint64_t cpu_ns_seen;   /* cpuacct.usage at the last call */
-        uint64_t refused_seen;  /* pids.events "max" at the last call */
+        uint64_t cpu_ns_seen;  /* cpuacct.usage at the last call */
+        uint64_t refused_seen; /* pids.events "max" at the last call */
 };
 
 /**

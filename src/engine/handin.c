@@ -243,9 +243,9 @@ int engine_handin_helper_make(struct engine_state *st, const char *image, const 
 }
 
 /* Before start: the run container sees the hand-in through its own mounts (the script, and a
- * top-level entry of the workspace copy that is not a symlink). Without this check an engine that put the archive
- * elsewhere would run nothing useful, and the copy-back would take the empty workspace for
- * deletions. */
+ * top-level entry of the workspace copy that is not a symlink). Without this check an engine that
+ * put the archive elsewhere would run nothing useful, and the copy-back would take the empty
+ * workspace for deletions. */
 int engine_handin_check(struct engine_state *st, const struct run_request *req, const char *id,
                         const struct engine_handin *h, struct sbx_error *err)
 {
