@@ -26,6 +26,7 @@
 #include "engine/cells.h"
 #include "engine/conn.h"
 #include "engine/container.h"
+#include "engine/ctrcg.h"
 #include "engine/handin.h"
 #include "engine/probe.h"
 #include "engine/spare.h"
@@ -168,8 +169,9 @@ struct sandbox {
         char degraded[128];  /* limits the engine did not keep */
         char *code_dir, *code_file;
         struct engine_handin hv;
-        char *id;            /* the run container, once created */
-        int kmsg_fd, kmsg_r; /* Podman: the kernel log, for its OOM kills */
+        char *id;                /* the run container, once created */
+        int kmsg_fd, kmsg_r;     /* Podman: the kernel log, for its OOM kills */
+        struct engine_ctrcg ccg; /* Podman with a parent cgroup: the container's own, polled */
         uint64_t memory_bytes;
         /* supervision: the warden's thread pumps; kill() may come from any thread */
         pthread_mutex_t lock;
@@ -580,6 +582,8 @@ static unsigned engine_stream_pump(void *userdata, sandbox_emit_fn emit, void *e
                 sb->t_kill = now;
                 log_debug("run %.12s: stopping", sb->id);
         }
+        if (*sb->ccg.mem)
+                (void)engine_ctrcg_poll(&sb->ccg, now); /* rate-limited: floods pump often */
         rx->a.emit = emit;
         rx->a.emit_userdata = emit_userdata;
         engine_xfers_pump(rx);
@@ -640,6 +644,15 @@ static void supervise_from(struct sandbox *sb, uint64_t start_ms, struct sandbox
 
         if (stats_wanted(sb) && engine_xfers_stats(&sb->rx, &sb->st->conn, sb->id, &e) < 0)
                 log_debug("run %.12s: no usage from the engine: %s", sb->id, e.msg);
+        /* Podman's monitor shares the parent: the container's own folder, polled while it
+         * lives, gives its peaks (Podman's cgroupfs manager names it libpod-<id>) */
+        if (*sb->cgroup && sb->podman) {
+                _cleanup_free_ char *leaf = xasprintf("libpod-%s", sb->id);
+                int r = engine_ctrcg_at(&sb->ccg, sb->cgroup, leaf);
+                if (r < 0)
+                        log_debug("run %.12s: the container's own cgroup is not read (%s)", sb->id,
+                                  strerror(-r));
+        }
         pthread_mutex_lock(&sb->lock);
         sb->supervising = true;
         pthread_mutex_unlock(&sb->lock);
@@ -897,8 +910,13 @@ static void collect_usage(struct sandbox *sb, bool stopped, bool *oom, struct ru
 {
         const struct sbx_config *cfg = sb->cfg;
 
+        if (*sb->ccg.mem)
+                (void)engine_ctrcg_poll(&sb->ccg, 0); /* a last look: mostly gone by now */
         if (*sb->cgroup) {
                 engine_hostcg_read(sb->cgroup, sb->podman, &res->usage);
+                if (sb->podman) /* the polls' peaks, lower bounds; and a refused fork */
+                        engine_ctrcg_usage(&sb->ccg, cfg->pids_max, &res->usage, res->limits_hit,
+                                           sizeof(res->limits_hit));
                 /* a spare: its interpreter's start-up, before the hand-over, is not the run's */
                 if (res->usage.cpu_us.measured)
                         res->usage.cpu_us.value = res->usage.cpu_us.value > sb->cpu_before_us

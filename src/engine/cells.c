@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "engine/container.h"
+#include "engine/ctrcg.h"
 #include "engine/handin.h"
 #include "run/runners.h"
 #include "run/sandbox.h"
@@ -87,6 +88,7 @@ struct engine_cells {
         long long seq;
         struct sbx_runner_records rec; /* status records being read */
         uint64_t cpu_us_seen;          /* the run cgroup's CPU time at the last collect */
+        struct engine_ctrcg_cells ccg; /* the container's own cgroup, seen by the cells */
         pthread_mutex_t lock;
         bool dead; /* killed, or the runner is gone */
 };
@@ -340,6 +342,8 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
         c->cell_w = w;
         find_runner(v, c);
         c->cpu_us_seen = cgroup_cpu_us(v);
+        if (c->runner_pid > 0)
+                (void)engine_ctrcg_cells_begin(c->runner_pid, &c->ccg);
         return 0;
 }
 
@@ -507,6 +511,11 @@ static void not_measured(struct run_measure *m, const char *why)
 static void cells_usage(const struct engine_sb_view *v, struct engine_cells *c,
                         struct run_result *res)
 {
+        /* the container's own cgroup, through the runner's host pid (a local engine, root or
+         * not): exact figures, and the pids cap named only for a fork refused in this cell */
+        if (c->runner_pid > 0 && runner_alive(c) &&
+            engine_ctrcg_cell_usage(c->runner_pid, v->cfg->pids_max, &c->ccg, res) == 0)
+                return;
         if (!*v->cgroup) {
                 not_measured(&res->usage.cpu_us, v->usage_why);
                 not_measured(&res->usage.mem_peak_bytes, v->usage_why);

@@ -193,6 +193,19 @@ int engine_xfers_stats(struct engine_xfers *rx, const struct engine_conn *c, con
                                    .userdata = &rx->st,
                                    .what = "read the sandbox container's usage"};
 
+        /* Podman 4.3's compat stream sends one sample and then nothing; libpod's streams one
+         * every @interval seconds (measured 1.0-1.9 s apart on a loaded host, 2026-12-02) */
+        if (c->podman)
+                call = (struct engine_call){
+                    .path = "/v4.0.0/libpod/containers/stats",
+                    .unversioned = true,
+                    .query = {{"containers", id}, {"stream", "true"}, {"interval", "1"}},
+                    .ok = {200},
+                    .body = ENGINE_BODY_STREAM,
+                    .on_data = engine_stats_feed,
+                    .userdata = &rx->st,
+                    .what = "read the sandbox container's usage (libpod)"};
+
         if (!rx->m || rx->stats.x)
                 return sbx_fail(err, EINVAL, "the run's transfers are not armed");
         return leg_add(rx, &rx->stats, c, &call, err);

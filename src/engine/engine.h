@@ -366,6 +366,12 @@ struct run_usage;
  */
 int engine_hostcg_available(char *why, size_t size);
 
+/** engine_hostcg_mount() - the mount point of the cgroup v1 hierarchy holding controller @ctrl
+ * ("memory", "pids", "cpuacct") into @ret, from /proc/self/mountinfo (proc(5)). Return 0;
+ * -ENOENT (no such v1 hierarchy: a cgroup v2 host), -EXDEV (mounted from a subtree, so the
+ * engine's cgroup paths would not map onto it), or -errno of the open. */
+int engine_hostcg_mount(const char *ctrl, char *ret, size_t size);
+
 /** engine_hostcg_name() - the CgroupParent of run @seq of the server labelled @owner:
  * "/vestibule/<pid>-<start time>-<seq>" (the sweep reads the owner back from it). */
 void engine_hostcg_name(const char *owner, unsigned long seq, char *ret, size_t size);
@@ -373,7 +379,8 @@ void engine_hostcg_name(const char *owner, unsigned long seq, char *ret, size_t 
 /** engine_hostcg_read() - the peak memory (memory.max_usage_in_bytes), CPU time
  * (cpuacct.usage) and peak task count (pids.peak) of parent cgroup @rel into @u; a figure
  * that cannot be read is `not measured` with the reason. @podman: the engine's monitor
- * shares @rel (<rel>/conmon): its CPU is subtracted, the peaks are not measured. */
+ * shares @rel (<rel>/conmon): its CPU is subtracted exactly; the peaks are lower bounds
+ * (run_measure.at_least): the parent's watermark minus the monitor's. */
 void engine_hostcg_read(const char *rel, bool podman, struct run_usage *u);
 
 /** engine_hostcg_remove() - remove parent cgroup @rel (and Podman's monitor cgroup in it)

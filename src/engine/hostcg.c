@@ -11,7 +11,8 @@
  *   keeps its shim elsewhere, so the parent holds the container only. Podman puts conmon
  *   (and the runtime and `podman container cleanup` it starts: ~11 MB, ~0.3 s CPU, 14
  *   tasks measured) in <parent>/conmon: its CPU is subtracted exactly; peaks cannot be, so
- *   on Podman mem_peak and pids_peak say why they are not measured.
+ *   on Podman the parent's give lower bounds only (podman_floor()), raised by the polls of
+ *   the container's own folder while it lives (ctrcg.c).
  * - OOM. cgroup v1 counts oom_kill only in the cgroup that hit its limit (the container's,
  *   already gone), not in its ancestors. The kernel's log says it instead: the oom-kill
  *   record names the memcg that hit its limit (oom_memcg=<path ending in the container id>).
@@ -39,9 +40,7 @@
 #define HOSTCG_TOP "vestibule"  /* the parents live under /vestibule in every hierarchy */
 #define HOSTCG_MONITOR "conmon" /* Podman (cgroupfs) puts conmon at <CgroupParent>/conmon */
 
-/* The mount point of the v1 hierarchy holding controller @ctrl ("memory"), whose root is the
- * hierarchy's root (so container cgroup paths map onto it), into @ret. */
-static int v1_mount_of(const char *ctrl, char *ret, size_t size)
+int engine_hostcg_mount(const char *ctrl, char *ret, size_t size)
 {
         _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
         char line[1024];
@@ -84,7 +83,7 @@ int engine_hostcg_available(char *why, size_t size)
                 return -EPERM;
         }
         for (size_t i = 0; i < ELEMENTSOF(need); i++) {
-                int r = v1_mount_of(need[i], mnt, sizeof(mnt));
+                int r = engine_hostcg_mount(need[i], mnt, sizeof(mnt));
                 if (r == -ENOENT) {
                         snprintf(why, size,
                                  "the host has no cgroup v1 '%s' hierarchy (reading a "
@@ -140,6 +139,7 @@ static int read_u64(const char *mnt, const char *rel, const char *file, uint64_t
 
 static void measure(struct run_measure *m, int r, uint64_t v, const char *file)
 {
+        m->at_least = false;
         if (r == 0) {
                 m->measured = true;
                 m->value = v;
@@ -151,6 +151,32 @@ static void measure(struct run_measure *m, int r, uint64_t v, const char *file)
         }
 }
 
+/* Podman's monitor shares @rel: a watermark of the sum is not the sum of the watermarks, so
+ * the container's own peak is not in these files. What they do give is a floor: at the
+ * moment the container peaked, parent = container + monitor <= max(parent), and the monitor
+ * then was <= max(monitor), so max(container) >= max(parent) - max(monitor). (The container's
+ * own folder gives more while it lives: ctrcg.c, polled by backend.c.) */
+static void podman_floor(const char *ctrl, const char *rel, const char *mon, const char *file,
+                         struct run_measure *m)
+{
+        char mnt[256];
+        uint64_t all = 0, monitor = 0;
+        int r = engine_hostcg_mount(ctrl, mnt, sizeof(mnt));
+
+        if (r == 0)
+                r = read_u64(mnt, rel, file, &all);
+        if (r == 0)
+                r = read_u64(mnt, mon, file, &monitor);
+        measure(m, r, all > monitor ? all - monitor : 0, file);
+        m->at_least = m->measured;
+}
+
+static void podman_floors(const char *rel, const char *mon, struct run_usage *u)
+{
+        podman_floor("memory", rel, mon, "memory.max_usage_in_bytes", &u->mem_peak_bytes);
+        podman_floor("pids", rel, mon, "pids.peak", &u->pids_peak);
+}
+
 void engine_hostcg_read(const char *rel, bool podman, struct run_usage *u)
 {
         char mem[256] = "", cpu[256] = "", pids[256] = "";
@@ -158,7 +184,7 @@ void engine_hostcg_read(const char *rel, bool podman, struct run_usage *u)
         uint64_t v = 0, vmon = 0;
         int r;
 
-        r = v1_mount_of("cpuacct", cpu, sizeof(cpu));
+        r = engine_hostcg_mount("cpuacct", cpu, sizeof(cpu));
         if (r == 0)
                 r = read_u64(cpu, rel, "cpuacct.usage", &v);
         /* Podman's monitor subtree: its CPU is counted apart, so it is taken off exactly */
@@ -168,23 +194,16 @@ void engine_hostcg_read(const char *rel, bool podman, struct run_usage *u)
                 r = -ERANGE;
         measure(&u->cpu_us, r, (v - vmon) / 1000, "cpuacct.usage");
         if (podman) {
-                /* peaks cannot be taken apart: a watermark of the sum is not the sum of the
-                 * watermarks, and the container's own cgroup is gone at exit */
-                static const char why[] = "Podman keeps its per-container monitor (conmon, the "
-                                          "runtime, its cleanup) in the run's cgroup and removes "
-                                          "the container's own at exit";
-                u->mem_peak_bytes.measured = u->pids_peak.measured = false;
-                snprintf(u->mem_peak_bytes.why, sizeof(u->mem_peak_bytes.why), "%s", why);
-                snprintf(u->pids_peak.why, sizeof(u->pids_peak.why), "%s", why);
+                podman_floors(rel, mon, u);
                 return;
         }
         v = 0;
-        r = v1_mount_of("memory", mem, sizeof(mem));
+        r = engine_hostcg_mount("memory", mem, sizeof(mem));
         if (r == 0)
                 r = read_u64(mem, rel, "memory.max_usage_in_bytes", &v);
         measure(&u->mem_peak_bytes, r, v, "memory.max_usage_in_bytes");
         v = 0;
-        r = v1_mount_of("pids", pids, sizeof(pids));
+        r = engine_hostcg_mount("pids", pids, sizeof(pids));
         if (r == 0)
                 r = read_u64(pids, rel, "pids.peak", &v);
         measure(&u->pids_peak, r, v, "pids.peak");

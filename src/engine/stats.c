@@ -1,6 +1,8 @@
 /* stats.c - a run's usage as the engine samples it: the newline-delimited JSON of
- * GET /containers/{id}/stats?stream=1 (docs.docker.com/engine/api/v1.41/#operation/ContainerStats;
- * Podman's compat API answers the same), taken apart line by line. The bytes are the engine's
+ * GET /containers/{id}/stats?stream=1 (docs.docker.com/engine/api/v1.41/#operation/ContainerStats),
+ * or on Podman libpod's GET /v4.0.0/libpod/containers/stats?stream=true&interval=1
+ * (docs.podman.io/en/v4.3/_static/api.html#tag/containers/operation/ContainerStatsLibpod: its
+ * compat stream sends one sample only), taken apart line by line. The bytes are the engine's
  * and untrusted: figures are used only when they are non-negative JSON integers, a line is
  * capped, and nothing stops the stream (tests/unit/test_engine_stats.c, tests/fuzz/fuzz_stats.c).
  */
@@ -29,12 +31,28 @@ static bool jcount(json_object *o, const char *const *path, uint64_t *ret)
         return true;
 }
 
+/* libpod's sample: the first object of its "Stats" array, or NULL (the compat shape). A
+ * container that is gone gives zeros there (measured): those figures are not taken. */
+static json_object *libpod_entry(json_object *o)
+{
+        json_object *a, *e;
+
+        if (!json_object_object_get_ex(o, "Stats", &a) ||
+            !json_object_is_type(a, json_type_array) || json_object_array_length(a) < 1)
+                return NULL;
+        e = json_object_array_get_idx(a, 0);
+        return json_object_is_type(e, json_type_object) ? e : NULL;
+}
+
 int engine_stats_sample(struct engine_stats *s, const char *json, size_t n)
 {
         static const char *const cpu[] = {"cpu_stats", "cpu_usage", "total_usage", NULL};
         static const char *const max_usage[] = {"memory_stats", "max_usage", NULL};
         static const char *const usage[] = {"memory_stats", "usage", NULL};
         static const char *const pids[] = {"pids_stats", "current", NULL};
+        static const char *const lp_mem[] = {"MemUsage", NULL};
+        static const char *const lp_pids[] = {"PIDs", NULL};
+        static const char *const lp_cpu[] = {"CPUNano", NULL};
         json_tokener *tok = json_tokener_new();
         json_object *o;
         uint64_t v, mem = 0, p = 0;
@@ -48,8 +66,14 @@ int engine_stats_sample(struct engine_stats *s, const char *json, size_t n)
                 json_object_put(o);
                 return -EBADMSG;
         }
-        has_mem = jcount(o, max_usage, &mem) || jcount(o, usage, &mem);
-        has_pids = jcount(o, pids, &p) && p > 0;
+        json_object *lp = libpod_entry(o);
+        if (lp) { /* libpod: {"Error":null,"Stats":[{"MemUsage":..,"PIDs":..,"CPUNano":..}]} */
+                has_mem = jcount(lp, lp_mem, &mem) && mem > 0;
+                has_pids = jcount(lp, lp_pids, &p) && p > 0;
+        } else {
+                has_mem = jcount(o, max_usage, &mem) || jcount(o, usage, &mem);
+                has_pids = jcount(o, pids, &p) && p > 0;
+        }
         if (!has_mem && !has_pids) {
                 json_object_put(o);
                 return 0;
@@ -63,7 +87,7 @@ int engine_stats_sample(struct engine_stats *s, const char *json, size_t n)
                 s->has_pids = true;
                 s->pids_peak = p > s->pids_peak ? p : s->pids_peak;
         }
-        if (jcount(o, cpu, &v)) {
+        if (jcount(lp ? lp : o, lp ? lp_cpu : cpu, &v)) {
                 s->has_cpu = true;
                 s->cpu_ns = v > s->cpu_ns ? v : s->cpu_ns; /* a counter: never goes back */
         }

@@ -11,7 +11,8 @@
 //                     start-up and set-up allowances, never the kill-within bound
 //   E2E_PASS_ENV      extra variable names to hand to the server (comma-separated), e.g.
 //                     VESTIBULE_DEFAULT_TIMEOUT_S: only settings a user would write into the
-//                     client's `env` for the server (VESTIBULE_*, DOCKER_HOST, CONTAINER_HOST)
+//                     client's `env` for the server (VESTIBULE_*, DOCKER_HOST, DOCKER_TLS_VERIFY,
+//                     DOCKER_CERT_PATH, CONTAINER_HOST)
 //
 // The server starts with exactly what an MCP client using the SDK gives it: the SDK's default
 // environment (getDefaultEnvironment(): HOME, LOGNAME, PATH, SHELL, TERM, USER, from this
@@ -102,7 +103,7 @@ export const MODERN_VERSION = '2026-07-28';
 const PASS_ENV = [
     'VESTIBULE_ROOTFS_DIR', 'VESTIBULE_RUN_AS', 'VESTIBULE_RUNTIME', 'VESTIBULE_CONTAINER_RUNTIME',
     'VESTIBULE_IMAGE_PYTHON', 'VESTIBULE_IMAGE_NODE', 'VESTIBULE_IMAGE_SOURCE', 'VESTIBULE_LOG_LEVEL', 'DOCKER_HOST',
-    'CONTAINER_HOST', 'ASAN_OPTIONS', 'UBSAN_OPTIONS',
+    'DOCKER_TLS_VERIFY', 'DOCKER_CERT_PATH', 'CONTAINER_HOST', 'ASAN_OPTIONS', 'UBSAN_OPTIONS',
     ...(process.env.E2E_PASS_ENV || '').split(',').filter(Boolean),
 ];
 // Never handed over, whatever E2E_PASS_ENV says: a client started from a desktop menu or an

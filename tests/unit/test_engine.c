@@ -1165,11 +1165,14 @@ static void check_usage_measured(bool podman)
         ck_assert_msg(u->cpu_us.measured, "cpu not measured: %s", u->cpu_us.why);
         ck_assert_uint_gt(u->cpu_us.value, 0);
         if (podman) {
-                /* conmon shares the run's cgroup: the peaks say so instead of a number */
-                ck_assert(!u->mem_peak_bytes.measured && !u->pids_peak.measured);
-                ck_assert_msg(strstr(u->mem_peak_bytes.why, "conmon") &&
-                                  strstr(u->pids_peak.why, "conmon"),
-                              "%s", u->mem_peak_bytes.why);
+                /* conmon shares the run's cgroup: the peaks are lower bounds (the container's
+                 * own cgroup polled while it lives, ctrcg.c; the parent's minus conmon's) */
+                ck_assert_msg(u->mem_peak_bytes.measured && u->pids_peak.measured,
+                              "not measured: mem '%s' pids '%s'", u->mem_peak_bytes.why,
+                              u->pids_peak.why);
+                ck_assert(u->mem_peak_bytes.at_least && u->pids_peak.at_least);
+                ck_assert_uint_lt(u->mem_peak_bytes.value, 100u << 20);
+                ck_assert_uint_lt(u->pids_peak.value, 20);
         } else {
                 ck_assert_msg(u->mem_peak_bytes.measured && u->pids_peak.measured,
                               "not measured: mem '%s' pids '%s'", u->mem_peak_bytes.why,
@@ -1180,20 +1183,18 @@ static void check_usage_measured(bool podman)
                 ck_assert_uint_lt(u->pids_peak.value, 20);
         }
 
-        /* memory: 200 MiB touched -> a peak above 200 MiB */
-        if (podman)
-                goto cpu;
+        /* memory: 200 MiB touched -> a peak above 200 MiB (Podman: a lower bound, polled or the
+         * parent's minus conmon's ~11 MB) */
         struct run_out big = run_code(SBX_LANG_PYTHON,
                                       "b = bytearray(200 << 20)\n"
                                       "for i in range(0, len(b), 4096): b[i] = 1\n",
                                       30, -1);
         expect_exit0(&big);
         ck_assert(big.res.usage.mem_peak_bytes.measured);
-        ck_assert_msg(big.res.usage.mem_peak_bytes.value >= 200ull << 20, "peak %llu",
-                      (unsigned long long)big.res.usage.mem_peak_bytes.value);
+        ck_assert_msg(big.res.usage.mem_peak_bytes.value >= (podman ? 180ull : 200ull) << 20,
+                      "peak %llu", (unsigned long long)big.res.usage.mem_peak_bytes.value);
         run_result_done(&big.res);
 
-cpu:;
         /* CPU: ~1 s of busy loop -> at least 0.5 s more CPU than print(1) */
         struct run_out busy = run_code(SBX_LANG_PYTHON,
                                        "import time\nt = time.process_time()\n"
@@ -1208,9 +1209,7 @@ cpu:;
                       (unsigned long long)u->cpu_us.value);
         run_result_done(&busy.res);
 
-        /* pids: 20 children alive at once -> a peak above 20 (and above print(1)'s) */
-        if (podman)
-                goto out;
+        /* pids: 20 children alive for 1 s -> a peak above 20 (and above print(1)'s) */
         struct run_out forks = run_code(SBX_LANG_PYTHON,
                                         "import os, time\nkids = []\n"
                                         "for i in range(20):\n"
@@ -1225,7 +1224,6 @@ cpu:;
                           forks.res.usage.pids_peak.value > u->pids_peak.value,
                       "pids_peak %llu", (unsigned long long)forks.res.usage.pids_peak.value);
         run_result_done(&forks.res);
-out:
         run_result_done(&small.res);
 }
 

@@ -14,7 +14,7 @@
 # stage: e2e-container-podman | build-release | the e2e suite on rootful Podman, sandboxes as the test user (root)
 # stage: e2e-container-other | build-release | a container line of VESTIBULE_CI_E2E_RUNS naming no engine
 # stage: e2e-root | build-release | a server started as root without VESTIBULE_RUN_AS (root)
-# stage: e2e-remote | build-release | the container backend on Docker behind tcp://127.0.0.1 (root)
+# stage: e2e-remote | build-release | the container backend on Docker behind tcp://127.0.0.1 (plain and mutual TLS) and on rootful Podman's API on tcp://127.0.0.1 (root)
 # e2e_stage BACKEND EXTRA: the stage name of one E2E_RUNS line.
 e2e_stage() {
         case "$1:$2" in
@@ -151,12 +151,20 @@ stage_e2e_root() {
 # A remote engine: the same Docker behind a loopback-only TCP front
 # (tests/tools/engine-forward.mjs), so the server sees tcp://127.0.0.1:PORT and must hand
 # code and workspace in through volumes (docs/remote-engines.md). The run and workspace
-# files, server as root with VESTIBULE_RUN_AS as in the Docker run above.
+# files, server as root with VESTIBULE_RUN_AS as in the Docker run above. Beside it (issue 23
+# item 3), the same path on the set-ups a user reaches it by: Docker behind a mutual-TLS
+# front (DOCKER_TLS_VERIFY + DOCKER_CERT_PATH, certificates made by
+# tests/tools/make-test-certs.sh): run.test.mjs; and rootful Podman's own API served on a
+# loopback TCP port (`podman system service tcp:127.0.0.1:PORT`): workspace.test.mjs and
+# usage.test.mjs (libpod's stats stream; a symlink in the workspace).
 stage_e2e_remote() {
         if [ "$npm_ok" -eq 1 ] && [ "$is_root" -eq 1 ] && [ -x "$rel/vestibule-mcp" ] &&
                 { [ "$selected" -eq 0 ] || need_engine /var/run/docker.sock "e2e remote engine"; } &&
                 [ -S /var/run/docker.sock ]; then
                 banner "e2e: remote engine (Release, container, Docker behind tcp://127.0.0.1)"
+                local side_pids=() side
+                remote_tls_start && side_pids+=($!)
+                remote_podman_start && side_pids+=($!)
                 fwd_log=$ci/engine-forward.log fwd_port=$ci/engine-forward.port
                 rm -f "$fwd_log" "$fwd_port"
                 node "$src/tests/tools/engine-forward.mjs" --socket /var/run/docker.sock \
@@ -183,5 +191,90 @@ stage_e2e_remote() {
                 fi
                 kill "$fwd_pid" 2>/dev/null || true
                 wait "$fwd_pid" 2>/dev/null || true
+                for side in "${side_pids[@]}"; do wait "$side" 2>/dev/null || true; done
+                remote_side_results
+        fi
+}
+
+# The e2e runner as the remote stage's root server, on endpoint $1 with grade $2 and the extra
+# variables in $3 (space-separated NAME=VALUE), the files after; results into $ci/remote-$4.*
+remote_side_run() {
+        local host=$1 grade=$2 extra=$3 tag=$4 vars=()
+        shift 4
+        read -r -a vars <<<"$extra"
+        env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 TMPDIR="$ci" \
+                VESTIBULE_RUN_AS="$(id -u "$user" 2>/dev/null || echo 2000):$(id -g "$user" 2>/dev/null || echo 2000)" \
+                VESTIBULE_IMAGE_SOURCE=debian DOCKER_HOST="$host" "${vars[@]}" \
+                VESTIBULE_BIN="$rel/vestibule-mcp" E2E_BACKEND=container E2E_EXPECT_GRADE="$grade" \
+                E2E_RESULTS="$ci/remote-$tag.res" \
+                timeout --kill-after=30 600 node "$e2e/run.mjs" "$@" >"$ci/remote-$tag.log" 2>&1
+        echo $? >"$ci/remote-$tag.rc"
+}
+
+# Docker behind a mutual-TLS front: started in the background ($! is the run's job).
+remote_tls_start() {
+        local certs=$ci/remote-tls-certs log=$ci/remote-tls-forward.log portf=$ci/remote-tls.port p
+        rm -rf "$certs" "$log" "$portf" "$ci"/remote-tls.*
+        command -v openssl >/dev/null || { banner "e2e remote TLS: no openssl, not run"; return 1; }
+        mkdir -p "$certs"
+        sh "$src/tests/tools/make-test-certs.sh" "$certs" >/dev/null 2>&1 ||
+                { record_fail "e2e remote TLS: make-test-certs.sh failed"; return 1; }
+        (
+                node "$src/tests/tools/engine-forward.mjs" --socket /var/run/docker.sock \
+                        --tls "$certs" --log "$log" >"$portf" &
+                fpid=$!
+                for _ in $(seq 100); do [ -s "$portf" ] && break; sleep 0.1; done
+                p=$(awk '/^port /{print $2}' "$portf")
+                if [ -n "$p" ]; then
+                        remote_side_run "tcp://127.0.0.1:$p" container \
+                                "VESTIBULE_RUNTIME=docker DOCKER_TLS_VERIFY=1 DOCKER_CERT_PATH=$certs" \
+                                tls run.test.mjs
+                else
+                        echo 1 >"$ci/remote-tls.rc"
+                fi
+                kill "$fpid" 2>/dev/null
+                wait "$fpid" 2>/dev/null
+        ) &
+}
+
+# Rootful Podman's own API on a loopback TCP port (its service beside the unix one CI uses),
+# with the images imported there: started in the background ($! is the run's job).
+remote_podman_start() {
+        local p
+        rm -f "$ci"/remote-podman.*
+        command -v podman >/dev/null && [ -f "$images/python.tar" ] ||
+                { banner "e2e remote Podman: no podman or no image tarballs, not run"; return 1; }
+        (
+                vst_import_images_podman "$images" >"$ci/remote-podman-import.log" 2>&1
+                p=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+                podman --cgroup-manager=cgroupfs --events-backend=file --runtime runc \
+                        system service --time=0 "tcp:127.0.0.1:$p" >"$ci/remote-podman-service.log" 2>&1 </dev/null &
+                spid=$!
+                for _ in $(seq 100); do curl -fs "http://127.0.0.1:$p/_ping" >/dev/null 2>&1 && break; sleep 0.1; done
+                remote_side_run "tcp://127.0.0.1:$p" \
+                        "container-degraded (namespaces not blocked: the Podman engine is remote: its seccomp profile files are not on this host)" \
+                        "" podman workspace.test.mjs usage.test.mjs
+                kill "$spid" 2>/dev/null
+                wait "$spid" 2>/dev/null
+        ) &
+}
+
+# The side runs' reports after the main one's.
+remote_side_results() {
+        local tag label
+        for tag in tls podman; do
+                [ -e "$ci/remote-$tag.rc" ] || continue
+                case $tag in
+                tls) label="remote engine, Docker behind mutual TLS" ;;
+                podman) label="remote engine, rootful Podman on tcp://127.0.0.1" ;;
+                esac
+                banner "e2e: $label"
+                cat "$ci/remote-$tag.log" 2>/dev/null || true
+                [ -e "$ci/remote-$tag.res" ] || : >"$ci/remote-$tag.res"
+                add_results "$label" "$ci/remote-$tag.res" "$(cat "$ci/remote-$tag.rc")"
+        done
+        # the TLS runs went through the front with a client certificate
+        if [ -e "$ci/remote-tls.rc" ] && ! grep -q '^conn$' "$ci/remote-tls-forward.log" 2>/dev/null; then
+                record_fail "e2e remote TLS: nothing connected through the TLS front"
         fi
 }
