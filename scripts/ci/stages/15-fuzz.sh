@@ -14,12 +14,13 @@
 # stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (50 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames and the Engine API escaping (20 s each) and the agent preset parser (10 s)
 stage_fuzz() {
         if command -v clang >/dev/null; then
-                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream; do
+                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream cellstream; do
                         secs=50
                         case $t in
                         egress) secs=30 ;;      # one request head per input
                         engine_path) secs=20 ;; # the Engine API escaping: a small input space
                         egress_stream) secs=20 ;; # the bridge's frames: a small state machine
+                        cellstream) secs=20 ;; # a session's attach stream on the volume path
                         runner | stats) secs=30 ;; # the status records, the engine's stats stream
                         preset) secs=10 ;; # the agent presets' line parser: a small input space
                         esac
