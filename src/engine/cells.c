@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -29,6 +30,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "engine/container.h"
+#include "engine/cells_attach.h"
 #include "engine/handin.h"
 #include "run/runners.h"
 #include "run/sandbox.h"
@@ -72,6 +74,38 @@ static const char cells_wrapper[] =
     "if [ $s = 0 ]; then end=$((SECONDS + t)); elif [ $s -le 128 ]; then break; fi; "
     "done; kill -KILL -1; exit 0";
 
+/* The supervisor on the volume path (no folder the engine and we share): the container's stdin
+ * (the hijacked attach connection, cells_attach.c) is its fd 3 and no one else's; the runner
+ * gets two FIFOs in the container's own /tmp (removed once both ends are open) as fds 4 and 5,
+ * and the container's stdout and stderr as 1 and 2, as on a local engine. It reads each cell's
+ * header "<seq> <length>" from stdin and copies exactly that many bytes to the runner (dd
+ * counts bytes, so NULs and any byte pass); a forwarder copies each status record the runner
+ * writes on fd 5 to stderr, then to stdout, after the session's mark ($2): the runner flushed
+ * the cell's output into the same two pipes before it wrote the record, so both streams carry
+ * every byte of the cell before its record (the server hands a record on once both carried it,
+ * cellstream.c). Lifeline: EOF on stdin, which the engine closes when the server's connection
+ * ends (StdinOnce), the server gone even by SIGKILL; no process in the container holds the
+ * connection. Backstop, SIGINT and the end as in cells_wrapper. No SIGCHLD trap here: a trapped
+ * signal can cut a read of stdin short and lose a header's bytes; the forwarder's USR1 (the
+ * runner's fd 5 closed) ends it when the runner ends. */
+static const char cells_wrapper_attach[] =
+    "t=$1; k=$2; shift 2; d=/tmp/.vestibule-cells; "
+    "mkdir -m 0700 \"$d\" && mkfifo \"$d/c\" \"$d/s\" || exit 127; "
+    "exec 3<&0 </dev/null; set -m; "
+    "\"$@\" 3<&- 4<\"$d/c\" 5>\"$d/s\" & r=$!; "
+    "exec 4>\"$d/c\" 5<\"$d/s\"; rm -rf \"$d\"; "
+    "{ while IFS= read -r l <&5; do printf '%s%s\\n' \"$k\" \"$l\" >&2; "
+    "printf '%s%s\\n' \"$k\" \"$l\"; done; kill -USR1 1; } 3<&- 4>&- & "
+    "exec 5<&-; trap 'kill -INT -- -$r' INT; trap 'kill -KILL -1; exit 0' USR1; "
+    "end=$((SECONDS + t)); "
+    "while [ $SECONDS -lt $end ] && kill -0 $r 2>/dev/null; do "
+    "IFS= read -r -t $((end - SECONDS)) h <&3; s=$?; "
+    "if [ $s = 0 ]; then case $h in [0-9]*\\ [0-9]*) ;; *) break;; esac; "
+    "printf '%s\\n' \"$h\" >&4; "
+    "dd bs=65536 iflag=fullblock,count_bytes count=\"${h#* }\" status=none <&3 >&4 || break; "
+    "end=$((SECONDS + t)); elif [ $s -le 128 ]; then break; fi; "
+    "done; kill -KILL -1; exit 0";
+
 struct engine_cells {
         char *script;    /* the runner's source in the code folder */
         char *fifo[F_N]; /* the FIFOs' host paths */
@@ -87,20 +121,18 @@ struct engine_cells {
         long long seq;
         struct sbx_runner_records rec; /* status records being read */
         uint64_t cpu_us_seen;          /* the run cgroup's CPU time at the last collect */
+        /* the volume path: the attach connection, and the mark of the supervisor's records
+         * ("\036vsb-" + 32 hex digits + ":", random per session) */
+        struct engine_cells_attach *attach;
+        char mark[48];
         pthread_mutex_t lock;
         bool dead; /* killed, or the runner is gone */
 };
 
 int engine_cells_check(const struct engine_sb_view *v, struct sbx_error *err)
 {
-        if (v->volumes)
-                return sbx_fail(err, EOPNOTSUPP,
-                                "sessions on the container backend need a container engine on "
-                                "this machine (the session's pipes live in a folder the engine "
-                                "mounts); this one is remote (%s): use a local engine "
-                                "(DOCKER_HOST=unix://...), or VESTIBULE_BACKEND=native, or "
-                                "run_code without a session",
-                                v->conn->ep.host);
+        (void)v; /* every engine: its files (FIFOs) or the attach connection (volume path) */
+        (void)err;
         return 0;
 }
 
@@ -108,6 +140,7 @@ void engine_cells_free(struct engine_cells *c)
 {
         if (!c)
                 return;
+        engine_cells_attach_close(c->attach); /* first: its relay writes into our pipes */
         int fds[] = {c->cell_w,       c->status_r, c->out_r,  c->err_r,
                      c->runner_pidfd, c->kmsg_fd,  c->life_rw};
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
@@ -136,6 +169,23 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
         c->cell_w = c->status_r = c->out_r = c->err_r = c->runner_pidfd = c->kmsg_fd = -1;
         c->life_rw = -1;
         pthread_mutex_init(&c->lock, NULL);
+        unsigned max_call_s = v->cfg->max_timeout_s ? v->cfg->max_timeout_s : 60;
+        snprintf(c->backstop_arg, sizeof(c->backstop_arg), "%u",
+                 v->cfg->session_idle_s + max_call_s + CELLS_BACKSTOP_MARGIN_S);
+        if (v->volumes) { /* the runner goes in with the hand-in (backend.c); no FIFOs here */
+                unsigned char rnd[16];
+                if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+                        r = sbx_fail(err, errno, "cannot draw the session's mark: getrandom: %m");
+                        engine_cells_free(c);
+                        return r;
+                }
+                size_t n = (size_t)snprintf(c->mark, sizeof(c->mark), "\036vsb-");
+                for (size_t i = 0; i < sizeof(rnd); i++)
+                        n += (size_t)snprintf(c->mark + n, sizeof(c->mark) - n, "%02x", rnd[i]);
+                snprintf(c->mark + n, sizeof(c->mark) - n, ":");
+                *ret = c;
+                return 0;
+        }
         /* the runner is the program: written like a one-shot run's code */
         struct run_request req = {.language = v->language};
         req.code = sbx_runner_source(v->language, &len);
@@ -153,9 +203,6 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
                         r = sbx_fail(err, errno, "cannot make the session's pipe '%s': %m",
                                      c->fifo[i]);
         }
-        unsigned max_call_s = v->cfg->max_timeout_s ? v->cfg->max_timeout_s : 60;
-        snprintf(c->backstop_arg, sizeof(c->backstop_arg), "%u",
-                 v->cfg->session_idle_s + max_call_s + CELLS_BACKSTOP_MARGIN_S);
         if (r < 0) {
                 engine_cells_free(c);
                 return r;
@@ -172,9 +219,11 @@ void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const c
 
         cmd[n++] = ENGINE_BASH_PATH;
         cmd[n++] = "-c";
-        cmd[n++] = cells_wrapper;
+        cmd[n++] = c->mark[0] ? cells_wrapper_attach : cells_wrapper;
         cmd[n++] = "vestibule-cells";
         cmd[n++] = c->backstop_arg;
+        if (c->mark[0])
+                cmd[n++] = c->mark;
         cmd[n++] = interp; /* in place of the runner's bare argv[0] */
         for (argv++; *argv && n < max - 1; argv++)
                 cmd[n++] = *argv;
@@ -290,14 +339,25 @@ static uint64_t cgroup_cpu_us(const struct engine_sb_view *v)
         return u.cpu_us.measured ? u.cpu_us.value : 0;
 }
 
-int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
-                        struct sbx_error *err)
+/* Our ends before the start. The volume path: the attach connection's relay and its pipes.
+ * A local engine: the FIFOs, read ends and the cells' O_RDWR (a FIFO opened for both never
+ * blocks on Linux, fifo(7)), so the wrapper's opens do not block. */
+static int open_ends(const struct engine_sb_view *v, struct engine_cells *c,
+                     struct sbx_error *err)
 {
-        struct sbx_runner_status st;
         int r;
 
-        /* ours first, so the wrapper's opens do not block: read ends, and the cells' O_RDWR
-         * (a FIFO opened for both never blocks on Linux, fifo(7)) */
+        if (c->mark[0]) {
+                struct engine_cells_attach_fds fds;
+                r = engine_cells_attach_open(v->conn, v->id, c->mark, &c->attach, &fds, err);
+                if (r < 0)
+                        return r;
+                c->out_r = fds.out_r;
+                c->err_r = fds.err_r;
+                c->status_r = fds.status_r;
+                c->cell_w = fds.cells_w;
+                return 0;
+        }
         r = open_fifo(c->fifo[F_STATUS], O_RDONLY, &c->status_r, err);
         if (r == 0)
                 r = open_fifo(c->fifo[F_OUT], O_RDONLY, &c->out_r, err);
@@ -307,6 +367,16 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                 r = open_fifo(c->fifo[F_CELLS], O_RDWR, &c->cell_w, err);
         if (r == 0)
                 r = open_fifo(c->fifo[F_LIFE], O_RDWR, &c->life_rw, err);
+        return r;
+}
+
+int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
+                        struct sbx_error *err)
+{
+        struct sbx_runner_status st;
+        int r;
+
+        r = open_ends(v, c, err);
         if (r < 0)
                 return r;
         c->kmsg_fd = engine_kmsg_open();
@@ -330,6 +400,10 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                 log_info("session %.12s: %zu bytes the interpreter printed as it started were "
                          "dropped (a .pth file or sitecustomize.py in the workspace?)",
                          v->id, dropped);
+        if (c->mark[0]) { /* the runner is not this host's to see (another pid namespace) */
+                c->cpu_us_seen = cgroup_cpu_us(v);
+                return 0;
+        }
         /* the runner holds the read end now: a write-only end, so a runner that died is
          * EPIPE at the next cell rather than a pipe that fills */
         int w = -1;
@@ -411,8 +485,9 @@ int engine_cells_start(const struct engine_sb_view *v, struct engine_cells *c,
         r = sbx_runner_check_cell(req, v->language, err);
         if (r < 0)
                 return r;
-        /* the supervisor's backstop starts again (a full FIFO, never read: it ends anyway) */
-        if (write(c->life_rw, "\n", 1) < 0)
+        /* the supervisor's backstop starts again (a full FIFO, never read: it ends anyway);
+         * on the volume path the cell's header does that */
+        if (c->life_rw >= 0 && write(c->life_rw, "\n", 1) < 0)
                 log_debug("session %.12s: lifeline: %m", v->id);
         r = sbx_runner_send_cell(c->cell_w, ++c->seq, req->code, req->code_len,
                                  sbx_now_ms() + CELLS_WRITE_MS);

@@ -14,7 +14,7 @@ import {
 
 // Sessions exist on native and on a container engine of this machine (the session's pipes
 // live in a folder the engine mounts); a remote engine refuses them with the fix.
-const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !REMOTE_ENGINE && !RUNSC);
+const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !RUNSC);
 
 // The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
 function engineSocket() {

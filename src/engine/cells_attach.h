@@ -1,0 +1,38 @@
+/* cells_attach.h - a volume-path session's one hijacked attach connection (Engine API
+ * "Hijacking"): cells go in on the container's stdin, the cell's stdout, stderr and the
+ * supervisor's status records come back on its stdout and stderr (cellstream.c). A relay thread
+ * turns it into three local pipes (out, err, status) and one pipe for cells, so cells.c and the
+ * warden see what they see on a local engine. Private to src/engine; see
+ * docs/design/sessions.md ("Sessions on the volume path"). */
+#pragma once
+
+#include "common/error.h"
+#include "engine/engine.h"
+
+struct engine_cells_attach;
+
+/* The local ends the relay hands over: read ends of out, err and status; the write end cells
+ * go into (all O_CLOEXEC; the caller owns and closes them). */
+struct engine_cells_attach_fds {
+        int out_r, err_r, status_r, cells_w;
+};
+
+/**
+ * engine_cells_attach_open() - before the container's start: POST /containers/{@id}/attach
+ * ?stream=1&stdin=1&stdout=1&stderr=1 with "Upgrade: tcp" (101, or 200 from an engine that
+ * answers so), then a relay thread: bytes written to @ret_fds->cells_w go to the container's
+ * stdin; the stream is parsed with @mark (engine_cellstream_init()) into the out, err and
+ * status pipes (a record goes into status as "<record>\n" after every byte before it went into
+ * out and err). When the stream ends, or breaks ("broken" goes into status: not a record), the
+ * three write ends close (status reads POLLHUP). The connection is the session's lifeline: it
+ * lives until engine_cells_attach_close(). Source: Docker Engine API v1.41, ContainerAttach,
+ * https://docs.docker.com/engine/api/v1.41/#tag/Container/operation/ContainerAttach
+ * Return: 0 with *@ret (and @ret_fds) filled, or -errno with @err (nothing is left open).
+ */
+int engine_cells_attach_open(const struct engine_conn *c, const char *id, const char *mark,
+                             struct engine_cells_attach **ret,
+                             struct engine_cells_attach_fds *ret_fds, struct sbx_error *err);
+
+/** engine_cells_attach_close() - stop the relay, close the connection (the engine then closes
+ * the container's stdin: StdinOnce) and the relay's pipe ends; NULL is fine. */
+void engine_cells_attach_close(struct engine_cells_attach *a);
