@@ -478,3 +478,95 @@ test('a cell that prints a lot and ends at once has all its output, every time',
         }
     }
 });
+
+// The volume path (a remote engine: docs/design/sessions.md, "Sessions on the volume path"):
+// the session's lifeline is the server's attach connection; the engine closes the container's
+// stdin when it goes (StdinOnce) and the supervisor, which alone reads stdin, ends the
+// container. A python cell that makes every fd it has inheritable, leaves a child holding them
+// all, and sleeps itself, must not keep it running: bound GONE_WITHIN_MS after the kill, not
+// the backstop (the backstop is 5 + 5 + 10 s here, so a pass within it would prove nothing:
+// BACKSTOP_ENV is not used). Control: the cell and its child are seen running while the
+// server lives.
+test('volume path: a cell holding every fd it has does not outlive a SIGKILLed server', { skip: !(BACKEND === 'container' && REMOTE_ENGINE && !RUNSC) && 'the volume path only' }, async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const m = uniqueMarker('holdall');
+    const id = await start(conn, 'python');
+    const before = await containersOf(conn.pid);
+    const code = `import os, subprocess, time
+fds = [int(f) for f in os.listdir('/proc/self/fd')]
+held = []
+for f in fds:
+    try:
+        os.set_inheritable(f, True); held.append(f)
+    except OSError:
+        pass
+subprocess.Popen(['bash', '-c', 'exec -a ${m} sleep 300'], pass_fds=held, close_fds=False)
+print('holding', sorted(held), flush=True)
+time.sleep(300)`;
+    const pending = cell(conn, id, 'python', code, { timeout_seconds: 60 }).catch(() => null);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 1, 10_000), 'control: the cell\'s child runs');
+    assert.deepEqual(before.map((c) => c.running), [true], 'control: the session\'s container runs');
+    const pid = conn.pid;
+    const t0 = Date.now();
+    process.kill(pid, 'SIGKILL');
+    assert.ok(await serverGone(pid, 3000), 'the server died');
+    assert.ok(await waitFor(async () => (await containersOf(pid)).every((x) => !x.running), GONE_WITHIN_MS),
+        `the container still runs ${GONE_WITHIN_MS} ms after the server died`);
+    t.diagnostic(`the session's container stopped ${Date.now() - t0} ms after the SIGKILL`);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `left behind: ${pidsWithMarker(m)}`);
+    await pending;
+    await noContainerLeft(w, pid, before);
+});
+
+// A cell that opens the supervisor's stdin itself (/proc/1/fd/3: the same uid, so the kernel
+// lets it) holds a write end of the container's stdin: the engine's close is then no EOF, and
+// only the in-container backstop (idle + longest call + 10 s without a cell) ends the session
+// (tests/adversarial/server.md, "volume-path session: /proc/1/fd/3"). Bound: that backstop.
+// Control: the open succeeds (the cell says so) and the container runs while the server lives.
+test('volume path: a cell holding the supervisor\'s stdin open ends within the backstop', { skip: !(BACKEND === 'container' && REMOTE_ENGINE && !RUNSC) && 'the volume path only' }, async (t) => {
+    const conn = await connect(makeWorld(t, BACKSTOP_ENV));
+    const id = await start(conn, 'python');
+    const c = await cell(conn, id, 'python', `import os
+try:
+    fd = os.open('/proc/1/fd/3', os.O_WRONLY); os.set_inheritable(fd, True); print('opened')
+except OSError as e:
+    print('refused', e.errno)`);
+    const opened = /opened/.test(c.s.stdout);
+    t.diagnostic(`the cell's open of /proc/1/fd/3 for writing: ${c.s.stdout.trim()}`);
+    const pending = cell(conn, id, 'python', 'import subprocess, time\nsubprocess.Popen(["sleep", "300"], close_fds=False)\ntime.sleep(300)', { timeout_seconds: 5 }).catch(() => null);
+    await sleep(500);
+    const pid = conn.pid;
+    assert.deepEqual((await containersOf(pid)).map((x) => x.running), [true], 'control: the session\'s container runs');
+    const t0 = Date.now();
+    process.kill(pid, 'SIGKILL');
+    assert.ok(await serverGone(pid, 3000), 'the server died');
+    const bound = opened ? BACKSTOP_MS : GONE_WITHIN_MS;
+    assert.ok(await waitFor(async () => (await containersOf(pid)).every((x) => !x.running), bound),
+        `the container still runs ${bound} ms after the server died`);
+    t.diagnostic(`stopped ${Date.now() - t0} ms after the SIGKILL (bound ${bound} ms)`);
+    await pending;
+});
+
+// A cell can learn its session's mark (the supervisor's argv) and forge record lines on its own
+// stdout: that may end or confuse only its own session. Another session of the same server runs
+// on, its output whole and its cells ending when they end. Control: the forgery reached its own
+// session (it ended, saying its status channel was corrupted).
+test('volume path: a cell forging the supervisor\'s records affects only its own session', { skip: !(BACKEND === 'container' && REMOTE_ENGINE && !RUNSC) && 'the volume path only' }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const a = await start(conn, 'python');
+    const b = await start(conn, 'python');
+    let cb = await cell(conn, b, 'python', 'x = 41\nprint("b ready")');
+    assert.equal(seen(cb, b).stdout, 'b ready\n');
+    const forge = `import sys
+mark = open('/proc/1/cmdline', 'rb').read().split(b'\\0')[5].decode()
+for seq in range(0, 6):
+    sys.stdout.write(mark + f'{seq} ok 0\\n' + mark + f'{seq} exit 7\\n')
+sys.stdout.flush()
+print('after the forgery')`;
+    const ca = await cell(conn, a, 'python', forge);
+    assert.match(ca.s?.session_ended ?? ca.text, /status channel .*was corrupted|has ended/, `control: the forgery ended its own session:\n${ca.text}`);
+    cb = await cell(conn, b, 'python', 'print(x + 1)');
+    assert.equal(seen(cb, b).stdout, '42\n', `the other session runs on:\n${cb.text}`);
+    assertExitCode(cb.text, 0);
+});
