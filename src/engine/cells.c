@@ -83,13 +83,19 @@ static const char cells_wrapper[] =
  * writes on fd 5 to stderr, then to stdout, after the session's mark ($2): the runner flushed
  * the cell's output into the same two pipes before it wrote the record, so both streams carry
  * every byte of the cell before its record (the server hands a record on once both carried it,
- * cellstream.c). Lifeline: EOF on stdin, which the engine closes when the server's connection
- * ends (StdinOnce), the server gone even by SIGKILL; no process in the container holds the
- * connection. Backstop, SIGINT and the end as in cells_wrapper. No SIGCHLD trap here: a trapped
- * signal can cut a read of stdin short and lose a header's bytes; the forwarder's USR1 (the
- * runner's fd 5 closed) ends it when the runner ends. */
+ * cellstream.c). Lifelines, checked at least once a second (a 1 s read of stdin keeps what it
+ * read of a header, bash's read -t):
+ *  - EOF on stdin: the engine closes it when the server's connection ends (StdinOnce);
+ *  - the "life <path>" header: a FIFO of the lifeline exec (engine_cells_attach_lifeline(),
+ *    as uid $3, checked on the open fd) that has no writer once the exec ended, the server's
+ *    connection to it gone (read -t 0 says EOF). The code can open the supervisor's stdin
+ *    through /proc/1/fd/3 (its uid) and hold it open, but neither this FIFO's write end (0644,
+ *    another uid) nor the exec (another uid: no signal, no /proc/PID/fd);
+ *  - the backstop, SIGINT and the end as in cells_wrapper.
+ * No SIGCHLD trap here: a trapped signal can cut a read of stdin short; the forwarder's USR1
+ * (the runner's fd 5 closed) ends it when the runner ends. */
 static const char cells_wrapper_attach[] =
-    "t=$1; k=$2; shift 2; d=/tmp/.vestibule-cells; "
+    "t=$1; k=$2; L=$3; shift 3; d=/tmp/.vestibule-cells; "
     "mkdir -m 0700 \"$d\" && mkfifo \"$d/c\" \"$d/s\" || exit 127; "
     "exec 3<&0 </dev/null; set -m; "
     "\"$@\" 3<&- 4<\"$d/c\" 5>\"$d/s\" & r=$!; "
@@ -97,13 +103,18 @@ static const char cells_wrapper_attach[] =
     "{ while IFS= read -r l <&5; do printf '%s%s\\n' \"$k\" \"$l\" >&2; "
     "printf '%s%s\\n' \"$k\" \"$l\"; done; kill -USR1 1; } 3<&- 4>&- & "
     "exec 5<&-; trap 'kill -INT -- -$r' INT; trap 'kill -KILL -1; exit 0' USR1; "
-    "end=$((SECONDS + t)); "
+    "end=$((SECONDS + t)); h=; lf=; "
     "while [ $SECONDS -lt $end ] && kill -0 $r 2>/dev/null; do "
-    "IFS= read -r -t $((end - SECONDS)) h <&3; s=$?; "
-    "if [ $s = 0 ]; then case $h in [0-9]*\\ [0-9]*) ;; *) break;; esac; "
+    "if [ -n \"$lf\" ] && read -t 0 <&6; then break; fi; "
+    "p=; IFS= read -r -t 1 p <&3; s=$?; h=$h$p; "
+    "if [ $s -gt 128 ]; then continue; elif [ $s != 0 ]; then break; fi; "
+    "case $h in "
+    "life\\ /tmp/.vestibule-life.*/l) [ -z \"$lf\" ] && exec 6<\"${h#life }\" && "
+    "[ \"$(stat -L -c %u /proc/1/fd/6)\" = \"$L\" ] || break; lf=1; h=; continue;; "
+    "[0-9]*\\ [0-9]*) ;; *) break;; esac; "
     "printf '%s\\n' \"$h\" >&4; "
     "dd bs=65536 iflag=fullblock,count_bytes count=\"${h#* }\" status=none <&3 >&4 || break; "
-    "end=$((SECONDS + t)); elif [ $s -le 128 ]; then break; fi; "
+    "h=; end=$((SECONDS + t)); "
     "done; kill -KILL -1; exit 0";
 
 struct engine_cells {
@@ -125,6 +136,7 @@ struct engine_cells {
          * ("\036vsb-" + 32 hex digits + ":", random per session) */
         struct engine_cells_attach *attach;
         char mark[48];
+        char life_uid[16]; /* the lifeline exec's uid, the supervisor's $3 */
         pthread_mutex_t lock;
         bool dead; /* killed, or the runner is gone */
 };
@@ -183,6 +195,8 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
                 for (size_t i = 0; i < sizeof(rnd); i++)
                         n += (size_t)snprintf(c->mark + n, sizeof(c->mark) - n, "%02x", rnd[i]);
                 snprintf(c->mark + n, sizeof(c->mark) - n, ":");
+                /* not the code's uid (the egress bridge's choice too, egress_stream.c) */
+                snprintf(c->life_uid, sizeof(c->life_uid), "%u", v->uid == 65534 ? 65533u : 65534u);
                 *ret = c;
                 return 0;
         }
@@ -222,8 +236,10 @@ void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const c
         cmd[n++] = c->mark[0] ? cells_wrapper_attach : cells_wrapper;
         cmd[n++] = "vestibule-cells";
         cmd[n++] = c->backstop_arg;
-        if (c->mark[0])
+        if (c->mark[0]) {
                 cmd[n++] = c->mark;
+                cmd[n++] = c->life_uid;
+        }
         cmd[n++] = interp; /* in place of the runner's bare argv[0] */
         for (argv++; *argv && n < max - 1; argv++)
                 cmd[n++] = *argv;
@@ -370,6 +386,25 @@ static int open_ends(const struct engine_sb_view *v, struct engine_cells *c,
         return r;
 }
 
+/* The volume path, after "ready": the lifeline exec, its FIFO's path to the supervisor as the
+ * first line on its stdin (before any cell: no code of the session has run yet). */
+static int launch_lifeline(const struct engine_sb_view *v, struct engine_cells *c,
+                           struct sbx_error *err)
+{
+        char path[96], line[112];
+        uid_t uid = (uid_t)strtoul(c->life_uid, NULL, 10);
+        int r = engine_cells_attach_lifeline(c->attach, v->conn, v->id, uid, path, err);
+
+        if (r < 0)
+                return r;
+        int n = snprintf(line, sizeof(line), "life %s\n", path);
+        /* the relay's pipe, empty: a short line does not block */
+        if (write(c->cell_w, line, (size_t)n) != n)
+                return sbx_fail(err, EIO, "cannot hand the session its lifeline: %m");
+        c->cpu_us_seen = cgroup_cpu_us(v);
+        return 0;
+}
+
 int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                         struct sbx_error *err)
 {
@@ -400,10 +435,8 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                 log_info("session %.12s: %zu bytes the interpreter printed as it started were "
                          "dropped (a .pth file or sitecustomize.py in the workspace?)",
                          v->id, dropped);
-        if (c->mark[0]) { /* the runner is not this host's to see (another pid namespace) */
-                c->cpu_us_seen = cgroup_cpu_us(v);
-                return 0;
-        }
+        if (c->mark[0]) /* the runner is not this host's to see (another pid namespace) */
+                return launch_lifeline(v, c, err);
         /* the runner holds the read end now: a write-only end, so a runner that died is
          * EPIPE at the next cell rather than a pipe that fills */
         int w = -1;

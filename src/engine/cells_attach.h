@@ -6,6 +6,8 @@
  * docs/design/sessions.md ("Sessions on the volume path"). */
 #pragma once
 
+#include <sys/types.h>
+
 #include "common/error.h"
 #include "engine/engine.h"
 
@@ -32,6 +34,22 @@ struct engine_cells_attach_fds {
 int engine_cells_attach_open(const struct engine_conn *c, const char *id, const char *mark,
                              struct engine_cells_attach **ret,
                              struct engine_cells_attach_fds *ret_fds, struct sbx_error *err);
+
+/**
+ * engine_cells_attach_lifeline() - after the runner's "ready": an exec in container @id as
+ * @uid (not the code's: the code can neither signal it, nor open its fds through /proc, nor
+ * write its FIFO) that makes a FIFO "/tmp/.vestibule-life.XXXXXX/l" (0644, in a 0711 folder),
+ * holds it open for both and prints its path; its stdin is a hijacked connection of @a's, kept
+ * open until engine_cells_attach_close(): when the server goes, the engine closes it, the exec
+ * ends and the FIFO has no writer left, which the supervisor sees (cells.c). Source: Docker
+ * Engine API v1.41, ExecStart ("Hijacking"),
+ * https://docs.docker.com/engine/api/v1.41/#tag/Exec/operation/ExecStart
+ * Return: 0 with the FIFO's path (NUL-terminated, < 96 bytes, checked: [A-Za-z0-9./_-]) in
+ * @ret_path, or -errno with @err.
+ */
+int engine_cells_attach_lifeline(struct engine_cells_attach *a, const struct engine_conn *c,
+                                 const char *id, uid_t uid, char ret_path[96],
+                                 struct sbx_error *err);
 
 /** engine_cells_attach_close() - stop the relay, close the connection (the engine then closes
  * the container's stdin: StdinOnce) and the relay's pipe ends; NULL is fine. */
