@@ -6,7 +6,8 @@
  * container sees at /sandbox; a bash wrapper opens them before it execs the runner. Because
  * every byte travels through a pipe of this kernel, the runner's flush of stdout and stderr
  * before its status record orders them as on native: a cell's output is in the pipes when its
- * record arrives. Only engines that see our files can do this (a remote engine is refused).
+ * record arrives. An engine that does not see our files (the volume path) carries the same fds
+ * over one hijacked attach connection instead (cells_attach.c, cellstream.c).
  * See docs/design/sessions.md, "The container backend". */
 #include <errno.h>
 #include <fcntl.h>
