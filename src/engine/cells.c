@@ -68,11 +68,15 @@ static const char *const fifo_names[F_N] = {"cells", "status", "out", "err", "li
 static const char cells_wrapper[] =
     "exec 4</sandbox/cells 5>/sandbox/status 1>/sandbox/out 2>/sandbox/err 3</sandbox/life "
     "|| exit 127; "
-    "t=$1; shift; set -m; \"$@\" 3<&- & r=$!; exec 4<&- 5>&- >/dev/null 2>&1 </dev/null; "
-    "trap 'kill -INT -- -$r' INT; trap : CHLD; end=$((SECONDS + t)); "
+    "t=$1; L=$2; shift 2; set -m; \"$@\" 3<&- & r=$!; exec 4<&- 5>&- >/dev/null 2>&1 </dev/null; "
+    "trap 'kill -INT -- -$r' INT; trap : CHLD; end=$((SECONDS + t)); h=; lf=; "
     "while [ $SECONDS -lt $end ] && kill -0 $r; do "
-    "read -r -t $((end - SECONDS)) _ <&3; s=$?; "
-    "if [ $s = 0 ]; then end=$((SECONDS + t)); elif [ $s -le 128 ]; then break; fi; "
+    "if [ -n \"$lf\" ] && read -t 0 <&6; then break; fi; "
+    "p=; read -r -t 1 p <&3; s=$?; h=$h$p; "
+    "if [ $s = 0 ]; then case $h in "
+    "life\\ /tmp/.vestibule-life.*/l) [ -z \"$lf\" ] && [ -n \"$L\" ] && exec 6<\"${h#life }\" && "
+    "[ \"$(stat -L -c %u /proc/1/fd/6)\" = \"$L\" ] || break; lf=1;; esac; "
+    "h=; end=$((SECONDS + t)); elif [ $s -le 128 ]; then break; fi; "
     "done; kill -KILL -1; exit 0";
 
 /* The supervisor on the volume path (no folder the engine and we share): the container's stdin
@@ -137,7 +141,10 @@ struct engine_cells {
          * ("\036vsb-" + 32 hex digits + ":", random per session) */
         struct engine_cells_attach *attach;
         char mark[48];
-        char life_uid[16]; /* the lifeline exec's uid, the supervisor's $3 */
+        /* the lifeline exec (volume path; a server that is not root on a rootful local Docker,
+         * where the code's uid could write "life"): its uid ("" = none), its connection */
+        char life_uid[16];
+        struct engine_cells_lifeline *life;
         pthread_mutex_t lock;
         bool dead; /* killed, or the runner is gone */
 };
@@ -154,6 +161,7 @@ void engine_cells_free(struct engine_cells *c)
         if (!c)
                 return;
         engine_cells_attach_close(c->attach); /* first: its relay writes into our pipes */
+        engine_cells_lifeline_close(c->life);
         int fds[] = {c->cell_w,       c->status_r, c->out_r,  c->err_r,
                      c->runner_pidfd, c->kmsg_fd,  c->life_rw};
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
@@ -207,6 +215,12 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
         req.code_len = len;
         r = engine_code_write(v->code_dir, &req, v->uid, v->gid, false, &c->script, err);
         give = geteuid() == 0 && v->uid != 0;
+        /* a server that is not root: the runner's uid is ours and may open "life" for writing;
+         * an exec as another uid holds the lifeline instead (rootful Docker: the uid is mapped
+         * as given; rootless engines keep the backstop alone) */
+        if (!give && !v->podman && !v->rootless_docker)
+                snprintf(c->life_uid, sizeof(c->life_uid), "%u",
+                         v->uid == 65534 ? 65533u : 65534u);
         for (size_t i = 0; r == 0 && i < F_N; i++) {
                 c->fifo[i] = xasprintf("%s/%s", v->code_dir, fifo_names[i]);
                 /* "life" stays ours, readable by all: the runner's uid cannot open it for writing
@@ -237,10 +251,9 @@ void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const c
         cmd[n++] = c->mark[0] ? cells_wrapper_attach : cells_wrapper;
         cmd[n++] = "vestibule-cells";
         cmd[n++] = c->backstop_arg;
-        if (c->mark[0]) {
+        if (c->mark[0])
                 cmd[n++] = c->mark;
-                cmd[n++] = c->life_uid;
-        }
+        cmd[n++] = c->life_uid; /* "" when there is no lifeline exec */
         cmd[n++] = interp; /* in place of the runner's bare argv[0] */
         for (argv++; *argv && n < max - 1; argv++)
                 cmd[n++] = *argv;
@@ -394,15 +407,14 @@ static int launch_lifeline(const struct engine_sb_view *v, struct engine_cells *
 {
         char path[96], line[112];
         uid_t uid = (uid_t)strtoul(c->life_uid, NULL, 10);
-        int r = engine_cells_attach_lifeline(c->attach, v->conn, v->id, uid, path, err);
+        int r = engine_cells_lifeline_open(v->conn, v->id, uid, &c->life, path, err);
 
         if (r < 0)
                 return r;
         int n = snprintf(line, sizeof(line), "life %s\n", path);
-        /* the relay's pipe, empty: a short line does not block */
-        if (write(c->cell_w, line, (size_t)n) != n)
+        /* the relay's pipe or the "life" FIFO, empty: a short line does not block */
+        if (write(c->mark[0] ? c->cell_w : c->life_rw, line, (size_t)n) != n)
                 return sbx_fail(err, EIO, "cannot hand the session its lifeline: %m");
-        c->cpu_us_seen = cgroup_cpu_us(v);
         return 0;
 }
 
@@ -436,8 +448,10 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                 log_info("session %.12s: %zu bytes the interpreter printed as it started were "
                          "dropped (a .pth file or sitecustomize.py in the workspace?)",
                          v->id, dropped);
-        if (c->mark[0]) /* the runner is not this host's to see (another pid namespace) */
+        if (c->mark[0]) { /* the runner is not this host's to see (another pid namespace) */
+                c->cpu_us_seen = cgroup_cpu_us(v);
                 return launch_lifeline(v, c, err);
+        }
         /* the runner holds the read end now: a write-only end, so a runner that died is
          * EPIPE at the next cell rather than a pipe that fills */
         int w = -1;
@@ -448,7 +462,7 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
         c->cell_w = w;
         find_runner(v, c);
         c->cpu_us_seen = cgroup_cpu_us(v);
-        return 0;
+        return c->life_uid[0] ? launch_lifeline(v, c, err) : 0;
 }
 
 static bool runner_alive(struct engine_cells *c)

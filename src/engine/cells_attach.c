@@ -39,7 +39,10 @@ struct engine_cells_attach {
         bool relaying;
         struct engine_cellstream cs;
         bool ended; /* the stream ended or broke */
-        CURL *life_h; /* the lifeline exec's hijacked start, held open; NULL before */
+};
+
+struct engine_cells_lifeline {
+        CURL *h; /* the lifeline exec's hijacked start, held open */
 };
 
 static void close_fd(int *fd)
@@ -275,8 +278,6 @@ void engine_cells_attach_close(struct engine_cells_attach *a)
         }
         if (a->h)
                 curl_easy_cleanup(a->h);
-        if (a->life_h)
-                curl_easy_cleanup(a->life_h);
         close_fd(&a->out_w);
         close_fd(&a->err_w);
         close_fd(&a->status_w);
@@ -331,6 +332,9 @@ int engine_cells_attach_open(const struct engine_conn *c, const char *id, const 
         *ret = a;
         return 0;
 }
+
+static int lifeline_start(const struct engine_conn *c, const char *id, uid_t uid, CURL **ret_h,
+                          char ret_path[96], struct sbx_error *err);
 
 /* The lifeline exec, as another uid than the code's: a FIFO in a folder of its own in /tmp
  * (0711: the code can reach the name it is told, not list it), 0644 (the code may read it,
@@ -402,9 +406,34 @@ static void life_emit(void *ud, int stream, const char *buf, size_t n)
         l->buf[l->n] = '\0';
 }
 
-int engine_cells_attach_lifeline(struct engine_cells_attach *a, const struct engine_conn *c,
-                                 const char *id, uid_t uid, char ret_path[96],
-                                 struct sbx_error *err)
+void engine_cells_lifeline_close(struct engine_cells_lifeline *l)
+{
+        if (!l)
+                return;
+        if (l->h)
+                curl_easy_cleanup(l->h);
+        free(l);
+}
+
+int engine_cells_lifeline_open(const struct engine_conn *c, const char *id, uid_t uid,
+                               struct engine_cells_lifeline **ret, char ret_path[96],
+                               struct sbx_error *err)
+{
+        struct engine_cells_lifeline *life = xcalloc(1, sizeof(*life));
+        int r = lifeline_start(c, id, uid, &life->h, ret_path, err);
+
+        if (r < 0) {
+                engine_cells_lifeline_close(life);
+                return r;
+        }
+        *ret = life;
+        return 0;
+}
+
+/* Create and start the lifeline exec (life_sh) on a hijacked connection (*@ret_h, set also on
+ * error) and read the FIFO's path it prints (bounded: ATTACH_HEAD_MS). */
+static int lifeline_start(const struct engine_conn *c, const char *id, uid_t uid, CURL **ret_h,
+                          char ret_path[96], struct sbx_error *err)
 {
         static const char body[] = "{\"Detach\":false,\"Tty\":false}";
         struct engine_demux dmx = {0};
@@ -419,15 +448,14 @@ int engine_cells_attach_lifeline(struct engine_cells_attach *a, const struct eng
                 return r;
         _cleanup_free_ char *path = c->api[0] ? xasprintf("/v%s/exec/%s/start", c->api, eid)
                                               : xasprintf("/exec/%s/start", eid);
-        r = hijack(c, path, body, "start the session's lifeline exec", &a->life_h, &sock, rest, &n,
-                   err);
+        r = hijack(c, path, body, "start the session's lifeline exec", ret_h, &sock, rest, &n, err);
         if (r < 0)
                 return r;
         (void)engine_demux_feed(&dmx, rest, n, life_emit, &l);
         while (!l.whole && !l.bad) {
                 char buf[256];
                 size_t got = 0;
-                CURLcode rc = curl_easy_recv(a->life_h, buf, sizeof(buf), &got);
+                CURLcode rc = curl_easy_recv(*ret_h, buf, sizeof(buf), &got);
                 if (rc == CURLE_AGAIN) {
                         struct pollfd p = {.fd = sock, .events = POLLIN};
                         uint64_t now = sbx_now_ms();
