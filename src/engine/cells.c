@@ -219,8 +219,7 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
          * an exec as another uid holds the lifeline instead (rootful Docker: the uid is mapped
          * as given; rootless engines keep the backstop alone) */
         if (!give && !v->podman && !v->rootless_docker)
-                snprintf(c->life_uid, sizeof(c->life_uid), "%u",
-                         v->uid == 65534 ? 65533u : 65534u);
+                snprintf(c->life_uid, sizeof(c->life_uid), "%u", v->uid == 65534 ? 65533u : 65534u);
         for (size_t i = 0; r == 0 && i < F_N; i++) {
                 c->fifo[i] = xasprintf("%s/%s", v->code_dir, fifo_names[i]);
                 /* "life" stays ours, readable by all: the runner's uid cannot open it for writing
@@ -254,7 +253,7 @@ void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const c
         if (c->mark[0])
                 cmd[n++] = c->mark;
         cmd[n++] = c->life_uid; /* "" when there is no lifeline exec */
-        cmd[n++] = interp; /* in place of the runner's bare argv[0] */
+        cmd[n++] = interp;      /* in place of the runner's bare argv[0] */
         for (argv++; *argv && n < max - 1; argv++)
                 cmd[n++] = *argv;
         cmd[n] = NULL;
@@ -372,8 +371,7 @@ static uint64_t cgroup_cpu_us(const struct engine_sb_view *v)
 /* Our ends before the start. The volume path: the attach connection's relay and its pipes.
  * A local engine: the FIFOs, read ends and the cells' O_RDWR (a FIFO opened for both never
  * blocks on Linux, fifo(7)), so the wrapper's opens do not block. */
-static int open_ends(const struct engine_sb_view *v, struct engine_cells *c,
-                     struct sbx_error *err)
+static int open_ends(const struct engine_sb_view *v, struct engine_cells *c, struct sbx_error *err)
 {
         int r;
 

@@ -185,8 +185,8 @@ static void *relay_main(void *arg)
  * answers so); the bytes after it, the stream's first, go into @rest (*@rest_n of them, @rest
  * holds 4 KiB). *@ret_h: the handle (curl_easy_cleanup(); set also on error), *@ret_sock its
  * socket. @what names the call in @err. Return 0 or -errno with @err. */
-static int hijack(const struct engine_conn *c, const char *path, const char *body,
-                  const char *what, CURL **ret_h, int *ret_sock, char rest[4096], size_t *rest_n,
+static int hijack(const struct engine_conn *c, const char *path, const char *body, const char *what,
+                  CURL **ret_h, int *ret_sock, char rest[4096], size_t *rest_n,
                   struct sbx_error *err)
 {
         _cleanup_free_ char *req = NULL;
@@ -254,9 +254,9 @@ static int attach_connect(struct engine_cells_attach *a, const struct engine_con
                           const char *id, struct sbx_error *err)
 {
         static const char query[] = "?stream=1&stdin=1&stdout=1&stderr=1";
-        _cleanup_free_ char *path = c->api[0]
-                                        ? xasprintf("/v%s/containers/%s/attach%s", c->api, id, query)
-                                        : xasprintf("/containers/%s/attach%s", id, query);
+        _cleanup_free_ char *path =
+            c->api[0] ? xasprintf("/v%s/containers/%s/attach%s", c->api, id, query)
+                      : xasprintf("/containers/%s/attach%s", id, query);
         char rest[4096];
         size_t n = 0;
         int r = hijack(c, path, NULL, "attach to the session's container", &a->h, &a->sock, rest,
@@ -463,7 +463,8 @@ static int lifeline_start(const struct engine_conn *c, const char *id, uid_t uid
                                 break;
                         continue;
                 }
-                if (rc != CURLE_OK || got == 0 || engine_demux_feed(&dmx, buf, got, life_emit, &l) < 0)
+                if (rc != CURLE_OK || got == 0 ||
+                    engine_demux_feed(&dmx, buf, got, life_emit, &l) < 0)
                         break;
         }
         /* what the exec printed must be the FIFO it made, nothing else */

@@ -1416,9 +1416,10 @@ static void check_remote_session(const char *tls_certs)
             .language = SBX_LANG_PYTHON, .cfg = &test_cfg, .mode = SANDBOX_MODE_CELLS};
         struct sandbox *sb = NULL;
         struct sbx_error err = {0};
-        const char *cells[] = {"x = 20\n", "import sys\nprint('o' * 5000 + 'END')\n"
-                                           "_ = sys.stderr.write('e' * 5000 + 'ERR')\n"
-                                           "_ = open('/workspace/from-session.txt', 'w').write(str(x + 1))\n"};
+        const char *cells[] = {"x = 20\n",
+                               "import sys\nprint('o' * 5000 + 'END')\n"
+                               "_ = sys.stderr.write('e' * 5000 + 'ERR')\n"
+                               "_ = open('/workspace/from-session.txt', 'w').write(str(x + 1))\n"};
 
         env_for_tcp(tls_certs); /* check_remote_runs() freed its backend */
         backend_up();
@@ -1432,11 +1433,13 @@ static void check_remote_session(const char *tls_certs)
                                           .cfg = &test_cfg,
                                           .cancel_fd = -1};
                 struct run_result res = {0};
-                ck_assert_msg(sandbox_run_program(test_backend->ops->cells, sb, &req, &res, &err) == 0,
+                ck_assert_msg(sandbox_run_program(test_backend->ops->cells, sb, &req, &res, &err) ==
+                                  0,
                               "cell %zu: %s", i, err.msg);
                 ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0,
-                              "cell %zu: outcome %d exit %d '%.300s' notes '%.300s'", i, res.outcome, res.exit_code,
-                              res.err.data ? res.err.data : "", res.notes);
+                              "cell %zu: outcome %d exit %d '%.300s' notes '%.300s'", i,
+                              res.outcome, res.exit_code, res.err.data ? res.err.data : "",
+                              res.notes);
                 if (i == 1) {
                         ck_assert_uint_eq(res.out.len, 5004);
                         ck_assert(memcmp(res.out.data + 5000, "END\n", 4) == 0);
@@ -1740,10 +1743,13 @@ START_TEST(cellstream_split_marks_and_near_marks)
                 engine_cellstream_init(&cs, CS_MARK, cs_data, cs_record, &v);
                 for (size_t off = 0; off < n; off += step)
                         ck_assert_int_eq(
-                            engine_cellstream_feed(&cs, buf + off, n - off < step ? n - off : step), 0);
+                            engine_cellstream_feed(&cs, buf + off, n - off < step ? n - off : step),
+                            0);
                 ck_assert_msg(v.out_n == 12 && memcmp(v.out, "x\036vsb-0011yz", 12) == 0,
-                              "step %zu: stdout %zu bytes '%.*s'", step, v.out_n, (int)v.out_n, v.out);
-                ck_assert_msg(v.recs_n == 9 && memcmp(v.recs, "2 exit 3|", 9) == 0, "step %zu", step);
+                              "step %zu: stdout %zu bytes '%.*s'", step, v.out_n, (int)v.out_n,
+                              v.out);
+                ck_assert_msg(v.recs_n == 9 && memcmp(v.recs, "2 exit 3|", 9) == 0, "step %zu",
+                              step);
         }
 }
 END_TEST
