@@ -13,7 +13,8 @@
 //            the same user (`podman --remote --url` for Podman, through the same socket)
 // and the ratio warm / docker (target <= 0.2). p50 of --runs rounds after --warmup.
 // Usage: node scripts/bench-setups.mjs --bin PATH [--runs N] [--warmup N] [--out FILE]
-//        [--setups docker-group,podman-rootful,podman-rootless,docker-rootless]
+//        [--setups docker-group,podman-rootful,podman-rootless,docker-rootless,desktop]
+//        [--desktop-host unix://...] (the stand-in's socket; default /run/vestibule-desktop/docker.sock)
 // Run as root (it starts each server as its user). Source: the MCP spec's tools/call
 // (https://modelcontextprotocol.io/specification/2025-06-18/server/tools), docker-run(1).
 import { spawn, spawnSync } from 'node:child_process';
@@ -25,7 +26,7 @@ import { parseArgs } from 'node:util';
 const { values: opt } = parseArgs({
     options: {
         bin: { type: 'string' }, runs: { type: 'string', default: '15' }, warmup: { type: 'string', default: '2' },
-        out: { type: 'string' }, setups: { type: 'string' },
+        out: { type: 'string' }, setups: { type: 'string' }, 'desktop-host': { type: 'string' },
     },
 });
 if (process.getuid() !== 0) throw new Error('bench-setups: run as root (it starts each server as its user)');
@@ -40,8 +41,11 @@ const SETUPS = {
     'podman-rootful': { user: 'root', host: 'unix:///run/podman/podman.sock', env: { VESTIBULE_RUN_AS: `${tu}:${tu}`, VESTIBULE_RUNTIME: 'podman' }, cliUser: 'root', podman: true },
     'podman-rootless': { user: 'vestibule-test', host: `unix:///run/user/${tu}/podman/podman.sock`, env: {}, dockerHost: true, podman: true },
     'docker-rootless': { user: 'vestibule-rl', host: `unix:///run/user/${rl}/docker.sock`, env: {}, dockerHost: true },
+    // the Docker Desktop stand-in (scripts/desktop-standin.sh start first): the volume path, the
+    // test user with only DOCKER_HOST; its sessions ride the attach connection (cells_attach.c)
+    desktop: { user: 'vestibule-test', host: opt['desktop-host'] || 'unix:///run/vestibule-desktop/docker.sock', env: {}, dockerHost: true },
 };
-const names = opt.setups ? opt.setups.split(',') : Object.keys(SETUPS);
+const names = opt.setups ? opt.setups.split(',') : Object.keys(SETUPS).filter((n) => n !== 'desktop');
 
 // the server as its user: env -i with a login's variables and the client config's settings
 function serverArgv(s, extra, home, tmp) {

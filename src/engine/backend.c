@@ -33,6 +33,7 @@
 #include "engine/state.h"
 #include "run/backend.h"
 #include "run/run.h"
+#include "run/runners.h"
 #include "run/sandbox.h"
 #include "run/warden.h"
 #include "workspace/workspace.h"
@@ -360,6 +361,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
             .podman = sb->podman,
             .userns_keep_id = st->rootless_podman,
             .init = !sb->cells, /* a session's command is its own pid 1 (cells.c) */
+            .open_stdin = sb->cells && sb->volumes, /* its cells and lifeline (cells.c) */
             .cgroup_parent = *sb->cgroup ? sb->cgroup : NULL,
             .runtime = *sb->runtime ? sb->runtime : NULL,
             .seccomp_profile = secprof,
@@ -448,6 +450,25 @@ static void building_done(struct engine_state *st, bool counted)
         pthread_mutex_unlock(&st->lock);
 }
 
+/* A session on the volume path: the runner's source as the "code" of the hand-in (the same
+ * /sandbox/<script> a local engine's code folder holds) and the workspace's copy, into the
+ * volumes before the start, checked through the container's own mounts. */
+static int cells_handin(struct sandbox *sb, struct sbx_error *err)
+{
+        struct run_request req = {.language = sb->language};
+        size_t len;
+        int r;
+
+        req.code = sbx_runner_source(sb->language, &len);
+        req.code_len = len;
+        r = engine_handin_fill(sb->st, sb->cfg, &req, sb->image, sb->uid, sb->gid, sb->owner,
+                               &sb->hv, err);
+        if (r == 0)
+                r = engine_handin_check(sb->st, &req, sb->id, &sb->hv, err);
+        sbx_trace_lap(&sb->trace, "handin");
+        return r;
+}
+
 /* What prepare() makes on the engine, each step only while the server is not shutting down: a
  * container made after the exit sweep would mount by name volumes the sweep removed, and Docker
  * would make them again (engine_volume_options()). */
@@ -478,6 +499,8 @@ static int sandbox_make(struct sandbox *sb, enum sandbox_mode mode, struct sbx_e
                 r = still_on(sb, err);
         if (r == 0)
                 r = sandbox_create(sb, err);
+        if (r == 0 && sb->cells && sb->volumes)
+                r = cells_handin(sb, err);
         if (r == 0 && sb->cells)
                 r = engine_cells_launch(sb_view(sb, &v), sb->cells, err);
         if (r == 0 && sb->spare)

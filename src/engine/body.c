@@ -210,10 +210,13 @@ json_object *engine_create_body(const struct engine_run_spec *s)
         json_object_object_add(labels, "vestibule.run", json_object_new_string("1"));
         json_object_object_add(labels, "vestibule.owner", json_object_new_string(s->owner));
         json_object_object_add(b, "Labels", labels);
-        json_object_object_add(b, "AttachStdin", json_object_new_boolean(false));
+        json_object_object_add(b, "AttachStdin", json_object_new_boolean(s->open_stdin));
         json_object_object_add(b, "AttachStdout", json_object_new_boolean(true));
         json_object_object_add(b, "AttachStderr", json_object_new_boolean(true));
-        json_object_object_add(b, "OpenStdin", json_object_new_boolean(false));
+        json_object_object_add(b, "OpenStdin", json_object_new_boolean(s->open_stdin));
+        /* the engine closes stdin when the attached client (the server) goes, even SIGKILLed:
+         * the session's supervisor reads EOF (cells.c) */
+        json_object_object_add(b, "StdinOnce", json_object_new_boolean(s->open_stdin));
         json_object_object_add(b, "Tty", json_object_new_boolean(false));
         /* Docker: no libnetwork sandbox at all (~100 ms faster start). Podman ignores it, so
          * NetworkMode none below is what isolates there. */

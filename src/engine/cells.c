@@ -6,7 +6,8 @@
  * container sees at /sandbox; a bash wrapper opens them before it execs the runner. Because
  * every byte travels through a pipe of this kernel, the runner's flush of stdout and stderr
  * before its status record orders them as on native: a cell's output is in the pipes when its
- * record arrives. Only engines that see our files can do this (a remote engine is refused).
+ * record arrives. An engine that does not see our files (the volume path) carries the same fds
+ * over one hijacked attach connection instead (cells_attach.c, cellstream.c).
  * See docs/design/sessions.md, "The container backend". */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -29,6 +31,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "engine/container.h"
+#include "engine/cells_attach.h"
 #include "engine/ctrcg.h"
 #include "engine/handin.h"
 #include "run/runners.h"
@@ -66,11 +69,58 @@ static const char *const fifo_names[F_N] = {"cells", "status", "out", "err", "li
 static const char cells_wrapper[] =
     "exec 4</sandbox/cells 5>/sandbox/status 1>/sandbox/out 2>/sandbox/err 3</sandbox/life "
     "|| exit 127; "
-    "t=$1; shift; set -m; \"$@\" 3<&- & r=$!; exec 4<&- 5>&- >/dev/null 2>&1 </dev/null; "
-    "trap 'kill -INT -- -$r' INT; trap : CHLD; end=$((SECONDS + t)); "
+    "t=$1; L=$2; shift 2; set -m; \"$@\" 3<&- & r=$!; exec 4<&- 5>&- >/dev/null 2>&1 </dev/null; "
+    "trap 'kill -INT -- -$r' INT; trap : CHLD; end=$((SECONDS + t)); h=; lf=; "
     "while [ $SECONDS -lt $end ] && kill -0 $r; do "
-    "read -r -t $((end - SECONDS)) _ <&3; s=$?; "
-    "if [ $s = 0 ]; then end=$((SECONDS + t)); elif [ $s -le 128 ]; then break; fi; "
+    "if [ -n \"$lf\" ] && read -t 0 <&6; then break; fi; "
+    "p=; read -r -t 1 p <&3; s=$?; h=$h$p; "
+    "if [ $s = 0 ]; then case $h in "
+    "life\\ /tmp/.vestibule-life.*/l) [ -z \"$lf\" ] && [ -n \"$L\" ] && exec 6<\"${h#life }\" && "
+    "[ \"$(stat -L -c %u /proc/1/fd/6)\" = \"$L\" ] || break; lf=1;; esac; "
+    "h=; end=$((SECONDS + t)); elif [ $s -le 128 ]; then break; fi; "
+    "done; kill -KILL -1; exit 0";
+
+/* The supervisor on the volume path (no folder the engine and we share): the container's stdin
+ * (the hijacked attach connection, cells_attach.c) is its fd 3 and no one else's; the runner
+ * gets two FIFOs in the container's own /tmp (removed once both ends are open) as fds 4 and 5,
+ * and the container's stdout and stderr as 1 and 2, as on a local engine. It reads each cell's
+ * header "<seq> <length>" from stdin and copies exactly that many bytes to the runner (dd
+ * counts bytes, so NULs and any byte pass); a forwarder copies each status record the runner
+ * writes on fd 5 to stderr, then to stdout, after the session's mark ($2): the runner flushed
+ * the cell's output into the same two pipes before it wrote the record, so both streams carry
+ * every byte of the cell before its record (the server hands a record on once both carried it,
+ * cellstream.c). Lifelines, checked at least once a second (a 1 s read of stdin keeps what it
+ * read of a header, bash's read -t):
+ *  - EOF on stdin: the engine closes it when the server's connection ends (StdinOnce);
+ *  - the "life <path>" header: a FIFO of the lifeline exec (engine_cells_attach_lifeline(),
+ *    as uid $3, checked on the open fd) that has no writer once the exec ended, the server's
+ *    connection to it gone (read -t 0 says EOF). The code can open the supervisor's stdin
+ *    through /proc/1/fd/3 (its uid) and hold it open, but neither this FIFO's write end (0644,
+ *    another uid) nor the exec (another uid: no signal, no /proc/PID/fd);
+ *  - the backstop, SIGINT and the end as in cells_wrapper.
+ * No SIGCHLD trap here: a trapped signal can cut a read of stdin short; the forwarder's USR1
+ * (the runner's fd 5 closed) ends it when the runner ends. */
+static const char cells_wrapper_attach[] =
+    "t=$1; k=$2; L=$3; shift 3; d=/tmp/.vestibule-cells; "
+    "mkdir -m 0700 \"$d\" && mkfifo \"$d/c\" \"$d/s\" || exit 127; "
+    "exec 3<&0 </dev/null; set -m; "
+    "\"$@\" 3<&- 4<\"$d/c\" 5>\"$d/s\" & r=$!; "
+    "exec 4>\"$d/c\" 5<\"$d/s\"; rm -rf \"$d\"; "
+    "{ while IFS= read -r l <&5; do printf '%s%s\\n' \"$k\" \"$l\" >&2; "
+    "printf '%s%s\\n' \"$k\" \"$l\"; done; kill -USR1 1; } 3<&- 4>&- & "
+    "exec 5<&-; trap 'kill -INT -- -$r' INT; trap 'kill -KILL -1; exit 0' USR1; "
+    "end=$((SECONDS + t)); h=; lf=; "
+    "while [ $SECONDS -lt $end ] && kill -0 $r 2>/dev/null; do "
+    "if [ -n \"$lf\" ] && read -t 0 <&6; then break; fi; "
+    "p=; IFS= read -r -t 1 p <&3; s=$?; h=$h$p; "
+    "if [ $s -gt 128 ]; then continue; elif [ $s != 0 ]; then break; fi; "
+    "case $h in "
+    "life\\ /tmp/.vestibule-life.*/l) [ -z \"$lf\" ] && exec 6<\"${h#life }\" && "
+    "[ \"$(stat -L -c %u /proc/1/fd/6)\" = \"$L\" ] || break; lf=1; h=; continue;; "
+    "[0-9]*\\ [0-9]*) ;; *) break;; esac; "
+    "printf '%s\\n' \"$h\" >&4; "
+    "dd bs=65536 iflag=fullblock,count_bytes count=\"${h#* }\" status=none <&3 >&4 || break; "
+    "h=; end=$((SECONDS + t)); "
     "done; kill -KILL -1; exit 0";
 
 struct engine_cells {
@@ -89,20 +139,22 @@ struct engine_cells {
         struct sbx_runner_records rec; /* status records being read */
         uint64_t cpu_us_seen;          /* the run cgroup's CPU time at the last collect */
         struct engine_ctrcg_cells ccg; /* the container's own cgroup, seen by the cells */
+        /* the volume path: the attach connection, and the mark of the supervisor's records
+         * ("\036vsb-" + 32 hex digits + ":", random per session) */
+        struct engine_cells_attach *attach;
+        char mark[48];
+        /* the lifeline exec (volume path; a server that is not root on a rootful local Docker,
+         * where the code's uid could write "life"): its uid ("" = none), its connection */
+        char life_uid[16];
+        struct engine_cells_lifeline *life;
         pthread_mutex_t lock;
         bool dead; /* killed, or the runner is gone */
 };
 
 int engine_cells_check(const struct engine_sb_view *v, struct sbx_error *err)
 {
-        if (v->volumes)
-                return sbx_fail(err, EOPNOTSUPP,
-                                "sessions on the container backend need a container engine on "
-                                "this machine (the session's pipes live in a folder the engine "
-                                "mounts); this one is remote (%s): use a local engine "
-                                "(DOCKER_HOST=unix://...), or VESTIBULE_BACKEND=native, or "
-                                "run_code without a session",
-                                v->conn->ep.host);
+        (void)v; /* every engine: its files (FIFOs) or the attach connection (volume path) */
+        (void)err;
         return 0;
 }
 
@@ -110,6 +162,8 @@ void engine_cells_free(struct engine_cells *c)
 {
         if (!c)
                 return;
+        engine_cells_attach_close(c->attach); /* first: its relay writes into our pipes */
+        engine_cells_lifeline_close(c->life);
         int fds[] = {c->cell_w,       c->status_r, c->out_r,  c->err_r,
                      c->runner_pidfd, c->kmsg_fd,  c->life_rw};
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
@@ -138,12 +192,36 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
         c->cell_w = c->status_r = c->out_r = c->err_r = c->runner_pidfd = c->kmsg_fd = -1;
         c->life_rw = -1;
         pthread_mutex_init(&c->lock, NULL);
+        unsigned max_call_s = v->cfg->max_timeout_s ? v->cfg->max_timeout_s : 60;
+        snprintf(c->backstop_arg, sizeof(c->backstop_arg), "%u",
+                 v->cfg->session_idle_s + max_call_s + CELLS_BACKSTOP_MARGIN_S);
+        if (v->volumes) { /* the runner goes in with the hand-in (backend.c); no FIFOs here */
+                unsigned char rnd[16];
+                if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+                        r = sbx_fail(err, errno, "cannot draw the session's mark: getrandom: %m");
+                        engine_cells_free(c);
+                        return r;
+                }
+                size_t n = (size_t)snprintf(c->mark, sizeof(c->mark), "\036vsb-");
+                for (size_t i = 0; i < sizeof(rnd); i++)
+                        n += (size_t)snprintf(c->mark + n, sizeof(c->mark) - n, "%02x", rnd[i]);
+                snprintf(c->mark + n, sizeof(c->mark) - n, ":");
+                /* not the code's uid (the egress bridge's choice too, egress_stream.c) */
+                snprintf(c->life_uid, sizeof(c->life_uid), "%u", v->uid == 65534 ? 65533u : 65534u);
+                *ret = c;
+                return 0;
+        }
         /* the runner is the program: written like a one-shot run's code */
         struct run_request req = {.language = v->language};
         req.code = sbx_runner_source(v->language, &len);
         req.code_len = len;
         r = engine_code_write(v->code_dir, &req, v->uid, v->gid, false, &c->script, err);
         give = geteuid() == 0 && v->uid != 0;
+        /* a server that is not root: the runner's uid is ours and may open "life" for writing;
+         * an exec as another uid holds the lifeline instead (rootful Docker: the uid is mapped
+         * as given; rootless engines keep the backstop alone) */
+        if (!give && !v->podman && !v->rootless_docker)
+                snprintf(c->life_uid, sizeof(c->life_uid), "%u", v->uid == 65534 ? 65533u : 65534u);
         for (size_t i = 0; r == 0 && i < F_N; i++) {
                 c->fifo[i] = xasprintf("%s/%s", v->code_dir, fifo_names[i]);
                 /* "life" stays ours, readable by all: the runner's uid cannot open it for writing
@@ -155,9 +233,6 @@ int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
                         r = sbx_fail(err, errno, "cannot make the session's pipe '%s': %m",
                                      c->fifo[i]);
         }
-        unsigned max_call_s = v->cfg->max_timeout_s ? v->cfg->max_timeout_s : 60;
-        snprintf(c->backstop_arg, sizeof(c->backstop_arg), "%u",
-                 v->cfg->session_idle_s + max_call_s + CELLS_BACKSTOP_MARGIN_S);
         if (r < 0) {
                 engine_cells_free(c);
                 return r;
@@ -174,10 +249,13 @@ void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const c
 
         cmd[n++] = ENGINE_BASH_PATH;
         cmd[n++] = "-c";
-        cmd[n++] = cells_wrapper;
+        cmd[n++] = c->mark[0] ? cells_wrapper_attach : cells_wrapper;
         cmd[n++] = "vestibule-cells";
         cmd[n++] = c->backstop_arg;
-        cmd[n++] = interp; /* in place of the runner's bare argv[0] */
+        if (c->mark[0])
+                cmd[n++] = c->mark;
+        cmd[n++] = c->life_uid; /* "" when there is no lifeline exec */
+        cmd[n++] = interp;      /* in place of the runner's bare argv[0] */
         for (argv++; *argv && n < max - 1; argv++)
                 cmd[n++] = *argv;
         cmd[n] = NULL;
@@ -292,14 +370,24 @@ static uint64_t cgroup_cpu_us(const struct engine_sb_view *v)
         return u.cpu_us.measured ? u.cpu_us.value : 0;
 }
 
-int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
-                        struct sbx_error *err)
+/* Our ends before the start. The volume path: the attach connection's relay and its pipes.
+ * A local engine: the FIFOs, read ends and the cells' O_RDWR (a FIFO opened for both never
+ * blocks on Linux, fifo(7)), so the wrapper's opens do not block. */
+static int open_ends(const struct engine_sb_view *v, struct engine_cells *c, struct sbx_error *err)
 {
-        struct sbx_runner_status st;
         int r;
 
-        /* ours first, so the wrapper's opens do not block: read ends, and the cells' O_RDWR
-         * (a FIFO opened for both never blocks on Linux, fifo(7)) */
+        if (c->mark[0]) {
+                struct engine_cells_attach_fds fds;
+                r = engine_cells_attach_open(v->conn, v->id, c->mark, &c->attach, &fds, err);
+                if (r < 0)
+                        return r;
+                c->out_r = fds.out_r;
+                c->err_r = fds.err_r;
+                c->status_r = fds.status_r;
+                c->cell_w = fds.cells_w;
+                return 0;
+        }
         r = open_fifo(c->fifo[F_STATUS], O_RDONLY, &c->status_r, err);
         if (r == 0)
                 r = open_fifo(c->fifo[F_OUT], O_RDONLY, &c->out_r, err);
@@ -309,6 +397,34 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                 r = open_fifo(c->fifo[F_CELLS], O_RDWR, &c->cell_w, err);
         if (r == 0)
                 r = open_fifo(c->fifo[F_LIFE], O_RDWR, &c->life_rw, err);
+        return r;
+}
+
+/* The volume path, after "ready": the lifeline exec, its FIFO's path to the supervisor as the
+ * first line on its stdin (before any cell: no code of the session has run yet). */
+static int launch_lifeline(const struct engine_sb_view *v, struct engine_cells *c,
+                           struct sbx_error *err)
+{
+        char path[96], line[112];
+        uid_t uid = (uid_t)strtoul(c->life_uid, NULL, 10);
+        int r = engine_cells_lifeline_open(v->conn, v->id, uid, &c->life, path, err);
+
+        if (r < 0)
+                return r;
+        int n = snprintf(line, sizeof(line), "life %s\n", path);
+        /* the relay's pipe or the "life" FIFO, empty: a short line does not block */
+        if (write(c->mark[0] ? c->cell_w : c->life_rw, line, (size_t)n) != n)
+                return sbx_fail(err, EIO, "cannot hand the session its lifeline: %m");
+        return 0;
+}
+
+int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
+                        struct sbx_error *err)
+{
+        struct sbx_runner_status st;
+        int r;
+
+        r = open_ends(v, c, err);
         if (r < 0)
                 return r;
         c->kmsg_fd = engine_kmsg_open();
@@ -332,6 +448,10 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                 log_info("session %.12s: %zu bytes the interpreter printed as it started were "
                          "dropped (a .pth file or sitecustomize.py in the workspace?)",
                          v->id, dropped);
+        if (c->mark[0]) { /* the runner is not this host's to see (another pid namespace) */
+                c->cpu_us_seen = cgroup_cpu_us(v);
+                return launch_lifeline(v, c, err);
+        }
         /* the runner holds the read end now: a write-only end, so a runner that died is
          * EPIPE at the next cell rather than a pipe that fills */
         int w = -1;
@@ -344,7 +464,7 @@ int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
         c->cpu_us_seen = cgroup_cpu_us(v);
         if (c->runner_pid > 0)
                 (void)engine_ctrcg_cells_begin(c->runner_pid, &c->ccg);
-        return 0;
+        return c->life_uid[0] ? launch_lifeline(v, c, err) : 0;
 }
 
 static bool runner_alive(struct engine_cells *c)
@@ -415,8 +535,9 @@ int engine_cells_start(const struct engine_sb_view *v, struct engine_cells *c,
         r = sbx_runner_check_cell(req, v->language, err);
         if (r < 0)
                 return r;
-        /* the supervisor's backstop starts again (a full FIFO, never read: it ends anyway) */
-        if (write(c->life_rw, "\n", 1) < 0)
+        /* the supervisor's backstop starts again (a full FIFO, never read: it ends anyway);
+         * on the volume path the cell's header does that */
+        if (c->life_rw >= 0 && write(c->life_rw, "\n", 1) < 0)
                 log_debug("session %.12s: lifeline: %m", v->id);
         r = sbx_runner_send_cell(c->cell_w, ++c->seq, req->code, req->code_len,
                                  sbx_now_ms() + CELLS_WRITE_MS);

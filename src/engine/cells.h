@@ -39,8 +39,8 @@ struct engine_sb_view {
 
 /**
  * engine_cells_check() - right after the engine's state is known: can the engine of @v serve a
- * session? Return 0, or -EOPNOTSUPP with @err holding the Blocked: text naming the fix (a
- * remote engine, rootless Docker).
+ * session? Every engine can now (its FIFOs, or the attach connection on the volume path).
+ * Return 0 (kept for a refusal to come, with @err holding the Blocked: text naming the fix).
  */
 int engine_cells_check(const struct engine_sb_view *v, struct sbx_error *err);
 
@@ -48,7 +48,9 @@ int engine_cells_check(const struct engine_sb_view *v, struct sbx_error *err);
  * engine_cells_new() - after the code folder exists: the runner's source and the five FIFOs
  * (cells, status, out, err, life) in @v's code folder, owned by the run's ids ("life" stays the
  * server's, read-only to others, when the server is root: the code cannot write it); the
- * backstop (VESTIBULE_SESSION_IDLE_S + VESTIBULE_MAX_TIMEOUT_S + 10 s) from @v->cfg. *@ret freed by
+ * backstop (VESTIBULE_SESSION_IDLE_S + VESTIBULE_MAX_TIMEOUT_S + 10 s) from @v->cfg. On the volume
+ * path (@v->volumes) no file here: a random mark for the supervisor's records and the lifeline
+ * exec's uid instead (the runner goes in with the hand-in, backend.c). *@ret freed by
  * engine_cells_free(). Return 0 or -errno with @err.
  */
 int engine_cells_new(const struct engine_sb_view *v, struct engine_cells **ret,
@@ -67,8 +69,10 @@ void engine_cells_cmd(const struct engine_cells *c, enum sbx_language l, const c
 
 /**
  * engine_cells_launch() - after the container is created and checked: open our ends of the
- * FIFOs, start the container (engine_container_start()), wait (bounded) for the runner's
- * "ready" record, find the runner's host pid for the interrupt. Return 0 or -errno with @err.
+ * FIFOs (the volume path: the attach connection, engine_cells_attach_open()), start the container
+ * (engine_container_start()), wait (bounded) for the runner's "ready" record, find the runner's
+ * host pid for the interrupt (the volume path: start the lifeline exec,
+ * engine_cells_attach_lifeline(), instead). Return 0 or -errno with @err.
  */
 int engine_cells_launch(const struct engine_sb_view *v, struct engine_cells *c,
                         struct sbx_error *err);

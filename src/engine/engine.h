@@ -330,6 +330,8 @@ struct engine_run_spec {
         bool podman;
         bool userns_keep_id;         /* rootless Podman: map our uid to itself */
         bool init;                   /* an init as PID 1 (docker-init / catatonit) */
+        bool open_stdin;             /* stdin attached and open, closed when the one attached client
+                                      * goes (StdinOnce): a session's lifeline on the volume path */
         const char *cgroup_parent;   /* HostConfig.CgroupParent (hostcg.c); NULL = the engine's */
         const char *runtime;         /* HostConfig.Runtime (runtime.c); NULL = the engine's */
         const char *seccomp_profile; /* SecurityOpt seccomp=<this>: Docker: our profile's JSON

@@ -5,9 +5,7 @@
 // docker-group user, or the Docker Desktop stand-in through DOCKER_HOST). What reaches the
 // model is asserted: the run's output and its isolation grade, files written by the code in
 // the user's folder, read_workspace of a file the user put there, a figure as image content.
-// Sessions on the volume path are being built (issue 25's other helper, volsess): until they
-// land, their Blocked: text naming the volume path is accepted, and the test says so in its
-// diagnostic. The allowlist there (volegress) has landed and must run.
+// Sessions on the volume path (volsess) and the allowlist there (volegress) must run.
 //
 // Environment: E2E_OCI_IMAGE (required: the loaded image, vestibule-mcp:<version>[-images]),
 // E2E_OCI_SOCKET (the engine's socket as the engine sees it; default /var/run/docker.sock),
@@ -133,15 +131,24 @@ test('a PNG the code writes comes back as image content', { skip }, async (t) =>
     assert.equal(img.data, png);
 });
 
-test('the allowlist on the volume path runs; sessions run or (until volsess lands) are Blocked: naming why', { skip }, async (t) => {
+test('sessions on the volume path keep their state across cells; the allowlist runs', { skip }, async (t) => {
     const c = await start(t);
+    // sessions on the volume path (volsess): one attach connection per session, no Blocked:
     const s = await call(c, 'session_start', { language: 'python' });
-    if (s.isError) {
-        t.diagnostic(`session_start Blocked on the volume path (accepted until volsess lands): ${text(s).slice(0, 300)}`);
-        assert.match(text(s), /Blocked:.*(remote|volume|engine)/s);
-    } else {
-        assert.equal(s.structuredContent?.isolation ?? grade(s), 'container');
-    }
+    assert.notEqual(s.isError, true, text(s));
+    assert.equal(s.structuredContent?.isolation, 'container', text(s));
+    const session = s.structuredContent?.session;
+    assert.match(session ?? '', /^vs-/, text(s));
+    const one = await call(c, 'run_code', { language: 'python', code: 'x = 20\nprint("first")', session });
+    assert.notEqual(one.isError, true, text(one));
+    assert.match(text(one), /^first$/m);
+    const two = await call(c, 'run_code', { language: 'python', code: 'import sys\nprint(x + 1)\n_ = sys.stderr.write("to stderr\\n")', session });
+    assert.notEqual(two.isError, true, text(two));
+    assert.equal(two.structuredContent?.stdout, '21\n', text(two));
+    assert.equal(two.structuredContent?.stderr, 'to stderr\n', text(two));
+    assert.equal(two.structuredContent?.session_call, 2, text(two));
+    const end = await call(c, 'session_end', { session });
+    assert.notEqual(end.isError, true, text(end));
     // the allowlist on the volume path landed (volegress, merged): no Blocked: accepted
     const a = await call(c, 'run_code', { language: 'python', code: 'print(1)', network: 'allowlist' });
     assert.notEqual(a.isError, true, text(a));

@@ -14,7 +14,7 @@ import {
 
 // Sessions exist on native and on a container engine of this machine (the session's pipes
 // live in a folder the engine mounts); a remote engine refuses them with the fix.
-const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !REMOTE_ENGINE && !RUNSC);
+const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !RUNSC);
 
 // The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
 function engineSocket() {
@@ -312,31 +312,90 @@ test('killing the server during a busy cell leaves no process behind', { skip: !
 // Container backend (tests/adversarial/server.md, "session outlives a SIGKILLed server"): the
 // session's pid 1 ends the container when the lifeline FIFO (/sandbox/life) has no writer left.
 // A cell that opens it for writing itself must not keep the container alive: with a server as
-// root the FIFO is not writable by the code's uid; anywhere else the backstop (the session's
-// idle time + the longest call + 10 s without a cell) ends it. The bound here is that backstop
-// (5 + 5 + 10 s) and a margin; before the fix the container ran on for good.
+// root the FIFO is not writable by the code's uid; with a server that is not root on rootful
+// Docker (the docker-group user) the code may open it (issue 23 #5: the control below says so),
+// and a second lifeline, a FIFO held by an exec as another uid, ends it within LIFELINE_MS
+// (before it: only the backstop, minutes with the defaults); anywhere else (rootless engines)
+// the backstop (the session's idle time + the longest call + 10 s without a cell, 5 + 5 + 10 s
+// here) ends it.
 const BACKSTOP_ENV = { VESTIBULE_SESSION_IDLE_S: '5', VESTIBULE_MAX_TIMEOUT_S: '5', VESTIBULE_DEFAULT_TIMEOUT_S: '5' };
 const BACKSTOP_MS = (5 + 5 + 10) * 1000 + GONE_WITHIN_MS;
+const LIFELINE_MS = 10_000;
+
+// The engine's /info (the server's engine), or {}.
+function engineInfo() {
+    return new Promise((resolve) => {
+        http.get({ socketPath: engineSocket(), path: '/info' }, (res) => {
+            let body = '';
+            res.on('data', (d) => { body += d; });
+            res.on('end', () => { try { resolve(JSON.parse(body)); } catch { resolve({}); } });
+        }).on('error', () => resolve({}));
+    });
+}
+
+// The engine's events for container @id since @sinceMs (epoch ms), as [{ action }]: whether it
+// died by itself (its supervisor exited) or was killed by someone (another server's start-up
+// sweep kills a dead server's containers within seconds on an engine shared with other runs).
+function eventsOf(id, sinceMs) {
+    const q = new URLSearchParams({ since: String(Math.floor(sinceMs / 1000) - 1), until: String(Math.ceil(Date.now() / 1000) + 1), filters: JSON.stringify({ container: [id] }) });
+    return new Promise((resolve, reject) => {
+        http.get({ socketPath: engineSocket(), path: `/events?${q}` }, (res) => {
+            let body = '';
+            res.on('data', (d) => { body += d; });
+            res.on('end', () => resolve(body.split('\n').filter(Boolean).map((l) => JSON.parse(l)).map((e) => ({ action: e.Action || e.status }))));
+        }).on('error', reject);
+    });
+}
+
+// On an engine this run has to itself (the Desktop stand-in: its own dockerd) a kill before the
+// death fails the test; on a shared one (the host's Docker, where other stages' servers sweep)
+// it is said in a diagnostic, and the time bound alone is what the test checked.
+const ENGINE_OURS = REMOTE_ENGINE && (process.env.DOCKER_HOST || '').startsWith('unix://');
+async function assertDiedByItself(t, id, sinceMs) {
+    const ev = (await eventsOf(id, sinceMs)).map((e) => e.action);
+    const die = ev.indexOf('die');
+    assert.ok(die >= 0, `the container died: events ${ev.join(', ')}`);
+    const killed = ev.slice(0, die).includes('kill');
+    if (killed && !ENGINE_OURS) {
+        t.diagnostic(`another server's sweep killed the container first (events ${ev.join(', ')}): only the time bound was checked`);
+        return;
+    }
+    assert.ok(!killed, `the container ended by itself, not killed: events ${ev.join(', ')}`);
+}
 
 test('a cell holding the session\'s lifeline open does not outlive a SIGKILLed server', { skip: !HAS_SESSIONS || BACKEND !== 'container' }, async (t) => {
-    const conn = await connect(makeWorld(t, BACKSTOP_ENV));
+    const info = REMOTE_ENGINE ? {} : await engineInfo();
+    const rootlessEngine = process.env.VESTIBULE_RUNTIME === 'podman' || /podman/i.test(info.OperatingSystem || '') ||
+        (info.SecurityOptions || []).some((o) => /rootless/.test(o));
+    // the exec lifeline: the volume path, and a server that is not root on rootful Docker
+    const execLife = REMOTE_ENGINE || (process.getuid() !== 0 && !rootlessEngine);
+    const conn = await connect(makeWorld(t, execLife ? {} : BACKSTOP_ENV));
     const m = uniqueMarker('holdlife');
     const id = await start(conn, 'bash');
     const before = await containersOf(conn.pid);
     assert.deepEqual(before.map((c) => c.running), [true], 'control: the session\'s container runs');
-    // the cell's shell holds "life" for writing if the code may open it (the supervisor reads
-    // it, so the open does not block), and never ends: its runner never reads the cells' EOF
-    const code = `exec 9>/sandbox/life 2>/dev/null; (exec -a ${m} sleep 300) &\nwhile :; do sleep 1; done`;
-    const pending = cell(conn, id, 'bash', code, { timeout_seconds: 5 }).catch(() => null);
-    assert.ok(await waitFor(() => pidsWithMarker(m).length === 1, 10_000), 'control: the cell runs');
+    // a child of the cell holds "life" and "cells" for writing if the code may open them (the
+    // supervisor reads "life", the runner "cells", so the opens do not block), and the cell
+    // ends: the idle runner then never reads the cells' EOF, the supervisor never the lifeline's
+    const probe = await cell(conn, id, 'bash', 'if { exec 9>/sandbox/life; } 2>/dev/null; then echo life-open; else echo life-refused; fi; exec 9>&-');
+    t.diagnostic(`the cell's open of /sandbox/life for writing: ${probe.s.stdout.trim()}`);
+    if (!REMOTE_ENGINE && process.getuid() !== 0)
+        assert.match(probe.s.stdout, /life-open/, `control: the code's uid may open the lifeline FIFO (a server that is not root):\n${probe.text}`);
+    const code = `(exec 9>/sandbox/life 8>/sandbox/cells; exec -a ${m} sleep 300) 2>/dev/null &\nsleep 0.3; echo held`;
+    const held = await cell(conn, id, 'bash', code);
+    assert.equal(held.s.stdout, 'held\n', held.text);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 1, 10_000), 'control: the cell\'s child runs');
     const pid = conn.pid;
+    const t0 = Date.now();
     process.kill(pid, 'SIGKILL');
     assert.ok(await serverGone(pid, 3000), 'the server died');
-    // a server as root: the lifeline itself ends it; else the backstop
-    const bound = process.getuid() === 0 ? GONE_WITHIN_MS : BACKSTOP_MS;
+    // a server as root: the lifeline itself ends it; the exec lifeline within LIFELINE_MS; else
+    // the backstop
+    const bound = execLife ? LIFELINE_MS : process.getuid() === 0 ? GONE_WITHIN_MS : BACKSTOP_MS;
     assert.ok(await waitFor(async () => (await containersOf(pid)).every((x) => !x.running), bound),
         `the container still runs ${bound} ms after the server died`);
-    await pending;
+    t.diagnostic(`stopped ${Date.now() - t0} ms after the SIGKILL (bound ${bound} ms, exec lifeline: ${execLife})`);
+    await assertDiedByItself(t, before[0].id, t0);
 });
 
 // The backstop alone: a server that is there but stopped (SIGSTOP) holds the lifeline open and
@@ -477,4 +536,114 @@ test('a cell that prints a lot and ends at once has all its output, every time',
             assert.ok(s.stderr.endsWith(`ERR${i}\n`), `${lang} cell ${i}: stderr's last line`);
         }
     }
+});
+
+// The volume path (a remote engine: docs/design/sessions.md, "Sessions on the volume path"):
+// the session's lifeline is the server's attach connection; the engine closes the container's
+// stdin when it goes (StdinOnce) and the supervisor, which alone reads stdin, ends the
+// container. A python cell that makes every fd it has inheritable, leaves a child holding them
+// all, and sleeps itself, must not keep it running: bound GONE_WITHIN_MS after the kill, not
+// the backstop (the backstop is 5 + 5 + 10 s here, so a pass within it would prove nothing:
+// BACKSTOP_ENV is not used). Control: the cell and its child are seen running while the
+// server lives.
+test('volume path: a cell holding every fd it has does not outlive a SIGKILLed server', { skip: !(BACKEND === 'container' && REMOTE_ENGINE && !RUNSC) && 'the volume path only' }, async (t) => {
+    const w = makeWorld(t);
+    const conn = await connect(w);
+    const m = uniqueMarker('holdall');
+    const id = await start(conn, 'python');
+    const before = await containersOf(conn.pid);
+    const code = `import os, subprocess, time
+fds = [int(f) for f in os.listdir('/proc/self/fd')]
+held = []
+for f in fds:
+    try:
+        os.set_inheritable(f, True); held.append(f)
+    except OSError:
+        pass
+subprocess.Popen(['bash', '-c', 'exec -a ${m} sleep 300'], pass_fds=held, close_fds=False)
+print('holding', sorted(held), flush=True)
+time.sleep(300)`;
+    const pending = cell(conn, id, 'python', code, { timeout_seconds: 60 }).catch(() => null);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 1, 10_000), 'control: the cell\'s child runs');
+    assert.deepEqual(before.map((c) => c.running), [true], 'control: the session\'s container runs');
+    const pid = conn.pid;
+    const t0 = Date.now();
+    process.kill(pid, 'SIGKILL');
+    assert.ok(await serverGone(pid, 3000), 'the server died');
+    assert.ok(await waitFor(async () => (await containersOf(pid)).every((x) => !x.running), GONE_WITHIN_MS),
+        `the container still runs ${GONE_WITHIN_MS} ms after the server died`);
+    t.diagnostic(`the session's container stopped ${Date.now() - t0} ms after the SIGKILL`);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `left behind: ${pidsWithMarker(m)}`);
+    await pending;
+    await noContainerLeft(w, pid, before);
+});
+
+// A cell that opens the supervisor's stdin itself (/proc/1/fd/3: its own uid, so the kernel
+// lets it) holds a write end of the container's stdin: the engine's close is then no EOF
+// (tests/adversarial/server.md, "volume-path session: /proc/1/fd/3"). The second lifeline, a
+// FIFO held by an exec as another uid, still ends the session: the cell can neither write that
+// FIFO (through /proc/1/fd/6 or its path) nor kill the exec. Bound: LIFELINE_MS after the
+// kill (the supervisor looks once a second); the backstop is minutes here (the defaults), so
+// it cannot be what ended it (before the exec lifeline: ~20 s with a 20 s backstop, never
+// without). Control: the stdin open succeeds, and the container runs while the server lives.
+test('volume path: a cell holding the supervisor\'s stdin open does not outlive a SIGKILLed server', { skip: !(BACKEND === 'container' && REMOTE_ENGINE && !RUNSC) && 'the volume path only' }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const id = await start(conn, 'python');
+    const c = await cell(conn, id, 'python', `import os, signal
+def attempt(what, f):
+    try:
+        f(); print(what, 'done')
+    except OSError as e:
+        print(what, 'refused', e.errno)
+attempt('stdin', lambda: os.set_inheritable(os.open('/proc/1/fd/3', os.O_WRONLY), True))
+life = os.readlink('/proc/1/fd/6')
+attempt('life-fd', lambda: os.open('/proc/1/fd/6', os.O_WRONLY))
+attempt('life-path', lambda: os.open(life, os.O_WRONLY | os.O_NONBLOCK))
+others = [p for p in os.listdir('/proc') if p.isdigit() and os.stat('/proc/' + p).st_uid != os.getuid()]
+print('others', len(others))
+for p in others:
+    attempt('kill', lambda: os.kill(int(p), signal.SIGKILL))`);
+    const out = c.s.stdout;
+    t.diagnostic(out.trim().replace(/\n/g, '; '));
+    assert.match(out, /^stdin done$/m, `control: the cell holds the supervisor's stdin:\n${c.text}`);
+    assert.match(out, /^life-fd refused 13$/m, c.text);
+    assert.match(out, /^life-path refused 13$/m, c.text);
+    assert.match(out, /^others [1-9]/m, `the lifeline exec is seen:\n${c.text}`);
+    assert.doesNotMatch(out, /^kill done$/m, c.text);
+    const pending = cell(conn, id, 'python', 'import subprocess, time\nsubprocess.Popen(["sleep", "300"], close_fds=False)\ntime.sleep(300)', { timeout_seconds: 60 }).catch(() => null);
+    await sleep(500);
+    const pid = conn.pid;
+    const ctr = await containersOf(pid);
+    assert.deepEqual(ctr.map((x) => x.running), [true], 'control: the session\'s container runs');
+    const t0 = Date.now();
+    process.kill(pid, 'SIGKILL');
+    assert.ok(await serverGone(pid, 3000), 'the server died');
+    assert.ok(await waitFor(async () => (await containersOf(pid)).every((x) => !x.running), LIFELINE_MS),
+        `the container still runs ${LIFELINE_MS} ms after the server died`);
+    t.diagnostic(`stopped ${Date.now() - t0} ms after the SIGKILL`);
+    await assertDiedByItself(t, ctr[0].id, t0);
+    await pending;
+});
+
+// A cell can learn its session's mark (the supervisor's argv) and forge record lines on its own
+// stdout: that may end or confuse only its own session. Another session of the same server runs
+// on, its output whole and its cells ending when they end. Control: the forgery reached its own
+// session (it ended, saying its status channel was corrupted).
+test('volume path: a cell forging the supervisor\'s records affects only its own session', { skip: !(BACKEND === 'container' && REMOTE_ENGINE && !RUNSC) && 'the volume path only' }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const a = await start(conn, 'python');
+    const b = await start(conn, 'python');
+    let cb = await cell(conn, b, 'python', 'x = 41\nprint("b ready")');
+    assert.equal(seen(cb, b).stdout, 'b ready\n');
+    const forge = `import sys
+mark = open('/proc/1/cmdline', 'rb').read().split(b'\\0')[5].decode()
+for seq in range(0, 6):
+    sys.stdout.write(mark + f'{seq} ok 0\\n' + mark + f'{seq} exit 7\\n')
+sys.stdout.flush()
+print('after the forgery')`;
+    const ca = await cell(conn, a, 'python', forge);
+    assert.match(ca.s?.session_ended ?? ca.text, /status channel .*was corrupted|has ended/, `control: the forgery ended its own session:\n${ca.text}`);
+    cb = await cell(conn, b, 'python', 'print(x + 1)');
+    assert.equal(seen(cb, b).stdout, '42\n', `the other session runs on:\n${cb.text}`);
+    assertExitCode(cb.text, 0);
 });

@@ -25,6 +25,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "engine/cellstream.h"
 #include "engine/engine.h"
 #include "run/backend.h"
 #include "run/run.h"
@@ -1406,6 +1407,58 @@ START_TEST(podman_tcp_runs_through_volumes)
 }
 END_TEST
 
+/* A session through the mutual-TLS front (the volume path over tcp+TLS: the attach connection
+ * is hijacked through libcurl's TLS, cells_attach.c): state persists across cells, a cell's
+ * last bytes on both streams are in its result, and a cell's file reaches the host. */
+static void check_remote_session(const char *tls_certs)
+{
+        struct sandbox_spec spec = {
+            .language = SBX_LANG_PYTHON, .cfg = &test_cfg, .mode = SANDBOX_MODE_CELLS};
+        struct sandbox *sb = NULL;
+        struct sbx_error err = {0};
+        const char *cells[] = {"x = 20\n",
+                               "import sys\nprint('o' * 5000 + 'END')\n"
+                               "_ = sys.stderr.write('e' * 5000 + 'ERR')\n"
+                               "_ = open('/workspace/from-session.txt', 'w').write(str(x + 1))\n"};
+
+        env_for_tcp(tls_certs); /* check_remote_runs() freed its backend */
+        backend_up();
+        ck_assert_msg(test_backend->ops->cells->prepare(test_backend, &spec, &sb, &err) == 0,
+                      "session over TLS: %s", err.msg);
+        for (size_t i = 0; i < ELEMENTSOF(cells); i++) {
+                struct run_request req = {.language = SBX_LANG_PYTHON,
+                                          .code = cells[i],
+                                          .code_len = strlen(cells[i]),
+                                          .timeout_s = 20,
+                                          .cfg = &test_cfg,
+                                          .cancel_fd = -1};
+                struct run_result res = {0};
+                ck_assert_msg(sandbox_run_program(test_backend->ops->cells, sb, &req, &res, &err) ==
+                                  0,
+                              "cell %zu: %s", i, err.msg);
+                ck_assert_msg(res.outcome == RUN_OUTCOME_EXITED && res.exit_code == 0,
+                              "cell %zu: outcome %d exit %d '%.300s' notes '%.300s'", i,
+                              res.outcome, res.exit_code, res.err.data ? res.err.data : "",
+                              res.notes);
+                if (i == 1) {
+                        ck_assert_uint_eq(res.out.len, 5004);
+                        ck_assert(memcmp(res.out.data + 5000, "END\n", 4) == 0);
+                        ck_assert_uint_eq(res.err.len, 5003);
+                        ck_assert(memcmp(res.err.data + 5000, "ERR", 3) == 0);
+                }
+                run_result_done(&res);
+        }
+        test_backend->ops->cells->destroy(sb);
+        _cleanup_free_ char *made = xasprintf("%s/from-session.txt", ws_dir);
+        _cleanup_free_ char *t = read_text(made);
+        ck_assert_ptr_nonnull(t);
+        ck_assert_str_eq(t, "21");
+        unlink(made);
+        test_backend = backend_free(test_backend);
+        ck_assert_uint_eq(ours_left("containers/json?all=1"), 0);
+        ck_assert_uint_eq(ours_left("volumes"), 0);
+}
+
 START_TEST(tls_runs_through_volumes)
 {
         char grade[320];
@@ -1416,6 +1469,7 @@ START_TEST(tls_runs_through_volumes)
         sh("sh '%s/tests/tools/make-test-certs.sh' '%s'", VESTIBULE_SOURCE_DIR, cert_dir);
         forwarder_start(cert_dir);
         check_remote_runs(cert_dir, grade);
+        check_remote_session(cert_dir);
         /* the front verified our client certificate and refused none */
         ck_assert_uint_eq(forwarder_lines("tls-refused"), 0);
 }
@@ -1603,6 +1657,133 @@ START_TEST(exit_sweep_comes_after_a_spare_in_progress)
 }
 END_TEST
 
+/* ---- a volume-path session's attach stream (cellstream.c) ---- */
+
+struct cs_seen {
+        char out[256], err[256], recs[256];
+        size_t out_n, err_n, recs_n;
+        size_t err_at_rec; /* stderr bytes seen when the last record was handed on */
+};
+
+static void cs_data(void *ud, int stream, const char *buf, size_t n)
+{
+        struct cs_seen *v = ud;
+        char *to = stream == 1 ? v->out : v->err;
+        size_t *at = stream == 1 ? &v->out_n : &v->err_n;
+
+        ck_assert(*at + n < sizeof(v->out));
+        memcpy(to + *at, buf, n);
+        *at += n;
+}
+
+static void cs_record(void *ud, const char *rec, size_t n)
+{
+        struct cs_seen *v = ud;
+
+        ck_assert(v->recs_n + n + 1 < sizeof(v->recs));
+        memcpy(v->recs + v->recs_n, rec, n);
+        v->recs_n += n;
+        v->recs[v->recs_n++] = '|';
+        v->err_at_rec = v->err_n;
+}
+
+/* One Docker frame of @stream carrying @s into @buf at @at; returns the new length. */
+static size_t cs_frame(char *buf, size_t at, int stream, const char *s)
+{
+        size_t n = strlen(s);
+
+        buf[at] = (char)stream;
+        buf[at + 1] = buf[at + 2] = buf[at + 3] = 0;
+        buf[at + 4] = 0;
+        buf[at + 5] = 0;
+        buf[at + 6] = (char)(n >> 8);
+        buf[at + 7] = (char)n;
+        memcpy(buf + at + 8, s, n);
+        return at + 8 + n;
+}
+
+#define CS_MARK "\036vsb-00112233445566778899aabbccddeeff:"
+
+/* The ordering the volume path rests on: a record is handed on only once both streams carried
+ * it, so every stderr byte before it is already out. Control: the record seen on stdout alone
+ * is held (with the stdout-only rule the result would end before "late-err" arrived). */
+START_TEST(cellstream_record_waits_for_both_streams)
+{
+        struct engine_cellstream cs;
+        struct cs_seen v = {0};
+        char buf[512];
+        size_t n;
+
+        engine_cellstream_init(&cs, CS_MARK, cs_data, cs_record, &v);
+        n = cs_frame(buf, 0, 1, "out-a" CS_MARK "1 ok 0\n");
+        ck_assert_int_eq(engine_cellstream_feed(&cs, buf, n), 0);
+        ck_assert_uint_eq(v.recs_n, 0); /* control: stdout's record alone is held */
+        ck_assert_uint_eq(v.out_n, 5);
+        n = cs_frame(buf, 0, 2, "late-err");
+        n = cs_frame(buf, n, 2, CS_MARK "1 ok 0\n");
+        ck_assert_int_eq(engine_cellstream_feed(&cs, buf, n), 0);
+        ck_assert_uint_eq(v.recs_n, 7);
+        ck_assert(memcmp(v.recs, "1 ok 0|", 7) == 0);
+        ck_assert_uint_eq(v.err_at_rec, 8); /* all of stderr before the record */
+        ck_assert(memcmp(v.err, "late-err", 8) == 0);
+}
+END_TEST
+
+/* A mark split anywhere across reads is found; a near-mark is the cell's data, byte for byte. */
+START_TEST(cellstream_split_marks_and_near_marks)
+{
+        static const char body[] = "x\036vsb-0011y" CS_MARK "2 exit 3\nz";
+        char buf[512];
+        size_t n = cs_frame(buf, 0, 1, body);
+
+        n = cs_frame(buf, n, 2, CS_MARK "2 exit 3\n");
+        for (size_t step = 1; step <= n; step++) {
+                struct engine_cellstream cs;
+                struct cs_seen v = {0};
+                engine_cellstream_init(&cs, CS_MARK, cs_data, cs_record, &v);
+                for (size_t off = 0; off < n; off += step)
+                        ck_assert_int_eq(
+                            engine_cellstream_feed(&cs, buf + off, n - off < step ? n - off : step),
+                            0);
+                ck_assert_msg(v.out_n == 12 && memcmp(v.out, "x\036vsb-0011yz", 12) == 0,
+                              "step %zu: stdout %zu bytes '%.*s'", step, v.out_n, (int)v.out_n,
+                              v.out);
+                ck_assert_msg(v.recs_n == 9 && memcmp(v.recs, "2 exit 3|", 9) == 0, "step %zu",
+                              step);
+        }
+}
+END_TEST
+
+/* What a cell can forge breaks only its own stream: a record on one stream twice, records
+ * that differ, an endless record, a frame that is not stdout/stderr. */
+START_TEST(cellstream_forgeries_break_the_stream)
+{
+        const char *cases[][2] = {
+            {CS_MARK "1 ok 0\n" CS_MARK "2 ok 0\n", NULL},
+            {CS_MARK "1 ok 0\n", CS_MARK "1 exit 9\n"},
+            {CS_MARK "1 ok 0000000000000000000000000000000000000000000000000000000000000000000"
+                     "00000000000000000000000000000000000000000000000000000000000000000000",
+             NULL},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct engine_cellstream cs;
+                struct cs_seen v = {0};
+                char buf[512];
+                size_t n = cs_frame(buf, 0, 1, cases[i][0]);
+                if (cases[i][1])
+                        n = cs_frame(buf, n, 2, cases[i][1]);
+                engine_cellstream_init(&cs, CS_MARK, cs_data, cs_record, &v);
+                ck_assert_msg(engine_cellstream_feed(&cs, buf, n) == -EPROTO, "case %zu", i);
+                ck_assert_uint_eq(v.recs_n, 0);
+        }
+        struct engine_cellstream cs;
+        struct cs_seen v = {0};
+        char bad[9] = {3, 0, 0, 0, 0, 0, 0, 1, 'x'};
+        engine_cellstream_init(&cs, CS_MARK, cs_data, cs_record, &v);
+        ck_assert_int_eq(engine_cellstream_feed(&cs, bad, sizeof(bad)), -EPROTO);
+}
+END_TEST
+
 static Suite *remote_suite(bool *ret_engine)
 {
         Suite *s = suite_create("engine_remote");
@@ -1632,6 +1813,12 @@ static Suite *remote_suite(bool *ret_engine)
 
         tc = tcase_create("body");
         tcase_add_test(tc, volume_mounts_in_body_and_verified);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("cellstream");
+        tcase_add_test(tc, cellstream_record_waits_for_both_streams);
+        tcase_add_test(tc, cellstream_split_marks_and_near_marks);
+        tcase_add_test(tc, cellstream_forgeries_break_the_stream);
         suite_add_tcase(s, tc);
 
         *ret_engine = access(TAR_PY, R_OK) == 0 && system("node --version >/dev/null 2>&1") == 0 &&

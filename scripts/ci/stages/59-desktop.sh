@@ -11,8 +11,9 @@
 # allowlist runs there too (the bridge over the Engine API, docs/design/egress.md "On a remote
 # engine"): egress.test.mjs and egress-install.test.mjs with pip, and npm when tests/egress has
 # its packages (the egress-container stage installs them). Warm spares are taken there
-# (warm.test.mjs, issue 23 #3 on the volume path); sessions refuse with their reason (issue 23
-# #2 there is not built yet), which the e2e files assert.
+# (warm.test.mjs, issue 23 #3 on the volume path); sessions run over one attach connection
+# each (issue 23 #2, docs/design/sessions.md "Sessions on the volume path"), with the volume
+# path's own lifeline and forgery tests in sessions.test.mjs.
 # stage: e2e-desktop | build-release | run, workspace, files, sessions, warm and the egress allowlist against a Docker Desktop stand-in (dockerd in its own namespaces; root)
 stage_e2e_desktop() {
         local res rc=0 grade envs npm=0
