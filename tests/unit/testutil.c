@@ -279,10 +279,33 @@ void sbx_test_naive_close(char **workspace, struct backend **backend, struct san
                 *reg = sandbox_registry_free(*reg);
         if (backend)
                 *backend = backend_free(*backend);
-        if (workspace && *workspace) {
-                _cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", *workspace);
-                (void)!system(cmd);
-                free(*workspace);
-                *workspace = NULL;
-        }
+        if (workspace)
+                sbx_test_tmpdir_remove(workspace);
+}
+
+void sbx_test_tmpdir_remove(char **dir)
+{
+        if (!dir || !*dir)
+                return;
+        _cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", *dir);
+        (void)!system(cmd);
+        free(*dir);
+        *dir = NULL;
+}
+
+int sbx_test_backend_run(struct backend *b, const struct sbx_config *cfg, enum sbx_language lang,
+                         const char *code, unsigned timeout_s, int cancel_fd,
+                         struct run_result *res, struct sbx_error *err)
+{
+        struct run_request req = {
+            .language = lang,
+            .code = code,
+            .code_len = strlen(code),
+            .timeout_s = timeout_s,
+            .cfg = cfg,
+            .cancel_fd = cancel_fd,
+        };
+
+        memset(res, 0, sizeof(*res));
+        return b->ops->run(b, &req, res, err);
 }

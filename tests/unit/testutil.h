@@ -6,6 +6,7 @@
 #include <check.h>
 
 #include "config/config.h"
+#include "run/run.h"
 
 /**
  * sbx_test_skip() - a prerequisite is missing (no user namespaces, no Docker...): print @why
@@ -127,3 +128,17 @@ void sbx_test_naive_open(const struct sbx_config *cfg, struct backend **ret_back
  * remove the workspace folder and free its name; each pointer is set to NULL. NULL-safe.
  */
 void sbx_test_naive_close(char **workspace, struct backend **backend, struct sandbox_registry **reg);
+
+/** sbx_test_tmpdir_remove() - rm -rf the folder *@dir (from sbx_test_tmpdir(); sandboxed code
+ * may leave read-only folders in it), free its name and set *@dir to NULL. NULL-safe. */
+void sbx_test_tmpdir_remove(char **dir);
+
+/**
+ * sbx_test_backend_run() - one run_code call straight to @b's run() (run/backend.h), as the
+ * suites of one backend make it: @lang, @code (NUL-ended), @timeout_s, @cfg (borrowed) and
+ * @cancel_fd (-1: none). @res is zeroed first and filled (run_result_done() it).
+ * Return: run()'s: 0, or -errno with @err.
+ */
+int sbx_test_backend_run(struct backend *b, const struct sbx_config *cfg, enum sbx_language lang,
+                         const char *code, unsigned timeout_s, int cancel_fd,
+                         struct run_result *res, struct sbx_error *err);
