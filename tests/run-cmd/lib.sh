@@ -1,0 +1,34 @@
+# shellcheck shell=bash
+# lib.sh - what the tests/run-cmd scripts share. Sourced, not run.
+
+# rc_roots_left USER [BEFORE]: the host view's mount-point folders of USER that a run left
+# behind, one path a line. Each run names its folder /tmp/vestibule-hostroot-<pid>-XXXXXX after
+# the server's own pid (src/native/hostrun.c, host_prepare), so a folder whose server has ended
+# is a leftover, at once, and one whose server still runs belongs to a live run (CI runs the
+# run-cmd, mcp-wrap and run-overlay scripts side by side as the same user) and is not listed.
+# A name without a pid comes from an older build and is not listed either. BEFORE: a file of
+# paths (this function's output, or any list) to leave out, those there before the test began.
+rc_roots_left() {
+        local user=$1 before=${2:-/dev/null} d pid
+        for d in /tmp/vestibule-hostroot-*; do
+                [ -d "$d" ] && [ "$(stat -c %U "$d")" = "$user" ] || continue
+                pid=${d#/tmp/vestibule-hostroot-}
+                pid=${pid%%-*}
+                case $pid in '' | *[!0-9]*) continue ;; esac
+                [ ! -d "/proc/$pid" ] || continue
+                grep -qxF "$d" "$before" || echo "$d"
+        done
+}
+
+# rc_roots_control USER: the control of rc_roots_left: a folder named after a pid that has
+# ended, made as USER, must be listed (status 1 if not); it is removed after.
+rc_roots_control() {
+        local user=$1 pid d rc=0
+        sleep 0 &
+        pid=$!
+        wait "$pid"
+        d=$(runuser -u "$user" -- mktemp -d "/tmp/vestibule-hostroot-$pid-XXXXXX") || return 1
+        rc_roots_left "$user" | grep -qxF "$d" || rc=1
+        rmdir "$d"
+        return "$rc"
+}
