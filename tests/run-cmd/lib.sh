@@ -32,3 +32,27 @@ rc_roots_control() {
         rmdir "$d"
         return "$rc"
 }
+
+# rc_prologue NAME TOOL...: the prologue of a script here, run as root (each command then runs
+# as the test user): user (RUN_CMD_USER, default vestibule-test), bin (VESTIBULE_BIN, made
+# absolute), here (this folder); exit 77 saying why when not root, there is no such user or a
+# TOOL is not on PATH; then base (RUN_CMD_DIR, default a new /var/tmp/NAME.XXXXXX), home and
+# proj under it (made), and the test user's copy of the binary at $base/vestibule-mcp.
+# shellcheck disable=SC2034 # the variables are the calling script's
+rc_prologue() {
+        local name=$1 t
+        shift
+        user=${RUN_CMD_USER:-vestibule-test}
+        bin=$(realpath "${VESTIBULE_BIN:?set VESTIBULE_BIN to the vestibule-mcp binary}")
+        here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+        [ "$(id -u)" = 0 ] || { echo "skip: run as root (each command runs as $user)"; exit 77; }
+        id "$user" >/dev/null 2>&1 || { echo "skip: no user $user"; exit 77; }
+        for t in "$@"; do
+                command -v "$t" >/dev/null || { echo "skip: no $t"; exit 77; }
+        done
+        base=${RUN_CMD_DIR:-$(mktemp -d "/var/tmp/$name.XXXXXX")}
+        home=$base/home
+        proj=$base/proj
+        mkdir -p "$home" "$proj"
+        install -m 0755 "$bin" "$base/vestibule-mcp"
+}
