@@ -405,3 +405,32 @@ export function alive(pid) {
 
 /** Wait for the server process @pid to exit; true when it did within @ms. */
 export const serverGone = (pid, ms) => waitFor(() => !alive(pid), ms);
+
+// The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
+function engineSocket() {
+    const h = process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '';
+    if (h.startsWith('unix://')) return h.slice('unix://'.length);
+    return process.env.VESTIBULE_RUNTIME === 'podman' ? '/run/podman/podman.sock' : '/var/run/docker.sock';
+}
+
+/**
+ * containersOf() - the containers (all states) labelled as the sandboxes of server process
+ * @pid (the pid in their vestibule.owner label, "<host>:<pid>:<start>": src/engine/conn.c),
+ * asked of the engine itself over its unix socket (GET /containers/json, Docker Engine API).
+ * Resolves to [{ id, running }]; rejects when the engine's answer is not a JSON list.
+ */
+export function containersOf(pid) {
+    const filters = encodeURIComponent(JSON.stringify({ label: ['vestibule.run=1'] }));
+    return new Promise((resolve, reject) => {
+        http.get({ socketPath: engineSocket(), path: `/containers/json?all=1&filters=${filters}` }, (res) => {
+            let body = '';
+            res.on('data', (d) => { body += d; });
+            res.on('end', () => {
+                try {
+                    const mine = JSON.parse(body).filter((c) => (c.Labels?.['vestibule.owner'] || '').split(':')[1] === String(pid));
+                    resolve(mine.map((c) => ({ id: c.Id, running: c.State === 'running' })));
+                } catch (e) { reject(new Error(`engine answered ${res.statusCode}: ${body.slice(0, 200)}`)); }
+            });
+        }).on('error', reject);
+    });
+}

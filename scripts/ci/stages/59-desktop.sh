@@ -12,7 +12,10 @@
 # engine"): egress.test.mjs and egress-install.test.mjs with pip, and npm when tests/egress has
 # its packages (the egress-container stage installs them). Warm spares are taken there
 # (warm.test.mjs, issue 23 #3 on the volume path); sessions refuse with their reason (issue 23
-# #2 there is not built yet), which the e2e files assert.
+# #2 there is not built yet), which the e2e files assert. shared-engine.test.mjs: two servers on
+# the stand-in, one restarting (each start's sweep) while the other runs calls, none of which may
+# be killed (the exit 137s seen on a shared stand-in), with a SIGKILLed server's container swept
+# as the control.
 # stage: e2e-desktop | build-release | run, workspace, files, sessions, warm and the egress allowlist against a Docker Desktop stand-in (dockerd in its own namespaces; root)
 stage_e2e_desktop() {
         local res rc=0 grade envs npm=0
@@ -43,7 +46,7 @@ stage_e2e_desktop() {
                         E2E_EGRESS=1 E2E_EGRESS_NPM="$npm" \
                         timeout --kill-after=30 900 node run.mjs run.test.mjs workspace.test.mjs \
                         sessions.test.mjs warm.test.mjs files.test.mjs egress.test.mjs \
-                        egress-install.test.mjs) || rc=$?
+                        egress-install.test.mjs shared-engine.test.mjs) || rc=$?
                 add_results "Docker Desktop stand-in" "$res" "$rc"
         fi
         bash "$src/scripts/desktop-standin.sh" stop >/dev/null 2>&1 || record_fail "e2e-desktop: the stand-in did not stop"
