@@ -25,7 +25,7 @@ test('a server restarting (its start-up sweep) kills nothing of another server o
 
     // The control, before A's loop: B SIGKILLed mid-run leaves its container running.
     const b0 = await connect(b);
-    const long = runCode(b0, 'python', 'import time\nprint("b0", flush=True)\ntime.sleep(90)', { timeout_seconds: 120 }).catch(() => null);
+    const long = runCode(b0, 'python', 'import time\nprint("b0", flush=True)\ntime.sleep(55)', { timeout_seconds: 60 }).catch(() => null);
     assert.ok(await waitFor(async () => (await containersOf(b0.pid)).some((c) => c.running), 60_000 * SLOW), 'B\'s long run has a running container');
     const killed = b0.pid;
     process.kill(killed, 'SIGKILL');
