@@ -414,12 +414,12 @@ function engineSocket() {
 }
 
 /**
- * containersOf() - the containers (all states) labelled as the sandboxes of server process
- * @pid (the pid in their vestibule.owner label, "<host>:<pid>:<start>": src/engine/conn.c),
- * asked of the engine itself over its unix socket (GET /containers/json, Docker Engine API).
- * Resolves to [{ id, running }]; rejects when the engine's answer is not a JSON list.
+ * ourContainers() - every container (all states) labelled vestibule.run=1, of any server, asked
+ * of the engine itself over its unix socket (GET /containers/json, Docker Engine API):
+ * [{ id, running, owner }] where owner is the vestibule.owner label ("<host>:<pid>:<start>",
+ * src/engine/conn.c; "" when it has none). Rejects when the answer is not a JSON list.
  */
-export function containersOf(pid) {
+export function ourContainers() {
     const filters = encodeURIComponent(JSON.stringify({ label: ['vestibule.run=1'] }));
     return new Promise((resolve, reject) => {
         http.get({ socketPath: engineSocket(), path: `/containers/json?all=1&filters=${filters}` }, (res) => {
@@ -427,10 +427,14 @@ export function containersOf(pid) {
             res.on('data', (d) => { body += d; });
             res.on('end', () => {
                 try {
-                    const mine = JSON.parse(body).filter((c) => (c.Labels?.['vestibule.owner'] || '').split(':')[1] === String(pid));
-                    resolve(mine.map((c) => ({ id: c.Id, running: c.State === 'running' })));
+                    resolve(JSON.parse(body).map((c) => ({ id: c.Id, running: c.State === 'running', owner: c.Labels?.['vestibule.owner'] || '' })));
                 } catch (e) { reject(new Error(`engine answered ${res.statusCode}: ${body.slice(0, 200)}`)); }
             });
         }).on('error', reject);
     });
+}
+
+/** containersOf() - ourContainers() of server process @pid (the pid in their owner label): [{ id, running }]. */
+export async function containersOf(pid) {
+    return (await ourContainers()).filter((c) => c.owner.split(':')[1] === String(pid)).map(({ id, running }) => ({ id, running }));
 }

@@ -5,12 +5,15 @@
 // must never take those of a server that runs: its calls would end with exit 137 (the container
 // removed under the run), its spare vanish, its hand-in volume be gone. The control: a server
 // SIGKILLed mid-run leaves its running container, and the next start's sweep does remove it,
-// so the restarts beside the calls run a sweep that really removes what it judges gone.
+// so the restarts beside the calls run a sweep that really removes what it judges gone. And no
+// container of ours is ever without an owner (the sweep takes such a one for a leftover): the
+// engine's list is sampled all along, A's first call too (under runsc, its runtime check's own
+// container, src/engine/runtime.c).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-    BACKEND, SLOW, assertExitCode, assertIsolation, connect, containersOf, makeWorld, runCode, serverGone, sleep, waitFor,
+    BACKEND, SLOW, assertExitCode, assertIsolation, connect, containersOf, makeWorld, ourContainers, runCode, serverGone, sleep, waitFor,
 } from './lib.mjs';
 
 const skip = BACKEND !== 'container' && `backend ${BACKEND}: the start-up sweep is the container backend's`;
@@ -19,6 +22,15 @@ const RESTARTS = 4;
 test('a server restarting (its start-up sweep) kills nothing of another server on the same engine', { skip, timeout: 600_000 * SLOW }, async (t) => {
     const a = makeWorld(t);
     const b = makeWorld(t);
+    const unowned = new Set();
+    let sampling = true;
+    const sampler = (async () => {
+        while (sampling) {
+            for (const c of await ourContainers().catch(() => [])) if (!c.owner) unowned.add(c.id.slice(0, 12));
+            await sleep(100);
+        }
+    })();
+    t.after(async () => { sampling = false; await sampler; });
     const connA = await connect(a);
     const first = await runCode(connA, 'python', 'print("a-first")');
     assert.equal(first.result.isError, false, `A's first call:\n${first.text}`);
@@ -64,6 +76,9 @@ test('a server restarting (its start-up sweep) kills nothing of another server o
         assert.match(r.text, /^a-ok$/m, `A's call ${i + 1} printed its line:\n${r.text}`);
         assertIsolation(r.text);
     }
+    sampling = false;
+    await sampler;
+    assert.deepEqual([...unowned], [], 'every container of ours carries its owner (one without is any start-up sweep\'s to remove)');
     // and A's spare and server are still good after all of B's sweeps
     const last = await runCode(connA, 'python', 'print("a-last")');
     assert.equal(last.result.isError, false, `A's call after B's restarts:\n${last.text}`);
