@@ -56,3 +56,11 @@ rc_prologue() {
         mkdir -p "$home" "$proj"
         install -m 0755 "$bin" "$base/vestibule-mcp"
 }
+
+# rc_kill_tree PID: SIGTERM PID's descendants, deepest first, then PID (a background as_user is a
+# subshell over runuser over the command: killing the subshell alone leaves the command running).
+rc_kill_tree() {
+        local k
+        for k in $(pgrep -P "$1"); do rc_kill_tree "$k"; done
+        kill "$1" 2>/dev/null || true
+}

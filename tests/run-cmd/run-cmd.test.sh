@@ -209,7 +209,7 @@ expect_no "no reply through the socket" "HOST-SOCKET-REACHED"
 expect_code 1 "a socket under --allow-read is masked too" \
         as_user "$vm" run -q --allow "$proj/tests" --allow-read "$proj" -- python3 -c "$sock_probe"
 expect_no "no reply through the read-only socket" "HOST-SOCKET-REACHED"
-kill "$sock_srv" 2>/dev/null
+rc_kill_tree "$sock_srv" # (lib.sh: the listener under as_user's subshell and runuser too)
 wait "$sock_srv" 2>/dev/null
 rm -f "$proj/agent.sock"
 expect_code 125 "started in /tmp (the default --allow) is refused" as_user sh -c "cd /tmp && $vm run -q -- true"
