@@ -22,8 +22,6 @@
 #include "run/warden.h"
 #include "service/registry.h"
 #include "testutil.h"
-#include "naive/naive.h"
-
 
 static struct sbx_config cfg;
 static char *workspace;

@@ -23,8 +23,6 @@
 #include "service/registry.h"
 #include "service/sessions.h"
 #include "testutil.h"
-#include "naive/naive.h"
-
 
 static struct sbx_config cfg;
 static char *workspace;

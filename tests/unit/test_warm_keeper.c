@@ -24,8 +24,6 @@
 #include "service/registry.h"
 #include "service/warm.h"
 #include "testutil.h"
-#include "naive/naive.h"
-
 
 static struct sbx_config cfg;
 static char *workspace;

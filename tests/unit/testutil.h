@@ -127,7 +127,8 @@ void sbx_test_naive_open(const struct sbx_config *cfg, struct backend **ret_back
  * sbx_test_naive_close() - free the registry (its sandboxes destroyed), then the backend, then
  * remove the workspace folder and free its name; each pointer is set to NULL. NULL-safe.
  */
-void sbx_test_naive_close(char **workspace, struct backend **backend, struct sandbox_registry **reg);
+void sbx_test_naive_close(char **workspace, struct backend **backend,
+                          struct sandbox_registry **reg);
 
 /** sbx_test_tmpdir_remove() - rm -rf the folder *@dir (from sbx_test_tmpdir(); sandboxed code
  * may leave read-only folders in it), free its name and set *@dir to NULL. NULL-safe. */
