@@ -31,6 +31,8 @@ sock=$run/docker.sock
 # root: an empty folder here, the disk bind-mounted on it only inside the namespace, so every
 # path the engine reports (GraphDriver, the data root) names nothing on the host.
 disk=$dir/disk root=$dir/root
+# shellcheck source=scripts/setup-lib.sh
+. "$(dirname "$0")/setup-lib.sh" # vst_private_dockerd
 
 die() {
         echo "desktop-standin: $*" >&2
@@ -65,33 +67,16 @@ inner() {
 start() {
         [ "$(id -u)" -eq 0 ] || die "start needs root (it runs a daemon in new namespaces)"
         getent group "$group" >/dev/null || die "no group '$group' (DESKTOP_STANDIN_GROUP): run scripts/ci-user.sh"
-        if alive; then
-                echo "desktop-standin: already running at unix://$sock"
-        else
+        if ! alive; then
                 stop_ns
                 mkdir -p "$disk" "$root" "$run"
                 chmod 0755 "$run"
-                rm -f "$sock"
-                # setsid: the daemon outlives this shell and its terminal
-                setsid unshare --mount --pid --net --uts --ipc --fork --propagation private \
-                        "$0" __inner >"$dir/dockerd.log" 2>&1 </dev/null &
-                echo $! >"$run/unshare.pid"
-                local i
-                for i in $(seq 300); do
-                        alive && break
-                        kill -0 "$(nspid)" 2>/dev/null || die "dockerd exited: see $dir/dockerd.log"
-                        sleep 0.1
-                done
-                alive || die "dockerd did not answer on $sock in 30 s: see $dir/dockerd.log"
         fi
-        local img have
-        for img in $images; do
-                have=$(dk image inspect --format '{{.Id}}' "$img" 2>/dev/null || true)
-                [ -n "$have" ] && [ "$have" = "$(docker image inspect --format '{{.Id}}' "$img" 2>/dev/null)" ] &&
-                        continue
-                echo "desktop-standin: loading $img from the host's Docker"
-                docker save "$img" | dk load -q >/dev/null || die "could not load $img"
-        done
+        # setsid: the daemon outlives this shell and its terminal; the unshare's pid is kept
+        # (stop_ns ends the namespace through it)
+        vst_private_dockerd desktop-standin "$sock" "$dir/dockerd.log" 30 "$run/unshare.pid" "$images" dk -- \
+                setsid unshare --mount --pid --net --uts --ipc --fork --propagation private \
+                "$0" __inner || exit 1
         echo "desktop-standin: up at unix://$sock (host name $(dk info --format '{{.Name}}'))"
 }
 

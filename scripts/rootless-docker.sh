@@ -22,6 +22,8 @@ set -euo pipefail
 user=${ROOTLESS_DOCKER_USER:-vestibule-rl}
 images=${ROOTLESS_DOCKER_IMAGES:-vestibule/python:bookworm vestibule/node:bookworm}
 script=/usr/share/docker.io/contrib/dockerd-rootless.sh
+# shellcheck source=scripts/setup-lib.sh
+. "$(dirname "$0")/setup-lib.sh" # vst_private_dockerd
 
 die() {
         echo "rootless-docker: $*" >&2
@@ -67,35 +69,13 @@ start() {
                 echo "rootless-docker: /dev/net/tun is $(stat -c %a /dev/net/tun), making it 0666 as udev does"
                 chmod 0666 /dev/net/tun
         fi
-        if alive; then
-                echo "rootless-docker: already running at unix://$(sock)"
-        else
-                local log
-                log="$(home)/dockerd-rootless.log"
-                rm -f "$(sock)"
-                # setsid: the daemon outlives this shell; the script execs rootlesskit, which
-                # makes the user namespace (newuidmap) and runs dockerd inside it
-                as_rl setsid "$script" --storage-driver overlay2 >"$log" 2>&1 </dev/null &
-                local i
-                for i in $(seq 600); do
-                        alive && break
-                        pgrep -u "$user" -x rootlesskit >/dev/null || [ "$i" -lt 30 ] ||
-                                die "dockerd-rootless.sh exited: $(tail -5 "$log")"
-                        sleep 0.1
-                done
-                alive || die "no answer on $(sock) in 60 s: see $log"
-        fi
-        # the images the images stage imported into rootful Docker from $imgdir/*.tar (setup
-        # --from-tar: the tarball's sha256 label, USER, WORKDIR), saved and loaded as they are,
-        # so this engine holds the same image IDs as the other stages
-        local img have
-        for img in $images; do
-                have=$(as_rl docker image inspect --format '{{.Id}}' "$img" 2>/dev/null || true)
-                [ -n "$have" ] && [ "$have" = "$(docker image inspect --format '{{.Id}}' "$img" 2>/dev/null)" ] &&
-                        continue
-                echo "rootless-docker: loading $img from the host's Docker"
-                docker save "$img" | as_rl docker load -q >/dev/null || die "could not load $img"
-        done
+        # setsid: the daemon outlives this shell; the script execs rootlesskit, which makes the
+        # user namespace (newuidmap) and runs dockerd inside it. The images are those the images
+        # stage imported into rootful Docker from $imgdir/*.tar (setup --from-tar: the tarball's
+        # sha256 label, USER, WORKDIR), saved and loaded as they are, so this engine holds the
+        # same image IDs as the other stages.
+        vst_private_dockerd rootless-docker "$(sock)" "$(home)/dockerd-rootless.log" 60 "" "$images" \
+                as_rl docker -- as_rl setsid "$script" --storage-driver overlay2 || exit 1
         echo "rootless-docker: up at unix://$(sock) as $user"
 }
 

@@ -7,7 +7,7 @@
 # engine.
 #
 #   scripts/runsc-engine.sh start   start it (idempotent) and load the sandbox images from the
-#                                   host's Docker (docker save | docker load: the same image ids)
+#                                   host's Docker (setup-lib.sh vst_private_dockerd: the same image ids)
 #   scripts/runsc-engine.sh env     print DOCKER_HOST=unix://… for a client's config
 #   scripts/runsc-engine.sh check   prove a kernel is in between: under runsc the container's
 #                                   dmesg is gVisor's Sentry and its uname differs from the
@@ -31,6 +31,8 @@ images=${RUNSC_ENGINE_IMAGES:-vestibule/python:bookworm vestibule/node:bookworm}
 runsc=${RUNSC_BIN:-/usr/bin/runsc}
 sock=$run/docker.sock
 pidfile=$run/dockerd.pid
+# shellcheck source=scripts/setup-lib.sh
+. "$(dirname "$0")/setup-lib.sh" # vst_private_dockerd
 
 die() {
         echo "runsc-engine: $*" >&2
@@ -43,13 +45,10 @@ start() {
         [ "$(id -u)" -eq 0 ] || die "start needs root (it runs a second dockerd)"
         [ -x "$runsc" ] || die "no $runsc: apt-get install runsc"
         getent group "$group" >/dev/null || die "no group '$group' (RUNSC_ENGINE_GROUP): run scripts/ci-user.sh"
-        if alive; then
-                echo "runsc-engine: already running at unix://$sock"
-        else
+        if ! alive; then
                 stop_daemon
                 mkdir -p "$dir" "$run"
                 chmod 0755 "$run" "$dir"
-                rm -f "$sock"
                 # runsc's own network stack would need a network namespace from the engine, and
                 # Docker gives a NetworkMode none container none runsc accepts ("cannot run with
                 # network enabled in root network namespace"): --network=none, loopback only
@@ -61,29 +60,17 @@ start() {
                         old=$(printf ', "runsc-old": {"path": "%s", "runtimeArgs": ["--network=none"]}' "$RUNSC_OLD")
                 printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}, "runsc-netns": {"path": "%s"}%s}}\n' \
                         "$runsc" "$runsc" "$old" >"$dir/daemon.json"
-                # setsid: the daemon outlives this shell; its own containerd namespace keeps its
-                # containers apart from the host daemon's even if they shared a containerd
-                setsid /usr/sbin/dockerd --host "unix://$sock" --group "$group" \
-                        --data-root "$dir/docker" --exec-root "$run/exec" --pidfile "$pidfile" \
-                        --containerd-namespace vestibule-runsc \
-                        --containerd-plugins-namespace vestibule-runsc-plugins \
-                        --bridge=none --iptables=false --ip6tables=false --ip-masq=false \
-                        --storage-driver overlay2 --userland-proxy=false \
-                        --config-file "$dir/daemon.json" >"$dir/dockerd.log" 2>&1 </dev/null &
-                for _ in $(seq 300); do
-                        alive && break
-                        sleep 0.1
-                done
-                alive || die "dockerd did not answer on $sock in 30 s: see $dir/dockerd.log"
         fi
-        local img have
-        for img in $images; do
-                have=$(dk image inspect --format '{{.Id}}' "$img" 2>/dev/null || true)
-                [ -n "$have" ] && [ "$have" = "$(docker image inspect --format '{{.Id}}' "$img" 2>/dev/null)" ] &&
-                        continue
-                echo "runsc-engine: loading $img from the host's Docker"
-                docker save "$img" | dk load -q >/dev/null || die "could not load $img"
-        done
+        # setsid: the daemon outlives this shell; its own containerd namespace keeps its
+        # containers apart from the host daemon's even if they shared a containerd
+        vst_private_dockerd runsc-engine "$sock" "$dir/dockerd.log" 30 "" "$images" dk -- \
+                setsid /usr/sbin/dockerd --host "unix://$sock" --group "$group" \
+                --data-root "$dir/docker" --exec-root "$run/exec" --pidfile "$pidfile" \
+                --containerd-namespace vestibule-runsc \
+                --containerd-plugins-namespace vestibule-runsc-plugins \
+                --bridge=none --iptables=false --ip6tables=false --ip-masq=false \
+                --storage-driver overlay2 --userland-proxy=false \
+                --config-file "$dir/daemon.json" || exit 1
         # shellcheck disable=SC2016 # a Go template for docker, not a shell expansion
         echo "runsc-engine: up at unix://$sock, runtimes: $(dk info --format '{{range $k, $v := .Runtimes}}{{$k}} {{end}}')"
 }

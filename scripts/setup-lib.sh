@@ -453,3 +453,59 @@ vst_setup_rootless() {
         done
         rm -rf "$dir"
 }
+
+# vst_private_dockerd NAME SOCK LOG WAIT_S PIDFILE IMAGES CLIENT... -- LAUNCH...: as root, a
+# Docker daemon of a test's own (scripts/runsc-engine.sh, desktop-standin.sh, rootless-docker.sh)
+# up and holding the host Docker's sandbox images. When CLIENT (a command prefix, e.g.
+# `docker -H unix://SOCK`, or a function) already gets an answer on SOCK it is left as it is;
+# otherwise LAUNCH (the daemon's command with the caller's own options: namespaces, runtimes,
+# user; a function works too) runs in the background with LOG as its stdout and stderr, its pid
+# written to PIDFILE ("" for none), until CLIENT answers within WAIT_S seconds (status 1, the
+# log's tail on stderr, if it does not or LAUNCH exits first). Then each of IMAGES (space
+# separated) not already there with the host's image id is copied with `docker save | CLIENT
+# load`, so every engine holds the same image ids. Messages are prefixed with "NAME: ".
+# Sources: dockerd(8), docker-save(1), docker-load(1).
+vst_private_dockerd() {
+        local name=$1 sock=$2 log=$3 wait_s=$4 pidfile=$5 images=$6 client=() pid i img have
+        shift 6
+        while [ $# -gt 0 ] && [ "$1" != -- ]; do
+                client+=("$1")
+                shift
+        done
+        if [ "${1:-}" != -- ] || [ $# -lt 2 ] || [ "${#client[@]}" -eq 0 ]; then
+                echo "$name: vst_private_dockerd: usage: NAME SOCK LOG WAIT_S PIDFILE IMAGES CLIENT... -- LAUNCH..." >&2
+                return 2
+        fi
+        shift
+        if [ -S "$sock" ] && "${client[@]}" version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+                echo "$name: already running at unix://$sock"
+        else
+                rm -f "$sock"
+                "$@" >"$log" 2>&1 </dev/null &
+                pid=$!
+                [ -z "$pidfile" ] || echo "$pid" >"$pidfile"
+                for ((i = 0; i < wait_s * 10; i++)); do
+                        [ -S "$sock" ] && "${client[@]}" version --format '{{.Server.Version}}' >/dev/null 2>&1 &&
+                                break
+                        if ! kill -0 "$pid" 2>/dev/null; then
+                                echo "$name: the daemon exited: $(tail -5 "$log")" >&2
+                                return 1
+                        fi
+                        sleep 0.1
+                done
+                if [ "$i" -ge $((wait_s * 10)) ]; then
+                        echo "$name: no answer on $sock in $wait_s s: see $log" >&2
+                        return 1
+                fi
+        fi
+        for img in $images; do
+                have=$("${client[@]}" image inspect --format '{{.Id}}' "$img" 2>/dev/null || true)
+                [ -n "$have" ] && [ "$have" = "$(docker image inspect --format '{{.Id}}' "$img" 2>/dev/null)" ] &&
+                        continue
+                echo "$name: loading $img from the host's Docker"
+                if ! docker save "$img" | "${client[@]}" load -q >/dev/null; then
+                        echo "$name: could not load $img" >&2
+                        return 1
+                fi
+        done
+}

@@ -54,8 +54,11 @@ for engine in podman docker; do
                 continue
         fi
         # verify that could not run its sandbox (the engine refused a create or an attach:
-        # "not run", exit 2) is tried once more: that is the engine's hiccup under CI's load
-        # (rootful Podman's attach once answered nothing), not a verdict on a probe
+        # "not run", exit 2) is tried once more: that is the engine's hiccup under CI's load,
+        # not a verdict on a probe. Rootful Podman's attach once answered nothing in 10 s: its
+        # attach runs `runc create` for the container, and the server's bound on it was 10 s
+        # (now start's 60 s, src/engine/container.c ENGINE_ARM_MS); not reproduced here, so
+        # the retry stays
         for try in 1 2; do
                 env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
                         VESTIBULE_BACKEND=container VESTIBULE_RUNTIME="$engine" \

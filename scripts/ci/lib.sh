@@ -299,6 +299,21 @@ add_results() {
         fi
         rm -f "$res"
 }
+# e2e_user_files LABEL SCRIPT: the e2e files of the stages whose e2e runs as a user of its own
+# on an engine of its own kind (e2e-rootless-docker, e2e-docker-group): scripts/SCRIPT with the
+# Release build, run, sessions, warm, files, usage and the egress allowlist (pip; npm when
+# tests/egress has its packages from the egress-container stage), counted under LABEL.
+e2e_user_files() {
+        local label=$1 script=$2 res rc=0 npm=0
+        [ ! -d "$src/tests/egress/node_modules" ] || npm=1
+        res=$(mktemp "$ci/e2e-results.XXXXXX")
+        chmod 0666 "$res"
+        banner "e2e: $label, no RUN_AS (npm=$npm)"
+        E2E_RESULTS="$res" E2E_EGRESS_NPM="$npm" bash "$src/scripts/$script" "$rel/vestibule-mcp" \
+                run.test.mjs sessions.test.mjs warm.test.mjs files.test.mjs usage.test.mjs egress.test.mjs \
+                egress-install.test.mjs || rc=$?
+        add_results "$label" "$res" "$rc"
+}
 # grade_collect: wait for the grade_derive jobs grade_start began and keep what each printed
 # (grade_cache; "" when doctor did not fit the facts: resolve_grade records that failure when a
 # stage asks). Run before stages go side by side: a subshell cannot wait for its parent's jobs.

@@ -67,26 +67,6 @@ static int read_all(int fd, char **ret, size_t *ret_len)
         return 0;
 }
 
-/* Does @argv[*i] name option @lng (or @shrt)? Then *@ret gets its value ("--opt VALUE",
- * "--opt=VALUE", "-o VALUE"). Return 1 matched, 0 not this option, -1 value missing. */
-static int match_opt(int argc, char **argv, int *i, const char *lng, const char *shrt,
-                     const char **ret)
-{
-        const char *a = argv[*i];
-        size_t n = strlen(lng);
-
-        if (strncmp(a, lng, n) == 0 && a[n] == '=') {
-                *ret = a + n + 1;
-                return 1;
-        }
-        if (strcmp(a, lng) != 0 && (!shrt || strcmp(a, shrt) != 0))
-                return 0;
-        if (*i + 1 >= argc)
-                return -1;
-        *ret = argv[++*i];
-        return 1;
-}
-
 static void print_json(const struct tool_result *res)
 {
         json_object *o = json_object_new_object(), *content = json_object_new_array();
@@ -136,11 +116,11 @@ int cmd_run(int argc, char **argv)
                         json = true;
                         continue;
                 }
-                if ((m = match_opt(argc, argv, &i, "--language", "-l", &language)) == 0 &&
-                    (m = match_opt(argc, argv, &i, "--code", "-c", &code_arg)) == 0)
-                        m = match_opt(argc, argv, &i, "--timeout", "-t", &timeout);
+                if ((m = cli_opt_value(argc, argv, &i, "--language", "-l", &language)) == 0 &&
+                    (m = cli_opt_value(argc, argv, &i, "--code", "-c", &code_arg)) == 0)
+                        m = cli_opt_value(argc, argv, &i, "--timeout", "-t", &timeout);
                 if (m == 0)
-                        m = match_opt(argc, argv, &i, "--network", NULL, &network);
+                        m = cli_opt_value(argc, argv, &i, "--network", NULL, &network);
                 if (m < 0)
                         return usage_error("%s needs a value", a);
                 if (m > 0)

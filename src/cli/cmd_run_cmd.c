@@ -119,25 +119,6 @@ static int fail(int code, const char *fmt, const char *arg)
         return code;
 }
 
-/* An option's value: "--opt VALUE" or "--opt=VALUE". 1 matched, 0 not it, -1 missing. */
-static int opt_value(int argc, char **argv, int *i, const char *lng, const char *shrt,
-                     const char **ret)
-{
-        const char *a = argv[*i];
-        size_t n = strlen(lng);
-
-        if (strncmp(a, lng, n) == 0 && a[n] == '=') {
-                *ret = a + n + 1;
-                return 1;
-        }
-        if (strcmp(a, lng) != 0 && (!shrt || strcmp(a, shrt) != 0))
-                return 0;
-        if (*i + 1 >= argc)
-                return -1;
-        *ret = argv[++*i];
-        return 1;
-}
-
 /* Parse up to "--". Return -1 to go on, else the exit status (help, usage error). */
 static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
 {
@@ -160,20 +141,23 @@ static int parse_opts(int argc, char **argv, struct run_cmd_opts *o)
                         *(a[2] == 'o' ? &o->overlay : a[2] == 'a' ? &o->apply : &o->quiet) = true;
                         continue;
                 }
-                if ((m = opt_value(argc, argv, &i, "--allow", NULL, &v)) > 0)
+                if ((m = cli_opt_value(argc, argv, &i, "--allow", NULL, &v)) > 0)
                         push(&o->allow, &o->n_allow, xstrdup(v));
-                else if (m == 0 && (m = opt_value(argc, argv, &i, "--allow-read", NULL, &v)) > 0)
+                else if (m == 0 &&
+                         (m = cli_opt_value(argc, argv, &i, "--allow-read", NULL, &v)) > 0)
                         push(&o->allow_read, &o->n_allow_read, xstrdup(v));
-                else if (m == 0 && (m = opt_value(argc, argv, &i, "--deny", NULL, &v)) > 0)
+                else if (m == 0 && (m = cli_opt_value(argc, argv, &i, "--deny", NULL, &v)) > 0)
                         push(&o->deny, &o->n_deny, xstrdup(v));
-                else if (m == 0 && (m = opt_value(argc, argv, &i, "--env", NULL, &v)) > 0)
+                else if (m == 0 && (m = cli_opt_value(argc, argv, &i, "--env", NULL, &v)) > 0)
                         push(&o->env, &o->n_env, xstrdup(v));
                 else if (m == 0)
-                        if ((m = opt_value(argc, argv, &i, "--net", NULL, &o->net)) == 0 &&
-                            (m = opt_value(argc, argv, &i, "--timeout", "-t", &o->timeout)) == 0)
-                                if ((m = opt_value(argc, argv, &i, "--require", NULL,
-                                                   &o->require)) == 0)
-                                        m = opt_value(argc, argv, &i, "--agent", NULL, &o->agent);
+                        if ((m = cli_opt_value(argc, argv, &i, "--net", NULL, &o->net)) == 0 &&
+                            (m = cli_opt_value(argc, argv, &i, "--timeout", "-t", &o->timeout)) ==
+                                0)
+                                if ((m = cli_opt_value(argc, argv, &i, "--require", NULL,
+                                                       &o->require)) == 0)
+                                        m = cli_opt_value(argc, argv, &i, "--agent", NULL,
+                                                          &o->agent);
                 if (m < 0)
                         return fail(125, "%s needs a value; see 'vestibule-mcp run --help'", a);
                 if (m == 0)

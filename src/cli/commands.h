@@ -21,3 +21,12 @@ int cmd_install_client(int argc, char **argv);
 
 /** cli_is_help() - @arg is -h or --help. */
 bool cli_is_help(const char *arg);
+
+/**
+ * cli_opt_value() - whether @argv[*@i] (of @argc) is the option @lng ("--timeout") or its short
+ * form @shrt ("-t"; NULL = none) with a value: "--opt VALUE", "--opt=VALUE" or "-o VALUE". Then
+ * *@ret points at the value (inside @argv, borrowed) and *@i at its last word.
+ * Return: 1 matched, 0 not this option (nothing changed), -1 its value is missing (the last word).
+ */
+int cli_opt_value(int argc, char **argv, int *i, const char *lng, const char *shrt,
+                  const char **ret);

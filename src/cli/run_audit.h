@@ -17,11 +17,13 @@ struct run_audit {
 /**
  * run_audit_begin() - open the audit log of @cfg (VESTIBULE_AUDIT_DIR) and write the start
  * record of @what ("run --", "mcp wrap NAME") for the command @argv (NULL-ended; recorded
- * shell-quoted, the first 4 KiB), waiting for the disk's confirmation (<= 2 s). A record that
- * could not be written (a full disk, an unwritable folder) stops the run: the caller exits 125,
- * as run_code refuses a run its failing log cannot record. One the disk did not confirm within
- * 2 s (a busy disk) is said on stderr and the run goes on; audit_close() at the end waits for
- * it.
+ * shell-quoted, the first 4 KiB) with its time limit @timeout_s (seconds: the record's timeout
+ * field, audit_host_start() in src/audit/audit.h), waiting for the disk's confirmation (up to
+ * 2 s). A record that could not be written (a full disk, an unwritable folder) stops the run:
+ * the caller exits 125, as run_code refuses a run its failing log cannot record. One the disk
+ * did not confirm within 2 s (a busy disk) is said on stderr and the run goes on;
+ * audit_close() at the end waits for it.
+ * @a: filled (zeroed first); end it with run_audit_end(), which closes the log.
  * Return: 0, or -1 with the reason on stderr (@a closed).
  */
 int run_audit_begin(const struct sbx_config *cfg, const char *what, char *const *argv,
@@ -34,6 +36,8 @@ int run_audit_begin(const struct sbx_config *cfg, const char *what, char *const 
  */
 void run_audit_end(struct run_audit *a, int code, const struct native_host_result *res);
 
-/** run_audit_shell_quote() - @argv as one line a shell would split back the same way. New
- * string (free()). */
+/** run_audit_shell_quote() - @argv (NULL-ended) as one line a POSIX shell would split back the
+ * same way: a word of only [A-Za-z0-9@%+=:,./_-] as it is, any other in single quotes with a '
+ * inside as '\'' (sh(1), "Quoting"). New string (free()); "" for an empty @argv. Never fails
+ * (allocation failure aborts). */
 char *run_audit_shell_quote(char *const *argv);

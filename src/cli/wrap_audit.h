@@ -15,7 +15,8 @@ struct wrap_audit;
  * wrap_audit_open() - the audit log of the settings (VESTIBULE_AUDIT_DIR) for the server @name,
  * whose end records carry the run's isolation @grade (both borrowed; must outlive the result).
  * Never NULL: a log that cannot be opened is said on stderr once and each request is still logged
- * on stderr.
+ * on stderr. Lives until the process exits (the relay threads use it to their end; there is no
+ * free); its records are each written when made (audit_host_start(), src/audit/audit.h).
  */
 struct wrap_audit *wrap_audit_open(const char *name, const char *grade);
 

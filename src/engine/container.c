@@ -25,8 +25,13 @@
 #include "engine/state.h"
 
 #define ENGINE_CREATE_RETRIES 2       /* Podman's transient keep-id create error */
-#define ENGINE_ARM_MS 10000           /* attach + wait must be armed within this */
 #define ENGINE_CGROUP_RMDIR_TRIES 100 /* x 100 ms: a run's parent cgroup, after the removal */
+/* attach + wait must be armed within this: start's own bound (engine_container_start()).
+ * Podman's compat attach to a created container first makes it in the OCI runtime ("preparing
+ * container <id> for attach": runc create, conmon), the work Docker does in start; measured on
+ * rootful Podman 4.3 with curl, 0.3-1.1 s for the attach's headers at load 25 on 2 cores, and
+ * the CI dry run's verify once got none within the 10 s this was (scripts/verify-namespaces.sh) */
+#define ENGINE_ARM_MS 60000
 
 static void leg_done(struct engine_leg *l)
 {

@@ -319,6 +319,8 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, st
                 return 0;
 
         fresh.getenv_fn = st->getenv_fn;
+        /* the runtime check's container is ours: unowned, any sweep would remove it */
+        snprintf(fresh.owner, sizeof(fresh.owner), "%s", st->owner);
         r = engine_connect(cfg, st->getenv_fn, &fresh.conn, err);
         if (r < 0)
                 return r;

@@ -85,7 +85,7 @@ static const char *const check_cmd[] = {
     "/bin/sh", "-c",
     "uname -r; dmesg 2>&1 | head -n 1; ls -d / >/dev/null 2>&1 || echo statx-broken", NULL};
 
-static json_object *check_body(const char *image, const char *runtime)
+static json_object *check_body(const char *image, const char *runtime, const char *owner)
 {
         json_object *b = json_object_new_object(), *hc = json_object_new_object();
         json_object *cmd = json_object_new_array(), *drop = json_object_new_array();
@@ -98,7 +98,10 @@ static json_object *check_body(const char *image, const char *runtime)
         json_object_object_add(b, "Entrypoint", json_object_new_array());
         json_object_object_add(b, "User", json_object_new_string("65534:65534"));
         json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(true));
+        /* the owner too: a container of ours without one is a dead server's leftover to the
+         * start-up sweep of any other server on this engine (conn.c engine_sweep()) */
         json_object_object_add(labels, "vestibule.run", json_object_new_string("1"));
+        json_object_object_add(labels, "vestibule.owner", json_object_new_string(owner));
         json_object_object_add(b, "Labels", labels);
         json_object_object_add(hc, "Runtime", json_object_new_string(runtime));
         json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
@@ -202,7 +205,7 @@ int engine_runtime_check(struct engine_state *st, const char *image, char *ret_n
                                 strcmp(st->runtime, "runsc") == 0 ? "apt install runsc, and add "
                                                                   : "register it in daemon.json",
                                 strcmp(st->runtime, "runsc") == 0 ? RUNSC_DAEMON_JSON : "");
-        body = check_body(image, st->runtime);
+        body = check_body(image, st->runtime, st->owner);
         r = engine_container_create(st, body, image, "create the runtime's test container", &id,
                                     err);
         if (r < 0)

@@ -40,13 +40,16 @@ int gvisor_runsc_kill(pid_t pid, const char *root);
 
 /**
  * gvisor_runsc_left() - how many processes still name @root on their command line (zombies
- * not counted): 0 after a clean end. For tests and destroy's check.
+ * not counted; /proc/PID/cmdline, proc(5)): 0 after a clean end. For tests and destroy's check.
+ * Signals nothing; a process that cannot be read (gone meanwhile) is not counted.
  */
 int gvisor_runsc_left(const char *root);
 
 /**
- * gvisor_runsc_fatal() - runsc's own fatal error in its --log file @log ("FATAL ERROR: ..."),
- * copied into @ret (NUL-ended, cut at @size). Return: true when there was one.
+ * gvisor_runsc_fatal() - runsc's own fatal error in its --log file @log (the text after
+ * "FATAL ERROR: ", as runsc writes it; only the file's first 16 KiB are read), copied into @ret
+ * (NUL-ended, cut at @size). Return: true when there was one; false when none, or @log cannot be
+ * read.
  */
 bool gvisor_runsc_fatal(const char *log, char *ret, size_t size);
 

@@ -40,7 +40,9 @@ struct host_run {
         struct native_notify notify;
         bool notify_on;
         struct egress_session *egress;
-        char root[64]; /* the empty folder the host view's tmpfs is mounted on */
+        char root[64]; /* the empty folder the host view's tmpfs is mounted on:
+                        * /tmp/vestibule-hostroot-<our pid>-XXXXXX, so a check tells a live
+                        * run's folder (its pid alive) from one left behind */
 };
 
 void native_host_grade(const struct sbx_config *cfg, struct native_host_result *ret)
@@ -86,7 +88,7 @@ static int host_prepare(const struct sbx_config *cfg, struct host_run *h,
         if (r < 0)
                 return r;
         h->have_filter = true;
-        native_strf(h->root, sizeof(h->root), "/tmp/vestibule-hostroot-XXXXXX");
+        native_strf(h->root, sizeof(h->root), "/tmp/vestibule-hostroot-%d-XXXXXX", (int)getpid());
         if (!mkdtemp(h->root)) {
                 h->root[0] = '\0';
                 return sbx_fail(err, errno,

@@ -398,3 +398,36 @@ export function alive(pid) {
 
 /** Wait for the server process @pid to exit; true when it did within @ms. */
 export const serverGone = (pid, ms) => waitFor(() => !alive(pid), ms);
+
+// The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
+function engineSocket() {
+    const h = process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '';
+    if (h.startsWith('unix://')) return h.slice('unix://'.length);
+    return process.env.VESTIBULE_RUNTIME === 'podman' ? '/run/podman/podman.sock' : '/var/run/docker.sock';
+}
+
+/**
+ * ourContainers() - every container (all states) labelled vestibule.run=1, of any server, asked
+ * of the engine itself over its unix socket (GET /containers/json, Docker Engine API):
+ * [{ id, running, owner }] where owner is the vestibule.owner label ("<host>:<pid>:<start>",
+ * src/engine/conn.c; "" when it has none). Rejects when the answer is not a JSON list.
+ */
+export function ourContainers() {
+    const filters = encodeURIComponent(JSON.stringify({ label: ['vestibule.run=1'] }));
+    return new Promise((resolve, reject) => {
+        http.get({ socketPath: engineSocket(), path: `/containers/json?all=1&filters=${filters}` }, (res) => {
+            let body = '';
+            res.on('data', (d) => { body += d; });
+            res.on('end', () => {
+                try {
+                    resolve(JSON.parse(body).map((c) => ({ id: c.Id, running: c.State === 'running', owner: c.Labels?.['vestibule.owner'] || '' })));
+                } catch (e) { reject(new Error(`engine answered ${res.statusCode}: ${body.slice(0, 200)}`)); }
+            });
+        }).on('error', reject);
+    });
+}
+
+/** containersOf() - ourContainers() of server process @pid (the pid in their owner label): [{ id, running }]. */
+export async function containersOf(pid) {
+    return (await ourContainers()).filter((c) => c.owner.split(':')[1] === String(pid)).map(({ id, running }) => ({ id, running }));
+}

@@ -4,42 +4,16 @@
 // backend under test; a backend without sessions must say so (Blocked:, naming the fix).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import { test } from 'node:test';
 
 import {
     BACKEND, EXPECT_GRADE, REMOTE_ENGINE, RUNSC, GONE_WITHIN_MS, SLOW, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
-    callTool, connect, makeWorld, pidsWithMarker, serverGone, sleep, textOf, uniqueMarker, waitFor,
+    callTool, connect, containersOf, makeWorld, pidsWithMarker, serverGone, sleep, textOf, uniqueMarker, waitFor,
 } from './lib.mjs';
 
 // Sessions exist on native and on a container engine of this machine (the session's pipes
 // live in a folder the engine mounts); a remote engine refuses them with the fix.
 const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !RUNSC);
-
-// The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
-function engineSocket() {
-    const h = process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '';
-    if (h.startsWith('unix://')) return h.slice('unix://'.length);
-    return process.env.VESTIBULE_RUNTIME === 'podman' ? '/run/podman/podman.sock' : '/var/run/docker.sock';
-}
-
-// The containers (all states) labelled as the sandboxes of server process @pid, asked of the
-// engine itself: [{ id, running }].
-function containersOf(pid) {
-    const filters = encodeURIComponent(JSON.stringify({ label: ['vestibule.run=1'] }));
-    return new Promise((resolve, reject) => {
-        http.get({ socketPath: engineSocket(), path: `/containers/json?all=1&filters=${filters}` }, (res) => {
-            let body = '';
-            res.on('data', (d) => { body += d; });
-            res.on('end', () => {
-                try {
-                    const mine = JSON.parse(body).filter((c) => (c.Labels?.['vestibule.owner'] || '').split(':')[1] === String(pid));
-                    resolve(mine.map((c) => ({ id: c.Id, running: c.State === 'running' })));
-                } catch (e) { reject(new Error(`engine answered ${res.statusCode}: ${body.slice(0, 200)}`)); }
-            });
-        }).on('error', reject);
-    });
-}
 
 async function start(conn, language) {
     const r = await callTool(conn, 'session_start', { language });

@@ -21,25 +21,11 @@ claude=${3:-}
 passed=0 failed=0 skipped=0
 base=$(mktemp -d /tmp/vst-ic-docker.XXXXXX)
 trap 'rm -rf "$base"' EXIT
-ok() { echo "ok      $*"; passed=$((passed + 1)); }
-bad() { echo "FAILED  $*"; failed=$((failed + 1)); }
-skip() { echo "skipped $*"; skipped=$((skipped + 1)); }
-fresh() { h=$base/$1; mkdir -p "$h"; }
+# shellcheck source=tests/package/client-lib.sh
+. "$(dirname "$0")/client-lib.sh" # ok, bad, skip, fresh (a new HOME in h), check
 # run CMD...: as a client's user would, with this HOME and only a plain PATH (+ claude's dir)
 cdir=$(dirname "${claude:-/nonexistent/claude}")
 run() { env -i HOME="$h" USER=tester PATH="$cdir:/usr/local/bin:/usr/bin:/bin" TERM=dumb "$@"; }
-check() {
-        local name=$1 out=$2
-        shift 2
-        for p in "$@"; do
-                if ! grep -Eq -- "$p" <<<"$out"; then
-                        bad "$name: '$p' not in:"
-                        sed 's/^/        /' <<<"$out"
-                        return
-                fi
-        done
-        ok "$name"
-}
 # entry FILE KEY NAME: the server entry KEY.NAME of the JSON file, as one JSON line (node
 # parses it strictly; a parse error fails the check).
 entry() {

@@ -19,30 +19,9 @@ passed=0 failed=0 skipped=0
 base=$(mktemp -d /tmp/vst-install-client.XXXXXX)
 trap 'rm -rf "$base"' EXIT
 
-ok() { echo "ok      $*"; passed=$((passed + 1)); }
-bad() { echo "FAILED  $*"; failed=$((failed + 1)); }
-skip() { echo "skipped $*"; skipped=$((skipped + 1)); }
-
-# fresh NAME: a new empty HOME; the client CLIs run with it and nothing else of ours.
-fresh() {
-        h=$base/$1
-        mkdir -p "$h"
-}
+# shellcheck source=tests/package/client-lib.sh
+. "$(dirname "$0")/client-lib.sh" # ok, bad, skip, fresh (a new HOME in h), check
 run() { env -i HOME="$h" PATH="$cdir:/usr/local/bin:/usr/bin:/bin" TERM=dumb "$@"; }
-
-# check NAME OUTPUT PATTERN...: every pattern (grep -E) is in OUTPUT.
-check() {
-        local name=$1 out=$2
-        shift 2
-        for p in "$@"; do
-                if ! grep -Eq -- "$p" <<<"$out"; then
-                        bad "$name: '$p' not in:"
-                        sed 's/^/        /' <<<"$out"
-                        return
-                fi
-        done
-        ok "$name"
-}
 
 # --- Claude Code: through `claude mcp add`, then by editing ~/.claude.json without the CLI ---
 if [ -x "$cdir/claude" ]; then

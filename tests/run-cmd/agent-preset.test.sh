@@ -14,19 +14,10 @@
 # Exit 0 all passed, 1 a check failed, 77 skipped (not root, no such user, no node/npm/unshare).
 set -uo pipefail
 
-user=${RUN_CMD_USER:-vestibule-test}
-bin=$(realpath "${VESTIBULE_BIN:?set VESTIBULE_BIN to the vestibule-mcp binary}")
-here=$(cd "$(dirname "$0")" && pwd)
-[ "$(id -u)" = 0 ] || { echo "skip: run as root (each command runs as $user)"; exit 77; }
-id "$user" >/dev/null 2>&1 || { echo "skip: no user $user"; exit 77; }
-{ command -v node && command -v npm; } >/dev/null || { echo "skip: no node/npm"; exit 77; }
-{ command -v unshare && command -v ip; } >/dev/null || { echo "skip: no unshare/ip"; exit 77; }
-
-base=${RUN_CMD_DIR:-$(mktemp -d /var/tmp/agent-preset.XXXXXX)}
-home=$base/home
-proj=$base/proj
+# shellcheck source=tests/run-cmd/lib.sh
+. "$(dirname "$0")/lib.sh"
+rc_prologue agent-preset node npm unshare ip
 npmdir=$base/npm
-install -m 0755 "$bin" "$base/vestibule-mcp"
 mkdir -p "$home/.ssh" "$home/.claude" "$proj" "$npmdir" "$base/t/run-cmd" "$base/t/clients"
 echo "PLANTED-SSH-KEY-7f3c2a91" >"$home/.ssh/id_ed25519"
 chmod 0600 "$home/.ssh/id_ed25519"

@@ -13,19 +13,10 @@
 # Exit 0 all passed, 1 a check failed, 77 skipped (not root, no such user, no node/npm/unshare).
 set -uo pipefail
 
-user=${RUN_CMD_USER:-vestibule-test}
-bin=$(realpath "${VESTIBULE_BIN:?set VESTIBULE_BIN to the vestibule-mcp binary}")
-here=$(cd "$(dirname "$0")" && pwd)
-[ "$(id -u)" = 0 ] || { echo "skip: run as root (each command runs as $user)"; exit 77; }
-id "$user" >/dev/null 2>&1 || { echo "skip: no user $user"; exit 77; }
-{ command -v node && command -v npm; } >/dev/null || { echo "skip: no node/npm"; exit 77; }
-{ command -v unshare && command -v ip; } >/dev/null || { echo "skip: no unshare/ip"; exit 77; }
-
-base=${RUN_CMD_DIR:-$(mktemp -d /var/tmp/install-wrap.XXXXXX)}
-home=$base/home
-proj=$base/proj
-mkdir -p "$home" "$proj" "$base/npm" "$base/claude"
-install -m 0755 "$bin" "$base/vestibule-mcp"
+# shellcheck source=tests/run-cmd/lib.sh
+. "$(dirname "$0")/lib.sh"
+rc_prologue install-wrap node npm unshare ip
+mkdir -p "$base/npm" "$base/claude"
 echo "install-wrap-notes-41c7" >"$proj/notes.txt"
 cp "$here/package.json" "$here/package-lock.json" "$here/install-wrap.mjs" "$base/npm/"
 cp "$here/agent-preset/package.json" "$here/agent-preset/package-lock.json" "$base/claude/"

@@ -17,6 +17,8 @@
 # Env: RUN_CMD_USER (default vestibule-test), MCP_WRAP_DIR (default a fresh /var/tmp folder).
 # Exit 0 all passed, 1 a check failed, 77 skipped (not root, no such user, no node/npm).
 set -uo pipefail
+# shellcheck source=tests/run-cmd/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 user=${RUN_CMD_USER:-vestibule-test}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -68,8 +70,7 @@ as_user() {
 }
 daemons() { pgrep -u "$user" -f '^sleep 3007$' || true; }
 
-roots() { find /tmp -maxdepth 1 -name 'vestibule-hostroot-*' -user "$user" | sort; }
-roots >"$base/roots.before"
+find /tmp -maxdepth 1 -name 'vestibule-hostroot-*' -user "$user" >"$base/roots.before"
 
 # 1. The reference server, plain and wrapped.
 out=$(as_user node "$npmdir/mcp-wrap-client.mjs" fs "$vm" "$npmdir" "$proj" notes.txt 2>"$base/fs.err")
@@ -181,16 +182,10 @@ head -c 17000000 /dev/zero | tr '\0' a >"$base/big"
 expect_code 1 "a message over 16 MiB" as_user sh -c "$vm mcp wrap --allow $proj -- cat <$base/big >/dev/null 2>$base/big.err"
 grep -q 'longer than 16 MiB' "$base/big.err" && ok "  ... said on stderr" || bad "16 MiB message: $(cat "$base/big.err")"
 
-# New folders since the start; CI runs run-cmd and run-overlay beside this script as the same
-# user, so a folder of one of their live runs can be there now: a leftover is one that stays
-# (up to 60 s; their runs last seconds).
-new_roots=0
-for _ in $(seq 60); do
-        new_roots=$(roots | comm -13 "$base/roots.before" - | wc -l)
-        [ "$new_roots" = 0 ] && break
-        sleep 1
-done
-[ "$new_roots" = 0 ] && ok "no mount-point folders left in /tmp" || bad "$new_roots mount-point folders left in /tmp (still there after 60 s)"
+# New folders since the start whose server has ended (each is named after its server's pid:
+# lib.sh; the live runs of the scripts beside this one, as the same user, are not counted).
+new_roots=$(rc_roots_left "$user" "$base/roots.before")
+[ -z "$new_roots" ] && ok "no mount-point folders left in /tmp" || bad "left in /tmp: $(echo $new_roots)"
 
 echo "mcp-wrap: $pass passed, $failed failed"
 [ $failed = 0 ] && rm -rf "$base"

@@ -11,6 +11,8 @@
 # Env: RUN_CMD_USER (default vestibule-test), RUN_CMD_DIR (default a fresh /var/tmp folder).
 # Exit 0 all passed, 1 a check failed, 77 skipped (not root, or no such user).
 set -uo pipefail
+# shellcheck source=tests/run-cmd/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 user=${RUN_CMD_USER:-vestibule-test}
 bin=$(realpath "${VESTIBULE_BIN:?set VESTIBULE_BIN to the vestibule-mcp binary}")
@@ -207,7 +209,7 @@ expect_no "no reply through the socket" "HOST-SOCKET-REACHED"
 expect_code 1 "a socket under --allow-read is masked too" \
         as_user "$vm" run -q --allow "$proj/tests" --allow-read "$proj" -- python3 -c "$sock_probe"
 expect_no "no reply through the read-only socket" "HOST-SOCKET-REACHED"
-kill "$sock_srv" 2>/dev/null
+rc_kill_tree "$sock_srv" # (lib.sh: the listener under as_user's subshell and runuser too)
 wait "$sock_srv" 2>/dev/null
 rm -f "$proj/agent.sock"
 expect_code 125 "started in /tmp (the default --allow) is refused" as_user sh -c "cd /tmp && $vm run -q -- true"
@@ -407,15 +409,13 @@ expect_code 0 "control: --require any runs on the same host" as_user "$vm" run -
 expect_code 125 "125 when the sandbox cannot be set up (an --allow that does not exist)" \
         as_user "$vm" run --allow "$base/nope" -- true
 
-# CI runs mcp-wrap and run-overlay beside this script as the same user, so a folder of one of
-# their live runs can be there now: a leftover is one that stays (up to 60 s; runs last seconds).
-leftovers=0
-for _ in $(seq 60); do
-        leftovers=$(find /tmp -maxdepth 1 -name 'vestibule-hostroot-*' -user "$user" | wc -l)
-        [ "$leftovers" = 0 ] && break
-        sleep 1
-done
-[ "$leftovers" = 0 ] && ok "no mount-point folders left in /tmp" || bad "$leftovers left in /tmp (still there after 60 s)"
+# The mount-point folders of the runs above: each is named after its server's pid, so one
+# whose server has ended was left behind (lib.sh; the live runs of the scripts beside this one
+# are not counted). The control: a folder of an ended pid is counted.
+rc_roots_control "$user" && ok "control: a mount-point folder of an ended run is counted" ||
+        bad "control: a planted folder of an ended pid was not counted"
+leftovers=$(rc_roots_left "$user")
+[ -z "$leftovers" ] && ok "no mount-point folders left in /tmp" || bad "left in /tmp: $(echo $leftovers)"
 
 echo "# $pass passed, $failed failed"
 [ -n "${RUN_CMD_DIR:-}" ] || rm -rf "$base"

@@ -241,27 +241,14 @@ static void run_setup(void)
 static void run_teardown(void)
 {
         backend = backend_free(backend);
-        if (workspace) {
-                char *cmd = xasprintf("rm -rf '%s'", workspace);
-                (void)!system(cmd);
-                free(cmd);
-        }
-        free(workspace);
-        workspace = NULL;
+        sbx_test_tmpdir_remove(&workspace);
 }
 
 static int run(const char *code, unsigned timeout_s, int cancel_fd, struct run_result *res,
                struct sbx_error *err)
 {
-        struct run_request req = {.language = SBX_LANG_PYTHON,
-                                  .code = code,
-                                  .code_len = strlen(code),
-                                  .timeout_s = timeout_s,
-                                  .cfg = &cfg,
-                                  .cancel_fd = cancel_fd};
-
-        memset(res, 0, sizeof(*res));
-        return backend->ops->run(backend, &req, res, err);
+        return sbx_test_backend_run(backend, &cfg, SBX_LANG_PYTHON, code, timeout_s, cancel_fd, res,
+                                    err);
 }
 
 static const char *out(const struct run_result *r)

@@ -43,13 +43,7 @@ static void setup(void)
 static void teardown(void)
 {
         backend = backend_free(backend);
-        if (workspace) {
-                char *cmd = xasprintf("rm -rf '%s'", workspace);
-                (void)!system(cmd);
-                free(cmd);
-        }
-        free(workspace);
-        workspace = NULL;
+        sbx_test_tmpdir_remove(&workspace);
 }
 
 static bool have(const char *prog)
@@ -78,17 +72,7 @@ static void need(const char *prog)
 static int run(enum sbx_language lang, const char *code, unsigned timeout_s, int cancel_fd,
                struct run_result *res, struct sbx_error *err)
 {
-        struct run_request req = {
-            .language = lang,
-            .code = code,
-            .code_len = strlen(code),
-            .timeout_s = timeout_s,
-            .cfg = &cfg,
-            .cancel_fd = cancel_fd,
-        };
-
-        memset(res, 0, sizeof(*res));
-        return backend->ops->run(backend, &req, res, err);
+        return sbx_test_backend_run(backend, &cfg, lang, code, timeout_s, cancel_fd, res, err);
 }
 
 static void run_ok(enum sbx_language lang, const char *code, unsigned timeout_s,

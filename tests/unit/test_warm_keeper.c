@@ -24,10 +24,6 @@
 #include "service/registry.h"
 #include "service/warm.h"
 #include "testutil.h"
-#include "naive/naive.h"
-
-#define TEST_UID 2000
-#define TEST_GID 2000
 
 static struct sbx_config cfg;
 static char *workspace;
@@ -36,31 +32,15 @@ static struct sandbox_registry *reg;
 
 static void setup(void)
 {
-        struct sbx_error err = {0};
-
-        workspace = sbx_test_tmpdir();
-        sbx_test_config(&cfg, workspace);
-        cfg.backend = SBX_BACKEND_NAIVE;
-        cfg.max_concurrent = 2;
+        sbx_test_naive_config(&cfg, &workspace);
         cfg.warm = true;
         cfg.warm_idle_s = 60;
-        if (geteuid() == 0) {
-                cfg.run_as_set = true;
-                cfg.run_as_uid = TEST_UID;
-                cfg.run_as_gid = TEST_GID;
-                ck_assert_int_eq(chown(workspace, TEST_UID, TEST_GID), 0);
-        }
-        ck_assert_int_eq(naive_backend_new(&cfg, &backend, &err), 0);
-        reg = sandbox_registry_new(cfg.max_concurrent);
+        sbx_test_naive_open(&cfg, &backend, &reg);
 }
 
 static void teardown(void)
 {
-        reg = sandbox_registry_free(reg);
-        backend = backend_free(backend);
-        _cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", workspace);
-        (void)!system(cmd);
-        free(workspace);
+        sbx_test_naive_close(&workspace, &backend, &reg);
 }
 
 /* Wait up to @ms for the registry to hold @n spares. */

@@ -13,6 +13,9 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
+#include "naive/naive.h"
+#include "run/backend.h"
+#include "service/registry.h"
 
 void sbx_test_skip(const char *why)
 {
@@ -243,4 +246,66 @@ char *sbx_test_scratch_near(const char *src, bool *same_fs)
         rmdir(t);
         free(t);
         return n;
+}
+
+void sbx_test_naive_config(struct sbx_config *cfg, char **ret_workspace)
+{
+        char *ws = sbx_test_tmpdir();
+
+        sbx_test_config(cfg, ws);
+        cfg->backend = SBX_BACKEND_NAIVE;
+        cfg->max_concurrent = 2;
+        if (geteuid() == 0) {
+                cfg->run_as_set = true;
+                cfg->run_as_uid = SBX_TEST_NAIVE_UID;
+                cfg->run_as_gid = SBX_TEST_NAIVE_GID;
+                ck_assert_int_eq(chown(ws, SBX_TEST_NAIVE_UID, SBX_TEST_NAIVE_GID), 0);
+        }
+        *ret_workspace = ws;
+}
+
+void sbx_test_naive_open(const struct sbx_config *cfg, struct backend **ret_backend,
+                         struct sandbox_registry **ret_reg)
+{
+        struct sbx_error err = {0};
+
+        ck_assert_msg(naive_backend_new(cfg, ret_backend, &err) == 0, "%s", err.msg);
+        *ret_reg = sandbox_registry_new(cfg->max_concurrent);
+}
+
+void sbx_test_naive_close(char **workspace, struct backend **backend, struct sandbox_registry **reg)
+{
+        if (reg)
+                *reg = sandbox_registry_free(*reg);
+        if (backend)
+                *backend = backend_free(*backend);
+        if (workspace)
+                sbx_test_tmpdir_remove(workspace);
+}
+
+void sbx_test_tmpdir_remove(char **dir)
+{
+        if (!dir || !*dir)
+                return;
+        _cleanup_free_ char *cmd = xasprintf("rm -rf '%s'", *dir);
+        (void)!system(cmd);
+        free(*dir);
+        *dir = NULL;
+}
+
+int sbx_test_backend_run(struct backend *b, const struct sbx_config *cfg, enum sbx_language lang,
+                         const char *code, unsigned timeout_s, int cancel_fd,
+                         struct run_result *res, struct sbx_error *err)
+{
+        struct run_request req = {
+            .language = lang,
+            .code = code,
+            .code_len = strlen(code),
+            .timeout_s = timeout_s,
+            .cfg = cfg,
+            .cancel_fd = cancel_fd,
+        };
+
+        memset(res, 0, sizeof(*res));
+        return b->ops->run(b, &req, res, err);
 }

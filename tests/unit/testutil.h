@@ -6,6 +6,7 @@
 #include <check.h>
 
 #include "config/config.h"
+#include "run/run.h"
 
 /**
  * sbx_test_skip() - a prerequisite is missing (no user namespaces, no Docker...): print @why
@@ -96,3 +97,49 @@ struct sbx_error;
 long sbx_test_engine(const struct engine_conn *c, const char *method, const char *path,
                      const char *part, const char *json, struct engine_reply *ret,
                      struct sbx_error *err);
+
+/* ---- the naive backend behind the service's registry ------------------------------------ */
+
+struct backend;
+struct sandbox_registry;
+/**
+ * sbx_test_naive_config() - the settings of the suites that drive the service's registry over
+ * the naive backend (test_registry, test_sessions, test_warm_keeper): a new private workspace in
+ * *@ret_workspace (free with sbx_test_naive_close()), @cfg from sbx_test_config() with the naive
+ * backend and 2 concurrent runs, and when root, code run as SBX_TEST_NAIVE_UID:GID (the
+ * workspace chowned to it; no such user is needed). The caller may change @cfg before
+ * sbx_test_naive_open(). Fails the test when the chown fails.
+ */
+#define SBX_TEST_NAIVE_UID 2000
+#define SBX_TEST_NAIVE_GID 2000
+void sbx_test_naive_config(struct sbx_config *cfg, char **ret_workspace);
+
+/**
+ * sbx_test_naive_open() - a naive backend (naive_backend_new(), src/naive/naive.h) on @cfg
+ * (borrowed; must outlive it) in *@ret_backend and a registry of cfg->max_concurrent places
+ * (sandbox_registry_new(), src/service/registry.h) in *@ret_reg. Fails the test when the
+ * backend cannot be made.
+ */
+void sbx_test_naive_open(const struct sbx_config *cfg, struct backend **ret_backend,
+                         struct sandbox_registry **ret_reg);
+
+/**
+ * sbx_test_naive_close() - free the registry (its sandboxes destroyed), then the backend, then
+ * remove the workspace folder and free its name; each pointer is set to NULL. NULL-safe.
+ */
+void sbx_test_naive_close(char **workspace, struct backend **backend,
+                          struct sandbox_registry **reg);
+
+/** sbx_test_tmpdir_remove() - rm -rf the folder *@dir (from sbx_test_tmpdir(); sandboxed code
+ * may leave read-only folders in it), free its name and set *@dir to NULL. NULL-safe. */
+void sbx_test_tmpdir_remove(char **dir);
+
+/**
+ * sbx_test_backend_run() - one run_code call straight to @b's run() (run/backend.h), as the
+ * suites of one backend make it: @lang, @code (NUL-ended), @timeout_s, @cfg (borrowed) and
+ * @cancel_fd (-1: none). @res is zeroed first and filled (run_result_done() it).
+ * Return: run()'s: 0, or -errno with @err.
+ */
+int sbx_test_backend_run(struct backend *b, const struct sbx_config *cfg, enum sbx_language lang,
+                         const char *code, unsigned timeout_s, int cancel_fd,
+                         struct run_result *res, struct sbx_error *err);

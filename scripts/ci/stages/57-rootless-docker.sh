@@ -9,7 +9,7 @@
 # v2 for them); the grade says so and the limit tests skip with that reason.
 # stage: e2e-rootless-docker | build-release | run, sessions, warm, files, usage and the egress allowlist on rootless Docker as its own user, no root, no RUN_AS (root)
 stage_e2e_rootless_docker() {
-        local res rc=0 npm=0 rl=$src/scripts/rootless-docker.sh
+        local rl=$src/scripts/rootless-docker.sh
         if [ "$is_root" -ne 1 ] || [ ! -x "$rel/vestibule-mcp" ] || [ "$npm_ok" -ne 1 ] ||
                 [ ! -e /usr/share/docker.io/contrib/dockerd-rootless.sh ]; then
                 banner "e2e on rootless Docker: needs root, docker.io's dockerd-rootless.sh, the Release build and the e2e packages, skipped"
@@ -23,13 +23,6 @@ stage_e2e_rootless_docker() {
                 return 0
         fi
         passed=$((passed + 1))
-        [ ! -d "$src/tests/egress/node_modules" ] || npm=1
-        res=$(mktemp "$ci/e2e-results.XXXXXX")
-        chmod 0666 "$res"
-        banner "e2e: rootless Docker as its own user, no RUN_AS (npm=$npm)"
-        E2E_RESULTS="$res" E2E_EGRESS_NPM="$npm" bash "$src/scripts/e2e-rootless-docker.sh" "$rel/vestibule-mcp" \
-                run.test.mjs sessions.test.mjs warm.test.mjs files.test.mjs usage.test.mjs egress.test.mjs \
-                egress-install.test.mjs || rc=$?
-        add_results "rootless Docker" "$res" "$rc"
+        e2e_user_files "rootless Docker" e2e-rootless-docker.sh
         bash "$rl" stop >/dev/null 2>&1 || record_fail "e2e-rootless-docker: rootless Docker did not stop"
 }

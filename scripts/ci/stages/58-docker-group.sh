@@ -11,19 +11,11 @@
 # socket relayed inside the container (no setns into Docker's namespaces).
 # stage: e2e-docker-group | build-release | run, sessions, warm and the egress allowlist as a docker-group user on rootful Docker, no RUN_AS (root)
 stage_e2e_docker_group() {
-        local res rc=0 npm=0
         if [ "$is_root" -ne 1 ] || [ ! -S /var/run/docker.sock ] || [ ! -x "$rel/vestibule-mcp" ] ||
                 [ "$npm_ok" -ne 1 ]; then
                 banner "e2e as a docker-group user: needs root, rootful Docker, the Release build and the e2e packages, skipped"
                 skipped=$((skipped + 1))
                 return 0
         fi
-        [ ! -d "$src/tests/egress/node_modules" ] || npm=1
-        res=$(mktemp "$ci/e2e-results.XXXXXX")
-        chmod 0666 "$res"
-        banner "e2e: a docker-group user on rootful Docker, no RUN_AS (npm=$npm)"
-        E2E_RESULTS="$res" E2E_EGRESS_NPM="$npm" bash "$src/scripts/e2e-docker-group.sh" "$rel/vestibule-mcp" \
-                run.test.mjs sessions.test.mjs warm.test.mjs files.test.mjs usage.test.mjs egress.test.mjs \
-                egress-install.test.mjs || rc=$?
-        add_results "docker-group user, rootful Docker" "$res" "$rc"
+        e2e_user_files "docker-group user, rootful Docker" e2e-docker-group.sh
 }

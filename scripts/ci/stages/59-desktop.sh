@@ -13,7 +13,10 @@
 # its packages (the egress-container stage installs them). Warm spares are taken there
 # (warm.test.mjs, issue 23 #3 on the volume path); sessions run over one attach connection
 # each (issue 23 #2, docs/design/sessions.md "Sessions on the volume path"), with the volume
-# path's own lifeline and forgery tests in sessions.test.mjs.
+# path's own lifeline and forgery tests in sessions.test.mjs. shared-engine.test.mjs: two
+# servers on the stand-in, one restarting (each start's sweep) while the other runs calls, none
+# of which may be killed (the exit 137s seen on a shared stand-in), with a SIGKILLed server's
+# container swept as the control.
 # stage: e2e-desktop | build-release | run, workspace, files, sessions, warm and the egress allowlist against a Docker Desktop stand-in (dockerd in its own namespaces; root)
 stage_e2e_desktop() {
         local res rc=0 grade envs npm=0
@@ -44,7 +47,7 @@ stage_e2e_desktop() {
                         E2E_EGRESS=1 E2E_EGRESS_NPM="$npm" \
                         timeout --kill-after=30 900 node run.mjs run.test.mjs workspace.test.mjs \
                         sessions.test.mjs warm.test.mjs files.test.mjs egress.test.mjs \
-                        egress-install.test.mjs) || rc=$?
+                        egress-install.test.mjs shared-engine.test.mjs) || rc=$?
                 add_results "Docker Desktop stand-in" "$res" "$rc"
         fi
         bash "$src/scripts/desktop-standin.sh" stop >/dev/null 2>&1 || record_fail "e2e-desktop: the stand-in did not stop"
