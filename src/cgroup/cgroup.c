@@ -45,6 +45,8 @@ __attribute__((format(printf, 3, 4))) static void cg_strf(char *buf, size_t size
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 
+static bool read_key(const char *dir, const char *name, const char *key, uint64_t *ret);
+
 static const char *const wanted[] = {"memory", "cpu", "pids"};
 
 /* A cgroupfs or procfs file into @buf: its length or -errno (sbx_read_small_file()). */
@@ -446,7 +448,8 @@ int cgroup_run_create(const struct cgroup_limits_info *info, const struct sbx_co
 struct scope_call {
         const struct sbx_config *cfg;
         const char *unit;
-        pid_t pid;
+        const pid_t *pids; /* 1 or 2 */
+        size_t n;
 };
 
 static sd_bus_message *build_start_scope(sd_bus *bus, void *ud, int *r)
@@ -462,9 +465,14 @@ static sd_bus_message *build_start_scope(sd_bus *bus, void *ud, int *r)
         if (*r >= 0)
                 *r = sd_bus_message_open_container(m, 'a', "(sv)");
         if (*r >= 0)
+                *r = c->n == 2 ? sd_bus_message_append(m, "(sv)", "PIDs", "au", 2,
+                                                       (uint32_t)c->pids[0], (uint32_t)c->pids[1])
+                               : sd_bus_message_append(m, "(sv)", "PIDs", "au", 1,
+                                                       (uint32_t)c->pids[0]);
+        if (*r >= 0)
                 *r = sd_bus_message_append(
-                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
-                    "vestibule sandbox run", "PIDs", "au", 1, (uint32_t)c->pid, "Delegate", "b", 1,
+                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
+                    "vestibule sandbox run", "Delegate", "b", 1,
                     "MemoryMax", "t", (uint64_t)c->cfg->mem_mb << 20, "MemorySwapMax", "t",
                     (uint64_t)0, "CPUQuotaPerSecUSec", "t", (uint64_t)c->cfg->cpu_pct * 10000,
                     "TasksMax", "t", (uint64_t)c->cfg->pids_max, "CollectMode", "s",
@@ -479,17 +487,43 @@ static sd_bus_message *build_start_scope(sd_bus *bus, void *ud, int *r)
 int cgroup_scope_start(const struct sbx_config *cfg, pid_t pid, struct cgroup_run *ret,
                        struct sbx_error *err)
 {
+        return cgroup_scope_start_pids(cfg, &pid, 1, ret, err);
+}
+
+/* Has systemd moved every one of @pids into @unit? @ret_path: the cgroup's path, from the
+ * first pid's /proc/PID/cgroup. */
+static bool all_moved(const pid_t *pids, size_t n, const char *unit, char *ret_path, size_t size)
+{
+        char procfile[64], data[4096], *p;
+
+        for (size_t i = 0; i < n; i++) {
+                cg_strf(procfile, sizeof(procfile), "/proc/%d/cgroup", (int)pids[i]);
+                if (read_small(procfile, data, sizeof(data)) <= 0 || !(p = strstr(data, "0::")) ||
+                    !strstr(p, unit))
+                        return false;
+                if (i == 0)
+                        cg_strf(ret_path, size, CGROUP_ROOT "%.*s", (int)strcspn(p + 3, "\n"),
+                                p + 3);
+        }
+        return true;
+}
+
+int cgroup_scope_start_pids(const struct sbx_config *cfg, const pid_t *pids, size_t n,
+                            struct cgroup_run *ret, struct sbx_error *err)
+{
         static unsigned counter;
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        char procfile[64], data[4096], *p;
-        struct scope_call call = {.cfg = cfg, .pid = pid};
+        struct scope_call call = {.cfg = cfg, .pids = pids, .n = n};
         struct sbx_error conn_err = {0};
         bool connected;
         int r;
 
         memset(ret, 0, sizeof(*ret));
         ret->dir_fd = -1;
+        if (n < 1 || n > 2)
+                return sbx_fail(err, EINVAL, "a run's scope starts with 1 or 2 processes, not %zu",
+                                n);
         cg_strf(ret->unit, sizeof(ret->unit), "vestibule-run-%d-%u.scope", (int)getpid(),
                     __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
         r = lazy_sdbus_load(err);
@@ -509,13 +543,8 @@ int cgroup_scope_start(const struct sbx_config *cfg, pid_t pid, struct cgroup_ru
         }
         /* The job is queued; the pid is moved when the scope starts. Wait for that (the child
          * is held before any setup until we say go). */
-        cg_strf(procfile, sizeof(procfile), "/proc/%d/cgroup", (int)pid);
         for (int i = 0; i < 2000; i++) {
-                if (read_small(procfile, data, sizeof(data)) > 0 && (p = strstr(data, "0::")) &&
-                    strstr(p, ret->unit)) {
-                        p += 3;
-                        cg_strf(ret->path, sizeof(ret->path), CGROUP_ROOT "%.*s",
-                                    (int)strcspn(p, "\n"), p);
+                if (all_moved(pids, n, ret->unit, ret->path, sizeof(ret->path))) {
                         ret->dir_fd = open(ret->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
                         return 0;
                 }
@@ -526,6 +555,27 @@ int cgroup_scope_start(const struct sbx_config *cfg, pid_t pid, struct cgroup_ru
 }
 
 /* ---- both ------------------------------------------------------------------------------- */
+
+int cgroup_run_move(const struct cgroup_run *cg, pid_t pid, struct sbx_error *err)
+{
+        char file[700], value[32];
+        int r;
+
+        cg_strf(file, sizeof(file), "%s/cgroup.procs", cg->path);
+        cg_strf(value, sizeof(value), "%d", (int)pid);
+        r = write_small(file, value);
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot move process %d into the run's cgroup '%s': %s",
+                                (int)pid, cg->path, strerror(-r));
+        return 0;
+}
+
+bool cgroup_run_populated(const struct cgroup_run *cg)
+{
+        uint64_t v = 0;
+
+        return cg && cg->path[0] && read_key(cg->path, "cgroup.events", "populated", &v) && v;
+}
 
 void cgroup_run_kill(struct cgroup_run *cg)
 {

@@ -66,6 +66,30 @@ int cgroup_scope_start(const struct sbx_config *cfg, pid_t pid, struct cgroup_ru
                        struct sbx_error *err);
 
 /**
+ * cgroup_scope_start_pids() - cgroup_scope_start() for @n (1 or 2) processes at once, all in
+ * the one scope: a run whose own processes may all exit before its cgroup is read (gvisor's
+ * runsc) puts a keeper beside them, which holds the scope (and its usage files) until killed.
+ * Return: 0 once systemd moved every one of @pids, or -errno with @err.
+ */
+int cgroup_scope_start_pids(const struct sbx_config *cfg, const pid_t *pids, size_t n,
+                            struct cgroup_run *ret, struct sbx_error *err);
+
+/**
+ * cgroup_run_move() - DELEGATED: move the process @pid into @cg (write it to cgroup.procs;
+ * cgroup-v2.rst "Migrating processes": we own both the source's and the target's common
+ * ancestor, the delegated base). For a child held before it execs, so all it starts is born in
+ * @cg. Return: 0, or -errno with @err naming the file.
+ */
+int cgroup_run_move(const struct cgroup_run *cg, pid_t pid, struct sbx_error *err);
+
+/**
+ * cgroup_run_populated() - does @cg still hold a live process (cgroup.events "populated 1")?
+ * False once it is empty or gone (a scope systemd collected). Bounds a wait after
+ * cgroup_run_kill().
+ */
+bool cgroup_run_populated(const struct cgroup_run *cg);
+
+/**
  * cgroup_user_bus_opened() - how many connections to the systemd user bus this process has
  * opened so far. The scopes of all runs share one connection (opened on first use, opened
  * again only after it dropped or in a forked child), so this stays at 1 on a healthy host.
