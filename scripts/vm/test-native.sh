@@ -41,7 +41,12 @@
 #      userns and confines nothing else); the profile is removed again. Debian's kernel has no
 #      kernel.apparmor_restrict_unprivileged_userns (Ubuntu's patch): this shows the profile
 #      loads and attaches in a real kernel and breaks nothing, not that it lifts Ubuntu's
-#      restriction.
+#      restriction;
+#   6. as root, last: runsc (in the image, off the path until now so the steps above see no
+#      gvisor backend) is linked onto the path, and tests/vm/gvisor-limits.sh runs as the user
+#      in the user manager: the gvisor backend's runs graded exactly `gvisor`, usage from each
+#      run's scope, a memory hog OOM-killed at the cap and a fork bomb stopped at the pids cap,
+#      both named, each with its control.
 # A suite that is not built yet is reported ("skip ...") and left out, or is a failure with
 # VESTIBULE_VM_REQUIRE=1 (for CI once the native backend is merged); the self test always runs.
 #
@@ -74,6 +79,7 @@
 #                             way a client does (lib.mjs's makeWorld: the SDK default environment)
 #   VESTIBULE_VM_EXTRA_SHARES folders (space-separated, absolute) the extra command needs,
 #                             shared read-only at the same path
+#   VESTIBULE_VM_GVISOR       0 = leave out step 6 (default 1; needs the e2e binary and the rootfs)
 #   VESTIBULE_VM_APPARMOR     0 = leave out step 5 (default 1; needs trixie's packages the first
 #                             time: tests/package/apparmor4.sh, cached in /var/tmp/vestibule-apparmor4)
 #   VESTIBULE_VM_REQUIRE      1 = a missing suite is a failure, not a skip
@@ -459,6 +465,31 @@ trap - EXIT
 echo "== AppArmor: loaded, attached (doctor), a native run under it graded native, removed: ok"
 EOF
         } >>"$work/root-after.sh"
+fi
+# Step 6: the gvisor backend in a scope of each run's own (issue 26): runsc linked back onto
+# the path (the image keeps it off: customize-guest.sh), then tests/vm/gvisor-limits.sh as the
+# user in the user manager: grade exactly gvisor, usage from the scope, a memory hog and a fork
+# bomb stopped with the cap named, each with its control (~70 s in a quiet VM).
+if [[ ${VESTIBULE_VM_GVISOR:-1} == 1 && -x $e2e_bin && -d $rootfs ]]; then
+        {
+                echo 'set -u'
+                printf 'gv_bin=%q rootfs=%q gv_script=%q\n' "$e2e_bin" "$rootfs" \
+                        "$vm_repo/tests/vm/gvisor-limits.sh"
+                cat <<'EOF'
+echo "== gvisor: runsc in a systemd scope of each run's own (tests/vm/gvisor-limits.sh)"
+[[ ! -e /usr/bin/runsc ]] || { echo "== FAILED: gvisor: /usr/bin/runsc was on the path before this step"; exit 1; }
+ln -s /usr/lib/vestibule-vm/runsc /usr/bin/runsc || { echo "== FAILED: gvisor: no runsc in the image"; exit 1; }
+s=$(date +%s)
+as_user systemd-run --user --pipe --wait --quiet --collect --working-directory=/tmp \
+        bash "$gv_script" "$gv_bin" "$rootfs"
+grc=$?
+rm -f /usr/bin/runsc
+echo "== gvisor: exit $grc in $(( $(date +%s) - s )) s"
+[[ $grc == 0 ]] || { echo "== FAILED: gvisor: the limits or the grade in the VM (above)"; exit 1; }
+EOF
+        } >>"$work/root-after.sh"
+elif [[ ${VESTIBULE_VM_GVISOR:-1} == 1 ]]; then
+        missing+=("gvisor: ${VESTIBULE_VM_E2E_BIN:-$build/vestibule-mcp} or the rootfs at $rootfs is missing")
 fi
 [[ ! -s $work/root-after.sh ]] || root_after=(--root-after "$work/root-after.sh")
 
