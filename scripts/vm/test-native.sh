@@ -215,7 +215,9 @@ if [[ -n ${VESTIBULE_VM_SCOPE_COMPARE:-} ]]; then
         shares+=(--ro-share "$(dirname "$scope_compare")")
 fi
 [[ $run_apparmor == 0 ]] || shares+=(--ro-share "$aa4_root")
-if [[ $run_e2e == 1 || $run_clients == 1 || $run_apparmor == 1 ]]; then
+run_gvisor=0
+[[ ${VESTIBULE_VM_GVISOR:-1} == 0 || ! -x $e2e_bin || ! -d $rootfs ]] || run_gvisor=1
+if [[ $run_e2e == 1 || $run_clients == 1 || $run_apparmor == 1 || $run_gvisor == 1 ]]; then
         e2e_bin_dir=$(dirname "$e2e_bin")
         case $e2e_bin_dir in
         "$src" | "$src"/* | "$build" | "$build"/*) ;;
@@ -470,7 +472,7 @@ fi
 # the path (the image keeps it off: customize-guest.sh), then tests/vm/gvisor-limits.sh as the
 # user in the user manager: grade exactly gvisor, usage from the scope, a memory hog and a fork
 # bomb stopped with the cap named, each with its control (~70 s in a quiet VM).
-if [[ ${VESTIBULE_VM_GVISOR:-1} == 1 && -x $e2e_bin && -d $rootfs ]]; then
+if [[ $run_gvisor == 1 ]]; then
         {
                 echo 'set -u'
                 printf 'gv_bin=%q rootfs=%q gv_script=%q\n' "$e2e_bin" "$rootfs" \

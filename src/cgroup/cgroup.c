@@ -274,10 +274,10 @@ static bool user_bus_reachable(const struct sbx_engine_env *env, char *why, size
                 return true;
         if (!connected)
                 cg_strf(why, size, "no systemd user bus: %s",
-                            conn_err.msg[0] ? conn_err.msg : strerror(-r));
+                        conn_err.msg[0] ? conn_err.msg : strerror(-r));
         else
                 cg_strf(why, size, "no systemd user manager on the bus (%s)",
-                            e.message ? e.message : strerror(-r));
+                        e.message ? e.message : strerror(-r));
         return false;
 }
 
@@ -292,7 +292,7 @@ void cgroup_limits_detect(const struct sbx_config *cfg, struct cgroup_limits_inf
 
         if (statfs(CGROUP_ROOT, &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
                 cg_strf(cg_why, sizeof(cg_why),
-                            "no cgroup v2 at " CGROUP_ROOT " (a v1 or v1/v2 hybrid hierarchy)");
+                        "no cgroup v2 at " CGROUP_ROOT " (a v1 or v1/v2 hybrid hierarchy)");
         } else if (own_cgroup(path, sizeof(path)) < 0) {
                 cg_strf(cg_why, sizeof(cg_why), "no cgroup v2 entry in /proc/self/cgroup");
         } else {
@@ -303,9 +303,8 @@ void cgroup_limits_detect(const struct sbx_config *cfg, struct cgroup_limits_inf
                         char *end = svc ? strstr(svc, ".service") : NULL;
                         ret->path = CGROUP_LIMITS_SCOPE;
                         if (end) {
-                                cg_strf(file, sizeof(file),
-                                            CGROUP_ROOT "%.*s/cgroup.controllers",
-                                            (int)(end + 8 - path), path);
+                                cg_strf(file, sizeof(file), CGROUP_ROOT "%.*s/cgroup.controllers",
+                                        (int)(end + 8 - path), path);
                                 if (read_small(file, ctl, sizeof(ctl)) >= 0)
                                         missing_from(ctl, ret->missing, sizeof(ret->missing));
                         }
@@ -316,9 +315,9 @@ void cgroup_limits_detect(const struct sbx_config *cfg, struct cgroup_limits_inf
                 if (read_small(file, ctl, sizeof(ctl)) < 0) {
                         cg_strf(cg_why, sizeof(cg_why), "cannot read '%s'", file);
                 } else if (access(dir, W_OK) < 0) {
-                        cg_strf(
-                            cg_why, sizeof(cg_why),
-                            "the server's cgroup '%s' is not delegated to it (not writable)", path);
+                        cg_strf(cg_why, sizeof(cg_why),
+                                "the server's cgroup '%s' is not delegated to it (not writable)",
+                                path);
                 } else {
                         struct sbx_error perr = {0};
 
@@ -332,11 +331,11 @@ void cgroup_limits_detect(const struct sbx_config *cfg, struct cgroup_limits_inf
                          * every run's Blocked: later. */
                         if (strlen(ret->missing) >= strlen("memory, cpu, pids")) {
                                 cg_strf(cg_why, sizeof(cg_why),
-                                            "the server's cgroup '%s' has no controllers", path);
+                                        "the server's cgroup '%s' has no controllers", path);
                         } else if (prepare_delegated(dir, &perr) < 0) {
                                 cg_strf(cg_why, sizeof(cg_why),
-                                            "the server's cgroup is not delegated to it (%s)",
-                                            perr.msg);
+                                        "the server's cgroup is not delegated to it (%s)",
+                                        perr.msg);
                         } else {
                                 ret->path = CGROUP_LIMITS_DELEGATED;
                                 cg_strf(ret->base, sizeof(ret->base), "%s", dir);
@@ -411,7 +410,7 @@ static void set_limit(const char *dir, const char *name, const char *value)
 }
 
 int cgroup_run_create(const struct cgroup_limits_info *info, const struct sbx_config *cfg,
-                         struct cgroup_run *ret, struct sbx_error *err)
+                      struct cgroup_run *ret, struct sbx_error *err)
 {
         static unsigned counter;
         char value[64];
@@ -423,7 +422,7 @@ int cgroup_run_create(const struct cgroup_limits_info *info, const struct sbx_co
         if (r < 0)
                 return r;
         cg_strf(ret->path, sizeof(ret->path), "%s/run-%d-%u", info->base, (int)getpid(),
-                    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+                __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
         if (mkdir(ret->path, 0755) < 0)
                 return sbx_fail(err, errno, "cannot create the run's cgroup '%s': %m", ret->path);
         ret->delegated = true;
@@ -465,18 +464,17 @@ static sd_bus_message *build_start_scope(sd_bus *bus, void *ud, int *r)
         if (*r >= 0)
                 *r = sd_bus_message_open_container(m, 'a', "(sv)");
         if (*r >= 0)
-                *r = c->n == 2 ? sd_bus_message_append(m, "(sv)", "PIDs", "au", 2,
-                                                       (uint32_t)c->pids[0], (uint32_t)c->pids[1])
-                               : sd_bus_message_append(m, "(sv)", "PIDs", "au", 1,
-                                                       (uint32_t)c->pids[0]);
+                *r = c->n == 2
+                         ? sd_bus_message_append(m, "(sv)", "PIDs", "au", 2, (uint32_t)c->pids[0],
+                                                 (uint32_t)c->pids[1])
+                         : sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t)c->pids[0]);
         if (*r >= 0)
                 *r = sd_bus_message_append(
-                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
-                    "vestibule sandbox run", "Delegate", "b", 1,
-                    "MemoryMax", "t", (uint64_t)c->cfg->mem_mb << 20, "MemorySwapMax", "t",
-                    (uint64_t)0, "CPUQuotaPerSecUSec", "t", (uint64_t)c->cfg->cpu_pct * 10000,
-                    "TasksMax", "t", (uint64_t)c->cfg->pids_max, "CollectMode", "s",
-                    "inactive-or-failed");
+                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s", "vestibule sandbox run",
+                    "Delegate", "b", 1, "MemoryMax", "t", (uint64_t)c->cfg->mem_mb << 20,
+                    "MemorySwapMax", "t", (uint64_t)0, "CPUQuotaPerSecUSec", "t",
+                    (uint64_t)c->cfg->cpu_pct * 10000, "TasksMax", "t", (uint64_t)c->cfg->pids_max,
+                    "CollectMode", "s", "inactive-or-failed");
         if (*r >= 0)
                 *r = sd_bus_message_close_container(m);
         if (*r >= 0)
@@ -525,7 +523,7 @@ int cgroup_scope_start_pids(const struct sbx_config *cfg, const pid_t *pids, siz
                 return sbx_fail(err, EINVAL, "a run's scope starts with 1 or 2 processes, not %zu",
                                 n);
         cg_strf(ret->unit, sizeof(ret->unit), "vestibule-run-%d-%u.scope", (int)getpid(),
-                    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+                __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
         r = lazy_sdbus_load(err);
         if (r < 0)
                 return r;
@@ -638,7 +636,7 @@ bool cgroup_run_cpu_us(const struct cgroup_run *cg, uint64_t *ret)
 }
 
 bool cgroup_run_read(const struct cgroup_run *cg, const struct sbx_config *cfg,
-                        struct run_result *res)
+                     struct run_result *res)
 {
         uint64_t v = 0, periods = 0, throttled = 0, pidmax = 0, oom = 0;
         size_t len;
@@ -662,12 +660,12 @@ bool cgroup_run_read(const struct cgroup_run *cg, const struct sbx_config *cfg,
         if (read_key(cg->path, "cpu.stat", "nr_periods", &periods) &&
             read_key(cg->path, "cpu.stat", "nr_throttled", &throttled) && throttled > 0)
                 cg_strf(res->limits_hit, sizeof(res->limits_hit),
-                            "cpu (throttled in %llu of %llu periods of 100 ms)",
-                            (unsigned long long)throttled, (unsigned long long)periods);
+                        "cpu (throttled in %llu of %llu periods of 100 ms)",
+                        (unsigned long long)throttled, (unsigned long long)periods);
         if (read_key(cg->path, "pids.events", "max", &pidmax) && pidmax > 0) {
                 len = strlen(res->limits_hit);
                 cg_strf(res->limits_hit + len, sizeof(res->limits_hit) - len,
-                            "%spids (the cap of %u was reached)", len ? ", " : "", cfg->pids_max);
+                        "%spids (the cap of %u was reached)", len ? ", " : "", cfg->pids_max);
         }
         if (read_key(cg->path, "memory.events", "oom_kill", &oom) && oom > 0) {
                 res->oom_killed = true;

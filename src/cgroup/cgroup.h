@@ -54,7 +54,7 @@ struct cgroup_run {
  * Return: 0 or -errno with @err naming the file and the fix.
  */
 int cgroup_run_create(const struct cgroup_limits_info *info, const struct sbx_config *cfg,
-                         struct cgroup_run *ret, struct sbx_error *err);
+                      struct cgroup_run *ret, struct sbx_error *err);
 
 /**
  * cgroup_scope_start() - SCOPE: start a transient scope holding @pid on the user manager
@@ -112,7 +112,7 @@ void cgroup_run_kill(struct cgroup_run *cg);
  * oom_killed, mem_limit_bytes only). Return: true when the cgroup could be read.
  */
 bool cgroup_run_read(const struct cgroup_run *cg, const struct sbx_config *cfg,
-                        struct run_result *res);
+                     struct run_result *res);
 
 /** cgroup_run_cpu_us() - the CPU the run's cgroup used so far (cpu.stat usage_usec, µs):
  * a warm spare's start-up, taken away from its run's figure. Return: false when unreadable. */
@@ -120,4 +120,3 @@ bool cgroup_run_cpu_us(const struct cgroup_run *cg, uint64_t *ret);
 
 /** cgroup_run_remove() - close and (when we created it) remove the run's cgroup. */
 void cgroup_run_remove(struct cgroup_run *cg);
-

@@ -66,7 +66,7 @@ struct gvisor_box {
          * sandbox all live in it; a scope also holds @keeper */
         enum cgroup_limits_path cg_path;
         struct cgroup_run cg;
-        pid_t keeper;           /* 0: none */
+        pid_t keeper;             /* 0: none */
         struct run_result *usage; /* read once from @cg, before the first kill (scratch) */
         bool usage_read, usage_ok;
 };
@@ -105,6 +105,7 @@ static int write_new(const char *dir, const char *name, const char *data, size_t
 }
 
 static void box_free(struct gvisor_box *x);
+static void box_kill_all(struct gvisor_box *x, pid_t pid);
 static void box_freep(struct gvisor_box **x)
 {
         if (*x)
@@ -253,7 +254,7 @@ static int box_launch(struct gvisor_box *x, struct gvisor_state *s, struct sbx_e
         killed = x->killed;
         pthread_mutex_unlock(&x->lock);
         if (r == 0 && killed)
-                gvisor_runsc_kill(x->run.pid, x->state); /* kill() came before the start */
+                box_kill_all(x, x->run.pid); /* kill() came before the start */
         return r;
 }
 
@@ -442,8 +443,7 @@ static int probe_trees(const struct sbx_config *cfg, struct sbx_error *err)
 /* The grade given how runs get their cgroup (@li): "gvisor" when runsc, its gofer and its
  * Sentry run in a cgroup of the run's own with all three controllers, else
  * "gvisor-degraded (limits not applied: ...)" naming what is missing and why. */
-__attribute__((format(printf, 3, 4))) static void strf(char *buf, size_t size, const char *fmt,
-                                                       ...)
+__attribute__((format(printf, 3, 4))) static void strf(char *buf, size_t size, const char *fmt, ...)
 {
         va_list ap;
 
@@ -460,15 +460,15 @@ static bool grade_of(const struct cgroup_limits_info *li, char *grade, size_t si
         }
         if (li->path != CGROUP_LIMITS_NONE)
                 strf(grade, size,
-                         "gvisor-degraded (limits not applied: %s: the controllers are not "
-                         "delegated to this user's cgroup)",
-                         li->missing);
+                     "gvisor-degraded (limits not applied: %s: the controllers are not "
+                     "delegated to this user's cgroup)",
+                     li->missing);
         else
                 strf(grade, size,
-                         "gvisor-degraded (limits not applied: memory, cpu, pids: runsc runs with "
-                         "--ignore-cgroups and no cgroup of the run's own: %.150s; /tmp's size, "
-                         "open files and file size are capped)",
-                         li->why_none);
+                     "gvisor-degraded (limits not applied: memory, cpu, pids: runsc runs with "
+                     "--ignore-cgroups and no cgroup of the run's own: %.150s; /tmp's size, "
+                     "open files and file size are capped)",
+                     li->why_none);
         return true;
 }
 

@@ -432,10 +432,10 @@ done:
 struct run_ctx {
         int pidfd;
         uint64_t pidns_ino;
-        bool count_tasks;         /* no pids controller: RLIMIT_NPROC is the cap, counted by hand */
-        int tasks_seen;           /* most tasks of the run counted before a kill, -1 = none */
-        bool program_ended;       /* init reported the program's end */
-        bool killed;              /* kill_tree ran: a later spawned init is killed at once */
+        bool count_tasks;      /* no pids controller: RLIMIT_NPROC is the cap, counted by hand */
+        int tasks_seen;        /* most tasks of the run counted before a kill, -1 = none */
+        bool program_ended;    /* init reported the program's end */
+        bool killed;           /* kill_tree ran: a later spawned init is killed at once */
         struct cgroup_run *cg; /* NULL: no cgroup of its own */
         const struct sbx_config *cfg;
         pthread_mutex_t lock;

@@ -300,8 +300,8 @@ START_TEST(probe_verifies_and_python_runs)
                               res.usage.mem_peak_bytes.why);
                 ck_assert(res.usage.pids_peak.measured);
         } else {
-                ck_assert_msg(strncmp(res.isolation, "gvisor-degraded (limits not applied: ",
-                                      37) == 0,
+                ck_assert_msg(strncmp(res.isolation, "gvisor-degraded (limits not applied: ", 37) ==
+                                  0,
                               "%s", res.isolation);
                 ck_assert(!res.usage.mem_peak_bytes.measured);
         }
