@@ -35,7 +35,6 @@ packages=(
         bash coreutils procps util-linux iproute2 python3
         libcurl4 libjson-c5 libseccomp2 libsystemd0 libyaml-0-2 libarchive13 libssl3
         libsubunit0 libasan8 libubsan1 libstdc++6
-        runsc # the gvisor step (moved off the path until then: customize-guest.sh)
 )
 
 recipe_hash() {

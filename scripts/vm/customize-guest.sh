@@ -36,13 +36,6 @@ chroot "$t" systemctl mask apt-daily.timer apt-daily-upgrade.timer dpkg-db-backu
         e2scrub_all.timer e2scrub_reap.service fstrim.timer serial-getty@ttyS0.service getty@tty1.service \
         systemd-timesyncd.service
 
-# runsc (gVisor, Debian's package) is in the image for the gvisor step, moved off the path the
-# server looks in (/usr/bin, /usr/sbin, /usr/local/bin, /usr/local/sbin: src/gvisor/runsc.c):
-# with it there, auto would pick gvisor and the native steps' agreement would not be native's.
-# The gvisor step (test-native.sh, step 6, as root) links it back for its own runs.
-mkdir -p "$t/usr/lib/vestibule-vm"
-chroot "$t" dpkg-divert --local --rename --divert /usr/lib/vestibule-vm/runsc --add /usr/bin/runsc
-
 chroot "$t" systemctl set-default multi-user.target
 # The journal stays in memory: nothing of a run's boot is kept, and disk writes cost under TCG.
 mkdir -p "$t/etc/systemd/journald.conf.d"
