@@ -337,7 +337,10 @@ static void box_wait_gone(struct gvisor_box *x)
 static void box_free(struct gvisor_box *x)
 {
         if (x->started) {
-                box_kill_all(x, x->run.pid);
+                /* runsc's group only while runsc is unreaped: once reaped, its pid (the group's
+                 * id) may be another run's by now (pid_max 32768 wraps in minutes under load);
+                 * the sweep finds its gofer and sandbox by their state folder */
+                box_kill_all(x, x->reaped ? 0 : x->run.pid);
                 box_reap(x);
                 box_wait_gone(x);
         }
