@@ -18,7 +18,7 @@ declare -A rank=(
         [service]=6 [setup]=6
         [naive]=5 [native]=5 [engine]=5 [gvisor]=5
         [audit]=4 [egress]=4
-        [run]=3
+        [run]=3 [cgroup]=4
         [config]=2 [workspace]=2 [rootfs]=2 [clients]=2
         [lazy]=1
         [common]=0

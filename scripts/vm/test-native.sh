@@ -41,7 +41,12 @@
 #      userns and confines nothing else); the profile is removed again. Debian's kernel has no
 #      kernel.apparmor_restrict_unprivileged_userns (Ubuntu's patch): this shows the profile
 #      loads and attaches in a real kernel and breaks nothing, not that it lifts Ubuntu's
-#      restriction.
+#      restriction;
+#   6. as root, last: the host's runsc (lent read-only like node; the image has none, so the
+#      steps above see no gvisor backend) is linked onto the path, and tests/vm/gvisor-limits.sh runs as the user
+#      in the user manager: the gvisor backend's runs graded exactly `gvisor`, usage from each
+#      run's scope, a memory hog OOM-killed at the cap and a fork bomb stopped at the pids cap,
+#      both named, each with its control.
 # A suite that is not built yet is reported ("skip ...") and left out, or is a failure with
 # VESTIBULE_VM_REQUIRE=1 (for CI once the native backend is merged); the self test always runs.
 #
@@ -74,6 +79,8 @@
 #                             way a client does (lib.mjs's makeWorld: the SDK default environment)
 #   VESTIBULE_VM_EXTRA_SHARES folders (space-separated, absolute) the extra command needs,
 #                             shared read-only at the same path
+#   VESTIBULE_VM_GVISOR       0 = leave out step 6 (default 1; needs the e2e binary, the rootfs
+#                             and the host's runsc, 2023 or later)
 #   VESTIBULE_VM_APPARMOR     0 = leave out step 5 (default 1; needs trixie's packages the first
 #                             time: tests/package/apparmor4.sh, cached in /var/tmp/vestibule-apparmor4)
 #   VESTIBULE_VM_REQUIRE      1 = a missing suite is a failure, not a skip
@@ -186,6 +193,23 @@ elif ! aa4_root=$("$vm_repo/tests/package/apparmor4.sh"); then
 else
         run_apparmor=1
 fi
+# Step 6's runsc: the host's, lent like node (Debian's package; 2023 or later, as the gvisor
+# backend requires: scripts/setup-lib.sh vst_install_runsc_newer puts Debian 13's on Debian 12).
+run_gvisor=0
+runsc_host=$(command -v runsc || true)
+runsc_date=$( [[ -z $runsc_host ]] || "$runsc_host" --version 2>/dev/null |
+        sed -n 's/^runsc version [0-9.]*~\{0,1\}\([0-9]\{8\}\).*/\1/p') || runsc_date=0
+if [[ ${VESTIBULE_VM_GVISOR:-1} == 0 ]]; then
+        log "gvisor step left out (VESTIBULE_VM_GVISOR=0)"
+elif [[ -z $runsc_host ]]; then
+        missing+=("gvisor: no runsc on the host to lend to the VM (apt install runsc)")
+elif [[ ${runsc_date:-0} -lt 20230101 ]]; then
+        missing+=("gvisor: the host's runsc is older than 2023 (the backend refuses it): bash -c 'source scripts/setup-lib.sh; vst_install_runsc_newer'")
+elif [[ ! -x $e2e_bin || ! -d $rootfs ]]; then
+        missing+=("gvisor: ${VESTIBULE_VM_E2E_BIN:-$build/vestibule-mcp} or the rootfs at $rootfs is missing")
+else
+        run_gvisor=1
+fi
 for m in "${missing[@]}"; do
         if [[ $require == 1 ]]; then log "FAIL $m"; else log "skip $m"; fi
 done
@@ -209,7 +233,7 @@ if [[ -n ${VESTIBULE_VM_SCOPE_COMPARE:-} ]]; then
         shares+=(--ro-share "$(dirname "$scope_compare")")
 fi
 [[ $run_apparmor == 0 ]] || shares+=(--ro-share "$aa4_root")
-if [[ $run_e2e == 1 || $run_clients == 1 || $run_apparmor == 1 ]]; then
+if [[ $run_e2e == 1 || $run_clients == 1 || $run_apparmor == 1 || $run_gvisor == 1 ]]; then
         e2e_bin_dir=$(dirname "$e2e_bin")
         case $e2e_bin_dir in
         "$src" | "$src"/* | "$build" | "$build"/*) ;;
@@ -238,6 +262,12 @@ if [[ $run_e2e == 1 || $run_verify == 1 || $run_clients == 1 ]]; then
         ln "$(readlink -f "$node_bin")" "$work/node/node" 2>/dev/null ||
                 cp "$(readlink -f "$node_bin")" "$work/node/node"
         shares+=(--ro-share "$work/node:/opt/vestibule-host-node/bin")
+fi
+if [[ $run_gvisor == 1 ]]; then
+        # one static binary (Debian's runsc), lent read-only like node; step 6 links it
+        mkdir "$work/runsc"
+        cp "$(readlink -f "$runsc_host")" "$work/runsc/runsc"
+        shares+=(--ro-share "$work/runsc:/opt/vestibule-host-runsc")
 fi
 # Results come back through a folder the guest user (uid 2000 on both sides) owns.
 mkdir "$work/out"
@@ -457,6 +487,30 @@ grep -qx 'isolation: native' <<<"$out" || aa_fail "the run under the profile is 
 "${parser[@]}" -R /tmp/vestibule-mcp-npm || aa_fail "apparmor_parser -R could not remove the profile"
 trap - EXIT
 echo "== AppArmor: loaded, attached (doctor), a native run under it graded native, removed: ok"
+EOF
+        } >>"$work/root-after.sh"
+fi
+# Step 6: the gvisor backend in a scope of each run's own (issue 26): the host's runsc linked
+# onto the path (the image has none, so the steps above see no gvisor backend), then
+# tests/vm/gvisor-limits.sh as the user in the user manager: grade exactly gvisor, usage from
+# the scope, a memory hog and a fork bomb stopped with the cap named, each with its control
+# (~70 s in a quiet VM).
+if [[ $run_gvisor == 1 ]]; then
+        {
+                echo 'set -u'
+                printf 'gv_bin=%q rootfs=%q gv_script=%q\n' "$e2e_bin" "$rootfs" \
+                        "$vm_repo/tests/vm/gvisor-limits.sh"
+                cat <<'EOF'
+echo "== gvisor: runsc in a systemd scope of each run's own (tests/vm/gvisor-limits.sh)"
+[[ ! -e /usr/bin/runsc ]] || { echo "== FAILED: gvisor: /usr/bin/runsc was on the path before this step"; exit 1; }
+ln -s /opt/vestibule-host-runsc/runsc /usr/bin/runsc || { echo "== FAILED: gvisor: cannot link the lent runsc"; exit 1; }
+s=$(date +%s)
+as_user systemd-run --user --pipe --wait --quiet --collect --working-directory=/tmp \
+        bash "$gv_script" "$gv_bin" "$rootfs"
+grc=$?
+rm -f /usr/bin/runsc
+echo "== gvisor: exit $grc in $(( $(date +%s) - s )) s"
+[[ $grc == 0 ]] || { echo "== FAILED: gvisor: the limits or the grade in the VM (above)"; exit 1; }
 EOF
         } >>"$work/root-after.sh"
 fi

@@ -43,6 +43,10 @@ struct engine_state {
          * connects to its unix sockets (the egress relay's) only when told to: runtimeArgs
          * --host-fifo=open, --host-uds=open (runsc flags). "" = allowed; else the fix. */
         char runtime_fifo_why[240], runtime_uds_why[240];
+        /* runsc registered without --network=none: Docker's NetworkMode none gives it no
+         * network namespace it accepts, so its start would be refused after its sandbox and
+         * gofer started, and those outlive the refusal on the engine's host (runtime.c) */
+        bool runtime_netns_refused;
         bool shutting_down;
         unsigned pending_removals; /* background removals still running */
         unsigned building;         /* prepare()s past their snapshot, not returned yet */

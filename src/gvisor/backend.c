@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
@@ -28,15 +32,14 @@
 #include "rootfs/tree.h"
 #include "workspace/workspace.h"
 
-/* The limits this backend does not apply (runsc runs with --ignore-cgroups). */
-#define GVISOR_GRADE                                                                               \
-        "gvisor-degraded (limits not applied: memory, cpu, pids: runsc runs with "                 \
-        "--ignore-cgroups and this backend gives it no cgroup of its own; /tmp's size, open "      \
-        "files and file size are capped)"
+/* How long destroy waits for the run's cgroup to empty after cgroup.kill (the kernel kills
+ * every task at once; this only bounds their exit under load). */
+#define GVISOR_EMPTY_WAIT_MS 2000
 
 struct gvisor_state {
         pthread_mutex_t lock;
         struct gvisor_runsc_facts facts;
+        struct cgroup_limits_info limits; /* how each run gets its cgroup (the last probe's) */
         bool probed;
         struct backend_probe probe;
         unsigned next_id;
@@ -59,6 +62,13 @@ struct gvisor_box {
         int pidfd;
         bool started, reaped, killed;
         struct rusage ru;
+        /* the run's cgroup, when the host gives one (cgroup/cgroup.h): runsc, its gofer and its
+         * sandbox all live in it; a scope also holds @keeper */
+        enum cgroup_limits_path cg_path;
+        struct cgroup_run cg;
+        pid_t keeper;             /* 0: none */
+        struct run_result *usage; /* read once from @cg, before the first kill (scratch) */
+        bool usage_read, usage_ok;
 };
 
 static const char *interpreter_of(enum sbx_language l)
@@ -95,6 +105,7 @@ static int write_new(const char *dir, const char *name, const char *data, size_t
 }
 
 static void box_free(struct gvisor_box *x);
+static void box_kill_all(struct gvisor_box *x, pid_t pid);
 static void box_freep(struct gvisor_box **x)
 {
         if (*x)
@@ -172,7 +183,48 @@ static int box_spec(struct gvisor_box *x, const char *const *argv, struct sbx_er
         return write_new(x->bundle, "config.json", json, strlen(json), err);
 }
 
-/* start runsc on the bundle; pidfd for the warden. */
+/* Put the held runsc child @pid in the run's own cgroup: a scope (with a keeper beside it) or
+ * a child of the delegated subtree; nothing where the host has neither (the grade says so). */
+static int box_place(struct gvisor_box *x, pid_t pid, struct sbx_error *err)
+{
+        struct gvisor_state *s = x->b->state;
+        struct cgroup_limits_info li;
+        int r;
+
+        if (x->cg_path == CGROUP_LIMITS_SCOPE) {
+                r = gvisor_keeper_start(&x->keeper, err);
+                if (r < 0)
+                        return r;
+                pid_t pids[2] = {x->keeper, pid};
+                return cgroup_scope_start_pids(x->cfg, pids, 2, &x->cg, err);
+        }
+        if (x->cg_path != CGROUP_LIMITS_DELEGATED)
+                return 0;
+        pthread_mutex_lock(&s->lock);
+        li = s->limits;
+        pthread_mutex_unlock(&s->lock);
+        r = cgroup_run_create(&li, x->cfg, &x->cg, err);
+        if (r < 0)
+                return r;
+        return cgroup_run_move(&x->cg, pid, err);
+}
+
+/* The held runsc child could not be placed or let go: end it (reaped: not started). */
+static void box_abandon(struct gvisor_box *x)
+{
+        kill(-x->run.pid, SIGKILL);
+        kill(x->run.pid, SIGKILL);
+        while (waitpid(x->run.pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        if (x->run.go_fd >= 0)
+                close(x->run.go_fd);
+        x->run.go_fd = -1;
+        close(x->run.out_fd);
+        close(x->run.err_fd);
+        x->run.out_fd = x->run.err_fd = -1;
+}
+
+/* start runsc on the bundle, in the run's cgroup; pidfd for the warden. */
 static int box_launch(struct gvisor_box *x, struct gvisor_state *s, struct sbx_error *err)
 {
         bool killed;
@@ -185,8 +237,16 @@ static int box_launch(struct gvisor_box *x, struct gvisor_state *s, struct sbx_e
                                            .log = x->log,
                                            .id = x->id,
                                            .out_fd = -1,
-                                           .err_fd = -1};
+                                           .err_fd = -1,
+                                           .go_fd = -1};
         r = gvisor_runsc_start(&x->run, err);
+        if (r == 0) {
+                r = box_place(x, x->run.pid, err);
+                if (r == 0)
+                        r = gvisor_runsc_go(&x->run, err);
+                if (r < 0)
+                        box_abandon(x);
+        }
         if (r == 0) {
                 x->started = true;
                 x->pidfd = (int)syscall(SYS_pidfd_open, x->run.pid, 0);
@@ -194,7 +254,7 @@ static int box_launch(struct gvisor_box *x, struct gvisor_state *s, struct sbx_e
         killed = x->killed;
         pthread_mutex_unlock(&x->lock);
         if (r == 0 && killed)
-                gvisor_runsc_kill(x->run.pid, x->state); /* kill() came before the start */
+                box_kill_all(x, x->run.pid); /* kill() came before the start */
         return r;
 }
 
@@ -208,7 +268,12 @@ static int box_new(struct backend *b, enum sbx_language language, struct gvisor_
         x->cfg = b->cfg;
         x->language = language;
         x->pidfd = -1;
-        x->run.out_fd = x->run.err_fd = -1;
+        x->run.out_fd = x->run.err_fd = x->run.go_fd = -1;
+        x->cg.dir_fd = -1;
+        x->usage = xcalloc(1, sizeof(*x->usage));
+        pthread_mutex_lock(&((struct gvisor_state *)b->state)->lock);
+        x->cg_path = ((struct gvisor_state *)b->state)->limits.path;
+        pthread_mutex_unlock(&((struct gvisor_state *)b->state)->lock);
         pthread_mutex_init(&x->lock, NULL);
         r = box_make(x, err);
         if (r < 0)
@@ -230,15 +295,62 @@ static int box_reap(struct gvisor_box *x)
         return status;
 }
 
+/* Read the run's cgroup once, before anything of it is killed: a scope's cgroup goes as soon
+ * as it is empty. x->lock held. */
+static void box_read_usage(struct gvisor_box *x)
+{
+        if (x->usage_read || !x->cg.path[0])
+                return;
+        x->usage_read = true;
+        x->usage_ok = cgroup_run_read(&x->cg, x->cfg, x->usage);
+}
+
+/* Kill all of the run: its cgroup at once (cgroup.kill: every task, a fork in flight too),
+ * then runsc's process group and whatever names its state folder (the only way where there is
+ * no cgroup; the ptrace platform's stubs die with the Sentry that traces them). */
+static void box_kill_all(struct gvisor_box *x, pid_t pid)
+{
+        cgroup_run_kill(&x->cg);
+        gvisor_runsc_kill(pid, x->state);
+}
+
+/* After the kill: wait, bounded, until nothing of the run is alive (its cgroup empty, or no
+ * process naming its state folder), re-killing what a sweep still finds. */
+static void box_wait_gone(struct gvisor_box *x)
+{
+        uint64_t end = sbx_now_ms() + GVISOR_EMPTY_WAIT_MS;
+
+        while (sbx_now_ms() < end) {
+                bool left = x->cg.path[0] ? cgroup_run_populated(&x->cg) : false;
+                if (gvisor_runsc_kill(0, x->state) > 0)
+                        left = true;
+                if (!left)
+                        return;
+                if (x->cg.path[0])
+                        cgroup_run_kill(&x->cg);
+                usleep(10000);
+        }
+        log_warning("gvisor: the sandbox '%s' still had processes %d ms after its kill", x->id,
+                    GVISOR_EMPTY_WAIT_MS);
+}
+
 static void box_free(struct gvisor_box *x)
 {
         if (x->started) {
-                gvisor_runsc_kill(x->run.pid, x->state);
+                /* runsc's group only while runsc is unreaped: once reaped, its pid (the group's
+                 * id) may be another run's by now (pid_max 32768 wraps in minutes under load);
+                 * the sweep finds its gofer and sandbox by their state folder */
+                box_kill_all(x, x->reaped ? 0 : x->run.pid);
                 box_reap(x);
-                /* the gofer and the sandbox die with runsc (attached); sweep what did not */
-                for (int i = 0; i < 50 && gvisor_runsc_kill(0, x->state) > 0; i++)
-                        usleep(10000);
+                box_wait_gone(x);
         }
+        if (x->keeper > 0) {
+                kill(x->keeper, SIGKILL);
+                while (waitpid(x->keeper, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        cgroup_run_remove(&x->cg);
+        free(x->usage);
         if (x->pidfd >= 0)
                 close(x->pidfd);
         if (x->run.out_fd >= 0)
@@ -331,6 +443,38 @@ static int probe_trees(const struct sbx_config *cfg, struct sbx_error *err)
         return 0;
 }
 
+/* The grade given how runs get their cgroup (@li): "gvisor" when runsc, its gofer and its
+ * Sentry run in a cgroup of the run's own with all three controllers, else
+ * "gvisor-degraded (limits not applied: ...)" naming what is missing and why. */
+__attribute__((format(printf, 3, 4))) static void strf(char *buf, size_t size, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, size, fmt, ap); /* cut at @size on purpose */
+        va_end(ap);
+}
+
+static bool grade_of(const struct cgroup_limits_info *li, char *grade, size_t size)
+{
+        if (li->path != CGROUP_LIMITS_NONE && !li->missing[0]) {
+                strf(grade, size, "gvisor");
+                return false;
+        }
+        if (li->path != CGROUP_LIMITS_NONE)
+                strf(grade, size,
+                     "gvisor-degraded (limits not applied: %s: the controllers are not "
+                     "delegated to this user's cgroup)",
+                     li->missing);
+        else
+                strf(grade, size,
+                     "gvisor-degraded (limits not applied: memory, cpu, pids: runsc runs with "
+                     "--ignore-cgroups and no cgroup of the run's own: %.150s; /tmp's size, "
+                     "open files and file size are capped)",
+                     li->why_none);
+        return true;
+}
+
 static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx_error *err)
 {
         struct gvisor_state *s = b->state;
@@ -355,8 +499,15 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
                              "(or use VESTIBULE_BACKEND=native with VESTIBULE_RUN_AS)");
         if (r == 0)
                 r = probe_trees(b->cfg, &e);
-        if (r == 0)
+        if (r == 0) {
+                struct cgroup_limits_info li;
+                cgroup_limits_detect(b->cfg, &li);
+                pthread_mutex_lock(&s->lock);
+                s->limits = li;
+                pthread_mutex_unlock(&s->lock);
+                /* the test run goes in the run's cgroup too: the path is proven before use */
                 r = probe_run(b, release, sizeof(release), &e);
+        }
         uname(&host);
         if (r == 0 && strcmp(release, host.release) == 0)
                 r = sbx_fail(&e, EPROTO,
@@ -374,8 +525,9 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
                 snprintf(p.details + n, sizeof(p.details) - n, "%s, host: %s)", release,
                          host.release);
                 p.usable = true;
-                p.degraded = true;
-                snprintf(p.grade, sizeof(p.grade), "%s", GVISOR_GRADE);
+                pthread_mutex_lock(&s->lock);
+                p.degraded = grade_of(&s->limits, p.grade, sizeof(p.grade));
+                pthread_mutex_unlock(&s->lock);
         } else {
                 snprintf(p.blocked, sizeof(p.blocked), "%s", e.msg);
                 size_t n = strlen(p.details);
@@ -471,14 +623,41 @@ static void gvisor_kill(struct sandbox *sandbox)
         pthread_mutex_lock(&x->lock);
         x->killed = true;
         pid = x->started && !x->reaped ? x->run.pid : 0;
+        box_read_usage(x);
         pthread_mutex_unlock(&x->lock);
-        gvisor_runsc_kill(pid, x->state);
+        box_kill_all(x, pid);
 }
 
 static void not_measured(struct run_measure *m, const char *why)
 {
         m->measured = false;
         snprintf(m->why, sizeof(m->why), "%s", why);
+}
+
+/* Usage from the run's cgroup (read before its kill), else runsc's rusage for the CPU. */
+static void box_usage(struct gvisor_box *x, const struct sandbox_watch *w, struct run_result *res)
+{
+        if (x->usage_ok) {
+                res->usage.cpu_us = x->usage->usage.cpu_us;
+                res->usage.mem_peak_bytes = x->usage->usage.mem_peak_bytes;
+                res->usage.pids_peak = x->usage->usage.pids_peak;
+                memcpy(res->limits_hit, x->usage->limits_hit, sizeof(res->limits_hit));
+                res->oom_killed = x->usage->oom_killed;
+                res->mem_limit_bytes = x->usage->mem_limit_bytes;
+                return;
+        }
+        /* runsc waited for its own children (the sandbox, the gofer): their CPU is in its
+         * rusage; a kill cuts that short, so the figure is then a floor */
+        res->usage.cpu_us.measured = true;
+        res->usage.cpu_us.at_least = w->forced != RUN_OUTCOME_NONE;
+        res->usage.cpu_us.value =
+            (uint64_t)(x->ru.ru_utime.tv_sec + x->ru.ru_stime.tv_sec) * 1000000u +
+            (uint64_t)(x->ru.ru_utime.tv_usec + x->ru.ru_stime.tv_usec);
+        const char *why = x->cg.path[0] ? "the run's cgroup could not be read"
+                                        : "no cgroup of the run's own on this host (runsc "
+                                          "--ignore-cgroups)";
+        not_measured(&res->usage.mem_peak_bytes, why);
+        not_measured(&res->usage.pids_peak, why);
 }
 
 static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w,
@@ -488,7 +667,10 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         char fatal[400];
         int status;
 
-        gvisor_runsc_kill(x->run.pid, x->state); /* whatever the program left */
+        pthread_mutex_lock(&x->lock);
+        box_read_usage(x); /* before the kill: a scope's cgroup goes once empty */
+        pthread_mutex_unlock(&x->lock);
+        box_kill_all(x, x->run.pid); /* whatever the program left */
         pthread_mutex_lock(&x->lock);
         status = box_reap(x);
         pthread_mutex_unlock(&x->lock);
@@ -500,18 +682,15 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
                 res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
                 res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
         }
-        /* runsc waited for its own children (the sandbox, the gofer): their CPU is in its
-         * rusage; a kill cuts that short, so the figure is then a floor */
-        res->usage.cpu_us.measured = true;
-        res->usage.cpu_us.at_least = w->forced != RUN_OUTCOME_NONE;
-        res->usage.cpu_us.value =
-            (uint64_t)(x->ru.ru_utime.tv_sec + x->ru.ru_stime.tv_sec) * 1000000u +
-            (uint64_t)(x->ru.ru_utime.tv_usec + x->ru.ru_stime.tv_usec);
-        not_measured(&res->usage.mem_peak_bytes,
-                     "gVisor's memory is its Sentry's; not counted without a cgroup of the run's "
-                     "own (runsc --ignore-cgroups)");
-        not_measured(&res->usage.pids_peak, "the program's tasks live inside gVisor's Sentry");
-        if (w->forced == RUN_OUTCOME_NONE && gvisor_runsc_fatal(x->log, fatal, sizeof(fatal))) {
+        box_usage(x, w, res);
+        if (res->oom_killed && w->forced == RUN_OUTCOME_NONE &&
+            res->outcome == RUN_OUTCOME_EXITED && res->exit_code == 0) {
+                /* the kernel killed the Sentry; runsc's own status need not say so */
+                res->outcome = RUN_OUTCOME_SIGNALED;
+                res->term_signal = SIGKILL;
+        }
+        if (w->forced == RUN_OUTCOME_NONE && !res->oom_killed &&
+            gvisor_runsc_fatal(x->log, fatal, sizeof(fatal))) {
                 res->outcome = RUN_OUTCOME_NONE;
                 return sbx_fail(err, ENOEXEC, "runsc could not run the program: %s", fatal);
         }

@@ -26,52 +26,76 @@ static const char *const runsc_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NUL
 /* In the child: dies with the thread that forked it (the run's: a server that dies takes its
  * sandboxes along; runsc's gofer and sandbox die with runsc), fds 0-2, then close the rest and
  * exec; never returns. */
-static void child_exec(const char *const *argv, int out_fd, int err_fd, pid_t parent)
+static void child_exec(const char *const *argv, int out_fd, int err_fd, const int go[2],
+                       pid_t parent)
 {
         int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        char c;
+        ssize_t n;
 
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                 _exit(127);
         if (null_fd < 0 || setpgid(0, 0) < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 ||
             dup2(err_fd, 2) < 0)
                 _exit(127);
+        /* held: one byte says go (the parent has put this process in the run's cgroup, so
+         * runsc and all it starts are born there); EOF says give up */
+        if (go[0] >= 0) {
+                close(go[1]);
+                do
+                        n = read(go[0], &c, 1);
+                while (n < 0 && errno == EINTR);
+                if (n != 1)
+                        _exit(127);
+        }
         closefrom(3);
         execve(argv[0], (char *const *)argv, (char *const *)runsc_env);
         _exit(127);
 }
 
-/* fork @argv with stdout and stderr to two new pipes (read ends in @ret_out, @ret_err). */
-static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, int *ret_err,
-                       struct sbx_error *err)
+static void close_pair(int p[2])
 {
-        int out[2] = {-1, -1}, errp[2] = {-1, -1};
+        for (int i = 0; i < 2; i++)
+                if (p[i] >= 0)
+                        close(p[i]);
+        p[0] = p[1] = -1;
+}
+
+/* fork @argv with stdout and stderr to two new pipes (read ends in @ret_out, @ret_err); with
+ * @ret_go, held before exec until a byte is written to *@ret_go (the write end). */
+static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, int *ret_err,
+                       int *ret_go, struct sbx_error *err)
+{
+        int out[2] = {-1, -1}, errp[2] = {-1, -1}, go[2] = {-1, -1};
         pid_t pid;
 
-        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+            (ret_go && pipe2(go, O_CLOEXEC) < 0)) {
                 int e = errno;
-                if (out[0] >= 0) {
-                        close(out[0]);
-                        close(out[1]);
-                }
-                return sbx_fail(err, e, "cannot make runsc's output pipes: %s", strerror(e));
+                close_pair(out);
+                close_pair(errp);
+                return sbx_fail(err, e, "cannot make runsc's pipes: %s", strerror(e));
         }
         pid_t parent = getpid();
         pid = fork();
         if (pid < 0) {
                 int e = errno;
-                close(out[0]);
-                close(out[1]);
-                close(errp[0]);
-                close(errp[1]);
+                close_pair(out);
+                close_pair(errp);
+                close_pair(go);
                 return sbx_fail(err, e, "cannot fork for runsc: %s; retry", strerror(e));
         }
         if (pid == 0)
-                child_exec(argv, out[1], errp[1], parent);
+                child_exec(argv, out[1], errp[1], go, parent);
         /* the group exists before fork returns here too: a kill right after it reaches the
          * child even before the child ran (setpgid(2): both sides, against the race) */
         (void)setpgid(pid, pid);
         close(out[1]);
         close(errp[1]);
+        if (ret_go) {
+                close(go[0]);
+                *ret_go = go[1];
+        }
         *ret_pid = pid;
         *ret_out = out[0];
         *ret_err = errp[0];
@@ -97,7 +121,42 @@ int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err)
                               r->id,
                               NULL};
 
-        return spawn_piped(argv, &r->pid, &r->out_fd, &r->err_fd, err);
+        return spawn_piped(argv, &r->pid, &r->out_fd, &r->err_fd, &r->go_fd, err);
+}
+
+int gvisor_runsc_go(struct gvisor_runsc_run *r, struct sbx_error *err)
+{
+        ssize_t n;
+
+        if (r->go_fd < 0)
+                return sbx_fail(err, EINVAL, "runsc was started already");
+        do
+                n = write(r->go_fd, "g", 1);
+        while (n < 0 && errno == EINTR);
+        close(r->go_fd);
+        r->go_fd = -1;
+        if (n != 1)
+                return sbx_fail(err, EPIPE, "cannot let runsc start (its held child is gone)");
+        return 0;
+}
+
+int gvisor_keeper_start(pid_t *ret, struct sbx_error *err)
+{
+        pid_t parent = getpid();
+        pid_t pid = fork();
+
+        if (pid < 0)
+                return sbx_fail(err, errno, "cannot fork the run's cgroup keeper: %m; retry");
+        if (pid == 0) {
+                /* no fd of the server's (another run's pipe end would keep its EOF away) */
+                closefrom(0);
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                        _exit(127);
+                for (;;)
+                        pause();
+        }
+        *ret = pid;
+        return 0;
 }
 
 /* Does /proc/@pid/cmdline name "--root=@root" or "--root\0@root"? Zombies have none. */
@@ -212,7 +271,7 @@ int gvisor_runsc_capture(const char *const *argv, unsigned timeout_ms, char *ret
         int r;
 
         ret[0] = '\0';
-        r = spawn_piped(argv, &pid, &out_fd, &err_fd, err);
+        r = spawn_piped(argv, &pid, &out_fd, &err_fd, NULL, err);
         if (r < 0)
                 return r;
         /* both streams into one buffer: the child's stderr is read after its stdout's EOF */

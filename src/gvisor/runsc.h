@@ -18,6 +18,7 @@ struct gvisor_runsc_run {
         pid_t pid;          /* set by gvisor_runsc_start(): the runsc process, leader of its own
                                process group (set on both sides of the fork) */
         int out_fd, err_fd; /* read ends of the program's stdout and stderr (-1 once closed) */
+        int go_fd;          /* write end that lets the held child exec runsc, or -1 */
 };
 
 /**
@@ -25,10 +26,27 @@ struct gvisor_runsc_run {
  * --root @root --log @log run --bundle @bundle @id` in a new process group (setpgid: one group
  * holds runsc, its user-namespace child and its gofer; the sandbox process runsc starts in a
  * session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin /dev/null,
- * stdout and stderr to new pipes, no other fd, environment PATH only.
- * Return: 0 with @r->pid, @r->out_fd, @r->err_fd set; -errno with @err.
+ * stdout and stderr to new pipes, no other fd, environment PATH only. The child is held before
+ * its exec until gvisor_runsc_go(): the caller puts it in the run's cgroup first, so runsc, its
+ * gofer and its sandbox (the Sentry) are all born there. A caller that gives up kills @r->pid.
+ * Return: 0 with @r->pid, @r->out_fd, @r->err_fd, @r->go_fd set; -errno with @err.
  */
 int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err);
+
+/**
+ * gvisor_runsc_go() - let the child gvisor_runsc_start() held exec runsc; closes @r->go_fd.
+ * Return: 0, or -EPIPE with @err when the child is gone.
+ */
+int gvisor_runsc_go(struct gvisor_runsc_run *r, struct sbx_error *err);
+
+/**
+ * gvisor_keeper_start() - fork a child that only waits (pause(2), no fd, dies with the forking
+ * thread: PR_SET_PDEATHSIG), to sit in a run's systemd scope beside runsc: systemd removes an
+ * empty scope's cgroup at once, and the keeper keeps it (and its usage files) until the run's
+ * end has been read. The caller kills it (cgroup.kill or SIGKILL) and reaps it.
+ * Return: 0 with *@ret set, or -errno with @err.
+ */
+int gvisor_keeper_start(pid_t *ret, struct sbx_error *err);
 
 /**
  * gvisor_runsc_kill() - SIGKILL @pid's process group, then every process whose command line

@@ -40,7 +40,7 @@ struct native_state {
         bool ran;              /* at least one sandbox was set up: the facts below are real */
         int last_landlock_abi; /* applied in the last sandbox (0 = none) */
         bool last_hidepid;     /* /proc was mounted with hidepid=invisible */
-        struct native_limits_info limits;
+        struct cgroup_limits_info limits;
         bool limits_forced;
         /* Set when a run could not have the cgroup the probe found (systemd refused the scope,
          * the delegated subtree failed): from then on this server's runs go without one, and
@@ -67,7 +67,7 @@ struct native_reap {
         pid_t pid;
         int pidfd; /* owned */
         bool has_cg;
-        struct native_cgroup cg;
+        struct cgroup_run cg;
         struct native_notify *notify; /* the run's supervisor, stopped and joined here */
         int sync_fd; /* owned: init's sync socket, which @notify watches; closed only after
                       * @notify is joined (closed earlier, its number could be a new sandbox's
@@ -273,15 +273,15 @@ static const char *rootfs_name(enum sbx_language l)
         return l == SBX_LANG_NODE ? "node" : "python";
 }
 
-bool native_grade_limits(const struct native_limits_info *li, char *grade, size_t size)
+bool native_grade_limits(const struct cgroup_limits_info *li, char *grade, size_t size)
 {
         bool nproc_ok = kernel_at_least(5, 14);
 
-        if (li->path != NATIVE_LIMITS_NONE && !li->missing[0]) {
+        if (li->path != CGROUP_LIMITS_NONE && !li->missing[0]) {
                 native_strf(grade, size, "native");
                 return false;
         }
-        if (li->path != NATIVE_LIMITS_NONE) {
+        if (li->path != CGROUP_LIMITS_NONE) {
                 native_strf(grade, size,
                             "native-degraded (limits not applied: %s: the controllers are not "
                             "delegated to this user's cgroup)",
@@ -308,9 +308,9 @@ static void grade_from_limits(struct native_state *s, const struct sbx_config *c
  * number the rlimit would refuse first: pids.events would stay 0 and the result could not say
  * "limits hit: pids". Where a cgroup caps pids, the cgroup is the cap and the rlimit a
  * backstop a few tasks above it; elsewhere the rlimit is the cap. */
-static unsigned nproc_limit(const struct native_limits_info *li, unsigned pids_max)
+static unsigned nproc_limit(const struct cgroup_limits_info *li, unsigned pids_max)
 {
-        if (pids_max == 0 || li->path == NATIVE_LIMITS_NONE || strstr(li->missing, "pids"))
+        if (pids_max == 0 || li->path == CGROUP_LIMITS_NONE || strstr(li->missing, "pids"))
                 return pids_max;
         return pids_max + 4;
 }
@@ -318,9 +318,9 @@ static unsigned nproc_limit(const struct native_limits_info *li, unsigned pids_m
 static void probe_details(struct native_state *s, struct backend_probe *p)
 {
         static const char *const paths[] = {
-            [NATIVE_LIMITS_NONE] = "none of its own (rlimits only; RLIMIT_NPROC caps processes)",
-            [NATIVE_LIMITS_SCOPE] = "a transient systemd scope per run (user bus)",
-            [NATIVE_LIMITS_DELEGATED] = "a child of the server's delegated cgroup v2 subtree",
+            [CGROUP_LIMITS_NONE] = "none of its own (rlimits only; RLIMIT_NPROC caps processes)",
+            [CGROUP_LIMITS_SCOPE] = "a transient systemd scope per run (user bus)",
+            [CGROUP_LIMITS_DELEGATED] = "a child of the server's delegated cgroup v2 subtree",
         };
         char landlock[96];
 
@@ -409,9 +409,9 @@ static int native_probe(struct backend *b, struct backend_probe *ret, struct sbx
                             uname(&u) == 0 ? u.release : "unknown");
         }
         if (!s->limits_forced)
-                native_limits_detect(cfg, &s->limits);
+                cgroup_limits_detect(cfg, &s->limits);
         if (s->limits_broken[0]) {
-                s->limits.path = NATIVE_LIMITS_NONE;
+                s->limits.path = CGROUP_LIMITS_NONE;
                 s->limits.missing[0] = '\0';
                 native_strf(s->limits.why_none, sizeof(s->limits.why_none), "%s", s->limits_broken);
         }
@@ -432,11 +432,11 @@ done:
 struct run_ctx {
         int pidfd;
         uint64_t pidns_ino;
-        bool count_tasks;         /* no pids controller: RLIMIT_NPROC is the cap, counted by hand */
-        int tasks_seen;           /* most tasks of the run counted before a kill, -1 = none */
-        bool program_ended;       /* init reported the program's end */
-        bool killed;              /* kill_tree ran: a later spawned init is killed at once */
-        struct native_cgroup *cg; /* NULL: no cgroup of its own */
+        bool count_tasks;      /* no pids controller: RLIMIT_NPROC is the cap, counted by hand */
+        int tasks_seen;        /* most tasks of the run counted before a kill, -1 = none */
+        bool program_ended;    /* init reported the program's end */
+        bool killed;           /* kill_tree ran: a later spawned init is killed at once */
+        struct cgroup_run *cg; /* NULL: no cgroup of its own */
         const struct sbx_config *cfg;
         pthread_mutex_t lock;
         bool read_done; /* the cgroup was read (or tried) once */
@@ -455,7 +455,7 @@ static void read_usage_once(void *userdata)
         pthread_mutex_lock(&c->lock);
         if (c->cg && !c->read_done) {
                 uint64_t t0 = sbx_trace_now_us();
-                c->read_ok = native_cgroup_read(c->cg, c->cfg, &c->usage);
+                c->read_ok = cgroup_run_read(c->cg, c->cfg, &c->usage);
                 c->read_done = true;
                 c->read_us = sbx_trace_now_us() - t0;
         }
@@ -542,19 +542,19 @@ static void kill_tree(void *userdata)
         if (c->pidfd >= 0)
                 syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
         pthread_mutex_unlock(&c->lock);
-        native_cgroup_kill(c->cg);
+        cgroup_run_kill(c->cg);
 }
 
 struct scope_ud {
         const struct sbx_config *cfg;
-        struct native_cgroup *cg;
+        struct cgroup_run *cg;
         bool failed; /* the scope could not be had (the child never ran anything) */
 };
 
 static int scope_place(void *ud, pid_t pid, struct sbx_error *err)
 {
         struct scope_ud *u = ud;
-        int r = native_scope_start(u->cfg, pid, u->cg, err);
+        int r = cgroup_scope_start(u->cfg, pid, u->cg, err);
 
         u->failed = r < 0;
         return r;
@@ -602,7 +602,7 @@ static void reap_one(struct native_reap *it)
         if (it->sync_fd >= 0)
                 close(it->sync_fd);
         if (it->has_cg)
-                native_cgroup_remove(&it->cg);
+                cgroup_run_remove(&it->cg);
         close(it->pidfd);
 }
 
@@ -687,7 +687,7 @@ struct native_box {
         struct egress_session *egress; /* the run's proxy, from start to collect (or destroy) */
         /* setup must not delete this tree while the run has it as / (rootfs/hold.h) */
         struct setup_rootfs_hold hold;
-        struct native_cgroup cg;
+        struct cgroup_run cg;
         struct scope_ud sud;
         struct run_ctx ctx;       /* kill_tree's, shared with the supervisor thread */
         struct native_sandbox sb; /* from native_spawn: init, its pipes and sync socket */
@@ -755,16 +755,16 @@ static int box_limits_and_hold(struct native_box *x, struct sbx_error *err)
         /* Without a pids controller of the run's own, RLIMIT_NPROC is the cap: count the
          * run's tasks when it ends (init) or is killed (kill_tree), to say whether it was
          * reached. */
-        x->ctx.count_tasks = x->cfg->pids_max > 0 && (s->limits.path == NATIVE_LIMITS_NONE ||
+        x->ctx.count_tasks = x->cfg->pids_max > 0 && (s->limits.path == CGROUP_LIMITS_NONE ||
                                                       strstr(s->limits.missing, "pids") != NULL);
         sbx_trace_lap(&x->trace, "prepare");
-        if (s->limits.path == NATIVE_LIMITS_DELEGATED) {
-                r = native_cgroup_create(&s->limits, x->cfg, &x->cg, err);
+        if (s->limits.path == CGROUP_LIMITS_DELEGATED) {
+                r = cgroup_run_create(&s->limits, x->cfg, &x->cg, err);
                 if (r < 0)
                         return limits_broke(s, err);
                 x->ctx.cg = &x->cg;
                 sbx_trace_lap(&x->trace, "cgroup_create");
-        } else if (s->limits.path == NATIVE_LIMITS_SCOPE) {
+        } else if (s->limits.path == CGROUP_LIMITS_SCOPE) {
                 x->ctx.cg = &x->cg;
         }
         return setup_rootfs_hold(x->cfg->rootfs_dir, rootfs_name(x->language), &x->hold, err);
@@ -868,13 +868,13 @@ static int box_spawn(struct native_box *x, struct sbx_error *err)
             .host_uid = host_root ? cfg->run_as_uid : getuid(),
             .host_gid = host_root ? cfg->run_as_gid : getgid(),
             .host_root = host_root,
-            .cgroup_fd = s->limits.path == NATIVE_LIMITS_DELEGATED ? x->cg.dir_fd : -1,
+            .cgroup_fd = s->limits.path == CGROUP_LIMITS_DELEGATED ? x->cg.dir_fd : -1,
             .count_tasks = x->ctx.count_tasks,
             .trace = &x->trace,
             .envp = envp,
             .egress = x->network == RUN_NETWORK_ALLOWLIST,
         };
-        if (s->limits.path == NATIVE_LIMITS_SCOPE) {
+        if (s->limits.path == CGROUP_LIMITS_SCOPE) {
                 sp.after_clone = scope_place;
                 sp.after_clone_ud = &x->sud;
         }
@@ -973,7 +973,7 @@ static int native_start(struct sandbox *sandbox, const struct run_request *req,
                         return r;
                 sbx_trace_lap(&x->trace, "spare_check");
                 /* the run's CPU counts from the hand-over: the interpreter's start-up is not its */
-                if (!native_cgroup_cpu_us(x->ctx.cg, &x->cpu_before_us))
+                if (!cgroup_run_cpu_us(x->ctx.cg, &x->cpu_before_us))
                         x->cpu_before_us = 0;
         }
         if (x->network == RUN_NETWORK_ALLOWLIST) {
@@ -1153,13 +1153,13 @@ static void native_sandbox_destroy(struct sandbox *sandbox)
                 it->pid = x->sb.pid;
                 it->has_cg = x->ctx.cg != NULL;
                 it->cg = x->cg;
-                x->cg = (struct native_cgroup){.dir_fd = -1};
+                x->cg = (struct cgroup_run){.dir_fd = -1};
                 it->notify = TAKE_PTR(x->notify);
                 it->sync_fd = TAKE_FD(x->sb.sync_fd);
                 reap_later(x->s, it);
         } else {
-                native_cgroup_kill(x->ctx.cg);
-                native_cgroup_remove(&x->cg);
+                cgroup_run_kill(x->ctx.cg);
+                cgroup_run_remove(&x->cg);
         }
         sbx_trace_end(&x->trace);
         box_free(x);
@@ -1186,7 +1186,7 @@ static void box_free(struct native_box *x)
         if (x->ctx.pidfd >= 0)
                 close(TAKE_FD(x->ctx.pidfd));
         pthread_mutex_unlock(&x->ctx.lock);
-        native_cgroup_remove(&x->cg); /* prepare failed after making it */
+        cgroup_run_remove(&x->cg); /* prepare failed after making it */
         setup_rootfs_release(&x->hold);
         pthread_mutex_destroy(&x->ctx.lock);
         free(x->rootfs);
@@ -1201,7 +1201,7 @@ static const struct sandbox_ops native_sandbox_ops = {
     .destroy = native_sandbox_destroy,
 };
 
-void native_backend_force_limits(struct backend *b, const struct native_limits_info *li)
+void native_backend_force_limits(struct backend *b, const struct cgroup_limits_info *li)
 {
         struct native_state *s = b->state;
 
@@ -1293,7 +1293,7 @@ unsigned native_backend_probe_gen(struct backend *b)
 }
 
 void native_backend_facts(struct backend *b, const struct native_filter **ret_filter,
-                          struct native_limits_info *ret_limits)
+                          struct cgroup_limits_info *ret_limits)
 {
         struct native_state *s = b->state;
 

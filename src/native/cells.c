@@ -44,7 +44,7 @@ struct sandbox {
         char image[256];
         struct native_sandbox ns; /* init: pid, pidfd, out_fd, err_fd, sync_fd, listener_fd */
         struct native_notify *notify;
-        struct native_cgroup cg;
+        struct cgroup_run cg;
         bool has_cg;
         struct setup_rootfs_hold hold;
         int cell_w;   /* write end of the runner's fd 4 */
@@ -72,7 +72,7 @@ static int scope_place(void *ud, pid_t pid, struct sbx_error *err)
 {
         struct sandbox *sb = ud;
 
-        return native_scope_start(sb->cfg, pid, &sb->cg, err);
+        return cgroup_scope_start(sb->cfg, pid, &sb->cg, err);
 }
 
 static void cells_kill(struct sandbox *sb)
@@ -83,7 +83,7 @@ static void cells_kill(struct sandbox *sb)
                 syscall(SYS_pidfd_send_signal, sb->ns.pidfd, SIGKILL, NULL, 0);
         pthread_mutex_unlock(&sb->lock);
         if (sb->has_cg)
-                native_cgroup_kill(&sb->cg);
+                cgroup_run_kill(&sb->cg);
 }
 
 static bool runner_alive(struct sandbox *sb)
@@ -195,7 +195,7 @@ static void cells_destroy(struct sandbox *sb)
                 if (fds[i] >= 0)
                         close(fds[i]);
         if (sb->has_cg)
-                native_cgroup_remove(&sb->cg);
+                cgroup_run_remove(&sb->cg);
         setup_rootfs_release(&sb->hold);
         pthread_mutex_destroy(&sb->lock);
         free(sb);
@@ -272,19 +272,19 @@ static void cells_env(const char *envp[32])
 
 /* Where the session's processes are counted (a delegated cgroup made now, or a scope placed
  * after the clone), its rootfs held, and (a spare) what it was built from stamped. */
-static int cells_place_and_hold(struct sandbox *sb, const struct native_limits_info *li,
+static int cells_place_and_hold(struct sandbox *sb, const struct cgroup_limits_info *li,
                                 struct native_spawn *sp, struct sbx_error *err)
 {
         const struct sbx_config *cfg = sb->cfg;
         int r;
 
-        if (li->path == NATIVE_LIMITS_DELEGATED) {
-                r = native_cgroup_create(li, cfg, &sb->cg, err);
+        if (li->path == CGROUP_LIMITS_DELEGATED) {
+                r = cgroup_run_create(li, cfg, &sb->cg, err);
                 if (r < 0)
                         return r;
                 sb->has_cg = true;
                 sp->cgroup_fd = sb->cg.dir_fd;
-        } else if (li->path == NATIVE_LIMITS_SCOPE) {
+        } else if (li->path == CGROUP_LIMITS_SCOPE) {
                 sp->after_clone = scope_place;
                 sp->after_clone_ud = sb;
                 sb->has_cg = true;
@@ -300,7 +300,7 @@ static int cells_place_and_hold(struct sandbox *sb, const struct native_limits_i
 
 /* The runner's start: spawn with the pipes, the supervisor, and its "ready". */
 static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
-                       const struct native_limits_info *li, struct sbx_error *err)
+                       const struct cgroup_limits_info *li, struct sbx_error *err)
 {
         const struct sbx_config *cfg = sb->cfg;
         _cleanup_free_ char *rootfs = xasprintf("%s/%s", cfg->rootfs_dir, rootfs_tree(sb->lang));
@@ -324,7 +324,7 @@ static int cells_spawn(struct sandbox *sb, const struct native_filter *filter,
             /* as a one-shot run's: the cgroup is the cap where there is one, the rlimit a
              * backstop a few tasks above it (backend.c, nproc_limit) */
             .pids_max =
-                cfg->pids_max == 0 || li->path == NATIVE_LIMITS_NONE || strstr(li->missing, "pids")
+                cfg->pids_max == 0 || li->path == CGROUP_LIMITS_NONE || strstr(li->missing, "pids")
                     ? cfg->pids_max
                     : cfg->pids_max + 4,
             .userns_limits = quotas,
@@ -378,7 +378,7 @@ static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, str
 {
         const struct sbx_config *cfg = spec->cfg ? spec->cfg : b->cfg;
         const struct native_filter *filter = NULL;
-        struct native_limits_info li;
+        struct cgroup_limits_info li;
         struct backend_probe probe;
         struct sandbox *sb;
         int r;
@@ -459,7 +459,7 @@ static void cells_usage(struct sandbox *sb, struct run_result *res)
 {
         struct run_result now = {0};
 
-        if (!sb->has_cg || !native_cgroup_read(&sb->cg, sb->cfg, &now)) {
+        if (!sb->has_cg || !cgroup_run_read(&sb->cg, sb->cfg, &now)) {
                 const char *why = sb->has_cg ? "the session's cgroup could not be read"
                                              : "no cgroup of its own on this host";
                 not_measured(&res->usage.cpu_us, why);
@@ -477,7 +477,7 @@ static void cells_usage(struct sandbox *sb, struct run_result *res)
              i++) {
                 struct run_result again = {0};
                 usleep(20000);
-                if (native_cgroup_read(&sb->cg, sb->cfg, &again) && again.oom_killed)
+                if (cgroup_run_read(&sb->cg, sb->cfg, &again) && again.oom_killed)
                         now.oom_killed = true;
         }
         res->usage.cpu_us = now.usage.cpu_us;
@@ -560,7 +560,7 @@ static int cells_claim(struct sandbox *sb, struct sbx_error *err)
                 return r;
         if (!cells_alive(sb))
                 return sbx_fail(err, ESTALE, "the spare session's interpreter is gone");
-        if (sb->has_cg && native_cgroup_cpu_us(&sb->cg, &cpu_us))
+        if (sb->has_cg && cgroup_run_cpu_us(&sb->cg, &cpu_us))
                 sb->cpu_us_seen = cpu_us;
         return 0;
 }

@@ -31,8 +31,8 @@ const char *const native_host_system_dirs[] = {
 
 /* Everything one host run holds, released by host_done(). */
 struct host_run {
-        struct native_limits_info limits;
-        struct native_cgroup cg;
+        struct cgroup_limits_info limits;
+        struct cgroup_run cg;
         bool have_cg;
         struct native_filter filter;
         bool have_filter;
@@ -47,22 +47,22 @@ struct host_run {
 
 void native_host_grade(const struct sbx_config *cfg, struct native_host_result *ret)
 {
-        struct native_limits_info li;
+        struct cgroup_limits_info li;
 
-        native_limits_detect(cfg, &li);
+        cgroup_limits_detect(cfg, &li);
         ret->degraded = native_grade_limits(&li, ret->grade, sizeof(ret->grade));
 }
 
 struct host_scope {
         const struct sbx_config *cfg;
-        struct native_cgroup *cg;
+        struct cgroup_run *cg;
 };
 
 static int host_scope_place(void *ud, pid_t pid, struct sbx_error *err)
 {
         struct host_scope *u = ud;
 
-        return native_scope_start(u->cfg, pid, u->cg, err);
+        return cgroup_scope_start(u->cfg, pid, u->cg, err);
 }
 
 /* The setup before the clone: the grade, the run's cgroup, the filter, the root's folder. */
@@ -76,10 +76,10 @@ static int host_prepare(const struct sbx_config *cfg, struct host_run *h,
                                 "run -- CMD as root would run the command as root: run it as "
                                 "your own user (or set VESTIBULE_RUN_AS=uid:gid to a non-root "
                                 "user)");
-        native_limits_detect(cfg, &h->limits);
+        cgroup_limits_detect(cfg, &h->limits);
         ret->degraded = native_grade_limits(&h->limits, ret->grade, sizeof(ret->grade));
-        if (h->limits.path != NATIVE_LIMITS_NONE) {
-                r = native_cgroup_create(&h->limits, cfg, &h->cg, err);
+        if (h->limits.path != CGROUP_LIMITS_NONE) {
+                r = cgroup_run_create(&h->limits, cfg, &h->cg, err);
                 if (r < 0)
                         return r;
                 h->have_cg = true;
@@ -149,8 +149,8 @@ static void host_done(struct host_run *h, struct native_host_result *ret)
                 if (fds[i] >= 0)
                         close(fds[i]);
         if (h->have_cg) {
-                native_cgroup_kill(&h->cg);
-                native_cgroup_remove(&h->cg);
+                cgroup_run_kill(&h->cg);
+                cgroup_run_remove(&h->cg);
         }
         if (h->have_filter)
                 native_filter_done(&h->filter);
@@ -180,7 +180,7 @@ static int host_spawn(const struct sbx_config *cfg, const struct native_host_req
             .host_uid = root ? cfg->run_as_uid : getuid(),
             .host_gid = root ? cfg->run_as_gid : getgid(),
             .host_root = root,
-            .cgroup_fd = h->limits.path == NATIVE_LIMITS_DELEGATED ? h->cg.dir_fd : -1,
+            .cgroup_fd = h->limits.path == CGROUP_LIMITS_DELEGATED ? h->cg.dir_fd : -1,
             .count_tasks = true, /* also names the processes left (the result's tried) */
             .envp = req->envp,
             .egress = req->egress,
@@ -188,7 +188,7 @@ static int host_spawn(const struct sbx_config *cfg, const struct native_host_req
         };
         int r;
 
-        if (h->limits.path == NATIVE_LIMITS_SCOPE) {
+        if (h->limits.path == CGROUP_LIMITS_SCOPE) {
                 sp.after_clone = host_scope_place;
                 sp.after_clone_ud = &scope;
         }

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "cgroup/cgroup.h"
 #include "common/trace.h"
 #include "config/config.h"
 #include "native/hostrun.h"
@@ -153,101 +154,21 @@ int native_landlock_abi(void);
  */
 int native_landlock_apply(bool workspace_ro, const char *const *writable);
 
-/* ---- cgroup.c ------------------------------------------------------------------------- */
-
-enum native_limits_path {
-        NATIVE_LIMITS_NONE = 0,  /* rlimits only */
-        NATIVE_LIMITS_SCOPE,     /* transient systemd scope on the user manager (sd-bus) */
-        NATIVE_LIMITS_DELEGATED, /* our own cgroup v2 subtree, delegated and writable */
-};
-
-struct native_limits_info {
-        enum native_limits_path path;
-        char base[512];     /* DELEGATED: the directory runs are created under */
-        char why_none[320]; /* NONE: why neither path is available (no systemd bus: ...) */
-        char missing[64];   /* controllers not available: "memory, cpu" ("" = all three) */
-};
-
-/**
- * native_limits_detect() - find how this host can give each run its own cgroup: a scope on
- * the user manager reached through @cfg's user bus (sbx_user_bus_resolve()), else the
- * server's own cgroup v2 subtree, set up here (the server moves into a leaf and enables the
- * controllers for its runs) so a subtree that is writable but not delegated is found now.
- * Never fails: whatever is unavailable is described in @ret->why_none.
- */
-void native_limits_detect(const struct sbx_config *cfg, struct native_limits_info *ret);
+/* ---- limits (src/cgroup) ---------------------------------------------------------- */
 
 /**
  * native_grade_limits() - the isolation grade given how runs get their limits (@li, from
- * native_limits_detect()): "native", or "native-degraded (limits not applied: ...)" naming
+ * cgroup_limits_detect()): "native", or "native-degraded (limits not applied: ...)" naming
  * what is missing and why, into @grade (@size bytes). Return: true when degraded.
  */
-bool native_grade_limits(const struct native_limits_info *li, char *grade, size_t size);
-
-/* One run's cgroup (a scope's or a child of the delegated subtree). */
-struct native_cgroup {
-        int dir_fd;     /* O_PATH|O_DIRECTORY of the run's cgroup, or -1 */
-        char path[512]; /* its path under /sys/fs/cgroup */
-        char unit[96];  /* SCOPE: the unit name */
-        bool delegated; /* created by us under the delegated base (we rmdir it) */
-};
+bool native_grade_limits(const struct cgroup_limits_info *li, char *grade, size_t size);
 
 /**
- * native_cgroup_create() - DELEGATED: mkdir a fresh cgroup for one run under @info->base
- * with memory.max, memory.swap.max=0, cpu.max and pids.max from @cfg. The child is born in
- * it (clone3 CLONE_INTO_CGROUP with @ret->dir_fd).
- * Return: 0 or -errno with @err naming the file and the fix.
- */
-int native_cgroup_create(const struct native_limits_info *info, const struct sbx_config *cfg,
-                         struct native_cgroup *ret, struct sbx_error *err);
-
-/**
- * native_scope_start() - SCOPE: start a transient scope holding @pid on the user manager
- * (StartTransientUnit with Delegate, MemoryMax, MemorySwapMax=0, CPUQuota, TasksMax) and wait
- * until systemd has moved @pid into it.
- * Return: 0 or -errno (sd-bus), @err naming the fix.
- */
-int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cgroup *ret,
-                       struct sbx_error *err);
-
-/**
- * native_user_bus_opened() - how many connections to the systemd user bus this process has
- * opened so far. The scopes of all runs share one connection (opened on first use, opened
- * again only after it dropped or in a forked child), so this stays at 1 on a healthy host.
- */
-unsigned long native_user_bus_opened(void);
-
-/**
- * native_user_bus_fd() - the shared user bus connection's socket, or -1 when this process has
- * none open. For tests that cut the connection (shutdown(2)) to prove the reconnect.
- */
-int native_user_bus_fd(void);
-
-/** native_cgroup_kill() - write 1 to cgroup.kill (5.14+), else SIGKILL each listed pid. */
-void native_cgroup_kill(struct native_cgroup *cg);
-
-/**
- * native_cgroup_read() - once nothing of the run is left but init: cpu (cpu.stat usage_usec),
- * mem_peak (memory.peak, 5.19+), pids_peak (pids.peak, 6.1+), the limits hit (cpu throttling,
- * pids.events max) and memory.events oom_kill into @res (usage figures, limits_hit,
- * oom_killed, mem_limit_bytes only). Return: true when the cgroup could be read.
- */
-bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config *cfg,
-                        struct run_result *res);
-
-/** native_cgroup_cpu_us() - the CPU the run's cgroup used so far (cpu.stat usage_usec, µs):
- * a warm spare's start-up, taken away from its run's figure. Return: false when unreadable. */
-bool native_cgroup_cpu_us(const struct native_cgroup *cg, uint64_t *ret);
-
-/** native_cgroup_remove() - close and (when we created it) remove the run's cgroup. */
-void native_cgroup_remove(struct native_cgroup *cg);
-
-/**
- * native_backend_force_limits() - use @li instead of what native_limits_detect() finds (tests:
+ * native_backend_force_limits() - use @li instead of what cgroup_limits_detect() finds (tests:
  * a delegated cgroup v2 subtree made for the test on a host whose detection says none).
  */
 struct backend;
-void native_backend_force_limits(struct backend *b, const struct native_limits_info *li);
+void native_backend_force_limits(struct backend *b, const struct cgroup_limits_info *li);
 
 /**
  * native_backend_settle() - wait until the inits of finished runs are reaped and their cgroups
@@ -263,7 +184,7 @@ void native_backend_settle(struct backend *b);
  */
 struct native_filter;
 void native_backend_facts(struct backend *b, const struct native_filter **ret_filter,
-                          struct native_limits_info *ret_limits);
+                          struct cgroup_limits_info *ret_limits);
 
 /**
  * native_backend_probe_gen() - @b's probe generation (bumped whenever its cached probe is

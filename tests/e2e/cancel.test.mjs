@@ -73,3 +73,29 @@ test('a cancelled request gets no reply (legacy: SHOULD NOT; 2026: MUST NOT)', a
     const late = conn.received.slice(before).filter((x) => ('result' in x || 'error' in x) && !Array.isArray(x.result?.tools));
     assert.deepEqual(late, [], 'no result for the cancelled request');
 });
+
+// The probe's own control: a cancel is judged on the cancelled run's processes only. Another
+// server's run, alive the whole time, must be seen alive while this one is seen gone. Under
+// gvisor the probe once matched every runsc process of the host (the CI dry run's "still alive
+// 3 s after a cancel" beside the agreement stage's gvisor runs: tests/adversarial/server.md).
+test('a cancel is judged on its own run: another server\'s run is still seen alive', async (t) => {
+    const other = await connectV2(makeWorld(t), { mode: { pin: MODERN_VERSION } });
+    const mo = uniqueMarker('other');
+    const acOther = new AbortController();
+    const callOther = runCode(other, 'bash', code(mo), { timeout_seconds: 50, signal: acOther.signal });
+    callOther.catch(() => {});
+    assert.ok(await waitFor(() => pidsWithMarker(mo).length >= 1, START_WITHIN_MS), 'the other run started');
+    const conn = await connectV2(makeWorld(t), { mode: { pin: MODERN_VERSION } });
+    const m = uniqueMarker('mine');
+    const ac = new AbortController();
+    const call = runCode(conn, 'bash', code(m), { timeout_seconds: 50, signal: ac.signal });
+    call.catch(() => {});
+    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 1, START_WITHIN_MS), `started: ${pidsWithMarker(m)}`);
+    ac.abort();
+    await assert.rejects(call);
+    assert.ok(await waitFor(() => pidsWithMarker(m).length === 0, GONE_WITHIN_MS), `still alive: ${pidsWithMarker(m)}`);
+    assert.ok(pidsWithMarker(mo).length >= 1, 'control: the other server\'s run is seen alive at the same time');
+    acOther.abort();
+    await assert.rejects(callOther);
+    assert.ok(await waitFor(() => pidsWithMarker(mo).length === 0, GONE_WITHIN_MS), `other still alive: ${pidsWithMarker(mo)}`);
+});

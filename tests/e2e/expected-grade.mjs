@@ -27,8 +27,10 @@
 //              ENGINE on cgroup v1)" (ENGINE Podman or Docker, from the socket's path).
 //              Rootless on cgroup v2: "container" when memory, cpu and pids are delegated,
 //              else degraded naming exactly the missing ones.
-//   gvisor     always "gvisor-degraded (limits not applied: memory, cpu, pids: ...)" naming
-//              --ignore-cgroups: src/gvisor gives runsc no cgroup of its own on any host yet.
+//   gvisor     as native with a user manager on cgroup v2: exactly "gvisor" when memory, cpu
+//              and pids are delegated, else degraded naming exactly the missing ones; without
+//              one, "gvisor-degraded (limits not applied: memory, cpu, pids: ...)" naming
+//              --ignore-cgroups (and cgroup v2 when there is none): runsc gets no cgroup then.
 // Anything else (naive: always "none (naive: development only)") is not derived. The facts and
 // the rules are in grade-facts.mjs (tests/e2e/grade.test.mjs checks that they refuse a wrong
 // doctor).

@@ -49,11 +49,17 @@ export function judge(backend, grade, f, engine = '') {
         return null;
     }
     if (backend === 'gvisor') {
-        // src/gvisor gives runsc no cgroup of its own on any host yet (--ignore-cgroups): every
-        // limit is missing whatever the facts, and the grade must say which and why.
+        // src/gvisor puts runsc (its gofer and Sentry too) in a cgroup of the run's own, found as
+        // native finds it (src/cgroup): with a user manager on cgroup v2 and every controller
+        // delegated the grade is exactly 'gvisor'; without, every limit is missing (runsc runs
+        // with --ignore-cgroups, no RLIMIT_NPROC stands in) and the grade says which and why.
+        if (f.cgroup2 && f.bus && undelegated.length === 0)
+            return grade === 'gvisor' ? null : `the facts give every limit, so the grade must be exactly 'gvisor', not '${grade}'`;
         const m = degraded('gvisor');
-        if (!m) return `the gvisor backend applies no cgroup limit, so the grade must be 'gvisor-degraded (limits not applied: memory, cpu, pids: WHY)', not '${grade}'`;
+        if (!m) return `a limit is missing by the facts, so the grade must be 'gvisor-degraded (limits not applied: LIST: WHY)', not '${grade}'`;
+        if (f.cgroup2 && f.bus) return sameList(m[1], undelegated) ? null : `the limits not applied must be exactly '${undelegated.join(', ')}', not '${m[1]}'`;
         if (!sameList(m[1], ['memory', 'cpu', 'pids'])) return `the limits not applied must be exactly 'memory, cpu, pids', not '${m[1]}'`;
+        if (!f.cgroup2 && !m[2].includes('cgroup v2')) return `there is no cgroup v2, and the reason does not say 'cgroup v2'`;
         return m[2].includes('--ignore-cgroups') ? null : `the reason does not say runsc runs with --ignore-cgroups ('${m[2]}')`;
     }
     if (backend !== 'container') return `no rule for backend ${backend}`;

@@ -70,11 +70,18 @@ test('expected-grade.mjs: a wrong doctor fails it, the right one passes (the con
     assert.equal(good.stdout.trim(), right);
 });
 
-test('the gvisor rule: every limit missing, --ignore-cgroups named; anything else refused', () => {
-    const f = { cgroup2: true, bus: true, delegated: ['memory', 'cpu', 'pids'], nprocOk: true, release: '6.1.0' };
-    const good = 'gvisor-degraded (limits not applied: memory, cpu, pids: runsc runs with --ignore-cgroups and this backend gives it no cgroup of its own)';
-    assert.equal(judge('gvisor', good, f), null);
-    assert.notEqual(judge('gvisor', 'gvisor', f), null, 'a full gvisor grade is refused: no cgroup is given');
-    assert.notEqual(judge('gvisor', good.replace('memory, cpu, pids', 'memory, cpu'), f), null);
-    assert.notEqual(judge('gvisor', good.replace('--ignore-cgroups', 'no cgroup'), f), null);
+test('the gvisor rule: exactly gvisor with every limit, else the missing ones named; anything else refused', () => {
+    const full = { cgroup2: true, bus: true, delegated: ['memory', 'cpu', 'pids'], nprocOk: true, release: '6.1.0' };
+    assert.equal(judge('gvisor', 'gvisor', full), null);
+    assert.notEqual(judge('gvisor', 'gvisor-degraded (limits not applied: memory: x)', full), null, 'degraded where every limit applies');
+    const partial = { ...full, delegated: ['cpu', 'pids'] };
+    assert.equal(judge('gvisor', 'gvisor-degraded (limits not applied: memory: the controllers are not delegated to this user\'s cgroup)', partial), null);
+    assert.notEqual(judge('gvisor', 'gvisor', partial), null, 'a full grade without the memory controller');
+    const v1 = { cgroup2: false, bus: false, delegated: [], nprocOk: true, release: '6.1.0' };
+    const good = 'gvisor-degraded (limits not applied: memory, cpu, pids: runsc runs with --ignore-cgroups and no cgroup of the run\'s own: no systemd user bus and no cgroup v2 at /sys/fs/cgroup (a v1 or v1/v2 hybrid hierarchy))';
+    assert.equal(judge('gvisor', good, v1), null);
+    assert.notEqual(judge('gvisor', 'gvisor', v1), null, 'a full gvisor grade is refused without a cgroup');
+    assert.notEqual(judge('gvisor', good.replace('memory, cpu, pids', 'memory, cpu'), v1), null);
+    assert.notEqual(judge('gvisor', good.replace('--ignore-cgroups', 'no cgroup'), v1), null);
+    assert.notEqual(judge('gvisor', good.replace('cgroup v2', 'cgroups'), v1), null);
 });

@@ -352,14 +352,38 @@ export function assertBlocked(result, ...mustName) {
  * naming the run's /tmp/vestibule-gvisor-* folder) stand for them, since every task dies with
  * the sandbox process (the files run one test at a time: run.mjs --test-concurrency=1).
  */
+// gvisor: the program's processes live in the Sentry, invisible here; runsc's own processes name
+// their sandbox's folder (/tmp/vestibule-gvisor-XXXXXX, src/gvisor/backend.c) on their command
+// line. The folders of a marker's runs are the ones whose code/ holds the marker, remembered once
+// seen (the folder goes at the end, the processes must go with it). Matching every
+// /tmp/vestibule-gvisor- process instead counted other servers' sandboxes (CI runs the agreement
+// stage's gvisor runs beside this one): "still alive 3 s after the cancel" in the 2026-12-02 dry run.
+const gvisorFolders = new Map();
+function gvisorFoldersOf(marker) {
+    let set = gvisorFolders.get(marker);
+    if (!set) gvisorFolders.set(marker, (set = new Set()));
+    let names = [];
+    try { names = fs.readdirSync('/tmp').filter((e) => e.startsWith('vestibule-gvisor-')); } catch { /* none */ }
+    for (const e of names) {
+        const dir = `/tmp/${e}`;
+        if (set.has(dir)) continue;
+        try {
+            for (const f of fs.readdirSync(`${dir}/code`))
+                if (fs.readFileSync(`${dir}/code/${f}`, 'latin1').includes(marker)) set.add(dir);
+        } catch { /* another user's, or gone */ }
+    }
+    return [...set];
+}
+
 export function pidsWithMarker(marker) {
     const found = [];
-    const want = BACKEND === 'gvisor' ? '/tmp/vestibule-gvisor-' : marker;
+    const want = BACKEND === 'gvisor' ? gvisorFoldersOf(marker).map((d) => `${d}/`) : [marker];
+    if (want.length === 0) return found;
     for (const e of fs.readdirSync('/proc')) {
         if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
         let cmd;
         try { cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'latin1'); } catch { continue; }
-        if (cmd.includes(want)) found.push(Number(e));
+        if (want.some((w) => cmd.includes(w))) found.push(Number(e));
     }
     return found;
 }

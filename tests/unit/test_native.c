@@ -1485,7 +1485,7 @@ static void setup_delegated(void)
 
 START_TEST(delegated_cgroup_per_run)
 {
-        struct native_limits_info li = {.path = NATIVE_LIMITS_DELEGATED};
+        struct cgroup_limits_info li = {.path = CGROUP_LIMITS_DELEGATED};
         struct backend_probe p;
         struct run_result res;
         struct sbx_error err = {0};
@@ -1538,7 +1538,7 @@ END_TEST
  * the next probe grades native-degraded naming why, and the next run runs (not Blocked). */
 START_TEST(cgroup_that_cannot_be_had_degrades_not_blocks)
 {
-        struct native_limits_info li = {.path = NATIVE_LIMITS_DELEGATED};
+        struct cgroup_limits_info li = {.path = CGROUP_LIMITS_DELEGATED};
         struct backend_probe p;
         struct run_result res;
         struct sbx_error err = {0};
@@ -1645,7 +1645,7 @@ static void put(const char *dir, const char *name, const char *text)
 
 START_TEST(cgroup_usage_parsed_and_limits_named)
 {
-        struct native_cgroup cg = {.dir_fd = -1};
+        struct cgroup_run cg = {.dir_fd = -1};
         struct run_result res = {0};
 
         native_strf(cg.path, sizeof(cg.path), "%s", tmpdir);
@@ -1656,7 +1656,7 @@ START_TEST(cgroup_usage_parsed_and_limits_named)
         put(tmpdir, "pids.max", "64\n"); /* the controller is there, its peak file is not */
         put(tmpdir, "pids.events", "max 3\n");
         put(tmpdir, "memory.events", "low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n");
-        ck_assert(native_cgroup_read(&cg, &cfg, &res));
+        ck_assert(cgroup_run_read(&cg, &cfg, &res));
         ck_assert(res.usage.cpu_us.measured);
         ck_assert_uint_eq(res.usage.cpu_us.value, 12345);
         ck_assert(res.usage.mem_peak_bytes.measured);
@@ -1671,20 +1671,20 @@ START_TEST(cgroup_usage_parsed_and_limits_named)
         /* a cgroup that is gone (a collected scope) gives nothing, not zeros */
         struct run_result gone = {0};
         native_strf(cg.path, sizeof(cg.path), "%s/nonexistent", tmpdir);
-        ck_assert(!native_cgroup_read(&cg, &cfg, &gone));
+        ck_assert(!cgroup_run_read(&cg, &cfg, &gone));
         ck_assert(!gone.usage.cpu_us.measured);
 }
 END_TEST
 
 START_TEST(limits_detect_on_this_host)
 {
-        struct native_limits_info li;
+        struct cgroup_limits_info li;
 
         if (cgroup2_root())
                 return; /* covered by degraded_grade_names_each_limit's expected grade */
-        native_limits_detect(&cfg, &li);
+        cgroup_limits_detect(&cfg, &li);
         /* this development host: no systemd, a v1/v2 hybrid */
-        ck_assert_int_eq(li.path, NATIVE_LIMITS_NONE);
+        ck_assert_int_eq(li.path, CGROUP_LIMITS_NONE);
         ck_assert_str_eq(li.why_none, "no systemd user bus and no cgroup v2 at /sys/fs/cgroup (a "
                                       "v1 or v1/v2 hybrid hierarchy)");
 }
@@ -1841,22 +1841,22 @@ START_TEST(vm_scopes_share_one_bus_connection)
         int fd;
 
         vm_run_print1();
-        first = native_user_bus_opened();
+        first = cgroup_user_bus_opened();
         ck_assert_uint_ge(first, 1);
         for (int i = 0; i < 3; i++)
                 vm_run_print1();
         /* the control for "one connection": the counter counts every open (see below) */
-        ck_assert_uint_eq(native_user_bus_opened(), first);
-        fd = native_user_bus_fd();
+        ck_assert_uint_eq(cgroup_user_bus_opened(), first);
+        fd = cgroup_user_bus_fd();
         ck_assert_int_ge(fd, 0);
 
         /* cut the connection under sd-bus: the next run notices, reconnects once, gets its scope */
         ck_assert_int_eq(shutdown(fd, SHUT_RDWR), 0);
         vm_run_print1();
-        ck_assert_uint_eq(native_user_bus_opened(), first + 1);
-        ck_assert_int_ge(native_user_bus_fd(), 0);
+        ck_assert_uint_eq(cgroup_user_bus_opened(), first + 1);
+        ck_assert_int_ge(cgroup_user_bus_fd(), 0);
         vm_run_print1();
-        ck_assert_uint_eq(native_user_bus_opened(), first + 1);
+        ck_assert_uint_eq(cgroup_user_bus_opened(), first + 1);
 }
 END_TEST
 
@@ -1902,7 +1902,7 @@ static int count_run_cgroups(void)
 
 START_TEST(failed_start_releases_hold_and_cgroup)
 {
-        struct native_limits_info li = {.path = NATIVE_LIMITS_DELEGATED};
+        struct cgroup_limits_info li = {.path = CGROUP_LIMITS_DELEGATED};
         const struct sandbox_ops *ops = be->ops->sandbox;
         /* a spare: its start checks that the workspace it bound is still the one */
         struct sandbox_spec spec = {.language = SBX_LANG_BASH, .cfg = &cfg, .spare = true};
@@ -1944,7 +1944,7 @@ END_TEST
 
 START_TEST(spare_destroyed_at_shutdown_releases_everything)
 {
-        struct native_limits_info li = {.path = NATIVE_LIMITS_DELEGATED};
+        struct cgroup_limits_info li = {.path = CGROUP_LIMITS_DELEGATED};
         struct sandbox_spec spec = {.language = SBX_LANG_PYTHON, .cfg = &cfg};
         _cleanup_free_ char *tree = xasprintf("%s/python", rootfs_dir());
         struct sandbox_registry *reg = sandbox_registry_new(2);

@@ -329,7 +329,7 @@ START_TEST(spare_grade_is_the_probe_now)
 {
         struct sandbox *fresh = spare_of(SBX_LANG_PYTHON), *old = spare_of(SBX_LANG_PYTHON);
         struct backend_probe probe = {0};
-        struct native_limits_info none = {.path = NATIVE_LIMITS_NONE};
+        struct cgroup_limits_info none = {.path = CGROUP_LIMITS_NONE};
         struct run_result res;
         struct sbx_error err = {0};
         int r;

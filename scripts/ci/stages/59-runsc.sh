@@ -19,11 +19,15 @@
 RUNSC_GRADE="container (runtime runsc: gVisor's kernel in between)"
 
 # runsc_refusals BIN USER SOCK: a runtime the engine does not list, runsc registered without
-# --network=none, and Debian 12's runsc (runsc-old: statx breaks ls) are Blocked naming the
+# --network=none (refused before any container is made: no runsc process of it left on the
+# engine's host), and Debian 12's runsc (runsc-old: statx breaks ls) are Blocked naming the
 # fix; runsc itself runs (the control).
 runsc_refusals() {
-        local bin=$1 user=$2 sock=$3 rt out rc=0
+        local bin=$1 user=$2 sock=$3 rt out rc=0 before after
         for rt in nosuch runsc-netns runsc-old runsc; do
+                # runsc's processes of this runtime on the engine's host (its root folder is
+                # the exec root's runtime-NAME): a refused runsc start left its sandbox and gofer
+                before=$(pgrep -fc -- "runtime-$rt/" || true)
                 out=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME=/tmp/runsc-refusals \
                         DOCKER_HOST="unix://$sock" VESTIBULE_BACKEND=container VESTIBULE_IMAGE_SOURCE=debian \
                         VESTIBULE_CONTAINER_RUNTIME=$rt "$bin" run --language python -c 'print(6*7)' 2>&1 || true)
@@ -35,7 +39,13 @@ runsc_refusals() {
                 runsc-netns) grep -q '^Blocked: .*--network=none.*daemon.json' <<<"$out" || {
                         echo "FAIL: runtime runsc-netns: $out"
                         rc=1
-                } ;;
+                }
+                        after=$(pgrep -fc -- "runtime-$rt/" || true)
+                        [ "$after" -le "$before" ] || {
+                                echo "FAIL: runtime runsc-netns: the refusal left $((after - before)) runsc processes on the engine's host"
+                                pgrep -fa -- "runtime-$rt/" | cut -c1-200
+                                rc=1
+                        } ;;
                 runsc-old) grep -q "^Blocked: .*runtime 'runsc-old' fails coreutils' ls.*statx.*2023 or later" <<<"$out" || {
                         echo "FAIL: runtime runsc-old: $out"
                         rc=1

@@ -1,4 +1,4 @@
-/* cgroup.c - where a native run's limits and usage come from. In order of preference:
+/* cgroup.c - where a run's limits and usage come from. In order of preference:
  *   1. a transient systemd scope per run on the user manager (sd-bus StartTransientUnit with
  *      Delegate, MemoryMax, MemorySwapMax=0, CPUQuota, TasksMax), the child moved into it
  *      before it may exec;
@@ -8,13 +8,16 @@
  *   3. neither: rlimits only, and the grade names every limit that was not applied and why.
  * Usage is read from the run's cgroup after the sandbox has exited, never from anything the
  * code could write. */
-#include "native/native.h"
+#include "cgroup/cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,7 +32,20 @@
 #include "common/rundir.h"
 #include "common/xalloc.h"
 
+/* snprintf that may truncate on purpose (paths and reasons cut at their buffer's size). */
+__attribute__((format(printf, 3, 4))) static void cg_strf(char *buf, size_t size, const char *fmt,
+                                                          ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+}
+
 #define CGROUP_ROOT "/sys/fs/cgroup"
+
+static bool read_key(const char *dir, const char *name, const char *key, uint64_t *ret);
 
 static const char *const wanted[] = {"memory", "cpu", "pids"};
 
@@ -68,7 +84,7 @@ static void missing_from(const char *controllers, char *buf, size_t size)
         for (size_t i = 0; i < ELEMENTSOF(wanted); i++)
                 if (!has_word(controllers, wanted[i])) {
                         size_t len = strlen(buf);
-                        native_strf(buf + len, size - len, "%s%s", len ? ", " : "", wanted[i]);
+                        cg_strf(buf + len, size - len, "%s%s", len ? ", " : "", wanted[i]);
                 }
 }
 
@@ -85,7 +101,7 @@ static int own_cgroup(char *buf, size_t size)
         if (!p || (p != data && p[-1] != '\n'))
                 return -ENOENT;
         p += 3;
-        native_strf(buf, size, "%.*s", (int)strcspn(p, "\n"), p);
+        cg_strf(buf, size, "%.*s", (int)strcspn(p, "\n"), p);
         return 0;
 }
 
@@ -209,7 +225,7 @@ static int bus_call(const struct sbx_engine_env *env,
         return r;
 }
 
-unsigned long native_user_bus_opened(void)
+unsigned long cgroup_user_bus_opened(void)
 {
         unsigned long n;
 
@@ -219,7 +235,7 @@ unsigned long native_user_bus_opened(void)
         return n;
 }
 
-int native_user_bus_fd(void)
+int cgroup_user_bus_fd(void)
 {
         int fd = -1;
 
@@ -250,24 +266,24 @@ static bool user_bus_reachable(const struct sbx_engine_env *env, char *why, size
         int r;
 
         if (lazy_sdbus_load(&lib_err) < 0) {
-                native_strf(why, size, "no systemd user bus (%s)", lib_err.msg);
+                cg_strf(why, size, "no systemd user bus (%s)", lib_err.msg);
                 return false;
         }
         r = bus_call(env, build_ping, NULL, UINT64_C(5000000), &e, &reply, &connected, &conn_err);
         if (r >= 0)
                 return true;
         if (!connected)
-                native_strf(why, size, "no systemd user bus: %s",
-                            conn_err.msg[0] ? conn_err.msg : strerror(-r));
+                cg_strf(why, size, "no systemd user bus: %s",
+                        conn_err.msg[0] ? conn_err.msg : strerror(-r));
         else
-                native_strf(why, size, "no systemd user manager on the bus (%s)",
-                            e.message ? e.message : strerror(-r));
+                cg_strf(why, size, "no systemd user manager on the bus (%s)",
+                        e.message ? e.message : strerror(-r));
         return false;
 }
 
 static int prepare_delegated(const char *base, struct sbx_error *err);
 
-void native_limits_detect(const struct sbx_config *cfg, struct native_limits_info *ret)
+void cgroup_limits_detect(const struct sbx_config *cfg, struct cgroup_limits_info *ret)
 {
         char bus_why[200], cg_why[200], path[512], dir[600], file[700], ctl[256];
         struct statfs sfs;
@@ -275,34 +291,33 @@ void native_limits_detect(const struct sbx_config *cfg, struct native_limits_inf
         memset(ret, 0, sizeof(*ret));
 
         if (statfs(CGROUP_ROOT, &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
-                native_strf(cg_why, sizeof(cg_why),
-                            "no cgroup v2 at " CGROUP_ROOT " (a v1 or v1/v2 hybrid hierarchy)");
+                cg_strf(cg_why, sizeof(cg_why),
+                        "no cgroup v2 at " CGROUP_ROOT " (a v1 or v1/v2 hybrid hierarchy)");
         } else if (own_cgroup(path, sizeof(path)) < 0) {
-                native_strf(cg_why, sizeof(cg_why), "no cgroup v2 entry in /proc/self/cgroup");
+                cg_strf(cg_why, sizeof(cg_why), "no cgroup v2 entry in /proc/self/cgroup");
         } else {
-                native_strf(dir, sizeof(dir), CGROUP_ROOT "%s", strcmp(path, "/") ? path : "");
+                cg_strf(dir, sizeof(dir), CGROUP_ROOT "%s", strcmp(path, "/") ? path : "");
                 /* 1. systemd user manager with a bus */
                 if (user_bus_reachable(&cfg->engine_env, bus_why, sizeof(bus_why))) {
                         char *svc = strstr(path, "/user@");
                         char *end = svc ? strstr(svc, ".service") : NULL;
-                        ret->path = NATIVE_LIMITS_SCOPE;
+                        ret->path = CGROUP_LIMITS_SCOPE;
                         if (end) {
-                                native_strf(file, sizeof(file),
-                                            CGROUP_ROOT "%.*s/cgroup.controllers",
-                                            (int)(end + 8 - path), path);
+                                cg_strf(file, sizeof(file), CGROUP_ROOT "%.*s/cgroup.controllers",
+                                        (int)(end + 8 - path), path);
                                 if (read_small(file, ctl, sizeof(ctl)) >= 0)
                                         missing_from(ctl, ret->missing, sizeof(ret->missing));
                         }
                         return;
                 }
                 /* 2. our own subtree, delegated to us */
-                native_strf(file, sizeof(file), "%s/cgroup.controllers", dir);
+                cg_strf(file, sizeof(file), "%s/cgroup.controllers", dir);
                 if (read_small(file, ctl, sizeof(ctl)) < 0) {
-                        native_strf(cg_why, sizeof(cg_why), "cannot read '%s'", file);
+                        cg_strf(cg_why, sizeof(cg_why), "cannot read '%s'", file);
                 } else if (access(dir, W_OK) < 0) {
-                        native_strf(
-                            cg_why, sizeof(cg_why),
-                            "the server's cgroup '%s' is not delegated to it (not writable)", path);
+                        cg_strf(cg_why, sizeof(cg_why),
+                                "the server's cgroup '%s' is not delegated to it (not writable)",
+                                path);
                 } else {
                         struct sbx_error perr = {0};
 
@@ -315,23 +330,23 @@ void native_limits_detect(const struct sbx_config *cfg, struct native_limits_inf
                          * is set up now, once, and a failure is the grade's reason instead of
                          * every run's Blocked: later. */
                         if (strlen(ret->missing) >= strlen("memory, cpu, pids")) {
-                                native_strf(cg_why, sizeof(cg_why),
-                                            "the server's cgroup '%s' has no controllers", path);
+                                cg_strf(cg_why, sizeof(cg_why),
+                                        "the server's cgroup '%s' has no controllers", path);
                         } else if (prepare_delegated(dir, &perr) < 0) {
-                                native_strf(cg_why, sizeof(cg_why),
-                                            "the server's cgroup is not delegated to it (%s)",
-                                            perr.msg);
+                                cg_strf(cg_why, sizeof(cg_why),
+                                        "the server's cgroup is not delegated to it (%s)",
+                                        perr.msg);
                         } else {
-                                ret->path = NATIVE_LIMITS_DELEGATED;
-                                native_strf(ret->base, sizeof(ret->base), "%s", dir);
+                                ret->path = CGROUP_LIMITS_DELEGATED;
+                                cg_strf(ret->base, sizeof(ret->base), "%s", dir);
                                 return;
                         }
                         ret->missing[0] = '\0';
                 }
-                native_strf(ret->why_none, sizeof(ret->why_none), "%s and %s", bus_why, cg_why);
+                cg_strf(ret->why_none, sizeof(ret->why_none), "%s and %s", bus_why, cg_why);
                 return;
         }
-        native_strf(ret->why_none, sizeof(ret->why_none), "no systemd user bus and %s", cg_why);
+        cg_strf(ret->why_none, sizeof(ret->why_none), "no systemd user bus and %s", cg_why);
 }
 
 /* ---- delegated cgroup v2 --------------------------------------------------------------- */
@@ -348,25 +363,25 @@ static int prepare_delegated(const char *base, struct sbx_error *err)
                 goto out;
         /* "no internal processes": the server moves into a leaf of its own, so the base can
          * enable controllers for the runs' cgroups beside it. */
-        native_strf(leaf, sizeof(leaf), "%s/vestibule-server", base);
+        cg_strf(leaf, sizeof(leaf), "%s/vestibule-server", base);
         if (mkdir(leaf, 0755) < 0 && errno != EEXIST) {
                 r = sbx_fail(err, errno, "cannot create '%s': %m", leaf);
                 goto out;
         }
-        native_strf(file, sizeof(file), "%s/cgroup.procs", leaf);
+        cg_strf(file, sizeof(file), "%s/cgroup.procs", leaf);
         r = write_small(file, "0");
         if (r < 0) {
                 r = sbx_fail(err, -r, "cannot move the server into '%s': %s", leaf, strerror(-r));
                 goto out;
         }
-        native_strf(file, sizeof(file), "%s/cgroup.controllers", base);
+        cg_strf(file, sizeof(file), "%s/cgroup.controllers", base);
         if (read_small(file, ctl, sizeof(ctl)) >= 0) {
-                native_strf(file, sizeof(file), "%s/cgroup.subtree_control", base);
+                cg_strf(file, sizeof(file), "%s/cgroup.subtree_control", base);
                 for (size_t i = 0; i < ELEMENTSOF(wanted); i++) {
                         char add[32];
                         if (!has_word(ctl, wanted[i]))
                                 continue;
-                        native_strf(add, sizeof(add), "+%s", wanted[i]);
+                        cg_strf(add, sizeof(add), "+%s", wanted[i]);
                         r = write_small(file, add);
                         if (r < 0) {
                                 r = sbx_fail(err, -r,
@@ -388,14 +403,14 @@ static void set_limit(const char *dir, const char *name, const char *value)
         char file[700];
         int r;
 
-        native_strf(file, sizeof(file), "%s/%s", dir, name);
+        cg_strf(file, sizeof(file), "%s/%s", dir, name);
         r = write_small(file, value);
         if (r < 0 && r != -ENOENT)
                 log_debug("cannot write '%s' to '%s': %s, ignoring", value, file, strerror(-r));
 }
 
-int native_cgroup_create(const struct native_limits_info *info, const struct sbx_config *cfg,
-                         struct native_cgroup *ret, struct sbx_error *err)
+int cgroup_run_create(const struct cgroup_limits_info *info, const struct sbx_config *cfg,
+                      struct cgroup_run *ret, struct sbx_error *err)
 {
         static unsigned counter;
         char value[64];
@@ -406,17 +421,17 @@ int native_cgroup_create(const struct native_limits_info *info, const struct sbx
         r = prepare_delegated(info->base, err);
         if (r < 0)
                 return r;
-        native_strf(ret->path, sizeof(ret->path), "%s/run-%d-%u", info->base, (int)getpid(),
-                    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+        cg_strf(ret->path, sizeof(ret->path), "%s/run-%d-%u", info->base, (int)getpid(),
+                __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
         if (mkdir(ret->path, 0755) < 0)
                 return sbx_fail(err, errno, "cannot create the run's cgroup '%s': %m", ret->path);
         ret->delegated = true;
-        native_strf(value, sizeof(value), "%llu", (unsigned long long)cfg->mem_mb << 20);
+        cg_strf(value, sizeof(value), "%llu", (unsigned long long)cfg->mem_mb << 20);
         set_limit(ret->path, "memory.max", value);
         set_limit(ret->path, "memory.swap.max", "0");
-        native_strf(value, sizeof(value), "%u 100000", cfg->cpu_pct * 1000);
+        cg_strf(value, sizeof(value), "%u 100000", cfg->cpu_pct * 1000);
         set_limit(ret->path, "cpu.max", value);
-        native_strf(value, sizeof(value), "%u", cfg->pids_max);
+        cg_strf(value, sizeof(value), "%u", cfg->pids_max);
         set_limit(ret->path, "pids.max", value);
         ret->dir_fd = open(ret->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (ret->dir_fd < 0) {
@@ -432,7 +447,8 @@ int native_cgroup_create(const struct native_limits_info *info, const struct sbx
 struct scope_call {
         const struct sbx_config *cfg;
         const char *unit;
-        pid_t pid;
+        const pid_t *pids; /* 1 or 2 */
+        size_t n;
 };
 
 static sd_bus_message *build_start_scope(sd_bus *bus, void *ud, int *r)
@@ -448,13 +464,17 @@ static sd_bus_message *build_start_scope(sd_bus *bus, void *ud, int *r)
         if (*r >= 0)
                 *r = sd_bus_message_open_container(m, 'a', "(sv)");
         if (*r >= 0)
+                *r = c->n == 2
+                         ? sd_bus_message_append(m, "(sv)", "PIDs", "au", 2, (uint32_t)c->pids[0],
+                                                 (uint32_t)c->pids[1])
+                         : sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t)c->pids[0]);
+        if (*r >= 0)
                 *r = sd_bus_message_append(
-                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s",
-                    "vestibule sandbox run", "PIDs", "au", 1, (uint32_t)c->pid, "Delegate", "b", 1,
-                    "MemoryMax", "t", (uint64_t)c->cfg->mem_mb << 20, "MemorySwapMax", "t",
-                    (uint64_t)0, "CPUQuotaPerSecUSec", "t", (uint64_t)c->cfg->cpu_pct * 10000,
-                    "TasksMax", "t", (uint64_t)c->cfg->pids_max, "CollectMode", "s",
-                    "inactive-or-failed");
+                    m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s", "vestibule sandbox run",
+                    "Delegate", "b", 1, "MemoryMax", "t", (uint64_t)c->cfg->mem_mb << 20,
+                    "MemorySwapMax", "t", (uint64_t)0, "CPUQuotaPerSecUSec", "t",
+                    (uint64_t)c->cfg->cpu_pct * 10000, "TasksMax", "t", (uint64_t)c->cfg->pids_max,
+                    "CollectMode", "s", "inactive-or-failed");
         if (*r >= 0)
                 *r = sd_bus_message_close_container(m);
         if (*r >= 0)
@@ -462,22 +482,48 @@ static sd_bus_message *build_start_scope(sd_bus *bus, void *ud, int *r)
         return *r < 0 ? NULL : TAKE_PTR(m);
 }
 
-int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cgroup *ret,
+int cgroup_scope_start(const struct sbx_config *cfg, pid_t pid, struct cgroup_run *ret,
                        struct sbx_error *err)
+{
+        return cgroup_scope_start_pids(cfg, &pid, 1, ret, err);
+}
+
+/* Has systemd moved every one of @pids into @unit? @ret_path: the cgroup's path, from the
+ * first pid's /proc/PID/cgroup. */
+static bool all_moved(const pid_t *pids, size_t n, const char *unit, char *ret_path, size_t size)
+{
+        char procfile[64], data[4096], *p;
+
+        for (size_t i = 0; i < n; i++) {
+                cg_strf(procfile, sizeof(procfile), "/proc/%d/cgroup", (int)pids[i]);
+                if (read_small(procfile, data, sizeof(data)) <= 0 || !(p = strstr(data, "0::")) ||
+                    !strstr(p, unit))
+                        return false;
+                if (i == 0)
+                        cg_strf(ret_path, size, CGROUP_ROOT "%.*s", (int)strcspn(p + 3, "\n"),
+                                p + 3);
+        }
+        return true;
+}
+
+int cgroup_scope_start_pids(const struct sbx_config *cfg, const pid_t *pids, size_t n,
+                            struct cgroup_run *ret, struct sbx_error *err)
 {
         static unsigned counter;
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        char procfile[64], data[4096], *p;
-        struct scope_call call = {.cfg = cfg, .pid = pid};
+        struct scope_call call = {.cfg = cfg, .pids = pids, .n = n};
         struct sbx_error conn_err = {0};
         bool connected;
         int r;
 
         memset(ret, 0, sizeof(*ret));
         ret->dir_fd = -1;
-        native_strf(ret->unit, sizeof(ret->unit), "vestibule-run-%d-%u.scope", (int)getpid(),
-                    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+        if (n < 1 || n > 2)
+                return sbx_fail(err, EINVAL, "a run's scope starts with 1 or 2 processes, not %zu",
+                                n);
+        cg_strf(ret->unit, sizeof(ret->unit), "vestibule-run-%d-%u.scope", (int)getpid(),
+                __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
         r = lazy_sdbus_load(err);
         if (r < 0)
                 return r;
@@ -495,13 +541,8 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
         }
         /* The job is queued; the pid is moved when the scope starts. Wait for that (the child
          * is held before any setup until we say go). */
-        native_strf(procfile, sizeof(procfile), "/proc/%d/cgroup", (int)pid);
         for (int i = 0; i < 2000; i++) {
-                if (read_small(procfile, data, sizeof(data)) > 0 && (p = strstr(data, "0::")) &&
-                    strstr(p, ret->unit)) {
-                        p += 3;
-                        native_strf(ret->path, sizeof(ret->path), CGROUP_ROOT "%.*s",
-                                    (int)strcspn(p, "\n"), p);
+                if (all_moved(pids, n, ret->unit, ret->path, sizeof(ret->path))) {
                         ret->dir_fd = open(ret->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
                         return 0;
                 }
@@ -513,16 +554,37 @@ int native_scope_start(const struct sbx_config *cfg, pid_t pid, struct native_cg
 
 /* ---- both ------------------------------------------------------------------------------- */
 
-void native_cgroup_kill(struct native_cgroup *cg)
+int cgroup_run_move(const struct cgroup_run *cg, pid_t pid, struct sbx_error *err)
+{
+        char file[700], value[32];
+        int r;
+
+        cg_strf(file, sizeof(file), "%s/cgroup.procs", cg->path);
+        cg_strf(value, sizeof(value), "%d", (int)pid);
+        r = write_small(file, value);
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot move process %d into the run's cgroup '%s': %s",
+                                (int)pid, cg->path, strerror(-r));
+        return 0;
+}
+
+bool cgroup_run_populated(const struct cgroup_run *cg)
+{
+        uint64_t v = 0;
+
+        return cg && cg->path[0] && read_key(cg->path, "cgroup.events", "populated", &v) && v;
+}
+
+void cgroup_run_kill(struct cgroup_run *cg)
 {
         char file[700], pids[8192], *save = NULL;
 
         if (!cg || !cg->path[0])
                 return;
-        native_strf(file, sizeof(file), "%s/cgroup.kill", cg->path);
+        cg_strf(file, sizeof(file), "%s/cgroup.kill", cg->path);
         if (write_small(file, "1") == 0)
                 return;
-        native_strf(file, sizeof(file), "%s/cgroup.procs", cg->path);
+        cg_strf(file, sizeof(file), "%s/cgroup.procs", cg->path);
         if (read_small(file, pids, sizeof(pids)) <= 0)
                 return;
         for (char *t = strtok_r(pids, "\n", &save); t; t = strtok_r(NULL, "\n", &save))
@@ -534,7 +596,7 @@ static bool read_key(const char *dir, const char *name, const char *key, uint64_
         char file[700], data[2048] = "", *p;
         size_t klen = strlen(key);
 
-        native_strf(file, sizeof(file), "%s/%s", dir, name);
+        cg_strf(file, sizeof(file), "%s/%s", dir, name);
         if (read_small(file, data, sizeof(data)) < 0)
                 return false;
         if (!key[0]) {
@@ -554,27 +616,27 @@ static void measure(struct run_measure *m, bool ok, uint64_t v, const char *why)
         m->measured = ok;
         m->value = ok ? v : 0;
         if (!ok)
-                native_strf(m->why, sizeof(m->why), "%s", why);
+                cg_strf(m->why, sizeof(m->why), "%s", why);
 }
 
 /* Why a *.peak file is missing: the controller is not enabled there at all (its .max file is
  * missing too), or the kernel predates the file. */
-static const char *peak_why(const struct native_cgroup *cg, const char *max_file,
+static const char *peak_why(const struct cgroup_run *cg, const char *max_file,
                             const char *no_controller, const char *too_old)
 {
         char file[700];
 
-        native_strf(file, sizeof(file), "%s/%s", cg->path, max_file);
+        cg_strf(file, sizeof(file), "%s/%s", cg->path, max_file);
         return access(file, F_OK) < 0 ? no_controller : too_old;
 }
 
-bool native_cgroup_cpu_us(const struct native_cgroup *cg, uint64_t *ret)
+bool cgroup_run_cpu_us(const struct cgroup_run *cg, uint64_t *ret)
 {
         return cg && cg->path[0] && read_key(cg->path, "cpu.stat", "usage_usec", ret);
 }
 
-bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config *cfg,
-                        struct run_result *res)
+bool cgroup_run_read(const struct cgroup_run *cg, const struct sbx_config *cfg,
+                     struct run_result *res)
 {
         uint64_t v = 0, periods = 0, throttled = 0, pidmax = 0, oom = 0;
         size_t len;
@@ -597,13 +659,13 @@ bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config 
         res->limits_hit[0] = '\0';
         if (read_key(cg->path, "cpu.stat", "nr_periods", &periods) &&
             read_key(cg->path, "cpu.stat", "nr_throttled", &throttled) && throttled > 0)
-                native_strf(res->limits_hit, sizeof(res->limits_hit),
-                            "cpu (throttled in %llu of %llu periods of 100 ms)",
-                            (unsigned long long)throttled, (unsigned long long)periods);
+                cg_strf(res->limits_hit, sizeof(res->limits_hit),
+                        "cpu (throttled in %llu of %llu periods of 100 ms)",
+                        (unsigned long long)throttled, (unsigned long long)periods);
         if (read_key(cg->path, "pids.events", "max", &pidmax) && pidmax > 0) {
                 len = strlen(res->limits_hit);
-                native_strf(res->limits_hit + len, sizeof(res->limits_hit) - len,
-                            "%spids (the cap of %u was reached)", len ? ", " : "", cfg->pids_max);
+                cg_strf(res->limits_hit + len, sizeof(res->limits_hit) - len,
+                        "%spids (the cap of %u was reached)", len ? ", " : "", cfg->pids_max);
         }
         if (read_key(cg->path, "memory.events", "oom_kill", &oom) && oom > 0) {
                 res->oom_killed = true;
@@ -612,7 +674,7 @@ bool native_cgroup_read(const struct native_cgroup *cg, const struct sbx_config 
         return true;
 }
 
-void native_cgroup_remove(struct native_cgroup *cg)
+void cgroup_run_remove(struct cgroup_run *cg)
 {
         if (!cg)
                 return;
