@@ -19,14 +19,20 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
 #include "gvisor/runsc.h"
+#include "gvisor/spare.h"
 #include "gvisor/spec.h"
 #include "rootfs/hold.h"
 #include "rootfs/tree.h"
+#include "run/fifo_handover.h"
 #include "workspace/workspace.h"
+
+/* A spare's interpreter must be waiting on its FIFO within this long of the hand-over. */
+#define GVISOR_SPARE_READY_MS 5000
 
 /* The limits this backend does not apply (runsc runs with --ignore-cgroups). */
 #define GVISOR_GRADE                                                                               \
@@ -40,6 +46,7 @@ struct gvisor_state {
         bool probed;
         struct backend_probe probe;
         unsigned next_id;
+        unsigned probe_gen; /* counts the probes that ran: spares of an older one are stale */
         bool shutting_down;
 };
 
@@ -58,6 +65,10 @@ struct gvisor_box {
         struct gvisor_runsc_run run;
         int pidfd;
         bool started, reaped, killed;
+        bool spare;                /* prepared ahead (a warm spare, spare.h): its interpreter
+                                      waits on the FIFO /sandbox/<script> */
+        bool handed;               /* start() ran: a sandbox takes one program */
+        struct gvisor_stamp stamp; /* a spare's: what it was built from */
         struct rusage ru;
 };
 
@@ -184,6 +195,7 @@ static int box_launch(struct gvisor_box *x, struct gvisor_state *s, struct sbx_e
                                            .bundle = x->bundle,
                                            .log = x->log,
                                            .id = x->id,
+                                           .host_fifo = x->spare,
                                            .out_fd = -1,
                                            .err_fd = -1};
         r = gvisor_runsc_start(&x->run, err);
@@ -384,6 +396,7 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
         }
         pthread_mutex_lock(&s->lock);
         s->probe = p;
+        s->probe_gen++;
         s->probed = p.usable; /* an unusable answer is asked again (the ladder retries) */
         pthread_mutex_unlock(&s->lock);
         *ret = p;
@@ -392,6 +405,74 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
 }
 
 /* ---- the lifecycle ------------------------------------------------------------------------ */
+
+/* The code's folder before the code: sitecustomize.py, and /sandbox/<script> a FIFO. */
+static int code_dir_fill(struct gvisor_box *x, const char *script, const char *code, size_t len,
+                         struct sbx_error *err)
+{
+        int r;
+
+        r = code ? write_new(x->code, script, code, len, err)
+                 : gvisor_spare_fifo(x->code, script, err);
+        /* every language: bash's and node's python3 children read it from PYTHONPATH too */
+        if (r == 0)
+                r = write_new(x->code, EGRESS_SITECUSTOMIZE_NAME, egress_sitecustomize,
+                              strlen(egress_sitecustomize), err);
+        return r;
+}
+
+/* A warm spare (spare.h): the interpreter started on the FIFO, what it was built from
+ * stamped. The interpreter's start-up runs here, off any call's path. */
+static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
+{
+        struct gvisor_state *s = x->b->state;
+        const char *script = sbx_language_script(x->language);
+        _cleanup_free_ char *path = xasprintf("/sandbox/%s", script);
+        const char *argv[] = {interpreter_of(x->language), path, NULL};
+        unsigned gen;
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        gen = s->probe_gen;
+        pthread_mutex_unlock(&s->lock);
+        r = gvisor_spare_stamp_take(x->cfg, x->rootfs, x->grade, gen, &x->stamp, err);
+        if (r == 0)
+                r = code_dir_fill(x, script, NULL, 0, err);
+        if (r == 0)
+                r = box_spec(x, argv, err);
+        if (r == 0)
+                r = box_launch(x, s, err);
+        return r;
+}
+
+/* start, for a spare: still what it was built from? then the code through its FIFO. */
+static int spare_handover(struct gvisor_box *x, const struct run_request *req,
+                          struct sbx_error *err)
+{
+        struct gvisor_state *s = x->b->state;
+        struct backend_probe probe;
+        _cleanup_free_ char *fifo = xasprintf("%s/%s", x->code, sbx_language_script(x->language));
+        unsigned gen;
+        int r;
+
+        r = gvisor_probe(x->b, &probe, err);
+        if (r < 0)
+                return r;
+        if (!probe.usable)
+                return sbx_fail(err, ESTALE, "%s", probe.blocked);
+        pthread_mutex_lock(&s->lock);
+        gen = s->probe_gen;
+        pthread_mutex_unlock(&s->lock);
+        r = gvisor_spare_stamp_check(&x->stamp, x->cfg, x->rootfs, probe.grade, gen, err);
+        if (r < 0)
+                return r;
+        /* 0600 and this user's: the sandbox's uid 0 is this user (spec.h) */
+        r = sbx_fifo_handover(fifo, req->code, req->code_len, getuid(), getgid(), false,
+                              GVISOR_SPARE_READY_MS,
+                              sbx_now_ms() + (uint64_t)req->timeout_s * 1000, err);
+        /* no reader: the spare's interpreter is gone and nothing of the code ran */
+        return r == -ENXIO ? -ESTALE : r;
+}
 
 static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
                           struct sbx_error *err)
@@ -404,10 +485,6 @@ static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, st
 
         if (spec->mode != SANDBOX_MODE_ONE_SHOT)
                 return sbx_fail(err, EOPNOTSUPP, "gvisor sandboxes run one program each");
-        /* a spare would be only an empty folder: runsc's start is all of the cost (issue 26
-         * #2, warm spares on gvisor, is not built yet); say so rather than "started ahead" */
-        if (spec->spare)
-                return sbx_fail(err, EOPNOTSUPP, "the gvisor backend keeps no warm spares yet");
         if (spec->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EOPNOTSUPP,
                                 "network \"allowlist\" is not served by the gvisor backend yet "
@@ -427,6 +504,14 @@ static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, st
         if (r < 0)
                 return r;
         snprintf(x->grade, sizeof(x->grade), "%s", probe.grade);
+        x->spare = spec->spare;
+        if (x->spare) {
+                r = spare_launch(x, err);
+                if (r < 0) {
+                        box_free(x);
+                        return r;
+                }
+        }
         *ret = (struct sandbox *)x;
         return 0;
 }
@@ -438,22 +523,30 @@ static int gvisor_start(struct sandbox *sandbox, const struct run_request *req,
         const char *script = sbx_language_script(x->language);
         _cleanup_free_ char *path = xasprintf("/sandbox/%s", script);
         const char *argv[] = {interpreter_of(x->language), path, NULL};
+        uint64_t start_ms = 0;
         int r;
 
-        if (x->started || req->language != x->language)
+        if (x->handed)
+                return sbx_fail(err, EALREADY,
+                                "this sandbox ran a program already; a sandbox runs one program "
+                                "and is never handed a second");
+        if (req->language != x->language || (x->started && !x->spare))
                 return sbx_fail(err, EINVAL, "gvisor sandbox: start() out of order");
-        r = write_new(x->code, script, req->code, req->code_len, err);
-        /* every language: bash's and node's python3 children read it from PYTHONPATH too */
-        if (r == 0)
-                r = write_new(x->code, EGRESS_SITECUSTOMIZE_NAME, egress_sitecustomize,
-                              strlen(egress_sitecustomize), err);
-        if (r == 0)
-                r = box_spec(x, argv, err);
-        if (r == 0)
-                r = box_launch(x, x->b->state, err);
+        x->handed = true;
+        if (x->spare) {
+                r = spare_handover(x, req, err);
+                start_ms = sbx_now_ms();
+        } else {
+                r = code_dir_fill(x, script, req->code, req->code_len, err);
+                if (r == 0)
+                        r = box_spec(x, argv, err);
+                if (r == 0)
+                        r = box_launch(x, x->b->state, err);
+        }
         if (r < 0)
                 return r;
         *ret_io = (struct sandbox_io){
+            .start_ms = start_ms,
             .out_fd = x->run.out_fd,
             .err_fd = x->run.err_fd,
             .pid = x->run.pid,
@@ -507,6 +600,10 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         res->usage.cpu_us.value =
             (uint64_t)(x->ru.ru_utime.tv_sec + x->ru.ru_stime.tv_sec) * 1000000u +
             (uint64_t)(x->ru.ru_utime.tv_usec + x->ru.ru_stime.tv_usec);
+        if (x->spare)
+                not_measured(&res->usage.cpu_us,
+                             "a warm spare: runsc's CPU (read once it is reaped) includes the "
+                             "sandbox's and interpreter's start-up before the hand-over");
         not_measured(&res->usage.mem_peak_bytes,
                      "gVisor's memory is its Sentry's; not counted without a cgroup of the run's "
                      "own (runsc --ignore-cgroups)");

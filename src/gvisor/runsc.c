@@ -85,6 +85,7 @@ int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err)
                               "--network=none",
                               "--ignore-cgroups",
                               "--oci-seccomp",
+                              r->host_fifo ? "--host-fifo=open" : "--host-fifo=none",
                               "--root",
                               r->root,
                               "--log",

@@ -15,6 +15,9 @@ struct gvisor_runsc_run {
         const char *bundle; /* the folder holding config.json */
         const char *log;    /* runsc's --log file (its own errors, not the program's) */
         const char *id;     /* the container id, unique in @root */
+        bool host_fifo;     /* --host-fifo=open: the program may open host FIFOs in its mounts
+                               (a warm spare's /sandbox/<script>, a session's channels:
+                               spare.c, cells.c); off for a cold run */
         pid_t pid;          /* set by gvisor_runsc_start(): the runsc process, leader of its own
                                process group (set on both sides of the fork) */
         int out_fd, err_fd; /* read ends of the program's stdout and stderr (-1 once closed) */
@@ -22,7 +25,7 @@ struct gvisor_runsc_run {
 
 /**
  * gvisor_runsc_start() - fork and exec `@runsc --rootless --network=none --ignore-cgroups
- * --root @root --log @log run --bundle @bundle @id` in a new process group (setpgid: one group
+ * [--host-fifo=open] --root @root --log @log run --bundle @bundle @id` in a new process group (setpgid: one group
  * holds runsc, its user-namespace child and its gofer; the sandbox process runsc starts in a
  * session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin /dev/null,
  * stdout and stderr to new pipes, no other fd, environment PATH only.
