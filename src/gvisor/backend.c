@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
+#include "gvisor/box.h"
 #include "gvisor/runsc.h"
 #include "gvisor/spare.h"
 #include "gvisor/spec.h"
@@ -59,12 +60,14 @@ struct gvisor_box {
         char dir[64]; /* /tmp/vestibule-gvisor-XXXXXX, 0700 */
         char *rootfs; /* cfg->rootfs_dir/<tree> */
         char *state, *bundle, *code, *log;
+        char *chan; /* NULL, or a session's FIFO folder, read-write at /sandbox/chan (spec.h) */
         char id[48];
         struct setup_rootfs_hold hold;
         pthread_mutex_t lock; /* @run.pid against kill() from another thread */
         struct gvisor_runsc_run run;
         int pidfd;
         bool started, reaped, killed;
+        bool host_fifo;            /* runsc --host-fifo=open (a spare's FIFO, a session's) */
         bool spare;                /* prepared ahead (a warm spare, spare.h): its interpreter
                                       waits on the FIFO /sandbox/<script> */
         bool handed;               /* start() ran: a sandbox takes one program */
@@ -167,6 +170,7 @@ static int box_spec(struct gvisor_box *x, const char *const *argv, struct sbx_er
             .workspace = x->cfg->workspace_dir,
             .workspace_ro = x->cfg->workspace_ro,
             .code_dir = x->code,
+            .chan_dir = x->chan,
             .tmpfs_mb = x->cfg->tmpfs_mb,
             /* runsc --rootless re-runs itself as uid 0 of a user namespace that maps the
              * calling user: the sandbox's 0 is that namespace's 0, i.e. this user */
@@ -195,7 +199,7 @@ static int box_launch(struct gvisor_box *x, struct gvisor_state *s, struct sbx_e
                                            .bundle = x->bundle,
                                            .log = x->log,
                                            .id = x->id,
-                                           .host_fifo = x->spare,
+                                           .host_fifo = x->host_fifo,
                                            .out_fd = -1,
                                            .err_fd = -1};
         r = gvisor_runsc_start(&x->run, err);
@@ -270,6 +274,7 @@ static void box_free(struct gvisor_box *x)
         free(x->bundle);
         free(x->code);
         free(x->log);
+        free(x->chan);
         free(x);
 }
 
@@ -406,6 +411,32 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
 
 /* ---- the lifecycle ------------------------------------------------------------------------ */
 
+/* A new box once the probe says the backend is usable and the server is not stopping. */
+static int box_open(struct backend *b, enum sbx_language language, struct gvisor_box **ret,
+                    struct sbx_error *err)
+{
+        struct gvisor_state *s = b->state;
+        struct backend_probe probe;
+        bool down;
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        down = s->shutting_down;
+        pthread_mutex_unlock(&s->lock);
+        if (down)
+                return sbx_fail(err, ESHUTDOWN, "the server is shutting down: retry after restart");
+        r = gvisor_probe(b, &probe, err);
+        if (r < 0)
+                return r;
+        if (!probe.usable)
+                return sbx_fail(err, ESTALE, "%s", probe.blocked);
+        r = box_new(b, language, ret, err);
+        if (r < 0)
+                return r;
+        snprintf((*ret)->grade, sizeof((*ret)->grade), "%s", probe.grade);
+        return 0;
+}
+
 /* The code's folder before the code: sitecustomize.py, and /sandbox/<script> a FIFO. */
 static int code_dir_fill(struct gvisor_box *x, const char *script, const char *code, size_t len,
                          struct sbx_error *err)
@@ -477,10 +508,7 @@ static int spare_handover(struct gvisor_box *x, const struct run_request *req,
 static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
                           struct sbx_error *err)
 {
-        struct gvisor_state *s = b->state;
-        struct backend_probe probe;
         struct gvisor_box *x = NULL;
-        bool down;
         int r;
 
         if (spec->mode != SANDBOX_MODE_ONE_SHOT)
@@ -490,21 +518,11 @@ static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, st
                                 "network \"allowlist\" is not served by the gvisor backend yet "
                                 "(its sandbox has no network at all: runsc --network=none); use "
                                 "network \"none\", or VESTIBULE_BACKEND=native for the allowlist");
-        pthread_mutex_lock(&s->lock);
-        down = s->shutting_down;
-        pthread_mutex_unlock(&s->lock);
-        if (down)
-                return sbx_fail(err, ESHUTDOWN, "the server is shutting down: retry after restart");
-        r = gvisor_probe(b, &probe, err);
+        r = box_open(b, spec->language, &x, err);
         if (r < 0)
                 return r;
-        if (!probe.usable)
-                return sbx_fail(err, ESTALE, "%s", probe.blocked);
-        r = box_new(b, spec->language, &x, err);
-        if (r < 0)
-                return r;
-        snprintf(x->grade, sizeof(x->grade), "%s", probe.grade);
         x->spare = spec->spare;
+        x->host_fifo = spec->spare;
         if (x->spare) {
                 r = spare_launch(x, err);
                 if (r < 0) {
@@ -654,7 +672,7 @@ static const struct backend_ops gvisor_ops = {
     .probe = gvisor_probe,
     .run = sandbox_run_once,
     .sandbox = &gvisor_sandbox_ops,
-    .cells = NULL,
+    .cells = &gvisor_cells_ops,
     .shutdown = gvisor_shutdown,
     .destroy = gvisor_destroy,
 };
@@ -671,4 +689,83 @@ int gvisor_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
         b->state = s;
         *ret = b;
         return 0;
+}
+
+/* ---- the box, for the session ops (box.h) ------------------------------------------------ */
+
+int gvisor_box_open(struct backend *b, enum sbx_language language, bool host_fifo,
+                    struct gvisor_box **ret, struct sbx_error *err)
+{
+        int r = box_open(b, language, ret, err);
+
+        if (r == 0)
+                (*ret)->host_fifo = host_fifo;
+        return r;
+}
+
+const char *gvisor_box_code_dir(const struct gvisor_box *x)
+{
+        return x->code;
+}
+
+int gvisor_box_chan(struct gvisor_box *x, const char **ret, struct sbx_error *err)
+{
+        _cleanup_free_ char *point = xasprintf("%s/chan", x->code);
+
+        if (!x->chan) {
+                x->chan = xasprintf("%s/chan", x->dir);
+                if (mkdir(x->chan, 0700) < 0 || mkdir(point, 0755) < 0)
+                        return sbx_fail(err, errno,
+                                        "cannot make the session's pipe folder '%s': %m",
+                                        x->chan);
+        }
+        *ret = x->chan;
+        return 0;
+}
+
+const char *gvisor_box_grade(const struct gvisor_box *x)
+{
+        return x->grade;
+}
+
+const char *gvisor_box_rootfs(const struct gvisor_box *x)
+{
+        return x->rootfs;
+}
+
+int gvisor_box_write(struct gvisor_box *x, const char *name, const char *data, size_t len,
+                     bool with_site, struct sbx_error *err)
+{
+        int r = write_new(x->code, name, data, len, err);
+
+        if (r == 0 && with_site)
+                r = write_new(x->code, EGRESS_SITECUSTOMIZE_NAME, egress_sitecustomize,
+                              strlen(egress_sitecustomize), err);
+        return r;
+}
+
+int gvisor_box_run(struct gvisor_box *x, const char *const *argv, int *ret_out, int *ret_err,
+                   int *ret_pidfd, struct sbx_error *err)
+{
+        int r = box_spec(x, argv, err);
+
+        if (r == 0)
+                r = box_launch(x, x->b->state, err);
+        if (r < 0)
+                return r;
+        *ret_out = x->run.out_fd;
+        *ret_err = x->run.err_fd;
+        *ret_pidfd = x->pidfd;
+        return 0;
+}
+
+void gvisor_box_kill(struct gvisor_box *x)
+{
+        gvisor_kill((struct sandbox *)x);
+}
+
+void gvisor_box_free(struct gvisor_box *x)
+{
+        if (x)
+                box_free(x);
 }
