@@ -14,7 +14,7 @@ import {
 
 // Sessions exist on native and on a container engine of this machine (the session's pipes
 // live in a folder the engine mounts); a remote engine refuses them with the fix.
-const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !REMOTE_ENGINE && !RUNSC);
+const HAS_SESSIONS = BACKEND === 'native' || BACKEND === 'gvisor' || (BACKEND === 'container' && !REMOTE_ENGINE && !RUNSC);
 
 // The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
 function engineSocket() {
@@ -251,7 +251,9 @@ test('killing the server leaves no process of its sessions behind', { skip: !HAS
     const ctrBefore = BACKEND === 'container' ? await containersOf(conn.pid) : [];
     const c = await cell(conn, id, 'bash', `(exec -a ${m} sleep 300) &\nsleep 0.1; echo started`);
     assert.equal(c.s.stdout, 'started\n');
-    assert.equal(pidsWithMarker(m).length, 1, 'control: the session\'s process runs');
+    // gvisor: the sandbox's host processes stand for its tasks (lib.mjs, pidsWithMarker)
+    if (BACKEND === 'gvisor') assert.ok(pidsWithMarker(m).length >= 1, 'control: the session\'s sandbox runs');
+    else assert.equal(pidsWithMarker(m).length, 1, 'control: the session\'s process runs');
     const runners = () => pidsWithMarker('/sandbox/main.sh');
     assert.ok(runners().length >= 1, 'control: the session\'s shell is seen');
     const pid = conn.pid;
@@ -300,7 +302,7 @@ test('killing the server during a busy cell leaves no process behind', { skip: !
     const ctrBefore = BACKEND === 'container' ? await containersOf(conn.pid) : [];
     // the cell never ends and never prints: nothing in it notices the server's death
     const pending = cell(conn, id, 'bash', `(exec -a ${m} sleep 300) &\nwhile :; do :; done`, { timeout_seconds: 60 }).catch(() => null);
-    assert.ok(await waitFor(() => pidsWithMarker(m).length === 1, 10_000), 'control: the busy cell\'s process runs');
+    assert.ok(await waitFor(() => (BACKEND === 'gvisor' ? pidsWithMarker(m).length >= 1 : pidsWithMarker(m).length === 1), 10_000), 'control: the busy cell\'s process runs');
     const pid = conn.pid;
     process.kill(pid, 'SIGKILL');
     await pending;
