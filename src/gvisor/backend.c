@@ -21,6 +21,7 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
 #include "gvisor/box.h"
@@ -72,6 +73,7 @@ struct gvisor_box {
                                       waits on the FIFO /sandbox/<script> */
         bool handed;               /* start() ran: a sandbox takes one program */
         struct gvisor_stamp stamp; /* a spare's: what it was built from */
+        struct sbx_trace trace;    /* VESTIBULE_TRACE=timing: the phases of a call */
         struct rusage ru;
 };
 
@@ -551,15 +553,18 @@ static int gvisor_start(struct sandbox *sandbox, const struct run_request *req,
         if (req->language != x->language || (x->started && !x->spare))
                 return sbx_fail(err, EINVAL, "gvisor sandbox: start() out of order");
         x->handed = true;
+        sbx_trace_begin(&x->trace, x->cfg->trace_timing, "gvisor");
         if (x->spare) {
                 r = spare_handover(x, req, err);
                 start_ms = sbx_now_ms();
+                sbx_trace_lap(&x->trace, "spare_handover");
         } else {
                 r = code_dir_fill(x, script, req->code, req->code_len, err);
                 if (r == 0)
                         r = box_spec(x, argv, err);
                 if (r == 0)
                         r = box_launch(x, x->b->state, err);
+                sbx_trace_lap(&x->trace, "runsc_start");
         }
         if (r < 0)
                 return r;
@@ -599,10 +604,12 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         char fatal[400];
         int status;
 
+        sbx_trace_lap(&x->trace, "program");
         gvisor_runsc_kill(x->run.pid, x->state); /* whatever the program left */
         pthread_mutex_lock(&x->lock);
         status = box_reap(x);
         pthread_mutex_unlock(&x->lock);
+        sbx_trace_lap(&x->trace, "kill_reap");
         snprintf(res->backend, sizeof(res->backend), "gvisor");
         snprintf(res->image, sizeof(res->image), "%s", x->rootfs);
         snprintf(res->isolation, sizeof(res->isolation), "%s", x->grade);
@@ -635,7 +642,14 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
 
 static void gvisor_destroy_box(struct sandbox *sandbox)
 {
-        box_free((struct gvisor_box *)sandbox);
+        struct gvisor_box *x = (struct gvisor_box *)sandbox;
+        struct sbx_trace t = x->trace;
+
+        box_free(x);
+        if (t.on) {
+                sbx_trace_lap(&t, "destroy");
+                sbx_trace_end(&t);
+        }
 }
 
 static const struct sandbox_ops gvisor_sandbox_ops = {
