@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,8 +21,24 @@
 #include "engine/container.h"
 #include "engine/engine.h"
 #include "engine/handin.h"
-#include "run/fifo_handover.h"
 #include "run/warden.h"
+
+/* A Python user site in the workspace (PYTHONUSERBASE=/workspace/.local: where pip installs,
+ * src/egress's environment): python's site module adds it to sys.path only when it exists as
+ * the interpreter starts, and a spare's interpreter started before a call's `pip install`. */
+static bool has_user_site(const struct sbx_config *cfg)
+{
+        _cleanup_free_ char *pattern = NULL;
+        glob_t g = {0};
+        bool found;
+
+        if (!cfg->workspace_dir)
+                return false;
+        pattern = xasprintf("%s/.local/lib/python*/site-packages", cfg->workspace_dir);
+        found = glob(pattern, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc > 0;
+        globfree(&g);
+        return found;
+}
 
 void engine_spare_settings(const struct sbx_config *cfg, const char *image, char *buf, size_t size)
 {
@@ -35,7 +52,7 @@ void engine_spare_settings(const struct sbx_config *cfg, const char *image, char
                  image, cfg->workspace_dir ? cfg->workspace_dir : "", (unsigned long long)ws.st_dev,
                  (unsigned long long)ws.st_ino, cfg->workspace_ro, cfg->tmpfs_mb, cfg->pids_max,
                  cfg->mem_mb, cfg->cpu_pct, cfg->max_timeout_s, cfg->warm_idle_s, cfg->run_as_set,
-                 (unsigned)cfg->run_as_uid, (unsigned)cfg->run_as_gid, sbx_workspace_user_site(cfg));
+                 (unsigned)cfg->run_as_uid, (unsigned)cfg->run_as_gid, has_user_site(cfg));
 }
 
 int engine_spare_fifo_make(const char *dir, const char *script, uid_t uid, gid_t gid, bool shared,
@@ -109,11 +126,111 @@ int engine_spare_check(const struct engine_spare_stamp *st, const struct sbx_con
         return 0;
 }
 
+/* The code as a regular file in the FIFO's place: what opens the name later reads the code. */
+static int file_in_place(const char *fifo, const char *code, size_t len, uid_t uid, gid_t gid,
+                         bool shared, struct sbx_error *err)
+{
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -1;
+        const char *slash = strrchr(fifo, '/');
+        bool give = geteuid() == 0 && uid != 0;
+        size_t off = 0;
+        int e;
+
+        tmp = slash ? xasprintf("%.*s/.next-%s", (int)(slash - fifo), fifo, slash + 1)
+                    : xasprintf(".next-%s", fifo);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || fchmod(fd, shared ? 0644 : 0600) < 0 || (give && fchown(fd, uid, gid) < 0))
+                goto fail;
+        while (off < len) {
+                ssize_t n = write(fd, code + off, len - off);
+                if (n < 0)
+                        goto fail;
+                off += (size_t)n;
+        }
+        if (rename(tmp, fifo) < 0)
+                goto fail;
+        return 0;
+fail:
+        e = errno;
+        if (fd >= 0)
+                unlink(tmp);
+        return sbx_fail(err, e, "cannot write the code to '%s': %s", tmp, strerror(e));
+}
+
+/* Write it all into the pipe, waiting for room until @deadline_ms. */
+static int pipe_write_all(int fd, const char *code, size_t len, uint64_t deadline_ms,
+                          struct sbx_error *err)
+{
+        size_t off = 0;
+
+        while (off < len) {
+                ssize_t n = write(fd, code + off, len - off);
+                if (n > 0) {
+                        off += (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EPIPE)
+                        return sbx_fail(err, EPIPE,
+                                        "the spare's interpreter went away while taking its "
+                                        "program (%zu of %zu bytes)",
+                                        off, len);
+                if (n < 0 && errno != EAGAIN && errno != EINTR)
+                        return sbx_fail(err, errno, "cannot hand the code to the spare: %m");
+                uint64_t now = sbx_now_ms();
+                if (now >= deadline_ms)
+                        return sbx_fail(err, ETIMEDOUT,
+                                        "the program did not take its code (%zu of %zu bytes) "
+                                        "before its deadline",
+                                        off, len);
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                (void)poll(&p, 1, (int)(deadline_ms - now < 100 ? deadline_ms - now : 100));
+        }
+        return 0;
+}
+
 int engine_spare_handover(const char *fifo, const char *code, size_t len, uid_t uid, gid_t gid,
                           bool shared, unsigned ready_ms, uint64_t deadline_ms,
                           struct sbx_error *err)
 {
-        return sbx_fifo_handover(fifo, code, len, uid, gid, shared, ready_ms, deadline_ms, err);
+        _cleanup_close_ int fd = -1;
+        uint64_t until = sbx_now_ms() + ready_ms;
+        sigset_t pipe_set, old;
+        struct stat st;
+        int r;
+
+        /* O_NONBLOCK: ENXIO at once while no reader holds it (never blocks on a dead spare) */
+        for (;;) {
+                fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+                if (fd >= 0 || errno != ENXIO || sbx_now_ms() >= until)
+                        break;
+                (void)nanosleep(&(struct timespec){.tv_nsec = 2000000L}, NULL);
+        }
+        if (fd < 0 && errno == ENXIO)
+                return sbx_fail(err, ENXIO,
+                                "the spare's interpreter is not waiting for its program (it "
+                                "ended, or did not start within %u ms)",
+                                ready_ms);
+        if (fd < 0)
+                return sbx_fail(err, errno, "cannot open the spare's program FIFO '%s': %m", fifo);
+        if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+                return sbx_fail(err, EINVAL, "'%s' is not the spare's program FIFO", fifo);
+        r = file_in_place(fifo, code, len, uid, gid, shared, err);
+        if (r < 0)
+                return r;
+        if (len > 65536)
+                (void)fcntl(fd, F_SETPIPE_SZ, (int)(len < (1u << 30) ? len : (1u << 30)));
+        /* a reader that went away is EPIPE here, never a signal to the whole server */
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+        r = pipe_write_all(fd, code, len, deadline_ms, err);
+        if (r == -EPIPE && !sigismember(&old, SIGPIPE)) {
+                struct timespec zero = {0};
+                (void)sigtimedwait(&pipe_set, NULL, &zero);
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return r;
 }
 
 int engine_spare_start(const struct engine_conn *c, const char *id, const struct sbx_config *cfg,

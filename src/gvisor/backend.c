@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +31,43 @@
 #include "gvisor/spec.h"
 #include "rootfs/hold.h"
 #include "rootfs/tree.h"
-#include "run/fifo_handover.h"
+#include "run/user_site.h"
 #include "workspace/workspace.h"
 
-/* A spare's interpreter must be waiting on its FIFO within this long of the hand-over. */
-#define GVISOR_SPARE_READY_MS 5000
+/* A spare's pid 1 (spare.h): reads its stdin until EOF (bash's builtin read; no byte is
+ * expected, only the close of the server's end), then execs the interpreter ("$@") on the
+ * program's file, which exists by then, with stdin /dev/null as on a cold run. (destroy()
+ * kills the sandbox before it closes the pipe: a spare never used execs nothing.) */
+static const char spare_waiter[] = "while IFS= read -r _; do :; done; exec \"$@\" </dev/null";
+
+/* Python's spare waits as the interpreter itself (its start-up, the largest part of a small
+ * run's time inside gVisor, is then behind it): `python3 -c` this, which reads stdin to EOF,
+ * puts /dev/null in its place, and runs /sandbox/main.py as a script's __main__ would be run
+ * (sys.argv, sys.path[0], __file__; compiled alone, dont_inherit). The traceback of an uncaught
+ * exception starts at the program's frame, as a cold run's: this bootstrap's frame is cut off
+ * (sys.excepthook with tb_next, then exit status 1); SystemExit passes through as it would.
+ * What differs from a cold run: /proc/1/cmdline names `python3 -c ...` and __main__'s
+ * __loader__ is the built-in one. */
+static const char python_spare_boot[] =
+    "import sys, os\n"
+    "def _run(sys=sys, os=os):\n"
+    "    sys.stdin.buffer.read()\n"
+    "    fd = os.open('/dev/null', os.O_RDONLY); os.dup2(fd, 0); os.close(fd)\n"
+    "    p = '/sandbox/main.py'\n"
+    "    sys.argv[:] = [p]; sys.path[0] = '/sandbox'\n"
+    "    with open(p, 'rb') as f: c = compile(f.read(), p, 'exec', dont_inherit=True)\n"
+    "    g = sys.modules['__main__'].__dict__\n"
+    "    for k in [k for k in g if k not in ('__name__', '__builtins__', '__loader__')]:\n"
+    "        del g[k]\n"
+    "    g.update(__file__=p, __doc__=None, __package__=None, __spec__=None, __cached__=None)\n"
+    "    try:\n"
+    "        exec(c, g)\n"
+    "    except SystemExit:\n"
+    "        raise\n"
+    "    except BaseException as e:\n"
+    "        sys.excepthook(type(e), e, e.__traceback__.tb_next)\n"
+    "        sys.exit(1)\n"
+    "_run()\n";
 
 /* The limits this backend does not apply (runsc runs with --ignore-cgroups). */
 #define GVISOR_GRADE                                                                               \
@@ -68,9 +101,9 @@ struct gvisor_box {
         struct gvisor_runsc_run run;
         int pidfd;
         bool started, reaped, killed;
-        bool host_fifo;            /* runsc --host-fifo=open (a spare's FIFO, a session's) */
-        bool spare;                /* prepared ahead (a warm spare, spare.h): its interpreter
-                                      waits on the FIFO /sandbox/<script> */
+        bool host_fifo;            /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
+        bool spare;                /* prepared ahead (a warm spare, spare.h): its waiter reads
+                                      stdin until the hand-over closes it */
         bool handed;               /* start() ran: a sandbox takes one program */
         struct gvisor_stamp stamp; /* a spare's: what it was built from */
         struct sbx_trace trace;    /* VESTIBULE_TRACE=timing: the phases of a call */
@@ -202,6 +235,8 @@ static int box_launch(struct gvisor_box *x, struct gvisor_state *s, struct sbx_e
                                            .log = x->log,
                                            .id = x->id,
                                            .host_fifo = x->host_fifo,
+                                           .stdin_pipe = x->spare,
+                                           .in_fd = -1,
                                            .out_fd = -1,
                                            .err_fd = -1};
         r = gvisor_runsc_start(&x->run, err);
@@ -226,7 +261,7 @@ static int box_new(struct backend *b, enum sbx_language language, struct gvisor_
         x->cfg = b->cfg;
         x->language = language;
         x->pidfd = -1;
-        x->run.out_fd = x->run.err_fd = -1;
+        x->run.in_fd = x->run.out_fd = x->run.err_fd = -1;
         pthread_mutex_init(&x->lock, NULL);
         r = box_make(x, err);
         if (r < 0)
@@ -259,6 +294,8 @@ static void box_free(struct gvisor_box *x)
         }
         if (x->pidfd >= 0)
                 close(x->pidfd);
+        if (x->run.in_fd >= 0)
+                close(x->run.in_fd);
         if (x->run.out_fd >= 0)
                 close(x->run.out_fd);
         if (x->run.err_fd >= 0)
@@ -439,14 +476,13 @@ static int box_open(struct backend *b, enum sbx_language language, struct gvisor
         return 0;
 }
 
-/* The code's folder before the code: sitecustomize.py, and /sandbox/<script> a FIFO. */
+/* The code's folder: the program (NULL: not yet, a spare's) and sitecustomize.py. */
 static int code_dir_fill(struct gvisor_box *x, const char *script, const char *code, size_t len,
                          struct sbx_error *err)
 {
         int r;
 
-        r = code ? write_new(x->code, script, code, len, err)
-                 : gvisor_spare_fifo(x->code, script, err);
+        r = code ? write_new(x->code, script, code, len, err) : 0;
         /* every language: bash's and node's python3 children read it from PYTHONPATH too */
         if (r == 0)
                 r = write_new(x->code, EGRESS_SITECUSTOMIZE_NAME, egress_sitecustomize,
@@ -454,14 +490,17 @@ static int code_dir_fill(struct gvisor_box *x, const char *script, const char *c
         return r;
 }
 
-/* A warm spare (spare.h): the interpreter started on the FIFO, what it was built from
- * stamped. The interpreter's start-up runs here, off any call's path. */
+/* A warm spare (spare.h): the sandbox started with its waiter as pid 1, what it was built
+ * from stamped. runsc's and the Sentry's start-up run here, off any call's path. */
 static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
 {
         struct gvisor_state *s = x->b->state;
         const char *script = sbx_language_script(x->language);
         _cleanup_free_ char *path = xasprintf("/sandbox/%s", script);
-        const char *argv[] = {interpreter_of(x->language), path, NULL};
+        const char *waiter[] = {"/bin/bash",           "-c", spare_waiter, "vestibule-spare",
+                                interpreter_of(x->language), path,         NULL};
+        const char *python[] = {"python3", "-c", python_spare_boot, NULL};
+        const char *const *argv = x->language == SBX_LANG_PYTHON ? python : waiter;
         unsigned gen;
         int r;
 
@@ -478,13 +517,14 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
         return r;
 }
 
-/* start, for a spare: still what it was built from? then the code through its FIFO. */
+/* start, for a spare: still what it was built from, and its sandbox still there? then the
+ * program's file, and the close of its stdin: the waiter execs the interpreter on it. */
 static int spare_handover(struct gvisor_box *x, const struct run_request *req,
                           struct sbx_error *err)
 {
         struct gvisor_state *s = x->b->state;
         struct backend_probe probe;
-        _cleanup_free_ char *fifo = xasprintf("%s/%s", x->code, sbx_language_script(x->language));
+        struct pollfd p = {.fd = x->pidfd, .events = POLLIN};
         unsigned gen;
         int r;
 
@@ -499,12 +539,15 @@ static int spare_handover(struct gvisor_box *x, const struct run_request *req,
         r = gvisor_spare_stamp_check(&x->stamp, x->cfg, x->rootfs, probe.grade, gen, err);
         if (r < 0)
                 return r;
-        /* 0600 and this user's: the sandbox's uid 0 is this user (spec.h) */
-        r = sbx_fifo_handover(fifo, req->code, req->code_len, getuid(), getgid(), false,
-                              GVISOR_SPARE_READY_MS,
-                              sbx_now_ms() + (uint64_t)req->timeout_s * 1000, err);
-        /* no reader: the spare's interpreter is gone and nothing of the code ran */
-        return r == -ENXIO ? -ESTALE : r;
+        /* runsc exited (its pidfd readable): the spare is gone and nothing of the code ran */
+        if (x->pidfd < 0 || x->run.in_fd < 0 || poll(&p, 1, 0) != 0)
+                return sbx_fail(err, ESTALE, "the spare's sandbox is gone");
+        r = write_new(x->code, sbx_language_script(x->language), req->code, req->code_len, err);
+        if (r < 0)
+                return r;
+        close(x->run.in_fd); /* EOF: the go */
+        x->run.in_fd = -1;
+        return 0;
 }
 
 static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
@@ -524,7 +567,6 @@ static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, st
         if (r < 0)
                 return r;
         x->spare = spec->spare;
-        x->host_fifo = spec->spare;
         if (x->spare) {
                 r = spare_launch(x, err);
                 if (r < 0) {

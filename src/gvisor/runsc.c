@@ -26,9 +26,9 @@ static const char *const runsc_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NUL
 /* In the child: dies with the thread that forked it (the run's: a server that dies takes its
  * sandboxes along; runsc's gofer and sandbox die with runsc), fds 0-2, then close the rest and
  * exec; never returns. */
-static void child_exec(const char *const *argv, int out_fd, int err_fd, pid_t parent)
+static void child_exec(const char *const *argv, int in_fd, int out_fd, int err_fd, pid_t parent)
 {
-        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int null_fd = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
 
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                 _exit(127);
@@ -67,8 +67,8 @@ static void pipes_widen(int a, int b)
 }
 
 /* fork @argv with stdout and stderr to two new pipes (read ends in @ret_out, @ret_err). */
-static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, int *ret_err,
-                       struct sbx_error *err)
+static int spawn_piped(const char *const *argv, int in_fd, pid_t *ret_pid, int *ret_out,
+                       int *ret_err, struct sbx_error *err)
 {
         int out[2] = {-1, -1}, errp[2] = {-1, -1};
         pid_t pid;
@@ -92,7 +92,7 @@ static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, in
                 return sbx_fail(err, e, "cannot fork for runsc: %s; retry", strerror(e));
         }
         if (pid == 0)
-                child_exec(argv, out[1], errp[1], parent);
+                child_exec(argv, in_fd, out[1], errp[1], parent);
         /* the group exists before fork returns here too: a kill right after it reaches the
          * child even before the child ran (setpgid(2): both sides, against the race) */
         (void)setpgid(pid, pid);
@@ -125,7 +125,18 @@ int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err)
                               r->id,
                               NULL};
 
-        return spawn_piped(argv, &r->pid, &r->out_fd, &r->err_fd, err);
+        int in[2] = {-1, -1};
+        int k;
+
+        if (r->stdin_pipe && pipe2(in, O_CLOEXEC) < 0)
+                return sbx_fail(err, errno, "cannot make runsc's input pipe: %m");
+        k = spawn_piped(argv, in[0], &r->pid, &r->out_fd, &r->err_fd, err);
+        if (in[0] >= 0)
+                close(in[0]);
+        if (k < 0 && in[1] >= 0)
+                close(in[1]);
+        r->in_fd = k == 0 ? in[1] : -1;
+        return k;
 }
 
 /* Does /proc/@pid/cmdline name "--root=@root" or "--root\0@root"? Zombies have none. */
@@ -240,7 +251,7 @@ int gvisor_runsc_capture(const char *const *argv, unsigned timeout_ms, char *ret
         int r;
 
         ret[0] = '\0';
-        r = spawn_piped(argv, &pid, &out_fd, &err_fd, err);
+        r = spawn_piped(argv, -1, &pid, &out_fd, &err_fd, err);
         if (r < 0)
                 return r;
         /* both streams into one buffer: the child's stderr is read after its stdout's EOF */

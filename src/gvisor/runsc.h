@@ -20,6 +20,9 @@ struct gvisor_runsc_run {
                                spare.c, cells.c); off for a cold run */
         pid_t pid;          /* set by gvisor_runsc_start(): the runsc process, leader of its own
                                process group (set on both sides of the fork) */
+        bool stdin_pipe;    /* the program's stdin is a new pipe (its write end in @in_fd: a
+                               warm spare's "go", spare.h) rather than /dev/null */
+        int in_fd;          /* set by gvisor_runsc_start(): that write end, or -1 */
         int out_fd, err_fd; /* read ends of the program's stdout and stderr (-1 once closed) */
 };
 
@@ -27,9 +30,10 @@ struct gvisor_runsc_run {
  * gvisor_runsc_start() - fork and exec `@runsc --rootless --network=none --ignore-cgroups
  * [--host-fifo=open] --root @root --log @log run --bundle @bundle @id` in a new process group (setpgid: one group
  * holds runsc, its user-namespace child and its gofer; the sandbox process runsc starts in a
- * session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin /dev/null,
+ * session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin /dev/null
+ * (or a new pipe when @stdin_pipe: its write end in @in_fd, the caller's to close),
  * stdout and stderr to new pipes, no other fd, environment PATH only.
- * Return: 0 with @r->pid, @r->out_fd, @r->err_fd set; -errno with @err.
+ * Return: 0 with @r->pid, @r->in_fd, @r->out_fd, @r->err_fd set; -errno with @err.
  */
 int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err);
 

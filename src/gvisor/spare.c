@@ -1,5 +1,5 @@
-/* spare.c - the gvisor backend's warm spares: the program's FIFO and the stamp checked at the
- * hand-over. See spare.h. */
+/* spare.c - the gvisor backend's warm spares: the stamp checked at the hand-over. See
+ * spare.h. */
 #include "gvisor/spare.h"
 
 #include <errno.h>
@@ -7,10 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/cleanup.h"
 #include "common/clock.h"
-#include "common/xalloc.h"
-#include "run/fifo_handover.h"
+#include "run/user_site.h"
 
 /* Every setting a gvisor sandbox is built from. */
 static void settings_text(const struct sbx_config *cfg, char *buf, size_t size)
@@ -71,14 +69,5 @@ int gvisor_spare_stamp_check(const struct gvisor_stamp *st, const struct sbx_con
         if (sbx_now_ms() - st->made_ms > max_age_ms)
                 return sbx_fail(err, ESTALE, "the spare is older than %llu s",
                                 (unsigned long long)(max_age_ms / 1000));
-        return 0;
-}
-
-int gvisor_spare_fifo(const char *dir, const char *script, struct sbx_error *err)
-{
-        _cleanup_free_ char *path = xasprintf("%s/%s", dir, script);
-
-        if (mkfifo(path, 0600) < 0 || chmod(path, 0600) < 0)
-                return sbx_fail(err, errno, "cannot make the spare's program FIFO '%s': %m", path);
         return 0;
 }

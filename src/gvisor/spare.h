@@ -1,8 +1,10 @@
 /* spare.h - the gvisor backend's warm spares (src/gvisor/spare.c); internal to src/gvisor.
- * A spare is a started runsc sandbox whose interpreter is blocked opening /sandbox/<script>, a
- * FIFO in the run's own code folder on the host (runsc --host-fifo=open lets the Sentry open
- * it through the gofer); the call's code reaches it through that FIFO only, once
- * (sbx_fifo_handover(), src/run/fifo_handover.h). docs/design/lifecycle.md, "gVisor spares". */
+ * A spare is a started runsc sandbox whose pid 1, a bash waiter, reads its stdin (a pipe the
+ * server holds the write end of) until EOF and then execs the interpreter on
+ * /sandbox/<script>. The hand-over writes the code into the run's code folder and closes the
+ * pipe: the only thing that reaches the spare is that EOF, over the stdin it already had
+ * (/dev/null on a cold run); runsc gets no new flag (no --host-fifo, no --host-uds).
+ * docs/design/lifecycle.md, "gVisor spares". */
 #pragma once
 
 #include <stdbool.h>
@@ -38,9 +40,3 @@ int gvisor_spare_stamp_take(const struct sbx_config *cfg, const char *tree_path,
 int gvisor_spare_stamp_check(const struct gvisor_stamp *st, const struct sbx_config *cfg,
                              const char *tree_path, const char *grade, unsigned gen,
                              struct sbx_error *err);
-
-/**
- * gvisor_spare_fifo() - make @dir/@script a FIFO, 0600 (the sandbox's uid 0 is this user:
- * runsc --rootless maps only it, spec.h). Return: 0, or -errno with @err.
- */
-int gvisor_spare_fifo(const char *dir, const char *script, struct sbx_error *err);
