@@ -45,7 +45,8 @@ static const char spare_waiter[] = "while IFS= read -r _; do :; done; exec \"$@\
  * puts /dev/null in its place, and runs /sandbox/main.py as a script's __main__ would be run
  * (sys.argv, sys.path[0], __file__; compiled alone, dont_inherit). The traceback of an uncaught
  * exception starts at the program's frame, as a cold run's: this bootstrap's frame is cut off
- * (sys.excepthook with tb_next, then exit status 1); SystemExit passes through as it would.
+ * (the exception's traceback set to its tb_next: python 3.11's excepthook prints the
+ * exception's own, then exit status 1); SystemExit passes through as it would.
  * What differs from a cold run: /proc/1/cmdline names `python3 -c ...` and __main__'s
  * __loader__ is the built-in one. */
 static const char python_spare_boot[] =
@@ -65,7 +66,8 @@ static const char python_spare_boot[] =
     "    except SystemExit:\n"
     "        raise\n"
     "    except BaseException as e:\n"
-    "        sys.excepthook(type(e), e, e.__traceback__.tb_next)\n"
+    "        e = e.with_traceback(e.__traceback__.tb_next)\n"
+    "        sys.excepthook(type(e), e, e.__traceback__)\n"
     "        sys.exit(1)\n"
     "_run()\n";
 
