@@ -499,8 +499,9 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
         struct gvisor_state *s = x->b->state;
         const char *script = sbx_language_script(x->language);
         _cleanup_free_ char *path = xasprintf("/sandbox/%s", script);
-        const char *waiter[] = {"/bin/bash",           "-c", spare_waiter, "vestibule-spare",
-                                interpreter_of(x->language), path,         NULL};
+        const char *waiter[] = {
+            "/bin/bash", "-c", spare_waiter, "vestibule-spare", interpreter_of(x->language),
+            path,        NULL};
         const char *python[] = {"python3", "-c", python_spare_boot, NULL};
         const char *const *argv = x->language == SBX_LANG_PYTHON ? python : waiter;
         unsigned gen;
@@ -566,8 +567,8 @@ static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, st
                                 "(its sandbox has no network at all: runsc --network=none); use "
                                 "network \"none\", or VESTIBULE_BACKEND=native for the allowlist");
         r = box_open(b, spec->language, &x, err);
-        if (r < 0)
-                return r;
+        if (r < 0 || !x)
+                return r < 0 ? r : -EIO;
         x->spare = spec->spare;
         if (x->spare) {
                 r = spare_launch(x, err);
@@ -774,8 +775,7 @@ int gvisor_box_chan(struct gvisor_box *x, const char **ret, struct sbx_error *er
                 x->chan = xasprintf("%s/chan", x->dir);
                 if (mkdir(x->chan, 0700) < 0 || mkdir(point, 0755) < 0)
                         return sbx_fail(err, errno,
-                                        "cannot make the session's pipe folder '%s': %m",
-                                        x->chan);
+                                        "cannot make the session's pipe folder '%s': %m", x->chan);
         }
         *ret = x->chan;
         return 0;

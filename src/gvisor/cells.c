@@ -79,8 +79,7 @@ static void cells_freep(struct sandbox **sb)
         cells_free(*sb);
 }
 
-static int open_fifo(const char *dir, const char *name, int flags, int *ret,
-                     struct sbx_error *err)
+static int open_fifo(const char *dir, const char *name, int flags, int *ret, struct sbx_error *err)
 {
         _cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
         int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
@@ -278,8 +277,8 @@ static void cells_interrupt(struct sandbox *sb)
         pthread_mutex_unlock(&sb->lock);
 }
 
-static int cells_start(struct sandbox *sb, const struct run_request *req,
-                       struct sandbox_io *ret_io, struct sbx_error *err)
+static int cells_start(struct sandbox *sb, const struct run_request *req, struct sandbox_io *ret_io,
+                       struct sbx_error *err)
 {
         int r;
 

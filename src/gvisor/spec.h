@@ -33,8 +33,9 @@ struct gvisor_spec_in {
  * gvisor_spec_json() - the config.json text for @in: process (uid/gid 0, @argv, @envp, cwd
  * /workspace, noNewPrivileges, rlimits NOFILE, CORE 0 and FSIZE), root (@rootfs, readonly),
  * mounts (/proc, /dev as runsc makes it, /tmp tmpfs "size=<@tmpfs_mb>m,mode=1777,nosuid,nodev",
- * /workspace rbind rw or ro, /sandbox rbind ro, /sandbox/chan rbind rw when @chan_dir), linux namespaces (pid, network, ipc, uts,
- * mount, user) with one-entry uid and gid mappings 0 -> @host_uid / @host_gid.
+ * /workspace rbind rw or ro, /sandbox rbind ro, /sandbox/chan rbind rw when @chan_dir), linux
+ * namespaces (pid, network, ipc, uts, mount, user) with one-entry uid and gid mappings 0 ->
+ * @host_uid / @host_gid.
  * @ret: a new NUL-ended string (free()), set only on success.
  * Return: 0, or -EINVAL with @err when a field is missing or not absolute, -ENOMEM.
  */

@@ -620,8 +620,12 @@ START_TEST(spare_runs_its_code_once_as_a_cold_run)
                       "%s", res.err.data ? res.err.data : "");
         ck_assert_ptr_null(strstr(res.err.data, "<string>"));
         run_result_done(&res);
-        struct run_request again = {.language = SBX_LANG_PYTHON, .code = "1", .code_len = 1,
-                                    .timeout_s = 5, .cfg = &cfg, .cancel_fd = -1};
+        struct run_request again = {.language = SBX_LANG_PYTHON,
+                                    .code = "1",
+                                    .code_len = 1,
+                                    .timeout_s = 5,
+                                    .cfg = &cfg,
+                                    .cancel_fd = -1};
         struct sandbox_io io;
         ck_assert_int_eq(ops->start(sb, &again, &io, &err), -EALREADY);
         ops->destroy(sb);
@@ -633,9 +637,10 @@ END_TEST
  * --host-fifo=open (its channels, cells.c) and opens it (tests/adversarial/server.md). */
 START_TEST(spare_cannot_open_a_host_fifo_a_session_can)
 {
-        const char *probe = "import os\ntry:\n    fd = os.open('/workspace/hostfifo', os.O_WRONLY | "
-                            "os.O_NONBLOCK)\n    print('opened')\nexcept OSError as e:\n    "
-                            "print('refused', e.errno)\n";
+        const char *probe =
+            "import os\ntry:\n    fd = os.open('/workspace/hostfifo', os.O_WRONLY | "
+            "os.O_NONBLOCK)\n    print('opened')\nexcept OSError as e:\n    "
+            "print('refused', e.errno)\n";
         char *fifo = xasprintf("%s/hostfifo", workspace);
         int rd;
         struct run_result res;
