@@ -4,7 +4,7 @@
  * calls. The runner's fd 4 (cells in) and fd 5 (status records out) are FIFOs the server makes
  * in the session's channel folder, which the sandbox sees at /sandbox/chan (read-write: the
  * Sentry refuses a FIFO's write open on a read-only mount, EROFS, measured); runsc runs with
- * --host-fifo=open, so the Sentry opens them through the gofer (measured: runsc 20221219).
+ * --host-fifo=open, so the Sentry opens them through the gofer (measured: runsc 20221219 and 20240729).
  * The user's stdout and stderr are runsc's own pipes, so no output can end a cell; the
  * runner's flush before its record orders them (the Sentry writes host fds synchronously).
  * A third FIFO, "ctl", carries the interrupt: the wrapper sends SIGINT to the runner's process
@@ -209,7 +209,7 @@ static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, str
         if (spec->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EOPNOTSUPP,
                                 "a gvisor session has no network: use network \"none\"");
-        /* measured (runsc 20221219): node's runner under gVisor sent no status record after
+        /* measured (runsc 20240729): node's runner under gVisor sent no status record after
          * a cell whose value it prints ("1"), so the cell ran to its deadline and the session
          * was killed; until that is understood, node sessions are refused, never half-served */
         if (spec->language == SBX_LANG_NODE)

@@ -42,7 +42,7 @@ static void child_exec(const char *const *argv, int in_fd, int out_fd, int err_f
 
 /* Raise both pipes to pipe-max-size (1 MiB by default; pipe(7), F_SETPIPE_SZ): the Sentry
  * writes the program's stdout and stderr to them non-blocking, and a write that finds the
- * pipe full comes back short to the program and the rest is lost (measured, runsc 20221219:
+ * pipe full comes back short to the program and the rest is lost (measured, runsc 20240729:
  * os.write(1, 200000 bytes) answered 65536 and no more bytes came). A pipe as large as the
  * kernel allows keeps the program's output whole up to that size between two reads of the
  * warden. Best effort: past the user's pipe quota (pipe-user-pages-soft) it stays 64 KiB. */
