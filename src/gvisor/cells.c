@@ -4,8 +4,8 @@
  * calls. The runner's fd 4 (cells in) and fd 5 (status records out) are FIFOs the server makes
  * in the session's channel folder, which the sandbox sees at /sandbox/chan (read-write: the
  * Sentry refuses a FIFO's write open on a read-only mount, EROFS, measured); runsc runs with
- * --host-fifo=open, so the Sentry opens them through the gofer (measured: runsc 20221219 and 20240729).
- * The user's stdout and stderr are runsc's own pipes, so no output can end a cell; the
+ * --host-fifo=open, so the Sentry opens them through the gofer (measured: runsc 20221219 and
+ * 20240729). The user's stdout and stderr are runsc's own pipes, so no output can end a cell; the
  * runner's flush before its record orders them (the Sentry writes host fds synchronously).
  * A third FIFO, "ctl", carries the interrupt: the wrapper sends SIGINT to the runner's process
  * group for each line the server writes there (the Sentry's tasks are not seen from the host).
