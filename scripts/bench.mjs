@@ -293,6 +293,12 @@ async function addServerCases() {
             try {
                 servers.gvisor = await startServer('gvisor', 'gvisor');
                 for (const l of langs) cases.push({ key: `ours_gvisor_${l}`, label: `ours: gvisor run_code ${l}`, server: 'gvisor', fn: async () => (await servers.gvisor.run(l, CODE[l])).ms });
+                // issue 26 #2: print(1) as a cell of a live gvisor session (ratio
+                // gvisor_session_python_vs_fresh), in the same interleaved rounds
+                const gst = await servers.gvisor.request('tools/call', { name: 'session_start', arguments: { language: 'python' } });
+                const gsid = gst.result?.structuredContent?.session;
+                if (gsid) cases.push({ key: 'ours_gvisor_session_python', label: 'ours: gvisor run_code in a session', server: 'gvisor', fn: async () => (await servers.gvisor.run('python', 'print(1)', OUT_1, 30, false, gsid)).ms });
+                else skipped.gvisor_session = `session_start: ${JSON.stringify(gst.error ?? gst.result?.content)}`.slice(0, 400);
             } catch (e) {
                 skipped.gvisor = `gvisor server: ${e.message}`;
             }
@@ -446,6 +452,7 @@ for (const l of langs) {
     report.ratios[`bwrap_${l}_vs_floor`] = ratio(`bwrap_${l}`, `floor_${l}`);
     report.ratios[`gvisor_${l}_vs_bwrap`] = ratio(`ours_gvisor_${l}`, `bwrap_${l}`);
     report.ratios[`gvisor_${l}_vs_native`] = ratio(`ours_gvisor_${l}`, `ours_native_${l}`);
+    if (l === 'python') report.ratios.gvisor_session_python_vs_fresh = ratio('ours_gvisor_session_python', 'ours_gvisor_python');
 }
 report.ratios.container_docker_vs_docker_cli = ratio('ours_container_docker_python', 'peer_docker_cli_python');
 report.ratios.container_podman_vs_podman_cli = ratio('ours_container_podman_python', 'peer_podman_cli_python');

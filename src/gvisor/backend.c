@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,17 +25,58 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "common/xalloc.h"
 #include "egress/egress.h"
+#include "gvisor/box.h"
 #include "gvisor/runsc.h"
+#include "gvisor/spare.h"
 #include "gvisor/spec.h"
 #include "rootfs/hold.h"
 #include "rootfs/tree.h"
+#include "run/user_site.h"
 #include "workspace/workspace.h"
 
 /* How long destroy waits for the run's cgroup to empty after cgroup.kill (the kernel kills
  * every task at once; this only bounds their exit under load). */
 #define GVISOR_EMPTY_WAIT_MS 2000
+
+/* A spare's pid 1 (spare.h): reads its stdin until EOF (bash's builtin read; no byte is
+ * expected, only the close of the server's end), then execs the interpreter ("$@") on the
+ * program's file, which exists by then, with stdin /dev/null as on a cold run. (destroy()
+ * kills the sandbox before it closes the pipe: a spare never used execs nothing.) */
+static const char spare_waiter[] = "while IFS= read -r _; do :; done; exec \"$@\" </dev/null";
+
+/* Python's spare waits as the interpreter itself (its start-up, the largest part of a small
+ * run's time inside gVisor, is then behind it): `python3 -c` this, which reads stdin to EOF,
+ * puts /dev/null in its place, and runs /sandbox/main.py as a script's __main__ would be run
+ * (sys.argv, sys.path[0], __file__; compiled alone, dont_inherit). The traceback of an uncaught
+ * exception starts at the program's frame, as a cold run's: this bootstrap's frame is cut off
+ * (the exception's traceback set to its tb_next: python 3.11's excepthook prints the
+ * exception's own, then exit status 1); SystemExit passes through as it would.
+ * What differs from a cold run: /proc/1/cmdline names `python3 -c ...` and __main__'s
+ * __loader__ is the built-in one. */
+static const char python_spare_boot[] =
+    "import sys, os\n"
+    "def _run(sys=sys, os=os):\n"
+    "    sys.stdin.buffer.read()\n"
+    "    fd = os.open('/dev/null', os.O_RDONLY); os.dup2(fd, 0); os.close(fd)\n"
+    "    p = '/sandbox/main.py'\n"
+    "    sys.argv[:] = [p]; sys.path[0] = '/sandbox'\n"
+    "    with open(p, 'rb') as f: c = compile(f.read(), p, 'exec', dont_inherit=True)\n"
+    "    g = sys.modules['__main__'].__dict__\n"
+    "    for k in [k for k in g if k not in ('__name__', '__builtins__', '__loader__')]:\n"
+    "        del g[k]\n"
+    "    g.update(__file__=p, __doc__=None, __package__=None, __spec__=None, __cached__=None)\n"
+    "    try:\n"
+    "        exec(c, g)\n"
+    "    except SystemExit:\n"
+    "        raise\n"
+    "    except BaseException as e:\n"
+    "        e = e.with_traceback(e.__traceback__.tb_next)\n"
+    "        sys.excepthook(type(e), e, e.__traceback__)\n"
+    "        sys.exit(1)\n"
+    "_run()\n";
 
 struct gvisor_state {
         pthread_mutex_t lock;
@@ -43,6 +85,7 @@ struct gvisor_state {
         bool probed;
         struct backend_probe probe;
         unsigned next_id;
+        unsigned probe_gen; /* counts the probes that ran: spares of an older one are stale */
         bool shutting_down;
 };
 
@@ -55,12 +98,19 @@ struct gvisor_box {
         char dir[64]; /* /tmp/vestibule-gvisor-XXXXXX, 0700 */
         char *rootfs; /* cfg->rootfs_dir/<tree> */
         char *state, *bundle, *code, *log;
+        char *chan; /* NULL, or a session's FIFO folder, read-write at /sandbox/chan (spec.h) */
         char id[48];
         struct setup_rootfs_hold hold;
         pthread_mutex_t lock; /* @run.pid against kill() from another thread */
         struct gvisor_runsc_run run;
         int pidfd;
         bool started, reaped, killed;
+        bool host_fifo;            /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
+        bool spare;                /* prepared ahead (a warm spare, spare.h): its waiter reads
+                                      stdin until the hand-over closes it */
+        bool handed;               /* start() ran: a sandbox takes one program */
+        struct gvisor_stamp stamp; /* a spare's: what it was built from */
+        struct sbx_trace trace;    /* VESTIBULE_TRACE=timing: the phases of a call */
         struct rusage ru;
         /* the run's cgroup, when the host gives one (cgroup/cgroup.h): runsc, its gofer and its
          * sandbox all live in it; a scope also holds @keeper */
@@ -167,6 +217,7 @@ static int box_spec(struct gvisor_box *x, const char *const *argv, struct sbx_er
             .workspace = x->cfg->workspace_dir,
             .workspace_ro = x->cfg->workspace_ro,
             .code_dir = x->code,
+            .chan_dir = x->chan,
             .tmpfs_mb = x->cfg->tmpfs_mb,
             /* runsc --rootless re-runs itself as uid 0 of a user namespace that maps the
              * calling user: the sandbox's 0 is that namespace's 0, i.e. this user */
@@ -236,6 +287,9 @@ static int box_launch(struct gvisor_box *x, struct gvisor_state *s, struct sbx_e
                                            .bundle = x->bundle,
                                            .log = x->log,
                                            .id = x->id,
+                                           .host_fifo = x->host_fifo,
+                                           .stdin_pipe = x->spare,
+                                           .in_fd = -1,
                                            .out_fd = -1,
                                            .err_fd = -1,
                                            .go_fd = -1};
@@ -268,7 +322,7 @@ static int box_new(struct backend *b, enum sbx_language language, struct gvisor_
         x->cfg = b->cfg;
         x->language = language;
         x->pidfd = -1;
-        x->run.out_fd = x->run.err_fd = x->run.go_fd = -1;
+        x->run.in_fd = x->run.out_fd = x->run.err_fd = x->run.go_fd = -1;
         x->cg.dir_fd = -1;
         x->usage = xcalloc(1, sizeof(*x->usage));
         pthread_mutex_lock(&((struct gvisor_state *)b->state)->lock);
@@ -353,6 +407,8 @@ static void box_free(struct gvisor_box *x)
         free(x->usage);
         if (x->pidfd >= 0)
                 close(x->pidfd);
+        if (x->run.in_fd >= 0)
+                close(x->run.in_fd);
         if (x->run.out_fd >= 0)
                 close(x->run.out_fd);
         if (x->run.err_fd >= 0)
@@ -370,6 +426,7 @@ static void box_free(struct gvisor_box *x)
         free(x->bundle);
         free(x->code);
         free(x->log);
+        free(x->chan);
         free(x);
 }
 
@@ -536,6 +593,7 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
         }
         pthread_mutex_lock(&s->lock);
         s->probe = p;
+        s->probe_gen++;
         s->probed = p.usable; /* an unusable answer is asked again (the ladder retries) */
         pthread_mutex_unlock(&s->lock);
         *ret = p;
@@ -545,26 +603,15 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
 
 /* ---- the lifecycle ------------------------------------------------------------------------ */
 
-static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
-                          struct sbx_error *err)
+/* A new box once the probe says the backend is usable and the server is not stopping. */
+static int box_open(struct backend *b, enum sbx_language language, struct gvisor_box **ret,
+                    struct sbx_error *err)
 {
         struct gvisor_state *s = b->state;
         struct backend_probe probe;
-        struct gvisor_box *x = NULL;
         bool down;
         int r;
 
-        if (spec->mode != SANDBOX_MODE_ONE_SHOT)
-                return sbx_fail(err, EOPNOTSUPP, "gvisor sandboxes run one program each");
-        /* a spare would be only an empty folder: runsc's start is all of the cost (issue 26
-         * #2, warm spares on gvisor, is not built yet); say so rather than "started ahead" */
-        if (spec->spare)
-                return sbx_fail(err, EOPNOTSUPP, "the gvisor backend keeps no warm spares yet");
-        if (spec->network != RUN_NETWORK_NONE)
-                return sbx_fail(err, EOPNOTSUPP,
-                                "network \"allowlist\" is not served by the gvisor backend yet "
-                                "(its sandbox has no network at all: runsc --network=none); use "
-                                "network \"none\", or VESTIBULE_BACKEND=native for the allowlist");
         pthread_mutex_lock(&s->lock);
         down = s->shutting_down;
         pthread_mutex_unlock(&s->lock);
@@ -575,10 +622,112 @@ static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, st
                 return r;
         if (!probe.usable)
                 return sbx_fail(err, ESTALE, "%s", probe.blocked);
-        r = box_new(b, spec->language, &x, err);
+        r = box_new(b, language, ret, err);
         if (r < 0)
                 return r;
-        snprintf(x->grade, sizeof(x->grade), "%s", probe.grade);
+        snprintf((*ret)->grade, sizeof((*ret)->grade), "%s", probe.grade);
+        return 0;
+}
+
+/* The code's folder: the program (NULL: not yet, a spare's) and sitecustomize.py. */
+static int code_dir_fill(struct gvisor_box *x, const char *script, const char *code, size_t len,
+                         struct sbx_error *err)
+{
+        int r;
+
+        r = code ? write_new(x->code, script, code, len, err) : 0;
+        /* every language: bash's and node's python3 children read it from PYTHONPATH too */
+        if (r == 0)
+                r = write_new(x->code, EGRESS_SITECUSTOMIZE_NAME, egress_sitecustomize,
+                              strlen(egress_sitecustomize), err);
+        return r;
+}
+
+/* A warm spare (spare.h): the sandbox started with its waiter as pid 1, what it was built
+ * from stamped. runsc's and the Sentry's start-up run here, off any call's path. */
+static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
+{
+        struct gvisor_state *s = x->b->state;
+        const char *script = sbx_language_script(x->language);
+        _cleanup_free_ char *path = xasprintf("/sandbox/%s", script);
+        const char *waiter[] = {
+            "/bin/bash", "-c", spare_waiter, "vestibule-spare", interpreter_of(x->language),
+            path,        NULL};
+        const char *python[] = {"python3", "-c", python_spare_boot, NULL};
+        const char *const *argv = x->language == SBX_LANG_PYTHON ? python : waiter;
+        unsigned gen;
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        gen = s->probe_gen;
+        pthread_mutex_unlock(&s->lock);
+        r = gvisor_spare_stamp_take(x->cfg, x->rootfs, x->grade, gen, &x->stamp, err);
+        if (r == 0)
+                r = code_dir_fill(x, script, NULL, 0, err);
+        if (r == 0)
+                r = box_spec(x, argv, err);
+        if (r == 0)
+                r = box_launch(x, s, err);
+        return r;
+}
+
+/* start, for a spare: still what it was built from, and its sandbox still there? then the
+ * program's file, and the close of its stdin: the waiter execs the interpreter on it. */
+static int spare_handover(struct gvisor_box *x, const struct run_request *req,
+                          struct sbx_error *err)
+{
+        struct gvisor_state *s = x->b->state;
+        struct backend_probe probe;
+        struct pollfd p = {.fd = x->pidfd, .events = POLLIN};
+        unsigned gen;
+        int r;
+
+        r = gvisor_probe(x->b, &probe, err);
+        if (r < 0)
+                return r;
+        if (!probe.usable)
+                return sbx_fail(err, ESTALE, "%s", probe.blocked);
+        pthread_mutex_lock(&s->lock);
+        gen = s->probe_gen;
+        pthread_mutex_unlock(&s->lock);
+        r = gvisor_spare_stamp_check(&x->stamp, x->cfg, x->rootfs, probe.grade, gen, err);
+        if (r < 0)
+                return r;
+        /* runsc exited (its pidfd readable): the spare is gone and nothing of the code ran */
+        if (x->pidfd < 0 || x->run.in_fd < 0 || poll(&p, 1, 0) != 0)
+                return sbx_fail(err, ESTALE, "the spare's sandbox is gone");
+        r = write_new(x->code, sbx_language_script(x->language), req->code, req->code_len, err);
+        if (r < 0)
+                return r;
+        close(x->run.in_fd); /* EOF: the go */
+        x->run.in_fd = -1;
+        return 0;
+}
+
+static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
+                          struct sbx_error *err)
+{
+        struct gvisor_box *x = NULL;
+        int r;
+
+        if (spec->mode != SANDBOX_MODE_ONE_SHOT)
+                return sbx_fail(err, EOPNOTSUPP, "gvisor sandboxes run one program each");
+        if (spec->network != RUN_NETWORK_NONE)
+                return sbx_fail(err, EOPNOTSUPP,
+                                "network \"allowlist\" is not served by the gvisor backend yet "
+                                "(its sandbox has no network at all: runsc --network=none); use "
+                                "network \"none\", or VESTIBULE_BACKEND=native for the allowlist");
+        r = box_open(b, spec->language, &x, err);
+        if (r < 0 || !x)
+                return r < 0 ? r : -EIO;
+        x->spare = spec->spare;
+        if (x->spare) {
+                r = spare_launch(x, err);
+                if (r < 0) {
+                        box_free(x);
+                        return r;
+                }
+        }
         *ret = (struct sandbox *)x;
         return 0;
 }
@@ -590,22 +739,33 @@ static int gvisor_start(struct sandbox *sandbox, const struct run_request *req,
         const char *script = sbx_language_script(x->language);
         _cleanup_free_ char *path = xasprintf("/sandbox/%s", script);
         const char *argv[] = {interpreter_of(x->language), path, NULL};
+        uint64_t start_ms = 0;
         int r;
 
-        if (x->started || req->language != x->language)
+        if (x->handed)
+                return sbx_fail(err, EALREADY,
+                                "this sandbox ran a program already; a sandbox runs one program "
+                                "and is never handed a second");
+        if (req->language != x->language || (x->started && !x->spare))
                 return sbx_fail(err, EINVAL, "gvisor sandbox: start() out of order");
-        r = write_new(x->code, script, req->code, req->code_len, err);
-        /* every language: bash's and node's python3 children read it from PYTHONPATH too */
-        if (r == 0)
-                r = write_new(x->code, EGRESS_SITECUSTOMIZE_NAME, egress_sitecustomize,
-                              strlen(egress_sitecustomize), err);
-        if (r == 0)
-                r = box_spec(x, argv, err);
-        if (r == 0)
-                r = box_launch(x, x->b->state, err);
+        x->handed = true;
+        sbx_trace_begin(&x->trace, x->cfg->trace_timing, "gvisor");
+        if (x->spare) {
+                r = spare_handover(x, req, err);
+                start_ms = sbx_now_ms();
+                sbx_trace_lap(&x->trace, "spare_handover");
+        } else {
+                r = code_dir_fill(x, script, req->code, req->code_len, err);
+                if (r == 0)
+                        r = box_spec(x, argv, err);
+                if (r == 0)
+                        r = box_launch(x, x->b->state, err);
+                sbx_trace_lap(&x->trace, "runsc_start");
+        }
         if (r < 0)
                 return r;
         *ret_io = (struct sandbox_io){
+            .start_ms = start_ms,
             .out_fd = x->run.out_fd,
             .err_fd = x->run.err_fd,
             .pid = x->run.pid,
@@ -667,6 +827,7 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         char fatal[400];
         int status;
 
+        sbx_trace_lap(&x->trace, "program");
         pthread_mutex_lock(&x->lock);
         box_read_usage(x); /* before the kill: a scope's cgroup goes once empty */
         pthread_mutex_unlock(&x->lock);
@@ -674,6 +835,7 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         pthread_mutex_lock(&x->lock);
         status = box_reap(x);
         pthread_mutex_unlock(&x->lock);
+        sbx_trace_lap(&x->trace, "kill_reap");
         snprintf(res->backend, sizeof(res->backend), "gvisor");
         snprintf(res->image, sizeof(res->image), "%s", x->rootfs);
         snprintf(res->isolation, sizeof(res->isolation), "%s", x->grade);
@@ -683,6 +845,10 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
                 res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
         }
         box_usage(x, w, res);
+        if (x->spare && res->usage.cpu_us.measured)
+                not_measured(&res->usage.cpu_us,
+                             "a warm spare: its cgroup's CPU includes the sandbox's and "
+                             "interpreter's start-up before the hand-over");
         if (res->oom_killed && w->forced == RUN_OUTCOME_NONE &&
             res->outcome == RUN_OUTCOME_EXITED && res->exit_code == 0) {
                 /* the kernel killed the Sentry; runsc's own status need not say so */
@@ -699,7 +865,14 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
 
 static void gvisor_destroy_box(struct sandbox *sandbox)
 {
-        box_free((struct gvisor_box *)sandbox);
+        struct gvisor_box *x = (struct gvisor_box *)sandbox;
+        struct sbx_trace t = x->trace;
+
+        box_free(x);
+        if (t.on) {
+                sbx_trace_lap(&t, "destroy");
+                sbx_trace_end(&t);
+        }
 }
 
 static const struct sandbox_ops gvisor_sandbox_ops = {
@@ -736,7 +909,7 @@ static const struct backend_ops gvisor_ops = {
     .probe = gvisor_probe,
     .run = sandbox_run_once,
     .sandbox = &gvisor_sandbox_ops,
-    .cells = NULL,
+    .cells = &gvisor_cells_ops,
     .shutdown = gvisor_shutdown,
     .destroy = gvisor_destroy,
 };
@@ -753,4 +926,82 @@ int gvisor_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
         b->state = s;
         *ret = b;
         return 0;
+}
+
+/* ---- the box, for the session ops (box.h) ------------------------------------------------ */
+
+int gvisor_box_open(struct backend *b, enum sbx_language language, bool host_fifo,
+                    struct gvisor_box **ret, struct sbx_error *err)
+{
+        int r = box_open(b, language, ret, err);
+
+        if (r == 0)
+                (*ret)->host_fifo = host_fifo;
+        return r;
+}
+
+const char *gvisor_box_code_dir(const struct gvisor_box *x)
+{
+        return x->code;
+}
+
+int gvisor_box_chan(struct gvisor_box *x, const char **ret, struct sbx_error *err)
+{
+        _cleanup_free_ char *point = xasprintf("%s/chan", x->code);
+
+        if (!x->chan) {
+                x->chan = xasprintf("%s/chan", x->dir);
+                if (mkdir(x->chan, 0700) < 0 || mkdir(point, 0755) < 0)
+                        return sbx_fail(err, errno,
+                                        "cannot make the session's pipe folder '%s': %m", x->chan);
+        }
+        *ret = x->chan;
+        return 0;
+}
+
+const char *gvisor_box_grade(const struct gvisor_box *x)
+{
+        return x->grade;
+}
+
+const char *gvisor_box_rootfs(const struct gvisor_box *x)
+{
+        return x->rootfs;
+}
+
+int gvisor_box_write(struct gvisor_box *x, const char *name, const char *data, size_t len,
+                     bool with_site, struct sbx_error *err)
+{
+        int r = write_new(x->code, name, data, len, err);
+
+        if (r == 0 && with_site)
+                r = write_new(x->code, EGRESS_SITECUSTOMIZE_NAME, egress_sitecustomize,
+                              strlen(egress_sitecustomize), err);
+        return r;
+}
+
+int gvisor_box_run(struct gvisor_box *x, const char *const *argv, int *ret_out, int *ret_err,
+                   int *ret_pidfd, struct sbx_error *err)
+{
+        int r = box_spec(x, argv, err);
+
+        if (r == 0)
+                r = box_launch(x, x->b->state, err);
+        if (r < 0)
+                return r;
+        *ret_out = x->run.out_fd;
+        *ret_err = x->run.err_fd;
+        *ret_pidfd = x->pidfd;
+        return 0;
+}
+
+void gvisor_box_kill(struct gvisor_box *x)
+{
+        gvisor_kill((struct sandbox *)x);
+}
+
+void gvisor_box_free(struct gvisor_box *x)
+{
+        if (x)
+                box_free(x);
 }

@@ -26,10 +26,10 @@ static const char *const runsc_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NUL
 /* In the child: dies with the thread that forked it (the run's: a server that dies takes its
  * sandboxes along; runsc's gofer and sandbox die with runsc), fds 0-2, then close the rest and
  * exec; never returns. */
-static void child_exec(const char *const *argv, int out_fd, int err_fd, const int go[2],
-                       pid_t parent)
+static void child_exec(const char *const *argv, int in_fd, int out_fd, int err_fd,
+                       const int go[2], pid_t parent)
 {
-        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int null_fd = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
         char c;
         ssize_t n;
 
@@ -53,7 +53,45 @@ static void child_exec(const char *const *argv, int out_fd, int err_fd, const in
         _exit(127);
 }
 
+/* Raise both pipes to pipe-max-size (1 MiB by default; pipe(7), F_SETPIPE_SZ): the Sentry
+ * writes the program's stdout and stderr to them non-blocking, and a write that finds the
+ * pipe full comes back short to the program and the rest is lost (measured, runsc 20240729:
+ * os.write(1, 200000 bytes) answered 65536 and no more bytes came). A pipe as large as the
+ * kernel allows keeps the program's output whole up to that size between two reads of the
+ * warden. Best effort: past the user's pipe quota (pipe-user-pages-soft) it stays 64 KiB. */
+static void pipes_widen(int a, int b)
+{
+        char buf[32] = "";
+        long max = 1048576;
+        int fd = open("/proc/sys/fs/pipe-max-size", O_RDONLY | O_CLOEXEC);
+
+        if (fd >= 0) {
+                ssize_t n = read(fd, buf, sizeof(buf) - 1);
+                if (n > 0) {
+                        buf[n] = '\0';
+                        max = strtol(buf, NULL, 10);
+                }
+                close(fd);
+        }
+        if (max <= 0 || max > (1L << 26))
+                max = 1048576;
+        (void)fcntl(a, F_SETPIPE_SZ, (int)max);
+        (void)fcntl(b, F_SETPIPE_SZ, (int)max);
+}
+
 static void close_pair(int p[2])
+{
+        for (int i = 0; i < 2; i++)
+                if (p[i] >= 0)
+                        close(p[i]);
+        p[0] = p[1] = -1;
+}
+
+/* fork @argv with stdin @in_fd (or /dev/null when -1), stdout and stderr to two new pipes (read
+ * ends in @ret_out, @ret_err); with @ret_go, held before exec until a byte is written to
+ * *@ret_go (the write end). */
+static int spawn_piped(const char *const *argv, int in_fd, pid_t *ret_pid, int *ret_out,
+                       int *ret_err, int *ret_go, struct sbx_error *err)
 {
         for (int i = 0; i < 2; i++)
                 if (p[i] >= 0)
@@ -86,7 +124,7 @@ static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, in
                 return sbx_fail(err, e, "cannot fork for runsc: %s; retry", strerror(e));
         }
         if (pid == 0)
-                child_exec(argv, out[1], errp[1], go, parent);
+                child_exec(argv, in_fd, out[1], errp[1], go, parent);
         /* the group exists before fork returns here too: a kill right after it reaches the
          * child even before the child ran (setpgid(2): both sides, against the race) */
         (void)setpgid(pid, pid);
@@ -96,6 +134,7 @@ static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, in
                 close(go[0]);
                 *ret_go = go[1];
         }
+        pipes_widen(out[0], errp[0]);
         *ret_pid = pid;
         *ret_out = out[0];
         *ret_err = errp[0];
@@ -109,6 +148,7 @@ int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err)
                               "--network=none",
                               "--ignore-cgroups",
                               "--oci-seccomp",
+                              r->host_fifo ? "--host-fifo=open" : "--host-fifo=none",
                               "--root",
                               r->root,
                               "--log",
@@ -121,7 +161,18 @@ int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err)
                               r->id,
                               NULL};
 
-        return spawn_piped(argv, &r->pid, &r->out_fd, &r->err_fd, &r->go_fd, err);
+        int in[2] = {-1, -1};
+        int k;
+
+        if (r->stdin_pipe && pipe2(in, O_CLOEXEC) < 0)
+                return sbx_fail(err, errno, "cannot make runsc's input pipe: %m");
+        k = spawn_piped(argv, in[0], &r->pid, &r->out_fd, &r->err_fd, &r->go_fd, err);
+        if (in[0] >= 0)
+                close(in[0]);
+        if (k < 0 && in[1] >= 0)
+                close(in[1]);
+        r->in_fd = k == 0 ? in[1] : -1;
+        return k;
 }
 
 int gvisor_runsc_go(struct gvisor_runsc_run *r, struct sbx_error *err)
@@ -271,7 +322,7 @@ int gvisor_runsc_capture(const char *const *argv, unsigned timeout_ms, char *ret
         int r;
 
         ret[0] = '\0';
-        r = spawn_piped(argv, &pid, &out_fd, &err_fd, NULL, err);
+        r = spawn_piped(argv, -1, &pid, &out_fd, &err_fd, NULL, err);
         if (r < 0)
                 return r;
         /* both streams into one buffer: the child's stderr is read after its stdout's EOF */

@@ -15,21 +15,28 @@ struct gvisor_runsc_run {
         const char *bundle; /* the folder holding config.json */
         const char *log;    /* runsc's --log file (its own errors, not the program's) */
         const char *id;     /* the container id, unique in @root */
+        bool host_fifo;     /* --host-fifo=open: the program may open host FIFOs in its mounts
+                               (a warm spare's /sandbox/<script>, a session's channels:
+                               spare.c, cells.c); off for a cold run */
         pid_t pid;          /* set by gvisor_runsc_start(): the runsc process, leader of its own
                                process group (set on both sides of the fork) */
+        bool stdin_pipe;    /* the program's stdin is a new pipe (its write end in @in_fd: a
+                               warm spare's "go", spare.h) rather than /dev/null */
+        int in_fd;          /* set by gvisor_runsc_start(): that write end, or -1 */
         int out_fd, err_fd; /* read ends of the program's stdout and stderr (-1 once closed) */
         int go_fd;          /* write end that lets the held child exec runsc, or -1 */
 };
 
 /**
  * gvisor_runsc_start() - fork and exec `@runsc --rootless --network=none --ignore-cgroups
- * --root @root --log @log run --bundle @bundle @id` in a new process group (setpgid: one group
- * holds runsc, its user-namespace child and its gofer; the sandbox process runsc starts in a
- * session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin /dev/null,
+ * [--host-fifo=open] --root @root --log @log run --bundle @bundle @id` in a new process group
+ * (setpgid: one group holds runsc, its user-namespace child and its gofer; the sandbox process
+ * runsc starts in a session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin
+ * /dev/null (or a new pipe when @stdin_pipe: its write end in @in_fd, the caller's to close),
  * stdout and stderr to new pipes, no other fd, environment PATH only. The child is held before
  * its exec until gvisor_runsc_go(): the caller puts it in the run's cgroup first, so runsc, its
  * gofer and its sandbox (the Sentry) are all born there. A caller that gives up kills @r->pid.
- * Return: 0 with @r->pid, @r->out_fd, @r->err_fd, @r->go_fd set; -errno with @err.
+ * Return: 0 with @r->pid, @r->in_fd, @r->out_fd, @r->err_fd, @r->go_fd set; -errno with @err.
  */
 int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err);
 

@@ -89,6 +89,8 @@ static json_object *mounts_of(const struct gvisor_spec_in *in)
         json_object_array_add(
             a, mount_of("/workspace", "bind", in->workspace, in->workspace_ro ? ro : rw));
         json_object_array_add(a, mount_of("/sandbox", "bind", in->code_dir, ro));
+        if (in->chan_dir)
+                json_object_array_add(a, mount_of("/sandbox/chan", "bind", in->chan_dir, rw));
         return a;
 }
 
@@ -185,11 +187,11 @@ static json_object *linux_of(const struct gvisor_spec_in *in)
 
 static int check_in(const struct gvisor_spec_in *in, struct sbx_error *err)
 {
-        const char *paths[] = {in->rootfs, in->workspace, in->code_dir};
-        const char *names[] = {"rootfs", "workspace", "code folder"};
+        const char *paths[] = {in->rootfs, in->workspace, in->code_dir, in->chan_dir};
+        const char *names[] = {"rootfs", "workspace", "code folder", "channel folder"};
 
         for (size_t i = 0; i < ELEMENTSOF(paths); i++)
-                if (!paths[i] || paths[i][0] != '/')
+                if ((i < 3 || paths[i]) && (!paths[i] || paths[i][0] != '/'))
                         return sbx_fail(err, EINVAL,
                                         "gvisor spec: the %s path must be absolute (got '%s'); "
                                         "this is a bug in the gvisor backend",

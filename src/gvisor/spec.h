@@ -17,6 +17,9 @@ struct gvisor_spec_in {
         const char *workspace;   /* absolute path bound at /workspace */
         int workspace_ro;        /* non-zero: /workspace read-only too */
         const char *code_dir;    /* absolute path bound read-only at /sandbox */
+        const char *chan_dir;    /* NULL, or an absolute path bound read-write at /sandbox/chan
+                                    (a session's FIFOs: a FIFO on a read-only mount cannot be
+                                    opened for writing, cells.c); @code_dir/chan must exist */
         unsigned tmpfs_mb;       /* size of the /tmp tmpfs, MiB (> 0) */
         uid_t host_uid;          /* uid_map's host side of the sandbox's uid 0 */
         gid_t host_gid;          /* gid_map's host side of the sandbox's gid 0 */
@@ -30,8 +33,9 @@ struct gvisor_spec_in {
  * gvisor_spec_json() - the config.json text for @in: process (uid/gid 0, @argv, @envp, cwd
  * /workspace, noNewPrivileges, rlimits NOFILE, CORE 0 and FSIZE), root (@rootfs, readonly),
  * mounts (/proc, /dev as runsc makes it, /tmp tmpfs "size=<@tmpfs_mb>m,mode=1777,nosuid,nodev",
- * /workspace rbind rw or ro, /sandbox rbind ro), linux namespaces (pid, network, ipc, uts,
- * mount, user) with one-entry uid and gid mappings 0 -> @host_uid / @host_gid.
+ * /workspace rbind rw or ro, /sandbox rbind ro, /sandbox/chan rbind rw when @chan_dir), linux
+ * namespaces (pid, network, ipc, uts, mount, user) with one-entry uid and gid mappings 0 ->
+ * @host_uid / @host_gid.
  * @ret: a new NUL-ended string (free()), set only on success.
  * Return: 0, or -EINVAL with @err when a field is missing or not absolute, -ENOMEM.
  */

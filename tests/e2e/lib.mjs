@@ -383,12 +383,28 @@ export function pidsWithMarker(marker) {
         if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
         let cmd;
         try { cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'latin1'); } catch { continue; }
-        if (want.some((w) => cmd.includes(w))) found.push(Number(e));
+        if (!want.some((w) => cmd.includes(w))) continue;
+        if (BACKEND === 'gvisor' && gvisorSpareWaiting(cmd)) continue;
+        found.push(Number(e));
     }
     return found;
 }
 
 export { sleep, waitFor }; // (wait.mjs)
+
+/**
+ * gvisor: does @cmd name a sandbox folder that is a warm spare still waiting for its code (no
+ * program file in its code folder yet: src/gvisor/spare.h)? Such a sandbox ran nothing of any
+ * call, and the server keeps one after each call: it is not a run's leftover.
+ */
+function gvisorSpareWaiting(cmd) {
+    const m = /\/tmp\/vestibule-gvisor-[A-Za-z0-9]{6}/.exec(cmd);
+    if (!m) return false;
+    try {
+        const names = fs.readdirSync(`${m[0]}/code`);
+        return !names.some((n) => /^main\.(py|js|sh)$/.test(n));
+    } catch { return false; }
+}
 
 const markers = new Set();
 

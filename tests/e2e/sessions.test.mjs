@@ -13,7 +13,7 @@ import {
 
 // Sessions exist on native and on a container engine of this machine (the session's pipes
 // live in a folder the engine mounts); a remote engine refuses them with the fix.
-const HAS_SESSIONS = BACKEND === 'native' || (BACKEND === 'container' && !RUNSC);
+const HAS_SESSIONS = BACKEND === 'native' || BACKEND === 'gvisor' || (BACKEND === 'container' && !RUNSC);
 
 async function start(conn, language) {
     const r = await callTool(conn, 'session_start', { language });
@@ -82,7 +82,17 @@ test('python: variables, imports and functions persist; the last expression is p
     assertBlocked((await cell(conn, id, 'python', 'x')).result, 'session_end', 'session_start');
 });
 
-test('node: declarations, require and top-level await persist', { skip: !HAS_SESSIONS }, async (t) => {
+// gvisor: node sessions are refused (src/gvisor/cells.c: its runner lost a cell's end under
+// gVisor), naming the fix; python and bash sessions are served
+test('gvisor: a node session is Blocked naming the fix; a python one starts (the control)', { skip: BACKEND !== 'gvisor' }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const r = await callTool(conn, 'session_start', { language: 'node' });
+    assertBlocked(r, 'node sessions', 'VESTIBULE_BACKEND=native');
+    const ok = await callTool(conn, 'session_start', { language: 'python' });
+    assert.equal(ok.isError, false, textOf(ok));
+});
+
+test('node: declarations, require and top-level await persist', { skip: !HAS_SESSIONS || (BACKEND === 'gvisor' && 'no node sessions on gvisor') }, async (t) => {
     const conn = await connect(makeWorld(t));
     const id = await start(conn, 'node');
     let c = await cell(conn, id, 'node', 'const os = require("os");\nlet n = 20;\nfunction g(k) { return k + n; }');
@@ -116,7 +126,7 @@ test('a timed-out cell that can be interrupted leaves the session usable', { ski
         // runner (a container's init passes the engine's signal to its child alone)
         ['bash', 'Y=5', 'sleep 30; echo not-interrupted', 'echo $Y'],
         ['node', 'var y = 5', 'while (true) {}', 'y'],
-    ]) {
+    ].filter(([l]) => BACKEND !== 'gvisor' || l !== 'node')) { // gvisor: no node sessions
         const id = await start(conn, lang);
         await cell(conn, id, lang, keep);
         let c = await cell(conn, id, lang, loop, { timeout_seconds: 1 });
@@ -225,7 +235,9 @@ test('killing the server leaves no process of its sessions behind', { skip: !HAS
     const ctrBefore = BACKEND === 'container' ? await containersOf(conn.pid) : [];
     const c = await cell(conn, id, 'bash', `(exec -a ${m} sleep 300) &\nsleep 0.1; echo started`);
     assert.equal(c.s.stdout, 'started\n');
-    assert.equal(pidsWithMarker(m).length, 1, 'control: the session\'s process runs');
+    // gvisor: the sandbox's host processes stand for its tasks (lib.mjs, pidsWithMarker)
+    if (BACKEND === 'gvisor') assert.ok(pidsWithMarker(m).length >= 1, 'control: the session\'s sandbox runs');
+    else assert.equal(pidsWithMarker(m).length, 1, 'control: the session\'s process runs');
     const runners = () => pidsWithMarker('/sandbox/main.sh');
     assert.ok(runners().length >= 1, 'control: the session\'s shell is seen');
     const pid = conn.pid;
@@ -274,7 +286,7 @@ test('killing the server during a busy cell leaves no process behind', { skip: !
     const ctrBefore = BACKEND === 'container' ? await containersOf(conn.pid) : [];
     // the cell never ends and never prints: nothing in it notices the server's death
     const pending = cell(conn, id, 'bash', `(exec -a ${m} sleep 300) &\nwhile :; do :; done`, { timeout_seconds: 60 }).catch(() => null);
-    assert.ok(await waitFor(() => pidsWithMarker(m).length === 1, 10_000), 'control: the busy cell\'s process runs');
+    assert.ok(await waitFor(() => (BACKEND === 'gvisor' ? pidsWithMarker(m).length >= 1 : pidsWithMarker(m).length === 1), 10_000), 'control: the busy cell\'s process runs');
     const pid = conn.pid;
     process.kill(pid, 'SIGKILL');
     await pending;
@@ -499,7 +511,7 @@ test('a cell that prints a lot and ends at once has all its output, every time',
         ['python', (i) => `import sys\n_ = sys.stdout.write("o" * ${N} + "END${i}\\n")\n_ = sys.stderr.write("e" * ${N} + "ERR${i}\\n")`],
         ['node', (i) => `void process.stdout.write("o".repeat(${N}) + "END${i}\\n"); void process.stderr.write("e".repeat(${N}) + "ERR${i}\\n")`],
         ['bash', (i) => `head -c ${N} /dev/zero | tr '\\0' o; echo END${i}; head -c ${N} /dev/zero | tr '\\0' e >&2; echo ERR${i} >&2`],
-    ]) {
+    ].filter(([l]) => BACKEND !== 'gvisor' || l !== 'node')) { // gvisor: no node sessions
         const id = await start(conn, lang);
         for (let i = 0; i < 8; i++) {
             const c = await cell(conn, id, lang, code(i));

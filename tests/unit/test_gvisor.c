@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <sched.h>
@@ -176,6 +177,30 @@ START_TEST(spec_refuses_relative_paths_and_no_program)
         in.tmpfs_mb = 0;
         ck_assert_int_eq(gvisor_spec_json(&in, &text, &err), -EINVAL);
         ck_assert_ptr_null(text);
+}
+END_TEST
+
+/* A session's channel folder is bound read-write at /sandbox/chan, only when given. */
+START_TEST(spec_chan_dir_bound_rw_only_when_set)
+{
+        struct gvisor_spec_in in = spec_in();
+        json_object *spec = spec_of(&in), *m;
+
+        ck_assert_ptr_null(mount_at(spec, "/sandbox/chan"));
+        json_object_put(spec);
+        in.chan_dir = "/c-chan";
+        spec = spec_of(&in);
+        m = mount_at(spec, "/sandbox/chan");
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(json_object_get_string(at(m, "source")), "/c-chan");
+        ck_assert(has_option(m, "rw"));
+        ck_assert(has_option(mount_at(spec, "/sandbox"), "ro")); /* the code stays read-only */
+        json_object_put(spec);
+        in.chan_dir = "relative";
+        struct sbx_error err = {0};
+        char *json = NULL;
+        ck_assert_int_eq(gvisor_spec_json(&in, &json, &err), -EINVAL);
+        ck_assert_ptr_null(json);
 }
 END_TEST
 
@@ -591,6 +616,150 @@ START_TEST(cancel_before_start)
 }
 END_TEST
 
+/* One program in a sandbox of @ops prepared with @spare (a warm spare: started before the
+ * code exists). */
+static int run_in(const struct sandbox_ops *ops, struct sandbox *sb, const char *code,
+                  struct run_result *res, struct sbx_error *err)
+{
+        struct run_request req = {.language = SBX_LANG_PYTHON,
+                                  .code = code,
+                                  .code_len = strlen(code),
+                                  .timeout_s = 20,
+                                  .cfg = &cfg,
+                                  .cancel_fd = -1};
+
+        memset(res, 0, sizeof(*res));
+        return sandbox_run_program(ops, sb, &req, res, err);
+}
+
+static struct sandbox *prepare(const struct sandbox_ops *ops, enum sandbox_mode mode, bool spare)
+{
+        struct sandbox_spec spec = {
+            .language = SBX_LANG_PYTHON, .cfg = &cfg, .mode = mode, .spare = spare};
+        struct sandbox *sb = NULL;
+        struct sbx_error err = {0};
+
+        ck_assert_msg(ops->prepare(backend, &spec, &sb, &err) == 0, "%s", err.msg);
+        return sb;
+}
+
+/* A spare runs the code it is handed after its start, once, as a cold run would (argv, file,
+ * stdin /dev/null, the traceback from the program's own frame); a second start is refused. */
+START_TEST(spare_runs_its_code_once_as_a_cold_run)
+{
+        const struct sandbox_ops *ops = backend->ops->sandbox;
+        struct sandbox *sb = prepare(ops, SANDBOX_MODE_ONE_SHOT, true);
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        usleep(300000); /* the spare waits: nothing of the code exists yet */
+        ck_assert_msg(run_in(ops, sb,
+                             "import sys\nprint(sys.argv, __file__, sys.path[0], __name__, "
+                             "sys.stdin.read() == '')\n1/0\n",
+                             &res, &err) == 0,
+                      "%s", err.msg);
+        ck_assert_str_eq(out(&res),
+                         "['/sandbox/main.py'] /sandbox/main.py /sandbox __main__ True\n");
+        ck_assert_int_eq(res.exit_code, 1);
+        ck_assert_msg(res.err.data && strstr(res.err.data, "Traceback (most recent call last):\n"
+                                                           "  File \"/sandbox/main.py\", line 3"),
+                      "%s", res.err.data ? res.err.data : "");
+        ck_assert_ptr_null(strstr(res.err.data, "<string>"));
+        run_result_done(&res);
+        struct run_request again = {.language = SBX_LANG_PYTHON,
+                                    .code = "1",
+                                    .code_len = 1,
+                                    .timeout_s = 5,
+                                    .cfg = &cfg,
+                                    .cancel_fd = -1};
+        struct sandbox_io io;
+        ck_assert_int_eq(ops->start(sb, &again, &io, &err), -EALREADY);
+        ops->destroy(sb);
+}
+END_TEST
+
+/* A spare gets no new way to the host: a FIFO the host made in the workspace cannot be opened
+ * from it (EPERM, as from a cold run); the control is a session, whose runsc has
+ * --host-fifo=open (its channels, cells.c) and opens it (tests/adversarial/server.md). */
+START_TEST(spare_cannot_open_a_host_fifo_a_session_can)
+{
+        const char *probe =
+            "import os\ntry:\n    fd = os.open('/workspace/hostfifo', os.O_WRONLY | "
+            "os.O_NONBLOCK)\n    print('opened')\nexcept OSError as e:\n    "
+            "print('refused', e.errno)\n";
+        char *fifo = xasprintf("%s/hostfifo", workspace);
+        int rd;
+        struct run_result res;
+        struct sbx_error err = {0};
+        struct sandbox *sb;
+
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        rd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a reader: opens need not wait */
+        ck_assert_int_ge(rd, 0);
+        sb = prepare(backend->ops->sandbox, SANDBOX_MODE_ONE_SHOT, true);
+        ck_assert_msg(run_in(backend->ops->sandbox, sb, probe, &res, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(out(&res), "refused 1\n");
+        run_result_done(&res);
+        backend->ops->sandbox->destroy(sb);
+        sb = prepare(backend->ops->cells, SANDBOX_MODE_CELLS, false);
+        ck_assert_msg(run_in(backend->ops->cells, sb, probe, &res, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(out(&res), "opened\n");
+        run_result_done(&res);
+        backend->ops->cells->destroy(sb);
+        close(rd);
+        unlink(fifo);
+        free(fifo);
+}
+END_TEST
+
+/* Output past 64 KiB reaches the result whole (runsc's pipes raised: the Sentry's short write
+ * to a full pipe lost the rest, tests/adversarial/server.md). */
+START_TEST(output_past_a_pipe_buffer_is_whole)
+{
+        struct run_result res;
+        struct sbx_error err = {0};
+
+        ck_assert_msg(run("import os\nn = os.write(1, b'o' * 300000)\nos._exit(0 if n == 300000 "
+                          "else 3)\n",
+                          20, -1, &res, &err) == 0,
+                      "%s", err.msg);
+        ck_assert_uint_eq(res.out.total, 300000);
+        ck_assert_int_eq(res.exit_code, 0); /* the program's own write was not short */
+        run_result_done(&res);
+}
+END_TEST
+
+/* A session keeps its variables between cells; a cell that runs past its deadline is
+ * interrupted (through ctl, cells.c) and the session lives on. */
+START_TEST(session_cells_persist_and_interrupt)
+{
+        const struct sandbox_ops *ops = backend->ops->cells;
+        struct sandbox *sb = prepare(ops, SANDBOX_MODE_CELLS, false);
+        struct run_result res;
+        struct sbx_error err = {0};
+        struct run_request req = {.language = SBX_LANG_PYTHON,
+                                  .code = "import time\ntime.sleep(30)",
+                                  .code_len = strlen("import time\ntime.sleep(30)"),
+                                  .timeout_s = 1,
+                                  .cfg = &cfg,
+                                  .cancel_fd = -1};
+
+        ck_assert_int_eq(run_in(ops, sb, "x = 41", &res, &err), 0);
+        run_result_done(&res);
+        memset(&res, 0, sizeof(res));
+        ck_assert_int_eq(sandbox_run_program(ops, sb, &req, &res, &err), 0);
+        ck_assert_int_eq(res.outcome, RUN_OUTCOME_TIMED_OUT);
+        ck_assert_msg(res.err.data && strstr(res.err.data, "KeyboardInterrupt"), "%s",
+                      res.err.data ? res.err.data : "");
+        run_result_done(&res);
+        ck_assert(ops->alive(sb));
+        ck_assert_int_eq(run_in(ops, sb, "x += 1\nprint(x)", &res, &err), 0);
+        ck_assert_str_eq(out(&res), "42\n");
+        run_result_done(&res);
+        ops->destroy(sb);
+}
+END_TEST
+
 static Suite *gvisor_suite(void)
 {
         Suite *s = suite_create("gvisor");
@@ -600,6 +769,7 @@ static Suite *gvisor_suite(void)
         tcase_add_test(tc, spec_has_what_the_sandbox_needs);
         tcase_add_test(tc, spec_workspace_read_only_when_set);
         tcase_add_test(tc, spec_refuses_relative_paths_and_no_program);
+        tcase_add_test(tc, spec_chan_dir_bound_rw_only_when_set);
         tcase_add_test(tc, version_line_parsed);
         tcase_add_test(tc, version_fuzz);
         suite_add_tcase(s, tc);
@@ -616,6 +786,10 @@ static Suite *gvisor_suite(void)
         tcase_add_test(tc, cancel_kills_every_process);
         tcase_add_test(tc, server_death_kills_the_run);
         tcase_add_test(tc, cancel_before_start);
+        tcase_add_test(tc, spare_runs_its_code_once_as_a_cold_run);
+        tcase_add_test(tc, spare_cannot_open_a_host_fifo_a_session_can);
+        tcase_add_test(tc, output_past_a_pipe_buffer_is_whole);
+        tcase_add_test(tc, session_cells_persist_and_interrupt);
         suite_add_tcase(s, tc);
         return s;
 }
