@@ -55,7 +55,7 @@ const AGENTS = {
     codex: {
         tool: 'exec_command', args: (cmd) => ({ cmd }), keyVar: 'OPENAI_API_KEY',
         state: '.codex', wrote: 'sessions',
-        env: (base) => ({ OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: `${base}/v1` }),
+        env: () => ({ OPENAI_API_KEY: 'sk-stand-in' }),
         // as tests/clients/drivers.mjs: a custom provider speaking the Responses API; its key is
         // read from OPENAI_API_KEY (the preset's env entry)
         configure(base) {
@@ -75,6 +75,9 @@ enabled = false
         },
         // Codex's own sandbox is off: vestibule is the sandbox here (docs/run-command.md)
         argv: () => [bin, 'exec', '--skip-git-repo-check', '--sandbox', 'danger-full-access', PROMPT],
+        // a custom provider's base_url is in config.toml, not a variable the preset reads: the
+        // user adds its host
+        net: ['--net', `allowlist:${MODEL_HOST}`],
     },
     gemini: {
         tool: 'run_shell_command', args: (cmd) => ({ command: cmd, description: 'A step' }), keyVar: 'GEMINI_API_KEY',
@@ -92,6 +95,30 @@ enabled = false
             fs.writeFileSync(path.join(dir, 'trustedFolders.json'), JSON.stringify({ [proj]: 'TRUST_FOLDER' }, null, 2));
         },
         argv: () => [bin, '-p', PROMPT, '--model', 'gemini-2.5-flash', '--yolo'],
+    },
+    opencode: {
+        tool: 'bash', args: (cmd) => ({ command: cmd, description: 'A step' }), keyVar: 'OPENAI_API_KEY',
+        state: '.local/share/opencode', wrote: 'opencode.db',
+        env: () => ({ OPENAI_API_KEY: 'sk-stand-in', OPENCODE_DISABLE_AUTOUPDATE: '1' }),
+        // as tests/clients/drivers.mjs: a provider on @ai-sdk/openai-compatible (bundled in
+        // opencode, nothing to install), its key from OPENAI_API_KEY (the preset's env entry)
+        configure(base) {
+            fs.writeFileSync(path.join(proj, 'opencode.json'), JSON.stringify({
+                $schema: 'https://opencode.ai/config.json', autoupdate: false, share: 'disabled', model: 'standin/stand-in',
+                // `opencode run` rejects what would ask (a path outside the project: ~/.ssh)
+                permission: { bash: 'allow', edit: 'allow', external_directory: 'allow' },
+                provider: {
+                    standin: {
+                        npm: '@ai-sdk/openai-compatible', name: 'stand-in model API',
+                        options: { baseURL: `${base}/v1`, apiKey: '{env:OPENAI_API_KEY}' },
+                        models: { 'stand-in': { name: 'stand-in', tool_call: true } },
+                    },
+                },
+            }, null, 2));
+        },
+        argv: () => [bin, 'run', PROMPT],
+        // its base URL is in opencode.json, not a variable the preset reads: the user adds it
+        net: ['--net', `allowlist:${MODEL_HOST}`],
     },
 };
 const A = AGENTS[agent];
@@ -126,7 +153,7 @@ async function session(label, base, wrap) {
     };
     const argv = A.argv();
     const t0 = Date.now();
-    const r = wrap ? await run(vm, ['run', '--agent', agent, '--allow-read', modules, '--', ...argv], env)
+    const r = wrap ? await run(vm, ['run', '--agent', agent, '--allow-read', modules, ...(A.net ?? []), '--', ...argv], env)
         : await run(argv[0], argv.slice(1), env);
     const secs = ((Date.now() - t0) / 1000).toFixed(1);
     await api.close();

@@ -44,6 +44,7 @@ declare -A agent_bin=(
         [claude]=$modules/@anthropic-ai/claude-code-linux-x64/claude
         [codex]=$modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
         [gemini]=$modules/.bin/gemini
+        [opencode]=$modules/opencode-linux-x64$(grep -qw avx2 /proc/cpuinfo || echo -baseline)/bin/opencode
 )
 agents=${AGENT_PRESET_AGENTS:-claude codex gemini}
 for a in $agents; do
