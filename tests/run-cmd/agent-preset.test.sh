@@ -12,7 +12,9 @@
 # registry for `npm ci`):
 #   VESTIBULE_BIN=build-rel/vestibule-mcp tests/run-cmd/agent-preset.test.sh
 # Env: RUN_CMD_USER (default vestibule-test), RUN_CMD_DIR (default a fresh /var/tmp folder),
-#      AGENT_PRESET_AGENTS (default "claude codex gemini").
+#      AGENT_PRESET_AGENTS (default "claude codex gemini opencode"), AGENT_PRESET_NPM (a folder
+#      for the agents' npm tree, kept and reused while the lock is the same; default: in the
+#      run's folder).
 # Exit 0 all passed, 1 a check failed, 77 skipped (not root, no such user, no node/npm/unshare).
 set -uo pipefail
 
@@ -27,16 +29,16 @@ id "$user" >/dev/null 2>&1 || { echo "skip: no user $user"; exit 77; }
 base=${RUN_CMD_DIR:-$(mktemp -d /var/tmp/agent-preset.XXXXXX)}
 home=$base/home
 proj=$base/proj
-npmdir=$base/npm
+npmdir=${AGENT_PRESET_NPM:-$base/npm}
 install -m 0755 "$bin" "$base/vestibule-mcp"
-mkdir -p "$home/.ssh" "$proj" "$npmdir" "$base/t/run-cmd" "$base/t/clients"
+mkdir -p "$home/.ssh" "$proj" "$base/t/run-cmd" "$base/t/clients"
 echo "PLANTED-SSH-KEY-7f3c2a91" >"$home/.ssh/id_ed25519"
 chmod 0600 "$home/.ssh/id_ed25519"
-cp "$here/agent-preset/package.json" "$here/agent-preset/package-lock.json" "$npmdir/"
 cp "$here/agent-preset.mjs" "$base/t/run-cmd/"
 cp "$here/../clients/model-api.mjs" "$here/../clients/facts.mjs" "$base/t/clients/"
-(cd "$npmdir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
-        { echo "FAIL: npm ci of tests/run-cmd/agent-preset"; exit 1; }
+# shellcheck source=tests/run-cmd/agent-npm.sh
+. "$here/agent-npm.sh"
+agent_npm "$npmdir" || exit 1
 modules=$npmdir/node_modules
 # the programs tests/clients/drivers.mjs runs (npm's install scripts are off, so .bin/claude
 # and .bin/codex are placeholders); the Gemini CLI's bin is its bundle, run by node
@@ -46,7 +48,7 @@ declare -A agent_bin=(
         [gemini]=$modules/.bin/gemini
         [opencode]=$modules/opencode-linux-x64$(grep -qw avx2 /proc/cpuinfo || echo -baseline)/bin/opencode
 )
-agents=${AGENT_PRESET_AGENTS:-claude codex gemini}
+agents=${AGENT_PRESET_AGENTS:-claude codex gemini opencode}
 for a in $agents; do
         [ -x "${agent_bin[$a]:-/nonexistent}" ] || { echo "FAIL: no $a binary at ${agent_bin[$a]:-?}"; exit 1; }
 done

@@ -51,8 +51,10 @@ run_cmd_script() {
                 record_fail "$1: no Release build"
                 return 0
         fi
+        # AGENT_PRESET_NPM: the agent CLIs' npm tree, shared by the mcp-wrap stage's scripts
+        # and kept between runs while its lock is the same (tests/run-cmd/agent-npm.sh)
         step 300 "$2 (tests/run-cmd/$3)" env VESTIBULE_BIN="$rel/vestibule-mcp" RUN_CMD_USER="$user" \
-                bash "$src/tests/run-cmd/$3" || rc=$?
+                AGENT_PRESET_NPM="$ci/run-cmd-agents" bash "$src/tests/run-cmd/$3" || rc=$?
         case $rc in
         0) passed=$((passed + 1)) ;;
         77) if [ "$must_run" = 1 ]; then record_fail "$1: skipped (needs root, $4)"
