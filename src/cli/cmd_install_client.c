@@ -612,6 +612,18 @@ static const struct option long_opts[] = {
     {0},
 };
 
+/* --scope user|project: 0, or 2 with a message. */
+static int parse_scope(const char *arg, struct opts *o)
+{
+        if (strcmp(arg, "user") != 0 && strcmp(arg, "project") != 0) {
+                fprintf(stderr, "vestibule-mcp install-client: --scope '%s': user or project\n",
+                        arg);
+                return 2;
+        }
+        o->project = strcmp(arg, "project") == 0;
+        return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o, const struct client_info **ret_c)
 {
         int opt;
@@ -630,13 +642,8 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct client
                         o->config = optarg;
                         break;
                 case 'P':
-                        if (strcmp(optarg, "user") != 0 && strcmp(optarg, "project") != 0) {
-                                fprintf(stderr, "vestibule-mcp install-client: --scope '%s': "
-                                                "user or project\n",
-                                        optarg);
+                        if (parse_scope(optarg, o) != 0)
                                 return 2;
-                        }
-                        o->project = strcmp(optarg, "project") == 0;
                         break;
                 case 'n':
                         o->name = optarg;
@@ -736,8 +743,9 @@ static int target_file(const struct client_info *c, const struct opts *o, const 
         if (o->project) {
                 char cwd[PATH_MAX];
                 if (!getcwd(cwd, sizeof(cwd))) {
-                        fprintf(stderr, "vestibule-mcp install-client: --scope project: cannot "
-                                        "read the current folder: %s\n",
+                        fprintf(stderr,
+                                "vestibule-mcp install-client: --scope project: cannot "
+                                "read the current folder: %s\n",
                                 strerror(errno));
                         return -1;
                 }

@@ -663,11 +663,13 @@ static bool unescape_one(const char **pp, const char *end, FILE *b)
 static int read_string(const char **pp, const char *end, char **ret)
 {
         const char *p = *pp;
-        char q = p < end ? *p : 0, *out = NULL;
+        char q = '\0', *out = NULL;
         size_t len = 0;
         FILE *b;
         bool ok = false;
 
+        if (p < end)
+                q = *p;
         if ((q != '"' && q != '\'') || (end - p >= 3 && p[1] == q && p[2] == q))
                 return -1;
         b = open_memstream(&out, &len);
@@ -922,8 +924,8 @@ static void command_values(const struct client_server *s, char **ret_cmd, char *
         fclose(b);
 }
 
-int clients_toml_set_command(const char *old_text, const struct client_server *s,
-                             char **ret_text, struct sbx_error *err)
+int clients_toml_set_command(const char *old_text, const struct client_server *s, char **ret_text,
+                             struct sbx_error *err)
 {
         _cleanup_free_ struct toml_scan *sc = xcalloc(1, sizeof(*sc));
         _cleanup_free_ char *cmd = NULL, *args = NULL;

@@ -33,8 +33,8 @@ int clients_toml_merge(const char *old_text, const struct client_server *s, char
  * Return: 0 (*@ret_text NULL when nothing would change), -ENOENT when there is no such table
  * with a "command", or -EINVAL (a file the scanner cannot follow); @err names the fix.
  */
-int clients_toml_set_command(const char *old_text, const struct client_server *s,
-                             char **ret_text, struct sbx_error *err);
+int clients_toml_set_command(const char *old_text, const struct client_server *s, char **ret_text,
+                             struct sbx_error *err);
 
 /**
  * clients_toml_read_entry() - the stdio server @name of the TOML @text into @ret: "command" and

@@ -380,10 +380,10 @@ static void relay_events(const struct half h[2], struct pollfd pfd[2])
 /* The answer's head of a one-exchange relay, read from the upstream and sent rewritten by
  * egress_answer_head() (then the rest goes by splice). */
 struct answer {
-        bool active;         /* still reading a head */
-        char *buf;           /* EGRESS_MAX_HEAD_BYTES */
-        size_t len;          /* bytes in @buf */
-        char *out;           /* what is to be written to the client, or NULL */
+        bool active; /* still reading a head */
+        char *buf;   /* EGRESS_MAX_HEAD_BYTES */
+        size_t len;  /* bytes in @buf */
+        char *out;   /* what is to be written to the client, or NULL */
         size_t out_len, sent;
 };
 
@@ -493,9 +493,12 @@ static void relay(struct proxy *p, int client, int up, int64_t body_left, uint64
                 if (a.active || a.out) { /* the answer's head: read or written by hand */
                         pfd[0].fd = client;
                         pfd[1].fd = up;
-                        pfd[0].events = (short)((pfd[0].events & ~POLLOUT) | (a.out ? POLLOUT : 0));
-                        pfd[1].events = (short)(pfd[1].events & ~POLLIN);
-                        pfd[1].events |= (short)(a.out ? 0 : POLLIN);
+                        pfd[0].events &= ~POLLOUT;
+                        pfd[1].events &= ~POLLIN;
+                        if (a.out)
+                                pfd[0].events |= POLLOUT;
+                        else
+                                pfd[1].events |= POLLIN;
                         pfd[0].fd = pfd[0].events ? client : -1;
                         pfd[1].fd = pfd[1].events ? up : -1;
                 }

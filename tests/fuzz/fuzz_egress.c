@@ -2,10 +2,10 @@
  * parsed request, and the upstream head built from it (offsets into the untrusted buffer), as
  * the proxy runs them on bytes from the sandbox; an input whose first byte is 'A' is an
  * upstream's answer head, rewritten as the proxy sends it to the client (egress_answer_head());
- * one whose first byte is 'R' is fed to the record folding instead (the server reads the proxy's record file, which a compromised
- * proxy could fill with anything). Crashes, leaks and UB are findings; a refused request is a
- * normal outcome.
- * Build: cmake -DVESTIBULE_FUZZ=ON with CC=clang; run: scripts/fuzz.sh egress SECONDS. */
+ * one whose first byte is 'R' is fed to the record folding instead (the server reads the proxy's
+ * record file, which a compromised proxy could fill with anything). Crashes, leaks and UB are
+ * findings; a refused request is a normal outcome. Build: cmake -DVESTIBULE_FUZZ=ON with CC=clang;
+ * run: scripts/fuzz.sh egress SECONDS. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -78,7 +78,8 @@ START_TEST(reads_codex_toml)
             {"[mcp_servers.fs]\ncommand = 'node'\nargs = [\n  \"s.js\", # script\n  '/p',\n]\n"
              "env_vars = [\"TOK_EN\"]\n[mcp_servers.fs.env]\nA = \"1\"\n",
              {"TOK_EN", "A=1"}},
-            {"[mcp_servers.fs]\ncommand = \"no\\u0064e\"\nenv.A = \"1\"\nargs = [\"s.js\", \"/p\"]\n",
+            {"[mcp_servers.fs]\ncommand = \"no\\u0064e\"\nenv.A = \"1\"\nargs = [\"s.js\", "
+             "\"/p\"]\n",
              {"A=1"}},
         };
         struct sbx_error err = {0};
@@ -87,9 +88,9 @@ START_TEST(reads_codex_toml)
                 struct client_entry e = {0};
                 size_t n_env = 0;
 
-                ck_assert_msg(clients_read_entry(clients_find("codex"), cases[i].text, "fs", &e,
-                                                 &err) == 0,
-                              "case %zu: %s", i, err.msg);
+                ck_assert_msg(
+                    clients_read_entry(clients_find("codex"), cases[i].text, "fs", &e, &err) == 0,
+                    "case %zu: %s", i, err.msg);
                 ck_assert_str_eq(e.command, "node");
                 ck_assert_uint_eq(e.n_args, 2);
                 ck_assert_str_eq(e.args[0], "s.js");
@@ -110,30 +111,32 @@ START_TEST(codex_toml_refusals)
         struct client_entry e = {0};
         struct sbx_error err = {0};
 
-        ck_assert_int_eq(clients_read_entry(cx, "[mcp_servers.a]\ncommand = \"x\"\n"
-                                                "[mcp_servers.b]\nurl = \"https://h\"\n",
+        ck_assert_int_eq(clients_read_entry(cx,
+                                            "[mcp_servers.a]\ncommand = \"x\"\n"
+                                            "[mcp_servers.b]\nurl = \"https://h\"\n",
                                             "nope", &e, &err),
                          -ENOENT);
         ck_assert_msg(strstr(err.msg, "it has: a, b"), "%s", err.msg);
-        ck_assert_int_eq(clients_read_entry(cx, "[mcp_servers.b]\nurl = \"https://h\"\n", "b",
-                                            &e, &err),
-                         -EINVAL);
-        ck_assert_msg(strstr(err.msg, "not a stdio server"), "%s", err.msg);
         ck_assert_int_eq(
-            clients_read_entry(cx, "[mcp_servers.b]\ncommand = 3\n", "b", &e, &err), -EINVAL);
-        ck_assert_int_eq(clients_read_entry(cx, "[mcp_servers.b]\ncommand = \"\"\"x\"\"\"\n",
-                                            "b", &e, &err),
+            clients_read_entry(cx, "[mcp_servers.b]\nurl = \"https://h\"\n", "b", &e, &err),
+            -EINVAL);
+        ck_assert_msg(strstr(err.msg, "not a stdio server"), "%s", err.msg);
+        ck_assert_int_eq(clients_read_entry(cx, "[mcp_servers.b]\ncommand = 3\n", "b", &e, &err),
                          -EINVAL);
-        ck_assert_int_eq(clients_read_entry(cx, "[mcp_servers.b]\ncommand = \"x\"\nargs = [1]\n",
-                                            "b", &e, &err),
-                         -EINVAL);
-        ck_assert_int_eq(clients_read_entry(cx, "[mcp_servers.b]\ncommand = \"x\"\nenv = { A = 1 }\n",
+        ck_assert_int_eq(
+            clients_read_entry(cx, "[mcp_servers.b]\ncommand = \"\"\"x\"\"\"\n", "b", &e, &err),
+            -EINVAL);
+        ck_assert_int_eq(
+            clients_read_entry(cx, "[mcp_servers.b]\ncommand = \"x\"\nargs = [1]\n", "b", &e, &err),
+            -EINVAL);
+        ck_assert_int_eq(clients_read_entry(cx,
+                                            "[mcp_servers.b]\ncommand = \"x\"\nenv = { A = 1 }\n",
                                             "b", &e, &err),
                          -EINVAL);
         ck_assert_msg(strstr(err.msg, "env 'A'"), "%s", err.msg);
-        ck_assert_int_eq(clients_read_entry(cx, "[mcp_servers.b]\ncommand = \"x\\q\"\n", "b",
-                                            &e, &err),
-                         -EINVAL);
+        ck_assert_int_eq(
+            clients_read_entry(cx, "[mcp_servers.b]\ncommand = \"x\\q\"\n", "b", &e, &err),
+            -EINVAL);
 }
 END_TEST
 
@@ -146,17 +149,18 @@ START_TEST(codex_command_only_keeps_every_other_byte)
                                    "args = [\"s.js\", \"/p\"]\nenv.A = 'one'\n"
                                    "startup_timeout_sec = 20\n\n[mcp_servers.fs.env]\nB = \"2\"\n"
                                    "\n[other]\nk = 1\n";
-        static const char want[] = "# mine\nmodel = \"m\"\n\n[mcp_servers.fs]   # fs\n"
-                                   "command = \"/v m\" # the server\n"
-                                   "args = [\"mcp\", \"wrap\", \"--\", \"node\", \"s.js\", \"/p\"]\n"
-                                   "env.A = 'one'\n"
-                                   "startup_timeout_sec = 20\n\n[mcp_servers.fs.env]\nB = \"2\"\n"
-                                   "\n[other]\nk = 1\n";
+        static const char want[] =
+            "# mine\nmodel = \"m\"\n\n[mcp_servers.fs]   # fs\n"
+            "command = \"/v m\" # the server\n"
+            "args = [\"mcp\", \"wrap\", \"--\", \"node\", \"s.js\", \"/p\"]\n"
+            "env.A = 'one'\n"
+            "startup_timeout_sec = 20\n\n[mcp_servers.fs.env]\nB = \"2\"\n"
+            "\n[other]\nk = 1\n";
         const struct client_info *cx = clients_find("codex");
         const char *wrapped[] = {"mcp", "wrap", "--", "node", "s.js", "/p"};
         const char *orig[] = {"s.js", "/p"};
-        struct client_server s = {.name = "fs", .command = "/v m", .args = wrapped, .n_args = 6,
-                                  .command_only = true};
+        struct client_server s = {
+            .name = "fs", .command = "/v m", .args = wrapped, .n_args = 6, .command_only = true};
         struct sbx_error err = {0};
         char *out = NULL, *again = NULL, *back = NULL;
 
@@ -173,15 +177,15 @@ START_TEST(codex_command_only_keeps_every_other_byte)
         free(out);
         free(back);
         /* no args line: one is added after the command's line */
-        ck_assert_int_eq(clients_merge(cx, "[mcp_servers.fs]\ncommand = \"node\" # c\nx = 1\n",
-                                       &s, &out, NULL, &err),
+        ck_assert_int_eq(clients_merge(cx, "[mcp_servers.fs]\ncommand = \"node\" # c\nx = 1\n", &s,
+                                       &out, NULL, &err),
                          0);
-        ck_assert_str_eq(out, "[mcp_servers.fs]\ncommand = \"node\" # c\nargs = [\"s.js\", \"/p\"]\n"
-                              "x = 1\n");
+        ck_assert_str_eq(out,
+                         "[mcp_servers.fs]\ncommand = \"node\" # c\nargs = [\"s.js\", \"/p\"]\n"
+                         "x = 1\n");
         free(out);
-        ck_assert_int_eq(clients_merge(cx, "[mcp_servers.x]\ncommand = \"y\"\n", &s, &out, NULL,
-                                       &err),
-                         -ENOENT);
+        ck_assert_int_eq(
+            clients_merge(cx, "[mcp_servers.x]\ncommand = \"y\"\n", &s, &out, NULL, &err), -ENOENT);
 }
 END_TEST
 

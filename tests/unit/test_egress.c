@@ -1014,8 +1014,8 @@ START_TEST(answer_says_the_connection_closes)
         ck_assert_msg(strncmp(buf, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n", 42) == 0,
                       "%s", buf);
         ck_assert_msg(!strcasestr(buf, "keep-alive"), "the upstream's keep-alive passed: %s", buf);
-        ck_assert_msg(strstr(buf, "\r\nConnection: close\r\n") &&
-                          strstr(buf, "X-After: 1\r\n") && strstr(buf, "\r\n\r\npong"),
+        ck_assert_msg(strstr(buf, "\r\nConnection: close\r\n") && strstr(buf, "X-After: 1\r\n") &&
+                          strstr(buf, "\r\n\r\npong"),
                       "%s", buf);
         px_finish(&x, &g);
         free(g.entries);
@@ -1027,9 +1027,12 @@ START_TEST(answer_head_of_bare_lf_lines_stays_in_bounds)
         size_t n = 2600 * 3 + 20, len = 0, end;
         char *head = malloc(n + 2), *out;
 
-        memcpy(head, "HTTP/1.1 200 OK\n", 16);
-        for (size_t i = 16; i + 3 <= n; i += 3)
-                memcpy(head + i, "a:\n", 3);
+        snprintf(head, n + 2, "HTTP/1.1 200 OK\n");
+        for (size_t i = 16; i + 3 <= n; i += 3) {
+                head[i] = 'a';
+                head[i + 1] = ':';
+                head[i + 2] = '\n';
+        }
         n = 16 + ((n - 16) / 3) * 3;
         head[n++] = '\n';
         end = egress_answer_head_end(head, n);
