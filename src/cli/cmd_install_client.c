@@ -23,14 +23,14 @@ extern char **environ;
 
 static const char usage_text[] =
     "Usage: vestibule-mcp install-client CLIENT [--print] [--env NAME=VALUE]...\n"
-    "                                    [--config FILE] [--name NAME]\n"
+    "                                    [--config FILE | --scope project] [--name NAME]\n"
     "       vestibule-mcp install-client --docker CLIENT [--image IMAGE] [--workspace DIR]\n"
     "                                    [--os linux|macos|windows] [--server-network none]\n"
     "                                    [OPTIONS]\n"
     "       vestibule-mcp install-client --wsl CLIENT [--windows-home DIR] [OPTIONS]\n"
     "       vestibule-mcp install-client --wrap NAME [--allow DIR]... [--allow-read DIR]...\n"
-    "                                    [--net SPEC] [--config FILE] CLIENT\n"
-    "       vestibule-mcp install-client --unwrap NAME [--config FILE] CLIENT\n"
+    "                                    [--net SPEC] [--config FILE | --scope project] CLIENT\n"
+    "       vestibule-mcp install-client --unwrap NAME [--config FILE | --scope project] CLIENT\n"
     "\n"
     "Add vestibule-mcp to an MCP client's configuration. CLIENT is one of claude-code,\n"
     "claude-desktop, cursor, vscode, codex, gemini, opencode.\n"
@@ -51,6 +51,10 @@ static const char usage_text[] =
     "                      checked as the server checks it, or PATH, DOCKER_HOST,\n"
     "                      DOCKER_CONTEXT, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, CONTAINER_HOST\n"
     "  --config FILE       edit FILE instead of the client's default file\n"
+    "  --scope user|project  claude-code: user (default) is ~/.claude.json; project is\n"
+    "                      .mcp.json in this folder, the file `claude mcp add --scope project`\n"
+    "                      writes and the project shares (Claude Code asks before it starts\n"
+    "                      a server from it)\n"
     "  --name NAME         the server's name in the client (default vestibule)\n"
     "  --docker            start the server image instead (claude-desktop, cursor, vscode,\n"
     "                      claude-code): `docker run -i --rm -v /var/run/docker.sock:/var/run/\n"
@@ -81,7 +85,8 @@ static const char usage_text[] =
     "  --wrap NAME         rewrite the server NAME already in the client's file to start\n"
     "                      through `vestibule-mcp mcp wrap [--allow ...] -- ITS COMMAND`\n"
     "                      (its env kept and passed on; backup and checks as above; a\n"
-    "                      second run changes nothing); not for codex's TOML yet\n"
+    "                      second run changes nothing; in codex's TOML only the command\n"
+    "                      and args values change, every other byte stays)\n"
     "  --allow DIR, --allow-read DIR, --net SPEC\n"
     "                      with --wrap: the sandbox's options (see mcp wrap --help)\n"
     "  --unwrap NAME       put NAME's original command back\n"
@@ -521,13 +526,21 @@ struct opts {
         size_t n_env;
         const char *config, *name;
         bool print, has_path;
+        bool project; /* --scope project: claude-code's ./.mcp.json */
         struct mode mode;
         struct install_wrap wrap; /* --wrap/--unwrap NAME and the sandbox's options */
 };
 
 /* The mode options go with their mode: 0, or 2 with a message. */
-static int mode_args_ok(const struct mode *m, const struct install_wrap *w)
+static int mode_args_ok(const struct mode *m, const struct install_wrap *w, bool project,
+                        const char *config, bool claude_code)
 {
+        if (project && (config || m->kind != MODE_HOST || !claude_code)) {
+                fprintf(stderr, "vestibule-mcp install-client: --scope project is claude-code's "
+                                "./.mcp.json: not with --config, --docker or --wsl, nor for "
+                                "another client\n");
+                return 2;
+        }
         if (w->name && m->kind != MODE_HOST) {
                 fprintf(stderr, "vestibule-mcp install-client: --wrap and --unwrap edit an entry "
                                 "in place: not with --docker or --wsl\n");
@@ -573,7 +586,8 @@ static int check_client(int argc, char **argv, const struct opts *o,
                         o->name);
                 return 2;
         }
-        return mode_args_ok(&o->mode, &o->wrap);
+        return mode_args_ok(&o->mode, &o->wrap, o->project, o->config,
+                            (*ret_c)->format == CLIENT_FORMAT_JSON_CLAUDE_CODE);
 }
 
 static const struct option long_opts[] = {
@@ -594,8 +608,21 @@ static const struct option long_opts[] = {
     {"net", required_argument, NULL, 'N'},
     {"windows-home", required_argument, NULL, 'H'},
     {"server-network", required_argument, NULL, 'S'},
+    {"scope", required_argument, NULL, 'P'},
     {0},
 };
+
+/* --scope user|project: 0, or 2 with a message. */
+static int parse_scope(const char *arg, struct opts *o)
+{
+        if (strcmp(arg, "user") != 0 && strcmp(arg, "project") != 0) {
+                fprintf(stderr, "vestibule-mcp install-client: --scope '%s': user or project\n",
+                        arg);
+                return 2;
+        }
+        o->project = strcmp(arg, "project") == 0;
+        return 0;
+}
 
 static int parse_args(int argc, char **argv, struct opts *o, const struct client_info **ret_c)
 {
@@ -613,6 +640,10 @@ static int parse_args(int argc, char **argv, struct opts *o, const struct client
                         break;
                 case 'c':
                         o->config = optarg;
+                        break;
+                case 'P':
+                        if (parse_scope(optarg, o) != 0)
+                                return 2;
                         break;
                 case 'n':
                         o->name = optarg;
@@ -709,6 +740,18 @@ static int target_file(const struct client_info *c, const struct opts *o, const 
                 *ret_file = xstrdup(o->config);
                 return 0;
         }
+        if (o->project) {
+                char cwd[PATH_MAX];
+                if (!getcwd(cwd, sizeof(cwd))) {
+                        fprintf(stderr,
+                                "vestibule-mcp install-client: --scope project: cannot "
+                                "read the current folder: %s\n",
+                                strerror(errno));
+                        return -1;
+                }
+                *ret_file = xasprintf("%s/.mcp.json", cwd);
+                return 0;
+        }
         if (o->mode.kind == MODE_WSL)
                 return wsl_file(c, &o->mode, ret_file);
         if (o->mode.kind == MODE_DOCKER && o->mode.os != CLIENT_OS_LINUX) {
@@ -776,7 +819,7 @@ static int install(const struct client_info *c, struct opts *o, const char *home
         bdir = backup_folder(home);
         if (o->wrap.name)
                 return install_wrap_run(c, file, bdir, s->command, s->args, s->n_args, &o->wrap);
-        if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE && !o->config) {
+        if (c->format == CLIENT_FORMAT_JSON_CLAUDE_CODE && !o->config && !o->project) {
                 claude = which("claude");
                 if (claude)
                         return claude_cli(claude, home, bdir, s);

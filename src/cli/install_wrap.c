@@ -145,6 +145,7 @@ int install_wrap_run(const struct client_info *c, const char *file, const char *
         }
         s.env = (const char *const *)e.env;
         s.n_env = e.n_env;
+        s.command_only = toml; /* every other byte of the codex entry stays as written */
         code = write_entry(c, file, backup_dir, &s, w->unwrap ? "unwrapped" : "wrapped");
         for (size_t i = 0; names && names[i]; i++)
                 free(names[i]);

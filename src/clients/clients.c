@@ -1,6 +1,7 @@
 /* clients.c - MCP clients' configuration files: the table of clients, the JSON merge (json-c),
- * the TOML table editor for Codex, and the backup + atomic write. See clients.h. */
+ * and the backup + atomic write (the TOML table editor for Codex is toml.c). See clients.h. */
 #include "clients/clients.h"
+#include "clients/toml.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,14 +139,12 @@ static json_object *json_entry(enum client_format f, const struct client_server 
         return e;
 }
 
-/* Add ", @name" (or "@name" first) to the list @b. */
-static void list_add(FILE *b, const char *name)
+void clients_list_add(FILE *b, const char *name)
 {
         fprintf(b, "%s%s", ftell(b) ? ", " : "", name);
 }
 
-/* "env A, B; settings c, d" from the two lists, or NULL when both are empty. */
-static char *kept_text(char *env, char *keys)
+char *clients_kept_text(char *env, char *keys)
 {
         char *r = NULL;
 
@@ -183,7 +182,7 @@ static int json_env_usable(enum client_format f, const char *name, json_object *
 
 /* Keep what the user set on the old entry @have in the new @entry: its keys other than the ones
  * we write (type, command, args; opencode's enabled), and the env values @entry does not set.
- * Return: what was kept (kept_text()). */
+ * Return: what was kept (clients_kept_text()). */
 static char *json_keep_old(enum client_format f, json_object *entry, json_object *have)
 {
         const char *env_key = json_env_key(f);
@@ -202,7 +201,7 @@ static char *json_keep_old(enum client_format f, json_object *entry, json_object
                         continue;
                 if (strcmp(k, env_key) != 0 || !json_object_is_type(v, json_type_object)) {
                         json_object_object_add(entry, k, json_object_get(v));
-                        list_add(kb, k);
+                        clients_list_add(kb, k);
                         continue;
                 }
                 if (!json_object_object_get_ex(entry, env_key, &env)) {
@@ -214,12 +213,12 @@ static char *json_keep_old(enum client_format f, json_object *entry, json_object
                         if (json_object_object_get_ex(env, ek, NULL))
                                 continue;
                         json_object_object_add(env, ek, json_object_get(ev));
-                        list_add(eb, ek);
+                        clients_list_add(eb, ek);
                 }
         }
         fclose(eb);
         fclose(kb);
-        return kept_text(env_names, key_names);
+        return clients_kept_text(env_names, key_names);
 }
 
 static char *json_text(json_object *o)
@@ -458,7 +457,7 @@ int clients_merged_env(const struct client_info *c, const char *old_text,
                 (void)v;
                 if (strcmp(k, "type") != 0 && strcmp(k, "command") != 0 && strcmp(k, "args") != 0 &&
                     strcmp(k, "env") != 0)
-                        list_add(ob, k);
+                        clients_list_add(ob, k);
         }
         fclose(ob);
         if (!other[0]) {
@@ -470,594 +469,6 @@ int clients_merged_env(const struct client_info *c, const char *old_text,
         return (int)n;
 }
 
-/* --- TOML (Codex) ------------------------------------------------------------------------- */
-
-/* Append @v to @b as a TOML basic string. */
-static void toml_string(FILE *b, const char *v)
-{
-        fputc('"', b);
-        for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-                switch (*p) {
-                case '"':
-                        fputs("\\\"", b);
-                        break;
-                case '\\':
-                        fputs("\\\\", b);
-                        break;
-                case '\n':
-                        fputs("\\n", b);
-                        break;
-                case '\t':
-                        fputs("\\t", b);
-                        break;
-                case '\r':
-                        fputs("\\r", b);
-                        break;
-                default:
-                        if (*p < 0x20 || *p == 0x7f)
-                                fprintf(b, "\\u%04x", *p);
-                        else
-                                fputc(*p, b);
-                }
-        }
-        fputc('"', b);
-}
-
-/* One env value of the old table: its name, and its value's source text (kept as written). */
-struct toml_member {
-        char name[128];
-        const char *value;
-        size_t value_len;
-};
-
-/* Append @name to @b as a key: bare when it can be, else a basic string. */
-static void toml_key_out(FILE *b, const char *name)
-{
-        bool bare = name[0] != '\0';
-
-        for (const char *p = name; *p && bare; p++)
-                bare = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                       (*p >= '0' && *p <= '9') || *p == '_' || *p == '-';
-        if (bare)
-                fputs(name, b);
-        else
-                toml_string(b, name);
-}
-
-/* Our table: command, args, env = { @s's values, then @kept's }, then @tail (raw key lines). */
-static char *toml_table(const struct client_server *s, const struct toml_member *kept,
-                        size_t n_kept, const char *tail)
-{
-        char *out = NULL;
-        size_t len = 0;
-        FILE *b = open_memstream(&out, &len);
-        bool first = true;
-
-        if (!b)
-                abort();
-        /* The name is [A-Za-z0-9_-]: a bare key. */
-        fprintf(b, "[mcp_servers.%s]\ncommand = ", s->name);
-        toml_string(b, s->command);
-        fputs("\nargs = [", b);
-        for (size_t i = 0; i < s->n_args; i++) {
-                fputs(i ? ", " : "", b);
-                toml_string(b, s->args[i]);
-        }
-        fputs("]\n", b);
-        if (s->n_env || n_kept) {
-                fputs("env = { ", b);
-                for (size_t i = 0; i < s->n_env; i++) {
-                        const char *eq = strchr(s->env[i], '=');
-
-                        if (!eq)
-                                continue;
-                        /* names are [A-Z0-9_]: bare keys */
-                        fprintf(b, "%s%.*s = ", first ? "" : ", ", (int)(eq - s->env[i]),
-                                s->env[i]);
-                        toml_string(b, eq + 1);
-                        first = false;
-                }
-                for (size_t i = 0; i < n_kept; i++) {
-                        fputs(first ? "" : ", ", b);
-                        toml_key_out(b, kept[i].name);
-                        fputs(" = ", b);
-                        fwrite(kept[i].value, 1, kept[i].value_len, b);
-                        first = false;
-                }
-                fputs(" }\n", b);
-        }
-        if (tail)
-                fputs(tail, b);
-        fclose(b);
-        return out;
-}
-
-/* One key path ("a.b"."c") of at most 8 parts, unescaped; only what a header or a key needs. */
-struct toml_key {
-        char part[8][128];
-        size_t n;
-};
-
-/* Parse a dotted key at *@pp, stopping at @stop ('=' for a key/value line, ']' for a header).
- * Refuses escapes in quoted keys and anything it does not understand. */
-static int toml_parse_key(const char **pp, char stop, struct toml_key *k)
-{
-        const char *p = *pp;
-
-        k->n = 0;
-        for (;;) {
-                size_t n = 0;
-                char *out;
-
-                while (*p == ' ' || *p == '\t')
-                        p++;
-                if (k->n == ELEMENTSOF(k->part))
-                        return -1;
-                out = k->part[k->n];
-                if (*p == '"' || *p == '\'') {
-                        char q = *p++;
-                        while (*p && *p != q && *p != '\n') {
-                                if (*p == '\\' || n + 1 >= sizeof(k->part[0]))
-                                        return -1;
-                                out[n++] = *p++;
-                        }
-                        if (*p != q)
-                                return -1;
-                        p++;
-                } else {
-                        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                               (*p >= '0' && *p <= '9') || *p == '_' || *p == '-') {
-                                if (n + 1 >= sizeof(k->part[0]))
-                                        return -1;
-                                out[n++] = *p++;
-                        }
-                        if (n == 0)
-                                return -1;
-                }
-                out[n] = '\0';
-                k->n++;
-                while (*p == ' ' || *p == '\t')
-                        p++;
-                if (*p == '.') {
-                        p++;
-                        continue;
-                }
-                if (*p != stop)
-                        return -1;
-                *pp = p + 1;
-                return 0;
-        }
-}
-
-/* Skip one value's string at @p (a basic or literal string, single- or multi-line); return the
- * position after it, or NULL if it does not end. */
-static const char *toml_skip_string(const char *p)
-{
-        char q = *p;
-        bool multi = p[1] == q && p[2] == q;
-
-        if (multi) {
-                p += 3;
-                for (; *p; p++) {
-                        if (q == '"' && *p == '\\' && p[1]) {
-                                p++;
-                                continue;
-                        }
-                        if (p[0] == q && p[1] == q && p[2] == q) {
-                                p += 3;
-                                while (*p == q) /* up to two quotes may close the content */
-                                        p++;
-                                return p;
-                        }
-                }
-                return NULL;
-        }
-        for (p++; *p && *p != '\n'; p++) {
-                if (q == '"' && *p == '\\' && p[1] && p[1] != '\n') {
-                        p++;
-                        continue;
-                }
-                if (*p == q)
-                        return p + 1;
-        }
-        return NULL;
-}
-
-/* Skip a value from @p to the end of its (possibly multi-line) extent, a comment after it
- * included; NULL if malformed. @ret_end: where the value itself ends (before the comment). */
-static const char *toml_skip_value(const char *p, const char **ret_end)
-{
-        const char *hash = NULL;
-        int depth = 0;
-
-        for (; *p; p++) {
-                if (*p == '"' || *p == '\'') {
-                        p = toml_skip_string(p);
-                        if (!p)
-                                return NULL;
-                        p--;
-                } else if (*p == '#') {
-                        if (depth == 0 && !hash)
-                                hash = p;
-                        while (*p && *p != '\n')
-                                p++;
-                        if (!*p)
-                                break;
-                        if (depth == 0) {
-                                *ret_end = hash;
-                                return p;
-                        }
-                } else if (*p == '[' || *p == '{') {
-                        depth++;
-                } else if (*p == ']' || *p == '}') {
-                        if (--depth < 0)
-                                return NULL;
-                } else if (*p == '\n' && depth == 0) {
-                        *ret_end = p;
-                        return p;
-                }
-        }
-        if (depth != 0)
-                return NULL;
-        *ret_end = hash ? hash : p;
-        return p;
-}
-
-static bool key_is_ours(const struct toml_key *table, const struct toml_key *key, const char *name)
-{
-        const char *path[16];
-        size_t n = 0;
-
-        for (size_t i = 0; i < table->n; i++)
-                path[n++] = table->part[i];
-        for (size_t i = 0; key && i < key->n; i++)
-                path[n++] = key->part[i];
-        return n >= 2 && strcmp(path[0], "mcp_servers") == 0 && strcmp(path[1], name) == 0;
-}
-
-/* The key/value at @key in @table is mcp_servers itself (an inline table, or any value), which
- * no [mcp_servers.NAME] header may then extend. */
-static bool key_is_servers(const struct toml_key *table, const struct toml_key *key)
-{
-        return table->n == 0 && key->n == 1 && strcmp(key->part[0], "mcp_servers") == 0;
-}
-
-/* Our tables in the old file ([mcp_servers.NAME], its [.env], any other sub-table) and the key
- * lines in them; byte offsets into the old text. */
-enum toml_span_kind { TOML_SPAN_MAIN, TOML_SPAN_ENV, TOML_SPAN_OTHER };
-
-struct toml_span {
-        size_t start, end; /* [start, end): the header through its last key line's newline */
-        enum toml_span_kind kind;
-};
-
-struct toml_line {
-        size_t span;           /* its table, an index into toml_scan.spans */
-        char k0[128], k1[128]; /* the key's first two parts ("env", "K" for env.K) */
-        size_t n;              /* the key's number of parts */
-        size_t ks, vs, ve, ce; /* key start, value start, value end, line end (at '\n') */
-};
-
-struct toml_scan {
-        struct toml_span spans[16];
-        size_t n_spans;
-        struct toml_line lines[128];
-        size_t n_lines;
-        struct toml_member env[64]; /* the old env values we keep */
-        size_t n_env;
-};
-
-/* Where the scanner is: the current table, whether it is ours, the line number. */
-struct toml_state {
-        struct toml_key table;
-        bool in_ours, table_is_array;
-        size_t line;
-};
-
-static int toml_scan_header(const char *text, const char *ls, const char **pp, const char *name,
-                            struct toml_state *st, struct toml_scan *sc, struct sbx_error *err)
-{
-        const char *q = *pp;
-        bool array = q[1] == '[';
-        struct toml_span *sp = &sc->spans[sc->n_spans];
-
-        st->in_ours = false;
-        q += array ? 2 : 1;
-        if (toml_parse_key(&q, ']', &st->table) < 0 || (array && *q++ != ']'))
-                return sbx_fail(err, EINVAL, "line %zu: a table header this editor cannot read",
-                                st->line);
-        st->table_is_array = array;
-        if (key_is_ours(&st->table, NULL, name)) {
-                if (array)
-                        return sbx_fail(err, EINVAL,
-                                        "line %zu: [[mcp_servers.%s]] is an array of tables, not "
-                                        "a server",
-                                        st->line, name);
-                if (sc->n_spans == ELEMENTSOF(sc->spans))
-                        return sbx_fail(err, EINVAL, "too many [mcp_servers.%s] tables", name);
-                sp->start = (size_t)(ls - text);
-                sp->kind = st->table.n == 2 ? TOML_SPAN_MAIN
-                           : st->table.n == 3 && strcmp(st->table.part[2], "env") == 0
-                               ? TOML_SPAN_ENV
-                               : TOML_SPAN_OTHER;
-                st->in_ours = true;
-        }
-        while (*q == ' ' || *q == '\t')
-                q++;
-        if (*q == '#')
-                while (*q && *q != '\n')
-                        q++;
-        if (*q && *q != '\n' && *q != '\r')
-                return sbx_fail(err, EINVAL, "line %zu: text after a table header", st->line);
-        if (st->in_ours)
-                sc->spans[sc->n_spans++].end = (size_t)(q - text) + (*q == '\n');
-        *pp = q;
-        return 0;
-}
-
-static int toml_scan_keyline(const char *text, const char **pp, const char *name,
-                             struct toml_state *st, struct toml_scan *sc, struct sbx_error *err)
-{
-        const char *p = *pp, *q = p, *vs, *ve = NULL;
-        struct toml_key key;
-        struct toml_line *l;
-
-        if (toml_parse_key(&q, '=', &key) < 0)
-                return sbx_fail(err, EINVAL, "line %zu: a key/value line this editor cannot read",
-                                st->line);
-        if (!st->table_is_array && key_is_servers(&st->table, &key))
-                return sbx_fail(err, EINVAL,
-                                "line %zu: mcp_servers is written as an inline table (mcp_servers "
-                                "= { ... }), and TOML allows no [mcp_servers.%s] table beside it; "
-                                "write each server as its own [mcp_servers.NAME] table, or add "
-                                "the entry below inside the braces by hand",
-                                st->line, name);
-        if (!st->in_ours && !st->table_is_array && key_is_ours(&st->table, &key, name))
-                return sbx_fail(err, EINVAL,
-                                "line %zu: server '%s' is defined there with dotted keys or an "
-                                "inline table, which this editor does not rewrite",
-                                st->line, name);
-        while (*q == ' ' || *q == '\t')
-                q++;
-        vs = q;
-        q = toml_skip_value(q, &ve);
-        if (!q)
-                return sbx_fail(err, EINVAL,
-                                "line %zu: a value that does not end (an unterminated string or "
-                                "array)",
-                                st->line);
-        while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'))
-                ve--;
-        if (st->in_ours) {
-                if (sc->n_lines == ELEMENTSOF(sc->lines))
-                        return sbx_fail(err, EINVAL, "line %zu: over 128 keys in [mcp_servers.%s]",
-                                        st->line, name);
-                l = &sc->lines[sc->n_lines++];
-                *l = (struct toml_line){.span = sc->n_spans - 1, .n = key.n};
-                snprintf(l->k0, sizeof(l->k0), "%s", key.part[0]);
-                snprintf(l->k1, sizeof(l->k1), "%s", key.n > 1 ? key.part[1] : "");
-                l->ks = (size_t)(p - text);
-                l->vs = (size_t)(vs - text);
-                l->ve = (size_t)(ve - text);
-                l->ce = (size_t)(q - text);
-                sc->spans[sc->n_spans - 1].end = (size_t)(q - text) + (*q == '\n');
-        }
-        for (const char *c = p; c < q; c++)
-                st->line += *c == '\n';
-        *pp = q;
-        return 0;
-}
-
-/* Find our tables in @text and the key lines in them; refuse what this editor cannot follow. */
-static int toml_scan_text(const char *text, const char *name, struct toml_scan *sc,
-                          struct sbx_error *err)
-{
-        struct toml_state st = {.table.n = 0, .line = 1};
-        const char *p = text;
-        int r = 0;
-
-        while (*p) {
-                const char *ls = p;
-
-                while (*p == ' ' || *p == '\t')
-                        p++;
-                if (*p == '\n' || *p == '\r' || *p == '#' || !*p) {
-                        /* blank or comment: belongs to no table's keys */
-                        while (*p && *p != '\n')
-                                p++;
-                } else if (*p == '[') {
-                        r = toml_scan_header(text, ls, &p, name, &st, sc, err);
-                } else {
-                        r = toml_scan_keyline(text, &p, name, &st, sc, err);
-                }
-                if (r < 0)
-                        return r;
-                if (*p == '\n') {
-                        p++;
-                        st.line++;
-                }
-        }
-        return 0;
-}
-
-static int toml_add_member(struct toml_scan *sc, const char *name, const char *v, size_t len)
-{
-        if (sc->n_env == ELEMENTSOF(sc->env))
-                return -1;
-        snprintf(sc->env[sc->n_env].name, sizeof(sc->env[0].name), "%s", name);
-        sc->env[sc->n_env].value = v;
-        sc->env[sc->n_env++].value_len = len;
-        return 0;
-}
-
-/* The members of the inline table from @p ('{') to @end (after its '}'), into @sc->env. */
-static int toml_inline_members(const char *p, const char *end, struct toml_scan *sc)
-{
-        struct toml_key k;
-
-        for (p++;;) {
-                const char *vs, *ve;
-                int depth = 0;
-
-                while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-                        p++;
-                if (p >= end)
-                        return -1;
-                if (*p == '}')
-                        return 0;
-                if (toml_parse_key(&p, '=', &k) < 0 || k.n != 1)
-                        return -1;
-                while (*p == ' ' || *p == '\t')
-                        p++;
-                for (vs = p; p < end; p++) {
-                        if (*p == '"' || *p == '\'') {
-                                p = toml_skip_string(p);
-                                if (!p || p > end)
-                                        return -1;
-                                p--;
-                        } else if ((*p == ',' || *p == '}') && depth == 0) {
-                                break;
-                        } else if (*p == '[' || *p == '{') {
-                                depth++;
-                        } else if (*p == ']' || *p == '}') {
-                                depth--;
-                        }
-                }
-                if (p >= end)
-                        return -1;
-                for (ve = p; ve > vs && (ve[-1] == ' ' || ve[-1] == '\t');)
-                        ve--;
-                if (toml_add_member(sc, k.part[0], vs, (size_t)(ve - vs)) < 0)
-                        return -1;
-                if (*p == ',')
-                        p++;
-        }
-}
-
-/* @s sets the env value @name. */
-static bool env_sets(const struct client_server *s, const char *name)
-{
-        size_t n = strlen(name);
-
-        for (size_t i = 0; i < s->n_env; i++)
-                if (strncmp(s->env[i], name, n) == 0 && s->env[i][n] == '=')
-                        return true;
-        return false;
-}
-
-/* From our old tables: the env values into @sc->env (those @s does not set) and the main table's
- * other key lines, raw, into @tail; @kb and @eb get the kept names. */
-static int toml_collect(const char *text, struct toml_scan *sc, const struct client_server *s,
-                        FILE *tail, FILE *kb, FILE *eb)
-{
-        size_t n = 0;
-
-        for (size_t i = 0; i < sc->n_lines; i++) {
-                const struct toml_line *l = &sc->lines[i];
-                enum toml_span_kind kind = sc->spans[l->span].kind;
-                int r = 0;
-
-                if (kind == TOML_SPAN_ENV)
-                        r = l->n == 1 ? toml_add_member(sc, l->k0, text + l->vs, l->ve - l->vs)
-                                      : -1;
-                else if (kind == TOML_SPAN_MAIN && strcmp(l->k0, "env") == 0)
-                        r = l->n == 1 && text[l->vs] == '{'
-                                ? toml_inline_members(text + l->vs, text + l->ve, sc)
-                            : l->n == 2 ? toml_add_member(sc, l->k1, text + l->vs, l->ve - l->vs)
-                                        : -1;
-                else if (kind == TOML_SPAN_MAIN && strcmp(l->k0, "command") != 0 &&
-                         strcmp(l->k0, "args") != 0) {
-                        fwrite(text + l->ks, 1, l->ce - l->ks, tail);
-                        fputc('\n', tail);
-                        list_add(kb, l->k0);
-                }
-                if (r < 0)
-                        return -1;
-        }
-        for (size_t i = 0; i < sc->n_env; i++) {
-                if (env_sets(s, sc->env[i].name))
-                        continue;
-                list_add(eb, sc->env[i].name);
-                sc->env[n++] = sc->env[i];
-        }
-        sc->n_env = n;
-        return 0;
-}
-
-/* @text with @mine in place of our main and env tables (at the first), or appended. */
-static char *toml_write(const char *text, const struct toml_scan *sc, const char *mine)
-{
-        char *out = NULL;
-        size_t out_len = 0, at = 0, len = strlen(text);
-        bool placed = false;
-        FILE *b = open_memstream(&out, &out_len);
-
-        if (!b)
-                abort();
-        for (size_t i = 0; i < sc->n_spans; i++) {
-                if (sc->spans[i].kind == TOML_SPAN_OTHER)
-                        continue;
-                fwrite(text + at, 1, sc->spans[i].start - at, b);
-                if (!placed)
-                        fputs(mine, b);
-                placed = true;
-                at = sc->spans[i].end;
-        }
-        if (placed) {
-                fputs(text + at, b);
-        } else {
-                fputs(text, b);
-                if (len && text[len - 1] != '\n')
-                        fputs("\n\n", b);
-                else if (len && !(len >= 2 && text[len - 2] == '\n'))
-                        fputc('\n', b);
-                fputs(mine, b);
-        }
-        fclose(b);
-        return out;
-}
-
-static int merge_toml(const char *old_text, const struct client_server *s, char **ret_text,
-                      char **ret_kept, struct sbx_error *err)
-{
-        const char *text = old_text ? old_text : "";
-        _cleanup_free_ struct toml_scan *sc = xcalloc(1, sizeof(*sc));
-        _cleanup_free_ char *mine = NULL, *out = NULL, *tail = NULL;
-        char *envs = NULL, *keys = NULL, *kept;
-        size_t tail_len = 0, envs_len = 0, keys_len = 0;
-        FILE *tb, *eb, *kb;
-        int r;
-
-        r = toml_scan_text(text, s->name, sc, err);
-        if (r < 0)
-                return r;
-        tb = open_memstream(&tail, &tail_len);
-        eb = open_memstream(&envs, &envs_len);
-        kb = open_memstream(&keys, &keys_len);
-        if (!tb || !eb || !kb)
-                abort();
-        r = toml_collect(text, sc, s, tb, kb, eb);
-        fclose(tb);
-        fclose(eb);
-        fclose(kb);
-        kept = kept_text(envs, keys);
-        if (r < 0) {
-                free(kept);
-                return sbx_fail(err, EINVAL,
-                                "the env of [mcp_servers.%s] is written in a way this editor "
-                                "cannot merge (over 64 values, or not NAME = value pairs)",
-                                s->name);
-        }
-        mine = toml_table(s, sc->env, sc->n_env, tail);
-        out = toml_write(text, sc, mine);
-        *ret_text = strcmp(out, text) == 0 ? NULL : TAKE_PTR(out);
-        if (ret_kept)
-                *ret_kept = kept;
-        else
-                free(kept);
-        return 0;
-}
-
 /* --- common ----------------------------------------------------------------------------- */
 
 char *clients_render(const struct client_info *c, const struct client_server *s)
@@ -1066,7 +477,7 @@ char *clients_render(const struct client_info *c, const struct client_server *s)
         json_object *servers;
 
         if (c->format == CLIENT_FORMAT_TOML_CODEX)
-                return toml_table(s, NULL, 0, NULL);
+                return clients_toml_render(s);
         root = json_object_new_object();
         servers = json_object_new_object();
         json_object_object_add(servers, s->name, json_entry(c->format, s));
@@ -1084,7 +495,8 @@ int clients_merge(const struct client_info *c, const char *old_text, const struc
                                 "server name '%s' is not 1 to 64 letters, digits, '_' or '-'",
                                 s->name);
         if (c->format == CLIENT_FORMAT_TOML_CODEX)
-                return merge_toml(old_text, s, ret_text, ret_kept, err);
+                return s->command_only ? clients_toml_set_command(old_text, s, ret_text, err)
+                                       : clients_toml_merge(old_text, s, ret_text, ret_kept, err);
         return merge_json(c, old_text, s, ret_text, ret_kept, err);
 }
 

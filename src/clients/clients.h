@@ -58,6 +58,10 @@ struct client_server {
         size_t n_args;
         const char *const *env; /* n_env "NAME=VALUE" strings, NAME [A-Z0-9_]+ */
         size_t n_env;
+        /* install-client --wrap/--unwrap: in codex's TOML, replace only the values of "command"
+         * and "args" and leave every other byte of the entry as written (env unused); the JSON
+         * merge keeps the entry's other keys anyway */
+        bool command_only;
 };
 
 /** clients_find() - the client called @id, or NULL. */

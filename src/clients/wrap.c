@@ -1,4 +1,4 @@
-/* wrap.c - reading one server entry back from a client's JSON file (wrap.h). */
+/* wrap.c - reading one server entry back from a client's file (wrap.h); codex's TOML in toml.c. */
 #include "clients/wrap.h"
 
 #include <errno.h>
@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/toml.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 
@@ -129,10 +130,7 @@ int clients_read_entry(const struct client_info *c, const char *text, const char
         int r;
 
         if (c->format == CLIENT_FORMAT_TOML_CODEX)
-                return sbx_fail(err, ENOTSUP,
-                                "--wrap does not edit codex's TOML yet: put `vestibule-mcp mcp "
-                                "wrap --` before the command of [mcp_servers.%s] by hand",
-                                name);
+                return clients_toml_read_entry(text, name, ret, err);
         root = parse(text ? text : "", err);
         if (!root)
                 return -EINVAL;

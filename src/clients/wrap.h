@@ -1,8 +1,8 @@
 /* wrap.h - `install-client --wrap NAME CLIENT`: read a server entry a client's JSON file already
  * holds (its command, args and env), so that the CLI can write it back started through
  * `vestibule-mcp mcp wrap ... -- COMMAND ARGS...` with clients_install() (same backup, flock and
- * refusals as install-client), and the reverse for --unwrap. Formats as in clients.h; the
- * codex TOML is not read (refused with the entry to write by hand). */
+ * refusals as install-client), and the reverse for --unwrap. Formats as in clients.h; codex's
+ * TOML is read by clients_toml_read_entry() (toml.h). */
 #pragma once
 
 #include <stdbool.h>
@@ -24,8 +24,9 @@ struct client_entry {
  * clients_read_entry() - the stdio server @name in @text (the contents of @c's JSON file) into
  * @ret: "command" and "args" (opencode: the "command" array), and "env" (opencode:
  * "environment") as NAME=VALUE.
- * Return: 0; -ENOENT when the file has no such entry (@err lists the names it has); -ENOTSUP
- * for the codex TOML; -EINVAL for text that is not strict JSON, an entry that is not a stdio
+ * codex: [mcp_servers.NAME] as clients_toml_read_entry() reads it (env_vars names as bare "K").
+ * Return: 0; -ENOENT when the file has no such entry (@err lists the names it has); -EINVAL for
+ * text that is not strict JSON (or TOML the scanner cannot follow), an entry that is not a stdio
  * server (a "url"), or values that are not strings. @err names the fix.
  */
 int clients_read_entry(const struct client_info *c, const char *text, const char *name,

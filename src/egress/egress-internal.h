@@ -62,6 +62,23 @@ int egress_parse_request(const char *buf, size_t len, struct egress_request *ret
 char *egress_upstream_head(const char *buf, const struct egress_request *rq, size_t *ret_len);
 
 /**
+ * egress_answer_head_end() - the length of the response head at the start of @buf (@len bytes,
+ * untrusted, from the upstream): up to and with its blank line ("\r\n\r\n" or "\n\n"), or 0
+ * when it has not ended within @len.
+ */
+size_t egress_answer_head_end(const char *buf, size_t len);
+
+/**
+ * egress_answer_head() - the response head @buf (@head_len bytes, from
+ * egress_answer_head_end()) as the proxy sends it to the client of a plain-http exchange, after
+ * which it ends the connection: the upstream's Connection, Keep-Alive and Proxy-Connection lines
+ * dropped (hop-by-hop, RFC 9110 section 7.6.1) and "Connection: close" and "Proxy-Connection:
+ * close" added, so the client does not pool the connection. An interim 1xx head is returned as
+ * it is. Return: a new buffer of *@ret_len bytes (not NUL-terminated); freed by the caller.
+ */
+char *egress_answer_head(const char *buf, size_t head_len, size_t *ret_len);
+
+/**
  * egress_addr_class() - why @sa must not be reached by name: "loopback", "private",
  * "link-local", "cloud metadata", "multicast", "reserved", "unspecified", "shared (CGNAT)";
  * or NULL for a public address. IPv4-mapped, IPv4-compatible and NAT64 (64:ff9b::/96) IPv6

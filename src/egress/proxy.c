@@ -239,6 +239,61 @@ char *egress_upstream_head(const char *buf, const struct egress_request *rq, siz
         return out;
 }
 
+/* A 1xx (interim) status line: "HTTP/1.x 1.." */
+static bool answer_interim(const char *buf, size_t len)
+{
+        return len >= 10 && strncmp(buf, "HTTP/1.", 7) == 0 && buf[9] == '1';
+}
+
+size_t egress_answer_head_end(const char *buf, size_t len)
+{
+        for (size_t i = 0; i < len; i++) {
+                if (buf[i] != '\n')
+                        continue;
+                if (i + 1 < len && buf[i + 1] == '\n')
+                        return i + 2;
+                if (i + 2 < len && buf[i + 1] == '\r' && buf[i + 2] == '\n')
+                        return i + 3;
+        }
+        return 0;
+}
+
+char *egress_answer_head(const char *buf, size_t head_len, size_t *ret_len)
+{
+        static const char *const drop[] = {"connection:", "keep-alive:", "proxy-connection:"};
+        static const char close_lines[] = "Connection: close\r\nProxy-Connection: close\r\n\r\n";
+        /* each line out is at most its line in plus one byte ("\n" -> "\r\n"), so twice */
+        char *out = xmalloc(2 * head_len + sizeof(close_lines));
+        size_t o = 0, i = 0;
+        if (answer_interim(buf, head_len)) {
+                memcpy(out, buf, head_len);
+                *ret_len = head_len;
+                return out;
+        }
+        while (i < head_len) {
+                const char *nl = memchr(buf + i, '\n', head_len - i);
+                size_t end = nl ? (size_t)(nl - buf) : head_len, len = end - i;
+                bool skip = false;
+
+                if (len && buf[i + len - 1] == '\r')
+                        len--;
+                for (size_t d = 0; d < ELEMENTSOF(drop) && len && i > 0; d++)
+                        if (len >= strlen(drop[d]) &&
+                            strncasecmp(buf + i, drop[d], strlen(drop[d])) == 0)
+                                skip = true;
+                if (len && !skip) { /* the blank line is added below */
+                        memcpy(out + o, buf + i, len);
+                        o += len;
+                        out[o++] = '\r';
+                        out[o++] = '\n';
+                }
+                i = end + 1;
+        }
+        memcpy(out + o, close_lines, sizeof(close_lines) - 1);
+        *ret_len = o + sizeof(close_lines) - 1;
+        return out;
+}
+
 /* One direction of a tunnel: bytes move from @from into a pipe and on to @to with splice(2),
  * so they never pass through user space; the pipe (EGRESS_BUF_BYTES) is the only buffer. */
 struct half {
@@ -322,6 +377,77 @@ static void relay_events(const struct half h[2], struct pollfd pfd[2])
  * Closing makes it open a new connection, whose head is judged; and only the request's own
  * body (@body_left bytes still to come, from its Content-Length; -1 = a CONNECT tunnel, no
  * limit) is read from the client, so a next request already sent is never relayed. */
+/* The answer's head of a one-exchange relay, read from the upstream and sent rewritten by
+ * egress_answer_head() (then the rest goes by splice). */
+struct answer {
+        bool active; /* still reading a head */
+        char *buf;   /* EGRESS_MAX_HEAD_BYTES */
+        size_t len;  /* bytes in @buf */
+        char *out;   /* what is to be written to the client, or NULL */
+        size_t out_len, sent;
+};
+
+/* Read what the upstream has into @a; once a head has ended (or cannot), queue it rewritten
+ * with what came after it. A 1xx head passes as it is and the next one is read. False on a
+ * hard error. */
+static bool answer_read(struct answer *a, int up)
+{
+        ssize_t n = read(up, a->buf + a->len, EGRESS_MAX_HEAD_BYTES - a->len);
+        size_t end;
+
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return true;
+        if (n < 0 && !a->len)
+                return false;
+        /* an error after some bytes (a reset: an upstream that closed without reading the
+         * request) ends the head as EOF does: what came is still passed on, and the splice
+         * that follows meets the error */
+        a->len += n > 0 ? (size_t)n : 0;
+        end = egress_answer_head_end(a->buf, a->len);
+        if (n > 0 && !end && a->len < EGRESS_MAX_HEAD_BYTES)
+                return true;
+        if (!end) { /* the upstream ended, or a head over 8 KiB: passed as it is */
+                a->out = xmalloc(a->len + 1);
+                memcpy(a->out, a->buf, a->len);
+                a->out_len = a->len;
+                a->len = 0;
+                a->active = false;
+                return true;
+        }
+        size_t hl, rest = a->len - end;
+        char *h = egress_answer_head(a->buf, end, &hl);
+        a->out = xrealloc(h, hl + rest);
+        memcpy(a->out + hl, a->buf + end, rest);
+        a->out_len = hl + rest;
+        a->active = false;
+        if (answer_interim(a->buf, end)) { /* an interim answer: the final head follows */
+                a->out_len = hl;
+                memmove(a->buf, a->buf + end, rest);
+                a->len = rest;
+                a->active = true;
+        } else {
+                a->len = 0;
+        }
+        return true;
+}
+
+/* Write what @a has queued to the client. False on a hard error. */
+static bool answer_write(struct answer *a, int client, uint64_t *bytes)
+{
+        ssize_t w = write(client, a->out + a->sent, a->out_len - a->sent);
+
+        if (w < 0)
+                return errno == EAGAIN || errno == EINTR;
+        a->sent += (size_t)w;
+        *bytes += (uint64_t)w;
+        if (a->sent == a->out_len) {
+                free(a->out);
+                a->out = NULL;
+                a->sent = a->out_len = 0;
+        }
+        return true;
+}
+
 static void relay(struct proxy *p, int client, int up, int64_t body_left, uint64_t *ret_up,
                   uint64_t *ret_down)
 {
@@ -333,6 +459,8 @@ static void relay(struct proxy *p, int client, int up, int64_t body_left, uint64
                              .left = one_exchange ? (uint64_t)body_left : 0},
                             {.from = up, .to = client, .pipe = {-1, -1}}};
         int64_t last_move = (int64_t)sbx_now_ms();
+        _cleanup_free_ char *abuf = one_exchange ? xmalloc(EGRESS_MAX_HEAD_BYTES) : NULL;
+        struct answer a = {.active = one_exchange, .buf = abuf};
 
         for (int d = 0; d < 2; d++) {
                 if (pipe2(h[d].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -346,7 +474,13 @@ static void relay(struct proxy *p, int client, int up, int64_t body_left, uint64
                 int64_t left;
                 int r;
 
-                if (!half_step(&h[0]) || !half_step(&h[1]))
+                bool in_head = a.active || a.out;
+                if (!half_step(&h[0]))
+                        break;
+                if (in_head && ((a.out && !answer_write(&a, client, &h[1].bytes)) ||
+                                (!a.out && a.active && !answer_read(&a, up))))
+                        break;
+                if (!in_head && !half_step(&h[1]))
                         break;
                 if ((h[0].shut && h[1].shut) || (one_exchange && h[1].shut))
                         break;
@@ -356,6 +490,18 @@ static void relay(struct proxy *p, int client, int up, int64_t body_left, uint64
                 if (left <= 0)
                         break; /* idle: nothing moved either way for idle_ms */
                 relay_events(h, pfd);
+                if (a.active || a.out) { /* the answer's head: read or written by hand */
+                        pfd[0].fd = client;
+                        pfd[1].fd = up;
+                        pfd[0].events &= ~POLLOUT;
+                        pfd[1].events &= ~POLLIN;
+                        if (a.out)
+                                pfd[0].events |= POLLOUT;
+                        else
+                                pfd[1].events |= POLLIN;
+                        pfd[0].fd = pfd[0].events ? client : -1;
+                        pfd[1].fd = pfd[1].events ? up : -1;
+                }
                 r = poll(pfd, 3, (int)left);
                 if (r < 0 && errno != EINTR)
                         break;
@@ -365,6 +511,7 @@ static void relay(struct proxy *p, int client, int up, int64_t body_left, uint64
                         break;
         }
 out:
+        free(a.out);
         for (int d = 0; d < 2; d++) {
                 if (h[d].pipe[0] >= 0)
                         close(h[d].pipe[0]);

@@ -1,10 +1,11 @@
 /* fuzz_egress.c - libFuzzer target: the egress proxy's request-head parser, the decision on a
  * parsed request, and the upstream head built from it (offsets into the untrusted buffer), as
- * the proxy runs them on bytes from the sandbox; an input whose first byte is 'R' is fed to
- * the record folding instead (the server reads the proxy's record file, which a compromised
- * proxy could fill with anything). Crashes, leaks and UB are findings; a refused request is a
- * normal outcome.
- * Build: cmake -DVESTIBULE_FUZZ=ON with CC=clang; run: scripts/fuzz.sh egress SECONDS. */
+ * the proxy runs them on bytes from the sandbox; an input whose first byte is 'A' is an
+ * upstream's answer head, rewritten as the proxy sends it to the client (egress_answer_head());
+ * one whose first byte is 'R' is fed to the record folding instead (the server reads the proxy's
+ * record file, which a compromised proxy could fill with anything). Crashes, leaks and UB are
+ * findings; a refused request is a normal outcome. Build: cmake -DVESTIBULE_FUZZ=ON with CC=clang;
+ * run: scripts/fuzz.sh egress SECONDS. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct egress_request rq;
         char *copy;
 
+        if (size > 0 && data[0] == 'A') {
+                /* an exact-size copy, so ASan sees any read past the input */
+                char *a = malloc(size);
+                size_t end, n = 0;
+                memcpy(a, data + 1, size - 1);
+                end = egress_answer_head_end(a, size - 1);
+                if (end > size - 1)
+                        abort();
+                if (end) {
+                        char *out = egress_answer_head(a, end, &n);
+                        if (n > 2 * end + 64)
+                                abort();
+                        free(out);
+                }
+                free(a);
+                return 0;
+        }
         if (size > 0 && data[0] == 'R') {
                 struct run_egress g = {0};
                 egress_records_parse((const char *)data + 1, size - 1, &g);

@@ -9,22 +9,25 @@
 #
 # Usage (as root; needs node, npm and the npm registry for `npm ci`):
 #   VESTIBULE_BIN=build-rel/vestibule-mcp tests/run-cmd/install-wrap.test.sh
-# Env: RUN_CMD_USER (default vestibule-test), RUN_CMD_DIR (default a fresh /var/tmp folder).
+# Env: RUN_CMD_USER (default vestibule-test), RUN_CMD_DIR (default a fresh /var/tmp folder),
+#      AGENT_PRESET_NPM (as agent-preset.test.sh).
 # Exit 0 all passed, 1 a check failed, 77 skipped (not root, no such user, no node/npm/unshare).
 set -uo pipefail
 
 # shellcheck source=tests/run-cmd/lib.sh
 . "$(dirname "$0")/lib.sh"
 rc_prologue install-wrap node npm unshare ip
-mkdir -p "$base/npm" "$base/claude"
+mkdir -p "$base/npm"
 echo "install-wrap-notes-41c7" >"$proj/notes.txt"
 cp "$here/package.json" "$here/package-lock.json" "$here/install-wrap.mjs" "$base/npm/"
-cp "$here/agent-preset/package.json" "$here/agent-preset/package-lock.json" "$base/claude/"
-for d in npm claude; do
-        (cd "$base/$d" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
-                { echo "FAIL: npm ci in $d"; exit 1; }
-done
-claude=$base/claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+(cd "$base/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
+        { echo "FAIL: npm ci in npm"; exit 1; }
+agents=${AGENT_PRESET_NPM:-$base/claude}
+# shellcheck source=tests/run-cmd/agent-npm.sh
+. "$here/agent-npm.sh"
+agent_npm "$agents" || exit 1
+claude=$agents/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+codex=$agents/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 chown -R "$user" "$base"
 chmod 0711 "$base"
 
@@ -34,7 +37,8 @@ ipbin=$(command -v ip)
 runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
         unshare --user --map-root-user --net -- /bin/sh -c \
         "\"$ipbin\" link set lo up && exec unshare --user --map-user=$uid --map-group=$gid -- \"\$@\"" \
-        sh node "$base/npm/install-wrap.mjs" "$base/vestibule-mcp" "$base/npm" "$claude" "$home" "$proj"
+        sh node "$base/npm/install-wrap.mjs" "$base/vestibule-mcp" "$base/npm" "$claude" "$home" "$proj" \
+        "$codex"
 rc=$?
 [ $rc = 0 ] && [ -z "${RUN_CMD_DIR:-}" ] && rm -rf "$base"
 [ $rc = 0 ] || echo "install-wrap: files in $base"

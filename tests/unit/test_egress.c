@@ -969,6 +969,83 @@ START_TEST(keep_alive_next_request_is_not_relayed)
 }
 END_TEST
 
+/* An upstream whose answer says to keep the connection (node's http server does when the handler
+ * sets it, as the stand-in model's SSE does), after an interim 100 Continue. */
+static void *upstream_keeps_alive_main(void *arg)
+{
+        int ls = *(int *)arg;
+        for (;;) {
+                int c = accept(ls, NULL, NULL);
+                char buf[1024];
+                static const char ans[] = "HTTP/1.1 100 Continue\r\n\r\n"
+                                          "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n"
+                                          "Keep-Alive: timeout=5\r\nContent-Length: 4\r\n"
+                                          "X-After: 1\r\n\r\npong";
+
+                if (c < 0)
+                        return NULL;
+                if (read(c, buf, sizeof(buf)) < 0 || write(c, ans, sizeof(ans) - 1) < 0) {
+                        /* the proxy went away */
+                }
+                close(c);
+        }
+}
+
+/* The proxy ends a plain-http exchange's connection after the answer (above): the answer must
+ * say so, not pass on the upstream's "keep-alive" (a hop-by-hop header), or a pooling client
+ * (Bun's fetch in opencode) sends its next request on a closed connection and fails once. */
+START_TEST(answer_says_the_connection_closes)
+{
+        static const char req[] = "GET http://mirror.test/x HTTP/1.1\r\n"
+                                  "Proxy-Connection: Keep-Alive\r\n\r\n";
+        struct run_egress g = {0};
+        struct px x = {0};
+        char buf[1024];
+        size_t n = 0;
+        ssize_t r;
+
+        px_start(&x, upstream_keeps_alive_main, NULL);
+        int s = px_connect(&x);
+        ck_assert_int_eq(write(s, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+        while (n + 1 < sizeof(buf) && (r = read(s, buf + n, sizeof(buf) - 1 - n)) > 0)
+                n += (size_t)r;
+        buf[n] = '\0';
+        close(s);
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n", 42) == 0,
+                      "%s", buf);
+        ck_assert_msg(!strcasestr(buf, "keep-alive"), "the upstream's keep-alive passed: %s", buf);
+        ck_assert_msg(strstr(buf, "\r\nConnection: close\r\n") && strstr(buf, "X-After: 1\r\n") &&
+                          strstr(buf, "\r\n\r\npong"),
+                      "%s", buf);
+        px_finish(&x, &g);
+        free(g.entries);
+}
+END_TEST
+
+START_TEST(answer_head_of_bare_lf_lines_stays_in_bounds)
+{
+        size_t n = 2600 * 3 + 20, len = 0, end;
+        char *head = malloc(n + 2), *out;
+
+        snprintf(head, n + 2, "HTTP/1.1 200 OK\n");
+        for (size_t i = 16; i + 3 <= n; i += 3) {
+                head[i] = 'a';
+                head[i + 1] = ':';
+                head[i + 2] = '\n';
+        }
+        n = 16 + ((n - 16) / 3) * 3;
+        head[n++] = '\n';
+        end = egress_answer_head_end(head, n);
+        ck_assert_uint_eq(end, n);
+        out = egress_answer_head(head, end, &len);
+        ck_assert_uint_le(len, 2 * end + 64);
+        ck_assert(len > 4 && memcmp(out + len - 4, "\r\n\r\n", 4) == 0);
+        ck_assert_uint_eq(egress_answer_head_end("HTTP/1.1 200 OK\r\nA: b\r\n", 23), 0);
+        free(out);
+        free(head);
+}
+END_TEST
+
 static Suite *egress_suite(void)
 {
         Suite *s = suite_create("egress");
@@ -981,6 +1058,7 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, address_classes);
         tcase_add_test(tc, request_parser);
         tcase_add_test(tc, upstream_head_of_bare_lf_lines_stays_in_bounds);
+        tcase_add_test(tc, answer_head_of_bare_lf_lines_stays_in_bounds);
         tcase_add_test(tc, decide);
         tcase_add_test(tc, records_fold);
         tcase_add_test(tc, upstream_host_is_the_decided_authority);
@@ -995,6 +1073,7 @@ static Suite *egress_suite(void)
         tcase_add_test(tc, proxy_survives_a_head_of_bare_lf_lines);
         tcase_add_test(tc, proxy_holds_no_fd_of_the_server);
         tcase_add_test(tc, relay_after_half_close_and_reset_sleeps_and_idles_out);
+        tcase_add_test(tc, answer_says_the_connection_closes);
         tcase_add_test(tc, incomplete_head_is_recorded);
         tcase_add_test(tc, keep_alive_next_request_is_not_relayed);
         suite_add_tcase(s, tc);

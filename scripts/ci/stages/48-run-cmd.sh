@@ -16,17 +16,27 @@ stage_run_cmd() {
 # unwrapped, tools/list, calls (text, image, resource), prompts and resources identical, the
 # grade notification; a hostile stand-in server that reads a planted key, connects out and leaves
 # a daemon, which each work unwrapped (the controls) and fail wrapped; the exit codes and ends.
-# Then tests/run-cmd/agent-preset.test.sh: `run --agent claude -- claude -p` with the real
-# Claude Code (pinned in tests/run-cmd/agent-preset/package-lock.json) against the stand-in model
-# API in a loopback-only netns: the planted ~/.ssh key (readable in the control run outside) is
-# not there inside, the project edit lands, the base URL's host answers and another is refused.
+# Then tests/run-cmd/agent-preset.test.sh: `run --agent NAME` with the real Claude Code, Codex
+# and Gemini CLI (pinned in tests/run-cmd/agent-preset/package-lock.json; opencode on request)
+# against the stand-in model API in a loopback-only netns: the planted ~/.ssh key (readable in
+# each control run outside) is not there inside, the project edit lands, the model's host
+# answers and another is refused, a planted token is dropped and the agent's key passed.
 # Then tests/run-cmd/install-wrap.test.sh: `install-client --wrap fs CLIENT` on the files of
-# claude-code, claude-desktop, cursor and vscode, read back (and with `claude mcp get`/`list`),
-# the wrapped server-filesystem driven through the SDK client, `--unwrap` giving it back.
-# stage: mcp-wrap | build-release | mcp wrap -- SERVER, run --agent claude, install-client --wrap: an MCP server from npm, a hostile stand-in, Claude Code (root)
+# claude-code (user and project scope), claude-desktop, cursor, vscode and codex's TOML, read
+# back (with `claude mcp get`/`list`, `codex mcp get --json`/`list`), the wrapped
+# server-filesystem driven through the SDK client, `--unwrap` giving it back.
+# stage: mcp-wrap | build-release | mcp wrap -- SERVER, run --agent claude/codex/gemini, install-client --wrap (JSON, .mcp.json, codex TOML): MCP servers from npm, a hostile stand-in, the agent CLIs (root)
 stage_mcp_wrap() {
         run_cmd_script mcp-wrap "mcp wrap -- SERVER" mcp-wrap.test.sh "the test user and node"
-        run_cmd_script mcp-wrap "run --agent claude" agent-preset.test.sh \
+        # the agent CLIs' npm tree, once for the two scripts below (kept between runs while its
+        # lock is the same; ~900 MB, minutes with an empty npm cache)
+        if step 900 "mcp-wrap: the agent CLIs from npm (tests/run-cmd/agent-npm.sh)" bash -c \
+                '. "$1/tests/run-cmd/agent-npm.sh" && agent_npm "$2"' sh "$src" "$ci/run-cmd-agents"; then
+                passed=$((passed + 1))
+        else
+                record_fail "mcp-wrap: npm install of tests/run-cmd/agent-preset"
+        fi
+        run_cmd_script mcp-wrap "run --agent claude, codex, gemini" agent-preset.test.sh \
                 "the test user, node and unshare"
         run_cmd_script mcp-wrap "install-client --wrap" install-wrap.test.sh \
                 "the test user, node and unshare"
@@ -51,8 +61,10 @@ run_cmd_script() {
                 record_fail "$1: no Release build"
                 return 0
         fi
+        # AGENT_PRESET_NPM: the agent CLIs' npm tree, shared by the mcp-wrap stage's scripts
+        # and kept between runs while its lock is the same (tests/run-cmd/agent-npm.sh)
         step 300 "$2 (tests/run-cmd/$3)" env VESTIBULE_BIN="$rel/vestibule-mcp" RUN_CMD_USER="$user" \
-                bash "$src/tests/run-cmd/$3" || rc=$?
+                AGENT_PRESET_NPM="$ci/run-cmd-agents" bash "$src/tests/run-cmd/$3" || rc=$?
         case $rc in
         0) passed=$((passed + 1)) ;;
         77) if [ "$must_run" = 1 ]; then record_fail "$1: skipped (needs root, $4)"
