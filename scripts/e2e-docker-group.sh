@@ -11,7 +11,9 @@
 #   FILEs: default egress.test.mjs egress-install.test.mjs.
 # env: SBX_DG_USER (vestibule-dg), E2E_EGRESS_NPM (passed on: 0 leaves the npm test out),
 #      VESTIBULE_IMAGE_SOURCE (debian: the images imported from /var/tmp/vestibule-images),
-#      E2E_RESULTS (passed on: the runner's results file, writable by the user).
+#      E2E_RESULTS (passed on: the runner's results file, writable by the user),
+#      AGREE_EXPECT_PICK and AGREE_LABEL (passed on, for agree.mjs: doctor, verify and a run
+#      must agree, every probe the grade claims held).
 # tests/e2e and tests/egress must have their packages (npm ci) and be readable by the user.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,4 +38,5 @@ runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER
         E2E_BACKEND=container E2E_EXPECT_GRADE=container E2E_EGRESS=1 \
         E2E_EGRESS_NPM="${E2E_EGRESS_NPM:-1}" VESTIBULE_BIN="$bin" ${E2E_RESULTS:+E2E_RESULTS="$E2E_RESULTS"} \
         VESTIBULE_IMAGE_SOURCE="${VESTIBULE_IMAGE_SOURCE:-debian}" \
+        ${AGREE_EXPECT_PICK:+AGREE_EXPECT_PICK="$AGREE_EXPECT_PICK"} ${AGREE_LABEL:+AGREE_LABEL="$AGREE_LABEL"} \
         timeout --kill-after=30 600 node "$src/tests/e2e/run.mjs" "${files[@]}"

@@ -93,17 +93,6 @@ static void close_pair(int p[2])
 static int spawn_piped(const char *const *argv, int in_fd, pid_t *ret_pid, int *ret_out,
                        int *ret_err, int *ret_go, struct sbx_error *err)
 {
-        for (int i = 0; i < 2; i++)
-                if (p[i] >= 0)
-                        close(p[i]);
-        p[0] = p[1] = -1;
-}
-
-/* fork @argv with stdout and stderr to two new pipes (read ends in @ret_out, @ret_err); with
- * @ret_go, held before exec until a byte is written to *@ret_go (the write end). */
-static int spawn_piped(const char *const *argv, pid_t *ret_pid, int *ret_out, int *ret_err,
-                       int *ret_go, struct sbx_error *err)
-{
         int out[2] = {-1, -1}, errp[2] = {-1, -1}, go[2] = {-1, -1};
         pid_t pid;
 

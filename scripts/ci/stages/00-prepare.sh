@@ -20,7 +20,9 @@ elif [ "$is_root" -eq 1 ]; then
         }
         # Debian 12's runsc breaks ls/stat/cp in its sandboxes (statx: setup-lib.sh); the gvisor
         # stages need Debian 13's. Not fatal: without it those stages fail with the probe's reason.
-        step 300 "runsc from Debian 13 where the host's is older" vst_install_runsc_newer ||
+        # (step runs a function alone in a child bash: the ones it calls come with the file)
+        step 300 "runsc from Debian 13 where the host's is older" \
+                bash -c '. "$1/scripts/setup-lib.sh" && vst_install_runsc_newer' vst "$repo" ||
                 record_fail "runsc: Debian 13's package could not be installed"
 else
         banner "packages: not root, using what is installed"

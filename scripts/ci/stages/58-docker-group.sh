@@ -18,4 +18,12 @@ stage_e2e_docker_group() {
                 return 0
         fi
         e2e_user_files "docker-group user, rootful Docker" e2e-docker-group.sh
+        # issue 23 item 7: doctor, verify (its whole battery, egress probes included: 0 not
+        # tested) and a run agree for that user (tests/e2e/agree.mjs, as scripts/agree.sh runs it)
+        local res rc=0
+        res=$(mktemp "$ci/e2e-results.XXXXXX")
+        chmod 0666 "$res"
+        AGREE_EXPECT_PICK=container AGREE_LABEL="docker-group user, rootful Docker" E2E_RESULTS="$res" \
+                bash "$src/scripts/e2e-docker-group.sh" "$rel/vestibule-mcp" agree.mjs || rc=$?
+        add_results "docker-group user: doctor, verify and a run agree" "$res" "$rc"
 }

@@ -49,6 +49,16 @@ stage_e2e_desktop() {
                         sessions.test.mjs warm.test.mjs files.test.mjs egress.test.mjs \
                         egress-install.test.mjs shared-engine.test.mjs) || rc=$?
                 add_results "Docker Desktop stand-in" "$res" "$rc"
+                # issue 23 item 7: doctor, verify (every probe the grade claims held, the egress
+                # ones over the Engine API's exec stream: 0 not tested) and a run agree there
+                res=$(mktemp "$ci/e2e-results.XXXXXX")
+                chmod 0666 "$res"
+                rc=0
+                (cd "$e2e" && as_user "$envs" VESTIBULE_IMAGE_SOURCE=debian VESTIBULE_BIN="$rel/vestibule-mcp" \
+                        E2E_BACKEND=container E2E_EXPECT_GRADE="$grade" E2E_RESULTS="$res" \
+                        AGREE_EXPECT_PICK=container AGREE_LABEL="Docker Desktop stand-in" \
+                        timeout --kill-after=30 600 node run.mjs agree.mjs) || rc=$?
+                add_results "Docker Desktop stand-in: doctor, verify and a run agree" "$res" "$rc"
         fi
         bash "$src/scripts/desktop-standin.sh" stop >/dev/null 2>&1 || record_fail "e2e-desktop: the stand-in did not stop"
 }
