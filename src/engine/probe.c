@@ -307,6 +307,33 @@ static void owner_by_container(struct engine_state *st, const struct engine_conn
                 log_debug("container engine: sandboxes labelled with owner '%s'", owner);
 }
 
+/* Usage and OOM from the host's own cgroups: only for a rootful engine on this host using
+ * cgroupfs paths, and a server that may manage them (hostcg.c). Leaves @why empty when they
+ * can be read (and sweeps hostcg's leftovers then), else says why not. */
+static void host_cgroups_why(const struct engine_state *fresh, char *why, size_t size)
+{
+        bool rootless = fresh->rootless_podman || strstr(fresh->grade, "rootless");
+        if (fresh->volumes)
+                snprintf(why, size,
+                         "the engine does not share this machine's filesystem, so its cgroups "
+                         "are not readable here");
+        else if (rootless && strstr(fresh->grade, "cgroup v1"))
+                snprintf(why, size,
+                         "a rootless engine on cgroup v1 gives its containers "
+                         "no cgroup of their own");
+        else if (rootless)
+                snprintf(why, size,
+                         "reading a rootless engine's cgroups is not "
+                         "implemented");
+        else if (strcmp(fresh->cgroup_driver, "cgroupfs") != 0)
+                snprintf(why, size,
+                         "the engine's cgroup driver is '%s'; reading its cgroups is implemented "
+                         "for cgroupfs only",
+                         fresh->cgroup_driver[0] ? fresh->cgroup_driver : "unknown");
+        else if (engine_hostcg_available(why, size) == 0)
+                engine_hostcg_sweep();
+}
+
 int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, struct sbx_error *err)
 {
         struct engine_state fresh = {0};
@@ -343,29 +370,8 @@ int engine_probe_ready(struct engine_state *st, const struct sbx_config *cfg, st
         else if (n < 0)
                 log_debug("%s, ignoring", e2.msg);
 
-        /* Usage and OOM from the host's own cgroups: only for a rootful engine on this
-         * host using cgroupfs paths, and a server that may manage them (hostcg.c). */
         char why[160] = "";
-        bool rootless = fresh.rootless_podman || strstr(fresh.grade, "rootless");
-        if (fresh.volumes)
-                snprintf(why, sizeof(why),
-                         "the engine does not share this machine's filesystem, so its cgroups "
-                         "are not readable here");
-        else if (rootless && strstr(fresh.grade, "cgroup v1"))
-                snprintf(why, sizeof(why),
-                         "a rootless engine on cgroup v1 gives its containers "
-                         "no cgroup of their own");
-        else if (rootless)
-                snprintf(why, sizeof(why),
-                         "reading a rootless engine's cgroups is not "
-                         "implemented");
-        else if (strcmp(fresh.cgroup_driver, "cgroupfs") != 0)
-                snprintf(why, sizeof(why),
-                         "the engine's cgroup driver is '%s'; reading its cgroups is implemented "
-                         "for cgroupfs only",
-                         fresh.cgroup_driver[0] ? fresh.cgroup_driver : "unknown");
-        else if (engine_hostcg_available(why, sizeof(why)) == 0)
-                engine_hostcg_sweep();
+        host_cgroups_why(&fresh, why, sizeof(why));
 
         pthread_mutex_lock(&st->lock);
         st->conn = fresh.conn;

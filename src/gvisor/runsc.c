@@ -26,8 +26,8 @@ static const char *const runsc_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NUL
 /* In the child: dies with the thread that forked it (the run's: a server that dies takes its
  * sandboxes along; runsc's gofer and sandbox die with runsc), fds 0-2, then close the rest and
  * exec; never returns. */
-static void child_exec(const char *const *argv, int in_fd, int out_fd, int err_fd,
-                       const int go[2], pid_t parent)
+static void child_exec(const char *const *argv, int in_fd, int out_fd, int err_fd, const int go[2],
+                       pid_t parent)
 {
         int null_fd = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
         char c;
