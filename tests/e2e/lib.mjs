@@ -358,7 +358,31 @@ export function assertBlocked(result, ...mustName) {
 // seen (the folder goes at the end, the processes must go with it). Matching every
 // /tmp/vestibule-gvisor- process instead counted other servers' sandboxes (CI runs the agreement
 // stage's gvisor runs beside this one): "still alive 3 s after the cancel" in the 2026-12-02 dry run.
+// A session's cells reach its sandbox through FIFOs, never as a file in code/: a session's folder
+// (the one with a chan/ folder, src/gvisor/cells.c) is the marker's when its runsc descends from
+// this test process (the server the test started), seen while it lives; the file runs one test
+// at a time, so the live sessions of this process are the test's.
 const gvisorFolders = new Map();
+function descendsFromUs(pid) {
+    for (let p = pid, n = 0; p > 1 && n < 64; n++) {
+        if (p === process.pid) return true;
+        let stat;
+        try { stat = fs.readFileSync(`/proc/${p}/stat`, 'latin1'); } catch { return false; }
+        p = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    }
+    return false;
+}
+function gvisorSessionFolders() {
+    const dirs = new Set();
+    for (const e of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(e)) continue;
+        let cmd;
+        try { cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'latin1'); } catch { continue; }
+        const m = /\/tmp\/vestibule-gvisor-[A-Za-z0-9]{6}/.exec(cmd);
+        if (m && !dirs.has(m[0]) && fs.existsSync(`${m[0]}/chan`) && descendsFromUs(Number(e))) dirs.add(m[0]);
+    }
+    return dirs;
+}
 function gvisorFoldersOf(marker) {
     let set = gvisorFolders.get(marker);
     if (!set) gvisorFolders.set(marker, (set = new Set()));
@@ -372,6 +396,7 @@ function gvisorFoldersOf(marker) {
                 if (fs.readFileSync(`${dir}/code/${f}`, 'latin1').includes(marker)) set.add(dir);
         } catch { /* another user's, or gone */ }
     }
+    if (set.size === 0) for (const d of gvisorSessionFolders()) set.add(d);
     return [...set];
 }
 
