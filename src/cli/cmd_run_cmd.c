@@ -30,6 +30,7 @@
 #include "cli/run_overlay.h"
 #include "cli/run_pty.h"
 #include "cli/run_agent.h"
+#include "cli/run_container.h"
 
 /* Exit codes of the contract besides the command's own. */
 #define EXIT_TIMEOUT 124
@@ -466,6 +467,12 @@ static char **build_env(const struct config_secrets *sec, char **pass, bool egre
 static void print_summary(const struct native_host_result *res, int code)
 {
         fprintf(stderr, "vestibule: isolation: %s\n", res->grade);
+        if (strncmp(res->grade, "container", 9) == 0) {
+                fprintf(stderr, "vestibule: exit %d%s; %.2f s wall (cpu and memory not measured "
+                                "on the container backend)\n",
+                        code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0);
+                return;
+        }
         fprintf(stderr, "vestibule: exit %d%s; %.2f s wall, %.2f s cpu, %llu MiB peak memory%s%s\n",
                 code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0,
                 (double)res->cpu_us / 1e6, (unsigned long long)(res->maxrss_kb / 1024),
@@ -559,14 +566,19 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
         };
         /* a terminal: the command gets a pty of its own, relayed, never the user's (red team
          * #5); the real one's settings are put back after it (red team #9) */
-        struct run_pty pty;
-        r = run_pty_start(&pty);
-        req.view.pty_slave = pty.slave > 0 ? pty.slave : 0;
-        if (r >= 0)
-                r = native_host_run(cfg, &req, res, &err);
-        else
-                sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
-        run_pty_stop(&pty);
+        struct run_pty pty = {.master = -1, .slave = -1};
+        if (cfg->backend == SBX_BACKEND_CONTAINER) {
+                /* no pty of its own there: stdio are FIFOs (docs/run-command.md) */
+                r = run_container_host(cfg, &req, res, &err);
+        } else {
+                r = run_pty_start(&pty);
+                req.view.pty_slave = pty.slave > 0 ? pty.slave : 0;
+                if (r >= 0)
+                        r = native_host_run(cfg, &req, res, &err);
+                else
+                        sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
+                run_pty_stop(&pty);
+        }
         code = run_code_of(r, res, &err, o->quiet);
         if (!o->overlay)
                 (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro);
@@ -633,10 +645,23 @@ static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts
                             o->timeout);
         if (o->require && strcmp(o->require, "native") != 0 && strcmp(o->require, "any") != 0)
                 return fail(EXIT_NO_ISOLATION, "--require '%s': use native or any", o->require);
-        if (cfg->backend == SBX_BACKEND_CONTAINER || cfg->backend == SBX_BACKEND_NAIVE)
+        if (cfg->backend != SBX_BACKEND_AUTO && cfg->backend != SBX_BACKEND_NATIVE &&
+            cfg->backend != SBX_BACKEND_CONTAINER)
                 return fail(EXIT_NO_ISOLATION,
-                            "run -- CMD runs on the native backend only; VESTIBULE_BACKEND=%s "
-                            "asks for another: unset it",
+                            "run -- CMD runs on the native and container backends only; "
+                            "VESTIBULE_BACKEND=%s asks for another: unset it",
+                            config_backend_name(cfg->backend));
+        if (cfg->backend == SBX_BACKEND_CONTAINER && o->overlay)
+                return fail(EXIT_NO_ISOLATION,
+                            "--overlay and --apply run on the native backend only; "
+                            "VESTIBULE_BACKEND=%s asks for the container one: unset it, or "
+                            "drop --overlay",
+                            config_backend_name(cfg->backend));
+        if (cfg->backend == SBX_BACKEND_CONTAINER && o->require &&
+            strcmp(o->require, "native") == 0)
+                return fail(EXIT_NO_ISOLATION,
+                            "isolation on the container backend is container, lower than "
+                            "--require native; unset VESTIBULE_BACKEND=%s, or drop --require",
                             config_backend_name(cfg->backend));
         if (o->require && strcmp(o->require, "native") == 0) {
                 native_host_grade(cfg, &g);

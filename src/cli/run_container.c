@@ -1,0 +1,38 @@
+/* run_container.c - `run -- CMD` on the container backend (run_container.h). */
+#include "cli/run_container.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/hostrun.h"
+
+int run_container_host(const struct sbx_config *cfg, const struct native_host_req *req,
+                       struct native_host_result *res, struct sbx_error *err)
+{
+        const struct native_host_view *v = &req->view;
+        struct engine_host_req q = {
+            .system = v->system,
+            .rw = v->rw,
+            .ro = v->ro,
+            .masks = v->masks,
+            .home = v->home,
+            .cwd = v->cwd,
+            .exe = v->exe,
+            .argv = req->argv,
+            .envp = req->envp,
+            .timeout_ms = req->timeout_ms,
+            .egress = req->egress,
+            .cancel_fd = req->cancel_fd,
+        };
+        struct engine_host_result r = {0};
+        int rc = engine_host_run(cfg, &q, &r, err);
+
+        memset(res, 0, sizeof(*res));
+        snprintf(res->grade, sizeof(res->grade), "%s", r.grade);
+        res->degraded = r.degraded;
+        res->exit_code = r.exit_code;
+        res->timed_out = r.timed_out;
+        res->cancel_signal = r.cancel_signal;
+        res->wall_ms = r.wall_ms;
+        return rc;
+}
