@@ -37,7 +37,7 @@ struct hostrun {
         const struct engine_host_req *req;
         struct backend *b;
         struct engine_state *st;
-        char dir[64];  /* /tmp/vestibule-hostrun-XXXXXX, 0700 (0755 for a root run) */
+        char dir[64];  /* /tmp/vestibule-code-XXXXXX, 0700 (0755 for a root run) */
         char io[96];   /* dir/io: the FIFOs (and the egress socket), at /sandbox */
         uid_t uid;
         gid_t gid;
@@ -78,10 +78,18 @@ static int hostrun_dir(struct hostrun *h, struct sbx_error *err)
         static const char *const fifos[] = {"in", "out", "err", "life"};
         char p[160];
 
-        snprintf(h->dir, sizeof(h->dir), "/tmp/vestibule-hostrun-XXXXXX");
+        snprintf(h->dir, sizeof(h->dir), "/tmp/" ENGINE_CODE_DIR_PREFIX "XXXXXX");
         if (!mkdtemp(h->dir)) {
                 h->dir[0] = '\0';
                 return sbx_fail(err, errno, "cannot make a folder in /tmp: %s", strerror(errno));
+        }
+        /* "<dir>.owner": should this process be killed, the next run's (or server's) sweep
+         * removes the folder (sweep.c, engine_sweep_code_dirs()) */
+        snprintf(p, sizeof(p), "%s.owner", h->dir);
+        int of = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (of >= 0) {
+                (void)!write(of, h->st->owner, strlen(h->st->owner));
+                close(of);
         }
         snprintf(h->io, sizeof(h->io), "%s/io", h->dir);
         if (mkdir(h->io, 0700) < 0)
@@ -124,8 +132,9 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
         (void)st;
         (void)f;
         if (flag == FTW_DP)
-                return rmdir(path) < 0 ? 0 : 0;
-        (void)unlink(path);
+                (void)rmdir(path);
+        else
+                (void)unlink(path);
         return 0;
 }
 
@@ -429,6 +438,9 @@ static int hostrun_prepare(struct hostrun *h, struct engine_host_result *ret, st
         if (r < 0)
                 return r;
         h->st = h->b->state;
+        /* the image is only the scaffold here (every program is the host's): whether it is
+         * pinned does not change what runs, so the probe does not warn about it */
+        h->st->warned_unpinned = true;
         r = h->b->ops->probe(h->b, &p, err);
         if (r < 0)
                 return r;
@@ -444,6 +456,8 @@ static int hostrun_prepare(struct hostrun *h, struct engine_host_result *ret, st
                                 h->st->conn.ep.host, h->st->daemon_os);
         snprintf(ret->grade, sizeof(ret->grade), "%s", p.grade);
         ret->degraded = p.degraded;
+        (void)engine_sweep_code_dirs(); /* those of runs killed before (the lifeline ended
+                                         * their containers; AutoRemove removed them) */
         r = hostrun_ids(h, err);
         if (r == 0)
                 r = hostrun_dir(h, err);
@@ -475,8 +489,11 @@ static void hostrun_done(struct hostrun *h)
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
-        if (h->dir[0])
-                (void)nftw(h->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        if (h->dir[0]) {
+                _cleanup_free_ char *of = xasprintf("%s.owner", h->dir);
+                (void)nftw(h->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+                (void)unlink(of);
+        }
         h->b = backend_free(h->b);
 }
 
