@@ -468,8 +468,9 @@ static void print_summary(const struct native_host_result *res, int code)
 {
         fprintf(stderr, "vestibule: isolation: %s\n", res->grade);
         if (strncmp(res->grade, "container", 9) == 0) {
-                fprintf(stderr, "vestibule: exit %d%s; %.2f s wall (cpu and memory not measured "
-                                "on the container backend)\n",
+                fprintf(stderr,
+                        "vestibule: exit %d%s; %.2f s wall (cpu and memory not measured "
+                        "on the container backend)\n",
                         code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0);
                 return;
         }

@@ -73,7 +73,8 @@ int engine_host_init_main(int argc, char **argv)
         if (child == 0)
                 hostinit_exec(argv + 1);
         for (;;) {
-                struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = life, .events = POLLIN}};
+                struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+                                      {.fd = life, .events = POLLIN}};
                 struct signalfd_siginfo si;
                 int st;
                 pid_t w;

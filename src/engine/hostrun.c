@@ -27,7 +27,8 @@
 #include "run/backend.h"
 #include "run/run.h"
 
-#define HOSTRUN_GRACE_MS 2000 /* a forwarded SIGINT/SIGTERM/SIGHUP: then the container is killed */
+/* a forwarded SIGINT/SIGTERM/SIGHUP: the container is killed this much later */
+#define HOSTRUN_GRACE_MS 2000
 #define HOSTRUN_KILL_WAIT_MS 5000 /* after our kill: the longest wait for the engine's answer */
 #define HOSTRUN_DRAIN_MS 2000     /* after the exit: the FIFOs' writers must be gone by then */
 #define HOSTRUN_ARGV_MAX 4096
@@ -37,8 +38,8 @@ struct hostrun {
         const struct engine_host_req *req;
         struct backend *b;
         struct engine_state *st;
-        char dir[64];  /* /tmp/vestibule-code-XXXXXX, 0700 (0755 for a root run) */
-        char io[96];   /* dir/io: the FIFOs (and the egress socket), at /sandbox */
+        char dir[64]; /* /tmp/vestibule-code-XXXXXX, 0700 (0755 for a root run) */
+        char io[96];  /* dir/io: the FIFOs (and the egress socket), at /sandbox */
         uid_t uid;
         gid_t gid;
         char *id; /* the container */
@@ -109,8 +110,7 @@ static int hostrun_dir(struct hostrun *h, struct sbx_error *err)
                 return sbx_fail(err, errno, "cannot make '%s': %s", p, strerror(errno));
         close(fd);
         snprintf(p, sizeof(p), "%s/home", h->dir);
-        if (mkdir(p, 0700) < 0 || chown(p, h->uid, h->gid) < 0 ||
-            chown(h->io, h->uid, h->gid) < 0)
+        if (mkdir(p, 0700) < 0 || chown(p, h->uid, h->gid) < 0 || chown(h->io, h->uid, h->gid) < 0)
                 return sbx_fail(err, errno, "cannot make '%s': %s", p, strerror(errno));
         /* a root run: the engine's user (RUN_AS) must reach io/ and home/ */
         if (geteuid() == 0 && chmod(h->dir, 0755) < 0)
@@ -176,8 +176,8 @@ static void hostrun_mounts(const struct hostrun *h, json_object *mounts)
         for (size_t i = 0; q->masks[i]; i++) {
                 if (lstat(q->masks[i], &st) < 0 || S_ISLNK(st.st_mode))
                         continue; /* not in view, or a link (the mask would follow it) */
-                json_object_array_add(mounts, bind_mount(S_ISDIR(st.st_mode) ? empty : nofile,
-                                                         q->masks[i], true));
+                json_object_array_add(
+                    mounts, bind_mount(S_ISDIR(st.st_mode) ? empty : nofile, q->masks[i], true));
         }
 }
 
@@ -316,7 +316,7 @@ struct hostrun_stdin {
 
 /* Move our stdin into io/in: opened (O_NONBLOCK, so ENXIO until the container's reader is
  * there), fed, and closed after our stdin's end, so the command reads that end. */
-static void hostrun_stdin_step(struct hostrun *h, struct hostrun_stdin *s, short revents_in)
+static void hostrun_stdin_step(struct hostrun *h, struct hostrun_stdin *s, bool readable)
 {
         if (s->closed)
                 return;
@@ -326,7 +326,7 @@ static void hostrun_stdin_step(struct hostrun *h, struct hostrun_stdin *s, short
                 if (s->fd < 0)
                         return;
         }
-        if (!s->eof && s->len == s->off && (revents_in & (POLLIN | POLLHUP | POLLERR))) {
+        if (!s->eof && s->len == s->off && readable) {
                 ssize_t n = read(STDIN_FILENO, s->buf, sizeof(s->buf));
                 if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
                         s->eof = true;
@@ -377,13 +377,16 @@ static void hostrun_loop(struct hostrun *h, struct engine_host_result *ret)
                 if (in.fd < 0 && !in.closed)
                         timeout = timeout > 20 ? 20 : timeout; /* the reader's open */
                 if (out_open)
-                        fds[i_out = (int)n, n++] = (struct pollfd){.fd = h->out_fd, .events = POLLIN};
+                        fds[i_out = (int)n, n++] =
+                            (struct pollfd){.fd = h->out_fd, .events = POLLIN};
                 if (err_open)
-                        fds[i_err = (int)n, n++] = (struct pollfd){.fd = h->err_fd, .events = POLLIN};
+                        fds[i_err = (int)n, n++] =
+                            (struct pollfd){.fd = h->err_fd, .events = POLLIN};
                 if (q->cancel_fd >= 0)
-                        fds[i_sig = (int)n, n++] = (struct pollfd){.fd = q->cancel_fd, .events = POLLIN};
+                        fds[i_sig = (int)n, n++] =
+                            (struct pollfd){.fd = q->cancel_fd, .events = POLLIN};
                 (void)poll(fds, n, timeout);
-                hostrun_stdin_step(h, &in, i_in >= 0 ? fds[i_in].revents : POLLIN);
+                hostrun_stdin_step(h, &in, i_in >= 0 && fds[i_in].revents != 0);
                 if (i_out >= 0 && fds[i_out].revents)
                         out_open = relay_out(h->out_fd, STDOUT_FILENO);
                 if (i_err >= 0 && fds[i_err].revents)
@@ -410,7 +413,8 @@ static void hostrun_loop(struct hostrun *h, struct engine_host_result *ret)
                 }
                 if (h->rx.wait.done && !t_exit)
                         t_exit = now;
-                bool drained = (!out_open && !err_open) || (t_exit && now - t_exit > HOSTRUN_DRAIN_MS);
+                bool drained =
+                    (!out_open && !err_open) || (t_exit && now - t_exit > HOSTRUN_DRAIN_MS);
                 if ((t_exit && drained) || (t_kill && now - t_kill > HOSTRUN_KILL_WAIT_MS))
                         break;
         }
@@ -500,8 +504,8 @@ static void hostrun_done(struct hostrun *h)
 int engine_host_run(const struct sbx_config *cfg, const struct engine_host_req *req,
                     struct engine_host_result *ret, struct sbx_error *err)
 {
-        struct hostrun h = {.cfg = cfg, .req = req, .in_fd = -1, .out_fd = -1, .err_fd = -1,
-                            .life_fd = -1};
+        struct hostrun h = {
+            .cfg = cfg, .req = req, .in_fd = -1, .out_fd = -1, .err_fd = -1, .life_fd = -1};
         char degraded[160] = "";
         int r;
 
@@ -512,8 +516,8 @@ int engine_host_run(const struct sbx_config *cfg, const struct engine_host_req *
         if (r == 0)
                 r = hostrun_create(&h, degraded, sizeof(degraded), err);
         if (r == 0 && degraded[0]) {
-                snprintf(ret->grade, sizeof(ret->grade), "container-degraded (limits not applied: %s)",
-                         degraded);
+                snprintf(ret->grade, sizeof(ret->grade),
+                         "container-degraded (limits not applied: %s)", degraded);
                 ret->degraded = true;
         }
         if (r == 0)
