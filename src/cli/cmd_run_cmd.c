@@ -580,6 +580,23 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
                         sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
                 run_pty_stop(&pty);
         }
+        /* auto: a host where the native sandbox cannot be set up (no user namespaces, inside a
+         * container) lands on the container backend, as run_code's ladder does; the command
+         * never started, and the grade says which it got. Not with --overlay (native only) nor
+         * --require native. */
+        if (r < 0 && r != -ENOEXEC && cfg->backend == SBX_BACKEND_AUTO && !o->overlay &&
+            !(o->require && strcmp(o->require, "native") == 0)) {
+                struct sbx_error cerr = {0};
+                char native_why[sizeof(err.msg)];
+
+                snprintf(native_why, sizeof(native_why), "%s", err.msg);
+                r = run_container_host(cfg, &req, res, &cerr);
+                if (r < 0 && r != -ENOEXEC)
+                        snprintf(err.msg, sizeof(err.msg), "native: %.200s; container: %.250s",
+                                 native_why, cerr.msg);
+                else
+                        err = cerr;
+        }
         code = run_code_of(r, res, &err, o->quiet);
         if (!o->overlay)
                 (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro);
