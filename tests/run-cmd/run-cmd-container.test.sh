@@ -188,6 +188,20 @@ expect_code 0 "control: it is reachable outside" as_user \
 kill "$srv" 2>/dev/null
 wait "$srv" 2>/dev/null
 
+echo "# auto lands on the container backend where native cannot be set up"
+# bwrap --disable-userns: no user namespace can be made below it (bubblewrap 0.8+), so the
+# native sandbox cannot be set up (the control) and auto goes on to the container backend
+if bwrap --dev-bind / / --unshare-user --disable-userns --assert-userns-disabled true 2>/dev/null; then
+        nouserns=(bwrap --dev-bind / / --unshare-user --disable-userns --assert-userns-disabled)
+        expect_code 125 "control: native, no user namespaces: 125" \
+                as_user env VESTIBULE_BACKEND=native "${nouserns[@]}" "$vm" run -q -- true
+        expect_code 6 "auto, no user namespaces: the command runs (its own 6)" \
+                as_user env VESTIBULE_BACKEND=auto "${nouserns[@]}" "$vm" run -- sh -c 'exit 6'
+        expect_err "... and the grade says container" "^vestibule: isolation: container"
+else
+        echo "skip auto's landing: this bwrap has no --disable-userns (bubblewrap 0.8+)"
+fi
+
 echo "# the audit log"
 expect_code 0 "vestibule-mcp audit reads the log" as_user "$vm" audit 500
 expect_out "the run's audit line: exit and the container grade" \
