@@ -453,11 +453,11 @@ static int hostrun_prepare(struct hostrun *h, struct engine_host_result *ret, st
                                 p.blocked);
         if (h->st->volumes)
                 return sbx_fail(err, EOPNOTSUPP,
-                                "run -- CMD on the container backend needs a local engine (one "
-                                "that sees this machine's folders, to bind the host view), and "
-                                "%s is remote (%s): use the native backend "
-                                "(VESTIBULE_BACKEND=native) or a local engine",
-                                h->st->conn.ep.host, h->st->daemon_os);
+                                "run -- CMD on the container backend binds this machine's folders "
+                                "into the container, and the engine at '%s' does not see them "
+                                "(a remote engine, or one in a VM: the volume path): use the "
+                                "native backend (unset VESTIBULE_BACKEND) or a local engine",
+                                h->st->conn.ep.host);
         snprintf(ret->grade, sizeof(ret->grade), "%s", p.grade);
         ret->degraded = p.degraded;
         (void)engine_sweep_code_dirs(); /* those of runs killed before (the lifeline ended

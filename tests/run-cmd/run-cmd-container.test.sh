@@ -188,6 +188,35 @@ expect_code 0 "control: it is reachable outside" as_user \
 kill "$srv" 2>/dev/null
 wait "$srv" 2>/dev/null
 
+echo "# a remote engine (the volume path): 125"
+# the same engine reached over tcp:// on the loopback (a forwarder of its socket): the daemon is
+# then taken as remote, which cannot bind this machine's folders
+python3 -c '
+import socket, sys, threading
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", 38523)); ls.listen(16)
+def pipe(a, b):
+    try:
+        while (d := a.recv(65536)):
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try: s.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+while True:
+    c, _ = ls.accept()
+    u = socket.socket(socket.AF_UNIX); u.connect("/var/run/docker.sock")
+    for a, b in ((c, u), (u, c)):
+        threading.Thread(target=pipe, args=(a, b), daemon=True).start()' &
+fwd=$!
+wait_for listening 38523
+expect_code 125 "a remote engine: 125" as_user env DOCKER_HOST=tcp://127.0.0.1:38523 "$vm" run -q -- true
+expect_err "... the reason on stderr" "does not see them \(a remote engine"
+expect_code 0 "control: the same engine through its socket runs" as_user "$vm" run -q -- true
+kill "$fwd" 2>/dev/null
+wait "$fwd" 2>/dev/null
+
 echo "# auto lands on the container backend where native cannot be set up"
 # bwrap --disable-userns: no user namespace can be made below it (bubblewrap 0.8+), so the
 # native sandbox cannot be set up (the control) and auto goes on to the container backend
