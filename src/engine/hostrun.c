@@ -203,6 +203,38 @@ static const char **hostrun_cmd(struct hostrun *h)
         return cmd;
 }
 
+/* Every mount of @asked (the body's HostConfig.Mounts) is in @inspect's Mounts at its target,
+ * read-only or read-write as asked: a mask or a read-only folder the engine dropped or made
+ * writable would show a secret or let the command write the host. Return 0 or -EPERM. */
+static int hostrun_verify_mounts(json_object *asked, json_object *inspect, struct sbx_error *err)
+{
+        json_object *got = engine_jget(inspect, "Mounts");
+        size_t n =
+            got && json_object_is_type(got, json_type_array) ? json_object_array_length(got) : 0;
+
+        for (size_t i = 0; i < json_object_array_length(asked); i++) {
+                json_object *a = json_object_array_get_idx(asked, i);
+                const char *dst = json_object_get_string(engine_jget(a, "Target"));
+                bool ro = json_object_get_boolean(engine_jget(a, "ReadOnly")), found = false;
+
+                for (size_t k = 0; k < n && !found; k++) {
+                        json_object *m = json_object_array_get_idx(got, k);
+                        found = dst &&
+                                strcmp(json_object_get_string(engine_jget(m, "Destination")),
+                                       dst) == 0 &&
+                                json_object_get_boolean(engine_jget(m, "RW")) == !ro;
+                }
+                if (!found)
+                        return sbx_fail(err, EPERM,
+                                        "the container engine did not keep the %s mount at '%s' "
+                                        "in the container it created, so the host view would "
+                                        "not be as claimed and nothing was run: use Docker "
+                                        "Engine 20.10+ or Podman 4+",
+                                        ro ? "read-only" : "read-write", dst ? dst : "?");
+        }
+        return 0;
+}
+
 /* Create the container and check the engine kept the lockdown (engine_verify_inspect()). */
 static int hostrun_create(struct hostrun *h, char *degraded, size_t size, struct sbx_error *err)
 {
@@ -256,6 +288,8 @@ static int hostrun_create(struct hostrun *h, char *degraded, size_t size, struct
                 r = engine_container_inspect(st, h->id, spec.userns_keep_id, &inspect, err);
         if (r == 0)
                 r = engine_verify_inspect(inspect, &spec, degraded, size, err);
+        if (r == 0)
+                r = hostrun_verify_mounts(engine_jget(hc, "Mounts"), inspect, err);
         return r;
 }
 

@@ -166,6 +166,30 @@ if echo "piped in" | as_user "$vm" run -q -- cat >"$base/out" 2>"$base/err"; the
         expect_out "stdin passes through" "^piped in$"
 else bad "stdin passthrough run failed"; fi
 
+echo "# the limits"
+alloc='b = bytearray(200 << 20); print("allocated")'
+expect_code 137 "memory: 200 MiB under VESTIBULE_MEM_MB=64 is killed" \
+        as_user env VESTIBULE_MEM_MB=64 "$vm" run -q -- python3 -c "$alloc"
+expect_code 0 "control: the same under VESTIBULE_MEM_MB=512" \
+        as_user env VESTIBULE_MEM_MB=512 "$vm" run -q -- python3 -c "$alloc"
+forks='import os, time
+n = 0
+try:
+    for i in range(60):
+        if os.fork() == 0:
+            time.sleep(2); os._exit(0)
+        n += 1
+except OSError as e:
+    print("refused after", n)
+else:
+    print("forked", n)'
+expect_code 0 "pids: 60 forks under VESTIBULE_PIDS_MAX=20" \
+        as_user env VESTIBULE_PIDS_MAX=20 "$vm" run -q -- python3 -c "$forks"
+expect_out "... refused before 20" "^refused after 1[0-9]$"
+expect_code 0 "control: under VESTIBULE_PIDS_MAX=128" \
+        as_user env VESTIBULE_PIDS_MAX=128 "$vm" run -q -- python3 -c "$forks"
+expect_out "... all 60 forked" "^forked 60$"
+
 echo "# the network"
 echo "served through the proxy" >"$base/index.html"
 chmod a+r "$base/index.html"
