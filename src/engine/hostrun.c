@@ -122,6 +122,11 @@ static int hostrun_dir(struct hostrun *h, struct sbx_error *err)
         h->err_fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         snprintf(p, sizeof(p), "%s/life", h->io);
         h->life_fd = open(p, O_RDWR | O_CLOEXEC);
+        /* then read-only for its owner, the command's uid: a command holding a writer would
+         * keep the lifeline up past our end (tests/adversarial/server.md); with CapDrop ALL
+         * it has no DAC override, and /sandbox is a read-only bind, so no chmod back */
+        if (h->life_fd >= 0 && chmod(p, 0400) < 0)
+                return sbx_fail(err, errno, "cannot chmod '%s': %s", p, strerror(errno));
         if (h->out_fd < 0 || h->err_fd < 0 || h->life_fd < 0)
                 return sbx_fail(err, errno, "cannot open the run's FIFOs: %s", strerror(errno));
         return 0;

@@ -143,6 +143,24 @@ if [ -n "$folder" ]; then
                 ok "the killed run's private folder is swept by the next run"
 else bad "control: the killed run's private folder was not seen"; fi
 
+# the command cannot hold the lifeline itself (red team: a held writer kept the container past
+# a SIGKILL of the run until the next sweep): the FIFO is read-only to it
+hold='import os, sys
+try:
+    fd = os.open("/sandbox/life", os.O_WRONLY); os.set_inheritable(fd, True); print("holding", flush=True)
+except OSError as e:
+    print("refused", e.errno, flush=True)
+os.execvp("bash", ["bash", "-c", "exec -a '"$marker-hold"' sleep 60"])'
+as_user "$vm" run -q -- python3 -c "$hold" >"$base/out" 2>&1 &
+runner=$!
+wait_for pgrep -u "$user" -f "^$marker-hold" >/dev/null
+expect_out "the lifeline FIFO cannot be opened for writing inside (EACCES)" "^refused 13$"
+pkill -KILL -u "$user" -f "^$vm run -q -- python3 -c import os, sys"
+wait "$runner" 2>/dev/null
+gone_hold() { ! pgrep -u "$user" -f "^$marker-hold" >/dev/null && [ "$(ours "$marker-hold")" = 0 ]; }
+wait_for gone_hold && ok "SIGKILL of a run whose command tried to hold the lifeline: nothing left" ||
+        bad "a command that tried to hold the lifeline outlived a SIGKILL of the run"
+
 echo "# secrets and files"
 expect_code 0 "control: outside, the planted key, .env, server.key and variable are there" \
         as_user sh -c 'cat ~/.ssh/id_ed25519 .env server.key; echo "aws=$AWS_SECRET_ACCESS_KEY"'
