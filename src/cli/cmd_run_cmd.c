@@ -89,7 +89,11 @@ static const char run_cmd_help[] =
     "  124      --timeout passed (the sandbox was killed)\n"
     "  125      the sandbox could not be set up, or only a grade lower than --require\n"
     "           (the reason is on stderr); also a usage error, and an --apply that could\n"
-    "           not apply every change\n"
+    "           not apply every change\n"    "\n"
+    "VESTIBULE_BACKEND=container (or auto where the native sandbox cannot be set up) runs\n"
+    "the command in a container of a local Docker or Podman engine with the same host view,\n"
+    "limits and exit codes (grade: container); --require native and --overlay are refused\n"
+    "there, and stdio are pipes (no terminal of its own). A remote engine is refused (125).\n"
     "  126      the command was found but could not be executed\n"
     "  127      the command was not found\n";
 
