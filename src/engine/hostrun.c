@@ -143,6 +143,11 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
         return 0;
 }
 
+/* Add a bind of @src at @dst to @mounts; one already at @dst is dropped first: the later one
+ * is on top, as the native view stacks them (home, --allow, --allow-read, masks), and an
+ * engine refuses two mounts at one target. */
+static void add_bind(json_object *mounts, const char *src, const char *dst, bool ro);
+
 static json_object *bind_mount(const char *src, const char *dst, bool ro)
 {
         json_object *o = json_object_new_object();
@@ -157,6 +162,17 @@ static json_object *bind_mount(const char *src, const char *dst, bool ro)
         return o;
 }
 
+static void add_bind(json_object *mounts, const char *src, const char *dst, bool ro)
+{
+        for (size_t i = json_object_array_length(mounts); i-- > 0;) {
+                json_object *m = json_object_array_get_idx(mounts, i);
+                const char *t = json_object_get_string(engine_jget(m, "Target"));
+                if (t && strcmp(t, dst) == 0)
+                        json_object_array_del_idx(mounts, i, 1);
+        }
+        json_object_array_add(mounts, bind_mount(src, dst, ro));
+}
+
 /* The host view's mounts, added to the body's (the private folder at /workspace and /sandbox). */
 static void hostrun_mounts(const struct hostrun *h, json_object *mounts)
 {
@@ -168,21 +184,20 @@ static void hostrun_mounts(const struct hostrun *h, json_object *mounts)
         struct stat st;
 
         if (self) /* the init (hostinit.c) */
-                json_object_array_add(mounts, bind_mount(self, ENGINE_HOSTRUN_INIT, true));
+                add_bind(mounts, self, ENGINE_HOSTRUN_INIT, true);
         for (size_t i = 0; q->system[i]; i++)
                 if (lstat(q->system[i], &st) == 0 && S_ISDIR(st.st_mode))
-                        json_object_array_add(mounts, bind_mount(q->system[i], q->system[i], true));
+                        add_bind(mounts, q->system[i], q->system[i], true);
         if (q->home)
-                json_object_array_add(mounts, bind_mount(home, q->home, false));
+                add_bind(mounts, home, q->home, false);
         for (size_t i = 0; q->rw[i]; i++)
-                json_object_array_add(mounts, bind_mount(q->rw[i], q->rw[i], false));
+                add_bind(mounts, q->rw[i], q->rw[i], false);
         for (size_t i = 0; q->ro[i]; i++)
-                json_object_array_add(mounts, bind_mount(q->ro[i], q->ro[i], true));
+                add_bind(mounts, q->ro[i], q->ro[i], true);
         for (size_t i = 0; q->masks[i]; i++) {
                 if (lstat(q->masks[i], &st) < 0 || S_ISLNK(st.st_mode))
                         continue; /* not in view, or a link (the mask would follow it) */
-                json_object_array_add(
-                    mounts, bind_mount(S_ISDIR(st.st_mode) ? empty : nofile, q->masks[i], true));
+                add_bind(mounts, S_ISDIR(st.st_mode) ? empty : nofile, q->masks[i], true);
         }
 }
 

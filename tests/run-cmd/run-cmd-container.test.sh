@@ -174,6 +174,11 @@ else ok "no planted secret inside (~/.ssh/id_ed25519, .env, server.key, the vari
 expect_out "~/.ssh is not there inside" "id_ed25519: No such file or directory"
 expect_out "the secret variables are dropped, a harmless one kept" "aws=\[\] gh=\[\] keep=\[kept\]"
 expect_out "the command runs as the user's uid" "^$(id -u "$user")$"
+grep -q "^root:" "$base/out" && bad "/etc/shadow was read inside" || ok "/etc/shadow reads empty inside"
+expect_code 1 "--allow-read ~: the real home, read-only, its ~/.ssh masked" \
+        as_user "$vm" run -q --allow-read "$home" -- sh -c 'ls -A ~/.ssh; cat ~/.ssh/id_ed25519; touch ~/x'
+if grep -q PLANTED "$base/out"; then bad "... the key was read"; else ok "... no key read"; fi
+expect_err "... and the home is read-only" "Read-only file system"
 expect_code 0 "a write in the project" as_user "$vm" run -q -- sh -c 'echo w >written.txt'
 [ "$(stat -c %U "$proj/written.txt" 2>/dev/null)" = "$user" ] && ok "the file written inside is the user's" ||
         bad "written.txt is not the user's: $(stat -c %U "$proj/written.txt" 2>&1)"
