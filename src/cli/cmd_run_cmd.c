@@ -89,7 +89,8 @@ static const char run_cmd_help[] =
     "  124      --timeout passed (the sandbox was killed)\n"
     "  125      the sandbox could not be set up, or only a grade lower than --require\n"
     "           (the reason is on stderr); also a usage error, and an --apply that could\n"
-    "           not apply every change\n"    "\n"
+    "           not apply every change\n"
+    "\n"
     "VESTIBULE_BACKEND=container (or auto where the native sandbox cannot be set up) runs\n"
     "the command in a container of a local Docker or Podman engine with the same host view,\n"
     "limits and exit codes (grade: container); --require native and --overlay are refused\n"
@@ -525,6 +526,52 @@ static char **watch_list(const struct run_cmd_opts *o, const struct config_secre
         return w;
 }
 
+/* @req on the backend @cfg asks for: the native sandbox with a pty of its own when stdin is a
+ * terminal, relayed, never the user's (red team #5; its settings put back after, #9), or the
+ * container (no pty: stdio are FIFOs, docs/run-command.md);
+ * under auto a native sandbox that cannot be set up lands on the container backend. Return as
+ * native_host_run(). */
+static int run_backend(const struct sbx_config *cfg, const struct run_cmd_opts *o,
+                       struct native_host_req *req, struct native_host_result *res,
+                       struct sbx_error *ret_err)
+{
+        struct sbx_error err = {0};
+        struct run_pty pty = {.master = -1, .slave = -1};
+        int r;
+
+        if (cfg->backend == SBX_BACKEND_CONTAINER) {
+                /* no pty of its own there: stdio are FIFOs (docs/run-command.md) */
+                r = run_container_host(cfg, req, res, &err);
+        } else {
+                r = run_pty_start(&pty);
+                req->view.pty_slave = pty.slave > 0 ? pty.slave : 0;
+                if (r >= 0)
+                        r = native_host_run(cfg, req, res, &err);
+                else
+                        sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
+                run_pty_stop(&pty);
+        }
+        /* auto: a host where the native sandbox cannot be set up (no user namespaces, inside a
+         * container) lands on the container backend, as run_code's ladder does; the command
+         * never started, and the grade says which it got. Not with --overlay (native only) nor
+         * --require native. */
+        if (r < 0 && r != -ENOEXEC && cfg->backend == SBX_BACKEND_AUTO && !o->overlay &&
+            !(o->require && strcmp(o->require, "native") == 0)) {
+                struct sbx_error cerr = {0};
+                char native_why[sizeof(err.msg)];
+
+                snprintf(native_why, sizeof(native_why), "%s", err.msg);
+                r = run_container_host(cfg, req, res, &cerr);
+                if (r < 0 && r != -ENOEXEC)
+                        snprintf(err.msg, sizeof(err.msg), "native: %.200s; container: %.250s",
+                                 native_why, cerr.msg);
+                else
+                        err = cerr;
+        }
+        *ret_err = err;
+        return r;
+}
+
 /* The run itself, once the options are resolved. */
 static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, char **argv,
                         const struct config_secrets *sec, int sfd, struct native_host_result *res)
@@ -569,38 +616,7 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
             .watch = (const char *const *)watch,
             .cancel_fd = sfd,
         };
-        /* a terminal: the command gets a pty of its own, relayed, never the user's (red team
-         * #5); the real one's settings are put back after it (red team #9) */
-        struct run_pty pty = {.master = -1, .slave = -1};
-        if (cfg->backend == SBX_BACKEND_CONTAINER) {
-                /* no pty of its own there: stdio are FIFOs (docs/run-command.md) */
-                r = run_container_host(cfg, &req, res, &err);
-        } else {
-                r = run_pty_start(&pty);
-                req.view.pty_slave = pty.slave > 0 ? pty.slave : 0;
-                if (r >= 0)
-                        r = native_host_run(cfg, &req, res, &err);
-                else
-                        sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
-                run_pty_stop(&pty);
-        }
-        /* auto: a host where the native sandbox cannot be set up (no user namespaces, inside a
-         * container) lands on the container backend, as run_code's ladder does; the command
-         * never started, and the grade says which it got. Not with --overlay (native only) nor
-         * --require native. */
-        if (r < 0 && r != -ENOEXEC && cfg->backend == SBX_BACKEND_AUTO && !o->overlay &&
-            !(o->require && strcmp(o->require, "native") == 0)) {
-                struct sbx_error cerr = {0};
-                char native_why[sizeof(err.msg)];
-
-                snprintf(native_why, sizeof(native_why), "%s", err.msg);
-                r = run_container_host(cfg, &req, res, &cerr);
-                if (r < 0 && r != -ENOEXEC)
-                        snprintf(err.msg, sizeof(err.msg), "native: %.200s; container: %.250s",
-                                 native_why, cerr.msg);
-                else
-                        err = cerr;
-        }
+        r = run_backend(cfg, o, &req, res, &err);
         code = run_code_of(r, res, &err, o->quiet);
         if (!o->overlay)
                 (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro);
