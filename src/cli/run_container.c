@@ -1,6 +1,7 @@
 /* run_container.c - `run -- CMD` on the container backend (run_container.h). */
 #include "cli/run_container.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,7 +26,13 @@ int run_container_host(const struct sbx_config *cfg, const struct native_host_re
             .cancel_fd = req->cancel_fd,
         };
         struct engine_host_result r = {0};
+        struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+
+        /* the relay writes our stdout: a reader gone (`| head`) is EPIPE there, passed on to
+         * the command, not our death by SIGPIPE (which would leave its folder to the sweep) */
+        sigaction(SIGPIPE, &ign, &old);
         int rc = engine_host_run(cfg, &q, &r, err);
+        sigaction(SIGPIPE, &old, NULL);
 
         memset(res, 0, sizeof(*res));
         snprintf(res->grade, sizeof(res->grade), "%s", r.grade);

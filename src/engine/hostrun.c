@@ -331,7 +331,8 @@ static void hostrun_signal(struct hostrun *h, int sig)
         engine_reply_done(&rep);
 }
 
-/* Copy what @fd has to @to; false at its end (EOF or an error). */
+/* Copy what @fd has to @to; false at its end (EOF or an error) or when @to's reader is gone
+ * (EPIPE: SIGPIPE is ignored for the run, run_container.c). */
 static bool relay_out(int fd, int to)
 {
         char buf[65536];
@@ -345,8 +346,11 @@ static bool relay_out(int fd, int to)
                 ssize_t w = write(to, buf + off, (size_t)(n - off));
                 if (w < 0 && errno == EINTR)
                         continue;
+                if (w < 0 && errno == EPIPE)
+                        return false; /* its reader is gone: so is ours (the command's next
+                                       * write gets EPIPE/SIGPIPE, as it would outside) */
                 if (w <= 0)
-                        return true; /* our stdout is gone: drop, keep draining */
+                        return true; /* another error: drop, keep draining */
                 off += w;
         }
         return true;
@@ -441,10 +445,14 @@ static void hostrun_loop(struct hostrun *h, struct engine_host_result *ret)
                             (struct pollfd){.fd = q->cancel_fd, .events = POLLIN};
                 (void)poll(fds, n, timeout);
                 hostrun_stdin_step(h, &in, i_in >= 0 && fds[i_in].revents != 0);
-                if (i_out >= 0 && fds[i_out].revents)
-                        out_open = relay_out(h->out_fd, STDOUT_FILENO);
-                if (i_err >= 0 && fds[i_err].revents)
-                        err_open = relay_out(h->err_fd, STDERR_FILENO);
+                if (i_out >= 0 && fds[i_out].revents && !relay_out(h->out_fd, STDOUT_FILENO)) {
+                        out_open = false;
+                        close(TAKE_FD(h->out_fd));
+                }
+                if (i_err >= 0 && fds[i_err].revents && !relay_out(h->err_fd, STDERR_FILENO)) {
+                        err_open = false;
+                        close(TAKE_FD(h->err_fd));
+                }
                 if (i_sig >= 0 && (fds[i_sig].revents & POLLIN)) {
                         struct signalfd_siginfo si;
                         if (read(q->cancel_fd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&

@@ -189,6 +189,15 @@ if echo "piped in" | as_user "$vm" run -q -- cat >"$base/out" 2>"$base/err"; the
         expect_out "stdin passes through" "^piped in$"
 else bad "stdin passthrough run failed"; fi
 
+# a reader that goes (`| head`): the command gets SIGPIPE, as outside, and the run ends with
+# its 141 and its summary (before: vestibule-mcp itself died of SIGPIPE, exit 141, no summary)
+outside=$(as_user bash -c 'yes | head -c 10 >/dev/null; echo "${PIPESTATUS[0]}"')
+[ "$outside" = 141 ] && ok "control: outside, yes | head gives yes 141" || bad "control: outside $outside"
+inside=$(as_user bash -c "$vm run -- yes 2>$home/pipe.err | head -c 10 >/dev/null; echo \"\${PIPESTATUS[0]}\"")
+cp "$home/pipe.err" "$base/err"
+[ "$inside" = 141 ] && ok "run -- yes | head: the command's SIGPIPE, 141" || bad "run -- yes | head: $inside, want 141"
+expect_err "... and the run's summary is there" "^vestibule: exit 141"
+
 echo "# the limits"
 alloc='b = bytearray(200 << 20); print("allocated")'
 expect_code 137 "memory: 200 MiB under VESTIBULE_MEM_MB=64 is killed" \
