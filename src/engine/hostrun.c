@@ -572,6 +572,14 @@ int engine_host_run(const struct sbx_config *cfg, const struct engine_host_req *
         int r;
 
         memset(ret, 0, sizeof(*ret));
+        size_t argc = 0;
+        while (req->argv[argc])
+                argc++;
+        if (argc > HOSTRUN_ARGV_MAX)
+                return sbx_fail(err, E2BIG,
+                                "%zu arguments: the container backend passes at most %d; use "
+                                "fewer (xargs) or the native backend",
+                                argc, HOSTRUN_ARGV_MAX);
         r = hostrun_prepare(&h, ret, err);
         if (r == 0 && req->egress)
                 r = engine_egress_begin(h.io, cfg, &h.egress, err);
