@@ -477,12 +477,13 @@ static void print_summary(const struct native_host_result *res, int code)
                         "vestibule: exit %d%s; %.2f s wall (cpu and memory not measured "
                         "on the container backend)\n",
                         code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0);
-                return;
+        } else {
+                fprintf(stderr,
+                        "vestibule: exit %d%s; %.2f s wall, %.2f s cpu, %llu MiB peak memory%s%s\n",
+                        code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0,
+                        (double)res->cpu_us / 1e6, (unsigned long long)(res->maxrss_kb / 1024),
+                        res->blocked[0] ? "; blocked: " : "", res->blocked);
         }
-        fprintf(stderr, "vestibule: exit %d%s; %.2f s wall, %.2f s cpu, %llu MiB peak memory%s%s\n",
-                code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0,
-                (double)res->cpu_us / 1e6, (unsigned long long)(res->maxrss_kb / 1024),
-                res->blocked[0] ? "; blocked: " : "", res->blocked);
         if (res->tried[0]) {
                 /* the names beneath a watched path and a unix address are the command's */
                 _cleanup_free_ char *t = sbx_term_escape(res->tried, strlen(res->tried), false);

@@ -41,5 +41,6 @@ int run_container_host(const struct sbx_config *cfg, const struct native_host_re
         res->timed_out = r.timed_out;
         res->cancel_signal = r.cancel_signal;
         res->wall_ms = r.wall_ms;
+        snprintf(res->tried, sizeof(res->tried), "%s", r.tried);
         return rc;
 }

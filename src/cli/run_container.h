@@ -9,9 +9,9 @@
 
 /**
  * run_container_host() - run @req (built for native_host_run(); its view's pty_slave, overlay
- * and writable are not used, and its watch list neither: the container backend records no
- * tried: field) with engine_host_run(), filling @res (grade, exit code, wall time; cpu and
- * memory are not measured: 0).
+ * and writable are not used, nor its watch list: no supervisor watches opens there) with
+ * engine_host_run(), filling @res (grade, exit code, wall time, tried: the proxy's refusals;
+ * cpu and memory are not measured: 0).
  * Return: 0 when the command ran, or -errno when the sandbox could not be set up (@err names
  * the fix; the caller exits 125).
  */

@@ -536,7 +536,25 @@ static int hostrun_prepare(struct hostrun *h, struct engine_host_result *ret, st
         return r;
 }
 
-static void hostrun_done(struct hostrun *h)
+/* The proxy's refusals into @ret->tried (as src/native/hostrun.c's tried_egress()). */
+static void hostrun_tried(const struct run_egress *eg, struct engine_host_result *ret)
+{
+        for (size_t i = 0; i < eg->n_entries; i++) {
+                const struct run_egress_entry *e = &eg->entries[i];
+                size_t len = strlen(ret->tried);
+                char what[400];
+
+                if (e->allowed)
+                        continue;
+                snprintf(what, sizeof(what), "proxy refused %.256s:%u (%s)", e->host, e->port,
+                         e->reason ? e->reason : "refused");
+                if (len + strlen(what) + 3 < sizeof(ret->tried))
+                        snprintf(ret->tried + len, sizeof(ret->tried) - len, "%s%s",
+                                 len ? ", " : "", what);
+        }
+}
+
+static void hostrun_done(struct hostrun *h, struct engine_host_result *ret)
 {
         struct sbx_error e = {0};
 
@@ -548,6 +566,7 @@ static void hostrun_done(struct hostrun *h)
         if (h->egress) {
                 struct run_egress eg = {0};
                 egress_session_finish(h->egress, &eg);
+                hostrun_tried(&eg, ret);
                 free(eg.entries);
                 engine_egress_end(h->io);
         }
@@ -596,6 +615,6 @@ int engine_host_run(const struct sbx_config *cfg, const struct engine_host_req *
                 r = engine_container_start(&h.st->conn, h.id, engine_image_for(cfg, "python"), err);
         if (r == 0)
                 hostrun_loop(&h, ret);
-        hostrun_done(&h);
+        hostrun_done(&h, ret);
         return r;
 }

@@ -41,6 +41,8 @@ struct engine_host_result {
         char grade[320];   /* "container", "container-degraded (...)" */
         bool degraded;
         uint64_t wall_ms; /* from the start call to the wait's answer */
+        char tried[1536]; /* "proxy refused HOST:PORT (reason), ..." (--net allowlist), "" =
+                           * none: the proxy's refusals, as native's result names them */
 };
 
 /**

@@ -236,7 +236,8 @@ expect_out "the page came through" "served through the proxy"
 expect_code 1 "control: the same fetch with --net none fails" \
         as_user "${pin[@]}" "$vm" run -q -- python3 -c "$fetch"
 expect_code 1 "control: a host not on the list is refused" \
-        as_user "${pin[@]}" "$vm" run -q --net allowlist:pinned.test -- python3 -c "${fetch/pinned.test/other.test}"
+        as_user "${pin[@]}" "$vm" run --net allowlist:pinned.test -- python3 -c "${fetch/pinned.test/other.test}"
+expect_err "... and the summary names it" "^vestibule: tried: proxy refused other\.test:80 "
 expect_code 1 "--net none: the host's loopback listener is not reachable" as_user "$vm" run -q -- \
         python3 -c "import socket; socket.create_connection(('127.0.0.1', 38519), 2)"
 expect_code 0 "control: it is reachable outside" as_user \
@@ -291,6 +292,7 @@ echo "# the audit log"
 expect_code 0 "vestibule-mcp audit reads the log" as_user "$vm" audit 500
 expect_out "the run's audit line: exit and the container grade" \
         "run --  error \(exit code 3\).*isolation: container.*\| sh -c 'exit 3'$"
+expect_out "the audit names the host the proxy refused" "isolation: container  tried: proxy refused other\.test:80 "
 
 echo "# $pass passed, $failed failed"
 [ "$failed" = 0 ]
