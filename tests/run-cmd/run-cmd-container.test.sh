@@ -6,7 +6,7 @@
 # it on native), planted secrets that a control run outside reads and the run inside does not,
 # files written owned by the user, --net none and --net allowlist (with controls), stdin
 # passthrough, the audit record, and nothing left after a timeout, a SIGTERM and a SIGKILL of
-# the run itself.
+# the run itself. Then a few of them on rootful Podman as root with VESTIBULE_RUN_AS.
 #
 # Usage (as root, which runs every command as the docker-group user):
 #   VESTIBULE_BIN=build-rel/vestibule-mcp tests/run-cmd/run-cmd-container.test.sh
@@ -286,6 +286,30 @@ if bwrap --dev-bind / / --unshare-user --disable-userns --assert-userns-disabled
         expect_err "... and the grade says container" "^vestibule: isolation: container"
 else
         echo "skip auto's landing: this bwrap has no --disable-userns (bubblewrap 0.8+)"
+fi
+
+echo "# rootful Podman, as root with VESTIBULE_RUN_AS"
+if [ -S /run/podman/podman.sock ]; then
+        ids=$(id -u "$user"):$(id -g "$user")
+        as_root() {
+                (cd "$proj" && env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
+                        AWS_SECRET_ACCESS_KEY=PLANTED-AWS-ENV-31c4 VESTIBULE_BACKEND=container \
+                        VESTIBULE_RUNTIME=podman VESTIBULE_RUN_AS="$ids" \
+                        VESTIBULE_IMAGE_SOURCE="${VESTIBULE_IMAGE_SOURCE:-debian}" "$@")
+        }
+        expect_code 125 "control: as root without VESTIBULE_RUN_AS: 125" \
+                as_root env -u VESTIBULE_RUN_AS "$vm" run -q -- true
+        expect_err "... naming VESTIBULE_RUN_AS" "VESTIBULE_RUN_AS"
+        expect_code 3 "its own 3" as_root "$vm" run -q -- sh -c 'exit 3'
+        expect_code 143 "128+15" as_root "$vm" run -q -- sh -c 'kill -TERM $$'
+        expect_code 127 "127 not found (a path)" as_root "$vm" run -q -- ./no-such-file
+        expect_code 0 "the reads inside" as_root "$vm" run -q -- sh -c \
+                'cat .env server.key; echo "aws=[$AWS_SECRET_ACCESS_KEY]"; id -u'
+        grep -q PLANTED "$base/out" && bad "a planted secret was read (Podman)" ||
+                ok "no planted secret inside (Podman)"
+        expect_out "the command runs as VESTIBULE_RUN_AS" "^$(id -u "$user")$"
+else
+        echo "skip rootful Podman: no /run/podman/podman.sock"
 fi
 
 echo "# the audit log"
