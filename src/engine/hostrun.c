@@ -618,3 +618,24 @@ int engine_host_run(const struct sbx_config *cfg, const struct engine_host_req *
         hostrun_done(&h, ret);
         return r;
 }
+
+void engine_host_grade(const struct sbx_config *cfg, char *grade, size_t size)
+{
+        struct backend *b = NULL;
+        struct backend_probe p;
+        struct sbx_error err = {0};
+        struct engine_state *st;
+
+        snprintf(grade, size, "unknown (the container engine could not be asked)");
+        if (engine_backend_new(cfg, &b, &err) < 0)
+                return;
+        st = b->state;
+        st->warned_unpinned = true; /* as in hostrun_prepare() */
+        if (b->ops->probe(b, &p, &err) < 0 || !p.usable)
+                snprintf(grade, size, "unknown (%s)", p.usable ? err.msg : p.blocked);
+        else if (st->volumes)
+                snprintf(grade, size, "unknown (a remote engine: run -- CMD is refused there)");
+        else
+                snprintf(grade, size, "%s", p.grade);
+        backend_free(b);
+}

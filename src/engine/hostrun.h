@@ -9,6 +9,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -72,3 +73,11 @@ int engine_host_run(const struct sbx_config *cfg, const struct engine_host_req *
  * @argv[0] is "host-init". Return: the exit status (125 when it cannot set up).
  */
 int engine_host_init_main(int argc, char **argv);
+
+/**
+ * engine_host_grade() - the grade a run of engine_host_run() would get here (the container
+ * backend's probe: "container", "container-degraded (...)"), into @grade (@size bytes); when
+ * the engine is not usable or is remote, "unknown (...)" with the reason. For `mcp wrap`'s
+ * start-up notification. Connects to the engine (one probe, about 100 ms).
+ */
+void engine_host_grade(const struct sbx_config *cfg, char *grade, size_t size);

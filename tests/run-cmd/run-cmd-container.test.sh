@@ -288,6 +288,27 @@ else
         echo "skip auto's landing: this bwrap has no --disable-userns (bubblewrap 0.8+)"
 fi
 
+echo "# mcp wrap on the container backend"
+# a stand-in stdio server: the wrap relays its answers and announces the grade it really gets
+cat >"$proj/srv.py" <<'PY'
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        r = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "t", "version": "1"}}
+    else:
+        r = {"home": sorted(os.listdir(os.path.expanduser("~")))}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+PY
+chown "$user" "$proj/srv.py"
+msgs='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ls"}}'
+expect_code 0 "mcp wrap -- python3 srv.py runs and ends with the server" \
+        as_user sh -c "printf '%s\n' '$msgs' | $vm mcp wrap -- python3 srv.py"
+expect_out "... the grade notification says container (not native's)" \
+        '"data":"isolation: container \(mcp wrap of python3\)"'
+expect_out "... the tool call's answer came back: the private (empty) home" '"id": 2, "result": \{"home": \[\]\}'
+
 echo "# rootful Podman, as root with VESTIBULE_RUN_AS"
 if [ -S /run/podman/podman.sock ]; then
         ids=$(id -u "$user"):$(id -g "$user")
