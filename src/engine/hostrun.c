@@ -411,6 +411,23 @@ static void hostrun_stdin_step(struct hostrun *h, struct hostrun_stdin *s, bool 
         }
 }
 
+/* The contract's code into @ret from the wait's answer: 124 for our timeout's kill, 128+N for
+ * a forwarded signal N whose grace ran out (@killed), else the container's status. */
+static void hostrun_status(const struct hostrun *h, bool killed, struct engine_host_result *ret)
+{
+        json_object *sc = NULL;
+
+        if (h->rx.wait.done && h->rx.wait.rc == 0 &&
+            json_object_object_get_ex(h->rx.wait.rep.json, "StatusCode", &sc))
+                ret->exit_code = json_object_get_int(sc);
+        else
+                ret->exit_code = 128 + SIGKILL;
+        if (ret->timed_out)
+                ret->exit_code = 124;
+        else if (killed && ret->cancel_signal)
+                ret->exit_code = 128 + ret->cancel_signal;
+}
+
 /* Pump until the wait's answer (or our kill's end); the contract's code into @ret. */
 static void hostrun_loop(struct hostrun *h, struct engine_host_result *ret)
 {
@@ -483,16 +500,7 @@ static void hostrun_loop(struct hostrun *h, struct engine_host_result *ret)
         if (in.fd >= 0)
                 close(in.fd);
         ret->wall_ms = sbx_now_ms() - t0;
-        json_object *sc = NULL;
-        if (h->rx.wait.done && h->rx.wait.rc == 0 &&
-            json_object_object_get_ex(h->rx.wait.rep.json, "StatusCode", &sc))
-                ret->exit_code = json_object_get_int(sc);
-        else
-                ret->exit_code = 128 + SIGKILL;
-        if (ret->timed_out)
-                ret->exit_code = 124;
-        else if (t_kill && ret->cancel_signal)
-                ret->exit_code = 128 + ret->cancel_signal;
+        hostrun_status(h, t_kill != 0, ret);
 }
 
 /* Connect, probe, refuse the volume path; the run's ids and folder. */
