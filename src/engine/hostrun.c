@@ -30,6 +30,7 @@
 /* a forwarded SIGINT/SIGTERM/SIGHUP: the container is killed this much later */
 #define HOSTRUN_GRACE_MS 2000
 #define HOSTRUN_KILL_WAIT_MS 5000 /* after our kill: the longest wait for the engine's answer */
+#define HOSTRUN_GONE_MS 10000     /* the engine's removal of the container, at most */
 #define HOSTRUN_DRAIN_MS 2000     /* after the exit: the FIFOs' writers must be gone by then */
 #define HOSTRUN_ARGV_MAX 4096
 
@@ -562,13 +563,38 @@ static void hostrun_tried(const struct run_egress *eg, struct engine_host_result
         }
 }
 
-static void hostrun_done(struct hostrun *h, struct engine_host_result *ret)
+/* Remove the container and wait until the engine no longer lists it (AutoRemove may be
+ * removing it already: then the forced removal answers 409), at most HOSTRUN_GONE_MS: a run
+ * that returned left nothing. */
+static void hostrun_remove(struct hostrun *h)
 {
         struct sbx_error e = {0};
+        uint64_t t0 = sbx_now_ms();
 
+        (void)container_remove(&h->st->conn, h->id, &e);
+        while (sbx_now_ms() - t0 < HOSTRUN_GONE_MS) {
+                struct engine_reply rep = {0};
+                struct engine_call get = {.path = "/containers/{}/json",
+                                          .parts = {h->id},
+                                          .ok = {200},
+                                          .timeout_ms = 5000,
+                                          .what = "inspect the run's container"};
+                int r = engine_get(&h->st->conn, &get, &rep, &e);
+                engine_reply_done(&rep);
+                if (r == -ENOENT)
+                        return;
+                if (r < 0 && r != -EBUSY)
+                        break;
+                usleep(50 * 1000);
+                (void)container_remove(&h->st->conn, h->id, &e);
+        }
+}
+
+static void hostrun_done(struct hostrun *h, struct engine_host_result *ret)
+{
         engine_xfers_done(&h->rx);
         if (h->id) {
-                (void)container_remove(&h->st->conn, h->id, &e);
+                hostrun_remove(h);
                 free(h->id);
         }
         if (h->egress) {
