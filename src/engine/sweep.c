@@ -89,9 +89,12 @@ unsigned engine_sweep_code_dirs(void)
                 /* a run -- CMD folder (hostrun.c) has subfolders: the whole tree, depth first,
                  * no link followed (FTW_PHYS), nothing outside it (FTW_MOUNT) */
                 (void)nftw(name, sweep_rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-                if (access(name, F_OK) < 0)
+                /* the owner file goes only with its folder: one left (another user's, a
+                 * file we could not remove) is tried again by the next sweep, never stranded */
+                if (access(name, F_OK) < 0 && errno == ENOENT) {
                         n++;
-                (void)unlinkat(dirfd(d), de->d_name, 0);
+                        (void)unlinkat(dirfd(d), de->d_name, 0);
+                }
         }
         return n;
 }

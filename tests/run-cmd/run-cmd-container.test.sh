@@ -339,5 +339,13 @@ expect_out "the run's audit line: exit and the container grade" \
         "run --  error \(exit code 3\).*isolation: container.*\| sh -c 'exit 3'$"
 expect_out "the audit names the host the proxy refused" "isolation: container  tried: proxy refused other\.test:80 "
 
+# the private folders: each run's gone with it, a killed run's swept by the next; none may be
+# stranded without its owner file (no sweep would ever remove it)
+stranded=0
+for d in $(find /tmp -maxdepth 1 -name 'vestibule-code-*' -user "$user" -type d); do
+        [ -e "$d.owner" ] || stranded=$((stranded + 1))
+done
+[ "$stranded" = 0 ] && ok "no private folder stranded without its owner file" || bad "$stranded folders stranded in /tmp"
+
 echo "# $pass passed, $failed failed"
 [ "$failed" = 0 ]
