@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "egress/egress.h"
+#include "engine/hostrun.h"
 #include "mcp/mcp.h"
 #include "service/service.h"
 #include "rootfs/hold.h"
@@ -150,6 +151,9 @@ int cli_main(int argc, char **argv)
         /* internal: the per-run egress proxy the server starts (src/egress/proxy.c) */
         if (strcmp(argv[1], "egress-proxy") == 0)
                 return egress_proxy_main(argc - 1, argv + 1);
+        /* internal: the init of a `run -- CMD` container (src/engine/hostinit.c) */
+        if (strcmp(argv[1], "host-init") == 0)
+                return engine_host_init_main(argc - 1, argv + 1);
         for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
                 if (strcmp(argv[1], cmds[i].name) == 0)
                         return cmds[i].fn(argc - 1, argv + 1);

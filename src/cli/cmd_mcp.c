@@ -28,6 +28,7 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "config/config.h"
+#include "engine/hostrun.h"
 #include "native/hostrun.h"
 
 /* A message (one line) longer than this ends the wrap rather than grow a buffer without end. */
@@ -373,6 +374,11 @@ static void wrap_grade(char *grade, size_t size)
 
         snprintf(grade, size, "unknown (the settings did not load)");
         if (config_load(&cfg, &err) < 0 || cfg->invalid) {
+                config_free(cfg);
+                return;
+        }
+        if (cfg->backend == SBX_BACKEND_CONTAINER) {
+                engine_host_grade(cfg, grade, size); /* the run goes there (run_container.h) */
                 config_free(cfg);
                 return;
         }

@@ -30,6 +30,7 @@
 #include "cli/run_overlay.h"
 #include "cli/run_pty.h"
 #include "cli/run_agent.h"
+#include "cli/run_container.h"
 
 /* Exit codes of the contract besides the command's own. */
 #define EXIT_TIMEOUT 124
@@ -89,6 +90,11 @@ static const char run_cmd_help[] =
     "  125      the sandbox could not be set up, or only a grade lower than --require\n"
     "           (the reason is on stderr); also a usage error, and an --apply that could\n"
     "           not apply every change\n"
+    "\n"
+    "VESTIBULE_BACKEND=container (or auto where the native sandbox cannot be set up) runs\n"
+    "the command in a container of a local Docker or Podman engine with the same host view,\n"
+    "limits and exit codes (grade: container); --require native and --overlay are refused\n"
+    "there, and stdio are pipes (no terminal of its own). A remote engine is refused (125).\n"
     "  126      the command was found but could not be executed\n"
     "  127      the command was not found\n";
 
@@ -466,10 +472,18 @@ static char **build_env(const struct config_secrets *sec, char **pass, bool egre
 static void print_summary(const struct native_host_result *res, int code)
 {
         fprintf(stderr, "vestibule: isolation: %s\n", res->grade);
-        fprintf(stderr, "vestibule: exit %d%s; %.2f s wall, %.2f s cpu, %llu MiB peak memory%s%s\n",
-                code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0,
-                (double)res->cpu_us / 1e6, (unsigned long long)(res->maxrss_kb / 1024),
-                res->blocked[0] ? "; blocked: " : "", res->blocked);
+        if (strncmp(res->grade, "container", 9) == 0) {
+                fprintf(stderr,
+                        "vestibule: exit %d%s; %.2f s wall (cpu and memory not measured "
+                        "on the container backend)\n",
+                        code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0);
+        } else {
+                fprintf(stderr,
+                        "vestibule: exit %d%s; %.2f s wall, %.2f s cpu, %llu MiB peak memory%s%s\n",
+                        code, res->timed_out ? " (timeout)" : "", (double)res->wall_ms / 1000.0,
+                        (double)res->cpu_us / 1e6, (unsigned long long)(res->maxrss_kb / 1024),
+                        res->blocked[0] ? "; blocked: " : "", res->blocked);
+        }
         if (res->tried[0]) {
                 /* the names beneath a watched path and a unix address are the command's */
                 _cleanup_free_ char *t = sbx_term_escape(res->tried, strlen(res->tried), false);
@@ -511,6 +525,52 @@ static char **watch_list(const struct run_cmd_opts *o, const struct config_secre
                                        !under_list(o->allow, lists[l][i])))
                                 push(&w, &n, xstrdup(lists[l][i]));
         return w;
+}
+
+/* @req on the backend @cfg asks for: the native sandbox with a pty of its own when stdin is a
+ * terminal, relayed, never the user's (red team #5; its settings put back after, #9), or the
+ * container (no pty: stdio are FIFOs, docs/run-command.md);
+ * under auto a native sandbox that cannot be set up lands on the container backend. Return as
+ * native_host_run(). */
+static int run_backend(const struct sbx_config *cfg, const struct run_cmd_opts *o,
+                       struct native_host_req *req, struct native_host_result *res,
+                       struct sbx_error *ret_err)
+{
+        struct sbx_error err = {0};
+        struct run_pty pty = {.master = -1, .slave = -1};
+        int r;
+
+        if (cfg->backend == SBX_BACKEND_CONTAINER) {
+                /* no pty of its own there: stdio are FIFOs (docs/run-command.md) */
+                r = run_container_host(cfg, req, res, &err);
+        } else {
+                r = run_pty_start(&pty);
+                req->view.pty_slave = pty.slave > 0 ? pty.slave : 0;
+                if (r >= 0)
+                        r = native_host_run(cfg, req, res, &err);
+                else
+                        sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
+                run_pty_stop(&pty);
+        }
+        /* auto: a host where the native sandbox cannot be set up (no user namespaces, inside a
+         * container) lands on the container backend, as run_code's ladder does; the command
+         * never started, and the grade says which it got. Not with --overlay (native only) nor
+         * --require native. */
+        if (r < 0 && r != -ENOEXEC && cfg->backend == SBX_BACKEND_AUTO && !o->overlay &&
+            !(o->require && strcmp(o->require, "native") == 0)) {
+                struct sbx_error cerr = {0};
+                char native_why[sizeof(err.msg)];
+
+                snprintf(native_why, sizeof(native_why), "%s", err.msg);
+                r = run_container_host(cfg, req, res, &cerr);
+                if (r < 0 && r != -ENOEXEC)
+                        snprintf(err.msg, sizeof(err.msg), "native: %.200s; container: %.250s",
+                                 native_why, cerr.msg);
+                else
+                        err = cerr;
+        }
+        *ret_err = err;
+        return r;
 }
 
 /* The run itself, once the options are resolved. */
@@ -557,16 +617,7 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
             .watch = (const char *const *)watch,
             .cancel_fd = sfd,
         };
-        /* a terminal: the command gets a pty of its own, relayed, never the user's (red team
-         * #5); the real one's settings are put back after it (red team #9) */
-        struct run_pty pty;
-        r = run_pty_start(&pty);
-        req.view.pty_slave = pty.slave > 0 ? pty.slave : 0;
-        if (r >= 0)
-                r = native_host_run(cfg, &req, res, &err);
-        else
-                sbx_fail(&err, -r, "%s", "cannot make the command's own terminal (pty(7))");
-        run_pty_stop(&pty);
+        r = run_backend(cfg, o, &req, res, &err);
         code = run_code_of(r, res, &err, o->quiet);
         if (!o->overlay)
                 (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro);
@@ -633,10 +684,23 @@ static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts
                             o->timeout);
         if (o->require && strcmp(o->require, "native") != 0 && strcmp(o->require, "any") != 0)
                 return fail(EXIT_NO_ISOLATION, "--require '%s': use native or any", o->require);
-        if (cfg->backend == SBX_BACKEND_CONTAINER || cfg->backend == SBX_BACKEND_NAIVE)
+        if (cfg->backend != SBX_BACKEND_AUTO && cfg->backend != SBX_BACKEND_NATIVE &&
+            cfg->backend != SBX_BACKEND_CONTAINER)
                 return fail(EXIT_NO_ISOLATION,
-                            "run -- CMD runs on the native backend only; VESTIBULE_BACKEND=%s "
-                            "asks for another: unset it",
+                            "run -- CMD runs on the native and container backends only; "
+                            "VESTIBULE_BACKEND=%s asks for another: unset it",
+                            config_backend_name(cfg->backend));
+        if (cfg->backend == SBX_BACKEND_CONTAINER && o->overlay)
+                return fail(EXIT_NO_ISOLATION,
+                            "--overlay and --apply run on the native backend only; "
+                            "VESTIBULE_BACKEND=%s asks for the container one: unset it, or "
+                            "drop --overlay",
+                            config_backend_name(cfg->backend));
+        if (cfg->backend == SBX_BACKEND_CONTAINER && o->require &&
+            strcmp(o->require, "native") == 0)
+                return fail(EXIT_NO_ISOLATION,
+                            "isolation on the container backend is container, lower than "
+                            "--require native; unset VESTIBULE_BACKEND=%s, or drop --require",
                             config_backend_name(cfg->backend));
         if (o->require && strcmp(o->require, "native") == 0) {
                 native_host_grade(cfg, &g);

@@ -27,3 +27,8 @@ const char *labels_get(json_object *ctr, const char *key);
 /* Remove the volumes labelled vestibule.run=1 whose owner is gone (@only_owner NULL), or
  * those of @only_owner. Return the number removed, or -errno with @err. */
 int sweep_volumes(const struct engine_conn *c, const char *only_owner, struct sbx_error *err);
+
+/* The code folders (/tmp/ENGINE_CODE_DIR_PREFIX*, with their "<folder>.owner" files) of
+ * servers and runs of this host that are gone (killed mid-run), removed with what is in them
+ * (sweep.c). Return how many folders were removed. */
+unsigned engine_sweep_code_dirs(void);

@@ -8,10 +8,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lazy/curl.h"
@@ -45,10 +47,21 @@ static void start_sweep_free(struct start_sweep *s)
         free(s);
 }
 
+static int sweep_rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+        (void)st;
+        (void)f;
+        if (flag == FTW_DP)
+                (void)rmdir(path);
+        else
+                (void)unlink(path);
+        return 0;
+}
+
 /* The code folders in /tmp of servers of this host that are gone (killed mid-run), found by
  * their "<folder>.owner" files: the script and the folder, never following a link. Return
  * how many folders were removed. */
-static unsigned sweep_code_dirs(void)
+unsigned engine_sweep_code_dirs(void)
 {
         _cleanup_(closedirp) DIR *d = opendir("/tmp");
         struct dirent *de;
@@ -72,21 +85,16 @@ static unsigned sweep_code_dirs(void)
                 label[got] = '\0';
                 if (engine_owner_alive(label))
                         continue;
-                snprintf(name, sizeof(name), "%.*s", (int)(len - 6), de->d_name);
-                int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                DIR *sd = fd >= 0 ? fdopendir(fd) : NULL;
-                if (sd) {
-                        struct dirent *e2;
-                        while ((e2 = readdir(sd)))
-                                if (strcmp(e2->d_name, ".") != 0 && strcmp(e2->d_name, "..") != 0)
-                                        (void)unlinkat(dirfd(sd), e2->d_name, 0);
-                        closedir(sd);
-                } else if (fd >= 0) {
-                        close(fd);
-                }
-                if (unlinkat(dirfd(d), name, AT_REMOVEDIR) == 0)
+                snprintf(name, sizeof(name), "/tmp/%.*s", (int)(len - 6), de->d_name);
+                /* a run -- CMD folder (hostrun.c) has subfolders: the whole tree, depth first,
+                 * no link followed (FTW_PHYS), nothing outside it (FTW_MOUNT) */
+                (void)nftw(name, sweep_rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+                /* the owner file goes only with its folder: one left (another user's, a
+                 * file we could not remove) is tried again by the next sweep, never stranded */
+                if (access(name, F_OK) < 0 && errno == ENOENT) {
                         n++;
-                (void)unlinkat(dirfd(d), de->d_name, 0);
+                        (void)unlinkat(dirfd(d), de->d_name, 0);
+                }
         }
         return n;
 }
@@ -99,7 +107,7 @@ static void *start_sweep_thread(void *p)
         char why[160];
         int n;
 
-        unsigned dirs = sweep_code_dirs();
+        unsigned dirs = engine_sweep_code_dirs();
         if (dirs > 0)
                 log_info("removed %u code folder(s) of servers that are gone (start-up sweep)",
                          dirs);

@@ -4,10 +4,15 @@
 
 # tests/run-cmd/run-cmd.test.sh, as root (each command runs as the test user): real programs in
 # the host view, planted secrets read as nothing (with controls outside), the terminal-injection
-# check, the walls, the allowlist, and every code of the exit-code contract.
+# check, the walls, the allowlist, and every code of the exit-code contract. Then
+# tests/run-cmd/run-cmd-container.test.sh: the same contract, the planted secrets, the network
+# and nothing left (after a timeout, a SIGTERM and a SIGKILL of the run) on the container
+# backend, as a docker-group user on rootful Docker (no root, no RUN_AS; ~16 s).
 # stage: run-cmd | build-release | run -- CMD: host view, masked secrets, exit codes, TIOCSTI (root)
 stage_run_cmd() {
         run_cmd_script run-cmd "run -- CMD" run-cmd.test.sh "the test user"
+        run_cmd_script run-cmd "run -- CMD, container backend" run-cmd-container.test.sh \
+                "rootful Docker and its docker group"
 }
 
 # tests/run-cmd/mcp-wrap.test.sh, as root (the clients and servers run as the test user): the
