@@ -795,7 +795,6 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
 #define ENGINE_EGRESS_SOCK ".egress.sock"
 #define ENGINE_EGRESS_SOCK_IN "/sandbox/" ENGINE_EGRESS_SOCK
 
-
 struct egress_session;
 /**
  * engine_egress_begin() - the egress allowlist of one run on a local engine: a listening unix

@@ -105,11 +105,11 @@ struct gvisor_box {
         struct gvisor_runsc_run run;
         int pidfd;
         bool started, reaped, killed;
-        bool host_fifo;            /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
-        enum run_network network;  /* RUN_NETWORK_ALLOWLIST: the relay, the proxy, host UDS */
+        bool host_fifo;                /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
+        enum run_network network;      /* RUN_NETWORK_ALLOWLIST: the relay, the proxy, host UDS */
         struct egress_session *egress; /* the run's proxy, from start to collect (or free) */
         char relay_py[1024], relay_js[1024], wait_sh[640]; /* egress_relay_source() & co. */
-        const char *run_argv[9]; /* the wait script, the relays, the program (egress_begin) */
+        const char *run_argv[9];   /* the wait script, the relays, the program (egress_begin) */
         bool spare;                /* prepared ahead (a warm spare, spare.h): its waiter reads
                                       stdin until the hand-over closes it */
         bool handed;               /* start() ran: a sandbox takes one program */
@@ -721,8 +721,8 @@ static int spare_handover(struct gvisor_box *x, const struct run_request *req,
  * 127.0.0.1:EGRESS_PORT in the Sentry's own netstack (runsc --network=none: lo only) and
  * carries each connection to that socket, which runsc --host-uds=open lets it connect(2) to.
  * *@ret_argv: borrowed from @x and @argv. Return: 0, or -errno with @err. */
-static int egress_begin(struct gvisor_box *x, const char *const *argv,
-                        const char *const **ret_argv, struct sbx_error *err)
+static int egress_begin(struct gvisor_box *x, const char *const *argv, const char *const **ret_argv,
+                        struct sbx_error *err)
 {
         _cleanup_free_ char *sock = xasprintf("%s/%s", x->code, EGRESS_RELAY_SOCK);
         int fd = -1, r;
