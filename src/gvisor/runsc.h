@@ -33,7 +33,7 @@ struct gvisor_runsc_run {
 
 /**
  * gvisor_runsc_start() - fork and exec `@runsc --rootless --network=none --ignore-cgroups
- * [--host-fifo=open] --root @root --log @log run --bundle @bundle @id` in a new process group
+ * --oci-seccomp --host-fifo=open|none --host-uds=open|none --root @root --log @log run --bundle @bundle @id` in a new process group
  * (setpgid: one group holds runsc, its user-namespace child and its gofer; the sandbox process
  * runsc starts in a session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin
  * /dev/null (or a new pipe when @stdin_pipe: its write end in @in_fd, the caller's to close),
