@@ -90,6 +90,32 @@ void egress_set_idle_timeout_ms(unsigned ms);
  */
 int egress_listen_unix(const char *path, int *ret_fd, struct sbx_error *err);
 
+/* Where the relay reaches the proxy inside a sandbox: the run's code folder, /sandbox. */
+#define EGRESS_RELAY_SOCK ".egress.sock"
+#define EGRESS_RELAY_SOCK_IN "/sandbox/" EGRESS_RELAY_SOCK
+
+/**
+ * egress_relay_source() - the source of the relay that runs inside an allowlist sandbox (a
+ * container, a gVisor sandbox) before its code: it listens on 127.0.0.1:@port and copies each
+ * connection both ways to the unix socket @sock_path (unix(7)), deciding nothing. @relay: "python3"
+ * (Python 3 standard library, for `python3 -I -c`) or "node" (for `node -e`). Written into @buf
+ * (@size bytes; 1024 suffice). Return: 0; -EINVAL for another @relay or a @sock_path with a quote,
+ * backslash or newline; -ENOSPC when @buf is too small.
+ */
+int egress_relay_source(const char *relay, const char *sock_path, uint16_t port, char *buf,
+                        size_t size);
+
+/**
+ * egress_relay_wait_script() - a bash script, for `bash -c SCRIPT NAME PY JS ARGV...`, that
+ * starts the relay (egress_relay_source()) in the background, detached from ARGV (its parent
+ * becomes the container's init, or under gVisor the sandbox's pid 1): source PY under `python3 -I`
+ * when the image has python3, else source JS under node; waits until 127.0.0.1:@port listens in its
+ * own network namespace (read from /proc/net/tcp, proc(5)) and then execs ARGV: the run's code
+ * starts only once its way out exists. A relay that ends first ends the script with status 125 and
+ * a line on stderr, before ARGV runs. Written into @buf (@size bytes; 640 suffice). Return: @buf.
+ */
+const char *egress_relay_wait_script(uint16_t port, char *buf, size_t size);
+
 /**
  * egress_sandbox_env() - the environment entries ("NAME=value", static strings, NULL-ended) a
  * sandbox gets for @network: with RUN_NETWORK_ALLOWLIST the proxy variables (HTTP_PROXY,

@@ -162,8 +162,8 @@ struct sandbox {
         /* the spec's network: RUN_NETWORK_ALLOWLIST = the code waits for its relay to the
          * proxy's socket, which start() makes in the code folder (egress_listen.c) */
         enum run_network network;
-        char relay_py[1024], relay_js[1024]; /* the relay's sources (engine_egress_relay()) */
-        char wait_sh[640];                   /* the wait script (engine_egress_wait_script()) */
+        char relay_py[1024], relay_js[1024]; /* the relay's sources (egress_relay_source()) */
+        char wait_sh[640];                   /* the wait script (egress_relay_wait_script()) */
         struct egress_session *egress; /* the run's proxy, from start to collect (or destroy) */
         struct engine_egress_stream *estream; /* remote engine: the bridge's exec stream */
         unsigned backstop_s; /* the in-container `timeout`'s, from the longest timeout */
@@ -313,7 +313,7 @@ static json_object *sandbox_body(struct sandbox *sb, struct engine_run_spec *spe
             "-c",
             sb->volumes
                 ? engine_egress_wait_bridge_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh))
-                : engine_egress_wait_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh)),
+                : egress_relay_wait_script(EGRESS_PORT, sb->wait_sh, sizeof(sb->wait_sh)),
             "vestibule-egress",
             sb->relay_py,
             sb->relay_js,
@@ -418,11 +418,11 @@ static int prepare_refusals(struct sandbox *sb, struct sbx_error *err)
                                 "network \"none\"",
                                 sb->runtime, sb->runtime_uds_why);
         /* the relay in the image's own interpreter: python3 where there is one (both our
-         * images), else node (engine_egress_wait_script() picks) */
+         * images), else node (egress_relay_wait_script() picks) */
         if (sb->network == RUN_NETWORK_ALLOWLIST && !sb->volumes &&
-            (engine_egress_relay("python3", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_py,
+            (egress_relay_source("python3", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_py,
                                  sizeof(sb->relay_py)) < 0 ||
-             engine_egress_relay("node", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_js,
+             egress_relay_source("node", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, sb->relay_js,
                                  sizeof(sb->relay_js)) < 0))
                 return sbx_fail(err, ENOSPC, "egress: the relay's source does not fit");
         return 0;

@@ -138,7 +138,7 @@ static const char bridge_js[] =
     "c.once('close',r);}}else if(t=='E'){c.end();half(i);}else x(i);}});";
 
 /* Which bridge runs: python3 when the image has it (it starts faster), else node, chosen as
- * the local relay is (engine_egress_wait_script()). $1 the Python source, $2 the Node one. */
+ * the local relay is (egress_relay_wait_script()). $1 the Python source, $2 the Node one. */
 static const char bridge_sh[] = "if command -v python3 >/dev/null; then exec python3 -Ic \"$1\"; "
                                 "else exec node -e \"$2\"; fi";
 

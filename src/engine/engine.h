@@ -795,28 +795,6 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
 #define ENGINE_EGRESS_SOCK ".egress.sock"
 #define ENGINE_EGRESS_SOCK_IN "/sandbox/" ENGINE_EGRESS_SOCK
 
-/**
- * engine_egress_relay() - the source of the relay that runs inside an allowlist container
- * before its code: it listens on 127.0.0.1:@port and copies each connection both ways to the
- * unix socket @sock_path (unix(7)), deciding nothing. @relay: "python3" (Python 3 standard
- * library, for `python3 -I -c`) or "node" (for `node -e`). Written into @buf (@size bytes;
- * 1024 suffice). Return: 0; -EINVAL for another @relay or a @sock_path with a quote, backslash
- * or newline; -ENOSPC when @buf is too small.
- */
-int engine_egress_relay(const char *relay, const char *sock_path, uint16_t port, char *buf,
-                        size_t size);
-
-/**
- * engine_egress_wait_script() - a bash script, for `bash -c SCRIPT NAME PY JS ARGV...`, that
- * starts the relay (engine_egress_relay()) in the background, detached from ARGV (its parent
- * becomes the container's init): source PY under `python3 -I` when the image has python3,
- * else source JS under node; waits until 127.0.0.1:@port listens in its own network namespace
- * (read from /proc/net/tcp, proc(5)) and then execs ARGV: the run's code starts only once its
- * way out exists. A relay that ends first ends the script with status 125 and a line on
- * stderr, before ARGV runs. Written into @buf (@size bytes; 640 suffice). Return: @buf.
- */
-const char *engine_egress_wait_script(uint16_t port, char *buf, size_t size);
-
 struct egress_session;
 /**
  * engine_egress_begin() - the egress allowlist of one run on a local engine: a listening unix
@@ -836,7 +814,7 @@ void engine_egress_end(const char *code_dir);
 
 /**
  * engine_egress_wait_bridge_script() - a bash script, for `bash -c SCRIPT NAME _ _ ARGV...` (the
- * two ignored arguments stand where engine_egress_wait_script() takes the relays), for an
+ * two ignored arguments stand where egress_relay_wait_script() takes the relays), for an
  * allowlist container on a remote engine (egress_stream.c): it starts no relay (the server's
  * exec starts the bridge once the container runs) and waits until 127.0.0.1:@port listens in
  * its own network namespace (/proc/net/tcp, proc(5)), then execs ARGV. Nothing listening

@@ -105,7 +105,11 @@ struct gvisor_box {
         struct gvisor_runsc_run run;
         int pidfd;
         bool started, reaped, killed;
-        bool host_fifo;            /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
+        bool host_fifo;                /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
+        enum run_network network;      /* RUN_NETWORK_ALLOWLIST: the relay, the proxy, host UDS */
+        struct egress_session *egress; /* the run's proxy, from start to collect (or free) */
+        char relay_py[1024], relay_js[1024], wait_sh[640]; /* egress_relay_source() & co. */
+        const char *run_argv[9];   /* the wait script, the relays, the program (egress_begin) */
         bool spare;                /* prepared ahead (a warm spare, spare.h): its waiter reads
                                       stdin until the hand-over closes it */
         bool handed;               /* start() ran: a sandbox takes one program */
@@ -192,14 +196,15 @@ static int box_make(struct gvisor_box *x, struct sbx_error *err)
         return workspace_ensure(x->cfg->workspace_dir, err);
 }
 
-/* The environment: the fixed one, pip's persistence, no proxy (network none). */
-static void env_of(const char **envp, size_t max)
+/* The environment: the fixed one, pip's persistence, the proxy's variables for an allowlist
+ * run (egress_sandbox_env(), as native and the container backend give them). */
+static void env_of(enum run_network network, const char **envp, size_t max)
 {
         size_t n = 0;
 
         for (const char *const *e = egress_base_env; *e && n + 1 < max; e++)
                 envp[n++] = strncmp(*e, "PATH=", 5) == 0 ? EGRESS_SANDBOX_PATH : *e;
-        for (const char *const *e = egress_sandbox_env(RUN_NETWORK_NONE); *e && n + 1 < max; e++)
+        for (const char *const *e = egress_sandbox_env(network); *e && n + 1 < max; e++)
                 envp[n++] = *e;
         envp[n] = NULL;
 }
@@ -211,7 +216,7 @@ static int box_spec(struct gvisor_box *x, const char *const *argv, struct sbx_er
         _cleanup_free_ char *json = NULL;
         int r;
 
-        env_of(envp, ELEMENTSOF(envp));
+        env_of(x->network, envp, ELEMENTSOF(envp));
         struct gvisor_spec_in in = {
             .rootfs = x->rootfs,
             .workspace = x->cfg->workspace_dir,
@@ -288,6 +293,7 @@ static int box_launch(struct gvisor_box *x, struct gvisor_state *s, struct sbx_e
                                            .log = x->log,
                                            .id = x->id,
                                            .host_fifo = x->host_fifo,
+                                           .host_uds = x->network == RUN_NETWORK_ALLOWLIST,
                                            .stdin_pipe = x->spare,
                                            .in_fd = -1,
                                            .out_fd = -1,
@@ -402,6 +408,10 @@ static void box_free(struct gvisor_box *x)
                 kill(x->keeper, SIGKILL);
                 while (waitpid(x->keeper, NULL, 0) < 0 && errno == EINTR)
                         ;
+        }
+        if (x->egress) { /* a start that failed after the proxy, or no collect: drop its verdicts */
+                struct run_egress dropped = {0};
+                egress_session_finish(TAKE_PTR(x->egress), &dropped);
         }
         cgroup_run_remove(&x->cg);
         free(x->usage);
@@ -704,6 +714,44 @@ static int spare_handover(struct gvisor_box *x, const struct run_request *req,
         return 0;
 }
 
+/* An allowlist run (docs/design/egress.md, "gVisor backend"): the proxy on a unix socket in
+ * the run's own code folder (/sandbox/.egress.sock inside; the folder is in this box's 0700
+ * one), started before the sandbox: fail closed, nothing runs when it cannot. The program
+ * becomes the wait script's last arguments: the relay (the image's python3 or node) listens on
+ * 127.0.0.1:EGRESS_PORT in the Sentry's own netstack (runsc --network=none: lo only) and
+ * carries each connection to that socket, which runsc --host-uds=open lets it connect(2) to.
+ * *@ret_argv: borrowed from @x and @argv. Return: 0, or -errno with @err. */
+static int egress_begin(struct gvisor_box *x, const char *const *argv, const char *const **ret_argv,
+                        struct sbx_error *err)
+{
+        _cleanup_free_ char *sock = xasprintf("%s/%s", x->code, EGRESS_RELAY_SOCK);
+        int fd = -1, r;
+
+        if (egress_relay_source("python3", EGRESS_RELAY_SOCK_IN, EGRESS_PORT, x->relay_py,
+                                sizeof(x->relay_py)) < 0 ||
+            egress_relay_source("node", EGRESS_RELAY_SOCK_IN, EGRESS_PORT, x->relay_js,
+                                sizeof(x->relay_js)) < 0)
+                return sbx_fail(err, ENOSPC, "egress: the relay's source does not fit");
+        r = egress_listen_unix(sock, &fd, err);
+        if (r < 0)
+                return sbx_wrap(err, "egress: the proxy's socket in the run's code folder; "
+                                     "nothing was run");
+        r = egress_session_start(x->cfg, fd, &x->egress, err); /* takes fd */
+        if (r < 0)
+                return sbx_wrap(err, "egress: the proxy did not start; nothing was run");
+        x->run_argv[0] = "/bin/bash";
+        x->run_argv[1] = "-c";
+        x->run_argv[2] = egress_relay_wait_script(EGRESS_PORT, x->wait_sh, sizeof(x->wait_sh));
+        x->run_argv[3] = "vestibule-egress";
+        x->run_argv[4] = x->relay_py;
+        x->run_argv[5] = x->relay_js;
+        x->run_argv[6] = argv[0];
+        x->run_argv[7] = argv[1];
+        x->run_argv[8] = NULL;
+        *ret_argv = x->run_argv;
+        return 0;
+}
+
 static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, struct sandbox **ret,
                           struct sbx_error *err)
 {
@@ -712,15 +760,15 @@ static int gvisor_prepare(struct backend *b, const struct sandbox_spec *spec, st
 
         if (spec->mode != SANDBOX_MODE_ONE_SHOT)
                 return sbx_fail(err, EOPNOTSUPP, "gvisor sandboxes run one program each");
-        if (spec->network != RUN_NETWORK_NONE)
+        if (spec->network == RUN_NETWORK_ALLOWLIST && spec->spare)
                 return sbx_fail(err, EOPNOTSUPP,
-                                "network \"allowlist\" is not served by the gvisor backend yet "
-                                "(its sandbox has no network at all: runsc --network=none); use "
-                                "network \"none\", or VESTIBULE_BACKEND=native for the allowlist");
+                                "a warm spare is built with network \"none\"; an allowlist run "
+                                "starts cold (this is a bug in the caller)");
         r = box_open(b, spec->language, &x, err);
         if (r < 0 || !x)
                 return r < 0 ? r : -EIO;
         x->spare = spec->spare;
+        x->network = spec->network;
         if (x->spare) {
                 r = spare_launch(x, err);
                 if (r < 0) {
@@ -739,6 +787,7 @@ static int gvisor_start(struct sandbox *sandbox, const struct run_request *req,
         const char *script = sbx_language_script(x->language);
         _cleanup_free_ char *path = xasprintf("/sandbox/%s", script);
         const char *argv[] = {interpreter_of(x->language), path, NULL};
+        const char *const *run_argv = argv;
         uint64_t start_ms = 0;
         int r;
 
@@ -756,8 +805,11 @@ static int gvisor_start(struct sandbox *sandbox, const struct run_request *req,
                 sbx_trace_lap(&x->trace, "spare_handover");
         } else {
                 r = code_dir_fill(x, script, req->code, req->code_len, err);
+                if (r == 0 && x->network == RUN_NETWORK_ALLOWLIST)
+                        r = egress_begin(x, argv, &run_argv, err);
+                sbx_trace_lap(&x->trace, "egress");
                 if (r == 0)
-                        r = box_spec(x, argv, err);
+                        r = box_spec(x, run_argv, err);
                 if (r == 0)
                         r = box_launch(x, x->b->state, err);
                 sbx_trace_lap(&x->trace, "runsc_start");
@@ -836,6 +888,8 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         status = box_reap(x);
         pthread_mutex_unlock(&x->lock);
         sbx_trace_lap(&x->trace, "kill_reap");
+        /* the sandbox is gone: its connections are done; the verdicts go in the result */
+        egress_session_finish(TAKE_PTR(x->egress), &res->egress);
         snprintf(res->backend, sizeof(res->backend), "gvisor");
         snprintf(res->image, sizeof(res->image), "%s", x->rootfs);
         snprintf(res->isolation, sizeof(res->isolation), "%s", x->grade);
@@ -905,7 +959,7 @@ static void gvisor_destroy(struct backend *b)
 
 static const struct backend_ops gvisor_ops = {
     .name = "gvisor",
-    .egress = false,
+    .egress = true,
     .probe = gvisor_probe,
     .run = sandbox_run_once,
     .sandbox = &gvisor_sandbox_ops,

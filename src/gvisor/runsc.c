@@ -138,6 +138,7 @@ int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err)
                               "--ignore-cgroups",
                               "--oci-seccomp",
                               r->host_fifo ? "--host-fifo=open" : "--host-fifo=none",
+                              r->host_uds ? "--host-uds=open" : "--host-uds=none",
                               "--root",
                               r->root,
                               "--log",

@@ -18,6 +18,10 @@ struct gvisor_runsc_run {
         bool host_fifo;     /* --host-fifo=open: the program may open host FIFOs in its mounts
                                (a warm spare's /sandbox/<script>, a session's channels:
                                spare.c, cells.c); off for a cold run */
+        bool host_uds;      /* --host-uds=open: the program may connect(2) to host unix
+                               sockets in its mounts (an allowlist run's proxy socket,
+                               /sandbox/.egress.sock: docs/design/egress.md, "gVisor"); off
+                               otherwise */
         pid_t pid;          /* set by gvisor_runsc_start(): the runsc process, leader of its own
                                process group (set on both sides of the fork) */
         bool stdin_pipe;    /* the program's stdin is a new pipe (its write end in @in_fd: a
@@ -29,7 +33,7 @@ struct gvisor_runsc_run {
 
 /**
  * gvisor_runsc_start() - fork and exec `@runsc --rootless --network=none --ignore-cgroups
- * [--host-fifo=open] --root @root --log @log run --bundle @bundle @id` in a new process group
+ * --oci-seccomp --host-fifo=open|none --host-uds=open|none --root @root --log @log run --bundle @bundle @id` in a new process group
  * (setpgid: one group holds runsc, its user-namespace child and its gofer; the sandbox process
  * runsc starts in a session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin
  * /dev/null (or a new pipe when @stdin_pipe: its write end in @in_fd, the caller's to close),

@@ -106,9 +106,11 @@ bool verify_claimed(const char *grade, enum verify_claim c)
         case VERIFY_CLAIM_KERNEL:
                 return strncmp(grade, "gvisor", 6) == 0;
         case VERIFY_CLAIM_EGRESS:
-                /* the backends with backend_ops.egress (src/egress/egress.h): native and
-                 * container (docs/design/egress.md, "Container backend") */
-                return strncmp(grade, "native", 6) == 0 || strncmp(grade, "container", 9) == 0;
+                /* the backends with backend_ops.egress (src/egress/egress.h): native,
+                 * container and gvisor (docs/design/egress.md, "Container backend", "gVisor
+                 * backend") */
+                return strncmp(grade, "native", 6) == 0 || strncmp(grade, "container", 9) == 0 ||
+                       strncmp(grade, "gvisor", 6) == 0;
         case VERIFY_CLAIM_MEMORY:
         case VERIFY_CLAIM_CPU:
         case VERIFY_CLAIM_PIDS:

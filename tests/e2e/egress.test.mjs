@@ -9,15 +9,18 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 
 import { BACKEND, REMOTE_ENGINE, assertBlocked, assertExitCode, assertIsolation, assertModelSees, callTool, connect, makeWorld, runCode, sleep, textOf, waitFor } from './lib.mjs';
 
 const NATIVE = BACKEND === 'native';
+const GVISOR = BACKEND === 'gvisor';
 // The container backend serves the allowlist too; its runs of these tests come with the CI
-// stage egress-container (E2E_EGRESS=1), which holds the images with pip, for time.
-const SERVES = NATIVE || (BACKEND === 'container' && process.env.E2E_EGRESS === '1');
+// stage egress-container (E2E_EGRESS=1), which holds the images with pip, for time. The gvisor
+// backend serves it with the container backend's relay (docs/design/egress.md, "gVisor").
+const SERVES = NATIVE || GVISOR || (BACKEND === 'container' && process.env.E2E_EGRESS === '1');
 const MIRROR = 'pypi.vst.test'; // .test never resolves (RFC 6761): only the pin makes it work
 const PKG = 'vstegresspkg';
 
@@ -124,7 +127,7 @@ function auditEgress(world) {
     return ends.map((r) => r.egress);
 }
 
-test('network "allowlist" on a backend without the egress proxy is Blocked, never run open', { skip: NATIVE && 'the native backend serves the allowlist (tests below)' }, async (t) => {
+test('network "allowlist" on a backend without the egress proxy is Blocked, never run open', { skip: (NATIVE || GVISOR) && `the ${BACKEND} backend serves the allowlist (tests below)` }, async (t) => {
     if (BACKEND === 'container') return t.skip('the container backend serves the allowlist (E2E_EGRESS=1 runs the tests below on it)');
     const conn = await connect(makeWorld(t, { VESTIBULE_EGRESS_ALLOW: MIRROR }));
     const r = await callNet(conn, 'print("ran")');
@@ -246,7 +249,8 @@ except OSError as e:
     assert.match(r.text, /^private: HTTP\/1\.1 403 Forbidden \| vestibule egress: refused localhost:80: resolves to a private address \(127\.0\.0\.1, loopback/m, r.text);
     // control: the pinned name (also 127.0.0.1) is let through, in the same run
     assert.match(r.text, /^pinned: HTTP\/1\.1 200 OK \| hello from the mirror \/hello-pinned$/m, r.text);
-    assert.match(r.text, /^direct: 101 Network is unreachable$/m, r.text);
+    // gVisor's netstack answers EHOSTUNREACH where Linux answers ENETUNREACH: no route either way
+    assert.match(r.text, GVISOR ? /^direct: 113 No route to host$/m : /^direct: 101 Network is unreachable$/m, r.text);
     assert.match(r.text, /^host loopback: 111 Connection refused$/m, 'the host\'s loopback is not the run\'s');
     assert.match(r.text, /^dns: fails gaierror$/m, r.text);
     assert.ok(!m.hits.some((h) => h.includes('/hello') && !h.includes('pinned')), `only the pinned request reached the mirror: ${m.hits}`);
@@ -308,7 +312,7 @@ except SystemExit as e:
 // itself, or that then listens on 127.0.0.1:3128 in its place, reaches exactly what the proxy
 // allows (docs/design/egress.md, "Container backend"). The control in the same run: the same
 // socket carries an allowed request through, so the probe could have succeeded.
-test('container: code that kills the relay and uses the proxy socket itself gains nothing', { skip: (!(SERVES && BACKEND === 'container') && `backend ${BACKEND}: the relay is the container backend's`) || (REMOTE_ENGINE && 'a remote engine has no proxy socket in the code folder (the bridge test below)') }, async (t) => {
+test('container, gvisor: code that kills the relay and uses the proxy socket itself gains nothing', { skip: (!(SERVES && (BACKEND === 'container' || GVISOR)) && `backend ${BACKEND}: the relay is the container and gvisor backends'`) || (REMOTE_ENGINE && 'a remote engine has no proxy socket in the code folder (the bridge test below)') }, async (t) => {
     const m = await startMirror(t);
     const w = makeWorld(t, egressEnv(m.port));
     const conn = await connect(w);
@@ -356,9 +360,49 @@ print("direct:", ask("GET / HTTP/1.1", socket.AF_INET, ("93.184.216.34", 80)))
     assert.match(r.text, /^allowed via socket: HTTP\/1\.1 200/m, `the control: the socket carries an allowed request:\n${r.text}`);
     assert.ok(m.hits.includes('/hello-socket'), 'the allowed request reached the mirror');
     assert.match(r.text, /^3128 is ours now$/m, r.text);
-    assert.match(r.text, /^direct: ERR .*(unreachable|Errno 101)/mi, r.text);
+    assert.match(r.text, /^direct: ERR .*(unreachable|Errno 101|Errno 113)/mi, r.text);
     const hosts = hostsOf(r.result);
     assert.ok(hosts.some((h) => h.host === 'evil.example' && h.verdict !== 'allowed'), `the refusal is in the verdicts:\n${JSON.stringify(hosts)}`);
+});
+
+// gVisor: the allowlist needs runsc --host-uds=open (the relay connects to the proxy's socket in
+// /sandbox), and that flag is the whole sandbox's: the code may then connect(2) to any host unix
+// socket whose path it sees in its mounts, the workspace's too (docs/design/egress.md, "gVisor
+// backend"; tests/adversarial/server.md). This pins what that opens: a socket bound in the
+// workspace by a host process answers an allowlist run (as on native, where a path is not tied
+// to a network namespace), never a run without network (the flag is off there: the control that
+// the probe reaches it only through the flag); the host's abstract sockets never (they belong to
+// the host's network namespace, and the Sentry has its own).
+test('gvisor: the host unix sockets an allowlist run can reach are those in its mounts; a run without network reaches none', { skip: !GVISOR && `backend ${BACKEND}: runsc --host-uds is gvisor's` }, async (t) => {
+    const m = await startMirror(t);
+    const w = makeWorld(t, egressEnv(m.port));
+    const tag = `vst-e2e-abstract-${process.pid}`;
+    const servers = [];
+    for (const where of [path.join(w.ws, 'host.sock'), `\0${tag}`]) {
+        const srv = net.createServer((c) => c.end(`HOST-UDS ${where.startsWith('\0') ? 'abstract' : 'workspace'}\n`));
+        await new Promise((ok) => srv.listen(where, ok));
+        servers.push(srv);
+    }
+    t.after(() => servers.forEach((srv) => srv.close()));
+    const conn = await connect(w);
+    const code = `
+import socket
+for name, addr in (("workspace", "/workspace/host.sock"), ("abstract", "\\0${tag}")):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    try:
+        s.connect(addr); print(name + ":", s.recv(64).decode().strip())
+    except OSError as e:
+        print(name + ":", "ERR", e.errno, e.strerror)
+`;
+    const on = await callNet(conn, code);
+    assertExitCode(on.text, 0);
+    assert.match(on.text, /^workspace: HOST-UDS workspace$/m, `--host-uds=open reaches a socket in the workspace:\n${on.text}`);
+    assert.match(on.text, /^abstract: ERR 111 /m, `the host's abstract sockets are not the Sentry's:\n${on.text}`);
+    const off = await run(conn, code);
+    assertExitCode(off.text, 0);
+    assert.match(off.text, /^workspace: ERR 111 /m, `without network the flag is off: refused:\n${off.text}`);
+    assert.match(off.text, /^abstract: ERR 111 /m, off.text);
 });
 
 // A remote engine (the volume path): the bridge is an exec of the server's, as another uid

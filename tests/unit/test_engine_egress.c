@@ -79,7 +79,7 @@ static _Noreturn void run_child(const char *py, const char *js, const char *path
         snprintf(path_env, sizeof(path_env), "PATH=%s", path);
         const char *argv[] = {"bash",
                               "-c",
-                              engine_egress_wait_script(RELAY_PORT, wait_sh, sizeof(wait_sh)),
+                              egress_relay_wait_script(RELAY_PORT, wait_sh, sizeof(wait_sh)),
                               "vestibule-egress",
                               py,
                               js,
@@ -113,8 +113,8 @@ static int run_relay(const char *relay, const char *py_override, bool serve, cha
         snprintf(ln_sleep, sizeof(ln_sleep), "%s/sleep", bin);
         ck_assert_int_eq(symlink("/usr/bin/node", ln_node), 0);
         ck_assert_int_eq(symlink("/bin/sleep", ln_sleep), 0);
-        ck_assert_int_eq(engine_egress_relay("python3", path, RELAY_PORT, py, sizeof(py)), 0);
-        ck_assert_int_eq(engine_egress_relay("node", path, RELAY_PORT, js, sizeof(js)), 0);
+        ck_assert_int_eq(egress_relay_source("python3", path, RELAY_PORT, py, sizeof(py)), 0);
+        ck_assert_int_eq(egress_relay_source("node", path, RELAY_PORT, js, sizeof(js)), 0);
         if (py_override)
                 snprintf(py, sizeof(py), "%s", py_override);
         if (serve) {
@@ -203,12 +203,12 @@ END_TEST
 START_TEST(relay_source_refuses_bad_paths)
 {
         char buf[1024];
-        ck_assert_int_eq(engine_egress_relay("python3", "/sandbox/a'b", 3128, buf, sizeof(buf)),
+        ck_assert_int_eq(egress_relay_source("python3", "/sandbox/a'b", 3128, buf, sizeof(buf)),
                          -EINVAL);
-        ck_assert_int_eq(engine_egress_relay("perl", "/sandbox/s", 3128, buf, sizeof(buf)),
+        ck_assert_int_eq(egress_relay_source("perl", "/sandbox/s", 3128, buf, sizeof(buf)),
                          -EINVAL);
-        ck_assert_int_eq(engine_egress_relay("node", "/sandbox/s", 3128, buf, 16), -ENOSPC);
-        ck_assert_int_eq(engine_egress_relay("node", "/sandbox/s", 3128, buf, sizeof(buf)), 0);
+        ck_assert_int_eq(egress_relay_source("node", "/sandbox/s", 3128, buf, 16), -ENOSPC);
+        ck_assert_int_eq(egress_relay_source("node", "/sandbox/s", 3128, buf, sizeof(buf)), 0);
         ck_assert_ptr_nonnull(strstr(buf, "'/sandbox/s'"));
         ck_assert_ptr_nonnull(strstr(buf, "3128"));
 }

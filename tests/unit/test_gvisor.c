@@ -26,6 +26,7 @@
 #include "common/fileio.h"
 #include "common/xalloc.h"
 #include "config/config.h"
+#include "egress/egress.h"
 #include "gvisor/gvisor.h"
 #include "gvisor/spec.h"
 #include "run/backend.h"
@@ -760,6 +761,104 @@ START_TEST(session_cells_persist_and_interrupt)
 }
 END_TEST
 
+/* ---- the network allowlist (docs/design/egress.md, "gVisor backend") ------------------------ */
+
+static struct sandbox *prepare_net(const struct sandbox_ops *ops, enum sandbox_mode mode,
+                                   bool spare, int *ret_r, struct sbx_error *err)
+{
+        struct sandbox_spec spec = {.language = SBX_LANG_PYTHON,
+                                    .cfg = &cfg,
+                                    .mode = mode,
+                                    .spare = spare,
+                                    .network = RUN_NETWORK_ALLOWLIST};
+        struct sandbox *sb = NULL;
+
+        *ret_r = ops->prepare(backend, &spec, &sb, err);
+        return sb;
+}
+
+/* Fail closed where no relay exists: a warm spare (built with network "none") and a session
+ * are refused an allowlist sandbox before anything starts; the control is the same spec for a
+ * one-shot cold run, which is prepared. */
+START_TEST(allowlist_refused_for_a_spare_and_a_session)
+{
+        struct sbx_error err = {0};
+        struct sandbox *sb;
+        int r;
+
+        sb = prepare_net(backend->ops->sandbox, SANDBOX_MODE_ONE_SHOT, true, &r, &err);
+        ck_assert_int_eq(r, -EOPNOTSUPP);
+        ck_assert_ptr_null(sb);
+        ck_assert_msg(strstr(err.msg, "warm spare"), "%s", err.msg);
+        memset(&err, 0, sizeof(err));
+        sb = prepare_net(backend->ops->cells, SANDBOX_MODE_CELLS, false, &r, &err);
+        ck_assert_int_eq(r, -EOPNOTSUPP);
+        ck_assert_ptr_null(sb);
+        ck_assert_msg(strstr(err.msg, "no network"), "%s", err.msg);
+        memset(&err, 0, sizeof(err));
+        sb = prepare_net(backend->ops->sandbox, SANDBOX_MODE_ONE_SHOT, false, &r, &err);
+        ck_assert_msg(r == 0 && sb, "the control: a cold allowlist sandbox is prepared: %s",
+                      err.msg);
+        backend->ops->sandbox->destroy(sb);
+}
+END_TEST
+
+/* The proxy cannot start (its executable is gone): the run fails and its code never ran (no
+ * file in the workspace). The control, with the proxy back: the same code runs, its request
+ * for an unlisted host reaches the proxy through the relay and is refused (403), the verdict is
+ * in the result, and a direct connection and DNS fail (lo only, no resolver). */
+START_TEST(allowlist_without_its_proxy_runs_nothing)
+{
+        static const char code[] =
+            "import os, socket\n"
+            "open('/workspace/ran', 'w').close()\n"
+            "print('proxy', os.environ.get('HTTPS_PROXY'))\n"
+            "s = socket.create_connection(('127.0.0.1', 3128), timeout=10)\n"
+            "s.sendall(b'CONNECT evil.example:443 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+            "print(s.recv(200).split(b'\\r\\n')[0].decode())\n"
+            "try:\n    socket.create_connection(('192.0.2.1', 80), timeout=3)\n"
+            "    print('direct: CONNECTED')\nexcept OSError as e:\n    print('direct:', e.errno)\n"
+            "try:\n    socket.getaddrinfo('example.com', 80)\n    print('dns: RESOLVED')\n"
+            "except OSError as e:\n    print('dns: fails')\n";
+        _cleanup_free_ char *ran = xasprintf("%s/ran", workspace);
+        const struct sandbox_ops *ops = backend->ops->sandbox;
+        struct run_result res;
+        struct sbx_error err = {0};
+        struct sandbox *sb;
+        int r;
+
+        ck_assert_int_eq(config_egress_parse("a.example", NULL, NULL, &cfg.egress, &err), 0);
+        egress_set_proxy_exe("/nonexistent/vestibule-mcp");
+        sb = prepare_net(ops, SANDBOX_MODE_ONE_SHOT, false, &r, &err);
+        ck_assert_msg(r == 0, "%s", err.msg);
+        r = run_in(ops, sb, code, &res, &err);
+        ck_assert_int_lt(r, 0);
+        ck_assert_msg(strstr(err.msg, "egress: the proxy did not start; nothing was run"), "%s",
+                      err.msg);
+        ck_assert_int_eq(access(ran, F_OK), -1);
+        run_result_done(&res);
+        ops->destroy(sb);
+
+        egress_set_proxy_exe(VESTIBULE_BIN); /* the control */
+        memset(&err, 0, sizeof(err));
+        sb = prepare_net(ops, SANDBOX_MODE_ONE_SHOT, false, &r, &err);
+        ck_assert_msg(r == 0, "%s", err.msg);
+        ck_assert_msg(run_in(ops, sb, code, &res, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(access(ran, F_OK), 0);
+        ck_assert_str_eq(out(&res), "proxy http://127.0.0.1:3128\nHTTP/1.1 403 Forbidden\n"
+                                    "direct: 113\ndns: fails\n");
+        ck_assert(res.egress.on);
+        ck_assert_uint_eq(res.egress.n_entries, 1);
+        ck_assert_str_eq(res.egress.entries[0].host, "evil.example");
+        ck_assert(!res.egress.entries[0].allowed);
+        run_result_done(&res);
+        ops->destroy(sb);
+        config_egress_done(&cfg.egress);
+        memset(&cfg.egress, 0, sizeof(cfg.egress));
+        unlink(ran);
+}
+END_TEST
+
 static Suite *gvisor_suite(void)
 {
         Suite *s = suite_create("gvisor");
@@ -790,6 +889,8 @@ static Suite *gvisor_suite(void)
         tcase_add_test(tc, spare_cannot_open_a_host_fifo_a_session_can);
         tcase_add_test(tc, output_past_a_pipe_buffer_is_whole);
         tcase_add_test(tc, session_cells_persist_and_interrupt);
+        tcase_add_test(tc, allowlist_refused_for_a_spare_and_a_session);
+        tcase_add_test(tc, allowlist_without_its_proxy_runs_nothing);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -340,6 +340,12 @@ START_TEST(grade_claims)
         ck_assert(!verify_claimed(cd, VERIFY_CLAIM_CPU));
         ck_assert(!verify_claimed(cd, VERIFY_CLAIM_PIDS));
         ck_assert(verify_claimed(cd, VERIFY_CLAIM_ISOLATION));
+        /* the allowlist: native, container and gvisor serve it (backend_ops.egress) */
+        ck_assert(verify_claimed("gvisor", VERIFY_CLAIM_EGRESS));
+        ck_assert(
+            verify_claimed("gvisor-degraded (limits not applied: memory)", VERIFY_CLAIM_EGRESS));
+        ck_assert(verify_claimed(cd, VERIFY_CLAIM_EGRESS));
+        ck_assert(!verify_claimed("none (VESTIBULE_BACKEND=naive)", VERIFY_CLAIM_EGRESS));
         ck_assert_str_eq(verify_claim_none_text(VERIFY_CLAIM_MEMORY),
                          "grade claims no memory limit");
 }
