@@ -211,7 +211,7 @@ static const char **hostrun_cmd(struct hostrun *h)
         if (h->req->egress) {
                 cmd[n++] = ENGINE_BASH_PATH;
                 cmd[n++] = "-c";
-                cmd[n++] = engine_egress_wait_script(EGRESS_PORT, h->wait_sh, sizeof(h->wait_sh));
+                cmd[n++] = egress_relay_wait_script(EGRESS_PORT, h->wait_sh, sizeof(h->wait_sh));
                 cmd[n++] = "vestibule-egress";
                 cmd[n++] = h->relay_py;
                 cmd[n++] = h->relay_js;
@@ -537,9 +537,9 @@ static int hostrun_prepare(struct hostrun *h, struct engine_host_result *ret, st
         if (r == 0)
                 r = hostrun_dir(h, err);
         if (r == 0 && h->req->egress &&
-            (engine_egress_relay("python3", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, h->relay_py,
+            (egress_relay_source("python3", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, h->relay_py,
                                  sizeof(h->relay_py)) < 0 ||
-             engine_egress_relay("node", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, h->relay_js,
+             egress_relay_source("node", ENGINE_EGRESS_SOCK_IN, EGRESS_PORT, h->relay_js,
                                  sizeof(h->relay_js)) < 0))
                 r = sbx_fail(err, ENOSPC, "egress: the relay's source does not fit");
         return r;
