@@ -50,6 +50,10 @@ rt_dir=${uid:+/run/user/$uid}
 rootless_sock=${rt_dir:+$rt_dir/podman/podman.sock}
 
 mkdir -p "$logdir" "$piddir"
+# The engines start in a folder of their own, not the caller's: conmon (Podman's monitor, which
+# inherits the service's working folder) creates a file named `oom` in its working folder when
+# a container is OOM-killed. Started from a checkout, an empty `oom` kept appearing there.
+cd "$piddir"
 
 # ping SOCK [AS_USER]: true when the socket answers /_ping with OK.
 ping() {
