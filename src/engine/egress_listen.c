@@ -29,13 +29,14 @@
 const char *engine_egress_wait_bridge_script(uint16_t port, char *buf, size_t size)
 {
         /* as egress_relay_wait_script(), but the listener is the bridge the server starts by
-         * exec (egress_stream.c): wait for it, 1000 rounds of at least 10 ms. $1 and $2 (the
-         * relays' sources of the local path, "" here) are dropped. */
+         * exec (egress_stream.c): wait for it until bash's $SECONDS passes 10 s (a deadline,
+         * not a count of rounds: on a loaded host 1000 rounds of `sleep 0.01` took over a
+         * minute). $1 and $2 (the relays' sources of the local path, "" here) are dropped. */
         snprintf(
             buf, size,
-            "shift 2; n=0; until [[ \"$(</proc/net/tcp)\" == *\" 0100007F:%04X 00000000:0000 "
-            "0A \"* ]]; "
-            "do (( ++n < 1000 )) || { echo \"vestibule: the egress bridge did not listen "
+            "shift 2; e=$((SECONDS + 11)); until [[ \"$(</proc/net/tcp)\" == *\" 0100007F:%04X "
+            "00000000:0000 0A \"* ]]; "
+            "do (( SECONDS < e )) || { echo \"vestibule: the egress bridge did not listen "
             "within 10 s: network allowlist on this engine needs python3 or node in the image; the "
             "code did not run\" >&2; exit 125; }; sleep 0.01; done; exec \"$@\"",
             (unsigned)port);
