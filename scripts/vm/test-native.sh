@@ -46,7 +46,13 @@
 #      steps above see no gvisor backend) is linked onto the path, and tests/vm/gvisor-limits.sh runs as the user
 #      in the user manager: the gvisor backend's runs graded exactly `gvisor`, usage from each
 #      run's scope, a memory hog OOM-killed at the cap and a fork bomb stopped at the pids cap,
-#      both named, each with its control.
+#      both named, each with its control; then `vestibule-mcp run --language python -c
+#      'print(1)'` with VESTIBULE_BACKEND unset must print `isolation: gvisor` (auto puts a full
+#      gvisor first), and the agreement with VESTIBULE_BACKEND=gvisor (tests/e2e/agree.mjs, as
+#      scripts/agree.sh drives it, AGREE_EXPECT_PICK=gvisor): doctor --json's pick, verify
+#      --json's battery (every claimed probe held: kernel a kernel in between, pids, memory and
+#      cpu held in the run's scope, cpu never skipped) and a run_code through the server all
+#      exactly `gvisor`.
 # A suite that is not built yet is reported ("skip ...") and left out, or is a failure with
 # VESTIBULE_VM_REQUIRE=1 (for CI once the native backend is merged); the self test always runs.
 #
@@ -536,7 +542,7 @@ else
                 --setenv=PATH=/usr/local/bin:/usr/bin:/bin:/opt/vestibule-host-node/bin \
                 --setenv=VESTIBULE_BIN="$gv_bin" --setenv=VESTIBULE_ROOTFS_DIR="$rootfs" \
                 --setenv=E2E_BACKEND=gvisor --setenv=E2E_EXPECT_GRADE=gvisor \
-                --setenv=AGREE_EXPECT_PICK=gvisor --setenv=AGREE_STRICT_CPU=1 \
+                --setenv=AGREE_EXPECT_PICK=gvisor --setenv=AGREE_STRICT_CPU=1 --setenv=AGREE_VERIFY_TRIES=2 \
                 --setenv=AGREE_LABEL="systemd VM, VESTIBULE_BACKEND=gvisor" \
                 --setenv=E2E_SLOW_FACTOR="$gv_slow" --setenv=VESTIBULE_DEFAULT_TIMEOUT_S=90 \
                 --setenv=VESTIBULE_MAX_TIMEOUT_S=90 \
