@@ -139,6 +139,7 @@ test(BLOCKED ? `${LABEL}: verify --json is Blocked with doctor's text`
     }
     assert.equal(run.ran, true, `verify ran nothing: ${run.blocked}`);
     verified = run;
+    for (const p of run.probes.filter((q) => q.claimed)) t.diagnostic(`${p.id}: ${p.verdict}: ${p.detail}`);
     assert.equal(run.backend, doctor.backend, 'verify went through the backend doctor picks');
     assert.equal(run.grade, doctor.grade, 'verify ran under the grade doctor gives');
     const claimed = run.probes.filter((p) => p.claimed);
