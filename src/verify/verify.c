@@ -882,8 +882,9 @@ static void judge_pids(struct verify_report *r, const struct sbx_config *cfg,
                               "the cap + 64)",
                               n, o->res.limits_hit, cfg->pids_max);
                 else
-                        judge(r, "pids", VERIFY_UNTESTED, "%.300s; %ld forks counted; limits hit: %.100s",
-                              o->why, n, o->r == 0 && o->res.limits_hit[0] ? o->res.limits_hit : "none");
+                        judge(r, "pids", VERIFY_UNTESTED,
+                              "%.300s; %ld forks counted; limits hit: %.100s", o->why, n,
+                              o->r == 0 && o->res.limits_hit[0] ? o->res.limits_hit : "none");
                 return;
         }
         judge(r, "pids", jbool(j, "escaped") ? VERIFY_NOT_HELD : VERIFY_HELD,
