@@ -46,7 +46,13 @@
 #      steps above see no gvisor backend) is linked onto the path, and tests/vm/gvisor-limits.sh runs as the user
 #      in the user manager: the gvisor backend's runs graded exactly `gvisor`, usage from each
 #      run's scope, a memory hog OOM-killed at the cap and a fork bomb stopped at the pids cap,
-#      both named, each with its control.
+#      both named, each with its control; then `vestibule-mcp run --language python -c
+#      'print(1)'` with VESTIBULE_BACKEND unset must print `isolation: gvisor` (auto puts a full
+#      gvisor first), and the agreement with VESTIBULE_BACKEND=gvisor (tests/e2e/agree.mjs, as
+#      scripts/agree.sh drives it, AGREE_EXPECT_PICK=gvisor): doctor --json's pick, verify
+#      --json's battery (every claimed probe held: kernel a kernel in between, pids, memory and
+#      cpu held in the run's scope, cpu never skipped) and a run_code through the server all
+#      exactly `gvisor`.
 # A suite that is not built yet is reported ("skip ...") and left out, or is a failure with
 # VESTIBULE_VM_REQUIRE=1 (for CI once the native backend is merged); the self test always runs.
 #
@@ -255,7 +261,7 @@ if [[ -d $rootfs ]]; then
 else
         log "no rootfs trees at $rootfs (scripts that need them will say so)"
 fi
-if [[ $run_e2e == 1 || $run_verify == 1 || $run_clients == 1 ]]; then
+if [[ $run_e2e == 1 || $run_verify == 1 || $run_clients == 1 || ($run_gvisor == 1 && -n $node_bin) ]]; then
         # The host's node (nodesource 20 links only libc, libstdc++ and libgcc, which the guest
         # has) is lent to the VM: cheaper than a second node in the image.
         mkdir "$work/node"
@@ -498,8 +504,9 @@ fi
 if [[ $run_gvisor == 1 ]]; then
         {
                 echo 'set -u'
-                printf 'gv_bin=%q rootfs=%q gv_script=%q\n' "$e2e_bin" "$rootfs" \
-                        "$vm_repo/tests/vm/gvisor-limits.sh"
+                printf 'gv_bin=%q rootfs=%q gv_script=%q gv_e2e=%q gv_slow=%q gv_node=%q\n' "$e2e_bin" \
+                        "$rootfs" "$vm_repo/tests/vm/gvisor-limits.sh" "$src/tests/e2e" \
+                        "${VESTIBULE_VM_E2E_SLOW:-4}" "${node_bin:+/opt/vestibule-host-node/bin/node}"
                 cat <<'EOF'
 echo "== gvisor: runsc in a systemd scope of each run's own (tests/vm/gvisor-limits.sh)"
 [[ ! -e /usr/bin/runsc ]] || { echo "== FAILED: gvisor: /usr/bin/runsc was on the path before this step"; exit 1; }
@@ -508,9 +515,45 @@ s=$(date +%s)
 as_user systemd-run --user --pipe --wait --quiet --collect --working-directory=/tmp \
         bash "$gv_script" "$gv_bin" "$rootfs"
 grc=$?
-rm -f /usr/bin/runsc
 echo "== gvisor: exit $grc in $(( $(date +%s) - s )) s"
-[[ $grc == 0 ]] || { echo "== FAILED: gvisor: the limits or the grade in the VM (above)"; exit 1; }
+gv_failed=()
+[[ $grc == 0 ]] || gv_failed+=("the limits or the grade (tests/vm/gvisor-limits.sh)")
+# issue 26's "done when": with runsc on the path and no setting, `run` says `isolation: gvisor`
+# (auto puts a full gvisor first; the VM's native is full too). A clean environment, as a
+# client starts the server: the settings only.
+s=$(date +%s)
+out=$(as_user systemd-run --user --pipe --wait --quiet --collect --working-directory=/tmp \
+        env -i HOME=/home/vestibule-test USER=vestibule-test LOGNAME=vestibule-test PATH=/usr/bin:/bin \
+        VESTIBULE_ROOTFS_DIR="$rootfs" VESTIBULE_DEFAULT_TIMEOUT_S=90 VESTIBULE_MAX_TIMEOUT_S=90 \
+        "$gv_bin" run --language python -c 'print(1)' 2>&1)
+printf '%s\n' "$out" | sed 's/^/   | /'
+echo "== gvisor: run --language python -c 'print(1)' (VESTIBULE_BACKEND unset) in $(( $(date +%s) - s )) s"
+grep -qx 1 <<<"$out" && grep -qx 'isolation: gvisor' <<<"$out" ||
+        gv_failed+=("run -c 'print(1)' did not print 1 and 'isolation: gvisor' with the backend left to auto")
+# The agreement with VESTIBULE_BACKEND=gvisor (tests/e2e/agree.mjs, as scripts/agree.sh drives
+# it): doctor --json picks gvisor with grade exactly `gvisor`, verify --json ran its battery
+# under it with every claimed probe held (kernel: a kernel in between; pids, memory and cpu
+# held in the run's scope) and a run_code through the server ends `isolation: gvisor`.
+if [[ -z $gv_node ]]; then
+        gv_failed+=("agreement: no node lent to the VM")
+else
+        s=$(date +%s)
+        as_user systemd-run --user --pipe --wait --quiet --collect --working-directory=/tmp \
+                --setenv=PATH=/usr/local/bin:/usr/bin:/bin:/opt/vestibule-host-node/bin \
+                --setenv=VESTIBULE_BIN="$gv_bin" --setenv=VESTIBULE_ROOTFS_DIR="$rootfs" \
+                --setenv=E2E_BACKEND=gvisor --setenv=E2E_EXPECT_GRADE=gvisor \
+                --setenv=AGREE_EXPECT_PICK=gvisor --setenv=AGREE_STRICT_CPU=1 --setenv=AGREE_VERIFY_TRIES=2 \
+                --setenv=AGREE_LABEL="systemd VM, VESTIBULE_BACKEND=gvisor" \
+                --setenv=E2E_SLOW_FACTOR="$gv_slow" --setenv=VESTIBULE_DEFAULT_TIMEOUT_S=90 \
+                --setenv=VESTIBULE_MAX_TIMEOUT_S=90 \
+                --setenv=E2E_PASS_ENV=VESTIBULE_DEFAULT_TIMEOUT_S,VESTIBULE_MAX_TIMEOUT_S \
+                "$gv_node" "$gv_e2e/run.mjs" agree.mjs
+        arc=$?
+        echo "== gvisor: agreement (doctor, verify, run_code: gvisor): exit $arc in $(( $(date +%s) - s )) s"
+        [[ $arc == 0 ]] || gv_failed+=("doctor, verify and run_code do not agree on gvisor (above)")
+fi
+rm -f /usr/bin/runsc
+((${#gv_failed[@]} == 0)) || { printf '== FAILED: gvisor: %s\n' "${gv_failed[@]}"; exit 1; }
 EOF
         } >>"$work/root-after.sh"
 fi

@@ -183,7 +183,10 @@ static const char verify_script_main[] =
     "    R['symlink_placed'] = False\n"
     "print('VERIFY ' + P['nonce'] + ' ' + json.dumps(R), flush=True)\n";
 
-/* Fork beyond the pids cap. Children wait; all are killed before the report. */
+/* Fork beyond the pids cap. Children wait; all are killed before the report. Each fork is
+ * counted on stdout as it succeeds ("forked N"): under gVisor the cap can stop the whole
+ * sandbox (the Sentry cannot start a thread) before the report, and the count says how far
+ * the forks got (verify.c, judge_pids). */
 static const char verify_script_pids[] =
     "import os, json, signal\n"
     "kids, err = [], None\n"
@@ -197,6 +200,7 @@ static const char verify_script_pids[] =
     "        signal.pause()\n"
     "        os._exit(0)\n"
     "    kids.append(pid)\n"
+    "    print('forked %d' % len(kids), flush=True)\n"
     "for k in kids:\n"
     "    os.kill(k, signal.SIGKILL)\n"
     "for k in kids:\n"

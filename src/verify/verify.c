@@ -441,9 +441,13 @@ static void run_script_net(struct run_service *svc, const struct bait *b,
         }
 }
 
+/* @timeout_s is the probe's own bound; a longer VESTIBULE_DEFAULT_TIMEOUT_S stretches it (a
+ * slow host: runsc under emulation took 15 s for print(1)). */
 static void run_script(struct run_service *svc, const struct bait *b, const struct sbx_config *cfg,
                        const char *body, unsigned timeout_s, struct outcome *o)
 {
+        if (cfg->default_timeout_s > timeout_s)
+                timeout_s = cfg->default_timeout_s;
         run_script_net(svc, b, cfg, body, timeout_s, NULL, o);
 }
 
@@ -840,13 +844,47 @@ static void judge_daemon(struct verify_report *r, const struct bait *b, const st
         }
 }
 
+/* The last "forked N" progress line of the pids script in @o's stdout, or -1. */
+static long forks_counted(const struct outcome *o)
+{
+        const char *p = o->res.out.data, *end = p ? p + o->res.out.len : NULL;
+        long n = -1;
+
+        while (p && p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+                char line[32];
+
+                if (ll > 7 && ll < sizeof(line) && memcmp(p, "forked ", 7) == 0) {
+                        memcpy(line, p, ll);
+                        line[ll] = '\0';
+                        n = strtol(line + 7, NULL, 10);
+                }
+                p = nl ? nl + 1 : end;
+        }
+        return n;
+}
+
 static void judge_pids(struct verify_report *r, const struct sbx_config *cfg,
                        const struct outcome *o)
 {
         json_object *j = got(o, "pids");
 
         if (!j) {
-                judge(r, "pids", VERIFY_UNTESTED, "%s", o->why);
+                /* No report, but the run named the pids cap as reached and its count of
+                 * successful forks stayed within the cap: the cap stopped the sandbox (gVisor:
+                 * its Sentry could not start a thread and exited) before the report. */
+                long n = o->r == 0 ? forks_counted(o) : -1;
+                if (n >= 0 && n <= (long)cfg->pids_max && strstr(o->res.limits_hit, "pids"))
+                        judge(r, "pids", VERIFY_HELD,
+                              "%ld forks succeeded, then the sandbox was stopped at the cap "
+                              "(limits hit: %.100s) (cap %u; control: the attempt goes to twice "
+                              "the cap + 64)",
+                              n, o->res.limits_hit, cfg->pids_max);
+                else
+                        judge(r, "pids", VERIFY_UNTESTED,
+                              "%.300s; %ld forks counted; limits hit: %.100s", o->why, n,
+                              o->r == 0 && o->res.limits_hit[0] ? o->res.limits_hit : "none");
                 return;
         }
         judge(r, "pids", jbool(j, "escaped") ? VERIFY_NOT_HELD : VERIFY_HELD,
