@@ -87,6 +87,12 @@
 #                             shared read-only at the same path
 #   VESTIBULE_VM_GVISOR       0 = leave out step 6 (default 1; needs the e2e binary, the rootfs
 #                             and the host's runsc, 2023 or later)
+#   VESTIBULE_VM_GVISOR_AGREE 1 = step 6 also runs the gvisor agreement (agree.mjs: doctor,
+#                             verify's whole battery and a run_code, all exactly `gvisor`; 250-480
+#                             s under emulation). Default 0, so not in CI yet: it passed 2 of 2
+#                             runs after its fixes (2026-12-02), but an earlier run's pids probe
+#                             was "not tested" for a reason not seen, and a flaky VM stage would
+#                             hold back everything else CI lands. The `run` check stays on.
 #   VESTIBULE_VM_APPARMOR     0 = leave out step 5 (default 1; needs trixie's packages the first
 #                             time: tests/package/apparmor4.sh, cached in /var/tmp/vestibule-apparmor4)
 #   VESTIBULE_VM_REQUIRE      1 = a missing suite is a failure, not a skip
@@ -261,7 +267,8 @@ if [[ -d $rootfs ]]; then
 else
         log "no rootfs trees at $rootfs (scripts that need them will say so)"
 fi
-if [[ $run_e2e == 1 || $run_verify == 1 || $run_clients == 1 || ($run_gvisor == 1 && -n $node_bin) ]]; then
+if [[ $run_e2e == 1 || $run_verify == 1 || $run_clients == 1 ||
+        ($run_gvisor == 1 && ${VESTIBULE_VM_GVISOR_AGREE:-0} == 1 && -n $node_bin) ]]; then
         # The host's node (nodesource 20 links only libc, libstdc++ and libgcc, which the guest
         # has) is lent to the VM: cheaper than a second node in the image.
         mkdir "$work/node"
@@ -504,9 +511,10 @@ fi
 if [[ $run_gvisor == 1 ]]; then
         {
                 echo 'set -u'
-                printf 'gv_bin=%q rootfs=%q gv_script=%q gv_e2e=%q gv_slow=%q gv_node=%q\n' "$e2e_bin" \
-                        "$rootfs" "$vm_repo/tests/vm/gvisor-limits.sh" "$src/tests/e2e" \
-                        "${VESTIBULE_VM_E2E_SLOW:-4}" "${node_bin:+/opt/vestibule-host-node/bin/node}"
+                printf 'gv_bin=%q rootfs=%q gv_script=%q gv_e2e=%q gv_slow=%q gv_node=%q gv_agree=%q\n' \
+                        "$e2e_bin" "$rootfs" "$vm_repo/tests/vm/gvisor-limits.sh" "$src/tests/e2e" \
+                        "${VESTIBULE_VM_E2E_SLOW:-4}" "${node_bin:+/opt/vestibule-host-node/bin/node}" \
+                        "${VESTIBULE_VM_GVISOR_AGREE:-0}"
                 cat <<'EOF'
 echo "== gvisor: runsc in a systemd scope of each run's own (tests/vm/gvisor-limits.sh)"
 [[ ! -e /usr/bin/runsc ]] || { echo "== FAILED: gvisor: /usr/bin/runsc was on the path before this step"; exit 1; }
@@ -534,7 +542,9 @@ grep -qx 1 <<<"$out" && grep -qx 'isolation: gvisor' <<<"$out" ||
 # it): doctor --json picks gvisor with grade exactly `gvisor`, verify --json ran its battery
 # under it with every claimed probe held (kernel: a kernel in between; pids, memory and cpu
 # held in the run's scope) and a run_code through the server ends `isolation: gvisor`.
-if [[ -z $gv_node ]]; then
+if [[ $gv_agree != 1 ]]; then
+        echo "== gvisor: agreement left out (VESTIBULE_VM_GVISOR_AGREE=1 runs it)"
+elif [[ -z $gv_node ]]; then
         gv_failed+=("agreement: no node lent to the VM")
 else
         s=$(date +%s)
