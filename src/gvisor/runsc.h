@@ -33,14 +33,15 @@ struct gvisor_runsc_run {
 
 /**
  * gvisor_runsc_start() - fork and exec `@runsc --rootless --network=none --ignore-cgroups
- * --oci-seccomp --host-fifo=open|none --host-uds=open|none --root @root --log @log run --bundle @bundle @id` in a new process group
- * (setpgid: one group holds runsc, its user-namespace child and its gofer; the sandbox process
- * runsc starts in a session of its own is "attached": it dies with runsc, runsc/sandbox.go), stdin
- * /dev/null (or a new pipe when @stdin_pipe: its write end in @in_fd, the caller's to close),
- * stdout and stderr to new pipes, no other fd, environment PATH only. The child is held before
- * its exec until gvisor_runsc_go(): the caller puts it in the run's cgroup first, so runsc, its
- * gofer and its sandbox (the Sentry) are all born there. A caller that gives up kills @r->pid.
- * Return: 0 with @r->pid, @r->in_fd, @r->out_fd, @r->err_fd, @r->go_fd set; -errno with @err.
+ * --oci-seccomp --host-fifo=open|none --host-uds=open|none --root @root --log @log run --bundle
+ * @bundle @id` in a new process group (setpgid: one group holds runsc, its user-namespace child and
+ * its gofer; the sandbox process runsc starts in a session of its own is "attached": it dies with
+ * runsc, runsc/sandbox.go), stdin /dev/null (or a new pipe when @stdin_pipe: its write end in
+ * @in_fd, the caller's to close), stdout and stderr to new pipes, no other fd, environment PATH
+ * only. The child is held before its exec until gvisor_runsc_go(): the caller puts it in the run's
+ * cgroup first, so runsc, its gofer and its sandbox (the Sentry) are all born there. A caller that
+ * gives up kills @r->pid. Return: 0 with @r->pid, @r->in_fd, @r->out_fd, @r->err_fd, @r->go_fd set;
+ * -errno with @err.
  */
 int gvisor_runsc_start(struct gvisor_runsc_run *r, struct sbx_error *err);
 
