@@ -632,10 +632,12 @@ static enum egress_reason conn_decide(struct conn *c)
         return why;
 }
 
-/* The answer to a refused request: 403 for the policy, 502 for the network. */
+/* The answer to a refused request: 403 for the policy, 502 for the network (a name that does
+ * not resolve, a failed connect, a server with no network of its own). */
 static void conn_refuse(struct conn *c, enum egress_reason why)
 {
-        bool policy = why != EGRESS_WHY_NO_RESOLVE && why != EGRESS_WHY_CONNECT;
+        bool policy = why != EGRESS_WHY_NO_RESOLVE && why != EGRESS_WHY_CONNECT &&
+                      why != EGRESS_WHY_NO_NETWORK;
         bool v6 = strchr(c->rq.host, ':') != NULL;
 
         reply(c->fd, policy ? 403 : 502, policy ? "Forbidden" : "Bad Gateway",
