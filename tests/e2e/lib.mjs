@@ -465,7 +465,7 @@ export function alive(pid) {
 export const serverGone = (pid, ms) => waitFor(() => !alive(pid), ms);
 
 // The container engine's socket as the server picks it (DOCKER_HOST, else the runtime's).
-function engineSocket() {
+export function engineSocket() {
     const h = process.env.DOCKER_HOST || process.env.CONTAINER_HOST || '';
     if (h.startsWith('unix://')) return h.slice('unix://'.length);
     return process.env.VESTIBULE_RUNTIME === 'podman' ? '/run/podman/podman.sock' : '/var/run/docker.sock';

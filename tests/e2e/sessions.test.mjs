@@ -4,11 +4,12 @@
 // backend under test; a backend without sessions must say so (Blocked:, naming the fix).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import { test } from 'node:test';
 
 import {
     BACKEND, EXPECT_GRADE, REMOTE_ENGINE, RUNSC, GONE_WITHIN_MS, SLOW, alive, assertBlocked, assertExitCode, assertIsolation, assertModelSees,
-    callTool, connect, containersOf, makeWorld, pidsWithMarker, serverGone, sleep, textOf, uniqueMarker, waitFor,
+    callTool, connect, containersOf, engineSocket, makeWorld, pidsWithMarker, serverGone, sleep, textOf, uniqueMarker, waitFor,
 } from './lib.mjs';
 
 // Sessions exist on native and on a container engine of this machine (the session's pipes
