@@ -225,9 +225,10 @@ start_podman_rootless() {
 
 if [ "$mode" = stop ]; then
         # Only what this script started (pid files); an engine started otherwise is left alone.
-        stop_pidfile "rootless podman" "$piddir/podman-rootless.pid"
-        stop_pidfile "rootful podman" "$piddir/podman-rootful.pid"
-        stop_pidfile dockerd "$piddir/dockerd.pid"
+        # --no-docker, --no-podman and --no-rootless leave that engine running here too
+        [ "$want_rootless" -eq 0 ] || stop_pidfile "rootless podman" "$piddir/podman-rootless.pid"
+        [ "$want_podman" -eq 0 ] || stop_pidfile "rootful podman" "$piddir/podman-rootful.pid"
+        [ "$want_docker" -eq 0 ] || stop_pidfile dockerd "$piddir/dockerd.pid"
         exit 0
 fi
 
