@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,24 +20,8 @@
 #include "engine/container.h"
 #include "engine/engine.h"
 #include "engine/handin.h"
+#include "run/user_site.h"
 #include "run/warden.h"
-
-/* A Python user site in the workspace (PYTHONUSERBASE=/workspace/.local: where pip installs,
- * src/egress's environment): python's site module adds it to sys.path only when it exists as
- * the interpreter starts, and a spare's interpreter started before a call's `pip install`. */
-static bool has_user_site(const struct sbx_config *cfg)
-{
-        _cleanup_free_ char *pattern = NULL;
-        glob_t g = {0};
-        bool found;
-
-        if (!cfg->workspace_dir)
-                return false;
-        pattern = xasprintf("%s/.local/lib/python*/site-packages", cfg->workspace_dir);
-        found = glob(pattern, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc > 0;
-        globfree(&g);
-        return found;
-}
 
 void engine_spare_settings(const struct sbx_config *cfg, const char *image, char *buf, size_t size)
 {
@@ -52,7 +35,8 @@ void engine_spare_settings(const struct sbx_config *cfg, const char *image, char
                  image, cfg->workspace_dir ? cfg->workspace_dir : "", (unsigned long long)ws.st_dev,
                  (unsigned long long)ws.st_ino, cfg->workspace_ro, cfg->tmpfs_mb, cfg->pids_max,
                  cfg->mem_mb, cfg->cpu_pct, cfg->max_timeout_s, cfg->warm_idle_s, cfg->run_as_set,
-                 (unsigned)cfg->run_as_uid, (unsigned)cfg->run_as_gid, has_user_site(cfg));
+                 (unsigned)cfg->run_as_uid, (unsigned)cfg->run_as_gid,
+                 sbx_workspace_user_site(cfg));
 }
 
 int engine_spare_fifo_make(const char *dir, const char *script, uid_t uid, gid_t gid, bool shared,
