@@ -1,31 +1,12 @@
 /* stamp.c - what a warm spare was built from, checked again when a call takes it (native.h,
  * "stamp.c"; docs/native.md, "Warm spares"). */
 #include <errno.h>
-#include <glob.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "native/native.h"
-
-/* Whether the workspace holds a Python user site (PYTHONUSERBASE=/workspace/.local, src/egress's
- * environment: where pip installs): python's site module adds it to sys.path only when it exists
- * as the interpreter starts (site.py, ENABLE_USER_SITE; docs.python.org/3/library/site.html), and a
- * spare's interpreter started before a later call's `pip install` made it. */
-static bool has_user_site(const struct sbx_config *cfg)
-{
-        char pattern[4096];
-        glob_t g = {0};
-        bool found;
-
-        if (!cfg->workspace_dir)
-                return false;
-        native_strf(pattern, sizeof(pattern), "%s/.local/lib/python*/site-packages",
-                    cfg->workspace_dir);
-        found = glob(pattern, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc > 0;
-        globfree(&g);
-        return found;
-}
+#include "run/user_site.h"
 
 /* Every setting a native sandbox is built from: paths it binds, sizes of its mounts, its
  * limits, the ids it maps, the code's largest size (/sandbox's size). */
@@ -57,7 +38,7 @@ int native_stamp_take(const struct sbx_config *cfg, int tree_fd, const char *gra
         ret->tree_dev = tree.st_dev;
         ret->tree_ino = tree.st_ino;
         ret->probe_gen = gen;
-        ret->user_site = has_user_site(cfg);
+        ret->user_site = sbx_workspace_user_site(cfg);
         native_strf(ret->grade, sizeof(ret->grade), "%s", grade);
         return 0;
 }
@@ -86,7 +67,7 @@ int native_stamp_check(const struct native_stamp *st, const struct sbx_config *c
                                 "the probe's answer changed since the spare was built ('%s', now "
                                 "'%s')",
                                 st->grade, grade);
-        if (has_user_site(cfg) != st->user_site)
+        if (sbx_workspace_user_site(cfg) != st->user_site)
                 return sbx_fail(err, ESTALE,
                                 "the workspace's Python user site (.local, where pip installs) "
                                 "appeared or went since the spare was built: its interpreter "
