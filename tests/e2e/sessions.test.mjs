@@ -309,15 +309,28 @@ const BACKSTOP_ENV = { VESTIBULE_SESSION_IDLE_S: '5', VESTIBULE_MAX_TIMEOUT_S: '
 const BACKSTOP_MS = (5 + 5 + 10) * 1000 + GONE_WITHIN_MS;
 const LIFELINE_MS = 10_000;
 
-// The engine's /info (the server's engine), or {}.
-function engineInfo() {
+// GET @path of the server's engine, parsed, or {} (no answer, not JSON).
+function engineGet(path) {
     return new Promise((resolve) => {
-        http.get({ socketPath: engineSocket(), path: '/info' }, (res) => {
+        http.get({ socketPath: engineSocket(), path }, (res) => {
             let body = '';
             res.on('data', (d) => { body += d; });
             res.on('end', () => { try { resolve(JSON.parse(body)); } catch { resolve({}); } });
         }).on('error', () => resolve({}));
     });
+}
+
+// Whether the server's engine keeps the backstop alone for a server that is not root (src/engine/
+// cells.c: Podman, rootful or rootless, and rootless Docker get no exec lifeline). Podman says so
+// in /version's components ("Podman Engine"; its /info's OperatingSystem is the host's, "debian"),
+// rootless Docker in /info's SecurityOptions ("name=rootless"). An engine that answers neither
+// fails the test: the bound below would be a guess.
+async function backstopOnlyEngine() {
+    const [version, info] = await Promise.all([engineGet('/version'), engineGet('/info')]);
+    assert.ok(Array.isArray(version.Components) && Array.isArray(info.SecurityOptions),
+        `control: the engine at ${engineSocket()} answers /version and /info`);
+    const podman = version.Components.some((c) => /^Podman Engine$/.test(c.Name || ''));
+    return podman || info.SecurityOptions.some((o) => /rootless/.test(o));
 }
 
 // The engine's events for container @id since @sinceMs (epoch ms), as [{ action }]: whether it
@@ -351,11 +364,8 @@ async function assertDiedByItself(t, id, sinceMs) {
 }
 
 test('a cell holding the session\'s lifeline open does not outlive a SIGKILLed server', { skip: !HAS_SESSIONS || BACKEND !== 'container' }, async (t) => {
-    const info = REMOTE_ENGINE ? {} : await engineInfo();
-    const rootlessEngine = process.env.VESTIBULE_RUNTIME === 'podman' || /podman/i.test(info.OperatingSystem || '') ||
-        (info.SecurityOptions || []).some((o) => /rootless/.test(o));
     // the exec lifeline: the volume path, and a server that is not root on rootful Docker
-    const execLife = REMOTE_ENGINE || (process.getuid() !== 0 && !rootlessEngine);
+    const execLife = REMOTE_ENGINE || (process.getuid() !== 0 && !(await backstopOnlyEngine()));
     const conn = await connect(makeWorld(t, execLife ? {} : BACKSTOP_ENV));
     const m = uniqueMarker('holdlife');
     const id = await start(conn, 'bash');
