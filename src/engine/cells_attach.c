@@ -24,6 +24,7 @@
 #include "common/xalloc.h"
 #include "engine/cellstream.h"
 #include "engine/container.h"
+#include "engine/hijack.h"
 #include "engine/state.h"
 
 #define ATTACH_HEAD_MS 10000 /* the engine must answer the attach within this */
@@ -98,30 +99,9 @@ static void take(struct engine_cells_attach *a, const char *buf, size_t n)
         }
 }
 
-/* Send all of @buf on @h (socket @sock), waiting for room up to ATTACH_SEND_MS. Return 0 or
- * -EIO. */
-static int hij_send(CURL *h, int sock, const char *buf, size_t n)
-{
-        while (n > 0) {
-                size_t sent = 0;
-                CURLcode rc = curl_easy_send(h, buf, n, &sent);
-                if (rc == CURLE_AGAIN) {
-                        struct pollfd p = {.fd = sock, .events = POLLOUT};
-                        if (poll(&p, 1, ATTACH_SEND_MS) <= 0)
-                                return -EIO;
-                        continue;
-                }
-                if (rc != CURLE_OK)
-                        return -EIO;
-                buf += sent;
-                n -= sent;
-        }
-        return 0;
-}
-
 static int sock_send(struct engine_cells_attach *a, const char *buf, size_t n)
 {
-        return hij_send(a->h, a->sock, buf, n);
+        return engine_hijack_send(a->h, a->sock, buf, n, ATTACH_SEND_MS);
 }
 
 /* Everything readable on the connection now. Return false at its end. */
@@ -179,77 +159,6 @@ static void *relay_main(void *arg)
         return NULL;
 }
 
-/* POST @path (with the JSON @body, or none) on a connection of its own and switch it to a raw
- * stream ("Upgrade: tcp", the Engine API's "Hijacking"): the answer's head is read to its blank
- * line (at most 4 KiB, within ATTACH_HEAD_MS) and must be 101 (or 200 from an engine that
- * answers so); the bytes after it, the stream's first, go into @rest (*@rest_n of them, @rest
- * holds 4 KiB). *@ret_h: the handle (curl_easy_cleanup(); set also on error), *@ret_sock its
- * socket. @what names the call in @err. Return 0 or -errno with @err. */
-static int hijack(const struct engine_conn *c, const char *path, const char *body, const char *what,
-                  CURL **ret_h, int *ret_sock, char rest[4096], size_t *rest_n,
-                  struct sbx_error *err)
-{
-        _cleanup_free_ char *req = NULL;
-        curl_socket_t sock = CURL_SOCKET_BAD;
-        char head[4097];
-        size_t n = 0;
-        uint64_t until = sbx_now_ms() + ATTACH_HEAD_MS;
-        char *end = NULL;
-        CURLcode rc;
-
-        *ret_h = engine_easy_new(c, path, false);
-        curl_easy_setopt(*ret_h, CURLOPT_CONNECT_ONLY, 1L);
-        rc = curl_easy_perform(*ret_h);
-        if (rc == CURLE_OK)
-                rc = curl_easy_getinfo(*ret_h, CURLINFO_ACTIVESOCKET, &sock);
-        if (rc != CURLE_OK || sock == CURL_SOCKET_BAD)
-                return sbx_fail(err, ECONNREFUSED,
-                                "cannot reach the container engine to %s (%s): check "
-                                "DOCKER_HOST and the engine, then retry session_start",
-                                what, curl_easy_strerror(rc));
-        *ret_sock = (int)sock;
-        req = xasprintf("POST %s HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\n"
-                        "Upgrade: tcp\r\nContent-Type: application/json\r\n"
-                        "Content-Length: %zu\r\n\r\n%s",
-                        path, body ? strlen(body) : 0, body ? body : "");
-        if (hij_send(*ret_h, *ret_sock, req, strlen(req)) < 0)
-                return sbx_fail(err, EIO, "the request to %s could not be sent", what);
-        while (!end) {
-                size_t got = 0;
-                rc = curl_easy_recv(*ret_h, head + n, sizeof(head) - 1 - n, &got);
-                if (rc == CURLE_AGAIN) {
-                        struct pollfd p = {.fd = *ret_sock, .events = POLLIN};
-                        uint64_t now = sbx_now_ms();
-                        if (now >= until || poll(&p, 1, (int)(until - now)) <= 0)
-                                return sbx_fail(err, ETIMEDOUT,
-                                                "the container engine did not answer the request "
-                                                "to %s within %d s: check the engine (`docker "
-                                                "info`), then retry session_start",
-                                                what, ATTACH_HEAD_MS / 1000);
-                        continue;
-                }
-                if (rc != CURLE_OK || got == 0)
-                        return sbx_fail(err, EPROTO,
-                                        "the container engine closed the connection to %s before "
-                                        "answering: retry session_start",
-                                        what);
-                n += got;
-                head[n] = '\0';
-                end = strstr(head, "\r\n\r\n");
-                if (!end && n >= sizeof(head) - 1)
-                        return sbx_fail(err, EPROTO,
-                                        "the container engine's answer to %s is too long", what);
-        }
-        if (strncmp(head, "HTTP/1.1 101", 12) != 0 && strncmp(head, "HTTP/1.1 200", 12) != 0 &&
-            strncmp(head, "HTTP/1.0 200", 12) != 0)
-                return sbx_fail(err, EPROTO, "the container engine refused to %s: %.200s", what,
-                                head);
-        end += 4;
-        *rest_n = (size_t)(head + n - end);
-        memcpy(rest, end, *rest_n);
-        return 0;
-}
-
 static int attach_connect(struct engine_cells_attach *a, const struct engine_conn *c,
                           const char *id, struct sbx_error *err)
 {
@@ -257,10 +166,10 @@ static int attach_connect(struct engine_cells_attach *a, const struct engine_con
         _cleanup_free_ char *path =
             c->api[0] ? xasprintf("/v%s/containers/%s/attach%s", c->api, id, query)
                       : xasprintf("/containers/%s/attach%s", id, query);
-        char rest[4096];
+        char rest[ENGINE_HIJACK_REST];
         size_t n = 0;
-        int r = hijack(c, path, NULL, "attach to the session's container", &a->h, &a->sock, rest,
-                       &n, err);
+        int r = engine_hijack(c, path, NULL, "attach to the session's container", ATTACH_HEAD_MS,
+                              &a->h, &a->sock, rest, &n, err);
 
         if (r == 0)
                 take(a, rest, n);
@@ -345,46 +254,6 @@ static const char life_sh[] =
     "d=$(mktemp -d /tmp/.vestibule-life.XXXXXX) && chmod 0711 \"$d\" && "
     "mkfifo -m 0644 \"$d/l\" && exec 3<>\"$d/l\" && echo \"$d/l\" && exec cat >/dev/null";
 
-static int life_exec_create(const struct engine_conn *c, const char *id, uid_t uid, char ret[72],
-                            struct sbx_error *err)
-{
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        _cleanup_(json_putp) json_object *b = json_object_new_object();
-        json_object *cmd = json_object_new_array();
-        char user[32];
-        const char *eid;
-        int r;
-
-        snprintf(user, sizeof(user), "%u:%u", (unsigned)uid, (unsigned)uid);
-        json_object_array_add(cmd, json_object_new_string(ENGINE_BASH_PATH));
-        json_object_array_add(cmd, json_object_new_string("-c"));
-        json_object_array_add(cmd, json_object_new_string(life_sh));
-        json_object_object_add(b, "AttachStdin", json_object_new_boolean(true));
-        json_object_object_add(b, "AttachStdout", json_object_new_boolean(true));
-        json_object_object_add(b, "AttachStderr", json_object_new_boolean(false));
-        json_object_object_add(b, "Tty", json_object_new_boolean(false));
-        json_object_object_add(b, "User", json_object_new_string(user));
-        json_object_object_add(b, "Cmd", cmd);
-        r = engine_post(c,
-                        &(struct engine_call){.path = "/containers/{}/exec",
-                                              .parts = {id},
-                                              .json = json_object_to_json_string(b),
-                                              .ok = {201},
-                                              .body = ENGINE_BODY_JSON,
-                                              .timeout_ms = 30000,
-                                              .what = "create the session's lifeline exec"},
-                        &rep, err);
-        if (r < 0)
-                return r;
-        eid = json_object_get_string(engine_jget(rep.json, "Id"));
-        if (!eid || !*eid || strlen(eid) > 64 ||
-            strspn(eid, "0123456789abcdefABCDEF") != strlen(eid))
-                return sbx_fail(err, EPROTO, "the engine's exec id is not an id: '%.80s'",
-                                eid ? eid : "");
-        snprintf(ret, 72, "%s", eid);
-        return 0;
-}
-
 struct life_line {
         char buf[128];
         size_t n;
@@ -435,20 +304,23 @@ int engine_cells_lifeline_open(const struct engine_conn *c, const char *id, uid_
 static int lifeline_start(const struct engine_conn *c, const char *id, uid_t uid, CURL **ret_h,
                           char ret_path[96], struct sbx_error *err)
 {
-        static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+        static const char *const life_argv[] = {ENGINE_BASH_PATH, "-c", life_sh, NULL};
         struct engine_demux dmx = {0};
         struct life_line l = {0};
-        char eid[72], rest[4096];
+        char eid[72], rest[ENGINE_HIJACK_REST];
         size_t n = 0;
         int sock = -1, r;
         uint64_t until = sbx_now_ms() + ATTACH_HEAD_MS;
 
-        r = life_exec_create(c, id, uid, eid, err);
+        r = engine_exec_create(c, id,
+                               &(struct engine_exec){.uid = uid,
+                                                     .argv = life_argv,
+                                                     .what = "the session's lifeline exec"},
+                               eid, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *path = c->api[0] ? xasprintf("/v%s/exec/%s/start", c->api, eid)
-                                              : xasprintf("/exec/%s/start", eid);
-        r = hijack(c, path, body, "start the session's lifeline exec", ret_h, &sock, rest, &n, err);
+        r = engine_exec_hijack(c, eid, "start the session's lifeline exec", ATTACH_HEAD_MS, ret_h,
+                               &sock, rest, &n, err);
         if (r < 0)
                 return r;
         (void)engine_demux_feed(&dmx, rest, n, life_emit, &l);

@@ -23,6 +23,7 @@
  * egress_frames.c parses both layers (no I/O there: tests/fuzz/fuzz_egress_stream.c runs it). */
 #include "engine/engine.h"
 #include "engine/egress_frames.h"
+#include "engine/hijack.h"
 #include "engine/state.h"
 
 #include <errno.h>
@@ -48,6 +49,7 @@
 
 #define BRIDGE_CONNS 64 /* connections at once (the proxy takes 32 at a time) */
 #define BRIDGE_SEND_TIMEOUT_MS 10000
+#define BRIDGE_HEAD_TIMEOUT_MS 10000 /* the engine must start the bridge's exec within this */
 
 /* The bridge in Python: run as `python3 -Ic SRC` by the exec (isolated: no working folder,
  * user site or PYTHON* variable can put another module in its way). %u: the port. One thread
@@ -173,27 +175,11 @@ struct engine_egress_stream {
         struct bridge_conn conns[BRIDGE_CONNS];
 };
 
-/* Send all of @buf on the hijacked stream (curl_easy_send, https://curl.se/libcurl/c/
- * curl_easy_send.html), waiting for room up to BRIDGE_SEND_TIMEOUT_MS. Return 0 or -EIO. */
+/* Send all of @buf on the hijacked stream, waiting for room up to BRIDGE_SEND_TIMEOUT_MS. Return
+ * 0 or -EIO. */
 static int stream_send(struct engine_egress_stream *s, const void *buf, size_t n)
 {
-        const char *p = buf;
-
-        while (n > 0) {
-                size_t sent = 0;
-                CURLcode rc = curl_easy_send(s->h, p, n, &sent);
-                if (rc == CURLE_AGAIN) {
-                        struct pollfd pfd = {.fd = s->sock_fd, .events = POLLOUT};
-                        if (poll(&pfd, 1, BRIDGE_SEND_TIMEOUT_MS) <= 0)
-                                return -EIO;
-                        continue;
-                }
-                if (rc != CURLE_OK)
-                        return -EIO;
-                p += sent;
-                n -= sent;
-        }
-        return 0;
+        return engine_hijack_send(s->h, s->sock_fd, buf, n, BRIDGE_SEND_TIMEOUT_MS);
 }
 
 static int frame_send(struct engine_egress_stream *s, char type, uint32_t id, const void *data,
@@ -355,130 +341,33 @@ static void *pump_main(void *arg)
         return NULL;
 }
 
-/* The exec that runs the bridge: as @uid (not the code's), stdin and stdout attached, no TTY
- * (the Engine API's stream format then tells stdout apart). Its id into @ret (65 bytes). */
-static int exec_create(const struct engine_conn *c, const char *id, uid_t uid, char ret[72],
-                       struct sbx_error *err)
+/* Create the exec that runs the bridge, as @uid (not the code's), and start it on a hijacked
+ * connection (s->h, s->sock_fd); the stream's first bytes go to the frame parser. */
+static int bridge_start(struct engine_egress_stream *s, const struct engine_conn *c, const char *id,
+                        uid_t uid, struct sbx_error *err)
 {
-        _cleanup_(engine_reply_done) struct engine_reply rep = {0};
-        _cleanup_(json_putp) json_object *b = json_object_new_object();
-        json_object *cmd = json_object_new_array();
-        json_object *env = json_object_new_array();
-        char py[sizeof(bridge_py) + 16], js[sizeof(bridge_js) + 16], user[32];
-        const char *eid;
+        char py[sizeof(bridge_py) + 16], js[sizeof(bridge_js) + 16], eid[72];
+        char rest[ENGINE_HIJACK_REST];
+        size_t n = 0;
         int r;
 
         (void)engine_egress_bridge("python3", EGRESS_PORT, py, sizeof(py));
         (void)engine_egress_bridge("node", EGRESS_PORT, js, sizeof(js));
-        snprintf(user, sizeof(user), "%u:%u", (unsigned)uid, (unsigned)uid);
-        json_object_array_add(cmd, json_object_new_string("sh"));
-        json_object_array_add(cmd, json_object_new_string("-c"));
-        json_object_array_add(cmd, json_object_new_string(bridge_sh));
-        json_object_array_add(cmd, json_object_new_string("vestibule-bridge"));
-        json_object_array_add(cmd, json_object_new_string(py));
-        json_object_array_add(cmd, json_object_new_string(js));
+        const char *const argv[] = {"sh", "-c", bridge_sh, "vestibule-bridge", py, js, NULL};
         /* NODE_OPTIONS could --require a module into the node bridge */
-        json_object_array_add(env, json_object_new_string("NODE_OPTIONS="));
-        json_object_object_add(b, "Env", env);
-        json_object_object_add(b, "AttachStdin", json_object_new_boolean(true));
-        json_object_object_add(b, "AttachStdout", json_object_new_boolean(true));
-        json_object_object_add(b, "AttachStderr", json_object_new_boolean(false));
-        json_object_object_add(b, "Tty", json_object_new_boolean(false));
-        json_object_object_add(b, "User", json_object_new_string(user));
-        json_object_object_add(b, "Cmd", cmd);
-        r = engine_post(c,
-                        &(struct engine_call){.path = "/containers/{}/exec",
-                                              .parts = {id},
-                                              .json = json_object_to_json_string(b),
-                                              .ok = {201},
-                                              .body = ENGINE_BODY_JSON,
-                                              .timeout_ms = 30000,
-                                              .what = "create the egress bridge's exec"},
-                        &rep, err);
+        const char *const env[] = {"NODE_OPTIONS=", NULL};
+        r = engine_exec_create(
+            c, id,
+            &(struct engine_exec){
+                .uid = uid, .argv = argv, .env = env, .what = "the egress bridge's exec"},
+            eid, err);
+        if (r == 0)
+                r = engine_exec_hijack(c, eid, "start the egress bridge's exec",
+                                       BRIDGE_HEAD_TIMEOUT_MS, &s->h, &s->sock_fd, rest, &n, err);
         if (r < 0)
-                return r;
-        eid = json_object_get_string(engine_jget(rep.json, "Id"));
-        if (!eid || !*eid || strlen(eid) > 64 ||
-            strspn(eid, "0123456789abcdefABCDEF") != strlen(eid))
-                return sbx_fail(err, EPROTO, "the engine's exec id is not an id: '%.80s'",
-                                eid ? eid : "");
-        snprintf(ret, 72, "%s", eid);
+                return sbx_wrap(err, "egress (nothing was run)");
+        egress_frames_feed(&s->fr, (unsigned char *)rest, n, frame_do, s);
         return 0;
-}
-
-/* Read the answer's head to its blank line (at most 4 KiB, within 10 s); the bytes after it
- * are the stream's first. Return 0 when the engine switched the connection to the exec's
- * stream (101, or 200 from an engine that answers so), else -EPROTO. */
-static int hijack_head(struct engine_egress_stream *s, struct sbx_error *err)
-{
-        char head[4097];
-        size_t n = 0;
-        uint64_t until = sbx_now_ms() + 10000;
-        char *end = NULL;
-
-        while (!end) {
-                size_t got = 0;
-                CURLcode rc = curl_easy_recv(s->h, head + n, sizeof(head) - 1 - n, &got);
-                if (rc == CURLE_AGAIN) {
-                        struct pollfd pfd = {.fd = s->sock_fd, .events = POLLIN};
-                        uint64_t now = sbx_now_ms();
-                        if (now >= until || poll(&pfd, 1, (int)(until - now)) <= 0)
-                                return sbx_fail(err, ETIMEDOUT,
-                                                "egress: the engine did not start the bridge's "
-                                                "exec within 10 s; nothing was run");
-                        continue;
-                }
-                if (rc != CURLE_OK || got == 0)
-                        return sbx_fail(err, EPROTO,
-                                        "egress: the engine closed the bridge's exec "
-                                        "stream before answering; nothing was run");
-                n += got;
-                head[n] = '\0';
-                end = strstr(head, "\r\n\r\n");
-                if (!end && n >= sizeof(head) - 1)
-                        return sbx_fail(err, EPROTO,
-                                        "egress: the engine's answer to the exec "
-                                        "start is too long");
-        }
-        if (strncmp(head, "HTTP/1.1 101", 12) != 0 && strncmp(head, "HTTP/1.1 200", 12) != 0 &&
-            strncmp(head, "HTTP/1.0 200", 12) != 0)
-                return sbx_fail(err, EPROTO,
-                                "egress: the engine refused to start the bridge: %.200s", head);
-        end += 4;
-        egress_frames_feed(&s->fr, (unsigned char *)end, (size_t)(head + n - end), frame_do, s);
-        return 0;
-}
-
-/* Start exec @eid with its connection hijacked (docs: "Hijacking" in the Engine API,
- * https://docs.docker.com/engine/api/v1.41/#tag/Exec); libcurl connects (unix socket or TLS)
- * and then only carries bytes (CURLOPT_CONNECT_ONLY). */
-static int exec_hijack(struct engine_egress_stream *s, const struct engine_conn *c, const char *eid,
-                       struct sbx_error *err)
-{
-        static const char body[] = "{\"Detach\":false,\"Tty\":false}";
-        _cleanup_free_ char *path = c->api[0] ? xasprintf("/v%s/exec/%s/start", c->api, eid)
-                                              : xasprintf("/exec/%s/start", eid);
-        _cleanup_free_ char *req = NULL;
-        curl_socket_t sock = CURL_SOCKET_BAD;
-        CURLcode rc;
-
-        s->h = engine_easy_new(c, path, false);
-        curl_easy_setopt(s->h, CURLOPT_CONNECT_ONLY, 1L);
-        rc = curl_easy_perform(s->h);
-        if (rc == CURLE_OK)
-                rc = curl_easy_getinfo(s->h, CURLINFO_ACTIVESOCKET, &sock);
-        if (rc != CURLE_OK || sock == CURL_SOCKET_BAD)
-                return sbx_fail(err, ECONNREFUSED,
-                                "egress: cannot reach the engine for the "
-                                "bridge's exec (%s); nothing was run",
-                                curl_easy_strerror(rc));
-        s->sock_fd = (int)sock;
-        req = xasprintf("POST %s HTTP/1.1\r\nHost: docker\r\nContent-Type: application/json\r\n"
-                        "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: %zu\r\n\r\n%s",
-                        path, sizeof(body) - 1, body);
-        if (stream_send(s, req, strlen(req)) < 0)
-                return sbx_fail(err, EIO, "egress: the bridge's exec start could not be sent");
-        return hijack_head(s, err);
 }
 
 int engine_egress_stream_proxy(const struct sbx_config *cfg, struct engine_egress_stream **ret,
@@ -521,14 +410,11 @@ int engine_egress_stream_proxy(const struct sbx_config *cfg, struct engine_egres
 int engine_egress_stream_attach(struct engine_egress_stream *s, const struct engine_conn *c,
                                 const char *id, uid_t code_uid, struct sbx_error *err)
 {
-        char eid[72];
         int r;
 
         /* the bridge as another uid than the code: the code can neither signal nor trace it,
          * nor open its stdin and stdout through /proc (it gains nothing if it could) */
-        r = exec_create(c, id, code_uid == 65534 ? 65533 : 65534, eid, err);
-        if (r == 0)
-                r = exec_hijack(s, c, eid, err);
+        r = bridge_start(s, c, id, code_uid == 65534 ? 65533 : 65534, err);
         if (r == 0 && s->fr.ended)
                 r = sbx_fail(err, EPROTO, "egress: the bridge's stream ended at once");
         if (r == 0) {

@@ -107,8 +107,8 @@ struct engine_conn {
  * engine_easy_new() - a curl easy handle set up for @c (unix socket or tcp+TLS) and the URL
  * of @target (a request target starting with '/', already escaped: engine_call_target()):
  * the versioned prefix "/v<api>" is added when @versioned and @c->api is set. Caller frees
- * with curl_easy_cleanup(). Only api.c calls it, and egress_stream.c for the hijacked exec
- * stream (CURLOPT_CONNECT_ONLY), which engine_call() cannot carry: everything else goes through
+ * with curl_easy_cleanup(). Only api.c calls it, and hijack.c for the hijacked attach and exec
+ * streams (CURLOPT_CONNECT_ONLY), which engine_call() cannot carry: everything else goes through
  * engine_call().
  */
 void *engine_easy_new(const struct engine_conn *c, const char *target, bool versioned);
