@@ -31,7 +31,7 @@ Release,Debug|native|doctor|VESTIBULE_ROOTFS_DIR=$images/rootfs
 Release|gvisor|doctor|VESTIBULE_ROOTFS_DIR=$images/rootfs E2E_EGRESS=1 E2E_EGRESS_NPM=0"
 # The gvisor run (issue 26: runsc, rootless, as the test user) takes the isolation files only
 # (E2E_GVISOR_FILES): the run, the limits and the timeout, cancel, the lifecycle, the workspace,
-# and the sessions (python and bash; node refused) and the warm spares (issue 26 #2).
+# and the sessions (python, bash and node) and the warm spares (issue 26 #2).
 # cancel.test.mjs was left out after the CI dry run (2026-12-02: "two of runsc's processes still
 # alive 3 s after a cancel" beside the agreement stage): the test's gvisor probe counted every
 # /tmp/vestibule-gvisor- process on the host, the agreement stage's sandboxes too. It now counts

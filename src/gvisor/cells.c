@@ -1,16 +1,18 @@
 /* cells.c - the gvisor backend's sessions (SANDBOX_MODE_CELLS, src/run/sandbox.h): one runsc
  * sandbox per session, built like a one-shot run's (backend.c, box.h) but running the
  * language's runner (src/run/runners/, the same as native's) under a bash wrapper, kept between
- * calls. The runner's fd 4 (cells in) and fd 5 (status records out) are FIFOs the server makes
- * in the session's channel folder, which the sandbox sees at /sandbox/chan (read-write: the
- * Sentry refuses a FIFO's write open on a read-only mount, EROFS, measured); runsc runs with
+ * calls. The cells come in and the status records go out through FIFOs the server makes in the
+ * session's channel folder, which the sandbox sees at /sandbox/chan (read-write: the Sentry
+ * refuses a FIFO's write open on a read-only mount, EROFS, measured); runsc runs with
  * --host-fifo=open, so the Sentry opens them through the gofer (measured: runsc 20221219 and
- * 20240729). The user's stdout and stderr are runsc's own pipes, so no output can end a cell; the
- * runner's flush before its record orders them (the Sentry writes host fds synchronously).
- * A third FIFO, "ctl", carries the interrupt: the wrapper sends SIGINT to the runner's process
- * group for each line the server writes there (the Sentry's tasks are not seen from the host).
- * The session lives as long as the server's sessions thread (runsc dies with it:
- * PR_SET_PDEATHSIG, runsc.c). See docs/design/sessions.md, "The gvisor backend". */
+ * 20240729). The runner's fd 5 is the status FIFO; its fd 4 is a pipe of the Sentry's that a
+ * cat fills from the cells FIFO, because a read blocked on a host FIFO holds the reading
+ * process's address space (below). The user's stdout and stderr are runsc's own pipes, so no
+ * output can end a cell; the runner's flush before its record orders them (the Sentry writes
+ * host fds synchronously). A third FIFO, "ctl", carries the interrupt: the wrapper sends SIGINT
+ * to the runner's process group for each line the server writes there (the Sentry's tasks are
+ * not seen from the host). The session lives as long as the server's sessions thread (runsc
+ * dies with it: PR_SET_PDEATHSIG, runsc.c). See docs/design/sessions.md, "The gvisor backend". */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -37,13 +39,27 @@
 enum { F_CELLS, F_STATUS, F_CTL, F_N };
 static const char *const fifo_names[F_N] = {"cells", "status", "ctl"};
 
-/* The sandbox's program: bash opens the FIFOs, starts the runner ("$@") in a process group of
- * its own (set -m) with fds 4 and 5, and then waits: a line on "ctl" (fd 3) is SIGINT to the
- * runner's group; the runner's end (SIGCHLD, trapped: bash's read returns > 128) or ctl's EOF
- * (the server closed it) ends the wait. Then it kills every other process (kill -1 spares
- * itself) and exits, which ends the sandbox and runsc. */
+/* The sandbox's program: bash opens the FIFOs, starts a cat that copies the cells FIFO into a
+ * pipe of the Sentry's (fd 4), starts the runner ("$@") in a process group of its own (set -m)
+ * with fds 4 and 5, and then waits: a line on "ctl" (fd 3) is SIGINT to the runner's group; the
+ * runner's end (SIGCHLD, trapped: bash's read returns > 128) or ctl's EOF (the server closed
+ * it) ends the wait. Then it kills every other process (kill -1 spares itself) and exits, which
+ * ends the sandbox and runsc. Why the cat: runsc 20240729 opens a host FIFO blocking (directfs
+ * adds no O_NONBLOCK) and reads it inside MemoryManager.CopyOutFrom, which holds the process's
+ * activeMu (read) for the whole host read (gVisor release-20240729.0:
+ * pkg/sentry/fsimpl/gofer/special_file.go PRead, pkg/sentry/mm/io.go withVecInternalMappings).
+ * Every mmap, mprotect or page fault of another thread of the reader waits for that lock, so a
+ * runner reading its next cell stalled its own threads until the server sent one: node's libuv
+ * thread reads fd 4 while its main thread runs the cell, whose JIT mprotect then hung before
+ * the status record (runsc --strace: mprotect entered, never left), and a python thread that
+ * allocates made one step per cell. The cat is the only reader of the host FIFO and has no
+ * other thread; the runner reads a pipe of the Sentry's, where a blocked read waits in the
+ * Sentry and holds no lock (tests/adversarial/server.md). The wrapper opens the FIFO itself
+ * (fd 6) so the read end exists before the runner's "ready" (the server then drops its own
+ * O_RDWR end: no reader would be EPIPE). */
 static const char cells_wrapper[] =
-    "exec 4</sandbox/chan/cells 5>/sandbox/chan/status 3</sandbox/chan/ctl || exit 127; "
+    "exec 6</sandbox/chan/cells 5>/sandbox/chan/status 3</sandbox/chan/ctl || exit 127; "
+    "exec 4< <(exec cat <&6 6<&- 3<&- 5>&- 2>/dev/null) 6<&- || exit 127; "
     "set -m; \"$@\" 3<&- & r=$!; exec 4<&- 5>&- >/dev/null 2>&1 </dev/null; "
     "trap : CHLD; "
     "while kill -0 $r; do "
@@ -209,15 +225,6 @@ static int cells_prepare(struct backend *b, const struct sandbox_spec *spec, str
         if (spec->network != RUN_NETWORK_NONE)
                 return sbx_fail(err, EOPNOTSUPP,
                                 "a gvisor session has no network: use network \"none\"");
-        /* measured (runsc 20240729): node's runner under gVisor sent no status record after
-         * a cell whose value it prints ("1"), so the cell ran to its deadline and the session
-         * was killed; until that is understood, node sessions are refused, never half-served */
-        if (spec->language == SBX_LANG_NODE)
-                return sbx_fail(err, EOPNOTSUPP,
-                                "node sessions are not served by the gvisor backend yet (its "
-                                "runner loses a cell's end under gVisor); use python or bash "
-                                "sessions, run_code without a session, or "
-                                "VESTIBULE_BACKEND=native for node sessions");
         sb = xcalloc(1, sizeof(*sb));
         sb->lang = spec->language;
         sb->out_fd = sb->err_fd = sb->pidfd = -1;
