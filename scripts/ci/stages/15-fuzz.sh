@@ -4,24 +4,28 @@
 
 # libFuzzer with ASan+UBSan and leak checks (scripts/fuzz.sh, tests/fuzz): the JSON-RPC serve
 # loop, the settings parser (env + YAML), setup's tar unpack (an escape aborts) and
-# read_workspace's path jail (reading the planted secret aborts), 50 s each; the egress proxy's
-# request parser (its head rewrite, the record folding), 30 s; the egress bridge's stream parser
-# (src/engine/egress_frames.c: the Engine API's stream format and our frames), 20 s; a session's
-# attach stream on the volume path (src/engine/cellstream.c), 20 s; and the
-# Engine API layer's escaping of ids and paths (src/engine/api.c), 20 s; from the seed corpus in the repository; one count per
-# target, passed when nothing crashed, leaked or hung.
+# read_workspace's path jail (reading the planted secret aborts), 45 s each; the egress proxy's
+# request parser (its head rewrite, the record folding), the session status records and the
+# engine stats stream, 30 s each; the egress bridge's stream parser (src/engine/egress_frames.c:
+# the Engine API's stream format and our frames), a session's attach stream on the volume path
+# (src/engine/cellstream.c), the Engine API layer's escaping of ids and paths (src/engine/api.c)
+# and install-client's editor of Codex's config.toml (src/clients/toml.c), 20 s each; the agent
+# preset parser and the audit's path naming, 10 s each; from the seed corpus in the repository;
+# one count per target, passed when nothing crashed, leaked or hung. 370 s of fuzzing in all
+# (the toml target's 20 s came out of the four 50 s ones, 5 s each).
 # Measured with 60 s each on a 2-core host at load average ~20: 521 s, of which ~250 s the
 # clang ASan build; on an idle host the build takes a fraction of that.
-# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (50 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames, the Engine API escaping and a volume-path session's attach stream (20 s each), the agent preset parser and the audit's path naming (10 s each)
+# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (45 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames, the Engine API escaping, a volume-path session's attach stream and Codex's config.toml editor (20 s each), the agent preset parser and the audit's path naming (10 s each)
 stage_fuzz() {
         if command -v clang >/dev/null; then
-                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream path_lexical cellstream; do
-                        secs=50
+                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream path_lexical cellstream toml; do
+                        secs=45
                         case $t in
                         egress) secs=30 ;;      # one request head per input
                         engine_path) secs=20 ;; # the Engine API escaping: a small input space
                         egress_stream) secs=20 ;; # the bridge's frames: a small state machine
                         cellstream) secs=20 ;; # a session's attach stream on the volume path
+                        toml) secs=20 ;; # install-client's config.toml editor: a line scanner
                         runner | stats) secs=30 ;; # the status records, the engine's stats stream
                         preset) secs=10 ;; # the agent presets' line parser: a small input space
                         path_lexical) secs=10 ;; # sbx_path_lexical(): one string walk
