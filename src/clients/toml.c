@@ -51,7 +51,9 @@ struct toml_member {
         size_t value_len;
 };
 
-/* Append @name to @b as a key: bare when it can be, else a basic string. */
+/* Append @name to @b as a key: bare when it can be, else in quotes it needs no escape in, as
+ * toml_parse_key() refuses escapes in a key: a basic string without '"' and '\', else a literal
+ * one without '\''. A name the scanner read is one of these (toml.io "Keys", "String"). */
 static void toml_key_out(FILE *b, const char *name)
 {
         bool bare = name[0] != '\0';
@@ -61,6 +63,10 @@ static void toml_key_out(FILE *b, const char *name)
                        (*p >= '0' && *p <= '9') || *p == '_' || *p == '-';
         if (bare)
                 fputs(name, b);
+        else if (!strpbrk(name, "\"\\"))
+                fprintf(b, "\"%s\"", name);
+        else if (!strchr(name, '\''))
+                fprintf(b, "'%s'", name);
         else
                 toml_string(b, name);
 }
@@ -120,7 +126,8 @@ struct toml_key {
 };
 
 /* Parse a dotted key at *@pp, stopping at @stop ('=' for a key/value line, ']' for a header).
- * Refuses escapes in quoted keys and anything it does not understand. */
+ * Refuses escapes in quoted keys, control characters there (but tab; TOML allows none) and
+ * anything it does not understand. */
 static int toml_parse_key(const char **pp, char stop, struct toml_key *k)
 {
         const char *p = *pp;
@@ -138,7 +145,8 @@ static int toml_parse_key(const char **pp, char stop, struct toml_key *k)
                 if (*p == '"' || *p == '\'') {
                         char q = *p++;
                         while (*p && *p != q && *p != '\n') {
-                                if (*p == '\\' || n + 1 >= sizeof(k->part[0]))
+                                if (*p == '\\' || n + 1 >= sizeof(k->part[0]) ||
+                                    ((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f)
                                         return -1;
                                 out[n++] = *p++;
                         }
@@ -421,9 +429,33 @@ static int toml_scan_text(const char *text, const char *name, struct toml_scan *
         return 0;
 }
 
+/* Keep the env value @name = [@v, @v + @len) of an old table, which goes into our inline env
+ * table as written: only when it reads back there as one member (toml_inline_members()), so
+ * that the next run does not refuse the file this one writes. Not an empty value, a ',' or '}'
+ * outside strings and brackets, an unbalanced bracket (no TOML value has one, but the scanner
+ * does not check values), nor a comment (TOML allows one in a multi-line array, which is no
+ * string as Codex's env needs; toml_inline_members() does not skip it). -1 for those, and over
+ * 64 values. */
 static int toml_add_member(struct toml_scan *sc, const char *name, const char *v, size_t len)
 {
-        if (sc->n_env == ELEMENTSOF(sc->env))
+        const char *end = v + len;
+        int depth = 0;
+
+        for (const char *p = v; p < end; p++) {
+                if (*p == '"' || *p == '\'') {
+                        p = toml_skip_string(p);
+                        if (!p || p > end)
+                                return -1;
+                        p--;
+                } else if (*p == '[' || *p == '{') {
+                        depth++;
+                } else if ((*p == ']' || *p == '}') && depth > 0) {
+                        depth--;
+                } else if (*p == '#' || *p == ']' || *p == '}' || (*p == ',' && depth == 0)) {
+                        return -1;
+                }
+        }
+        if (len == 0 || depth != 0 || sc->n_env == ELEMENTSOF(sc->env))
                 return -1;
         snprintf(sc->env[sc->n_env].name, sizeof(sc->env[0].name), "%s", name);
         sc->env[sc->n_env].value = v;

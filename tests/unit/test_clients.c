@@ -892,6 +892,99 @@ START_TEST(toml_rerun_keeps_user_settings)
 }
 END_TEST
 
+/* Found by fuzz_toml: a kept env name that needs quotes was written back as a basic string with
+ * escapes ('A"B' became "A\"B"), which the scanner refuses in a key, so the next install-client
+ * run refused the file the last one wrote. And a quoted key with a control character (not TOML)
+ * was taken, and written back with a \u escape the same way. Now a name is written back in the
+ * quotes it needs no escape in, and a quoted key with a control character is refused. */
+START_TEST(toml_quoted_env_names_read_back)
+{
+        static const char valid[] = "[mcp_servers.vestibule.env]\n'A\"B' = \"1\"\n"
+                                    "\"it's\" = \"3\"\n\"E F\" = \"4\"\n";
+        static const char *const bad[] = {
+            "[mcp_servers.vestibule.env]\n\"A\vB\" = \"1\"\n",
+            "[mcp_servers.vestibule]\nenv = { 'A\x01' = \"1\" }\n",
+            "[mcp_servers.\"vestibule\x7f\"]\ncommand = \"x\"\n",
+        };
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir), *text = NULL;
+        struct sbx_error err = {0};
+        int r;
+
+        write_text(path, valid);
+        ck_assert_msg(toml_parses(path), "the input is not TOML");
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == 1, "%d %s", r, err.msg);
+        text = read_text(path);
+        ck_assert_msg(toml_parses(path), "not TOML:\n%s", text);
+        ck_assert_msg(strstr(text, ", 'A\"B' = \"1\", \"it's\" = \"3\", \"E F\" = \"4\" }\n"), "%s",
+                      text);
+        r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+        ck_assert_msg(r == 0, "the second run: %d %s\n%s", r, err.msg, text);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *now = NULL;
+
+                write_text(path, bad[i]);
+                ck_assert_msg(!toml_parses(path), "case %zu: the input is TOML", i);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == -EINVAL, "case %zu: %d %s", i, r, err.msg);
+                now = read_text(path);
+                ck_assert_str_eq(now, bad[i]);
+        }
+}
+END_TEST
+
+/* Found by fuzz_toml: the old env values go into our inline env table as written; a value with a
+ * ',' outside strings (not TOML), a comment in a multi-line array (TOML, but not a string as
+ * Codex's env needs) or a comment inside the old inline table (not TOML) ended its member early
+ * there or swallowed the closing brace, so the next run refused the file this one wrote. Now
+ * such an env is refused at once, the file untouched; controls: commas, braces and '#' inside
+ * strings, a multi-line string and an array move and read back. */
+START_TEST(toml_moved_env_values_read_back)
+{
+        static const char *const bad[] = {
+            "[mcp_servers.vestibule]\ncommand = \"/old\"\nenv.A = x, B = \"1\"\n",
+            "[mcp_servers.vestibule.env]\nA = [ \"a\", # it's, a list\n  \"b\" ]\n",
+            "[mcp_servers.vestibule]\nenv = { A = \"1\" # }\n}\n",
+        };
+        static const char *const fine[] = {
+            "[mcp_servers.vestibule]\ncommand = \"/old\"\nenv.A = 'a, b} # c'\n",
+            "[mcp_servers.vestibule.env]\nA = \"\"\"x, }\ny # z\"\"\"\nB = \"{,\" # a comment\n",
+            "[mcp_servers.vestibule]\nenv = { A = \"a # }\", B = [\"x\", 'y'] } # c\n",
+        };
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, bad[i]);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == -EINVAL && strstr(err.msg, "cannot merge"), "case %zu: %d %s", i,
+                              r, err.msg);
+                text = read_text(path);
+                ck_assert_str_eq(text, bad[i]);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(fine); i++) {
+                _cleanup_free_ char *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, fine[i]);
+                ck_assert_msg(toml_parses(path), "fine case %zu: the input is not TOML", i);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 1, "fine case %zu: %d %s", i, r, err.msg);
+                text = read_text(path);
+                ck_assert_msg(toml_parses(path), "fine case %zu: not TOML:\n%s", i, text);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 0, "fine case %zu, the second run: %d %s\n%s", i, r, err.msg,
+                              text);
+        }
+}
+END_TEST
+
 START_TEST(toml_string_escaping)
 {
         const struct client_info *c = clients_find("codex");
@@ -936,6 +1029,8 @@ static Suite *clients_suite(void)
         tcase_add_test(toml, toml_string_escaping);
         tcase_add_test(toml, toml_inline_mcp_servers_refused);
         tcase_add_test(toml, toml_rerun_keeps_user_settings);
+        tcase_add_test(toml, toml_quoted_env_names_read_back);
+        tcase_add_test(toml, toml_moved_env_values_read_back);
         suite_add_tcase(s, toml);
         return s;
 }
