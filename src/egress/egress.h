@@ -101,6 +101,16 @@ int egress_listen_unix(const char *path, int *ret_fd, struct sbx_error *err);
  * (Python 3 standard library, for `python3 -I -c`) or "node" (for `node -e`). Written into @buf
  * (@size bytes; 1024 suffice). Return: 0; -EINVAL for another @relay or a @sock_path with a quote,
  * backslash or newline; -ENOSPC when @buf is too small.
+ * @relay, @sock_path: borrowed for the call; @sock_path is put between single quotes in the
+ *         source as it is (EGRESS_RELAY_SOCK_IN, the path inside the sandbox).
+ * @port:  the TCP port in host byte order (EGRESS_PORT).
+ * @buf:   the caller's; on success a NUL-terminated source (the Python one is 645 bytes plus
+ *         @sock_path, the Node one 341 plus it, at port 65535: 1024 hold a path of up to 378
+ *         bytes); untouched on -EINVAL, cut (not to be run) on -ENOSPC.
+ * When the proxy's socket refuses a connection (the proxy ended), the relay stops listening,
+ * resets that client's connection (an RST) and exits with status 3. Sources: docs/design/
+ * egress.md ("Container backend", "gVisor backend"); https://docs.python.org/3/library/socket.html,
+ * https://nodejs.org/api/net.html.
  */
 int egress_relay_source(const char *relay, const char *sock_path, uint16_t port, char *buf,
                         size_t size);
@@ -113,6 +123,12 @@ int egress_relay_source(const char *relay, const char *sock_path, uint16_t port,
  * own network namespace (read from /proc/net/tcp, proc(5)) and then execs ARGV: the run's code
  * starts only once its way out exists. A relay that ends first ends the script with status 125 and
  * a line on stderr, before ARGV runs. Written into @buf (@size bytes; 640 suffice). Return: @buf.
+ * @port: the TCP port in host byte order (EGRESS_PORT); written into the script as the 4 hex
+ *        digits /proc/net/tcp shows. The wait polls every 10 ms and has no bound of its own:
+ *        the caller's deadline for the run bounds it.
+ * @buf:  the caller's; a NUL-terminated script of 493 bytes, silently cut (and then not to be
+ *        run) when @size is smaller. No errors. Sources: bash(1) ("Command Substitution",
+ *        `exec`), proc(5) ("/proc/net/tcp"), docs/design/egress.md.
  */
 const char *egress_relay_wait_script(uint16_t port, char *buf, size_t size);
 
