@@ -162,7 +162,16 @@ void engine_cells_free(struct engine_cells *c)
 {
         if (!c)
                 return;
-        engine_cells_attach_close(c->attach); /* first: its relay writes into our pipes */
+        /* the volume path's relay may be blocked writing into a full out, err or status pipe
+         * (a background process printed between cells, which no call reads): our read ends go
+         * first, so its write fails (EPIPE: it ignores SIGPIPE) and it sees the stop */
+        int reads[] = {c->status_r, c->out_r, c->err_r};
+        for (size_t i = 0; c->attach && i < ELEMENTSOF(reads); i++)
+                if (reads[i] >= 0)
+                        close(reads[i]);
+        if (c->attach)
+                c->status_r = c->out_r = c->err_r = -1;
+        engine_cells_attach_close(c->attach);
         engine_cells_lifeline_close(c->life);
         int fds[] = {c->cell_w,       c->status_r, c->out_r,  c->err_r,
                      c->runner_pidfd, c->kmsg_fd,  c->life_rw};

@@ -485,6 +485,26 @@ test('a thread or timer of the interpreter allocates and runs on between calls',
     }
 });
 
+// Output a cell's background process prints between calls is no call's to read. A session
+// whose pipes filled so must still end at once (tests/adversarial/server.md: on the volume
+// path the relay thread blocked writing it into a full pipe, and session_end waited for that
+// thread forever).
+test('session_end returns while a background process has filled the output between calls', { skip: !HAS_SESSIONS }, async (t) => {
+    const conn = await connect(makeWorld(t));
+    const id = await start(conn, 'bash');
+    const a = await cell(conn, id, 'bash', '( sleep 0.5; head -c 1048576 /dev/zero | tr "\\0" x) &\necho started');
+    assert.equal(seen(a, id).stdout, 'started\n', a.text);
+    await sleep(3000 * SLOW);
+    const t0 = Date.now();
+    const end = await Promise.race([callTool(conn, 'session_end', { session: id }), sleep(20_000).then(() => null)]);
+    assert.ok(end, `session_end did not return within 20 s (${Date.now() - t0} ms)`);
+    assert.equal(end.isError, false, textOf(end));
+    t.diagnostic(`session_end took ${Date.now() - t0} ms`);
+    // the server still answers: a one-shot run
+    const r = await callTool(conn, 'run_code', { language: 'bash', code: 'echo alive' });
+    assert.match(textOf(r), /^alive$/m, textOf(r));
+});
+
 test('the memory cap holds across cells that each allocate a step more', { skip: !HAS_SESSIONS }, async (t) => {
     const conn = await connect(makeWorld(t, { VESTIBULE_MEM_MB: '64' }));
     const id = await start(conn, 'python');
