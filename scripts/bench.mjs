@@ -503,6 +503,11 @@ for (const l of langs) {
 }
 report.ratios.run_process_vs_baseline = ratio('ours_native_run_process', 'baseline_native_run_process');
 
+// The latency servers are done: closed before the fresh servers below, so that their spares
+// neither compete with them nor share pages with theirs (a page two processes map counts half
+// in each one's Pss: another node spare alive halved the node spare's libnode pages).
+for (const s of Object.values(servers)) await s.close();
+
 // ---- scaling and footprint on a fresh native server ---------------------------------------
 if (servers.native && want('scaling')) {
     progress('scaling and footprint (native)');
@@ -584,6 +589,10 @@ async function settledTree(s, known, deadlineMs = 15000) {
     }
     throw new Error(`no settled spare ${deadlineMs} ms after the call (last: ${last || 'none'})`);
 }
+function summed(rs) {
+    const sum = (k) => rs.reduce((a, r) => a + r[k], 0);
+    return { procs: rs.length, rss_kib: sum('rss_kib'), pss_kib: sum('pss_kib'), pss_anon_kib: sum('pss_anon_kib'), pss_file_kib: sum('pss_file_kib'), processes: rs };
+}
 async function sparesByLanguage() {
     const s = await startServer('native-spares', 'native', { VESTIBULE_TRACE: 'off' });
     const out = {};
@@ -594,14 +603,26 @@ async function sparesByLanguage() {
             await s.run(l, CODE[l]);
             const { init, rs } = await settledTree(s, known);
             known.add(init);
-            const sum = (k) => rs.reduce((a, r) => a + r[k], 0);
-            out[l] = { procs: rs.length, rss_kib: sum('rss_kib'), pss_kib: sum('pss_kib'), pss_anon_kib: sum('pss_anon_kib'), pss_file_kib: sum('pss_file_kib'), processes: rs };
+            out[l] = summed(rs);
         }
-        // all three at once, read again: a page two spares share is then split between them
+        // a session's spare of each language (src/service/warm.h: kept after a session_start
+        // of that language, its runner started and ready), with the live session ended
+        out.session = {};
+        for (const l of ['python', 'node', 'bash']) {
+            for (const p of Object.keys(s.sandboxes())) known.add(Number(p));
+            const st = await s.request('tools/call', { name: 'session_start', arguments: { language: l } });
+            const sid = st.result?.structuredContent?.session;
+            if (!sid) throw new Error(`session_start ${l}: ${JSON.stringify(st.error ?? st.result?.content).slice(0, 300)}`);
+            await s.request('tools/call', { name: 'session_end', arguments: { session: sid } });
+            const { init, rs } = await settledTree(s, known);
+            known.add(init);
+            out.session[l] = summed(rs);
+        }
+        // all of them at once, read again: a page two spares share is then split between them
         const all = rollupSum(descendantsOf(s.pid));
         out.all = { ...all, server_rss_kib: s.status().rss_kib };
         out.target_pss_kib_le = SPARE_PSS_TARGET_KIB;
-        out.targets_met = Object.fromEntries(['python', 'node', 'bash'].map((l) => [l, out[l].pss_kib <= SPARE_PSS_TARGET_KIB]));
+        out.targets_met = Object.fromEntries(['python', 'node', 'bash'].flatMap((l) => [[l, out[l].pss_kib <= SPARE_PSS_TARGET_KIB], [`${l}_session`, out.session[l].pss_kib <= SPARE_PSS_TARGET_KIB]]));
     } finally { await s.close(); }
     return out;
 }
@@ -644,7 +665,6 @@ if (want('footprint')) {
         in_flight_4_rss_kib_le_16384: fp.native_4_in_flight ? fp.native_4_in_flight.rss_kib <= 16384 : null,
     };
 }
-for (const s of Object.values(servers)) await s.close();
 report.host.loadavg_after = os.loadavg().map((x) => +x.toFixed(2));
 report.total_s = +((performance.now() - t_begin) / 1000).toFixed(1);
 report.samples_ms = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, v.map((x) => +x.toFixed(2))]));
@@ -705,6 +725,10 @@ if (report.footprint.fresh) {
         for (const l of ['python', 'node', 'bash']) {
             const v = sp[l];
             console.log(`  ${pad(l, 10)}${lpad(v.procs, 6)}${lpad(v.rss_kib, 8)}${lpad(v.pss_kib, 8)}${lpad(v.pss_anon_kib, 8)}${lpad(v.pss_file_kib, 8)}  ${v.processes.map((p) => `${p.comm} ${p.pss_kib}`).join(', ')}${sp.targets_met[l] ? '' : '  (over the target)'}`);
+        }
+        for (const l of ['python', 'node', 'bash']) {
+            const v = sp.session?.[l];
+            if (v) console.log(`  ${pad(`${l} session`, 14)}${lpad(v.procs, 2)}${lpad(v.rss_kib, 8)}${lpad(v.pss_kib, 8)}${lpad(v.pss_anon_kib, 8)}${lpad(v.pss_file_kib, 8)}  ${v.processes.map((p) => `${p.comm} ${p.pss_kib}`).join(', ')}${sp.targets_met[`${l}_session`] ? '' : '  (over the target)'}`);
         }
         console.log(`  ${pad('all', 10)}${lpad(sp.all.procs, 6)}${lpad(sp.all.rss_kib, 8)}${lpad(sp.all.pss_kib, 8)}  (read together; the server itself: Rss ${sp.all.server_rss_kib})`);
     }
