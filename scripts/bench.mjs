@@ -582,16 +582,18 @@ async function settledTree(s, known, deadlineMs = 15000) {
         if (fresh.length !== 1 || fresh[0][1].length < 2) { same = 0; continue; }
         const rs = fresh[0][1].map(rollup).filter(Boolean);
         const key = rs.map((r) => `${r.pid}:${r.comm}:${r.rss_kib}`).join(' ');
-        tree = { init: Number(fresh[0][0]), rs };
+        tree = { init: Number(fresh[0][0]), rs, unreadable: fresh[0][1].length - rs.length };
         same = key === last ? same + 1 : 0;
         last = key;
         if (same >= 3) return tree;
     }
     throw new Error(`no settled spare ${deadlineMs} ms after the call (last: ${last || 'none'})`);
 }
-function summed(rs) {
+// A tree's sums; @unreadable: its processes whose smaps_rollup was refused (as a normal user:
+// init and bash's waiting clone are not dumpable, so only root reads them).
+function summed({ rs, unreadable }) {
     const sum = (k) => rs.reduce((a, r) => a + r[k], 0);
-    return { procs: rs.length, rss_kib: sum('rss_kib'), pss_kib: sum('pss_kib'), pss_anon_kib: sum('pss_anon_kib'), pss_file_kib: sum('pss_file_kib'), processes: rs };
+    return { procs: rs.length, unreadable, rss_kib: sum('rss_kib'), pss_kib: sum('pss_kib'), pss_anon_kib: sum('pss_anon_kib'), pss_file_kib: sum('pss_file_kib'), processes: rs };
 }
 async function sparesByLanguage() {
     const s = await startServer('native-spares', 'native', { VESTIBULE_TRACE: 'off' });
@@ -601,9 +603,9 @@ async function sparesByLanguage() {
         for (const l of ['python', 'node', 'bash']) {
             for (const p of Object.keys(s.sandboxes())) known.add(Number(p));
             await s.run(l, CODE[l]);
-            const { init, rs } = await settledTree(s, known);
-            known.add(init);
-            out[l] = summed(rs);
+            const tree = await settledTree(s, known);
+            known.add(tree.init);
+            out[l] = summed(tree);
         }
         // a session's spare of each language (src/service/warm.h: kept after a session_start
         // of that language, its runner started and ready), with the live session ended
@@ -614,9 +616,9 @@ async function sparesByLanguage() {
             const sid = st.result?.structuredContent?.session;
             if (!sid) throw new Error(`session_start ${l}: ${JSON.stringify(st.error ?? st.result?.content).slice(0, 300)}`);
             await s.request('tools/call', { name: 'session_end', arguments: { session: sid } });
-            const { init, rs } = await settledTree(s, known);
-            known.add(init);
-            out.session[l] = summed(rs);
+            const tree = await settledTree(s, known);
+            known.add(tree.init);
+            out.session[l] = summed(tree);
         }
         // all of them at once, read again: a page two spares share is then split between them
         const all = rollupSum(descendantsOf(s.pid));
@@ -730,6 +732,8 @@ if (report.footprint.fresh) {
             const v = sp.session?.[l];
             if (v) console.log(`  ${pad(`${l} session`, 14)}${lpad(v.procs, 2)}${lpad(v.rss_kib, 8)}${lpad(v.pss_kib, 8)}${lpad(v.pss_anon_kib, 8)}${lpad(v.pss_file_kib, 8)}  ${v.processes.map((p) => `${p.comm} ${p.pss_kib}`).join(', ')}${sp.targets_met[`${l}_session`] ? '' : '  (over the target)'}`);
         }
+        const hidden = ['python', 'node', 'bash'].reduce((a, l) => a + sp[l].unreadable + (sp.session?.[l]?.unreadable ?? 0), 0);
+        if (hidden) console.log(`  (${hidden} processes not read and not counted: a sandbox's init is not dumpable; run as root)`);
         console.log(`  ${pad('all', 10)}${lpad(sp.all.procs, 6)}${lpad(sp.all.rss_kib, 8)}${lpad(sp.all.pss_kib, 8)}  (read together; the server itself: Rss ${sp.all.server_rss_kib})`);
     }
     console.log(`targets: idle <= 4096 KiB: ${f.targets.idle_rss_kib_le_4096}; 4 in flight <= 16384 KiB: ${f.targets.in_flight_4_rss_kib_le_16384}`);
