@@ -196,31 +196,10 @@ class Server {
     }
     // The server's descendants (its sandboxes: warm spares when idle), apart from the server:
     // processes, and their Rss and Pss summed from /proc/PID/smaps_rollup, in KiB.
-    descendants() {
-        const kids = (pid) => {
-            let out = [];
-            try {
-                for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
-                    const c = fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim();
-                    if (c) out.push(...c.split(/\s+/).map(Number));
-                }
-            } catch { /* gone */ }
-            return out;
-        };
-        const all = [];
-        const todo = kids(this.pid);
-        while (todo.length) { const p = todo.pop(); all.push(p); todo.push(...kids(p)); }
-        let rss = 0, pss = 0, procs = 0;
-        for (const p of all) {
-            try {
-                const r = fs.readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
-                rss += Number(/^Rss:\s+(\d+)/m.exec(r)?.[1] ?? 0);
-                pss += Number(/^Pss:\s+(\d+)/m.exec(r)?.[1] ?? 0);
-                procs++;
-            } catch { /* gone, or no access */ }
-        }
-        return { procs, rss_kib: rss, pss_kib: pss };
-    }
+    descendants() { return rollupSum(descendantsOf(this.pid)); }
+    // Its sandboxes one by one: each direct child is a sandbox's init (src/native/spawn.c);
+    // {init pid: [pids of its tree, init first]}.
+    sandboxes() { return Object.fromEntries(childrenOf(this.pid).map((p) => [p, [p, ...descendantsOf(p)]])); }
     cpuTicks() {
         const st = fs.readFileSync(`/proc/${this.pid}/stat`, 'utf8');
         const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
@@ -232,6 +211,39 @@ class Server {
         await this.exited;
         clearTimeout(t);
     }
+}
+
+// ---- process trees and their memory (/proc) --------------------------------------------------
+// PID's children over all its threads (a spare's parent is the server's keeper thread).
+function childrenOf(pid) {
+    const out = [];
+    try {
+        for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+            const c = fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim();
+            if (c) out.push(...c.split(/\s+/).map(Number));
+        }
+    } catch { /* gone */ }
+    return out;
+}
+function descendantsOf(pid) {
+    const all = [];
+    const todo = childrenOf(pid);
+    while (todo.length) { const p = todo.pop(); all.push(p); todo.push(...childrenOf(p)); }
+    return all;
+}
+// One process's Rss, Pss and its anonymous part from /proc/PID/smaps_rollup, in KiB, with its
+// name (comm; init and bash's waiting child are clones of the server: "vestibule-mcp"); null
+// when it is gone or not readable.
+function rollup(pid) {
+    try {
+        const r = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+        const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(r)?.[1] ?? 0);
+        return { pid, comm: fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), rss_kib: kb('Rss'), pss_kib: kb('Pss'), pss_anon_kib: kb('Pss_Anon'), pss_file_kib: kb('Pss_File') };
+    } catch { return null; }
+}
+function rollupSum(pids) {
+    const rs = pids.map(rollup).filter(Boolean);
+    return { procs: rs.length, rss_kib: rs.reduce((a, r) => a + r.rss_kib, 0), pss_kib: rs.reduce((a, r) => a + r.pss_kib, 0) };
 }
 
 const baseEnv = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8', VESTIBULE_TRACE: 'timing', VESTIBULE_LOG_LEVEL: 'warning' };
@@ -332,6 +344,14 @@ async function addServerCases() {
             }
         } catch (e) { skipped.native = String(e.message).slice(0, 400); }
         if (!skipped.native && fresh) cases.push({ key: 'ours_native_run_process', label: 'ours: vestibule-mcp run (process)', fn: async () => runProc(isRoot ? asUser([BIN, 'run', '--language', 'python', '-c', 'print(1)']) : [BIN, 'run', '--language', 'python', '-c', 'print(1)'], OUT_1, serverEnv('native', { VESTIBULE_TRACE: 'off' })) });
+    }
+    // `--only native-cold`: the same server with VESTIBULE_WARM=0, so every call builds its
+    // sandbox (ratios native_<language>_warm_vs_cold: what a spare saves)
+    if (want('native-cold') && only) {
+        try {
+            servers.native_cold = await startServer('native-cold', 'native', { VESTIBULE_WARM: '0' });
+            for (const l of langs) cases.push({ key: `ours_native_cold_${l}`, label: `ours: native run_code ${l}, cold (WARM=0)`, server: 'native_cold', fn: async () => (await servers.native_cold.run(l, CODE[l])).ms });
+        } catch (e) { skipped.native_cold = String(e.message).slice(0, 400); }
     }
     if ((want('native') || want('session')) && BASE_BIN) {
         try {
@@ -454,6 +474,7 @@ for (const l of langs) {
     report.ratios[`native_${l}_vs_floor`] = ratio(`ours_native_${l}`, `floor_${l}`);
     if (L[`ours_native_${l}`] && L[`floor_${l}`]) report.ratios[`native_${l}_overhead_over_floor_p50_ms`] = +(L[`ours_native_${l}`].p50_ms - L[`floor_${l}`].p50_ms).toFixed(2);
     report.ratios[`bwrap_${l}_vs_floor`] = ratio(`bwrap_${l}`, `floor_${l}`);
+    report.ratios[`native_${l}_warm_vs_cold`] = ratio(`ours_native_${l}`, `ours_native_cold_${l}`);
     report.ratios[`gvisor_${l}_vs_bwrap`] = ratio(`ours_gvisor_${l}`, `bwrap_${l}`);
     report.ratios[`gvisor_${l}_vs_native`] = ratio(`ours_gvisor_${l}`, `ours_native_${l}`);
     if (l === 'python') {
@@ -481,6 +502,11 @@ for (const l of langs) {
     if (L[`ours_native_${l}`] && L[`baseline_native_${l}`]) report.ratios[`native_${l}_minus_baseline_p50_ms`] = +(L[`ours_native_${l}`].p50_ms - L[`baseline_native_${l}`].p50_ms).toFixed(2);
 }
 report.ratios.run_process_vs_baseline = ratio('ours_native_run_process', 'baseline_native_run_process');
+
+// The latency servers are done: closed before the fresh servers below, so that their spares
+// neither compete with them nor share pages with theirs (a page two processes map counts half
+// in each one's Pss: another node spare alive halved the node spare's libnode pages).
+for (const s of Object.values(servers)) await s.close();
 
 // ---- scaling and footprint on a fresh native server ---------------------------------------
 if (servers.native && want('scaling')) {
@@ -540,6 +566,69 @@ if (want('egress')) {
     if (r.status === 0) report.egress = JSON.parse(r.stdout.trim().split('\n').at(-1));
     else skipped.egress = `bench-egress.py failed (status ${r.status}): ${String(r.stderr).slice(-300)}`;
 }
+// ---- idle warm spares per language (issue 23 #8) -----------------------------------------
+// A fresh native server, one call of each language in turn: the sandbox that appears after a
+// language's call is that language's spare (the service keeps one per language, src/service/
+// warm.c). Once its processes and their Rss have settled (the interpreter blocked before its
+// program, docs/native.md "Warm spares"), each process's Rss and Pss (smaps_rollup) are read
+// and summed per language. Target: <= 12288 KiB Pss per language.
+const SPARE_PSS_TARGET_KIB = 12288;
+async function settledTree(s, known, deadlineMs = 15000) {
+    const t0 = performance.now();
+    let last = '', same = 0, tree = null;
+    while (performance.now() - t0 < deadlineMs) {
+        await new Promise((r) => setTimeout(r, 150));
+        const fresh = Object.entries(s.sandboxes()).filter(([init]) => !known.has(Number(init)));
+        if (fresh.length !== 1 || fresh[0][1].length < 2) { same = 0; continue; }
+        const rs = fresh[0][1].map(rollup).filter(Boolean);
+        const key = rs.map((r) => `${r.pid}:${r.comm}:${r.rss_kib}`).join(' ');
+        tree = { init: Number(fresh[0][0]), rs, unreadable: fresh[0][1].length - rs.length };
+        same = key === last ? same + 1 : 0;
+        last = key;
+        if (same >= 3) return tree;
+    }
+    throw new Error(`no settled spare ${deadlineMs} ms after the call (last: ${last || 'none'})`);
+}
+// A tree's sums; @unreadable: its processes whose smaps_rollup was refused (as a normal user:
+// init and bash's waiting clone are not dumpable, so only root reads them).
+function summed({ rs, unreadable }) {
+    const sum = (k) => rs.reduce((a, r) => a + r[k], 0);
+    return { procs: rs.length, unreadable, rss_kib: sum('rss_kib'), pss_kib: sum('pss_kib'), pss_anon_kib: sum('pss_anon_kib'), pss_file_kib: sum('pss_file_kib'), processes: rs };
+}
+async function sparesByLanguage() {
+    const s = await startServer('native-spares', 'native', { VESTIBULE_TRACE: 'off' });
+    const out = {};
+    try {
+        const known = new Set();
+        for (const l of ['python', 'node', 'bash']) {
+            for (const p of Object.keys(s.sandboxes())) known.add(Number(p));
+            await s.run(l, CODE[l]);
+            const tree = await settledTree(s, known);
+            known.add(tree.init);
+            out[l] = summed(tree);
+        }
+        // a session's spare of each language (src/service/warm.h: kept after a session_start
+        // of that language, its runner started and ready), with the live session ended
+        out.session = {};
+        for (const l of ['python', 'node', 'bash']) {
+            for (const p of Object.keys(s.sandboxes())) known.add(Number(p));
+            const st = await s.request('tools/call', { name: 'session_start', arguments: { language: l } });
+            const sid = st.result?.structuredContent?.session;
+            if (!sid) throw new Error(`session_start ${l}: ${JSON.stringify(st.error ?? st.result?.content).slice(0, 300)}`);
+            await s.request('tools/call', { name: 'session_end', arguments: { session: sid } });
+            const tree = await settledTree(s, known);
+            known.add(tree.init);
+            out.session[l] = summed(tree);
+        }
+        // all of them at once, read again: a page two spares share is then split between them
+        const all = rollupSum(descendantsOf(s.pid));
+        out.all = { ...all, server_rss_kib: s.status().rss_kib };
+        out.target_pss_kib_le = SPARE_PSS_TARGET_KIB;
+        out.targets_met = Object.fromEntries(['python', 'node', 'bash'].flatMap((l) => [[l, out[l].pss_kib <= SPARE_PSS_TARGET_KIB], [`${l}_session`, out.session[l].pss_kib <= SPARE_PSS_TARGET_KIB]]));
+    } finally { await s.close(); }
+    return out;
+}
+
 // ---- footprint: fresh servers, idle after initialize + tools/list, 4 runs in flight --------
 if (want('footprint')) {
     progress('footprint (fresh servers)');
@@ -557,6 +646,8 @@ if (want('footprint')) {
         fp.native_after = snap(s);
         await s.close();
     } catch (e) { skipped.footprint_native = String(e.message).slice(0, 400); }
+    progress('footprint: idle spares per language (native)');
+    try { fp.native_spares = await sparesByLanguage(); } catch (e) { skipped.footprint_native_spares = String(e.message).slice(0, 400); }
     if (isRoot && engineUp(opt['docker-host'])) {
         try {
             const s = await startServer('container-footprint', 'container', { DOCKER_HOST: opt['docker-host'], VESTIBULE_RUNTIME: 'docker', VESTIBULE_TRACE: 'off' });
@@ -576,7 +667,6 @@ if (want('footprint')) {
         in_flight_4_rss_kib_le_16384: fp.native_4_in_flight ? fp.native_4_in_flight.rss_kib <= 16384 : null,
     };
 }
-for (const s of Object.values(servers)) await s.close();
 report.host.loadavg_after = os.loadavg().map((x) => +x.toFixed(2));
 report.total_s = +((performance.now() - t_begin) / 1000).toFixed(1);
 report.samples_ms = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, v.map((x) => +x.toFixed(2))]));
@@ -623,12 +713,28 @@ if (report.footprint.fresh) {
     const f = report.footprint.fresh;
     console.log('fresh servers               VmRSS   anon   file  VmHWM  thr  lazily loaded libraries mapped');
     for (const [k, v] of Object.entries(f)) {
-        if (k === 'targets') continue;
+        if (k === 'targets' || k === 'native_spares') continue;
         console.log(`  ${pad(k, 24)}${lpad(v.rss_kib, 7)}${lpad(v.rss_anon_kib, 7)}${lpad(v.rss_file_kib, 7)}${lpad(v.hwm_kib, 7)}${lpad(v.threads, 5)}  ${v.lazy_mapped.join(' ') || 'none'}`);
     }
     if (f.native_idle) {
         console.log('native idle, Rss by mapping (KiB, anon part)');
         for (const [file, v] of Object.entries(f.native_idle.by_file_kib).slice(0, 12)) console.log(`  ${pad(file, 36)}${lpad(v.rss, 7)}${lpad(v.anon, 7)}`);
+    }
+    if (f.native_spares) {
+        const sp = f.native_spares;
+        console.log(`native idle spares, one per language after a call of each (KiB; target Pss <= ${sp.target_pss_kib_le})`);
+        console.log(`  ${pad('language', 10)}${lpad('procs', 6)}${lpad('Rss', 8)}${lpad('Pss', 8)}${lpad('anon', 8)}${lpad('file', 8)}  processes (comm Pss)`);
+        for (const l of ['python', 'node', 'bash']) {
+            const v = sp[l];
+            console.log(`  ${pad(l, 10)}${lpad(v.procs, 6)}${lpad(v.rss_kib, 8)}${lpad(v.pss_kib, 8)}${lpad(v.pss_anon_kib, 8)}${lpad(v.pss_file_kib, 8)}  ${v.processes.map((p) => `${p.comm} ${p.pss_kib}`).join(', ')}${sp.targets_met[l] ? '' : '  (over the target)'}`);
+        }
+        for (const l of ['python', 'node', 'bash']) {
+            const v = sp.session?.[l];
+            if (v) console.log(`  ${pad(`${l} session`, 14)}${lpad(v.procs, 2)}${lpad(v.rss_kib, 8)}${lpad(v.pss_kib, 8)}${lpad(v.pss_anon_kib, 8)}${lpad(v.pss_file_kib, 8)}  ${v.processes.map((p) => `${p.comm} ${p.pss_kib}`).join(', ')}${sp.targets_met[`${l}_session`] ? '' : '  (over the target)'}`);
+        }
+        const hidden = ['python', 'node', 'bash'].reduce((a, l) => a + sp[l].unreadable + (sp.session?.[l]?.unreadable ?? 0), 0);
+        if (hidden) console.log(`  (${hidden} processes not read and not counted: a sandbox's init is not dumpable; run as root)`);
+        console.log(`  ${pad('all', 10)}${lpad(sp.all.procs, 6)}${lpad(sp.all.rss_kib, 8)}${lpad(sp.all.pss_kib, 8)}  (read together; the server itself: Rss ${sp.all.server_rss_kib})`);
     }
     console.log(`targets: idle <= 4096 KiB: ${f.targets.idle_rss_kib_le_4096}; 4 in flight <= 16384 KiB: ${f.targets.in_flight_4_rss_kib_le_16384}`);
 }
