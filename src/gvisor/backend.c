@@ -41,6 +41,11 @@
  * every task at once; this only bounds their exit under load). */
 #define GVISOR_EMPTY_WAIT_MS 2000
 
+/* The most finished sandboxes queued for the reaper thread; past it, destroy() frees the next
+ * one itself (each takes at most GVISOR_EMPTY_WAIT_MS and a folder's removal, so the queue is
+ * never more than this many of those behind). */
+#define GVISOR_REAP_MAX_PENDING 16
+
 /* A spare's pid 1 (spare.h): reads its stdin until EOF (bash's builtin read; no byte is
  * expected, only the close of the server's end), then execs the interpreter ("$@") on the
  * program's file, which exists by then, with stdin /dev/null as on a cold run. (destroy()
@@ -87,6 +92,15 @@ struct gvisor_state {
         unsigned next_id;
         unsigned probe_gen; /* counts the probes that ran: spares of an older one are stale */
         bool shutting_down;
+
+        /* The reaper: sandboxes whose run is over (killed, runsc reaped) wait here for their
+         * processes' end, their cgroup's and their folder's removal, after the result, as
+         * native's reaper (src/native/backend.c) does for its inits. */
+        pthread_t reaper;
+        bool reaper_started, reaper_stop;
+        pthread_cond_t reap_work, reap_idle;
+        struct gvisor_box *reap_head;
+        unsigned reap_pending; /* queued or being freed */
 };
 
 /* One sandbox: its folder and the runsc that runs it. */
@@ -123,6 +137,7 @@ struct gvisor_box {
         pid_t keeper;             /* 0: none */
         struct run_result *usage; /* read once from @cg, before the first kill (scratch) */
         bool usage_read, usage_ok;
+        struct gvisor_box *reap_next; /* the reaper's queue (gvisor_state.reap_head) */
 };
 
 static const char *interpreter_of(enum sbx_language l)
@@ -917,12 +932,88 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         return 0;
 }
 
+static void *reaper_main(void *arg)
+{
+        struct gvisor_state *s = arg;
+
+        pthread_mutex_lock(&s->lock);
+        for (;;) {
+                while (!s->reap_head && !s->reaper_stop)
+                        pthread_cond_wait(&s->reap_work, &s->lock);
+                if (!s->reap_head)
+                        break;
+                struct gvisor_box *x = s->reap_head;
+                s->reap_head = x->reap_next;
+                pthread_mutex_unlock(&s->lock);
+                box_free(x);
+                pthread_mutex_lock(&s->lock);
+                s->reap_pending--;
+                pthread_cond_broadcast(&s->reap_idle);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+/* Start the reaper thread (taking no signals) unless it runs; s->lock held. */
+static void reaper_start(struct gvisor_state *s)
+{
+        pthread_attr_t attr;
+        sigset_t all, old;
+
+        if (s->reaper_started || s->reaper_stop)
+                return;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
+        s->reaper_started = pthread_create(&s->reaper, &attr, reaper_main, s) == 0;
+        pthread_attr_destroy(&attr);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Hand @x to the reaper thread: box_free() there, after the result. Freed here when the thread
+ * cannot start, is stopping, or has GVISOR_REAP_MAX_PENDING sandboxes queued already. */
+static void reap_later(struct gvisor_state *s, struct gvisor_box *x)
+{
+        pthread_mutex_lock(&s->lock);
+        reaper_start(s);
+        if (!s->reaper_started || s->reaper_stop || s->reap_pending >= GVISOR_REAP_MAX_PENDING) {
+                pthread_mutex_unlock(&s->lock);
+                box_free(x);
+                return;
+        }
+        x->reap_next = NULL;
+        struct gvisor_box **tail = &s->reap_head;
+        while (*tail)
+                tail = &(*tail)->reap_next;
+        *tail = x;
+        s->reap_pending++;
+        pthread_cond_signal(&s->reap_work);
+        pthread_mutex_unlock(&s->lock);
+}
+
+void gvisor_backend_settle(struct backend *b)
+{
+        struct gvisor_state *s = b->state;
+
+        pthread_mutex_lock(&s->lock);
+        while (s->reap_pending > 0)
+                pthread_cond_wait(&s->reap_idle, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* destroy: kill now whatever of the sandbox still runs (a spare never used, a start that
+ * failed: runsc unreaped); the wait for its processes' end, the keeper, the cgroup's and the
+ * folder's removal and the rootfs hold's release go to the reaper thread, after the result
+ * (a collected run was killed and reaped in collect already). */
 static void gvisor_destroy_box(struct sandbox *sandbox)
 {
         struct gvisor_box *x = (struct gvisor_box *)sandbox;
         struct sbx_trace t = x->trace;
 
-        box_free(x);
+        if (x->started && !x->reaped)
+                box_kill_all(x, x->run.pid);
+        reap_later(x->b->state, x);
         if (t.on) {
                 sbx_trace_lap(&t, "destroy");
                 sbx_trace_end(&t);
@@ -952,6 +1043,15 @@ static void gvisor_destroy(struct backend *b)
 
         if (!s)
                 return;
+        /* the reaper finishes its queue (every sandbox in it was killed) and stops */
+        pthread_mutex_lock(&s->lock);
+        s->reaper_stop = true;
+        pthread_cond_signal(&s->reap_work);
+        pthread_mutex_unlock(&s->lock);
+        if (s->reaper_started)
+                pthread_join(s->reaper, NULL);
+        pthread_cond_destroy(&s->reap_work);
+        pthread_cond_destroy(&s->reap_idle);
         pthread_mutex_destroy(&s->lock);
         free(s);
         b->state = NULL;
@@ -975,6 +1075,8 @@ int gvisor_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
 
         (void)err;
         pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->reap_work, NULL);
+        pthread_cond_init(&s->reap_idle, NULL);
         b->ops = &gvisor_ops;
         b->cfg = cfg;
         b->state = s;

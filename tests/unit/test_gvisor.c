@@ -541,6 +541,7 @@ static void kill_everything(bool by_cancel)
         pthread_join(t, NULL);
         ck_assert_int_eq(res.outcome, by_cancel ? RUN_OUTCOME_CANCELLED : RUN_OUTCOME_TIMED_OUT);
         ck_assert_msg(w.seen >= 2, "control: only %d sandbox processes seen while it ran", w.seen);
+        gvisor_backend_settle(backend); /* destroy's reaper: after the result */
         ck_assert_int_eq(sandbox_processes(), 0);
         /* without a cgroup, runsc's rusage: cut short by the kill, so a floor */
         ck_assert(res.usage.cpu_us.at_least || host_limits_full());
@@ -611,6 +612,7 @@ START_TEST(cancel_before_start)
         ck_assert_msg(run("import time\ntime.sleep(100)\n", 30, efd, &res, &err) == 0, "%s",
                       err.msg);
         ck_assert_int_eq(res.outcome, RUN_OUTCOME_CANCELLED);
+        gvisor_backend_settle(backend);
         ck_assert_int_eq(sandbox_processes(), 0);
         close(efd);
         run_result_done(&res);
@@ -687,6 +689,37 @@ START_TEST(spare_runs_its_code_once_as_a_cold_run)
         struct sandbox_io io;
         ck_assert_int_eq(ops->start(sb, &again, &io, &err), -EALREADY);
         ops->destroy(sb);
+}
+END_TEST
+
+/* Destroy leaves a sandbox's end (the wait for its processes, its folder's removal) to a reaper
+ * thread, after the result; the server's exit (backend_free) still waits for all of it: no
+ * process and no folder of the destroyed sandbox is left once it returns. Control: the spare's
+ * processes and folder were seen before the destroy. */
+START_TEST(destroy_is_finished_by_the_exit)
+{
+        const struct sandbox_ops *ops = backend->ops->sandbox;
+        struct sandbox *sb[3];
+        int seen = 0;
+
+        n_known = 0;
+        for (size_t i = 0; i < ELEMENTSOF(sb); i++)
+                sb[i] = prepare(ops, SANDBOX_MODE_ONE_SHOT, true);
+        for (int i = 0; i < 200 && (seen < 3 || n_known < ELEMENTSOF(sb)); i++) {
+                usleep(50000);
+                seen = sandbox_processes();
+        }
+        ck_assert_msg(seen >= 3 && n_known == ELEMENTSOF(sb),
+                      "control: %d processes of %zu folders seen", seen, n_known);
+        for (size_t i = 0; i < ELEMENTSOF(sb); i++)
+                ops->destroy(sb[i]);
+        backend = backend_free(backend);
+        ck_assert_int_eq(sandbox_processes(), 0);
+        for (size_t i = 0; i < n_known; i++) {
+                char *dir = xasprintf("/tmp/%s", known[i]);
+                ck_assert_msg(access(dir, F_OK) < 0 && errno == ENOENT, "'%s' left behind", dir);
+                free(dir);
+        }
 }
 END_TEST
 
@@ -946,6 +979,7 @@ static Suite *gvisor_suite(void)
         tcase_add_test(tc, server_death_kills_the_run);
         tcase_add_test(tc, cancel_before_start);
         tcase_add_test(tc, spare_runs_its_code_once_as_a_cold_run);
+        tcase_add_test(tc, destroy_is_finished_by_the_exit);
         tcase_add_test(tc, spare_cannot_open_a_host_fifo_a_session_can);
         tcase_add_test(tc, output_past_a_pipe_buffer_is_whole);
         tcase_add_test(tc, session_cells_persist_and_interrupt);
