@@ -46,7 +46,7 @@
  * never more than this many of those behind). */
 #define GVISOR_REAP_MAX_PENDING 16
 
-/* A spare's pid 1 (spare.h): reads its stdin until EOF (bash's builtin read; no byte is
+/* Bash's spare's pid 1 (spare.h): reads its stdin until EOF (bash's builtin read; no byte is
  * expected, only the close of the server's end), then execs the interpreter ("$@") on the
  * program's file, which exists by then, with stdin /dev/null as on a cold run. (destroy()
  * kills the sandbox before it closes the pipe: a spare never used execs nothing.) */
@@ -82,6 +82,37 @@ static const char python_spare_boot[] =
     "        sys.excepthook(type(e), e, e.__traceback__)\n"
     "        sys.exit(1)\n"
     "_run()\n";
+
+/* Node's spare waits as the interpreter itself too (node's start-up in gVisor, 250-300 ms on the
+ * CI machine kind, is most of a small run's time): `node -r /sandbox/NODE_SPARE_BOOT
+ * /sandbox/main.js`, where this preload module reads stdin to EOF before node goes on to
+ * resolve and run main.js (which exists by then) as it would on a cold run: the same
+ * process.argv, require.main, __filename and uncaught exception's stack. It then puts
+ * /dev/null on fd 0 (close, then open: the lowest free fd), empties process.execArgv (a
+ * child_process.fork() would preload it again) and leaves require.cache. A Worker preloads
+ * it too (node passes -r on to workers): there it does nothing. What differs from a cold
+ * run: /sandbox holds this file too, and /proc/1/cmdline names it. */
+#define NODE_SPARE_BOOT ".vestibule-spare.js"
+static const char node_spare_boot_path[] = "/sandbox/" NODE_SPARE_BOOT;
+static const char node_spare_boot[] =
+    "'use strict';\n"
+    "// a gvisor warm spare's preload (vestibule src/gvisor/backend.c): waits for the go\n"
+    "if (!require('worker_threads').isMainThread) return;\n"
+    "const fs = require('fs');\n"
+    "const buf = Buffer.alloc(256);\n"
+    "for (;;) {\n"
+    "    let n;\n"
+    "    try { n = fs.readSync(0, buf, 0, buf.length, null); } catch (e) {\n"
+    "        if (e.code !== 'EAGAIN' && e.code !== 'EINTR') break;\n"
+    "        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);\n"
+    "        continue;\n"
+    "    }\n"
+    "    if (n <= 0) break;\n"
+    "}\n"
+    "fs.closeSync(0);\n"
+    "fs.openSync('/dev/null', 'r');\n"
+    "process.execArgv.length = 0;\n"
+    "delete require.cache[__filename];\n";
 
 struct gvisor_state {
         pthread_mutex_t lock;
@@ -679,7 +710,10 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
             "/bin/bash", "-c", spare_waiter, "vestibule-spare", interpreter_of(x->language),
             path,        NULL};
         const char *python[] = {"python3", "-c", python_spare_boot, NULL};
-        const char *const *argv = x->language == SBX_LANG_PYTHON ? python : waiter;
+        const char *node[] = {"node", "-r", node_spare_boot_path, path, NULL};
+        const char *const *argv = x->language == SBX_LANG_PYTHON ? python
+                                  : x->language == SBX_LANG_NODE ? node
+                                                                 : waiter;
         unsigned gen;
         int r;
 
@@ -689,6 +723,9 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
         r = gvisor_spare_stamp_take(x->cfg, x->rootfs, x->grade, gen, &x->stamp, err);
         if (r == 0)
                 r = code_dir_fill(x, script, NULL, 0, err);
+        if (r == 0 && x->language == SBX_LANG_NODE)
+                r = write_new(x->code, NODE_SPARE_BOOT, node_spare_boot, strlen(node_spare_boot),
+                              err);
         if (r == 0)
                 r = box_spec(x, argv, err);
         if (r == 0)

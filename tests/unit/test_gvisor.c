@@ -692,6 +692,57 @@ START_TEST(spare_runs_its_code_once_as_a_cold_run)
 }
 END_TEST
 
+/* Node's spare (node itself, waiting in its preload module) runs the code as a cold run does:
+ * the same argv, execArgv, require.main, __filename, stdin (an empty character device), a
+ * Worker, and the same uncaught exception's stack, from the program's frame down to node's
+ * own main; the control is the cold sandbox's run of the same code. What differs (the
+ * preload file in /sandbox) is left out of the view. */
+START_TEST(node_spare_runs_its_code_as_a_cold_run)
+{
+        static const char code[] =
+            "const fs = require('fs');\n"
+            "console.log(JSON.stringify([process.argv, process.execArgv, require.main === "
+            "module, __filename, fs.fstatSync(0).isCharacterDevice(), fs.readFileSync(0).length, "
+            "Object.keys(require.cache), fs.readdirSync('/sandbox').filter((f) => "
+            "!f.startsWith('.'))]));\n"
+            "const { Worker } = require('worker_threads');\n"
+            "new Worker('console.log(\"worker\")', { eval: true }).on('exit', () => { throw new "
+            "Error('boom'); });\n";
+        const struct sandbox_ops *ops = backend->ops->sandbox;
+        struct run_result cold, warm;
+        struct sbx_error err = {0};
+        struct sandbox *sb;
+        char *node = xasprintf("%s/node/usr/bin/node", rootfs_dir());
+
+        if (access(node, X_OK) < 0) {
+                free(node);
+                sbx_test_skip("no node rootfs: run vestibule-mcp setup (VESTIBULE_ROOTFS_DIR)");
+        }
+        free(node);
+        sb = prepare_lang(ops, SANDBOX_MODE_ONE_SHOT, false, SBX_LANG_NODE);
+        ck_assert_msg(run_lang(ops, sb, SBX_LANG_NODE, code, &cold, &err) == 0, "%s", err.msg);
+        ops->destroy(sb);
+        sb = prepare_lang(ops, SANDBOX_MODE_ONE_SHOT, true, SBX_LANG_NODE);
+        usleep(300000); /* the spare waits: nothing of the code exists yet */
+        ck_assert_msg(run_lang(ops, sb, SBX_LANG_NODE, code, &warm, &err) == 0, "%s", err.msg);
+        ops->destroy(sb);
+        ck_assert_str_eq(out(&cold), "[[\"/usr/bin/node\",\"/sandbox/main.js\"],[],true,"
+                                     "\"/sandbox/main.js\",true,0,[\"/sandbox/main.js\"],"
+                                     "[\"main.js\",\"sitecustomize.py\"]]\nworker\n");
+        ck_assert_str_eq(out(&warm), out(&cold));
+        ck_assert_int_eq(cold.exit_code, 1);
+        ck_assert_int_eq(warm.exit_code, 1);
+        ck_assert_ptr_nonnull(cold.err.data);
+        ck_assert_ptr_nonnull(warm.err.data);
+        ck_assert_msg(strstr(cold.err.data, "Error: boom\n    at Worker.<anonymous> "
+                                            "(/sandbox/main.js:"),
+                      "%s", cold.err.data);
+        ck_assert_str_eq(warm.err.data, cold.err.data);
+        run_result_done(&cold);
+        run_result_done(&warm);
+}
+END_TEST
+
 /* Destroy leaves a sandbox's end (the wait for its processes, its folder's removal) to a reaper
  * thread, after the result; the server's exit (backend_free) still waits for all of it: no
  * process and no folder of the destroyed sandbox is left once it returns. Control: the spare's
@@ -979,6 +1030,7 @@ static Suite *gvisor_suite(void)
         tcase_add_test(tc, server_death_kills_the_run);
         tcase_add_test(tc, cancel_before_start);
         tcase_add_test(tc, spare_runs_its_code_once_as_a_cold_run);
+        tcase_add_test(tc, node_spare_runs_its_code_as_a_cold_run);
         tcase_add_test(tc, destroy_is_finished_by_the_exit);
         tcase_add_test(tc, spare_cannot_open_a_host_fifo_a_session_can);
         tcase_add_test(tc, output_past_a_pipe_buffer_is_whole);
