@@ -46,11 +46,21 @@
  * never more than this many of those behind). */
 #define GVISOR_REAP_MAX_PENDING 16
 
-/* Bash's spare's pid 1 (spare.h): reads its stdin until EOF (bash's builtin read; no byte is
- * expected, only the close of the server's end), then execs the interpreter ("$@") on the
- * program's file, which exists by then, with stdin /dev/null as on a cold run. (destroy()
- * kills the sandbox before it closes the pipe: a spare never used execs nothing.) */
-static const char spare_waiter[] = "while IFS= read -r _; do :; done; exec \"$@\" </dev/null";
+/* Bash's spare waits as the cold run's own `bash /sandbox/main.sh`, in its BASH_ENV file (a
+ * non-interactive bash sources $BASH_ENV before it opens its script: bash(1), INVOCATION):
+ * this file unsets BASH_ENV (a bash the program starts must not source it), reads stdin until
+ * EOF (bash's builtin read; no byte is expected, only the close of the server's end), puts
+ * /dev/null on it, and leaves $_ as bash's start gave it ("bash", the cold argv[0]); then bash
+ * opens main.sh, which exists by then, and runs it as on a cold run: the same argv, $0, $-,
+ * BASH_SOURCE, FUNCNAME, variables and options. What differs: /sandbox holds this file too,
+ * and /proc/1/environ names BASH_ENV. (destroy() kills the sandbox before it closes the pipe:
+ * a spare never used runs nothing.) */
+#define BASH_SPARE_BOOT ".vestibule-spare.sh"
+static const char bash_spare_env[] = "BASH_ENV=/sandbox/" BASH_SPARE_BOOT;
+static const char bash_spare_boot[] = "unset BASH_ENV\n"
+                                      "while IFS= read -r _; do :; done\n"
+                                      "exec </dev/null\n"
+                                      ": bash\n";
 
 /* Python's spare waits as the interpreter itself (its start-up, the largest part of a small
  * run's time inside gVisor, is then behind it): `python3 -c` this, which reads stdin to EOF,
@@ -150,8 +160,9 @@ struct gvisor_box {
         struct gvisor_runsc_run run;
         int pidfd;
         bool started, reaped, killed;
-        bool host_fifo;                /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
-        enum run_network network;      /* RUN_NETWORK_ALLOWLIST: the relay, the proxy, host UDS */
+        bool host_fifo;           /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
+        enum run_network network; /* RUN_NETWORK_ALLOWLIST: the relay, the proxy, host UDS */
+        const char *spare_env;    /* NULL, or one more variable of a spare's (bash_spare_env) */
         struct egress_session *egress; /* the run's proxy, from start to collect (or free) */
         char relay_py[1024], relay_js[1024], wait_sh[640]; /* egress_relay_source() & co. */
         const char *run_argv[9];   /* the wait script, the relays, the program (egress_begin) */
@@ -244,7 +255,7 @@ static int box_make(struct gvisor_box *x, struct sbx_error *err)
 
 /* The environment: the fixed one, pip's persistence, the proxy's variables for an allowlist
  * run (egress_sandbox_env(), as native and the container backend give them). */
-static void env_of(enum run_network network, const char **envp, size_t max)
+static void env_of(enum run_network network, const char *extra, const char **envp, size_t max)
 {
         size_t n = 0;
 
@@ -252,6 +263,8 @@ static void env_of(enum run_network network, const char **envp, size_t max)
                 envp[n++] = strncmp(*e, "PATH=", 5) == 0 ? EGRESS_SANDBOX_PATH : *e;
         for (const char *const *e = egress_sandbox_env(network); *e && n + 1 < max; e++)
                 envp[n++] = *e;
+        if (extra && n + 1 < max)
+                envp[n++] = extra;
         envp[n] = NULL;
 }
 
@@ -262,7 +275,7 @@ static int box_spec(struct gvisor_box *x, const char *const *argv, struct sbx_er
         _cleanup_free_ char *json = NULL;
         int r;
 
-        env_of(x->network, envp, ELEMENTSOF(envp));
+        env_of(x->network, x->spare_env, envp, ELEMENTSOF(envp));
         struct gvisor_spec_in in = {
             .rootfs = x->rootfs,
             .workspace = x->cfg->workspace_dir,
@@ -706,14 +719,12 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
         struct gvisor_state *s = x->b->state;
         const char *script = sbx_language_script(x->language);
         _cleanup_free_ char *path = xasprintf("/sandbox/%s", script);
-        const char *waiter[] = {
-            "/bin/bash", "-c", spare_waiter, "vestibule-spare", interpreter_of(x->language),
-            path,        NULL};
         const char *python[] = {"python3", "-c", python_spare_boot, NULL};
         const char *node[] = {"node", "-r", node_spare_boot_path, path, NULL};
+        const char *bash[] = {"bash", path, NULL}; /* a cold run's; BASH_ENV waits */
         const char *const *argv = x->language == SBX_LANG_PYTHON ? python
                                   : x->language == SBX_LANG_NODE ? node
-                                                                 : waiter;
+                                                                 : bash;
         unsigned gen;
         int r;
 
@@ -726,6 +737,11 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
         if (r == 0 && x->language == SBX_LANG_NODE)
                 r = write_new(x->code, NODE_SPARE_BOOT, node_spare_boot, strlen(node_spare_boot),
                               err);
+        if (r == 0 && x->language == SBX_LANG_BASH) {
+                r = write_new(x->code, BASH_SPARE_BOOT, bash_spare_boot, strlen(bash_spare_boot),
+                              err);
+                x->spare_env = bash_spare_env;
+        }
         if (r == 0)
                 r = box_spec(x, argv, err);
         if (r == 0)
@@ -734,7 +750,7 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
 }
 
 /* start, for a spare: still what it was built from, and its sandbox still there? then the
- * program's file, and the close of its stdin: the waiter execs the interpreter on it. */
+ * program's file, and the close of its stdin: the interpreter waiting on it goes on to it. */
 static int spare_handover(struct gvisor_box *x, const struct run_request *req,
                           struct sbx_error *err)
 {

@@ -1,8 +1,8 @@
 /* spare.h - the gvisor backend's warm spares (src/gvisor/spare.c); internal to src/gvisor.
  * A spare is a started runsc sandbox whose pid 1 reads its stdin (a pipe the server holds the
- * write end of) until EOF and then runs /sandbox/<script>: python and node as the interpreter
- * itself, started and waiting (a bootstrap, a preload module), bash as a waiter that then execs
- * bash on it (src/gvisor/backend.c). The hand-over writes the code into the run's code folder
+ * write end of) until EOF and then runs /sandbox/<script>: the interpreter itself, started and
+ * waiting (python's bootstrap, node's preload module, bash's BASH_ENV file:
+ * src/gvisor/backend.c). The hand-over writes the code into the run's code folder
  * and closes the pipe: the only thing that reaches the spare is that EOF, over the stdin it
  * already had (/dev/null on a cold run); runsc gets no new flag (no --host-fifo, no
  * --host-uds).

@@ -743,6 +743,54 @@ START_TEST(node_spare_runs_its_code_as_a_cold_run)
 }
 END_TEST
 
+/* Bash's spare (the cold run's own `bash /sandbox/main.sh`, waiting in its BASH_ENV file) runs
+ * the script as a cold run does: the same $0, $-, $_, BASH_SOURCE, FUNCNAME, options,
+ * variables and environment (no BASH_ENV: a bash the script starts does not wait), stdin
+ * empty, a top-level `return` refused; the control is the cold sandbox's run of the same code.
+ * The spare's file in /sandbox is left out of the view. */
+START_TEST(bash_spare_runs_its_code_as_a_cold_run)
+{
+        static const char code[] =
+            "echo \"$0|$#|$-|$_|${BASH_SOURCE[*]}|${BASH_LINENO[*]}|${BASH_ARGC[*]}|$SHLVL|"
+            "${BASH_ENV-none}\"\n"
+            "f() { echo \"${FUNCNAME[*]}\"; }; f\n"
+            "shopt | cksum; set -o | cksum; env | sort | cksum\n"
+            "declare -p | grep -v '^declare -[-a-z]* "
+            "\\(_\\|BASHPID\\|BASH_LINENO\\|RANDOM\\|SRANDOM\\|EPOCH[A-Z]*\\|SECONDS\\)=' | cksum\n"
+            "bash -c 'echo child'\n"
+            "wc -c\n"
+            "ls -A /sandbox | grep -v '^\\.'\n"
+            "return 5\n";
+        const struct sandbox_ops *ops = backend->ops->sandbox;
+        struct run_result cold, warm;
+        struct sbx_error err = {0};
+        struct sandbox *sb;
+
+        sb = prepare_lang(ops, SANDBOX_MODE_ONE_SHOT, false, SBX_LANG_BASH);
+        ck_assert_msg(run_lang(ops, sb, SBX_LANG_BASH, code, &cold, &err) == 0, "%s", err.msg);
+        ops->destroy(sb);
+        sb = prepare_lang(ops, SANDBOX_MODE_ONE_SHOT, true, SBX_LANG_BASH);
+        usleep(300000); /* the spare waits: nothing of the code exists yet */
+        ck_assert_msg(run_lang(ops, sb, SBX_LANG_BASH, code, &warm, &err) == 0, "%s", err.msg);
+        ops->destroy(sb);
+        ck_assert_msg(strncmp(out(&cold),
+                              "/sandbox/main.sh|0|hB|bash|/sandbox/main.sh|0|0|1|none\n"
+                              "f main\n",
+                              60) == 0,
+                      "%s", out(&cold));
+        ck_assert_msg(strstr(out(&cold), "\nchild\n0\nmain.sh\nsitecustomize.py\n"), "%s",
+                      out(&cold));
+        ck_assert_str_eq(out(&warm), out(&cold));
+        ck_assert_ptr_nonnull(cold.err.data);
+        ck_assert_ptr_nonnull(warm.err.data);
+        ck_assert_msg(strstr(cold.err.data, "return: can only"), "%s", cold.err.data);
+        ck_assert_str_eq(warm.err.data, cold.err.data);
+        ck_assert_int_eq(warm.exit_code, cold.exit_code);
+        run_result_done(&cold);
+        run_result_done(&warm);
+}
+END_TEST
+
 /* Destroy leaves a sandbox's end (the wait for its processes, its folder's removal) to a reaper
  * thread, after the result; the server's exit (backend_free) still waits for all of it: no
  * process and no folder of the destroyed sandbox is left once it returns. Control: the spare's
@@ -1031,6 +1079,7 @@ static Suite *gvisor_suite(void)
         tcase_add_test(tc, cancel_before_start);
         tcase_add_test(tc, spare_runs_its_code_once_as_a_cold_run);
         tcase_add_test(tc, node_spare_runs_its_code_as_a_cold_run);
+        tcase_add_test(tc, bash_spare_runs_its_code_as_a_cold_run);
         tcase_add_test(tc, destroy_is_finished_by_the_exit);
         tcase_add_test(tc, spare_cannot_open_a_host_fifo_a_session_can);
         tcase_add_test(tc, output_past_a_pipe_buffer_is_whole);
