@@ -433,6 +433,23 @@ static void box_kill_all(struct gvisor_box *x, pid_t pid)
         gvisor_runsc_kill(pid, x->state);
 }
 
+/* Kill all of the run on a call's path: when runsc @pid exited by itself (its pidfd readable;
+ * unreaped, so its group id is still its own), its `run` destroyed the sandbox and the gofer
+ * before it exited (runsc/container: Destroy), so the cgroup's and the group's kill are enough
+ * here and the sweep of /proc for the state folder is left to the reaper (box_free(), after the
+ * result); else box_kill_all(). */
+static void box_kill_ended(struct gvisor_box *x, pid_t pid)
+{
+        struct pollfd p = {.fd = x->pidfd, .events = POLLIN};
+
+        if (pid <= 0 || x->pidfd < 0 || poll(&p, 1, 0) <= 0) {
+                box_kill_all(x, pid);
+                return;
+        }
+        cgroup_run_kill(&x->cg);
+        kill(-pid, SIGKILL);
+}
+
 /* After the kill: wait, bounded, until nothing of the run is alive (its cgroup empty, or no
  * process naming its state folder), re-killing what a sweep still finds. */
 static void box_wait_gone(struct gvisor_box *x)
@@ -905,7 +922,7 @@ static void gvisor_kill(struct sandbox *sandbox)
         pid = x->started && !x->reaped ? x->run.pid : 0;
         box_read_usage(x);
         pthread_mutex_unlock(&x->lock);
-        box_kill_all(x, pid);
+        box_kill_ended(x, pid);
 }
 
 static void not_measured(struct run_measure *m, const char *why)
@@ -951,7 +968,7 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         pthread_mutex_lock(&x->lock);
         box_read_usage(x); /* before the kill: a scope's cgroup goes once empty */
         pthread_mutex_unlock(&x->lock);
-        box_kill_all(x, x->run.pid); /* whatever the program left */
+        box_kill_ended(x, x->started && !x->reaped ? x->run.pid : 0); /* what the program left */
         pthread_mutex_lock(&x->lock);
         status = box_reap(x);
         pthread_mutex_unlock(&x->lock);
