@@ -41,11 +41,26 @@
  * every task at once; this only bounds their exit under load). */
 #define GVISOR_EMPTY_WAIT_MS 2000
 
-/* A spare's pid 1 (spare.h): reads its stdin until EOF (bash's builtin read; no byte is
- * expected, only the close of the server's end), then execs the interpreter ("$@") on the
- * program's file, which exists by then, with stdin /dev/null as on a cold run. (destroy()
- * kills the sandbox before it closes the pipe: a spare never used execs nothing.) */
-static const char spare_waiter[] = "while IFS= read -r _; do :; done; exec \"$@\" </dev/null";
+/* The most finished sandboxes queued for the reaper thread; past it, destroy() frees the next
+ * one itself (each takes at most GVISOR_EMPTY_WAIT_MS and a folder's removal, so the queue is
+ * never more than this many of those behind). */
+#define GVISOR_REAP_MAX_PENDING 16
+
+/* Bash's spare waits as the cold run's own `bash /sandbox/main.sh`, in its BASH_ENV file (a
+ * non-interactive bash sources $BASH_ENV before it opens its script: bash(1), INVOCATION):
+ * this file unsets BASH_ENV (a bash the program starts must not source it), reads stdin until
+ * EOF (bash's builtin read; no byte is expected, only the close of the server's end), puts
+ * /dev/null on it, and leaves $_ as bash's start gave it ("bash", the cold argv[0]); then bash
+ * opens main.sh, which exists by then, and runs it as on a cold run: the same argv, $0, $-,
+ * BASH_SOURCE, FUNCNAME, variables and options. What differs: /sandbox holds this file too,
+ * and /proc/1/environ names BASH_ENV. (destroy() kills the sandbox before it closes the pipe:
+ * a spare never used runs nothing.) */
+#define BASH_SPARE_BOOT ".vestibule-spare.sh"
+static const char bash_spare_env[] = "BASH_ENV=/sandbox/" BASH_SPARE_BOOT;
+static const char bash_spare_boot[] = "unset BASH_ENV\n"
+                                      "while IFS= read -r _; do :; done\n"
+                                      "exec </dev/null\n"
+                                      ": bash\n";
 
 /* Python's spare waits as the interpreter itself (its start-up, the largest part of a small
  * run's time inside gVisor, is then behind it): `python3 -c` this, which reads stdin to EOF,
@@ -78,6 +93,37 @@ static const char python_spare_boot[] =
     "        sys.exit(1)\n"
     "_run()\n";
 
+/* Node's spare waits as the interpreter itself too (node's start-up in gVisor, 250-300 ms on the
+ * CI machine kind, is most of a small run's time): `node -r /sandbox/NODE_SPARE_BOOT
+ * /sandbox/main.js`, where this preload module reads stdin to EOF before node goes on to
+ * resolve and run main.js (which exists by then) as it would on a cold run: the same
+ * process.argv, require.main, __filename and uncaught exception's stack. It then puts
+ * /dev/null on fd 0 (close, then open: the lowest free fd), empties process.execArgv (a
+ * child_process.fork() would preload it again) and leaves require.cache. A Worker preloads
+ * it too (node passes -r on to workers): there it does nothing. What differs from a cold
+ * run: /sandbox holds this file too, and /proc/1/cmdline names it. */
+#define NODE_SPARE_BOOT ".vestibule-spare.js"
+static const char node_spare_boot_path[] = "/sandbox/" NODE_SPARE_BOOT;
+static const char node_spare_boot[] =
+    "'use strict';\n"
+    "// a gvisor warm spare's preload (vestibule src/gvisor/backend.c): waits for the go\n"
+    "if (!require('worker_threads').isMainThread) return;\n"
+    "const fs = require('fs');\n"
+    "const buf = Buffer.alloc(256);\n"
+    "for (;;) {\n"
+    "    let n;\n"
+    "    try { n = fs.readSync(0, buf, 0, buf.length, null); } catch (e) {\n"
+    "        if (e.code !== 'EAGAIN' && e.code !== 'EINTR') break;\n"
+    "        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);\n"
+    "        continue;\n"
+    "    }\n"
+    "    if (n <= 0) break;\n"
+    "}\n"
+    "fs.closeSync(0);\n"
+    "fs.openSync('/dev/null', 'r');\n"
+    "process.execArgv.length = 0;\n"
+    "delete require.cache[__filename];\n";
+
 struct gvisor_state {
         pthread_mutex_t lock;
         struct gvisor_runsc_facts facts;
@@ -87,6 +133,15 @@ struct gvisor_state {
         unsigned next_id;
         unsigned probe_gen; /* counts the probes that ran: spares of an older one are stale */
         bool shutting_down;
+
+        /* The reaper: sandboxes whose run is over (killed, runsc reaped) wait here for their
+         * processes' end, their cgroup's and their folder's removal, after the result, as
+         * native's reaper (src/native/backend.c) does for its inits. */
+        pthread_t reaper;
+        bool reaper_started, reaper_stop;
+        pthread_cond_t reap_work, reap_idle;
+        struct gvisor_box *reap_head;
+        unsigned reap_pending; /* queued or being freed */
 };
 
 /* One sandbox: its folder and the runsc that runs it. */
@@ -105,8 +160,9 @@ struct gvisor_box {
         struct gvisor_runsc_run run;
         int pidfd;
         bool started, reaped, killed;
-        bool host_fifo;                /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
-        enum run_network network;      /* RUN_NETWORK_ALLOWLIST: the relay, the proxy, host UDS */
+        bool host_fifo;           /* runsc --host-fifo=open (a session's FIFOs, cells.c) */
+        enum run_network network; /* RUN_NETWORK_ALLOWLIST: the relay, the proxy, host UDS */
+        const char *spare_env;    /* NULL, or one more variable of a spare's (bash_spare_env) */
         struct egress_session *egress; /* the run's proxy, from start to collect (or free) */
         char relay_py[1024], relay_js[1024], wait_sh[640]; /* egress_relay_source() & co. */
         const char *run_argv[9];   /* the wait script, the relays, the program (egress_begin) */
@@ -123,6 +179,7 @@ struct gvisor_box {
         pid_t keeper;             /* 0: none */
         struct run_result *usage; /* read once from @cg, before the first kill (scratch) */
         bool usage_read, usage_ok;
+        struct gvisor_box *reap_next; /* the reaper's queue (gvisor_state.reap_head) */
 };
 
 static const char *interpreter_of(enum sbx_language l)
@@ -198,7 +255,7 @@ static int box_make(struct gvisor_box *x, struct sbx_error *err)
 
 /* The environment: the fixed one, pip's persistence, the proxy's variables for an allowlist
  * run (egress_sandbox_env(), as native and the container backend give them). */
-static void env_of(enum run_network network, const char **envp, size_t max)
+static void env_of(enum run_network network, const char *extra, const char **envp, size_t max)
 {
         size_t n = 0;
 
@@ -206,6 +263,8 @@ static void env_of(enum run_network network, const char **envp, size_t max)
                 envp[n++] = strncmp(*e, "PATH=", 5) == 0 ? EGRESS_SANDBOX_PATH : *e;
         for (const char *const *e = egress_sandbox_env(network); *e && n + 1 < max; e++)
                 envp[n++] = *e;
+        if (extra && n + 1 < max)
+                envp[n++] = extra;
         envp[n] = NULL;
 }
 
@@ -216,7 +275,7 @@ static int box_spec(struct gvisor_box *x, const char *const *argv, struct sbx_er
         _cleanup_free_ char *json = NULL;
         int r;
 
-        env_of(x->network, envp, ELEMENTSOF(envp));
+        env_of(x->network, x->spare_env, envp, ELEMENTSOF(envp));
         struct gvisor_spec_in in = {
             .rootfs = x->rootfs,
             .workspace = x->cfg->workspace_dir,
@@ -372,6 +431,23 @@ static void box_kill_all(struct gvisor_box *x, pid_t pid)
 {
         cgroup_run_kill(&x->cg);
         gvisor_runsc_kill(pid, x->state);
+}
+
+/* Kill all of the run on a call's path: when runsc @pid exited by itself (its pidfd readable;
+ * unreaped, so its group id is still its own), its `run` destroyed the sandbox and the gofer
+ * before it exited (runsc/container: Destroy), so the cgroup's and the group's kill are enough
+ * here and the sweep of /proc for the state folder is left to the reaper (box_free(), after the
+ * result); else box_kill_all(). */
+static void box_kill_ended(struct gvisor_box *x, pid_t pid)
+{
+        struct pollfd p = {.fd = x->pidfd, .events = POLLIN};
+
+        if (pid <= 0 || x->pidfd < 0 || poll(&p, 1, 0) <= 0) {
+                box_kill_all(x, pid);
+                return;
+        }
+        cgroup_run_kill(&x->cg);
+        kill(-pid, SIGKILL);
 }
 
 /* After the kill: wait, bounded, until nothing of the run is alive (its cgroup empty, or no
@@ -660,11 +736,12 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
         struct gvisor_state *s = x->b->state;
         const char *script = sbx_language_script(x->language);
         _cleanup_free_ char *path = xasprintf("/sandbox/%s", script);
-        const char *waiter[] = {
-            "/bin/bash", "-c", spare_waiter, "vestibule-spare", interpreter_of(x->language),
-            path,        NULL};
         const char *python[] = {"python3", "-c", python_spare_boot, NULL};
-        const char *const *argv = x->language == SBX_LANG_PYTHON ? python : waiter;
+        const char *node[] = {"node", "-r", node_spare_boot_path, path, NULL};
+        const char *bash[] = {"bash", path, NULL}; /* a cold run's; BASH_ENV waits */
+        const char *const *argv = x->language == SBX_LANG_PYTHON ? python
+                                  : x->language == SBX_LANG_NODE ? node
+                                                                 : bash;
         unsigned gen;
         int r;
 
@@ -674,6 +751,14 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
         r = gvisor_spare_stamp_take(x->cfg, x->rootfs, x->grade, gen, &x->stamp, err);
         if (r == 0)
                 r = code_dir_fill(x, script, NULL, 0, err);
+        if (r == 0 && x->language == SBX_LANG_NODE)
+                r = write_new(x->code, NODE_SPARE_BOOT, node_spare_boot, strlen(node_spare_boot),
+                              err);
+        if (r == 0 && x->language == SBX_LANG_BASH) {
+                r = write_new(x->code, BASH_SPARE_BOOT, bash_spare_boot, strlen(bash_spare_boot),
+                              err);
+                x->spare_env = bash_spare_env;
+        }
         if (r == 0)
                 r = box_spec(x, argv, err);
         if (r == 0)
@@ -682,7 +767,7 @@ static int spare_launch(struct gvisor_box *x, struct sbx_error *err)
 }
 
 /* start, for a spare: still what it was built from, and its sandbox still there? then the
- * program's file, and the close of its stdin: the waiter execs the interpreter on it. */
+ * program's file, and the close of its stdin: the interpreter waiting on it goes on to it. */
 static int spare_handover(struct gvisor_box *x, const struct run_request *req,
                           struct sbx_error *err)
 {
@@ -837,7 +922,7 @@ static void gvisor_kill(struct sandbox *sandbox)
         pid = x->started && !x->reaped ? x->run.pid : 0;
         box_read_usage(x);
         pthread_mutex_unlock(&x->lock);
-        box_kill_all(x, pid);
+        box_kill_ended(x, pid);
 }
 
 static void not_measured(struct run_measure *m, const char *why)
@@ -883,7 +968,7 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         pthread_mutex_lock(&x->lock);
         box_read_usage(x); /* before the kill: a scope's cgroup goes once empty */
         pthread_mutex_unlock(&x->lock);
-        box_kill_all(x, x->run.pid); /* whatever the program left */
+        box_kill_ended(x, x->started && !x->reaped ? x->run.pid : 0); /* what the program left */
         pthread_mutex_lock(&x->lock);
         status = box_reap(x);
         pthread_mutex_unlock(&x->lock);
@@ -917,12 +1002,88 @@ static int gvisor_collect(struct sandbox *sandbox, const struct sandbox_watch *w
         return 0;
 }
 
+static void *reaper_main(void *arg)
+{
+        struct gvisor_state *s = arg;
+
+        pthread_mutex_lock(&s->lock);
+        for (;;) {
+                while (!s->reap_head && !s->reaper_stop)
+                        pthread_cond_wait(&s->reap_work, &s->lock);
+                if (!s->reap_head)
+                        break;
+                struct gvisor_box *x = s->reap_head;
+                s->reap_head = x->reap_next;
+                pthread_mutex_unlock(&s->lock);
+                box_free(x);
+                pthread_mutex_lock(&s->lock);
+                s->reap_pending--;
+                pthread_cond_broadcast(&s->reap_idle);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+/* Start the reaper thread (taking no signals) unless it runs; s->lock held. */
+static void reaper_start(struct gvisor_state *s)
+{
+        pthread_attr_t attr;
+        sigset_t all, old;
+
+        if (s->reaper_started || s->reaper_stop)
+                return;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
+        s->reaper_started = pthread_create(&s->reaper, &attr, reaper_main, s) == 0;
+        pthread_attr_destroy(&attr);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Hand @x to the reaper thread: box_free() there, after the result. Freed here when the thread
+ * cannot start, is stopping, or has GVISOR_REAP_MAX_PENDING sandboxes queued already. */
+static void reap_later(struct gvisor_state *s, struct gvisor_box *x)
+{
+        pthread_mutex_lock(&s->lock);
+        reaper_start(s);
+        if (!s->reaper_started || s->reaper_stop || s->reap_pending >= GVISOR_REAP_MAX_PENDING) {
+                pthread_mutex_unlock(&s->lock);
+                box_free(x);
+                return;
+        }
+        x->reap_next = NULL;
+        struct gvisor_box **tail = &s->reap_head;
+        while (*tail)
+                tail = &(*tail)->reap_next;
+        *tail = x;
+        s->reap_pending++;
+        pthread_cond_signal(&s->reap_work);
+        pthread_mutex_unlock(&s->lock);
+}
+
+void gvisor_backend_settle(struct backend *b)
+{
+        struct gvisor_state *s = b->state;
+
+        pthread_mutex_lock(&s->lock);
+        while (s->reap_pending > 0)
+                pthread_cond_wait(&s->reap_idle, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* destroy: kill now whatever of the sandbox still runs (a spare never used, a start that
+ * failed: runsc unreaped); the wait for its processes' end, the keeper, the cgroup's and the
+ * folder's removal and the rootfs hold's release go to the reaper thread, after the result
+ * (a collected run was killed and reaped in collect already). */
 static void gvisor_destroy_box(struct sandbox *sandbox)
 {
         struct gvisor_box *x = (struct gvisor_box *)sandbox;
         struct sbx_trace t = x->trace;
 
-        box_free(x);
+        if (x->started && !x->reaped)
+                box_kill_all(x, x->run.pid);
+        reap_later(x->b->state, x);
         if (t.on) {
                 sbx_trace_lap(&t, "destroy");
                 sbx_trace_end(&t);
@@ -952,6 +1113,15 @@ static void gvisor_destroy(struct backend *b)
 
         if (!s)
                 return;
+        /* the reaper finishes its queue (every sandbox in it was killed) and stops */
+        pthread_mutex_lock(&s->lock);
+        s->reaper_stop = true;
+        pthread_cond_signal(&s->reap_work);
+        pthread_mutex_unlock(&s->lock);
+        if (s->reaper_started)
+                pthread_join(s->reaper, NULL);
+        pthread_cond_destroy(&s->reap_work);
+        pthread_cond_destroy(&s->reap_idle);
         pthread_mutex_destroy(&s->lock);
         free(s);
         b->state = NULL;
@@ -975,6 +1145,8 @@ int gvisor_backend_new(const struct sbx_config *cfg, struct backend **ret, struc
 
         (void)err;
         pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->reap_work, NULL);
+        pthread_cond_init(&s->reap_idle, NULL);
         b->ops = &gvisor_ops;
         b->cfg = cfg;
         b->state = s;

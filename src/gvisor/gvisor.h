@@ -20,6 +20,14 @@
  */
 int gvisor_backend_new(const struct sbx_config *cfg, struct backend **ret, struct sbx_error *err);
 
+/**
+ * gvisor_backend_settle() - wait until every sandbox @b destroyed so far is gone: its
+ * processes ended, its cgroup and its folder /tmp/vestibule-gvisor-XXXXXX removed. destroy()
+ * hands that to a reaper thread, after the result (src/gvisor/backend.c, reap_later);
+ * backend_free() waits for it too. For tests that check what a run leaves.
+ */
+void gvisor_backend_settle(struct backend *b);
+
 /* What this host's runsc is. */
 struct gvisor_runsc_facts {
         bool found;         /* an executable runsc is at @path */

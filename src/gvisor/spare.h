@@ -1,9 +1,11 @@
 /* spare.h - the gvisor backend's warm spares (src/gvisor/spare.c); internal to src/gvisor.
- * A spare is a started runsc sandbox whose pid 1, a bash waiter, reads its stdin (a pipe the
- * server holds the write end of) until EOF and then execs the interpreter on
- * /sandbox/<script>. The hand-over writes the code into the run's code folder and closes the
- * pipe: the only thing that reaches the spare is that EOF, over the stdin it already had
- * (/dev/null on a cold run); runsc gets no new flag (no --host-fifo, no --host-uds).
+ * A spare is a started runsc sandbox whose pid 1 reads its stdin (a pipe the server holds the
+ * write end of) until EOF and then runs /sandbox/<script>: the interpreter itself, started and
+ * waiting (python's bootstrap, node's preload module, bash's BASH_ENV file:
+ * src/gvisor/backend.c). The hand-over writes the code into the run's code folder
+ * and closes the pipe: the only thing that reaches the spare is that EOF, over the stdin it
+ * already had (/dev/null on a cold run); runsc gets no new flag (no --host-fifo, no
+ * --host-uds).
  * docs/design/lifecycle.md, "gVisor spares". */
 #pragma once
 

@@ -541,6 +541,7 @@ static void kill_everything(bool by_cancel)
         pthread_join(t, NULL);
         ck_assert_int_eq(res.outcome, by_cancel ? RUN_OUTCOME_CANCELLED : RUN_OUTCOME_TIMED_OUT);
         ck_assert_msg(w.seen >= 2, "control: only %d sandbox processes seen while it ran", w.seen);
+        gvisor_backend_settle(backend); /* destroy's reaper: after the result */
         ck_assert_int_eq(sandbox_processes(), 0);
         /* without a cgroup, runsc's rusage: cut short by the kill, so a floor */
         ck_assert(res.usage.cpu_us.at_least || host_limits_full());
@@ -611,6 +612,7 @@ START_TEST(cancel_before_start)
         ck_assert_msg(run("import time\ntime.sleep(100)\n", 30, efd, &res, &err) == 0, "%s",
                       err.msg);
         ck_assert_int_eq(res.outcome, RUN_OUTCOME_CANCELLED);
+        gvisor_backend_settle(backend);
         ck_assert_int_eq(sandbox_processes(), 0);
         close(efd);
         run_result_done(&res);
@@ -687,6 +689,136 @@ START_TEST(spare_runs_its_code_once_as_a_cold_run)
         struct sandbox_io io;
         ck_assert_int_eq(ops->start(sb, &again, &io, &err), -EALREADY);
         ops->destroy(sb);
+}
+END_TEST
+
+/* Node's spare (node itself, waiting in its preload module) runs the code as a cold run does:
+ * the same argv, execArgv, require.main, __filename, stdin (an empty character device), a
+ * Worker, and the same uncaught exception's stack, from the program's frame down to node's
+ * own main; the control is the cold sandbox's run of the same code. What differs (the
+ * preload file in /sandbox) is left out of the view. */
+START_TEST(node_spare_runs_its_code_as_a_cold_run)
+{
+        static const char code[] =
+            "const fs = require('fs');\n"
+            "console.log(JSON.stringify([process.argv, process.execArgv, require.main === "
+            "module, __filename, fs.fstatSync(0).isCharacterDevice(), fs.readFileSync(0).length, "
+            "Object.keys(require.cache), fs.readdirSync('/sandbox').filter((f) => "
+            "!f.startsWith('.'))]));\n"
+            "const { Worker } = require('worker_threads');\n"
+            "new Worker('console.log(\"worker\")', { eval: true }).on('exit', () => { throw new "
+            "Error('boom'); });\n";
+        const struct sandbox_ops *ops = backend->ops->sandbox;
+        struct run_result cold, warm;
+        struct sbx_error err = {0};
+        struct sandbox *sb;
+        char *node = xasprintf("%s/node/usr/bin/node", rootfs_dir());
+
+        if (access(node, X_OK) < 0) {
+                free(node);
+                sbx_test_skip("no node rootfs: run vestibule-mcp setup (VESTIBULE_ROOTFS_DIR)");
+        }
+        free(node);
+        sb = prepare_lang(ops, SANDBOX_MODE_ONE_SHOT, false, SBX_LANG_NODE);
+        ck_assert_msg(run_lang(ops, sb, SBX_LANG_NODE, code, &cold, &err) == 0, "%s", err.msg);
+        ops->destroy(sb);
+        sb = prepare_lang(ops, SANDBOX_MODE_ONE_SHOT, true, SBX_LANG_NODE);
+        usleep(300000); /* the spare waits: nothing of the code exists yet */
+        ck_assert_msg(run_lang(ops, sb, SBX_LANG_NODE, code, &warm, &err) == 0, "%s", err.msg);
+        ops->destroy(sb);
+        ck_assert_str_eq(out(&cold), "[[\"/usr/bin/node\",\"/sandbox/main.js\"],[],true,"
+                                     "\"/sandbox/main.js\",true,0,[\"/sandbox/main.js\"],"
+                                     "[\"main.js\",\"sitecustomize.py\"]]\nworker\n");
+        ck_assert_str_eq(out(&warm), out(&cold));
+        ck_assert_int_eq(cold.exit_code, 1);
+        ck_assert_int_eq(warm.exit_code, 1);
+        ck_assert_ptr_nonnull(cold.err.data);
+        ck_assert_ptr_nonnull(warm.err.data);
+        ck_assert_msg(strstr(cold.err.data, "Error: boom\n    at Worker.<anonymous> "
+                                            "(/sandbox/main.js:"),
+                      "%s", cold.err.data);
+        ck_assert_str_eq(warm.err.data, cold.err.data);
+        run_result_done(&cold);
+        run_result_done(&warm);
+}
+END_TEST
+
+/* Bash's spare (the cold run's own `bash /sandbox/main.sh`, waiting in its BASH_ENV file) runs
+ * the script as a cold run does: the same $0, $-, $_, BASH_SOURCE, FUNCNAME, options,
+ * variables and environment (no BASH_ENV: a bash the script starts does not wait), stdin
+ * empty, a top-level `return` refused; the control is the cold sandbox's run of the same code.
+ * The spare's file in /sandbox is left out of the view. */
+START_TEST(bash_spare_runs_its_code_as_a_cold_run)
+{
+        static const char code[] =
+            "echo \"$0|$#|$-|$_|${BASH_SOURCE[*]}|${BASH_LINENO[*]}|${BASH_ARGC[*]}|$SHLVL|"
+            "${BASH_ENV-none}\"\n"
+            "f() { echo \"${FUNCNAME[*]}\"; }; f\n"
+            "shopt | cksum; set -o | cksum; env | sort | cksum\n"
+            "declare -p | grep -v '^declare -[-a-z]* "
+            "\\(_\\|BASHPID\\|BASH_LINENO\\|RANDOM\\|SRANDOM\\|EPOCH[A-Z]*\\|SECONDS\\)=' | cksum\n"
+            "bash -c 'echo child'\n"
+            "wc -c\n"
+            "ls -A /sandbox | grep -v '^\\.'\n"
+            "return 5\n";
+        const struct sandbox_ops *ops = backend->ops->sandbox;
+        struct run_result cold, warm;
+        struct sbx_error err = {0};
+        struct sandbox *sb;
+
+        sb = prepare_lang(ops, SANDBOX_MODE_ONE_SHOT, false, SBX_LANG_BASH);
+        ck_assert_msg(run_lang(ops, sb, SBX_LANG_BASH, code, &cold, &err) == 0, "%s", err.msg);
+        ops->destroy(sb);
+        sb = prepare_lang(ops, SANDBOX_MODE_ONE_SHOT, true, SBX_LANG_BASH);
+        usleep(300000); /* the spare waits: nothing of the code exists yet */
+        ck_assert_msg(run_lang(ops, sb, SBX_LANG_BASH, code, &warm, &err) == 0, "%s", err.msg);
+        ops->destroy(sb);
+        ck_assert_msg(strncmp(out(&cold),
+                              "/sandbox/main.sh|0|hB|bash|/sandbox/main.sh|0|0|1|none\n"
+                              "f main\n",
+                              60) == 0,
+                      "%s", out(&cold));
+        ck_assert_msg(strstr(out(&cold), "\nchild\n0\nmain.sh\nsitecustomize.py\n"), "%s",
+                      out(&cold));
+        ck_assert_str_eq(out(&warm), out(&cold));
+        ck_assert_ptr_nonnull(cold.err.data);
+        ck_assert_ptr_nonnull(warm.err.data);
+        ck_assert_msg(strstr(cold.err.data, "return: can only"), "%s", cold.err.data);
+        ck_assert_str_eq(warm.err.data, cold.err.data);
+        ck_assert_int_eq(warm.exit_code, cold.exit_code);
+        run_result_done(&cold);
+        run_result_done(&warm);
+}
+END_TEST
+
+/* Destroy leaves a sandbox's end (the wait for its processes, its folder's removal) to a reaper
+ * thread, after the result; the server's exit (backend_free) still waits for all of it: no
+ * process and no folder of the destroyed sandbox is left once it returns. Control: the spare's
+ * processes and folder were seen before the destroy. */
+START_TEST(destroy_is_finished_by_the_exit)
+{
+        const struct sandbox_ops *ops = backend->ops->sandbox;
+        struct sandbox *sb[3];
+        int seen = 0;
+
+        n_known = 0;
+        for (size_t i = 0; i < ELEMENTSOF(sb); i++)
+                sb[i] = prepare(ops, SANDBOX_MODE_ONE_SHOT, true);
+        for (int i = 0; i < 200 && (seen < 3 || n_known < ELEMENTSOF(sb)); i++) {
+                usleep(50000);
+                seen = sandbox_processes();
+        }
+        ck_assert_msg(seen >= 3 && n_known == ELEMENTSOF(sb),
+                      "control: %d processes of %zu folders seen", seen, n_known);
+        for (size_t i = 0; i < ELEMENTSOF(sb); i++)
+                ops->destroy(sb[i]);
+        backend = backend_free(backend);
+        ck_assert_int_eq(sandbox_processes(), 0);
+        for (size_t i = 0; i < n_known; i++) {
+                char *dir = xasprintf("/tmp/%s", known[i]);
+                ck_assert_msg(access(dir, F_OK) < 0 && errno == ENOENT, "'%s' left behind", dir);
+                free(dir);
+        }
 }
 END_TEST
 
@@ -946,6 +1078,9 @@ static Suite *gvisor_suite(void)
         tcase_add_test(tc, server_death_kills_the_run);
         tcase_add_test(tc, cancel_before_start);
         tcase_add_test(tc, spare_runs_its_code_once_as_a_cold_run);
+        tcase_add_test(tc, node_spare_runs_its_code_as_a_cold_run);
+        tcase_add_test(tc, bash_spare_runs_its_code_as_a_cold_run);
+        tcase_add_test(tc, destroy_is_finished_by_the_exit);
         tcase_add_test(tc, spare_cannot_open_a_host_fifo_a_session_can);
         tcase_add_test(tc, output_past_a_pipe_buffer_is_whole);
         tcase_add_test(tc, session_cells_persist_and_interrupt);
