@@ -1299,7 +1299,7 @@ int engine_backend_new_with_env(const struct sbx_config *cfg, engine_getenv_fn g
         pthread_mutex_init(&st->create_lock, NULL);
         pthread_cond_init(&st->removed, NULL);
         st->getenv_fn = getenv_fn;
-        if (engine_owner_label(getpid(), st->owner, sizeof(st->owner)) < 0) {
+        if (sbx_owner_label(getpid(), st->owner, sizeof(st->owner)) < 0) {
                 free(b);
                 pthread_mutex_destroy(&st->lock);
                 pthread_cond_destroy(&st->removed);

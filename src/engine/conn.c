@@ -16,75 +16,8 @@
 #include "common/cleanup.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/owner.h"
 #include "common/xalloc.h"
-
-/* ---------------------------------------------------------------------------------------- */
-/* Owner labels                                                                             */
-
-/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot; 0 when unreadable. */
-static unsigned long long proc_start_time(pid_t pid)
-{
-        char path[64], buf[1024];
-        unsigned long long st = 0;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        if (sbx_read_small_file(AT_FDCWD, path, SBX_READ_PREFIX, buf, sizeof(buf)) <= 0)
-                return 0;
-        char *p = strrchr(buf, ')'); /* comm may hold spaces and ')' */
-        if (!p)
-                return 0;
-        p++;
-        for (int field = 3; field < 22 && p; field++) {
-                p = strchr(p + 1, ' ');
-        }
-        if (p)
-                sscanf(p, " %llu", &st);
-        return st;
-}
-
-int engine_owner_label(pid_t pid, char *ret, size_t size)
-{
-        char host[256] = "";
-        unsigned long long st = proc_start_time(pid);
-
-        if (gethostname(host, sizeof(host) - 1) < 0 || !*host)
-                snprintf(host, sizeof(host), "localhost");
-        if (!st)
-                return -ESRCH;
-        snprintf(ret, size, "%s:%d:%llu", host, (int)pid, st);
-        return 0;
-}
-
-bool engine_owner_alive(const char *label)
-{
-        char host[256] = "";
-        const char *c1, *c2;
-        char *end;
-        long pid;
-        unsigned long long st;
-
-        if (!label || !*label)
-                return false; /* ours (vestibule.run=1) but unowned: a leftover */
-        c2 = strrchr(label, ':');
-        if (!c2 || c2 == label)
-                return false;
-        c1 = c2 - 1;
-        while (c1 > label && *c1 != ':')
-                c1--;
-        if (*c1 != ':')
-                return false;
-        gethostname(host, sizeof(host) - 1);
-        if ((size_t)(c1 - label) != strlen(host) || strncmp(label, host, strlen(host)) != 0)
-                return true; /* another host's server (a shared daemon): not ours to judge */
-        errno = 0;
-        pid = strtol(c1 + 1, &end, 10);
-        if (errno || end != c2 || pid <= 0)
-                return false;
-        st = strtoull(c2 + 1, &end, 10);
-        if (*end)
-                return false;
-        return proc_start_time((pid_t)pid) == st;
-}
 
 int engine_self_container_id(const char *mountinfo, char *ret, size_t size)
 {
@@ -125,7 +58,7 @@ int engine_owner_in_container(char *owner, size_t size, const char *id)
         return 0;
 }
 
-/* Whether @owner's server is gone. A label of this host: its process (engine_owner_alive());
+/* Whether @owner's server is gone. A label of this host: its process (sbx_owner_alive());
  * a server in its OCI image ("container/<id>:<pid>:<start>", engine_owner_in_container()): its
  * container, asked of the engine (gone: 404 or not running; any other answer: alive, not ours
  * to judge); another host's label: alive. */
@@ -136,7 +69,7 @@ static bool owner_gone(const struct engine_conn *c, const char *owner)
         char id[65];
         size_t pre = strlen(ENGINE_OWNER_CONTAINER);
 
-        if (!engine_owner_alive(owner))
+        if (!sbx_owner_alive(owner))
                 return true;
         if (strncmp(owner, ENGINE_OWNER_CONTAINER, pre) != 0 ||
             strspn(owner + pre, "0123456789abcdef") != 64 || owner[pre + 64] != ':')

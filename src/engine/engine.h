@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "common/error.h"
+#include "common/owner.h"
 #include "config/config.h"
 #include "config/pins.h"
 
@@ -475,18 +476,13 @@ int engine_seccomp_profile_prepare(const char *default_path, const char *dir, ch
 /* ---------------------------------------------------------------------------------------- */
 /* Owner labels, the leftover sweep and connecting (conn.c)                                 */
 
-/** engine_owner_label() - "<hostname>:<pid>:<start time in clock ticks>" of process @pid. */
-int engine_owner_label(pid_t pid, char *ret, size_t size);
-
-/** engine_owner_alive() - whether the owner label names a live process on this host (a label
- * of another host counts as alive: not ours to judge). */
-bool engine_owner_alive(const char *label);
+/* The owner labels themselves: common/owner.h (sbx_owner_label(), sbx_owner_alive()). */
 
 /* The "host" of the owner label of a server in its OCI image whose container the engine it
  * talks to knows: "container/<64 hex id>:<pid>:<start>". A hostname holds no '/', so no host's
  * label looks so. Any server on that engine (in the image or not) judges such an owner by its
  * container: gone when the engine answers 404 or the container does not run (a `docker kill`
- * of the server's container), which engine_owner_alive() cannot see from another host name. */
+ * of the server's container), which sbx_owner_alive() cannot see from another host name. */
 #define ENGINE_OWNER_CONTAINER "container/"
 
 /**
@@ -503,7 +499,7 @@ int engine_self_container_id(const char *mountinfo, char *ret, size_t size);
 
 /**
  * engine_owner_in_container() - rewrite the owner label @owner ("<host>:<pid>:<start>", from
- * engine_owner_label(); @size bytes) in place to ENGINE_OWNER_CONTAINER "<@id>:<pid>:<start>".
+ * sbx_owner_label(); @size bytes) in place to ENGINE_OWNER_CONTAINER "<@id>:<pid>:<start>".
  * Return: 0, -EINVAL (@owner not a label, @id not 64 characters), -ENAMETOOLONG (@owner is
  * then cut).
  */

@@ -39,7 +39,7 @@ static void owner_file_write(const char *dir)
         _cleanup_free_ char *path = xasprintf("%s.owner", dir);
         _cleanup_close_ int fd =
             open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 || engine_owner_label(getpid(), label, sizeof(label)) < 0)
+        if (fd < 0 || sbx_owner_label(getpid(), label, sizeof(label)) < 0)
                 return;
         (void)!write(fd, label, strlen(label));
 }

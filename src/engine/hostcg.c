@@ -283,7 +283,7 @@ static void sweep_in(const char *mnt, void *ud)
                         continue;
                 char label[400];
                 snprintf(label, sizeof(label), "%s:%d:%llu", host, pid, start);
-                if (engine_owner_alive(label))
+                if (sbx_owner_alive(label))
                         continue;
                 char path[800];
                 snprintf(path, sizeof(path), "%s/%s/" HOSTCG_MONITOR, top, de->d_name);

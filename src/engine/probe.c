@@ -265,7 +265,7 @@ static bool needs_volumes(const struct engine_state *st, const struct sbx_config
 /* A server in its OCI image labels what it makes with its container's id (ENGINE_OWNER_CONTAINER)
  * when the engine it talks to runs that container: then a `docker kill` of the server's
  * container leaves nothing the next server cannot judge (its host name is the dead container's
- * own, which engine_owner_alive() takes for another host's). @owner (@size bytes): @st's owner
+ * own, which sbx_owner_alive() takes for another host's). @owner (@size bytes): @st's owner
  * label, rewritten so, or as it is with the reason logged. */
 static void owner_by_container(struct engine_state *st, const struct engine_conn *c,
                                const struct sbx_config *cfg, char *owner, size_t size)

@@ -83,7 +83,7 @@ unsigned engine_sweep_code_dirs(void)
                 if (got <= 0)
                         continue;
                 label[got] = '\0';
-                if (engine_owner_alive(label))
+                if (sbx_owner_alive(label))
                         continue;
                 snprintf(name, sizeof(name), "/tmp/%.*s", (int)(len - 6), de->d_name);
                 /* a run -- CMD folder (hostrun.c) has subfolders: the whole tree, depth first,

@@ -129,6 +129,7 @@ struct gvisor_state {
         struct gvisor_runsc_facts facts;
         struct cgroup_limits_info limits; /* how each run gets its cgroup (the last probe's) */
         bool probed;
+        bool swept; /* gvisor_sweep_dirs() ran (the first probe) */
         struct backend_probe probe;
         unsigned next_id;
         unsigned probe_gen; /* counts the probes that ran: spares of an older one are stale */
@@ -236,6 +237,9 @@ static int box_make(struct gvisor_box *x, struct sbx_error *err)
                                 "cannot make a folder under /tmp for the gvisor "
                                 "sandbox: %m; free space in /tmp, then retry");
         }
+        r = gvisor_owner_write(x->dir, err); /* a gone server's folder: the next one's sweep */
+        if (r < 0)
+                return r;
         x->state = xasprintf("%s/state", x->dir);
         x->bundle = xasprintf("%s/bundle", x->dir);
         x->code = xasprintf("%s/code", x->dir);
@@ -504,6 +508,8 @@ static void box_free(struct gvisor_box *x)
                 _cleanup_close_ int tmp_fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (tmp_fd < 0 || setup_remove_tree(tmp_fd, x->dir + strlen("/tmp/")) < 0)
                         log_warning("gvisor: cannot remove the sandbox folder '%s'", x->dir);
+                else
+                        gvisor_owner_remove(x->dir);
         }
         setup_rootfs_release(&x->hold);
         pthread_mutex_destroy(&x->lock);
@@ -633,7 +639,11 @@ static int gvisor_probe(struct backend *b, struct backend_probe *ret, struct sbx
                 pthread_mutex_unlock(&s->lock);
                 return 0;
         }
+        bool sweep = !s->swept;
+        s->swept = true;
         pthread_mutex_unlock(&s->lock);
+        if (sweep) /* once a server: what gone servers left in /tmp */
+                (void)gvisor_sweep_dirs();
         r = gvisor_runsc_facts(&s->facts, &e);
         if (r == 0 && geteuid() == 0)
                 r = sbx_fail(&e, EPERM,

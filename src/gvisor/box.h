@@ -60,3 +60,24 @@ void gvisor_box_free(struct gvisor_box *x);
 
 /** gvisor_cells_ops - the session ops (cells.c), for backend_ops.cells. */
 extern const struct sandbox_ops gvisor_cells_ops;
+
+/**
+ * gvisor_owner_write() - "@dir.owner" (0644, made new: O_EXCL, no link followed) beside the box's
+ * folder @dir (/tmp/vestibule-gvisor-XXXXXX, < 80 bytes), holding this server's owner label
+ * (common/owner.h), so that the next server's gvisor_sweep_dirs() removes @dir when this server
+ * died without doing it. Return: 0, or -errno with @err.
+ */
+int gvisor_owner_write(const char *dir, struct sbx_error *err);
+
+/** gvisor_owner_remove() - unlink "@dir.owner" (after @dir itself is gone); missing is fine. */
+void gvisor_owner_remove(const char *dir);
+
+/**
+ * gvisor_sweep_dirs() - remove the /tmp/vestibule-gvisor-XXXXXX folders of servers of this host
+ * that are gone (their "<folder>.owner" names a dead process): first SIGKILL every process still
+ * naming the folder's state folder (gvisor_runsc_kill(); waits up to 2 s for them to go), then
+ * the folder (setup_remove_tree(): no link followed, no mount crossed), then the owner file. A
+ * folder whose processes or files this user cannot remove (another user's) is left, with its
+ * owner file. Called by the backend's first probe. Return: how many folders were removed.
+ */
+unsigned gvisor_sweep_dirs(void);

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 
 import {
-    BIN, GONE_WITHIN_MS, START_WITHIN_MS, MODERN_VERSION, alive, connectV1, connectV2, makeWorld, pidsWithMarker, runCode,
+    BACKEND, BIN, GONE_WITHIN_MS, START_WITHIN_MS, MODERN_VERSION, alive, connectV1, connectV2, makeWorld, pidsWithMarker, runCode,
     serverGone, uniqueMarker, waitFor,
 } from './lib.mjs';
 
@@ -81,4 +81,46 @@ test('stdout carries only protocol frames', async (t) => {
     }
     const ids = lines.map((l) => JSON.parse(l)).filter((m) => 'id' in m).map((m) => m.id).sort();
     assert.deepEqual(ids, [1, 2, 3]);
+});
+
+// A gvisor server killed mid-run (SIGKILL) cannot remove its sandbox folder
+// (/tmp/vestibule-gvisor-XXXXXX, with "<folder>.owner" beside it naming the server); the next
+// gvisor server's first probe removes the folders of servers that are gone, their processes
+// first (src/gvisor/sweep.c). Control: the folder is still there after the SIGKILL.
+test('gvisor: a SIGKILLed server\'s sandbox folder is removed by the next server', { skip: BACKEND !== 'gvisor' && 'the gvisor backend only' }, async (t) => {
+    const fs = await import('node:fs');
+    // the folders of server @pid's live sandboxes: runsc's command lines name the state folder
+    // (--root=<folder>/state) and the sandbox id (vestibule-<server pid>-N)
+    const foldersOf = (pid) => {
+        const found = new Set();
+        for (const p of fs.readdirSync('/proc').filter((x) => /^[0-9]+$/.test(x))) {
+            let cmd = '';
+            try { cmd = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8'); } catch { continue; }
+            const root = /--root=(\/tmp\/vestibule-gvisor-[A-Za-z0-9]{6})\/state/.exec(cmd);
+            if (root && cmd.includes(`vestibule-${pid}-`)) found.add(root[1]);
+        }
+        return [...found];
+    };
+    const w = makeWorld(t);
+    const conn = await connectV2(w, { mode: { pin: MODERN_VERSION } });
+    const m = uniqueMarker('gvsweep');
+    const call = runCode(conn, 'bash', `exec -a ${m} sleep 300`, { timeout_seconds: 50 });
+    call.catch(() => {});
+    const pid = conn.pid;
+    assert.ok(await waitFor(() => pidsWithMarker(m).length >= 1 && foldersOf(pid).length >= 1, START_WITHIN_MS), 'control: the run started in a sandbox folder of its server');
+    const dirs = foldersOf(pid);
+    process.kill(pid, 'SIGKILL');
+    assert.ok(await serverGone(pid, 3000), 'the server died');
+    assert.ok(dirs.every((d) => fs.existsSync(d)), `control: the SIGKILLed server left its folders ${dirs.join(' ')}`);
+    const next = await connectV2(makeWorld(t), { mode: { pin: MODERN_VERSION } });
+    const r = await runCode(next, 'bash', 'echo next');
+    assert.match(r.text, /^next$/m, r.text);
+    assert.ok(await waitFor(() => dirs.every((d) => !fs.existsSync(d) && !fs.existsSync(`${d}.owner`)), GONE_WITHIN_MS),
+        `left behind after the next server's first call: ${dirs.filter((d) => fs.existsSync(d)).join(' ')}`);
+    // nothing names those folders any more (runsc, its gofer and sandbox)
+    const naming = () => fs.readdirSync('/proc').filter((x) => /^[0-9]+$/.test(x)).filter((p) => {
+        try { const cmd = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8'); return dirs.some((d) => cmd.includes(`${d}/`)); } catch { return false; }
+    });
+    assert.ok(await waitFor(() => naming().length === 0, GONE_WITHIN_MS), `processes left behind: ${naming()}`);
+    await next.close();
 });

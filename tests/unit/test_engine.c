@@ -638,8 +638,8 @@ START_TEST(owner_label_liveness)
         pid_t child;
         int st;
 
-        ck_assert_int_eq(engine_owner_label(getpid(), me, sizeof(me)), 0);
-        ck_assert(engine_owner_alive(me));
+        ck_assert_int_eq(sbx_owner_label(getpid(), me, sizeof(me)), 0);
+        ck_assert(sbx_owner_alive(me));
         gethostname(host, sizeof(host) - 1);
 
         /* a dead process: fork, reap, its pid is gone */
@@ -648,15 +648,15 @@ START_TEST(owner_label_liveness)
                 _exit(0);
         waitpid(child, &st, 0);
         snprintf(lbl, sizeof(lbl), "%s:%d:12345", host, (int)child);
-        ck_assert(!engine_owner_alive(lbl));
+        ck_assert(!sbx_owner_alive(lbl));
         /* a live pid with another start time (pid reuse) */
         snprintf(lbl, sizeof(lbl), "%s:%d:1", host, (int)getpid());
-        ck_assert(!engine_owner_alive(lbl));
+        ck_assert(!sbx_owner_alive(lbl));
         /* another host's server: not ours to judge */
-        ck_assert(engine_owner_alive("some-other-host.example:1:1"));
+        ck_assert(sbx_owner_alive("some-other-host.example:1:1"));
         /* no or broken label: a leftover */
-        ck_assert(!engine_owner_alive(NULL));
-        ck_assert(!engine_owner_alive("garbage"));
+        ck_assert(!sbx_owner_alive(NULL));
+        ck_assert(!sbx_owner_alive("garbage"));
 }
 END_TEST
 
@@ -706,8 +706,8 @@ START_TEST(owner_container_id_and_label)
         ck_assert_str_eq(owner, "container/"
                                 "6a656c56bd72462b16a1b3376ae20112baad7aafa2e2015b73094800a0992ae7"
                                 ":1:4242");
-        /* another host's form to engine_owner_alive(): never judged by pid here */
-        ck_assert(engine_owner_alive(owner));
+        /* another host's form to sbx_owner_alive(): never judged by pid here */
+        ck_assert(sbx_owner_alive(owner));
         snprintf(owner, sizeof(owner), "garbage");
         ck_assert_int_eq(engine_owner_in_container(owner, sizeof(owner), id), -EINVAL);
         snprintf(owner, sizeof(owner), "h:1:2");
@@ -1100,7 +1100,7 @@ static void check_nothing_left(const char *host)
         fake_env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST",
                      host);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
-        engine_owner_label(getpid(), me, sizeof(me));
+        sbx_owner_label(getpid(), me, sizeof(me));
         ck_assert_int_eq(sbx_test_engine(&c, "GET", "/containers/json?all=1", NULL, NULL, &r, &err),
                          200);
         ck_assert_msg(!strstr(r.raw, me), "containers of this process left: %s", r.raw);
@@ -1320,7 +1320,7 @@ START_TEST(docker_sweep_removes_dead_owners_only)
                 _exit(0);
         waitpid(child, &wst, 0);
         snprintf(dead, sizeof(dead), "%s:%d:999", host, (int)child);
-        engine_owner_label(getpid(), live, sizeof(live));
+        sbx_owner_label(getpid(), live, sizeof(live));
 
         char *ids[2];
         const char *owners[2] = {dead, live};
@@ -1690,7 +1690,7 @@ START_TEST(docker_killed_server_swept_at_next_start)
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
 
         /* control: a container of a live owner (this process) */
-        engine_owner_label(getpid(), live, sizeof(live));
+        sbx_owner_label(getpid(), live, sizeof(live));
         _cleanup_free_ char *body =
             xasprintf("{\"Image\":\"%s\",\"Cmd\":[\"true\"],\"Labels\":{\"vestibule.run\":\"1\","
                       "\"vestibule.owner\":\"%s\"},\"HostConfig\":{\"NetworkMode\":\"none\"}}",

@@ -167,7 +167,7 @@ static unsigned containers_of_this_process(void)
         unsigned n = 0;
 
         ck_assert_int_eq(engine_connect(&cfg, fake_getenv, &c, &err), 0);
-        ck_assert_int_eq(engine_owner_label(getpid(), owner, sizeof(owner)), 0);
+        ck_assert_int_eq(sbx_owner_label(getpid(), owner, sizeof(owner)), 0);
         path = xasprintf("/containers/json?all=1&filters=%%7B%%22label%%22%%3A%%5B%%22vestibule."
                          "owner%%3D%s%%22%%5D%%7D",
                          owner);

@@ -1087,7 +1087,7 @@ static unsigned ours_left(const char *what)
         fake_env_set(test_cfg.runtime == SBX_RUNTIME_PODMAN ? "CONTAINER_HOST" : "DOCKER_HOST",
                      local);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
-        engine_owner_label(getpid(), me, sizeof(me));
+        sbx_owner_label(getpid(), me, sizeof(me));
         _cleanup_free_ char *path = xasprintf("/%s", what);
         ck_assert_int_eq(sbx_test_engine(&c, "GET", path, NULL, NULL, &r, &err), 200);
         unsigned n = 0;
@@ -1543,7 +1543,7 @@ START_TEST(sweep_removes_dead_owners_volumes)
         _cleanup_free_ char *dead = xasprintf("%s:999999999:1", host);
         ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-dead-owner", dead, NULL, &err),
                          0);
-        engine_owner_label(getpid(), me, sizeof(me));
+        sbx_owner_label(getpid(), me, sizeof(me));
         ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-live-owner", me, NULL, &err), 0);
         ck_assert_int_ge(engine_sweep(&c, &err), 1);
         _cleanup_(engine_reply_done) struct engine_reply r = {0};

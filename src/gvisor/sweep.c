@@ -1,0 +1,112 @@
+/* sweep.c - the gvisor backend's sandbox folders of servers that are gone (box.h:
+ * gvisor_owner_write(), gvisor_sweep_dirs()). A server killed mid-run (SIGKILL, OOM) cannot
+ * remove its /tmp/vestibule-gvisor-XXXXXX folders; each has a "<folder>.owner" file beside it
+ * with the server's owner label (common/owner.h), and the next gvisor server's probe removes
+ * the folders whose owner is gone, after killing whatever still names their state folder. */
+#include "gvisor/box.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/owner.h"
+#include "gvisor/runsc.h"
+#include "rootfs/tree.h"
+
+#define DIR_PREFIX "vestibule-gvisor-"
+#define OWNER_SUFFIX ".owner"
+#define SWEEP_KILL_WAIT_MS 2000 /* a gone owner's sandbox processes die within this */
+
+int gvisor_owner_write(const char *dir, struct sbx_error *err)
+{
+        char path[96], label[320];
+        int r = sbx_owner_label(getpid(), label, sizeof(label));
+
+        if (r < 0)
+                return sbx_fail(err, -r, "cannot read this server's start time in /proc");
+        snprintf(path, sizeof(path), "%s" OWNER_SUFFIX, dir);
+        _cleanup_close_ int fd =
+            open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return sbx_fail(err, errno, "cannot make the gvisor sandbox's owner file '%s': %m",
+                                path);
+        size_t n = strlen(label);
+        if (write(fd, label, n) != (ssize_t)n)
+                return sbx_fail(err, EIO, "cannot write the gvisor sandbox's owner file '%s'",
+                                path);
+        return 0;
+}
+
+void gvisor_owner_remove(const char *dir)
+{
+        char path[96];
+
+        snprintf(path, sizeof(path), "%s" OWNER_SUFFIX, dir);
+        (void)unlink(path);
+}
+
+/* Folder @name (in /tmp, fd @tmp) of a gone owner: its processes killed, then the folder; the
+ * owner file goes only with it. Return 1 when removed. */
+static int sweep_one(int tmp, const char *name, const char *owner_file)
+{
+        char state[96];
+
+        snprintf(state, sizeof(state), "/tmp/%s/state", name);
+        /* SIGKILL is not instant: bounded, SWEEP_KILL_WAIT_MS */
+        for (uint64_t end = sbx_now_ms() + SWEEP_KILL_WAIT_MS;;) {
+                (void)gvisor_runsc_kill(0, state);
+                if (gvisor_runsc_left(state) == 0)
+                        break;
+                if (sbx_now_ms() >= end)
+                        return 0; /* not ours to kill (another user's): left as it is */
+                usleep(10000);
+        }
+        if (setup_remove_tree(tmp, name) < 0 ||
+            faccessat(tmp, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0;
+        (void)unlinkat(tmp, owner_file, 0);
+        return 1;
+}
+
+unsigned gvisor_sweep_dirs(void)
+{
+        _cleanup_close_ int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = tmp >= 0 ? fdopendir(dup(tmp)) : NULL;
+        struct dirent *de;
+        unsigned n = 0;
+
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                char label[320] = "", name[64];
+                if (strncmp(de->d_name, DIR_PREFIX, strlen(DIR_PREFIX)) != 0 ||
+                    len <= strlen(OWNER_SUFFIX) ||
+                    strcmp(de->d_name + len - strlen(OWNER_SUFFIX), OWNER_SUFFIX) != 0 ||
+                    len - strlen(OWNER_SUFFIX) >= sizeof(name))
+                        continue;
+                _cleanup_close_ int of =
+                    openat(tmp, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                ssize_t got = of >= 0 ? read(of, label, sizeof(label) - 1) : -1;
+                if (got <= 0)
+                        continue;
+                label[got] = '\0';
+                if (sbx_owner_alive(label))
+                        continue;
+                snprintf(name, sizeof(name), "%.*s", (int)(len - strlen(OWNER_SUFFIX)), de->d_name);
+                n += (unsigned)sweep_one(tmp, name, de->d_name);
+        }
+        closedir(d);
+        if (n > 0)
+                log_info("gvisor: removed %u sandbox folder(s) of servers that are gone "
+                         "(start-up sweep)",
+                         n);
+        return n;
+}
