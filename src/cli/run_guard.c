@@ -166,16 +166,24 @@ static int write_atomic(const char *path, const char *data, size_t len, unsigned
         return r;
 }
 
-/* "PATH.vestibule-planted-TIME": where the agent's version is kept. New string. */
+/* "PATH.vestibule-planted-TIME" ("-N" added when that is taken): where the agent's version is
+ * kept. New string. */
 static char *aside_name(const char *path)
 {
         char ts[32];
         time_t now = time(NULL);
         struct tm tm;
+        struct stat st;
+        char *name;
 
         gmtime_r(&now, &tm);
         strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
-        return xasprintf("%s.vestibule-planted-%s", path, ts);
+        name = xasprintf("%s.vestibule-planted-%s", path, ts);
+        for (unsigned i = 2; lstat(name, &st) == 0; i++) {
+                free(name);
+                name = xasprintf("%s.vestibule-planted-%s-%u", path, ts, i);
+        }
+        return name;
 }
 
 /* Record @path as it is now into @e (kind @kind, keys @keys). 0 or a negative errno. */
