@@ -35,8 +35,8 @@ struct gentry {
         char *path, *keys; /* absolute; "K1,K2" ("" for a readonly path) */
         enum gkind kind;
         enum gstate state;
-        unsigned mode;    /* the file's permission bits (0600 when absent) */
-        char *orig;       /* G_FILE: its bytes, NUL-ended; G_LINK: the target; else NULL */
+        unsigned mode; /* the file's permission bits (0600 when absent) */
+        char *orig;    /* G_FILE: its bytes, NUL-ended; G_LINK: the target; else NULL */
         size_t orig_len;
 };
 
@@ -193,8 +193,8 @@ static int record_one(const char *path, enum gkind kind, const char *keys, struc
         char target[PATH_MAX];
         int r;
 
-        *e = (struct gentry){.path = xstrdup(path), .keys = xstrdup(keys), .kind = kind,
-                             .mode = 0600};
+        *e = (struct gentry){
+            .path = xstrdup(path), .keys = xstrdup(keys), .kind = kind, .mode = 0600};
         if (lstat(path, &st) < 0) {
                 if (errno != ENOENT)
                         return -errno;
@@ -288,7 +288,8 @@ static int journal_read(const char *dir, struct gentry **ret, size_t *ret_n)
                 }
                 v = xrealloc(v, (n + 1) * sizeof(*v));
                 struct gentry *e = &v[n++];
-                *e = (struct gentry){.path = xstrdup(f[4]), .keys = xstrdup(f[5]),
+                *e = (struct gentry){.path = xstrdup(f[4]),
+                                     .keys = xstrdup(f[5]),
                                      .mode = (unsigned)strtoul(f[3], NULL, 8)};
                 e->kind = f[1][0] == 'j' ? G_JSON : f[1][0] == 't' ? G_TOML : G_DIR;
                 e->state = f[2][0] == 'a'   ? G_ABSENT
@@ -383,7 +384,8 @@ static int fix_path(struct json_object *orig, struct json_object *cur, char **se
                 for (size_t s = 0; s < 2; s++) {
                         if (!sides[s])
                                 continue;
-                        json_object_object_foreach(sides[s], key, val) {
+                        json_object_object_foreach(sides[s], key, val)
+                        {
                                 (void)val;
                                 members = xrealloc(members, (n + 2) * sizeof(*members));
                                 members[n++] = xstrdup(key);
@@ -470,7 +472,9 @@ static int toml_key_hit(const char *key, size_t n, const char *keys)
                 size_t m = 0;
                 while (i < n && (key[i] == ' ' || key[i] == '\t'))
                         i++;
-                char q = i < n && (key[i] == '"' || key[i] == '\'') ? key[i++] : 0;
+                char q = '\0';
+                if (i < n && (key[i] == '"' || key[i] == '\''))
+                        q = key[i++];
                 while (i < n && (q ? key[i] != q : key[i] != '.' && key[i] != ' ')) {
                         if (key[i] == '\\' || m + 1 >= sizeof(part))
                                 return -1;
@@ -560,6 +564,13 @@ static int toml_guarded(const char *text, const char *keys, struct sbx_buf *out)
         return 0;
 }
 
+/* @e was a file and @cur (@len bytes) is what it held. */
+static bool same_bytes(const struct gentry *e, const char *cur, size_t len)
+{
+        return e->state == G_FILE && e->orig && cur && len == e->orig_len &&
+               memcmp(cur, e->orig, len) == 0;
+}
+
 /* A TOML @e: put back whole when a guarded table or key changed (toml_guarded; any change of a
  * file it cannot follow). @cur/@len: the file now. 0 or a negative errno. */
 static int restore_toml(const struct gentry *e, const char *cur, size_t len, struct sbx_buf *said)
@@ -567,11 +578,12 @@ static int restore_toml(const struct gentry *e, const char *cur, size_t len, str
         struct sbx_buf a = {0}, b = {0};
         bool changed;
 
-        if (e->state == G_FILE && len == e->orig_len && memcmp(cur, e->orig, len) == 0)
+        if (same_bytes(e, cur, len))
                 return 0;
         int ra = e->state == G_FILE ? toml_guarded(e->orig, e->keys, &a) : 0;
         int rb = toml_guarded(cur, e->keys, &b);
-        changed = ra < 0 || rb < 0 || a.len != b.len || (a.len && memcmp(a.data, b.data, a.len));
+        changed =
+            ra < 0 || rb < 0 || a.len != b.len || (a.len && memcmp(a.data, b.data, a.len) != 0);
         sbx_buf_done(&a);
         sbx_buf_done(&b);
         if (!changed)
@@ -592,7 +604,7 @@ static int restore_json(const struct gentry *e, const char *cur, size_t len, uns
         struct sbx_buf keys = {0};
         int r = 0;
 
-        if (e->state == G_FILE && len == e->orig_len && memcmp(cur, e->orig, len) == 0)
+        if (same_bytes(e, cur, len))
                 goto out;
         if (!c || !json_object_is_type(c, json_type_object) ||
             (e->state == G_FILE && (!o || !json_object_is_type(o, json_type_object)))) {
@@ -633,8 +645,8 @@ static int restore_place(const struct gentry *e, struct sbx_buf *said)
         if (e->state == G_PRESENT)
                 return 0; /* it was bound read-only */
         if (e->state == G_LINK && S_ISLNK(st.st_mode) &&
-            (n = readlink(e->path, target, sizeof(target) - 1)) >= 0 &&
-            (size_t)n == e->orig_len && memcmp(target, e->orig, (size_t)n) == 0)
+            (n = readlink(e->path, target, sizeof(target) - 1)) >= 0 && (size_t)n == e->orig_len &&
+            memcmp(target, e->orig, (size_t)n) == 0)
                 return 0;
         return restore_whole(e, e->state == G_ABSENT ? "was made by the run" : "was replaced",
                              said);
@@ -651,7 +663,7 @@ static int restore_entry(const struct gentry *e, struct sbx_buf *said)
         if (e->kind == G_DIR || e->state == G_LINK)
                 return restore_place(e, said);
         r = read_whole(e->path, &cur, &len, &mode);
-        if (r == -ENOENT)
+        if (r == -ENOENT || (r == 0 && !cur))
                 return 0; /* removed: it runs nothing */
         if (r == -ELOOP || r == -EINVAL)
                 return restore_whole(e, "was replaced by something not a file", said);
@@ -716,8 +728,8 @@ static void adopt_live(const char *root, struct gentry *v, size_t n, const char 
                 _cleanup_free_ char *dir = xasprintf("%s/%s", root, names[j]);
                 struct gentry *o = NULL;
                 size_t m = 0;
-                if (names[j][0] == '.' || strcmp(names[j], own) == 0 ||
-                    !journal_alive(names[j]) || journal_read(dir, &o, &m) < 0)
+                if (names[j][0] == '.' || strcmp(names[j], own) == 0 || !journal_alive(names[j]) ||
+                    journal_read(dir, &o, &m) < 0)
                         continue;
                 for (size_t a = 0; a < n; a++)
                         for (size_t b = 0; b < m; b++) {
@@ -748,7 +760,7 @@ static int record_all(const struct config_preset *p, struct gentry **ret, size_t
                 const char *path = ro ? p->readonly[i - p->n_guards] : p->guards[i].path;
                 _cleanup_free_ char *keys = NULL;
                 size_t pl = strlen(path);
-                enum gkind kind = ro ? G_DIR
+                enum gkind kind = ro                                              ? G_DIR
                                   : pl > 5 && strcmp(path + pl - 5, ".toml") == 0 ? G_TOML
                                                                                   : G_JSON;
                 int r = -EINVAL;
@@ -758,8 +770,8 @@ static int record_all(const struct config_preset *p, struct gentry **ret, size_t
                                 sbx_buf_printf(&k, "%s%s", j ? "," : "", p->guards[i].keys[j]);
                         keys = sbx_buf_steal(&k, NULL);
                 }
-                if (strpbrk(path, "\t\n") || (r = record_one(path, kind, keys ? keys : "",
-                                                              &v[n++])) < 0) {
+                if (strpbrk(path, "\t\n") ||
+                    (r = record_one(path, kind, keys ? keys : "", &v[n++])) < 0) {
                         gentries_free(v, n);
                         return sbx_fail(err, -r,
                                         "--agent: cannot record %s before the start (%s), so "

@@ -156,8 +156,7 @@ static bool keys_ok(const char *v)
 }
 
 /* The third word of a guard line, @path its FILE made absolute, into @p. 0, or -1 when bad. */
-static int add_guard(const char *line, size_t len, size_t *i, char *path,
-                     struct config_preset *p)
+static int add_guard(const char *line, size_t len, size_t *i, char *path, struct config_preset *p)
 {
         char keys[256];
         struct config_guard *g;

@@ -72,7 +72,7 @@ expect_not "the hook is gone from ~/.claude/settings.json" "$home/.claude/settin
 expect_not "the MCP servers are gone from ~/.claude.json" "$home/.claude.json" "PLANTED|mcpServers"
 [ "$(jq_py "$home/.claude.json" 'd["numStartups"], d["projects"]["'"$proj"'"]["allowedTools"]')" = "(2, [])" ] &&
         ok "the ordinary changes of ~/.claude.json stayed (numStartups, the project's entry)" ||
-        bad "~/.claude.json's own changes not kept: $(cat "$home/.claude.json")"
+        bad "the changes of ~/.claude.json not kept: $(cat "$home/.claude.json")"
 expect_in "stderr names the hook put back" "$base/err" "put back: $home/\.claude/settings\.json: hooks$"
 expect_in "stderr names the MCP servers put back" "$base/err" \
         "put back: $home/\.claude\.json: mcpServers, projects\.$proj\.mcpServers$"
@@ -96,7 +96,8 @@ expect_code 0 "a run that plants an MCP server and notify in config.toml" as_use
 expect_in "control: the TOML plants were written inside" "$base/out" "PLANTED-TOML-MCP"
 cmp -s "$base/toml.before" "$home/.codex/config.toml" && ok "config.toml is as it was before the run" ||
         bad "config.toml differs: $(cat "$home/.codex/config.toml")"
-kept=$(ls "$home/.codex/" | grep -E '^config\.toml\.vestibule-planted-[0-9]{8}T[0-9]{6}Z$')
+kept=$(find "$home/.codex" -maxdepth 1 -regextype posix-extended \
+        -regex '.*/config\.toml\.vestibule-planted-[0-9]{8}T[0-9]{6}Z' -printf '%f\n')
 [ -n "$kept" ] && grep -q PLANTED-TOML-MCP "$home/.codex/$kept" && ok "the agent's version is kept beside it ($kept)" ||
         bad "no config.toml.vestibule-planted-* with the plant: $(ls "$home/.codex")"
 expect_in "stderr says it was put back whole" "$base/err" "config\.toml had its guarded tables or keys changed: put back whole"
@@ -107,7 +108,8 @@ expect_code 0 "a run that tries to plant a plugin and a tool" as_user "$vm" run 
 expect_in "the plugin write was refused" "$base/out" "^rc=[1-9]"
 expect_in "control: the tool folder was made inside" "$base/out" "^made$"
 [ ! -e "$home/.config/opencode/plugin/planted.js" ] && ok "no plugin planted" || bad "plugin planted"
-[ ! -e "$home/.config/opencode/tool" ] && ls "$home/.config/opencode/" | grep -q '^tool\.vestibule-planted-' &&
+aside=("$home"/.config/opencode/tool.vestibule-planted-*)
+[ ! -e "$home/.config/opencode/tool" ] && [ -d "${aside[0]}" ] &&
         ok "the tool folder the run made is moved aside" || bad "tool folder: $(ls "$home/.config/opencode")"
 
 echo "# a SIGKILLed run: the next run -- puts its plants back from the journal"
@@ -116,7 +118,8 @@ rm -f "$proj/planted"
         'python3 -c "import json,os; f=os.environ[\"HOME\"]+\"/.claude/settings.json\"; s=json.load(open(f)); s[\"apiKeyHelper\"]=\"PLANTED-HELPER\"; json.dump(s,open(f,\"w\"))" && touch planted && exec sleep 60' \
         >/dev/null 2>&1 &)
 for _ in $(seq 150); do [ -e "$proj/planted" ] && break; sleep 0.1; done
-journal=$(ls "$home/.local/state/vestibule/agent-guard/" 2>/dev/null | grep -E '^[0-9]+-[0-9]+$' | head -1)
+journal=$(find "$home/.local/state/vestibule/agent-guard" -mindepth 1 -maxdepth 1 -regextype posix-extended \
+        -regex '.*/[0-9]+-[0-9]+' -printf '%f\n' 2>/dev/null | head -1)
 if [ -e "$proj/planted" ] && [ -n "$journal" ]; then
         kill -KILL "${journal%%-*}"
         for _ in $(seq 50); do [ -d "/proc/${journal%%-*}" ] || break; sleep 0.1; done

@@ -56,7 +56,7 @@ START_TEST(built_in_presets_parse)
         ck_assert_str_eq(p.guards[1].path, "/home/u/.claude.json");
         ck_assert(has(p.guards[1].keys, "mcpServers") &&
                   has(p.guards[1].keys, "projects.*.mcpServers"));
-        ck_assert(has(p.readonly, "/home/u/.claude/plugins"));
+        ck_assert(has(p.readonly, "/home/u/.claude/plugins/cache"));
         config_preset_done(&p);
         ck_assert_int_eq(config_preset_load("codex", "/home/u", &p, &err), 0);
         ck_assert(p.n_guards == 1 && strcmp(p.guards[0].path, "/home/u/.codex/config.toml") == 0 &&
@@ -93,14 +93,22 @@ END_TEST
 
 START_TEST(bad_lines_are_refused_with_their_number)
 {
-        static const char *const bad[] = {"home ../.ssh escape\n",  "home /etc absolute\n",
-                                          "home a/../../b\n",       "host evil/x path\n",
-                                          "env A=B value\n",        "colour blue\n",
-                                          "command a\ncommand b\n", "home\n",
-                                          "env 1ABC digit first\n", "host a\0b nul inside\n",
-                                          "guard .a\n",             "guard .a k..x\n",
-                                          "guard ../x k\n",         "guard a k,\n",
-                                          "guard a a*b\n",          "readonly /etc\n"};
+        static const char *const bad[] = {"home ../.ssh escape\n",
+                                          "home /etc absolute\n",
+                                          "home a/../../b\n",
+                                          "host evil/x path\n",
+                                          "env A=B value\n",
+                                          "colour blue\n",
+                                          "command a\ncommand b\n",
+                                          "home\n",
+                                          "env 1ABC digit first\n",
+                                          "host a\0b nul inside\n",
+                                          "guard .a\n",
+                                          "guard .a k..x\n",
+                                          "guard ../x k\n",
+                                          "guard a k,\n",
+                                          "guard a a*b\n",
+                                          "readonly /etc\n"};
         static const size_t len_nul = sizeof("host a\0b nul inside\n") - 1;
         struct config_preset p = {0};
         struct sbx_error err = {0};

@@ -82,8 +82,8 @@ static void teardown(void)
 }
 
 /* begin, @agent_text written over @rel (NULL = left as it is), end; the tried text into @tried. */
-static void run_once(struct config_preset *p, const char *rel, const char *agent_text,
-                     char *tried, size_t size)
+static void run_once(struct config_preset *p, const char *rel, const char *agent_text, char *tried,
+                     size_t size)
 {
         struct run_guard g;
         struct sbx_error err = {0};
@@ -105,10 +105,11 @@ START_TEST(json_plant_put_back_other_edits_kept)
         sbx_test_write_file(dir, "c.json",
                             "{\"theme\":\"dark\",\"hooks\":{\"Stop\":[\"mine\"]},\"projects\":{}}");
         preset_of(&p, "c.json", "hooks,statusLine,projects.*.mcpServers", NULL);
-        run_once(&p, "c.json",
-                 "{\"theme\":\"light\",\"hooks\":{\"Stop\":[\"evil\"]},\"statusLine\":\"x\","
-                 "\"projects\":{\"/p\":{\"mcpServers\":{\"a\":1},\"n\":2},\"/q\":{\"mcpServers\":{}}}}",
-                 tried, sizeof(tried));
+        run_once(
+            &p, "c.json",
+            "{\"theme\":\"light\",\"hooks\":{\"Stop\":[\"evil\"]},\"statusLine\":\"x\","
+            "\"projects\":{\"/p\":{\"mcpServers\":{\"a\":1},\"n\":2},\"/q\":{\"mcpServers\":{}}}}",
+            tried, sizeof(tried));
         s = slurp("c.json");
         ck_assert_msg(strstr(s, "\"light\"") && strstr(s, "\"mine\"") && !strstr(s, "evil") &&
                           !strstr(s, "statusLine") && strstr(s, "\"n\": 2"),
@@ -153,8 +154,9 @@ START_TEST(json_that_no_longer_parses_is_put_back_whole)
         s = slurp("c.json");
         ck_assert_str_eq(s, "{\"a\":1}");
         free(s);
-        ck_assert_msg(strstr(tried, "no longer parses: put back whole, the agent's version kept as"),
-                      "%s", tried);
+        ck_assert_msg(
+            strstr(tried, "no longer parses: put back whole, the agent's version kept as"), "%s",
+            tried);
         ck_assert_int_eq(count_prefixed(".", "c.json.vestibule-planted-"), 1);
         config_preset_done(&p);
 }
