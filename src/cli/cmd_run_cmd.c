@@ -720,7 +720,7 @@ static int guard_begin(struct run_cmd_opts *o, struct run_guard *g)
 {
         struct sbx_error err = {0};
 
-        if (run_guard_begin(&o->preset.preset, g, &err) < 0) {
+        if (run_guard_begin(&o->preset.preset, o->allow, g, &err) < 0) {
                 fprintf(stderr, "vestibule-mcp run: %s\n", err.msg);
                 return -1;
         }

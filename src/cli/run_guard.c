@@ -786,8 +786,24 @@ static int record_all(const struct config_preset *p, struct gentry **ret, size_t
         return 0;
 }
 
-int run_guard_begin(const struct config_preset *p, struct run_guard *g, struct sbx_error *err)
+/* The journal folder @root lies in one of @writable (canonical paths) or holds one. */
+static const char *journal_in_view(const char *root, char *const *writable)
 {
+        _cleanup_free_ char *real = realpath(root, NULL);
+
+        for (size_t i = 0; real && writable && writable[i]; i++) {
+                size_t n = strlen(writable[i]), m = strlen(real);
+                if ((strncmp(real, writable[i], n) == 0 && (real[n] == '/' || !real[n])) ||
+                    (strncmp(writable[i], real, m) == 0 && writable[i][m] == '/'))
+                        return writable[i];
+        }
+        return NULL;
+}
+
+int run_guard_begin(const struct config_preset *p, char *const *writable, struct run_guard *g,
+                    struct sbx_error *err)
+{
+        const char *hit;
         _cleanup_free_ char *root = NULL, *own = NULL;
         struct gentry *v = NULL;
         size_t n = 0, k = 0;
@@ -805,6 +821,13 @@ int run_guard_begin(const struct config_preset *p, struct run_guard *g, struct s
                                 "what the agent's files held before the start; make it "
                                 "writable",
                                 strerror(errno ? errno : ENOENT));
+        hit = journal_in_view(root, writable);
+        if (hit)
+                return sbx_fail(err, EPERM,
+                                "--agent: the guard journal folder %s is in the writable %s, "
+                                "where the command could change what is put back: set "
+                                "XDG_STATE_HOME to a folder outside it",
+                                root, hit);
         r = record_all(p, &v, &n, err);
         if (r < 0)
                 return r;

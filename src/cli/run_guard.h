@@ -25,10 +25,13 @@ struct run_guard {
  * to "PID-STARTTIME", so a half-written one is never read), into @g (zeroed first).
  * A file read by a run still going (another journal of a live process) keeps that run's
  * original as its own: the keys its agent planted are not taken for the user's.
+ * @writable: the run's read-write folders (canonical, NULL-ended; borrowed): a journal folder
+ * in one of them (or holding one) is refused, the command could rewrite the originals.
  * Return: 0, or a negative errno with @err naming the file and the fix (the caller exits 125
  * before anything starts: a guard that cannot record runs nothing).
  */
-int run_guard_begin(const struct config_preset *p, struct run_guard *g, struct sbx_error *err);
+int run_guard_begin(const struct config_preset *p, char *const *writable, struct run_guard *g,
+                    struct sbx_error *err);
 
 /**
  * run_guard_end() - put back what changed in @g's guarded parts, remove the journal, and free

@@ -139,6 +139,10 @@ expect_code 125 "an unreadable ~/.claude/settings.json: 125" as_user "$vm" run -
 expect_in "... naming the file and the fix" "$base/err" "cannot record $home/\.claude/settings\.json before the start"
 [ ! -e "$proj/ran" ] && ok "... and the command never ran" || bad "the command ran"
 chmod 600 "$home/.claude/settings.json"
+expect_code 125 "a writable folder that holds the journal: 125" \
+        as_user "$vm" run -q --allow "$home/.local" --agent claude -- touch "$proj/ran"
+expect_in "... naming it and the fix" "$base/err" "guard journal folder .* is in the writable $home/\.local.*XDG_STATE_HOME"
+[ ! -e "$proj/ran" ] && ok "... and the command never ran" || bad "the command ran"
 
 echo "# $pass passed, $failed failed"
 [ -n "${RUN_CMD_DIR:-}" ] || rm -rf "$base"

@@ -88,7 +88,7 @@ static void run_once(struct config_preset *p, const char *rel, const char *agent
         struct run_guard g;
         struct sbx_error err = {0};
 
-        ck_assert_msg(run_guard_begin(p, &g, &err) == 0, "%s", err.msg);
+        ck_assert_msg(run_guard_begin(p, NULL, &g, &err) == 0, "%s", err.msg);
         ck_assert_ptr_nonnull(g.journal);
         if (agent_text)
                 sbx_test_write_file(dir, rel, agent_text);
@@ -210,7 +210,7 @@ START_TEST(killed_run_put_back_by_the_next)
 
         sbx_test_write_file(dir, "c.json", "{\"a\":1}");
         preset_of(&p, "c.json", "hooks", "plugins");
-        ck_assert_int_eq(run_guard_begin(&p, &g, &err), 0);
+        ck_assert_int_eq(run_guard_begin(&p, NULL, &g, &err), 0);
         sbx_test_write_file(dir, "c.json", "{\"a\":2,\"hooks\":{\"x\":1}}");
         char *plug = xasprintf("%s/plugins", dir);
         ck_assert_int_eq(mkdir(plug, 0700), 0); /* made by the run where there was none */
@@ -244,10 +244,18 @@ START_TEST(unrecordable_file_refuses)
 
         ck_assert_int_eq(mkdir(d, 0700), 0); /* not a file */
         preset_of(&p, "c.json", "hooks", NULL);
-        ck_assert_int_lt(run_guard_begin(&p, &g, &err), 0);
+        ck_assert_int_lt(run_guard_begin(&p, NULL, &g, &err), 0);
         ck_assert_msg(strstr(err.msg, "cannot record ") && strstr(err.msg, "c.json"), "%s",
                       err.msg);
         run_guard_end(&g, NULL, 0);
+        /* a journal folder the command could write is refused too */
+        char *real = realpath(dir, NULL);
+        char *const writable[] = {real, NULL};
+        ck_assert_int_eq(rmdir(d), 0);
+        ck_assert_int_eq(run_guard_begin(&p, writable, &g, &err), -EPERM);
+        ck_assert_msg(strstr(err.msg, "is in the writable"), "%s", err.msg);
+        run_guard_end(&g, NULL, 0);
+        free(real);
         free(d);
         config_preset_done(&p);
 }
