@@ -112,7 +112,8 @@ static bool journal_alive(const char *name)
 
         if (pid <= 0 || *end != '-')
                 return false;
-        return start_time(pid) == strtoull(end + 1, NULL, 10);
+        unsigned long long t = start_time(pid);
+        return t != 0 && t == strtoull(end + 1, NULL, 10); /* 0: gone (or no /proc) */
 }
 
 /* Read @path (no link followed) whole into @ret (NUL-ended) and its mode into @ret_mode.
