@@ -31,6 +31,7 @@
 #include "cli/run_pty.h"
 #include "cli/run_agent.h"
 #include "cli/run_container.h"
+#include "cli/run_guard.h"
 
 /* Exit codes of the contract besides the command's own. */
 #define EXIT_TIMEOUT 124
@@ -713,12 +714,34 @@ static int check_request(const struct sbx_config *cfg, const struct run_cmd_opts
         return -1;
 }
 
+/* --agent: record what the preset guards (run_guard.h) and keep its readonly paths that exist
+ * read-only (as --allow-read). Return 0, or -1 (said on stderr: the run exits 125). */
+static int guard_begin(struct run_cmd_opts *o, struct run_guard *g)
+{
+        struct sbx_error err = {0};
+
+        if (run_guard_begin(&o->preset.preset, o->allow, g, &err) < 0) {
+                fprintf(stderr, "vestibule-mcp run: %s\n", err.msg);
+                return -1;
+        }
+        for (size_t i = 0; g->readonly_at[i]; i++) {
+                char *r = realpath(g->readonly_at[i], NULL);
+                if (!r)
+                        continue; /* gone since: run_guard_end() moves a new one aside */
+                push(&o->read_literal, &o->n_literal, xstrdup(r));
+                push(&o->allow_read, &o->n_allow_read, r);
+        }
+        return 0;
+}
+
 /* run_resolved() inside --overlay's layers when asked: made before, listed, applied (--apply)
- * and removed after (run_overlay.h). */
+ * and removed after (run_overlay.h); with --agent, inside the guard of its files
+ * (run_guard.h), ended after --apply so nothing applied escapes it. */
 static int run_layered(struct sbx_config *cfg, struct run_cmd_opts *o, char **argv,
                        const struct config_secrets *sec, int sfd)
 {
         struct native_host_result res = {0};
+        struct run_guard guard = {0};
         struct run_audit au;
         int code = EXIT_NO_ISOLATION;
 
@@ -726,12 +749,18 @@ static int run_layered(struct sbx_config *cfg, struct run_cmd_opts *o, char **ar
         if (run_audit_begin(cfg, "run --", argv + o->cmd_at,
                             o->timeout ? (unsigned)strtoul(o->timeout, NULL, 10) : 0, &au) < 0)
                 return EXIT_NO_ISOLATION;
+        if (o->agent && guard_begin(o, &guard) < 0) {
+                run_guard_end(&guard, NULL, 0);
+                run_audit_end(&au, code, NULL);
+                return code;
+        }
         if (!o->overlay || run_overlay_make(o->n_allow, &o->overlay_dir) == 0)
                 code = run_resolved(cfg, o, argv, sec, sfd, &res);
         if (o->overlay_dir)
                 code = run_overlay_finish(o->overlay_dir, o->allow, (const char *const *)sec->keep,
                                           o->apply, code);
         free(TAKE_PTR(o->overlay_dir));
+        run_guard_end(&guard, res.tried, sizeof(res.tried));
         run_audit_end(&au, code, res.grade[0] ? &res : NULL);
         return code;
 }
@@ -779,6 +808,8 @@ int cmd_run_command(int argc, char **argv)
         code = parse_opts(argc, argv, &o);
         if (code >= 0)
                 goto out;
+        /* a killed run's journal first: the agent's files as they were before it (run_guard.h) */
+        run_guard_recover();
         code = EXIT_NO_ISOLATION;
         if (default_allow(&o) < 0 || (o.agent && apply_agent(&o, argv) < 0))
                 goto out;

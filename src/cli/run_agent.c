@@ -26,6 +26,7 @@ void run_agent_done(struct run_agent *a)
         a->env = config_strv_free(a->env);
         free(a->net);
         a->net = NULL;
+        config_preset_done(&a->preset);
 }
 
 /* The preset's home paths that exist and are no symlink (one to elsewhere would be bound at
@@ -110,6 +111,6 @@ int run_agent_resolve(const char *agent, const char *cmd, const char *user_net,
         for (size_t i = 0; p.env[i]; i++)
                 add(&ret->env, &n, xstrdup(p.env[i]));
         ret->net = net_list(&p, user_net);
-        config_preset_done(&p);
+        ret->preset = p;
         return 0;
 }

@@ -5,11 +5,15 @@
  * Used by cmd_run_cmd.c only. docs/run-command.md. */
 #pragma once
 
+#include "config/presets.h"
+
 /* What a preset adds to a run. Arrays NULL-ended, owned, as are the strings. */
 struct run_agent {
         char **own; /* the agent's state under $HOME that exists, absolute (no link followed) */
         char **env; /* variable names to pass on (as --env) */
         char *net;  /* "allowlist:HOST,...": the preset's hosts, the url-env hosts, the user's */
+        struct config_preset preset; /* the preset itself: its guard and readonly entries for
+                                      * run_guard_begin() (src/cli/run_guard.h) */
 };
 
 /**

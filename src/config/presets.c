@@ -57,6 +57,14 @@ void config_preset_done(struct config_preset *p)
         p->env = config_strv_free(p->env);
         p->hosts = config_strv_free(p->hosts);
         p->url_env = config_strv_free(p->url_env);
+        for (size_t i = 0; i < p->n_guards; i++) {
+                free(p->guards[i].path);
+                config_strv_free(p->guards[i].keys);
+        }
+        free(p->guards);
+        p->guards = NULL;
+        p->n_guards = 0;
+        p->readonly = config_strv_free(p->readonly);
 }
 
 static bool all_of(const char *s, const char *extra)
@@ -87,7 +95,8 @@ static bool home_ok(const char *v)
 /* Index of @kind in the kinds, or -1. */
 static int kind_of(const char *kind)
 {
-        static const char *const kinds[] = {"command", "home", "env", "host", "url-env"};
+        static const char *const kinds[] = {"command", "home",  "env",     "host",
+                                            "url-env", "guard", "readonly"};
 
         for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
                 if (strcmp(kind, kinds[i]) == 0)
@@ -102,6 +111,8 @@ static bool value_ok(int k, const char *v)
         case 0:
                 return all_of(v, "._-");
         case 1:
+        case 5:
+        case 6:
                 return home_ok(v);
         case 2:
         case 4:
@@ -128,9 +139,50 @@ static bool word(const char *line, size_t len, size_t *i, char *buf, size_t size
         return n > 0;
 }
 
-/* One line into @p (@n: the counts of home, env, hosts, url_env). 0, or -1 when bad. */
+/* "KEY[,KEY...]": each key '.'-separated parts of letters, digits, '_' and '-', or '*'. */
+static bool keys_ok(const char *v)
+{
+        if (!all_of(v, "_-.*,") || v[0] == ',' || v[strlen(v) - 1] == ',')
+                return false;
+        for (const char *p = v; *p; p++) {
+                bool start = p == v || p[-1] == '.' || p[-1] == ',';
+                bool end = p[1] == '\0' || p[1] == '.' || p[1] == ',';
+                if ((*p == '.' || *p == ',') && (start || end))
+                        return false; /* an empty part */
+                if (*p == '*' && !(start && end))
+                        return false;
+        }
+        return true;
+}
+
+/* The third word of a guard line, @path its FILE made absolute, into @p. 0, or -1 when bad. */
+static int add_guard(const char *line, size_t len, size_t *i, char *path, struct config_preset *p)
+{
+        char keys[256];
+        struct config_guard *g;
+        size_t n = 0;
+
+        if (!word(line, len, i, keys, sizeof(keys)) || !keys_ok(keys)) {
+                free(path);
+                return -1;
+        }
+        p->guards = xrealloc(p->guards, (p->n_guards + 1) * sizeof(*p->guards));
+        g = &p->guards[p->n_guards++];
+        g->path = path;
+        g->keys = NULL;
+        strv_add(&g->keys, &n, NULL);
+        n = 0;
+        for (char *s = keys, *e; s; s = e ? e + 1 : NULL) {
+                e = strchr(s, ',');
+                strv_add(&g->keys, &n, e ? xstrndup(s, (size_t)(e - s)) : xstrdup(s));
+        }
+        return 0;
+}
+
+/* One line into @p (@n: the counts of home, env, hosts, url_env, readonly). 0, or -1 when
+ * bad. */
 static int parse_line(const char *line, size_t len, const char *home, struct config_preset *p,
-                      size_t n[4])
+                      size_t n[5])
 {
         char kind[16], val[256];
         size_t i = 0;
@@ -149,10 +201,20 @@ static int parse_line(const char *line, size_t len, const char *home, struct con
                 p->command = xstrdup(val);
                 return 0;
         }
-        char ***v[] = {&p->home, &p->env, &p->hosts, &p->url_env};
-        if (k == 1 && !home)
+        char ***v[] = {&p->home, &p->env, &p->hosts, &p->url_env, NULL, &p->readonly};
+        bool in_home = k == 1 || k == 5 || k == 6;
+        if (k == 5) {
+                char keys[256];
+                size_t j = i;
+                if (!word(line, len, &j, keys, sizeof(keys)) || !keys_ok(keys))
+                        return -1; /* checked with or without a $HOME */
+        }
+        if (in_home && !home)
                 return 0;
-        strv_add(v[k - 1], &n[k - 1], k == 1 ? xasprintf("%s/%s", home, val) : xstrdup(val));
+        if (k == 5)
+                return add_guard(line, len, &i, xasprintf("%s/%s", home, val), p);
+        size_t at = k == 6 ? 4 : (size_t)k - 1;
+        strv_add(v[k - 1], &n[at], in_home ? xasprintf("%s/%s", home, val) : xstrdup(val));
         return 0;
 }
 
@@ -160,13 +222,14 @@ int config_preset_parse(const char *text, size_t len, const char *home, struct c
                         struct sbx_error *err)
 {
         struct config_preset p = {0};
-        size_t n[4] = {0}, lineno = 0;
+        size_t n[5] = {0}, lineno = 0;
 
         strv_add(&p.home, &n[0], NULL);
         strv_add(&p.env, &n[1], NULL);
         strv_add(&p.hosts, &n[2], NULL);
         strv_add(&p.url_env, &n[3], NULL);
-        n[0] = n[1] = n[2] = n[3] = 0;
+        strv_add(&p.readonly, &n[4], NULL);
+        memset(n, 0, sizeof(n));
         for (size_t at = 0; at < len;) {
                 const char *nl = memchr(text + at, '\n', len - at);
                 size_t l = nl ? (size_t)(nl - (text + at)) : len - at;
@@ -176,8 +239,9 @@ int config_preset_parse(const char *text, size_t len, const char *home, struct c
                         config_preset_done(&p);
                         return sbx_fail(err, EINVAL,
                                         "preset line %zu: not 'KIND VALUE WHY' with KIND command "
-                                        "(once), home (relative, no '..'), env (a variable "
-                                        "name), host (a host name) or url-env; fix the file in "
+                                        "(once), home or readonly (relative, no '..'), env (a "
+                                        "variable name), host (a host name) or url-env, nor "
+                                        "'guard FILE KEY[,KEY...] WHY'; fix the file in "
                                         "src/config/presets/ and rebuild",
                                         lineno);
                 }

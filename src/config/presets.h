@@ -10,6 +10,14 @@
 
 #include "common/error.h"
 
+/* A "guard" entry: a file of the agent's whose @keys carry commands the agent runs on the host
+ * when it starts outside the sandbox (hooks, MCP servers): src/cli/run_guard.h restores them. */
+struct config_guard {
+        char *path;  /* absolute: $HOME joined with the entry's FILE */
+        char **keys; /* NULL-ended: dot-separated paths ("hooks", "projects.*.mcpServers"; '*'
+                      * is any member); for a .toml file the table or key names */
+};
+
 /* One preset, parsed. Every array is NULL-ended and owned, as are its strings. */
 struct config_preset {
         char *command;  /* the executable it is for ("claude"), or NULL when it names none */
@@ -17,14 +25,19 @@ struct config_preset {
         char **env;     /* variable names passed on ("env") */
         char **hosts;   /* host names ("host") */
         char **url_env; /* variable names whose URL's host is allowed when set ("url-env") */
+        struct config_guard *guards; /* "guard" entries, @n_guards of them (none when no $HOME) */
+        size_t n_guards;
+        char **readonly; /* absolute: "readonly" entries, paths under $HOME kept read-only */
 };
 
 /**
  * config_preset_parse() - parse @len bytes of @text (a preset file's bytes; untrusted, not
  * NUL-ended, may hold NULs) into @ret, "home" entries joined with @home (absolute; NULL =
- * leave them out). Lines are "KIND VALUE WHY" (KIND command, home, env, host or url-env);
- * '#' lines and blank lines are skipped. A home entry must be relative without "..", a host a
- * host name, an env name letters, digits and '_'.
+ * leave them out, as the guard and readonly entries). Lines are "KIND VALUE WHY" (KIND command,
+ * home, env, host, url-env or readonly) or "guard FILE KEY[,KEY...] WHY"; '#' lines and blank
+ * lines are skipped. A home, readonly or guard path must be relative without "..", a host a
+ * host name, an env name letters, digits and '_', a KEY letters, digits, "_-" and '.'-separated
+ * parts ('*' alone is a part too).
  * Return: 0, or -EINVAL with @err naming the line and what is wrong (@ret untouched).
  */
 int config_preset_parse(const char *text, size_t len, const char *home, struct config_preset *ret,

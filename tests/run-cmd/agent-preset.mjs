@@ -186,6 +186,9 @@ check(inside.seen[2].includes('model-host:200'), 'sandboxed: the provider host (
 check(/other-host:(403|000)/.test(inside.seen[2]) && !inside.seen[2].includes('other-host:200'), 'sandboxed: another host was refused', inside.seen[2].slice(0, 200));
 check(inside.seen[3].includes('token=[]') && inside.seen[3].includes('key=[set]'), `sandboxed: GITHUB_TOKEN dropped, the preset passed ${A.keyVar} on`, inside.seen[3].slice(0, 200));
 check(!inside.bodies.includes('PLANTED-GITHUB-TOKEN'), 'sandboxed: the planted token never reached the model');
+// the agent's own writes (a new project's "mcpServers": {}, Claude Code's plugin store) are not
+// taken for plants; tests/run-cmd/agent-guard.test.sh shows the line appears when one is made
+check(!/planted what the agent would run/.test(inside.r.stderr), 'sandboxed: the guard of its files found nothing planted by the agent\'s own writes', inside.r.stderr.slice(-400));
 check(fs.existsSync(path.join(state, A.wrote)), `sandboxed: the agent wrote its own state to the real ~/${A.state} (${A.wrote})`,
     fs.readdirSync(state).join(' '));
 // The user's --net list is added to the preset's: allowed, the proxy tries the name (no DNS in

@@ -48,10 +48,33 @@ START_TEST(built_in_presets_parse)
         }
         ck_assert_int_eq(config_preset_load("claude", "/home/u", &p, &err), 0);
         ck_assert(has(p.home, "/home/u/.claude.json"));
+        /* the files whose keys carry host commands, and the plugin folders */
+        ck_assert_int_eq(p.n_guards, 2);
+        ck_assert_str_eq(p.guards[0].path, "/home/u/.claude/settings.json");
+        ck_assert(has(p.guards[0].keys, "hooks") && has(p.guards[0].keys, "statusLine") &&
+                  has(p.guards[0].keys, "apiKeyHelper"));
+        ck_assert_str_eq(p.guards[1].path, "/home/u/.claude.json");
+        ck_assert(has(p.guards[1].keys, "mcpServers") &&
+                  has(p.guards[1].keys, "projects.*.mcpServers"));
+        ck_assert(has(p.readonly, "/home/u/.claude/plugins/cache"));
+        config_preset_done(&p);
+        ck_assert_int_eq(config_preset_load("codex", "/home/u", &p, &err), 0);
+        ck_assert(p.n_guards == 1 && strcmp(p.guards[0].path, "/home/u/.codex/config.toml") == 0 &&
+                  has(p.guards[0].keys, "mcp_servers") && has(p.guards[0].keys, "notify"));
+        config_preset_done(&p);
+        ck_assert_int_eq(config_preset_load("gemini", "/home/u", &p, &err), 0);
+        ck_assert(p.n_guards == 1 && has(p.guards[0].keys, "mcpServers") &&
+                  has(p.guards[0].keys, "hooks") && has(p.readonly, "/home/u/.gemini/extensions"));
+        config_preset_done(&p);
+        ck_assert_int_eq(config_preset_load("opencode", "/home/u", &p, &err), 0);
+        ck_assert(p.n_guards == 3 && has(p.guards[0].keys, "mcp") &&
+                  has(p.guards[0].keys, "plugin") &&
+                  has(p.readonly, "/home/u/.config/opencode/plugin"));
         config_preset_done(&p);
         /* without a home, no home entry */
         ck_assert_int_eq(config_preset_load("claude", NULL, &p, &err), 0);
         ck_assert_ptr_null(p.home[0]);
+        ck_assert(p.n_guards == 0 && p.readonly[0] == NULL);
         config_preset_done(&p);
 }
 END_TEST
@@ -70,11 +93,22 @@ END_TEST
 
 START_TEST(bad_lines_are_refused_with_their_number)
 {
-        static const char *const bad[] = {"home ../.ssh escape\n",  "home /etc absolute\n",
-                                          "home a/../../b\n",       "host evil/x path\n",
-                                          "env A=B value\n",        "colour blue\n",
-                                          "command a\ncommand b\n", "home\n",
-                                          "env 1ABC digit first\n", "host a\0b nul inside\n"};
+        static const char *const bad[] = {"home ../.ssh escape\n",
+                                          "home /etc absolute\n",
+                                          "home a/../../b\n",
+                                          "host evil/x path\n",
+                                          "env A=B value\n",
+                                          "colour blue\n",
+                                          "command a\ncommand b\n",
+                                          "home\n",
+                                          "env 1ABC digit first\n",
+                                          "host a\0b nul inside\n",
+                                          "guard .a\n",
+                                          "guard .a k..x\n",
+                                          "guard ../x k\n",
+                                          "guard a k,\n",
+                                          "guard a a*b\n",
+                                          "readonly /etc\n"};
         static const size_t len_nul = sizeof("host a\0b nul inside\n") - 1;
         struct config_preset p = {0};
         struct sbx_error err = {0};
@@ -90,10 +124,13 @@ START_TEST(bad_lines_are_refused_with_their_number)
             -EINVAL);
         ck_assert_msg(strstr(err.msg, "line 5"), "%s", err.msg);
         /* control: the same shapes, well formed, pass */
-        const char *ok = "# c\n\n  command a\nhome .a/b why\nenv A_B\nhost a.b-c\nurl-env X\n";
+        const char *ok = "# c\n\n  command a\nhome .a/b why\nenv A_B\nhost a.b-c\nurl-env X\n"
+                         "guard .a/s.json hooks,p.*.m why\nreadonly .a/plug why\n";
         ck_assert_int_eq(config_preset_parse(ok, strlen(ok), "/h", &p, &err), 0);
         ck_assert(has(p.home, "/h/.a/b") && has(p.env, "A_B") && has(p.hosts, "a.b-c") &&
-                  has(p.url_env, "X"));
+                  has(p.url_env, "X") && has(p.readonly, "/h/.a/plug"));
+        ck_assert(p.n_guards == 1 && strcmp(p.guards[0].path, "/h/.a/s.json") == 0 &&
+                  has(p.guards[0].keys, "hooks") && has(p.guards[0].keys, "p.*.m"));
         config_preset_done(&p);
 }
 END_TEST

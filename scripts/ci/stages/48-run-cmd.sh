@@ -7,12 +7,16 @@
 # check, the walls, the allowlist, and every code of the exit-code contract. Then
 # tests/run-cmd/run-cmd-container.test.sh: the same contract, the planted secrets, the network
 # and nothing left (after a timeout, a SIGTERM and a SIGKILL of the run) on the container
-# backend, as a docker-group user on rootful Docker (no root, no RUN_AS; ~16 s).
+# backend, as a docker-group user on rootful Docker (no root, no RUN_AS; ~16 s). Then
+# tests/run-cmd/agent-guard.test.sh: `run --agent` puts back the hooks and MCP servers a command
+# plants in the agent's own files, and a SIGKILLed run's are put back by the next run (~4 s).
 # stage: run-cmd | build-release | run -- CMD: host view, masked secrets, exit codes, TIOCSTI (root)
 stage_run_cmd() {
         run_cmd_script run-cmd "run -- CMD" run-cmd.test.sh "the test user"
         run_cmd_script run-cmd "run -- CMD, container backend" run-cmd-container.test.sh \
                 "rootful Docker and its docker group"
+        run_cmd_script run-cmd "run --agent: planted host commands put back" agent-guard.test.sh \
+                "the test user and python3"
 }
 
 # tests/run-cmd/mcp-wrap.test.sh, as root (the clients and servers run as the test user): the
