@@ -4,6 +4,7 @@
  * the wait for the command, its timeout or a cancel. See hostrun.h and docs/run-command.md. */
 #include "native/native.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,13 +13,16 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/fileio.h"
+#include "common/log.h"
 #include "egress/egress.h"
 
 const char *const native_host_system_dirs[] = {
@@ -65,6 +69,48 @@ static int host_scope_place(void *ud, pid_t pid, struct sbx_error *err)
         return cgroup_scope_start(u->cfg, pid, u->cg, err);
 }
 
+/* A folder of a run that is gone is this old at least before the sweep takes it (a fresh one may
+ * be a test's control, and its pid was just checked). */
+#define HOSTROOT_SWEEP_AGE_S 60
+
+/* The host view's mount-point folders that runs killed before their end left (their names carry
+ * their server's pid): each empty /tmp/vestibule-hostroot-<pid>-XXXXXX of ours whose pid is gone
+ * and that is HOSTROOT_SWEEP_AGE_S old is removed (rmdir: never a folder with anything in it;
+ * its mount was in the dead run's namespace only). A pid reused since is taken as alive: the
+ * folder waits for a later run. */
+static void hostroot_sweep(void)
+{
+        _cleanup_close_ int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = tmp >= 0 ? fdopendir(dup(tmp)) : NULL;
+        struct dirent *de;
+        time_t now = time(NULL);
+
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                static const char prefix[] = "vestibule-hostroot-";
+                struct stat st;
+                char *end;
+                long pid;
+
+                if (strncmp(de->d_name, prefix, sizeof(prefix) - 1) != 0)
+                        continue;
+                errno = 0;
+                pid = strtol(de->d_name + sizeof(prefix) - 1, &end, 10);
+                if (errno || pid <= 0 || *end != '-' || pid == (long)getpid() ||
+                    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+                        continue;
+                if (fstatat(tmp, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+                    now - st.st_mtime < HOSTROOT_SWEEP_AGE_S)
+                        continue;
+                if (unlinkat(tmp, de->d_name, AT_REMOVEDIR) == 0)
+                        log_debug("run --: removed '/tmp/%s', left by a run that is gone",
+                                  de->d_name);
+        }
+        closedir(d);
+}
+
 /* The setup before the clone: the grade, the run's cgroup, the filter, the root's folder. */
 static int host_prepare(const struct sbx_config *cfg, struct host_run *h,
                         struct native_host_result *ret, struct sbx_error *err)
@@ -88,6 +134,7 @@ static int host_prepare(const struct sbx_config *cfg, struct host_run *h,
         if (r < 0)
                 return r;
         h->have_filter = true;
+        hostroot_sweep();
         native_strf(h->root, sizeof(h->root), "/tmp/vestibule-hostroot-%d-XXXXXX", (int)getpid());
         if (!mkdtemp(h->root)) {
                 h->root[0] = '\0';

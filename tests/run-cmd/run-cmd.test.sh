@@ -409,6 +409,22 @@ expect_code 0 "control: --require any runs on the same host" as_user "$vm" run -
 expect_code 125 "125 when the sandbox cannot be set up (an --allow that does not exist)" \
         as_user "$vm" run --allow "$base/nope" -- true
 
+# A run killed before its end (SIGKILL) leaves its empty mount-point folder; the next run
+# removes those of ended pids once they are a minute old (src/native/hostrun.c, hostroot_sweep).
+# The control: a fresh one of an ended pid is kept (it may be another script's control).
+sleep 0 &
+gone=$!
+wait "$gone"
+old_root=$(runuser -u "$user" -- mktemp -d "/tmp/vestibule-hostroot-$gone-XXXXXX")
+fresh_root=$(runuser -u "$user" -- mktemp -d "/tmp/vestibule-hostroot-$gone-XXXXXX")
+touch -d '2 minutes ago' "$old_root"
+expect_code 0 "a run after a killed one" as_user "$vm" run -q -- true
+[ ! -e "$old_root" ] && ok "the killed run's old mount-point folder is removed by the next run" ||
+        bad "left: $old_root"
+[ -d "$fresh_root" ] && ok "control: a fresh folder of an ended pid is kept" ||
+        bad "control: the fresh folder $fresh_root went too"
+rmdir "$fresh_root" "$old_root" 2>/dev/null || true
+
 # The mount-point folders of the runs above: each is named after its server's pid, so one
 # whose server has ended was left behind (lib.sh; the live runs of the scripts beside this one
 # are not counted). The control: a folder of an ended pid is counted.
