@@ -884,10 +884,18 @@ enum verify_verdict verify_judge_pids_unreported(const struct sbx_config *cfg, i
                      forks, res->limits_hit, cfg->pids_max);
                 return VERIFY_HELD;
         }
+        if (run_r == 0 && res->usage.pids_peak.measured)
+                setf(peak, sizeof(peak), "%llu", (unsigned long long)res->usage.pids_peak.value);
+        if (run_r == 0 && res->oom_killed && forks >= 0 && forks <= (long)cfg->pids_max) {
+                setf(detail, size,
+                     "the memory cap (%u MiB) stopped the sandbox after %ld forks, before the "
+                     "pids cap of %u (pids_peak %s): each forked process costs the run memory "
+                     "too (gVisor: ~5 MiB of its Sentry's); a higher VESTIBULE_MEM_MB lets the "
+                     "probe reach the pids cap",
+                     cfg->mem_mb, forks, cfg->pids_max, peak);
+                return VERIFY_UNTESTED;
+        }
         if (run_r == 0 && res->outcome == RUN_OUTCOME_TIMED_OUT) {
-                if (res->usage.pids_peak.measured)
-                        setf(peak, sizeof(peak), "%llu",
-                             (unsigned long long)res->usage.pids_peak.value);
                 setf(detail, size,
                      "the run reached its bound of %u s after %ld forks, before the cap of %u "
                      "(pids_peak %s; limits hit: %.100s): this host forks too slowly to reach "

@@ -320,6 +320,21 @@ START_TEST(pids_unreported_timed_out_names_the_bound)
         ck_assert_int_eq(
             verify_judge_pids_unreported(&c, 0, res, 44, 90, "no result", d, sizeof(d)),
             VERIFY_HELD);
+        /* the memory cap first (gVisor: ~5 MiB a fork), the pids cap not reached: not tested,
+         * naming both caps */
+        struct sbx_config m = {.pids_max = 128, .mem_mb = 256};
+        snprintf(res->limits_hit, sizeof(res->limits_hit), "cpu (throttled in 742 of 746 periods)");
+        res->exit_code = 137;
+        res->oom_killed = true;
+        ck_assert_int_eq(
+            verify_judge_pids_unreported(&m, 0, res, 44, 90, "no result", d, sizeof(d)),
+            VERIFY_UNTESTED);
+        ck_assert_msg(strstr(d, "the memory cap (256 MiB) stopped the sandbox after 44 forks, "
+                                "before the pids cap of 128 (pids_peak 101)") &&
+                          strstr(d, "VESTIBULE_MEM_MB"),
+                      "%s", d);
+        res->oom_killed = false;
+        snprintf(res->limits_hit, sizeof(res->limits_hit), "pids (the cap of 128 was reached)");
         /* more forks than the cap allows is never held */
         ck_assert_int_eq(
             verify_judge_pids_unreported(&c, 0, res, 129, 90, "no result", d, sizeof(d)),
