@@ -443,12 +443,15 @@ static void run_script_net(struct run_service *svc, const struct bait *b,
 
 /* @timeout_s is the probe's own bound; a longer VESTIBULE_DEFAULT_TIMEOUT_S stretches it (a
  * slow host: runsc under emulation took 15 s for print(1)). */
+static unsigned probe_bound(const struct sbx_config *cfg, unsigned timeout_s)
+{
+        return cfg->default_timeout_s > timeout_s ? cfg->default_timeout_s : timeout_s;
+}
+
 static void run_script(struct run_service *svc, const struct bait *b, const struct sbx_config *cfg,
                        const char *body, unsigned timeout_s, struct outcome *o)
 {
-        if (cfg->default_timeout_s > timeout_s)
-                timeout_s = cfg->default_timeout_s;
-        run_script_net(svc, b, cfg, body, timeout_s, NULL, o);
+        run_script_net(svc, b, cfg, body, probe_bound(cfg, timeout_s), NULL, o);
 }
 
 json_object *verify_parse_result(const char *out, size_t len, const char *nonce,
@@ -865,26 +868,57 @@ static long forks_counted(const struct outcome *o)
         return n;
 }
 
+enum verify_verdict verify_judge_pids_unreported(const struct sbx_config *cfg, int run_r,
+                                                 const struct run_result *res, long forks,
+                                                 unsigned bound_s, const char *why, char *detail,
+                                                 size_t size)
+{
+        const char *hit = run_r == 0 && res->limits_hit[0] ? res->limits_hit : "none";
+        char peak[32] = "not measured";
+
+        if (run_r == 0 && forks >= 0 && forks <= (long)cfg->pids_max &&
+            strstr(res->limits_hit, "pids")) {
+                setf(detail, size,
+                     "%ld forks succeeded, then the sandbox was stopped at the cap (limits hit: "
+                     "%.100s) (cap %u; control: the attempt goes to twice the cap + 64)",
+                     forks, res->limits_hit, cfg->pids_max);
+                return VERIFY_HELD;
+        }
+        if (run_r == 0 && res->usage.pids_peak.measured)
+                setf(peak, sizeof(peak), "%llu", (unsigned long long)res->usage.pids_peak.value);
+        if (run_r == 0 && res->oom_killed && forks >= 0 && forks <= (long)cfg->pids_max) {
+                setf(detail, size,
+                     "the memory cap (%u MiB) stopped the sandbox after %ld forks, before the "
+                     "pids cap of %u (pids_peak %s): each forked process costs the run memory "
+                     "too (gVisor: ~5 MiB of its Sentry's); a higher VESTIBULE_MEM_MB lets the "
+                     "probe reach the pids cap",
+                     cfg->mem_mb, forks, cfg->pids_max, peak);
+                return VERIFY_UNTESTED;
+        }
+        if (run_r == 0 && res->outcome == RUN_OUTCOME_TIMED_OUT) {
+                setf(detail, size,
+                     "the run reached its bound of %u s after %ld forks, before the cap of %u "
+                     "(pids_peak %s; limits hit: %.100s): this host forks too slowly to reach "
+                     "the cap in time; a longer VESTIBULE_DEFAULT_TIMEOUT_S gives the probe longer",
+                     bound_s, forks, cfg->pids_max, peak, hit);
+                return VERIFY_UNTESTED;
+        }
+        setf(detail, size, "%.250s; %ld forks counted; limits hit: %.100s", why, forks, hit);
+        return VERIFY_UNTESTED;
+}
+
 static void judge_pids(struct verify_report *r, const struct sbx_config *cfg,
-                       const struct outcome *o)
+                       const struct outcome *o, unsigned bound_s)
 {
         json_object *j = got(o, "pids");
+        char detail[400];
 
         if (!j) {
-                /* No report, but the run named the pids cap as reached and its count of
-                 * successful forks stayed within the cap: the cap stopped the sandbox (gVisor:
-                 * its Sentry could not start a thread and exited) before the report. */
-                long n = o->r == 0 ? forks_counted(o) : -1;
-                if (n >= 0 && n <= (long)cfg->pids_max && strstr(o->res.limits_hit, "pids"))
-                        judge(r, "pids", VERIFY_HELD,
-                              "%ld forks succeeded, then the sandbox was stopped at the cap "
-                              "(limits hit: %.100s) (cap %u; control: the attempt goes to twice "
-                              "the cap + 64)",
-                              n, o->res.limits_hit, cfg->pids_max);
-                else
-                        judge(r, "pids", VERIFY_UNTESTED,
-                              "%.300s; %ld forks counted; limits hit: %.100s", o->why, n,
-                              o->r == 0 && o->res.limits_hit[0] ? o->res.limits_hit : "none");
+                /* No report: judged from the fork count, the limits the run hit, its bound */
+                enum verify_verdict v = verify_judge_pids_unreported(
+                    cfg, o->r, &o->res, o->r == 0 ? forks_counted(o) : -1, bound_s, o->why, detail,
+                    sizeof(detail));
+                judge(r, "pids", v, "%s", detail);
                 return;
         }
         judge(r, "pids", jbool(j, "escaped") ? VERIFY_NOT_HELD : VERIFY_HELD,
@@ -972,7 +1006,7 @@ static void egress_probes(struct verify_report *r, const struct sbx_config *cfg,
         }
         while ((a = accept4(b->listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
                 close(a); /* earlier probes' leftovers: only the proxy's counts below */
-        run_script_net(svc, b, &c, verify_script_egress, 30, "allowlist", &o);
+        run_script_net(svc, b, &c, verify_script_egress, probe_bound(&c, 30), "allowlist", &o);
         if (o.r == -EOPNOTSUPP) {
                 for (size_t i = 0; i < ELEMENTSOF(ids); i++)
                         judge(r, ids[i], VERIFY_NOT_APPLICABLE,
@@ -1080,7 +1114,7 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
          * would let the probe take the host's memory */
         if (verify_claimed(r->grade, VERIFY_CLAIM_PIDS)) {
                 run_script(svc, &b, &c, verify_script_pids, 30, &o);
-                judge_pids(r, &c, &o);
+                judge_pids(r, &c, &o, probe_bound(&c, 30));
                 outcome_done(&o);
         }
         if (verify_claimed(r->grade, VERIFY_CLAIM_MEMORY)) {

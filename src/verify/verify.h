@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "config/config.h"
+#include "run/run.h"
 
 enum verify_verdict {
         VERIFY_HELD = 0,
@@ -94,6 +95,26 @@ int verify_run(const struct sbx_config *cfg, struct verify_report *ret, struct s
  */
 json_object *verify_parse_result(const char *out, size_t len, const char *nonce,
                                  const char **ret_why);
+
+/**
+ * verify_judge_pids_unreported() - the pids probe's verdict when its run printed no report.
+ * HELD when the run named the pids cap as reached (@res->limits_hit, from the run's cgroup's
+ * pids.events "max") and its successful forks (@forks, the last "forked N" line; -1 none)
+ * stayed within @cfg->pids_max: the cap stopped the sandbox before the report (gVisor in a
+ * scope: runsc's threads and a stub process per forked task count against pids.max, and its
+ * Sentry exits once it cannot start a thread; cgroup-v2.rst, "PID"). Otherwise UNTESTED: a run
+ * the memory cap stopped first (@res->oom_killed, the pids cap not reached: under gVisor each
+ * fork costs ~5 MiB of the scope's memory, so at 256 MiB and 128 pids both caps come at ~44
+ * forks) says so, naming both caps, pids_peak and the setting; a run stopped at its bound
+ * (@bound_s seconds, RUN_OUTCOME_TIMED_OUT) before the cap names the bound, the forks, pids_peak
+ * and the setting that gives it longer (the systemd VM under emulation and load); else @why
+ * (what the run did instead), the forks and the limits hit. @run_r is run_service_execute()'s
+ * return; @res is read only when it is 0. Writes the reason into @detail (@size bytes, cut to fit).
+ */
+enum verify_verdict verify_judge_pids_unreported(const struct sbx_config *cfg, int run_r,
+                                                 const struct run_result *res, long forks,
+                                                 unsigned bound_s, const char *why, char *detail,
+                                                 size_t size);
 
 /** verify_print() - one line per probe, then the summary line. */
 void verify_print(const struct verify_report *r, FILE *out);

@@ -285,6 +285,70 @@ static bool host_has_route(void)
         return strchr(buf, '\n') && strchr(strchr(buf, '\n') + 1, '\n');
 }
 
+/* The pids probe with no report (verify_judge_pids_unreported()): a run the cap stopped is
+ * held; one its bound stopped first is "not tested" and names the bound, the forks, pids_peak
+ * and the setting (the systemd VM: gVisor's 44 forks under emulation outran a 90 s bound). */
+START_TEST(pids_unreported_timed_out_names_the_bound)
+{
+        struct sbx_config c = {.pids_max = 128};
+        _cleanup_free_ struct run_result *res = xcalloc(1, sizeof(*res));
+        char d[400];
+
+        res->outcome = RUN_OUTCOME_TIMED_OUT;
+        snprintf(res->limits_hit, sizeof(res->limits_hit),
+                 "cpu (throttled in 880 of 900 periods of 100 ms)");
+        res->usage.pids_peak.measured = true;
+        res->usage.pids_peak.value = 101;
+        ck_assert_int_eq(
+            verify_judge_pids_unreported(&c, 0, res, 31, 90, "no result", d, sizeof(d)),
+            VERIFY_UNTESTED);
+        ck_assert_msg(strstr(d, "bound of 90 s after 31 forks, before the cap of 128") &&
+                          strstr(d, "pids_peak 101") && strstr(d, "VESTIBULE_DEFAULT_TIMEOUT_S"),
+                      "%s", d);
+        /* the cap reached before the bound: held even though the bound came later */
+        snprintf(res->limits_hit, sizeof(res->limits_hit),
+                 "cpu (throttled in 880 of 900 periods of 100 ms), pids (the cap of 128 was "
+                 "reached)");
+        ck_assert_int_eq(
+            verify_judge_pids_unreported(&c, 0, res, 44, 90, "no result", d, sizeof(d)),
+            VERIFY_HELD);
+        ck_assert_msg(strstr(d, "44 forks succeeded, then the sandbox was stopped at the cap"),
+                      "%s", d);
+        /* the control: the Sentry exited at the cap (exit 2), no report: held */
+        res->outcome = RUN_OUTCOME_EXITED;
+        res->exit_code = 2;
+        ck_assert_int_eq(
+            verify_judge_pids_unreported(&c, 0, res, 44, 90, "no result", d, sizeof(d)),
+            VERIFY_HELD);
+        /* the memory cap first (gVisor: ~5 MiB a fork), the pids cap not reached: not tested,
+         * naming both caps */
+        struct sbx_config m = {.pids_max = 128, .mem_mb = 256};
+        snprintf(res->limits_hit, sizeof(res->limits_hit), "cpu (throttled in 742 of 746 periods)");
+        res->exit_code = 137;
+        res->oom_killed = true;
+        ck_assert_int_eq(
+            verify_judge_pids_unreported(&m, 0, res, 44, 90, "no result", d, sizeof(d)),
+            VERIFY_UNTESTED);
+        ck_assert_msg(strstr(d, "the memory cap (256 MiB) stopped the sandbox after 44 forks, "
+                                "before the pids cap of 128 (pids_peak 101)") &&
+                          strstr(d, "VESTIBULE_MEM_MB"),
+                      "%s", d);
+        res->oom_killed = false;
+        snprintf(res->limits_hit, sizeof(res->limits_hit), "pids (the cap of 128 was reached)");
+        /* more forks than the cap allows is never held */
+        ck_assert_int_eq(
+            verify_judge_pids_unreported(&c, 0, res, 129, 90, "no result", d, sizeof(d)),
+            VERIFY_UNTESTED);
+        /* a refused run: its reason, nothing from @res */
+        ck_assert_int_eq(verify_judge_pids_unreported(&c, -ENOEXEC, res, -1, 90,
+                                                      "the run was refused: runsc could not run "
+                                                      "the program",
+                                                      d, sizeof(d)),
+                         VERIFY_UNTESTED);
+        ck_assert_msg(strstr(d, "the run was refused") && strstr(d, "limits hit: none"), "%s", d);
+}
+END_TEST
+
 static const char *docker_missing(void)
 {
         static char why[1100];
@@ -327,10 +391,12 @@ int main(void)
         Suite *s = suite_create("verify");
         TCase *tc;
 
-        if (nm && dm)
-                sbx_test_skip(nm);
         if (strict && (nm || dm))
                 sbx_test_skip(nm ? nm : dm);
+        /* judged without a run: on every host */
+        tc = tcase_create("judge");
+        tcase_add_test(tc, pids_unreported_timed_out_names_the_bound);
+        suite_add_tcase(s, tc);
         if (!nm) {
                 tc = tcase_create("native");
                 tcase_set_timeout(tc, 180);

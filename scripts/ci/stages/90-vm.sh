@@ -10,7 +10,10 @@
 # the agreement checks: doctor --json, verify --json and a real run_code say the same
 # grade (native), and with user namespaces off the same Blocked text; and Claude Code (the
 # pinned CLI of tests/clients, read from the source share) starting the server from its MCP
-# config, its model having to see grade native (counted in the totals; ~3 min of the boot).
+# config, its model having to see grade native (counted in the totals; ~3 min of the boot);
+# last the gvisor backend in a scope of each run's own (the host's runsc lent): its caps named,
+# `run` grading gvisor with the backend left to auto, and the gvisor agreement (doctor --json,
+# verify --json's whole battery, a run_code: exactly gvisor; ~280 s at load 10, e2e binary).
 # 10-40 min on this kind of host with the image cached (/var/tmp/vestibule-vm), depending on
 # how loaded it is (everything under emulation, ~50x slower than the host); needs root and
 # qemu-system-x86 (+ mmdebstrap and the Debian mirror for the first image build).
