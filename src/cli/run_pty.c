@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,43 @@ static ssize_t pump(int from, int to)
         return n;
 }
 
+/* Whether this process's group is the terminal's foreground one (a job-control shell's `&` or
+ * `bg` makes it a background one). tcgetpgrp(3) */
+static bool in_foreground(void)
+{
+        pid_t fg = tcgetpgrp(STDIN_FILENO);
+
+        return fg < 0 || fg == getpgrp();
+}
+
+/* tcsetattr(3) on the real terminal with SIGTTOU blocked: from a background group the kernel
+ * then does it instead of stopping the whole process (tty_check_change(); a stopped run whose
+ * SIGTERM waits in the caller's signalfd would never end). Only called in the foreground, or to
+ * put back what this process set. */
+static void set_modes(const struct termios *t)
+{
+        sigset_t ttou, old;
+
+        sigemptyset(&ttou);
+        sigaddset(&ttou, SIGTTOU);
+        pthread_sigmask(SIG_BLOCK, &ttou, &old);
+        (void)tcsetattr(STDIN_FILENO, TCSADRAIN, t);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* In the foreground and not yet raw: the real terminal in raw mode for the run (once). */
+static void raw_when_foreground(struct run_pty *p)
+{
+        struct termios raw;
+
+        if (p->raw_on || !in_foreground())
+                return;
+        raw = p->saved;
+        cfmakeraw(&raw);
+        set_modes(&raw);
+        p->raw_on = true;
+}
+
 static void sync_winsize(struct run_pty *p, struct winsize *last)
 {
         struct winsize ws;
@@ -59,9 +97,15 @@ static void *relay(void *arg)
         bool in_open = true;
 
         for (;;) {
+                /* the real terminal is read only while the run is the foreground job: a
+                 * background one never takes what is typed for the shell, and never stops on
+                 * SIGTTIN (its SIGTERM must still end it) */
+                bool fg = in_foreground();
                 struct pollfd f[3] = {{.fd = p->master, .events = POLLIN},
                                       {.fd = p->stop[0], .events = POLLIN},
-                                      {.fd = in_open ? STDIN_FILENO : -1, .events = POLLIN}};
+                                      {.fd = in_open && fg ? STDIN_FILENO : -1, .events = POLLIN}};
+                if (fg)
+                        raw_when_foreground(p);
                 sync_winsize(p, &last);
                 if (poll(f, 3, RUN_PTY_WINSIZE_MS) < 0 && errno != EINTR)
                         break;
@@ -69,8 +113,6 @@ static void *relay(void *arg)
                         break; /* every copy of the slave closed: the command is gone */
                 if (f[1].revents)
                         break;
-                /* a read of the real terminal from a background job stops this whole process
-                 * (SIGTTIN): the command's input waits with it */
                 if (f[2].revents && pump(STDIN_FILENO, p->master) == 0)
                         in_open = false;
         }
@@ -98,7 +140,6 @@ static int open_pty(struct run_pty *p)
 
 int run_pty_start(struct run_pty *p)
 {
-        struct termios raw;
         struct winsize ws;
         int r;
 
@@ -119,9 +160,7 @@ int run_pty_start(struct run_pty *p)
         (void)tcsetattr(p->slave, TCSANOW, &p->saved);
         if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
                 (void)ioctl(p->slave, TIOCSWINSZ, &ws);
-        raw = p->saved;
-        cfmakeraw(&raw);
-        (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &raw);
+        raw_when_foreground(p); /* a background run: the relay does it once it is in front */
         if (pthread_create(&p->thread, NULL, relay, p) != 0) {
                 fprintf(stderr, "vestibule-mcp run: cannot start the terminal relay\n");
                 run_pty_stop(p);
@@ -141,9 +180,9 @@ void run_pty_stop(struct run_pty *p)
                 pthread_join(p->thread, NULL);
                 p->thread_on = false;
         }
-        if (p->have_saved)
-                (void)tcsetattr(STDIN_FILENO, TCSADRAIN, &p->saved);
-        p->have_saved = false;
+        if (p->have_saved && p->raw_on)
+                set_modes(&p->saved);
+        p->have_saved = p->raw_on = false;
         for (int *fd = (int[]){p->master, p->stop[0], p->stop[1]}, i = 0; i < 3; i++)
                 if (fd[i] >= 0)
                         close(fd[i]);

@@ -2,9 +2,10 @@
  * gets a pty of our own (its controlling terminal, as fds 0-2 where ours are terminals) and a
  * thread copies between it and the real terminal, which is put in raw mode for the run and
  * restored after. So the command never holds the user's terminal: TIOCSTI reaches only its own
- * pty, and a backgrounded or suspended run cannot read what is typed for the shell (the relay,
- * in the user's job, is stopped by SIGTTIN/SIGTTOU as any job is). pty(7), termios(3),
- * tests/adversarial/server.md (red team of `run --` #5). */
+ * pty, and a backgrounded run cannot read what is typed for the shell: the relay reads the real
+ * terminal and sets its modes only while the run's process group is the terminal's foreground
+ * one (tcgetpgrp(3)), so a background run never stops on SIGTTIN or SIGTTOU and its SIGTERM
+ * still ends it. pty(7), termios(3), tests/adversarial/server.md (red team of `run --` #5). */
 #pragma once
 
 #include <pthread.h>
@@ -17,12 +18,14 @@ struct run_pty {
         int out_fd;        /* where the pty's output goes: 1, 2 or 0, the first a terminal */
         struct termios saved;
         bool have_saved, thread_on;
+        bool raw_on; /* the real terminal is in raw mode (set in the foreground only) */
         pthread_t thread;
 };
 
 /**
  * run_pty_start() - when fd 0 is a terminal: a new pty whose size and modes are fd 0's, fd 0 in
- * raw mode, and the relay thread started. @p is filled; ->slave is the fd to hand the command
+ * raw mode once the run is the foreground job (at once, or when the relay sees it brought there),
+ * and the relay thread started. @p is filled; ->slave is the fd to hand the command
  * (closed by run_pty_stop()).
  * Return: 1 started, 0 fd 0 is no terminal (nothing done; ->slave -1), -errno when the pty
  * could not be made (said on stderr; the run must not fall back to the real terminal).

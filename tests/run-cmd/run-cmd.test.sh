@@ -323,6 +323,24 @@ if command -v script >/dev/null; then
                 { bad "the shell did not get the typed line"; echo "$got" | sed 's/^/     | /'; }
         echo "$got" | grep -q "GOT:\[typed" && bad "the backgrounded command read the terminal" ||
                 ok "the backgrounded command did not read the terminal"
+        # A backgrounded run that a job-control shell stops and then sends SIGTERM (kill %1)
+        # must end (before: it stopped itself on SIGTTOU setting the terminal's modes from the
+        # background, again after each SIGCONT, with its SIGTERM waiting in the signalfd, and
+        # stayed stopped after the shell was gone). Twice: the stop depends on timing.
+        for try in 1 2; do
+                (cd "$proj" && runuser -u "$user" -- env -i HOME="$home" PATH=/usr/bin:/bin RUNNER="$vm run -q --" \
+                        script -qec "bash -c 'set -m; \$RUNNER sh -c \"read x; echo GOT:[\\\$x]\" & sleep 2
+                                read -t 3 y; jobs -l; kill %1 2>/dev/null; jobs -l; fg >/dev/null 2>&1; echo fg=\$?'" \
+                        /dev/null <<<"typed-for-the-shell" 2>&1 | tr -d '\r' >"$base/bgkill.$try")
+        done
+        for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -f "^$vm run -q -- sh -c read x" >/dev/null || break; sleep 0.3; done
+        if pgrep -f "^$vm run -q -- sh -c read x" >/dev/null; then
+                bad "a backgrounded run outlived its SIGTERM: $(ps -o pid=,stat= -p "$(pgrep -d, -f "^$vm run -q -- sh -c read x")" | tr '\n' ' ')"
+                sed 's/^/     | /' "$base/bgkill.1" "$base/bgkill.2"
+                pkill -KILL -f "^$vm run -q -- sh -c read x" || true
+        else
+                ok "a backgrounded run stopped and sent SIGTERM ends (nothing left)"
+        fi
 fi
 expect_code 1 "the real terminal cannot be opened inside (/dev/tty)" \
         as_user "$vm" run -q -- sh -c 'cat /dev/tty'
