@@ -1,6 +1,7 @@
 /* owner.c - owner labels: which process of which host made a thing (owner.h). */
 #include "common/owner.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/fileio.h"
 
 unsigned long long sbx_proc_start_time(pid_t pid)
@@ -72,4 +74,42 @@ bool sbx_owner_alive(const char *label)
         if (*end)
                 return false;
         return sbx_proc_start_time((pid_t)pid) == st;
+}
+
+unsigned sbx_owner_gone_each(const char *prefix,
+                             int (*fn)(int tmp_fd, const char *name, const char *owner_file,
+                                       void *ud),
+                             void *ud)
+{
+        static const char suffix[] = ".owner";
+        _cleanup_close_ int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dfd = tmp >= 0 ? dup(tmp) : -1;
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+        struct dirent *de;
+        unsigned n = 0;
+
+        if (!d) {
+                if (dfd >= 0)
+                        close(dfd);
+                return 0;
+        }
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name), sl = sizeof(suffix) - 1;
+                char label[320] = "", name[256];
+                if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || len <= sl ||
+                    strcmp(de->d_name + len - sl, suffix) != 0 || len - sl >= sizeof(name))
+                        continue;
+                _cleanup_close_ int of =
+                    openat(tmp, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                ssize_t got = of >= 0 ? read(of, label, sizeof(label) - 1) : -1;
+                if (got <= 0)
+                        continue;
+                label[got] = '\0';
+                if (sbx_owner_alive(label))
+                        continue;
+                snprintf(name, sizeof(name), "%.*s", (int)(len - sl), de->d_name);
+                n += (unsigned)fn(tmp, name, de->d_name, ud);
+        }
+        closedir(d);
+        return n;
 }

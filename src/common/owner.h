@@ -32,3 +32,18 @@ int sbx_owner_label(pid_t pid, char *ret, size_t size);
  * time differs (reused), is not alive. Return: true or false; reads /proc only.
  */
 bool sbx_owner_alive(const char *label);
+
+/**
+ * sbx_owner_gone_each() - for each "<name>.owner" file directly in /tmp whose name starts with
+ * @prefix (e.g. "vestibule-gvisor-"), whose text is an owner label (up to 319 bytes; read without
+ * following a link or blocking) naming no live process (sbx_owner_alive()), call
+ * @fn(@tmp_fd, name, owner_file, @ud): @name is the folder's name ("<prefix>…", < 256 bytes),
+ * @owner_file the owner file's, both relative to @tmp_fd (an O_DIRECTORY fd of /tmp, borrowed
+ * for the call). @fn returns 1 when it removed the folder (the owner file is then its to
+ * remove), else 0. Used by the start-up sweeps of the engine's code folders and the gvisor
+ * backend's sandbox folders. Return: the sum of @fn's answers (0 when /tmp cannot be read).
+ */
+unsigned sbx_owner_gone_each(const char *prefix,
+                             int (*fn)(int tmp_fd, const char *name, const char *owner_file,
+                                       void *ud),
+                             void *ud);

@@ -5,7 +5,6 @@
 #include "engine/conn.h"
 #include "engine/engine.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -22,12 +21,6 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "run/backend.h"
-
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* The sweep at server start                                                                */
@@ -58,45 +51,30 @@ static int sweep_rm_one(const char *path, const struct stat *st, int flag, struc
         return 0;
 }
 
+/* A code folder @name of a gone server (sbx_owner_gone_each()'s callback): the script and the
+ * folder, never following a link; the owner file goes only with its folder (one left, another
+ * user's or a file we could not remove, is tried again by the next sweep, never stranded).
+ * Return 1 when removed. */
+static int sweep_code_dir(int tmp, const char *name, const char *owner_file, void *ud)
+{
+        char path[300];
+
+        (void)ud;
+        snprintf(path, sizeof(path), "/tmp/%s", name);
+        /* a run -- CMD folder (hostrun.c) has subfolders: the whole tree, depth first, no link
+         * followed (FTW_PHYS), nothing outside it (FTW_MOUNT) */
+        (void)nftw(path, sweep_rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        if (access(path, F_OK) == 0 || errno != ENOENT)
+                return 0;
+        (void)unlinkat(tmp, owner_file, 0);
+        return 1;
+}
+
 /* The code folders in /tmp of servers of this host that are gone (killed mid-run), found by
- * their "<folder>.owner" files: the script and the folder, never following a link. Return
- * how many folders were removed. */
+ * their "<folder>.owner" files. Return how many folders were removed. */
 unsigned engine_sweep_code_dirs(void)
 {
-        _cleanup_(closedirp) DIR *d = opendir("/tmp");
-        struct dirent *de;
-        unsigned n = 0;
-
-        if (!d)
-                return 0;
-        while ((de = readdir(d))) {
-                size_t len = strlen(de->d_name);
-                char label[200] = "", name[256];
-                if (strncmp(de->d_name, ENGINE_CODE_DIR_PREFIX, strlen(ENGINE_CODE_DIR_PREFIX)) !=
-                        0 ||
-                    len < 7 || strcmp(de->d_name + len - 6, ".owner") != 0 ||
-                    len - 6 >= sizeof(name))
-                        continue;
-                _cleanup_close_ int of =
-                    openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                ssize_t got = of >= 0 ? read(of, label, sizeof(label) - 1) : -1;
-                if (got <= 0)
-                        continue;
-                label[got] = '\0';
-                if (sbx_owner_alive(label))
-                        continue;
-                snprintf(name, sizeof(name), "/tmp/%.*s", (int)(len - 6), de->d_name);
-                /* a run -- CMD folder (hostrun.c) has subfolders: the whole tree, depth first,
-                 * no link followed (FTW_PHYS), nothing outside it (FTW_MOUNT) */
-                (void)nftw(name, sweep_rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-                /* the owner file goes only with its folder: one left (another user's, a
-                 * file we could not remove) is tried again by the next sweep, never stranded */
-                if (access(name, F_OK) < 0 && errno == ENOENT) {
-                        n++;
-                        (void)unlinkat(dirfd(d), de->d_name, 0);
-                }
-        }
-        return n;
+        return sbx_owner_gone_each(ENGINE_CODE_DIR_PREFIX, sweep_code_dir, NULL);
 }
 
 static void *start_sweep_thread(void *p)

@@ -5,7 +5,6 @@
  * the folders whose owner is gone, after killing whatever still names their state folder. */
 #include "gvisor/box.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -53,11 +52,12 @@ void gvisor_owner_remove(const char *dir)
 }
 
 /* Folder @name (in /tmp, fd @tmp) of a gone owner: its processes killed, then the folder; the
- * owner file goes only with it. Return 1 when removed. */
-static int sweep_one(int tmp, const char *name, const char *owner_file)
+ * owner file goes only with it. Return 1 when removed (sbx_owner_gone_each()'s callback). */
+static int sweep_one(int tmp, const char *name, const char *owner_file, void *ud)
 {
-        char state[96];
+        char state[300];
 
+        (void)ud;
         snprintf(state, sizeof(state), "/tmp/%s/state", name);
         /* SIGKILL is not instant: bounded, SWEEP_KILL_WAIT_MS */
         for (uint64_t end = sbx_now_ms() + SWEEP_KILL_WAIT_MS;;) {
@@ -77,33 +77,8 @@ static int sweep_one(int tmp, const char *name, const char *owner_file)
 
 unsigned gvisor_sweep_dirs(void)
 {
-        _cleanup_close_ int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = tmp >= 0 ? fdopendir(dup(tmp)) : NULL;
-        struct dirent *de;
-        unsigned n = 0;
+        unsigned n = sbx_owner_gone_each(DIR_PREFIX, sweep_one, NULL);
 
-        if (!d)
-                return 0;
-        while ((de = readdir(d))) {
-                size_t len = strlen(de->d_name);
-                char label[320] = "", name[64];
-                if (strncmp(de->d_name, DIR_PREFIX, strlen(DIR_PREFIX)) != 0 ||
-                    len <= strlen(OWNER_SUFFIX) ||
-                    strcmp(de->d_name + len - strlen(OWNER_SUFFIX), OWNER_SUFFIX) != 0 ||
-                    len - strlen(OWNER_SUFFIX) >= sizeof(name))
-                        continue;
-                _cleanup_close_ int of =
-                    openat(tmp, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                ssize_t got = of >= 0 ? read(of, label, sizeof(label) - 1) : -1;
-                if (got <= 0)
-                        continue;
-                label[got] = '\0';
-                if (sbx_owner_alive(label))
-                        continue;
-                snprintf(name, sizeof(name), "%.*s", (int)(len - strlen(OWNER_SUFFIX)), de->d_name);
-                n += (unsigned)sweep_one(tmp, name, de->d_name);
-        }
-        closedir(d);
         if (n > 0)
                 log_info("gvisor: removed %u sandbox folder(s) of servers that are gone "
                          "(start-up sweep)",
