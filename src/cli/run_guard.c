@@ -20,6 +20,7 @@
 #include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/fileio.h"
+#include "common/owner.h"
 #include "common/xalloc.h"
 #include "config/secrets.h"
 
@@ -80,30 +81,6 @@ static char *journal_root(bool make)
         return root;
 }
 
-/* The start time of process @pid (proc(5) /proc/PID/stat field 22), or 0 when it is gone. */
-static unsigned long long start_time(long pid)
-{
-        char p[64], buf[1024];
-        unsigned long long t = 0;
-        FILE *f;
-
-        snprintf(p, sizeof(p), "/proc/%ld/stat", pid);
-        f = fopen(p, "re");
-        if (!f)
-                return 0;
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        char *s = strrchr(buf, ')');
-        /* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
-         * utime stime cutime cstime priority nice threads itrealvalue starttime */
-        for (int field = 2; s && field < 22; field++)
-                s = strchr(s + 1, ' ');
-        if (s)
-                t = strtoull(s + 1, NULL, 10);
-        return t;
-}
-
 /* A journal name "PID-STARTTIME" that names a live process. */
 static bool journal_alive(const char *name)
 {
@@ -112,7 +89,7 @@ static bool journal_alive(const char *name)
 
         if (pid <= 0 || *end != '-')
                 return false;
-        unsigned long long t = start_time(pid);
+        unsigned long long t = sbx_proc_start_time((pid_t)pid);
         return t != 0 && t == strtoull(end + 1, NULL, 10); /* 0: gone (or no /proc) */
 }
 
@@ -244,7 +221,7 @@ static int journal_write(const char *root, const struct gentry *v, size_t n, cha
                 r = write_atomic(f, idx.data ? idx.data : "", idx.len, 0600);
         }
         sbx_buf_done(&idx);
-        final = xasprintf("%s/%ld-%llu", root, (long)getpid(), start_time(getpid()));
+        final = xasprintf("%s/%ld-%llu", root, (long)getpid(), sbx_proc_start_time(getpid()));
         if (r == 0 && rename(tmp, final) < 0)
                 r = -errno;
         if (r < 0) {
@@ -525,7 +502,7 @@ static int toml_scan(const char *s, size_t n, int *depth, size_t *eq)
  * name has one as a part, and the lines of a value they begin) into @out, in order.
  * 0, or -1 when the line scanner cannot tell (a multi-line string, an escape in a key): the
  * caller then takes any change as a change of them. */
-static int toml_guarded(const char *text, const char *keys, struct sbx_buf *out)
+int run_guard_toml_guarded(const char *text, const char *keys, struct sbx_buf *out)
 {
         bool table = false, cont = false;
         int depth = 0;
@@ -572,8 +549,8 @@ static bool same_bytes(const struct gentry *e, const char *cur, size_t len)
                memcmp(cur, e->orig, len) == 0;
 }
 
-/* A TOML @e: put back whole when a guarded table or key changed (toml_guarded; any change of a
- * file it cannot follow). @cur/@len: the file now. 0 or a negative errno. */
+/* A TOML @e: put back whole when a guarded table or key changed (run_guard_toml_guarded(); any
+ * change of a file it cannot follow). @cur/@len: the file now. 0 or a negative errno. */
 static int restore_toml(const struct gentry *e, const char *cur, size_t len, struct sbx_buf *said)
 {
         struct sbx_buf a = {0}, b = {0};
@@ -581,8 +558,8 @@ static int restore_toml(const struct gentry *e, const char *cur, size_t len, str
 
         if (same_bytes(e, cur, len))
                 return 0;
-        int ra = e->state == G_FILE ? toml_guarded(e->orig, e->keys, &a) : 0;
-        int rb = toml_guarded(cur, e->keys, &b);
+        int ra = e->state == G_FILE ? run_guard_toml_guarded(e->orig, e->keys, &a) : 0;
+        int rb = run_guard_toml_guarded(cur, e->keys, &b);
         changed =
             ra < 0 || rb < 0 || a.len != b.len || (a.len && memcmp(a.data, b.data, a.len) != 0);
         sbx_buf_done(&a);
@@ -832,7 +809,7 @@ int run_guard_begin(const struct config_preset *p, char *const *writable, struct
         r = record_all(p, &v, &n, err);
         if (r < 0)
                 return r;
-        own = xasprintf("%ld-%llu", (long)getpid(), start_time(getpid()));
+        own = xasprintf("%ld-%llu", (long)getpid(), sbx_proc_start_time(getpid()));
         adopt_live(root, v, n, own);
         r = journal_write(root, v, n, &g->journal);
         for (size_t i = 0; r == 0 && i < n; i++)
@@ -872,7 +849,7 @@ void run_guard_recover(void)
                 _cleanup_free_ char *dir = xasprintf("%s/%s", root, names[i]);
                 if (strncmp(names[i], ".tmp-", 5) == 0) {
                         /* a journal half-written by a run that then died: it never started */
-                        if (start_time(strtol(names[i] + 5, NULL, 10)) == 0)
+                        if (sbx_proc_start_time((pid_t)strtol(names[i] + 5, NULL, 10)) == 0)
                                 journal_remove(dir);
                         continue;
                 }

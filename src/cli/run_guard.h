@@ -53,3 +53,19 @@ void run_guard_end(struct run_guard *g, char *tried, size_t size);
  * put back stays, said).
  */
 void run_guard_recover(void);
+
+struct sbx_buf;
+
+/**
+ * run_guard_toml_guarded() - the lines of the TOML text @text (NUL-terminated: a guarded file as
+ * the agent left it, so any bytes sandboxed code wrote) that hold one of @keys (comma-separated
+ * table or key names, e.g. "mcp_servers,notify"): a table of that name or below it, a key whose
+ * dotted name has one as a part, and the following lines of a value they begin; appended to
+ * @out in order (table lines as written, key lines prefixed "@"). A line scanner, not a TOML
+ * parser: strings are skipped, brackets and braces counted. Fuzzed: tests/fuzz/fuzz_guard.c.
+ * Return: 0, or -1 when it cannot tell (a multi-line string, an escape or an unclosed quote in
+ * a key, a string not closed on its line, more closing brackets than opening ones): the caller
+ * then counts any change of the file as a change of the guarded parts (TOML v1.0.0,
+ * https://toml.io/en/v1.0.0).
+ */
+int run_guard_toml_guarded(const char *text, const char *keys, struct sbx_buf *out);
