@@ -32,22 +32,44 @@ unsigned long long sbx_proc_start_time(pid_t pid)
         return st;
 }
 
-int sbx_owner_label(pid_t pid, char *ret, size_t size)
+/* "<hostname>@<inode of @pid's pid namespace>" into @ret: the part of a label that says whose
+ * /proc can judge it. Return: 0, or -errno when the namespace link cannot be read. */
+static int owner_place(pid_t pid, char *ret, size_t size)
 {
-        char host[256] = "";
-        unsigned long long st = sbx_proc_start_time(pid);
+        char host[256] = "", path[64], link[64];
+        unsigned long long ino;
+        ssize_t n;
 
         if (gethostname(host, sizeof(host) - 1) < 0 || !*host)
                 snprintf(host, sizeof(host), "localhost");
+        snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+        n = readlink(path, link, sizeof(link) - 1);
+        if (n < 0)
+                return -errno;
+        link[n] = '\0';
+        if (sscanf(link, "pid:[%llu]", &ino) != 1)
+                return -EPROTO;
+        snprintf(ret, size, "%s@%llu", host, ino);
+        return 0;
+}
+
+int sbx_owner_label(pid_t pid, char *ret, size_t size)
+{
+        char place[320];
+        unsigned long long st = sbx_proc_start_time(pid);
+
         if (!st)
                 return -ESRCH;
-        snprintf(ret, size, "%s:%d:%llu", host, (int)pid, st);
+        int r = owner_place(pid, place, sizeof(place));
+        if (r < 0)
+                return r;
+        snprintf(ret, size, "%s:%d:%llu", place, (int)pid, st);
         return 0;
 }
 
 bool sbx_owner_alive(const char *label)
 {
-        char host[256] = "";
+        char host[256] = "", place[320];
         const char *c1, *c2;
         char *end;
         long pid;
@@ -63,9 +85,20 @@ bool sbx_owner_alive(const char *label)
                 c1--;
         if (*c1 != ':')
                 return false;
-        gethostname(host, sizeof(host) - 1);
-        if ((size_t)(c1 - label) != strlen(host) || strncmp(label, host, strlen(host)) != 0)
-                return true; /* another host's server (a shared daemon): not ours to judge */
+        /* ours to judge by /proc: a label of this host name and this pid namespace, or one of
+         * this host name without a namespace (written before labels held it) */
+        size_t hl = (size_t)(c1 - label);
+        if (owner_place(getpid(), place, sizeof(place)) == 0 && hl == strlen(place) &&
+            strncmp(label, place, hl) == 0) {
+                /* ours */
+        } else if (gethostname(host, sizeof(host) - 1) == 0 && hl == strlen(host) &&
+                   strncmp(label, host, hl) == 0) {
+                /* ours, the older form */
+        } else {
+                /* another host's server (a shared daemon), or one of this host name in another
+                 * pid namespace (a container run with the host's name): its pids are not ours */
+                return true;
+        }
         errno = 0;
         pid = strtol(c1 + 1, &end, 10);
         if (errno || end != c2 || pid <= 0)

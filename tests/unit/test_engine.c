@@ -4,6 +4,7 @@
  * Podman (started by scripts/start-engines.sh), each lockdown property checked from inside the
  * container by a probe, next to a control run of the same probe on the host. */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -647,16 +649,89 @@ START_TEST(owner_label_liveness)
         if (child == 0)
                 _exit(0);
         waitpid(child, &st, 0);
+        /* the place part of our own label: "<host>@<pid namespace>" */
+        int place_len = (int)(strchr(me, ':') - me);
+        ck_assert_msg(strncmp(me, host, strlen(host)) == 0 && me[strlen(host)] == '@', "%s", me);
+        snprintf(lbl, sizeof(lbl), "%.*s:%d:12345", place_len, me, (int)child);
+        ck_assert(!sbx_owner_alive(lbl));
+        /* the same in the form without the namespace (labels written before it) */
         snprintf(lbl, sizeof(lbl), "%s:%d:12345", host, (int)child);
         ck_assert(!sbx_owner_alive(lbl));
         /* a live pid with another start time (pid reuse) */
-        snprintf(lbl, sizeof(lbl), "%s:%d:1", host, (int)getpid());
+        snprintf(lbl, sizeof(lbl), "%.*s:%d:1", place_len, me, (int)getpid());
         ck_assert(!sbx_owner_alive(lbl));
+        /* this host name, another pid namespace: not ours to judge */
+        snprintf(lbl, sizeof(lbl), "%s@1:%d:12345", host, (int)child);
+        ck_assert(sbx_owner_alive(lbl));
         /* another host's server: not ours to judge */
         ck_assert(sbx_owner_alive("some-other-host.example:1:1"));
         /* no or broken label: a leftover */
         ck_assert(!sbx_owner_alive(NULL));
         ck_assert(!sbx_owner_alive("garbage"));
+}
+END_TEST
+
+/* A server in another pid namespace of this host name (the OCI image run with `docker run
+ * --network host`, which gives the container the host's name) must not judge this server's
+ * label by its own /proc: there the pid is another process or none, and its start-up sweep
+ * removed the live sandboxes of host servers (tests/adversarial/server.md). In a child with
+ * its own user, mount and pid namespaces and /proc mounted afresh: the parent's label is
+ * alive (not ours to judge); controls: the same label in the form without the namespace is
+ * judged there, and gone, and the child's own label is alive. */
+START_TEST(owner_label_other_pid_namespace)
+{
+        char me[160], host[256] = "", legacy[400];
+        unsigned long long st = sbx_proc_start_time(getpid());
+        int pfd[2], status;
+
+        ck_assert_int_eq(sbx_owner_label(getpid(), me, sizeof(me)), 0);
+        gethostname(host, sizeof(host) - 1);
+        snprintf(legacy, sizeof(legacy), "%s:%d:%llu", host, (int)getpid(), st);
+        ck_assert(pipe(pfd) == 0);
+        pid_t child = fork();
+        if (child == 0) {
+                close(pfd[0]);
+                char res[4] = "EEE";
+                if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) < 0) {
+                        (void)!write(pfd[1], "U", 1);
+                        _exit(0);
+                }
+                pid_t g = fork(); /* pid 1 of the new namespace */
+                if (g == 0) {
+                        char mine[160];
+                        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                  NULL) < 0) {
+                                (void)!write(pfd[1], "M", 1);
+                                _exit(0);
+                        }
+                        res[0] = sbx_owner_alive(me) ? 'A' : 'G';
+                        res[1] = sbx_owner_alive(legacy) ? 'A' : 'G';
+                        res[2] = sbx_owner_label(getpid(), mine, sizeof(mine)) == 0 &&
+                                         sbx_owner_alive(mine)
+                                     ? 'A'
+                                     : 'G';
+                        (void)!write(pfd[1], res, 3);
+                        _exit(0);
+                }
+                int gs;
+                waitpid(g, &gs, 0);
+                _exit(0);
+        }
+        close(pfd[1]);
+        char got[4] = "";
+        ssize_t n = read(pfd[0], got, 3);
+        close(pfd[0]);
+        waitpid(child, &status, 0);
+        ck_assert_msg(n == 3, "the namespaced child could not run the check (%.*s): U = "
+                      "unshare refused, M = mounting /proc refused", (int)(n > 0 ? n : 0), got);
+        ck_assert_msg(got[1] == 'G', "control: a label judged by /proc there must be gone (%s)",
+                      got);
+        ck_assert_msg(got[2] == 'A', "control: the child's own label is alive there (%s)", got);
+        ck_assert_msg(got[0] == 'A',
+                      "a server in another pid namespace of the same host name judged this live "
+                      "server's label '%s' gone (%s)",
+                      me, got);
 }
 END_TEST
 
@@ -2833,6 +2908,7 @@ static Suite *engine_suite(void)
 
         tc = tcase_create("owner");
         tcase_add_test(tc, owner_label_liveness);
+        tcase_add_test(tc, owner_label_other_pid_namespace);
         tcase_add_test(tc, owner_container_id_and_label);
         tcase_add_test(tc, kmsg_oom_record_matching);
         tcase_add_test(tc, unreachable_engine_blocked);
