@@ -248,6 +248,36 @@ test('network "allowlist" with the server\'s container on a network: pip install
     assert.match(text(r), /^egress: .*pypi\.test:80 allowed/m, text(r));
 });
 
+/** This process's owner label as a server on this host writes it (src/common/owner.h), and in
+ * the form labels had before the pid namespace was in them. */
+function hostLabels() {
+    const ns = fs.readlinkSync('/proc/self/ns/pid').match(/^pid:\[(\d+)\]$/)[1];
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]; // field 22
+    return { now: `${os.hostname()}@${ns}:${process.pid}:${start}`, older: `${os.hostname()}:${process.pid}:${start}` };
+}
+
+test('a server in its image with the host\'s name (--network host) leaves a live host server\'s sandboxes alone', { skip: skip || (!NET_ARGS.includes('host') && 'E2E_OCI_NET_ARGS has no host network: the container has a name of its own') }, async (t) => {
+    // Two containers labelled as ours, both owned by this live process of the host: one in
+    // today's label form (a host server's), one in the older form without the pid namespace.
+    // The server in its image, started with the host's network and so the host's name, sweeps
+    // at its first call. It must keep the first; the second (the control) it judges by its own
+    // /proc, where this pid is not, and removes: the sweep ran and can remove.
+    const { now, older } = hostLabels();
+    const made = {};
+    for (const [k, label] of Object.entries({ now, older })) {
+        made[k] = docker('create', '--label', 'vestibule.run=1', '--label', `vestibule.owner=${label}`, '--network', 'none', IMAGE);
+    }
+    t.after(() => { for (const id of Object.values(made)) { try { docker('rm', '-f', id); } catch { /* gone */ } } });
+    const exists = (id) => { try { docker('inspect', '-f', '{{.Id}}', id); return true; } catch { return false; } };
+    const c = await start(t, { extra: NET_ARGS });
+    const r = await call(c, 'run_code', { language: 'python', code: 'print(1)' });
+    assert.equal(grade(r), 'container', text(r));
+    const swept = await waitFor(() => !exists(made.older), 30_000, 500);
+    assert.ok(swept, `control: the older-form label of a pid its /proc lacks is swept by the server in the image:\n${c.stderr().slice(-1500)}`);
+    assert.ok(exists(made.now), `the container of a live host server (owner '${now}') was swept by a server in another pid namespace:\n${c.stderr().slice(-1500)}`);
+});
+
 test('network "allowlist" with the server\'s container on --network none: the refusal says the server has no network', { skip }, async (t) => {
     const pypi = await startPypi(t, { mark: 'never' });
     const c = await start(t, {
