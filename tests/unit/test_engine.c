@@ -1383,18 +1383,18 @@ START_TEST(docker_sweep_removes_dead_owners_only)
         engine_or_skip(DOCKER_SOCK, SBX_RUNTIME_DOCKER);
         struct engine_conn c;
         struct sbx_error err = {0};
-        char host[256] = "", dead[300], live[160];
+        char dead[300], live[160];
         long status = 0;
         pid_t child;
         int wst;
 
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
-        gethostname(host, sizeof(host) - 1);
         child = fork();
         if (child == 0)
                 _exit(0);
         waitpid(child, &wst, 0);
-        snprintf(dead, sizeof(dead), "%s:%d:999", host, (int)child);
+        _cleanup_free_ char *dead_label = sbx_test_owner_label_of((int)child, 999);
+        snprintf(dead, sizeof(dead), "%s", dead_label);
         sbx_owner_label(getpid(), live, sizeof(live));
 
         char *ids[2];

@@ -1538,9 +1538,7 @@ START_TEST(sweep_removes_dead_owners_volumes)
         fake_env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
         /* a dead owner (this host, a pid that does not run) and a live one: ourselves */
-        char host[256] = "";
-        gethostname(host, sizeof(host) - 1);
-        _cleanup_free_ char *dead = xasprintf("%s:999999999:1", host);
+        _cleanup_free_ char *dead = sbx_test_owner_label_of(999999999, 1);
         ck_assert_int_eq(engine_volume_create(&c, "vestibule-test-dead-owner", dead, NULL, &err),
                          0);
         sbx_owner_label(getpid(), me, sizeof(me));
@@ -1562,14 +1560,13 @@ START_TEST(volume_made_again_at_create_is_labelled)
 {
         struct engine_conn c;
         struct sbx_error err = {0};
-        char host[256] = "", code[64], ws[64];
+        char code[64], ws[64];
 
         cfg_init();
         fake_env_reset();
         fake_env_set("DOCKER_HOST", "unix://" DOCKER_SOCK_PATH);
         ck_assert_int_eq(engine_connect(&test_cfg, fake_getenv, &c, &err), 0);
-        gethostname(host, sizeof(host) - 1);
-        _cleanup_free_ char *dead = xasprintf("%s:999999999:1", host);
+        _cleanup_free_ char *dead = sbx_test_owner_label_of(999999999, 1);
         ck_assert_int_eq(engine_volume_name("code", code, sizeof(code)), 0);
         ck_assert_int_eq(engine_volume_name("ws", ws, sizeof(ws)), 0);
         _cleanup_(json_putp) json_object *hb = engine_helper_body(IMG_PY, code, ws, dead, false);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/owner.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
 #include "naive/naive.h"
@@ -308,4 +309,13 @@ int sbx_test_backend_run(struct backend *b, const struct sbx_config *cfg, enum s
 
         memset(res, 0, sizeof(*res));
         return b->ops->run(b, &req, res, err);
+}
+
+char *sbx_test_owner_label_of(int pid, unsigned long long start)
+{
+        char me[320];
+
+        if (sbx_owner_label(getpid(), me, sizeof(me)) < 0)
+                abort();
+        return xasprintf("%.*s:%d:%llu", (int)strcspn(me, ":"), me, pid, start);
 }

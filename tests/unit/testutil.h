@@ -143,3 +143,11 @@ void sbx_test_tmpdir_remove(char **dir);
 int sbx_test_backend_run(struct backend *b, const struct sbx_config *cfg, enum sbx_language lang,
                          const char *code, unsigned timeout_s, int cancel_fd,
                          struct run_result *res, struct sbx_error *err);
+
+/**
+ * sbx_test_owner_label_of() - an owner label (src/common/owner.h) in this process's place (host
+ * name and pid namespace, as sbx_owner_label() writes them) for @pid with start time @start:
+ * a dead or reused owner's label, say. Return: a new string (free() it); aborts when this
+ * process's own label cannot be made.
+ */
+char *sbx_test_owner_label_of(int pid, unsigned long long start);
