@@ -108,7 +108,7 @@ int engine_hostcg_available(char *why, size_t size)
 
 void engine_hostcg_name(const char *owner, unsigned long seq, char *ret, size_t size)
 {
-        /* owner "<host>:<pid>:<start>": keep pid and start, the sweep's liveness key */
+        /* owner "<host>@<pidns>:<pid>:<start>": keep pid and start, the sweep's liveness key */
         const char *c2 = strrchr(owner, ':');
         const char *c1 = c2;
         while (c1 && c1 > owner && c1[-1] != ':')
