@@ -99,12 +99,16 @@ bool sbx_owner_alive(const char *label)
                  * pid namespace (a container run with the host's name): its pids are not ours */
                 return true;
         }
+        /* both fields plain decimal digits (strtol alone takes a sign and spaces) */
+        if (strspn(c1 + 1, "0123456789") != (size_t)(c2 - c1 - 1) || c2 == c1 + 1 ||
+            !c2[1] || strspn(c2 + 1, "0123456789") != strlen(c2 + 1))
+                return false;
         errno = 0;
         pid = strtol(c1 + 1, &end, 10);
         if (errno || end != c2 || pid <= 0)
                 return false;
         st = strtoull(c2 + 1, &end, 10);
-        if (*end)
+        if (errno || *end)
                 return false;
         return sbx_proc_start_time((pid_t)pid) == st;
 }

@@ -15,10 +15,10 @@
 # (the toml target's 20 s came out of the four 50 s ones, 5 s each).
 # Measured with 60 s each on a 2-core host at load average ~20: 521 s, of which ~250 s the
 # clang ASan build; on an idle host the build takes a fraction of that.
-# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (45 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames, the Engine API escaping, a volume-path session's attach stream and Codex's config.toml editor (20 s each), the agent preset parser, the audit's path naming and run --agent's scan of a guarded config.toml (10 s each)
+# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (45 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames, the Engine API escaping, a volume-path session's attach stream and Codex's config.toml editor (20 s each), the agent preset parser, the audit's path naming and run --agent's scan of a guarded config.toml (10 s each), the owner-label judge (5 s)
 stage_fuzz() {
         if command -v clang >/dev/null; then
-                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream path_lexical cellstream toml guard; do
+                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream path_lexical cellstream toml guard owner; do
                         secs=45
                         case $t in
                         egress) secs=30 ;;      # one request head per input
@@ -27,6 +27,7 @@ stage_fuzz() {
                         cellstream) secs=20 ;; # a session's attach stream on the volume path
                         toml) secs=20 ;; # install-client's config.toml editor: a line scanner
                         guard) secs=10 ;; # run --agent's scan of a guarded config.toml: one line walk
+                        owner) secs=5 ;; # the owner-label judge: one short string
                         runner | stats) secs=30 ;; # the status records, the engine's stats stream
                         preset) secs=10 ;; # the agent presets' line parser: a small input space
                         path_lexical) secs=10 ;; # sbx_path_lexical(): one string walk
