@@ -86,22 +86,19 @@ bool sbx_owner_alive(const char *label)
         if (*c1 != ':')
                 return false;
         /* ours to judge by /proc: a label of this host name and this pid namespace, or one of
-         * this host name without a namespace (written before labels held it) */
+         * this host name without a namespace (written before labels held it). Any other is
+         * another host's server (a shared daemon), or one of this host name in another pid
+         * namespace (a container run with the host's name): its pids are not ours. */
         size_t hl = (size_t)(c1 - label);
-        if (owner_place(getpid(), place, sizeof(place)) == 0 && hl == strlen(place) &&
-            strncmp(label, place, hl) == 0) {
-                /* ours */
-        } else if (gethostname(host, sizeof(host) - 1) == 0 && hl == strlen(host) &&
-                   strncmp(label, host, hl) == 0) {
-                /* ours, the older form */
-        } else {
-                /* another host's server (a shared daemon), or one of this host name in another
-                 * pid namespace (a container run with the host's name): its pids are not ours */
+        bool ours = owner_place(getpid(), place, sizeof(place)) == 0 && hl == strlen(place) &&
+                    strncmp(label, place, hl) == 0;
+        bool ours_older = gethostname(host, sizeof(host) - 1) == 0 && hl == strlen(host) &&
+                          strncmp(label, host, hl) == 0;
+        if (!ours && !ours_older)
                 return true;
-        }
         /* both fields plain decimal digits (strtol alone takes a sign and spaces) */
-        if (strspn(c1 + 1, "0123456789") != (size_t)(c2 - c1 - 1) || c2 == c1 + 1 ||
-            !c2[1] || strspn(c2 + 1, "0123456789") != strlen(c2 + 1))
+        if (strspn(c1 + 1, "0123456789") != (size_t)(c2 - c1 - 1) || c2 == c1 + 1 || !c2[1] ||
+            strspn(c2 + 1, "0123456789") != strlen(c2 + 1))
                 return false;
         errno = 0;
         pid = strtol(c1 + 1, &end, 10);

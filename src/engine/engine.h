@@ -498,8 +498,8 @@ int engine_seccomp_profile_prepare(const char *default_path, const char *dir, ch
 int engine_self_container_id(const char *mountinfo, char *ret, size_t size);
 
 /**
- * engine_owner_in_container() - rewrite the owner label @owner ("<host>@<pidns>:<pid>:<start>", from
- * sbx_owner_label(); @size bytes) in place to ENGINE_OWNER_CONTAINER "<@id>:<pid>:<start>".
+ * engine_owner_in_container() - rewrite the owner label @owner ("<host>@<pidns>:<pid>:<start>",
+ * from sbx_owner_label(); @size bytes) in place to ENGINE_OWNER_CONTAINER "<@id>:<pid>:<start>".
  * Return: 0, -EINVAL (@owner not a label, @id not 64 characters), -ENAMETOOLONG (@owner is
  * then cut).
  */

@@ -700,8 +700,8 @@ START_TEST(owner_label_other_pid_namespace)
                 if (g == 0) {
                         char mine[160];
                         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-                            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                                  NULL) < 0) {
+                            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) <
+                                0) {
                                 (void)!write(pfd[1], "M", 1);
                                 _exit(0);
                         }
@@ -723,8 +723,10 @@ START_TEST(owner_label_other_pid_namespace)
         ssize_t n = read(pfd[0], got, 3);
         close(pfd[0]);
         waitpid(child, &status, 0);
-        ck_assert_msg(n == 3, "the namespaced child could not run the check (%.*s): U = "
-                      "unshare refused, M = mounting /proc refused", (int)(n > 0 ? n : 0), got);
+        ck_assert_msg(n == 3,
+                      "the namespaced child could not run the check (%.*s): U = "
+                      "unshare refused, M = mounting /proc refused",
+                      (int)(n > 0 ? n : 0), got);
         ck_assert_msg(got[1] == 'G', "control: a label judged by /proc there must be gone (%s)",
                       got);
         ck_assert_msg(got[2] == 'A', "control: the child's own label is alive there (%s)", got);
