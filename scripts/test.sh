@@ -164,7 +164,7 @@ SCHEDULE=(
         "e2e-container-rootless e2e-container-docker e2e-container-podman e2e-container-other"
         "e2e-root e2e-remote e2e-data clients run-cmd mcp-wrap run-overlay"
         "egress-container agreement native-in-docker namespaces oci e2e-gvisor e2e-runsc"
-        "packaging e2e-docker-group e2e-desktop e2e-rootless-docker"
+        "packaging e2e-docker-group e2e-desktop e2e-rootless-docker e2e-tmpfs"
         vm
 )
 

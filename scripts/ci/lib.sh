@@ -103,12 +103,14 @@ step() {
 
 # as_user CMD...: run CMD as the unprivileged test user (as root) or as yourself, with a clean
 # environment plus the variables the suite needs.
+# (as_user_in: a command that runs the rest, e.g. in a namespace of its own; empty by default)
+as_user_in=()
 as_user() {
         if [ "$is_root" -eq 1 ]; then
                 local uid home
                 uid=$(id -u "$user")
                 home=$(getent passwd "$user" | cut -d: -f6)
-                runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
+                "${as_user_in[@]}" runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
                         USER="$user" LOGNAME="$user" LANG=C.UTF-8 XDG_RUNTIME_DIR="/run/user/$uid" \
                         TMPDIR=/tmp "$@"
         else

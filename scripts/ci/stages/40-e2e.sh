@@ -35,7 +35,7 @@ e2e_npm() {
         while IFS='|' read -r _ backend _ extra; do
                 [ -z "$backend" ] || ! want "$(e2e_stage "$backend" "$extra")" || wanted=1
         done <<<"$E2E_RUNS"
-        for s in e2e-root e2e-remote agreement clients e2e-data egress-container e2e-docker-group e2e-desktop e2e-rootless-docker oci e2e-runsc vm; do want "$s" && wanted=1; done
+        for s in e2e-root e2e-remote agreement clients e2e-data e2e-tmpfs egress-container e2e-docker-group e2e-desktop e2e-rootless-docker oci e2e-runsc vm; do want "$s" && wanted=1; done
         [ "$wanted" -eq 1 ] || return 0
         if { [ "$npm_kept" -eq 1 ] && banner "e2e: npm ci skipped (--quick: the lock is unchanged)"; } ||
                 step 600 "e2e: npm ci" vst_npm_ci "$e2e"; then
@@ -46,7 +46,7 @@ e2e_npm() {
 }
 
 # e2e_grades: the expected grade of every E2E_RUNS line with grade "doctor" whose stage runs (or
-# that the clients and data stages reuse), derived side by side (grade_start; --quick started
+# that the clients, data and tmpfs stages reuse), derived side by side (grade_start; --quick started
 # the native one before the unit suites) and kept (grade_collect) before stages run in
 # subshells, which share them.
 e2e_grades() {
@@ -57,7 +57,7 @@ e2e_grades() {
         while IFS='|' read -r _ backend grade extra; do
                 [ "$grade" = doctor ] || continue
                 want "$(e2e_stage "$backend" "$extra")" || case $backend in
-                naive | native) want clients || want e2e-data ;;
+                naive | native) want clients || want e2e-data || want e2e-tmpfs ;;
                 *) false ;;
                 esac || continue
                 [ -n "${grade_jobs["$backend|$extra"]:-}" ] || grade_start "$bin" "$backend" "$extra"
