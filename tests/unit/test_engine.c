@@ -675,9 +675,9 @@ END_TEST
  * --network host`, which gives the container the host's name) must not judge this server's
  * label by its own /proc: there the pid is another process or none, and its start-up sweep
  * removed the live sandboxes of host servers (tests/adversarial/server.md). In a child with
- * its own user, mount and pid namespaces and /proc mounted afresh: the parent's label is
- * alive (not ours to judge); controls: the same label in the form without the namespace is
- * judged there, and gone, and the child's own label is alive. */
+ * its own mount and pid namespaces (and user namespace, when not root) and /proc mounted afresh:
+ * the parent's label is alive (not ours to judge); controls: the same label in the form without the
+ * namespace is judged there, and gone, and the child's own label is alive. */
 START_TEST(owner_label_other_pid_namespace)
 {
         char me[160], host[256] = "", legacy[400];
@@ -692,7 +692,8 @@ START_TEST(owner_label_other_pid_namespace)
         if (child == 0) {
                 close(pfd[0]);
                 char res[4] = "EEE";
-                if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) < 0) {
+                /* (root needs no user namespace, and may run where they are off) */
+                if (unshare(CLONE_NEWNS | CLONE_NEWPID | (geteuid() ? CLONE_NEWUSER : 0)) < 0) {
                         (void)!write(pfd[1], "U", 1);
                         _exit(0);
                 }
