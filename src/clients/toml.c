@@ -590,6 +590,32 @@ static char *toml_write(const char *text, const struct toml_scan *sc, const char
         return out;
 }
 
+/* @text, which a merge wrote, merges again: a file inside the scanner's limits (16 tables, 128
+ * key lines, 64 env values) can come out beyond them once our table, command, args and env are
+ * added, and the next run would refuse what this one wrote. */
+static bool toml_reads_back(const char *text, const struct client_server *s)
+{
+        _cleanup_free_ struct toml_scan *sc = xcalloc(1, sizeof(*sc));
+        _cleanup_free_ char *tail = NULL, *envs = NULL, *keys = NULL;
+        size_t tail_len = 0, envs_len = 0, keys_len = 0;
+        struct sbx_error err = {0};
+        FILE *tb, *eb, *kb;
+        int r;
+
+        if (toml_scan_text(text, s->name, sc, &err) < 0)
+                return false;
+        tb = open_memstream(&tail, &tail_len);
+        eb = open_memstream(&envs, &envs_len);
+        kb = open_memstream(&keys, &keys_len);
+        if (!tb || !eb || !kb)
+                abort();
+        r = toml_collect(text, sc, s, tb, kb, eb);
+        fclose(tb);
+        fclose(eb);
+        fclose(kb);
+        return r == 0;
+}
+
 int clients_toml_merge(const char *old_text, const struct client_server *s, char **ret_text,
                        char **ret_kept, struct sbx_error *err)
 {
@@ -623,6 +649,15 @@ int clients_toml_merge(const char *old_text, const struct client_server *s, char
         }
         mine = toml_table(s, sc->env, sc->n_env, tail);
         out = toml_write(text, sc, mine);
+        if (strcmp(out, text) != 0 && !toml_reads_back(out, s)) {
+                free(kept);
+                return sbx_fail(err, EINVAL,
+                                "the merged [mcp_servers.%s] would not read back: this editor "
+                                "holds at most 16 of its tables, 128 keys in them and 64 env "
+                                "values, and ours added would pass one of those; remove the "
+                                "tables or keys you no longer need, or add the entry by hand",
+                                s->name);
+        }
         *ret_text = strcmp(out, text) == 0 ? NULL : TAKE_PTR(out);
         if (ret_kept)
                 *ret_kept = kept;

@@ -22,7 +22,9 @@ char *clients_toml_render(const struct client_server *s);
  * table's other keys and the env values @s does not set kept; every byte outside it unchanged.
  * Return: 0 (*@ret_text NULL when nothing would change), or -EINVAL with @err naming the line,
  * or the env when its values would not read back from the one inline table (over 64, a comment
- * or a bare ',' in a value): what a run writes, the next run reads and leaves alone.
+ * or a bare ',' in a value), or when the merged file would pass the editor's limits (16 of our
+ * tables, 128 keys in them, 64 env values) and so not read back: what a run writes, the next run
+ * reads and leaves alone.
  */
 int clients_toml_merge(const char *old_text, const struct client_server *s, char **ret_text,
                        char **ret_kept, struct sbx_error *err);

@@ -985,6 +985,70 @@ START_TEST(toml_moved_env_values_read_back)
 }
 END_TEST
 
+/* Found by fuzz_toml (CI, stop 29): the editor holds at most 16 of our tables, 128 key lines in
+ * them and 64 env values. A file inside those limits could merge into one beyond them: 16
+ * sub-tables and no main table (the main one appended makes 17), 64 kept env values (ours added
+ * make 66) or 126 other keys (command, args and env added make 129). The next run then refused
+ * the file this one wrote. Now the merge reads its own output back first and refuses, the file
+ * untouched; control: one table, value and key fewer on each count merges and reruns clean. */
+static char *limits_text(size_t which, size_t n)
+{
+        char *out = NULL;
+        size_t len = 0;
+        FILE *b = open_memstream(&out, &len);
+
+        ck_assert_ptr_nonnull(b);
+        if (which == 0)
+                for (size_t i = 0; i < n; i++)
+                        fprintf(b, "[mcp_servers.vestibule.t%zu]\nk = 1\n", i);
+        if (which == 1) {
+                fputs("[mcp_servers.vestibule]\ncommand = \"/old\"\n[mcp_servers.vestibule.env]\n",
+                      b);
+                for (size_t i = 0; i < n; i++)
+                        fprintf(b, "E%zu = \"v\"\n", i);
+        }
+        if (which == 2) {
+                fputs("[mcp_servers.vestibule]\n", b);
+                for (size_t i = 0; i < n; i++)
+                        fprintf(b, "k%zu = %zu\n", i, i);
+        }
+        fclose(b);
+        return out;
+}
+
+START_TEST(toml_merge_at_the_limits_reads_back)
+{
+        /* over the limit once ours is added; the control is one fewer */
+        static const size_t at[] = {16, 63, 126};
+        const struct client_info *c = clients_find("codex");
+        _cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(at); i++) {
+                _cleanup_free_ char *bad = limits_text(i, at[i]), *fine = limits_text(i, at[i] - 2),
+                                    *text = NULL;
+                struct sbx_error err = {0};
+                int r;
+
+                write_text(path, bad);
+                ck_assert_msg(toml_parses(path), "case %zu: the input is not TOML", i);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == -EINVAL && strstr(err.msg, "would not read back"),
+                              "case %zu: %d %s", i, r, err.msg);
+                text = read_text(path);
+                ck_assert_str_eq(text, bad);
+                free(text);
+
+                write_text(path, fine);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 1, "control %zu: %d %s", i, r, err.msg);
+                ck_assert_msg(toml_parses(path), "control %zu: not TOML", i);
+                r = clients_install(c, path, &server, dir, NULL, NULL, &err);
+                ck_assert_msg(r == 0, "control %zu, the second run: %d %s", i, r, err.msg);
+                text = read_text(path);
+        }
+}
+END_TEST
+
 START_TEST(toml_string_escaping)
 {
         const struct client_info *c = clients_find("codex");
@@ -1031,6 +1095,7 @@ static Suite *clients_suite(void)
         tcase_add_test(toml, toml_rerun_keeps_user_settings);
         tcase_add_test(toml, toml_quoted_env_names_read_back);
         tcase_add_test(toml, toml_moved_env_values_read_back);
+        tcase_add_test(toml, toml_merge_at_the_limits_reads_back);
         suite_add_tcase(s, toml);
         return s;
 }
