@@ -590,10 +590,11 @@ static char *toml_write(const char *text, const struct toml_scan *sc, const char
         return out;
 }
 
-/* @text, which a merge wrote, merges again: a file inside the scanner's limits (16 tables, 128
- * key lines, 64 env values) can come out beyond them once our table, command, args and env are
- * added, and the next run would refuse what this one wrote. */
-static bool toml_reads_back(const char *text, const struct client_server *s)
+/* @text, which a merge or a command rewrite wrote, scans again (and with @collect, merges
+ * again): a file inside the scanner's limits (16 tables, 128 key lines, 64 env values) can come
+ * out beyond them once our table, command, args and env are added, and the next run would
+ * refuse what this one wrote. */
+static bool toml_reads_back(const char *text, const struct client_server *s, bool collect)
 {
         _cleanup_free_ struct toml_scan *sc = xcalloc(1, sizeof(*sc));
         _cleanup_free_ char *tail = NULL, *envs = NULL, *keys = NULL;
@@ -604,6 +605,8 @@ static bool toml_reads_back(const char *text, const struct client_server *s)
 
         if (toml_scan_text(text, s->name, sc, &err) < 0)
                 return false;
+        if (!collect)
+                return true;
         tb = open_memstream(&tail, &tail_len);
         eb = open_memstream(&envs, &envs_len);
         kb = open_memstream(&keys, &keys_len);
@@ -649,7 +652,7 @@ int clients_toml_merge(const char *old_text, const struct client_server *s, char
         }
         mine = toml_table(s, sc->env, sc->n_env, tail);
         out = toml_write(text, sc, mine);
-        if (strcmp(out, text) != 0 && !toml_reads_back(out, s)) {
+        if (strcmp(out, text) != 0 && !toml_reads_back(out, s, true)) {
                 free(kept);
                 return sbx_fail(err, EINVAL,
                                 "the merged [mcp_servers.%s] would not read back: this editor "
@@ -1031,6 +1034,13 @@ int clients_toml_set_command(const char *old_text, const struct client_server *s
         if (strcmp(out, text) == 0) {
                 free(out);
                 out = NULL;
+        } else if (!toml_reads_back(out, s, false)) {
+                free(out);
+                return sbx_fail(err, EINVAL,
+                                "[mcp_servers.%s] with its args line added would not read back: "
+                                "this editor holds at most 128 keys in a server's tables; remove "
+                                "the keys you no longer need, or add args by hand",
+                                s->name);
         }
         *ret_text = out;
         return 0;

@@ -35,7 +35,8 @@ int clients_toml_merge(const char *old_text, const struct client_server *s, char
  * none); every other byte, the entry's env and other keys and their comments included, as it
  * was. For --wrap/--unwrap, which must change the command and nothing else.
  * Return: 0 (*@ret_text NULL when nothing would change), -ENOENT when there is no such table
- * with a "command", or -EINVAL (a file the scanner cannot follow); @err names the fix.
+ * with a "command", or -EINVAL (a file the scanner cannot follow, or one that the added "args"
+ * line would take past its 128 keys); @err names the fix.
  */
 int clients_toml_set_command(const char *old_text, const struct client_server *s, char **ret_text,
                              struct sbx_error *err);

@@ -6,10 +6,12 @@
  * byte alone. The rewrite with the real clients is tests/run-cmd/install-wrap.test.sh. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clients/wrap.h"
+#include "common/cleanup.h"
 #include "testutil.h"
 
 START_TEST(reads_each_format)
@@ -189,6 +191,45 @@ START_TEST(codex_command_only_keeps_every_other_byte)
 }
 END_TEST
 
+/* Like the merge (test_clients toml_merge_at_the_limits_reads_back): a table of 128 key lines
+ * with a command and no args read, and the args line the rewrite adds made 129, which every
+ * later run refused. Now the rewrite reads its output back and refuses, naming the limit;
+ * control: 127 lines take the args line and a second rewrite changes nothing. */
+START_TEST(codex_rewrite_at_the_limit_reads_back)
+{
+        const struct client_info *cx = clients_find("codex");
+        const char *args[] = {"mcp", "wrap", "--", "node"};
+        struct client_server s = {
+            .name = "fs", .command = "/v", .args = args, .n_args = 4, .command_only = true};
+
+        for (size_t n = 128; n >= 127; n--) {
+                _cleanup_free_ char *text = NULL;
+                char *out = NULL, *again = NULL;
+                size_t len = 0;
+                struct sbx_error err = {0};
+                FILE *b = open_memstream(&text, &len);
+                int r;
+
+                ck_assert_ptr_nonnull(b);
+                fputs("[mcp_servers.fs]\ncommand = \"node\"\n", b);
+                for (size_t i = 1; i < n; i++)
+                        fprintf(b, "k%zu = %zu\n", i, i);
+                fclose(b);
+                r = clients_merge(cx, text, &s, &out, NULL, &err);
+                if (n == 128) {
+                        ck_assert_msg(r == -EINVAL && strstr(err.msg, "would not read back"),
+                                      "%d %s", r, err.msg);
+                        ck_assert_ptr_null(out);
+                        continue;
+                }
+                ck_assert_msg(r == 0 && out, "control: %d %s", r, err.msg);
+                ck_assert_int_eq(clients_merge(cx, out, &s, &again, NULL, &err), 0);
+                ck_assert_ptr_null(again);
+                free(out);
+        }
+}
+END_TEST
+
 START_TEST(already_wrapped)
 {
         char *wrapped[] = {"mcp", "wrap", "--allow", "/p", "--", "node", "s.js", NULL};
@@ -220,6 +261,7 @@ static Suite *clients_wrap_suite(void)
         tcase_add_test(tc, already_wrapped);
         tcase_add_test(tc, reads_codex_toml);
         tcase_add_test(tc, codex_toml_refusals);
+        tcase_add_test(tc, codex_rewrite_at_the_limit_reads_back);
         tcase_add_test(tc, codex_command_only_keeps_every_other_byte);
         suite_add_tcase(s, tc);
         return s;
