@@ -2,7 +2,7 @@
 # fuzz.sh - build the libFuzzer targets (tests/fuzz) and run one for a bounded time.
 #
 # Usage: scripts/fuzz.sh TARGET SECONDS [LIBFUZZER OPTION...]
-#   TARGET   mcp | config | unpack | workspace | egress | engine_path | runner | stats | preset | egress_stream | path_lexical | cellstream | toml | guard | owner (tests/fuzz/fuzz_TARGET.c)
+#   TARGET   mcp | config | unpack | workspace | egress | engine_path | runner | stats | preset | egress_stream | path_lexical | cellstream | toml | guard | owner | wrap (tests/fuzz/fuzz_TARGET.c)
 #   SECONDS  wall-clock budget of the run (-max_total_time)
 # The target is built with clang (-fsanitize=fuzzer,address,undefined) into
 # $VESTIBULE_FUZZ_BUILD (default build-fuzz in the repository). The run starts from the seed
@@ -20,9 +20,9 @@ fi
 target=$1 secs=$2
 shift 2
 case $target in
-mcp | config | unpack | workspace | egress | engine_path | runner | stats | preset | egress_stream | path_lexical | cellstream | toml | guard | owner) ;;
+mcp | config | unpack | workspace | egress | engine_path | runner | stats | preset | egress_stream | path_lexical | cellstream | toml | guard | owner | wrap) ;;
 *)
-        echo "fuzz.sh: unknown target '$target': use mcp, config, unpack, workspace, egress, engine_path, runner, stats, preset, egress_stream, path_lexical, cellstream, toml, guard or owner" >&2
+        echo "fuzz.sh: unknown target '$target': use mcp, config, unpack, workspace, egress, engine_path, runner, stats, preset, egress_stream, path_lexical, cellstream, toml, guard, owner or wrap" >&2
         exit 2
         ;;
 esac

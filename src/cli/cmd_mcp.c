@@ -119,20 +119,14 @@ static int write_all(int fd, const char *p, size_t len)
         return 0;
 }
 
-/* @line is the server's initialize result (a response whose result holds protocolVersion). */
+/* @line is the server's initialize result (a response whose result holds protocolVersion).
+ * Read whole, with no filter on its raw bytes: a key may be written with escapes. */
 static bool is_init_result(const char *line, size_t len)
 {
-        json_object *o, *r, *v;
-        json_tokener *tok;
-        bool yes;
+        json_object *o = wrap_json_read(line, len, false, NULL), *r, *v;
+        bool yes = o && json_object_object_get_ex(o, "result", &r) &&
+                   json_object_object_get_ex(r, "protocolVersion", &v);
 
-        if (!memmem(line, len, "protocolVersion", 15))
-                return false;
-        tok = json_tokener_new();
-        o = json_tokener_parse_ex(tok, line, (int)len);
-        json_tokener_free(tok);
-        yes = o && json_object_object_get_ex(o, "result", &r) &&
-              json_object_object_get_ex(r, "protocolVersion", &v);
         json_object_put(o);
         return yes;
 }

@@ -13,6 +13,14 @@
 //        one exfil call answered (the control), then AUDITDIR's files removed and AUDITDIR made
 //        read-only (0500), and one more exfil call must be answered with a JSON-RPC error that
 //        names the fix (fail closed), not relayed; AUDITDIR is made 0700 again.
+//   node mcp-wrap-client.mjs rawcalls VESTIBULE NPMDIR DIR AUDITDIR - the hostile server wrapped,
+//        driven with raw lines (as any client's JSON encoder may write them): a tools/call whose
+//        method is written "tools\/call" is relayed and its arguments are in AUDITDIR's log;
+//        then, with the log failing as in auditfail, four forms of tools/call must each be
+//        answered with an error, not relayed: the escaped method, \u0074ools/call, arguments
+//        nested 40 deep (past json-c's default 32) and a second "method\u0000" key (json-c
+//        cuts a key at its NUL, JavaScript does not). Before those, with the log writable, a
+//        call with a second "name\u0000" key (the log would name the wrong tool) is refused.
 // Lines "ok ..." / "FAIL ..."; exit 1 on any FAIL.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -148,8 +156,66 @@ async function auditFailMode() {
   }
 }
 
+async function rawCallsMode() {
+  const fs = await import('node:fs');
+  const { spawn } = await import('node:child_process');
+  const [cmd, args] = wrapArgs([path.join(npm, 'hostile-server.mjs')]);
+  const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'inherit'], env: process.env });
+  const waiting = new Map();
+  let buf = '';
+  child.stdout.on('data', (d) => {
+    buf += d;
+    for (let i; (i = buf.indexOf('\n')) >= 0;) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      let m;
+      try { m = JSON.parse(line); } catch { continue; }
+      const w = waiting.get(m.id);
+      if (w) { waiting.delete(m.id); w(m); }
+    }
+  });
+  const send = (id, text) => new Promise((resolve) => {
+    waiting.set(id, resolve);
+    child.stdin.write(`${text}\n`);
+    setTimeout(() => { if (waiting.delete(id)) resolve({ timeout: true }); }, 30000);
+  });
+  const call = (id, method, extra = '') => `{"jsonrpc":"2.0","id":${id},"method":"${method}"${extra},"params":{"name":"exfil","arguments":{"marker":"raw-${id}-7c1d"}}}`;
+  try {
+    const init = await send(0, JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1.0.0' } } }));
+    if (!init.result) throw new Error(`initialize: ${JSON.stringify(init)}`);
+    child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+    const r1 = await send(1, call(1, 'tools\\/call'));
+    const logged = fs.readdirSync(arg).some((f) => fs.readFileSync(path.join(arg, f), 'latin1').includes('raw-1-7c1d'));
+    if (r1.result && logged) ok('control: a tools/call written "tools\\/call" is relayed, and its arguments are in the audit log');
+    else bad('a tools/call written "tools\\/call"', `answered ${JSON.stringify(r1).slice(0, 120)}, in the audit log: ${logged}`);
+    // json-c cut a key at its NUL: the log said the tool was "fine", the server ran exfil
+    const spoof = '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"exfil","name\\u0000":"fine","arguments":{}}}';
+    const r6 = await send(6, spoof);
+    if (r6.error && /not relayed/.test(r6.error.message)) ok(`a tools/call with a second key "name\\u0000" is answered with an error, not relayed: ${r6.error.message.slice(0, 100)}...`);
+    else bad('a tools/call with a second key "name\\u0000"', JSON.stringify(r6).slice(0, 200));
+    for (const f of fs.readdirSync(arg)) fs.rmSync(path.join(arg, f), { force: true });
+    fs.chmodSync(arg, 0o500);
+    const deep = `${'{"a":'.repeat(40)}1${'}'.repeat(40)}`;
+    const cases = [
+      ['the method written "tools\\/call"', call(2, 'tools\\/call')],
+      ['the method written "\\u0074ools/call"', call(3, '\\u0074ools/call')],
+      ['arguments nested 40 deep', `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"exfil","arguments":{"deep":${deep}}}}`],
+      ['a second key "method\\u0000" after the method', call(5, 'tools/call', ',"method\\u0000":"ping"')],
+    ];
+    for (const [i, [what, text]] of cases.entries()) {
+      const r = await send(i + 2, text);
+      if (r.error && /not sent|not relayed/.test(r.error.message)) ok(`with the audit log failing, a tools/call with ${what} is answered with an error, not relayed: ${r.error.message.slice(0, 100)}...`);
+      else bad(`with the audit log failing, a tools/call with ${what}`, JSON.stringify(r).slice(0, 200));
+    }
+  } finally {
+    fs.chmodSync(arg, 0o700);
+    child.stdin.end();
+    await new Promise((r) => child.on('exit', r));
+  }
+}
+
 try {
-  await ({ fs: fsMode, everything: everythingMode, auditfail: auditFailMode }[mode] ?? hostileMode)();
+  await ({ fs: fsMode, everything: everythingMode, auditfail: auditFailMode, rawcalls: rawCallsMode }[mode] ?? hostileMode)();
 } catch (e) {
   bad(mode, e.stack);
 }

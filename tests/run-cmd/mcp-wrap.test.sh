@@ -144,6 +144,20 @@ reached=$(grep -c 'hostile-server: exfil called' "$base/auditfail.err")
         bad "calls that reached the server: $reached, want 1"
 grep -q 'refused, not relayed' "$base/auditfail.err" && ok "  ... and the wrap says so on stderr" || bad "no stderr line for the refused call"
 
+# 2c. Every tools/call is read the way the server reads it (tests/adversarial/server.md): a
+# method written "tools\/call" (as json-c, PHP and others write '/') or "\u0074ools/call",
+# arguments nested past json-c's default depth, and a second key "method\u0000" (json-c cut the
+# key at the NUL and read "ping") each went past the audit unrecorded (before: relayed even
+# with the log failing). The control call, with the log writable, is relayed and logged.
+out=$(as_user node "$npmdir/mcp-wrap-client.mjs" rawcalls "$vm" "$npmdir" "$proj" "$home/.vestibule/audit" 2>"$base/rawcalls.err")
+rc=$?
+echo "$out"
+pass=$((pass + $(grep -c '^ok' <<<"$out")))
+[ $rc = 0 ] || bad "raw tools/call forms through the wrap (stderr: $(tail -5 "$base/rawcalls.err"))"
+reached=$(grep -c 'hostile-server: exfil called' "$base/rawcalls.err")
+[ "$reached" = 1 ] && ok "  ... none of the four reached the server (1 call there: the control)" ||
+        bad "raw forms: calls that reached the server: $reached, want 1"
+
 # 3. The exit-code contract and the ends of the relay, with sh as the server.
 expect_code() {
         local want=$1 name=$2 got
@@ -153,7 +167,7 @@ expect_code() {
         [ "$got" = "$want" ] && ok "$name (exit $got)" || bad "$name: exit $got, want $want"
 }
 expect_code 7 "the server's own exit code" \
-        as_user sh -c "printf x | $vm mcp wrap --allow $proj -- sh -c 'cat >/dev/null; exit 7' 2>/dev/null"
+        as_user sh -c "printf x | $vm mcp wrap --allow $proj -- sh -c 'cat >/dev/null; exit 7' >/dev/null 2>&1"
 start=$(date +%s)
 expect_code 3 "a server that exits while the client stays" \
         as_user bash -c "exec $vm mcp wrap --allow $proj -- sh -c 'exit 3' < <(sleep 20) 2>/dev/null"
@@ -174,8 +188,8 @@ wait "$wrap_pid"
 sleep 4
 [ -z "$(pgrep -u "$user" -f '^sleep 3009$' || true)" ] && ok "the wrap killed by its client: nothing of the server is left" ||
         bad "sleep 3009 left after the wrap was killed"
-{ head -c 15000000 /dev/zero | tr '\0' b; echo; } >"$base/big15"
-expect_code 0 "a 15 MB line echoed by a server that writes while it reads" \
+{ printf '{"jsonrpc":"2.0","method":"notifications/big","params":{"d":"'; head -c 15000000 /dev/zero | tr '\0' b; printf '"}}\n'; } >"$base/big15"
+expect_code 0 "a 15 MB message echoed by a server that writes while it reads" \
         as_user sh -c "timeout 60 $vm mcp wrap --allow $proj -- cat <$base/big15 >$base/out15 2>/dev/null"
 cmp -s "$base/big15" "$base/out15" && ok "  ... arrives whole" || bad "15 MB line: $(wc -c <"$base/out15") bytes came back"
 head -c 17000000 /dev/zero | tr '\0' a >"$base/big"

@@ -10,15 +10,16 @@
 # the Engine API's stream format and our frames), a session's attach stream on the volume path
 # (src/engine/cellstream.c), the Engine API layer's escaping of ids and paths (src/engine/api.c)
 # and install-client's editor of Codex's config.toml (src/clients/toml.c), 20 s each; the agent
-# preset parser and the audit's path naming, 10 s each; from the seed corpus in the repository;
-# one count per target, passed when nothing crashed, leaked or hung. 370 s of fuzzing in all
-# (the toml target's 20 s came out of the four 50 s ones, 5 s each).
+# preset parser, the audit's path naming and mcp wrap's reader in front of its audit
+# (src/cli/wrap_audit.c), 10 s each; from the seed corpus in the repository; one count per
+# target, passed when nothing crashed, leaked or hung. 395 s of fuzzing in all (the toml
+# target's 20 s came out of the four 50 s ones, 5 s each).
 # Measured with 60 s each on a 2-core host at load average ~20: 521 s, of which ~250 s the
 # clang ASan build; on an idle host the build takes a fraction of that.
-# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (45 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames, the Engine API escaping, a volume-path session's attach stream and Codex's config.toml editor (20 s each), the agent preset parser, the audit's path naming and run --agent's scan of a guarded config.toml (10 s each), the owner-label judge (5 s)
+# stage: fuzz | - | libFuzzer over the JSON-RPC loop, settings, tar unpack, the path jail (45 s each), the egress request parser, the session status records and the engine stats stream (30 s each), the egress bridge's frames, the Engine API escaping, a volume-path session's attach stream and Codex's config.toml editor (20 s each), the agent preset parser, the audit's path naming and run --agent's scan of a guarded config.toml (10 s each), the owner-label judge (5 s), mcp wrap's reader in front of its audit (10 s)
 stage_fuzz() {
         if command -v clang >/dev/null; then
-                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream path_lexical cellstream toml guard owner; do
+                for t in mcp config unpack workspace egress engine_path runner stats preset egress_stream path_lexical cellstream toml guard owner wrap; do
                         secs=45
                         case $t in
                         egress) secs=30 ;;      # one request head per input
@@ -28,6 +29,7 @@ stage_fuzz() {
                         toml) secs=20 ;; # install-client's config.toml editor: a line scanner
                         guard) secs=10 ;; # run --agent's scan of a guarded config.toml: one line walk
                         owner) secs=5 ;; # the owner-label judge: one short string
+                        wrap) secs=10 ;; # mcp wrap's reader of each message before the audit
                         runner | stats) secs=30 ;; # the status records, the engine's stats stream
                         preset) secs=10 ;; # the agent presets' line parser: a small input space
                         path_lexical) secs=10 ;; # sbx_path_lexical(): one string walk
