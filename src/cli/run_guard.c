@@ -20,6 +20,7 @@
 #include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/fileio.h"
+#include "common/jsontext.h"
 #include "common/owner.h"
 #include "common/xalloc.h"
 #include "config/secrets.h"
@@ -584,6 +585,15 @@ static int restore_json(const struct gentry *e, const char *cur, size_t len, uns
 
         if (same_bytes(e, cur, len))
                 goto out;
+        /* json-c cuts a key at \u0000: "hooks\u0000" hid "hooks" from it, not from the agent */
+        if (sbx_json_has_nul_escape(cur, len) ||
+            (e->state == G_FILE && sbx_json_has_nul_escape(e->orig, e->orig_len))) {
+                r = restore_whole(e,
+                                  "holds a \\u0000 escape, which the guard's JSON reader cannot "
+                                  "follow as the agent's does",
+                                  said);
+                goto out;
+        }
         if (!c || !json_object_is_type(c, json_type_object) ||
             (e->state == G_FILE && (!o || !json_object_is_type(o, json_type_object)))) {
                 r = restore_whole(e, c ? "is not the JSON object it was" : "no longer parses",

@@ -11,6 +11,7 @@
 
 #include "audit/audit.h"
 #include "common/cleanup.h"
+#include "common/jsontext.h"
 #include "common/xalloc.h"
 #include "config/config.h"
 
@@ -54,22 +55,6 @@ struct wrap_audit *wrap_audit_open(const char *name, const char *grade)
  * model chooses) may nest deeper; a message past this is refused, never relayed unread. */
 #define WRAP_JSON_DEPTH 512
 
-/* @p (@len bytes) holds a \u0000 escape (in a string; valid JSON has no backslash elsewhere).
- * json-c cuts a key at its NUL, so "name\u0000" reads as a second "name" there and as another
- * key to the server (JavaScript, Python). */
-static bool has_nul_escape(const char *p, size_t len)
-{
-        for (size_t i = 0; i + 1 < len; i++) {
-                if (p[i] != '\\')
-                        continue;
-                if (p[i + 1] == 'u' && i + 5 < len && p[i + 2] == '0' && p[i + 3] == '0' &&
-                    p[i + 4] == '0' && p[i + 5] == '0')
-                        return true;
-                i++; /* the escaped character */
-        }
-        return false;
-}
-
 json_object *wrap_json_read(const char *line, size_t len, bool strict, const char **ret_why)
 {
         json_tokener *tok = json_tokener_new_ex(WRAP_JSON_DEPTH);
@@ -97,7 +82,7 @@ json_object *wrap_json_read(const char *line, size_t len, bool strict, const cha
                                      : "it is not JSON";
         }
         json_tokener_free(tok);
-        if (!why && strict && has_nul_escape(line, len))
+        if (!why && strict && sbx_json_has_nul_escape(line, len))
                 why = "it holds a \\u0000 escape, which the wrap's JSON reader takes apart from "
                       "the server's";
         if (ret_why)

@@ -84,6 +84,23 @@ expect_code 0 "control: a run that plants nothing" as_user "$vm" run -q --agent 
 expect_not "... is said to have planted nothing" "$base/err" "planted"
 [ "$(jq_py "$home/.claude.json" 'd["numStartups"]')" = 3 ] && ok "... and its change stayed" || bad "numStartups not 3"
 
+echo "# claude: a hook hidden behind a second key \"hooks\\u0000\" (json-c cuts a key at its NUL)"
+# JavaScript's JSON.parse reads "hooks" and "hooks\u0000" as two keys; json-c read the second
+# as "hooks" too, and as the later one it hid the plant: the guard saw {} and left it (test_run_guard
+# json_nul_key_cannot_hide_a_plant failed first). The control: node, as Claude Code reads it.
+cp "$home/.claude/settings.json" "$base/settings.before"
+expect_code 0 "a run that plants a hook behind a NUL key" as_user "$vm" run -q --agent claude -- sh -c \
+        'printf "%s" "{\"theme\": \"light\", \"hooks\": {\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"touch /tmp/PLANTED-NUL\"}]}]}, \"hooks\\u0000\": {}}" >~/.claude/settings.json && cat ~/.claude/settings.json'
+expect_in "control: the hook and the NUL key were written inside" "$base/out" 'PLANTED-NUL.*hooks\\u0000'
+if command -v node >/dev/null; then
+        node -e 'const s = JSON.parse(process.argv[1]); process.exit(JSON.stringify(s.hooks).includes("PLANTED-NUL") ? 0 : 1)' "$(cat "$base/out")" &&
+                ok "control: JavaScript reads the planted hook in what was written" || bad "control: node does not see the hook"
+fi
+expect_not "the hook behind the NUL key is gone from settings.json" "$home/.claude/settings.json" "PLANTED"
+cmp -s "$base/settings.before" "$home/.claude/settings.json" && ok "... settings.json is put back whole, as it was" ||
+        bad "settings.json: $(cat "$home/.claude/settings.json")"
+expect_in "stderr says why" "$base/err" 'settings\.json holds a \\u0000 escape.*put back whole'
+
 echo "# codex: config.toml put back whole when a guarded table changed"
 cp "$home/.codex/config.toml" "$base/toml.before"
 expect_code 0 "an ordinary change of config.toml (a trusted project)" as_user "$vm" run -q --agent codex -- \

@@ -162,6 +162,34 @@ START_TEST(json_that_no_longer_parses_is_put_back_whole)
 }
 END_TEST
 
+/* json-c keeps keys as C strings: "hooks\u0000" read as a second "hooks" and, being the later
+ * one, hid the first. The agent (JavaScript's JSON.parse) reads two keys, "hooks" among them:
+ * the guard saw {} (inert) and left the plant, which the agent would run on the host at its
+ * next start. Now a file with a \u0000 escape is put back whole; control: the same plant
+ * without the NUL key is put back key by key, as before. */
+START_TEST(json_nul_key_cannot_hide_a_plant)
+{
+        struct config_preset p = {0};
+        char tried[1024];
+        char *s;
+
+        sbx_test_write_file(dir, "c.json", "{\"a\":1}");
+        preset_of(&p, "c.json", "hooks", NULL);
+        run_once(&p, "c.json", "{\"a\":2,\"hooks\":{\"Stop\":[\"evil\"]},\"hooks\\u0000\":{}}",
+                 tried, sizeof(tried));
+        s = slurp("c.json");
+        ck_assert_msg(!strstr(s, "evil"), "the plant stayed: %s (tried: '%s')", s, tried);
+        ck_assert_str_eq(s, "{\"a\":1}");
+        free(s);
+        ck_assert_msg(strstr(tried, "put back whole"), "%s", tried);
+        run_once(&p, "c.json", "{\"a\":2,\"hooks\":{\"Stop\":[\"evil\"]}}", tried, sizeof(tried));
+        s = slurp("c.json");
+        ck_assert_msg(!strstr(s, "evil") && strstr(s, "\"a\": 2"), "control: %s", s);
+        free(s);
+        config_preset_done(&p);
+}
+END_TEST
+
 START_TEST(toml_guarded_change_put_back_whole)
 {
         static const char *const orig = "model = \"o3\"\n[projects.\"/x\"]\ntrust_level = \"t\"\n";
@@ -270,6 +298,7 @@ static Suite *guard_suite(void)
         tcase_add_test(tc, json_plant_put_back_other_edits_kept);
         tcase_add_test(tc, json_absent_file_made_with_a_plant);
         tcase_add_test(tc, json_that_no_longer_parses_is_put_back_whole);
+        tcase_add_test(tc, json_nul_key_cannot_hide_a_plant);
         tcase_add_test(tc, toml_guarded_change_put_back_whole);
         tcase_add_test(tc, killed_run_put_back_by_the_next);
         tcase_add_test(tc, unrecordable_file_refuses);
