@@ -590,6 +590,25 @@ static char *toml_write(const char *text, const struct toml_scan *sc, const char
         return out;
 }
 
+/* toml_collect() into three new strings: the main table's other key lines (*@ret_tail), and
+ * the kept env and key names (*@ret_envs, *@ret_keys); the caller frees all three. */
+static int toml_collect_text(const char *text, struct toml_scan *sc, const struct client_server *s,
+                             char **ret_tail, char **ret_envs, char **ret_keys)
+{
+        size_t tail_len = 0, envs_len = 0, keys_len = 0;
+        FILE *tb = open_memstream(ret_tail, &tail_len), *eb = open_memstream(ret_envs, &envs_len),
+             *kb = open_memstream(ret_keys, &keys_len);
+        int r;
+
+        if (!tb || !eb || !kb)
+                abort();
+        r = toml_collect(text, sc, s, tb, kb, eb);
+        fclose(tb);
+        fclose(eb);
+        fclose(kb);
+        return r;
+}
+
 /* @text, which a merge or a command rewrite wrote, scans again (and with @collect, merges
  * again): a file inside the scanner's limits (16 tables, 128 key lines, 64 env values) can come
  * out beyond them once our table, command, args and env are added, and the next run would
@@ -598,25 +617,11 @@ static bool toml_reads_back(const char *text, const struct client_server *s, boo
 {
         _cleanup_free_ struct toml_scan *sc = xcalloc(1, sizeof(*sc));
         _cleanup_free_ char *tail = NULL, *envs = NULL, *keys = NULL;
-        size_t tail_len = 0, envs_len = 0, keys_len = 0;
         struct sbx_error err = {0};
-        FILE *tb, *eb, *kb;
-        int r;
 
         if (toml_scan_text(text, s->name, sc, &err) < 0)
                 return false;
-        if (!collect)
-                return true;
-        tb = open_memstream(&tail, &tail_len);
-        eb = open_memstream(&envs, &envs_len);
-        kb = open_memstream(&keys, &keys_len);
-        if (!tb || !eb || !kb)
-                abort();
-        r = toml_collect(text, sc, s, tb, kb, eb);
-        fclose(tb);
-        fclose(eb);
-        fclose(kb);
-        return r == 0;
+        return !collect || toml_collect_text(text, sc, s, &tail, &envs, &keys) == 0;
 }
 
 int clients_toml_merge(const char *old_text, const struct client_server *s, char **ret_text,
@@ -626,22 +631,12 @@ int clients_toml_merge(const char *old_text, const struct client_server *s, char
         _cleanup_free_ struct toml_scan *sc = xcalloc(1, sizeof(*sc));
         _cleanup_free_ char *mine = NULL, *out = NULL, *tail = NULL;
         char *envs = NULL, *keys = NULL, *kept;
-        size_t tail_len = 0, envs_len = 0, keys_len = 0;
-        FILE *tb, *eb, *kb;
         int r;
 
         r = toml_scan_text(text, s->name, sc, err);
         if (r < 0)
                 return r;
-        tb = open_memstream(&tail, &tail_len);
-        eb = open_memstream(&envs, &envs_len);
-        kb = open_memstream(&keys, &keys_len);
-        if (!tb || !eb || !kb)
-                abort();
-        r = toml_collect(text, sc, s, tb, kb, eb);
-        fclose(tb);
-        fclose(eb);
-        fclose(kb);
+        r = toml_collect_text(text, sc, s, &tail, &envs, &keys);
         kept = clients_kept_text(envs, keys);
         if (r < 0) {
                 free(kept);
