@@ -53,6 +53,19 @@ struct egress_request {
 int egress_parse_request(const char *buf, size_t len, struct egress_request *ret);
 
 /**
+ * egress_request_body() - the body length of the absolute-form request @rq (parsed from @buf by
+ * egress_parse_request()), so that the proxy relays that request and nothing after it (a next
+ * request on the connection would never be judged). Header lines are checked as RFC 9112
+ * sections 5 and 6.3 ask of a server: no line folding (obs-fold), no bare CR, no blanks
+ * between a field name and its colon. *@ret_len: the Content-Length (repeated ones must agree),
+ * 0 when there is none. Return: 0; -EINVAL for a line or a Content-Length that breaks those
+ * rules (no digits, a sign, a list, over 18 digits, two that differ); -EOPNOTSUPP for a
+ * Transfer-Encoding (a chunked body, whose end only its framing tells: refused rather than
+ * relayed without a bound).
+ */
+int egress_request_body(const char *buf, const struct egress_request *rq, int64_t *ret_len);
+
+/**
  * egress_upstream_head() - the head an absolute-URI request @rq (parsed from @buf) is sent
  * upstream with: the origin-form target, "Host:" the authority the request was decided on
  * (the code's own Host lines dropped: RFC 9112 section 3.2.2 makes the absolute-form's

@@ -392,20 +392,24 @@ struct answer {
  * hard error. */
 static bool answer_read(struct answer *a, int up)
 {
-        ssize_t n = read(up, a->buf + a->len, EGRESS_MAX_HEAD_BYTES - a->len);
-        size_t end;
+        /* what came after an interim head may hold the next head whole already */
+        size_t end = a->len ? egress_answer_head_end(a->buf, a->len) : 0;
 
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                return true;
-        if (n < 0 && !a->len)
-                return false;
-        /* an error after some bytes (a reset: an upstream that closed without reading the
-         * request) ends the head as EOF does: what came is still passed on, and the splice
-         * that follows meets the error */
-        a->len += n > 0 ? (size_t)n : 0;
-        end = egress_answer_head_end(a->buf, a->len);
-        if (n > 0 && !end && a->len < EGRESS_MAX_HEAD_BYTES)
-                return true;
+        if (!end) {
+                ssize_t n = read(up, a->buf + a->len, EGRESS_MAX_HEAD_BYTES - a->len);
+
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return true;
+                if (n < 0 && !a->len)
+                        return false;
+                /* an error after some bytes (a reset: an upstream that closed without reading
+                 * the request) ends the head as EOF does: what came is still passed on, and
+                 * the splice that follows meets the error */
+                a->len += n > 0 ? (size_t)n : 0;
+                end = egress_answer_head_end(a->buf, a->len);
+                if (n > 0 && !end && a->len < EGRESS_MAX_HEAD_BYTES)
+                        return true;
+        }
         if (!end) { /* the upstream ended, or a head over 8 KiB: passed as it is */
                 a->out = xmalloc(a->len + 1);
                 memcpy(a->out, a->buf, a->len);
@@ -502,6 +506,8 @@ static void relay(struct proxy *p, int client, int up, int64_t body_left, uint64
                         pfd[0].fd = pfd[0].events ? client : -1;
                         pfd[1].fd = pfd[1].events ? up : -1;
                 }
+                if (a.active && !a.out && a.len && egress_answer_head_end(a.buf, a.len))
+                        continue; /* the next head is here already: no wait for more */
                 r = poll(pfd, 3, (int)left);
                 if (r < 0 && errno != EINTR)
                         break;
@@ -536,6 +542,7 @@ struct conn {
         char *head; /* EGRESS_MAX_HEAD_BYTES */
         size_t len; /* bytes of @head read */
         struct egress_request rq;
+        int64_t body;     /* an absolute-form request's body length (egress_request_body()) */
         char detail[160]; /* why a private address was refused, for the 403 body */
 };
 
@@ -645,41 +652,13 @@ static void conn_refuse(struct conn *c, enum egress_reason why)
               v6 ? "]" : "", c->rq.port, egress_reason_text(why), c->detail);
 }
 
-/* The body length an absolute-URI request's head announces: its Content-Length, 0 when it
- * has none; -1 (relay without a limit, as before) for a chunked body (Transfer-Encoding) or a
- * Content-Length that is not a number. RFC 9112 section 6.3. */
-static int64_t head_body_length(const char *head, size_t len)
-{
-        int64_t n = 0;
-
-        for (size_t i = 0; i < len;) {
-                const char *nl = memchr(head + i, '\n', len - i);
-                size_t end = nl ? (size_t)(nl - head) : len;
-
-                if (end - i > 18 && strncasecmp(head + i, "transfer-encoding:", 18) == 0)
-                        return -1;
-                if (end - i > 15 && strncasecmp(head + i, "content-length:", 15) == 0) {
-                        char *stop;
-                        const char *v = head + i + 15;
-                        while (*v == ' ' || *v == '\t')
-                                v++;
-                        long long x = strtoll(v, &stop, 10);
-                        if (stop == v || x < 0)
-                                return -1;
-                        n = x;
-                }
-                i = end + 1;
-        }
-        return n;
-}
-
 /* An allowed request: the tunnel's answer or the rewritten head, what came after the head,
  * then the relay. Adds the bytes moved to @ret_up and @ret_down. */
 static void conn_forward(struct conn *c, uint64_t *ret_up, uint64_t *ret_down)
 {
         uint64_t u = 0, d = 0;
         int one = 1;
-        int64_t body_left = c->rq.connect ? -1 : head_body_length(c->head, c->rq.head_len);
+        int64_t body_left = c->rq.connect ? -1 : c->body;
 
         if (c->rq.connect) {
                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -732,6 +711,19 @@ static void serve(struct proxy *p, int fd)
                         reply(fd, 400, "Bad Request",
                               "vestibule egress: refused: not an HTTP proxy request (CONNECT "
                               "host:port, or an absolute http:// URL)\n");
+                return;
+        }
+        if (!c.rq.connect && (r = egress_request_body(head, &c.rq, &c.body)) < 0) {
+                record_decision(p, id, false, c.rq.port, EGRESS_WHY_BAD_REQUEST, c.rq.host);
+                reply(fd, 400, "Bad Request", "%s",
+                      r == -EOPNOTSUPP
+                          ? "vestibule egress: refused: a chunked request body (Transfer-Encoding) "
+                            "over plain http is not relayed, as the proxy could not tell where "
+                            "the request ends; send it with a Content-Length, or over https "
+                            "(CONNECT)\n"
+                          : "vestibule egress: refused: a header line HTTP/1.1 does not allow "
+                            "(a folded line, a bare CR, blanks before a colon) or a "
+                            "Content-Length that is not one decimal number\n");
                 return;
         }
         why = conn_decide(&c);

@@ -7,7 +7,10 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include "egress/egress.h"
 
@@ -158,6 +161,57 @@ int egress_parse_request(const char *buf, size_t len, struct egress_request *ret
         r.target_len = t1 - i;
         *ret = r;
         return 1;
+}
+
+int egress_request_body(const char *buf, const struct egress_request *rq, int64_t *ret_len)
+{
+        int64_t n = -1;
+        bool te = false;
+        size_t i;
+
+        *ret_len = 0;
+        /* the header lines: from after the request line to the blank line */
+        i = (size_t)((const char *)memchr(buf, '\n', rq->head_len) - buf) + 1;
+        while (i < rq->head_len) {
+                const char *nl = memchr(buf + i, '\n', rq->head_len - i);
+                size_t e = nl ? (size_t)(nl - buf) : rq->head_len, le = e, c, v, d;
+
+                if (le > i && buf[le - 1] == '\r')
+                        le--;
+                if (le == i)
+                        break; /* the blank line */
+                /* obs-fold, a bare CR, no colon, or blanks before it: RFC 9112 5.1-5.2 */
+                if (buf[i] == ' ' || buf[i] == '\t' || memchr(buf + i, '\r', le - i))
+                        return -EINVAL;
+                for (c = i; c < le && buf[c] != ':'; c++)
+                        if (buf[c] == ' ' || buf[c] == '\t')
+                                return -EINVAL;
+                if (c == le || c == i)
+                        return -EINVAL;
+                if (c - i == 17 && strncasecmp(buf + i, "transfer-encoding", 17) == 0)
+                        te = true;
+                if (c - i == 14 && strncasecmp(buf + i, "content-length", 14) == 0) {
+                        int64_t x = 0;
+
+                        for (v = c + 1; v < le && (buf[v] == ' ' || buf[v] == '\t'); v++)
+                                ;
+                        for (d = v; d < le && d - v < 18 && buf[d] >= '0' && buf[d] <= '9'; d++)
+                                x = x * 10 + (buf[d] - '0');
+                        if (d == v)
+                                return -EINVAL;
+                        for (; d < le; d++)
+                                if (buf[d] != ' ' && buf[d] != '\t')
+                                        return -EINVAL; /* more digits, a list, a sign */
+                        if (n >= 0 && n != x)
+                                return -EINVAL; /* two lengths that differ */
+                        n = x;
+                }
+                i = e + 1;
+        }
+        if (te)
+                return -EOPNOTSUPP;
+        *ret_len = n < 0 ? 0 : n;
+        return 0;
 }
 
 /* the server image started with `docker run --network none` (docs/packaging.md) */

@@ -77,7 +77,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (void)config_egress_pin(&pol, rq.host);
                 if (!rq.connect) {
                         size_t n = 0;
+                        int64_t body = -1;
+
                         free(egress_upstream_head(copy, &rq, &n));
+                        if (egress_request_body(copy, &rq, &body) == 0 && body < 0)
+                                abort();
                 }
         }
         free(copy);
