@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "audit/audit.h"
 #include "common/cleanup.h"
@@ -55,6 +56,36 @@ struct wrap_audit *wrap_audit_open(const char *name, const char *grade)
  * model chooses) may nest deeper; a message past this is refused, never relayed unread. */
 #define WRAP_JSON_DEPTH 512
 
+/* @p (@len bytes) holds a CR other than one just before the line's final LF (or its end):
+ * JSON takes it as a blank between tokens, Python's text reader (universal newlines, as the MCP
+ * Python SDK reads stdin) as the end of a line. */
+static bool bare_cr(const char *p, size_t len)
+{
+        size_t n = len;
+
+        if (n && p[n - 1] == '\n')
+                n--;
+        if (n && p[n - 1] == '\r')
+                n--;
+        return memchr(p, '\r', n) != NULL;
+}
+
+/* A key of the object @e that is one of @names ignoring case but not exactly: Go's
+ * encoding/json matches field names that way, so "Method" would be the method there. */
+static const char *folded_key(json_object *e, const char *const *names)
+{
+        if (!json_object_is_type(e, json_type_object))
+                return NULL;
+        json_object_object_foreach(e, key, val)
+        {
+                (void)val;
+                for (size_t i = 0; names[i]; i++)
+                        if (strcasecmp(key, names[i]) == 0 && strcmp(key, names[i]) != 0)
+                                return key;
+        }
+        return NULL;
+}
+
 json_object *wrap_json_read(const char *line, size_t len, bool strict, const char **ret_why)
 {
         json_tokener *tok = json_tokener_new_ex(WRAP_JSON_DEPTH);
@@ -82,6 +113,9 @@ json_object *wrap_json_read(const char *line, size_t len, bool strict, const cha
                                      : "it is not JSON";
         }
         json_tokener_free(tok);
+        if (!why && strict && bare_cr(line, len))
+                why = "it holds a carriage return inside the line, where a Python server's reader "
+                      "splits it into lines";
         if (!why && strict && sbx_json_has_nul_escape(line, len))
                 why = "it holds a \\u0000 escape, which the wrap's JSON reader takes apart from "
                       "the server's";
@@ -271,6 +305,26 @@ void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len, char
         /* one message, or a batch (JSON-RPC 2.0; MCP 2025-03-26): every call in it recorded */
         batch = json_object_is_type(o, json_type_array);
         n = batch ? json_object_array_length(o) : 1;
+        for (size_t i = 0; i < n; i++) {
+                static const char *const top[] = {"jsonrpc", "id", "method", "params", NULL},
+                                         *const inner[] = {"name", "arguments", NULL};
+                json_object *e = batch ? json_object_array_get_idx(o, i) : o, *p = NULL;
+                const char *k = folded_key(e, top);
+
+                if (!k && json_object_object_get_ex(e, "params", &p))
+                        k = folded_key(p, inner);
+                if (k) {
+                        _cleanup_free_ char *msg = xasprintf(
+                            "vestibule: mcp wrap: a message was not relayed to %s: its key "
+                            "'%s' differs from a JSON-RPC or MCP name only in case, which some "
+                            "servers' readers (Go's) take as that name",
+                            a->name, k);
+
+                        *ret_refusal = refuse_all(o, -32600, msg);
+                        json_object_put(o);
+                        return;
+                }
+        }
         done = xcalloc(n ? n : 1, sizeof(*done));
         for (size_t i = 0; i < n && !refused; i++) {
                 json_object *e = batch ? json_object_array_get_idx(o, i) : o;

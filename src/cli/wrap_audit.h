@@ -26,7 +26,9 @@ struct wrap_audit *wrap_audit_open(const char *name, const char *grade);
  * wrap_audit_request() - @line (@len bytes, one JSON-RPC message from the client): for each
  * tools/call request in it (one, or a batch's), one stderr line and its start record (waits for
  * the disk, <= 2 s). A line it cannot read as the server will (wrap_json_read(), strict) is
- * not relayed either: @ret_refusal gets a -32700 error naming why (id null when unread).
+ * not relayed either: @ret_refusal gets a -32700 error naming why (id null when unread); nor is
+ * one with a key that is a JSON-RPC or MCP name but for its case ("Method": Go's encoding/json
+ * folds case), answered -32600.
  * Fail closed: a tools/call whose start record could not be written (no log, a write that
  * failed; a record the disk has only not confirmed within 2 s is queued and counts as written)
  * must not reach the server.
@@ -41,9 +43,9 @@ void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len, char
  * wrap_json_read() - @line (@len bytes, not NUL-terminated; one message of the relay) parsed
  * with json-c, nested at most 512 deep (json-c's default is 32). With @strict, read as the
  * server will (RFC 8259; JSON-RPC over MCP's stdio transport, one message a line): json-c's
- * strict mode, nothing but blanks after the value, and no \u0000 escape (json-c cuts a key at
- * its NUL, so "name\u0000" would read as a second "name", where JavaScript and Python see
- * another key). Return: the value (a new reference; json_object_put() it) or NULL. When
+ * strict mode, nothing but blanks after the value, no CR but one before the final LF (Python's
+ * text reader ends a line at a CR), and no \u0000 escape (json-c cuts a key at its NUL, so
+ * "name\u0000" would read as a second "name", where JavaScript and Python see another key). Return: the value (a new reference; json_object_put() it) or NULL. When
  * @ret_why is not NULL it gets NULL (read) or why the line must not be relayed (a static
  * string), and the value is returned even then when one was parsed; when it is NULL, a line
  * with a reason gives NULL. Source: json-c's json_tokener.h (json_tokener_new_ex(),

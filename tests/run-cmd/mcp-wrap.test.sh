@@ -158,6 +158,31 @@ reached=$(grep -c 'hostile-server: exfil called' "$base/rawcalls.err")
 [ "$reached" = 1 ] && ok "  ... none of the four reached the server (1 call there: the control)" ||
         bad "raw forms: calls that reached the server: $reached, want 1"
 
+# 2d. A CR inside a line: JSON takes it as a blank, Python's text reader (universal newlines,
+# as the MCP Python SDK reads stdin) as a line's end, and ran the tools/call after it with no
+# record. A real python3 server that reads stdin as the SDK's stdio_server does (a fresh
+# io.TextIOWrapper over sys.stdin.buffer: universal newlines, where sys.stdin itself splits on
+# LF only) and runs each tools/call it reads; control: a plain call.
+cat >"$npmdir/pysrv.py" <<'PY'
+import io, json, sys
+for line in io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8"):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("method") == "tools/call":
+        print("PY-EXECUTED " + m["params"]["name"], file=sys.stderr, flush=True)
+PY
+chown "$user" "$npmdir/pysrv.py"
+call7='{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"exfil","arguments":{}}}'
+as_user sh -c "printf '%s\r%s\r}\n' '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"x\":' '$call7' | $vm mcp wrap --allow-read $npmdir --allow $proj -- python3 $npmdir/pysrv.py >/dev/null 2>$base/cr.err"
+as_user sh -c "printf '%s\n' '$call7' | $vm mcp wrap --allow-read $npmdir --allow $proj -- python3 $npmdir/pysrv.py >/dev/null 2>$base/cr-control.err"
+grep -q 'PY-EXECUTED exfil' "$base/cr-control.err" && ok "control: the python3 server runs a plain tools/call through the wrap" ||
+        bad "control: python3 server: $(tail -3 "$base/cr-control.err")"
+! grep -q 'PY-EXECUTED' "$base/cr.err" && grep -q 'carriage return' "$base/cr.err" &&
+        ok "a tools/call behind a CR inside a line does not reach a python3 server, and stderr says why" ||
+        bad "CR inside a line: $(tail -3 "$base/cr.err")"
+
 # 3. The exit-code contract and the ends of the relay, with sh as the server.
 expect_code() {
         local want=$1 name=$2 got

@@ -140,6 +140,8 @@ START_TEST(escaped_and_batched_calls_are_recorded)
         ck_assert_ptr_null(request(a, CALL(6, "bs-\\\\u0000-6")));
         ck_assert(logged("bs-"));
         ck_assert_ptr_null(request(a, "\r\n"));
+        ck_assert_ptr_null(request(a, CALL(12, "crlf-12") "\r\n"));
+        ck_assert(logged("crlf-12"));
         ck_assert_ptr_null(request(a, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}"));
         ck_assert(!logged("tools/list"));
         r = request(a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
@@ -191,6 +193,21 @@ START_TEST(unreadable_lines_are_answered_not_relayed)
         r = request(a, deep);
         check_refusal(r, -32700, 0, null_id);
         ck_assert_msg(strstr(r, "512"), "%s", r);
+        free(r);
+        /* a CR inside the line: Python's reader ends a line there, and reads the call after it */
+        r = request(a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"x\":\r" CALL(
+                           11, "cr-11") "\r}\n");
+        ck_assert_str_eq(r, ""); /* refused; a notification: nothing to answer */
+        ck_assert(!logged("cr-11"));
+        free(r);
+        /* a key that is a JSON-RPC or MCP name but for its case (Go's reader folds case) */
+        r = request(a, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"Method\":"
+                       "\"tools/call\",\"params\":{}}");
+        check_refusal(r, -32600, 0, id9);
+        free(r);
+        r = request(a, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{"
+                       "\"name\":\"x\",\"NAME\":\"y\"}}");
+        check_refusal(r, -32600, 0, id9);
         free(r);
         /* not standard JSON (json-c alone takes single quotes) */
         r = request(a, "{'jsonrpc':'2.0','id':9,'method':'tools/call'}");
