@@ -122,6 +122,19 @@ expect_out "only that one" "^\[PLANTED-GH-88\] \[\]$"
 expect_code 0 "with the home readable, its secrets are masked" \
         as_user "$vm" run --allow-read "$home" -- sh -c 'ls -a ~/.ssh ~/.aws; cat ~/.ssh/id_ed25519 ~/.aws/credentials 2>&1; true'
 expect_no "no key text under --allow-read ~" "PLANTED-(SSH|AWS)"
+# what the run-command helper's review found readable there (added to secrets.list); the
+# control is the file beside them that is no secret
+mkdir -p "$home/.config/git" "$home/.config/containers"
+echo "PLANTED-GITCRED-4a" >"$home/.config/git/credentials"
+echo "PLANTED-AUTHJSON-4b" >"$home/.config/containers/auth.json"
+echo "PLANTED-PGPASS-4c" >"$home/.pgpass"
+echo "export TOKEN=PLANTED-HISTORY-4d" >"$home/.bash_history"
+echo "PLAIN-NOTES-4e" >"$home/notes.txt"
+chown -R "$user" "$home"
+expect_code 0 "with the home readable, git's XDG credentials, registry logins, .pgpass and the shell history are masked" \
+        as_user "$vm" run -q --allow-read "$home" -- sh -c 'cat ~/.config/git/credentials ~/.config/containers/auth.json ~/.pgpass ~/.bash_history ~/notes.txt 2>&1; true'
+expect_no "... none of their text" "PLANTED-(GITCRED|AUTHJSON|PGPASS|HISTORY)"
+expect_out "control: the plain file beside them reads" "PLAIN-NOTES-4e"
 expect_code 0 "--allow-read of the exact path un-masks it" \
         as_user "$vm" run --allow-read "$home/.ssh" -- cat "$home/.ssh/id_ed25519"
 expect_out "the un-masked key reads" "PLANTED-SSH-KEY"
