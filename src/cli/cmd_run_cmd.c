@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <termios.h>
@@ -618,10 +619,12 @@ static int run_resolved(struct sbx_config *cfg, const struct run_cmd_opts *o, ch
             .watch = (const char *const *)watch,
             .cancel_fd = sfd,
         };
+        time_t began = time(NULL);
+
         r = run_backend(cfg, o, &req, res, &err);
         code = run_code_of(r, res, &err, o->quiet);
         if (!o->overlay)
-                (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro);
+                (void)run_keep_sweep(o->allow, (const char *const *)sec->keep, ro, began);
         config_strv_free(masks);
         config_strv_free(ro);
         config_strv_free(env);

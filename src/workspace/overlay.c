@@ -146,6 +146,25 @@ static void ovl_one_dir(struct ovl_walk *w, int ufd, const char *name, const cha
         ovl_walk_dir(w, sub, rel, depth + 1);
 }
 
+/* The upper layer's regular file @name (at @rel, in the upper folder @ufd) would make or change
+ * a git repository under any name: a HEAD or commondir (git takes a folder with a HEAD and
+ * objects/ and refs/, or a commondir, as one: setup.c is_git_directory()), or the config
+ * beside a HEAD in either layer, whose core.fsmonitor or core.worktree runs commands on the
+ * host's next git call there. */
+static bool ovl_git_file(const struct ovl_walk *w, int ufd, const char *name, const char *rel)
+{
+        struct stat st;
+        const char *slash = strrchr(rel, '/');
+        _cleanup_free_ char *head =
+            slash ? xasprintf("%.*s/HEAD", (int)(slash - rel), rel) : xstrdup("HEAD");
+
+        if (strcmp(name, "HEAD") == 0 || strcmp(name, "commondir") == 0)
+                return true;
+        return strcmp(name, "config") == 0 &&
+               (fstatat(ufd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+                ovl_real_lstat(w->real_fd, head, &st) == 0);
+}
+
 /* One entry of the upper layer. */
 static void ovl_one(struct ovl_walk *w, int ufd, const char *name, const char *rel, int depth)
 {
@@ -171,6 +190,12 @@ static void ovl_one(struct ovl_walk *w, int ufd, const char *name, const char *r
         }
         if (S_ISDIR(st.st_mode))
                 return ovl_one_dir(w, ufd, name, rel, &rs, in_real, depth);
+        if (!S_ISCHR(st.st_mode) && ovl_git_file(w, ufd, name, rel)) {
+                ovl_add(w, rel, S_ISLNK(st.st_mode) ? 'l' : 'f', WS_OVL_REFUSED, 0,
+                        "a git repository's HEAD, commondir or config (git runs its config on "
+                        "the host)");
+                return;
+        }
         if (S_ISREG(st.st_mode)) {
                 ovl_add(w, rel, 'f',
                         !in_real ? WS_OVL_ADDED

@@ -109,6 +109,8 @@ touch "$1"
 mkdir -p .git/hooks sub2/.git && echo 'echo pwned' >.git/hooks/pre-commit && echo x >sub2/.git/config
 echo 'echo pwned' >.envrc
 echo '{"x":1}' >.vscode/tasks.json 2>/dev/null || echo VSCODE-RO
+mkdir -p gd/objects gd/refs/heads && echo 'ref: refs/heads/main' >gd/HEAD &&
+        printf '[core]\n\tworktree = .\n\tfsmonitor = "echo pwned; false"\n' >gd/config
 T
 cp "$base/tricks.sh" "$proj/.tricks.sh"
 chown "$user:$user" "$proj/.tricks.sh"
@@ -143,6 +145,9 @@ check "no planted .envrc" test ! -e "$proj/.envrc"
 check "the existing .vscode is read-only inside" grep -q VSCODE-RO "$base/out"
 check "no .vscode/tasks.json" test ! -e "$proj/.vscode/tasks.json"
 check "the .git refusals are listed" listed "refused  sub2/.git/: a name the host runs"
+check "a folder shaped as a git repository under another name gets no HEAD or config" \
+        test ! -e "$proj/gd/HEAD" -a ! -e "$proj/gd/config"
+check "  ... refused, listed" listed "refused  gd/HEAD: a git repository's HEAD"
 left=$(find /var/tmp -maxdepth 1 -name 'vestibule-overlay-*' -user "$user" | wc -l)
 [ "$left" = 0 ] && ok "no overlay layers left in /var/tmp" || bad "$left layer folders left"
 

@@ -200,6 +200,28 @@ grep -q "moved aside: .*sub/.git" "$base/err" && ok "stderr names what was moved
 compgen -G "$proj/.envrc.vestibule-moved*" >/dev/null && ok "the .envrc is kept, renamed, for the user to look at" ||
         bad "no renamed .envrc"
 rm -rf "$proj/.envrc"* "$proj/.vscode"* "$proj/sub"
+# A folder git takes as a repository whatever its name (HEAD, objects/, refs/, a config with
+# core.worktree and core.fsmonitor): `git status` there on the host ran the fsmonitor command
+# (the run-command helper's review; before: the marker was made). The control makes the same
+# files outside the sandbox and shows that git runs the command from them.
+gitdir_plant='mkdir -p "$1/objects" "$1/refs/heads" && echo "ref: refs/heads/main" >"$1/HEAD" &&
+printf "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch $2; false\"\n" >"$1/config"'
+if command -v git >/dev/null; then
+        expect_code 0 "control: outside, a folder shaped as a git repository" \
+                as_user sh -c "$gitdir_plant" sh "$proj/gd-ctl" "$base/gd-ctl-ran"
+        as_user git -C "$proj/gd-ctl" status >/dev/null 2>&1
+        [ -e "$base/gd-ctl-ran" ] && ok "control: git status there runs its core.fsmonitor on the host" ||
+                bad "control: git status did not run the fsmonitor command"
+        rm -rf "$proj/gd-ctl" "$base/gd-ctl-ran"
+        expect_code 0 "the command makes a folder shaped as a git repository, named docs" \
+                as_user "$vm" run -q -- sh -c "$gitdir_plant" sh "$proj/docs2" "$base/gd-ran"
+        as_user git -C "$proj/docs2" status >/dev/null 2>&1
+        [ ! -e "$base/gd-ran" ] && ok "after the run, git status there runs nothing on the host" ||
+                bad "git status ran the planted fsmonitor command"
+        grep -q "moved aside: .*docs2/HEAD" "$base/err" && ok "  ... its HEAD was moved aside, said on stderr" ||
+                { bad "no note of docs2/HEAD on stderr"; sed 's/^/     | /' "$base/err"; }
+        rm -rf "$proj/docs2" "$base/gd-ran"
+fi
 expect_code 0 "started outside the view, the command starts in the first --allow folder" \
         as_user sh -c "cd $base && $vm run -q --allow $proj -- pwd"
 expect_out "pwd is the project" "^$proj\$"
