@@ -84,7 +84,7 @@ static void sync_winsize(struct run_pty *p, struct winsize *last)
 {
         struct winsize ws;
 
-        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && memcmp(&ws, last, sizeof(ws)) != 0) {
+        if (ioctl(p->tty_fd, TIOCGWINSZ, &ws) == 0 && memcmp(&ws, last, sizeof(ws)) != 0) {
                 *last = ws;
                 (void)ioctl(p->master, TIOCSWINSZ, &ws);
         }
@@ -100,7 +100,7 @@ static void *relay(void *arg)
                 /* the real terminal is read only while the run is the foreground job: a
                  * background one never takes what is typed for the shell, and never stops on
                  * SIGTTIN (its SIGTERM must still end it) */
-                bool fg = in_foreground();
+                bool fg = p->input && in_foreground();
                 struct pollfd f[3] = {{.fd = p->master, .events = POLLIN},
                                       {.fd = p->stop[0], .events = POLLIN},
                                       {.fd = in_open && fg ? STDIN_FILENO : -1, .events = POLLIN}};
@@ -143,10 +143,17 @@ int run_pty_start(struct run_pty *p)
         struct winsize ws;
         int r;
 
+        struct termios slave_modes;
+
         *p = (struct run_pty){.master = -1, .slave = -1, .stop = {-1, -1}};
-        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &p->saved) < 0)
+        /* any of fds 0-2 a terminal: a terminal fd is open for reading and writing, so one on
+         * fd 1 or 2 alone would let the command read what is typed for the shell, and set its
+         * modes (tests/adversarial/server.md) */
+        p->input = isatty(STDIN_FILENO);
+        p->tty_fd = p->input ? 0 : isatty(STDOUT_FILENO) ? 1 : isatty(STDERR_FILENO) ? 2 : -1;
+        if (p->tty_fd < 0 || tcgetattr(p->tty_fd, &p->saved) < 0)
                 return 0;
-        p->have_saved = true;
+        p->have_saved = p->input; /* only stdin's modes are ever changed, and put back */
         p->out_fd = isatty(STDOUT_FILENO) ? 1 : isatty(STDERR_FILENO) ? 2 : 0;
         r = open_pty(p);
         if (r == 0 && pipe2(p->stop, O_CLOEXEC) < 0)
@@ -157,10 +164,15 @@ int run_pty_start(struct run_pty *p)
                 run_pty_stop(p);
                 return r;
         }
-        (void)tcsetattr(p->slave, TCSANOW, &p->saved);
-        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+        /* output only: the real terminal keeps its modes and does the output processing */
+        slave_modes = p->saved;
+        if (!p->input)
+                slave_modes.c_oflag &= ~(tcflag_t)OPOST;
+        (void)tcsetattr(p->slave, TCSANOW, &slave_modes);
+        if (ioctl(p->tty_fd, TIOCGWINSZ, &ws) == 0)
                 (void)ioctl(p->slave, TIOCSWINSZ, &ws);
-        raw_when_foreground(p); /* a background run: the relay does it once it is in front */
+        if (p->input)
+                raw_when_foreground(p); /* a background run: the relay does it once in front */
         if (pthread_create(&p->thread, NULL, relay, p) != 0) {
                 fprintf(stderr, "vestibule-mcp run: cannot start the terminal relay\n");
                 run_pty_stop(p);

@@ -1,6 +1,6 @@
-/* run_pty.h - the terminal of `vestibule-mcp run -- CMD`: when stdin is a terminal, the command
- * gets a pty of our own (its controlling terminal, as fds 0-2 where ours are terminals) and a
- * thread copies between it and the real terminal, which is put in raw mode for the run and
+/* run_pty.h - the terminal of `vestibule-mcp run -- CMD`: when any of fds 0-2 is a terminal, the
+ * command gets a pty of our own (its controlling terminal, as fds 0-2 where ours are terminals) and
+ * a thread copies between it and the real terminal, which is put in raw mode for the run and
  * restored after. So the command never holds the user's terminal: TIOCSTI reaches only its own
  * pty, and a backgrounded run cannot read what is typed for the shell: the relay reads the real
  * terminal and sets its modes only while the run's process group is the terminal's foreground
@@ -16,6 +16,8 @@ struct run_pty {
         int master, slave; /* -1 when not open */
         int stop[2];       /* the relay's stop pipe */
         int out_fd;        /* where the pty's output goes: 1, 2 or 0, the first a terminal */
+        int tty_fd;        /* the first of fds 0-2 that is a terminal (its size, its modes) */
+        bool input;        /* fd 0 is a terminal: its input is relayed, its modes made raw */
         struct termios saved;
         bool have_saved, thread_on;
         bool raw_on; /* the real terminal is in raw mode (set in the foreground only) */
@@ -23,12 +25,15 @@ struct run_pty {
 };
 
 /**
- * run_pty_start() - when fd 0 is a terminal: a new pty whose size and modes are fd 0's, fd 0 in
- * raw mode once the run is the foreground job (at once, or when the relay sees it brought there),
- * and the relay thread started. @p is filled; ->slave is the fd to hand the command
+ * run_pty_start() - when any of fds 0-2 is a terminal: a new pty whose size and modes are the
+ * first terminal's, and the relay thread started. When fd 0 is one, fd 0 goes in raw mode once
+ * the run is the foreground job (at once, or when the relay sees it brought there) and what is
+ * typed is relayed; when only fd 1 or 2 is, the relay copies output only (the slave without
+ * output processing, which the real terminal does) and the real terminal's modes are never
+ * touched. @p is filled; ->slave is the fd to hand the command in place of each terminal fd
  * (closed by run_pty_stop()).
- * Return: 1 started, 0 fd 0 is no terminal (nothing done; ->slave -1), -errno when the pty
- * could not be made (said on stderr; the run must not fall back to the real terminal).
+ * Return: 1 started, 0 none of fds 0-2 is a terminal (nothing done; ->slave -1), -errno when
+ * the pty could not be made (said on stderr; the run must not fall back to the real terminal).
  */
 int run_pty_start(struct run_pty *p);
 

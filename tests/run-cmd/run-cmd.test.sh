@@ -391,6 +391,37 @@ expect_code 0 "inside, stty -echo on the same kind of terminal" \
         as_user python3 -c "$tty_probe" "$vm" run -q -- stty -echo
 expect_out "the terminal's echo is back on after the run" "^echo on$"
 
+# stdin not a terminal, stdout and stderr one (a run started with </dev/null, or in a pipe):
+# the command held the real terminal on fds 1 and 2, open for reading too, so it read what was
+# typed there and could set its modes (the run-command helper's review). Now it gets a pty of
+# its own for them, with its output relayed. The control runs the same command outside.
+tty_out_probe='import os, pty, subprocess, sys, termios, time
+m, s = pty.openpty()
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=s, stderr=s)
+time.sleep(1.0)
+os.write(m, b"typed-for-the-shell\n")
+p.wait(timeout=30)
+time.sleep(0.2)
+out = b""
+os.set_blocking(m, False)
+try:
+    while True:
+        out += os.read(m, 4096)
+except OSError:
+    pass
+print(out.decode(errors="replace").replace("\r", ""))
+print("echo", "on" if termios.tcgetattr(s)[3] & termios.ECHO else "off")'
+read_fd1='exec 0<&1; read -t 3 x; echo "GOT:[$x]"; stty -echo <&1'
+expect_code 0 "control: outside, a command whose stdin is not the terminal reads it through fd 1" \
+        as_user python3 -c "$tty_out_probe" bash -c "$read_fd1"
+expect_out "control: it got the typed line" "GOT:\[typed-for-the-shell\]"
+expect_out "control: and turned the terminal's echo off" "^echo off$"
+expect_code 0 "inside, stdin /dev/null and the terminal on fds 1 and 2" \
+        as_user python3 -c "$tty_out_probe" "$vm" run -q -- bash -c "$read_fd1"
+expect_out "its output still reaches the terminal" "GOT:\["
+expect_no "it did not get the typed line" "GOT:\[typed"
+expect_out "the terminal's echo is as it was" "^echo on$"
+
 echo "# the exit-code contract"
 expect_code 0 "the command's own 0" as_user "$vm" run -q -- true
 expect_code 3 "the command's own 3" as_user "$vm" run -q -- sh -c 'exit 3'
