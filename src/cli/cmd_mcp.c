@@ -13,10 +13,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -26,6 +28,7 @@
 #include "cli/commands.h"
 #include "cli/wrap_audit.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/xalloc.h"
 #include "config/config.h"
 #include "engine/hostrun.h"
@@ -35,6 +38,10 @@
 #define WRAP_LINE_MAX (16u << 20)
 /* After the client closed our stdin (and we the server's), the server has this long to end. */
 #define WRAP_STDIN_GRACE_MS 5000
+/* After the client's hangup (or at once when stdin is a file, which has all it will ever
+ * have): a server that takes none of what waits for it for this long reads nothing, and is
+ * stopped as for a client that is gone. Long enough for a slow server's start. */
+#define WRAP_STUCK_MS 20000
 /* After the SIGTERM that stops the sandbox (2 s grace there, then the kill), the run's own
  * process has this long to report before it is killed too. */
 #define WRAP_STOP_MS 10000
@@ -79,6 +86,7 @@ struct wrap_dir {
         size_t scanned; /* bytes at the start of buf known to hold no newline */
         bool eof;
         int end; /* why it stopped: 0 EOF, -EPIPE the reader is gone, -EMSGSIZE too long */
+        _Atomic uint64_t moved; /* bytes its reader took (client to server: relay() watches) */
         struct wrap *w;
         pthread_t thread;
 };
@@ -113,6 +121,24 @@ static int write_all(int fd, const char *p, size_t len)
                         continue;
                 if (n < 0)
                         return -errno;
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+/* write_all() for the client-to-server direction, in pieces of at most 64 KiB, counting what
+ * the server took: relay() tells a server that reads slowly from one that reads nothing. */
+static int write_counted(struct wrap_dir *d, const char *p, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = write(d->out, p, len < 65536 ? len : 65536);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                atomic_fetch_add(&d->moved, (uint64_t)n);
                 p += n;
                 len -= (size_t)n;
         }
@@ -167,7 +193,7 @@ static int pass_line(struct wrap *w, struct wrap_dir *d, const char *line, size_
         if (d == &w->c2s) {
                 wrap_audit_request(w->audit, line, n, &refusal);
                 if (!refusal)
-                        return write_all(d->out, line, n);
+                        return write_counted(d, line, n);
                 pthread_mutex_lock(&w->out_mu);
                 (void)write_all(w->s2c.out, refusal, strlen(refusal)); /* the client gone: EOF */
                 pthread_mutex_unlock(&w->out_mu);
@@ -304,13 +330,43 @@ static int too_long(const struct wrap *w)
 /* Until the run ends or a direction stops. Return the exit code. */
 static int relay(struct wrap *w)
 {
-        struct pollfd p[2] = {{.fd = w->pidfd, .events = POLLIN},
-                              {.fd = w->done_fd, .events = POLLIN}};
-        uint64_t n;
+        /* the client's end of stdin, watched for its hangup: a server that reads nothing
+         * leaves the client-to-server thread blocked in a write, never to see the EOF */
+        struct pollfd p[3] = {{.fd = w->pidfd, .events = POLLIN},
+                              {.fd = w->done_fd, .events = POLLIN},
+                              {.fd = w->c2s.in, .events = 0}};
+        uint64_t n, hup_at = 0, moved = 0;
+        struct stat st;
 
+        if (fstat(w->c2s.in, &st) == 0 && S_ISREG(st.st_mode)) {
+                hup_at = sbx_now_ms();
+                p[2].fd = -1;
+        }
         for (;;) {
-                if (poll(p, 2, -1) < 0 && errno != EINTR)
+                int timeout = -1;
+
+                if (hup_at) {
+                        uint64_t now = sbx_now_ms(), m = atomic_load(&w->c2s.moved);
+
+                        if (m != moved) { /* the server still reads: wait on */
+                                moved = m;
+                                hup_at = now;
+                        }
+                        if (now >= hup_at + WRAP_STUCK_MS)
+                                return stop_server(w, 0); /* gone, and the server reads nothing */
+                        /* progress is sampled each second, not only when the time is up */
+                        timeout = (int)(hup_at + WRAP_STUCK_MS - now);
+                        timeout = timeout > 1000 ? 1000 : timeout;
+                }
+                if (poll(p, 3, timeout) < 0 && errno != EINTR)
                         return stop_server(w, 0);
+                if (p[2].revents) { /* POLLHUP, POLLERR (a pipe) or POLLNVAL: once */
+                        p[2].fd = -1;
+                        if (p[2].revents & (POLLHUP | POLLERR)) {
+                                hup_at = sbx_now_ms();
+                                moved = atomic_load(&w->c2s.moved);
+                        }
+                }
                 if (p[0].revents & POLLIN) {
                         int code = reap(w);
                         /* a server that ended because the too-long message closed its stdin

@@ -203,6 +203,28 @@ took=$(($(date +%s) - start))
 [ $took -ge 4 ] && [ $took -lt 20 ] && ok "client gone: a server that ignores stdin's end and SIGTERM is killed after the grace (${took} s)" ||
         bad "client gone: took $took s"
 [ -z "$(pgrep -u "$user" -f '^sleep 3008$' || true)" ] && ok "  ... and nothing of it is left" || bad "sleep 3008 left"
+# A server that reads nothing, and a client that wrote more than a pipe holds and closed: the
+# wrap's client-to-server thread stays blocked in its write and never sees the EOF (the
+# run-command helper's review: still there after 36 s). The wrap watches its stdin's hangup
+# (a pipe whose writer exited; a file at once) and, once the server has taken nothing for 20 s,
+# stops it. 150 kB: more than the server's pipe holds, less than the client's writes can park
+# (so the writer exits). Bounded by timeout(1) at 60 s; a file as stdin too.
+head -c 150000 /dev/zero | tr '\0' '\n' >"$base/blank150k"
+chmod 0644 "$base/blank150k"
+for how in pipe file; do
+        start=$(date +%s)
+        if [ $how = pipe ]; then
+                as_user sh -c "cat $base/blank150k | timeout 60 $vm mcp wrap --allow $proj -- sleep 3010 >/dev/null 2>&1"
+        else
+                as_user sh -c "timeout 60 $vm mcp wrap --allow $proj -- sleep 3010 <$base/blank150k >/dev/null 2>&1"
+        fi
+        rc=$?
+        took=$(($(date +%s) - start))
+        [ "$rc" != 124 ] && [ $took -lt 50 ] && ok "client gone ($how), server reading nothing: the wrap ends (exit $rc, ${took} s)" ||
+                bad "client gone ($how), server reading nothing: exit $rc after ${took} s (124: still there at 60 s)"
+done
+[ -z "$(pgrep -u "$user" -f '^sleep 3010$' || true)" ] && ok "  ... and nothing of it is left" ||
+        { bad "sleep 3010 left"; pkill -u "$user" -f '^sleep 3010$' || true; }
 # The client kills the wrap (as a client that quits does): the run gets PDEATHSIG SIGTERM.
 as_user bash -c "exec $vm mcp wrap --allow $proj -- sleep 3009 < <(sleep 30) 2>/dev/null" &
 wrap_pid=$!
