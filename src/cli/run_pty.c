@@ -140,10 +140,9 @@ static int open_pty(struct run_pty *p)
 
 int run_pty_start(struct run_pty *p)
 {
+        struct termios slave_modes;
         struct winsize ws;
         int r;
-
-        struct termios slave_modes;
 
         *p = (struct run_pty){.master = -1, .slave = -1, .stop = {-1, -1}};
         /* any of fds 0-2 a terminal: a terminal fd is open for reading and writing, so one on

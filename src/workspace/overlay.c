@@ -146,7 +146,7 @@ static void ovl_one_dir(struct ovl_walk *w, int ufd, const char *name, const cha
         ovl_walk_dir(w, sub, rel, depth + 1);
 }
 
-/* The upper layer's regular file @name (at @rel, in the upper folder @ufd) would make or change
+/* The upper layer's entry @name (at @rel, in the upper folder @ufd) would make or change
  * a git repository under any name: a HEAD or commondir (git takes a folder with a HEAD and
  * objects/ and refs/, or a commondir, as one: setup.c is_git_directory()), or the config
  * beside a HEAD in either layer, whose core.fsmonitor or core.worktree runs commands on the
