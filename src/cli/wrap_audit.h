@@ -45,11 +45,12 @@ void wrap_audit_request(struct wrap_audit *a, const char *line, size_t len, char
  * server will (RFC 8259; JSON-RPC over MCP's stdio transport, one message a line): json-c's
  * strict mode, nothing but blanks after the value, no CR but one before the final LF (Python's
  * text reader ends a line at a CR), and no \u0000 escape (json-c cuts a key at its NUL, so
- * "name\u0000" would read as a second "name", where JavaScript and Python see another key). Return: the value (a new reference; json_object_put() it) or NULL. When
- * @ret_why is not NULL it gets NULL (read) or why the line must not be relayed (a static
- * string), and the value is returned even then when one was parsed; when it is NULL, a line
- * with a reason gives NULL. Source: json-c's json_tokener.h (json_tokener_new_ex(),
- * JSON_TOKENER_STRICT, which also fails on anything but blanks after the value).
+ * "name\u0000" would read as a second "name", where JavaScript and Python see another key).
+ * Return: the value (a new reference; json_object_put() it) or NULL. When @ret_why is not NULL it
+ * gets NULL (read) or why the line must not be relayed (a static string), and the value is returned
+ * even then when one was parsed; when it is NULL, a line with a reason gives NULL. Source: json-c's
+ * json_tokener.h (json_tokener_new_ex(), JSON_TOKENER_STRICT, which also fails on anything but
+ * blanks after the value).
  */
 json_object *wrap_json_read(const char *line, size_t len, bool strict, const char **ret_why);
 
